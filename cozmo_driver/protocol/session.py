@@ -1,0 +1,703 @@
+"""The Cozmo connection as a sans-I/O state machine, for both ends of the link.
+
+A :class:`Session` never touches a socket, a thread or a clock. Its inputs are
+user calls (:meth:`connect`, :meth:`send`, :meth:`disconnect`),
+:meth:`receive_datagram` and :meth:`handle_timer`; its outputs are
+:meth:`datagrams_to_send`, :meth:`get_timer` and :meth:`next_event`. Every time
+value is an argument (seconds, any monotonic origin).
+
+The same class plays the **engine** (the driver: it sends RESET and waits for
+Connect) and the **robot** (the simulator: it answers RESET with Connect).
+
+Reliable delivery, in both directions:
+
+* Reliable packets are numbered 0..65533 and wrap; out-of-band packets (events,
+  pings, keyframes) take no number and are neither retransmitted nor ordered.
+* Selective repeat with 62-packet windows: the receiver buffers anything within
+  the window and delivers in order, exactly once.
+* The ``ack`` of every outgoing frame is the last packet received *in order*
+  (the reference acknowledges the last frame seen, which stalls after a gap).
+  A lone acknowledgement goes out ``ack_delay`` after a reliable packet arrives
+  unless a frame carries it earlier (engine: a PING frame; robot: an empty
+  ROBOT frame).
+* One retransmission timer. When it fires, packets unacknowledged for longer
+  than the retransmission timeout (RTO, from the measured round trip, at least
+  ``rto_min``) are sent again, and the RTO doubles up to ``rto_max`` until an
+  acknowledgement makes progress: no resend storms.
+* Frames are filled up to the 1037-byte payload limit; reliable packets in one
+  frame are always consecutive. A packet that cannot fit a frame on its own is
+  refused by :meth:`send` with :class:`PacketTooLargeError`.
+* A reliable packet whose body cannot be decoded is still acknowledged and
+  counted; it never discards its neighbours or blocks the acknowledgement.
+* Keepalive: the engine pings every ``ping_interval`` and measures the round
+  trip from the robot's echo. The peer is declared lost after ``peer_timeout``
+  seconds without any datagram. :meth:`connect` after a loss or a disconnect
+  starts a clean new connection on the same object.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import struct
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Deque, Dict, List, Optional
+
+from .errors import LocalProtocolError, NotConnectedError, PacketTooLargeError, RemoteProtocolError
+from .frames import (
+    MAX_PAYLOAD_SIZE,
+    OOB_SEQ,
+    SEQ_MODULUS,
+    FrameType,
+    RawPacket,
+    decode_frame,
+    encode_frame,
+)
+from .messages import PacketType, Ping, decode_message, encode_packet
+
+__all__ = [
+    "Role",
+    "State",
+    "SessionConfig",
+    "SessionStats",
+    "Session",
+    "Connected",
+    "Disconnected",
+    "ConnectionLost",
+    "MessageReceived",
+    "PingAnswered",
+    "ReceiveError",
+    "SendQueueFullError",
+]
+
+logger = logging.getLogger("cozmo.protocol")
+
+_PING_BODY = struct.Struct("<dIIB")
+_CONNECT_PACKET = struct.pack("<BH", PacketType.CONNECT, 0)
+_DISCONNECT_PACKET = struct.pack("<BH", PacketType.DISCONNECT, 0)
+
+
+class Role(enum.Enum):
+    ENGINE = "engine"
+    ROBOT = "robot"
+
+
+class State(enum.Enum):
+    IDLE = "idle"              # engine: never connected; robot: waiting for a RESET
+    CONNECTING = "connecting"  # engine: RESET sent, waiting for Connect
+    CONNECTED = "connected"
+    CLOSING = "closing"        # engine: Disconnect sent, waiting for its acknowledgement
+    CLOSED = "closed"          # engine: disconnected on request
+    LOST = "lost"              # the peer fell silent (or never answered)
+
+
+class SendQueueFullError(LocalProtocolError):
+    """More reliable packets are waiting for the window than ``max_pending``."""
+
+
+@dataclass
+class SessionConfig:
+    """Tunables of a session; times in seconds. The defaults suit a real robot."""
+
+    window: int = 62
+    #: engine: interval between keepalive pings while connected
+    ping_interval: float = 0.5
+    #: silence after which the peer is declared lost (the robot drops a client after 5 s)
+    peer_timeout: float = 3.0
+    #: engine: RESET is repeated this often until the robot answers ...
+    reset_interval: float = 0.5
+    #: ... and given up (state LOST) after this long
+    connect_timeout: float = 5.0
+    #: engine: how long a Disconnect may wait for its acknowledgement
+    disconnect_timeout: float = 1.0
+    rto_initial: float = 0.1
+    rto_min: float = 0.1
+    rto_max: float = 2.0
+    #: a lone acknowledgement waits this long for a frame to ride on
+    ack_delay: float = 0.005
+    #: reliable packets allowed to wait for window space before send() refuses more
+    max_pending: int = 4096
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.window <= 1000:
+            raise ValueError(f"window must be 1..1000, got {self.window}")
+        for name in ("ping_interval", "peer_timeout", "reset_interval", "connect_timeout",
+                     "disconnect_timeout", "rto_initial", "rto_min", "rto_max"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.ack_delay < 0 or self.max_pending < 1:
+            raise ValueError("ack_delay must be >= 0 and max_pending >= 1")
+
+
+@dataclass
+class SessionStats:
+    """Counters of one session; they survive reconnects."""
+
+    datagrams_sent: int = 0
+    datagrams_received: int = 0
+    bytes_sent: int = 0
+    bytes_received: int = 0
+    reliable_packets_sent: int = 0
+    reliable_packets_delivered: int = 0
+    oob_packets_sent: int = 0
+    oob_packets_received: int = 0
+    retransmissions: int = 0
+    retransmission_timeouts: int = 0
+    standalone_acks: int = 0
+    malformed_datagrams: int = 0
+    malformed_packets: int = 0
+    unknown_messages: int = 0
+    duplicate_packets: int = 0
+    out_of_window_packets: int = 0
+    unexpected_frames: int = 0
+    pings_sent: int = 0
+    pings_answered: int = 0
+    connects: int = 0
+    connections_lost: int = 0
+    discarded_on_reset: int = 0
+    rtt_s: Optional[float] = None
+    srtt_s: Optional[float] = None
+
+
+# ----------------------------------------------------------------------------- events
+
+@dataclass(slots=True)
+class Connected:
+    """Engine: the robot answered the RESET. Robot: a client reset the link."""
+
+
+@dataclass(slots=True)
+class Disconnected:
+    """The connection ended in order (``reason`` says how)."""
+
+    reason: str
+
+
+@dataclass(slots=True)
+class ConnectionLost:
+    """The peer fell silent for ``silence_s`` seconds, or never answered."""
+
+    reason: str
+    silence_s: float
+
+
+@dataclass(slots=True)
+class MessageReceived:
+    message: Any
+    reliable: bool
+
+
+@dataclass(slots=True)
+class PingAnswered:
+    counter: int
+    rtt_s: float
+
+
+@dataclass(slots=True)
+class ReceiveError:
+    """A datagram or packet was dropped as malformed (already counted in stats)."""
+
+    reason: str
+
+
+class _Unacked:
+    __slots__ = ("packet", "first_sent_at", "sent_at", "sends")
+
+    def __init__(self, packet: bytes, sent_at: float) -> None:
+        self.packet = packet
+        self.first_sent_at = sent_at
+        self.sent_at = sent_at
+        self.sends = 1
+
+
+class Session:
+    """One end of a Cozmo link. See the module docstring."""
+
+    def __init__(self, role: Role, config: Optional[SessionConfig] = None, name: str = "") -> None:
+        self.role = role
+        self.config = config or SessionConfig()
+        self.name = name or role.value
+        self.stats = SessionStats()
+        self.state = State.IDLE
+        self._events: Deque[Any] = deque()
+        self._out_frame_type = FrameType.ENGINE if role is Role.ENGINE else FrameType.ROBOT
+        self._ping_counter = 0
+        self._ping_sent: Dict[int, float] = {}
+        self._rttvar = 0.0
+        self._farewell: List[bytes] = []  # datagrams that outlive a link reset
+        self._reset_link(None)
+
+    # ------------------------------------------------------------------ state reset
+
+    def _reset_link(self, now: Optional[float]) -> None:
+        """Forget both windows and every queue: a new connection starts from seq 0."""
+        pending = getattr(self, "_pending", None)
+        unacked = getattr(self, "_unacked", None)
+        if pending or unacked:
+            self.stats.discarded_on_reset += len(pending or ()) + len(unacked or ())
+        self._next_seq = 0                       # next reliable seq to assign
+        self._unacked: Dict[int, _Unacked] = {}  # seq -> packet, insertion ordered
+        self._pending: Deque[bytes] = deque()    # reliable packets waiting for the window
+        self._oob_out: List[bytes] = []           # out-of-band packets for the next flush
+        self._retx: List[int] = []                # seqs due for retransmission
+        self._expected = 0                        # next reliable seq we will deliver
+        self._rx_buffer: Dict[int, RawPacket] = {}
+        self._received_any = False
+        self._ack_due: Optional[float] = None
+        self._rto = self.config.rto_initial
+        self._rto_backoff = 1
+        self._last_rx = now
+        self._last_ping = None
+        self._ping_due = False
+        self._reset_due = False
+        self._reset_sent_at: Optional[float] = None
+        self._connect_started: Optional[float] = None
+        self._closing_since: Optional[float] = None
+
+    # ------------------------------------------------------------------ user calls
+
+    def connect(self, now: float) -> None:
+        """Engine: start (or restart) a connection: a RESET goes out at once."""
+        if self.role is not Role.ENGINE:
+            raise LocalProtocolError("only the engine role connects; the robot answers RESET")
+        self._reset_link(now)
+        self.state = State.CONNECTING
+        self._connect_started = now
+        self._reset_due = True
+        logger.info("[%s] connecting", self.name)
+
+    def disconnect(self, now: float) -> None:
+        """Engine: send Disconnect; nothing more is accepted after it."""
+        if self.role is not Role.ENGINE:
+            raise LocalProtocolError("only the engine role disconnects")
+        if self.state is State.CONNECTED:
+            self._queue_reliable(_DISCONNECT_PACKET)
+            self.state = State.CLOSING
+            self._closing_since = now
+            logger.info("[%s] disconnecting", self.name)
+        elif self.state in (State.CONNECTING, State.LOST):
+            self._finish(State.CLOSED, Disconnected("disconnected before the robot answered"))
+
+    def send(self, message) -> None:
+        """Queue a message. Reliable messages need a connection; events go out as they are."""
+        packet = encode_packet(message)
+        if len(packet) > MAX_PAYLOAD_SIZE:
+            raise PacketTooLargeError(
+                f"{message.NAME} takes {len(packet)} bytes but a frame carries at most "
+                f"{MAX_PAYLOAD_SIZE}: it cannot be sent")
+        if message.OOB:
+            if self.state is not State.CONNECTED:
+                raise NotConnectedError(f"cannot send {message.NAME}: session is {self.state.value}")
+            self._oob_out.append(packet)
+            if logger.isEnabledFor(logging.DEBUG):
+                logger.debug("[%s] >> %r", self.name, message)
+            return
+        if self.state is not State.CONNECTED:
+            raise NotConnectedError(f"cannot send {message.NAME}: session is {self.state.value}")
+        self._queue_reliable(packet)
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug("[%s] >> %r", self.name, message)
+
+    def send_ping(self) -> int:
+        """Engine: ping now (on the next flush); returns the ping's counter."""
+        if self.role is not Role.ENGINE or self.state is not State.CONNECTED:
+            raise NotConnectedError("pings are sent by a connected engine")
+        self._ping_due = True
+        return self._ping_counter
+
+    @property
+    def is_connected(self) -> bool:
+        return self.state is State.CONNECTED
+
+    @property
+    def send_queue_length(self) -> int:
+        """Reliable packets not yet acknowledged, in flight or waiting."""
+        return len(self._unacked) + len(self._pending)
+
+    def _queue_reliable(self, packet: bytes) -> None:
+        if len(self._pending) >= self.config.max_pending:
+            raise SendQueueFullError(
+                f"{len(self._pending)} reliable packets already wait for the robot's window; "
+                "slow down or check the link")
+        self._pending.append(packet)
+
+    # ------------------------------------------------------------------ events
+
+    def next_event(self) -> Optional[Any]:
+        """The next event, or ``None``."""
+        events = self._events
+        return events.popleft() if events else None
+
+    # ------------------------------------------------------------------ receiving
+
+    def receive_datagram(self, data: bytes, now: float) -> None:
+        """Feed one datagram from the peer. Malformed input is counted, never raised."""
+        stats = self.stats
+        stats.bytes_received += len(data)
+        try:
+            frame = decode_frame(data)
+        except RemoteProtocolError as exc:
+            stats.malformed_datagrams += 1
+            self._events.append(ReceiveError(f"malformed datagram dropped: {exc}"))
+            logger.debug("[%s] malformed datagram dropped: %s", self.name, exc)
+            return
+        stats.datagrams_received += 1
+        ftype = frame.type
+        if ftype == FrameType.RESET:
+            if self.role is Role.ROBOT:
+                self._accept_reset(now)
+            else:
+                stats.unexpected_frames += 1
+            return
+        if ftype == FrameType.FIN:
+            if self.role is Role.ROBOT and self.state is State.CONNECTED:
+                self._peer_disconnected("the engine sent FIN")
+            return
+        if ftype == FrameType.RESET_ACK or self.state not in (
+                State.CONNECTING, State.CONNECTED, State.CLOSING):
+            stats.unexpected_frames += 1
+            return
+        self._last_rx = now
+        if frame.ack != OOB_SEQ:
+            self._on_ack(frame.ack, now)
+        seq = frame.first_seq
+        for packet in frame.packets:
+            if packet.packet_type >= 5:
+                stats.oob_packets_received += 1
+                self._deliver(packet, now, reliable=False)
+                continue
+            if seq == OOB_SEQ:
+                stats.malformed_packets += 1
+                self._events.append(ReceiveError("reliable packet in a frame without sequence numbers"))
+                continue
+            self._on_reliable(seq, packet, now)
+            seq = (seq + 1) % SEQ_MODULUS
+            if self.state not in (State.CONNECTING, State.CONNECTED, State.CLOSING):
+                return  # a Disconnect in this frame ended the link
+
+    def _on_reliable(self, seq: int, packet: RawPacket, now: float) -> None:
+        distance = (seq - self._expected) % SEQ_MODULUS
+        if self._ack_due is None:
+            self._ack_due = now + self.config.ack_delay
+        if distance >= self.config.window:
+            # already delivered (a retransmission) or too far ahead
+            if distance > SEQ_MODULUS - self.config.window - 1:
+                self.stats.duplicate_packets += 1
+            else:
+                self.stats.out_of_window_packets += 1
+            return
+        if distance:
+            if seq in self._rx_buffer:
+                self.stats.duplicate_packets += 1
+            else:
+                self._rx_buffer[seq] = packet
+            return
+        self._advance(packet, now)
+        buffered = self._rx_buffer
+        while buffered:
+            nxt = buffered.pop(self._expected, None)
+            if nxt is None:
+                break
+            self._advance(nxt, now)
+
+    def _advance(self, packet: RawPacket, now: float) -> None:
+        self._expected = (self._expected + 1) % SEQ_MODULUS
+        self._received_any = True
+        self.stats.reliable_packets_delivered += 1
+        self._deliver(packet, now, reliable=True)
+
+    def _deliver(self, packet: RawPacket, now: float, reliable: bool) -> None:
+        ptype = packet.packet_type
+        if ptype == PacketType.PING:
+            self._on_ping(packet.body, now)
+            return
+        if ptype == PacketType.CONNECT:
+            if self.role is Role.ENGINE and self.state is State.CONNECTING:
+                self.state = State.CONNECTED
+                self.stats.connects += 1
+                self._ping_due = True
+                self._events.append(Connected())
+                logger.info("[%s] connected", self.name)
+            return
+        if ptype == PacketType.DISCONNECT:
+            if self.role is Role.ROBOT:
+                self._peer_disconnected("the engine sent Disconnect")
+            return
+        try:
+            message = decode_message(ptype, packet.ident, packet.body)
+        except RemoteProtocolError as exc:
+            self.stats.malformed_packets += 1
+            self._events.append(ReceiveError(f"undecodable packet dropped: {exc}"))
+            logger.debug("[%s] undecodable packet dropped: %s", self.name, exc)
+            return
+        if message.NAME == "UnknownMessage":
+            self.stats.unknown_messages += 1
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug("[%s] << %r", self.name, message)
+        self._events.append(MessageReceived(message, reliable))
+
+    def _on_ping(self, body: bytes, now: float) -> None:
+        if self.role is Role.ROBOT:
+            # echo the ping back unchanged, out of band
+            if self.state is State.CONNECTED:
+                self._oob_out.append(struct.pack("<BH", PacketType.PING, len(body)) + body)
+            return
+        if len(body) < _PING_BODY.size:
+            self.stats.malformed_packets += 1
+            self._events.append(ReceiveError(f"ping echo of {len(body)} bytes dropped"))
+            return
+        _, counter, _, _ = _PING_BODY.unpack_from(body)
+        sent = self._ping_sent.pop(counter, None)
+        if sent is None:
+            return
+        rtt = max(0.0, now - sent)
+        self.stats.pings_answered += 1
+        self._rtt_sample(rtt)
+        self._events.append(PingAnswered(counter, rtt))
+
+    def _rtt_sample(self, rtt: float) -> None:
+        stats = self.stats
+        stats.rtt_s = rtt
+        if stats.srtt_s is None:
+            stats.srtt_s = rtt
+            self._rttvar = rtt / 2
+        else:
+            self._rttvar = 0.75 * self._rttvar + 0.25 * abs(stats.srtt_s - rtt)
+            stats.srtt_s = 0.875 * stats.srtt_s + 0.125 * rtt
+        cfg = self.config
+        self._rto = min(cfg.rto_max, max(cfg.rto_min, stats.srtt_s + 4 * self._rttvar))
+
+    def _on_ack(self, ack: int, now: float) -> None:
+        unacked = self._unacked
+        if not unacked:
+            return
+        base = next(iter(unacked))
+        in_flight = (self._next_seq - base) % SEQ_MODULUS
+        if (ack - base) % SEQ_MODULUS >= in_flight:
+            return  # acknowledges nothing new
+        sample = None
+        while unacked:
+            seq = next(iter(unacked))
+            entry = unacked.pop(seq)
+            if entry.sends == 1:
+                sample = now - entry.sent_at  # Karn: only never-retransmitted packets
+            if seq == ack:
+                break
+        if sample is not None:
+            self._rtt_sample(sample)
+        self._rto_backoff = 1
+        if self._retx:
+            self._retx = [s for s in self._retx if s in unacked]
+        if self.state is State.CLOSING and not unacked and not self._pending:
+            self._finish(State.CLOSED, Disconnected("disconnected"))
+
+    def _accept_reset(self, now: float) -> None:
+        """Robot: a client (re)started the link: answer with Connect as packet 0."""
+        if self.state is State.CONNECTED:
+            logger.info("[%s] client reset the link", self.name)
+        self._reset_link(now)
+        self.state = State.CONNECTED
+        self.stats.connects += 1
+        self._pending.append(_CONNECT_PACKET)
+        self._events.append(Connected())
+
+    def _peer_disconnected(self, reason: str) -> None:
+        logger.info("[%s] %s", self.name, reason)
+        if self._received_any:  # acknowledge what we got, the Disconnect included
+            ack = (self._expected - 1) % SEQ_MODULUS
+            self._farewell.append(encode_frame(self._out_frame_type, OOB_SEQ, OOB_SEQ, ack))
+        self._finish(State.IDLE, Disconnected(reason))
+
+    def _finish(self, state: State, event: Any) -> None:
+        self.state = state
+        last_rx = self._last_rx
+        self._reset_link(last_rx)
+        self._events.append(event)
+
+    # ------------------------------------------------------------------ timers
+
+    def get_timer(self) -> Optional[float]:
+        """When :meth:`handle_timer` must run next, or ``None`` for never."""
+        state = self.state
+        if state is State.IDLE or state is State.CLOSED or state is State.LOST:
+            return 0.0 if self._farewell else None
+        cfg = self.config
+        candidates = []
+        if state is State.CONNECTING:
+            if self._reset_sent_at is not None:
+                candidates.append(self._reset_sent_at + cfg.reset_interval)
+            candidates.append(self._connect_started + cfg.connect_timeout)
+            return min(candidates)
+        if self._ack_due is not None:
+            candidates.append(self._ack_due)
+        if self._unacked:
+            oldest = min(e.sent_at for e in self._unacked.values())
+            candidates.append(oldest + self._rto * self._rto_backoff)
+            first = min(e.first_sent_at for e in self._unacked.values())
+            candidates.append(first + cfg.peer_timeout)
+        if self._last_rx is not None:
+            candidates.append(self._last_rx + cfg.peer_timeout)
+        if self.role is Role.ENGINE:
+            if state is State.CONNECTED and self._last_ping is not None:
+                candidates.append(self._last_ping + cfg.ping_interval)
+            if state is State.CLOSING and self._closing_since is not None:
+                candidates.append(self._closing_since + cfg.disconnect_timeout)
+        return min(candidates) if candidates else None
+
+    def handle_timer(self, now: float) -> None:
+        """Run whatever is due at ``now``: resends, acks, pings, timeouts."""
+        state = self.state
+        cfg = self.config
+        if state is State.CONNECTING:
+            if now >= self._connect_started + cfg.connect_timeout:
+                self.stats.connections_lost += 1
+                self._finish(State.LOST, ConnectionLost(
+                    f"the robot did not answer within {cfg.connect_timeout:.1f} s", now - self._connect_started))
+                logger.warning("[%s] no answer from the robot", self.name)
+            elif self._reset_sent_at is not None and now >= self._reset_sent_at + cfg.reset_interval:
+                self._reset_due = True
+            return
+        if state not in (State.CONNECTED, State.CLOSING):
+            return
+        if self._last_rx is not None and now >= self._last_rx + cfg.peer_timeout:
+            silence = now - self._last_rx
+            self.stats.connections_lost += 1
+            logger.warning("[%s] peer silent for %.1f s: connection lost", self.name, silence)
+            if self.role is Role.ROBOT:
+                self._finish(State.IDLE, ConnectionLost("client silent", silence))
+            elif state is State.CLOSING:
+                self._finish(State.CLOSED, Disconnected("disconnected (unacknowledged)"))
+            else:
+                self._finish(State.LOST, ConnectionLost("robot silent", silence))
+            return
+        if state is State.CLOSING and now >= self._closing_since + cfg.disconnect_timeout:
+            self._finish(State.CLOSED, Disconnected("disconnected (unacknowledged)"))
+            return
+        if self._unacked:
+            oldest = min(e.first_sent_at for e in self._unacked.values())
+            if now >= oldest + cfg.peer_timeout:
+                # traffic still arrives but our packets are never acknowledged: the peer
+                # has forgotten this link (rebooted, or took a stale RESET)
+                self.stats.connections_lost += 1
+                logger.warning("[%s] no acknowledgement for %.1f s: connection lost",
+                               self.name, now - oldest)
+                if self.role is Role.ENGINE and state is State.CONNECTED:
+                    self._finish(State.LOST, ConnectionLost("robot stopped acknowledging", now - oldest))
+                elif self.role is Role.ENGINE:
+                    self._finish(State.CLOSED, Disconnected("disconnected (unacknowledged)"))
+                else:
+                    self._finish(State.IDLE, ConnectionLost("client stopped acknowledging", now - oldest))
+                return
+            rto = self._rto * self._rto_backoff
+            due = [seq for seq, e in self._unacked.items() if now >= e.sent_at + rto]
+            if due:
+                self.stats.retransmission_timeouts += 1
+                known = set(self._retx)
+                self._retx.extend(s for s in due if s not in known)
+                self._rto_backoff = min(self._rto_backoff * 2, max(1, int(cfg.rto_max / self._rto)))
+        if (self.role is Role.ENGINE and state is State.CONNECTED and self._last_ping is not None
+                and now >= self._last_ping + cfg.ping_interval):
+            self._ping_due = True
+
+    # ------------------------------------------------------------------ sending
+
+    def datagrams_to_send(self, now: float) -> List[bytes]:
+        """Everything that should go on the wire now, as whole datagrams."""
+        out: List[bytes] = []
+        if self._farewell:
+            out.extend(self._farewell)
+            self._farewell = []
+        state = self.state
+        ack = (self._expected - 1) % SEQ_MODULUS if self._received_any else OOB_SEQ
+        if state is State.CONNECTING:
+            if self._reset_due:
+                self._reset_due = False
+                self._reset_sent_at = now
+                out.append(encode_frame(FrameType.RESET, 0, 0, OOB_SEQ))
+        elif state is State.CONNECTED or state is State.CLOSING:
+            items: List[tuple] = []
+            # 1. retransmissions, oldest first
+            if self._retx:
+                unacked = self._unacked
+                for seq in sorted(self._retx, key=lambda s: (s - self._send_base()) % SEQ_MODULUS):
+                    entry = unacked.get(seq)
+                    if entry is not None:
+                        entry.sent_at = now
+                        entry.sends += 1
+                        self.stats.retransmissions += 1
+                        items.append((seq, entry.packet))
+                self._retx = []
+            # 2. new reliable packets, as the window allows
+            pending = self._pending
+            window = self.config.window
+            while pending and len(self._unacked) < window:
+                packet = pending.popleft()
+                seq = self._next_seq
+                self._next_seq = (seq + 1) % SEQ_MODULUS
+                self._unacked[seq] = _Unacked(packet, now)
+                self.stats.reliable_packets_sent += 1
+                items.append((seq, packet))
+            # 3. out-of-band packets
+            if self._oob_out:
+                self.stats.oob_packets_sent += len(self._oob_out)
+                items.extend((OOB_SEQ, p) for p in self._oob_out)
+                self._oob_out = []
+            if items:
+                out.extend(self._pack(items, ack))
+            # 4. keepalive (engine) in its own PING frame; it also carries the ack
+            if self._ping_due and self.role is Role.ENGINE and state is State.CONNECTED:
+                self._ping_due = False
+                out.append(self._ping_frame(now, ack))
+            if out:
+                self._ack_due = None
+            elif self._ack_due is not None and now >= self._ack_due:
+                self._ack_due = None
+                self.stats.standalone_acks += 1
+                if self.role is Role.ENGINE:
+                    out.append(self._ping_frame(now, ack))
+                else:
+                    out.append(encode_frame(FrameType.ROBOT, OOB_SEQ, OOB_SEQ, ack))
+        if out:
+            stats = self.stats
+            stats.datagrams_sent += len(out)
+            stats.bytes_sent += sum(len(d) for d in out)
+        return out
+
+    def _send_base(self) -> int:
+        return next(iter(self._unacked)) if self._unacked else self._next_seq
+
+    def _ping_frame(self, now: float, ack: int) -> bytes:
+        counter = self._ping_counter
+        self._ping_counter = (counter + 1) & 0xFFFFFFFF
+        self._ping_sent[counter] = now
+        if len(self._ping_sent) > 64:  # unanswered pings are forgotten, oldest first
+            del self._ping_sent[next(iter(self._ping_sent))]
+        self._last_ping = now
+        self.stats.pings_sent += 1
+        body = _PING_BODY.pack(now * 1000.0, counter, 0, 0)
+        return encode_frame(FrameType.PING, OOB_SEQ, OOB_SEQ, ack, body)
+
+    def _pack(self, items: List[tuple], ack: int) -> List[bytes]:
+        """Fill frames up to the payload limit; reliable seqs in a frame are consecutive."""
+        frames = []
+        ftype = self._out_frame_type
+        parts: List[bytes] = []
+        size = 0
+        first = last = OOB_SEQ
+        for seq, packet in items:
+            plen = len(packet)
+            breaks_run = seq != OOB_SEQ and last != OOB_SEQ and seq != (last + 1) % SEQ_MODULUS
+            if parts and (size + plen > MAX_PAYLOAD_SIZE or breaks_run):
+                frames.append(encode_frame(ftype, first, last, ack, b"".join(parts)))
+                parts, size, first, last = [], 0, OOB_SEQ, OOB_SEQ
+            parts.append(packet)
+            size += plen
+            if seq != OOB_SEQ:
+                if first == OOB_SEQ:
+                    first = seq
+                last = seq
+        if parts:
+            frames.append(encode_frame(ftype, first, last, ack, b"".join(parts)))
+        return frames
+
