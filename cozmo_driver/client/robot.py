@@ -1,0 +1,165 @@
+"""A Cozmo over UDP, for programs and the ROS nodes: :class:`Robot`.
+
+``Robot`` joins a :class:`~cozmo_driver.client.link.RobotLink` to the UDP
+adapter. The protocol runs on the adapter's I/O thread; listeners registered
+with :meth:`Robot.add_listener` are called there with every event (keep them
+short: hand work to your own thread or executor). Commands may be sent from any
+thread. Units at this API are the protocol's own (mm, mm/s, rad); the ROS
+nodes convert to metres at their boundary.
+
+    with Robot("127.0.0.1", 5551) as robot:
+        robot.wait_until_ready(5.0)
+        robot.drive_wheels(50.0, 50.0)
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any, Callable, List, Optional
+
+from ..protocol import messages as msgs
+from ..protocol.errors import CozmoError
+from ..transport.udp import UdpTransport
+from .link import ClientConfig, LinkState, LinkStateChanged, RobotInfo, RobotLink
+
+__all__ = ["Robot", "DEFAULT_ROBOT_ADDRESS", "DEFAULT_ROBOT_PORT"]
+
+logger = logging.getLogger("cozmo.client")
+
+DEFAULT_ROBOT_ADDRESS = "172.31.1.1"
+DEFAULT_ROBOT_PORT = 5551
+
+
+class Robot:
+    """One robot over UDP. See the module docstring."""
+
+    def __init__(self, host: str = DEFAULT_ROBOT_ADDRESS, port: int = DEFAULT_ROBOT_PORT,
+                 local_host: str = "0.0.0.0", local_port: int = 0,
+                 config: Optional[ClientConfig] = None, name: str = "cozmo") -> None:
+        self.link = RobotLink(config, name=name)
+        self._listeners: List[Callable[[Any], None]] = []
+        self._ready = threading.Event()
+        self._stopped = threading.Event()
+        self.transport = UdpTransport(self.link, local_addr=(local_host, local_port),
+                                      remote_addr=(host, port), peer_policy="fixed",
+                                      on_event=self._dispatch, name=name)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> "Robot":
+        self.transport.start()
+        self.transport.call(lambda: self.link.start(self.transport._loop.time()))
+        return self
+
+    def stop(self, timeout: float = 2.0) -> None:
+        """Stop the motors, disconnect (waiting up to ``timeout``), stop the I/O thread."""
+        if not self.transport.running:
+            return
+        self._stopped.clear()
+        try:
+            self.transport.call(lambda: self.link.stop(self.transport._loop.time()))
+        except CozmoError as exc:
+            logger.warning("[%s] stop: %s", self.link.name, exc)
+        deadline = time.monotonic() + timeout
+        while not self.transport.call(lambda: self.link.stopped) and time.monotonic() < deadline:
+            self._stopped.wait(0.05)
+        self.transport.stop()
+
+    def __enter__(self) -> "Robot":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------------ events and state
+
+    def add_listener(self, callback: Callable[[Any], None]) -> None:
+        """``callback(event)`` on the I/O thread for every link event and message."""
+        self._listeners.append(callback)
+
+    def remove_listener(self, callback: Callable[[Any], None]) -> None:
+        self._listeners.remove(callback)
+
+    def _dispatch(self, event: Any) -> None:
+        if isinstance(event, LinkStateChanged):
+            if event.state is LinkState.READY:
+                self._ready.set()
+            else:
+                self._ready.clear()
+            if event.state is LinkState.DISCONNECTED:
+                self._stopped.set()
+        for callback in self._listeners:
+            callback(event)
+
+    def wait_until_ready(self, timeout: float) -> bool:
+        """Block until RobotState streams (True) or ``timeout`` passes (False)."""
+        return self._ready.wait(timeout)
+
+    @property
+    def state(self) -> LinkState:
+        return self.link.state
+
+    @property
+    def info(self) -> RobotInfo:
+        return self.link.info
+
+    @property
+    def robot_state(self):
+        """The latest RobotState message, or None."""
+        return self.link.robot_state
+
+    @property
+    def stats(self):
+        return self.link.session.stats
+
+    # ------------------------------------------------------------------ commands
+
+    def send(self, message) -> None:
+        """Send ``message`` now; raises if it cannot be sent (not connected, too large...)."""
+        self.transport.call(self.link.send, message)
+
+    def post(self, message) -> None:
+        """Send ``message`` without waiting; failures are logged, not raised."""
+        self.transport.call_soon(self.link.send, message)
+
+    def drive_wheels(self, left_mmps: float, right_mmps: float,
+                     left_accel_mmps2: float = 0.0, right_accel_mmps2: float = 0.0) -> None:
+        self.send(msgs.DriveWheels(lwheel_speed_mmps=left_mmps, rwheel_speed_mmps=right_mmps,
+                                   lwheel_accel_mmps2=left_accel_mmps2,
+                                   rwheel_accel_mmps2=right_accel_mmps2))
+
+    def stop_all_motors(self) -> None:
+        self.send(msgs.StopAllMotors())
+
+    def set_head_angle(self, angle_rad: float, max_speed_radps: float = 10.0,
+                       accel_radps2: float = 10.0, duration_s: float = 0.0, action_id: int = 0) -> None:
+        self.send(msgs.SetHeadAngle(angle_rad=angle_rad, max_speed_rad_per_sec=max_speed_radps,
+                                    accel_rad_per_sec2=accel_radps2, duration_sec=duration_s,
+                                    action_id=action_id))
+
+    def set_lift_height(self, height_mm: float, max_speed_radps: float = 10.0,
+                        accel_radps2: float = 10.0, duration_s: float = 0.0, action_id: int = 0) -> None:
+        self.send(msgs.SetLiftHeight(height_mm=height_mm, max_speed_rad_per_sec=max_speed_radps,
+                                     accel_rad_per_sec2=accel_radps2, duration_sec=duration_s,
+                                     action_id=action_id))
+
+    def move_head(self, speed_radps: float) -> None:
+        self.send(msgs.MoveHead(speed_rad_per_sec=speed_radps))
+
+    def move_lift(self, speed_radps: float) -> None:
+        self.send(msgs.MoveLift(speed_rad_per_sec=speed_radps))
+
+    def enable_camera(self, enable: bool = True, color: bool = False) -> None:
+        mode = msgs.ENUMS["ImageSendMode"]
+        resolution = msgs.ENUMS["ImageResolution"]
+        self.send(msgs.EnableColorImages(enable=color))
+        self.send(msgs.EnableCamera(image_send_mode=mode.Stream if enable else mode.Off,
+                                    image_resolution=resolution.QVGA))
+
+    def set_head_light(self, enable: bool) -> None:
+        self.send(msgs.SetHeadLight(enable=enable))
+
+    def set_volume(self, level: int) -> None:
+        self.send(msgs.SetRobotVolume(level=level))

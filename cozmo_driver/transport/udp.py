@@ -1,0 +1,315 @@
+"""The one UDP adapter: a sans-I/O protocol object on a socket, on its own thread.
+
+The adapter runs an asyncio event loop on a dedicated I/O thread. Everything
+the protocol object does happens on that thread, in three situations:
+
+* a datagram arrives: ``receive_datagram(data, now)``;
+* its timer expires: ``handle_timer(now)``, the timer being re-armed at
+  ``get_timer()`` after every step (one timer, no polling);
+* another thread asks for it with :meth:`UdpTransport.call` or
+  :meth:`UdpTransport.call_soon`.
+
+After each of them the adapter transmits ``datagrams_to_send(now)`` and hands
+every ``next_event()`` to ``on_event``, on the I/O thread. When nothing happens
+the thread sleeps in the kernel: zero CPU while idle.
+
+``protocol`` is anything with ``receive_datagram``, ``datagrams_to_send``,
+``get_timer``, ``handle_timer`` and ``next_event``: a
+:class:`~cozmo_driver.protocol.session.Session`, the robot client, or the
+simulated robot. Time is ``time.monotonic()`` seconds (the loop's clock).
+
+Peer policy: ``"fixed"`` (the driver) accepts datagrams only from
+``remote_addr``; ``"reset"`` (the simulated robot) adopts the sender of the
+latest RESET frame as its peer. Datagrams from any other source are dropped and
+counted in :attr:`TransportStats.wrong_source`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import ipaddress
+import logging
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, Tuple
+
+from ..protocol.errors import CozmoError
+from ..protocol.frames import MAGIC, FrameType
+
+__all__ = ["UdpTransport", "TransportStats", "TransportError", "resolve_address", "is_loopback"]
+
+logger = logging.getLogger("cozmo.transport")
+
+Address = Tuple[str, int]
+_RECV_BUFFER = 2048
+
+
+class TransportError(CozmoError):
+    """The socket could not be opened, or the adapter was used wrongly."""
+
+
+@dataclass
+class TransportStats:
+    datagrams_in: int = 0
+    datagrams_out: int = 0
+    wrong_source: int = 0
+    send_errors: int = 0
+    callback_errors: int = 0
+
+
+def resolve_address(host: str, port: int) -> Address:
+    """Resolve ``host`` to a numeric IPv4 address (raises TransportError)."""
+    if not 0 <= int(port) <= 65535:
+        raise TransportError(f"port {port} is outside 0..65535")
+    try:
+        infos = socket.getaddrinfo(host, port, socket.AF_INET, socket.SOCK_DGRAM)
+    except socket.gaierror as exc:
+        raise TransportError(f"cannot resolve {host!r}: {exc}") from None
+    return infos[0][4][0], int(port)
+
+
+def is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class _Protocol(asyncio.DatagramProtocol):
+    def __init__(self, owner: "UdpTransport") -> None:
+        self.owner = owner
+
+    def datagram_received(self, data: bytes, addr) -> None:
+        self.owner._on_datagram(data, addr)
+
+    def error_received(self, exc: Exception) -> None:
+        self.owner._on_send_error(exc)
+
+
+class UdpTransport:
+    """Runs ``protocol`` on a UDP socket. See the module docstring."""
+
+    def __init__(self, protocol: Any, local_addr: Address = ("0.0.0.0", 0),
+                 remote_addr: Optional[Address] = None, peer_policy: str = "fixed",
+                 on_event: Optional[Callable[[Any], None]] = None, name: str = "udp") -> None:
+        if peer_policy not in ("fixed", "reset"):
+            raise TransportError(f"peer_policy must be 'fixed' or 'reset', not {peer_policy!r}")
+        if peer_policy == "fixed" and remote_addr is None:
+            raise TransportError("peer_policy 'fixed' needs remote_addr")
+        self.protocol = protocol
+        self.local_addr = local_addr
+        self.remote_addr = remote_addr
+        self.peer_policy = peer_policy
+        self.on_event = on_event
+        self.name = name
+        self.stats = TransportStats()
+        self._peer: Optional[Address] = None
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._transport: Optional[asyncio.DatagramTransport] = None
+        self._thread: Optional[threading.Thread] = None
+        self._timer: Optional[asyncio.TimerHandle] = None
+        self._timer_at: Optional[float] = None
+        self._started = threading.Event()
+        self._start_error: Optional[BaseException] = None
+        self._last_send_error_log = 0.0
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    @property
+    def local_address(self) -> Address:
+        """The bound (host, port), once started."""
+        if self._transport is None:
+            raise TransportError("transport is not started")
+        return self._transport.get_extra_info("sockname")[:2]
+
+    @property
+    def peer(self) -> Optional[Address]:
+        return self._peer
+
+    def start(self, timeout: float = 5.0) -> "UdpTransport":
+        if self._thread is not None:
+            raise TransportError("transport already started")
+        host, port = resolve_address(*self.local_addr)
+        if self.remote_addr is not None:
+            self.remote_addr = resolve_address(*self.remote_addr)
+            if self.peer_policy == "fixed":
+                self._peer = self.remote_addr
+        self._thread = threading.Thread(target=self._run, args=((host, port),),
+                                        name=f"cozmo-io-{self.name}", daemon=True)
+        self._thread.start()
+        if not self._started.wait(timeout):
+            raise TransportError(f"I/O thread did not start within {timeout} s")
+        if self._start_error is not None:
+            self._thread.join(timeout)
+            self._thread = None
+            raise TransportError(f"cannot bind UDP {host}:{port}: {self._start_error}") from None
+        logger.info("[%s] UDP bound to %s:%d%s", self.name, *self.local_address,
+                    f", robot {self.remote_addr[0]}:{self.remote_addr[1]}" if self.remote_addr else "")
+        return self
+
+    def _run(self, local: Address) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        try:
+            self._transport, _ = loop.run_until_complete(loop.create_datagram_endpoint(
+                lambda: _Protocol(self), local_addr=local, family=socket.AF_INET))
+        except OSError as exc:
+            self._start_error = exc
+            self._started.set()
+            loop.close()
+            return
+        self._started.set()
+        loop.call_soon(self._pump)
+        try:
+            loop.run_forever()
+        finally:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._transport.close()
+            loop.run_until_complete(asyncio.sleep(0))
+            loop.close()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the I/O thread (the protocol object is left as it is)."""
+        thread, loop = self._thread, self._loop
+        if thread is None or loop is None:
+            return
+        if thread.is_alive():
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(timeout)
+            if thread.is_alive():
+                raise TransportError(f"I/O thread did not stop within {timeout} s")
+        self._thread = None
+
+    def __enter__(self) -> "UdpTransport":
+        return self.start() if self._thread is None else self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------------ cross-thread calls
+
+    def _in_io_thread(self) -> bool:
+        return threading.current_thread() is self._thread
+
+    def call(self, fn: Callable[..., Any], *args: Any, timeout: float = 5.0) -> Any:
+        """Run ``fn(*args)`` on the I/O thread, flush, and return its result (or raise)."""
+        if self._in_io_thread():
+            try:
+                return fn(*args)
+            finally:
+                self._pump()
+        if not self.running or self._loop is None:
+            raise TransportError("transport is not running")
+        future: concurrent.futures.Future = concurrent.futures.Future()
+
+        def runner() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                future.set_result(fn(*args))
+            except BaseException as exc:  # handed to the caller's thread, not swallowed
+                future.set_exception(exc)
+            finally:
+                self._pump()
+
+        self._loop.call_soon_threadsafe(runner)
+        return future.result(timeout)
+
+    def call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run ``fn(*args)`` on the I/O thread without waiting; errors are logged."""
+        if not self.running or self._loop is None:
+            raise TransportError("transport is not running")
+
+        def runner() -> None:
+            try:
+                fn(*args)
+            except CozmoError as exc:
+                logger.warning("[%s] %s", self.name, exc)
+            except Exception:
+                self.stats.callback_errors += 1
+                logger.exception("[%s] call failed", self.name)
+            finally:
+                self._pump()
+
+        self._loop.call_soon_threadsafe(runner)
+
+    # ------------------------------------------------------------------ I/O thread
+
+    def _on_datagram(self, data: bytes, addr) -> None:
+        addr = addr[:2]
+        if self.peer_policy == "fixed":
+            if addr != self._peer:
+                self.stats.wrong_source += 1
+                return
+        elif addr != self._peer:
+            if len(data) >= 8 and data[7] == FrameType.RESET and data[:7] == MAGIC:
+                if self._peer is not None:
+                    logger.info("[%s] new peer %s:%d (was %s:%d)", self.name, *addr, *self._peer)
+                self._peer = addr
+            else:
+                self.stats.wrong_source += 1
+                return
+        self.stats.datagrams_in += 1
+        self.protocol.receive_datagram(data, self._loop.time())
+        self._pump()
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._timer_at = None
+        self.protocol.handle_timer(self._loop.time())
+        self._pump()
+
+    def _on_send_error(self, exc: Exception) -> None:
+        self.stats.send_errors += 1
+        now = time.monotonic()
+        if now - self._last_send_error_log > 5.0:
+            self._last_send_error_log = now
+            logger.warning("[%s] UDP send failed: %s (is the robot's Wi-Fi joined?)", self.name, exc)
+
+    def _pump(self) -> None:
+        """Transmit what is due, hand out events, re-arm the one timer."""
+        loop = self._loop
+        protocol = self.protocol
+        callback = self.on_event
+        now = loop.time()
+        for _ in range(64):  # an event handler may queue more to send: bounded rounds
+            datagrams = protocol.datagrams_to_send(now)
+            if datagrams:
+                peer = self._peer
+                if peer is not None and self._transport is not None:
+                    for data in datagrams:
+                        self._transport.sendto(data, peer)
+                    self.stats.datagrams_out += len(datagrams)
+            handled = False
+            while True:
+                event = protocol.next_event()
+                if event is None:
+                    break
+                handled = True
+                if callback is not None:
+                    try:
+                        callback(event)
+                    except CozmoError as exc:
+                        logger.warning("[%s] event handler: %s", self.name, exc)
+                    except Exception:
+                        self.stats.callback_errors += 1
+                        logger.exception("[%s] event handler failed on %r", self.name, event)
+            if not handled:
+                break
+            now = loop.time()
+        deadline = protocol.get_timer()
+        if deadline != self._timer_at:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            self._timer_at = deadline
+            if deadline is not None:
+                self._timer = loop.call_at(max(deadline, now), self._on_timer)
