@@ -1,0 +1,158 @@
+"""Benchmarks for the camera, display and audio codecs, ours beside the reference (pycozmo).
+
+Run:  PYTHONPATH=. python bench/bench_codecs.py [--quick]
+
+Prints median and 90th-percentile wall time per operation in microseconds.  The
+reference column is filled only when pycozmo is installed; it is imported here
+and nowhere in the package.  Numbers only: nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from cozmo_driver.protocol import audio, camera, display
+
+
+def measure(fn: Callable[[], object], min_reps: int, min_seconds: float) -> tuple[float, float, int]:
+    fn()  # warm-up (caches, lazy tables)
+    samples = []
+    deadline = time.perf_counter() + min_seconds
+    while len(samples) < min_reps or time.perf_counter() < deadline:
+        t0 = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - t0)
+    arr = np.array(samples) * 1e6
+    return float(np.median(arr)), float(np.percentile(arr, 90)), len(samples)
+
+
+def textured_gray(h: int = 240, w: int = 320) -> np.ndarray:
+    rng = np.random.default_rng(1)
+    yy, xx = np.mgrid[0:h, 0:w]
+    img = 128 + 60 * np.sin(xx / 7.0) * np.cos(yy / 11.0) + rng.normal(0, 12, (h, w))
+    return img.clip(0, 255).astype(np.uint8)
+
+
+def textured_rgb(h: int = 240, w: int = 320) -> np.ndarray:
+    g = textured_gray(h, w)
+    return np.stack([g, np.roll(g, 20, axis=1), 255 - g], axis=-1)
+
+
+def face_like() -> np.ndarray:
+    """Two filled rounded eyes on the 128x32 protocol image: a typical face frame."""
+    yy, xx = np.mgrid[0:32, 0:128]
+    eyes = ((xx - 40) / 18.0) ** 2 + ((yy - 16) / 12.0) ** 2 <= 1
+    eyes |= ((xx - 88) / 18.0) ** 2 + ((yy - 16) / 12.0) ** 2 <= 1
+    return eyes
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    args = parser.parse_args()
+    reps, secs = (20, 0.05) if args.quick else (200, 0.5)
+
+    try:
+        import pycozmo.audio as ref_audio
+        import pycozmo.camera as ref_camera
+        import pycozmo.image_encoder as ref_display
+        from PIL import Image
+    except ImportError:
+        ref_audio = ref_camera = ref_display = None
+        print("pycozmo not installed: reference column skipped")
+
+    rows: list[tuple[str, tuple[float, float, int], tuple[float, float, int] | None]] = []
+
+    def bench(name: str, ours: Callable[[], object], ref: Callable[[], object] | None = None) -> None:
+        rows.append((name, measure(ours, reps, secs), measure(ref, reps, secs) if ref else None))
+
+    # Camera --------------------------------------------------------------------------------
+    gray = textured_gray()
+    mini = camera.encode_minimized(gray)
+    mini_np = np.frombuffer(mini, dtype=np.uint8)
+    jpeg = camera.minimized_to_jpeg(mini, 320, 240)
+    rgb = textured_rgb()
+    mini_rgb = camera.encode_minimized(rgb)
+    print(f"camera payloads: grey QVGA {len(mini)} B, colour QVGA {len(mini_rgb)} B")
+    bench(
+        f"camera: minimized->JPEG, QVGA grey ({len(mini)} B)",
+        lambda: camera.minimized_to_jpeg(mini, 320, 240),
+        (lambda: ref_camera.minigray_to_jpeg(mini_np, 320, 240)) if ref_camera else None,
+    )
+    mini_rgb_np = np.frombuffer(mini_rgb, dtype=np.uint8)
+    bench(
+        f"camera: minimized->JPEG, QVGA colour ({len(mini_rgb)} B)",
+        lambda: camera.minimized_to_jpeg(mini_rgb, 320, 240),
+        (lambda: ref_camera.minicolor_to_jpeg(mini_rgb_np, 160, 240)) if ref_camera else None,
+    )
+    bench("camera: JPEG->pixels (Pillow), QVGA grey", lambda: camera.decode_to_array(jpeg, False))
+    bench("camera: encode QVGA colour (numpy encoder)", lambda: camera.encode_minimized(rgb))
+    bench("camera: encode QVGA grey (Pillow + strip)", lambda: camera.encode_minimized(gray))
+    bench("camera: encode QVGA grey (numpy encoder)", lambda: camera.encode_minimized(gray, use_pillow=False))
+
+    # Display -------------------------------------------------------------------------------
+    for label, bits in (
+        ("face", face_like()),
+        ("noise 10%", np.random.default_rng(2).random((32, 128)) < 0.1),
+    ):
+        data = display.encode_display(bits)
+        ref_img = Image.fromarray(bits.astype(np.uint8) * 255).convert("1") if ref_display else None
+        bench(
+            f"display: encode {label} ({len(data)} B)",
+            lambda bits=bits: display.encode_display(bits),
+            (lambda im=ref_img: ref_display.ImageEncoder(im).encode()) if ref_display else None,
+        )
+        bench(
+            f"display: decode {label} ({len(data)} B)",
+            lambda data=data: display.decode_display(data),
+            (lambda data=data: ref_display.ImageDecoder(data).decode()) if ref_display else None,
+        )
+    checker = np.indices((32, 128)).sum(axis=0) % 2 == 0
+    noise = np.random.default_rng(0).random((32, 128)) < 0.5
+    bench("display: fit_to_frame checkerboard (4096 B -> fit)", lambda: display.fit_to_frame(checker))
+    bench("display: fit_to_frame 50% noise (~2.1 kB -> fit)", lambda: display.fit_to_frame(noise))
+    photo = textured_gray()
+    bench("display: image_to_bits 320x240 dither", lambda: display.image_to_bits(photo, mode="dither"))
+
+    # Audio ---------------------------------------------------------------------------------
+    rng = np.random.default_rng(3)
+    second = rng.integers(-30000, 30000, audio.SAMPLE_RATE).astype(np.int16)  # within the reference's range
+    raw_frames = [
+        second[i : i + audio.SAMPLES_PER_FRAME].astype("<i2").tobytes()
+        for i in range(0, second.size, audio.SAMPLES_PER_FRAME)
+    ]
+    bench(
+        "audio: u-law encode 1 s (22 320 samples)",
+        lambda: audio.encode_ulaw(second),
+        (lambda: [ref_audio.bytes_to_cozmo(f, 1, 1) for f in raw_frames]) if ref_audio else None,
+    )
+    bench("audio: frames_from_pcm 1 s (30 frames)", lambda: audio.frames_from_pcm(second))
+    t = np.arange(48000) / 48000
+    tone48 = np.rint(10000 * np.sin(2 * np.pi * 1000 * t)).astype(np.int16)
+    bench("audio: resample 1 s 48 kHz -> 22 320 Hz", lambda: audio.resample(tone48, 48000, audio.SAMPLE_RATE))
+    t = np.arange(44100) / 44100
+    tone44 = np.rint(10000 * np.sin(2 * np.pi * 1000 * t)).astype(np.int16)
+    bench("audio: resample 1 s 44.1 kHz -> 22 320 Hz", lambda: audio.resample(tone44, 44100, audio.SAMPLE_RATE))
+
+    # Table ---------------------------------------------------------------------------------
+    width = max(len(r[0]) for r in rows)
+    head = (
+        f"{'operation':<{width}}  {'ours med':>10} {'ours p90':>10}  {'ref med':>10} {'ref p90':>10}  {'ref/ours':>8}"
+    )
+    print()
+    print(head)
+    print("-" * len(head))
+    for name, ours, ref in rows:
+        line = f"{name:<{width}}  {ours[0]:>10.1f} {ours[1]:>10.1f}"
+        if ref:
+            line += f"  {ref[0]:>10.1f} {ref[1]:>10.1f}  {ref[0] / ours[0]:>7.1f}x"
+        print(line)
+    print("\n(times in microseconds per operation; median and 90th percentile)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,319 @@
+"""Display run-length codec, frame fitting and image helpers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cozmo_driver.protocol.display import (
+    MAX_DISPLAY_BYTES,
+    decode_display,
+    display_to_screen,
+    encode_display,
+    fit_to_frame,
+    image_to_bits,
+    screen_to_display,
+)
+from cozmo_driver.protocol.errors import LocalProtocolError, RemoteProtocolError
+
+
+def blank() -> np.ndarray:
+    return np.zeros((32, 128), dtype=bool)
+
+
+def checkerboard() -> np.ndarray:
+    return np.indices((32, 128)).sum(axis=0) % 2 == 0
+
+
+def random_image(seed: int, density: float | None = None) -> np.ndarray:
+    """Random images with structure the encoder cares about: blank and repeated columns."""
+    rng = np.random.default_rng(seed)
+    density = rng.choice([0.02, 0.1, 0.3, 0.5, 0.9]) if density is None else density
+    bits = rng.random((32, 128)) < density
+    if seed % 3 == 0:
+        bits[:, rng.random(128) < 0.5] = False
+    if seed % 5 == 0:
+        bits[:, 1::2] = bits[:, 0::2]
+    if seed % 7 == 0:
+        bits = np.repeat(bits[:, ::4], 4, axis=1)
+    return bits
+
+
+images = st.builds(
+    random_image,
+    st.integers(0, 2**32 - 1),
+    st.one_of(st.none(), st.floats(0.0, 1.0)),
+)
+
+
+def pycozmo_encode(bits: np.ndarray) -> bytes:
+    from PIL import Image
+    from pycozmo.image_encoder import ImageEncoder
+
+    im = Image.fromarray(bits.astype(np.uint8) * 255).convert("1")
+    return bytes(ImageEncoder(im).encode())
+
+
+def pycozmo_decode(data: bytes) -> np.ndarray:
+    from pycozmo.image_encoder import ImageDecoder
+
+    dec = ImageDecoder(data)
+    dec.decode()
+    return np.frombuffer(bytes(dec.image), dtype=np.uint8).reshape(32, 128) != 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Documented examples and the reference decoder's bug
+# ---------------------------------------------------------------------------------------------
+
+
+def test_limit_constant():
+    assert MAX_DISPLAY_BYTES == 1037 - 4 - 2
+
+
+def test_documented_examples():
+    assert encode_display(blank()) == bytes.fromhex("3f3f")
+    assert encode_display(~blank()) == bytes.fromhex("fe7f7e")
+    one = blank()
+    one[0, 0] = True
+    assert encode_display(one) == bytes.fromhex("813f3e")
+    assert np.array_equal(decode_display(bytes.fromhex("823f3e")), one)  # the app's form
+    assert not decode_display(bytes.fromhex("3f3f")).any()
+    assert decode_display(bytes.fromhex("fe7f7e")).all()
+    assert not decode_display(b"").any()
+
+
+def reference_bug_image() -> np.ndarray:
+    bits = blank()
+    bits[31, 0] = True  # a lit run ending exactly at the bottom of column 0
+    bits[0:3, 2] = True  # pixels at the top of column 2
+    return bits
+
+
+def test_reference_bug_minimal_case():
+    bits = reference_bug_image()
+    data = encode_display(bits)
+    assert data == bytes.fromhex("f88200893f3c")
+    assert np.array_equal(decode_display(data), bits)
+
+
+def test_reference_bug_minimal_case_against_pycozmo():
+    pytest.importorskip("pycozmo", reason="pycozmo is the reference oracle")
+    bits = reference_bug_image()
+    assert pycozmo_encode(bits) == bytes.fromhex("f88200893f3c")
+    wrong = pycozmo_decode(bytes.fromhex("f88200893f3c"))
+    assert wrong[0:3, 3].all() and not wrong[:, 2].any()  # the reference lands one column late
+
+
+def test_long_run_then_skip():
+    # The mirror image of the reference bug: after a long (17..32) run that does not end the
+    # column, a skip must still close the column first.
+    bits = blank()
+    bits[0:20, 0] = True
+    bits[0, 2] = True
+    data = encode_display(bits)
+    assert data == bytes.fromhex("cd00813f3c")
+    assert np.array_equal(decode_display(data), bits)
+
+
+def test_long_run_then_skip_against_pycozmo():
+    pytest.importorskip("pycozmo", reason="pycozmo is the reference oracle")
+    data = bytes.fromhex("cd00813f3c")
+    assert pycozmo_encode(decode_display(data)) == data
+    wrong = pycozmo_decode(data)
+    assert wrong[0, 1] and not wrong[0, 2]  # the reference lands one column early
+
+
+# ---------------------------------------------------------------------------------------------
+# Round trips and the reference cross-check
+# ---------------------------------------------------------------------------------------------
+
+
+@settings(max_examples=300, deadline=None)
+@given(images)
+def test_round_trip(bits):
+    assert np.array_equal(decode_display(encode_display(bits)), bits)
+
+
+def test_round_trip_many_seeded():
+    for seed in range(3000):
+        bits = random_image(seed)
+        assert np.array_equal(decode_display(encode_display(bits)), bits), seed
+
+
+def test_accepts_integer_arrays():
+    bits = random_image(11)
+    assert encode_display(bits.astype(np.uint8)) == encode_display(bits)
+
+
+@settings(max_examples=150, deadline=None)
+@given(images)
+def test_same_bytes_as_reference_encoder(bits):
+    pytest.importorskip("pycozmo", reason="pycozmo is the reference oracle")
+    ref = pycozmo_encode(bits)
+    assert encode_display(bits) == ref
+    assert np.array_equal(decode_display(ref), bits)
+
+
+def test_reference_fixtures():
+    fixtures = pytest.importorskip(
+        "pycozmo.tests.image_encoder_fixtures", reason="pycozmo ships the Cozmo app's captures"
+    ).FIXTURES
+    from pycozmo.image_encoder import str_to_image
+
+    assert len(fixtures) >= 28
+    for name, fixture in fixtures.items():
+        bits = np.array(str_to_image(fixture["image"]), dtype=bool)
+        for key in ("seq", "alt_seq"):
+            if key in fixture:
+                data = bytes.fromhex(fixture[key].replace(":", ""))
+                assert np.array_equal(decode_display(data), bits), (name, key)
+        assert encode_display(bits).hex(":") == fixture.get("alt_seq", fixture["seq"]), name
+
+
+# ---------------------------------------------------------------------------------------------
+# Malformed input
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        "f8f8",  # 31 rows then 31 more: crosses the column bottom
+        "40",  # repeat with no previous column
+        "3f3f00",  # skip past the end
+        "3f3f81",  # run after the last column
+        "fe7f7f",  # repeat past the end
+    ],
+)
+def test_malformed(data):
+    with pytest.raises(RemoteProtocolError):
+        decode_display(bytes.fromhex(data))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.binary(max_size=300))
+def test_fuzz_decoder_raises_only_remote_errors(data):
+    try:
+        out = decode_display(data)
+    except RemoteProtocolError:
+        return
+    assert out.shape == (32, 128) and out.dtype == np.bool_
+
+
+def test_encoder_rejects_wrong_shape():
+    with pytest.raises(LocalProtocolError):
+        encode_display(np.zeros((64, 128), dtype=bool))
+    with pytest.raises(LocalProtocolError):
+        fit_to_frame(np.zeros((32, 127), dtype=bool))
+
+
+# ---------------------------------------------------------------------------------------------
+# Fitting into one frame
+# ---------------------------------------------------------------------------------------------
+
+
+def kept(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.mean(a == b))
+
+
+def test_small_images_are_untouched():
+    bits = random_image(4, 0.05)
+    data, sent = fit_to_frame(bits)
+    assert data == encode_display(bits) and sent is not None and np.array_equal(sent, bits)
+
+
+@pytest.mark.parametrize(
+    "name, bits, min_kept",
+    [
+        # Measured: checkerboard 4096 B -> 1028 B keeping 62.5 % of pixels; 50 % noise
+        # 2109 B -> 1022 B keeping 86.0 %; 2x2-cell checkerboard 1056 B -> 1026 B keeping 98.4 %.
+        ("checkerboard", checkerboard(), 0.60),
+        ("noise", np.random.default_rng(0).random((32, 128)) < 0.5, 0.80),
+        ("checker2", (np.indices((32, 128)) // 2).sum(axis=0) % 2 == 0, 0.95),
+    ],
+)
+def test_worst_cases_fit_and_stay_similar(name, bits, min_kept):
+    assert len(encode_display(bits)) > MAX_DISPLAY_BYTES
+    data, sent = fit_to_frame(bits)
+    assert len(data) <= MAX_DISPLAY_BYTES
+    assert np.array_equal(decode_display(data), sent)
+    assert kept(sent, bits) >= min_kept, (name, kept(sent, bits))
+
+
+@settings(max_examples=40, deadline=None)
+@given(images, st.sampled_from([MAX_DISPLAY_BYTES, 600, 200, 40, 2]))
+def test_fit_always_fits(bits, max_bytes):
+    data, sent = fit_to_frame(bits, max_bytes=max_bytes)
+    assert len(data) <= max_bytes
+    assert np.array_equal(decode_display(data), sent)
+    if len(encode_display(bits)) <= max_bytes:
+        assert np.array_equal(sent, bits)
+
+
+def test_fit_impossible_limit():
+    with pytest.raises(LocalProtocolError):
+        fit_to_frame(checkerboard(), max_bytes=1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Screen helpers
+# ---------------------------------------------------------------------------------------------
+
+
+def test_screen_rows():
+    screen = np.zeros((64, 128), dtype=bool)
+    screen[0::2, 5] = True  # even rows: kept
+    screen[1::2, 9] = True  # odd rows: dropped
+    bits = screen_to_display(screen)
+    assert bits.shape == (32, 128) and bits[:, 5].all() and not bits[:, 9].any()
+    back = display_to_screen(bits)
+    assert back.shape == (64, 128) and back[:, 5].all() and not back[:, 9].any()
+    with pytest.raises(LocalProtocolError):
+        screen_to_display(bits)
+
+
+def test_image_to_bits_letterbox_and_threshold():
+    wide = np.full((10, 80), 255, dtype=np.uint8)  # 8:1 -> 128x16, centred vertically
+    out = image_to_bits(wide)
+    assert out.shape == (64, 128)
+    rows = np.nonzero(out.any(axis=1))[0]
+    assert (rows.min(), rows.max()) == (24, 39) and out[24:40].all()
+    tall = np.full((100, 50), 255, dtype=np.uint8)  # -> 32x64, centred horizontally
+    cols = np.nonzero(image_to_bits(tall).any(axis=0))[0]
+    assert (cols.min(), cols.max()) == (48, 79)
+    grey = np.full((64, 128), 100, dtype=np.uint8)
+    assert not image_to_bits(grey).any() and image_to_bits(grey, threshold=100).all()
+
+
+def test_image_to_bits_dither_keeps_mean_brightness():
+    for level in (32, 64, 128, 192):
+        out = image_to_bits(np.full((64, 128), level, dtype=np.uint8), mode="dither")
+        assert abs(out.mean() - level / 255) < 0.02
+    ramp = np.tile(np.linspace(0, 255, 128).astype(np.uint8), (64, 1))
+    col_means = image_to_bits(ramp, mode="dither").mean(axis=0)
+    assert col_means[:16].mean() < 0.15 and col_means[-16:].mean() > 0.85
+
+
+def test_image_to_bits_inputs():
+    rgb = np.zeros((32, 64, 3), dtype=np.uint8)
+    rgb[..., 1] = 255  # pure green: luminance ~150
+    assert image_to_bits(rgb).all()
+    rgba = np.concatenate([rgb, np.full((32, 64, 1), 255, np.uint8)], axis=2)
+    assert image_to_bits(rgba).all()
+    assert image_to_bits(np.ones((64, 128), dtype=bool)).all()
+    assert image_to_bits(np.ones((64, 128), dtype=np.float32)).all()
+    for bad in (np.zeros((4, 4, 2), np.uint8), np.zeros((0, 4), np.uint8), np.zeros((4, 4), np.int64)):
+        with pytest.raises(LocalProtocolError):
+            image_to_bits(bad)
+    with pytest.raises(LocalProtocolError):
+        image_to_bits(rgb, mode="sharpen")  # type: ignore[arg-type]
+
+
+def test_image_to_bits_then_send():
+    rng = np.random.default_rng(3)
+    photo = (rng.random((240, 320)) * 255).astype(np.uint8)
+    data, sent = fit_to_frame(screen_to_display(image_to_bits(photo, mode="dither")))
+    assert len(data) <= MAX_DISPLAY_BYTES and np.array_equal(decode_display(data), sent)
