@@ -1,0 +1,39 @@
+"""Packaging of the cozmo_driver ROS 2 package (ament_python).
+
+Works both under colcon (ament_python build type) and with plain pip
+(`pip install -e .` in the wheel venv that `./dev setup` creates): nothing
+here imports ament or ROS.
+"""
+
+from glob import glob
+
+from setuptools import find_packages, setup
+
+PACKAGE_NAME = "cozmo_driver"
+
+setup(
+    name=PACKAGE_NAME,
+    version="0.1.0",
+    packages=find_packages(exclude=["test", "test.*", "bench", "bench.*", "tools", "tools.*"]),
+    data_files=[
+        # Marker that makes the package visible in the ament resource index.
+        ("share/ament_index/resource_index/packages", ["resource/" + PACKAGE_NAME]),
+        ("share/" + PACKAGE_NAME, ["package.xml"]),
+        ("share/" + PACKAGE_NAME + "/launch", sorted(glob("launch/*.py"))),
+        ("share/" + PACKAGE_NAME + "/config", sorted(glob("config/*.yaml"))),
+    ],
+    install_requires=["numpy", "Pillow"],
+    zip_safe=False,
+    python_requires=">=3.10",
+    maintainer="cozmo_driver maintainers",
+    maintainer_email="maintainers@cozmo-driver.invalid",
+    description="ROS 2 driver for the Anki Cozmo robot over its Wi-Fi UDP protocol.",
+    license="Apache-2.0",
+    tests_require=["pytest"],
+    entry_points={
+        "console_scripts": [
+            "cozmo-demo = cozmo_driver.demo:main",
+            "cozmo-sim = cozmo_driver.sim.cli:main",
+        ],
+    },
+)

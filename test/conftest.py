@@ -1,0 +1,160 @@
+"""Test-run isolation for every test under test/.
+
+Imported by pytest before any test module, hence before anything imports
+rclpy. At import it:
+
+* keeps DDS discovery on this machine: ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST,
+  and ROS_STATIC_PEERS / ROS_LOCALHOST_ONLY removed (the Jazzy wheels ignore
+  ROS_LOCALHOST_ONLY; the default range would multicast on the LAN);
+* gives the run a ROS_DOMAIN_ID of its own, so that concurrent runs on one
+  machine never see each other's topics. A caller that already set
+  ROS_DOMAIN_ID keeps it. Otherwise a free id is reserved by binding a
+  loopback TCP and UDP port derived from it (32768 + id, the convention of
+  ament's domain_coordinator, so runs of both schemes avoid each other); the
+  sockets stay bound until the run ends.
+
+It provides the ``rclpy_context`` fixture (one ``rclpy.Context`` per test) and
+``ros_domain_id``. Other fixtures live in their own ``test/fixtures_*.py``
+files, which are loaded here as plugins.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+# ----------------------------------------------------------------------------
+# Environment: must run before rclpy is imported anywhere.
+
+os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+os.environ.pop("ROS_STATIC_PEERS", None)
+os.environ.pop("ROS_LOCALHOST_ONLY", None)
+
+# Domain ids 1..100 keep Fast DDS's ports (7400 + 250 * id + offsets) below the
+# reservation ports, and 0 is everyone's default domain.
+DOMAIN_ID_RANGE = range(1, 101)
+RESERVATION_PORT_BASE = 32768
+
+
+@dataclass
+class DomainReservation:
+    """The ROS_DOMAIN_ID of this run and how it was obtained."""
+
+    domain_id: int
+    # Empty when the caller chose the id through the environment.
+    sockets: list[socket.socket] = field(default_factory=list)
+
+    @property
+    def reserved_here(self) -> bool:
+        return bool(self.sockets)
+
+    @property
+    def port(self) -> int:
+        return RESERVATION_PORT_BASE + self.domain_id
+
+    def describe(self) -> str:
+        if self.reserved_here:
+            return f"ROS_DOMAIN_ID={self.domain_id} (reserved: 127.0.0.1:{self.port} tcp+udp)"
+        return f"ROS_DOMAIN_ID={self.domain_id} (set by the caller)"
+
+    def release(self) -> None:
+        for sock in self.sockets:
+            sock.close()
+        self.sockets.clear()
+
+
+def _bind_both(port: int) -> list[socket.socket] | None:
+    """Bind TCP and UDP on 127.0.0.1:port; None if either is taken."""
+    bound: list[socket.socket] = []
+    for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+        sock = socket.socket(socket.AF_INET, kind)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            sock.close()
+            for other in bound:
+                other.close()
+            return None
+        bound.append(sock)
+    return bound
+
+
+def reserve_domain_id() -> DomainReservation:
+    """Return the caller's ROS_DOMAIN_ID, or reserve a free one and export it."""
+    preset = os.environ.get("ROS_DOMAIN_ID", "").strip()
+    if preset:
+        return DomainReservation(int(preset))
+    # Start at a per-process offset so that runs started together do not all
+    # race for the same first id.
+    ids = list(DOMAIN_ID_RANGE)
+    start = os.getpid() % len(ids)
+    for domain_id in ids[start:] + ids[:start]:
+        sockets = _bind_both(RESERVATION_PORT_BASE + domain_id)
+        if sockets is not None:
+            os.environ["ROS_DOMAIN_ID"] = str(domain_id)
+            return DomainReservation(domain_id, sockets)
+    raise RuntimeError(
+        f"no free ROS_DOMAIN_ID in {DOMAIN_ID_RANGE.start}..{DOMAIN_ID_RANGE.stop - 1}: "
+        f"ports {RESERVATION_PORT_BASE + DOMAIN_ID_RANGE.start}.."
+        f"{RESERVATION_PORT_BASE + DOMAIN_ID_RANGE.stop - 1} on 127.0.0.1 are all taken"
+    )
+
+
+DOMAIN = reserve_domain_id()
+
+# ----------------------------------------------------------------------------
+# Fixture modules of other areas: test/fixtures_*.py, loaded as plugins.
+
+pytest_plugins = sorted(path.stem for path in Path(__file__).parent.glob("fixtures_*.py"))
+
+
+# ----------------------------------------------------------------------------
+# Hooks and fixtures.
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    return [
+        f"ros isolation: {DOMAIN.describe()}, "
+        f"ROS_AUTOMATIC_DISCOVERY_RANGE={os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE']}"
+    ]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    DOMAIN.release()
+
+
+@pytest.fixture(scope="session")
+def ros_domain_id() -> int:
+    """The ROS_DOMAIN_ID every rclpy context of this run uses."""
+    return DOMAIN.domain_id
+
+
+@pytest.fixture(scope="session")
+def ros_domain_reservation() -> DomainReservation:
+    """How this run's ROS_DOMAIN_ID was obtained (for the isolation tests)."""
+    return DOMAIN
+
+
+@pytest.fixture
+def rclpy_context():
+    """A fresh, initialised ``rclpy.Context`` for one test, shut down after it.
+
+    Skips the test (with the import error as reason) only when rclpy cannot be
+    imported; any other failure to initialise is a test error.
+    """
+    try:
+        import rclpy
+    except ImportError as exc:  # pragma: no cover - depends on the machine
+        reason = f"rclpy not importable ({exc}); run the tests through ./dev test"
+        print(reason)
+        pytest.skip(reason)
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=DOMAIN.domain_id)
+    try:
+        yield context
+    finally:
+        context.try_shutdown()
