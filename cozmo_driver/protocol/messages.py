@@ -202,8 +202,9 @@ class _Builder:
                 i += 1
             elif isinstance(f, FixedArray):
                 if f.element == "u8":
+                    # struct's "Ns" pads or truncates silently: as_bytes insists on the size
                     self.fmt += f"{f.count}s"
-                    self.enc_args.append(f"self.{f.name}")
+                    self.enc_args.append(f"as_bytes(self.{f.name}, {f.count})")
                     self.dec_parts.append(f"v[{i}]")
                     self.defaults.append((f.name, dataclasses.field(default=bytes(f.count))))
                     i += 1
@@ -240,12 +241,6 @@ class _Builder:
         fixed_size = self.fixed.size
         # ----- encoder
         w("def encode_body(self):")
-        for f in spec.fields:
-            if isinstance(f, FixedArray) and f.element == "u8":
-                # struct's "Ns" pads or truncates silently: insist on the exact size
-                w(f"    if len(self.{f.name}) != {f.count}:")
-                w(f"        raise LocalProtocolError('{name}.{f.name}: needs exactly {f.count} bytes,"
-                  f" got %d' % len(self.{f.name}))")
         w("    try:")
         head = f"FIXED.pack({', '.join(self.enc_args)})" if self.enc_args else "b''"
         t = self.tail
@@ -258,14 +253,15 @@ class _Builder:
                 w(f"        data = self.{t.name}.encode('utf-8')")
                 w(f"        return {head} + PREFIX.pack(len(data)) + data")
             elif t.element == "u8":
-                w(f"        data = bytes(self.{t.name})")
+                w(f"        data = as_bytes(self.{t.name})")
                 w(f"        return {head} + PREFIX.pack(len(data)) + data")
             else:
                 efmt = _FMT[t.element]
                 w(f"        items = self.{t.name}")
                 w(f"        return ({head} + PREFIX.pack(len(items)) + "
                   f"struct.pack('<%d{efmt}' % len(items), *items))")
-        w("    except (struct.error, TypeError, AttributeError, UnicodeError, ValueError) as exc:")
+        w("    except (struct.error, TypeError, AttributeError, UnicodeError, ValueError,"
+          " OverflowError) as exc:")
         w(f"        raise LocalProtocolError(explain(self, exc)) from None")
         # ----- decoder
         w("def decode_body(cls, body):")
@@ -309,6 +305,23 @@ class _Builder:
         return "\n".join(lines)
 
 
+def _as_bytes(value, size: Optional[int] = None) -> bytes:
+    """A byte array field's value as bytes: bytes-like, or a sequence of ints 0..255.
+
+    An int is refused (``bytes(5)`` would silently mean five zero bytes), and so
+    is a fixed-size array of the wrong length (struct would pad or truncate it).
+    """
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        data = bytes(value)
+    elif isinstance(value, (int, str)) or value is None:
+        raise TypeError(f"needs bytes or a sequence of ints 0..255, got {type(value).__name__}")
+    else:
+        data = bytes(value)  # raises for non-ints or values outside 0..255
+    if size is not None and len(data) != size:
+        raise ValueError(f"needs exactly {size} bytes, got {len(data)}")
+    return data
+
+
 def _explain(msg, exc: Exception) -> str:
     """Name the field that cannot be encoded, for a clear LocalProtocolError."""
     cls = type(msg)
@@ -325,9 +338,7 @@ def _explain(msg, exc: Exception) -> str:
                     for s in value:
                         struct.pack("<" + scls._FORMAT, *(getattr(s, a) for a in scls._FIELD_NAMES))
                 elif spec.element == "u8":
-                    if len(value) != spec.count:
-                        raise ValueError(f"needs exactly {spec.count} bytes, got {len(value)}")
-                    bytes(value)
+                    _as_bytes(value, spec.count)
                 else:
                     if len(value) != spec.count:
                         raise ValueError(f"needs exactly {spec.count} items, got {len(value)}")
@@ -337,14 +348,15 @@ def _explain(msg, exc: Exception) -> str:
                 if len(value) > limit:
                     raise ValueError(f"holds {len(value)} items, at most {limit} fit its length prefix")
                 if spec.element == "u8":
-                    bytes(value)
+                    _as_bytes(value)
                 else:
                     struct.pack(f"<{len(value)}{_FMT[spec.element]}", *value)
             elif isinstance(spec, String):
                 data = value.encode("utf-8")
                 if len(data) > 0xFFFF:
                     raise ValueError(f"is {len(data)} bytes long, at most 65535 fit")
-        except (struct.error, TypeError, AttributeError, ValueError, UnicodeError) as field_exc:
+        except (struct.error, TypeError, AttributeError, ValueError, UnicodeError,
+                OverflowError) as field_exc:
             return f"{cls.NAME}.{spec.name} = {value!r:.80}: {field_exc}"
     return f"{cls.NAME}: cannot encode: {exc}"
 
@@ -368,6 +380,7 @@ def _compile(spec) -> Type[Message]:
     source = builder.source()
     ns = dict(builder.ns)
     ns["explain"] = _explain
+    ns["as_bytes"] = _as_bytes
     ns["BOUNDARIES"] = frozenset(builder.boundaries)
     exec(compile(source, f"<cozmo message {spec.name}>", "exec"), ns)
     cls.encode_body = ns["encode_body"]

@@ -113,7 +113,14 @@ class SessionConfig:
     disconnect_timeout: float = 1.0
     rto_initial: float = 0.1
     rto_min: float = 0.1
-    rto_max: float = 2.0
+    rto_max: float = 1.0
+    #: the peer still sends but has not acknowledged our oldest packet for this long,
+    #: through at least ``stall_retransmissions`` resends: it has forgotten the link
+    stall_timeout: float = 10.0
+    stall_retransmissions: int = 10
+    #: robot: a RESET this soon after the accepted one, with nothing reliable received
+    #: in between, is a network duplicate and is ignored
+    duplicate_reset_window: float = 0.25
     #: a lone acknowledgement waits this long for a frame to ride on
     ack_delay: float = 0.005
     #: reliable packets allowed to wait for window space before send() refuses more
@@ -123,11 +130,13 @@ class SessionConfig:
         if not 1 <= self.window <= 1000:
             raise ValueError(f"window must be 1..1000, got {self.window}")
         for name in ("ping_interval", "peer_timeout", "reset_interval", "connect_timeout",
-                     "disconnect_timeout", "rto_initial", "rto_min", "rto_max"):
+                     "disconnect_timeout", "rto_initial", "rto_min", "rto_max", "stall_timeout"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
-        if self.ack_delay < 0 or self.max_pending < 1:
-            raise ValueError("ack_delay must be >= 0 and max_pending >= 1")
+        if self.ack_delay < 0 or self.max_pending < 1 or self.duplicate_reset_window < 0:
+            raise ValueError("ack_delay and duplicate_reset_window must be >= 0, max_pending >= 1")
+        if self.stall_retransmissions < 1:
+            raise ValueError("stall_retransmissions must be >= 1")
 
 
 @dataclass
@@ -226,6 +235,7 @@ class Session:
         self._ping_sent: Dict[int, float] = {}
         self._rttvar = 0.0
         self._farewell: List[bytes] = []  # datagrams that outlive a link reset
+        self._reset_accepted_at: Optional[float] = None
         self._reset_link(None)
 
     # ------------------------------------------------------------------ state reset
@@ -350,6 +360,10 @@ class Session:
             else:
                 stats.unexpected_frames += 1
             return
+        if frame.first_seq != OOB_SEQ and frame.first_seq >= SEQ_MODULUS:
+            stats.malformed_datagrams += 1
+            self._events.append(ReceiveError(f"frame with impossible sequence number {frame.first_seq}"))
+            return
         if ftype == FrameType.FIN:
             if self.role is Role.ROBOT and self.state is State.CONNECTED:
                 self._peer_disconnected("the engine sent FIN")
@@ -358,8 +372,14 @@ class Session:
                 State.CONNECTING, State.CONNECTED, State.CLOSING):
             stats.unexpected_frames += 1
             return
+        if self.state is State.CONNECTING:
+            # only the robot's Connect (packet 0) opens the link; anything else is
+            # left over from a previous connection and must not leak into this one
+            if not any(p.packet_type == PacketType.CONNECT for p in frame.packets):
+                stats.unexpected_frames += 1
+                return
         self._last_rx = now
-        if frame.ack != OOB_SEQ:
+        if frame.ack < SEQ_MODULUS:  # OOB_SEQ means none; 65534 never occurs on the wire
             self._on_ack(frame.ack, now)
         seq = frame.first_seq
         for packet in frame.packets:
@@ -377,6 +397,9 @@ class Session:
                 return  # a Disconnect in this frame ended the link
 
     def _on_reliable(self, seq: int, packet: RawPacket, now: float) -> None:
+        if self.state is State.CONNECTING and (seq != 0 or packet.packet_type != PacketType.CONNECT):
+            self.stats.unexpected_frames += 1
+            return
         distance = (seq - self._expected) % SEQ_MODULUS
         if self._ack_due is None:
             self._ack_due = now + self.config.ack_delay
@@ -495,7 +518,12 @@ class Session:
     def _accept_reset(self, now: float) -> None:
         """Robot: a client (re)started the link: answer with Connect as packet 0."""
         if self.state is State.CONNECTED:
+            if (not self._received_any and self._reset_accepted_at is not None
+                    and now < self._reset_accepted_at + self.config.duplicate_reset_window):
+                self.stats.unexpected_frames += 1  # a copy of the RESET we just answered
+                return
             logger.info("[%s] client reset the link", self.name)
+        self._reset_accepted_at = now
         self._reset_link(now)
         self.state = State.CONNECTED
         self.stats.connects += 1
@@ -534,8 +562,9 @@ class Session:
         if self._unacked:
             oldest = min(e.sent_at for e in self._unacked.values())
             candidates.append(oldest + self._rto * self._rto_backoff)
-            first = min(e.first_sent_at for e in self._unacked.values())
-            candidates.append(first + cfg.peer_timeout)
+            base = self._unacked[next(iter(self._unacked))]
+            if base.sends > cfg.stall_retransmissions:
+                candidates.append(base.first_sent_at + cfg.stall_timeout)
         if self._last_rx is not None:
             candidates.append(self._last_rx + cfg.peer_timeout)
         if self.role is Role.ENGINE:
@@ -575,8 +604,9 @@ class Session:
             self._finish(State.CLOSED, Disconnected("disconnected (unacknowledged)"))
             return
         if self._unacked:
-            oldest = min(e.first_sent_at for e in self._unacked.values())
-            if now >= oldest + cfg.peer_timeout:
+            base = self._unacked[next(iter(self._unacked))]
+            oldest = base.first_sent_at
+            if now >= oldest + cfg.stall_timeout and base.sends > cfg.stall_retransmissions:
                 # traffic still arrives but our packets are never acknowledged: the peer
                 # has forgotten this link (rebooted, or took a stale RESET)
                 self.stats.connections_lost += 1
