@@ -1,0 +1,152 @@
+"""The UDP adapter over real sockets on 127.0.0.1 (never any other address)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import pytest
+
+from cozmo_driver.protocol import messages as msgs
+from cozmo_driver.protocol.errors import NotConnectedError
+from cozmo_driver.protocol.frames import FrameType, OOB_SEQ, encode_frame
+from cozmo_driver.protocol.session import MessageReceived, Role, Session, SessionConfig
+from cozmo_driver.transport.udp import TransportError, UdpTransport, is_loopback, resolve_address
+
+
+def wait_for(predicate, timeout=3.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.005)
+    return predicate()
+
+
+@pytest.fixture
+def robot_and_engine():
+    """A robot-role session (adopts its peer on RESET) and an engine on loopback."""
+    received = []
+    robot = Session(Role.ROBOT, SessionConfig(peer_timeout=5.0), name="robot")
+    robot_io = UdpTransport(robot, local_addr=("127.0.0.1", 0), peer_policy="reset",
+                            on_event=received.append, name="robot").start()
+    engine = Session(Role.ENGINE, name="engine")
+    engine_io = UdpTransport(engine, local_addr=("127.0.0.1", 0), remote_addr=robot_io.local_address,
+                             name="engine").start()
+    yield robot, robot_io, engine, engine_io, received
+    engine_io.stop()
+    robot_io.stop()
+
+
+def test_connect_and_deliver_in_order_over_loopback(robot_and_engine):
+    robot, robot_io, engine, engine_io, received = robot_and_engine
+    engine_io.call(engine.connect, time.monotonic())
+    assert wait_for(lambda: engine.is_connected)
+    assert robot_io.peer == engine_io.local_address  # adopted from the RESET
+    for i in range(100):
+        engine_io.call_soon(engine.send, msgs.SetRobotVolume(level=i))
+    assert wait_for(lambda: sum(isinstance(e, MessageReceived) for e in received) == 100)
+    levels = [e.message.level for e in received if isinstance(e, MessageReceived)]
+    assert levels == list(range(100))
+    assert wait_for(lambda: engine.stats.pings_answered >= 1)
+    assert engine.stats.srtt_s is not None and engine.stats.srtt_s < 1.0
+
+
+def test_datagrams_from_another_source_are_dropped_and_counted(robot_and_engine):
+    robot, robot_io, engine, engine_io, received = robot_and_engine
+    engine_io.call(engine.connect, time.monotonic())
+    assert wait_for(lambda: engine.is_connected)
+    before = engine.stats.datagrams_received
+    intruder = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        intruder.bind(("127.0.0.1", 0))
+        frame = encode_frame(FrameType.ROBOT, OOB_SEQ, OOB_SEQ, OOB_SEQ,
+                             msgs.encode_packet(msgs.RobotState()))
+        for _ in range(5):
+            intruder.sendto(frame, engine_io.local_address)
+        assert wait_for(lambda: engine_io.stats.wrong_source == 5)
+    finally:
+        intruder.close()
+    # none of them reached the session
+    assert engine.stats.datagrams_received - before < 5 or engine_io.stats.wrong_source == 5
+    assert engine_io.stats.wrong_source == 5
+
+
+def test_robot_side_ignores_non_reset_traffic_from_strangers(robot_and_engine):
+    robot, robot_io, engine, engine_io, received = robot_and_engine
+    stranger = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        stranger.bind(("127.0.0.1", 0))
+        stranger.sendto(b"garbage that is not a RESET", robot_io.local_address)
+        assert wait_for(lambda: robot_io.stats.wrong_source == 1)
+        assert robot_io.peer is None
+        assert robot.stats.datagrams_received == 0
+    finally:
+        stranger.close()
+
+
+def test_call_returns_results_and_raises_errors_in_the_callers_thread(robot_and_engine):
+    robot, robot_io, engine, engine_io, received = robot_and_engine
+    assert engine_io.call(lambda a, b: a + b, 2, 3) == 5
+    with pytest.raises(NotConnectedError):
+        engine_io.call(engine.send, msgs.SetRobotVolume(level=1))
+    caller = threading.get_ident()
+    assert engine_io.call(threading.get_ident) != caller  # ran on the I/O thread
+
+
+def test_no_timer_is_armed_while_the_protocol_has_nothing_due():
+    """Idle means no scheduled wake-up at all: the thread sleeps in the kernel."""
+    idle = Session(Role.ROBOT, name="idle-robot")  # waiting for a RESET: no timer
+    io = UdpTransport(idle, local_addr=("127.0.0.1", 0), peer_policy="reset", name="idle").start()
+    try:
+        assert idle.get_timer() is None
+        assert io.call(lambda: io._timer) is None
+        assert io.call(lambda: len(io._loop._scheduled)) == 0
+    finally:
+        io.stop()
+    assert not io.running
+
+
+def test_timer_follows_the_protocols_deadline(robot_and_engine):
+    robot, robot_io, engine, engine_io, received = robot_and_engine
+    engine_io.call(engine.connect, time.monotonic())
+    assert wait_for(lambda: engine.is_connected)
+    armed = engine_io.call(lambda: engine_io._timer_at)
+    assert armed == engine_io.call(engine.get_timer)
+
+
+def test_stop_joins_the_thread_and_frees_the_port():
+    session = Session(Role.ROBOT)
+    io = UdpTransport(session, local_addr=("127.0.0.1", 0), peer_policy="reset").start()
+    host, port = io.local_address
+    io.stop()
+    assert not io.running
+    again = UdpTransport(Session(Role.ROBOT), local_addr=(host, port), peer_policy="reset").start()
+    again.stop()
+
+
+def test_bind_errors_are_reported_clearly():
+    first = UdpTransport(Session(Role.ROBOT), local_addr=("127.0.0.1", 0), peer_policy="reset").start()
+    try:
+        with pytest.raises(TransportError, match="cannot bind UDP 127.0.0.1"):
+            UdpTransport(Session(Role.ROBOT), local_addr=first.local_address, peer_policy="reset").start()
+    finally:
+        first.stop()
+
+
+def test_configuration_errors():
+    with pytest.raises(TransportError, match="needs remote_addr"):
+        UdpTransport(Session(Role.ENGINE), peer_policy="fixed")
+    with pytest.raises(TransportError, match="peer_policy"):
+        UdpTransport(Session(Role.ENGINE), remote_addr=("127.0.0.1", 1), peer_policy="any")
+    with pytest.raises(TransportError, match="outside 0..65535"):
+        resolve_address("127.0.0.1", 70000)
+    assert resolve_address("localhost", 5551) == ("127.0.0.1", 5551)
+    assert is_loopback("127.0.0.5") and not is_loopback("172.31.1.1") and not is_loopback("nonsense")
+
+
+def test_default_robot_address_is_the_real_robots_but_tests_never_use_it():
+    from cozmo_driver.client import DEFAULT_ROBOT_ADDRESS, DEFAULT_ROBOT_PORT
+
+    assert (DEFAULT_ROBOT_ADDRESS, DEFAULT_ROBOT_PORT) == ("172.31.1.1", 5551)
