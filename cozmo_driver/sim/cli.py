@@ -1,0 +1,131 @@
+"""``cozmo-sim``: run the simulated Cozmo on a UDP port until Ctrl-C (or --duration).
+
+    cozmo-sim --port 5551 --seed 3 --loss-down 0.1 --duration 60
+
+Prints one status line per second: whether a client is connected, the true pose,
+head and lift, and the rate of each stream (RobotState sent, camera frames sent,
+face images shown, audio frames played). Exits cleanly on SIGINT and SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+import signal
+import sys
+import threading
+import time
+from typing import List, Optional
+
+from ..protocol.errors import CozmoError
+from ..transport.memory import Impairment
+from .robot import RobotConfig
+from .server import DEFAULT_PORT, SimServer
+
+__all__ = ["main", "build_parser", "format_status"]
+
+
+def _probability(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text} is not a probability within 0..1")
+    return value
+
+
+def _milliseconds(text: str) -> float:
+    value = float(text)
+    if value < 0 or not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text} is not a delay >= 0 ms")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="cozmo-sim", description=(
+        "Simulated Anki Cozmo speaking the robot's UDP protocol (loopback only by default)."))
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT,
+                   help=f"UDP port (default {DEFAULT_PORT}; 0 picks a free one)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the world, noise and impairments")
+    p.add_argument("--duration", type=float, default=None,
+                   help="stop after this many seconds (default: run until Ctrl-C)")
+    for direction, what in (("up", "client to robot"), ("down", "robot to client")):
+        p.add_argument(f"--loss-{direction}", type=_probability, default=0.0,
+                       help=f"probability of losing a datagram {what}")
+        p.add_argument(f"--dup-{direction}", type=_probability, default=0.0,
+                       help=f"probability of duplicating a datagram {what}")
+        p.add_argument(f"--reorder-{direction}", type=_probability, default=0.0,
+                       help=f"probability of holding a datagram {what} back by up to 20 ms")
+        p.add_argument(f"--delay-{direction}", type=_milliseconds, default=0.0, metavar="MS",
+                       help=f"fixed delay {what}, in milliseconds")
+    colour = p.add_mutually_exclusive_group()
+    colour.add_argument("--color", dest="color", action="store_const", const=True, default=None,
+                        help="always stream colour images (default: as the client asks)")
+    colour.add_argument("--grey", "--gray", dest="color", action="store_const", const=False,
+                        help="always stream grey images")
+    p.add_argument("--force-non-loopback", action="store_true",
+                   help="allow binding an address that is not loopback")
+    p.add_argument("--quiet", action="store_true", help="no status lines")
+    p.add_argument("--log-level", default="WARNING", help="logging level (default WARNING)")
+    return p
+
+
+def format_status(sim: SimServer, rates: dict) -> str:
+    connected = sim.is_connected()
+    peer = sim.peer() if connected else None
+    x, y, yaw = sim.true_pose()
+    who = f"client {peer[0]}:{peer[1]}" if peer else "no client"
+    return (f"{who:<24} pose ({x:7.1f}, {y:7.1f}) mm {math.degrees(yaw):7.1f} deg  "
+            f"head {math.degrees(sim.head_angle()):5.1f} deg  lift {sim.lift_height():5.1f} mm  | "
+            f"state {rates['state']:4.1f} Hz  camera {rates['camera']:4.1f} fps  "
+            f"display {rates['display']:4.1f} fps  audio {rates['audio']:4.1f} fps")
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.WARNING),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    up = Impairment(loss=args.loss_up, duplicate=args.dup_up, reorder=args.reorder_up,
+                    delay=args.delay_up / 1000.0)
+    down = Impairment(loss=args.loss_down, duplicate=args.dup_down, reorder=args.reorder_down,
+                      delay=args.delay_down / 1000.0)
+    stop = threading.Event()
+
+    def on_signal(signum, frame) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        sim = SimServer(args.host, args.port, seed=args.seed,
+                        config=RobotConfig(seed=args.seed, camera_color=args.color),
+                        up=up, down=down, allow_non_loopback=args.force_non_loopback)
+        sim.start()
+    except CozmoError as exc:
+        print(f"cozmo-sim: {exc}", file=sys.stderr)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        return 2
+    host, port = sim.address
+    print(f"cozmo-sim: simulated Cozmo on udp://{host}:{port} (seed {args.seed}); Ctrl-C stops",
+          flush=True)
+    end = None if args.duration is None else time.monotonic() + max(0.0, args.duration)
+    try:
+        sim.rates()
+        while not stop.is_set():
+            wait = 1.0 if end is None else min(1.0, end - time.monotonic())
+            if wait > 0 and stop.wait(wait):
+                break
+            if not args.quiet:
+                print(format_status(sim, sim.rates()), flush=True)
+            if end is not None and time.monotonic() >= end:
+                break
+    finally:
+        sim.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    print("cozmo-sim: stopped", flush=True)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,520 @@
+"""The simulated Cozmo on the wire: :class:`SimulatedRobot`, sans-I/O.
+
+A :class:`SimulatedRobot` is a :class:`~cozmo_driver.protocol.session.Session` in
+the robot role on top of a :class:`~cozmo_driver.sim.model.RobotModel` and a
+camera. It has a session's five methods (``receive_datagram``,
+``datagrams_to_send``, ``get_timer``, ``handle_timer``, ``next_event``), so the
+in-memory link (:class:`~cozmo_driver.transport.memory.MemoryLink`) and the UDP
+adapter (:class:`~cozmo_driver.transport.udp.UdpTransport`) both drive it. It
+never reads a clock or touches a socket.
+
+On the wire it behaves like the robot (see shared/protocol/PROTOCOL_NOTES.md a, c,
+d, j): it answers RESET with Connect, greets with HardwareInfo and
+FirmwareSignature, sends BodyInfo after Enable, streams RobotState (about 33 Hz)
+and ObjectAvailable only after SyncTime, echoes pings, drops a client after 5 s
+of silence and accepts a new one after that. With EnableCamera(Stream) it sends
+about 15 camera frames a second rendered by the world from the true pose, head
+and lift, as ImageChunk (JPEGMinimizedGray = 8 or JPEGMinimizedColor = 9) plus
+one ImageImuData per frame.
+
+Its timer is the earliest of the session's, the model's (100 Hz physics only
+while something moves, the 30 ms state stream, the 30 Hz animation tick) and the
+next camera frame: nothing runs when nothing is due.
+
+Faults for tests, all scriptable: :meth:`~SimulatedRobot.set_silent` (the robot
+stops answering and hears nothing), :meth:`~SimulatedRobot.set_link_up` (the
+network drops everything both ways), :meth:`~SimulatedRobot.reboot` (the robot
+forgets the session and needs a new RESET) and
+:meth:`~SimulatedRobot.send_garbage` (malformed datagrams to the client).
+:class:`ImpairedEndpoint` adds seeded loss, duplication, reordering and delay per
+direction in front of any such object (the UDP server uses it; MemoryLink has
+its own impairments).
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import random
+import struct
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from typing import Any, Deque, List, Optional, Tuple
+
+from ..protocol import messages as msgs
+from ..protocol.errors import LocalProtocolError
+from ..protocol.frames import MAGIC, OOB_SEQ, FrameType, encode_frame
+from ..protocol.session import (
+    Connected,
+    ConnectionLost,
+    Disconnected,
+    MessageReceived,
+    ReceiveError,
+    Role,
+    Session,
+    SessionConfig,
+)
+from ..transport.memory import Impairment
+from .model import ModelConfig, RobotModel
+
+__all__ = ["SimulatedRobot", "RobotConfig", "SimStats", "ImpairedEndpoint", "Impairment",
+           "GARBAGE_KINDS"]
+
+logger = logging.getLogger("cozmo.sim")
+
+_ImageEncoding = msgs.ENUMS["ImageEncoding"]
+_ImageResolution = msgs.ENUMS["ImageResolution"]
+_SendMode = msgs.ENUMS["ImageSendMode"]
+
+#: the kinds of malformed datagrams :meth:`SimulatedRobot.send_garbage` produces, in turn
+GARBAGE_KINDS = ("random", "bad_magic", "short_header", "truncated_packet", "unknown_frame_type",
+                 "unknown_event", "short_robot_state", "empty_reliable_frame")
+
+
+@dataclass
+class RobotConfig:
+    """Tunables of the simulated robot's front-end; times in seconds."""
+
+    seed: int = 0
+    #: the robot drops a client after this long without any datagram
+    peer_timeout: float = 5.0
+    camera_period: float = 1.0 / 15.0
+    #: None: follow EnableColorImages (grey until asked); True/False: force colour/grey
+    camera_color: Optional[bool] = None
+    #: send the previous frame again while nothing that changes the image changed
+    camera_cache: bool = True
+    #: add seeded sensor noise to camera images (only when the image is re-rendered)
+    camera_noise: bool = True
+    #: events kept for next_event() when nobody reads them
+    max_events: int = 1000
+    model: ModelConfig = field(default_factory=ModelConfig)
+
+    def __post_init__(self) -> None:
+        if not self.camera_period > 0 or not self.peer_timeout > 0:
+            raise ValueError("camera_period and peer_timeout must be positive")
+        if self.model.seed == 0 and self.seed:
+            self.model.seed = self.seed
+
+
+@dataclass
+class SimStats:
+    """Counters of the robot front-end (the session has its own ``stats``)."""
+
+    datagrams_in: int = 0
+    datagrams_out: int = 0
+    dropped_silent_in: int = 0
+    dropped_silent_out: int = 0
+    dropped_link_down_in: int = 0
+    dropped_link_down_out: int = 0
+    dropped_booting: int = 0
+    garbage_sent: int = 0
+    images_sent: int = 0
+    image_renders: int = 0
+    image_bytes_sent: int = 0
+    clients_accepted: int = 0
+    clients_lost: int = 0
+    reboots: int = 0
+    receive_errors: int = 0
+    unsendable: int = 0
+    sent: Counter = field(default_factory=Counter)
+
+
+class SimulatedRobot:
+    """A Cozmo on the wire, sans-I/O. See the module docstring.
+
+    ``world`` provides ``render``, ``cliff_at`` and ``charger_pose`` (default: a
+    :class:`cozmo_driver.sim.world.World` with the seed). ``now`` is the time of
+    power-up on the caller's clock.
+    """
+
+    def __init__(self, world: Any = None, config: Optional[RobotConfig] = None,
+                 now: float = 0.0, name: str = "sim") -> None:
+        self.config = config or RobotConfig()
+        self.name = name
+        self.model = RobotModel(world, self.config.model, now)
+        self.world = self.model.world
+        self.stats = SimStats()
+        self.session = self._new_session()
+        self._events: Deque[Any] = deque(maxlen=self.config.max_events)
+        self._garbage: List[bytes] = []
+        self._rng = random.Random(self.config.seed * 7919 + 17)
+        self.silent = False
+        self.link_up = True
+        self._boot_until = now
+        self._camera_next: Optional[float] = None
+        self._camera_generation = -1
+        self._image_id = 0
+        self._last_frame_key: Optional[tuple] = None
+        self._last_payload: Optional[bytes] = None
+        self._now = now
+
+    def _new_session(self) -> Session:
+        return Session(Role.ROBOT, SessionConfig(peer_timeout=self.config.peer_timeout),
+                       name=self.name)
+
+    # ------------------------------------------------------------------ the five methods
+
+    def receive_datagram(self, data: bytes, now: float) -> None:
+        """A datagram from the client."""
+        if not self.link_up:
+            self.stats.dropped_link_down_in += 1
+            return
+        if self.silent:
+            self.stats.dropped_silent_in += 1
+            return
+        if now < self._boot_until:
+            self.stats.dropped_booting += 1
+            return
+        self.stats.datagrams_in += 1
+        self.session.receive_datagram(data, now)
+        self._process(now)
+
+    def handle_timer(self, now: float) -> None:
+        session_timer = self.session.get_timer()
+        if session_timer is not None and session_timer <= now:
+            self.session.handle_timer(now)
+        self._process(now)
+
+    def get_timer(self) -> Optional[float]:
+        times = [t for t in (self.session.get_timer(), self.model.next_tick(), self._camera_next)
+                 if t is not None]
+        return min(times) if times else None
+
+    def datagrams_to_send(self, now: float) -> List[bytes]:
+        out = self.session.datagrams_to_send(now)
+        if self._garbage:
+            out = out + self._garbage
+            self._garbage = []
+        if not out:
+            return out
+        if not self.link_up:
+            self.stats.dropped_link_down_out += len(out)
+            return []
+        if self.silent:
+            self.stats.dropped_silent_out += len(out)
+            return []
+        self.stats.datagrams_out += len(out)
+        return out
+
+    def next_event(self) -> Optional[Any]:
+        """Session events (Connected, Disconnected, MessageReceived, ...), for observers."""
+        events = self._events
+        return events.popleft() if events else None
+
+    # ------------------------------------------------------------------ internals
+
+    def _process(self, now: float) -> None:
+        self._now = now
+        model = self.model
+        session = self.session
+        while True:
+            event = session.next_event()
+            if event is None:
+                break
+            if isinstance(event, MessageReceived):
+                model.handle(event.message, now)
+            elif isinstance(event, Connected):
+                self.stats.clients_accepted += 1
+                logger.info("[%s] client connected", self.name)
+                model.on_connected(now)
+                self._reset_camera()
+            elif isinstance(event, (Disconnected, ConnectionLost)):
+                self.stats.clients_lost += 1
+                logger.info("[%s] client gone: %s", self.name, event.reason)
+                model.on_disconnected(now)
+                self._reset_camera()
+            elif isinstance(event, ReceiveError):
+                self.stats.receive_errors += 1
+            self._events.append(event)
+        model.advance(now)
+        self._camera(now)
+        self._flush()
+
+    def _flush(self) -> None:
+        out = self.model.pop_outgoing()
+        if not out:
+            return
+        session = self.session
+        if not session.is_connected:
+            return
+        sent = self.stats.sent
+        for message in out:
+            try:
+                session.send(message)
+            except LocalProtocolError as exc:  # queue full or link just closed: counted
+                self.stats.unsendable += 1
+                logger.debug("[%s] cannot send %s: %s", self.name, message.NAME, exc)
+                continue
+            sent[message.NAME] += 1
+
+    # ------------------------------------------------------------------ camera
+
+    def _reset_camera(self) -> None:
+        self._camera_next = None
+        self._camera_generation = -1
+        self._last_frame_key = None
+        self._last_payload = None
+
+    def _camera(self, now: float) -> None:
+        cam = self.model.camera
+        if cam.mode == _SendMode.Off or not self.session.is_connected:
+            self._camera_next = None
+            return
+        if cam.generation != self._camera_generation:
+            self._camera_generation = cam.generation
+            self._camera_next = now
+        if self._camera_next is None or now < self._camera_next:
+            return
+        self._send_frame(now)
+        period = self.config.camera_period
+        if cam.mode == _SendMode.SingleShot:
+            cam.mode = int(_SendMode.Off)
+            self._camera_next = None
+            return
+        self._camera_next += period
+        if self._camera_next <= now:
+            self._camera_next = now + period
+
+    def _send_frame(self, now: float) -> None:
+        from ..protocol.camera import RESOLUTIONS, encode_minimized, split_into_chunks
+
+        model = self.model
+        cam = model.camera
+        resolution = int(cam.resolution)
+        if resolution not in RESOLUTIONS or RESOLUTIONS[resolution][0] > 640:
+            resolution = int(_ImageResolution.QVGA)
+        width, height = RESOLUTIONS[resolution]
+        forced = self.config.camera_color
+        color = cam.color if forced is None else forced
+        x, y, yaw = model.true_pose()
+        head = model.head_angle
+        lift = model.lift_height
+        gain = cam.gain if cam.gain > 0 else 1.0
+        exposure = cam.exposure_ms
+        key = (round(x, 1), round(y, 1), round(yaw, 4), round(head, 4), round(lift, 1),
+               width, height, color, round(gain, 4), exposure, cam.head_light)
+        if self.config.camera_cache and key == self._last_frame_key and self._last_payload:
+            payload = self._last_payload
+        else:
+            pixels = self.world.render(x, y, yaw, head, width=width, height=height, color=color,
+                                       gain=gain, exposure_ms=exposure, lift_height_mm=lift,
+                                       noise=self.config.camera_noise)
+            payload = encode_minimized(pixels)
+            self._last_frame_key = key
+            self._last_payload = payload
+            self.stats.image_renders += 1
+        chunks = split_into_chunks(payload)
+        self._image_id = (self._image_id + 1) & 0xFFFFFFFF
+        image_id = self._image_id
+        timestamp = model.timestamp_ms(now)
+        encoding = _ImageEncoding.JPEGMinimizedColor if color else _ImageEncoding.JPEGMinimizedGray
+        count = len(chunks)
+        session = self.session
+        for chunk_id, data in enumerate(chunks):
+            session.send(msgs.ImageChunk(frame_timestamp_ms=timestamp, image_id=image_id,
+                                         chunk_debug=0, image_encoding=encoding,
+                                         image_resolution=resolution, image_chunk_count=count,
+                                         chunk_id=chunk_id, status=0, data=data))
+        rx, ry, rz = model.imu_rates()
+        session.send(msgs.ImageImuData(image_id=image_id, rate_x_radps=rx, rate_y_radps=ry,
+                                       rate_z_radps=rz, line_2_number=min(255, height // 2)))
+        self.stats.images_sent += 1
+        self.stats.image_bytes_sent += len(payload)
+        self.stats.sent["ImageChunk"] += count
+        self.stats.sent["ImageImuData"] += 1
+
+    # ------------------------------------------------------------------ faults
+
+    def set_silent(self, silent: bool, now: float) -> None:
+        """A hung robot: it hears nothing and says nothing (its timers still run)."""
+        self.silent = bool(silent)
+        self._process(now)
+
+    def set_link_up(self, up: bool, now: float) -> None:
+        """The Wi-Fi link: when down, every datagram is lost both ways."""
+        self.link_up = bool(up)
+        self._process(now)
+
+    def reboot(self, now: float, downtime: float = 0.0) -> None:
+        """The robot restarts: the session is forgotten (the client must RESET again)."""
+        self.stats.reboots += 1
+        self.session = self._new_session()
+        self.model.reboot(now)
+        self._reset_camera()
+        self._garbage = []
+        self._boot_until = now + max(0.0, downtime)
+        logger.info("[%s] rebooted", self.name)
+        self._process(now)
+
+    def send_garbage(self, now: float, count: int = 1, kind: Optional[str] = None) -> List[bytes]:
+        """Queue ``count`` malformed datagrams for the client (kinds cycle through
+        :data:`GARBAGE_KINDS` unless ``kind`` is given); returns them."""
+        made = []
+        for k in range(count):
+            which = kind or GARBAGE_KINDS[(self.stats.garbage_sent + k) % len(GARBAGE_KINDS)]
+            made.append(self._make_garbage(which))
+        self.stats.garbage_sent += len(made)
+        self._garbage.extend(made)
+        self._process(now)
+        return made
+
+    def _make_garbage(self, kind: str) -> bytes:
+        rng = self._rng
+        ack = OOB_SEQ
+        if kind == "random":
+            return bytes(rng.randrange(256) for _ in range(rng.randrange(1, 64)))
+        if kind == "bad_magic":
+            return b"COZ\x03XX\x01" + bytes([FrameType.ROBOT]) + bytes(6) + b"\x05\x01\x00\xf0"
+        if kind == "short_header":
+            return MAGIC + bytes([FrameType.ROBOT, 0])
+        if kind == "truncated_packet":
+            return encode_frame(FrameType.ROBOT, OOB_SEQ, OOB_SEQ, ack,
+                                struct.pack("<BHB", 0x05, 200, 0xF0) + bytes(10))
+        if kind == "unknown_frame_type":
+            return MAGIC + bytes([0x42]) + bytes(6) + bytes(rng.randrange(256) for _ in range(8))
+        if kind == "unknown_event":
+            return encode_frame(FrameType.ROBOT, OOB_SEQ, OOB_SEQ, ack,
+                                struct.pack("<BHB", 0x05, 5, 0xF9) + b"\xde\xad\xbe\xef")
+        if kind == "short_robot_state":
+            return encode_frame(FrameType.ROBOT, OOB_SEQ, OOB_SEQ, ack,
+                                struct.pack("<BHB", 0x05, 4, 0xF0) + b"\x01\x02\x03")
+        if kind == "empty_reliable_frame":
+            # a frame claiming reliable packets it does not carry, far outside any window
+            return encode_frame(FrameType.ROBOT, 30000, 30000, ack)
+        raise ValueError(f"unknown garbage kind {kind!r}; one of {GARBAGE_KINDS}")
+
+    # ------------------------------------------------------------------ scripted events
+
+    def _script(self, now: float, fn, *args) -> Any:
+        result = fn(*args)
+        self._process(now)
+        return result
+
+    def pick_up(self, now: float) -> None:
+        self._script(now, self.model.pick_up, now)
+
+    def put_down(self, now: float, pose: Optional[Tuple[float, float, float]] = None) -> None:
+        self._script(now, self.model.put_down, now, pose)
+
+    def fall(self, now: float, duration: float = 0.4, impact: float = 600.0) -> None:
+        self._script(now, self.model.fall, now, duration, impact)
+
+    def poke(self, now: float) -> None:
+        self._script(now, self.model.poke, now)
+
+    def press_button(self, now: float, duration: float = 0.2) -> None:
+        self._script(now, self.model.press_button, now, duration)
+
+    def delocalize(self, now: float) -> None:
+        self._script(now, self.model.delocalize, now)
+
+    def set_on_charger(self, on: bool, now: float, move: bool = True) -> None:
+        self._script(now, self.model.set_on_charger, on, now, move)
+
+    def teleport(self, now: float, x: float, y: float, yaw: float) -> None:
+        self._script(now, self.model.teleport, now, x, y, yaw)
+
+    def tap_cube(self, n: int, now: float, taps: int = 1) -> bool:
+        return self._script(now, self.model.tap_cube, n, now, taps)
+
+    def move_cube(self, n: int, now: float) -> bool:
+        return self._script(now, self.model.move_cube, n, now)
+
+    def stop_cube(self, n: int, now: float) -> bool:
+        return self._script(now, self.model.stop_cube, n, now)
+
+    def set_cube_up_axis(self, n: int, axis: int, now: float) -> bool:
+        return self._script(now, self.model.set_cube_up_axis, n, axis, now)
+
+    def set_cube_battery(self, n: int, level: int, now: float) -> None:
+        self._script(now, self.model.set_cube_battery, n, level, now)
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def is_connected(self) -> bool:
+        return self.session.is_connected
+
+
+class ImpairedEndpoint:
+    """Seeded loss, duplication, reordering and delay in front of a sans-I/O endpoint.
+
+    ``up`` applies to datagrams arriving from the client, ``down`` to datagrams the
+    endpoint sends. Held datagrams are released by the timer, so the wrapper has
+    the same five methods and stays sans-I/O.
+    """
+
+    def __init__(self, inner: Any, up: Optional[Impairment] = None,
+                 down: Optional[Impairment] = None, seed: int = 0) -> None:
+        self.inner = inner
+        self.up = up or Impairment()
+        self.down = down or Impairment()
+        self.rng = random.Random(seed)
+        self._held_up: List[Tuple[float, int, bytes]] = []
+        self._held_down: List[Tuple[float, int, bytes]] = []
+        self._order = 0
+        self.dropped_up = 0
+        self.dropped_down = 0
+        self.duplicated = 0
+        self.delayed = 0
+
+    def _impair(self, data: bytes, imp: Impairment, now: float, held: list) -> Tuple[List[bytes], bool]:
+        """Copies to deliver now, and whether this counted a drop."""
+        rng = self.rng
+        copies = 2 if imp.duplicate and rng.random() < imp.duplicate else 1
+        if copies == 2:
+            self.duplicated += 1
+        now_list = []
+        dropped = False
+        for _ in range(copies):
+            if imp.loss and rng.random() < imp.loss:
+                dropped = True
+                continue
+            arrival = now + imp.delay
+            if imp.reorder and rng.random() < imp.reorder:
+                arrival += rng.random() * imp.reorder_delay
+            if arrival > now:
+                self._order += 1
+                self.delayed += 1
+                heapq.heappush(held, (arrival, self._order, data))
+            else:
+                now_list.append(data)
+        return now_list, dropped
+
+    def receive_datagram(self, data: bytes, now: float) -> None:
+        deliver, dropped = self._impair(data, self.up, now, self._held_up)
+        self.dropped_up += dropped
+        for d in deliver:
+            self.inner.receive_datagram(d, now)
+
+    def handle_timer(self, now: float) -> None:
+        held = self._held_up
+        while held and held[0][0] <= now:
+            _, _, data = heapq.heappop(held)
+            self.inner.receive_datagram(data, now)
+        timer = self.inner.get_timer()
+        if timer is not None and timer <= now:
+            self.inner.handle_timer(now)
+
+    def get_timer(self) -> Optional[float]:
+        times = [self.inner.get_timer()]
+        if self._held_up:
+            times.append(self._held_up[0][0])
+        if self._held_down:
+            times.append(self._held_down[0][0])
+        times = [t for t in times if t is not None]
+        return min(times) if times else None
+
+    def datagrams_to_send(self, now: float) -> List[bytes]:
+        out: List[bytes] = []
+        held = self._held_down
+        while held and held[0][0] <= now:
+            out.append(heapq.heappop(held)[2])
+        for data in self.inner.datagrams_to_send(now):
+            deliver, dropped = self._impair(data, self.down, now, held)
+            self.dropped_down += dropped
+            out.extend(deliver)
+        return out
+
+    def next_event(self) -> Optional[Any]:
+        return self.inner.next_event()

@@ -1,0 +1,789 @@
+"""The simulated robot's body (cozmo_driver.sim.model), driven by an explicit clock."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from cozmo_driver.protocol import messages as m
+from cozmo_driver.protocol.audio import decode_ulaw, encode_ulaw
+from cozmo_driver.protocol.display import encode_display
+from cozmo_driver.sim.model import (
+    BATTERY_EMPTY_V,
+    BATTERY_FULL_V,
+    CAMERA_CALIB_SIZE,
+    CHARGER_FACTORY_ID,
+    CLIFF_THRESHOLD_RAW,
+    CUBE_FACTORY_IDS,
+    GRAVITY_MMPS2,
+    HEAD_MAX_RAD,
+    HEAD_MIN_RAD,
+    LIFT_MAX_MM,
+    LIFT_MIN_MM,
+    MAX_WHEEL_SPEED_MMPS,
+    NV_CHUNK_BYTES,
+    TRACK_WIDTH_MM,
+    CameraCalibration,
+    ModelConfig,
+    RobotModel,
+    StatusFlag,
+    decode_camera_calibration,
+    encode_camera_calibration,
+    lift_angle_to_height,
+    lift_height_to_angle,
+    wrap_angle,
+)
+from cozmo_driver.protocol.errors import RemoteProtocolError
+from cozmo_driver.sim.world import World, camera_intrinsics
+
+E = m.ENUMS
+
+
+class Clock:
+    """Runs a model on its own timer, like the front-end does."""
+
+    def __init__(self, model: RobotModel, now: float = 0.0) -> None:
+        self.model = model
+        self.now = now
+        self.out: list = []
+
+    def run(self, duration: float, max_ticks: int = 200_000) -> None:
+        end = self.now + duration
+        for _ in range(max_ticks):
+            tick = self.model.next_tick()
+            if tick is None or tick > end:
+                break
+            self.now = max(self.now, tick)
+            self.model.advance(self.now)
+            self.out.extend(self.model.pop_outgoing())
+        else:
+            raise AssertionError("model did not settle")
+        self.now = end
+        self.model.advance(end)
+        self.out.extend(self.model.pop_outgoing())
+
+    def send(self, message) -> None:
+        self.model.handle(message, self.now)
+        self.out.extend(self.model.pop_outgoing())
+
+    def take(self, name: str | None = None) -> list:
+        found = [x for x in self.out if name is None or x.NAME == name]
+        self.out = [x for x in self.out if not (name is None or x.NAME == name)]
+        return found
+
+    def names(self, exclude=("RobotState", "ObjectAvailable", "AnimationState")) -> list:
+        return [x.NAME for x in self.out if x.NAME not in exclude]
+
+
+def make(connected: bool = True, streaming: bool = True, **kw) -> Clock:
+    kw.setdefault("noise", False)
+    model = RobotModel(World(0), ModelConfig(**kw))
+    clock = Clock(model)
+    if connected:
+        model.on_connected(0.0)
+        clock.out.extend(model.pop_outgoing())
+        if streaming:
+            clock.send(m.Enable())
+            clock.send(m.SyncTime())
+    clock.out.clear()
+    return clock
+
+
+def last_state(clock: Clock):
+    states = clock.take("RobotState")
+    assert states, "no RobotState"
+    return states[-1]
+
+
+# ------------------------------------------------------------------------------- connection
+
+def test_greeting_and_body_info_once():
+    model = RobotModel(World(0), ModelConfig(noise=False))
+    model.on_connected(0.0)
+    hw, fw = model.pop_outgoing()
+    assert hw.NAME == "HardwareInfo" and hw.serial_number_head
+    sig = json.loads(fw.signature)
+    assert sig["version"] == 2381 and sig["build"] in ("DEVELOPER", "RELEASE")
+    model.handle(m.Enable(), 0.0)
+    model.handle(m.Enable(), 0.0)
+    out = model.pop_outgoing()
+    assert [x.NAME for x in out] == ["BodyInfo"]
+    assert out[0].body_color == E["BodyColor"].WHITE_v15
+
+
+def test_state_streams_only_after_enable_and_synctime():
+    clock = make(streaming=False)
+    clock.run(0.5)
+    assert not clock.take("RobotState") and not clock.take("ObjectAvailable")
+    clock.send(m.SyncTime(timestamp_ms=0))       # before Enable: clock only
+    clock.run(0.5)
+    assert not clock.take("RobotState")
+    clock.send(m.Enable())
+    clock.send(m.SyncTime(timestamp_ms=1000))
+    start = clock.now
+    clock.run(2.0)
+    states = clock.take("RobotState")
+    assert 60 <= len(states) <= 68               # every 30 ms
+    assert states[0].timestamp_ms == 1000
+    assert abs(states[-1].timestamp_ms - (1000 + (clock.now - start) * 1000)) <= 31
+    assert {a.object_type for a in clock.take("ObjectAvailable")} == {
+        E["ObjectType"].Block_LIGHTCUBE1, E["ObjectType"].Block_LIGHTCUBE2,
+        E["ObjectType"].Block_LIGHTCUBE3, E["ObjectType"].Charger_Basic}
+
+
+def test_idle_model_needs_no_ticks():
+    clock = make(connected=False)
+    assert clock.model.next_tick() is None
+    clock.model.handle(m.DriveWheels(lwheel_speed_mmps=50, rwheel_speed_mmps=50), 0.0)
+    assert clock.model.next_tick() == pytest.approx(0.01)  # 100 Hz physics while moving
+    clock.send(m.StopAllMotors())
+    clock.run(0.1)
+    assert clock.model.next_tick() is None
+
+
+def test_disconnect_stops_motors_and_streams():
+    clock = make()
+    clock.send(m.DriveWheels(lwheel_speed_mmps=100, rwheel_speed_mmps=100))
+    clock.send(m.MoveHead(speed_rad_per_sec=0.5))
+    clock.run(0.2)
+    clock.model.on_disconnected(clock.now)
+    assert not clock.model.is_moving
+    clock.out.clear()
+    clock.run(1.0)
+    assert clock.out == []
+
+
+# ------------------------------------------------------------------------------- base
+
+def test_drive_straight_with_acceleration_and_limit():
+    clock = make()
+    clock.send(m.DriveWheels(lwheel_speed_mmps=100, rwheel_speed_mmps=100,
+                             lwheel_accel_mmps2=500, rwheel_accel_mmps2=500))
+    clock.run(0.1)
+    lw, rw = clock.model.wheels
+    assert lw.speed == pytest.approx(50.0, abs=1e-6) and rw.speed == pytest.approx(50.0, abs=1e-6)
+    clock.run(1.9)
+    x, y, yaw = clock.model.true_pose()
+    # 0.2 s ramp (10 mm) then 1.8 s at 100 mm/s
+    assert x == pytest.approx(190.0, abs=0.5) and y == pytest.approx(0.0, abs=1e-6) and yaw == 0.0
+    state = last_state(clock)
+    assert state.lwheel_speed_mmps == pytest.approx(100.0)
+    assert state.status & StatusFlag.ARE_WHEELS_MOVING and state.status & StatusFlag.IS_MOVING
+    clock.send(m.DriveWheels(lwheel_speed_mmps=500, rwheel_speed_mmps=-500))
+    clock.run(0.4)  # 300 mm/s of change at the default 1000 mm/s^2
+    assert clock.model.wheels[0].speed == MAX_WHEEL_SPEED_MMPS
+    assert clock.model.wheels[1].speed == -MAX_WHEEL_SPEED_MMPS
+
+
+def test_accelerometer_and_gyro_agree_with_motion():
+    clock = make()
+    clock.run(0.1)
+    flat = last_state(clock)
+    assert flat.accel_z_mmps2 == pytest.approx(GRAVITY_MMPS2)
+    assert flat.accel_x_mmps2 == 0.0 and flat.gyro_z_radps == 0.0
+    clock.send(m.DriveWheels(lwheel_speed_mmps=100, rwheel_speed_mmps=100,
+                             lwheel_accel_mmps2=400, rwheel_accel_mmps2=400))
+    clock.run(0.1)
+    accel = last_state(clock)
+    assert accel.accel_x_mmps2 == pytest.approx(400.0, rel=0.01)
+    clock.send(m.DriveWheels(lwheel_speed_mmps=-45, rwheel_speed_mmps=45))
+    clock.run(0.5)
+    spin = last_state(clock)
+    assert spin.gyro_z_radps == pytest.approx(90.0 / TRACK_WIDTH_MM, rel=1e-6)
+    before = clock.model.true_pose()[2]
+    clock.run(0.5)
+    turned = wrap_angle(clock.model.true_pose()[2] - before)
+    assert turned == pytest.approx(0.5 * 90.0 / TRACK_WIDTH_MM, rel=0.02)
+
+
+def test_noise_is_seeded():
+    def states(seed):
+        clock = make(noise=True, seed=seed)
+        clock.run(0.5)
+        return [(s.gyro_z_radps, s.accel_x_mmps2, s.battery_voltage_v, tuple(s.cliff_data_raw))
+                for s in clock.take("RobotState")]
+
+    a, b, c = states(5), states(5), states(6)
+    assert a == b and a != c
+    gyro = np.array([s[0] for s in a])
+    assert 0 < gyro.std() < 0.01
+
+
+def test_arc_drive_integrates_exactly():
+    clock = make()
+    clock.send(m.DriveWheels(lwheel_speed_mmps=50, rwheel_speed_mmps=100,
+                             lwheel_accel_mmps2=1e6, rwheel_accel_mmps2=1e6))
+    w = 50.0 / TRACK_WIDTH_MM
+    v = 75.0
+    clock.run(1.0)
+    x, y, yaw = clock.model.true_pose()
+    r = v / w
+    assert yaw == pytest.approx(wrap_angle(w), abs=1e-3)
+    assert x == pytest.approx(r * math.sin(w), abs=1.0)
+    assert y == pytest.approx(r * (1 - math.cos(w)), abs=1.0)
+
+
+@pytest.mark.parametrize("absolute,angle,start", [(False, math.pi / 2, 0.0), (True, -math.pi / 2, 0.3),
+                                                  (False, 2 * math.pi + 0.5, 0.0)])
+def test_turn_in_place_completes_with_ack(absolute, angle, start):
+    clock = make()
+    clock.model.teleport(0.0, 0.0, 0.0, start)
+    clock.send(m.SetOrigin(pose_frame_id=1, pose_origin_id=1))   # engine heading 0 == world `start`
+    clock.send(m.TurnInPlace(angle_rad=angle, speed_rad_per_sec=3.0, accel_rad_per_sec2=10.0,
+                             angle_tolerance_rad=math.radians(1), is_absolute=absolute, action_id=42))
+    clock.run(0.3)
+    assert not clock.take("AcknowledgeAction"), "acknowledged before completion"
+    assert last_state(clock).status & StatusFlag.ARE_WHEELS_MOVING
+    clock.run(5.0)
+    assert [a.action_id for a in clock.take("AcknowledgeAction")] == [42]
+    _, _, reported = clock.model.reported_pose()
+    assert wrap_angle(reported - angle) == pytest.approx(0.0, abs=math.radians(1.01))
+    if not absolute and angle > 2 * math.pi:
+        assert clock.model.yaw_u - start == pytest.approx(angle, abs=math.radians(1.01))
+    assert not clock.model.is_moving
+    x, y, _ = clock.model.true_pose()
+    assert math.hypot(x, y) < 1e-6     # turned on the spot
+
+
+def test_turn_in_place_at_speed_direction():
+    clock = make()
+    clock.send(m.TurnInPlaceAtSpeed(wheel_speed_mmps=45, wheel_accel_mmps2=1000, direction=-1))
+    clock.run(0.5)
+    lw, rw = clock.model.wheels
+    assert lw.speed == 45 and rw.speed == -45
+    assert clock.model.true_pose()[2] < 0
+
+
+def test_stop_all_motors():
+    clock = make()
+    clock.send(m.DriveWheels(lwheel_speed_mmps=100, rwheel_speed_mmps=100))
+    clock.send(m.MoveHead(speed_rad_per_sec=0.3))
+    clock.send(m.MoveLift(speed_rad_per_sec=0.3))
+    clock.run(0.2)
+    clock.send(m.StopAllMotors())
+    clock.run(0.05)
+    state = last_state(clock)
+    assert state.lwheel_speed_mmps == 0 and not state.status & StatusFlag.IS_MOVING
+    assert clock.model.next_tick() <= clock.now + 0.031  # only the state stream remains
+
+
+# ------------------------------------------------------------------------------- head, lift
+
+def test_set_head_angle_ack_flags_and_duration():
+    clock = make()
+    clock.run(0.05)
+    assert last_state(clock).status & StatusFlag.HEAD_IN_POS
+    clock.send(m.SetHeadAngle(angle_rad=0.5, max_speed_rad_per_sec=10, accel_rad_per_sec2=10,
+                              duration_sec=1.0, action_id=9))
+    assert [a.action_id for a in clock.take("AcknowledgeAction")] == [9]   # on acceptance
+    clock.run(0.5)
+    mid = last_state(clock)
+    assert not mid.status & StatusFlag.HEAD_IN_POS
+    assert HEAD_MIN_RAD < mid.head_angle_rad < 0.5
+    clock.run(0.45)
+    assert clock.model.head_angle < 0.5                       # not before the duration
+    clock.run(0.1)
+    assert clock.model.head_angle == pytest.approx(0.5, abs=1e-6)
+    assert last_state(clock).status & StatusFlag.HEAD_IN_POS
+
+
+def test_head_max_speed_and_limits():
+    clock = make()
+    clock.send(m.SetHeadAngle(angle_rad=3.0, max_speed_rad_per_sec=0.5, accel_rad_per_sec2=100))
+    travel = HEAD_MAX_RAD - HEAD_MIN_RAD
+    clock.run(travel / 0.5 - 0.1)
+    assert clock.model.head_angle < HEAD_MAX_RAD - 0.03
+    clock.run(0.3)
+    assert clock.model.head_angle == pytest.approx(HEAD_MAX_RAD)   # clamped at the limit
+    clock.send(m.MoveHead(speed_rad_per_sec=-2.0))
+    clock.run(1.0)
+    assert clock.model.head_angle == pytest.approx(HEAD_MIN_RAD)
+    assert last_state(clock).status & StatusFlag.HEAD_IN_POS      # stopped at the limit
+
+
+def test_lift_height_through_the_arm():
+    assert lift_angle_to_height(lift_height_to_angle(60.0)) == pytest.approx(60.0)
+    clock = make()
+    clock.send(m.SetLiftHeight(height_mm=70.0, max_speed_rad_per_sec=2, accel_rad_per_sec2=20,
+                               action_id=3))
+    assert [a.action_id for a in clock.take("AcknowledgeAction")] == [3]
+    clock.run(0.1)
+    assert not last_state(clock).status & StatusFlag.LIFT_IN_POS
+    clock.run(1.5)
+    state = last_state(clock)
+    assert state.lift_height_mm == pytest.approx(70.0, abs=1e-3)
+    assert state.status & StatusFlag.LIFT_IN_POS
+    clock.send(m.MoveLift(speed_rad_per_sec=3.0))
+    clock.run(1.0)
+    assert clock.model.lift_height == pytest.approx(LIFT_MAX_MM)
+    clock.send(m.SetLiftHeight(height_mm=0.0))
+    clock.run(2.0)
+    assert clock.model.lift_height == pytest.approx(LIFT_MIN_MM)
+
+
+# ------------------------------------------------------------------------------- frames
+
+def test_set_origin_reanchors_the_reported_pose():
+    clock = make()
+    clock.send(m.DriveWheels(lwheel_speed_mmps=100, rwheel_speed_mmps=100))
+    clock.run(1.0)
+    clock.send(m.StopAllMotors())
+    true_before = clock.model.true_pose()
+    clock.send(m.SetOrigin(pose_frame_id=4, pose_origin_id=7, pose_x_mm=10.0, pose_y_mm=-5.0))
+    clock.run(0.05)
+    state = last_state(clock)
+    assert (state.pose_frame_id, state.pose_origin_id) == (4, 7)
+    assert (state.pose_x_mm, state.pose_y_mm) == pytest.approx((10.0, -5.0), abs=1e-3)
+    assert clock.model.true_pose() == pytest.approx(true_before)
+    clock.send(m.DriveWheels(lwheel_speed_mmps=50, rwheel_speed_mmps=50, lwheel_accel_mmps2=1e6,
+                             rwheel_accel_mmps2=1e6))
+    clock.run(1.0)
+    assert last_state(clock).pose_x_mm == pytest.approx(60.0, abs=1.5)
+
+
+def test_hand_placement_is_not_seen_by_odometry():
+    clock = make()
+    clock.model.pick_up(clock.now)
+    clock.model.put_down(clock.now, pose=(200.0, 100.0, 1.0))
+    clock.run(0.05)
+    assert clock.model.true_pose() == pytest.approx((200.0, 100.0, 1.0))
+    state = last_state(clock)
+    assert (state.pose_x_mm, state.pose_y_mm, state.pose_angle_rad) == pytest.approx((0, 0, 0), abs=1e-6)
+
+
+# ------------------------------------------------------------------------------- paths
+
+def square_path(clock: Clock, side: float = 100.0, speed: float = 100.0) -> None:
+    pts = [(0, 0), (side, 0), (side, side), (0, side), (0, 0)]
+    for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
+        clock.send(m.AppendPathSegLine(from_x_mm=x0, from_y_mm=y0, to_x_mm=x1, to_y_mm=y1,
+                                       speed_mmps=speed, accel_mmps2=200, decel_mmps2=200))
+    clock.send(m.AppendPathSegPointTurn(x_mm=0, y_mm=0, angle_rad=0.0, angle_tolerance_rad=0.01,
+                                        speed_mmps=40, accel_mmps2=200, decel_mmps2=200))
+
+
+def test_path_square_completes():
+    clock = make()
+    square_path(clock)
+    clock.send(m.ExecutePath(event_id=5))
+    events = clock.take("PathFollowingEvent")
+    assert [(e.event_id, e.event_type) for e in events] == [(5, E["PathEventType"].PATH_STARTED)]
+    segments = set()
+    for _ in range(150):
+        clock.run(0.1)
+        states = clock.take("RobotState")
+        segments.update(s.curr_path_segment for s in states if s.status & StatusFlag.IS_PATHING)
+        if clock.take("PathFollowingEvent"):
+            break
+    else:
+        pytest.fail("path did not complete in 15 s")
+    assert segments == {0, 1, 2, 3, 4}
+    x, y, yaw = clock.model.reported_pose()
+    assert math.hypot(x, y) < 6.0 and abs(yaw) < 0.02
+    clock.run(0.1)
+    state = last_state(clock)
+    assert not state.status & StatusFlag.IS_PATHING and state.curr_path_segment == 0xFF
+    assert not clock.model.is_moving
+
+
+def test_path_completed_event_type_and_arc():
+    clock = make()
+    clock.send(m.AppendPathSegArc(center_x_mm=0, center_y_mm=100, radius_mm=100,
+                                  start_angle_rad=-math.pi / 2, sweep_rad=math.pi, speed_mmps=80,
+                                  accel_mmps2=200, decel_mmps2=200))
+    clock.send(m.ExecutePath(event_id=2))
+    clock.run(8.0)
+    kinds = [e.event_type for e in clock.take("PathFollowingEvent")]
+    assert kinds == [E["PathEventType"].PATH_STARTED, E["PathEventType"].PATH_COMPLETED]
+    x, y, yaw = clock.model.true_pose()
+    assert (x, y) == pytest.approx((0.0, 200.0), abs=6.0)
+    assert abs(wrap_angle(yaw - math.pi)) < 0.25
+
+
+def test_path_interrupted_by_pick_up_and_clear_path():
+    clock = make()
+    square_path(clock)
+    clock.send(m.ExecutePath(event_id=1))
+    clock.run(0.5)
+    clock.model.pick_up(clock.now)
+    clock.out.extend(clock.model.pop_outgoing())
+    kinds = [e.event_type for e in clock.take("PathFollowingEvent")]
+    assert kinds == [E["PathEventType"].PATH_STARTED, E["PathEventType"].PATH_INTERRUPTED]
+    clock.model.put_down(clock.now)
+    square_path(clock)
+    clock.send(m.ExecutePath(event_id=2))
+    clock.run(0.3)
+    clock.send(m.ClearPath())
+    clock.run(0.3)
+    kinds = [e.event_type for e in clock.take("PathFollowingEvent")]
+    assert kinds == [E["PathEventType"].PATH_STARTED, E["PathEventType"].PATH_INTERRUPTED]
+    assert not last_state(clock).status & StatusFlag.IS_PATHING
+
+
+def test_trim_path():
+    clock = make()
+    square_path(clock)
+    clock.send(m.TrimPath(head=0, tail=4))        # keep the first line only
+    clock.send(m.ExecutePath(event_id=3))
+    clock.run(4.0)
+    assert [e.event_type for e in clock.take("PathFollowingEvent")][-1] == E["PathEventType"].PATH_COMPLETED
+    x, y, _ = clock.model.true_pose()
+    assert (x, y) == pytest.approx((100.0, 0.0), abs=3.0)
+
+
+# ------------------------------------------------------------------------------- cliffs, events
+
+def test_stop_on_cliff_at_the_table_edge():
+    clock = make()
+    clock.send(m.EnableStopOnCliff(enable=True))
+    clock.model.teleport(clock.now, 450.0, 0.0, 0.0)
+    clock.send(m.DriveWheels(lwheel_speed_mmps=150, rwheel_speed_mmps=150))
+    clock.run(3.0)
+    x, _, _ = clock.model.true_pose()
+    assert 560.0 < x < 600.0                              # stopped before the centre crossed
+    state = last_state(clock)
+    assert state.status & StatusFlag.CLIFF_DETECTED and not state.status & StatusFlag.ARE_WHEELS_MOVING
+    assert min(state.cliff_data_raw[:2]) < CLIFF_THRESHOLD_RAW < min(state.cliff_data_raw[2:])
+    # backing away is allowed
+    clock.send(m.DriveWheels(lwheel_speed_mmps=-50, rwheel_speed_mmps=-50))
+    clock.run(1.0)
+    assert not last_state(clock).status & StatusFlag.CLIFF_DETECTED
+
+
+def test_without_stop_on_cliff_the_robot_falls_off():
+    clock = make()
+    clock.model.teleport(clock.now, 550.0, 0.0, 0.0)
+    clock.send(m.DriveWheels(lwheel_speed_mmps=100, rwheel_speed_mmps=100))
+    clock.run(2.0)
+    assert clock.names() == ["FallingStarted", "FallingStopped"]
+    assert clock.model.on_floor and not clock.model.is_moving
+
+
+def test_scripted_events():
+    clock = make()
+    model = clock.model
+    model.pick_up(clock.now)
+    clock.run(0.05)
+    state = last_state(clock)
+    assert state.status & StatusFlag.IS_PICKED_UP and state.accel_z_mmps2 != GRAVITY_MMPS2
+    model.put_down(clock.now)
+    model.fall(clock.now, duration=0.3, impact=700.0)
+    clock.run(0.1)
+    assert last_state(clock).status & StatusFlag.IS_FALLING
+    clock.run(0.3)
+    model.poke(clock.now)
+    model.press_button(clock.now, duration=0.2)
+    model.delocalize(clock.now)
+    clock.run(0.3)
+    events = [x for x in clock.out if x.NAME not in ("RobotState", "ObjectAvailable")]
+    assert [e.NAME for e in events] == ["FallingStarted", "FallingStopped", "RobotPoked", "ButtonPressed",
+                                        "RobotDelocalized", "ButtonPressed"]
+    assert events[1].duration_ms == 300 and events[1].impact_intensity == 700.0
+    assert [e.pressed for e in events if e.NAME == "ButtonPressed"] == [True, False]
+    assert not last_state(clock).status & (StatusFlag.IS_FALLING | StatusFlag.IS_PICKED_UP)
+
+
+def test_battery_drains_while_moving_and_charges_on_charger():
+    clock = make()
+    clock.run(0.1)
+    v0 = last_state(clock).battery_voltage_v
+    assert BATTERY_EMPTY_V <= v0 <= BATTERY_FULL_V
+    soc0 = clock.model.soc
+    clock.run(30.0)
+    idle = soc0 - clock.model.soc
+    clock.send(m.DriveWheels(lwheel_speed_mmps=20, rwheel_speed_mmps=-20))
+    soc1 = clock.model.soc
+    clock.run(30.0)
+    moving = soc1 - clock.model.soc
+    assert moving > 2 * idle > 0
+    assert last_state(clock).battery_voltage_v < v0
+    clock.send(m.StopAllMotors())
+    clock.model.set_on_charger(True, clock.now)
+    assert clock.model.true_pose() == pytest.approx(clock.model.world.charger_pose)
+    clock.run(30.0)
+    state = last_state(clock)
+    assert state.status & StatusFlag.IS_ON_CHARGER and state.status & StatusFlag.IS_CHARGING
+    assert clock.model.soc > soc1
+    clock.model.soc = 1.0
+    clock.run(0.1)
+    state = last_state(clock)
+    assert state.status & StatusFlag.IS_ON_CHARGER and not state.status & StatusFlag.IS_CHARGING
+    clock.send(m.DriveWheels(lwheel_speed_mmps=100, rwheel_speed_mmps=100))
+    clock.run(1.0)
+    assert not last_state(clock).status & StatusFlag.IS_ON_CHARGER   # drove off
+
+
+def test_motor_calibration():
+    clock = make()
+    clock.send(m.SetHeadAngle(angle_rad=0.3))
+    clock.run(1.0)
+    clock.send(m.StartMotorCalibration(head=True, lift=False))
+    clock.run(1.5)
+    cal = clock.take("MotorCalibration")
+    assert [(c.motor_id, c.calib_started) for c in cal] == [(E["MotorID"].MOTOR_HEAD, True),
+                                                            (E["MotorID"].MOTOR_HEAD, False)]
+    assert clock.model.head_angle == pytest.approx(HEAD_MIN_RAD)
+
+
+# ------------------------------------------------------------------------------- animation stream
+
+def test_audio_is_played_at_30_per_second_and_decoded():
+    clock = make()
+    tone = (8000 * np.sin(np.arange(744 * 45) * 2 * math.pi * 440 / 22320)).astype(np.int16)
+    frames = [encode_ulaw(tone[i:i + 744]) for i in range(0, len(tone), 744)]
+    clock.send(m.SetRobotVolume(level=50000))
+    for f in frames:
+        clock.send(m.OutputAudio(samples=f))
+    clock.run(0.05)
+    assert last_state(clock).status & StatusFlag.IS_ANIM_BUFFER_FULL   # 45 x 748 B queued
+    clock.run(0.95)
+    played = clock.model.audio_frames_played
+    assert 29 <= played <= 32
+    assert clock.model.anim_queue_length == 45 - played
+    clock.run(1.0)
+    assert clock.model.audio_frames_played == 45
+    assert not last_state(clock).status & StatusFlag.IS_ANIM_BUFFER_FULL
+    pcm = clock.model.audio_pcm()
+    expected = decode_ulaw(b"".join(frames))
+    assert np.array_equal(pcm, expected)
+    assert clock.model.volume == 50000
+
+
+def test_anim_buffer_overflow_is_counted():
+    clock = make(anim_buffer_max_bytes=10 * 748)
+    clock.send(m.EnableAnimationState())
+    for _ in range(12):
+        clock.send(m.OutputSilence())
+        clock.send(m.OutputAudio(samples=bytes(744)))
+    clock.run(0.04)
+    state = clock.take("AnimationState")[-1]
+    assert state.client_drop_count > 0
+
+
+def test_display_framebuffer_and_history():
+    clock = make()
+    bits = np.zeros((32, 128), dtype=bool)
+    bits[4:10, 20:60] = True
+    bits[20, :] = True
+    clock.send(m.DisplayImage(image=encode_display(bits)))
+    clock.run(0.05)
+    assert np.array_equal(clock.model.framebuffer, bits)
+    clock.send(m.DisplayImage(image=b"\x3f\x3f"))
+    clock.send(m.DisplayImage(image=b"\x40"))   # malformed (repeat of no column): counted, ignored
+    clock.run(0.05)
+    assert not clock.model.framebuffer.any()
+    assert clock.model.display_images_shown == 3 and clock.model.display_errors == 1
+    assert len(clock.model.display_history()) == 2
+
+
+def test_animation_start_end_paced_by_audio_and_state_stream():
+    clock = make()
+    clock.send(m.EnableAnimationState())
+    clock.send(m.StartAnimation(anim_id=3))
+    clock.send(m.AnimHead(duration_ms=200, variability_deg=0, angle_deg=20))
+    clock.send(m.AnimLift(duration_ms=200, variability_mm=0, height_mm=60))
+    clock.send(m.AnimBackpackLights(colors=[0x7C00, 0x03E0, 0x001F, 0x7FFF, 0]))
+    clock.send(m.RecordHeading())
+    clock.send(m.AnimBody(speed_mmps=50, unknown=32767))
+    for _ in range(15):
+        clock.send(m.OutputSilence())
+    clock.send(m.AnimBody(speed_mmps=0, unknown=32767))
+    clock.send(m.TurnToRecordedHeading())
+    clock.send(m.OutputSilence())
+    clock.send(m.EndAnimation())
+    clock.run(0.1)
+    assert [x.anim_id for x in clock.take("AnimationStarted")] == [3]
+    assert last_state(clock).status & StatusFlag.IS_ANIMATING
+    clock.run(0.3)
+    assert clock.take("AnimationEnded") == []           # 16 audio frames take 0.53 s
+    clock.run(0.8)
+    assert [x.anim_id for x in clock.take("AnimationEnded")] == [3]
+    assert clock.model.head_angle == pytest.approx(math.radians(20))
+    assert clock.model.lift_height == pytest.approx(60.0)
+    assert clock.model.anim_backpack_colors == [0x7C00, 0x03E0, 0x001F, 0x7FFF, 0]
+    assert 15.0 < clock.model.true_pose()[0] < 30.0       # ~0.5 s at 50 mm/s
+    anim_states = clock.take("AnimationState")
+    assert 30 <= len(anim_states) <= 36                   # one per 30 Hz tick
+    assert anim_states[-1].num_audio_frames_played == 16
+    assert anim_states[-1].num_anim_bytes_played > 16 * 3
+    assert not last_state(clock).status & StatusFlag.IS_ANIMATING
+
+
+def test_abort_animation():
+    clock = make()
+    clock.send(m.StartAnimation(anim_id=8))
+    for _ in range(30):
+        clock.send(m.OutputSilence())
+    clock.run(0.2)
+    clock.send(m.AbortAnimation())
+    clock.run(0.1)
+    assert [x.NAME for x in clock.take() if x.NAME.startswith("Animation")] == ["AnimationStarted",
+                                                                              "AnimationEnded"]
+    assert clock.model.anim_queue_length == 0
+
+
+# ------------------------------------------------------------------------------- lights, objects
+
+def test_lights_are_recorded():
+    clock = make()
+    ls = m.STRUCTS["LightState"]
+    clock.send(m.LightStateCenter(states=[ls(on_color=0x7C00), ls(on_color=0x03E0), ls(on_color=0x001F)]))
+    clock.send(m.LightStateSide(states=[ls(on_color=0x4000), ls(on_color=0x2000)]))
+    clock.send(m.SetHeadLight(enable=True))
+    lights = clock.model.lights()
+    assert [lights["backpack"][k].on_color for k in ("front", "middle", "back", "left", "right")] == [
+        0x7C00, 0x03E0, 0x001F, 0x4000, 0x2000]
+    assert lights["head_light"] is True
+
+
+def test_objects_connect_lights_and_sensors():
+    clock = make()
+    clock.run(1.2)
+    avail = {a.factory_id: a for a in clock.take("ObjectAvailable")}
+    assert set(avail) == set(CUBE_FACTORY_IDS) | {CHARGER_FACTORY_ID}
+    assert all(-128 <= a.rssi < 0 for a in avail.values())
+    for fid in CUBE_FACTORY_IDS:
+        clock.send(m.ObjectConnect(factory_id=fid, connect=True))
+    states = clock.take("ObjectConnectionState")
+    assert [s.connected for s in states] == [True] * 3
+    ids = [s.object_id for s in states]
+    assert len(set(ids)) == 3
+    assert [s.object_type for s in states] == [1, 2, 3]
+    clock.send(m.ObjectConnect(factory_id=0x1234, connect=True))
+    assert clock.take("ObjectConnectionState")[0].connected is False
+    ls = m.STRUCTS["LightState"]
+    clock.send(m.CubeId(object_id=ids[1], rotation_period_frames=5))
+    clock.send(m.CubeLights(states=[ls(on_color=0x7FFF)] * 4))
+    assert clock.model.lights()["cubes"][2][0].on_color == 0x7FFF
+    assert clock.model.lights()["cubes"][1][0].on_color == 0
+    assert clock.model.tap_cube(2, clock.now, taps=2)
+    assert clock.model.move_cube(1, clock.now)
+    assert clock.model.stop_cube(1, clock.now)
+    assert clock.model.set_cube_up_axis(3, E["UpAxis"].XPositive, clock.now)
+    clock.out.extend(clock.model.pop_outgoing())
+    tap = clock.take("ObjectTapped")[0]
+    assert (tap.object_id, tap.num_taps) == (ids[1], 2)
+    assert clock.take("ObjectMoved")[0].object_id == ids[0]
+    assert clock.take("ObjectStoppedMoving")[0].object_id == ids[0]
+    assert clock.take("ObjectUpAxisChanged")[0].axis == E["UpAxis"].XPositive
+    clock.send(m.StreamObjectAccel(object_id=ids[2], enable=True))
+    clock.run(1.0)
+    accel = clock.take("ObjectAccel")
+    assert 30 <= len(accel) <= 35 and accel[-1].accel_x == pytest.approx(GRAVITY_MMPS2)
+    power = clock.take("ObjectPowerLevel")
+    assert {p.object_id for p in power} == set(ids)
+    clock.take("ObjectAvailable")
+    clock.run(2.0)
+    assert {a.factory_id for a in clock.take("ObjectAvailable")} == {CHARGER_FACTORY_ID}
+    clock.send(m.ObjectConnect(factory_id=CUBE_FACTORY_IDS[0], connect=False))
+    assert clock.take("ObjectConnectionState")[0].connected is False
+    assert not clock.model.tap_cube(1, clock.now)
+
+
+# ------------------------------------------------------------------------------- NV storage
+
+def nv(clock: Clock, op, tag, data=b"", length=0):
+    clock.send(m.NvStorageOp(tag=tag, length=length, op=op, data=data))
+    return clock.take("NvStorageOpResult")
+
+
+def test_camera_calibration_entry_matches_the_renderer():
+    clock = make()
+    [res] = nv(clock, E["NvOperation"].NVOP_READ, E["NvEntryTag"].NVEntry_CameraCalib)
+    assert res.result == E["NvResult"].NV_OKAY and res.length == CAMERA_CALIB_SIZE == len(res.data)
+    calib = decode_camera_calibration(res.data)
+    fx, fy, cx, cy = camera_intrinsics(320, 240)
+    assert (calib.focal_length_x, calib.focal_length_y, calib.center_x, calib.center_y) == pytest.approx(
+        (fx, fy, cx, cy), rel=1e-6)
+    assert (calib.image_width, calib.image_height) == (320, 240)
+    original = CameraCalibration(300.5, 301.0, 161.0, 119.0, 0.1, 240, 320, (0.1, -0.2, 0.0, 0.0, 0.01))
+    assert decode_camera_calibration(encode_camera_calibration(original)).distortion[:2] == pytest.approx(
+        (0.1, -0.2))
+    with pytest.raises(RemoteProtocolError):
+        decode_camera_calibration(b"\x00" * 10)
+
+
+def test_nv_write_read_erase():
+    clock = make()
+    op, tag = E["NvOperation"], E["NvEntryTag"].NVEntry_GameSkillLevels
+    assert nv(clock, op.NVOP_READ, tag)[0].result == E["NvResult"].NV_NOT_FOUND
+    blob = bytes(range(256)) * 10                        # 2560 B: three parts
+    first = nv(clock, op.NVOP_WRITE, tag, blob[:1000], length=len(blob))
+    assert first[0].result == E["NvResult"].NV_MORE
+    nv(clock, op.NVOP_WRITE, tag, blob[1000:2000], length=len(blob))
+    assert nv(clock, op.NVOP_WRITE, tag, blob[2000:], length=len(blob))[0].result == E["NvResult"].NV_OKAY
+    parts = nv(clock, op.NVOP_READ, tag)
+    assert [p.result for p in parts] == [E["NvResult"].NV_MORE] * 2 + [E["NvResult"].NV_OKAY]
+    assert all(len(p.data) <= NV_CHUNK_BYTES and p.length == len(blob) for p in parts)
+    assert b"".join(p.data for p in parts) == blob
+    assert nv(clock, op.NVOP_WRITE, tag, b"small")[0].result == E["NvResult"].NV_OKAY
+    assert nv(clock, op.NVOP_READ, tag)[0].data == b"small"
+    assert nv(clock, op.NVOP_ERASE, tag)[0].result == E["NvResult"].NV_OKAY
+    assert nv(clock, op.NVOP_READ, tag)[0].result == E["NvResult"].NV_NOT_FOUND
+    nv(clock, op.NVOP_WRITE, tag, b"x")
+    nv(clock, op.NVOP_WIPEALL, tag)
+    assert nv(clock, op.NVOP_READ, tag)[0].result == E["NvResult"].NV_NOT_FOUND
+    assert nv(clock, op.NVOP_READ, E["NvEntryTag"].NVEntry_CameraCalib)[0].result == E["NvResult"].NV_OKAY
+
+
+def test_commands_are_logged():
+    clock = make()
+    clock.send(m.SetHeadLight(enable=True))
+    clock.send(m.MoveLift(speed_rad_per_sec=0.0))
+    names = [c.NAME for _, c in clock.model.commands()]
+    assert names[-2:] == ["SetHeadLight", "MoveLift"]
+    assert clock.model.command_counts["Enable"] == 1
+
+
+def test_reboot_keeps_the_body_and_forgets_the_rest():
+    clock = make()
+    clock.send(m.DriveWheels(lwheel_speed_mmps=100, rwheel_speed_mmps=100))
+    clock.run(1.0)
+    clock.send(m.SetOrigin(pose_frame_id=3, pose_origin_id=3))
+    pose = clock.model.true_pose()
+    clock.model.reboot(clock.now)
+    assert clock.model.true_pose() == pytest.approx(pose)
+    assert clock.model.reported_pose() == pytest.approx((0.0, 0.0, 0.0))
+    assert not clock.model.is_moving and not clock.model.streaming and clock.model.reboots == 1
+    assert clock.model.timestamp_ms(clock.now) == 0
+
+
+# ------------------------------------------------------------------------------- robustness
+
+def random_engine_message(rng, cls):
+    """Any engine->robot message with random field values (NaN, infinities and
+    undeclared enum values included), made by decoding random bytes."""
+    import struct as _struct
+
+    fixed = len(cls().encode_body()) - (2 if cls.SIZE is None else 0)
+    body = bytes(rng.randrange(256) for _ in range(fixed))
+    if cls.SIZE is None:
+        n = rng.choice([0, 1, 5, 60, 744, 1000])
+        body += _struct.pack("<H", n) + bytes(rng.randrange(256) for _ in range(n))
+    return cls.decode_body(body)
+
+
+def test_random_commands_never_break_the_model():
+    import random
+
+    rng = random.Random(1234)
+    engine_messages = [c for c in m.MESSAGES_BY_NAME.values() if c.SENDER == "engine" and c.ID is not None]
+    clock = make(noise=True)
+    clock.send(m.EnableAnimationState())
+    for k in range(3000):
+        clock.send(random_engine_message(rng, rng.choice(engine_messages)))
+        if k % 10 == 0:
+            clock.run(rng.random() * 0.05)
+        for out in clock.take():
+            out.encode_body()                      # everything the robot says stays encodable
+        x, y, yaw = clock.model.true_pose()
+        assert all(math.isfinite(v) for v in (x, y, yaw, clock.model.head_angle, clock.model.lift_height))
+    clock.send(m.StopAllMotors())
+    clock.run(2.0)
+    for out in clock.take():
+        out.encode_body()
+    assert HEAD_MIN_RAD <= clock.model.head_angle <= HEAD_MAX_RAD
+    assert LIFT_MIN_MM - 1e-9 <= clock.model.lift_height <= LIFT_MAX_MM + 1e-9

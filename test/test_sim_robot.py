@@ -1,0 +1,407 @@
+"""The simulated robot on the wire, driven by the project's engine session over
+an in-memory link with an explicit clock (deterministic)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from cozmo_driver.protocol import messages as m
+from cozmo_driver.protocol.audio import encode_ulaw
+from cozmo_driver.protocol.camera import ImageAssembler, image_to_array
+from cozmo_driver.protocol.display import encode_display
+from cozmo_driver.protocol.session import (
+    Connected,
+    ConnectionLost,
+    Disconnected,
+    MessageReceived,
+    PingAnswered,
+    Role,
+    Session,
+)
+from cozmo_driver.sim import GARBAGE_KINDS, ImpairedEndpoint, RobotConfig, SimulatedRobot, StatusFlag
+from cozmo_driver.transport.memory import Impairment, MemoryLink
+
+E = m.ENUMS
+
+
+class Harness:
+    def __init__(self, seed: int = 0, a_to_b: Impairment | None = None, b_to_a: Impairment | None = None,
+                 config: RobotConfig | None = None, wrap=None) -> None:
+        self.robot = SimulatedRobot(config=config or RobotConfig(seed=seed))
+        self.endpoint = wrap(self.robot) if wrap else self.robot
+        self.engine = Session(Role.ENGINE)
+        self.link = MemoryLink(self.engine, self.endpoint, a_to_b, b_to_a, seed=seed)
+        self.events: list = []
+        self.robot_events: list = []
+        self.link.on_event_a = self.events.append
+        self.link.on_event_b = self.robot_events.append
+
+    @property
+    def now(self) -> float:
+        return self.link.now
+
+    def run(self, duration: float) -> None:
+        self.link.run_until(self.link.now + duration)
+
+    def run_until(self, predicate, timeout: float) -> bool:
+        return self.link.run_while(lambda: not predicate(), timeout)
+
+    def send(self, message) -> None:
+        self.engine.send(message)
+        self.link.flush()
+
+    def received(self, name: str | None = None) -> list:
+        return [e.message for e in self.events
+                if isinstance(e, MessageReceived) and (name is None or e.message.NAME == name)]
+
+    def clear(self) -> None:
+        self.events.clear()
+
+    def connect(self, timeout: float = 3.0) -> None:
+        self.engine.connect(self.now)
+        assert self.run_until(lambda: self.engine.is_connected and self.received("FirmwareSignature"),
+                              timeout), "no connection"
+
+    def initialise(self, timeout: float = 3.0) -> None:
+        """What a driver does: Enable, then SetOrigin and SyncTime on BodyInfo."""
+        self.connect(timeout)
+        self.send(m.Enable())
+        assert self.run_until(lambda: self.received("BodyInfo"), timeout)
+        self.send(m.SetOrigin(pose_frame_id=0, pose_origin_id=1))
+        self.send(m.SyncTime(timestamp_ms=0))
+        assert self.run_until(lambda: self.received("RobotState"), timeout)
+
+
+def state_flags(h: Harness) -> int:
+    return h.received("RobotState")[-1].status
+
+
+# --------------------------------------------------------------------------------- connection
+
+def test_connection_sequence_as_the_notes_describe():
+    h = Harness()
+    assert h.robot.get_timer() is None                 # nothing to do before a client
+    h.engine.connect(0.0)
+    h.run(0.5)
+    names = [x.NAME for x in h.received()]
+    assert names == ["HardwareInfo", "FirmwareSignature"]
+    sig = json.loads(h.received("FirmwareSignature")[0].signature)
+    assert sig["version"] == 2381 and sig["build"] == "DEVELOPER"
+    assert isinstance(h.robot_events[0], Connected)
+    h.send(m.Enable())
+    h.send(m.Enable())                                 # pycozmo sends it twice
+    h.run(0.5)
+    assert [x.NAME for x in h.received()][2:] == ["BodyInfo"]   # no state before SyncTime
+    h.send(m.SetOrigin(pose_frame_id=0, pose_origin_id=1))
+    h.send(m.SyncTime(timestamp_ms=0))
+    h.clear()
+    h.run(2.0)
+    states = h.received("RobotState")
+    assert 64 <= len(states) <= 68                      # ~33 Hz
+    assert states[0].pose_origin_id == 1
+    assert len({a.factory_id for a in h.received("ObjectAvailable")}) == 4
+    assert sum(isinstance(e, PingAnswered) for e in h.events) >= 3
+
+
+def test_idle_connection_wakes_only_for_the_streams():
+    h = Harness()
+    h.initialise()
+    h.run(0.5)
+    wakeups = []
+    original = h.robot.handle_timer
+
+    def counting(now):
+        wakeups.append(now)
+        original(now)
+
+    h.robot.handle_timer = counting
+    h.run(1.0)
+    # 33 states, 4 object adverts, acks of 2 pings: no busy loop, no 100 Hz physics
+    assert 33 <= len(wakeups) <= 45
+    assert len(set(wakeups)) == len(wakeups)
+
+
+def test_client_silence_drops_the_client_after_5_s_and_a_new_one_is_accepted():
+    h = Harness()
+    h.initialise()
+    h.link.a_to_b.loss = 1.0                            # the client falls silent
+    t0 = h.now
+    assert h.run_until(lambda: any(isinstance(e, ConnectionLost) for e in h.robot_events), 8.0)
+    assert 4.9 <= h.now - t0 <= 5.1
+    assert not h.robot.is_connected and not h.robot.model.streaming
+    h.link.a_to_b.loss = 0.0
+    h.clear()
+    h.robot_events.clear()
+    h.initialise()
+    assert isinstance(h.robot_events[0], Connected)
+    assert [x.NAME for x in h.received()][:3] == ["HardwareInfo", "FirmwareSignature", "BodyInfo"]
+
+
+def test_disconnect_and_reconnect():
+    h = Harness()
+    h.initialise()
+    h.engine.disconnect(h.now)
+    assert h.run_until(lambda: any(isinstance(e, Disconnected) for e in h.robot_events), 2.0)
+    assert not h.robot.model.streaming
+    h.clear()
+    h.initialise()
+    assert h.robot.stats.clients_accepted == 2
+
+
+# --------------------------------------------------------------------------------- commands
+
+def test_drive_and_head_change_the_true_pose_and_the_reports():
+    h = Harness()
+    h.initialise()
+    h.send(m.DriveWheels(lwheel_speed_mmps=100, rwheel_speed_mmps=100))
+    h.send(m.SetHeadAngle(angle_rad=0.4, action_id=7))
+    h.run(1.0)
+    h.send(m.StopAllMotors())
+    h.run(0.3)
+    x, y, yaw = h.robot.model.true_pose()
+    assert 95.0 < x < 110.0 and y == 0.0
+    assert h.robot.model.head_angle == pytest.approx(0.4, abs=1e-6)
+    state = h.received("RobotState")[-1]
+    assert state.pose_x_mm == pytest.approx(x, abs=1e-3) and state.head_angle_rad == pytest.approx(0.4)
+    assert [a.action_id for a in h.received("AcknowledgeAction")] == [7]
+
+
+def test_reliable_traffic_survives_20_percent_loss_both_ways():
+    lossy = Impairment(loss=0.2, duplicate=0.05, reorder=0.1)
+    h = Harness(seed=11, a_to_b=lossy, b_to_a=Impairment(loss=0.2, duplicate=0.05, reorder=0.1))
+    h.initialise(timeout=10.0)
+    for k in range(1, 61):
+        h.send(m.SetHeadAngle(angle_rad=-0.3 + 0.01 * k, action_id=k))
+        h.run(0.02)
+    assert h.run_until(lambda: len(h.received("AcknowledgeAction")) >= 60, 15.0)
+    assert [a.action_id for a in h.received("AcknowledgeAction")] == list(range(1, 61))
+    h.run(1.0)
+    assert h.robot.model.head_angle == pytest.approx(0.3, abs=1e-6)
+    h.clear()
+    h.run(2.0)
+    assert len(h.received("RobotState")) >= 40              # 80 % of ~66
+    assert h.engine.is_connected and h.robot.is_connected
+    assert h.link.dropped > 50
+
+
+def test_impaired_endpoint_wrapper():
+    wrap = lambda r: ImpairedEndpoint(r, up=Impairment(loss=0.2, delay=0.02),  # noqa: E731
+                                      down=Impairment(loss=0.2, duplicate=0.1, delay=0.03), seed=4)
+    h = Harness(seed=2, wrap=wrap)
+    h.initialise(timeout=10.0)
+    for k in range(1, 31):
+        h.send(m.SetLiftHeight(height_mm=40 + k, action_id=k))
+    assert h.run_until(lambda: len(h.received("AcknowledgeAction")) >= 30, 15.0)
+    assert [a.action_id for a in h.received("AcknowledgeAction")] == list(range(1, 31))
+    h.run(1.0)
+    ep = h.endpoint
+    assert ep.dropped_up > 0 and ep.dropped_down > 0 and ep.duplicated > 0
+    rtts = [e.rtt_s for e in h.events if isinstance(e, PingAnswered)]
+    assert min(rtts) == pytest.approx(0.05, abs=0.002)       # 20 ms up + 30 ms down
+
+
+def test_scripted_events_reach_the_engine():
+    h = Harness()
+    h.initialise()
+    h.clear()
+    h.robot.pick_up(h.now)
+    h.run(0.1)
+    assert state_flags(h) & StatusFlag.IS_PICKED_UP
+    h.robot.put_down(h.now)
+    h.robot.press_button(h.now)
+    h.robot.poke(h.now)
+    h.robot.fall(h.now, duration=0.3)
+    h.robot.delocalize(h.now)
+    h.robot.set_on_charger(True, h.now)
+    h.run(0.5)
+    names = [x.NAME for x in h.received() if x.NAME not in ("RobotState", "ObjectAvailable")]
+    assert names == ["ButtonPressed", "RobotPoked", "FallingStarted", "RobotDelocalized", "ButtonPressed",
+                     "FallingStopped"]
+    assert state_flags(h) & StatusFlag.IS_ON_CHARGER
+    for fid in (a.factory_id for a in h.received("ObjectAvailable")[:3]):
+        h.send(m.ObjectConnect(factory_id=fid, connect=True))
+    h.run(0.2)
+    ids = [s.object_id for s in h.received("ObjectConnectionState")]
+    assert len(ids) == 3
+    assert h.robot.tap_cube(1, h.now, taps=3)
+    h.run(0.2)
+    tapped = h.received("ObjectTapped")
+    assert len(tapped) == 1 and tapped[0].num_taps == 3
+
+
+def test_display_and_audio_at_30_fps():
+    h = Harness()
+    h.initialise()
+    h.send(m.EnableAnimationState())
+    bits = np.zeros((32, 128), dtype=bool)
+    tone = (6000 * np.sin(np.arange(744) * 0.3)).astype(np.int16)
+    for k in range(60):
+        bits[:, k % 128] = True
+        h.send(m.OutputAudio(samples=encode_ulaw(tone)))
+        h.send(m.DisplayImage(image=encode_display(bits)))
+        h.run(1.0 / 30.0)
+    h.run(0.2)
+    model = h.robot.model
+    assert np.array_equal(model.framebuffer, bits)
+    assert model.display_images_shown == 60 and model.audio_frames_played == 60
+    assert len(model.audio_pcm()) == 60 * 744
+    anim = h.received("AnimationState")
+    assert anim[-1].num_audio_frames_played == 60
+    assert not any(s.status & StatusFlag.IS_ANIM_BUFFER_FULL for s in h.received("RobotState"))
+
+
+# --------------------------------------------------------------------------------- camera
+
+def collect_images(h: Harness):
+    assembler = ImageAssembler()
+    images = []
+    for chunk in h.received("ImageChunk"):
+        image = assembler.push_chunk(chunk)
+        if image is not None:
+            images.append(image)
+    return images
+
+
+def test_camera_streams_grey_qvga_at_15_fps_from_the_true_pose():
+    h = Harness(seed=3)
+    h.initialise()
+    h.send(m.SetHeadAngle(angle_rad=0.0))
+    h.run(0.5)
+    h.send(m.EnableCamera(image_send_mode=E["ImageSendMode"].Stream,
+                          image_resolution=E["ImageResolution"].QVGA))
+    h.clear()
+    h.run(2.0)
+    images = collect_images(h)
+    assert 29 <= len(images) <= 31
+    first = images[0]
+    assert first.encoding == E["ImageEncoding"].JPEGMinimizedGray
+    assert first.resolution == E["ImageResolution"].QVGA
+    chunks = [c for c in h.received("ImageChunk") if c.image_id == first.image_id]
+    assert [c.chunk_id for c in chunks] == list(range(chunks[0].image_chunk_count))
+    assert all(len(c.data) <= 1000 for c in chunks)
+    imu = h.received("ImageImuData")
+    assert {i.image_id for i in imu} >= {img.image_id for img in images}
+    pixels = image_to_array(images[-1])
+    assert pixels.shape == (240, 320)
+    x, y, yaw = h.robot.model.true_pose()
+    truth = h.robot.world.render(x, y, yaw, 0.0, color=False, noise=False,
+                                 lift_height_mm=h.robot.model.lift_height)
+    assert np.abs(pixels.astype(int) - truth.astype(int)).mean() < 6.0
+    stamps = [img.frame_timestamp_ms for img in images]
+    assert all(60 <= b - a <= 72 for a, b in zip(stamps, stamps[1:]))
+
+
+def test_camera_colour_gain_and_single_shot():
+    h = Harness(seed=4)
+    h.initialise()
+    h.send(m.EnableColorImages(enable=True))
+    h.send(m.EnableCamera(image_send_mode=E["ImageSendMode"].Stream))
+    h.run(0.5)
+    colour = collect_images(h)
+    assert colour and colour[-1].encoding == E["ImageEncoding"].JPEGMinimizedColor
+    rgb = image_to_array(colour[-1])
+    assert rgb.shape == (240, 320, 3)
+    dark_mean = rgb.mean()
+    h.send(m.SetCameraParams(gain=2.0, exposure_ms=33, auto_exposure_enabled=False))
+    h.clear()
+    h.run(0.5)
+    bright = image_to_array(collect_images(h)[-1])
+    assert bright.mean() > dark_mean * 1.3
+    h.send(m.EnableCamera(image_send_mode=E["ImageSendMode"].SingleShot))
+    h.run(0.1)
+    h.clear()
+    h.run(1.0)
+    assert collect_images(h) == []                      # one shot, then off
+    h.send(m.EnableCamera(image_send_mode=E["ImageSendMode"].SingleShot))
+    h.run(1.0)
+    assert len(collect_images(h)) == 1
+
+
+def test_camera_follows_the_head():
+    h = Harness(seed=5)
+    h.initialise()
+    h.send(m.EnableCamera(image_send_mode=E["ImageSendMode"].Stream))
+    h.send(m.SetHeadAngle(angle_rad=math.radians(-25)))
+    h.run(1.0)
+    down = image_to_array(collect_images(h)[-1]).astype(int)
+    h.send(m.SetHeadAngle(angle_rad=math.radians(44)))
+    h.clear()
+    h.run(1.0)
+    up = image_to_array(collect_images(h)[-1]).astype(int)
+    assert np.abs(up - down).mean() > 15
+
+
+# --------------------------------------------------------------------------------- faults
+
+def test_silent_robot_is_lost_and_found_again():
+    h = Harness()
+    h.initialise()
+    h.robot.set_silent(True, h.now)
+    assert h.run_until(lambda: any(isinstance(e, ConnectionLost) for e in h.events), 5.0)
+    assert h.robot.stats.dropped_silent_out > 0
+    h.robot.set_silent(False, h.now)
+    h.clear()
+    h.initialise()
+    assert h.engine.is_connected
+
+
+def test_link_down_and_up():
+    h = Harness()
+    h.initialise()
+    h.robot.set_link_up(False, h.now)
+    h.run(1.0)
+    assert h.robot.stats.dropped_link_down_in > 0 and h.robot.stats.dropped_link_down_out > 0
+    h.clear()
+    h.robot.set_link_up(True, h.now)
+    h.run(1.0)
+    assert len(h.received("RobotState")) > 25           # the session survived a short outage
+    assert h.engine.is_connected
+
+
+def test_reboot_needs_a_new_reset():
+    h = Harness()
+    h.initialise()
+    h.send(m.DriveWheels(lwheel_speed_mmps=50, rwheel_speed_mmps=50))
+    h.run(0.5)
+    h.robot.reboot(h.now)
+    assert not h.robot.is_connected and not h.robot.model.is_moving
+    h.send(m.SetHeadAngle(angle_rad=0.2, action_id=1))   # the robot no longer knows this link
+    assert h.run_until(lambda: any(isinstance(e, ConnectionLost) for e in h.events), 6.0)
+    assert h.robot.session.stats.unexpected_frames > 0
+    h.clear()
+    h.initialise()
+    assert h.robot.stats.reboots == 1
+    assert h.received("RobotState")[-1].pose_x_mm == pytest.approx(0.0, abs=1e-6)   # odometry restarted
+
+
+def test_garbage_is_counted_by_the_engine_and_harmless():
+    h = Harness()
+    h.initialise()
+    before = h.engine.stats.malformed_datagrams
+    made = h.robot.send_garbage(h.now, count=len(GARBAGE_KINDS))
+    assert len(made) == len(GARBAGE_KINDS)
+    h.run(0.2)
+    # every kind is rejected or harmless; the link and the streams go on
+    assert h.engine.stats.malformed_datagrams - before >= 4
+    assert h.engine.stats.unknown_messages >= 1
+    h.send(m.SetHeadAngle(angle_rad=0.1, action_id=5))
+    h.clear()
+    h.run(0.5)
+    assert [a.action_id for a in h.received("AcknowledgeAction")] == [5]
+    assert h.engine.is_connected
+    with pytest.raises(ValueError):
+        h.robot.send_garbage(h.now, kind="nonsense")
+
+
+def test_forced_colour_camera():
+    h = Harness(config=RobotConfig(seed=1, camera_color=True))
+    h.initialise()
+    h.send(m.EnableCamera(image_send_mode=E["ImageSendMode"].Stream))
+    h.run(0.4)
+    images = collect_images(h)
+    assert images and all(i.encoding == E["ImageEncoding"].JPEGMinimizedColor for i in images)
+    assert image_to_array(images[-1]).shape == (240, 320, 3)

@@ -1,0 +1,283 @@
+"""The simulated robot on a loopback UDP port (SimServer), driven by the project's
+engine session on the UDP adapter, and the cozmo-sim command. Real time, bounded waits."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cozmo_driver.protocol import messages as m
+from cozmo_driver.protocol.camera import ImageAssembler, image_to_array
+from cozmo_driver.protocol.session import ConnectionLost, MessageReceived, Role, Session
+from cozmo_driver.sim import NonLoopbackAddressError, SimServer, StatusFlag
+from cozmo_driver.transport.memory import Impairment
+from cozmo_driver.transport.udp import UdpTransport
+
+E = m.ENUMS
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class UdpEngine:
+    """The project's engine session on a loopback UDP socket, with bounded waits."""
+
+    def __init__(self, address) -> None:
+        assert address[0].startswith("127."), address
+        self.session = Session(Role.ENGINE)
+        self.events: list = []
+        self.cond = threading.Condition()
+        self.transport = UdpTransport(self.session, local_addr=("127.0.0.1", 0), remote_addr=address,
+                                      peer_policy="fixed", on_event=self._on_event, name="test-engine")
+
+    def _on_event(self, event) -> None:
+        with self.cond:
+            self.events.append(event)
+            self.cond.notify_all()
+
+    def __enter__(self) -> "UdpEngine":
+        self.transport.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.transport.stop()
+
+    def connect(self) -> None:
+        self.transport.call(lambda: self.session.connect(time.monotonic()))
+
+    def send(self, message) -> None:
+        self.transport.call(self.session.send, message)
+
+    def received(self, name: str | None = None) -> list:
+        with self.cond:
+            return [e.message for e in self.events
+                    if isinstance(e, MessageReceived) and (name is None or e.message.NAME == name)]
+
+    def wait(self, predicate, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while not predicate():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self.cond.wait(min(left, 0.1))
+        return True
+
+    def has(self, name: str):
+        return lambda: any(isinstance(e, MessageReceived) and e.message.NAME == name for e in self.events)
+
+    def initialise(self, timeout: float = 5.0) -> None:
+        self.connect()
+        assert self.wait(self.has("FirmwareSignature"), timeout), "no FirmwareSignature"
+        self.send(m.Enable())
+        assert self.wait(self.has("BodyInfo"), timeout), "no BodyInfo"
+        self.send(m.SetOrigin(pose_frame_id=0, pose_origin_id=1))
+        self.send(m.SyncTime(timestamp_ms=0))
+        assert self.wait(self.has("RobotState"), timeout), "no RobotState"
+
+    def count_over(self, name: str, seconds: float) -> int:
+        before = len(self.received(name))
+        time.sleep(seconds)
+        return len(self.received(name)) - before
+
+
+@pytest.fixture
+def sim():
+    with SimServer(port=0, seed=7) as server:
+        assert server.address[0] == "127.0.0.1"
+        yield server
+
+
+def test_engine_over_udp_full_session(sim):
+    with UdpEngine(sim.address) as engine:
+        engine.initialise()
+        assert sim.is_connected() and sim.streaming()
+        assert engine.count_over("RobotState", 2.0) >= 50          # >= 25 Hz
+        engine.send(m.DriveWheels(lwheel_speed_mmps=100, rwheel_speed_mmps=100))
+        engine.send(m.SetHeadAngle(angle_rad=0.3, action_id=4))
+        assert sim.wait_until(lambda s: s.true_pose()[0] > 60.0, 3.0)
+        engine.send(m.StopAllMotors())
+        assert sim.wait_until(lambda s: not s.status() & StatusFlag.IS_MOVING, 2.0)
+        assert sim.head_angle() == pytest.approx(0.3, abs=1e-6)
+        assert engine.wait(lambda: engine.received("AcknowledgeAction"), 2.0)
+        x = sim.true_pose()[0]
+        assert engine.wait(lambda: abs(engine.received("RobotState")[-1].pose_x_mm - x) < 1.0, 2.0)
+        # camera
+        engine.send(m.EnableCamera(image_send_mode=E["ImageSendMode"].Stream))
+        assembler = ImageAssembler()
+        images: list = []
+
+        seen = 0
+
+        def ten_images() -> bool:
+            nonlocal seen
+            chunks = engine.received("ImageChunk")
+            for chunk in chunks[seen:]:
+                image = assembler.push_chunk(chunk)
+                if image is not None:
+                    images.append(image)
+            seen = len(chunks)
+            return len(images) >= 10
+
+        assert engine.wait(ten_images, 5.0)
+        pixels = image_to_array(images[-1])
+        assert pixels.shape == (240, 320) and 10 < pixels.mean() < 245
+        # scripted event, seen by the engine
+        sim.pick_up()
+        assert engine.wait(lambda: engine.received("RobotState")[-1].status & StatusFlag.IS_PICKED_UP, 2.0)
+        sim.put_down()
+        assert sim.commands()[-1][1].NAME == "EnableCamera"
+        counts = sim.command_counts()
+        assert counts["Enable"] == 1 and counts["SyncTime"] == 1
+
+
+def test_udp_with_20_percent_loss_both_ways():
+    lossy = Impairment(loss=0.2)
+    with SimServer(port=0, seed=9, up=lossy, down=Impairment(loss=0.2)) as sim, \
+            UdpEngine(sim.address) as engine:
+        engine.initialise(timeout=10.0)
+        for k in range(1, 31):
+            engine.send(m.SetHeadAngle(angle_rad=-0.2 + 0.01 * k, action_id=k))
+        assert engine.wait(lambda: len(engine.received("AcknowledgeAction")) >= 30, 15.0)
+        assert [a.action_id for a in engine.received("AcknowledgeAction")] == list(range(1, 31))
+        assert sim.wait_until(lambda s: abs(s.head_angle() - 0.1) < 1e-6, 3.0)
+        assert engine.count_over("RobotState", 2.0) >= 40           # 80 % of ~66
+        stats = sim.stats()["impairment"]
+        assert stats["dropped_up"] > 0 and stats["dropped_down"] > 0
+
+
+def test_reboot_over_udp_and_reconnect(sim):
+    with UdpEngine(sim.address) as engine:
+        engine.initialise()
+        sim.reboot()
+        assert engine.wait(lambda: any(isinstance(e, ConnectionLost) for e in engine.events), 6.0)
+        with engine.cond:
+            engine.events.clear()
+        engine.initialise()
+        assert sim.stats()["robot"]["reboots"] == 1
+
+
+def test_garbage_over_udp_is_survived(sim):
+    with UdpEngine(sim.address) as engine:
+        engine.initialise()
+        sim.send_garbage(count=8)
+        engine.send(m.SetLiftHeight(height_mm=60.0, action_id=2))
+        assert engine.wait(lambda: engine.received("AcknowledgeAction"), 2.0)
+        assert engine.transport.call(lambda: engine.session.stats.malformed_datagrams) >= 4
+        assert sim.wait_until(lambda s: abs(s.lift_height() - 60.0) < 1e-3, 3.0)
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.1"])
+def test_refuses_non_loopback_addresses(host):
+    with pytest.raises(NonLoopbackAddressError):
+        SimServer(host=host, port=0)
+
+
+def test_localhost_name_is_loopback():
+    with SimServer(host="localhost", port=0) as sim:
+        assert sim.address[0] == "127.0.0.1"
+
+
+# --------------------------------------------------------------------------------- cozmo-sim
+
+def run_cli(*args: str, timeout: float = 20.0) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, "-m", "cozmo_driver.sim.cli", *args], capture_output=True,
+                          text=True, timeout=timeout, env=env, cwd=ROOT)
+
+
+def test_cli_runs_for_a_duration_and_prints_status():
+    done = run_cli("--port", "0", "--duration", "2.5", "--seed", "3", "--loss-down", "0.1")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("cozmo-sim: simulated Cozmo on udp://127.0.0.1:")
+    status = [ln for ln in lines if "state" in ln and "camera" in ln]
+    assert len(status) >= 2 and "no client" in status[0]
+    assert lines[-1] == "cozmo-sim: stopped"
+
+
+def test_cli_refuses_non_loopback():
+    done = run_cli("--host", "0.0.0.0", "--port", "0", "--duration", "0")
+    assert done.returncode == 2 and "loopback" in done.stderr
+
+
+def test_cli_stops_cleanly_on_sigint_and_sigterm():
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        proc = subprocess.Popen([sys.executable, "-m", "cozmo_driver.sim.cli", "--port", "0", "--quiet"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+        try:
+            first = proc.stdout.readline()
+            assert "udp://127.0.0.1:" in first
+            proc.send_signal(sig)
+            out, err = proc.communicate(timeout=10)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(5)
+        assert proc.returncode == 0, err
+        assert out.strip().endswith("cozmo-sim: stopped")
+
+
+def test_cli_serves_a_client():
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.Popen([sys.executable, "-m", "cozmo_driver.sim.cli", "--port", "0", "--duration", "6"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    try:
+        first = proc.stdout.readline()
+        port = int(first.split("udp://127.0.0.1:")[1].split()[0])
+        with UdpEngine(("127.0.0.1", port)) as engine:
+            engine.initialise()
+            assert engine.count_over("RobotState", 1.0) >= 25
+            engine.send(m.EnableCamera(image_send_mode=E["ImageSendMode"].Stream))
+            time.sleep(2.0)
+        out, _ = proc.communicate(timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+    status = [ln for ln in out.splitlines() if "client 127.0.0.1" in ln]
+    assert status, out
+    rates = [float(ln.split("state")[1].split("Hz")[0]) for ln in status]
+    cams = [float(ln.split("camera")[1].split("fps")[0]) for ln in status]
+    assert max(rates) >= 25.0 and max(cams) >= 10.0
+
+
+def test_ground_truth_readers(sim):
+    from cozmo_driver.protocol.audio import encode_ulaw
+    from cozmo_driver.protocol.display import encode_display
+    from cozmo_driver.sim import CUBE_FACTORY_IDS, decode_camera_calibration
+
+    with UdpEngine(sim.address) as engine:
+        engine.initialise()
+        bits = np.zeros((32, 128), dtype=bool)
+        bits[10:20, 30:90] = True
+        tone = (4000 * np.sin(np.arange(744) * 0.2)).astype(np.int16)
+        ls = m.STRUCTS["LightState"]
+        engine.send(m.DisplayImage(image=encode_display(bits)))
+        engine.send(m.OutputAudio(samples=encode_ulaw(tone)))
+        engine.send(m.SetRobotVolume(level=30000))
+        engine.send(m.LightStateSide(states=[ls(on_color=0x7C00), ls(on_color=0x001F)]))
+        engine.send(m.ObjectConnect(factory_id=CUBE_FACTORY_IDS[2], connect=True))
+        engine.send(m.EnableColorImages(enable=True))
+        assert sim.wait_until(lambda s: s.display_count() >= 1 and s.audio_frames() >= 1
+                              and s.object_ids()[3] is not None, 3.0)
+        assert np.array_equal(sim.framebuffer(), bits)
+        assert len(sim.audio_pcm()) == 744 and sim.volume() == 30000
+        assert sim.lights()["backpack"]["left"].on_color == 0x7C00
+        assert sim.camera_settings()["color"] is True
+        calib = decode_camera_calibration(sim.nv_store()[m.ENUMS["NvEntryTag"].NVEntry_CameraCalib])
+        assert calib.image_width == 320
+        assert sim.tap_cube(3)
+        assert engine.wait(lambda: engine.received("ObjectTapped"), 2.0)
+        left, right = sim.wheel_speeds()
+        assert left == right == 0.0
+        assert 3.5 <= sim.battery_voltage() <= 4.25
+        assert sim.reported_pose() == pytest.approx((0.0, 0.0, 0.0), abs=1e-6)
+        assert sim.peer()[0] == "127.0.0.1"
