@@ -17,10 +17,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from ..protocol import messages as msgs
 from ..protocol.errors import CozmoError
+from ..protocol.session import MessageReceived
 from ..transport.udp import UdpTransport
 from .link import ClientConfig, LinkState, LinkStateChanged, RobotInfo, RobotLink
 
@@ -40,6 +41,9 @@ class Robot:
                  config: Optional[ClientConfig] = None, name: str = "cozmo") -> None:
         self.link = RobotLink(config, name=name)
         self._listeners: List[Callable[[Any], None]] = []
+        self._actions: Dict[int, threading.Event] = {}
+        self._actions_lock = threading.Lock()
+        self._next_action_id = 0
         self._ready = threading.Event()
         self._stopped = threading.Event()
         self.transport = UdpTransport(self.link, local_addr=(local_host, local_port),
@@ -83,7 +87,12 @@ class Robot:
         self._listeners.remove(callback)
 
     def _dispatch(self, event: Any) -> None:
-        if isinstance(event, LinkStateChanged):
+        if isinstance(event, MessageReceived) and event.message.NAME == "AcknowledgeAction":
+            with self._actions_lock:
+                done = self._actions.pop(event.message.action_id, None)
+            if done is not None:
+                done.set()
+        elif isinstance(event, LinkStateChanged):
             if event.state is LinkState.READY:
                 self._ready.set()
             else:
@@ -132,6 +141,36 @@ class Robot:
 
     def stop_all_motors(self) -> None:
         self.send(msgs.StopAllMotors())
+
+    def new_action_id(self) -> int:
+        """An action id (1..255, wrapping) whose AcknowledgeAction :meth:`wait_for_action` can await."""
+        with self._actions_lock:
+            self._next_action_id = self._next_action_id % 255 + 1
+            action_id = self._next_action_id
+            self._actions[action_id] = threading.Event()
+        return action_id
+
+    def wait_for_action(self, action_id: int, timeout: float) -> bool:
+        """Block until the robot acknowledges ``action_id`` (True) or ``timeout`` passes."""
+        with self._actions_lock:
+            event = self._actions.get(action_id)
+        if event is None:
+            raise ValueError(f"action {action_id} is not awaited (use new_action_id())")
+        if event.wait(timeout):
+            return True
+        with self._actions_lock:
+            self._actions.pop(action_id, None)
+        return False
+
+    def turn_in_place(self, angle_rad: float, speed_radps: float = 1.5, accel_radps2: float = 5.0,
+                      tolerance_rad: float = 0.02, absolute: bool = False) -> int:
+        """Turn by (or to, when ``absolute``) ``angle_rad``; returns the action id acknowledged
+        when the turn completes."""
+        action_id = self.new_action_id()
+        self.send(msgs.TurnInPlace(angle_rad=angle_rad, speed_rad_per_sec=speed_radps,
+                                   accel_rad_per_sec2=accel_radps2, angle_tolerance_rad=tolerance_rad,
+                                   is_absolute=absolute, action_id=action_id))
+        return action_id
 
     def set_head_angle(self, angle_rad: float, max_speed_radps: float = 10.0,
                        accel_radps2: float = 10.0, duration_s: float = 0.0, action_id: int = 0) -> None:
