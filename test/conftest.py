@@ -31,6 +31,9 @@ import pytest
 # Environment: must run before rclpy is imported anywhere.
 
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+# The UDP transport (and every driver process a test starts, which inherits this)
+# refuses any robot address outside 127.0.0.0/8: no test can reach a real robot.
+os.environ["COZMO_LOOPBACK_ONLY"] = "1"
 os.environ.pop("ROS_STATIC_PEERS", None)
 os.environ.pop("ROS_LOCALHOST_ONLY", None)
 

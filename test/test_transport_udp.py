@@ -150,3 +150,16 @@ def test_default_robot_address_is_the_real_robots_but_tests_never_use_it():
     from cozmo_driver.client import DEFAULT_ROBOT_ADDRESS, DEFAULT_ROBOT_PORT
 
     assert (DEFAULT_ROBOT_ADDRESS, DEFAULT_ROBOT_PORT) == ("172.31.1.1", 5551)
+
+
+def test_loopback_only_switch_refuses_the_real_robot_address_before_sending(monkeypatch):
+    """The harness sets COZMO_LOOPBACK_ONLY=1: a robot address off this machine is refused
+    at start, before the socket exists, so not one datagram can leave."""
+    from cozmo_driver.client import Robot
+
+    monkeypatch.setenv("COZMO_LOOPBACK_ONLY", "1")
+    robot = Robot("172.31.1.1", 5551, local_host="127.0.0.1")
+    with pytest.raises(TransportError, match="COZMO_LOOPBACK_ONLY=1 is set: refusing to send to 172.31.1.1"):
+        robot.start()
+    assert not robot.transport.running
+    assert robot.transport.stats.datagrams_out == 0

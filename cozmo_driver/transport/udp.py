@@ -18,6 +18,11 @@ the thread sleeps in the kernel: zero CPU while idle.
 :class:`~cozmo_driver.protocol.session.Session`, the robot client, or the
 simulated robot. Time is ``time.monotonic()`` seconds (the loop's clock).
 
+Safety switch: with the environment variable ``COZMO_LOOPBACK_ONLY=1`` (set by
+the test harness, CI, the demo on the simulator and the benchmarks) the adapter
+refuses to start with a robot address outside 127.0.0.0/8, before a single
+datagram leaves: no test can reach a real robot or the LAN by mistake.
+
 Peer policy: ``"fixed"`` (the driver) accepts datagrams only from
 ``remote_addr``; ``"reset"`` (the simulated robot) adopts the sender of the
 latest RESET frame as its peer. Datagrams from any other source are dropped and
@@ -30,6 +35,7 @@ import asyncio
 import concurrent.futures
 import ipaddress
 import logging
+import os
 import socket
 import threading
 import time
@@ -39,7 +45,11 @@ from typing import Any, Callable, Optional, Tuple
 from ..protocol.errors import CozmoError
 from ..protocol.frames import MAGIC, FrameType
 
-__all__ = ["UdpTransport", "TransportStats", "TransportError", "resolve_address", "is_loopback"]
+__all__ = ["UdpTransport", "TransportStats", "TransportError", "resolve_address", "is_loopback",
+           "LOOPBACK_ONLY_ENV"]
+
+#: When this environment variable is "1", only loopback robot addresses are allowed.
+LOOPBACK_ONLY_ENV = "COZMO_LOOPBACK_ONLY"
 
 logger = logging.getLogger("cozmo.transport")
 
@@ -139,6 +149,10 @@ class UdpTransport:
         host, port = resolve_address(*self.local_addr)
         if self.remote_addr is not None:
             self.remote_addr = resolve_address(*self.remote_addr)
+            if os.environ.get(LOOPBACK_ONLY_ENV) == "1" and not is_loopback(self.remote_addr[0]):
+                raise TransportError(
+                    f"{LOOPBACK_ONLY_ENV}=1 is set: refusing to send to {self.remote_addr[0]}, which "
+                    "is not a loopback address (tests and CI talk only to the simulator on 127.0.0.1)")
             if self.peer_policy == "fixed":
                 self._peer = self.remote_addr
         self._thread = threading.Thread(target=self._run, args=((host, port),),
