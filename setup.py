@@ -15,6 +15,8 @@ setup(
     name=PACKAGE_NAME,
     version="0.1.0",
     packages=find_packages(exclude=["test", "test.*", "bench", "bench.*", "tools", "tools.*"]),
+    # The built-in animations (our YAML clip format), loaded from the package directory.
+    package_data={"cozmo_driver.anim": ["builtin/*.yaml"]},
     data_files=[
         # Marker that makes the package visible in the ament resource index.
         ("share/ament_index/resource_index/packages", ["resource/" + PACKAGE_NAME]),
@@ -22,7 +24,7 @@ setup(
         ("share/" + PACKAGE_NAME + "/launch", sorted(glob("launch/*.py"))),
         ("share/" + PACKAGE_NAME + "/config", sorted(glob("config/*.yaml"))),
     ],
-    install_requires=["numpy", "Pillow"],
+    install_requires=["numpy", "Pillow", "PyYAML", "xacro"],
     zip_safe=False,
     python_requires=">=3.10",
     maintainer="cozmo_driver maintainers",
@@ -34,6 +36,9 @@ setup(
         "console_scripts": [
             "cozmo-demo = cozmo_driver.demo:main",
             "cozmo-sim = cozmo_driver.sim.cli:main",
+            "cozmo_driver_node = cozmo_driver.ros.driver_node:main",
+            "cozmo_bringup = cozmo_driver.bringup:main",
+            "cozmo_description_publisher = cozmo_driver.ros.description_publisher:main",
         ],
     },
 )

@@ -1,0 +1,456 @@
+"""Driver node benchmarks, next to pycozmo 0.8.0 where it has an equivalent.
+
+Everything runs on this machine: the simulated robot (``cozmo-sim`` on
+127.0.0.1, its own process) behind a timing relay, the driver node as its own
+process (``cozmo_driver_node``, exactly as users run it), and a subscriber node
+in this process. DDS discovery stays on loopback, in a ROS_DOMAIN_ID reserved
+for the run.
+
+Measured:
+
+* cmd_vel published here -> the DriveWheels datagram reaching the robot side,
+  matched by a unique speed per command;
+* a RobotState datagram leaving the robot side -> ``odom`` delivered to the
+  subscriber here, matched by the robot's heading (it turns slowly);
+* the datagram with an image's last ImageChunk leaving the robot side ->
+  ``camera/image_raw/compressed`` delivered here, matched by the JPEG's hash;
+* CPU time of the driver process (utime + stime from /proc) while it streams
+  RobotState (~33 Hz) and the camera (~15 fps), with the compressed image only
+  and with ``camera/image_raw`` subscribed too (decoded), and its resident memory.
+
+pycozmo's equivalents: ``Client.drive_wheels`` -> DriveWheels datagram;
+RobotState datagram -> its RobotState handler; last chunk -> its
+EvtNewRawCameraImage handler (it decodes every frame to a PIL image); the CPU
+time and memory of a process running only a pycozmo Client with the camera on.
+The simulator runs as its own process behind a timing relay
+(bench/udp_tap.py, its own process too), which stamps datagrams as they pass on
+CLOCK_MONOTONIC, the clock this process stamps deliveries with; so the
+simulator's own work (it renders every camera frame) delays no timestamp. The
+relay adds one loopback hop each way to every path measured. Numbers are
+printed, never asserted.
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import json
+import math
+import re
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+os.environ.pop("ROS_STATIC_PEERS", None)
+os.environ.pop("ROS_LOCALHOST_ONLY", None)
+
+
+def _reserve_domain() -> List[socket.socket]:
+    """Keep our own ROS_DOMAIN_ID (loopback port 32768 + id bound for the run)."""
+    if os.environ.get("ROS_DOMAIN_ID"):
+        return []
+    for domain_id in range(100, 0, -1):
+        held = []
+        try:
+            for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+                s = socket.socket(socket.AF_INET, kind)
+                held.append(s)
+                s.bind(("127.0.0.1", 32768 + domain_id))
+        except OSError:
+            for s in held:
+                s.close()
+            continue
+        os.environ["ROS_DOMAIN_ID"] = str(domain_id)
+        return held
+    raise RuntimeError("no free ROS_DOMAIN_ID")
+
+
+_DOMAIN_SOCKETS = _reserve_domain()
+
+import rclpy  # noqa: E402
+from geometry_msgs.msg import Twist  # noqa: E402
+from nav_msgs.msg import Odometry  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.qos import qos_profile_sensor_data  # noqa: E402
+from sensor_msgs.msg import CompressedImage, Image  # noqa: E402
+
+
+try:
+    import pycozmo  # noqa: F401  (benchmark oracle only)
+except Exception as exc:  # noqa: BLE001 - any import failure means: no reference column
+    pycozmo = None
+    print(f"pycozmo not available ({exc.__class__.__name__}: {exc}): reference columns skipped")
+
+
+def table(title: str, header: List[str], rows: List[List[str]]) -> None:
+    widths = [max(len(str(r[i])) for r in [header] + rows) for i in range(len(header))]
+    print(f"\n{title}")
+    print("  " + "  ".join(str(h).ljust(w) for h, w in zip(header, widths)))
+    print("  " + "  ".join("-" * w for w in widths))
+    for r in rows:
+        print("  " + "  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
+
+
+def stats_ms(values: List[float]) -> List[str]:
+    if not values:
+        return ["0", "-", "-", "-"]
+    v = sorted(x * 1e3 for x in values)
+    p99 = v[min(len(v) - 1, int(math.ceil(0.99 * len(v))) - 1)]
+    return [str(len(v)), f"{v[len(v) // 2]:.2f}", f"{p99:.2f}", f"{v[-1]:.2f}"]
+
+
+def cpu_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_mib(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    return math.nan
+
+
+class Tap:
+    """The simulated robot in its own process behind a timing relay (bench/udp_tap.py)."""
+
+    def __init__(self, seed: int = 21) -> None:
+        self.sim = subprocess.Popen([sys.executable, "-m", "cozmo_driver.sim.cli", "--port", "0",
+                                     "--seed", str(seed), "--quiet"],
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                    cwd=ROOT)
+        line = self.sim.stdout.readline()
+        match = re.search(r"udp://127\.0\.0\.1:(\d+)", line)
+        if not match:
+            raise RuntimeError(f"simulator did not start: {line!r}")
+        self.sim_port = int(match.group(1))
+        self.tap = subprocess.Popen([sys.executable, str(ROOT / "bench" / "udp_tap.py"),
+                                     str(self.sim_port)], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, text=True)
+        ready = self.tap.stdout.readline().split()
+        if not ready or ready[0] != "ready":
+            raise RuntimeError("timing relay did not start")
+        self.port = int(ready[1])
+        self.data: Dict[str, Any] = {}
+
+    def dump(self) -> Dict[str, Any]:
+        self.tap.stdin.write("dump\n")
+        self.tap.stdin.flush()
+        self.data = json.loads(self.tap.stdout.readline())
+        return self.data
+
+    def state_time(self, yaw: float) -> Optional[float]:
+        for sent_yaw, t in reversed(self.data["states"]):
+            if abs(math.remainder(sent_yaw - yaw, 2 * math.pi)) < 1e-6:
+                return t
+        return None
+
+    def close(self) -> None:
+        if self.tap.poll() is None:
+            self.tap.stdin.close()   # end of stdin: the relay stops
+            try:
+                self.tap.wait(5.0)
+            except subprocess.TimeoutExpired:
+                pass
+        for proc in (self.tap, self.sim):
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+                try:
+                    proc.wait(5.0)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+
+
+def now() -> float:
+    """CLOCK_MONOTONIC, the clock the relay process stamps with."""
+    return time.clock_gettime(time.CLOCK_MONOTONIC)
+
+
+def start_driver(port: int, extra: Dict[str, Any]) -> subprocess.Popen:
+    exe = Path(sys.executable).parent / "cozmo_driver_node"
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "cozmo_driver.ros.driver_node"]
+    cmd += ["--ros-args", "--log-level", "warn", "-p", "robot_ip:=127.0.0.1",
+            "-p", f"robot_port:={port}"]
+    for k, v in extra.items():
+        cmd += ["-p", f"{k}:={v}"]
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def stop_process(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(10.0)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _latencies(tap: Tap, cmd_sent: Dict[int, float], odom_got: List[Tuple[float, float]],
+               images_got: List[Tuple[str, float]]) -> Dict[str, List[float]]:
+    data = tap.dump()
+    drives = {int(k): t for k, t in data["drives"].items()}
+    out: Dict[str, List[float]] = {"cmd": [drives[k] - t for k, t in cmd_sent.items() if k in drives]}
+    odom = []
+    for yaw, t in odom_got:
+        sent = tap.state_time(yaw)
+        if sent is not None:
+            odom.append(t - sent)
+    out["odom"] = odom
+    out["image"] = [t - data["frames"][h] for h, t in images_got if h in data["frames"]]
+    return out
+
+
+def _measure_cpu(pid: int, seconds: float, keep_busy) -> Tuple[float, float]:
+    c0, t0 = cpu_seconds(pid), time.monotonic()
+    end = t0 + seconds
+    while time.monotonic() < end:
+        keep_busy()
+        time.sleep(0.1)
+    c1, t1 = cpu_seconds(pid), time.monotonic()
+    return (c1 - c0) / (t1 - t0) * 100.0, t1 - t0
+
+
+def bench_ours() -> Dict[str, Any]:
+    results: Dict[str, Any] = {}
+    tap = Tap()
+    proc = start_driver(tap.port, {"cmd_vel_timeout": 1.0})
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = rclpy.create_node("bench_driver", context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    odom_got: List[Tuple[float, float]] = []
+    images_got: List[Tuple[str, float]] = []
+    got = {"odom": 0, "images": 0, "raw": 0}
+    collecting = threading.Event()
+
+    def on_odom(msg: Odometry) -> None:
+        t = now()
+        got["odom"] += 1
+        if collecting.is_set():
+            q = msg.pose.pose.orientation
+            odom_got.append((math.atan2(2.0 * q.w * q.z, 1.0 - 2.0 * q.z * q.z), t))
+
+    def on_image(msg: CompressedImage) -> None:
+        t = now()
+        got["images"] += 1
+        if collecting.is_set():
+            images_got.append((hashlib.sha1(bytes(msg.data)).hexdigest(), t))
+
+    node.create_subscription(Odometry, "odom", on_odom, 10)
+    node.create_subscription(CompressedImage, "camera/image_raw/compressed", on_image,
+                             qos_profile_sensor_data)
+    cmd_pub = node.create_publisher(Twist, "cmd_vel", 10)
+    stop = threading.Event()
+    spinner = threading.Thread(target=lambda: [executor.spin_once(timeout_sec=0.05)
+                                               for _ in iter(stop.is_set, True)], daemon=True)
+    spinner.start()
+    gc.freeze()  # the harness's own collector pauses are not the driver's latency
+    turn = Twist()
+    turn.angular.z = 0.4
+    try:
+        deadline = time.monotonic() + 20.0
+        while (got["odom"] < 10 or got["images"] < 3 or cmd_pub.get_subscription_count() == 0) \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if got["odom"] < 10:
+            raise RuntimeError("the driver did not stream: " + (proc.stderr.read() if proc.poll() else ""))
+        # --- cmd_vel -> DriveWheels
+        cmd_sent: Dict[int, float] = {}
+        for k in range(300):
+            cmd = Twist()
+            cmd.linear.x = 0.01 + k * 1e-5    # unique tread speed: 10.00 + k/100 mm/s
+            cmd_sent[round((10.0 + k * 0.01) * 100)] = now()
+            cmd_pub.publish(cmd)
+            time.sleep(0.02)
+        time.sleep(0.3)
+        # --- RobotState -> odom, last chunk -> CompressedImage, while turning slowly
+        collecting.set()
+        end = time.monotonic() + 10.0
+        while time.monotonic() < end:
+            cmd_pub.publish(turn)
+            time.sleep(0.1)
+        collecting.clear()
+        time.sleep(0.2)
+        results.update(_latencies(tap, cmd_sent, odom_got, images_got))
+        # --- CPU and memory of the driver process, robot turning, camera on
+        for label, with_raw in (("compressed only", False), ("+ image_raw (decoded)", True)):
+            if with_raw:
+                node.create_subscription(Image, "camera/image_raw",
+                                         lambda m: got.__setitem__("raw", got["raw"] + 1),
+                                         qos_profile_sensor_data)
+                time.sleep(1.0)
+            n0 = dict(got)
+            cpu, dt = _measure_cpu(proc.pid, 10.0, lambda: cmd_pub.publish(turn))
+            results[f"cpu {label}"] = {
+                "cpu": cpu, "rss": rss_mib(proc.pid),
+                "state_hz": (got["odom"] - n0["odom"]) / dt,
+                "fps": (got["raw"] - n0["raw"] if with_raw else got["images"] - n0["images"]) / dt}
+        cmd_pub.publish(Twist())
+        time.sleep(0.2)
+    finally:
+        stop.set()
+        spinner.join(2.0)
+        stop_process(proc)
+        executor.shutdown(timeout_sec=1.0)
+        node.destroy_node()
+        context.try_shutdown()
+        tap.close()
+    return results
+
+
+PYCOZMO_CLIENT = r"""
+import sys, time
+import pycozmo
+addr = ("127.0.0.1", int(sys.argv[1]))
+pycozmo.conn.ROBOT_ADDR = addr   # never anything but the simulator
+cli = pycozmo.Client(robot_addr=addr, enable_animations=False, enable_procedural_face=False)
+cli.start(); cli.connect(); cli.wait_for_robot(timeout=10.0)
+n = {"state": 0, "image": 0}
+cli.add_handler(pycozmo.protocol_encoder.RobotState, lambda c, p: n.__setitem__("state", n["state"] + 1))
+cli.add_handler(pycozmo.event.EvtNewRawCameraImage, lambda c, i: n.__setitem__("image", n["image"] + 1))
+cli.enable_camera(enable=True, color=False)
+print("ready", flush=True)
+time.sleep(float(sys.argv[2]))
+print(n["state"], n["image"], flush=True)
+cli.disconnect(); cli.stop()
+"""
+
+
+def bench_pycozmo() -> Dict[str, Any]:
+    results: Dict[str, Any] = {}
+    tap = Tap()
+    addr = ("127.0.0.1", tap.port)
+    pycozmo.conn.ROBOT_ADDR = addr   # never anything but the simulator
+    cli = pycozmo.Client(robot_addr=addr, enable_animations=False, enable_procedural_face=False)
+    odom_got: List[Tuple[float, float]] = []
+    image_times: List[float] = []
+    collecting = threading.Event()
+
+    def on_state(_cli: Any, pkt: Any) -> None:
+        t = now()
+        if collecting.is_set():
+            odom_got.append((float(pkt.pose_angle_rad), t))
+
+    def on_image(_cli: Any, _image: Any) -> None:
+        t = now()
+        if collecting.is_set():
+            image_times.append(t)
+
+    cli.start()
+    gc.freeze()
+    try:
+        cli.connect()
+        cli.wait_for_robot(timeout=10.0)
+        cli.add_handler(pycozmo.protocol_encoder.RobotState, on_state)
+        cli.add_handler(pycozmo.event.EvtNewRawCameraImage, on_image)
+        cli.enable_camera(enable=True, color=False)
+        time.sleep(1.0)
+        cmd_sent: Dict[int, float] = {}
+        for k in range(300):
+            speed = 10.0 + k * 0.01
+            cmd_sent[round(speed * 100)] = now()
+            cli.drive_wheels(lwheel_speed=speed, rwheel_speed=speed)
+            time.sleep(0.02)
+        time.sleep(0.3)
+        collecting.set()
+        end = time.monotonic() + 10.0
+        while time.monotonic() < end:
+            cli.drive_wheels(lwheel_speed=-9.0, rwheel_speed=9.0)
+            time.sleep(0.1)
+        collecting.clear()
+        cli.stop_all_motors()
+        time.sleep(0.2)
+        results.update(_latencies(tap, cmd_sent, odom_got, []))
+        # pycozmo hands out decoded PIL images, not bytes to match: pair each with
+        # the latest image completed at the relay before it
+        sent = sorted(tap.data["frame_times"])
+        lat = []
+        for t in image_times:
+            before = [s for s in sent if s <= t][-1:]
+            if before:
+                lat.append(t - before[0])
+        results["image"] = lat
+    finally:
+        cli.disconnect()
+        cli.stop()
+        tap.close()
+    # CPU of a process running only a pycozmo client, same streams
+    tap = Tap()
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+        f.write(PYCOZMO_CLIENT)
+    proc = subprocess.Popen([sys.executable, f.name, str(tap.port), "13"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        if line.strip() != "ready":
+            raise RuntimeError("pycozmo client did not start: " + proc.stderr.read())
+        time.sleep(1.0)
+        cpu, dt = _measure_cpu(proc.pid, 10.0, lambda: None)
+        results["cpu"] = {"cpu": cpu, "rss": rss_mib(proc.pid)}
+        counts = proc.stdout.readline().split()
+        results["cpu"]["state_hz"] = int(counts[0]) / 13.0 if counts else math.nan
+        results["cpu"]["fps"] = int(counts[1]) / 13.0 if counts else math.nan
+    finally:
+        if proc.poll() is None:
+            try:
+                proc.wait(10.0)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        os.unlink(f.name)
+        tap.close()
+    return results
+
+
+def main() -> None:
+    # The harness's own threads (publisher, subscriber, pycozmo's) must not wait
+    # CPython's default 5 ms for the GIL between stamping and sending.
+    sys.setswitchinterval(0.0005)
+    print(f"ROS_DOMAIN_ID={os.environ['ROS_DOMAIN_ID']}, discovery "
+          f"{os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE']}, {os.cpu_count()} cores")
+    ours = bench_ours()
+    ref = bench_pycozmo() if pycozmo is not None else {}
+    rows = []
+    for key, ours_name, ref_name in (
+            ("cmd", "cmd_vel published -> DriveWheels datagram at the robot",
+             "Client.drive_wheels() -> DriveWheels datagram at the robot"),
+            ("odom", "RobotState datagram sent -> odom delivered to a subscriber",
+             "RobotState datagram sent -> RobotState handler"),
+            ("image", "last ImageChunk sent -> CompressedImage delivered",
+             "last ImageChunk sent -> EvtNewRawCameraImage (decoded)")):
+        rows.append(["driver node", ours_name] + stats_ms(ours.get(key, [])))
+        if ref:
+            rows.append(["pycozmo", ref_name] + stats_ms(ref.get(key, [])))
+    table("Latency, ms (same machine, simulated robot on 127.0.0.1)",
+          ["who", "path", "samples", "median", "p99", "max"], rows)
+    rows = []
+    for label in ("compressed only", "+ image_raw (decoded)"):
+        r = ours[f"cpu {label}"]
+        rows.append([f"driver node, {label}", f"{r['cpu']:.1f}", f"{r['rss']:.0f}",
+                     f"{r['state_hz']:.1f}", f"{r['fps']:.1f}"])
+    if ref:
+        r = ref["cpu"]
+        rows.append(["pycozmo Client (decodes every frame)", f"{r['cpu']:.1f}", f"{r['rss']:.0f}",
+                     f"{r['state_hz']:.1f}", f"{r['fps']:.1f}"])
+    table("Process CPU (% of one core) and resident memory while streaming RobotState and camera",
+          ["process", "CPU %", "RSS MiB", "states/s delivered", "images/s delivered"], rows)
+
+
+if __name__ == "__main__":
+    main()

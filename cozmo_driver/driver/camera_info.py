@@ -1,0 +1,173 @@
+"""Camera intrinsics for sensor_msgs/CameraInfo, from the robot or from a file.
+
+Where the calibration comes from, first match wins:
+
+1. ``camera_info_url``: a YAML file in the camera_info_manager format
+   (``file:///path/cozmo.yaml``; keys image_width, image_height, camera_name,
+   camera_matrix, distortion_model, distortion_coefficients,
+   rectification_matrix, projection_matrix);
+2. the robot's own factory calibration, read from its NV storage
+   (NVEntry_CameraCalib, :mod:`cozmo_driver.protocol.nvstorage`);
+3. :func:`default_camera_info`: an ideal pinhole for Cozmo's QVGA camera with a
+   58 degree horizontal field of view (fx = fy = 160 / tan(29 deg) = 288.6 px,
+   centre (160, 120), no distortion).
+
+A calibration made at another resolution is scaled to the image size. The
+robot's eight distortion terms are OpenCV's (k1, k2, p1, p2, k3, k4, k5, k6):
+``rational_polynomial`` when k4..k6 are used, else ``plumb_bob`` with five. Pure
+(PyYAML is imported only to read a file).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, replace
+from typing import List, Sequence
+from urllib.parse import unquote, urlparse
+
+from ..protocol.nvstorage import CameraCalibration
+
+__all__ = ["CameraInfoData", "CameraInfoError", "from_calibration", "default_camera_info",
+           "parse_camera_info_yaml", "load_camera_info_url", "scaled", "DEFAULT_HFOV_RAD"]
+
+DEFAULT_HFOV_RAD = math.radians(58.0)
+
+
+class CameraInfoError(ValueError):
+    """A camera_info file or URL that cannot be used."""
+
+
+@dataclass(frozen=True)
+class CameraInfoData:
+    width: int
+    height: int
+    distortion_model: str
+    d: List[float]
+    k: List[float]          # 3x3 row-major
+    r: List[float]          # 3x3 row-major
+    p: List[float]          # 3x4 row-major
+    #: where it came from: "robot", "default" or the file's URL
+    source: str
+
+
+_IDENTITY = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
+
+
+def _from_intrinsics(width: int, height: int, fx: float, fy: float, cx: float, cy: float,
+                     skew: float, dist: Sequence[float], source: str) -> CameraInfoData:
+    dist = [float(x) for x in dist] + [0.0] * (8 - len(dist))
+    if any(dist[5:8]):
+        model, d = "rational_polynomial", dist[:8]
+    else:
+        model, d = "plumb_bob", dist[:5]
+    k = [fx, skew, cx, 0.0, fy, cy, 0.0, 0.0, 1.0]
+    p = [fx, skew, cx, 0.0, 0.0, fy, cy, 0.0, 0.0, 0.0, 1.0, 0.0]
+    return CameraInfoData(width, height, model, d, k, list(_IDENTITY), p, source)
+
+
+def from_calibration(calib: CameraCalibration, source: str = "robot") -> CameraInfoData:
+    """CameraInfo of the robot's NV calibration (at its own resolution)."""
+    values = (calib.focal_length_x, calib.focal_length_y, calib.center_x, calib.center_y,
+              calib.skew) + tuple(calib.distortion)
+    if not all(math.isfinite(v) for v in values) or calib.focal_length_x <= 0 \
+            or calib.focal_length_y <= 0 or calib.image_width <= 0 or calib.image_height <= 0:
+        raise CameraInfoError(f"the robot's camera calibration is not usable: {calib}")
+    return _from_intrinsics(int(calib.image_width), int(calib.image_height),
+                            calib.focal_length_x, calib.focal_length_y,
+                            calib.center_x, calib.center_y, calib.skew, calib.distortion, source)
+
+
+def default_camera_info(width: int = 320, height: int = 240) -> CameraInfoData:
+    f = (width / 2.0) / math.tan(DEFAULT_HFOV_RAD / 2.0)
+    return _from_intrinsics(width, height, f, f, width / 2.0, height / 2.0, 0.0, (), "default")
+
+
+def scaled(info: CameraInfoData, width: int, height: int) -> CameraInfoData:
+    """The same calibration for images of ``width`` x ``height`` pixels."""
+    if (info.width, info.height) == (width, height) or not info.width or not info.height:
+        return info
+    sx, sy = width / info.width, height / info.height
+    k, p = list(info.k), list(info.p)
+    k[0] *= sx
+    k[1] *= sx
+    k[2] *= sx
+    k[4] *= sy
+    k[5] *= sy
+    p[0] *= sx
+    p[1] *= sx
+    p[2] *= sx
+    p[3] *= sx
+    p[5] *= sy
+    p[6] *= sy
+    p[7] *= sy
+    return replace(info, width=width, height=height, k=k, p=p)
+
+
+def _matrix(doc: dict, key: str, rows: int, cols: int) -> List[float]:
+    entry = doc.get(key)
+    if not isinstance(entry, dict) or "data" not in entry:
+        raise CameraInfoError(f"{key}: missing, or without 'data'")
+    data = entry["data"]
+    if not isinstance(data, list) or len(data) != rows * cols:
+        raise CameraInfoError(f"{key}.data: needs {rows * cols} numbers")
+    try:
+        values = [float(x) for x in data]
+    except (TypeError, ValueError):
+        raise CameraInfoError(f"{key}.data: not all numbers") from None
+    if not all(math.isfinite(v) for v in values):
+        raise CameraInfoError(f"{key}.data: not all finite")
+    return values
+
+
+def parse_camera_info_yaml(text: str, source: str = "file") -> CameraInfoData:
+    """Parse camera_info_manager YAML text (raises CameraInfoError)."""
+    try:
+        import yaml
+    except ImportError:
+        raise CameraInfoError("PyYAML is needed to read camera_info_url (python3-yaml)") from None
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise CameraInfoError(f"not YAML: {exc}") from None
+    if not isinstance(doc, dict):
+        raise CameraInfoError("not a camera_info_manager YAML mapping")
+    try:
+        width, height = int(doc["image_width"]), int(doc["image_height"])
+    except (KeyError, TypeError, ValueError):
+        raise CameraInfoError("image_width and image_height must be integers") from None
+    if width <= 0 or height <= 0:
+        raise CameraInfoError("image_width and image_height must be positive")
+    k = _matrix(doc, "camera_matrix", 3, 3)
+    dist = doc.get("distortion_coefficients", {"data": []})
+    d_data = dist.get("data", []) if isinstance(dist, dict) else None
+    if not isinstance(d_data, list):
+        raise CameraInfoError("distortion_coefficients.data: not a list")
+    try:
+        d = [float(x) for x in d_data]
+    except (TypeError, ValueError):
+        raise CameraInfoError("distortion_coefficients.data: not all numbers") from None
+    r = _matrix(doc, "rectification_matrix", 3, 3) if "rectification_matrix" in doc else list(_IDENTITY)
+    if "projection_matrix" in doc:
+        p = _matrix(doc, "projection_matrix", 3, 4)
+    else:
+        p = [k[0], k[1], k[2], 0.0, k[3], k[4], k[5], 0.0, k[6], k[7], k[8], 0.0]
+    model = str(doc.get("distortion_model") or ("plumb_bob" if len(d) <= 5 else "rational_polynomial"))
+    return CameraInfoData(width, height, model, d, k, r, p, source)
+
+
+def load_camera_info_url(url: str) -> CameraInfoData:
+    """Read a ``file://`` URL (or a plain absolute path) in camera_info_manager format."""
+    parsed = urlparse(url)
+    if parsed.scheme == "file":
+        path = unquote(parsed.path)
+    elif parsed.scheme == "" and url.startswith("/"):
+        path = url
+    else:
+        raise CameraInfoError(f"camera_info_url {url!r}: only file:// URLs are supported")
+    try:
+        with open(os.path.expanduser(path), encoding="utf-8") as f:
+            text = f.read()
+    except OSError as exc:
+        raise CameraInfoError(f"camera_info_url {url!r}: {exc.strerror}") from None
+    return parse_camera_info_yaml(text, source=url)

@@ -1,0 +1,73 @@
+"""Checks and conversions of commands before anything reaches the robot.
+
+A value that is not finite, or that has no meaning for the robot (a colour
+channel outside 0..1, a stamped command in a foreign frame), raises
+:class:`CommandError` naming the field: the whole command is refused. A finite
+value beyond a joint's or actuator's limits is clamped by :func:`clamp`, which
+says which field was clamped and to what limits. Pure.
+
+Colours: the robot's lights take RGB555 words (bits 14..10 red, 9..5 green,
+4..0 blue, bit 15 zero). :func:`rgb555` maps each channel ``c`` in 0.0..1.0 to
+``round(c * 31)``, so that ``k / 31`` gives back exactly ``k`` and 0.0 and 1.0
+map to 0 and 31; alpha is not used.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable, Optional, Tuple
+
+__all__ = ["CommandError", "require_finite", "clamp", "rgb555", "rgb555_to_rgb", "volume_level",
+           "check_frame"]
+
+
+class CommandError(ValueError):
+    """A command was refused; the message names the field and why."""
+
+
+def require_finite(prefix: str, **fields: float) -> None:
+    """Raise CommandError naming the first field whose value is NaN or infinite."""
+    for name, value in fields.items():
+        if not math.isfinite(value):
+            raise CommandError(f"{prefix}.{name} is {value}: not a finite number")
+
+
+def clamp(value: float, lo: float, hi: float, field: str,
+          unit: str = "") -> Tuple[float, Optional[str]]:
+    """(value clamped to [lo, hi], a warning naming the field and the limits or None)."""
+    if not math.isfinite(value):
+        raise CommandError(f"{field} is {value}: not a finite number")
+    if lo <= value <= hi:
+        return value, None
+    clamped = min(max(value, lo), hi)
+    u = f" {unit}" if unit else ""
+    return clamped, (f"{field} = {value:.4g}{u} is outside [{lo:.4g}, {hi:.4g}]{u}: "
+                     f"clamped to {clamped:.4g}{u}")
+
+
+def rgb555(r: float, g: float, b: float, field: str) -> int:
+    """RGB555 word of a colour with channels in 0.0..1.0 (see the module docstring)."""
+    out = 0
+    for name, c in (("r", r), ("g", g), ("b", b)):
+        if not math.isfinite(c) or not 0.0 <= c <= 1.0:
+            raise CommandError(f"{field}.{name} = {c}: a colour channel must be in [0, 1]")
+        out = (out << 5) | int(round(c * 31.0))
+    return out
+
+
+def rgb555_to_rgb(word: int) -> Tuple[float, float, float]:
+    """Channels 0.0..1.0 of an RGB555 word (the inverse of :func:`rgb555`)."""
+    return ((word >> 10) & 31) / 31.0, ((word >> 5) & 31) / 31.0, (word & 31) / 31.0
+
+
+def volume_level(volume: float) -> Tuple[int, Optional[str]]:
+    """SetRobotVolume level 0..65535 for a volume 0.0..1.0 (clamped with a warning)."""
+    value, warning = clamp(volume, 0.0, 1.0, "volume.data")
+    return int(round(value * 65535.0)), warning
+
+
+def check_frame(frame_id: str, allowed: Iterable[str], field: str) -> None:
+    """Refuse a stamped command whose frame is neither empty nor one of ``allowed``."""
+    if frame_id and frame_id not in allowed:
+        names = ", ".join(repr(a) for a in allowed)
+        raise CommandError(f"{field} = {frame_id!r}: commands must be in {names} (or empty)")

@@ -1,0 +1,103 @@
+"""The driver's health as diagnostic key/value pairs (for /diagnostics). Pure.
+
+Levels are diagnostic_msgs/DiagnosticStatus's: OK 0, WARN 1, ERROR 2.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, List, Optional, Tuple
+
+__all__ = ["OK", "WARN", "ERROR", "DiagnosticReport", "link_report", "robot_report"]
+
+OK, WARN, ERROR = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class DiagnosticReport:
+    level: int
+    message: str
+    values: List[Tuple[str, str]]
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else f"{value:.6g}"
+    return str(value)
+
+
+def link_report(state: str, active: bool, robot: str, session: Any, transport: Any,
+                state_rate_hz: float, images: Any = None) -> DiagnosticReport:
+    """Connection state and link quality. ``state`` is the client's LinkState value
+    ('ready', 'lost', ...); ``session``/``transport`` their stats objects (or None)."""
+    if not active:
+        level, message = OK, "inactive (lifecycle)"
+    elif state == "ready":
+        level, message = OK, f"connected to {robot}"
+    elif state in ("connecting", "initializing"):
+        level, message = WARN, f"connecting to {robot}"
+    elif state == "lost":
+        level, message = ERROR, f"robot {robot} lost, reconnecting"
+    else:
+        level, message = ERROR, f"not connected ({state})"
+    values: List[Tuple[str, str]] = [("state", state), ("robot", robot),
+                                     ("robot state rate (Hz)", _fmt(state_rate_hz))]
+    if session is not None:
+        sent = session.reliable_packets_sent
+        loss = session.retransmissions / sent if sent else 0.0
+        values += [
+            ("rtt (s)", _fmt(session.rtt_s)),
+            ("smoothed rtt (s)", _fmt(session.srtt_s)),
+            ("datagrams sent", _fmt(session.datagrams_sent)),
+            ("datagrams received", _fmt(session.datagrams_received)),
+            ("reliable packets sent", _fmt(sent)),
+            ("retransmissions", _fmt(session.retransmissions)),
+            ("retransmission timeouts", _fmt(session.retransmission_timeouts)),
+            ("loss estimate (retransmitted / reliable sent)", _fmt(loss)),
+            ("malformed datagrams dropped", _fmt(session.malformed_datagrams)),
+            ("malformed packets dropped", _fmt(session.malformed_packets)),
+            ("unknown messages", _fmt(session.unknown_messages)),
+            ("duplicate packets", _fmt(session.duplicate_packets)),
+            ("out-of-window packets", _fmt(session.out_of_window_packets)),
+            ("connections", _fmt(session.connects)),
+            ("connections lost", _fmt(session.connections_lost)),
+        ]
+        if active and state == "ready" and session.malformed_datagrams + session.malformed_packets:
+            message += " (malformed datagrams dropped)"
+    if transport is not None:
+        values += [
+            ("wrong-source datagrams dropped", _fmt(transport.wrong_source)),
+            ("send errors", _fmt(transport.send_errors)),
+        ]
+    if images is not None:
+        values += [
+            ("camera images completed", _fmt(images.completed_images)),
+            ("camera images dropped incomplete", _fmt(images.dropped_images)),
+            ("camera chunks invalid", _fmt(images.invalid_chunks)),
+        ]
+    return DiagnosticReport(level, message, values)
+
+
+def robot_report(connected: bool, battery_v: Optional[float], percentage: Optional[float],
+                 emergency_stop: bool, yaw_rate_disagreement: Optional[float],
+                 reanchors: int, refused_commands: int) -> DiagnosticReport:
+    """The robot's own condition as the driver sees it."""
+    level, message = OK, "ok"
+    if not connected:
+        level, message = WARN, "no data: not connected"
+    elif percentage is not None and not math.isnan(percentage) and percentage < 0.1:
+        level, message = WARN, "battery low"
+    if emergency_stop:
+        level, message = max(level, WARN), "emergency stop engaged"
+    values = [
+        ("battery voltage (V)", _fmt(battery_v)),
+        ("battery percentage estimate", _fmt(percentage)),
+        ("emergency stop", "engaged" if emergency_stop else "released"),
+        ("tread vs gyro yaw rate, mean |difference| (rad/s)", _fmt(yaw_rate_disagreement)),
+        ("odometry re-anchorings", _fmt(reanchors)),
+        ("commands refused", _fmt(refused_commands)),
+    ]
+    return DiagnosticReport(level, message, values)

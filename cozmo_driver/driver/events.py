@@ -1,0 +1,108 @@
+"""Discrete robot events, from status-flag transitions and from one-off messages.
+
+Two sources, each event type taken from exactly one of them so that a
+subscriber sees every transition once:
+
+* flag transitions of RobotState.status: CLIFF_DETECTED/CLIFF_CLEARED,
+  PICKED_UP/PUT_DOWN, ON_CHARGER/OFF_CHARGER, CHARGING_STARTED/CHARGING_STOPPED;
+* messages: RobotPoked (POKED), RobotDelocalized (DELOCALIZED), FallingStarted
+  and FallingStopped (FALLING_STARTED/FALLING_STOPPED; the IS_FALLING flag is
+  not used, the messages carry the fall's duration), ButtonPressed
+  (BUTTON_PRESSED/BUTTON_RELEASED).
+
+The first RobotState ever seen sets the baseline without events; the baseline
+is kept across reconnects, so what changed while the link was down is reported
+when it comes back. Type numbers are those of cozmo_interfaces/RobotEvent. Pure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Optional
+
+from .sensors import StatusFlag
+
+__all__ = ["EventType", "RobotEventData", "EventDetector"]
+
+
+class EventType:
+    """cozmo_interfaces/RobotEvent type constants."""
+
+    UNKNOWN = 0
+    CLIFF_DETECTED = 1
+    CLIFF_CLEARED = 2
+    PICKED_UP = 3
+    PUT_DOWN = 4
+    FALLING_STARTED = 5
+    FALLING_STOPPED = 6
+    POKED = 7
+    BUTTON_PRESSED = 8
+    BUTTON_RELEASED = 9
+    DELOCALIZED = 10
+    ON_CHARGER = 11
+    OFF_CHARGER = 12
+    CHARGING_STARTED = 13
+    CHARGING_STOPPED = 14
+
+
+@dataclass(frozen=True)
+class RobotEventData:
+    type: int
+    description: str
+    #: FALLING_STOPPED: the fall's duration in seconds; 0.0 for every other type
+    value: float = 0.0
+
+
+# flag -> (event when set, description, event when cleared, description)
+_FLAG_EVENTS = (
+    (StatusFlag.CLIFF_DETECTED, EventType.CLIFF_DETECTED, "cliff detected",
+     EventType.CLIFF_CLEARED, "cliff cleared"),
+    (StatusFlag.IS_PICKED_UP, EventType.PICKED_UP, "picked up", EventType.PUT_DOWN, "put down"),
+    (StatusFlag.IS_ON_CHARGER, EventType.ON_CHARGER, "placed on the charger",
+     EventType.OFF_CHARGER, "taken off the charger"),
+    (StatusFlag.IS_CHARGING, EventType.CHARGING_STARTED, "charging started",
+     EventType.CHARGING_STOPPED, "charging stopped"),
+)
+
+
+class EventDetector:
+    """Feed it every RobotState's status (:meth:`on_status`) and every message
+    (:meth:`on_message`); each returns the events to publish, in order."""
+
+    def __init__(self) -> None:
+        self._flags: Optional[int] = None
+
+    def on_status(self, status: int) -> List[RobotEventData]:
+        previous = self._flags
+        self._flags = status
+        if previous is None:
+            return []
+        changed = previous ^ status
+        if not changed:
+            return []
+        out = []
+        for bit, on_type, on_text, off_type, off_text in _FLAG_EVENTS:
+            if changed & bit:
+                out.append(RobotEventData(on_type, on_text) if status & bit
+                           else RobotEventData(off_type, off_text))
+        return out
+
+    def on_message(self, message) -> List[RobotEventData]:
+        name = message.NAME
+        if name == "RobotPoked":
+            return [RobotEventData(EventType.POKED, "poked")]
+        if name == "RobotDelocalized":
+            return [RobotEventData(EventType.DELOCALIZED, "delocalized: the robot lost track of its pose")]
+        if name == "FallingStarted":
+            return [RobotEventData(EventType.FALLING_STARTED, "falling")]
+        if name == "FallingStopped":
+            duration = float(message.duration_ms) / 1000.0
+            return [RobotEventData(EventType.FALLING_STOPPED,
+                                   f"fall ended after {duration:.2f} s "
+                                   f"(impact intensity {float(message.impact_intensity):.0f})",
+                                   duration)]
+        if name == "ButtonPressed":
+            if message.pressed:
+                return [RobotEventData(EventType.BUTTON_PRESSED, "backpack button pressed")]
+            return [RobotEventData(EventType.BUTTON_RELEASED, "backpack button released")]
+        return []

@@ -1,0 +1,200 @@
+"""Continuous odometry from the robot's reported pose, and honest covariances.
+
+The robot reports its pose (x, y, yaw) in a frame it identifies by
+``pose_frame_id``/``pose_origin_id``. That pose can jump: on every new connection
+the driver's SetOrigin puts it back to (0, 0, 0) wherever the robot stands; an
+engine may re-anchor it (new frame ids) after the robot was picked up or
+delocalized; a reboot restarts it at zero. A published ``odom`` pose must never
+jump (REP-105: odom is continuous; Nav2 and robot_localization assume it).
+
+Policy (:class:`OdometryTracker`): the published pose is ``offset * reported``,
+with ``offset`` a rigid 2D transform. It starts as the identity. Whenever
+
+* a new connection starts (the first pose after (re)connecting),
+* the reported frame ids change, or
+* the reported pose moves further between two consecutive reports than the
+  robot can drive (more than ``jump_distance_m + jump_speed_mps * dt`` or
+  ``jump_angle_rad + jump_rate_radps * dt``),
+
+the offset is recomposed so that the published pose at that instant equals the
+last published pose: odometry continues from where it was and the robot's
+motion from then on is added to it. Only :meth:`OdometryTracker.reset` (the
+``reset_odometry`` service) makes the published pose jump, to the origin.
+
+Covariances (:func:`pose_covariance`, :func:`twist_covariance`) are diagonal.
+x, y and yaw grow with the distance driven and the angle turned since the last
+reset (dead reckoning drifts); z, roll and pitch are not observed by planar
+odometry and get :data:`UNOBSERVED_VARIANCE`. Pure.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import List, Optional, Tuple
+
+__all__ = [
+    "Pose2D",
+    "compose",
+    "inverse",
+    "wrap_angle",
+    "OdometryTracker",
+    "pose_covariance",
+    "twist_covariance",
+    "quaternion_from_yaw",
+    "quaternion_from_rpy",
+    "UNOBSERVED_VARIANCE",
+]
+
+#: variance given to quantities that are not measured at all
+UNOBSERVED_VARIANCE = 1.0e6
+
+# Dead-reckoning drift model (estimates for Cozmo's treads; see README):
+_BASE_VAR_XY = 1.0e-6           # m^2 right after a reset
+_VAR_XY_PER_M = 0.05 ** 2       # m^2 per metre driven: 5 cm 1-sigma after 1 m
+_BASE_VAR_YAW = 1.0e-6          # rad^2
+_VAR_YAW_PER_RAD = 0.05 ** 2    # rad^2 per radian turned
+_VAR_YAW_PER_M = 0.1 ** 2       # rad^2 per metre driven (tread slip)
+# Twist: tread speed noise 1-sigma (m/s); lateral slip of a non-holonomic base.
+WHEEL_SPEED_SIGMA_MPS = 0.005
+_VAR_VY = 1.0e-4
+
+
+def wrap_angle(a: float) -> float:
+    """The angle in [-pi, pi)."""
+    return (a + math.pi) % (2.0 * math.pi) - math.pi
+
+
+@dataclass(frozen=True)
+class Pose2D:
+    x: float = 0.0
+    y: float = 0.0
+    yaw: float = 0.0
+
+
+def compose(a: Pose2D, b: Pose2D) -> Pose2D:
+    """``a * b``: pose ``b`` expressed in the frame where ``a`` is given."""
+    c, s = math.cos(a.yaw), math.sin(a.yaw)
+    return Pose2D(a.x + c * b.x - s * b.y, a.y + s * b.x + c * b.y, wrap_angle(a.yaw + b.yaw))
+
+
+def inverse(a: Pose2D) -> Pose2D:
+    c, s = math.cos(a.yaw), math.sin(a.yaw)
+    return Pose2D(-(c * a.x + s * a.y), -(-s * a.x + c * a.y), wrap_angle(-a.yaw))
+
+
+class OdometryTracker:
+    """Turns reported poses into a continuous odometry pose. See the module docstring."""
+
+    def __init__(self, jump_distance_m: float = 0.05, jump_speed_mps: float = 0.3,
+                 jump_angle_rad: float = 0.35, jump_rate_radps: float = 12.0) -> None:
+        self.jump_distance_m = jump_distance_m
+        self.jump_speed_mps = jump_speed_mps
+        self.jump_angle_rad = jump_angle_rad
+        self.jump_rate_radps = jump_rate_radps
+        self.offset = Pose2D()
+        self.pose = Pose2D()          # the last published pose
+        self.distance_m = 0.0         # driven since the last reset
+        self.rotation_rad = 0.0       # turned since the last reset
+        self.reanchors = 0
+        self._frame: Optional[Tuple[int, int]] = None
+        self._last_reported: Optional[Pose2D] = None
+        self._last_t: Optional[float] = None
+        self._new_connection = False
+        self._reset = False
+
+    def new_connection(self) -> None:
+        """The next reported pose starts a new connection: re-anchor on it."""
+        self._new_connection = True
+
+    def reset(self) -> None:
+        """Make the next published pose the origin (0, 0, 0) and clear the drift."""
+        self._reset = True
+
+    def update(self, frame: Tuple[int, int], x: float, y: float, yaw: float,
+               t: float) -> Tuple[Pose2D, Optional[str]]:
+        """The odometry pose for a reported pose at time ``t`` (s), and the reason
+        of a re-anchoring (``None`` if there was none)."""
+        reported = Pose2D(x, y, wrap_angle(yaw))
+        reason: Optional[str] = None
+        last = self._last_reported
+        if last is not None:
+            if self._new_connection:
+                reason = "new connection"
+            elif frame != self._frame:
+                reason = (f"the robot's pose frame changed from {self._frame[0]}/{self._frame[1]} "
+                          f"to {frame[0]}/{frame[1]}")
+            else:
+                dt = max(0.0, t - self._last_t) if self._last_t is not None else 0.0
+                dist = math.hypot(reported.x - last.x, reported.y - last.y)
+                turn = abs(wrap_angle(reported.yaw - last.yaw))
+                if dist > self.jump_distance_m + self.jump_speed_mps * dt:
+                    reason = f"the robot's pose jumped by {dist:.3f} m in {dt:.3f} s"
+                elif turn > self.jump_angle_rad + self.jump_rate_radps * dt:
+                    reason = f"the robot's heading jumped by {turn:.2f} rad in {dt:.3f} s"
+        self._new_connection = False
+        if reason is not None:
+            self.offset = compose(self.pose, inverse(reported))
+            self.reanchors += 1
+        if self._reset:
+            self._reset = False
+            self.offset = inverse(reported)
+            self.pose = Pose2D()
+            self.distance_m = 0.0
+            self.rotation_rad = 0.0
+        pose = compose(self.offset, reported)
+        if reason is None:
+            self.distance_m += math.hypot(pose.x - self.pose.x, pose.y - self.pose.y)
+            self.rotation_rad += abs(wrap_angle(pose.yaw - self.pose.yaw))
+        self.pose = pose
+        self._frame = frame
+        self._last_reported = reported
+        self._last_t = t
+        return pose, reason
+
+
+def _diag6(values) -> List[float]:
+    out = [0.0] * 36
+    for i, v in enumerate(values):
+        out[7 * i] = float(v)
+    return out
+
+
+def pose_covariance(distance_m: float, rotation_rad: float) -> List[float]:
+    """Row-major 6x6 covariance of an odometry pose (x, y, z, roll, pitch, yaw)."""
+    var_xy = _BASE_VAR_XY + _VAR_XY_PER_M * distance_m
+    var_yaw = _BASE_VAR_YAW + _VAR_YAW_PER_RAD * rotation_rad + _VAR_YAW_PER_M * distance_m
+    big = UNOBSERVED_VARIANCE
+    return _diag6((var_xy, var_xy, big, big, big, var_yaw))
+
+
+def twist_covariance(yaw_rate_disagreement_radps: float = 0.0, track_m: float = 0.045,
+                     unreliable: bool = False) -> List[float]:
+    """Row-major 6x6 covariance of a twist from tread speeds (vx, vy, vz, wx, wy, wz).
+
+    ``yaw_rate_disagreement_radps`` is the difference between the treads' yaw
+    rate and the gyro's: its square is added to wz's variance. ``unreliable``
+    (the robot is picked up or falling: the treads say nothing about the motion)
+    makes every term :data:`UNOBSERVED_VARIANCE`."""
+    big = UNOBSERVED_VARIANCE
+    if unreliable:
+        return _diag6((big,) * 6)
+    var_v = WHEEL_SPEED_SIGMA_MPS ** 2 / 2.0
+    var_w = 2.0 * WHEEL_SPEED_SIGMA_MPS ** 2 / track_m ** 2 + yaw_rate_disagreement_radps ** 2
+    return _diag6((var_v, _VAR_VY, big, big, big, var_w))
+
+
+def quaternion_from_yaw(yaw: float) -> Tuple[float, float, float, float]:
+    """(x, y, z, w) of a rotation about z."""
+    return 0.0, 0.0, math.sin(yaw / 2.0), math.cos(yaw / 2.0)
+
+
+def quaternion_from_rpy(roll: float, pitch: float, yaw: float) -> Tuple[float, float, float, float]:
+    """(x, y, z, w) of fixed-axis roll, pitch, yaw (REP-103: R = Rz(yaw) Ry(pitch) Rx(roll))."""
+    cr, sr = math.cos(roll / 2.0), math.sin(roll / 2.0)
+    cp, sp = math.cos(pitch / 2.0), math.sin(pitch / 2.0)
+    cy, sy = math.cos(yaw / 2.0), math.sin(yaw / 2.0)
+    return (sr * cp * cy - cr * sp * sy,
+            cr * sp * cy + sr * cp * sy,
+            cr * cp * sy - sr * sp * cy,
+            cr * cp * cy + sr * sp * sy)

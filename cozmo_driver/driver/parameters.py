@@ -1,0 +1,167 @@
+"""Every parameter of the driver node, declared once: name, default, unit, range,
+description, and whether it may change while the node is configured.
+
+The node declares its ROS parameters from :data:`PARAMETERS` (descriptions and
+ranges go into the ParameterDescriptor), validates every change with
+:func:`validate_change`, and the README table and ``config/cozmo.yaml`` list the
+same entries (a test keeps them in step). "Static" parameters take effect at
+the next ``configure`` and are refused while the node is configured; "dynamic"
+ones apply at once. Pure.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Dict, Mapping, Optional, Tuple
+
+__all__ = ["ParamSpec", "PARAMETERS", "PARAMETERS_BY_NAME", "defaults", "validate_value",
+           "validate_all", "validate_change", "full_frame_id"]
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    name: str
+    default: Any
+    description: str
+    unit: str = ""
+    minimum: Optional[float] = None
+    maximum: Optional[float] = None
+    #: may change while the node is configured (else: only while unconfigured)
+    dynamic: bool = False
+    #: the value names a frame (checked for REP-105 form)
+    frame: bool = False
+
+    @property
+    def type_name(self) -> str:
+        return {bool: "bool", int: "int", float: "double", str: "string"}[type(self.default)]
+
+
+PARAMETERS: Tuple[ParamSpec, ...] = (
+    # --- connection
+    ParamSpec("robot_ip", "172.31.1.1",
+              "IPv4 address or host name of the robot (its Wi-Fi access point puts it at 172.31.1.1)"),
+    ParamSpec("robot_port", 5551, "UDP port of the robot", minimum=1, maximum=65535),
+    ParamSpec("local_ip", "0.0.0.0", "Local address the UDP socket binds to (0.0.0.0: every interface)"),
+    ParamSpec("local_port", 0, "Local UDP port (0: any free port)", minimum=0, maximum=65535),
+    ParamSpec("peer_timeout", 3.0, "Silence after which the robot is declared lost", "s", 0.5, 60.0),
+    ParamSpec("ready_timeout", 5.0, "A connection whose robot does not stream its state this long "
+              "after answering is dropped and retried", "s", 0.5, 60.0),
+    ParamSpec("reconnect_min", 0.5, "Wait before the first reconnection attempt after a loss; "
+              "doubled after every failed attempt", "s", 0.05, 60.0),
+    ParamSpec("reconnect_max", 5.0, "Longest wait between reconnection attempts", "s", 0.05, 300.0),
+    ParamSpec("autostart", True, "Configure and activate by itself at start-up (false: wait for "
+              "lifecycle transitions)"),
+    # --- frames
+    ParamSpec("frame_prefix", "", "Prepended to every frame id, e.g. 'robot1/' for several robots", frame=True),
+    ParamSpec("odom_frame", "odom", "Odometry frame (parent of base_frame)", frame=True),
+    ParamSpec("base_frame", "base_footprint", "Robot frame on the ground (child of odom_frame)", frame=True),
+    ParamSpec("base_link_frame", "base_link", "Robot body frame, used in status and events headers "
+              "and accepted as a cmd_vel frame", frame=True),
+    ParamSpec("imu_frame", "imu_link", "Frame of imu/data", frame=True),
+    ParamSpec("camera_frame", "camera_optical_frame", "Frame of the camera images (optical "
+              "convention: z forward, x right, y down)", frame=True),
+    ParamSpec("publish_tf", True, "Broadcast odom_frame -> base_frame on /tf"),
+    # --- motion
+    ParamSpec("cmd_vel_stamped", False, "cmd_vel is geometry_msgs/TwistStamped (newer Nav2) instead of Twist"),
+    ParamSpec("cmd_vel_timeout", 0.5, "Stop the treads when no cmd_vel came for this long (0: never)",
+              "s", 0.0, 10.0, dynamic=True),
+    ParamSpec("max_wheel_speed", 0.2, "Fastest tread speed for cmd_vel; faster commands are scaled "
+              "down keeping their curvature", "m/s", 0.01, 0.2, dynamic=True),
+    ParamSpec("wheel_acceleration", 0.0, "Tread acceleration for cmd_vel (0: the robot's own)",
+              "m/s^2", 0.0, 10.0, dynamic=True),
+    ParamSpec("head_max_speed", 10.0, "Head speed of head/angle commands without max_speed, and the "
+              "limit of every head speed", "rad/s", 0.1, 15.0, dynamic=True),
+    ParamSpec("head_acceleration", 20.0, "Head acceleration of head/angle commands", "rad/s^2",
+              1.0, 100.0, dynamic=True),
+    ParamSpec("lift_max_speed", 3.0, "Lift arm speed of lift/height commands without max_speed, "
+              "and the limit of every lift speed", "rad/s", 0.1, 10.0, dynamic=True),
+    ParamSpec("lift_acceleration", 20.0, "Lift arm acceleration of lift/height commands", "rad/s^2",
+              1.0, 100.0, dynamic=True),
+    ParamSpec("stop_on_cliff", True, "Let the robot stop its treads by itself when a cliff sensor in "
+              "the direction of travel loses the floor", dynamic=True),
+    # --- camera
+    ParamSpec("camera_enabled", True, "Stream camera images (QVGA, about 15 per second)", dynamic=True),
+    ParamSpec("camera_color", False, "Colour images (rgb8) instead of grey (mono8)", dynamic=True),
+    ParamSpec("camera_auto_exposure", True, "Let the robot choose gain and exposure", dynamic=True),
+    ParamSpec("camera_gain", 1.0, "Sensor gain when camera_auto_exposure is false", "",
+              0.1, 4.0, dynamic=True),
+    ParamSpec("camera_exposure_ms", 30, "Exposure time when camera_auto_exposure is false", "ms",
+              1, 67, dynamic=True),
+    ParamSpec("camera_info_url", "", "camera_info_manager YAML (file:///path.yaml) overriding the "
+              "robot's own calibration; empty: the robot's, else a default"),
+)
+
+PARAMETERS_BY_NAME: Dict[str, ParamSpec] = {p.name: p for p in PARAMETERS}
+
+
+def defaults() -> Dict[str, Any]:
+    return {p.name: p.default for p in PARAMETERS}
+
+
+def _check_frame(value: str) -> Optional[str]:
+    if value.startswith("/"):
+        return "frame ids must not start with '/' (tf2 rejects them)"
+    if any(c.isspace() for c in value):
+        return "frame ids must not contain white space"
+    return None
+
+
+def validate_value(name: str, value: Any) -> Optional[str]:
+    """Why ``value`` is not acceptable for parameter ``name``, or None."""
+    spec = PARAMETERS_BY_NAME.get(name)
+    if spec is None:
+        return None  # not ours (e.g. qos_overrides.*, use_sim_time)
+    expected = type(spec.default)
+    if expected is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if type(value) is not expected:
+        return f"{name} must be a {spec.type_name}, got {type(value).__name__}"
+    if expected in (int, float):
+        if not math.isfinite(value):
+            return f"{name} must be finite"
+        if spec.minimum is not None and value < spec.minimum or \
+                spec.maximum is not None and value > spec.maximum:
+            unit = f" {spec.unit}" if spec.unit else ""
+            return f"{name} = {value} is outside [{spec.minimum}, {spec.maximum}]{unit}"
+    if spec.frame:
+        problem = _check_frame(value)
+        if problem:
+            return f"{name} = {value!r}: {problem}"
+        if name != "frame_prefix" and not value:
+            return f"{name} must not be empty"
+    if name in ("robot_ip", "local_ip") and not value.strip():
+        return f"{name} must not be empty"
+    return None
+
+
+def validate_all(values: Mapping[str, Any]) -> Optional[str]:
+    """Per-value checks, then the checks that involve several parameters."""
+    for name, value in values.items():
+        problem = validate_value(name, value)
+        if problem:
+            return problem
+    lo, hi = values.get("reconnect_min"), values.get("reconnect_max")
+    if lo is not None and hi is not None and lo > hi:
+        return f"reconnect_min ({lo} s) must not exceed reconnect_max ({hi} s)"
+    return None
+
+
+def validate_change(current: Mapping[str, Any], changes: Mapping[str, Any],
+                    configured: bool) -> Optional[str]:
+    """Why a set of changes is refused (None: accepted). Static parameters may
+    change only while the node is not configured."""
+    if configured:
+        for name, value in changes.items():
+            spec = PARAMETERS_BY_NAME.get(name)
+            if spec is not None and not spec.dynamic and value != current.get(name):
+                return (f"{name} takes effect at configure: deactivate and clean up the node "
+                        "first (or restart it with the new value)")
+    merged = dict(current)
+    merged.update(changes)
+    return validate_all({k: merged[k] for k in merged if k in PARAMETERS_BY_NAME})
+
+
+def full_frame_id(prefix: str, frame: str) -> str:
+    """The frame id with the prefix (no leading '/')."""
+    return (prefix + frame).lstrip("/")

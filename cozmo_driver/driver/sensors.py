@@ -1,0 +1,143 @@
+"""Robot sensor readings turned into SI quantities: IMU, battery, joints, status flags.
+
+Conventions (REP-103): the robot's body axes are x forward, y left, z up, the
+same as ``base_link`` and ``imu_link``; the accelerometer reports specific force
+in mm/s^2 (about +9810 on z when standing flat), converted here to m/s^2.
+Cozmo's ``pose_pitch_rad`` is positive nose-up (a positive pitch goes with a
+positive forward specific force), while a positive ROS pitch (about +y, y to
+the left) is nose-down: :func:`imu_from_state` negates it.
+
+Battery percentage (:func:`battery_percentage`): piecewise linear in the
+voltage of Cozmo's single LiPo cell, 3.5 V -> 0.0 and 4.1 V -> 1.0, clamped
+outside. It is a rough open-circuit estimate: it reads high while charging and
+low under load. Pure.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import List, Tuple
+
+from ..robot_geometry import lift_height_to_angle
+from .odometry import quaternion_from_rpy
+
+__all__ = [
+    "StatusFlag",
+    "STATUS_FLAG_NAMES",
+    "status_flags_dict",
+    "BATTERY_EMPTY_V",
+    "BATTERY_FULL_V",
+    "battery_percentage",
+    "power_supply_status",
+    "ImuReading",
+    "imu_from_state",
+    "GYRO_SIGMA_RADPS",
+    "ACCEL_SIGMA_MPS2",
+    "joint_positions",
+]
+
+
+class StatusFlag:
+    """Bits of RobotState.status (the robot's RobotStatusFlag enumeration)."""
+
+    IS_MOVING = 0x1
+    IS_CARRYING_BLOCK = 0x2
+    IS_PICKING_OR_PLACING = 0x4
+    IS_PICKED_UP = 0x8
+    IS_BODY_ACC_MODE = 0x10
+    IS_FALLING = 0x20
+    IS_ANIMATING = 0x40
+    IS_PATHING = 0x80
+    LIFT_IN_POS = 0x100
+    HEAD_IN_POS = 0x200
+    IS_ANIM_BUFFER_FULL = 0x400
+    IS_ANIMATING_IDLE = 0x800
+    IS_ON_CHARGER = 0x1000
+    IS_CHARGING = 0x2000
+    CLIFF_DETECTED = 0x4000
+    ARE_WHEELS_MOVING = 0x8000
+    IS_CHARGER_OOS = 0x10000
+
+
+#: (field name of cozmo_interfaces/RobotStatus, bit) for every flag
+STATUS_FLAG_NAMES: Tuple[Tuple[str, int], ...] = tuple(
+    (name.lower(), value) for name, value in vars(StatusFlag).items() if name.isupper())
+
+
+def status_flags_dict(status: int) -> dict:
+    """{'is_moving': bool, ...} for every known flag."""
+    return {name: bool(status & bit) for name, bit in STATUS_FLAG_NAMES}
+
+
+BATTERY_EMPTY_V = 3.5
+BATTERY_FULL_V = 4.1
+
+
+def battery_percentage(voltage_v: float) -> float:
+    """State-of-charge estimate 0.0..1.0 from the cell voltage (NaN if the voltage is not finite)."""
+    if not math.isfinite(voltage_v):
+        return math.nan
+    fraction = (voltage_v - BATTERY_EMPTY_V) / (BATTERY_FULL_V - BATTERY_EMPTY_V)
+    return min(1.0, max(0.0, fraction))
+
+
+def power_supply_status(status: int) -> str:
+    """'CHARGING', 'FULL', 'NOT_CHARGING' or 'DISCHARGING' (the suffixes of
+    sensor_msgs/BatteryState POWER_SUPPLY_STATUS_*) from the status flags.
+
+    On the charger without charging means the battery is full, unless the robot
+    reports the charger out of spec (then NOT_CHARGING)."""
+    if status & StatusFlag.IS_CHARGING:
+        return "CHARGING"
+    if status & StatusFlag.IS_ON_CHARGER:
+        return "NOT_CHARGING" if status & StatusFlag.IS_CHARGER_OOS else "FULL"
+    return "DISCHARGING"
+
+
+#: estimated 1-sigma noise of the gyro and the accelerometer (no datasheet values published)
+GYRO_SIGMA_RADPS = 0.01
+ACCEL_SIGMA_MPS2 = 0.1
+# orientation: roll is not reported (assumed level), pitch comes from the
+# accelerometer, yaw is dead-reckoned like the odometry.
+_ROLL_VAR = 0.1 ** 2
+_PITCH_VAR = 0.02 ** 2
+_YAW_VAR = 0.05 ** 2
+
+
+@dataclass(frozen=True)
+class ImuReading:
+    orientation: Tuple[float, float, float, float]          # x, y, z, w
+    orientation_covariance: List[float]
+    angular_velocity: Tuple[float, float, float]             # rad/s
+    angular_velocity_covariance: List[float]
+    linear_acceleration: Tuple[float, float, float]          # m/s^2
+    linear_acceleration_covariance: List[float]
+
+
+def _diag3(a: float, b: float, c: float) -> List[float]:
+    return [a, 0.0, 0.0, 0.0, b, 0.0, 0.0, 0.0, c]
+
+
+def imu_from_state(state, yaw_rad: float) -> ImuReading:
+    """An IMU reading from a RobotState; ``yaw_rad`` is the heading to report
+    (the driver passes its continuous odometry yaw, so IMU and odom agree)."""
+    pitch = -float(state.pose_pitch_rad)
+    gv = GYRO_SIGMA_RADPS ** 2
+    av = ACCEL_SIGMA_MPS2 ** 2
+    return ImuReading(
+        orientation=quaternion_from_rpy(0.0, pitch, yaw_rad),
+        orientation_covariance=_diag3(_ROLL_VAR, _PITCH_VAR, _YAW_VAR),
+        angular_velocity=(float(state.gyro_x_radps), float(state.gyro_y_radps),
+                          float(state.gyro_z_radps)),
+        angular_velocity_covariance=_diag3(gv, gv, gv),
+        linear_acceleration=(float(state.accel_x_mmps2) / 1000.0,
+                             float(state.accel_y_mmps2) / 1000.0,
+                             float(state.accel_z_mmps2) / 1000.0),
+        linear_acceleration_covariance=_diag3(av, av, av),
+    )
+
+
+def joint_positions(state) -> Tuple[float, float]:
+    """(head joint rad, lift joint rad) from a RobotState."""
+    return float(state.head_angle_rad), lift_height_to_angle(float(state.lift_height_mm) / 1000.0)

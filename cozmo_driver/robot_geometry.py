@@ -1,0 +1,83 @@
+"""Cozmo's body in numbers, in SI units (metres, radians, seconds): the one place.
+
+The driver (kinematics, clamping, joint states) and the robot description
+(URDF, ``cozmo_description``) take their dimensions and limits from here; the
+protocol keeps its own units (mm, mm/s) and the driver converts at its boundary.
+
+Lift geometry
+-------------
+The lift is a parallel arm of length :data:`LIFT_ARM_LENGTH_M` turning about a
+pivot :data:`LIFT_PIVOT_HEIGHT_M` above the ground. The protocol reports and
+commands the lift as a *height* (of the arm's end above the ground, mm); the
+joint is the arm's angle above the horizontal::
+
+    height = LIFT_PIVOT_HEIGHT_M + LIFT_ARM_LENGTH_M * sin(angle)
+
+Checked against the limits: the lowest height, 32 mm, is an angle of
+asin((32 - 45) / 66) = -0.198 rad (-11.4 deg); the highest, 92 mm, is
+asin((92 - 45) / 66) = 0.793 rad (45.4 deg). Both lie well inside the arm's
+reach (|sin| <= 1), and the relation is monotonic over that range, so every
+height has exactly one angle.
+
+Pure: no ROS, no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+
+__all__ = [
+    "TRACK_WIDTH_M",
+    "MAX_WHEEL_SPEED_MPS",
+    "HEAD_MIN_ANGLE_RAD",
+    "HEAD_MAX_ANGLE_RAD",
+    "HEAD_MAX_SPEED_RADPS",
+    "LIFT_MIN_HEIGHT_M",
+    "LIFT_MAX_HEIGHT_M",
+    "LIFT_ARM_LENGTH_M",
+    "LIFT_PIVOT_HEIGHT_M",
+    "LIFT_MIN_ANGLE_RAD",
+    "LIFT_MAX_ANGLE_RAD",
+    "LIFT_MAX_SPEED_RADPS",
+    "BATTERY_CELLS",
+    "lift_height_to_angle",
+    "lift_angle_to_height",
+]
+
+#: distance between the two treads' contact lines (differential-drive track)
+TRACK_WIDTH_M = 0.045
+#: fastest either tread can go
+MAX_WHEEL_SPEED_MPS = 0.2
+
+#: head tilt limits (positive looks up)
+HEAD_MIN_ANGLE_RAD = math.radians(-25.0)
+HEAD_MAX_ANGLE_RAD = math.radians(44.5)
+#: fastest head speed the driver asks for
+HEAD_MAX_SPEED_RADPS = 15.0
+
+#: lift height limits (arm end above the ground)
+LIFT_MIN_HEIGHT_M = 0.032
+LIFT_MAX_HEIGHT_M = 0.092
+LIFT_ARM_LENGTH_M = 0.066
+LIFT_PIVOT_HEIGHT_M = 0.045
+#: fastest lift speed the driver asks for (arm angle)
+LIFT_MAX_SPEED_RADPS = 10.0
+
+#: the battery is one LiPo cell
+BATTERY_CELLS = 1
+
+
+def lift_height_to_angle(height_m: float) -> float:
+    """Arm angle (rad above horizontal) of a lift height (m); heights outside the
+    limits are clamped to them first."""
+    height = min(max(height_m, LIFT_MIN_HEIGHT_M), LIFT_MAX_HEIGHT_M)
+    return math.asin((height - LIFT_PIVOT_HEIGHT_M) / LIFT_ARM_LENGTH_M)
+
+
+def lift_angle_to_height(angle_rad: float) -> float:
+    """Lift height (m) of an arm angle (rad above horizontal)."""
+    return LIFT_PIVOT_HEIGHT_M + LIFT_ARM_LENGTH_M * math.sin(angle_rad)
+
+
+LIFT_MIN_ANGLE_RAD = lift_height_to_angle(LIFT_MIN_HEIGHT_M)
+LIFT_MAX_ANGLE_RAD = lift_height_to_angle(LIFT_MAX_HEIGHT_M)

@@ -1,0 +1,1148 @@
+"""``cozmo_driver_node``: one Cozmo as conventional ROS 2 interfaces.
+
+The node owns the connection to one robot (:class:`cozmo_driver.client.Robot`)
+and is glue only: the logic (kinematics, odometry re-anchoring, sensor
+conversions, events, command checks, camera calibration, parameters,
+diagnostics) lives in :mod:`cozmo_driver.driver`, which has no ROS in it.
+
+Threads. The protocol runs on the robot client's I/O thread. Its listener
+(:meth:`CozmoDriverNode._on_robot_event`) keeps only what the node publishes,
+stamps it, appends it to a thread-safe deque and triggers a guard condition;
+the executor then runs :meth:`CozmoDriverNode._drain`, which publishes. No
+thread polls. Camera chunks are joined on the I/O thread (cheap) so that only
+whole images cross. Commands go the other way with ``Robot.post`` (queued to
+the I/O thread, never blocking the executor).
+
+Lifecycle (rclpy.lifecycle, Humble and later): configure creates the robot
+client and the ROS interfaces, activate connects (and reconnects by itself with
+back-off until cleanup) and publishes, deactivate stops every motor and stops
+publishing robot data (commands are refused), cleanup disconnects. With
+``autostart`` (the default) the node configures and activates itself, so
+``ros2 run cozmo_driver cozmo_driver_node`` just works. ``/diagnostics`` and
+``link_status`` keep reporting while inactive.
+
+Names are relative (under the node's namespace) except the standard absolute
+``/tf`` and ``/diagnostics``. See README.md, section "Driver node", for every
+topic, service and parameter.
+"""
+
+from __future__ import annotations
+
+import copy
+import gc
+import logging
+import math
+import sys
+import time
+from collections import deque
+from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
+
+import rclpy
+from builtin_interfaces.msg import Time as TimeMsg
+from cozmo_interfaces.msg import (BackpackLights, HeadAngle, LiftHeight, LinkStatus, RobotEvent,
+                                  RobotInfo, RobotStatus)
+from cozmo_interfaces.srv import SetEmergencyStop
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import TransformStamped, Twist, TwistStamped
+from nav_msgs.msg import Odometry
+from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
+                                SetParametersResult)
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+from rclpy.qos import (QoSDurabilityPolicy, QoSHistoryPolicy, QoSProfile, QoSReliabilityPolicy,
+                       qos_profile_sensor_data)
+from sensor_msgs.msg import BatteryState, CameraInfo, CompressedImage, Image, Imu, JointState
+from std_msgs.msg import Bool, Float32, Float64
+from std_srvs.srv import Trigger
+from tf2_msgs.msg import TFMessage
+
+from .. import robot_geometry as geo
+from ..client import ClientConfig, LinkState, LinkStateChanged, Robot, RobotReady
+from ..driver import camera_info as caminfo
+from ..driver.commands import (CommandError, check_frame, clamp, require_finite, rgb555,
+                               volume_level)
+from ..driver.diagnostics import link_report, robot_report
+from ..driver.events import EventDetector, RobotEventData
+from ..driver.kinematics import twist_to_wheels, wheels_to_twist
+from ..driver.odometry import OdometryTracker, pose_covariance, twist_covariance
+from ..driver.parameters import PARAMETERS, full_frame_id, validate_all, validate_change
+from ..driver.sensors import (STATUS_FLAG_NAMES, StatusFlag, battery_percentage, imu_from_state,
+                              joint_positions, power_supply_status)
+from ..protocol import messages as msgs
+from ..protocol.camera import ImageAssembler, decode_to_array, image_to_jpeg, is_half_width_color
+from ..protocol.errors import CozmoError, RemoteProtocolError
+from ..protocol.nvstorage import (CAMERA_CALIB_SIZE, NV_TAG_CAMERA_CALIB, NvReadAssembler,
+                                  decode_camera_calibration)
+from ..protocol.session import MessageReceived, SessionConfig
+
+try:  # Galactic and later; the fallback keeps plain QoS
+    from rclpy.qos_overriding_options import QoSOverridingOptions
+except ImportError:  # pragma: no cover - depends on the ROS 2 release
+    QoSOverridingOptions = None
+
+try:
+    from rclpy.executors import ExternalShutdownException
+except ImportError:  # pragma: no cover - older rclpy
+    class ExternalShutdownException(Exception):
+        pass
+
+__all__ = ["CozmoDriverNode", "main"]
+
+_ImageSendMode = msgs.ENUMS["ImageSendMode"]
+_ImageResolution = msgs.ENUMS["ImageResolution"]
+_NvOperation = msgs.ENUMS["NvOperation"]
+_LightState = msgs.STRUCTS["LightState"]
+
+# What the I/O thread hands to the executor.
+_STATE, _IMAGE, _MESSAGE, _LINK, _READY, _NV = range(6)
+_EVENT_MESSAGES = frozenset(("RobotPoked", "RobotDelocalized", "FallingStarted", "FallingStopped",
+                             "ButtonPressed"))
+_LINK_STATUS = {
+    LinkState.DISCONNECTED: LinkStatus.DISCONNECTED,
+    LinkState.CONNECTING: LinkStatus.CONNECTING,
+    LinkState.INITIALIZING: LinkStatus.CONNECTING,
+    LinkState.READY: LinkStatus.CONNECTED,
+    LinkState.LOST: LinkStatus.LOST,
+}
+_DEFAULT_STATE = msgs.RobotState()
+_BATTERY_PERIOD_S = 1.0
+_GIL_SWITCH_INTERVAL_S = 0.0005
+_WARN_PERIOD_S = 2.0
+
+
+def _qos(depth: int, reliable: bool = True, latched: bool = False) -> QoSProfile:
+    return QoSProfile(
+        history=QoSHistoryPolicy.KEEP_LAST, depth=depth,
+        reliability=QoSReliabilityPolicy.RELIABLE if reliable else QoSReliabilityPolicy.BEST_EFFORT,
+        durability=QoSDurabilityPolicy.TRANSIENT_LOCAL if latched else QoSDurabilityPolicy.VOLATILE)
+
+
+#: QoS by kind (house style): sensor streams best effort, state reliable, facts latched.
+QOS_SENSOR = qos_profile_sensor_data
+QOS_STATE = _qos(10)
+QOS_EVENTS = _qos(100)
+QOS_LATCHED = _qos(1, latched=True)
+QOS_COMMAND = _qos(1)
+#: the standard tf QoS (what tf2_ros's TransformBroadcaster uses)
+QOS_TF = _qos(100)
+
+
+def _transition(method):
+    """Log an exception of a lifecycle callback (rclpy would turn it into a bare ERROR)."""
+    def wrapper(self, state):
+        try:
+            return method(self, state)
+        except Exception as exc:  # noqa: BLE001 - reported, and the transition fails
+            self.get_logger().error(f"{method.__name__} failed: {exc!r}")
+            return TransitionCallbackReturn.ERROR
+    wrapper.__name__ = method.__name__
+    wrapper.__doc__ = method.__doc__
+    return wrapper
+
+
+def _descriptor(spec) -> ParameterDescriptor:
+    unit = f" [{spec.unit}]" if spec.unit else ""
+    change = "changeable at run time" if spec.dynamic else "takes effect at configure"
+    desc = ParameterDescriptor(description=f"{spec.description}{unit} ({change})")
+    if isinstance(spec.default, float):
+        desc.floating_point_range = [FloatingPointRange(from_value=float(spec.minimum),
+                                                        to_value=float(spec.maximum), step=0.0)]
+    elif isinstance(spec.default, int) and not isinstance(spec.default, bool) \
+            and spec.minimum is not None:
+        desc.integer_range = [IntegerRange(from_value=int(spec.minimum),
+                                           to_value=int(spec.maximum), step=1)]
+    return desc
+
+
+class CozmoDriverNode(LifecycleNode):
+    """The driver of one Cozmo. See the module docstring."""
+
+    def __init__(self, node_name: str = "cozmo_driver", **kwargs: Any) -> None:
+        super().__init__(node_name, **kwargs)
+        for spec in PARAMETERS:
+            self.declare_parameter(spec.name, spec.default, _descriptor(spec))
+        self._params: Dict[str, Any] = {spec.name: self.get_parameter(spec.name).value
+                                        for spec in PARAMETERS}
+        problem = validate_all(self._params)
+        if problem:
+            raise ValueError(f"invalid parameters: {problem}")
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+
+        self._robot: Optional[Robot] = None
+        self._configured = False
+        self._active = False
+        self._closed = False
+        self._queue: Deque[Tuple[int, Any, Any]] = deque()
+        self._images: Deque[Tuple[Any, Any]] = deque(maxlen=2)
+        self._guard = None
+        self._assembler = ImageAssembler()
+        self._nv = NvReadAssembler()
+        self._entities: List[Tuple[Callable[[Any], Any], Any]] = []
+        self._pub: Dict[str, Any] = {}
+        self._watchdog = None
+        self._diag_timer = None
+
+        self._tracker = OdometryTracker()
+        self._msgs: Dict[str, Any] = {}
+        self._events = EventDetector()
+        self._link_state = LinkState.DISCONNECTED
+        self._ever_ready = False
+        self._estop = False
+        self._last_drive_nonzero = False
+        self._refused = 0
+        self._images_dropped = 0
+        self._state_count = 0
+        self._rate_mark: Tuple[float, int] = (time.monotonic(), 0)
+        self._state_rate = 0.0
+        self._yaw_diff = None  # mean |tread yaw rate - gyro z|, exponentially weighted
+        self._battery_v: Optional[float] = None
+        self._last_battery = 0.0
+        self._warned: Dict[str, float] = {}
+        self._calibration: Optional[caminfo.CameraInfoData] = None  # from the robot
+        self._camera_file: Optional[caminfo.CameraInfoData] = None  # from camera_info_url
+        self._info_cache: Dict[Tuple[int, int], CameraInfo] = {}
+        self._robot_info: Optional[RobotInfo] = None
+        # outputs re-applied on every new connection (a rebooted robot forgets them)
+        self._head_light: Optional[bool] = None
+        self._volume: Optional[int] = None
+        self._lights: Optional[Tuple[Any, Any]] = None
+
+    # ------------------------------------------------------------------ parameters
+
+    @property
+    def autostart(self) -> bool:
+        return bool(self._params["autostart"])
+
+    @property
+    def connected(self) -> bool:
+        """True while the robot is connected and streaming (as the executor has seen it)."""
+        return self._link_state is LinkState.READY
+
+    def _on_set_parameters(self, parameters) -> SetParametersResult:
+        changes = {p.name: p.value for p in parameters if p.name in self._params}
+        if not changes:
+            return SetParametersResult(successful=True)
+        problem = validate_change(self._params, changes, self._configured)
+        if problem:
+            return SetParametersResult(successful=False, reason=problem)
+        old = dict(self._params)
+        self._params.update(changes)
+        if self._configured:
+            self._apply_dynamic(old)
+        return SetParametersResult(successful=True)
+
+    def _apply_dynamic(self, old: Dict[str, Any]) -> None:
+        p = self._params
+        if p["cmd_vel_timeout"] != old["cmd_vel_timeout"]:
+            self._make_watchdog()
+        if any(p[k] != old[k] for k in ("camera_enabled", "camera_color", "camera_auto_exposure",
+                                        "camera_gain", "camera_exposure_ms")):
+            self._send_camera_config()
+        if p["stop_on_cliff"] != old["stop_on_cliff"]:
+            self._post_if_ready(msgs.EnableStopOnCliff(enable=bool(p["stop_on_cliff"])))
+
+    def _frame(self, name: str) -> str:
+        return full_frame_id(self._params["frame_prefix"], self._params[name])
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> bool:
+        """Configure and activate (what ``autostart`` does); True on success."""
+        if self.trigger_configure() != TransitionCallbackReturn.SUCCESS:
+            return False
+        return self.trigger_activate() == TransitionCallbackReturn.SUCCESS
+
+    @_transition
+    def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
+        p = self._params
+        config = ClientConfig(session=SessionConfig(peer_timeout=float(p["peer_timeout"])),
+                              reconnect_min=float(p["reconnect_min"]),
+                              reconnect_max=float(p["reconnect_max"]),
+                              ready_timeout=float(p["ready_timeout"]))
+        self._robot = Robot(p["robot_ip"], int(p["robot_port"]), local_host=p["local_ip"],
+                            local_port=int(p["local_port"]), config=config,
+                            name=self.get_fully_qualified_name())
+        self._camera_file = None
+        if p["camera_info_url"]:
+            try:
+                self._camera_file = caminfo.load_camera_info_url(p["camera_info_url"])
+                self.get_logger().info(f"camera calibration from {p['camera_info_url']}")
+            except caminfo.CameraInfoError as exc:
+                self.get_logger().warning(f"{exc}; using the robot's calibration instead")
+        self._info_cache.clear()
+        self._create_interfaces()
+        self._robot.add_listener(self._on_robot_event)
+        self._configured = True
+        self.get_logger().info(f"configured for the robot at {p['robot_ip']}:{p['robot_port']}")
+        return TransitionCallbackReturn.SUCCESS
+
+    @_transition
+    def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        robot = self._robot
+        if robot is None:
+            return TransitionCallbackReturn.FAILURE
+        if not robot.transport.running:
+            try:
+                robot.start()
+            except CozmoError as exc:
+                self.get_logger().error(f"cannot open the link to the robot: {exc}")
+                return TransitionCallbackReturn.FAILURE
+            self.get_logger().info(
+                f"connecting to the robot at {self._params['robot_ip']}:{self._params['robot_port']}"
+                f" from UDP {robot.transport.local_address[0]}:{robot.transport.local_address[1]}")
+        self._active = True
+        if robot.state is LinkState.READY:
+            self._on_connection_ready(resend_only=True)
+        self._publish_link_status()
+        return super().on_activate(state)
+
+    @_transition
+    def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._active = False
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+        self._post_if_ready(msgs.StopAllMotors())
+        self._last_drive_nonzero = False
+        self.get_logger().info("deactivated: motors stopped, publishing paused, commands refused")
+        return super().on_deactivate(state)
+
+    @_transition
+    def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._release()
+        return TransitionCallbackReturn.SUCCESS
+
+    @_transition
+    def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._release()
+        return TransitionCallbackReturn.SUCCESS
+
+    @_transition
+    def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._release()
+        return TransitionCallbackReturn.SUCCESS
+
+    def _release(self) -> None:
+        """Stop the motors, disconnect, join the I/O thread, destroy the interfaces."""
+        self._active = False
+        robot, self._robot = self._robot, None
+        if robot is not None:
+            try:
+                robot.remove_listener(self._on_robot_event)
+            except ValueError:
+                pass
+            try:
+                robot.stop()
+            except CozmoError as exc:
+                self._log(logging.WARNING, f"stopping the link: {exc}")
+            self._log(logging.INFO, "disconnected from the robot (motors stopped)")
+        self._destroy_interfaces()
+        self._configured = False
+        self._queue.clear()
+        self._images.clear()
+        self._link_state = LinkState.DISCONNECTED
+
+    def _log(self, level: int, text: str) -> None:
+        """Log through rclpy, or to stderr once the context is shut down (Ctrl-C)."""
+        if self.context.ok():
+            (self.get_logger().warning if level >= logging.WARNING else self.get_logger().info)(text)
+        else:
+            print(f"[{logging.getLevelName(level)}] [{self.get_name()}]: {text}", file=sys.stderr)
+
+    def close(self) -> None:
+        """Release everything (idempotent); called on shutdown before destroy_node."""
+        if not self._closed:
+            self._closed = True
+            self._release()
+
+    def destroy_node(self) -> None:
+        self.close()
+        super().destroy_node()
+
+    # ------------------------------------------------------------------ ROS interfaces
+
+    def _publisher(self, key: str, msg_type, topic: str, qos: QoSProfile,
+                   overridable: bool = True) -> None:
+        kwargs = {}
+        if overridable and QoSOverridingOptions is not None:
+            kwargs["qos_overriding_options"] = QoSOverridingOptions.with_default_policies()
+        # a copy: QoS overrides are applied to the profile object in place
+        pub = self.create_publisher(msg_type, topic, copy.copy(qos), **kwargs)
+        self._pub[key] = pub
+        self._entities.append((self.destroy_publisher, pub))
+
+    def _subscription(self, msg_type, topic: str, callback, qos: QoSProfile = QOS_COMMAND) -> None:
+        kwargs = {}
+        if QoSOverridingOptions is not None:
+            kwargs["qos_overriding_options"] = QoSOverridingOptions.with_default_policies()
+        sub = self.create_subscription(msg_type, topic, callback, copy.copy(qos), **kwargs)
+        self._entities.append((self.destroy_subscription, sub))
+
+    def _create_interfaces(self) -> None:
+        self._publisher("odom", Odometry, "odom", QOS_STATE)
+        self._publisher("tf", TFMessage, "/tf", QOS_TF, overridable=False)
+        self._publisher("imu", Imu, "imu/data", QOS_SENSOR)
+        self._publisher("joints", JointState, "joint_states", QOS_STATE)
+        self._publisher("battery", BatteryState, "battery_state", QOS_STATE)
+        self._publisher("status", RobotStatus, "status", QOS_STATE)
+        self._publisher("events", RobotEvent, "events", QOS_EVENTS)
+        self._publisher("info", RobotInfo, "robot_info", QOS_LATCHED)
+        self._publisher("link", LinkStatus, "link_status", QOS_LATCHED)
+        self._publisher("diagnostics", DiagnosticArray, "/diagnostics", QOS_STATE, overridable=False)
+        self._publisher("compressed", CompressedImage, "camera/image_raw/compressed", QOS_SENSOR)
+        self._publisher("image", Image, "camera/image_raw", QOS_SENSOR)
+        self._publisher("camera_info", CameraInfo, "camera/camera_info", QOS_SENSOR)
+        if self._params["cmd_vel_stamped"]:
+            self._subscription(TwistStamped, "cmd_vel", self._on_cmd_vel_stamped)
+        else:
+            self._subscription(Twist, "cmd_vel", self._on_cmd_vel)
+        self._subscription(HeadAngle, "head/angle", self._on_head_angle)
+        self._subscription(LiftHeight, "lift/height", self._on_lift_height)
+        self._subscription(Float64, "head/velocity", self._on_head_velocity)
+        self._subscription(Float64, "lift/velocity", self._on_lift_velocity)
+        self._subscription(BackpackLights, "backpack_lights", self._on_backpack_lights)
+        self._subscription(Bool, "head_light", self._on_head_light)
+        self._subscription(Float32, "volume", self._on_volume)
+        for srv_type, name, callback in ((SetEmergencyStop, "emergency_stop", self._on_emergency_stop),
+                                         (Trigger, "reset_odometry", self._on_reset_odometry)):
+            srv = self.create_service(srv_type, name, callback)
+            self._entities.append((self.destroy_service, srv))
+        self._build_messages()
+        self._guard = self.create_guard_condition(self._drain)
+        self._entities.append((self.destroy_guard_condition, self._guard))
+        self._diag_timer = self.create_timer(1.0, self._on_diagnostics_timer)
+        self._entities.append((self.destroy_timer, self._diag_timer))
+        self._make_watchdog()
+
+    def _build_messages(self) -> None:
+        """The messages published per robot state, with their constant fields set."""
+        odom = Odometry()
+        odom.header.frame_id = self._frame("odom_frame")
+        odom.child_frame_id = self._frame("base_frame")
+        tf = TransformStamped()
+        tf.header.frame_id = odom.header.frame_id
+        tf.child_frame_id = odom.child_frame_id
+        imu = Imu()
+        imu.header.frame_id = self._frame("imu_frame")
+        reading = imu_from_state(_DEFAULT_STATE, 0.0)
+        imu.orientation_covariance = reading.orientation_covariance
+        imu.angular_velocity_covariance = reading.angular_velocity_covariance
+        imu.linear_acceleration_covariance = reading.linear_acceleration_covariance
+        joints = JointState()
+        joints.name = ["head_joint", "lift_joint"]
+        status = RobotStatus()
+        status.header.frame_id = self._frame("base_link_frame")
+        status.status_flags = 0
+        self._msgs = {"odom": odom, "tf_transform": tf, "tf": TFMessage(transforms=[tf]),
+                      "imu": imu, "joints": joints, "status": status}
+
+    def _make_watchdog(self) -> None:
+        if self._watchdog is not None:
+            self.destroy_timer(self._watchdog)
+            self._watchdog = None
+        timeout = float(self._params["cmd_vel_timeout"])
+        if timeout > 0:
+            self._watchdog = self.create_timer(timeout, self._on_watchdog)
+            self._watchdog.cancel()
+
+    def _destroy_interfaces(self) -> None:
+        if self._watchdog is not None:
+            self.destroy_timer(self._watchdog)
+            self._watchdog = None
+        for destroy, entity in reversed(self._entities):
+            destroy(entity)
+        self._entities.clear()
+        self._pub.clear()
+        self._guard = None
+        self._diag_timer = None
+
+    # ------------------------------------------------------------------ I/O thread
+
+    def _on_robot_event(self, event: Any) -> None:
+        """Runs on the robot client's I/O thread: keep what is published, hand it over."""
+        if isinstance(event, MessageReceived):
+            message = event.message
+            name = message.NAME
+            if name == "RobotState":
+                item = (_STATE, self.get_clock().now(), message)
+            elif name == "ImageChunk":
+                try:
+                    image = self._assembler.push_chunk(message)
+                except RemoteProtocolError:
+                    return  # counted by the assembler, shown in /diagnostics
+                if image is None:
+                    return
+                if len(self._images) == self._images.maxlen:
+                    self._images_dropped += 1
+                self._images.append((self.get_clock().now(), image))
+                item = (_IMAGE, None, None)
+            elif name in _EVENT_MESSAGES:
+                item = (_MESSAGE, self.get_clock().now(), message)
+            elif name == "NvStorageOpResult":
+                item = (_NV, None, message)
+            else:
+                return
+        elif isinstance(event, LinkStateChanged):
+            if event.state is not LinkState.READY:
+                self._assembler.reset()
+                self._images.clear()
+            item = (_LINK, None, event)
+        elif isinstance(event, RobotReady):
+            item = (_READY, None, event.info)
+        else:
+            return
+        self._queue.append(item)
+        guard = self._guard
+        if guard is not None:
+            guard.trigger()
+
+    # ------------------------------------------------------------------ executor side
+
+    def _drain(self) -> None:
+        """Guard-condition callback: publish everything the I/O thread handed over."""
+        queue = self._queue
+        while queue:
+            try:
+                kind, stamp, payload = queue.popleft()
+            except IndexError:
+                return
+            if self._robot is None:
+                return
+            if kind == _STATE:
+                self._on_state(stamp, payload)
+            elif kind == _IMAGE:
+                while self._images:
+                    try:
+                        stamp, image = self._images.popleft()
+                    except IndexError:
+                        break
+                    self._on_image(stamp, image)
+            elif kind == _MESSAGE:
+                self._publish_events(stamp, self._events.on_message(payload))
+            elif kind == _LINK:
+                self._on_link_state(payload)
+            elif kind == _READY:
+                self._on_robot_ready(payload)
+            elif kind == _NV:
+                self._on_nv_result(payload)
+
+    def _on_link_state(self, event: LinkStateChanged) -> None:
+        previous, self._link_state = self._link_state, event.state
+        log = self.get_logger()
+        p = self._params
+        where = f"{p['robot_ip']}:{p['robot_port']}"
+        if event.state is LinkState.LOST:
+            if previous is LinkState.READY:
+                self._last_drive_nonzero = False
+                if self._watchdog is not None:
+                    self._watchdog.cancel()
+                log.warning(f"lost the robot at {where} ({event.reason}). Odometry, camera and "
+                            "status pause until it is back. Is the robot switched on, and this "
+                            "computer on its Wi-Fi?")
+            else:
+                self._warn_throttled("connect", f"the robot at {where} does not answer: "
+                                     f"{event.reason}", 10.0, info=True)
+        elif event.state is LinkState.DISCONNECTED:
+            log.info(f"disconnected from the robot at {where}: {event.reason}")
+        else:
+            log.debug(f"link {event.state.value}: {event.reason}")
+        self._publish_link_status()
+
+    def _on_robot_ready(self, info) -> None:
+        self._tracker.new_connection()
+        msg = RobotInfo()
+        msg.firmware_version = str(info.firmware_version) if info.firmware_version is not None else ""
+        msg.firmware_build_type = info.firmware_build or ""
+        msg.firmware_signature_json = info.firmware_signature or ""
+        msg.head_serial = int(info.head_serial or 0)
+        msg.body_serial = int(info.body_serial or 0)
+        msg.body_hw_version = int(info.body_hw_version or 0)
+        msg.body_color = info.body_color or "UNKNOWN"
+        self._robot_info = msg
+        self._pub["info"].publish(msg)
+        again = " again" if self._ever_ready else ""
+        self._ever_ready = True
+        self.get_logger().info(
+            f"connected{again} to Cozmo at {self._params['robot_ip']}:{self._params['robot_port']}: "
+            f"firmware {msg.firmware_version} ({msg.firmware_build_type}), head serial "
+            f"{msg.head_serial:08x}, body serial {msg.body_serial:08x}, hardware "
+            f"v{msg.body_hw_version}, {msg.body_color}")
+        self._on_connection_ready(resend_only=False)
+
+    def _on_connection_ready(self, resend_only: bool) -> None:
+        """Bring a (re)connected robot to the state the node wants."""
+        robot = self._robot
+        if robot is None:
+            return
+        if self._estop or not self._active:
+            robot.post(msgs.StopAllMotors())
+        self._send_camera_config()
+        robot.post(msgs.EnableStopOnCliff(enable=bool(self._params["stop_on_cliff"])))
+        if self._head_light is not None:
+            robot.post(msgs.SetHeadLight(enable=self._head_light))
+        if self._volume is not None:
+            robot.post(msgs.SetRobotVolume(level=self._volume))
+        if self._lights is not None:
+            robot.post(self._lights[0])
+            robot.post(self._lights[1])
+        if not resend_only:
+            self._nv.reset()
+            robot.post(msgs.NvStorageOp(tag=NV_TAG_CAMERA_CALIB, length=CAMERA_CALIB_SIZE,
+                                        op=_NvOperation.NVOP_READ, unknown=0, data=b""))
+
+    def _on_nv_result(self, message) -> None:
+        try:
+            result = self._nv.push(message)
+        except RemoteProtocolError as exc:
+            self.get_logger().warning(f"NV storage read: {exc}")
+            return
+        if result is None or result.tag != NV_TAG_CAMERA_CALIB:
+            return
+        if not result.ok:
+            self.get_logger().warning(
+                f"the robot has no camera calibration (NV result {result.result}): "
+                "camera_info uses the default intrinsics")
+            return
+        try:
+            info = caminfo.from_calibration(decode_camera_calibration(result.data))
+        except (RemoteProtocolError, caminfo.CameraInfoError) as exc:
+            self.get_logger().warning(f"camera calibration from the robot unusable ({exc}): "
+                                      "camera_info uses the default intrinsics")
+            return
+        self._calibration = info
+        self._info_cache.clear()
+        self.get_logger().info(
+            f"camera calibration read from the robot: fx {info.k[0]:.1f} fy {info.k[4]:.1f} "
+            f"cx {info.k[2]:.1f} cy {info.k[5]:.1f} px at {info.width}x{info.height}")
+
+    # --- robot state
+
+    def _on_state(self, stamp, state) -> None:
+        self._state_count += 1
+        t = stamp.nanoseconds * 1e-9
+        pose, reason = self._tracker.update(
+            (int(state.pose_frame_id), int(state.pose_origin_id)),
+            state.pose_x_mm / 1000.0, state.pose_y_mm / 1000.0, state.pose_angle_rad, t)
+        if reason is not None:
+            self.get_logger().info(
+                f"odometry re-anchored ({reason}): odom continues from x {pose.x:.3f} m, "
+                f"y {pose.y:.3f} m, yaw {pose.yaw:.3f} rad")
+        flags = int(state.status)
+        events = self._events.on_status(flags)
+        v, w = wheels_to_twist(state.lwheel_speed_mmps / 1000.0, state.rwheel_speed_mmps / 1000.0)
+        diff = w - float(state.gyro_z_radps)
+        unreliable = bool(flags & (StatusFlag.IS_PICKED_UP | StatusFlag.IS_FALLING))
+        if not unreliable and math.isfinite(diff):
+            self._yaw_diff = abs(diff) if self._yaw_diff is None else \
+                0.95 * self._yaw_diff + 0.05 * abs(diff)
+        self._battery_v = float(state.battery_voltage_v)
+        if not self._active:
+            return
+        header_stamp = stamp.to_msg()
+        m = self._msgs  # pre-built messages: only what changes is set (publish copies)
+        qz, qw = math.sin(pose.yaw / 2.0), math.cos(pose.yaw / 2.0)
+
+        odom = m["odom"]
+        odom.header.stamp = header_stamp
+        p = odom.pose.pose
+        p.position.x, p.position.y = pose.x, pose.y
+        p.orientation.z, p.orientation.w = qz, qw
+        odom.pose.covariance = pose_covariance(self._tracker.distance_m, self._tracker.rotation_rad)
+        odom.twist.twist.linear.x = v
+        odom.twist.twist.angular.z = w
+        odom.twist.covariance = twist_covariance(diff if math.isfinite(diff) else 0.0,
+                                                 geo.TRACK_WIDTH_M, unreliable)
+        self._pub["odom"].publish(odom)
+
+        if self._params["publish_tf"]:
+            tf = m["tf_transform"]
+            tf.header.stamp = header_stamp
+            tf.transform.translation.x, tf.transform.translation.y = pose.x, pose.y
+            tf.transform.rotation.z, tf.transform.rotation.w = qz, qw
+            self._pub["tf"].publish(m["tf"])
+
+        reading = imu_from_state(state, pose.yaw)
+        imu = m["imu"]
+        imu.header.stamp = header_stamp
+        o = imu.orientation
+        o.x, o.y, o.z, o.w = reading.orientation
+        av = imu.angular_velocity
+        av.x, av.y, av.z = reading.angular_velocity
+        la = imu.linear_acceleration
+        la.x, la.y, la.z = reading.linear_acceleration
+        self._pub["imu"].publish(imu)
+
+        joints = m["joints"]
+        joints.header.stamp = header_stamp
+        joints.position = joint_positions(state)
+        self._pub["joints"].publish(joints)
+
+        status = m["status"]
+        status.header.stamp = header_stamp
+        if flags != status.status_flags:
+            for name, bit in STATUS_FLAG_NAMES:
+                setattr(status, name, bool(flags & bit))
+            status.status_flags = flags
+        status.cliff_data_raw = state.cliff_data_raw
+        status.backpack_touch_sensor_raw = int(state.backpack_touch_sensor_raw)
+        segment = int(state.curr_path_segment)
+        status.curr_path_segment = -1 if segment == 0xFF else segment
+        status.battery_voltage = float(state.battery_voltage_v)
+        self._pub["status"].publish(status)
+
+        now = t
+        if now - self._last_battery >= _BATTERY_PERIOD_S:
+            self._last_battery = now
+            self._publish_battery(header_stamp, flags, float(state.battery_voltage_v))
+        if events:
+            self._publish_events(stamp, events)
+
+    def _publish_battery(self, header_stamp: TimeMsg, flags: int, voltage: float) -> None:
+        nan = math.nan
+        msg = BatteryState()
+        msg.header.stamp = header_stamp
+        msg.header.frame_id = self._frame("base_link_frame")
+        msg.voltage = voltage
+        msg.temperature = nan
+        msg.current = nan
+        msg.charge = nan
+        msg.capacity = nan
+        msg.design_capacity = nan
+        msg.percentage = battery_percentage(voltage)
+        msg.power_supply_status = getattr(BatteryState,
+                                          "POWER_SUPPLY_STATUS_" + power_supply_status(flags))
+        msg.power_supply_health = BatteryState.POWER_SUPPLY_HEALTH_UNKNOWN
+        msg.power_supply_technology = BatteryState.POWER_SUPPLY_TECHNOLOGY_LIPO
+        msg.present = True
+        msg.cell_voltage = [voltage] * geo.BATTERY_CELLS
+        msg.cell_temperature = [nan] * geo.BATTERY_CELLS
+        msg.location = "body"
+        self._pub["battery"].publish(msg)
+
+    def _publish_events(self, stamp, events: List[RobotEventData]) -> None:
+        if not self._active or not events:
+            return
+        header_stamp = stamp.to_msg()
+        frame = self._frame("base_link_frame")
+        for event in events:
+            msg = RobotEvent()
+            msg.header.stamp = header_stamp
+            msg.header.frame_id = frame
+            msg.type = event.type
+            msg.description = event.description
+            msg.value = float(event.value)
+            self._pub["events"].publish(msg)
+            self.get_logger().info(f"robot event: {event.description}")
+
+    # --- camera
+
+    def _camera_info_for(self, width: int, height: int) -> CameraInfo:
+        cached = self._info_cache.get((width, height))
+        if cached is not None:
+            return cached
+        data = self._camera_file or self._calibration or caminfo.default_camera_info(width, height)
+        data = caminfo.scaled(data, width, height)
+        msg = CameraInfo()
+        msg.width, msg.height = data.width, data.height
+        msg.distortion_model = data.distortion_model
+        msg.d = list(data.d)
+        msg.k = list(data.k)
+        msg.r = list(data.r)
+        msg.p = list(data.p)
+        self._info_cache[(width, height)] = msg
+        return msg
+
+    def _on_image(self, stamp, image) -> None:
+        if not self._active or not self._params["camera_enabled"]:
+            return
+        try:
+            jpeg = image_to_jpeg(image)
+        except RemoteProtocolError as exc:
+            self._warn_throttled("image", f"camera image {image.image_id} dropped: {exc}")
+            return
+        header_stamp = stamp.to_msg()
+        frame = self._frame("camera_frame")
+        compressed = CompressedImage()
+        compressed.header.stamp = header_stamp
+        compressed.header.frame_id = frame
+        compressed.format = "jpeg"
+        compressed.data = jpeg
+        self._pub["compressed"].publish(compressed)
+        raw_pub = self._pub["image"]
+        if raw_pub.get_subscription_count() > 0:
+            try:
+                pixels = decode_to_array(jpeg, is_half_width_color(image))
+            except RemoteProtocolError as exc:
+                self._warn_throttled("decode", f"camera image {image.image_id} does not decode: {exc}")
+                pixels = None
+            if pixels is not None:
+                raw = Image()
+                raw.header.stamp = header_stamp
+                raw.header.frame_id = frame
+                raw.height, raw.width = int(pixels.shape[0]), int(pixels.shape[1])
+                colour = pixels.ndim == 3
+                raw.encoding = "rgb8" if colour else "mono8"
+                raw.is_bigendian = 0
+                raw.step = raw.width * (3 if colour else 1)
+                raw.data = pixels.tobytes()
+                raw_pub.publish(raw)
+        info = self._camera_info_for(image.width, image.height)
+        info.header.stamp = header_stamp
+        info.header.frame_id = frame
+        self._pub["camera_info"].publish(info)
+
+    def _send_camera_config(self) -> None:
+        p = self._params
+        self._post_if_ready(msgs.EnableColorImages(enable=bool(p["camera_color"])))
+        mode = _ImageSendMode.Stream if p["camera_enabled"] else _ImageSendMode.Off
+        self._post_if_ready(msgs.EnableCamera(image_send_mode=mode,
+                                              image_resolution=_ImageResolution.QVGA))
+        self._post_if_ready(msgs.SetCameraParams(gain=float(p["camera_gain"]),
+                                                 exposure_ms=int(p["camera_exposure_ms"]),
+                                                 auto_exposure_enabled=bool(p["camera_auto_exposure"])))
+
+    # --- status reports
+
+    def _link_status_msg(self) -> LinkStatus:
+        msg = LinkStatus()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.state = _LINK_STATUS[self._link_state]
+        robot = self._robot
+        if robot is not None:
+            s = robot.stats
+            msg.rtt_s = float(s.rtt_s) if s.rtt_s is not None else math.nan
+            msg.datagrams_sent = int(s.datagrams_sent)
+            msg.datagrams_received = int(s.datagrams_received)
+            msg.retransmissions = int(s.retransmissions)
+            msg.malformed_dropped = int(s.malformed_datagrams + s.malformed_packets)
+            msg.wrong_source_dropped = int(robot.transport.stats.wrong_source)
+        else:
+            msg.rtt_s = math.nan
+        return msg
+
+    def _publish_link_status(self) -> None:
+        pub = self._pub.get("link")
+        if pub is not None:
+            pub.publish(self._link_status_msg())
+
+    def _on_diagnostics_timer(self) -> None:
+        now = time.monotonic()
+        mark_t, mark_n = self._rate_mark
+        if now > mark_t:
+            self._state_rate = (self._state_count - mark_n) / (now - mark_t)
+        self._rate_mark = (now, self._state_count)
+        self._publish_link_status()
+        robot = self._robot
+        if robot is None or "diagnostics" not in self._pub:
+            return
+        p = self._params
+        where = f"{p['robot_ip']}:{p['robot_port']}"
+        info = self._robot_info
+        hardware_id = f"cozmo-{info.head_serial:08x}" if info is not None else f"cozmo@{where}"
+        connected = self._link_state is LinkState.READY
+        reports = [
+            ("link", link_report(self._link_state.value, self._active, where, robot.stats,
+                                 robot.transport.stats, self._state_rate, self._assembler.stats)),
+            ("robot", robot_report(connected, self._battery_v if connected else None,
+                                   battery_percentage(self._battery_v)
+                                   if connected and self._battery_v is not None else None,
+                                   self._estop, self._yaw_diff, self._tracker.reanchors,
+                                   self._refused)),
+        ]
+        array = DiagnosticArray()
+        array.header.stamp = self.get_clock().now().to_msg()
+        name = self.get_fully_qualified_name().lstrip("/")
+        for suffix, report in reports:
+            status = DiagnosticStatus()
+            status.level = bytes([report.level])
+            status.name = f"{name}: {suffix}"
+            status.message = report.message
+            status.hardware_id = hardware_id
+            status.values = [KeyValue(key=k, value=v) for k, v in report.values]
+            array.status.append(status)
+        self._pub["diagnostics"].publish(array)
+
+    # ------------------------------------------------------------------ commands
+
+    def _warn_throttled(self, key: str, text: str, period: float = _WARN_PERIOD_S,
+                        info: bool = False) -> None:
+        now = time.monotonic()
+        if now - self._warned.get(key, -1e9) >= period:
+            self._warned[key] = now
+            (self.get_logger().info if info else self.get_logger().warning)(text)
+
+    def _refuse(self, key: str, text: str) -> None:
+        self._refused += 1
+        self._warn_throttled(key, text)
+
+    def _ready(self, topic: str, motion: bool) -> bool:
+        """May a command from ``topic`` go to the robot now? Warns (throttled) when not."""
+        if not self._active:
+            self._refuse("inactive", f"{topic} refused: the driver is not active")
+            return False
+        if motion and self._estop:
+            self._refuse("estop", f"{topic} refused: emergency stop engaged "
+                         "(release it with the emergency_stop service)")
+            return False
+        if self._robot is None or self._link_state is not LinkState.READY:
+            self._refuse("offline", f"{topic} refused: not connected to the robot")
+            return False
+        return True
+
+    def _post_if_ready(self, message) -> None:
+        robot = self._robot
+        if robot is not None and self._link_state is LinkState.READY:
+            robot.post(message)
+
+    def _on_cmd_vel(self, msg: Twist) -> None:
+        self._drive(msg, "cmd_vel")
+
+    def _on_cmd_vel_stamped(self, msg: TwistStamped) -> None:
+        allowed = (self._frame("base_link_frame"), self._frame("base_frame"))
+        try:
+            check_frame(msg.header.frame_id, allowed, "cmd_vel.header.frame_id")
+        except CommandError as exc:
+            self._refuse("cmd_vel_frame", f"cmd_vel refused: {exc}")
+            return
+        self._drive(msg.twist, "cmd_vel.twist")
+
+    def _drive(self, twist: Twist, field: str) -> None:
+        lin, ang = twist.linear, twist.angular
+        try:
+            require_finite(field, **{"linear.x": lin.x, "linear.y": lin.y, "linear.z": lin.z,
+                                     "angular.x": ang.x, "angular.y": ang.y, "angular.z": ang.z})
+        except CommandError as exc:
+            self._refuse("cmd_vel_value", f"cmd_vel refused: {exc}")
+            return
+        if not self._ready("cmd_vel", motion=True):
+            return
+        cmd = twist_to_wheels(lin.x, ang.z, float(self._params["max_wheel_speed"]))
+        accel = float(self._params["wheel_acceleration"]) * 1000.0
+        self._robot.post(msgs.DriveWheels(lwheel_speed_mmps=cmd.left_mps * 1000.0,
+                                          rwheel_speed_mmps=cmd.right_mps * 1000.0,
+                                          lwheel_accel_mmps2=accel, rwheel_accel_mmps2=accel))
+        self._last_drive_nonzero = cmd.left_mps != 0.0 or cmd.right_mps != 0.0
+        if self._watchdog is not None:
+            self._watchdog.reset()
+
+    def _on_watchdog(self) -> None:
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+        if self._last_drive_nonzero:
+            self._last_drive_nonzero = False
+            self._post_if_ready(msgs.DriveWheels(lwheel_speed_mmps=0.0, rwheel_speed_mmps=0.0))
+            self.get_logger().info(f"no cmd_vel for {self._params['cmd_vel_timeout']} s: "
+                                   "treads stopped")
+
+    def _speed(self, requested: float, limit_param: str, field: str) -> Optional[float]:
+        limit = float(self._params[limit_param])
+        if requested < 0:
+            self._refuse(field, f"{field} = {requested}: a speed must not be negative")
+            return None
+        if requested == 0:
+            return limit
+        speed, warning = clamp(requested, 0.0, limit, field, "rad/s")
+        if warning:
+            self._warn_throttled(field, warning)
+        return speed
+
+    def _on_head_angle(self, msg: HeadAngle) -> None:
+        try:
+            require_finite("head/angle", angle=msg.angle, max_speed=msg.max_speed)
+        except CommandError as exc:
+            self._refuse("head/angle", f"head/angle refused: {exc}")
+            return
+        if not self._ready("head/angle", motion=True):
+            return
+        angle, warning = clamp(msg.angle, geo.HEAD_MIN_ANGLE_RAD, geo.HEAD_MAX_ANGLE_RAD,
+                               "head/angle.angle", "rad")
+        if warning:
+            self._warn_throttled("head/angle.angle", warning)
+        speed = self._speed(msg.max_speed, "head_max_speed", "head/angle.max_speed")
+        if speed is None:
+            return
+        self._robot.post(msgs.SetHeadAngle(angle_rad=angle, max_speed_rad_per_sec=speed,
+                                           accel_rad_per_sec2=float(self._params["head_acceleration"]),
+                                           duration_sec=0.0))
+
+    def _on_lift_height(self, msg: LiftHeight) -> None:
+        try:
+            require_finite("lift/height", height=msg.height, max_speed=msg.max_speed)
+        except CommandError as exc:
+            self._refuse("lift/height", f"lift/height refused: {exc}")
+            return
+        if not self._ready("lift/height", motion=True):
+            return
+        height, warning = clamp(msg.height, geo.LIFT_MIN_HEIGHT_M, geo.LIFT_MAX_HEIGHT_M,
+                                "lift/height.height", "m")
+        if warning:
+            self._warn_throttled("lift/height.height", warning)
+        speed = self._speed(msg.max_speed, "lift_max_speed", "lift/height.max_speed")
+        if speed is None:
+            return
+        self._robot.post(msgs.SetLiftHeight(height_mm=height * 1000.0, max_speed_rad_per_sec=speed,
+                                            accel_rad_per_sec2=float(self._params["lift_acceleration"]),
+                                            duration_sec=0.0))
+
+    def _velocity(self, msg: Float64, topic: str, limit_param: str, message_type) -> None:
+        try:
+            require_finite(topic, data=msg.data)
+        except CommandError as exc:
+            self._refuse(topic, f"{topic} refused: {exc}")
+            return
+        if not self._ready(topic, motion=True):
+            return
+        limit = float(self._params[limit_param])
+        speed, warning = clamp(msg.data, -limit, limit, f"{topic}.data", "rad/s")
+        if warning:
+            self._warn_throttled(f"{topic}.data", warning)
+        self._robot.post(message_type(speed_rad_per_sec=speed))
+
+    def _on_head_velocity(self, msg: Float64) -> None:
+        self._velocity(msg, "head/velocity", "head_max_speed", msgs.MoveHead)
+
+    def _on_lift_velocity(self, msg: Float64) -> None:
+        self._velocity(msg, "lift/velocity", "lift_max_speed", msgs.MoveLift)
+
+    def _on_backpack_lights(self, msg: BackpackLights) -> None:
+        try:
+            words = {}
+            for name in ("front", "middle", "back", "left", "right"):
+                c = getattr(msg, name)
+                words[name] = rgb555(c.r, c.g, c.b, f"backpack_lights.{name}")
+        except CommandError as exc:
+            self._refuse("backpack_lights", f"backpack_lights refused: {exc}")
+            return
+        if not self._ready("backpack_lights", motion=False):
+            return
+
+        def steady(word: int):
+            return _LightState(on_color=word, off_color=word)
+
+        center = msgs.LightStateCenter(states=[steady(words["front"]), steady(words["middle"]),
+                                               steady(words["back"])], unknown=0)
+        side = msgs.LightStateSide(states=[steady(words["left"]), steady(words["right"])], unknown=0)
+        self._lights = (center, side)
+        self._robot.post(center)
+        self._robot.post(side)
+
+    def _on_head_light(self, msg: Bool) -> None:
+        if not self._ready("head_light", motion=False):
+            return
+        self._head_light = bool(msg.data)
+        self._robot.post(msgs.SetHeadLight(enable=self._head_light))
+
+    def _on_volume(self, msg: Float32) -> None:
+        try:
+            level, warning = volume_level(msg.data)
+        except CommandError as exc:
+            self._refuse("volume", f"volume refused: {exc}")
+            return
+        if warning:
+            self._warn_throttled("volume.data", warning)
+        if not self._ready("volume", motion=False):
+            return
+        self._volume = level
+        self._robot.post(msgs.SetRobotVolume(level=level))
+
+    # ------------------------------------------------------------------ services
+
+    def _on_emergency_stop(self, request, response):
+        if request.engage:
+            self._estop = True
+            self._last_drive_nonzero = False
+            if self._watchdog is not None:
+                self._watchdog.cancel()
+            robot = self._robot
+            sent = robot is not None and self._link_state is LinkState.READY
+            if sent:
+                robot.post(msgs.StopAllMotors())
+            response.message = "emergency stop engaged: motors stopped, motion commands refused" \
+                if sent else ("emergency stop engaged; not connected now: the motors are stopped "
+                              "as soon as the robot connects")
+            self.get_logger().warning(response.message)
+        else:
+            was = self._estop
+            self._estop = False
+            response.message = "emergency stop released" if was else "emergency stop was not engaged"
+            self.get_logger().info(response.message)
+        response.success = True
+        return response
+
+    def _on_reset_odometry(self, request, response):
+        self._tracker.reset()
+        response.success = True
+        response.message = "odometry restarts at the origin with the next robot state"
+        self.get_logger().info(response.message)
+        return response
+
+
+# ---------------------------------------------------------------------- entry point
+
+class _RosLogHandler(logging.Handler):
+    """Forwards warnings of the protocol and client layers to the node's logger."""
+
+    def __init__(self, node: CozmoDriverNode) -> None:
+        super().__init__(logging.WARNING)
+        self.node = node
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = record.getMessage()
+            logger = self.node.get_logger()
+            (logger.error if record.levelno >= logging.ERROR else logger.warning)(
+                f"[{record.name}] {text}")
+        except Exception:  # a log line must never break the I/O thread
+            self.handleError(record)
+
+
+def _try_shutdown(context=None) -> None:
+    shutdown = getattr(rclpy, "try_shutdown", None)
+    if shutdown is not None:
+        shutdown(context=context)
+        return
+    try:  # Humble's rclpy.shutdown raises when already shut down
+        rclpy.shutdown(context=context)
+    except Exception:  # noqa: BLE001 - nothing left to shut down
+        pass
+
+
+def main(args: Optional[List[str]] = None) -> int:
+    """``cozmo_driver_node``: run the driver until Ctrl-C or SIGTERM."""
+    # Two busy threads (protocol I/O and the executor) share the GIL; a waiting
+    # thread gets it after at most this long (CPython's default is 5 ms, which
+    # shows up directly in command and odometry latency).
+    sys.setswitchinterval(_GIL_SWITCH_INTERVAL_S)
+    rclpy.init(args=args)
+    try:
+        node = CozmoDriverNode()
+    except (ValueError, rclpy.exceptions.ParameterException) as exc:
+        print(f"cozmo_driver_node: {exc}", file=sys.stderr)
+        _try_shutdown()
+        return 2
+    handler = _RosLogHandler(node)
+    cozmo_logger = logging.getLogger("cozmo")
+    cozmo_logger.addHandler(handler)
+    cozmo_logger.propagate = False
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    try:
+        if node.autostart and not node.start():
+            node.get_logger().error("could not start; the node stays up for lifecycle transitions")
+        # Everything allocated so far (rclpy, message classes, numpy...) lives as long as
+        # the process: keep it out of the cyclic collector's full passes, which would
+        # otherwise pause both threads for milliseconds every few seconds.
+        gc.freeze()
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.close()
+        cozmo_logger.removeHandler(handler)
+        executor.shutdown(timeout_sec=1.0)
+        node.destroy_node()
+        _try_shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

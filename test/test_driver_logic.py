@@ -1,0 +1,450 @@
+"""The driver's pure logic (cozmo_driver.driver, robot_geometry, protocol.nvstorage),
+tested without rclpy."""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cozmo_driver import robot_geometry as geo
+from cozmo_driver.driver import camera_info as caminfo
+from cozmo_driver.driver.commands import (CommandError, check_frame, clamp, require_finite, rgb555,
+                                          rgb555_to_rgb, volume_level)
+from cozmo_driver.driver.diagnostics import ERROR, OK, WARN, link_report, robot_report
+from cozmo_driver.driver.events import EventDetector, EventType
+from cozmo_driver.driver.kinematics import twist_to_wheels, wheels_to_twist
+from cozmo_driver.driver.odometry import (UNOBSERVED_VARIANCE, OdometryTracker, Pose2D, compose,
+                                          inverse, pose_covariance, quaternion_from_rpy,
+                                          twist_covariance)
+from cozmo_driver.driver.parameters import (PARAMETERS, defaults, full_frame_id, validate_all,
+                                            validate_change, validate_value)
+from cozmo_driver.driver.sensors import (StatusFlag, battery_percentage, imu_from_state,
+                                         joint_positions, power_supply_status, status_flags_dict)
+from cozmo_driver.protocol import messages as msgs
+from cozmo_driver.protocol.errors import RemoteProtocolError
+from cozmo_driver.protocol.nvstorage import (CAMERA_CALIB_SIZE, NV_TAG_CAMERA_CALIB,
+                                             CameraCalibration, NvReadAssembler,
+                                             decode_camera_calibration, encode_camera_calibration)
+
+ROOT = Path(__file__).resolve().parent.parent
+finite = st.floats(-5.0, 5.0, allow_nan=False)
+
+
+def test_pure_modules_do_not_import_rclpy():
+    import subprocess
+    code = ("import sys, cozmo_driver.driver, cozmo_driver.robot_geometry, "
+            "cozmo_driver.protocol.nvstorage; "
+            "sys.exit(1 if any(m.split('.')[0] in ('rclpy', 'sensor_msgs', 'nav_msgs') "
+            "for m in sys.modules) else 0)")
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+# ----------------------------------------------------------------------------- geometry
+
+def test_geometry_matches_the_simulated_body():
+    from cozmo_driver.sim import model
+    assert geo.TRACK_WIDTH_M * 1000 == pytest.approx(model.TRACK_WIDTH_MM)
+    assert geo.MAX_WHEEL_SPEED_MPS * 1000 == pytest.approx(model.MAX_WHEEL_SPEED_MMPS)
+    assert geo.HEAD_MIN_ANGLE_RAD == pytest.approx(model.HEAD_MIN_RAD)
+    assert geo.HEAD_MAX_ANGLE_RAD == pytest.approx(model.HEAD_MAX_RAD)
+    assert geo.LIFT_MIN_HEIGHT_M * 1000 == pytest.approx(model.LIFT_MIN_MM)
+    assert geo.LIFT_MAX_HEIGHT_M * 1000 == pytest.approx(model.LIFT_MAX_MM)
+    assert geo.LIFT_ARM_LENGTH_M * 1000 == pytest.approx(model.LIFT_ARM_MM)
+    assert geo.LIFT_PIVOT_HEIGHT_M * 1000 == pytest.approx(model.LIFT_PIVOT_MM)
+
+
+def test_lift_relation_at_the_limits():
+    assert geo.LIFT_MIN_ANGLE_RAD == pytest.approx(math.asin((0.032 - 0.045) / 0.066))
+    assert geo.LIFT_MAX_ANGLE_RAD == pytest.approx(math.asin((0.092 - 0.045) / 0.066))
+    assert math.degrees(geo.LIFT_MIN_ANGLE_RAD) == pytest.approx(-11.36, abs=0.01)
+    assert math.degrees(geo.LIFT_MAX_ANGLE_RAD) == pytest.approx(45.41, abs=0.01)
+    for h in (0.032, 0.05, 0.07, 0.092):
+        assert geo.lift_angle_to_height(geo.lift_height_to_angle(h)) == pytest.approx(h)
+    assert geo.lift_height_to_angle(0.2) == geo.LIFT_MAX_ANGLE_RAD  # clamped
+
+
+# ----------------------------------------------------------------------------- kinematics
+
+def test_kinematics_straight_and_in_place():
+    cmd = twist_to_wheels(0.1, 0.0)
+    assert (cmd.left_mps, cmd.right_mps, cmd.limited) == (0.1, 0.1, False)
+    cmd = twist_to_wheels(0.0, 2.0)
+    assert cmd.left_mps == pytest.approx(-0.045) and cmd.right_mps == pytest.approx(0.045)
+    assert wheels_to_twist(cmd.left_mps, cmd.right_mps) == pytest.approx((0.0, 2.0))
+
+
+@given(finite, finite, st.floats(0.01, 0.2))
+def test_kinematics_respect_the_limit_and_keep_curvature(v, w, limit):
+    cmd = twist_to_wheels(v, w, limit)
+    assert max(abs(cmd.left_mps), abs(cmd.right_mps)) <= limit + 1e-12
+    v2, w2 = wheels_to_twist(cmd.left_mps, cmd.right_mps)
+    assert v2 == pytest.approx(v * cmd.scale, abs=1e-12)
+    assert w2 == pytest.approx(w * cmd.scale, abs=1e-9)
+    if abs(v) > 1e-3 and abs(w) > 1e-3:
+        assert w2 / v2 == pytest.approx(w / v, rel=1e-9)  # same radius
+
+
+def test_kinematics_scale_a_fast_arc_as_a_whole():
+    cmd = twist_to_wheels(0.4, 2.0, 0.2)
+    assert cmd.limited
+    assert cmd.right_mps == pytest.approx(0.2)
+    assert cmd.left_mps / cmd.right_mps == pytest.approx((0.4 - 0.045) / (0.4 + 0.045))
+
+
+# ----------------------------------------------------------------------------- odometry
+
+@given(finite, finite, st.floats(-3.1, 3.1), finite, finite, st.floats(-3.1, 3.1))
+def test_compose_inverse(x, y, a, x2, y2, a2):
+    p, q = Pose2D(x, y, a), Pose2D(x2, y2, a2)
+    r = compose(compose(p, q), inverse(q))
+    assert (r.x, r.y) == pytest.approx((p.x, p.y), abs=1e-9)
+    assert math.cos(r.yaw - p.yaw) == pytest.approx(1.0)
+
+
+def test_tracker_follows_motion_without_reanchoring():
+    t = OdometryTracker()
+    for k in range(50):
+        pose, reason = t.update((0, 1), 0.004 * k, 0.0, 0.01 * k, 0.03 * k)
+        assert reason is None
+    assert pose.x == pytest.approx(0.196) and pose.yaw == pytest.approx(0.49)
+    assert t.distance_m == pytest.approx(0.196)
+    assert t.reanchors == 0
+
+
+@pytest.mark.parametrize("how", ["frame", "jump", "connection"])
+def test_tracker_continues_when_the_robot_reanchors(how):
+    t = OdometryTracker()
+    t.update((0, 1), 0.0, 0.0, 0.0, 0.0)
+    pose, _ = t.update((0, 1), 0.3, 0.1, 0.5, 2.0)
+    frame = (1, 2) if how == "frame" else (0, 1)
+    if how == "connection":
+        t.new_connection()
+    # the robot's pose restarts elsewhere (SetOrigin, reboot, re-anchoring)
+    after, reason = t.update(frame, 0.0 if how != "jump" else 2.0, 0.0, 0.0, 2.03)
+    assert reason is not None
+    assert (after.x, after.y, after.yaw) == pytest.approx((pose.x, pose.y, pose.yaw))
+    # and keeps adding the robot's motion from there, in the robot's own heading
+    moved, reason = t.update(frame, (0.0 if how != "jump" else 2.0) + 0.01, 0.0, 0.0, 2.06)
+    assert reason is None
+    assert moved.x == pytest.approx(pose.x + 0.01 * math.cos(0.5))
+    assert moved.y == pytest.approx(pose.y + 0.01 * math.sin(0.5))
+    assert t.reanchors == 1
+
+
+def test_tracker_reset_goes_to_the_origin():
+    t = OdometryTracker()
+    t.update((0, 1), 0.0, 0.0, 0.0, 0.0)
+    t.update((0, 1), 0.2, 0.0, 1.0, 2.0)
+    t.reset()
+    pose, _ = t.update((0, 1), 0.2, 0.0, 1.0, 2.03)
+    assert (pose.x, pose.y, pose.yaw) == (0.0, 0.0, 0.0)
+    assert t.distance_m == 0.0
+    pose, _ = t.update((0, 1), 0.2 + 0.01 * math.cos(1.0), 0.01 * math.sin(1.0), 1.0, 2.06)
+    assert (pose.x, pose.y) == pytest.approx((0.01, 0.0))
+
+
+def test_covariances_are_diagonal_and_grow():
+    a, b = pose_covariance(0.0, 0.0), pose_covariance(2.0, 3.0)
+    assert len(a) == 36 and all(a[i] == 0 for i in range(36) if i % 7)
+    assert b[0] > a[0] and b[35] > a[35]
+    assert a[14] == a[21] == a[28] == UNOBSERVED_VARIANCE
+    assert twist_covariance(0.5)[35] > twist_covariance(0.0)[35]
+    assert set(twist_covariance(unreliable=True)[::7]) == {UNOBSERVED_VARIANCE}
+
+
+# ----------------------------------------------------------------------------- sensors
+
+def test_battery_curve():
+    assert battery_percentage(3.5) == 0.0 and battery_percentage(4.1) == 1.0
+    assert battery_percentage(3.8) == pytest.approx(0.5)
+    assert battery_percentage(3.0) == 0.0 and battery_percentage(4.3) == 1.0
+    assert math.isnan(battery_percentage(math.nan))
+    assert power_supply_status(StatusFlag.IS_ON_CHARGER | StatusFlag.IS_CHARGING) == "CHARGING"
+    assert power_supply_status(StatusFlag.IS_ON_CHARGER) == "FULL"
+    assert power_supply_status(StatusFlag.IS_ON_CHARGER | StatusFlag.IS_CHARGER_OOS) == "NOT_CHARGING"
+    assert power_supply_status(0) == "DISCHARGING"
+
+
+def test_status_flags_cover_the_message():
+    flags = status_flags_dict(0x1FFFF)
+    assert len(flags) == 17 and all(flags.values())
+    text = (ROOT / "cozmo_interfaces/msg/RobotStatus.msg").read_text()
+    for name in flags:
+        assert re.search(rf"^bool {name}$", text, re.M), name
+
+
+def _rotate_world_to_body(q, v):
+    x, y, z, w = q
+    # R^T v for the unit quaternion q (body -> world)
+    r = [[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+         [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+         [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]]
+    return [sum(r[i][j] * v[i] for i in range(3)) for j in range(3)]
+
+
+def test_imu_units_and_pitch_sign_agree_with_the_accelerometer():
+    from cozmo_driver.sim.model import ModelConfig, RobotModel
+    model = RobotModel(config=ModelConfig(noise=False))
+    model.pick_up(0.0)
+    state = model.robot_state(0.0)
+    # picked up, the simulated robot pitches (its accelerometer sees it)
+    reading = imu_from_state(state, yaw_rad=0.3)
+    expected = _rotate_world_to_body(reading.orientation, (0.0, 0.0, 9.81))
+    assert reading.linear_acceleration[0] == pytest.approx(expected[0], abs=0.5)
+    assert reading.linear_acceleration[2] == pytest.approx(expected[2], abs=0.6)
+    flat = imu_from_state(RobotModel(config=ModelConfig(noise=False)).robot_state(0.0), 0.0)
+    assert flat.linear_acceleration == pytest.approx((0.0, 0.0, 9.81))
+    assert flat.orientation == pytest.approx((0.0, 0.0, 0.0, 1.0))
+    assert quaternion_from_rpy(0, 0, 1.0) == pytest.approx((0, 0, math.sin(0.5), math.cos(0.5)))
+
+
+def test_joint_positions():
+    state = SimpleNamespace(head_angle_rad=0.2, lift_height_mm=45.0)
+    assert joint_positions(state) == pytest.approx((0.2, 0.0))
+    state = SimpleNamespace(head_angle_rad=0.0, lift_height_mm=92.0)
+    assert joint_positions(state)[1] == pytest.approx(geo.LIFT_MAX_ANGLE_RAD)
+
+
+# ----------------------------------------------------------------------------- events
+
+def test_events_from_flag_transitions():
+    d = EventDetector()
+    assert d.on_status(StatusFlag.IS_ON_CHARGER) == []  # baseline: silent
+    events = d.on_status(StatusFlag.IS_PICKED_UP | StatusFlag.CLIFF_DETECTED)
+    assert [e.type for e in events] == [EventType.CLIFF_DETECTED, EventType.PICKED_UP,
+                                        EventType.OFF_CHARGER]
+    assert d.on_status(StatusFlag.IS_PICKED_UP | StatusFlag.CLIFF_DETECTED) == []
+    events = d.on_status(StatusFlag.IS_ON_CHARGER | StatusFlag.IS_CHARGING)
+    assert [e.type for e in events] == [EventType.CLIFF_CLEARED, EventType.PUT_DOWN,
+                                        EventType.ON_CHARGER, EventType.CHARGING_STARTED]
+    assert d.on_status(StatusFlag.IS_FALLING | StatusFlag.IS_ON_CHARGER | StatusFlag.IS_CHARGING) == []
+
+
+def test_events_from_messages():
+    d = EventDetector()
+    assert d.on_message(msgs.RobotPoked())[0].type == EventType.POKED
+    assert d.on_message(msgs.RobotDelocalized())[0].type == EventType.DELOCALIZED
+    assert d.on_message(msgs.FallingStarted())[0].type == EventType.FALLING_STARTED
+    stopped = d.on_message(msgs.FallingStopped(duration_ms=400, impact_intensity=600.0))[0]
+    assert stopped.type == EventType.FALLING_STOPPED and stopped.value == pytest.approx(0.4)
+    assert d.on_message(msgs.ButtonPressed(pressed=True))[0].type == EventType.BUTTON_PRESSED
+    assert d.on_message(msgs.ButtonPressed(pressed=False))[0].type == EventType.BUTTON_RELEASED
+    assert d.on_message(msgs.RobotState()) == []
+
+
+def test_event_types_match_the_message():
+    text = (ROOT / "cozmo_interfaces/msg/RobotEvent.msg").read_text()
+    declared = dict(re.findall(r"^uint8 ([A-Z_]+)=(\d+)$", text, re.M))
+    ours = {k: str(v) for k, v in vars(EventType).items() if k.isupper()}
+    assert ours == declared
+
+
+# ----------------------------------------------------------------------------- commands
+
+def test_require_finite_names_the_field():
+    require_finite("cmd_vel", **{"linear.x": 1.0})
+    with pytest.raises(CommandError, match=r"cmd_vel\.angular\.z is nan"):
+        require_finite("cmd_vel", **{"linear.x": 1.0, "angular.z": math.nan})
+    with pytest.raises(CommandError, match="inf"):
+        require_finite("x", data=math.inf)
+
+
+def test_clamp_names_the_field_and_limits():
+    assert clamp(0.1, 0.0, 1.0, "f") == (0.1, None)
+    value, warning = clamp(2.0, -0.436, 0.777, "head/angle.angle", "rad")
+    assert value == 0.777
+    assert "head/angle.angle" in warning and "-0.436" in warning and "0.777" in warning
+    with pytest.raises(CommandError):
+        clamp(math.nan, 0, 1, "f")
+
+
+def test_rgb555_is_exact():
+    assert rgb555(1.0, 1.0, 1.0, "c") == 0x7FFF
+    assert rgb555(1.0, 0.0, 0.0, "c") == 31 << 10
+    assert rgb555(0.0, 1.0, 0.0, "c") == 31 << 5
+    assert rgb555(0.0, 0.0, 1.0, "c") == 31
+    for k in range(32):
+        word = rgb555(k / 31, k / 31, k / 31, "c")
+        assert word == (k << 10) | (k << 5) | k
+        assert rgb555_to_rgb(word) == pytest.approx((k / 31,) * 3)
+    with pytest.raises(CommandError, match=r"lights\.front\.g"):
+        rgb555(0.0, 1.5, 0.0, "lights.front")
+    with pytest.raises(CommandError):
+        rgb555(math.nan, 0.0, 0.0, "c")
+
+
+def test_volume_and_frames():
+    assert volume_level(0.0) == (0, None)
+    assert volume_level(1.0) == (65535, None)
+    level, warning = volume_level(1.5)
+    assert level == 65535 and "volume.data" in warning
+    check_frame("", ["base_link"], "f")
+    check_frame("base_link", ["base_link"], "f")
+    with pytest.raises(CommandError, match="'map'"):
+        check_frame("map", ["base_link"], "cmd_vel.header.frame_id")
+
+
+# ----------------------------------------------------------------------------- camera info
+
+def test_nv_calibration_layout_matches_the_simulator():
+    from cozmo_driver.sim import model
+    calib = CameraCalibration(290.0, 291.0, 161.0, 119.0, 0.0, 240, 320,
+                              (0.125, -0.25, 0.0078125, 0.00390625, 0.03125, 0.0, 0.0, 0.0))
+    blob = encode_camera_calibration(calib)
+    assert len(blob) == CAMERA_CALIB_SIZE == 56
+    assert decode_camera_calibration(blob + b"extra") == calib
+    sim_calib = model.CameraCalibration(*[getattr(calib, f) for f in
+                                          ("focal_length_x", "focal_length_y", "center_x",
+                                           "center_y", "skew", "image_height", "image_width",
+                                           "distortion")])
+    assert model.encode_camera_calibration(sim_calib) == blob
+    assert NV_TAG_CAMERA_CALIB == int(msgs.ENUMS["NvEntryTag"].NVEntry_CameraCalib)
+    with pytest.raises(RemoteProtocolError):
+        decode_camera_calibration(blob[:40])
+
+
+def test_nv_read_assembler_joins_parts():
+    a = NvReadAssembler()
+    res = msgs.ENUMS["NvResult"]
+
+    def part(result, data, op=0):
+        return msgs.NvStorageOpResult(tag=NV_TAG_CAMERA_CALIB, length=6, op=op, result=result,
+                                      data=data)
+    assert a.push(part(res.NV_MORE, b"abc")) is None
+    assert a.push(part(res.NV_OKAY, b"def", op=1)) is None  # a write result: not ours
+    done = a.push(part(res.NV_OKAY, b"def"))
+    assert done.ok and done.data == b"abcdef"
+    failed = a.push(part(res.NV_NOT_FOUND, b""))
+    assert not failed.ok and failed.result == -1
+
+
+def test_camera_info_from_the_robot_and_default():
+    calib = CameraCalibration(290.0, 291.0, 161.0, 119.0, 0.5, 240, 320, (0.1, -0.2))
+    info = caminfo.from_calibration(calib)
+    assert info.distortion_model == "plumb_bob" and info.d == [0.1, -0.2, 0.0, 0.0, 0.0]
+    assert info.k == [290.0, 0.5, 161.0, 0.0, 291.0, 119.0, 0.0, 0.0, 1.0]
+    assert info.p[:4] == [290.0, 0.5, 161.0, 0.0] and info.p[10] == 1.0
+    rational = caminfo.from_calibration(CameraCalibration(290.0, 290.0, 160.0, 120.0,
+                                                          distortion=(0, 0, 0, 0, 0, 0.1, 0, 0)))
+    assert rational.distortion_model == "rational_polynomial" and len(rational.d) == 8
+    default = caminfo.default_camera_info()
+    assert default.k[0] == pytest.approx(160 / math.tan(math.radians(29)))
+    half = caminfo.scaled(default, 160, 120)
+    assert half.k[0] == pytest.approx(default.k[0] / 2) and half.k[5] == pytest.approx(60.0)
+    with pytest.raises(caminfo.CameraInfoError):
+        caminfo.from_calibration(CameraCalibration(math.nan, 1.0, 1.0, 1.0))
+
+
+CAMERA_YAML = """\
+image_width: 320
+image_height: 240
+camera_name: cozmo_camera
+camera_matrix:
+  rows: 3
+  cols: 3
+  data: [300.0, 0.0, 158.0, 0.0, 301.0, 121.0, 0.0, 0.0, 1.0]
+distortion_model: plumb_bob
+distortion_coefficients:
+  rows: 1
+  cols: 5
+  data: [0.01, -0.02, 0.0, 0.0, 0.003]
+rectification_matrix:
+  rows: 3
+  cols: 3
+  data: [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
+projection_matrix:
+  rows: 3
+  cols: 4
+  data: [300.0, 0.0, 158.0, 0.0, 0.0, 301.0, 121.0, 0.0, 0.0, 0.0, 1.0, 0.0]
+"""
+
+
+def test_camera_info_yaml_file(tmp_path):
+    path = tmp_path / "cozmo.yaml"
+    path.write_text(CAMERA_YAML)
+    info = caminfo.load_camera_info_url(path.as_uri())
+    assert (info.width, info.height, info.distortion_model) == (320, 240, "plumb_bob")
+    assert info.k[0] == 300.0 and info.d[4] == 0.003 and info.p[6] == 121.0
+    assert info.source == path.as_uri()
+    with pytest.raises(caminfo.CameraInfoError, match="only file://"):
+        caminfo.load_camera_info_url("package://cozmo/x.yaml")
+    with pytest.raises(caminfo.CameraInfoError):
+        caminfo.load_camera_info_url((tmp_path / "missing.yaml").as_uri())
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(CAMERA_YAML.replace("data: [300.0, 0.0, 158.0, 0.0, 301.0, 121.0, 0.0, 0.0, 1.0]",
+                                       "data: [1, 2]"))
+    with pytest.raises(caminfo.CameraInfoError, match="camera_matrix"):
+        caminfo.load_camera_info_url(bad.as_uri())
+
+
+# ----------------------------------------------------------------------------- parameters
+
+def test_parameter_defaults_are_valid_and_described():
+    assert validate_all(defaults()) is None
+    for spec in PARAMETERS:
+        assert spec.description, spec.name
+        if isinstance(spec.default, (int, float)) and not isinstance(spec.default, bool) \
+                and spec.name not in ():
+            assert spec.minimum is not None and spec.maximum is not None, spec.name
+            assert spec.minimum <= spec.default <= spec.maximum, spec.name
+
+
+def test_parameter_validation():
+    assert "outside" in validate_value("robot_port", 70000)
+    assert "must be a int" in validate_value("robot_port", "5551")
+    assert validate_value("peer_timeout", 2) is None  # an int for a double is fine
+    assert "'/'" in validate_value("odom_frame", "/odom")
+    assert "empty" in validate_value("base_frame", "")
+    assert validate_value("frame_prefix", "robot1/") is None
+    assert "reconnect_min" in validate_all({**defaults(), "reconnect_min": 9.0, "reconnect_max": 1.0})
+    assert validate_value("qos_overrides./odom.publisher.depth", 5) is None
+    current = defaults()
+    assert "configure" in validate_change(current, {"robot_ip": "127.0.0.1"}, configured=True)
+    assert validate_change(current, {"robot_ip": "127.0.0.1"}, configured=False) is None
+    assert validate_change(current, {"camera_color": True}, configured=True) is None
+    assert "outside" in validate_change(current, {"camera_gain": 9.0}, configured=True)
+    assert full_frame_id("robot1/", "odom") == "robot1/odom"
+    assert full_frame_id("", "odom") == "odom"
+
+
+def test_config_yaml_lists_every_parameter_with_its_default():
+    import yaml
+    doc = yaml.safe_load((ROOT / "config/cozmo.yaml").read_text())
+    params = doc["cozmo_driver"]["ros__parameters"]
+    assert params == defaults()
+
+
+def test_readme_documents_every_parameter():
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Driver node", 1)[1]
+    for spec in PARAMETERS:
+        assert f"| `{spec.name}` |" in section, spec.name
+
+
+# ----------------------------------------------------------------------------- diagnostics
+
+def test_diagnostic_levels():
+    session = SimpleNamespace(reliable_packets_sent=10, retransmissions=1, rtt_s=0.002,
+                              srtt_s=0.002, datagrams_sent=5, datagrams_received=6,
+                              retransmission_timeouts=0, malformed_datagrams=2,
+                              malformed_packets=0, unknown_messages=0, duplicate_packets=0,
+                              out_of_window_packets=0, connects=1, connections_lost=0)
+    transport = SimpleNamespace(wrong_source=3, send_errors=0)
+    ready = link_report("ready", True, "127.0.0.1:5551", session, transport, 33.0)
+    assert ready.level == OK
+    values = dict(ready.values)
+    assert values["wrong-source datagrams dropped"] == "3"
+    assert values["malformed datagrams dropped"] == "2"
+    assert values["loss estimate (retransmitted / reliable sent)"] == "0.1"
+    assert link_report("lost", True, "x", None, None, 0.0).level == ERROR
+    assert link_report("connecting", True, "x", None, None, 0.0).level == WARN
+    assert link_report("lost", False, "x", None, None, 0.0).level == OK
+    assert robot_report(True, 3.55, 0.08, False, 0.01, 0, 0).level == WARN
+    assert robot_report(True, 4.0, 0.8, True, 0.01, 0, 0).message == "emergency stop engaged"

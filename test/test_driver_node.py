@@ -1,0 +1,743 @@
+"""The driver node against the simulated robot over UDP on 127.0.0.1, with real rclpy.
+
+Each test gets its own rclpy context (fixture ``rclpy_context``), simulator and
+executor; the driver runs in-process on the test's executor (one thread: waits
+are bounded ``spin_once`` loops), except the tests of the console script, which
+run it as a subprocess. Addresses are always 127.0.0.1 and the simulator's port.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional
+
+import pytest
+
+rclpy = pytest.importorskip("rclpy")
+
+from cozmo_interfaces.msg import (BackpackLights, HeadAngle, LiftHeight, LinkStatus,  # noqa: E402
+                                  RobotEvent, RobotInfo, RobotStatus)
+from cozmo_interfaces.srv import SetEmergencyStop  # noqa: E402
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from geometry_msgs.msg import Twist, TwistStamped  # noqa: E402
+from nav_msgs.msg import Odometry  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from rclpy.qos import (QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy,  # noqa: E402
+                       qos_profile_sensor_data)
+from sensor_msgs.msg import (BatteryState, CameraInfo, CompressedImage, Image, Imu,  # noqa: E402
+                             JointState)
+from std_msgs.msg import Bool, ColorRGBA, Float32, Float64  # noqa: E402
+from std_srvs.srv import Trigger  # noqa: E402
+from tf2_msgs.msg import TFMessage  # noqa: E402
+
+from cozmo_driver import robot_geometry as geo  # noqa: E402
+from cozmo_driver.driver.events import EventType  # noqa: E402
+from cozmo_driver.ros.driver_node import CozmoDriverNode  # noqa: E402
+from cozmo_driver.sim import SimServer  # noqa: E402
+
+pytestmark = [pytest.mark.ros]
+
+ROOT = Path(__file__).resolve().parent.parent
+LATCHED = QoSProfile(depth=1, durability=QoSDurabilityPolicy.TRANSIENT_LOCAL,
+                     reliability=QoSReliabilityPolicy.RELIABLE)
+RELIABLE = QoSProfile(depth=100)
+
+
+def yaw_of(q) -> float:
+    return math.atan2(2.0 * (q.w * q.z + q.x * q.y), 1.0 - 2.0 * (q.y * q.y + q.z * q.z))
+
+
+def wrap(a: float) -> float:
+    return (a + math.pi) % (2 * math.pi) - math.pi
+
+
+class Harness:
+    """One driver node and one probe node on one executor, in the test's context."""
+
+    def __init__(self, context, sim: SimServer, namespace: str = "", start: bool = True,
+                 **params: Any) -> None:
+        self.context = context
+        self.sim = sim
+        overrides = {"robot_ip": "127.0.0.1", "robot_port": sim.address[1], "peer_timeout": 1.0,
+                     "reconnect_min": 0.2, "reconnect_max": 0.5}
+        overrides.update(params)
+        self.node = CozmoDriverNode(context=context, namespace=namespace,
+                                    parameter_overrides=[Parameter(k, value=v)
+                                                         for k, v in overrides.items()])
+        self.probe = rclpy.create_node("probe", namespace=namespace, context=context)
+        self.executor = SingleThreadedExecutor(context=context)
+        self.executor.add_node(self.node)
+        self.executor.add_node(self.probe)
+        self.received: Dict[str, List[Any]] = {}
+        if start:
+            assert self.node.start()
+            assert self.spin_until(lambda: self.node.connected, 5.0), "driver did not connect"
+
+    def listen(self, name: str, msg_type, topic: str, qos=RELIABLE) -> List[Any]:
+        box: List[Any] = []
+        self.received[name] = box
+        self.probe.create_subscription(msg_type, topic, box.append, qos)
+        return box
+
+    def spin_until(self, predicate: Callable[[], bool], timeout: float,
+                   every: Optional[Callable[[], None]] = None, period: float = 0.1) -> bool:
+        deadline = time.monotonic() + timeout
+        next_call = time.monotonic()
+        while True:
+            if every is not None and time.monotonic() >= next_call:
+                every()
+                next_call += period
+            if predicate():
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            self.executor.spin_once(timeout_sec=0.02)
+
+    def spin_for(self, seconds: float, every: Optional[Callable[[], None]] = None,
+                 period: float = 0.1) -> None:
+        self.spin_until(lambda: False, seconds, every, period)
+
+    def call(self, srv_type, name: str, request, timeout: float = 5.0):
+        client = self.probe.create_client(srv_type, name)
+        assert self.spin_until(lambda: client.service_is_ready(), timeout)
+        future = client.call_async(request)
+        assert self.spin_until(future.done, timeout)
+        return future.result()
+
+    def close(self) -> None:
+        self.node.close()
+        self.executor.shutdown(timeout_sec=1.0)
+        self.node.destroy_node()
+        self.probe.destroy_node()
+
+
+@pytest.fixture
+def sim():
+    server = SimServer(port=0, seed=3).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def make_driver(rclpy_context, sim):
+    made: List[Harness] = []
+
+    def make(server: Optional[SimServer] = None, **kwargs: Any) -> Harness:
+        h = Harness(rclpy_context, server or sim, **kwargs)
+        made.append(h)
+        return h
+
+    yield make
+    for h in reversed(made):
+        h.close()
+
+
+def relative_truth(start, now):
+    """The simulator's true pose ``now`` in the frame of its pose ``start`` (metres, rad)."""
+    x0, y0, a0 = start
+    x, y, a = now
+    c, s = math.cos(-a0), math.sin(-a0)
+    dx, dy = (x - x0) / 1000.0, (y - y0) / 1000.0
+    return dx * c - dy * s, dx * s + dy * c, wrap(a - a0)
+
+
+# ----------------------------------------------------------------------------- connection
+
+def test_connects_and_publishes_facts_latched(make_driver):
+    h = make_driver()
+    info = h.listen("info", RobotInfo, "robot_info", LATCHED)  # a late subscriber
+    link = h.listen("link", LinkStatus, "link_status", LATCHED)
+    diags = h.listen("diag", DiagnosticArray, "/diagnostics")
+    assert h.spin_until(lambda: info and link and diags, 5.0)
+    assert info[0].firmware_version == "2381"
+    assert info[0].firmware_build_type == "DEVELOPER"
+    assert info[0].head_serial == 0x45A1C0DE and info[0].body_serial == 0x0B0D1E55
+    assert info[0].body_hw_version == 5 and info[0].body_color == "WHITE_v15"
+    assert '"version":2381' in info[0].firmware_signature_json
+    assert link[-1].state == LinkStatus.CONNECTED
+    status = {s.name: s for s in diags[-1].status}
+    linkdiag = status["cozmo_driver: link"]
+    assert linkdiag.level == bytes([0]) and linkdiag.hardware_id == "cozmo-45a1c0de"
+    keys = {kv.key for kv in linkdiag.values}
+    assert {"rtt (s)", "retransmissions", "malformed datagrams dropped",
+            "wrong-source datagrams dropped", "loss estimate (retransmitted / reliable sent)"} <= keys
+    # the client initialised the robot
+    counts = h.sim.command_counts()
+    for name in ("Enable", "SetOrigin", "SyncTime", "EnableAnimationState", "EnableCamera",
+                 "NvStorageOp"):
+        assert counts[name] >= 1, name
+
+
+def test_streams_odom_imu_joints_status_battery(make_driver):
+    h = make_driver()
+    odom = h.listen("odom", Odometry, "odom")
+    tf = h.listen("tf", TFMessage, "/tf")
+    imu = h.listen("imu", Imu, "imu/data", qos_profile_sensor_data)
+    joints = h.listen("joints", JointState, "joint_states")
+    status = h.listen("status", RobotStatus, "status")
+    battery = h.listen("battery", BatteryState, "battery_state")
+    t0 = time.monotonic()
+    assert h.spin_until(lambda: len(odom) > 40 and battery and imu and joints and status, 5.0)
+    rate = len(odom) / (time.monotonic() - t0)
+    assert rate > 20.0  # the robot streams about 33 states a second
+    o = odom[-1]
+    assert (o.header.frame_id, o.child_frame_id) == ("odom", "base_footprint")
+    assert o.pose.covariance[14] > 1e3 and 0 < o.pose.covariance[0] < 1e-2
+    assert tf[-1].transforms[0].header.frame_id == "odom"
+    assert tf[-1].transforms[0].child_frame_id == "base_footprint"
+    i = imu[-1]
+    assert i.header.frame_id == "imu_link"
+    assert i.linear_acceleration.z == pytest.approx(9.81, abs=0.2)
+    assert i.orientation_covariance[0] > 0
+    j = joints[-1]
+    assert list(j.name) == ["head_joint", "lift_joint"]
+    assert j.position[0] == pytest.approx(geo.HEAD_MIN_ANGLE_RAD, abs=1e-3)
+    assert j.position[1] == pytest.approx(geo.LIFT_MIN_ANGLE_RAD, abs=1e-3)
+    s = status[-1]
+    assert s.header.frame_id == "base_link" and s.curr_path_segment == -1
+    assert s.head_in_pos and s.lift_in_pos and not s.is_picked_up
+    assert len(s.cliff_data_raw) == 4 and min(s.cliff_data_raw) > 300
+    b = battery[-1]
+    assert b.present and 3.5 < b.voltage < 4.3 and 0.0 <= b.percentage <= 1.0
+    assert b.power_supply_status == BatteryState.POWER_SUPPLY_STATUS_DISCHARGING
+    assert math.isnan(b.current) and math.isnan(b.charge) and math.isnan(b.capacity)
+    assert math.isnan(b.design_capacity) and math.isnan(b.temperature)
+    assert list(b.cell_voltage) == [pytest.approx(b.voltage)]
+
+
+def test_teleop_square_matches_ground_truth(make_driver):
+    h = make_driver()
+    odom = h.listen("odom", Odometry, "odom")
+    tf = h.listen("tf", TFMessage, "/tf")
+    imu = h.listen("imu", Imu, "imu/data", qos_profile_sensor_data)
+    pub = h.probe.create_publisher(Twist, "cmd_vel", 10)
+    assert h.spin_until(lambda: odom, 3.0)
+    start = h.sim.true_pose()
+    moving_v, turning_w = [], []
+
+    def leg(v: float, w: float, seconds: float) -> None:
+        cmd = Twist()
+        cmd.linear.x, cmd.angular.z = v, w
+        h.spin_for(seconds, every=lambda: pub.publish(cmd), period=0.1)
+        if v:
+            moving_v.append(odom[-1].twist.twist.linear.x)
+        if w:
+            turning_w.append((odom[-1].twist.twist.angular.z, imu[-1].angular_velocity.z))
+
+    for _ in range(4):
+        leg(0.1, 0.0, 1.0)
+        leg(0.0, 2.0, math.pi / 2 / 2.0)
+    leg(0.0, 0.0, 0.3)
+    assert h.spin_until(lambda: h.sim.wheel_speeds() == (0.0, 0.0), 2.0)
+    h.spin_for(0.2)
+    x, y, a = relative_truth(start, h.sim.true_pose())
+    # it drove a square of about 0.1 m (and closed it within the tolerance below)
+    xs = [o.pose.pose.position.x for o in odom]
+    ys = [o.pose.pose.position.y for o in odom]
+    assert max(xs) - min(xs) > 0.08 and max(ys) - min(ys) > 0.08
+    pose = odom[-1].pose.pose
+    assert pose.position.x == pytest.approx(x, abs=0.005)
+    assert pose.position.y == pytest.approx(y, abs=0.005)
+    assert wrap(yaw_of(pose.orientation) - a) == pytest.approx(0.0, abs=0.02)
+    t = tf[-1].transforms[0].transform
+    assert (t.translation.x, t.translation.y) == pytest.approx((x, y), abs=0.005)
+    assert all(v == pytest.approx(0.1, abs=0.01) for v in moving_v)
+    for wheel_w, gyro_w in turning_w:
+        assert wheel_w == pytest.approx(2.0, abs=0.1)
+        assert gyro_w == pytest.approx(wheel_w, abs=0.1)
+
+
+def test_watchdog_stops_the_treads_once(make_driver):
+    h = make_driver(cmd_vel_timeout=0.3)
+    pub = h.probe.create_publisher(Twist, "cmd_vel", 10)
+    assert h.spin_until(lambda: pub.get_subscription_count() > 0, 3.0)
+    before = h.sim.command_counts().get("DriveWheels", 0)
+    cmd = Twist()
+    cmd.linear.x = 0.05
+    pub.publish(cmd)
+    assert h.spin_until(lambda: h.sim.wheel_speeds() != (0.0, 0.0), 2.0)
+    t0 = time.monotonic()
+    assert h.spin_until(lambda: h.sim.wheel_speeds() == (0.0, 0.0), 3.0)
+    assert time.monotonic() - t0 < 1.0
+    h.spin_for(1.0)
+    assert h.sim.command_counts().get("DriveWheels", 0) - before == 2  # the command, then one stop
+
+
+def test_curvature_is_kept_when_scaled(make_driver):
+    h = make_driver(max_wheel_speed=0.1)
+    pub = h.probe.create_publisher(Twist, "cmd_vel", 10)
+    assert h.spin_until(lambda: pub.get_subscription_count() > 0, 3.0)
+    cmd = Twist()
+    cmd.linear.x, cmd.angular.z = 0.3, 1.0
+    pub.publish(cmd)
+
+    def sent():
+        drives = [m for _, m in h.sim.commands() if m.NAME == "DriveWheels"]
+        return drives[-1] if drives else None
+    assert h.spin_until(lambda: sent() is not None and sent().rwheel_speed_mmps != 0, 2.0)
+    m = sent()
+    assert max(abs(m.lwheel_speed_mmps), abs(m.rwheel_speed_mmps)) == pytest.approx(100.0)
+    v = (m.lwheel_speed_mmps + m.rwheel_speed_mmps) / 2000.0
+    w = (m.rwheel_speed_mmps - m.lwheel_speed_mmps) / 45.0
+    assert w / v == pytest.approx(1.0 / 0.3, rel=1e-4)
+
+
+def test_head_and_lift_commands_reach_targets(make_driver):
+    h = make_driver()
+    joints = h.listen("joints", JointState, "joint_states")
+    head = h.probe.create_publisher(HeadAngle, "head/angle", 10)
+    lift = h.probe.create_publisher(LiftHeight, "lift/height", 10)
+    assert h.spin_until(lambda: head.get_subscription_count() and lift.get_subscription_count(), 3.0)
+    head.publish(HeadAngle(angle=0.3, max_speed=0.0))
+    lift.publish(LiftHeight(height=0.07, max_speed=2.0))
+    assert h.spin_until(lambda: abs(h.sim.head_angle() - 0.3) < 1e-3
+                        and abs(h.sim.lift_height() - 70.0) < 0.5, 5.0)
+    lift_angle = math.asin((0.07 - 0.045) / 0.066)
+    assert h.spin_until(lambda: joints and abs(joints[-1].position[0] - 0.3) < 2e-3
+                        and abs(joints[-1].position[1] - lift_angle) < 5e-3, 2.0)
+    # out of range: clamped to the limits (with a warning), never refused
+    head.publish(HeadAngle(angle=2.0, max_speed=0.0))
+    lift.publish(LiftHeight(height=0.5, max_speed=0.0))
+    assert h.spin_until(lambda: abs(h.sim.head_angle() - geo.HEAD_MAX_ANGLE_RAD) < 1e-3
+                        and abs(h.sim.lift_height() - 92.0) < 0.5, 5.0)
+    # velocity topics
+    hv = h.probe.create_publisher(Float64, "head/velocity", 10)
+    lv = h.probe.create_publisher(Float64, "lift/velocity", 10)
+    assert h.spin_until(lambda: hv.get_subscription_count() and lv.get_subscription_count(), 3.0)
+    hv.publish(Float64(data=-2.0))
+    lv.publish(Float64(data=-50.0))  # clamped to lift_max_speed
+    assert h.spin_until(lambda: abs(h.sim.head_angle() - geo.HEAD_MIN_ANGLE_RAD) < 1e-3
+                        and abs(h.sim.lift_height() - 32.0) < 0.5, 5.0)
+    moves = [m for _, m in h.sim.commands() if m.NAME == "MoveLift"]
+    assert moves[-1].speed_rad_per_sec == pytest.approx(-3.0)
+
+
+def test_bad_commands_change_nothing(make_driver):
+    h = make_driver()
+    cmd_vel = h.probe.create_publisher(Twist, "cmd_vel", 10)
+    head = h.probe.create_publisher(HeadAngle, "head/angle", 10)
+    lights = h.probe.create_publisher(BackpackLights, "backpack_lights", 10)
+    assert h.spin_until(lambda: cmd_vel.get_subscription_count() and head.get_subscription_count()
+                        and lights.get_subscription_count(), 3.0)
+    before = dict(h.sim.command_counts())
+    nan_x, inf_z = Twist(), Twist()
+    nan_x.linear.x = math.nan
+    inf_z.angular.z = math.inf
+    # one at a time: command subscriptions keep only the latest message (depth 1)
+    for pub, msg in ((cmd_vel, nan_x), (cmd_vel, inf_z), (head, HeadAngle(angle=math.nan)),
+                     (head, HeadAngle(angle=0.1, max_speed=-1.0)),
+                     (lights, BackpackLights(front=ColorRGBA(r=2.0)))):
+        refused = h.node._refused
+        pub.publish(msg)
+        assert h.spin_until(lambda: h.node._refused == refused + 1, 2.0), msg
+    h.spin_for(0.3)
+    after = h.sim.command_counts()
+    for name in ("DriveWheels", "SetHeadAngle", "LightStateCenter", "LightStateSide"):
+        assert after.get(name, 0) == before.get(name, 0), name
+    assert h.node._refused == 5
+    assert h.sim.wheel_speeds() == (0.0, 0.0)
+
+
+def test_stamped_cmd_vel_checks_the_frame(make_driver):
+    h = make_driver(cmd_vel_stamped=True)
+    pub = h.probe.create_publisher(TwistStamped, "cmd_vel", 10)
+    assert h.spin_until(lambda: pub.get_subscription_count() > 0, 3.0)
+    msg = TwistStamped()
+    msg.header.frame_id = "map"
+    msg.twist.linear.x = 0.05
+    pub.publish(msg)
+    h.spin_for(0.3)
+    assert h.sim.command_counts().get("DriveWheels", 0) == 0
+    msg.header.frame_id = "base_link"
+    pub.publish(msg)
+    assert h.spin_until(lambda: h.sim.command_counts().get("DriveWheels", 0) == 1, 2.0)
+
+
+def test_lights_head_light_and_volume(make_driver):
+    h = make_driver()
+    lights = h.probe.create_publisher(BackpackLights, "backpack_lights", 10)
+    head_light = h.probe.create_publisher(Bool, "head_light", 10)
+    volume = h.probe.create_publisher(Float32, "volume", 10)
+    assert h.spin_until(lambda: lights.get_subscription_count() and head_light.get_subscription_count()
+                        and volume.get_subscription_count(), 3.0)
+    lights.publish(BackpackLights(front=ColorRGBA(r=1.0), middle=ColorRGBA(g=1.0),
+                                  back=ColorRGBA(b=1.0), left=ColorRGBA(r=1.0, g=1.0, b=1.0),
+                                  right=ColorRGBA(r=10 / 31)))
+    head_light.publish(Bool(data=True))
+    volume.publish(Float32(data=0.5))
+    assert h.spin_until(lambda: h.sim.volume() == 32768, 2.0)
+    state = h.sim.lights()
+    backpack = state["backpack"]
+    assert backpack["front"].on_color == 31 << 10
+    assert backpack["middle"].on_color == 31 << 5
+    assert backpack["back"].on_color == 31
+    assert backpack["left"].on_color == 0x7FFF
+    assert backpack["right"].on_color == 10 << 10
+    assert state["head_light"] is True
+
+
+def test_emergency_stop_holds_until_released(make_driver):
+    h = make_driver()
+    pub = h.probe.create_publisher(Twist, "cmd_vel", 10)
+    head = h.probe.create_publisher(HeadAngle, "head/angle", 10)
+    cmd = Twist()
+    cmd.linear.x = 0.05
+    assert h.spin_until(lambda: pub.get_subscription_count() > 0, 3.0)
+    pub.publish(cmd)
+    assert h.spin_until(lambda: h.sim.wheel_speeds() != (0.0, 0.0), 2.0)
+    response = h.call(SetEmergencyStop, "emergency_stop", SetEmergencyStop.Request(engage=True))
+    assert response.success and "engaged" in response.message
+    assert h.spin_until(lambda: h.sim.wheel_speeds() == (0.0, 0.0), 2.0)
+    assert h.sim.command_counts().get("StopAllMotors", 0) >= 1
+    drives = h.sim.command_counts().get("DriveWheels", 0)
+    h.spin_for(0.5, every=lambda: pub.publish(cmd))
+    head.publish(HeadAngle(angle=0.3))
+    h.spin_for(0.3)
+    assert h.sim.command_counts().get("DriveWheels", 0) == drives
+    assert h.sim.command_counts().get("SetHeadAngle", 0) == 0
+    assert h.sim.wheel_speeds() == (0.0, 0.0)
+    response = h.call(SetEmergencyStop, "emergency_stop", SetEmergencyStop.Request(engage=False))
+    assert response.success and "released" in response.message
+    h.spin_for(0.2)
+    assert h.sim.wheel_speeds() == (0.0, 0.0)  # releasing starts nothing
+    pub.publish(cmd)
+    assert h.spin_until(lambda: h.sim.wheel_speeds() != (0.0, 0.0), 2.0)
+
+
+def test_reset_odometry(make_driver):
+    h = make_driver()
+    odom = h.listen("odom", Odometry, "odom")
+    pub = h.probe.create_publisher(Twist, "cmd_vel", 10)
+    cmd = Twist()
+    cmd.linear.x, cmd.angular.z = 0.1, 1.0
+    h.spin_for(0.8, every=lambda: pub.publish(cmd))
+    pub.publish(Twist())
+    assert h.spin_until(lambda: h.sim.wheel_speeds() == (0.0, 0.0), 2.0)
+    h.spin_for(0.1)
+    assert abs(odom[-1].pose.pose.position.x) > 0.02
+    response = h.call(Trigger, "reset_odometry", Trigger.Request())
+    assert response.success
+    n = len(odom)
+    assert h.spin_until(lambda: len(odom) > n + 2, 2.0)
+    pose = odom[-1].pose.pose
+    assert (pose.position.x, pose.position.y, yaw_of(pose.orientation)) == \
+        pytest.approx((0.0, 0.0, 0.0), abs=1e-6)
+    assert odom[-1].pose.covariance[0] < 1e-5
+
+
+# ----------------------------------------------------------------------------- camera
+
+def test_camera_streams_both_topics(make_driver):
+    from PIL import Image as PILImage
+    h = make_driver()
+    compressed = h.listen("compressed", CompressedImage, "camera/image_raw/compressed",
+                          qos_profile_sensor_data)
+    info = h.listen("info", CameraInfo, "camera/camera_info", qos_profile_sensor_data)
+    assert h.spin_until(lambda: compressed and info, 5.0)
+    assert h.node._pub["image"].get_subscription_count() == 0
+    n0, t0 = len(compressed), time.monotonic()
+    h.spin_for(2.0)
+    fps = (len(compressed) - n0) / (time.monotonic() - t0)
+    assert 12.0 <= fps <= 18.0, fps
+    c = compressed[-1]
+    assert c.format == "jpeg" and c.header.frame_id == "camera_optical_frame"
+    with PILImage.open(io.BytesIO(bytes(c.data))) as im:
+        im.load()
+        assert (im.width, im.height, im.mode) == (320, 240, "L")
+    # camera_info from the robot's NV calibration (the simulator's renderer intrinsics)
+    from cozmo_driver.sim.model import default_camera_calibration
+    calib = default_camera_calibration()
+    ci = info[-1]
+    assert (ci.width, ci.height) == (320, 240) and ci.header.frame_id == "camera_optical_frame"
+    assert ci.k[0] == pytest.approx(calib.focal_length_x, rel=1e-5)
+    assert ci.k[2] == pytest.approx(calib.center_x) and ci.distortion_model == "plumb_bob"
+    assert ci.header.stamp == c.header.stamp
+    # raw images are decoded only while someone subscribes
+    raw = h.listen("raw", Image, "camera/image_raw", qos_profile_sensor_data)
+    assert h.spin_until(lambda: len(raw) >= 3, 5.0)
+    r = raw[-1]
+    assert (r.width, r.height, r.encoding, r.step) == (320, 240, "mono8", 320)
+    assert len(r.data) == 320 * 240
+    # colour, switched at run time
+    result = h.node.set_parameters([Parameter("camera_color", value=True)])
+    assert result[0].successful
+    assert h.spin_until(lambda: raw[-1].encoding == "rgb8", 5.0)
+    r = raw[-1]
+    assert (r.width, r.height, r.step, len(r.data)) == (320, 240, 960, 320 * 240 * 3)
+    assert h.sim.camera_settings()["color"] is True
+    # gain and exposure go to the robot; out-of-range values are refused
+    result = h.node.set_parameters([Parameter("camera_auto_exposure", value=False),
+                                    Parameter("camera_gain", value=2.0),
+                                    Parameter("camera_exposure_ms", value=20)])
+    assert all(r.successful for r in result)
+    assert h.spin_until(lambda: h.sim.camera_settings()["gain"] == 2.0, 2.0)
+    settings = h.sim.camera_settings()
+    assert settings["exposure_ms"] == 20 and settings["auto_exposure"] is False
+    assert not h.node.set_parameters([Parameter("camera_gain", value=40.0)])[0].successful
+    assert not h.node.set_parameters([Parameter("robot_port", value=1234)])[0].successful
+    # off
+    assert h.node.set_parameters([Parameter("camera_enabled", value=False)])[0].successful
+    h.spin_for(0.3)
+    n = len(compressed)
+    h.spin_for(0.5)
+    assert len(compressed) == n
+
+
+def test_camera_info_from_file_overrides_the_robot(make_driver, tmp_path):
+    from test_driver_logic import CAMERA_YAML
+    path = tmp_path / "cozmo_camera.yaml"
+    path.write_text(CAMERA_YAML)
+    h = make_driver(camera_info_url=path.as_uri())
+    info = h.listen("info", CameraInfo, "camera/camera_info", qos_profile_sensor_data)
+    assert h.spin_until(lambda: len(info) > 3, 5.0)
+    assert info[-1].k[0] == 300.0 and info[-1].d[4] == pytest.approx(0.003)
+
+
+# ----------------------------------------------------------------------------- events
+
+def test_events_from_the_robot(make_driver):
+    h = make_driver()
+    events = h.listen("events", RobotEvent, "events")
+    status = h.listen("status", RobotStatus, "status")
+    assert h.spin_until(lambda: status, 3.0)
+
+    def types():
+        return [e.type for e in events]
+
+    def expect(*wanted: int) -> None:
+        assert h.spin_until(lambda: all(t in types() for t in wanted), 3.0), (wanted, types())
+
+    h.sim.pick_up()
+    expect(EventType.PICKED_UP)
+    assert h.spin_until(lambda: status[-1].is_picked_up, 2.0)
+    h.sim.put_down()
+    expect(EventType.PUT_DOWN)
+    h.sim.poke()
+    expect(EventType.POKED)
+    h.sim.press_button(0.1)
+    expect(EventType.BUTTON_PRESSED, EventType.BUTTON_RELEASED)
+    h.sim.fall(0.3, 500.0)
+    expect(EventType.FALLING_STARTED, EventType.FALLING_STOPPED)
+    fall = [e for e in events if e.type == EventType.FALLING_STOPPED][0]
+    assert fall.value == pytest.approx(0.3, abs=0.05)
+    h.sim.delocalize()
+    expect(EventType.DELOCALIZED)
+    h.sim.set_on_charger(True)
+    expect(EventType.ON_CHARGER, EventType.CHARGING_STARTED)
+    h.sim.set_on_charger(False)
+    expect(EventType.OFF_CHARGER, EventType.CHARGING_STOPPED)
+    assert all(e.header.frame_id == "base_link" and e.description for e in events)
+    # each transition exactly once (falling: from the messages only)
+    assert types().count(EventType.PICKED_UP) == 1
+    assert types().count(EventType.FALLING_STARTED) == 1
+
+
+# ----------------------------------------------------------------------------- faults
+
+def _drive_a_bit(h: Harness, odom) -> None:
+    pub = h.probe.create_publisher(Twist, "cmd_vel", 10)
+    cmd = Twist()
+    cmd.linear.x, cmd.angular.z = 0.1, 0.5
+    h.spin_for(0.6, every=lambda: pub.publish(cmd))
+    pub.publish(Twist())
+    assert h.spin_until(lambda: h.sim.wheel_speeds() == (0.0, 0.0), 2.0)
+    h.spin_for(0.2)
+    assert odom[-1].pose.pose.position.x > 0.03
+
+
+def test_lost_robot_is_found_again_and_odometry_continues(make_driver):
+    h = make_driver()
+    link = h.listen("link", LinkStatus, "link_status", LATCHED)
+    info = h.listen("info", RobotInfo, "robot_info", LATCHED)
+    odom = h.listen("odom", Odometry, "odom")
+    _drive_a_bit(h, odom)
+    before = odom[-1].pose.pose
+    # the robot reboots: it forgets the session, and its odometry restarts at zero
+    h.sim.reboot()
+    assert h.spin_until(lambda: link and link[-1].state == LinkStatus.LOST, 5.0)
+    n = len(odom)
+    h.spin_for(0.2)
+    assert len(odom) - n <= 1  # no stale data while lost
+    assert h.spin_until(lambda: link[-1].state == LinkStatus.CONNECTED, 10.0)
+    assert h.spin_until(lambda: len(info) >= 2, 3.0)  # facts published again
+    assert h.spin_until(lambda: len(odom) > n + 5, 3.0)
+    after = odom[-1].pose.pose
+    assert (after.position.x, after.position.y) == pytest.approx(
+        (before.position.x, before.position.y), abs=1e-3)
+    assert yaw_of(after.orientation) == pytest.approx(yaw_of(before.orientation), abs=1e-3)
+    assert h.node._tracker.reanchors >= 1
+
+
+def test_simulator_restarted_on_the_same_port(make_driver, rclpy_context):
+    first = SimServer(port=0, seed=5).start()
+    port = first.address[1]
+    h = make_driver(first)
+    link = h.listen("link", LinkStatus, "link_status", LATCHED)
+    odom = h.listen("odom", Odometry, "odom")
+    assert h.spin_until(lambda: link and link[-1].state == LinkStatus.CONNECTED and odom, 3.0)
+    first.stop()
+    assert h.spin_until(lambda: link[-1].state == LinkStatus.LOST, 5.0)
+    second = SimServer(port=port, seed=6).start()
+    try:
+        h.sim = second
+        assert h.spin_until(lambda: link[-1].state == LinkStatus.CONNECTED, 10.0)
+        n = len(odom)
+        assert h.spin_until(lambda: len(odom) > n + 5, 3.0)
+        assert second.streaming()
+    finally:
+        h.node.close()
+        second.stop()
+
+
+def test_garbage_datagrams_change_only_counters(make_driver):
+    h = make_driver()
+    link = h.listen("link", LinkStatus, "link_status", LATCHED)
+    odom = h.listen("odom", Odometry, "odom")
+    assert h.spin_until(lambda: link and odom, 3.0)
+    h.sim.send_garbage(count=32)
+    h.spin_for(1.2)
+    assert link[-1].state == LinkStatus.CONNECTED
+    assert link[-1].malformed_dropped > 0
+    n = len(odom)
+    assert h.spin_until(lambda: len(odom) > n + 10, 2.0)
+    assert all(math.isfinite(o.pose.pose.position.x) for o in odom)
+
+
+def test_lifecycle_deactivate_stops_and_pauses(make_driver):
+    h = make_driver()
+    odom = h.listen("odom", Odometry, "odom")
+    pub = h.probe.create_publisher(Twist, "cmd_vel", 10)
+    cmd = Twist()
+    cmd.linear.x = 0.05
+    assert h.spin_until(lambda: pub.get_subscription_count() > 0 and odom, 3.0)
+    pub.publish(cmd)
+    assert h.spin_until(lambda: h.sim.wheel_speeds() != (0.0, 0.0), 2.0)
+    h.node.trigger_deactivate()
+    assert h.spin_until(lambda: h.sim.wheel_speeds() == (0.0, 0.0), 2.0)
+    h.spin_for(0.2)
+    n = len(odom)
+    h.spin_for(0.5, every=lambda: pub.publish(cmd))
+    assert len(odom) == n and h.sim.wheel_speeds() == (0.0, 0.0)
+    h.node.trigger_activate()
+    assert h.spin_until(lambda: len(odom) > n + 5, 2.0)
+    h.node.trigger_deactivate()
+    h.node.trigger_cleanup()
+    assert h.spin_until(lambda: not h.sim.is_connected(), 3.0)
+    # configure + activate again: a new connection
+    assert h.node.start()
+    assert h.spin_until(lambda: h.node.connected and h.sim.streaming(), 5.0)
+
+
+def test_two_drivers_in_two_namespaces(rclpy_context):
+    sims = [SimServer(port=0, seed=11).start(), SimServer(port=0, seed=12).start()]
+    harnesses = []
+    try:
+        for k, server in enumerate(sims, 1):
+            harnesses.append(Harness(rclpy_context, server, namespace=f"robot{k}",
+                                     frame_prefix=f"robot{k}/"))
+        h1, h2 = harnesses
+        odom1 = h1.listen("odom", Odometry, "odom")
+        odom2 = h2.listen("odom", Odometry, "odom")
+        tf = h1.listen("tf", TFMessage, "/tf")
+        pub = h1.probe.create_publisher(Twist, "cmd_vel", 10)
+        cmd = Twist()
+        cmd.linear.x = 0.1
+        executor = SingleThreadedExecutor(context=rclpy_context)
+        for h in harnesses:
+            h.executor.remove_node(h.node)
+            h.executor.remove_node(h.probe)
+            executor.add_node(h.node)
+            executor.add_node(h.probe)
+            h.executor = executor
+        h1.spin_for(1.0, every=lambda: pub.publish(cmd))
+        pub.publish(Twist())
+        h1.spin_for(0.3)
+        assert sims[0].true_pose() != sims[1].true_pose()
+        assert h2.sim.command_counts().get("DriveWheels", 0) == 0
+        assert odom1[-1].pose.pose.position.x > 0.05
+        assert odom2[-1].pose.pose.position.x == pytest.approx(0.0, abs=1e-6)
+        assert odom1[-1].header.frame_id == "robot1/odom"
+        assert odom2[-1].child_frame_id == "robot2/base_footprint"
+        frames = {t.child_frame_id for m in tf for t in m.transforms}
+        assert frames == {"robot1/base_footprint", "robot2/base_footprint"}
+    finally:
+        for h in harnesses:
+            h.close()
+        for server in sims:
+            server.stop()
+
+
+def test_invalid_parameters_are_refused_at_start(rclpy_context, sim):
+    with pytest.raises(ValueError, match="reconnect_min"):
+        CozmoDriverNode(context=rclpy_context, parameter_overrides=[
+            Parameter("reconnect_min", value=9.0), Parameter("reconnect_max", value=1.0)])
+    with pytest.raises(Exception, match="odom_frame"):
+        CozmoDriverNode(context=rclpy_context, parameter_overrides=[
+            Parameter("odom_frame", value="/odom")])
+
+
+# ----------------------------------------------------------------------------- console script
+
+def _node_command(port: int, params_file: Optional[Path] = None) -> List[str]:
+    exe = Path(sys.executable).parent / "cozmo_driver_node"
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "cozmo_driver.ros.driver_node"]
+    cmd.append("--ros-args")
+    if params_file is not None:  # first: the -p below must win
+        cmd += ["--params-file", str(params_file)]
+    return cmd + ["-p", "robot_ip:=127.0.0.1", "-p", f"robot_port:={port}"]
+
+
+def _loopback_params_file(tmp_path: Path, port: int) -> Path:
+    """config/cozmo.yaml with the robot on 127.0.0.1 (never the real robot's address)."""
+    import yaml
+    doc = yaml.safe_load((ROOT / "config/cozmo.yaml").read_text())
+    doc["cozmo_driver"]["ros__parameters"].update(robot_ip="127.0.0.1", robot_port=port)
+    path = tmp_path / "cozmo_loopback.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_console_script_stops_the_robot_on_signal(sim, sig, tmp_path):
+    env = dict(os.environ)
+    port = sim.address[1]
+    proc = subprocess.Popen(_node_command(port, _loopback_params_file(tmp_path, port)),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+    try:
+        assert sim.wait_until(lambda s: s.streaming(), 15.0), "the node did not connect"
+        assert sim.wait_until(lambda s: s.counters()["camera"] > 5, 5.0)
+        before = sim.command_counts().get("StopAllMotors", 0)
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=10.0)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err and "Traceback" not in out, err
+    assert sim.command_counts().get("StopAllMotors", 0) > before  # wheels stopped
+    assert sim.wait_until(lambda s: not s.is_connected(), 3.0)   # disconnect sent
+    assert "connected to Cozmo" in out + err
+
+
+def test_image_qos_can_be_overridden(make_driver):
+    """Images are best effort by default; qos_overrides parameters make them reliable."""
+    h = make_driver(**{"qos_overrides./camera/image_raw/compressed.publisher.reliability": "reliable"})
+    reliable = h.listen("compressed", CompressedImage, "camera/image_raw/compressed",
+                        QoSProfile(depth=5, reliability=QoSReliabilityPolicy.RELIABLE))
+    assert h.spin_until(lambda: len(reliable) >= 2, 5.0)
+    info = h.probe.get_publishers_info_by_topic("/camera/image_raw/compressed")
+    assert info[0].qos_profile.reliability == QoSReliabilityPolicy.RELIABLE
+    default = h.probe.get_publishers_info_by_topic("/camera/image_raw")
+    assert default[0].qos_profile.reliability == QoSReliabilityPolicy.BEST_EFFORT
