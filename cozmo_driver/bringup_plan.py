@@ -1,0 +1,489 @@
+"""What a bring-up starts: the one source of truth of both front-ends.
+
+``launch/cozmo.launch.py`` (``ros2 launch cozmo_driver cozmo.launch.py``) and
+``cozmo_bringup`` (:mod:`cozmo_driver.bringup`, for set-ups without the launch
+system) declare the arguments of :data:`ARGUMENTS`, with these defaults and
+descriptions, resolve them with :func:`resolve_arguments` and start the
+enabled entries of :func:`make_plan`, in order. Neither has defaults or entries
+of its own.
+
+The entries::
+
+    simulator              cozmo-sim on 127.0.0.1:<sim_port>       only with use_sim
+    driver                 cozmo_driver_node                        always; the bring-up ends
+                                                                    when it exits
+    robot_state_publisher  robot_state_publisher (robot_description from xacro);
+                           fallback: cozmo_description_publisher    always
+    face                   cozmo_face_node                          only with enable_face
+    behavior               cozmo_behavior_node                      only with enable_behavior
+    rviz                   rviz2 -d cozmo_description/rviz/cozmo.rviz   only with rviz
+
+An entry whose executable is not installed is skipped with a message
+(:func:`skip_message`), unless it has a fallback that is installed.
+
+Pure: no launch, no rclpy; it reads the parameter file and runs xacro.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+from .description import DESCRIPTION_PACKAGE, DescriptionError, package_share, robot_description
+
+__all__ = [
+    "PACKAGE",
+    "Argument",
+    "ARGUMENTS",
+    "argument_defaults",
+    "argument_descriptions",
+    "PlanError",
+    "BringupArgs",
+    "resolve_arguments",
+    "ParamFile",
+    "Parameters",
+    "ProcessEntry",
+    "format_parameter",
+    "command_line_safe",
+    "make_plan",
+    "default_config_path",
+    "rviz_config_path",
+    "node_parameters_in_file",
+    "locate_executable",
+    "ament_executable",
+    "skip_message",
+]
+
+PACKAGE = "cozmo_driver"
+
+DRIVER_NODE = "cozmo_driver"
+SIM_HOST = "127.0.0.1"
+RVIZ_CONFIG = "rviz/cozmo.rviz"
+AUTO = "auto"
+
+
+# ---------------------------------------------------------------------------- arguments
+
+@dataclass(frozen=True)
+class Argument:
+    """A launch argument: name, default (a string, as launch has them), description."""
+
+    name: str
+    default: str
+    description: str
+    choices: Optional[Tuple[str, ...]] = None
+
+
+_BOOL = ("true", "false")
+
+#: Every argument of the bring-up, in the order they are shown.
+ARGUMENTS: Tuple[Argument, ...] = (
+    Argument("robot_ip", "",
+             "IPv4 address or host name of the robot (empty: the config file's robot_ip; "
+             "ignored with use_sim:=true)"),
+    Argument("robot_port", "",
+             "UDP port of the robot (empty: the config file's robot_port; ignored with use_sim)"),
+    Argument("namespace", "",
+             "ROS namespace of every node, e.g. robot1 (empty: none); sets the frame prefix"),
+    Argument("use_sim", "false",
+             "start the simulated Cozmo (cozmo-sim) on 127.0.0.1:<sim_port> and drive it",
+             _BOOL),
+    Argument("sim_port", "5551", "UDP port of the simulator on 127.0.0.1 (with use_sim)"),
+    Argument("config", "",
+             "parameter file of the driver (empty: the package's config/cozmo.yaml)"),
+    Argument("frame_prefix", AUTO,
+             "prefix of every frame id of the driver and of the robot description; "
+             "'auto': '<namespace>/' with a namespace, else none"),
+    Argument("rviz", "false", "start RViz with cozmo_description/rviz/cozmo.rviz", _BOOL),
+    Argument("enable_face", "false", "start the face node (cozmo_face_node)", _BOOL),
+    Argument("enable_behavior", "false", "start the behaviour node (cozmo_behavior_node)", _BOOL),
+)
+
+
+def argument_defaults() -> Dict[str, str]:
+    """{name: default} of every argument."""
+    return {arg.name: arg.default for arg in ARGUMENTS}
+
+
+def argument_descriptions() -> Dict[str, str]:
+    """{name: description} of every argument (the default and choices appended)."""
+    result = {}
+    for arg in ARGUMENTS:
+        text = arg.description
+        if arg.choices:
+            text += f" ({'|'.join(arg.choices)})"
+        result[arg.name] = text
+    return result
+
+
+class PlanError(ValueError):
+    """An argument value or a file the plan needs is wrong; the message says which."""
+
+
+@dataclass(frozen=True)
+class BringupArgs:
+    """The arguments, checked and typed."""
+
+    robot_ip: str
+    robot_port: Optional[int]
+    namespace: str              # without leading or trailing '/', may be nested: fleet/robot1
+    use_sim: bool
+    sim_port: int
+    config: Path
+    frame_prefix: str           # 'auto' resolved; no leading '/'
+    rviz: bool
+    enable_face: bool
+    enable_behavior: bool
+
+
+_NAME_TOKEN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _parse_bool(name: str, value: str) -> bool:
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes", "on"):
+        return True
+    if text in ("false", "0", "no", "off"):
+        return False
+    raise PlanError(f"{name}:={value!r}: expected true or false")
+
+
+def _parse_port(name: str, value: str, allow_empty: bool) -> Optional[int]:
+    text = str(value).strip()
+    if not text and allow_empty:
+        return None
+    try:
+        port = int(text)
+    except ValueError:
+        raise PlanError(f"{name}:={value!r}: expected a UDP port number 1..65535") from None
+    if not 1 <= port <= 65535:
+        raise PlanError(f"{name}:={value!r}: expected a UDP port number 1..65535")
+    return port
+
+
+def _parse_namespace(value: str) -> str:
+    text = str(value).strip().strip("/")
+    if not text:
+        return ""
+    for token in text.split("/"):
+        if not _NAME_TOKEN.match(token):
+            raise PlanError(f"namespace:={value!r}: each part must start with a letter or '_' "
+                            "and hold only letters, digits and '_'")
+    return text
+
+
+def default_config_path() -> Path:
+    """The package's parameter file, config/cozmo.yaml."""
+    try:
+        return package_share(PACKAGE) / "config" / "cozmo.yaml"
+    except DescriptionError as exc:
+        raise PlanError(str(exc)) from exc
+
+
+def rviz_config_path() -> Path:
+    """cozmo_description/rviz/cozmo.rviz."""
+    try:
+        return package_share(DESCRIPTION_PACKAGE) / RVIZ_CONFIG
+    except DescriptionError as exc:
+        raise PlanError(str(exc)) from exc
+
+
+def resolve_arguments(values: Optional[Mapping[str, Any]] = None) -> BringupArgs:
+    """Check and type the arguments; missing ones take their default, unknown ones are refused."""
+    given = dict(values or {})
+    unknown = sorted(set(given) - {arg.name for arg in ARGUMENTS})
+    if unknown:
+        raise PlanError(f"unknown argument(s) {', '.join(unknown)}; known: "
+                        f"{', '.join(arg.name for arg in ARGUMENTS)}")
+    raw = argument_defaults()
+    raw.update({k: "" if v is None else str(v) for k, v in given.items()})
+    namespace = _parse_namespace(raw["namespace"])
+    frame_prefix = raw["frame_prefix"].strip()
+    if frame_prefix == AUTO:
+        frame_prefix = f"{namespace}/" if namespace else ""
+    frame_prefix = frame_prefix.lstrip("/")
+    config = Path(raw["config"]).expanduser() if raw["config"].strip() else default_config_path()
+    if not config.is_file():
+        raise PlanError(f"config:={raw['config'] or config}: no such parameter file")
+    return BringupArgs(
+        robot_ip=raw["robot_ip"].strip(),
+        robot_port=_parse_port("robot_port", raw["robot_port"], allow_empty=True),
+        namespace=namespace,
+        use_sim=_parse_bool("use_sim", raw["use_sim"]),
+        sim_port=_parse_port("sim_port", raw["sim_port"], allow_empty=False),
+        config=config,
+        frame_prefix=frame_prefix,
+        rviz=_parse_bool("rviz", raw["rviz"]),
+        enable_face=_parse_bool("enable_face", raw["enable_face"]),
+        enable_behavior=_parse_bool("enable_behavior", raw["enable_behavior"]),
+    )
+
+
+# ---------------------------------------------------------------------------- entries
+
+@dataclass(frozen=True)
+class ParamFile:
+    """A ROS 2 parameter file (``--params-file``)."""
+
+    path: str
+
+
+#: a parameter file, or a {name: value} group of parameters
+Parameters = Union[ParamFile, Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
+class ProcessEntry:
+    """One process of the bring-up."""
+
+    name: str                                   # what it is: "driver", "simulator", ...
+    package: str
+    executable: str
+    enabled: bool                               # the condition, evaluated
+    condition: str                              # why: "always", "use_sim", ...
+    node_name: Optional[str] = None             # None: not a ROS node (no --ros-args)
+    namespace: str = ""                         # without leading '/'
+    parameters: Tuple[Parameters, ...] = ()
+    remappings: Tuple[Tuple[str, str], ...] = ()
+    arguments: Tuple[str, ...] = ()             # command-line arguments before --ros-args
+    required: bool = False                      # the bring-up stops when this one exits
+    fallback: Optional["ProcessEntry"] = None   # started instead when not installed
+    stop_last: bool = False                     # stopped after the others (the simulator)
+    note: str = field(default="", compare=False)
+
+    def ros_arguments(self, param_file_of: Callable[[Mapping[str, Any]], Optional[str]]
+                      ) -> List[str]:
+        """``--ros-args ...`` for a command line; ``param_file_of`` turns a parameter group
+        that cannot go on the command line into a file path (None: pass it with -p)."""
+        if self.node_name is None:
+            return []
+        args = ["--ros-args", "-r", f"__node:={self.node_name}"]
+        if self.namespace:
+            args += ["-r", f"__ns:=/{self.namespace}"]
+        for group in self.parameters:
+            if isinstance(group, ParamFile):
+                args += ["--params-file", group.path]
+                continue
+            path = param_file_of(group)
+            if path is not None:
+                args += ["--params-file", path]
+            else:
+                for name, value in group.items():
+                    args += ["-p", f"{name}:={format_parameter(value)}"]
+        for source, target in self.remappings:
+            args += ["-r", f"{source}:={target}"]
+        return args
+
+
+def format_parameter(value: Any) -> str:
+    """A parameter value as ``-p name:=<value>`` wants it (YAML)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return str(value)
+
+
+def command_line_safe(group: Mapping[str, Any], max_items: int = 8) -> bool:
+    """Whether a parameter group can go on the command line as ``-p`` (short, and every
+    value reads back as itself in YAML); else it goes into a parameter file."""
+    if len(group) > max_items:
+        return False
+    try:
+        import yaml
+    except ImportError:  # pragma: no cover - PyYAML is a dependency of xacro
+        return False
+    for value in group.values():
+        if isinstance(value, bool) or isinstance(value, (int, float)):
+            continue
+        if not isinstance(value, str) or not value or value != value.strip():
+            return False
+        if any(c in value for c in "\n:#,[]{}'\"&*!|>%@`"):
+            return False
+        try:
+            if yaml.safe_load(value) != value:
+                return False
+        except yaml.YAMLError:
+            return False
+    return True
+
+
+def _key_matches(key: str, fqn: str) -> bool:
+    """Whether a node key of a parameter file addresses the node ``fqn`` (rcl's rules:
+    a name without leading '/' is absolute, '*' is one token, '**' any number)."""
+    key = key if key.startswith("/") else "/" + key
+    pattern = ""
+    for token in key.strip("/").split("/"):
+        if token == "**":
+            pattern += r"(/[^/]+)*"
+        else:
+            pattern += "/" + re.escape(token).replace(r"\*", "[^/]*")
+    return re.fullmatch(pattern or "/", fqn) is not None
+
+
+def node_parameters_in_file(path: Path, node_name: str, namespace: str
+                            ) -> Tuple[bool, Dict[str, Any]]:
+    """(whether the file addresses the node at ``/<namespace>/<node_name>``, the parameters
+    it gives the node ``node_name`` without namespace).
+
+    A parameter file written for one robot says ``cozmo_driver:`` (i.e. ``/cozmo_driver``),
+    which does not reach ``/robot1/cozmo_driver``; the plan then passes that section's
+    values as parameters of its own."""
+    try:
+        import yaml
+    except ImportError as exc:  # pragma: no cover - PyYAML is a dependency of xacro
+        raise PlanError(f"PyYAML is needed to read {path}: {exc}") from exc
+    try:
+        with open(path, encoding="utf-8") as stream:
+            data = yaml.safe_load(stream) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise PlanError(f"cannot read the parameter file {path}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise PlanError(f"{path} is not a ROS 2 parameter file (no node names at the top)")
+    fqn = f"/{namespace}/{node_name}" if namespace else f"/{node_name}"
+    applies = any(_key_matches(str(key), fqn) for key in data)
+    values: Dict[str, Any] = {}
+    for key, section in data.items():
+        if _key_matches(str(key), f"/{node_name}") and isinstance(section, dict):
+            values.update(section.get("ros__parameters") or {})
+    return applies, values
+
+
+def _sim_entry(args: BringupArgs) -> ProcessEntry:
+    return ProcessEntry(
+        name="simulator", package=PACKAGE, executable="cozmo-sim", enabled=args.use_sim,
+        condition="use_sim",
+        arguments=("--host", SIM_HOST, "--port", str(args.sim_port), "--quiet"),
+        required=True, stop_last=True,
+        note=f"simulated Cozmo on udp://{SIM_HOST}:{args.sim_port}")
+
+
+def _driver_entry(args: BringupArgs) -> ProcessEntry:
+    parameters: List[Parameters] = [ParamFile(str(args.config))]
+    if args.namespace:
+        applies, section = node_parameters_in_file(args.config, DRIVER_NODE, args.namespace)
+        if not applies and section:
+            parameters.append(dict(section))
+    overrides: Dict[str, Any] = {}
+    if args.use_sim:
+        overrides["robot_ip"] = SIM_HOST
+        overrides["robot_port"] = args.sim_port
+    else:
+        if args.robot_ip:
+            overrides["robot_ip"] = args.robot_ip
+        if args.robot_port is not None:
+            overrides["robot_port"] = args.robot_port
+    overrides["frame_prefix"] = args.frame_prefix
+    parameters.append(overrides)
+    if args.use_sim:
+        where = f"the simulator at {SIM_HOST}:{args.sim_port}"
+    else:
+        where = f"the robot at {overrides.get('robot_ip', 'the config file robot_ip')}"
+    return ProcessEntry(
+        name="driver", package=PACKAGE, executable="cozmo_driver_node", enabled=True,
+        condition="always", node_name=DRIVER_NODE, namespace=args.namespace,
+        parameters=tuple(parameters), required=True, note=f"drives {where}")
+
+
+def _description_entries(args: BringupArgs, description: str) -> ProcessEntry:
+    parameters = ({"robot_description": description},)
+    fallback = ProcessEntry(
+        name="description_publisher", package=PACKAGE, executable="cozmo_description_publisher",
+        enabled=True, condition="always (robot_state_publisher is not installed)",
+        node_name="description_publisher", namespace=args.namespace, parameters=parameters,
+        note="robot_description, /tf_static and /tf from joint_states")
+    return ProcessEntry(
+        name="robot_state_publisher", package="robot_state_publisher",
+        executable="robot_state_publisher", enabled=True, condition="always",
+        node_name="robot_state_publisher", namespace=args.namespace, parameters=parameters,
+        fallback=fallback, note="robot_description, /tf_static and /tf from joint_states")
+
+
+def _optional_node(args: BringupArgs, name: str, executable: str, node_name: str,
+                   enabled: bool, condition: str) -> ProcessEntry:
+    return ProcessEntry(
+        name=name, package=PACKAGE, executable=executable, enabled=enabled, condition=condition,
+        node_name=node_name, namespace=args.namespace, parameters=(ParamFile(str(args.config)),))
+
+
+def _rviz_entry(args: BringupArgs) -> ProcessEntry:
+    remappings: Tuple[Tuple[str, str], ...] = ()
+    if args.namespace:
+        # the configuration names the topics of a robot without namespace
+        remappings = tuple((f"/{topic}", f"/{args.namespace}/{topic}")
+                           for topic in ("robot_description", "odom", "camera/image_raw",
+                                         "battery_state"))
+    config = rviz_config_path() if args.rviz else Path(RVIZ_CONFIG)
+    return ProcessEntry(
+        name="rviz", package="rviz2", executable="rviz2", enabled=args.rviz, condition="rviz",
+        node_name="rviz2", namespace=args.namespace,
+        arguments=("-d", str(config), "-f", f"{args.frame_prefix}odom"),
+        remappings=remappings)
+
+
+def make_plan(args: BringupArgs,
+              description: Optional[Callable[[str], str]] = None) -> List[ProcessEntry]:
+    """Every entry of the bring-up, in start order, with its condition evaluated.
+
+    ``description(prefix)`` makes the robot description (default: xacro on
+    cozmo_description with that link prefix)."""
+    make_description = description or (lambda prefix: robot_description(prefix=prefix))
+    try:
+        urdf = make_description(args.frame_prefix)
+    except DescriptionError as exc:
+        raise PlanError(str(exc)) from exc
+    return [
+        _sim_entry(args),
+        _driver_entry(args),
+        _description_entries(args, urdf),
+        _optional_node(args, "face", "cozmo_face_node", "cozmo_face", args.enable_face,
+                       "enable_face"),
+        _optional_node(args, "behavior", "cozmo_behavior_node", "cozmo_behavior",
+                       args.enable_behavior, "enable_behavior"),
+        _rviz_entry(args),
+    ]
+
+
+# ---------------------------------------------------------------------------- executables
+
+def ament_executable(package: str, executable: str) -> Optional[Path]:
+    """``<prefix>/lib/<package>/<executable>`` of a package in the ament index, if there."""
+    if not os.environ.get("AMENT_PREFIX_PATH"):
+        return None
+    try:
+        from ament_index_python.packages import PackageNotFoundError, get_package_prefix
+    except ImportError:
+        return None
+    try:
+        prefix = Path(get_package_prefix(package))
+    except (PackageNotFoundError, ValueError, LookupError):
+        return None
+    path = prefix / "lib" / package / executable
+    return path if path.is_file() and os.access(path, os.X_OK) else None
+
+
+def locate_executable(package: str, executable: str,
+                      search: Sequence[Path] = ()) -> Optional[Path]:
+    """Where an entry's executable is: the ament index (``lib/<package>/``), the
+    directories in ``search``, the directory of this Python (a venv's ``bin``), PATH."""
+    found = ament_executable(package, executable)
+    if found is not None:
+        return found
+    for directory in (*search, Path(sys.executable).parent):
+        path = Path(directory) / executable
+        if path.is_file() and os.access(path, os.X_OK):
+            return path
+    which = shutil.which(executable)
+    return Path(which) if which else None
+
+
+def skip_message(entry: ProcessEntry) -> str:
+    """What a front-end prints for an enabled entry that is not installed."""
+    if entry.package == PACKAGE:
+        return f"{entry.executable} is not installed yet: skipped"
+    return (f"{entry.executable} is not installed (package {entry.package}): skipped")

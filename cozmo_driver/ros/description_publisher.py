@@ -1,0 +1,167 @@
+"""``cozmo_description_publisher``: robot_state_publisher's job, for set-ups without it.
+
+robot_state_publisher (C++, KDL) is not on PyPI. This node does what the
+bring-up needs of it, from a URDF given as the ``robot_description``
+parameter (``cozmo_bringup`` passes the xacro output):
+
+* ``robot_description`` (std_msgs/String), reliable, transient local, depth 1,
+  published once: late subscribers (RViz) get it;
+* ``/tf_static`` (tf2_msgs/TFMessage): every fixed joint, in one message,
+  reliable, transient local, depth 1, as tf2's static broadcaster does;
+* ``/tf``: the moving joints (revolute, continuous, prismatic) for every
+  ``joint_states`` message, stamped with its header stamp (now, if zero);
+  mimic joints follow their master (position * multiplier + offset). Joints
+  the message does not name are not published; unknown names are ignored.
+
+Parameters: ``robot_description`` (the URDF, required) and ``frame_prefix``
+(prepended to every frame id, like robot_state_publisher's; default empty:
+the bring-up puts the prefix into the URDF's link names instead). Both are
+read at start-up. The kinematics are :class:`cozmo_driver.description.UrdfModel`.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Dict, List, Optional
+
+import rclpy
+from geometry_msgs.msg import TransformStamped
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.node import Node
+from rclpy.qos import (QoSDurabilityPolicy, QoSHistoryPolicy, QoSProfile, QoSReliabilityPolicy,
+                       qos_profile_sensor_data)
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+from tf2_msgs.msg import TFMessage
+
+from ..description import DescriptionError, Joint, Transform, UrdfModel
+
+try:
+    from rclpy.executors import ExternalShutdownException
+except ImportError:  # pragma: no cover - older rclpy
+    class ExternalShutdownException(Exception):
+        pass
+
+__all__ = ["DescriptionPublisher", "QOS_LATCHED", "QOS_TF", "main"]
+
+#: robot_description and /tf_static: late joiners get the last message
+QOS_LATCHED = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=1,
+                         reliability=QoSReliabilityPolicy.RELIABLE,
+                         durability=QoSDurabilityPolicy.TRANSIENT_LOCAL)
+#: /tf, as tf2's TransformBroadcaster
+QOS_TF = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=100,
+                    reliability=QoSReliabilityPolicy.RELIABLE,
+                    durability=QoSDurabilityPolicy.VOLATILE)
+
+
+def _fill(msg: TransformStamped, transform: Transform) -> TransformStamped:
+    t = msg.transform.translation
+    t.x, t.y, t.z = transform.translation
+    r = msg.transform.rotation
+    r.x, r.y, r.z, r.w = transform.rotation
+    return msg
+
+
+class DescriptionPublisher(Node):
+    """Publishes the robot description and the transforms of its joints."""
+
+    def __init__(self, node_name: str = "description_publisher", **kwargs) -> None:
+        super().__init__(node_name, **kwargs)
+        self.declare_parameter("robot_description", "", ParameterDescriptor(
+            description="The robot's URDF (XML text); read at start-up", read_only=True))
+        self.declare_parameter("frame_prefix", "", ParameterDescriptor(
+            description="Prepended to every frame id (default empty); read at start-up",
+            read_only=True))
+        urdf = self.get_parameter("robot_description").value
+        if not urdf or not str(urdf).strip():
+            raise DescriptionError("the robot_description parameter is empty: give the URDF, "
+                                   "e.g. -p robot_description:=\"$(xacro cozmo.urdf.xacro)\"")
+        self.model = UrdfModel.from_xml(urdf)
+        self._prefix = str(self.get_parameter("frame_prefix").value).lstrip("/")
+        self._moving: List[Joint] = self.model.moving_joints()
+        self._warned_unknown = False
+
+        self._description_pub = self.create_publisher(String, "robot_description", QOS_LATCHED)
+        self._static_pub = self.create_publisher(TFMessage, "/tf_static", QOS_LATCHED)
+        self._tf_pub = self.create_publisher(TFMessage, "/tf", QOS_TF)
+        self._joint_sub = self.create_subscription(JointState, "joint_states", self._on_joints,
+                                                   qos_profile_sensor_data)
+
+        self._description_pub.publish(String(data=urdf))
+        self._publish_static()
+        actuated = ", ".join(j.name for j in self.model.actuated_joints()) or "none"
+        self.get_logger().info(
+            f"robot {self.model.name!r}: {len(self.model.links)} links, "
+            f"{len(self.model.fixed_joints())} fixed joints on /tf_static, moving joints on /tf "
+            f"from joint_states ({actuated}, and their mimic joints); "
+            f"root {self._frame(self.model.root)}")
+
+    def _frame(self, link: str) -> str:
+        return self._prefix + link
+
+    def _stamped(self, joint: Joint, transform: Transform, stamp) -> TransformStamped:
+        msg = TransformStamped()
+        msg.header.stamp = stamp
+        msg.header.frame_id = self._frame(joint.parent)
+        msg.child_frame_id = self._frame(joint.child)
+        return _fill(msg, transform)
+
+    def _publish_static(self) -> None:
+        stamp = self.get_clock().now().to_msg()
+        transforms = [self._stamped(j, j.transform(), stamp) for j in self.model.fixed_joints()]
+        self._static_pub.publish(TFMessage(transforms=transforms))
+
+    def _on_joints(self, msg: JointState) -> None:
+        given: Dict[str, float] = {}
+        for name, position in zip(msg.name, msg.position):
+            if name in self.model.joints:
+                given[name] = position
+            elif not self._warned_unknown:
+                self._warned_unknown = True
+                self.get_logger().warning(
+                    f"joint_states names {name!r}, which the robot description does not have "
+                    "(ignored; reported once)")
+        if not given:
+            return
+        positions = self.model.with_mimics(given)
+        stamp = msg.header.stamp
+        if stamp.sec == 0 and stamp.nanosec == 0:
+            stamp = self.get_clock().now().to_msg()
+        transforms = [self._stamped(j, j.transform(positions[j.name]), stamp)
+                      for j in self._moving if j.name in positions]
+        if transforms:
+            self._tf_pub.publish(TFMessage(transforms=transforms))
+
+
+def _try_shutdown() -> None:
+    shutdown = getattr(rclpy, "try_shutdown", None)
+    if shutdown is not None:
+        shutdown()
+        return
+    try:  # Humble's rclpy.shutdown raises when already shut down
+        rclpy.shutdown()
+    except Exception:  # noqa: BLE001 - nothing left to shut down
+        pass
+
+
+def main(args: Optional[List[str]] = None) -> int:
+    """``cozmo_description_publisher``: run until Ctrl-C or SIGTERM."""
+    rclpy.init(args=args)
+    try:
+        node = DescriptionPublisher()
+    except DescriptionError as exc:
+        print(f"cozmo_description_publisher: {exc}", file=sys.stderr)
+        _try_shutdown()
+        return 2
+    try:
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        _try_shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,88 @@
+"""Bring up one Cozmo: driver, robot description, and optionally the simulator, RViz,
+the face and the behaviour nodes.
+
+    ros2 launch cozmo_driver cozmo.launch.py                              # robot at 172.31.1.1
+    ros2 launch cozmo_driver cozmo.launch.py use_sim:=true rviz:=true
+    ros2 launch cozmo_driver cozmo.launch.py namespace:=robot1 robot_ip:=... sim_port:=...
+    ros2 launch cozmo_driver cozmo.launch.py --show-args
+
+The arguments, their defaults and descriptions, and the processes come from
+cozmo_driver/bringup_plan.py, which cozmo_bringup (the same bring-up without
+the launch system) reads too. This file only turns plan entries into launch
+actions. launch and launch_ros are imported inside the functions, so that the
+module imports where they are not installed.
+"""
+
+from cozmo_driver import bringup_plan as plan
+
+
+def _installed(entry):
+    return plan.ament_executable(entry.package, entry.executable) is not None
+
+
+def _parameters(entry):
+    """Plan parameters as launch_ros takes them: file paths and dicts (strings kept strings)."""
+    from launch_ros.parameter_descriptions import ParameterValue
+
+    result = []
+    for group in entry.parameters:
+        if isinstance(group, plan.ParamFile):
+            result.append(group.path)
+        else:
+            result.append({name: ParameterValue(value, value_type=str) if isinstance(value, str)
+                           else value for name, value in group.items()})
+    return result
+
+
+def _action(entry):
+    from launch.actions import ExecuteProcess, Shutdown
+    from launch_ros.actions import Node
+    from launch_ros.substitutions import ExecutableInPackage
+
+    on_exit = [Shutdown(reason=f"{entry.executable} exited")] if entry.required else None
+    if entry.node_name is None:
+        return ExecuteProcess(
+            cmd=[ExecutableInPackage(entry.executable, entry.package), *entry.arguments],
+            name=entry.name, output="screen", on_exit=on_exit)
+    return Node(
+        package=entry.package, executable=entry.executable, name=entry.node_name,
+        namespace=entry.namespace or None, parameters=_parameters(entry),
+        remappings=list(entry.remappings), arguments=list(entry.arguments),
+        output="screen", on_exit=on_exit)
+
+
+def _launch_setup(context, *args, **kwargs):
+    from launch.actions import LogInfo
+    from launch.substitutions import LaunchConfiguration
+
+    values = {arg.name: LaunchConfiguration(arg.name).perform(context) for arg in plan.ARGUMENTS}
+    actions = []
+    for entry in plan.make_plan(plan.resolve_arguments(values)):
+        if not entry.enabled:
+            continue
+        chosen = entry
+        if not _installed(entry):
+            chosen = entry.fallback if entry.fallback is not None and _installed(entry.fallback) \
+                else None
+        if chosen is None:
+            if entry.required:
+                raise RuntimeError(f"{entry.executable} (package {entry.package}) is not "
+                                   "installed: cannot bring up the robot")
+            actions.append(LogInfo(msg=plan.skip_message(entry)))
+            continue
+        if chosen is not entry:
+            actions.append(LogInfo(msg=f"{entry.executable} is not installed: "
+                                       f"{chosen.executable} publishes the robot description"))
+        actions.append(_action(chosen))
+    return actions
+
+
+def generate_launch_description():
+    from launch import LaunchDescription
+    from launch.actions import DeclareLaunchArgument, OpaqueFunction
+
+    descriptions = plan.argument_descriptions()
+    declared = [DeclareLaunchArgument(arg.name, default_value=arg.default,
+                                      description=descriptions[arg.name])
+                for arg in plan.ARGUMENTS]
+    return LaunchDescription([*declared, OpaqueFunction(function=_launch_setup)])

@@ -1,0 +1,391 @@
+"""The bring-up plan, and its two front-ends reading it: cozmo_bringup and cozmo.launch.py.
+
+Pure: no process is started, no ROS is needed (the launch file is checked
+statically and imported without launch).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cozmo_driver import bringup, bringup_plan as plan
+from cozmo_driver.description import UrdfModel
+
+ROOT = Path(__file__).resolve().parent.parent
+LAUNCH_FILE = ROOT / "launch" / "cozmo.launch.py"
+README = ROOT / "README.md"
+CONFIG = ROOT / "config" / "cozmo.yaml"
+
+ARGUMENT_NAMES = ["robot_ip", "robot_port", "namespace", "use_sim", "sim_port", "config",
+                  "frame_prefix", "rviz", "enable_face", "enable_behavior"]
+
+
+def entries_by_name(entries):
+    return {entry.name: entry for entry in entries}
+
+
+def make(**values):
+    return entries_by_name(plan.make_plan(plan.resolve_arguments(values)))
+
+
+def merged_parameters(entry):
+    """The parameter dicts of an entry merged in order (files skipped)."""
+    result = {}
+    for group in entry.parameters:
+        if not isinstance(group, plan.ParamFile):
+            result.update(group)
+    return result
+
+
+# ------------------------------------------------------------------ arguments
+
+
+def test_arguments_are_declared_once_with_descriptions():
+    assert [arg.name for arg in plan.ARGUMENTS] == ARGUMENT_NAMES
+    descriptions = plan.argument_descriptions()
+    assert set(descriptions) == set(ARGUMENT_NAMES)
+    assert all(len(text) > 20 for text in descriptions.values())
+    assert plan.argument_defaults()["use_sim"] == "false"
+    assert all(isinstance(arg.default, str) for arg in plan.ARGUMENTS)
+    for name in ("use_sim", "rviz", "enable_face", "enable_behavior"):
+        assert "(true|false)" in descriptions[name]
+
+
+def test_defaults_resolve_to_a_robot_without_namespace():
+    args = plan.resolve_arguments()
+    assert args.namespace == "" and args.frame_prefix == ""
+    assert not (args.use_sim or args.rviz or args.enable_face or args.enable_behavior)
+    assert args.robot_ip == "" and args.robot_port is None
+    assert args.config.samefile(CONFIG)
+    assert args.sim_port == 5551
+
+
+@pytest.mark.parametrize("given, namespace, prefix", [
+    ("robot1", "robot1", "robot1/"),
+    ("/robot1/", "robot1", "robot1/"),
+    ("fleet/robot_2", "fleet/robot_2", "fleet/robot_2/"),
+])
+def test_namespace_sets_the_frame_prefix(given, namespace, prefix):
+    args = plan.resolve_arguments({"namespace": given})
+    assert (args.namespace, args.frame_prefix) == (namespace, prefix)
+
+
+def test_an_explicit_frame_prefix_wins():
+    assert plan.resolve_arguments({"namespace": "robot1", "frame_prefix": ""}).frame_prefix == ""
+    assert plan.resolve_arguments({"frame_prefix": "/c1/"}).frame_prefix == "c1/"
+
+
+@pytest.mark.parametrize("values, message", [
+    ({"use_sim": "maybe"}, "use_sim"),
+    ({"sim_port": "0"}, "sim_port"),
+    ({"robot_port": "http"}, "robot_port"),
+    ({"namespace": "1robot"}, "namespace"),
+    ({"namespace": "robot-1"}, "namespace"),
+    ({"config": "/nonexistent/cozmo.yaml"}, "no such parameter file"),
+    ({"robot": "x"}, "unknown argument"),
+])
+def test_bad_arguments_are_refused_with_the_reason(values, message):
+    with pytest.raises(plan.PlanError, match=message):
+        plan.resolve_arguments(values)
+
+
+@pytest.mark.parametrize("text, value", [("true", True), ("True", True), ("1", True),
+                                         ("false", False), ("0", False), ("no", False)])
+def test_booleans_as_launch_writes_them(text, value):
+    assert plan.resolve_arguments({"rviz": text}).rviz is value
+
+
+# ------------------------------------------------------------------ entries
+
+
+def test_default_plan_starts_the_driver_and_the_description():
+    entries = plan.make_plan(plan.resolve_arguments())
+    assert [e.name for e in entries] == ["simulator", "driver", "robot_state_publisher", "face",
+                                         "behavior", "rviz"]
+    enabled = [e.name for e in entries if e.enabled]
+    assert enabled == ["driver", "robot_state_publisher"]
+    by_name = entries_by_name(entries)
+    driver = by_name["driver"]
+    assert (driver.package, driver.executable, driver.node_name) == \
+        ("cozmo_driver", "cozmo_driver_node", "cozmo_driver")
+    assert driver.required and driver.namespace == ""
+    assert driver.parameters[0] == plan.ParamFile(str(CONFIG.resolve())) or \
+        Path(driver.parameters[0].path).samefile(CONFIG)
+    # robot_ip and robot_port stay the config file's; the frame prefix is the plan's
+    assert merged_parameters(driver) == {"frame_prefix": ""}
+
+
+def test_robot_state_publisher_gets_the_xacro_output_and_a_fallback():
+    rsp = make(namespace="robot1")["robot_state_publisher"]
+    assert (rsp.package, rsp.executable, rsp.namespace) == \
+        ("robot_state_publisher", "robot_state_publisher", "robot1")
+    (group,) = rsp.parameters
+    model = UrdfModel.from_xml(group["robot_description"])
+    assert model.root == "robot1/base_footprint"
+    fallback = rsp.fallback
+    assert (fallback.package, fallback.executable) == ("cozmo_driver",
+                                                       "cozmo_description_publisher")
+    assert fallback.parameters == rsp.parameters and fallback.namespace == "robot1"
+
+
+def test_use_sim_starts_the_simulator_and_points_the_driver_at_it():
+    entries = make(use_sim="true", sim_port="5612", robot_ip="10.0.0.9", robot_port="1234")
+    sim = entries["simulator"]
+    assert sim.enabled and sim.required and sim.stop_last and sim.node_name is None
+    assert (sim.package, sim.executable) == ("cozmo_driver", "cozmo-sim")
+    assert sim.arguments == ("--host", "127.0.0.1", "--port", "5612", "--quiet")
+    params = merged_parameters(entries["driver"])
+    assert params["robot_ip"] == "127.0.0.1" and params["robot_port"] == 5612
+
+
+def test_robot_address_overrides_the_config_file():
+    params = merged_parameters(make(robot_ip="192.0.2.7", robot_port="5555")["driver"])
+    assert params == {"robot_ip": "192.0.2.7", "robot_port": 5555, "frame_prefix": ""}
+
+
+def test_a_namespaced_driver_still_gets_the_config_files_values(tmp_path):
+    # config/cozmo.yaml says `cozmo_driver:`, which does not reach /robot1/cozmo_driver
+    driver = make(namespace="robot1")["driver"]
+    assert driver.namespace == "robot1"
+    copied = driver.parameters[1]
+    assert copied["camera_exposure_ms"] == 30 and copied["robot_ip"] == "172.31.1.1"
+    assert merged_parameters(driver)["frame_prefix"] == "robot1/"
+    # a file written for any namespace applies by itself: nothing copied
+    wildcard = tmp_path / "fleet.yaml"
+    wildcard.write_text("/**/cozmo_driver:\n  ros__parameters:\n    camera_color: true\n")
+    driver = make(namespace="robot1", config=str(wildcard))["driver"]
+    assert len(driver.parameters) == 2 and driver.parameters[0].path == str(wildcard)
+
+
+@pytest.mark.parametrize("key, fqn, matches", [
+    ("cozmo_driver", "/cozmo_driver", True),
+    ("cozmo_driver", "/robot1/cozmo_driver", False),
+    ("/robot1/cozmo_driver", "/robot1/cozmo_driver", True),
+    ("robot1/cozmo_driver", "/robot1/cozmo_driver", True),
+    ("/**", "/robot1/cozmo_driver", True),
+    ("/**/cozmo_driver", "/robot1/cozmo_driver", True),
+    ("/**/cozmo_driver", "/cozmo_driver", True),
+    ("/*/cozmo_driver", "/robot1/cozmo_driver", True),
+    ("/*/cozmo_driver", "/a/b/cozmo_driver", False),
+    ("/robot1/*", "/robot1/cozmo_driver", True),
+    ("/robot2/*", "/robot1/cozmo_driver", False),
+])
+def test_parameter_file_node_keys_follow_rcl(key, fqn, matches):
+    assert plan._key_matches(key, fqn) is matches
+
+
+def test_optional_nodes_follow_their_flags():
+    entries = make(enable_face="true", namespace="r2")
+    assert entries["face"].enabled and not entries["behavior"].enabled
+    assert (entries["face"].executable, entries["face"].namespace) == ("cozmo_face_node", "r2")
+    entries = make(enable_behavior="true")
+    assert entries["behavior"].enabled and entries["behavior"].executable == "cozmo_behavior_node"
+
+
+def test_rviz_shows_the_namespaced_robot():
+    rviz = make(rviz="true", namespace="robot1")["rviz"]
+    assert rviz.enabled and (rviz.package, rviz.executable) == ("rviz2", "rviz2")
+    config = Path(rviz.arguments[1])
+    assert rviz.arguments[0] == "-d" and config.name == "cozmo.rviz" and config.is_file()
+    assert rviz.arguments[2:] == ("-f", "robot1/odom")
+    remaps = dict(rviz.remappings)
+    assert remaps["/robot_description"] == "/robot1/robot_description"
+    assert remaps["/odom"] == "/robot1/odom"
+    assert remaps["/camera/image_raw"] == "/robot1/camera/image_raw"
+    assert make(rviz="true")["rviz"].remappings == ()
+
+
+# ------------------------------------------------------------------ command lines
+
+
+def test_ros_arguments_of_the_driver():
+    driver = make(use_sim="true", sim_port="5600", namespace="robot1")["driver"]
+    files = []
+
+    def to_file(group):
+        if plan.command_line_safe(group):
+            return None
+        files.append(group)
+        return f"/tmp/params_{len(files)}.yaml"
+
+    args = driver.ros_arguments(to_file)
+    assert args[:5] == ["--ros-args", "-r", "__node:=cozmo_driver", "-r", "__ns:=/robot1"]
+    assert args[5:7] == ["--params-file", driver.parameters[0].path]
+    assert args[7:9] == ["--params-file", "/tmp/params_1.yaml"]  # the copied section
+    assert args[9:] == ["-p", "robot_ip:=127.0.0.1", "-p", "robot_port:=5600",
+                        "-p", "frame_prefix:=robot1/"]
+    assert make(use_sim="true")["simulator"].ros_arguments(to_file) == []
+
+
+@pytest.mark.parametrize("group, safe", [
+    ({"robot_ip": "127.0.0.1", "robot_port": 5551, "frame_prefix": "robot1/"}, True),
+    ({"frame_prefix": ""}, False),           # -p name:= would not be an empty string
+    ({"robot_ip": "true"}, False),           # would read back as a bool
+    ({"x": "5551"}, False),                  # would read back as an int
+    ({"robot_description": "<robot>\n</robot>"}, False),
+    ({"a": 1.5, "b": True}, True),
+    ({f"p{i}": i for i in range(20)}, False),
+])
+def test_command_line_or_parameter_file(group, safe):
+    assert plan.command_line_safe(group) is safe
+
+
+# ------------------------------------------------------------------ cozmo_bringup's command line
+
+
+@pytest.mark.parametrize("argv", [
+    ["use_sim:=true", "namespace:=robot1", "sim_port:=5600"],
+    ["--use-sim", "true", "--namespace", "robot1", "--sim-port", "5600"],
+    ["--use_sim=true", "namespace:=robot1", "--sim_port", "5600"],
+])
+def test_both_argument_styles(argv):
+    values, options = bringup.parse_command_line(argv + ["--duration", "3"])
+    assert values == {"use_sim": "true", "namespace": "robot1", "sim_port": "5600"}
+    assert options.duration == 3.0
+
+
+def test_cli_defaults_are_the_plans():
+    assert bringup.effective_arguments([]) == plan.argument_defaults()
+    values, options = bringup.parse_command_line([])
+    assert values == {} and options.duration is None and not options.dry_run
+    # and the help shows the plan's defaults and descriptions
+    parser = bringup._parser()
+    for arg in plan.ARGUMENTS:
+        action = next(a for a in parser._actions if a.dest == arg.name)
+        assert action.default is None
+        assert plan.argument_descriptions()[arg.name] in action.help
+        assert f"[default: {arg.default!r}]" in action.help
+
+
+@pytest.mark.parametrize("argv", [["robot:=x"], ["--robot", "x"], ["rviz:=true", "--rviz", "false"],
+                                  ["--duration", "0"]])
+def test_cli_refuses_unknown_or_repeated_arguments(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        bringup.parse_command_line(argv)
+    assert exc.value.code == 2
+
+
+def test_missing_executables_are_skipped_with_a_message():
+    entries = plan.make_plan(plan.resolve_arguments({"enable_face": "true",
+                                                     "enable_behavior": "true", "rviz": "true"}))
+    installed = {"cozmo_driver_node", "cozmo_description_publisher"}
+    said = []
+    runner = bringup.Bringup(
+        entries, locate=lambda pkg, exe: Path("/opt/bin", exe) if exe in installed else None,
+        say=said.append)
+    try:
+        commands = runner.resolve()
+    finally:
+        if runner.parameter_directory:
+            shutil.rmtree(runner.parameter_directory)
+    assert [entry.executable for entry, _ in commands] == ["cozmo_driver_node",
+                                                           "cozmo_description_publisher"]
+    assert "cozmo_face_node is not installed yet: skipped" in said
+    assert "cozmo_behavior_node is not installed yet: skipped" in said
+    assert any(s.startswith("rviz2 is not installed") for s in said)
+    assert any("robot_state_publisher is not installed" in s for s in said)
+    # the description goes into a parameter file, not onto the command line
+    _, command = commands[1]
+    assert command[0] == "/opt/bin/cozmo_description_publisher"
+    assert "--params-file" in command and not any("<robot" in part for part in command)
+
+
+def test_a_missing_driver_is_an_error():
+    entries = plan.make_plan(plan.resolve_arguments())
+    runner = bringup.Bringup(entries, locate=lambda pkg, exe: None, say=lambda s: None)
+    with pytest.raises(plan.PlanError, match="cozmo_driver_node .* is not installed"):
+        runner.resolve()
+
+
+def test_dry_run_prints_the_commands(capsys):
+    assert bringup.main(["use_sim:=true", "sim_port:=5611", "namespace:=robot7", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    kept = [line.split()[-2] for line in out.splitlines() if line.startswith("# parameter files")]
+    for directory in kept:
+        shutil.rmtree(directory, ignore_errors=True)
+    assert "cozmo-sim --host 127.0.0.1 --port 5611 --quiet" in out
+    assert "cozmo_driver_node --ros-args -r __node:=cozmo_driver -r __ns:=/robot7" in out
+    assert "frame_prefix:=robot7/" in out
+
+
+def test_bad_argument_values_exit_with_status_2(capsys):
+    assert bringup.main(["use_sim:=perhaps"]) == 2
+    assert "use_sim" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ one source of truth
+
+
+def _launch_tree() -> ast.Module:
+    return ast.parse(LAUNCH_FILE.read_text(), filename=str(LAUNCH_FILE))
+
+
+def test_launch_file_takes_everything_from_the_plan():
+    tree = _launch_tree()
+    imports = [node for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
+    assert any(node.module == "cozmo_driver" and [a.name for a in node.names] == ["bringup_plan"]
+               for node in imports)
+    attributes = {node.attr for node in ast.walk(tree)
+                  if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                  and node.value.id == "plan"}
+    assert {"ARGUMENTS", "argument_descriptions", "resolve_arguments", "make_plan",
+            "skip_message"} <= attributes
+    # DeclareLaunchArgument only with the plan's values, never a literal default
+    declares = [node for node in ast.walk(tree) if isinstance(node, ast.Call)
+                and getattr(node.func, "id", None) == "DeclareLaunchArgument"]
+    assert len(declares) == 1
+    keywords = {k.arg: k.value for k in declares[0].keywords}
+    assert ast.unparse(keywords["default_value"]) == "arg.default"
+    assert not isinstance(declares[0].args[0], ast.Constant)
+    # no argument default, executable or package name spelled in the launch file
+    constants = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant)
+                 and isinstance(node.value, str)}
+    spelled = {arg.name for arg in plan.ARGUMENTS} | {
+        arg.default for arg in plan.ARGUMENTS if arg.default}
+    spelled |= {"cozmo_driver_node", "cozmo-sim", "robot_state_publisher", "rviz2",
+                "cozmo_description_publisher", "cozmo_face_node", "cozmo_behavior_node",
+                "127.0.0.1", "cozmo_description"}
+    assert not constants & spelled
+
+
+def test_launch_file_imports_without_launch():
+    spec = importlib.util.spec_from_file_location("cozmo_launch_under_test", LAUNCH_FILE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.plan is plan
+    assert callable(module.generate_launch_description)
+    top_level = [node for node in _launch_tree().body
+                 if isinstance(node, (ast.Import, ast.ImportFrom))]
+    assert all(not (getattr(node, "module", "") or "").startswith("launch") for node in top_level)
+
+
+def test_launch_file_builds_a_description_where_launch_is_installed():
+    # launch_ros first: from the repository root, `import launch` would find the launch/
+    # directory as a namespace package where the real launch is not installed
+    pytest.importorskip("launch_ros", reason="launch_ros is not installed here (launch is not "
+                                             "on PyPI); this runs on a real ROS 2 install")
+    from launch.actions import DeclareLaunchArgument
+
+    spec = importlib.util.spec_from_file_location("cozmo_launch_real", LAUNCH_FILE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    description = module.generate_launch_description()
+    declared = {e.name: e.default_value for e in description.entities
+                if isinstance(e, DeclareLaunchArgument)}
+    assert list(declared) == ARGUMENT_NAMES
+
+
+def test_readme_table_lists_every_argument_with_its_default():
+    rows = {}
+    for line in README.read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[0].startswith("`") and cells[0].endswith("`"):
+            rows[cells[0].strip("`")] = cells[1]
+    for arg in plan.ARGUMENTS:
+        assert arg.name in rows, arg.name
+        assert rows[arg.name] == (f"`{arg.default}`" if arg.default else "(empty)"), arg.name

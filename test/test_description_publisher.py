@@ -1,0 +1,167 @@
+"""cozmo_description_publisher in-process: robot_description, /tf_static, /tf from joint_states."""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import pytest
+
+from cozmo_driver.description import (DescriptionError, UrdfModel, quaternion_from_axis_angle,
+                                      robot_description)
+
+pytestmark = pytest.mark.ros
+
+XACRO = Path(__file__).resolve().parent.parent / "cozmo_description" / "urdf" / "cozmo.urdf.xacro"
+TIMEOUT_S = 15.0
+
+
+def spin_until(executor, condition, timeout_s: float = TIMEOUT_S) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        executor.spin_once(timeout_sec=min(0.1, remaining))
+    return True
+
+
+@pytest.fixture
+def ros(rclpy_context):
+    from rclpy.executors import SingleThreadedExecutor
+
+    executor = SingleThreadedExecutor(context=rclpy_context)
+    nodes = []
+
+    def add(node):
+        nodes.append(node)
+        executor.add_node(node)
+        return node
+
+    yield rclpy_context, executor, add
+    for node in nodes:
+        executor.remove_node(node)
+        node.destroy_node()
+    executor.shutdown(timeout_sec=1.0)
+
+
+def _publisher_node(context, urdf: str, namespace: str = "", **params):
+    from rclpy.parameter import Parameter
+
+    from cozmo_driver.ros.description_publisher import DescriptionPublisher
+
+    overrides = [Parameter("robot_description", value=urdf)]
+    overrides += [Parameter(name, value=value) for name, value in params.items()]
+    return DescriptionPublisher(context=context, namespace=namespace,
+                                parameter_overrides=overrides)
+
+
+def _listener(context, name="listener"):
+    from rclpy.node import Node
+    return Node(name, context=context)
+
+
+def test_description_and_static_transforms_reach_a_late_subscriber(ros):
+    from std_msgs.msg import String
+    from tf2_msgs.msg import TFMessage
+
+    from cozmo_driver.ros.description_publisher import QOS_LATCHED
+
+    context, executor, add = ros
+    urdf = robot_description(prefix="robot1/", path=XACRO)
+    model = UrdfModel.from_xml(urdf)
+    add(_publisher_node(context, urdf, namespace="robot1"))
+    executor.spin_once(timeout_sec=0.2)
+
+    listener = add(_listener(context))  # created after the publications
+    descriptions, statics = [], []
+    listener.create_subscription(String, "/robot1/robot_description", descriptions.append,
+                                 QOS_LATCHED)
+    listener.create_subscription(TFMessage, "/tf_static", statics.append, QOS_LATCHED)
+    assert spin_until(executor, lambda: descriptions and statics)
+    assert descriptions[0].data == urdf
+
+    transforms = {t.child_frame_id: t for t in statics[0].transforms}
+    assert set(transforms) == {j.child for j in model.fixed_joints()}
+    assert all(child.startswith("robot1/") for child in transforms)
+    camera = transforms["robot1/camera_optical_frame"]
+    assert camera.header.frame_id == "robot1/camera_link"
+    q = camera.transform.rotation
+    expected = model.joints["camera_optical_joint"].origin.rotation
+    assert abs(abs(q.x * expected[0] + q.y * expected[1] + q.z * expected[2]
+                   + q.w * expected[3]) - 1.0) < 1e-9
+    base = transforms["robot1/base_link"]
+    assert base.header.frame_id == "robot1/base_footprint"
+    assert base.transform.translation.z == pytest.approx(
+        model.joints["base_joint"].origin.translation[2])
+
+
+def test_joint_states_move_the_head_and_the_lift_with_its_mimics(ros):
+    from rclpy.qos import QoSProfile
+    from sensor_msgs.msg import JointState
+    from tf2_msgs.msg import TFMessage
+
+    context, executor, add = ros
+    urdf = robot_description(path=XACRO)
+    model = UrdfModel.from_xml(urdf)
+    add(_publisher_node(context, urdf))
+    listener = add(_listener(context))
+    received = []
+    listener.create_subscription(TFMessage, "/tf", received.append, QoSProfile(depth=100))
+    publisher = listener.create_publisher(JointState, "joint_states", 10)
+
+    state = JointState()
+    state.header.stamp.sec, state.header.stamp.nanosec = 1234, 5678
+    state.name = ["head_joint", "lift_joint", "not_a_joint"]
+    state.position = [0.3, 0.2, 9.0]
+
+    def sent_and_received():
+        publisher.publish(state)
+        return bool(received)
+
+    assert spin_until(executor, sent_and_received)
+    transforms = {t.child_frame_id: t for t in received[-1].transforms}
+    assert set(transforms) == {"head_link", "lift_link", "lift_upper_arm_link", "lift_plate_link"}
+    for t in transforms.values():
+        assert (t.header.stamp.sec, t.header.stamp.nanosec) == (1234, 5678)
+
+    head = transforms["head_link"]
+    assert head.header.frame_id == "base_link"
+    expected = model.joints["head_joint"].transform(0.3)
+    assert (head.transform.translation.x, head.transform.translation.z) == pytest.approx(
+        (expected.translation[0], expected.translation[2]))
+    q = head.transform.rotation
+    assert (q.x, q.y, q.z, q.w) == pytest.approx(quaternion_from_axis_angle((0, -1, 0), 0.3))
+
+    plate = transforms["lift_plate_link"]
+    assert plate.header.frame_id == "lift_link"
+    q = plate.transform.rotation
+    assert (q.x, q.y, q.z, q.w) == pytest.approx(quaternion_from_axis_angle((0, -1, 0), -0.2))
+    upper = transforms["lift_upper_arm_link"].transform.rotation
+    lift = transforms["lift_link"].transform.rotation
+    assert (upper.x, upper.y, upper.z, upper.w) == pytest.approx((lift.x, lift.y, lift.z, lift.w))
+    assert lift.y == pytest.approx(-math.sin(0.1))
+
+
+def test_frame_prefix_parameter_prefixes_every_frame(ros):
+    from tf2_msgs.msg import TFMessage
+
+    from cozmo_driver.ros.description_publisher import QOS_LATCHED
+
+    context, executor, add = ros
+    add(_publisher_node(context, robot_description(path=XACRO), frame_prefix="c2/"))
+    listener = add(_listener(context))
+    statics = []
+    listener.create_subscription(TFMessage, "/tf_static", statics.append, QOS_LATCHED)
+    assert spin_until(executor, lambda: statics)
+    frames = {t.header.frame_id for t in statics[0].transforms} | \
+        {t.child_frame_id for t in statics[0].transforms}
+    assert frames and all(f.startswith("c2/") for f in frames)
+
+
+def test_an_empty_description_is_refused(rclpy_context):
+    from cozmo_driver.ros.description_publisher import DescriptionPublisher
+
+    with pytest.raises(DescriptionError, match="robot_description parameter is empty"):
+        DescriptionPublisher(context=rclpy_context)
