@@ -1,0 +1,53 @@
+"""Animations: clips, their files, the 30 fps player and the audio/display pacer.
+
+Pure: no clock and no I/O beyond reading clip files when asked.
+
+* :mod:`.clip`: the clip model, our YAML/JSON format, Cozmo's FlatBuffers
+  ``.bin`` clips (reader and writer), synthesised sounds, animation groups and
+  the built-in animations (``builtin/*.yaml``);
+* :mod:`.player`: clips compiled onto the robot's 30 fps tick grid and an
+  :class:`AnimationPlayer` that paces them;
+* :mod:`.av_pacer`: the :class:`AVPacer` for streamed audio and images.
+"""
+
+from .av_pacer import AVPacer, PacerStats
+from .clip import (
+    AnimationError,
+    AnimationGroup,
+    Clip,
+    ClipFormatError,
+    GroupChooser,
+    Tracks,
+    list_builtin,
+    load_animation_groups,
+    load_builtin,
+    load_clip_file,
+    load_clips_dir,
+    read_anim_bin,
+    synthesize,
+    write_anim_bin,
+)
+from .player import AnimationPlayer, CompiledClip, PlayerStats, compile_clip
+
+__all__ = [
+    "AVPacer",
+    "PacerStats",
+    "AnimationError",
+    "AnimationGroup",
+    "Clip",
+    "ClipFormatError",
+    "GroupChooser",
+    "Tracks",
+    "list_builtin",
+    "load_animation_groups",
+    "load_builtin",
+    "load_clip_file",
+    "load_clips_dir",
+    "read_anim_bin",
+    "synthesize",
+    "write_anim_bin",
+    "AnimationPlayer",
+    "CompiledClip",
+    "PlayerStats",
+    "compile_clip",
+]

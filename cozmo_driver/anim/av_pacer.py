@@ -1,0 +1,395 @@
+"""The 30 fps audio + display pacer the driver streams through.
+
+Pure: no clock, no I/O; ``now`` is always an argument (seconds, any monotonic origin).
+
+One clock
+---------
+The robot plays its animation stream one frame per 1/30 s and takes the audio
+messages as its clock: each frame plays the messages queued up to and
+including one ``OutputAudio``/``OutputSilence`` (notes e, f).  The pacer keeps
+one grid: tick ``k`` is due at ``t0 + k / 30`` (``t0``: :meth:`AVPacer.start`,
+or the first call), and :meth:`AVPacer.tick` returns the messages of every tick
+due by ``now``, the index being ``floor((now - t0) * 30)``: computed from the
+origin, never accumulated, so the stream cannot drift.  A tick that carries
+something and is sent after its slot ended counts as an underrun (idle ticks,
+which send nothing, never do); all its audio is still sent (audio is never
+dropped, the robot needs every frame), but of several late ticks only the
+newest display frame is sent.
+
+What each tick carries (at most one ``DisplayImage``, then exactly one audio
+message while the pacer is *active*):
+
+* **Audio**: ``OutputAudio`` with the next 744 queued samples (PCM of any rate,
+  resampled to 22 320 Hz by :func:`cozmo_driver.protocol.audio.resample`).  A
+  final chunk's tail is padded with silence; a stream pushed in parts
+  (``final=False``) that runs dry sends silence and counts ``audio_starved``
+  until more arrives.  With no samples queued, ``OutputSilence``, sent only
+  while active.
+* **Display**: the image to show is the current overlay
+  (:meth:`AVPacer.show_image`: queued images shown in order, each for its
+  ``duration_s`` or, without one, for one tick: a video) or else the face layer
+  (:meth:`AVPacer.set_face`, e.g. what the face node renders; the latest wins).
+  A ``DisplayImage`` is sent when the image differs from what the screen shows,
+  and the shown image is sent again every ``refresh_s`` (the robot blanks a
+  screen left without a refresh).
+
+**When silence is sent.**  The pacer is active, and sends one audio message
+per tick, while audio is queued or playing, while an overlay image is shown or
+queued, on every tick that sends a ``DisplayImage`` (the robot shows images
+when an audio frame arrives), and for ``linger_s`` after the last of these (so
+short gaps between sounds or images do not start and stop the robot's stream).
+Otherwise nothing is sent at all: an idle robot gets no traffic.  With
+``always_on=True`` every tick carries an audio message (a continuous clock,
+e.g. while a face node streams frames).
+
+Animations (:meth:`AVPacer.play_clip`) run through an
+:class:`~cozmo_driver.anim.player.AnimationPlayer` started on the pacer's own
+grid: while one plays, its ticks replace the pacer's (queued audio and images
+wait), and afterwards the pacer carries on on the same grid and sends the face
+layer again.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Deque, List, Optional, Union
+
+import numpy as np
+
+from ..face.procedural import FaceRenderer
+from ..protocol import messages as msgs
+from ..protocol.audio import SAMPLE_RATE, SAMPLES_PER_FRAME, SILENCE_CODE, encode_ulaw, mix_down, resample
+from ..protocol.display import DISPLAY_HEIGHT, DISPLAY_WIDTH, MAX_DISPLAY_BYTES, SCREEN_HEIGHT, fit_to_frame
+from ..protocol.errors import LocalProtocolError
+from .clip import Clip
+from .player import TICKS_PER_SECOND, AnimationPlayer, CompiledClip
+
+__all__ = ["AVPacer", "PacerStats", "ImageLike"]
+
+ImageLike = Union[np.ndarray, bytes, bytearray]
+_EPS = 1e-9
+
+
+@dataclass
+class PacerStats:
+    """Counters of an :class:`AVPacer` (its own ticks; animations count in ``player.stats``)."""
+
+    #: ticks of the grid handled by the pacer (idle ones included)
+    ticks: int = 0
+    #: ticks sent after their slot ended
+    underruns: int = 0
+    audio_frames: int = 0
+    silence_frames: int = 0
+    display_frames: int = 0
+    #: images never shown because newer ones replaced them during a late catch-up
+    display_dropped: int = 0
+    #: ticks with a non-final audio stream queued but fewer than 744 samples
+    audio_starved: int = 0
+    #: display frames re-sent by the refresh
+    refreshes: int = 0
+
+
+class _Image:
+    """An image for the screen, encoded on first use."""
+
+    __slots__ = ("_source", "_data")
+
+    def __init__(self, image: ImageLike) -> None:
+        if isinstance(image, (bytes, bytearray)):
+            data = bytes(image)
+            if len(data) > MAX_DISPLAY_BYTES:
+                raise LocalProtocolError(
+                    f"display image of {len(data)} bytes does not fit a frame (at most {MAX_DISPLAY_BYTES})")
+            self._source = None
+            self._data: Optional[bytes] = data
+            return
+        arr = np.asarray(image)
+        if arr.shape == (SCREEN_HEIGHT, DISPLAY_WIDTH):
+            arr = arr[0::2]
+        elif arr.shape != (DISPLAY_HEIGHT, DISPLAY_WIDTH):
+            raise LocalProtocolError(
+                f"images must be (64, 128) or (32, 128) arrays or encoded bytes, got shape {arr.shape}")
+        self._source = np.array(arr != 0, dtype=bool)
+        self._data = None
+
+    @property
+    def data(self) -> bytes:
+        if self._data is None:
+            self._data, _ = fit_to_frame(self._source)
+            self._source = None
+        return self._data
+
+
+class _Overlay:
+    __slots__ = ("image", "duration_s", "until", "shown")
+
+    def __init__(self, image: _Image, duration_s: Optional[float]) -> None:
+        self.image = image
+        self.duration_s = duration_s
+        self.until = 0
+        self.shown = False
+
+
+class AVPacer:
+    """Paces audio and display at 30 ticks per second.  See the module docstring."""
+
+    def __init__(self, *, always_on: bool = False, linger_s: float = 0.5, refresh_s: float = 5.0,
+                 renderer: Optional[FaceRenderer] = None, player: Optional[AnimationPlayer] = None) -> None:
+        self.always_on = bool(always_on)
+        self.linger_ticks = max(0, int(round(linger_s * TICKS_PER_SECOND)))
+        self.refresh_ticks = max(1, int(round(refresh_s * TICKS_PER_SECOND)))
+        self.player = player or AnimationPlayer(renderer=renderer)
+        self.stats = PacerStats()
+        self._t0: Optional[float] = None
+        self._next = 0
+        # audio
+        self._chunks: Deque[np.ndarray] = deque()
+        self._chunk_pos = 0
+        self._queued = 0
+        self._final = True
+        # display
+        self._face: Optional[_Image] = None
+        self._overlays: Deque[_Overlay] = deque()
+        self._overlay: Optional[_Overlay] = None
+        self._on_screen: Optional[bytes] = None
+        self._on_screen_image: Optional[_Image] = None
+        self._last_display_tick = -(1 << 62)
+        self._last_active_tick = -(1 << 62)
+        # animation
+        self._clip_first_tick = 0
+        self._clip_ticks = 0
+
+    # ------------------------------------------------------------------ the grid
+
+    @property
+    def started(self) -> bool:
+        return self._t0 is not None
+
+    def start(self, now: float) -> None:
+        """Put tick 0 at ``now`` (once; later calls do nothing)."""
+        if self._t0 is None:
+            self._t0 = float(now)
+
+    def tick_time(self, k: int) -> float:
+        """When tick ``k`` is due."""
+        if self._t0 is None:
+            raise LocalProtocolError("the pacer has not started")
+        return self._t0 + k / TICKS_PER_SECOND
+
+    def _slot(self, now: float) -> int:
+        return math.floor((now - self._t0) * TICKS_PER_SECOND + _EPS)
+
+    # ------------------------------------------------------------------ inputs
+
+    def queue_audio(self, pcm: np.ndarray, rate: int = SAMPLE_RATE, final: bool = True) -> None:
+        """Queue samples (int16, mono or ``(n, channels)``) at ``rate`` Hz behind what is queued.
+
+        ``final=False`` marks a part of a longer stream: its tail waits for the
+        next part instead of being padded.
+        """
+        arr = np.asarray(pcm)
+        if arr.ndim == 2:
+            arr = mix_down(arr)
+        if arr.ndim != 1:
+            raise LocalProtocolError(f"audio must be (n,) or (n, channels), got shape {arr.shape}")
+        if not np.issubdtype(arr.dtype, np.integer):
+            raise LocalProtocolError(f"audio must hold integer samples, got {arr.dtype}")
+        if int(rate) != SAMPLE_RATE:
+            arr = resample(arr, int(rate), SAMPLE_RATE)
+        arr = np.clip(arr, -32768, 32767).astype(np.int16)
+        if arr.size:
+            self._chunks.append(arr)
+            self._queued += arr.size
+        self._final = bool(final)
+
+    @property
+    def audio_queued_s(self) -> float:
+        """Seconds of audio waiting."""
+        return self._queued / SAMPLE_RATE
+
+    def clear_audio(self) -> None:
+        self._chunks.clear()
+        self._chunk_pos = 0
+        self._queued = 0
+        self._final = True
+
+    def set_face(self, image: Optional[ImageLike]) -> None:
+        """The face layer: shown whenever no overlay is (None: nothing)."""
+        self._face = None if image is None else _Image(image)
+
+    def show_image(self, image: ImageLike, duration_s: Optional[float] = None) -> None:
+        """Queue an overlay image: shown for ``duration_s`` (None: one tick), then the next or the face."""
+        if duration_s is not None and not duration_s >= 0:
+            raise LocalProtocolError(f"duration_s must be >= 0, got {duration_s!r}")
+        self._overlays.append(_Overlay(_Image(image), duration_s))
+
+    def clear_images(self) -> None:
+        """Drop every overlay (the face layer shows again)."""
+        self._overlays.clear()
+        self._overlay = None
+
+    @property
+    def images_queued(self) -> int:
+        return len(self._overlays) + (self._overlay is not None)
+
+    # ------------------------------------------------------------------ animations
+
+    def play_clip(self, clip: Union[Clip, CompiledClip], now: float, **compile_options: Any) -> int:
+        """Play an animation from the next tick of the grid; returns its anim id.
+
+        ``compile_options`` go to :func:`~cozmo_driver.anim.player.compile_clip`
+        (e.g. ``start_head_angle_deg``, ``start_lift_height_mm``).
+        """
+        self.start(now)
+        first = max(self._next, self._slot(now) + 1)  # the next tick not sent and not yet due
+        anim_id = self.player.play(clip, now, start=self.tick_time(first), **compile_options)
+        self._clip_first_tick = first
+        self._clip_ticks = self.player.clip.num_ticks if self.player.clip is not None else 0
+        return anim_id
+
+    def cancel_clip(self, now: float) -> List[Any]:
+        """Stop the animation at once; returns the messages to send now."""
+        out = self.player.cancel(now)
+        if out:
+            self._forget_screen()
+        return out
+
+    @property
+    def animating(self) -> bool:
+        return self.player.playing
+
+    def _forget_screen(self) -> None:
+        self._on_screen = None
+        self._on_screen_image = None
+
+    # ------------------------------------------------------------------ state
+
+    def active_at(self, k: int) -> bool:
+        """Whether tick ``k`` sends an audio message (before its own display decision)."""
+        return (self.always_on or self._queued > 0 or self._overlay is not None or bool(self._overlays)
+                or k < self._last_active_tick + self.linger_ticks + 1)
+
+    def next_deadline(self) -> Optional[float]:
+        """When :meth:`tick` next has something to send (None: nothing until an input arrives)."""
+        if self._t0 is None:
+            return None
+        if self.player.playing:
+            return self.tick_time(self._next)
+        if self.active_at(self._next) or self._wants_display():
+            return self.tick_time(self._next)
+        if self._on_screen is not None:
+            return self.tick_time(max(self._next, self._last_display_tick + self.refresh_ticks))
+        return None
+
+    def _wants_display(self) -> bool:
+        desired = self._overlay.image if self._overlay is not None else (
+            self._overlays[0].image if self._overlays else self._face)
+        return desired is not None and desired is not self._on_screen_image
+
+    # ------------------------------------------------------------------ ticking
+
+    def tick(self, now: float) -> List[Any]:
+        """The messages of every tick due by ``now``, in order."""
+        self.start(now)
+        out: List[Any] = []
+        slot = self._slot(now)
+        due = slot + 1
+        if self.player.playing:
+            # The pacer's own ticks up to the clip's first one, then the clip's.
+            self._emit_own(min(due, self._clip_first_tick), slot, out)
+            out.extend(self.player.tick(now))
+            if self.player.playing:
+                self._next = max(self._next, due)
+                return out
+            # Finished: carry on after its last tick, and show the face again.
+            self._next = max(self._next, self._clip_first_tick + self._clip_ticks)
+            self._forget_screen()
+        else:
+            out.extend(self.player.tick(now))  # cancel messages still pending, if any
+        self._emit_own(due, slot, out)
+        return out
+
+    def _emit_own(self, due: int, slot: int, out: List[Any]) -> None:
+        """The pacer's own ticks from the next one up to (not including) ``due``."""
+        if due <= self._next:
+            return
+        if not self.active_at(self._next) and not self._wants_display():
+            # Idle: nothing to send for the ticks in between, and they are not late.
+            self.stats.ticks += due - 1 - self._next
+            self._next = due - 1
+        latest = due - 1
+        for k in range(self._next, due):
+            if k < slot and (self.active_at(k) or self._wants_display()):
+                self.stats.underruns += 1
+            self._emit(k, k == latest, out)
+        self._next = due
+
+    def _advance_overlay(self, k: int) -> None:
+        ov = self._overlay
+        if ov is not None and k >= ov.until:
+            if not ov.shown:
+                self.stats.display_dropped += 1
+            self._overlay = ov = None
+        if ov is None and self._overlays:
+            ov = self._overlays.popleft()
+            ticks = 1 if ov.duration_s is None else max(1, int(round(ov.duration_s * TICKS_PER_SECOND)))
+            ov.until = k + ticks
+            self._overlay = ov
+
+    def _emit(self, k: int, latest: bool, out: List[Any]) -> None:
+        stats = self.stats
+        stats.ticks += 1
+        self._advance_overlay(k)
+        sent_display = False
+        desired = self._overlay.image if self._overlay is not None else self._face
+        if latest and desired is not None:
+            refresh = k - self._last_display_tick >= self.refresh_ticks
+            if desired is not self._on_screen_image or refresh:
+                data = desired.data
+                if data != self._on_screen or refresh:
+                    out.append(msgs.DisplayImage(image=data))
+                    stats.display_frames += 1
+                    if data == self._on_screen:
+                        stats.refreshes += 1
+                    sent_display = True
+                    self._on_screen = data
+                    self._last_display_tick = k
+                self._on_screen_image = desired
+        if self._overlay is not None and latest:
+            self._overlay.shown = True
+        audio = self._take_audio()
+        if audio is not None:
+            out.append(msgs.OutputAudio(samples=audio))
+            stats.audio_frames += 1
+            self._last_active_tick = k
+        elif sent_display or self.active_at(k):
+            out.append(msgs.OutputSilence())
+            stats.silence_frames += 1
+            if self._queued and not self._final:
+                stats.audio_starved += 1
+        if sent_display or self._overlay is not None:
+            self._last_active_tick = k
+
+    def _take_audio(self) -> Optional[bytes]:
+        """The next frame's 744 companded samples, or None (nothing, or a non-final stream short of a frame)."""
+        if self._queued == 0 or (self._queued < SAMPLES_PER_FRAME and not self._final):
+            return None
+        need = min(SAMPLES_PER_FRAME, self._queued)
+        parts = []
+        while need:
+            chunk = self._chunks[0]
+            take = min(need, chunk.size - self._chunk_pos)
+            parts.append(chunk[self._chunk_pos:self._chunk_pos + take])
+            self._chunk_pos += take
+            need -= take
+            if self._chunk_pos == chunk.size:
+                self._chunks.popleft()
+                self._chunk_pos = 0
+        frame = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        self._queued -= frame.size
+        codes = encode_ulaw(frame)
+        if len(codes) < SAMPLES_PER_FRAME:
+            codes += bytes([SILENCE_CODE]) * (SAMPLES_PER_FRAME - len(codes))
+        return codes

@@ -1,0 +1,438 @@
+"""Named faces, gaze, and a face that lives over time.
+
+Pure: time is always an argument and randomness comes from a seeded generator,
+so the same seed and the same times give the same faces.
+
+* :data:`EXPRESSIONS` / :func:`expression`: named faces, designed for this
+  project (values below) in the units of :mod:`.procedural`;
+* :func:`look_at`: moves a face's gaze towards a point of the image;
+* :class:`FaceAnimator`: eases between expressions and adds idle life (blinks
+  every few seconds, small saccades with pauses) while nothing else is shown;
+  ``frame(now)`` gives the face to show at ``now``.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Callable, Dict, Optional, Union
+
+import numpy as np
+
+from .procedural import EyeParams, FaceParams, interpolate_arrays
+
+__all__ = [
+    "EXPRESSIONS",
+    "ALIASES",
+    "expression",
+    "expression_names",
+    "look_at",
+    "ease_in_out",
+    "blink_factors",
+    "BLINK_DURATION_S",
+    "GAZE_MAX_X_PX",
+    "GAZE_MAX_Y_PX",
+    "FaceAnimator",
+]
+
+# --------------------------------------------------------------------------------------------
+# Expressions
+# --------------------------------------------------------------------------------------------
+
+#: The resting eyes: wider and a little shorter than the nominal box, closer together.
+_REST = EyeParams(scale_x=1.2, scale_y=0.92).set_radii(0.55)
+_INWARD_PX = 8.0
+
+
+def _face(left: Optional[dict] = None, right: Optional[dict] = None, both: Optional[dict] = None,
+          **face: float) -> FaceParams:
+    """A face built on the resting eyes; ``both`` applies to both eyes, then ``left``/``right``."""
+    base_left = _REST.replace(center_x_px=_INWARD_PX)
+    base_right = _REST.replace(center_x_px=-_INWARD_PX)
+    if both:
+        base_left = base_left.replace(**both)
+        base_right = base_right.replace(**both)
+    if left:
+        base_left = base_left.replace(**left)
+    if right:
+        base_right = base_right.replace(**right)
+    return FaceParams(left=base_left, right=base_right, **face)
+
+
+def _build_expressions() -> Dict[str, FaceParams]:
+    e: Dict[str, FaceParams] = {}
+    e["neutral"] = _face()
+    # Happy eyes are arches: round tops, and a bent lower lid parallel to them.
+    arch = dict(upper_inner_radius_x=0.9, upper_outer_radius_x=0.9, upper_inner_radius_y=1.0,
+                upper_outer_radius_y=1.0, lower_lid_y=0.15, lower_lid_bend=0.5)
+    e["happy"] = _face(both=dict(scale_y=0.9, **arch), center_y_px=-2.0)
+    e["joy"] = _face(both=dict(scale_x=1.4, scale_y=1.0, **arch), center_y_px=-5.0)
+    e["excited"] = _face(
+        both=dict(scale_x=1.3, scale_y=1.12, lower_lid_y=0.12, lower_lid_bend=0.3,
+                  upper_inner_radius_y=0.75, upper_outer_radius_y=0.75),
+        center_y_px=-4.0,
+    )
+    e["sad"] = _face(
+        left=dict(center_x_px=5.0), right=dict(center_x_px=-5.0),
+        both=dict(scale_y=0.82, upper_lid_y=0.32, upper_lid_angle_deg=-22.0, upper_lid_bend=0.05,
+                  lower_inner_radius_y=0.7, lower_outer_radius_y=0.7),
+        center_y_px=6.0,
+    )
+    e["angry"] = _face(
+        both=dict(scale_y=0.86, upper_lid_y=0.3, upper_lid_angle_deg=26.0, lower_lid_y=0.12,
+                  upper_inner_radius_x=0.2, upper_outer_radius_x=0.3),
+        center_y_px=2.0,
+    )
+    e["surprised"] = _face(
+        left=dict(center_x_px=4.0), right=dict(center_x_px=-4.0),
+        both={"scale_x": 1.2, "scale_y": 1.15, **{n: 0.75 for n in _RADII}},
+        center_y_px=-3.0,
+    )
+    e["sleepy"] = _face(
+        both=dict(scale_x=1.25, upper_lid_y=0.55, upper_lid_angle_deg=-6.0, upper_lid_bend=0.08,
+                  lower_lid_y=0.12),
+        center_y_px=6.0,
+    )
+    e["bored"] = _face(
+        both=dict(scale_x=1.28, scale_y=0.85, upper_lid_y=0.46, lower_lid_y=0.08),
+        center_x_px=-10.0, center_y_px=3.0,
+    )
+    e["confused"] = _face(
+        left=dict(scale_y=0.8, upper_lid_y=0.3, upper_lid_angle_deg=-14.0, lower_lid_y=0.1),
+        right=dict(scale_x=1.1, scale_y=1.08, center_y_px=-3.0),
+        angle_deg=-6.0,
+    )
+    e["fearful"] = _face(
+        left=dict(center_x_px=3.0), right=dict(center_x_px=-3.0),
+        both=dict(scale_x=0.95, scale_y=1.08, upper_lid_y=0.14, upper_lid_angle_deg=-18.0,
+                  lower_lid_y=0.1, lower_lid_bend=0.1),
+        center_y_px=-4.0, scale_x=0.95,
+    )
+    e["suspicious"] = _face(
+        left=dict(upper_lid_y=0.4, lower_lid_y=0.32),
+        right=dict(upper_lid_y=0.33, lower_lid_y=0.28, upper_lid_angle_deg=6.0),
+        both=dict(scale_x=1.25),
+        center_x_px=-12.0,
+    )
+    e["determined"] = _face(
+        both=dict(scale_y=0.95, upper_lid_y=0.24, upper_lid_angle_deg=16.0, lower_lid_y=0.2,
+                  lower_lid_bend=0.25),
+    )
+    e["disgusted"] = _face(
+        left=dict(upper_lid_y=0.42, upper_lid_angle_deg=12.0, lower_lid_y=0.18, scale_y=0.8),
+        right=dict(scale_y=0.72, lower_lid_y=0.38, lower_lid_bend=0.25, upper_lid_y=0.12),
+        angle_deg=5.0, center_x_px=4.0,
+    )
+    e["wink"] = _face(
+        left=dict(lower_lid_y=0.2, lower_lid_bend=0.35),
+        right=dict(scale_x=1.3, scale_y=0.55, center_y_px=4.0, **arch),
+    )
+    e["closed"] = _face(both=dict(scale_x=1.3, scale_y=0.05, center_y_px=4.0))
+    e["skeptical"] = _face(
+        left=dict(scale_y=1.05, center_y_px=-3.0),
+        right=dict(upper_lid_y=0.38, upper_lid_angle_deg=12.0, lower_lid_y=0.15),
+    )
+    e["worried"] = _face(
+        both=dict(scale_x=1.05, scale_y=0.95, upper_lid_y=0.22, upper_lid_angle_deg=-20.0,
+                  lower_lid_y=0.18, lower_lid_bend=0.1),
+        center_y_px=2.0,
+    )
+    e["squint"] = _face(both=dict(scale_x=1.3, upper_lid_y=0.36, lower_lid_y=0.36))
+    return e
+
+
+_RADII = (
+    "lower_inner_radius_x", "lower_inner_radius_y", "upper_inner_radius_x", "upper_inner_radius_y",
+    "upper_outer_radius_x", "upper_outer_radius_y", "lower_outer_radius_x", "lower_outer_radius_y",
+)
+
+#: Named faces (read-only by convention: :func:`expression` returns copies).
+EXPRESSIONS: Dict[str, FaceParams] = _build_expressions()
+#: Other names for some expressions.
+ALIASES: Dict[str, str] = {
+    "love": "joy",
+    "blink": "closed",
+    "scared": "fearful",
+    "afraid": "fearful",
+    "focused": "determined",
+    "default": "neutral",
+}
+
+
+def expression_names() -> list[str]:
+    """The names of :data:`EXPRESSIONS` (without aliases), in definition order."""
+    return list(EXPRESSIONS)
+
+
+def expression(name: str) -> FaceParams:
+    """A copy of the named expression (aliases accepted); ``KeyError`` names the choices."""
+    key = ALIASES.get(name, name)
+    try:
+        return EXPRESSIONS[key].copy()
+    except KeyError:
+        raise KeyError(f"unknown expression {name!r}; known: {', '.join(sorted(EXPRESSIONS))}") from None
+
+
+# --------------------------------------------------------------------------------------------
+# Gaze
+# --------------------------------------------------------------------------------------------
+
+#: How far the face moves for a gaze at the edge of the image (x, y = +-1).
+GAZE_MAX_X_PX = 22.0
+GAZE_MAX_Y_PX = 12.0
+_GAZE_NEAR_EYE_GROWTH = 0.08  # scale_y of the eye on the side looked at: +8 %, the other -8 %
+_GAZE_UP_GROWTH = 0.06  # scale_y looking fully up: +6 %; fully down: -10 %
+_GAZE_DOWN_SHRINK = 0.10
+_GAZE_CONVERGE_PX = 2.0  # eyes move this much towards each other looking fully down
+
+
+def look_at(params: FaceParams, x: float, y: float) -> FaceParams:
+    """``params`` looking towards ``(x, y)`` in normalised image coordinates.
+
+    ``x`` and ``y`` run from -1 to 1 (clamped; NaN counts as 0): (0, 0) is
+    straight ahead, +x to the right of the image, +y down.  The whole face
+    shifts by up to :data:`GAZE_MAX_X_PX` / :data:`GAZE_MAX_Y_PX`; the eye on
+    the side looked at grows a little and the other shrinks, eyes open a little
+    looking up and narrow looking down, and converge slightly looking down.
+    """
+    x = 0.0 if x != x else max(-1.0, min(1.0, float(x)))
+    y = 0.0 if y != y else max(-1.0, min(1.0, float(y)))
+    out = params.copy()
+    out.center_x_px += x * GAZE_MAX_X_PX
+    out.center_y_px += y * GAZE_MAX_Y_PX
+    vertical = 1.0 + (_GAZE_UP_GROWTH * -y if y < 0 else -_GAZE_DOWN_SHRINK * y)
+    out.left.scale_y *= vertical * (1.0 - _GAZE_NEAR_EYE_GROWTH * x)
+    out.right.scale_y *= vertical * (1.0 + _GAZE_NEAR_EYE_GROWTH * x)
+    if y > 0:
+        out.left.center_x_px += _GAZE_CONVERGE_PX * y
+        out.right.center_x_px -= _GAZE_CONVERGE_PX * y
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Animation
+# --------------------------------------------------------------------------------------------
+
+
+def ease_in_out(t: float) -> float:
+    """Smoothstep 3t^2 - 2t^3 on t clamped to 0..1."""
+    t = 0.0 if not t > 0.0 else (1.0 if t > 1.0 else t)
+    return t * t * (3.0 - 2.0 * t)
+
+
+# The blink, designed here: (time s, eye scale_y factor, eye scale_x factor).  The eyes
+# close fast and widen as they close, stay shut two frames and reopen more slowly.
+_BLINK_CURVE = (
+    (0.0, 1.0, 1.0),
+    (0.04, 0.7, 1.04),
+    (0.08, 0.22, 1.15),
+    (0.1, 0.04, 1.28),
+    (0.167, 0.04, 1.28),
+    (0.2, 0.3, 1.12),
+    (0.25, 0.78, 1.03),
+    (0.3, 1.0, 1.0),
+)
+BLINK_DURATION_S = _BLINK_CURVE[-1][0]
+_BLINK_LIDS_OFF_BELOW = 0.25  # lids vanish while the eye is this shut, so the line stays clean
+
+
+def blink_factors(t: float) -> tuple[float, float]:
+    """``(scale_y, scale_x)`` factors ``t`` seconds into a blink (1, 1 outside it)."""
+    if not 0.0 < t < BLINK_DURATION_S:
+        return 1.0, 1.0
+    for (t0, y0, x0), (t1, y1, x1) in zip(_BLINK_CURVE, _BLINK_CURVE[1:]):
+        if t <= t1:
+            f = (t - t0) / (t1 - t0)
+            return y0 + f * (y1 - y0), x0 + f * (x1 - x0)
+    return 1.0, 1.0  # pragma: no cover
+
+
+def _apply_blink(p: FaceParams, fy: float, fx: float) -> FaceParams:
+    if fy == 1.0 and fx == 1.0:
+        return p
+    out = p.copy()
+    shut = fy < _BLINK_LIDS_OFF_BELOW
+    mean_y = 0.5 * (out.left.center_y_px + out.right.center_y_px)
+    for eye in (out.left, out.right):
+        eye.scale_y *= fy
+        eye.scale_x *= fx
+        if shut:  # a level, clean line
+            eye.upper_lid_y = eye.lower_lid_y = 0.0
+            eye.upper_lid_bend = eye.lower_lid_bend = 0.0
+            eye.upper_lid_angle_deg = eye.lower_lid_angle_deg = 0.0
+            eye.center_y_px = mean_y
+    return out
+
+
+ExpressionLike = Union[str, FaceParams]
+
+
+class FaceAnimator:
+    """A face over time: eased expression changes, gaze, blinks and saccades.
+
+    Feed it times (seconds on any monotonic clock); :meth:`frame` returns the
+    face to show.  Everything random comes from generators seeded with
+    ``seed``, and blinks and saccades are scheduled in time order, so the faces
+    depend only on the seed and on the times and calls made, never on how often
+    :meth:`frame` is called.  Times should not go backwards.
+
+    Idle life (``idle=True``): a blink every ``blink_interval_s`` (uniform
+    range) and, separately, saccades: every ``saccade_interval_s`` the gaze
+    jumps (in ``saccade_duration_s``) to a random point within
+    ``saccade_range`` (normalised, added to the gaze set by :meth:`look_at`),
+    returning to the centre about one time in three.
+    """
+
+    def __init__(
+        self,
+        seed: int = 0,
+        base: ExpressionLike = "neutral",
+        now: float = 0.0,
+        idle: bool = True,
+        blink_interval_s: tuple[float, float] = (2.5, 6.0),
+        saccade_interval_s: tuple[float, float] = (0.8, 3.0),
+        saccade_range: tuple[float, float] = (0.3, 0.3),
+        saccade_duration_s: float = 1.0 / 15.0,
+        ease: Callable[[float], float] = ease_in_out,
+    ) -> None:
+        self.seed = int(seed)
+        self.idle = bool(idle)
+        self.blink_interval_s = blink_interval_s
+        self.saccade_interval_s = saccade_interval_s
+        self.saccade_range = saccade_range
+        self.saccade_duration_s = float(saccade_duration_s)
+        self.ease = ease
+        self._blink_rng = random.Random(self.seed * 2 + 1)
+        self._saccade_rng = random.Random(self.seed * 2 + 2)
+        start = self._resolve(base).to_array()
+        self._from = start
+        self._to = start
+        self._t0 = now
+        self._duration = 0.0
+        self._gaze_from = (0.0, 0.0)
+        self._gaze_to = (0.0, 0.0)
+        self._gaze_t0 = now
+        self._gaze_duration = 0.0
+        self._sacc_from = (0.0, 0.0)
+        self._sacc_to = (0.0, 0.0)
+        self._sacc_t0 = now
+        self._blink_start: Optional[float] = None
+        self._next_blink = now + self._blink_rng.uniform(*blink_interval_s)
+        self._next_saccade = now + self._saccade_rng.uniform(*saccade_interval_s)
+        self.blinks = 0
+        self.saccades = 0
+
+    @staticmethod
+    def _resolve(expr: ExpressionLike) -> FaceParams:
+        return expression(expr) if isinstance(expr, str) else expr.copy()
+
+    # ------------------------------------------------------------------ commands
+
+    def set_expression(self, expr: ExpressionLike, now: float, duration_s: float = 0.3) -> None:
+        """Ease from the face shown at ``now`` (without gaze and blink) to ``expr``."""
+        current = self._base_array(now)
+        self._from = current
+        self._to = self._resolve(expr).to_array()
+        self._t0 = now
+        self._duration = max(0.0, float(duration_s))
+
+    def look_at(self, x: float, y: float, now: float, duration_s: float = 0.12) -> None:
+        """Turn the gaze towards normalised ``(x, y)`` (see :func:`look_at`) over ``duration_s``."""
+        self._gaze_from = self._gaze(now)
+        self._gaze_to = (float(x), float(y))
+        self._gaze_t0 = now
+        self._gaze_duration = max(0.0, float(duration_s))
+
+    def blink(self, now: float) -> None:
+        """Blink now (the next idle blink is rescheduled after this one)."""
+        self._blink_start = now
+        self.blinks += 1
+        self._next_blink = now + BLINK_DURATION_S + self._blink_rng.uniform(*self.blink_interval_s)
+
+    def set_idle(self, enabled: bool, now: float) -> None:
+        """Turn idle life on or off; turning it on restarts the blink and saccade schedules."""
+        enabled = bool(enabled)
+        if enabled and not self.idle:
+            self._next_blink = now + self._blink_rng.uniform(*self.blink_interval_s)
+            self._next_saccade = now + self._saccade_rng.uniform(*self.saccade_interval_s)
+        if not enabled:
+            self._sacc_from = self._sacc_to = (0.0, 0.0)
+        self.idle = enabled
+
+    # ------------------------------------------------------------------ state
+
+    def transitioning(self, now: float) -> bool:
+        """True while an expression change is in progress."""
+        return now < self._t0 + self._duration
+
+    def target(self) -> FaceParams:
+        """The expression being eased towards."""
+        return FaceParams.from_array(self._to)
+
+    def _base_array(self, now: float) -> np.ndarray:
+        if self._duration <= 0.0 or now >= self._t0 + self._duration:
+            return self._to
+        return interpolate_arrays(self._from, self._to, self.ease((now - self._t0) / self._duration))
+
+    def _gaze(self, now: float) -> tuple[float, float]:
+        if self._gaze_duration <= 0.0:
+            f = 1.0
+        else:
+            f = self.ease((now - self._gaze_t0) / self._gaze_duration)
+        (x0, y0), (x1, y1) = self._gaze_from, self._gaze_to
+        return x0 + f * (x1 - x0), y0 + f * (y1 - y0)
+
+    def _saccade(self, now: float) -> tuple[float, float]:
+        f = self.ease((now - self._sacc_t0) / self.saccade_duration_s) if self.saccade_duration_s > 0 else 1.0
+        (x0, y0), (x1, y1) = self._sacc_from, self._sacc_to
+        return x0 + f * (x1 - x0), y0 + f * (y1 - y0)
+
+    def _advance(self, now: float) -> None:
+        if not self.idle:
+            return
+        while self._next_blink <= now:
+            start = self._next_blink
+            self._blink_start = start
+            self.blinks += 1
+            self._next_blink = start + BLINK_DURATION_S + self._blink_rng.uniform(*self.blink_interval_s)
+        while self._next_saccade <= now:
+            start = self._next_saccade
+            rng = self._saccade_rng
+            self._sacc_from = self._saccade(start)
+            if rng.random() < 1.0 / 3.0:
+                self._sacc_to = (0.0, 0.0)
+            else:
+                rx, ry = self.saccade_range
+                self._sacc_to = (rng.uniform(-rx, rx), rng.uniform(-ry, ry))
+            self._sacc_t0 = start
+            self.saccades += 1
+            self._next_saccade = start + self.saccade_duration_s + rng.uniform(*self.saccade_interval_s)
+
+    # ------------------------------------------------------------------ output
+
+    def frame(self, now: float) -> FaceParams:
+        """The face to show at ``now``."""
+        self._advance(now)
+        face = FaceParams.from_array(self._base_array(now))
+        gx, gy = self._gaze(now)
+        if self.idle:
+            sx, sy = self._saccade(now)
+            gx += sx
+            gy += sy
+        if gx or gy:
+            face = look_at(face, gx, gy)
+        if self._blink_start is not None:
+            fy, fx = blink_factors(now - self._blink_start)
+            face = _apply_blink(face, fy, fx)
+        return face
+
+
+def _check() -> None:  # pragma: no cover - import-time self check
+    for name, face in EXPRESSIONS.items():
+        fixed, warnings = face.validated()
+        assert not warnings, (name, warnings)
+    assert all(v in EXPRESSIONS for v in ALIASES.values())
+    assert math.isclose(BLINK_DURATION_S, 0.3)
+
+
+_check()

@@ -1,0 +1,592 @@
+"""Clips: our YAML/JSON format, synthesised sounds, Cozmo's FlatBuffers .bin clips, groups, built-ins."""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+import wave
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from PIL import Image
+
+from cozmo_driver.anim.clip import (
+    BODY_ARC,
+    BODY_STRAIGHT,
+    BODY_TURN_IN_PLACE,
+    AnimationGroup,
+    AudioKeyframe,
+    BodyKeyframe,
+    Clip,
+    ClipFormatError,
+    EventKeyframe,
+    FaceKeyframe,
+    GroupChooser,
+    HeadKeyframe,
+    LiftKeyframe,
+    LightsKeyframe,
+    RecordHeadingKeyframe,
+    SpriteKeyframe,
+    Tracks,
+    TurnToRecordedHeadingKeyframe,
+    clips_from_anki_json,
+    list_builtin,
+    load_animation_groups,
+    load_builtin,
+    load_clip_file,
+    load_clips_dir,
+    parse_clip,
+    read_anim_bin,
+    synthesize,
+    write_anim_bin,
+)
+from cozmo_driver.anim.player import compile_clip
+from cozmo_driver.face.expressions import EXPRESSIONS, look_at
+from cozmo_driver.face.procedural import FaceParams
+from cozmo_driver.protocol.audio import SAMPLE_RATE
+
+# --------------------------------------------------------------------------- helpers
+
+
+def peak_hz(pcm: np.ndarray, rate: int = SAMPLE_RATE) -> float:
+    x = pcm.astype(np.float64) * np.hanning(len(pcm))
+    spectrum = np.abs(np.fft.rfft(x))
+    return float(np.argmax(spectrum) * rate / len(pcm))
+
+
+def write_wav(path: Path, pcm: np.ndarray, rate: int) -> None:
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(pcm.astype("<i2").tobytes())
+
+
+FULL_YAML = """
+name: demo
+duration_ms: 1500
+description: every track
+tracks:
+  head:
+    - {time_ms: 0, duration_ms: 150, angle_deg: 30}
+    - {time_ms: 150, duration_ms: 600, angle_deg: -10, variability_deg: 2}
+  lift:
+    - {time_ms: 0, duration_ms: 300, height_mm: 60}
+  body:
+    - {time_ms: 0, duration_ms: 400, speed_mmps: 40}
+    - {time_ms: 400, duration_ms: 500, speed_mmps: 50, radius_mm: 80}
+    - {time_ms: 900, duration_ms: 300, speed_dps: -120}
+  lights:
+    - {time_ms: 0, duration_ms: 500, all: "#00ff40"}
+    - {time_ms: 500, duration_ms: 500, left: [255, 0, 0], right: "#0000ff"}
+  face:
+    - {time_ms: 0, expression: neutral}
+    - {time_ms: 300, expression: happy, look_at: [0.3, -0.2]}
+    - {time_ms: 600, expression: happy, params: {eyes.scale_y: 1.1, face.angle_deg: 8}}
+  audio:
+    - {time_ms: 0, source: "synth:chirp(600, 1400, 0.25, 0.6)"}
+    - {time_ms: 500, source: beep.wav, volume: 0.5}
+  events:
+    - {time_ms: 500, id: apex}
+  record_heading:
+    - {time_ms: 0}
+  turn_to_recorded_heading:
+    - {time_ms: 1000, duration_ms: 800, offset_deg: 5, speed_dps: 180, accel_dps2: 900, decel_dps2: 800,
+       tolerance_deg: 3, num_half_revs: 1, use_shortest_dir: true}
+"""
+
+
+@pytest.fixture
+def demo_file(tmp_path: Path) -> Path:
+    t = np.arange(22050 // 4) / 22050
+    write_wav(tmp_path / "beep.wav", (10000 * np.sin(2 * np.pi * 660 * t)).astype(np.int16), 22050)
+    path = tmp_path / "demo.yaml"
+    path.write_text(FULL_YAML)
+    return path
+
+
+# --------------------------------------------------------------------------- our format
+
+def test_yaml_clip_with_every_track(demo_file):
+    [clip] = load_clip_file(demo_file)
+    assert clip.name == "demo" and clip.duration_s == 1.5 and clip.warnings == []
+    t = clip.tracks
+    assert t.head == [HeadKeyframe(0, 150, 30, 0), HeadKeyframe(150, 600, -10, 2)]
+    assert t.lift == [LiftKeyframe(0, 300, 60, 0)]
+    assert t.body == [BodyKeyframe(0, 400, BODY_STRAIGHT, 40), BodyKeyframe(400, 500, BODY_ARC, 50, 80),
+                      BodyKeyframe(900, 300, BODY_TURN_IN_PLACE, -120)]
+    assert t.lights[0].colors == ((0, 255, 64),) * 5
+    assert t.lights[1].colors == ((255, 0, 0), (0, 0, 0), (0, 0, 0), (0, 0, 0), (0, 0, 255))
+    assert t.face[0].params == EXPRESSIONS["neutral"]
+    assert t.face[1].params == look_at(EXPRESSIONS["happy"], 0.3, -0.2)
+    assert t.face[2].params.angle_deg == 8 and t.face[2].params.right.scale_y == 1.1
+    chirp, beep = t.audio
+    assert chirp.source.startswith("synth:") and len(chirp.pcm) == round(0.25 * SAMPLE_RATE)
+    assert beep.source == "beep.wav" and abs(len(beep.pcm) - SAMPLE_RATE / 4) <= 2
+    assert peak_hz(beep.pcm) == pytest.approx(660, abs=8)
+    assert 4000 < np.abs(beep.pcm).max() < 5200        # volume 0.5 of 10000
+    assert t.events == [EventKeyframe(500, "apex")]
+    assert t.record_heading == [RecordHeadingKeyframe(0)]
+    assert t.turn_to_recorded_heading == [TurnToRecordedHeadingKeyframe(1000, 800, 5, 180, 900, 800, 3, 1, True)]
+    assert clip.end_s == pytest.approx(1.8)             # the turn ends after duration_ms
+
+
+def test_json_form_is_the_same(demo_file, tmp_path):
+    import yaml
+
+    doc = yaml.safe_load(FULL_YAML)
+    path = tmp_path / "demo.json"
+    path.write_text(json.dumps({"clips": [doc, dict(doc, name="demo2")]}))
+    a, b = load_clip_file(path)
+    [y] = load_clip_file(demo_file)
+    assert (a.name, b.name) == ("demo", "demo2")
+    assert a.tracks.head == y.tracks.head and a.tracks.face == y.tracks.face
+
+
+@pytest.mark.parametrize("text, message", [
+    ("name: x\ntracks: {head: [{time_ms: 0, angle_deg: 1, speed: 3}]}", "head[0]: unknown key(s) speed"),
+    ("name: x\ntracks: {nose: []}", "unknown track(s) nose"),
+    ("tracks: {}", "missing key(s) name"),
+    ("name: x\nduration_ms: -5", "within 0..600000 ms"),
+    ("name: x\ntracks: {head: [{time_ms: 4000000000, angle_deg: 1}]}", "within 0..600000 ms"),
+    ("name: x\ntracks: {lights: [{time_ms: 0, all: '#12345'}]}", "colour must be"),
+    ("name: x\ntracks: {lights: [{time_ms: 0, all: [300, 0, 0]}]}", "0..255"),
+    ("name: x\ntracks: {face: [{time_ms: 0, expression: smug}]}", "unknown expression 'smug'"),
+    ("name: x\ntracks: {face: [{time_ms: 0, params: {eyes.nose: 1}}]}", "unknown eye parameter"),
+    ("name: x\ntracks: {body: [{time_ms: 0, duration_ms: 5}]}", "needs speed_mmps"),
+    ("name: x\ntracks: {body: [{time_ms: 0, duration_ms: 5, speed_mmps: 5, radius_mm: 0}]}", "turn in place"),
+    ("name: x\ntracks: {audio: [{time_ms: 0, source: 'synth:kazoo(1)'}]}", "unknown synth sound"),
+    ("name: x\ntracks: {audio: [{time_ms: 0, source: missing.wav}]}", "cannot load audio"),
+    ("name: x\ntracks: {audio: [{time_ms: 0}]}", "exactly one of source"),
+    ("name: x\ntracks: {head: [{time_ms: .nan, angle_deg: 1}]}", "finite"),
+    ("name: x\ntracks: {head: {time_ms: 0}}", "must be a list"),
+    ("- 1\n- 2", "expected a clip mapping"),
+    ("name: [unclosed", "invalid YAML"),
+])
+def test_format_errors_name_the_place(tmp_path, text, message):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(ClipFormatError) as info:
+        load_clip_file(path)
+    assert message in str(info.value)
+    assert "bad.yaml" in str(info.value)
+
+
+def test_unknown_file_types_and_unreadable_files(tmp_path):
+    (tmp_path / "x.txt").write_text("name: x")
+    with pytest.raises(ClipFormatError, match="unknown clip file type"):
+        load_clip_file(tmp_path / "x.txt")
+    with pytest.raises(ClipFormatError, match="cannot read"):
+        load_clip_file(tmp_path / "nope.yaml")
+
+
+def test_load_clips_dir_and_duplicates(tmp_path):
+    (tmp_path / "a.yaml").write_text("name: one")
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "b.yaml").write_text("clips: [{name: two}, {name: three}]")
+    clips = load_clips_dir(tmp_path)
+    assert sorted(clips) == ["one", "three", "two"]
+    assert sorted(load_clips_dir(tmp_path, recursive=False)) == ["one"]
+    (sub / "c.yml").write_text("name: one")
+    with pytest.raises(ClipFormatError, match="defined in"):
+        load_clips_dir(tmp_path)
+
+
+# --------------------------------------------------------------------------- synthesised sounds
+
+def test_synth_tone_and_chirp():
+    tone = synthesize("synth:tone(1000, 0.5, 0.5)")
+    assert tone.dtype == np.int16 and len(tone) == SAMPLE_RATE // 2
+    assert peak_hz(tone) == pytest.approx(1000, abs=3)
+    assert 16000 < np.abs(tone).max() <= 16384
+    assert abs(int(tone[0])) < 200 and abs(int(tone[-1])) < 200      # faded in and out
+    chirp = synthesize("chirp(500, 1500, 1.0)")
+    first, last = chirp[: SAMPLE_RATE // 5], chirp[-SAMPLE_RATE // 5:]
+    assert peak_hz(first) < 800 < 1200 < peak_hz(last)
+    beeps = synthesize("beeps(1000, 3, 0.1, 0.05)")
+    assert len(beeps) == round(0.1 * SAMPLE_RATE) * 3 + round(0.05 * SAMPLE_RATE) * 2
+    assert len(synthesize("noise(0.2, 0.3, 5)")) == round(0.2 * SAMPLE_RATE)
+    assert np.array_equal(synthesize("noise(0.2, 0.3, 5)"), synthesize("noise(0.2, 0.3, 5)"))
+    assert not synthesize("silence(0.1)").any()
+    assert len(synthesize("warble(400, 50, 8, 0.3)")) == round(0.3 * SAMPLE_RATE)
+
+
+@pytest.mark.parametrize("spec", ["tone(1000)", "tone(a, 1)", "tone(1000, 0)", "tone(1000, 99)", "buzz(1, 2)",
+                                  "tone 1000", "beeps(1000, 0, 0.1, 0.1)", "tone(inf, 1)"])
+def test_synth_errors(spec):
+    with pytest.raises(ValueError):
+        synthesize(spec)
+
+
+# --------------------------------------------------------------------------- FlatBuffers
+
+def build_bin_by_hand() -> bytes:
+    """An AnimClips file made directly with the flatbuffers Builder, following cozmo_anim.fbs."""
+    flatbuffers = pytest.importorskip("flatbuffers")
+    b = flatbuffers.Builder(0)
+
+    def floats(values):
+        b.StartVector(4, len(values), 4)
+        for v in reversed(values):
+            b.PrependFloat32(v)
+        return b.EndVector()
+
+    def tables(offsets):
+        b.StartVector(4, len(offsets), 4)
+        for o in reversed(offsets):
+            b.PrependUOffsetTRelative(o)
+        return b.EndVector()
+
+    # HeadAngle {triggerTime_ms, durationTime_ms, angle_deg: byte, angleVariability_deg: ubyte}
+    heads = []
+    for t, d, a, v in ((0, 400, -20, 0), (500, 100, 35, 3)):
+        b.StartObject(4)
+        b.PrependUint32Slot(0, t, 0)
+        b.PrependUint32Slot(1, d, 0)
+        b.PrependInt8Slot(2, a, 0)
+        b.PrependUint8Slot(3, v, 0)
+        heads.append(b.EndObject())
+    # LiftHeight {triggerTime_ms, durationTime_ms, height_mm: ubyte, heightVariability_mm: ubyte}
+    b.StartObject(4)
+    b.PrependUint32Slot(0, 100, 0)
+    b.PrependUint32Slot(1, 300, 0)
+    b.PrependUint8Slot(2, 70, 0)
+    lift = b.EndObject()
+    # ProceduralFace {triggerTime_ms, faceAngle, faceCenterX, faceCenterY, faceScaleX, faceScaleY, leftEye, rightEye}
+    face = EXPRESSIONS["angry"]
+    left = floats(face.left.to_list())
+    right = floats(face.right.to_list())
+    b.StartObject(8)
+    b.PrependUint32Slot(0, 33, 0)
+    b.PrependFloat32Slot(1, 4.0, 0.0)
+    b.PrependFloat32Slot(2, -3.0, 0.0)
+    b.PrependFloat32Slot(3, 2.0, 0.0)
+    b.PrependFloat32Slot(4, 1.25, 1.0)
+    # faceScaleY left out: its default is 1
+    b.PrependUOffsetTRelativeSlot(6, left, 0)
+    b.PrependUOffsetTRelativeSlot(7, right, 0)
+    proc = b.EndObject()
+    # RobotAudio {triggerTime_ms, audioEventId: [long], volume = 1, probability: [float], hasAlts = true}
+    b.StartVector(8, 2, 8)
+    b.PrependInt64(2263734285)
+    b.PrependInt64(1234567890123)
+    ids = b.EndVector()
+    probs = floats([0.5, 0.5])
+    b.StartObject(5)
+    b.PrependUint32Slot(0, 250, 0)
+    b.PrependUOffsetTRelativeSlot(1, ids, 0)
+    b.PrependFloat32Slot(2, 0.7, 1.0)
+    b.PrependUOffsetTRelativeSlot(3, probs, 0)
+    b.PrependBoolSlot(4, False, True)
+    audio = b.EndObject()
+    # BackpackLights {triggerTime_ms, durationTime_ms, Left, Right, Front, Middle, Back}
+    colours = [floats(c) for c in ([1, 0, 0, 0], [0, 0, 1, 1], [0, 1, 0, 0], [1, 1, 1, 0], [0.5, 0.5, 0, 0])]
+    b.StartObject(7)
+    b.PrependUint32Slot(0, 0, 0)
+    b.PrependUint32Slot(1, 600, 0)
+    for slot, off in enumerate(colours, start=2):
+        b.PrependUOffsetTRelativeSlot(slot, off, 0)
+    lights = b.EndObject()
+    # FaceAnimation {triggerTime_ms, animName}, Event {triggerTime_ms, event_id}
+    sprite_name = b.CreateString("anim_sprite")
+    b.StartObject(2)
+    b.PrependUint32Slot(0, 700, 0)
+    b.PrependUOffsetTRelativeSlot(1, sprite_name, 0)
+    sprite = b.EndObject()
+    event_name = b.CreateString("DEVICE_AUDIO_TRIGGER")
+    b.StartObject(2)
+    b.PrependUint32Slot(0, 800, 0)
+    b.PrependUOffsetTRelativeSlot(1, event_name, 0)
+    event = b.EndObject()
+    # BodyMotion {triggerTime_ms, durationTime_ms, radius_mm: string, speed: short}
+    bodies = []
+    for t, d, r, s in ((0, 300, "STRAIGHT", 50), (300, 200, "TURN_IN_PLACE", -90), (500, 400, "120", 60)):
+        rs = b.CreateString(r)
+        b.StartObject(4)
+        b.PrependUint32Slot(0, t, 0)
+        b.PrependUint32Slot(1, d, 0)
+        b.PrependUOffsetTRelativeSlot(2, rs, 0)
+        b.PrependInt16Slot(3, s, 0)
+        bodies.append(b.EndObject())
+    # RecordHeading {triggerTime_ms}; TurnToRecordedHeading {...}
+    b.StartObject(1)
+    b.PrependUint32Slot(0, 900, 0)
+    record = b.EndObject()
+    b.StartObject(9)
+    b.PrependUint32Slot(0, 1000, 0)
+    b.PrependUint32Slot(1, 500, 0)
+    b.PrependInt16Slot(2, -15, 0)
+    b.PrependInt16Slot(3, 200, 0)
+    b.PrependInt16Slot(4, 800, 1000)
+    # decel left at its default 1000
+    b.PrependUint16Slot(6, 4, 2)
+    b.PrependUint16Slot(7, 2, 0)
+    b.PrependBoolSlot(8, True, False)
+    turn = b.EndObject()
+    vecs = [tables([lift]), tables([proc]), tables(heads), tables([audio]), tables([lights]),
+            tables([sprite]), tables([event]), tables(bodies), tables([record]), tables([turn])]
+    b.StartObject(10)
+    for slot, v in enumerate(vecs):
+        b.PrependUOffsetTRelativeSlot(slot, v, 0)
+    keyframes = b.EndObject()
+    name = b.CreateString("anim_handmade_01")
+    b.StartObject(2)
+    b.PrependUOffsetTRelativeSlot(0, name, 0)
+    b.PrependUOffsetTRelativeSlot(1, keyframes, 0)
+    clip = b.EndObject()
+    empty_name = b.CreateString("anim_empty")
+    b.StartObject(2)
+    b.PrependUOffsetTRelativeSlot(0, empty_name, 0)
+    empty = b.EndObject()
+    clips = tables([clip, empty])
+    b.StartObject(1)
+    b.PrependUOffsetTRelativeSlot(0, clips, 0)
+    b.Finish(b.EndObject())
+    return bytes(b.Output())
+
+
+def test_read_a_bin_built_with_the_flatbuffers_builder():
+    clip, empty = read_anim_bin(build_bin_by_hand(), "handmade.bin")
+    assert clip.name == "anim_handmade_01" and empty.name == "anim_empty"
+    assert empty.tracks == Tracks() and empty.warnings == []
+    t = clip.tracks
+    assert t.head == [HeadKeyframe(0, 400, -20, 0), HeadKeyframe(500, 100, 35, 3)]
+    assert t.lift == [LiftKeyframe(100, 300, 70, 0)]
+    [face] = t.face
+    angry = EXPRESSIONS["angry"]
+    assert face.time_ms == 33
+    assert (face.params.angle_deg, face.params.center_x_px, face.params.center_y_px) == (4.0, -3.0, 2.0)
+    assert (face.params.scale_x, face.params.scale_y) == (1.25, 1.0)
+    assert np.allclose(face.params.left.to_list(), angry.left.to_list(), atol=1e-6)
+    assert np.allclose(face.params.right.to_list(), angry.right.to_list(), atol=1e-6)
+    [audio] = t.audio
+    assert audio.event_ids == (1234567890123, 2263734285)
+    assert audio.probabilities == (0.5, 0.5) and audio.volume == pytest.approx(0.7) and audio.has_alts is False
+    assert audio.pcm is None
+    [lights] = t.lights
+    # file order Left, Right, Front, Middle, Back -> ours left, front, middle, back, right
+    assert lights.colors == ((255, 0, 0), (0, 255, 0), (255, 255, 255), (128, 128, 0), (0, 0, 255))
+    assert lights.ir == (False, False, False, False, True)
+    assert t.sprite == [SpriteKeyframe(700, "anim_sprite", None)]
+    assert t.events == [EventKeyframe(800, "DEVICE_AUDIO_TRIGGER")]
+    assert t.body == [BodyKeyframe(0, 300, BODY_STRAIGHT, 50), BodyKeyframe(300, 200, BODY_TURN_IN_PLACE, -90),
+                      BodyKeyframe(500, 400, BODY_ARC, 60, 120)]
+    assert t.record_heading == [RecordHeadingKeyframe(900)]
+    assert t.turn_to_recorded_heading == [TurnToRecordedHeadingKeyframe(1000, 500, -15, 200, 800, 1000, 4, 2, True)]
+    text = "\n".join(clip.warnings)
+    assert "Wwise" in text and "audio_map" in text            # skipped: no sound banks
+    assert "anim_sprite" in text and "sprite directory" in text
+
+
+def test_audio_map_and_sprite_dir_resolve_what_the_app_needs(tmp_path):
+    tone = synthesize("tone(440, 0.2)")
+    frames = tmp_path / "sprites" / "anim_sprite"
+    frames.mkdir(parents=True)
+    for i in range(3):
+        img = np.zeros((64, 128), dtype=np.uint8)
+        img[10:20, 10 + 20 * i:30 + 20 * i] = 255
+        Image.fromarray(img).save(frames / f"anim_sprite_{i:03d}.png")
+    clip, _ = read_anim_bin(build_bin_by_hand(), audio_map={2263734285: tone}, sprite_dir=tmp_path / "sprites")
+    assert clip.warnings == []
+    [audio] = clip.tracks.audio
+    assert audio.source == "wwise:2263734285"
+    assert np.allclose(audio.pcm, np.rint(tone * 0.7), atol=1)
+    [sprite] = clip.tracks.sprite
+    assert len(sprite.frames) == 3 and sprite.frames[1][15, 40] and not sprite.frames[1][15, 10]
+
+
+def test_write_and_read_back_every_keyframe():
+    clip = Clip("roundtrip", None, Tracks(
+        head=[HeadKeyframe(0, 300, 20, 2), HeadKeyframe(400, 1000, -25, 0)],
+        lift=[LiftKeyframe(33, 100, 50, 1)],
+        body=[BodyKeyframe(0, 500, BODY_ARC, 50, -100), BodyKeyframe(500, 100, BODY_TURN_IN_PLACE, 90),
+              BodyKeyframe(600, 100, BODY_STRAIGHT, -40)],
+        lights=[LightsKeyframe(0, 100, ((255, 0, 0), (0, 255, 0), (0, 0, 255), (255, 255, 0), (0, 255, 255)),
+                               (True, False, False, False, False))],
+        face=[FaceKeyframe(0, EXPRESSIONS["happy"]), FaceKeyframe(500, EXPRESSIONS["sad"])],
+        sprite=[SpriteKeyframe(10, "spr")],
+        audio=[AudioKeyframe(0, None, "wwise", 0.5, (123, 456), (0.25, 0.75), False)],
+        events=[EventKeyframe(10, "x")],
+        record_heading=[RecordHeadingKeyframe(0)],
+        turn_to_recorded_heading=[TurnToRecordedHeadingKeyframe(100, 200, 5, 90, 500, 600, 3, 2, True)]))
+    data = write_anim_bin([clip, Clip("second")])
+    back, second = read_anim_bin(data)
+    assert second.name == "second" and second.tracks == Tracks()
+    a, b = clip.tracks, back.tracks
+    assert (a.head, a.lift, a.body, a.events, a.record_heading, a.turn_to_recorded_heading) == \
+           (b.head, b.lift, b.body, b.events, b.record_heading, b.turn_to_recorded_heading)
+    assert a.lights == b.lights
+    for x, y in zip(a.face, b.face):
+        assert x.time_ms == y.time_ms and np.allclose(x.params.to_array(), y.params.to_array(), atol=1e-6)
+    assert b.sprite[0].name == "spr" and b.audio[0].event_ids == (123, 456)
+    assert b.audio[0].probabilities == (0.25, 0.75) and b.audio[0].has_alts is False
+
+
+def test_pycozmo_reads_what_we_write():
+    """The reference's generated accessors (from cozmo_anim.fbs) agree with our writer's layout."""
+    pytest.importorskip("pycozmo")
+    from pycozmo.CozmoAnim.AnimClips import AnimClips
+
+    clip = Clip("x", None, Tracks(
+        head=[HeadKeyframe(100, 200, -12, 3)],
+        body=[BodyKeyframe(0, 300, BODY_ARC, 55, 77)],
+        face=[FaceKeyframe(0, FaceParams(angle_deg=5.0, center_x_px=2.0, left=EXPRESSIONS["wink"].left))],
+        turn_to_recorded_heading=[TurnToRecordedHeadingKeyframe(0, 10, -5, 120, 900, 700, 4, 3, True)]))
+    ref = AnimClips.GetRootAsAnimClips(write_anim_bin([clip]), 0)
+    kf = ref.Clips(0).Keyframes()
+    assert ref.Clips(0).Name() == b"x"
+    head = kf.HeadAngleKeyFrame(0)
+    assert (head.TriggerTimeMs(), head.DurationTimeMs(), head.AngleDeg(),
+            head.AngleVariabilityDeg()) == (100, 200, -12, 3)
+    body = kf.BodyMotionKeyFrame(0)
+    assert (body.RadiusMm(), body.Speed()) == (b"77", 55)
+    face = kf.ProceduralFaceKeyFrame(0)
+    assert (face.FaceAngle(), face.FaceCenterX(), face.LeftEyeLength()) == (5.0, 2.0, 19)
+    assert face.LeftEye(13) == pytest.approx(EXPRESSIONS["wink"].left.upper_lid_y)
+    turn = kf.TurnToRecordedHeadingKeyFrame(0)
+    assert (turn.OffsetDeg(), turn.SpeedDegPerSec(), turn.AccelDegPerSec2(), turn.DecelDegPerSec2(),
+            turn.ToleranceDeg(), turn.NumHalfRevs(), turn.UseShortestDir()) == (-5, 120, 900, 700, 4, 3, True)
+
+
+def test_bin_file_and_anki_json(tmp_path):
+    path = tmp_path / "anim_handmade.bin"
+    path.write_bytes(build_bin_by_hand())
+    clips = load_clips_dir(tmp_path)
+    assert sorted(clips) == ["anim_empty", "anim_handmade_01"]
+    doc = {"clips": [{"Name": "j", "keyframes": {
+        "HeadAngleKeyFrame": [{"triggerTime_ms": 0, "durationTime_ms": 99, "angle_deg": 7}],
+        "BodyMotionKeyFrame": [{"triggerTime_ms": 0, "durationTime_ms": 99, "radius_mm": "POINT_TURN", "speed": 30}],
+        "ProceduralFaceKeyFrame": [{"triggerTime_ms": 0, "leftEye": [0.0] * 19, "rightEye": [], "faceAngle": 400}],
+        "Mystery": []}}]}
+    (tmp_path / "app.json").write_text(json.dumps(doc))
+    [j] = load_clip_file(tmp_path / "app.json")
+    assert j.tracks.head == [HeadKeyframe(0, 99, 7, 0)]
+    assert j.tracks.body[0].mode == BODY_TURN_IN_PLACE
+    assert j.tracks.face[0].params.angle_deg == 360.0          # clamped, with a warning
+    assert any("face.angle_deg" in w for w in j.warnings)
+    assert any("Mystery" in w for w in j.warnings)
+    with pytest.raises(ClipFormatError):
+        clips_from_anki_json({"clips": [{"keyframes": {}}]})
+
+
+def test_malformed_bins_raise_clip_format_errors_only():
+    good = build_bin_by_hand()
+    for n in (0, 3, 7, 16, 100, len(good) - 1):
+        try:
+            read_anim_bin(good[:n])
+        except ClipFormatError:
+            pass
+    with pytest.raises(ClipFormatError):
+        read_anim_bin(b"\xff\xff\xff\xff" + bytes(20))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_fuzzed_bins_never_raise_anything_else(data):
+    good = _GOOD_BIN
+    buf = bytearray(good)
+    for _ in range(data.draw(st.integers(1, 8))):
+        i = data.draw(st.integers(0, len(buf) - 1))
+        buf[i] = data.draw(st.integers(0, 255))
+    try:
+        clips = read_anim_bin(bytes(buf))
+    except ClipFormatError:
+        return
+    for c in clips:
+        compile_clip(c)
+
+
+_GOOD_BIN = b""
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _good_bin():
+    global _GOOD_BIN
+    _GOOD_BIN = build_bin_by_hand()
+
+
+# --------------------------------------------------------------------------- groups
+
+def test_groups_load_and_choose_by_weight_honouring_cooldowns(tmp_path):
+    d = tmp_path / "animationGroups" / "reactions"
+    d.mkdir(parents=True)
+    (d / "ag_happy.json").write_text(json.dumps({"Animations": [
+        {"Name": "a", "Weight": 3.0, "CooldownTime_Sec": 0.0, "Mood": "Default"},
+        {"Name": "b", "Weight": 1.0, "CooldownTime_Sec": 0.0, "Mood": "Default"},
+        {"Name": "never", "Weight": 0.0, "CooldownTime_Sec": 0.0, "Mood": "Default"},
+    ]}))
+    (d / "ag_cool.json").write_text(json.dumps({"Animations": [
+        {"Name": "x", "Weight": 1.0, "CooldownTime_Sec": 10.0, "Mood": "Default"},
+        {"Name": "y", "Weight": 1.0, "CooldownTime_Sec": 20.0, "Mood": "Default",
+         "UseHeadAngle": True, "HeadAngleMin_Deg": 10, "HeadAngleMax_Deg": 40},
+    ]}))
+    groups = load_animation_groups(tmp_path / "animationGroups")
+    assert sorted(groups) == ["ag_cool", "ag_happy"]
+    assert groups["ag_cool"].members[1].head_angle_max_deg == 40
+    chooser = GroupChooser(seed=5)
+    picks = [chooser.choose(groups["ag_happy"], now=float(i)) for i in range(4000)]
+    share = picks.count("a") / len(picks)
+    assert 0.72 < share < 0.78 and "never" not in picks
+    again = GroupChooser(seed=5)
+    assert [again.choose(groups["ag_happy"], now=float(i)) for i in range(4000)] == picks
+
+    cool = groups["ag_cool"]
+    c = GroupChooser(seed=1)
+    first = c.choose(cool, 0.0, head_angle_deg=20)
+    second = c.choose(cool, 1.0, head_angle_deg=20)
+    assert {first, second} == {"x", "y"}                 # the first is cooling down
+    third = c.choose(cool, 2.0, head_angle_deg=20)       # both cooling: x is ready first
+    assert third == "x"
+    assert GroupChooser().choose(cool, 0.0, head_angle_deg=-20) == "x"   # y needs 10..40 degrees
+    assert GroupChooser().choose(AnimationGroup("empty"), 0.0) is None
+
+
+def test_group_format_errors(tmp_path):
+    (tmp_path / "bad.json").write_text(json.dumps({"Animations": [{"Weight": 1}]}))
+    with pytest.raises(ClipFormatError, match="Name"):
+        load_animation_groups(tmp_path)
+
+
+# --------------------------------------------------------------------------- built-ins
+
+def test_builtin_animations():
+    names = list_builtin()
+    assert len(names) >= 10
+    clips = load_builtin()
+    assert sorted(clips) == names
+    used = set()
+    for name, clip in clips.items():
+        assert clip.warnings == [], name
+        compiled = compile_clip(clip)
+        assert compiled.warnings == [], name
+        assert 1.0 <= clip.end_s <= 4.0
+        assert any(a is not None for a in compiled.audio), name     # every one makes a sound
+        assert compiled.display_changes, name
+        used |= {t for t in ("head", "lift", "body", "lights", "face", "audio") if getattr(clip.tracks, t)}
+    assert used == {"head", "lift", "body", "lights", "face", "audio"}
+    assert load_builtin("nod_yes").name == "nod_yes"
+    with pytest.raises(KeyError, match="known"):
+        load_builtin("moonwalk")
+
+
+def test_builtins_are_package_data():
+    setup = (Path(__file__).parent.parent / "setup.py").read_text()
+    assert "builtin/*.yaml" in setup
+    assert len(list((Path(__file__).parent.parent / "cozmo_driver" / "anim" / "builtin").glob("*.yaml"))) >= 10
+
+
+def test_parse_clip_from_a_mapping():
+    clip = parse_clip({"name": "m", "tracks": {"face": [{"time_ms": 0, "array": [0.0] * 43}]}})
+    assert clip.tracks.face[0].params.left.scale_x == 0.0
+    assert math.isclose(clip.end_s, 0.0)
+
+
+def test_struct_sanity():
+    # the reader checks offsets: a root pointing past the end is an error, not an exception of struct
+    with pytest.raises(ClipFormatError):
+        read_anim_bin(struct.pack("<I", 1000) + bytes(8))

@@ -1,0 +1,182 @@
+"""Named expressions, gaze and the FaceAnimator (explicit clock, seeded)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from cozmo_driver.face.expressions import (
+    ALIASES,
+    BLINK_DURATION_S,
+    EXPRESSIONS,
+    GAZE_MAX_X_PX,
+    GAZE_MAX_Y_PX,
+    FaceAnimator,
+    blink_factors,
+    ease_in_out,
+    expression,
+    expression_names,
+    look_at,
+)
+from cozmo_driver.face.procedural import FaceParams, FaceRenderer
+
+R = FaceRenderer()
+REQUIRED = ("neutral", "happy", "sad", "angry", "surprised", "sleepy", "bored", "confused", "excited",
+            "fearful", "suspicious", "determined", "joy", "disgusted", "wink", "closed")
+
+
+def test_the_expression_library():
+    names = expression_names()
+    assert len(names) >= 15
+    for name in REQUIRED:
+        assert name in names
+    for alias, target in ALIASES.items():
+        assert expression(alias) == EXPRESSIONS[target]
+    assert expression("love") == EXPRESSIONS["joy"] and expression("blink") == EXPRESSIONS["closed"]
+    with pytest.raises(KeyError, match="known"):
+        expression("ecstatic")
+
+
+def test_expression_returns_a_copy():
+    e = expression("happy")
+    e.left.scale_x = 9.0
+    assert EXPRESSIONS["happy"].left.scale_x != 9.0
+
+
+def test_every_expression_looks_different():
+    images = {name: R.render(face) for name, face in EXPRESSIONS.items()}
+    for (a, ia), (b, ib) in itertools.combinations(images.items(), 2):
+        assert np.count_nonzero(ia != ib) > 40, (a, b)
+    for name, img in images.items():
+        assert img.any(), name
+
+
+def test_expressions_mean_what_they_say():
+    lit = {name: R.render(face).sum() for name, face in EXPRESSIONS.items()}
+    assert lit["surprised"] > lit["neutral"] > lit["sleepy"] > lit["closed"]
+    assert lit["squint"] < lit["neutral"]
+    wink = R.render(EXPRESSIONS["wink"])
+    assert wink[:, :64].sum() > 1.5 * wink[:, 64:].sum()      # one eye mostly shut
+    angry = EXPRESSIONS["angry"]
+    sad = EXPRESSIONS["sad"]
+    assert angry.left.upper_lid_angle_deg > 0 > sad.left.upper_lid_angle_deg
+
+
+# --------------------------------------------------------------------------- gaze
+
+def test_look_at_straight_ahead_changes_nothing():
+    face = EXPRESSIONS["neutral"]
+    assert look_at(face, 0.0, 0.0) == face
+    assert look_at(face, math.nan, math.nan) == face
+
+
+def test_look_at_moves_towards_the_point():
+    face = EXPRESSIONS["neutral"]
+    right = look_at(face, 1.0, 0.0)
+    assert right.center_x_px == pytest.approx(face.center_x_px + GAZE_MAX_X_PX)
+    assert right.right.scale_y > face.right.scale_y > right.left.scale_y   # the near eye grows
+    down = look_at(face, 0.0, 1.0)
+    assert down.center_y_px == pytest.approx(face.center_y_px + GAZE_MAX_Y_PX)
+    assert down.left.scale_y < face.left.scale_y
+    assert down.left.center_x_px > face.left.center_x_px                    # eyes converge
+    assert down.right.center_x_px < face.right.center_x_px
+    up = look_at(face, 0.0, -1.0)
+    assert up.left.scale_y > face.left.scale_y
+    assert look_at(face, 5.0, -5.0) == look_at(face, 1.0, -1.0)             # clamped
+    img_l, img_r = R.render(look_at(face, -1, 0)), R.render(look_at(face, 1, 0))
+    cols = lambda img: np.flatnonzero(img.any(axis=0))  # noqa: E731
+    assert cols(img_l).mean() < cols(img_r).mean()
+
+
+# --------------------------------------------------------------------------- animator
+
+def test_ease_and_blink_shapes():
+    assert ease_in_out(0) == 0 and ease_in_out(1) == 1 and ease_in_out(0.5) == 0.5
+    assert ease_in_out(-1) == 0 and ease_in_out(2) == 1
+    assert blink_factors(-0.1) == (1.0, 1.0) and blink_factors(BLINK_DURATION_S) == (1.0, 1.0)
+    closed = min(blink_factors(t / 1000)[0] for t in range(0, 300))
+    assert closed < 0.1
+    assert blink_factors(0.13)[1] > 1.0                                     # widens as it closes
+
+
+def test_transition_eases_from_the_current_face_to_the_target():
+    a = FaceAnimator(seed=1, base="neutral", idle=False)
+    a.set_expression("angry", now=10.0, duration_s=0.4)
+    assert a.frame(10.0) == EXPRESSIONS["neutral"]
+    assert a.transitioning(10.2)
+    mid = a.frame(10.2).to_array()
+    assert np.allclose(mid, (EXPRESSIONS["neutral"].to_array() + EXPRESSIONS["angry"].to_array()) / 2)
+    assert a.frame(10.4) == EXPRESSIONS["angry"]
+    assert a.frame(99.0) == EXPRESSIONS["angry"] and not a.transitioning(99.0)
+    # changing target mid-way starts from where the face is
+    a.set_expression("happy", now=100.0, duration_s=1.0)
+    a.set_expression("sad", now=100.5, duration_s=1.0)
+    start = a.frame(100.5).to_array()
+    assert np.allclose(start, (EXPRESSIONS["angry"].to_array() + EXPRESSIONS["happy"].to_array()) / 2)
+    assert a.target() == EXPRESSIONS["sad"]
+
+
+def frames(animator: FaceAnimator, times) -> list:
+    return [animator.frame(t).to_array() for t in times]
+
+
+def test_idle_life_is_deterministic_and_independent_of_the_frame_rate():
+    times30 = [k / 30 for k in range(30 * 40)]
+    a = frames(FaceAnimator(seed=7), times30)
+    b = frames(FaceAnimator(seed=7), times30)
+    assert all(np.array_equal(x, y) for x, y in zip(a, b))
+    # Called 3x less often, the faces at the common times are the same.
+    c_anim = FaceAnimator(seed=7)
+    common = {}
+    for k in range(0, 30 * 40, 3):
+        common[k] = c_anim.frame(k / 30).to_array()
+    for k, arr in common.items():
+        assert np.array_equal(arr, a[k]), k
+    other = frames(FaceAnimator(seed=8), times30)
+    assert not all(np.array_equal(x, y) for x, y in zip(a, other))
+
+
+def test_blinks_every_few_seconds_and_saccades():
+    anim = FaceAnimator(seed=3, blink_interval_s=(2.5, 6.0))
+    base = EXPRESSIONS["neutral"].left.scale_y
+    closed_ticks = 0
+    for k in range(30 * 120):
+        f = anim.frame(k / 30)
+        if f.left.scale_y < 0.3 * base:
+            closed_ticks += 1
+    # 120 s with a blink every 2.8..6.3 s
+    assert 19 <= anim.blinks <= 43
+    assert closed_ticks >= anim.blinks        # each blink shows at least one shut frame at 30 fps
+    assert 120 / 3.07 - 10 <= anim.saccades <= 120 / 0.87 + 10
+    centres = {round(anim.frame(t).center_x_px, 3) for t in np.arange(120, 140, 0.5)}
+    assert len(centres) > 5                   # the gaze moves around
+
+
+def test_no_idle_life_when_disabled_and_look_at_holds():
+    anim = FaceAnimator(seed=3, idle=False)
+    for k in range(30 * 20):
+        assert anim.frame(k / 30) == EXPRESSIONS["neutral"]
+    assert anim.blinks == 0 and anim.saccades == 0
+    anim.look_at(1.0, 0.0, now=20.0, duration_s=0.1)
+    assert anim.frame(20.2) == look_at(EXPRESSIONS["neutral"], 1.0, 0.0)
+    anim.blink(21.0)
+    assert anim.frame(21.13).left.scale_y < 0.1 * EXPRESSIONS["neutral"].left.scale_y
+    assert anim.frame(21.5) == look_at(EXPRESSIONS["neutral"], 1.0, 0.0)
+    anim.set_idle(True, now=22.0)
+    for k in range(30 * 10):
+        anim.frame(22.0 + k / 30)
+    assert anim.blinks >= 2
+
+
+def test_a_blink_shuts_to_a_level_line():
+    anim = FaceAnimator(seed=0, base="angry", idle=False)
+    anim.blink(0.0)
+    shut = anim.frame(0.13)
+    assert shut.left.upper_lid_y == 0 and shut.left.upper_lid_angle_deg == 0
+    img = R.render_display(shut)
+    rows = np.flatnonzero(img.any(axis=1))
+    assert 1 <= len(rows) <= 3
+    assert isinstance(shut, FaceParams)

@@ -1,0 +1,284 @@
+"""The procedural face: parameters, validation, interpolation, geometry and golden renders.
+
+Golden images live in test/golden/face/<expression>.png (128x64, white = lit).
+They were made by this renderer and checked by eye; to regenerate them after an
+intended change of the renderer or of an expression, run
+``COZMO_UPDATE_GOLDEN=1 ./dev test test/test_face_procedural.py`` and look at them.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from PIL import Image
+
+from cozmo_driver.face.expressions import EXPRESSIONS
+from cozmo_driver.face.procedural import (
+    ANKI_GEOMETRY,
+    EYE_PARAM_NAMES,
+    NUM_PARAMS,
+    PARAM_NAMES,
+    PYCOZMO_EYE_ORDER,
+    PYCOZMO_GEOMETRY,
+    EyeParams,
+    FaceParams,
+    FaceRenderer,
+    interpolate,
+    sanitize_array,
+)
+from cozmo_driver.protocol.display import MAX_DISPLAY_BYTES, decode_display, fit_to_frame
+
+GOLDEN = Path(__file__).parent / "golden" / "face"
+UPDATE = os.environ.get("COZMO_UPDATE_GOLDEN") == "1"
+R = FaceRenderer()
+
+
+def box(img: np.ndarray) -> tuple[int, int, int, int]:
+    """(row0, row1, col0, col1) inclusive bounds of the lit pixels."""
+    rows = np.flatnonzero(img.any(axis=1))
+    cols = np.flatnonzero(img.any(axis=0))
+    return int(rows[0]), int(rows[-1]), int(cols[0]), int(cols[-1])
+
+
+def left_half(img):
+    return img[:, :64]
+
+
+# --------------------------------------------------------------------------- golden renders
+
+@pytest.mark.parametrize("name", sorted(EXPRESSIONS))
+def test_golden_render(name):
+    img = R.render(EXPRESSIONS[name])
+    path = GOLDEN / f"{name}.png"
+    if UPDATE:
+        GOLDEN.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(img.astype(np.uint8) * 255).save(path, optimize=True)
+    golden = np.asarray(Image.open(path).convert("L")) >= 128
+    assert golden.shape == (64, 128)
+    diff = np.count_nonzero(golden != img)
+    assert diff == 0, f"{name}: {diff} pixels differ from {path}"
+
+
+def test_there_are_at_least_15_goldens():
+    assert len(list(GOLDEN.glob("*.png"))) >= 15
+    assert {p.stem for p in GOLDEN.glob("*.png")} == set(EXPRESSIONS)
+
+
+# --------------------------------------------------------------------------- parameters
+
+def test_43_values_in_clad_order():
+    assert NUM_PARAMS == 43 and len(PARAM_NAMES) == 43 and len(EYE_PARAM_NAMES) == 19
+    p = FaceParams()
+    p.left.upper_inner_radius_x = 0.11
+    p.left.lower_outer_radius_y = 0.22
+    p.right.upper_lid_bend = 0.33
+    p.angle_deg = 7.0
+    arr = p.to_array()
+    assert arr.shape == (43,)
+    assert arr[4] == 7.0
+    assert arr[5 + 7] == pytest.approx(0.11)       # CLAD 7: UpperInnerRadiusX
+    assert arr[5 + 12] == pytest.approx(0.22)      # CLAD 12: LowerOuterRadiusY
+    assert arr[24 + 15] == pytest.approx(0.33)     # CLAD 15: UpperLidBend
+    assert PARAM_NAMES[5 + 7] == "left.upper_inner_radius_x"
+    assert FaceParams.from_array(arr) == p
+
+
+def test_pycozmo_order_conversion():
+    p = FaceParams()
+    p.left.upper_inner_radius_x = 0.1   # CLAD 7 = pycozmo 9
+    p.left.lower_outer_radius_x = 0.2   # CLAD 11 = pycozmo 7
+    p.left.upper_outer_radius_y = 0.3   # CLAD 10 = pycozmo 12
+    py = p.to_pycozmo_array()
+    assert py[5 + 9] == pytest.approx(0.1)
+    assert py[5 + 7] == pytest.approx(0.2)
+    assert py[5 + 12] == pytest.approx(0.3)
+    assert FaceParams.from_pycozmo_array(py) == p
+    assert sorted(PYCOZMO_EYE_ORDER) == list(range(19))
+
+
+def test_updated_and_dict_forms():
+    p = FaceParams().updated({"face.angle_deg": 5, "eyes.scale_y": 0.5, "left": {"upper_lid_y": 0.2},
+                              "center_x_px": 3})
+    assert p.angle_deg == 5 and p.center_x_px == 3
+    assert p.left.scale_y == p.right.scale_y == 0.5
+    assert p.left.upper_lid_y == 0.2 and p.right.upper_lid_y == 0.0
+    assert FaceParams.from_dict(p.to_dict()) == p
+    for bad in ({"nose": 1}, {"left.nose": 1}, {"face.nose": 1}, {"middle.scale_x": 1}):
+        with pytest.raises(KeyError):
+            FaceParams().updated(bad)
+
+
+def test_validation_fixes_nan_inf_and_ranges_and_names_them():
+    p = FaceParams(scale_x=math.nan, angle_deg=math.inf)
+    p.left.upper_lid_angle_deg = 80.0
+    p.right.lower_inner_radius_y = -0.5
+    p.right.scale_y = -math.inf
+    fixed, warnings = p.validated()
+    assert fixed.scale_x == 1.0                     # NaN -> default
+    assert fixed.angle_deg == 360.0                 # +inf -> top of the range
+    assert fixed.left.upper_lid_angle_deg == 45.0
+    assert fixed.right.lower_inner_radius_y == 0.0
+    assert fixed.right.scale_y == 0.0
+    text = "\n".join(warnings)
+    assert len(warnings) == 5
+    for name in ("face.scale_x", "face.angle_deg", "left.upper_lid_angle_deg",
+                 "right.lower_inner_radius_y", "right.scale_y"):
+        assert name in text
+    again, none = fixed.validated()
+    assert again == fixed and none == []
+
+
+def test_valid_faces_pass_validation_unchanged():
+    for name, face in EXPRESSIONS.items():
+        fixed, warnings = face.validated()
+        assert warnings == [] and fixed == face, name
+
+
+# --------------------------------------------------------------------------- interpolation
+
+def test_interpolation_endpoints_and_middle():
+    a = EXPRESSIONS["neutral"]
+    b = EXPRESSIONS["angry"]
+    assert interpolate(a, b, 0.0) == a
+    assert interpolate(a, b, 1.0) == b
+    assert interpolate(a, b, -3.0) == a             # clamped
+    assert interpolate(a, b, 7.0) == b
+    assert interpolate(a, b, math.nan) == a
+    mid = interpolate(a, b, 0.5).to_array()
+    assert np.allclose(mid, (a.to_array() + b.to_array()) / 2)
+    # the inputs are not modified
+    assert a == EXPRESSIONS["neutral"] and b == EXPRESSIONS["angry"]
+
+
+# --------------------------------------------------------------------------- geometry
+
+def test_nominal_eyes_are_30_by_40_at_32_and_96():
+    img = R.render(FaceParams().with_eyes(**{n: 0.0 for n in EYE_PARAM_NAMES[5:13]}))
+    assert box(img[:, :64]) == (12, 51, 17, 46)    # 40 rows x 30 columns centred on (32, 32)
+    assert box(img[:, 64:]) == (12, 51, 81 - 64, 110 - 64)
+    assert img.sum() == 2 * 30 * 40
+
+
+def test_pycozmo_geometry_preset_is_28_by_40_at_plus_minus_25():
+    r = FaceRenderer(PYCOZMO_GEOMETRY)
+    img = r.render(FaceParams().with_eyes(**{n: 0.0 for n in EYE_PARAM_NAMES[5:13]}))
+    r0, r1, c0, c1 = box(img[:, :64])
+    assert (r1 - r0 + 1, c1 - c0 + 1) == (40, 28)
+    assert (c0 + c1 + 1) / 2 == 39                   # 64 - 25
+    moved = r.render(FaceParams(center_x_px=20.0).with_eyes(**{n: 0.0 for n in EYE_PARAM_NAMES[5:13]}))
+    assert box(moved[:, :64])[2] - c0 == 11          # 20 * 0.55
+
+
+def test_centres_are_pixels():
+    base = R.render(FaceParams())
+    moved = R.render(FaceParams(center_x_px=5.0, center_y_px=-3.0))
+    assert np.array_equal(np.roll(np.roll(base, 5, axis=1), -3, axis=0), moved)
+    p = FaceParams()
+    p.left.center_x_px = 4.0
+    eye = R.render(p)
+    assert np.array_equal(np.roll(base[:, :64], 4, axis=1), eye[:, :64])
+    assert np.array_equal(base[:, 64:], eye[:, 64:])
+
+
+def test_corner_radii_land_on_the_named_corners():
+    # Only the left eye's upper-inner corner (top right of the left eye) is round.
+    sharp = {n: 0.0 for n in EYE_PARAM_NAMES[5:13]}
+    p = FaceParams().with_eyes(**sharp)
+    p.left.upper_inner_radius_x = 1.0
+    p.left.upper_inner_radius_y = 1.0
+    img = R.render(p)
+    assert img[12, 17] and img[51, 17] and img[51, 46]   # the other three corners are sharp
+    assert not img[12, 46]                               # top right rounded away
+    # The right eye mirrors: its upper-inner corner is its top left.
+    q = FaceParams().with_eyes(**sharp)
+    q.right.upper_inner_radius_x = 1.0
+    q.right.upper_inner_radius_y = 1.0
+    img = R.render(q)
+    assert not img[12, 81] and img[12, 110]
+
+
+def test_lids_cover_from_the_top_and_bottom_and_tilt_inner_end_down():
+    sharp = {n: 0.0 for n in EYE_PARAM_NAMES[5:13]}
+    half = R.render(FaceParams().with_eyes(upper_lid_y=0.5, **sharp))
+    assert box(half[:, :64])[:2] == (32, 51)             # the top 20 of 40 rows covered
+    low = R.render(FaceParams().with_eyes(lower_lid_y=0.25, **sharp))
+    assert box(low[:, :64])[:2] == (12, 41)
+    angry = R.render(FaceParams().with_eyes(upper_lid_y=0.3, upper_lid_angle_deg=20.0, **sharp))
+    left, right = angry[:, :64], angry[:, 64:]
+    top_row = lambda img, col: int(np.flatnonzero(img[:, col])[0])  # noqa: E731
+    assert top_row(left, 45) > top_row(left, 18)         # left eye: inner (right) end lower
+    assert top_row(right, 81 - 64) > top_row(right, 110 - 64)  # right eye: inner (left) end lower
+    bent = R.render(FaceParams().with_eyes(lower_lid_y=0.1, lower_lid_bend=0.4, **sharp))
+    col_mid, col_edge = bent[:, 32], bent[:, 18]
+    assert np.flatnonzero(col_mid)[-1] < np.flatnonzero(col_edge)[-1]  # the bend rises in the middle
+
+
+def test_face_angle_turns_counter_clockwise_and_scale_shrinks():
+    img = R.render(FaceParams(angle_deg=15.0))
+    assert box(img[:, 64:])[0] < box(img[:, :64])[0]     # right eye higher
+    small = R.render(FaceParams(scale_x=0.5, scale_y=0.5))
+    assert 0.2 < small.sum() / R.render(FaceParams()).sum() < 0.3
+    assert not R.render(FaceParams(scale_x=0.0)).any()
+
+
+def test_a_closed_eye_stays_visible_on_the_even_rows():
+    for cy in np.arange(-3.0, 3.0, 0.25):
+        p = FaceParams().with_eyes(scale_y=0.0, center_y_px=float(cy))
+        assert R.render_display(p).any(), cy
+
+
+def test_render_display_is_the_even_rows():
+    for face in EXPRESSIONS.values():
+        assert np.array_equal(R.render_display(face), R.render(face)[0::2])
+
+
+finite = st.floats(-200, 200, allow_nan=False)
+anything = st.one_of(finite, st.sampled_from([math.nan, math.inf, -math.inf, 1e30, -1e30]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(anything, min_size=43, max_size=43))
+def test_any_parameters_render_without_error(values):
+    full = R.render(values)
+    assert full.shape == (64, 128) and full.dtype == bool
+    assert np.array_equal(R.render_display(values), full[0::2])
+    data = R.encode(values)
+    assert len(data) <= MAX_DISPLAY_BYTES
+    assert np.array_equal(decode_display(data), fit_to_frame(full[0::2])[1])
+    assert np.array_equal(sanitize_array(values), sanitize_array(sanitize_array(values)))
+
+
+def test_renderer_accepts_params_arrays_and_lists():
+    p = EXPRESSIONS["happy"]
+    assert np.array_equal(R.render(p), R.render(p.to_array()))
+    assert np.array_equal(R.render(p), R.render(p.to_array().tolist()))
+    with pytest.raises(ValueError):
+        R.render([0.0] * 42)
+
+
+def test_eyeparams_helpers():
+    e = EyeParams().set_radii(0.2)
+    assert e.to_list()[5:13] == [0.2] * 8
+    assert EyeParams.from_sequence(e.to_list()) == e
+    with pytest.raises(ValueError):
+        EyeParams.from_sequence([1.0] * 18)
+
+
+def test_anki_geometry_is_the_default():
+    assert R.geometry == ANKI_GEOMETRY
+    assert (ANKI_GEOMETRY.eye_width_px, ANKI_GEOMETRY.eye_height_px) == (30.0, 40.0)
+
+
+def test_close_to_pycozmo_with_its_geometry():
+    """pycozmo's default face and ours with its geometry preset cover nearly the same pixels."""
+    pf = pytest.importorskip("pycozmo.procedural_face")
+    ref = np.asarray(pf.ProceduralFace().render(), dtype=bool)
+    ours = FaceRenderer(PYCOZMO_GEOMETRY).render(FaceParams())
+    iou = np.count_nonzero(ref & ours) / np.count_nonzero(ref | ours)
+    assert iou > 0.9, iou
