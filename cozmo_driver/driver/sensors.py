@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass
 from typing import List, Tuple
 
+from ..protocol.status import RobotStatusFlag
 from ..robot_geometry import lift_height_to_angle
 from .odometry import quaternion_from_rpy
 
@@ -38,31 +39,13 @@ __all__ = [
 ]
 
 
-class StatusFlag:
-    """Bits of RobotState.status (the robot's RobotStatusFlag enumeration)."""
-
-    IS_MOVING = 0x1
-    IS_CARRYING_BLOCK = 0x2
-    IS_PICKING_OR_PLACING = 0x4
-    IS_PICKED_UP = 0x8
-    IS_BODY_ACC_MODE = 0x10
-    IS_FALLING = 0x20
-    IS_ANIMATING = 0x40
-    IS_PATHING = 0x80
-    LIFT_IN_POS = 0x100
-    HEAD_IN_POS = 0x200
-    IS_ANIM_BUFFER_FULL = 0x400
-    IS_ANIMATING_IDLE = 0x800
-    IS_ON_CHARGER = 0x1000
-    IS_CHARGING = 0x2000
-    CLIFF_DETECTED = 0x4000
-    ARE_WHEELS_MOVING = 0x8000
-    IS_CHARGER_OOS = 0x10000
+#: The bits of RobotState.status (one definition, in the protocol layer).
+StatusFlag = RobotStatusFlag
 
 
 #: (field name of cozmo_interfaces/RobotStatus, bit) for every flag
 STATUS_FLAG_NAMES: Tuple[Tuple[str, int], ...] = tuple(
-    (name.lower(), value) for name, value in vars(StatusFlag).items() if name.isupper())
+    (flag.name.lower(), int(flag)) for flag in RobotStatusFlag)
 
 
 def status_flags_dict(status: int) -> dict:

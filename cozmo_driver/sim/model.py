@@ -85,7 +85,6 @@ Conventions chosen where the protocol notes are silent (documented guesses):
 
 from __future__ import annotations
 
-import enum
 import heapq
 import itertools
 import json
@@ -99,8 +98,18 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from .. import robot_geometry as geometry
 from ..protocol import messages as msgs
 from ..protocol.errors import RemoteProtocolError
+from ..protocol.nvstorage import (  # the entry's layout is the protocol's; re-exported
+    CAMERA_CALIB_FORMAT,
+    CAMERA_CALIB_NUM_DISTORTION,
+    CAMERA_CALIB_SIZE,
+    CameraCalibration,
+    decode_camera_calibration,
+    encode_camera_calibration,
+)
+from ..protocol.status import RobotStatusFlag
 
 __all__ = [
     "RobotModel",
@@ -145,18 +154,18 @@ logger = logging.getLogger("cozmo.sim")
 
 # ----------------------------------------------------------------------------- constants
 
-TRACK_WIDTH_MM = 45.0
-MAX_WHEEL_SPEED_MMPS = 200.0
+TRACK_WIDTH_MM = geometry.TRACK_WIDTH_M * 1000.0
+MAX_WHEEL_SPEED_MMPS = geometry.MAX_WHEEL_SPEED_MPS * 1000.0
 #: what a non-positive wheel acceleration in DriveWheels stands for
 DEFAULT_WHEEL_ACCEL_MMPS2 = 1000.0
-HEAD_MIN_RAD = math.radians(-25.0)
-HEAD_MAX_RAD = math.radians(44.5)
-HEAD_MAX_SPEED_RADPS = 15.0
-LIFT_MIN_MM = 32.0
-LIFT_MAX_MM = 92.0
-LIFT_ARM_MM = 66.0
-LIFT_PIVOT_MM = 45.0
-LIFT_MAX_SPEED_RADPS = 10.0
+HEAD_MIN_RAD = geometry.HEAD_MIN_ANGLE_RAD
+HEAD_MAX_RAD = geometry.HEAD_MAX_ANGLE_RAD
+HEAD_MAX_SPEED_RADPS = geometry.HEAD_MAX_SPEED_RADPS
+LIFT_MIN_MM = geometry.LIFT_MIN_HEIGHT_M * 1000.0
+LIFT_MAX_MM = geometry.LIFT_MAX_HEIGHT_M * 1000.0
+LIFT_ARM_MM = geometry.LIFT_ARM_LENGTH_M * 1000.0
+LIFT_PIVOT_MM = geometry.LIFT_PIVOT_HEIGHT_M * 1000.0
+LIFT_MAX_SPEED_RADPS = geometry.LIFT_MAX_SPEED_RADPS
 DEFAULT_AXIS_ACCEL_RADPS2 = 20.0
 GRAVITY_MMPS2 = 9810.0
 BATTERY_EMPTY_V = 3.5
@@ -193,26 +202,8 @@ _MotorID = msgs.ENUMS["MotorID"]
 _LightState = msgs.STRUCTS["LightState"]
 
 
-class StatusFlag(enum.IntFlag):
-    """Bits of ``RobotState.status``."""
-
-    IS_MOVING = 0x1
-    IS_CARRYING_BLOCK = 0x2
-    IS_PICKING_OR_PLACING = 0x4
-    IS_PICKED_UP = 0x8
-    IS_BODY_ACC_MODE = 0x10
-    IS_FALLING = 0x20
-    IS_ANIMATING = 0x40
-    IS_PATHING = 0x80
-    LIFT_IN_POS = 0x100
-    HEAD_IN_POS = 0x200
-    IS_ANIM_BUFFER_FULL = 0x400
-    IS_ANIMATING_IDLE = 0x800
-    IS_ON_CHARGER = 0x1000
-    IS_CHARGING = 0x2000
-    CLIFF_DETECTED = 0x4000
-    ARE_WHEELS_MOVING = 0x8000
-    IS_CHARGER_OOS = 0x10000
+#: The bits of RobotState.status (one definition, in the protocol layer).
+StatusFlag = RobotStatusFlag
 
 
 def _num(value: Any, default: float = 0.0, limit: float = 1e6) -> float:
@@ -242,46 +233,6 @@ LIFT_MAX_RAD = lift_height_to_angle(LIFT_MAX_MM)
 
 
 # ----------------------------------------------------------------------------- camera calibration
-
-#: NVEntry_CameraCalib layout, little-endian, 56 bytes:
-#: ``focal_length_x f32, focal_length_y f32, center_x f32, center_y f32, skew f32,
-#: image_height u16, image_width u16, distortion f32[8]`` (pixels; distortion in
-#: OpenCV order k1, k2, p1, p2, k3, k4, k5, k6).
-CAMERA_CALIB_FORMAT = "<5f2H8f"
-CAMERA_CALIB_SIZE = struct.calcsize(CAMERA_CALIB_FORMAT)
-CAMERA_CALIB_NUM_DISTORTION = 8
-_CALIB = struct.Struct(CAMERA_CALIB_FORMAT)
-
-
-@dataclass(frozen=True)
-class CameraCalibration:
-    """Pinhole intrinsics of the camera at ``image_width`` x ``image_height`` pixels."""
-
-    focal_length_x: float
-    focal_length_y: float
-    center_x: float
-    center_y: float
-    skew: float = 0.0
-    image_height: int = 240
-    image_width: int = 320
-    distortion: Tuple[float, ...] = (0.0,) * CAMERA_CALIB_NUM_DISTORTION
-
-
-def encode_camera_calibration(calib: CameraCalibration) -> bytes:
-    dist = tuple(calib.distortion) + (0.0,) * (CAMERA_CALIB_NUM_DISTORTION - len(calib.distortion))
-    return _CALIB.pack(calib.focal_length_x, calib.focal_length_y, calib.center_x, calib.center_y,
-                       calib.skew, calib.image_height, calib.image_width,
-                       *dist[:CAMERA_CALIB_NUM_DISTORTION])
-
-
-def decode_camera_calibration(data: bytes) -> CameraCalibration:
-    """Parse an NVEntry_CameraCalib blob (raises RemoteProtocolError if too short)."""
-    if len(data) < CAMERA_CALIB_SIZE:
-        raise RemoteProtocolError(
-            f"camera calibration of {len(data)} bytes, expected {CAMERA_CALIB_SIZE}")
-    v = _CALIB.unpack_from(data, 0)
-    return CameraCalibration(v[0], v[1], v[2], v[3], v[4], v[5], v[6], tuple(v[7:]))
-
 
 def default_camera_calibration() -> CameraCalibration:
     """The calibration that matches :mod:`cozmo_driver.sim.world`'s renderer at QVGA."""
