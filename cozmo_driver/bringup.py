@@ -38,7 +38,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import IO, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from . import bringup_plan as plan
 
@@ -141,11 +141,14 @@ class Bringup:
 
     def __init__(self, entries: Sequence[plan.ProcessEntry], stop_timeout: float = 5.0,
                  locate: Callable[[str, str], Optional[Path]] = plan.locate_executable,
-                 say: Callable[[str], None] = _say) -> None:
+                 say: Callable[[str], None] = _say, output: Optional[IO[bytes]] = None) -> None:
+        """``output``: a file that gets the children's stdout and stderr (default: this
+        process's own)."""
         self.entries = list(entries)
         self.stop_timeout = stop_timeout
         self.locate = locate
         self.say = say
+        self.output = output
         self.children: List[Child] = []
         self._events: "queue.Queue[Tuple[str, Any]]" = queue.Queue()
         self._tmpdir: Optional[str] = None
@@ -204,7 +207,9 @@ class Bringup:
 
     def start(self) -> None:
         for entry, command in self.resolve():
-            process = subprocess.Popen(command, stdin=subprocess.DEVNULL, start_new_session=True)
+            process = subprocess.Popen(
+                command, stdin=subprocess.DEVNULL, start_new_session=True, stdout=self.output,
+                stderr=None if self.output is None else subprocess.STDOUT)
             child = Child(entry, command, process)
             self.children.append(child)
             self._running[process.pid] = child
@@ -247,10 +252,14 @@ class Bringup:
             self.stop()
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-            if self._tmpdir is not None:
-                shutil.rmtree(self._tmpdir, ignore_errors=True)
-                self._tmpdir = None
+            self.remove_parameter_files()
         return status
+
+    def remove_parameter_files(self) -> None:
+        """Delete the generated parameter files (after the children have stopped)."""
+        if self._tmpdir is not None:
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
+            self._tmpdir = None
 
     def _wait_exits(self, deadline: float, pids: Optional[set] = None) -> None:
         """Consume exit events until the children ``pids`` (default: all) have exited or

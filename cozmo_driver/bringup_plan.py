@@ -9,7 +9,8 @@ of its own.
 
 The entries::
 
-    simulator              cozmo-sim on 127.0.0.1:<sim_port>       only with use_sim
+    simulator              cozmo-sim on 127.0.0.1:<sim_port>       only with use_sim (and
+                                                                    start_sim, the default)
     driver                 cozmo_driver_node                        always; the bring-up ends
                                                                     when it exits
     robot_state_publisher  robot_state_publisher (robot_description from xacro);
@@ -94,6 +95,10 @@ ARGUMENTS: Tuple[Argument, ...] = (
              "start the simulated Cozmo (cozmo-sim) on 127.0.0.1:<sim_port> and drive it",
              _BOOL),
     Argument("sim_port", "5551", "UDP port of the simulator on 127.0.0.1 (with use_sim)"),
+    Argument("start_sim", "true",
+             "with use_sim: start cozmo-sim; false: a simulator already serves "
+             "127.0.0.1:<sim_port> (a cozmo-sim with impairments, cozmo-demo's own) and the "
+             "driver is pointed at it", _BOOL),
     Argument("config", "",
              "parameter file of the driver (empty: the package's config/cozmo.yaml)"),
     Argument("frame_prefix", AUTO,
@@ -134,6 +139,7 @@ class BringupArgs:
     namespace: str              # without leading or trailing '/', may be nested: fleet/robot1
     use_sim: bool
     sim_port: int
+    start_sim: bool             # with use_sim: start the simulator (else one already runs)
     config: Path
     frame_prefix: str           # 'auto' resolved; no leading '/'
     rviz: bool
@@ -216,6 +222,7 @@ def resolve_arguments(values: Optional[Mapping[str, Any]] = None) -> BringupArgs
         namespace=namespace,
         use_sim=_parse_bool("use_sim", raw["use_sim"]),
         sim_port=_parse_port("sim_port", raw["sim_port"], allow_empty=False),
+        start_sim=_parse_bool("start_sim", raw["start_sim"]),
         config=config,
         frame_prefix=frame_prefix,
         rviz=_parse_bool("rviz", raw["rviz"]),
@@ -356,8 +363,8 @@ def node_parameters_in_file(path: Path, node_name: str, namespace: str
 
 def _sim_entry(args: BringupArgs) -> ProcessEntry:
     return ProcessEntry(
-        name="simulator", package=PACKAGE, executable="cozmo-sim", enabled=args.use_sim,
-        condition="use_sim",
+        name="simulator", package=PACKAGE, executable="cozmo-sim",
+        enabled=args.use_sim and args.start_sim, condition="use_sim and start_sim",
         arguments=("--host", SIM_HOST, "--port", str(args.sim_port), "--quiet"),
         required=True, stop_last=True,
         note=f"simulated Cozmo on udp://{SIM_HOST}:{args.sim_port}")

@@ -1,15 +1,25 @@
-"""``cozmo-demo``: the main job. Brings a Cozmo up and shows what the link carries.
+"""``cozmo-demo``: the main job, through ROS 2. ``./dev demo`` runs it.
 
-Without ``--robot-ip`` it starts the built-in simulated Cozmo on 127.0.0.1 and
-talks to it over real UDP; with ``--robot-ip 172.31.1.1`` (after joining the
-robot's Wi-Fi) the same run drives a real robot. It prints the connection
-handshake as it happens, then drives a small square with head and lift moves and
-the camera on, printing one status line per second (link, RTT, pose, battery,
-stream rates), and ends with the link statistics and, on the simulator, the
-reported pose next to the simulator's ground truth.
+Without a robot address it starts the simulated Cozmo in this process (so that
+its ground truth can be read: true pose, face display, sound), then the whole
+ROS stack from the bring-up plan (:mod:`cozmo_driver.bringup_plan`, the one the
+launch file and ``cozmo_bringup`` use) as child processes pointed at that
+simulator: ``cozmo_driver_node``, the robot description publisher, and the face
+node if it is installed. With ``--robot-ip 172.31.1.1`` (or ``robot_ip:=...``)
+the same run drives a real robot, after this machine joined its Wi-Fi.
 
-Everything is bounded: the run ends by itself after the demonstration (or after
-``--duration`` seconds), and the robot is stopped and disconnected at the end.
+It then drives a short demonstration through ROS interfaces only (see
+:mod:`cozmo_driver.ros.demo_node`): a square on ``cmd_vel`` with head and lift
+moves, a face, a sound, the camera on; prints a status line every second; stops
+the robot and every process; and writes into ``artifacts/``: a camera snapshot,
+the face display (simulator), the driven path (odometry against the ground
+truth on the simulator) and the processes' log. It ends by itself in about
+30 s; the exit status is 0 when everything worked, 1 when the demonstration
+failed, 2 when the robot or the stack could not be brought up, 130 on Ctrl-C.
+
+``cozmo-demo --protocol-only`` (also ``cozmo-protocol-demo``) is the older
+demo without ROS, showing the raw protocol exchange
+(:mod:`cozmo_driver.protocol_demo`).
 """
 
 from __future__ import annotations
@@ -17,203 +27,354 @@ from __future__ import annotations
 import argparse
 import logging
 import math
+import os
+import re
 import signal
 import sys
 import threading
 import time
-from collections import Counter
-from typing import Any, Optional
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
 
-from .client import ClientConfig, LinkState, LinkStateChanged, Robot, RobotReady
-from .protocol.session import MessageReceived
+__all__ = ["main", "parse_arguments"]
 
-__all__ = ["main"]
-
-_HANDSHAKE = {"HardwareInfo", "FirmwareSignature", "BodyInfo"}
-
-
-class _Monitor:
-    """Counts what arrives (on the I/O thread) and prints the handshake as it happens."""
-
-    def __init__(self, out) -> None:
-        self.out = out
-        self.t0 = time.monotonic()
-        self.lock = threading.Lock()
-        self.counts: Counter = Counter()
-        self.seen: set = set()
-        self.images = 0
-        self.last_chunk_frame: Optional[int] = None
-
-    def stamp(self) -> str:
-        return f"[{time.monotonic() - self.t0:6.2f} s]"
-
-    def __call__(self, event: Any) -> None:
-        if isinstance(event, MessageReceived):
-            message = event.message
-            name = message.NAME
-            with self.lock:
-                self.counts[name] += 1
-                if name == "ImageChunk" and message.chunk_id == message.image_chunk_count - 1:
-                    self.images += 1
-            if name not in self.seen:
-                self.seen.add(name)
-                detail = ""
-                if name in _HANDSHAKE:
-                    detail = f": {message!r:.110}"
-                self.out(f"{self.stamp()} robot -> driver  first {name}{detail}")
-        elif isinstance(event, LinkStateChanged):
-            self.out(f"{self.stamp()} link {event.state.value}: {event.reason}")
-        elif isinstance(event, RobotReady):
-            info = event.info
-            self.out(f"{self.stamp()} robot ready: firmware {info.firmware_version} "
-                     f"({info.firmware_build}), head serial 0x{info.head_serial or 0:08x}, "
-                     f"body serial 0x{info.body_serial or 0:08x}, colour {info.body_color}")
-
-    def snapshot(self) -> Counter:
-        with self.lock:
-            return Counter(self.counts), self.images
+PROG = "cozmo-demo"
+_LAUNCH_STYLE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*):=(.*)$", re.DOTALL)
+#: bring-up arguments the demo takes in either form (robot_ip:=... or --robot-ip ...)
+_PASSED = ("robot_ip", "robot_port", "namespace", "config")
 
 
-def _status_line(robot: Robot, monitor: _Monitor, previous, elapsed: float) -> tuple:
-    counts, images = monitor.snapshot()
-    prev_counts, prev_images = previous
-    state_hz = (counts["RobotState"] - prev_counts["RobotState"]) / elapsed
-    fps = (images - prev_images) / elapsed
-    rs = robot.robot_state
-    stats = robot.stats
-    rtt = f"{stats.srtt_s * 1e3:.1f} ms" if stats.srtt_s is not None else "-"
-    if rs is not None:
-        pose = (f"x {rs.pose_x_mm:7.1f} mm  y {rs.pose_y_mm:7.1f} mm  "
-                f"yaw {math.degrees(rs.pose_angle_rad):6.1f} deg  head {math.degrees(rs.head_angle_rad):5.1f} deg  "
-                f"lift {rs.lift_height_mm:4.1f} mm  battery {rs.battery_voltage_v:.2f} V")
-    else:
-        pose = "no RobotState yet"
-    line = (f"{monitor.stamp()} {robot.state.value:<12} rtt {rtt:>8}  state {state_hz:4.1f} Hz  "
-            f"camera {fps:4.1f} fps  | {pose}")
-    return line, (counts, images)
-
-
-def _square(robot: Robot, stop: threading.Event, out) -> None:
-    """A 10 cm square: straight sides by wheel speed, corners by the robot's own
-    TurnInPlace (tracked by its AcknowledgeAction), head and lift moving at the corners."""
-    speed = 50.0  # mm/s
-    for side in range(4):
-        if stop.is_set():
-            return
-        out(f"  driver -> robot  DriveWheels {speed:.0f} mm/s (side {side + 1} of 4)")
-        robot.drive_wheels(speed, speed, 250.0, 250.0)
-        if stop.wait(100.0 / speed):
-            return
-        robot.drive_wheels(0.0, 0.0, 250.0, 250.0)
-        out("  driver -> robot  TurnInPlace +90 deg")
-        action = robot.turn_in_place(math.pi / 2, speed_radps=1.5, accel_radps2=5.0)
-        if not robot.wait_for_action(action, 5.0):
-            out("  the turn was not acknowledged within 5 s")
-        head = math.radians(30.0 if side % 2 == 0 else -10.0)
-        lift = 80.0 if side % 2 == 0 else 35.0
-        out(f"  driver -> robot  SetHeadAngle {math.degrees(head):.0f} deg, SetLiftHeight {lift:.0f} mm")
-        robot.set_head_angle(head)
-        robot.set_lift_height(lift)
-        if stop.wait(0.4):
-            return
-    robot.stop_all_motors()
-
-
-def main(argv: Optional[list] = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="cozmo-demo",
-        description="Bring a Cozmo up over its UDP protocol and show what the link carries. "
-                    "Without --robot-ip, a simulated Cozmo runs on 127.0.0.1.")
-    parser.add_argument("--robot-ip", help="a real robot's address (join its Wi-Fi first; "
-                                           "usually 172.31.1.1). Default: the built-in simulator")
-    parser.add_argument("--robot-port", type=int, default=5551)
-    parser.add_argument("--duration", type=float, default=20.0,
-                        help="upper bound of the run in seconds (default 20)")
-    parser.add_argument("--seed", type=int, default=1, help="simulator random seed")
-    parser.add_argument("--color", action="store_true", help="colour camera images")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log every message (debug)")
-    args = parser.parse_args(argv)
-    if args.duration <= 0 or not math.isfinite(args.duration):
-        parser.error("--duration must be a positive number of seconds")
+        prog=PROG,
+        description="Bring up a Cozmo and the ROS 2 driver, drive a short demonstration "
+                    "through ROS topics, services and actions, print a live status and write "
+                    "pictures into artifacts/. Without a robot address a simulated Cozmo runs "
+                    "in this process. Bring-up arguments may also be given as name:=value "
+                    f"({', '.join(_PASSED)}).")
+    parser.add_argument("--robot-ip", "--robot_ip", dest="robot_ip", default=None,
+                        help="a real robot's address (join its Wi-Fi first; it is at "
+                             "172.31.1.1). Default: the built-in simulator")
+    parser.add_argument("--robot-port", "--robot_port", dest="robot_port", default=None,
+                        help="the robot's UDP port (default: the config file's, 5551)")
+    parser.add_argument("--namespace", default=None, help="ROS namespace of the robot's nodes")
+    parser.add_argument("--config", default=None, help="the driver's parameter file")
+    parser.add_argument("--artifacts", default="artifacts", metavar="DIR",
+                        help="where to write the pictures and logs (default: ./artifacts)")
+    parser.add_argument("--duration", type=float, default=90.0, metavar="SECONDS",
+                        help="upper bound of the whole run (default 90; it takes about 25)")
+    parser.add_argument("--connect-timeout", type=float, default=20.0, metavar="SECONDS",
+                        help="how long the robot may take to answer once the driver runs "
+                             "(default 20)")
+    parser.add_argument("--seed", type=int, default=1, help="simulator random seed (default 1)")
+    parser.add_argument("--grey", action="store_true",
+                        help="grey camera images (default: colour)")
+    parser.add_argument("--protocol-only", action="store_true",
+                        help="run the demo of the raw protocol exchange instead, without ROS "
+                             "(cozmo-protocol-demo; see its --help)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    return parser
 
+
+def parse_arguments(argv: Sequence[str]) -> argparse.Namespace:
+    """The options; ``name:=value`` tokens of :data:`_PASSED` count as ``--name value``."""
+    parser = _parser()
+    rest: List[str] = []
+    launch: Dict[str, str] = {}
+    for token in argv:
+        match = _LAUNCH_STYLE.match(token)
+        if match:
+            name, value = match.groups()
+            if name not in _PASSED:
+                parser.error(f"unknown argument {name!r} in {token!r}; known: "
+                             f"{', '.join(_PASSED)}")
+            launch[name] = value
+        else:
+            rest.append(token)
+    args = parser.parse_args(rest)
+    for name, value in launch.items():
+        if getattr(args, name) is not None:
+            parser.error(f"{name} given twice")
+        setattr(args, name, value)
+    if not (args.duration > 0 and math.isfinite(args.duration)):
+        parser.error("--duration must be a positive number of seconds")
+    if not (args.connect_timeout > 0 and math.isfinite(args.connect_timeout)):
+        parser.error("--connect-timeout must be a positive number of seconds")
+    if args.robot_ip is not None and not args.robot_ip.strip():
+        parser.error("robot_ip is empty")
+    return args
+
+
+class _SimTruth:
+    """The in-process simulator as :class:`~cozmo_driver.ros.demo_node.GroundTruth`."""
+
+    def __init__(self, sim) -> None:
+        self.sim = sim
+
+    def pose(self) -> Tuple[float, float, float]:
+        return self.sim.true_pose()
+
+    def sound_frames(self) -> int:
+        return self.sim.counters()["audio_sound"]
+
+
+def _tenths(value: float) -> float:
+    """Rounded to 0.1, without a negative zero."""
+    return round(value, 1) + 0.0
+
+
+def _log_tail(path: Path, lines: int = 25) -> str:
+    try:
+        text = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    return "\n".join("    " + line for line in text[-lines:])
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--protocol-only" in argv:
+        from . import protocol_demo
+
+        argv.remove("--protocol-only")
+        return protocol_demo.main(argv, prog=f"{PROG} --protocol-only")
+    args = parse_arguments(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s: %(message)s")
+    # A demo keeps its ROS traffic on this machine unless told otherwise.
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    return _Demo(args).run()
 
-    def out(text: str) -> None:
+
+class _Demo:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.t0 = time.monotonic()
+        self.stop = threading.Event()
+        self.sim = None
+        self.bringup = None
+        self.log_file = None
+        self.artifacts = Path(args.artifacts)
+        self.written: List[Tuple[Path, str]] = []
+        self.failure = ""
+        self.reported_exits: set = set()
+
+    def say(self, text: str) -> None:
         print(text, flush=True)
 
-    sim = None
-    if args.robot_ip is None:
-        from .sim import SimServer
+    def fail(self, message: str, code: int) -> int:
+        """Keep the failure to print last, once every process has stopped."""
+        self.failure = f"\n{PROG}: FAILED: {message}"
+        return code
 
-        sim = SimServer(host="127.0.0.1", port=0, seed=args.seed)
-        sim.start()
-        host, port = sim.address
-        out(f"simulated Cozmo listening on {host}:{port} (seed {args.seed})")
-    else:
-        host, port = args.robot_ip, args.robot_port
-        out(f"connecting to the robot at {host}:{port}")
+    # --- the run
 
-    stop = threading.Event()
-
-    def on_signal(signum, frame) -> None:
-        stop.set()
-
-    previous_handlers = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    monitor = _Monitor(out)
-    robot = Robot(host, port, local_host="127.0.0.1" if sim is not None else "0.0.0.0",
-                  config=ClientConfig(), name="demo")
-    robot.add_listener(monitor)
-    deadline = time.monotonic() + args.duration
-    exit_code = 0
-    try:
-        robot.start()
-        out(f"{monitor.stamp()} driver -> robot  RESET (connect)")
-        if not robot.wait_until_ready(min(10.0, args.duration)):
-            out("the robot did not become ready: is the robot on and this machine on its Wi-Fi?")
+    def run(self) -> int:
+        try:
+            import rclpy  # noqa: F401 - only to say clearly what is missing
+            from .ros import demo_node  # noqa: F401
+        except ImportError as exc:
+            self.say(f"{PROG}: FAILED: ROS 2 is not available here ({exc}). Run ./dev demo, "
+                     "which sets it up, or source a ROS 2 install and build this workspace; the "
+                     "demo without ROS is `cozmo-demo --protocol-only`.")
             return 2
-        robot.enable_camera(True, color=args.color)
-        out(f"{monitor.stamp()} driver -> robot  EnableCamera (QVGA, {'colour' if args.color else 'grey'})")
-        mover = threading.Thread(target=_square, args=(robot, stop, out), name="demo-square", daemon=True)
-        mover.start()
-        previous = monitor.snapshot()
-        last = time.monotonic()
-        while not stop.is_set() and time.monotonic() < deadline:
-            stop.wait(1.0)
-            now = time.monotonic()
-            line, previous = _status_line(robot, monitor, previous, now - last)
-            last = now
-            out(line)
-            if not mover.is_alive():
-                break
-        stop.set()
-        mover.join(2.0)
-        robot.enable_camera(False)
-        robot.stop_all_motors()
-        stats = robot.stats
-        counts, images = monitor.snapshot()
-        out("\nlink statistics:")
-        out(f"  datagrams sent {stats.datagrams_sent}, received {stats.datagrams_received}; "
-            f"retransmissions {stats.retransmissions}; malformed dropped {stats.malformed_datagrams}; "
-            f"pings answered {stats.pings_answered}/{stats.pings_sent}")
-        out("  messages received: " + ", ".join(f"{name} {n}" for name, n in counts.most_common()))
-        out(f"  camera images completed: {images}")
-        rs = robot.robot_state
-        if sim is not None and rs is not None:
-            truth = sim.true_pose()
-            out(f"  reported pose x {rs.pose_x_mm:.1f} mm, y {rs.pose_y_mm:.1f} mm, "
-                f"yaw {math.degrees(rs.pose_angle_rad):.1f} deg; simulator truth x {truth[0]:.1f} mm, "
-                f"y {truth[1]:.1f} mm, yaw {math.degrees(truth[2]):.1f} deg")
-        if robot.state is not LinkState.READY:
-            exit_code = 1
-    finally:
-        robot.stop()
-        if sim is not None:
-            sim.stop()
-        for sig, handler in previous_handlers.items():
-            signal.signal(sig, handler)
-    out("done.")
-    return exit_code
+        handlers = {sig: signal.signal(sig, lambda *_: self.stop.set())
+                    for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            return self._run()
+        finally:
+            self._shutdown()
+            for sig, handler in handlers.items():
+                signal.signal(sig, handler)
+            if self.failure:
+                self.say(self.failure)
+
+    def _run(self) -> int:
+        from . import bringup_plan as plan
+        from .bringup import Bringup
+        from .ros.demo_node import DemoAbort, Demonstration, DemoOptions
+
+        args = self.args
+        self.artifacts.mkdir(parents=True, exist_ok=True)
+        values = {"enable_face": "true"}
+        for name in ("robot_port", "namespace", "config"):
+            if getattr(args, name) is not None:
+                values[name] = getattr(args, name)
+        truth = None
+        if args.robot_ip is None:
+            from .sim import SimServer
+
+            self.sim = SimServer(host="127.0.0.1", port=0, seed=args.seed).start()
+            host, port = self.sim.address
+            values.update(use_sim="true", start_sim="false", sim_port=str(port))
+            address = f"{host}:{port}"
+            self.say(f"{PROG}: simulated Cozmo in this process on udp://{address} "
+                     f"(seed {args.seed})")
+            truth = _SimTruth(self.sim)
+        else:
+            values["robot_ip"] = args.robot_ip.strip()
+            address = f"{values['robot_ip']}:{args.robot_port or 5551}"
+            self.say(f"{PROG}: a real Cozmo at {address}")
+        try:
+            bringup_args = plan.resolve_arguments(values)
+            entries = plan.make_plan(bringup_args)
+        except plan.PlanError as exc:
+            return self.fail(str(exc), 2)
+        log_path = self.artifacts / "bringup.log"
+        self.log_file = open(log_path, "wb")
+        self.written.append((log_path, "the output of the driver and the other nodes"))
+        self.bringup = Bringup(entries, say=lambda text: self.say(f"{PROG}: {text}"),
+                               output=self.log_file)
+        launch_text = " ".join(f"{k}:={v}" for k, v in values.items())
+        self.say(f"{PROG}: bring-up plan ({launch_text}); their output goes to {log_path}")
+        self.say(f"{PROG}: ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID', '0')}, discovery "
+                 f"{os.environ.get('ROS_AUTOMATIC_DISCOVERY_RANGE', '')}")
+        try:
+            self.bringup.start()
+        except (plan.PlanError, OSError) as exc:
+            return self.fail(f"cannot start the ROS stack: {exc}", 2)
+        face = [c for c in self.bringup.children if c.entry.name == "face"]
+
+        from .demo_artifacts import write_chirp_wav
+
+        wav = self.artifacts / "sound.wav"
+        write_chirp_wav(wav)
+        options = DemoOptions(
+            namespace=bringup_args.namespace, color=not args.grey,
+            connect_timeout_s=args.connect_timeout, deadline=self.t0 + args.duration,
+            sound=wav, robot_address=address)
+        demo = Demonstration(options, self.say, ground_truth=truth,
+                             processes_alive=self._processes_alive, stop=self.stop,
+                             face_node_running=lambda: any(c.process.poll() is None
+                                                           for c in face))
+        demo.t0 = self.t0
+        try:
+            result = demo.run()
+        except DemoAbort as exc:
+            if exc.code == 130:
+                self.say(f"\n{PROG}: interrupted: stopping the robot and every process")
+                self.failure = f"{PROG}: interrupted"
+                return 130
+            message = str(exc)
+            tail = _log_tail(log_path)
+            if tail:
+                message += f"\n  last lines of {log_path}:\n{tail}"
+            return self.fail(message, exc.code)
+        if result.sound_sent:
+            self.written.append((wav, "the sound sent to play_audio"))
+        else:
+            wav.unlink(missing_ok=True)
+        return self._report(result, bool(truth))
+
+    def _processes_alive(self) -> Optional[str]:
+        if self.bringup is None:
+            return None
+        for child in self.bringup.children:
+            code = child.process.poll()
+            if code is None:
+                continue
+            if child.entry.required:
+                return (f"{child.entry.executable} exited with status {code} "
+                        f"(its output is in {self.artifacts / 'bringup.log'})")
+            if child.process.pid not in self.reported_exits:
+                self.reported_exits.add(child.process.pid)
+                self.say(f"{PROG}: {child.label} exited with status {code} (its output is in "
+                         f"{self.artifacts / 'bringup.log'}); going on without it")
+        if self.sim is not None and not self.sim.running:
+            return "the simulator stopped"
+        return None
+
+    def _shutdown(self) -> None:
+        if self.bringup is not None:
+            self.bringup.stop()
+            self.bringup.remove_parameter_files()
+            self.bringup = None
+        if self.sim is not None:
+            self.sim.stop()
+            self.sim = None
+        if self.log_file is not None:
+            self.log_file.close()
+            self.log_file = None
+
+    # --- the results
+
+    def _report(self, result, simulated: bool) -> int:
+        from .demo_artifacts import (align_poses, write_camera_png, write_face_png,
+                                     write_trajectory_png)
+
+        # everything stopped first: the numbers and pictures below are final
+        framebuffer = self.sim.framebuffer() if self.sim is not None else None
+        self._shutdown()
+        say = self.say
+        say("")
+        status = 0
+        odometry_mm = [(x * 1e3, y * 1e3, yaw) for _, x, y, yaw in result.odometry]
+        truth_mm = None
+        error_text = ""
+        if simulated and result.truth and result.truth_at_start and result.odom_at_start:
+            start = result.odom_at_start
+            odom0 = (start[0] * 1e3, start[1] * 1e3, start[2])
+            truth_mm = align_poses([p[1:] for p in result.truth], result.truth_at_start, odom0)
+            final_odom = result.final_odom
+            final_truth = align_poses([result.final_truth], result.truth_at_start, odom0)[0]
+            fx, fy = final_odom[0] * 1e3, final_odom[1] * 1e3
+            tx, ty, tyaw = final_truth
+            say(f"pose at the end: odometry x {_tenths(fx):.1f} mm, y {_tenths(fy):.1f} mm, yaw "
+                f"{_tenths(math.degrees(final_odom[2])):.1f} deg; simulator ground truth x "
+                f"{_tenths(tx):.1f} mm, y {_tenths(ty):.1f} mm, yaw "
+                f"{_tenths(math.degrees(tyaw)):.1f} deg")
+            error = math.hypot(fx - tx, fy - ty)
+            yaw_error = math.degrees(math.atan2(math.sin(final_odom[2] - tyaw),
+                                                math.cos(final_odom[2] - tyaw)))
+            error_text = f"{error:.1f} mm, {round(yaw_error, 2) + 0.0:+.2f} deg"
+            say(f"pose error at the end (odometry - ground truth): {error_text}")
+        elif result.final_odom is not None:
+            fo = result.final_odom
+            say(f"pose at the end: odometry x {_tenths(fo[0] * 1e3):.1f} mm, y "
+                f"{_tenths(fo[1] * 1e3):.1f} mm, yaw {_tenths(math.degrees(fo[2])):.1f} deg "
+                "(a real robot: no ground truth)")
+        say(f"face: {result.face_how}")
+        sound_line = f"sound: {result.sound_how}"
+        if simulated and result.sound_how and "skipped" not in result.sound_how:
+            sound_line += f"; the simulated speaker played {result.sound_frames} frames with sound"
+        say(sound_line)
+
+        if result.camera is not None:
+            path = self.artifacts / "camera.png"
+            w, h = write_camera_png(result.camera, path)
+            kind = "colour" if result.camera.ndim == 3 else "grey"
+            self.written.append((path, f"camera snapshot at the end, {w}x{h} {kind} "
+                                       f"(camera/image_raw, {result.camera_encoding})"))
+        else:
+            say("camera: no image arrived on camera/image_raw")
+            status = 1
+        if framebuffer is not None:
+            path = self.artifacts / "face.png"
+            lit = write_face_png(framebuffer, path)
+            self.written.append((path, f"the face display as the simulated robot shows it, "
+                                       f"128x64 x4, {lit} pixels lit"))
+        else:
+            say("face display: not readable on a real robot (no face.png)")
+        if odometry_mm:
+            path = self.artifacts / "trajectory.png"
+            title = ("Driven path: odometry vs simulator ground truth" if truth_mm
+                     else "Driven path: odometry")
+            note = f"odometry - ground truth at the end: {error_text}" if error_text else ""
+            write_trajectory_png(path, odometry_mm, truth_mm, title=title, note=note)
+            self.written.append((path, "the driven square: " + (
+                "odometry (blue) over the simulator's ground truth (orange)" if truth_mm
+                else "odometry")))
+        say("\nartefacts:")
+        width = max(len(str(p)) for p, _ in self.written)
+        for path, what in sorted(self.written, key=lambda item: str(item[0])):
+            say(f"  {str(path):<{width}}  {what}")
+        elapsed = time.monotonic() - self.t0
+        if status == 0:
+            say(f"\n{PROG}: done in {elapsed:.0f} s; the robot is stopped and every process "
+                "has exited.")
+        else:
+            say(f"\n{PROG}: FAILED after {elapsed:.0f} s (see above)")
+        return status
 
 
 if __name__ == "__main__":

@@ -21,8 +21,8 @@ LAUNCH_FILE = ROOT / "launch" / "cozmo.launch.py"
 README = ROOT / "README.md"
 CONFIG = ROOT / "config" / "cozmo.yaml"
 
-ARGUMENT_NAMES = ["robot_ip", "robot_port", "namespace", "use_sim", "sim_port", "config",
-                  "frame_prefix", "rviz", "enable_face", "enable_behavior"]
+ARGUMENT_NAMES = ["robot_ip", "robot_port", "namespace", "use_sim", "sim_port", "start_sim",
+                  "config", "frame_prefix", "rviz", "enable_face", "enable_behavior"]
 
 
 def entries_by_name(entries):
@@ -52,7 +52,7 @@ def test_arguments_are_declared_once_with_descriptions():
     assert all(len(text) > 20 for text in descriptions.values())
     assert plan.argument_defaults()["use_sim"] == "false"
     assert all(isinstance(arg.default, str) for arg in plan.ARGUMENTS)
-    for name in ("use_sim", "rviz", "enable_face", "enable_behavior"):
+    for name in ("use_sim", "start_sim", "rviz", "enable_face", "enable_behavior"):
         assert "(true|false)" in descriptions[name]
 
 
@@ -141,6 +141,15 @@ def test_use_sim_starts_the_simulator_and_points_the_driver_at_it():
     assert sim.arguments == ("--host", "127.0.0.1", "--port", "5612", "--quiet")
     params = merged_parameters(entries["driver"])
     assert params["robot_ip"] == "127.0.0.1" and params["robot_port"] == 5612
+
+
+def test_a_running_simulator_is_reused_without_starting_another():
+    entries = make(use_sim="true", start_sim="false", sim_port="40123")
+    assert not entries["simulator"].enabled
+    params = merged_parameters(entries["driver"])
+    assert params["robot_ip"] == "127.0.0.1" and params["robot_port"] == 40123
+    # without use_sim, start_sim changes nothing
+    assert not make(start_sim="true")["simulator"].enabled
 
 
 def test_robot_address_overrides_the_config_file():

@@ -1,17 +1,368 @@
-"""The main job (cozmo-demo) runs to completion against the built-in simulator."""
+"""The main job, ``cozmo-demo``, and the pieces it is made of.
+
+* the pictures and the sound it writes (pure: numpy and Pillow);
+* its command line (``robot_ip:=...`` as well as ``--robot-ip ...``);
+* how it fills face and audio requests it finds in the ROS graph;
+* end to end on the simulator: the simulator in this process, the driver and
+  the description publisher as processes from the bring-up plan, the
+  demonstration through ROS only; its output and artefacts are checked;
+* a robot that does not answer: a clear message and exit status 2;
+* the protocol-level demo (``--protocol-only``), unchanged.
+"""
 
 from __future__ import annotations
 
+import importlib.util
+import math
+import os
 import re
+import socket
+import sys
+import threading
+import time
+import wave
+from pathlib import Path
 
+import numpy as np
 import pytest
+from PIL import Image
 
+from cozmo_driver import bringup_plan as plan
 from cozmo_driver import demo
+from cozmo_driver import demo_artifacts as art
+
+BIN = Path(sys.executable).parent
+
+
+def free_udp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    try:  # a zombie (exited, not yet reaped by its parent) is not running
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ")[-1][0] != "Z"
+    except OSError:
+        return True
+
+
+def colour_count(image: Image.Image, rgb) -> int:
+    pixels = np.asarray(image.convert("RGB")).reshape(-1, 3)
+    return int(np.all(pixels == np.array(rgb, dtype=np.uint8), axis=1).sum())
+
+
+# ------------------------------------------------------------------ artefacts (pure)
+
+
+def test_poses_are_aligned_into_the_odometry_frame():
+    # the robot stood at (100, 50) facing +y in the world when odometry said (0, 0, 0)
+    truth_start = (100.0, 50.0, math.pi / 2)
+    moved = [(100.0, 80.0, math.pi / 2), (70.0, 50.0, math.pi)]
+    aligned = art.align_poses(moved, truth_start, (0.0, 0.0, 0.0))
+    assert aligned[0] == pytest.approx((30.0, 0.0, 0.0), abs=1e-9)
+    assert aligned[1][:2] == pytest.approx((0.0, 30.0), abs=1e-9)
+    assert math.remainder(aligned[1][2] - math.pi / 2, 2 * math.pi) == pytest.approx(0.0, abs=1e-9)
+    a = (3.0, -2.0, 0.7)
+    assert art.compose(a, art.inverse(a)) == pytest.approx((0.0, 0.0, 0.0), abs=1e-12)
+
+
+def test_face_screen_interleaves_the_rows_as_the_robot_does():
+    current = np.zeros((32, 128), dtype=bool)
+    current[5, 10] = True
+    previous = np.zeros((32, 128), dtype=bool)
+    previous[7, 20] = True
+    screen = art.face_screen(current, previous)
+    assert screen.shape == (64, 128)
+    assert screen[10, 10] and not screen[11, 10]          # the latest on the even rows
+    assert screen[15, 20] and not screen[14, 20]          # the one before on the odd rows
+    doubled = art.face_screen(current)
+    assert doubled[10, 10] and doubled[11, 10]
+    with pytest.raises(ValueError):
+        art.face_screen(np.zeros((64, 128), dtype=bool))
+
+
+def test_face_png_is_the_screen_enlarged_with_lit_pixels(tmp_path):
+    from cozmo_driver.face.expressions import expression
+    from cozmo_driver.face.procedural import FaceRenderer
+
+    display = FaceRenderer().render_display(expression("happy"))
+    lit = art.write_face_png(display, tmp_path / "face.png")
+    image = Image.open(tmp_path / "face.png")
+    assert image.size == (128 * 4 + 32, 64 * 4 + 32)
+    assert lit == 2 * int(display.sum()) > 200
+    # each lit screen pixel is a 3 x 3 dot of the OLED colour
+    assert colour_count(image, art.FACE_LIT_RGB) == 9 * lit
+    assert art.write_face_png(np.zeros((32, 128), bool), tmp_path / "blank.png") == 0
+    assert colour_count(Image.open(tmp_path / "blank.png"), art.FACE_LIT_RGB) == 0
+
+
+def test_trajectory_png_shows_both_curves_with_a_legend(tmp_path):
+    square = []
+    x = y = yaw = 0.0
+    for _ in range(4):
+        for _ in range(40):
+            x += 2.5 * math.cos(yaw)
+            y += 2.5 * math.sin(yaw)
+            square.append((x, y, yaw))
+        yaw += math.pi / 2
+        square.append((x, y, yaw))
+    truth = [(px + 0.8, py - 0.5, pyaw) for px, py, pyaw in square]
+    art.write_trajectory_png(tmp_path / "t.png", square, truth, title="test", note="a note")
+    image = Image.open(tmp_path / "t.png")
+    assert image.size == (760, 760)
+    assert colour_count(image, art.ODOMETRY_RGB) > 1000
+    assert colour_count(image, art.TRUTH_RGB) > 1000
+    # odometry only (a real robot): no ground-truth colour
+    art.write_trajectory_png(tmp_path / "o.png", square)
+    only = Image.open(tmp_path / "o.png")
+    assert colour_count(only, art.TRUTH_RGB) == 0 and colour_count(only, art.ODOMETRY_RGB) > 1000
+    with pytest.raises(ValueError):
+        art.write_trajectory_png(tmp_path / "none.png", [])
+
+
+@pytest.mark.parametrize("span, step", [(100.0, 20.0), (118.0, 20.0), (1000.0, 200.0),
+                                        (23.6, 5.0), (3.0, 0.5), (0.0, 1.0)])
+def test_tick_steps_are_round_numbers(span, step):
+    assert art.nice_step(span) == pytest.approx(step)
+
+
+def test_the_sound_is_a_short_wav(tmp_path):
+    duration = art.write_chirp_wav(tmp_path / "s.wav")
+    with wave.open(str(tmp_path / "s.wav")) as wav:
+        assert (wav.getnchannels(), wav.getsampwidth(), wav.getframerate()) == (1, 2, 22050)
+        assert wav.getnframes() / 22050 == pytest.approx(duration)
+        samples = np.frombuffer(wav.readframes(wav.getnframes()), "<i2")
+    assert 0.5 < duration < 2.0 and np.abs(samples).max() > 10000
+
+
+def test_camera_png_keeps_grey_and_colour(tmp_path):
+    grey = (np.arange(240 * 320) % 251).astype(np.uint8).reshape(240, 320)
+    assert art.write_camera_png(grey, tmp_path / "g.png") == (320, 240)
+    assert np.array_equal(np.asarray(Image.open(tmp_path / "g.png")), grey)
+    colour = np.dstack([grey, grey[::-1], grey[:, ::-1]])
+    art.write_camera_png(colour, tmp_path / "c.png")
+    assert np.array_equal(np.asarray(Image.open(tmp_path / "c.png")), colour)
+
+
+# ------------------------------------------------------------------ command line
+
+
+@pytest.mark.parametrize("argv", [["robot_ip:=172.31.1.1", "robot_port:=5551"],
+                                  ["--robot-ip", "172.31.1.1", "--robot-port", "5551"],
+                                  ["--robot_ip", "172.31.1.1", "robot_port:=5551"]])
+def test_both_argument_styles(argv):
+    args = demo.parse_arguments(argv)
+    assert (args.robot_ip, args.robot_port) == ("172.31.1.1", "5551")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["use_sim:=true"], "unknown argument 'use_sim'"),
+    (["robot_ip:=1.2.3.4", "--robot-ip", "1.2.3.4"], "robot_ip given twice"),
+    (["--duration", "-1"], "--duration must be a positive number"),
+    (["--robot-ip", " "], "robot_ip is empty"),
+])
+def test_bad_arguments_are_refused(argv, message, capsys):
+    with pytest.raises(SystemExit):
+        demo.parse_arguments(argv)
+    assert message in capsys.readouterr().err
+
+
+def test_defaults_run_the_simulator_into_artifacts():
+    args = demo.parse_arguments([])
+    assert args.robot_ip is None and args.artifacts == "artifacts" and not args.grey
+
+
+# ------------------------------------------------------------------ requests found in the graph
+
+
+class FakeRequest:
+    """Stands for a generated ROS message: fields and their types."""
+
+    def __init__(self, **fields):
+        self._fields = fields
+        for name, kind in fields.items():
+            setattr(self, name, "" if kind == "string" else 0.0)
+
+    def get_fields_and_field_types(self):
+        return dict(self._fields)
+
+
+def test_face_and_audio_requests_are_filled_by_field():
+    pytest.importorskip("rclpy")
+    from cozmo_driver.ros import demo_node
+
+    request = FakeRequest(expression="string", parameters="sequence<float>", transition_s="float")
+    assert demo_node._set_text(request, "happy", ("expression", "name")) == "expression"
+    assert request.expression == "happy"
+    only = FakeRequest(load_namespace="string")            # one string field: that one
+    assert demo_node._set_text(only, "happy", ("expression",)) == "load_namespace"
+    assert demo_node._set_text(FakeRequest(a="string", b="string"), "x", ("expression",)) is None
+
+    wav = Path(__file__)
+    goal = FakeRequest(path="string", volume="float")       # cozmo_interfaces/action/PlayAudio
+    assert demo_node.fill_audio_goal(goal, wav).startswith("path=/")
+    assert goal.path == str(wav.resolve()) and goal.volume == 1.0
+    uri = FakeRequest(uri="string")
+    demo_node.fill_audio_goal(uri, wav)
+    assert uri.uri.startswith("file:///")
+    assert demo_node.fill_audio_goal(FakeRequest(loops="uint32"), wav) is None
+
+
+# ------------------------------------------------------------------ end to end
+
+
+def _face_node_installed() -> bool:
+    return (plan.locate_executable("cozmo_driver", "cozmo_face_node") is not None
+            and importlib.util.find_spec("cozmo_driver.ros.face_node") is not None)
+
+
+class StandInFaceNode:
+    """Where cozmo_face_node is not installed: a node with its ``face/expression`` topic
+    (std_msgs/String) that draws the named expression on the simulated robot's display,
+    so that the demo's face path and the face picture are exercised end to end."""
+
+    def __init__(self, sims) -> None:
+        import rclpy
+        from rclpy.executors import SingleThreadedExecutor
+        from std_msgs.msg import String
+
+        self.sims = sims
+        self.received = []
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node("stand_in_face", context=self.context)
+        self.node.create_subscription(String, "face/expression", self._on_expression, 10)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self.thread.start()
+
+    def _on_expression(self, msg) -> None:
+        from cozmo_driver.face.expressions import expression
+        from cozmo_driver.face.procedural import FaceRenderer
+        from cozmo_driver.protocol import messages as msgs
+
+        self.received.append(msg.data)
+        image = msgs.DisplayImage(image=FaceRenderer().encode(expression(msg.data)))
+        sim = self.sims[-1]
+        sim.call(lambda: sim.robot.model.handle(image, time.monotonic()))
+
+    def close(self) -> None:
+        self.executor.shutdown(2.0)
+        self.node.destroy_node()
+        self.context.try_shutdown()
+        self.thread.join(2.0)
+
+
+@pytest.mark.ros
+@pytest.mark.slow
+def test_the_demo_drives_the_simulated_robot_through_ros(tmp_path, capsys, monkeypatch):
+    for name in ("cozmo_driver_node", "cozmo_description_publisher"):
+        if plan.locate_executable("cozmo_driver", name) is None:
+            pytest.skip(f"{name} is not installed: run ./dev setup")
+    import cozmo_driver.sim as sim_module
+
+    sims = []
+
+    class RecordingSimServer(sim_module.SimServer):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            sims.append(self)
+
+    monkeypatch.setattr(sim_module, "SimServer", RecordingSimServer)
+    stand_in = None if _face_node_installed() else StandInFaceNode(sims)
+    artifacts = tmp_path / "artifacts"
+    start = time.monotonic()
+    try:
+        status = demo.main(["--artifacts", str(artifacts), "--duration", "80"])
+    finally:
+        if stand_in is not None:
+            stand_in.close()
+    elapsed = time.monotonic() - start
+    out = capsys.readouterr().out
+    assert status == 0, out[-3000:]
+    assert elapsed < 60.0, out[-2000:]
+
+    # the whole stack came from the bring-up plan, and every process is gone
+    pids = {m.group(1): int(m.group(2))
+            for m in re.finditer(r"started (\S+) \(\S+, pid (\d+)\)", out)}
+    assert {"driver", "description_publisher"} <= set(pids), out[:2000]
+    assert "start_sim:=false" in out
+    assert not [name for name, pid in pids.items() if alive(pid)]
+    assert "all processes stopped" in out
+
+    # a live status: link from link_status, pose from odom, battery, rates measured here
+    status_lines = [line for line in out.splitlines() if re.search(r"\| odom +\d+ Hz", line)]
+    assert len(status_lines) >= 15
+    assert re.search(r"CONNECTED rtt +[\d.]+ ms \| x +[-+][\d.]+ y +[-+][\d.]+ mm yaw +[-+][\d.]+ deg "
+                     r"\| battery \d\.\d\d V \d+ % \| odom 3\d Hz, camera 1[3-7] fps, "
+                     r"joint_states 3\d Hz \| square", out), "\n".join(status_lines[:5])
+    assert out.count("cmd_vel turn +90 deg") == 4
+    assert "head/angle +20 deg, lift/height 70 mm" in out
+    assert "camera_enabled=true, camera_color=true" in out
+
+    error = re.search(r"pose error at the end \(odometry - ground truth\): ([\d.]+) mm, "
+                      r"([-+][\d.]+) deg", out)
+    assert error, out[-2000:]
+    assert float(error.group(1)) < 5.0 and abs(float(error.group(2))) < 2.0
+    final = re.search(r"pose at the end: odometry x (-?[\d.]+) mm, y (-?[\d.]+) mm", out)
+    assert abs(float(final.group(1))) < 10.0 and abs(float(final.group(2))) < 10.0  # closed
+
+    # the artefacts, with their paths printed
+    for name in ("camera.png", "face.png", "trajectory.png", "bringup.log"):
+        assert (artifacts / name).is_file(), name
+        assert str(artifacts / name) in out
+    camera = Image.open(artifacts / "camera.png")
+    assert camera.size == (320, 240) and camera.mode == "RGB"
+    assert float(np.asarray(camera).std()) > 20.0                         # not blank
+    face = Image.open(artifacts / "face.png")
+    assert face.size == (544, 288)
+    face_shown = re.search(r"^face: '?happy'? via|^face: a rendered 'happy' face", out, re.M)
+    if stand_in is not None:
+        assert stand_in.received == ["happy"] and face_shown, out[-2500:]
+    if face_shown:
+        assert colour_count(face, art.FACE_LIT_RGB) > 9 * 200             # lit pixels
+    else:
+        assert "face: skipped" in out
+    trajectory = Image.open(artifacts / "trajectory.png")
+    assert trajectory.size == (760, 760)
+    assert colour_count(trajectory, art.ODOMETRY_RGB) > 500
+    assert colour_count(trajectory, art.TRUTH_RGB) > 500
+    if "sound: skipped" not in out:
+        assert (artifacts / "sound.wav").is_file()
+    assert "the robot is stopped and every process has exited" in out
+
+
+@pytest.mark.ros
+@pytest.mark.slow
+def test_a_robot_that_does_not_answer_fails_with_a_clear_message(tmp_path, capsys):
+    if plan.locate_executable("cozmo_driver", "cozmo_driver_node") is None:
+        pytest.skip("cozmo_driver_node is not installed: run ./dev setup")
+    port = free_udp_port()                       # nobody listens there
+    status = demo.main(["robot_ip:=127.0.0.1", f"robot_port:={port}", "--connect-timeout", "4",
+                        "--artifacts", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert status == 2, out[-2000:]
+    assert f"no answer from the robot at 127.0.0.1:{port}" in out
+    assert "is this machine on the robot's Wi-Fi?" in out
+    # the reason comes last, after everything was stopped
+    assert out.index("all processes stopped") < out.index("cozmo-demo: FAILED: no answer")
+    pids = [int(p) for p in re.findall(r"started \S+ \(\S+, pid (\d+)\)", out)]
+    assert pids and not [pid for pid in pids if alive(pid)]
+
+
+# ------------------------------------------------------------------ the protocol-level demo
 
 
 @pytest.mark.slow
-def test_demo_drives_the_simulated_robot_and_reports_matching_poses(capsys):
-    assert demo.main(["--duration", "40", "--seed", "3"]) == 0
+def test_protocol_only_drives_the_simulated_robot_and_reports_matching_poses(capsys):
+    assert demo.main(["--protocol-only", "--duration", "40", "--seed", "3"]) == 0
     out = capsys.readouterr().out
     assert "robot ready: firmware 2381" in out
     assert re.search(r"ready\s+rtt\s+[\d.]+ ms\s+state\s+3\d\.\d Hz\s+camera\s+1[3-7]\.\d fps", out)
@@ -29,7 +380,9 @@ def test_demo_drives_the_simulated_robot_and_reports_matching_poses(capsys):
     assert out.rstrip().endswith("done.")
 
 
-def test_demo_rejects_a_bad_duration(capsys):
+def test_protocol_only_rejects_a_bad_duration(capsys):
     with pytest.raises(SystemExit):
-        demo.main(["--duration", "-1"])
-    assert "--duration must be a positive number" in capsys.readouterr().err
+        demo.main(["--protocol-only", "--duration", "-1"])
+    err = capsys.readouterr().err
+    assert "--duration must be a positive number" in err
+    assert "cozmo-demo --protocol-only" in err

@@ -1,0 +1,223 @@
+"""``cozmo-demo --protocol-only`` (also ``cozmo-protocol-demo``): the raw exchange.
+
+No ROS: the robot client API (:class:`cozmo_driver.client.Robot`) talks to the
+robot directly. Without ``--robot-ip`` it starts the built-in simulated Cozmo
+on 127.0.0.1 and talks to it over real UDP; with ``--robot-ip 172.31.1.1``
+(after joining the robot's Wi-Fi) the same run drives a real robot. It prints
+the connection handshake as it happens, then drives a small square with head
+and lift moves and the camera on, printing one status line per second (link,
+RTT, pose, battery, stream rates), and ends with the link statistics and, on
+the simulator, the reported pose next to the simulator's ground truth.
+
+Everything is bounded: the run ends by itself after the demonstration (or after
+``--duration`` seconds), and the robot is stopped and disconnected at the end.
+The main demo, through the ROS 2 driver, is :mod:`cozmo_driver.demo`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+import signal
+import sys
+import threading
+import time
+from collections import Counter
+from typing import Any, Optional
+
+from .client import ClientConfig, LinkState, LinkStateChanged, Robot, RobotReady
+from .protocol.session import MessageReceived
+
+__all__ = ["main"]
+
+_HANDSHAKE = {"HardwareInfo", "FirmwareSignature", "BodyInfo"}
+
+
+class _Monitor:
+    """Counts what arrives (on the I/O thread) and prints the handshake as it happens."""
+
+    def __init__(self, out) -> None:
+        self.out = out
+        self.t0 = time.monotonic()
+        self.lock = threading.Lock()
+        self.counts: Counter = Counter()
+        self.seen: set = set()
+        self.images = 0
+        self.last_chunk_frame: Optional[int] = None
+
+    def stamp(self) -> str:
+        return f"[{time.monotonic() - self.t0:6.2f} s]"
+
+    def __call__(self, event: Any) -> None:
+        if isinstance(event, MessageReceived):
+            message = event.message
+            name = message.NAME
+            with self.lock:
+                self.counts[name] += 1
+                if name == "ImageChunk" and message.chunk_id == message.image_chunk_count - 1:
+                    self.images += 1
+            if name not in self.seen:
+                self.seen.add(name)
+                detail = ""
+                if name in _HANDSHAKE:
+                    detail = f": {message!r:.110}"
+                self.out(f"{self.stamp()} robot -> driver  first {name}{detail}")
+        elif isinstance(event, LinkStateChanged):
+            self.out(f"{self.stamp()} link {event.state.value}: {event.reason}")
+        elif isinstance(event, RobotReady):
+            info = event.info
+            self.out(f"{self.stamp()} robot ready: firmware {info.firmware_version} "
+                     f"({info.firmware_build}), head serial 0x{info.head_serial or 0:08x}, "
+                     f"body serial 0x{info.body_serial or 0:08x}, colour {info.body_color}")
+
+    def snapshot(self) -> Counter:
+        with self.lock:
+            return Counter(self.counts), self.images
+
+
+def _status_line(robot: Robot, monitor: _Monitor, previous, elapsed: float) -> tuple:
+    counts, images = monitor.snapshot()
+    prev_counts, prev_images = previous
+    state_hz = (counts["RobotState"] - prev_counts["RobotState"]) / elapsed
+    fps = (images - prev_images) / elapsed
+    rs = robot.robot_state
+    stats = robot.stats
+    rtt = f"{stats.srtt_s * 1e3:.1f} ms" if stats.srtt_s is not None else "-"
+    if rs is not None:
+        pose = (f"x {rs.pose_x_mm:7.1f} mm  y {rs.pose_y_mm:7.1f} mm  "
+                f"yaw {math.degrees(rs.pose_angle_rad):6.1f} deg  head {math.degrees(rs.head_angle_rad):5.1f} deg  "
+                f"lift {rs.lift_height_mm:4.1f} mm  battery {rs.battery_voltage_v:.2f} V")
+    else:
+        pose = "no RobotState yet"
+    line = (f"{monitor.stamp()} {robot.state.value:<12} rtt {rtt:>8}  state {state_hz:4.1f} Hz  "
+            f"camera {fps:4.1f} fps  | {pose}")
+    return line, (counts, images)
+
+
+def _square(robot: Robot, stop: threading.Event, out) -> None:
+    """A 10 cm square: straight sides by wheel speed, corners by the robot's own
+    TurnInPlace (tracked by its AcknowledgeAction), head and lift moving at the corners."""
+    speed = 50.0  # mm/s
+    for side in range(4):
+        if stop.is_set():
+            return
+        out(f"  driver -> robot  DriveWheels {speed:.0f} mm/s (side {side + 1} of 4)")
+        robot.drive_wheels(speed, speed, 250.0, 250.0)
+        if stop.wait(100.0 / speed):
+            return
+        robot.drive_wheels(0.0, 0.0, 250.0, 250.0)
+        out("  driver -> robot  TurnInPlace +90 deg")
+        action = robot.turn_in_place(math.pi / 2, speed_radps=1.5, accel_radps2=5.0)
+        if not robot.wait_for_action(action, 5.0):
+            out("  the turn was not acknowledged within 5 s")
+        head = math.radians(30.0 if side % 2 == 0 else -10.0)
+        lift = 80.0 if side % 2 == 0 else 35.0
+        out(f"  driver -> robot  SetHeadAngle {math.degrees(head):.0f} deg, SetLiftHeight {lift:.0f} mm")
+        robot.set_head_angle(head)
+        robot.set_lift_height(lift)
+        if stop.wait(0.4):
+            return
+    robot.stop_all_motors()
+
+
+def main(argv: Optional[list] = None, prog: str = "cozmo-protocol-demo") -> int:
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Bring a Cozmo up over its UDP protocol, without ROS, and show what the "
+                    "link carries. Without --robot-ip, a simulated Cozmo runs on 127.0.0.1.")
+    parser.add_argument("--robot-ip", help="a real robot's address (join its Wi-Fi first; "
+                                           "usually 172.31.1.1). Default: the built-in simulator")
+    parser.add_argument("--robot-port", type=int, default=5551)
+    parser.add_argument("--duration", type=float, default=20.0,
+                        help="upper bound of the run in seconds (default 20)")
+    parser.add_argument("--seed", type=int, default=1, help="simulator random seed")
+    parser.add_argument("--color", action="store_true", help="colour camera images")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log every message (debug)")
+    args = parser.parse_args(argv)
+    if args.duration <= 0 or not math.isfinite(args.duration):
+        parser.error("--duration must be a positive number of seconds")
+
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
+                        format="%(asctime)s %(name)s %(levelname)s: %(message)s")
+
+    def out(text: str) -> None:
+        print(text, flush=True)
+
+    sim = None
+    if args.robot_ip is None:
+        from .sim import SimServer
+
+        sim = SimServer(host="127.0.0.1", port=0, seed=args.seed)
+        sim.start()
+        host, port = sim.address
+        out(f"simulated Cozmo listening on {host}:{port} (seed {args.seed})")
+    else:
+        host, port = args.robot_ip, args.robot_port
+        out(f"connecting to the robot at {host}:{port}")
+
+    stop = threading.Event()
+
+    def on_signal(signum, frame) -> None:
+        stop.set()
+
+    previous_handlers = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    monitor = _Monitor(out)
+    robot = Robot(host, port, local_host="127.0.0.1" if sim is not None else "0.0.0.0",
+                  config=ClientConfig(), name="demo")
+    robot.add_listener(monitor)
+    deadline = time.monotonic() + args.duration
+    exit_code = 0
+    try:
+        robot.start()
+        out(f"{monitor.stamp()} driver -> robot  RESET (connect)")
+        if not robot.wait_until_ready(min(10.0, args.duration)):
+            out("the robot did not become ready: is the robot on, and is this machine on the "
+                "robot's Wi-Fi?")
+            return 2
+        robot.enable_camera(True, color=args.color)
+        out(f"{monitor.stamp()} driver -> robot  EnableCamera (QVGA, {'colour' if args.color else 'grey'})")
+        mover = threading.Thread(target=_square, args=(robot, stop, out), name="demo-square", daemon=True)
+        mover.start()
+        previous = monitor.snapshot()
+        last = time.monotonic()
+        while not stop.is_set() and time.monotonic() < deadline:
+            stop.wait(1.0)
+            now = time.monotonic()
+            line, previous = _status_line(robot, monitor, previous, now - last)
+            last = now
+            out(line)
+            if not mover.is_alive():
+                break
+        stop.set()
+        mover.join(2.0)
+        robot.enable_camera(False)
+        robot.stop_all_motors()
+        stats = robot.stats
+        counts, images = monitor.snapshot()
+        out("\nlink statistics:")
+        out(f"  datagrams sent {stats.datagrams_sent}, received {stats.datagrams_received}; "
+            f"retransmissions {stats.retransmissions}; malformed dropped {stats.malformed_datagrams}; "
+            f"pings answered {stats.pings_answered}/{stats.pings_sent}")
+        out("  messages received: " + ", ".join(f"{name} {n}" for name, n in counts.most_common()))
+        out(f"  camera images completed: {images}")
+        rs = robot.robot_state
+        if sim is not None and rs is not None:
+            truth = sim.true_pose()
+            out(f"  reported pose x {rs.pose_x_mm:.1f} mm, y {rs.pose_y_mm:.1f} mm, "
+                f"yaw {math.degrees(rs.pose_angle_rad):.1f} deg; simulator truth x {truth[0]:.1f} mm, "
+                f"y {truth[1]:.1f} mm, yaw {math.degrees(truth[2]):.1f} deg")
+        if robot.state is not LinkState.READY:
+            exit_code = 1
+    finally:
+        robot.stop()
+        if sim is not None:
+            sim.stop()
+        for sig, handler in previous_handlers.items():
+            signal.signal(sig, handler)
+    out("done.")
+    return exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
