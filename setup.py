@@ -35,8 +35,10 @@ setup(
     entry_points={
         "console_scripts": [
             "cozmo-demo = cozmo_driver.demo:main",
+            "cozmo-protocol-demo = cozmo_driver.protocol_demo:main",
             "cozmo-sim = cozmo_driver.sim.cli:main",
             "cozmo_driver_node = cozmo_driver.ros.driver_node:main",
+            "cozmo_face_node = cozmo_driver.ros.face_node:main",
             "cozmo_bringup = cozmo_driver.bringup:main",
             "cozmo_description_publisher = cozmo_driver.ros.description_publisher:main",
         ],

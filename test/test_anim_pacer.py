@@ -269,3 +269,38 @@ def test_next_deadline():
     assert pacer.next_deadline() == pytest.approx(1 / 30)
     pacer.tick(1 / 30)
     assert pacer.next_deadline() == pytest.approx(31 / 30)   # the refresh
+
+
+def test_after_a_long_idle_the_grid_resumes_now_without_a_burst():
+    """Ticked at its deadlines (as a driver does), then idle for minutes: new audio starts at
+    the current tick, one frame per tick, and nothing counts as late."""
+    pacer = AVPacer(linger_s=0.5, refresh_s=5.0)
+    pacer.start(0.0)
+    pacer.queue_audio(np.full(3 * SAMPLES_PER_FRAME, 1000, dtype=np.int16))
+    deadline = pacer.next_deadline()
+    while deadline is not None:
+        pacer.tick(deadline)
+        deadline = pacer.next_deadline()
+    pacer.queue_audio(np.full(2 * SAMPLES_PER_FRAME, 1000, dtype=np.int16))
+    first = pacer.tick(600.0)
+    assert [x.NAME for x in first] == ["OutputAudio"]
+    assert pacer.next_deadline() == pytest.approx(600.0 + 1 / 30)
+    assert [x.NAME for x in pacer.tick(600.0 + 1 / 30)] == ["OutputAudio"]
+    assert pacer.stats.underruns == 0
+    # and a face set while idle is shown at once, on the same grid
+    while pacer.next_deadline() is not None:
+        pacer.tick(pacer.next_deadline())
+    pacer.set_face(bars(3))
+    at = 1234.5
+    assert [x.NAME for x in pacer.tick(at)] == ["DisplayImage", "OutputSilence"]
+    assert pacer.next_deadline() == pytest.approx(math.floor(at * 30 + 1e-9) / 30 + 1 / 30)
+    assert pacer.stats.underruns == 0
+
+
+def test_forget_screen_sends_the_face_again():
+    pacer = AVPacer(linger_s=0.0)
+    pacer.set_face(bars(1))
+    assert count(pacer.tick(0.0), "DisplayImage") == 1
+    assert pacer.tick(1 / 30) == []
+    pacer.forget_screen()
+    assert count(pacer.tick(2 / 30), "DisplayImage") == 1

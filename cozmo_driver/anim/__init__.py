@@ -7,7 +7,9 @@ Pure: no clock and no I/O beyond reading clip files when asked.
   the built-in animations (``builtin/*.yaml``);
 * :mod:`.player`: clips compiled onto the robot's 30 fps tick grid and an
   :class:`AnimationPlayer` that paces them;
-* :mod:`.av_pacer`: the :class:`AVPacer` for streamed audio and images.
+* :mod:`.av_pacer`: the :class:`AVPacer` for streamed audio and images;
+* :mod:`.library`: the :class:`AnimationLibrary` a driver plays from (built-in
+  clips, clip directories, groups).
 """
 
 from .av_pacer import AVPacer, PacerStats
@@ -27,6 +29,7 @@ from .clip import (
     synthesize,
     write_anim_bin,
 )
+from .library import AnimationLibrary
 from .player import AnimationPlayer, CompiledClip, PlayerStats, compile_clip
 
 __all__ = [
@@ -46,6 +49,7 @@ __all__ = [
     "read_anim_bin",
     "synthesize",
     "write_anim_bin",
+    "AnimationLibrary",
     "AnimationPlayer",
     "CompiledClip",
     "PlayerStats",

@@ -16,6 +16,11 @@ which send nothing, never do); all its audio is still sent (audio is never
 dropped, the robot needs every frame), but of several late ticks only the
 newest display frame is sent.
 
+Ticks that were idle when a call returned (nothing to send until an input
+arrives: :meth:`AVPacer.next_deadline` was None, or later) are not sent late
+when an input arrives after them: the grid resumes at the current tick, so a
+sound queued after minutes of silence starts at once instead of as a burst.
+
 What each tick carries (at most one ``DisplayImage``, then exactly one audio
 message while the pacer is *active*):
 
@@ -157,6 +162,10 @@ class AVPacer:
         self._on_screen_image: Optional[_Image] = None
         self._last_display_tick = -(1 << 62)
         self._last_active_tick = -(1 << 62)
+        # The first tick the pacer would send, as of the end of the last tick() call, if
+        # no input came (inf: none): the ticks before it were idle even when an input
+        # arrived since (after a long idle the grid resumes now, not from the old tick).
+        self._quiet_until: float = math.inf
         # animation
         self._clip_first_tick = 0
         self._clip_ticks = 0
@@ -264,6 +273,10 @@ class AVPacer:
         self._on_screen = None
         self._on_screen_image = None
 
+    def forget_screen(self) -> None:
+        """The screen's content is unknown (e.g. the robot reconnected): send the current image again."""
+        self._forget_screen()
+
     # ------------------------------------------------------------------ state
 
     def active_at(self, k: int) -> bool:
@@ -283,6 +296,14 @@ class AVPacer:
             return self.tick_time(max(self._next, self._last_display_tick + self.refresh_ticks))
         return None
 
+    def _first_busy_tick(self) -> float:
+        """The tick :meth:`next_deadline` names, as an index (inf: none)."""
+        if self.player.playing or self.active_at(self._next) or self._wants_display():
+            return self._next
+        if self._on_screen is not None:
+            return max(self._next, self._last_display_tick + self.refresh_ticks)
+        return math.inf
+
     def _wants_display(self) -> bool:
         desired = self._overlay.image if self._overlay is not None else (
             self._overlays[0].image if self._overlays else self._face)
@@ -296,6 +317,17 @@ class AVPacer:
         out: List[Any] = []
         slot = self._slot(now)
         due = slot + 1
+        # Ticks that were idle when the last call ended stay idle: resume on the current slot.
+        resume = min(slot, self._quiet_until)
+        if resume > self._next:
+            self.stats.ticks += int(resume - self._next)
+            self._next = int(resume)
+        try:
+            return self._tick(now, slot, due, out)
+        finally:
+            self._quiet_until = self._first_busy_tick()
+
+    def _tick(self, now: float, slot: int, due: int, out: List[Any]) -> List[Any]:
         if self.player.playing:
             # The pacer's own ticks up to the clip's first one, then the clip's.
             self._emit_own(min(due, self._clip_first_tick), slot, out)

@@ -133,6 +133,22 @@ class Robot:
         """Send ``message`` without waiting; failures are logged, not raised."""
         self.transport.call_soon(self.link.send, message)
 
+    # ------------------------------------------------------------------ the I/O thread's clock
+
+    @staticmethod
+    def clock() -> float:
+        """The I/O thread's clock: ``time.monotonic()`` seconds."""
+        return time.monotonic()
+
+    def call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run ``fn(*args)`` on the I/O thread soon (from any thread); errors are logged."""
+        self.transport.call_soon(fn, *args)
+
+    def schedule(self, when: float, fn: Callable[..., Any], *args: Any):
+        """Run ``fn(*args)`` on the I/O thread at :meth:`clock` time ``when``, then flush what
+        it sent; call it on the I/O thread. Returns a handle with ``cancel()``."""
+        return self.transport.call_at(when, fn, *args)
+
     def drive_wheels(self, left_mmps: float, right_mmps: float,
                      left_accel_mmps2: float = 0.0, right_accel_mmps2: float = 0.0) -> None:
         self.send(msgs.DriveWheels(lwheel_speed_mmps=left_mmps, rwheel_speed_mmps=right_mmps,

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, List, Optional, Tuple
+from typing import Any, List, Mapping, Optional, Tuple
 
-__all__ = ["OK", "WARN", "ERROR", "DiagnosticReport", "link_report", "robot_report"]
+__all__ = ["OK", "WARN", "ERROR", "DiagnosticReport", "link_report", "robot_report", "av_report"]
 
 OK, WARN, ERROR = 0, 1, 2
 
@@ -99,5 +99,31 @@ def robot_report(connected: bool, battery_v: Optional[float], percentage: Option
         ("tread vs gyro yaw rate, mean |difference| (rad/s)", _fmt(yaw_rate_disagreement)),
         ("odometry re-anchorings", _fmt(reanchors)),
         ("commands refused", _fmt(refused_commands)),
+    ]
+    return DiagnosticReport(level, message, values)
+
+
+def av_report(active: bool, connected: bool, counters: Mapping[str, Any], new_underruns: int,
+              playing: str, animations: int, groups: int, images_rejected: int,
+              chunks_rejected: int) -> DiagnosticReport:
+    """Display, audio and animations: what plays, and the 30 fps stream's counters.
+
+    ``counters`` are the stream's (frames sent, underruns, ...); ``new_underruns`` the
+    ticks sent late since the previous report (WARN when any).
+    """
+    if not active:
+        level, message = OK, "inactive (lifecycle)"
+    elif not connected:
+        level, message = WARN, "not connected: nothing plays"
+    elif new_underruns:
+        level, message = WARN, f"{new_underruns} frames sent late since the last report ({playing})"
+    else:
+        level, message = OK, playing
+    values = [(key, _fmt(value)) for key, value in counters.items()]
+    values += [
+        ("animations known", _fmt(animations)),
+        ("animation groups known", _fmt(groups)),
+        ("display images refused", _fmt(images_rejected)),
+        ("audio chunks refused", _fmt(chunks_rejected)),
     ]
     return DiagnosticReport(level, message, values)

@@ -34,7 +34,8 @@ class ParamSpec:
 
     @property
     def type_name(self) -> str:
-        return {bool: "bool", int: "int", float: "double", str: "string"}[type(self.default)]
+        return {bool: "bool", int: "int", float: "double", str: "string",
+                list: "string[]"}[type(self.default)]
 
 
 PARAMETERS: Tuple[ParamSpec, ...] = (
@@ -90,13 +91,25 @@ PARAMETERS: Tuple[ParamSpec, ...] = (
               1, 67, dynamic=True),
     ParamSpec("camera_info_url", "", "camera_info_manager YAML (file:///path.yaml) overriding the "
               "robot's own calibration; empty: the robot's, else a default"),
+    # --- display, audio and animations
+    ParamSpec("display_dither", True, "Dither images of display/image and display/image_raw "
+              "(Floyd-Steinberg) when fitting them to the one-bit screen; false: threshold at "
+              "half brightness", dynamic=True),
+    ParamSpec("display_default_duration", 0.0, "How long an image of display/image_raw is shown "
+              "(0: until the next one replaces it)", "s", 0.0, 3600.0, dynamic=True),
+    ParamSpec("audio_stream_buffer", 0.1, "Audio of audio/pcm buffered before a stream starts to "
+              "play: the lateness of chunks it absorbs, and the delay it adds", "s", 0.0, 2.0),
+    ParamSpec("animation_dirs", [], "Directories of animation clips (our YAML/JSON, the Cozmo "
+              "app's .bin or JSON), searched recursively, besides the built-in ones"),
+    ParamSpec("animation_groups_file", "", "Animation groups: a JSON file, or a directory of the "
+              "app's animationGroups files; empty: none"),
 )
 
 PARAMETERS_BY_NAME: Dict[str, ParamSpec] = {p.name: p for p in PARAMETERS}
 
 
 def defaults() -> Dict[str, Any]:
-    return {p.name: p.default for p in PARAMETERS}
+    return {p.name: list(p.default) if isinstance(p.default, list) else p.default for p in PARAMETERS}
 
 
 def _check_frame(value: str) -> Optional[str]:
@@ -130,6 +143,8 @@ def validate_value(name: str, value: Any) -> Optional[str]:
             return f"{name} = {value!r}: {problem}"
         if name != "frame_prefix" and not value:
             return f"{name} must not be empty"
+    if expected is list and not all(isinstance(v, str) for v in value):
+        return f"{name} must be a list of strings"
     if name in ("robot_ip", "local_ip") and not value.strip():
         return f"{name} must not be empty"
     return None

@@ -55,6 +55,7 @@ __all__ = [
     "encode_ulaw",
     "decode_ulaw",
     "resample",
+    "StreamResampler",
     "mix_down",
     "load_wav",
     "frames_from_pcm",
@@ -194,6 +195,91 @@ def resample(pcm: np.ndarray, rate_in: int, rate_out: int) -> np.ndarray:
     if integer:
         return np.clip(np.rint(out), -32768, 32767).astype(np.int16)
     return out
+
+
+class StreamResampler:
+    """:func:`resample` for a signal that arrives in pieces: same filter, no seams.
+
+    Each :meth:`process` call returns every output sample whose filter window
+    the input received so far covers; the filter's history is kept between
+    calls, so the output of a stream cut into any pieces equals (to rounding)
+    :func:`resample` of the whole signal. :meth:`flush` pads the end with zeros
+    and returns the rest: in total ``ceil(n_in * rate_out / rate_in)`` samples.
+    Takes integer samples, gives int16.
+    """
+
+    def __init__(self, rate_in: int, rate_out: int) -> None:
+        rate_in, rate_out = int(rate_in), int(rate_out)
+        if rate_in <= 0 or rate_out <= 0:
+            raise LocalProtocolError("sample rates must be positive")
+        self.rate_in, self.rate_out = rate_in, rate_out
+        g = math.gcd(rate_in, rate_out)
+        self._up, self._down = rate_out // g, rate_in // g
+        self._cutoff = min(1.0, rate_out / rate_in) * _ROLLOFF
+        self._half = math.ceil(_ZERO_CROSSINGS / self._cutoff)
+        # Input samples kept, as float64; _buf[0] is input index _buf_start. The
+        # signal starts with `half` zeros, as in resample().
+        self._buf = np.zeros(self._half, dtype=np.float64)
+        self._buf_start = -self._half
+        self._n_in = 0
+        self._n_out = 0  # outputs produced so far
+
+    @property
+    def identity(self) -> bool:
+        return self.rate_in == self.rate_out
+
+    def _produce(self, last_out: int) -> np.ndarray:
+        """Outputs ``_n_out`` .. ``last_out - 1`` (their windows must be in the buffer)."""
+        up, down, half = self._up, self._down, self._half
+        count = last_out - self._n_out
+        if count <= 0:
+            return np.zeros(0, dtype=np.int16)
+        table = _phase_table(up, self._cutoff, half) if up <= _MAX_TABLE_PHASES else None
+        taps = np.arange(-half + 1, half + 1)
+        out = np.empty(count, dtype=np.float64)
+        for start in range(0, count, _BLOCK):
+            n = np.arange(self._n_out + start, self._n_out + min(start + _BLOCK, count), dtype=np.int64)
+            pos = n * down
+            base, phase = pos // up, pos % up
+            weights = table[phase] if table is not None else _kernel(phase / up, self._cutoff, half)
+            window = self._buf[base[:, None] + taps[None, :] - self._buf_start]
+            out[start : start + n.size] = np.einsum("ij,ij->i", window, weights)
+        self._n_out = last_out
+        # Keep what the next output's window starts from.
+        keep_from = (self._n_out * down) // up - half + 1
+        if keep_from > self._buf_start:
+            self._buf = self._buf[keep_from - self._buf_start :]
+            self._buf_start = keep_from
+        return np.clip(np.rint(out), -32768, 32767).astype(np.int16)
+
+    def process(self, pcm: np.ndarray) -> np.ndarray:
+        """The output samples that ``pcm`` (mono, integer) completes."""
+        x = np.asarray(pcm)
+        if x.ndim != 1 or not np.issubdtype(x.dtype, np.integer):
+            raise LocalProtocolError(f"StreamResampler takes 1-D integer samples, got {x.dtype} {x.shape}")
+        if self.identity:
+            self._n_in += x.size
+            self._n_out += x.size
+            return np.clip(x, -32768, 32767).astype(np.int16)
+        self._buf = np.concatenate((self._buf, x.astype(np.float64)))
+        self._n_in += x.size
+        # Output n needs inputs up to floor(n * down / up) + half.
+        last_in = self._n_in - 1
+        if last_in - self._half < 0:
+            return np.zeros(0, dtype=np.int16)
+        last_out = ((last_in - self._half) * self._up) // self._down + 1
+        return self._produce(last_out)
+
+    def flush(self) -> np.ndarray:
+        """The remaining outputs, the input padded with zeros; the resampler starts over afterwards."""
+        total = -(-self._n_in * self._up // self._down)
+        if self.identity or total <= self._n_out:
+            out = np.zeros(0, dtype=np.int16)
+        else:
+            self._buf = np.concatenate((self._buf, np.zeros(self._half + 1)))
+            out = self._produce(total)
+        self.__init__(self.rate_in, self.rate_out)
+        return out
 
 
 def mix_down(pcm: np.ndarray) -> np.ndarray:

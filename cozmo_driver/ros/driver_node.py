@@ -49,6 +49,7 @@ from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescr
                                 SetParametersResult)
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+from rclpy.parameter import Parameter
 from rclpy.qos import (QoSDurabilityPolicy, QoSHistoryPolicy, QoSProfile, QoSReliabilityPolicy,
                        qos_profile_sensor_data)
 from sensor_msgs.msg import BatteryState, CameraInfo, CompressedImage, Image, Imu, JointState
@@ -57,6 +58,8 @@ from std_srvs.srv import Trigger
 from tf2_msgs.msg import TFMessage
 
 from .. import robot_geometry as geo
+from .media_interfaces import MediaInterfaces
+from .motion_actions import MotionActions
 from ..client import ClientConfig, LinkState, LinkStateChanged, Robot, RobotReady
 from ..driver import camera_info as caminfo
 from ..driver.commands import (CommandError, check_frame, clamp, require_finite, rgb555,
@@ -160,6 +163,12 @@ class CozmoDriverNode(LifecycleNode):
     def __init__(self, node_name: str = "cozmo_driver", **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
         for spec in PARAMETERS:
+            if isinstance(spec.default, list):  # an empty list has no type: declare it typed
+                self.declare_parameter(spec.name, Parameter.Type.STRING_ARRAY, _descriptor(spec))
+                if self.get_parameter_or(spec.name).type_ == Parameter.Type.NOT_SET:
+                    self.set_parameters([Parameter(spec.name, Parameter.Type.STRING_ARRAY,
+                                                   list(spec.default))])
+                continue
             self.declare_parameter(spec.name, spec.default, _descriptor(spec))
         self._params: Dict[str, Any] = {spec.name: self.get_parameter(spec.name).value
                                         for spec in PARAMETERS}
@@ -206,6 +215,8 @@ class CozmoDriverNode(LifecycleNode):
         self._head_light: Optional[bool] = None
         self._volume: Optional[int] = None
         self._lights: Optional[Tuple[Any, Any]] = None
+        self._media: Optional[MediaInterfaces] = None  # display, audio, animations
+        self._motion: Optional[MotionActions] = None  # motion actions (motion_actions.py)
 
     # ------------------------------------------------------------------ parameters
 
@@ -271,6 +282,8 @@ class CozmoDriverNode(LifecycleNode):
                 self.get_logger().warning(f"{exc}; using the robot's calibration instead")
         self._info_cache.clear()
         self._create_interfaces()
+        self._media = MediaInterfaces(self, self._robot, self._params)
+        self._motion = MotionActions(self, self._robot)
         self._robot.add_listener(self._on_robot_event)
         self._configured = True
         self.get_logger().info(f"configured for the robot at {p['robot_ip']}:{p['robot_port']}")
@@ -291,6 +304,8 @@ class CozmoDriverNode(LifecycleNode):
                 f"connecting to the robot at {self._params['robot_ip']}:{self._params['robot_port']}"
                 f" from UDP {robot.transport.local_address[0]}:{robot.transport.local_address[1]}")
         self._active = True
+        if self._media is not None:
+            self._media.activate()
         if robot.state is LinkState.READY:
             self._on_connection_ready(resend_only=True)
         self._publish_link_status()
@@ -301,6 +316,10 @@ class CozmoDriverNode(LifecycleNode):
         self._active = False
         if self._watchdog is not None:
             self._watchdog.cancel()
+        if self._media is not None:
+            self._media.deactivate()
+        if self._motion is not None:
+            self._motion.abort_all("the driver was deactivated")
         self._post_if_ready(msgs.StopAllMotors())
         self._last_drive_nonzero = False
         self.get_logger().info("deactivated: motors stopped, publishing paused, commands refused")
@@ -324,6 +343,12 @@ class CozmoDriverNode(LifecycleNode):
     def _release(self) -> None:
         """Stop the motors, disconnect, join the I/O thread, destroy the interfaces."""
         self._active = False
+        if self._media is not None:
+            self._media.destroy()
+            self._media = None
+        if self._motion is not None:
+            self._motion.destroy()
+            self._motion = None
         robot, self._robot = self._robot, None
         if robot is not None:
             try:
@@ -848,6 +873,8 @@ class CozmoDriverNode(LifecycleNode):
                                    self._estop, self._yaw_diff, self._tracker.reanchors,
                                    self._refused)),
         ]
+        if self._media is not None:
+            reports.append(("display and audio", self._media.report()))
         array = DiagnosticArray()
         array.header.stamp = self.get_clock().now().to_msg()
         name = self.get_fully_qualified_name().lstrip("/")
@@ -888,6 +915,11 @@ class CozmoDriverNode(LifecycleNode):
             return False
         return True
 
+    def _preempt_motion(self, motor: str, topic: str) -> None:
+        """A command on ``topic`` takes ``motor`` over: its running motion action is aborted."""
+        if self._motion is not None:
+            self._motion.preempt(motor, f"preempted by a {topic} command")
+
     def _post_if_ready(self, message) -> None:
         robot = self._robot
         if robot is not None and self._link_state is LinkState.READY:
@@ -915,6 +947,7 @@ class CozmoDriverNode(LifecycleNode):
             return
         if not self._ready("cmd_vel", motion=True):
             return
+        self._preempt_motion("wheels", "cmd_vel")
         cmd = twist_to_wheels(lin.x, ang.z, float(self._params["max_wheel_speed"]))
         accel = float(self._params["wheel_acceleration"]) * 1000.0
         self._robot.post(msgs.DriveWheels(lwheel_speed_mmps=cmd.left_mps * 1000.0,
@@ -953,6 +986,7 @@ class CozmoDriverNode(LifecycleNode):
             return
         if not self._ready("head/angle", motion=True):
             return
+        self._preempt_motion("head", "head/angle")
         angle, warning = clamp(msg.angle, geo.HEAD_MIN_ANGLE_RAD, geo.HEAD_MAX_ANGLE_RAD,
                                "head/angle.angle", "rad")
         if warning:
@@ -972,6 +1006,7 @@ class CozmoDriverNode(LifecycleNode):
             return
         if not self._ready("lift/height", motion=True):
             return
+        self._preempt_motion("lift", "lift/height")
         height, warning = clamp(msg.height, geo.LIFT_MIN_HEIGHT_M, geo.LIFT_MAX_HEIGHT_M,
                                 "lift/height.height", "m")
         if warning:
@@ -991,6 +1026,7 @@ class CozmoDriverNode(LifecycleNode):
             return
         if not self._ready(topic, motion=True):
             return
+        self._preempt_motion(topic.split("/")[0], topic)
         limit = float(self._params[limit_param])
         speed, warning = clamp(msg.data, -limit, limit, f"{topic}.data", "rad/s")
         if warning:
@@ -1066,6 +1102,10 @@ class CozmoDriverNode(LifecycleNode):
             response.message = "emergency stop released" if was else "emergency stop was not engaged"
             self.get_logger().info(response.message)
         response.success = True
+        if self._media is not None:
+            self._media.on_emergency_stop(self._estop)
+        if self._motion is not None and self._estop:
+            self._motion.abort_all("emergency stop engaged")
         return response
 
     def _on_reset_odometry(self, request, response):

@@ -255,6 +255,27 @@ class UdpTransport:
 
         self._loop.call_soon_threadsafe(runner)
 
+    def call_at(self, when: float, fn: Callable[..., Any], *args: Any) -> asyncio.TimerHandle:
+        """Run ``fn(*args)`` on the I/O thread at ``when`` (``time.monotonic()`` seconds, the
+        loop's clock), then flush; errors are logged. Call it on the I/O thread (from
+        :meth:`call_soon`, a listener or an earlier ``call_at``); the handle's ``cancel()``
+        stops it. The loop wakes within about a millisecond of ``when``."""
+        if not self._in_io_thread() or self._loop is None:
+            raise TransportError("call_at must be called on the I/O thread (use call_soon first)")
+
+        def runner() -> None:
+            try:
+                fn(*args)
+            except CozmoError as exc:
+                logger.warning("[%s] %s", self.name, exc)
+            except Exception:
+                self.stats.callback_errors += 1
+                logger.exception("[%s] timed call failed", self.name)
+            finally:
+                self._pump()
+
+        return self._loop.call_at(when, runner)
+
     # ------------------------------------------------------------------ I/O thread
 
     def _on_datagram(self, data: bytes, addr) -> None:

@@ -1,0 +1,153 @@
+"""The animations a driver can play: built-in clips, clip directories and groups.
+
+Reads files when asked (:meth:`AnimationLibrary.load`); otherwise pure.
+
+* Clips: the built-in ones (``builtin/*.yaml``), then every clip file under
+  each directory given (our YAML/JSON, the app's JSON or FlatBuffers ``.bin``,
+  searched recursively, sorted). A clip of a directory replaces a built-in one
+  of the same name; a name defined twice within the directories keeps the
+  first. A file that cannot be read is skipped with a warning naming it: one
+  bad file does not take the others down.
+* Groups: a directory of the app's ``animationGroups`` JSON files (one group per
+  file, named by the file's stem), or one JSON file: either one group
+  (``{"Animations": [...]}``, named by the stem) or several
+  (``{"group name": {"Animations": [...]}, ...}``). Members naming unknown
+  clips are left out with a warning.
+* :meth:`AnimationLibrary.resolve` turns a goal's name or group into a clip; a
+  group picks a member by weight and cool-down (:class:`GroupChooser`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple, Union
+
+from .clip import (
+    AnimationError,
+    AnimationGroup,
+    Clip,
+    ClipFormatError,
+    GroupChooser,
+    load_animation_groups,
+    load_builtin,
+    load_clip_file,
+)
+
+__all__ = ["AnimationLibrary", "CLIP_SUFFIXES"]
+
+CLIP_SUFFIXES = (".yaml", ".yml", ".json", ".bin")
+PathLike = Union[str, os.PathLike]
+
+
+def _load_groups(path: Path) -> Dict[str, AnimationGroup]:
+    if path.is_dir():
+        return load_animation_groups(path)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ClipFormatError(f"{path}: cannot read animation groups ({exc})") from None
+    if isinstance(doc, dict) and "Animations" in doc:
+        return {path.stem: AnimationGroup.from_json(path.stem, doc, str(path))}
+    if isinstance(doc, dict) and all(isinstance(v, dict) for v in doc.values()):
+        return {str(name): AnimationGroup.from_json(str(name), value, str(path))
+                for name, value in doc.items()}
+    raise ClipFormatError(f"{path}: expected {{'Animations': [...]}} or {{'group': {{'Animations': [...]}}}}")
+
+
+@dataclass
+class AnimationLibrary:
+    """Clips and groups by name. See the module docstring."""
+
+    clips: Dict[str, Clip] = field(default_factory=dict)
+    groups: Dict[str, AnimationGroup] = field(default_factory=dict)
+    #: problems met while loading (skipped files, unknown group members), one line each
+    warnings: List[str] = field(default_factory=list)
+    #: clips that came from the directories (not built in)
+    loaded_from_dirs: int = 0
+    #: built-in clips replaced by a clip of the same name from a directory
+    overridden_builtins: List[str] = field(default_factory=list)
+    chooser: GroupChooser = field(default_factory=GroupChooser)
+
+    @classmethod
+    def load(cls, directories: Sequence[PathLike] = (), groups_path: Optional[PathLike] = None,
+             builtin: bool = True, seed: int = 0) -> "AnimationLibrary":
+        lib = cls(chooser=GroupChooser(seed))
+        if builtin:
+            lib.clips.update(load_builtin())
+        builtin_names = set(lib.clips)
+        seen_in_dirs: Dict[str, str] = {}
+        for directory in directories:
+            root = Path(directory).expanduser()
+            if not root.is_dir():
+                lib.warnings.append(f"animation directory {root} does not exist: skipped")
+                continue
+            files = sorted(f for f in root.rglob("*") if f.is_file() and f.suffix.lower() in CLIP_SUFFIXES)
+            for f in files:
+                try:
+                    clips = load_clip_file(f)
+                except ClipFormatError as exc:
+                    lib.warnings.append(f"{exc}: skipped")
+                    continue
+                for clip in clips:
+                    if clip.name in seen_in_dirs:
+                        lib.warnings.append(f"clip {clip.name!r} of {f} is already defined in "
+                                            f"{seen_in_dirs[clip.name]}: the first is kept")
+                        continue
+                    seen_in_dirs[clip.name] = str(f)
+                    lib.clips[clip.name] = clip
+                    lib.loaded_from_dirs += 1
+        if groups_path:
+            path = Path(groups_path).expanduser()
+            try:
+                groups = _load_groups(path)
+            except ClipFormatError as exc:
+                lib.warnings.append(f"{exc}: no groups loaded")
+                groups = {}
+            for name, group in groups.items():
+                missing = [m.name for m in group.members if m.name not in lib.clips]
+                if missing:
+                    lib.warnings.append(f"animation group {name!r} names unknown clips "
+                                        f"({', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}): "
+                                        "left out")
+                    group = AnimationGroup(name, [m for m in group.members if m.name in lib.clips])
+                lib.groups[name] = group
+        lib.overridden_builtins = sorted(builtin_names & set(seen_in_dirs))
+        return lib
+
+    def names(self) -> List[str]:
+        return sorted(self.clips)
+
+    def group_names(self) -> List[str]:
+        return sorted(self.groups)
+
+    def clips_with_warnings(self) -> List[Tuple[str, List[str]]]:
+        """Clips that cannot play every part (e.g. app sounds or sprites without their assets)."""
+        return [(name, clip.warnings) for name, clip in sorted(self.clips.items()) if clip.warnings]
+
+    def resolve(self, name: str = "", group: str = "", now: float = 0.0,
+                head_angle_deg: Optional[float] = None) -> Clip:
+        """The clip a goal asks for: ``group`` (a member chosen at ``now``) if given, else ``name``.
+
+        Raises :class:`AnimationError` saying what is known.
+        """
+        if group:
+            g = self.groups.get(group)
+            if g is None:
+                known = ", ".join(self.group_names()) or "none loaded (animation_groups_file)"
+                raise AnimationError(f"no animation group {group!r}; known groups: {known}")
+            chosen = self.chooser.choose(g, now, head_angle_deg=head_angle_deg)
+            if chosen is None:
+                raise AnimationError(f"animation group {group!r} has no playable member")
+            return self.clips[chosen]
+        if not name:
+            raise AnimationError("give an animation name or a group (see the list_animations service)")
+        clip = self.clips.get(name)
+        if clip is None:
+            names = self.names()
+            close = [n for n in names if name.lower() in n.lower()][:10]
+            hint = f"; similar: {', '.join(close)}" if close else f"; {len(names)} known (list_animations)"
+            raise AnimationError(f"no animation {name!r}{hint}")
+        return clip

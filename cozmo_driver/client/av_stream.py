@@ -1,0 +1,550 @@
+"""Audio, display and animations paced on the robot client's I/O thread: :class:`AVStream`.
+
+One :class:`~cozmo_driver.anim.av_pacer.AVPacer` per robot, run on the I/O
+thread of the robot client (the asyncio loop of the UDP adapter), ticked by
+one timer re-armed at the pacer's ``next_deadline()`` (``Robot.schedule``):
+the loop wakes within about a millisecond of each 1/30 s tick, the messages go
+straight to the session and out, and the grid is computed from its origin, so
+nothing drifts. The executor (or any thread) only hands inputs over with
+``Robot.call_soon``; results come back through ``on_report``, called on the
+I/O thread (keep it short: the driver appends to a deque and triggers a guard
+condition).
+
+Layers on the screen, highest first: an animation, then the image of
+:meth:`AVStream.show_image` (each replaces the one before; shown for its
+duration or until replaced), then the face of :meth:`AVStream.set_face`.
+A timed image is a pacer overlay (the stream carries a frame every tick while it
+shows); an image "until replaced" takes the face's place in the pacer instead
+(sent once, then refreshed every ``refresh_s``: no traffic in between), and the
+face returns when the image is cleared or replaced by a timed one. With no face,
+the screen is blanked where the face would come back (after a timed image, a
+cleared image or a cancelled animation).
+
+Audio: :meth:`AVStream.play_audio` (a goal) clears what is queued and plays
+its samples; :meth:`AVStream.stream_audio` appends to the queue in arrival
+order (nothing is mixed). A stream starts once ``stream_prebuffer_s`` is
+buffered, so that chunks arriving in real time never leave the robot short;
+when it runs dry (its end, or chunks later than the buffer) its last partial
+frame is sent at once, padded with silence, and the next chunk starts a new
+stream (buffered again); a stream shorter than the buffer is played when no
+chunk came for ``stream_timeout_s``. Chunks that would queue more than
+``max_queue_s`` are dropped (counted). While an animation plays, queued audio
+and images wait.
+
+Goals (audio and animation) are identified by a token of the caller's; a new
+one of the same kind preempts the one playing, which is reported as not
+successful with the reason. When the robot is lost, or :meth:`AVStream.stop`
+is called, every goal ends unsuccessfully with the reason, and queued audio
+and images are dropped; the face is kept and shown again after a reconnection.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, List, Optional, Sequence
+
+import numpy as np
+
+from ..anim.av_pacer import AVPacer
+from ..anim.player import CompiledClip
+from ..face.procedural import FaceRenderer
+from ..protocol.audio import SAMPLE_RATE, SAMPLES_PER_FRAME
+from ..protocol.display import BLANK_IMAGE
+from ..protocol.errors import CozmoError
+from .link import LinkState, LinkStateChanged
+
+__all__ = ["AVStream", "AVReport", "AVStreamStats"]
+
+logger = logging.getLogger("cozmo.client.av")
+
+_AUDIO_PROGRESS, _AUDIO_DONE = "audio_progress", "audio_done"
+_CLIP_PROGRESS, _CLIP_DONE = "clip_progress", "clip_done"
+
+
+@dataclass
+class AVReport:
+    """What the I/O thread tells the caller about a goal."""
+
+    kind: str  # "audio_progress", "audio_done", "clip_progress" or "clip_done"
+    token: Any
+    progress: float = 0.0
+    elapsed_s: float = 0.0
+    clip: str = ""
+    success: bool = False
+    message: str = ""
+
+    @property
+    def done(self) -> bool:
+        return self.kind in (_AUDIO_DONE, _CLIP_DONE)
+
+
+@dataclass
+class AVStreamStats:
+    """Counters of an :class:`AVStream` besides the pacer's and the player's."""
+
+    stream_chunks: int = 0
+    #: times a stream's queue ran out (its end, or chunks later than the buffer)
+    stream_ran_dry: int = 0
+    #: seconds of streamed audio dropped (robot not connected, or the queue full)
+    stream_dropped_s: float = 0.0
+    images_shown: int = 0
+    faces_set: int = 0
+    send_errors: int = 0
+    #: how late the timer fired after a tick was due (s)
+    tick_late_max_s: float = 0.0
+    tick_late_sum_s: float = 0.0
+    timer_fires: int = 0
+    audio_goals: int = 0
+    clip_goals: int = 0
+
+
+@dataclass
+class _AudioGoal:
+    token: Any
+    frames_needed: int
+    frames_at_start: int
+    accepted_at: float
+    started_at: Optional[float] = None
+    last_report: float = -math.inf
+
+
+@dataclass
+class _ClipGoal:
+    token: Any
+    compiled: CompiledClip
+    name: str
+    loops: int
+    stop_messages: List[Any] = field(default_factory=list)
+    loop_index: int = 0
+    last_report: float = -math.inf
+
+
+class AVStream:
+    """See the module docstring. ``robot`` is a :class:`~cozmo_driver.client.robot.Robot`
+    (or anything with ``clock``, ``call_soon``, ``schedule``, ``link``, ``add_listener`` and
+    ``remove_listener``)."""
+
+    def __init__(self, robot: Any, on_report: Callable[[AVReport], None], *,
+                 renderer: Optional[FaceRenderer] = None, linger_s: float = 0.5, refresh_s: float = 5.0,
+                 stream_prebuffer_s: float = 0.1, stream_timeout_s: float = 0.15, max_queue_s: float = 30.0,
+                 progress_period_s: float = 0.1) -> None:
+        self.robot = robot
+        self.on_report = on_report
+        self.pacer = AVPacer(linger_s=linger_s, refresh_s=refresh_s, renderer=renderer or FaceRenderer())
+        self.stats = AVStreamStats()
+        self.stream_prebuffer = max(1, int(round(stream_prebuffer_s * SAMPLE_RATE)))
+        self.stream_timeout_s = float(stream_timeout_s)
+        self.max_queue_s = float(max_queue_s)
+        self.progress_period_s = float(progress_period_s)
+        # Everything below is touched on the I/O thread only.
+        self._running = False
+        self._timer = None
+        self._timer_at: Optional[float] = None
+        self._audio: Optional[_AudioGoal] = None
+        self._clip: Optional[_ClipGoal] = None
+        self._face: Optional[bytes] = None  # the face layer
+        self._held: Optional[bytes] = None  # an image shown until replaced (in the face's place)
+        self._arm_base: Optional[float] = None  # when the armed deadline counts as due
+        self._prebuffer: List[np.ndarray] = []
+        self._prebuffered = 0
+        self._streaming = False
+        self._last_chunk_at = -math.inf
+        self._warned_at = -math.inf
+
+    # ------------------------------------------------------------------ any thread
+
+    def _post(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run ``fn`` on the I/O thread; while that thread is not running (before the robot
+        client starts), here: nothing else touches the stream then."""
+        try:
+            self.robot.call_soon(fn, *args)
+        except CozmoError:  # the I/O thread is not running
+            fn(*args)
+
+    def start(self) -> None:
+        """Start pacing (the robot client must be running)."""
+        try:
+            self.robot.call_soon(self._do_start)
+        except CozmoError:
+            logger.warning("display/audio: the robot client is not running: nothing is paced")
+
+    def stop(self, reason: str = "stopped") -> None:
+        """Stop pacing: goals end with ``reason``, queued audio and images are dropped, a
+        playing animation is aborted on the robot. Runs before anything posted later."""
+        try:
+            self.robot.call_soon(self._do_stop, reason)
+        except CozmoError:  # the I/O thread is not running
+            self._do_stop(reason, send=False)
+
+    def set_face(self, data: Optional[bytes]) -> None:
+        """The face layer (``DisplayImage`` bytes), or None for none."""
+        self._post(self._do_set_face, data)
+
+    def show_image(self, data: Optional[bytes], duration_s: Optional[float] = None) -> None:
+        """Show ``data`` over the face for ``duration_s`` (None or 0: until replaced),
+        replacing the image shown; None clears it."""
+        self._post(self._do_show_image, data, duration_s)
+
+    def play_audio(self, token: Any, pcm: np.ndarray) -> None:
+        """Play mono int16 samples at 22 320 Hz as goal ``token`` (clears queued audio)."""
+        self._post(self._do_play_audio, token, np.asarray(pcm, dtype=np.int16))
+
+    def cancel_audio(self, token: Any, reason: str = "cancelled") -> None:
+        self._post(self._do_cancel_audio, token, reason)
+
+    def stream_audio(self, pcm: np.ndarray) -> None:
+        """Append mono int16 samples at 22 320 Hz to the audio queue (a stream)."""
+        self._post(self._do_stream_audio, np.asarray(pcm, dtype=np.int16))
+
+    def play_clip(self, token: Any, compiled: CompiledClip, loops: int = 1,
+                  stop_messages: Sequence[Any] = ()) -> None:
+        """Play ``compiled`` ``loops`` times as goal ``token``; ``stop_messages`` are sent
+        besides the player's own if it is cancelled."""
+        self._post(self._do_play_clip, token, compiled, max(1, int(loops)), list(stop_messages))
+
+    def cancel_clip(self, token: Any, reason: str = "cancelled") -> None:
+        self._post(self._do_cancel_clip, token, reason)
+
+    def counters(self) -> dict:
+        """A snapshot of every counter (read from any thread; values may be a tick apart)."""
+        p, a, s = self.pacer.stats, self.pacer.player.stats, self.stats
+        fires = max(1, s.timer_fires)
+        return {
+            "audio frames sent": p.audio_frames + a.audio_frames,
+            "silence frames sent": p.silence_frames + a.silence_frames,
+            "display frames sent": p.display_frames + a.display_frames,
+            "display refreshes": p.refreshes,
+            "display frames dropped (late)": p.display_dropped + a.display_dropped,
+            "underruns (ticks sent late)": p.underruns + a.underruns,
+            "audio stream starved ticks": p.audio_starved,
+            "audio stream chunks": s.stream_chunks,
+            "audio stream ran dry": s.stream_ran_dry,
+            "audio stream dropped (s)": round(s.stream_dropped_s, 3),
+            "audio queued (s)": round(self.pacer.audio_queued_s, 3),
+            "images shown": s.images_shown,
+            "faces received": s.faces_set,
+            "animations started": a.clips_started,
+            "animations finished": a.clips_finished,
+            "animations cancelled": a.clips_cancelled,
+            "send errors": s.send_errors,
+            "tick lateness max (ms)": round(s.tick_late_max_s * 1000.0, 2),
+            "tick lateness mean (ms)": round(s.tick_late_sum_s / fires * 1000.0, 3),
+        }
+
+    # ------------------------------------------------------------------ I/O thread: plumbing
+
+    def _ready(self) -> bool:
+        return self.robot.link.state is LinkState.READY
+
+    def _report(self, report: AVReport) -> None:
+        try:
+            self.on_report(report)
+        except Exception:  # noqa: BLE001 - a report must never break the I/O thread
+            logger.exception("AV report handler failed")
+
+    def _send(self, messages: Sequence[Any]) -> None:
+        link = self.robot.link
+        for m in messages:
+            try:
+                link.send(m)
+            except CozmoError as exc:
+                self.stats.send_errors += 1
+                now = time.monotonic()
+                if now - self._warned_at > 5.0:
+                    self._warned_at = now
+                    logger.warning("display/audio: %s not sent: %s", m.NAME, exc)
+
+    def _stream_deadline(self) -> Optional[float]:
+        if self._prebuffered:
+            return self._last_chunk_at + self.stream_timeout_s
+        return None
+
+    def _arm(self) -> None:
+        """Re-arm the one timer at the pacer's next deadline (or the stream's timeout)."""
+        deadline = None
+        if self._running and self._ready():
+            deadline = self.pacer.next_deadline()
+            stream = self._stream_deadline()
+            if stream is not None:
+                deadline = stream if deadline is None else min(deadline, stream)
+        if deadline == self._timer_at and (deadline is None or self._timer is not None):
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._timer_at = deadline
+        if deadline is not None:
+            # A deadline already past (the pacer resuming after an idle time) is due now.
+            self._arm_base = max(deadline, self.robot.clock())
+            self._timer = self.robot.schedule(deadline, self._on_timer)
+
+    def _on_timer(self) -> None:
+        due, self._timer, self._timer_at = self._arm_base, None, None
+        if not self._running or not self._ready():
+            return
+        now = self.robot.clock()
+        if due is not None and now >= due:
+            late = now - due
+            s = self.stats
+            s.timer_fires += 1
+            s.tick_late_sum_s += late
+            if late > s.tick_late_max_s:
+                s.tick_late_max_s = late
+        self._check_stream(now)
+        self._send(self.pacer.tick(now))
+        self.pacer.player.take_events()
+        self._after_tick(now)
+        self._arm()
+
+    def _on_link_event(self, event: Any) -> None:
+        if not isinstance(event, LinkStateChanged):
+            return
+        if event.state is LinkState.READY:
+            self.pacer.forget_screen()  # a (re)connected robot shows nothing we know of
+        else:
+            self._drop_all(f"lost the connection to the robot ({event.reason})", send=False)
+        self._arm()
+
+    # ------------------------------------------------------------------ I/O thread: inputs
+
+    def _do_start(self) -> None:
+        if self._running:
+            return
+        self._running = True
+        self.robot.add_listener(self._on_link_event)
+        self.pacer.start(self.robot.clock())
+        self.pacer.forget_screen()
+        self._arm()
+
+    def _do_stop(self, reason: str, send: bool = True) -> None:
+        send = send and self._running
+        if self._running:
+            try:
+                self.robot.remove_listener(self._on_link_event)
+            except ValueError:
+                pass
+        self._drop_all(reason, send=send and self._ready())
+        self._running = False
+        self._arm()
+
+    def _drop_all(self, reason: str, send: bool) -> None:
+        now = self.robot.clock()
+        if self._clip is not None:
+            goal, self._clip = self._clip, None
+            stops = self.pacer.cancel_clip(now) + goal.stop_messages
+            if send:
+                self._send(stops)
+            self._report(AVReport(_CLIP_DONE, goal.token, self._clip_progress(goal, now), clip=goal.name,
+                                  success=False, message=reason))
+        else:
+            stops = self.pacer.cancel_clip(now)
+            if send:
+                self._send(stops)
+        if self._audio is not None:
+            goal, self._audio = self._audio, None
+            self._report(AVReport(_AUDIO_DONE, goal.token, self._audio_progress(goal),
+                                  self._elapsed(goal, now), success=False, message=reason))
+        self.pacer.clear_audio()
+        self.pacer.clear_images()
+        if self._held is not None:
+            self._held = None
+            self._base_layer()
+        self._reset_stream()
+
+    def _base_layer(self) -> None:
+        """The pacer's face slot: the image held until replaced, else the face."""
+        self.pacer.set_face(self._held if self._held is not None else self._face)
+
+    def _blank_if_faceless(self) -> None:
+        """Where the face would show again but there is none: a blank screen (queued after
+        any image showing), not the last picture left behind."""
+        if self._face is None and self._held is None:
+            self.pacer.show_image(BLANK_IMAGE, None)
+
+    def _do_set_face(self, data: Optional[bytes]) -> None:
+        self.stats.faces_set += 1
+        had_face, self._face = self._face is not None, data
+        if self._held is None:
+            self._base_layer()
+            if data is None and had_face:
+                self._blank_if_faceless()
+        self._arm()
+
+    def _do_show_image(self, data: Optional[bytes], duration_s: Optional[float]) -> None:
+        self.pacer.clear_images()
+        held_before = self._held is not None
+        self._held = data if data is not None and not duration_s else None
+        if data is not None:
+            self.stats.images_shown += 1
+        if self._held is not None or held_before:
+            self._base_layer()
+        if data is not None and duration_s:
+            self.pacer.show_image(data, duration_s)
+        if self._held is None:
+            self._blank_if_faceless()
+        self._arm()
+
+    def _do_play_audio(self, token: Any, pcm: np.ndarray) -> None:
+        now = self.robot.clock()
+        self.stats.audio_goals += 1
+        if not self._running or not self._ready():
+            self._report(AVReport(_AUDIO_DONE, token, message="not connected to the robot"))
+            return
+        if self._audio is not None:
+            old, self._audio = self._audio, None
+            self._report(AVReport(_AUDIO_DONE, old.token, self._audio_progress(old), self._elapsed(old, now),
+                                  success=False, message="preempted by a new play_audio goal"))
+        self.pacer.clear_audio()
+        self._reset_stream()
+        frames = -(-pcm.size // SAMPLES_PER_FRAME)
+        goal = _AudioGoal(token, frames, self.pacer.stats.audio_frames, now)
+        if frames == 0:
+            self._report(AVReport(_AUDIO_DONE, token, 1.0, success=True, message="nothing to play (no samples)"))
+            return
+        self.pacer.queue_audio(pcm, SAMPLE_RATE, final=True)
+        self._audio = goal
+        self._report(AVReport(_AUDIO_PROGRESS, token, 0.0, 0.0))
+        goal.last_report = now
+        self._arm()
+
+    def _do_cancel_audio(self, token: Any, reason: str) -> None:
+        goal = self._audio
+        if goal is None or goal.token != token:
+            return
+        self._audio = None
+        now = self.robot.clock()
+        self.pacer.clear_audio()
+        self._reset_stream()
+        self._report(AVReport(_AUDIO_DONE, token, self._audio_progress(goal), self._elapsed(goal, now),
+                              success=False, message=reason))
+        self._arm()
+
+    def _do_stream_audio(self, pcm: np.ndarray) -> None:
+        s = self.stats
+        s.stream_chunks += 1
+        seconds = pcm.size / SAMPLE_RATE
+        if not self._running or not self._ready():
+            s.stream_dropped_s += seconds
+            return
+        if self.pacer.audio_queued_s + self._prebuffered / SAMPLE_RATE + seconds > self.max_queue_s:
+            s.stream_dropped_s += seconds
+            now = time.monotonic()
+            if now - self._warned_at > 5.0:
+                self._warned_at = now
+                logger.warning("audio/pcm: more than %.0f s queued: chunk dropped (is the stream "
+                               "faster than real time?)", self.max_queue_s)
+            return
+        self._last_chunk_at = self.robot.clock()
+        if self._streaming:
+            self.pacer.queue_audio(pcm, SAMPLE_RATE, final=False)
+        else:
+            self._prebuffer.append(pcm)
+            self._prebuffered += pcm.size
+            if self._prebuffered >= self.stream_prebuffer:
+                self._start_stream(final=False)
+        self._arm()
+
+    def _start_stream(self, final: bool) -> None:
+        pcm = np.concatenate(self._prebuffer) if self._prebuffer else np.zeros(0, dtype=np.int16)
+        self._prebuffer = []
+        self._prebuffered = 0
+        self.pacer.queue_audio(pcm, SAMPLE_RATE, final=final)
+        self._streaming = not final
+
+    def _check_stream(self, now: float) -> None:
+        """Before a tick: a stream short of a frame has run dry (send its tail now, padded);
+        a prebuffered one without a chunk for stream_timeout_s is a short sound (play it)."""
+        if self._streaming and not self.pacer.animating \
+                and self.pacer.audio_queued_s * SAMPLE_RATE < SAMPLES_PER_FRAME - 0.5:
+            self.pacer.queue_audio(np.zeros(0, dtype=np.int16), SAMPLE_RATE, final=True)
+            self._streaming = False
+            self.stats.stream_ran_dry += 1
+        deadline = self._stream_deadline()
+        if deadline is not None and now >= deadline:
+            self._start_stream(final=True)
+
+    def _reset_stream(self) -> None:
+        self._prebuffer = []
+        self._prebuffered = 0
+        self._streaming = False
+
+    def _do_play_clip(self, token: Any, compiled: CompiledClip, loops: int, stops: List[Any]) -> None:
+        now = self.robot.clock()
+        self.stats.clip_goals += 1
+        if not self._running or not self._ready():
+            self._report(AVReport(_CLIP_DONE, token, clip=compiled.name, message="not connected to the robot"))
+            return
+        if self._clip is not None:
+            old, self._clip = self._clip, None
+            self._report(AVReport(_CLIP_DONE, old.token, self._clip_progress(old, now), clip=old.name,
+                                  success=False, message=f"preempted by a new play_animation goal "
+                                                         f"({compiled.name})"))
+        self.pacer.play_clip(compiled, now)  # cancels the old one first, on the same grid
+        goal = _ClipGoal(token, compiled, compiled.name, loops, stops)
+        self._clip = goal
+        self._report(AVReport(_CLIP_PROGRESS, token, 0.0, clip=goal.name))
+        goal.last_report = now
+        self._arm()
+
+    def _do_cancel_clip(self, token: Any, reason: str) -> None:
+        goal = self._clip
+        if goal is None or goal.token != token:
+            return
+        self._clip = None
+        now = self.robot.clock()
+        progress = self._clip_progress(goal, now)
+        stops = self.pacer.cancel_clip(now) + goal.stop_messages
+        if self._ready():
+            self._send(stops)
+        self._blank_if_faceless()  # nothing to restore: not a frame of the clip left behind
+        self._report(AVReport(_CLIP_DONE, token, progress, clip=goal.name, success=False, message=reason))
+        self._arm()
+
+    # ------------------------------------------------------------------ I/O thread: progress
+
+    def _audio_progress(self, goal: _AudioGoal) -> float:
+        sent = self.pacer.stats.audio_frames - goal.frames_at_start
+        return min(1.0, max(0.0, sent / goal.frames_needed))
+
+    @staticmethod
+    def _elapsed(goal: _AudioGoal, now: float) -> float:
+        return 0.0 if goal.started_at is None else max(0.0, now - goal.started_at)
+
+    def _clip_progress(self, goal: _ClipGoal, now: float) -> float:
+        player = self.pacer.player
+        within = player.progress(now) if player.playing else 0.0
+        return min(1.0, (goal.loop_index + within) / goal.loops)
+
+    def _after_tick(self, now: float) -> None:
+        audio = self._audio
+        if audio is not None:
+            sent = self.pacer.stats.audio_frames - audio.frames_at_start
+            if sent and audio.started_at is None:
+                audio.started_at = now  # the first frame went out on this tick
+            if sent >= audio.frames_needed:
+                self._audio = None
+                self._report(AVReport(_AUDIO_DONE, audio.token, 1.0, self._elapsed(audio, now),
+                                      success=True, message="played"))
+            elif now - audio.last_report >= self.progress_period_s:
+                audio.last_report = now
+                self._report(AVReport(_AUDIO_PROGRESS, audio.token, self._audio_progress(audio),
+                                      self._elapsed(audio, now)))
+        clip = self._clip
+        if clip is not None:
+            if not self.pacer.animating:
+                clip.loop_index += 1
+                if clip.loop_index < clip.loops:
+                    self.pacer.play_clip(clip.compiled, now)  # seamless: the next tick of the grid
+                else:
+                    self._clip = None
+                    loops = f" ({clip.loops} times)" if clip.loops > 1 else ""
+                    self._report(AVReport(_CLIP_DONE, clip.token, 1.0, clip=clip.name, success=True,
+                                          message=f"played {clip.name}{loops}"))
+                    return
+            if now - clip.last_report >= self.progress_period_s:
+                clip.last_report = now
+                self._report(AVReport(_CLIP_PROGRESS, clip.token, self._clip_progress(clip, now),
+                                      clip=clip.name))

@@ -1,0 +1,128 @@
+"""Display images and audio chunks from ROS messages: checked, then converted. Pure.
+
+Images
+------
+:func:`image_to_screen` takes the fields of a ``sensor_msgs/Image`` (any
+size; ``mono8``, ``mono16``, ``rgb8``, ``bgr8``, ``rgba8``, ``bgra8``) and
+returns the ``(64, 128)`` one-bit screen image: the picture is turned grey
+(ITU-R 601 luma, as Pillow's ``L``; alpha darkens towards black; ``mono16``
+keeps its high byte), scaled to fit the screen keeping its aspect ratio,
+centred on black, then thresholded at 128 or dithered (Floyd-Steinberg) by
+:func:`cozmo_driver.protocol.display.image_to_bits`. :func:`screen_to_frame`
+makes the ``DisplayImage`` bytes (even rows, simplified by ``fit_to_frame``
+until they fit one frame: never oversized).
+
+A field that does not describe the data (step shorter than a row, data not
+``step x height`` bytes, an unknown encoding, a size of zero in one
+dimension only or beyond 4096) raises :class:`CommandError` naming the field.
+An image of 0 x 0 is no picture: :func:`is_empty_image` tells the caller,
+which takes it as "clear".
+
+Audio
+-----
+:func:`audio_chunk_samples` checks an ``AudioChunk`` (rate 8000..48000 Hz, 1
+or 2 channels, length a multiple of the channels) and returns mono int16
+samples at the chunk's rate (stereo averaged).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Tuple
+
+import numpy as np
+
+from ..protocol.audio import MAX_WAV_RATE, MIN_WAV_RATE, mix_down
+from ..protocol.display import DISPLAY_WIDTH, SCREEN_HEIGHT, fit_to_frame, image_to_bits
+from .commands import CommandError
+
+__all__ = ["IMAGE_ENCODINGS", "MAX_IMAGE_SIDE", "is_empty_image", "image_to_screen", "screen_to_frame",
+           "audio_chunk_samples"]
+
+#: encoding -> (bytes per pixel, channel order); "mono16" is 2 bytes of one channel.
+IMAGE_ENCODINGS = {
+    "mono8": (1, "L"),
+    "8UC1": (1, "L"),
+    "mono16": (2, "L16"),
+    "16UC1": (2, "L16"),
+    "rgb8": (3, "RGB"),
+    "bgr8": (3, "BGR"),
+    "rgba8": (4, "RGBA"),
+    "bgra8": (4, "BGRA"),
+}
+#: Largest width or height accepted (a 4096 x 4096 rgba8 image is 64 MiB).
+MAX_IMAGE_SIDE = 4096
+_LUMA = np.array([299, 587, 114], dtype=np.uint32)  # ITU-R 601-2, x 1000 (Pillow's "L")
+
+
+def is_empty_image(width: int, height: int) -> bool:
+    """0 x 0: no picture (the display layer is cleared)."""
+    return int(width) == 0 and int(height) == 0
+
+
+def _grey(width: int, height: int, encoding: str, step: int, is_bigendian: int, data: Any,
+          field: str) -> np.ndarray:
+    """The ``(height, width)`` uint8 grey picture of an Image's fields."""
+    if encoding not in IMAGE_ENCODINGS:
+        raise CommandError(f"{field}.encoding {encoding!r} is not supported (use one of "
+                           f"{', '.join(IMAGE_ENCODINGS)})")
+    for name, value in (("width", width), ("height", height)):
+        if not 1 <= value <= MAX_IMAGE_SIDE:
+            raise CommandError(f"{field}.{name} = {value}: must be 1..{MAX_IMAGE_SIDE} "
+                               "(0 x 0 clears the display)")
+    bpp, order = IMAGE_ENCODINGS[encoding]
+    row = width * bpp
+    if step < row:
+        raise CommandError(f"{field}.step = {step} is shorter than a row of {width} {encoding} "
+                           f"pixels ({row} bytes)")
+    buf = np.frombuffer(memoryview(data).cast("B"), dtype=np.uint8)
+    if buf.size != step * height:
+        raise CommandError(f"{field}.data has {buf.size} bytes, but step x height = "
+                           f"{step} x {height} = {step * height}")
+    rows = buf.reshape(height, step)[:, :row]
+    if order == "L":
+        return np.ascontiguousarray(rows)
+    if order == "L16":
+        words = rows.reshape(height, width, 2)
+        return np.ascontiguousarray(words[:, :, 0 if is_bigendian else 1])  # the high byte
+    px = rows.reshape(height, width, bpp).astype(np.uint32)
+    rgb = px[:, :, [2, 1, 0]] if order.startswith("BGR") else px[:, :, :3]
+    grey = (rgb @ _LUMA + 500) // 1000
+    if bpp == 4:
+        grey = (grey * px[:, :, 3] + 127) // 255
+    return grey.astype(np.uint8)
+
+
+def image_to_screen(width: int, height: int, encoding: str, step: int, is_bigendian: int, data: Any,
+                    dither: bool, field: str = "image") -> np.ndarray:
+    """The ``(64, 128)`` bool screen image of an Image's fields (see the module docstring).
+
+    A ``mono8`` image of exactly 128 x 64 is thresholded as it is (no scaling).
+    """
+    grey = _grey(int(width), int(height), str(encoding), int(step), int(is_bigendian), data, field)
+    if grey.shape == (SCREEN_HEIGHT, DISPLAY_WIDTH) and not dither:
+        return grey >= 128
+    return image_to_bits(grey, "dither" if dither else "threshold")
+
+
+def screen_to_frame(screen: np.ndarray) -> Tuple[bytes, np.ndarray]:
+    """``(DisplayImage.image bytes, the (32, 128) bits they show)`` for a ``(64, 128)`` screen image."""
+    return fit_to_frame(np.ascontiguousarray(np.asarray(screen, dtype=bool)[0::2]))
+
+
+def audio_chunk_samples(sample_rate: int, channels: int, samples: Any,
+                        field: str = "audio/pcm") -> np.ndarray:
+    """Mono int16 samples of an AudioChunk's fields, at ``sample_rate`` (raises CommandError)."""
+    if not MIN_WAV_RATE <= int(sample_rate) <= MAX_WAV_RATE:
+        raise CommandError(f"{field}.sample_rate = {sample_rate} Hz: must be "
+                           f"{MIN_WAV_RATE}..{MAX_WAV_RATE}")
+    if int(channels) not in (1, 2):
+        raise CommandError(f"{field}.channels = {channels}: must be 1 (mono) or 2 (stereo)")
+    arr = np.asarray(samples, dtype=np.int16)
+    if arr.ndim != 1:
+        raise CommandError(f"{field}.samples must be a flat list")
+    if arr.size % int(channels):
+        raise CommandError(f"{field}.samples has {arr.size} values: not a multiple of "
+                           f"channels = {channels}")
+    if int(channels) == 2:
+        return mix_down(arr.reshape(-1, 2))
+    return arr

@@ -1,0 +1,892 @@
+"""Motion actions without ROS: path segments, path conversion, planning, goal checks,
+and the trackers that turn the robot's replies into action outcomes.
+
+Units: metres, radians and seconds everywhere here, in a planar frame given by
+the caller (the driver plans in the robot's own pose frame, see
+:mod:`cozmo_driver.driver.odometry`); :func:`segment_message` converts a
+segment into the robot's millimetres at the protocol boundary.
+
+Path segments (:class:`Segment`, the fields of cozmo_interfaces/PathSegment)
+-----------------------------------------------------------------------------
+* ``LINE`` from (start_x, start_y) to (end_x, end_y);
+* ``ARC``: part of the circle of centre (center_x, center_y) and ``radius``,
+  from the point at ``start_angle`` (seen from the centre) through ``sweep``
+  (positive counter-clockwise);
+* ``POINT_TURN`` at (start_x, start_y) to the absolute ``heading`` within
+  ``tolerance``.
+
+``speed`` is m/s along lines and arcs (negative drives backwards) and rad/s of
+the body for point turns; ``accel``/``decel`` likewise m/s^2 or rad/s^2; 0 means
+the default given to :func:`apply_defaults`. The robot takes a point turn's
+speed as a *tread* speed (mm/s, the simulator's convention, see
+``cozmo_driver/sim/model.py``): :func:`segment_message` multiplies by half the
+track.
+
+Conversion of a pose path (:func:`path_to_segments`)
+-----------------------------------------------------
+1. The places to visit are the robot's position, then every pose's position;
+   a position within :data:`SAME_PLACE_M` of the previous place is the same place.
+2. From each place, the longest run of following places that lies within
+   ``fit_tolerance`` of one straight line becomes a ``LINE``, unless a circle
+   through the run's first, middle and last place holds a longer run within
+   ``fit_tolerance`` (the places and the midpoints between them, in order along
+   it, with a radius between :data:`MIN_ARC_RADIUS_M` and
+   :data:`MAX_ARC_RADIUS_M`): then it is an ``ARC``.
+3. A ``POINT_TURN`` is inserted wherever the direction of travel changes in place
+   by more than ``turn_threshold`` (at the robot's position before the first
+   segment, and at corners between segments): the robot turns to the next
+   segment's heading. Smaller changes are left to the robot's path follower.
+4. The last pose's heading is honoured: the path ends with a ``POINT_TURN`` to
+   it (a path that only turns in place gets it if the heading differs by more
+   than ``turn_tolerance``). After driving the turn is always there: the robot's
+   path follower can arrive a little off the geometric heading, and a turn
+   that is already within tolerance costs nothing. The headings of the other
+   poses are not used (planners often leave them unset); paths are driven
+   forwards.
+
+Trackers
+--------
+:class:`AxisTracker` (head, lift), :class:`TurnTracker` and
+:class:`PathTracker` are fed every robot state (:class:`StateSample`), every
+AcknowledgeAction and every PathFollowingEvent, and say when the action is done
+(:class:`Outcome`). They finish on what the robot reports - acknowledgements,
+the in-position and wheels-moving flags, path events and the pose - never on a
+timer: the deadline each carries is only a safety net, checked as states
+arrive, and its message says so. Pure.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..protocol import messages as msgs
+from ..robot_geometry import MAX_WHEEL_SPEED_MPS, TRACK_WIDTH_M
+from .odometry import Pose2D, compose, wrap_angle
+from .sensors import StatusFlag
+
+__all__ = [
+    "LINE", "ARC", "POINT_TURN", "SEGMENT_TYPE_NAMES",
+    "MotionError", "Segment", "StateSample", "Outcome",
+    "SUCCEEDED", "ABORTED", "CANCELED",
+    "DEFAULT_SPEED_MPS", "DEFAULT_ACCEL_MPS2", "DEFAULT_TURN_SPEED_RADPS",
+    "DEFAULT_TURN_ACCEL_RADPS2", "MAX_TURN_SPEED_RADPS", "MIN_POSITION_TOLERANCE_M",
+    "MIN_HEADING_TOLERANCE_RAD", "MIN_TURN_TOLERANCE_RAD", "HEAD_TOLERANCE_RAD",
+    "LIFT_TOLERANCE_M", "MAX_PATH_SEGMENTS", "MAX_PATH_POSES", "SEGMENT_GAP_M",
+    "SAME_PLACE_M", "MIN_ARC_RADIUS_M", "MAX_ARC_RADIUS_M", "TURN_THRESHOLD_RAD",
+    "require_finite", "check_speed", "check_tolerance", "apply_defaults", "check_segments",
+    "path_to_segments", "plan_go_to_pose", "plan_drive_straight", "segment_message",
+    "segments_end_pose", "distance_remaining", "path_duration", "axis_duration", "turn_duration",
+    "interruption", "AxisTracker", "TurnTracker", "PathTracker",
+]
+
+# PathSegment.msg types
+LINE, ARC, POINT_TURN = 0, 1, 2
+SEGMENT_TYPE_NAMES = {LINE: "LINE", ARC: "ARC", POINT_TURN: "POINT_TURN"}
+
+#: defaults for speeds given as 0
+DEFAULT_SPEED_MPS = 0.1
+DEFAULT_ACCEL_MPS2 = 0.2
+DEFAULT_TURN_SPEED_RADPS = 2.0
+DEFAULT_TURN_ACCEL_RADPS2 = 10.0
+#: a turn in place with both treads at their limit
+MAX_TURN_SPEED_RADPS = 2.0 * MAX_WHEEL_SPEED_MPS / TRACK_WIDTH_M
+#: the tightest tolerances a goal may ask for (tighter ones are refused as unreachable)
+MIN_POSITION_TOLERANCE_M = 0.005
+MIN_HEADING_TOLERANCE_RAD = 0.01
+MIN_TURN_TOLERANCE_RAD = 0.005
+#: "in position" for head and lift actions, on top of the robot's own flags
+HEAD_TOLERANCE_RAD = 0.035
+LIFT_TOLERANCE_M = 0.004
+#: curr_path_segment is one byte on the wire: paths are kept below its range
+MAX_PATH_SEGMENTS = 250
+MAX_PATH_POSES = 20000
+#: explicit segments must join: a segment may start at most this far from where the previous ends
+SEGMENT_GAP_M = 0.02
+#: path conversion (see the module docstring)
+SAME_PLACE_M = 0.001
+MIN_ARC_RADIUS_M = 0.01
+MAX_ARC_RADIUS_M = 5.0
+TURN_THRESHOLD_RAD = 0.35
+_MIN_LINE_M = 0.001
+_MAX_SWEEP_RAD = 2.0 * math.pi
+
+SUCCEEDED, ABORTED, CANCELED = "succeeded", "aborted", "canceled"
+
+
+class MotionError(ValueError):
+    """A goal cannot be planned or executed; the message says which field and why."""
+
+
+# ----------------------------------------------------------------------------- segments
+
+@dataclass(frozen=True)
+class Segment:
+    """One path segment; field names and meaning as cozmo_interfaces/PathSegment."""
+
+    type: int
+    start_x: float = 0.0
+    start_y: float = 0.0
+    end_x: float = 0.0
+    end_y: float = 0.0
+    center_x: float = 0.0
+    center_y: float = 0.0
+    radius: float = 0.0
+    start_angle: float = 0.0
+    sweep: float = 0.0
+    heading: float = 0.0
+    tolerance: float = 0.0
+    speed: float = 0.0
+    accel: float = 0.0
+    decel: float = 0.0
+
+    FIELDS = ("start_x", "start_y", "end_x", "end_y", "center_x", "center_y", "radius",
+              "start_angle", "sweep", "heading", "tolerance", "speed", "accel", "decel")
+
+    @classmethod
+    def line(cls, x0: float, y0: float, x1: float, y1: float, speed: float = 0.0,
+             accel: float = 0.0, decel: float = 0.0) -> "Segment":
+        return cls(LINE, start_x=x0, start_y=y0, end_x=x1, end_y=y1, speed=speed, accel=accel,
+                   decel=decel)
+
+    @classmethod
+    def arc(cls, cx: float, cy: float, radius: float, start_angle: float, sweep: float,
+            speed: float = 0.0, accel: float = 0.0, decel: float = 0.0) -> "Segment":
+        return cls(ARC, center_x=cx, center_y=cy, radius=radius, start_angle=start_angle,
+                   sweep=sweep, speed=speed, accel=accel, decel=decel)
+
+    @classmethod
+    def point_turn(cls, x: float, y: float, heading: float, tolerance: float = 0.0,
+                   speed: float = 0.0, accel: float = 0.0, decel: float = 0.0) -> "Segment":
+        return cls(POINT_TURN, start_x=x, start_y=y, heading=heading, tolerance=tolerance,
+                   speed=speed, accel=accel, decel=decel)
+
+    @property
+    def name(self) -> str:
+        return SEGMENT_TYPE_NAMES.get(self.type, str(self.type))
+
+    def start_point(self) -> Tuple[float, float]:
+        if self.type == ARC:
+            return (self.center_x + self.radius * math.cos(self.start_angle),
+                    self.center_y + self.radius * math.sin(self.start_angle))
+        return self.start_x, self.start_y
+
+    def end_point(self) -> Tuple[float, float]:
+        if self.type == LINE:
+            return self.end_x, self.end_y
+        if self.type == ARC:
+            a = self.start_angle + self.sweep
+            return self.center_x + self.radius * math.cos(a), self.center_y + self.radius * math.sin(a)
+        return self.start_x, self.start_y
+
+    @property
+    def length(self) -> float:
+        """Distance driven along the segment (0 for point turns)."""
+        if self.type == LINE:
+            return math.hypot(self.end_x - self.start_x, self.end_y - self.start_y)
+        if self.type == ARC:
+            return abs(self.radius * self.sweep)
+        return 0.0
+
+    def _facing(self, travel: float) -> float:
+        return wrap_angle(travel + math.pi) if self.speed < 0 else wrap_angle(travel)
+
+    def start_heading(self, previous: float) -> float:
+        """The robot's heading at the start (``previous`` for point turns)."""
+        if self.type == LINE:
+            return self._facing(math.atan2(self.end_y - self.start_y, self.end_x - self.start_x))
+        if self.type == ARC:
+            return self._facing(self.start_angle + math.copysign(math.pi / 2.0, self.sweep))
+        return previous
+
+    def end_heading(self, previous: float) -> float:
+        if self.type == LINE:
+            return self.start_heading(previous)
+        if self.type == ARC:
+            return self._facing(self.start_angle + self.sweep + math.copysign(math.pi / 2.0, self.sweep))
+        return wrap_angle(self.heading)
+
+    def transformed(self, pose: Pose2D) -> "Segment":
+        """This segment with its geometry moved by the rigid transform ``pose``
+        (segment frame -> the frame ``pose`` is given in)."""
+        def point(x: float, y: float) -> Tuple[float, float]:
+            p = compose(pose, Pose2D(x, y, 0.0))
+            return p.x, p.y
+        sx, sy = point(self.start_x, self.start_y)
+        ex, ey = point(self.end_x, self.end_y)
+        cx, cy = point(self.center_x, self.center_y)
+        return replace(self, start_x=sx, start_y=sy, end_x=ex, end_y=ey, center_x=cx, center_y=cy,
+                       start_angle=wrap_angle(self.start_angle + pose.yaw),
+                       heading=wrap_angle(self.heading + pose.yaw))
+
+    def describe(self) -> str:
+        if self.type == LINE:
+            return (f"LINE ({self.start_x:.3f}, {self.start_y:.3f}) -> ({self.end_x:.3f}, "
+                    f"{self.end_y:.3f}) m at {self.speed:.3f} m/s")
+        if self.type == ARC:
+            return (f"ARC centre ({self.center_x:.3f}, {self.center_y:.3f}) m, radius "
+                    f"{self.radius:.3f} m, from {self.start_angle:.3f} rad through {self.sweep:.3f} rad")
+        return f"POINT_TURN at ({self.start_x:.3f}, {self.start_y:.3f}) m to {self.heading:.3f} rad"
+
+
+def require_finite(prefix: str, **values: float) -> None:
+    for name, value in values.items():
+        if not math.isfinite(value):
+            raise MotionError(f"{prefix}{name} is {value}: not a finite number")
+
+
+def check_speed(value: float, name: str, default: float, limit: float, unit: str,
+                allow_negative: bool = False) -> Tuple[float, Optional[str]]:
+    """(speed to use, warning or None): 0 -> ``default``; beyond ``limit`` -> clamped
+    with a warning; negative -> refused unless ``allow_negative`` (the sign is kept)."""
+    if not math.isfinite(value):
+        raise MotionError(f"{name} is {value}: not a finite number")
+    if value < 0 and not allow_negative:
+        raise MotionError(f"{name} = {value:g} {unit}: must not be negative (0 = default)")
+    if value == 0:
+        return default, None
+    if abs(value) > limit:
+        clamped = math.copysign(limit, value)
+        return clamped, (f"{name} = {value:g} {unit} is beyond {limit:g} {unit}: "
+                         f"clamped to {clamped:g} {unit}")
+    return value, None
+
+
+def check_tolerance(value: float, name: str, minimum: float, maximum: float, unit: str) -> float:
+    """A tolerance within [minimum, maximum]; 0, smaller or non-finite ones are refused."""
+    if not math.isfinite(value):
+        raise MotionError(f"{name} is {value}: not a finite number")
+    if value < minimum:
+        raise MotionError(f"{name} = {value:g} {unit} cannot be reached: the robot's motion "
+                          f"and odometry need at least {minimum:g} {unit}")
+    if value > maximum:
+        raise MotionError(f"{name} = {value:g} {unit} is larger than {maximum:g} {unit}")
+    return value
+
+
+def apply_defaults(seg: Segment, speed: float, accel: float, decel: float, turn_speed: float,
+                   turn_accel: float, turn_tolerance: float) -> Segment:
+    """The segment with 0 speeds, accelerations and point-turn tolerance replaced by defaults."""
+    if seg.type == POINT_TURN:
+        return replace(seg, speed=seg.speed or turn_speed, accel=seg.accel or turn_accel,
+                       decel=seg.decel or turn_accel, tolerance=seg.tolerance or turn_tolerance)
+    return replace(seg, speed=seg.speed or speed, accel=seg.accel or accel, decel=seg.decel or decel)
+
+
+def check_segments(segments: Sequence[Segment], max_speed: float, prefix: str = "segments"
+                   ) -> Tuple[List[Segment], List[str]]:
+    """Explicit segments checked and clamped: (segments, warnings). Raises MotionError
+    naming the first bad field: non-finite values, unknown types, empty lines, arcs
+    without radius or sweep, point-turn tolerances below :data:`MIN_TURN_TOLERANCE_RAD`,
+    negative accelerations, gaps between segments over :data:`SEGMENT_GAP_M`, too many
+    segments. Speeds over the limits are clamped (with a warning)."""
+    if not segments:
+        raise MotionError(f"{prefix} is empty: nothing to follow")
+    if len(segments) > MAX_PATH_SEGMENTS:
+        raise MotionError(f"{prefix} has {len(segments)} segments; the robot follows at most "
+                          f"{MAX_PATH_SEGMENTS} at once")
+    out: List[Segment] = []
+    warnings: List[str] = []
+    previous_end: Optional[Tuple[float, float]] = None
+    for i, seg in enumerate(segments):
+        where = f"{prefix}[{i}]."
+        require_finite(where, **{f: getattr(seg, f) for f in Segment.FIELDS})
+        if seg.type not in SEGMENT_TYPE_NAMES:
+            raise MotionError(f"{where}type = {seg.type}: must be LINE (0), ARC (1) or POINT_TURN (2)")
+        for name in ("accel", "decel"):
+            if getattr(seg, name) < 0:
+                raise MotionError(f"{where}{name} = {getattr(seg, name):g}: must not be negative "
+                                  "(0 = default)")
+        if seg.type == LINE:
+            if seg.length < _MIN_LINE_M:
+                raise MotionError(f"{where}: a LINE of {seg.length:.4f} m (at least "
+                                  f"{_MIN_LINE_M} m)")
+            speed, warning = check_speed(seg.speed, where + "speed", 0.0, max_speed, "m/s", True)
+        elif seg.type == ARC:
+            if seg.radius < MIN_ARC_RADIUS_M:
+                raise MotionError(f"{where}radius = {seg.radius:g} m: an ARC needs at least "
+                                  f"{MIN_ARC_RADIUS_M} m")
+            if not 1e-3 <= abs(seg.sweep) <= _MAX_SWEEP_RAD:
+                raise MotionError(f"{where}sweep = {seg.sweep:g} rad: must be within "
+                                  f"0.001..{_MAX_SWEEP_RAD:.4f} rad in size")
+            speed, warning = check_speed(seg.speed, where + "speed", 0.0, max_speed, "m/s", True)
+        else:
+            if seg.tolerance != 0.0:
+                check_tolerance(seg.tolerance, where + "tolerance", MIN_TURN_TOLERANCE_RAD,
+                                math.pi, "rad")
+            speed, warning = check_speed(seg.speed, where + "speed", 0.0, MAX_TURN_SPEED_RADPS,
+                                         "rad/s")
+        if warning:
+            warnings.append(warning)
+        seg = replace(seg, speed=speed)
+        start = seg.start_point()
+        if previous_end is not None:
+            gap = math.hypot(start[0] - previous_end[0], start[1] - previous_end[1])
+            if gap > SEGMENT_GAP_M:
+                raise MotionError(f"{where}: starts {gap:.3f} m from where {prefix}[{i - 1}] ends "
+                                  f"(segments must join within {SEGMENT_GAP_M} m)")
+        previous_end = seg.end_point()
+        out.append(seg)
+    return out, warnings
+
+
+def segments_end_pose(segments: Sequence[Segment], start: Pose2D) -> Pose2D:
+    """Where the robot ends after the segments, starting at ``start``."""
+    heading = start.yaw
+    x, y = start.x, start.y
+    for seg in segments:
+        heading = seg.end_heading(heading)
+        x, y = seg.end_point()
+    return Pose2D(x, y, wrap_angle(heading))
+
+
+def segment_message(seg: Segment):
+    """The AppendPathSeg* message of a segment (metres -> the robot's millimetres)."""
+    mm = 1000.0
+    if seg.type == LINE:
+        return msgs.AppendPathSegLine(from_x_mm=seg.start_x * mm, from_y_mm=seg.start_y * mm,
+                                      to_x_mm=seg.end_x * mm, to_y_mm=seg.end_y * mm,
+                                      speed_mmps=seg.speed * mm, accel_mmps2=seg.accel * mm,
+                                      decel_mmps2=seg.decel * mm)
+    if seg.type == ARC:
+        return msgs.AppendPathSegArc(center_x_mm=seg.center_x * mm, center_y_mm=seg.center_y * mm,
+                                     radius_mm=seg.radius * mm, start_angle_rad=seg.start_angle,
+                                     sweep_rad=seg.sweep, speed_mmps=seg.speed * mm,
+                                     accel_mmps2=seg.accel * mm, decel_mmps2=seg.decel * mm)
+    half_track_mm = TRACK_WIDTH_M / 2.0 * mm  # body rad/s -> tread mm/s
+    return msgs.AppendPathSegPointTurn(x_mm=seg.start_x * mm, y_mm=seg.start_y * mm,
+                                       angle_rad=wrap_angle(seg.heading),
+                                       angle_tolerance_rad=seg.tolerance,
+                                       speed_mmps=abs(seg.speed) * half_track_mm,
+                                       accel_mmps2=seg.accel * half_track_mm,
+                                       decel_mmps2=seg.decel * half_track_mm, unknown=False)
+
+
+# ----------------------------------------------------------------------------- conversion
+
+def _line_fits(pts: np.ndarray, i: int, j: int, tol: float) -> bool:
+    a, b = pts[i], pts[j]
+    d = b - a
+    length = float(np.hypot(d[0], d[1]))
+    if length < 1e-12:
+        return False
+    u = d / length
+    rel = pts[i:j + 1] - a
+    along = rel @ u
+    across = np.abs(rel[:, 0] * u[1] - rel[:, 1] * u[0])
+    if float(across.max()) > tol:
+        return False
+    # in order along the line, and within it
+    if np.any(np.diff(along) < -tol) or float(along.min()) < -tol or float(along.max()) > length + tol:
+        return False
+    return True
+
+
+def _circle(p: np.ndarray, q: np.ndarray, r: np.ndarray) -> Optional[Tuple[float, float, float]]:
+    """Centre and radius of the circle through three points, or None if they are collinear."""
+    ax, ay = p
+    bx, by = q
+    cx, cy = r
+    d = 2.0 * (ax * (by - cy) + bx * (cy - ay) + cx * (ay - by))
+    if abs(d) < 1e-12:
+        return None
+    a2, b2, c2 = ax * ax + ay * ay, bx * bx + by * by, cx * cx + cy * cy
+    ux = (a2 * (by - cy) + b2 * (cy - ay) + c2 * (ay - by)) / d
+    uy = (a2 * (cx - bx) + b2 * (ax - cx) + c2 * (bx - ax)) / d
+    return ux, uy, math.hypot(ax - ux, ay - uy)
+
+
+def _arc_fit(pts: np.ndarray, i: int, j: int,
+             tol: float) -> Optional[Tuple[float, float, float, float, float]]:
+    """(cx, cy, radius, start_angle, sweep) of an arc through places i..j, or None."""
+    if j - i < 2:
+        return None
+    m = (i + j) // 2
+    circle = _circle(pts[i], pts[m], pts[j])
+    if circle is None:
+        return None
+    cx, cy, radius = circle
+    if not MIN_ARC_RADIUS_M <= radius <= MAX_ARC_RADIUS_M:
+        return None
+    rel = pts[i:j + 1] - np.array([cx, cy])
+    if float(np.abs(np.hypot(rel[:, 0], rel[:, 1]) - radius).max()) > tol:
+        return None
+    # the path between the places (their chords' midpoints) must follow the circle too,
+    # or three places around a corner would make an arc that bulges off the path
+    mid = (rel[1:] + rel[:-1]) / 2.0
+    if float(np.abs(np.hypot(mid[:, 0], mid[:, 1]) - radius).max()) > tol:
+        return None
+    angles = np.arctan2(rel[:, 1], rel[:, 0])
+    steps = (np.diff(angles) + math.pi) % (2.0 * math.pi) - math.pi
+    sweep = float(steps.sum())
+    if abs(sweep) < 1e-6 or abs(sweep) >= _MAX_SWEEP_RAD - 1e-3:
+        return None
+    slack = tol / radius
+    if np.any(steps * math.copysign(1.0, sweep) < -slack):
+        return None  # the places go back and forth along the circle
+    return cx, cy, radius, float(angles[0]), sweep
+
+
+def _longest(fits, i: int, n: int, first: int) -> int:
+    """The largest j in [first, n-1] with fits(j), assuming (roughly) that fits are
+    contiguous from ``first``; ``first - 1`` if even ``first`` does not fit."""
+    if first > n - 1 or not fits(first):
+        return first - 1
+    good, step = first, 1
+    bad = None
+    while True:
+        probe = good + step
+        if probe > n - 1:
+            probe = n - 1
+            if probe == good:
+                return good
+        if fits(probe):
+            good = probe
+            if probe == n - 1:
+                return good
+            step *= 2
+        else:
+            bad = probe
+            break
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        if fits(mid):
+            good = mid
+        else:
+            bad = mid
+    return good
+
+
+def path_to_segments(poses: Sequence[Pose2D], start: Pose2D, *, fit_tolerance: float,
+                     speed: float = DEFAULT_SPEED_MPS, accel: float = DEFAULT_ACCEL_MPS2,
+                     decel: float = DEFAULT_ACCEL_MPS2, turn_speed: float = DEFAULT_TURN_SPEED_RADPS,
+                     turn_accel: float = DEFAULT_TURN_ACCEL_RADPS2,
+                     turn_tolerance: float = 0.02, turn_threshold: float = TURN_THRESHOLD_RAD
+                     ) -> List[Segment]:
+    """Lines, arcs and point turns that take the robot from ``start`` along ``poses``
+    (the rules are in the module docstring). All poses and ``start`` in one frame."""
+    if not poses:
+        raise MotionError("the path has no poses: nothing to follow")
+    if len(poses) > MAX_PATH_POSES:
+        raise MotionError(f"the path has {len(poses)} poses; at most {MAX_PATH_POSES} are accepted")
+    for k, p in enumerate(poses):
+        require_finite(f"path.poses[{k}].", x=p.x, y=p.y, yaw=p.yaw)
+    check_tolerance(fit_tolerance, "fit_tolerance", 0.0005, 0.5, "m")
+    places = [(start.x, start.y)]
+    for p in poses:
+        px, py = places[-1]
+        if math.hypot(p.x - px, p.y - py) > SAME_PLACE_M:
+            places.append((p.x, p.y))
+    pts = np.array(places, dtype=float)
+    n = len(places)
+    moves: List[Segment] = []
+    i = 0
+    while i < n - 1:
+        j_line = _longest(lambda j: _line_fits(pts, i, j, fit_tolerance), i, n, i + 1)
+        j_line = max(j_line, i + 1)  # two distinct places always make a line
+        j_arc = _longest(lambda j: _arc_fit(pts, i, j, fit_tolerance) is not None, i, n, i + 2)
+        if j_arc > j_line:
+            cx, cy, radius, a0, sweep = _arc_fit(pts, i, j_arc, fit_tolerance)
+            moves.append(Segment.arc(cx, cy, radius, a0, sweep, speed, accel, decel))
+            i = j_arc
+        else:
+            moves.append(Segment.line(pts[i][0], pts[i][1], pts[j_line][0], pts[j_line][1],
+                                      speed, accel, decel))
+            i = j_line
+    out: List[Segment] = []
+    heading = start.yaw
+    for seg in moves:
+        want = seg.start_heading(heading)
+        if abs(wrap_angle(want - heading)) > turn_threshold:
+            x, y = seg.start_point()
+            out.append(Segment.point_turn(x, y, want, turn_tolerance, turn_speed, turn_accel,
+                                          turn_accel))
+        out.append(seg)
+        heading = seg.end_heading(want)
+    final = wrap_angle(poses[-1].yaw)
+    if moves or abs(wrap_angle(final - heading)) > turn_tolerance:
+        # after driving always (the robot's follower may arrive a little off its heading)
+        x, y = places[-1]
+        out.append(Segment.point_turn(x, y, final, turn_tolerance, turn_speed, turn_accel, turn_accel))
+    if len(out) > MAX_PATH_SEGMENTS:
+        raise MotionError(f"the path converts to {len(out)} segments; the robot follows at most "
+                          f"{MAX_PATH_SEGMENTS} at once (raise fit_tolerance or shorten the path)")
+    return out
+
+
+def plan_go_to_pose(start: Pose2D, goal: Pose2D, position_tolerance: float, heading_tolerance: float,
+                    speed: float = DEFAULT_SPEED_MPS, accel: float = DEFAULT_ACCEL_MPS2,
+                    turn_speed: float = DEFAULT_TURN_SPEED_RADPS,
+                    turn_accel: float = DEFAULT_TURN_ACCEL_RADPS2) -> List[Segment]:
+    """Segments from ``start`` to ``goal``: one arc when the circle tangent to the
+    current heading through the goal arrives within half the heading tolerance of
+    the goal's heading, else a point turn towards the goal (if it is more than 0.1 rad
+    off) and a line; then a point turn to the goal's heading (which costs nothing
+    when the robot arrives within its tolerance). Only the point turn when the robot
+    is within the position tolerance but not the heading's; empty when it is
+    within both."""
+    turn_tol = max(MIN_TURN_TOLERANCE_RAD, min(0.05, heading_tolerance / 2.0))
+    dx, dy = goal.x - start.x, goal.y - start.y
+    distance = math.hypot(dx, dy)
+    segs: List[Segment] = []
+    heading = start.yaw
+    x, y = start.x, start.y
+    if distance > position_tolerance:
+        bearing = math.atan2(dy, dx)
+        alpha = wrap_angle(bearing - start.yaw)
+        if 1e-3 <= abs(alpha) <= math.pi / 2.0:
+            end_heading = wrap_angle(start.yaw + 2.0 * alpha)
+            radius = distance / (2.0 * math.sin(abs(alpha)))
+            arrives = abs(wrap_angle(end_heading - goal.yaw)) <= heading_tolerance / 2.0
+            if radius >= MIN_ARC_RADIUS_M and arrives:
+                side = math.copysign(1.0, alpha)  # centre to the left (+) or right (-)
+                cx = start.x - side * radius * math.sin(start.yaw)
+                cy = start.y + side * radius * math.cos(start.yaw)
+                a0 = math.atan2(start.y - cy, start.x - cx)
+                return [Segment.arc(cx, cy, radius, a0, 2.0 * alpha, speed, accel, accel),
+                        Segment.point_turn(goal.x, goal.y, wrap_angle(goal.yaw), turn_tol,
+                                           turn_speed, turn_accel, turn_accel)]
+        if abs(alpha) > 0.1:
+            segs.append(Segment.point_turn(x, y, bearing, turn_tol, turn_speed, turn_accel, turn_accel))
+        segs.append(Segment.line(x, y, goal.x, goal.y, speed, accel, accel))
+        heading, x, y = bearing, goal.x, goal.y
+    if segs or abs(wrap_angle(goal.yaw - heading)) > heading_tolerance / 2.0:
+        segs.append(Segment.point_turn(x, y, wrap_angle(goal.yaw), turn_tol, turn_speed, turn_accel,
+                                       turn_accel))
+    return segs
+
+
+def plan_drive_straight(start: Pose2D, distance: float, speed: float, accel: float) -> Segment:
+    """One line along the current heading (negative ``distance``: backwards)."""
+    x1 = start.x + distance * math.cos(start.yaw)
+    y1 = start.y + distance * math.sin(start.yaw)
+    return Segment.line(start.x, start.y, x1, y1, math.copysign(abs(speed), distance), accel, accel)
+
+
+# ----------------------------------------------------------------------------- progress, timing
+
+def distance_remaining(segments: Sequence[Segment], index: int, x: float, y: float) -> float:
+    """Distance left to drive (point turns count 0) while following segment ``index``
+    (-1: not started) from position (x, y)."""
+    if index < 0:
+        return sum(s.length for s in segments)
+    if index >= len(segments):
+        return 0.0
+    seg = segments[index]
+    rest = sum(s.length for s in segments[index + 1:])
+    if seg.type == LINE:
+        length = seg.length
+        ux, uy = (seg.end_x - seg.start_x) / length, (seg.end_y - seg.start_y) / length
+        along = (x - seg.start_x) * ux + (y - seg.start_y) * uy
+        return rest + min(length, max(0.0, length - along))
+    if seg.type == ARC:
+        phi = math.atan2(y - seg.center_y, x - seg.center_x)
+        progress = wrap_angle(phi - seg.start_angle) * math.copysign(1.0, seg.sweep)
+        if progress < -0.5:
+            progress += 2.0 * math.pi
+        return rest + max(0.0, abs(seg.sweep) - progress) * seg.radius
+    return rest
+
+
+def path_duration(segments: Sequence[Segment], start_heading: float) -> float:
+    """A rough time (s) to follow the segments: distance / speed, turns / turn rate, plus
+    the time to accelerate and stop on every segment."""
+    total = 0.0
+    heading = start_heading
+    for seg in segments:
+        speed = abs(seg.speed) or DEFAULT_SPEED_MPS
+        accel = seg.accel or DEFAULT_ACCEL_MPS2
+        if seg.type == POINT_TURN:
+            speed = abs(seg.speed) or DEFAULT_TURN_SPEED_RADPS
+            accel = seg.accel or DEFAULT_TURN_ACCEL_RADPS2
+            total += abs(wrap_angle(seg.heading - heading)) / speed + 2.0 * speed / accel
+        else:
+            total += seg.length / speed + 2.0 * speed / accel
+        heading = seg.end_heading(heading)
+    return total
+
+
+def axis_duration(distance: float, speed: float, accel: float, duration: float) -> float:
+    """A rough time (s) for a head or lift move."""
+    return max(duration, abs(distance) / speed + speed / accel)
+
+
+def turn_duration(angle: float, speed: float, accel: float) -> float:
+    return abs(angle) / speed + 2.0 * speed / accel
+
+
+# ----------------------------------------------------------------------------- tracking
+
+@dataclass(frozen=True)
+class StateSample:
+    """What the trackers need of one RobotState, in SI units and the robot's pose frame."""
+
+    t: float
+    x: float = 0.0
+    y: float = 0.0
+    yaw: float = 0.0
+    flags: int = 0
+    head_angle: float = 0.0
+    lift_height: float = 0.0
+    path_segment: int = -1
+    left_speed: float = 0.0
+    right_speed: float = 0.0
+
+    @property
+    def pose(self) -> Pose2D:
+        return Pose2D(self.x, self.y, self.yaw)
+
+    @property
+    def wheels_moving(self) -> bool:
+        return bool(self.flags & StatusFlag.ARE_WHEELS_MOVING) or \
+            abs(self.left_speed) > 1e-4 or abs(self.right_speed) > 1e-4
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: str          # SUCCEEDED, ABORTED or CANCELED
+    message: str
+
+
+def interruption(flags: int) -> Optional[str]:
+    """Why the treads cannot be trusted to move the robot now, or None."""
+    if flags & StatusFlag.IS_PICKED_UP:
+        return "the robot was picked up"
+    if flags & StatusFlag.IS_FALLING:
+        return "the robot is falling"
+    return None
+
+
+#: consecutive robot states (about 30 ms apart) used by the trackers' settling rules
+SETTLE_STATES = 5
+NO_MOTION_STATES = 15
+NO_START_STATES = 40
+NO_EVENT_STATES = 15
+REASON_STATES = 4
+
+
+@dataclass
+class _Tracker:
+    deadline: float
+    outcome: Optional[Outcome] = None
+
+    def _finish(self, status: str, message: str) -> Outcome:
+        if self.outcome is None:
+            self.outcome = Outcome(status, message)
+        return self.outcome
+
+    def on_ack(self, action_id: int) -> None:  # pragma: no cover - overridden where used
+        pass
+
+    def on_path_event(self, event_id: int, event_type: int) -> None:  # pragma: no cover
+        pass
+
+    def _timed_out(self, s: StateSample, what: str) -> Optional[Outcome]:
+        if s.t > self.deadline:
+            return self._finish(ABORTED, f"safety timeout: {what} (the robot reported no "
+                                "completion in time)")
+        return None
+
+
+@dataclass
+class AxisTracker(_Tracker):
+    """A head or lift move (SetHeadAngle / SetLiftHeight with an action id).
+
+    Succeeds when the robot acknowledged the command (or was seen moving), reports
+    the in-position flag, and the measured value is within ``tolerance`` of the
+    target. Aborts when it reports in position elsewhere for :data:`SETTLE_STATES`
+    states (blocked), or neither acknowledges nor moves for :data:`NO_START_STATES`."""
+
+    name: str = "head"
+    target: float = 0.0
+    tolerance: float = HEAD_TOLERANCE_RAD
+    flag: int = StatusFlag.HEAD_IN_POS
+    action_id: int = 0
+    unit: str = "rad"
+    acked: bool = False
+    seen_moving: bool = False
+    _settled: int = 0
+    _unstarted: int = 0
+
+    def value(self, s: StateSample) -> float:
+        return s.head_angle if self.flag == StatusFlag.HEAD_IN_POS else s.lift_height
+
+    def on_ack(self, action_id: int) -> None:
+        if action_id == self.action_id:
+            self.acked = True
+
+    def on_state(self, s: StateSample) -> Optional[Outcome]:
+        if self.outcome is not None:
+            return self.outcome
+        value = self.value(s)
+        if not s.flags & self.flag:
+            self.seen_moving = True
+            self._settled = 0
+            return self._timed_out(s, f"the {self.name} is still moving, at {value:.3f} {self.unit}")
+        error = value - self.target
+        started = self.acked or self.seen_moving
+        if started and abs(error) <= self.tolerance:
+            return self._finish(SUCCEEDED, f"{self.name} at {value:.3f} {self.unit}")
+        if started:
+            self._settled += 1
+            if self._settled >= SETTLE_STATES:
+                return self._finish(ABORTED, f"the {self.name} stopped at {value:.3f} {self.unit}, "
+                                    f"{abs(error):.3f} {self.unit} from the target {self.target:.3f} "
+                                    f"(blocked?)")
+            return self._timed_out(s, f"the {self.name} is at {value:.3f} {self.unit}")
+        self._unstarted += 1
+        if self._unstarted >= NO_START_STATES:
+            if abs(error) <= self.tolerance:
+                return self._finish(SUCCEEDED, f"{self.name} at {value:.3f} {self.unit} (the robot "
+                                    "did not acknowledge the command: older firmware?)")
+            return self._finish(ABORTED, f"the robot neither acknowledged nor moved the {self.name} "
+                                f"(at {value:.3f} {self.unit}, target {self.target:.3f})")
+        return self._timed_out(s, f"the {self.name} has not started")
+
+
+@dataclass
+class TurnTracker(_Tracker):
+    """TurnInPlace with an action id. Relative turns count the heading change
+    state by state (so turns beyond half a revolution work); absolute turns compare
+    the heading. Succeeds when acknowledged (or seen turning), the treads have
+    stopped and the remaining angle is within ``tolerance``."""
+
+    action_id: int = 0
+    start_yaw: float = 0.0
+    angle: float = 0.0            # relative turn, or the absolute target heading
+    absolute: bool = False
+    tolerance: float = 0.02
+    acked: bool = False
+    seen_moving: bool = False
+    turned: float = 0.0
+    _last_yaw: Optional[float] = None
+    _settled: int = 0
+    _still: int = 0
+
+    def on_ack(self, action_id: int) -> None:
+        if action_id == self.action_id:
+            self.acked = True
+
+    def remaining(self, yaw: float) -> float:
+        if self.absolute:
+            return wrap_angle(self.angle - yaw)
+        return self.angle - self.turned
+
+    def on_state(self, s: StateSample) -> Optional[Outcome]:
+        if self.outcome is not None:
+            return self.outcome
+        last = self.start_yaw if self._last_yaw is None else self._last_yaw
+        self.turned += wrap_angle(s.yaw - last)
+        self._last_yaw = s.yaw
+        reason = interruption(s.flags)
+        if reason:
+            return self._finish(ABORTED, f"interrupted: {reason}")
+        remaining = self.remaining(s.yaw)
+        if s.wheels_moving:
+            self.seen_moving = True
+            self._settled = 0
+            return self._timed_out(s, f"still turning, {remaining:.3f} rad to go")
+        if self.acked or self.seen_moving:
+            if abs(remaining) <= self.tolerance:
+                return self._finish(SUCCEEDED, f"turned {self.turned:.3f} rad, heading error "
+                                    f"{remaining:.4f} rad")
+            self._settled += 1
+            limit = SETTLE_STATES if self.seen_moving else NO_MOTION_STATES
+            if self._settled >= limit:
+                return self._finish(ABORTED, f"the robot stopped {remaining:.3f} rad short of the "
+                                    f"target (tolerance {self.tolerance:.3f} rad)")
+            return self._timed_out(s, f"{remaining:.3f} rad to go")
+        self._still += 1
+        if self._still >= NO_START_STATES:
+            if abs(remaining) <= self.tolerance:
+                return self._finish(SUCCEEDED, "already at the heading (the robot did not "
+                                    "acknowledge the turn)")
+            return self._finish(ABORTED, "the robot neither acknowledged nor started the turn")
+        return self._timed_out(s, "the turn has not started")
+
+
+_PATH_STARTED, _PATH_INTERRUPTED, _PATH_COMPLETED = 0, 1, 2
+
+
+@dataclass
+class PathTracker(_Tracker):
+    """A path sent with ClearPath + AppendPathSeg* + ExecutePath(event_id).
+
+    PATH_COMPLETED finishes it (after the treads have stopped); PATH_INTERRUPTED
+    aborts it with the reason read from the robot states that follow (picked up,
+    falling, cliff detected; "interrupted by the robot" if none shows within
+    :data:`REASON_STATES` states). A pick-up or fall seen in the
+    state aborts at once. If the robot never sends the event, IS_PATHING going
+    from set to clear for :data:`NO_EVENT_STATES` states counts as completion."""
+
+    event_id: int = 0
+    segments: List[Segment] = field(default_factory=list)
+    phase: str = "waiting"        # waiting | running | completing | interrupted
+    current: int = -1             # the segment being followed (robot's curr_path_segment)
+    seen_pathing: bool = False
+    note: str = ""
+    _count: int = 0
+
+    def on_path_event(self, event_id: int, event_type: int) -> None:
+        if event_id != self.event_id or self.outcome is not None:
+            return
+        event_type = int(event_type)
+        if event_type == _PATH_STARTED and self.phase == "waiting":
+            self.phase = "running"
+        elif event_type == _PATH_COMPLETED and self.phase in ("waiting", "running"):
+            self.phase = "completing"
+            self._count = 0
+        elif event_type == _PATH_INTERRUPTED and self.phase in ("waiting", "running"):
+            self.phase = "interrupted"
+            self._count = 0
+
+    @property
+    def completed_segments(self) -> int:
+        if self.outcome is not None and self.outcome.status == SUCCEEDED:
+            return len(self.segments)
+        return max(0, self.current)
+
+    def on_state(self, s: StateSample) -> Optional[Outcome]:
+        if self.outcome is not None:
+            return self.outcome
+        if 0 <= s.path_segment < len(self.segments):
+            self.current = s.path_segment
+        reason = interruption(s.flags)
+        if reason:
+            return self._finish(ABORTED, f"interrupted: {reason}")
+        if self.phase == "interrupted":
+            # the reason shows in the flags of the states that follow the event (a state
+            # already on its way when the robot stopped may not have it yet)
+            if s.flags & StatusFlag.CLIFF_DETECTED:
+                return self._finish(ABORTED, "interrupted: cliff detected (the robot stopped at "
+                                    "an edge)")
+            self._count += 1
+            if self._count >= REASON_STATES:
+                return self._finish(ABORTED, "interrupted by the robot")
+            return None
+        if self.phase == "completing":
+            self._count += 1
+            if not s.wheels_moving or self._count >= NO_MOTION_STATES:
+                return self._finish(SUCCEEDED, "path completed" + self.note)
+            return None
+        if s.flags & StatusFlag.IS_PATHING:
+            self.seen_pathing = True
+            self._count = 0
+            if self.phase == "waiting":
+                self.phase = "running"
+        elif self.seen_pathing:
+            self._count += 1
+            if self._count >= NO_EVENT_STATES and not s.wheels_moving:
+                self.note = " (the robot sent no PathFollowingEvent; IS_PATHING cleared)"
+                self.phase = "completing"
+                return self._finish(SUCCEEDED, "path completed" + self.note)
+        elif self.phase == "waiting":
+            self._count += 1
+            if self._count >= NO_START_STATES:
+                return self._finish(ABORTED, "the robot did not start the path (no "
+                                    "PathFollowingEvent, IS_PATHING never set)")
+        return self._timed_out(s, f"path not finished, on segment {self.current}")
+

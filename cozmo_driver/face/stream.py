@@ -1,0 +1,70 @@
+"""What a face publisher sends, frame by frame: :class:`FaceStream`. Pure: time is an argument.
+
+The face node asks :meth:`FaceStream.frame` at its frame rate (30 a second).
+The animator's face parameters are compared with the last rendered ones and
+the face is rendered only when they changed (blinks, saccades, gaze and
+expression changes; nothing while the face rests); a rendered image is sent
+only when its pixels changed, and the last one is sent again every
+``keepalive_s`` so that a subscriber that joins (or restarts) late gets it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from .expressions import FaceAnimator
+from .procedural import FaceRenderer
+
+__all__ = ["FaceStream", "FaceStreamStats"]
+
+
+@dataclass
+class FaceStreamStats:
+    frames: int = 0
+    rendered: int = 0
+    published: int = 0
+    keepalives: int = 0
+
+
+class FaceStream:
+    """See the module docstring."""
+
+    def __init__(self, animator: FaceAnimator, renderer: Optional[FaceRenderer] = None,
+                 keepalive_s: float = 1.0) -> None:
+        self.animator = animator
+        self.renderer = renderer or FaceRenderer()
+        self.keepalive_s = float(keepalive_s)
+        self.stats = FaceStreamStats()
+        self._params: Optional[np.ndarray] = None
+        self._image: Optional[np.ndarray] = None
+        self._sent_at = -np.inf
+
+    @property
+    def image(self) -> Optional[np.ndarray]:
+        """The last face rendered: ``(64, 128)`` uint8, 0 or 255 (None before the first)."""
+        return self._image
+
+    def frame(self, now: float) -> Optional[np.ndarray]:
+        """The image to publish at ``now`` (``(64, 128)`` uint8 0/255), or None: nothing new."""
+        self.stats.frames += 1
+        params = self.animator.frame(now).to_array()
+        changed = False
+        if self._params is None or not np.array_equal(params, self._params):
+            self._params = params
+            bits = self.renderer.render(params)
+            image = np.where(bits, np.uint8(255), np.uint8(0))
+            self.stats.rendered += 1
+            if self._image is None or not np.array_equal(image, self._image):
+                self._image = image
+                changed = True
+        if changed:
+            self.stats.published += 1
+        elif self._image is not None and now - self._sent_at >= self.keepalive_s:
+            self.stats.keepalives += 1
+        else:
+            return None
+        self._sent_at = now
+        return self._image

@@ -1,0 +1,203 @@
+"""``cozmo_face_node``: Cozmo's procedural face, alive, as an image for the driver's display.
+
+The node animates the face (:class:`~cozmo_driver.face.expressions.FaceAnimator`:
+eased expression changes, gaze, blinks and saccades while idle) and renders it
+(:class:`~cozmo_driver.face.procedural.FaceRenderer`) at ``fps`` frames a
+second, publishing ``display/face`` (sensor_msgs/Image, mono8, 128 x 64, 0 or
+255) only when the picture changes, and again every ``keepalive_s``
+(:class:`~cozmo_driver.face.stream.FaceStream`). The driver shows it as its
+face layer, below animations and timed images, so this node never needs to
+know what else is on the screen: it keeps publishing and the driver's pacer
+decides.
+
+Interfaces (names relative to the node's namespace, like the driver's):
+
+* publishes ``display/face`` (reliable, transient local, depth 1: a late
+  subscriber gets the current face);
+* subscribes ``face/expression`` (std_msgs/String: an expression name) and
+  ``face/look_at`` (geometry_msgs/Point: x, y in -1..1, +x right, +y down;
+  z unused);
+* serves ``set_face_expression`` (cozmo_interfaces/SetFaceExpression: a name,
+  or the 43 raw parameters in CLAD order, with a transition time).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from typing import Any, List, Optional
+
+import numpy as np
+import rclpy
+from cozmo_interfaces.srv import SetFaceExpression
+from geometry_msgs.msg import Point
+from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import QoSDurabilityPolicy, QoSHistoryPolicy, QoSProfile, QoSReliabilityPolicy
+from sensor_msgs.msg import Image
+from std_msgs.msg import String
+
+from ..face.expressions import EXPRESSIONS, FaceAnimator, expression
+from ..face.procedural import NUM_PARAMS, FaceParams
+from ..face.stream import FaceStream
+from ..protocol.display import DISPLAY_WIDTH, SCREEN_HEIGHT
+
+try:
+    from rclpy.executors import ExternalShutdownException
+except ImportError:  # pragma: no cover - older rclpy
+    class ExternalShutdownException(Exception):
+        pass
+
+__all__ = ["FaceNode", "main"]
+
+QOS_FACE = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=1,
+                      reliability=QoSReliabilityPolicy.RELIABLE,
+                      durability=QoSDurabilityPolicy.TRANSIENT_LOCAL)
+QOS_COMMAND = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=10,
+                         reliability=QoSReliabilityPolicy.RELIABLE)
+
+
+def _range(description: str, lo: float, hi: float) -> ParameterDescriptor:
+    return ParameterDescriptor(description=description, floating_point_range=[
+        FloatingPointRange(from_value=lo, to_value=hi, step=0.0)])
+
+
+class FaceNode(Node):
+    """See the module docstring."""
+
+    def __init__(self, node_name: str = "cozmo_face", **kwargs: Any) -> None:
+        super().__init__(node_name, **kwargs)
+        fps = self.declare_parameter("fps", 30.0, _range("Frames rendered per second [1/s]", 1.0, 60.0)).value
+        start = self.declare_parameter("expression", "neutral", ParameterDescriptor(
+            description="The expression at start-up")).value
+        idle = self.declare_parameter("idle", True, ParameterDescriptor(
+            description="Idle life: blinks and small eye movements")).value
+        seed = self.declare_parameter("seed", 0, ParameterDescriptor(
+            description="Seed of the idle life (the same seed blinks the same way)")).value
+        self.transition_s = float(self.declare_parameter("transition_s", 0.3, _range(
+            "Default time to ease from one expression to the next [s]", 0.0, 10.0)).value)
+        keepalive = self.declare_parameter("keepalive_s", 1.0, _range(
+            "An unchanged face is published again this often [s]", 0.1, 60.0)).value
+        try:
+            base = expression(str(start))
+        except KeyError as exc:
+            raise ValueError(str(exc.args[0])) from None
+        now = time.monotonic()
+        self.animator = FaceAnimator(seed=int(seed), base=base, now=now, idle=bool(idle))
+        self.stream = FaceStream(self.animator, keepalive_s=float(keepalive))
+        self._msg = Image()
+        self._msg.height, self._msg.width = SCREEN_HEIGHT, DISPLAY_WIDTH
+        self._msg.encoding = "mono8"
+        self._msg.is_bigendian = 0
+        self._msg.step = DISPLAY_WIDTH
+        self._publisher = self.create_publisher(Image, "display/face", QOS_FACE)
+        self.create_subscription(String, "face/expression", self._on_expression, QOS_COMMAND)
+        self.create_subscription(Point, "face/look_at", self._on_look_at, QOS_COMMAND)
+        self.create_service(SetFaceExpression, "set_face_expression", self._on_set_expression)
+        self._timer = self.create_timer(1.0 / float(fps), self._on_timer)
+        self.get_logger().info(f"face '{start}' at {fps:g} fps on {self._publisher.topic_name}"
+                               f"{' with idle life' if idle else ''}")
+
+    # ------------------------------------------------------------------ commands
+
+    def set_expression(self, name: str, transition_s: Optional[float] = None) -> str:
+        """Ease to the named expression; raises KeyError naming the known ones."""
+        face = expression(name)
+        duration = self.transition_s if transition_s is None or transition_s < 0 else transition_s
+        self.animator.set_expression(face, time.monotonic(), duration)
+        return f"face '{name}' in {duration:g} s"
+
+    def _on_expression(self, msg: String) -> None:
+        try:
+            self.get_logger().info(self.set_expression(msg.data.strip()))
+        except KeyError as exc:
+            self.get_logger().warning(f"face/expression refused: {exc.args[0]}")
+
+    def _on_look_at(self, msg: Point) -> None:
+        if not (math.isfinite(msg.x) and math.isfinite(msg.y)):
+            self.get_logger().warning(f"face/look_at refused: x = {msg.x}, y = {msg.y} must be finite")
+            return
+        self.animator.look_at(msg.x, msg.y, time.monotonic())
+
+    def _on_set_expression(self, request, response):
+        transition = float(request.transition_s)
+        if not math.isfinite(transition):
+            response.success, response.message = False, f"transition_s = {transition}: not a finite number"
+            return response
+        values = list(request.parameters)
+        if values:
+            if len(values) != NUM_PARAMS:
+                response.success = False
+                response.message = f"parameters has {len(values)} values; a face has {NUM_PARAMS} (CLAD order)"
+                return response
+            if not all(math.isfinite(v) for v in values):
+                response.success, response.message = False, "parameters must all be finite numbers"
+                return response
+            face, warnings = FaceParams.from_array(np.asarray(values, dtype=np.float64)).validated()
+            duration = self.transition_s if transition < 0 else transition
+            self.animator.set_expression(face, time.monotonic(), duration)
+            response.success = True
+            response.message = f"raw face in {duration:g} s" + (
+                f"; clamped: {'; '.join(warnings)}" if warnings else "")
+            return response
+        name = request.expression.strip()
+        if not name:
+            response.success = False
+            response.message = f"give an expression ({', '.join(EXPRESSIONS)}) or {NUM_PARAMS} parameters"
+            return response
+        try:
+            response.message = self.set_expression(name, transition)
+            response.success = True
+        except KeyError as exc:
+            response.success, response.message = False, str(exc.args[0])
+        return response
+
+    # ------------------------------------------------------------------ frames
+
+    def _on_timer(self) -> None:
+        image = self.stream.frame(time.monotonic())
+        if image is None:
+            return
+        msg = self._msg
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.data = image.tobytes()
+        self._publisher.publish(msg)
+
+
+def _try_shutdown() -> None:
+    shutdown = getattr(rclpy, "try_shutdown", None)
+    if shutdown is not None:
+        shutdown()
+        return
+    try:  # Humble's rclpy.shutdown raises when already shut down
+        rclpy.shutdown()
+    except Exception:  # noqa: BLE001 - nothing left to shut down
+        pass
+
+
+def main(args: Optional[List[str]] = None) -> int:
+    """``cozmo_face_node``: publish the face until Ctrl-C or SIGTERM."""
+    rclpy.init(args=args)
+    try:
+        node = FaceNode()
+    except (ValueError, rclpy.exceptions.ParameterException) as exc:
+        print(f"cozmo_face_node: {exc}", file=sys.stderr)
+        _try_shutdown()
+        return 2
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    try:
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        executor.shutdown(timeout_sec=1.0)
+        node.destroy_node()
+        _try_shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,429 @@
+"""The driver's display, audio and animation interfaces (glue; part of ``cozmo_driver_node``).
+
+:class:`MediaInterfaces` is made by the driver node at configure and owns:
+
+* subscriptions ``display/image`` (cozmo_interfaces/DisplayImage: an image and
+  how long to show it), ``display/image_raw`` (sensor_msgs/Image, shown for
+  ``display_default_duration``), ``display/face`` (sensor_msgs/Image: the face
+  layer, e.g. from ``cozmo_face_node``) and ``audio/pcm``
+  (cozmo_interfaces/AudioChunk: a PCM stream);
+* actions ``play_audio`` (cozmo_interfaces/PlayAudio: a WAV file) and
+  ``play_animation`` (cozmo_interfaces/PlayAnimation: a clip by name or group),
+  one goal at a time each (a new goal preempts: the old one ends aborted with
+  the reason), with feedback about ten times a second and cancel;
+* the service ``list_animations`` (cozmo_interfaces/ListAnimations).
+
+Everything reaches the robot through one :class:`~cozmo_driver.client.av_stream.AVStream`,
+which paces audio and display together at 30 frames a second on the robot
+client's I/O thread; priorities on the screen: an animation, then a timed image,
+then the face. Images are converted (fitted, thresholded or dithered, run-length
+coded to fit one frame) in the executor before they cross to the I/O thread,
+and PCM is resampled there too (:class:`~cozmo_driver.protocol.audio.StreamResampler`,
+no seams between chunks). Reports come back through a deque and a guard
+condition, as the node's own data does. The logic lives in
+:mod:`cozmo_driver.driver.media`, :mod:`cozmo_driver.anim` and
+:mod:`cozmo_driver.client.av_stream`.
+
+Action execute callbacks are coroutines awaiting an rclpy Future that the guard
+condition's callback completes, so a single-threaded executor serves them.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Deque, Dict, List, Optional
+
+from cozmo_interfaces.action import PlayAnimation, PlayAudio
+from cozmo_interfaces.msg import AudioChunk, DisplayImage
+from cozmo_interfaces.srv import ListAnimations
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.qos import QoSHistoryPolicy, QoSProfile, QoSReliabilityPolicy, qos_profile_sensor_data
+from rclpy.task import Future
+from sensor_msgs.msg import Image
+
+from ..anim.clip import AnimationError
+from ..anim.library import AnimationLibrary
+from ..anim.player import compile_clip
+from ..client.av_stream import AVReport, AVStream
+from ..client.link import LinkState
+from ..driver.commands import CommandError, volume_level
+from ..driver.diagnostics import DiagnosticReport, av_report
+from ..driver.media import audio_chunk_samples, image_to_screen, is_empty_image, screen_to_frame
+from ..protocol import messages as msgs
+from ..protocol.audio import SAMPLE_RATE, StreamResampler, load_wav
+from ..protocol.errors import LocalProtocolError
+
+try:  # Galactic and later
+    from rclpy.qos_overriding_options import QoSOverridingOptions
+except ImportError:  # pragma: no cover - depends on the ROS 2 release
+    QoSOverridingOptions = None
+
+__all__ = ["MediaInterfaces"]
+
+#: Commands: only the latest matters. The face: the latest, from any publisher (best effort
+#: matches reliable and best-effort publishers). Audio chunks: none may be lost.
+QOS_DISPLAY = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=1,
+                         reliability=QoSReliabilityPolicy.RELIABLE)
+QOS_FACE = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=1,
+                      reliability=QoSReliabilityPolicy.BEST_EFFORT)
+QOS_AUDIO = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=100,
+                       reliability=QoSReliabilityPolicy.RELIABLE)
+#: A stream whose next chunk comes later than this starts a new resampler.
+_STREAM_GAP_S = 0.5
+_WARN_PERIOD_S = 2.0
+
+
+@dataclass
+class _Goal:
+    kind: str  # "audio" or "animation"
+    token: int
+    handle: Any
+    future: Future
+    success: bool = False
+    message: str = ""
+    clip: str = ""
+
+    def resolve(self, success: bool, message: str) -> None:
+        if not self.future.done():
+            self.success, self.message = success, message
+            self.future.set_result(True)
+
+
+class MediaInterfaces:
+    """See the module docstring. ``params`` is the node's parameter dict (kept up to date
+    by the node, so run-time changes apply at once)."""
+
+    def __init__(self, node: Any, robot: Any, params: Dict[str, Any]) -> None:
+        self.node = node
+        self.robot = robot
+        self.params = params
+        self._log = node.get_logger()
+        self._active = False
+        self._estop = bool(getattr(node, "_estop", False))  # kept by on_emergency_stop()
+        self._entities: List[Any] = []
+        self._reports: Deque[AVReport] = deque()
+        self._goals: Dict[int, _Goal] = {}
+        self._next_token = 0
+        self._warned: Dict[str, float] = {}
+        self._images_rejected = 0
+        self._chunks_rejected = 0
+        self._underruns_seen = 0
+        self._last_face: Optional[bytes] = None
+        self._resampler: Optional[StreamResampler] = None
+        self._last_chunk_at = -math.inf
+
+        self.library = AnimationLibrary.load(list(params.get("animation_dirs") or ()),
+                                             params.get("animation_groups_file") or None)
+        for warning in self.library.warnings:
+            self._log.warning(f"animations: {warning}")
+        unplayable = self.library.clips_with_warnings()
+        if unplayable:
+            example = unplayable[0][1][0]
+            self._log.info(f"animations: {len(unplayable)} clips have parts that are skipped "
+                           f"(e.g. {example})")
+        self._log.info(f"animations: {len(self.library.clips)} clips "
+                       f"({self.library.loaded_from_dirs} from animation_dirs), "
+                       f"{len(self.library.groups)} groups")
+
+        self.av = AVStream(robot, self._on_report,
+                           stream_prebuffer_s=float(params.get("audio_stream_buffer", 0.1)))
+        self._guard = node.create_guard_condition(self._drain)
+        self._subscribe(DisplayImage, "display/image", self._on_display_image, QOS_DISPLAY)
+        self._subscribe(Image, "display/image_raw", self._on_display_image_raw, qos_profile_sensor_data)
+        self._subscribe(Image, "display/face", self._on_display_face, QOS_FACE)
+        self._subscribe(AudioChunk, "audio/pcm", self._on_audio_pcm, QOS_AUDIO)
+        self._audio_server = ActionServer(
+            node, PlayAudio, "play_audio", execute_callback=self._execute_audio,
+            goal_callback=self._accept_goal, cancel_callback=self._cancel_goal)
+        self._animation_server = ActionServer(
+            node, PlayAnimation, "play_animation", execute_callback=self._execute_animation,
+            goal_callback=self._accept_goal, cancel_callback=self._cancel_goal)
+        self._list_service = node.create_service(ListAnimations, "list_animations", self._on_list_animations)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def activate(self) -> None:
+        """Start pacing (the robot client's I/O thread runs)."""
+        self._active = True
+        self.av.start()
+
+    def deactivate(self, reason: str = "the driver was deactivated") -> None:
+        """Stop pacing; goals end aborted with ``reason``."""
+        self._active = False
+        self.av.stop(reason)
+        for goal in list(self._goals.values()):
+            goal.resolve(False, reason)
+
+    def destroy(self) -> None:
+        """Release everything (before the robot client stops)."""
+        self.deactivate("the driver is shutting down")
+        node = self.node
+        for sub in self._entities:
+            node.destroy_subscription(sub)
+        self._entities.clear()
+        for server in (self._audio_server, self._animation_server):
+            server.destroy()
+        node.destroy_service(self._list_service)
+        node.destroy_guard_condition(self._guard)
+        self._guard = None
+
+    def on_emergency_stop(self, engaged: bool) -> None:
+        """Engaged: the animation playing is aborted (its frames stop at once)."""
+        self._estop = bool(engaged)
+        if engaged:
+            for goal in list(self._goals.values()):
+                if goal.kind == "animation":
+                    self.av.cancel_clip(goal.token, "emergency stop engaged")
+
+    # ------------------------------------------------------------------ helpers
+
+    def _subscribe(self, msg_type, topic: str, callback, qos: QoSProfile) -> None:
+        kwargs = {}
+        if QoSOverridingOptions is not None:
+            kwargs["qos_overriding_options"] = QoSOverridingOptions.with_default_policies()
+        sub = self.node.create_subscription(msg_type, topic, callback, copy.copy(qos), **kwargs)
+        self._entities.append(sub)
+
+    def _warn(self, key: str, text: str) -> None:
+        now = time.monotonic()
+        if now - self._warned.get(key, -math.inf) >= _WARN_PERIOD_S:
+            self._warned[key] = now
+            self._log.warning(text)
+
+    def _connected(self) -> bool:
+        return self.robot.state is LinkState.READY
+
+    def _refusal(self, motion: bool = False) -> Optional[str]:
+        if not self._active:
+            return "the driver is not active"
+        if motion and self._estop:
+            return "emergency stop engaged (release it with the emergency_stop service)"
+        if not self._connected():
+            return "not connected to the robot"
+        return None
+
+    # ------------------------------------------------------------------ display
+
+    def _show(self, image: Image, duration: float, topic: str, duration_field: Optional[str]) -> None:
+        if not self._active:
+            self._warn("display_inactive", f"{topic} refused: the driver is not active")
+            return
+        if duration_field is not None and not (math.isfinite(duration) and duration >= 0.0):
+            self._images_rejected += 1
+            self._warn(topic, f"{topic} refused: {duration_field} = {duration}: must be >= 0 s")
+            return
+        if is_empty_image(image.width, image.height):
+            self.av.show_image(None)
+            return
+        field = f"{topic}.image" if duration_field is not None else topic
+        try:
+            screen = image_to_screen(image.width, image.height, image.encoding, image.step,
+                                     image.is_bigendian, image.data, bool(self.params["display_dither"]),
+                                     field)
+        except CommandError as exc:
+            self._images_rejected += 1
+            self._warn(topic, f"{topic} refused: {exc}")
+            return
+        data, _ = screen_to_frame(screen)
+        self.av.show_image(data, float(duration) or None)
+
+    def _on_display_image(self, msg: DisplayImage) -> None:
+        self._show(msg.image, float(msg.duration), "display/image", "display/image.duration")
+
+    def _on_display_image_raw(self, msg: Image) -> None:
+        self._show(msg, float(self.params["display_default_duration"]), "display/image_raw", None)
+
+    def _on_display_face(self, msg: Image) -> None:
+        if is_empty_image(msg.width, msg.height):
+            data = None
+        else:
+            try:
+                screen = image_to_screen(msg.width, msg.height, msg.encoding, msg.step, msg.is_bigendian,
+                                         msg.data, False, "display/face")
+            except CommandError as exc:
+                self._images_rejected += 1
+                self._warn("display/face", f"display/face refused: {exc}")
+                return
+            data, _ = screen_to_frame(screen)
+        if data == self._last_face:
+            return  # the same face again (a keep-alive)
+        self._last_face = data
+        self.av.set_face(data)
+
+    # ------------------------------------------------------------------ audio stream
+
+    def _on_audio_pcm(self, msg: AudioChunk) -> None:
+        if not self._active:
+            self._chunks_rejected += 1
+            self._warn("audio_inactive", "audio/pcm refused: the driver is not active")
+            return
+        try:
+            mono = audio_chunk_samples(msg.sample_rate, msg.channels, msg.samples)
+        except CommandError as exc:
+            self._chunks_rejected += 1
+            self._warn("audio/pcm", f"audio/pcm refused: {exc}")
+            return
+        now = time.monotonic()
+        rate = int(msg.sample_rate)
+        if self._resampler is None or self._resampler.rate_in != rate or now - self._last_chunk_at > _STREAM_GAP_S:
+            self._resampler = StreamResampler(rate, SAMPLE_RATE)
+        self._last_chunk_at = now
+        out = self._resampler.process(mono)
+        if out.size:
+            self.av.stream_audio(out)
+
+    # ------------------------------------------------------------------ goals
+
+    def _accept_goal(self, goal_request) -> GoalResponse:
+        return GoalResponse.ACCEPT  # checked when it runs, so that the result can say why
+
+    def _cancel_goal(self, goal_handle) -> CancelResponse:
+        for goal in self._goals.values():
+            if goal.handle is goal_handle:
+                if goal.kind == "audio":
+                    self.av.cancel_audio(goal.token, "cancelled")
+                else:
+                    self.av.cancel_clip(goal.token, "cancelled")
+                return CancelResponse.ACCEPT
+        return CancelResponse.REJECT
+
+    def _new_goal(self, kind: str, handle: Any) -> _Goal:
+        for old in list(self._goals.values()):
+            if old.kind == kind:
+                old.resolve(False, f"preempted by a new {'play_audio' if kind == 'audio' else 'play_animation'} goal")
+        self._next_token += 1
+        goal = _Goal(kind, self._next_token, handle, Future())
+        self._goals[goal.token] = goal
+        return goal
+
+    @staticmethod
+    def _end(handle: Any, result: Any, success: bool, message: str) -> Any:
+        result.success = bool(success)
+        result.message = message
+        try:
+            if success:
+                handle.succeed()
+            elif handle.is_cancel_requested:
+                handle.canceled()
+            else:
+                handle.abort()
+        except Exception:  # noqa: BLE001 - the server is gone (shutting down): the result stands
+            pass
+        return result
+
+    async def _run(self, goal: _Goal, result: Any) -> Any:
+        try:
+            await goal.future
+        finally:
+            self._goals.pop(goal.token, None)
+        return self._end(goal.handle, result, goal.success, goal.message)
+
+    async def _execute_audio(self, handle) -> PlayAudio.Result:
+        request = handle.request
+        result = PlayAudio.Result()
+        problem = self._refusal()
+        if problem is None and not math.isfinite(request.volume):
+            problem = f"volume = {request.volume}: not a finite number"
+        if problem is not None:
+            return self._end(handle, result, False, problem)
+        try:
+            pcm, info = load_wav(request.path)
+        except LocalProtocolError as exc:
+            return self._end(handle, result, False, str(exc))
+        if request.volume >= 0.0:
+            level, _ = volume_level(min(float(request.volume), 1.0))
+            self.robot.post(msgs.SetRobotVolume(level=level))
+            # Keep the driver's own record, which it re-applies after a reconnection.
+            if hasattr(self.node, "_volume"):
+                self.node._volume = level
+        goal = self._new_goal("audio", handle)
+        self._log.info(f"play_audio: {request.path} ({info.duration_s:.2f} s, {info.sample_rate_hz} Hz, "
+                       f"{info.channels} channel{'s' if info.channels > 1 else ''})")
+        self.av.play_audio(goal.token, pcm)
+        return await self._run(goal, result)
+
+    async def _execute_animation(self, handle) -> PlayAnimation.Result:
+        request = handle.request
+        result = PlayAnimation.Result()
+        problem = self._refusal(motion=True)
+        if problem is not None:
+            return self._end(handle, result, False, problem)
+        state = self.robot.robot_state
+        head_deg = math.degrees(state.head_angle_rad) if state is not None else None
+        try:
+            clip = self.library.resolve(request.name, request.group, time.monotonic(), head_deg)
+            compiled = compile_clip(clip, start_head_angle_deg=head_deg,
+                                    start_lift_height_mm=state.lift_height_mm if state is not None else None)
+        except AnimationError as exc:
+            return self._end(handle, result, False, str(exc))
+        stops = []
+        if clip.tracks.head:
+            stops.append(msgs.MoveHead(speed_rad_per_sec=0.0))
+        if clip.tracks.lift:
+            stops.append(msgs.MoveLift(speed_rad_per_sec=0.0))
+        goal = self._new_goal("animation", handle)
+        goal.clip = clip.name
+        loops = max(1, int(request.loops))
+        self._log.info(f"play_animation: {clip.name} ({compiled.duration_s:.2f} s"
+                       f"{f', {loops} times' if loops > 1 else ''})")
+        self.av.play_clip(goal.token, compiled, loops, stops)
+        return await self._run(goal, result)
+
+    # ------------------------------------------------------------------ reports (I/O -> executor)
+
+    def _on_report(self, report: AVReport) -> None:
+        """On the I/O thread: hand over to the executor."""
+        self._reports.append(report)
+        guard = self._guard
+        if guard is not None:
+            guard.trigger()
+
+    def _drain(self) -> None:
+        reports = self._reports
+        while reports:
+            try:
+                report = reports.popleft()
+            except IndexError:
+                return
+            goal = self._goals.get(report.token)
+            if goal is None or goal.future.done():
+                continue  # a goal already ended (preempted, deactivated)
+            if report.done:
+                goal.resolve(report.success, report.message)
+                continue
+            handle = goal.handle
+            if not handle.is_active:
+                continue
+            if goal.kind == "audio":
+                feedback = PlayAudio.Feedback()
+                feedback.progress = float(report.progress)
+                feedback.elapsed = float(report.elapsed_s)
+            else:
+                feedback = PlayAnimation.Feedback()
+                feedback.progress = float(report.progress)
+                feedback.clip = report.clip
+            handle.publish_feedback(feedback)
+
+    # ------------------------------------------------------------------ services and diagnostics
+
+    def _on_list_animations(self, request, response):
+        response.names = self.library.names()
+        response.groups = self.library.group_names()
+        return response
+
+    def report(self) -> DiagnosticReport:
+        counters = self.av.counters()
+        underruns = int(counters["underruns (ticks sent late)"])
+        new, self._underruns_seen = underruns - self._underruns_seen, underruns
+        playing = []
+        for goal in self._goals.values():
+            playing.append(f"animation {goal.clip}" if goal.kind == "animation" else "audio file")
+        if not playing:
+            playing.append("idle" if not counters["audio queued (s)"] else "audio stream")
+        return av_report(self._active, self._connected(), counters, max(0, new), ", ".join(playing),
+                         len(self.library.clips), len(self.library.groups), self._images_rejected,
+                         self._chunks_rejected)

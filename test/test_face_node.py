@@ -1,0 +1,150 @@
+"""cozmo_face_node: as its own process (the console script), its face reaches the simulated
+robot's screen through the driver; expressions change by service and topic; gaze moves it;
+it stops cleanly on a signal. In-process: the service's checks."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, List
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip("rclpy")
+
+from cozmo_interfaces.srv import SetFaceExpression  # noqa: E402
+from geometry_msgs.msg import Point  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy  # noqa: E402
+from sensor_msgs.msg import Image  # noqa: E402
+from std_msgs.msg import String  # noqa: E402
+
+from cozmo_driver.face.expressions import EXPRESSIONS, look_at  # noqa: E402
+from cozmo_driver.face.procedural import FaceRenderer  # noqa: E402
+from cozmo_driver.protocol.display import fit_to_frame  # noqa: E402
+from cozmo_driver.ros.driver_node import CozmoDriverNode  # noqa: E402
+from cozmo_driver.ros.face_node import FaceNode  # noqa: E402
+from cozmo_driver.sim import SimServer  # noqa: E402
+
+pytestmark = [pytest.mark.ros]
+
+R = FaceRenderer()
+
+
+def on_screen(face) -> np.ndarray:
+    return fit_to_frame(np.ascontiguousarray(R.render(face)[0::2]))[1]
+
+
+def face_command(extra: List[str]) -> List[str]:
+    exe = Path(sys.executable).parent / "cozmo_face_node"
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "cozmo_driver.ros.face_node"]
+    return cmd + ["--ros-args", "-p", "idle:=false", "-p", "transition_s:=0.0"] + extra
+
+
+class Spinner:
+    def __init__(self, context, *nodes: Any) -> None:
+        self.executor = SingleThreadedExecutor(context=context)
+        for node in nodes:
+            self.executor.add_node(node)
+
+    def until(self, predicate, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() > deadline:
+                return False
+            self.executor.spin_once(timeout_sec=0.01)
+        return True
+
+    def call(self, client, request, timeout: float = 5.0):
+        assert self.until(client.service_is_ready, 10.0), "service not available"
+        future = client.call_async(request)
+        assert self.until(future.done, timeout)
+        return future.result()
+
+
+@pytest.mark.slow
+def test_the_face_node_process_shows_its_face_through_the_driver(rclpy_context):
+    with SimServer(port=0, seed=1) as sim:
+        driver = CozmoDriverNode(context=rclpy_context, parameter_overrides=[
+            Parameter("robot_ip", value="127.0.0.1"), Parameter("robot_port", value=sim.address[1]),
+            Parameter("camera_enabled", value=False)])
+        probe = rclpy.create_node("face_probe", context=rclpy_context)
+        spin = Spinner(rclpy_context, driver, probe)
+        proc = subprocess.Popen(face_command(["-p", "expression:=neutral"]), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+        try:
+            assert driver.start()
+            assert spin.until(lambda: driver.connected, 5.0)
+            assert spin.until(lambda: np.array_equal(sim.framebuffer(), on_screen(EXPRESSIONS["neutral"])), 15.0), \
+                "the face node's face did not reach the robot"
+            # an expression by service
+            client = probe.create_client(SetFaceExpression, "set_face_expression")
+            reply = spin.call(client, SetFaceExpression.Request(expression="happy", transition_s=0.0))
+            assert reply.success, reply.message
+            t0 = time.monotonic()
+            assert spin.until(lambda: np.array_equal(sim.framebuffer(), on_screen(EXPRESSIONS["happy"])), 2.0)
+            print(f"service -> the robot's screen: {time.monotonic() - t0:.3f} s")
+            bad = spin.call(client, SetFaceExpression.Request(expression="grumpyish"))
+            assert not bad.success and "unknown expression" in bad.message
+            # raw parameters: the sad face's 43 values
+            raw = EXPRESSIONS["sad"].to_array().astype(np.float32).tolist()
+            reply = spin.call(client, SetFaceExpression.Request(parameters=raw, transition_s=0.0))
+            assert reply.success, reply.message
+            assert spin.until(lambda: np.array_equal(sim.framebuffer(), on_screen(EXPRESSIONS["sad"])), 2.0)
+            # by topic, then the gaze
+            pub = probe.create_publisher(String, "face/expression", 10)
+            look = probe.create_publisher(Point, "face/look_at", 10)
+            assert spin.until(lambda: pub.get_subscription_count() and look.get_subscription_count(), 5.0)
+            pub.publish(String(data="surprised"))
+            assert spin.until(lambda: np.array_equal(sim.framebuffer(), on_screen(EXPRESSIONS["surprised"])), 2.0)
+            look.publish(Point(x=1.0, y=0.0, z=0.0))
+            gazing = on_screen(look_at(EXPRESSIONS["surprised"], 1.0, 0.0))
+            assert spin.until(lambda: np.array_equal(sim.framebuffer(), gazing), 2.0)
+            # a late subscriber gets the current face (transient local)
+            got: list = []
+            probe.create_subscription(Image, "display/face", got.append, QoSProfile(
+                depth=1, durability=QoSDurabilityPolicy.TRANSIENT_LOCAL,
+                reliability=QoSReliabilityPolicy.RELIABLE))
+            assert spin.until(lambda: got, 5.0)
+            assert (got[-1].width, got[-1].height, got[-1].encoding) == (128, 64, "mono8")
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=10.0)
+            assert proc.returncode == 0 and "Traceback" not in err, err
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+            driver.close()
+            spin.executor.shutdown(timeout_sec=1.0)
+            driver.destroy_node()
+            probe.destroy_node()
+
+
+def test_face_node_checks_its_requests(rclpy_context):
+    node = FaceNode(context=rclpy_context, parameter_overrides=[Parameter("idle", value=False)])
+    try:
+        def call(**fields):
+            return node._on_set_expression(SetFaceExpression.Request(**fields), SetFaceExpression.Response())
+
+        assert call(expression="joy").success
+        assert node.animator.target().to_array().tolist() == EXPRESSIONS["joy"].to_array().tolist()
+        assert "43" in call(parameters=[0.0] * 5).message
+        assert "finite" in call(parameters=[math.nan] * 43).message
+        big = EXPRESSIONS["neutral"].to_array()
+        big[2] = 50.0                                         # face scale x beyond its range
+        reply = call(parameters=big.tolist(), transition_s=0.0)
+        assert reply.success and "clamped" in reply.message
+        assert not call(expression="").success
+        assert not call(expression="happy", transition_s=math.inf).success
+        with pytest.raises(ValueError, match="unknown expression"):
+            FaceNode(node_name="other", context=rclpy_context,
+                     parameter_overrides=[Parameter("expression", value="nope")])
+    finally:
+        node.destroy_node()

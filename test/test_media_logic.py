@@ -1,0 +1,437 @@
+"""Display, audio and animation logic of the driver without ROS: image and audio-chunk checks,
+the streaming resampler, the animation library, the AV stream on an explicit clock, and the
+face stream."""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import json
+import math
+from types import SimpleNamespace
+from typing import Any, List
+
+import numpy as np
+import pytest
+
+from cozmo_driver.anim.clip import AnimationError, Clip, HeadKeyframe, LightsKeyframe, Tracks, write_anim_bin
+from cozmo_driver.anim.library import AnimationLibrary
+from cozmo_driver.anim.player import compile_clip
+from cozmo_driver.client.av_stream import AVStream
+from cozmo_driver.client.link import LinkState, LinkStateChanged
+from cozmo_driver.driver.commands import CommandError
+from cozmo_driver.driver.media import audio_chunk_samples, image_to_screen, is_empty_image, screen_to_frame
+from cozmo_driver.face.expressions import EXPRESSIONS, FaceAnimator
+from cozmo_driver.face.procedural import FaceRenderer
+from cozmo_driver.face.stream import FaceStream
+from cozmo_driver.protocol import messages as m
+from cozmo_driver.protocol.audio import SAMPLE_RATE, SAMPLES_PER_FRAME, StreamResampler, resample
+from cozmo_driver.protocol.display import BLANK_IMAGE, MAX_DISPLAY_BYTES, decode_display
+
+FRAME = 1 / 30
+
+
+# --------------------------------------------------------------------------- images
+
+def pattern() -> np.ndarray:
+    """A grey (64, 128) test picture: a gradient with a bright box and a dark bar."""
+    img = np.tile(np.linspace(0, 255, 128).astype(np.uint8), (64, 1))
+    img[8:40, 16:60] = 250
+    img[44:52, :] = 5
+    return img
+
+
+def as_encoding(grey: np.ndarray, encoding: str, pad: int = 0, bigendian: bool = False):
+    """(width, height, step, data) of ``grey`` in ``encoding``, rows padded with ``pad`` bytes."""
+    h, w = grey.shape
+    if encoding == "mono8":
+        px = grey[:, :, None]
+    elif encoding == "mono16":
+        words = grey.astype(np.uint16) * 257
+        px = words.astype(">u2" if bigendian else "<u2").view(np.uint8).reshape(h, w, 2)
+    elif encoding in ("rgb8", "bgr8"):
+        px = np.repeat(grey[:, :, None], 3, axis=2)
+    else:
+        px = np.concatenate([np.repeat(grey[:, :, None], 3, axis=2), np.full((h, w, 1), 255, np.uint8)], axis=2)
+    rows = px.reshape(h, -1)
+    if pad:
+        rows = np.concatenate([rows, np.zeros((h, pad), np.uint8)], axis=1)
+    return w, h, rows.shape[1], rows.tobytes()
+
+
+@pytest.mark.parametrize("encoding", ["mono8", "mono16", "rgb8", "bgr8", "rgba8", "bgra8"])
+@pytest.mark.parametrize("dither", [False, True])
+def test_every_encoding_gives_the_same_screen(encoding, dither):
+    grey = pattern()
+    w, h, step, data = as_encoding(grey, "mono8")
+    expected = image_to_screen(w, h, "mono8", step, 0, data, dither)
+    for pad, big in ((0, False), (3, False), (2, True)):
+        w, h, step, data = as_encoding(grey, encoding, pad, big)
+        got = image_to_screen(w, h, encoding, step, int(big), data, dither)
+        assert got.shape == (64, 128) and got.dtype == bool
+        assert np.array_equal(got, expected), (encoding, pad, big)
+
+
+def test_a_128x64_mono8_image_is_shown_pixel_for_pixel_and_other_sizes_are_fitted():
+    grey = pattern()
+    screen = image_to_screen(128, 64, "mono8", 128, 0, grey.tobytes(), dither=False)
+    assert np.array_equal(screen, grey >= 128)
+    # a 320x240 picture is scaled to 85x64 and centred: the sides stay dark
+    big = np.full((240, 320), 255, np.uint8)
+    screen = image_to_screen(320, 240, "mono8", 320, 0, big.tobytes(), dither=True)
+    cols = np.flatnonzero(screen.any(axis=0))
+    assert cols[0] == (128 - 85) // 2 and cols[-1] == cols[0] + 84
+    # alpha 0 is black
+    w, h, step, data = as_encoding(np.full((10, 10), 255, np.uint8), "rgba8")
+    clear = bytearray(data)
+    clear[3::4] = bytes(len(clear[3::4]))
+    assert not image_to_screen(w, h, "rgba8", step, 0, bytes(clear), dither=False).any()
+
+
+def test_complex_images_are_simplified_to_fit_one_frame():
+    rng = np.random.default_rng(4)
+    noise = rng.integers(0, 256, (480, 640), dtype=np.uint8)
+    screen = image_to_screen(640, 480, "mono8", 640, 0, noise.tobytes(), dither=True)
+    data, shown = screen_to_frame(screen)
+    assert len(data) <= MAX_DISPLAY_BYTES
+    assert np.array_equal(decode_display(data), shown)
+    assert np.mean(shown == screen[0::2]) > 0.6   # simplified, not blanked
+
+
+@pytest.mark.parametrize("fields, named", [
+    (dict(encoding="yuv422"), "display/image.image.encoding"),
+    (dict(step=100), "display/image.image.step"),
+    (dict(data=b"\0" * 100), "display/image.image.data"),
+    (dict(width=0), "display/image.image.width"),
+    (dict(height=5000, step=128, data=b"\0" * 128 * 5000), "display/image.image.height"),
+])
+def test_bad_images_are_refused_naming_the_field(fields, named):
+    args = dict(width=128, height=64, encoding="mono8", step=128, is_bigendian=0, data=b"\0" * 128 * 64,
+                dither=False, field="display/image.image")
+    args.update(fields)
+    with pytest.raises(CommandError, match=named.replace(".", r"\.")):
+        image_to_screen(**args)
+    assert is_empty_image(0, 0) and not is_empty_image(0, 5)
+
+
+def test_audio_chunks_are_checked_and_mixed_down():
+    assert audio_chunk_samples(16000, 1, [1, 2, 3]).tolist() == [1, 2, 3]
+    assert audio_chunk_samples(16000, 2, [100, 300, -10, -30]).tolist() == [200, -20]
+    for args, named in (((7999, 1, []), "sample_rate"), ((48001, 1, []), "sample_rate"),
+                        ((16000, 3, []), "channels"), ((16000, 2, [1, 2, 3]), "samples")):
+        with pytest.raises(CommandError, match=named):
+            audio_chunk_samples(*args)
+
+
+@pytest.mark.parametrize("rate", [8000, 11025, 16000, 22320, 44100, 48000])
+def test_stream_resampler_equals_the_whole_signal_resampled(rate):
+    rng = np.random.default_rng(rate)
+    x = (rng.standard_normal(rate // 2) * 4000).astype(np.int16)
+    whole = resample(x, rate, SAMPLE_RATE)
+    r = StreamResampler(rate, SAMPLE_RATE)
+    parts, i = [], 0
+    while i < x.size:
+        n = int(rng.integers(1, 2500))
+        parts.append(r.process(x[i:i + n]))
+        i += n
+    parts.append(r.flush())
+    joined = np.concatenate(parts)
+    assert joined.size == whole.size
+    assert np.abs(joined.astype(int) - whole).max() <= 1
+    # the resampler starts over after a flush
+    assert np.array_equal(np.concatenate([r.process(x), r.flush()]), whole)
+
+
+# --------------------------------------------------------------------------- the library
+
+CLIP_YAML = """
+name: {name}
+tracks:
+  head:
+    - {{time_ms: 0, duration_ms: 200, angle_deg: 20}}
+"""
+
+
+def test_library_loads_dirs_skips_bad_files_and_resolves(tmp_path):
+    d = tmp_path / "anims"
+    (d / "sub").mkdir(parents=True)
+    (d / "mine.yaml").write_text(CLIP_YAML.format(name="my_nod"))
+    (d / "sub" / "override.yaml").write_text(CLIP_YAML.format(name="sneeze"))
+    (d / "again.yml").write_text(CLIP_YAML.format(name="my_nod"))
+    (d / "broken.yaml").write_text("name: x\ntracks: {head: [{time_ms: 0, angel_deg: 3}]}\n")
+    (d / "notes.txt").write_text("not a clip")
+    app = Clip("anim_app_clip", 0.5, Tracks(head=[HeadKeyframe(0, 300, -10)],
+                                            lights=[LightsKeyframe(0, 400, ((0, 0, 255),) * 5)]))
+    (d / "app.bin").write_bytes(write_anim_bin([app]))
+    groups = tmp_path / "groups.json"
+    groups.write_text(json.dumps({"happy_things": {"Animations": [
+        {"Name": "my_nod", "Weight": 1.0}, {"Name": "missing_clip", "Weight": 5.0}]},
+        "sad_things": {"Animations": [{"Name": "sad_droop"}]}}))
+    lib = AnimationLibrary.load([d, tmp_path / "nowhere"], groups)
+    assert {"my_nod", "anim_app_clip", "sneeze", "nod_yes"} <= set(lib.names())
+    assert lib.loaded_from_dirs == 3 and lib.overridden_builtins == ["sneeze"]
+    assert lib.clips["sneeze"].tracks.head[0].angle_deg == 20          # the directory's wins
+    text = "\n".join(lib.warnings)
+    assert "broken.yaml" in text and "nowhere" in text and "again.yml" in text
+    assert "missing_clip" in text
+    assert lib.group_names() == ["happy_things", "sad_things"]
+    assert lib.resolve(group="happy_things").name == "my_nod"          # the unknown member is left out
+    assert lib.resolve("anim_app_clip").tracks.lights
+    with pytest.raises(AnimationError, match="similar: my_nod"):
+        lib.resolve("my_no")
+    with pytest.raises(AnimationError, match="known groups: happy_things, sad_things"):
+        lib.resolve(group="nope")
+    with pytest.raises(AnimationError, match="name or a group"):
+        lib.resolve()
+
+
+def test_library_groups_from_one_group_file_or_a_directory(tmp_path):
+    (tmp_path / "g").mkdir()
+    (tmp_path / "g" / "ag_nod.json").write_text(json.dumps({"Animations": [{"Name": "nod_yes"}]}))
+    one = tmp_path / "ag_single.json"
+    one.write_text(json.dumps({"Animations": [{"Name": "shake_no"}]}))
+    assert AnimationLibrary.load((), tmp_path / "g").group_names() == ["ag_nod"]
+    assert AnimationLibrary.load((), one).resolve(group="ag_single").name == "shake_no"
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1, 2]")
+    assert "no groups loaded" in AnimationLibrary.load((), bad).warnings[0]
+
+
+# --------------------------------------------------------------------------- the AV stream
+
+class FakeRobot:
+    """What AVStream needs of a Robot, on an explicit clock; call_soon runs at once."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.sent: List[tuple] = []           # (time, message)
+        self.link = SimpleNamespace(state=LinkState.READY, send=lambda msg: self.sent.append((self.now, msg)))
+        self.listeners: List[Any] = []
+        self._timers: list = []
+        self._seq = itertools.count()
+
+    def clock(self) -> float:
+        return self.now
+
+    def call_soon(self, fn, *args) -> None:
+        fn(*args)
+
+    def schedule(self, when, fn):
+        handle = SimpleNamespace(cancelled=False)
+        handle.cancel = lambda: setattr(handle, "cancelled", True)
+        heapq.heappush(self._timers, (when, next(self._seq), fn, handle))
+        return handle
+
+    def add_listener(self, fn) -> None:
+        self.listeners.append(fn)
+
+    def remove_listener(self, fn) -> None:
+        self.listeners.remove(fn)
+
+    def run_until(self, t: float) -> None:
+        while self._timers and self._timers[0][0] <= t:
+            when, _, fn, handle = heapq.heappop(self._timers)
+            if handle.cancelled:
+                continue
+            self.now = max(self.now, when)
+            fn()
+        self.now = max(self.now, t)
+
+    def set_link(self, state: LinkState) -> None:
+        self.link.state = state
+        for fn in list(self.listeners):
+            fn(LinkStateChanged(state, "test"))
+
+    def names(self, since: float = -1.0) -> List[str]:
+        return [msg.NAME for t, msg in self.sent if t >= since]
+
+
+def make_stream(**kwargs):
+    robot = FakeRobot()
+    reports: list = []
+    av = AVStream(robot, reports.append, **kwargs)
+    av.start()
+    return robot, av, reports
+
+
+def tone(seconds: float, freq: float = 1000.0) -> np.ndarray:
+    t = np.arange(int(seconds * SAMPLE_RATE)) / SAMPLE_RATE
+    return (np.sin(2 * np.pi * freq * t) * 8000).astype(np.int16)
+
+
+def test_an_audio_goal_plays_every_frame_on_the_grid_and_reports_progress():
+    robot, av, reports = make_stream()
+    pcm = tone(1.0)
+    av.play_audio("a", pcm)
+    robot.run_until(robot.now + 2.0)
+    audio = [(t, msg) for t, msg in robot.sent if msg.NAME == "OutputAudio"]
+    assert len(audio) == math.ceil(pcm.size / SAMPLES_PER_FRAME) == 30
+    gaps = np.diff([t for t, _ in audio])
+    assert np.allclose(gaps, FRAME, atol=1e-9)                       # one per tick, exactly
+    done = [r for r in reports if r.done]
+    assert len(done) == 1 and done[0].success and done[0].token == "a"
+    assert done[0].elapsed_s == pytest.approx(29 * FRAME)
+    progress = [r.progress for r in reports if r.kind == "audio_progress"]
+    assert progress[0] == 0.0 and progress == sorted(progress) and len(progress) >= 8
+    assert av.counters()["underruns (ticks sent late)"] == 0
+    assert robot.names().count("OutputSilence") == 15                  # lingers 0.5 s, then stops
+    robot.run_until(robot.now + 5.0)
+    assert not robot._timers or all(h.cancelled for *_, h in robot._timers)
+
+
+def test_audio_goals_preempt_and_cancel():
+    robot, av, reports = make_stream()
+    av.play_audio(1, tone(2.0))
+    robot.run_until(robot.now + 0.5)
+    av.play_audio(2, tone(2.0, 500))
+    robot.run_until(robot.now + 0.5)
+    av.cancel_audio(2)
+    sent_at_cancel = robot.names().count("OutputAudio")
+    robot.run_until(robot.now + 1.0)
+    assert robot.names().count("OutputAudio") == sent_at_cancel
+    done = {r.token: r for r in reports if r.done}
+    assert not done[1].success and "preempted" in done[1].message
+    assert not done[2].success and done[2].message == "cancelled"
+    assert 0.2 < done[2].progress < 0.35
+
+
+def test_a_stream_is_prebuffered_then_flushed_when_it_stops():
+    robot, av, reports = make_stream(stream_prebuffer_s=0.1, stream_timeout_s=0.3)
+    chunk = tone(0.05)                                   # 1116 samples: 1.5 frames
+    av.stream_audio(chunk)
+    robot.run_until(robot.now + 0.02)
+    assert "OutputAudio" not in robot.names()             # 0.05 s is under the prebuffer
+    for _ in range(9):
+        robot.run_until(robot.now + 0.05)
+        av.stream_audio(chunk)
+    robot.run_until(robot.now + 1.5)
+    audio = robot.names().count("OutputAudio")
+    assert audio == math.ceil(10 * chunk.size / SAMPLES_PER_FRAME)  # the tail was flushed
+    assert av.counters()["underruns (ticks sent late)"] == 0
+    robot.set_link(LinkState.LOST)
+    av.stream_audio(chunk)
+    assert av.counters()["audio stream dropped (s)"] == pytest.approx(0.05, abs=1e-3)
+
+
+def test_clips_loop_cancel_and_restore_the_face():
+    robot, av, reports = make_stream()
+    face = screen_to_frame(FaceRenderer().render(EXPRESSIONS["happy"]))[0]
+    clip = compile_clip(Clip("c", 0.5, Tracks(head=[HeadKeyframe(0, 100, 20)],
+                                              lights=[LightsKeyframe(100, 300, ((0, 255, 0),) * 5)])))
+    av.play_clip("x", clip, loops=2)
+    robot.run_until(robot.now + 1.5)
+    names = robot.names()
+    assert names.count("StartAnimation") == 2 and names.count("EndAnimation") == 2
+    starts = [t for t, msg in robot.sent if msg.NAME == "StartAnimation"]
+    assert starts[1] - starts[0] == pytest.approx(clip.num_ticks * FRAME)  # back to back
+    done = [r for r in reports if r.done]
+    assert done[-1].success and done[-1].progress == 1.0 and "2 times" in done[-1].message
+    # cancel, with a face to go back to
+    av.set_face(face)
+    t0 = robot.now
+    av.play_clip("y", clip, loops=5, stop_messages=[m.MoveHead(speed_rad_per_sec=0.0)])
+    robot.run_until(t0 + 0.3)
+    before = len(robot.sent)
+    av.cancel_clip("y")
+    robot.run_until(t0 + 0.5)
+    after = robot.sent[before:]
+    names = [msg.NAME for _, msg in after]
+    assert names[:2] == ["AbortAnimation", "AnimBackpackLights"] and "MoveHead" in names
+    shown = [msg.image for _, msg in after if msg.NAME == "DisplayImage"]
+    assert shown and shown[-1] == face
+    assert [r for r in reports if r.done][-1].message == "cancelled"
+
+
+def test_without_a_face_a_cancelled_clip_and_a_timed_image_leave_a_blank_screen():
+    robot, av, _ = make_stream()
+    img = screen_to_frame(np.ones((64, 128), bool))[0]
+    av.show_image(img, 0.2)
+    robot.run_until(robot.now + 1.0)
+    shown = [msg.image for _, msg in robot.sent if msg.NAME == "DisplayImage"]
+    assert shown == [img, BLANK_IMAGE]
+    times = [t for t, msg in robot.sent if msg.NAME == "DisplayImage"]
+    assert times[1] - times[0] == pytest.approx(0.2, abs=1e-9)
+
+
+def test_an_image_until_replaced_costs_no_traffic_and_is_refreshed():
+    robot, av, _ = make_stream(refresh_s=5.0, linger_s=0.5)
+    face = screen_to_frame(FaceRenderer().render(EXPRESSIONS["neutral"]))[0]
+    img = screen_to_frame(np.ones((64, 128), bool))[0]
+    av.set_face(face)
+    av.show_image(img, None)
+    t0 = robot.now
+    robot.run_until(t0 + 11.0)
+    displays = [(t - t0, msg.image) for t, msg in robot.sent if msg.NAME == "DisplayImage"]
+    assert [d for _, d in displays] == [img, img, img]                  # shown, refreshed twice
+    assert displays[1][0] == pytest.approx(5.0, abs=FRAME)
+    assert len(robot.sent) == 3 * (2 + 15)        # each: image, silence, 0.5 s of lingering; nothing else
+    av.show_image(None)                                                 # cleared: the face again
+    robot.run_until(robot.now + 0.1)
+    assert [msg.image for _, msg in robot.sent if msg.NAME == "DisplayImage"][-1] == face
+
+
+def test_losing_the_robot_ends_every_goal_and_a_reconnection_shows_the_face_again():
+    robot, av, reports = make_stream()
+    face = screen_to_frame(FaceRenderer().render(EXPRESSIONS["sad"]))[0]
+    av.set_face(face)
+    av.play_audio("a", tone(3.0))
+    av.play_clip("c", compile_clip(Clip("c", 3.0, Tracks(head=[HeadKeyframe(0, 100, 20)]))))
+    robot.run_until(robot.now + 0.5)
+    robot.set_link(LinkState.LOST)
+    done = {r.token: r for r in reports if r.done}
+    assert "lost the connection" in done["a"].message and "lost the connection" in done["c"].message
+    before = len(robot.sent)
+    robot.run_until(robot.now + 2.0)
+    assert len(robot.sent) == before                                    # nothing while lost
+    robot.set_link(LinkState.READY)
+    robot.run_until(robot.now + 0.1)
+    assert [msg.image for _, msg in robot.sent[before:] if msg.NAME == "DisplayImage"] == [face]
+    av.stop("stopped")
+    av.play_audio("b", tone(0.1))
+    assert [r for r in reports if r.token == "b"][0].message == "not connected to the robot"
+
+
+# --------------------------------------------------------------------------- the face stream
+
+def test_face_stream_renders_on_change_and_keeps_alive():
+    animator = FaceAnimator(seed=1, base="neutral", now=0.0, idle=False)
+    stream = FaceStream(animator, keepalive_s=1.0)
+    first = stream.frame(0.0)
+    assert first is not None and first.shape == (64, 128) and set(np.unique(first)) <= {0, 255}
+    assert np.array_equal(first > 0, FaceRenderer().render(EXPRESSIONS["neutral"]))
+    sent = [k for k in range(1, 60) if stream.frame(k / 30) is not None]
+    assert sent == [30]                                                  # only the keep-alive
+    assert stream.stats.rendered == 1
+    animator.set_expression("happy", 2.0, 0.2)
+    changed = [k for k in range(60, 75) if stream.frame(k / 30) is not None]
+    assert 5 <= len(changed) <= 8                                        # the 0.2 s transition
+    assert np.array_equal(stream.image > 0, FaceRenderer().render(EXPRESSIONS["happy"]))
+    idle = FaceStream(FaceAnimator(seed=2, now=0.0, idle=True))
+    published = sum(idle.frame(k / 30) is not None for k in range(30 * 20))
+    assert 20 < published < 300 and idle.animator.blinks >= 3         # blinks and saccades
+
+
+def test_a_face_set_before_the_client_runs_is_shown_once_it_does():
+    from cozmo_driver.transport.udp import TransportError
+
+    robot = FakeRobot()
+    running = {"yes": False}
+    run_soon = robot.call_soon
+
+    def call_soon(fn, *args):
+        if not running["yes"]:
+            raise TransportError("transport is not running")
+        run_soon(fn, *args)
+
+    robot.call_soon = call_soon
+    reports: list = []
+    av = AVStream(robot, reports.append)
+    face = screen_to_frame(FaceRenderer().render(EXPRESSIONS["wink"]))[0]
+    av.set_face(face)                                   # configured, not yet active
+    av.play_audio("early", tone(0.1))
+    assert reports[-1].done and reports[-1].message == "not connected to the robot"
+    assert robot.sent == []
+    running["yes"] = True
+    av.start()
+    robot.run_until(robot.now + 0.1)
+    assert [msg.image for _, msg in robot.sent if msg.NAME == "DisplayImage"] == [face]

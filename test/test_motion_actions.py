@@ -1,0 +1,643 @@
+"""The motion actions against the simulated robot over UDP on 127.0.0.1, with real rclpy.
+
+Each test gets its own rclpy context, simulator, driver node and probe node on one
+single-threaded executor (waits are bounded ``spin_once`` loops). Poses are checked
+against the simulator's ground truth: the driver's odom frame starts where the robot
+stood when it connected (SetOrigin), so a truth pose maps into odom relative to the
+truth pose at connection (:func:`odom_truth`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import pytest
+
+rclpy = pytest.importorskip("rclpy")
+
+from action_msgs.msg import GoalStatus  # noqa: E402
+from cozmo_interfaces.action import (DriveStraight, FollowPath, GoToPose, SetHeadAngle,  # noqa: E402
+                                     SetLiftHeight, TurnInPlace)
+from cozmo_interfaces.msg import HeadAngle, PathSegment  # noqa: E402
+from cozmo_interfaces.srv import SetEmergencyStop  # noqa: E402
+from geometry_msgs.msg import PoseStamped, TransformStamped, Twist  # noqa: E402
+from rclpy.action import ActionClient  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy  # noqa: E402
+from tf2_msgs.msg import TFMessage  # noqa: E402
+
+from cozmo_driver.ros.driver_node import CozmoDriverNode  # noqa: E402
+from cozmo_driver.sim import SimServer  # noqa: E402
+
+pytestmark = [pytest.mark.ros]
+
+TYPES = {"set_head_angle": SetHeadAngle, "set_lift_height": SetLiftHeight,
+         "turn_in_place": TurnInPlace, "drive_straight": DriveStraight,
+         "follow_path": FollowPath, "go_to_pose": GoToPose}
+STATIC = QoSProfile(depth=10, durability=QoSDurabilityPolicy.TRANSIENT_LOCAL,
+                    reliability=QoSReliabilityPolicy.RELIABLE)
+
+
+def wrap(a: float) -> float:
+    return (a + math.pi) % (2 * math.pi) - math.pi
+
+
+def quat(yaw: float):
+    return 0.0, 0.0, math.sin(yaw / 2.0), math.cos(yaw / 2.0)
+
+
+def pose_stamped(x: float, y: float, yaw: float, frame: str = "odom") -> PoseStamped:
+    p = PoseStamped()
+    p.header.frame_id = frame
+    p.pose.position.x, p.pose.position.y = x, y
+    _, _, p.pose.orientation.z, p.pose.orientation.w = quat(yaw)
+    return p
+
+
+def path_goal(points: List[Tuple[float, float, float]], frame: str = "odom", **kw) -> FollowPath.Goal:
+    goal = FollowPath.Goal(**kw)
+    goal.path.header.frame_id = frame
+    goal.path.poses = [pose_stamped(x, y, yaw, "") for x, y, yaw in points]
+    return goal
+
+
+class _Recorder:
+    """A logger that keeps the lines it passes on."""
+
+    def __init__(self, logger, lines: List[str]) -> None:
+        self.logger = logger
+        self.lines = lines
+
+    def warning(self, text: str) -> None:
+        self.lines.append(text)
+        self.logger.warning(text)
+
+    def info(self, text: str) -> None:
+        self.lines.append(text)
+        self.logger.info(text)
+
+
+class Rig:
+    """A connected driver node and a probe node (action clients, /rosout) on one executor."""
+
+    def __init__(self, context, sim: SimServer, cli_args: Optional[List[str]] = None,
+                 namespace: str = "", **params: Any) -> None:
+        self.sim = sim
+        overrides = {"robot_ip": "127.0.0.1", "robot_port": sim.address[1], "peer_timeout": 1.0,
+                     "reconnect_min": 0.2, "reconnect_max": 0.5, "camera_enabled": False}
+        overrides.update(params)
+        self.node = CozmoDriverNode(context=context, cli_args=cli_args, namespace=namespace,
+                                    parameter_overrides=[Parameter(k, value=v)
+                                                         for k, v in overrides.items()])
+        self.probe = rclpy.create_node("motion_probe", namespace=namespace, context=context)
+        self.executor = SingleThreadedExecutor(context=context)
+        self.executor.add_node(self.node)
+        self.executor.add_node(self.probe)
+        self.clients: Dict[str, ActionClient] = {}
+        assert self.node.start()
+        assert self.spin_until(lambda: self.node.connected and self.node._motion._state is not None,
+                               5.0), "driver did not connect"
+        self.spin_for(0.2)
+        self.origin = sim.true_pose()
+
+    # --- spinning
+
+    def spin_until(self, predicate: Callable[[], bool], timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() >= deadline:
+                return False
+            self.executor.spin_once(timeout_sec=0.02)
+        return True
+
+    def spin_for(self, seconds: float) -> None:
+        self.spin_until(lambda: False, seconds)
+
+    # --- actions
+
+    def client(self, name: str) -> ActionClient:
+        if name not in self.clients:
+            client = ActionClient(self.probe, TYPES[name], name)
+            assert self.spin_until(client.server_is_ready, 5.0), f"no {name} server"
+            self.clients[name] = client
+        return self.clients[name]
+
+    def send(self, name: str, goal, feedback: Optional[list] = None):
+        """The goal handle, or None when the goal was rejected."""
+        future = self.client(name).send_goal_async(
+            goal, feedback_callback=(lambda m: feedback.append(m.feedback)) if feedback is not None else None)
+        assert self.spin_until(future.done, 5.0)
+        handle = future.result()
+        if not handle.accepted:
+            return None
+        handle.result_future = handle.get_result_async()
+        return handle
+
+    def wait(self, handle, timeout: float = 20.0):
+        """(status, result) of a goal."""
+        assert self.spin_until(handle.result_future.done, timeout), "no result in time"
+        response = handle.result_future.result()
+        return response.status, response.result
+
+    def run(self, name: str, goal, timeout: float = 20.0, feedback: Optional[list] = None):
+        handle = self.send(name, goal, feedback)
+        assert handle is not None, f"{name} goal rejected (see the log)"
+        return self.wait(handle, timeout)
+
+    def cancel(self, handle) -> None:
+        future = handle.cancel_goal_async()
+        assert self.spin_until(future.done, 5.0)
+        assert future.result().goals_canceling, "cancel refused"
+
+    def rejected(self, name: str, goal, reason: str) -> None:
+        """The goal is rejected and the driver's log says ``reason``.
+
+        The log lines are taken from the driver's logger as it writes them: /rosout is
+        not reliable within one test process, where every test's context has a node of
+        the same name (rcl keeps one rosout publisher per logger name and process)."""
+        motion = self.node._motion
+        lines: List[str] = []
+        motion._log = _Recorder(motion._log, lines)
+        try:
+            assert self.send(name, goal) is None, f"{name} goal accepted"
+        finally:
+            motion._log = motion._log.logger
+        text = f"{name} goal rejected: "
+        assert any(text in m and reason in m for m in lines), f"no {reason!r} in {lines}"
+
+    # --- ground truth
+
+    def odom_truth(self) -> Tuple[float, float, float]:
+        """The simulator's true pose in the driver's odom frame (m, rad)."""
+        x0, y0, a0 = self.origin
+        x, y, a = self.sim.true_pose()
+        c, s = math.cos(-a0), math.sin(-a0)
+        dx, dy = (x - x0) / 1000.0, (y - y0) / 1000.0
+        return dx * c - dy * s, dx * s + dy * c, wrap(a - a0)
+
+    def still(self, seconds: float = 0.3) -> bool:
+        """True if the robot's true pose does not change for ``seconds``."""
+        before = self.sim.true_pose()
+        self.spin_for(seconds)
+        after = self.sim.true_pose()
+        return math.hypot(after[0] - before[0], after[1] - before[1]) < 0.5 and \
+            abs(wrap(after[2] - before[2])) < 0.01
+
+    def estop(self, engage: bool) -> None:
+        client = self.probe.create_client(SetEmergencyStop, "emergency_stop")
+        assert self.spin_until(client.service_is_ready, 5.0)
+        future = client.call_async(SetEmergencyStop.Request(engage=engage))
+        assert self.spin_until(future.done, 5.0)
+
+    def close(self) -> None:
+        self.node.close()
+        self.executor.shutdown(timeout_sec=1.0)
+        self.node.destroy_node()
+        self.probe.destroy_node()
+
+
+@pytest.fixture
+def sim():
+    server = SimServer(port=0, seed=5).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def rig(rclpy_context, sim):
+    made = Rig(rclpy_context, sim)
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+# ----------------------------------------------------------------------------- head and lift
+
+AXES = {
+    # action, goal of a slow move, goal of a fast move, result field, simulator truth, tolerance
+    "head": ("set_head_angle", SetHeadAngle.Goal(angle=0.7, max_speed=0.5),
+             SetHeadAngle.Goal(angle=0.1), "final_angle", lambda sim: sim.head_angle(), 0.035),
+    "lift": ("set_lift_height", SetLiftHeight.Goal(height=0.09, max_speed=0.3),
+             SetLiftHeight.Goal(height=0.05), "final_height",
+             lambda sim: sim.lift_height() / 1000.0, 0.004),
+}
+
+
+@pytest.mark.parametrize("axis", ["head", "lift"])
+def test_axis_goal_succeeds_on_ack_and_in_position(rig, axis):
+    name, slow, _, field, truth, tol = AXES[axis]
+    feedback: list = []
+    status, result = rig.run(name, slow, feedback=feedback)
+    assert status == GoalStatus.STATUS_SUCCEEDED and result.success, result.message
+    target = slow.angle if axis == "head" else slow.height
+    assert getattr(result, field) == pytest.approx(target, abs=tol)
+    assert truth(rig.sim) == pytest.approx(target, abs=tol)
+    assert len(feedback) >= 5  # a slow move: feedback at up to 10 Hz
+    values = [getattr(f, "current_angle" if axis == "head" else "current_height") for f in feedback]
+    assert values == sorted(values)  # moving towards the target
+    command = [m for _, m in rig.sim.commands()
+               if m.NAME == ("SetHeadAngle" if axis == "head" else "SetLiftHeight")][-1]
+    assert command.action_id != 0  # tracked by the robot's AcknowledgeAction
+
+
+@pytest.mark.parametrize("axis", ["head", "lift"])
+def test_axis_goal_canceled_midway_stops_the_motor(rig, axis):
+    name, slow, _, field, truth, tol = AXES[axis]
+    handle = rig.send(name, slow)
+    rig.spin_for(0.6)
+    rig.cancel(handle)
+    status, result = rig.wait(handle)
+    assert status == GoalStatus.STATUS_CANCELED and not result.success
+    assert "canceled" in result.message
+    rig.spin_for(0.2)  # the stop reaches the robot
+    stopped = truth(rig.sim)
+    rig.spin_for(0.4)
+    assert truth(rig.sim) == pytest.approx(stopped, abs=1e-3)      # it stays where it stopped
+    target = slow.angle if axis == "head" else slow.height
+    assert abs(stopped - target) > 5 * tol
+
+
+@pytest.mark.parametrize("axis", ["head", "lift"])
+def test_axis_goal_preempted_by_a_new_goal(rig, axis):
+    name, slow, fast, field, truth, tol = AXES[axis]
+    first = rig.send(name, slow)
+    rig.spin_for(0.3)
+    second = rig.send(name, fast)
+    status, result = rig.wait(first)
+    assert status == GoalStatus.STATUS_ABORTED and not result.success
+    assert result.message.startswith("preempted by a new goal")
+    status, result = rig.wait(second)
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    target = fast.angle if axis == "head" else fast.height
+    assert truth(rig.sim) == pytest.approx(target, abs=tol)
+
+
+def test_emergency_stop_aborts_goals_and_refuses_new_ones(rig):
+    head = rig.send("set_head_angle", AXES["head"][1])
+    lift = rig.send("set_lift_height", AXES["lift"][1])
+    rig.spin_for(0.3)
+    rig.estop(True)
+    for handle in (head, lift):
+        status, result = rig.wait(handle)
+        assert status == GoalStatus.STATUS_ABORTED and result.message == "emergency stop engaged"
+    rig.rejected("set_head_angle", SetHeadAngle.Goal(angle=0.0), "emergency stop engaged")
+    rig.estop(False)
+    status, _ = rig.run("set_head_angle", SetHeadAngle.Goal(angle=0.0))
+    assert status == GoalStatus.STATUS_SUCCEEDED
+
+
+def test_head_topic_command_preempts_the_head_goal(rig):
+    handle = rig.send("set_head_angle", AXES["head"][1])
+    rig.spin_for(0.3)
+    pub = rig.probe.create_publisher(HeadAngle, "head/angle", 1)
+    assert rig.spin_until(lambda: pub.get_subscription_count() > 0, 3.0)
+    pub.publish(HeadAngle(angle=-0.2))
+    status, result = rig.wait(handle)
+    assert status == GoalStatus.STATUS_ABORTED
+    assert result.message == "preempted by a head/angle command"
+    assert rig.spin_until(lambda: abs(rig.sim.head_angle() + 0.2) < 0.01, 3.0)
+
+
+# ----------------------------------------------------------------------------- turns and straight lines
+
+def test_turn_in_place_relative_and_absolute_match_the_truth(rig):
+    status, result = rig.run("turn_in_place", TurnInPlace.Goal(angle=math.pi / 2, tolerance=0.02))
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    x, y, yaw = rig.odom_truth()
+    assert yaw == pytest.approx(math.pi / 2, abs=0.02) and math.hypot(x, y) < 0.002
+    assert result.final_heading == pytest.approx(yaw, abs=1e-3)
+    assert result.turned == pytest.approx(math.pi / 2, abs=0.02)
+    # three quarters of a turn clockwise, through +-pi: counted, not wrapped
+    status, result = rig.run("turn_in_place", TurnInPlace.Goal(angle=-3 * math.pi / 2, speed=4.0))
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    assert wrap(rig.odom_truth()[2] - math.pi) == pytest.approx(0.0, abs=0.03)
+    status, result = rig.run("turn_in_place", TurnInPlace.Goal(angle=-math.pi / 2, is_absolute=True,
+                                                               tolerance=0.01))
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    assert rig.odom_truth()[2] == pytest.approx(-math.pi / 2, abs=0.01)
+    assert abs(result.heading_error) <= 0.01
+
+
+def test_drive_straight_forwards_and_backwards_match_the_truth(rig):
+    feedback: list = []
+    status, result = rig.run("drive_straight", DriveStraight.Goal(distance=0.12, speed=0.15),
+                             feedback=feedback)
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    x, y, yaw = rig.odom_truth()
+    assert (x, y) == pytest.approx((0.12, 0.0), abs=0.01) and abs(yaw) < 0.02
+    assert result.distance_traveled == pytest.approx(x, abs=0.002)
+    assert feedback and feedback[-1].distance_remaining < feedback[0].distance_remaining
+    status, result = rig.run("drive_straight", DriveStraight.Goal(distance=-0.05))
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    assert rig.odom_truth()[0] == pytest.approx(0.07, abs=0.01)
+    assert result.distance_traveled == pytest.approx(-0.05, abs=0.01)
+
+
+WHEEL_GOALS = {
+    "turn_in_place": TurnInPlace.Goal(angle=3.0, speed=1.0),
+    "drive_straight": DriveStraight.Goal(distance=0.3, speed=0.08),
+    "follow_path": path_goal([(0.3, 0.0, 0.0)], speed=0.08),
+    "go_to_pose": GoToPose.Goal(pose=pose_stamped(0.3, 0.0, 0.0), speed=0.08),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WHEEL_GOALS))
+def test_wheel_goal_canceled_midway_stops_the_treads(rig, name):
+    handle = rig.send(name, WHEEL_GOALS[name])
+    assert rig.spin_until(lambda: rig.sim.is_connected and rig.odom_truth() != (0.0, 0.0, 0.0), 3.0)
+    rig.spin_for(0.5)
+    rig.cancel(handle)
+    status, result = rig.wait(handle)
+    assert status == GoalStatus.STATUS_CANCELED and not result.success
+    rig.spin_for(0.25)  # the stop reaches the robot, whose treads decelerate
+    assert rig.still(0.4), " ".join(m.NAME for _, m in rig.sim.commands()[-8:])
+    if name in ("drive_straight", "follow_path", "go_to_pose"):
+        assert rig.sim.command_counts()["ClearPath"] >= 2  # one before the path, one to cancel it
+
+
+@pytest.mark.parametrize("name", sorted(WHEEL_GOALS))
+def test_pick_up_aborts_a_wheel_goal_with_the_reason(rig, name):
+    handle = rig.send(name, WHEEL_GOALS[name])
+    rig.spin_for(0.6)
+    rig.sim.pick_up()
+    status, result = rig.wait(handle)
+    assert status == GoalStatus.STATUS_ABORTED
+    assert result.message == "interrupted: the robot was picked up"
+    rig.rejected("drive_straight", DriveStraight.Goal(distance=0.1), "the robot was picked up")
+    rig.sim.put_down()
+    assert rig.spin_until(lambda: rig.send("drive_straight", DriveStraight.Goal(distance=0.01)), 3.0)
+
+
+@pytest.mark.parametrize("name", sorted(WHEEL_GOALS))
+def test_wheel_goal_preempted_by_a_new_goal(rig, name):
+    first = rig.send(name, WHEEL_GOALS[name])
+    rig.spin_for(0.5)
+    second = rig.send("drive_straight", DriveStraight.Goal(distance=0.03))
+    status, result = rig.wait(first)
+    assert status == GoalStatus.STATUS_ABORTED and not result.success
+    assert result.message == "preempted by a new goal (drive_straight)"
+    status, result = rig.wait(second)
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    assert result.distance_traveled == pytest.approx(0.03, abs=0.01)
+
+
+def test_cmd_vel_preempts_a_wheel_goal_but_not_the_head_goal(rig):
+    head = rig.send("set_head_angle", AXES["head"][1])
+    turn = rig.send("turn_in_place", TurnInPlace.Goal(angle=2.0, speed=1.0))
+    rig.spin_for(0.4)
+    pub = rig.probe.create_publisher(Twist, "cmd_vel", 1)
+    assert rig.spin_until(lambda: pub.get_subscription_count() > 0, 3.0)
+    pub.publish(Twist())
+    status, result = rig.wait(turn)
+    assert status == GoalStatus.STATUS_ABORTED
+    assert result.message == "preempted by a cmd_vel command"
+    rig.spin_for(0.25)  # cmd_vel's DriveWheels(0, 0) reaches the robot, whose treads decelerate
+    assert rig.still(0.4), " ".join(m.NAME for _, m in rig.sim.commands()[-8:])
+    # the head is another motor: neither the treads' goal nor cmd_vel touched its goal
+    assert rig.wait(head)[0] == GoalStatus.STATUS_SUCCEEDED
+
+
+def test_a_goal_right_after_teleop_is_not_stopped_by_the_cmd_vel_watchdog(rig):
+    pub = rig.probe.create_publisher(Twist, "cmd_vel", 1)
+    assert rig.spin_until(lambda: pub.get_subscription_count() > 0, 3.0)
+    twist = Twist()
+    twist.linear.x = 0.05
+    pub.publish(twist)
+    assert rig.spin_until(lambda: rig.odom_truth()[0] > 0.002, 3.0)
+    # the watchdog would send DriveWheels(0, 0) cmd_vel_timeout (0.5 s) after that cmd_vel
+    status, result = rig.run("drive_straight", DriveStraight.Goal(distance=0.1, speed=0.08))
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+
+
+# ----------------------------------------------------------------------------- paths
+
+def test_square_path_ends_where_the_truth_says(rig):
+    side, step = 0.15, 0.01
+    n = int(round(side / step))
+    points = []
+    for (x0, y0, yaw) in ((0, 0, 0), (side, 0, math.pi / 2), (side, side, math.pi),
+                          (0, side, -math.pi / 2)):
+        points += [(x0 + math.cos(yaw) * step * k, y0 + math.sin(yaw) * step * k, yaw) for k in range(n)]
+    points.append((0.0, 0.0, 0.0))
+    feedback: list = []
+    status, result = rig.run("follow_path", path_goal(points, speed=0.2, turn_speed=4.0), 30.0, feedback)
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    assert result.num_segments == 8 and result.segments_completed == 8  # 4 lines, 4 turns
+    x, y, yaw = rig.odom_truth()
+    assert math.hypot(x, y) < 0.01 and abs(yaw) < 0.03
+    assert result.final_pose.header.frame_id == "odom"
+    assert result.final_pose.pose.position.x == pytest.approx(x, abs=1e-3)
+    seen = sorted({f.current_segment for f in feedback})
+    assert len(seen) >= 6 and seen[-1] == 7  # feedback followed the robot's curr_path_segment
+    remaining = [f.distance_remaining for f in feedback]
+    assert remaining[0] > 0.5 and remaining[-1] < 0.05
+
+
+def test_arc_path_ends_where_the_truth_says(rig):
+    r = 0.15
+    points = [(r * math.sin(a), r - r * math.cos(a), a)
+              for a in (i * (math.pi / 2) / 30 for i in range(31))]
+    status, result = rig.run("follow_path", path_goal(points, speed=0.15))
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    assert result.num_segments == 2  # one arc, and the final turn
+    assert rig.sim.command_counts()["AppendPathSegArc"] == 1
+    x, y, yaw = rig.odom_truth()
+    assert (x, y) == pytest.approx((r, r), abs=0.01) and yaw == pytest.approx(math.pi / 2, abs=0.05)
+
+
+def test_point_turn_path_turns_in_place(rig):
+    status, result = rig.run("follow_path", path_goal([(0.0, 0.0, 2.0)]))
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    assert rig.sim.command_counts()["AppendPathSegPointTurn"] == 1
+    x, y, yaw = rig.odom_truth()
+    assert math.hypot(x, y) < 0.003 and yaw == pytest.approx(2.0, abs=0.025)
+
+
+def test_explicit_segments_relative_to_the_robot(rig):
+    assert rig.run("turn_in_place", TurnInPlace.Goal(angle=math.pi / 2))[0] == GoalStatus.STATUS_SUCCEEDED
+    _, _, yaw0 = rig.odom_truth()
+    goal = FollowPath.Goal(segments_frame_id="base_footprint")
+    goal.segments = [
+        PathSegment(type=PathSegment.LINE, start_x=0.0, start_y=0.0, end_x=0.1, end_y=0.0, speed=0.15),
+        PathSegment(type=PathSegment.POINT_TURN, start_x=0.1, start_y=0.0, heading=-math.pi / 2,
+                    tolerance=0.01),
+        PathSegment(type=PathSegment.LINE, start_x=0.1, start_y=0.0, end_x=0.1, end_y=-0.05),
+    ]
+    status, result = rig.run("follow_path", goal)
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    # in the robot's start frame: 0.1 ahead, 0.05 to the right, facing right
+    x, y, yaw = rig.odom_truth()
+    c, s = math.cos(yaw0), math.sin(yaw0)
+    assert (x * c + y * s, -x * s + y * c) == pytest.approx((0.1, -0.05), abs=0.01)
+    assert wrap(yaw - yaw0 + math.pi / 2) == pytest.approx(0.0, abs=0.03)
+
+
+def test_cliff_interrupts_a_path_with_the_reason(rig):
+    # carried (odometry does not see it) to 10 cm from the table's +x edge, facing it
+    rig.sim.teleport(480.0, 0.0, 0.0)
+    status, result = rig.run("drive_straight", DriveStraight.Goal(distance=0.3, speed=0.1))
+    assert status == GoalStatus.STATUS_ABORTED
+    assert result.message.startswith("interrupted: cliff detected")
+    assert 0.05 < result.distance_traveled < 0.1
+    assert rig.still(0.3)
+
+
+# ----------------------------------------------------------------------------- go_to_pose and frames
+
+def test_go_to_pose_in_odom_within_tolerances(rig):
+    goal = GoToPose.Goal(pose=pose_stamped(0.2, 0.1, 1.0), position_tolerance=0.01,
+                         heading_tolerance=0.03, speed=0.15)
+    feedback: list = []
+    status, result = rig.run("go_to_pose", goal, feedback=feedback)
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    x, y, yaw = rig.odom_truth()
+    assert math.hypot(x - 0.2, y - 0.1) <= 0.01 and abs(wrap(yaw - 1.0)) <= 0.03
+    assert result.position_error <= 0.01 and abs(result.heading_error) <= 0.03
+    assert result.attempts in (1, 2)
+    assert feedback[-1].distance_remaining < feedback[0].distance_remaining
+    # an arc when the goal lies on the circle tangent to the heading
+    x0, y0, a0 = rig.odom_truth()
+    r = 0.1
+    target = (x0 - r * math.sin(a0) + r * math.sin(a0 + math.pi / 2),
+              y0 + r * math.cos(a0) - r * math.cos(a0 + math.pi / 2), a0 + math.pi / 2)
+    arcs = rig.sim.command_counts().get("AppendPathSegArc", 0)
+    status, result = rig.run("go_to_pose", GoToPose.Goal(pose=pose_stamped(*target)))
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    assert rig.sim.command_counts()["AppendPathSegArc"] == arcs + 1
+    x, y, yaw = rig.odom_truth()
+    assert math.hypot(x - target[0], y - target[1]) <= 0.01
+
+
+def test_go_to_pose_in_a_frame_from_tf_static(rig):
+    broadcaster = rig.probe.create_publisher(TFMessage, "/tf_static", STATIC)
+    t = TransformStamped()
+    t.header.frame_id, t.child_frame_id = "odom", "table_corner"
+    t.transform.translation.x, t.transform.translation.y = 0.1, 0.05
+    (t.transform.rotation.x, t.transform.rotation.y, t.transform.rotation.z,
+     t.transform.rotation.w) = quat(math.pi / 2)
+    broadcaster.publish(TFMessage(transforms=[t]))
+    assert rig.spin_until(lambda: "table_corner" in rig.node._motion.tf.frames(), 3.0)
+    # (0.1, 0) in table_corner = (0.1, 0.15) in odom, heading pi/2 + 0 = pi/2
+    status, result = rig.run("go_to_pose", GoToPose.Goal(pose=pose_stamped(0.1, 0.0, 0.0, "table_corner")))
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    x, y, yaw = rig.odom_truth()
+    assert math.hypot(x - 0.1, y - 0.15) <= 0.01 and abs(wrap(yaw - math.pi / 2)) <= 0.05
+    rig.rejected("go_to_pose", GoToPose.Goal(pose=pose_stamped(1.0, 0.0, 0.0, "map")),
+                 "pose.header.frame_id = 'map': no transform to the driver's odom frame 'odom' "
+                 "(frame 'map' is unknown")
+
+
+def test_go_to_pose_relative_to_the_robot(rig):
+    assert rig.run("turn_in_place", TurnInPlace.Goal(angle=1.0))[0] == GoalStatus.STATUS_SUCCEEDED
+    _, _, yaw0 = rig.odom_truth()
+    status, result = rig.run("go_to_pose", GoToPose.Goal(pose=pose_stamped(0.1, 0.0, 0.0, "base_footprint")))
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    x, y, yaw = rig.odom_truth()
+    assert (x, y) == pytest.approx((0.1 * math.cos(yaw0), 0.1 * math.sin(yaw0)), abs=0.01)
+    assert wrap(yaw - yaw0) == pytest.approx(0.0, abs=0.05)
+
+
+# ----------------------------------------------------------------------------- refused goals
+
+def test_bad_goals_are_rejected_with_a_message(rig):
+    nan = math.nan
+    rig.rejected("set_head_angle", SetHeadAngle.Goal(angle=nan), "angle is nan: not a finite number")
+    rig.rejected("set_head_angle", SetHeadAngle.Goal(angle=1.5), "outside the head's range")
+    rig.rejected("set_lift_height", SetLiftHeight.Goal(height=0.2), "outside the lift's range")
+    rig.rejected("set_lift_height", SetLiftHeight.Goal(height=0.05, max_speed=-1.0),
+                 "max_speed = -1 rad/s: must not be negative")
+    rig.rejected("turn_in_place", TurnInPlace.Goal(angle=1.0, tolerance=0.0),
+                 "tolerance = 0 rad cannot be reached")
+    rig.rejected("drive_straight", DriveStraight.Goal(distance=math.inf), "distance is inf")
+    rig.rejected("follow_path", FollowPath.Goal(), "empty goal: give path.poses or segments")
+    rig.rejected("follow_path", path_goal([(0.1, 0.0, 0.0)], frame="nowhere"),
+                 "path.poses[0].header.frame_id = 'nowhere': no transform")
+    rig.rejected("follow_path", path_goal([(nan, 0.0, 0.0)]), "path.poses[0].position.x is nan")
+    rig.rejected("follow_path", path_goal([(0.1, 0.0, 0.0)], fit_tolerance=0.0),
+                 "fit_tolerance = 0 m cannot be reached")
+    gap = FollowPath.Goal(segments=[
+        PathSegment(type=PathSegment.LINE, end_x=0.1),
+        PathSegment(type=PathSegment.LINE, start_x=0.3, end_x=0.4)])
+    rig.rejected("follow_path", gap, "segments[1].: starts 0.200 m from where segments[0] ends")
+    rig.rejected("go_to_pose", GoToPose.Goal(pose=pose_stamped(0.1, 0.0, 0.0), position_tolerance=0.0),
+                 "position_tolerance = 0 m cannot be reached")
+    rig.rejected("go_to_pose", GoToPose.Goal(pose=pose_stamped(0.1, 0.0, 0.0), heading_tolerance=0.0),
+                 "heading_tolerance = 0 rad cannot be reached")
+    zero = GoToPose.Goal(pose=pose_stamped(0.1, 0.0, 0.0))
+    zero.pose.pose.orientation.w = 0.0
+    rig.rejected("go_to_pose", zero, "pose.orientation is all zeros")
+    assert rig.still(0.1)  # nothing reached the robot
+    for name in ("ClearPath", "ExecutePath", "TurnInPlace"):
+        assert rig.sim.command_counts().get(name, 0) == 0, name
+
+
+def test_deactivation_aborts_and_refuses_and_a_lost_robot_aborts(rig):
+    handle = rig.send("drive_straight", WHEEL_GOALS["drive_straight"])
+    rig.spin_for(0.3)
+    rig.node.trigger_deactivate()
+    status, result = rig.wait(handle)
+    assert status == GoalStatus.STATUS_ABORTED and result.message == "the driver was deactivated"
+    rig.rejected("drive_straight", DriveStraight.Goal(distance=0.1), "the driver is not active")
+    rig.node.trigger_activate()
+    handle = rig.send("set_head_angle", AXES["head"][1])
+    rig.spin_for(0.2)
+    rig.sim.set_silent(True)
+    status, result = rig.wait(handle, 5.0)
+    assert status == GoalStatus.STATUS_ABORTED and result.message.startswith("lost the robot")
+    rig.rejected("set_head_angle", SetHeadAngle.Goal(angle=0.0), "not connected to the robot")
+
+
+def test_cleanup_with_a_goal_running_releases_the_servers(rclpy_context, sim):
+    from rclpy.action import get_action_server_names_and_types_by_node
+
+    # a namespace of its own: the graph may still list the nodes of earlier tests for a while
+    rig = Rig(rclpy_context, sim, namespace="cleanup")
+
+    def servers() -> List[str]:
+        names = get_action_server_names_and_types_by_node(rig.probe, "cozmo_driver", "/cleanup")
+        return [n.rsplit("/", 1)[-1] for n, _ in names]
+
+    try:
+        _cleanup_with_a_goal_running(rig, servers)
+    finally:
+        rig.close()
+
+
+def _cleanup_with_a_goal_running(rig: Rig, servers) -> None:
+    assert rig.spin_until(lambda: "drive_straight" in servers(), 3.0)
+    handle = rig.send("drive_straight", WHEEL_GOALS["drive_straight"])
+    rig.spin_for(0.3)
+    rig.node.trigger_deactivate()
+    rig.node.trigger_cleanup()          # no spin in between: the goal's result is still pending
+    status, result = rig.wait(handle)
+    assert status == GoalStatus.STATUS_ABORTED and result.message == "the driver was deactivated"
+    assert rig.spin_until(lambda: not set(servers()) & set(TYPES), 3.0), servers()
+    assert rig.node.start() and rig.spin_until(lambda: rig.node.connected, 5.0)
+    assert rig.spin_until(lambda: servers().count("drive_straight") == 1, 3.0), servers()
+    rig.clients.clear()
+    status, _ = rig.run("set_head_angle", SetHeadAngle.Goal(angle=0.2))
+    assert status == GoalStatus.STATUS_SUCCEEDED
+
+
+def test_follow_path_can_be_remapped_beside_nav2(rclpy_context, sim):
+    # Nav2's controller_server serves nav2_msgs/FollowPath as follow_path: rename ours. rcl
+    # remaps an action's topics and services, not its name: one rule for each of the five.
+    rules = sum((["-r", f"follow_path/_action/{part}:=cozmo_follow_path/_action/{part}"]
+                 for part in ("send_goal", "cancel_goal", "get_result", "feedback", "status")), [])
+    rig = Rig(rclpy_context, sim, cli_args=["--ros-args"] + rules)
+    try:
+        client = ActionClient(rig.probe, FollowPath, "cozmo_follow_path")
+        assert rig.spin_until(client.server_is_ready, 5.0)
+        future = client.send_goal_async(path_goal([(0.05, 0.0, 0.0)]))
+        assert rig.spin_until(future.done, 5.0)
+        handle = future.result()
+        handle.result_future = handle.get_result_async()
+        assert rig.wait(handle)[0] == GoalStatus.STATUS_SUCCEEDED
+    finally:
+        rig.close()

@@ -1,0 +1,459 @@
+"""The motion actions' logic without ROS: path conversion, planning, goal checks, the
+trackers, and the small tf lookup (cozmo_driver/driver/motion.py, transforms.py)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from cozmo_driver.driver import motion as mo
+from cozmo_driver.driver.motion import (ABORTED, ARC, LINE, POINT_TURN, SUCCEEDED, MotionError,
+                                        Segment, StateSample)
+from cozmo_driver.driver.odometry import Pose2D, wrap_angle
+from cozmo_driver.driver.sensors import StatusFlag
+from cozmo_driver.driver.transforms import TransformBuffer, TransformError, pose_to_2d, transform_point
+
+HALF_PI = math.pi / 2.0
+
+
+def kinds(segments):
+    return [SEGMENT_NAMES[s.type] for s in segments]
+
+
+SEGMENT_NAMES = {LINE: "L", ARC: "A", POINT_TURN: "T"}
+
+
+def square(side=0.2, step=0.02):
+    """Poses along a square, counter-clockwise from the origin, heading along each side."""
+    n = int(round(side / step))
+    poses = []
+    corners = [(0.0, 0.0, 0.0), (side, 0.0, HALF_PI), (side, side, math.pi), (0.0, side, -HALF_PI)]
+    for (x0, y0, yaw) in corners:
+        for k in range(n):
+            poses.append(Pose2D(x0 + math.cos(yaw) * step * k, y0 + math.sin(yaw) * step * k, yaw))
+    poses.append(Pose2D(0.0, 0.0, 0.0))
+    return poses
+
+
+def follow(segments, start: Pose2D) -> Pose2D:
+    """Where an ideal robot ends after the segments (points and headings)."""
+    return mo.segments_end_pose(segments, start)
+
+
+# ----------------------------------------------------------------------------- path conversion
+
+def test_square_becomes_four_lines_and_corner_turns():
+    segs = mo.path_to_segments(square(), Pose2D(), fit_tolerance=0.005)
+    assert kinds(segs) == ["L", "T", "L", "T", "L", "T", "L", "T"]
+    corners = [(0.2, 0.0), (0.2, 0.2), (0.0, 0.2), (0.0, 0.0)]
+    for line, corner in zip(segs[0::2], corners):
+        assert line.end_point() == pytest.approx(corner, abs=1e-9)
+        assert line.speed == mo.DEFAULT_SPEED_MPS
+    for turn, heading in zip(segs[1::2], (HALF_PI, math.pi, -HALF_PI, 0.0)):
+        assert wrap_angle(turn.heading - heading) == pytest.approx(0.0, abs=1e-9)
+        assert turn.tolerance == pytest.approx(0.02)
+    end = follow(segs, Pose2D())
+    assert (end.x, end.y, end.yaw) == pytest.approx((0.0, 0.0, 0.0), abs=1e-9)
+
+
+def test_quarter_circle_becomes_one_arc():
+    r = 0.15
+    poses = [Pose2D(r * math.sin(a), r - r * math.cos(a), a)
+             for a in (i * HALF_PI / 30 for i in range(31))]
+    segs = mo.path_to_segments(poses, Pose2D(), fit_tolerance=0.002)
+    assert kinds(segs) == ["A", "T"]  # the final turn fixes what the path follower leaves
+    arc = segs[0]
+    assert (arc.center_x, arc.center_y, arc.radius) == pytest.approx((0.0, r, r), abs=1e-6)
+    assert arc.sweep == pytest.approx(HALF_PI, abs=1e-6)
+    assert arc.start_heading(0.0) == pytest.approx(0.0, abs=1e-6)
+    end = follow(segs, Pose2D())
+    assert (end.x, end.y, end.yaw) == pytest.approx((r, r, HALF_PI), abs=1e-6)
+
+
+def test_clockwise_arc_then_line():
+    r = 0.1
+    poses = [Pose2D(r * math.sin(a), -(r - r * math.cos(a)), -a)
+             for a in (i * math.pi / 40 for i in range(41))]          # half circle to the right
+    poses += [Pose2D(-0.03 * k, -2 * r, math.pi) for k in range(1, 8)]  # then straight back
+    segs = mo.path_to_segments(poses, Pose2D(), fit_tolerance=0.002)
+    assert kinds(segs) == ["A", "L", "T"]
+    assert segs[0].sweep == pytest.approx(-math.pi, abs=1e-6)
+    assert segs[1].end_point() == pytest.approx((-0.21, -0.2), abs=1e-9)
+
+
+def test_heading_change_in_place_is_a_point_turn():
+    segs = mo.path_to_segments([Pose2D(0.0, 0.0, 0.0), Pose2D(0.0, 0.0, 1.2)], Pose2D(),
+                               fit_tolerance=0.005, turn_speed=1.0, turn_accel=4.0)
+    assert kinds(segs) == ["T"]
+    assert segs[0].heading == pytest.approx(1.2)
+    assert (segs[0].speed, segs[0].accel, segs[0].decel) == (1.0, 4.0, 4.0)
+
+
+def test_robot_facing_away_turns_first_and_small_bends_do_not():
+    # the robot looks along -y; the path goes along +x: turn to it first
+    segs = mo.path_to_segments([Pose2D(0.1, 0.0, 0.0)], Pose2D(0.0, 0.0, -HALF_PI),
+                               fit_tolerance=0.005)
+    assert kinds(segs) == ["T", "L", "T"]
+    assert segs[0].heading == pytest.approx(0.0)
+    # a bend of 0.2 rad (< TURN_THRESHOLD_RAD) is left to the path follower
+    bend = [Pose2D(0.1, 0.0, 0.0), Pose2D(0.1 + 0.1 * math.cos(0.2), 0.1 * math.sin(0.2), 0.2)]
+    segs = mo.path_to_segments(bend, Pose2D(), fit_tolerance=0.001)
+    assert kinds(segs) == ["L", "L", "T"]
+
+
+def test_intermediate_headings_are_ignored_and_the_last_is_honoured():
+    # a planner that leaves orientations unset (identity) except the goal's
+    poses = [Pose2D(0.02 * k, 0.0, 0.0) for k in range(1, 6)] + [Pose2D(0.1, 0.0, 2.0)]
+    segs = mo.path_to_segments(poses, Pose2D(), fit_tolerance=0.005)
+    assert kinds(segs) == ["L", "T"]
+    assert segs[1].heading == pytest.approx(2.0)
+    # after driving, the final turn is always there (a no-op when the robot arrives right)
+    segs = mo.path_to_segments([Pose2D(0.1, 0.0, 0.01)], Pose2D(), fit_tolerance=0.005)
+    assert kinds(segs) == ["L", "T"]
+    # turning in place only: no turn within the tolerance
+    assert mo.path_to_segments([Pose2D(0.0, 0.0, 0.01)], Pose2D(), fit_tolerance=0.005) == []
+
+
+def test_noisy_line_within_the_fit_tolerance_is_one_line():
+    poses = [Pose2D(0.01 * k, 0.002 * (-1) ** k, 0.0) for k in range(1, 51)]
+    assert kinds(mo.path_to_segments(poses, Pose2D(), fit_tolerance=0.005)) == ["L", "T"]
+    # a tighter tolerance than the noise splits it
+    assert len(mo.path_to_segments(poses, Pose2D(), fit_tolerance=0.001)) > 2
+
+
+def test_duplicates_and_a_path_starting_at_the_robot_are_merged():
+    poses = [Pose2D(0.0, 0.0, 0.0)] * 3 + [Pose2D(0.05, 0.0, 0.0)] * 2 + [Pose2D(0.1, 0.0, 0.0)]
+    segs = mo.path_to_segments(poses, Pose2D(0.0004, 0.0, 0.0), fit_tolerance=0.005)
+    assert kinds(segs) == ["L", "T"]
+    assert segs[0].length == pytest.approx(0.1, abs=1e-3)
+
+
+def test_nothing_to_drive_gives_no_segments():
+    assert mo.path_to_segments([Pose2D(0.0, 0.0, 0.0)], Pose2D(), fit_tolerance=0.005) == []
+
+
+def test_a_long_dense_path_converts_quickly():
+    import time
+    poses = [Pose2D(0.001 * k, 0.0, 0.0) for k in range(1, 5001)]
+    t0 = time.perf_counter()
+    segs = mo.path_to_segments(poses, Pose2D(), fit_tolerance=0.002)
+    assert kinds(segs) == ["L", "T"]
+    print(f"5000 poses converted in {time.perf_counter() - t0:.3f} s")
+
+
+@pytest.mark.parametrize("poses, match", [
+    ([], "no poses"),
+    ([Pose2D(math.nan, 0.0, 0.0)], r"path.poses\[0\].x is nan"),
+    ([Pose2D(0.1, 0.0, math.inf)], r"path.poses\[0\].yaw is inf"),
+])
+def test_bad_paths_are_refused(poses, match):
+    with pytest.raises(MotionError, match=match):
+        mo.path_to_segments(poses, Pose2D(), fit_tolerance=0.005)
+
+
+def test_fit_tolerance_zero_is_refused():
+    with pytest.raises(MotionError, match="fit_tolerance = 0 m cannot be reached"):
+        mo.path_to_segments([Pose2D(0.1, 0.0, 0.0)], Pose2D(), fit_tolerance=0.0)
+
+
+def test_too_many_segments_are_refused():
+    zigzag = [Pose2D(0.01 * k, 0.02 * (k % 2), 0.0) for k in range(1, 400)]
+    with pytest.raises(MotionError, match="at most 250"):
+        mo.path_to_segments(zigzag, Pose2D(), fit_tolerance=0.001)
+
+
+# ----------------------------------------------------------------------------- planning
+
+def test_go_to_pose_ahead_and_turned_is_one_arc():
+    # the circle tangent to the heading through (0.1, 0.1) arrives heading +pi/2
+    segs = mo.plan_go_to_pose(Pose2D(), Pose2D(0.1, 0.1, HALF_PI), 0.01, 0.05)
+    assert kinds(segs) == ["A", "T"]
+    end = follow(segs, Pose2D())
+    assert (end.x, end.y, end.yaw) == pytest.approx((0.1, 0.1, HALF_PI), abs=1e-9)
+
+
+def test_go_to_pose_elsewhere_is_turn_line_turn():
+    start, goal = Pose2D(0.5, 0.5, 1.0), Pose2D(0.2, 0.1, -2.0)
+    segs = mo.plan_go_to_pose(start, goal, 0.01, 0.05, speed=0.15)
+    assert kinds(segs) == ["T", "L", "T"]
+    assert segs[1].speed == 0.15
+    end = follow(segs, start)
+    assert (end.x, end.y) == pytest.approx((0.2, 0.1), abs=1e-9)
+    assert wrap_angle(end.yaw - goal.yaw) == pytest.approx(0.0, abs=1e-9)
+    assert segs[0].tolerance == pytest.approx(0.025)
+
+
+def test_go_to_pose_straight_ahead_needs_no_turn_and_already_there_needs_nothing():
+    assert kinds(mo.plan_go_to_pose(Pose2D(), Pose2D(0.3, 0.0, 0.0), 0.01, 0.05)) == ["L", "T"]
+    assert mo.plan_go_to_pose(Pose2D(), Pose2D(0.004, 0.0, 0.01), 0.005, 0.05) == []
+    assert kinds(mo.plan_go_to_pose(Pose2D(), Pose2D(0.004, 0.0, 1.0), 0.005, 0.05)) == ["T"]
+
+
+def test_drive_straight_backwards_is_a_line_with_negative_speed():
+    seg = mo.plan_drive_straight(Pose2D(0.1, 0.2, HALF_PI), -0.05, 0.08, 0.3)
+    assert seg.type == LINE and seg.speed == -0.08
+    assert seg.end_point() == pytest.approx((0.1, 0.15), abs=1e-12)
+    assert seg.start_heading(0.0) == pytest.approx(HALF_PI)  # it faces away from where it goes
+
+
+def test_segments_move_with_a_frame():
+    seg = Segment.arc(0.0, 0.1, 0.1, -HALF_PI, HALF_PI)
+    moved = seg.transformed(Pose2D(1.0, 2.0, HALF_PI))
+    assert moved.start_point() == pytest.approx((1.0, 2.0), abs=1e-12)
+    assert (moved.center_x, moved.center_y) == pytest.approx((0.9, 2.0), abs=1e-12)
+    assert moved.start_heading(0.0) == pytest.approx(HALF_PI, abs=1e-12)
+    turn = Segment.point_turn(0.1, 0.0, 0.5).transformed(Pose2D(0.0, 0.0, 1.0))
+    assert turn.heading == pytest.approx(1.5)
+    assert turn.start_point() == pytest.approx((math.cos(1) * 0.1, math.sin(1) * 0.1))
+
+
+def test_segment_messages_are_in_millimetres_and_tread_speeds():
+    line = mo.segment_message(Segment.line(0.01, 0.02, 0.11, 0.02, 0.1, 0.2, 0.3))
+    assert line.NAME == "AppendPathSegLine"
+    assert (line.from_x_mm, line.from_y_mm, line.to_x_mm, line.to_y_mm) == pytest.approx((10, 20, 110, 20))
+    assert (line.speed_mmps, line.accel_mmps2, line.decel_mmps2) == pytest.approx((100, 200, 300))
+    arc = mo.segment_message(Segment.arc(0.0, 0.15, 0.15, -HALF_PI, 1.0, -0.05, 0.2, 0.2))
+    assert (arc.center_y_mm, arc.radius_mm, arc.sweep_rad, arc.speed_mmps) == \
+        pytest.approx((150, 150, 1.0, -50))
+    turn = mo.segment_message(Segment.point_turn(0.05, 0.0, 4.0, 0.02, 2.0, 10.0, 10.0))
+    assert turn.NAME == "AppendPathSegPointTurn"
+    assert turn.angle_rad == pytest.approx(4.0 - 2 * math.pi)
+    # body 2 rad/s = treads at 2 x 22.5 mm/s
+    assert (turn.speed_mmps, turn.accel_mmps2, turn.x_mm) == pytest.approx((45.0, 225.0, 50.0))
+
+
+# ----------------------------------------------------------------------------- goal checks
+
+def test_speeds_zero_default_clamped_and_negative_refused():
+    assert mo.check_speed(0.0, "speed", 0.1, 0.2, "m/s") == (0.1, None)
+    speed, warning = mo.check_speed(0.5, "speed", 0.1, 0.2, "m/s")
+    assert speed == 0.2 and "clamped to 0.2 m/s" in warning
+    assert mo.check_speed(-0.5, "speed", 0.1, 0.2, "m/s", allow_negative=True)[0] == -0.2
+    with pytest.raises(MotionError, match="speed = -0.1 m/s: must not be negative"):
+        mo.check_speed(-0.1, "speed", 0.1, 0.2, "m/s")
+    with pytest.raises(MotionError, match="not a finite number"):
+        mo.check_speed(math.nan, "speed", 0.1, 0.2, "m/s")
+
+
+def test_unreachable_tolerances_are_refused():
+    with pytest.raises(MotionError, match="position_tolerance = 0 m cannot be reached.*0.005 m"):
+        mo.check_tolerance(0.0, "position_tolerance", mo.MIN_POSITION_TOLERANCE_M, 1.0, "m")
+    with pytest.raises(MotionError, match="larger than"):
+        mo.check_tolerance(2.0, "position_tolerance", mo.MIN_POSITION_TOLERANCE_M, 1.0, "m")
+    assert mo.check_tolerance(0.02, "t", 0.01, 1.0, "rad") == 0.02
+
+
+def test_explicit_segments_are_checked():
+    good = [Segment.line(0, 0, 0.1, 0), Segment.point_turn(0.1, 0, HALF_PI),
+            Segment.arc(0.0, 0.0, 0.1, 0.0, HALF_PI, speed=0.5)]
+    out, warnings = mo.check_segments(good, 0.2)
+    assert out[2].speed == 0.2 and "clamped" in warnings[0]
+    cases = [
+        ([], "empty"),
+        ([Segment(7)], r"segments\[0\].type = 7"),
+        ([Segment.line(0, 0, math.nan, 0)], r"segments\[0\].end_x is nan"),
+        ([Segment.line(0, 0, 0, 0)], "a LINE of 0.0000 m"),
+        ([Segment.arc(0, 0, 0.0, 0, 1)], r"radius = 0 m"),
+        ([Segment.arc(0, 0, 0.1, 0, 7.0)], r"sweep = 7 rad"),
+        ([Segment.point_turn(0, 0, 1.0, tolerance=0.001)], "tolerance = 0.001 rad cannot be reached"),
+        ([Segment.line(0, 0, 0.1, 0, accel=-1)], "accel = -1"),
+        ([Segment.line(0, 0, 0.1, 0), Segment.line(0.2, 0, 0.3, 0)],
+         r"segments\[1\].: starts 0.100 m from where segments\[0\] ends"),
+        ([Segment.line(0, 0, 0.1, 0)] * 251, "at most 250"),
+    ]
+    for segments, match in cases:
+        with pytest.raises(MotionError, match=match):
+            mo.check_segments(segments, 0.2)
+
+
+def test_defaults_fill_zero_fields():
+    seg = mo.apply_defaults(Segment.line(0, 0, 1, 0), 0.1, 0.2, 0.3, 2.0, 10.0, 0.02)
+    assert (seg.speed, seg.accel, seg.decel) == (0.1, 0.2, 0.3)
+    turn = mo.apply_defaults(Segment.point_turn(0, 0, 1.0, speed=1.0), 0.1, 0.2, 0.3, 2.0, 10.0, 0.02)
+    assert (turn.speed, turn.accel, turn.tolerance) == (1.0, 10.0, 0.02)
+
+
+def test_distance_remaining_and_duration():
+    segs = [Segment.line(0, 0, 0.2, 0, 0.1), Segment.point_turn(0.2, 0, HALF_PI, 0.02, 2.0, 10.0),
+            Segment.arc(0.1, 0.0, 0.1, 0.0, HALF_PI, 0.1)]
+    assert mo.distance_remaining(segs, -1, 0, 0) == pytest.approx(0.2 + 0.1 * HALF_PI)
+    assert mo.distance_remaining(segs, 0, 0.05, 0.01) == pytest.approx(0.15 + 0.1 * HALF_PI)
+    assert mo.distance_remaining(segs, 2, 0.1 + 0.1 * math.cos(0.5), 0.1 * math.sin(0.5)) == \
+        pytest.approx(0.1 * (HALF_PI - 0.5))
+    assert mo.distance_remaining(segs, 3, 0, 0) == 0.0
+    # 0.2 m at 0.1 m/s, pi/2 at 2 rad/s, 0.157 m at 0.1 m/s, each plus 2 x speed / accel
+    expected = (2.0 + 1.0) + (HALF_PI / 2.0 + 0.4) + (0.1 * HALF_PI / 0.1 + 1.0)
+    assert mo.path_duration(segs, 0.0) == pytest.approx(expected)
+
+
+# ----------------------------------------------------------------------------- trackers
+
+def sample(t, **kw):
+    kw.setdefault("flags", StatusFlag.HEAD_IN_POS | StatusFlag.LIFT_IN_POS)
+    return StateSample(t=t, **kw)
+
+
+def test_head_tracker_needs_ack_or_motion_then_in_position():
+    tr = mo.AxisTracker(deadline=10.0, name="head", target=0.3, tolerance=0.035,
+                        flag=StatusFlag.HEAD_IN_POS, action_id=7)
+    # a state from before the command: in position at the old angle, no ack yet
+    assert tr.on_state(sample(0.0, head_angle=-0.4)) is None
+    tr.on_ack(6)                                       # someone else's action
+    assert not tr.acked
+    tr.on_ack(7)
+    assert tr.on_state(sample(0.1, head_angle=-0.4)) is None    # acked, not there yet
+    assert tr.on_state(sample(0.2, head_angle=0.0, flags=0)) is None  # moving
+    out = tr.on_state(sample(0.3, head_angle=0.29))
+    assert out.status == SUCCEEDED and "head at 0.290 rad" in out.message
+
+
+def test_head_tracker_blocked_and_silent_and_timeout():
+    blocked = mo.AxisTracker(deadline=10.0, target=0.5, action_id=1)
+    blocked.on_ack(1)
+    outs = [blocked.on_state(sample(0.03 * k, head_angle=0.1)) for k in range(mo.SETTLE_STATES)]
+    assert outs[-1].status == ABORTED and "stopped at 0.100 rad" in outs[-1].message
+    silent = mo.AxisTracker(deadline=100.0, target=0.5, action_id=1)
+    outs = [silent.on_state(sample(0.03 * k, head_angle=0.1)) for k in range(mo.NO_START_STATES)]
+    assert outs[-1].status == ABORTED and "neither acknowledged nor moved" in outs[-1].message
+    slow = mo.AxisTracker(deadline=1.0, target=0.5, action_id=1)
+    assert slow.on_state(sample(0.5, head_angle=0.2, flags=0)) is None
+    out = slow.on_state(sample(1.5, head_angle=0.3, flags=0))
+    assert out.status == ABORTED and out.message.startswith("safety timeout")
+
+
+def test_lift_tracker_reads_the_lift():
+    tr = mo.AxisTracker(deadline=10.0, name="lift", target=0.06, tolerance=0.004,
+                        flag=StatusFlag.LIFT_IN_POS, action_id=3, unit="m")
+    tr.on_ack(3)
+    assert tr.on_state(sample(0.0, lift_height=0.05, flags=StatusFlag.HEAD_IN_POS)) is None
+    assert tr.on_state(sample(0.1, lift_height=0.0595)).status == SUCCEEDED
+
+
+def test_turn_tracker_counts_beyond_half_a_turn():
+    tr = mo.TurnTracker(deadline=10.0, action_id=2, start_yaw=0.0, angle=3.0 * math.pi / 2.0,
+                        tolerance=0.02)
+    moving = StatusFlag.ARE_WHEELS_MOVING
+    for k, yaw in enumerate([1.0, 2.0, 3.0, -2.5, -1.6]):   # through +-pi
+        assert tr.on_state(sample(0.1 * k, yaw=yaw, flags=moving)) is None
+    tr.on_ack(2)
+    out = tr.on_state(sample(1.0, yaw=-HALF_PI + 0.01))
+    assert out.status == SUCCEEDED
+    assert tr.turned == pytest.approx(3.0 * HALF_PI + 0.01)
+
+
+def test_turn_tracker_absolute_short_and_picked_up():
+    tr = mo.TurnTracker(deadline=10.0, action_id=2, start_yaw=0.0, angle=1.0, absolute=True,
+                        tolerance=0.02)
+    tr.on_ack(2)
+    outs = [tr.on_state(sample(0.03 * k, yaw=0.5)) for k in range(mo.NO_MOTION_STATES)]
+    assert outs[-1].status == ABORTED and "0.500 rad short" in outs[-1].message
+    up = mo.TurnTracker(deadline=10.0, action_id=2, angle=1.0)
+    out = up.on_state(sample(0.0, flags=StatusFlag.IS_PICKED_UP))
+    assert out.status == ABORTED and out.message == "interrupted: the robot was picked up"
+
+
+def path_tracker(**kw):
+    return mo.PathTracker(deadline=kw.pop("deadline", 10.0), event_id=5,
+                          segments=[Segment.line(0, 0, 0.1, 0), Segment.point_turn(0.1, 0, 1.0)], **kw)
+
+
+def test_path_tracker_completes_on_the_event_after_the_treads_stop():
+    tr = path_tracker()
+    tr.on_path_event(5, 0)
+    assert tr.phase == "running"
+    moving = StatusFlag.ARE_WHEELS_MOVING | StatusFlag.IS_PATHING
+    assert tr.on_state(sample(0.0, path_segment=0, flags=moving)) is None
+    assert tr.on_state(sample(0.1, path_segment=1, flags=moving)) is None
+    tr.on_path_event(4, 2)                   # another path's event
+    assert tr.phase == "running"
+    tr.on_path_event(5, 2)
+    assert tr.on_state(sample(0.2, path_segment=1, flags=StatusFlag.ARE_WHEELS_MOVING)) is None
+    out = tr.on_state(sample(0.3))
+    assert out.status == SUCCEEDED and tr.completed_segments == 2
+
+
+@pytest.mark.parametrize("flags, reason", [
+    (StatusFlag.CLIFF_DETECTED, "interrupted: cliff detected"),
+    (0, "interrupted by the robot"),
+])
+def test_path_tracker_interrupted_reason_from_the_states_that_follow(flags, reason):
+    tr = path_tracker()
+    tr.on_path_event(5, 0)
+    tr.on_path_event(5, 1)
+    assert tr.on_state(sample(0.0)) is None or flags  # a state from before the stop
+    outs = [tr.on_state(sample(0.03 * k, flags=flags)) for k in range(1, mo.REASON_STATES + 1)]
+    out = next(o for o in outs if o is not None)
+    assert out.status == ABORTED and out.message.startswith(reason)
+
+
+def test_path_tracker_pick_up_and_fall_abort_at_once():
+    for flag, text in ((StatusFlag.IS_PICKED_UP, "picked up"), (StatusFlag.IS_FALLING, "falling")):
+        tr = path_tracker()
+        out = tr.on_state(sample(0.0, flags=flag | StatusFlag.IS_PATHING))
+        assert out.status == ABORTED and text in out.message
+
+
+def test_path_tracker_without_events_falls_back_on_is_pathing():
+    tr = path_tracker()
+    tr.on_state(sample(0.0, flags=StatusFlag.IS_PATHING))
+    outs = [tr.on_state(sample(0.1 + 0.03 * k)) for k in range(mo.NO_EVENT_STATES)]
+    assert outs[-1].status == SUCCEEDED and "no PathFollowingEvent" in outs[-1].message
+    never = path_tracker(deadline=100.0)
+    outs = [never.on_state(sample(0.03 * k)) for k in range(mo.NO_START_STATES)]
+    assert outs[-1].status == ABORTED and "did not start the path" in outs[-1].message
+    late = path_tracker(deadline=1.0)
+    late.on_path_event(5, 0)
+    out = late.on_state(sample(2.0, flags=StatusFlag.IS_PATHING | StatusFlag.ARE_WHEELS_MOVING))
+    assert out.status == ABORTED and out.message.startswith("safety timeout")
+
+
+# ----------------------------------------------------------------------------- tf lookup
+
+def q_yaw(yaw):
+    return (0.0, 0.0, math.sin(yaw / 2.0), math.cos(yaw / 2.0))
+
+
+def test_tf_chain_through_a_common_ancestor():
+    buf = TransformBuffer()
+    assert buf.set("map", "odom", (1.0, 0.0, 0.0), q_yaw(HALF_PI), static=True)
+    assert buf.set("odom", "base_footprint", (0.5, 0.0, 0.0), q_yaw(0.0))
+    assert buf.set("map", "marker", (0.0, 2.0, 0.0), q_yaw(math.pi))
+    # the marker's pose in odom: odom sits at (1, 0) facing +y in map
+    x, y, yaw = pose_to_2d(buf.lookup("odom", "marker"))
+    assert (x, y) == pytest.approx((2.0, 1.0)) and wrap_angle(yaw - HALF_PI) == pytest.approx(0.0)
+    # a point 1 m ahead of the robot, in map
+    p = transform_point(buf.lookup("map", "base_footprint"), (1.0, 0.0, 0.0))
+    assert p == pytest.approx((1.0, 1.5, 0.0))
+    assert buf.lookup("odom", "odom").translation == (0.0, 0.0, 0.0)
+    assert buf.frames() == ["base_footprint", "map", "marker", "odom"]
+
+
+def test_tf_tilted_frames_compose_in_3d():
+    buf = TransformBuffer()
+    roll = (math.sin(HALF_PI / 2.0), 0.0, 0.0, math.cos(HALF_PI / 2.0))  # 90 deg about x
+    buf.set("odom", "tilted", (0.0, 0.0, 1.0), roll)
+    buf.set("tilted", "child", (0.0, 1.0, 0.0), q_yaw(0.0))
+    # y of the tilted frame points up (z of odom)
+    assert buf.lookup("odom", "child").translation == pytest.approx((0.0, 0.0, 2.0))
+
+
+def test_tf_unknown_and_unlinked_frames_name_the_frame():
+    buf = TransformBuffer(max_age=1.0)
+    buf.set("odom", "base_footprint", (0, 0, 0), q_yaw(0), now=0.0)
+    buf.set("world", "table", (0, 0, 0), q_yaw(0), now=0.0, static=True)
+    with pytest.raises(TransformError, match="frame 'map' is unknown"):
+        buf.lookup("odom", "map")
+    with pytest.raises(TransformError, match="no chain of transforms links frame 'table' to 'odom'"):
+        buf.lookup("odom", "table", now=0.5)
+    # /tf transforms age out, static ones do not
+    assert buf.lookup("odom", "base_footprint", now=0.5) is not None
+    with pytest.raises(TransformError):
+        buf.lookup("odom", "base_footprint", now=2.0)
+    assert buf.lookup("world", "table", now=100.0) is not None
+    # unusable transforms are ignored
+    assert not buf.set("odom", "bad", (math.nan, 0, 0), q_yaw(0))
+    assert not buf.set("odom", "bad", (0, 0, 0), (0, 0, 0, 0))
+    assert not buf.set("odom", "odom", (0, 0, 0), q_yaw(0))
+    assert buf.set("/odom", "/leading_slash", (0, 0, 0), q_yaw(0))
+    assert buf.lookup("odom", "leading_slash") is not None
