@@ -241,19 +241,7 @@ class UdpTransport:
         """Run ``fn(*args)`` on the I/O thread without waiting; errors are logged."""
         if not self.running or self._loop is None:
             raise TransportError("transport is not running")
-
-        def runner() -> None:
-            try:
-                fn(*args)
-            except CozmoError as exc:
-                logger.warning("[%s] %s", self.name, exc)
-            except Exception:
-                self.stats.callback_errors += 1
-                logger.exception("[%s] call failed", self.name)
-            finally:
-                self._pump()
-
-        self._loop.call_soon_threadsafe(runner)
+        self._loop.call_soon_threadsafe(self._guarded, fn, args)
 
     def call_at(self, when: float, fn: Callable[..., Any], *args: Any) -> asyncio.TimerHandle:
         """Run ``fn(*args)`` on the I/O thread at ``when`` (``time.monotonic()`` seconds, the
@@ -262,19 +250,19 @@ class UdpTransport:
         stops it. The loop wakes within about a millisecond of ``when``."""
         if not self._in_io_thread() or self._loop is None:
             raise TransportError("call_at must be called on the I/O thread (use call_soon first)")
+        return self._loop.call_at(when, self._guarded, fn, args)
 
-        def runner() -> None:
-            try:
-                fn(*args)
-            except CozmoError as exc:
-                logger.warning("[%s] %s", self.name, exc)
-            except Exception:
-                self.stats.callback_errors += 1
-                logger.exception("[%s] timed call failed", self.name)
-            finally:
-                self._pump()
-
-        return self._loop.call_at(when, runner)
+    def _guarded(self, fn: Callable[..., Any], args: tuple) -> None:
+        """Run a scheduled call on the I/O thread: log its errors, then flush."""
+        try:
+            fn(*args)
+        except CozmoError as exc:
+            logger.warning("[%s] %s", self.name, exc)
+        except Exception:
+            self.stats.callback_errors += 1
+            logger.exception("[%s] call of %r failed", self.name, fn)
+        finally:
+            self._pump()
 
     # ------------------------------------------------------------------ I/O thread
 
