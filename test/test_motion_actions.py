@@ -522,15 +522,36 @@ def test_go_to_pose_in_a_frame_from_tf_static(rig):
     (t.transform.rotation.x, t.transform.rotation.y, t.transform.rotation.z,
      t.transform.rotation.w) = quat(math.pi / 2)
     broadcaster.publish(TFMessage(transforms=[t]))
-    assert rig.spin_until(lambda: "table_corner" in rig.node._motion.tf.frames(), 3.0)
+    # the driver follows /tf and /tf_static only once a goal needs them (it would wake up
+    # for its own odometry transforms otherwise), then the goal waits for the transforms
+    rig.spin_for(0.3)
+    assert rig.probe.count_subscribers("/tf_static") == 0
     # (0.1, 0) in table_corner = (0.1, 0.15) in odom, heading pi/2 + 0 = pi/2
     status, result = rig.run("go_to_pose", GoToPose.Goal(pose=pose_stamped(0.1, 0.0, 0.0, "table_corner")))
     assert status == GoalStatus.STATUS_SUCCEEDED, result.message
     x, y, yaw = rig.odom_truth()
     assert math.hypot(x - 0.1, y - 0.15) <= 0.01 and abs(wrap(yaw - math.pi / 2)) <= 0.05
+    assert rig.probe.count_subscribers("/tf_static") == 1 and rig.probe.count_subscribers("/tf") == 1
     rig.rejected("go_to_pose", GoToPose.Goal(pose=pose_stamped(1.0, 0.0, 0.0, "map")),
                  "pose.header.frame_id = 'map': no transform to the driver's odom frame 'odom' "
                  "(frame 'map' is unknown")
+
+
+def test_follow_path_in_a_frame_from_tf(rig):
+    # map -> odom on /tf at 20 Hz, as a localisation would publish it: odom is 0.05 m
+    # ahead of map's origin, so x = 0.15 in map is x = 0.1 in odom
+    tf_pub = rig.probe.create_publisher(TFMessage, "/tf", QoSProfile(depth=100))
+    t = TransformStamped()
+    t.header.frame_id, t.child_frame_id = "map", "odom"
+    t.transform.translation.x = 0.05
+    t.transform.rotation.w = 1.0
+    rig.probe.create_timer(0.05, lambda: tf_pub.publish(TFMessage(transforms=[t])))
+    status, result = rig.run("follow_path", path_goal([(0.1, 0.0, 0.0), (0.15, 0.0, 0.0)],
+                                                      frame="map"))
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    x, y, yaw = rig.odom_truth()
+    assert (x, y) == pytest.approx((0.1, 0.0), abs=0.01) and abs(yaw) < 0.03
+    assert result.final_pose.header.frame_id == "odom"
 
 
 def test_go_to_pose_relative_to_the_robot(rig):

@@ -31,10 +31,17 @@ Frames. Poses may be in the driver's odom frame (or with an empty frame id),
 in its base frame or base_link frame (relative to where the robot is when the
 goal arrives), or in any frame that the latest transforms on ``/tf`` and
 ``/tf_static`` link to odom (:class:`~cozmo_driver.driver.transforms.TransformBuffer`;
-no tf2_ros needed). A goal in a frame that cannot be linked is rejected,
-naming the frame. Targets are then converted from odom into the robot's own
-pose frame with the odometry offset (:mod:`cozmo_driver.driver.odometry`),
-because the robot's path follower works in its frame, in millimetres.
+no tf2_ros needed). The driver subscribes to those two topics the first time a
+goal names such a frame, and the goal waits up to :data:`TF_WAIT_S` for its
+transforms (the goal callback is a coroutine, in a re-entrant callback group of
+the servers' own, so the wait holds up nothing else); a goal in a frame that
+cannot be linked is then rejected, naming the frame. Targets are converted
+from odom into the robot's own pose frame with the odometry offset
+(:mod:`cozmo_driver.driver.odometry`), because the robot's path follower works
+in its frame, in millimetres.
+
+Like the rest of the node this expects one executor thread (the driver's
+``main`` spins a SingleThreadedExecutor).
 """
 
 from __future__ import annotations
@@ -50,6 +57,7 @@ from cozmo_interfaces.action import (DriveStraight, FollowPath, GoToPose, SetHea
                                      SetLiftHeight, TurnInPlace)
 from geometry_msgs.msg import PoseStamped
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.qos import QoSDurabilityPolicy, QoSHistoryPolicy, QoSProfile, QoSReliabilityPolicy
 from rclpy.task import Future
 from tf2_msgs.msg import TFMessage
@@ -65,7 +73,7 @@ from ..driver.transforms import pose_to_2d
 from ..protocol import messages as msgs
 from ..protocol.session import MessageReceived
 
-__all__ = ["MotionActions", "ACTION_NAMES"]
+__all__ = ["MotionActions", "ACTION_NAMES", "TF_WAIT_S"]
 
 #: action name -> (type, motor it uses)
 ACTION_NAMES: Dict[str, Tuple[Any, str]] = {
@@ -80,6 +88,8 @@ ACTION_NAMES: Dict[str, Tuple[Any, str]] = {
 PREEMPTED = "preempted by a new goal"
 _FEEDBACK_PERIOD_S = 0.1
 _TF_MAX_AGE_S = 10.0
+#: how long a goal in a frame tf does not link (yet) waits for its transforms
+TF_WAIT_S = 2.0
 _MAX_ACCEL_MPS2 = 2.0
 _MAX_TURN_ACCEL_RADPS2 = 50.0
 _MAX_AXIS_ACCEL_RADPS2 = 100.0
@@ -128,25 +138,27 @@ class MotionActions:
         self._plans: Dict[int, Dict[str, Any]] = {}  # id(goal request) -> checked goal
         self._state = None                           # latest RobotState (set on the I/O thread)
         self._event_id = 0
-        self._pending_executes = 0
+        self._pending_executes = 0                   # goal and execute callbacks not returned
         self._closed = False
         self._retired: List[Any] = []
         self._retire_timer = None
         self.tf = TransformBuffer(max_age=_TF_MAX_AGE_S)
+        self._tf_subscribed = False
+        self._tf_waiters: List[Tuple[List[str], Future]] = []
         self._entities: List[Tuple[Callable[[Any], Any], Any]] = []
         self._guard = node.create_guard_condition(self._drain)
         self._entities.append((node.destroy_guard_condition, self._guard))
-        for topic, qos, static in (("/tf", _TF_QOS, False), ("/tf_static", _TF_STATIC_QOS, True)):
-            sub = node.create_subscription(TFMessage, topic,
-                                           lambda msg, static=static: self._on_tf(msg, static), qos)
-            self._entities.append((node.destroy_subscription, sub))
+        # The goal callback may wait for tf (a coroutine): a group of their own, re-entrant,
+        # so that this neither holds the node's default group (odometry, commands) nor the
+        # other goals, cancels and tf messages. The node is spun by one thread (README).
+        self._group = ReentrantCallbackGroup()
         self._servers = []
         for name, (action_type, _) in ACTION_NAMES.items():
             self._servers.append(ActionServer(
                 node, action_type, name, execute_callback=functools.partial(self._execute, name),
-                goal_callback=lambda goal, name=name: self._on_goal(name, goal),
+                goal_callback=functools.partial(self._on_goal, name),
                 handle_accepted_callback=lambda handle, name=name: self._on_accepted(name, handle),
-                cancel_callback=self._on_cancel))
+                cancel_callback=self._on_cancel, callback_group=self._group))
         robot.add_listener(self._on_robot_event)
 
     # ------------------------------------------------------------------ life cycle
@@ -180,11 +192,15 @@ class MotionActions:
         except ValueError:
             pass
         self.abort_all("the driver is shutting down (cleanup)")
+        for _, future in self._tf_waiters:
+            if not future.done():
+                future.set_result(False)
         for destroy, entity in reversed(self._entities):
             destroy(entity)
         self._entities.clear()
         self._guard = None
-        if self._pending_executes == 0:
+        if self._pending_executes == 0 or not self._node.context.ok():
+            # (with the context shut down nothing spins any more: nothing to wait for)
             for server in self._servers:
                 server.destroy()
         else:
@@ -238,6 +254,67 @@ class MotionActions:
             tr, q = t.transform.translation, t.transform.rotation
             self.tf.set(t.header.frame_id, t.child_frame_id, (tr.x, tr.y, tr.z),
                         (q.x, q.y, q.z, q.w), now, static)
+        for frames, future in self._tf_waiters:
+            if not future.done() and self._frames_known(frames):
+                future.set_result(True)
+
+    def _subscribe_tf(self) -> None:
+        """Follow /tf and /tf_static from now on. Not before a goal needs them: the driver
+        would otherwise wake up for its own odometry transforms, about 33 times a second
+        (measured: about 4 % of a core more)."""
+        if self._tf_subscribed or self._closed:
+            return
+        self._tf_subscribed = True
+        node = self._node
+        for topic, qos, static in (("/tf", _TF_QOS, False), ("/tf_static", _TF_STATIC_QOS, True)):
+            sub = node.create_subscription(TFMessage, topic,
+                                           lambda msg, static=static: self._on_tf(msg, static), qos,
+                                           callback_group=self._group)
+            self._entities.append((node.destroy_subscription, sub))
+        self._log.info("following /tf and /tf_static for goals in other frames than odom")
+
+    def _frames_known(self, frames: List[str]) -> bool:
+        odom = self._node._frame("odom_frame")
+        now = time.monotonic()
+        for frame in frames:
+            try:
+                self.tf.lookup(odom, frame, now)
+            except TransformError:
+                return False
+        return True
+
+    def _goal_frames(self, name: str, goal) -> List[str]:
+        """The frames a goal names that are neither odom nor the robot's own."""
+        if name == "go_to_pose":
+            names = {goal.pose.header.frame_id}
+        elif name == "follow_path":
+            names = {goal.path.header.frame_id, goal.segments_frame_id}
+            names.update(p.header.frame_id for p in goal.path.poses)
+        else:
+            return []
+        node = self._node
+        own = {"", node._frame("odom_frame"), node._frame("base_frame"),
+               node._frame("base_link_frame")}
+        return sorted({n.lstrip("/") for n in names} - own)
+
+    async def _wait_for_frames(self, frames: List[str]) -> None:
+        """Until tf links every frame to odom, or TF_WAIT_S passes (the check then says why)."""
+        if self._frames_known(frames):
+            return
+        self._subscribe_tf()
+        future: Future = Future()
+        waiter = (frames, future)
+        self._tf_waiters.append(waiter)
+
+        def give_up() -> None:
+            if not future.done():
+                future.set_result(False)
+        timer = self._node.create_timer(TF_WAIT_S, give_up, callback_group=self._group)
+        try:
+            await future
+        finally:
+            self._node.destroy_timer(timer)
+            self._tf_waiters.remove(waiter)
 
     def _drain(self) -> None:
         """Guard-condition callback (executor thread): feed the trackers."""
@@ -272,8 +349,15 @@ class MotionActions:
 
     # ------------------------------------------------------------------ goals
 
-    def _on_goal(self, name: str, goal) -> GoalResponse:
+    async def _on_goal(self, name: str, goal) -> GoalResponse:
         resource = ACTION_NAMES[name][1]
+        frames = self._goal_frames(name, goal)
+        if frames and not self._closed:
+            self._pending_executes += 1  # the server must outlive this callback
+            try:
+                await self._wait_for_frames(frames)
+            finally:
+                self._pending_executes -= 1
         try:
             if self._closed:
                 raise MotionError("the driver is shutting down")
