@@ -35,6 +35,7 @@ from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
 from ..description import DescriptionError, Joint, Transform, UrdfModel
+from ._compat import try_shutdown
 
 try:
     from rclpy.executors import ExternalShutdownException
@@ -133,16 +134,6 @@ class DescriptionPublisher(Node):
             self._tf_pub.publish(TFMessage(transforms=transforms))
 
 
-def _try_shutdown() -> None:
-    shutdown = getattr(rclpy, "try_shutdown", None)
-    if shutdown is not None:
-        shutdown()
-        return
-    try:  # Humble's rclpy.shutdown raises when already shut down
-        rclpy.shutdown()
-    except Exception:  # noqa: BLE001 - nothing left to shut down
-        pass
-
 
 def main(args: Optional[List[str]] = None) -> int:
     """``cozmo_description_publisher``: run until Ctrl-C or SIGTERM."""
@@ -151,7 +142,7 @@ def main(args: Optional[List[str]] = None) -> int:
         node = DescriptionPublisher()
     except DescriptionError as exc:
         print(f"cozmo_description_publisher: {exc}", file=sys.stderr)
-        _try_shutdown()
+        try_shutdown()
         return 2
     try:
         rclpy.spin(node)
@@ -159,7 +150,7 @@ def main(args: Optional[List[str]] = None) -> int:
         pass
     finally:
         node.destroy_node()
-        _try_shutdown()
+        try_shutdown()
     return 0
 
 

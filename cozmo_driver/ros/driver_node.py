@@ -77,6 +77,7 @@ from ..protocol.errors import CozmoError, RemoteProtocolError
 from ..protocol.nvstorage import (CAMERA_CALIB_SIZE, NV_TAG_CAMERA_CALIB, NvReadAssembler,
                                   decode_camera_calibration)
 from ..protocol.session import MessageReceived, SessionConfig
+from ._compat import try_shutdown
 
 try:  # Galactic and later; the fallback keeps plain QoS
     from rclpy.qos_overriding_options import QoSOverridingOptions
@@ -1135,16 +1136,6 @@ class _RosLogHandler(logging.Handler):
             self.handleError(record)
 
 
-def _try_shutdown(context=None) -> None:
-    shutdown = getattr(rclpy, "try_shutdown", None)
-    if shutdown is not None:
-        shutdown(context=context)
-        return
-    try:  # Humble's rclpy.shutdown raises when already shut down
-        rclpy.shutdown(context=context)
-    except Exception:  # noqa: BLE001 - nothing left to shut down
-        pass
-
 
 def main(args: Optional[List[str]] = None) -> int:
     """``cozmo_driver_node``: run the driver until Ctrl-C or SIGTERM."""
@@ -1157,7 +1148,7 @@ def main(args: Optional[List[str]] = None) -> int:
         node = CozmoDriverNode()
     except (ValueError, rclpy.exceptions.ParameterException) as exc:
         print(f"cozmo_driver_node: {exc}", file=sys.stderr)
-        _try_shutdown()
+        try_shutdown()
         return 2
     handler = _RosLogHandler(node)
     cozmo_logger = logging.getLogger("cozmo")
@@ -1180,7 +1171,7 @@ def main(args: Optional[List[str]] = None) -> int:
         cozmo_logger.removeHandler(handler)
         executor.shutdown(timeout_sec=1.0)
         node.destroy_node()
-        _try_shutdown()
+        try_shutdown()
     return 0
 
 

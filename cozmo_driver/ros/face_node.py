@@ -43,6 +43,7 @@ from ..face.expressions import EXPRESSIONS, FaceAnimator, expression
 from ..face.procedural import NUM_PARAMS, FaceParams
 from ..face.stream import FaceStream
 from ..protocol.display import DISPLAY_WIDTH, SCREEN_HEIGHT
+from ._compat import try_shutdown
 
 try:
     from rclpy.executors import ExternalShutdownException
@@ -166,16 +167,6 @@ class FaceNode(Node):
         self._publisher.publish(msg)
 
 
-def _try_shutdown() -> None:
-    shutdown = getattr(rclpy, "try_shutdown", None)
-    if shutdown is not None:
-        shutdown()
-        return
-    try:  # Humble's rclpy.shutdown raises when already shut down
-        rclpy.shutdown()
-    except Exception:  # noqa: BLE001 - nothing left to shut down
-        pass
-
 
 def main(args: Optional[List[str]] = None) -> int:
     """``cozmo_face_node``: publish the face until Ctrl-C or SIGTERM."""
@@ -184,7 +175,7 @@ def main(args: Optional[List[str]] = None) -> int:
         node = FaceNode()
     except (ValueError, rclpy.exceptions.ParameterException) as exc:
         print(f"cozmo_face_node: {exc}", file=sys.stderr)
-        _try_shutdown()
+        try_shutdown()
         return 2
     executor = SingleThreadedExecutor()
     executor.add_node(node)
@@ -195,7 +186,7 @@ def main(args: Optional[List[str]] = None) -> int:
     finally:
         executor.shutdown(timeout_sec=1.0)
         node.destroy_node()
-        _try_shutdown()
+        try_shutdown()
     return 0
 
 

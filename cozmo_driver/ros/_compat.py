@@ -1,0 +1,21 @@
+"""Small rclpy shims for the distros we support (Humble and newer)."""
+
+from __future__ import annotations
+
+import rclpy
+
+__all__ = ["try_shutdown"]
+
+
+def try_shutdown(context=None) -> None:
+    """Shut rclpy down unless it already is: ``rclpy.try_shutdown`` where it exists
+    (Iron and newer); on Humble ``rclpy.shutdown`` raises RuntimeError when the
+    context is already shut down, which is the only error ignored here."""
+    shutdown = getattr(rclpy, "try_shutdown", None)
+    if shutdown is not None:
+        shutdown(context=context)
+        return
+    try:
+        rclpy.shutdown(context=context)
+    except RuntimeError:
+        pass  # already shut down (e.g. by the SIGINT handler)
