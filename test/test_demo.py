@@ -153,12 +153,12 @@ def test_camera_png_keeps_grey_and_colour(tmp_path):
 # ------------------------------------------------------------------ command line
 
 
-@pytest.mark.parametrize("argv", [["robot_ip:=172.31.1.1", "robot_port:=5551"],
-                                  ["--robot-ip", "172.31.1.1", "--robot-port", "5551"],
-                                  ["--robot_ip", "172.31.1.1", "robot_port:=5551"]])
+@pytest.mark.parametrize("argv", [["robot_ip:=127.0.0.9", "robot_port:=5551"],
+                                  ["--robot-ip", "127.0.0.9", "--robot-port", "5551"],
+                                  ["--robot_ip", "127.0.0.9", "robot_port:=5551"]])
 def test_both_argument_styles(argv):
     args = demo.parse_arguments(argv)
-    assert (args.robot_ip, args.robot_port) == ("172.31.1.1", "5551")
+    assert (args.robot_ip, args.robot_port) == ("127.0.0.9", "5551")
 
 
 @pytest.mark.parametrize("argv, message", [
