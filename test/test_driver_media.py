@@ -29,6 +29,7 @@ from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import QoSProfile  # noqa: E402
 from sensor_msgs.msg import Image  # noqa: E402
 
+from ros_timeouts import CONNECT_TIMEOUT, DISCOVERY_TIMEOUT  # noqa: E402
 from cozmo_driver.anim.clip import load_builtin  # noqa: E402
 from cozmo_driver.anim.player import compile_clip, tick_of  # noqa: E402
 from cozmo_driver.face.expressions import EXPRESSIONS  # noqa: E402
@@ -59,7 +60,7 @@ class Rig:
         self.executor.add_node(self.node)
         self.executor.add_node(self.probe)
         assert self.node.start()
-        assert self.spin_until(lambda: self.node.connected, 5.0), "driver did not connect"
+        assert self.spin_until(lambda: self.node.connected, CONNECT_TIMEOUT), "driver did not connect"
         self.diagnostics: List[DiagnosticArray] = []
         self.probe.create_subscription(DiagnosticArray, "/diagnostics", self.diagnostics.append, RELIABLE)
 
@@ -82,12 +83,12 @@ class Rig:
 
     def publisher(self, msg_type, topic: str):
         pub = self.probe.create_publisher(msg_type, topic, RELIABLE)
-        assert self.spin_until(lambda: pub.get_subscription_count() > 0, 5.0), topic
+        assert self.spin_until(lambda: pub.get_subscription_count() > 0, DISCOVERY_TIMEOUT), topic
         return pub
 
     def send_goal(self, action_type, name: str, goal, feedback: Optional[list] = None):
         client = ActionClient(self.probe, action_type, name)
-        assert client.wait_for_server(timeout_sec=5.0)
+        assert client.wait_for_server(timeout_sec=DISCOVERY_TIMEOUT)
         future = client.send_goal_async(goal, feedback_callback=(feedback.append if feedback is not None else None))
         assert self.spin_until(future.done, 5.0)
         handle = future.result()
@@ -405,7 +406,7 @@ def sampler(rig: Rig, box: list) -> Callable[[], None]:
 def test_a_builtin_animation_plays_on_time(make_rig):
     rig = make_rig()
     listed = rig.probe.create_client(ListAnimations, "list_animations")
-    assert listed.wait_for_service(timeout_sec=5.0)
+    assert listed.wait_for_service(timeout_sec=DISCOVERY_TIMEOUT)
     future = listed.call_async(ListAnimations.Request())
     assert rig.spin_until(future.done, 5.0)
     assert "celebrate" in future.result().names and future.result().groups == []

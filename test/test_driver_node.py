@@ -38,6 +38,7 @@ from std_msgs.msg import Bool, ColorRGBA, Float32, Float64  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
+from ros_timeouts import CONNECT_TIMEOUT, DISCOVERY_TIMEOUT  # noqa: E402
 from cozmo_driver import robot_geometry as geo  # noqa: E402
 from cozmo_driver.driver.events import EventType  # noqa: E402
 from cozmo_driver.ros.driver_node import CozmoDriverNode  # noqa: E402
@@ -79,7 +80,7 @@ class Harness:
         self.received: Dict[str, List[Any]] = {}
         if start:
             assert self.node.start()
-            assert self.spin_until(lambda: self.node.connected, 5.0), "driver did not connect"
+            assert self.spin_until(lambda: self.node.connected, CONNECT_TIMEOUT), "driver did not connect"
 
     def listen(self, name: str, msg_type, topic: str, qos=RELIABLE) -> List[Any]:
         box: List[Any] = []
@@ -107,7 +108,7 @@ class Harness:
 
     def call(self, srv_type, name: str, request, timeout: float = 5.0):
         client = self.probe.create_client(srv_type, name)
-        assert self.spin_until(lambda: client.service_is_ready(), timeout)
+        assert self.spin_until(lambda: client.service_is_ready(), max(timeout, DISCOVERY_TIMEOUT))
         future = client.call_async(request)
         assert self.spin_until(future.done, timeout)
         return future.result()
@@ -260,7 +261,7 @@ def test_teleop_square_matches_ground_truth(make_driver):
 def test_watchdog_stops_the_treads_once(make_driver):
     h = make_driver(cmd_vel_timeout=0.3)
     pub = h.probe.create_publisher(Twist, "cmd_vel", 10)
-    assert h.spin_until(lambda: pub.get_subscription_count() > 0, 3.0)
+    assert h.spin_until(lambda: pub.get_subscription_count() > 0, DISCOVERY_TIMEOUT)
     before = h.sim.command_counts().get("DriveWheels", 0)
     cmd = Twist()
     cmd.linear.x = 0.05
@@ -276,7 +277,7 @@ def test_watchdog_stops_the_treads_once(make_driver):
 def test_curvature_is_kept_when_scaled(make_driver):
     h = make_driver(max_wheel_speed=0.1)
     pub = h.probe.create_publisher(Twist, "cmd_vel", 10)
-    assert h.spin_until(lambda: pub.get_subscription_count() > 0, 3.0)
+    assert h.spin_until(lambda: pub.get_subscription_count() > 0, DISCOVERY_TIMEOUT)
     cmd = Twist()
     cmd.linear.x, cmd.angular.z = 0.3, 1.0
     pub.publish(cmd)
@@ -297,7 +298,7 @@ def test_head_and_lift_commands_reach_targets(make_driver):
     joints = h.listen("joints", JointState, "joint_states")
     head = h.probe.create_publisher(HeadAngle, "head/angle", 10)
     lift = h.probe.create_publisher(LiftHeight, "lift/height", 10)
-    assert h.spin_until(lambda: head.get_subscription_count() and lift.get_subscription_count(), 3.0)
+    assert h.spin_until(lambda: head.get_subscription_count() and lift.get_subscription_count(), DISCOVERY_TIMEOUT)
     head.publish(HeadAngle(angle=0.3, max_speed=0.0))
     lift.publish(LiftHeight(height=0.07, max_speed=2.0))
     assert h.spin_until(lambda: abs(h.sim.head_angle() - 0.3) < 1e-3
@@ -313,7 +314,7 @@ def test_head_and_lift_commands_reach_targets(make_driver):
     # velocity topics
     hv = h.probe.create_publisher(Float64, "head/velocity", 10)
     lv = h.probe.create_publisher(Float64, "lift/velocity", 10)
-    assert h.spin_until(lambda: hv.get_subscription_count() and lv.get_subscription_count(), 3.0)
+    assert h.spin_until(lambda: hv.get_subscription_count() and lv.get_subscription_count(), DISCOVERY_TIMEOUT)
     hv.publish(Float64(data=-2.0))
     lv.publish(Float64(data=-50.0))  # clamped to lift_max_speed
     assert h.spin_until(lambda: abs(h.sim.head_angle() - geo.HEAD_MIN_ANGLE_RAD) < 1e-3
@@ -328,7 +329,7 @@ def test_bad_commands_change_nothing(make_driver):
     head = h.probe.create_publisher(HeadAngle, "head/angle", 10)
     lights = h.probe.create_publisher(BackpackLights, "backpack_lights", 10)
     assert h.spin_until(lambda: cmd_vel.get_subscription_count() and head.get_subscription_count()
-                        and lights.get_subscription_count(), 3.0)
+                        and lights.get_subscription_count(), DISCOVERY_TIMEOUT)
     before = dict(h.sim.command_counts())
     nan_x, inf_z = Twist(), Twist()
     nan_x.linear.x = math.nan
@@ -351,7 +352,7 @@ def test_bad_commands_change_nothing(make_driver):
 def test_stamped_cmd_vel_checks_the_frame(make_driver):
     h = make_driver(cmd_vel_stamped=True)
     pub = h.probe.create_publisher(TwistStamped, "cmd_vel", 10)
-    assert h.spin_until(lambda: pub.get_subscription_count() > 0, 3.0)
+    assert h.spin_until(lambda: pub.get_subscription_count() > 0, DISCOVERY_TIMEOUT)
     msg = TwistStamped()
     msg.header.frame_id = "map"
     msg.twist.linear.x = 0.05
@@ -369,7 +370,7 @@ def test_lights_head_light_and_volume(make_driver):
     head_light = h.probe.create_publisher(Bool, "head_light", 10)
     volume = h.probe.create_publisher(Float32, "volume", 10)
     assert h.spin_until(lambda: lights.get_subscription_count() and head_light.get_subscription_count()
-                        and volume.get_subscription_count(), 3.0)
+                        and volume.get_subscription_count(), DISCOVERY_TIMEOUT)
     lights.publish(BackpackLights(front=ColorRGBA(r=1.0), middle=ColorRGBA(g=1.0),
                                   back=ColorRGBA(b=1.0), left=ColorRGBA(r=1.0, g=1.0, b=1.0),
                                   right=ColorRGBA(r=10 / 31)))
@@ -392,7 +393,7 @@ def test_emergency_stop_holds_until_released(make_driver):
     head = h.probe.create_publisher(HeadAngle, "head/angle", 10)
     cmd = Twist()
     cmd.linear.x = 0.05
-    assert h.spin_until(lambda: pub.get_subscription_count() > 0, 3.0)
+    assert h.spin_until(lambda: pub.get_subscription_count() > 0, DISCOVERY_TIMEOUT)
     pub.publish(cmd)
     assert h.spin_until(lambda: h.sim.wheel_speeds() != (0.0, 0.0), 2.0)
     response = h.call(SetEmergencyStop, "emergency_stop", SetEmergencyStop.Request(engage=True))
@@ -619,7 +620,7 @@ def test_lifecycle_deactivate_stops_and_pauses(make_driver):
     pub = h.probe.create_publisher(Twist, "cmd_vel", 10)
     cmd = Twist()
     cmd.linear.x = 0.05
-    assert h.spin_until(lambda: pub.get_subscription_count() > 0 and odom, 3.0)
+    assert h.spin_until(lambda: pub.get_subscription_count() > 0 and odom, DISCOVERY_TIMEOUT)
     pub.publish(cmd)
     assert h.spin_until(lambda: h.sim.wheel_speeds() != (0.0, 0.0), 2.0)
     h.node.trigger_deactivate()

@@ -26,6 +26,7 @@ from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy  # n
 from sensor_msgs.msg import Image  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 
+from ros_timeouts import CONNECT_TIMEOUT, DISCOVERY_TIMEOUT  # noqa: E402
 from cozmo_driver.face.expressions import EXPRESSIONS, look_at  # noqa: E402
 from cozmo_driver.face.procedural import FaceRenderer  # noqa: E402
 from cozmo_driver.protocol.display import fit_to_frame  # noqa: E402
@@ -63,7 +64,7 @@ class Spinner:
         return True
 
     def call(self, client, request, timeout: float = 5.0):
-        assert self.until(client.service_is_ready, 10.0), "service not available"
+        assert self.until(client.service_is_ready, DISCOVERY_TIMEOUT), "service not available"
         future = client.call_async(request)
         assert self.until(future.done, timeout)
         return future.result()
@@ -81,7 +82,7 @@ def test_the_face_node_process_shows_its_face_through_the_driver(rclpy_context):
                                 stderr=subprocess.PIPE, text=True, env=dict(os.environ))
         try:
             assert driver.start()
-            assert spin.until(lambda: driver.connected, 5.0)
+            assert spin.until(lambda: driver.connected, CONNECT_TIMEOUT)
             assert spin.until(lambda: np.array_equal(sim.framebuffer(), on_screen(EXPRESSIONS["neutral"])), 15.0), \
                 "the face node's face did not reach the robot"
             # an expression by service
@@ -101,7 +102,7 @@ def test_the_face_node_process_shows_its_face_through_the_driver(rclpy_context):
             # by topic, then the gaze
             pub = probe.create_publisher(String, "face/expression", 10)
             look = probe.create_publisher(Point, "face/look_at", 10)
-            assert spin.until(lambda: pub.get_subscription_count() and look.get_subscription_count(), 5.0)
+            assert spin.until(lambda: pub.get_subscription_count() and look.get_subscription_count(), DISCOVERY_TIMEOUT)
             pub.publish(String(data="surprised"))
             assert spin.until(lambda: np.array_equal(sim.framebuffer(), on_screen(EXPRESSIONS["surprised"])), 2.0)
             look.publish(Point(x=1.0, y=0.0, z=0.0))

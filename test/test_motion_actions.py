@@ -29,6 +29,7 @@ from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
+from ros_timeouts import CONNECT_TIMEOUT, DISCOVERY_TIMEOUT  # noqa: E402
 from cozmo_driver.ros.driver_node import CozmoDriverNode  # noqa: E402
 from cozmo_driver.sim import SimServer  # noqa: E402
 
@@ -99,7 +100,7 @@ class Rig:
         self.clients: Dict[str, ActionClient] = {}
         assert self.node.start()
         assert self.spin_until(lambda: self.node.connected and self.node._motion._state is not None,
-                               5.0), "driver did not connect"
+                               CONNECT_TIMEOUT), "driver did not connect"
         self.spin_for(0.2)
         self.origin = sim.true_pose()
 
@@ -121,7 +122,7 @@ class Rig:
     def client(self, name: str) -> ActionClient:
         if name not in self.clients:
             client = ActionClient(self.probe, TYPES[name], name)
-            assert self.spin_until(client.server_is_ready, 5.0), f"no {name} server"
+            assert self.spin_until(client.server_is_ready, DISCOVERY_TIMEOUT), f"no {name} server"
             self.clients[name] = client
         return self.clients[name]
 
@@ -188,7 +189,7 @@ class Rig:
 
     def estop(self, engage: bool) -> None:
         client = self.probe.create_client(SetEmergencyStop, "emergency_stop")
-        assert self.spin_until(client.service_is_ready, 5.0)
+        assert self.spin_until(client.service_is_ready, DISCOVERY_TIMEOUT)
         future = client.call_async(SetEmergencyStop.Request(engage=engage))
         assert self.spin_until(future.done, 5.0)
 
@@ -296,7 +297,7 @@ def test_head_topic_command_preempts_the_head_goal(rig):
     handle = rig.send("set_head_angle", AXES["head"][1])
     rig.spin_for(0.3)
     pub = rig.probe.create_publisher(HeadAngle, "head/angle", 1)
-    assert rig.spin_until(lambda: pub.get_subscription_count() > 0, 3.0)
+    assert rig.spin_until(lambda: pub.get_subscription_count() > 0, DISCOVERY_TIMEOUT)
     pub.publish(HeadAngle(angle=-0.2))
     status, result = rig.wait(handle)
     assert status == GoalStatus.STATUS_ABORTED
@@ -392,7 +393,7 @@ def test_cmd_vel_preempts_a_wheel_goal_but_not_the_head_goal(rig):
     turn = rig.send("turn_in_place", TurnInPlace.Goal(angle=2.0, speed=1.0))
     rig.spin_for(0.4)
     pub = rig.probe.create_publisher(Twist, "cmd_vel", 1)
-    assert rig.spin_until(lambda: pub.get_subscription_count() > 0, 3.0)
+    assert rig.spin_until(lambda: pub.get_subscription_count() > 0, DISCOVERY_TIMEOUT)
     pub.publish(Twist())
     status, result = rig.wait(turn)
     assert status == GoalStatus.STATUS_ABORTED
@@ -405,7 +406,7 @@ def test_cmd_vel_preempts_a_wheel_goal_but_not_the_head_goal(rig):
 
 def test_a_goal_right_after_teleop_is_not_stopped_by_the_cmd_vel_watchdog(rig):
     pub = rig.probe.create_publisher(Twist, "cmd_vel", 1)
-    assert rig.spin_until(lambda: pub.get_subscription_count() > 0, 3.0)
+    assert rig.spin_until(lambda: pub.get_subscription_count() > 0, DISCOVERY_TIMEOUT)
     twist = Twist()
     twist.linear.x = 0.05
     pub.publish(twist)
@@ -665,7 +666,7 @@ def test_follow_path_can_be_remapped_beside_nav2(rclpy_context, sim):
     rig = Rig(rclpy_context, sim, cli_args=["--ros-args"] + rules)
     try:
         client = ActionClient(rig.probe, FollowPath, "cozmo_follow_path")
-        assert rig.spin_until(client.server_is_ready, 5.0)
+        assert rig.spin_until(client.server_is_ready, DISCOVERY_TIMEOUT)
         future = client.send_goal_async(path_goal([(0.05, 0.0, 0.0)]))
         assert rig.spin_until(future.done, 5.0)
         handle = future.result()
