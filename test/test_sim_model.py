@@ -434,6 +434,67 @@ def test_trim_path():
     assert (x, y) == pytest.approx((100.0, 0.0), abs=3.0)
 
 
+@pytest.mark.parametrize("angle,before", [
+    (math.pi / 2, "turned"), (1.0, "turned"), (-1.0, "turned"), (2.0, "turned"),
+    (1.0, "re-anchored"),       # SetOrigin(120, -40, 0.7 rad) first: the path in a rotated frame
+    (1.5, "still turning"),     # ExecutePath while the TurnInPlace is still running
+    (1.0, "driving"),           # DriveWheels(60, 80) between the turn and the path
+])
+def test_path_after_a_turn_leaves_its_first_segment(angle, before):
+    """Issue #7: a line built, as the driver builds it, from the pose reported after a turn
+    (float32 in RobotState and in AppendPathSegLine) is off the robot's heading by ~1e-8 rad.
+    The follower steers that out and its yaw rate decays through |w| <= 1e-9 rad/s, where
+    the odometry used to skip the translation: the robot stood still on segment 0 with its
+    treads turning. All but "still turning" and "driving" (which converge from a moving
+    start) stuck before the fix."""
+    clock = make()
+    if before == "re-anchored":
+        heading = int(np.float32(0.7).view(np.uint32))
+        clock.send(m.SetOrigin(pose_frame_id=1, pose_origin_id=2, pose_x_mm=120.0, pose_y_mm=-40.0,
+                               unknown5=heading))
+    clock.send(m.TurnInPlace(angle_rad=angle, speed_rad_per_sec=2.0, accel_rad_per_sec2=10.0,
+                             angle_tolerance_rad=0.016, action_id=1))
+    clock.run(0.3 if before == "still turning" else 2.0)
+    turned = [a.action_id for a in clock.take("AcknowledgeAction")]
+    assert turned == ([] if before == "still turning" else [1])
+    if before == "driving":
+        clock.send(m.DriveWheels(lwheel_speed_mmps=60, rwheel_speed_mmps=80))
+        clock.run(0.2)
+    state = last_state(clock)
+    assert bool(state.status & StatusFlag.ARE_WHEELS_MOVING) == (before in ("still turning", "driving"))
+    x, y, yaw = state.pose_x_mm, state.pose_y_mm, state.pose_angle_rad
+    end = (x + 100.0 * math.cos(yaw), y + 100.0 * math.sin(yaw))
+    clock.send(m.ClearPath())
+    clock.send(m.AppendPathSegLine(from_x_mm=x, from_y_mm=y, to_x_mm=end[0], to_y_mm=end[1],
+                                   speed_mmps=150, accel_mmps2=200, decel_mmps2=200))
+    clock.send(m.ExecutePath(event_id=7))
+    kinds = []
+    for _ in range(50):                       # the line takes about 1.2 s
+        clock.run(0.1)
+        kinds += [e.event_type for e in clock.take("PathFollowingEvent")]
+        if E["PathEventType"].PATH_COMPLETED in kinds:
+            break
+    assert kinds == [E["PathEventType"].PATH_STARTED, E["PathEventType"].PATH_COMPLETED], \
+        f"path stuck on segment {clock.model._path.index if clock.model._path else None} " \
+        f"at {clock.model.reported_pose()}, treads {[w.speed for w in clock.model.wheels]}"
+    rx, ry, _ = clock.model.reported_pose()
+    assert (rx, ry) == pytest.approx(end, abs=3.0)
+
+
+def test_nearly_straight_drive_integrates_its_translation():
+    """Odometry with a yaw rate of 1e-12 rad/s: the arc is a straight line to 1e-9 mm
+    (the former (v/w)(sin(yaw + w dt) - sin(yaw)) form dropped it for |w| <= 1e-9)."""
+    clock = make()
+    clock.model.teleport(0.0, 0.0, 0.0, 1.0)
+    lw, rw = clock.model.wheels
+    for wheel, speed in ((lw, 100.0), (rw, 100.0 + TRACK_WIDTH_MM * 1e-12)):
+        wheel.speed = wheel.target = speed
+    clock.run(0.5)
+    x, y, yaw = clock.model.true_pose()
+    assert (x, y) == pytest.approx((50.0 * math.cos(1.0), 50.0 * math.sin(1.0)), abs=1e-6)
+    assert yaw == pytest.approx(1.0, abs=1e-9)
+
+
 # ------------------------------------------------------------------------------- cliffs, events
 
 def test_stop_on_cliff_at_the_table_edge():

@@ -749,18 +749,17 @@ class RobotModel:
         self._prev_v = v
         self._w = w if not self.picked_up and not self.falling else 0.0
         if not self.picked_up and not self.falling and (v or w):
+            # exact arc integration, in the chord form: the chord of the arc driven in
+            # dt is v dt sin(h)/h long at heading yaw + h, h = w dt / 2. Unlike
+            # (v/w)(sin(yaw + w dt) - sin(yaw)) it has no cancellation for tiny w (issue #7:
+            # that form skipped the translation for |w| <= 1e-9, and a path follower
+            # steering out a heading error of ~1e-10 rad left the robot standing still).
             yaw = self.yaw_u
-            if w:
-                # exact arc integration
-                yaw2 = yaw + w * dt
-                if abs(w) > 1e-9 and v:
-                    rad = v / w
-                    self.x += rad * (math.sin(yaw2) - math.sin(yaw))
-                    self.y -= rad * (math.cos(yaw2) - math.cos(yaw))
-                self.yaw_u = yaw2
-            else:
-                self.x += v * dt * math.cos(yaw)
-                self.y += v * dt * math.sin(yaw)
+            half = 0.5 * w * dt
+            chord = v * dt * (math.sin(half) / half if half else 1.0)
+            self.x += chord * math.cos(yaw + half)
+            self.y += chord * math.sin(yaw + half)
+            self.yaw_u = yaw + w * dt
             self._after_motion()
         self.head.step(dt)
         self.lift.step(dt)
