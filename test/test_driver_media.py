@@ -29,7 +29,7 @@ from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import QoSProfile  # noqa: E402
 from sensor_msgs.msg import Image  # noqa: E402
 
-from ros_timeouts import CONNECT_TIMEOUT, DISCOVERY_TIMEOUT  # noqa: E402
+from ros_timeouts import CONNECT_TIMEOUT, DISCOVERY_TIMEOUT, discovered  # noqa: E402
 from cozmo_driver.anim.clip import load_builtin  # noqa: E402
 from cozmo_driver.anim.player import compile_clip, tick_of  # noqa: E402
 from cozmo_driver.face.expressions import EXPRESSIONS  # noqa: E402
@@ -87,8 +87,8 @@ class Rig:
         return pub
 
     def send_goal(self, action_type, name: str, goal, feedback: Optional[list] = None):
-        client = ActionClient(self.probe, action_type, name)
-        assert client.wait_for_server(timeout_sec=DISCOVERY_TIMEOUT)
+        client = discovered(self.spin_until, lambda: ActionClient(self.probe, action_type, name),
+                            lambda c: c.server_is_ready(), lambda c: c.destroy(), f"{name} action server")
         future = client.send_goal_async(goal, feedback_callback=(feedback.append if feedback is not None else None))
         assert self.spin_until(future.done, 5.0)
         handle = future.result()

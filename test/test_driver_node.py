@@ -38,7 +38,7 @@ from std_msgs.msg import Bool, ColorRGBA, Float32, Float64  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
-from ros_timeouts import CONNECT_TIMEOUT, DISCOVERY_TIMEOUT  # noqa: E402
+from ros_timeouts import CONNECT_TIMEOUT, DISCOVERY_TIMEOUT, discovered  # noqa: E402
 from cozmo_driver import robot_geometry as geo  # noqa: E402
 from cozmo_driver.driver.events import EventType  # noqa: E402
 from cozmo_driver.ros.driver_node import CozmoDriverNode  # noqa: E402
@@ -107,8 +107,8 @@ class Harness:
         self.spin_until(lambda: False, seconds, every, period)
 
     def call(self, srv_type, name: str, request, timeout: float = 5.0):
-        client = self.probe.create_client(srv_type, name)
-        assert self.spin_until(lambda: client.service_is_ready(), max(timeout, DISCOVERY_TIMEOUT))
+        client = discovered(self.spin_until, lambda: self.probe.create_client(srv_type, name),
+                            lambda c: c.service_is_ready(), self.probe.destroy_client, f"{name} service")
         future = client.call_async(request)
         assert self.spin_until(future.done, timeout)
         return future.result()

@@ -29,7 +29,7 @@ from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
-from ros_timeouts import CONNECT_TIMEOUT, DISCOVERY_TIMEOUT  # noqa: E402
+from ros_timeouts import CONNECT_TIMEOUT, DISCOVERY_TIMEOUT, discovered  # noqa: E402
 from cozmo_driver.ros.driver_node import CozmoDriverNode  # noqa: E402
 from cozmo_driver.sim import SimServer  # noqa: E402
 
@@ -121,9 +121,9 @@ class Rig:
 
     def client(self, name: str) -> ActionClient:
         if name not in self.clients:
-            client = ActionClient(self.probe, TYPES[name], name)
-            assert self.spin_until(client.server_is_ready, DISCOVERY_TIMEOUT), f"no {name} server"
-            self.clients[name] = client
+            self.clients[name] = discovered(
+                self.spin_until, lambda: ActionClient(self.probe, TYPES[name], name),
+                lambda c: c.server_is_ready(), lambda c: c.destroy(), f"{name} action server")
         return self.clients[name]
 
     def send(self, name: str, goal, feedback: Optional[list] = None):
@@ -188,8 +188,10 @@ class Rig:
             abs(wrap(after[2] - before[2])) < 0.01
 
     def estop(self, engage: bool) -> None:
-        client = self.probe.create_client(SetEmergencyStop, "emergency_stop")
-        assert self.spin_until(client.service_is_ready, DISCOVERY_TIMEOUT)
+        client = discovered(self.spin_until,
+                            lambda: self.probe.create_client(SetEmergencyStop, "emergency_stop"),
+                            lambda c: c.service_is_ready(), self.probe.destroy_client,
+                            "emergency_stop service")
         future = client.call_async(SetEmergencyStop.Request(engage=engage))
         assert self.spin_until(future.done, 5.0)
 
@@ -657,8 +659,9 @@ def test_follow_path_can_be_remapped_beside_nav2(rclpy_context, sim):
                  for part in ("send_goal", "cancel_goal", "get_result", "feedback", "status")), [])
     rig = Rig(rclpy_context, sim, cli_args=["--ros-args"] + rules)
     try:
-        client = ActionClient(rig.probe, FollowPath, "cozmo_follow_path")
-        assert rig.spin_until(client.server_is_ready, DISCOVERY_TIMEOUT)
+        client = discovered(rig.spin_until, lambda: ActionClient(rig.probe, FollowPath, "cozmo_follow_path"),
+                            lambda c: c.server_is_ready(), lambda c: c.destroy(),
+                            "cozmo_follow_path action server")
         future = client.send_goal_async(path_goal([(0.05, 0.0, 0.0)]))
         assert rig.spin_until(future.done, 5.0)
         handle = future.result()
