@@ -103,6 +103,22 @@ PARAMETERS: Tuple[ParamSpec, ...] = (
               "app's .bin or JSON), searched recursively, besides the built-in ones"),
     ParamSpec("animation_groups_file", "", "Animation groups: a JSON file, or a directory of the "
               "app's animationGroups files; empty: none"),
+    # --- cubes, charger and lights
+    ParamSpec("auto_connect_cubes", True, "Connect the three light cubes by themselves (one of each "
+              "type, the strongest signal) and reconnect them when they drop; false: only the "
+              "connect_object service connects", dynamic=True),
+    ParamSpec("auto_connect_charger", False, "Connect the charger by itself like the cubes (it has "
+              "only lights to offer)", dynamic=True),
+    ParamSpec("object_timeout", 5.0, "An object neither connected nor advertised for this long leaves "
+              "the objects list (DISAPPEARED)", "s", 1.0, 600.0, dynamic=True),
+    ParamSpec("object_connect_timeout", 3.0, "A connection or disconnection of an object that the robot "
+              "has not confirmed this long after the request has failed", "s", 0.5, 60.0, dynamic=True),
+    ParamSpec("object_reconnect_min", 1.0, "Wait before reconnecting an object after a failed attempt "
+              "or a drop; doubled after every further failure", "s", 0.1, 60.0, dynamic=True),
+    ParamSpec("object_reconnect_max", 10.0, "Longest wait between attempts to reconnect an object",
+              "s", 0.1, 600.0, dynamic=True),
+    ParamSpec("light_animation_file", "", "YAML file of more light animations for "
+              "play_light_animation (format in the README); empty: the built-in ones only"),
 )
 
 PARAMETERS_BY_NAME: Dict[str, ParamSpec] = {p.name: p for p in PARAMETERS}
@@ -159,6 +175,9 @@ def validate_all(values: Mapping[str, Any]) -> Optional[str]:
     lo, hi = values.get("reconnect_min"), values.get("reconnect_max")
     if lo is not None and hi is not None and lo > hi:
         return f"reconnect_min ({lo} s) must not exceed reconnect_max ({hi} s)"
+    lo, hi = values.get("object_reconnect_min"), values.get("object_reconnect_max")
+    if lo is not None and hi is not None and lo > hi:
+        return f"object_reconnect_min ({lo} s) must not exceed object_reconnect_max ({hi} s)"
     return None
 
 

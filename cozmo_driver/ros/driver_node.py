@@ -60,6 +60,7 @@ from tf2_msgs.msg import TFMessage
 from .. import robot_geometry as geo
 from .media_interfaces import MediaInterfaces
 from .motion_actions import MotionActions
+from .object_interfaces import ObjectInterfaces
 from ..client import ClientConfig, LinkState, LinkStateChanged, Robot, RobotReady
 from ..driver import camera_info as caminfo
 from ..driver.commands import (CommandError, check_frame, clamp, require_finite, rgb555,
@@ -218,6 +219,7 @@ class CozmoDriverNode(LifecycleNode):
         self._lights: Optional[Tuple[Any, Any]] = None
         self._media: Optional[MediaInterfaces] = None  # display, audio, animations
         self._motion: Optional[MotionActions] = None  # motion actions (motion_actions.py)
+        self._objects: Optional[ObjectInterfaces] = None  # cubes, charger, lights
 
     # ------------------------------------------------------------------ parameters
 
@@ -285,6 +287,7 @@ class CozmoDriverNode(LifecycleNode):
         self._create_interfaces()
         self._media = MediaInterfaces(self, self._robot, self._params)
         self._motion = MotionActions(self, self._robot)
+        self._objects = ObjectInterfaces(self, self._robot, self._params)
         self._robot.add_listener(self._on_robot_event)
         self._configured = True
         self.get_logger().info(f"configured for the robot at {p['robot_ip']}:{p['robot_port']}")
@@ -307,6 +310,8 @@ class CozmoDriverNode(LifecycleNode):
         self._active = True
         if self._media is not None:
             self._media.activate()
+        if self._objects is not None:
+            self._objects.activate()
         if robot.state is LinkState.READY:
             self._on_connection_ready(resend_only=True)
         self._publish_link_status()
@@ -319,6 +324,8 @@ class CozmoDriverNode(LifecycleNode):
             self._watchdog.cancel()
         if self._media is not None:
             self._media.deactivate()
+        if self._objects is not None:
+            self._objects.deactivate()
         if self._motion is not None:
             self._motion.abort_all("the driver was deactivated")
         self._post_if_ready(msgs.StopAllMotors())
@@ -350,6 +357,9 @@ class CozmoDriverNode(LifecycleNode):
         if self._motion is not None:
             self._motion.destroy()
             self._motion = None
+        if self._objects is not None:
+            self._objects.destroy()  # lights off and objects disconnected, before the link stops
+            self._objects = None
         robot, self._robot = self._robot, None
         if robot is not None:
             try:
@@ -876,6 +886,8 @@ class CozmoDriverNode(LifecycleNode):
         ]
         if self._media is not None:
             reports.append(("display and audio", self._media.report()))
+        if self._objects is not None:
+            reports.append(("objects", self._objects.report()))
         array = DiagnosticArray()
         array.header.stamp = self.get_clock().now().to_msg()
         name = self.get_fully_qualified_name().lstrip("/")

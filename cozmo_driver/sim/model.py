@@ -48,6 +48,9 @@ What it models
   dropped and counted in ``AnimationState.client_drop_count``.
 * **Objects**: three light cubes and the charger advertise ObjectAvailable
   while not connected; ObjectConnect gives them per-connection object ids.
+  :meth:`RobotModel.set_object_in_range` takes one out of radio range (it stops
+  advertising, its connection drops with ObjectConnectionState ``connected``
+  false, connecting fails after ``OBJECT_CONNECT_FAIL_S``) and back.
 * **NV storage**: an in-memory store, pre-filled with a camera calibration
   (:data:`CAMERA_CALIB_FORMAT`).
 
@@ -184,6 +187,8 @@ AUDIO_SAMPLES_PER_FRAME = 744
 #: the robot's three light cubes, then the charger (factory ids as advertised)
 CUBE_FACTORY_IDS: Tuple[int, int, int] = (0xC0B10001, 0xC0B10002, 0xC0B10003)
 CHARGER_FACTORY_ID = 0xC4A20001
+#: an ObjectConnect to an object out of radio range is answered "not connected" this much later (s)
+OBJECT_CONNECT_FAIL_S = 0.5
 #: largest data part of one NvStorageOpResult (it must fit one frame)
 NV_CHUNK_BYTES = 1000
 _DISTANCE_OFF_CHARGER_MM = 30.0
@@ -480,6 +485,8 @@ class _Object:
     rssi_base: int = -55
     next_available: float = 0.0
     next_power: float = 0.0
+    #: within radio range: advertises, can connect (see set_object_in_range)
+    in_range: bool = True
 
 
 # ----------------------------------------------------------------------------- the model
@@ -1491,6 +1498,14 @@ class RobotModel:
                                                   object_type=_ObjectType.InvalidObject,
                                                   connected=False))
             return
+        if m.connect and not obj.in_range:
+            # out of range: the robot tries, hears nothing, and reports the failure
+            def failed(t: float, obj: _Object = obj) -> None:
+                if obj.object_id is None:
+                    self._emit(msgs.ObjectConnectionState(object_id=0, factory_id=obj.factory_id,
+                                                          object_type=obj.object_type, connected=False))
+            self._at(now + OBJECT_CONNECT_FAIL_S, failed)
+            return
         if m.connect:
             if obj.object_id is None:
                 obj.object_id = self._next_object_id
@@ -1502,7 +1517,7 @@ class RobotModel:
             object_id = obj.object_id if obj.object_id is not None else 0
             obj.object_id = None
             obj.stream_accel = False
-            obj.next_available = now + self.config.object_available_period
+            obj.next_available = now + self.config.object_available_period if obj.in_range else math.inf
             self._emit(msgs.ObjectConnectionState(object_id=object_id, factory_id=obj.factory_id,
                                                   object_type=obj.object_type, connected=False))
 
@@ -1711,6 +1726,30 @@ class RobotModel:
         obj.battery_level = max(0, min(255, int(level)))
         obj.next_power = now
 
+    def set_object_in_range(self, n: int, in_range: bool, now: float) -> None:
+        """Take cube ``n`` (1..3; 0: the charger) out of radio range or bring it back.
+
+        Out of range it stops advertising, a connection to it drops (the robot reports
+        ObjectConnectionState with ``connected`` false) and ObjectConnect fails after
+        ``OBJECT_CONNECT_FAIL_S``; back in range it advertises again at once."""
+        self.advance(now)
+        if not 0 <= n <= 3:
+            raise ValueError(f"object number must be 0 (charger) or 1..3, got {n}")
+        obj = self.objects[n - 1] if n else self.objects[3]
+        if bool(in_range) == obj.in_range:
+            return
+        obj.in_range = bool(in_range)
+        if in_range:
+            obj.next_available = now
+            return
+        obj.next_available = math.inf
+        if obj.object_id is not None:
+            object_id, obj.object_id = obj.object_id, None
+            obj.stream_accel = False
+            if self.connected:
+                self._emit(msgs.ObjectConnectionState(object_id=object_id, factory_id=obj.factory_id,
+                                                      object_type=obj.object_type, connected=False))
+
     # ------------------------------------------------------------------ ground truth
 
     def true_pose(self) -> Tuple[float, float, float]:
@@ -1751,6 +1790,16 @@ class RobotModel:
     def object_ids(self) -> Dict[int, Optional[int]]:
         """Cube number (1..3, 0 for the charger) -> object id, or None if not connected."""
         return {obj.index: obj.object_id for obj in self.objects}
+
+    def object_states(self) -> Dict[int, Dict[str, Any]]:
+        """Cube number (1..3, 0 for the charger) -> factory id, object id, in range, light
+        states, rotation period (frames), accelerometer stream, battery level, up axis."""
+        return {obj.index: {"factory_id": obj.factory_id, "object_id": obj.object_id,
+                            "in_range": obj.in_range, "lights": list(obj.lights),
+                            "rotation_period_frames": obj.rotation_period_frames,
+                            "stream_accel": obj.stream_accel, "battery_level": obj.battery_level,
+                            "up_axis": obj.up_axis}
+                for obj in self.objects}
 
 
 def _default_world(seed: int) -> Any:

@@ -429,6 +429,9 @@ class SimulatedRobot:
     def set_cube_battery(self, n: int, level: int, now: float) -> None:
         self._script(now, self.model.set_cube_battery, n, level, now)
 
+    def set_object_in_range(self, n: int, in_range: bool, now: float) -> None:
+        self._script(now, self.model.set_object_in_range, n, in_range, now)
+
     # ------------------------------------------------------------------ state
 
     @property

@@ -170,6 +170,11 @@ class SimServer:
     def set_cube_battery(self, n: int, level: int) -> None:
         self._script("set_cube_battery", n, level)
 
+    def set_object_in_range(self, n: int, in_range: bool) -> None:
+        """Cube ``n`` (1..3; 0: the charger) leaves radio range (stops advertising, drops its
+        connection) or comes back (advertises again)."""
+        self._script("set_object_in_range", n, in_range)
+
     def reboot(self, downtime: float = 0.0) -> None:
         self._script("reboot", downtime=downtime)
 
@@ -237,6 +242,10 @@ class SimServer:
 
     def object_ids(self) -> Dict[int, Optional[int]]:
         return self._model(lambda m: m.object_ids())
+
+    def object_states(self) -> Dict[int, Dict[str, Any]]:
+        """Per object (1..3 cubes, 0 charger): ids, range, lights, rotation, accel stream..."""
+        return self._model(lambda m: m.object_states())
 
     def nv_store(self) -> Dict[int, bytes]:
         return self._model(lambda m: dict(m.nv_store))

@@ -1,0 +1,848 @@
+"""Light cubes, the charger and lights, without ROS: the object registry and the light
+programmes. Pure (no rclpy, no clock: every input takes ``now``, seconds on any
+monotonic origin).
+
+Objects
+-------
+:class:`ObjectRegistry` follows what the robot says about its objects and decides
+what to send it. Inputs: the robot's object messages (:meth:`~ObjectRegistry.on_message`:
+ObjectAvailable, ObjectConnectionState, ObjectTapped, ObjectMoved,
+ObjectStoppedMoving, ObjectUpAxisChanged, ObjectPowerLevel, ObjectAccel), the
+robot's link (:meth:`~ObjectRegistry.on_robot_ready`, :meth:`~ObjectRegistry.on_robot_lost`),
+requests (:meth:`~ObjectRegistry.request`, :meth:`~ObjectRegistry.set_lights`,
+:meth:`~ObjectRegistry.set_accel_stream`) and time (:meth:`~ObjectRegistry.tick`).
+Outputs, drained by the caller: protocol messages to send (:meth:`~ObjectRegistry.pop_messages`),
+events (:meth:`~ObjectRegistry.pop_events`), accelerometer samples
+(:meth:`~ObjectRegistry.pop_accel`), the answers to requests
+(:meth:`~ObjectRegistry.pop_results`) and whether the list changed
+(:meth:`~ObjectRegistry.take_changed`).
+
+* **The list.** An object appears (APPEARED) with its first advertisement
+  (ObjectAvailable) or connection, and leaves the list (DISAPPEARED) when it is
+  neither connected nor being connected and has not been heard of for
+  ``object_timeout``. A connected object stays listed: the robot reports its
+  loss itself (ObjectConnectionState with ``connected`` false), and the robot
+  does not advertise connected objects.
+* **Connections.** Object ids are per connection of an object and per
+  connection of the robot: a lost robot disconnects every object (DISCONNECTED).
+  Auto-connect (``auto_connect_cubes``, ``auto_connect_charger``) keeps one
+  object of each wanted type connected: the one it connected before if it is
+  still listed, else the advertised one with the strongest signal. Objects
+  are connected only once they have advertised since the robot's current
+  connection, since their last disconnection and within ``object_timeout``. A connection request that gets no
+  answer within ``connect_timeout`` fails. After a failure or a drop the next
+  attempt for that object waits ``reconnect_min`` doubling up to
+  ``reconnect_max`` (a connection that lasted ``reconnect_max`` resets the
+  back-off). An object connected by request is reconnected like the automatic
+  ones; one disconnected by request is left alone by auto-connect until it is
+  connected by request again.
+* **Restored on reconnection.** The last light programme of each object and its
+  accelerometer stream are sent again when it connects again after a drop or
+  after the robot's own reconnection.
+* **Events.** TAPPED (count, intensity = tap_pos - tap_neg), MOVED (once when a
+  cube starts moving, with its acceleration), STOPPED_MOVING, UP_AXIS_CHANGED
+  (when the axis differs), CONNECTED, DISCONNECTED, APPEARED, DISAPPEARED.
+  ObjectTapFiltered is counted, not published (ObjectTapped reports the same taps).
+
+Units. The cubes' accelerations (ObjectMoved, ObjectAccel) are taken to be in
+mm/s^2, as RobotState's accelerometer is, and divided by 1000 into m/s^2
+(the protocol notes give no unit; gravity reads about 9810 in the simulator).
+Battery levels are passed on raw.
+
+Lights
+------
+A :class:`Light` is one LED's programme in seconds and colours with channels
+0..1, as in cozmo_interfaces/LightState. :func:`light_state` makes the robot's
+LightState: colours in RGB555 (:func:`~cozmo_driver.driver.commands.rgb555`:
+round(c x 31) per channel, bit 15 clear), periods rounded to 30 Hz frames. A
+period outside 0..8.5 s (255 frames) or an offset outside +-1092.2 s (a signed
+16-bit frame count) is clamped and a warning names the field; a NaN or
+infinite value, or a colour channel outside 0..1, raises :class:`CommandError`
+naming the field, and nothing is sent.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from ..protocol import messages as msgs
+from .commands import CommandError, clamp, require_finite, rgb555
+from .diagnostics import OK, WARN, DiagnosticReport
+
+__all__ = [
+    "ObjectType", "UpAxis", "ObjectEventType", "FRAME_RATE_HZ", "MAX_PERIOD_S", "MAX_OFFSET_S",
+    "CUBE_LEDS", "CHARGER_LEDS", "BACKPACK_LEDS", "object_name", "is_cube", "led_count",
+    "Light", "OFF", "light_state", "object_light_states", "rotation_frames", "backpack_messages",
+    "cube_light_messages", "ObjectSettings", "ObjectEntry", "ObjectEventRecord", "AccelSample",
+    "RequestResult", "ObjectRegistry", "MM_PER_M",
+]
+
+
+class ObjectType:
+    """cozmo_interfaces/ObjectInfo TYPE_* (the robot's ObjectType numbers)."""
+
+    UNKNOWN = 0
+    LIGHT_CUBE_1 = 1
+    LIGHT_CUBE_2 = 2
+    LIGHT_CUBE_3 = 3
+    CHARGER = 13
+    INVALID = -1  # the robot's answer for an object it does not know
+
+
+CUBE_TYPES = (ObjectType.LIGHT_CUBE_1, ObjectType.LIGHT_CUBE_2, ObjectType.LIGHT_CUBE_3)
+
+
+class UpAxis:
+    """cozmo_interfaces/ObjectInfo UP_AXIS_* (the robot's UpAxis numbers)."""
+
+    X_NEGATIVE = 0
+    X_POSITIVE = 1
+    Y_NEGATIVE = 2
+    Y_POSITIVE = 3
+    Z_NEGATIVE = 4
+    Z_POSITIVE = 5
+    UNKNOWN = 7
+
+
+_AXIS_TEXT = {0: "-X", 1: "+X", 2: "-Y", 3: "+Y", 4: "-Z", 5: "+Z"}
+
+
+class ObjectEventType:
+    """cozmo_interfaces/ObjectEvent type constants."""
+
+    UNKNOWN = 0
+    CONNECTED = 1
+    DISCONNECTED = 2
+    TAPPED = 3
+    MOVED = 4
+    STOPPED_MOVING = 5
+    UP_AXIS_CHANGED = 6
+    APPEARED = 7
+    DISAPPEARED = 8
+
+
+_EVENT_NAMES = {v: k for k, v in vars(ObjectEventType).items() if not k.startswith("_")}
+
+FRAME_RATE_HZ = 30.0
+MAX_PERIOD_S = 255 / FRAME_RATE_HZ          # 8.5 s: a u8 frame count
+MAX_OFFSET_S = 32767 / FRAME_RATE_HZ        # 1092.2 s: an i16 frame count
+CUBE_LEDS = 4
+CHARGER_LEDS = 3
+BACKPACK_LEDS = ("front", "middle", "back", "left", "right")
+MM_PER_M = 1000.0
+#: known objects kept (listed or not) at most; the oldest unlisted ones are forgotten first
+_MAX_KNOWN = 64
+
+_LightStateStruct = msgs.STRUCTS["LightState"]
+
+
+def object_name(object_type: int, factory_id: int) -> str:
+    """"cube1".."cube3", "charger", or "object_<factory_id>" (decimal) for other types."""
+    t = int(object_type)
+    if t in CUBE_TYPES:
+        return f"cube{t}"
+    if t == ObjectType.CHARGER:
+        return "charger"
+    return f"object_{int(factory_id)}"
+
+
+def is_cube(object_type: int) -> bool:
+    return int(object_type) in CUBE_TYPES
+
+
+def led_count(object_type: int) -> int:
+    """LEDs of an object with lights: 4 on a cube, 3 on the charger (0: none known)."""
+    t = int(object_type)
+    if t in CUBE_TYPES:
+        return CUBE_LEDS
+    if t == ObjectType.CHARGER:
+        return CHARGER_LEDS
+    return 0
+
+
+# ----------------------------------------------------------------------------- lights
+
+RGB = Tuple[float, float, float]
+_BLACK: RGB = (0.0, 0.0, 0.0)
+
+
+@dataclass(frozen=True)
+class Light:
+    """One LED's programme: colours with channels 0..1, times in seconds (see LightState.msg)."""
+
+    on_color: RGB = _BLACK
+    off_color: RGB = _BLACK
+    on_period: float = 0.0
+    off_period: float = 0.0
+    transition_on_period: float = 0.0
+    transition_off_period: float = 0.0
+    offset: float = 0.0
+
+
+OFF = Light()
+_PERIODS = ("on_period", "off_period", "transition_on_period", "transition_off_period")
+
+
+def _frames(seconds: float, lo: float, hi: float, field_name: str, warnings: List[str]) -> int:
+    value, warning = clamp(float(seconds), lo, hi, field_name, "s")
+    if warning:
+        warnings.append(warning)
+    return int(round(value * FRAME_RATE_HZ))
+
+
+def light_state(light: Light, field_name: str, warnings: List[str]) -> Any:
+    """The robot's LightState for ``light``; clamping warnings are appended to ``warnings``.
+    Raises CommandError (naming ``field_name``.<field>) for NaN, infinities and bad colours."""
+    for name in _PERIODS + ("offset",):  # any NaN refuses the whole command, before anything else
+        require_finite(field_name, **{name: float(getattr(light, name))})
+    on = rgb555(*light.on_color, f"{field_name}.on_color")
+    off = rgb555(*light.off_color, f"{field_name}.off_color")
+    frames = {name: _frames(getattr(light, name), 0.0, MAX_PERIOD_S, f"{field_name}.{name}", warnings)
+              for name in _PERIODS}
+    offset = _frames(light.offset, -MAX_OFFSET_S, MAX_OFFSET_S, f"{field_name}.offset", warnings)
+    return _LightStateStruct(on_color=on, off_color=off, on_frames=frames["on_period"],
+                             off_frames=frames["off_period"],
+                             transition_on_frames=frames["transition_on_period"],
+                             transition_off_frames=frames["transition_off_period"], offset=offset)
+
+
+def object_light_states(lights: Sequence[Light], leds: int, field_name: str, what: str,
+                        warnings: List[str]) -> List[Any]:
+    """The four LightStates of a CubeLights message for an object with ``leds`` LEDs:
+    one entry for every LED, or exactly one per LED; the unused fourth (charger) is off."""
+    n = len(lights)
+    if n == 1:
+        one = light_state(lights[0], f"{field_name}[0]", warnings)
+        states = [one] * leds
+    elif n == leds:
+        states = [light_state(light, f"{field_name}[{i}]", warnings) for i, light in enumerate(lights)]
+    else:
+        raise CommandError(f"{field_name} has {n} entries: give 1 (every LED) or {leds} "
+                           f"(one per LED of {what})")
+    while len(states) < CUBE_LEDS:
+        states.append(_LightStateStruct())
+    return [_copy_state(s) for s in states]
+
+
+def _copy_state(s: Any) -> Any:
+    return _LightStateStruct(on_color=s.on_color, off_color=s.off_color, on_frames=s.on_frames,
+                             off_frames=s.off_frames, transition_on_frames=s.transition_on_frames,
+                             transition_off_frames=s.transition_off_frames, offset=s.offset)
+
+
+def rotation_frames(seconds: float, field_name: str, warnings: List[str]) -> int:
+    """CubeId.rotation_period_frames for a rotation period in seconds (0: none)."""
+    return _frames(seconds, 0.0, MAX_PERIOD_S, field_name, warnings)
+
+
+def backpack_messages(lights: Sequence[Light], field_names: Sequence[str],
+                      warnings: List[str]) -> Tuple[Any, Any]:
+    """(LightStateCenter, LightStateSide) for the five backpack LEDs in BACKPACK_LEDS order."""
+    if len(lights) != len(BACKPACK_LEDS):
+        raise CommandError(f"the backpack has {len(BACKPACK_LEDS)} LEDs, got {len(lights)} programmes")
+    states = [light_state(light, name, warnings) for light, name in zip(lights, field_names)]
+    return (msgs.LightStateCenter(states=states[:3], unknown=0),
+            msgs.LightStateSide(states=states[3:], unknown=0))
+
+
+def cube_light_messages(object_id: int, states: Sequence[Any], rotation: int) -> List[Any]:
+    """CubeId (selects the object) then CubeLights: what sets one object's LEDs."""
+    return [msgs.CubeId(object_id=int(object_id), rotation_period_frames=int(rotation)),
+            msgs.CubeLights(states=[_copy_state(s) for s in states])]
+
+
+# ----------------------------------------------------------------------------- registry records
+
+@dataclass
+class ObjectSettings:
+    """The registry's tunables (the node's parameters); times in seconds."""
+
+    auto_connect_cubes: bool = True
+    auto_connect_charger: bool = False
+    object_timeout: float = 5.0
+    connect_timeout: float = 3.0
+    reconnect_min: float = 1.0
+    reconnect_max: float = 10.0
+
+
+@dataclass
+class _Pending:
+    connect: bool
+    deadline: float
+    tokens: List[int] = field(default_factory=list)
+
+
+@dataclass
+class ObjectEntry:
+    """What is known of one object (see cozmo_interfaces/ObjectInfo)."""
+
+    factory_id: int
+    object_type: int
+    name: str
+    rssi: int = 0
+    last_seen: float = 0.0                  # last advertisement or message (registry time)
+    advertised_at: Optional[float] = None   # last ObjectAvailable
+    listed: bool = False
+    object_id: Optional[int] = None
+    connected_since: Optional[float] = None
+    battery_level: int = 0
+    missed_packets: int = 0
+    up_axis: int = UpAxis.UNKNOWN
+    moving: bool = False
+    #: the user's wish from a request: True connect, False leave disconnected, None: auto decides
+    wanted: Optional[bool] = None
+    #: connected by auto-connect (it is the one auto-connect restores after a drop)
+    auto: bool = False
+    pending: Optional[_Pending] = None
+    failures: int = 0
+    retry_at: float = -math.inf
+    #: last light programme (four LightStates, rotation frames), restored on reconnection
+    lights: Optional[Tuple[List[Any], int]] = None
+    accel_stream: bool = False
+
+    @property
+    def connected(self) -> bool:
+        return self.object_id is not None
+
+    @property
+    def connecting(self) -> bool:
+        return self.pending is not None and self.pending.connect
+
+
+@dataclass(frozen=True)
+class ObjectEventRecord:
+    """One cozmo_interfaces/ObjectEvent, without its header."""
+
+    type: int
+    factory_id: int
+    object_type: int
+    name: str
+    description: str
+    tap_count: int = 0
+    tap_intensity: float = 0.0
+    up_axis: int = UpAxis.UNKNOWN
+    acceleration: Tuple[float, float, float] = (0.0, 0.0, 0.0)   # m/s^2
+
+
+@dataclass(frozen=True)
+class AccelSample:
+    factory_id: int
+    object_type: int
+    name: str
+    acceleration: Tuple[float, float, float]   # m/s^2, the cube's axes
+
+
+@dataclass(frozen=True)
+class RequestResult:
+    token: int
+    success: bool
+    message: str
+    factory_id: int
+
+
+def _times(n: int) -> str:
+    return {1: "once", 2: "twice"}.get(n, f"{n} times")
+
+
+def _hex(factory_id: int) -> str:
+    return f"0x{int(factory_id):08x}"
+
+
+# ----------------------------------------------------------------------------- registry
+
+class ObjectRegistry:
+    """Objects the robot advertises or is connected to. See the module docstring."""
+
+    def __init__(self, settings: Optional[ObjectSettings] = None) -> None:
+        self.settings = settings or ObjectSettings()
+        #: commands are sent only while active (the node's lifecycle)
+        self.active = False
+        self._entries: Dict[int, ObjectEntry] = {}
+        self._by_object_id: Dict[int, ObjectEntry] = {}
+        self._robot_ready = False
+        self._robot_ready_at = -math.inf
+        self._messages: List[Any] = []
+        self._events: List[ObjectEventRecord] = []
+        self._accel: List[AccelSample] = []
+        self._results: List[RequestResult] = []
+        self._changed = False
+        self.counters: Dict[str, int] = {
+            "advertisements": 0, "object messages": 0, "messages from unknown object ids": 0,
+            "accelerometer samples": 0, "filtered taps (not published)": 0,
+            "connection attempts": 0, "connection failures": 0, "connections dropped": 0,
+        }
+        self.event_counts: Dict[int, int] = {t: 0 for t in _EVENT_NAMES if t}
+
+    # ------------------------------------------------------------------ outputs
+
+    def pop_messages(self) -> List[Any]:
+        out, self._messages = self._messages, []
+        return out
+
+    def pop_events(self) -> List[ObjectEventRecord]:
+        out, self._events = self._events, []
+        return out
+
+    def pop_accel(self) -> List[AccelSample]:
+        out, self._accel = self._accel, []
+        return out
+
+    def pop_results(self) -> List[RequestResult]:
+        out, self._results = self._results, []
+        return out
+
+    def take_changed(self) -> bool:
+        """True once after anything in the list changed except rssi and last_seen."""
+        changed, self._changed = self._changed, False
+        return changed
+
+    @property
+    def robot_ready(self) -> bool:
+        return self._robot_ready
+
+    def objects(self) -> List[ObjectEntry]:
+        """The listed objects, by name then factory id."""
+        return sorted((e for e in self._entries.values() if e.listed),
+                      key=lambda e: (e.name, e.factory_id))
+
+    def entry(self, factory_id: int) -> Optional[ObjectEntry]:
+        return self._entries.get(int(factory_id))
+
+    # ------------------------------------------------------------------ helpers
+
+    def _event(self, type_: int, entry: ObjectEntry, description: str, **fields: Any) -> None:
+        self.event_counts[type_] = self.event_counts.get(type_, 0) + 1
+        self._events.append(ObjectEventRecord(type_, entry.factory_id, entry.object_type, entry.name,
+                                              description, **fields))
+
+    def _resolve(self, entry: ObjectEntry, success: bool, message: str) -> None:
+        pending, entry.pending = entry.pending, None
+        if pending is not None:
+            for token in pending.tokens:
+                self._results.append(RequestResult(token, success, message, entry.factory_id))
+
+    def _fail_now(self, token: int, message: str, factory_id: int = 0) -> int:
+        self._results.append(RequestResult(token, False, message, factory_id))
+        return factory_id
+
+    def _backoff(self, entry: ObjectEntry, now: float) -> float:
+        s = self.settings
+        entry.failures += 1
+        delay = min(s.reconnect_max, s.reconnect_min * 2.0 ** (entry.failures - 1))
+        entry.retry_at = now + delay
+        return delay
+
+    def _get(self, factory_id: int, object_type: int, now: float) -> ObjectEntry:
+        entry = self._entries.get(factory_id)
+        if entry is None:
+            if len(self._entries) >= _MAX_KNOWN:
+                self._forget_one()
+            entry = ObjectEntry(factory_id, object_type, object_name(object_type, factory_id),
+                                last_seen=now)
+            self._entries[factory_id] = entry
+        elif object_type not in (ObjectType.UNKNOWN, ObjectType.INVALID) and object_type != entry.object_type:
+            entry.object_type = object_type
+            entry.name = object_name(object_type, factory_id)
+            self._changed = True
+        return entry
+
+    def _forget_one(self) -> None:
+        unlisted = [e for e in self._entries.values() if not e.listed and not e.connected and e.pending is None]
+        if unlisted:
+            oldest = min(unlisted, key=lambda e: e.last_seen)
+            del self._entries[oldest.factory_id]
+
+    def _list(self, entry: ObjectEntry, why: str) -> None:
+        if not entry.listed:
+            entry.listed = True
+            self._changed = True
+            self._event(ObjectEventType.APPEARED, entry, f"{entry.name} ({_hex(entry.factory_id)}) "
+                        f"appeared: {why}")
+
+    def _fresh(self, entry: ObjectEntry, now: float) -> bool:
+        """Advertised since the robot's current connection and within object_timeout."""
+        at = entry.advertised_at
+        return (at is not None and at >= self._robot_ready_at
+                and now - at <= self.settings.object_timeout)
+
+    def _send_connect(self, entry: ObjectEntry, connect: bool, now: float,
+                      token: Optional[int] = None) -> None:
+        if entry.pending is not None:  # a request in the other direction is superseded
+            self._resolve(entry, False, "superseded by a later request")
+        entry.pending = _Pending(connect, now + self.settings.connect_timeout,
+                                 [token] if token is not None else [])
+        if connect:
+            self.counters["connection attempts"] += 1
+        self._messages.append(msgs.ObjectConnect(factory_id=entry.factory_id, connect=connect))
+
+    def _disconnected(self, entry: ObjectEntry, now: float, why: str) -> None:
+        """The object's connection ended (``why`` completes "cube1 disconnected: ...")."""
+        if entry.object_id is not None:
+            self._by_object_id.pop(entry.object_id, None)
+        entry.object_id = None
+        entry.connected_since = None
+        entry.moving = False
+        entry.last_seen = now
+        entry.advertised_at = None  # reconnected only once it advertises again
+        self._changed = True
+        self._event(ObjectEventType.DISCONNECTED, entry, f"{entry.name} disconnected: {why}")
+
+    # ------------------------------------------------------------------ the robot's link
+
+    def on_robot_ready(self, now: float) -> None:
+        """The robot (re)connected: object ids of an earlier connection are void."""
+        for entry in self._entries.values():
+            if entry.connected:
+                self._disconnected(entry, now, "the robot reconnected")
+            if entry.pending is not None:
+                self._resolve(entry, False, "the robot reconnected")
+        self._robot_ready = True
+        self._robot_ready_at = now
+
+    def on_robot_lost(self, now: float, reason: str = "lost the robot") -> None:
+        """The robot is gone (lost or disconnected): every object is disconnected."""
+        if not self._robot_ready:
+            return
+        self._robot_ready = False
+        for entry in self._entries.values():
+            if entry.pending is not None:
+                self._resolve(entry, False, reason)
+            if entry.connected:
+                self._disconnected(entry, now, reason)
+
+    # ------------------------------------------------------------------ the robot's messages
+
+    def on_message(self, message: Any, now: float) -> None:
+        name = message.NAME
+        if name == "ObjectAvailable":
+            self._on_available(message, now)
+            return
+        if name == "ObjectConnectionState":
+            self._on_connection_state(message, now)
+            return
+        self.counters["object messages"] += 1
+        entry = self._by_object_id.get(int(getattr(message, "object_id", -1)))
+        if entry is None:
+            self.counters["messages from unknown object ids"] += 1
+            return
+        entry.last_seen = now
+        if name == "ObjectAccel":
+            self.counters["accelerometer samples"] += 1
+            self._accel.append(AccelSample(entry.factory_id, entry.object_type, entry.name,
+                                           (float(message.accel_x) / MM_PER_M,
+                                            float(message.accel_y) / MM_PER_M,
+                                            float(message.accel_z) / MM_PER_M)))
+        elif name == "ObjectTapped":
+            count = int(message.num_taps)
+            intensity = float(int(message.tap_pos) - int(message.tap_neg))
+            self._event(ObjectEventType.TAPPED, entry, f"{entry.name} tapped {_times(count)} "
+                        f"(intensity {intensity:.0f})", tap_count=count, tap_intensity=intensity)
+        elif name == "ObjectTapFiltered":
+            self.counters["filtered taps (not published)"] += 1
+        elif name == "ObjectMoved":
+            if not entry.moving:
+                entry.moving = True
+                self._changed = True
+                accel = (float(message.active_accel_x) / MM_PER_M,
+                         float(message.active_accel_y) / MM_PER_M,
+                         float(message.active_accel_z) / MM_PER_M)
+                self._event(ObjectEventType.MOVED, entry, f"{entry.name} started moving "
+                            f"(acceleration {accel[0]:.2f}, {accel[1]:.2f}, {accel[2]:.2f} m/s^2)",
+                            acceleration=accel)
+        elif name == "ObjectStoppedMoving":
+            if entry.moving:
+                entry.moving = False
+                self._changed = True
+                self._event(ObjectEventType.STOPPED_MOVING, entry, f"{entry.name} stopped moving")
+        elif name == "ObjectUpAxisChanged":
+            axis = int(message.axis)
+            if axis not in _AXIS_TEXT:
+                axis = UpAxis.UNKNOWN
+            if axis != entry.up_axis:
+                entry.up_axis = axis
+                self._changed = True
+                text = f"{_AXIS_TEXT[axis]} up" if axis in _AXIS_TEXT else "up axis unknown"
+                self._event(ObjectEventType.UP_AXIS_CHANGED, entry, f"{entry.name} now rests with {text}",
+                            up_axis=axis)
+        elif name == "ObjectPowerLevel":
+            level, missed = int(message.battery_level), int(message.missed_packets)
+            if (level, missed) != (entry.battery_level, entry.missed_packets):
+                entry.battery_level, entry.missed_packets = level, missed
+                self._changed = True
+
+    def _on_available(self, message: Any, now: float) -> None:
+        self.counters["advertisements"] += 1
+        entry = self._get(int(message.factory_id), int(message.object_type), now)
+        entry.rssi = int(message.rssi)
+        entry.last_seen = now
+        entry.advertised_at = now
+        self._list(entry, f"advertised, rssi {entry.rssi}")
+
+    def _on_connection_state(self, message: Any, now: float) -> None:
+        factory_id, object_type = int(message.factory_id), int(message.object_type)
+        entry = self._entries.get(factory_id)
+        if entry is None:
+            if not message.connected:
+                return  # about an object never heard of, and not connected: nothing to do
+            entry = self._get(factory_id, object_type, now)
+        elif object_type not in (ObjectType.UNKNOWN, ObjectType.INVALID):
+            self._get(factory_id, object_type, now)  # the type, if it was not known
+        entry.last_seen = now
+        pending = entry.pending
+        if message.connected:
+            object_id = int(message.object_id)
+            was = entry.object_id
+            if was is not None and was != object_id:
+                self._by_object_id.pop(was, None)
+            entry.object_id = object_id
+            self._by_object_id[object_id] = entry
+            self._list(entry, "connected")
+            if pending is not None and pending.connect:
+                self._resolve(entry, True, f"{entry.name} connected (object id {object_id})")
+            if was is None:
+                entry.connected_since = now
+                entry.moving = False
+                self._changed = True
+                self._event(ObjectEventType.CONNECTED, entry,
+                            f"{entry.name} ({_hex(factory_id)}) connected (object id {object_id})")
+                self._restore(entry)
+            return
+        # not connected: an answer to a request, a failed attempt, or a drop
+        was_connected = entry.connected
+        if pending is not None and not pending.connect:
+            self._resolve(entry, True, f"{entry.name} disconnected")
+            if was_connected:
+                self._disconnected(entry, now, "on request")
+            return
+        if pending is not None and pending.connect:
+            self.counters["connection failures"] += 1
+            delay = self._backoff(entry, now)
+            if object_type == ObjectType.INVALID:
+                why = f"the robot does not know object {_hex(factory_id)}"
+            else:
+                why = f"the robot could not connect to {entry.name} ({_hex(factory_id)})"
+            self._resolve(entry, False, f"{why}; next automatic attempt in {delay:.1f} s"
+                          if entry.auto or entry.wanted else why)
+            if was_connected:
+                self._disconnected(entry, now, "the connection failed")
+            return
+        if was_connected:
+            self.counters["connections dropped"] += 1
+            s = self.settings
+            if entry.connected_since is not None and now - entry.connected_since >= s.reconnect_max:
+                entry.failures = 0
+            self._backoff(entry, now)
+            self._disconnected(entry, now, "it dropped the connection (out of range, or its "
+                               "battery is empty?)")
+
+    def _restore(self, entry: ObjectEntry) -> None:
+        """Send a (re)connected object its light programme and accelerometer stream again."""
+        if entry.lights is not None:
+            states, rotation = entry.lights
+            self._messages.extend(cube_light_messages(entry.object_id, states, rotation))
+        if entry.accel_stream:
+            self._messages.append(msgs.StreamObjectAccel(object_id=entry.object_id, enable=True))
+
+    # ------------------------------------------------------------------ time
+
+    def tick(self, now: float) -> None:
+        """Timeouts, ageing and auto-connect; call it often (a few times a second)."""
+        s = self.settings
+        for entry in list(self._entries.values()):
+            pending = entry.pending
+            if pending is not None and now >= pending.deadline:
+                if pending.connect:
+                    self.counters["connection failures"] += 1
+                    self._backoff(entry, now)
+                self._resolve(entry, False, f"no answer from the robot within {s.connect_timeout:g} s")
+            if (entry.listed and not entry.connected and entry.pending is None
+                    and now - entry.last_seen > s.object_timeout):
+                entry.listed = False
+                self._changed = True
+                self._event(ObjectEventType.DISAPPEARED, entry, f"{entry.name} ({_hex(entry.factory_id)}) "
+                            f"disappeared: not heard of for {now - entry.last_seen:.1f} s")
+        if self.active and self._robot_ready:
+            self._auto_connect(now)
+
+    def _auto_connect(self, now: float) -> None:
+        s = self.settings
+        idle = [e for e in self._entries.values()
+                if e.listed and not e.connected and e.pending is None]
+        for entry in idle:  # connected by request before: restore
+            if entry.wanted is True and self._fresh(entry, now) and now >= entry.retry_at:
+                self._send_connect(entry, True, now)
+        types = (CUBE_TYPES if s.auto_connect_cubes else ()) + \
+            ((ObjectType.CHARGER,) if s.auto_connect_charger else ())
+        for object_type in types:
+            same = [e for e in self._entries.values() if e.object_type == object_type]
+            if any(e.connected or e.connecting for e in same):
+                continue
+            candidates = [e for e in same if e.listed and e.wanted is not False and e.pending is None]
+            ours = [e for e in candidates if e.auto]
+            if ours:  # the one connected before is still listed: wait for it
+                candidates = ours
+            candidates = [e for e in candidates if self._fresh(e, now) and now >= e.retry_at]
+            if candidates:
+                best = max(candidates, key=lambda e: (e.rssi, -e.factory_id))
+                best.auto = True
+                self._send_connect(best, True, now)
+
+    # ------------------------------------------------------------------ requests
+
+    def _not_ready(self) -> Optional[str]:
+        if not self.active:
+            return "the driver is not active"
+        if not self._robot_ready:
+            return "not connected to the robot"
+        return None
+
+    def request(self, token: int, factory_id: int, object_type: int, connect: bool, now: float) -> int:
+        """Connect or disconnect an object (ConnectObject); the answer comes as a
+        :class:`RequestResult` with ``token``. Returns the factory id acted on (0: none)."""
+        problem = self._not_ready()
+        if problem:
+            return self._fail_now(token, problem, int(factory_id))
+        entry = self._find_for_request(token, int(factory_id), int(object_type), connect, now)
+        if entry is None:
+            return 0 if factory_id == 0 else int(factory_id)
+        if connect:
+            entry.wanted = True
+            if entry.connecting:
+                entry.pending.tokens.append(token)
+            elif entry.connected and entry.pending is None:
+                self._results.append(RequestResult(token, True, f"{entry.name} was already connected "
+                                                   f"(object id {entry.object_id})", entry.factory_id))
+            else:  # not connected, or a disconnection under way (superseded)
+                entry.retry_at = -math.inf
+                entry.failures = 0
+                self._send_connect(entry, True, now, token)
+            return entry.factory_id
+        entry.wanted = False
+        entry.auto = False
+        entry.lights = None
+        entry.accel_stream = False
+        if entry.pending is not None and not entry.pending.connect:
+            entry.pending.tokens.append(token)
+        elif entry.connected or entry.connecting:
+            self._send_connect(entry, False, now, token)
+        else:
+            self._results.append(RequestResult(token, True, f"{entry.name} was not connected",
+                                               entry.factory_id))
+        return entry.factory_id
+
+    def _find_for_request(self, token: int, factory_id: int, object_type: int, connect: bool,
+                          now: float) -> Optional[ObjectEntry]:
+        if factory_id:
+            entry = self._entries.get(factory_id)
+            if entry is None:
+                self._fail_now(token, f"unknown object {_hex(factory_id)}: the robot has not "
+                               f"advertised it (advertised: {self._listing()})", factory_id)
+                return None
+            if connect and not entry.connected and not entry.listed:
+                self._fail_now(token, f"{entry.name} ({_hex(factory_id)}) is not advertised: last "
+                               f"heard of {now - entry.last_seen:.1f} s ago", factory_id)
+                return None
+            return entry
+        if not object_type:
+            self._fail_now(token, "give factory_id, or object_type (ObjectInfo.TYPE_*)")
+            return None
+        what = object_name(object_type, 0) if led_count(object_type) else f"object of type {object_type}"
+        same = [e for e in self._entries.values() if e.object_type == object_type]
+        busy = [e for e in same if e.connected or e.connecting]
+        if busy:
+            return busy[0]
+        if not connect:
+            self._results.append(RequestResult(token, True, f"no {what} was connected", 0))
+            return None
+        listed = [e for e in same if e.listed]
+        if not listed:
+            self._fail_now(token, f"no {what} is advertised (advertised: {self._listing()})")
+            return None
+        return max(listed, key=lambda e: (e.rssi, -e.factory_id))
+
+    def _listing(self) -> str:
+        listed = self.objects()
+        return ", ".join(f"{e.name} {_hex(e.factory_id)}" for e in listed) if listed else "none"
+
+    def find_connected(self, factory_id: int, object_type: int, field_prefix: str) -> ObjectEntry:
+        """The connected object that a command targets (factory_id, else object_type);
+        raises CommandError saying why there is none."""
+        factory_id, object_type = int(factory_id), int(object_type)
+        if factory_id:
+            entry = self._entries.get(factory_id)
+            if entry is None:
+                raise CommandError(f"{field_prefix}.factory_id = {_hex(factory_id)}: unknown object "
+                                   f"(advertised: {self._listing()})")
+            if not entry.connected:
+                raise CommandError(f"{entry.name} ({_hex(factory_id)}) is not connected "
+                                   "(connect it with the connect_object service)")
+            return entry
+        if not object_type:
+            raise CommandError(f"{field_prefix}: give factory_id, or object_type (ObjectInfo.TYPE_*)")
+        for entry in sorted(self._entries.values(), key=lambda e: e.factory_id):
+            if entry.object_type == object_type and entry.connected:
+                return entry
+        what = object_name(object_type, 0) if led_count(object_type) else f"object of type {object_type}"
+        raise CommandError(f"no {what} is connected (connect one with the connect_object service)")
+
+    def connected_cubes(self) -> List[ObjectEntry]:
+        return [e for e in self.objects() if e.connected and is_cube(e.object_type)]
+
+    def connected_named(self, name: str) -> Optional[ObjectEntry]:
+        for entry in self.objects():
+            if entry.connected and entry.name == name:
+                return entry
+        return None
+
+    def set_lights(self, entry: ObjectEntry, states: Sequence[Any], rotation: int) -> None:
+        """Send ``entry`` (connected) its LEDs' programmes; they are restored on reconnection."""
+        entry.lights = ([_copy_state(s) for s in states], int(rotation))
+        self._messages.extend(cube_light_messages(entry.object_id, states, rotation))
+
+    def set_accel_stream(self, entry: ObjectEntry, enable: bool) -> None:
+        entry.accel_stream = bool(enable)
+        self._messages.append(msgs.StreamObjectAccel(object_id=entry.object_id, enable=bool(enable)))
+
+    def release_all(self) -> List[Any]:
+        """What to send before the driver stops: every connected object's lights off, then
+        a disconnection (the cubes go back to sleep and spare their batteries)."""
+        out: List[Any] = []
+        off = [_LightStateStruct() for _ in range(CUBE_LEDS)]
+        for entry in self._entries.values():
+            if entry.connected:
+                out.extend(cube_light_messages(entry.object_id, off, 0))
+                out.append(msgs.ObjectConnect(factory_id=entry.factory_id, connect=False))
+        return out
+
+    def fail_pending(self, reason: str) -> None:
+        for entry in self._entries.values():
+            if entry.pending is not None:
+                self._resolve(entry, False, reason)
+
+    # ------------------------------------------------------------------ diagnostics
+
+    def report(self, active: bool) -> DiagnosticReport:
+        listed = self.objects()
+        connected = [e for e in listed if e.connected]
+        s = self.settings
+        if not active:
+            level, message = OK, "inactive (lifecycle)"
+        elif not self._robot_ready:
+            level, message = OK, "not connected to the robot"
+        else:
+            names = ", ".join(e.name for e in connected) or "none"
+            level, message = OK, f"{len(connected)} connected ({names}), {len(listed)} listed"
+            wanted = (len(CUBE_TYPES) if s.auto_connect_cubes else 0) + (1 if s.auto_connect_charger else 0)
+            if wanted and not connected and listed:
+                level, message = WARN, f"auto-connect on but nothing connected ({len(listed)} listed)"
+        values: List[Tuple[str, str]] = [
+            ("objects listed", str(len(listed))),
+            ("objects connected", ", ".join(f"{e.name} {_hex(e.factory_id)}" for e in connected) or "none"),
+            ("cubes connected", str(sum(1 for e in connected if is_cube(e.object_type)))),
+        ]
+        values += [(k, str(v)) for k, v in self.counters.items()]
+        values += [(f"events {_EVENT_NAMES[t]}", str(n)) for t, n in sorted(self.event_counts.items())]
+        return DiagnosticReport(level, message, values)
+

@@ -1,0 +1,504 @@
+"""The driver's cube, charger and light interfaces (glue; part of ``cozmo_driver_node``).
+
+:class:`ObjectInterfaces` is made by the driver node at configure and owns:
+
+* publishers ``objects`` (cozmo_interfaces/ObjectList: what the robot advertises
+  or is connected to; reliable, transient local, depth 1; at 1 Hz and on every
+  change), ``object_events`` (cozmo_interfaces/ObjectEvent; reliable, depth 100)
+  and ``object_accel`` (cozmo_interfaces/ObjectAccel; best effort, the cubes'
+  accelerometer streams);
+* subscriptions ``object_lights`` (cozmo_interfaces/ObjectLights: a cube's four
+  LEDs or the charger's three) and ``backpack_light_pattern``
+  (cozmo_interfaces/BackpackLightPattern: programmes of the backpack's five LEDs);
+* services ``connect_object`` (cozmo_interfaces/ConnectObject: answered when the
+  robot confirms, or fails after ``object_connect_timeout``),
+  ``set_object_accel_stream`` (cozmo_interfaces/SetObjectAccelStream) and
+  ``play_light_animation`` (cozmo_interfaces/PlayLightAnimation).
+
+The logic lives in :mod:`cozmo_driver.driver.objects` (the registry: list,
+ageing, auto-connect with back-off, events; light programme conversion) and
+:mod:`cozmo_driver.driver.light_animations`. The robot's object messages and
+link changes reach the executor as the node's own data does: a listener on the
+robot client's I/O thread appends them to a deque and triggers a guard
+condition, whose callback feeds the registry and publishes. A 4 Hz timer runs
+the registry's timeouts, ageing and auto-connect. ``connect_object`` is a
+coroutine awaiting an rclpy Future that the registry's answer completes, in a
+reentrant callback group of its own (a service callback holds its group until
+it returns, and the node's default group must stay free for the guard condition
+and the timer that produce the answer), so a single-threaded executor serves it.
+
+When the driver is cleaned up or shut down, every connected object's lights
+are turned off and it is disconnected, so that the cubes go back to sleep
+rather than drain their batteries; deactivating leaves them as they are.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import math
+import time
+from collections import deque
+from typing import Any, Deque, Dict, List, Optional, Tuple
+
+from builtin_interfaces.msg import Time as TimeMsg
+from cozmo_interfaces.msg import (BackpackLightPattern, ObjectAccel, ObjectEvent, ObjectInfo,
+                                  ObjectLights, ObjectList)
+from cozmo_interfaces.srv import ConnectObject, PlayLightAnimation, SetObjectAccelStream
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.duration import Duration
+from rclpy.qos import (QoSDurabilityPolicy, QoSHistoryPolicy, QoSProfile, QoSReliabilityPolicy,
+                       qos_profile_sensor_data)
+from rclpy.task import Future
+
+from ..client.link import LinkState, LinkStateChanged, RobotReady
+from ..driver.commands import CommandError
+from ..driver.diagnostics import DiagnosticReport
+from ..driver.light_animations import LightAnimationLibrary
+from ..driver.objects import (BACKPACK_LEDS, CUBE_LEDS, Light, ObjectEntry, ObjectRegistry,
+                              ObjectSettings, backpack_messages, is_cube, led_count, light_state,
+                              object_light_states, rotation_frames)
+from ..protocol.session import MessageReceived
+
+try:  # Galactic and later
+    from rclpy.qos_overriding_options import QoSOverridingOptions
+except ImportError:  # pragma: no cover - depends on the ROS 2 release
+    QoSOverridingOptions = None
+
+__all__ = ["ObjectInterfaces", "OBJECT_MESSAGES"]
+
+#: The robot's messages about its objects (everything else is the node's business).
+OBJECT_MESSAGES = frozenset((
+    "ObjectAvailable", "ObjectConnectionState", "ObjectTapped", "ObjectTapFiltered", "ObjectMoved",
+    "ObjectStoppedMoving", "ObjectUpAxisChanged", "ObjectPowerLevel", "ObjectAccel"))
+QOS_LIST = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=1,
+                      reliability=QoSReliabilityPolicy.RELIABLE,
+                      durability=QoSDurabilityPolicy.TRANSIENT_LOCAL)
+QOS_EVENTS = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=100,
+                        reliability=QoSReliabilityPolicy.RELIABLE)
+#: object_lights addresses several objects: keep a few, so that one object's command is not
+#: dropped by the next object's. The backpack: only the latest matters.
+QOS_OBJECT_LIGHTS = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=10,
+                               reliability=QoSReliabilityPolicy.RELIABLE)
+QOS_COMMAND = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=1,
+                         reliability=QoSReliabilityPolicy.RELIABLE)
+TICK_PERIOD_S = 0.25
+LIST_PERIOD_S = 1.0
+_WARN_PERIOD_S = 2.0
+_MESSAGE, _LINK, _READY = range(3)
+_TARGETS = ("backpack", "cube1", "cube2", "cube3", "cubes", "charger")
+
+
+def _light(msg: Any) -> Light:
+    """A cozmo_interfaces/LightState as a pure Light."""
+    on, off = msg.on_color, msg.off_color
+    return Light(on_color=(float(on.r), float(on.g), float(on.b)),
+                 off_color=(float(off.r), float(off.g), float(off.b)),
+                 on_period=float(msg.on_period), off_period=float(msg.off_period),
+                 transition_on_period=float(msg.transition_on_period),
+                 transition_off_period=float(msg.transition_off_period), offset=float(msg.offset))
+
+
+class ObjectInterfaces:
+    """See the module docstring. ``params`` is the node's parameter dict (kept up to date by
+    the node, so run-time changes apply at the next tick)."""
+
+    def __init__(self, node: Any, robot: Any, params: Dict[str, Any]) -> None:
+        self.node = node
+        self.robot = robot
+        self.params = params
+        self._log = node.get_logger()
+        self._active = False
+        self.registry = ObjectRegistry(self._settings())
+        self._queue: Deque[Tuple[float, Any, int, Any]] = deque()
+        self._requests: Dict[int, Future] = {}
+        self._tokens = itertools.count(1)
+        self._warned: Dict[str, float] = {}
+        self._refused = 0
+        self._last_list = -math.inf
+
+        self.library = LightAnimationLibrary.load(params.get("light_animation_file") or None)
+        for warning in self.library.warnings:
+            self._log.warning(f"light animations: {warning}")
+        if params.get("light_animation_file"):
+            self._log.info(f"light animations: {len(self.library.animations)} "
+                           f"({self.library.loaded_from_file} from {params['light_animation_file']})")
+
+        self._entities: List[Tuple[Any, Any]] = []
+        self._pub_list = self._publisher(ObjectList, "objects", QOS_LIST)
+        self._pub_events = self._publisher(ObjectEvent, "object_events", QOS_EVENTS)
+        self._pub_accel = self._publisher(ObjectAccel, "object_accel", qos_profile_sensor_data)
+        self._subscribe(ObjectLights, "object_lights", self._on_object_lights, QOS_OBJECT_LIGHTS)
+        self._subscribe(BackpackLightPattern, "backpack_light_pattern", self._on_backpack_pattern,
+                        QOS_COMMAND)
+        # connect_object awaits the robot's answer: in a group of its own, so that the node's
+        # default (mutually exclusive) group stays free for the guard condition and the timer
+        # that produce that answer; reentrant, so that several requests can wait at once.
+        self._connect_group = ReentrantCallbackGroup()
+        for srv_type, name, callback, group in (
+                (ConnectObject, "connect_object", self._on_connect_object, self._connect_group),
+                (SetObjectAccelStream, "set_object_accel_stream", self._on_set_accel_stream, None),
+                (PlayLightAnimation, "play_light_animation", self._on_play_light_animation, None)):
+            self._entities.append((node.destroy_service,
+                                   node.create_service(srv_type, name, callback, callback_group=group)))
+        self._guard = node.create_guard_condition(self._drain)
+        self._entities.append((node.destroy_guard_condition, self._guard))
+        self._entities.append((node.destroy_timer, node.create_timer(TICK_PERIOD_S, self._on_tick)))
+        robot.add_listener(self._on_robot_event)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def activate(self) -> None:
+        self._active = True
+        self.registry.active = True
+        self.registry.tick(time.monotonic())
+        self._flush()
+        self._publish_list()
+
+    def deactivate(self, reason: str = "the driver was deactivated") -> None:
+        self._active = False
+        self.registry.active = False
+        self.registry.fail_pending(reason)
+        self._flush()
+
+    def destroy(self) -> None:
+        """Lights off and disconnect every object, then release everything (before the robot
+        client stops)."""
+        self.deactivate("the driver is shutting down")
+        if self._robot_ready():
+            for message in self.registry.release_all():
+                self.robot.post(message)
+        try:
+            self.robot.remove_listener(self._on_robot_event)
+        except ValueError:
+            pass
+        for future in self._requests.values():
+            if not future.done():
+                future.set_result(None)
+        self._requests.clear()
+        self._guard = None
+        for destroy, entity in reversed(self._entities):
+            destroy(entity)
+        self._entities.clear()
+
+    # ------------------------------------------------------------------ helpers
+
+    def _settings(self) -> ObjectSettings:
+        p = self.params
+        return ObjectSettings(auto_connect_cubes=bool(p.get("auto_connect_cubes", True)),
+                              auto_connect_charger=bool(p.get("auto_connect_charger", False)),
+                              object_timeout=float(p.get("object_timeout", 5.0)),
+                              connect_timeout=float(p.get("object_connect_timeout", 3.0)),
+                              reconnect_min=float(p.get("object_reconnect_min", 1.0)),
+                              reconnect_max=float(p.get("object_reconnect_max", 10.0)))
+
+    def _publisher(self, msg_type, topic: str, qos: QoSProfile):
+        kwargs = {}
+        if QoSOverridingOptions is not None:
+            kwargs["qos_overriding_options"] = QoSOverridingOptions.with_default_policies()
+        pub = self.node.create_publisher(msg_type, topic, copy.copy(qos), **kwargs)
+        self._entities.append((self.node.destroy_publisher, pub))
+        return pub
+
+    def _subscribe(self, msg_type, topic: str, callback, qos: QoSProfile) -> None:
+        kwargs = {}
+        if QoSOverridingOptions is not None:
+            kwargs["qos_overriding_options"] = QoSOverridingOptions.with_default_policies()
+        sub = self.node.create_subscription(msg_type, topic, callback, copy.copy(qos), **kwargs)
+        self._entities.append((self.node.destroy_subscription, sub))
+
+    def _warn(self, key: str, text: str) -> None:
+        now = time.monotonic()
+        if now - self._warned.get(key, -math.inf) >= _WARN_PERIOD_S:
+            self._warned[key] = now
+            self._log.warning(text)
+
+    def _refuse(self, text: str) -> None:
+        self._refused += 1
+        self._warn(text, text)  # the same refusal again within 2 s is counted, not logged
+
+    def _robot_ready(self) -> bool:
+        return self.robot.state is LinkState.READY
+
+    def _problem(self) -> Optional[str]:
+        if not self._active:
+            return "the driver is not active"
+        if not self._robot_ready() or not self.registry.robot_ready:
+            return "not connected to the robot"
+        return None
+
+    def _now_msg(self) -> TimeMsg:
+        return self.node.get_clock().now().to_msg()
+
+    # ------------------------------------------------------------------ I/O thread -> executor
+
+    def _on_robot_event(self, event: Any) -> None:
+        """On the robot client's I/O thread: keep the object messages and link changes."""
+        if isinstance(event, MessageReceived):
+            if event.message.NAME not in OBJECT_MESSAGES:
+                return
+            item = (_MESSAGE, event.message)
+        elif isinstance(event, LinkStateChanged):
+            if event.state is LinkState.READY:
+                return  # RobotReady follows
+            item = (_LINK, event)
+        elif isinstance(event, RobotReady):
+            item = (_READY, None)
+        else:
+            return
+        self._queue.append((time.monotonic(), self.node.get_clock().now(), item[0], item[1]))
+        guard = self._guard
+        if guard is not None:
+            guard.trigger()
+
+    def _drain(self) -> None:
+        registry = self.registry
+        queue = self._queue
+        while queue:
+            try:
+                mono, stamp, kind, payload = queue.popleft()
+            except IndexError:
+                return
+            if kind == _MESSAGE:
+                registry.on_message(payload, mono)
+            elif kind == _LINK:
+                registry.on_robot_lost(mono, f"lost the robot ({payload.reason})"
+                                       if payload.state is LinkState.LOST
+                                       else f"the robot's link is {payload.state.value}")
+            else:
+                registry.on_robot_ready(mono)
+            self._flush(stamp.to_msg())
+
+    def _on_tick(self) -> None:
+        registry = self.registry
+        registry.settings = self._settings()
+        now = time.monotonic()
+        registry.tick(now)
+        self._flush()
+        if self._active and now - self._last_list >= LIST_PERIOD_S:
+            self._publish_list()
+
+    def _flush(self, stamp: Optional[TimeMsg] = None) -> None:
+        """Send what the registry wants sent, answer requests, publish events and samples."""
+        registry = self.registry
+        messages = registry.pop_messages()
+        if messages and self._robot_ready():
+            for message in messages:
+                self.robot.post(message)
+        for result in registry.pop_results():
+            future = self._requests.pop(result.token, None)
+            if future is not None and not future.done():
+                future.set_result(result)
+        events = registry.pop_events()
+        samples = registry.pop_accel()
+        if not self._active:
+            registry.take_changed()
+            return
+        if stamp is None and (events or samples):
+            stamp = self._now_msg()
+        for record in events:
+            msg = ObjectEvent()
+            msg.header.stamp = stamp
+            msg.type = record.type
+            msg.factory_id = record.factory_id
+            msg.object_type = record.object_type
+            msg.name = record.name
+            msg.tap_count = max(0, min(255, record.tap_count))
+            msg.tap_intensity = float(record.tap_intensity)
+            msg.up_axis = record.up_axis
+            msg.acceleration.x, msg.acceleration.y, msg.acceleration.z = record.acceleration
+            msg.description = record.description
+            self._pub_events.publish(msg)
+            self._log.info(f"object event: {record.description}")
+        for sample in samples:
+            msg = ObjectAccel()
+            msg.header.stamp = stamp
+            msg.header.frame_id = sample.name
+            msg.factory_id = sample.factory_id
+            msg.object_type = sample.object_type
+            a = msg.linear_acceleration
+            a.x, a.y, a.z = sample.acceleration
+            self._pub_accel.publish(msg)
+        if registry.take_changed():
+            self._publish_list()
+
+    def _publish_list(self) -> None:
+        if not self._active:
+            return
+        now_ros = self.node.get_clock().now()
+        now = time.monotonic()
+        self._last_list = now
+        msg = ObjectList()
+        msg.header.stamp = now_ros.to_msg()
+        for entry in self.registry.objects():
+            msg.objects.append(self._info(entry, now_ros, now))
+        self._pub_list.publish(msg)
+
+    @staticmethod
+    def _info(entry: ObjectEntry, now_ros: Any, now: float) -> ObjectInfo:
+        info = ObjectInfo()
+        info.factory_id = entry.factory_id & 0xFFFFFFFF
+        info.object_type = int(entry.object_type)
+        info.name = entry.name
+        info.rssi = max(-128, min(127, int(entry.rssi)))
+        age = max(0.0, now - entry.last_seen)
+        info.last_seen = (now_ros - Duration(nanoseconds=int(age * 1e9))).to_msg()
+        info.connected = entry.connected
+        info.object_id = int(entry.object_id or 0) & 0xFFFFFFFF
+        info.battery_level = max(0, min(255, int(entry.battery_level)))
+        info.missed_packets = int(entry.missed_packets) & 0xFFFFFFFF
+        info.up_axis = int(entry.up_axis)
+        info.moving = bool(entry.moving)
+        return info
+
+    # ------------------------------------------------------------------ lights
+
+    def _on_object_lights(self, msg: ObjectLights) -> None:
+        topic = "object_lights"
+        warnings: List[str] = []
+        try:
+            lights = [_light(item) for item in msg.lights]
+            for i, light in enumerate(lights):  # values first: NaN, colours
+                light_state(light, f"{topic}.lights[{i}]", [])
+            if not math.isfinite(msg.rotation_period):
+                raise CommandError(f"{topic}.rotation_period is {msg.rotation_period}: "
+                                   "not a finite number")
+            problem = self._problem()
+            if problem:
+                raise CommandError(problem)
+            entry = self.registry.find_connected(msg.factory_id, msg.object_type, topic)
+            leds = led_count(entry.object_type) or CUBE_LEDS
+            states = object_light_states(lights, leds, f"{topic}.lights", entry.name, warnings)
+            rotation = 0
+            if is_cube(entry.object_type):
+                rotation = rotation_frames(msg.rotation_period, f"{topic}.rotation_period", warnings)
+            elif msg.rotation_period != 0.0:
+                warnings.append(f"{topic}.rotation_period = {msg.rotation_period:g} s ignored: only "
+                                f"cubes rotate their lights ({entry.name})")
+        except CommandError as exc:
+            self._refuse(f"{topic} refused: {exc}")
+            return
+        for warning in warnings:
+            self._warn(warning, warning)
+        self.registry.set_lights(entry, states, rotation)
+        self._flush()
+
+    def _on_backpack_pattern(self, msg: BackpackLightPattern) -> None:
+        topic = "backpack_light_pattern"
+        warnings: List[str] = []
+        try:
+            lights = [_light(getattr(msg, name)) for name in BACKPACK_LEDS]
+            center, side = backpack_messages(lights, [f"{topic}.{n}" for n in BACKPACK_LEDS], warnings)
+            problem = self._problem()
+            if problem:
+                raise CommandError(problem)
+        except CommandError as exc:
+            self._refuse(f"{topic} refused: {exc}")
+            return
+        for warning in warnings:
+            self._warn(warning, warning)
+        self._send_backpack(center, side)
+
+    def _send_backpack(self, center: Any, side: Any) -> None:
+        self.robot.post(center)
+        self.robot.post(side)
+        # the node re-applies the latest backpack lights after a reconnection
+        if hasattr(self.node, "_lights"):
+            self.node._lights = (center, side)
+
+    # ------------------------------------------------------------------ services
+
+    async def _on_connect_object(self, request, response):
+        token = next(self._tokens)
+        future = Future()
+        self._requests[token] = future
+        verb = "connect" if request.connect else "disconnect"
+        factory_id = self.registry.request(token, int(request.factory_id), int(request.object_type),
+                                           bool(request.connect), time.monotonic())
+        self._flush()
+        result = await future
+        if result is None:
+            response.success, response.message = False, "the driver is shutting down"
+            response.factory_id = factory_id & 0xFFFFFFFF
+            return response
+        response.success = bool(result.success)
+        response.message = result.message
+        response.factory_id = int(result.factory_id or factory_id) & 0xFFFFFFFF
+        (self._log.info if result.success else self._log.warning)(
+            f"connect_object ({verb}): {result.message}")
+        return response
+
+    def _on_set_accel_stream(self, request, response):
+        try:
+            problem = self._problem()
+            if problem:
+                raise CommandError(problem)
+            entry = self.registry.find_connected(request.factory_id, request.object_type,
+                                                 "set_object_accel_stream")
+            if not is_cube(entry.object_type):
+                raise CommandError(f"{entry.name} has no accelerometer: only cubes stream one")
+        except CommandError as exc:
+            response.success, response.message = False, str(exc)
+            return response
+        self.registry.set_accel_stream(entry, bool(request.enable))
+        self._flush()
+        response.success = True
+        response.message = f"{entry.name} accelerometer stream {'on' if request.enable else 'off'}"
+        self._log.info(f"set_object_accel_stream: {response.message}")
+        return response
+
+    def _on_play_light_animation(self, request, response):
+        response.available = self.library.names()
+        target, name = request.target.strip(), request.name.strip()
+        try:
+            if target not in _TARGETS:
+                raise CommandError(f"unknown target {request.target!r}: one of {', '.join(_TARGETS)}")
+            animation = self.library.get(name)
+            problem = self._problem()
+            if problem:
+                raise CommandError(problem)
+            warnings: List[str] = []
+            field = f"light animation {name!r}"
+            if target == "backpack":
+                center, side = backpack_messages(animation.lights_for("backpack"),
+                                                 [f"{field} {n}" for n in BACKPACK_LEDS], warnings)
+                self._send_backpack(center, side)
+                done = ["backpack"]
+            else:
+                if target == "cubes":
+                    entries = self.registry.connected_cubes()
+                    if not entries:
+                        raise CommandError("no cube is connected")
+                else:
+                    entry = self.registry.connected_named(target)
+                    if entry is None:
+                        raise CommandError(f"{target} is not connected")
+                    entries = [entry]
+                planned = []
+                for entry in entries:
+                    kind = "cube" if is_cube(entry.object_type) else "charger"
+                    leds = led_count(entry.object_type)
+                    states = object_light_states(animation.lights_for(kind), leds, f"{field} {kind}",
+                                                 entry.name, warnings)
+                    rotation = rotation_frames(animation.rotation_period, f"{field} rotation_period",
+                                               warnings) if kind == "cube" else 0
+                    planned.append((entry, states, rotation))
+                for entry, states, rotation in planned:
+                    self.registry.set_lights(entry, states, rotation)
+                self._flush()
+                done = [entry.name for entry in entries]
+        except CommandError as exc:
+            response.success, response.message = False, str(exc)
+            self._log.info(f"play_light_animation refused: {exc}")
+            return response
+        response.success = True
+        response.message = f"{name} on {', '.join(done)}"
+        self._log.info(f"play_light_animation: {response.message}")
+        return response
+
+    # ------------------------------------------------------------------ diagnostics
+
+    def report(self) -> DiagnosticReport:
+        report = self.registry.report(self._active)
+        values = list(report.values) + [("light commands refused", str(self._refused))]
+        return DiagnosticReport(report.level, report.message, values)

@@ -1,0 +1,551 @@
+"""Cubes, charger and lights through the driver node, against the simulated robot's three
+cubes and charger over UDP on 127.0.0.1, with real rclpy (each test: its own context,
+simulator and executor; every wait is a bounded spin loop). What reached the robot is read
+back from the simulator: its objects' ids, light states, rotation periods and streams."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Callable, Dict, List, Optional
+
+import pytest
+
+rclpy = pytest.importorskip("rclpy")
+
+from cozmo_interfaces.msg import (BackpackLightPattern, LightState, ObjectAccel,  # noqa: E402
+                                  ObjectEvent, ObjectInfo, ObjectLights, ObjectList)
+from cozmo_interfaces.srv import (ConnectObject, PlayLightAnimation,  # noqa: E402
+                                  SetObjectAccelStream)
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from rclpy.qos import (QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy,  # noqa: E402
+                       qos_profile_sensor_data)
+from std_msgs.msg import ColorRGBA  # noqa: E402
+
+from ros_timeouts import CONNECT_TIMEOUT, DISCOVERY_TIMEOUT  # noqa: E402
+from cozmo_driver.ros.driver_node import CozmoDriverNode  # noqa: E402
+from cozmo_driver.sim import SimServer  # noqa: E402
+from cozmo_driver.sim.model import CHARGER_FACTORY_ID, CUBE_FACTORY_IDS  # noqa: E402
+
+pytestmark = [pytest.mark.ros]
+
+C1, C2, C3 = CUBE_FACTORY_IDS
+CH = CHARGER_FACTORY_ID
+LATCHED = QoSProfile(depth=1, durability=QoSDurabilityPolicy.TRANSIENT_LOCAL,
+                     reliability=QoSReliabilityPolicy.RELIABLE)
+RELIABLE = QoSProfile(depth=100)
+# generous bounds for things the simulator does within about a second
+WAIT = 10.0
+
+
+class Recorder:
+    """Stands in for a logger and keeps what it was told."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.lines: List[str] = []
+
+    def warning(self, text: str) -> None:
+        self.lines.append(text)
+        self.inner.warning(text)
+
+    def info(self, text: str) -> None:
+        self.lines.append(text)
+        self.inner.info(text)
+
+    def error(self, text: str) -> None:
+        self.lines.append(text)
+        self.inner.error(text)
+
+
+class Rig:
+    """A driver node and a probe node on one executor; the simulator on 127.0.0.1."""
+
+    def __init__(self, context, sim: SimServer, **params: Any) -> None:
+        self.sim = sim
+        overrides = {"robot_ip": "127.0.0.1", "robot_port": sim.address[1], "camera_enabled": False,
+                     "peer_timeout": 1.0, "reconnect_min": 0.2, "reconnect_max": 0.5,
+                     "object_reconnect_min": 0.2, "object_reconnect_max": 1.0}
+        overrides.update(params)
+        self.node = CozmoDriverNode(context=context, parameter_overrides=[
+            Parameter(k, value=v) for k, v in overrides.items()])
+        self.probe = rclpy.create_node("probe", context=context)
+        self.executor = SingleThreadedExecutor(context=context)
+        self.executor.add_node(self.node)
+        self.executor.add_node(self.probe)
+        self.lists: List[ObjectList] = []
+        self.events: List[ObjectEvent] = []
+        self.accel: List[ObjectAccel] = []
+        self.diagnostics: List[DiagnosticArray] = []
+        self.probe.create_subscription(ObjectList, "objects", self.lists.append, LATCHED)
+        self.probe.create_subscription(ObjectEvent, "object_events", self.events.append, RELIABLE)
+        self.probe.create_subscription(ObjectAccel, "object_accel", self.accel.append, qos_profile_sensor_data)
+        self.probe.create_subscription(DiagnosticArray, "/diagnostics", self.diagnostics.append, RELIABLE)
+        assert self.node.start()
+        assert self.spin_until(lambda: self.node.connected, CONNECT_TIMEOUT), "driver did not connect"
+        self.log = Recorder(self.node._objects._log)
+        self.node._objects._log = self.log
+
+    def spin_until(self, predicate: Callable[[], bool], timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while True:
+            if predicate():
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            self.executor.spin_once(timeout_sec=0.01)
+
+    def spin_for(self, seconds: float) -> None:
+        self.spin_until(lambda: False, seconds)
+
+    def publisher(self, msg_type, topic: str):
+        pub = self.probe.create_publisher(msg_type, topic, QoSProfile(depth=10))
+        assert self.spin_until(lambda: pub.get_subscription_count() > 0, DISCOVERY_TIMEOUT), topic
+        return pub
+
+    def call(self, srv_type, name: str, request, timeout: float = WAIT):
+        client = self.probe.create_client(srv_type, name)
+        assert self.spin_until(client.service_is_ready, DISCOVERY_TIMEOUT), name
+        future = client.call_async(request)
+        assert self.spin_until(future.done, timeout), f"{name}: no response"
+        return future.result()
+
+    def connect(self, factory_id: int = 0, object_type: int = 0, connect: bool = True):
+        return self.call(ConnectObject, "connect_object", ConnectObject.Request(
+            factory_id=factory_id, object_type=object_type, connect=connect))
+
+    def latest(self) -> Dict[str, ObjectInfo]:
+        return {o.name: o for o in self.lists[-1].objects} if self.lists else {}
+
+    def wait_list(self, predicate: Callable[[Dict[str, ObjectInfo]], bool], timeout: float = WAIT) -> Dict[str, ObjectInfo]:
+        assert self.spin_until(lambda: bool(self.lists) and predicate(self.latest()), timeout), \
+            f"objects list never matched; last: {[(o.name, o.connected) for o in self.latest().values()]}"
+        return self.latest()
+
+    def wait_event(self, type_: int, name: str, timeout: float = WAIT, after: int = 0) -> ObjectEvent:
+        def find() -> Optional[ObjectEvent]:
+            for event in self.events[after:]:
+                if event.type == type_ and event.name == name:
+                    return event
+            return None
+        assert self.spin_until(lambda: find() is not None, timeout), \
+            f"no event {type_} for {name}; got {[(e.type, e.name) for e in self.events[after:]]}"
+        return find()
+
+    def objects_diagnostics(self) -> Dict[str, str]:
+        def latest() -> Optional[Dict[str, str]]:
+            for array in reversed(self.diagnostics):
+                for status in array.status:
+                    if status.name.endswith(": objects"):
+                        return {kv.key: kv.value for kv in status.values} | {"_message": status.message}
+            return None
+        count = len(self.diagnostics)
+        assert self.spin_until(lambda: len(self.diagnostics) > count and latest() is not None, 5.0)
+        return latest()
+
+    def close(self) -> None:
+        self.node.close()
+        self.executor.shutdown(timeout_sec=1.0)
+        self.node.destroy_node()
+        self.probe.destroy_node()
+
+
+@pytest.fixture
+def sim():
+    server = SimServer(port=0, seed=4).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def make_rig(rclpy_context, sim):
+    made: List[Rig] = []
+
+    def make(**params: Any) -> Rig:
+        rig = Rig(rclpy_context, sim, **params)
+        made.append(rig)
+        return rig
+
+    yield make
+    for rig in reversed(made):
+        rig.close()
+
+
+def rgba(r: float = 0.0, g: float = 0.0, b: float = 0.0) -> ColorRGBA:
+    return ColorRGBA(r=r, g=g, b=b, a=1.0)
+
+
+def word(r: int, g: int, b: int) -> int:
+    return (r << 10) | (g << 5) | b
+
+
+def frames(state) -> tuple:
+    return (state.on_color, state.off_color, state.on_frames, state.off_frames,
+            state.transition_on_frames, state.transition_off_frames, state.offset)
+
+
+def is_connected(objects: Dict[str, ObjectInfo], *names: str) -> bool:
+    return all(name in objects and objects[name].connected for name in names)
+
+
+def all_cubes_connected(objects: Dict[str, ObjectInfo]) -> bool:
+    return is_connected(objects, "cube1", "cube2", "cube3")
+
+
+# ----------------------------------------------------------------------------- discovery
+
+def test_discovery_lists_the_advertised_objects_and_ages_out_one_that_leaves(make_rig):
+    rig = make_rig(auto_connect_cubes=False, object_timeout=1.5)
+    objects = rig.wait_list(lambda o: len(o) == 4)
+    assert sorted(objects) == ["charger", "cube1", "cube2", "cube3"]
+    expected = {"cube1": (C1, ObjectInfo.TYPE_LIGHT_CUBE_1, -48), "cube2": (C2, ObjectInfo.TYPE_LIGHT_CUBE_2, -54),
+                "cube3": (C3, ObjectInfo.TYPE_LIGHT_CUBE_3, -60), "charger": (CH, ObjectInfo.TYPE_CHARGER, -60)}
+    now = rig.node.get_clock().now().nanoseconds
+    for name, (fid, otype, rssi) in expected.items():
+        info = objects[name]
+        assert (info.factory_id, info.object_type) == (fid, otype)
+        assert abs(info.rssi - rssi) <= 4                      # the simulator's rssi noise
+        assert not info.connected and info.object_id == 0 and info.up_axis == ObjectInfo.UP_AXIS_UNKNOWN
+        seen = info.last_seen.sec * 10**9 + info.last_seen.nanosec
+        assert 0 <= now - seen < 3 * 10**9
+    for name in expected:
+        assert rig.wait_event(ObjectEvent.APPEARED, name).factory_id == expected[name][0]
+    assert rig.sim.object_ids() == {1: None, 2: None, 3: None, 0: None}   # nothing connected
+    # cube2 leaves radio range: it stops advertising and ages out of the list
+    mark = len(rig.events)
+    rig.sim.set_object_in_range(2, False)
+    event = rig.wait_event(ObjectEvent.DISAPPEARED, "cube2", after=mark)
+    assert event.factory_id == C2 and "not heard of" in event.description
+    assert sorted(rig.wait_list(lambda o: "cube2" not in o)) == ["charger", "cube1", "cube3"]
+    rig.sim.set_object_in_range(2, True)
+    rig.wait_event(ObjectEvent.APPEARED, "cube2", after=mark)
+    assert "cube2" in rig.wait_list(lambda o: "cube2" in o)
+    assert rig.sim.object_ids()[2] is None
+
+
+# ----------------------------------------------------------------------------- auto-connect and events
+
+def test_auto_connect_and_every_cube_event(make_rig):
+    rig = make_rig()
+    objects = rig.wait_list(lambda o: all_cubes_connected(o) and "charger" in o)
+    ids = rig.sim.object_ids()
+    for n, name in ((1, "cube1"), (2, "cube2"), (3, "cube3")):
+        assert ids[n] is not None and objects[name].object_id == ids[n]
+        assert rig.wait_event(ObjectEvent.CONNECTED, name).object_type == n
+    assert ids[0] is None and not objects["charger"].connected     # auto_connect_charger is false
+    mark = len(rig.events)
+
+    assert rig.sim.tap_cube(1, taps=2)
+    tapped = rig.wait_event(ObjectEvent.TAPPED, "cube1", after=mark)
+    assert (tapped.tap_count, tapped.tap_intensity, tapped.factory_id) == (2, 79.0, C1)
+    assert tapped.description == "cube1 tapped twice (intensity 79)"
+
+    assert rig.sim.move_cube(2)
+    moved = rig.wait_event(ObjectEvent.MOVED, "cube2", after=mark)
+    a = moved.acceleration
+    assert (a.x, a.y, a.z) == pytest.approx((0.35, -0.12, 9.81), abs=1e-6)   # m/s^2
+    assert rig.wait_list(lambda o: o["cube2"].moving)
+    assert rig.sim.stop_cube(2)
+    rig.wait_event(ObjectEvent.STOPPED_MOVING, "cube2", after=mark)
+    assert rig.wait_list(lambda o: not o["cube2"].moving)
+
+    assert rig.sim.set_cube_up_axis(3, ObjectInfo.UP_AXIS_X_POSITIVE)
+    axis = rig.wait_event(ObjectEvent.UP_AXIS_CHANGED, "cube3", after=mark)
+    assert axis.up_axis == ObjectInfo.UP_AXIS_X_POSITIVE and "+X up" in axis.description
+    assert rig.wait_list(lambda o: o["cube3"].up_axis == ObjectInfo.UP_AXIS_X_POSITIVE)
+
+    rig.sim.set_cube_battery(1, 42)
+    assert rig.wait_list(lambda o: o["cube1"].battery_level == 42)
+
+    diag = rig.objects_diagnostics()
+    assert diag["cubes connected"] == "3" and diag["events TAPPED"] == "1"
+    assert diag["_message"].startswith("3 connected (cube1, cube2, cube3)")
+
+
+def test_accelerometer_stream_on_and_off(make_rig):
+    rig = make_rig(auto_connect_charger=True)
+    rig.wait_list(lambda o: all_cubes_connected(o) and is_connected(o, "charger"))
+    response = rig.call(SetObjectAccelStream, "set_object_accel_stream",
+                        SetObjectAccelStream.Request(object_type=ObjectInfo.TYPE_LIGHT_CUBE_1, enable=True))
+    assert response.success, response.message
+    assert rig.spin_until(lambda: len([s for s in rig.accel if s.factory_id == C1]) >= 10, WAIT)
+    samples = [s for s in rig.accel if s.factory_id == C1]
+    assert {s.header.frame_id for s in samples} == {"cube1"}
+    for s in samples:           # resting flat: gravity on +z, in m/s^2 (simulator noise 0.015)
+        v = s.linear_acceleration
+        assert abs(v.x) < 0.1 and abs(v.y) < 0.1 and abs(v.z - 9.81) < 0.1
+    assert rig.sim.object_states()[1]["stream_accel"]
+    response = rig.call(SetObjectAccelStream, "set_object_accel_stream",
+                        SetObjectAccelStream.Request(factory_id=C1, enable=False))
+    assert response.success and response.message == "cube1 accelerometer stream off"
+    assert rig.spin_until(lambda: not rig.sim.object_states()[1]["stream_accel"], WAIT)
+    for request, why in ((SetObjectAccelStream.Request(object_type=ObjectInfo.TYPE_CHARGER, enable=True),
+                          "charger has no accelerometer"),
+                         (SetObjectAccelStream.Request(factory_id=12345, enable=True), "unknown object"),
+                         (SetObjectAccelStream.Request(enable=True), "give factory_id")):
+        response = rig.call(SetObjectAccelStream, "set_object_accel_stream", request)
+        assert not response.success and why in response.message, response.message
+    assert not rig.sim.object_states()[0]["stream_accel"]
+
+
+# ----------------------------------------------------------------------------- connect_object
+
+def test_connect_object_by_factory_id_and_by_type_and_its_errors(make_rig):
+    rig = make_rig(auto_connect_cubes=False, object_timeout=2.0)
+    rig.wait_list(lambda o: len(o) == 4)
+    response = rig.connect(object_type=ObjectInfo.TYPE_CHARGER)
+    assert response.success and response.factory_id == CH, response.message
+    assert rig.sim.object_ids()[0] is not None
+    assert response.message == f"charger connected (object id {rig.sim.object_ids()[0]})"
+    rig.wait_event(ObjectEvent.CONNECTED, "charger")
+    response = rig.connect(factory_id=C3)
+    assert response.success and response.factory_id == C3 and rig.sim.object_ids()[3] is not None
+    assert rig.wait_list(lambda o: is_connected(o, "cube3", "charger"))
+    response = rig.connect(factory_id=C3)
+    assert response.success and "already connected" in response.message
+    response = rig.connect(factory_id=C3, connect=False)
+    assert response.success and response.message == "cube3 disconnected"
+    assert rig.sim.object_ids()[3] is None
+    rig.wait_event(ObjectEvent.DISCONNECTED, "cube3")
+    assert rig.wait_list(lambda o: not o["cube3"].connected)
+    response = rig.connect(object_type=ObjectInfo.TYPE_CHARGER, connect=False)
+    assert response.success and rig.sim.object_ids()[0] is None
+    # errors
+    response = rig.connect(factory_id=0x12345678)
+    assert not response.success and response.message.startswith("unknown object 0x12345678")
+    response = rig.connect()
+    assert not response.success and "give factory_id" in response.message
+    response = rig.connect(object_type=9)
+    assert not response.success and "no object of type 9 is advertised" in response.message
+    # an object that is out of range: it ages out, then cannot be connected
+    rig.sim.set_object_in_range(1, False)
+    rig.wait_list(lambda o: "cube1" not in o)
+    response = rig.connect(factory_id=C1)
+    assert not response.success and "cube1 (0xc0b10001) is not advertised" in response.message
+    # without the robot
+    rig.sim.set_link_up(False)
+    assert rig.spin_until(lambda: not rig.node.connected, WAIT)
+    response = rig.connect(factory_id=C2)
+    assert not response.success and response.message == "not connected to the robot"
+    rig.sim.set_link_up(True)
+    assert rig.spin_until(lambda: rig.node.connected, CONNECT_TIMEOUT)
+
+
+def test_losing_the_robot_disconnects_the_cubes_and_its_return_reconnects_them(make_rig):
+    rig = make_rig()
+    first = rig.wait_list(all_cubes_connected)
+    mark = len(rig.events)
+    rig.sim.set_link_up(False)
+    for name in ("cube1", "cube2", "cube3"):
+        event = rig.wait_event(ObjectEvent.DISCONNECTED, name, after=mark)
+        assert "lost the robot" in event.description
+    rig.sim.set_link_up(True)
+    assert rig.spin_until(lambda: rig.node.connected, CONNECT_TIMEOUT)
+    for name in ("cube1", "cube2", "cube3"):
+        rig.wait_event(ObjectEvent.CONNECTED, name, after=mark)
+    objects = rig.wait_list(all_cubes_connected)
+    ids = rig.sim.object_ids()
+    assert {objects[f"cube{n}"].object_id for n in (1, 2, 3)} == {ids[1], ids[2], ids[3]}
+    assert first["cube1"].factory_id == objects["cube1"].factory_id == C1
+
+
+# ----------------------------------------------------------------------------- lights
+
+def test_lights_reach_cubes_charger_and_backpack_as_exact_words_and_frames(make_rig):
+    rig = make_rig(auto_connect_charger=True)
+    rig.wait_list(lambda o: all_cubes_connected(o) and is_connected(o, "charger"))
+    lights = rig.publisher(ObjectLights, "object_lights")
+    pattern = rig.publisher(BackpackLightPattern, "backpack_light_pattern")
+
+    four = [LightState(on_color=rgba(r=1.0), off_color=rgba(g=1.0), on_period=0.5, off_period=0.25,
+                       transition_on_period=0.1, transition_off_period=0.2, offset=0.0),
+            LightState(on_color=rgba(b=1.0), on_period=1.0, offset=0.1),
+            LightState(on_color=rgba(r=3 / 31, g=17 / 31, b=30 / 31)),
+            LightState(on_color=rgba(1.0, 1.0, 1.0), off_color=rgba(), on_period=8.5, off_period=8.5,
+                       offset=-1.0)]
+    lights.publish(ObjectLights(object_type=ObjectInfo.TYPE_LIGHT_CUBE_2, lights=four, rotation_period=0.2))
+    expected = [(word(31, 0, 0), word(0, 31, 0), 15, 8, 3, 6, 0), (word(0, 0, 31), 0, 30, 0, 0, 0, 3),
+                (word(3, 17, 30), 0, 0, 0, 0, 0, 0), (0x7FFF, 0, 255, 255, 0, 0, -30)]
+    assert rig.spin_until(lambda: [frames(s) for s in rig.sim.object_states()[2]["lights"]] == expected, WAIT)
+    assert rig.sim.object_states()[2]["rotation_period_frames"] == 6
+
+    one = LightState(on_color=rgba(g=1.0), off_color=rgba(g=10 / 31), on_period=0.2, off_period=0.2)
+    lights.publish(ObjectLights(factory_id=C1, lights=[one]))
+    assert rig.spin_until(lambda: [frames(s) for s in rig.sim.object_states()[1]["lights"]]
+                          == [(word(0, 31, 0), word(0, 10, 0), 6, 6, 0, 0, 0)] * 4, WAIT)
+    assert rig.sim.object_states()[1]["rotation_period_frames"] == 0
+
+    three = [LightState(on_color=rgba(r=1.0)), LightState(on_color=rgba(g=1.0)), LightState(on_color=rgba(b=1.0))]
+    lights.publish(ObjectLights(factory_id=CH, lights=three))
+    assert rig.spin_until(lambda: [s.on_color for s in rig.sim.lights()["charger"]]
+                          == [word(31, 0, 0), word(0, 31, 0), word(0, 0, 31), 0], WAIT)
+
+    pattern.publish(BackpackLightPattern(
+        front=LightState(on_color=rgba(r=1.0), on_period=0.3, off_period=0.3),
+        middle=LightState(on_color=rgba(r=1.0), on_period=0.3, off_period=0.3, offset=0.1),
+        back=LightState(on_color=rgba(r=1.0), on_period=0.3, off_period=0.3, offset=0.2),
+        left=LightState(on_color=rgba(r=20 / 31)), right=LightState(on_color=rgba(r=1.0), transition_on_period=1.0)))
+    assert rig.spin_until(lambda: frames(rig.sim.lights()["backpack"]["right"])
+                          == (word(31, 0, 0), 0, 0, 0, 30, 0, 0), WAIT)
+    backpack = rig.sim.lights()["backpack"]
+    assert [frames(backpack[k]) for k in ("front", "middle", "back", "left")] == [
+        (word(31, 0, 0), 0, 9, 9, 0, 0, 0), (word(31, 0, 0), 0, 9, 9, 0, 0, 3),
+        (word(31, 0, 0), 0, 9, 9, 0, 0, 6), (word(20, 0, 0), 0, 0, 0, 0, 0, 0)]
+    assert rig.node._lights is not None         # re-applied by the node after a reconnection
+
+
+def test_bad_light_commands_are_refused_or_clamped_with_a_warning(make_rig):
+    rig = make_rig()
+    rig.wait_list(all_cubes_connected)
+    lights = rig.publisher(ObjectLights, "object_lights")
+    pattern = rig.publisher(BackpackLightPattern, "backpack_light_pattern")
+    refused = rig.node._objects._refused
+    before = [frames(s) for s in rig.sim.object_states()[1]["lights"]]
+    cases = [
+        (lights, ObjectLights(factory_id=C1, lights=[LightState(on_period=math.nan)]),
+         "object_lights refused: object_lights.lights[0].on_period is nan: not a finite number"),
+        (lights, ObjectLights(factory_id=C1, lights=[LightState(), LightState(offset=math.inf)]),
+         "object_lights refused: object_lights.lights[1].offset is inf"),
+        (lights, ObjectLights(factory_id=C1, lights=[LightState(on_color=rgba(r=1.5))]),
+         "object_lights refused: object_lights.lights[0].on_color.r = 1.5"),
+        (lights, ObjectLights(factory_id=C1, lights=[LightState()] * 2),
+         "object_lights refused: object_lights.lights has 2 entries"),
+        (lights, ObjectLights(factory_id=C1, lights=[LightState()], rotation_period=math.nan),
+         "object_lights refused: object_lights.rotation_period is nan"),
+        (lights, ObjectLights(object_type=ObjectInfo.TYPE_CHARGER, lights=[LightState()]),
+         "object_lights refused: no charger is connected"),
+        (lights, ObjectLights(factory_id=77, lights=[LightState()]),
+         "object_lights refused: object_lights.factory_id = 0x0000004d: unknown object"),
+        (pattern, BackpackLightPattern(back=LightState(off_period=-math.inf)),
+         "backpack_light_pattern refused: backpack_light_pattern.back.off_period is -inf"),
+    ]
+    for n, (pub, msg, text) in enumerate(cases, 1):
+        pub.publish(msg)
+        assert rig.spin_until(lambda: rig.node._objects._refused == refused + n, WAIT), text
+        assert any(line.startswith(text) for line in rig.log.lines), (text, rig.log.lines[-3:])
+    rig.spin_for(0.3)
+    assert [frames(s) for s in rig.sim.object_states()[1]["lights"]] == before
+    # out of range: clamped, with a warning naming the field
+    lights.publish(ObjectLights(factory_id=C1, lights=[LightState(on_color=rgba(b=1.0), on_period=12.0,
+                                                                  offset=-2000.0)], rotation_period=9.0))
+    assert rig.spin_until(lambda: frames(rig.sim.object_states()[1]["lights"][0])
+                          == (word(0, 0, 31), 0, 255, 0, 0, 0, -32767), WAIT)
+    assert rig.sim.object_states()[1]["rotation_period_frames"] == 255
+    for text in ("object_lights.lights[0].on_period = 12 s is outside [0, 8.5] s: clamped to 8.5 s",
+                 "object_lights.lights[0].offset = -2000 s is outside",
+                 "object_lights.rotation_period = 9 s is outside"):
+        assert any(line.startswith(text) for line in rig.log.lines), text
+    assert rig.objects_diagnostics()["light commands refused"] == str(len(cases))
+
+
+def test_light_animations_by_name(make_rig):
+    rig = make_rig(auto_connect_charger=True)
+    rig.wait_list(lambda o: all_cubes_connected(o) and is_connected(o, "charger"))
+
+    def play(target: str, name: str):
+        return rig.call(PlayLightAnimation, "play_light_animation",
+                        PlayLightAnimation.Request(target=target, name=name))
+
+    response = play("cubes", "red")
+    assert response.success and response.message == "red on cube1, cube2, cube3"
+    assert {"off", "red", "blink", "breathe", "pulse", "spin", "chase", "rainbow", "alert"} <= set(response.available)
+    assert rig.spin_until(lambda: all(s.on_color == word(31, 0, 0) for n in (1, 2, 3)
+                                      for s in rig.sim.object_states()[n]["lights"]), WAIT)
+    response = play("cube2", "spin")
+    assert response.success
+    assert rig.spin_until(lambda: rig.sim.object_states()[2]["rotation_period_frames"] == 3, WAIT)
+    assert [s.on_color for s in rig.sim.object_states()[2]["lights"]] == [word(0, 31, 0), 0, 0, 0]
+    response = play("backpack", "chase")
+    assert response.success
+    assert rig.spin_until(lambda: rig.sim.lights()["backpack"]["back"].offset == 12, WAIT)
+    backpack = rig.sim.lights()["backpack"]
+    assert [frames(backpack[k]) for k in ("front", "middle", "back")] == [
+        (0x7FFF, 0, 6, 12, 0, 0, 0), (0x7FFF, 0, 6, 12, 0, 0, 6), (0x7FFF, 0, 6, 12, 0, 0, 12)]
+    response = play("charger", "blink")
+    assert response.success
+    assert rig.spin_until(lambda: [frames(s) for s in rig.sim.lights()["charger"]]
+                          == [(0x7FFF, 0, 15, 15, 0, 0, 0)] * 3 + [(0, 0, 0, 0, 0, 0, 0)], WAIT)
+    response = play("cubes", "off")
+    assert response.success
+    assert rig.spin_until(lambda: all(s.on_color == 0 for n in (1, 2, 3)
+                                      for s in rig.sim.object_states()[n]["lights"]), WAIT)
+    # errors
+    response = play("cube1", "disco")
+    assert not response.success and response.message.startswith("unknown light animation 'disco'")
+    assert "rainbow" in response.available
+    response = play("head", "red")
+    assert not response.success and response.message.startswith("unknown target 'head'")
+    rig.connect(factory_id=C3, connect=False)
+    response = play("cube3", "red")
+    assert not response.success and response.message == "cube3 is not connected"
+
+
+def test_a_light_animation_file_adds_animations(make_rig, tmp_path):
+    path = tmp_path / "lights.yaml"
+    path.write_text('glow_green:\n  light: {on_color: "#00ff00", on_period: 0.5, off_period: 0.5}\n'
+                    'broken:\n  light: {on_colour: "#00ff00"}\n')
+    rig = make_rig(light_animation_file=str(path))
+    rig.wait_list(all_cubes_connected)
+    response = rig.call(PlayLightAnimation, "play_light_animation",
+                        PlayLightAnimation.Request(target="cube1", name="glow_green"))
+    assert response.success and "glow_green" in response.available and "broken" not in response.available
+    assert rig.spin_until(lambda: [frames(s) for s in rig.sim.object_states()[1]["lights"]]
+                          == [(word(0, 31, 0), 0, 15, 15, 0, 0, 0)] * 4, WAIT)
+
+
+# ----------------------------------------------------------------------------- out of range and back
+
+def test_a_cube_that_disappears_and_comes_back_is_reconnected_with_its_lights(make_rig):
+    rig = make_rig(object_timeout=1.5)
+    rig.wait_list(all_cubes_connected)
+    lights = rig.publisher(ObjectLights, "object_lights")
+    lights.publish(ObjectLights(factory_id=C1, lights=[LightState(on_color=rgba(b=1.0))], rotation_period=0.1))
+    assert rig.spin_until(lambda: rig.sim.object_states()[1]["lights"][0].on_color == word(0, 0, 31), WAIT)
+    old_id = rig.sim.object_ids()[1]
+    mark = len(rig.events)
+    rig.sim.set_object_in_range(1, False)
+    dropped = rig.wait_event(ObjectEvent.DISCONNECTED, "cube1", after=mark)
+    assert "dropped the connection" in dropped.description
+    rig.wait_event(ObjectEvent.DISAPPEARED, "cube1", after=mark)
+    objects = rig.wait_list(lambda o: "cube1" not in o)
+    assert objects["cube2"].connected and objects["cube3"].connected
+    rig.sim.set_object_in_range(1, True)
+    rig.wait_event(ObjectEvent.APPEARED, "cube1", after=mark)
+    connected = rig.wait_event(ObjectEvent.CONNECTED, "cube1", after=mark)
+    new_id = rig.sim.object_ids()[1]
+    assert new_id is not None and new_id != old_id and f"object id {new_id}" in connected.description
+    assert rig.wait_list(lambda o: "cube1" in o and o["cube1"].connected)["cube1"].object_id == new_id
+    # its light programme was sent again, to its new object id
+    assert rig.spin_until(lambda: any(m.NAME == "CubeId" and m.object_id == new_id
+                                      and m.rotation_period_frames == 3
+                                      for _, m in rig.sim.commands()), WAIT)
+    order = [e.type for e in rig.events[mark:] if e.name == "cube1"]
+    assert order == [ObjectEvent.DISCONNECTED, ObjectEvent.DISAPPEARED, ObjectEvent.APPEARED,
+                     ObjectEvent.CONNECTED]
+
+
+# ----------------------------------------------------------------------------- lifecycle
+
+def test_deactivate_leaves_the_objects_and_cleanup_turns_their_lights_off(make_rig):
+    rig = make_rig()
+    rig.wait_list(all_cubes_connected)
+    response = rig.call(PlayLightAnimation, "play_light_animation",
+                        PlayLightAnimation.Request(target="cubes", name="red"))
+    assert response.success, response.message
+    assert rig.spin_until(lambda: all(rig.sim.object_states()[n]["lights"][0].on_color == word(31, 0, 0)
+                                      for n in (1, 2, 3)), WAIT)
+    assert rig.node.trigger_deactivate() is not None
+    response = rig.connect(factory_id=C1, connect=False)
+    assert not response.success and response.message == "the driver is not active"
+    rig.spin_for(0.5)
+    assert all(rig.sim.object_ids()[n] is not None for n in (1, 2, 3))
+    assert all(rig.sim.object_states()[n]["lights"][0].on_color == word(31, 0, 0) for n in (1, 2, 3))
+    rig.node.close()                      # cleanup: lights off, objects disconnected, link closed
+    assert rig.sim.wait_until(lambda s: all(st.on_color == 0 for n in (1, 2, 3)
+                                            for st in s.object_states()[n]["lights"]), WAIT)
+    released = {m.factory_id for _, m in rig.sim.commands() if m.NAME == "ObjectConnect" and not m.connect}
+    assert released == {C1, C2, C3}

@@ -1,0 +1,633 @@
+"""Cubes, charger and lights without ROS: light programme conversion, the object registry
+under an explicit clock, the light animation library, the parameters, and the simulated
+cubes going out of range (cozmo_driver.driver.objects, .light_animations, sim.model)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from cozmo_driver.driver.commands import CommandError
+from cozmo_driver.driver.light_animations import (BUILTIN, LightAnimationLibrary, TARGET_KINDS,
+                                                  parse_color)
+from cozmo_driver.driver.objects import (MAX_OFFSET_S, OFF, Light, ObjectEventType as EV,
+                                         ObjectRegistry, ObjectSettings, ObjectType, UpAxis,
+                                         backpack_messages, cube_light_messages, led_count,
+                                         light_state, object_light_states, object_name,
+                                         rotation_frames)
+from cozmo_driver.driver.parameters import defaults, validate_all, validate_change
+from cozmo_driver.protocol import messages as m
+from cozmo_driver.sim.model import (CHARGER_FACTORY_ID, CUBE_FACTORY_IDS, OBJECT_CONNECT_FAIL_S,
+                                    ModelConfig, RobotModel)
+
+C1, C2, C3 = CUBE_FACTORY_IDS
+CH = CHARGER_FACTORY_ID
+RED, GREEN, BLUE, WHITE = (1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0), (1.0, 1.0, 1.0)
+
+
+def test_the_modules_import_without_rclpy():
+    import subprocess
+    import sys
+    code = ("import sys, cozmo_driver.driver.objects, cozmo_driver.driver.light_animations; "
+            "sys.exit(1 if any(m.split('.')[0] in ('rclpy', 'std_msgs', 'cozmo_interfaces') "
+            "for m in sys.modules) else 0)")
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+# ----------------------------------------------------------------------------- light programmes
+
+def test_light_state_colours_are_exact_rgb555_and_times_whole_frames():
+    warnings: list = []
+    s = light_state(Light(on_color=RED, off_color=(3 / 31, 17 / 31, 30 / 31), on_period=0.5,
+                          off_period=1 / 30, transition_on_period=0.1, transition_off_period=8.5,
+                          offset=-0.2), "x", warnings)
+    assert s.on_color == 0x7C00
+    assert s.off_color == (3 << 10) | (17 << 5) | 30
+    assert (s.on_frames, s.off_frames, s.transition_on_frames, s.transition_off_frames) == (15, 1, 3, 255)
+    assert s.offset == -6
+    assert warnings == []
+    assert light_state(Light(on_color=GREEN), "x", []).on_color == 0x03E0
+    assert light_state(Light(on_color=BLUE), "x", []).on_color == 0x001F
+    assert light_state(Light(on_color=WHITE), "x", []).on_color == 0x7FFF
+    assert light_state(OFF, "x", []).on_color == 0
+
+
+def test_out_of_range_times_are_clamped_with_a_warning_naming_the_field():
+    warnings: list = []
+    s = light_state(Light(on_period=9.0, off_period=-1.0, offset=5000.0), "object_lights.lights[2]",
+                    warnings)
+    assert (s.on_frames, s.off_frames, s.offset) == (255, 0, 32767)
+    assert len(warnings) == 3
+    assert warnings[0].startswith("object_lights.lights[2].on_period = 9 s is outside [0, 8.5] s")
+    assert "object_lights.lights[2].off_period" in warnings[1]
+    assert "object_lights.lights[2].offset" in warnings[2]
+    assert light_state(Light(offset=-5000.0), "x", []).offset == -32767
+    assert abs(MAX_OFFSET_S - 1092.23) < 0.01
+
+
+@pytest.mark.parametrize("field, light", [
+    ("on_period", Light(on_period=math.nan)),
+    ("transition_off_period", Light(transition_off_period=math.inf)),
+    ("offset", Light(offset=-math.inf)),
+])
+def test_nan_or_infinite_times_refuse_the_whole_programme(field, light):
+    with pytest.raises(CommandError, match=rf"^object_lights\.lights\[1\]\.{field} is -?(nan|inf)"):
+        light_state(light, "object_lights.lights[1]", [])
+
+
+def test_bad_colours_are_refused_naming_the_channel():
+    with pytest.raises(CommandError, match=r"backpack_light_pattern\.left\.on_color\.g = 1\.5"):
+        light_state(Light(on_color=(0.0, 1.5, 0.0)), "backpack_light_pattern.left", [])
+    with pytest.raises(CommandError, match=r"x\.off_color\.b = nan"):
+        light_state(Light(off_color=(0.0, 0.0, math.nan)), "x", [])
+
+
+def test_object_light_states_one_for_all_or_one_per_led():
+    cube = object_light_states([Light(on_color=RED)], 4, "f", "cube1", [])
+    assert [s.on_color for s in cube] == [0x7C00] * 4
+    charger = object_light_states([Light(on_color=RED), Light(on_color=GREEN), Light(on_color=BLUE)],
+                                  3, "f", "charger", [])
+    assert [s.on_color for s in charger] == [0x7C00, 0x03E0, 0x001F, 0]   # the 4th, unused, off
+    with pytest.raises(CommandError, match=r"object_lights\.lights has 2 entries: give 1 .* or 4"):
+        object_light_states([OFF, OFF], 4, "object_lights.lights", "cube1", [])
+    with pytest.raises(CommandError, match="give 1 .* or 3"):
+        object_light_states([OFF] * 4, 3, "object_lights.lights", "charger", [])
+
+
+def test_rotation_and_backpack_and_cube_messages():
+    warnings: list = []
+    assert rotation_frames(0.2, "object_lights.rotation_period", warnings) == 6
+    assert rotation_frames(20.0, "object_lights.rotation_period", warnings) == 255
+    assert "object_lights.rotation_period = 20 s" in warnings[0]
+    with pytest.raises(CommandError, match=r"object_lights\.rotation_period is nan"):
+        rotation_frames(math.nan, "object_lights.rotation_period", [])
+    lights = [Light(on_color=c) for c in (RED, GREEN, BLUE, WHITE, (1.0, 1.0, 0.0))]
+    center, side = backpack_messages(lights, ["front", "middle", "back", "left", "right"], [])
+    assert center.NAME == "LightStateCenter" and side.NAME == "LightStateSide"
+    assert [s.on_color for s in center.states] == [0x7C00, 0x03E0, 0x001F]
+    assert [s.on_color for s in side.states] == [0x7FFF, 0x7FE0]
+    cube_id, cube_lights = cube_light_messages(7, object_light_states([OFF], 4, "f", "c", []), 6)
+    assert (cube_id.NAME, cube_id.object_id, cube_id.rotation_period_frames) == ("CubeId", 7, 6)
+    assert cube_lights.NAME == "CubeLights" and len(cube_lights.states) == 4
+    for message in (center, side, cube_id, cube_lights):   # they encode, and decode the same
+        assert type(message).decode_body(message.encode_body()) == message
+
+
+def test_names_and_led_counts():
+    assert [object_name(t, 5) for t in (1, 2, 3, 13, 9)] == ["cube1", "cube2", "cube3", "charger", "object_5"]
+    assert [led_count(t) for t in (1, 2, 3, 13, 9)] == [4, 4, 4, 3, 0]
+
+
+# ----------------------------------------------------------------------------- the registry
+
+class Rig:
+    """A registry under an explicit clock, active, with the robot connected."""
+
+    def __init__(self, ready: bool = True, **settings) -> None:
+        settings.setdefault("object_timeout", 3.0)
+        settings.setdefault("connect_timeout", 2.0)
+        settings.setdefault("reconnect_min", 1.0)
+        settings.setdefault("reconnect_max", 8.0)
+        self.reg = ObjectRegistry(ObjectSettings(**settings))
+        self.reg.active = True
+        self.now = 100.0
+        self.next_id = 1
+        if ready:
+            self.reg.on_robot_ready(self.now)
+
+    def advance(self, dt: float) -> None:
+        self.now += dt
+        self.reg.tick(self.now)
+
+    def advertise(self, *objects) -> None:
+        for fid, otype, rssi in objects:
+            self.reg.on_message(m.ObjectAvailable(factory_id=fid, object_type=otype, rssi=rssi), self.now)
+
+    def all_advertise(self) -> None:
+        self.advertise((C1, 1, -50), (C2, 2, -55), (C3, 3, -60), (CH, 13, -62))
+
+    def connects(self) -> list:
+        return [(x.factory_id, x.connect) for x in self.reg.pop_messages() if x.NAME == "ObjectConnect"]
+
+    def answer(self, fid: int, otype: int, connected: bool, object_id: int | None = None) -> int:
+        if object_id is None:
+            object_id = self.next_id if connected else 0
+            self.next_id += 1 if connected else 0
+        self.reg.on_message(m.ObjectConnectionState(object_id=object_id, factory_id=fid,
+                                                    object_type=otype, connected=connected), self.now)
+        return object_id
+
+    def events(self) -> list:
+        return [(e.type, e.name) for e in self.reg.pop_events()]
+
+    def results(self) -> list:
+        return [(r.token, r.success, r.message) for r in self.reg.pop_results()]
+
+
+def test_discovery_lists_advertised_objects_once_and_ages_them_out():
+    rig = Rig()
+    rig.all_advertise()
+    assert rig.events() == [(EV.APPEARED, "cube1"), (EV.APPEARED, "cube2"), (EV.APPEARED, "cube3"),
+                            (EV.APPEARED, "charger")]
+    assert rig.reg.take_changed() and not rig.reg.take_changed()
+    listed = rig.reg.objects()
+    assert [(e.name, e.factory_id, e.object_type, e.rssi, e.connected) for e in listed] == [
+        ("charger", CH, 13, -62, False), ("cube1", C1, 1, -50, False),
+        ("cube2", C2, 2, -55, False), ("cube3", C3, 3, -60, False)]
+    rig.advertise((C1, 1, -44))          # again: no new event, rssi and last_seen follow
+    assert rig.events() == [] and not rig.reg.take_changed()
+    assert rig.reg.entry(C1).rssi == -44
+    rig.reg.settings.auto_connect_cubes = False
+    rig.advance(2.9)
+    rig.advertise((C1, 1, -45))
+    assert rig.events() == []
+    rig.advance(0.2)                      # 3.1 s since the others were heard of
+    assert sorted(rig.events()) == [(EV.DISAPPEARED, "charger"), (EV.DISAPPEARED, "cube2"),
+                                    (EV.DISAPPEARED, "cube3")]
+    assert [e.name for e in rig.reg.objects()] == ["cube1"]
+    rig.advertise((C2, 2, -55))           # back: it appears again
+    assert rig.events() == [(EV.APPEARED, "cube2")]
+
+
+def test_auto_connect_connects_the_three_cubes_once_then_events_flow():
+    rig = Rig()
+    rig.all_advertise()
+    rig.advance(0.25)
+    assert sorted(rig.connects()) == sorted([(C1, True), (C2, True), (C3, True)])   # not the charger
+    rig.advance(0.25)
+    assert rig.connects() == []             # pending: not sent twice
+    ids = {fid: rig.answer(fid, t, True) for fid, t in ((C1, 1), (C2, 2), (C3, 3))}
+    events = [e for e in rig.reg.pop_events() if e.type != EV.APPEARED]
+    assert [(e.type, e.name) for e in events] == [
+        (EV.CONNECTED, "cube1"), (EV.CONNECTED, "cube2"), (EV.CONNECTED, "cube3")]
+    assert events[0].description == "cube1 (0xc0b10001) connected (object id 1)"
+    assert rig.reg.entry(C1).connected and rig.reg.entry(C1).object_id == ids[C1]
+    cube2 = ids[C2]
+    rig.reg.on_message(m.ObjectTapped(timestamp_ms=1, object_id=cube2, num_taps=2, tap_time=12,
+                                      tap_neg=-38, tap_pos=41), rig.now)
+    rig.reg.on_message(m.ObjectMoved(timestamp_ms=2, object_id=cube2, active_accel_x=350.0,
+                                     active_accel_y=-120.0, active_accel_z=9810.0, axis_of_accel=5), rig.now)
+    rig.reg.on_message(m.ObjectMoved(timestamp_ms=3, object_id=cube2, active_accel_x=1.0,
+                                     active_accel_y=1.0, active_accel_z=1.0, axis_of_accel=5), rig.now)
+    assert rig.reg.entry(C2).moving
+    rig.reg.on_message(m.ObjectStoppedMoving(timestamp_ms=4, object_id=cube2), rig.now)
+    rig.reg.on_message(m.ObjectStoppedMoving(timestamp_ms=5, object_id=cube2), rig.now)
+    rig.reg.on_message(m.ObjectUpAxisChanged(timestamp_ms=6, object_id=cube2, axis=1), rig.now)
+    rig.reg.on_message(m.ObjectUpAxisChanged(timestamp_ms=7, object_id=cube2, axis=1), rig.now)
+    rig.reg.on_message(m.ObjectTapFiltered(timestamp_ms=8, object_id=cube2, time=3, intensity=40), rig.now)
+    events = rig.reg.pop_events()
+    assert [e.type for e in events] == [EV.TAPPED, EV.MOVED, EV.STOPPED_MOVING, EV.UP_AXIS_CHANGED]
+    tap, moved, _, axis = events
+    assert (tap.tap_count, tap.tap_intensity, tap.description) == (2, 79.0, "cube2 tapped twice (intensity 79)")
+    assert moved.acceleration == pytest.approx((0.35, -0.12, 9.81))
+    assert (axis.up_axis, axis.description) == (UpAxis.X_POSITIVE, "cube2 now rests with +X up")
+    assert rig.reg.entry(C2).up_axis == UpAxis.X_POSITIVE and not rig.reg.entry(C2).moving
+    assert rig.reg.counters["filtered taps (not published)"] == 1
+    rig.reg.take_changed()
+    rig.reg.on_message(m.ObjectPowerLevel(object_id=ids[C3], missed_packets=4, battery_level=77), rig.now)
+    assert (rig.reg.entry(C3).battery_level, rig.reg.entry(C3).missed_packets) == (77, 4)
+    assert rig.reg.take_changed()
+    rig.reg.on_message(m.ObjectAccel(timestamp_ms=9, object_id=ids[C1], accel_x=0.0, accel_y=-9810.0,
+                                     accel_z=20.0), rig.now)
+    sample, = rig.reg.pop_accel()
+    assert (sample.name, sample.factory_id) == ("cube1", C1)
+    assert sample.acceleration == pytest.approx((0.0, -9.81, 0.02))
+    rig.reg.on_message(m.ObjectTapped(timestamp_ms=1, object_id=99, num_taps=1, tap_time=1, tap_neg=0,
+                                      tap_pos=0), rig.now)
+    assert rig.reg.counters["messages from unknown object ids"] == 1 and rig.reg.pop_events() == []
+    # connected objects never age out (they are not advertised; the robot reports a drop)
+    rig.advance(30.0)
+    assert {e.name for e in rig.reg.objects() if e.connected} == {"cube1", "cube2", "cube3"}
+    report = dict(rig.reg.report(True).values)
+    assert report["cubes connected"] == "3" and report["events TAPPED"] == "1"
+
+
+def test_auto_connect_picks_the_strongest_cube_and_the_charger_when_asked():
+    rig = Rig(auto_connect_charger=True)
+    other = 0xC0B1FFFF
+    rig.advertise((C1, 1, -70), (other, 1, -40), (CH, 13, -62))
+    rig.advance(0.1)
+    assert sorted(rig.connects()) == sorted([(other, True), (CH, True)])
+
+
+def test_nothing_is_connected_while_inactive_or_from_adverts_older_than_the_robots_connection():
+    rig = Rig(ready=False)
+    rig.all_advertise()
+    rig.advance(0.1)
+    assert rig.connects() == []             # the robot is not ready
+    rig.reg.on_robot_ready(rig.now)
+    rig.advance(0.1)
+    assert rig.connects() == []             # adverts from before this connection of the robot
+    rig.reg.active = False
+    rig.all_advertise()
+    rig.advance(0.1)
+    assert rig.connects() == []             # inactive
+    rig.reg.active = True
+    rig.advance(0.1)
+    assert len(rig.connects()) == 3
+
+
+def test_a_dropped_cube_is_reconnected_with_back_off_once_it_advertises_again():
+    rig = Rig(object_timeout=10.0)
+    rig.advertise((C1, 1, -50))
+    rig.advance(0.1)
+    rig.connects()
+    cube1 = rig.answer(C1, 1, True)
+    rig.events()
+    rig.reg.set_lights(rig.reg.entry(C1), object_light_states([Light(on_color=RED)], 4, "f", "c", []), 6)
+    rig.reg.set_accel_stream(rig.reg.entry(C1), True)
+    rig.reg.pop_messages()
+    rig.advance(0.5)
+    rig.answer(C1, 1, False, object_id=cube1)        # it dropped
+    assert rig.events() == [(EV.DISCONNECTED, "cube1")]
+    assert rig.reg.counters["connections dropped"] == 1
+    assert not rig.reg.entry(C1).connected and rig.reg.entry(C1).listed
+    rig.advertise((C1, 1, -50))
+    rig.advance(0.9)
+    assert rig.connects() == []                      # back-off: 1 s
+    rig.advance(0.2)
+    assert rig.connects() == [(C1, True)]
+    rig.advance(2.1)                                 # no answer within connect_timeout (2 s)
+    assert rig.connects() == []
+    assert rig.reg.counters["connection failures"] == 1
+    rig.advertise((C1, 1, -50))
+    rig.advance(1.9)                                 # second failure: 2 s
+    assert rig.connects() == []
+    rig.advertise((C1, 1, -50))
+    rig.advance(0.2)
+    assert rig.connects() == [(C1, True)]
+    rig.answer(C1, 1, False)                         # the robot could not connect: 4 s
+    rig.advertise((C1, 1, -50))
+    rig.advance(2.0)
+    rig.advertise((C1, 1, -50))
+    rig.advance(1.9)
+    assert rig.connects() == []
+    rig.advance(0.2)
+    assert rig.connects() == [(C1, True)]
+    new_id = rig.answer(C1, 1, True)
+    assert rig.events() == [(EV.CONNECTED, "cube1")]
+    restored = rig.reg.pop_messages()                # its lights and accelerometer stream again
+    assert [x.NAME for x in restored] == ["CubeId", "CubeLights", "StreamObjectAccel"]
+    assert restored[0].object_id == new_id != cube1 and restored[0].rotation_period_frames == 6
+    assert restored[1].states[0].on_color == 0x7C00 and restored[2].object_id == new_id
+    # a connection that lasted reconnect_max resets the back-off
+    rig.advance(8.0)
+    rig.answer(C1, 1, False, object_id=new_id)
+    assert rig.reg.entry(C1).retry_at == pytest.approx(rig.now + 1.0)
+
+
+def test_a_cube_that_goes_out_of_range_disappears_and_reconnects_when_back():
+    rig = Rig()
+    rig.advertise((C3, 3, -60))
+    rig.advance(0.1)
+    rig.connects()
+    cube3 = rig.answer(C3, 3, True)
+    rig.events()
+    rig.advance(1.0)
+    rig.answer(C3, 3, False, object_id=cube3)
+    assert rig.events() == [(EV.DISCONNECTED, "cube3")]
+    for _ in range(13):                             # it does not advertise: no attempt, then gone
+        rig.advance(0.25)
+    assert rig.connects() == [] and rig.events() == [(EV.DISAPPEARED, "cube3")]
+    rig.advertise((C3, 3, -60))                      # back
+    assert rig.events() == [(EV.APPEARED, "cube3")]
+    rig.advance(0.25)
+    assert rig.connects() == [(C3, True)]
+    rig.answer(C3, 3, True)
+    assert rig.events() == [(EV.CONNECTED, "cube3")]
+
+
+def test_requests_connect_and_disconnect_by_factory_id_and_by_type():
+    rig = Rig(auto_connect_cubes=False)
+    other = 0xC0B1FFFF
+    rig.advertise((C1, 1, -60), (other, 1, -40), (C2, 2, -50))
+    assert rig.reg.request(1, C2, 0, True, rig.now) == C2
+    assert rig.connects() == [(C2, True)] and rig.results() == []
+    assert rig.reg.request(2, C2, 0, True, rig.now) == C2          # joins the pending request
+    assert rig.connects() == []
+    rig.answer(C2, 2, True)
+    assert rig.results() == [(1, True, "cube2 connected (object id 1)"), (2, True, "cube2 connected (object id 1)")]
+    assert rig.reg.request(3, 0, 1, True, rig.now) == other        # by type: the strongest signal
+    assert rig.connects() == [(other, True)]
+    rig.answer(other, 1, True)
+    rig.results()
+    assert rig.reg.request(4, 0, 1, True, rig.now) == other        # by type: that one is connected
+    assert rig.results() == [(4, True, "cube1 was already connected (object id 2)")]
+    assert rig.reg.request(5, 0, 1, False, rig.now) == other
+    assert rig.connects() == [(other, False)]
+    rig.answer(other, 1, False, object_id=2)
+    assert rig.results() == [(5, True, "cube1 disconnected")]
+    assert rig.events()[-1] == (EV.DISCONNECTED, "cube1")
+    assert rig.reg.request(6, C3, 0, False, rig.now) == C3
+    [(token, ok, text)] = rig.results()
+    assert not ok and text.startswith("unknown object 0xc0b10003: the robot has not advertised it")
+    assert rig.reg.request(7, C1, 0, False, rig.now) == C1
+    assert rig.results() == [(7, True, "cube1 was not connected")]
+    rig.reg.request(8, 0, 0, True, rig.now)
+    assert rig.results() == [(8, False, "give factory_id, or object_type (ObjectInfo.TYPE_*)")]
+    rig.reg.request(9, 0, 13, True, rig.now)
+    [(_, ok, text)] = rig.results()
+    assert not ok and text.startswith("no charger is advertised")
+    rig.reg.request(10, 0, 3, False, rig.now)
+    assert rig.results() == [(10, True, "no cube3 was connected")]
+    # a connection that the robot refuses, or does not answer
+    rig.reg.request(11, C1, 0, True, rig.now)
+    rig.connects()
+    rig.answer(C1, 1, False)
+    [(_, ok, text)] = rig.results()
+    assert not ok and text.startswith("the robot could not connect to cube1 (0xc0b10001)")
+    rig.reg.request(12, C1, 0, True, rig.now)
+    rig.advance(2.5)
+    assert rig.results() == [(12, False, "no answer from the robot within 2 s")]
+    # an object not heard of for object_timeout can't be connected
+    rig.advance(5.0)
+    rig.reg.request(13, C1, 0, True, rig.now)
+    [(_, ok, text)] = rig.results()
+    assert not ok and "cube1 (0xc0b10001) is not advertised: last heard of" in text
+
+
+def test_requests_are_refused_without_the_robot_or_while_inactive():
+    rig = Rig(ready=False)
+    rig.reg.request(1, C1, 0, True, rig.now)
+    assert rig.results() == [(1, False, "not connected to the robot")]
+    rig.reg.active = False
+    rig.reg.request(2, C1, 0, True, rig.now)
+    assert rig.results() == [(2, False, "the driver is not active")]
+
+
+def test_a_cube_disconnected_on_request_stays_disconnected_until_connected_on_request():
+    rig = Rig()
+    rig.all_advertise()
+    rig.advance(0.1)
+    rig.connects()
+    cube1 = rig.answer(C1, 1, True)
+    rig.reg.request(1, C1, 0, False, rig.now)
+    rig.connects()
+    rig.answer(C1, 1, False, object_id=cube1)
+    for _ in range(20):
+        rig.all_advertise()
+        rig.advance(0.5)
+        assert (C1, True) not in rig.connects()
+    rig.reg.request(2, 0, 1, True, rig.now)
+    assert rig.connects() == [(C1, True)]
+    cube1 = rig.answer(C1, 1, True)
+    rig.advance(1.0)
+    rig.answer(C1, 1, False, object_id=cube1)        # connected on request: reconnected when it drops
+    rig.all_advertise()
+    rig.advance(1.1)
+    assert (C1, True) in rig.connects()
+
+
+def test_a_lost_robot_disconnects_everything_and_its_return_reconnects():
+    rig = Rig()
+    rig.all_advertise()
+    rig.advance(0.1)
+    rig.connects()
+    for fid, t in ((C1, 1), (C2, 2), (C3, 3)):
+        rig.answer(fid, t, True)
+    rig.reg.request(1, CH, 0, True, rig.now)
+    assert rig.connects() == [(CH, True)]
+    rig.events()
+    rig.reg.on_robot_lost(rig.now, "lost the robot (silent)")
+    events = rig.reg.pop_events()
+    assert sorted((e.type, e.name) for e in events) == [(EV.DISCONNECTED, "cube1"), (EV.DISCONNECTED, "cube2"),
+                                                       (EV.DISCONNECTED, "cube3")]
+    assert events[0].description.endswith("disconnected: lost the robot (silent)")
+    assert rig.results() == [(1, False, "lost the robot (silent)")]
+    assert not any(e.connected for e in rig.reg.objects())
+    rig.advance(1.0)
+    rig.reg.on_robot_ready(rig.now)
+    rig.advance(0.1)
+    assert rig.connects() == []                 # waits for adverts on this connection
+    rig.all_advertise()
+    rig.advance(0.1)
+    assert sorted(rig.connects()) == sorted([(C1, True), (C2, True), (C3, True), (CH, True)])
+
+
+def test_release_all_turns_lights_off_then_disconnects():
+    rig = Rig()
+    rig.all_advertise()
+    rig.advance(0.1)
+    rig.connects()
+    cube1 = rig.answer(C1, 1, True)
+    out = rig.reg.release_all()
+    assert [x.NAME for x in out] == ["CubeId", "CubeLights", "ObjectConnect"]
+    assert out[0].object_id == cube1 and all(s.on_color == 0 for s in out[1].states)
+    assert (out[2].factory_id, out[2].connect) == (C1, False)
+
+
+def test_find_connected_says_why_not():
+    rig = Rig(auto_connect_cubes=False)
+    rig.all_advertise()
+    with pytest.raises(CommandError, match=r"cube1 \(0xc0b10001\) is not connected"):
+        rig.reg.find_connected(C1, 0, "object_lights")
+    with pytest.raises(CommandError, match=r"object_lights\.factory_id = 0x00000005: unknown object"):
+        rig.reg.find_connected(5, 0, "object_lights")
+    with pytest.raises(CommandError, match="no charger is connected"):
+        rig.reg.find_connected(0, 13, "object_lights")
+    with pytest.raises(CommandError, match="give factory_id"):
+        rig.reg.find_connected(0, 0, "object_lights")
+    rig.reg.request(1, 0, 13, True, rig.now)
+    rig.answer(CH, 13, True)
+    assert rig.reg.find_connected(0, ObjectType.CHARGER, "x").name == "charger"
+    assert rig.reg.connected_named("charger").factory_id == CH and rig.reg.connected_cubes() == []
+
+
+# ----------------------------------------------------------------------------- light animations
+
+def test_builtin_animations_convert_for_every_target_without_warnings():
+    names = set(BUILTIN)
+    assert {"off", "white", "red", "green", "blue", "blink", "breathe", "pulse", "spin", "chase",
+            "rainbow", "alert"} <= names
+    for animation in BUILTIN.values():
+        for kind in TARGET_KINDS:
+            warnings: list = []
+            lights = animation.lights_for(kind)
+            if kind == "backpack":
+                backpack_messages(lights, ["front", "middle", "back", "left", "right"], warnings)
+            else:
+                object_light_states(lights, led_count(13 if kind == "charger" else 1), kind, kind, warnings)
+            rotation_frames(animation.rotation_period, "rotation_period", warnings)
+            assert warnings == [], (animation.name, kind)
+    assert light_state(BUILTIN["red"].cube[0], "x", []).on_color == 0x7C00
+    assert rotation_frames(BUILTIN["spin"].rotation_period, "x", []) == 3
+
+
+def test_yaml_animations_extend_and_replace_and_bad_ones_are_skipped(tmp_path: Path):
+    path = tmp_path / "lights.yaml"
+    path.write_text("""
+glow_green:
+  description: slow green glow
+  light: {on_color: "#00ff40", off_color: [0.0, 0.1, 0.0], on_period: 0.5, off_period: 0.5}
+police:
+  cube: [{on_color: "#ff0000"}, {on_color: "#0000ff"}, {on_color: "#ff0000"}, {on_color: "#0000ff"}]
+  rotation_period: 0.2
+red:
+  backpack: [{on_color: [0.5, 0.0, 0.0]}]
+bad_key:
+  light: {on_colour: "#ffffff"}
+bad_colour:
+  light: {on_color: "#ggffff"}
+bad_count:
+  charger: [{}, {}]
+bad_time:
+  light: {on_period: .nan}
+too_long:
+  light: {on_period: 20}
+nothing:
+  description: no lights
+""")
+    library = LightAnimationLibrary.load(str(path))
+    assert library.loaded_from_file == 3
+    assert {"glow_green", "police"} <= set(library.names()) and "bad_key" not in library.names()
+    glow = library.get("glow_green")
+    state = light_state(glow.lights_for("charger")[0], "x", [])
+    assert (state.on_color, state.off_color, state.on_frames) == ((0 << 10) | (31 << 5) | 8, 3 << 5, 15)
+    assert glow.description == "slow green glow"
+    police = library.get("police")
+    assert police.rotation_period == 0.2 and police.charger is None and police.backpack is None
+    with pytest.raises(CommandError, match="has no programme for the backpack"):
+        police.lights_for("backpack")
+    red = library.get("red")                   # replaced: only a backpack programme now
+    assert red.cube is None and light_state(red.backpack[4], "x", []).on_color == 16 << 10
+    warnings = "\n".join(library.warnings)
+    for name, why in (("bad_key", "unknown key 'on_colour'"), ("bad_colour", "'#ggffff'"),
+                      ("bad_count", "give 1 programme"), ("bad_time", "on_period = nan"),
+                      ("too_long", "on_period = 20 s is outside"), ("nothing", "no programme")):
+        assert f"{name}" in warnings and why in warnings, (name, why)
+    with pytest.raises(CommandError, match="unknown light animation 'nope' \\(available: alert, "):
+        library.get("nope")
+
+
+def test_the_readme_example_file_loads(tmp_path: Path):
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme.split("## Cubes, charger and lights", 1)[1]
+    example = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    path = tmp_path / "lights.yaml"
+    path.write_text(example)
+    library = LightAnimationLibrary.load(str(path))
+    assert library.warnings == [] and library.loaded_from_file == 2
+    assert library.get("police").rotation_period == 0.2
+    assert light_state(library.get("police").backpack[0], "x", []).off_color == 0x7C00
+
+
+@pytest.mark.parametrize("text, why", [
+    (None, "cannot read it"), ("a: [", "not valid YAML"), ("- 1\n- 2\n", "expected a mapping")])
+def test_an_unusable_animation_file_leaves_the_builtins(tmp_path: Path, text, why):
+    path = tmp_path / "lights.yaml"
+    if text is not None:
+        path.write_text(text)
+    library = LightAnimationLibrary.load(str(path))
+    assert set(library.names()) == set(BUILTIN)
+    assert len(library.warnings) == 1 and why in library.warnings[0]
+
+
+def test_parse_color():
+    assert parse_color("#ff0080", "c") == (1.0, 0.0, 128 / 255)
+    assert parse_color([0, 0.5, 1], "c") == (0.0, 0.5, 1.0)
+    for bad in ("red", "#ff00", [0, 0, 2], [0, 0], [True, 0, 0], 5):
+        with pytest.raises(CommandError, match="a colour is"):
+            parse_color(bad, "c")
+
+
+# ----------------------------------------------------------------------------- parameters
+
+def test_object_parameters_are_validated():
+    values = defaults()
+    assert values["auto_connect_cubes"] is True and values["auto_connect_charger"] is False
+    assert "object_reconnect_min" in validate_all({**values, "object_reconnect_min": 20.0})
+    assert validate_change(values, {"auto_connect_charger": True, "object_timeout": 2.0}, configured=True) is None
+    assert "configure" in validate_change(values, {"light_animation_file": "x.yaml"}, configured=True)
+    assert "outside" in validate_change(values, {"object_timeout": 0.1}, configured=True)
+
+
+# ----------------------------------------------------------------------------- the simulated cubes
+
+class Sim:
+    def __init__(self) -> None:
+        self.model = RobotModel(config=ModelConfig(noise=False, seed=1))
+        self.now = 0.0
+        self.model.on_connected(0.0)
+        self.model.handle(m.Enable(), 0.0)
+        self.model.handle(m.SyncTime(timestamp_ms=0), 0.0)
+        self.model.pop_outgoing()
+
+    def run(self, seconds: float) -> list:
+        end = self.now + seconds
+        while self.now < end:
+            self.now = min(end, self.now + 0.01)
+            self.model.advance(self.now)
+        return [x for x in self.model.pop_outgoing() if x.NAME != "RobotState"]
+
+    def send(self, message) -> list:
+        self.model.handle(message, self.now)
+        return self.model.pop_outgoing()
+
+
+def test_sim_cube_out_of_range_stops_advertising_drops_and_comes_back():
+    sim = Sim()
+    assert {x.factory_id for x in sim.run(1.1) if x.NAME == "ObjectAvailable"} == {C1, C2, C3, CH}
+    state, = sim.send(m.ObjectConnect(factory_id=C2, connect=True))
+    assert state.connected
+    sim.model.set_object_in_range(2, False, sim.now)
+    dropped, = sim.model.pop_outgoing()
+    assert (dropped.NAME, dropped.object_id, dropped.factory_id, dropped.connected) == (
+        "ObjectConnectionState", state.object_id, C2, False)
+    assert not sim.model.tap_cube(2, sim.now)
+    out = sim.run(3.0)
+    assert C2 not in {x.factory_id for x in out if x.NAME == "ObjectAvailable"}
+    assert sim.model.next_tick() is not None and sim.model.next_tick() < math.inf
+    assert sim.send(m.ObjectConnect(factory_id=C2, connect=True)) == []   # the robot tries...
+    failed = [x for x in sim.run(OBJECT_CONNECT_FAIL_S + 0.05) if x.NAME == "ObjectConnectionState"]
+    assert [(x.factory_id, x.connected) for x in failed] == [(C2, False)]  # ...and gives up
+    sim.model.set_object_in_range(2, True, sim.now)
+    assert C2 in {x.factory_id for x in sim.run(0.05) if x.NAME == "ObjectAvailable"}
+    state, = sim.send(m.ObjectConnect(factory_id=C2, connect=True))
+    assert state.connected
+    assert sim.model.object_states()[2]["in_range"] and sim.model.object_states()[2]["object_id"] == state.object_id
+    sim.model.set_object_in_range(0, False, sim.now)                      # the charger too
+    assert CH not in {x.factory_id for x in sim.run(2.0) if x.NAME == "ObjectAvailable"}
+    with pytest.raises(ValueError):
+        sim.model.set_object_in_range(4, False, sim.now)
