@@ -15,8 +15,10 @@ setup(
     name=PACKAGE_NAME,
     version="0.1.0",
     packages=find_packages(exclude=["test", "test.*", "bench", "bench.*", "tools", "tools.*"]),
-    # The built-in animations (our YAML clip format), loaded from the package directory.
-    package_data={"cozmo_driver.anim": ["builtin/*.yaml"]},
+    # The built-in animations (our YAML clip format) and the behavior engine's default
+    # configuration, loaded from the package directory.
+    package_data={"cozmo_driver.anim": ["builtin/*.yaml"],
+                  "cozmo_driver.behavior": ["default_config.yaml"]},
     data_files=[
         # Marker that makes the package visible in the ament resource index.
         ("share/ament_index/resource_index/packages", ["resource/" + PACKAGE_NAME]),
@@ -39,6 +41,7 @@ setup(
             "cozmo-sim = cozmo_driver.sim.cli:main",
             "cozmo_driver_node = cozmo_driver.ros.driver_node:main",
             "cozmo_face_node = cozmo_driver.ros.face_node:main",
+            "cozmo_behavior_node = cozmo_driver.ros.behavior_node:main",
             "cozmo_bringup = cozmo_driver.bringup:main",
             "cozmo_description_publisher = cozmo_driver.ros.description_publisher:main",
         ],

@@ -63,6 +63,7 @@ __all__ = [
 PACKAGE = "cozmo_driver"
 
 DRIVER_NODE = "cozmo_driver"
+BEHAVIOR_NODE = "cozmo_behavior"
 SIM_HOST = "127.0.0.1"
 RVIZ_CONFIG = "rviz/cozmo.rviz"
 AUTO = "auto"
@@ -418,6 +419,22 @@ def _optional_node(args: BringupArgs, name: str, executable: str, node_name: str
         node_name=node_name, namespace=args.namespace, parameters=(ParamFile(str(args.config)),))
 
 
+def _behavior_entry(args: BringupArgs) -> ProcessEntry:
+    """The behavior engine with the config file's ``cozmo_behavior:`` section (copied as
+    parameters of its own under a namespace, which that key does not reach)."""
+    parameters: List[Parameters] = [ParamFile(str(args.config))]
+    if args.namespace and args.enable_behavior:
+        applies, section = node_parameters_in_file(args.config, BEHAVIOR_NODE, args.namespace)
+        if not applies and section:
+            parameters.append(dict(section))
+    return ProcessEntry(
+        name="behavior", package=PACKAGE, executable="cozmo_behavior_node",
+        enabled=args.enable_behavior, condition="enable_behavior", node_name=BEHAVIOR_NODE,
+        namespace=args.namespace, parameters=tuple(parameters),
+        note="the behavior engine: reactions, moods and idle activities through the driver's "
+             "topics and actions")
+
+
 def _rviz_entry(args: BringupArgs) -> ProcessEntry:
     remappings: Tuple[Tuple[str, str], ...] = ()
     if args.namespace:
@@ -450,8 +467,7 @@ def make_plan(args: BringupArgs,
         _description_entries(args, urdf),
         _optional_node(args, "face", "cozmo_face_node", "cozmo_face", args.enable_face,
                        "enable_face"),
-        _optional_node(args, "behavior", "cozmo_behavior_node", "cozmo_behavior",
-                       args.enable_behavior, "enable_behavior"),
+        _behavior_entry(args),
         _rviz_entry(args),
     ]
 

@@ -340,3 +340,37 @@ def test_the_bringup_ends_when_the_driver_exits(start_bringup):
     assert re.search(r"driver \(cozmo_driver_node, pid \d+\) exited with status -9: stopping",
                      run.output())
     assert not any(alive(pid) for pid in names.values())
+
+
+def test_the_behavior_engine_comes_up_with_its_robot(start_bringup, rclpy_context):
+    """enable_behavior:=true under a namespace: cozmo_behavior_node finds its driver there
+    and starts behaviors on the simulated robot; SIGINT stops it with the rest."""
+    from cozmo_interfaces.msg import BehaviorStatus
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.node import Node
+    from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy
+
+    if not (BIN / "cozmo_behavior_node").is_file():
+        pytest.skip("cozmo_behavior_node is not installed: run ./dev setup")
+    run = start_bringup("use_sim:=true", f"sim_port:={free_udp_port()}", "namespace:=robot3",
+                        "enable_behavior:=true", "--duration", "90")
+    node = Node("behavior_observer", context=rclpy_context)
+    executor = SingleThreadedExecutor(context=rclpy_context)
+    executor.add_node(node)
+    statuses: List[BehaviorStatus] = []
+    node.create_subscription(BehaviorStatus, "/robot3/behavior/status", statuses.append, QoSProfile(
+        depth=10, reliability=QoSReliabilityPolicy.RELIABLE,
+        durability=QoSDurabilityPolicy.TRANSIENT_LOCAL))
+    try:
+        names = run.wait_for_children(["simulator", "driver", "behavior"])
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while not (statuses and statuses[-1].behaviors_started >= 1) and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.1)
+        assert statuses and statuses[-1].enabled and statuses[-1].behaviors_started >= 1, \
+            f"no behavior started\n{run.output()}"
+        assert run.stop() == 0, run.output()
+        for name, pid in names.items():
+            assert not alive(pid), f"{name} (pid {pid}) still running"
+    finally:
+        executor.shutdown(timeout_sec=1.0)
+        node.destroy_node()

@@ -196,6 +196,22 @@ def test_optional_nodes_follow_their_flags():
     assert entries["behavior"].enabled and entries["behavior"].executable == "cozmo_behavior_node"
 
 
+def test_the_behavior_node_gets_its_section_of_the_config_file(tmp_path):
+    entry = make(enable_behavior="true")["behavior"]
+    assert (entry.node_name, entry.condition) == ("cozmo_behavior", "enable_behavior")
+    assert [type(group) for group in entry.parameters] == [plan.ParamFile]
+    assert entry.parameters[0].path == str(CONFIG)
+    # under a namespace the `cozmo_behavior:` key does not reach it: its values are copied
+    entry = make(enable_behavior="true", namespace="robot1")["behavior"]
+    assert entry.namespace == "robot1"
+    copied = merged_parameters(entry)
+    assert copied["user_pause"] == 10.0 and copied["enabled"] is True
+    wildcard = tmp_path / "fleet.yaml"
+    wildcard.write_text("/**/cozmo_behavior:\n  ros__parameters:\n    user_pause: 3.0\n")
+    entry = make(enable_behavior="true", namespace="robot1", config=str(wildcard))["behavior"]
+    assert len(entry.parameters) == 1
+
+
 def test_rviz_shows_the_namespaced_robot():
     rviz = make(rviz="true", namespace="robot1")["rviz"]
     assert rviz.enabled and (rviz.package, rviz.executable) == ("rviz2", "rviz2")

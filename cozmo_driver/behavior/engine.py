@@ -1,0 +1,443 @@
+"""The behavior engine: one scheduler for reactions, activities and the user.
+
+Inputs (all with the time ``now`` as an argument; nothing here reads a clock):
+
+* :meth:`Engine.on_trigger` (a robot event or any named trigger, with data),
+  :meth:`Engine.on_cube_tap`, :meth:`Engine.on_battery`, :meth:`Engine.on_state`
+  (level flags from the robot's status), :meth:`Engine.on_connected`;
+* :meth:`Engine.on_user_command`: the user commanded the robot;
+* :meth:`Engine.set_enabled`;
+* :meth:`Engine.tick`, about ten times a second.
+
+Outputs: the commands its behaviors give through the :class:`RobotInterface`,
+:meth:`Engine.status` and the :attr:`Engine.emotions`.
+
+Rules, in the order :meth:`tick` applies them:
+
+1. Disabled, or the robot not connected: nothing runs.
+2. A user command pauses the engine for ``user_pause`` seconds (every further
+   command extends it): the running behavior is stopped at once (INTERRUPTED;
+   its commands cancelled, which stops the motors it moved) and nothing
+   starts, reactions included, until the pause is over.
+3. Triggers that arrived since the last tick start their reaction's behavior
+   when the reaction is not cooling down, its ``when`` conditions hold, the
+   behavior can start, and what runs has a lower priority (it is then stopped,
+   INTERRUPTED). Activity behaviors run at priority 0. A trigger that loses to
+   a running behavior of the same or a higher priority waits up to 1.5 s for
+   it to end (a put-down ends the pick-up reaction, then gets its own).
+4. The running behavior is ticked. The charger rule is enforced (tread
+   commands are cancelled while on the charger unless the behavior drives off
+   it), and ``max_duration`` too (FAILED, "timed out").
+5. Idle for the activity's ``idle_between``: the current activity chooses the
+   next behavior (not while the robot is picked up or falling).
+
+A behavior that raises (in start, tick, stop or can_start) is stopped, its
+outcome is ``error: <exception>``, the error is logged with where it was raised
+and counted (``behaviors_failed``, :attr:`Engine.errors`), and the engine goes
+on. Emotions follow every trigger (the emotion event of the trigger's name)
+even while paused or disabled; behaviors' outcomes apply their ``on_success``
+and ``on_failure`` changes. Pure.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import traceback
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Callable, Deque, Dict, Mapping, Optional, Tuple
+
+from .activities import ActivityChooser
+from .behavior import Behavior, BehaviorContext, CubeTap, Outcome, RobotInterface, RobotState
+from .config import BehaviorSpec, EngineConfig
+from .emotions import Emotions
+from .reactions import STATE_CHANGES, LowBatteryDetector, ReactionTable
+
+__all__ = ["Engine", "EngineStatus"]
+
+#: how many triggers may wait for the next tick (older ones are dropped)
+MAX_PENDING = 64
+#: the wait before choosing again when no behavior of the activity could start (s)
+RETRY_CHOICE_S = 1.0
+#: a trigger whose reaction loses to a running behavior of higher priority waits this long
+#: for it to end (s): the put-down that ends a pick-up reaction still gets its own
+TRIGGER_WAIT_S = 1.5
+
+
+@dataclass(frozen=True)
+class EngineStatus:
+    """What cozmo_interfaces/BehaviorStatus publishes."""
+
+    enabled: bool
+    paused: bool
+    pause_remaining: float
+    pause_reason: str
+    activity: str
+    behavior: str
+    reason: str
+    last_behavior: str
+    last_outcome: str
+    behaviors_started: int
+    behaviors_failed: int
+
+
+@dataclass
+class _Run:
+    behavior: Behavior
+    spec: BehaviorSpec
+    ctx: BehaviorContext
+    priority: int
+    reason: str
+    started: float
+
+
+def _where(exc: BaseException) -> str:
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return ""
+    last = frames[-1]
+    return f" (at {last.filename.rsplit('/', 1)[-1]}:{last.lineno} in {last.name})"
+
+
+class Engine:
+    """See the module docstring."""
+
+    def __init__(self, config: EngineConfig, robot: RobotInterface, now: float, seed: int = 0,
+                 user_pause: float = 10.0, enabled: bool = True, start_delay: float = 0.0,
+                 log: Optional[Callable[[str, str], None]] = None) -> None:
+        self.config = config
+        self.robot = robot
+        self.now = now
+        self.state = RobotState()
+        self.emotions = Emotions(config.emotions, config.emotion_events.values(),
+                                 config.repetition_penalty, now)
+        self.reactions = ReactionTable(config.reactions)
+        self.rng = random.Random(seed)
+        self.chooser = ActivityChooser(config.activities, random.Random(seed + 1))
+        self.behaviors: Dict[str, Behavior] = {}
+        self.specs: Dict[str, BehaviorSpec] = dict(config.behaviors)
+        for name, spec in self.specs.items():
+            self.behaviors[name] = spec.create()
+        self.user_pause = float(user_pause)
+        #: seconds after the robot connects before the first activity
+        self.start_delay = float(start_delay)
+        self._log = log or (lambda level, text: None)
+        self._enabled = bool(enabled)
+        self._pause_until = -math.inf
+        self._pause_reason = ""
+        self._pending: Deque[Tuple[str, Dict[str, Any], float]] = deque(maxlen=MAX_PENDING)
+        self._running: Optional[_Run] = None
+        self._last_ended: Dict[str, float] = {}
+        self._next_choice = now
+        self._low_battery = LowBatteryDetector(config.low_battery_threshold,
+                                               config.low_battery_hysteresis)
+        self.last_behavior = ""
+        self.last_outcome = ""
+        self.behaviors_started = 0
+        self.behaviors_failed = 0
+        self.charger_refusals = 0
+        #: the latest errors raised by behaviors, newest last
+        self.errors: Deque[str] = deque(maxlen=20)
+        self._changed = True
+
+    # ------------------------------------------------------------------ reading
+
+    @property
+    def enabled(self) -> bool:
+        return self._enabled
+
+    @property
+    def running(self) -> Optional[str]:
+        return self._running.behavior.name if self._running is not None else None
+
+    def paused(self, now: float) -> bool:
+        return now < self._pause_until
+
+    def status(self, now: float) -> EngineStatus:
+        run = self._running
+        activity = self.chooser.current(self.state)
+        return EngineStatus(
+            enabled=self._enabled,
+            paused=self.paused(now),
+            pause_remaining=max(0.0, self._pause_until - now) if self.paused(now) else 0.0,
+            pause_reason=self._pause_reason if self.paused(now) else "",
+            activity=activity.name if activity is not None else "",
+            behavior=run.behavior.name if run else "",
+            reason=run.reason if run else "",
+            last_behavior=self.last_behavior,
+            last_outcome=self.last_outcome,
+            behaviors_started=self.behaviors_started,
+            behaviors_failed=self.behaviors_failed)
+
+    def take_changed(self) -> bool:
+        """Whether the status changed (a behavior started or ended, paused, enabled) since
+        the last call."""
+        changed, self._changed = self._changed, False
+        return changed
+
+    # ------------------------------------------------------------------ inputs
+
+    def on_trigger(self, name: str, now: float, data: Optional[Mapping[str, Any]] = None) -> None:
+        """Something happened: update the state, apply the emotion event of that name and
+        queue the trigger for the next tick."""
+        change = STATE_CHANGES.get(name)
+        if change is not None:
+            setattr(self.state, change[0], change[1])
+        if name == "face_seen":
+            self.state.face_seen_at = now
+        self.emotions.apply(name, now)
+        if self._enabled:
+            self._pending.append((name, dict(data or {}), now))
+
+    def on_cube_tap(self, cube: str, factory_id: int, count: int, now: float) -> None:
+        self.state.last_tap = CubeTap(cube, int(factory_id), int(count), now)
+        self.on_trigger("cube_tapped", now, {"cube": cube, "factory_id": int(factory_id),
+                                             "tap_count": int(count)})
+
+    def on_battery(self, fraction: float, now: float) -> None:
+        """The battery's charge 0..1; ``low_battery`` when it falls below the threshold."""
+        if fraction != fraction:
+            return
+        self.state.battery = float(fraction)
+        became_low = self._low_battery.update(fraction)
+        self.state.battery_low = self._low_battery.low
+        if became_low:
+            self.on_trigger("low_battery", now, {"battery": float(fraction)})
+
+    def on_state(self, **flags: bool) -> None:
+        """Level flags from the robot's status (on_charger, charging, cliff, picked_up,
+        falling): the state at a connection, which the events then keep up to date."""
+        for key, value in flags.items():
+            if not hasattr(self.state, key):
+                raise AttributeError(f"RobotState has no field {key!r}")
+            setattr(self.state, key, bool(value))
+
+    def on_connected(self, connected: bool, now: float) -> None:
+        if connected != self.state.connected:
+            self.state.connected = bool(connected)
+            self._changed = True
+            if connected:
+                self._next_choice = max(self._next_choice, now + self.start_delay)
+
+    def on_user_command(self, reason: str, now: float) -> None:
+        """The user commanded the robot: stop what runs and keep quiet for ``user_pause``."""
+        was_paused = self.paused(now)
+        self._pause_until = max(self._pause_until, now + self.user_pause)
+        if not was_paused or reason != self._pause_reason:
+            self._changed = True
+        self._pause_reason = reason
+        self._pending.clear()
+        if self._running is not None:
+            self._end(Outcome.INTERRUPTED, f"paused by a user command ({reason})", now)
+        if not was_paused:
+            self._log("info", f"paused for {self.user_pause:g} s by a user command ({reason})")
+        self._next_choice = max(self._next_choice, self._pause_until)
+
+    def set_enabled(self, enabled: bool, now: float) -> None:
+        enabled = bool(enabled)
+        if enabled == self._enabled:
+            return
+        self._enabled = enabled
+        self._changed = True
+        self._pending.clear()
+        if not enabled and self._running is not None:
+            self._end(Outcome.INTERRUPTED, "the engine was disabled", now)
+        if enabled:
+            self._next_choice = now
+        self._log("info", "enabled" if enabled else "disabled")
+
+    def shutdown(self, now: float) -> None:
+        """Stop the running behavior (its commands cancelled): for a node going down."""
+        if self._running is not None:
+            self._end(Outcome.INTERRUPTED, "the engine is shutting down", now)
+
+    # ------------------------------------------------------------------ the tick
+
+    def tick(self, now: float) -> None:
+        self.now = now
+        run = self._running
+        if run is not None:
+            run.ctx.now = now
+        if not self._enabled:
+            return
+        if not self.state.connected:
+            self._pending.clear()
+            if run is not None:
+                self._end(Outcome.INTERRUPTED, "the robot is not connected", now)
+            return
+        if self.paused(now):
+            self._pending.clear()
+            return
+        if self._pause_reason:
+            self._pause_reason = ""
+            self._changed = True
+            self._log("info", "pause over: the engine goes on")
+        self._react(now)
+        self._tick_running(now)
+        if self._running is None and now >= self._next_choice:
+            self._choose(now)
+
+    def _react(self, now: float) -> None:
+        for _ in range(len(self._pending)):
+            trigger, data, arrived = self._pending.popleft()
+            reaction, why = self.reactions.select(trigger, now, self.state)
+            if reaction is None:
+                if why != "no reaction":
+                    self._log("debug", f"trigger {trigger}: no reaction: {why}")
+                continue
+            behavior = self.behaviors[reaction.behavior]
+            run = self._running
+            if run is not None and run.priority >= reaction.priority:
+                if now - arrived < TRIGGER_WAIT_S:
+                    self._pending.append((trigger, data, arrived))   # again at the next tick
+                else:
+                    self._log("info", f"trigger {trigger}: {reaction.behavior} not started: "
+                                      f"{run.behavior.name} ran with priority {run.priority} "
+                                      f">= {reaction.priority} for {TRIGGER_WAIT_S:g} s")
+                continue
+            ctx = self._context(behavior, now, {"name": trigger, **data})
+            if not self._can_start(behavior, ctx):
+                self._log("info", f"trigger {trigger}: {reaction.behavior} cannot start now")
+                continue
+            if run is not None:
+                self._end(Outcome.INTERRUPTED, f"preempted by the reaction to {trigger}", now)
+            self.reactions.fired(trigger, now)
+            self._start(behavior, ctx, reaction.priority, f"reaction to {trigger}", now)
+
+    def _tick_running(self, now: float) -> None:
+        run = self._running
+        if run is None:
+            return
+        refused = run.ctx.enforce_charger_rule()
+        if refused:
+            self.charger_refusals += refused
+        if now - run.started > run.spec.max_duration:
+            self._end(Outcome.FAILED, f"timed out after {run.spec.max_duration:g} s", now)
+            return
+        try:
+            outcome = run.behavior.tick(run.ctx, now)
+        except Exception as exc:  # noqa: BLE001 - a behavior's bug: reported, the engine goes on
+            self._end(None, "", now, error=exc, phase="tick")
+            return
+        if outcome is not None:
+            if not isinstance(outcome, Outcome):
+                self._end(None, "", now, error=TypeError(
+                    f"tick returned {outcome!r}, not an Outcome or None"), phase="tick")
+                return
+            self._end(outcome, "", now)
+
+    def _choose(self, now: float) -> None:
+        if self.state.picked_up or self.state.falling:
+            return
+        activity = self.chooser.current(self.state)
+        if activity is None:
+            self._next_choice = now + RETRY_CHOICE_S
+            return
+        contexts: Dict[str, BehaviorContext] = {}
+
+        def can_start(name: str) -> bool:
+            behavior = self.behaviors[name]
+            contexts[name] = self._context(behavior, now, {})
+            return self._can_start(behavior, contexts[name])
+
+        name = self.chooser.choose(activity, self.emotions.values(now), self._last_ended, now,
+                                   can_start)
+        if name is None:
+            self._next_choice = now + RETRY_CHOICE_S
+            return
+        behavior = self.behaviors[name]
+        ctx = contexts.get(name) or self._context(behavior, now, {})
+        self._start(behavior, ctx, 0, f"chosen by {activity.name}", now)
+
+    # ------------------------------------------------------------------ running behaviors
+
+    def _context(self, behavior: Behavior, now: float, trigger: Mapping[str, Any]) -> BehaviorContext:
+        return BehaviorContext(
+            behavior, self.robot, self.state, lambda name: self.emotions.value(name, self.now),
+            now, self.rng, trigger=trigger, log=lambda text: self._log("info", text),
+            charger_refusals=self._on_charger_refusal)
+
+    def _on_charger_refusal(self, text: str) -> None:
+        self.charger_refusals += 1
+        self._log("warning", text)
+
+    def _can_start(self, behavior: Behavior, ctx: BehaviorContext) -> bool:
+        try:
+            return bool(behavior.can_start(ctx))
+        except Exception as exc:  # noqa: BLE001 - reported, counted, the behavior skipped
+            text = f"{behavior.name}.can_start raised {type(exc).__name__}: {exc}{_where(exc)}"
+            self.errors.append(text)
+            self.behaviors_failed += 1
+            self._log("error", text)
+            return False
+
+    def _start(self, behavior: Behavior, ctx: BehaviorContext, priority: int, reason: str,
+               now: float) -> None:
+        self._running = _Run(behavior, self.specs[behavior.name], ctx, priority, reason, now)
+        self.behaviors_started += 1
+        self._changed = True
+        self._log("info", f"start {behavior.name} ({reason})")
+        try:
+            behavior.start(ctx)
+        except Exception as exc:  # noqa: BLE001 - a behavior's bug: reported, the engine goes on
+            self._end(None, "", now, error=exc, phase="start")
+
+    def _end(self, outcome: Optional[Outcome], message: str, now: float,
+             error: Optional[BaseException] = None, phase: str = "") -> None:
+        run = self._running
+        if run is None:
+            return
+        self._running = None
+        behavior, ctx, spec = run.behavior, run.ctx, run.spec
+        ctx.now = now
+        if error is not None:
+            text = f"error: {type(error).__name__}: {error}"
+            self.errors.append(f"{behavior.name}.{phase} raised {type(error).__name__}: "
+                               f"{error}{_where(error)}")
+            self._log("error", f"{behavior.name}.{phase} raised {type(error).__name__}: {error}"
+                               f"{_where(error)}; the behavior is stopped and the engine goes on")
+        else:
+            assert outcome is not None
+            text = str(outcome) + (f": {message}" if message else "")
+        try:
+            behavior.stop(ctx, text)
+        except Exception as exc:  # noqa: BLE001 - reported; the clean-up below still runs
+            self.errors.append(f"{behavior.name}.stop raised {type(exc).__name__}: {exc}{_where(exc)}")
+            self._log("error", f"{behavior.name}.stop raised {type(exc).__name__}: {exc}{_where(exc)}")
+            if error is None:
+                error = exc
+                text = f"error: {type(exc).__name__}: {exc}"
+        cancelled = ctx.cancel_all()
+        if ctx.face_changed:
+            self.robot.set_face(self.config.idle_expression)
+        if ctx.lights_changed:
+            self.robot.set_backpack_lights(None)
+        for factory_id in ctx.cubes_lit:
+            self.robot.set_cube_lights(factory_id, None)
+        failed = error is not None or outcome is Outcome.FAILED
+        if failed:
+            self.behaviors_failed += 1
+            self.emotions.apply("behavior_failed", now)
+            self._apply_outcome(spec.on_failure, f"{behavior.name}.failed", now)
+        elif outcome is Outcome.SUCCEEDED:
+            self.emotions.apply("behavior_succeeded", now)
+            self._apply_outcome(spec.on_success, f"{behavior.name}.succeeded", now)
+        self._last_ended[behavior.name] = now
+        self.last_behavior = behavior.name
+        self.last_outcome = text
+        self._changed = True
+        activity = self.chooser.current(self.state)
+        idle = activity.idle_between if activity is not None else RETRY_CHOICE_S
+        self._next_choice = max(self._next_choice, now + idle)
+        extra = f", {cancelled} command(s) cancelled" if cancelled else ""
+        self._log("info" if not failed else "warning",
+                  f"end {behavior.name}: {text} after {now - run.started:.1f} s{extra}")
+
+    def _apply_outcome(self, change: Any, key: str, now: float) -> None:
+        if not change:
+            return
+        if isinstance(change, str):
+            self.emotions.apply(change, now)
+        else:
+            self.emotions.apply_changes(change, now, key=key)

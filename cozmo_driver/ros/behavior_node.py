@@ -1,0 +1,606 @@
+"""``cozmo_behavior_node``: the behavior engine as a ROS 2 node (node ``cozmo_behavior``).
+
+Glue between :class:`~cozmo_driver.behavior.engine.Engine` and the driver's
+public interfaces only (topics, services, actions; names relative to the
+node's namespace, like the driver's), so it may run in another process or on
+another machine.
+
+Inputs:
+
+* ``events`` (RobotEvent) -> triggers (``cliff_detected``, ``picked_up``, ...)
+  and the robot's state after them; ``status`` (RobotStatus) -> the robot's
+  state once per connection (it streams at ~33 Hz: the node unsubscribes after
+  the first message, the events report every change after it); ``battery_state``
+  (BatteryState: ``percentage``) -> ``low_battery``; ``link_status`` -> whether
+  the robot is connected; ``object_events`` (ObjectEvent TAPPED) ->
+  ``cube_tapped``; ``behavior/trigger`` (std_msgs/String) -> any named trigger
+  (``face_seen`` from a face detector);
+* user commands, which pause the engine for ``user_pause``: every message on
+  ``cmd_vel``, ``head/angle``, ``lift/height``, ``head/velocity`` and
+  ``lift/velocity`` (the engine never publishes on them), and every active goal
+  of the driver's actions that is not one of the engine's own (read from each
+  action's ``<action>/_action/status``; the engine sends its goals with goal
+  ids it chose, so it knows them).
+
+Outputs: goals of the driver's actions (``drive_straight``, ``turn_in_place``,
+``set_head_angle``, ``set_lift_height``, ``play_animation``), ``face/expression``
+and ``face/look_at`` (for ``cozmo_face_node``), ``backpack_light_pattern`` (or
+``backpack_lights`` where no driver subscribes to patterns), ``object_lights``,
+the ``play_light_animation`` service, synthesized sounds on ``audio/pcm``;
+``behavior/emotions`` (EmotionState, at ``emotions_rate`` and on every change),
+``behavior/status`` (BehaviorStatus, transient local, on every change and at
+1 Hz); the ``behavior/enable`` service (std_srvs/SetBool).
+
+Everything runs on one executor thread (timers, subscriptions, goal futures),
+so the engine needs no lock. On shutdown the running behavior is stopped and
+its goals cancelled (which stops the motors they move).
+"""
+
+from __future__ import annotations
+
+import math
+import signal
+import sys
+import time
+import uuid
+from collections import deque
+from typing import Any, Deque, Dict, List, Optional, Sequence, Set, Tuple
+
+import rclpy
+from action_msgs.msg import GoalStatus, GoalStatusArray
+from cozmo_interfaces.action import (DriveStraight, PlayAnimation, SetHeadAngle, SetLiftHeight,
+                                     TurnInPlace)
+from cozmo_interfaces.msg import (AudioChunk, BackpackLightPattern, BackpackLights,
+                                  BehaviorStatus, Emotion, EmotionState, HeadAngle, LiftHeight,
+                                  LightState, LinkStatus, ObjectEvent, ObjectLights, RobotEvent,
+                                  RobotStatus)
+from cozmo_interfaces.srv import PlayLightAnimation
+from geometry_msgs.msg import Point, Twist, TwistStamped
+from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
+                                SetParametersResult)
+from rclpy.action import ActionClient
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import (QoSDurabilityPolicy, QoSHistoryPolicy, QoSProfile, QoSReliabilityPolicy,
+                       qos_profile_action_status_default)
+from sensor_msgs.msg import BatteryState
+from std_msgs.msg import ColorRGBA, Float64, String
+from std_srvs.srv import SetBool
+from unique_identifier_msgs.msg import UUID
+
+from ..behavior.behavior import Handle, RobotInterface
+from ..behavior.config import ConfigError, builtin_still_animations, load_config
+from ..behavior.engine import Engine
+from ..behavior.parameters import BEHAVIOR_PARAMETERS, USER_ACTIONS, USER_TOPICS
+from ..behavior.reactions import ROBOT_EVENT_TRIGGERS
+from ._compat import try_shutdown
+
+try:
+    from rclpy.executors import ExternalShutdownException
+except ImportError:  # pragma: no cover - older rclpy
+    class ExternalShutdownException(Exception):
+        pass
+
+__all__ = ["BehaviorNode", "RosRobot", "main"]
+
+QOS_STATE = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=10,
+                       reliability=QoSReliabilityPolicy.RELIABLE)
+QOS_EVENTS = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=100,
+                        reliability=QoSReliabilityPolicy.RELIABLE)
+QOS_LATCHED = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=1,
+                         reliability=QoSReliabilityPolicy.RELIABLE,
+                         durability=QoSDurabilityPolicy.TRANSIENT_LOCAL)
+#: the robot's status at ~33 Hz: only the latest matters (best effort matches a reliable publisher)
+QOS_LATEST = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=1,
+                        reliability=QoSReliabilityPolicy.BEST_EFFORT)
+#: users' commands, whatever their publishers' reliability
+QOS_WATCH = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=10,
+                       reliability=QoSReliabilityPolicy.BEST_EFFORT)
+QOS_COMMAND = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=10,
+                         reliability=QoSReliabilityPolicy.RELIABLE)
+QOS_AUDIO = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=100,
+                       reliability=QoSReliabilityPolicy.RELIABLE)
+
+_ACTIVE_GOAL = (GoalStatus.STATUS_ACCEPTED, GoalStatus.STATUS_EXECUTING, GoalStatus.STATUS_CANCELING)
+#: own goal ids remembered (the oldest forgotten first)
+_OWN_GOALS_KEPT = 512
+_AUDIO_CHUNK_S = 0.1
+_SOUND_CACHE = 32
+
+
+def _color(rgb: Optional[Sequence[float]]) -> ColorRGBA:
+    if rgb is None:
+        return ColorRGBA()
+    r, g, b = (min(1.0, max(0.0, float(c))) for c in rgb)
+    return ColorRGBA(r=r, g=g, b=b, a=1.0)
+
+
+def _light(rgb: Optional[Sequence[float]], blink_period: float) -> LightState:
+    state = LightState(on_color=_color(rgb), off_color=ColorRGBA())
+    if rgb is not None and blink_period > 0:
+        half = min(8.5, blink_period / 2.0)
+        state.on_period = state.off_period = float(half)
+    return state
+
+
+class RosRobot(RobotInterface):
+    """The engine's commands as the driver's actions, topics and services."""
+
+    def __init__(self, node: Node, still_animations: Sequence[str]) -> None:
+        self.node = node
+        self.still_animations = set(still_animations)
+        self._clients: Dict[str, ActionClient] = {
+            "drive_straight": ActionClient(node, DriveStraight, "drive_straight"),
+            "turn_in_place": ActionClient(node, TurnInPlace, "turn_in_place"),
+            "set_head_angle": ActionClient(node, SetHeadAngle, "set_head_angle"),
+            "set_lift_height": ActionClient(node, SetLiftHeight, "set_lift_height"),
+            "play_animation": ActionClient(node, PlayAnimation, "play_animation"),
+        }
+        self._own: Set[bytes] = set()
+        self._own_order: Deque[bytes] = deque()
+        self._goal_handles: Dict[int, Any] = {}     # id(handle) -> rclpy ClientGoalHandle
+        self._sounds: List[Tuple[Handle, float]] = []
+        self._sound_cache: Dict[str, Any] = {}
+        self._face = node.create_publisher(String, "face/expression", QOS_COMMAND)
+        self._look = node.create_publisher(Point, "face/look_at", QOS_COMMAND)
+        self._backpack = node.create_publisher(BackpackLights, "backpack_lights", QOS_COMMAND)
+        self._pattern = node.create_publisher(BackpackLightPattern, "backpack_light_pattern", QOS_COMMAND)
+        self._object_lights = node.create_publisher(ObjectLights, "object_lights", QOS_COMMAND)
+        self._audio = node.create_publisher(AudioChunk, "audio/pcm", QOS_AUDIO)
+        self._light_service = node.create_client(PlayLightAnimation, "play_light_animation")
+        self._warned: Set[str] = set()
+
+    # ------------------------------------------------------------------ own goals
+
+    def is_own_goal(self, goal_id: bytes) -> bool:
+        return goal_id in self._own
+
+    def _remember(self, goal_id: bytes) -> None:
+        self._own.add(goal_id)
+        self._own_order.append(goal_id)
+        while len(self._own_order) > _OWN_GOALS_KEPT:
+            self._own.discard(self._own_order.popleft())
+
+    def _warn_once(self, key: str, text: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            self.node.get_logger().warning(text)
+
+    # ------------------------------------------------------------------ goals
+
+    def _goal(self, action: str, goal: Any, kind: str) -> Handle:
+        handle = Handle(action, kind, canceller=self._cancel)
+        client = self._clients[action]
+        if not client.server_is_ready():
+            handle.fail(f"{action}: the driver's action server is not available")
+            self._warn_once(action, f"{action}: the driver's action server is not available")
+            return handle
+        goal_id = UUID(uuid=list(uuid.uuid4().bytes))
+        self._remember(bytes(goal_id.uuid))
+        future = client.send_goal_async(goal, goal_uuid=goal_id)
+        future.add_done_callback(lambda f, h=handle: self._on_goal_response(h, f))
+        return handle
+
+    def _on_goal_response(self, handle: Handle, future) -> None:
+        try:
+            goal_handle = future.result()
+        except Exception as exc:  # noqa: BLE001 - rclpy sets whatever failed; reported on the handle
+            handle.fail(f"{handle.what}: sending the goal failed: {exc}")
+            return
+        if goal_handle is None or not goal_handle.accepted:
+            handle.fail(f"{handle.what}: the driver rejected the goal (its log says why)")
+            return
+        if handle.done and not handle.cancel_requested:
+            return
+        handle.accepted()
+        self._goal_handles[id(handle)] = goal_handle
+        if handle.cancel_requested:
+            goal_handle.cancel_goal_async()
+        result = goal_handle.get_result_async()
+        result.add_done_callback(lambda f, h=handle: self._on_result(h, f))
+
+    def _on_result(self, handle: Handle, future) -> None:
+        self._goal_handles.pop(id(handle), None)
+        try:
+            response = future.result()
+        except Exception as exc:  # noqa: BLE001 - reported on the handle
+            handle.fail(f"{handle.what}: no result: {exc}")
+            return
+        message = getattr(response.result, "message", "")
+        if response.status == GoalStatus.STATUS_SUCCEEDED and getattr(response.result, "success", True):
+            handle.succeed(message)
+        elif response.status == GoalStatus.STATUS_CANCELED:
+            handle.canceled(message or "canceled")
+        else:
+            handle.fail(f"{handle.what}: {message or 'aborted'}")
+
+    def _cancel(self, handle: Handle) -> None:
+        goal_handle = self._goal_handles.get(id(handle))
+        if goal_handle is not None:
+            goal_handle.cancel_goal_async()
+        # a goal not yet accepted is cancelled when its acceptance arrives (cancel_requested)
+        handle.canceled("canceled by the behavior engine")
+
+    def cancel_all(self) -> None:
+        for goal_handle in list(self._goal_handles.values()):
+            goal_handle.cancel_goal_async()
+
+    # ------------------------------------------------------------------ RobotInterface
+
+    def drive_straight(self, distance: float, speed: float) -> Handle:
+        return self._goal("drive_straight", DriveStraight.Goal(distance=float(distance),
+                                                               speed=float(speed)), "treads")
+
+    def turn_in_place(self, angle: float, speed: float) -> Handle:
+        return self._goal("turn_in_place", TurnInPlace.Goal(angle=float(angle), speed=float(speed)),
+                          "treads")
+
+    def set_head_angle(self, angle: float, duration: float = 0.0) -> Handle:
+        return self._goal("set_head_angle", SetHeadAngle.Goal(angle=float(angle),
+                                                              duration=float(duration)), "head")
+
+    def set_lift_height(self, height: float, duration: float = 0.0) -> Handle:
+        return self._goal("set_lift_height", SetLiftHeight.Goal(height=float(height),
+                                                                duration=float(duration)), "lift")
+
+    def play_animation(self, name: str = "", group: str = "", loops: int = 1) -> Handle:
+        return self._goal("play_animation", PlayAnimation.Goal(name=name, group=group,
+                                                               loops=max(0, int(loops))), "animation")
+
+    def animation_drives(self, name: str, group: str) -> bool:
+        return (group or name) not in self.still_animations
+
+    def play_sound(self, spec: str, volume: float = 1.0) -> Handle:
+        handle = Handle(f"sound {spec}", "sound")
+        pcm = self._sound_cache.get(spec)
+        if pcm is None:
+            from ..anim.clip import synthesize  # numpy only; imported when first needed
+
+            try:
+                pcm = synthesize(spec)
+            except ValueError as exc:
+                handle.fail(str(exc))
+                return handle
+            if len(self._sound_cache) >= _SOUND_CACHE:
+                self._sound_cache.pop(next(iter(self._sound_cache)))
+            self._sound_cache[spec] = pcm
+        from ..protocol.audio import SAMPLE_RATE
+
+        samples = pcm if volume >= 1.0 else (pcm * max(0.0, float(volume))).astype(pcm.dtype)
+        step = int(SAMPLE_RATE * _AUDIO_CHUNK_S)
+        for start in range(0, len(samples), step):
+            self._audio.publish(AudioChunk(sample_rate=SAMPLE_RATE, channels=1,
+                                           samples=samples[start:start + step].tolist()))
+        handle.accepted()
+        self._sounds.append((handle, time.monotonic() + len(samples) / SAMPLE_RATE))
+        return handle
+
+    def finish_sounds(self, now: float) -> None:
+        """Sounds are done when their time has passed (the driver plays the stream)."""
+        if not self._sounds:
+            return
+        keep = []
+        for handle, end in self._sounds:
+            if now >= end:
+                handle.succeed("played")
+            elif not handle.done:
+                keep.append((handle, end))
+        self._sounds = keep
+
+    def set_face(self, expression: str) -> None:
+        self._face.publish(String(data=str(expression)))
+
+    def look_at(self, x: float, y: float) -> None:
+        self._look.publish(Point(x=float(x), y=float(y), z=0.0))
+
+    def set_backpack_lights(self, colors, blink_period: float = 0.0) -> None:
+        colors = list(colors) if colors is not None else [None] * 5
+        if self._pattern.get_subscription_count() > 0:
+            msg = BackpackLightPattern(front=_light(colors[0], blink_period),
+                                       middle=_light(colors[1], blink_period),
+                                       back=_light(colors[2], blink_period),
+                                       left=_light(colors[3], blink_period),
+                                       right=_light(colors[4], blink_period))
+            self._pattern.publish(msg)
+        else:
+            self._backpack.publish(BackpackLights(front=_color(colors[0]), middle=_color(colors[1]),
+                                                  back=_color(colors[2]), left=_color(colors[3]),
+                                                  right=_color(colors[4])))
+
+    def set_cube_lights(self, factory_id: int, color, blink_period: float = 0.0) -> None:
+        self._object_lights.publish(ObjectLights(factory_id=int(factory_id),
+                                                 lights=[_light(color, blink_period)]))
+
+    def play_light_animation(self, target: str, name: str) -> Handle:
+        handle = Handle(f"light animation {name} on {target}", "lights")
+        if not self._light_service.service_is_ready():
+            handle.fail("play_light_animation: the driver's service is not available")
+            return handle
+        future = self._light_service.call_async(PlayLightAnimation.Request(target=target, name=name))
+        handle.accepted()
+
+        def done(f, h=handle):
+            try:
+                reply = f.result()
+            except Exception as exc:  # noqa: BLE001 - reported on the handle
+                h.fail(str(exc))
+                return
+            (h.succeed if reply.success else h.fail)(reply.message)
+        future.add_done_callback(done)
+        return handle
+
+
+def _descriptor(param) -> ParameterDescriptor:
+    text = param.description + (f" [{param.unit}]" if param.unit else "")
+    descriptor = ParameterDescriptor(description=text, read_only=False)
+    if param.minimum is not None:
+        if isinstance(param.default, float):
+            descriptor.floating_point_range = [FloatingPointRange(
+                from_value=float(param.minimum), to_value=float(param.maximum), step=0.0)]
+        elif isinstance(param.default, int) and not isinstance(param.default, bool):
+            descriptor.integer_range = [IntegerRange(
+                from_value=int(param.minimum), to_value=int(param.maximum), step=0)]
+    return descriptor
+
+
+class BehaviorNode(Node):
+    """See the module docstring."""
+
+    def __init__(self, node_name: str = "cozmo_behavior", **kwargs: Any) -> None:
+        super().__init__(node_name, **kwargs)
+        p: Dict[str, Any] = {}
+        for param in BEHAVIOR_PARAMETERS:
+            p[param.name] = self.declare_parameter(param.name, param.default, _descriptor(param)).value
+        self._params = p
+        log = self.get_logger()
+        warnings: List[str] = []
+        self.config = load_config([p["config_file"]] if p["config_file"] else [],
+                                  app_resources=p["app_resources_dir"] or None,
+                                  warn=warnings.append)
+        for text in warnings[:20]:
+            log.warning(text)
+        if len(warnings) > 20:
+            log.warning(f"... and {len(warnings) - 20} more app resources skipped")
+        self.robot = RosRobot(self, builtin_still_animations() + self.config.charger_safe_animations)
+        now = time.monotonic()
+        self.engine = Engine(self.config, self.robot, now, seed=int(p["seed"]),
+                             user_pause=float(p["user_pause"]), enabled=bool(p["enabled"]),
+                             start_delay=float(p["start_delay"]), log=self._engine_log)
+        self._closed = False
+        self._user_goals: Dict[str, Set[bytes]] = {action: set() for action in USER_ACTIONS}
+        self.user_commands = 0
+        # inputs
+        self.create_subscription(RobotEvent, "events", self._on_event, QOS_EVENTS)
+        # the status streams at ~33 Hz; the engine needs one snapshot per connection (the
+        # driver's events report every change after it), so it subscribes only until then
+        self._status_sub: Optional[Any] = None
+        self._status_seen = False
+        self._watch_status()
+        self.create_subscription(BatteryState, "battery_state", self._on_battery, QOS_STATE)
+        self.create_subscription(LinkStatus, "link_status", self._on_link, QOS_LATCHED)
+        self.create_subscription(ObjectEvent, "object_events", self._on_object_event, QOS_EVENTS)
+        self.create_subscription(String, "behavior/trigger", self._on_trigger, QOS_COMMAND)
+        cmd_vel_type = TwistStamped if p["cmd_vel_stamped"] else Twist
+        topic_types = {"cmd_vel": cmd_vel_type, "head/angle": HeadAngle, "lift/height": LiftHeight,
+                       "head/velocity": Float64, "lift/velocity": Float64}
+        for topic in USER_TOPICS:
+            self.create_subscription(topic_types[topic], topic,
+                                     lambda msg, t=topic: self._on_user_topic(t), QOS_WATCH)
+        for action in USER_ACTIONS:
+            self.create_subscription(GoalStatusArray, f"{action}/_action/status",
+                                     lambda msg, a=action: self._on_goal_status(a, msg),
+                                     qos_profile_action_status_default)
+        # outputs
+        self._emotions_pub = self.create_publisher(EmotionState, "behavior/emotions", QOS_STATE)
+        self._status_pub = self.create_publisher(BehaviorStatus, "behavior/status", QOS_LATCHED)
+        self.create_service(SetBool, "behavior/enable", self._on_enable)
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+        self.create_timer(1.0 / float(p["tick_rate"]), self._on_tick)
+        self.create_timer(1.0 / float(p["emotions_rate"]), self._publish_emotions)
+        self.create_timer(1.0, self._publish_status)
+        log.info(f"behavior engine: {len(self.config.behaviors)} behaviors, "
+                 f"{len(self.config.reactions)} reactions, {len(self.config.activities)} activities, "
+                 f"{len(self.config.emotions)} emotions; "
+                 f"{'enabled' if p['enabled'] else 'disabled'}, user_pause {p['user_pause']:g} s")
+
+    # ------------------------------------------------------------------ engine glue
+
+    def _engine_log(self, level: str, text: str) -> None:
+        if not self.context.ok():
+            print(f"[{level.upper()}] [{self.get_name()}]: {text}", file=sys.stderr)
+            return
+        # one call site per severity: rclpy refuses two severities from one line
+        log = self.get_logger()
+        if level == "debug":
+            log.debug(text)
+        elif level == "warning":
+            log.warning(text)
+        elif level == "error":
+            log.error(text)
+        else:
+            log.info(text)
+
+    def _on_tick(self) -> None:
+        now = time.monotonic()
+        if self._status_seen and self._status_sub is not None:
+            self.destroy_subscription(self._status_sub)
+            self._status_sub = None
+        if any(self._user_goals.values()):
+            active = [a for a, goals in self._user_goals.items() if goals]
+            self.engine.on_user_command(f"action {active[0]}", now)
+        self.robot.finish_sounds(now)
+        self.engine.tick(now)
+        if self.engine.take_changed():
+            self._publish_status()
+        if self.engine.emotions.take_changed():
+            self._publish_emotions()
+
+    def _on_event(self, msg: RobotEvent) -> None:
+        trigger = ROBOT_EVENT_TRIGGERS.get(int(msg.type))
+        if trigger is not None:
+            self.engine.on_trigger(trigger, time.monotonic(), {"description": msg.description,
+                                                              "value": float(msg.value)})
+
+    def _watch_status(self) -> None:
+        if self._status_sub is None:
+            self._status_seen = False
+            self._status_sub = self.create_subscription(RobotStatus, "status", self._on_status,
+                                                        QOS_LATEST)
+
+    def _on_status(self, msg: RobotStatus) -> None:
+        self.engine.on_state(on_charger=msg.is_on_charger, charging=msg.is_charging,
+                             cliff=msg.cliff_detected, picked_up=msg.is_picked_up,
+                             falling=msg.is_falling)
+        self._status_seen = True   # unsubscribed at the next tick, not inside its own callback
+
+    def _on_battery(self, msg: BatteryState) -> None:
+        if math.isfinite(msg.percentage):
+            self.engine.on_battery(float(msg.percentage), time.monotonic())
+
+    def _on_link(self, msg: LinkStatus) -> None:
+        connected = msg.state == LinkStatus.CONNECTED
+        if connected and not self.engine.state.connected:
+            self._watch_status()   # a snapshot of the robot's state for the new connection
+        self.engine.on_connected(connected, time.monotonic())
+
+    def _on_object_event(self, msg: ObjectEvent) -> None:
+        if msg.type == ObjectEvent.TAPPED:
+            self.engine.on_cube_tap(msg.name or f"object_{msg.factory_id}", int(msg.factory_id),
+                                    int(msg.tap_count), time.monotonic())
+
+    def _on_trigger(self, msg: String) -> None:
+        name = msg.data.strip()
+        if not name:
+            self.get_logger().warning("behavior/trigger: an empty trigger name is ignored")
+            return
+        self.engine.on_trigger(name, time.monotonic())
+
+    def _on_user_topic(self, topic: str) -> None:
+        self.user_commands += 1
+        self.engine.on_user_command(topic, time.monotonic())
+
+    def _on_goal_status(self, action: str, msg: GoalStatusArray) -> None:
+        active = set()
+        for status in msg.status_list:
+            goal_id = bytes(bytearray(status.goal_info.goal_id.uuid))
+            if status.status in _ACTIVE_GOAL and not self.robot.is_own_goal(goal_id):
+                active.add(goal_id)
+        new = active - self._user_goals[action]
+        self._user_goals[action] = active
+        if new:
+            self.user_commands += 1
+            self.engine.on_user_command(f"action {action}", time.monotonic())
+
+    # ------------------------------------------------------------------ publishing
+
+    def _publish_emotions(self) -> None:
+        now = time.monotonic()
+        msg = EmotionState()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.emotions = [Emotion(name=name, value=float(value))
+                        for name, value in self.engine.emotions.values(now).items()]
+        self._emotions_pub.publish(msg)
+
+    def _publish_status(self) -> None:
+        s = self.engine.status(time.monotonic())
+        msg = BehaviorStatus(enabled=s.enabled, paused=s.paused, pause_remaining=float(s.pause_remaining),
+                             pause_reason=s.pause_reason, activity=s.activity, behavior=s.behavior,
+                             reason=s.reason, last_behavior=s.last_behavior, last_outcome=s.last_outcome,
+                             behaviors_started=s.behaviors_started, behaviors_failed=s.behaviors_failed)
+        msg.header.stamp = self.get_clock().now().to_msg()
+        self._status_pub.publish(msg)
+
+    # ------------------------------------------------------------------ control
+
+    def _on_enable(self, request, response):
+        result = self.set_parameters([Parameter("enabled", value=bool(request.data))])[0]
+        response.success = result.successful
+        response.message = (("enabled" if request.data else "disabled") if result.successful
+                            else result.reason)
+        return response
+
+    def _on_set_parameters(self, parameters) -> SetParametersResult:
+        for param in parameters:
+            spec = next((s for s in BEHAVIOR_PARAMETERS if s.name == param.name), None)
+            if spec is None:
+                continue
+            if not spec.dynamic:
+                return SetParametersResult(successful=False,
+                                           reason=f"{param.name} is read at start-up only")
+        for param in parameters:
+            if param.name == "enabled":
+                self.engine.set_enabled(bool(param.value), time.monotonic())
+                self._publish_status()
+            elif param.name == "user_pause":
+                self.engine.user_pause = float(param.value)
+        return SetParametersResult(successful=True)
+
+    def close(self) -> None:
+        """Stop the running behavior and cancel its goals (idempotent). Needs the context:
+        ``main`` keeps it up until this has run."""
+        if self._closed:
+            return
+        self._closed = True
+        if not self.context.ok():
+            print(f"[WARN] [{self.get_name()}]: the ROS context is already shut down: the running "
+                  "behavior's goals cannot be cancelled", file=sys.stderr)
+            return
+        self.engine.shutdown(time.monotonic())
+        self.robot.cancel_all()
+
+    def destroy_node(self) -> None:
+        self.close()
+        super().destroy_node()
+
+
+def _raise_interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+def main(args: Optional[List[str]] = None) -> int:
+    """``cozmo_behavior_node``: run the engine until Ctrl-C or SIGTERM.
+
+    rclpy's own signal handler would shut the context down before the node could
+    cancel its goals; where rclpy lets us (Humble and later), SIGINT and SIGTERM
+    raise KeyboardInterrupt instead, the node stops what it started, and then
+    rclpy shuts down."""
+    own_signals = False
+    try:
+        from rclpy.signals import SignalHandlerOptions
+        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+        own_signals = True
+    except (ImportError, TypeError):  # pragma: no cover - an rclpy without the option
+        rclpy.init(args=args)
+    if own_signals:
+        signal.signal(signal.SIGINT, _raise_interrupt)
+        signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        node = BehaviorNode()
+    except (ConfigError, rclpy.exceptions.ParameterException) as exc:
+        print(f"cozmo_behavior_node: {exc}", file=sys.stderr)
+        try_shutdown()
+        return 2
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    try:
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if own_signals:  # the clean-up below is bounded: no second interrupt in the middle
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        node.close()
+        # let the cancel requests and the last messages go out
+        deadline = time.monotonic() + 0.3
+        while node.context.ok() and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.05)
+        executor.shutdown(timeout_sec=1.0)
+        node.destroy_node()
+        try_shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

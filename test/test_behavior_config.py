@@ -1,0 +1,210 @@
+"""The behavior engine's configuration: the defaults, merging, errors that name the key,
+plug-in behavior classes, the node's parameter table against config/cozmo.yaml and the
+README, and the loader of the Cozmo app's JSON definitions (fixtures written for these
+tests in test/app_resources, in the shape the loader documents)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from behavior_fakes import FakeRobot
+from cozmo_driver.behavior import ConfigError, Engine, load_config, parse_config
+from cozmo_driver.behavior.app_resources import (emotion_name, load_app_resources,
+                                                 strip_json_comments)
+from cozmo_driver.behavior.behaviors import BUILTIN_BEHAVIORS
+from cozmo_driver.behavior.config import default_config_data, merge
+from cozmo_driver.behavior.parameters import BEHAVIOR_PARAMETERS, defaults
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = Path(__file__).resolve().parent / "app_resources"
+
+
+def test_the_defaults_load_and_hold_the_issue_behaviors():
+    config = load_config()
+    assert {e.name for e in config.emotions} == {"happy", "confident", "social", "stimulated", "calm"}
+    assert len(config.behaviors) >= 10
+    classes = {spec.class_name for spec in config.behaviors.values()}
+    assert {"look_around", "explore", "react_to_cliff", "react_to_pickup", "celebrate_cube",
+            "sleep_on_charger", "drive_off_charger", "greet", "get_bored",
+            "low_battery_sad"} <= classes
+    triggers = {r.trigger: r for r in config.reactions}
+    assert {"cliff_detected", "picked_up", "put_down", "falling", "poked", "button_pressed",
+            "cube_tapped", "on_charger", "low_battery", "face_seen"} <= set(triggers)
+    assert triggers["picked_up"].priority > triggers["cliff_detected"].priority > triggers["poked"].priority
+    assert [a.name for a in config.activities] == ["charger", "low_battery", "freeplay"]
+    for cls in BUILTIN_BEHAVIORS.values():
+        assert cls.description, cls
+
+
+def test_merge_replaces_merges_and_removes():
+    base = {"a": {"x": 1, "y": 2}, "b": [1, 2], "c": 3}
+    assert merge(base, {"a": {"y": 5, "z": 6}, "b": [9], "c": None}) == {"a": {"x": 1, "y": 5, "z": 6}, "b": [9]}
+    assert base == {"a": {"x": 1, "y": 2}, "b": [1, 2], "c": 3}
+
+
+def test_a_user_file_is_merged_over_the_defaults(tmp_path):
+    path = tmp_path / "mine.yaml"
+    path.write_text("""
+reactions:
+  poked: null                       # no reaction to pokes
+  button_pressed: {cooldown: 1.0}   # the rest kept
+behaviors:
+  wave: {class: behavior_fakes:Forever, params: {drive: false}, max_duration: 5}
+activities:
+  freeplay: {behaviors: {wave: {weight: 2.0}}}
+""")
+    config = load_config([path])
+    triggers = {r.trigger: r for r in config.reactions}
+    assert "poked" not in triggers
+    assert triggers["button_pressed"].cooldown == 1.0 and triggers["button_pressed"].behavior == "greet"
+    freeplay = [a for a in config.activities if a.name == "freeplay"][0]
+    assert {e.behavior: e.weight for e in freeplay.entries}["wave"] == 2.0
+    assert config.behaviors["wave"].max_duration == 5.0
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"behaviors": {"explore": {"max_duration": "long"}}},
+     "behaviors.explore.max_duration: expected a number, got 'long'"),
+    ({"behaviors": {"explore": {"max_duration": 0}}},
+     "behaviors.explore.max_duration: expected a number > 0"),
+    ({"behaviors": {"explore": {"speeed": 1}}}, "behaviors.explore.speeed: unknown key"),
+    ({"behaviors": {"explore": {"params": {"leg": 0.1}}}},
+     "behaviors.explore.params.leg: unknown parameter of Explore (known: back_off_m"),
+    ({"behaviors": {"explore": {"params": {"legs": 2.5}}}},
+     "behaviors.explore.params.legs: expected a whole number"),
+    ({"behaviors": {"x": {"class": "no_such_class"}}}, "behaviors.x.class: unknown behavior class 'no_such_class'"),
+    ({"behaviors": {"x": {"class": "no_such_module:Thing"}}}, "behaviors.x.class: cannot import no_such_module"),
+    ({"behaviors": {"x": {"class": "behavior_fakes:FakeRobot"}}}, "behaviors.x.class: behavior_fakes:FakeRobot is not a Behavior subclass"),
+    ({"behaviors": {"explore": {"on_success": "no_event"}}}, "behaviors.explore.on_success: unknown emotion event 'no_event'"),
+    ({"reactions": {"poked": {"behavior": "nobody"}}}, "reactions.poked.behavior: unknown behavior 'nobody'"),
+    ({"reactions": {"poked": {"priority": 0}}}, "reactions.poked.priority: expected a whole number > 0"),
+    ({"reactions": {"poked": {"when": {"sleeping": True}}}}, "reactions.poked.when.sleeping: unknown robot state flag"),
+    ({"reactions": {"poked": {"cooldown": -1}}}, "reactions.poked.cooldown: expected a number >= 0"),
+    ({"reactions": {"new": {"priority": 5}}}, "reactions.new.behavior: missing"),
+    ({"emotions": {"happy": {"min": 1.0}}}, "emotions.happy: min (1) must be below max (1)"),
+    ({"emotions": {"happy": {"rest": 3.0}}}, "emotions.happy.rest: expected a number <= 1"),
+    ({"emotions": {"happy": {"decay": [[0, 1], [0, 0.5]]}}}, "emotions.happy.decay: the x values of a curve must increase"),
+    ({"emotions": {"happy": {"decay": [[0, 1, 2]]}}}, "emotions.happy.decay[0]: expected a point [x, y]"),
+    ({"emotion_events": {"poked": {"joy": 0.1}}}, "emotion_events.poked.joy: unknown emotion"),
+    ({"activities": {"freeplay": {"behaviors": {"ghost": {}}}}}, "activities.freeplay.behaviors.ghost: unknown behavior"),
+    ({"activities": {"freeplay": {"behaviors": {"explore": {"emotions": {"calm": "high"}}}}}},
+     "activities.freeplay.behaviors.explore.emotions.calm: expected a number or a list"),
+    ({"low_battery": {"threshold": 2}}, "low_battery.threshold: expected a number <= 1"),
+    ({"moods": {}}, "moods: unknown key"),
+])
+def test_a_bad_value_is_an_error_that_names_the_key(change, message):
+    with pytest.raises(ConfigError) as exc:
+        parse_config(merge(default_config_data(), change))
+    assert message in str(exc.value)
+
+
+def test_file_errors_name_the_file(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read the behavior configuration .*missing.yaml"):
+        load_config([tmp_path / "missing.yaml"])
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("reactions: [unclosed\n")
+    with pytest.raises(ConfigError, match="bad.yaml is not valid YAML"):
+        load_config([bad])
+    wrong = tmp_path / "wrong.yaml"
+    wrong.write_text("behaviors: {explore: {max_duration: -3}}\n")
+    with pytest.raises(ConfigError, match=r"behaviors.explore.max_duration: .* \(in .*wrong.yaml\)"):
+        load_config([wrong])
+    listed = tmp_path / "list.yaml"
+    listed.write_text("- a\n- b\n")
+    with pytest.raises(ConfigError, match="expected a mapping at the top"):
+        load_config([listed])
+
+
+# ----------------------------------------------------------------------------- node parameters
+
+def test_config_yaml_lists_every_behavior_node_parameter_with_its_default():
+    doc = yaml.safe_load((ROOT / "config" / "cozmo.yaml").read_text())
+    assert doc["cozmo_behavior"]["ros__parameters"] == defaults()
+
+
+def test_readme_documents_the_behavior_engine():
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Behavior engine", 1)[1].split("\n## ", 1)[0]
+    for param in BEHAVIOR_PARAMETERS:
+        assert f"| `{param.name}` |" in section, param.name
+    config = load_config()
+    for spec in config.behaviors.values():
+        assert f"`{spec.name}`" in section, spec.name
+    for reaction in config.reactions:
+        assert f"`{reaction.trigger}`" in section, reaction.trigger
+    for name in BUILTIN_BEHAVIORS:
+        assert f"`{name}`" in section, name
+    for topic in ("behavior/emotions", "behavior/status", "behavior/enable", "behavior/trigger"):
+        assert f"`{topic}`" in section, topic
+
+
+# ----------------------------------------------------------------------------- app resources
+
+def test_json_comments_are_stripped_outside_strings():
+    text = '{"a": "x // y", /* b */ "c": 1 // end\n}'
+    assert strip_json_comments(text) == '{"a": "x // y",  "c": 1 \n}'
+    assert emotion_name("WantToPlay") == "want_to_play" and emotion_name("Happy") == "happy"
+
+
+def test_app_resources_are_read_into_the_engines_shape():
+    warnings = []
+    res = load_app_resources(APP, warn=warnings.append)
+    assert (res.behaviors, res.reactions, res.emotion_events, res.decay_graphs) == (4, 3, 3, 1)
+    assert any("StackBlocks" in w and "not supported" in w for w in warnings)
+    assert any("broken.json" in w for w in warnings)
+    assert any("PlacedOnCharger" in w and "not loaded" in w for w in warnings)
+    cfg = res.config
+    assert cfg["behaviors"]["ReactToPickup"]["params"] == {"groups": ["anim_react_pickup_group"],
+                                                           "arbitrary": False}
+    assert cfg["behaviors"]["Fidget"]["params"] == {"groups": ["anim_idle_a", "IdleB"], "arbitrary": True}
+    assert cfg["behaviors"]["DriveOffCharger"] == {"class": "drive_off_charger",
+                                                   "params": {"distance_m": 0.15}, "max_duration": 60.0}
+    assert cfg["reactions"] == {"cliff_detected": {"behavior": "ReactToCliff"},
+                                "picked_up": {"behavior": "ReactToPickup"},
+                                "Hiccup": {"behavior": "Fidget"}}
+    assert cfg["emotion_events"]["Greeted"] == {"social": 0.3}
+    assert cfg["repetition_penalty"] == [[0.0, 0.0], [30.0, 1.0]]
+    # the same directory given as cozmo_resources itself
+    assert load_app_resources(APP / "cozmo_resources").behaviors == 4
+    with pytest.raises(ConfigError, match="holds neither cozmo_resources"):
+        load_app_resources(APP / "cozmo_resources" / "assets" / "animationGroupMaps")
+    with pytest.raises(ConfigError, match="is not a directory"):
+        load_app_resources(APP / "nothing_here")
+
+
+def test_app_definitions_run_in_the_engine():
+    config = load_config(app_resources=APP)
+    triggers = {r.trigger: r for r in config.reactions}
+    # the app's behavior with this engine's priority, cool-down and conditions
+    assert triggers["picked_up"].behavior == "ReactToPickup" and triggers["picked_up"].priority == 100
+    assert triggers["cliff_detected"].when == {"picked_up": False, "falling": False, "on_charger": False}
+    assert triggers["Hiccup"].priority == 50
+    emotions = {e.name: e for e in config.emotions}
+    assert "want_to_play" in emotions and emotions["happy"].decay is not None
+    robot = FakeRobot(auto=True)
+    engine = Engine(config, robot, now=0.0)
+    engine.on_connected(True, 0.0)
+    engine.on_trigger("picked_up", 0.0)
+    engine.tick(0.0)
+    engine.tick(0.1)
+    assert ("play_animation", "anim_react_pickup_group") in robot.calls
+    assert engine.last_behavior == "ReactToPickup" and engine.last_outcome == "succeeded"
+    # an app trigger that only a node can post
+    engine.on_trigger("Hiccup", 5.0)
+    engine.tick(5.0)
+    engine.tick(5.1)
+    assert engine.last_behavior == "Fidget"
+    # app emotion events and decay graphs: happy's own graph halves it in 10 s
+    engine.emotions.apply("PlayedWithCube", 10.0)
+    assert engine.emotions.value("want_to_play", 10.0) == pytest.approx(0.5)
+    assert engine.emotions.value("happy", 20.0) == pytest.approx(0.5 * engine.emotions.value("happy", 10.0))
+    # the app's default graph for the others: held for 60 s, gone at 120 s
+    assert engine.emotions.value("want_to_play", 70.0) == pytest.approx(0.5)
+    assert engine.emotions.value("want_to_play", 130.0) == pytest.approx(0.0)
+    # an event's own repetition penalty
+    first = engine.emotions.apply("Startled", 200.0)["calm"]
+    second = engine.emotions.apply("Startled", 200.0)["calm"]
+    assert second == pytest.approx(first / 2)

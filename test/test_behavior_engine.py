@@ -1,0 +1,566 @@
+"""The behavior engine without ROS: emotions and their decay, reactions (priorities,
+cool-downs, conditions), activity choice, the user-command pause, enable/disable,
+the charger rule, behaviors that raise, time-outs. Time is injected everywhere."""
+
+from __future__ import annotations
+
+import collections
+import random
+
+import pytest
+
+from behavior_fakes import FakeRobot
+from cozmo_driver.behavior import (Curve, EmotionEvent, Emotions, EmotionSpec, Engine, Handle,
+                                   Outcome, RobotState, parse_config)
+from cozmo_driver.behavior.activities import Activity, ActivityChooser, ActivityEntry
+from cozmo_driver.behavior.config import merge
+from cozmo_driver.behavior.reactions import LowBatteryDetector, Reaction, ReactionTable
+
+TICK = 0.1
+
+
+# ----------------------------------------------------------------------------- emotions
+
+def test_exponential_decay_is_exact_at_any_time():
+    e = Emotions([EmotionSpec("happy", half_life=10.0), EmotionSpec("calm", rest=0.3, half_life=4.0)])
+    e.add("happy", 0.8, now=0.0)
+    assert e.value("happy", 0.0) == pytest.approx(0.8)
+    assert e.value("happy", 10.0) == pytest.approx(0.4)
+    assert e.value("happy", 20.0) == pytest.approx(0.2)
+    assert e.value("happy", 5.0) == pytest.approx(0.8 * 0.5 ** 0.5)
+    # towards the resting value, not towards 0
+    e.set("calm", -0.5, now=0.0)
+    assert e.value("calm", 4.0) == pytest.approx(0.3 + (-0.5 - 0.3) / 2)
+    assert e.value("calm", 400.0) == pytest.approx(0.3)
+
+
+def test_decay_does_not_depend_on_how_often_it_is_read():
+    a = Emotions([EmotionSpec("happy", half_life=7.0)])
+    b = Emotions([EmotionSpec("happy", half_life=7.0)])
+    a.add("happy", 1.0, 0.0)
+    b.add("happy", 1.0, 0.0)
+    for i in range(1, 301):
+        a.value("happy", i * 0.1)
+    assert a.value("happy", 30.0) == b.value("happy", 30.0) == pytest.approx(0.5 ** (30 / 7))
+
+
+def test_a_change_adds_to_the_decayed_value_and_clamps():
+    e = Emotions([EmotionSpec("happy", half_life=10.0)])
+    e.add("happy", 0.8, 0.0)
+    assert e.add("happy", 0.1, 10.0) == pytest.approx(0.5)   # 0.4 + 0.1, re-anchored at 10 s
+    assert e.value("happy", 20.0) == pytest.approx(0.25)
+    assert e.add("happy", 5.0, 20.0) == 1.0
+    assert e.add("happy", -9.0, 20.0) == -1.0
+
+
+def test_decay_graph_holds_then_falls():
+    spec = EmotionSpec("social", rest=0.0, decay=Curve.of([(0, 1.0), (10, 1.0), (20, 0.0)]))
+    e = Emotions([spec])
+    e.set("social", 0.6, 0.0)
+    assert e.value("social", 10.0) == pytest.approx(0.6)
+    assert e.value("social", 15.0) == pytest.approx(0.3)
+    assert e.value("social", 25.0) == pytest.approx(0.0)
+    no_decay = Emotions([EmotionSpec("x", half_life=0.0)])
+    no_decay.set("x", 0.7, 0.0)
+    assert no_decay.value("x", 1e6) == pytest.approx(0.7)
+
+
+def test_repeated_events_are_dampened():
+    e = Emotions([EmotionSpec("happy", half_life=0.0)],
+                 [EmotionEvent("tap", {"happy": 0.2})],
+                 repetition_penalty=Curve.of([(0, 0.0), (10, 1.0)]))
+    assert e.apply("tap", 0.0) == {"happy": pytest.approx(0.2)}
+    assert e.apply("tap", 5.0) == {"happy": pytest.approx(0.1)}   # half a penalty 5 s later
+    assert e.apply("tap", 5.0)["happy"] == pytest.approx(0.0)     # at once again: nothing
+    assert e.apply("tap", 100.0) == {"happy": pytest.approx(0.2)}
+    assert e.apply("unknown", 100.0) == {}
+    assert e.value("happy", 100.0) == pytest.approx(0.5)
+
+
+def test_curve():
+    c = Curve.of([(0, 0.0), (10, 1.0), (20, 3.0)])
+    assert (c(-5), c(5), c(15), c(99)) == (0.0, 0.5, 2.0, 3.0)
+    with pytest.raises(ValueError, match="increase"):
+        Curve.of([(1, 0), (1, 1)])
+
+
+# ----------------------------------------------------------------------------- reactions
+
+def test_reaction_cooldown_and_conditions():
+    table = ReactionTable([Reaction("cliff_detected", "react", 90, cooldown=3.0,
+                                    when={"picked_up": False})])
+    state = RobotState()
+    assert table.select("cliff_detected", 0.0, state)[0] is not None
+    table.fired("cliff_detected", 0.0)
+    reaction, why = table.select("cliff_detected", 2.0, state)
+    assert reaction is None and "cooling down (1.0 s left)" in why
+    assert table.select("cliff_detected", 3.0, state)[0] is not None
+    state.picked_up = True
+    reaction, why = table.select("cliff_detected", 9.0, state)
+    assert reaction is None and "picked_up=false" in why
+    assert table.select("poked", 0.0, state) == (None, "no reaction")
+
+
+def test_low_battery_fires_once_with_hysteresis():
+    d = LowBatteryDetector(0.15, 0.05)
+    assert [d.update(v) for v in (0.5, 0.16, 0.14, 0.10, 0.18, 0.12, 0.21, 0.14)] == \
+        [False, False, True, False, False, False, False, True]
+
+
+# ----------------------------------------------------------------------------- activities
+
+def _activity(**entries) -> Activity:
+    return Activity("a", tuple(ActivityEntry(name, **kw) for name, kw in entries.items()))
+
+
+def test_activity_choice_follows_the_weights_with_a_seeded_rng():
+    activity = _activity(a={"weight": 3.0}, b={"weight": 1.0}, c={"weight": 0.0})
+    chooser = ActivityChooser([activity], random.Random(42))
+    picks = collections.Counter(chooser.choose(activity, {}, {}, 0.0, lambda n: True)
+                                for _ in range(4000))
+    assert set(picks) == {"a", "b"}
+    assert picks["a"] / 4000 == pytest.approx(0.75, abs=0.03)
+    # the same seed makes the same choices
+    again = ActivityChooser([activity], random.Random(42))
+    first = [again.choose(activity, {}, {}, 0.0, lambda n: True) for _ in range(50)]
+    chooser2 = ActivityChooser([activity], random.Random(42))
+    assert first == [chooser2.choose(activity, {}, {}, 0.0, lambda n: True) for _ in range(50)]
+
+
+def test_repetition_penalty_and_emotion_scores():
+    penalty = Curve.of([(0, 0.1), (30, 1.0)])
+    activity = Activity("a", (ActivityEntry("explore", 1.0),
+                              ActivityEntry("bored", 1.0, {"stimulated": Curve.of([(-1, 3.0), (0, 1.0)])})),
+                        repetition=penalty)
+    scores = ActivityChooser.scores(activity, {"stimulated": -0.5}, {"explore": 95.0}, 100.0,
+                                    lambda n: True)
+    assert scores["explore"] == pytest.approx(0.1 + 0.9 * 5 / 30)
+    assert scores["bored"] == pytest.approx(2.0)
+    # a behavior that cannot start scores 0; all 0: no choice
+    assert ActivityChooser.scores(activity, {}, {}, 0.0, lambda n: n != "bored")["bored"] == 0.0
+    assert ActivityChooser([activity]).choose(activity, {}, {}, 0.0, lambda n: False) is None
+    # statistics: just after explore ran, bored is chosen about 1 / (1 + 0.1) of the time
+    chooser = ActivityChooser([activity], random.Random(7))
+    picks = collections.Counter(chooser.choose(activity, {}, {"explore": 0.0}, 0.0, lambda n: True)
+                                for _ in range(3000))
+    assert picks["bored"] / 3000 == pytest.approx(1 / 1.1, abs=0.03)
+
+
+def test_the_applicable_activity_of_highest_priority_applies():
+    chooser = ActivityChooser([Activity("free", (), when={"on_charger": False}),
+                               Activity("charger", (), when={"on_charger": True}, priority=5),
+                               Activity("low", (), when={"battery_low": True}, priority=9)])
+    state = RobotState()
+    assert chooser.current(state).name == "free"
+    state.on_charger = True
+    assert chooser.current(state).name == "charger"
+    state.battery_low = True
+    assert chooser.current(state).name == "low"
+
+
+# ----------------------------------------------------------------------------- the engine
+
+def small_config(**sections):
+    """Two emotions, a few behaviors from behavior_fakes and built-ins, no activities
+    unless given."""
+    data = {
+        "emotions": {"happy": {"half_life": 10.0}, "calm": {"rest": 0.3, "half_life": 0.0}},
+        "emotion_events": {"poked": {"happy": 0.2}, "behavior_failed": {"calm": -0.1}},
+        "behaviors": {
+            "forever": {"class": "behavior_fakes:Forever", "max_duration": 30},
+            "still": {"class": "behavior_fakes:Forever", "params": {"drive": False}},
+            "greet": {"class": "greet", "on_success": {"happy": 0.5}},
+            "raiser": {"class": "behavior_fakes:RaisingBehavior"},
+            "drive_off_charger": {"class": "drive_off_charger"},
+        },
+        "reactions": {
+            "poked": {"behavior": "greet", "priority": 40, "cooldown": 3.0},
+            "picked_up": {"behavior": "still", "priority": 100},
+            "button_pressed": {"behavior": "raiser", "priority": 30},
+            "cube_tapped": {"behavior": "forever", "priority": 40},
+        },
+    }
+    return parse_config(merge(data, sections))
+
+
+def make_engine(config=None, auto=True, **kw):
+    robot = FakeRobot(auto=auto)
+    log = []
+    engine = Engine(config or small_config(), robot, now=0.0, log=lambda lvl, text: log.append((lvl, text)),
+                    **kw)
+    engine.on_connected(True, 0.0)
+    return engine, robot, log
+
+
+def run(engine, start, end):
+    t = start
+    for _ in range(int(round((end - start) / TICK)) + 1):
+        engine.tick(t)
+        t = round(t + TICK, 6)
+    return t
+
+
+def test_a_reaction_runs_its_behavior_and_applies_emotions():
+    engine, robot, log = make_engine()
+    engine.on_trigger("poked", 0.0)
+    assert engine.emotions.value("happy", 0.0) == pytest.approx(0.2)
+    engine.tick(0.0)
+    assert engine.running == "greet"
+    assert engine.status(0.0).reason == "reaction to poked"
+    run(engine, 0.1, 3.0)
+    assert engine.running is None
+    assert engine.last_outcome == "succeeded" and engine.last_behavior == "greet"
+    assert "play_animation" in robot.names() and robot.face == "neutral"   # face put back
+    # on_success {happy: 0.5}
+    assert engine.emotions.value("happy", engine.now) > 0.5
+
+
+def test_priorities_preempt_and_cooldowns_hold():
+    engine, robot, log = make_engine(auto=False)
+    engine.on_trigger("cube_tapped", 0.0)
+    engine.tick(0.0)
+    assert engine.running == "forever"
+    drive = robot.handles[0]
+    assert drive.what == "drive_straight" and not drive.done
+    engine.on_trigger("poked", 0.1)      # the same priority (40): does not preempt
+    engine.tick(0.1)
+    assert engine.running == "forever"
+    engine.on_trigger("picked_up", 0.2)  # 100: preempts; the drive is cancelled
+    engine.tick(0.2)
+    assert engine.running == "still" and drive.status == Handle.CANCELED
+    assert engine.last_outcome == "interrupted: preempted by the reaction to picked_up"
+    engine.on_trigger("put_down", 0.3)
+    engine.set_enabled(False, 0.4)
+    engine.set_enabled(True, 0.5)
+    engine.on_trigger("poked", 0.5)
+    engine.tick(0.5)
+    assert engine.running == "greet"
+    engine.set_enabled(False, 0.6)
+    engine.set_enabled(True, 0.7)
+    engine.on_trigger("poked", 1.0)      # cool-down of 3 s from 0.5
+    engine.tick(1.0)
+    assert engine.running is None
+    engine.on_trigger("poked", 3.6)
+    engine.tick(3.6)
+    assert engine.running == "greet"
+
+
+def test_user_commands_pause_the_engine():
+    engine, robot, log = make_engine(auto=False, user_pause=5.0)
+    engine.on_trigger("cube_tapped", 0.0)
+    engine.tick(0.0)
+    drive = robot.handles[0]
+    engine.on_user_command("cmd_vel", 1.0)
+    assert engine.running is None and drive.status == Handle.CANCELED
+    assert engine.last_outcome == "interrupted: paused by a user command (cmd_vel)"
+    status = engine.status(1.0)
+    assert status.paused and status.pause_remaining == pytest.approx(5.0) and status.pause_reason == "cmd_vel"
+    calls = len(robot.calls)
+    engine.on_trigger("poked", 2.0)      # no reaction while paused
+    run(engine, 1.0, 5.9)
+    assert engine.running is None and len(robot.calls) == calls
+    engine.on_user_command("action drive_straight", 4.0)   # extends to 9 s
+    run(engine, 6.0, 8.9)
+    assert engine.running is None and engine.status(8.9).paused
+    engine.on_trigger("poked", 9.5)
+    run(engine, 9.0, 9.5)
+    assert engine.running == "greet" and not engine.status(9.5).paused
+    assert any("paused for 5 s" in text for _, text in log)
+
+
+def test_disabled_and_disconnected_engines_start_nothing():
+    engine, robot, log = make_engine(enabled=False)
+    engine.on_trigger("poked", 0.0)
+    assert engine.emotions.value("happy", 0.0) == pytest.approx(0.2)   # emotions still follow
+    run(engine, 0.0, 1.0)
+    assert engine.running is None and not robot.calls and not engine.status(1.0).enabled
+    engine.set_enabled(True, 1.0)
+    engine.on_connected(False, 1.0)
+    engine.on_trigger("poked", 5.0)
+    run(engine, 5.0, 6.0)
+    assert engine.running is None
+    engine.on_connected(True, 6.0)
+    engine.on_trigger("poked", 6.0)
+    engine.tick(6.1)
+    assert engine.running == "greet"
+
+
+@pytest.mark.parametrize("phase", ["start", "tick", "stop"])
+def test_a_behavior_that_raises_is_stopped_reported_and_the_engine_goes_on(phase):
+    config = small_config(behaviors={"raiser": {"params": {"raise_in": phase}}})
+    engine, robot, log = make_engine(config, auto=False)
+    engine.on_trigger("button_pressed", 0.0)
+    run(engine, 0.0, 0.5)
+    assert engine.running is None
+    assert engine.last_behavior == "raiser"
+    assert engine.last_outcome == f"error: RuntimeError: boom in {phase}"
+    assert engine.behaviors_failed == 1 and engine.behaviors_started == 1
+    assert len(engine.errors) == 1 and f"raiser.{phase} raised RuntimeError" in engine.errors[0]
+    assert "behavior_fakes.py" in engine.errors[0]
+    errors = [text for lvl, text in log if lvl == "error"]
+    assert errors and "the engine goes on" in errors[0] or phase == "stop"
+    assert all(h.done for h in robot.handles)         # its head move was cancelled
+    assert engine.emotions.value("calm", 1.0) == pytest.approx(0.2)   # behavior_failed
+    # and the engine goes on
+    engine.on_trigger("poked", 1.0)
+    engine.tick(1.0)
+    assert engine.running == "greet"
+
+
+def test_a_behavior_that_returns_nonsense_is_an_error():
+    config = small_config(behaviors={"weird": {"class": "behavior_fakes:Forever"}})
+    engine, robot, log = make_engine(config)
+    behavior = engine.behaviors["weird"]
+    behavior.tick = lambda ctx, now: "done"
+    engine.on_trigger("cube_tapped", 0.0)
+    engine.reactions.reactions["cube_tapped"] = Reaction("cube_tapped", "weird", 40)
+    engine.tick(0.0)
+    assert engine.last_outcome.startswith("error: TypeError: tick returned 'done'")
+
+
+def test_max_duration_fails_a_behavior():
+    engine, robot, log = make_engine(auto=True)
+    engine.on_trigger("cube_tapped", 0.0)    # forever, max_duration 30
+    t = run(engine, 0.0, 31.0)
+    assert engine.last_outcome == "failed: timed out after 30 s"
+
+
+def test_the_charger_rule():
+    config = small_config(reactions={"on_charger": {"behavior": "drive_off_charger", "priority": 60}})
+    engine, robot, log = make_engine(config, auto=False)
+    engine.on_state(on_charger=True)
+    # a behavior that does not drive off the charger: drive refused, animations that drive too
+    engine.on_trigger("cube_tapped", 0.0)
+    engine.tick(0.0)
+    ctx = engine._running.ctx
+    assert "drive_straight" not in robot.names()
+    assert engine.charger_refusals == 1
+    assert ctx.turn(1.0).status == Handle.FAILED
+    assert "on its charger" in ctx.animate("celebrate").message
+    assert ctx.animate("nod_yes").status == Handle.ACTIVE      # keeps the treads still
+    assert ctx.head(0.3).status == Handle.ACTIVE
+    # taken off the charger, it drives; put back on, its tread commands are cancelled
+    engine.on_state(on_charger=False)
+    drive = ctx.drive(0.1)
+    assert drive.status == Handle.ACTIVE
+    engine.on_state(on_charger=True)
+    engine.tick(0.1)
+    assert drive.status == Handle.CANCELED
+    # a behavior that means to drive off may
+    engine.on_trigger("on_charger", 0.2)
+    engine.tick(0.2)
+    assert engine.running == "drive_off_charger"
+    robot.finish()   # face, head and lift done
+    engine.tick(0.3)
+    assert robot.calls[-1][0] == "drive_straight" and robot.active()[0].what == "drive_straight"
+    assert not robot.active()[0].done
+
+
+def test_outcome_changes_and_generic_events():
+    engine, robot, log = make_engine()
+    engine.on_trigger("poked", 0.0)
+    run(engine, 0.0, 3.0)
+    assert engine.last_outcome == "succeeded"
+    assert engine.emotions.value("happy", 3.0) == pytest.approx(
+        (0.2 * 0.5 ** (engine._last_ended["greet"] / 10) + 0.5) * 0.5 ** ((3.0 - engine._last_ended["greet"]) / 10))
+
+
+def test_activities_fill_idle_time_and_wait_between():
+    config = small_config(
+        behaviors={"nod": {"class": "play_animation", "params": {"animation": "nod_yes"}}},
+        activities={"free": {"idle_between": 2.0, "behaviors": {"nod": {"weight": 1.0}}}})
+    engine, robot, log = make_engine(config, start_delay=1.0)
+    engine.tick(0.5)
+    assert engine.running is None                  # start_delay
+    engine.tick(1.0)
+    assert engine.status(1.0).reason == "chosen by free" and engine.status(1.0).activity == "free"
+    engine.tick(1.1)
+    assert engine.running is None and engine.last_outcome == "succeeded"
+    engine.tick(2.0)
+    assert engine.running is None                  # idle_between
+    engine.tick(3.1)
+    assert engine.running == "nod"
+    # not while picked up
+    engine.tick(3.2)
+    engine.on_state(picked_up=True)
+    run(engine, 3.3, 10.0)
+    assert engine.behaviors_started == 2
+
+
+def test_the_default_configuration_lives_an_hour_with_a_fake_robot():
+    """The default configuration, every trigger, an hour of fake time: no errors, every
+    reaction behavior ran, activities alternate."""
+    from cozmo_driver.behavior import load_config
+
+    engine, robot, log = make_engine(load_config(), auto=True, seed=3)
+    robot.duration, robot.clock = 0.8, lambda: engine.now   # every command takes 0.8 s
+    engine.on_battery(0.8, 0.0)
+    started = collections.Counter()
+    t = 0.0
+    script = {10.0: ("poked", {}), 30.0: ("picked_up", {}), 33.0: ("put_down", {}),
+              60.0: ("cliff_detected", {}), 61.0: ("cliff_cleared", {}),
+              90.0: ("cube_tapped", {"factory_id": 7, "cube": "cube1", "tap_count": 1}),
+              120.0: ("falling", {}), 120.5: ("fall_ended", {}), 150.0: ("button_pressed", {}),
+              160.0: ("face_seen", {}), 200.0: ("on_charger", {}), 1200.0: ("off_charger", {})}
+    for _ in range(int(3600 / TICK)):
+        key = round(t, 1)
+        if key in script:
+            name, data = script[key]
+            engine.on_trigger(name, t, data)
+        if key == 1300.0:
+            engine.on_battery(0.1, t)
+        if key == 1500.0:
+            engine.on_battery(0.5, t)
+        engine.tick(t)
+        t = round(t + TICK, 6)
+    for level, text in log:
+        if text.startswith("start "):
+            started[text.split()[1]] += 1
+    assert not engine.errors, list(engine.errors)
+    for name in ("react_to_poke", "react_to_pickup", "react_to_put_down", "react_to_cliff",
+                 "celebrate_cube", "react_to_fall", "greet", "sleep_on_charger", "low_battery_sad",
+                 "look_around", "explore", "get_bored", "drive_off_charger"):
+        assert started[name] >= 1, (name, started)
+    assert robot.cubes[7] is None     # the celebrated cube's lights were put out
+
+
+# ----------------------------------------------------------------------------- behaviors
+
+def default_engine(auto=True):
+    from cozmo_driver.behavior import load_config
+
+    engine, robot, log = make_engine(load_config(), auto=auto)
+    return engine, robot, log
+
+
+def test_every_builtin_sound_is_a_valid_synth_spec():
+    from cozmo_driver.anim.clip import synthesize
+    from cozmo_driver.behavior import load_config
+
+    specs = set()
+    for spec in load_config().behaviors.values():
+        for value in spec.create().params.values():
+            if isinstance(value, str) and value.startswith("synth:"):
+                specs.add(value)
+    import inspect
+    from cozmo_driver.behavior.behaviors import charger, idle, reactive
+    for module in (charger, idle, reactive):
+        for line in inspect.getsource(module).splitlines():
+            if '"synth:' in line:
+                specs.add("synth:" + line.split('"synth:', 1)[1].split('"', 1)[0])
+    assert len(specs) >= 8
+    for spec in specs:
+        assert len(synthesize(spec)) > 0, spec
+
+
+def test_react_to_pickup_waits_until_put_down():
+    engine, robot, log = default_engine()
+    engine.on_trigger("picked_up", 0.0)
+    t = run(engine, 0.0, 10.0)
+    assert engine.running == "react_to_pickup" and robot.face == "worried"
+    assert ("set_lift_height", 0.06) in robot.calls and any(c[0] == "look_at" for c in robot.calls)
+    engine.on_trigger("put_down", 10.0)
+    run(engine, 10.0, 11.0)
+    assert engine.last_behavior in ("react_to_pickup", "react_to_put_down")
+    assert any("end react_to_pickup: succeeded" in text for _, text in log)
+    assert any("start react_to_put_down (reaction to put_down)" in text for _, text in log)
+
+
+def test_sleep_on_the_charger_and_wake_up():
+    engine, robot, log = default_engine()
+    engine.on_trigger("on_charger", 0.0)
+    run(engine, 0.0, 20.0)
+    assert engine.running == "sleep_on_charger"
+    assert ("play_animation", "sleepy_yawn") in robot.calls and robot.face == "closed"
+    assert robot.backpack and robot.backpack[0][2] > 0.3     # blue
+    assert not {"drive_straight", "turn_in_place"} & set(robot.names())
+    assert sum(1 for c in robot.calls if c[0] == "play_sound") >= 2   # snores
+    engine.on_trigger("off_charger", 20.0)
+    run(engine, 20.0, 21.0)
+    assert engine.last_behavior == "sleep_on_charger" and engine.last_outcome == "succeeded"
+    assert robot.face == "neutral" and robot.backpack is None   # put back by the engine
+
+
+def test_drive_off_the_charger_needs_a_battery():
+    engine, robot, log = default_engine(auto=False)
+    behavior = engine.behaviors["drive_off_charger"]
+    engine.on_state(on_charger=True)
+    engine.on_battery(0.2, 0.0)
+    ctx = engine._context(behavior, 0.0, {})
+    assert not behavior.can_start(ctx)                  # below min_battery 0.3
+    engine.on_battery(0.9, 0.0)
+    assert behavior.can_start(ctx)
+    engine._start(behavior, ctx, 0, "test", 0.0)
+    robot.finish()
+    engine.tick(0.1)
+    assert robot.calls[-1] == ("drive_straight", (0.12, 0.05))   # allowed on the charger
+    robot.finish()
+    engine.on_state(on_charger=False)
+    run(engine, 0.2, 1.0)
+    assert engine.last_outcome == "succeeded"
+
+
+def test_explore_backs_off_at_a_cliff():
+    engine, robot, log = default_engine(auto=False)
+    behavior = engine.behaviors["explore"]
+    engine._start(behavior, engine._context(behavior, 0.0, {}), 0, "test", 0.0)
+    robot.finish()                        # head and lift
+    engine.tick(0.1)
+    assert robot.calls[-1][0] == "drive_straight" and robot.calls[-1][1][0] > 0
+    engine.on_state(cliff=True)
+    robot.finish(ok=False, message="drive_straight: interrupted: cliff detected (the robot stopped at an edge)")
+    engine.tick(0.2)
+    assert robot.calls[-1][0] == "drive_straight" and robot.calls[-1][1][0] < 0   # backs off
+    engine.on_state(cliff=False)
+    robot.finish()
+    engine.tick(0.3)
+    assert robot.calls[-1][0] == "turn_in_place" and abs(robot.calls[-1][1][0]) > 2.0   # turns away
+
+
+def test_celebrate_lights_the_tapped_cube_and_puts_it_out():
+    engine, robot, log = default_engine()
+    engine.on_cube_tap("cube2", 0xC0B10002, 2, 0.0)
+    engine.tick(0.0)
+    assert engine.running == "celebrate_cube"
+    assert robot.cubes[0xC0B10002] == (0.0, 1.0, 0.2)
+    assert ("play_animation", "celebrate") in robot.calls
+    run(engine, 0.1, 3.0)
+    assert engine.last_outcome == "succeeded" and robot.cubes[0xC0B10002] is None
+    assert engine.state.last_tap.count == 2
+
+
+def test_on_the_charger_animations_that_drive_fall_back():
+    engine, robot, log = default_engine()
+    engine.on_state(on_charger=True)
+    engine.on_trigger("poked", 0.0)
+    run(engine, 0.0, 2.0)
+    played = [args for name, args in robot.calls if name == "play_animation"]
+    assert played == ["nod_yes"]          # happy_wiggle refused on the charger
+    assert engine.charger_refusals == 1
+
+
+def test_script_behavior_steps():
+    from cozmo_driver.behavior import BehaviorContext, ScriptBehavior
+    from cozmo_driver.behavior.behavior import Wait
+
+    class Steps(ScriptBehavior):
+        def run(self, ctx):
+            a, b = ctx.head(0.1), ctx.lift(0.05)
+            done = yield [a, b]
+            assert done == [a, b]
+            yield None
+            waited = yield ctx.wait(1.0)
+            assert waited.ok
+            return Outcome.FAILED
+
+    robot = FakeRobot(auto=False)
+    behavior = Steps("steps")
+    ctx = BehaviorContext(behavior, robot, RobotState(), lambda n: 0.0, 0.0, random.Random(0))
+    behavior.start(ctx)
+    assert behavior.tick(ctx, 0.0) is None
+    robot.finish()
+    assert behavior.tick(ctx, 0.1) is None      # the list is done: on to `yield None`
+    assert behavior.tick(ctx, 0.2) is None      # the wait starts
+    ctx.now = 1.5
+    assert behavior.tick(ctx, 1.5) is Outcome.FAILED
+    assert Wait("w", lambda: 0.0, 1.0, until=lambda: False).status == Handle.ACTIVE

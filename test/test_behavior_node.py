@@ -1,0 +1,423 @@
+"""cozmo_behavior_node with the full stack in one process: the simulated Cozmo, the
+driver node and the behavior node on one executor, talking through ROS only.
+
+Each scripted event of the simulator leads to its reaction (seen on behavior/status)
+and to what that reaction does reaching the simulated robot (its commands and ground
+truth); emotions are published and decay; user commands (cmd_vel, a goal of a driver
+action) pause the engine, stop its behavior and keep it quiet; the behavior/enable
+service; a behavior that raises is reported and the engine goes on; the console
+script starts and stops cleanly. Every wait is bounded; deadlines are generous upper
+bounds, never timings."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional
+
+import pytest
+import yaml
+
+rclpy = pytest.importorskip("rclpy")
+
+from cozmo_interfaces.action import TurnInPlace  # noqa: E402
+from cozmo_interfaces.msg import BehaviorStatus, EmotionState  # noqa: E402
+from geometry_msgs.msg import Twist  # noqa: E402
+from rclpy.action import ActionClient  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy  # noqa: E402
+from std_msgs.msg import String  # noqa: E402
+from std_srvs.srv import SetBool  # noqa: E402
+
+from ros_timeouts import CONNECT_TIMEOUT, DISCOVERY_TIMEOUT  # noqa: E402
+from cozmo_driver.ros.behavior_node import BehaviorNode  # noqa: E402
+from cozmo_driver.ros.driver_node import CozmoDriverNode  # noqa: E402
+from cozmo_driver.sim import SimServer  # noqa: E402
+
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
+
+#: bound on waiting for a reaction and its effect on the robot (they take 0.1-3 s)
+REACTION_TIMEOUT = 20.0
+HAS_OBJECT_EVENTS = importlib.util.find_spec("cozmo_driver.ros.object_interfaces") is not None
+#: no activities: only reactions run, so that each one can be told apart
+QUIET = {"activities": None}
+
+
+def red(state) -> int:
+    """The red channel (0..31) of a protocol LightState's on colour (RGB555)."""
+    return (int(state.on_color) >> 10) & 31
+
+
+def green(state) -> int:
+    return (int(state.on_color) >> 5) & 31
+
+
+class Stack:
+    """SimServer + driver + behavior node + a probe node on one executor."""
+
+    def __init__(self, context, tmp_path: Path, config: Optional[Dict[str, Any]] = None,
+                 params: Optional[Dict[str, Any]] = None, seed: int = 1) -> None:
+        self.context = context
+        self.sim = SimServer(port=0, seed=seed).start()
+        self.driver = self.behavior = self.probe = None
+        self.executor = SingleThreadedExecutor(context=context)
+        try:
+            self.driver = CozmoDriverNode(context=context, parameter_overrides=[
+                Parameter("robot_ip", value="127.0.0.1"), Parameter("robot_port", value=self.sim.address[1]),
+                Parameter("camera_enabled", value=False)])
+            overrides = [Parameter("start_delay", value=0.0), Parameter("seed", value=seed)]
+            if config is not None:
+                path = tmp_path / "behavior.yaml"
+                path.write_text(yaml.safe_dump(config))
+                overrides.append(Parameter("config_file", value=str(path)))
+            for name, value in (params or {}).items():
+                overrides.append(Parameter(name, value=value))
+            self.behavior = BehaviorNode(context=context, parameter_overrides=overrides)
+            self.probe = rclpy.create_node("behavior_probe", context=context)
+            self.statuses: List[BehaviorStatus] = []
+            self.emotions: List[EmotionState] = []
+            self.probe.create_subscription(BehaviorStatus, "behavior/status", self.statuses.append, QoSProfile(
+                depth=100, reliability=QoSReliabilityPolicy.RELIABLE,
+                durability=QoSDurabilityPolicy.TRANSIENT_LOCAL))
+            self.probe.create_subscription(EmotionState, "behavior/emotions", self.emotions.append, 100)
+            for node in (self.driver, self.behavior, self.probe):
+                self.executor.add_node(node)
+            assert self.driver.start()
+            assert self.until(lambda: self.driver.connected and self.behavior.engine.state.connected,
+                              CONNECT_TIMEOUT), "the driver or the behavior engine did not connect"
+        except BaseException:
+            self.close()
+            raise
+
+    def until(self, predicate: Callable[[], Any], timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() > deadline:
+                return False
+            self.executor.spin_once(timeout_sec=0.01)
+        return True
+
+    def spin_for(self, seconds: float) -> None:
+        self.until(lambda: False, seconds)
+
+    def last(self) -> BehaviorStatus:
+        """The latest status received (an empty one before the first)."""
+        return self.statuses[-1] if self.statuses else BehaviorStatus()
+
+    def saw(self, behavior: str, reason: str) -> bool:
+        return any(s.behavior == behavior and s.reason == reason for s in self.statuses)
+
+    def reaction(self, behavior: str, trigger: str, effect: Callable[[], Any], what: str) -> None:
+        """Wait (bounded) for ``behavior`` to run as the reaction to ``trigger`` and for its
+        effect on the simulated robot."""
+        assert self.until(lambda: self.saw(behavior, f"reaction to {trigger}"), REACTION_TIMEOUT), \
+            f"{trigger}: {behavior} did not start; last status {self.last()}"
+        assert self.until(effect, REACTION_TIMEOUT), f"{trigger} -> {behavior}: {what} did not reach the robot"
+        assert self.until(lambda: self.behavior.engine.running != behavior, REACTION_TIMEOUT), \
+            f"{behavior} did not end"
+        assert self.statuses and not self.behavior.engine.errors, list(self.behavior.engine.errors)
+
+    def count(self, command: str) -> int:
+        return self.sim.command_counts().get(command, 0)
+
+    def wait_service(self, client) -> None:
+        assert self.until(client.service_is_ready, DISCOVERY_TIMEOUT), "service not available"
+
+    def close(self) -> None:
+        if self.behavior is not None:
+            self.behavior.close()
+        if self.driver is not None:
+            self.driver.close()
+        self.executor.shutdown(timeout_sec=1.0)
+        for node in (self.behavior, self.driver, self.probe):
+            if node is not None:
+                node.destroy_node()
+        self.sim.stop()
+
+
+def test_robot_events_lead_to_their_reactions(rclpy_context, tmp_path):
+    stack = Stack(rclpy_context, tmp_path, QUIET)
+    sim = stack.sim
+    try:
+        assert stack.until(lambda: stack.emotions, DISCOVERY_TIMEOUT)
+        # poke: a happy wiggle (calm is at rest, above grumpy)
+        anims = stack.count("StartAnimation")
+        sim.poke()
+        stack.reaction("react_to_poke", "poked", lambda: stack.count("StartAnimation") > anims,
+                       "an animation")
+        # the backpack button: greet, head up
+        anims = stack.count("StartAnimation")
+        sim.press_button()
+        stack.reaction("greet", "button_pressed",
+                       lambda: stack.count("StartAnimation") > anims and sim.head_angle() > 0.4,
+                       "the head up and the greet animation")
+        # picked up: the lift rises and the head looks up; put down: a nod
+        sim.pick_up()
+        assert stack.until(lambda: stack.saw("react_to_pickup", "reaction to picked_up"), REACTION_TIMEOUT)
+        assert stack.until(lambda: sim.lift_height() > 50.0 and sim.head_angle() > 0.4, REACTION_TIMEOUT), \
+            "picked up: the lift and head did not move"
+        assert not stack.saw("react_to_cliff", "reaction to cliff_detected")   # a lifted robot's cliff
+        assert stack.behavior.engine.running == "react_to_pickup"               # it waits while held
+        anims = stack.count("StartAnimation")
+        sim.put_down()
+        stack.reaction("react_to_put_down", "put_down", lambda: stack.count("StartAnimation") > anims,
+                       "the nod")
+        assert any(s.last_behavior == "react_to_pickup" and s.last_outcome == "succeeded"
+                   for s in stack.statuses)
+        # a fall: an alarm sound through audio/pcm
+        audio = stack.count("OutputAudio")
+        sim.fall(duration=0.5)
+        stack.reaction("react_to_fall", "falling", lambda: stack.count("OutputAudio") > audio + 5,
+                       "the alarm sound")
+        # a face seen (posted by a detector on behavior/trigger): greet again
+        pub = stack.probe.create_publisher(String, "behavior/trigger", 10)
+        assert stack.until(lambda: pub.get_subscription_count() > 0, DISCOVERY_TIMEOUT)
+        anims = stack.count("StartAnimation")
+        pub.publish(String(data="face_seen"))
+        stack.reaction("greet", "face_seen", lambda: stack.count("StartAnimation") > anims, "the greeting")
+        # the emotions moved with all that
+        last = {e.name: e.value for e in stack.emotions[-1].emotions}
+        assert set(last) == {"happy", "confident", "social", "stimulated", "calm"}
+        assert last["social"] > 0.2 and last["calm"] < 0.3
+    finally:
+        stack.close()
+
+
+def test_cliff_charger_and_low_battery_reactions(rclpy_context, tmp_path):
+    stack = Stack(rclpy_context, tmp_path, QUIET)
+    sim = stack.sim
+    try:
+        # at the table's edge (x 600 mm), facing it: the front cliff sensors see the drop
+        sim.teleport(575.0, 0.0, 0.0)
+        paths = stack.count("ExecutePath")
+        stack.reaction("react_to_cliff", "cliff_detected",
+                       lambda: stack.count("ExecutePath") > paths and sim.true_pose()[0] < 560.0,
+                       "the back-off")
+        assert sim.true_pose()[0] > 450.0   # backed off a few centimetres, still on the table
+        # on the charger: it goes to sleep, head down, breathing blue backpack
+        sim.set_on_charger(True)
+        assert stack.until(lambda: stack.saw("sleep_on_charger", "reaction to on_charger"), REACTION_TIMEOUT)
+        assert stack.until(lambda: sim.head_angle() < -0.3, REACTION_TIMEOUT), "the head did not go down"
+        assert stack.until(lambda: sim.lights()["backpack"]["middle"].on_color & 0x1F > 0, REACTION_TIMEOUT), \
+            "no blue backpack light"
+        assert stack.behavior.engine.running == "sleep_on_charger"
+        # no driving on the charger: nothing that moves the treads reached the robot
+        wheels = stack.count("DriveWheels") + stack.count("ExecutePath") + stack.count("TurnInPlace")
+        stack.spin_for(1.0)
+        assert stack.count("ExecutePath") + stack.count("TurnInPlace") + stack.count("DriveWheels") == wheels
+        # off the charger: it wakes
+        sim.set_on_charger(False)
+        assert stack.until(lambda: stack.behavior.engine.running is None, REACTION_TIMEOUT)
+        # a low battery: sad, red backpack
+        sim.call(lambda: setattr(sim.robot.model, "soc", 0.05))
+        stack.reaction("low_battery_sad", "low_battery",
+                       lambda: red(sim.lights()["backpack"]["front"]) > 10, "the red backpack lights")
+        assert stack.behavior.engine.state.battery_low
+    finally:
+        stack.close()
+
+
+@pytest.mark.skipif(not HAS_OBJECT_EVENTS, reason="waits on the driver's object interfaces "
+                    "(cozmo_driver/ros/object_interfaces.py, object_events)")
+def test_a_tapped_cube_is_celebrated(rclpy_context, tmp_path):
+    stack = Stack(rclpy_context, tmp_path, QUIET)
+    sim = stack.sim
+    try:
+        assert stack.until(lambda: sim.object_ids().get(1) is not None, REACTION_TIMEOUT), \
+            "cube1 was not connected by the driver"
+        anims = stack.count("StartAnimation")
+        assert sim.tap_cube(1)
+        stack.reaction("celebrate_cube", "cube_tapped",
+                       lambda: stack.count("StartAnimation") > anims
+                       and any(green(s) > 20 for s in sim.lights()["cubes"][1]),
+                       "the cube's green lights and the celebration")
+        assert stack.behavior.engine.state.last_tap.name == "cube1"
+        # its lights are put out when the celebration ends
+        assert stack.until(lambda: all(int(s.on_color) == 0 for s in sim.lights()["cubes"][1]),
+                           REACTION_TIMEOUT)
+    finally:
+        stack.close()
+
+
+def test_emotions_are_published_and_decay(rclpy_context, tmp_path):
+    config = {"activities": None,
+              "emotions": {"social": {"half_life": 2.0}},
+              "emotion_events": {"poked": {"social": 0.8}}}
+    stack = Stack(rclpy_context, tmp_path, config, {"emotions_rate": 10.0})
+    try:
+        assert stack.until(lambda: stack.emotions, DISCOVERY_TIMEOUT)
+        stack.sim.poke()
+
+        def social(msg):
+            return {e.name: e.value for e in msg.emotions}["social"]
+
+        assert stack.until(lambda: social(stack.emotions[-1]) > 0.5, REACTION_TIMEOUT)
+        peak = max(stack.emotions, key=social)
+        t_peak = peak.header.stamp.sec + peak.header.stamp.nanosec * 1e-9
+        assert stack.until(lambda: social(stack.emotions[-1]) < 0.2, REACTION_TIMEOUT), "social did not decay"
+        later = stack.emotions[-1]
+        dt = later.header.stamp.sec + later.header.stamp.nanosec * 1e-9 - t_peak
+        # exponential with a half-life of 2 s (stamps of the publisher; 0.1 tolerance)
+        assert social(later) == pytest.approx(social(peak) * 0.5 ** (dt / 2.0), abs=0.1)
+    finally:
+        stack.close()
+
+
+def test_user_commands_pause_the_engine(rclpy_context, tmp_path):
+    stack = Stack(rclpy_context, tmp_path, None, {"user_pause": 6.0})
+    sim = stack.sim
+    engine = stack.behavior.engine
+    try:
+        # the activities run behaviors that use the driver's actions: its own goals never pause it
+        assert stack.until(lambda: engine.behaviors_started >= 2, 3 * REACTION_TIMEOUT)
+        assert not any(s.paused for s in stack.statuses)
+        assert stack.until(lambda: engine.running is not None, REACTION_TIMEOUT)
+        running = engine.running
+        pub = stack.probe.create_publisher(Twist, "cmd_vel", 1)
+        assert stack.until(lambda: pub.get_subscription_count() >= 2, DISCOVERY_TIMEOUT)
+        pub.publish(Twist())
+        assert stack.until(lambda: stack.last().paused, REACTION_TIMEOUT)
+        status = stack.last()
+        assert status.pause_reason == "cmd_vel" and status.behavior == ""
+        assert status.last_behavior == running
+        assert status.last_outcome == "interrupted: paused by a user command (cmd_vel)"
+        # nothing from the engine during the pause (after the stop of what it started)
+        stack.spin_for(1.0)
+        before = {k: v for k, v in sim.command_counts().items() if k != "DriveWheels"}
+        started = engine.behaviors_started
+        stack.spin_for(3.0)
+        after = {k: v for k, v in sim.command_counts().items() if k != "DriveWheels"}
+        assert after == before and engine.behaviors_started == started
+        # then it goes on by itself
+        assert stack.until(lambda: engine.behaviors_started > started, REACTION_TIMEOUT)
+        assert not stack.last().paused or stack.until(lambda: not stack.last().paused, 5.0)
+        # a goal of a driver action that is not the engine's pauses it too, as long as it runs
+        client = ActionClient(stack.probe, TurnInPlace, "turn_in_place")
+        assert stack.until(client.server_is_ready, DISCOVERY_TIMEOUT)
+        future = client.send_goal_async(TurnInPlace.Goal(angle=math.pi, speed=1.0))
+        assert stack.until(lambda: stack.last().paused, REACTION_TIMEOUT)
+        assert stack.last().pause_reason == "action turn_in_place"
+        assert engine.running is None
+        assert stack.until(future.done, REACTION_TIMEOUT)
+        result = future.result().get_result_async()
+        assert stack.until(result.done, REACTION_TIMEOUT)
+        assert result.result().result.success, "the user's turn was disturbed"
+        client.destroy()
+    finally:
+        stack.close()
+
+
+def test_enable_disable_and_a_behavior_that_raises(rclpy_context, tmp_path):
+    config = {"activities": None,
+              "behaviors": {"raiser": {"class": "behavior_fakes:RaisingBehavior"}},
+              "reactions": {"explode": {"behavior": "raiser", "priority": 30}}}
+    stack = Stack(rclpy_context, tmp_path, config)
+    engine = stack.behavior.engine
+    try:
+        pub = stack.probe.create_publisher(String, "behavior/trigger", 10)
+        assert stack.until(lambda: pub.get_subscription_count() > 0, DISCOVERY_TIMEOUT)
+        pub.publish(String(data="explode"))
+        assert stack.until(lambda: stack.last().last_outcome == "error: RuntimeError: boom in tick",
+                           REACTION_TIMEOUT), stack.last()
+        assert stack.last().last_behavior == "raiser" and stack.last().behaviors_failed == 1
+        assert "behavior_fakes.py" in engine.errors[-1]
+        # the engine goes on
+        anims = stack.count("StartAnimation")
+        stack.sim.poke()
+        assert stack.until(lambda: stack.saw("react_to_poke", "reaction to poked"), REACTION_TIMEOUT)
+        assert stack.until(lambda: stack.count("StartAnimation") > anims, REACTION_TIMEOUT)
+        # disabled: what runs stops, nothing starts; enabled again: reactions are back
+        client = stack.probe.create_client(SetBool, "behavior/enable")
+        stack.wait_service(client)
+        future = client.call_async(SetBool.Request(data=False))
+        assert stack.until(future.done, REACTION_TIMEOUT) and future.result().success
+        assert stack.until(lambda: not stack.last().enabled, REACTION_TIMEOUT)
+        assert stack.behavior.get_parameter("enabled").value is False
+        assert engine.running is None
+        stack.sim.press_button()
+        stack.spin_for(1.5)
+        assert not stack.saw("greet", "reaction to button_pressed")
+        future = client.call_async(SetBool.Request(data=True))
+        assert stack.until(future.done, REACTION_TIMEOUT) and future.result().success
+        stack.sim.press_button()
+        assert stack.until(lambda: stack.saw("greet", "reaction to button_pressed"), REACTION_TIMEOUT)
+        # the parameter does the same
+        stack.behavior.set_parameters([Parameter("enabled", value=False)])
+        assert stack.until(lambda: not stack.last().enabled, REACTION_TIMEOUT)
+        refused = stack.behavior.set_parameters([Parameter("tick_rate", value=20.0)])[0]
+        assert not refused.successful and "start-up" in refused.reason
+    finally:
+        stack.close()
+
+
+def test_the_console_script_stops_what_it_started(rclpy_context, tmp_path):
+    """The node as its own process drives the simulated robot through the in-process
+    driver; SIGTERM cancels its goal (the treads stop long before the drive would
+    have ended) and the process exits 0. A bad configuration exits 2 naming the key."""
+    exe = Path(sys.executable).parent / "cozmo_behavior_node"
+    if not exe.exists():
+        pytest.skip(f"{exe} is not installed: run ./dev setup")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("behaviors: {explore: {max_duration: soon}}\n")
+    failed = subprocess.run([str(exe), "--ros-args", "-p", f"config_file:={bad}"],
+                            capture_output=True, text=True, timeout=60)
+    assert failed.returncode == 2
+    assert "behaviors.explore.max_duration: expected a number, got 'soon'" in failed.stderr
+    # one long slow drive: 30 cm at 2 cm/s
+    config = tmp_path / "drive.yaml"
+    config.write_text(yaml.safe_dump({"activities": {"freeplay": {"behaviors": {
+        "look_around": None, "get_bored": None, "happy_dance": None}}},
+        "behaviors": {"explore": {"params": {"legs": 1, "leg_m": 0.3, "speed": 0.02}}}}))
+    sim = SimServer(port=0, seed=2).start()
+    driver = CozmoDriverNode(context=rclpy_context, parameter_overrides=[
+        Parameter("robot_ip", value="127.0.0.1"), Parameter("robot_port", value=sim.address[1]),
+        Parameter("camera_enabled", value=False)])
+    probe = rclpy.create_node("behavior_script_probe", context=rclpy_context)
+    statuses: List[BehaviorStatus] = []
+    probe.create_subscription(BehaviorStatus, "behavior/status", statuses.append, QoSProfile(
+        depth=10, reliability=QoSReliabilityPolicy.RELIABLE, durability=QoSDurabilityPolicy.TRANSIENT_LOCAL))
+    executor = SingleThreadedExecutor(context=rclpy_context)
+    executor.add_node(driver)
+    executor.add_node(probe)
+
+    def until(predicate, timeout):
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() > deadline:
+                return False
+            executor.spin_once(timeout_sec=0.02)
+        return True
+
+    proc = subprocess.Popen([str(exe), "--ros-args", "-p", f"config_file:={config}",
+                             "-p", "start_delay:=0.0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ))
+    try:
+        assert driver.start()
+        assert until(lambda: driver.connected, CONNECT_TIMEOUT)
+        assert until(lambda: statuses and statuses[-1].behavior == "explore", DISCOVERY_TIMEOUT), \
+            statuses[-1] if statuses else "no status"
+        assert until(lambda: min(sim.wheel_speeds()) > 10.0, REACTION_TIMEOUT), "it did not drive"
+        start_x = sim.true_pose()[0]
+        proc.send_signal(signal.SIGTERM)
+        assert until(lambda: proc.poll() is not None, 20.0), "the node did not exit"
+        out, err = proc.communicate(timeout=10.0)
+        assert proc.returncode == 0 and "Traceback" not in err, err
+        assert until(lambda: sim.wheel_speeds() == (0.0, 0.0), 5.0), "the treads did not stop"
+        assert sim.true_pose()[0] - start_x < 150.0   # far from the 30 cm of the goal
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        driver.close()
+        executor.shutdown(timeout_sec=1.0)
+        driver.destroy_node()
+        probe.destroy_node()
+        sim.stop()
