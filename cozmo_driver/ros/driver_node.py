@@ -79,7 +79,8 @@ from ..driver.parameters import PARAMETERS, full_frame_id, validate_all, validat
 from ..driver.sensors import (STATUS_FLAG_NAMES, StatusFlag, battery_percentage, imu_from_state,
                               joint_positions, power_supply_status)
 from ..protocol import messages as msgs
-from ..protocol.camera import ImageAssembler, decode_to_array, image_to_jpeg, is_half_width_color
+from ..protocol.camera import (ImageAssembler, decode_to_array, encode_jpeg, image_to_jpeg,
+                               is_half_width_color)
 from ..protocol.errors import CozmoError, RemoteProtocolError
 from ..protocol.nvstorage import (CAMERA_CALIB_SIZE, NV_TAG_CAMERA_CALIB, NvReadAssembler,
                                   decode_camera_calibration)
@@ -116,6 +117,8 @@ _LINK_STATUS = {
     LinkState.LOST: LinkStatus.LOST,
 }
 _DEFAULT_STATE = msgs.RobotState()
+#: JPEG quality of colour frames, which are rebuilt at full width (the robot sends half)
+_COLOR_JPEG_QUALITY = 90
 _BATTERY_PERIOD_S = 1.0
 _GIL_SWITCH_INTERVAL_S = 0.0005
 _WARN_PERIOD_S = 2.0
@@ -786,8 +789,14 @@ class CozmoDriverNode(LifecycleNode):
     def _on_image(self, stamp, image) -> None:
         if not self._active or not self._params["camera_enabled"]:
             return
+        pixels = None
         try:
             jpeg = image_to_jpeg(image)
+            if is_half_width_color(image):
+                # the robot codes colour at half width: publish the nominal size, which
+                # camera_info describes and image_transport consumers expect
+                pixels = decode_to_array(jpeg, True)
+                jpeg = encode_jpeg(pixels, _COLOR_JPEG_QUALITY)
         except RemoteProtocolError as exc:
             self._warn_throttled("image", f"camera image {image.image_id} dropped: {exc}")
             return
@@ -801,11 +810,11 @@ class CozmoDriverNode(LifecycleNode):
         self._pub["compressed"].publish(compressed)
         raw_pub = self._pub["image"]
         if raw_pub.get_subscription_count() > 0:
-            try:
-                pixels = decode_to_array(jpeg, is_half_width_color(image))
-            except RemoteProtocolError as exc:
-                self._warn_throttled("decode", f"camera image {image.image_id} does not decode: {exc}")
-                pixels = None
+            if pixels is None:
+                try:
+                    pixels = decode_to_array(jpeg, False)
+                except RemoteProtocolError as exc:
+                    self._warn_throttled("decode", f"camera image {image.image_id} does not decode: {exc}")
             if pixels is not None:
                 raw = Image()
                 raw.header.stamp = header_stamp
