@@ -19,7 +19,6 @@ nothing is asserted.
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import socket
 import subprocess
@@ -28,35 +27,9 @@ import time
 from pathlib import Path
 from typing import List, Optional
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-os.environ.pop("ROS_STATIC_PEERS", None)
-os.environ.pop("ROS_LOCALHOST_ONLY", None)
-os.environ["COZMO_LOOPBACK_ONLY"] = "1"
+from _common import cpu_seconds, isolate_ros, table  # noqa: E402
 
-
-def _reserve_domain() -> List[socket.socket]:
-    """Keep a ROS_DOMAIN_ID of our own (loopback port 32768 + id bound for the run)."""
-    if os.environ.get("ROS_DOMAIN_ID"):
-        return []
-    for domain_id in range(99, 0, -1):
-        held = []
-        try:
-            for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
-                s = socket.socket(socket.AF_INET, kind)
-                held.append(s)
-                s.bind(("127.0.0.1", 32768 + domain_id))
-        except OSError:
-            for s in held:
-                s.close()
-            continue
-        os.environ["ROS_DOMAIN_ID"] = str(domain_id)
-        return held
-    raise RuntimeError("no free ROS_DOMAIN_ID")
-
-
-_DOMAIN = _reserve_domain()
+isolate_ros()
 
 import numpy as np  # noqa: E402
 import rclpy  # noqa: E402
@@ -67,13 +40,6 @@ from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.qos import QoSProfile, qos_profile_sensor_data  # noqa: E402
 from sensor_msgs.msg import Image  # noqa: E402
 
-_TICK = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / _TICK
 
 
 def console(name: str, module: str) -> List[str]:
@@ -137,14 +103,6 @@ def measure(proc: subprocess.Popen, probe: Probe, seconds: float, every=None, pe
     c1, t1 = cpu_seconds(proc.pid), time.monotonic()
     return 100.0 * (c1 - c0) / (t1 - t0), probe.faces / (t1 - t0)
 
-
-def table(title: str, header: List[str], rows: List[List[str]]) -> None:
-    widths = [max(len(str(r[i])) for r in [header] + rows) for i in range(len(header))]
-    print(f"\n{title}")
-    print("  " + "  ".join(str(h).ljust(w) for h, w in zip(header, widths)))
-    print("  " + "  ".join("-" * w for w in widths))
-    for r in rows:
-        print("  " + "  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
 
 
 def bench_face_node(probe: Probe, seconds: float) -> None:

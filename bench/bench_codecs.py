@@ -15,6 +15,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from _common import comparison
+
 from cozmo_driver.protocol import audio, camera, display
 
 
@@ -139,19 +141,7 @@ def main() -> None:
     bench("audio: resample 1 s 44.1 kHz -> 22 320 Hz", lambda: audio.resample(tone44, 44100, audio.SAMPLE_RATE))
 
     # Table ---------------------------------------------------------------------------------
-    width = max(len(r[0]) for r in rows)
-    head = (
-        f"{'operation':<{width}}  {'ours med':>10} {'ours p90':>10}  {'ref med':>10} {'ref p90':>10}  {'ref/ours':>8}"
-    )
-    print()
-    print(head)
-    print("-" * len(head))
-    for name, ours, ref in rows:
-        line = f"{name:<{width}}  {ours[0]:>10.1f} {ours[1]:>10.1f}"
-        if ref:
-            line += f"  {ref[0]:>10.1f} {ref[1]:>10.1f}  {ref[0] / ours[0]:>7.1f}x"
-        print(line)
-    print("\n(times in microseconds per operation; median and 90th percentile)")
+    comparison(rows, "operation", "times in microseconds per operation; median and 90th percentile")
 
 
 if __name__ == "__main__":

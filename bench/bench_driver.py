@@ -39,7 +39,6 @@ import math
 import re
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -48,35 +47,9 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from _common import ROOT, cpu_seconds, isolate_ros, rss_mib, stats_ms, table  # noqa: E402
 
-os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-os.environ.pop("ROS_STATIC_PEERS", None)
-os.environ.pop("ROS_LOCALHOST_ONLY", None)
-
-
-def _reserve_domain() -> List[socket.socket]:
-    """Keep our own ROS_DOMAIN_ID (loopback port 32768 + id bound for the run)."""
-    if os.environ.get("ROS_DOMAIN_ID"):
-        return []
-    for domain_id in range(100, 0, -1):
-        held = []
-        try:
-            for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
-                s = socket.socket(socket.AF_INET, kind)
-                held.append(s)
-                s.bind(("127.0.0.1", 32768 + domain_id))
-        except OSError:
-            for s in held:
-                s.close()
-            continue
-        os.environ["ROS_DOMAIN_ID"] = str(domain_id)
-        return held
-    raise RuntimeError("no free ROS_DOMAIN_ID")
-
-
-_DOMAIN_SOCKETS = _reserve_domain()
+isolate_ros()
 
 import rclpy  # noqa: E402
 from geometry_msgs.msg import Twist  # noqa: E402
@@ -92,36 +65,6 @@ except Exception as exc:  # noqa: BLE001 - any import failure means: no referenc
     pycozmo = None
     print(f"pycozmo not available ({exc.__class__.__name__}: {exc}): reference columns skipped")
 
-
-def table(title: str, header: List[str], rows: List[List[str]]) -> None:
-    widths = [max(len(str(r[i])) for r in [header] + rows) for i in range(len(header))]
-    print(f"\n{title}")
-    print("  " + "  ".join(str(h).ljust(w) for h, w in zip(header, widths)))
-    print("  " + "  ".join("-" * w for w in widths))
-    for r in rows:
-        print("  " + "  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
-
-
-def stats_ms(values: List[float]) -> List[str]:
-    if not values:
-        return ["0", "-", "-", "-"]
-    v = sorted(x * 1e3 for x in values)
-    p99 = v[min(len(v) - 1, int(math.ceil(0.99 * len(v))) - 1)]
-    return [str(len(v)), f"{v[len(v) // 2]:.2f}", f"{p99:.2f}", f"{v[-1]:.2f}"]
-
-
-def cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def rss_mib(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024.0
-    return math.nan
 
 
 class Tap:

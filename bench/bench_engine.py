@@ -19,7 +19,7 @@ import threading
 import time
 import timeit
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from _common import table  # noqa: E402  (puts the repository on sys.path)
 
 from cozmo_driver.protocol import messages as msgs  # noqa: E402
 from cozmo_driver.protocol.session import MessageReceived, Role, Session, SessionConfig  # noqa: E402
@@ -38,15 +38,6 @@ def per_call_us(fn, number: int) -> float:
     runs = timeit.repeat(fn, number=number, repeat=5)
     return min(runs) / number * 1e6
 
-
-def table(title: str, header: list, rows: list) -> None:
-    print(f"\n{title}")
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
-    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    print(fmt.format(*header))
-    print(fmt.format(*("-" * w for w in widths)))
-    for row in rows:
-        print(fmt.format(*row))
 
 
 def bench_codec() -> None:

@@ -20,6 +20,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from _common import comparison
+
 from cozmo_driver.face.expressions import EXPRESSIONS, FaceAnimator
 from cozmo_driver.face.procedural import FaceParams, FaceRenderer, interpolate_arrays
 from cozmo_driver.protocol.display import encode_display, fit_to_frame
@@ -88,18 +90,8 @@ def main() -> None:
     clock = iter(np.arange(0.0, 1e6, 1 / 30))
     bench("FaceAnimator.frame (blinks, saccades)", lambda: animator.frame(next(clock)))
 
-    width = max(len(r[0]) for r in rows)
-    head = (f"{'per frame':<{width}}  {'ours med':>10} {'ours p90':>10}  {'ref med':>10} {'ref p90':>10}"
-            f"  {'ref/ours':>8}")
-    print()
-    print(head)
-    print("-" * len(head))
-    for name, ours, ref in rows:
-        line = f"{name:<{width}}  {ours[0]:>10.1f} {ours[1]:>10.1f}"
-        if ref:
-            line += f"  {ref[0]:>10.1f} {ref[1]:>10.1f}  {ref[0] / ours[0]:>7.1f}x"
-        print(line)
-    print("\n(times in microseconds per frame; median and 90th percentile; the budget at 30 fps is 33 333 us)")
+    comparison(rows, "per frame", "times in microseconds per frame; median and 90th percentile; "
+               "the budget at 30 fps is 33 333 us")
 
 
 if __name__ == "__main__":

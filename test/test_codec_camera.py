@@ -585,3 +585,15 @@ def test_fuzz_assembler_raises_only_remote_errors_and_stays_bounded(chunks, max_
             assert asm.pending <= max_pending
         if img is not None:
             assert img.image_id == chunk[0]
+
+
+@pytest.mark.parametrize("shape", [(240, 320), (240, 320, 3)])
+def test_encode_jpeg_round_trips_grey_and_colour(shape):
+    """encode_jpeg (used to publish colour frames at full width) keeps size, mode and picture."""
+    y, x = np.mgrid[0:shape[0], 0:shape[1]]
+    pixels = ((x * 255) // shape[1]).astype(np.uint8)
+    if len(shape) == 3:
+        pixels = np.stack([pixels, ((y * 255) // shape[0]).astype(np.uint8), 255 - pixels], axis=-1)
+    decoded = camera.decode_to_array(camera.encode_jpeg(pixels, 90), False)
+    assert decoded.shape == pixels.shape and decoded.dtype == np.uint8
+    assert np.abs(decoded.astype(np.int16) - pixels).mean() < 2.0

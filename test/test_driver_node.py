@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
+import numpy as np
 import pytest
 
 rclpy = pytest.importorskip("rclpy")
@@ -476,6 +477,17 @@ def test_camera_streams_both_topics(make_driver):
     r = raw[-1]
     assert (r.width, r.height, r.step, len(r.data)) == (320, 240, 960, 320 * 240 * 3)
     assert h.sim.camera_settings()["color"] is True
+    # the robot codes colour at half width; the compressed topic carries the nominal
+    # 320x240, as camera_info says, and the same picture as image_raw
+    with PILImage.open(io.BytesIO(bytes(compressed[-1].data))) as im:
+        im.load()
+        assert (im.width, im.height, im.mode) == (320, 240, "RGB")
+    same = [c for c in compressed if c.header.stamp == r.header.stamp]
+    assert same, "no compressed frame with the raw frame's stamp"
+    with PILImage.open(io.BytesIO(bytes(same[-1].data))) as im:
+        decoded = np.asarray(im.convert("RGB"), dtype=np.int16)
+    raw_pixels = np.frombuffer(bytes(r.data), dtype=np.uint8).reshape(240, 320, 3).astype(np.int16)
+    assert np.abs(decoded - raw_pixels).mean() < 3.0  # JPEG quality 90 re-encoding
     # gain and exposure go to the robot; out-of-range values are refused
     result = h.node.set_parameters([Parameter("camera_auto_exposure", value=False),
                                     Parameter("camera_gain", value=2.0),

@@ -570,6 +570,15 @@ def decode_to_array(jpeg: bytes, color_half_width: bool) -> np.ndarray:
         raise RemoteProtocolError(f"camera image does not decode: {exc}") from exc
 
 
+def encode_jpeg(pixels: np.ndarray, quality: int = 90) -> bytes:
+    """Baseline JPEG bytes of ``uint8`` pixels, ``(H, W)`` grey or ``(H, W, 3)`` RGB."""
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.fromarray(pixels).save(out, format="JPEG", quality=int(quality))
+    return out.getvalue()
+
+
 def image_to_array(image: CameraImage) -> np.ndarray:
     """Pixels of a :class:`CameraImage` at its nominal resolution (see :func:`decode_to_array`)."""
     return decode_to_array(image_to_jpeg(image), is_half_width_color(image))

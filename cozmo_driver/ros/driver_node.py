@@ -6,11 +6,17 @@ conversions, events, command checks, camera calibration, parameters,
 diagnostics) lives in :mod:`cozmo_driver.driver`, which has no ROS in it.
 
 Threads. The protocol runs on the robot client's I/O thread. Its listener
-(:meth:`CozmoDriverNode._on_robot_event`) keeps only what the node publishes,
-stamps it, appends it to a thread-safe deque and triggers a guard condition;
-the executor then runs :meth:`CozmoDriverNode._drain`, which publishes. No
-thread polls. Camera chunks are joined on the I/O thread (cheap) so that only
-whole images cross. Commands go the other way with ``Robot.post`` (queued to
+(:meth:`CozmoDriverNode._on_robot_event`) publishes each robot state (odometry,
+tf, IMU, joint states, status, battery, flag events) right there, under a lock
+it shares with the few executor callbacks that touch the same objects: rclpy
+publishers may be used from any thread, and an executor wake-up per robot state
+(33 a second) cost more CPU than the publishing itself (rclpy rebuilds its wait
+set of every entity, a hundred with the action servers, on each wake-up). Camera images are joined,
+rebuilt as JPEG and published on that thread too (decoded to camera/image_raw
+only while someone subscribes). Everything else it keeps (robot messages, link
+changes, NV storage replies) is stamped, appended to a thread-safe deque and
+announced with a guard condition; the executor then runs
+:meth:`CozmoDriverNode._drain`, which publishes. No thread polls. Commands go the other way with ``Robot.post`` (queued to
 the I/O thread, never blocking the executor).
 
 Lifecycle (rclpy.lifecycle, Humble and later): configure creates the robot
@@ -33,6 +39,7 @@ import gc
 import logging
 import math
 import sys
+import threading
 import time
 from collections import deque
 from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
@@ -73,7 +80,8 @@ from ..driver.parameters import PARAMETERS, full_frame_id, validate_all, validat
 from ..driver.sensors import (STATUS_FLAG_NAMES, StatusFlag, battery_percentage, imu_from_state,
                               joint_positions, power_supply_status)
 from ..protocol import messages as msgs
-from ..protocol.camera import ImageAssembler, decode_to_array, image_to_jpeg, is_half_width_color
+from ..protocol.camera import (ImageAssembler, decode_to_array, encode_jpeg, image_to_jpeg,
+                               is_half_width_color)
 from ..protocol.errors import CozmoError, RemoteProtocolError
 from ..protocol.nvstorage import (CAMERA_CALIB_SIZE, NV_TAG_CAMERA_CALIB, NvReadAssembler,
                                   decode_camera_calibration)
@@ -99,7 +107,7 @@ _NvOperation = msgs.ENUMS["NvOperation"]
 _LightState = msgs.STRUCTS["LightState"]
 
 # What the I/O thread hands to the executor.
-_STATE, _IMAGE, _MESSAGE, _LINK, _READY, _NV = range(6)
+_MESSAGE, _LINK, _READY, _NV = range(4)
 _EVENT_MESSAGES = frozenset(("RobotPoked", "RobotDelocalized", "FallingStarted", "FallingStopped",
                              "ButtonPressed"))
 _LINK_STATUS = {
@@ -110,6 +118,8 @@ _LINK_STATUS = {
     LinkState.LOST: LinkStatus.LOST,
 }
 _DEFAULT_STATE = msgs.RobotState()
+#: JPEG quality of colour frames, which are rebuilt at full width (the robot sends half)
+_COLOR_JPEG_QUALITY = 90
 _BATTERY_PERIOD_S = 1.0
 _GIL_SWITCH_INTERVAL_S = 0.0005
 _WARN_PERIOD_S = 2.0
@@ -184,7 +194,10 @@ class CozmoDriverNode(LifecycleNode):
         self._active = False
         self._closed = False
         self._queue: Deque[Tuple[int, Any, Any]] = deque()
-        self._images: Deque[Tuple[Any, Any]] = deque(maxlen=2)
+        # Robot states are published on the I/O thread (see the module docstring); this
+        # lock guards what that shares with the executor: the odometry tracker, the
+        # event detector, the pre-built messages, the publishers and the active flag.
+        self._lock = threading.Lock()
         self._guard = None
         self._assembler = ImageAssembler()
         self._nv = NvReadAssembler()
@@ -201,7 +214,6 @@ class CozmoDriverNode(LifecycleNode):
         self._estop = False
         self._last_drive_nonzero = False
         self._refused = 0
-        self._images_dropped = 0
         self._state_count = 0
         self._rate_mark: Tuple[float, int] = (time.monotonic(), 0)
         self._state_rate = 0.0
@@ -319,7 +331,8 @@ class CozmoDriverNode(LifecycleNode):
 
     @_transition
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
-        self._active = False
+        with self._lock:  # no robot state is being published once this returns
+            self._active = False
         if self._watchdog is not None:
             self._watchdog.cancel()
         if self._media is not None:
@@ -371,10 +384,10 @@ class CozmoDriverNode(LifecycleNode):
             except CozmoError as exc:
                 self._log(logging.WARNING, f"stopping the link: {exc}")
             self._log(logging.INFO, "disconnected from the robot (motors stopped)")
-        self._destroy_interfaces()
+        with self._lock:
+            self._destroy_interfaces()
         self._configured = False
         self._queue.clear()
-        self._images.clear()
         self._link_state = LinkState.DISCONNECTED
 
     def _log(self, level: int, text: str) -> None:
@@ -499,18 +512,20 @@ class CozmoDriverNode(LifecycleNode):
             message = event.message
             name = message.NAME
             if name == "RobotState":
-                item = (_STATE, self.get_clock().now(), message)
+                with self._lock:
+                    if self._pub:
+                        self._on_state(self.get_clock().now(), message)
+                return
             elif name == "ImageChunk":
                 try:
                     image = self._assembler.push_chunk(message)
                 except RemoteProtocolError:
                     return  # counted by the assembler, shown in /diagnostics
-                if image is None:
-                    return
-                if len(self._images) == self._images.maxlen:
-                    self._images_dropped += 1
-                self._images.append((self.get_clock().now(), image))
-                item = (_IMAGE, None, None)
+                if image is not None:
+                    with self._lock:
+                        if self._pub:
+                            self._on_image(self.get_clock().now(), image)
+                return
             elif name in _EVENT_MESSAGES:
                 item = (_MESSAGE, self.get_clock().now(), message)
             elif name == "NvStorageOpResult":
@@ -520,9 +535,11 @@ class CozmoDriverNode(LifecycleNode):
         elif isinstance(event, LinkStateChanged):
             if event.state is not LinkState.READY:
                 self._assembler.reset()
-                self._images.clear()
             item = (_LINK, None, event)
         elif isinstance(event, RobotReady):
+            # before this connection's first robot state, which this thread publishes next
+            with self._lock:
+                self._tracker.new_connection()
             item = (_READY, None, event.info)
         else:
             return
@@ -543,17 +560,9 @@ class CozmoDriverNode(LifecycleNode):
                 return
             if self._robot is None:
                 return
-            if kind == _STATE:
-                self._on_state(stamp, payload)
-            elif kind == _IMAGE:
-                while self._images:
-                    try:
-                        stamp, image = self._images.popleft()
-                    except IndexError:
-                        break
-                    self._on_image(stamp, image)
-            elif kind == _MESSAGE:
-                self._publish_events(stamp, self._events.on_message(payload))
+            if kind == _MESSAGE:
+                with self._lock:
+                    self._publish_events(stamp, self._events.on_message(payload))
             elif kind == _LINK:
                 self._on_link_state(payload)
             elif kind == _READY:
@@ -584,7 +593,6 @@ class CozmoDriverNode(LifecycleNode):
         self._publish_link_status()
 
     def _on_robot_ready(self, info) -> None:
-        self._tracker.new_connection()
         msg = RobotInfo()
         msg.firmware_version = str(info.firmware_version) if info.firmware_version is not None else ""
         msg.firmware_build_type = info.firmware_build or ""
@@ -644,8 +652,9 @@ class CozmoDriverNode(LifecycleNode):
             self.get_logger().warning(f"camera calibration from the robot unusable ({exc}): "
                                       "camera_info uses the default intrinsics")
             return
-        self._calibration = info
-        self._info_cache.clear()
+        with self._lock:
+            self._calibration = info
+            self._info_cache.clear()
         self.get_logger().info(
             f"camera calibration read from the robot: fx {info.k[0]:.1f} fy {info.k[4]:.1f} "
             f"cx {info.k[2]:.1f} cy {info.k[5]:.1f} px at {info.width}x{info.height}")
@@ -790,8 +799,14 @@ class CozmoDriverNode(LifecycleNode):
     def _on_image(self, stamp, image) -> None:
         if not self._active or not self._params["camera_enabled"]:
             return
+        pixels = None
         try:
             jpeg = image_to_jpeg(image)
+            if is_half_width_color(image):
+                # the robot codes colour at half width: publish the nominal size, which
+                # camera_info describes and image_transport consumers expect
+                pixels = decode_to_array(jpeg, True)
+                jpeg = encode_jpeg(pixels, _COLOR_JPEG_QUALITY)
         except RemoteProtocolError as exc:
             self._warn_throttled("image", f"camera image {image.image_id} dropped: {exc}")
             return
@@ -805,11 +820,11 @@ class CozmoDriverNode(LifecycleNode):
         self._pub["compressed"].publish(compressed)
         raw_pub = self._pub["image"]
         if raw_pub.get_subscription_count() > 0:
-            try:
-                pixels = decode_to_array(jpeg, is_half_width_color(image))
-            except RemoteProtocolError as exc:
-                self._warn_throttled("decode", f"camera image {image.image_id} does not decode: {exc}")
-                pixels = None
+            if pixels is None:
+                try:
+                    pixels = decode_to_array(jpeg, False)
+                except RemoteProtocolError as exc:
+                    self._warn_throttled("decode", f"camera image {image.image_id} does not decode: {exc}")
             if pixels is not None:
                 raw = Image()
                 raw.header.stamp = header_stamp
@@ -1122,7 +1137,8 @@ class CozmoDriverNode(LifecycleNode):
         return response
 
     def _on_reset_odometry(self, request, response):
-        self._tracker.reset()
+        with self._lock:
+            self._tracker.reset()
         response.success = True
         response.message = "odometry restarts at the origin with the next robot state"
         self.get_logger().info(response.message)

@@ -1,0 +1,106 @@
+"""What the benchmarks share: local-only ROS isolation, process meters, result tables.
+
+Import it before rclpy: :func:`isolate_ros` must set the environment first.
+Benchmarks print numbers; they never assert them.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+import sys
+from pathlib import Path
+from typing import List, Optional, Sequence, Tuple
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+# Domain ids 1..99 keep Fast DDS's ports (7400 + 250 * id + offsets) below the
+# reservation ports; the reservation convention is test/conftest.py's.
+_RESERVATION_PORT_BASE = 32768
+_held: List[socket.socket] = []
+
+
+def isolate_ros() -> str:
+    """Keep DDS on this machine and in a ROS_DOMAIN_ID of this run; the id as text.
+
+    Discovery is limited to localhost, the robot client refuses non-loopback
+    addresses, and unless the caller set ROS_DOMAIN_ID a free id is held (loopback
+    TCP and UDP port 32768 + id bound until the process ends)."""
+    os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    os.environ.pop("ROS_STATIC_PEERS", None)
+    os.environ.pop("ROS_LOCALHOST_ONLY", None)
+    os.environ["COZMO_LOOPBACK_ONLY"] = "1"
+    if os.environ.get("ROS_DOMAIN_ID") or _held:
+        return os.environ.get("ROS_DOMAIN_ID", "")
+    for domain_id in range(99, 0, -1):
+        held = []
+        try:
+            for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+                sock = socket.socket(socket.AF_INET, kind)
+                held.append(sock)
+                sock.bind(("127.0.0.1", _RESERVATION_PORT_BASE + domain_id))
+        except OSError:
+            for sock in held:
+                sock.close()
+            continue
+        _held.extend(held)
+        os.environ["ROS_DOMAIN_ID"] = str(domain_id)
+        return str(domain_id)
+    raise RuntimeError("no free ROS_DOMAIN_ID in 1..99")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (s)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_mib(pid: int) -> float:
+    """Resident memory of a process (MiB); NaN if /proc does not say."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    return math.nan
+
+
+def table(title: str, header: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
+    """Print a titled table, columns left-aligned to their widest cell."""
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    print(f"\n{title}")
+    print("  " + "  ".join(str(h).ljust(w) for h, w in zip(header, widths)))
+    print("  " + "  ".join("-" * w for w in widths))
+    for r in rows:
+        print("  " + "  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
+
+
+def stats_ms(values: Sequence[float]) -> List[str]:
+    """[samples, median, p99, max] of durations in seconds, as milliseconds."""
+    if not values:
+        return ["0", "-", "-", "-"]
+    v = sorted(x * 1e3 for x in values)
+    p99 = v[min(len(v) - 1, int(math.ceil(0.99 * len(v))) - 1)]
+    return [str(len(v)), f"{v[len(v) // 2]:.2f}", f"{p99:.2f}", f"{v[-1]:.2f}"]
+
+
+Timing = Tuple[float, float]  # median, p90 (us)
+
+
+def comparison(rows: Sequence[Tuple[str, Timing, Optional[Timing]]], what: str, note: str) -> None:
+    """Print ours against the reference (median and p90, us) with the ratio."""
+    width = max(len(r[0]) for r in rows)
+    head = (f"{what:<{width}}  {'ours med':>10} {'ours p90':>10}  {'ref med':>10} {'ref p90':>10}"
+            f"  {'ref/ours':>8}")
+    print()
+    print(head)
+    print("-" * len(head))
+    for name, ours, ref in rows:
+        line = f"{name:<{width}}  {ours[0]:>10.1f} {ours[1]:>10.1f}"
+        if ref:
+            line += f"  {ref[0]:>10.1f} {ref[1]:>10.1f}  {ref[0] / ours[0]:>7.1f}x"
+        print(line)
+    print(f"\n({note})")
