@@ -5,8 +5,9 @@ declare them (with descriptions and ranges), by ``config/cozmo.yaml`` (its
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Tuple
+
+from ..driver.parameters import ParamSpec
 
 __all__ = ["BehaviorParam", "BEHAVIOR_PARAMETERS", "USER_ACTIONS", "USER_TOPICS", "defaults"]
 
@@ -18,20 +19,10 @@ USER_TOPICS: Tuple[str, ...] = ("cmd_vel", "head/angle", "lift/height", "head/ve
                                 "lift/velocity")
 
 
-@dataclass(frozen=True)
-class BehaviorParam:
-    name: str
-    default: Any
-    description: str
-    unit: str = ""
-    minimum: Optional[float] = None
-    maximum: Optional[float] = None
-    #: may change while the node runs (ros2 param set); else read at start-up
-    dynamic: bool = False
-
-    @property
-    def type_name(self) -> str:
-        return {bool: "bool", int: "int", float: "double", str: "string"}[type(self.default)]
+#: a parameter's name, default, description, unit, range and whether it is ``dynamic`` (may
+#: change while the node runs, with ros2 param set; else read at start-up): the driver's
+#: structure (its ``frame`` flag stays False here)
+BehaviorParam = ParamSpec
 
 
 BEHAVIOR_PARAMETERS: Tuple[BehaviorParam, ...] = (

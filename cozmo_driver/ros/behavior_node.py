@@ -59,11 +59,9 @@ from geometry_msgs.msg import Point, Twist, TwistStamped
 from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
                                 SetParametersResult)
 from rclpy.action import ActionClient
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.qos import (QoSDurabilityPolicy, QoSHistoryPolicy, QoSProfile, QoSReliabilityPolicy,
-                       qos_profile_action_status_default)
+from rclpy.qos import qos_profile_action_status_default
 from sensor_msgs.msg import BatteryState
 from std_msgs.msg import ColorRGBA, Float64, String
 from std_srvs.srv import SetBool
@@ -74,33 +72,10 @@ from ..behavior.config import ConfigError, builtin_still_animations, load_config
 from ..behavior.engine import Engine
 from ..behavior.parameters import BEHAVIOR_PARAMETERS, USER_ACTIONS, USER_TOPICS
 from ..behavior.reactions import ROBOT_EVENT_TRIGGERS
-from ._compat import try_shutdown
-
-try:
-    from rclpy.executors import ExternalShutdownException
-except ImportError:  # pragma: no cover - older rclpy
-    class ExternalShutdownException(Exception):
-        pass
+from ._entry import make_node, spin_node
+from .qos import QOS_EVENTS, QOS_LATCHED, QOS_LATEST, QOS_QUEUE, QOS_STATE, QOS_STREAM, QOS_WATCH
 
 __all__ = ["BehaviorNode", "RosRobot", "main"]
-
-QOS_STATE = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=10,
-                       reliability=QoSReliabilityPolicy.RELIABLE)
-QOS_EVENTS = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=100,
-                        reliability=QoSReliabilityPolicy.RELIABLE)
-QOS_LATCHED = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=1,
-                         reliability=QoSReliabilityPolicy.RELIABLE,
-                         durability=QoSDurabilityPolicy.TRANSIENT_LOCAL)
-#: the robot's status at ~33 Hz: only the latest matters (best effort matches a reliable publisher)
-QOS_LATEST = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=1,
-                        reliability=QoSReliabilityPolicy.BEST_EFFORT)
-#: users' commands, whatever their publishers' reliability
-QOS_WATCH = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=10,
-                       reliability=QoSReliabilityPolicy.BEST_EFFORT)
-QOS_COMMAND = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=10,
-                         reliability=QoSReliabilityPolicy.RELIABLE)
-QOS_AUDIO = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=100,
-                       reliability=QoSReliabilityPolicy.RELIABLE)
 
 _ACTIVE_GOAL = (GoalStatus.STATUS_ACCEPTED, GoalStatus.STATUS_EXECUTING, GoalStatus.STATUS_CANCELING)
 #: own goal ids remembered (the oldest forgotten first)
@@ -142,12 +117,12 @@ class RosRobot(RobotInterface):
         self._goal_handles: Dict[int, Any] = {}     # id(handle) -> rclpy ClientGoalHandle
         self._sounds: List[Tuple[Handle, float]] = []
         self._sound_cache: Dict[str, Any] = {}
-        self._face = node.create_publisher(String, "face/expression", QOS_COMMAND)
-        self._look = node.create_publisher(Point, "face/look_at", QOS_COMMAND)
-        self._backpack = node.create_publisher(BackpackLights, "backpack_lights", QOS_COMMAND)
-        self._pattern = node.create_publisher(BackpackLightPattern, "backpack_light_pattern", QOS_COMMAND)
-        self._object_lights = node.create_publisher(ObjectLights, "object_lights", QOS_COMMAND)
-        self._audio = node.create_publisher(AudioChunk, "audio/pcm", QOS_AUDIO)
+        self._face = node.create_publisher(String, "face/expression", QOS_QUEUE)
+        self._look = node.create_publisher(Point, "face/look_at", QOS_QUEUE)
+        self._backpack = node.create_publisher(BackpackLights, "backpack_lights", QOS_QUEUE)
+        self._pattern = node.create_publisher(BackpackLightPattern, "backpack_light_pattern", QOS_QUEUE)
+        self._object_lights = node.create_publisher(ObjectLights, "object_lights", QOS_QUEUE)
+        self._audio = node.create_publisher(AudioChunk, "audio/pcm", QOS_STREAM)
         self._light_service = node.create_client(PlayLightAnimation, "play_light_animation")
         self._warned: Set[str] = set()
 
@@ -380,7 +355,7 @@ class BehaviorNode(Node):
         self.create_subscription(BatteryState, "battery_state", self._on_battery, QOS_STATE)
         self.create_subscription(LinkStatus, "link_status", self._on_link, QOS_LATCHED)
         self.create_subscription(ObjectEvent, "object_events", self._on_object_event, QOS_EVENTS)
-        self.create_subscription(String, "behavior/trigger", self._on_trigger, QOS_COMMAND)
+        self.create_subscription(String, "behavior/trigger", self._on_trigger, QOS_QUEUE)
         cmd_vel_type = TwistStamped if p["cmd_vel_stamped"] else Twist
         topic_types = {"cmd_vel": cmd_vel_type, "head/angle": HeadAngle, "lift/height": LiftHeight,
                        "head/velocity": Float64, "lift/velocity": Float64}
@@ -575,19 +550,12 @@ def main(args: Optional[List[str]] = None) -> int:
     if own_signals:
         signal.signal(signal.SIGINT, _raise_interrupt)
         signal.signal(signal.SIGTERM, _raise_interrupt)
-    try:
-        node = BehaviorNode()
-    except (ConfigError, rclpy.exceptions.ParameterException) as exc:
-        print(f"cozmo_behavior_node: {exc}", file=sys.stderr)
-        try_shutdown()
+    node = make_node("cozmo_behavior_node", BehaviorNode,
+                     (ConfigError, rclpy.exceptions.ParameterException))
+    if node is None:
         return 2
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    try:
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
+
+    def stop(executor) -> None:
         if own_signals:  # the clean-up below is bounded: no second interrupt in the middle
             signal.signal(signal.SIGINT, signal.SIG_IGN)
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -596,9 +564,8 @@ def main(args: Optional[List[str]] = None) -> int:
         deadline = time.monotonic() + 0.3
         while node.context.ok() and time.monotonic() < deadline:
             executor.spin_once(timeout_sec=0.05)
-        executor.shutdown(timeout_sec=1.0)
-        node.destroy_node()
-        try_shutdown()
+
+    spin_node(node, stop=stop)
     return 0
 
 

@@ -34,7 +34,6 @@ topic, service and parameter.
 
 from __future__ import annotations
 
-import copy
 import gc
 import logging
 import math
@@ -54,11 +53,9 @@ from geometry_msgs.msg import TransformStamped, Twist, TwistStamped
 from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
                                 SetParametersResult)
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.parameter import Parameter
-from rclpy.qos import (QoSDurabilityPolicy, QoSHistoryPolicy, QoSProfile, QoSReliabilityPolicy,
-                       qos_profile_sensor_data)
+from rclpy.qos import QoSProfile
 from sensor_msgs.msg import BatteryState, CameraInfo, CompressedImage, Image, Imu, JointState
 from std_msgs.msg import Bool, Float32, Float64
 from std_srvs.srv import Trigger
@@ -86,18 +83,9 @@ from ..protocol.errors import CozmoError, RemoteProtocolError
 from ..protocol.nvstorage import (CAMERA_CALIB_SIZE, NV_TAG_CAMERA_CALIB, NvReadAssembler,
                                   decode_camera_calibration)
 from ..protocol.session import MessageReceived, SessionConfig
-from ._compat import try_shutdown
-
-try:  # Galactic and later; the fallback keeps plain QoS
-    from rclpy.qos_overriding_options import QoSOverridingOptions
-except ImportError:  # pragma: no cover - depends on the ROS 2 release
-    QoSOverridingOptions = None
-
-try:
-    from rclpy.executors import ExternalShutdownException
-except ImportError:  # pragma: no cover - older rclpy
-    class ExternalShutdownException(Exception):
-        pass
+from . import qos
+from ._entry import make_node, spin_node
+from .qos import QOS_COMMAND, QOS_EVENTS, QOS_LATCHED, QOS_SENSOR, QOS_STATE, QOS_TF
 
 __all__ = ["CozmoDriverNode", "main"]
 
@@ -123,23 +111,6 @@ _COLOR_JPEG_QUALITY = 90
 _BATTERY_PERIOD_S = 1.0
 _GIL_SWITCH_INTERVAL_S = 0.0005
 _WARN_PERIOD_S = 2.0
-
-
-def _qos(depth: int, reliable: bool = True, latched: bool = False) -> QoSProfile:
-    return QoSProfile(
-        history=QoSHistoryPolicy.KEEP_LAST, depth=depth,
-        reliability=QoSReliabilityPolicy.RELIABLE if reliable else QoSReliabilityPolicy.BEST_EFFORT,
-        durability=QoSDurabilityPolicy.TRANSIENT_LOCAL if latched else QoSDurabilityPolicy.VOLATILE)
-
-
-#: QoS by kind (house style): sensor streams best effort, state reliable, facts latched.
-QOS_SENSOR = qos_profile_sensor_data
-QOS_STATE = _qos(10)
-QOS_EVENTS = _qos(100)
-QOS_LATCHED = _qos(1, latched=True)
-QOS_COMMAND = _qos(1)
-#: the standard tf QoS (what tf2_ros's TransformBroadcaster uses)
-QOS_TF = _qos(100)
 
 
 def _transition(method):
@@ -409,21 +380,15 @@ class CozmoDriverNode(LifecycleNode):
 
     # ------------------------------------------------------------------ ROS interfaces
 
-    def _publisher(self, key: str, msg_type, topic: str, qos: QoSProfile,
+    def _publisher(self, key: str, msg_type, topic: str, profile: QoSProfile,
                    overridable: bool = True) -> None:
-        kwargs = {}
-        if overridable and QoSOverridingOptions is not None:
-            kwargs["qos_overriding_options"] = QoSOverridingOptions.with_default_policies()
-        # a copy: QoS overrides are applied to the profile object in place
-        pub = self.create_publisher(msg_type, topic, copy.copy(qos), **kwargs)
+        pub = qos.create_publisher(self, msg_type, topic, profile, overridable)
         self._pub[key] = pub
         self._entities.append((self.destroy_publisher, pub))
 
-    def _subscription(self, msg_type, topic: str, callback, qos: QoSProfile = QOS_COMMAND) -> None:
-        kwargs = {}
-        if QoSOverridingOptions is not None:
-            kwargs["qos_overriding_options"] = QoSOverridingOptions.with_default_policies()
-        sub = self.create_subscription(msg_type, topic, callback, copy.copy(qos), **kwargs)
+    def _subscription(self, msg_type, topic: str, callback,
+                      profile: QoSProfile = QOS_COMMAND) -> None:
+        sub = qos.create_subscription(self, msg_type, topic, callback, profile)
         self._entities.append((self.destroy_subscription, sub))
 
     def _create_interfaces(self) -> None:
@@ -1172,34 +1137,28 @@ def main(args: Optional[List[str]] = None) -> int:
     # shows up directly in command and odometry latency).
     sys.setswitchinterval(_GIL_SWITCH_INTERVAL_S)
     rclpy.init(args=args)
-    try:
-        node = CozmoDriverNode()
-    except (ValueError, rclpy.exceptions.ParameterException) as exc:
-        print(f"cozmo_driver_node: {exc}", file=sys.stderr)
-        try_shutdown()
+    node = make_node("cozmo_driver_node", CozmoDriverNode,
+                     (ValueError, rclpy.exceptions.ParameterException))
+    if node is None:
         return 2
     handler = _RosLogHandler(node)
     cozmo_logger = logging.getLogger("cozmo")
     cozmo_logger.addHandler(handler)
     cozmo_logger.propagate = False
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    try:
+
+    def start() -> None:
         if node.autostart and not node.start():
             node.get_logger().error("could not start; the node stays up for lifecycle transitions")
         # Everything allocated so far (rclpy, message classes, numpy...) lives as long as
         # the process: keep it out of the cyclic collector's full passes, which would
         # otherwise pause both threads for milliseconds every few seconds.
         gc.freeze()
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
+
+    def stop(executor) -> None:
         node.close()
         cozmo_logger.removeHandler(handler)
-        executor.shutdown(timeout_sec=1.0)
-        node.destroy_node()
-        try_shutdown()
+
+    spin_node(node, start, stop)
     return 0
 
 

@@ -33,9 +33,7 @@ import rclpy
 from cozmo_interfaces.srv import SetFaceExpression
 from geometry_msgs.msg import Point
 from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
-from rclpy.qos import QoSDurabilityPolicy, QoSHistoryPolicy, QoSProfile, QoSReliabilityPolicy
 from sensor_msgs.msg import Image
 from std_msgs.msg import String
 
@@ -43,21 +41,10 @@ from ..face.expressions import EXPRESSIONS, FaceAnimator, expression
 from ..face.procedural import NUM_PARAMS, FaceParams
 from ..face.stream import FaceStream
 from ..protocol.display import DISPLAY_WIDTH, SCREEN_HEIGHT
-from ._compat import try_shutdown
-
-try:
-    from rclpy.executors import ExternalShutdownException
-except ImportError:  # pragma: no cover - older rclpy
-    class ExternalShutdownException(Exception):
-        pass
+from ._entry import make_node, spin_node
+from .qos import QOS_LATCHED, QOS_QUEUE
 
 __all__ = ["FaceNode", "main"]
-
-QOS_FACE = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=1,
-                      reliability=QoSReliabilityPolicy.RELIABLE,
-                      durability=QoSDurabilityPolicy.TRANSIENT_LOCAL)
-QOS_COMMAND = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=10,
-                         reliability=QoSReliabilityPolicy.RELIABLE)
 
 
 def _range(description: str, lo: float, hi: float) -> ParameterDescriptor:
@@ -93,9 +80,9 @@ class FaceNode(Node):
         self._msg.encoding = "mono8"
         self._msg.is_bigendian = 0
         self._msg.step = DISPLAY_WIDTH
-        self._publisher = self.create_publisher(Image, "display/face", QOS_FACE)
-        self.create_subscription(String, "face/expression", self._on_expression, QOS_COMMAND)
-        self.create_subscription(Point, "face/look_at", self._on_look_at, QOS_COMMAND)
+        self._publisher = self.create_publisher(Image, "display/face", QOS_LATCHED)
+        self.create_subscription(String, "face/expression", self._on_expression, QOS_QUEUE)
+        self.create_subscription(Point, "face/look_at", self._on_look_at, QOS_QUEUE)
         self.create_service(SetFaceExpression, "set_face_expression", self._on_set_expression)
         self._timer = self.create_timer(1.0 / float(fps), self._on_timer)
         self.get_logger().info(f"face '{start}' at {fps:g} fps on {self._publisher.topic_name}"
@@ -171,22 +158,10 @@ class FaceNode(Node):
 def main(args: Optional[List[str]] = None) -> int:
     """``cozmo_face_node``: publish the face until Ctrl-C or SIGTERM."""
     rclpy.init(args=args)
-    try:
-        node = FaceNode()
-    except (ValueError, rclpy.exceptions.ParameterException) as exc:
-        print(f"cozmo_face_node: {exc}", file=sys.stderr)
-        try_shutdown()
+    node = make_node("cozmo_face_node", FaceNode, (ValueError, rclpy.exceptions.ParameterException))
+    if node is None:
         return 2
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    try:
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        executor.shutdown(timeout_sec=1.0)
-        node.destroy_node()
-        try_shutdown()
+    spin_node(node)
     return 0
 
 

@@ -30,7 +30,6 @@ condition's callback completes, so a single-threaded executor serves them.
 
 from __future__ import annotations
 
-import copy
 import math
 import time
 from collections import deque
@@ -41,7 +40,7 @@ from cozmo_interfaces.action import PlayAnimation, PlayAudio
 from cozmo_interfaces.msg import AudioChunk, DisplayImage
 from cozmo_interfaces.srv import ListAnimations
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
-from rclpy.qos import QoSHistoryPolicy, QoSProfile, QoSReliabilityPolicy, qos_profile_sensor_data
+from rclpy.qos import QoSProfile
 from rclpy.task import Future
 from sensor_msgs.msg import Image
 
@@ -56,22 +55,11 @@ from ..driver.media import audio_chunk_samples, image_to_screen, is_empty_image,
 from ..protocol import messages as msgs
 from ..protocol.audio import SAMPLE_RATE, StreamResampler, load_wav
 from ..protocol.errors import LocalProtocolError
-
-try:  # Galactic and later
-    from rclpy.qos_overriding_options import QoSOverridingOptions
-except ImportError:  # pragma: no cover - depends on the ROS 2 release
-    QoSOverridingOptions = None
+from . import qos
+from .qos import QOS_COMMAND, QOS_LATEST, QOS_SENSOR, QOS_STREAM
 
 __all__ = ["MediaInterfaces"]
 
-#: Commands: only the latest matters. The face: the latest, from any publisher (best effort
-#: matches reliable and best-effort publishers). Audio chunks: none may be lost.
-QOS_DISPLAY = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=1,
-                         reliability=QoSReliabilityPolicy.RELIABLE)
-QOS_FACE = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=1,
-                      reliability=QoSReliabilityPolicy.BEST_EFFORT)
-QOS_AUDIO = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=100,
-                       reliability=QoSReliabilityPolicy.RELIABLE)
 #: A stream whose next chunk comes later than this starts a new resampler.
 _STREAM_GAP_S = 0.5
 _WARN_PERIOD_S = 2.0
@@ -132,10 +120,12 @@ class MediaInterfaces:
         self.av = AVStream(robot, self._on_report,
                            stream_prebuffer_s=float(params.get("audio_stream_buffer", 0.1)))
         self._guard = node.create_guard_condition(self._drain)
-        self._subscribe(DisplayImage, "display/image", self._on_display_image, QOS_DISPLAY)
-        self._subscribe(Image, "display/image_raw", self._on_display_image_raw, qos_profile_sensor_data)
-        self._subscribe(Image, "display/face", self._on_display_face, QOS_FACE)
-        self._subscribe(AudioChunk, "audio/pcm", self._on_audio_pcm, QOS_AUDIO)
+        # Commands: only the latest matters. The face: the latest, from any publisher.
+        # Audio chunks: none may be lost.
+        self._subscribe(DisplayImage, "display/image", self._on_display_image, QOS_COMMAND)
+        self._subscribe(Image, "display/image_raw", self._on_display_image_raw, QOS_SENSOR)
+        self._subscribe(Image, "display/face", self._on_display_face, QOS_LATEST)
+        self._subscribe(AudioChunk, "audio/pcm", self._on_audio_pcm, QOS_STREAM)
         self._audio_server = ActionServer(
             node, PlayAudio, "play_audio", execute_callback=self._execute_audio,
             goal_callback=self._accept_goal, cancel_callback=self._cancel_goal)
@@ -181,11 +171,8 @@ class MediaInterfaces:
 
     # ------------------------------------------------------------------ helpers
 
-    def _subscribe(self, msg_type, topic: str, callback, qos: QoSProfile) -> None:
-        kwargs = {}
-        if QoSOverridingOptions is not None:
-            kwargs["qos_overriding_options"] = QoSOverridingOptions.with_default_policies()
-        sub = self.node.create_subscription(msg_type, topic, callback, copy.copy(qos), **kwargs)
+    def _subscribe(self, msg_type, topic: str, callback, profile: QoSProfile) -> None:
+        sub = qos.create_subscription(self.node, msg_type, topic, callback, profile)
         self._entities.append(sub)
 
     def _warn(self, key: str, text: str) -> None:

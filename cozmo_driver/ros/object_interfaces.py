@@ -34,7 +34,6 @@ rather than drain their batteries; deactivating leaves them as they are.
 
 from __future__ import annotations
 
-import copy
 import itertools
 import math
 import time
@@ -47,8 +46,7 @@ from cozmo_interfaces.msg import (BackpackLightPattern, ObjectAccel, ObjectEvent
 from cozmo_interfaces.srv import ConnectObject, PlayLightAnimation, SetObjectAccelStream
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.duration import Duration
-from rclpy.qos import (QoSDurabilityPolicy, QoSHistoryPolicy, QoSProfile, QoSReliabilityPolicy,
-                       qos_profile_sensor_data)
+from rclpy.qos import QoSProfile
 from rclpy.task import Future
 
 from ..client.link import LinkState, LinkStateChanged, RobotReady
@@ -59,11 +57,8 @@ from ..driver.objects import (BACKPACK_LEDS, CUBE_LEDS, Light, ObjectEntry, Obje
                               ObjectSettings, backpack_messages, is_cube, led_count, light_state,
                               object_light_states, rotation_frames)
 from ..protocol.session import MessageReceived
-
-try:  # Galactic and later
-    from rclpy.qos_overriding_options import QoSOverridingOptions
-except ImportError:  # pragma: no cover - depends on the ROS 2 release
-    QoSOverridingOptions = None
+from . import qos
+from .qos import QOS_COMMAND, QOS_EVENTS, QOS_LATCHED, QOS_QUEUE, QOS_SENSOR
 
 __all__ = ["ObjectInterfaces", "OBJECT_MESSAGES"]
 
@@ -71,17 +66,6 @@ __all__ = ["ObjectInterfaces", "OBJECT_MESSAGES"]
 OBJECT_MESSAGES = frozenset((
     "ObjectAvailable", "ObjectConnectionState", "ObjectTapped", "ObjectTapFiltered", "ObjectMoved",
     "ObjectStoppedMoving", "ObjectUpAxisChanged", "ObjectPowerLevel", "ObjectAccel"))
-QOS_LIST = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=1,
-                      reliability=QoSReliabilityPolicy.RELIABLE,
-                      durability=QoSDurabilityPolicy.TRANSIENT_LOCAL)
-QOS_EVENTS = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=100,
-                        reliability=QoSReliabilityPolicy.RELIABLE)
-#: object_lights addresses several objects: keep a few, so that one object's command is not
-#: dropped by the next object's. The backpack: only the latest matters.
-QOS_OBJECT_LIGHTS = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=10,
-                               reliability=QoSReliabilityPolicy.RELIABLE)
-QOS_COMMAND = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=1,
-                         reliability=QoSReliabilityPolicy.RELIABLE)
 TICK_PERIOD_S = 0.25
 LIST_PERIOD_S = 1.0
 _WARN_PERIOD_S = 2.0
@@ -125,10 +109,12 @@ class ObjectInterfaces:
                            f"({self.library.loaded_from_file} from {params['light_animation_file']})")
 
         self._entities: List[Tuple[Any, Any]] = []
-        self._pub_list = self._publisher(ObjectList, "objects", QOS_LIST)
+        self._pub_list = self._publisher(ObjectList, "objects", QOS_LATCHED)
         self._pub_events = self._publisher(ObjectEvent, "object_events", QOS_EVENTS)
-        self._pub_accel = self._publisher(ObjectAccel, "object_accel", qos_profile_sensor_data)
-        self._subscribe(ObjectLights, "object_lights", self._on_object_lights, QOS_OBJECT_LIGHTS)
+        self._pub_accel = self._publisher(ObjectAccel, "object_accel", QOS_SENSOR)
+        # object_lights addresses several objects: keep a few, so that one object's command
+        # is not dropped by the next object's. The backpack: only the latest matters.
+        self._subscribe(ObjectLights, "object_lights", self._on_object_lights, QOS_QUEUE)
         self._subscribe(BackpackLightPattern, "backpack_light_pattern", self._on_backpack_pattern,
                         QOS_COMMAND)
         # connect_object awaits the robot's answer: in a group of its own, so that the node's
@@ -192,19 +178,13 @@ class ObjectInterfaces:
                               reconnect_min=float(p.get("object_reconnect_min", 1.0)),
                               reconnect_max=float(p.get("object_reconnect_max", 10.0)))
 
-    def _publisher(self, msg_type, topic: str, qos: QoSProfile):
-        kwargs = {}
-        if QoSOverridingOptions is not None:
-            kwargs["qos_overriding_options"] = QoSOverridingOptions.with_default_policies()
-        pub = self.node.create_publisher(msg_type, topic, copy.copy(qos), **kwargs)
+    def _publisher(self, msg_type, topic: str, profile: QoSProfile):
+        pub = qos.create_publisher(self.node, msg_type, topic, profile)
         self._entities.append((self.node.destroy_publisher, pub))
         return pub
 
-    def _subscribe(self, msg_type, topic: str, callback, qos: QoSProfile) -> None:
-        kwargs = {}
-        if QoSOverridingOptions is not None:
-            kwargs["qos_overriding_options"] = QoSOverridingOptions.with_default_policies()
-        sub = self.node.create_subscription(msg_type, topic, callback, copy.copy(qos), **kwargs)
+    def _subscribe(self, msg_type, topic: str, callback, profile: QoSProfile) -> None:
+        sub = qos.create_subscription(self.node, msg_type, topic, callback, profile)
         self._entities.append((self.node.destroy_subscription, sub))
 
     def _warn(self, key: str, text: str) -> None:

@@ -1,0 +1,73 @@
+"""The QoS profiles of the nodes' topics, named once (house style: sensor streams best
+effort, state reliable, facts latched), and publisher/subscription factories that let a
+topic's QoS be overridden by ``qos_overrides.<topic>...`` parameters where rclpy supports
+it (Galactic and later; elsewhere the topic keeps its plain QoS)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Dict
+
+from rclpy.qos import (QoSDurabilityPolicy, QoSHistoryPolicy, QoSProfile, QoSReliabilityPolicy,
+                       qos_profile_sensor_data)
+
+try:  # Galactic and later; the fallback keeps plain QoS
+    from rclpy.qos_overriding_options import QoSOverridingOptions
+except ImportError:  # pragma: no cover - depends on the ROS 2 release
+    QoSOverridingOptions = None
+
+__all__ = ["profile", "QOS_SENSOR", "QOS_STATE", "QOS_QUEUE", "QOS_EVENTS", "QOS_STREAM",
+           "QOS_TF", "QOS_LATCHED", "QOS_COMMAND", "QOS_LATEST", "QOS_WATCH", "create_publisher",
+           "create_subscription"]
+
+
+def profile(depth: int, reliable: bool = True, latched: bool = False) -> QoSProfile:
+    """Keep the last ``depth``; reliable or best effort; transient local or volatile."""
+    return QoSProfile(
+        history=QoSHistoryPolicy.KEEP_LAST, depth=depth,
+        reliability=QoSReliabilityPolicy.RELIABLE if reliable else QoSReliabilityPolicy.BEST_EFFORT,
+        durability=QoSDurabilityPolicy.TRANSIENT_LOCAL if latched else QoSDurabilityPolicy.VOLATILE)
+
+
+#: sensor streams (camera, IMU, cube accelerometers): best effort, the latest few
+QOS_SENSOR = qos_profile_sensor_data
+#: state at a steady rate: reliable, depth 10
+QOS_STATE = profile(10)
+#: commands of which each counts, maybe from several publishers or for several objects
+#: (face expressions, object_lights): reliable, depth 10
+QOS_QUEUE = profile(10)
+#: events: reliable, depth 100
+QOS_EVENTS = profile(100)
+#: a stream of which no piece may be lost (audio chunks): reliable, depth 100
+QOS_STREAM = profile(100)
+#: the standard tf QoS (what tf2_ros's TransformBroadcaster uses)
+QOS_TF = profile(100)
+#: facts, for late subscribers too (robot info, link status, object list, the face): reliable,
+#: transient local, depth 1
+QOS_LATCHED = profile(1, latched=True)
+#: commands of which only the latest matters: reliable, depth 1
+QOS_COMMAND = profile(1)
+#: only the latest, from any publisher (best effort matches reliable and best-effort ones)
+QOS_LATEST = profile(1, reliable=False)
+#: watching others' commands, whatever their publishers' reliability: best effort, depth 10
+QOS_WATCH = profile(10, reliable=False)
+
+
+def _overriding(overridable: bool) -> Dict[str, Any]:
+    if overridable and QoSOverridingOptions is not None:
+        return {"qos_overriding_options": QoSOverridingOptions.with_default_policies()}
+    return {}
+
+
+def create_publisher(node: Any, msg_type: Any, topic: str, qos: QoSProfile,
+                     overridable: bool = True) -> Any:
+    """``node.create_publisher`` with a copy of ``qos`` (QoS overrides are applied to the
+    profile object in place), overridable by parameters unless ``overridable`` is False."""
+    return node.create_publisher(msg_type, topic, copy.copy(qos), **_overriding(overridable))
+
+
+def create_subscription(node: Any, msg_type: Any, topic: str, callback: Any,
+                        qos: QoSProfile) -> Any:
+    """``node.create_subscription`` with a copy of ``qos``, overridable by parameters."""
+    return node.create_subscription(msg_type, topic, callback, copy.copy(qos),
+                                    **_overriding(True))
