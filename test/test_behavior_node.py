@@ -36,7 +36,7 @@ from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy  # n
 from std_msgs.msg import String  # noqa: E402
 from std_srvs.srv import SetBool  # noqa: E402
 
-from ros_timeouts import CONNECT_TIMEOUT, DISCOVERY_TIMEOUT  # noqa: E402
+from ros_harness import CONNECT_TIMEOUT, DISCOVERY_TIMEOUT, RosHarness  # noqa: E402
 from cozmo_driver.ros.behavior_node import BehaviorNode  # noqa: E402
 from cozmo_driver.ros.driver_node import CozmoDriverNode  # noqa: E402
 from cozmo_driver.sim import SimServer  # noqa: E402
@@ -59,15 +59,16 @@ def green(state) -> int:
     return (int(state.on_color) >> 5) & 31
 
 
-class Stack:
+class Stack(RosHarness):
     """SimServer + driver + behavior node + a probe node on one executor."""
+
+    spin_timeout = 0.01
 
     def __init__(self, context, tmp_path: Path, config: Optional[Dict[str, Any]] = None,
                  params: Optional[Dict[str, Any]] = None, seed: int = 1) -> None:
         self.context = context
         self.sim = SimServer(port=0, seed=seed).start()
         self.driver = self.behavior = self.probe = None
-        self.executor = SingleThreadedExecutor(context=context)
         try:
             self.driver = CozmoDriverNode(context=context, parameter_overrides=[
                 Parameter("robot_ip", value="127.0.0.1"), Parameter("robot_port", value=self.sim.address[1]),
@@ -80,15 +81,11 @@ class Stack:
             for name, value in (params or {}).items():
                 overrides.append(Parameter(name, value=value))
             self.behavior = BehaviorNode(context=context, parameter_overrides=overrides)
-            self.probe = rclpy.create_node("behavior_probe", context=context)
-            self.statuses: List[BehaviorStatus] = []
-            self.emotions: List[EmotionState] = []
-            self.probe.create_subscription(BehaviorStatus, "behavior/status", self.statuses.append, QoSProfile(
+            super().__init__(context, "behavior_probe", nodes=(self.driver, self.behavior))
+            self.statuses: List[BehaviorStatus] = self.listen(None, BehaviorStatus, "behavior/status", QoSProfile(
                 depth=100, reliability=QoSReliabilityPolicy.RELIABLE,
                 durability=QoSDurabilityPolicy.TRANSIENT_LOCAL))
-            self.probe.create_subscription(EmotionState, "behavior/emotions", self.emotions.append, 100)
-            for node in (self.driver, self.behavior, self.probe):
-                self.executor.add_node(node)
+            self.emotions: List[EmotionState] = self.listen(None, EmotionState, "behavior/emotions", 100)
             assert self.driver.start()
             assert self.until(lambda: self.driver.connected and self.behavior.engine.state.connected,
                               CONNECT_TIMEOUT), "the driver or the behavior engine did not connect"
@@ -97,15 +94,7 @@ class Stack:
             raise
 
     def until(self, predicate: Callable[[], Any], timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            if time.monotonic() > deadline:
-                return False
-            self.executor.spin_once(timeout_sec=0.01)
-        return True
-
-    def spin_for(self, seconds: float) -> None:
-        self.until(lambda: False, seconds)
+        return self.spin_until(predicate, timeout)
 
     def last(self) -> BehaviorStatus:
         """The latest status received (an empty one before the first)."""
@@ -131,14 +120,13 @@ class Stack:
         assert self.until(client.service_is_ready, DISCOVERY_TIMEOUT), "service not available"
 
     def close(self) -> None:
-        if self.behavior is not None:
-            self.behavior.close()
-        if self.driver is not None:
-            self.driver.close()
-        self.executor.shutdown(timeout_sec=1.0)
-        for node in (self.behavior, self.driver, self.probe):
-            if node is not None:
-                node.destroy_node()
+        if self.probe is not None:         # the harness is up: it closes and destroys the nodes
+            super().close()
+        else:
+            for node in (self.behavior, self.driver):
+                if node is not None:
+                    node.close()
+                    node.destroy_node()
         self.sim.stop()
 
 

@@ -23,13 +23,11 @@ from cozmo_interfaces.action import PlayAnimation, PlayAudio  # noqa: E402
 from cozmo_interfaces.msg import AudioChunk, DisplayImage  # noqa: E402
 from cozmo_interfaces.srv import ListAnimations  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
-from rclpy.action import ActionClient  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import QoSProfile  # noqa: E402
 from sensor_msgs.msg import Image  # noqa: E402
 
-from ros_timeouts import CONNECT_TIMEOUT, DISCOVERY_TIMEOUT, discovered  # noqa: E402
+from ros_harness import CONNECT_TIMEOUT, DISCOVERY_TIMEOUT, RosHarness, closing_all, sim_fixture  # noqa: E402
 from cozmo_driver.anim.clip import load_builtin  # noqa: E402
 from cozmo_driver.anim.player import compile_clip, tick_of  # noqa: E402
 from cozmo_driver.face.expressions import EXPRESSIONS  # noqa: E402
@@ -46,8 +44,10 @@ RELIABLE = QoSProfile(depth=10)
 RENDERER = FaceRenderer()
 
 
-class Rig:
+class Rig(RosHarness):
     """A driver node and a probe node on one executor; the simulator on 127.0.0.1."""
+
+    spin_timeout = 0.005
 
     def __init__(self, context, sim: SimServer, **params: Any) -> None:
         self.sim = sim
@@ -55,41 +55,17 @@ class Rig:
         overrides.update(params)
         self.node = CozmoDriverNode(context=context, parameter_overrides=[
             Parameter(k, value=v) for k, v in overrides.items()])
-        self.probe = rclpy.create_node("probe", context=context)
-        self.executor = SingleThreadedExecutor(context=context)
-        self.executor.add_node(self.node)
-        self.executor.add_node(self.probe)
+        super().__init__(context, "probe", nodes=(self.node,))
         assert self.node.start()
         assert self.spin_until(lambda: self.node.connected, CONNECT_TIMEOUT), "driver did not connect"
-        self.diagnostics: List[DiagnosticArray] = []
-        self.probe.create_subscription(DiagnosticArray, "/diagnostics", self.diagnostics.append, RELIABLE)
-
-    def spin_until(self, predicate: Callable[[], bool], timeout: float,
-                   every: Optional[Callable[[], None]] = None, period: float = 0.1) -> bool:
-        deadline = time.monotonic() + timeout
-        next_call = time.monotonic()
-        while True:
-            if every is not None and time.monotonic() >= next_call:
-                every()
-                next_call += period
-            if predicate():
-                return True
-            if time.monotonic() >= deadline:
-                return False
-            self.executor.spin_once(timeout_sec=0.005)
-
-    def spin_for(self, seconds: float, every: Optional[Callable[[], None]] = None, period: float = 0.1) -> None:
-        self.spin_until(lambda: False, seconds, every, period)
+        self.diagnostics: List[DiagnosticArray] = self.listen(None, DiagnosticArray, "/diagnostics", RELIABLE)
 
     def publisher(self, msg_type, topic: str):
-        pub = self.probe.create_publisher(msg_type, topic, RELIABLE)
-        assert self.spin_until(lambda: pub.get_subscription_count() > 0, DISCOVERY_TIMEOUT), topic
-        return pub
+        return super().publisher(msg_type, topic, RELIABLE)
 
     def send_goal(self, action_type, name: str, goal, feedback: Optional[list] = None):
-        client = discovered(self.spin_until, lambda: ActionClient(self.probe, action_type, name),
-                            lambda c: c.server_is_ready(), lambda c: c.destroy(), f"{name} action server")
-        future = client.send_goal_async(goal, feedback_callback=(feedback.append if feedback is not None else None))
+        future = self.action_client(action_type, name).send_goal_async(
+            goal, feedback_callback=(feedback.append if feedback is not None else None))
         assert self.spin_until(future.done, 5.0)
         handle = future.result()
         assert handle.accepted
@@ -108,34 +84,14 @@ class Rig:
                 return {kv.key: kv.value for kv in status.values}
         raise AssertionError("no display and audio diagnostics")
 
-    def close(self) -> None:
-        self.node.close()
-        self.executor.shutdown(timeout_sec=1.0)
-        self.node.destroy_node()
-        self.probe.destroy_node()
 
-
-@pytest.fixture
-def sim():
-    server = SimServer(port=0, seed=5).start()
-    try:
-        yield server
-    finally:
-        server.stop()
+sim = sim_fixture(seed=5)
 
 
 @pytest.fixture
 def make_rig(rclpy_context, sim):
-    made: List[Rig] = []
-
-    def make(**params: Any) -> Rig:
-        rig = Rig(rclpy_context, sim, **params)
-        made.append(rig)
-        return rig
-
-    yield make
-    for rig in reversed(made):
-        rig.close()
+    with closing_all(lambda **params: Rig(rclpy_context, sim, **params)) as make:
+        yield make
 
 
 def image_msg(pixels: np.ndarray, encoding: str) -> Image:

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, List, Optional
 
 import numpy as np
 import pytest
@@ -39,7 +39,7 @@ from std_msgs.msg import Bool, ColorRGBA, Float32, Float64  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
-from ros_timeouts import CONNECT_TIMEOUT, DISCOVERY_TIMEOUT, discovered  # noqa: E402
+from ros_harness import CONNECT_TIMEOUT, DISCOVERY_TIMEOUT, RosHarness, closing_all, sim_fixture  # noqa: E402
 from cozmo_driver import robot_geometry as geo  # noqa: E402
 from cozmo_driver.driver.events import EventType  # noqa: E402
 from cozmo_driver.ros.driver_node import CozmoDriverNode  # noqa: E402
@@ -50,7 +50,6 @@ pytestmark = [pytest.mark.ros]
 ROOT = Path(__file__).resolve().parent.parent
 LATCHED = QoSProfile(depth=1, durability=QoSDurabilityPolicy.TRANSIENT_LOCAL,
                      reliability=QoSReliabilityPolicy.RELIABLE)
-RELIABLE = QoSProfile(depth=100)
 
 
 def yaw_of(q) -> float:
@@ -61,12 +60,11 @@ def wrap(a: float) -> float:
     return (a + math.pi) % (2 * math.pi) - math.pi
 
 
-class Harness:
+class Harness(RosHarness):
     """One driver node and one probe node on one executor, in the test's context."""
 
     def __init__(self, context, sim: SimServer, namespace: str = "", start: bool = True,
                  **params: Any) -> None:
-        self.context = context
         self.sim = sim
         overrides = {"robot_ip": "127.0.0.1", "robot_port": sim.address[1], "peer_timeout": 1.0,
                      "reconnect_min": 0.2, "reconnect_max": 0.5}
@@ -74,74 +72,22 @@ class Harness:
         self.node = CozmoDriverNode(context=context, namespace=namespace,
                                     parameter_overrides=[Parameter(k, value=v)
                                                          for k, v in overrides.items()])
-        self.probe = rclpy.create_node("probe", namespace=namespace, context=context)
-        self.executor = SingleThreadedExecutor(context=context)
-        self.executor.add_node(self.node)
-        self.executor.add_node(self.probe)
-        self.received: Dict[str, List[Any]] = {}
+        super().__init__(context, "probe", namespace, nodes=(self.node,))
         if start:
             assert self.node.start()
             assert self.spin_until(lambda: self.node.connected, CONNECT_TIMEOUT), "driver did not connect"
 
-    def listen(self, name: str, msg_type, topic: str, qos=RELIABLE) -> List[Any]:
-        box: List[Any] = []
-        self.received[name] = box
-        self.probe.create_subscription(msg_type, topic, box.append, qos)
-        return box
 
-    def spin_until(self, predicate: Callable[[], bool], timeout: float,
-                   every: Optional[Callable[[], None]] = None, period: float = 0.1) -> bool:
-        deadline = time.monotonic() + timeout
-        next_call = time.monotonic()
-        while True:
-            if every is not None and time.monotonic() >= next_call:
-                every()
-                next_call += period
-            if predicate():
-                return True
-            if time.monotonic() >= deadline:
-                return False
-            self.executor.spin_once(timeout_sec=0.02)
-
-    def spin_for(self, seconds: float, every: Optional[Callable[[], None]] = None,
-                 period: float = 0.1) -> None:
-        self.spin_until(lambda: False, seconds, every, period)
-
-    def call(self, srv_type, name: str, request, timeout: float = 5.0):
-        client = discovered(self.spin_until, lambda: self.probe.create_client(srv_type, name),
-                            lambda c: c.service_is_ready(), self.probe.destroy_client, f"{name} service")
-        future = client.call_async(request)
-        assert self.spin_until(future.done, timeout)
-        return future.result()
-
-    def close(self) -> None:
-        self.node.close()
-        self.executor.shutdown(timeout_sec=1.0)
-        self.node.destroy_node()
-        self.probe.destroy_node()
-
-
-@pytest.fixture
-def sim():
-    server = SimServer(port=0, seed=3).start()
-    try:
-        yield server
-    finally:
-        server.stop()
+sim = sim_fixture(seed=3)
 
 
 @pytest.fixture
 def make_driver(rclpy_context, sim):
-    made: List[Harness] = []
-
     def make(server: Optional[SimServer] = None, **kwargs: Any) -> Harness:
-        h = Harness(rclpy_context, server or sim, **kwargs)
-        made.append(h)
-        return h
+        return Harness(rclpy_context, server or sim, **kwargs)
 
-    yield make
-    for h in reversed(made):
-        h.close()
+    with closing_all(make) as keep:
+        yield keep
 
 
 def relative_truth(start, now):

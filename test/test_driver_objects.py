@@ -6,7 +6,6 @@ back from the simulator: its objects' ids, light states, rotation periods and st
 from __future__ import annotations
 
 import math
-import time
 from typing import Any, Callable, Dict, List, Optional
 
 import pytest
@@ -18,13 +17,12 @@ from cozmo_interfaces.msg import (BackpackLightPattern, LightState, ObjectAccel,
 from cozmo_interfaces.srv import (ConnectObject, PlayLightAnimation,  # noqa: E402
                                   SetObjectAccelStream)
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import (QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy,  # noqa: E402
                        qos_profile_sensor_data)
 from std_msgs.msg import ColorRGBA  # noqa: E402
 
-from ros_timeouts import CONNECT_TIMEOUT, DISCOVERY_TIMEOUT  # noqa: E402
+from ros_harness import CONNECT_TIMEOUT, LogRecorder, RosHarness, closing_all, sim_fixture  # noqa: E402
 from cozmo_driver.ros.driver_node import CozmoDriverNode  # noqa: E402
 from cozmo_driver.sim import SimServer  # noqa: E402
 from cozmo_driver.sim.model import CHARGER_FACTORY_ID, CUBE_FACTORY_IDS  # noqa: E402
@@ -40,28 +38,10 @@ RELIABLE = QoSProfile(depth=100)
 WAIT = 10.0
 
 
-class Recorder:
-    """Stands in for a logger and keeps what it was told."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.lines: List[str] = []
-
-    def warning(self, text: str) -> None:
-        self.lines.append(text)
-        self.inner.warning(text)
-
-    def info(self, text: str) -> None:
-        self.lines.append(text)
-        self.inner.info(text)
-
-    def error(self, text: str) -> None:
-        self.lines.append(text)
-        self.inner.error(text)
-
-
-class Rig:
+class Rig(RosHarness):
     """A driver node and a probe node on one executor; the simulator on 127.0.0.1."""
+
+    spin_timeout = 0.01
 
     def __init__(self, context, sim: SimServer, **params: Any) -> None:
         self.sim = sim
@@ -71,46 +51,18 @@ class Rig:
         overrides.update(params)
         self.node = CozmoDriverNode(context=context, parameter_overrides=[
             Parameter(k, value=v) for k, v in overrides.items()])
-        self.probe = rclpy.create_node("probe", context=context)
-        self.executor = SingleThreadedExecutor(context=context)
-        self.executor.add_node(self.node)
-        self.executor.add_node(self.probe)
-        self.lists: List[ObjectList] = []
-        self.events: List[ObjectEvent] = []
-        self.accel: List[ObjectAccel] = []
-        self.diagnostics: List[DiagnosticArray] = []
-        self.probe.create_subscription(ObjectList, "objects", self.lists.append, LATCHED)
-        self.probe.create_subscription(ObjectEvent, "object_events", self.events.append, RELIABLE)
-        self.probe.create_subscription(ObjectAccel, "object_accel", self.accel.append, qos_profile_sensor_data)
-        self.probe.create_subscription(DiagnosticArray, "/diagnostics", self.diagnostics.append, RELIABLE)
+        super().__init__(context, "probe", nodes=(self.node,))
+        self.lists: List[ObjectList] = self.listen(None, ObjectList, "objects", LATCHED)
+        self.events: List[ObjectEvent] = self.listen(None, ObjectEvent, "object_events", RELIABLE)
+        self.accel: List[ObjectAccel] = self.listen(None, ObjectAccel, "object_accel", qos_profile_sensor_data)
+        self.diagnostics: List[DiagnosticArray] = self.listen(None, DiagnosticArray, "/diagnostics", RELIABLE)
         assert self.node.start()
         assert self.spin_until(lambda: self.node.connected, CONNECT_TIMEOUT), "driver did not connect"
-        self.log = Recorder(self.node._objects._log)
+        self.log = LogRecorder(self.node._objects._log)
         self.node._objects._log = self.log
 
-    def spin_until(self, predicate: Callable[[], bool], timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while True:
-            if predicate():
-                return True
-            if time.monotonic() >= deadline:
-                return False
-            self.executor.spin_once(timeout_sec=0.01)
-
-    def spin_for(self, seconds: float) -> None:
-        self.spin_until(lambda: False, seconds)
-
-    def publisher(self, msg_type, topic: str):
-        pub = self.probe.create_publisher(msg_type, topic, QoSProfile(depth=10))
-        assert self.spin_until(lambda: pub.get_subscription_count() > 0, DISCOVERY_TIMEOUT), topic
-        return pub
-
     def call(self, srv_type, name: str, request, timeout: float = WAIT):
-        client = self.probe.create_client(srv_type, name)
-        assert self.spin_until(client.service_is_ready, DISCOVERY_TIMEOUT), name
-        future = client.call_async(request)
-        assert self.spin_until(future.done, timeout), f"{name}: no response"
-        return future.result()
+        return super().call(srv_type, name, request, timeout)
 
     def connect(self, factory_id: int = 0, object_type: int = 0, connect: bool = True):
         return self.call(ConnectObject, "connect_object", ConnectObject.Request(
@@ -145,34 +97,14 @@ class Rig:
         assert self.spin_until(lambda: len(self.diagnostics) > count and latest() is not None, 5.0)
         return latest()
 
-    def close(self) -> None:
-        self.node.close()
-        self.executor.shutdown(timeout_sec=1.0)
-        self.node.destroy_node()
-        self.probe.destroy_node()
 
-
-@pytest.fixture
-def sim():
-    server = SimServer(port=0, seed=4).start()
-    try:
-        yield server
-    finally:
-        server.stop()
+sim = sim_fixture(seed=4)
 
 
 @pytest.fixture
 def make_rig(rclpy_context, sim):
-    made: List[Rig] = []
-
-    def make(**params: Any) -> Rig:
-        rig = Rig(rclpy_context, sim, **params)
-        made.append(rig)
-        return rig
-
-    yield make
-    for rig in reversed(made):
-        rig.close()
+    with closing_all(lambda **params: Rig(rclpy_context, sim, **params)) as make:
+        yield make
 
 
 def rgba(r: float = 0.0, g: float = 0.0, b: float = 0.0) -> ColorRGBA:

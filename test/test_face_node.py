@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, List
+from typing import List
 
 import numpy as np
 import pytest
@@ -20,13 +20,12 @@ rclpy = pytest.importorskip("rclpy")
 
 from cozmo_interfaces.srv import SetFaceExpression  # noqa: E402
 from geometry_msgs.msg import Point  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import Image  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 
-from ros_timeouts import CONNECT_TIMEOUT, DISCOVERY_TIMEOUT  # noqa: E402
+from ros_harness import CONNECT_TIMEOUT, DISCOVERY_TIMEOUT, RosHarness  # noqa: E402
 from cozmo_driver.face.expressions import EXPRESSIONS, look_at  # noqa: E402
 from cozmo_driver.face.procedural import FaceRenderer  # noqa: E402
 from cozmo_driver.protocol.display import fit_to_frame  # noqa: E402
@@ -49,25 +48,11 @@ def face_command(extra: List[str]) -> List[str]:
     return cmd + ["--ros-args", "-p", "idle:=false", "-p", "transition_s:=0.0"] + extra
 
 
-class Spinner:
-    def __init__(self, context, *nodes: Any) -> None:
-        self.executor = SingleThreadedExecutor(context=context)
-        for node in nodes:
-            self.executor.add_node(node)
+class Spinner(RosHarness):
+    spin_timeout = 0.01
 
     def until(self, predicate, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            if time.monotonic() > deadline:
-                return False
-            self.executor.spin_once(timeout_sec=0.01)
-        return True
-
-    def call(self, client, request, timeout: float = 5.0):
-        assert self.until(client.service_is_ready, DISCOVERY_TIMEOUT), "service not available"
-        future = client.call_async(request)
-        assert self.until(future.done, timeout)
-        return future.result()
+        return self.spin_until(predicate, timeout)
 
 
 @pytest.mark.slow
@@ -76,8 +61,8 @@ def test_the_face_node_process_shows_its_face_through_the_driver(rclpy_context):
         driver = CozmoDriverNode(context=rclpy_context, parameter_overrides=[
             Parameter("robot_ip", value="127.0.0.1"), Parameter("robot_port", value=sim.address[1]),
             Parameter("camera_enabled", value=False)])
-        probe = rclpy.create_node("face_probe", context=rclpy_context)
-        spin = Spinner(rclpy_context, driver, probe)
+        spin = Spinner(rclpy_context, "face_probe", nodes=(driver,))
+        probe = spin.probe
         proc = subprocess.Popen(face_command(["-p", "expression:=neutral"]), stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, env=dict(os.environ))
         try:
@@ -86,17 +71,19 @@ def test_the_face_node_process_shows_its_face_through_the_driver(rclpy_context):
             assert spin.until(lambda: np.array_equal(sim.framebuffer(), on_screen(EXPRESSIONS["neutral"])), 15.0), \
                 "the face node's face did not reach the robot"
             # an expression by service
-            client = probe.create_client(SetFaceExpression, "set_face_expression")
-            reply = spin.call(client, SetFaceExpression.Request(expression="happy", transition_s=0.0))
+            reply = spin.call(SetFaceExpression, "set_face_expression",
+                              SetFaceExpression.Request(expression="happy", transition_s=0.0))
             assert reply.success, reply.message
             t0 = time.monotonic()
             assert spin.until(lambda: np.array_equal(sim.framebuffer(), on_screen(EXPRESSIONS["happy"])), 2.0)
             print(f"service -> the robot's screen: {time.monotonic() - t0:.3f} s")
-            bad = spin.call(client, SetFaceExpression.Request(expression="grumpyish"))
+            bad = spin.call(SetFaceExpression, "set_face_expression",
+                            SetFaceExpression.Request(expression="grumpyish"))
             assert not bad.success and "unknown expression" in bad.message
             # raw parameters: the sad face's 43 values
             raw = EXPRESSIONS["sad"].to_array().astype(np.float32).tolist()
-            reply = spin.call(client, SetFaceExpression.Request(parameters=raw, transition_s=0.0))
+            reply = spin.call(SetFaceExpression, "set_face_expression",
+                              SetFaceExpression.Request(parameters=raw, transition_s=0.0))
             assert reply.success, reply.message
             assert spin.until(lambda: np.array_equal(sim.framebuffer(), on_screen(EXPRESSIONS["sad"])), 2.0)
             # by topic, then the gaze
@@ -122,10 +109,7 @@ def test_the_face_node_process_shows_its_face_through_the_driver(rclpy_context):
             if proc.poll() is None:
                 proc.kill()
                 proc.communicate()
-            driver.close()
-            spin.executor.shutdown(timeout_sec=1.0)
-            driver.destroy_node()
-            probe.destroy_node()
+            spin.close()
 
 
 def test_face_node_checks_its_requests(rclpy_context):

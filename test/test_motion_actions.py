@@ -10,8 +10,7 @@ truth pose at connection (:func:`odom_truth`).
 from __future__ import annotations
 
 import math
-import time
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 
@@ -24,12 +23,12 @@ from cozmo_interfaces.msg import HeadAngle, PathSegment  # noqa: E402
 from cozmo_interfaces.srv import SetEmergencyStop  # noqa: E402
 from geometry_msgs.msg import PoseStamped, TransformStamped, Twist  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
-from ros_timeouts import CONNECT_TIMEOUT, DISCOVERY_TIMEOUT, discovered  # noqa: E402
+from ros_harness import (CONNECT_TIMEOUT, DISCOVERY_TIMEOUT, LogRecorder, RosHarness,  # noqa: E402
+                         discovered, sim_fixture)
 from cozmo_driver.ros.driver_node import CozmoDriverNode  # noqa: E402
 from cozmo_driver.sim import SimServer  # noqa: E402
 
@@ -65,23 +64,7 @@ def path_goal(points: List[Tuple[float, float, float]], frame: str = "odom", **k
     return goal
 
 
-class _Recorder:
-    """A logger that keeps the lines it passes on."""
-
-    def __init__(self, logger, lines: List[str]) -> None:
-        self.logger = logger
-        self.lines = lines
-
-    def warning(self, text: str) -> None:
-        self.lines.append(text)
-        self.logger.warning(text)
-
-    def info(self, text: str) -> None:
-        self.lines.append(text)
-        self.logger.info(text)
-
-
-class Rig:
+class Rig(RosHarness):
     """A connected driver node and a probe node (action clients, /rosout) on one executor."""
 
     def __init__(self, context, sim: SimServer, cli_args: Optional[List[str]] = None,
@@ -93,10 +76,7 @@ class Rig:
         self.node = CozmoDriverNode(context=context, cli_args=cli_args, namespace=namespace,
                                     parameter_overrides=[Parameter(k, value=v)
                                                          for k, v in overrides.items()])
-        self.probe = rclpy.create_node("motion_probe", namespace=namespace, context=context)
-        self.executor = SingleThreadedExecutor(context=context)
-        self.executor.add_node(self.node)
-        self.executor.add_node(self.probe)
+        super().__init__(context, "motion_probe", namespace, nodes=(self.node,))
         self.clients: Dict[str, ActionClient] = {}
         assert self.node.start()
         assert self.spin_until(lambda: self.node.connected and self.node._motion._state is not None,
@@ -104,26 +84,11 @@ class Rig:
         self.spin_for(0.2)
         self.origin = sim.true_pose()
 
-    # --- spinning
-
-    def spin_until(self, predicate: Callable[[], bool], timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            if time.monotonic() >= deadline:
-                return False
-            self.executor.spin_once(timeout_sec=0.02)
-        return True
-
-    def spin_for(self, seconds: float) -> None:
-        self.spin_until(lambda: False, seconds)
-
     # --- actions
 
     def client(self, name: str) -> ActionClient:
         if name not in self.clients:
-            self.clients[name] = discovered(
-                self.spin_until, lambda: ActionClient(self.probe, TYPES[name], name),
-                lambda c: c.server_is_ready(), lambda c: c.destroy(), f"{name} action server")
+            self.clients[name] = self.action_client(TYPES[name], name)
         return self.clients[name]
 
     def send(self, name: str, goal, feedback: Optional[list] = None):
@@ -161,7 +126,7 @@ class Rig:
         the same name (rcl keeps one rosout publisher per logger name and process)."""
         motion = self.node._motion
         lines: List[str] = []
-        motion._log = _Recorder(motion._log, lines)
+        motion._log = LogRecorder(motion._log, lines)
         try:
             assert self.send(name, goal) is None, f"{name} goal accepted"
         finally:
@@ -188,27 +153,10 @@ class Rig:
             abs(wrap(after[2] - before[2])) < 0.01
 
     def estop(self, engage: bool) -> None:
-        client = discovered(self.spin_until,
-                            lambda: self.probe.create_client(SetEmergencyStop, "emergency_stop"),
-                            lambda c: c.service_is_ready(), self.probe.destroy_client,
-                            "emergency_stop service")
-        future = client.call_async(SetEmergencyStop.Request(engage=engage))
-        assert self.spin_until(future.done, 5.0)
-
-    def close(self) -> None:
-        self.node.close()
-        self.executor.shutdown(timeout_sec=1.0)
-        self.node.destroy_node()
-        self.probe.destroy_node()
+        self.call(SetEmergencyStop, "emergency_stop", SetEmergencyStop.Request(engage=engage))
 
 
-@pytest.fixture
-def sim():
-    server = SimServer(port=0, seed=5).start()
-    try:
-        yield server
-    finally:
-        server.stop()
+sim = sim_fixture(seed=5)
 
 
 @pytest.fixture
