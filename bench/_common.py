@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import math
 import os
+import signal
 import socket
+import subprocess
 import sys
+import time
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -66,6 +69,39 @@ def rss_mib(pid: int) -> float:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024.0
     return math.nan
+
+
+def console(name: str, module: str) -> List[str]:
+    """The command of an installed console script, or ``python -m module`` without one."""
+    exe = Path(sys.executable).parent / name
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", module]
+
+
+def stop_process(proc: subprocess.Popen, timeout: float = 10.0) -> None:
+    """SIGINT (a clean stop), then SIGKILL if it is still running after ``timeout`` s."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def measure(fn: Callable[[], object], min_reps: int, min_seconds: float) -> Tuple[float, float, int]:
+    """Median and p90 (us) of ``fn``'s run time after one warm-up call (caches, lazy
+    tables), over at least ``min_reps`` calls and ``min_seconds``; and the call count."""
+    import numpy as np
+
+    fn()
+    samples = []
+    deadline = time.perf_counter() + min_seconds
+    while len(samples) < min_reps or time.perf_counter() < deadline:
+        t0 = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - t0)
+    arr = np.array(samples) * 1e6
+    return float(np.median(arr)), float(np.percentile(arr, 90)), len(samples)
 
 
 def table(title: str, header: Sequence[str], rows: Sequence[Sequence[object]]) -> None:

@@ -19,15 +19,12 @@ nothing is asserted.
 from __future__ import annotations
 
 import argparse
-import signal
 import socket
 import subprocess
-import sys
 import time
-from pathlib import Path
 from typing import List, Optional
 
-from _common import cpu_seconds, isolate_ros, table  # noqa: E402
+from _common import console, cpu_seconds, isolate_ros, stop_process as stop, table  # noqa: E402
 
 isolate_ros()
 
@@ -41,20 +38,6 @@ from rclpy.qos import QoSProfile, qos_profile_sensor_data  # noqa: E402
 from sensor_msgs.msg import Image  # noqa: E402
 
 
-
-def console(name: str, module: str) -> List[str]:
-    exe = Path(sys.executable).parent / name
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", module]
-
-
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(10.0)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def free_udp_port() -> int:

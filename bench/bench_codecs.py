@@ -10,26 +10,14 @@ and nowhere in the package.  Numbers only: nothing is asserted.
 from __future__ import annotations
 
 import argparse
-import time
 from collections.abc import Callable
 
 import numpy as np
 
-from _common import comparison
+from _common import comparison, measure
 
 from cozmo_driver.protocol import audio, camera, display
 
-
-def measure(fn: Callable[[], object], min_reps: int, min_seconds: float) -> tuple[float, float, int]:
-    fn()  # warm-up (caches, lazy tables)
-    samples = []
-    deadline = time.perf_counter() + min_seconds
-    while len(samples) < min_reps or time.perf_counter() < deadline:
-        t0 = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t0)
-    arr = np.array(samples) * 1e6
-    return float(np.median(arr)), float(np.percentile(arr, 90)), len(samples)
 
 
 def textured_gray(h: int = 240, w: int = 320) -> np.ndarray:

@@ -38,16 +38,14 @@ import json
 import math
 import re
 import os
-import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-from _common import ROOT, cpu_seconds, isolate_ros, rss_mib, stats_ms, table  # noqa: E402
+from _common import ROOT, console, cpu_seconds, isolate_ros, rss_mib, stats_ms, stop_process, table  # noqa: E402
 
 isolate_ros()
 
@@ -109,13 +107,7 @@ class Tap:
             except subprocess.TimeoutExpired:
                 pass
         for proc in (self.tap, self.sim):
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGINT)
-                try:
-                    proc.wait(5.0)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+            stop_process(proc, 5.0)
 
 
 def now() -> float:
@@ -124,23 +116,13 @@ def now() -> float:
 
 
 def start_driver(port: int, extra: Dict[str, Any]) -> subprocess.Popen:
-    exe = Path(sys.executable).parent / "cozmo_driver_node"
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "cozmo_driver.ros.driver_node"]
+    cmd = console("cozmo_driver_node", "cozmo_driver.ros.driver_node")
     cmd += ["--ros-args", "--log-level", "warn", "-p", "robot_ip:=127.0.0.1",
             "-p", f"robot_port:={port}"]
     for k, v in extra.items():
         cmd += ["-p", f"{k}:={v}"]
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
-
-def stop_process(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(10.0)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def _latencies(tap: Tap, cmd_sent: Dict[int, float], odom_got: List[Tuple[float, float]],
