@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from cozmo_driver import bringup, bringup_plan as plan
+from cozmo_driver.client.robot import DEFAULT_ROBOT_ADDRESS
 from cozmo_driver.description import UrdfModel
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -162,7 +163,7 @@ def test_a_namespaced_driver_still_gets_the_config_files_values(tmp_path):
     driver = make(namespace="robot1")["driver"]
     assert driver.namespace == "robot1"
     copied = driver.parameters[1]
-    assert copied["camera_exposure_ms"] == 30 and copied["robot_ip"] == "172.31.1.1"
+    assert copied["camera_exposure_ms"] == 30 and copied["robot_ip"] == DEFAULT_ROBOT_ADDRESS
     assert merged_parameters(driver)["frame_prefix"] == "robot1/"
     # a file written for any namespace applies by itself: nothing copied
     wildcard = tmp_path / "fleet.yaml"

@@ -971,45 +971,39 @@ class CozmoDriverNode(LifecycleNode):
             self._warn_throttled(field, warning)
         return speed
 
-    def _on_head_angle(self, msg: HeadAngle) -> None:
+    def _position(self, topic: str, field: str, value: float, max_speed: float,
+                  limits: Tuple[float, float], unit: str, motor: str, command) -> None:
+        """A head angle or lift height: checked, clamped, then ``command(target, speed,
+        acceleration)`` posted (the motor's ``<motor>_max_speed``/``_acceleration`` params)."""
         try:
-            require_finite("head/angle", angle=msg.angle, max_speed=msg.max_speed)
+            require_finite(topic, **{field: value, "max_speed": max_speed})
         except CommandError as exc:
-            self._refuse("head/angle", f"head/angle refused: {exc}")
+            self._refuse(topic, f"{topic} refused: {exc}")
             return
-        if not self._ready("head/angle", motion=True):
+        if not self._ready(topic, motion=True):
             return
-        self._preempt_motion("head", "head/angle")
-        angle, warning = clamp(msg.angle, geo.HEAD_MIN_ANGLE_RAD, geo.HEAD_MAX_ANGLE_RAD,
-                               "head/angle.angle", "rad")
+        self._preempt_motion(motor, topic)
+        target, warning = clamp(value, limits[0], limits[1], f"{topic}.{field}", unit)
         if warning:
-            self._warn_throttled("head/angle.angle", warning)
-        speed = self._speed(msg.max_speed, "head_max_speed", "head/angle.max_speed")
+            self._warn_throttled(f"{topic}.{field}", warning)
+        speed = self._speed(max_speed, f"{motor}_max_speed", f"{topic}.max_speed")
         if speed is None:
             return
-        self._robot.post(msgs.SetHeadAngle(angle_rad=angle, max_speed_rad_per_sec=speed,
-                                           accel_rad_per_sec2=float(self._params["head_acceleration"]),
-                                           duration_sec=0.0))
+        self._robot.post(command(target, speed, float(self._params[f"{motor}_acceleration"])))
+
+    def _on_head_angle(self, msg: HeadAngle) -> None:
+        self._position("head/angle", "angle", msg.angle, msg.max_speed,
+                       (geo.HEAD_MIN_ANGLE_RAD, geo.HEAD_MAX_ANGLE_RAD), "rad", "head",
+                       lambda angle, speed, accel: msgs.SetHeadAngle(
+                           angle_rad=angle, max_speed_rad_per_sec=speed,
+                           accel_rad_per_sec2=accel, duration_sec=0.0))
 
     def _on_lift_height(self, msg: LiftHeight) -> None:
-        try:
-            require_finite("lift/height", height=msg.height, max_speed=msg.max_speed)
-        except CommandError as exc:
-            self._refuse("lift/height", f"lift/height refused: {exc}")
-            return
-        if not self._ready("lift/height", motion=True):
-            return
-        self._preempt_motion("lift", "lift/height")
-        height, warning = clamp(msg.height, geo.LIFT_MIN_HEIGHT_M, geo.LIFT_MAX_HEIGHT_M,
-                                "lift/height.height", "m")
-        if warning:
-            self._warn_throttled("lift/height.height", warning)
-        speed = self._speed(msg.max_speed, "lift_max_speed", "lift/height.max_speed")
-        if speed is None:
-            return
-        self._robot.post(msgs.SetLiftHeight(height_mm=height * 1000.0, max_speed_rad_per_sec=speed,
-                                            accel_rad_per_sec2=float(self._params["lift_acceleration"]),
-                                            duration_sec=0.0))
+        self._position("lift/height", "height", msg.height, msg.max_speed,
+                       (geo.LIFT_MIN_HEIGHT_M, geo.LIFT_MAX_HEIGHT_M), "m", "lift",
+                       lambda height, speed, accel: msgs.SetLiftHeight(
+                           height_mm=height * 1000.0, max_speed_rad_per_sec=speed,
+                           accel_rad_per_sec2=accel, duration_sec=0.0))
 
     def _velocity(self, msg: Float64, topic: str, limit_param: str, message_type) -> None:
         try:

@@ -601,18 +601,26 @@ class MotionActions:
 
     # ------------------------------------------------------------------ set_head_angle
 
-    def _check_set_head_angle(self, goal) -> Dict[str, Any]:
-        mo.require_finite("", angle=goal.angle, max_speed=goal.max_speed, accel=goal.accel,
-                          duration=goal.duration)
-        lo, hi = geo.HEAD_MIN_ANGLE_RAD, geo.HEAD_MAX_ANGLE_RAD
-        if not lo <= goal.angle <= hi:
-            raise MotionError(f"angle = {goal.angle:.4f} rad is outside the head's range "
-                              f"{lo:.3f}..{hi:.3f} rad")
+    def _check_axis(self, goal, field: str, limits: Tuple[float, float], unit: str,
+                    motor: str) -> Dict[str, Any]:
+        """The plan of a head or lift goal whose target is ``goal.<field>``; the speed limits
+        and acceleration default to the ``<motor>_max_speed``/``_acceleration`` parameters."""
+        value = getattr(goal, field)
+        mo.require_finite("", **{field: value, "max_speed": goal.max_speed, "accel": goal.accel,
+                                 "duration": goal.duration})
+        lo, hi = limits
+        if not lo <= value <= hi:
+            raise MotionError(f"{field} = {value:.4f} {unit} is outside the {motor}'s range "
+                              f"{lo:.3f}..{hi:.3f} {unit}")
         warnings: List[str] = []
-        speed, accel, duration = self._axis_speeds(goal, "", "head_max_speed", "head_acceleration",
-                                                   warnings)
-        return {"target": float(goal.angle), "speed": speed, "accel": accel, "duration": duration,
+        speed, accel, duration = self._axis_speeds(goal, "", f"{motor}_max_speed",
+                                                   f"{motor}_acceleration", warnings)
+        return {"target": float(value), "speed": speed, "accel": accel, "duration": duration,
                 "warnings": warnings}
+
+    def _check_set_head_angle(self, goal) -> Dict[str, Any]:
+        return self._check_axis(goal, "angle", (geo.HEAD_MIN_ANGLE_RAD, geo.HEAD_MAX_ANGLE_RAD),
+                                "rad", "head")
 
     def _start_set_head_angle(self, run: _Run) -> None:
         plan = run.plan
@@ -637,17 +645,8 @@ class MotionActions:
     # ------------------------------------------------------------------ set_lift_height
 
     def _check_set_lift_height(self, goal) -> Dict[str, Any]:
-        mo.require_finite("", height=goal.height, max_speed=goal.max_speed, accel=goal.accel,
-                          duration=goal.duration)
-        lo, hi = geo.LIFT_MIN_HEIGHT_M, geo.LIFT_MAX_HEIGHT_M
-        if not lo <= goal.height <= hi:
-            raise MotionError(f"height = {goal.height:.4f} m is outside the lift's range "
-                              f"{lo:.3f}..{hi:.3f} m")
-        warnings: List[str] = []
-        speed, accel, duration = self._axis_speeds(goal, "", "lift_max_speed", "lift_acceleration",
-                                                   warnings)
-        return {"target": float(goal.height), "speed": speed, "accel": accel, "duration": duration,
-                "warnings": warnings}
+        return self._check_axis(goal, "height", (geo.LIFT_MIN_HEIGHT_M, geo.LIFT_MAX_HEIGHT_M),
+                                "m", "lift")
 
     def _start_set_lift_height(self, run: _Run) -> None:
         plan = run.plan
