@@ -83,11 +83,10 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def parse_command_line(argv: Sequence[str]) -> Tuple[Dict[str, str], argparse.Namespace]:
-    """({launch argument: value} as given, the other options). ``name:=value`` and
-    ``--name value`` may be mixed; an unknown name is an error."""
-    parser = _parser()
-    known = {arg.name for arg in plan.ARGUMENTS}
+def split_launch_style(parser: argparse.ArgumentParser, argv: Sequence[str],
+                       known: Sequence[str]) -> Tuple[Dict[str, str], List[str]]:
+    """({name: value} of the ``name:=value`` tokens, the other tokens); a name not in
+    ``known`` is a usage error of ``parser`` (which lists ``known`` in its order)."""
     launch_style: Dict[str, str] = {}
     rest: List[str] = []
     for token in argv:
@@ -95,11 +94,19 @@ def parse_command_line(argv: Sequence[str]) -> Tuple[Dict[str, str], argparse.Na
         if match:
             name, value = match.groups()
             if name not in known:
-                parser.error(f"unknown argument {name!r} in {token!r}; known: "
-                             f"{', '.join(sorted(known))}")
+                parser.error(f"unknown argument {name!r} in {token!r}; known: {', '.join(known)}")
             launch_style[name] = value
         else:
             rest.append(token)
+    return launch_style, rest
+
+
+def parse_command_line(argv: Sequence[str]) -> Tuple[Dict[str, str], argparse.Namespace]:
+    """({launch argument: value} as given, the other options). ``name:=value`` and
+    ``--name value`` may be mixed; an unknown name is an error."""
+    parser = _parser()
+    known = {arg.name for arg in plan.ARGUMENTS}
+    launch_style, rest = split_launch_style(parser, argv, sorted(known))
     options = parser.parse_args(rest)
     values = {name: getattr(options, name) for name in known if getattr(options, name) is not None}
     both = sorted(set(values) & set(launch_style))

@@ -28,18 +28,18 @@ import argparse
 import logging
 import math
 import os
-import re
 import signal
 import sys
 import threading
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
+
+from .bringup import split_launch_style
 
 __all__ = ["main", "parse_arguments"]
 
 PROG = "cozmo-demo"
-_LAUNCH_STYLE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*):=(.*)$", re.DOTALL)
 #: bring-up arguments the demo takes in either form (robot_ip:=... or --robot-ip ...)
 _PASSED = ("robot_ip", "robot_port", "namespace", "config")
 
@@ -79,18 +79,7 @@ def _parser() -> argparse.ArgumentParser:
 def parse_arguments(argv: Sequence[str]) -> argparse.Namespace:
     """The options; ``name:=value`` tokens of :data:`_PASSED` count as ``--name value``."""
     parser = _parser()
-    rest: List[str] = []
-    launch: Dict[str, str] = {}
-    for token in argv:
-        match = _LAUNCH_STYLE.match(token)
-        if match:
-            name, value = match.groups()
-            if name not in _PASSED:
-                parser.error(f"unknown argument {name!r} in {token!r}; known: "
-                             f"{', '.join(_PASSED)}")
-            launch[name] = value
-        else:
-            rest.append(token)
+    launch, rest = split_launch_style(parser, argv, list(_PASSED))
     args = parser.parse_args(rest)
     for name, value in launch.items():
         if getattr(args, name) is not None:
