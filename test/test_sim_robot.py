@@ -1,5 +1,7 @@
 """The simulated robot on the wire, driven by the project's engine session over
-an in-memory link with an explicit clock (deterministic)."""
+an in-memory link with an explicit clock (deterministic). The harness lives in
+test/sim_harness.py; test/test_sim_behaviours.py covers the rest of the robot's
+behaviour the same way."""
 
 from __future__ import annotations
 
@@ -11,73 +13,19 @@ import pytest
 
 from cozmo_driver.protocol import messages as m
 from cozmo_driver.protocol.audio import encode_ulaw
-from cozmo_driver.protocol.camera import ImageAssembler, image_to_array
+from cozmo_driver.protocol.camera import image_to_array
 from cozmo_driver.protocol.display import encode_display
 from cozmo_driver.protocol.session import (
     Connected,
     ConnectionLost,
     Disconnected,
-    MessageReceived,
     PingAnswered,
-    Role,
-    Session,
 )
-from cozmo_driver.sim import GARBAGE_KINDS, ImpairedEndpoint, RobotConfig, SimulatedRobot, StatusFlag
-from cozmo_driver.transport.memory import Impairment, MemoryLink
+from cozmo_driver.sim import GARBAGE_KINDS, ImpairedEndpoint, RobotConfig, StatusFlag
+from cozmo_driver.transport.memory import Impairment
+from sim_harness import Harness, collect_images, state_flags
 
 E = m.ENUMS
-
-
-class Harness:
-    def __init__(self, seed: int = 0, a_to_b: Impairment | None = None, b_to_a: Impairment | None = None,
-                 config: RobotConfig | None = None, wrap=None) -> None:
-        self.robot = SimulatedRobot(config=config or RobotConfig(seed=seed))
-        self.endpoint = wrap(self.robot) if wrap else self.robot
-        self.engine = Session(Role.ENGINE)
-        self.link = MemoryLink(self.engine, self.endpoint, a_to_b, b_to_a, seed=seed)
-        self.events: list = []
-        self.robot_events: list = []
-        self.link.on_event_a = self.events.append
-        self.link.on_event_b = self.robot_events.append
-
-    @property
-    def now(self) -> float:
-        return self.link.now
-
-    def run(self, duration: float) -> None:
-        self.link.run_until(self.link.now + duration)
-
-    def run_until(self, predicate, timeout: float) -> bool:
-        return self.link.run_while(lambda: not predicate(), timeout)
-
-    def send(self, message) -> None:
-        self.engine.send(message)
-        self.link.flush()
-
-    def received(self, name: str | None = None) -> list:
-        return [e.message for e in self.events
-                if isinstance(e, MessageReceived) and (name is None or e.message.NAME == name)]
-
-    def clear(self) -> None:
-        self.events.clear()
-
-    def connect(self, timeout: float = 3.0) -> None:
-        self.engine.connect(self.now)
-        assert self.run_until(lambda: self.engine.is_connected and self.received("FirmwareSignature"),
-                              timeout), "no connection"
-
-    def initialise(self, timeout: float = 3.0) -> None:
-        """What a driver does: Enable, then SetOrigin and SyncTime on BodyInfo."""
-        self.connect(timeout)
-        self.send(m.Enable())
-        assert self.run_until(lambda: self.received("BodyInfo"), timeout)
-        self.send(m.SetOrigin(pose_frame_id=0, pose_origin_id=1))
-        self.send(m.SyncTime(timestamp_ms=0))
-        assert self.run_until(lambda: self.received("RobotState"), timeout)
-
-
-def state_flags(h: Harness) -> int:
-    return h.received("RobotState")[-1].status
 
 
 # --------------------------------------------------------------------------------- connection
@@ -256,16 +204,6 @@ def test_display_and_audio_at_30_fps():
 
 # --------------------------------------------------------------------------------- camera
 
-def collect_images(h: Harness):
-    assembler = ImageAssembler()
-    images = []
-    for chunk in h.received("ImageChunk"):
-        image = assembler.push_chunk(chunk)
-        if image is not None:
-            images.append(image)
-    return images
-
-
 def test_camera_streams_grey_qvga_at_15_fps_from_the_true_pose():
     h = Harness(seed=3)
     h.initialise()
@@ -302,7 +240,9 @@ def test_camera_colour_gain_and_single_shot():
     h.send(m.EnableCamera(image_send_mode=E["ImageSendMode"].Stream))
     h.run(0.5)
     colour = collect_images(h)
-    assert colour and colour[-1].encoding == E["ImageEncoding"].JPEGMinimizedColor
+    # tagged encoding 8 like grey frames (the reference client expects that); the flag says colour
+    assert colour and colour[-1].encoding == E["ImageEncoding"].JPEGMinimizedGray
+    assert colour[-1].data[0] != 0
     rgb = image_to_array(colour[-1])
     assert rgb.shape == (240, 320, 3)
     dark_mean = rgb.mean()
@@ -397,11 +337,15 @@ def test_garbage_is_counted_by_the_engine_and_harmless():
         h.robot.send_garbage(h.now, kind="nonsense")
 
 
-def test_forced_colour_camera():
-    h = Harness(config=RobotConfig(seed=1, camera_color=True))
+@pytest.mark.parametrize("encoding", ["JPEGMinimizedGray", "JPEGMinimizedColor"])
+def test_forced_colour_camera(encoding):
+    h = Harness(config=RobotConfig(seed=1, camera_color=True,
+                                   color_image_encoding=int(E["ImageEncoding"][encoding])))
     h.initialise()
     h.send(m.EnableCamera(image_send_mode=E["ImageSendMode"].Stream))
     h.run(0.4)
     images = collect_images(h)
-    assert images and all(i.encoding == E["ImageEncoding"].JPEGMinimizedColor for i in images)
+    assert images and all(i.encoding == E["ImageEncoding"][encoding] and i.data[0] != 0 for i in images)
     assert image_to_array(images[-1]).shape == (240, 320, 3)
+    with pytest.raises(ValueError):
+        RobotConfig(color_image_encoding=5)

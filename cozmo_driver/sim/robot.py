@@ -14,8 +14,12 @@ FirmwareSignature, sends BodyInfo after Enable, streams RobotState (about 33 Hz)
 and ObjectAvailable only after SyncTime, echoes pings, drops a client after 5 s
 of silence and accepts a new one after that. With EnableCamera(Stream) it sends
 about 15 camera frames a second rendered by the world from the true pose, head
-and lift, as ImageChunk (JPEGMinimizedGray = 8 or JPEGMinimizedColor = 9) plus
-one ImageImuData per frame.
+and lift, as ImageChunk plus one ImageImuData per frame. Grey and colour frames
+are both tagged JPEGMinimizedGray (8) by default, the payload's first byte saying
+which it is: the reference client rebuilds colour frames only from encoding 8
+with that flag set (shared/protocol/PROTOCOL_NOTES.md d), so that is taken as
+what the robot sends; ``RobotConfig.color_image_encoding`` can tag colour frames
+JPEGMinimizedColor (9) instead.
 
 Its timer is the earliest of the session's, the model's (100 Hz physics only
 while something moves, the 30 ms state stream, the 30 Hz animation tick) and the
@@ -81,6 +85,9 @@ class RobotConfig:
     camera_period: float = 1.0 / 15.0
     #: None: follow EnableColorImages (grey until asked); True/False: force colour/grey
     camera_color: Optional[bool] = None
+    #: the ImageChunk encoding of colour frames: JPEGMinimizedGray (8, as the reference
+    #: client expects; the payload's colour flag tells them apart) or JPEGMinimizedColor (9)
+    color_image_encoding: int = 8
     #: send the previous frame again while nothing that changes the image changed
     camera_cache: bool = True
     #: add seeded sensor noise to camera images (only when the image is re-rendered)
@@ -92,6 +99,8 @@ class RobotConfig:
     def __post_init__(self) -> None:
         if not self.camera_period > 0 or not self.peer_timeout > 0:
             raise ValueError("camera_period and peer_timeout must be positive")
+        if self.color_image_encoding not in (8, 9):
+            raise ValueError("color_image_encoding must be 8 (JPEGMinimizedGray) or 9 (JPEGMinimizedColor)")
         if self.model.seed == 0 and self.seed:
             self.model.seed = self.seed
 
@@ -307,7 +316,8 @@ class SimulatedRobot:
         self._image_id = (self._image_id + 1) & 0xFFFFFFFF
         image_id = self._image_id
         timestamp = model.timestamp_ms(now)
-        encoding = _ImageEncoding.JPEGMinimizedColor if color else _ImageEncoding.JPEGMinimizedGray
+        encoding = (_ImageEncoding(self.config.color_image_encoding) if color
+                    else _ImageEncoding.JPEGMinimizedGray)
         count = len(chunks)
         session = self.session
         for chunk_id, data in enumerate(chunks):
