@@ -13,6 +13,10 @@ rclpy. At import it:
   ament's domain_coordinator, so runs of both schemes avoid each other); the
   sockets stay bound until the run ends.
 
+It also makes the test-only reference implementation, pycozmo 0.8.0,
+importable on Python 3.13, which removed the stdlib module ``chunk`` that
+pycozmo imports: test/chunk_shim.py stands in for it there.
+
 It provides the ``rclpy_context`` fixture (one ``rclpy.Context`` per test) and
 ``ros_domain_id``. Other fixtures live in their own ``test/fixtures_*.py``
 files, which are loaded here as plugins.
@@ -108,6 +112,13 @@ def reserve_domain_id() -> DomainReservation:
 
 
 DOMAIN = reserve_domain_id()
+
+# ----------------------------------------------------------------------------
+# pycozmo (the test-only oracle) imports `chunk`, gone since Python 3.13.
+
+import chunk_shim  # noqa: E402  (this directory is on sys.path: no __init__.py here)
+
+chunk_shim.install()
 
 # ----------------------------------------------------------------------------
 # Fixture modules of other areas: test/fixtures_*.py, loaded as plugins.
