@@ -5,6 +5,16 @@ Run:  PYTHONPATH=. python bench/bench_codecs.py [--quick]
 Prints median and 90th-percentile wall time per operation in microseconds.  The
 reference column is filled only when pycozmo is installed; it is imported here
 and nowhere in the package.  Numbers only: nothing is asserted.
+
+The camera frame rows time the whole receive path of one QVGA frame, from its
+ImageChunk messages (as decoded from the wire) to a JPEG: ours is
+``ImageAssembler.push_chunk`` per chunk and ``image_to_jpeg``; pycozmo's is its
+client's own chunk handler (``Client._on_image_chunk``, which joins the chunks in a
+preallocated buffer) followed by its ``minigray_to_jpeg`` / ``minicolor_to_jpeg``.
+The "-> pixels" rows go on to what pycozmo's client hands its users, decoded RGB
+pixels at 320x240 (its unmodified handler: JPEG, PIL decode, colour stretched);
+ours decodes with ``decode_to_array``.  Both sides get the same frames, tagged
+JPEGMinimizedGray (8) with the colour flag in the payload, as the robot sends them.
 """
 
 from __future__ import annotations
@@ -17,7 +27,7 @@ import numpy as np
 from _common import comparison, measure
 
 from cozmo_driver.protocol import audio, camera, display
-
+from cozmo_driver.protocol import messages as m
 
 
 def textured_gray(h: int = 240, w: int = 320) -> np.ndarray:
@@ -38,6 +48,77 @@ def face_like() -> np.ndarray:
     eyes = ((xx - 40) / 18.0) ** 2 + ((yy - 16) / 12.0) ** 2 <= 1
     eyes |= ((xx - 88) / 18.0) ** 2 + ((yy - 16) / 12.0) ** 2 <= 1
     return eyes
+
+
+_QVGA = int(m.ENUMS["ImageResolution"].QVGA)
+_MINIMIZED = int(m.ENUMS["ImageEncoding"].JPEGMinimizedGray)  # grey and colour alike
+
+
+def frame_chunks(payload: bytes, make: Callable[..., object], timestamp_name: str) -> list:
+    """One camera frame as the ImageChunk messages of ``make`` (our class or pycozmo's)."""
+    parts = camera.split_into_chunks(payload)
+    return [make(**{timestamp_name: 1000}, image_id=1, chunk_debug=0, image_encoding=_MINIMIZED,
+                 image_resolution=_QVGA, image_chunk_count=len(parts), chunk_id=k, status=0, data=part)
+            for k, part in enumerate(parts)]
+
+
+def our_frame_path(payload: bytes) -> tuple[Callable[[], bytes], Callable[[], object]]:
+    """Ours: one assembler (as the driver keeps one), chunks -> CameraImage -> JPEG (-> pixels)."""
+    chunks = frame_chunks(payload, m.ImageChunk, "frame_timestamp_ms")
+    assembler = camera.ImageAssembler()
+
+    def to_jpeg() -> bytes:
+        assembler.reset()  # the same image id again: forget that it was completed
+        for chunk in chunks:
+            image = assembler.push_chunk(chunk)
+        return camera.image_to_jpeg(image)
+
+    def to_pixels() -> object:
+        assembler.reset()
+        for chunk in chunks:
+            image = assembler.push_chunk(chunk)
+        return camera.decode_to_array(camera.image_to_jpeg(image), camera.is_half_width_color(image))
+
+    return to_jpeg, to_pixels
+
+
+def reference_frame_path(payload: bytes) -> tuple[Callable[[], bytes], Callable[[], object]]:
+    """pycozmo: its client's chunk handler on a client that never connects (no socket), then
+    its reconstruction (JPEG) or its whole completion step (RGB pixels, as users get them)."""
+    import pycozmo.camera as ref_camera
+    import pycozmo.protocol_encoder as pe
+    from pycozmo.client import Client
+    from pycozmo.event import Dispatcher
+
+    chunks = frame_chunks(payload, pe.ImageChunk, "frame_timestamp")
+    width, height = ref_camera.RESOLUTIONS[pe.ImageResolution(_QVGA)]
+    client = Client.__new__(Client)  # no __init__: no connection, no threads
+    Dispatcher.__init__(client)
+    client._reset_partial_state()
+    jpegs: list[bytes] = []
+
+    def reconstruct_only() -> None:
+        data = client._partial_data[: client._partial_size]
+        if data[0]:  # the colour flag: coded at half width
+            jpegs.append(ref_camera.minicolor_to_jpeg(data, width // 2, height))
+        else:
+            jpegs.append(ref_camera.minigray_to_jpeg(data, width, height))
+
+    def to_jpeg() -> bytes:
+        client._process_completed_image = reconstruct_only
+        for chunk in chunks:
+            client._on_image_chunk(client, chunk)
+        return jpegs.pop()
+
+    def to_pixels() -> object:
+        del client._process_completed_image  # pycozmo's own: JPEG, PIL decode to RGB, stretch
+        for chunk in chunks:
+            client._on_image_chunk(client, chunk)
+        client._process_completed_image = reconstruct_only
+        return client._latest_image
+
+    client._process_completed_image = reconstruct_only
+    return to_jpeg, to_pixels
 
 
 def main() -> None:
@@ -80,6 +161,13 @@ def main() -> None:
         (lambda: ref_camera.minicolor_to_jpeg(mini_rgb_np, 160, 240)) if ref_camera else None,
     )
     bench("camera: JPEG->pixels (Pillow), QVGA grey", lambda: camera.decode_to_array(jpeg, False))
+    for label, payload in (("grey", mini), ("colour", mini_rgb)):
+        ours_jpeg, ours_pixels = our_frame_path(payload)
+        ref_jpeg, ref_pixels = reference_frame_path(payload) if ref_camera else (None, None)
+        count = len(camera.split_into_chunks(payload))
+        what = f"QVGA {label}, {count} ImageChunks ({len(payload)} B)"
+        bench(f"camera frame: chunks->JPEG, {what}", ours_jpeg, ref_jpeg)
+        bench(f"camera frame: chunks->pixels, {what}", ours_pixels, ref_pixels)
     bench("camera: encode QVGA colour (numpy encoder)", lambda: camera.encode_minimized(rgb))
     bench("camera: encode QVGA grey (Pillow + strip)", lambda: camera.encode_minimized(gray))
     bench("camera: encode QVGA grey (numpy encoder)", lambda: camera.encode_minimized(gray, use_pillow=False))
