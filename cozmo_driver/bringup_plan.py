@@ -63,6 +63,7 @@ __all__ = [
 PACKAGE = "cozmo_driver"
 
 DRIVER_NODE = "cozmo_driver"
+FACE_NODE = "cozmo_face"
 BEHAVIOR_NODE = "cozmo_behavior"
 SIM_HOST = "127.0.0.1"
 RVIZ_CONFIG = "rviz/cozmo.rviz"
@@ -101,7 +102,7 @@ ARGUMENTS: Tuple[Argument, ...] = (
              "127.0.0.1:<sim_port> (a cozmo-sim with impairments, cozmo-demo's own) and the "
              "driver is pointed at it", _BOOL),
     Argument("config", "",
-             "parameter file of the driver (empty: the package's config/cozmo.yaml)"),
+             "parameter file of the nodes (empty: the package's config/cozmo.yaml)"),
     Argument("frame_prefix", AUTO,
              "prefix of every frame id of the driver and of the robot description; "
              "'auto': '<namespace>/' with a namespace, else none"),
@@ -413,24 +414,32 @@ def _description_entries(args: BringupArgs, description: str) -> ProcessEntry:
 
 
 def _optional_node(args: BringupArgs, name: str, executable: str, node_name: str,
-                   enabled: bool, condition: str) -> ProcessEntry:
-    return ProcessEntry(
-        name=name, package=PACKAGE, executable=executable, enabled=enabled, condition=condition,
-        node_name=node_name, namespace=args.namespace, parameters=(ParamFile(str(args.config)),))
-
-
-def _behavior_entry(args: BringupArgs) -> ProcessEntry:
-    """The behavior engine with the config file's ``cozmo_behavior:`` section (copied as
-    parameters of its own under a namespace, which that key does not reach)."""
+                   enabled: bool, condition: str, note: str = "") -> ProcessEntry:
+    """A node started on a flag, with the config file's section of ``node_name`` (copied as
+    parameters of its own under a namespace, which a key ``node_name:`` does not reach; the
+    file is read only when the node is enabled)."""
     parameters: List[Parameters] = [ParamFile(str(args.config))]
-    if args.namespace and args.enable_behavior:
-        applies, section = node_parameters_in_file(args.config, BEHAVIOR_NODE, args.namespace)
+    if args.namespace and enabled:
+        applies, section = node_parameters_in_file(args.config, node_name, args.namespace)
         if not applies and section:
             parameters.append(dict(section))
     return ProcessEntry(
-        name="behavior", package=PACKAGE, executable="cozmo_behavior_node",
-        enabled=args.enable_behavior, condition="enable_behavior", node_name=BEHAVIOR_NODE,
-        namespace=args.namespace, parameters=tuple(parameters),
+        name=name, package=PACKAGE, executable=executable, enabled=enabled, condition=condition,
+        node_name=node_name, namespace=args.namespace, parameters=tuple(parameters), note=note)
+
+
+def _face_entry(args: BringupArgs) -> ProcessEntry:
+    """The face node with the config file's ``cozmo_face:`` section."""
+    return _optional_node(
+        args, "face", "cozmo_face_node", FACE_NODE, args.enable_face, "enable_face",
+        note="the living face on display/face, shown by the driver")
+
+
+def _behavior_entry(args: BringupArgs) -> ProcessEntry:
+    """The behavior engine with the config file's ``cozmo_behavior:`` section."""
+    return _optional_node(
+        args, "behavior", "cozmo_behavior_node", BEHAVIOR_NODE, args.enable_behavior,
+        "enable_behavior",
         note="the behavior engine: reactions, moods and idle activities through the driver's "
              "topics and actions")
 
@@ -441,7 +450,7 @@ def _rviz_entry(args: BringupArgs) -> ProcessEntry:
         # the configuration names the topics of a robot without namespace
         remappings = tuple((f"/{topic}", f"/{args.namespace}/{topic}")
                            for topic in ("robot_description", "odom", "camera/image_raw",
-                                         "battery_state"))
+                                         "battery_marker"))
     config = rviz_config_path() if args.rviz else Path(RVIZ_CONFIG)
     return ProcessEntry(
         name="rviz", package="rviz2", executable="rviz2", enabled=args.rviz, condition="rviz",
@@ -465,8 +474,7 @@ def make_plan(args: BringupArgs,
         _sim_entry(args),
         _driver_entry(args),
         _description_entries(args, urdf),
-        _optional_node(args, "face", "cozmo_face_node", "cozmo_face", args.enable_face,
-                       "enable_face"),
+        _face_entry(args),
         _behavior_entry(args),
         _rviz_entry(args),
     ]

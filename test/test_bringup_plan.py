@@ -213,6 +213,27 @@ def test_the_behavior_node_gets_its_section_of_the_config_file(tmp_path):
     assert len(entry.parameters) == 1
 
 
+def test_the_face_node_gets_its_section_of_the_config_file(tmp_path):
+    entry = make(enable_face="true")["face"]
+    assert (entry.node_name, entry.condition) == ("cozmo_face", "enable_face")
+    assert [type(group) for group in entry.parameters] == [plan.ParamFile]
+    assert entry.parameters[0].path == str(CONFIG)
+    # under a namespace the `cozmo_face:` key does not reach it: its values are copied
+    entry = make(enable_face="true", namespace="robot1")["face"]
+    assert entry.namespace == "robot1"
+    copied = merged_parameters(entry)
+    _, section = plan.node_parameters_in_file(CONFIG, "cozmo_face", "")
+    assert copied == section and copied["fps"] == 30.0 and copied["expression"] == "neutral"
+    # only its own section: nothing of the driver's or the behavior engine's
+    assert "robot_ip" not in copied and "user_pause" not in copied
+    wildcard = tmp_path / "fleet.yaml"
+    wildcard.write_text("/**/cozmo_face:\n  ros__parameters:\n    fps: 10.0\n")
+    entry = make(enable_face="true", namespace="robot1", config=str(wildcard))["face"]
+    assert len(entry.parameters) == 1
+    # a disabled node's section is not read
+    assert len(make(namespace="robot1")["face"].parameters) == 1
+
+
 def test_rviz_shows_the_namespaced_robot():
     rviz = make(rviz="true", namespace="robot1")["rviz"]
     assert rviz.enabled and (rviz.package, rviz.executable) == ("rviz2", "rviz2")
@@ -223,6 +244,13 @@ def test_rviz_shows_the_namespaced_robot():
     assert remaps["/robot_description"] == "/robot1/robot_description"
     assert remaps["/odom"] == "/robot1/odom"
     assert remaps["/camera/image_raw"] == "/robot1/camera/image_raw"
+    assert remaps["/battery_marker"] == "/robot1/battery_marker"   # the battery display
+    # every topic the configuration shows is remapped, and only those
+    import yaml
+    displays = yaml.safe_load(config.read_text())["Visualization Manager"]["Displays"]
+    shown = {d[key]["Value"] for d in displays for key in ("Topic", "Description Topic")
+             if key in d}
+    assert shown == set(remaps)
     assert make(rviz="true")["rviz"].remappings == ()
 
 
@@ -407,8 +435,11 @@ def test_launch_file_builds_a_description_where_launch_is_installed():
 
 
 def test_readme_table_lists_every_argument_with_its_default():
+    # the argument table of its section (other tables name parameters such as frame_prefix)
+    section = README.read_text().split("### One plan, two front-ends", 1)[1].split("\n### ", 1)[0]
+    table = section.split("| argument | default | meaning |", 1)[1].split("\n\n", 1)[0]
     rows = {}
-    for line in README.read_text().splitlines():
+    for line in table.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) == 3 and cells[0].startswith("`") and cells[0].endswith("`"):
             rows[cells[0].strip("`")] = cells[1]

@@ -1,0 +1,125 @@
+"""config/cozmo.yaml's ``cozmo_face:`` section against what cozmo_face_node declares, and
+the bring-up handing that section to the node, with and without a namespace.
+
+In-process rclpy (nodes are created, never spun): the parameters are the node's own, read
+back through its parameter API.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+from typing import Any, Dict, List
+
+import pytest
+import yaml
+
+rclpy = pytest.importorskip("rclpy")
+
+from cozmo_driver import bringup, bringup_plan as plan  # noqa: E402
+from cozmo_driver.ros.face_node import FaceNode  # noqa: E402
+
+pytestmark = [pytest.mark.ros]
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIG = ROOT / "config" / "cozmo.yaml"
+
+
+def own_parameters(node, context) -> Dict[str, Any]:
+    """{name: value} of the parameters ``node`` declares itself (not every node's, such as
+    use_sim_time)."""
+    plain = rclpy.create_node("plain", context=context)
+    try:
+        common = set(plain.list_parameters([], 0).names)
+    finally:
+        plain.destroy_node()
+    names = [name for name in node.list_parameters([], 0).names if name not in common]
+    return {p.name: p.value for p in node.get_parameters(names)}
+
+
+def face_section_comments() -> Dict[str, str]:
+    """{parameter: the comment lines above it} in the cozmo_face section of the file."""
+    lines = CONFIG.read_text().splitlines()
+    start = lines.index("cozmo_face:")
+    comments: Dict[str, str] = {}
+    pending: List[str] = []
+    for line in lines[start + 1:]:
+        if line and not line.startswith(" "):
+            break                                       # the next node's section
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            pending.append(stripped.lstrip("# "))
+        elif re.match(r"^    \w+:", line):
+            comments[stripped.split(":", 1)[0]] = " ".join(pending)
+            pending = []
+    return comments
+
+
+def test_config_yaml_lists_every_face_node_parameter_with_its_default(rclpy_context):
+    node = FaceNode(context=rclpy_context)
+    try:
+        declared = own_parameters(node, rclpy_context)
+        descriptors = dict(zip(declared, node.describe_parameters(list(declared))))
+    finally:
+        node.destroy_node()
+    doc = yaml.safe_load(CONFIG.read_text())
+    assert doc["cozmo_face"]["ros__parameters"] == declared
+    assert {"fps", "expression", "idle", "seed", "transition_s", "keepalive_s"} <= set(declared)
+    # each is commented, with its range where the node declares one
+    comments = face_section_comments()
+    assert set(comments) == set(declared)
+    for name, descriptor in descriptors.items():
+        assert len(comments[name]) > 20, name
+        assert comments[name].endswith("(static)"), name   # read at start-up only
+        for bounds in descriptor.floating_point_range:
+            assert f"Range {bounds.from_value!r}..{bounds.to_value!r}." in comments[name], name
+
+
+def _face_command(config: Path, namespace: str):
+    """The face node's command line as cozmo_bringup builds it from the plan."""
+    args = plan.resolve_arguments({"enable_face": "true", "namespace": namespace,
+                                   "config": str(config)})
+    entries = plan.make_plan(args, description=lambda prefix: "<robot name='cozmo'/>")
+    face = next(entry for entry in entries if entry.name == "face")
+    runner = bringup.Bringup([face], locate=lambda package, exe: Path("/opt/bin", exe),
+                             say=lambda text: None)
+    ((_, command),) = runner.resolve()
+    return command, runner.parameter_directory
+
+
+@pytest.mark.parametrize("namespace, fqn", [("", "/cozmo_face"), ("robot1", "/robot1/cozmo_face")])
+def test_the_bringup_gives_the_face_node_its_section(rclpy_context, tmp_path, namespace, fqn):
+    doc = yaml.safe_load(CONFIG.read_text())
+    mine = {"fps": 12.0, "expression": "happy", "idle": False, "seed": 7, "transition_s": 0.0,
+            "keepalive_s": 2.5}
+    assert set(mine) == set(doc["cozmo_face"]["ros__parameters"])
+    doc["cozmo_face"]["ros__parameters"] = mine
+    config = tmp_path / "mine.yaml"
+    config.write_text(yaml.safe_dump(doc))
+    command, generated = _face_command(config, namespace)
+    try:
+        assert command[0] == "/opt/bin/cozmo_face_node" and command[1] == "--ros-args"
+        node = FaceNode(context=rclpy_context, cli_args=command[1:])
+        try:
+            assert node.get_fully_qualified_name() == fqn
+            assert own_parameters(node, rclpy_context) == mine
+        finally:
+            node.destroy_node()
+    finally:
+        if generated:
+            shutil.rmtree(generated)
+
+
+def test_a_namespaced_face_node_misses_the_plain_key_by_itself(rclpy_context, tmp_path):
+    # why the plan copies the section: `cozmo_face:` does not reach /robot1/cozmo_face
+    doc = yaml.safe_load(CONFIG.read_text())
+    doc["cozmo_face"]["ros__parameters"]["fps"] = 12.0
+    config = tmp_path / "mine.yaml"
+    config.write_text(yaml.safe_dump(doc))
+    node = FaceNode(context=rclpy_context, cli_args=["--ros-args", "-r", "__ns:=/robot1",
+                                                     "--params-file", str(config)])
+    try:
+        assert node.get_parameter("fps").value == 30.0
+    finally:
+        node.destroy_node()
