@@ -297,7 +297,8 @@ def test_rviz_config_shows_the_robot():
     assert manager["Global Options"]["Fixed Frame"] == "odom"
     displays = {d["Class"]: d for d in manager["Displays"]}
     assert {"rviz_default_plugins/RobotModel", "rviz_default_plugins/TF",
-            "rviz_default_plugins/Odometry", "rviz_default_plugins/Image"} <= set(displays)
+            "rviz_default_plugins/Odometry", "rviz_default_plugins/Image",
+            "rviz_default_plugins/Marker"} <= set(displays)
     robot = displays["rviz_default_plugins/RobotModel"]
     assert robot["Description Source"] == "Topic"
     assert robot["Description Topic"]["Value"] == "/robot_description"
@@ -309,4 +310,10 @@ def test_rviz_config_shows_the_robot():
     assert image["Topic"]["Value"] == "/camera/image_raw"
     # the driver publishes images best effort (sensor data QoS)
     assert image["Topic"]["Reliability Policy"] == "Best Effort"
+    # the battery: the driver's text marker (RViz has no display for BatteryState)
+    battery = displays["rviz_default_plugins/Marker"]
+    assert battery["Topic"]["Value"] == "/battery_marker" and battery["Enabled"]
+    # the driver publishes it reliable, volatile: the display must not ask for more
+    assert battery["Topic"]["Reliability Policy"] == "Reliable"
+    assert battery["Topic"]["Durability Policy"] == "Volatile"
     assert all(d["Class"].startswith("rviz_default_plugins/") for d in manager["Displays"])

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -38,6 +39,7 @@ from sensor_msgs.msg import (BatteryState, CameraInfo, CompressedImage, Image, I
 from std_msgs.msg import Bool, ColorRGBA, Float32, Float64  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
+from visualization_msgs.msg import Marker  # noqa: E402
 
 from ros_harness import CONNECT_TIMEOUT, DISCOVERY_TIMEOUT, RosHarness, closing_all, sim_fixture  # noqa: E402
 from cozmo_driver import robot_geometry as geo  # noqa: E402
@@ -161,6 +163,29 @@ def test_streams_odom_imu_joints_status_battery(make_driver):
     assert math.isnan(b.current) and math.isnan(b.charge) and math.isnan(b.capacity)
     assert math.isnan(b.design_capacity) and math.isnan(b.temperature)
     assert list(b.cell_voltage) == [pytest.approx(b.voltage)]
+
+
+
+def test_battery_marker_for_rviz_while_connected_and_active(make_driver):
+    h = make_driver(frame_prefix="robot1/")
+    battery = h.listen("battery", BatteryState, "battery_state")
+    markers = h.listen("marker", Marker, "battery_marker")
+    assert h.spin_until(lambda: markers and battery, DISCOVERY_TIMEOUT)
+    marker = markers[-1]
+    assert marker.type == Marker.TEXT_VIEW_FACING and marker.header.frame_id == "robot1/base_link"
+    assert marker.pose.position.z > 0.05
+    # the latest battery_state when the 1 Hz timer fired (the simulated battery drains slowly)
+    shown = re.fullmatch(r"Battery (\d\.\d\d) V (\d+) % discharging", marker.text)
+    assert shown, marker.text
+    b = battery[-1]
+    assert float(shown.group(1)) == pytest.approx(b.voltage, abs=0.02)
+    assert int(shown.group(2)) == pytest.approx(100 * b.percentage, abs=3)
+    # deactivated: no robot data, so no marker either (RViz drops it after its lifetime)
+    h.node.trigger_deactivate()
+    h.spin_for(0.3)
+    n = len(markers)
+    h.spin_for(2.5)
+    assert len(markers) == n
 
 
 def test_teleop_square_matches_ground_truth(make_driver):

@@ -60,6 +60,7 @@ from sensor_msgs.msg import BatteryState, CameraInfo, CompressedImage, Image, Im
 from std_msgs.msg import Bool, Float32, Float64
 from std_srvs.srv import Trigger
 from tf2_msgs.msg import TFMessage
+from visualization_msgs.msg import Marker
 
 from .. import robot_geometry as geo
 from .media_interfaces import MediaInterfaces
@@ -84,6 +85,7 @@ from ..protocol.nvstorage import (CAMERA_CALIB_SIZE, NV_TAG_CAMERA_CALIB, NvRead
                                   decode_camera_calibration)
 from ..protocol.session import MessageReceived, SessionConfig
 from . import qos
+from .battery_marker import publish_battery_marker
 from ._entry import make_node, spin_node
 from .qos import QOS_COMMAND, QOS_EVENTS, QOS_LATCHED, QOS_SENSOR, QOS_STATE, QOS_TF
 
@@ -397,6 +399,7 @@ class CozmoDriverNode(LifecycleNode):
         self._publisher("imu", Imu, "imu/data", QOS_SENSOR)
         self._publisher("joints", JointState, "joint_states", QOS_STATE)
         self._publisher("battery", BatteryState, "battery_state", QOS_STATE)
+        self._publisher("battery_marker", Marker, "battery_marker", QOS_STATE)
         self._publisher("status", RobotStatus, "status", QOS_STATE)
         self._publisher("events", RobotEvent, "events", QOS_EVENTS)
         self._publisher("info", RobotInfo, "robot_info", QOS_LATCHED)
@@ -727,6 +730,7 @@ class CozmoDriverNode(LifecycleNode):
         msg.cell_temperature = [nan] * geo.BATTERY_CELLS
         msg.location = "body"
         self._pub["battery"].publish(msg)
+        self._msgs["battery"] = msg  # the latest, for battery_marker
 
     def _publish_events(self, stamp, events: List[RobotEventData]) -> None:
         if not self._active or not events:
@@ -855,6 +859,8 @@ class CozmoDriverNode(LifecycleNode):
         info = self._robot_info
         hardware_id = f"cozmo-{info.head_serial:08x}" if info is not None else f"cozmo@{where}"
         connected = self._link_state is LinkState.READY
+        publish_battery_marker(self._pub["battery_marker"], self._msgs.get("battery")
+                               if connected and self._active else None, self._frame("base_link_frame"))
         reports = [
             ("link", link_report(self._link_state.value, self._active, where, robot.stats,
                                  robot.transport.stats, self._state_rate, self._assembler.stats)),
