@@ -9,10 +9,13 @@ node if it is installed. With ``--robot-ip 172.31.1.1`` (or ``robot_ip:=...``)
 the same run drives a real robot, after this machine joined its Wi-Fi.
 
 It then drives a short demonstration through ROS interfaces only (see
-:mod:`cozmo_driver.ros.demo_node`): a square on ``cmd_vel`` with head and lift
-moves, a face, a sound, the camera on; prints a status line every second; stops
-the robot and every process; and writes into ``artifacts/``: a camera snapshot,
-the face display (simulator), the driven path (odometry against the ground
+:mod:`cozmo_driver.ros.demo_node`): a built-in animation, a square on
+``cmd_vel`` with head and lift moves, a face, a sound, the camera on; prints a
+status line every second; stops the robot and every process; and writes into
+``artifacts/``: a camera snapshot, the face display (the simulator's
+framebuffer; on a real robot, whose screen cannot be read back, the face
+node's latest ``display/face`` image converted as the driver converts it for
+the screen: the same picture), the driven path (odometry against the ground
 truth on the simulator) and the processes' log. It ends by itself in about
 30 s; the exit status is 0 when everything worked, 1 when the demonstration
 failed, 2 when the robot or the stack could not be brought up, 130 on Ctrl-C.
@@ -33,13 +36,18 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 
 from .bringup import split_launch_style
 
-__all__ = ["main", "parse_arguments"]
+if TYPE_CHECKING:  # numpy is imported where the pictures are made
+    import numpy as np
+
+__all__ = ["main", "parse_arguments", "read_face_display"]
 
 PROG = "cozmo-demo"
+#: how long the demo waits for the face node's display/face image at the end (real robot)
+FACE_TIMEOUT_S = 5.0
 #: bring-up arguments the demo takes in either form (robot_ip:=... or --robot-ip ...)
 _PASSED = ("robot_ip", "robot_port", "namespace", "config")
 
@@ -106,6 +114,10 @@ class _SimTruth:
     def sound_frames(self) -> int:
         return self.sim.counters()["audio_sound"]
 
+    def animations_ended(self) -> int:
+        robot = self.sim.robot
+        return self.sim.call(lambda: robot.stats.sent["AnimationEnded"])
+
 
 def _tenths(value: float) -> float:
     """Rounded to 0.1, without a negative zero."""
@@ -118,6 +130,50 @@ def _log_tail(path: Path, lines: int = 25) -> str:
     except OSError:
         return ""
     return "\n".join("    " + line for line in text[-lines:])
+
+
+def read_face_display(namespace: str, timeout: float) -> Optional["np.ndarray"]:
+    """The face the face node shows now, as the robot's screen shows it: its latest
+    ``display/face`` image (latched: a subscriber that comes late still gets it), converted
+    by :func:`~cozmo_driver.demo_artifacts.face_display_of_image` to the ``(32, 128)``
+    protocol image the driver sends, i.e. what a simulator's framebuffer would hold. None
+    when no image came within ``timeout`` seconds, or the driver would refuse it."""
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy
+    from sensor_msgs.msg import Image
+
+    from .demo_artifacts import face_display_of_image
+
+    ns = namespace.strip("/")
+    topic = f"/{ns}/display/face" if ns else "/display/face"
+    latched = QoSProfile(depth=1, reliability=QoSReliabilityPolicy.RELIABLE,
+                         durability=QoSDurabilityPolicy.TRANSIENT_LOCAL)
+    received: List[Image] = []
+    context = rclpy.Context()
+    rclpy.init(args=[], context=context)
+    try:
+        node = rclpy.create_node("cozmo_demo_face", context=context)
+        executor = SingleThreadedExecutor(context=context)
+        try:
+            executor.add_node(node)
+            node.create_subscription(Image, topic, received.append, latched)
+            deadline = time.monotonic() + timeout
+            while not received and time.monotonic() < deadline:
+                executor.spin_once(timeout_sec=0.05)
+        finally:
+            executor.shutdown(1.0)
+            node.destroy_node()
+    finally:
+        context.try_shutdown()
+    if not received:
+        return None
+    msg = received[-1]
+    try:
+        return face_display_of_image(msg.width, msg.height, msg.encoding, msg.step,
+                                     msg.is_bigendian, msg.data)
+    except ValueError:
+        return None
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -146,6 +202,7 @@ class _Demo:
         self.artifacts = Path(args.artifacts)
         self.written: List[Tuple[Path, str]] = []
         self.failure = ""
+        self.namespace = ""
         self.reported_exits: set = set()
 
     def say(self, text: str) -> None:
@@ -209,6 +266,7 @@ class _Demo:
             entries = plan.make_plan(bringup_args)
         except plan.PlanError as exc:
             return self.fail(str(exc), 2)
+        self.namespace = bringup_args.namespace
         log_path = self.artifacts / "bringup.log"
         self.log_file = open(log_path, "wb")
         self.written.append((log_path, "the output of the driver and the other nodes"))
@@ -255,6 +313,14 @@ class _Demo:
             wav.unlink(missing_ok=True)
         return self._report(result, bool(truth))
 
+    def _robot_face(self) -> Optional["np.ndarray"]:
+        """A real robot's face, from the face node (its screen cannot be read back); None
+        without a running face node."""
+        running = self.bringup is not None and any(
+            child.entry.name == "face" and child.process.poll() is None
+            for child in self.bringup.children)
+        return read_face_display(self.namespace, FACE_TIMEOUT_S) if running else None
+
     def _processes_alive(self) -> Optional[str]:
         if self.bringup is None:
             return None
@@ -292,7 +358,10 @@ class _Demo:
                                      write_trajectory_png)
 
         # everything stopped first: the numbers and pictures below are final
-        framebuffer = self.sim.framebuffer() if self.sim is not None else None
+        if self.sim is not None:
+            framebuffer, face_source = self.sim.framebuffer(), "as the simulated robot shows it"
+        else:
+            framebuffer, face_source = self._robot_face(), "sent to the robot (display/face)"
         self._shutdown()
         say = self.say
         say("")
@@ -322,6 +391,11 @@ class _Demo:
             say(f"pose at the end: odometry x {_tenths(fo[0] * 1e3):.1f} mm, y "
                 f"{_tenths(fo[1] * 1e3):.1f} mm, yaw {_tenths(math.degrees(fo[2])):.1f} deg "
                 "(a real robot: no ground truth)")
+        animation_line = f"animation: {result.animation_how}"
+        if result.animations_ended is not None:
+            animation_line += (f"; the simulated robot reported {result.animations_ended} "
+                               "animation ended (AnimationEnded)")
+        say(animation_line)
         say(f"face: {result.face_how}")
         sound_line = f"sound: {result.sound_how}"
         if simulated and result.sound_how and "skipped" not in result.sound_how:
@@ -340,10 +414,10 @@ class _Demo:
         if framebuffer is not None:
             path = self.artifacts / "face.png"
             lit = write_face_png(framebuffer, path)
-            self.written.append((path, f"the face display as the simulated robot shows it, "
+            self.written.append((path, f"the face display {face_source}, "
                                        f"128x64 x4, {lit} pixels lit"))
         else:
-            say("face display: not readable on a real robot (no face.png)")
+            say("face display: no display/face image from the face node (no face.png)")
         if odometry_mm:
             path = self.artifacts / "trajectory.png"
             title = ("Driven path: odometry vs simulator ground truth" if truth_mm

@@ -7,6 +7,9 @@ Pure: no ROS, no sockets, no clock. Each writer takes plain arrays and a path:
   robot shows it (the 32-row protocol image on the 64 physical rows of the
   OLED, see :mod:`cozmo_driver.protocol.display`), enlarged, in the OLED's
   colour on a dark panel;
+* :func:`face_display_of_image`: that protocol image for a ``display/face``
+  picture, converted as the driver converts it (how a real robot's face is
+  saved: its screen cannot be read back);
 * :func:`write_trajectory_png`: a plot of the driven path, odometry against
   the simulator's ground truth when there is one, with millimetre ticks and a
   legend (Pillow only: matplotlib is not a dependency);
@@ -21,10 +24,13 @@ from __future__ import annotations
 import math
 import wave
 from pathlib import Path
-from typing import Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
+
+from .driver.media import image_to_screen, is_empty_image, screen_to_frame
+from .protocol.display import DISPLAY_HEIGHT, DISPLAY_WIDTH
 
 __all__ = [
     "Pose",
@@ -35,6 +41,7 @@ __all__ = [
     "face_screen",
     "face_picture",
     "write_face_png",
+    "face_display_of_image",
     "FACE_LIT_RGB",
     "nice_step",
     "write_trajectory_png",
@@ -131,6 +138,19 @@ def write_face_png(display: np.ndarray, path: Path, scale: int = 4,
     screen = face_screen(display, previous)
     face_picture(screen, scale).save(path, optimize=True)
     return int(screen.sum())
+
+
+def face_display_of_image(width: int, height: int, encoding: str, step: int, is_bigendian: int,
+                          data: Any) -> np.ndarray:
+    """The ``(32, 128)`` protocol image that the driver sends the robot for a ``display/face``
+    image (the fields of a sensor_msgs/Image): thresholded, not dithered, fitted to a frame,
+    as :class:`~cozmo_driver.ros.media_interfaces.MediaInterfaces` does; so the picture that a
+    simulated robot's framebuffer holds. An empty (0 x 0) image clears the face: all dark.
+    Raises ValueError for an image the driver would refuse."""
+    if is_empty_image(width, height):
+        return np.zeros((DISPLAY_HEIGHT, DISPLAY_WIDTH), dtype=bool)
+    screen = image_to_screen(width, height, encoding, step, is_bigendian, data, False, "display/face")
+    return screen_to_frame(screen)[1]
 
 
 # ---------------------------------------------------------------------------- trajectory

@@ -3,6 +3,9 @@
 * the pictures and the sound it writes (pure: numpy and Pillow);
 * its command line (``robot_ip:=...`` as well as ``--robot-ip ...``);
 * how it fills face and audio requests it finds in the ROS graph;
+* a real robot's face picture: the face node's ``display/face`` converted as the
+  driver converts it (the robot's screen cannot be read back), against a face
+  node in this process;
 * end to end on the simulator: the simulator in this process, the driver and
   the description publisher as processes from the bring-up plan, the
   demonstration through ROS only; its output and artefacts are checked;
@@ -100,6 +103,30 @@ def test_face_png_is_the_screen_enlarged_with_lit_pixels(tmp_path):
     assert colour_count(image, art.FACE_LIT_RGB) == 9 * lit
     assert art.write_face_png(np.zeros((32, 128), bool), tmp_path / "blank.png") == 0
     assert colour_count(Image.open(tmp_path / "blank.png"), art.FACE_LIT_RGB) == 0
+
+
+def mono8(screen: np.ndarray) -> dict:
+    """The sensor_msgs/Image fields of a (64, 128) bool screen, as the face node sends it."""
+    height, width = screen.shape
+    return dict(width=width, height=height, encoding="mono8", step=width, is_bigendian=0,
+                data=(screen.astype(np.uint8) * 255).tobytes())
+
+
+def test_a_face_image_becomes_what_the_robot_shows():
+    from cozmo_driver.face.expressions import expression
+    from cozmo_driver.face.procedural import FaceRenderer
+    from cozmo_driver.protocol.display import fit_to_frame
+
+    renderer = FaceRenderer()
+    face = expression("happy")
+    display = art.face_display_of_image(**mono8(renderer.render(face)))
+    # the even rows, fitted to a frame: what the driver sends, and a simulator's framebuffer holds
+    assert display.shape == (32, 128) and display.dtype == bool
+    assert np.array_equal(display, fit_to_frame(renderer.render_display(face))[1])
+    assert display.sum() > 100
+    assert not art.face_display_of_image(0, 0, "mono8", 0, 0, b"").any()   # the face cleared
+    with pytest.raises(ValueError, match="encoding"):
+        art.face_display_of_image(128, 64, "yuv422", 256, 0, bytes(256 * 64))
 
 
 def test_trajectory_png_shows_both_curves_with_a_legend(tmp_path):
@@ -214,6 +241,97 @@ def test_face_and_audio_requests_are_filled_by_field():
     assert demo_node.fill_audio_goal(FakeRequest(loops="uint32"), wav) is None
 
 
+# ------------------------------------------------------------------ a real robot's face
+
+
+class FaceNodeRunning:
+    """cozmo_face_node in this process, spun on a thread, in the test's rclpy context."""
+
+    def __init__(self, context, namespace: str, expression: str) -> None:
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.parameter import Parameter
+
+        from cozmo_driver.ros.face_node import FaceNode
+
+        self.node = FaceNode(context=context, namespace=namespace, parameter_overrides=[
+            Parameter("idle", value=False), Parameter("expression", value=expression)])
+        self.executor = SingleThreadedExecutor(context=context)
+        self.executor.add_node(self.node)
+        self.thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.executor.shutdown(2.0)
+        self.node.destroy_node()
+        self.thread.join(2.0)
+
+
+@pytest.mark.ros
+def test_a_real_robots_face_is_read_from_the_face_node(rclpy_context):
+    from cozmo_driver.face.expressions import expression
+    from cozmo_driver.face.procedural import FaceRenderer
+    from cozmo_driver.protocol.display import fit_to_frame
+
+    face = FaceNodeRunning(rclpy_context, "robot1", "sad")
+    try:
+        time.sleep(0.3)       # it has published: the demo subscribes late, as at its end
+        display = demo.read_face_display("/robot1/", 15.0)
+        # another namespace has no face node: nothing, after the timeout
+        t0 = time.monotonic()
+        assert demo.read_face_display("robot2", 0.5) is None
+        assert time.monotonic() - t0 < 5.0
+    finally:
+        face.close()
+    assert display is not None, "no display/face image from the face node"
+    assert np.array_equal(display, fit_to_frame(FaceRenderer().render_display(expression("sad")))[1])
+
+
+def test_the_demo_saves_a_real_robots_face(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from cozmo_driver.face.expressions import expression
+    from cozmo_driver.face.procedural import FaceRenderer
+
+    shown = FaceRenderer().render_display(expression("happy"))
+    asked = []
+
+    def read_face_display(namespace, timeout):
+        asked.append(namespace)
+        return shown
+
+    monkeypatch.setattr(demo, "read_face_display", read_face_display)
+    args = demo.parse_arguments(["robot_ip:=127.0.0.9", "--artifacts", str(tmp_path)])
+    run = demo._Demo(args)
+    run.namespace = "robot1"
+    running = SimpleNamespace(poll=lambda: None)
+    run.bringup = SimpleNamespace(children=[SimpleNamespace(entry=SimpleNamespace(name="face"),
+                                                            process=running)],
+                                  stop=lambda: None, remove_parameter_files=lambda: None)
+    pytest.importorskip("rclpy")
+    from cozmo_driver.ros.demo_node import DemoResult
+
+    result = DemoResult(camera=np.zeros((240, 320), np.uint8), camera_encoding="mono8",
+                        face_shown=True, face_how="'happy' via service")
+    lines = []
+    run.say = lines.append
+    assert run._report(result, simulated=False) == 0
+    assert asked == ["robot1"]
+    face = Image.open(tmp_path / "face.png")
+    assert face.size == (544, 288)
+    assert colour_count(face, art.FACE_LIT_RGB) == 9 * 2 * int(shown.sum())
+    assert any("face.png" in line and "sent to the robot (display/face)" in line for line in lines)
+    # without a running face node there is no picture, and it says so
+    (tmp_path / "face.png").unlink()
+    running.poll = lambda: 0
+    run.bringup = SimpleNamespace(children=[SimpleNamespace(entry=SimpleNamespace(name="face"),
+                                                            process=running)],
+                                  stop=lambda: None, remove_parameter_files=lambda: None)
+    lines.clear()
+    assert run._report(result, simulated=False) == 0
+    assert not (tmp_path / "face.png").exists() and asked == ["robot1"]
+    assert any("no face.png" in line for line in lines)
+
+
 # ------------------------------------------------------------------ end to end
 
 
@@ -304,6 +422,21 @@ def test_the_demo_drives_the_simulated_robot_through_ros(tmp_path, capsys, monke
                      r"\| battery \d\.\d\d V \d+ % \| odom 3\d Hz, camera 1[3-7] fps, "
                      r"joint_states 3\d Hz \| square", out), "\n".join(status_lines[:5])
     assert out.count("cmd_vel turn +90 deg") == 4
+
+    # a built-in animation through the driver's play_animation action, its progress in the
+    # live status, its result, and the simulated robot playing it from start to end
+    assert "animation: name='nod_yes' -> action /play_animation" in out
+    progress = [int(p) for p in re.findall(r"\| animation nod_yes +(\d+) %$", out, re.M)]
+    assert progress and all(0 <= p <= 100 for p in progress), "\n".join(status_lines[:5])
+    played = re.search(r"^animation: 'nod_yes' via action /play_animation: succeeded "
+                       r"\(played nod_yes\); (\d+) progress "
+                       r"feedbacks, (\d+) % \.\. (\d+) %; the simulated robot reported 1 animation "
+                       r"ended \(AnimationEnded\)$", out, re.M)
+    assert played, out[-2500:]
+    feedbacks, first, last = map(int, played.groups())
+    assert feedbacks >= 5 and first < last and last >= 80
+    robot_sent = sims[-1].robot.stats.sent
+    assert robot_sent["AnimationStarted"] == 1 and robot_sent["AnimationEnded"] == 1
     assert "head/angle +20 deg, lift/height 70 mm" in out
     assert "camera_enabled=true, camera_color=true" in out
 

@@ -8,16 +8,19 @@ to measure its rate) and publishes ``cmd_vel``, ``head/angle`` and
 thread, while an executor spins the node on a thread of its own:
 
 1. wait until the driver reports the link ``CONNECTED`` and odometry flows;
-2. turn the camera on (the driver's ``camera_enabled`` and ``camera_color``
+2. play a built-in animation (``nod_yes``: head, face and sound, no wheels)
+   through the driver's ``play_animation`` action, its progress feedback in the
+   status line, and wait for its result (a note if there is no such action);
+3. turn the camera on (the driver's ``camera_enabled`` and ``camera_color``
    parameters, set through its parameter service);
-3. show a face: the face node's ``set_face_expression`` service or its
+4. show a face: the face node's ``set_face_expression`` service or its
    ``face/expression`` topic if there is one, else a face image on a display
    topic of the driver if it has one, else a note;
-4. play a sound: a short WAV through the ``play_audio`` action if there is one,
+5. play a sound: a short WAV through the ``play_audio`` action if there is one,
    else a note;
-5. drive a square with ``cmd_vel``, closed on ``odom``, moving the head and the
+6. drive a square with ``cmd_vel``, closed on ``odom``, moving the head and the
    lift at the corners;
-6. level the head, lower the lift, stop, and keep the latest camera image.
+7. level the head, lower the lift, stop, and keep the latest camera image.
 
 A status line is printed every second (link state and RTT from
 ``link_status``, pose from ``odom``, battery from ``battery_state``, the rates of
@@ -25,9 +28,9 @@ odom, camera and joint_states as received here). The optional ground truth (the
 simulator's true pose) is sampled alongside. Everything is bounded: each wait
 has a deadline, and the whole run has one.
 
-The face and audio interfaces are found in the ROS graph by name, and their
-requests filled by field name and type, so this node needs no interface
-package beyond the driver's.
+The animation, face and audio interfaces are found in the ROS graph by name,
+and their requests filled by field name and type, so this node needs no
+interface package beyond the driver's.
 """
 
 from __future__ import annotations
@@ -112,6 +115,10 @@ class GroundTruth:
         """Audio frames with sound played so far."""
         raise NotImplementedError
 
+    def animations_ended(self) -> Optional[int]:
+        """Animations the robot reported ended (AnimationEnded) so far; None: unknown."""
+        return None
+
 
 @dataclass
 class DemoOptions:
@@ -124,6 +131,7 @@ class DemoOptions:
     startup_timeout_s: float = 30.0             # for the driver to start
     deadline: float = math.inf                  # time.monotonic() by which all must be done
     expression: str = "happy"
+    animation: str = "nod_yes"                  # a built-in clip without wheel motion
     sound: Optional[Path] = None                # the WAV to play, if there is a way
     robot_address: str = ""                     # for messages
 
@@ -144,6 +152,10 @@ class DemoResult:
     sound_played: bool = False
     sound_how: str = ""
     sound_frames: int = 0
+    animation_played: bool = False
+    animation_how: str = ""
+    animation_progress: List[float] = field(default_factory=list)   # feedback received
+    animations_ended: Optional[int] = None      # AnimationEnded from the robot (ground truth)
 
 
 class DemoAbort(Exception):
@@ -337,6 +349,7 @@ class Demonstration:
         try:
             status.start()
             self._wait_connected()
+            self._animation()
             if self.truth_source is not None:
                 sampler = threading.Thread(target=self._sample_truth, name="demo-truth",
                                            daemon=True)
@@ -628,6 +641,88 @@ class Demonstration:
         self._publish_when_matched(msg_type, name, msg, _RELIABLE)
         self.result.face_how = f"a rendered '{expression}' face on the display topic {name}"
         return True
+
+    # --- animation
+
+    def _animation(self) -> None:
+        """Play ``options.animation`` through the ``play_animation`` action, showing its
+        progress in the status line, and wait for the result."""
+        self.activity = "animation"
+        result = self.result
+        name = self.options.animation
+        from rclpy.action import ActionClient, get_action_names_and_types
+
+        found = None
+        for action_name, types in get_action_names_and_types(self.node):
+            if action_name == f"{self.prefix}/play_animation" and types:
+                found = (action_name, types[0])
+                break
+        if found is None:
+            result.animation_how = "skipped: nothing offers a play_animation action"
+            self.out(f"animation: {result.animation_how}")
+            return
+        action_name, type_name = found
+        action = _interface_class(type_name)
+        goal = action.Goal() if action is not None else None
+        if goal is None or _set_text(goal, name, ("name", "animation", "clip")) is None:
+            result.animation_how = (f"skipped: action {action_name} ({type_name}) takes no "
+                                    "animation name the demo knows how to fill")
+            self.out(f"animation: {result.animation_how}")
+            return
+        client = ActionClient(self.node, action, action_name)
+        try:
+            if not client.wait_for_server(timeout_sec=3.0):
+                result.animation_how = f"skipped: action server {action_name} did not answer"
+                self.out(f"animation: {result.animation_how}")
+                return
+            before = self.truth_source.animations_ended() if self.truth_source else None
+
+            def on_feedback(message: Any) -> None:      # executor thread
+                progress = float(getattr(message.feedback, "progress", 0.0))
+                result.animation_progress.append(progress)
+                self.activity = f"animation {name} {progress * 100:3.0f} %"
+
+            self.out(f"animation: name='{name}' -> action {action_name}")
+            self.activity = f"animation {name}   0 %"
+            goal_future = client.send_goal_async(goal, feedback_callback=on_feedback)
+            self._wait_for(goal_future, 5.0)
+            handle = goal_future.result() if goal_future.done() else None
+            if handle is None or not handle.accepted:
+                result.animation_how = (f"action {action_name}: the goal was "
+                                        f"{'rejected' if handle is not None else 'not answered'}")
+                return
+            result_future = handle.get_result_async()
+            self._wait_for(result_future, 30.0)
+            if not result_future.done():
+                handle.cancel_goal_async()
+                result.animation_how = f"action {action_name}: no result within 30 s (cancelled)"
+                return
+            wrapped = result_future.result()
+            outcome = wrapped.result
+            ok = bool(getattr(outcome, "success", True)) and wrapped.status == 4  # SUCCEEDED
+            message = getattr(outcome, "message", "")
+            result.animation_played = ok
+            progress = result.animation_progress
+            seen = (f"; {len(progress)} progress feedbacks, {progress[0] * 100:.0f} % .. "
+                    f"{progress[-1] * 100:.0f} %" if progress else "; no progress feedback")
+            result.animation_how = f"'{name}' via action {action_name}: " + \
+                ("succeeded" if ok else f"failed (status {wrapped.status})") + \
+                (f" ({message})" if message else "") + seen
+            if before is not None:
+                self._sleep(0.2)        # the robot's AnimationEnded follows its last frame
+                after = self.truth_source.animations_ended()
+                result.animations_ended = None if after is None else after - before
+        finally:
+            if result.animation_how and not result.animation_how.startswith("skipped"):
+                self.out(f"animation: {result.animation_how}")
+            client.destroy()
+            self.activity = "animation done"
+
+    def _wait_for(self, future: Any, timeout: float) -> None:
+        """Wait until ``future`` is done or ``timeout`` s pass, checking the run meanwhile."""
+        end = time.monotonic() + timeout
+        while not future.done() and time.monotonic() < end:
+            self._sleep(0.02)
 
     # --- sound
 
