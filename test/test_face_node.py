@@ -23,11 +23,11 @@ from geometry_msgs.msg import Point  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import Image  # noqa: E402
-from std_msgs.msg import String  # noqa: E402
+from std_msgs.msg import Float32MultiArray, String  # noqa: E402
 
-from ros_harness import CONNECT_TIMEOUT, DISCOVERY_TIMEOUT, RosHarness  # noqa: E402
+from ros_harness import CONNECT_TIMEOUT, DISCOVERY_TIMEOUT, LogRecorder, RosHarness  # noqa: E402
 from cozmo_driver.face.expressions import EXPRESSIONS, look_at  # noqa: E402
-from cozmo_driver.face.procedural import FaceRenderer  # noqa: E402
+from cozmo_driver.face.procedural import PARAM_NAMES, FaceRenderer  # noqa: E402
 from cozmo_driver.protocol.display import fit_to_frame  # noqa: E402
 from cozmo_driver.ros.driver_node import CozmoDriverNode  # noqa: E402
 from cozmo_driver.ros.face_node import FaceNode  # noqa: E402
@@ -120,8 +120,9 @@ def test_face_node_checks_its_requests(rclpy_context):
 
         assert call(expression="joy").success
         assert node.animator.target().to_array().tolist() == EXPRESSIONS["joy"].to_array().tolist()
-        assert "43" in call(parameters=[0.0] * 5).message
-        assert "finite" in call(parameters=[math.nan] * 43).message
+        assert "5 values; a face has 43" in call(parameters=[0.0] * 5).message
+        nan = call(parameters=[math.nan] * 43)
+        assert not nan.success and "not finite numbers: [0] face.center_x_px = nan" in nan.message
         big = EXPRESSIONS["neutral"].to_array()
         big[2] = 50.0                                         # face scale x beyond its range
         reply = call(parameters=big.tolist(), transition_s=0.0)
@@ -133,3 +134,49 @@ def test_face_node_checks_its_requests(rclpy_context):
                      parameter_overrides=[Parameter("expression", value="nope")])
     finally:
         node.destroy_node()
+
+
+def test_face_params_topic_sets_raw_parameters_and_refuses_bad_ones(rclpy_context):
+    node = FaceNode(context=rclpy_context, parameter_overrides=[
+        Parameter("idle", value=False), Parameter("transition_s", value=0.0)])
+    lines: List[str] = []
+    recorder = LogRecorder(node.get_logger(), lines)
+    node.get_logger = lambda: recorder
+    spin = Spinner(rclpy_context, "face_params_probe", nodes=(node,))
+    try:
+        pub = spin.publisher(Float32MultiArray, "face/params")
+
+        def target():
+            return node.animator.target().to_array()
+
+        # the sad face's 43 values, as the service takes them (CLAD order)
+        sad = EXPRESSIONS["sad"].to_array().astype(np.float32)
+        pub.publish(Float32MultiArray(data=sad.tolist()))
+        assert spin.until(lambda: np.allclose(target(), sad, atol=1e-5), 2.0), lines
+        assert any(line.startswith("face/params: raw face in 0 s") for line in lines), lines
+
+        # refused, naming the problem, and nothing applied
+        wrong = {"42 values; a face has 43": sad[:42].tolist(),
+                 "44 values; a face has 43": sad.tolist() + [0.0],
+                 f"[7] {PARAM_NAMES[7]} = nan": [*sad[:7], math.nan, *sad[8:]],
+                 f"[30] {PARAM_NAMES[30]} = inf": [*sad[:30], math.inf, *sad[31:]]}
+        assert PARAM_NAMES[7] == "left.scale_x"
+        for problem, values in wrong.items():
+            before = len(lines)
+            pub.publish(Float32MultiArray(data=[float(v) for v in values]))
+            assert spin.until(lambda: len(lines) > before, 2.0), problem
+            assert "face/params refused" in lines[-1] and problem in lines[-1], lines[-1]
+            assert "the face is unchanged" in lines[-1]
+            assert np.allclose(target(), sad, atol=1e-5), problem
+
+        # out of range: clamped, applied, with a warning saying what was clamped
+        big = EXPRESSIONS["neutral"].to_array()
+        big[2] = 50.0                                         # face scale x beyond its range
+        before = len(lines)
+        pub.publish(Float32MultiArray(data=big.tolist()))
+        assert spin.until(lambda: len(lines) > before, 2.0)
+        assert "clamped" in lines[-1] and "face/params refused" not in lines[-1], lines[-1]
+        assert target()[3] == pytest.approx(EXPRESSIONS["neutral"].to_array()[3])
+        assert target()[2] < 50.0
+    finally:
+        spin.close()

@@ -14,7 +14,9 @@ Interfaces (names relative to the node's namespace, like the driver's):
 
 * publishes ``display/face`` (reliable, transient local, depth 1: a late
   subscriber gets the current face);
-* subscribes ``face/expression`` (std_msgs/String: an expression name) and
+* subscribes ``face/expression`` (std_msgs/String: an expression name),
+  ``face/params`` (std_msgs/Float32MultiArray: the 43 raw parameters in CLAD
+  order, as the service takes them; eased over ``transition_s``) and
   ``face/look_at`` (geometry_msgs/Point: x, y in -1..1, +x right, +y down;
   z unused);
 * serves ``set_face_expression`` (cozmo_interfaces/SetFaceExpression: a name,
@@ -26,7 +28,7 @@ from __future__ import annotations
 import math
 import sys
 import time
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 import rclpy
@@ -35,21 +37,35 @@ from geometry_msgs.msg import Point
 from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
 from rclpy.node import Node
 from sensor_msgs.msg import Image
-from std_msgs.msg import String
+from std_msgs.msg import Float32MultiArray, String
 
 from ..face.expressions import EXPRESSIONS, FaceAnimator, expression
-from ..face.procedural import NUM_PARAMS, FaceParams
+from ..face.procedural import NUM_PARAMS, PARAM_NAMES, FaceParams
 from ..face.stream import FaceStream
 from ..protocol.display import DISPLAY_WIDTH, SCREEN_HEIGHT
 from ._entry import make_node, spin_node
 from .qos import QOS_LATCHED, QOS_QUEUE
 
-__all__ = ["FaceNode", "main"]
+__all__ = ["FaceNode", "main", "raw_face"]
 
 
 def _range(description: str, lo: float, hi: float) -> ParameterDescriptor:
     return ParameterDescriptor(description=description, floating_point_range=[
         FloatingPointRange(from_value=lo, to_value=hi, step=0.0)])
+
+
+def raw_face(values: Sequence[float]) -> Tuple[FaceParams, List[str]]:
+    """The face of 43 raw parameters in CLAD order, and what was clamped to its range.
+
+    Raises ValueError saying what is wrong: the number of values, or which are not
+    finite numbers (by index and name)."""
+    if len(values) != NUM_PARAMS:
+        raise ValueError(f"{len(values)} values; a face has {NUM_PARAMS} (CLAD order)")
+    bad = [i for i, v in enumerate(values) if not math.isfinite(v)]
+    if bad:
+        named = ", ".join(f"[{i}] {PARAM_NAMES[i]} = {values[i]}" for i in bad[:3])
+        raise ValueError(f"not finite numbers: {named}{' ...' if len(bad) > 3 else ''}")
+    return FaceParams.from_array(np.asarray(values, dtype=np.float64)).validated()
 
 
 class FaceNode(Node):
@@ -82,6 +98,7 @@ class FaceNode(Node):
         self._msg.step = DISPLAY_WIDTH
         self._publisher = self.create_publisher(Image, "display/face", QOS_LATCHED)
         self.create_subscription(String, "face/expression", self._on_expression, QOS_QUEUE)
+        self.create_subscription(Float32MultiArray, "face/params", self._on_params, QOS_QUEUE)
         self.create_subscription(Point, "face/look_at", self._on_look_at, QOS_QUEUE)
         self.create_service(SetFaceExpression, "set_face_expression", self._on_set_expression)
         self._timer = self.create_timer(1.0 / float(fps), self._on_timer)
@@ -103,6 +120,23 @@ class FaceNode(Node):
         except KeyError as exc:
             self.get_logger().warning(f"face/expression refused: {exc.args[0]}")
 
+    def set_params(self, values: Sequence[float], transition_s: Optional[float] = None) -> Tuple[str, bool]:
+        """Ease to the raw face ``values``; returns what was done and whether values were
+        clamped (raises ValueError from :func:`raw_face`, the face unchanged)."""
+        face, clamped = raw_face(values)
+        duration = self.transition_s if transition_s is None or transition_s < 0 else transition_s
+        self.animator.set_expression(face, time.monotonic(), duration)
+        return f"raw face in {duration:g} s" + (f"; clamped: {'; '.join(clamped)}" if clamped else ""), bool(clamped)
+
+    def _on_params(self, msg: Float32MultiArray) -> None:
+        try:
+            text, clamped = self.set_params(list(msg.data))
+        except ValueError as exc:
+            self.get_logger().warning(f"face/params refused: {exc}; the face is unchanged")
+            return
+        log = self.get_logger()
+        (log.warning if clamped else log.info)(f"face/params: {text}")
+
     def _on_look_at(self, msg: Point) -> None:
         if not (math.isfinite(msg.x) and math.isfinite(msg.y)):
             self.get_logger().warning(f"face/look_at refused: x = {msg.x}, y = {msg.y} must be finite")
@@ -116,19 +150,12 @@ class FaceNode(Node):
             return response
         values = list(request.parameters)
         if values:
-            if len(values) != NUM_PARAMS:
-                response.success = False
-                response.message = f"parameters has {len(values)} values; a face has {NUM_PARAMS} (CLAD order)"
+            try:
+                response.message, _ = self.set_params(values, transition)
+            except ValueError as exc:
+                response.success, response.message = False, f"parameters: {exc}"
                 return response
-            if not all(math.isfinite(v) for v in values):
-                response.success, response.message = False, "parameters must all be finite numbers"
-                return response
-            face, warnings = FaceParams.from_array(np.asarray(values, dtype=np.float64)).validated()
-            duration = self.transition_s if transition < 0 else transition
-            self.animator.set_expression(face, time.monotonic(), duration)
             response.success = True
-            response.message = f"raw face in {duration:g} s" + (
-                f"; clamped: {'; '.join(warnings)}" if warnings else "")
             return response
         name = request.expression.strip()
         if not name:
