@@ -546,10 +546,33 @@ def test_groups_load_and_choose_by_weight_honouring_cooldowns(tmp_path):
     assert GroupChooser().choose(AnimationGroup("empty"), 0.0) is None
 
 
-def test_group_format_errors(tmp_path):
-    (tmp_path / "bad.json").write_text(json.dumps({"Animations": [{"Weight": 1}]}))
-    with pytest.raises(ClipFormatError, match="Name"):
-        load_animation_groups(tmp_path)
+def test_group_files_are_read_one_by_one_with_comments_and_bad_ones_skipped(tmp_path, caplog):
+    d = tmp_path / "animationGroups"
+    (d / "sub").mkdir(parents=True)
+    (d / "ag_plain.json").write_text(json.dumps({"Animations": [{"Name": "a"}]}))
+    (d / "sub" / "ag_commented.json").write_text(
+        '// the app writes notes like this\n'
+        '{"Animations": [ /* two members */\n'
+        '  {"Name": "b//not a comment", "Weight": 2.0}, // a line comment after a value\n'
+        '  {"Name": "c", "Weight": 1.0}]}\n')
+    (d / "ag_broken.json").write_text('{"Animations": [{"Name": "x"},]')       # invalid JSON
+    (d / "ag_no_name.json").write_text(json.dumps({"Animations": [{"Weight": 1}]}))
+    (d / "ag_latin1.json").write_bytes(b'{"Animations": [{"Name": "caf\xe9"}]}')
+    warnings: list = []
+    groups = load_animation_groups(d, warnings.append)
+    assert sorted(groups) == ["ag_commented", "ag_plain"]
+    assert [m.name for m in groups["ag_commented"].members] == ["b//not a comment", "c"]
+    assert [m.weight for m in groups["ag_commented"].members] == [2.0, 1.0]
+    assert len(warnings) == 3 and all(w.endswith(": skipped") for w in warnings)
+    for stem, why in (("ag_broken", "cannot read animation group"), ("ag_no_name", "Name"),
+                      ("ag_latin1", "cannot read animation group")):
+        assert any(str(d / f"{stem}.json") in w and why in w for w in warnings), (stem, warnings)
+    # without a warn callback the warnings go to the cozmo.anim logger
+    with caplog.at_level("WARNING", logger="cozmo.anim"):
+        assert sorted(load_animation_groups(d)) == ["ag_commented", "ag_plain"]
+    assert sorted(r.getMessage() for r in caplog.records) == sorted(warnings)
+    with pytest.raises(ClipFormatError, match="not a directory"):
+        load_animation_groups(d / "ag_plain.json")
 
 
 # --------------------------------------------------------------------------- built-ins

@@ -195,6 +195,17 @@ def test_library_groups_from_one_group_file_or_a_directory(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("[1, 2]")
     assert "no groups loaded" in AnimationLibrary.load((), bad).warnings[0]
+    # one bad file in the directory costs that group only, named in the warnings
+    (tmp_path / "g" / "ag_broken.json").write_text("// a note\n{\"Animations\": [")
+    (tmp_path / "g" / "ag_noted.json").write_text(
+        "// the app's files have comments\n" + json.dumps({"Animations": [{"Name": "sneeze"}]}))
+    lib = AnimationLibrary.load((), tmp_path / "g")
+    assert lib.group_names() == ["ag_nod", "ag_noted"]
+    assert lib.resolve(group="ag_noted").name == "sneeze"
+    assert [w for w in lib.warnings if "ag_broken.json" in w and w.endswith("skipped")], lib.warnings
+    # a single group file with comments
+    one.write_text("/* one group */ " + json.dumps({"Animations": [{"Name": "shake_no"}]}))
+    assert AnimationLibrary.load((), one).group_names() == ["ag_single"]
 
 
 # --------------------------------------------------------------------------- the AV stream

@@ -117,7 +117,9 @@ Animation groups
 The app picks an animation for a trigger from a group: a JSON file
 (``animationGroups/**/<group>.json``) holding ``{"Animations": [{"Name",
 "Weight", "CooldownTime_Sec", "Mood", "UseHeadAngle", "HeadAngleMin_Deg",
-"HeadAngleMax_Deg"}]}``.  :class:`AnimationGroup` loads them and
+"HeadAngleMax_Deg"}]}``, with ``//`` and ``/* */`` comments in places.
+:func:`load_animation_groups` reads each file on its own (a bad one is skipped
+with a warning naming it), :class:`AnimationGroup` holds one, and
 :class:`GroupChooser` picks a member by weight with a seeded generator,
 honouring cool-downs (times are arguments).
 """
@@ -125,6 +127,7 @@ honouring cool-downs (times are arguments).
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import random
@@ -132,12 +135,13 @@ import re
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
 from ..face.expressions import expression, look_at
 from ..face.procedural import EYE_PARAM_NAMES, NUM_PARAMS, FaceParams
+from ..json_comments import strip_json_comments
 from ..protocol.audio import SAMPLE_RATE, load_wav
 from ..protocol.errors import CozmoError
 
@@ -173,8 +177,11 @@ __all__ = [
     "GroupMember",
     "AnimationGroup",
     "load_animation_groups",
+    "read_group_file",
     "GroupChooser",
 ]
+
+logger = logging.getLogger("cozmo.anim")
 
 
 class AnimationError(CozmoError):
@@ -1344,18 +1351,35 @@ class AnimationGroup:
         return cls(name, members)
 
 
-def load_animation_groups(directory: Union[str, os.PathLike]) -> Dict[str, AnimationGroup]:
-    """Every ``*.json`` group under ``directory`` (recursively), by file stem."""
+def read_group_file(path: Union[str, os.PathLike]) -> Any:
+    """The JSON document of an animation group file; ``//`` and ``/* */`` comments (as the
+    app's files have) are ignored. Raises :class:`ClipFormatError` naming the file."""
+    f = Path(path)
+    try:
+        return json.loads(strip_json_comments(f.read_text(encoding="utf-8")))
+    except (OSError, ValueError) as exc:      # ValueError: UnicodeDecodeError, JSONDecodeError
+        raise ClipFormatError(f"{f}: cannot read animation group ({exc})") from None
+
+
+def load_animation_groups(directory: Union[str, os.PathLike],
+                          warn: Optional[Callable[[str], None]] = None) -> Dict[str, AnimationGroup]:
+    """Every ``*.json`` group under ``directory`` (recursively), by file stem.
+
+    Each file is read on its own: one that cannot be read or is not a group is
+    skipped, ``warn`` (default: the ``cozmo.anim`` logger) told why, naming the
+    file, and the others load. Raises :class:`ClipFormatError` only when
+    ``directory`` is not a directory.
+    """
     root = Path(directory)
     if not root.is_dir():
         raise ClipFormatError(f"{root}: not a directory")
+    report = warn if warn is not None else logger.warning
     out: Dict[str, AnimationGroup] = {}
     for f in sorted(root.rglob("*.json")):
         try:
-            doc = json.loads(f.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise ClipFormatError(f"{f}: cannot read group ({exc})") from None
-        out[f.stem] = AnimationGroup.from_json(f.stem, doc, str(f))
+            out[f.stem] = AnimationGroup.from_json(f.stem, read_group_file(f), str(f))
+        except ClipFormatError as exc:
+            report(f"{exc}: skipped")
     return out
 
 

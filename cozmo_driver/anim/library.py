@@ -9,21 +9,22 @@ Reads files when asked (:meth:`AnimationLibrary.load`); otherwise pure.
   first. A file that cannot be read is skipped with a warning naming it: one
   bad file does not take the others down.
 * Groups: a directory of the app's ``animationGroups`` JSON files (one group per
-  file, named by the file's stem), or one JSON file: either one group
-  (``{"Animations": [...]}``, named by the stem) or several
-  (``{"group name": {"Animations": [...]}, ...}``). Members naming unknown
-  clips are left out with a warning.
+  file, named by the file's stem; each file read on its own, so a bad one is
+  skipped with a warning naming it and the others load), or one JSON file:
+  either one group (``{"Animations": [...]}``, named by the stem) or several
+  (``{"group name": {"Animations": [...]}, ...}``). ``//`` and ``/* */``
+  comments are ignored, as in the app's files. Members naming unknown clips
+  are left out with a warning.
 * :meth:`AnimationLibrary.resolve` turns a goal's name or group into a clip; a
   group picks a member by weight and cool-down (:class:`GroupChooser`).
 """
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from .clip import (
     AnimationError,
@@ -34,6 +35,7 @@ from .clip import (
     load_animation_groups,
     load_builtin,
     load_clip_file,
+    read_group_file,
 )
 
 __all__ = ["AnimationLibrary", "CLIP_SUFFIXES"]
@@ -42,13 +44,10 @@ CLIP_SUFFIXES = (".yaml", ".yml", ".json", ".bin")
 PathLike = Union[str, os.PathLike]
 
 
-def _load_groups(path: Path) -> Dict[str, AnimationGroup]:
+def _load_groups(path: Path, warn: Callable[[str], None]) -> Dict[str, AnimationGroup]:
     if path.is_dir():
-        return load_animation_groups(path)
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ClipFormatError(f"{path}: cannot read animation groups ({exc})") from None
+        return load_animation_groups(path, warn)
+    doc = read_group_file(path)
     if isinstance(doc, dict) and "Animations" in doc:
         return {path.stem: AnimationGroup.from_json(path.stem, doc, str(path))}
     if isinstance(doc, dict) and all(isinstance(v, dict) for v in doc.values()):
@@ -102,7 +101,7 @@ class AnimationLibrary:
         if groups_path:
             path = Path(groups_path).expanduser()
             try:
-                groups = _load_groups(path)
+                groups = _load_groups(path, lib.warnings.append)
             except ClipFormatError as exc:
                 lib.warnings.append(f"{exc}: no groups loaded")
                 groups = {}

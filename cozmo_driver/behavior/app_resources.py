@@ -56,6 +56,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Union
 
+from ..json_comments import strip_json_comments
 from .config import ConfigError
 
 __all__ = ["AppResources", "load_app_resources", "APP_TRIGGERS", "strip_json_comments",
@@ -95,38 +96,6 @@ class AppResources:
         return (f"{self.behaviors} behaviors, {self.reactions} reaction triggers, "
                 f"{self.emotion_events} emotion events, {self.decay_graphs} decay graphs "
                 f"from {self.root}" + (f"; {len(self.skipped)} skipped" if self.skipped else ""))
-
-
-def strip_json_comments(text: str) -> str:
-    """Remove ``//`` line and ``/* */`` block comments outside strings."""
-    out: List[str] = []
-    i, n = 0, len(text)
-    in_string = False
-    while i < n:
-        c = text[i]
-        if in_string:
-            out.append(c)
-            if c == "\\" and i + 1 < n:
-                out.append(text[i + 1])
-                i += 2
-                continue
-            if c == '"':
-                in_string = False
-            i += 1
-        elif c == '"':
-            in_string = True
-            out.append(c)
-            i += 1
-        elif text.startswith("//", i):
-            end = text.find("\n", i)
-            i = n if end < 0 else end
-        elif text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            i = n if end < 0 else end + 2
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
 
 
 def _read_json(path: Path) -> Any:
