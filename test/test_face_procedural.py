@@ -3,7 +3,9 @@
 Golden images live in test/golden/face/<expression>.png (128x64, white = lit).
 They were made by this renderer and checked by eye; to regenerate them after an
 intended change of the renderer or of an expression, run
-``COZMO_UPDATE_GOLDEN=1 ./dev test test/test_face_procedural.py`` and look at them.
+``COZMO_UPDATE_GOLDEN=1 ./dev test test/test_face_procedural.py`` and look at them:
+``tools/make_face_montage.py`` draws them all into docs/images/face_expressions.png,
+the README's picture, which the last golden test keeps in step with them.
 """
 
 from __future__ import annotations
@@ -68,6 +70,30 @@ def test_golden_render(name):
 def test_there_are_at_least_15_goldens():
     assert len(list(GOLDEN.glob("*.png"))) >= 15
     assert {p.stem for p in GOLDEN.glob("*.png")} == set(EXPRESSIONS)
+
+
+def test_the_montage_shows_the_goldens():
+    """docs/images/face_expressions.png (the README's picture of the goldens, made by
+    tools/make_face_montage.py) shows every golden as it is now, pixel for pixel."""
+    import importlib.util
+
+    root = Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location("make_face_montage", root / "tools" / "make_face_montage.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    from cozmo_driver.demo_artifacts import face_picture
+
+    screens = tool.golden_screens(GOLDEN)
+    assert [name for name, _ in screens] == list(EXPRESSIONS)
+    committed = np.asarray(Image.open(tool.TARGET).convert("RGB"))
+    w, h = tool.tile_size()
+    stale = []
+    for i, (name, screen) in enumerate(screens):
+        x, y = tool.tile_origin(i)
+        want = np.asarray(face_picture(screen, scale=tool.SCALE, border=tool.BORDER))
+        if not np.array_equal(committed[y:y + h, x:x + w], want):
+            stale.append(name)
+    assert not stale, f"{tool.TARGET} is out of date for {stale}: run tools/make_face_montage.py"
 
 
 # --------------------------------------------------------------------------- parameters
