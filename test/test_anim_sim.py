@@ -10,7 +10,9 @@ import pytest
 
 from cozmo_driver.anim.av_pacer import AVPacer
 from cozmo_driver.anim.clip import (
+    BODY_STRAIGHT,
     AudioKeyframe,
+    BodyKeyframe,
     Clip,
     FaceKeyframe,
     HeadKeyframe,
@@ -66,24 +68,49 @@ class Rig:
         self.link.flush()
 
 
-def test_a_clip_plays_in_the_simulator_with_sound_face_and_motion_on_time():
+def first_change(series, start_value, threshold=0.5):
+    """The first time in ``series`` ((t, value) pairs) at which value left ``start_value``."""
+    for ts, value in series:
+        if abs(value - start_value) > threshold:
+            return ts
+    raise AssertionError("never changed")
+
+
+def first_time(series, predicate):
+    """The first time in ``series`` ((t, value) pairs) at which ``predicate(value)`` holds."""
+    for ts, value in series:
+        if predicate(value):
+            return ts
+    raise AssertionError("never happened")
+
+
+@pytest.mark.parametrize("phase", [0.002, 0.017, 0.031])
+@pytest.mark.parametrize("body_mode", ["wheels", "anim"])
+def test_a_clip_plays_in_the_simulator_with_sound_face_and_motion_on_time(body_mode, phase):
+    """Every track's onset, measured on the simulated robot's own state from when it played
+    the clip's first frame, is within one frame (1/30 s) of the keyframe's time. Body motion
+    is tried both ways the player can send it: ``DriveWheels`` outside the animation stream
+    (the driver's way) and ``AnimBody`` inside it; and with the clip starting early, midway
+    and late in a frame of the robot's own 30 fps grid."""
     rig = Rig(seed=2)
     rig.initialise()
     rig.link.run_until(1.0)
     head0 = math.degrees(rig.model.head_angle)
     lift0 = rig.model.lift_height
     tone = synthesize("tone(1000, 0.5, 0.5)")
+    green = rgb_to_rgb555((0, 255, 0))
     clip = Clip("e2e", 1.5, Tracks(
         face=[FaceKeyframe(0, EXPRESSIONS["happy"])],
         audio=[AudioKeyframe(200, tone)],
         head=[HeadKeyframe(500, 200, 30)],
         lift=[LiftKeyframe(800, 200, 80)],
-        lights=[LightsKeyframe(100, 1000, ((0, 255, 0),) * 5)]))
-    player = AnimationPlayer()
-    t0 = 31 / 30 + 0.002                          # just after a tick of the robot's own 30 fps grid
+        lights=[LightsKeyframe(100, 1000, ((0, 255, 0),) * 5)],
+        body=[BodyKeyframe(300, 400, BODY_STRAIGHT, 60.0)]))
+    player = AnimationPlayer(body_mode=body_mode)
+    t0 = 31 / 30 + phase                          # that long after a tick of the robot's own grid
     rig.link.run_until(t0)
     anim_id = player.play(clip, t0)
-    samples = []                                  # (time, head deg, lift mm)
+    samples = []                                  # (time, head deg, lift mm, lights, wheel speeds)
     t = t0
     frames_before = rig.model.audio_frames_played
     started_at = None
@@ -92,7 +119,9 @@ def test_a_clip_plays_in_the_simulator_with_sound_face_and_motion_on_time():
         for _ in range(6):                        # sample the robot every 1/180 s
             t += FRAME / 6
             rig.link.run_until(t)
-            samples.append((t, math.degrees(rig.model.head_angle), rig.model.lift_height))
+            samples.append((t, math.degrees(rig.model.head_angle), rig.model.lift_height,
+                            list(rig.model.anim_backpack_colors),
+                            [w.speed for w in rig.model.wheels]))
             if started_at is None and rig.names("AnimationStarted"):
                 started_at = t
     assert [x.anim_id for x in rig.names("AnimationStarted")] == [anim_id]
@@ -113,20 +142,29 @@ def test_a_clip_plays_in_the_simulator_with_sound_face_and_motion_on_time():
     assert np.array_equal(rig.model.framebuffer, fit_to_frame(R.render_display(EXPRESSIONS["happy"]))[1])
     assert rig.model.lights()["anim_backpack"] == [0] * 5          # off again after 1.1 s
 
-    # Motion on time: measured from when the robot played the first frame.
-    def onset_time(series, start_value):
-        for ts, value in series:
-            if abs(value - start_value) > 0.5:
-                return ts
-        raise AssertionError("never moved")
-
-    head_start = onset_time([(ts, h) for ts, h, _ in samples], head0)
-    lift_start = onset_time([(ts, li) for ts, _, li in samples], lift0)
-    print(f"onsets after the first frame: head {head_start - started_at:.4f} s, lift {lift_start - started_at:.4f} s, "
-          f"sound {onset:.4f}..{offset:.4f} s, {peak:.1f} Hz")
-    assert head_start - started_at == pytest.approx(0.5, abs=FRAME)
-    assert lift_start - started_at == pytest.approx(0.8, abs=FRAME)
+    # Motion and lights on time: measured from when the robot played the first frame.
+    head_start = first_change([(ts, h) for ts, h, *_ in samples], head0)
+    lift_start = first_change([(ts, li) for ts, _, li, *_ in samples], lift0)
+    lights = [(ts, colours) for ts, _, _, colours, _ in samples]
+    lights_on = first_time(lights, lambda c: c == [green] * 5)
+    lights_off = first_time([(ts, c) for ts, c in lights if ts > lights_on], lambda c: c == [0] * 5)
+    wheels = [(sample[0], sample[4]) for sample in samples]
+    body_start = first_time(wheels, lambda s: s[0] > 0.5 and s[1] > 0.5)
+    body_peak = max(min(s) for _, s in wheels)
+    at_peak = first_time(wheels, lambda s: min(s) > body_peak - 0.5)
+    body_stop = first_time([(ts, s) for ts, s in wheels if ts > at_peak],
+                           lambda s: max(s) < body_peak - 0.5)      # slowing down: stopped
+    onsets = {"head": (head_start, 0.5), "lift": (lift_start, 0.8), "lights on": (lights_on, 0.1),
+              "lights off": (lights_off, 1.1), "body start": (body_start, 0.3),
+              "body stop": (body_stop, 0.7)}
+    print(f"body_mode={body_mode}, phase {phase * 1e3:g} ms; after the first frame: "
+          + ", ".join(f"{k} {v - started_at:.4f} s (keyframe {want:g} s)" for k, (v, want) in onsets.items())
+          + f"; sound {onset:.4f}..{offset:.4f} s, {peak:.1f} Hz")
+    for name, (at, want) in onsets.items():
+        assert at - started_at == pytest.approx(want, abs=FRAME), name
+    assert body_peak == pytest.approx(60.0, abs=1.0)
     assert samples[-1][1] == pytest.approx(30, abs=1.0) and samples[-1][2] == pytest.approx(80, abs=1.0)
+    assert samples[-1][4] == [0.0, 0.0]
 
 
 def test_lights_reach_the_robot_in_rgb555():
