@@ -700,3 +700,21 @@ def test_image_qos_can_be_overridden(make_driver):
     assert info[0].qos_profile.reliability == QoSReliabilityPolicy.RELIABLE
     default = h.probe.get_publishers_info_by_topic("/camera/image_raw")
     assert default[0].qos_profile.reliability == QoSReliabilityPolicy.BEST_EFFORT
+
+
+def test_no_qos_event_handlers_burden_the_executor(make_driver):
+    """The driver's publishers and subscriptions come without rclpy's default QoS event
+    handlers, each of which is an entity of every executor wake-up: the node has no more
+    of them than a bare node (rclpy's own /rosout publisher...)."""
+    from rclpy.event_handler import EventHandler
+
+    def handlers(node) -> int:
+        return sum(isinstance(w, EventHandler) for w in node.waitables)
+
+    h = make_driver()
+    bare = rclpy.create_node("bare", context=h.probe.context)
+    try:
+        assert len(list(h.node.subscriptions)) >= 10 and len(list(h.node.publishers)) >= 15
+        assert handlers(h.node) == handlers(bare)
+    finally:
+        bare.destroy_node()
