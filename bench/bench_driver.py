@@ -15,13 +15,20 @@ Measured:
 * the datagram with an image's last ImageChunk leaving the robot side ->
   ``camera/image_raw/compressed`` delivered here, matched by the JPEG's hash;
 * CPU time of the driver process (utime + stime from /proc) while it streams
-  RobotState (~33 Hz) and the camera (~15 fps), with the compressed image only
-  and with ``camera/image_raw`` subscribed too (decoded), and its resident memory.
+  RobotState (~33 Hz) and the camera (~15 fps), and its resident memory, with
+  three sets of subscribers here: ``odom`` and the compressed image; those and
+  ``camera/image_raw`` (decoded); and every stream the driver publishes
+  (``/tf``, ``imu/data``, ``joint_states``, ``status``, ``battery_state``,
+  ``camera/camera_info`` too). The driver fills in and publishes only the
+  streams somebody subscribes to, so the three differ.
 
 pycozmo's equivalents: ``Client.drive_wheels`` -> DriveWheels datagram;
 RobotState datagram -> its RobotState handler; last chunk -> its
 EvtNewRawCameraImage handler (it decodes every frame to a PIL image); the CPU
 time and memory of a process running only a pycozmo Client with the camera on.
+During the CPU measurements both turn the robot slowly, commanded ten times a
+second (``cmd_vel`` published here; ``Client.drive_wheels`` in pycozmo's
+process), so both handle the same streams and the same commands.
 The simulator runs as its own process behind a timing relay
 (bench/udp_tap.py, its own process too), which stamps datagrams as they pass on
 CLOCK_MONOTONIC, the clock this process stamps deliveries with; so the
@@ -54,7 +61,10 @@ from geometry_msgs.msg import Twist  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.qos import qos_profile_sensor_data  # noqa: E402
-from sensor_msgs.msg import CompressedImage, Image  # noqa: E402
+from sensor_msgs.msg import BatteryState, CameraInfo, CompressedImage, Image, Imu, JointState  # noqa: E402
+from tf2_msgs.msg import TFMessage  # noqa: E402
+
+from cozmo_interfaces.msg import RobotStatus  # noqa: E402
 
 
 try:
@@ -150,6 +160,11 @@ def _measure_cpu(pid: int, seconds: float, keep_busy) -> Tuple[float, float]:
     return (c1 - c0) / (t1 - t0) * 100.0, t1 - t0
 
 
+#: the CPU measurements: (label, whether decoded images are counted)
+CPU_CASES = (("odom + compressed", False), ("+ image_raw (decoded)", True),
+             ("+ every other stream", True))
+
+
 def bench_ours() -> Dict[str, Any]:
     results: Dict[str, Any] = {}
     tap = Tap()
@@ -214,11 +229,18 @@ def bench_ours() -> Dict[str, Any]:
         time.sleep(0.2)
         results.update(_latencies(tap, cmd_sent, odom_got, images_got))
         # --- CPU and memory of the driver process, robot turning, camera on
-        for label, with_raw in (("compressed only", False), ("+ image_raw (decoded)", True)):
-            if with_raw:
+        for label, with_raw in CPU_CASES:
+            if label == CPU_CASES[1][0]:
                 node.create_subscription(Image, "camera/image_raw",
                                          lambda m: got.__setitem__("raw", got["raw"] + 1),
                                          qos_profile_sensor_data)
+                time.sleep(1.0)
+            elif label == CPU_CASES[2][0]:
+                for msg_type, topic, profile in ((TFMessage, "/tf", 100), (Imu, "imu/data", qos_profile_sensor_data),
+                                                 (JointState, "joint_states", 10), (RobotStatus, "status", 10),
+                                                 (BatteryState, "battery_state", 10),
+                                                 (CameraInfo, "camera/camera_info", qos_profile_sensor_data)):
+                    node.create_subscription(msg_type, topic, lambda m: None, profile)
                 time.sleep(1.0)
             n0 = dict(got)
             cpu, dt = _measure_cpu(proc.pid, 10.0, lambda: cmd_pub.publish(turn))
@@ -251,7 +273,11 @@ cli.add_handler(pycozmo.protocol_encoder.RobotState, lambda c, p: n.__setitem__(
 cli.add_handler(pycozmo.event.EvtNewRawCameraImage, lambda c, i: n.__setitem__("image", n["image"] + 1))
 cli.enable_camera(enable=True, color=False)
 print("ready", flush=True)
-time.sleep(float(sys.argv[2]))
+end = time.monotonic() + float(sys.argv[2])
+while time.monotonic() < end:   # turning slowly, commanded 10 times a second like the driver
+    cli.drive_wheels(lwheel_speed=-9.0, rwheel_speed=9.0)
+    time.sleep(0.1)
+cli.stop_all_motors()
 print(n["state"], n["image"], flush=True)
 cli.disconnect(); cli.stop()
 """
@@ -365,7 +391,7 @@ def main() -> None:
     table("Latency, ms (same machine, simulated robot on 127.0.0.1)",
           ["who", "path", "samples", "median", "p99", "max"], rows)
     rows = []
-    for label in ("compressed only", "+ image_raw (decoded)"):
+    for label, _ in CPU_CASES:
         r = ours[f"cpu {label}"]
         rows.append([f"driver node, {label}", f"{r['cpu']:.1f}", f"{r['rss']:.0f}",
                      f"{r['state_hz']:.1f}", f"{r['fps']:.1f}"])
@@ -373,7 +399,8 @@ def main() -> None:
         r = ref["cpu"]
         rows.append(["pycozmo Client (decodes every frame)", f"{r['cpu']:.1f}", f"{r['rss']:.0f}",
                      f"{r['state_hz']:.1f}", f"{r['fps']:.1f}"])
-    table("Process CPU (% of one core) and resident memory while streaming RobotState and camera",
+    table("Process CPU (% of one core) and resident memory while streaming RobotState and camera; "
+          "the driver's rows name what is subscribed",
           ["process", "CPU %", "RSS MiB", "states/s delivered", "images/s delivered"], rows)
 
 

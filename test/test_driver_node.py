@@ -725,3 +725,42 @@ def test_image_qos_can_be_overridden(make_driver):
     assert info[0].qos_profile.reliability == QoSReliabilityPolicy.RELIABLE
     default = h.probe.get_publishers_info_by_topic("/camera/image_raw")
     assert default[0].qos_profile.reliability == QoSReliabilityPolicy.BEST_EFFORT
+
+
+def test_no_qos_event_handlers_burden_the_executor(make_driver):
+    """The driver's publishers and subscriptions come without rclpy's default QoS event
+    handlers, each of which is an entity of every executor wake-up: the node has no more
+    of them than a bare node (rclpy's own /rosout publisher...)."""
+    from rclpy.event_handler import EventHandler
+
+    def handlers(node) -> int:
+        return sum(isinstance(w, EventHandler) for w in node.waitables)
+
+    h = make_driver()
+    bare = rclpy.create_node("bare", context=h.probe.context)
+    try:
+        assert len(list(h.node.subscriptions)) >= 10 and len(list(h.node.publishers)) >= 15
+        assert handlers(h.node) == handlers(bare)
+    finally:
+        bare.destroy_node()
+
+
+def test_streams_without_subscribers_are_not_published(make_driver):
+    """A robot-state or camera stream nobody subscribes to is not filled in or published;
+    it starts with its first subscriber."""
+    h = make_driver(camera_enabled=True)
+    published = {"imu": 0, "compressed": 0}
+    for key in published:
+        publish = h.node._pub[key].publish
+
+        def counting(msg, key=key, publish=publish):
+            published[key] += 1
+            publish(msg)
+        h.node._pub[key].publish = counting
+    odom = h.listen("odom", Odometry, "odom")
+    assert h.spin_until(lambda: len(odom) >= 20, 5.0)
+    assert published == {"imu": 0, "compressed": 0}
+    imu = h.listen("imu", Imu, "imu/data", qos_profile_sensor_data)
+    images = h.listen("images", CompressedImage, "camera/image_raw/compressed", qos_profile_sensor_data)
+    assert h.spin_until(lambda: len(imu) >= 5 and len(images) >= 2, DISCOVERY_TIMEOUT)
+    assert published["imu"] >= 5 and published["compressed"] >= 2

@@ -652,55 +652,63 @@ class CozmoDriverNode(LifecycleNode):
             return
         header_stamp = stamp.to_msg()
         m = self._msgs  # pre-built messages: only what changes is set (publish copies)
+        pub = self._pub
         qz, qw = math.sin(pose.yaw / 2.0), math.cos(pose.yaw / 2.0)
+        # a stream nobody subscribes to is neither filled in nor published: that is most of
+        # the cost of a robot state (see "Driver node, Measured" in the README)
 
-        odom = m["odom"]
-        odom.header.stamp = header_stamp
-        p = odom.pose.pose
-        p.position.x, p.position.y = pose.x, pose.y
-        p.orientation.z, p.orientation.w = qz, qw
-        odom.pose.covariance = pose_covariance(self._tracker.distance_m, self._tracker.rotation_rad)
-        odom.twist.twist.linear.x = v
-        odom.twist.twist.angular.z = w
-        odom.twist.covariance = twist_covariance(diff if math.isfinite(diff) else 0.0,
-                                                 geo.TRACK_WIDTH_M, unreliable)
-        self._pub["odom"].publish(odom)
+        if pub["odom"].get_subscription_count():
+            odom = m["odom"]
+            odom.header.stamp = header_stamp
+            p = odom.pose.pose
+            p.position.x, p.position.y = pose.x, pose.y
+            p.orientation.z, p.orientation.w = qz, qw
+            odom.pose.covariance = pose_covariance(self._tracker.distance_m,
+                                                   self._tracker.rotation_rad)
+            odom.twist.twist.linear.x = v
+            odom.twist.twist.angular.z = w
+            odom.twist.covariance = twist_covariance(diff if math.isfinite(diff) else 0.0,
+                                                     geo.TRACK_WIDTH_M, unreliable)
+            pub["odom"].publish(odom)
 
-        if self._params["publish_tf"]:
+        if self._params["publish_tf"] and pub["tf"].get_subscription_count():
             tf = m["tf_transform"]
             tf.header.stamp = header_stamp
             tf.transform.translation.x, tf.transform.translation.y = pose.x, pose.y
             tf.transform.rotation.z, tf.transform.rotation.w = qz, qw
-            self._pub["tf"].publish(m["tf"])
+            pub["tf"].publish(m["tf"])
 
-        reading = imu_from_state(state, pose.yaw)
-        imu = m["imu"]
-        imu.header.stamp = header_stamp
-        o = imu.orientation
-        o.x, o.y, o.z, o.w = reading.orientation
-        av = imu.angular_velocity
-        av.x, av.y, av.z = reading.angular_velocity
-        la = imu.linear_acceleration
-        la.x, la.y, la.z = reading.linear_acceleration
-        self._pub["imu"].publish(imu)
+        if pub["imu"].get_subscription_count():
+            reading = imu_from_state(state, pose.yaw)
+            imu = m["imu"]
+            imu.header.stamp = header_stamp
+            o = imu.orientation
+            o.x, o.y, o.z, o.w = reading.orientation
+            av = imu.angular_velocity
+            av.x, av.y, av.z = reading.angular_velocity
+            la = imu.linear_acceleration
+            la.x, la.y, la.z = reading.linear_acceleration
+            pub["imu"].publish(imu)
 
-        joints = m["joints"]
-        joints.header.stamp = header_stamp
-        joints.position = joint_positions(state)
-        self._pub["joints"].publish(joints)
+        if pub["joints"].get_subscription_count():
+            joints = m["joints"]
+            joints.header.stamp = header_stamp
+            joints.position = joint_positions(state)
+            pub["joints"].publish(joints)
 
-        status = m["status"]
-        status.header.stamp = header_stamp
-        if flags != status.status_flags:
-            for name, bit in STATUS_FLAG_NAMES:
-                setattr(status, name, bool(flags & bit))
-            status.status_flags = flags
-        status.cliff_data_raw = state.cliff_data_raw
-        status.backpack_touch_sensor_raw = int(state.backpack_touch_sensor_raw)
-        segment = int(state.curr_path_segment)
-        status.curr_path_segment = -1 if segment == 0xFF else segment
-        status.battery_voltage = float(state.battery_voltage_v)
-        self._pub["status"].publish(status)
+        if pub["status"].get_subscription_count():
+            status = m["status"]
+            status.header.stamp = header_stamp
+            if flags != status.status_flags:
+                for name, bit in STATUS_FLAG_NAMES:
+                    setattr(status, name, bool(flags & bit))
+                status.status_flags = flags
+            status.cliff_data_raw = state.cliff_data_raw
+            status.backpack_touch_sensor_raw = int(state.backpack_touch_sensor_raw)
+            segment = int(state.curr_path_segment)
+            status.curr_path_segment = -1 if segment == 0xFF else segment
+            status.battery_voltage = float(state.battery_voltage_v)
+            pub["status"].publish(status)
 
         now = t
         if now - self._last_battery >= _BATTERY_PERIOD_S:
@@ -768,6 +776,25 @@ class CozmoDriverNode(LifecycleNode):
     def _on_image(self, stamp, image) -> None:
         if not self._active or not self._params["camera_enabled"]:
             return
+        pub = self._pub
+        # nothing is converted or published for a topic nobody subscribes to
+        want_compressed = pub["compressed"].get_subscription_count() > 0
+        want_raw = pub["image"].get_subscription_count() > 0
+        want_info = pub["camera_info"].get_subscription_count() > 0
+        if not (want_compressed or want_raw or want_info):
+            return
+        header_stamp = stamp.to_msg()
+        frame = self._frame("camera_frame")
+        if want_compressed or want_raw:
+            self._publish_image(header_stamp, frame, image, want_compressed, want_raw)
+        if want_info:
+            info = self._camera_info_for(image.width, image.height)
+            info.header.stamp = header_stamp
+            info.header.frame_id = frame
+            pub["camera_info"].publish(info)
+
+    def _publish_image(self, header_stamp, frame: str, image, want_compressed: bool,
+                       want_raw: bool) -> None:
         pixels = None
         try:
             jpeg = image_to_jpeg(image)
@@ -775,20 +802,19 @@ class CozmoDriverNode(LifecycleNode):
                 # the robot codes colour at half width: publish the nominal size, which
                 # camera_info describes and image_transport consumers expect
                 pixels = decode_to_array(jpeg, True)
-                jpeg = encode_jpeg(pixels, _COLOR_JPEG_QUALITY)
+                if want_compressed:
+                    jpeg = encode_jpeg(pixels, _COLOR_JPEG_QUALITY)
         except RemoteProtocolError as exc:
             self._warn_throttled("image", f"camera image {image.image_id} dropped: {exc}")
             return
-        header_stamp = stamp.to_msg()
-        frame = self._frame("camera_frame")
-        compressed = CompressedImage()
-        compressed.header.stamp = header_stamp
-        compressed.header.frame_id = frame
-        compressed.format = "jpeg"
-        compressed.data = jpeg
-        self._pub["compressed"].publish(compressed)
-        raw_pub = self._pub["image"]
-        if raw_pub.get_subscription_count() > 0:
+        if want_compressed:
+            compressed = CompressedImage()
+            compressed.header.stamp = header_stamp
+            compressed.header.frame_id = frame
+            compressed.format = "jpeg"
+            compressed.data = jpeg
+            self._pub["compressed"].publish(compressed)
+        if want_raw:
             if pixels is None:
                 try:
                     pixels = decode_to_array(jpeg, False)
@@ -804,11 +830,7 @@ class CozmoDriverNode(LifecycleNode):
                 raw.is_bigendian = 0
                 raw.step = raw.width * (3 if colour else 1)
                 raw.data = pixels.tobytes()
-                raw_pub.publish(raw)
-        info = self._camera_info_for(image.width, image.height)
-        info.header.stamp = header_stamp
-        info.header.frame_id = frame
-        self._pub["camera_info"].publish(info)
+                self._pub["image"].publish(raw)
 
     def _send_camera_config(self) -> None:
         p = self._params

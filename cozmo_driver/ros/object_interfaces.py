@@ -3,7 +3,7 @@
 :class:`ObjectInterfaces` is made by the driver node at configure and owns:
 
 * publishers ``objects`` (cozmo_interfaces/ObjectList: what the robot advertises
-  or is connected to; reliable, transient local, depth 1; at 1 Hz and on every
+  or is connected to; reliable, transient local, depth 1; at 1 Hz while connected and on every
   change), ``object_events`` (cozmo_interfaces/ObjectEvent; reliable, depth 100)
   and ``object_accel`` (cozmo_interfaces/ObjectAccel; best effort, the cubes'
   accelerometer streams);
@@ -17,15 +17,20 @@
 
 The logic lives in :mod:`cozmo_driver.driver.objects` (the registry: list,
 ageing, auto-connect with back-off, events; light programme conversion) and
-:mod:`cozmo_driver.driver.light_animations`. The robot's object messages and
-link changes reach the executor as the node's own data does: a listener on the
-robot client's I/O thread appends them to a deque and triggers a guard
-condition, whose callback feeds the registry and publishes. A 4 Hz timer runs
-the registry's timeouts, ageing and auto-connect. ``connect_object`` is a
-coroutine awaiting an rclpy Future that the registry's answer completes, in a
-reentrant callback group of its own (a service callback holds its group until
-it returns, and the node's default group must stay free for the guard condition
-and the timer that produce the answer), so a single-threaded executor serves it.
+:mod:`cozmo_driver.driver.light_animations`. The registry is fed where the
+robot's messages arrive, on the robot client's I/O thread, as the node's robot
+states are: a listener hands it the object messages and link changes, and every
+robot state (about 30 Hz while connected) is the clock that runs its timeouts,
+ageing and auto-connect at 4 Hz; what it has to publish is published there.
+This costs the executor no wake-up, timer or wait-set entry, so that ROS
+callbacks (``cmd_vel`` first) are not delayed by cube traffic. A lock guards
+the registry against the executor's subscriptions and services.
+``connect_object`` is a coroutine awaiting an rclpy Future that the registry's
+answer completes; answers go to the executor through a guard condition (rare:
+one per request), in a reentrant callback group of its own (a service callback
+holds its group until it returns, and the node's default group must stay free
+for the guard condition that delivers the answer), so a single-threaded
+executor serves it.
 
 When the driver is cleaned up or shut down, every connected object's lights
 are turned off and it is disconnected, so that the cubes go back to sleep
@@ -36,9 +41,10 @@ from __future__ import annotations
 
 import itertools
 import math
+import threading
 import time
 from collections import deque
-from typing import Any, Deque, Dict, List, Optional, Tuple
+from typing import Any, Deque, Dict, List, Optional
 
 from builtin_interfaces.msg import Time as TimeMsg
 from cozmo_interfaces.msg import (BackpackLightPattern, ObjectAccel, ObjectEvent, ObjectInfo,
@@ -69,7 +75,6 @@ OBJECT_MESSAGES = frozenset((
 TICK_PERIOD_S = 0.25
 LIST_PERIOD_S = 1.0
 _WARN_PERIOD_S = 2.0
-_MESSAGE, _LINK, _READY = range(3)
 _TARGETS = ("backpack", "cube1", "cube2", "cube3", "cubes", "charger")
 
 
@@ -94,7 +99,10 @@ class ObjectInterfaces:
         self._log = node.get_logger()
         self._active = False
         self.registry = ObjectRegistry(self._settings())
-        self._queue: Deque[Tuple[float, Any, int, Any]] = deque()
+        # the registry and the publishers, shared by the I/O thread and the executor
+        self._lock = threading.RLock()
+        self._answers: Deque[Any] = deque()  # the registry's answers, for the executor
+        self._last_tick = -math.inf
         self._requests: Dict[int, Future] = {}
         self._tokens = itertools.count(1)
         self._warned: Dict[str, float] = {}
@@ -114,50 +122,57 @@ class ObjectInterfaces:
         self._pub_accel = self._publisher(ObjectAccel, "object_accel", QOS_SENSOR)
         # object_lights addresses several objects: keep a few, so that one object's command
         # is not dropped by the next object's. The backpack: only the latest matters.
-        self._subscribe(ObjectLights, "object_lights", self._on_object_lights, QOS_QUEUE)
+        self._subscribe(ObjectLights, "object_lights", self._locked(self._on_object_lights),
+                        QOS_QUEUE)
         self._subscribe(BackpackLightPattern, "backpack_light_pattern", self._on_backpack_pattern,
                         QOS_COMMAND)
         # connect_object awaits the robot's answer: in a group of its own, so that the node's
         # default (mutually exclusive) group stays free for the guard condition and the timer
         # that produce that answer; reentrant, so that several requests can wait at once.
         self._connect_group = ReentrantCallbackGroup()
+        self._closed = False
         for srv_type, name, callback, group in (
                 (ConnectObject, "connect_object", self._on_connect_object, self._connect_group),
-                (SetObjectAccelStream, "set_object_accel_stream", self._on_set_accel_stream, None),
-                (PlayLightAnimation, "play_light_animation", self._on_play_light_animation, None)):
+                (SetObjectAccelStream, "set_object_accel_stream",
+                 self._locked(self._on_set_accel_stream), None),
+                (PlayLightAnimation, "play_light_animation",
+                 self._locked(self._on_play_light_animation), None)):
             self._entities.append((node.destroy_service,
                                    node.create_service(srv_type, name, callback, callback_group=group)))
-        self._guard = node.create_guard_condition(self._drain)
+        self._guard = node.create_guard_condition(self._answer)
         self._entities.append((node.destroy_guard_condition, self._guard))
-        self._entities.append((node.destroy_timer, node.create_timer(TICK_PERIOD_S, self._on_tick)))
         robot.add_listener(self._on_robot_event)
 
     # ------------------------------------------------------------------ lifecycle
 
     def activate(self) -> None:
-        self._active = True
-        self.registry.active = True
-        self.registry.tick(time.monotonic())
-        self._flush()
-        self._publish_list()
+        with self._lock:
+            self._active = True
+            self.registry.active = True
+            self._tick(time.monotonic())
+            self._publish_list()
 
     def deactivate(self, reason: str = "the driver was deactivated") -> None:
-        self._active = False
-        self.registry.active = False
-        self.registry.fail_pending(reason)
-        self._flush()
+        with self._lock:
+            self._active = False
+            self.registry.active = False
+            self.registry.fail_pending(reason)
+            self._flush()
+        self._answer()
 
     def destroy(self) -> None:
         """Lights off and disconnect every object, then release everything (before the robot
         client stops)."""
         self.deactivate("the driver is shutting down")
-        if self._robot_ready():
-            for message in self.registry.release_all():
-                self.robot.post(message)
         try:
             self.robot.remove_listener(self._on_robot_event)
         except ValueError:
             pass
+        with self._lock:  # an event already on its way is dropped from here on
+            self._closed = True
+            if self._robot_ready():
+                for message in self.registry.release_all():
+                    self.robot.post(message)
         for future in self._requests.values():
             if not future.done():
                 future.set_result(None)
@@ -177,6 +192,13 @@ class ObjectInterfaces:
                               connect_timeout=float(p.get("object_connect_timeout", 3.0)),
                               reconnect_min=float(p.get("object_reconnect_min", 1.0)),
                               reconnect_max=float(p.get("object_reconnect_max", 10.0)))
+
+    def _locked(self, callback):
+        """``callback`` holding the lock (an executor callback that uses the registry)."""
+        def locked(*args):
+            with self._lock:
+                return callback(*args)
+        return locked
 
     def _publisher(self, msg_type, topic: str, profile: QoSProfile):
         pub = qos.create_publisher(self.node, msg_type, topic, profile)
@@ -210,65 +232,77 @@ class ObjectInterfaces:
     def _now_msg(self) -> TimeMsg:
         return self.node.get_clock().now().to_msg()
 
-    # ------------------------------------------------------------------ I/O thread -> executor
+    # ------------------------------------------------------------------ I/O thread
 
     def _on_robot_event(self, event: Any) -> None:
-        """On the robot client's I/O thread: keep the object messages and link changes."""
+        """On the robot client's I/O thread: feed the registry, tick it, publish."""
         if isinstance(event, MessageReceived):
-            if event.message.NAME not in OBJECT_MESSAGES:
+            name = event.message.NAME
+            if name == "RobotState":
+                now = time.monotonic()
+                if now - self._last_tick >= TICK_PERIOD_S:
+                    with self._lock:
+                        if not self._closed:
+                            self._tick(now)
                 return
-            item = (_MESSAGE, event.message)
+            if name not in OBJECT_MESSAGES:
+                return
+            with self._lock:
+                if not self._closed:
+                    self.registry.on_message(event.message, time.monotonic())
+                    self._flush(self._now_msg())
         elif isinstance(event, LinkStateChanged):
             if event.state is LinkState.READY:
                 return  # RobotReady follows
-            item = (_LINK, event)
+            with self._lock:
+                if not self._closed:
+                    self.registry.on_robot_lost(
+                        time.monotonic(), f"lost the robot ({event.reason})"
+                        if event.state is LinkState.LOST
+                        else f"the robot's link is {event.state.value}")
+                    self._flush()
         elif isinstance(event, RobotReady):
-            item = (_READY, None)
-        else:
-            return
-        self._queue.append((time.monotonic(), self.node.get_clock().now(), item[0], item[1]))
-        guard = self._guard
-        if guard is not None:
-            guard.trigger()
+            with self._lock:
+                if not self._closed:
+                    self.registry.on_robot_ready(time.monotonic())
+                    self._flush()
 
-    def _drain(self) -> None:
-        registry = self.registry
-        queue = self._queue
-        while queue:
-            try:
-                mono, stamp, kind, payload = queue.popleft()
-            except IndexError:
-                return
-            if kind == _MESSAGE:
-                registry.on_message(payload, mono)
-            elif kind == _LINK:
-                registry.on_robot_lost(mono, f"lost the robot ({payload.reason})"
-                                       if payload.state is LinkState.LOST
-                                       else f"the robot's link is {payload.state.value}")
-            else:
-                registry.on_robot_ready(mono)
-            self._flush(stamp.to_msg())
-
-    def _on_tick(self) -> None:
+    def _tick(self, now: float) -> None:
+        """Timeouts, ageing, auto-connect; the list at 1 Hz (lock held)."""
+        self._last_tick = now
         registry = self.registry
         registry.settings = self._settings()
-        now = time.monotonic()
         registry.tick(now)
         self._flush()
         if self._active and now - self._last_list >= LIST_PERIOD_S:
             self._publish_list()
 
+    def _answer(self) -> None:
+        """On the executor (guard condition): complete the requests the registry answered."""
+        answers = self._answers
+        while answers:
+            try:
+                result = answers.popleft()
+            except IndexError:
+                return
+            future = self._requests.pop(result.token, None)
+            if future is not None and not future.done():
+                future.set_result(result)
+
     def _flush(self, stamp: Optional[TimeMsg] = None) -> None:
-        """Send what the registry wants sent, answer requests, publish events and samples."""
+        """Send what the registry wants sent, hand its answers to the executor, publish
+        events and samples (either thread; lock held)."""
         registry = self.registry
         messages = registry.pop_messages()
         if messages and self._robot_ready():
             for message in messages:
                 self.robot.post(message)
-        for result in registry.pop_results():
-            future = self._requests.pop(result.token, None)
-            if future is not None and not future.done():
-                future.set_result(result)
+        results = registry.pop_results()
+        if results:
+            self._answers.extend(results)
+            guard = self._guard
+            if guard is not None:
+                guard.trigger()
         events = registry.pop_events()
         samples = registry.pop_accel()
         if not self._active:
@@ -393,9 +427,11 @@ class ObjectInterfaces:
         future = Future()
         self._requests[token] = future
         verb = "connect" if request.connect else "disconnect"
-        factory_id = self.registry.request(token, int(request.factory_id), int(request.object_type),
-                                           bool(request.connect), time.monotonic())
-        self._flush()
+        with self._lock:
+            factory_id = self.registry.request(token, int(request.factory_id),
+                                               int(request.object_type), bool(request.connect),
+                                               time.monotonic())
+            self._flush()
         result = await future
         if result is None:
             response.success, response.message = False, "the driver is shutting down"
@@ -479,6 +515,7 @@ class ObjectInterfaces:
     # ------------------------------------------------------------------ diagnostics
 
     def report(self) -> DiagnosticReport:
-        report = self.registry.report(self._active)
+        with self._lock:
+            report = self.registry.report(self._active)
         values = list(report.values) + [("light commands refused", str(self._refused))]
         return DiagnosticReport(report.level, report.message, values)

@@ -1,7 +1,15 @@
 """The QoS profiles of the nodes' topics, named once (house style: sensor streams best
 effort, state reliable, facts latched), and publisher/subscription factories that let a
 topic's QoS be overridden by ``qos_overrides.<topic>...`` parameters where rclpy supports
-it (Galactic and later; elsewhere the topic keeps its plain QoS)."""
+it (Galactic and later; elsewhere the topic keeps its plain QoS).
+
+QoS events: rclpy gives every publisher and subscription default handlers (an
+incompatible-QoS and an incompatible-type warning), each an entity that the
+executor adds to its wait set and checks on every wake-up; for the driver's ~30
+topics they made up a third of its executor's CPU, paid on every ``cmd_vel``.
+The factories create none: a node that publishes or subscribes with an
+incompatible QoS is told so by its own handlers, and ``ros2 topic info -v``
+shows both sides' QoS."""
 
 from __future__ import annotations
 
@@ -15,6 +23,20 @@ try:  # Galactic and later; the fallback keeps plain QoS
     from rclpy.qos_overriding_options import QoSOverridingOptions
 except ImportError:  # pragma: no cover - depends on the ROS 2 release
     QoSOverridingOptions = None
+
+try:  # Jazzy and later
+    from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
+except ImportError:  # pragma: no cover - Humble
+    from rclpy.qos_event import PublisherEventCallbacks, SubscriptionEventCallbacks
+
+
+def _no_event_handlers(callbacks_type: Any) -> Dict[str, Any]:
+    """``event_callbacks=`` without rclpy's default handlers, where rclpy has that switch."""
+    try:
+        return {"event_callbacks": callbacks_type(use_default_callbacks=False)}
+    except TypeError:  # pragma: no cover - an rclpy without default QoS event callbacks
+        return {}
+
 
 __all__ = ["profile", "QOS_SENSOR", "QOS_STATE", "QOS_QUEUE", "QOS_EVENTS", "QOS_STREAM",
            "QOS_TF", "QOS_LATCHED", "QOS_COMMAND", "QOS_LATEST", "QOS_WATCH", "create_publisher",
@@ -62,12 +84,15 @@ def _overriding(overridable: bool) -> Dict[str, Any]:
 def create_publisher(node: Any, msg_type: Any, topic: str, qos: QoSProfile,
                      overridable: bool = True) -> Any:
     """``node.create_publisher`` with a copy of ``qos`` (QoS overrides are applied to the
-    profile object in place), overridable by parameters unless ``overridable`` is False."""
-    return node.create_publisher(msg_type, topic, copy.copy(qos), **_overriding(overridable))
+    profile object in place), overridable by parameters unless ``overridable`` is False;
+    without QoS event handlers (see the module docstring)."""
+    return node.create_publisher(msg_type, topic, copy.copy(qos), **_overriding(overridable),
+                                 **_no_event_handlers(PublisherEventCallbacks))
 
 
 def create_subscription(node: Any, msg_type: Any, topic: str, callback: Any,
                         qos: QoSProfile) -> Any:
-    """``node.create_subscription`` with a copy of ``qos``, overridable by parameters."""
-    return node.create_subscription(msg_type, topic, callback, copy.copy(qos),
-                                    **_overriding(True))
+    """``node.create_subscription`` with a copy of ``qos``, overridable by parameters, without
+    QoS event handlers (see the module docstring)."""
+    return node.create_subscription(msg_type, topic, callback, copy.copy(qos), **_overriding(True),
+                                    **_no_event_handlers(SubscriptionEventCallbacks))

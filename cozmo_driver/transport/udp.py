@@ -13,6 +13,14 @@ After each of them the adapter transmits ``datagrams_to_send(now)`` and hands
 every ``next_event()`` to ``on_event``, on the I/O thread. When nothing happens
 the thread sleeps in the kernel: zero CPU while idle.
 
+The socket is the adapter's own, non-blocking, watched by the loop: when it is
+readable, every datagram already waiting is read (up to 32) before the
+protocol's output and events are handled once. The robot sends a camera frame
+as a burst of chunks; reading a burst in one wake-up instead of one datagram
+per loop iteration (what asyncio's datagram transport does) saves the loop and
+the hand-out per datagram. A send that would block is dropped and counted as a
+send error (UDP: the session's retransmission covers reliable traffic).
+
 ``protocol`` is anything with ``receive_datagram``, ``datagrams_to_send``,
 ``get_timer``, ``handle_timer`` and ``next_event``: a
 :class:`~cozmo_driver.protocol.session.Session`, the robot client, or the
@@ -55,6 +63,8 @@ logger = logging.getLogger("cozmo.transport")
 
 Address = Tuple[str, int]
 _RECV_BUFFER = 2048
+#: datagrams read per wake-up at most, so that timers and calls from other threads still run
+_READ_BATCH = 32
 
 
 class TransportError(CozmoError):
@@ -88,17 +98,6 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-class _Protocol(asyncio.DatagramProtocol):
-    def __init__(self, owner: "UdpTransport") -> None:
-        self.owner = owner
-
-    def datagram_received(self, data: bytes, addr) -> None:
-        self.owner._on_datagram(data, addr)
-
-    def error_received(self, exc: Exception) -> None:
-        self.owner._on_send_error(exc)
-
-
 class UdpTransport:
     """Runs ``protocol`` on a UDP socket. See the module docstring."""
 
@@ -118,7 +117,7 @@ class UdpTransport:
         self.stats = TransportStats()
         self._peer: Optional[Address] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
-        self._transport: Optional[asyncio.DatagramTransport] = None
+        self._sock: Optional[socket.socket] = None
         self._thread: Optional[threading.Thread] = None
         self._timer: Optional[asyncio.TimerHandle] = None
         self._timer_at: Optional[float] = None
@@ -135,9 +134,9 @@ class UdpTransport:
     @property
     def local_address(self) -> Address:
         """The bound (host, port), once started."""
-        if self._transport is None:
+        if self._sock is None:
             raise TransportError("transport is not started")
-        return self._transport.get_extra_info("sockname")[:2]
+        return self._sock.getsockname()[:2]
 
     @property
     def peer(self) -> Optional[Address]:
@@ -171,14 +170,18 @@ class UdpTransport:
     def _run(self, local: Address) -> None:
         loop = asyncio.new_event_loop()
         self._loop = loop
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         try:
-            self._transport, _ = loop.run_until_complete(loop.create_datagram_endpoint(
-                lambda: _Protocol(self), local_addr=local, family=socket.AF_INET))
+            sock.setblocking(False)
+            sock.bind(local)
         except OSError as exc:
+            sock.close()
             self._start_error = exc
             self._started.set()
             loop.close()
             return
+        self._sock = sock
+        loop.add_reader(sock.fileno(), self._on_readable)
         self._started.set()
         loop.call_soon(self._pump)
         try:
@@ -186,9 +189,10 @@ class UdpTransport:
         finally:
             if self._timer is not None:
                 self._timer.cancel()
-            self._transport.close()
+            loop.remove_reader(sock.fileno())
             loop.run_until_complete(asyncio.sleep(0))
             loop.close()
+            sock.close()
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the I/O thread (the protocol object is left as it is)."""
@@ -266,23 +270,38 @@ class UdpTransport:
 
     # ------------------------------------------------------------------ I/O thread
 
-    def _on_datagram(self, data: bytes, addr) -> None:
-        addr = addr[:2]
+    def _on_readable(self) -> None:
+        """The socket is readable: feed the protocol every datagram waiting, then flush."""
+        sock, loop, protocol, stats = self._sock, self._loop, self.protocol, self.stats
+        fed = False
+        for _ in range(_READ_BATCH):
+            try:
+                data, addr = sock.recvfrom(_RECV_BUFFER)
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError as exc:  # an ICMP error reported for an earlier send
+                self._on_send_error(exc)
+                break
+            if addr != self._peer and not self._new_peer(data, addr):
+                stats.wrong_source += 1
+                continue
+            stats.datagrams_in += 1
+            protocol.receive_datagram(data, loop.time())
+            fed = True
+        if fed:
+            self._pump()
+
+    def _new_peer(self, data: bytes, addr: Address) -> bool:
+        """A datagram from someone other than the peer: adopt the sender (policy "reset", a
+        RESET frame) or refuse it."""
         if self.peer_policy == "fixed":
-            if addr != self._peer:
-                self.stats.wrong_source += 1
-                return
-        elif addr != self._peer:
-            if len(data) >= 8 and data[7] == FrameType.RESET and data[:7] == MAGIC:
-                if self._peer is not None:
-                    logger.info("[%s] new peer %s:%d (was %s:%d)", self.name, *addr, *self._peer)
-                self._peer = addr
-            else:
-                self.stats.wrong_source += 1
-                return
-        self.stats.datagrams_in += 1
-        self.protocol.receive_datagram(data, self._loop.time())
-        self._pump()
+            return False
+        if len(data) >= 8 and data[7] == FrameType.RESET and data[:7] == MAGIC:
+            if self._peer is not None:
+                logger.info("[%s] new peer %s:%d (was %s:%d)", self.name, *addr, *self._peer)
+            self._peer = addr
+            return True
+        return False
 
     def _on_timer(self) -> None:
         self._timer = None
@@ -306,11 +325,15 @@ class UdpTransport:
         for _ in range(64):  # an event handler may queue more to send: bounded rounds
             datagrams = protocol.datagrams_to_send(now)
             if datagrams:
-                peer = self._peer
-                if peer is not None and self._transport is not None:
+                peer, sock = self._peer, self._sock
+                if peer is not None and sock is not None:
                     for data in datagrams:
-                        self._transport.sendto(data, peer)
-                    self.stats.datagrams_out += len(datagrams)
+                        try:
+                            sock.sendto(data, peer)
+                        except OSError as exc:  # includes a full send buffer (would block)
+                            self._on_send_error(exc)
+                        else:
+                            self.stats.datagrams_out += 1
             handled = False
             while True:
                 event = protocol.next_event()
