@@ -42,6 +42,23 @@ def sim_and_client(monkeypatch):
                 client.stop()
 
 
+def camera_images(client, color: bool, count: int = 10) -> list:
+    """Switch pycozmo's camera on and return the first ``count`` images it decodes (within 5 s)."""
+    images = []
+    got_images = threading.Event()
+
+    def on_image(cli, image):
+        images.append(image)
+        if len(images) >= count:
+            got_images.set()
+
+    client.add_handler(pycozmo.event.EvtNewRawCameraImage, on_image)
+    client.enable_camera(enable=True, color=color)
+    kind = "colour" if color else "grey"
+    assert got_images.wait(5.0), f"only {len(images)} {kind} camera images decoded"
+    return images
+
+
 def test_pycozmo_client_connects_streams_and_drives(sim_and_client):
     sim, client = sim_and_client
     started = time.monotonic()
@@ -54,17 +71,7 @@ def test_pycozmo_client_connects_streams_and_drives(sim_and_client):
     time.sleep(2.0)
     assert len(states) >= 50, f"{len(states) / 2.0:.1f} Hz of RobotState"
 
-    images = []
-    got_images = threading.Event()
-
-    def on_image(cli, image):
-        images.append(image)
-        if len(images) >= 10:
-            got_images.set()
-
-    client.add_handler(pycozmo.event.EvtNewRawCameraImage, on_image)
-    client.enable_camera(enable=True, color=False)
-    assert got_images.wait(5.0), f"only {len(images)} camera images decoded"
+    images = camera_images(client, color=False)
     assert images[-1].size == (320, 240)
     extrema = images[-1].convert("L").getextrema()
     assert extrema[1] - extrema[0] > 40          # a real scene, not a flat frame
@@ -90,17 +97,7 @@ def test_pycozmo_client_decodes_colour_camera_frames(sim_and_client):
     the simulator's scene in colour."""
     sim, client = sim_and_client
     client.wait_for_robot(timeout=5.0)
-    images = []
-    got_images = threading.Event()
-
-    def on_image(cli, image):
-        images.append(image)
-        if len(images) >= 10:
-            got_images.set()
-
-    client.add_handler(pycozmo.event.EvtNewRawCameraImage, on_image)
-    client.enable_camera(enable=True, color=True)
-    assert got_images.wait(5.0), f"only {len(images)} colour camera images decoded"
+    images = camera_images(client, color=True)
     assert sim.camera_settings()["color"] is True
     image = images[-1]
     assert image.size == (320, 240) and image.mode == "RGB"
