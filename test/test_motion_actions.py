@@ -617,3 +617,21 @@ def test_follow_path_can_be_remapped_beside_nav2(rclpy_context, sim):
         assert rig.wait(handle)[0] == GoalStatus.STATUS_SUCCEEDED
     finally:
         rig.close()
+
+
+def test_a_driver_destroyed_with_a_goal_running_leaves_no_action_server(rig):
+    """Closed while a goal's execute callback is pending, the driver retires its action
+    servers until that callback returns; destroying the node must destroy them anyway, or
+    their latched goal status would outlive the node (another node would read a stale,
+    running goal from it)."""
+    handle = rig.send("set_head_angle", SetHeadAngle.Goal(angle=0.7, max_speed=0.2))
+    assert handle is not None
+    topic = "/set_head_angle/_action/status"
+    assert rig.probe.get_publishers_info_by_topic(topic)
+    node = rig.node
+    node.close()                      # the execute callback has not returned yet
+    rig.executor.remove_node(node)
+    rig.nodes.remove(node)
+    node.destroy_node()
+    assert rig.spin_until(lambda: not rig.probe.get_publishers_info_by_topic(topic), DISCOVERY_TIMEOUT), \
+        rig.probe.get_publishers_info_by_topic(topic)

@@ -205,6 +205,7 @@ class CozmoDriverNode(LifecycleNode):
         self._media: Optional[MediaInterfaces] = None  # display, audio, animations
         self._motion: Optional[MotionActions] = None  # motion actions (motion_actions.py)
         self._objects: Optional[ObjectInterfaces] = None  # cubes, charger, lights
+        self._retiring_motion: Optional[MotionActions] = None  # released, servers not yet destroyed
 
     # ------------------------------------------------------------------ parameters
 
@@ -342,7 +343,7 @@ class CozmoDriverNode(LifecycleNode):
             self._media = None
         if self._motion is not None:
             self._motion.destroy()
-            self._motion = None
+            self._retiring_motion, self._motion = self._motion, None  # see destroy_node
         if self._objects is not None:
             self._objects.destroy()  # lights off and objects disconnected, before the link stops
             self._objects = None
@@ -378,6 +379,9 @@ class CozmoDriverNode(LifecycleNode):
 
     def destroy_node(self) -> None:
         self.close()
+        if self._retiring_motion is not None:  # its servers may wait for a timer of this node
+            self._retiring_motion.destroy_retired()
+            self._retiring_motion = None
         super().destroy_node()
 
     # ------------------------------------------------------------------ ROS interfaces

@@ -211,6 +211,12 @@ class MotionActions:
     def _destroy_retired(self) -> None:
         if self._pending_executes:
             return
+        self.destroy_retired()
+
+    def destroy_retired(self) -> None:
+        """Destroy the servers still waiting for their execute callbacks, now: the node is
+        being destroyed, nothing will run those callbacks any more, and an action server
+        left alive would keep publishing its goals' status (latched) after the node is gone."""
         for server in self._retired:
             server.destroy()
         self._retired = []
