@@ -14,9 +14,9 @@ publishers may be used from any thread, and an executor wake-up per robot state
 set of every entity, a hundred with the action servers, on each wake-up). Camera images are joined,
 rebuilt as JPEG and published on that thread too (decoded to camera/image_raw
 only while someone subscribes). Everything else it keeps (robot messages, link
-changes, NV storage replies) is stamped, appended to a thread-safe deque and
-announced with a guard condition; the executor then runs
-:meth:`CozmoDriverNode._drain`, which publishes. No thread polls. Commands go the other way with ``Robot.post`` (queued to
+changes, NV storage replies) is stamped and handed to the executor through a
+:class:`~cozmo_driver.ros.handover.HandOver` (a deque and a guard condition),
+which runs :meth:`CozmoDriverNode._on_handed_over`. No thread polls. Commands go the other way with ``Robot.post`` (queued to
 the I/O thread, never blocking the executor).
 
 Lifecycle (rclpy.lifecycle, Humble and later): configure creates the robot
@@ -40,8 +40,7 @@ import math
 import sys
 import threading
 import time
-from collections import deque
-from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import rclpy
 from builtin_interfaces.msg import Time as TimeMsg
@@ -86,6 +85,7 @@ from ..protocol.nvstorage import (CAMERA_CALIB_SIZE, NV_TAG_CAMERA_CALIB, NvRead
 from ..protocol.session import MessageReceived, SessionConfig
 from . import qos
 from .battery_marker import publish_battery_marker
+from .handover import HandOver
 from ._entry import make_node, spin_node
 from .qos import QOS_COMMAND, QOS_EVENTS, QOS_LATCHED, QOS_SENSOR, QOS_STATE, QOS_TF
 
@@ -166,12 +166,11 @@ class CozmoDriverNode(LifecycleNode):
         self._configured = False
         self._active = False
         self._closed = False
-        self._queue: Deque[Tuple[int, Any, Any]] = deque()
+        self._handover: Optional[HandOver] = None  # rarer robot events, to the executor
         # Robot states are published on the I/O thread (see the module docstring); this
         # lock guards what that shares with the executor: the odometry tracker, the
         # event detector, the pre-built messages, the publishers and the active flag.
         self._lock = threading.Lock()
-        self._guard = None
         self._assembler = ImageAssembler()
         self._nv = NvReadAssembler()
         self._entities: List[Tuple[Callable[[Any], Any], Any]] = []
@@ -361,7 +360,6 @@ class CozmoDriverNode(LifecycleNode):
         with self._lock:
             self._destroy_interfaces()
         self._configured = False
-        self._queue.clear()
         self._link_state = LinkState.DISCONNECTED
 
     def _log(self, level: int, text: str) -> None:
@@ -428,8 +426,8 @@ class CozmoDriverNode(LifecycleNode):
             srv = self.create_service(srv_type, name, callback)
             self._entities.append((self.destroy_service, srv))
         self._build_messages()
-        self._guard = self.create_guard_condition(self._drain)
-        self._entities.append((self.destroy_guard_condition, self._guard))
+        self._handover = HandOver(self, self._on_handed_over)
+        self._entities.append((HandOver.destroy, self._handover))
         self._diag_timer = self.create_timer(1.0, self._on_diagnostics_timer)
         self._entities.append((self.destroy_timer, self._diag_timer))
         self._make_watchdog()
@@ -473,7 +471,7 @@ class CozmoDriverNode(LifecycleNode):
             destroy(entity)
         self._entities.clear()
         self._pub.clear()
-        self._guard = None
+        self._handover = None
         self._diag_timer = None
 
     # ------------------------------------------------------------------ I/O thread
@@ -515,32 +513,26 @@ class CozmoDriverNode(LifecycleNode):
             item = (_READY, None, event.info)
         else:
             return
-        self._queue.append(item)
-        guard = self._guard
-        if guard is not None:
-            guard.trigger()
+        handover = self._handover
+        if handover is not None:
+            handover.put(item)
 
     # ------------------------------------------------------------------ executor side
 
-    def _drain(self) -> None:
-        """Guard-condition callback: publish everything the I/O thread handed over."""
-        queue = self._queue
-        while queue:
-            try:
-                kind, stamp, payload = queue.popleft()
-            except IndexError:
-                return
-            if self._robot is None:
-                return
-            if kind == _MESSAGE:
-                with self._lock:
-                    self._publish_events(stamp, self._events.on_message(payload))
-            elif kind == _LINK:
-                self._on_link_state(payload)
-            elif kind == _READY:
-                self._on_robot_ready(payload)
-            elif kind == _NV:
-                self._on_nv_result(payload)
+    def _on_handed_over(self, item: Tuple[int, Any, Any]) -> None:
+        """What the I/O thread handed over, on the executor: publish or act on it."""
+        kind, stamp, payload = item
+        if self._robot is None:
+            return
+        if kind == _MESSAGE:
+            with self._lock:
+                self._publish_events(stamp, self._events.on_message(payload))
+        elif kind == _LINK:
+            self._on_link_state(payload)
+        elif kind == _READY:
+            self._on_robot_ready(payload)
+        elif kind == _NV:
+            self._on_nv_result(payload)
 
     def _on_link_state(self, event: LinkStateChanged) -> None:
         previous, self._link_state = self._link_state, event.state

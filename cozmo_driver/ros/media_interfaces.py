@@ -15,13 +15,14 @@
 
 Everything reaches the robot through one :class:`~cozmo_driver.client.av_stream.AVStream`,
 which paces audio and display together at 30 frames a second on the robot
-client's I/O thread; priorities on the screen: an animation, then a timed image,
-then the face. Images are converted (fitted, thresholded or dithered, run-length
-coded to fit one frame) in the executor before they cross to the I/O thread,
-and PCM is resampled there too (:class:`~cozmo_driver.protocol.audio.StreamResampler`,
-no seams between chunks). Reports come back through a deque and a guard
-condition, as the node's own data does. The logic lives in
-:mod:`cozmo_driver.driver.media`, :mod:`cozmo_driver.anim` and
+client's I/O thread; priorities on the screen: an animation, then a timed
+image, then the face. Images are converted (fitted, thresholded or dithered,
+run-length coded to fit one frame) in the executor before they cross to the I/O
+thread, and PCM is resampled there too
+(:class:`~cozmo_driver.protocol.audio.StreamResampler`, no seams between
+chunks). Reports come back through a
+:class:`~cozmo_driver.ros.handover.HandOver`, as the node's own data does. The
+logic lives in :mod:`cozmo_driver.driver.media`, :mod:`cozmo_driver.anim` and
 :mod:`cozmo_driver.client.av_stream`.
 
 Action execute callbacks are coroutines awaiting an rclpy Future that the guard
@@ -32,9 +33,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections import deque
 from dataclasses import dataclass
-from typing import Any, Deque, Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from cozmo_interfaces.action import PlayAnimation, PlayAudio
 from cozmo_interfaces.msg import AudioChunk, DisplayImage
@@ -56,6 +56,7 @@ from ..protocol import messages as msgs
 from ..protocol.audio import SAMPLE_RATE, StreamResampler, load_wav
 from ..protocol.errors import LocalProtocolError
 from . import qos
+from .handover import HandOver
 from .qos import QOS_COMMAND, QOS_LATEST, QOS_SENSOR, QOS_STREAM
 
 __all__ = ["MediaInterfaces"]
@@ -93,7 +94,6 @@ class MediaInterfaces:
         self._active = False
         self._estop = bool(getattr(node, "_estop", False))  # kept by on_emergency_stop()
         self._entities: List[Any] = []
-        self._reports: Deque[AVReport] = deque()
         self._goals: Dict[int, _Goal] = {}
         self._next_token = 0
         self._warned: Dict[str, float] = {}
@@ -117,9 +117,9 @@ class MediaInterfaces:
                        f"({self.library.loaded_from_dirs} from animation_dirs), "
                        f"{len(self.library.groups)} groups")
 
-        self.av = AVStream(robot, self._on_report,
+        self._handover = HandOver(node, self._on_report)  # the stream's reports, from its thread
+        self.av = AVStream(robot, self._handover.put,
                            stream_prebuffer_s=float(params.get("audio_stream_buffer", 0.1)))
-        self._guard = node.create_guard_condition(self._drain)
         # Commands: only the latest matters. The face: the latest, from any publisher.
         # Audio chunks: none may be lost.
         self._subscribe(DisplayImage, "display/image", self._on_display_image, QOS_COMMAND)
@@ -158,8 +158,7 @@ class MediaInterfaces:
         for server in (self._audio_server, self._animation_server):
             server.destroy()
         node.destroy_service(self._list_service)
-        node.destroy_guard_condition(self._guard)
-        self._guard = None
+        self._handover.destroy()
 
     def on_emergency_stop(self, engaged: bool) -> None:
         """Engaged: the animation playing is aborted (its frames stop at once)."""
@@ -363,37 +362,25 @@ class MediaInterfaces:
     # ------------------------------------------------------------------ reports (I/O -> executor)
 
     def _on_report(self, report: AVReport) -> None:
-        """On the I/O thread: hand over to the executor."""
-        self._reports.append(report)
-        guard = self._guard
-        if guard is not None:
-            guard.trigger()
-
-    def _drain(self) -> None:
-        reports = self._reports
-        while reports:
-            try:
-                report = reports.popleft()
-            except IndexError:
-                return
-            goal = self._goals.get(report.token)
-            if goal is None or goal.future.done():
-                continue  # a goal already ended (preempted, deactivated)
-            if report.done:
-                goal.resolve(report.success, report.message)
-                continue
-            handle = goal.handle
-            if not handle.is_active:
-                continue
-            if goal.kind == "audio":
-                feedback = PlayAudio.Feedback()
-                feedback.progress = float(report.progress)
-                feedback.elapsed = float(report.elapsed_s)
-            else:
-                feedback = PlayAnimation.Feedback()
-                feedback.progress = float(report.progress)
-                feedback.clip = report.clip
-            handle.publish_feedback(feedback)
+        """A report of the stream, handed over to the executor: feedback or the goal's end."""
+        goal = self._goals.get(report.token)
+        if goal is None or goal.future.done():
+            return  # a goal already ended (preempted, deactivated)
+        if report.done:
+            goal.resolve(report.success, report.message)
+            return
+        handle = goal.handle
+        if not handle.is_active:
+            return
+        if goal.kind == "audio":
+            feedback = PlayAudio.Feedback()
+            feedback.progress = float(report.progress)
+            feedback.elapsed = float(report.elapsed_s)
+        else:
+            feedback = PlayAnimation.Feedback()
+            feedback.progress = float(report.progress)
+            feedback.clip = report.clip
+        handle.publish_feedback(feedback)
 
     # ------------------------------------------------------------------ services and diagnostics
 

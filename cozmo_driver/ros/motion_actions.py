@@ -16,10 +16,11 @@ treads), which ends ABORTED with "preempted by a new goal". Its commands go to
 the robot with an action id (SetHeadAngle, SetLiftHeight, TurnInPlace) or as a
 path (ClearPath, AppendPathSeg*, ExecutePath with an event id). The robot's
 replies - AcknowledgeAction, PathFollowingEvent, and every RobotState's flags
-and pose - reach :meth:`MotionActions._drain` through a deque and a guard
-condition (the I/O thread never touches a goal); the trackers decide from them,
-and feedback goes out at up to 10 Hz. Execute callbacks are coroutines that
-await one future per goal, so no executor thread is ever blocked.
+and pose - reach :meth:`MotionActions._on_handed_over` through a
+:class:`~cozmo_driver.ros.handover.HandOver` (the I/O thread never touches a
+goal); the trackers decide from them, and feedback goes out at up to 10 Hz.
+Execute callbacks are coroutines that await one future per goal, so no executor
+thread is ever blocked.
 
 Cancel stops the motor (MoveHead(0), MoveLift(0), DriveWheels(0, 0), and
 ClearPath for paths) and ends the goal CANCELED. A cmd_vel, head/angle,
@@ -49,16 +50,15 @@ from __future__ import annotations
 import functools
 import math
 import time
-from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from cozmo_interfaces.action import (DriveStraight, FollowPath, GoToPose, SetHeadAngle,
                                      SetLiftHeight, TurnInPlace)
 from geometry_msgs.msg import PoseStamped
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
-from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.qos import QoSDurabilityPolicy, QoSHistoryPolicy, QoSProfile, QoSReliabilityPolicy
+from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.task import Future
 from tf2_msgs.msg import TFMessage
 
@@ -72,6 +72,7 @@ from ..driver.transforms import Transform, TransformBuffer, TransformError, comp
 from ..driver.transforms import pose_to_2d
 from ..protocol import messages as msgs
 from ..protocol.session import MessageReceived
+from .handover import HandOver
 
 __all__ = ["MotionActions", "ACTION_NAMES", "TF_WAIT_S"]
 
@@ -132,7 +133,6 @@ class MotionActions:
         self._node = node
         self._robot = robot
         self._log = node.get_logger()
-        self._queue: Deque[Tuple[int, Any, Any]] = deque()
         self._runs: Dict[str, _Run] = {}            # motor -> its running goal
         self._by_goal: Dict[bytes, _Run] = {}
         self._plans: Dict[int, Dict[str, Any]] = {}  # id(goal request) -> checked goal
@@ -146,8 +146,8 @@ class MotionActions:
         self._tf_subscribed = False
         self._tf_waiters: List[Tuple[List[str], Future]] = []
         self._entities: List[Tuple[Callable[[Any], Any], Any]] = []
-        self._guard = node.create_guard_condition(self._drain)
-        self._entities.append((node.destroy_guard_condition, self._guard))
+        self._handover = HandOver(node, self._on_handed_over)
+        self._entities.append((HandOver.destroy, self._handover))
         # The goal callback may wait for tf (a coroutine): a group of their own, re-entrant,
         # so that this neither holds the node's default group (odometry, commands) nor the
         # other goals, cancels and tf messages. The node is spun by one thread (README).
@@ -198,7 +198,6 @@ class MotionActions:
         for destroy, entity in reversed(self._entities):
             destroy(entity)
         self._entities.clear()
-        self._guard = None
         if self._pending_executes == 0 or not self._node.context.ok():
             # (with the context shut down nothing spins any more: nothing to wait for)
             for server in self._servers:
@@ -249,10 +248,7 @@ class MotionActions:
             item = (_LINK, event.state, event.reason)
         else:
             return
-        self._queue.append(item)
-        guard = self._guard
-        if guard is not None:
-            guard.trigger()
+        self._handover.put(item)
 
     def _on_tf(self, msg: TFMessage, static: bool) -> None:
         now = time.monotonic()
@@ -322,36 +318,31 @@ class MotionActions:
             self._node.destroy_timer(timer)
             self._tf_waiters.remove(waiter)
 
-    def _drain(self) -> None:
-        """Guard-condition callback (executor thread): feed the trackers."""
-        queue = self._queue
-        while queue:
-            try:
-                kind, a, b = queue.popleft()
-            except IndexError:
-                return
-            if kind == _STATE:
-                sample = _sample(b, a)
-                for run in list(self._runs.values()):
-                    run.sample = sample
-                    if run.tracker is None:  # accepted, its commands not sent yet
-                        continue
-                    outcome = run.tracker.on_state(sample)
-                    if outcome is not None:
-                        self._on_tracker_done(run, outcome, sample)
-                    elif run.outcome is None and sample.t - run.last_feedback >= _FEEDBACK_PERIOD_S:
-                        run.last_feedback = sample.t
-                        self._publish_feedback(run, sample)
-            elif kind == _ACK:
-                for run in list(self._runs.values()):
-                    if run.tracker is not None:
-                        run.tracker.on_ack(a)
-            elif kind == _PATH:
-                for run in list(self._runs.values()):
-                    if run.tracker is not None:
-                        run.tracker.on_path_event(a, b)
-            elif kind == _LINK and self._runs:
-                self.abort_all(f"lost the robot ({a.value}: {b})")
+    def _on_handed_over(self, item: Tuple[int, Any, Any]) -> None:
+        """What the I/O thread handed over, on the executor: feed the trackers."""
+        kind, a, b = item
+        if kind == _STATE:
+            sample = _sample(b, a)
+            for run in list(self._runs.values()):
+                run.sample = sample
+                if run.tracker is None:  # accepted, its commands not sent yet
+                    continue
+                outcome = run.tracker.on_state(sample)
+                if outcome is not None:
+                    self._on_tracker_done(run, outcome, sample)
+                elif run.outcome is None and sample.t - run.last_feedback >= _FEEDBACK_PERIOD_S:
+                    run.last_feedback = sample.t
+                    self._publish_feedback(run, sample)
+        elif kind == _ACK:
+            for run in list(self._runs.values()):
+                if run.tracker is not None:
+                    run.tracker.on_ack(a)
+        elif kind == _PATH:
+            for run in list(self._runs.values()):
+                if run.tracker is not None:
+                    run.tracker.on_path_event(a, b)
+        elif kind == _LINK and self._runs:
+            self.abort_all(f"lost the robot ({a.value}: {b})")
 
     # ------------------------------------------------------------------ goals
 

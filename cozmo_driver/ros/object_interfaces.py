@@ -26,7 +26,7 @@ This costs the executor no wake-up, timer or wait-set entry, so that ROS
 callbacks (``cmd_vel`` first) are not delayed by cube traffic. A lock guards
 the registry against the executor's subscriptions and services.
 ``connect_object`` is a coroutine awaiting an rclpy Future that the registry's
-answer completes; answers go to the executor through a guard condition (rare:
+answer completes; answers go to the executor through a HandOver (rare:
 one per request), in a reentrant callback group of its own (a service callback
 holds its group until it returns, and the node's default group must stay free
 for the guard condition that delivers the answer), so a single-threaded
@@ -43,8 +43,7 @@ import itertools
 import math
 import threading
 import time
-from collections import deque
-from typing import Any, Deque, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from builtin_interfaces.msg import Time as TimeMsg
 from cozmo_interfaces.msg import (BackpackLightPattern, ObjectAccel, ObjectEvent, ObjectInfo,
@@ -64,6 +63,7 @@ from ..driver.objects import (BACKPACK_LEDS, CUBE_LEDS, Light, ObjectEntry, Obje
                               object_light_states, rotation_frames)
 from ..protocol.session import MessageReceived
 from . import qos
+from .handover import HandOver
 from .qos import QOS_COMMAND, QOS_EVENTS, QOS_LATCHED, QOS_QUEUE, QOS_SENSOR
 
 __all__ = ["ObjectInterfaces", "OBJECT_MESSAGES"]
@@ -101,7 +101,6 @@ class ObjectInterfaces:
         self.registry = ObjectRegistry(self._settings())
         # the registry and the publishers, shared by the I/O thread and the executor
         self._lock = threading.RLock()
-        self._answers: Deque[Any] = deque()  # the registry's answers, for the executor
         self._last_tick = -math.inf
         self._requests: Dict[int, Future] = {}
         self._tokens = itertools.count(1)
@@ -127,8 +126,8 @@ class ObjectInterfaces:
         self._subscribe(BackpackLightPattern, "backpack_light_pattern", self._on_backpack_pattern,
                         QOS_COMMAND)
         # connect_object awaits the robot's answer: in a group of its own, so that the node's
-        # default (mutually exclusive) group stays free for the guard condition and the timer
-        # that produce that answer; reentrant, so that several requests can wait at once.
+        # default (mutually exclusive) group stays free for the guard condition that delivers
+        # that answer; reentrant, so that several requests can wait at once.
         self._connect_group = ReentrantCallbackGroup()
         self._closed = False
         for srv_type, name, callback, group in (
@@ -139,8 +138,8 @@ class ObjectInterfaces:
                  self._locked(self._on_play_light_animation), None)):
             self._entities.append((node.destroy_service,
                                    node.create_service(srv_type, name, callback, callback_group=group)))
-        self._guard = node.create_guard_condition(self._answer)
-        self._entities.append((node.destroy_guard_condition, self._guard))
+        self._answers = HandOver(node, self._answer)  # the registry's answers, for the executor
+        self._entities.append((HandOver.destroy, self._answers))
         robot.add_listener(self._on_robot_event)
 
     # ------------------------------------------------------------------ lifecycle
@@ -158,7 +157,7 @@ class ObjectInterfaces:
             self.registry.active = False
             self.registry.fail_pending(reason)
             self._flush()
-        self._answer()
+        self._answers.drain()
 
     def destroy(self) -> None:
         """Lights off and disconnect every object, then release everything (before the robot
@@ -177,7 +176,6 @@ class ObjectInterfaces:
             if not future.done():
                 future.set_result(None)
         self._requests.clear()
-        self._guard = None
         for destroy, entity in reversed(self._entities):
             destroy(entity)
         self._entities.clear()
@@ -277,17 +275,11 @@ class ObjectInterfaces:
         if self._active and now - self._last_list >= LIST_PERIOD_S:
             self._publish_list()
 
-    def _answer(self) -> None:
-        """On the executor (guard condition): complete the requests the registry answered."""
-        answers = self._answers
-        while answers:
-            try:
-                result = answers.popleft()
-            except IndexError:
-                return
-            future = self._requests.pop(result.token, None)
-            if future is not None and not future.done():
-                future.set_result(result)
+    def _answer(self, result: Any) -> None:
+        """On the executor: complete the request the registry answered."""
+        future = self._requests.pop(result.token, None)
+        if future is not None and not future.done():
+            future.set_result(result)
 
     def _flush(self, stamp: Optional[TimeMsg] = None) -> None:
         """Send what the registry wants sent, hand its answers to the executor, publish
@@ -300,9 +292,6 @@ class ObjectInterfaces:
         results = registry.pop_results()
         if results:
             self._answers.extend(results)
-            guard = self._guard
-            if guard is not None:
-                guard.trigger()
         events = registry.pop_events()
         samples = registry.pop_accel()
         if not self._active:
