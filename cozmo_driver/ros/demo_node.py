@@ -53,22 +53,18 @@ from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
-from rclpy.qos import (QoSDurabilityPolicy, QoSHistoryPolicy, QoSProfile, QoSReliabilityPolicy,
-                       qos_profile_sensor_data)
+from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import BatteryState, Image, JointState
 
 from ..protocol.errors import CozmoError
+from . import qos
 
 __all__ = ["DemoNode", "Demonstration", "DemoOptions", "DemoResult", "DemoAbort", "GroundTruth"]
 
 Pose = Tuple[float, float, float]          # x m, y m, yaw rad
 
-_RELIABLE = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=10,
-                       reliability=QoSReliabilityPolicy.RELIABLE,
-                       durability=QoSDurabilityPolicy.VOLATILE)
-_LATCHED = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=1,
-                      reliability=QoSReliabilityPolicy.RELIABLE,
-                      durability=QoSDurabilityPolicy.TRANSIENT_LOCAL)
+_RELIABLE = qos.profile(10)
+_LATCHED = qos.QOS_LATCHED
 _POWER_STATUS = {BatteryState.POWER_SUPPLY_STATUS_CHARGING: "charging",
                  BatteryState.POWER_SUPPLY_STATUS_DISCHARGING: "discharging",
                  BatteryState.POWER_SUPPLY_STATUS_FULL: "full",

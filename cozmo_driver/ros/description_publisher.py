@@ -28,14 +28,14 @@ import rclpy
 from geometry_msgs.msg import TransformStamped
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
-from rclpy.qos import (QoSDurabilityPolicy, QoSHistoryPolicy, QoSProfile, QoSReliabilityPolicy,
-                       qos_profile_sensor_data)
+from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
 from ..description import DescriptionError, Joint, Transform, UrdfModel
 from ._compat import try_shutdown
+from .qos import QOS_LATCHED, QOS_TF
 
 try:
     from rclpy.executors import ExternalShutdownException
@@ -45,14 +45,8 @@ except ImportError:  # pragma: no cover - older rclpy
 
 __all__ = ["DescriptionPublisher", "QOS_LATCHED", "QOS_TF", "main"]
 
-#: robot_description and /tf_static: late joiners get the last message
-QOS_LATCHED = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=1,
-                         reliability=QoSReliabilityPolicy.RELIABLE,
-                         durability=QoSDurabilityPolicy.TRANSIENT_LOCAL)
-#: /tf, as tf2's TransformBroadcaster
-QOS_TF = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=100,
-                    reliability=QoSReliabilityPolicy.RELIABLE,
-                    durability=QoSDurabilityPolicy.VOLATILE)
+# robot_description and /tf_static: QOS_LATCHED (late joiners get the last message);
+# /tf: QOS_TF, as tf2's TransformBroadcaster (both from ros/qos.py)
 
 
 def _fill(msg: TransformStamped, transform: Transform) -> TransformStamped:

@@ -57,7 +57,6 @@ from cozmo_interfaces.action import (DriveStraight, FollowPath, GoToPose, SetHea
                                      SetLiftHeight, TurnInPlace)
 from geometry_msgs.msg import PoseStamped
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
-from rclpy.qos import QoSDurabilityPolicy, QoSHistoryPolicy, QoSProfile, QoSReliabilityPolicy
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.task import Future
 from tf2_msgs.msg import TFMessage
@@ -72,6 +71,7 @@ from ..driver.transforms import Transform, TransformBuffer, TransformError, comp
 from ..driver.transforms import pose_to_2d
 from ..protocol import messages as msgs
 from ..protocol.session import MessageReceived
+from . import qos
 from .handover import HandOver
 
 __all__ = ["MotionActions", "ACTION_NAMES", "TF_WAIT_S"]
@@ -98,12 +98,8 @@ _SAFETY_FACTOR = 2.0
 _SAFETY_MARGIN_S = 3.0
 _STATE, _ACK, _PATH, _LINK = range(4)
 
-_TF_QOS = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=100,
-                     reliability=QoSReliabilityPolicy.RELIABLE,
-                     durability=QoSDurabilityPolicy.VOLATILE)
-_TF_STATIC_QOS = QoSProfile(history=QoSHistoryPolicy.KEEP_LAST, depth=100,
-                            reliability=QoSReliabilityPolicy.RELIABLE,
-                            durability=QoSDurabilityPolicy.TRANSIENT_LOCAL)
+_TF_QOS = qos.QOS_TF
+_TF_STATIC_QOS = qos.profile(100, latched=True)  # what tf2's static listener asks for
 
 
 @dataclass
@@ -268,9 +264,9 @@ class MotionActions:
             return
         self._tf_subscribed = True
         node = self._node
-        for topic, qos, static in (("/tf", _TF_QOS, False), ("/tf_static", _TF_STATIC_QOS, True)):
+        for topic, profile, static in (("/tf", _TF_QOS, False), ("/tf_static", _TF_STATIC_QOS, True)):
             sub = node.create_subscription(TFMessage, topic,
-                                           lambda msg, static=static: self._on_tf(msg, static), qos,
+                                           lambda msg, static=static: self._on_tf(msg, static), profile,
                                            callback_group=self._group)
             self._entities.append((node.destroy_subscription, sub))
         self._log.info("following /tf and /tf_static for goals in other frames than odom")
