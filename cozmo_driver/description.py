@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Tuple
 
+from .driver.transforms import Quaternion, Transform, Vector
+
 __all__ = [
     "DESCRIPTION_PACKAGE",
     "XACRO_RELATIVE_PATH",
@@ -127,8 +129,8 @@ def robot_description(prefix: str = "", joint_prefix: str = "",
 
 # ---------------------------------------------------------------------------- rigid transforms
 
-Vector = Tuple[float, float, float]
-Quaternion = Tuple[float, float, float, float]  # x, y, z, w
+# Transform is the driver's (driver/transforms.py): full 3D, unit quaternion x, y, z, w,
+# composed with *.
 
 
 def quaternion_from_rpy(roll: float, pitch: float, yaw: float) -> Quaternion:
@@ -146,55 +148,6 @@ def quaternion_from_axis_angle(axis: Vector, angle: float) -> Quaternion:
     """Rotation by ``angle`` about the unit vector ``axis``."""
     s = math.sin(angle / 2.0)
     return (axis[0] * s, axis[1] * s, axis[2] * s, math.cos(angle / 2.0))
-
-
-def _qmul(a: Quaternion, b: Quaternion) -> Quaternion:
-    ax, ay, az, aw = a
-    bx, by, bz, bw = b
-    return (aw * bx + ax * bw + ay * bz - az * by,
-            aw * by - ax * bz + ay * bw + az * bx,
-            aw * bz + ax * by - ay * bx + az * bw,
-            aw * bw - ax * bx - ay * by - az * bz)
-
-
-def _rotate(q: Quaternion, v: Vector) -> Vector:
-    x, y, z, w = q
-    # v + 2 w (q_v x v) + 2 q_v x (q_v x v)
-    tx = 2.0 * (y * v[2] - z * v[1])
-    ty = 2.0 * (z * v[0] - x * v[2])
-    tz = 2.0 * (x * v[1] - y * v[0])
-    return (v[0] + w * tx + (y * tz - z * ty),
-            v[1] + w * ty + (z * tx - x * tz),
-            v[2] + w * tz + (x * ty - y * tx))
-
-
-@dataclass(frozen=True)
-class Transform:
-    """A rigid transform: ``p_parent = rotation * p_child + translation``."""
-
-    translation: Vector = (0.0, 0.0, 0.0)
-    rotation: Quaternion = (0.0, 0.0, 0.0, 1.0)
-
-    def __mul__(self, other: "Transform") -> "Transform":
-        """Composition: ``(a * b)(p) == a(b(p))``."""
-        moved = _rotate(self.rotation, other.translation)
-        return Transform((self.translation[0] + moved[0], self.translation[1] + moved[1],
-                          self.translation[2] + moved[2]),
-                         _qmul(self.rotation, other.rotation))
-
-    def inverse(self) -> "Transform":
-        x, y, z, w = self.rotation
-        conj = (-x, -y, -z, w)
-        back = _rotate(conj, self.translation)
-        return Transform((-back[0], -back[1], -back[2]), conj)
-
-    def apply(self, point: Vector) -> Vector:
-        moved = _rotate(self.rotation, point)
-        return (moved[0] + self.translation[0], moved[1] + self.translation[1],
-                moved[2] + self.translation[2])
-
-    def rotate(self, vector: Vector) -> Vector:
-        return _rotate(self.rotation, vector)
 
 
 # ---------------------------------------------------------------------------- URDF model

@@ -44,10 +44,26 @@ class TransformError(LookupError):
 
 @dataclass(frozen=True)
 class Transform:
-    """Pose of a child frame in its parent frame: ``p_parent = R * p_child + t``."""
+    """Pose of a child frame in its parent frame: ``p_parent = R * p_child + t``. Also the
+    robot description's joint and link transforms (:mod:`cozmo_driver.description`)."""
 
     translation: Vector = (0.0, 0.0, 0.0)
     rotation: Quaternion = (0.0, 0.0, 0.0, 1.0)
+
+    def __mul__(self, other: "Transform") -> "Transform":
+        """Composition: ``(a * b)(p) == a(b(p))`` (:func:`compose`)."""
+        return compose(self, other)
+
+    def inverse(self) -> "Transform":
+        return invert(self)
+
+    def apply(self, point: Vector) -> Vector:
+        """A point of the child frame in the parent frame (:func:`transform_point`)."""
+        return transform_point(self, point)
+
+    def rotate(self, vector: Vector) -> Vector:
+        """A direction of the child frame in the parent frame."""
+        return _rotate(self.rotation, vector)
 
 
 IDENTITY = Transform()
