@@ -705,8 +705,13 @@ class Demonstration:
                 ("succeeded" if ok else f"failed (status {wrapped.status})") + \
                 (f" ({message})" if message else "") + seen
             if before is not None:
-                self._sleep(0.2)        # the robot's AnimationEnded follows its last frame
+                # the robot reports AnimationEnded once it has played what it buffered, which
+                # can be a few frames after the driver sent the last one: wait for it, bounded
                 after = self.truth_source.animations_ended()
+                end = time.monotonic() + 3.0
+                while after is not None and after == before and time.monotonic() < end:
+                    self._sleep(0.1)
+                    after = self.truth_source.animations_ended()
                 result.animations_ended = None if after is None else after - before
         finally:
             if result.animation_how and not result.animation_how.startswith("skipped"):
