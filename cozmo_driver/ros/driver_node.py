@@ -86,6 +86,7 @@ from ..protocol.session import MessageReceived, SessionConfig
 from . import qos
 from .battery_marker import publish_battery_marker
 from .handover import HandOver
+from .serialized import Template
 from ._entry import make_node, spin_node
 from .qos import QOS_COMMAND, QOS_EVENTS, QOS_LATCHED, QOS_SENSOR, QOS_STATE, QOS_TF
 
@@ -111,6 +112,22 @@ _DEFAULT_STATE = msgs.RobotState()
 #: JPEG quality of colour frames, which are rebuilt at full width (the robot sends half)
 _COLOR_JPEG_QUALITY = 90
 _BATTERY_PERIOD_S = 1.0
+_STAMP_FIELDS = ("header.stamp.sec", "header.stamp.nanosec")
+#: the fields of the per-state templates that change (after the header stamp), in the
+#: order each message serializes them
+_ODOM_FIELDS = ("pose.pose.position.x", "pose.pose.position.y", "pose.pose.orientation.z",
+                "pose.pose.orientation.w", "pose.covariance[0]", "pose.covariance[7]",
+                "pose.covariance[35]", "twist.twist.linear.x", "twist.twist.angular.z",
+                "twist.covariance[0]", "twist.covariance[7]", "twist.covariance[35]")
+_TF_FIELDS = ("transforms[0].header.stamp.sec", "transforms[0].header.stamp.nanosec",
+              "transforms[0].transform.translation.x", "transforms[0].transform.translation.y",
+              "transforms[0].transform.rotation.z", "transforms[0].transform.rotation.w")
+_IMU_FIELDS = tuple(f"{vector}.{axis}" for vector, axes in (
+    ("orientation", "xyzw"), ("angular_velocity", "xyz"), ("linear_acceleration", "xyz"))
+    for axis in axes)
+_STATUS_FIELDS = tuple(name for name, _ in STATUS_FLAG_NAMES) + (
+    "status_flags", "cliff_data_raw[0]", "cliff_data_raw[1]", "cliff_data_raw[2]",
+    "cliff_data_raw[3]", "backpack_touch_sensor_raw", "curr_path_segment", "battery_voltage")
 _GIL_SWITCH_INTERVAL_S = 0.0005
 _WARN_PERIOD_S = 2.0
 
@@ -179,7 +196,8 @@ class CozmoDriverNode(LifecycleNode):
         self._diag_timer = None
 
         self._tracker = OdometryTracker()
-        self._msgs: Dict[str, Any] = {}
+        self._templates: Dict[str, Template] = {}  # per-state messages, see _build_messages
+        self._battery_msg: Optional[BatteryState] = None  # the latest, for battery_marker
         self._events = EventDetector()
         self._link_state = LinkState.DISCONNECTED
         self._ever_ready = False
@@ -195,7 +213,8 @@ class CozmoDriverNode(LifecycleNode):
         self._warned: Dict[str, float] = {}
         self._calibration: Optional[caminfo.CameraInfoData] = None  # from the robot
         self._camera_file: Optional[caminfo.CameraInfoData] = None  # from camera_info_url
-        self._info_cache: Dict[Tuple[int, int], CameraInfo] = {}
+        self._info_cache: Dict[Tuple[int, int], Template] = {}  # camera_info by image size
+        self._image_templates: Dict[str, Template] = {}  # by "compressed" or raw encoding
         self._robot_info: Optional[RobotInfo] = None
         # outputs re-applied on every new connection (a rebooted robot forgets them)
         self._head_light: Optional[bool] = None
@@ -240,6 +259,15 @@ class CozmoDriverNode(LifecycleNode):
         if p["stop_on_cliff"] != old["stop_on_cliff"]:
             self._post_if_ready(msgs.EnableStopOnCliff(enable=bool(p["stop_on_cliff"])))
 
+    def _now_ns(self) -> int:
+        """The node's clock, in nanoseconds: read from the system directly unless ROS time
+        (use_sim_time) is active, which is what the clock itself would do, at a fraction of
+        the cost (the I/O thread stamps every robot state and image)."""
+        clock = self.get_clock()
+        if clock.ros_time_is_active:
+            return clock.now().nanoseconds
+        return time.time_ns()
+
     def _frame(self, name: str) -> str:
         return full_frame_id(self._params["frame_prefix"], self._params[name])
 
@@ -268,7 +296,8 @@ class CozmoDriverNode(LifecycleNode):
                 self.get_logger().info(f"camera calibration from {p['camera_info_url']}")
             except caminfo.CameraInfoError as exc:
                 self.get_logger().warning(f"{exc}; using the robot's calibration instead")
-        self._info_cache.clear()
+        self._info_cache.clear()  # the frame names may have changed since the last configure
+        self._image_templates.clear()
         self._create_interfaces()
         self._media = MediaInterfaces(self, self._robot, self._params)
         self._motion = MotionActions(self, self._robot)
@@ -433,10 +462,13 @@ class CozmoDriverNode(LifecycleNode):
         self._make_watchdog()
 
     def _build_messages(self) -> None:
-        """The messages published per robot state, with their constant fields set."""
+        """The messages published per robot state, as templates (ros/serialized.py) with
+        their constant fields set: only what changes is written per state."""
         odom = Odometry()
         odom.header.frame_id = self._frame("odom_frame")
         odom.child_frame_id = self._frame("base_frame")
+        odom.pose.covariance = pose_covariance(0.0, 0.0)
+        odom.twist.covariance = twist_covariance(0.0, geo.TRACK_WIDTH_M, False)
         tf = TransformStamped()
         tf.header.frame_id = odom.header.frame_id
         tf.child_frame_id = odom.child_frame_id
@@ -448,11 +480,21 @@ class CozmoDriverNode(LifecycleNode):
         imu.linear_acceleration_covariance = reading.linear_acceleration_covariance
         joints = JointState()
         joints.name = ["head_joint", "lift_joint"]
+        joints.position = [0.0, 0.0]
         status = RobotStatus()
         status.header.frame_id = self._frame("base_link_frame")
-        status.status_flags = 0
-        self._msgs = {"odom": odom, "tf_transform": tf, "tf": TFMessage(transforms=[tf]),
-                      "imu": imu, "joints": joints, "status": status}
+        stamp = _STAMP_FIELDS
+        self._templates = {
+            "odom": Template(odom, stamp + _ODOM_FIELDS),
+            "tf": Template(TFMessage(transforms=[tf]), _TF_FIELDS),
+            "imu": Template(imu, stamp + _IMU_FIELDS),
+            "joints": Template(joints, stamp + ("position[0]", "position[1]")),
+            "status": Template(status, stamp + _STATUS_FIELDS),
+        }
+        for template in self._templates.values():
+            if template.failure is not None:
+                self.get_logger().warning(
+                    f"publishing {template.failure}; falling back to message objects")
 
     def _make_watchdog(self) -> None:
         if self._watchdog is not None:
@@ -484,7 +526,7 @@ class CozmoDriverNode(LifecycleNode):
             if name == "RobotState":
                 with self._lock:
                     if self._pub:
-                        self._on_state(self.get_clock().now(), message)
+                        self._on_state(self._now_ns(), message)
                 return
             elif name == "ImageChunk":
                 try:
@@ -494,10 +536,10 @@ class CozmoDriverNode(LifecycleNode):
                 if image is not None:
                     with self._lock:
                         if self._pub:
-                            self._on_image(self.get_clock().now(), image)
+                            self._on_image(self._now_ns(), image)
                 return
             elif name in _EVENT_MESSAGES:
-                item = (_MESSAGE, self.get_clock().now(), message)
+                item = (_MESSAGE, self._now_ns(), message)
             elif name == "NvStorageOpResult":
                 item = (_NV, None, message)
             else:
@@ -521,12 +563,12 @@ class CozmoDriverNode(LifecycleNode):
 
     def _on_handed_over(self, item: Tuple[int, Any, Any]) -> None:
         """What the I/O thread handed over, on the executor: publish or act on it."""
-        kind, stamp, payload = item
+        kind, stamp_ns, payload = item
         if self._robot is None:
             return
         if kind == _MESSAGE:
             with self._lock:
-                self._publish_events(stamp, self._events.on_message(payload))
+                self._publish_events(stamp_ns, self._events.on_message(payload))
         elif kind == _LINK:
             self._on_link_state(payload)
         elif kind == _READY:
@@ -625,9 +667,9 @@ class CozmoDriverNode(LifecycleNode):
 
     # --- robot state
 
-    def _on_state(self, stamp, state) -> None:
+    def _on_state(self, stamp_ns: int, state) -> None:
         self._state_count += 1
-        t = stamp.nanoseconds * 1e-9
+        t = stamp_ns * 1e-9
         pose, reason = self._tracker.update(
             (int(state.pose_frame_id), int(state.pose_origin_id)),
             state.pose_x_mm / 1000.0, state.pose_y_mm / 1000.0, state.pose_angle_rad, t)
@@ -646,72 +688,48 @@ class CozmoDriverNode(LifecycleNode):
         self._battery_v = float(state.battery_voltage_v)
         if not self._active:
             return
-        header_stamp = stamp.to_msg()
-        m = self._msgs  # pre-built messages: only what changes is set (publish copies)
+        sec, nsec = divmod(stamp_ns, 1_000_000_000)
+        tpl = self._templates
         pub = self._pub
         qz, qw = math.sin(pose.yaw / 2.0), math.cos(pose.yaw / 2.0)
-        # a stream nobody subscribes to is neither filled in nor published: that is most of
-        # the cost of a robot state (see "Driver node, Measured" in the README)
+        # a stream nobody subscribes to is neither filled in nor published, and the rest are
+        # written into ready-serialized templates: that is most of the cost of a robot state
+        # (see "Driver node, Measured" in the README)
 
         if pub["odom"].get_subscription_count():
-            odom = m["odom"]
-            odom.header.stamp = header_stamp
-            p = odom.pose.pose
-            p.position.x, p.position.y = pose.x, pose.y
-            p.orientation.z, p.orientation.w = qz, qw
-            odom.pose.covariance = pose_covariance(self._tracker.distance_m,
-                                                   self._tracker.rotation_rad)
-            odom.twist.twist.linear.x = v
-            odom.twist.twist.angular.z = w
-            odom.twist.covariance = twist_covariance(diff if math.isfinite(diff) else 0.0,
-                                                     geo.TRACK_WIDTH_M, unreliable)
-            pub["odom"].publish(odom)
+            pc = pose_covariance(self._tracker.distance_m, self._tracker.rotation_rad)
+            tc = twist_covariance(diff if math.isfinite(diff) else 0.0, geo.TRACK_WIDTH_M,
+                                  unreliable)
+            pub["odom"].publish(tpl["odom"].pack(
+                sec, nsec, pose.x, pose.y, qz, qw, pc[0], pc[7], pc[35], v, w,
+                tc[0], tc[7], tc[35]))
 
         if self._params["publish_tf"] and pub["tf"].get_subscription_count():
-            tf = m["tf_transform"]
-            tf.header.stamp = header_stamp
-            tf.transform.translation.x, tf.transform.translation.y = pose.x, pose.y
-            tf.transform.rotation.z, tf.transform.rotation.w = qz, qw
-            pub["tf"].publish(m["tf"])
+            pub["tf"].publish(tpl["tf"].pack(sec, nsec, pose.x, pose.y, qz, qw))
 
         if pub["imu"].get_subscription_count():
             reading = imu_from_state(state, pose.yaw)
-            imu = m["imu"]
-            imu.header.stamp = header_stamp
-            o = imu.orientation
-            o.x, o.y, o.z, o.w = reading.orientation
-            av = imu.angular_velocity
-            av.x, av.y, av.z = reading.angular_velocity
-            la = imu.linear_acceleration
-            la.x, la.y, la.z = reading.linear_acceleration
-            pub["imu"].publish(imu)
+            pub["imu"].publish(tpl["imu"].pack(sec, nsec, *reading.orientation,
+                                               *reading.angular_velocity,
+                                               *reading.linear_acceleration))
 
         if pub["joints"].get_subscription_count():
-            joints = m["joints"]
-            joints.header.stamp = header_stamp
-            joints.position = joint_positions(state)
-            pub["joints"].publish(joints)
+            pub["joints"].publish(tpl["joints"].pack(sec, nsec, *joint_positions(state)))
 
         if pub["status"].get_subscription_count():
-            status = m["status"]
-            status.header.stamp = header_stamp
-            if flags != status.status_flags:
-                for name, bit in STATUS_FLAG_NAMES:
-                    setattr(status, name, bool(flags & bit))
-                status.status_flags = flags
-            status.cliff_data_raw = state.cliff_data_raw
-            status.backpack_touch_sensor_raw = int(state.backpack_touch_sensor_raw)
             segment = int(state.curr_path_segment)
-            status.curr_path_segment = -1 if segment == 0xFF else segment
-            status.battery_voltage = float(state.battery_voltage_v)
-            pub["status"].publish(status)
+            cliff = state.cliff_data_raw
+            pub["status"].publish(tpl["status"].pack(
+                sec, nsec, *[bool(flags & bit) for _, bit in STATUS_FLAG_NAMES], flags,
+                int(cliff[0]), int(cliff[1]), int(cliff[2]), int(cliff[3]),
+                int(state.backpack_touch_sensor_raw), -1 if segment == 0xFF else segment,
+                float(state.battery_voltage_v)))
 
-        now = t
-        if now - self._last_battery >= _BATTERY_PERIOD_S:
-            self._last_battery = now
-            self._publish_battery(header_stamp, flags, float(state.battery_voltage_v))
+        if t - self._last_battery >= _BATTERY_PERIOD_S:
+            self._last_battery = t
+            self._publish_battery(_time_msg(stamp_ns), flags, float(state.battery_voltage_v))
         if events:
-            self._publish_events(stamp, events)
+            self._publish_events(stamp_ns, events)
 
     def _publish_battery(self, header_stamp: TimeMsg, flags: int, voltage: float) -> None:
         nan = math.nan
@@ -734,12 +752,12 @@ class CozmoDriverNode(LifecycleNode):
         msg.cell_temperature = [nan] * geo.BATTERY_CELLS
         msg.location = "body"
         self._pub["battery"].publish(msg)
-        self._msgs["battery"] = msg  # the latest, for battery_marker
+        self._battery_msg = msg
 
-    def _publish_events(self, stamp, events: List[RobotEventData]) -> None:
+    def _publish_events(self, stamp_ns: int, events: List[RobotEventData]) -> None:
         if not self._active or not events:
             return
-        header_stamp = stamp.to_msg()
+        header_stamp = _time_msg(stamp_ns)
         frame = self._frame("base_link_frame")
         for event in events:
             msg = RobotEvent()
@@ -753,23 +771,39 @@ class CozmoDriverNode(LifecycleNode):
 
     # --- camera
 
-    def _camera_info_for(self, width: int, height: int) -> CameraInfo:
+    def _camera_info_for(self, width: int, height: int) -> Template:
         cached = self._info_cache.get((width, height))
         if cached is not None:
             return cached
         data = self._camera_file or self._calibration or caminfo.default_camera_info(width, height)
         data = caminfo.scaled(data, width, height)
         msg = CameraInfo()
+        msg.header.frame_id = self._frame("camera_frame")
         msg.width, msg.height = data.width, data.height
         msg.distortion_model = data.distortion_model
         msg.d = list(data.d)
         msg.k = list(data.k)
         msg.r = list(data.r)
         msg.p = list(data.p)
-        self._info_cache[(width, height)] = msg
-        return msg
+        template = Template(msg, _STAMP_FIELDS)
+        self._info_cache[(width, height)] = template
+        return template
 
-    def _on_image(self, stamp, image) -> None:
+    def _image_template(self, key: str) -> Template:
+        """The template of ``compressed`` images or of raw ones in encoding ``key``."""
+        template = self._image_templates.get(key)
+        if template is None:
+            if key == "compressed":
+                msg, fields = CompressedImage(), _STAMP_FIELDS
+                msg.format = "jpeg"
+            else:
+                msg, fields = Image(), _STAMP_FIELDS + ("height", "width", "step")
+                msg.encoding = key
+            msg.header.frame_id = self._frame("camera_frame")
+            template = self._image_templates[key] = Template(msg, fields, tail="data")
+        return template
+
+    def _on_image(self, stamp_ns: int, image) -> None:
         if not self._active or not self._params["camera_enabled"]:
             return
         pub = self._pub
@@ -779,17 +813,14 @@ class CozmoDriverNode(LifecycleNode):
         want_info = pub["camera_info"].get_subscription_count() > 0
         if not (want_compressed or want_raw or want_info):
             return
-        header_stamp = stamp.to_msg()
-        frame = self._frame("camera_frame")
+        sec, nsec = divmod(stamp_ns, 1_000_000_000)
         if want_compressed or want_raw:
-            self._publish_image(header_stamp, frame, image, want_compressed, want_raw)
+            self._publish_image(sec, nsec, image, want_compressed, want_raw)
         if want_info:
-            info = self._camera_info_for(image.width, image.height)
-            info.header.stamp = header_stamp
-            info.header.frame_id = frame
-            pub["camera_info"].publish(info)
+            pub["camera_info"].publish(
+                self._camera_info_for(image.width, image.height).pack(sec, nsec))
 
-    def _publish_image(self, header_stamp, frame: str, image, want_compressed: bool,
+    def _publish_image(self, sec: int, nsec: int, image, want_compressed: bool,
                        want_raw: bool) -> None:
         pixels = None
         try:
@@ -804,12 +835,8 @@ class CozmoDriverNode(LifecycleNode):
             self._warn_throttled("image", f"camera image {image.image_id} dropped: {exc}")
             return
         if want_compressed:
-            compressed = CompressedImage()
-            compressed.header.stamp = header_stamp
-            compressed.header.frame_id = frame
-            compressed.format = "jpeg"
-            compressed.data = jpeg
-            self._pub["compressed"].publish(compressed)
+            self._pub["compressed"].publish(
+                self._image_template("compressed").pack(jpeg, sec, nsec))
         if want_raw:
             if pixels is None:
                 try:
@@ -817,16 +844,11 @@ class CozmoDriverNode(LifecycleNode):
                 except RemoteProtocolError as exc:
                     self._warn_throttled("decode", f"camera image {image.image_id} does not decode: {exc}")
             if pixels is not None:
-                raw = Image()
-                raw.header.stamp = header_stamp
-                raw.header.frame_id = frame
-                raw.height, raw.width = int(pixels.shape[0]), int(pixels.shape[1])
+                height, width = int(pixels.shape[0]), int(pixels.shape[1])
                 colour = pixels.ndim == 3
-                raw.encoding = "rgb8" if colour else "mono8"
-                raw.is_bigendian = 0
-                raw.step = raw.width * (3 if colour else 1)
-                raw.data = pixels.tobytes()
-                self._pub["image"].publish(raw)
+                template = self._image_template("rgb8" if colour else "mono8")
+                self._pub["image"].publish(template.pack(
+                    pixels.tobytes(), sec, nsec, height, width, width * (3 if colour else 1)))
 
     def _send_camera_config(self) -> None:
         p = self._params
@@ -877,7 +899,7 @@ class CozmoDriverNode(LifecycleNode):
         info = self._robot_info
         hardware_id = f"cozmo-{info.head_serial:08x}" if info is not None else f"cozmo@{where}"
         connected = self._link_state is LinkState.READY
-        publish_battery_marker(self._pub["battery_marker"], self._msgs.get("battery")
+        publish_battery_marker(self._pub["battery_marker"], self._battery_msg
                                if connected and self._active else None, self._frame("base_link_frame"))
         reports = [
             ("link", link_report(self._link_state.value, self._active, where, robot.stats,
@@ -1146,6 +1168,12 @@ class _RosLogHandler(logging.Handler):
         except Exception:  # a log line must never break the I/O thread
             self.handleError(record)
 
+
+
+def _time_msg(ns: int) -> TimeMsg:
+    msg = TimeMsg()
+    msg.sec, msg.nanosec = divmod(ns, 1_000_000_000)
+    return msg
 
 
 def main(args: Optional[List[str]] = None) -> int:

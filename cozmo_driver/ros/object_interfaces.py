@@ -248,7 +248,7 @@ class ObjectInterfaces:
             with self._lock:
                 if not self._closed:
                     self.registry.on_message(event.message, time.monotonic())
-                    self._flush(self._now_msg())
+                    self._flush()
         elif isinstance(event, LinkStateChanged):
             if event.state is LinkState.READY:
                 return  # RobotReady follows
