@@ -19,6 +19,7 @@ from cozmo_driver.protocol.camera import (
     CameraImage,
     ImageAssembler,
     decode_to_array,
+    decode_to_bytes,
     encode_minimized,
     image_to_array,
     image_to_jpeg,
@@ -261,6 +262,21 @@ def test_image_to_jpeg_dispatch():
     for enc in (0, 1, 2, 3, 4, 7, 42):
         with pytest.raises(RemoteProtocolError, match=f"encoding {enc}"):
             image_to_jpeg(make_image(enc, mini))
+
+
+def test_decode_to_bytes_is_the_array_as_an_image_message_carries_it():
+    grey = minimized_to_jpeg(encode_minimized(textured_gray()), 320, 240)
+    colour = minimized_to_jpeg(encode_minimized(smooth_rgb()), 320, 240, color=True)
+    for jpeg, half, shape in ((grey, False, (240, 320)), (colour, True, (240, 320, 3))):
+        data, width, height, channels = decode_to_bytes(jpeg, half)
+        pixels = decode_to_array(jpeg, half)
+        assert pixels.shape == shape and (height, width) == shape[:2]
+        assert channels == (1 if len(shape) == 2 else 3)
+        assert data == pixels.tobytes()
+        if not half:  # at half width, what Pillow decodes is stretched first
+            assert data == pillow_decode(jpeg).tobytes()
+    with pytest.raises(RemoteProtocolError):
+        decode_to_bytes(b"not a jpeg", False)
 
 
 def test_decode_errors_are_remote_protocol_errors():

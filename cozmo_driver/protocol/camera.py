@@ -48,7 +48,7 @@ import io
 import struct
 from collections import deque
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Tuple
 
 import numpy as np
 
@@ -71,6 +71,7 @@ __all__ = [
     "image_to_jpeg",
     "is_half_width_color",
     "decode_to_array",
+    "decode_to_bytes",
     "image_to_array",
     "encode_minimized",
     "split_into_chunks",
@@ -552,6 +553,14 @@ def decode_to_array(jpeg: bytes, color_half_width: bool) -> np.ndarray:
     (the nominal size of a minimized colour frame).
     Raises :class:`RemoteProtocolError` if the data does not decode.
     """
+    data, width, height, channels = decode_to_bytes(jpeg, color_half_width)
+    shape = (height, width) if channels == 1 else (height, width, channels)
+    return np.frombuffer(data, dtype=np.uint8).reshape(shape)
+
+
+def decode_to_bytes(jpeg: bytes, color_half_width: bool) -> Tuple[bytes, int, int, int]:
+    """Like :func:`decode_to_array`, as (row-major pixel bytes, width, height, channels):
+    what a sensor_msgs/Image carries, without an array in between."""
     from PIL import Image
 
     try:
@@ -565,7 +574,7 @@ def decode_to_array(jpeg: bytes, color_half_width: bool) -> np.ndarray:
                 im = im.convert("RGB")
             if color_half_width:
                 im = im.resize((im.width * 2, im.height), Image.Resampling.BILINEAR)
-            return np.array(im)
+            return im.tobytes(), im.width, im.height, 1 if im.mode == "L" else 3
     except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:  # Pillow: corrupt data
         raise RemoteProtocolError(f"camera image does not decode: {exc}") from exc
 

@@ -42,6 +42,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+import numpy as np
 import rclpy
 from builtin_interfaces.msg import Time as TimeMsg
 from cozmo_interfaces.msg import (BackpackLights, HeadAngle, LiftHeight, LinkStatus, RobotEvent,
@@ -77,7 +78,7 @@ from ..driver.parameters import PARAMETERS, full_frame_id, validate_all, validat
 from ..driver.sensors import (STATUS_FLAG_NAMES, StatusFlag, battery_percentage, imu_from_state,
                               joint_positions, power_supply_status)
 from ..protocol import messages as msgs
-from ..protocol.camera import (ImageAssembler, decode_to_array, encode_jpeg, image_to_jpeg,
+from ..protocol.camera import (ImageAssembler, decode_to_bytes, encode_jpeg, image_to_jpeg,
                                is_half_width_color)
 from ..protocol.errors import CozmoError, RemoteProtocolError
 from ..protocol.nvstorage import (CAMERA_CALIB_SIZE, NV_TAG_CAMERA_CALIB, NvReadAssembler,
@@ -822,15 +823,17 @@ class CozmoDriverNode(LifecycleNode):
 
     def _publish_image(self, sec: int, nsec: int, image, want_compressed: bool,
                        want_raw: bool) -> None:
-        pixels = None
+        pixels = None  # (bytes, width, height, channels)
         try:
             jpeg = image_to_jpeg(image)
             if is_half_width_color(image):
                 # the robot codes colour at half width: publish the nominal size, which
                 # camera_info describes and image_transport consumers expect
-                pixels = decode_to_array(jpeg, True)
+                pixels = decode_to_bytes(jpeg, True)
                 if want_compressed:
-                    jpeg = encode_jpeg(pixels, _COLOR_JPEG_QUALITY)
+                    data, width, height, _ = pixels
+                    jpeg = encode_jpeg(np.frombuffer(data, np.uint8).reshape(height, width, 3),
+                                       _COLOR_JPEG_QUALITY)
         except RemoteProtocolError as exc:
             self._warn_throttled("image", f"camera image {image.image_id} dropped: {exc}")
             return
@@ -840,15 +843,14 @@ class CozmoDriverNode(LifecycleNode):
         if want_raw:
             if pixels is None:
                 try:
-                    pixels = decode_to_array(jpeg, False)
+                    pixels = decode_to_bytes(jpeg, False)
                 except RemoteProtocolError as exc:
                     self._warn_throttled("decode", f"camera image {image.image_id} does not decode: {exc}")
             if pixels is not None:
-                height, width = int(pixels.shape[0]), int(pixels.shape[1])
-                colour = pixels.ndim == 3
-                template = self._image_template("rgb8" if colour else "mono8")
-                self._pub["image"].publish(template.pack(
-                    pixels.tobytes(), sec, nsec, height, width, width * (3 if colour else 1)))
+                data, width, height, channels = pixels
+                template = self._image_template("mono8" if channels == 1 else "rgb8")
+                self._pub["image"].publish(template.pack(data, sec, nsec, height, width,
+                                                         width * channels))
 
     def _send_camera_config(self) -> None:
         p = self._params
