@@ -95,6 +95,63 @@ def test_call_returns_results_and_raises_errors_in_the_callers_thread(robot_and_
     assert engine_io.call(threading.get_ident) != caller  # ran on the I/O thread
 
 
+def test_urgent_calls_run_on_the_calling_thread_while_the_io_thread_is_idle(robot_and_engine):
+    """A command posted from a ROS callback goes out from that thread, no I/O wake-up first."""
+    robot, robot_io, engine, engine_io, received = robot_and_engine
+    engine_io.call(engine.connect, time.monotonic())
+    assert wait_for(lambda: engine.is_connected)
+    ran_on = []
+
+    def send(level):
+        ran_on.append(threading.get_ident())
+        engine.send(msgs.SetRobotVolume(level=level))
+
+    sent_before = engine_io.stats.datagrams_out
+    for level in range(20):
+        engine_io.call_soon(send, level, urgent=True)
+        time.sleep(0.01)  # the I/O thread is idle between the robot's pings and acks
+    here = threading.get_ident()
+    assert sum(t == here for t in ran_on) >= 15, "urgent calls did not run on the caller"
+    assert engine_io.stats.datagrams_out - sent_before >= 20
+    assert wait_for(lambda: [e.message.level for e in received
+                             if isinstance(e, MessageReceived)] == list(range(20)))
+    # the I/O thread armed the retransmission timer and dispatched what followed
+    assert wait_for(lambda: engine_io.call(lambda: engine_io._timer_at) ==
+                    engine_io.call(engine.get_timer))
+
+
+def test_urgent_calls_go_between_the_events_of_a_busy_burst(robot_and_engine):
+    """While the I/O thread works through a burst (here: 10 messages, the first of which
+    takes long to handle), urgent calls run after the event in hand, in order, not after
+    the whole burst."""
+    robot, robot_io, engine, engine_io, received = robot_and_engine
+    order = []
+    posted = threading.Event()
+    in_first = threading.Event()
+
+    def on_event(event):
+        if isinstance(event, MessageReceived):
+            order.append(("event", event.message.level))
+            if event.message.level == 0:
+                in_first.set()
+                posted.wait(2.0)  # busy (a camera frame's decode and publish) until posted
+
+    engine_io.on_event = on_event
+    engine_io.call(engine.connect, time.monotonic())
+    assert wait_for(lambda: engine.is_connected and robot.is_connected)
+    for level in range(10):
+        robot_io.call_soon(robot.send, msgs.SetRobotVolume(level=level))
+    assert in_first.wait(3.0)
+    for name in ("first", "second"):
+        engine_io.call_soon(lambda n: order.append(("urgent", n, threading.get_ident())), name,
+                            urgent=True)
+    posted.set()
+    assert wait_for(lambda: sum(o[0] == "event" for o in order) == 10)
+    io_thread = engine_io._thread.ident
+    assert order[:3] == [("event", 0), ("urgent", "first", io_thread), ("urgent", "second", io_thread)]
+    assert [o[1] for o in order if o[0] == "event"] == list(range(10))
+
+
 def test_no_timer_is_armed_while_the_protocol_has_nothing_due():
     """Idle means no scheduled wake-up at all: the thread sleeps in the kernel."""
     idle = Session(Role.ROBOT, name="idle-robot")  # waiting for a RESET: no timer

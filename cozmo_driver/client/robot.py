@@ -130,8 +130,10 @@ class Robot:
         self.transport.call(self.link.send, message)
 
     def post(self, message) -> None:
-        """Send ``message`` without waiting; failures are logged, not raised."""
-        self.transport.call_soon(self.link.send, message)
+        """Send ``message`` without waiting; failures are logged, not raised. It goes out
+        ahead of the datagrams the I/O thread is still working through (see
+        :meth:`UdpTransport.call_soon`), in the order posted."""
+        self.transport.call_soon(self.link.send, message, urgent=True)
 
     # ------------------------------------------------------------------ the I/O thread's clock
 

@@ -1,7 +1,7 @@
 """The one UDP adapter: a sans-I/O protocol object on a socket, on its own thread.
 
-The adapter runs an asyncio event loop on a dedicated I/O thread. Everything
-the protocol object does happens on that thread, in three situations:
+The adapter runs an asyncio event loop on a dedicated I/O thread. The protocol
+object is used on that thread, in three situations:
 
 * a datagram arrives: ``receive_datagram(data, now)``;
 * its timer expires: ``handle_timer(now)``, the timer being re-armed at
@@ -12,6 +12,13 @@ the protocol object does happens on that thread, in three situations:
 After each of them the adapter transmits ``datagrams_to_send(now)`` and hands
 every ``next_event()`` to ``on_event``, on the I/O thread. When nothing happens
 the thread sleeps in the kernel: zero CPU while idle.
+
+One exception, for commands (``call_soon(..., urgent=True)``, which
+``Robot.post`` uses): the I/O thread holds a lock whenever it works, and a
+caller that finds it free runs its call and sends the result itself, so that a
+command leaves without waiting for the I/O thread to wake up and take the GIL;
+the I/O thread then re-arms the timer and hands out events. When the I/O thread
+is busy, the command runs there between two datagrams or events.
 
 The socket is the adapter's own, non-blocking, watched by the loop: when it is
 readable, every datagram already waiting is read (up to 32) before the
@@ -47,8 +54,9 @@ import os
 import socket
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Callable, Deque, Optional, Tuple
 
 from ..protocol.errors import CozmoError
 from ..protocol.frames import MAGIC, FrameType
@@ -124,6 +132,11 @@ class UdpTransport:
         self._started = threading.Event()
         self._start_error: Optional[BaseException] = None
         self._last_send_error_log = 0.0
+        #: calls from other threads that jump the queue (see call_soon(urgent=True))
+        self._urgent: Deque[Tuple[Callable[..., Any], tuple]] = deque()
+        #: held by the I/O thread whenever it works (never while it waits in select), so
+        #: that another thread holding it may use the protocol engine (see call_soon)
+        self._busy = threading.RLock()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -183,7 +196,7 @@ class UdpTransport:
         self._sock = sock
         loop.add_reader(sock.fileno(), self._on_readable)
         self._started.set()
-        loop.call_soon(self._pump)
+        loop.call_soon(self._locked_pump)
         try:
             loop.run_forever()
         finally:
@@ -231,21 +244,44 @@ class UdpTransport:
         def runner() -> None:
             if not future.set_running_or_notify_cancel():
                 return
-            try:
-                future.set_result(fn(*args))
-            except BaseException as exc:  # handed to the caller's thread, not swallowed
-                future.set_exception(exc)
-            finally:
-                self._pump()
+            with self._busy:
+                try:
+                    future.set_result(fn(*args))
+                except BaseException as exc:  # handed to the caller's thread, not swallowed
+                    future.set_exception(exc)
+                finally:
+                    self._pump()
 
         self._loop.call_soon_threadsafe(runner)
         return future.result(timeout)
 
-    def call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
-        """Run ``fn(*args)`` on the I/O thread without waiting; errors are logged."""
-        if not self.running or self._loop is None:
+    def call_soon(self, fn: Callable[..., Any], *args: Any, urgent: bool = False) -> None:
+        """Run ``fn(*args)`` on the I/O thread without waiting; errors are logged.
+
+        ``urgent`` (a command to send): when the I/O thread is idle, the call runs on the
+        calling thread at once, with the I/O thread kept out, and what it queues is sent
+        from there: no wake-up of the I/O thread stands between a ROS callback and the
+        datagram. When the I/O thread is busy (a burst of datagrams: a camera frame, whose
+        last chunk is decoded and published), the call runs between two of them and what
+        it queues is sent right away, instead of after the whole burst. Either way urgent
+        calls keep their order among themselves."""
+        loop = self._loop
+        if not self.running or loop is None:
             raise TransportError("transport is not running")
-        self._loop.call_soon_threadsafe(self._guarded, fn, args)
+        if not urgent:
+            loop.call_soon_threadsafe(self._guarded, fn, args)
+            return
+        if not self._in_io_thread() and self._busy.acquire(blocking=False):
+            try:
+                self._run_urgent()  # any earlier urgent calls first
+                self._call(fn, args)
+                self._transmit(loop.time())
+            finally:
+                self._busy.release()
+            loop.call_soon_threadsafe(self._locked_pump)  # events, the retransmission timer
+            return
+        self._urgent.append((fn, args))
+        loop.call_soon_threadsafe(self._on_urgent)
 
     def call_at(self, when: float, fn: Callable[..., Any], *args: Any) -> asyncio.TimerHandle:
         """Run ``fn(*args)`` on the I/O thread at ``when`` (``time.monotonic()`` seconds, the
@@ -258,6 +294,13 @@ class UdpTransport:
 
     def _guarded(self, fn: Callable[..., Any], args: tuple) -> None:
         """Run a scheduled call on the I/O thread: log its errors, then flush."""
+        with self._busy:
+            try:
+                self._call(fn, args)
+            finally:
+                self._pump()
+
+    def _call(self, fn: Callable[..., Any], args: tuple) -> None:
         try:
             fn(*args)
         except CozmoError as exc:
@@ -265,31 +308,49 @@ class UdpTransport:
         except Exception:
             self.stats.callback_errors += 1
             logger.exception("[%s] call of %r failed", self.name, fn)
-        finally:
+
+    def _on_urgent(self) -> None:
+        """The loop's wake-up for urgent calls (often already run by then): run, flush."""
+        with self._busy:
+            self._run_urgent()
             self._pump()
+
+    def _locked_pump(self) -> None:
+        with self._busy:
+            self._pump()
+
+    def _run_urgent(self) -> None:
+        """Run the urgent calls waiting, then send what is due (the thread holding _busy)."""
+        urgent = self._urgent
+        while urgent:
+            self._call(*urgent.popleft())
+        self._transmit(self._loop.time())
 
     # ------------------------------------------------------------------ I/O thread
 
     def _on_readable(self) -> None:
         """The socket is readable: feed the protocol every datagram waiting, then flush."""
-        sock, loop, protocol, stats = self._sock, self._loop, self.protocol, self.stats
-        fed = False
-        for _ in range(_READ_BATCH):
-            try:
-                data, addr = sock.recvfrom(_RECV_BUFFER)
-            except (BlockingIOError, InterruptedError):
-                break
-            except OSError as exc:  # an ICMP error reported for an earlier send
-                self._on_send_error(exc)
-                break
-            if addr != self._peer and not self._new_peer(data, addr):
-                stats.wrong_source += 1
-                continue
-            stats.datagrams_in += 1
-            protocol.receive_datagram(data, loop.time())
-            fed = True
-        if fed:
-            self._pump()
+        with self._busy:
+            sock, loop, protocol, stats = self._sock, self._loop, self.protocol, self.stats
+            fed = False
+            for _ in range(_READ_BATCH):
+                try:
+                    data, addr = sock.recvfrom(_RECV_BUFFER)
+                except (BlockingIOError, InterruptedError):
+                    break
+                except OSError as exc:  # an ICMP error reported for an earlier send
+                    self._on_send_error(exc)
+                    break
+                if addr != self._peer and not self._new_peer(data, addr):
+                    stats.wrong_source += 1
+                    continue
+                stats.datagrams_in += 1
+                protocol.receive_datagram(data, loop.time())
+                fed = True
+                if self._urgent:
+                    break  # the rest waits in the socket: the command first (see call_soon)
+            if fed:
+                self._pump()
 
     def _new_peer(self, data: bytes, addr: Address) -> bool:
         """A datagram from someone other than the peer: adopt the sender (policy "reset", a
@@ -304,10 +365,11 @@ class UdpTransport:
         return False
 
     def _on_timer(self) -> None:
-        self._timer = None
-        self._timer_at = None
-        self.protocol.handle_timer(self._loop.time())
-        self._pump()
+        with self._busy:
+            self._timer = None
+            self._timer_at = None
+            self.protocol.handle_timer(self._loop.time())
+            self._pump()
 
     def _on_send_error(self, exc: Exception) -> None:
         self.stats.send_errors += 1
@@ -316,26 +378,33 @@ class UdpTransport:
             self._last_send_error_log = now
             logger.warning("[%s] UDP send failed: %s (is the robot's Wi-Fi joined?)", self.name, exc)
 
+    def _transmit(self, now: float) -> None:
+        """Send the datagrams the protocol has due."""
+        datagrams = self.protocol.datagrams_to_send(now)
+        if datagrams:
+            peer, sock = self._peer, self._sock
+            if peer is not None and sock is not None:
+                for data in datagrams:
+                    try:
+                        sock.sendto(data, peer)
+                    except OSError as exc:  # includes a full send buffer (would block)
+                        self._on_send_error(exc)
+                    else:
+                        self.stats.datagrams_out += 1
+
     def _pump(self) -> None:
         """Transmit what is due, hand out events, re-arm the one timer."""
         loop = self._loop
         protocol = self.protocol
         callback = self.on_event
         now = loop.time()
+        urgent = self._urgent
         for _ in range(64):  # an event handler may queue more to send: bounded rounds
-            datagrams = protocol.datagrams_to_send(now)
-            if datagrams:
-                peer, sock = self._peer, self._sock
-                if peer is not None and sock is not None:
-                    for data in datagrams:
-                        try:
-                            sock.sendto(data, peer)
-                        except OSError as exc:  # includes a full send buffer (would block)
-                            self._on_send_error(exc)
-                        else:
-                            self.stats.datagrams_out += 1
+            self._transmit(now)
             handled = False
             while True:
+                if urgent:
+                    self._run_urgent()
                 event = protocol.next_event()
                 if event is None:
                     break
