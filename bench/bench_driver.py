@@ -28,7 +28,11 @@ EvtNewRawCameraImage handler (it decodes every frame to a PIL image); the CPU
 time and memory of a process running only a pycozmo Client with the camera on.
 During the CPU measurements both turn the robot slowly, commanded ten times a
 second (``cmd_vel`` published here; ``Client.drive_wheels`` in pycozmo's
-process), so both handle the same streams and the same commands.
+process), so both handle the same streams and the same commands. The pycozmo
+process runs during the driver's CPU measurements, on its own simulator and
+relay, and is measured over the same windows: measured one after the other,
+each got whatever else the machine was doing then, which moved pycozmo's
+figure between 6.4 and 8.8 % from run to run on the same code.
 The simulator runs as its own process behind a timing relay
 (bench/udp_tap.py, its own process too), which stamps datagrams as they pass on
 CLOCK_MONOTONIC, the clock this process stamps deliveries with; so the
@@ -150,14 +154,18 @@ def _latencies(tap: Tap, cmd_sent: Dict[int, float], odom_got: List[Tuple[float,
     return out
 
 
-def _measure_cpu(pid: int, seconds: float, keep_busy) -> Tuple[float, float]:
-    c0, t0 = cpu_seconds(pid), time.monotonic()
+def _measure_cpu(pid: int, seconds: float, keep_busy,
+                 other: Optional[int] = None) -> Tuple[float, float, Optional[float]]:
+    """CPU % of ``pid`` (and of ``other``, over the same window) and the window's length."""
+    pids = [pid] if other is None else [pid, other]
+    c0, t0 = [cpu_seconds(p) for p in pids], time.monotonic()
     end = t0 + seconds
     while time.monotonic() < end:
         keep_busy()
         time.sleep(0.1)
-    c1, t1 = cpu_seconds(pid), time.monotonic()
-    return (c1 - c0) / (t1 - t0) * 100.0, t1 - t0
+    c1, t1 = [cpu_seconds(p) for p in pids], time.monotonic()
+    cpu = [(b - a) / (t1 - t0) * 100.0 for a, b in zip(c0, c1)]
+    return cpu[0], t1 - t0, (cpu[1] if other is not None else None)
 
 
 #: the CPU measurements: (label, whether decoded images are counted)
@@ -165,7 +173,9 @@ CPU_CASES = (("odom + compressed", False), ("+ image_raw (decoded)", True),
              ("+ every other stream", True))
 
 
-def bench_ours() -> Dict[str, Any]:
+def bench_ours(start_companion=None) -> Dict[str, Any]:
+    """``start_companion()``, if given, starts the pycozmo client whose CPU is measured in
+    the same windows as the driver's (see PycozmoCpuClient) and returns it."""
     results: Dict[str, Any] = {}
     tap = Tap()
     proc = start_driver(tap.port, {"cmd_vel_timeout": 1.0})
@@ -228,7 +238,9 @@ def bench_ours() -> Dict[str, Any]:
         collecting.clear()
         time.sleep(0.2)
         results.update(_latencies(tap, cmd_sent, odom_got, images_got))
-        # --- CPU and memory of the driver process, robot turning, camera on
+        # --- CPU and memory of the driver process, robot turning, camera on; pycozmo's
+        # client, on its own simulator, measured over the same windows
+        companion = start_companion() if start_companion is not None else None
         for label, with_raw in CPU_CASES:
             if label == CPU_CASES[1][0]:
                 node.create_subscription(Image, "camera/image_raw",
@@ -243,14 +255,19 @@ def bench_ours() -> Dict[str, Any]:
                     node.create_subscription(msg_type, topic, lambda m: None, profile)
                 time.sleep(1.0)
             n0 = dict(got)
-            cpu, dt = _measure_cpu(proc.pid, 10.0, lambda: cmd_pub.publish(turn))
+            cpu, dt, cpu_ref = _measure_cpu(proc.pid, 10.0, lambda: cmd_pub.publish(turn),
+                                            companion.pid if companion is not None else None)
             results[f"cpu {label}"] = {
-                "cpu": cpu, "rss": rss_mib(proc.pid),
+                "cpu": cpu, "rss": rss_mib(proc.pid), "pycozmo": cpu_ref,
                 "state_hz": (got["odom"] - n0["odom"]) / dt,
                 "fps": (got["raw"] - n0["raw"] if with_raw else got["images"] - n0["images"]) / dt}
         cmd_pub.publish(Twist())
         time.sleep(0.2)
+        if companion is not None:
+            results["cpu pycozmo"] = companion.finish()
     finally:
+        if companion is not None:
+            companion.close()
         stop.set()
         spinner.join(2.0)
         stop_process(proc)
@@ -341,32 +358,51 @@ def bench_pycozmo() -> Dict[str, Any]:
         cli.disconnect()
         cli.stop()
         tap.close()
-    # CPU of a process running only a pycozmo client, same streams
-    tap = Tap()
-    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
-        f.write(PYCOZMO_CLIENT)
-    proc = subprocess.Popen([sys.executable, f.name, str(tap.port), "13"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        line = proc.stdout.readline()
-        if line.strip() != "ready":
-            raise RuntimeError("pycozmo client did not start: " + proc.stderr.read())
-        time.sleep(1.0)
-        cpu, dt = _measure_cpu(proc.pid, 10.0, lambda: None)
-        results["cpu"] = {"cpu": cpu, "rss": rss_mib(proc.pid)}
-        counts = proc.stdout.readline().split()
-        results["cpu"]["state_hz"] = int(counts[0]) / 13.0 if counts else math.nan
-        results["cpu"]["fps"] = int(counts[1]) / 13.0 if counts else math.nan
-    finally:
-        if proc.poll() is None:
-            try:
-                proc.wait(10.0)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        os.unlink(f.name)
-        tap.close()
     return results
+
+
+class PycozmoCpuClient:
+    """A process running only a pycozmo client (PYCOZMO_CLIENT) on its own simulator and
+    relay, receiving the same streams as the driver and turning the robot the same way,
+    for ``seconds``. It runs while the driver's CPU is measured, so that both are
+    measured over the same windows, under the same load on the machine: measured one
+    after the other, each would get whatever the machine happened to be doing."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.tap = Tap(seed=22)
+        with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+            f.write(PYCOZMO_CLIENT)
+        self.script = f.name
+        self.proc = subprocess.Popen([sys.executable, f.name, str(self.tap.port), str(seconds)],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.pid = self.proc.pid
+        line = self.proc.stdout.readline()
+        if line.strip() != "ready":
+            self.close()
+            raise RuntimeError("pycozmo client did not start: " + self.proc.stderr.read())
+        self.started = time.monotonic()
+        time.sleep(1.0)
+
+    def finish(self) -> Dict[str, Any]:
+        """Its resident memory and the streams it received (waits for it to end)."""
+        result: Dict[str, Any] = {"rss": rss_mib(self.pid)}
+        counts = self.proc.stdout.readline().split()
+        elapsed = max(1e-9, self.seconds)
+        result["state_hz"] = int(counts[0]) / elapsed if counts else math.nan
+        result["fps"] = int(counts[1]) / elapsed if counts else math.nan
+        return result
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.proc.wait(10.0)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if os.path.exists(self.script):
+            os.unlink(self.script)
+        self.tap.close()
 
 
 def main() -> None:
@@ -375,7 +411,8 @@ def main() -> None:
     sys.setswitchinterval(0.0005)
     print(f"ROS_DOMAIN_ID={os.environ['ROS_DOMAIN_ID']}, discovery "
           f"{os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE']}, {os.cpu_count()} cores")
-    ours = bench_ours()
+    companion_s = 1.0 + len(CPU_CASES) * 11.5  # the driver's CPU cases, with their settling
+    ours = bench_ours((lambda: PycozmoCpuClient(companion_s)) if pycozmo is not None else None)
     ref = bench_pycozmo() if pycozmo is not None else {}
     rows = []
     for key, ours_name, ref_name in (
@@ -393,15 +430,18 @@ def main() -> None:
     rows = []
     for label, _ in CPU_CASES:
         r = ours[f"cpu {label}"]
-        rows.append([f"driver node, {label}", f"{r['cpu']:.1f}", f"{r['rss']:.0f}",
+        ref_cpu = f"{r['pycozmo']:.1f}" if r.get("pycozmo") is not None else "-"
+        rows.append([f"driver node, {label}", f"{r['cpu']:.1f}", ref_cpu, f"{r['rss']:.0f}",
                      f"{r['state_hz']:.1f}", f"{r['fps']:.1f}"])
-    if ref:
-        r = ref["cpu"]
-        rows.append(["pycozmo Client (decodes every frame)", f"{r['cpu']:.1f}", f"{r['rss']:.0f}",
+    if "cpu pycozmo" in ours:
+        r = ours["cpu pycozmo"]
+        rows.append(["pycozmo Client (decodes every frame)", "-", "-", f"{r['rss']:.0f}",
                      f"{r['state_hz']:.1f}", f"{r['fps']:.1f}"])
     table("Process CPU (% of one core) and resident memory while streaming RobotState and camera; "
-          "the driver's rows name what is subscribed",
-          ["process", "CPU %", "RSS MiB", "states/s delivered", "images/s delivered"], rows)
+          "the driver's rows name what is subscribed; pycozmo's client runs at the same time on "
+          "its own simulator and is measured over the same 10 s windows",
+          ["process", "CPU %", "pycozmo CPU %, same window", "RSS MiB", "states/s delivered",
+           "images/s delivered"], rows)
 
 
 if __name__ == "__main__":
