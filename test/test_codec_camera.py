@@ -279,6 +279,22 @@ def test_decode_to_bytes_is_the_array_as_an_image_message_carries_it():
         decode_to_bytes(b"not a jpeg", False)
 
 
+def test_decoding_at_the_known_coded_size_gives_the_same_pixels():
+    grey = make_image(8, encode_minimized(textured_gray()))
+    colour = make_image(9, encode_minimized(smooth_rgb()[:, ::2].copy()))
+    assert camera.coded_size(grey) == (320, 240)
+    assert camera.coded_size(colour) == (160, 240)
+    assert camera.coded_size(make_image(0, b"\xff\xd8")) is None  # a full JPEG: read its header
+    for image in (grey, colour):
+        jpeg, half = image_to_jpeg(image), camera.is_half_width_color(image)
+        assert decode_to_bytes(jpeg, half, camera.coded_size(image)) == decode_to_bytes(jpeg, half)
+    # a size that is not the stream's: the general path, same pixels (or its error)
+    jpeg = image_to_jpeg(grey)
+    assert decode_to_bytes(jpeg, False, (320, 200)) == decode_to_bytes(jpeg, False)
+    with pytest.raises(RemoteProtocolError):
+        decode_to_bytes(b"not a jpeg", False, (320, 240))
+
+
 def test_decode_errors_are_remote_protocol_errors():
     with pytest.raises(RemoteProtocolError):
         minimized_to_jpeg(b"", 320, 240)

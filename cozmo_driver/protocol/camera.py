@@ -48,7 +48,7 @@ import io
 import struct
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Tuple
+from typing import Any, Optional, Tuple
 
 import numpy as np
 
@@ -72,6 +72,7 @@ __all__ = [
     "is_half_width_color",
     "decode_to_array",
     "decode_to_bytes",
+    "coded_size",
     "image_to_array",
     "encode_minimized",
     "split_into_chunks",
@@ -558,11 +559,35 @@ def decode_to_array(jpeg: bytes, color_half_width: bool) -> np.ndarray:
     return np.frombuffer(data, dtype=np.uint8).reshape(shape)
 
 
-def decode_to_bytes(jpeg: bytes, color_half_width: bool) -> Tuple[bytes, int, int, int]:
+def coded_size(image: CameraImage) -> Optional[Tuple[int, int]]:
+    """(width, height) of the JPEG :func:`image_to_jpeg` makes of a minimized frame (its
+    own header, so known without parsing it), or None for other encodings."""
+    if image.encoding not in _MINIMIZED_ENCODINGS or not image.data:
+        return None
+    return (image.width // 2 if image.data[0] != 0 else image.width), image.height
+
+
+def decode_to_bytes(jpeg: bytes, color_half_width: bool,
+                    size: Optional[Tuple[int, int]] = None) -> Tuple[bytes, int, int, int]:
     """Like :func:`decode_to_array`, as (row-major pixel bytes, width, height, channels):
-    what a sensor_msgs/Image carries, without an array in between."""
+    what a sensor_msgs/Image carries, without an array in between.
+
+    ``size`` (:func:`coded_size`: a minimized frame, grey or, with ``color_half_width``,
+    colour) lets libjpeg decode straight into an image of that size, skipping Pillow's
+    reading of the JPEG header; data that does not decode that way takes the general
+    path, which reports the error."""
     from PIL import Image
 
+    if size is not None:
+        mode = "RGB" if color_half_width else "L"
+        try:
+            im = Image.frombytes(mode, size, jpeg, "jpeg", mode, "")
+        except (ValueError, OSError, TypeError, SystemError):
+            pass
+        else:
+            if color_half_width:
+                im = im.resize((im.width * 2, im.height), Image.Resampling.BILINEAR)
+            return im.tobytes(), im.width, im.height, 1 if mode == "L" else 3
     try:
         with Image.open(io.BytesIO(jpeg)) as im:
             if im.width * im.height > _MAX_PIXELS:  # checked before any pixel is decoded

@@ -78,8 +78,8 @@ from ..driver.parameters import PARAMETERS, full_frame_id, validate_all, validat
 from ..driver.sensors import (STATUS_FLAG_NAMES, StatusFlag, battery_percentage, imu_from_state,
                               joint_positions, power_supply_status)
 from ..protocol import messages as msgs
-from ..protocol.camera import (ImageAssembler, decode_to_bytes, encode_jpeg, image_to_jpeg,
-                               is_half_width_color)
+from ..protocol.camera import (ImageAssembler, coded_size, decode_to_bytes, encode_jpeg,
+                               image_to_jpeg, is_half_width_color)
 from ..protocol.errors import CozmoError, RemoteProtocolError
 from ..protocol.nvstorage import (CAMERA_CALIB_SIZE, NV_TAG_CAMERA_CALIB, NvReadAssembler,
                                   decode_camera_calibration)
@@ -114,6 +114,10 @@ _DEFAULT_STATE = msgs.RobotState()
 _COLOR_JPEG_QUALITY = 90
 _BATTERY_PERIOD_S = 1.0
 _STAMP_FIELDS = ("header.stamp.sec", "header.stamp.nanosec")
+#: the streams filled in only for subscribers, and how often their subscribers are counted
+#: (a new subscriber gets its first message at most this much later)
+_STREAMS = ("odom", "tf", "imu", "joints", "status", "compressed", "image", "camera_info")
+_SUBSCRIBERS_REFRESH_NS = 200_000_000
 #: the fields of the per-state templates that change (after the header stamp), in the
 #: order each message serializes them
 _ODOM_FIELDS = ("pose.pose.position.x", "pose.pose.position.y", "pose.pose.orientation.z",
@@ -199,6 +203,10 @@ class CozmoDriverNode(LifecycleNode):
         self._tracker = OdometryTracker()
         self._templates: Dict[str, Template] = {}  # per-state messages, see _build_messages
         self._battery_msg: Optional[BatteryState] = None  # the latest, for battery_marker
+        self._wanted_now: Dict[str, bool] = {}  # see _wanted
+        self._wanted_until = 0
+        self._ros_time = False  # see _now_ns
+        self._clock_checked_until = 0
         self._events = EventDetector()
         self._link_state = LinkState.DISCONNECTED
         self._ever_ready = False
@@ -263,11 +271,15 @@ class CozmoDriverNode(LifecycleNode):
     def _now_ns(self) -> int:
         """The node's clock, in nanoseconds: read from the system directly unless ROS time
         (use_sim_time) is active, which is what the clock itself would do, at a fraction of
-        the cost (the I/O thread stamps every robot state and image)."""
-        clock = self.get_clock()
-        if clock.ros_time_is_active:
-            return clock.now().nanoseconds
-        return time.time_ns()
+        the cost (the I/O thread stamps every robot state and image). Whether ROS time is
+        active is asked of the clock every 0.2 s."""
+        now = time.time_ns()
+        if now >= self._clock_checked_until:  # asking the clock costs more than reading it
+            self._ros_time = self.get_clock().ros_time_is_active
+            self._clock_checked_until = now + _SUBSCRIBERS_REFRESH_NS
+        if self._ros_time:
+            return self.get_clock().now().nanoseconds
+        return now
 
     def _frame(self, name: str) -> str:
         return full_frame_id(self._params["frame_prefix"], self._params[name])
@@ -426,6 +438,7 @@ class CozmoDriverNode(LifecycleNode):
         self._entities.append((self.destroy_subscription, sub))
 
     def _create_interfaces(self) -> None:
+        self._wanted_until = 0  # new publishers: count their subscribers at the next message
         self._publisher("odom", Odometry, "odom", QOS_STATE)
         self._publisher("tf", TFMessage, "/tf", QOS_TF, overridable=False)
         self._publisher("imu", Imu, "imu/data", QOS_SENSOR)
@@ -697,7 +710,8 @@ class CozmoDriverNode(LifecycleNode):
         # written into ready-serialized templates: that is most of the cost of a robot state
         # (see "Driver node, Measured" in the README)
 
-        if pub["odom"].get_subscription_count():
+        wanted = self._wanted(stamp_ns)
+        if wanted["odom"]:
             pc = pose_covariance(self._tracker.distance_m, self._tracker.rotation_rad)
             tc = twist_covariance(diff if math.isfinite(diff) else 0.0, geo.TRACK_WIDTH_M,
                                   unreliable)
@@ -705,19 +719,19 @@ class CozmoDriverNode(LifecycleNode):
                 sec, nsec, pose.x, pose.y, qz, qw, pc[0], pc[7], pc[35], v, w,
                 tc[0], tc[7], tc[35]))
 
-        if self._params["publish_tf"] and pub["tf"].get_subscription_count():
+        if self._params["publish_tf"] and wanted["tf"]:
             pub["tf"].publish(tpl["tf"].pack(sec, nsec, pose.x, pose.y, qz, qw))
 
-        if pub["imu"].get_subscription_count():
+        if wanted["imu"]:
             reading = imu_from_state(state, pose.yaw)
             pub["imu"].publish(tpl["imu"].pack(sec, nsec, *reading.orientation,
                                                *reading.angular_velocity,
                                                *reading.linear_acceleration))
 
-        if pub["joints"].get_subscription_count():
+        if wanted["joints"]:
             pub["joints"].publish(tpl["joints"].pack(sec, nsec, *joint_positions(state)))
 
-        if pub["status"].get_subscription_count():
+        if wanted["status"]:
             segment = int(state.curr_path_segment)
             cliff = state.cliff_data_raw
             pub["status"].publish(tpl["status"].pack(
@@ -731,6 +745,16 @@ class CozmoDriverNode(LifecycleNode):
             self._publish_battery(_time_msg(stamp_ns), flags, float(state.battery_voltage_v))
         if events:
             self._publish_events(stamp_ns, events)
+
+    def _wanted(self, stamp_ns: int) -> Dict[str, bool]:
+        """Which per-state and camera streams have subscribers (I/O thread, lock held): asked
+        of the middleware at most every _SUBSCRIBERS_REFRESH_S, not for every message."""
+        if stamp_ns >= self._wanted_until or stamp_ns < self._wanted_until - _SUBSCRIBERS_REFRESH_NS:
+            pub = self._pub
+            self._wanted_now = {key: pub[key].get_subscription_count() > 0
+                                for key in _STREAMS if key in pub}
+            self._wanted_until = stamp_ns + _SUBSCRIBERS_REFRESH_NS
+        return self._wanted_now
 
     def _publish_battery(self, header_stamp: TimeMsg, flags: int, voltage: float) -> None:
         nan = math.nan
@@ -809,9 +833,9 @@ class CozmoDriverNode(LifecycleNode):
             return
         pub = self._pub
         # nothing is converted or published for a topic nobody subscribes to
-        want_compressed = pub["compressed"].get_subscription_count() > 0
-        want_raw = pub["image"].get_subscription_count() > 0
-        want_info = pub["camera_info"].get_subscription_count() > 0
+        wanted = self._wanted(stamp_ns)
+        want_compressed, want_raw, want_info = (wanted["compressed"], wanted["image"],
+                                                wanted["camera_info"])
         if not (want_compressed or want_raw or want_info):
             return
         sec, nsec = divmod(stamp_ns, 1_000_000_000)
@@ -829,7 +853,7 @@ class CozmoDriverNode(LifecycleNode):
             if is_half_width_color(image):
                 # the robot codes colour at half width: publish the nominal size, which
                 # camera_info describes and image_transport consumers expect
-                pixels = decode_to_bytes(jpeg, True)
+                pixels = decode_to_bytes(jpeg, True, coded_size(image))
                 if want_compressed:
                     data, width, height, _ = pixels
                     jpeg = encode_jpeg(np.frombuffer(data, np.uint8).reshape(height, width, 3),
@@ -843,7 +867,7 @@ class CozmoDriverNode(LifecycleNode):
         if want_raw:
             if pixels is None:
                 try:
-                    pixels = decode_to_bytes(jpeg, False)
+                    pixels = decode_to_bytes(jpeg, False, coded_size(image))
                 except RemoteProtocolError as exc:
                     self._warn_throttled("decode", f"camera image {image.image_id} does not decode: {exc}")
             if pixels is not None:
