@@ -114,10 +114,12 @@ _DEFAULT_STATE = msgs.RobotState()
 _COLOR_JPEG_QUALITY = 90
 _BATTERY_PERIOD_S = 1.0
 _STAMP_FIELDS = ("header.stamp.sec", "header.stamp.nanosec")
-#: the streams filled in only for subscribers, and how often their subscribers are counted
-#: (a new subscriber gets its first message at most this much later)
+#: the streams filled in only for subscribers
 _STREAMS = ("odom", "tf", "imu", "joints", "status", "compressed", "image", "camera_info")
-_SUBSCRIBERS_REFRESH_NS = 200_000_000
+#: how often the I/O thread asks again what it would otherwise ask per message: the
+#: subscriber counts (a new subscriber gets its first message at most this much later) and
+#: whether ROS time is active
+_RECHECK_NS = 200_000_000
 #: the fields of the per-state templates that change (after the header stamp), in the
 #: order each message serializes them
 _ODOM_FIELDS = ("pose.pose.position.x", "pose.pose.position.y", "pose.pose.orientation.z",
@@ -276,7 +278,7 @@ class CozmoDriverNode(LifecycleNode):
         now = time.time_ns()
         if now >= self._clock_checked_until:  # asking the clock costs more than reading it
             self._ros_time = self.get_clock().ros_time_is_active
-            self._clock_checked_until = now + _SUBSCRIBERS_REFRESH_NS
+            self._clock_checked_until = now + _RECHECK_NS
         if self._ros_time:
             return self.get_clock().now().nanoseconds
         return now
@@ -499,16 +501,21 @@ class CozmoDriverNode(LifecycleNode):
         status.header.frame_id = self._frame("base_link_frame")
         stamp = _STAMP_FIELDS
         self._templates = {
-            "odom": Template(odom, stamp + _ODOM_FIELDS),
-            "tf": Template(TFMessage(transforms=[tf]), _TF_FIELDS),
-            "imu": Template(imu, stamp + _IMU_FIELDS),
-            "joints": Template(joints, stamp + ("position[0]", "position[1]")),
-            "status": Template(status, stamp + _STATUS_FIELDS),
+            "odom": self._template(odom, stamp + _ODOM_FIELDS),
+            "tf": self._template(TFMessage(transforms=[tf]), _TF_FIELDS),
+            "imu": self._template(imu, stamp + _IMU_FIELDS),
+            "joints": self._template(joints, stamp + ("position[0]", "position[1]")),
+            "status": self._template(status, stamp + _STATUS_FIELDS),
         }
-        for template in self._templates.values():
-            if template.failure is not None:
-                self.get_logger().warning(
-                    f"publishing {template.failure}; falling back to message objects")
+
+    def _template(self, msg: Any, fields: Tuple[str, ...],
+                  tail: Optional[str] = None) -> Template:
+        """A Template (ros/serialized.py); a warning if it falls back to message objects."""
+        template = Template(msg, fields, tail)
+        if template.failure is not None:
+            self.get_logger().warning(
+                f"publishing {template.failure}; falling back to message objects")
+        return template
 
     def _make_watchdog(self) -> None:
         if self._watchdog is not None:
@@ -748,12 +755,13 @@ class CozmoDriverNode(LifecycleNode):
 
     def _wanted(self, stamp_ns: int) -> Dict[str, bool]:
         """Which per-state and camera streams have subscribers (I/O thread, lock held): asked
-        of the middleware at most every _SUBSCRIBERS_REFRESH_S, not for every message."""
-        if stamp_ns >= self._wanted_until or stamp_ns < self._wanted_until - _SUBSCRIBERS_REFRESH_NS:
+        of the middleware every _RECHECK_NS (and after a clock jump back), not per message."""
+        until = self._wanted_until
+        if stamp_ns >= until or stamp_ns < until - _RECHECK_NS:
             pub = self._pub
             self._wanted_now = {key: pub[key].get_subscription_count() > 0
                                 for key in _STREAMS if key in pub}
-            self._wanted_until = stamp_ns + _SUBSCRIBERS_REFRESH_NS
+            self._wanted_until = stamp_ns + _RECHECK_NS
         return self._wanted_now
 
     def _publish_battery(self, header_stamp: TimeMsg, flags: int, voltage: float) -> None:
@@ -810,7 +818,7 @@ class CozmoDriverNode(LifecycleNode):
         msg.k = list(data.k)
         msg.r = list(data.r)
         msg.p = list(data.p)
-        template = Template(msg, _STAMP_FIELDS)
+        template = self._template(msg, _STAMP_FIELDS)
         self._info_cache[(width, height)] = template
         return template
 
@@ -825,7 +833,7 @@ class CozmoDriverNode(LifecycleNode):
                 msg, fields = Image(), _STAMP_FIELDS + ("height", "width", "step")
                 msg.encoding = key
             msg.header.frame_id = self._frame("camera_frame")
-            template = self._image_templates[key] = Template(msg, fields, tail="data")
+            template = self._image_templates[key] = self._template(msg, fields, tail="data")
         return template
 
     def _on_image(self, stamp_ns: int, image) -> None:
