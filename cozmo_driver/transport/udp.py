@@ -281,7 +281,7 @@ class UdpTransport:
             loop.call_soon_threadsafe(self._locked_pump)  # events, the retransmission timer
             return
         self._urgent.append((fn, args))
-        loop.call_soon_threadsafe(self._on_urgent)
+        loop.call_soon_threadsafe(self._locked_pump)  # which runs the urgent calls first
 
     def call_at(self, when: float, fn: Callable[..., Any], *args: Any) -> asyncio.TimerHandle:
         """Run ``fn(*args)`` on the I/O thread at ``when`` (``time.monotonic()`` seconds, the
@@ -309,13 +309,8 @@ class UdpTransport:
             self.stats.callback_errors += 1
             logger.exception("[%s] call of %r failed", self.name, fn)
 
-    def _on_urgent(self) -> None:
-        """The loop's wake-up for urgent calls (often already run by then): run, flush."""
-        with self._busy:
-            self._run_urgent()
-            self._pump()
-
     def _locked_pump(self) -> None:
+        """The loop's own call of :meth:`_pump` (start, urgent calls, after a direct send)."""
         with self._busy:
             self._pump()
 
