@@ -243,6 +243,16 @@ def _wait_future(future, timeout: float) -> bool:
     return done.wait(timeout) and future.done()
 
 
+def _action_outcome(wrapped: Any) -> Tuple[bool, str]:
+    """(succeeded, "succeeded (message)" / "failed (status N)...") of an action's wrapped
+    result: success needs the SUCCEEDED status and a result without ``success=False``."""
+    outcome = wrapped.result
+    ok = bool(getattr(outcome, "success", True)) and wrapped.status == 4  # SUCCEEDED
+    message = getattr(outcome, "message", "")
+    text = "succeeded" if ok else f"failed (status {wrapped.status})"
+    return ok, text + (f" ({message})" if message else "")
+
+
 def _fields(msg: Any) -> Dict[str, str]:
     return dict(msg.get_fields_and_field_types())
 
@@ -693,17 +703,12 @@ class Demonstration:
                 handle.cancel_goal_async()
                 result.animation_how = f"action {action_name}: no result within 30 s (cancelled)"
                 return
-            wrapped = result_future.result()
-            outcome = wrapped.result
-            ok = bool(getattr(outcome, "success", True)) and wrapped.status == 4  # SUCCEEDED
-            message = getattr(outcome, "message", "")
+            ok, outcome = _action_outcome(result_future.result())
             result.animation_played = ok
             progress = result.animation_progress
             seen = (f"; {len(progress)} progress feedbacks, {progress[0] * 100:.0f} % .. "
                     f"{progress[-1] * 100:.0f} %" if progress else "; no progress feedback")
-            result.animation_how = f"'{name}' via action {action_name}: " + \
-                ("succeeded" if ok else f"failed (status {wrapped.status})") + \
-                (f" ({message})" if message else "") + seen
+            result.animation_how = f"'{name}' via action {action_name}: {outcome}{seen}"
             if before is not None:
                 # the robot reports AnimationEnded once it has played what it buffered, which
                 # can be a few frames after the driver sent the last one: wait for it, bounded
@@ -782,14 +787,9 @@ class Demonstration:
             if not _wait_future(result_future, 10.0):
                 result.sound_how = f"action {name}: no result within 10 s"
                 return
-            wrapped = result_future.result()
-            outcome = wrapped.result
-            ok = bool(getattr(outcome, "success", True)) and wrapped.status == 4  # SUCCEEDED
-            message = getattr(outcome, "message", "")
+            ok, outcome = _action_outcome(result_future.result())
             result.sound_played = ok
-            result.sound_how = f"{self.options.sound.name} via action {name}: " + \
-                ("succeeded" if ok else f"failed (status {wrapped.status})") + \
-                (f" ({message})" if message else "")
+            result.sound_how = f"{self.options.sound.name} via action {name}: {outcome}"
         finally:
             self.out(f"sound: {result.sound_how}")
             client.destroy()
