@@ -15,6 +15,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, List, Optional
@@ -31,6 +32,7 @@ from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from geometry_msgs.msg import Twist, TwistStamped  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.lifecycle import TransitionCallbackReturn  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import (QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy,  # noqa: E402
                        qos_profile_sensor_data)
@@ -44,7 +46,9 @@ from visualization_msgs.msg import Marker  # noqa: E402
 from ros_harness import CONNECT_TIMEOUT, DISCOVERY_TIMEOUT, RosHarness, closing_all, sim_fixture  # noqa: E402
 from cozmo_driver import robot_geometry as geo  # noqa: E402
 from cozmo_driver.driver.events import EventType  # noqa: E402
+from cozmo_driver.ros import driver_node  # noqa: E402
 from cozmo_driver.ros.driver_node import CozmoDriverNode  # noqa: E402
+from cozmo_driver.ros.subscription_thread import Unsupported  # noqa: E402
 from cozmo_driver.sim import SimServer  # noqa: E402
 
 pytestmark = [pytest.mark.ros]
@@ -230,8 +234,20 @@ def test_teleop_square_matches_ground_truth(make_driver):
         assert gyro_w == pytest.approx(wheel_w, abs=0.1)
 
 
-def test_watchdog_stops_the_treads_once(make_driver):
+@pytest.fixture(params=["own thread", "executor"])
+def cmd_vel_served_by(request, monkeypatch):
+    """Both ways the driver serves cmd_vel: on its own thread, and on the executor where
+    the rclpy in use cannot (subscription_thread.Unsupported)."""
+    if request.param == "executor":
+        def unsupported(*args: Any, **kwargs: Any) -> None:
+            raise Unsupported("forced by the test")
+        monkeypatch.setattr(driver_node, "SubscriptionThread", unsupported)
+    return request.param
+
+
+def test_watchdog_stops_the_treads_once(make_driver, cmd_vel_served_by):
     h = make_driver(cmd_vel_timeout=0.3)
+    assert (h.node._cmd_vel_thread is None) == (cmd_vel_served_by == "executor")
     pub = h.probe.create_publisher(Twist, "cmd_vel", 10)
     assert h.spin_until(lambda: pub.get_subscription_count() > 0, DISCOVERY_TIMEOUT)
     before = h.sim.command_counts().get("DriveWheels", 0)
@@ -244,6 +260,92 @@ def test_watchdog_stops_the_treads_once(make_driver):
     assert time.monotonic() - t0 < 1.0
     h.spin_for(1.0)
     assert h.sim.command_counts().get("DriveWheels", 0) - before == 2  # the command, then one stop
+
+
+def test_cmd_vel_and_its_watchdog_run_without_the_executor(make_driver):
+    """cmd_vel is served on a thread of its own: while nothing spins the executor, a
+    cmd_vel still drives the treads and the watchdog still stops them, once."""
+    h = make_driver(cmd_vel_timeout=0.3)
+    thread = h.node._cmd_vel_thread
+    assert thread is not None and thread.thread.is_alive()
+    assert not h.executor.can_execute(thread.subscription)  # in no executor's wait set
+    pub = h.publisher(Twist, "cmd_vel")
+    before = h.sim.command_counts().get("DriveWheels", 0)
+    cmd = Twist()
+    cmd.linear.x = 0.05
+    pub.publish(cmd)
+
+    def wait(predicate, timeout: float) -> bool:  # no spinning
+        deadline = time.monotonic() + timeout
+        while not predicate() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return bool(predicate())
+    assert wait(lambda: h.sim.wheel_speeds() != (0.0, 0.0), 2.0)
+    assert wait(lambda: h.sim.wheel_speeds() == (0.0, 0.0), 2.0)
+    time.sleep(0.5)
+    assert h.sim.command_counts().get("DriveWheels", 0) - before == 2  # the command, one stop
+
+
+@pytest.mark.parametrize("how", ["emergency stop", "deactivate"])
+def test_no_cmd_vel_goes_out_after_the_treads_are_stopped(make_driver, how):
+    """cmd_vel, sent from another thread 500 times a second, races the emergency stop or
+    the deactivation on the executor: nothing it sends reaches the robot after the stop."""
+    h = make_driver()
+    pub = h.publisher(Twist, "cmd_vel", QoSProfile(depth=100))
+    cmd = Twist()
+    cmd.linear.x = 0.05
+    done = threading.Event()
+
+    def flood() -> None:
+        for _ in range(5000):  # 10 s at most
+            if done.is_set():
+                return
+            pub.publish(cmd)
+            time.sleep(0.002)
+    flooder = threading.Thread(target=flood, name="flood")
+    flooder.start()
+    try:
+        assert h.spin_until(lambda: h.sim.wheel_speeds() != (0.0, 0.0), 2.0)
+        h.spin_for(0.2)
+        if how == "emergency stop":
+            assert h.call(SetEmergencyStop, "emergency_stop",
+                          SetEmergencyStop.Request(engage=True)).success
+        else:
+            assert h.node.trigger_deactivate() == TransitionCallbackReturn.SUCCESS
+        h.spin_for(0.5)
+    finally:
+        done.set()
+        flooder.join(5.0)
+    h.spin_for(0.3)
+    names = [m.NAME for _, m in h.sim.commands()]
+    stop = names.index("StopAllMotors")
+    assert names[:stop].count("DriveWheels") >= 10
+    assert "DriveWheels" not in names[stop:]
+    assert h.sim.wheel_speeds() == (0.0, 0.0)
+
+
+def test_a_failed_cmd_vel_thread_stops_the_treads_and_the_executor_takes_over(make_driver):
+    h = make_driver(cmd_vel_timeout=0.3)
+    pub = h.publisher(Twist, "cmd_vel")
+    cmd = Twist()
+    cmd.linear.x = 0.05
+    assert h.spin_until(lambda: h.sim.wheel_speeds() != (0.0, 0.0), 2.0,
+                        every=lambda: pub.publish(cmd))
+
+    class BrokenWaitSet:
+        def __getattr__(self, name: str) -> Any:
+            raise RuntimeError("the wait set broke")
+    thread = h.node._cmd_vel_thread
+    thread._wait_set = BrokenWaitSet()
+    thread.wake()
+    assert h.spin_until(lambda: h.node._cmd_vel_thread is None, 2.0)
+    assert h.spin_until(lambda: h.sim.wheel_speeds() == (0.0, 0.0), 2.0)
+    assert not thread.thread.is_alive()
+    assert h.node._watchdog is not None  # the executor's watchdog timer now
+    pub = h.publisher(Twist, "cmd_vel")
+    pub.publish(cmd)
+    assert h.spin_until(lambda: h.sim.wheel_speeds() != (0.0, 0.0), 2.0)
+    assert h.spin_until(lambda: h.sim.wheel_speeds() == (0.0, 0.0), 2.0)  # its watchdog
 
 
 def test_curvature_is_kept_when_scaled(make_driver):

@@ -19,6 +19,14 @@ changes, NV storage replies) is stamped and handed to the executor through a
 which runs :meth:`CozmoDriverNode._on_handed_over`. No thread polls. Commands go the other way with ``Robot.post`` (queued to
 the I/O thread, never blocking the executor).
 
+``cmd_vel``, the one command sent many times a second, is served on a thread of
+its own, outside the executor (:mod:`cozmo_driver.ros.subscription_thread`),
+which also runs its watchdog; where the rclpy in use cannot do that, the
+executor serves it and a timer is the watchdog. ``_drive_lock`` orders what
+that thread sends with what stops the treads on the executor (emergency stop,
+deactivation, a motion goal taking them), and a cmd_vel that must end a
+running motion goal is handed to the executor, which ends the goal and drives.
+
 Lifecycle (rclpy.lifecycle, Humble and later): configure creates the robot
 client and the ROS interfaces, activate connects (and reconnects by itself with
 back-off until cleanup) and publishes, deactivate stops every motor and stops
@@ -88,6 +96,7 @@ from . import qos
 from .battery_marker import publish_battery_marker
 from .handover import HandOver
 from .serialized import Template
+from .subscription_thread import SubscriptionThread, Unsupported
 from ._entry import make_node, spin_node
 from .qos import QOS_COMMAND, QOS_EVENTS, QOS_LATCHED, QOS_SENSOR, QOS_STATE, QOS_TF
 
@@ -99,7 +108,7 @@ _NvOperation = msgs.ENUMS["NvOperation"]
 _LightState = msgs.STRUCTS["LightState"]
 
 # What the I/O thread hands to the executor.
-_MESSAGE, _LINK, _READY, _NV = range(4)
+_MESSAGE, _LINK, _READY, _NV, _CMD_VEL = range(5)
 _EVENT_MESSAGES = frozenset(("RobotPoked", "RobotDelocalized", "FallingStarted", "FallingStopped",
                              "ButtonPressed"))
 _LINK_STATUS = {
@@ -199,7 +208,13 @@ class CozmoDriverNode(LifecycleNode):
         self._nv = NvReadAssembler()
         self._entities: List[Tuple[Callable[[Any], Any], Any]] = []
         self._pub: Dict[str, Any] = {}
-        self._watchdog = None
+        self._watchdog = None  # the cmd_vel watchdog's timer, when cmd_vel is on the executor
+        self._cmd_vel_thread: Optional[SubscriptionThread] = None  # see _create_cmd_vel
+        # cmd_vel may be served on a thread of its own: this lock orders what it sends with
+        # what stops the treads (emergency stop, deactivation, a motion goal taking them)
+        self._drive_lock = threading.Lock()
+        self._drive_deadline: Optional[float] = None  # monotonic s: the watchdog's stop due
+        self._cmd_vel_handed = 0  # cmd_vels the cmd_vel thread handed to the executor, not run
         self._diag_timer = None
 
         self._tracker = OdometryTracker()
@@ -213,8 +228,8 @@ class CozmoDriverNode(LifecycleNode):
         self._link_state = LinkState.DISCONNECTED
         self._ever_ready = False
         self._estop = False
-        self._last_drive_nonzero = False
         self._refused = 0
+        self._refused_lock = threading.Lock()
         self._state_count = 0
         self._rate_mark: Tuple[float, int] = (time.monotonic(), 0)
         self._state_rate = 0.0
@@ -262,7 +277,7 @@ class CozmoDriverNode(LifecycleNode):
 
     def _apply_dynamic(self, old: Dict[str, Any]) -> None:
         p = self._params
-        if p["cmd_vel_timeout"] != old["cmd_vel_timeout"]:
+        if p["cmd_vel_timeout"] != old["cmd_vel_timeout"] and self._cmd_vel_thread is None:
             self._make_watchdog()
         if any(p[k] != old[k] for k in ("camera_enabled", "camera_color", "camera_auto_exposure",
                                         "camera_gain", "camera_exposure_ms")):
@@ -348,10 +363,9 @@ class CozmoDriverNode(LifecycleNode):
 
     @_transition
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
-        with self._lock:  # no robot state is being published once this returns
-            self._active = False
-        if self._watchdog is not None:
-            self._watchdog.cancel()
+        with self._drive_lock, self._lock:  # no robot state is published, no cmd_vel sent
+            self._active = False             # once this returns
+        self._cancel_watchdog()
         if self._media is not None:
             self._media.deactivate()
         if self._objects is not None:
@@ -359,7 +373,6 @@ class CozmoDriverNode(LifecycleNode):
         if self._motion is not None:
             self._motion.abort_all("the driver was deactivated")
         self._post_if_ready(msgs.StopAllMotors())
-        self._last_drive_nonzero = False
         self.get_logger().info("deactivated: motors stopped, publishing paused, commands refused")
         return super().on_deactivate(state)
 
@@ -380,7 +393,9 @@ class CozmoDriverNode(LifecycleNode):
 
     def _release(self) -> None:
         """Stop the motors, disconnect, join the I/O thread, destroy the interfaces."""
-        self._active = False
+        self._stop_cmd_vel_thread()
+        with self._drive_lock:
+            self._active = False
         if self._media is not None:
             self._media.destroy()
             self._media = None
@@ -455,10 +470,6 @@ class CozmoDriverNode(LifecycleNode):
         self._publisher("compressed", CompressedImage, "camera/image_raw/compressed", QOS_SENSOR)
         self._publisher("image", Image, "camera/image_raw", QOS_SENSOR)
         self._publisher("camera_info", CameraInfo, "camera/camera_info", QOS_SENSOR)
-        if self._params["cmd_vel_stamped"]:
-            self._subscription(TwistStamped, "cmd_vel", self._on_cmd_vel_stamped)
-        else:
-            self._subscription(Twist, "cmd_vel", self._on_cmd_vel)
         self._subscription(HeadAngle, "head/angle", self._on_head_angle)
         self._subscription(LiftHeight, "lift/height", self._on_lift_height)
         self._subscription(Float64, "head/velocity", self._on_head_velocity)
@@ -475,7 +486,44 @@ class CozmoDriverNode(LifecycleNode):
         self._entities.append((HandOver.destroy, self._handover))
         self._diag_timer = self.create_timer(1.0, self._on_diagnostics_timer)
         self._entities.append((self.destroy_timer, self._diag_timer))
+        self._cmd_vel_handed = 0  # (a new HandOver: nothing waits in it)
+        self._create_cmd_vel(own_thread=True)
+
+    def _create_cmd_vel(self, own_thread: bool) -> None:
+        """Subscribe to cmd_vel: on a thread of its own (subscription_thread.py; the watchdog
+        runs there too), or where this rclpy cannot, on the executor (the watchdog a timer)."""
+        if self._params["cmd_vel_stamped"]:
+            msg_type, callback = TwistStamped, self._on_cmd_vel_stamped
+        else:
+            msg_type, callback = Twist, self._on_cmd_vel
+        if own_thread:
+            try:
+                self._cmd_vel_thread = SubscriptionThread(
+                    self, lambda group: qos.create_subscription(
+                        self, msg_type, "cmd_vel", callback, QOS_COMMAND, group),
+                    callback, self._stop_if_stale, self._on_cmd_vel_thread_failure,
+                    "cozmo-cmd_vel")
+                return
+            except Unsupported as exc:
+                self.get_logger().info(f"cmd_vel served by the executor: {exc}")
+        self._subscription(msg_type, "cmd_vel", callback)
         self._make_watchdog()
+
+    def _stop_cmd_vel_thread(self) -> None:
+        thread, self._cmd_vel_thread = self._cmd_vel_thread, None
+        if thread is not None:
+            thread.stop()
+
+    def _on_cmd_vel_thread_failure(self, exc: BaseException) -> None:
+        """The cmd_vel thread: its wait failed. Stop the treads; the executor takes over."""
+        self.get_logger().error(f"cmd_vel thread failed ({exc!r}): treads stopped, cmd_vel "
+                                "moves to the executor")
+        with self._drive_lock:
+            self._drive_deadline = None
+            self._post_if_ready(msgs.DriveWheels(lwheel_speed_mmps=0.0, rwheel_speed_mmps=0.0))
+        handover = self._handover
+        if handover is not None:
+            handover.put((_CMD_VEL, None, None))
 
     def _build_messages(self) -> None:
         """The messages published per robot state, as templates (ros/serialized.py) with
@@ -527,6 +575,7 @@ class CozmoDriverNode(LifecycleNode):
             self._watchdog.cancel()
 
     def _destroy_interfaces(self) -> None:
+        self._stop_cmd_vel_thread()
         if self._watchdog is not None:
             self.destroy_timer(self._watchdog)
             self._watchdog = None
@@ -596,6 +645,13 @@ class CozmoDriverNode(LifecycleNode):
             self._on_robot_ready(payload)
         elif kind == _NV:
             self._on_nv_result(payload)
+        elif kind == _CMD_VEL:
+            if payload is None:  # the cmd_vel thread failed (_on_cmd_vel_thread_failure)
+                if self._cmd_vel_thread is not None:
+                    self._stop_cmd_vel_thread()
+                    self._create_cmd_vel(own_thread=False)
+            else:  # a cmd_vel that preempts a motion goal (_drive)
+                self._drive(*payload, on_executor=True, handed=True)
 
     def _on_link_state(self, event: LinkStateChanged) -> None:
         previous, self._link_state = self._link_state, event.state
@@ -604,9 +660,7 @@ class CozmoDriverNode(LifecycleNode):
         where = f"{p['robot_ip']}:{p['robot_port']}"
         if event.state is LinkState.LOST:
             if previous is LinkState.READY:
-                self._last_drive_nonzero = False
-                if self._watchdog is not None:
-                    self._watchdog.cancel()
+                self._cancel_watchdog()
                 log.warning(f"lost the robot at {where} ({event.reason}). Odometry, camera and "
                             "status pause until it is back. Is the robot switched on, and this "
                             "computer on its Wi-Fi?")
@@ -971,7 +1025,8 @@ class CozmoDriverNode(LifecycleNode):
             (self.get_logger().info if info else self.get_logger().warning)(text)
 
     def _refuse(self, key: str, text: str) -> None:
-        self._refused += 1
+        with self._refused_lock:  # the executor and the cmd_vel thread both refuse
+            self._refused += 1
         self._warn_throttled(key, text)
 
     def _ready(self, topic: str, motion: bool) -> bool:
@@ -999,7 +1054,7 @@ class CozmoDriverNode(LifecycleNode):
             robot.post(message)
 
     def _on_cmd_vel(self, msg: Twist) -> None:
-        self._drive(msg, "cmd_vel")
+        self._drive(msg, "cmd_vel", self._cmd_vel_thread is None)
 
     def _on_cmd_vel_stamped(self, msg: TwistStamped) -> None:
         allowed = (self._frame("base_link_frame"), self._frame("base_frame"))
@@ -1008,9 +1063,11 @@ class CozmoDriverNode(LifecycleNode):
         except CommandError as exc:
             self._refuse("cmd_vel_frame", f"cmd_vel refused: {exc}")
             return
-        self._drive(msg.twist, "cmd_vel.twist")
+        self._drive(msg.twist, "cmd_vel.twist", self._cmd_vel_thread is None)
 
-    def _drive(self, twist: Twist, field: str) -> None:
+    def _drive(self, twist: Twist, field: str, on_executor: bool, handed: bool = False) -> None:
+        """A cmd_vel, on the cmd_vel thread or the executor (see _create_cmd_vel); ``handed``:
+        one the cmd_vel thread handed to the executor."""
         lin, ang = twist.linear, twist.angular
         try:
             require_finite(field, **{"linear.x": lin.x, "linear.y": lin.y, "linear.z": lin.z,
@@ -1018,26 +1075,61 @@ class CozmoDriverNode(LifecycleNode):
         except CommandError as exc:
             self._refuse("cmd_vel_value", f"cmd_vel refused: {exc}")
             return
-        if not self._ready("cmd_vel", motion=True):
-            return
-        self._preempt_motion("wheels", "cmd_vel")
         cmd = twist_to_wheels(lin.x, ang.z, float(self._params["max_wheel_speed"]))
         accel = float(self._params["wheel_acceleration"]) * 1000.0
-        self._robot.post(msgs.DriveWheels(lwheel_speed_mmps=cmd.left_mps * 1000.0,
-                                          rwheel_speed_mmps=cmd.right_mps * 1000.0,
-                                          lwheel_accel_mmps2=accel, rwheel_accel_mmps2=accel))
-        self._last_drive_nonzero = cmd.left_mps != 0.0 or cmd.right_mps != 0.0
+        timeout = float(self._params["cmd_vel_timeout"])
+        with self._drive_lock:
+            if handed:
+                self._cmd_vel_handed -= 1
+            if not self._ready("cmd_vel", motion=True):
+                return
+            motion = self._motion
+            goal = motion is not None and motion.has_goal("wheels")
+            if not on_executor and (goal or self._cmd_vel_handed > 0):
+                # ending the goal is the executor's work: it drives then (and a later cmd_vel
+                # waits its turn behind the ones handed over)
+                self._cmd_vel_handed += 1
+                self._handover.put((_CMD_VEL, None, (twist, field)))
+                return
+            if goal:
+                self._preempt_motion("wheels", "cmd_vel")
+            self._robot.post(msgs.DriveWheels(lwheel_speed_mmps=cmd.left_mps * 1000.0,
+                                              rwheel_speed_mmps=cmd.right_mps * 1000.0,
+                                              lwheel_accel_mmps2=accel, rwheel_accel_mmps2=accel))
+            moving = cmd.left_mps != 0.0 or cmd.right_mps != 0.0
+            self._drive_deadline = time.monotonic() + timeout if moving and timeout > 0 else None
         if self._watchdog is not None:
             self._watchdog.reset()
+        elif on_executor and self._cmd_vel_thread is not None:
+            self._cmd_vel_thread.wake()  # its watchdog has a new deadline to wait for
+
+    def _stop_if_stale(self) -> Optional[float]:
+        """The cmd_vel watchdog (the cmd_vel thread, after every wake-up, or the watchdog
+        timer): stops the treads once no cmd_vel came for cmd_vel_timeout after a moving one.
+        Returns the seconds until that stop is due, or None when none is pending."""
+        with self._drive_lock:
+            deadline = self._drive_deadline
+            if deadline is None:
+                return None
+            left = deadline - time.monotonic()
+            if left > 0:
+                return left
+            self._drive_deadline = None
+            self._post_if_ready(msgs.DriveWheels(lwheel_speed_mmps=0.0, rwheel_speed_mmps=0.0))
+        self.get_logger().info(f"no cmd_vel for {self._params['cmd_vel_timeout']} s: "
+                               "treads stopped")
+        return None
 
     def _on_watchdog(self) -> None:
+        if self._stop_if_stale() is None and self._watchdog is not None:
+            self._watchdog.cancel()  # (else the stop is not due yet: the timer fires again)
+
+    def _cancel_watchdog(self) -> None:
+        """No watchdog stop is pending any more (the treads were stopped, or taken over)."""
+        with self._drive_lock:
+            self._drive_deadline = None
         if self._watchdog is not None:
             self._watchdog.cancel()
-        if self._last_drive_nonzero:
-            self._last_drive_nonzero = False
-            self._post_if_ready(msgs.DriveWheels(lwheel_speed_mmps=0.0, rwheel_speed_mmps=0.0))
-            self.get_logger().info(f"no cmd_vel for {self._params['cmd_vel_timeout']} s: "
-                                   "treads stopped")
 
     def _speed(self, requested: float, limit_param: str, field: str) -> Optional[float]:
         limit = float(self._params[limit_param])
@@ -1151,10 +1243,9 @@ class CozmoDriverNode(LifecycleNode):
 
     def _on_emergency_stop(self, request, response):
         if request.engage:
-            self._estop = True
-            self._last_drive_nonzero = False
-            if self._watchdog is not None:
-                self._watchdog.cancel()
+            with self._drive_lock:  # no cmd_vel goes out after the stop below
+                self._estop = True
+            self._cancel_watchdog()
             robot = self._robot
             sent = robot is not None and self._link_state is LinkState.READY
             if sent:

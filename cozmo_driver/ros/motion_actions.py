@@ -42,7 +42,10 @@ from odom into the robot's own pose frame with the odometry offset
 in its frame, in millimetres.
 
 Like the rest of the node this expects one executor thread (the driver's
-``main`` spins a SingleThreadedExecutor).
+``main`` spins a SingleThreadedExecutor). The one exception is ``cmd_vel``,
+served on a thread of its own: it reads :meth:`MotionActions.has_goal`, and a
+goal is registered under the node's ``_drive_lock``, so that a cmd_vel either
+comes before the goal or sees it (and is handed to the executor to preempt it).
 """
 
 from __future__ import annotations
@@ -163,6 +166,10 @@ class MotionActions:
     def running(self) -> Dict[str, str]:
         """Motor -> name of the action running on it."""
         return {resource: run.name for resource, run in self._runs.items()}
+
+    def has_goal(self, resource: str) -> bool:
+        """Whether a goal runs on ``resource`` (any thread: a dict lookup)."""
+        return resource in self._runs
 
     def preempt(self, resource: str, reason: str) -> None:
         """End the goal running on ``resource`` as ABORTED (a topic command took the motor over)."""
@@ -387,7 +394,8 @@ class MotionActions:
         previous = self._runs.get(resource)
         if previous is not None:
             self._finish(previous, ABORTED, f"{PREEMPTED} ({name})")
-        self._runs[resource] = run
+        with self._node._drive_lock:  # a cmd_vel on its own thread sees the goal, or came first
+            self._runs[resource] = run
         self._by_goal[bytes(goal_handle.goal_id.uuid)] = run
         if plan is None:
             self._finish(run, ABORTED, "internal error: the goal was not checked")
@@ -543,7 +551,7 @@ class MotionActions:
     def _take_treads(self) -> None:
         """The treads are this goal's now: a cmd_vel watchdog stop still pending from an
         earlier teleop would interrupt it (the watchdog only stops after a non-zero cmd_vel)."""
-        self._node._last_drive_nonzero = False
+        self._node._cancel_watchdog()
 
     def _send_path(self, run: _Run, segments: List[Segment], start_heading: float) -> None:
         self._take_treads()

@@ -91,8 +91,9 @@ def create_publisher(node: Any, msg_type: Any, topic: str, qos: QoSProfile,
 
 
 def create_subscription(node: Any, msg_type: Any, topic: str, callback: Any,
-                        qos: QoSProfile) -> Any:
+                        qos: QoSProfile, callback_group: Any = None) -> Any:
     """``node.create_subscription`` with a copy of ``qos``, overridable by parameters, without
     QoS event handlers (see the module docstring)."""
     return node.create_subscription(msg_type, topic, callback, copy.copy(qos), **_overriding(True),
-                                    **_no_event_handlers(SubscriptionEventCallbacks))
+                                    **_no_event_handlers(SubscriptionEventCallbacks),
+                                    callback_group=callback_group)
