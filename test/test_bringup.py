@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ import pytest
 
 from cozmo_driver.description import Transform, UrdfModel
 from cozmo_driver.sim import world
+from processes import alive, free_udp_port
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
@@ -40,22 +40,6 @@ def _require_executables() -> None:
     for name in ("cozmo_bringup", "cozmo_driver_node", "cozmo_description_publisher", "cozmo-sim"):
         if not (BIN / name).is_file():
             pytest.skip(f"{BIN / name} is not installed: run ./dev setup")
-
-
-def free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # pragma: no cover - somebody else's process reused the pid
-        return False
-    return True
 
 
 class BringupProcess:

@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
-import os
 import re
-import socket
 import sys
 import threading
 import time
@@ -33,26 +31,9 @@ from PIL import Image
 from cozmo_driver import bringup_plan as plan
 from cozmo_driver import demo
 from cozmo_driver import demo_artifacts as art
+from processes import alive, free_udp_port
 
 BIN = Path(sys.executable).parent
-
-
-def free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    try:  # a zombie (exited, not yet reaped by its parent) is not running
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split(") ")[-1][0] != "Z"
-    except OSError:
-        return True
 
 
 def colour_count(image: Image.Image, rgb) -> int:

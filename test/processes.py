@@ -1,0 +1,30 @@
+"""Helpers of the tests that start whole programs (the bring-up, the demo): a free UDP
+port on 127.0.0.1, and whether a process is still running."""
+
+from __future__ import annotations
+
+import os
+import socket
+
+__all__ = ["alive", "free_udp_port"]
+
+
+def free_udp_port() -> int:
+    """A UDP port on 127.0.0.1 that nobody had bound a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs: a zombie (exited, not yet reaped by its parent)
+    does not, and neither does a pid now taken by somebody else's process."""
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ")[-1][0] != "Z"
+    except OSError:
+        return True
