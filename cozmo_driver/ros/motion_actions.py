@@ -625,17 +625,25 @@ class MotionActions:
 
     def _start_set_head_angle(self, run: _Run) -> None:
         plan = run.plan
-        sample = self._now_sample()
+        self._start_axis(run, "head", plan["target"] - self._now_sample().head_angle,
+                         lambda action_id: msgs.SetHeadAngle(
+                             angle_rad=plan["target"], max_speed_rad_per_sec=plan["speed"],
+                             accel_rad_per_sec2=plan["accel"], duration_sec=plan["duration"],
+                             action_id=action_id),
+                         mo.HEAD_TOLERANCE_RAD, StatusFlag.HEAD_IN_POS, "rad", msgs.MoveHead)
+
+    def _start_axis(self, run: _Run, name: str, arc: float, command: Callable[[int], Any],
+                    tolerance: float, flag: int, unit: str, stop_type: Any) -> None:
+        """Send the head's or lift's ``command(action_id)`` and track it: ``arc`` (rad) is the
+        motor's travel; the motor is stopped with ``stop_type(speed_rad_per_sec=0)``."""
+        plan = run.plan
         action_id = self._robot.new_action_id()
-        self._send(msgs.SetHeadAngle(angle_rad=plan["target"], max_speed_rad_per_sec=plan["speed"],
-                                     accel_rad_per_sec2=plan["accel"], duration_sec=plan["duration"],
-                                     action_id=action_id))
-        expected = mo.axis_duration(plan["target"] - sample.head_angle, plan["speed"], plan["accel"],
-                                    plan["duration"])
-        run.tracker = mo.AxisTracker(deadline=self._deadline(expected), name="head",
-                                     target=plan["target"], tolerance=mo.HEAD_TOLERANCE_RAD,
-                                     flag=StatusFlag.HEAD_IN_POS, action_id=action_id, unit="rad")
-        run.stop = lambda: self._send(msgs.MoveHead(speed_rad_per_sec=0.0))
+        self._send(command(action_id))
+        expected = mo.axis_duration(arc, plan["speed"], plan["accel"], plan["duration"])
+        run.tracker = mo.AxisTracker(deadline=self._deadline(expected), name=name,
+                                     target=plan["target"], tolerance=tolerance, flag=flag,
+                                     action_id=action_id, unit=unit)
+        run.stop = lambda: self._send(stop_type(speed_rad_per_sec=0.0))
 
     def _feedback_set_head_angle(self, run: _Run, s: StateSample):
         return SetHeadAngle.Feedback(current_angle=s.head_angle)
@@ -651,18 +659,14 @@ class MotionActions:
 
     def _start_set_lift_height(self, run: _Run) -> None:
         plan = run.plan
-        sample = self._now_sample()
-        action_id = self._robot.new_action_id()
-        self._send(msgs.SetLiftHeight(height_mm=plan["target"] * 1000.0,
-                                      max_speed_rad_per_sec=plan["speed"],
-                                      accel_rad_per_sec2=plan["accel"], duration_sec=plan["duration"],
-                                      action_id=action_id))
-        arc = geo.lift_height_to_angle(plan["target"]) - geo.lift_height_to_angle(sample.lift_height)
-        expected = mo.axis_duration(arc, plan["speed"], plan["accel"], plan["duration"])
-        run.tracker = mo.AxisTracker(deadline=self._deadline(expected), name="lift",
-                                     target=plan["target"], tolerance=mo.LIFT_TOLERANCE_M,
-                                     flag=StatusFlag.LIFT_IN_POS, action_id=action_id, unit="m")
-        run.stop = lambda: self._send(msgs.MoveLift(speed_rad_per_sec=0.0))
+        arc = (geo.lift_height_to_angle(plan["target"])
+               - geo.lift_height_to_angle(self._now_sample().lift_height))
+        self._start_axis(run, "lift", arc,
+                         lambda action_id: msgs.SetLiftHeight(
+                             height_mm=plan["target"] * 1000.0,
+                             max_speed_rad_per_sec=plan["speed"], accel_rad_per_sec2=plan["accel"],
+                             duration_sec=plan["duration"], action_id=action_id),
+                         mo.LIFT_TOLERANCE_M, StatusFlag.LIFT_IN_POS, "m", msgs.MoveLift)
 
     def _feedback_set_lift_height(self, run: _Run, s: StateSample):
         return SetLiftHeight.Feedback(current_height=s.lift_height)
