@@ -275,7 +275,7 @@ class UdpTransport:
             try:
                 self._run_urgent()  # any earlier urgent calls first
                 self._call(fn, args)
-                self._transmit(loop.time())
+                self._transmit(loop.time())  # what they all queued, in one go
             finally:
                 self._busy.release()
             loop.call_soon_threadsafe(self._locked_pump)  # events, the retransmission timer
@@ -315,11 +315,10 @@ class UdpTransport:
             self._pump()
 
     def _run_urgent(self) -> None:
-        """Run the urgent calls waiting, then send what is due (the thread holding _busy)."""
+        """Run the urgent calls waiting (the thread holding _busy; it sends what they queued)."""
         urgent = self._urgent
         while urgent:
             self._call(*urgent.popleft())
-        self._transmit(self._loop.time())
 
     # ------------------------------------------------------------------ I/O thread
 
@@ -400,6 +399,7 @@ class UdpTransport:
             while True:
                 if urgent:
                     self._run_urgent()
+                    self._transmit(loop.time())
                 event = protocol.next_event()
                 if event is None:
                     break
