@@ -381,7 +381,6 @@ class PycozmoCpuClient:
         if line.strip() != "ready":
             self.close()
             raise RuntimeError("pycozmo client did not start: " + self.proc.stderr.read())
-        self.started = time.monotonic()
         time.sleep(1.0)
 
     def finish(self) -> Dict[str, Any]:
