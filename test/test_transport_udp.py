@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import socket
 import threading
 import time
@@ -200,7 +201,10 @@ def test_configuration_errors():
     with pytest.raises(TransportError, match="outside 0..65535"):
         resolve_address("127.0.0.1", 70000)
     assert resolve_address("localhost", 5551) == ("127.0.0.1", 5551)
-    assert is_loopback("127.0.0.5") and not is_loopback("172.31.1.1") and not is_loopback("nonsense")
+    from cozmo_driver.client import DEFAULT_ROBOT_ADDRESS
+
+    assert is_loopback("127.0.0.5") and not is_loopback(DEFAULT_ROBOT_ADDRESS)
+    assert not is_loopback("nonsense")
 
 
 def test_default_robot_address_is_the_real_robots_but_tests_never_use_it():
@@ -212,11 +216,12 @@ def test_default_robot_address_is_the_real_robots_but_tests_never_use_it():
 def test_loopback_only_switch_refuses_the_real_robot_address_before_sending(monkeypatch):
     """The harness sets COZMO_LOOPBACK_ONLY=1: a robot address off this machine is refused
     at start, before the socket exists, so not one datagram can leave."""
-    from cozmo_driver.client import Robot
+    from cozmo_driver.client import DEFAULT_ROBOT_ADDRESS, DEFAULT_ROBOT_PORT, Robot
 
     monkeypatch.setenv("COZMO_LOOPBACK_ONLY", "1")
-    robot = Robot("172.31.1.1", 5551, local_host="127.0.0.1")
-    with pytest.raises(TransportError, match="COZMO_LOOPBACK_ONLY=1 is set: refusing to send to 172.31.1.1"):
+    robot = Robot(DEFAULT_ROBOT_ADDRESS, DEFAULT_ROBOT_PORT, local_host="127.0.0.1")
+    with pytest.raises(TransportError, match="COZMO_LOOPBACK_ONLY=1 is set: refusing to send to "
+                       + re.escape(DEFAULT_ROBOT_ADDRESS)):
         robot.start()
     assert not robot.transport.running
     assert robot.transport.stats.datagrams_out == 0
