@@ -11,7 +11,10 @@ rclpy. At import it:
   ROS_DOMAIN_ID keeps it. Otherwise a free id is reserved by binding a
   loopback TCP and UDP port derived from it (32768 + id, the convention of
   ament's domain_coordinator, so runs of both schemes avoid each other); the
-  sockets stay bound until the run ends.
+  sockets stay bound until the run ends;
+* sets ROS_PYTHON_CHECK_FIELDS=1: every generated message class checks its
+  fields' types on assignment (an int in a float64 field is an error), in this
+  process and in the processes the tests start.
 
 It also makes the test-only reference implementation, pycozmo 0.8.0,
 importable on Python 3.13, which removed the stdlib module ``chunk`` that
@@ -40,6 +43,11 @@ os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 os.environ["COZMO_LOOPBACK_ONLY"] = "1"
 os.environ.pop("ROS_STATIC_PEERS", None)
 os.environ.pop("ROS_LOCALHOST_ONLY", None)
+# rclpy's generated message classes check every field's type on assignment: an int put
+# into a float64 field raises here (in this process and in every process a test starts),
+# where a colcon build with C asserts on aborts the process and a Release build sends
+# garbage (an int 3 arrives as 5e-324). Read by each message module when it is imported.
+os.environ["ROS_PYTHON_CHECK_FIELDS"] = "1"
 
 # Domain ids 1..100 keep Fast DDS's ports (7400 + 250 * id + offsets) below the
 # reservation ports, and 0 is everyone's default domain.

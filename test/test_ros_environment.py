@@ -57,6 +57,27 @@ def test_domain_id_is_this_runs_own(ros_domain_id, ros_domain_reservation):
 
 
 @pytest.mark.ros
+def test_message_fields_are_type_checked_here_and_in_started_processes():
+    # An int in a float64 field aborts a C-asserts build and arrives as garbage from a
+    # Release one: with ROS_PYTHON_CHECK_FIELDS=1 it is an error at the assignment.
+    pytest.importorskip("geometry_msgs.msg", reason="rclpy not importable here")
+    import subprocess
+    import sys
+
+    from geometry_msgs.msg import Vector3
+
+    assert os.environ.get("ROS_PYTHON_CHECK_FIELDS") == "1"
+    with pytest.raises(AssertionError, match="must be of type 'float'"):
+        Vector3().x = 3
+    Vector3().x = 3.0
+    child = subprocess.run(
+        [sys.executable, "-c", "from geometry_msgs.msg import Vector3\n"
+         "try:\n    Vector3().x = 3\nexcept AssertionError:\n    print('checked')"],
+        capture_output=True, text=True, timeout=60)
+    assert child.stdout.strip() == "checked", child.stderr
+
+
+@pytest.mark.ros
 def test_context_uses_the_reserved_domain(rclpy_context, ros_domain_id):
     assert rclpy_context.ok()
     assert rclpy_context.get_domain_id() == ros_domain_id
