@@ -410,6 +410,31 @@ def test_point_turn_path_turns_in_place(rig):
     assert math.hypot(x, y) < 0.003 and yaw == pytest.approx(2.0, abs=0.025)
 
 
+def test_path_ending_in_a_point_turn_gives_float_feedback(rig):
+    # Issue #15: on the last segment, a point turn, distance_remaining was sum([]) == 0, an
+    # int, in a float64 field: a C-asserts build of the interfaces aborted the driver, a
+    # Release one sent 0 as garbage. With ROS_PYTHON_CHECK_FIELDS=1 (conftest.py) the
+    # message classes check every assignment, so the driver's executor would raise here.
+    import os
+    assert os.environ.get("ROS_PYTHON_CHECK_FIELDS") == "1"
+    goal = FollowPath.Goal(segments=[
+        PathSegment(type=PathSegment.LINE, start_x=0.0, start_y=0.0, end_x=0.05, end_y=0.0,
+                    speed=0.15),
+        PathSegment(type=PathSegment.POINT_TURN, start_x=0.05, start_y=0.0, heading=math.pi,
+                    tolerance=0.02)])
+    feedback: list = []
+    status, result = rig.run("follow_path", goal, feedback=feedback)
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    assert (result.num_segments, result.segments_completed) == (2, 2)
+    on_turn = [f for f in feedback if f.current_segment == 1]
+    assert on_turn, [f.current_segment for f in feedback]  # a half turn takes > 0.1 s
+    for f in on_turn:
+        assert type(f.distance_remaining) is float and f.distance_remaining == 0.0
+    for f in feedback:
+        assert type(f.current_pose.pose.position.x) is float
+    assert type(result.final_pose.pose.orientation.z) is float
+
+
 # Issue #7: a path started right after a turn used to stick on segment 0 now and then (the
 # simulator's odometry dropped the translation while the path follower steered out a
 # heading error of ~1e-10 rad); test_sim_model.py::test_path_after_a_turn_* pins it down.

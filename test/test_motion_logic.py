@@ -287,6 +287,17 @@ def test_distance_remaining_and_duration():
     assert mo.path_duration(segs, 0.0) == pytest.approx(expected)
 
 
+def test_distance_remaining_is_a_float_when_nothing_is_left_to_drive():
+    # it goes into float64 feedback fields: an int 0 there (sum([]) on a path whose last
+    # segment is a point turn) aborts a C-asserts build of the interfaces
+    segs = [Segment.line(0.0, 0.0, 0.2, 0.0, 0.1), Segment.point_turn(0.2, 0.0, HALF_PI)]
+    for value in (mo.distance_remaining(segs, 1, 0.2, 0.0),
+                  mo.distance_remaining([Segment.point_turn(0.0, 0.0, 1.0)], 0, 0.0, 0.0),
+                  mo.distance_remaining([Segment.point_turn(0.0, 0.0, 1.0)], -1, 0.0, 0.0),
+                  mo.distance_remaining([], -1, 0.0, 0.0)):
+        assert type(value) is float and value == 0.0
+
+
 # ----------------------------------------------------------------------------- trackers
 
 def sample(t, **kw):

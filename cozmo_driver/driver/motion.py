@@ -570,13 +570,14 @@ def plan_drive_straight(start: Pose2D, distance: float, speed: float, accel: flo
 
 def distance_remaining(segments: Sequence[Segment], index: int, x: float, y: float) -> float:
     """Distance left to drive (point turns count 0) while following segment ``index``
-    (-1: not started) from position (x, y)."""
+    (-1: not started) from position (x, y). Always a float (0.0, not 0, when nothing
+    is left to drive: it goes into float64 message fields)."""
     if index < 0:
-        return sum(s.length for s in segments)
+        return sum((s.length for s in segments), 0.0)
     if index >= len(segments):
         return 0.0
     seg = segments[index]
-    rest = sum(s.length for s in segments[index + 1:])
+    rest = sum((s.length for s in segments[index + 1:]), 0.0)
     if seg.type == LINE:
         length = seg.length
         ux, uy = (seg.end_x - seg.start_x) / length, (seg.end_y - seg.start_y) / length
