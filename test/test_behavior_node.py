@@ -16,12 +16,13 @@ import math
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
 import pytest
+
+from processes import project_executable
 import yaml
 
 rclpy = pytest.importorskip("rclpy")
@@ -349,9 +350,7 @@ def test_the_console_script_stops_what_it_started(rclpy_context, tmp_path):
     """The node as its own process drives the simulated robot through the in-process
     driver; SIGTERM cancels its goal (the treads stop long before the drive would
     have ended) and the process exits 0. A bad configuration exits 2 naming the key."""
-    exe = Path(sys.executable).parent / "cozmo_behavior_node"
-    if not exe.exists():
-        pytest.skip(f"{exe} is not installed: run ./dev setup")
+    exe = project_executable("cozmo_behavior_node")
     bad = tmp_path / "bad.yaml"
     bad.write_text("behaviors: {explore: {max_duration: soon}}\n")
     failed = subprocess.run([str(exe), "--ros-args", "-p", f"config_file:={bad}"],

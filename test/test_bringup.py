@@ -13,7 +13,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Dict, List, Optional
@@ -22,12 +21,10 @@ import pytest
 
 from cozmo_driver.description import Transform, UrdfModel
 from cozmo_driver.sim import world
-from processes import alive, free_udp_port
+from processes import alive, free_udp_port, project_executable
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
-BIN = Path(sys.executable).parent
-BRINGUP = BIN / "cozmo_bringup"
 #: started processes must be up and publishing within this (typically 2-3 s)
 STARTUP_TIMEOUT_S = 40.0
 #: the bring-up must have stopped everything within this after SIGINT
@@ -38,8 +35,7 @@ CAMERA_CHAIN = ["odom", "base_footprint", "base_link", "head_link", "camera_link
 
 def _require_executables() -> None:
     for name in ("cozmo_bringup", "cozmo_driver_node", "cozmo_description_publisher", "cozmo-sim"):
-        if not (BIN / name).is_file():
-            pytest.skip(f"{BIN / name} is not installed: run ./dev setup")
+        project_executable(name)
 
 
 class BringupProcess:
@@ -48,8 +44,9 @@ class BringupProcess:
     def __init__(self, log: Path, *args: str) -> None:
         self.log = log
         self._stream = open(log, "wb")
-        self.process = subprocess.Popen([str(BRINGUP), *args], stdout=self._stream,
-                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        self.process = subprocess.Popen([str(project_executable("cozmo_bringup")), *args],
+                                        stdout=self._stream, stderr=subprocess.STDOUT,
+                                        stdin=subprocess.DEVNULL)
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
@@ -334,8 +331,7 @@ def test_the_behavior_engine_comes_up_with_its_robot(start_bringup, rclpy_contex
     from rclpy.node import Node
     from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy
 
-    if not (BIN / "cozmo_behavior_node").is_file():
-        pytest.skip("cozmo_behavior_node is not installed: run ./dev setup")
+    project_executable("cozmo_behavior_node")
     run = start_bringup("use_sim:=true", f"sim_port:={free_udp_port()}", "namespace:=robot3",
                         "enable_behavior:=true", "--duration", "90")
     node = Node("behavior_observer", context=rclpy_context)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import importlib.util
 import math
 import re
-import sys
 import threading
 import time
 import wave
@@ -31,9 +30,8 @@ from PIL import Image
 from cozmo_driver import bringup_plan as plan
 from cozmo_driver import demo
 from cozmo_driver import demo_artifacts as art
-from processes import alive, free_udp_port
+from processes import alive, free_udp_port, project_executable
 
-BIN = Path(sys.executable).parent
 
 
 def colour_count(image: Image.Image, rgb) -> int:
@@ -363,8 +361,7 @@ class StandInFaceNode:
 @pytest.mark.slow
 def test_the_demo_drives_the_simulated_robot_through_ros(tmp_path, capsys, monkeypatch):
     for name in ("cozmo_driver_node", "cozmo_description_publisher"):
-        if plan.locate_executable("cozmo_driver", name) is None:
-            pytest.skip(f"{name} is not installed: run ./dev setup")
+        project_executable(name)
     import cozmo_driver.sim as sim_module
 
     sims = []
@@ -456,8 +453,7 @@ def test_the_demo_drives_the_simulated_robot_through_ros(tmp_path, capsys, monke
 @pytest.mark.ros
 @pytest.mark.slow
 def test_a_robot_that_does_not_answer_fails_with_a_clear_message(tmp_path, capsys):
-    if plan.locate_executable("cozmo_driver", "cozmo_driver_node") is None:
-        pytest.skip("cozmo_driver_node is not installed: run ./dev setup")
+    project_executable("cozmo_driver_node")
     port = free_udp_port()                       # nobody listens there
     status = demo.main(["robot_ip:=127.0.0.1", f"robot_port:={port}", "--connect-timeout", "4",
                         "--artifacts", str(tmp_path)])
