@@ -169,6 +169,34 @@ def test_streams_odom_imu_joints_status_battery(make_driver):
     assert list(b.cell_voltage) == [pytest.approx(b.voltage)]
 
 
+def test_streams_from_message_objects_where_serialized_publishing_is_missing(make_driver,
+                                                                             monkeypatch):
+    # An rclpy without Publisher.publish(bytes): every template sets its fields on the
+    # message object instead. With ROS_PYTHON_CHECK_FIELDS=1 (conftest.py) a value of the
+    # wrong type (an int in a float field) raises on the I/O thread and nothing arrives.
+    from cozmo_driver.ros import serialized
+    monkeypatch.setattr(serialized, "serialized_publish_supported", lambda: False)
+    h = make_driver()
+    assert not any(t.serialized for t in h.node._templates.values())
+    streams = {"odom": (Odometry, "odom", 10), "tf": (TFMessage, "/tf", 10),
+               "imu": (Imu, "imu/data", qos_profile_sensor_data),
+               "joints": (JointState, "joint_states", 10), "status": (RobotStatus, "status", 10),
+               "image": (Image, "camera/image_raw", qos_profile_sensor_data),
+               "compressed": (CompressedImage, "camera/image_raw/compressed",
+                              qos_profile_sensor_data),
+               "info": (CameraInfo, "camera/camera_info", qos_profile_sensor_data)}
+    got = {key: h.listen(key, msg_type, topic, qos)
+           for key, (msg_type, topic, qos) in streams.items()}
+    assert h.spin_until(lambda: all(len(v) >= 3 for v in got.values()), 10.0), \
+        {key: len(v) for key, v in got.items()}
+    assert not any(t.serialized for t in h.node._image_templates.values())
+    assert got["odom"][-1].pose.covariance[14] > 1e3
+    assert got["joints"][-1].position[0] == pytest.approx(geo.HEAD_MIN_ANGLE_RAD, abs=1e-3)
+    assert 3.5 < got["status"][-1].battery_voltage < 4.3
+    assert (got["image"][-1].width, got["image"][-1].step) == (320, 320)
+    assert (got["info"][-1].width, got["info"][-1].height) == (320, 240)
+
+
 
 def test_battery_marker_for_rviz_while_connected_and_active(make_driver):
     h = make_driver(frame_prefix="robot1/")

@@ -6,6 +6,7 @@ message that setting the same fields on a message object gives."""
 
 from __future__ import annotations
 
+import os
 import random
 
 import pytest
@@ -195,3 +196,24 @@ def test_unknown_fields_and_wrong_order_fall_back_to_message_objects():
     assert "out of serialization order" in template.failure
     msg = template.pack(0.5, -0.5)
     assert isinstance(msg, JointState) and list(msg.position) == [-0.5, 0.5]
+
+
+def test_message_path_holds_floats_in_float_fields():
+    # ints for float64 fields: struct packs them as doubles; the message path converts them
+    # the same way, so that a message object never holds an int in a float field (which
+    # ROS_PYTHON_CHECK_FIELDS=1 refuses and a C-asserts build aborts on)
+    assert os.environ.get("ROS_PYTHON_CHECK_FIELDS") == "1"
+    fields = STAMP + driver_node._ODOM_FIELDS
+    values = [7, 8] + list(range(1, len(driver_node._ODOM_FIELDS) + 1))
+    serialized = Template(_odom(), fields)
+    fallback = Template(_odom(), fields, serialized=False)
+    assert serialized.serialized and not fallback.serialized
+    msg = fallback.pack(*values)
+    assert type(msg.pose.pose.position.x) is float and msg.pose.pose.position.x == 1.0
+    assert type(msg.header.stamp.sec) is int
+    assert deserialize_message(serialized.pack(*values), Odometry) == msg
+    status = Template(_status(), STAMP + driver_node._STATUS_FIELDS, serialized=False)
+    bools = len(driver_node._STATUS_FIELDS) - 8  # then flags, 4 cliffs, touch, segment, volts
+    msg = status.pack(1, 2, *[(i + 1) % 2 for i in range(bools)], 5, 1, 2, 3, 4, 9, -1, 4)
+    assert msg.is_moving is True and msg.is_carrying_block is False
+    assert type(msg.battery_voltage) is float and msg.battery_voltage == 4.0

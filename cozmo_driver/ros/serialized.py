@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 import struct
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 __all__ = ["Template", "LayoutError", "serialized_publish_supported", "cdr_layout"]
 
@@ -143,6 +143,20 @@ def _sample(code: str, i: int) -> Any:
     return i % 100 + 1
 
 
+def _conversion(type_name: str) -> Optional[Callable[[Any], Any]]:
+    """How a Python number becomes a value of the rosidl field type ``type_name`` (or of
+    its elements), as ``struct`` converts it when it packs one: float, int, bool, or None
+    (not a primitive number)."""
+    match = _ARRAY.match(type_name) or _SEQUENCE.match(type_name)
+    element = match.group(1) if match else type_name
+    code = _PRIMITIVES.get(element)
+    if code is None:
+        return None
+    if code in "fd":
+        return float
+    return bool if code == "?" else int
+
+
 def _resolve(msg: Any, path: str) -> Tuple[Any, str, Optional[int]]:
     """(object, attribute, index or None) that ``path`` names inside ``msg``."""
     parts = path.split(".")
@@ -179,6 +193,11 @@ class Template:
         self._serialized = False
         self._runs: List[Tuple[Any, int, int, int]] = []
         self._setters = [_resolve(msg, path) for path in self.fields]
+        # the message path converts each value as struct does on the serialized path (an
+        # int for a float64 field becomes a float): both paths make the same message, and
+        # a message object never holds an int in a float field (ROS_PYTHON_CHECK_FIELDS)
+        self._conversions = [_conversion(obj.get_fields_and_field_types()[name])
+                             for obj, name, _ in self._setters]
         if tail is not None:
             obj, name, index = _resolve(msg, tail)
             if index is not None:
@@ -246,7 +265,9 @@ class Template:
 
     def pack(self, *values: Any) -> Any:
         """What to publish with ``values`` for :attr:`fields` (and first the tail's bytes,
-        if there is a tail): serialized bytes, or the prototype message with them set."""
+        if there is a tail): serialized bytes, or the prototype message with them set.
+        A value may be any Python number the field's type takes: on either path it is
+        converted as ``struct`` converts it (float fields hold floats)."""
         if self._serialized:
             buffer = self._buffer
             if self.tail is None:
@@ -260,7 +281,9 @@ class Template:
         if self.tail is not None:
             setattr(*self._tail_setter, values[0])
             values = values[1:]
-        for (obj, name, index), value in zip(self._setters, values):
+        for (obj, name, index), convert, value in zip(self._setters, self._conversions, values):
+            if convert is not None:
+                value = convert(value)
             if index is None:
                 setattr(obj, name, value)
             else:
