@@ -1,13 +1,38 @@
-"""The shape the nodes' console-script ``main()`` share: make the node (a bad parameter or
-configuration: a message on stderr, rclpy shut down, and the caller exits with 2), then spin
-it on a single-threaded executor until Ctrl-C, SIGTERM or an external shutdown, and clean up.
-``rclpy.init`` (and any signal set-up) stays with each node's ``main``."""
+"""The shape the nodes' console-script ``main()`` share, and their orderly stop.
+
+``init(args)`` initialises rclpy *without* its SIGINT and SIGTERM handlers (where rclpy
+lets us: Humble and later) and puts :class:`StopSignals` in their place. rclpy's own
+handlers shut the context down the moment a signal arrives, under whatever still runs:
+the driver's I/O thread then published ``joint_states`` into a dead context (an
+``[ERROR] event handler failed``), and the description publisher's ``take_message`` hit
+a shut-down subscription (``RuntimeError: Unable to convert call argument '0'``,
+uncaught). Here a signal only asks the node to stop; the context stays up until the node
+has stopped its threads and timers.
+
+``make_node(prog, factory, errors)`` makes the node (a bad parameter or configuration: a
+message on stderr, rclpy shut down, and the caller exits with 2). ``spin_node(node, start,
+stop)`` spins it on a single-threaded executor until SIGINT, SIGTERM or an external
+shutdown, then, in this order: ``stop(executor)`` (the node's threads and timers end; the
+executor and the context are still up), the executor, the node, rclpy's context.
+
+How a signal ends the spin without polling: Python runs a signal handler only when the
+main thread is back in Python code, and the executor's wait is C code that nothing but
+the node's own entities wakes. So the signal module writes each signal's number to a
+socket (``signal.set_wakeup_fd``); a thread blocked on that socket's other end marks the
+stop and triggers a guard condition of the node, which wakes the executor's wait; the
+spin loop sees the mark and ends. A second signal while the node stops changes nothing
+(the stop is bounded); the process exits 0 on SIGINT and SIGTERM alike.
+"""
 
 from __future__ import annotations
 
+import signal
+import socket
 import sys
-from typing import Any, Callable, Optional, Tuple, Type
+import threading
+from typing import Any, Callable, List, Optional, Tuple, Type
 
+import rclpy
 from rclpy.executors import SingleThreadedExecutor
 
 from ._compat import try_shutdown
@@ -18,7 +43,153 @@ except ImportError:  # pragma: no cover - older rclpy
     class ExternalShutdownException(Exception):
         pass
 
-__all__ = ["make_node", "spin_node"]
+try:
+    from rclpy.exceptions import InvalidHandle
+except ImportError:  # pragma: no cover - older rclpy
+    class InvalidHandle(Exception):
+        pass
+
+__all__ = ["StopSignals", "init", "make_node", "spin_node"]
+
+#: the signals that stop a node
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_QUIT = b"\x00"  # what StopSignals.close writes to end its thread (no signal has number 0)
+
+
+class StopSignals:
+    """SIGINT and SIGTERM as a request to stop (see the module docstring).
+
+    :meth:`install` (main thread only) puts the handlers in place; :meth:`attach` gives it
+    the node whose executor it wakes; :attr:`requested` is set once a signal came (or
+    :meth:`request` was called); :meth:`close` ends the wake-up thread. The handlers stay
+    in place after :meth:`close`: a late signal while the process exits is ignored rather
+    than raising KeyboardInterrupt in the middle of the interpreter's shutdown."""
+
+    def __init__(self) -> None:
+        self.requested = threading.Event()
+        self.signum: Optional[int] = None
+        self._guard: Any = None
+        self._node: Any = None
+        self._lock = threading.Lock()
+        self._sockets: Optional[Tuple[socket.socket, socket.socket]] = None
+        self._thread: Optional[threading.Thread] = None
+        self._previous_fd: Optional[int] = None
+
+    @property
+    def installed(self) -> bool:
+        return self._sockets is not None
+
+    def install(self) -> bool:
+        """Handle SIGINT and SIGTERM from now on; False (nothing changed) outside the main
+        thread, where Python cannot set signal handlers."""
+        if self.installed:
+            return True
+        if threading.current_thread() is not threading.main_thread():
+            return False
+        reader, writer = socket.socketpair()
+        writer.setblocking(False)  # the signal module needs that of a wake-up fd
+        self._previous_fd = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+        self._sockets = (reader, writer)
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, _noted_elsewhere)
+        self._thread = threading.Thread(target=self._wake_on_signals, args=(reader,),
+                                        name="stop-signals", daemon=True)
+        self._thread.start()
+        return True
+
+    def _wake_on_signals(self, reader: socket.socket) -> None:
+        while True:
+            try:
+                data = reader.recv(64)
+            except OSError:
+                return
+            if not data:
+                return
+            signals = [b for b in data if b != _QUIT[0]]
+            if signals:
+                self.request(signals[0])
+            if _QUIT in data:
+                return
+
+    def request(self, signum: Optional[int] = None) -> None:
+        """Ask the node to stop (what a signal does); wakes its executor."""
+        with self._lock:
+            if self.signum is None and signum is not None:
+                self.signum = signum
+            self.requested.set()
+            if self._guard is not None:
+                self._guard.trigger()
+
+    def attach(self, node: Any) -> None:
+        """Wake ``node``'s executor on a stop request (a guard condition of the node)."""
+        guard = node.create_guard_condition(lambda: None)
+        with self._lock:
+            self._guard, self._node = guard, node
+            requested = self.requested.is_set()
+        if requested:
+            guard.trigger()
+
+    def detach(self) -> None:
+        """Drop the guard condition (before the node is destroyed)."""
+        with self._lock:
+            guard, node = self._guard, self._node
+            self._guard = self._node = None
+        if guard is not None:
+            try:
+                node.destroy_guard_condition(guard)
+            except (InvalidHandle, RuntimeError):
+                pass
+
+    def close(self) -> None:
+        """End the wake-up thread; signals no longer wake anything (see the class)."""
+        self.detach()
+        sockets, self._sockets = self._sockets, None
+        if sockets is None:
+            return
+        reader, writer = sockets
+        if threading.current_thread() is threading.main_thread():
+            signal.set_wakeup_fd(self._previous_fd if self._previous_fd is not None else -1)
+        try:
+            writer.send(_QUIT)
+        except OSError:
+            pass
+        if self._thread is not None:
+            self._thread.join(1.0)
+        reader.close()
+        writer.close()
+
+
+def _noted_elsewhere(signum: int, frame: Any) -> None:
+    """The Python side of SIGINT and SIGTERM: nothing. The signal module has written the
+    signal's number to the wake-up socket, and StopSignals' thread acts on it; this runs
+    later, on the main thread, anywhere in its code, so it takes no lock and raises
+    nothing (and a handler is needed: an ignored signal is not written)."""
+
+
+#: the stop request of this process's node (made by :func:`init`)
+_signals: Optional[StopSignals] = None
+
+
+def init(args: Optional[List[str]] = None) -> StopSignals:
+    """``rclpy.init(args=args)`` with rclpy's signal handlers left out and
+    :class:`StopSignals` in their place, installed first (a signal during start-up is a
+    stop request too). On an rclpy without ``signal_handler_options`` (before Humble),
+    rclpy keeps its handlers and a signal ends the spin through KeyboardInterrupt."""
+    global _signals
+    signals = StopSignals()
+    try:
+        from rclpy.signals import SignalHandlerOptions
+    except ImportError:  # pragma: no cover - rclpy before Humble
+        rclpy.init(args=args)
+    else:
+        signals.install()
+        try:
+            rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+        except BaseException:
+            signals.close()
+            raise
+    _signals = signals
+    return signals
 
 
 def make_node(prog: str, factory: Callable[[], Any],
@@ -29,26 +200,54 @@ def make_node(prog: str, factory: Callable[[], Any],
         return factory()
     except errors as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
+        _close_signals()
         try_shutdown()
         return None
 
 
+def _close_signals() -> None:
+    global _signals
+    signals, _signals = _signals, None
+    if signals is not None:
+        signals.close()
+
+
+def _spin(executor: SingleThreadedExecutor, context: Any,
+          signals: Optional[StopSignals]) -> None:
+    while context.ok() and not (signals is not None and signals.requested.is_set()):
+        try:
+            executor.spin_once()
+        except (RuntimeError, InvalidHandle):
+            # a take on an entity of a context shut down from outside meanwhile (an
+            # rclpy that kept its own signal handlers): the spin is over, nothing failed
+            if context.ok():
+                raise
+            return
+
+
 def spin_node(node: Any, start: Optional[Callable[[], None]] = None,
               stop: Optional[Callable[[SingleThreadedExecutor], None]] = None) -> None:
-    """Spin ``node`` until interrupted or shut down from outside; ``start()`` runs first
-    (inside the interruptible part), ``stop(executor)`` after (with the executor still up
-    and the context still valid), then the executor, the node and rclpy are shut down."""
-    executor = SingleThreadedExecutor()
+    """Spin ``node`` until SIGINT, SIGTERM or an external shutdown; ``start()`` runs first
+    (inside the interruptible part), ``stop(executor)`` after, with the executor still up
+    and the context still valid (the signals of :func:`init` do not shut it down), then
+    the executor, the node and rclpy are shut down."""
+    signals = _signals
+    executor = SingleThreadedExecutor(context=node.context)
     executor.add_node(node)
     try:
-        if start is not None:
+        if signals is not None:
+            signals.attach(node)
+        if start is not None and not (signals is not None and signals.requested.is_set()):
             start()
-        executor.spin()
+        _spin(executor, node.context, signals)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
         if stop is not None:
             stop(executor)
+        if signals is not None:
+            signals.detach()
         executor.shutdown(timeout_sec=1.0)
         node.destroy_node()
         try_shutdown()
+        _close_signals()

@@ -39,7 +39,6 @@ its goals cancelled (which stops the motors they move).
 from __future__ import annotations
 
 import math
-import signal
 import sys
 import time
 import uuid
@@ -72,7 +71,7 @@ from ..behavior.config import ConfigError, builtin_still_animations, load_config
 from ..behavior.engine import Engine
 from ..behavior.parameters import BEHAVIOR_PARAMETERS, USER_ACTIONS, USER_TOPICS
 from ..behavior.reactions import ROBOT_EVENT_TRIGGERS
-from ._entry import make_node, spin_node
+from ._entry import init, make_node, spin_node
 from .qos import QOS_EVENTS, QOS_LATCHED, QOS_LATEST, QOS_QUEUE, QOS_STATE, QOS_STREAM, QOS_WATCH
 
 __all__ = ["BehaviorNode", "RosRobot", "main"]
@@ -529,36 +528,18 @@ class BehaviorNode(Node):
         super().destroy_node()
 
 
-def _raise_interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt
-
-
 def main(args: Optional[List[str]] = None) -> int:
     """``cozmo_behavior_node``: run the engine until Ctrl-C or SIGTERM.
 
-    rclpy's own signal handler would shut the context down before the node could
-    cancel its goals; where rclpy lets us (Humble and later), SIGINT and SIGTERM
-    raise KeyboardInterrupt instead, the node stops what it started, and then
-    rclpy shuts down."""
-    own_signals = False
-    try:
-        from rclpy.signals import SignalHandlerOptions
-        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-        own_signals = True
-    except (ImportError, TypeError):  # pragma: no cover - an rclpy without the option
-        rclpy.init(args=args)
-    if own_signals:
-        signal.signal(signal.SIGINT, _raise_interrupt)
-        signal.signal(signal.SIGTERM, _raise_interrupt)
+    A signal does not shut the context down (``_entry.init``): the node first cancels
+    the goals it started, and lets the cancel requests go out, then rclpy shuts down."""
+    init(args)
     node = make_node("cozmo_behavior_node", BehaviorNode,
                      (ConfigError, rclpy.exceptions.ParameterException))
     if node is None:
         return 2
 
     def stop(executor) -> None:
-        if own_signals:  # the clean-up below is bounded: no second interrupt in the middle
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)
         node.close()
         # let the cancel requests and the last messages go out
         deadline = time.monotonic() + 0.3

@@ -24,7 +24,6 @@ from __future__ import annotations
 import sys
 from typing import Dict, List, Optional
 
-import rclpy
 from geometry_msgs.msg import TransformStamped
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
@@ -34,14 +33,8 @@ from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
 from ..description import DescriptionError, Joint, Transform, UrdfModel
-from ._compat import try_shutdown
+from ._entry import init, make_node, spin_node
 from .qos import QOS_LATCHED, QOS_TF
-
-try:
-    from rclpy.executors import ExternalShutdownException
-except ImportError:  # pragma: no cover - older rclpy
-    class ExternalShutdownException(Exception):
-        pass
 
 __all__ = ["DescriptionPublisher", "QOS_LATCHED", "QOS_TF", "main"]
 
@@ -130,21 +123,13 @@ class DescriptionPublisher(Node):
 
 
 def main(args: Optional[List[str]] = None) -> int:
-    """``cozmo_description_publisher``: run until Ctrl-C or SIGTERM."""
-    rclpy.init(args=args)
-    try:
-        node = DescriptionPublisher()
-    except DescriptionError as exc:
-        print(f"cozmo_description_publisher: {exc}", file=sys.stderr)
-        try_shutdown()
+    """``cozmo_description_publisher``: run until Ctrl-C or SIGTERM (which stop the node
+    before rclpy shuts down: ``_entry.init``)."""
+    init(args)
+    node = make_node("cozmo_description_publisher", DescriptionPublisher, (DescriptionError,))
+    if node is None:
         return 2
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        try_shutdown()
+    spin_node(node)
     return 0
 
 

@@ -97,7 +97,7 @@ from .battery_marker import publish_battery_marker
 from .handover import HandOver
 from .serialized import Template
 from .subscription_thread import SubscriptionThread, Unsupported
-from ._entry import make_node, spin_node
+from ._entry import init, make_node, spin_node
 from .qos import QOS_COMMAND, QOS_EVENTS, QOS_LATCHED, QOS_SENSOR, QOS_STATE, QOS_TF
 
 __all__ = ["CozmoDriverNode", "main"]
@@ -1307,7 +1307,7 @@ def main(args: Optional[List[str]] = None) -> int:
     # thread gets it after at most this long (CPython's default is 5 ms, which
     # shows up directly in command and odometry latency).
     sys.setswitchinterval(_GIL_SWITCH_INTERVAL_S)
-    rclpy.init(args=args)
+    init(args)  # SIGINT and SIGTERM stop the node before rclpy shuts down
     node = make_node("cozmo_driver_node", CozmoDriverNode,
                      (ValueError, rclpy.exceptions.ParameterException))
     if node is None:

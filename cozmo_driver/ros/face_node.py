@@ -43,7 +43,7 @@ from ..face.expressions import EXPRESSIONS, FaceAnimator, expression
 from ..face.procedural import NUM_PARAMS, PARAM_NAMES, FaceParams
 from ..face.stream import FaceStream
 from ..protocol.display import DISPLAY_WIDTH, SCREEN_HEIGHT
-from ._entry import make_node, spin_node
+from ._entry import init, make_node, spin_node
 from .qos import QOS_LATCHED, QOS_QUEUE
 
 __all__ = ["FaceNode", "main", "raw_face"]
@@ -184,7 +184,7 @@ class FaceNode(Node):
 
 def main(args: Optional[List[str]] = None) -> int:
     """``cozmo_face_node``: publish the face until Ctrl-C or SIGTERM."""
-    rclpy.init(args=args)
+    init(args)  # SIGINT and SIGTERM stop the node before rclpy shuts down
     node = make_node("cozmo_face_node", FaceNode, (ValueError, rclpy.exceptions.ParameterException))
     if node is None:
         return 2
