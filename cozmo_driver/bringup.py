@@ -157,7 +157,9 @@ class Bringup:
         self.say = say
         self.output = output
         self.children: List[Child] = []
-        self._events: "queue.Queue[Tuple[str, Any]]" = queue.Queue()
+        # SimpleQueue: its put() may run in a signal handler (_on_signal) that interrupts
+        # the main thread inside a get(); Queue's lock is not reentrant and would deadlock
+        self._events: "queue.SimpleQueue[Tuple[str, Any]]" = queue.SimpleQueue()
         self._tmpdir: Optional[str] = None
         self._running: Dict[int, Child] = {}
 
@@ -280,8 +282,10 @@ class Bringup:
             except queue.Empty:
                 return
             if kind == "exit":
-                child, _code = payload
+                child, code = payload
                 self._running.pop(child.process.pid, None)
+                if code != 0:  # a child should stop with 0 on SIGINT: say when it did not
+                    self.say(f"{child.label} exited with status {code}")
 
     def _send(self, sig: int, children: Sequence[Child]) -> None:
         for child in reversed(children):
