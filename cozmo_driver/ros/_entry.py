@@ -118,7 +118,10 @@ class StopSignals:
                 self.signum = signum
             self.requested.set()
             if self._guard is not None:
-                self._guard.trigger()
+                try:
+                    self._guard.trigger()
+                except (InvalidHandle, RuntimeError):  # the node is going: the spin is over
+                    pass
 
     def attach(self, node: Any) -> None:
         """Wake ``node``'s executor on a stop request (a guard condition of the node)."""
