@@ -7,12 +7,18 @@ records that propagate to it, and importing the ``launch`` package (which the
 launch_testing pytest plugin of a ROS install does when pytest starts) calls
 ``logging.setLoggerClass(LaunchLogger)``: every logger created afterwards has
 ``propagate = False``, and ``caplog`` sees nothing of it.
+
+``rclpy_log``: every line an rclpy logger of this process writes, taken where
+``RcutilsLogger.log`` hands it to rcutils, after all its checks: the node under test
+logs through its own rclpy logger, unchanged, so a call site that would raise
+("Logger severity cannot be changed between calls") still raises in the test.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Iterator, List
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, List, Optional
 
 import pytest
 
@@ -61,3 +67,49 @@ def log_records() -> Iterator[Callable[..., LogCapture]]:
         for logger, handler, level in reversed(attached):
             logger.removeHandler(handler)
             logger.setLevel(level)
+
+
+@dataclass(frozen=True)
+class RclpyLine:
+    severity: int        # a rclpy.logging.LoggingSeverity (DEBUG 10 ... FATAL 50)
+    logger: str          # the logger's name: a node's is its fully qualified name, no "/"
+    message: str
+    function: str        # where it was logged from
+    file: str
+    line: int
+
+
+class RclpyLog:
+    """The lines rclpy's loggers wrote while the fixture was active."""
+
+    def __init__(self) -> None:
+        self.lines: List[RclpyLine] = []
+
+    def of(self, logger: Any, severity: Optional[int] = None) -> List[RclpyLine]:
+        """The lines of ``logger`` (a name, an rclpy logger or a node), of ``severity``
+        if given."""
+        if hasattr(logger, "get_logger"):
+            logger = logger.get_logger()
+        name = getattr(logger, "name", logger)
+        return [line for line in self.lines if line.logger == name
+                and (severity is None or int(line.severity) == int(severity))]
+
+    def said(self, logger: Any, severity: int, text: str) -> bool:
+        """Did ``logger`` write a line of ``severity`` that contains ``text``?"""
+        return any(text in line.message for line in self.of(logger, severity))
+
+
+@pytest.fixture
+def rclpy_log(monkeypatch) -> RclpyLog:
+    """An :class:`RclpyLog` of every line rclpy logs during the test (still written out)."""
+    rcutils_logger = pytest.importorskip("rclpy.impl.rcutils_logger")
+    implementation = rcutils_logger._rclpy
+    write = implementation.rclpy_logging_rcutils_log
+    log = RclpyLog()
+
+    def tap(severity, name, message, function, file, line):
+        log.lines.append(RclpyLine(severity, name, message, function, file, line))
+        return write(severity, name, message, function, file, line)
+
+    monkeypatch.setattr(implementation, "rclpy_logging_rcutils_log", tap)
+    return log

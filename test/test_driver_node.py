@@ -33,6 +33,7 @@ from geometry_msgs.msg import Twist, TwistStamped  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.lifecycle import TransitionCallbackReturn  # noqa: E402
+from rclpy.logging import LoggingSeverity  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import (QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy,  # noqa: E402
                        qos_profile_sensor_data)
@@ -894,3 +895,72 @@ def test_streams_without_subscribers_are_not_published(make_driver):
     images = h.listen("images", CompressedImage, "camera/image_raw/compressed", qos_profile_sensor_data)
     assert h.spin_until(lambda: len(imu) >= 5 and len(images) >= 2, DISCOVERY_TIMEOUT)
     assert published["imu"] >= 5 and published["compressed"] >= 2
+
+
+# ----------------------------------------------------------------------------- log severities
+# rclpy remembers the severity of the first line each source position logs, and raises
+# ValueError ("Logger severity cannot be changed between calls") when that position logs
+# at another severity: in the driver that was an exception out of the executor, which
+# ended the process. These sequences used to do that; the driver's own rclpy logger is
+# left as it is (rclpy_log reads what it writes).
+
+def test_cmd_vel_while_the_robot_stops_answering_and_comes_back(make_driver, rclpy_log):
+    """cmd_vel keeps coming while the robot stops answering (a restart): each is refused with
+    a warning, and the robot that does not answer is reported with an info line (once both
+    came from one line). The driver stays up and drives again once the robot is back."""
+    first = SimServer(port=0, seed=5).start()
+    port = first.address[1]
+    h = make_driver(first)
+    link = h.listen("link", LinkStatus, "link_status", LATCHED)
+    pub = h.publisher(Twist, "cmd_vel")
+    cmd = Twist()
+    cmd.linear.x = 0.05
+
+    def drive() -> None:
+        pub.publish(cmd)
+    assert h.spin_until(lambda: first.wheel_speeds() != (0.0, 0.0), 2.0, every=drive)
+    first.stop()
+    warned = lambda: rclpy_log.said(h.node, LoggingSeverity.WARN,  # noqa: E731
+                                    "cmd_vel refused: not connected to the robot")
+    told = lambda: rclpy_log.said(h.node, LoggingSeverity.INFO, "does not answer")  # noqa: E731
+    # both kinds, in either order, and the executor goes on (an exception would end spin_until)
+    assert h.spin_until(lambda: warned() and told(), 15.0, every=drive), \
+        [(int(line.severity), line.message) for line in rclpy_log.of(h.node)]
+    h.spin_for(2.5, every=drive)  # both again (the warnings are throttled to one per 2 s)
+    second = SimServer(port=port, seed=6).start()
+    try:
+        h.sim = second
+        assert h.spin_until(lambda: link[-1].state == LinkStatus.CONNECTED, 10.0, every=drive)
+        assert h.spin_until(lambda: second.wheel_speeds() != (0.0, 0.0), 3.0, every=drive)
+    finally:
+        h.node.close()
+        second.stop()
+
+
+def test_a_late_robot_then_a_refused_and_an_out_of_range_head_angle(make_driver, rclpy_log):
+    """The driver starts before the robot answers (an info line, throttled), the robot comes
+    late, and then head/angle commands are refused (negative speed) and clamped (out of
+    range), each with a warning: the driver stays up and the head moves to its limit."""
+    absent = SimServer(port=0, seed=5).start()
+    port = absent.address[1]
+    absent.stop()
+    h = make_driver(robot_port=port, start=False)  # nothing answers on that port yet
+    assert h.node.start()
+    assert h.spin_until(lambda: rclpy_log.said(h.node, LoggingSeverity.INFO, "does not answer"), 10.0)
+    late = SimServer(port=port, seed=6).start()
+    try:
+        h.sim = late
+        assert h.spin_until(lambda: h.node.connected, CONNECT_TIMEOUT), "driver did not connect"
+        head = h.publisher(HeadAngle, "head/angle")
+        refused = h.node._refused
+        head.publish(HeadAngle(angle=0.1, max_speed=-1.0))
+        assert h.spin_until(lambda: h.node._refused == refused + 1, 2.0)
+        head.publish(HeadAngle(angle=2.0, max_speed=0.0))
+        assert h.spin_until(lambda: abs(late.head_angle() - geo.HEAD_MAX_ANGLE_RAD) < 1e-3, 5.0)
+        assert rclpy_log.said(h.node, LoggingSeverity.WARN, "a speed must not be negative")
+        assert h.spin_until(lambda: rclpy_log.said(h.node, LoggingSeverity.WARN, "head/angle.angle"),
+                            2.0), [line.message for line in rclpy_log.of(h.node)]
+        assert h.node.connected
+    finally:
+        h.node.close()
+        late.stop()

@@ -17,6 +17,7 @@ from cozmo_interfaces.msg import (BackpackLightPattern, LightState, ObjectAccel,
 from cozmo_interfaces.srv import (ConnectObject, PlayLightAnimation,  # noqa: E402
                                   SetObjectAccelStream)
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from rclpy.logging import LoggingSeverity  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import (QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy,  # noqa: E402
                        qos_profile_sensor_data)
@@ -265,6 +266,32 @@ def test_connect_object_by_factory_id_and_by_type_and_its_errors(make_rig):
     assert not response.success and response.message == "not connected to the robot"
     rig.sim.set_link_up(True)
     assert rig.spin_until(lambda: rig.node.connected, CONNECT_TIMEOUT)
+
+
+def test_connect_object_succeeding_then_failing_logs_each_at_its_severity(make_rig, rclpy_log):
+    """connect_object logs a success at INFO and a failure at WARN: once both came from one
+    line, where rclpy raised ValueError ("Logger severity cannot be changed between calls")
+    on the executor at the first failure after a success, and the driver died. Here the
+    driver logs through its own rclpy logger (not the rig's recorder)."""
+    rig = make_rig(auto_connect_cubes=False, object_timeout=2.0)
+    rig.node._objects._log = rig.log.logger
+    rig.wait_list(lambda o: len(o) == 4)
+    response = rig.connect(factory_id=C3)
+    assert response.success, response.message
+    response = rig.connect(factory_id=0x12345678)
+    assert not response.success and response.message.startswith("unknown object 0x12345678")
+    response = rig.connect(factory_id=C3, connect=False)
+    assert response.success and response.message == "cube3 disconnected"
+    response = rig.connect(object_type=9)
+    assert not response.success
+    lines = [(line.severity, line.message) for line in rclpy_log.of(rig.node)
+             if line.message.startswith("connect_object")]
+    assert [severity for severity, _ in lines] == [LoggingSeverity.INFO, LoggingSeverity.WARN,
+                                                    LoggingSeverity.INFO, LoggingSeverity.WARN], lines
+    assert lines[0][1].startswith("connect_object (connect): cube3 connected"), lines
+    assert lines[1][1].startswith("connect_object (connect): unknown object 0x12345678"), lines
+    assert lines[2][1] == "connect_object (disconnect): cube3 disconnected", lines
+    assert rig.node.connected
 
 
 def test_losing_the_robot_disconnects_the_cubes_and_its_return_reconnects_them(make_rig):

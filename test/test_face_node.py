@@ -20,6 +20,7 @@ rclpy = pytest.importorskip("rclpy")
 
 from cozmo_interfaces.srv import SetFaceExpression  # noqa: E402
 from geometry_msgs.msg import Point  # noqa: E402
+from rclpy.logging import LoggingSeverity  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import Image  # noqa: E402
@@ -178,5 +179,32 @@ def test_face_params_topic_sets_raw_parameters_and_refuses_bad_ones(rclpy_contex
         assert "clamped" in lines[-1] and "face/params refused" not in lines[-1], lines[-1]
         assert target()[3] == pytest.approx(EXPRESSIONS["neutral"].to_array()[3])
         assert target()[2] < 50.0
+    finally:
+        spin.close()
+
+
+def test_face_params_clamped_then_in_range_then_clamped_again(rclpy_context, rclpy_log):
+    """A clamped face/params (a warning), then one in range (an info line), then a clamped
+    one again: once both came from one line, where rclpy raised ValueError ("Logger severity
+    cannot be changed between calls") out of the executor, ending cozmo_face_node. The node's
+    own rclpy logger is left as it is here; rclpy_log reads what it writes."""
+    node = FaceNode(context=rclpy_context, parameter_overrides=[
+        Parameter("idle", value=False), Parameter("transition_s", value=0.0)])
+    spin = Spinner(rclpy_context, "face_severity_probe", nodes=(node,))
+    try:
+        pub = spin.publisher(Float32MultiArray, "face/params")
+        neutral = EXPRESSIONS["neutral"].to_array()
+        big = neutral.copy()
+        big[2] = 50.0                                         # face scale x beyond its range
+        sad = EXPRESSIONS["sad"].to_array().astype(np.float32)
+        for values, severity, text in ((big, LoggingSeverity.WARN, "clamped"),
+                                       (sad, LoggingSeverity.INFO, "face/params: raw face in 0 s"),
+                                       (big, LoggingSeverity.WARN, "clamped")):
+            before = len(rclpy_log.of(node))
+            pub.publish(Float32MultiArray(data=[float(v) for v in values]))
+            assert spin.until(lambda: len(rclpy_log.of(node)) > before, 2.0), text
+            line = rclpy_log.of(node)[-1]
+            assert line.severity == severity and text in line.message, line
+        assert node.animator.target().to_array()[2] < 50.0
     finally:
         spin.close()

@@ -424,7 +424,11 @@ class CozmoDriverNode(LifecycleNode):
     def _log(self, level: int, text: str) -> None:
         """Log through rclpy, or to stderr once the context is shut down (Ctrl-C)."""
         if self.context.ok():
-            (self.get_logger().warning if level >= logging.WARNING else self.get_logger().info)(text)
+            # one call per severity: rclpy raises when one source line logs at two
+            if level >= logging.WARNING:
+                self.get_logger().warning(text)
+            else:
+                self.get_logger().info(text)
         else:
             print(f"[{logging.getLevelName(level)}] [{self.get_name()}]: {text}", file=sys.stderr)
 
@@ -664,9 +668,8 @@ class CozmoDriverNode(LifecycleNode):
                 log.warning(f"lost the robot at {where} ({event.reason}). Odometry, camera and "
                             "status pause until it is back. Is the robot switched on, and this "
                             "computer on its Wi-Fi?")
-            else:
-                self._warn_throttled("connect", f"the robot at {where} does not answer: "
-                                     f"{event.reason}", 10.0, info=True)
+            elif self._due("connect", 10.0):
+                log.info(f"the robot at {where} does not answer: {event.reason}")
         elif event.state is LinkState.DISCONNECTED:
             log.info(f"disconnected from the robot at {where}: {event.reason}")
         else:
@@ -1017,12 +1020,21 @@ class CozmoDriverNode(LifecycleNode):
 
     # ------------------------------------------------------------------ commands
 
-    def _warn_throttled(self, key: str, text: str, period: float = _WARN_PERIOD_S,
-                        info: bool = False) -> None:
+    def _due(self, key: str, period: float) -> bool:
+        """Is a message of kind ``key`` due (none for ``period`` s)? Marks it sent if so.
+
+        The throttle is kept here, per key, and the caller logs at its own call site:
+        rclpy keeps a severity (and throttle state) per call site, and raises when one
+        site logs at two severities."""
         now = time.monotonic()
         if now - self._warned.get(key, -1e9) >= period:
             self._warned[key] = now
-            (self.get_logger().info if info else self.get_logger().warning)(text)
+            return True
+        return False
+
+    def _warn_throttled(self, key: str, text: str, period: float = _WARN_PERIOD_S) -> None:
+        if self._due(key, period):
+            self.get_logger().warning(text)
 
     def _refuse(self, key: str, text: str) -> None:
         with self._refused_lock:  # the executor and the cmd_vel thread both refuse
@@ -1286,10 +1298,13 @@ class _RosLogHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            text = record.getMessage()
+            text = f"[{record.name}] {record.getMessage()}"
             logger = self.node.get_logger()
-            (logger.error if record.levelno >= logging.ERROR else logger.warning)(
-                f"[{record.name}] {text}")
+            # one call per severity: rclpy raises when one source line logs at two
+            if record.levelno >= logging.ERROR:
+                logger.error(text)
+            else:
+                logger.warning(text)
         except Exception:  # a log line must never break the I/O thread
             self.handleError(record)
 

@@ -134,8 +134,11 @@ class FaceNode(Node):
         except ValueError as exc:
             self.get_logger().warning(f"face/params refused: {exc}; the face is unchanged")
             return
-        log = self.get_logger()
-        (log.warning if clamped else log.info)(f"face/params: {text}")
+        # one call per severity: rclpy raises when one source line logs at two
+        if clamped:
+            self.get_logger().warning(f"face/params: {text}")
+        else:
+            self.get_logger().info(f"face/params: {text}")
 
     def _on_look_at(self, msg: Point) -> None:
         if not (math.isfinite(msg.x) and math.isfinite(msg.y)):

@@ -429,8 +429,11 @@ class ObjectInterfaces:
         response.success = bool(result.success)
         response.message = result.message
         response.factory_id = int(result.factory_id or factory_id) & 0xFFFFFFFF
-        (self._log.info if result.success else self._log.warning)(
-            f"connect_object ({verb}): {result.message}")
+        # one call per severity: rclpy raises when one source line logs at two
+        if result.success:
+            self._log.info(f"connect_object ({verb}): {result.message}")
+        else:
+            self._log.warning(f"connect_object ({verb}): {result.message}")
         return response
 
     def _on_set_accel_stream(self, request, response):
