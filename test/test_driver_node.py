@@ -9,6 +9,7 @@ run it as a subprocess. Addresses are always 127.0.0.1 and the simulator's port.
 from __future__ import annotations
 
 import io
+import logging
 import math
 import os
 import re
@@ -964,3 +965,38 @@ def test_a_late_robot_then_a_refused_and_an_out_of_range_head_angle(make_driver,
     finally:
         h.node.close()
         late.stop()
+
+
+def test_warnings_and_errors_of_the_client_layers_reach_rclpy_with_their_traceback(
+        rclpy_context, rclpy_log):
+    """_RosLogHandler (what the console script attaches to the "cozmo" logger): warnings at
+    WARN, errors at ERROR, one after the other from the same handler, and a record's
+    exc_info (logger.exception on the I/O thread) as its formatted traceback."""
+    node = rclpy.create_node("log_handler_probe", context=rclpy_context)
+    handler = driver_node._RosLogHandler(node)
+    logger = logging.getLogger("cozmo.test_log_handler")
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        logger.info("not forwarded: below WARNING")
+        logger.warning("peer silent for %.1f s", 1.5)
+        try:
+            {}["missing"]
+        except KeyError:
+            logger.exception("event handler failed on %r", "event")
+        logger.error("no traceback here")
+        logger.warning("a warning again")
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(logging.NOTSET)
+        node.destroy_node()
+    lines = [(int(line.severity), line.message) for line in rclpy_log.of("log_handler_probe")]
+    assert [severity for severity, _ in lines] == [LoggingSeverity.WARN, LoggingSeverity.ERROR,
+                                                    LoggingSeverity.ERROR, LoggingSeverity.WARN]
+    assert lines[0][1] == "[cozmo.test_log_handler] peer silent for 1.5 s"
+    failed = lines[1][1]
+    assert failed.startswith("[cozmo.test_log_handler] event handler failed on 'event'\n"), failed
+    assert "Traceback (most recent call last):" in failed and "KeyError: 'missing'" in failed
+    assert "test_driver_node.py" in failed
+    assert lines[2][1] == "[cozmo.test_log_handler] no traceback here"
+    assert lines[3][1] == "[cozmo.test_log_handler] a warning again"

@@ -1295,10 +1295,13 @@ class _RosLogHandler(logging.Handler):
     def __init__(self, node: CozmoDriverNode) -> None:
         super().__init__(logging.WARNING)
         self.node = node
+        # "[cozmo.transport] text", then the traceback when the record has exc_info
+        # (logger.exception on the I/O thread) and the stack when it has stack_info
+        self.setFormatter(logging.Formatter("[%(name)s] %(message)s"))
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            text = f"[{record.name}] {record.getMessage()}"
+            text = self.format(record)  # with the traceback of exc_info, if any
             logger = self.node.get_logger()
             # one call per severity: rclpy raises when one source line logs at two
             if record.levelno >= logging.ERROR:
