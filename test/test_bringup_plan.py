@@ -20,7 +20,9 @@ from cozmo_driver.description import UrdfModel
 ROOT = Path(__file__).resolve().parent.parent
 LAUNCH_FILE = ROOT / "launch" / "cozmo.launch.py"
 README = ROOT / "README.md"
-CONFIG = ROOT / "config" / "cozmo.yaml"
+#: the repository's parameter file; the plan's default is the installed package's copy
+#: (the same file in the wheel venv's editable install, a copy in a plain colcon install)
+REPO_CONFIG = ROOT / "config" / "cozmo.yaml"
 
 ARGUMENT_NAMES = ["robot_ip", "robot_port", "namespace", "use_sim", "sim_port", "start_sim",
                   "config", "frame_prefix", "rviz", "enable_face", "enable_behavior"]
@@ -32,6 +34,14 @@ def entries_by_name(entries):
 
 def make(**values):
     return entries_by_name(plan.make_plan(plan.resolve_arguments(values)))
+
+
+def default_config() -> Path:
+    """The plan's default parameter file, checked to hold the repository's config/cozmo.yaml."""
+    config = plan.default_config_path()
+    assert config.read_bytes() == REPO_CONFIG.read_bytes(), \
+        f"{config} differs from {REPO_CONFIG}: rebuild the package"
+    return config
 
 
 def merged_parameters(entry):
@@ -62,7 +72,7 @@ def test_defaults_resolve_to_a_robot_without_namespace():
     assert args.namespace == "" and args.frame_prefix == ""
     assert not (args.use_sim or args.rviz or args.enable_face or args.enable_behavior)
     assert args.robot_ip == "" and args.robot_port is None
-    assert args.config.samefile(CONFIG)
+    assert args.config == default_config()
     assert args.sim_port == 5551
 
 
@@ -115,8 +125,7 @@ def test_default_plan_starts_the_driver_and_the_description():
     assert (driver.package, driver.executable, driver.node_name) == \
         ("cozmo_driver", "cozmo_driver_node", "cozmo_driver")
     assert driver.required and driver.namespace == ""
-    assert driver.parameters[0] == plan.ParamFile(str(CONFIG.resolve())) or \
-        Path(driver.parameters[0].path).samefile(CONFIG)
+    assert driver.parameters[0] == plan.ParamFile(str(default_config()))
     # robot_ip and robot_port stay the config file's; the frame prefix is the plan's
     assert merged_parameters(driver) == {"frame_prefix": ""}
 
@@ -201,7 +210,7 @@ def test_the_behavior_node_gets_its_section_of_the_config_file(tmp_path):
     entry = make(enable_behavior="true")["behavior"]
     assert (entry.node_name, entry.condition) == ("cozmo_behavior", "enable_behavior")
     assert [type(group) for group in entry.parameters] == [plan.ParamFile]
-    assert entry.parameters[0].path == str(CONFIG)
+    assert entry.parameters[0].path == str(default_config())
     # under a namespace the `cozmo_behavior:` key does not reach it: its values are copied
     entry = make(enable_behavior="true", namespace="robot1")["behavior"]
     assert entry.namespace == "robot1"
@@ -217,12 +226,12 @@ def test_the_face_node_gets_its_section_of_the_config_file(tmp_path):
     entry = make(enable_face="true")["face"]
     assert (entry.node_name, entry.condition) == ("cozmo_face", "enable_face")
     assert [type(group) for group in entry.parameters] == [plan.ParamFile]
-    assert entry.parameters[0].path == str(CONFIG)
+    assert entry.parameters[0].path == str(default_config())
     # under a namespace the `cozmo_face:` key does not reach it: its values are copied
     entry = make(enable_face="true", namespace="robot1")["face"]
     assert entry.namespace == "robot1"
     copied = merged_parameters(entry)
-    _, section = plan.node_parameters_in_file(CONFIG, "cozmo_face", "")
+    _, section = plan.node_parameters_in_file(default_config(), "cozmo_face", "")
     assert copied == section and copied["fps"] == 30.0 and copied["expression"] == "neutral"
     # only its own section: nothing of the driver's or the behavior engine's
     assert "robot_ip" not in copied and "user_pause" not in copied
