@@ -7,9 +7,9 @@ does, from the same plan, with the same arguments in either form::
     cozmo_bringup --use-sim true --namespace robot1 --duration 20
 
 Each process is a child with ``--ros-args`` built from its entry: ``-r __node:=``,
-``-r __ns:=/<namespace>``, ``--params-file <yaml>``, ``-p name:=value`` (a
-parameter group that does not fit the command line, such as the robot
-description, goes into a parameter file of its own in a temporary directory),
+``-r __ns:=/<namespace>``, ``--params-file`` for each of the plan's parameter
+files (:func:`~cozmo_driver.bringup_plan.parameter_files`: the config file, and
+the plan's own values written to a temporary directory under the node's name),
 ``-r from:=to``. Where robot_state_publisher is not installed, its fallback
 ``cozmo_description_publisher`` is started instead; an enabled entry that is
 not installed at all is skipped with a message.
@@ -25,7 +25,6 @@ a Ctrl-C in the terminal reaches them once, through the bring-up.
 from __future__ import annotations
 
 import argparse
-import os
 import queue
 import re
 import shlex
@@ -38,7 +37,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import IO, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import bringup_plan as plan
 
@@ -47,6 +46,8 @@ __all__ = ["parse_command_line", "effective_arguments", "Bringup", "Child", "mai
 PROG = "cozmo_bringup"
 _LAUNCH_STYLE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*):=(.*)$", re.DOTALL)
 _TERM_GRACE_S = 2.0
+#: lines of each generated parameter file that --dry-run shows
+_DRY_RUN_LINES = 12
 
 
 def _say(text: str) -> None:
@@ -170,17 +171,15 @@ class Bringup:
 
     # --- commands
 
-    def _param_file_of(self, group: Mapping[str, Any]) -> Optional[str]:
-        if plan.command_line_safe(group):
-            return None
-        import yaml
-        if self._tmpdir is None:
+    def _parameter_files(self, entry: plan.ProcessEntry) -> List[str]:
+        """The plan's parameter files of ``entry`` (its groups of values written to this
+        bring-up's temporary directory)."""
+        if entry.node_name is None:
+            return []
+        if self._tmpdir is None and any(not isinstance(group, plan.ParamFile)
+                                        for group in entry.parameters):
             self._tmpdir = tempfile.mkdtemp(prefix="cozmo_bringup_")
-        path = Path(self._tmpdir) / f"params_{len(os.listdir(self._tmpdir))}.yaml"
-        with open(path, "w", encoding="utf-8") as stream:
-            yaml.safe_dump({"/**": {"ros__parameters": dict(group)}}, stream,
-                           default_flow_style=False, sort_keys=False)
-        return str(path)
+        return plan.parameter_files(entry, self._tmpdir or ".")
 
     def resolve(self) -> List[Tuple[plan.ProcessEntry, List[str]]]:
         """(entry, command) of every enabled entry that is installed, fallbacks applied;
@@ -204,7 +203,7 @@ class Bringup:
                 self.say(plan.skip_message(entry))
                 continue
             command = [str(path), *candidate.arguments,
-                       *candidate.ros_arguments(self._param_file_of)]
+                       *candidate.ros_arguments(self._parameter_files(candidate))]
             chosen.append((candidate, command))
         return chosen
 
@@ -339,7 +338,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 print(f"# {entry.name} ({entry.condition})")
                 print(shlex.join(command))
             if bringup.parameter_directory is not None:
-                print(f"# parameter files written to {bringup.parameter_directory} (kept)")
+                print(f"# parameter files written to {bringup.parameter_directory} (kept):")
+                for path in sorted(Path(bringup.parameter_directory).iterdir()):
+                    lines = path.read_text(encoding="utf-8").splitlines()
+                    print(f"# --- {path.name}")
+                    for line in lines[:_DRY_RUN_LINES]:
+                        print(f"#     {line[:160]}{' ...' if len(line) > 160 else ''}")
+                    if len(lines) > _DRY_RUN_LINES:
+                        print(f"#     ... ({len(lines) - _DRY_RUN_LINES} more lines)")
             return 0
     except plan.PlanError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)

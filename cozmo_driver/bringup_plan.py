@@ -22,7 +22,15 @@ The entries::
 An entry whose executable is not installed is skipped with a message
 (:func:`skip_message`), unless it has a fallback that is installed.
 
-Pure: no launch, no rclpy; it reads the parameter file and runs xacro.
+Parameters reach a node one way, whichever front-end starts it:
+:func:`parameter_files` gives the ``--params-file`` files of an entry, in order
+(the config file, then the plan's own groups of values, each written as YAML
+under the node's fully qualified name). YAML keeps every value's type as rcl
+reads it; launch_ros's typing of parameter dicts is never involved (it cannot
+type an empty list, and reads a string such as ``'5551'`` as a number).
+
+Pure: no launch, no rclpy; it reads the parameter file, runs xacro, and writes
+the parameter files it is asked for.
 """
 
 from __future__ import annotations
@@ -49,8 +57,8 @@ __all__ = [
     "ParamFile",
     "Parameters",
     "ProcessEntry",
-    "format_parameter",
-    "command_line_safe",
+    "node_key",
+    "parameter_files",
     "make_plan",
     "default_config_path",
     "rviz_config_path",
@@ -265,61 +273,74 @@ class ProcessEntry:
     stop_last: bool = False                     # stopped after the others (the simulator)
     note: str = field(default="", compare=False)
 
-    def ros_arguments(self, param_file_of: Callable[[Mapping[str, Any]], Optional[str]]
-                      ) -> List[str]:
-        """``--ros-args ...`` for a command line; ``param_file_of`` turns a parameter group
-        that cannot go on the command line into a file path (None: pass it with -p)."""
+    def ros_arguments(self, parameter_files: Sequence[str]) -> List[str]:
+        """``--ros-args ...`` for a command line, with ``parameter_files`` (those of
+        :func:`parameter_files`) as ``--params-file``."""
         if self.node_name is None:
             return []
         args = ["--ros-args", "-r", f"__node:={self.node_name}"]
         if self.namespace:
             args += ["-r", f"__ns:=/{self.namespace}"]
-        for group in self.parameters:
-            if isinstance(group, ParamFile):
-                args += ["--params-file", group.path]
-                continue
-            path = param_file_of(group)
-            if path is not None:
-                args += ["--params-file", path]
-            else:
-                for name, value in group.items():
-                    args += ["-p", f"{name}:={format_parameter(value)}"]
+        for path in parameter_files:
+            args += ["--params-file", str(path)]
         for source, target in self.remappings:
             args += ["-r", f"{source}:={target}"]
         return args
 
 
-def format_parameter(value: Any) -> str:
-    """A parameter value as ``-p name:=<value>`` wants it (YAML)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    return str(value)
+def node_key(namespace: str, node_name: str) -> str:
+    """The fully qualified name of node ``node_name`` in ``namespace``: the node key of a
+    parameter file that reaches that node and no other."""
+    namespace = namespace.strip("/")
+    return f"/{namespace}/{node_name}" if namespace else f"/{node_name}"
 
 
-def command_line_safe(group: Mapping[str, Any], max_items: int = 8) -> bool:
-    """Whether a parameter group can go on the command line as ``-p`` (short, and every
-    value reads back as itself in YAML); else it goes into a parameter file."""
-    if len(group) > max_items:
-        return False
-    try:
-        import yaml
-    except ImportError:  # pragma: no cover - PyYAML is a dependency of xacro
-        return False
-    for value in group.values():
-        if isinstance(value, bool) or isinstance(value, (int, float)):
+def _parameter_value(name: str, value: Any) -> Any:
+    """``value`` as it goes into a parameter file: a bool, int, float or str, a list of
+    one of these, or a mapping of such (nested names); anything else is a PlanError."""
+    if isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        items = list(value)
+        kinds = {type(item) for item in items}
+        if len(kinds) > 1 or not kinds <= {bool, int, float, str}:
+            raise PlanError(f"parameter {name}: {value!r} is not a ROS parameter value "
+                            "(an array holds bools, integers, floats or strings, one kind)")
+        return items
+    if isinstance(value, Mapping):
+        return {str(key): _parameter_value(f"{name}.{key}", item) for key, item in value.items()}
+    raise PlanError(f"parameter {name}: {value!r} is not a ROS parameter value")
+
+
+def parameter_files(entry: ProcessEntry, directory: Union[str, os.PathLike],
+                    namespace: Optional[str] = None) -> List[str]:
+    """The parameter files of ``entry``'s node, in order, for ``--params-file``: each
+    ParamFile as it is; each group of values written to ``<directory>/<entry>_<n>.yaml``
+    under the node's fully qualified name (:func:`node_key` of ``namespace``, default the
+    entry's own; the launch file passes the namespace a parent's PushRosNamespace adds).
+
+    The one way the plan's parameters reach a node, from either front-end. YAML keeps
+    each value's type as rcl reads it: ``'5551'`` and ``'true'`` stay strings (quoted),
+    ``''`` an empty string, ``2.0`` a double, ``[]`` an empty array (which rcl reads as
+    not set, as from any parameter file: the driver declares its string arrays typed)."""
+    import yaml
+
+    if entry.node_name is None:
+        return []
+    key = node_key(entry.namespace if namespace is None else namespace, entry.node_name)
+    files: List[str] = []
+    for index, group in enumerate(entry.parameters):
+        if isinstance(group, ParamFile):
+            files.append(group.path)
             continue
-        if not isinstance(value, str) or not value or value != value.strip():
-            return False
-        if any(c in value for c in "\n:#,[]{}'\"&*!|>%@`"):
-            return False
-        try:
-            if yaml.safe_load(value) != value:
-                return False
-        except yaml.YAMLError:
-            return False
-    return True
+        values = {str(name): _parameter_value(str(name), value) for name, value in group.items()}
+        path = Path(directory) / f"{entry.name}_{index}.yaml"
+        with open(path, "w", encoding="utf-8") as stream:
+            # width: a long string (the robot description) stays on one line
+            yaml.safe_dump({key: {"ros__parameters": values}}, stream, width=1 << 30,
+                           default_flow_style=False, sort_keys=False, allow_unicode=True)
+        files.append(str(path))
+    return files
 
 
 def _key_matches(key: str, fqn: str) -> bool:

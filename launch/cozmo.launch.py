@@ -9,32 +9,36 @@ the face and the behaviour nodes.
 The arguments, their defaults and descriptions, and the processes come from
 cozmo_driver/bringup_plan.py, which cozmo_bringup (the same bring-up without
 the launch system) reads too. This file only turns plan entries into launch
-actions. launch and launch_ros are imported inside the functions, so that the
-module imports where they are not installed.
+actions: each node gets the plan's parameter files (bringup_plan.parameter_files),
+never a parameter dict for launch_ros to type.
+
+launch and launch_ros are imported inside the functions, so that the module imports
+where they are not installed.
 """
 
-from cozmo_driver import bringup_plan as plan
+import atexit
+import shutil
+import tempfile
 
+from cozmo_driver import bringup_plan as plan
 
 def _installed(entry):
     return plan.ament_executable(entry.package, entry.executable) is not None
 
 
-def _parameters(entry):
-    """Plan parameters as launch_ros takes them: file paths and dicts (strings kept strings)."""
-    from launch_ros.parameter_descriptions import ParameterValue
+def _node_namespace(context, entry):
+    """The namespace launch_ros gives the entry's node: the entry's, under the namespace of
+    a parent's PushRosNamespace (launch configuration ``ros_namespace``)."""
+    from launch_ros.utilities import make_namespace_absolute, prefix_namespace
 
-    result = []
-    for group in entry.parameters:
-        if isinstance(group, plan.ParamFile):
-            result.append(group.path)
-        else:
-            result.append({name: ParameterValue(value, value_type=str) if isinstance(value, str)
-                           else value for name, value in group.items()})
-    return result
+    namespace = make_namespace_absolute(prefix_namespace(
+        context.launch_configurations.get("ros_namespace"), entry.namespace or None))
+    return (namespace or "").strip("/")
 
 
-def _action(entry):
+def entry_action(entry, context, directory):
+    """The launch action of a plan entry: launch_ros's Node with the plan's parameter files,
+    or ExecuteProcess."""
     from launch.actions import ExecuteProcess, Shutdown
     from launch_ros.actions import Node
     from launch_ros.substitutions import ExecutableInPackage
@@ -44,18 +48,29 @@ def _action(entry):
         return ExecuteProcess(
             cmd=[ExecutableInPackage(entry.executable, entry.package), *entry.arguments],
             name=entry.name, output="screen", on_exit=on_exit)
+    files = plan.parameter_files(entry, directory, namespace=_node_namespace(context, entry))
     return Node(
         package=entry.package, executable=entry.executable, name=entry.node_name,
-        namespace=entry.namespace or None, parameters=_parameters(entry),
+        namespace=entry.namespace or None, parameters=files,
         remappings=list(entry.remappings), arguments=list(entry.arguments),
         output="screen", on_exit=on_exit)
 
 
-def _launch_setup(context, *args, **kwargs):
+def _parameter_directory():
+    """A directory for the plan's parameter files, removed when this process exits (the
+    nodes read their files when they start)."""
+    directory = tempfile.mkdtemp(prefix="cozmo_launch_")
+    atexit.register(shutil.rmtree, directory, True)
+    return directory
+
+
+def launch_setup(context, *args, **kwargs):
+    """The launch actions of the plan's enabled entries, for the arguments in ``context``."""
     from launch.actions import LogInfo
     from launch.substitutions import LaunchConfiguration
 
     values = {arg.name: LaunchConfiguration(arg.name).perform(context) for arg in plan.ARGUMENTS}
+    directory = None
     actions = []
     for entry in plan.make_plan(plan.resolve_arguments(values)):
         if not entry.enabled:
@@ -73,7 +88,9 @@ def _launch_setup(context, *args, **kwargs):
         if chosen is not entry:
             actions.append(LogInfo(msg=f"{entry.executable} is not installed: "
                                        f"{chosen.executable} publishes the robot description"))
-        actions.append(_action(chosen))
+        if directory is None:
+            directory = _parameter_directory()
+        actions.append(entry_action(chosen, context, directory))
     return actions
 
 
@@ -85,4 +102,4 @@ def generate_launch_description():
     declared = [DeclareLaunchArgument(arg.name, default_value=arg.default,
                                       description=descriptions[arg.name])
                 for arg in plan.ARGUMENTS]
-    return LaunchDescription([*declared, OpaqueFunction(function=_launch_setup)])
+    return LaunchDescription([*declared, OpaqueFunction(function=launch_setup)])

@@ -266,36 +266,64 @@ def test_rviz_shows_the_namespaced_robot():
 # ------------------------------------------------------------------ command lines
 
 
-def test_ros_arguments_of_the_driver():
+def test_ros_arguments_of_the_driver(tmp_path):
     driver = make(use_sim="true", sim_port="5600", namespace="robot1")["driver"]
-    files = []
-
-    def to_file(group):
-        if plan.command_line_safe(group):
-            return None
-        files.append(group)
-        return f"/tmp/params_{len(files)}.yaml"
-
-    args = driver.ros_arguments(to_file)
+    files = plan.parameter_files(driver, tmp_path)
+    args = driver.ros_arguments(files)
     assert args[:5] == ["--ros-args", "-r", "__node:=cozmo_driver", "-r", "__ns:=/robot1"]
-    assert args[5:7] == ["--params-file", driver.parameters[0].path]
-    assert args[7:9] == ["--params-file", "/tmp/params_1.yaml"]  # the copied section
-    assert args[9:] == ["-p", "robot_ip:=127.0.0.1", "-p", "robot_port:=5600",
-                        "-p", "frame_prefix:=robot1/"]
-    assert make(use_sim="true")["simulator"].ros_arguments(to_file) == []
+    assert args[5:] == ["--params-file", str(default_config()),
+                        "--params-file", str(tmp_path / "driver_1.yaml"),   # the copied section
+                        "--params-file", str(tmp_path / "driver_2.yaml")]   # the plan's values
+    import yaml
+    assert yaml.safe_load((tmp_path / "driver_2.yaml").read_text()) == {
+        "/robot1/cozmo_driver": {"ros__parameters": {
+            "robot_ip": "127.0.0.1", "robot_port": 5600, "frame_prefix": "robot1/"}}}
+    simulator = make(use_sim="true")["simulator"]
+    assert plan.parameter_files(simulator, tmp_path) == [] and simulator.ros_arguments([]) == []
 
 
-@pytest.mark.parametrize("group, safe", [
-    ({"robot_ip": "127.0.0.1", "robot_port": 5551, "frame_prefix": "robot1/"}, True),
-    ({"frame_prefix": ""}, False),           # -p name:= would not be an empty string
-    ({"robot_ip": "true"}, False),           # would read back as a bool
-    ({"x": "5551"}, False),                  # would read back as an int
-    ({"robot_description": "<robot>\n</robot>"}, False),
-    ({"a": 1.5, "b": True}, True),
-    ({f"p{i}": i for i in range(20)}, False),
-])
-def test_command_line_or_parameter_file(group, safe):
-    assert plan.command_line_safe(group) is safe
+#: a group of every kind of value a parameter can have, and those that YAML or launch_ros
+#: would retype if written carelessly
+TYPED_GROUP = {
+    "empty_list": [], "strings": ["a", "5551", "true", ""], "floats": [0.5, 2.0],
+    "integers": [1, -2], "booleans": [True, False], "flag": True, "off": False,
+    "port": 5551, "ratio": 0.25, "whole_float": 2.0, "tiny": 1e-05,
+    "number_text": "5551", "float_text": "0.5", "bool_text": "true", "yes_text": "yes",
+    "null_text": "null", "empty_text": "", "spaced_text": " x ", "colon_text": "a: b",
+    "xml": "<robot name='r'>\n  <link name=\"a\"/>\n</robot>\n", "unicode": "Käfer",
+    "nested": {"inner": {"depth": 3}},
+}
+
+
+def test_parameter_files_keep_every_type(tmp_path):
+    import yaml
+    entry = plan.ProcessEntry(name="probe", package="cozmo_driver", executable="x", enabled=True,
+                              condition="always", node_name="probe", namespace="fleet/r1",
+                              parameters=(plan.ParamFile("/some/file.yaml"), TYPED_GROUP,
+                                          {"tuple": ("a", "b")}))
+    files = plan.parameter_files(entry, tmp_path)
+    assert files == ["/some/file.yaml", str(tmp_path / "probe_1.yaml"),
+                     str(tmp_path / "probe_2.yaml")]
+    (key, section), = yaml.safe_load(Path(files[1]).read_text()).items()
+    assert key == "/fleet/r1/probe"                      # exactly this node
+    values = section["ros__parameters"]
+    assert values == TYPED_GROUP
+    assert {name: type(value) for name, value in values.items()} == \
+        {name: type(value) for name, value in TYPED_GROUP.items()}
+    assert yaml.safe_load(Path(files[2]).read_text())["/fleet/r1/probe"] == \
+        {"ros__parameters": {"tuple": ["a", "b"]}}
+    # a namespace given by the front-end (a parent's PushRosNamespace) names the node
+    files = plan.parameter_files(entry, tmp_path, namespace="/outer/fleet/r1")
+    assert list(yaml.safe_load(Path(files[1]).read_text())) == ["/outer/fleet/r1/probe"]
+
+
+@pytest.mark.parametrize("value", [None, [1, 2.5], ["a", 1], [[1]], object()])
+def test_parameter_files_refuse_what_is_no_parameter_value(tmp_path, value):
+    entry = plan.ProcessEntry(name="probe", package="p", executable="x", enabled=True,
+                              condition="always", node_name="probe",
+                              parameters=({"bad": value},))
+    with pytest.raises(plan.PlanError, match="parameter bad"):
+        plan.parameter_files(entry, tmp_path)
 
 
 # ------------------------------------------------------------------ cozmo_bringup's command line
@@ -373,7 +401,8 @@ def test_dry_run_prints_the_commands(capsys):
         shutil.rmtree(directory, ignore_errors=True)
     assert "cozmo-sim --host 127.0.0.1 --port 5611 --quiet" in out
     assert "cozmo_driver_node --ros-args -r __node:=cozmo_driver -r __ns:=/robot7" in out
-    assert "frame_prefix:=robot7/" in out
+    # the plan's values, in the parameter files it shows
+    assert "#     /robot7/cozmo_driver:" in out and "#         frame_prefix: robot7/" in out
 
 
 def test_bad_argument_values_exit_with_status_2(capsys):
@@ -397,7 +426,7 @@ def test_launch_file_takes_everything_from_the_plan():
                   if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
                   and node.value.id == "plan"}
     assert {"ARGUMENTS", "argument_descriptions", "resolve_arguments", "make_plan",
-            "skip_message"} <= attributes
+            "skip_message", "parameter_files"} <= attributes
     # DeclareLaunchArgument only with the plan's values, never a literal default
     declares = [node for node in ast.walk(tree) if isinstance(node, ast.Call)
                 and getattr(node.func, "id", None) == "DeclareLaunchArgument"]
