@@ -64,7 +64,7 @@ def _parser() -> argparse.ArgumentParser:
                     "the simulator), as `ros2 launch cozmo_driver cozmo.launch.py` does. "
                     "Arguments are given as name:=value (as ros2 launch takes them) or "
                     "--name value.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False,
         epilog="The processes and the argument defaults come from cozmo_driver/bringup_plan.py.")
     group = parser.add_argument_group("launch arguments (name:=value or --name value)")
     for arg in plan.ARGUMENTS:
@@ -85,30 +85,49 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def split_launch_style(parser: argparse.ArgumentParser, argv: Sequence[str],
-                       known: Sequence[str]) -> Tuple[Dict[str, str], List[str]]:
-    """({name: value} of the ``name:=value`` tokens, the other tokens); a name not in
-    ``known`` is a usage error of ``parser`` (which lists ``known`` in its order)."""
+                       known: Optional[Sequence[str]] = None
+                       ) -> Tuple[Dict[str, str], List[str]]:
+    """({name: value} of the ``name:=value`` tokens, the other tokens); a name that is not
+    in ``known`` (default: the plan's arguments) is a usage error of ``parser``, with the
+    plan's message (:func:`~cozmo_driver.bringup_plan.check_argument_names`)."""
     launch_style: Dict[str, str] = {}
     rest: List[str] = []
     for token in argv:
         match = _LAUNCH_STYLE.match(token)
         if match:
             name, value = match.groups()
-            if name not in known:
-                parser.error(f"unknown argument {name!r} in {token!r}; known: {', '.join(known)}")
             launch_style[name] = value
         else:
             rest.append(token)
+    try:
+        plan.check_argument_names(launch_style, known=known)
+    except plan.PlanError as exc:
+        parser.error(str(exc))
     return launch_style, rest
+
+
+def _refuse_unrecognized(parser: argparse.ArgumentParser, extra: Sequence[str]) -> None:
+    """A usage error for what argparse did not recognise: an option close to a launch
+    argument (``--use-simm``) gets the plan's message, with its suggestion."""
+    names = [token[2:].split("=", 1)[0].replace("-", "_") for token in extra
+             if token.startswith("--") and len(token) > 2]
+    try:
+        plan.check_argument_names([name for name in names if plan.closest_name(name)])
+    except plan.PlanError as exc:
+        parser.error(str(exc))
+    parser.error(f"unrecognized arguments: {' '.join(extra)}")
 
 
 def parse_command_line(argv: Sequence[str]) -> Tuple[Dict[str, str], argparse.Namespace]:
     """({launch argument: value} as given, the other options). ``name:=value`` and
-    ``--name value`` may be mixed; an unknown name is an error."""
+    ``--name value`` may be mixed; an unknown name is an error (as in the launch file,
+    with a close match suggested), and so is an abbreviated option."""
     parser = _parser()
     known = {arg.name for arg in plan.ARGUMENTS}
-    launch_style, rest = split_launch_style(parser, argv, sorted(known))
-    options = parser.parse_args(rest)
+    launch_style, rest = split_launch_style(parser, argv)
+    options, extra = parser.parse_known_args(rest)
+    if extra:
+        _refuse_unrecognized(parser, extra)
     values = {name: getattr(options, name) for name in known if getattr(options, name) is not None}
     both = sorted(set(values) & set(launch_style))
     if both:

@@ -29,19 +29,24 @@ under the node's fully qualified name). YAML keeps every value's type as rcl
 reads it; launch_ros's typing of parameter dicts is never involved (it cannot
 type an empty list, and reads a string such as ``'5551'`` as a number).
 
+Both front-ends refuse an argument name that is not one of :data:`ARGUMENTS`
+(:func:`check_argument_names`, with a close match suggested), and a value
+outside an argument's ``choices``.
+
 Pure: no launch, no rclpy; it reads the parameter file, runs xacro, and writes
 the parameter files it is asked for.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .description import DESCRIPTION_PACKAGE, DescriptionError, package_share, robot_description
 
@@ -53,6 +58,8 @@ __all__ = [
     "argument_descriptions",
     "PlanError",
     "BringupArgs",
+    "closest_name",
+    "check_argument_names",
     "resolve_arguments",
     "ParamFile",
     "Parameters",
@@ -160,13 +167,32 @@ class BringupArgs:
 _NAME_TOKEN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def _parse_bool(name: str, value: str) -> bool:
-    text = str(value).strip().lower()
-    if text in ("true", "1", "yes", "on"):
-        return True
-    if text in ("false", "0", "no", "off"):
-        return False
-    raise PlanError(f"{name}:={value!r}: expected true or false")
+def closest_name(name: str, known: Optional[Sequence[str]] = None) -> Optional[str]:
+    """The argument name (of ``known``, default the plan's) closest to a misspelt ``name``,
+    if one is close."""
+    known = [arg.name for arg in ARGUMENTS] if known is None else list(known)
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def check_argument_names(names: Iterable[str], also: Iterable[str] = (),
+                         known: Optional[Sequence[str]] = None) -> None:
+    """Refuse every name that is not an argument of the bring-up (nor one of ``also``):
+    a PlanError that names each, with the closest argument where one is close (a
+    misspelt ``use_simm:=true`` would otherwise drive the real robot), and lists the
+    arguments. ``known``: other argument names than the plan's (cozmo-demo's)."""
+    known = [arg.name for arg in ARGUMENTS] if known is None else list(known)
+    also = set(also)
+    unknown = [name for name in dict.fromkeys(names) if name not in known and name not in also]
+    if not unknown:
+        return
+    described = []
+    for name in unknown:
+        close = closest_name(name, known)
+        described.append(f"{name!r} (did you mean {close!r}?)" if close else repr(name))
+    noun = "argument" if len(unknown) == 1 else "arguments"
+    raise PlanError(f"unknown {noun} {', '.join(described)}; the arguments are: "
+                    f"{', '.join(known)}")
 
 
 def _parse_port(name: str, value: str, allow_empty: bool) -> Optional[int]:
@@ -210,14 +236,16 @@ def rviz_config_path() -> Path:
 
 
 def resolve_arguments(values: Optional[Mapping[str, Any]] = None) -> BringupArgs:
-    """Check and type the arguments; missing ones take their default, unknown ones are refused."""
+    """Check and type the arguments; missing ones take their default, unknown ones and
+    values outside an argument's choices are refused."""
     given = dict(values or {})
-    unknown = sorted(set(given) - {arg.name for arg in ARGUMENTS})
-    if unknown:
-        raise PlanError(f"unknown argument(s) {', '.join(unknown)}; known: "
-                        f"{', '.join(arg.name for arg in ARGUMENTS)}")
+    check_argument_names(given)
     raw = argument_defaults()
     raw.update({k: "" if v is None else str(v) for k, v in given.items()})
+    for arg in ARGUMENTS:  # as DeclareLaunchArgument(choices=...) does in ros2 launch
+        if arg.choices and raw[arg.name] not in arg.choices:
+            raise PlanError(f"{arg.name}:={raw[arg.name]!r}: expected one of "
+                            f"{', '.join(arg.choices)}")
     namespace = _parse_namespace(raw["namespace"])
     frame_prefix = raw["frame_prefix"].strip()
     if frame_prefix == AUTO:
@@ -230,14 +258,14 @@ def resolve_arguments(values: Optional[Mapping[str, Any]] = None) -> BringupArgs
         robot_ip=raw["robot_ip"].strip(),
         robot_port=_parse_port("robot_port", raw["robot_port"], allow_empty=True),
         namespace=namespace,
-        use_sim=_parse_bool("use_sim", raw["use_sim"]),
+        use_sim=raw["use_sim"] == "true",
         sim_port=_parse_port("sim_port", raw["sim_port"], allow_empty=False),
-        start_sim=_parse_bool("start_sim", raw["start_sim"]),
+        start_sim=raw["start_sim"] == "true",
         config=config,
         frame_prefix=frame_prefix,
-        rviz=_parse_bool("rviz", raw["rviz"]),
-        enable_face=_parse_bool("enable_face", raw["enable_face"]),
-        enable_behavior=_parse_bool("enable_behavior", raw["enable_behavior"]),
+        rviz=raw["rviz"] == "true",
+        enable_face=raw["enable_face"] == "true",
+        enable_behavior=raw["enable_behavior"] == "true",
     )
 
 

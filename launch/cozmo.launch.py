@@ -6,11 +6,17 @@ the face and the behaviour nodes.
     ros2 launch cozmo_driver cozmo.launch.py namespace:=robot1 robot_ip:=... sim_port:=...
     ros2 launch cozmo_driver cozmo.launch.py --show-args
 
-The arguments, their defaults and descriptions, and the processes come from
+The arguments, their defaults, descriptions and choices, and the processes come from
 cozmo_driver/bringup_plan.py, which cozmo_bringup (the same bring-up without
 the launch system) reads too. This file only turns plan entries into launch
 actions: each node gets the plan's parameter files (bringup_plan.parameter_files),
 never a parameter dict for launch_ros to type.
+
+``ros2 launch`` sets any ``name:=value`` as a launch configuration, declared or not;
+here a name on the command line that is not an argument of the plan is refused
+(a misspelt ``use_simm:=true`` would drive the real robot), with a close match
+suggested. Only when this file is the one ``ros2 launch`` was given: included by
+another launch file, the command line holds that file's arguments.
 
 launch and launch_ros are imported inside the functions, so that the module imports
 where they are not installed.
@@ -21,6 +27,37 @@ import shutil
 import tempfile
 
 from cozmo_driver import bringup_plan as plan
+
+#: launch configurations that ros2 launch itself puts on the command line
+#: (``--launch-prefix``, ``--launch-prefix-filter``)
+LAUNCH_OWN_ARGUMENTS = ("launch-prefix", "launch-prefix-filter")
+
+
+def command_line_arguments(argv):
+    """{name: value} of the ``name:=value`` tokens of ``argv``, as ros2 launch parses its
+    command line (the first ``:=`` splits, the last of a name wins)."""
+    result = {}
+    for token in argv:
+        name, separator, value = str(token).partition(":=")
+        if separator and name:
+            result[name] = value
+    return result
+
+
+def refuse_unknown_arguments(context, *args, **kwargs):
+    """Refuse a name on the ros2 launch command line that is not an argument of the plan.
+
+    The first action of this file: its launch configurations then hold exactly the
+    command line's when ros2 launch was given this file (it includes the file with the
+    command line as its arguments), and more when another launch file includes this one
+    (that file's own arguments and defaults, the arguments it passes here): then the
+    command line is not ours to judge."""
+    given = command_line_arguments(context.argv)
+    if dict(context.launch_configurations) != given:
+        return None
+    plan.check_argument_names(given, also=LAUNCH_OWN_ARGUMENTS)
+    return None
+
 
 def _installed(entry):
     return plan.ament_executable(entry.package, entry.executable) is not None
@@ -98,8 +135,10 @@ def generate_launch_description():
     from launch import LaunchDescription
     from launch.actions import DeclareLaunchArgument, OpaqueFunction
 
-    descriptions = plan.argument_descriptions()
+    # launch appends the choices to the description by itself
     declared = [DeclareLaunchArgument(arg.name, default_value=arg.default,
-                                      description=descriptions[arg.name])
+                                      description=arg.description,
+                                      choices=list(arg.choices) if arg.choices else None)
                 for arg in plan.ARGUMENTS]
-    return LaunchDescription([*declared, OpaqueFunction(function=launch_setup)])
+    return LaunchDescription([OpaqueFunction(function=refuse_unknown_arguments), *declared,
+                              OpaqueFunction(function=launch_setup)])

@@ -1,5 +1,6 @@
 """The two front-ends of the bring-up plan, cozmo_bringup and cozmo.launch.py, give each
-node its parameters the one way the plan states (bringup_plan.parameter_files).
+node its parameters the one way the plan states (bringup_plan.parameter_files), and
+refuse what the plan refuses.
 
 Parameters are checked where a node reads them: an rclpy node of its own context gets
 the ``--ros-args`` each front-end builds for the entry (cozmo_bringup: Bringup.resolve;
@@ -9,7 +10,7 @@ it), and every value must arrive with its type, as rcl parsed it. The regression
 issue #15: ``namespace:=robot1 use_sim:=true`` copied the config file's section, with
 ``animation_dirs: []``, into a parameter dict that launch_ros could not type.
 
-launch and launch_ros are not on PyPI: the tests that need them skip in the
+launch, launch_ros and ros2launch are not on PyPI: the tests that need them skip in the
 wheel venv with the reason printed, and run in the kit environment (./dev test-kit),
 where their absence is a failure (test/ros_tools.py).
 """
@@ -229,4 +230,122 @@ def test_a_pushed_namespace_is_in_the_launch_files_node_key(rclpy_context):
     finally:
         for directory in directories:
             shutil.rmtree(directory, ignore_errors=True)
+
+
+# ------------------------------------------------------------------ launch arguments
+
+
+class LaunchRun:
+    """What one in-process run of ros2 launch's code path gave."""
+
+    def __init__(self, code: int, args, messages: List[str]) -> None:
+        self.code = code
+        self.args = args            # the plan's arguments as the launch file resolved them
+        self.messages = messages    # what launch logged
+
+    @property
+    def output(self) -> str:
+        return "\n".join(self.messages)
+
+
+@pytest.fixture
+def launch_a_file(monkeypatch):
+    """``run(path, *arguments)``: ros2 launch's own code path (ros2launch's
+    launch_a_launch_file) in this process, with the plan making no process: a
+    :class:`LaunchRun` (``args`` None: the launch file never resolved its arguments)."""
+    import logging
+
+    need_module("ros2launch")
+    load_launch_file()
+    from ros2launch.api import launch_a_launch_file
+
+    def run(path, *arguments) -> LaunchRun:
+        seen = []
+        messages: List[str] = []
+
+        def no_processes(args, description=None):
+            seen.append(args)
+            return []
+
+        class Collect(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                messages.append(record.getMessage())
+
+        # launch's loggers do not propagate; its own screen handler writes to the stdout
+        # of its first use, which pytest's capture does not see
+        handler = Collect()
+        logger = logging.getLogger("launch")
+        logger.addHandler(handler)
+        monkeypatch.setattr(plan, "make_plan", no_processes)
+        try:
+            code = launch_a_launch_file(launch_file_path=str(path),
+                                        launch_file_arguments=list(arguments),
+                                        noninteractive=True)
+        finally:
+            monkeypatch.undo()
+            logger.removeHandler(handler)
+        return LaunchRun(code, seen[0] if seen else None, messages)
+
+    return run
+
+
+def test_ros2_launch_takes_the_plans_arguments(launch_a_file):
+    run = launch_a_file(LAUNCH_FILE, "use_sim:=true", "namespace:=robot1")
+    assert run.code == 0, run.output
+    assert run.args.use_sim and run.args.namespace == "robot1"
+
+
+@pytest.mark.parametrize("given, suggestion", [("use_simm:=true", "use_sim"),
+                                                ("namspace:=robot1", "namespace"),
+                                                ("enable_fac:=true", "enable_face")])
+def test_ros2_launch_refuses_a_misspelt_argument(launch_a_file, given, suggestion):
+    run = launch_a_file(LAUNCH_FILE, given, "use_sim:=true")
+    assert run.code != 0 and run.args is None, run.output
+    # the plan's message, as cozmo_bringup prints it
+    with pytest.raises(plan.PlanError) as expected:
+        plan.check_argument_names([given.split(":=")[0]])
+    assert str(expected.value) in run.output
+    assert f"did you mean {suggestion!r}?" in run.output
+
+
+def test_ros2_launch_refuses_a_value_outside_the_choices(launch_a_file):
+    run = launch_a_file(LAUNCH_FILE, "enable_face:=maybe")
+    assert run.code != 0 and run.args is None, run.output
+    assert "enable_face" in run.output and "maybe" in run.output
+
+
+def test_ros2_launch_keeps_its_own_launch_prefix(launch_a_file):
+    # what `ros2 launch --launch-prefix env ...` appends to the command line
+    run = launch_a_file(LAUNCH_FILE, "launch-prefix:=env", "use_sim:=true")
+    assert run.code == 0, run.output
+
+
+PARENT_LAUNCH_FILE = """
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, GroupAction, IncludeLaunchDescription
+from launch.launch_description_sources import PythonLaunchDescriptionSource
+from launch.substitutions import LaunchConfiguration
+
+
+def generate_launch_description():
+    return LaunchDescription([
+        DeclareLaunchArgument("fleet_name", default_value="fleet"),
+        DeclareLaunchArgument("simulated", default_value="true"),
+        GroupAction([IncludeLaunchDescription(
+            PythonLaunchDescriptionSource({path!r}),
+            launch_arguments={{"namespace": LaunchConfiguration("fleet_name"),
+                              "use_sim": LaunchConfiguration("simulated")}}.items())]),
+    ])
+"""
+
+
+@pytest.mark.parametrize("arguments", [["fleet_name:=robots", "simulated:=true"],
+                                       ["fleet_name:=robots"], []])
+def test_an_including_launch_files_own_arguments_are_not_refused(launch_a_file, tmp_path,
+                                                                  arguments):
+    parent = tmp_path / "fleet.launch.py"
+    parent.write_text(PARENT_LAUNCH_FILE.format(path=str(LAUNCH_FILE)))
+    run = launch_a_file(parent, *arguments)
+    assert run.code == 0, run.output
+    assert run.args.namespace == ("robots" if arguments else "fleet") and run.args.use_sim
 

@@ -105,10 +105,39 @@ def test_bad_arguments_are_refused_with_the_reason(values, message):
         plan.resolve_arguments(values)
 
 
-@pytest.mark.parametrize("text, value", [("true", True), ("True", True), ("1", True),
-                                         ("false", False), ("0", False), ("no", False)])
-def test_booleans_as_launch_writes_them(text, value):
+@pytest.mark.parametrize("text, value", [("true", True), ("false", False)])
+def test_booleans_are_true_or_false(text, value):
     assert plan.resolve_arguments({"rviz": text}).rviz is value
+
+
+@pytest.mark.parametrize("text", ["True", "1", "yes", "no", "", " true"])
+def test_a_boolean_outside_its_choices_is_refused_as_launch_refuses_it(text):
+    # DeclareLaunchArgument(choices=["true", "false"]) compares exactly: so does the plan
+    with pytest.raises(plan.PlanError, match=r"rviz:=.*expected one of true, false"):
+        plan.resolve_arguments({"rviz": text})
+
+
+def test_every_boolean_argument_declares_its_choices():
+    for arg in plan.ARGUMENTS:
+        if arg.default in ("true", "false"):
+            assert arg.choices == ("true", "false"), arg.name
+        if arg.choices:
+            assert arg.default in arg.choices, arg.name
+
+
+@pytest.mark.parametrize("names, expected", [
+    (["use_simm"], "unknown argument 'use_simm' (did you mean 'use_sim'?)"),
+    (["namspace"], "unknown argument 'namspace' (did you mean 'namespace'?)"),
+    (["robotip", "xyzzy"], "unknown arguments 'robotip' (did you mean 'robot_ip'?), 'xyzzy';"),
+])
+def test_unknown_argument_names_are_refused_with_a_suggestion(names, expected):
+    with pytest.raises(plan.PlanError) as exc:
+        plan.check_argument_names(["use_sim", *names])
+    message = str(exc.value)
+    assert message.startswith(expected)
+    assert message.endswith("the arguments are: " + ", ".join(ARGUMENT_NAMES))
+    plan.check_argument_names(ARGUMENT_NAMES)                       # all known: fine
+    plan.check_argument_names(["launch-prefix"], also=["launch-prefix"])
 
 
 # ------------------------------------------------------------------ entries
@@ -354,11 +383,29 @@ def test_cli_defaults_are_the_plans():
 
 
 @pytest.mark.parametrize("argv", [["robot:=x"], ["--robot", "x"], ["rviz:=true", "--rviz", "false"],
-                                  ["--duration", "0"]])
+                                  ["--duration", "0"], ["--use-si", "true"], ["--dry-runn"]])
 def test_cli_refuses_unknown_or_repeated_arguments(argv, capsys):
     with pytest.raises(SystemExit) as exc:
-        bringup.parse_command_line(argv)
+        bringup.main(argv)
     assert exc.value.code == 2
+
+
+@pytest.mark.parametrize("argv, name, suggestion", [
+    (["use_simm:=true"], "use_simm", "use_sim"),
+    (["namspace:=robot1", "use_sim:=true"], "namspace", "namespace"),
+    (["--use-simm", "true"], "use_simm", "use_sim"),
+    (["--enable_fase=true"], "enable_fase", "enable_face"),
+])
+def test_cli_refuses_a_misspelt_argument_as_the_launch_file_does(argv, name, suggestion, capsys):
+    with pytest.raises(SystemExit) as exc:
+        bringup.main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    # the plan's message: the same words as ros2 launch prints for cozmo.launch.py
+    with pytest.raises(plan.PlanError) as expected:
+        plan.check_argument_names([name])
+    assert str(expected.value) in err
+    assert f"did you mean {suggestion!r}?" in err
 
 
 def test_missing_executables_are_skipped_with_a_message():
@@ -405,9 +452,10 @@ def test_dry_run_prints_the_commands(capsys):
     assert "#     /robot7/cozmo_driver:" in out and "#         frame_prefix: robot7/" in out
 
 
-def test_bad_argument_values_exit_with_status_2(capsys):
-    assert bringup.main(["use_sim:=perhaps"]) == 2
-    assert "use_sim" in capsys.readouterr().err
+@pytest.mark.parametrize("argv", [["use_sim:=perhaps"], ["use_sim:=True"], ["--use-sim", "1"]])
+def test_bad_argument_values_exit_with_status_2(argv, capsys):
+    assert bringup.main(argv) == 2
+    assert "use_sim:=" in capsys.readouterr().err
 
 
 # ------------------------------------------------------------------ one source of truth
@@ -425,14 +473,16 @@ def test_launch_file_takes_everything_from_the_plan():
     attributes = {node.attr for node in ast.walk(tree)
                   if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
                   and node.value.id == "plan"}
-    assert {"ARGUMENTS", "argument_descriptions", "resolve_arguments", "make_plan",
-            "skip_message", "parameter_files"} <= attributes
+    assert {"ARGUMENTS", "resolve_arguments", "make_plan", "skip_message", "parameter_files",
+            "check_argument_names"} <= attributes
     # DeclareLaunchArgument only with the plan's values, never a literal default
     declares = [node for node in ast.walk(tree) if isinstance(node, ast.Call)
                 and getattr(node.func, "id", None) == "DeclareLaunchArgument"]
     assert len(declares) == 1
     keywords = {k.arg: k.value for k in declares[0].keywords}
     assert ast.unparse(keywords["default_value"]) == "arg.default"
+    assert ast.unparse(keywords["description"]) == "arg.description"
+    assert "arg.choices" in ast.unparse(keywords["choices"])
     assert not isinstance(declares[0].args[0], ast.Constant)
     # no argument default, executable or package name spelled in the launch file
     constants = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant)
@@ -459,17 +509,22 @@ def test_launch_file_imports_without_launch():
 def test_launch_file_builds_a_description_where_launch_is_installed():
     # launch_ros first: from the repository root, `import launch` would find the launch/
     # directory as a namespace package where the real launch is not installed
-    pytest.importorskip("launch_ros", reason="launch_ros is not installed here (launch is not "
-                                             "on PyPI); this runs on a real ROS 2 install")
-    from launch.actions import DeclareLaunchArgument
+    from ros_tools import need_module
+    need_module("launch_ros")
+    from launch.actions import DeclareLaunchArgument, OpaqueFunction
 
     spec = importlib.util.spec_from_file_location("cozmo_launch_real", LAUNCH_FILE)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     description = module.generate_launch_description()
-    declared = {e.name: e.default_value for e in description.entities
-                if isinstance(e, DeclareLaunchArgument)}
+    declared = {e.name: e for e in description.entities if isinstance(e, DeclareLaunchArgument)}
     assert list(declared) == ARGUMENT_NAMES
+    for arg in plan.ARGUMENTS:
+        assert declared[arg.name].choices == (list(arg.choices) if arg.choices else None)
+        assert declared[arg.name].description.startswith(arg.description)
+    # the command line is checked first, before the arguments take their defaults
+    first = description.entities[0]
+    assert isinstance(first, OpaqueFunction)
 
 
 def test_readme_table_lists_every_argument_with_its_default():
