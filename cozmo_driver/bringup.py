@@ -14,17 +14,21 @@ the plan's own values written to a temporary directory under the node's name),
 ``cozmo_description_publisher`` is started instead; an enabled entry that is
 not installed at all is skipped with a message.
 
-Ctrl-C (SIGINT) or SIGTERM stop every child: SIGINT in reverse start order,
-then SIGTERM and SIGKILL for those still running after ``--stop-timeout``. The
-bring-up also stops when a required process (the driver, the simulator) exits,
-and after ``--duration`` seconds if given. Its exit status is that of the
-driver when the driver failed, else 0. Children run in their own sessions, so
-a Ctrl-C in the terminal reaches them once, through the bring-up.
+Ctrl-C (SIGINT), SIGTERM or SIGHUP stop every child: SIGINT in reverse start
+order, then SIGTERM and SIGKILL for those still running after
+``--stop-timeout``. The bring-up also stops when a required process (the
+driver, the simulator) exits, and after ``--duration`` seconds if given; a
+failure while starting (a process that cannot be started) stops what was
+started. Its exit status is that of the driver when the driver failed, else 0.
+Children run in their own sessions, so a Ctrl-C in the terminal reaches them
+once, through the bring-up; and they end when the bring-up dies, even by
+SIGKILL (:mod:`cozmo_driver.lifeline`: SIGTERM from Linux).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import queue
 import re
 import shlex
@@ -40,6 +44,7 @@ from pathlib import Path
 from typing import IO, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import bringup_plan as plan
+from .lifeline import parent_death_preexec
 
 __all__ = ["parse_command_line", "effective_arguments", "Bringup", "Child", "main"]
 
@@ -48,10 +53,16 @@ _LAUNCH_STYLE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*):=(.*)$", re.DOTALL)
 _TERM_GRACE_S = 2.0
 #: lines of each generated parameter file that --dry-run shows
 _DRY_RUN_LINES = 12
+#: what stops the bring-up in order (SIGHUP: its terminal closed; the children, in
+#: sessions of their own, would not get it)
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def _say(text: str) -> None:
-    print(f"{PROG}: {text}", flush=True)
+    try:
+        print(f"{PROG}: {text}", flush=True)
+    except (OSError, ValueError):  # stdout gone (a closed pipe): the bring-up still stops
+        pass
 
 
 # ---------------------------------------------------------------------------- command line
@@ -233,10 +244,16 @@ class Bringup:
         self._events.put(("exit", (child, code)))
 
     def start(self) -> None:
+        """Start every entry of :meth:`resolve`, in order (from the main thread: a child's
+        parent-death signal follows the thread that started it, see
+        :mod:`cozmo_driver.lifeline`). A failure leaves the started ones in
+        :attr:`children` for :meth:`stop`."""
+        environment = {**os.environ, **plan.child_environment()}
         for entry, command in self.resolve():
             process = subprocess.Popen(
                 command, stdin=subprocess.DEVNULL, start_new_session=True, stdout=self.output,
-                stderr=None if self.output is None else subprocess.STDOUT)
+                stderr=None if self.output is None else subprocess.STDOUT, env=environment,
+                preexec_fn=parent_death_preexec())
             child = Child(entry, command, process)
             self.children.append(child)
             self._running[process.pid] = child
@@ -251,8 +268,7 @@ class Bringup:
     def run(self, duration: Optional[float] = None) -> int:
         """Start everything, then wait for a signal, the end of ``duration`` or the exit of a
         required child; stop everything and return the exit status."""
-        previous = {sig: signal.signal(sig, self._on_signal)
-                    for sig in (signal.SIGINT, signal.SIGTERM)}
+        previous = {sig: signal.signal(sig, self._on_signal) for sig in _STOP_SIGNALS}
         status = 0
         try:
             self.start()
@@ -276,11 +292,24 @@ class Bringup:
                     break
                 self.say(f"{child.label} exited with status {code}")
         finally:
-            self.stop()
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
-            self.remove_parameter_files()
+            try:
+                self.stop()
+            finally:
+                self.kill_remaining()
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+                self.remove_parameter_files()
         return status
+
+    def kill_remaining(self) -> None:
+        """SIGKILL every child still running: the last resort when :meth:`stop` could not
+        finish (it raised)."""
+        for child in self.children:
+            if child.process.returncode is None and child.process.poll() is None:
+                try:
+                    child.process.kill()
+                except ProcessLookupError:
+                    pass
 
     def remove_parameter_files(self) -> None:
         """Delete the generated parameter files (after the children have stopped)."""

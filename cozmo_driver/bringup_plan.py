@@ -31,7 +31,9 @@ type an empty list, and reads a string such as ``'5551'`` as a number).
 
 Both front-ends refuse an argument name that is not one of :data:`ARGUMENTS`
 (:func:`check_argument_names`, with a close match suggested), and a value
-outside an argument's ``choices``.
+outside an argument's ``choices``; and they start every process with
+:func:`child_environment`, which makes the project's executables end when the
+front-end does (:mod:`cozmo_driver.lifeline`).
 
 Pure: no launch, no rclpy; it reads the parameter file, runs xacro, and writes
 the parameter files it is asked for.
@@ -49,6 +51,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .description import DESCRIPTION_PACKAGE, DescriptionError, package_share, robot_description
+from .lifeline import PARENT_PID_ENV
 
 __all__ = [
     "PACKAGE",
@@ -66,6 +69,7 @@ __all__ = [
     "ProcessEntry",
     "node_key",
     "parameter_files",
+    "child_environment",
     "make_plan",
     "default_config_path",
     "rviz_config_path",
@@ -369,6 +373,13 @@ def parameter_files(entry: ProcessEntry, directory: Union[str, os.PathLike],
                            default_flow_style=False, sort_keys=False, allow_unicode=True)
         files.append(str(path))
     return files
+
+
+def child_environment() -> Dict[str, str]:
+    """Environment variables for every process a front-end starts: this process's id in
+    :data:`~cozmo_driver.lifeline.PARENT_PID_ENV`, so that the project's executables end
+    when the front-end dies (:func:`cozmo_driver.lifeline.exit_with_parent`)."""
+    return {PARENT_PID_ENV: str(os.getpid())}
 
 
 def _key_matches(key: str, fqn: str) -> bool:

@@ -10,7 +10,8 @@ The arguments, their defaults, descriptions and choices, and the processes come 
 cozmo_driver/bringup_plan.py, which cozmo_bringup (the same bring-up without
 the launch system) reads too. This file only turns plan entries into launch
 actions: each node gets the plan's parameter files (bringup_plan.parameter_files),
-never a parameter dict for launch_ros to type.
+never a parameter dict for launch_ros to type, and every process the plan's
+environment (bringup_plan.child_environment: it ends when the launch dies).
 
 ``ros2 launch`` sets any ``name:=value`` as a launch configuration, declared or not;
 here a name on the command line that is not an argument of the plan is refused
@@ -75,22 +76,23 @@ def _node_namespace(context, entry):
 
 def entry_action(entry, context, directory):
     """The launch action of a plan entry: launch_ros's Node with the plan's parameter files,
-    or ExecuteProcess."""
+    or ExecuteProcess; both with the plan's environment (they end when this process dies)."""
     from launch.actions import ExecuteProcess, Shutdown
     from launch_ros.actions import Node
     from launch_ros.substitutions import ExecutableInPackage
 
     on_exit = [Shutdown(reason=f"{entry.executable} exited")] if entry.required else None
+    environment = plan.child_environment()
     if entry.node_name is None:
         return ExecuteProcess(
             cmd=[ExecutableInPackage(entry.executable, entry.package), *entry.arguments],
-            name=entry.name, output="screen", on_exit=on_exit)
+            name=entry.name, output="screen", on_exit=on_exit, additional_env=environment)
     files = plan.parameter_files(entry, directory, namespace=_node_namespace(context, entry))
     return Node(
         package=entry.package, executable=entry.executable, name=entry.node_name,
         namespace=entry.namespace or None, parameters=files,
         remappings=list(entry.remappings), arguments=list(entry.arguments),
-        output="screen", on_exit=on_exit)
+        output="screen", on_exit=on_exit, additional_env=environment)
 
 
 def _parameter_directory():

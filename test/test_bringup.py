@@ -4,7 +4,8 @@ real DDS on loopback, bounded in time.
 A test node (its own rclpy context) checks the topics of a namespaced robot and
 composes its transform tree from /tf and /tf_static; two robots in two
 namespaces run at once without interfering; the bring-up stops everything on
-SIGINT, after --duration, and when the driver exits.
+SIGINT, after --duration, and when the driver exits; and nothing it started
+outlives it when it is killed (SIGKILL) or fails after starting the simulator.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Dict, List, Optional
 
 import pytest
 
+from cozmo_driver import bringup, bringup_plan as plan
 from cozmo_driver.description import Transform, UrdfModel
 from cozmo_driver.sim import world
 from processes import alive, free_udp_port, project_executable
@@ -29,6 +31,8 @@ pytestmark = [pytest.mark.ros, pytest.mark.slow]
 STARTUP_TIMEOUT_S = 40.0
 #: the bring-up must have stopped everything within this after SIGINT
 STOP_TIMEOUT_S = 25.0
+#: a child must be gone this long after the bring-up was killed (Linux sends it SIGTERM)
+ORPHAN_TIMEOUT_S = 10.0
 CAMERA_CHAIN = ["odom", "base_footprint", "base_link", "head_link", "camera_link",
                 "camera_optical_frame"]
 
@@ -321,6 +325,65 @@ def test_the_bringup_ends_when_the_driver_exits(start_bringup):
     assert re.search(r"driver \(cozmo_driver_node, pid \d+\) exited with status -9: stopping",
                      run.output())
     assert not any(alive(pid) for pid in names.values())
+
+
+def _all_gone(pids, timeout_s: float) -> List[int]:
+    """The pids still running after ``timeout_s`` (none: all gone)."""
+    deadline = time.monotonic() + timeout_s
+    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return [pid for pid in pids if alive(pid)]
+
+
+def test_nothing_outlives_a_killed_bringup(start_bringup):
+    # issue #15: a bring-up that dies without stopping its children (SIGKILL, a crash)
+    # left the simulator running with parent 1
+    run = start_bringup("use_sim:=true", f"sim_port:={free_udp_port()}", "namespace:=orphans",
+                        "--duration", "90")
+    names = run.wait_for_children(["simulator", "driver", "description_publisher"])
+    time.sleep(2.0)  # every child is past its start-up
+    assert all(alive(pid) for pid in names.values()), run.output()
+    run.process.kill()
+    run.process.wait(timeout=5)
+    left = _all_gone(names.values(), ORPHAN_TIMEOUT_S)
+    assert not left, (f"still running {ORPHAN_TIMEOUT_S} s after the bring-up was killed: "
+                      f"{[name for name, pid in names.items() if pid in left]}\n{run.output()}")
+
+
+def test_a_driver_that_fails_at_start_stops_the_simulator(start_bringup, tmp_path):
+    config = tmp_path / "broken.yaml"
+    config.write_text("cozmo_driver:\n  ros__parameters:\n    cmd_vel_timeout: -5.0\n")
+    run = start_bringup("use_sim:=true", f"sim_port:={free_udp_port()}", f"config:={config}",
+                        "--duration", "90")
+    names = run.wait_for_children(["simulator", "driver"])
+    assert run.process.wait(timeout=STOP_TIMEOUT_S) == 2, run.output()
+    assert "cmd_vel_timeout" in run.output()
+    assert not any(alive(pid) for pid in names.values()), run.output()
+
+
+def test_a_bringup_that_cannot_start_a_process_stops_what_it_started(tmp_path):
+    # the simulator starts, then the driver cannot be executed: run() raises, and the
+    # simulator is stopped on the way out (cozmo_bringup exits 1)
+    _require_executables()
+    broken = tmp_path / "cozmo_driver_node"
+    broken.write_text("#!/bin/sh\n")            # not executable
+    entries = plan.make_plan(plan.resolve_arguments({"use_sim": "true",
+                                                     "sim_port": str(free_udp_port())}),
+                             description=lambda prefix: "<robot name='cozmo'/>")
+
+    def locate(package, executable):
+        if executable == "cozmo_driver_node":
+            return broken
+        return plan.locate_executable(package, executable)
+
+    said: List[str] = []
+    runner = bringup.Bringup(entries, stop_timeout=5.0, locate=locate, say=said.append)
+    with pytest.raises(PermissionError):
+        runner.run(duration=60)
+    (simulator,) = [child for child in runner.children if child.entry.name == "simulator"]
+    assert simulator.process.returncode is not None and not alive(simulator.process.pid), said
+    assert runner.parameter_directory is None   # removed
+    assert "all processes stopped" in said
 
 
 def test_the_behavior_engine_comes_up_with_its_robot(start_bringup, rclpy_context):

@@ -18,14 +18,18 @@ where their absence is a failure (test/ros_tools.py).
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
+import signal
+import time
 from pathlib import Path
 from typing import Dict, List
 
 import pytest
 
 from cozmo_driver import bringup, bringup_plan as plan
-from ros_tools import need_module
+from processes import alive, free_udp_port
+from ros_tools import need_installed_package, need_module, need_ros2
 
 pytestmark = pytest.mark.ros
 
@@ -232,6 +236,27 @@ def test_a_pushed_namespace_is_in_the_launch_files_node_key(rclpy_context):
             shutil.rmtree(directory, ignore_errors=True)
 
 
+def test_every_process_of_the_launch_file_ends_with_the_launch():
+    from cozmo_driver.lifeline import PARENT_PID_ENV
+    module = load_launch_file()
+    from launch import LaunchContext
+    from launch.utilities import perform_substitutions
+
+    context = LaunchContext()
+    entries = plan.make_plan(plan.resolve_arguments({"use_sim": "true"}),
+                             description=lambda prefix: "<robot name='cozmo'/>")
+    directory = module._parameter_directory()
+    try:
+        for entry in entries:
+            action = module.entry_action(entry, context, directory)
+            env = {perform_substitutions(context, name): perform_substitutions(context, value)
+                   for name, value in action.additional_env}
+            assert env == plan.child_environment(), entry.name
+            assert PARENT_PID_ENV in env
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
 # ------------------------------------------------------------------ launch arguments
 
 
@@ -349,3 +374,45 @@ def test_an_including_launch_files_own_arguments_are_not_refused(launch_a_file, 
     assert run.code == 0, run.output
     assert run.args.namespace == ("robots" if arguments else "fleet") and run.args.use_sim
 
+
+# ------------------------------------------------------------------ ros2 launch, end to end
+
+
+@pytest.mark.slow
+def test_a_namespaced_simulated_launch_runs_and_nothing_outlives_its_kill(rclpy_context):
+    """``ros2 launch cozmo_driver cozmo.launch.py namespace:=... use_sim:=true`` (issue #15:
+    it did not start) streams odometry; SIGKILL of ros2 launch (no clean-up of its own)
+    leaves no process of it running a few seconds later."""
+    need_ros2()
+    need_installed_package()
+    import rclpy
+    from nav_msgs.msg import Odometry
+    from rclpy.executors import SingleThreadedExecutor
+    from ros_tools import RosLaunch, _session_pids, wait_for
+
+    node = rclpy.create_node("killed_launch_observer", context=rclpy_context)
+    executor = SingleThreadedExecutor(context=rclpy_context)
+    executor.add_node(node)
+    odom: list = []
+    node.create_subscription(Odometry, "/killed/odom", odom.append, 10)
+    try:
+        with RosLaunch("use_sim:=true", f"sim_port:={free_udp_port()}",
+                       "namespace:=killed") as launch:
+            deadline = time.monotonic() + 40.0
+            while not odom and launch.running() and time.monotonic() < deadline:
+                executor.spin_once(timeout_sec=0.1)
+            assert odom, f"no odometry; {launch.describe()}"
+            assert odom[-1].header.frame_id == "killed/odom"
+            children = [pid for pid in _session_pids(launch.process.pid)
+                        if pid != launch.process.pid]
+            assert len(children) >= 3, launch.describe()     # simulator, driver, description
+            os.kill(launch.process.pid, signal.SIGKILL)
+            launch.process.wait(timeout=5)
+            gone = wait_for(lambda: not any(alive(pid) for pid in children), 10.0)
+            left = [pid for pid in children if alive(pid)]
+            for pid in left:
+                os.kill(pid, signal.SIGKILL)
+            assert gone, f"still running 10 s after ros2 launch was killed: {left}"
+    finally:
+        executor.shutdown()
+        node.destroy_node()

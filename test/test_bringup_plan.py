@@ -355,6 +355,12 @@ def test_parameter_files_refuse_what_is_no_parameter_value(tmp_path, value):
         plan.parameter_files(entry, tmp_path)
 
 
+def test_every_process_gets_the_front_ends_pid():
+    from cozmo_driver.lifeline import PARENT_PID_ENV
+    import os
+    assert plan.child_environment() == {PARENT_PID_ENV: str(os.getpid())}
+
+
 # ------------------------------------------------------------------ cozmo_bringup's command line
 
 
@@ -474,7 +480,7 @@ def test_launch_file_takes_everything_from_the_plan():
                   if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
                   and node.value.id == "plan"}
     assert {"ARGUMENTS", "resolve_arguments", "make_plan", "skip_message", "parameter_files",
-            "check_argument_names"} <= attributes
+            "child_environment", "check_argument_names"} <= attributes
     # DeclareLaunchArgument only with the plan's values, never a literal default
     declares = [node for node in ast.walk(tree) if isinstance(node, ast.Call)
                 and getattr(node.func, "id", None) == "DeclareLaunchArgument"]

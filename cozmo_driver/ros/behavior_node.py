@@ -71,6 +71,7 @@ from ..behavior.config import ConfigError, builtin_still_animations, load_config
 from ..behavior.engine import Engine
 from ..behavior.parameters import BEHAVIOR_PARAMETERS, USER_ACTIONS, USER_TOPICS
 from ..behavior.reactions import ROBOT_EVENT_TRIGGERS
+from ..lifeline import exit_with_parent
 from ._entry import init, make_node, spin_node
 from .qos import QOS_EVENTS, QOS_LATCHED, QOS_LATEST, QOS_QUEUE, QOS_STATE, QOS_STREAM, QOS_WATCH
 
@@ -533,6 +534,7 @@ def main(args: Optional[List[str]] = None) -> int:
 
     A signal does not shut the context down (``_entry.init``): the node first cancels
     the goals it started, and lets the cancel requests go out, then rclpy shuts down."""
+    exit_with_parent()  # end with the bring-up that started it (cozmo_driver.lifeline)
     init(args)
     node = make_node("cozmo_behavior_node", BehaviorNode,
                      (ConfigError, rclpy.exceptions.ParameterException))

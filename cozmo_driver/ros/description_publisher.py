@@ -33,6 +33,7 @@ from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
 from ..description import DescriptionError, Joint, Transform, UrdfModel
+from ..lifeline import exit_with_parent
 from ._entry import init, make_node, spin_node
 from .qos import QOS_LATCHED, QOS_TF
 
@@ -125,6 +126,7 @@ class DescriptionPublisher(Node):
 def main(args: Optional[List[str]] = None) -> int:
     """``cozmo_description_publisher``: run until Ctrl-C or SIGTERM (which stop the node
     before rclpy shuts down: ``_entry.init``)."""
+    exit_with_parent()  # end with the bring-up that started it (cozmo_driver.lifeline)
     init(args)
     node = make_node("cozmo_description_publisher", DescriptionPublisher, (DescriptionError,))
     if node is None:

@@ -92,6 +92,7 @@ from ..protocol.errors import CozmoError, RemoteProtocolError
 from ..protocol.nvstorage import (CAMERA_CALIB_SIZE, NV_TAG_CAMERA_CALIB, NvReadAssembler,
                                   decode_camera_calibration)
 from ..protocol.session import MessageReceived, SessionConfig
+from ..lifeline import exit_with_parent
 from . import qos
 from .battery_marker import publish_battery_marker
 from .handover import HandOver
@@ -1321,6 +1322,7 @@ def _time_msg(ns: int) -> TimeMsg:
 
 def main(args: Optional[List[str]] = None) -> int:
     """``cozmo_driver_node``: run the driver until Ctrl-C or SIGTERM."""
+    exit_with_parent()  # end with the bring-up that started it (cozmo_driver.lifeline)
     # Two busy threads (protocol I/O and the executor) share the GIL; a waiting
     # thread gets it after at most this long (CPython's default is 5 ms, which
     # shows up directly in command and odometry latency).

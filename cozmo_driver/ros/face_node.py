@@ -43,6 +43,7 @@ from ..face.expressions import EXPRESSIONS, FaceAnimator, expression
 from ..face.procedural import NUM_PARAMS, PARAM_NAMES, FaceParams
 from ..face.stream import FaceStream
 from ..protocol.display import DISPLAY_WIDTH, SCREEN_HEIGHT
+from ..lifeline import exit_with_parent
 from ._entry import init, make_node, spin_node
 from .qos import QOS_LATCHED, QOS_QUEUE
 
@@ -187,6 +188,7 @@ class FaceNode(Node):
 
 def main(args: Optional[List[str]] = None) -> int:
     """``cozmo_face_node``: publish the face until Ctrl-C or SIGTERM."""
+    exit_with_parent()  # end with the bring-up that started it (cozmo_driver.lifeline)
     init(args)  # SIGINT and SIGTERM stop the node before rclpy shuts down
     node = make_node("cozmo_face_node", FaceNode, (ValueError, rclpy.exceptions.ParameterException))
     if node is None:

@@ -18,6 +18,7 @@ import threading
 import time
 from typing import List, Optional
 
+from ..lifeline import exit_with_parent
 from ..protocol.errors import CozmoError
 from ..transport.memory import Impairment
 from .robot import RobotConfig
@@ -82,6 +83,7 @@ def format_status(sim: SimServer, rates: dict) -> str:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    exit_with_parent()  # end with the bring-up that started it (cozmo_driver.lifeline)
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.WARNING),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -1,0 +1,114 @@
+"""A process the bring-up starts ends when the bring-up ends, however the bring-up ends.
+
+Both front-ends of the bring-up (``cozmo_bringup`` and ``cozmo.launch.py``) put
+their own process id into :data:`PARENT_PID_ENV` of every process they start
+(:func:`cozmo_driver.bringup_plan.child_environment`). Each of the project's
+executables calls :func:`exit_with_parent` first: it asks Linux to send the
+process SIGTERM when its parent dies (``prctl(PR_SET_PDEATHSIG)``), SIGKILL
+included, so that the nodes and the simulator stop as on any SIGTERM (in order,
+exit 0) instead of running on with parent 1, as the simulator did after a
+failed launch under launch_testing (issue #15). ``cozmo_bringup`` also sets the
+signal in every child between fork and exec (:func:`parent_death_preexec`),
+which covers executables that are not ours (robot_state_publisher, RViz).
+
+Linux sends the signal when the *thread* that started the process ends, not
+when its whole process does. Both front-ends start their children from their
+main thread (``cozmo_bringup``'s run loop; launch's asyncio loop, which
+launch_testing also runs on the main thread), so the two are the same here.
+
+The parent may have died before the call: the process is then an orphan
+already, and ends at once. The variable is removed from the environment, so
+that a process started by this one does not take this one's parent for its own.
+Elsewhere than on Linux nothing happens.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+from typing import Callable, MutableMapping, Optional
+
+__all__ = ["PARENT_PID_ENV", "set_parent_death_signal", "exit_with_parent",
+           "parent_death_preexec"]
+
+#: The environment variable holding the pid of the bring-up that started the process.
+PARENT_PID_ENV = "COZMO_PARENT_PID"
+
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _load_prctl() -> Optional[Callable[..., int]]:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl
+    except (OSError, AttributeError):  # pragma: no cover - a libc without prctl
+        return None
+
+
+# Looked up once, at import: parent_death_preexec's function runs between fork and exec,
+# where it must not load anything.
+_PRCTL = _load_prctl()
+
+
+def set_parent_death_signal(signum: int = signal.SIGTERM) -> bool:
+    """Have Linux send ``signum`` to this process when the thread that started it ends;
+    False where that is not available."""
+    if _PRCTL is None:
+        return False
+    return _PRCTL(_PR_SET_PDEATHSIG, int(signum), 0, 0, 0) == 0
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(") ", 1)[-1][:1] != "Z"
+    except OSError:
+        return True
+
+
+def exit_with_parent(signum: int = signal.SIGTERM,
+                     environ: Optional[MutableMapping[str, str]] = None) -> bool:
+    """If the bring-up started this process (:data:`PARENT_PID_ENV`), end it with
+    ``signum`` when the bring-up dies, and at once if it is already gone. Call it first
+    thing in ``main()``, before any thread is started. Whether the signal was set."""
+    env = os.environ if environ is None else environ
+    value = env.pop(PARENT_PID_ENV, None)
+    if not value:
+        return False
+    try:
+        parent = int(value)
+    except ValueError:
+        return False
+    if not set_parent_death_signal(signum):
+        return False
+    # Set after the parent died: no signal will come. The parent is gone when this
+    # process was handed to another one and the parent's pid runs nothing (a launch
+    # prefix such as gdb, between the bring-up and this process, is a parent too).
+    if os.getppid() != parent and not _running(parent):
+        os.kill(os.getpid(), signum)
+    return True
+
+
+def parent_death_preexec(signum: int = signal.SIGTERM) -> Callable[[], None]:
+    """A ``preexec_fn`` for :class:`subprocess.Popen`: the child gets ``signum`` when the
+    thread calling Popen ends (and exits at once if that already happened). Only a
+    system call runs in the child between fork and exec."""
+    parent = os.getpid()
+
+    def preexec() -> None:
+        set_parent_death_signal(signum)
+        if os.getppid() != parent:
+            os._exit(128 + int(signum))
+
+    return preexec

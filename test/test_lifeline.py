@@ -1,0 +1,113 @@
+"""cozmo_driver.lifeline: a process started by a bring-up ends when the bring-up dies.
+
+Real processes, a few seconds each: a stand-in bring-up (a small Python process) starts a
+child and is killed with SIGKILL; the child must be gone within a few seconds. Linux only
+(prctl PR_SET_PDEATHSIG).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from cozmo_driver import lifeline
+from processes import alive
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="PR_SET_PDEATHSIG is Linux's")
+
+#: a child must be gone this long after its parent died (it gets SIGTERM at once)
+GONE_WITHIN_S = 5.0
+
+#: a child that calls exit_with_parent() and then waits, reporting on stdout
+CHILD = textwrap.dedent("""
+    import os, sys, time
+    from cozmo_driver.lifeline import PARENT_PID_ENV, exit_with_parent
+    set_ = exit_with_parent()
+    print(f"child {os.getpid()} set={set_} left={os.environ.get(PARENT_PID_ENV)!r}", flush=True)
+    time.sleep(60)
+""")
+
+#: a stand-in bring-up: starts argv[1:] (with its own pid in the environment, as the plan's
+#: child_environment gives it, and optionally lifeline's preexec_fn), then waits
+PARENT = textwrap.dedent("""
+    import os, subprocess, sys, time
+    from cozmo_driver import bringup_plan as plan, lifeline
+    preexec = lifeline.parent_death_preexec() if sys.argv[1] == "preexec" else None
+    env = {**os.environ, **plan.child_environment()} if sys.argv[2] == "env" else None
+    child = subprocess.Popen(sys.argv[3:], env=env, preexec_fn=preexec)
+    print(f"parent {os.getpid()} child {child.pid}", flush=True)
+    time.sleep(60)
+""")
+
+
+def _wait_gone(pid: int, timeout: float = GONE_WITHIN_S) -> bool:
+    deadline = time.monotonic() + timeout
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not alive(pid)
+
+
+def _start_parent(mode: str, env: str, *command: str) -> tuple:
+    """(parent process, pid of its child) once both run."""
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, mode, env, *command],
+                              stdout=subprocess.PIPE, text=True)
+    words = parent.stdout.readline().split()
+    assert words[:1] == ["parent"], words
+    return parent, int(words[3])
+
+
+@pytest.mark.parametrize("mode, env, command", [
+    # the project's executables: the variable (what ros2 launch can give them)
+    ("none", "env", [sys.executable, "-c", CHILD]),
+    # any executable started by cozmo_bringup: the preexec_fn (robot_state_publisher, rviz2)
+    ("preexec", "none", ["sleep", "60"]),
+])
+def test_a_child_ends_when_its_parent_is_killed(mode, env, command):
+    parent, child = _start_parent(mode, env, *command)
+    try:
+        time.sleep(0.5 if mode == "preexec" else 1.5)  # the child is past its start-up
+        assert alive(child)
+        parent.kill()                                    # SIGKILL: no clean-up of its own
+        parent.wait(timeout=5)
+        assert _wait_gone(child), f"child {child} outlived its parent"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+        if alive(child):
+            os.kill(child, signal.SIGKILL)
+
+
+def test_a_child_whose_parent_is_already_gone_ends_at_once():
+    # the bring-up died between starting the child and the child's exit_with_parent()
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    env = {**os.environ, lifeline.PARENT_PID_ENV: str(gone.pid)}
+    child = subprocess.run([sys.executable, "-c", CHILD], env=env, timeout=30,
+                           capture_output=True, text=True)
+    assert child.returncode == -signal.SIGTERM, child.stdout + child.stderr
+
+
+def test_the_variable_is_taken_out_of_the_environment():
+    # a process started by the child must not take the bring-up for its parent
+    result = subprocess.run(
+        [sys.executable, "-c", "import os, sys; from cozmo_driver.lifeline import "
+         "exit_with_parent, PARENT_PID_ENV; print(exit_with_parent(), "
+         "os.environ.get(PARENT_PID_ENV))"],
+        env={**os.environ, lifeline.PARENT_PID_ENV: str(os.getpid())},
+        capture_output=True, text=True, timeout=30)
+    assert result.stdout.split() == ["True", "None"], result.stdout + result.stderr
+
+
+def test_without_the_variable_nothing_happens():
+    environ = {"OTHER": "1"}
+    assert lifeline.exit_with_parent(environ=environ) is False
+    assert environ == {"OTHER": "1"}
+    environ = {lifeline.PARENT_PID_ENV: "not a pid"}
+    assert lifeline.exit_with_parent(environ=environ) is False and environ == {}
