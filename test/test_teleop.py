@@ -1,7 +1,7 @@
 """teleop_twist_keyboard drives the simulated Cozmo, as a user does it from a terminal: the stack
-of ``ros2 launch cozmo_driver cozmo.launch.py use_sim:=true``, and ``ros2 run
-teleop_twist_keyboard teleop_twist_keyboard`` in a pseudo-terminal (its controlling terminal)
-with cmd_vel remapped to the driver's.
+of ``ros2 launch cozmo_driver cozmo.launch.py use_sim:=true namespace:=teleop_robot``, and
+``ros2 run teleop_twist_keyboard teleop_twist_keyboard --ros-args -r
+cmd_vel:=/teleop_robot/cmd_vel`` in a pseudo-terminal (its controlling terminal).
 
 teleop_twist_keyboard (ROS 2 branch, 2.3.2) publishes one Twist per key and repeats nothing:
 the robot keeps driving after the last key only until the driver's cmd_vel watchdog
@@ -62,7 +62,7 @@ from cozmo_driver.driver.parameters import PARAMETERS_BY_NAME  # noqa: E402
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
 #: The namespace of the stack; teleop's cmd_vel is remapped into it.
-NAMESPACE = ""
+NAMESPACE = "teleop_robot"
 TOPIC_PREFIX = f"/{NAMESPACE}" if NAMESPACE else ""
 DRIVER = f"{TOPIC_PREFIX}/cozmo_driver"
 START_TIMEOUT_S = 40.0

@@ -1,7 +1,8 @@
-"""tf2_ros against the stack that ``ros2 launch cozmo_driver cozmo.launch.py use_sim:=true``
-brings up: a ``tf2_ros.Buffer`` with a ``tf2_ros.TransformListener``, in a node of this
-process (its own rclpy context and executor, spun in bounded loops), as RViz, Nav2 or a
-user's node sees the robot.
+"""tf2_ros against the stack that ``ros2 launch cozmo_driver cozmo.launch.py use_sim:=true
+namespace:=tf2_robot`` brings up (its frames then carry the prefix ``tf2_robot/``): a
+``tf2_ros.Buffer`` with a ``tf2_ros.TransformListener``, in a node of this process (its own
+rclpy context and executor, spun in bounded loops), as RViz, Nav2 or a user's node sees the
+robot.
 
 * The whole tree resolves, with the parents of the robot model: odom -> base_footprint ->
   base_link -> head_link -> camera_link -> camera_optical_frame, the lift's links and
@@ -49,7 +50,7 @@ from cozmo_interfaces.msg import HeadAngle  # noqa: E402
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
 #: The namespace of the stack (and, with the bring-up's frame_prefix auto, of its frames).
-NAMESPACE = ""
+NAMESPACE = "tf2_robot"
 FRAME_PREFIX = f"{NAMESPACE}/" if NAMESPACE else ""
 TOPIC_PREFIX = f"/{NAMESPACE}" if NAMESPACE else ""
 START_TIMEOUT_S = 40.0
