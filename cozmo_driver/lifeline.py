@@ -62,19 +62,18 @@ def set_parent_death_signal(signum: int = signal.SIGTERM) -> bool:
     return _PRCTL(_PR_SET_PDEATHSIG, int(signum), 0, 0, 0) == 0
 
 
-def _running(pid: int) -> bool:
-    """Whether process ``pid`` exists and is not a zombie."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(") ", 1)[-1][:1] != "Z"
-    except OSError:
-        return True
+def _ancestors(limit: int = 64):
+    """The pids of this process's parent, its parent, and so on up to init."""
+    pid = os.getppid()
+    for _ in range(limit):
+        if pid <= 1:
+            return
+        yield pid
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                pid = int(stat.read().rsplit(") ", 1)[-1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return
 
 
 def exit_with_parent(signum: int = signal.SIGTERM,
@@ -92,10 +91,10 @@ def exit_with_parent(signum: int = signal.SIGTERM,
         return False
     if not set_parent_death_signal(signum):
         return False
-    # Set after the parent died: no signal will come. The parent is gone when this
-    # process was handed to another one and the parent's pid runs nothing (a launch
-    # prefix such as gdb, between the bring-up and this process, is a parent too).
-    if os.getppid() != parent and not _running(parent):
+    # Set after the parent died, no signal will come: the parent is gone when it is no
+    # longer an ancestor of this process (this one was handed to init or a subreaper).
+    # It need not be the direct parent: a launch prefix such as gdb may sit between.
+    if parent not in _ancestors():
         os.kill(os.getpid(), signum)
     return True
 

@@ -94,6 +94,26 @@ def test_a_child_whose_parent_is_already_gone_ends_at_once():
     assert child.returncode == -signal.SIGTERM, child.stdout + child.stderr
 
 
+def test_a_process_between_the_parent_and_the_child_is_no_death():
+    # a launch prefix (``ros2 launch --launch-prefix``, e.g. gdb or a shell) sits between
+    # the bring-up and the child: the bring-up is still an ancestor, the child runs on
+    script = f"{sys.executable} -c '{CHILD}'; true"     # `; true`: the shell forks
+    parent, shell = _start_parent("none", "env", "sh", "-c", script)
+    children = []
+    try:
+        time.sleep(2.0)
+        assert alive(shell) and parent.poll() is None
+        with open(f"/proc/{shell}/task/{shell}/children") as stream:
+            children = [int(pid) for pid in stream.read().split()]
+        assert len(children) == 1 and alive(children[0])
+    finally:
+        parent.kill()
+        parent.wait(timeout=5)
+        for pid in (shell, *children):
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
 def test_the_variable_is_taken_out_of_the_environment():
     # a process started by the child must not take the bring-up for its parent
     result = subprocess.run(
