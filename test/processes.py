@@ -1,6 +1,6 @@
 """Helpers of the tests that start whole programs (the bring-up, the demo): a free UDP
-port on 127.0.0.1, whether a process is still running, and where the project's own
-executables are installed."""
+port on 127.0.0.1, whether a process is still running, where the project's own
+executables are installed, and the parameter files a bring-up generated for them."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["alive", "free_udp_port", "project_executable"]
+__all__ = ["alive", "free_udp_port", "project_executable", "generated_parameter_directories"]
 
 
 def project_executable(name: str) -> Path:
@@ -44,3 +44,22 @@ def alive(pid: int) -> bool:
             return stat.read().split(") ")[-1][0] != "Z"
     except OSError:
         return True
+
+
+def generated_parameter_directories(pids) -> set:
+    """The directories of the parameter files a bring-up generated (cozmo_bringup's
+    ``cozmo_bringup_*``, the launch file's ``cozmo_launch_*``) named on the command lines
+    of the processes ``pids``: a bring-up killed with SIGKILL cannot remove them itself."""
+    found = set()
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as stream:
+                args = [arg.decode(errors="replace") for arg in stream.read().split(b"\0")]
+        except OSError:
+            continue
+        for option, value in zip(args, args[1:]):
+            directory = Path(value).parent
+            if option == "--params-file" and directory.name.startswith(("cozmo_bringup_",
+                                                                        "cozmo_launch_")):
+                found.add(directory)
+    return found

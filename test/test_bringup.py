@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -23,7 +24,7 @@ import pytest
 from cozmo_driver import bringup, bringup_plan as plan
 from cozmo_driver.description import Transform, UrdfModel
 from cozmo_driver.sim import world
-from processes import alive, free_udp_port, project_executable
+from processes import alive, free_udp_port, generated_parameter_directories, project_executable
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
@@ -343,9 +344,13 @@ def test_nothing_outlives_a_killed_bringup(start_bringup):
     names = run.wait_for_children(["simulator", "driver", "description_publisher"])
     time.sleep(2.0)  # every child is past its start-up
     assert all(alive(pid) for pid in names.values()), run.output()
+    generated = generated_parameter_directories(names.values())
+    assert generated, "the driver's command line names no generated parameter file"
     run.process.kill()
     run.process.wait(timeout=5)
     left = _all_gone(names.values(), ORPHAN_TIMEOUT_S)
+    for directory in generated:          # the killed bring-up could not remove them
+        shutil.rmtree(directory, ignore_errors=True)
     assert not left, (f"still running {ORPHAN_TIMEOUT_S} s after the bring-up was killed: "
                       f"{[name for name, pid in names.items() if pid in left]}\n{run.output()}")
 

@@ -28,7 +28,7 @@ from typing import Dict, List
 import pytest
 
 from cozmo_driver import bringup, bringup_plan as plan
-from processes import alive, free_udp_port
+from processes import alive, free_udp_port, generated_parameter_directories
 from ros_tools import need_installed_package, need_module, need_ros2
 
 pytestmark = pytest.mark.ros
@@ -406,12 +406,15 @@ def test_a_namespaced_simulated_launch_runs_and_nothing_outlives_its_kill(rclpy_
             children = [pid for pid in _session_pids(launch.process.pid)
                         if pid != launch.process.pid]
             assert len(children) >= 3, launch.describe()     # simulator, driver, description
+            generated = generated_parameter_directories(children)
             os.kill(launch.process.pid, signal.SIGKILL)
             launch.process.wait(timeout=5)
             gone = wait_for(lambda: not any(alive(pid) for pid in children), 10.0)
             left = [pid for pid in children if alive(pid)]
             for pid in left:
                 os.kill(pid, signal.SIGKILL)
+            for directory in generated:      # the killed launch could not remove them
+                shutil.rmtree(directory, ignore_errors=True)
             assert gone, f"still running 10 s after ros2 launch was killed: {left}"
     finally:
         executor.shutdown()
