@@ -225,6 +225,27 @@ def test_cli_stops_cleanly_on_sigint_and_sigterm():
         assert out.strip().endswith("cozmo-sim: stopped")
 
 
+def test_cli_ignores_a_signal_that_comes_while_it_exits():
+    # A terminal's Ctrl-C reaches every process of `ros2 launch ... use_sim:=true`, and the
+    # launch then forwards a SIGINT of its own: the second one reached a simulator that had
+    # already stopped and put Python's handlers back, which killed it (exit -2, which the
+    # launch reported as "[ERROR] ... process has died"). Once stopped it ignores them, with
+    # SIG_IGN: the interpreter resets a Python handler to the default as it finalizes.
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    script = ("import os, signal, time\n"
+              "from cozmo_driver.sim import cli\n"
+              "assert cli.main(['--port', '0', '--duration', '0', '--quiet']) == 0\n"
+              "for sig in (signal.SIGINT, signal.SIGTERM):\n"
+              "    assert signal.getsignal(sig) is signal.SIG_IGN, (sig, signal.getsignal(sig))\n"
+              "    os.kill(os.getpid(), sig)\n"
+              "time.sleep(0.2)\n"
+              "print('still running')\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=20, env=env, cwd=ROOT)
+    assert done.returncode == 0, (done.returncode, done.stderr)
+    assert done.stdout.splitlines()[-2:] == ["cozmo-sim: stopped", "still running"], done.stdout
+
+
 def test_cli_serves_a_client():
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.Popen([sys.executable, "-m", "cozmo_driver.sim.cli", "--port", "0", "--duration", "6"],

@@ -123,8 +123,13 @@ def main(argv: Optional[List[str]] = None) -> int:
                 break
     finally:
         sim.stop()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        # Stopped: a SIGINT or SIGTERM that comes while the process exits is ignored. A
+        # terminal's Ctrl-C reaches every process of `ros2 launch ... use_sim:=true`, and
+        # the launch forwards one more; with Python's handler put back (or ours, which the
+        # interpreter resets to the default as it finalizes; it leaves SIG_IGN alone), that
+        # one killed the simulator: exit -2, an ERROR in the launch's output.
+        for sig in previous:
+            signal.signal(sig, signal.SIG_IGN)
     print("cozmo-sim: stopped", flush=True)
     return 0
 
