@@ -556,7 +556,7 @@ def echoed(stack) -> Dict[str, subprocess.CompletedProcess]:
         return ros2("topic", "echo", "--once", "--timeout", "15", *case.qos, *case.options,
                     topic(name), timeout=15 + CALL_TIMEOUT_S, check=False)
 
-    with ThreadPoolExecutor(max_workers=3) as pool:
+    with ThreadPoolExecutor(max_workers=5) as pool:
         return dict(zip(STREAMED, pool.map(one, STREAMED)))
 
 
@@ -831,7 +831,7 @@ def test_node_services(graph, tf_type_hash):
             return f"{name} [{kind}] {request}: {exc}"
         return None
 
-    with ThreadPoolExecutor(max_workers=3) as pool:
+    with ThreadPoolExecutor(max_workers=5) as pool:
         failures = [problem for problem in pool.map(one, calls) if problem]
     assert not failures, "\n".join(failures)
 
@@ -1057,13 +1057,17 @@ def lifecycle(*args: str) -> str:
 
 def test_lifecycle_deactivate_stops_the_robot_and_activate_resumes(stack):
     assert lifecycle("get", DRIVER) == "active [3]"
-    # a slow turn (12 s) that deactivation must stop
+    # a slow turn (12 s) that deactivation must stop, and the transition's event
+    events = "cozmo_driver/transition_event"
     with Background("action", "send_goal", "--feedback", topic("turn_in_place"),
-                    "cozmo_interfaces/action/TurnInPlace", "{angle: 6.0, speed: 0.5}") as turn:
-        assert wait_for(lambda: "Feedback:" in turn.output, 15.0, 0.2), turn.output
-        with echo_in_background("cozmo_driver/transition_event", *RELIABLE) as transition:
-            assert lifecycle("set", DRIVER, "deactivate") == "Transitioning successful"
-            event = yaml_documents(transition.wait(15.0, stack))
+                    "cozmo_interfaces/action/TurnInPlace", "{angle: 6.0, speed: 0.5}") as turn, \
+            Background("topic", "echo", "--once", "--timeout", "40", *RELIABLE,
+                       topic(events)) as transition:
+        assert wait_for(lambda: "Feedback:" in turn.stdout
+                        and subscribed_by(events, transition.process.pid), 20.0, 0.3), \
+            f"{turn.output}\n{transition.output}"
+        assert lifecycle("set", DRIVER, "deactivate") == "Transitioning successful"
+        event = yaml_documents(transition.wait(15.0, stack))
         stopped = Outcome.parse(turn.wait(10.0))
     # (rcl fills in the states, not the transition)
     assert event, transition.output
