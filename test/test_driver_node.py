@@ -1000,3 +1000,21 @@ def test_warnings_and_errors_of_the_client_layers_reach_rclpy_with_their_traceba
     assert "test_driver_node.py" in failed
     assert lines[2][1] == "[cozmo.test_log_handler] no traceback here"
     assert lines[3][1] == "[cozmo.test_log_handler] a warning again"
+
+
+def test_destroy_node_frees_the_native_node(rclpy_context):
+    # rclpy's LifecycleNode keeps its state machine, which holds the rcl node (and so the
+    # context and its DDS participant, with the participant's threads), until the Python
+    # node is collected; the driver's main() freezes it out of the collector, and the
+    # process used to exit with those threads running (now and then a SIGSEGV after a
+    # clean stop). destroy_node must finalise the rcl node: it leaves the graph at once.
+    from cozmo_driver.ros.driver_node import CozmoDriverNode
+    probe = rclpy.create_node("destroy_probe", context=rclpy_context)
+    try:
+        driver = CozmoDriverNode(context=rclpy_context,
+                                 parameter_overrides=[Parameter("autostart", value=False)])
+        assert "cozmo_driver" in probe.get_node_names()
+        driver.destroy_node()
+        assert "cozmo_driver" not in probe.get_node_names()
+    finally:
+        probe.destroy_node()

@@ -26,6 +26,8 @@ spin loop sees the mark and ends. A second signal while the node stops changes n
 
 from __future__ import annotations
 
+import atexit
+import gc
 import signal
 import socket
 import sys
@@ -49,7 +51,7 @@ except ImportError:  # pragma: no cover - older rclpy
     class InvalidHandle(Exception):
         pass
 
-__all__ = ["StopSignals", "init", "make_node", "spin_node"]
+__all__ = ["StopSignals", "init", "make_node", "release_native", "spin_node"]
 
 #: the signals that stop a node
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -180,6 +182,7 @@ def init(args: Optional[List[str]] = None) -> StopSignals:
     rclpy keeps its handlers and a signal ends the spin through KeyboardInterrupt."""
     global _signals
     signals = StopSignals()
+    _release_at_exit()
     try:
         from rclpy.signals import SignalHandlerOptions
     except ImportError:  # pragma: no cover - rclpy before Humble
@@ -193,6 +196,35 @@ def init(args: Optional[List[str]] = None) -> StopSignals:
             raise
     _signals = signals
     return signals
+
+
+_release_registered = False
+
+
+def _release_at_exit() -> None:
+    """Register :func:`release_native` with atexit (once per process)."""
+    global _release_registered
+    if not _release_registered:
+        _release_registered = True
+        atexit.register(release_native)
+
+
+def release_native() -> None:
+    """Free what is left of rclpy's native objects while the interpreter is whole.
+
+    A node's Python objects reference each other (callbacks bound to the node, entities
+    that name it), and a node may have moved them to the permanent generation
+    (``gc.freeze()``, as the driver does after start-up): then neither a node's
+    ``destroy_node`` nor ``rclpy.shutdown`` frees the native node and context, and the
+    DDS participant, with its receive threads, outlives ``main()``. The process then
+    exits while those threads still deliver samples into rmw objects that the
+    interpreter's finalization and the C++ static destructors take apart under them: a
+    SIGSEGV after a clean stop, now and then, while another node publishes or
+    subscribes. Collecting here (atexit: ``main()`` has returned, its frame and the
+    node are gone, every Python thread of ours has ended) finalises the native node and
+    context, which deletes the participant and joins its threads, before any of that."""
+    gc.unfreeze()
+    gc.collect()
 
 
 def make_node(prog: str, factory: Callable[[], Any],

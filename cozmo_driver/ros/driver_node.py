@@ -445,6 +445,16 @@ class CozmoDriverNode(LifecycleNode):
             self._retiring_motion.destroy_retired()
             self._retiring_motion = None
         super().destroy_node()
+        # rclpy's LifecycleNode never destroys its state machine, whose native object holds
+        # the rcl node (and so the context and its DDS participant, with the participant's
+        # receive threads) until the Python node is collected: after gc.freeze() (main),
+        # not before the process exits. Its services went with super().destroy_node().
+        machine = getattr(self, "_state_machine", None)
+        if machine is not None:
+            try:
+                machine.destroy_when_not_in_use()
+            except Exception:  # noqa: BLE001 - an rclpy without it: collected with the node
+                pass
 
     # ------------------------------------------------------------------ ROS interfaces
 
