@@ -596,9 +596,10 @@ def test_camera_streams_both_topics(make_driver):
                                     Parameter("camera_gain", value=2.0),
                                     Parameter("camera_exposure_ms", value=20)])
     assert all(r.successful for r in result)
-    assert h.spin_until(lambda: h.sim.camera_settings()["gain"] == 2.0, 2.0)
-    settings = h.sim.camera_settings()
-    assert settings["exposure_ms"] == 20 and settings["auto_exposure"] is False
+    # the three can reach the robot in more than one message: wait for all of them
+    wanted = {"gain": 2.0, "exposure_ms": 20, "auto_exposure": False}
+    assert h.spin_until(lambda: {k: h.sim.camera_settings()[k] for k in wanted} == wanted,
+                        3.0), h.sim.camera_settings()
     assert not h.node.set_parameters([Parameter("camera_gain", value=40.0)])[0].successful
     assert not h.node.set_parameters([Parameter("robot_port", value=1234)])[0].successful
     # off
