@@ -26,6 +26,22 @@ _RESERVATION_PORT_BASE = 32768
 _held: List[socket.socket] = []
 
 
+def hold_domain_id(domain_id: int) -> Optional[List[socket.socket]]:
+    """Reserve ``domain_id`` as test/conftest.py does: bind loopback TCP and UDP port
+    32768 + id. The bound sockets (closing them releases the id), or None if taken."""
+    held: List[socket.socket] = []
+    try:
+        for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+            sock = socket.socket(socket.AF_INET, kind)
+            held.append(sock)
+            sock.bind(("127.0.0.1", _RESERVATION_PORT_BASE + domain_id))
+    except OSError:
+        for sock in held:
+            sock.close()
+        return None
+    return held
+
+
 def isolate_ros() -> str:
     """Keep DDS on this machine and in a ROS_DOMAIN_ID of this run; the id as text.
 
@@ -39,15 +55,8 @@ def isolate_ros() -> str:
     if os.environ.get("ROS_DOMAIN_ID") or _held:
         return os.environ.get("ROS_DOMAIN_ID", "")
     for domain_id in range(99, 0, -1):
-        held = []
-        try:
-            for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
-                sock = socket.socket(socket.AF_INET, kind)
-                held.append(sock)
-                sock.bind(("127.0.0.1", _RESERVATION_PORT_BASE + domain_id))
-        except OSError:
-            for sock in held:
-                sock.close()
+        held = hold_domain_id(domain_id)
+        if held is None:
             continue
         _held.extend(held)
         os.environ["ROS_DOMAIN_ID"] = str(domain_id)

@@ -41,8 +41,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from _common import hold_domain_id  # bench/ is the script's directory
+
 MARKER = "COZMO_STOP_CYCLES_MARK"
-_RESERVATION_PORT_BASE = 32768  # as test/conftest.py and bench/_common.py
 _DOMAIN_IDS = range(1, 101)
 _TRACEBACK = "Traceback (most recent call last)"
 #: a child that did not stop by itself on SIGINT: cozmo_bringup's and launch's words for it
@@ -117,17 +118,9 @@ def reserve_domain(after: int) -> Tuple[int, List[socket.socket]]:
     ids = list(_DOMAIN_IDS)
     start = ids.index(after) + 1 if after in ids else 0
     for domain_id in ids[start:] + ids[:start]:
-        held: List[socket.socket] = []
-        try:
-            for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
-                sock = socket.socket(socket.AF_INET, kind)
-                held.append(sock)
-                sock.bind(("127.0.0.1", _RESERVATION_PORT_BASE + domain_id))
-        except OSError:
-            for sock in held:
-                sock.close()
-            continue
-        return domain_id, held
+        held = hold_domain_id(domain_id)
+        if held is not None:
+            return domain_id, held
     raise RuntimeError("no free ROS_DOMAIN_ID in 1..100")
 
 

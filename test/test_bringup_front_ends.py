@@ -30,6 +30,7 @@ import pytest
 from cozmo_driver import bringup, bringup_plan as plan
 from processes import alive, free_udp_port, generated_parameter_directories
 from ros_tools import need_installed_package, need_module, need_ros2
+from test_bringup_plan import TYPED_GROUP as PLAN_TYPED_GROUP
 
 pytestmark = pytest.mark.ros
 
@@ -108,15 +109,8 @@ def ros_arguments(command: List[str]) -> List[str]:
 
 
 #: every kind of parameter value, and those YAML or launch_ros would retype if written
-#: carelessly (a string that reads as a number, a bool or null; an empty string or list)
-TYPED_GROUP = {
-    "empty_list": [], "strings": ["a", "5551", "true", ""], "floats": [0.5, 2.0],
-    "integers": [1, -2], "booleans": [True, False], "flag": True, "off": False,
-    "port": 5551, "ratio": 0.25, "whole_float": 2.0, "tiny": 1e-05,
-    "number_text": "5551", "float_text": "0.5", "bool_text": "true", "yes_text": "yes",
-    "null_text": "null", "empty_text": "", "spaced_text": " x ", "colon_text": "a: b",
-    "xml": "<robot name='r'>\n  <link name=\"a\"/>\n</robot>\n", "unicode": "Käfer",
-}
+#: carelessly (test_bringup_plan's group, without its nested one: given apart below)
+TYPED_GROUP = {name: value for name, value in PLAN_TYPED_GROUP.items() if name != "nested"}
 
 
 def received(node, expected: Dict[str, object]) -> Dict[str, tuple]:
