@@ -216,11 +216,11 @@ def problems_in_log(text: str) -> List[str]:
 
 
 
-def spin_until(node, executor, predicate, timeout: float) -> bool:
-    """Spin ``executor`` (with ``node`` in it) until ``predicate()`` or ``timeout`` s."""
+def spin_until(executor, predicate, timeout: float, step: float = 0.05) -> bool:
+    """Spin ``executor`` until ``predicate()`` or ``timeout`` s; its last value."""
     deadline = time.monotonic() + timeout
     while not predicate() and time.monotonic() < deadline:
-        executor.spin_once(timeout_sec=0.05)
+        executor.spin_once(timeout_sec=step)
     return bool(predicate())
 
 

@@ -13,13 +13,13 @@ the kit environment (``./dev test-kit``) a missing tool is a failure.
 
 from __future__ import annotations
 
-import time
 from typing import Dict, List
 
 import pytest
 
 from processes import free_udp_port
-from ros_tools import RosLaunch, arguments, need_installed_package, need_ros2, problems_in_log
+from ros_tools import (RosLaunch, arguments, need_installed_package, need_ros2, problems_in_log,
+                       spin_until)
 
 need_ros2()
 need_installed_package()
@@ -63,10 +63,7 @@ class Observer:
         return received
 
     def spin_until(self, predicate, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while not predicate() and time.monotonic() < deadline:
-            self.executor.spin_once(timeout_sec=0.05)
-        return bool(predicate())
+        return spin_until(self.executor, predicate, timeout)
 
     def node_names(self) -> List[str]:
         return sorted(f"{ns.rstrip('/')}/{name}"

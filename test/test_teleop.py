@@ -44,7 +44,7 @@ import pytest
 
 from processes import alive, free_udp_port
 from ros_tools import (RosLaunch, _session_pids, arguments, need_installed_package, need_module,
-                       need_ros2, problems_in_log, wait_for)
+                       need_ros2, problems_in_log, spin_until, wait_for)
 
 ROS2 = need_ros2()
 need_installed_package()
@@ -104,10 +104,7 @@ class Probe:
             Twist, topic("cmd_vel"), lambda m: self.cmd_vel.append((time.monotonic(), m)), 50)
 
     def spin_until(self, predicate, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while not predicate() and time.monotonic() < deadline:
-            self.executor.spin_once(timeout_sec=0.02)
-        return bool(predicate())
+        return spin_until(self.executor, predicate, timeout, step=0.02)
 
     def spin_for(self, seconds: float) -> None:
         self.spin_until(lambda: False, seconds)

@@ -21,14 +21,13 @@ printed; in the kit environment (``./dev test-kit``) a missing tool is a failure
 from __future__ import annotations
 
 import math
-import time
 from typing import Dict, List, Optional, Tuple
 
 import pytest
 
 from processes import free_udp_port
 from ros_tools import (RosLaunch, arguments, need_installed_package, need_module, need_ros2,
-                       problems_in_log)
+                       problems_in_log, spin_until)
 
 need_ros2()
 need_installed_package()
@@ -120,10 +119,7 @@ class TfProbe:
         self.head_angle = self.node.create_publisher(HeadAngle, topic("head/angle"), 1)
 
     def spin_until(self, predicate, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while not predicate() and time.monotonic() < deadline:
-            self.executor.spin_once(timeout_sec=0.05)
-        return bool(predicate())
+        return spin_until(self.executor, predicate, timeout)
 
     def spin_for(self, seconds: float) -> None:
         self.spin_until(lambda: False, seconds)
