@@ -17,7 +17,7 @@ import pytest
 from cozmo_driver.anim.clip import AnimationError, Clip, HeadKeyframe, LightsKeyframe, Tracks, write_anim_bin
 from cozmo_driver.anim.library import AnimationLibrary
 from cozmo_driver.anim.player import compile_clip
-from cozmo_driver.client.av_stream import AVStream
+from cozmo_driver.anim.av_stream import AVStream
 from cozmo_driver.client.link import LinkState, LinkStateChanged
 from cozmo_driver.driver.commands import CommandError
 from cozmo_driver.driver.media import audio_chunk_samples, image_to_screen, is_empty_image, screen_to_frame

@@ -13,7 +13,7 @@
   the reason), with feedback about ten times a second and cancel;
 * the service ``list_animations`` (cozmo_interfaces/ListAnimations).
 
-Everything reaches the robot through one :class:`~cozmo_driver.client.av_stream.AVStream`,
+Everything reaches the robot through one :class:`~cozmo_driver.anim.av_stream.AVStream`,
 which paces audio and display together at 30 frames a second on the robot
 client's I/O thread; priorities on the screen: an animation, then a timed
 image, then the face. Images are converted (fitted, thresholded or dithered,
@@ -23,7 +23,7 @@ thread, and PCM is resampled there too
 chunks). Reports come back through a
 :class:`~cozmo_driver.ros.handover.HandOver`, as the node's own data does. The
 logic lives in :mod:`cozmo_driver.driver.media`, :mod:`cozmo_driver.anim` and
-:mod:`cozmo_driver.client.av_stream`.
+:mod:`cozmo_driver.anim.av_stream`.
 
 Action execute callbacks are coroutines awaiting an rclpy Future that the guard
 condition's callback completes, so a single-threaded executor serves them.
@@ -47,7 +47,7 @@ from sensor_msgs.msg import Image
 from ..anim.clip import AnimationError
 from ..anim.library import AnimationLibrary
 from ..anim.player import compile_clip
-from ..client.av_stream import AVReport, AVStream
+from ..anim.av_stream import AVReport, AVStream
 from ..client.link import LinkState
 from ..driver.commands import CommandError, volume_level
 from ..driver.diagnostics import DiagnosticReport, av_report

@@ -48,17 +48,17 @@ from typing import Any, Callable, List, Optional, Sequence
 
 import numpy as np
 
-from ..anim.av_pacer import AVPacer
-from ..anim.player import CompiledClip
+from ..client.link import LinkState, LinkStateChanged
 from ..face.procedural import FaceRenderer
 from ..protocol.audio import SAMPLE_RATE, SAMPLES_PER_FRAME
 from ..protocol.display import BLANK_IMAGE
 from ..protocol.errors import CozmoError
-from .link import LinkState, LinkStateChanged
+from .av_pacer import AVPacer
+from .player import CompiledClip
 
 __all__ = ["AVStream", "AVReport", "AVStreamStats"]
 
-logger = logging.getLogger("cozmo.client.av")
+logger = logging.getLogger("cozmo.anim.av")
 
 _AUDIO_PROGRESS, _AUDIO_DONE = "audio_progress", "audio_done"
 _CLIP_PROGRESS, _CLIP_DONE = "clip_progress", "clip_done"
