@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .description import DESCRIPTION_PACKAGE, DescriptionError, package_share, robot_description
+from .errors import ConfigurationError
 from .lifeline import PARENT_PID_ENV
 
 __all__ = [
@@ -147,7 +148,7 @@ def argument_descriptions() -> Dict[str, str]:
     return result
 
 
-class PlanError(ValueError):
+class PlanError(ConfigurationError, ValueError):
     """An argument value or a file the plan needs is wrong; the message says which."""
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Tuple
 
 from .driver.transforms import Quaternion, Transform, Vector
+from .errors import ConfigurationError
 
 __all__ = [
     "DESCRIPTION_PACKAGE",
@@ -53,7 +54,7 @@ _SOURCE_SHARE = {"cozmo_driver": _SOURCE_ROOT,
                  DESCRIPTION_PACKAGE: _SOURCE_ROOT / DESCRIPTION_PACKAGE}
 
 
-class DescriptionError(Exception):
+class DescriptionError(ConfigurationError):
     """The description cannot be found, processed or parsed."""
 
 

@@ -143,7 +143,7 @@ from ..face.expressions import expression, look_at
 from ..face.procedural import EYE_PARAM_NAMES, NUM_PARAMS, FaceParams
 from ..json_comments import strip_json_comments
 from ..protocol.audio import SAMPLE_RATE, load_wav
-from ..protocol.errors import CozmoError
+from ..errors import CozmoError, UsageError
 
 __all__ = [
     "AnimationError",
@@ -184,8 +184,8 @@ __all__ = [
 logger = logging.getLogger("cozmo.anim")
 
 
-class AnimationError(CozmoError):
-    """Something about animations went wrong."""
+class AnimationError(UsageError):
+    """An animation that cannot be played: unknown name, too long, unreadable clip."""
 
 
 class ClipFormatError(AnimationError):

@@ -50,6 +50,8 @@ import random
 from dataclasses import dataclass, fields
 from typing import Any, Callable, Dict, Generator, List, Mapping, Optional, Sequence, Tuple, Union
 
+from ..errors import ConfigurationError
+
 __all__ = [
     "Outcome",
     "Handle",
@@ -65,7 +67,7 @@ __all__ = [
 ]
 
 
-class BehaviorError(ValueError):
+class BehaviorError(ConfigurationError, ValueError):
     """A behavior was configured or used wrongly; the message names the key."""
 
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from typing import List, Sequence
 from urllib.parse import unquote, urlparse
 
+from ..errors import ConfigurationError
 from ..protocol.nvstorage import CameraCalibration
 
 __all__ = ["CameraInfoData", "CameraInfoError", "from_calibration", "default_camera_info",
@@ -34,7 +35,7 @@ __all__ = ["CameraInfoData", "CameraInfoError", "from_calibration", "default_cam
 DEFAULT_HFOV_RAD = math.radians(58.0)
 
 
-class CameraInfoError(ValueError):
+class CameraInfoError(ConfigurationError, ValueError):
     """A camera_info file or URL that cannot be used."""
 
 

@@ -17,11 +17,13 @@ from __future__ import annotations
 import math
 from typing import Iterable, Optional, Tuple
 
+from ..errors import UsageError
+
 __all__ = ["CommandError", "require_finite", "clamp", "rgb555", "rgb555_to_rgb", "volume_level",
            "check_frame"]
 
 
-class CommandError(ValueError):
+class CommandError(UsageError, ValueError):
     """A command was refused; the message names the field and why."""
 
 

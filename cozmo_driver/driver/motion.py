@@ -63,6 +63,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ..errors import UsageError
 from ..protocol import messages as msgs
 from ..robot_geometry import MAX_WHEEL_SPEED_MPS, TRACK_WIDTH_M
 from .odometry import Pose2D, compose, wrap_angle
@@ -117,7 +118,7 @@ _MAX_SWEEP_RAD = 2.0 * math.pi
 SUCCEEDED, ABORTED, CANCELED = "succeeded", "aborted", "canceled"
 
 
-class MotionError(ValueError):
+class MotionError(UsageError, ValueError):
     """A goal cannot be planned or executed; the message says which field and why."""
 
 

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
+from ..errors import UsageError
 from typing import Dict, List, Optional, Tuple
 
 __all__ = ["Transform", "TransformBuffer", "TransformError", "compose", "invert",
@@ -38,7 +40,7 @@ Quaternion = Tuple[float, float, float, float]
 Vector = Tuple[float, float, float]
 
 
-class TransformError(LookupError):
+class TransformError(UsageError, LookupError):
     """No chain of known transforms links the two frames; the message says which is missing."""
 
 

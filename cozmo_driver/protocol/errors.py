@@ -1,18 +1,25 @@
-"""The one error tree of the Cozmo protocol layer.
+"""The protocol layer's errors: the family :class:`ProtocolError` of the one
+error tree (:mod:`cozmo_driver.errors`, re-exported here).
 
-Everything this package raises on purpose derives from :class:`CozmoError`.
-
-* :class:`RemoteProtocolError`: the peer (robot or engine) sent something that
-  does not follow the protocol: a bad magic, a truncated packet, an impossible
-  length.  Callers count and drop the datagram; it is never fatal.
-* :class:`LocalProtocolError`: the caller misused the API: a value that does not
-  fit its field, a packet too large for any frame, a send on a closed session.
+* :class:`RemoteProtocolError` (a :class:`RemoteError`): the peer sent something
+  that does not follow the protocol: a bad magic, a truncated packet, an
+  impossible length. Decoders raise this and nothing else on any input; callers
+  count and drop the datagram; it is never fatal.
+* :class:`LocalProtocolError` (a :class:`UsageError`): the caller misused the
+  API: a value that does not fit its field (the message names the field), a
+  packet too large for any frame, a send on a closed session.
 """
 
 from __future__ import annotations
 
+from ..errors import CATEGORIES, ConfigurationError, CozmoError, RemoteError, UsageError
+
 __all__ = [
     "CozmoError",
+    "RemoteError",
+    "UsageError",
+    "ConfigurationError",
+    "CATEGORIES",
     "ProtocolError",
     "RemoteProtocolError",
     "LocalProtocolError",
@@ -21,15 +28,11 @@ __all__ = [
 ]
 
 
-class CozmoError(Exception):
-    """Root of every error this project raises on purpose."""
-
-
 class ProtocolError(CozmoError):
-    """Something about the wire protocol went wrong."""
+    """Family: something about the wire protocol went wrong."""
 
 
-class RemoteProtocolError(ProtocolError):
+class RemoteProtocolError(ProtocolError, RemoteError):
     """The peer sent bytes that are not valid protocol.
 
     Decoders raise this and nothing else on any input; the session counts and
@@ -37,7 +40,7 @@ class RemoteProtocolError(ProtocolError):
     """
 
 
-class LocalProtocolError(ProtocolError):
+class LocalProtocolError(ProtocolError, UsageError):
     """The caller asked for something the protocol cannot carry."""
 
 

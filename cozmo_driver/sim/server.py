@@ -28,7 +28,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ..protocol.errors import CozmoError
+from ..errors import ConfigurationError
 from ..transport.memory import Impairment
 from ..transport.udp import UdpTransport, is_loopback, resolve_address
 from .robot import ImpairedEndpoint, RobotConfig, SimulatedRobot
@@ -40,7 +40,7 @@ logger = logging.getLogger("cozmo.sim")
 DEFAULT_PORT = 5551
 
 
-class SimError(CozmoError):
+class SimError(ConfigurationError):
     """The simulator was configured or used wrongly."""
 
 

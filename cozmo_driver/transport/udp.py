@@ -58,10 +58,11 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Deque, Optional, Tuple
 
-from ..protocol.errors import CozmoError
+from ..errors import ConfigurationError, CozmoError, UsageError
 from ..protocol.frames import MAGIC, FrameType
 
-__all__ = ["UdpTransport", "TransportStats", "TransportError", "resolve_address", "is_loopback",
+__all__ = ["UdpTransport", "TransportStats", "TransportError", "AddressError",
+           "TransportStateError", "resolve_address", "is_loopback",
            "LOOPBACK_ONLY_ENV"]
 
 #: When this environment variable is "1", only loopback robot addresses are allowed.
@@ -76,7 +77,16 @@ _READ_BATCH = 32
 
 
 class TransportError(CozmoError):
-    """The socket could not be opened, or the adapter was used wrongly."""
+    """Family: the socket could not be opened, or the adapter was used wrongly."""
+
+
+class AddressError(TransportError, ConfigurationError):
+    """An address or port that cannot be used: out of range, unresolvable, refused or busy."""
+
+
+class TransportStateError(TransportError, UsageError):
+    """The adapter was used in a state that does not allow it (not started, started twice,
+    called from the wrong thread), or its I/O thread did not start or stop in time."""
 
 
 @dataclass
@@ -91,11 +101,11 @@ class TransportStats:
 def resolve_address(host: str, port: int) -> Address:
     """Resolve ``host`` to a numeric IPv4 address (raises TransportError)."""
     if not 0 <= int(port) <= 65535:
-        raise TransportError(f"port {port} is outside 0..65535")
+        raise AddressError(f"port {port} is outside 0..65535")
     try:
         infos = socket.getaddrinfo(host, port, socket.AF_INET, socket.SOCK_DGRAM)
     except socket.gaierror as exc:
-        raise TransportError(f"cannot resolve {host!r}: {exc}") from None
+        raise AddressError(f"cannot resolve {host!r}: {exc}") from None
     return infos[0][4][0], int(port)
 
 
@@ -113,9 +123,9 @@ class UdpTransport:
                  remote_addr: Optional[Address] = None, peer_policy: str = "fixed",
                  on_event: Optional[Callable[[Any], None]] = None, name: str = "udp") -> None:
         if peer_policy not in ("fixed", "reset"):
-            raise TransportError(f"peer_policy must be 'fixed' or 'reset', not {peer_policy!r}")
+            raise TransportStateError(f"peer_policy must be 'fixed' or 'reset', not {peer_policy!r}")
         if peer_policy == "fixed" and remote_addr is None:
-            raise TransportError("peer_policy 'fixed' needs remote_addr")
+            raise TransportStateError("peer_policy 'fixed' needs remote_addr")
         self.protocol = protocol
         self.local_addr = local_addr
         self.remote_addr = remote_addr
@@ -148,7 +158,7 @@ class UdpTransport:
     def local_address(self) -> Address:
         """The bound (host, port), once started."""
         if self._sock is None:
-            raise TransportError("transport is not started")
+            raise TransportStateError("transport is not started")
         return self._sock.getsockname()[:2]
 
     @property
@@ -157,12 +167,12 @@ class UdpTransport:
 
     def start(self, timeout: float = 5.0) -> "UdpTransport":
         if self._thread is not None:
-            raise TransportError("transport already started")
+            raise TransportStateError("transport already started")
         host, port = resolve_address(*self.local_addr)
         if self.remote_addr is not None:
             self.remote_addr = resolve_address(*self.remote_addr)
             if os.environ.get(LOOPBACK_ONLY_ENV) == "1" and not is_loopback(self.remote_addr[0]):
-                raise TransportError(
+                raise AddressError(
                     f"{LOOPBACK_ONLY_ENV}=1 is set: refusing to send to {self.remote_addr[0]}, which "
                     "is not a loopback address (tests and CI talk only to the simulator on 127.0.0.1)")
             if self.peer_policy == "fixed":
@@ -171,11 +181,11 @@ class UdpTransport:
                                         name=f"cozmo-io-{self.name}", daemon=True)
         self._thread.start()
         if not self._started.wait(timeout):
-            raise TransportError(f"I/O thread did not start within {timeout} s")
+            raise TransportStateError(f"I/O thread did not start within {timeout} s")
         if self._start_error is not None:
             self._thread.join(timeout)
             self._thread = None
-            raise TransportError(f"cannot bind UDP {host}:{port}: {self._start_error}") from None
+            raise AddressError(f"cannot bind UDP {host}:{port}: {self._start_error}") from None
         logger.info("[%s] UDP bound to %s:%d%s", self.name, *self.local_address,
                     f", robot {self.remote_addr[0]}:{self.remote_addr[1]}" if self.remote_addr else "")
         return self
@@ -216,7 +226,7 @@ class UdpTransport:
             loop.call_soon_threadsafe(loop.stop)
             thread.join(timeout)
             if thread.is_alive():
-                raise TransportError(f"I/O thread did not stop within {timeout} s")
+                raise TransportStateError(f"I/O thread did not stop within {timeout} s")
         self._thread = None
 
     def __enter__(self) -> "UdpTransport":
@@ -238,7 +248,7 @@ class UdpTransport:
             finally:
                 self._pump()
         if not self.running or self._loop is None:
-            raise TransportError("transport is not running")
+            raise TransportStateError("transport is not running")
         future: concurrent.futures.Future = concurrent.futures.Future()
 
         def runner() -> None:
@@ -267,7 +277,7 @@ class UdpTransport:
         calls keep their order among themselves."""
         loop = self._loop
         if not self.running or loop is None:
-            raise TransportError("transport is not running")
+            raise TransportStateError("transport is not running")
         if not urgent:
             loop.call_soon_threadsafe(self._guarded, fn, args)
             return
@@ -289,7 +299,7 @@ class UdpTransport:
         :meth:`call_soon`, a listener or an earlier ``call_at``); the handle's ``cancel()``
         stops it. The loop wakes within about a millisecond of ``when``."""
         if not self._in_io_thread() or self._loop is None:
-            raise TransportError("call_at must be called on the I/O thread (use call_soon first)")
+            raise TransportStateError("call_at must be called on the I/O thread (use call_soon first)")
         return self._loop.call_at(when, self._guarded, fn, args)
 
     def _guarded(self, fn: Callable[..., Any], args: tuple) -> None:
