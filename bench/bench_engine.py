@@ -15,11 +15,10 @@ from __future__ import annotations
 import os
 import statistics
 import sys
-import threading
 import time
 import timeit
 
-from _common import table  # noqa: E402  (puts the repository on sys.path)
+from _common import bench_report, table  # noqa: E402  (puts the repository on sys.path)
 
 from cozmo_driver.protocol import messages as msgs  # noqa: E402
 from cozmo_driver.protocol.session import MessageReceived, Role, Session, SessionConfig  # noqa: E402
@@ -208,4 +207,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with bench_report("bench_engine"):
+        rc = main()
+    sys.exit(rc)

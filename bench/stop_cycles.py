@@ -17,8 +17,9 @@ the cycle's marker (``/proc/*/environ``) is an orphan, counted and killed.
 Reported: clean stops (exit 0 in time, no ERROR line, no traceback, no child escalated
 to SIGTERM or SIGKILL or exiting non-zero, no orphan), exit codes, stop times (SIGINT ->
 exit of the launching process: median and max), ERROR lines, tracebacks, escalations,
-hangs, orphans, and the time from start to the first odom. Every wait is bounded. Output of every cycle goes to a log file (``--logs``, default a temporary
-directory, kept only when something went wrong).
+hangs, orphans, and the time from start to the first odom. Every wait is bounded. Output of
+every cycle goes to a log file (``--logs``, default a temporary directory, kept only when
+something went wrong).
 
     ./dev setup && .venv/bin/python bench/stop_cycles.py -n 20 --mode bringup
 """

@@ -321,7 +321,7 @@ def test_a_behavior_that_returns_nonsense_is_an_error():
 def test_max_duration_fails_a_behavior():
     engine, robot, log = make_engine(auto=True)
     engine.on_trigger("cube_tapped", 0.0)    # forever, max_duration 30
-    t = run(engine, 0.0, 31.0)
+    run(engine, 0.0, 31.0)
     assert engine.last_outcome == "failed: timed out after 30 s"
 
 
@@ -413,7 +413,7 @@ def test_the_default_configuration_lives_an_hour_with_a_fake_robot():
             engine.on_battery(0.5, t)
         engine.tick(t)
         t = round(t + TICK, 6)
-    for level, text in log:
+    for _level, text in log:
         if text.startswith("start "):
             started[text.split()[1]] += 1
     assert not engine.errors, list(engine.errors)
@@ -456,7 +456,7 @@ def test_every_builtin_sound_is_a_valid_synth_spec():
 def test_react_to_pickup_waits_until_put_down():
     engine, robot, log = default_engine()
     engine.on_trigger("picked_up", 0.0)
-    t = run(engine, 0.0, 10.0)
+    run(engine, 0.0, 10.0)
     assert engine.running == "react_to_pickup" and robot.face == "worried"
     assert ("set_lift_height", 0.06) in robot.calls and any(c[0] == "look_at" for c in robot.calls)
     engine.on_trigger("put_down", 10.0)

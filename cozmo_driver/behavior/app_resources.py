@@ -195,7 +195,7 @@ def load_app_resources(path: Union[str, Path], warn: Optional[Callable[[str], No
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             skip(f"{file}: {exc}")
     default_graph = graphs.get("default")
-    for name, item in emotions.items():
+    for item in emotions.values():
         if "decay" not in item and default_graph is not None:
             item["decay"] = default_graph
     if emotions:

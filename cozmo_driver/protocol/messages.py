@@ -262,7 +262,7 @@ class _Builder:
                   f"struct.pack('<%d{efmt}' % len(items), *items))")
         w("    except (struct.error, TypeError, AttributeError, UnicodeError, ValueError,"
           " OverflowError) as exc:")
-        w(f"        raise LocalProtocolError(explain(self, exc)) from None")
+        w("        raise LocalProtocolError(explain(self, exc)) from None")
         # ----- decoder
         w("def decode_body(cls, body):")
         w("    n = len(body)")

@@ -41,7 +41,7 @@ import enum
 import logging
 import struct
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Deque, Dict, List, Optional
 
 from .errors import LocalProtocolError, NotConnectedError, PacketTooLargeError, RemoteProtocolError
@@ -54,7 +54,7 @@ from .frames import (
     decode_frame,
     encode_frame,
 )
-from .messages import PacketType, Ping, decode_message, encode_packet
+from .messages import PacketType, decode_message, encode_packet
 
 __all__ = [
     "Role",
