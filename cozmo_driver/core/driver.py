@@ -1,0 +1,692 @@
+"""The driver core: one Cozmo's meaning and commands, with no ROS in it.
+
+:class:`DriverCore` listens to a robot client (:meth:`DriverCore.on_robot_event`
+is registered with ``Robot.add_listener`` and runs on the client's I/O thread)
+and turns what the robot says into typed samples in SI units (REP-103), which
+it hands to a :class:`~cozmo_driver.core.samples.DriverOutput`: odometry
+(re-anchored, never jumping), IMU, joints, status, battery once a second,
+robot events, camera frames (joined, rebuilt and decoded on demand), link
+changes and the robot's facts. On each (re)connection it brings the robot to
+the state wanted (motors stopped when inactive or e-stopped, stop-on-cliff,
+head light, volume, backpack lights, camera settings) and reads the camera
+calibration from the robot's NV storage.
+
+Commands take SI units (:meth:`drive`, :meth:`set_head`, :meth:`set_lift`,
+:meth:`move_head`, :meth:`move_lift`, :meth:`set_backpack_lights`,
+:meth:`set_head_light`, :meth:`set_volume`, :meth:`emergency_stop`,
+:meth:`reset_odometry`); each is checked (a non-finite value is refused, an
+out-of-range one clamped) with a warning that says what was wrong, and may be
+called from any thread. The cmd_vel watchdog runs on the client's clock and
+scheduler (``Robot.clock``/``call_soon``/``schedule``): after a moving
+:meth:`drive`, the treads are stopped once no other came for
+``cmd_vel_timeout`` seconds. Nothing here polls or sleeps.
+
+Locks. :attr:`lock` guards what the I/O thread shares with callers (tracker,
+events, the active flag; a front-end publishing from its output methods holds
+it too, because they run under it). :attr:`drive_lock` orders the tread
+commands with what stops the treads: once :meth:`emergency_stop` or
+:meth:`deactivate` returns, no drive command goes out.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from typing import Any, Callable, Dict, Optional, Tuple
+
+import numpy as np
+
+from .. import robot_geometry as geo
+from ..client import ClientConfig, LinkState, LinkStateChanged, Robot, RobotReady
+from ..driver import camera_info as caminfo
+from ..driver.commands import CommandError, clamp, require_finite, rgb555, volume_level
+from ..driver.diagnostics import DiagnosticReport, link_report, robot_report
+from ..driver.events import EventDetector
+from ..driver.kinematics import twist_to_wheels, wheels_to_twist
+from ..driver.odometry import OdometryTracker, pose_covariance, twist_covariance
+from ..driver.sensors import (STATUS_FLAG_NAMES, StatusFlag, battery_percentage, imu_from_state,
+                              joint_positions, power_supply_status)
+from ..protocol import messages as msgs
+from ..protocol.camera import (ImageAssembler, coded_size, decode_to_bytes, encode_jpeg,
+                               image_to_jpeg, is_half_width_color)
+from ..protocol.errors import CozmoError, RemoteProtocolError
+from ..protocol.nvstorage import (CAMERA_CALIB_SIZE, NV_TAG_CAMERA_CALIB, NvReadAssembler,
+                                  decode_camera_calibration)
+from ..protocol.session import MessageReceived, SessionConfig
+from .samples import (BatterySample, CameraFrame, DriverOutput, ImuSample, JointSample,
+                      LinkSample, OdomSample, StateSample, StatusSample)
+
+__all__ = ["DriverCore", "make_robot", "CozmoError"]
+
+_ImageSendMode = msgs.ENUMS["ImageSendMode"]
+_ImageResolution = msgs.ENUMS["ImageResolution"]
+_NvOperation = msgs.ENUMS["NvOperation"]
+_LightState = msgs.STRUCTS["LightState"]
+_EVENT_MESSAGES = frozenset(("RobotPoked", "RobotDelocalized", "FallingStarted", "FallingStopped",
+                             "ButtonPressed"))
+#: JPEG quality of colour frames, which are rebuilt at full width (the robot sends half)
+COLOR_JPEG_QUALITY = 90
+BATTERY_PERIOD_S = 1.0
+WARN_PERIOD_S = 2.0
+_FLAG_NAMES = tuple(name for name, _ in STATUS_FLAG_NAMES)
+_FLAG_BITS = tuple(bit for _, bit in STATUS_FLAG_NAMES)
+_BACKPACK = ("front", "middle", "back", "left", "right")
+_STOP = msgs.DriveWheels(lwheel_speed_mmps=0.0, rwheel_speed_mmps=0.0)
+
+
+def make_robot(params: Dict[str, Any], name: str) -> Robot:
+    """The robot client the driver parameters describe (not started)."""
+    config = ClientConfig(session=SessionConfig(peer_timeout=float(params["peer_timeout"])),
+                          reconnect_min=float(params["reconnect_min"]),
+                          reconnect_max=float(params["reconnect_max"]),
+                          ready_timeout=float(params["ready_timeout"]))
+    return Robot(params["robot_ip"], int(params["robot_port"]), local_host=params["local_ip"],
+                 local_port=int(params["local_port"]), config=config, name=name)
+
+
+class DriverCore:
+    """See the module docstring. ``params`` is the driver's parameter mapping (read, never
+    written, by the core; names as in :mod:`cozmo_driver.driver.parameters`); ``robot`` the
+    client, or anything with its ``post``, ``clock``, ``call_soon``, ``schedule``, ``stats``
+    and ``transport.stats``."""
+
+    def __init__(self, robot: Any, params: Dict[str, Any], output: DriverOutput,
+                 camera_file: Optional[caminfo.CameraInfoData] = None) -> None:
+        self.robot = robot
+        self.params = params
+        self.output = output
+        self.camera_file = camera_file  # from camera_info_url: wins over the robot's
+        self.lock = threading.Lock()
+        self.drive_lock = threading.Lock()
+        self.tracker = OdometryTracker()
+        self.events = EventDetector()
+        self.assembler = ImageAssembler()
+        self._nv = NvReadAssembler()
+        self.active = False
+        self.estop = False
+        self.link_state = LinkState.DISCONNECTED
+        self.ever_ready = False
+        self.calibration: Optional[caminfo.CameraInfoData] = None  # from the robot
+        #: who owns a motor now: ``has_goal(motor)`` and ``preempt(motor, reason)`` (the
+        #: motion actions), or None
+        self.motion: Any = None
+        # outputs re-applied on every new connection (a rebooted robot forgets them)
+        self.head_light: Optional[bool] = None
+        self.volume: Optional[int] = None
+        self.lights: Optional[Tuple[Any, Any]] = None
+        self.refused = 0
+        self._refused_lock = threading.Lock()
+        self._warned: Dict[str, float] = {}
+        self.state_count = 0
+        self._rate_mark: Tuple[float, int] = (time.monotonic(), 0)
+        self.yaw_diff: Optional[float] = None  # mean |tread yaw rate - gyro z|, weighted
+        self.battery_v: Optional[float] = None
+        self._last_battery = -math.inf
+        self._deadline: Optional[float] = None  # robot clock s: the watchdog's stop due
+        self._armed = False  # a watchdog check is scheduled on the I/O thread
+        self._handed = 0  # drives handed to the front-end's thread, not run yet
+
+    # ------------------------------------------------------------------ small helpers
+
+    @property
+    def connected(self) -> bool:
+        return self.link_state is LinkState.READY
+
+    def _log(self, level: int, text: str) -> None:
+        self.output.log(level, text)
+
+    def due(self, key: str, period: float) -> bool:
+        """Is a line of kind ``key`` due (none for ``period`` s)? Marks it said if so."""
+        now = time.monotonic()
+        if now - self._warned.get(key, -1e9) >= period:
+            self._warned[key] = now
+            return True
+        return False
+
+    def warn_throttled(self, key: str, text: str, period: float = WARN_PERIOD_S) -> None:
+        if self.due(key, period):
+            self._log(logging.WARNING, text)
+
+    def refuse(self, key: str, text: str) -> None:
+        """Count a refused command and warn (throttled per ``key``)."""
+        with self._refused_lock:
+            self.refused += 1
+        self.warn_throttled(key, text)
+
+    def post_if_ready(self, message: Any) -> None:
+        robot = self.robot
+        if robot is not None and self.link_state is LinkState.READY:
+            robot.post(message)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def activate(self) -> None:
+        self.active = True
+        if self.robot is not None and self.robot.state is LinkState.READY:
+            self.link_state = LinkState.READY
+            self.reinitialise(resend_only=True)
+
+    def deactivate(self) -> None:
+        """Inactive: no sample goes out and no drive command once this returns. The caller
+        ends its own motions, then :meth:`stop_all_motors`."""
+        with self.drive_lock, self.lock:
+            self.active = False
+        self.cancel_watchdog()
+
+    def release(self) -> None:
+        with self.drive_lock:
+            self.active = False
+            self._deadline = None
+        self.link_state = LinkState.DISCONNECTED
+
+    def stop_all_motors(self) -> None:
+        self.post_if_ready(msgs.StopAllMotors())
+
+    # ------------------------------------------------------------------ the I/O thread
+
+    def on_robot_event(self, event: Any) -> None:
+        """The robot client's listener (I/O thread)."""
+        if isinstance(event, MessageReceived):
+            message = event.message
+            name = message.NAME
+            if name == "RobotState":
+                with self.lock:
+                    self._on_state(self.output.stamp_ns(), message)
+            elif name == "ImageChunk":
+                self._on_chunk(message)
+            elif name in _EVENT_MESSAGES:
+                with self.lock:
+                    events = self.events.on_message(message)
+                    if self.active and events:
+                        self.output.on_events(self.output.stamp_ns(), events)
+            elif name == "NvStorageOpResult":
+                self._on_nv_result(message)
+        elif isinstance(event, LinkStateChanged):
+            if event.state is not LinkState.READY:
+                self.assembler.reset()
+            self._on_link_state(event)
+        elif isinstance(event, RobotReady):
+            with self.lock:  # before this connection's first robot state
+                self.tracker.new_connection()
+            self._on_robot_ready(event.info)
+
+    def _on_state(self, stamp_ns: int, state: Any) -> None:
+        self.state_count += 1
+        t = stamp_ns * 1e-9
+        tracker = self.tracker
+        pose, reason = tracker.update(
+            (int(state.pose_frame_id), int(state.pose_origin_id)),
+            state.pose_x_mm / 1000.0, state.pose_y_mm / 1000.0, state.pose_angle_rad, t)
+        if reason is not None:
+            self._log(logging.INFO, f"odometry re-anchored ({reason}): odom continues from x "
+                      f"{pose.x:.3f} m, y {pose.y:.3f} m, yaw {pose.yaw:.3f} rad")
+        flags = int(state.status)
+        events = self.events.on_status(flags)
+        v, w = wheels_to_twist(state.lwheel_speed_mmps / 1000.0, state.rwheel_speed_mmps / 1000.0)
+        diff = w - float(state.gyro_z_radps)
+        unreliable = bool(flags & (StatusFlag.IS_PICKED_UP | StatusFlag.IS_FALLING))
+        if not unreliable and math.isfinite(diff):
+            self.yaw_diff = abs(diff) if self.yaw_diff is None else \
+                0.95 * self.yaw_diff + 0.05 * abs(diff)
+        voltage = float(state.battery_voltage_v)
+        self.battery_v = voltage
+        if not self.active:
+            return
+        sec, nsec = divmod(stamp_ns, 1_000_000_000)
+        pc = pose_covariance(tracker.distance_m, tracker.rotation_rad)
+        tc = twist_covariance(diff if math.isfinite(diff) else 0.0, geo.TRACK_WIDTH_M, unreliable)
+        odom = OdomSample(stamp_ns, sec, nsec, pose.x, pose.y, pose.yaw, math.sin(pose.yaw / 2.0),
+                          math.cos(pose.yaw / 2.0), pc[0], pc[7], pc[35], v, w,
+                          tc[0], tc[7], tc[35])
+        reading = imu_from_state(state, pose.yaw)
+        imu = ImuSample(sec, nsec, *reading.orientation, *reading.angular_velocity,
+                        *reading.linear_acceleration)
+        joints = JointSample(sec, nsec, *joint_positions(state))
+        segment = int(state.curr_path_segment)
+        cliff = state.cliff_data_raw
+        status = StatusSample(sec, nsec, *[bool(flags & bit) for bit in _FLAG_BITS], flags,
+                              int(cliff[0]), int(cliff[1]), int(cliff[2]), int(cliff[3]),
+                              int(state.backpack_touch_sensor_raw),
+                              -1 if segment == 0xFF else segment, voltage)
+        output = self.output
+        output.on_state(StateSample(odom, imu, joints, status))
+        if t - self._last_battery >= BATTERY_PERIOD_S:
+            self._last_battery = t
+            output.on_battery(BatterySample(stamp_ns, voltage, battery_percentage(voltage),
+                                            power_supply_status(flags)))
+        if events:
+            output.on_events(stamp_ns, events)
+
+    def _on_link_state(self, event: LinkStateChanged) -> None:
+        previous, self.link_state = self.link_state, event.state
+        where = f"{self.params['robot_ip']}:{self.params['robot_port']}"
+        if event.state is LinkState.LOST:
+            if previous is LinkState.READY:
+                self.cancel_watchdog()
+                self._log(logging.WARNING,
+                          f"lost the robot at {where} ({event.reason}). Odometry, camera and "
+                          "status pause until it is back. Is the robot switched on, and this "
+                          "computer on its Wi-Fi?")
+            elif self.due("connect", 10.0):
+                self._log(logging.INFO, f"the robot at {where} does not answer: {event.reason}")
+        elif event.state is LinkState.DISCONNECTED:
+            self._log(logging.INFO, f"disconnected from the robot at {where}: {event.reason}")
+        else:
+            self._log(logging.DEBUG, f"link {event.state.value}: {event.reason}")
+        self.output.on_link(self.link_sample())
+
+    def _on_robot_ready(self, info: Any) -> None:
+        self.link_state = LinkState.READY
+        self.output.on_robot_info(info)
+        again = " again" if self.ever_ready else ""
+        self.ever_ready = True
+        p = self.params
+        version = str(info.firmware_version) if info.firmware_version is not None else ""
+        self._log(logging.INFO,
+                  f"connected{again} to Cozmo at {p['robot_ip']}:{p['robot_port']}: firmware "
+                  f"{version} ({info.firmware_build or ''}), head serial "
+                  f"{int(info.head_serial or 0):08x}, body serial {int(info.body_serial or 0):08x}, "
+                  f"hardware v{int(info.body_hw_version or 0)}, {info.body_color or 'UNKNOWN'}")
+        self.reinitialise(resend_only=False)
+
+    def reinitialise(self, resend_only: bool) -> None:
+        """Bring a (re)connected robot to the state wanted; unless ``resend_only``, read the
+        camera calibration again."""
+        robot = self.robot
+        if robot is None:
+            return
+        if self.estop or not self.active:
+            robot.post(msgs.StopAllMotors())
+        self.send_camera_config()
+        robot.post(msgs.EnableStopOnCliff(enable=bool(self.params["stop_on_cliff"])))
+        if self.head_light is not None:
+            robot.post(msgs.SetHeadLight(enable=self.head_light))
+        if self.volume is not None:
+            robot.post(msgs.SetRobotVolume(level=self.volume))
+        if self.lights is not None:
+            robot.post(self.lights[0])
+            robot.post(self.lights[1])
+        if not resend_only:
+            self._nv.reset()
+            robot.post(msgs.NvStorageOp(tag=NV_TAG_CAMERA_CALIB, length=CAMERA_CALIB_SIZE,
+                                        op=_NvOperation.NVOP_READ, unknown=0, data=b""))
+
+    def apply_params(self, old: Dict[str, Any]) -> None:
+        """The parameters changed from ``old``: send what the robot must know."""
+        p = self.params
+        if any(p[k] != old[k] for k in ("camera_enabled", "camera_color", "camera_auto_exposure",
+                                        "camera_gain", "camera_exposure_ms")):
+            self.send_camera_config()
+        if p["stop_on_cliff"] != old["stop_on_cliff"]:
+            self.post_if_ready(msgs.EnableStopOnCliff(enable=bool(p["stop_on_cliff"])))
+
+    def send_camera_config(self) -> None:
+        p = self.params
+        self.post_if_ready(msgs.EnableColorImages(enable=bool(p["camera_color"])))
+        mode = _ImageSendMode.Stream if p["camera_enabled"] else _ImageSendMode.Off
+        self.post_if_ready(msgs.EnableCamera(image_send_mode=mode,
+                                             image_resolution=_ImageResolution.QVGA))
+        self.post_if_ready(msgs.SetCameraParams(
+            gain=float(p["camera_gain"]), exposure_ms=int(p["camera_exposure_ms"]),
+            auto_exposure_enabled=bool(p["camera_auto_exposure"])))
+
+    # --- camera
+
+    def _on_nv_result(self, message: Any) -> None:
+        try:
+            result = self._nv.push(message)
+        except RemoteProtocolError as exc:
+            self._log(logging.WARNING, f"NV storage read: {exc}")
+            return
+        if result is None or result.tag != NV_TAG_CAMERA_CALIB:
+            return
+        if not result.ok:
+            self._log(logging.WARNING, f"the robot has no camera calibration (NV result "
+                      f"{result.result}): camera_info uses the default intrinsics")
+            return
+        try:
+            info = caminfo.from_calibration(decode_camera_calibration(result.data))
+        except (RemoteProtocolError, caminfo.CameraInfoError) as exc:
+            self._log(logging.WARNING, f"camera calibration from the robot unusable ({exc}): "
+                      "camera_info uses the default intrinsics")
+            return
+        with self.lock:
+            self.calibration = info
+            self.output.on_camera_info_changed()
+        self._log(logging.INFO,
+                  f"camera calibration read from the robot: fx {info.k[0]:.1f} fy {info.k[4]:.1f} "
+                  f"cx {info.k[2]:.1f} cy {info.k[5]:.1f} px at {info.width}x{info.height}")
+
+    def camera_info(self, width: int, height: int) -> caminfo.CameraInfoData:
+        """The intrinsics for frames of this size: from camera_info_url, else the robot's
+        calibration, else the defaults; scaled to the size."""
+        data = self.camera_file or self.calibration or caminfo.default_camera_info(width, height)
+        return caminfo.scaled(data, width, height)
+
+    def _on_chunk(self, message: Any) -> None:
+        try:
+            image = self.assembler.push_chunk(message)
+        except RemoteProtocolError:
+            return  # counted by the assembler, shown in the diagnostics
+        if image is None:
+            return
+        with self.lock:
+            if not self.active or not self.params["camera_enabled"]:
+                return
+            stamp_ns = self.output.stamp_ns()
+            sec, nsec = divmod(stamp_ns, 1_000_000_000)
+            frame = CameraFrame(stamp_ns, sec, nsec, image.image_id, image.width, image.height,
+                                self._convert, image)
+            self.output.on_image(frame)
+
+    def _convert(self, frame: CameraFrame, jpeg: bool, pixels: bool) -> None:
+        """Fill in ``frame``'s JPEG and/or pixels (CameraFrame.jpeg/pixels)."""
+        image = frame._image
+        half_width = is_half_width_color(image)
+        try:
+            if frame._coded is None:
+                frame._coded = image_to_jpeg(image)
+                if half_width:
+                    # the robot codes colour at half width: rebuild at the nominal size, which
+                    # camera_info describes and image_transport consumers expect
+                    frame._tried |= 2
+                    frame._pixels = decode_to_bytes(frame._coded, True, coded_size(image))
+            if jpeg and not frame._tried & 1:
+                frame._tried |= 1
+                if half_width:
+                    data, width, height, _ = frame._pixels
+                    frame._jpeg = encode_jpeg(np.frombuffer(data, np.uint8).reshape(height, width, 3),
+                                              COLOR_JPEG_QUALITY)
+                else:
+                    frame._jpeg = frame._coded
+        except RemoteProtocolError as exc:
+            frame._tried = 3
+            frame._jpeg = frame._pixels = None
+            self.warn_throttled("image", f"camera image {frame.image_id} dropped: {exc}")
+            return
+        if pixels and not frame._tried & 2:
+            frame._tried |= 2
+            try:
+                frame._pixels = decode_to_bytes(frame._coded, False, coded_size(image))
+            except RemoteProtocolError as exc:
+                self.warn_throttled("decode", f"camera image {frame.image_id} does not decode: {exc}")
+
+    # ------------------------------------------------------------------ reports
+
+    def link_sample(self) -> LinkSample:
+        sample = LinkSample(self.link_state)
+        robot = self.robot
+        if robot is not None:
+            s = robot.stats
+            sample.rtt_s = float(s.rtt_s) if s.rtt_s is not None else math.nan
+            sample.datagrams_sent = int(s.datagrams_sent)
+            sample.datagrams_received = int(s.datagrams_received)
+            sample.retransmissions = int(s.retransmissions)
+            sample.malformed_dropped = int(s.malformed_datagrams + s.malformed_packets)
+            sample.wrong_source_dropped = int(robot.transport.stats.wrong_source)
+        return sample
+
+    def reports(self, where: str) -> Tuple[DiagnosticReport, DiagnosticReport]:
+        """The link's and the robot's diagnostic reports; the state rate is measured since
+        the previous call."""
+        now = time.monotonic()
+        mark_t, mark_n = self._rate_mark
+        rate = (self.state_count - mark_n) / (now - mark_t) if now > mark_t else 0.0
+        self._rate_mark = (now, self.state_count)
+        robot = self.robot
+        connected = self.connected
+        volts = self.battery_v if connected else None
+        return (link_report(self.link_state.value, self.active, where, robot.stats,
+                            robot.transport.stats, rate, self.assembler.stats),
+                robot_report(connected, volts, battery_percentage(volts)
+                             if volts is not None else None, self.estop, self.yaw_diff,
+                             self.tracker.reanchors, self.refused))
+
+    # ------------------------------------------------------------------ commands
+
+    def ready(self, topic: str, motion: bool) -> bool:
+        """May a command from ``topic`` go to the robot now? Refuses (warns) when not."""
+        if not self.active:
+            self.refuse("inactive", f"{topic} refused: the driver is not active")
+            return False
+        if motion and self.estop:
+            self.refuse("estop", f"{topic} refused: emergency stop engaged "
+                        "(release it with the emergency_stop service)")
+            return False
+        if self.robot is None or self.link_state is not LinkState.READY:
+            self.refuse("offline", f"{topic} refused: not connected to the robot")
+            return False
+        return True
+
+    def _preempt(self, motor: str, topic: str) -> None:
+        if self.motion is not None:
+            self.motion.preempt(motor, f"preempted by a {topic} command")
+
+    def drive_twist(self, field: str, linear: Tuple[float, float, float],
+                    angular: Tuple[float, float, float], own_thread: bool = False) -> None:
+        """A velocity command (all six components must be finite; x and yaw rate used)."""
+        try:
+            require_finite(field, **{"linear.x": linear[0], "linear.y": linear[1],
+                                     "linear.z": linear[2], "angular.x": angular[0],
+                                     "angular.y": angular[1], "angular.z": angular[2]})
+        except CommandError as exc:
+            self.refuse("cmd_vel_value", f"cmd_vel refused: {exc}")
+            return
+        self.drive(linear[0], angular[2], own_thread)
+
+    def drive(self, v_mps: float, w_radps: float, own_thread: bool = False,
+              handed: bool = False) -> None:
+        """Drive at ``v_mps`` and ``w_radps`` (scaled down together to ``max_wheel_speed``),
+        refreshing the watchdog. ``own_thread``: called off the front-end's thread, which
+        must then end a motion goal holding the treads (the drive is handed over to it)."""
+        p = self.params
+        cmd = twist_to_wheels(v_mps, w_radps, float(p["max_wheel_speed"]))
+        accel = float(p["wheel_acceleration"]) * 1000.0
+        timeout = float(p["cmd_vel_timeout"])
+        with self.drive_lock:
+            if handed:
+                self._handed -= 1
+            if not self.ready("cmd_vel", motion=True):
+                return
+            motion = self.motion
+            goal = motion is not None and motion.has_goal("wheels")
+            if own_thread and (goal or self._handed > 0):
+                # a later drive waits its turn behind the ones handed over
+                self._handed += 1
+                self.output.hand_over(self.drive, v_mps, w_radps, False, True)
+                return
+            if goal:
+                self._preempt("wheels", "cmd_vel")
+            self.robot.post(msgs.DriveWheels(lwheel_speed_mmps=cmd.left_mps * 1000.0,
+                                             rwheel_speed_mmps=cmd.right_mps * 1000.0,
+                                             lwheel_accel_mmps2=accel, rwheel_accel_mmps2=accel))
+            moving = cmd.left_mps != 0.0 or cmd.right_mps != 0.0
+            if moving and timeout > 0:
+                self._deadline = self.robot.clock() + timeout
+                if not self._armed:
+                    self._armed = True
+                    self.robot.call_soon(self._arm)
+            else:
+                self._deadline = None
+
+    def _arm(self) -> None:
+        """I/O thread: schedule the watchdog's check at the deadline."""
+        with self.drive_lock:
+            deadline = self._deadline
+            if deadline is None:
+                self._armed = False
+                return
+        self.robot.schedule(deadline, self._on_watchdog)
+
+    def _on_watchdog(self) -> None:
+        """I/O thread: stop the treads once no drive came for cmd_vel_timeout."""
+        with self.drive_lock:
+            deadline = self._deadline
+            if deadline is None:
+                self._armed = False
+                return
+            if self.robot.clock() < deadline:
+                self.robot.schedule(deadline, self._on_watchdog)
+                return
+            self._deadline = None
+            self._armed = False
+            self.post_if_ready(_STOP)
+        self._log(logging.INFO, f"no cmd_vel for {self.params['cmd_vel_timeout']} s: "
+                  "treads stopped")
+
+    @property
+    def watchdog_due(self) -> Optional[float]:
+        """When (robot clock) the watchdog stops the treads, or None."""
+        return self._deadline
+
+    def cancel_watchdog(self) -> None:
+        """No watchdog stop is pending any more (the treads were stopped, or taken over)."""
+        with self.drive_lock:
+            self._deadline = None
+
+    def stop_treads(self) -> None:
+        """Stop the treads now (no watchdog stop pending after)."""
+        with self.drive_lock:
+            self._deadline = None
+            self.post_if_ready(_STOP)
+
+    def _speed(self, requested: float, limit_param: str, field: str) -> Optional[float]:
+        limit = float(self.params[limit_param])
+        if requested < 0:
+            self.refuse(field, f"{field} = {requested}: a speed must not be negative")
+            return None
+        if requested == 0:
+            return limit
+        speed, warning = clamp(requested, 0.0, limit, field, "rad/s")
+        if warning:
+            self.warn_throttled(field, warning)
+        return speed
+
+    def _position(self, topic: str, field: str, value: float, max_speed: float,
+                  limits: Tuple[float, float], unit: str, motor: str,
+                  command: Callable[[float, float, float], Any]) -> None:
+        try:
+            require_finite(topic, **{field: value, "max_speed": max_speed})
+        except CommandError as exc:
+            self.refuse(topic, f"{topic} refused: {exc}")
+            return
+        if not self.ready(topic, motion=True):
+            return
+        self._preempt(motor, topic)
+        target, warning = clamp(value, limits[0], limits[1], f"{topic}.{field}", unit)
+        if warning:
+            self.warn_throttled(f"{topic}.{field}", warning)
+        speed = self._speed(max_speed, f"{motor}_max_speed", f"{topic}.max_speed")
+        if speed is None:
+            return
+        self.robot.post(command(target, speed, float(self.params[f"{motor}_acceleration"])))
+
+    def set_head(self, angle_rad: float, max_speed_radps: float = 0.0,
+                 topic: str = "head/angle") -> None:
+        """Head to ``angle_rad`` (clamped to its range) at ``max_speed_radps`` (0: the
+        ``head_max_speed`` parameter)."""
+        self._position(topic, "angle", angle_rad, max_speed_radps,
+                       (geo.HEAD_MIN_ANGLE_RAD, geo.HEAD_MAX_ANGLE_RAD), "rad", "head",
+                       lambda angle, speed, accel: msgs.SetHeadAngle(
+                           angle_rad=angle, max_speed_rad_per_sec=speed,
+                           accel_rad_per_sec2=accel, duration_sec=0.0))
+
+    def set_lift(self, height_m: float, max_speed_radps: float = 0.0,
+                 topic: str = "lift/height") -> None:
+        """Lift to ``height_m`` (clamped to its range)."""
+        self._position(topic, "height", height_m, max_speed_radps,
+                       (geo.LIFT_MIN_HEIGHT_M, geo.LIFT_MAX_HEIGHT_M), "m", "lift",
+                       lambda height, speed, accel: msgs.SetLiftHeight(
+                           height_mm=height * 1000.0, max_speed_rad_per_sec=speed,
+                           accel_rad_per_sec2=accel, duration_sec=0.0))
+
+    def _velocity(self, value: float, topic: str, motor: str, message_type: Any) -> None:
+        try:
+            require_finite(topic, data=value)
+        except CommandError as exc:
+            self.refuse(topic, f"{topic} refused: {exc}")
+            return
+        if not self.ready(topic, motion=True):
+            return
+        self._preempt(motor, topic)
+        limit = float(self.params[f"{motor}_max_speed"])
+        speed, warning = clamp(value, -limit, limit, f"{topic}.data", "rad/s")
+        if warning:
+            self.warn_throttled(f"{topic}.data", warning)
+        self.robot.post(message_type(speed_rad_per_sec=speed))
+
+    def move_head(self, speed_radps: float, topic: str = "head/velocity") -> None:
+        self._velocity(speed_radps, topic, "head", msgs.MoveHead)
+
+    def move_lift(self, speed_radps: float, topic: str = "lift/velocity") -> None:
+        self._velocity(speed_radps, topic, "lift", msgs.MoveLift)
+
+    def set_backpack_lights(self, colors: Dict[str, Tuple[float, float, float]],
+                            topic: str = "backpack_lights") -> None:
+        """Steady colours (r, g, b in 0..1) for front, middle, back, left and right."""
+        try:
+            words = {name: rgb555(*colors[name], f"{topic}.{name}") for name in _BACKPACK}
+        except CommandError as exc:
+            self.refuse(topic, f"{topic} refused: {exc}")
+            return
+        if not self.ready(topic, motion=False):
+            return
+
+        def steady(name: str) -> Any:
+            return _LightState(on_color=words[name], off_color=words[name])
+
+        center = msgs.LightStateCenter(states=[steady("front"), steady("middle"), steady("back")],
+                                       unknown=0)
+        side = msgs.LightStateSide(states=[steady("left"), steady("right")], unknown=0)
+        self.lights = (center, side)
+        self.robot.post(center)
+        self.robot.post(side)
+
+    def set_head_light(self, on: bool, topic: str = "head_light") -> None:
+        if not self.ready(topic, motion=False):
+            return
+        self.head_light = bool(on)
+        self.robot.post(msgs.SetHeadLight(enable=self.head_light))
+
+    def set_volume(self, volume: float, topic: str = "volume") -> None:
+        """Volume 0..1 (clamped with a warning; NaN refused)."""
+        try:
+            level, warning = volume_level(volume)
+        except CommandError as exc:
+            self.refuse(topic, f"{topic} refused: {exc}")
+            return
+        if warning:
+            self.warn_throttled(f"{topic}.data", warning)
+        if not self.ready(topic, motion=False):
+            return
+        self.volume = level
+        self.robot.post(msgs.SetRobotVolume(level=level))
+
+    def emergency_stop(self, engage: bool) -> str:
+        """Engage (stop every motor, refuse motion) or release the emergency stop; returns
+        what happened, which is also logged."""
+        if engage:
+            with self.drive_lock:  # no drive goes out after the stop below
+                self.estop = True
+                self._deadline = None
+            sent = self.robot is not None and self.link_state is LinkState.READY
+            if sent:
+                self.robot.post(msgs.StopAllMotors())
+            message = "emergency stop engaged: motors stopped, motion commands refused" \
+                if sent else ("emergency stop engaged; not connected now: the motors are stopped "
+                              "as soon as the robot connects")
+            self._log(logging.WARNING, message)
+        else:
+            was, self.estop = self.estop, False
+            message = "emergency stop released" if was else "emergency stop was not engaged"
+            self._log(logging.INFO, message)
+        return message
+
+    def reset_odometry(self) -> str:
+        with self.lock:
+            self.tracker.reset()
+        message = "odometry restarts at the origin with the next robot state"
+        self._log(logging.INFO, message)
+        return message

@@ -1,0 +1,234 @@
+"""What the driver core hands out: typed samples in SI units, and the output interface.
+
+Every sample is a slotted dataclass (cheap to make: the core makes a few per
+robot state, 33 a second per robot) whose attribute names say their unit, and
+which carries its stamp both as nanoseconds and as ROS's (sec, nanosec) pair.
+Conventions are REP-103: metres, radians, x forward, y left, z up.
+
+:class:`DriverOutput` is what a front-end (the ROS node) implements to receive
+them; :class:`RecordingOutput` keeps everything, for tests and scripts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, make_dataclass
+from typing import Any, Callable, List, Optional, Tuple
+
+from ..client import LinkState
+from ..driver.camera_info import CameraInfoData
+from ..driver.events import RobotEventData
+from ..driver.sensors import STATUS_FLAG_NAMES
+
+__all__ = ["OdomSample", "ImuSample", "JointSample", "StatusSample", "StateSample",
+           "BatterySample", "LinkSample", "CameraFrame", "DriverOutput", "RecordingOutput"]
+
+
+@dataclass(slots=True)
+class OdomSample:
+    """The continuous odometry pose and the body twist, with their diagonal covariances
+    (the x, y and yaw entries: indices 0, 7 and 35 of the 6x6 matrices)."""
+
+    stamp_ns: int
+    sec: int
+    nanosec: int
+    x_m: float
+    y_m: float
+    yaw_rad: float
+    qz: float
+    qw: float
+    pose_var_x: float
+    pose_var_y: float
+    pose_var_yaw: float
+    v_mps: float
+    w_radps: float
+    twist_var_vx: float
+    twist_var_vy: float
+    twist_var_wz: float
+
+
+@dataclass(slots=True)
+class ImuSample:
+    """Orientation (quaternion x, y, z, w; yaw the odometry's), angular velocity (rad/s)
+    and specific force (m/s^2), body axes."""
+
+    sec: int
+    nanosec: int
+    qx: float
+    qy: float
+    qz: float
+    qw: float
+    wx_radps: float
+    wy_radps: float
+    wz_radps: float
+    ax_mps2: float
+    ay_mps2: float
+    az_mps2: float
+
+
+@dataclass(slots=True)
+class JointSample:
+    sec: int
+    nanosec: int
+    head_rad: float
+    lift_rad: float
+
+
+#: The robot's status: one bool per flag (the names of cozmo_interfaces/RobotStatus), the
+#: raw flag word, the raw cliff and touch sensors, the path segment (-1: none) and the
+#: battery voltage.
+StatusSample = make_dataclass(
+    "StatusSample",
+    [("sec", int), ("nanosec", int)] + [(name, bool) for name, _ in STATUS_FLAG_NAMES]
+    + [("status_flags", int), ("cliff_0", int), ("cliff_1", int), ("cliff_2", int),
+       ("cliff_3", int), ("backpack_touch", int), ("path_segment", int), ("battery_v", float)],
+    slots=True)
+StatusSample.__module__ = __name__
+
+
+@dataclass(slots=True)
+class StateSample:
+    """Everything one robot state means."""
+
+    odom: OdomSample
+    imu: ImuSample
+    joints: JointSample
+    status: Any  # StatusSample
+
+
+@dataclass(slots=True)
+class BatterySample:
+    stamp_ns: int
+    voltage_v: float
+    percentage: float          # 0..1, NaN when the voltage is not finite
+    supply_status: str         # CHARGING, FULL, NOT_CHARGING or DISCHARGING
+
+
+@dataclass(slots=True)
+class LinkSample:
+    """The link's state and counters (rtt NaN when unknown)."""
+
+    state: LinkState
+    rtt_s: float = float("nan")
+    datagrams_sent: int = 0
+    datagrams_received: int = 0
+    retransmissions: int = 0
+    malformed_dropped: int = 0
+    wrong_source_dropped: int = 0
+
+
+@dataclass(slots=True)
+class CameraFrame:
+    """One camera frame; what it is converted to is computed on first use and kept.
+
+    :meth:`jpeg` is the frame as a JPEG at its nominal size (a colour frame, which the
+    robot codes at half width, is rebuilt at full width); :meth:`pixels` is it decoded:
+    ``(bytes, width, height, channels)``. Either returns None when the frame does not
+    convert (the core has warned)."""
+
+    stamp_ns: int
+    sec: int
+    nanosec: int
+    image_id: int
+    width: int
+    height: int
+    _convert: Callable[["CameraFrame", bool, bool], None]
+    _image: Any = None  # what the robot sent (the core's, for _convert)
+    _coded: Optional[bytes] = None  # the JPEG as coded by the robot
+    _jpeg: Optional[bytes] = None
+    _pixels: Optional[Tuple[bytes, int, int, int]] = None
+    _tried: int = 0  # bit 1: jpeg attempted, bit 2: pixels attempted
+
+    def jpeg(self) -> Optional[bytes]:
+        if not self._tried & 1:
+            self._convert(self, True, False)
+        return self._jpeg
+
+    def pixels(self) -> Optional[Tuple[bytes, int, int, int]]:
+        if not self._tried & 2:
+            self._convert(self, False, True)
+        return self._pixels
+
+
+class DriverOutput:
+    """What the driver core calls (from the robot client's I/O thread, except where
+    said). Every method has a default that ignores the call: implement what you use."""
+
+    def stamp_ns(self) -> int:
+        """The time to stamp samples with, in nanoseconds."""
+        import time
+        return time.time_ns()
+
+    def on_state(self, sample: StateSample) -> None:
+        """One robot state (only while the core is active)."""
+
+    def on_battery(self, sample: BatterySample) -> None:
+        """Once a second while active."""
+
+    def on_events(self, stamp_ns: int, events: List[RobotEventData]) -> None:
+        """Robot events (status-flag edges, pokes, falls, button), while active."""
+
+    def on_image(self, frame: CameraFrame) -> None:
+        """A complete camera frame (while active and the camera is enabled)."""
+
+    def on_camera_info_changed(self) -> None:
+        """The calibration changed: camera info made before is stale."""
+
+    def on_robot_info(self, info: Any) -> None:
+        """The robot's facts (client RobotInfo), at each connection."""
+
+    def on_link(self, sample: LinkSample) -> None:
+        """The link changed state (also called by the front-end's own reports)."""
+
+    def hand_over(self, fn: Callable[..., None], *args: Any) -> None:
+        """Run ``fn(*args)`` on the front-end's own thread (its executor); the default
+        runs it at once."""
+        fn(*args)
+
+    def log(self, level: int, text: str) -> None:
+        """A line for the operator, at ``logging`` level ``level``."""
+
+
+@dataclass
+class RecordingOutput(DriverOutput):
+    """Keeps every sample, event, image and log line (tests, scripts)."""
+
+    states: List[StateSample] = field(default_factory=list)
+    batteries: List[BatterySample] = field(default_factory=list)
+    events: List[RobotEventData] = field(default_factory=list)
+    images: List[CameraFrame] = field(default_factory=list)
+    infos: List[Any] = field(default_factory=list)
+    links: List[LinkSample] = field(default_factory=list)
+    lines: List[Tuple[int, str]] = field(default_factory=list)
+    camera_info_changes: int = 0
+    clock_ns: Optional[Callable[[], int]] = None
+
+    def stamp_ns(self) -> int:
+        return self.clock_ns() if self.clock_ns is not None else DriverOutput.stamp_ns(self)
+
+    def on_state(self, sample: StateSample) -> None:
+        self.states.append(sample)
+
+    def on_battery(self, sample: BatterySample) -> None:
+        self.batteries.append(sample)
+
+    def on_events(self, stamp_ns: int, events: List[RobotEventData]) -> None:
+        self.events.extend(events)
+
+    def on_image(self, frame: CameraFrame) -> None:
+        self.images.append(frame)
+
+    def on_camera_info_changed(self) -> None:
+        self.camera_info_changes += 1
+
+    def on_robot_info(self, info: Any) -> None:
+        self.infos.append(info)
+
+    def on_link(self, sample: LinkSample) -> None:
+        self.links.append(sample)
+
+    def log(self, level: int, text: str) -> None:
+        self.lines.append((level, text))
+
+    def said(self, text: str, level: Optional[int] = None) -> bool:
+        return any(text in line and (level is None or lvl == level) for lvl, line in self.lines)
+

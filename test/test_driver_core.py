@@ -1,0 +1,277 @@
+"""The ROS-free driver core (cozmo_driver.core) against the simulated robot over the
+in-memory link, with an explicit clock: no rclpy, no sockets, no threads, no wall time."""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import math
+
+import pytest
+
+from cozmo_driver import robot_geometry as geo
+from cozmo_driver.client import LinkState, RobotLink
+from cozmo_driver.core import DriverCore, RecordingOutput
+from cozmo_driver.driver.parameters import PARAMETERS
+from cozmo_driver.protocol.session import MessageReceived
+from cozmo_driver.sim import RobotConfig, SimulatedRobot
+from cozmo_driver.transport.memory import MemoryLink
+
+
+class _Stats:
+    wrong_source = 0
+
+
+class _Transport:
+    stats = _Stats()
+
+
+class MemoryRobot:
+    """What DriverCore needs of a robot client (post, clock, call_soon, schedule, stats),
+    over a RobotLink joined to a SimulatedRobot by a MemoryLink, on the link's clock."""
+
+    def __init__(self, seed: int = 3) -> None:
+        self.link = RobotLink(name="core-test")
+        self.sim = SimulatedRobot(config=RobotConfig(seed=seed))
+        self.net = MemoryLink(self.link, self.sim, seed=seed)
+        self.transport = _Transport()
+        self.received: list = []  # (time, message) the robot got
+        self.net.on_event_b = self._robot_event
+        self._soon: list = []
+        self._timers: list = []
+        self._order = itertools.count()
+        self.listener = None
+
+    def _robot_event(self, event) -> None:
+        if isinstance(event, MessageReceived):
+            self.received.append((self.net.now, event.message))
+
+    def start(self, listener) -> None:
+        self.net.on_event_a = listener
+        self.link.start(self.net.now)
+
+    # -- the client's surface
+    @property
+    def state(self) -> LinkState:
+        return self.link.state
+
+    @property
+    def stats(self):
+        return self.link.session.stats
+
+    def post(self, message) -> None:
+        self._soon.append(lambda: self.link.send(message))
+
+    def clock(self) -> float:
+        return self.net.now
+
+    def call_soon(self, fn, *args) -> None:
+        self._soon.append(lambda: fn(*args))
+
+    def schedule(self, when: float, fn, *args):
+        heapq.heappush(self._timers, (when, next(self._order), fn, args))
+
+    # -- the test's clock
+    def run(self, duration: float, max_steps: int = 200_000) -> None:
+        end = self.net.now + duration
+        for _ in range(max_steps):
+            while self._soon:
+                self._soon.pop(0)()
+            self.net.flush()
+            limit = min(end, self._timers[0][0]) if self._timers else end
+            if not self.net.step(limit):
+                while self._timers and self._timers[0][0] <= self.net.now:
+                    _, _, fn, args = heapq.heappop(self._timers)
+                    fn(*args)
+                if self.net.now >= end and not self._soon:
+                    return
+        raise RuntimeError("did not settle")
+
+    def sent(self, name: str) -> list:
+        return [(t, m) for t, m in self.received if m.NAME == name]
+
+
+PARAMS = {spec.name: spec.default for spec in PARAMETERS}
+
+
+@pytest.fixture
+def rig():
+    robot = MemoryRobot()
+    output = RecordingOutput(clock_ns=lambda: int(robot.net.now * 1e9) + 1_700_000_000 * 10**9)
+    core = DriverCore(robot, dict(PARAMS, robot_ip="127.0.0.1", robot_port=5551), output)
+    robot.start(core.on_robot_event)
+    core.activate()
+    robot.run(2.0)
+    assert core.connected, output.lines
+    return robot, core, output
+
+
+def test_connects_reinitialises_and_reads_the_camera_calibration(rig):
+    robot, core, output = rig
+    assert [link.state for link in output.links][-1] is LinkState.READY
+    assert output.infos and output.infos[0].firmware_version == 2381
+    assert output.said("connected to Cozmo at 127.0.0.1:5551: firmware 2381", logging.INFO)
+    for name in ("EnableStopOnCliff", "EnableCamera", "EnableColorImages", "SetCameraParams",
+                 "NvStorageOp"):
+        assert robot.sent(name), name
+    assert not robot.sent("StopAllMotors")  # active and no emergency stop
+    assert output.camera_info_changes == 1 and core.calibration is not None
+    assert output.said("camera calibration read from the robot")
+    info = core.camera_info(320, 240)
+    assert (info.width, info.height) == (320, 240) and info.k == core.calibration.k
+
+
+def test_state_samples_are_si_units_and_follow_the_robot(rig):
+    robot, core, output = rig
+    output.states.clear()
+    output.batteries.clear()
+    core.drive(0.05, 0.0)
+    robot.run(1.0)
+    core.set_head(0.3, 0.0)
+    core.set_lift(0.07, 2.0)
+    robot.run(2.0)
+    states = output.states
+    assert 80 <= len(states) <= 100  # 30 a second
+    last = states[-1]
+    model = robot.sim.model
+    assert last.odom.v_mps == pytest.approx(0.0, abs=1e-6)  # the watchdog stopped it at 0.5 s
+    assert max(s.odom.v_mps for s in states) == pytest.approx(0.05, abs=2e-3)
+    assert 0.015 < last.odom.x_m < 0.04 and abs(last.odom.y_m) < 2e-3
+    assert last.odom.qw == pytest.approx(math.cos(last.odom.yaw_rad / 2.0))
+    assert last.joints.head_rad == pytest.approx(0.3, abs=2e-3)
+    assert last.joints.lift_rad == pytest.approx(math.asin((0.07 - 0.045) / 0.066), abs=5e-3)
+    assert last.imu.az_mps2 == pytest.approx(9.81, abs=0.3)  # specific force, m/s^2
+    assert 3.5 < last.status.battery_v < 4.3  # volts
+    assert output.batteries[-1].voltage_v in {s.status.battery_v for s in states}
+    assert last.status.head_in_pos and not last.status.is_picked_up
+    assert last.status.path_segment == -1
+    assert last.odom.sec * 10**9 + last.odom.nanosec == last.odom.stamp_ns
+    assert 2 <= len(output.batteries) <= 4 and 0.0 <= output.batteries[-1].percentage <= 1.0
+
+
+def test_the_watchdog_stops_once_on_the_robot_clock(rig):
+    robot, core, output = rig
+    core.params["cmd_vel_timeout"] = 0.3
+    start = robot.net.now
+    for _ in range(5):  # refreshed every 0.1 s: no stop in between
+        core.drive(0.05, 0.1)
+        robot.run(0.1)
+    last = start + 0.4
+    assert core.watchdog_due == pytest.approx(last + 0.3, abs=0.02)
+    robot.run(1.0)
+    drives = robot.sent("DriveWheels")
+    assert len(drives) == 6
+    stop_time, stop = drives[-1]
+    assert (stop.lwheel_speed_mmps, stop.rwheel_speed_mmps) == (0.0, 0.0)
+    assert last + 0.3 <= stop_time < last + 0.35
+    assert output.said("no cmd_vel for 0.3 s: treads stopped", logging.INFO)
+    assert core.watchdog_due is None
+
+
+def test_no_drive_after_the_emergency_stop_until_released(rig):
+    robot, core, output = rig
+    core.drive(0.05, 0.0)
+    robot.run(0.1)
+    assert core.emergency_stop(True) == \
+        "emergency stop engaged: motors stopped, motion commands refused"
+    core.drive(0.05, 0.0)
+    core.set_head(0.2)
+    robot.run(1.0)
+    names = [m.NAME for _, m in robot.received]
+    assert "DriveWheels" not in names[names.index("StopAllMotors"):]
+    assert core.refused == 2
+    assert output.said("cmd_vel refused: emergency stop engaged", logging.WARNING)
+    assert core.emergency_stop(False) == "emergency stop released"
+    core.drive(0.05, 0.0)
+    robot.run(0.1)
+    assert robot.sent("DriveWheels")[-1][1].lwheel_speed_mmps == pytest.approx(50.0)
+
+
+def test_bad_commands_are_refused_or_clamped_with_what_was_wrong(rig):
+    robot, core, output = rig
+    core.drive_twist("cmd_vel", (math.nan, 0.0, 0.0), (0.0, 0.0, 0.0))
+    core.set_head(math.inf)
+    core.set_lift(0.05, -1.0)
+    core.set_volume(math.nan)
+    core.set_backpack_lights({"front": (1.5, 0, 0), "middle": (0, 0, 0), "back": (0, 0, 0),
+                              "left": (0, 0, 0), "right": (0, 0, 0)})
+    assert core.refused == 5
+    for text in ("cmd_vel refused: cmd_vel.linear.x is nan", "head/angle refused: head/angle.angle",
+                 "lift/height.max_speed = -1.0: a speed must not be negative",
+                 "volume refused", "backpack_lights refused: backpack_lights.front"):
+        assert output.said(text, logging.WARNING), (text, output.lines)
+    core.set_head(2.0)  # out of range: clamped, with a warning
+    core.move_lift(100.0)
+    robot.run(0.2)
+    assert robot.sent("SetHeadAngle")[-1][1].angle_rad == pytest.approx(geo.HEAD_MAX_ANGLE_RAD)
+    assert abs(robot.sent("MoveLift")[-1][1].speed_rad_per_sec) == \
+        pytest.approx(PARAMS["lift_max_speed"])
+    assert output.said("head/angle.angle", logging.WARNING)
+    assert core.refused == 5
+
+
+def test_inactive_core_publishes_nothing_refuses_commands_and_stops_the_robot(rig):
+    robot, core, output = rig
+    core.deactivate()
+    core.stop_all_motors()
+    output.states.clear()
+    images = len(output.images)
+    core.drive(0.05, 0.0)
+    robot.run(0.5)
+    assert output.states == [] and len(output.images) == images
+    assert output.said("cmd_vel refused: the driver is not active")
+    assert robot.sent("StopAllMotors") and not robot.sent("DriveWheels")
+
+
+def test_outputs_are_reapplied_after_a_reconnection(rig):
+    robot, core, output = rig
+    core.set_head_light(True)
+    core.set_volume(0.5)
+    robot.run(0.2)
+    before = len(robot.sent("SetHeadLight")), len(robot.sent("NvStorageOp"))
+    robot.link.session.disconnect(robot.net.now)  # the session ends; the link reconnects
+    robot.run(4.0)
+    assert core.connected and output.said("connected again to Cozmo")
+    assert len(robot.sent("SetHeadLight")) == before[0] + 1
+    assert robot.sent("SetRobotVolume")[-1][1].level == core.volume
+    assert len(robot.sent("NvStorageOp")) == before[1] + 1
+
+
+def test_camera_frames_convert_on_demand(rig):
+    robot, core, output = rig
+    robot.run(1.0)
+    assert len(output.images) >= 10  # 15 a second
+    frame = output.images[-1]
+    jpeg = frame.jpeg()
+    assert jpeg[:2] == b"\xff\xd8"
+    data, width, height, channels = frame.pixels()
+    assert (width, height) == (frame.width, frame.height) and len(data) == width * height * channels
+    core.params["camera_enabled"] = False
+    count = len(output.images)
+    robot.run(0.5)
+    assert len(output.images) == count
+
+
+def test_a_drive_off_the_front_ends_thread_is_handed_over_while_a_goal_holds_the_treads(rig):
+    robot, core, output = rig
+    handed = []
+    output.hand_over = lambda fn, *args: handed.append((fn, args))
+
+    class Motion:
+        preempted = []
+
+        def has_goal(self, motor):
+            return motor == "wheels" and not self.preempted
+
+        def preempt(self, motor, reason):
+            self.preempted.append((motor, reason))
+    core.motion = Motion()
+    core.drive(0.05, 0.0, own_thread=True)
+    robot.run(0.1)
+    assert not robot.sent("DriveWheels") and len(handed) == 1
+    fn, args = handed.pop()
+    fn(*args)  # on the front-end's thread: the goal ends, then it drives
+    robot.run(0.1)
+    assert Motion.preempted == [("wheels", "preempted by a cmd_vel command")]
+    assert len(robot.sent("DriveWheels")) == 1
