@@ -1,6 +1,6 @@
 """The behavior engine's configuration: the defaults, merging, errors that name the key,
-plug-in behavior classes, the node's parameter table against config/cozmo.yaml and the
-README, and the loader of the Cozmo app's JSON definitions (fixtures written for these
+plug-in behavior classes, the node's parameter table against config/cozmo.yaml and
+docs/behavior.md, and the loader of the Cozmo app's JSON definitions (fixtures written for these
 tests in test/app_resources, in the shape the loader documents)."""
 
 from __future__ import annotations
@@ -126,8 +126,7 @@ def test_config_yaml_lists_every_behavior_node_parameter_with_its_default():
 
 
 def test_readme_documents_the_behavior_engine():
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Behavior engine", 1)[1].split("\n## ", 1)[0]
+    section = (ROOT / "docs" / "behavior.md").read_text()
     for param in BEHAVIOR_PARAMETERS:
         assert f"| `{param.name}` |" in section, param.name
     config = load_config()

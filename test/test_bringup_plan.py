@@ -19,7 +19,7 @@ from cozmo_driver.description import UrdfModel
 
 ROOT = Path(__file__).resolve().parent.parent
 LAUNCH_FILE = ROOT / "launch" / "cozmo.launch.py"
-README = ROOT / "README.md"
+BRINGUP_DOC = ROOT / "docs" / "bringup.md"
 #: the repository's parameter file; the plan's default is the installed package's copy
 #: (the same file in the wheel venv's editable install, a copy in a plain colcon install)
 REPO_CONFIG = ROOT / "config" / "cozmo.yaml"
@@ -535,7 +535,7 @@ def test_launch_file_builds_a_description_where_launch_is_installed():
 
 def test_readme_table_lists_every_argument_with_its_default():
     # the argument table of its section (other tables name parameters such as frame_prefix)
-    section = README.read_text().split("### One plan, two front-ends", 1)[1].split("\n### ", 1)[0]
+    section = BRINGUP_DOC.read_text().split("## One plan, two front-ends", 1)[1].split("\n## ", 1)[0]
     table = section.split("| argument | default | meaning |", 1)[1].split("\n\n", 1)[0]
     rows = {}
     for line in table.splitlines():

@@ -1,0 +1,273 @@
+"""The documentation stays true: README.md as a short front door, links that resolve, the
+architecture diagram equal to the import graph, benchmark figures only where a benchmark
+writes them, and reference tables that parse (their content is checked against the
+running nodes by test/test_docs_reference.py). Pure: no rclpy."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+from typing import Dict, Iterator, List, Set, Tuple
+
+from docs_tables import KINDS, reference_tables
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+PAGES = [README, *sorted(DOCS.glob("*.md"))]
+PACKAGE = ROOT / "cozmo_driver"
+BENCH = ROOT / "bench"
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def outside_fences(text: str) -> Iterator[Tuple[int, str]]:
+    """(line number, line) of ``text`` outside fenced code blocks."""
+    fenced = False
+    for number, line in enumerate(text.split("\n"), 1):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+            continue
+        if not fenced:
+            yield number, line
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation but ``-`` and ``_`` dropped,
+    spaces to ``-``."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def anchors(path: Path) -> Set[str]:
+    seen: Dict[str, int] = {}
+    out: Set[str] = set()
+    for _, line in outside_fences(path.read_text()):
+        match = re.match(r"^#{1,6} (.+)$", line)
+        if match:
+            base = slug(match.group(1))
+            count = seen.get(base, 0)
+            seen[base] = count + 1
+            out.add(base if count == 0 else f"{base}-{count}")
+    return out
+
+
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def test_slug_follows_github():
+    assert slug("What `./dev setup` does") == "what-dev-setup-does"
+    assert slug("Topics subscribed (commands)") == "topics-subscribed-commands"
+    assert slug("The simulator's camera (bench_world)") == "the-simulators-camera-bench_world"
+
+
+# ----------------------------------------------------------------------------- README
+
+
+def test_readme_is_a_front_door_of_at_most_300_lines():
+    text = README.read_text()
+    assert len(text.split("\n")) <= 300
+    for heading in ("## Quick start", "## On a real robot: checklist", "## Safety", "## Documentation"):
+        assert heading in text, heading
+    for command in ("./dev demo", "./dev test"):
+        assert command in text
+
+
+def test_readme_links_every_docs_page():
+    text = README.read_text()
+    for page in sorted(DOCS.glob("*.md")):
+        assert f"(docs/{page.name})" in text or f"(docs/{page.name}#" in text, page.name
+
+
+# ----------------------------------------------------------------------------- links
+
+
+def test_every_relative_link_points_to_a_file_and_heading():
+    broken: List[str] = []
+    for page in PAGES:
+        for number, line in outside_fences(page.read_text()):
+            for target in LINK.findall(line):
+                if re.match(r"^[a-z]+:", target):
+                    continue  # http(s), mailto
+                file_part, _, anchor = target.partition("#")
+                dest = (page.parent / file_part).resolve() if file_part else page
+                where = f"{page.relative_to(ROOT)}:{number}: {target}"
+                if not dest.exists():
+                    broken.append(f"{where}: no file {dest}")
+                elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
+                    broken.append(f"{where}: no heading #{anchor} in {dest.name}")
+    assert not broken, "\n".join(broken)
+
+
+# ----------------------------------------------------------------------------- benchmarks
+
+BLOCK = re.compile(r"<!-- (\w+): (begin|end) -->")
+#: a table whose header row names one of these is a table of measured figures
+FIGURE_WORDS = ("median", "p90", "p99", "cpu", "pycozmo", "ours", "rss", "resident", "time to",
+                "% of", "latency", "fps measured")
+
+
+def bench_blocks(text: str) -> List[Tuple[str, int, int]]:
+    """(name, first line, last line) of each begin/end pair; AssertionError if unpaired."""
+    blocks, open_at = [], None
+    for number, line in enumerate(text.split("\n"), 1):
+        match = BLOCK.fullmatch(line.strip())
+        if not match:
+            continue
+        name, edge = match.groups()
+        if edge == "begin":
+            assert open_at is None, f"line {number}: {name} begins inside {open_at[0]}'s block"
+            open_at = (name, number)
+        else:
+            assert open_at is not None and open_at[0] == name, f"line {number}: unpaired end of {name}"
+            blocks.append((name, open_at[1], number))
+            open_at = None
+    assert open_at is None, f"{open_at[0]}'s block does not end"
+    return blocks
+
+
+def writers() -> Dict[str, Path]:
+    """{block name: the bench script that writes it}: scripts calling bench_report("name")."""
+    out = {}
+    for script in sorted(BENCH.glob("*.py")):
+        for name in re.findall(r"bench_report\(\"(\w+)\"\)", script.read_text()):
+            out[name] = script
+    return out
+
+
+def test_every_benchmark_block_is_written_by_its_benchmark_and_each_benchmark_has_one():
+    blocks = bench_blocks((DOCS / "benchmarks.md").read_text())
+    names = [b[0] for b in blocks]
+    assert len(names) == len(set(names)), names
+    scripts = writers()
+    for name in names:
+        assert name in scripts, f"no bench script writes the block {name}"
+        assert scripts[name].name == f"{name}.py", (name, scripts[name])
+    for script in sorted(BENCH.glob("bench_*.py")):
+        assert script.stem in names, f"{script.name} has no block in docs/benchmarks.md"
+
+
+def figure_tables(text: str, allowed: List[Tuple[str, int, int]]) -> List[int]:
+    """Line numbers of table header rows that name a measured figure, outside ``allowed``."""
+    found = []
+    lines = text.split("\n")
+    for number, line in outside_fences(text):
+        nxt = lines[number] if number < len(lines) else ""
+        if not (line.startswith("|") and nxt.startswith("|---")):
+            continue  # only header rows: a header is followed by the |---| rule
+        if any(first < number < last for _, first, last in allowed):
+            continue
+        if any(word in line.lower() for word in FIGURE_WORDS):
+            found.append(number)
+    return found
+
+
+def test_no_hand_written_table_of_figures_remains():
+    for page in PAGES:
+        text = page.read_text()
+        allowed = bench_blocks(text) if page.name == "benchmarks.md" else []
+        assert not figure_tables(text, allowed), (page.name, figure_tables(text, allowed))
+
+
+def test_the_figure_check_finds_a_table_of_figures():
+    text = "x\n\n| what | ours | pycozmo |\n|---|---|---|\n| decode | 1 us | 9 us |\n"
+    assert figure_tables(text, []) == [3]
+    fenced = f"<!-- b: begin -->\n{text}<!-- b: end -->\n"
+    assert figure_tables(fenced, bench_blocks(fenced)) == []
+
+
+# ----------------------------------------------------------------------------- reference tables
+
+
+def test_reference_tables_parse_and_have_rows():
+    tables = reference_tables()
+    assert tables
+    for (node, kind), rows in tables.items():
+        assert kind in KINDS and rows, (node, kind)
+        assert len({r.name for r in rows}) == len(rows), (node, kind)
+
+
+# ----------------------------------------------------------------------------- import graph
+
+#: the top-level modules of cozmo_driver, by what they are (a new one must be placed here)
+TOP_LEVEL_GROUPS = {
+    "common": ("robot_geometry", "json_comments", "lifeline", "errors"),
+    "bringup": ("bringup", "bringup_plan", "description"),
+    "demo": ("demo", "demo_artifacts", "protocol_demo"),
+}
+GROUP_OF = {module: group for group, modules in TOP_LEVEL_GROUPS.items() for module in modules}
+
+
+def unit_of(module: str, package_dir: Path = PACKAGE) -> str:
+    """The diagram's node of ``cozmo_driver.<...>``: its subpackage or its module's group."""
+    first = module.split(".")[1]
+    if (package_dir / first).is_dir():
+        return first
+    assert first in GROUP_OF, f"cozmo_driver/{first}.py is in no group of TOP_LEVEL_GROUPS"
+    return GROUP_OF[first]
+
+
+def import_graph(package_dir: Path = PACKAGE) -> Set[Tuple[str, str]]:
+    """Edges (a, b): a module of unit a imports one of unit b (AST of every module)."""
+    edges = set()
+    for path in sorted(package_dir.rglob("*.py")):
+        parts = path.relative_to(package_dir.parent).with_suffix("").parts
+        is_init = parts[-1] == "__init__"
+        module = ".".join(parts[:-1] if is_init else parts)
+        package = module if is_init else module.rsplit(".", 1)[0]
+        if module == "cozmo_driver":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            targets: List[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    origin = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    origin = node.module or ""
+                targets = [origin] + [f"{origin}.{alias.name}" for alias in node.names]
+            for target in targets:
+                if not target.startswith("cozmo_driver."):
+                    continue
+                head = target.split(".")[1]
+                if not ((package_dir / head).is_dir() or (package_dir / f"{head}.py").exists()):
+                    continue  # a name imported from cozmo_driver/__init__.py
+                a, b = unit_of(module, package_dir), unit_of(target, package_dir)
+                if a != b:
+                    edges.add((a, b))
+    return edges
+
+
+def diagram_edges() -> Set[Tuple[str, str]]:
+    """The ``a --> b`` edges of the mermaid block of docs/architecture.md."""
+    text = (DOCS / "architecture.md").read_text()
+    blocks = re.findall(r"```mermaid\n(.*?)```", text, re.S)
+    assert len(blocks) == 1, "docs/architecture.md has one mermaid diagram"
+    assert blocks[0].lstrip().startswith("graph TD")
+    return set(re.findall(r"^\s*(\w+)(?:\[[^\]]*\])?\s*-->\s*(\w+)", blocks[0], re.M))
+
+
+def test_every_top_level_module_is_in_a_group_of_the_diagram():
+    modules = {p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__"}
+    assert modules == set(GROUP_OF), (sorted(modules - set(GROUP_OF)), sorted(set(GROUP_OF) - modules))
+
+
+def test_architecture_diagram_matches_the_import_graph():
+    real, drawn = import_graph(), diagram_edges()
+    assert drawn == real, (f"in the diagram but not imported: {sorted(drawn - real)}; "
+                           f"imported but not in the diagram: {sorted(real - drawn)}")
+
+
+def test_the_graph_sees_absolute_and_relative_imports(tmp_path):
+    pkg = tmp_path / "cozmo_driver"
+    for name, text in {"__init__.py": "", "robot_geometry.py": "",
+                       "ros/__init__.py": "from .node import x  # noqa\n",
+                       "ros/node.py": "from ..protocol import messages\nimport cozmo_driver.robot_geometry\nx = 1\n",
+                       "protocol/__init__.py": "", "protocol/messages.py": "",
+                       "client/__init__.py": "from cozmo_driver.protocol.messages import *  # noqa\n"}.items():
+        (pkg / name).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / name).write_text(text)
+    assert import_graph(pkg) == {("ros", "protocol"), ("ros", "common"), ("client", "protocol")}
