@@ -1,20 +1,28 @@
 """What the benchmarks share: local-only ROS isolation, process meters, result tables.
 
 Import it before rclpy: :func:`isolate_ros` must set the environment first.
-Benchmarks print numbers; they never assert them.
+Benchmarks print numbers; they never assert them. Inside ``with bench_report(name):``
+every table printed with :func:`table` or :func:`comparison` (or given to
+:func:`record_table`) is also written into docs/benchmarks.md, between
+``<!-- name: begin -->`` and ``<!-- name: end -->``, with the date, the machine and the
+load average measured while it was measured (``--no-docs``: print only).
 """
 
 from __future__ import annotations
 
+import datetime
 import math
 import os
+import platform
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -116,6 +124,7 @@ def measure(fn: Callable[[], object], min_reps: int, min_seconds: float) -> Tupl
 def table(title: str, header: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
     """Print a titled table, columns left-aligned to their widest cell."""
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    record_table(title, header, rows)
     print(f"\n{title}")
     print("  " + "  ".join(str(h).ljust(w) for h, w in zip(header, widths)))
     print("  " + "  ".join("-" * w for w in widths))
@@ -137,6 +146,10 @@ Timing = Tuple[float, float]  # median, p90 (us)
 
 def comparison(rows: Sequence[Tuple[str, Timing, Optional[Timing]]], what: str, note: str) -> None:
     """Print ours against the reference (median and p90, us) with the ratio."""
+    record_table(f"{what} ({note})", [what, "ours median", "ours p90", "ref median", "ref p90", "ref/ours"],
+                 [[name, f"{ours[0]:.1f}", f"{ours[1]:.1f}"]
+                  + ([f"{ref[0]:.1f}", f"{ref[1]:.1f}", f"{ref[0] / ours[0]:.1f}x"] if ref else ["-", "-", "-"])
+                  for name, ours, ref in rows])
     width = max(len(r[0]) for r in rows)
     head = (f"{what:<{width}}  {'ours med':>10} {'ours p90':>10}  {'ref med':>10} {'ref p90':>10}"
             f"  {'ref/ours':>8}")
@@ -149,3 +162,110 @@ def comparison(rows: Sequence[Tuple[str, Timing, Optional[Timing]]], what: str, 
             line += f"  {ref[0]:>10.1f} {ref[1]:>10.1f}  {ref[0] / ours[0]:>7.1f}x"
         print(line)
     print(f"\n({note})")
+
+
+# ----------------------------------------------------------------------------- docs/benchmarks.md
+
+DOCS_BENCHMARKS = ROOT / "docs" / "benchmarks.md"
+
+
+def block_markers(name: str) -> Tuple[str, str]:
+    """The lines that open and close benchmark ``name``'s block in docs/benchmarks.md."""
+    return f"<!-- {name}: begin -->", f"<!-- {name}: end -->"
+
+
+def replace_block(text: str, name: str, body: str) -> str:
+    """``text`` with the lines between ``name``'s markers replaced by ``body``; ValueError if
+    the markers are missing, repeated or out of order."""
+    begin, end = block_markers(name)
+    if text.count(begin) != 1 or text.count(end) != 1 or text.index(begin) > text.index(end):
+        raise ValueError(f"docs/benchmarks.md needs one {begin} ... {end} block")
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{begin}\n{body.strip()}\n{end}{tail}"
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _load1() -> float:
+    return os.getloadavg()[0]
+
+
+class BenchReport:
+    """The tables of one benchmark run, each with the load average sampled (every second,
+    on a thread of its own) while it was measured: since the previous table."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.started = datetime.datetime.now()
+        self.tables: List[str] = []
+        self._samples: List[float] = [_load1()]
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, name="loadavg", daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._stop.wait(1.0):
+            with self._lock:
+                self._samples.append(_load1())
+
+    def add(self, title: str, header: Sequence[object], rows: Sequence[Sequence[object]]) -> None:
+        with self._lock:
+            samples, self._samples = self._samples + [_load1()], [_load1()]
+        load = (f"load average (1 min) while measured: mean {sum(samples) / len(samples):.2f}, "
+                f"max {max(samples):.2f} on {os.cpu_count()} cores")
+        cell = lambda c: str(c).replace("|", "/")  # noqa: E731
+        lines = [f"**{cell(title)}** ({load})", "",
+                 "| " + " | ".join(cell(h) for h in header) + " |",
+                 "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(cell(c) for c in r) + " |" for r in rows]
+        self.tables.append("\n".join(lines))
+
+    def markdown(self) -> str:
+        self._stop.set()
+        self._thread.join(timeout=2.0)
+        args = " ".join(sys.argv[1:])
+        head = (f"Run on {self.started:%Y-%m-%d %H:%M} by `bench/{self.name}.py{' ' + args if args else ''}`: "
+                f"{os.cpu_count()} cores, {_cpu_model()}, Python {platform.python_version()}, "
+                f"{platform.system()} {platform.release()}.")
+        return "\n\n".join([head] + self.tables)
+
+
+_report: Optional[BenchReport] = None
+
+
+def record_table(title: str, header: Sequence[object], rows: Sequence[Sequence[object]]) -> None:
+    """Add a table to the running :func:`bench_report` (nothing outside one)."""
+    if _report is not None:
+        _report.add(title, header, rows)
+
+
+@contextmanager
+def bench_report(name: str, docs: Path = DOCS_BENCHMARKS) -> Iterator[Optional[BenchReport]]:
+    """Collect the tables printed inside; when the body ends without an exception, write
+    them into ``name``'s block of ``docs`` (unless ``--no-docs`` is on the command line,
+    which is taken off it)."""
+    global _report
+    write = "--no-docs" not in sys.argv
+    while "--no-docs" in sys.argv:
+        sys.argv.remove("--no-docs")
+    _report = BenchReport(name)
+    try:
+        yield _report
+        report = _report
+    finally:
+        _report = None
+    body = report.markdown()
+    if write and report.tables:
+        docs.write_text(replace_block(docs.read_text(), name, body))
+        print(f"\n{name}: tables written to {docs.relative_to(ROOT) if docs.is_relative_to(ROOT) else docs}")

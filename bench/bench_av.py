@@ -24,7 +24,7 @@ import subprocess
 import time
 from typing import List, Optional
 
-from _common import console, cpu_seconds, isolate_ros, stop_process as stop, table  # noqa: E402
+from _common import bench_report, console, cpu_seconds, isolate_ros, stop_process as stop, table  # noqa: E402
 
 isolate_ros()
 
@@ -194,4 +194,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with bench_report("bench_av"):
+        main()

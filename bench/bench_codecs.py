@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from _common import comparison, measure
+from _common import bench_report, comparison, measure
 
 from cozmo_driver.protocol import audio, camera, display
 from cozmo_driver.protocol import messages as m
@@ -221,4 +221,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with bench_report("bench_codecs"):
+        main()

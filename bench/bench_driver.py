@@ -56,7 +56,7 @@ import threading
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from _common import ROOT, console, cpu_seconds, isolate_ros, rss_mib, stats_ms, stop_process, table  # noqa: E402
+from _common import ROOT, bench_report, console, cpu_seconds, isolate_ros, rss_mib, stats_ms, stop_process, table  # noqa: E402
 
 isolate_ros()
 
@@ -444,4 +444,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with bench_report("bench_driver"):
+        main()

@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from _common import comparison, measure
+from _common import bench_report, comparison, measure
 
 from cozmo_driver.face.expressions import EXPRESSIONS, FaceAnimator
 from cozmo_driver.face.procedural import FaceParams, FaceRenderer, interpolate_arrays
@@ -83,4 +83,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with bench_report("bench_face"):
+        main()

@@ -25,6 +25,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+from _common import bench_report, record_table  # noqa: E402
 
 SCENARIOS = {
     # name: (camera, colour, moving, feed display+audio)
@@ -156,13 +158,24 @@ def main(argv=None) -> int:
               f"{'camera fps':>10} {'display fps':>11} {'audio fps':>9} {'renders':>8}")
     print(header)
     print("-" * len(header))
+    rows = []
     for n in names:
         r = run_scenario(n, args.seconds, args.seed)
+        rows.append([r["scenario"], f"{r['wall_s']:.2f}", f"{r['cpu_s']:.2f}", f"{r['cpu_pct']:.1f}",
+                     f"{r['state']:.1f}", f"{r['camera']:.1f}", f"{r['display']:.1f}",
+                     f"{r['audio']:.1f}", r["renders"]])
         print(f"{r['scenario']:<15} {r['wall_s']:7.2f} {r['cpu_s']:7.2f} {r['cpu_pct']:10.1f} "
               f"{r['state']:9.1f} {r['camera']:10.1f} {r['display']:11.1f} {r['audio']:9.1f} "
               f"{r['renders']:8d}", flush=True)
+    record_table(f"Simulator CPU over {args.seconds:.0f} s per scenario, client in another process",
+                 ["scenario", "wall s", "CPU s", "CPU % of one core", "state Hz", "camera fps",
+                  "display fps", "audio fps", "renders"], rows)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    if "--client" in sys.argv:      # the load generator, started by the benchmark itself
+        sys.exit(main())
+    with bench_report("bench_sim"):
+        rc = main()
+    sys.exit(rc)

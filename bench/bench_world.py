@@ -29,6 +29,11 @@ from PIL import Image  # noqa: E402
 
 from cozmo_driver.sim.world import World  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import bench_report, record_table  # noqa: E402
+
+ROWS: list = []  # one row per run(), for the table in docs/benchmarks.md
+
 TARGET_MS = 8.0
 
 
@@ -64,6 +69,8 @@ def run(world: World, color: bool, n: int, width: int, height: int, out: str | N
           f"(p10 {np.percentile(ms, 10):5.2f}, p90 {np.percentile(ms, 90):5.2f}, "
           f"best {ms.min():5.2f}), CPU mean {cpu_ms.mean():5.2f} ms | "
           f"JPEG q50 median {np.median(kb):5.1f} kB (min {kb.min():4.1f}, max {kb.max():4.1f})")
+    ROWS.append([f"{width}x{height} {kind}", f"{np.median(ms):.2f}", f"{np.percentile(ms, 90):.2f}",
+                 f"{cpu_ms.mean():.2f}", f"{np.median(kb):.1f}"])
     return float(np.median(ms)), float(cpu_ms.mean())
 
 
@@ -84,8 +91,13 @@ def main(argv=None) -> int:
     print(f"colour QVGA: CPU {cpu_c:.2f} ms/frame (wall median {med_c:.2f} ms; wall time "
           f"includes waiting for other processes) vs target {TARGET_MS:.0f} ms: {verdict}; "
           f"at 15 fps that is {cpu_c * 15 / 10:.1f} % of one core")
+    record_table(f"World.render per frame, {args.frames} frames per line (colour QVGA CPU vs target "
+                 f"{TARGET_MS:.0f} ms: {verdict})",
+                 ["image", "wall median ms", "wall p90 ms", "CPU mean ms", "JPEG q50 median kB"], ROWS)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with bench_report("bench_world"):
+        rc = main()
+    sys.exit(rc)
