@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from cozmo_driver.client.link import ClientConfig, LinkState, LinkStateChanged, RobotLink, RobotReady
+from cozmo_driver.client.link import (STALE_RESYNC_S, ClientConfig, LinkState, LinkStateChanged, RobotLink,
+                                      RobotReady, newer)
 from cozmo_driver.protocol import messages as msgs
 from cozmo_driver.protocol.session import (
     Connected,
@@ -30,6 +31,8 @@ class ScriptedRobot:
         self.silent = False
         self.firmware = firmware or {"version": 2381, "build": "RELEASE"}
         self._next_state = None
+        self.clock_base_ms = 1_000_000  # the robot's clock reads this at link time 0
+        self.sent_states = 0
 
     # the five methods MemoryLink drives
     def receive_datagram(self, data, now):
@@ -39,7 +42,9 @@ class ScriptedRobot:
     def datagrams_to_send(self, now):
         self._react(now)
         if self.synced and self.session.is_connected and now >= self._next_state:
-            self.session.send(msgs.RobotState(timestamp_ms=int(now * 1000), battery_voltage_v=4.0))
+            self.session.send(msgs.RobotState(timestamp_ms=self.clock_base_ms + int(now * 1000),
+                                              battery_voltage_v=4.0, pose_x_mm=now * 10.0))
+            self.sent_states += 1
             self._next_state = now + 1 / 30
         return [] if self.silent else self.session.datagrams_to_send(now)
 
@@ -154,3 +159,83 @@ def test_old_firmware_is_accepted_with_its_version_recorded():
     assert link.run_while(lambda: client.state is not LinkState.READY, 2.0)
     assert client.info.firmware_version == 2214
     assert client.info.firmware_build == "FACTORY"
+
+
+# ------------------------------------------------------------------ stale robot states (issue #17)
+
+def ready_pair():
+    client, robot, link, events = make_pair()
+    client.start(link.now)
+    assert link.run_while(lambda: client.state is not LinkState.READY, 2.0)
+    return client, robot, link, events
+
+
+def received_states(events):
+    return [e.message for e in events if isinstance(e, MessageReceived) and e.message.NAME == "RobotState"]
+
+
+def test_robot_time_compares_with_its_wrap_around():
+    assert newer(1, 0) and not newer(0, 1) and not newer(7, 7)
+    assert newer(5, 2**32 - 10)          # the 32-bit millisecond count wrapped (after 49.7 days)
+    assert not newer(2**32 - 10, 5)
+    assert not newer(2**31 + 5, 5)       # half the range away counts as older
+
+
+def test_replayed_and_reordered_robot_states_are_counted_and_dropped(caplog):
+    client, robot, link, events = ready_pair()
+    link.run_until(link.now + 0.5)
+    latest = client.robot_state
+    before = len(received_states(events))
+    caplog.set_level("WARNING", logger="cozmo.client")
+    # a replay of an old state, a duplicate of the latest, and one far in the past, 300 of them
+    for _ in range(100):
+        for ts in (latest.timestamp_ms - 200, latest.timestamp_ms, 1):
+            robot.session.send(msgs.RobotState(timestamp_ms=ts, pose_x_mm=-999.0))
+    link.run_until(link.now + 0.3)
+    assert client.stale_states == 300
+    fresh = received_states(events)[before:]
+    assert fresh and all(m.pose_x_mm != -999.0 for m in fresh)          # none of them got through
+    assert all(newer(b.timestamp_ms, a.timestamp_ms) for a, b in zip(fresh, fresh[1:]))
+    assert client.robot_state.pose_x_mm != -999.0
+    # one warning for the burst, with the count, not one line per datagram
+    warnings = [r.getMessage() for r in caplog.records if "not newer than the last one" in r.getMessage()]
+    assert len(warnings) == 1 and "dropped 1 robot state(s)" in warnings[0]
+    assert client.state is LinkState.READY
+
+
+def test_a_flood_of_replayed_states_never_takes_over_the_robots_clock():
+    client, robot, link, events = ready_pair()
+    start_ts = client.robot_state.timestamp_ms
+    # an old recording replayed in order at 900 Hz for 2 s: each newer than the one before
+    t0 = link.now
+    n = 0
+    while link.now < t0 + 2.0:
+        robot.session.send(msgs.RobotState(timestamp_ms=max(0, start_ts - 60_000) + 33 * n, pose_x_mm=-999.0))
+        n += 1
+        link.run_until(link.now + 1 / 900)
+    assert n > 1000 and client.stale_states >= n - 5
+    assert all(m.pose_x_mm != -999.0 for m in received_states(events))
+    assert client.robot_state.timestamp_ms > start_ts
+
+
+def test_a_robot_clock_that_really_went_back_is_followed_again(caplog):
+    client, robot, link, events = ready_pair()
+    caplog.set_level("WARNING", logger="cozmo.client")
+    robot.clock_base_ms -= 100_000
+    sent = robot.sent_states
+    link.run_until(link.now + STALE_RESYNC_S + 0.5)
+    assert client.stale_states >= 25                     # about a second of them was dropped
+    assert client.robot_state.timestamp_ms < robot.clock_base_ms + 100_000   # then the new clock is followed
+    assert robot.sent_states - sent - client.stale_states >= 10
+    assert any("clock went back" in r.getMessage() for r in caplog.records)
+
+
+def test_a_reconnect_starts_the_robot_time_again():
+    client, robot, link, events = ready_pair()
+    robot.silent = True
+    assert link.run_while(lambda: client.state is LinkState.READY, 3.0)
+    robot.clock_base_ms = 0  # a restarted robot counts from its SyncTime again
+    robot.silent = False
+    assert link.run_while(lambda: client.state is not LinkState.READY, 10.0)
+    link.run_until(link.now + 0.3)
+    assert client.stale_states == 0

@@ -10,7 +10,16 @@ tests) drives it. On top of the session it
   EnableAnimationState; the robot is *ready* at its first RobotState;
 * collects the robot's facts (firmware, serials, body colour) in :class:`RobotInfo`;
 * reconnects after a loss with exponential back-off, re-initialising the robot;
-* gives up a connection that does not become ready within ``ready_timeout``.
+* gives up a connection that does not become ready within ``ready_timeout``;
+* drops a RobotState that is not newer than the last one by the robot's own
+  clock (``timestamp_ms``, a 32-bit millisecond count from SyncTime, compared
+  with its wrap-around), so that a replayed, duplicated or reordered datagram
+  never moves the odometry backwards; the drops are counted
+  (:attr:`RobotLink.stale_states`) and warned about at most once a
+  ``warn_period`` with their count. A robot whose clock really went back is
+  followed again after ``STALE_RESYNC_S`` of stale states in a row, each newer
+  than the one before and together keeping pace with the local clock (a replay
+  at a flood's rate does not).
 
 Events it emits: :class:`LinkStateChanged`, :class:`RobotReady`, and the
 session's :class:`MessageReceived` for every message from the robot.
@@ -45,6 +54,17 @@ logger = logging.getLogger("cozmo.client")
 #: The firmware this protocol table describes; older ones are warned about.
 SUPPORTED_FIRMWARE = 2381
 
+#: how long stale RobotStates must arrive in a row, each newer than the previous one and
+#: keeping pace with the local clock, before the robot's clock is taken to have gone back, s
+STALE_RESYNC_S = 1.0
+_HALF_RANGE = 1 << 31
+_RANGE = 1 << 32
+
+
+def newer(timestamp_ms: int, last_ms: int) -> bool:
+    """Whether the robot time ``timestamp_ms`` is after ``last_ms`` (32-bit, wrapping)."""
+    return 0 < (int(timestamp_ms) - int(last_ms)) % _RANGE < _HALF_RANGE
+
 
 class LinkState(enum.Enum):
     DISCONNECTED = "disconnected"  # not started, or stopped
@@ -65,6 +85,8 @@ class ClientConfig:
     #: a connection that has not streamed RobotState this long after Connect is retried
     ready_timeout: float = 5.0
     enable_animation_state: bool = True
+    #: shortest time between two warnings of the same kind (dropped stale states), s
+    warn_period: float = 5.0
 
     def __post_init__(self) -> None:
         if not 0 < self.reconnect_min <= self.reconnect_max:
@@ -114,6 +136,12 @@ class RobotLink:
         self._wanted = False
         self._synced = False
         self._now = 0.0
+        #: RobotStates dropped because they were not newer than the last one
+        self.stale_states = 0
+        self._last_ts: Optional[int] = None
+        self._stale_run: list = []      # timestamps of the stale states in a row
+        self._stale_warned_at: Optional[float] = None
+        self._stale_unwarned = 0
 
     # ------------------------------------------------------------------ user calls
 
@@ -154,6 +182,8 @@ class RobotLink:
         self._reconnect_at = None
         self._synced = False
         self.robot_state = None
+        self._last_ts = None  # SyncTime starts the robot's clock again
+        self._stale_run = []
         self.session.connect(now)
         self._ready_deadline = None
         self._set_state(LinkState.CONNECTING, "connecting")
@@ -215,6 +245,8 @@ class RobotLink:
             if event is None:
                 return
             if isinstance(event, MessageReceived):
+                if event.message.NAME == "RobotState" and not self._fresh(event.message, now):
+                    continue
                 self._on_message(event.message, now)
                 self._events.append(event)
             elif isinstance(event, Connected):
@@ -227,6 +259,36 @@ class RobotLink:
                     self._lost(now, event.reason)
             else:
                 self._events.append(event)
+
+    def _fresh(self, state, now: float) -> bool:
+        """Whether a RobotState is newer than the last one (else it is counted and dropped)."""
+        ts = int(state.timestamp_ms)
+        last = self._last_ts
+        if last is None or newer(ts, last):
+            self._last_ts = ts
+            self._stale_run = []
+            return True
+        run = self._stale_run
+        if run and not newer(ts, run[-1][0]):
+            run.clear()
+        run.append((ts, now))
+        local_s = now - run[0][1]
+        robot_s = ((ts - run[0][0]) % _RANGE) / 1000.0
+        if local_s >= STALE_RESYNC_S and abs(robot_s - local_s) <= 0.25 * local_s:
+            logger.warning("[%s] the robot's clock went back from %d ms to %d ms: following it "
+                           "again", self.name, last, ts)
+            self._last_ts = ts
+            self._stale_run = []
+            return True
+        self.stale_states += 1
+        self._stale_unwarned += 1
+        if self._stale_warned_at is None or now - self._stale_warned_at >= self.config.warn_period:
+            logger.warning("[%s] dropped %d robot state(s) not newer than the last one (robot time "
+                           "%d ms, last %d ms): replayed, duplicated or reordered datagrams; %d so far",
+                           self.name, self._stale_unwarned, ts, last, self.stale_states)
+            self._stale_warned_at = now
+            self._stale_unwarned = 0
+        return False
 
     def _on_message(self, message, now: float) -> None:
         name = message.NAME
