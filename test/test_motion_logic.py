@@ -468,3 +468,19 @@ def test_tf_unknown_and_unlinked_frames_name_the_frame():
     assert not buf.set("odom", "odom", (0, 0, 0), q_yaw(0))
     assert buf.set("/odom", "/leading_slash", (0, 0, 0), q_yaw(0))
     assert buf.lookup("odom", "leading_slash") is not None
+
+
+def test_state_sample_converts_a_robot_state_to_si_units():
+    from cozmo_driver.protocol import messages as msgs
+
+    state = msgs.RobotState(pose_x_mm=120.0, pose_y_mm=-40.0, pose_angle_rad=0.5, head_angle_rad=0.25,
+                            lift_height_mm=45.0, lwheel_speed_mmps=30.0, rwheel_speed_mmps=-20.0,
+                            status=int(StatusFlag.HEAD_IN_POS), curr_path_segment=2)
+    s = mo.state_sample(state, 3.0)
+    assert (s.t, s.flags, s.path_segment) == (3.0, int(StatusFlag.HEAD_IN_POS), 2)
+    assert (s.x, s.y, s.yaw) == pytest.approx((0.12, -0.04, 0.5))
+    assert (s.head_angle, s.lift_height) == pytest.approx((0.25, 0.045))
+    assert (s.left_speed, s.right_speed) == pytest.approx((0.03, -0.02))
+    # 0xFF (or -1) is "no path segment"
+    for none in (0xFF, -1):
+        assert mo.state_sample(msgs.RobotState(curr_path_segment=none), 0.0).path_segment == -1

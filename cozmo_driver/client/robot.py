@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from ..protocol import messages as msgs
 from ..protocol.errors import CozmoError
@@ -220,3 +220,59 @@ class Robot:
 
     def set_volume(self, level: int) -> None:
         self.send(msgs.SetRobotVolume(level=level))
+
+    # ---- commands used by the action, media and object servers
+    # These post (see :meth:`post`): they return at once, from any thread, go out in the
+    # order posted, and a failure (not connected) is logged, not raised. Units are the
+    # protocol's (mm, mm/s, rad, rad/s).
+
+    def post_head_angle(self, angle_rad: float, max_speed_radps: float, accel_radps2: float,
+                        duration_s: float = 0.0, action_id: int = 0) -> None:
+        """Move the head to ``angle_rad``; the robot acknowledges ``action_id`` when there."""
+        self.post(msgs.SetHeadAngle(angle_rad=angle_rad, max_speed_rad_per_sec=max_speed_radps,
+                                    accel_rad_per_sec2=accel_radps2, duration_sec=duration_s,
+                                    action_id=action_id))
+
+    def post_lift_height(self, height_mm: float, max_speed_radps: float, accel_radps2: float,
+                         duration_s: float = 0.0, action_id: int = 0) -> None:
+        """Move the lift to ``height_mm``; the robot acknowledges ``action_id`` when there."""
+        self.post(msgs.SetLiftHeight(height_mm=height_mm, max_speed_rad_per_sec=max_speed_radps,
+                                     accel_rad_per_sec2=accel_radps2, duration_sec=duration_s,
+                                     action_id=action_id))
+
+    def post_move_head(self, speed_radps: float) -> None:
+        """Turn the head at ``speed_radps`` (0 stops it)."""
+        self.post(msgs.MoveHead(speed_rad_per_sec=speed_radps))
+
+    def post_move_lift(self, speed_radps: float) -> None:
+        """Turn the lift at ``speed_radps`` (0 stops it)."""
+        self.post(msgs.MoveLift(speed_rad_per_sec=speed_radps))
+
+    def post_turn_in_place(self, angle_rad: float, speed_radps: float, accel_radps2: float,
+                           tolerance_rad: float, absolute: bool, action_id: int) -> None:
+        """Turn by (or to, when ``absolute``) ``angle_rad``; acknowledged as ``action_id``."""
+        self.post(msgs.TurnInPlace(angle_rad=angle_rad, speed_rad_per_sec=speed_radps,
+                                   accel_rad_per_sec2=accel_radps2, angle_tolerance_rad=tolerance_rad,
+                                   is_absolute=absolute, action_id=action_id))
+
+    def post_execute_path(self, segments: Sequence[Any], event_id: int) -> None:
+        """Replace the robot's path by ``segments`` (AppendPathSegLine/Arc/PointTurn messages,
+        e.g. from :func:`cozmo_driver.driver.motion.segment_message`) and follow it; the
+        robot's PathFollowingEvents carry ``event_id``."""
+        self.post(msgs.ClearPath(unknown=0))
+        for segment in segments:
+            self.post(segment)
+        self.post(msgs.ExecutePath(event_id=event_id, unknown=False))
+
+    def post_stop_wheels(self) -> None:
+        """Stop the treads (DriveWheels at 0 mm/s)."""
+        self.post(msgs.DriveWheels(lwheel_speed_mmps=0.0, rwheel_speed_mmps=0.0))
+
+    def post_stop_path(self) -> None:
+        """Drop the path being followed and stop the treads."""
+        self.post(msgs.ClearPath(unknown=0))
+        self.post_stop_wheels()
+
+    def post_volume(self, level: int) -> None:
+        """Set the speaker's volume (0..65535)."""
+        self.post(msgs.SetRobotVolume(level=level))

@@ -81,7 +81,7 @@ __all__ = [
     "require_finite", "check_speed", "check_tolerance", "apply_defaults", "check_segments",
     "path_to_segments", "plan_go_to_pose", "plan_drive_straight", "segment_message",
     "segments_end_pose", "distance_remaining", "path_duration", "axis_duration", "turn_duration",
-    "interruption", "AxisTracker", "TurnTracker", "PathTracker",
+    "interruption", "state_sample", "AxisTracker", "TurnTracker", "PathTracker",
 ]
 
 # PathSegment.msg types
@@ -486,9 +486,9 @@ def path_to_segments(poses: Sequence[Pose2D], start: Pose2D, *, fit_tolerance: f
     moves: List[Segment] = []
     i = 0
     while i < n - 1:
-        j_line = _longest(lambda j: _line_fits(pts, i, j, fit_tolerance), i, n, i + 1)
+        j_line = _longest(lambda j, i=i: _line_fits(pts, i, j, fit_tolerance), i, n, i + 1)
         j_line = max(j_line, i + 1)  # two distinct places always make a line
-        j_arc = _longest(lambda j: _arc_fit(pts, i, j, fit_tolerance) is not None, i, n, i + 2)
+        j_arc = _longest(lambda j, i=i: _arc_fit(pts, i, j, fit_tolerance) is not None, i, n, i + 2)
         if j_arc > j_line:
             cx, cy, radius, a0, sweep = _arc_fit(pts, i, j_arc, fit_tolerance)
             moves.append(Segment.arc(cx, cy, radius, a0, sweep, speed, accel, decel))
@@ -645,6 +645,18 @@ class StateSample:
     def wheels_moving(self) -> bool:
         return bool(self.flags & StatusFlag.ARE_WHEELS_MOVING) or \
             abs(self.left_speed) > 1e-4 or abs(self.right_speed) > 1e-4
+
+
+def state_sample(state, t: float) -> StateSample:
+    """The :class:`StateSample` of a RobotState message received at ``t`` (mm -> m)."""
+    segment = int(state.curr_path_segment)
+    return StateSample(t=t, x=state.pose_x_mm / 1000.0, y=state.pose_y_mm / 1000.0,
+                       yaw=float(state.pose_angle_rad), flags=int(state.status),
+                       head_angle=float(state.head_angle_rad),
+                       lift_height=float(state.lift_height_mm) / 1000.0,
+                       path_segment=-1 if segment in (0xFF, -1) else segment,
+                       left_speed=state.lwheel_speed_mmps / 1000.0,
+                       right_speed=state.rwheel_speed_mmps / 1000.0)
 
 
 @dataclass(frozen=True)

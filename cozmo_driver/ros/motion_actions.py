@@ -2,9 +2,14 @@
 
 ``set_head_angle``, ``set_lift_height``, ``turn_in_place``, ``drive_straight``,
 ``follow_path`` and ``go_to_pose``: names relative to the driver's namespace.
-Glue only: goal checks, planning, path conversion and the decisions of when a
-goal is done live in :mod:`cozmo_driver.driver.motion` and the tf lookup in
-:mod:`cozmo_driver.driver.transforms`; README.md, section "Motion actions and
+This module keeps the goals' bookkeeping (servers, one goal per motor,
+preemption, cancel, results, the robot's replies); what each action does with
+its goal - check, start, feedback, result - is a class of
+:mod:`cozmo_driver.ros.motion_goals`. Glue only: goal checks, planning, path
+conversion and the decisions of when a goal is done live in
+:mod:`cozmo_driver.driver.motion` and the tf lookup in
+:mod:`cozmo_driver.driver.transforms`; commands go out through the typed calls
+of :class:`cozmo_driver.client.Robot`. README.md, section "Motion actions and
 Nav2", documents every goal, feedback and result field.
 
 How a goal runs. The goal callback checks the goal (finite numbers, ranges,
@@ -13,8 +18,10 @@ the treads: not picked up); a refused goal is REJECTED and the reason logged
 (``/rosout``). An accepted goal preempts the goal running on the same motor
 (head, lift, or treads: every action but the head and lift ones uses the
 treads), which ends ABORTED with "preempted by a new goal". Its commands go to
-the robot with an action id (SetHeadAngle, SetLiftHeight, TurnInPlace) or as a
-path (ClearPath, AppendPathSeg*, ExecutePath with an event id). The robot's
+the robot with an action id (``Robot.post_head_angle``, ``post_lift_height``,
+``post_turn_in_place``: SetHeadAngle, SetLiftHeight, TurnInPlace) or as a path
+(``Robot.post_execute_path``: ClearPath, AppendPathSeg*, ExecutePath with an
+event id). The robot's
 replies - AcknowledgeAction, PathFollowingEvent, and every RobotState's flags
 and pose - reach :meth:`MotionActions._on_handed_over` through a
 :class:`~cozmo_driver.ros.handover.HandOver` (the I/O thread never touches a
@@ -51,74 +58,37 @@ comes before the goal or sees it (and is handed to the executor to preempt it).
 from __future__ import annotations
 
 import functools
-import math
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Tuple
 
-from cozmo_interfaces.action import (DriveStraight, FollowPath, GoToPose, SetHeadAngle,
-                                     SetLiftHeight, TurnInPlace)
-from geometry_msgs.msg import PoseStamped
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.task import Future
 from tf2_msgs.msg import TFMessage
 
-from .. import robot_geometry as geo
-from ..client import LinkState, LinkStateChanged
+from ..client import LinkState, LinkStateChanged, MessageReceived
 from ..driver import motion as mo
-from ..driver.motion import ABORTED, CANCELED, SUCCEEDED, MotionError, Outcome, Segment, StateSample
-from ..driver.odometry import Pose2D, compose, inverse, wrap_angle
-from ..driver.sensors import StatusFlag
-from ..driver.transforms import Transform, TransformBuffer, TransformError, compose as tf_compose
-from ..driver.transforms import pose_to_2d
-from ..protocol import messages as msgs
-from ..protocol.session import MessageReceived
+from ..driver.motion import ABORTED, CANCELED, SUCCEEDED, MotionError, Outcome, StateSample
+from ..driver.transforms import TransformBuffer, TransformError
 from . import qos
 from .handover import HandOver
+from .motion_goals import GOAL_TYPES, GoalContext, MotionGoal, Run
 
 __all__ = ["MotionActions", "ACTION_NAMES", "TF_WAIT_S"]
 
 #: action name -> (type, motor it uses)
 ACTION_NAMES: Dict[str, Tuple[Any, str]] = {
-    "set_head_angle": (SetHeadAngle, "head"),
-    "set_lift_height": (SetLiftHeight, "lift"),
-    "turn_in_place": (TurnInPlace, "wheels"),
-    "drive_straight": (DriveStraight, "wheels"),
-    "follow_path": (FollowPath, "wheels"),
-    "go_to_pose": (GoToPose, "wheels"),
-}
+    name: (goal_type.ACTION, goal_type.RESOURCE) for name, goal_type in GOAL_TYPES.items()}
 
 PREEMPTED = "preempted by a new goal"
 _FEEDBACK_PERIOD_S = 0.1
 _TF_MAX_AGE_S = 10.0
 #: how long a goal in a frame tf does not link (yet) waits for its transforms
 TF_WAIT_S = 2.0
-_MAX_ACCEL_MPS2 = 2.0
-_MAX_TURN_ACCEL_RADPS2 = 50.0
-_MAX_AXIS_ACCEL_RADPS2 = 100.0
-_SAFETY_FACTOR = 2.0
-_SAFETY_MARGIN_S = 3.0
 _STATE, _ACK, _PATH, _LINK = range(4)
 
 _TF_QOS = qos.QOS_TF
 _TF_STATIC_QOS = qos.profile(100, latched=True)  # what tf2's static listener asks for
-
-
-@dataclass
-class _Run:
-    """One accepted goal."""
-
-    name: str
-    resource: str
-    goal_handle: Any
-    plan: Dict[str, Any]
-    future: Future = field(default_factory=Future)
-    tracker: Any = None
-    outcome: Optional[Outcome] = None
-    last_feedback: float = -1e9
-    sample: Optional[StateSample] = None     # the latest robot state seen while running
-    stop: Optional[Callable[[], None]] = None
 
 
 class MotionActions:
@@ -132,16 +102,18 @@ class MotionActions:
         self._node = node
         self._robot = robot
         self._log = node.get_logger()
-        self._runs: Dict[str, _Run] = {}            # motor -> its running goal
-        self._by_goal: Dict[bytes, _Run] = {}
+        self._runs: Dict[str, Run] = {}            # motor -> its running goal
+        self._by_goal: Dict[bytes, Run] = {}
         self._plans: Dict[int, Dict[str, Any]] = {}  # id(goal request) -> checked goal
         self._state = None                           # latest RobotState (set on the I/O thread)
-        self._event_id = 0
         self._pending_executes = 0                   # goal and execute callbacks not returned
         self._closed = False
         self._retired: List[Any] = []
         self._retire_timer = None
         self.tf = TransformBuffer(max_age=_TF_MAX_AGE_S)
+        context = GoalContext(node, robot, self.tf, lambda: self._state, self._finish)
+        self._goals: Dict[str, MotionGoal] = {name: goal_type(context)
+                                              for name, goal_type in GOAL_TYPES.items()}
         self._tf_subscribed = False
         self._tf_waiters: List[Tuple[List[str], Future]] = []
         self._entities: List[Tuple[Callable[[Any], Any], Any]] = []
@@ -325,7 +297,7 @@ class MotionActions:
         """What the I/O thread handed over, on the executor: feed the trackers."""
         kind, a, b = item
         if kind == _STATE:
-            sample = _sample(b, a)
+            sample = mo.state_sample(b, a)
             for run in list(self._runs.values()):
                 run.sample = sample
                 if run.tracker is None:  # accepted, its commands not sent yet
@@ -362,7 +334,7 @@ class MotionActions:
             if self._closed:
                 raise MotionError("the driver is shutting down")
             self._check_driver(resource)
-            plan = getattr(self, "_check_" + name)(goal)
+            plan = self._goals[name].check(goal)
         except MotionError as exc:
             self._log.warning(f"{name} goal rejected: {exc}")
             return GoalResponse.REJECT
@@ -390,7 +362,7 @@ class MotionActions:
     def _on_accepted(self, name: str, goal_handle) -> None:
         plan = self._plans.pop(id(goal_handle.request), None)
         resource = ACTION_NAMES[name][1]
-        run = _Run(name, resource, goal_handle, plan or {})
+        run = Run(name, resource, goal_handle, plan or {})
         previous = self._runs.get(resource)
         if previous is not None:
             self._finish(previous, ABORTED, f"{PREEMPTED} ({name})")
@@ -419,7 +391,7 @@ class MotionActions:
                 return ACTION_NAMES[name][0].Result()
             if run.outcome is None:
                 try:
-                    getattr(self, "_start_" + run.name)(run)
+                    self._goals[run.name].start(run)
                 except MotionError as exc:
                     self._finish(run, ABORTED, str(exc))
             if run.outcome is None:
@@ -442,7 +414,7 @@ class MotionActions:
             self._pending_executes -= 1
             self._by_goal.pop(key, None)
 
-    def _finish(self, run: _Run, status: str, message: str) -> None:
+    def _finish(self, run: Run, status: str, message: str) -> None:
         if run.outcome is not None:
             return
         run.outcome = Outcome(status, message)
@@ -451,18 +423,16 @@ class MotionActions:
         if not run.future.done():
             run.future.set_result(run.outcome)
 
-    def _on_tracker_done(self, run: _Run, outcome: Outcome, sample: StateSample) -> None:
+    def _on_tracker_done(self, run: Run, outcome: Outcome, sample: StateSample) -> None:
         if outcome.status == SUCCEEDED:
-            check = getattr(self, "_check_done_" + run.name, None)
-            if check is not None:
-                outcome = check(run, sample)
-                if outcome is None:  # the run goes on (a retry)
-                    return
+            outcome = self._goals[run.name].check_done(run, outcome, sample)
+            if outcome is None:  # the run goes on (a retry)
+                return
         if outcome.status == ABORTED:
             self._stop_motor(run)
         self._finish(run, outcome.status, outcome.message)
 
-    def _stop_motor(self, run: _Run) -> None:
+    def _stop_motor(self, run: Run) -> None:
         if run.stop is not None:
             try:
                 run.stop()
@@ -471,464 +441,14 @@ class MotionActions:
 
     # ------------------------------------------------------------------ helpers
 
-    def _send(self, *messages) -> None:
-        for message in messages:
-            self._robot.post(message)
+    def _publish_feedback(self, run: Run, sample: StateSample) -> None:
+        run.goal_handle.publish_feedback(self._goals[run.name].feedback(run, sample))
 
-    def _now_sample(self) -> StateSample:
-        state = self._state
-        if state is None:
-            raise MotionError("not connected to the robot")
-        return _sample(state, time.monotonic())
-
-    def _offset(self) -> Pose2D:
-        """odom <- robot pose frame (the odometry tracker's offset)."""
-        return self._node._tracker.offset
-
-    def _to_odom_pose(self, sample: StateSample) -> Pose2D:
-        return compose(self._offset(), sample.pose)
-
-    def _pose_msg(self, pose: Pose2D) -> PoseStamped:
-        msg = PoseStamped()
-        msg.header.stamp = self._node.get_clock().now().to_msg()
-        msg.header.frame_id = self._node._frame("odom_frame")
-        msg.pose.position.x, msg.pose.position.y = pose.x, pose.y
-        msg.pose.orientation.z = math.sin(pose.yaw / 2.0)
-        msg.pose.orientation.w = math.cos(pose.yaw / 2.0)
-        return msg
-
-    def _frame_in_odom(self, frame_id: str, field_name: str) -> Transform:
-        """The pose of frame ``frame_id`` in the driver's odom frame (3D)."""
-        node = self._node
-        frame = frame_id.lstrip("/")
-        odom = node._frame("odom_frame")
-        if frame in ("", odom):
-            return Transform()
-        if frame in (node._frame("base_frame"), node._frame("base_link_frame")):
-            here = self._to_odom_pose(self._now_sample())
-            return Transform((here.x, here.y, 0.0), (0.0, 0.0, math.sin(here.yaw / 2.0),
-                                                      math.cos(here.yaw / 2.0)))
-        try:
-            return self.tf.lookup(odom, frame, time.monotonic())
-        except TransformError as exc:
-            raise MotionError(f"{field_name} = '{frame}': no transform to the driver's odom frame "
-                              f"'{odom}' ({exc})") from None
-
-    def _pose_to_robot(self, pose, frame_id: str, field_name: str,
-                       frame_cache: Optional[Dict[str, Transform]] = None) -> Pose2D:
-        """A geometry_msgs/Pose in ``frame_id`` -> a Pose2D in the robot's own frame."""
-        p, q = pose.position, pose.orientation
-        mo.require_finite(field_name + ".", **{"position.x": p.x, "position.y": p.y,
-                                               "position.z": p.z, "orientation.x": q.x,
-                                               "orientation.y": q.y, "orientation.z": q.z,
-                                               "orientation.w": q.w})
-        norm = math.sqrt(q.x * q.x + q.y * q.y + q.z * q.z + q.w * q.w)
-        if norm < 1e-6:
-            raise MotionError(f"{field_name}.orientation is all zeros: not a rotation "
-                              "(use w = 1 for no rotation)")
-        if frame_cache is not None and frame_id in frame_cache:
-            frame = frame_cache[frame_id]
-        else:
-            frame = self._frame_in_odom(frame_id, field_name + ".header.frame_id")
-            if frame_cache is not None:
-                frame_cache[frame_id] = frame
-        quat = (q.x / norm, q.y / norm, q.z / norm, q.w / norm)
-        odom = pose_to_2d(tf_compose(frame, Transform((p.x, p.y, p.z), quat)))
-        return compose(inverse(self._offset()), Pose2D(*odom))
-
-    def _frame_to_robot(self, frame_id: str, field_name: str) -> Pose2D:
-        """The 2D transform robot frame <- ``frame_id``."""
-        odom = Pose2D(*pose_to_2d(self._frame_in_odom(frame_id, field_name)))
-        return compose(inverse(self._offset()), odom)
-
-    def _next_event_id(self) -> int:
-        self._event_id = self._event_id % 65535 + 1
-        return self._event_id
-
-    def _deadline(self, expected_s: float) -> float:
-        return time.monotonic() + _SAFETY_FACTOR * expected_s + _SAFETY_MARGIN_S
-
-    def _take_treads(self) -> None:
-        """The treads are this goal's now: a cmd_vel watchdog stop still pending from an
-        earlier teleop would interrupt it (the watchdog only stops after a non-zero cmd_vel)."""
-        self._node._cancel_watchdog()
-
-    def _send_path(self, run: _Run, segments: List[Segment], start_heading: float) -> None:
-        self._take_treads()
-        event_id = self._next_event_id()
-        self._send(msgs.ClearPath(unknown=0), *[mo.segment_message(s) for s in segments],
-                   msgs.ExecutePath(event_id=event_id, unknown=False))
-        run.tracker = mo.PathTracker(deadline=self._deadline(mo.path_duration(segments, start_heading)),
-                                     event_id=event_id, segments=list(segments))
-        run.stop = lambda: self._send(msgs.ClearPath(unknown=0),
-                                      msgs.DriveWheels(lwheel_speed_mmps=0.0, rwheel_speed_mmps=0.0))
-
-    def _param(self, name: str) -> float:
-        return float(self._node._params[name])
-
-    def _axis_speeds(self, goal, prefix: str, speed_param: str, accel_param: str,
-                     warnings: List[str]) -> Tuple[float, float, float]:
-        limit = self._param(speed_param)
-        speed, w1 = mo.check_speed(goal.max_speed, prefix + "max_speed", limit, limit, "rad/s")
-        accel, w2 = mo.check_speed(goal.accel, prefix + "accel", self._param(accel_param),
-                                   _MAX_AXIS_ACCEL_RADPS2, "rad/s^2")
-        if not math.isfinite(goal.duration) or not 0.0 <= goal.duration <= 60.0:
-            raise MotionError(f"{prefix}duration = {goal.duration} s: must be within 0..60 s "
-                              "(0 = as fast as max_speed and accel allow)")
-        warnings.extend(w for w in (w1, w2) if w)
-        return speed, accel, float(goal.duration)
-
-    def _linear_speeds(self, speed_value: float, accel_value: float, prefix: str,
-                       warnings: List[str]) -> Tuple[float, float]:
-        speed, w1 = mo.check_speed(speed_value, prefix + "speed", mo.DEFAULT_SPEED_MPS,
-                                   self._param("max_wheel_speed"), "m/s")
-        accel, w2 = mo.check_speed(accel_value, prefix + "accel", mo.DEFAULT_ACCEL_MPS2,
-                                   _MAX_ACCEL_MPS2, "m/s^2")
-        warnings.extend(w for w in (w1, w2) if w)
-        return speed, accel
-
-    def _publish_feedback(self, run: _Run, sample: StateSample) -> None:
-        feedback = getattr(self, "_feedback_" + run.name)(run, sample)
-        run.goal_handle.publish_feedback(feedback)
-
-    def _result(self, run: _Run):
+    def _result(self, run: Run):
         sample = run.sample
         if sample is None and self._state is not None:
-            sample = _sample(self._state, time.monotonic())
-        result = getattr(self, "_result_" + run.name)(run, sample)
+            sample = mo.state_sample(self._state, time.monotonic())
+        result = self._goals[run.name].result(run, sample)
         result.success = run.outcome.status == SUCCEEDED
         result.message = run.outcome.message
         return result
-
-    # ------------------------------------------------------------------ set_head_angle
-
-    def _check_axis(self, goal, field: str, limits: Tuple[float, float], unit: str,
-                    motor: str) -> Dict[str, Any]:
-        """The plan of a head or lift goal whose target is ``goal.<field>``; the speed limits
-        and acceleration default to the ``<motor>_max_speed``/``_acceleration`` parameters."""
-        value = getattr(goal, field)
-        mo.require_finite("", **{field: value, "max_speed": goal.max_speed, "accel": goal.accel,
-                                 "duration": goal.duration})
-        lo, hi = limits
-        if not lo <= value <= hi:
-            raise MotionError(f"{field} = {value:.4f} {unit} is outside the {motor}'s range "
-                              f"{lo:.3f}..{hi:.3f} {unit}")
-        warnings: List[str] = []
-        speed, accel, duration = self._axis_speeds(goal, "", f"{motor}_max_speed",
-                                                   f"{motor}_acceleration", warnings)
-        return {"target": float(value), "speed": speed, "accel": accel, "duration": duration,
-                "warnings": warnings}
-
-    def _check_set_head_angle(self, goal) -> Dict[str, Any]:
-        return self._check_axis(goal, "angle", (geo.HEAD_MIN_ANGLE_RAD, geo.HEAD_MAX_ANGLE_RAD),
-                                "rad", "head")
-
-    def _start_set_head_angle(self, run: _Run) -> None:
-        plan = run.plan
-        self._start_axis(run, "head", plan["target"] - self._now_sample().head_angle,
-                         lambda action_id: msgs.SetHeadAngle(
-                             angle_rad=plan["target"], max_speed_rad_per_sec=plan["speed"],
-                             accel_rad_per_sec2=plan["accel"], duration_sec=plan["duration"],
-                             action_id=action_id),
-                         mo.HEAD_TOLERANCE_RAD, StatusFlag.HEAD_IN_POS, "rad", msgs.MoveHead)
-
-    def _start_axis(self, run: _Run, name: str, arc: float, command: Callable[[int], Any],
-                    tolerance: float, flag: int, unit: str, stop_type: Any) -> None:
-        """Send the head's or lift's ``command(action_id)`` and track it: ``arc`` (rad) is the
-        motor's travel; the motor is stopped with ``stop_type(speed_rad_per_sec=0)``."""
-        plan = run.plan
-        action_id = self._robot.new_action_id()
-        self._send(command(action_id))
-        expected = mo.axis_duration(arc, plan["speed"], plan["accel"], plan["duration"])
-        run.tracker = mo.AxisTracker(deadline=self._deadline(expected), name=name,
-                                     target=plan["target"], tolerance=tolerance, flag=flag,
-                                     action_id=action_id, unit=unit)
-        run.stop = lambda: self._send(stop_type(speed_rad_per_sec=0.0))
-
-    def _feedback_set_head_angle(self, run: _Run, s: StateSample):
-        return SetHeadAngle.Feedback(current_angle=s.head_angle)
-
-    def _result_set_head_angle(self, run: _Run, s: Optional[StateSample]):
-        return SetHeadAngle.Result(final_angle=s.head_angle if s else math.nan)
-
-    # ------------------------------------------------------------------ set_lift_height
-
-    def _check_set_lift_height(self, goal) -> Dict[str, Any]:
-        return self._check_axis(goal, "height", (geo.LIFT_MIN_HEIGHT_M, geo.LIFT_MAX_HEIGHT_M),
-                                "m", "lift")
-
-    def _start_set_lift_height(self, run: _Run) -> None:
-        plan = run.plan
-        arc = (geo.lift_height_to_angle(plan["target"])
-               - geo.lift_height_to_angle(self._now_sample().lift_height))
-        self._start_axis(run, "lift", arc,
-                         lambda action_id: msgs.SetLiftHeight(
-                             height_mm=plan["target"] * 1000.0,
-                             max_speed_rad_per_sec=plan["speed"], accel_rad_per_sec2=plan["accel"],
-                             duration_sec=plan["duration"], action_id=action_id),
-                         mo.LIFT_TOLERANCE_M, StatusFlag.LIFT_IN_POS, "m", msgs.MoveLift)
-
-    def _feedback_set_lift_height(self, run: _Run, s: StateSample):
-        return SetLiftHeight.Feedback(current_height=s.lift_height)
-
-    def _result_set_lift_height(self, run: _Run, s: Optional[StateSample]):
-        return SetLiftHeight.Result(final_height=s.lift_height if s else math.nan)
-
-    # ------------------------------------------------------------------ turn_in_place
-
-    def _check_turn_in_place(self, goal) -> Dict[str, Any]:
-        mo.require_finite("", angle=goal.angle, speed=goal.speed, accel=goal.accel,
-                          tolerance=goal.tolerance)
-        tolerance = mo.check_tolerance(goal.tolerance, "tolerance", mo.MIN_TURN_TOLERANCE_RAD, 0.5,
-                                       "rad")
-        if not goal.is_absolute and abs(goal.angle) > 20.0 * math.pi:
-            raise MotionError(f"angle = {goal.angle:g} rad: at most 10 turns (62.8 rad) at once")
-        warnings: List[str] = []
-        speed, w1 = mo.check_speed(goal.speed, "speed", mo.DEFAULT_TURN_SPEED_RADPS,
-                                   mo.MAX_TURN_SPEED_RADPS, "rad/s")
-        accel, w2 = mo.check_speed(goal.accel, "accel", mo.DEFAULT_TURN_ACCEL_RADPS2,
-                                   _MAX_TURN_ACCEL_RADPS2, "rad/s^2")
-        warnings.extend(w for w in (w1, w2) if w)
-        return {"angle": float(goal.angle), "absolute": bool(goal.is_absolute), "speed": speed,
-                "accel": accel, "tolerance": tolerance, "warnings": warnings}
-
-    def _start_turn_in_place(self, run: _Run) -> None:
-        plan = run.plan
-        sample = self._now_sample()
-        if plan["absolute"]:  # a heading in odom -> in the robot's frame
-            angle = wrap_angle(plan["angle"] - self._offset().yaw)
-            expected = mo.turn_duration(wrap_angle(angle - sample.yaw), plan["speed"], plan["accel"])
-        else:
-            angle = plan["angle"]
-            expected = mo.turn_duration(angle, plan["speed"], plan["accel"])
-        action_id = self._robot.new_action_id()
-        self._take_treads()
-        # the robot stops within its own tolerance; ask for a little less than ours
-        robot_tolerance = max(0.8 * plan["tolerance"], mo.MIN_TURN_TOLERANCE_RAD * 0.8)
-        self._send(msgs.TurnInPlace(angle_rad=angle, speed_rad_per_sec=plan["speed"],
-                                    accel_rad_per_sec2=plan["accel"],
-                                    angle_tolerance_rad=robot_tolerance,
-                                    is_absolute=plan["absolute"], action_id=action_id))
-        run.tracker = mo.TurnTracker(deadline=self._deadline(expected), action_id=action_id,
-                                     start_yaw=sample.yaw, angle=angle, absolute=plan["absolute"],
-                                     tolerance=plan["tolerance"])
-        run.stop = lambda: self._send(msgs.DriveWheels(lwheel_speed_mmps=0.0, rwheel_speed_mmps=0.0))
-
-    def _feedback_turn_in_place(self, run: _Run, s: StateSample):
-        t = run.tracker
-        return TurnInPlace.Feedback(current_heading=self._to_odom_pose(s).yaw, turned=t.turned,
-                                    remaining=t.remaining(s.yaw))
-
-    def _result_turn_in_place(self, run: _Run, s: Optional[StateSample]):
-        t = run.tracker
-        if s is None or t is None:
-            return TurnInPlace.Result(final_heading=math.nan, turned=0.0, heading_error=math.nan)
-        return TurnInPlace.Result(final_heading=self._to_odom_pose(s).yaw, turned=t.turned,
-                                  heading_error=t.remaining(s.yaw))
-
-    # ------------------------------------------------------------------ drive_straight
-
-    def _check_drive_straight(self, goal) -> Dict[str, Any]:
-        mo.require_finite("", distance=goal.distance, speed=goal.speed, accel=goal.accel,
-                          tolerance=goal.tolerance)
-        if abs(goal.distance) < 0.001:
-            raise MotionError(f"distance = {goal.distance:g} m: at least 0.001 m (either way)")
-        if abs(goal.distance) > 10.0:
-            raise MotionError(f"distance = {goal.distance:g} m: at most 10 m at once")
-        tolerance = mo.check_tolerance(goal.tolerance, "tolerance", mo.MIN_POSITION_TOLERANCE_M,
-                                       0.5, "m")
-        warnings: List[str] = []
-        speed, accel = self._linear_speeds(goal.speed, goal.accel, "", warnings)
-        return {"distance": float(goal.distance), "speed": speed, "accel": accel,
-                "tolerance": tolerance, "warnings": warnings}
-
-    def _start_drive_straight(self, run: _Run) -> None:
-        plan = run.plan
-        start = self._now_sample().pose
-        plan["start"] = start
-        segment = mo.plan_drive_straight(start, plan["distance"], plan["speed"], plan["accel"])
-        self._send_path(run, [segment], start.yaw)
-
-    @staticmethod
-    def _traveled(run: _Run, s: StateSample) -> float:
-        start = run.plan["start"]
-        return (s.x - start.x) * math.cos(start.yaw) + (s.y - start.y) * math.sin(start.yaw)
-
-    def _check_done_drive_straight(self, run: _Run, s: StateSample) -> Outcome:
-        traveled = self._traveled(run, s)
-        distance, tolerance = run.plan["distance"], run.plan["tolerance"]
-        if abs(traveled - distance) <= tolerance:
-            return Outcome(SUCCEEDED, f"drove {traveled:.4f} m of {distance:.4f} m")
-        return Outcome(ABORTED, f"the robot stopped after {traveled:.4f} m of {distance:.4f} m "
-                       f"(tolerance {tolerance} m)")
-
-    def _feedback_drive_straight(self, run: _Run, s: StateSample):
-        traveled = self._traveled(run, s)
-        return DriveStraight.Feedback(distance_traveled=traveled,
-                                      distance_remaining=run.plan["distance"] - traveled)
-
-    def _result_drive_straight(self, run: _Run, s: Optional[StateSample]):
-        traveled = self._traveled(run, s) if s is not None and "start" in run.plan else 0.0
-        return DriveStraight.Result(distance_traveled=traveled)
-
-    # ------------------------------------------------------------------ follow_path
-
-    def _check_follow_path(self, goal) -> Dict[str, Any]:
-        mo.require_finite("", speed=goal.speed, accel=goal.accel, decel=goal.decel,
-                          turn_speed=goal.turn_speed, turn_accel=goal.turn_accel,
-                          fit_tolerance=goal.fit_tolerance)
-        poses, segments = goal.path.poses, goal.segments
-        if not poses and not segments:
-            raise MotionError("empty goal: give path.poses or segments")
-        if poses and segments:
-            raise MotionError("give either path.poses or segments, not both")
-        warnings: List[str] = []
-        speed, accel = self._linear_speeds(goal.speed, goal.accel, "", warnings)
-        decel, w = mo.check_speed(goal.decel, "decel", mo.DEFAULT_ACCEL_MPS2, _MAX_ACCEL_MPS2, "m/s^2")
-        warnings.extend([w] if w else [])
-        turn_speed, w = mo.check_speed(goal.turn_speed, "turn_speed", mo.DEFAULT_TURN_SPEED_RADPS,
-                                       mo.MAX_TURN_SPEED_RADPS, "rad/s")
-        warnings.extend([w] if w else [])
-        turn_accel, w = mo.check_speed(goal.turn_accel, "turn_accel", mo.DEFAULT_TURN_ACCEL_RADPS2,
-                                       _MAX_TURN_ACCEL_RADPS2, "rad/s^2")
-        warnings.extend([w] if w else [])
-        plan: Dict[str, Any] = {"speed": speed, "accel": accel, "decel": decel,
-                                "turn_speed": turn_speed, "turn_accel": turn_accel,
-                                "warnings": warnings}
-        if poses:
-            fit = mo.check_tolerance(goal.fit_tolerance, "fit_tolerance", 0.0005, 0.5, "m")
-            if len(poses) > mo.MAX_PATH_POSES:
-                raise MotionError(f"path has {len(poses)} poses; at most {mo.MAX_PATH_POSES}")
-            cache: Dict[str, Transform] = {}
-            robot_poses = [self._pose_to_robot(p.pose, p.header.frame_id or goal.path.header.frame_id,
-                                               f"path.poses[{k}]", cache)
-                           for k, p in enumerate(poses)]
-            plan.update(poses=robot_poses, fit=fit)
-            self._convert(plan, self._now_sample().pose)  # refuse what cannot be converted now
-        else:
-            raw = [Segment(int(s.type), **{f: float(getattr(s, f)) for f in Segment.FIELDS})
-                   for s in segments]
-            checked, seg_warnings = mo.check_segments(raw, self._param("max_wheel_speed"))
-            warnings.extend(seg_warnings)
-            to_robot = self._frame_to_robot(goal.segments_frame_id, "segments_frame_id")
-            plan["segments"] = [mo.apply_defaults(s.transformed(to_robot), speed, accel, decel,
-                                                  turn_speed, turn_accel, 0.02) for s in checked]
-        return plan
-
-    @staticmethod
-    def _convert(plan: Dict[str, Any], start: Pose2D) -> List[Segment]:
-        return mo.path_to_segments(plan["poses"], start, fit_tolerance=plan["fit"],
-                                   speed=plan["speed"], accel=plan["accel"], decel=plan["decel"],
-                                   turn_speed=plan["turn_speed"], turn_accel=plan["turn_accel"])
-
-    def _start_follow_path(self, run: _Run) -> None:
-        plan = run.plan
-        start = self._now_sample().pose
-        segments = plan.get("segments")
-        if segments is None:
-            segments = self._convert(plan, start)
-        plan["sent"] = segments
-        if not segments:
-            self._finish(run, SUCCEEDED, "already at the end of the path: nothing to drive")
-            return
-        self._log.info(f"follow_path: {len(segments)} segments, "
-                       f"{sum(s.length for s in segments):.3f} m: "
-                       + "; ".join(s.describe() for s in segments[:6])
-                       + (" ..." if len(segments) > 6 else ""))
-        self._send_path(run, segments, start.yaw)
-
-    def _feedback_follow_path(self, run: _Run, s: StateSample):
-        t = run.tracker
-        segments = run.plan["sent"]
-        return FollowPath.Feedback(current_segment=t.current, num_segments=len(segments),
-                                   current_pose=self._pose_msg(self._to_odom_pose(s)),
-                                   distance_remaining=mo.distance_remaining(segments, t.current,
-                                                                            s.x, s.y))
-
-    def _result_follow_path(self, run: _Run, s: Optional[StateSample]):
-        segments = run.plan.get("sent") or []
-        result = FollowPath.Result(num_segments=len(segments),
-                                   segments_completed=run.tracker.completed_segments
-                                   if run.tracker is not None else
-                                   (len(segments) if run.outcome.status == SUCCEEDED else 0))
-        if s is not None:
-            result.final_pose = self._pose_msg(self._to_odom_pose(s))
-        return result
-
-    # ------------------------------------------------------------------ go_to_pose
-
-    def _check_go_to_pose(self, goal) -> Dict[str, Any]:
-        mo.require_finite("", position_tolerance=goal.position_tolerance,
-                          heading_tolerance=goal.heading_tolerance, speed=goal.speed)
-        pos_tol = mo.check_tolerance(goal.position_tolerance, "position_tolerance",
-                                     mo.MIN_POSITION_TOLERANCE_M, 1.0, "m")
-        yaw_tol = mo.check_tolerance(goal.heading_tolerance, "heading_tolerance",
-                                     mo.MIN_HEADING_TOLERANCE_RAD, math.pi, "rad")
-        warnings: List[str] = []
-        speed, accel = self._linear_speeds(goal.speed, 0.0, "", warnings)
-        target = self._pose_to_robot(goal.pose.pose, goal.pose.header.frame_id, "pose")
-        return {"target": target, "position_tolerance": pos_tol, "heading_tolerance": yaw_tol,
-                "speed": speed, "accel": accel, "attempt": 0, "warnings": warnings}
-
-    def _plan_attempt(self, run: _Run, start: Pose2D) -> bool:
-        """Plan and send the next attempt; False if the robot is already there."""
-        plan = run.plan
-        segments = mo.plan_go_to_pose(start, plan["target"], plan["position_tolerance"],
-                                      plan["heading_tolerance"], plan["speed"], plan["accel"])
-        if not segments:
-            return False
-        plan["attempt"] += 1
-        plan["sent"] = segments
-        self._send_path(run, segments, start.yaw)
-        return True
-
-    def _errors(self, run: _Run, pose: Pose2D) -> Tuple[float, float]:
-        target = run.plan["target"]
-        return (math.hypot(target.x - pose.x, target.y - pose.y), wrap_angle(target.yaw - pose.yaw))
-
-    def _start_go_to_pose(self, run: _Run) -> None:
-        if not self._plan_attempt(run, self._now_sample().pose):
-            self._finish(run, SUCCEEDED, "already within the tolerances: nothing to drive")
-
-    def _check_done_go_to_pose(self, run: _Run, s: StateSample) -> Optional[Outcome]:
-        plan = run.plan
-        distance, heading = self._errors(run, s.pose)
-        within = distance <= plan["position_tolerance"] and abs(heading) <= plan["heading_tolerance"]
-        if within:
-            return Outcome(SUCCEEDED, f"reached the pose within {distance:.4f} m and "
-                           f"{abs(heading):.4f} rad (attempt {plan['attempt']})")
-        if plan["attempt"] < 2:
-            self._log.info(f"go_to_pose: missed by {distance:.4f} m and {heading:.4f} rad: "
-                           "retrying the remainder once")
-            if self._plan_attempt(run, s.pose):
-                return None
-        return Outcome(ABORTED, f"missed the pose by {distance:.4f} m and {abs(heading):.4f} rad "
-                       f"after {plan['attempt']} attempts (tolerances {plan['position_tolerance']} m, "
-                       f"{plan['heading_tolerance']} rad)")
-
-    def _feedback_go_to_pose(self, run: _Run, s: StateSample):
-        distance, heading = self._errors(run, s.pose)
-        return GoToPose.Feedback(current_pose=self._pose_msg(self._to_odom_pose(s)),
-                                 distance_remaining=distance, heading_error=heading,
-                                 attempt=run.plan["attempt"])
-
-    def _result_go_to_pose(self, run: _Run, s: Optional[StateSample]):
-        result = GoToPose.Result(attempts=run.plan.get("attempt", 0))
-        if s is not None and "target" in run.plan:
-            distance, heading = self._errors(run, s.pose)
-            result.position_error, result.heading_error = distance, heading
-            result.final_pose = self._pose_msg(self._to_odom_pose(s))
-        else:
-            result.position_error = result.heading_error = math.nan
-        return result
-
-
-def _sample(state, t: float) -> StateSample:
-    segment = int(state.curr_path_segment)
-    return StateSample(t=t, x=state.pose_x_mm / 1000.0, y=state.pose_y_mm / 1000.0,
-                       yaw=float(state.pose_angle_rad), flags=int(state.status),
-                       head_angle=float(state.head_angle_rad),
-                       lift_height=float(state.lift_height_mm) / 1000.0,
-                       path_segment=-1 if segment in (0xFF, -1) else segment,
-                       left_speed=state.lwheel_speed_mmps / 1000.0,
-                       right_speed=state.rwheel_speed_mmps / 1000.0)
