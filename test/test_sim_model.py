@@ -475,7 +475,7 @@ def test_path_after_a_turn_leaves_its_first_segment(angle, before):
         if E["PathEventType"].PATH_COMPLETED in kinds:
             break
     assert kinds == [E["PathEventType"].PATH_STARTED, E["PathEventType"].PATH_COMPLETED], \
-        f"path stuck on segment {clock.model._path.index if clock.model._path else None} " \
+        f"path stuck on segment {clock.model.path.segment_index} " \
         f"at {clock.model.reported_pose()}, treads {[w.speed for w in clock.model.wheels]}"
     rx, ry, _ = clock.model.reported_pose()
     assert (rx, ry) == pytest.approx(end, abs=3.0)

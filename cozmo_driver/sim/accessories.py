@@ -1,0 +1,297 @@
+"""The simulated Cozmo's accessories: three light cubes and the charger, over the radio.
+
+:class:`Accessories` advertises the objects not connected (ObjectAvailable, while
+discovery is on), connects them on ObjectConnect (per-connection object ids),
+reports their power level, streams a cube's accelerometer (ObjectAccel) on
+request, keeps their lights (CubeId, CubeLights) and plays what is done to them
+(taps, moves, turning over, battery, going out of radio range and back).
+Physical state (lights, battery, up axis, in range) survives a reboot; the
+connections do not.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from ..protocol import messages as msgs
+from .body import GRAVITY_MMPS2
+from .firmware import Firmware
+
+__all__ = ["Accessories", "Accessory", "CUBE_FACTORY_IDS", "CHARGER_FACTORY_ID", "OBJECT_CONNECT_FAIL_S"]
+
+#: the robot's three light cubes, then the charger (factory ids as advertised)
+CUBE_FACTORY_IDS: Tuple[int, int, int] = (0xC0B10001, 0xC0B10002, 0xC0B10003)
+CHARGER_FACTORY_ID = 0xC4A20001
+#: an ObjectConnect to an object out of radio range is answered "not connected" this much later (s)
+OBJECT_CONNECT_FAIL_S = 0.5
+
+_ObjectType = msgs.ENUMS["ObjectType"]
+_LightState = msgs.STRUCTS["LightState"]
+
+
+@dataclass
+class Accessory:
+    index: int                   # 1..3 cubes, 0 charger
+    factory_id: int
+    object_type: int
+    object_id: Optional[int] = None
+    lights: List[Any] = field(default_factory=lambda: [_LightState() for _ in range(4)])
+    rotation_period_frames: int = 0
+    battery_level: int = 100
+    up_axis: int = 5             # ZPositive
+    stream_accel: bool = False
+    rssi_base: int = -55
+    next_available: float = 0.0
+    next_power: float = 0.0
+    #: within radio range: advertises, can connect (see set_in_range)
+    in_range: bool = True
+
+    def gravity(self) -> Tuple[float, float, float]:
+        """What the cube's accelerometer reads at rest (mm/s^2)."""
+        axis = int(self.up_axis)
+        vec = [0.0, 0.0, 0.0]
+        if axis < 6:
+            vec[axis // 2] = GRAVITY_MMPS2 if axis % 2 else -GRAVITY_MMPS2
+        else:
+            vec[2] = GRAVITY_MMPS2
+        return vec[0], vec[1], vec[2]
+
+
+class Accessories:
+    """The cubes (``objects[0:3]``, numbered 1..3) and the charger (``objects[3]``, number 0)."""
+
+    def __init__(self, fw: Firmware) -> None:
+        self.fw = fw
+        objs = [Accessory(i + 1, fid, int(getattr(_ObjectType, f"Block_LIGHTCUBE{i + 1}")),
+                          rssi_base=-48 - 6 * i, battery_level=92 - 7 * i)
+                for i, fid in enumerate(CUBE_FACTORY_IDS)]
+        objs.append(Accessory(0, CHARGER_FACTORY_ID, int(_ObjectType.Charger_Basic),
+                              lights=[_LightState() for _ in range(4)], rssi_base=-60,
+                              battery_level=100))
+        self.objects: List[Accessory] = objs
+        self.reset_link(fw.t)
+
+    def reset_link(self, now: float) -> None:
+        """No engine: every connection dropped, discovery on."""
+        self.discovery = True
+        self._next_accel = now
+        self._selected: Optional[int] = None
+        self._next_object_id = 1
+        for obj in self.objects:
+            obj.object_id = None
+            obj.stream_accel = False
+            obj.rotation_period_frames = 0
+
+    def handlers(self) -> Dict[str, Callable[[Any, float], None]]:
+        return {"ObjectConnect": self._on_ObjectConnect,
+                "SetAccessoryDiscovery": self._on_SetAccessoryDiscovery,
+                "CubeId": self._on_CubeId, "CubeLights": self._on_CubeLights,
+                "StreamObjectAccel": self._on_StreamObjectAccel}
+
+    # ------------------------------------------------------------------ time
+
+    def start_streams(self, now: float) -> None:
+        """The robot's streams start: the objects advertise one after the other."""
+        for k, obj in enumerate(self.objects):
+            obj.next_available = now + 0.05 + 0.2 * k
+
+    def due(self, times: List[float]) -> None:
+        """Add to ``times`` when the objects next need the model to run."""
+        fw = self.fw
+        if fw.connected and fw.streaming:
+            if self.discovery:
+                times.extend(o.next_available for o in self.objects if o.object_id is None)
+            times.extend(o.next_power for o in self.objects if o.object_id is not None)
+        if fw.connected and any(o.stream_accel for o in self.objects):
+            times.append(self._next_accel)
+
+    def periodic(self, now: float) -> None:
+        """ObjectAvailable, ObjectPowerLevel and ObjectAccel that are due at ``now``."""
+        fw = self.fw
+        cfg = fw.config
+        rng = fw.rng
+        if fw.streaming:
+            for obj in self.objects:
+                if obj.object_id is None:
+                    if self.discovery and now >= obj.next_available:
+                        rssi = obj.rssi_base + (rng.randint(-4, 4) if cfg.noise else 0)
+                        fw.emit(msgs.ObjectAvailable(factory_id=obj.factory_id,
+                                                     object_type=obj.object_type, rssi=rssi))
+                        obj.next_available = now + cfg.object_available_period
+                elif now >= obj.next_power:
+                    fw.emit(msgs.ObjectPowerLevel(object_id=obj.object_id, missed_packets=0,
+                                                  battery_level=obj.battery_level))
+                    obj.next_power = now + cfg.power_level_period
+        streams = [o for o in self.objects if o.stream_accel and o.object_id is not None]
+        if streams and now >= self._next_accel:
+            ts = fw.timestamp_ms(now)
+            for obj in streams:
+                ax, ay, az = obj.gravity()
+                n = cfg.accel_noise_mmps2 if cfg.noise else 0.0
+                fw.emit(msgs.ObjectAccel(timestamp_ms=ts, object_id=obj.object_id,
+                                         accel_x=ax + rng.gauss(0, n) if n else ax,
+                                         accel_y=ay + rng.gauss(0, n) if n else ay,
+                                         accel_z=az + rng.gauss(0, n) if n else az))
+            self._next_accel += cfg.object_accel_period
+            if self._next_accel <= now:
+                self._next_accel = now + cfg.object_accel_period
+
+    # ------------------------------------------------------------------ commands
+
+    def _by_factory(self, factory_id: int) -> Optional[Accessory]:
+        for obj in self.objects:
+            if obj.factory_id == factory_id:
+                return obj
+        return None
+
+    def _by_id(self, object_id: int) -> Optional[Accessory]:
+        for obj in self.objects:
+            if obj.object_id is not None and obj.object_id == object_id:
+                return obj
+        return None
+
+    def _connection_state(self, obj: Accessory, object_id: int, connected: bool) -> None:
+        self.fw.emit(msgs.ObjectConnectionState(object_id=object_id, factory_id=obj.factory_id,
+                                                object_type=obj.object_type, connected=connected))
+
+    def _on_ObjectConnect(self, m: Any, now: float) -> None:
+        fw = self.fw
+        obj = self._by_factory(int(m.factory_id))
+        if obj is None:
+            fw.emit(msgs.ObjectConnectionState(object_id=0, factory_id=int(m.factory_id),
+                                               object_type=_ObjectType.InvalidObject,
+                                               connected=False))
+            return
+        if m.connect and not obj.in_range:
+            # out of range: the robot tries, hears nothing, and reports the failure
+            def failed(t: float, obj: Accessory = obj) -> None:
+                if obj.object_id is None:
+                    self._connection_state(obj, 0, False)
+            fw.at(now + OBJECT_CONNECT_FAIL_S, failed)
+            return
+        if m.connect:
+            if obj.object_id is None:
+                obj.object_id = self._next_object_id
+                self._next_object_id += 1
+            obj.next_power = now + 0.5
+            self._connection_state(obj, obj.object_id, True)
+        else:
+            object_id = obj.object_id if obj.object_id is not None else 0
+            obj.object_id = None
+            obj.stream_accel = False
+            obj.next_available = now + fw.config.object_available_period if obj.in_range else math.inf
+            self._connection_state(obj, object_id, False)
+
+    def _on_SetAccessoryDiscovery(self, m: Any, now: float) -> None:
+        self.discovery = bool(m.enable)
+
+    def _on_CubeId(self, m: Any, now: float) -> None:
+        obj = self._by_id(int(m.object_id))
+        self._selected = int(m.object_id) if obj is not None else None
+        if obj is not None:
+            obj.rotation_period_frames = int(m.rotation_period_frames)
+
+    def _on_CubeLights(self, m: Any, now: float) -> None:
+        if self._selected is None:
+            return
+        obj = self._by_id(self._selected)
+        if obj is not None:
+            obj.lights = list(m.states)
+
+    def _on_StreamObjectAccel(self, m: Any, now: float) -> None:
+        obj = self._by_id(int(m.object_id))
+        if obj is not None:
+            if m.enable and not any(o.stream_accel for o in self.objects):
+                self._next_accel = now
+            obj.stream_accel = bool(m.enable)
+
+    # ------------------------------------------------------------------ things done to the objects
+
+    def cube(self, n: int) -> Accessory:
+        if not 1 <= n <= 3:
+            raise ValueError(f"cube number must be 1..3, got {n}")
+        return self.objects[n - 1]
+
+    def _connected_cube(self, n: int) -> Optional[Accessory]:
+        obj = self.cube(n)
+        return obj if obj.object_id is not None and self.fw.connected else None
+
+    def tap(self, n: int, now: float, taps: int) -> bool:
+        obj = self._connected_cube(n)
+        if obj is None:
+            return False
+        self.fw.emit(msgs.ObjectTapped(timestamp_ms=self.fw.timestamp_ms(now), object_id=obj.object_id,
+                                       num_taps=max(1, min(255, taps)), tap_time=12, tap_neg=-38,
+                                       tap_pos=41))
+        return True
+
+    def move(self, n: int, now: float, accel: Tuple[float, float, float], axis: int) -> bool:
+        obj = self._connected_cube(n)
+        if obj is None:
+            return False
+        self.fw.emit(msgs.ObjectMoved(timestamp_ms=self.fw.timestamp_ms(now), object_id=obj.object_id,
+                                      active_accel_x=accel[0], active_accel_y=accel[1],
+                                      active_accel_z=accel[2], axis_of_accel=axis))
+        return True
+
+    def stop(self, n: int, now: float) -> bool:
+        obj = self._connected_cube(n)
+        if obj is None:
+            return False
+        self.fw.emit(msgs.ObjectStoppedMoving(timestamp_ms=self.fw.timestamp_ms(now),
+                                              object_id=obj.object_id))
+        return True
+
+    def set_up_axis(self, n: int, axis: int, now: float) -> bool:
+        self.cube(n).up_axis = int(axis)
+        obj = self._connected_cube(n)
+        if obj is None:
+            return False
+        self.fw.emit(msgs.ObjectUpAxisChanged(timestamp_ms=self.fw.timestamp_ms(now),
+                                              object_id=obj.object_id, axis=axis))
+        return True
+
+    def set_battery(self, n: int, level: int, now: float) -> None:
+        obj = self.cube(n)
+        obj.battery_level = max(0, min(255, int(level)))
+        obj.next_power = now
+
+    def set_in_range(self, n: int, in_range: bool, now: float) -> None:
+        """Take cube ``n`` (1..3; 0: the charger) out of radio range or bring it back."""
+        if not 0 <= n <= 3:
+            raise ValueError(f"object number must be 0 (charger) or 1..3, got {n}")
+        obj = self.objects[n - 1] if n else self.objects[3]
+        if bool(in_range) == obj.in_range:
+            return
+        obj.in_range = bool(in_range)
+        if in_range:
+            obj.next_available = now
+            return
+        obj.next_available = math.inf
+        if obj.object_id is not None:
+            object_id, obj.object_id = obj.object_id, None
+            obj.stream_accel = False
+            if self.fw.connected:
+                self._connection_state(obj, object_id, False)
+
+    # ------------------------------------------------------------------ ground truth
+
+    def lights(self) -> Dict[str, Any]:
+        return {"cubes": {obj.index: list(obj.lights) for obj in self.objects if obj.index},
+                "charger": list(self.objects[3].lights)}
+
+    def object_ids(self) -> Dict[int, Optional[int]]:
+        """Cube number (1..3, 0 for the charger) -> object id, or None if not connected."""
+        return {obj.index: obj.object_id for obj in self.objects}
+
+    def object_states(self) -> Dict[int, Dict[str, Any]]:
+        """Cube number (1..3, 0 for the charger) -> factory id, object id, in range, light
+        states, rotation period (frames), accelerometer stream, battery level, up axis."""
+        return {obj.index: {"factory_id": obj.factory_id, "object_id": obj.object_id,
+                            "in_range": obj.in_range, "lights": list(obj.lights),
+                            "rotation_period_frames": obj.rotation_period_frames,
+                            "stream_accel": obj.stream_accel, "battery_level": obj.battery_level,
+                            "up_axis": obj.up_axis}
+                for obj in self.objects}

@@ -1,0 +1,520 @@
+"""The simulated Cozmo's body and motion: pose, motors, IMU, battery, cliffs.
+
+:class:`Body` is the physical robot: its true pose in the world, the odometry
+frame it reports (SetOrigin), the wheels, head and lift
+(:mod:`cozmo_driver.sim.motors`), the accelerometer and gyro, the battery, the
+four cliff sensors, falls, pick-ups and the charger. It integrates the pose in
+substeps of at most ``physics_dt``. A *base controller* (a turn in place, or the
+:class:`~cozmo_driver.sim.path.PathFollower`) may own the wheels: it is stepped
+before them in every substep and told when it is interrupted. The body handles
+the motion commands (DriveWheels, TurnInPlace, SetHeadAngle, SetOrigin, ...);
+everything else about it is in :mod:`cozmo_driver.sim.model`'s docstring.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import struct
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from ..protocol import messages as msgs
+from ..protocol.status import RobotStatusFlag as StatusFlag
+from .firmware import Firmware, finite
+from .motors import (
+    DEFAULT_WHEEL_ACCEL_MMPS2,
+    HEAD_MAX_RAD,
+    HEAD_MAX_SPEED_RADPS,
+    HEAD_MIN_RAD,
+    LIFT_MAX_RAD,
+    LIFT_MAX_SPEED_RADPS,
+    LIFT_MIN_RAD,
+    MAX_WHEEL_SPEED_MMPS,
+    TRACK_WIDTH_MM,
+    Axis,
+    Turn,
+    Wheel,
+    lift_angle_to_height,
+    lift_height_to_angle,
+    wrap_angle,
+)
+
+__all__ = [
+    "Body",
+    "BaseController",
+    "GRAVITY_MMPS2",
+    "BATTERY_EMPTY_V",
+    "BATTERY_FULL_V",
+    "CLIFF_GROUND_RAW",
+    "CLIFF_DROP_RAW",
+    "CLIFF_THRESHOLD_RAW",
+    "CLIFF_SENSOR_OFFSETS_MM",
+    "BACKPACK_TOUCH_RAW",
+]
+
+logger = logging.getLogger("cozmo.sim")
+
+GRAVITY_MMPS2 = 9810.0
+BATTERY_EMPTY_V = 3.5
+BATTERY_FULL_V = 4.2
+CLIFF_GROUND_RAW = 450
+CLIFF_DROP_RAW = 25
+#: a cliff sensor reading below this is a drop (CLIFF_DETECTED)
+CLIFF_THRESHOLD_RAW = 150
+#: (forward, left) in mm from the robot's origin: front-left, front-right, back-left, back-right
+CLIFF_SENSOR_OFFSETS_MM: Tuple[Tuple[float, float], ...] = ((32.0, 12.0), (32.0, -12.0),
+                                                           (-22.0, 12.0), (-22.0, -12.0))
+BACKPACK_TOUCH_RAW = 812
+_DISTANCE_OFF_CHARGER_MM = 30.0
+_MotorID = msgs.ENUMS["MotorID"]
+
+
+class BaseController:
+    """What may own the wheels for a while (a turn in place, a path): stepped before the
+    wheels in every physics substep; it hands them back by clearing ``Body.controller``."""
+
+    def step(self, dt: float) -> None:
+        raise NotImplementedError
+
+    def interrupt(self, reason: str) -> None:
+        """Another command took the wheels."""
+
+
+class _TurnInPlace(BaseController):
+    """TurnInPlace (and TurnToRecordedHeading): acknowledged when it completes."""
+
+    def __init__(self, body: "Body", turn: Turn) -> None:
+        self.body = body
+        self.turn = turn
+
+    def step(self, dt: float) -> None:
+        body = self.body
+        w = self.turn.step(body.yaw_u, dt)
+        if w is None:
+            body.set_wheels_direct(0.0, 0.0)
+            body.controller = None
+            if self.turn.action_id is not None:
+                body.fw.emit(msgs.AcknowledgeAction(action_id=self.turn.action_id))
+        else:
+            r = w * TRACK_WIDTH_MM / 2.0
+            body.set_wheels_direct(-r, r)
+
+    def interrupt(self, reason: str) -> None:
+        logger.debug("turn interrupted: %s", reason)
+
+
+class Body:
+    """The robot's physical self. Physical state (pose, battery, on the charger, fallen)
+    survives :meth:`boot`; firmware state (motors, odometry frame, controller) does not."""
+
+    def __init__(self, fw: Firmware, world: Any) -> None:
+        self.fw = fw
+        self.world = world
+        cfg = fw.config
+        if cfg.start_pose is not None:
+            x, y, yaw = cfg.start_pose
+        elif cfg.start_on_charger and getattr(world, "charger_pose", None) is not None:
+            x, y, yaw = world.charger_pose
+        else:
+            x, y, yaw = 0.0, 0.0, 0.0
+        self.x, self.y = float(x), float(y)
+        self.yaw_u = float(yaw)          # unwrapped world yaw
+        self.soc = min(1.0, max(0.0, cfg.battery_soc))
+        self.on_charger = bool(cfg.start_on_charger)
+        self._charger_spot = (self.x, self.y) if self.on_charger else None
+        self.on_floor = False            # fell off the table
+        self.picked_up = False
+        self.falling = False
+        self._fall_started: Optional[float] = None
+        self.boot()
+
+    def boot(self) -> None:
+        """Firmware state at power-up: odometry at zero, motors idle."""
+        self.pose_frame_id = 0
+        self.pose_origin_id = 0
+        self.set_anchor(0.0, 0.0, 0.0)
+        self.wheels = (Wheel(), Wheel())
+        self.head = Axis(HEAD_MIN_RAD, HEAD_MIN_RAD, HEAD_MAX_RAD, HEAD_MAX_SPEED_RADPS)
+        self.lift = Axis(LIFT_MIN_RAD, LIFT_MIN_RAD, LIFT_MAX_RAD, LIFT_MAX_SPEED_RADPS)
+        self.controller: Optional[BaseController] = None
+        self._prev_v = 0.0
+        self._accel_fwd = 0.0
+        self._w = 0.0
+        self.stop_on_cliff = False
+
+    def handlers(self) -> Dict[str, Callable[[Any, float], None]]:
+        return {"SetOrigin": self._on_SetOrigin, "StartMotorCalibration": self._on_StartMotorCalibration,
+                "DriveWheels": self._on_DriveWheels, "TurnInPlaceAtSpeed": self._on_TurnInPlaceAtSpeed,
+                "TurnInPlace": self._on_TurnInPlace, "MoveHead": self._on_MoveHead,
+                "MoveLift": self._on_MoveLift, "SetHeadAngle": self._on_SetHeadAngle,
+                "SetLiftHeight": self._on_SetLiftHeight, "EnableStopOnCliff": self._on_EnableStopOnCliff}
+
+    # ------------------------------------------------------------------ physics
+
+    def needs_physics(self) -> bool:
+        lw, rw = self.wheels
+        return (lw.speed != 0.0 or rw.speed != 0.0 or lw.target != 0.0 or rw.target != 0.0
+                or self.head.moving or self.lift.moving or self.controller is not None)
+
+    def integrate(self, until: float) -> None:
+        """Run the body from ``fw.t`` up to ``until``."""
+        fw = self.fw
+        if not self.needs_physics():
+            self._battery(until - fw.t, moving=False)
+            fw.t = max(fw.t, until)
+            self._prev_v = 0.0
+            self._accel_fwd = 0.0
+            self._w = 0.0
+            return
+        dt_max = fw.config.physics_dt
+        while fw.t < until - 1e-12:
+            dt = min(dt_max, until - fw.t)
+            self._physics_step(dt)
+            fw.t += dt
+        fw.t = max(fw.t, until)
+
+    def _physics_step(self, dt: float) -> None:
+        moving_motors = self.needs_physics()
+        if self.controller is not None:
+            self.controller.step(dt)
+        lw, rw = self.wheels
+        lw.step(dt)
+        rw.step(dt)
+        v = (lw.speed + rw.speed) / 2.0
+        w = (rw.speed - lw.speed) / TRACK_WIDTH_MM
+        self._accel_fwd = (v - self._prev_v) / dt if dt > 0 else 0.0
+        self._prev_v = v
+        self._w = w if not self.picked_up and not self.falling else 0.0
+        if not self.picked_up and not self.falling and (v or w):
+            # exact arc integration, in the chord form: the chord of the arc driven in
+            # dt is v dt sin(h)/h long at heading yaw + h, h = w dt / 2. Unlike
+            # (v/w)(sin(yaw + w dt) - sin(yaw)) it has no cancellation for tiny w (issue #7:
+            # that form skipped the translation for |w| <= 1e-9, and a path follower
+            # steering out a heading error of ~1e-10 rad left the robot standing still).
+            yaw = self.yaw_u
+            half = 0.5 * w * dt
+            chord = v * dt * (math.sin(half) / half if half else 1.0)
+            self.x += chord * math.cos(yaw + half)
+            self.y += chord * math.sin(yaw + half)
+            self.yaw_u = yaw + w * dt
+            self._after_motion()
+        self.head.step(dt)
+        self.lift.step(dt)
+        self._battery(dt, moving=moving_motors)
+
+    def set_wheels_direct(self, left: float, right: float) -> None:
+        """Wheel speeds set by a controller that already shapes them (no ramp)."""
+        lw, rw = self.wheels
+        for wheel, s in ((lw, left), (rw, right)):
+            s = max(-MAX_WHEEL_SPEED_MMPS, min(MAX_WHEEL_SPEED_MMPS, s))
+            wheel.target = s
+            wheel.accel = 1e6
+            wheel.speed = s
+
+    def _battery(self, dt: float, moving: bool) -> None:
+        if dt <= 0:
+            return
+        cfg = self.fw.config
+        if self.on_charger:
+            self.soc = min(1.0, self.soc + cfg.battery_charge * dt)
+        else:
+            rate = cfg.battery_drain_moving if moving else cfg.battery_drain_idle
+            self.soc = max(0.0, self.soc - rate * dt)
+
+    def _after_motion(self) -> None:
+        if self._charger_spot is not None:
+            if math.hypot(self.x - self._charger_spot[0], self.y - self._charger_spot[1]) > \
+                    _DISTANCE_OFF_CHARGER_MM:
+                self.on_charger = False
+                self._charger_spot = None
+        if self.on_floor:
+            return
+        lw, rw = self.wheels
+        v = (lw.speed + rw.speed) / 2.0
+        now = self.fw.t
+        if self.stop_on_cliff:
+            fl, fr, bl, br = self.cliff_readings()
+            if (v > 0 and (fl or fr)) or (v < 0 and (bl or br)):
+                logger.debug("stop on cliff at (%.1f, %.1f)", self.x, self.y)
+                self.halt_base(now, reason="cliff")
+                return
+        if self.world.cliff_at(self.x, self.y):
+            # the robot's centre went over the edge: it falls off the table
+            self.halt_base(now, reason="cliff")
+            self.on_floor = True
+            self.start_fall(now, 0.35, impact=850.0)
+
+    # ------------------------------------------------------------------ base control
+
+    def start_turn(self, target: float, speed: float, accel: float, tol: float,
+                   action_id: Optional[int]) -> None:
+        """Turn in place to the unwrapped world heading ``target``."""
+        self.controller = _TurnInPlace(self, Turn(target, speed, accel, tol, action_id))
+
+    def end_base_mode(self, now: float, reason: str) -> None:
+        """Abandon a running turn or path; the wheels ramp down."""
+        controller = self.controller
+        if controller is not None:
+            self.controller = None
+            controller.interrupt(reason)
+            for wheel in self.wheels:
+                wheel.command(0.0, DEFAULT_WHEEL_ACCEL_MMPS2)
+
+    def halt_base(self, now: float, reason: str) -> None:
+        """Abandon a turn or path and stop the wheels at once."""
+        self.end_base_mode(now, reason)
+        for wheel in self.wheels:
+            wheel.halt()
+
+    # ------------------------------------------------------------------ sensors
+
+    def cliff_readings(self) -> List[bool]:
+        """Which of the four cliff sensors see a drop now."""
+        if self.picked_up or self.falling:
+            return [True] * 4       # nothing under the robot
+        if self.on_floor:
+            return [False] * 4
+        c, s = math.cos(self.yaw_u), math.sin(self.yaw_u)
+        cliff_at = self.world.cliff_at
+        return [bool(cliff_at(self.x + c * fx - s * fy, self.y + s * fx + c * fy))
+                for fx, fy in CLIFF_SENSOR_OFFSETS_MM]
+
+    def status(self) -> int:
+        """The RobotState status bits the body knows."""
+        flags = 0
+        lw, rw = self.wheels
+        wheels_moving = lw.speed != 0.0 or rw.speed != 0.0
+        if wheels_moving:
+            flags |= StatusFlag.ARE_WHEELS_MOVING
+        if wheels_moving or self.head.moving or self.lift.moving:
+            flags |= StatusFlag.IS_MOVING
+        if self.picked_up:
+            flags |= StatusFlag.IS_PICKED_UP
+        if self.falling:
+            flags |= StatusFlag.IS_FALLING
+        if not self.lift.moving:
+            flags |= StatusFlag.LIFT_IN_POS
+        if not self.head.moving:
+            flags |= StatusFlag.HEAD_IN_POS
+        if self.on_charger:
+            flags |= StatusFlag.IS_ON_CHARGER
+            if self.soc < 1.0:
+                flags |= StatusFlag.IS_CHARGING
+        if any(self.cliff_readings()):
+            flags |= StatusFlag.CLIFF_DETECTED
+        return int(flags)
+
+    def battery_voltage(self) -> float:
+        """Battery voltage without noise (V)."""
+        v = BATTERY_EMPTY_V + (BATTERY_FULL_V - BATTERY_EMPTY_V) * self.soc
+        if self.needs_physics() and not self.on_charger:
+            v -= self.fw.config.battery_sag_v
+        if self.on_charger and self.soc < 1.0:
+            v += 0.03  # charging voltage rides above the open-circuit one
+        return min(BATTERY_FULL_V + 0.05, v)
+
+    def sensor_fields(self) -> Dict[str, Any]:
+        """RobotState's fields that the body measures, with seeded noise."""
+        cfg = self.fw.config
+        rng = self.fw.rng
+        noise = cfg.noise
+        lw, rw = self.wheels
+        x, y, yaw = self.reported_pose()
+        pitch = 0.0
+        if self.falling:
+            ax = ay = az = 0.0
+        elif self.picked_up:
+            pitch = 0.15
+            ax, ay, az = (GRAVITY_MMPS2 * math.sin(pitch) + rng.uniform(-400, 400),
+                          rng.uniform(-300, 300), GRAVITY_MMPS2 * math.cos(pitch) + rng.uniform(-500, 500))
+        else:
+            ax = self._accel_fwd
+            ay = self._prev_v * self._w
+            az = GRAVITY_MMPS2
+        gx = gy = 0.0
+        gz = self._w
+        if self.picked_up:
+            gx, gy, gz = rng.uniform(-0.3, 0.3), rng.uniform(-0.3, 0.3), rng.uniform(-0.3, 0.3)
+        volt = self.battery_voltage()
+        if noise:
+            an, gn = cfg.accel_noise_mmps2, cfg.gyro_noise_radps
+            ax += rng.gauss(0, an)
+            ay += rng.gauss(0, an)
+            az += rng.gauss(0, an)
+            gx += rng.gauss(0, gn)
+            gy += rng.gauss(0, gn)
+            gz += rng.gauss(0, gn)
+            volt += rng.gauss(0, cfg.battery_noise_v)
+        cliffs = []
+        for drop in self.cliff_readings():
+            raw = CLIFF_DROP_RAW if drop else CLIFF_GROUND_RAW
+            if noise:
+                raw += int(round(rng.gauss(0, cfg.cliff_noise_raw)))
+            cliffs.append(max(0, min(0xFFFF, raw)))
+        touch = BACKPACK_TOUCH_RAW + (rng.randint(-2, 2) if noise else 0)
+        return dict(
+            pose_frame_id=self.pose_frame_id, pose_origin_id=self.pose_origin_id,
+            pose_x_mm=x, pose_y_mm=y, pose_z_mm=0.0, pose_angle_rad=yaw, pose_pitch_rad=pitch,
+            lwheel_speed_mmps=lw.speed, rwheel_speed_mmps=rw.speed,
+            head_angle_rad=self.head.pos, lift_height_mm=lift_angle_to_height(self.lift.pos),
+            accel_x_mmps2=ax, accel_y_mmps2=ay, accel_z_mmps2=az,
+            gyro_x_radps=gx, gyro_y_radps=gy, gyro_z_radps=gz,
+            battery_voltage_v=volt, cliff_data_raw=cliffs, backpack_touch_sensor_raw=touch)
+
+    def imu_rates(self) -> Tuple[float, float, float]:
+        """Gyro rates (rad/s) as the camera's ImageImuData reports them."""
+        return 0.0, 0.0, self._w
+
+    # ------------------------------------------------------------------ pose frames
+
+    def true_pose(self) -> Tuple[float, float, float]:
+        """World pose (x mm, y mm, yaw rad in [-pi, pi))."""
+        return self.x, self.y, wrap_angle(self.yaw_u)
+
+    def reported_pose(self) -> Tuple[float, float, float]:
+        """Odometry pose (x mm, y mm, yaw rad) in the frame set by SetOrigin."""
+        ax, ay, ayaw = self.anchor
+        dx, dy = self.x - ax, self.y - ay
+        c, s = math.cos(-ayaw), math.sin(-ayaw)
+        return dx * c - dy * s, dx * s + dy * c, wrap_angle(self.yaw_u - ayaw)
+
+    def set_anchor(self, rx: float, ry: float, ryaw: float) -> None:
+        """Make the reported pose equal (rx, ry, ryaw) at the current true pose."""
+        ayaw = self.yaw_u - ryaw
+        c, s = math.cos(ayaw), math.sin(ayaw)
+        #: the odometry frame's origin in the world: (x mm, y mm, yaw rad)
+        self.anchor = (self.x - (rx * c - ry * s), self.y - (rx * s + ry * c), ayaw)
+
+    def engine_to_world(self, x: float, y: float) -> Tuple[float, float]:
+        """A point of the odometry frame in the world frame."""
+        ax, ay, ayaw = self.anchor
+        c, s = math.cos(ayaw), math.sin(ayaw)
+        return ax + x * c - y * s, ay + x * s + y * c
+
+    @property
+    def lift_height(self) -> float:
+        return lift_angle_to_height(self.lift.pos)
+
+    # ------------------------------------------------------------------ things done to the body
+
+    def pick_up(self, now: float) -> None:
+        if self.picked_up:
+            return
+        self.halt_base(now, "picked up")
+        self.picked_up = True
+
+    def put_down(self, pose: Optional[Tuple[float, float, float]] = None) -> None:
+        if pose is not None:
+            self.teleport(*pose)
+        self.picked_up = False
+        self.on_floor = self.on_floor and pose is None
+
+    def teleport(self, x: float, y: float, yaw: float) -> None:
+        """Move the true pose without telling odometry (a hand-placement)."""
+        rep = self.reported_pose()
+        self.x, self.y = float(x), float(y)
+        self.yaw_u = float(yaw)
+        self.set_anchor(*rep)  # odometry keeps its value
+        if self._charger_spot is not None:
+            self.on_charger = False
+            self._charger_spot = None
+
+    def start_fall(self, now: float, duration: float, impact: float) -> None:
+        """FallingStarted now, FallingStopped after ``duration`` seconds."""
+        if self.falling:
+            return
+        fw = self.fw
+        self.falling = True
+        self._fall_started = now
+        fw.emit(msgs.FallingStarted(unknown=fw.timestamp_ms(now)))
+
+        def landed(t: float) -> None:
+            self.falling = False
+            fw.emit(msgs.FallingStopped(unknown=fw.timestamp_ms(t),
+                                        duration_ms=int(round((t - now) * 1000)),
+                                        impact_intensity=float(impact)))
+        fw.at(now + duration, landed)
+
+    def set_on_charger(self, on: bool, now: float, move: bool) -> None:
+        if on:
+            pose = getattr(self.world, "charger_pose", None)
+            if move and pose is not None:
+                self.halt_base(now, "placed on the charger")
+                self.teleport(*pose)
+            self.on_charger = True
+            self.on_floor = False
+            self._charger_spot = (self.x, self.y)
+        else:
+            self.on_charger = False
+            self._charger_spot = None
+
+    # ------------------------------------------------------------------ commands
+
+    def _on_SetOrigin(self, m: Any, now: float) -> None:
+        heading = struct.unpack("<f", struct.pack("<I", int(m.unknown5) & 0xFFFFFFFF))[0]
+        if not math.isfinite(heading):
+            heading = 0.0
+        self.pose_frame_id = int(m.pose_frame_id)
+        self.pose_origin_id = int(m.pose_origin_id)
+        self.set_anchor(finite(m.pose_x_mm), finite(m.pose_y_mm), wrap_angle(heading))
+
+    def _on_StartMotorCalibration(self, m: Any, now: float) -> None:
+        fw = self.fw
+        motors = [(_MotorID.MOTOR_HEAD, self.head, HEAD_MIN_RAD)] if m.head else []
+        if m.lift:
+            motors.append((_MotorID.MOTOR_LIFT, self.lift, LIFT_MIN_RAD))
+        for motor_id, axis, low in motors:
+            fw.emit(msgs.MotorCalibration(motor_id=motor_id, calib_started=True, auto_started=False))
+            axis.move_to(low, 0, 0, 0.5)
+
+            def done(t: float, motor_id: Any = motor_id) -> None:
+                fw.emit(msgs.MotorCalibration(motor_id=motor_id, calib_started=False,
+                                              auto_started=False))
+            fw.at(now + 1.0, done)
+
+    def _on_DriveWheels(self, m: Any, now: float) -> None:
+        self.end_base_mode(now, "interrupted by DriveWheels")
+        lw, rw = self.wheels
+        lw.command(finite(m.lwheel_speed_mmps), finite(m.lwheel_accel_mmps2))
+        rw.command(finite(m.rwheel_speed_mmps), finite(m.rwheel_accel_mmps2))
+
+    def _on_TurnInPlaceAtSpeed(self, m: Any, now: float) -> None:
+        self.end_base_mode(now, "interrupted by TurnInPlaceAtSpeed")
+        direction = 1.0 if int(m.direction) >= 0 else -1.0
+        speed = abs(finite(m.wheel_speed_mmps)) * direction
+        accel = finite(m.wheel_accel_mmps2)
+        lw, rw = self.wheels
+        lw.command(-speed, accel)
+        rw.command(speed, accel)
+
+    def _on_TurnInPlace(self, m: Any, now: float) -> None:
+        self.end_base_mode(now, "interrupted by TurnInPlace")
+        if m.is_absolute:
+            target_world = finite(m.angle_rad, limit=1e3) + self.anchor[2]
+            delta = wrap_angle(target_world - self.yaw_u)
+        else:
+            delta = finite(m.angle_rad, limit=1e3)
+        speed = abs(finite(m.speed_rad_per_sec)) or math.pi
+        accel = abs(finite(m.accel_rad_per_sec2)) or 10.0
+        self.start_turn(self.yaw_u + delta, speed, accel, abs(finite(m.angle_tolerance_rad)),
+                        int(m.action_id))
+
+    def _on_MoveHead(self, m: Any, now: float) -> None:
+        self.head.move_velocity(finite(m.speed_rad_per_sec))
+
+    def _on_MoveLift(self, m: Any, now: float) -> None:
+        self.lift.move_velocity(finite(m.speed_rad_per_sec))
+
+    def _on_SetHeadAngle(self, m: Any, now: float) -> None:
+        self.fw.emit(msgs.AcknowledgeAction(action_id=int(m.action_id)))
+        self.head.move_to(finite(m.angle_rad, self.head.pos), finite(m.max_speed_rad_per_sec),
+                          finite(m.accel_rad_per_sec2), finite(m.duration_sec, limit=3600.0))
+
+    def _on_SetLiftHeight(self, m: Any, now: float) -> None:
+        self.fw.emit(msgs.AcknowledgeAction(action_id=int(m.action_id)))
+        self.lift.move_to(lift_height_to_angle(finite(m.height_mm, self.lift_height)),
+                          finite(m.max_speed_rad_per_sec), finite(m.accel_rad_per_sec2),
+                          finite(m.duration_sec, limit=3600.0))
+
+    def _on_EnableStopOnCliff(self, m: Any, now: float) -> None:
+        self.stop_on_cliff = bool(m.enable)

@@ -1,0 +1,210 @@
+"""The simulated Cozmo's motors: wheels, head and lift, and the turn controller.
+
+Pure and stateless apart from each motor's own state: :class:`Axis` is one
+position/velocity controlled joint (the head's angle, the lift arm's angle),
+:class:`Wheel` one tread ramping to its target speed, :class:`Turn` the
+controller of a turn in place. :class:`~cozmo_driver.sim.body.Body` owns them.
+Lengths in mm, angles in rad, times in s.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+from .. import robot_geometry as geometry
+
+__all__ = [
+    "Axis",
+    "Wheel",
+    "Turn",
+    "TRACK_WIDTH_MM",
+    "MAX_WHEEL_SPEED_MMPS",
+    "DEFAULT_WHEEL_ACCEL_MMPS2",
+    "HEAD_MIN_RAD",
+    "HEAD_MAX_RAD",
+    "HEAD_MAX_SPEED_RADPS",
+    "LIFT_MIN_MM",
+    "LIFT_MAX_MM",
+    "LIFT_ARM_MM",
+    "LIFT_PIVOT_MM",
+    "LIFT_MAX_SPEED_RADPS",
+    "LIFT_MIN_RAD",
+    "LIFT_MAX_RAD",
+    "lift_height_to_angle",
+    "lift_angle_to_height",
+    "wrap_angle",
+]
+
+TRACK_WIDTH_MM = geometry.TRACK_WIDTH_M * 1000.0
+MAX_WHEEL_SPEED_MMPS = geometry.MAX_WHEEL_SPEED_MPS * 1000.0
+#: what a non-positive wheel acceleration in DriveWheels stands for
+DEFAULT_WHEEL_ACCEL_MMPS2 = 1000.0
+HEAD_MIN_RAD = geometry.HEAD_MIN_ANGLE_RAD
+HEAD_MAX_RAD = geometry.HEAD_MAX_ANGLE_RAD
+HEAD_MAX_SPEED_RADPS = geometry.HEAD_MAX_SPEED_RADPS
+LIFT_MIN_MM = geometry.LIFT_MIN_HEIGHT_M * 1000.0
+LIFT_MAX_MM = geometry.LIFT_MAX_HEIGHT_M * 1000.0
+LIFT_ARM_MM = geometry.LIFT_ARM_LENGTH_M * 1000.0
+LIFT_PIVOT_MM = geometry.LIFT_PIVOT_HEIGHT_M * 1000.0
+LIFT_MAX_SPEED_RADPS = geometry.LIFT_MAX_SPEED_RADPS
+DEFAULT_AXIS_ACCEL_RADPS2 = 20.0
+
+
+def wrap_angle(a: float) -> float:
+    """The angle in [-pi, pi)."""
+    return (a + math.pi) % (2.0 * math.pi) - math.pi
+
+
+def lift_height_to_angle(height_mm: float) -> float:
+    s = (min(max(height_mm, LIFT_MIN_MM), LIFT_MAX_MM) - LIFT_PIVOT_MM) / LIFT_ARM_MM
+    return math.asin(max(-1.0, min(1.0, s)))
+
+
+def lift_angle_to_height(angle_rad: float) -> float:
+    return LIFT_PIVOT_MM + LIFT_ARM_MM * math.sin(angle_rad)
+
+
+LIFT_MIN_RAD = lift_height_to_angle(LIFT_MIN_MM)
+LIFT_MAX_RAD = lift_height_to_angle(LIFT_MAX_MM)
+
+
+class Axis:
+    """One position/velocity controlled joint (head angle or lift arm angle), rad."""
+
+    __slots__ = ("pos", "vel", "lo", "hi", "vcap", "mode", "target", "vmax", "accel", "cmd_vel")
+
+    def __init__(self, pos: float, lo: float, hi: float, vcap: float) -> None:
+        self.pos = pos
+        self.vel = 0.0
+        self.lo = lo
+        self.hi = hi
+        self.vcap = vcap
+        self.mode = "idle"      # idle | velocity | position
+        self.target = pos
+        self.vmax = vcap
+        self.accel = DEFAULT_AXIS_ACCEL_RADPS2
+        self.cmd_vel = 0.0
+
+    @property
+    def moving(self) -> bool:
+        if self.mode == "position":
+            return True
+        if self.mode == "velocity":
+            return self.vel != 0.0
+        return False
+
+    def move_velocity(self, speed: float) -> None:
+        speed = max(-self.vcap, min(self.vcap, speed))
+        self.mode = "velocity" if speed else "idle"
+        self.cmd_vel = speed
+        self.vel = speed
+
+    def move_to(self, target: float, max_speed: float, accel: float, duration: float) -> None:
+        target = max(self.lo, min(self.hi, target))
+        accel = accel if accel > 0 else DEFAULT_AXIS_ACCEL_RADPS2
+        vmax = min(max_speed, self.vcap) if max_speed > 0 else self.vcap
+        distance = abs(target - self.pos)
+        if duration > 0 and distance > 0:
+            # trapezoid covering `distance` in `duration`: v = (aT - sqrt(a^2T^2 - 4ad)) / 2
+            disc = (accel * duration) ** 2 - 4.0 * accel * distance
+            if disc >= 0:
+                vmax = min(vmax, max(1e-3, (accel * duration - math.sqrt(disc)) / 2.0))
+            else:  # not reachable at this acceleration: a triangle profile takes longer
+                accel = max(accel, 4.0 * distance / duration ** 2)
+                vmax = min(vmax, 2.0 * distance / duration)
+        self.mode = "position"
+        self.target = target
+        self.vmax = vmax
+        self.accel = accel
+        if self.vel and (target - self.pos) * self.vel < 0:
+            self.vel = 0.0
+
+    def stop(self) -> None:
+        self.mode = "idle"
+        self.vel = 0.0
+        self.cmd_vel = 0.0
+
+    def step(self, dt: float) -> None:
+        mode = self.mode
+        if mode == "velocity":
+            pos = self.pos + self.cmd_vel * dt
+            if pos <= self.lo or pos >= self.hi:
+                pos = max(self.lo, min(self.hi, pos))
+                self.vel = 0.0
+            else:
+                self.vel = self.cmd_vel
+            self.pos = pos
+        elif mode == "position":
+            d = self.target - self.pos
+            a = self.accel
+            if abs(d) < 1e-5 and abs(self.vel) <= a * dt:
+                self.pos = self.target
+                self.vel = 0.0
+                self.mode = "idle"
+                return
+            direction = 1.0 if d > 0 else -1.0
+            vdes = direction * min(self.vmax, math.sqrt(2.0 * a * abs(d)))
+            v = self.vel
+            v = min(vdes, v + a * dt) if v < vdes else max(vdes, v - a * dt)
+            pos = self.pos + v * dt
+            if (self.target - pos) * direction <= 0:
+                pos = self.target
+                v = 0.0
+                self.mode = "idle"
+            self.pos = pos
+            self.vel = v
+
+
+class Wheel:
+    """One tread: its speed (mm/s) ramps to the target at its acceleration (mm/s^2)."""
+
+    __slots__ = ("speed", "target", "accel")
+
+    def __init__(self) -> None:
+        self.speed = 0.0
+        self.target = 0.0
+        self.accel = DEFAULT_WHEEL_ACCEL_MMPS2
+
+    def command(self, target: float, accel: float) -> None:
+        self.target = max(-MAX_WHEEL_SPEED_MMPS, min(MAX_WHEEL_SPEED_MMPS, target))
+        self.accel = accel if accel > 0 else DEFAULT_WHEEL_ACCEL_MMPS2
+
+    def halt(self) -> None:
+        self.speed = self.target = 0.0
+
+    def step(self, dt: float) -> None:
+        s, t = self.speed, self.target
+        if s != t:
+            dv = self.accel * dt
+            self.speed = min(t, s + dv) if s < t else max(t, s - dv)
+
+
+class Turn:
+    """A turn in place to an unwrapped heading target (TurnInPlace, point turns)."""
+
+    __slots__ = ("target", "wmax", "alpha", "tol", "w", "action_id")
+
+    def __init__(self, target: float, wmax: float, alpha: float, tol: float,
+                 action_id: Optional[int]) -> None:
+        self.target = target
+        self.wmax = min(wmax, 2.0 * MAX_WHEEL_SPEED_MMPS / TRACK_WIDTH_MM)
+        self.alpha = alpha
+        self.tol = max(tol, math.radians(0.25))
+        self.w = 0.0
+        self.action_id = action_id
+
+    def step(self, yaw_u: float, dt: float) -> Optional[float]:
+        """The yaw rate to command now, or None when the turn is complete."""
+        rem = self.target - yaw_u
+        if abs(rem) <= self.tol:
+            return None
+        wdes = math.copysign(min(self.wmax, math.sqrt(2.0 * self.alpha * abs(rem))), rem)
+        w = self.w
+        dw = self.alpha * dt
+        w = min(wdes, w + dw) if w < wdes else max(wdes, w - dw)
+        if w * rem > 0 and abs(w * dt) > abs(rem):  # never overshoot within a step
+            w = rem / dt
+        self.w = w
+        return w
+
