@@ -33,11 +33,24 @@ from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
 from ..description import DescriptionError, Joint, Transform, UrdfModel
+from ..driver.parameters import ParamSpec
 from ..lifeline import exit_with_parent
 from ._entry import init, make_node, spin_node
+from .usage import answer_help
 from .qos import QOS_LATCHED, QOS_TF
 
-__all__ = ["DescriptionPublisher", "QOS_LATCHED", "QOS_TF", "main"]
+__all__ = ["DescriptionPublisher", "DESCRIPTION_PARAMETERS", "QOS_LATCHED", "QOS_TF", "main"]
+
+SUMMARY = ("Publishes the robot description (robot_description), /tf_static for its fixed joints "
+           "and /tf for its moving joints from joint_states: robot_state_publisher's job, for "
+           "set-ups without it.")
+
+#: the node's parameters, both read at start-up (declared read-only from this table)
+DESCRIPTION_PARAMETERS = (
+    ParamSpec("robot_description", "", "The robot's URDF (XML text), required, e.g. "
+              "-p robot_description:=\"$(xacro cozmo.urdf.xacro)\"; read at start-up"),
+    ParamSpec("frame_prefix", "", "Prepended to every frame id (default empty); read at start-up"),
+)
 
 # robot_description and /tf_static: QOS_LATCHED (late joiners get the last message);
 # /tf: QOS_TF, as tf2's TransformBroadcaster (both from ros/qos.py)
@@ -56,11 +69,9 @@ class DescriptionPublisher(Node):
 
     def __init__(self, node_name: str = "description_publisher", **kwargs) -> None:
         super().__init__(node_name, **kwargs)
-        self.declare_parameter("robot_description", "", ParameterDescriptor(
-            description="The robot's URDF (XML text); read at start-up", read_only=True))
-        self.declare_parameter("frame_prefix", "", ParameterDescriptor(
-            description="Prepended to every frame id (default empty); read at start-up",
-            read_only=True))
+        for spec in DESCRIPTION_PARAMETERS:
+            self.declare_parameter(spec.name, spec.default, ParameterDescriptor(
+                description=spec.description, read_only=True))
         urdf = self.get_parameter("robot_description").value
         if not urdf or not str(urdf).strip():
             raise DescriptionError("the robot_description parameter is empty: give the URDF, "
@@ -126,6 +137,8 @@ class DescriptionPublisher(Node):
 def main(args: Optional[List[str]] = None) -> int:
     """``cozmo_description_publisher``: run until Ctrl-C or SIGTERM (which stop the node
     before rclpy shuts down: ``_entry.init``)."""
+    if answer_help("cozmo_description_publisher", SUMMARY, DESCRIPTION_PARAMETERS, args):
+        return 0
     exit_with_parent()  # end with the bring-up that started it (cozmo_driver.lifeline)
     init(args)
     node = make_node("cozmo_description_publisher", DescriptionPublisher, (DescriptionError,))
