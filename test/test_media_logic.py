@@ -20,7 +20,8 @@ from cozmo_driver.anim.player import compile_clip
 from cozmo_driver.anim.av_stream import AVStream
 from cozmo_driver.client.link import LinkState, LinkStateChanged
 from cozmo_driver.driver.commands import CommandError
-from cozmo_driver.driver.media import audio_chunk_samples, image_to_screen, is_empty_image, screen_to_frame
+from cozmo_driver.driver.media import (ChunkResampler, audio_chunk_samples, image_to_screen, is_empty_image,
+                                      load_audio_file, motor_stops, screen_to_frame)
 from cozmo_driver.face.expressions import EXPRESSIONS, FaceAnimator
 from cozmo_driver.face.procedural import FaceRenderer
 from cozmo_driver.face.stream import FaceStream
@@ -140,6 +141,47 @@ def test_stream_resampler_equals_the_whole_signal_resampled(rate):
     assert np.abs(joined.astype(int) - whole).max() <= 1
     # the resampler starts over after a flush
     assert np.array_equal(np.concatenate([r.process(x), r.flush()]), whole)
+
+
+def test_chunk_resampler_joins_a_stream_and_starts_over_at_a_gap_or_a_new_rate():
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal(8000) * 4000).astype(np.int16)
+    chunks = ChunkResampler(gap_s=0.5)
+    one = StreamResampler(16000, SAMPLE_RATE)
+    # chunks of one stream: the same samples as one resampler fed the same pieces (no seams)
+    for k, piece in enumerate(np.array_split(x, 5)):
+        assert np.array_equal(chunks.process(piece, 16000, 0.1 * k), one.process(piece))
+    # after a gap longer than gap_s, a new stream: as a fresh resampler's output
+    assert np.array_equal(chunks.process(x[:800], 16000, 10.0),
+                          StreamResampler(16000, SAMPLE_RATE).process(x[:800]))
+    # another rate starts over too, whatever the time
+    assert np.array_equal(chunks.process(x[:800], 8000, 10.01),
+                          StreamResampler(8000, SAMPLE_RATE).process(x[:800]))
+
+
+def test_load_audio_file_reads_a_wav_and_refuses_anything_else_with_a_command_error(tmp_path):
+    import wave
+
+    path = tmp_path / "tone.wav"
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        w.writeframes((np.arange(1600, dtype=np.int16) * 10).tobytes())
+    pcm, info = load_audio_file(str(path))
+    assert info.sample_rate_hz == 16000 and pcm.dtype == np.int16
+    assert abs(pcm.size - round(1600 * SAMPLE_RATE / 16000)) <= 1
+    bad = tmp_path / "not.wav"
+    bad.write_bytes(b"RIFF....WAVEnope")
+    with pytest.raises(CommandError):
+        load_audio_file(str(bad))
+
+
+def test_motor_stops_stop_the_motors_an_animation_moved():
+    assert motor_stops(head=False, lift=False) == []
+    assert [(s.NAME, s.speed_rad_per_sec) for s in motor_stops(head=True, lift=True)] == [
+        ("MoveHead", 0.0), ("MoveLift", 0.0)]
+    assert [s.NAME for s in motor_stops(head=False, lift=True)] == ["MoveLift"]
 
 
 # --------------------------------------------------------------------------- the library

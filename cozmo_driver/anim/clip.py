@@ -146,6 +146,7 @@ from ..protocol.audio import SAMPLE_RATE, load_wav
 from ..errors import CozmoError, UsageError
 
 __all__ = [
+    "SAMPLE_RATE",  # the robot's audio rate (Hz): that of clip sounds and synthesize()
     "AnimationError",
     "ClipFormatError",
     "HeadKeyframe",

@@ -7,7 +7,9 @@ Pure: no clock, no I/O.  :mod:`.procedural` renders the 43 parameters;
 from .procedural import (
     ANKI_GEOMETRY,
     EYE_PARAM_NAMES,
+    FACE_HEIGHT_PX,
     FACE_PARAM_NAMES,
+    FACE_WIDTH_PX,
     NUM_PARAMS,
     PARAM_NAMES,
     PYCOZMO_GEOMETRY,
@@ -22,7 +24,9 @@ from .procedural import (
 __all__ = [
     "ANKI_GEOMETRY",
     "EYE_PARAM_NAMES",
+    "FACE_HEIGHT_PX",
     "FACE_PARAM_NAMES",
+    "FACE_WIDTH_PX",
     "NUM_PARAMS",
     "PARAM_NAMES",
     "PYCOZMO_GEOMETRY",

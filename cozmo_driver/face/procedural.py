@@ -79,6 +79,8 @@ import numpy as np
 from ..protocol.display import DISPLAY_WIDTH, SCREEN_HEIGHT, fit_to_frame
 
 __all__ = [
+    "FACE_WIDTH_PX",
+    "FACE_HEIGHT_PX",
     "EYE_PARAM_NAMES",
     "FACE_PARAM_NAMES",
     "PARAM_NAMES",
@@ -427,8 +429,11 @@ PYCOZMO_GEOMETRY = FaceGeometry(
     center_x_scale=0.55, center_y_scale=0.25,
 )
 
-_WIDTH = DISPLAY_WIDTH
-_HEIGHT = SCREEN_HEIGHT
+#: the face's size in pixels: the robot's whole screen (width x height)
+FACE_WIDTH_PX = DISPLAY_WIDTH
+FACE_HEIGHT_PX = SCREEN_HEIGHT
+_WIDTH = FACE_WIDTH_PX
+_HEIGHT = FACE_HEIGHT_PX
 _EPS = 1e-9
 
 

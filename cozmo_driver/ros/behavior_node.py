@@ -240,7 +240,7 @@ class RosRobot(RobotInterface):
             if len(self._sound_cache) >= _SOUND_CACHE:
                 self._sound_cache.pop(next(iter(self._sound_cache)))
             self._sound_cache[spec] = pcm
-        from ..protocol.audio import SAMPLE_RATE
+        from ..anim.clip import SAMPLE_RATE  # the robot's audio rate
 
         samples = pcm if volume >= 1.0 else (pcm * max(0.0, float(volume))).astype(pcm.dtype)
         step = int(SAMPLE_RATE * _AUDIO_CHUNK_S)

@@ -40,9 +40,8 @@ from sensor_msgs.msg import Image
 from std_msgs.msg import Float32MultiArray, String
 
 from ..face.expressions import EXPRESSIONS, FaceAnimator, expression
-from ..face.procedural import NUM_PARAMS, PARAM_NAMES, FaceParams
+from ..face.procedural import FACE_HEIGHT_PX, FACE_WIDTH_PX, NUM_PARAMS, PARAM_NAMES, FaceParams
 from ..face.stream import FaceStream
-from ..protocol.display import DISPLAY_WIDTH, SCREEN_HEIGHT
 from ..lifeline import exit_with_parent
 from ._entry import init, make_node, spin_node
 from .qos import QOS_LATCHED, QOS_QUEUE
@@ -93,10 +92,10 @@ class FaceNode(Node):
         self.animator = FaceAnimator(seed=int(seed), base=base, now=now, idle=bool(idle))
         self.stream = FaceStream(self.animator, keepalive_s=float(keepalive))
         self._msg = Image()
-        self._msg.height, self._msg.width = SCREEN_HEIGHT, DISPLAY_WIDTH
+        self._msg.height, self._msg.width = FACE_HEIGHT_PX, FACE_WIDTH_PX
         self._msg.encoding = "mono8"
         self._msg.is_bigendian = 0
-        self._msg.step = DISPLAY_WIDTH
+        self._msg.step = FACE_WIDTH_PX
         self._publisher = self.create_publisher(Image, "display/face", QOS_LATCHED)
         self.create_subscription(String, "face/expression", self._on_expression, QOS_QUEUE)
         self.create_subscription(Float32MultiArray, "face/params", self._on_params, QOS_QUEUE)

@@ -19,7 +19,7 @@ client's I/O thread; priorities on the screen: an animation, then a timed
 image, then the face. Images are converted (fitted, thresholded or dithered,
 run-length coded to fit one frame) in the executor before they cross to the I/O
 thread, and PCM is resampled there too
-(:class:`~cozmo_driver.protocol.audio.StreamResampler`, no seams between
+(:class:`~cozmo_driver.driver.media.ChunkResampler`, no seams between
 chunks). Reports come back through a
 :class:`~cozmo_driver.ros.handover.HandOver`, as the node's own data does. The
 logic lives in :mod:`cozmo_driver.driver.media`, :mod:`cozmo_driver.anim` and
@@ -51,10 +51,8 @@ from ..anim.av_stream import AVReport, AVStream
 from ..client.link import LinkState
 from ..driver.commands import CommandError, volume_level
 from ..driver.diagnostics import DiagnosticReport, av_report
-from ..driver.media import audio_chunk_samples, image_to_screen, is_empty_image, screen_to_frame
-from ..protocol import messages as msgs
-from ..protocol.audio import SAMPLE_RATE, StreamResampler, load_wav
-from ..protocol.errors import LocalProtocolError
+from ..driver.media import (ChunkResampler, audio_chunk_samples, image_to_screen, is_empty_image,
+                            load_audio_file, motor_stops, screen_to_frame)
 from . import qos
 from .handover import HandOver
 from .qos import QOS_COMMAND, QOS_LATEST, QOS_SENSOR, QOS_STREAM
@@ -101,8 +99,7 @@ class MediaInterfaces:
         self._chunks_rejected = 0
         self._underruns_seen = 0
         self._last_face: Optional[bytes] = None
-        self._resampler: Optional[StreamResampler] = None
-        self._last_chunk_at = -math.inf
+        self._resampler = ChunkResampler(_STREAM_GAP_S)
 
         self.library = AnimationLibrary.load(list(params.get("animation_dirs") or ()),
                                              params.get("animation_groups_file") or None)
@@ -253,12 +250,7 @@ class MediaInterfaces:
             self._chunks_rejected += 1
             self._warn("audio/pcm", f"audio/pcm refused: {exc}")
             return
-        now = time.monotonic()
-        rate = int(msg.sample_rate)
-        if self._resampler is None or self._resampler.rate_in != rate or now - self._last_chunk_at > _STREAM_GAP_S:
-            self._resampler = StreamResampler(rate, SAMPLE_RATE)
-        self._last_chunk_at = now
-        out = self._resampler.process(mono)
+        out = self._resampler.process(mono, int(msg.sample_rate), time.monotonic())
         if out.size:
             self.av.stream_audio(out)
 
@@ -317,12 +309,12 @@ class MediaInterfaces:
         if problem is not None:
             return self._end(handle, result, False, problem)
         try:
-            pcm, info = load_wav(request.path)
-        except LocalProtocolError as exc:
+            pcm, info = load_audio_file(request.path)
+        except CommandError as exc:
             return self._end(handle, result, False, str(exc))
         if request.volume >= 0.0:
             level, _ = volume_level(min(float(request.volume), 1.0))
-            self.robot.post(msgs.SetRobotVolume(level=level))
+            self.robot.post_volume(level)
             # Keep the driver's own record, which it re-applies after a reconnection.
             if hasattr(self.node, "_volume"):
                 self.node._volume = level
@@ -346,11 +338,7 @@ class MediaInterfaces:
                                     start_lift_height_mm=state.lift_height_mm if state is not None else None)
         except AnimationError as exc:
             return self._end(handle, result, False, str(exc))
-        stops = []
-        if clip.tracks.head:
-            stops.append(msgs.MoveHead(speed_rad_per_sec=0.0))
-        if clip.tracks.lift:
-            stops.append(msgs.MoveLift(speed_rad_per_sec=0.0))
+        stops = motor_stops(head=bool(clip.tracks.head), lift=bool(clip.tracks.lift))
         goal = self._new_goal("animation", handle)
         goal.clip = clip.name
         loops = max(1, int(request.loops))

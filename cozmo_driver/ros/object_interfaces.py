@@ -54,14 +54,13 @@ from rclpy.duration import Duration
 from rclpy.qos import QoSProfile
 from rclpy.task import Future
 
-from ..client.link import LinkState, LinkStateChanged, RobotReady
+from ..client import LinkState, LinkStateChanged, MessageReceived, RobotReady
 from ..driver.commands import CommandError
 from ..driver.diagnostics import DiagnosticReport
 from ..driver.light_animations import LightAnimationLibrary
 from ..driver.objects import (BACKPACK_LEDS, CUBE_LEDS, Light, ObjectEntry, ObjectRegistry,
                               ObjectSettings, backpack_messages, is_cube, led_count, light_state,
                               object_light_states, rotation_frames)
-from ..protocol.session import MessageReceived
 from . import qos
 from .handover import HandOver
 from .qos import QOS_COMMAND, QOS_EVENTS, QOS_LATCHED, QOS_QUEUE, QOS_SENSOR
