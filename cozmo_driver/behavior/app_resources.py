@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Union
 
 from ..json_comments import strip_json_comments
-from .config import ConfigError
+from .behavior import ConfigError
 
 __all__ = ["AppResources", "load_app_resources", "APP_TRIGGERS", "strip_json_comments",
            "emotion_name"]

@@ -63,12 +63,19 @@ __all__ = [
     "Behavior",
     "ScriptBehavior",
     "BehaviorError",
+    "ConfigError",
     "STATE_FLAGS",
 ]
 
 
 class BehaviorError(ConfigurationError, ValueError):
     """A behavior was configured or used wrongly; the message names the key."""
+
+
+class ConfigError(BehaviorError):
+    """A configuration value is wrong; the message names its key (re-exported by
+    :mod:`.config`, which reads the configuration; defined here so that
+    :mod:`.app_resources`, which config imports, need not import config back)."""
 
 
 class Outcome(enum.Enum):

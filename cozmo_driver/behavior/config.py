@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Sequence, Tuple, Union
 
 from .activities import Activity, ActivityEntry
-from .behavior import STATE_FLAGS, Behavior, BehaviorError
+from .behavior import STATE_FLAGS, Behavior, BehaviorError, ConfigError
 from .emotions import Curve, EmotionEvent, EmotionSpec
 from .reactions import Reaction
 
@@ -47,10 +47,6 @@ DEFAULT_CONFIG_PATH = Path(__file__).with_name("default_config.yaml")
 
 TOP_LEVEL_KEYS = ("idle_expression", "charger_safe_animations", "low_battery", "emotions",
                   "repetition_penalty", "emotion_events", "reactions", "behaviors", "activities")
-
-
-class ConfigError(BehaviorError):
-    """A configuration value is wrong; the message names its key."""
 
 
 #: what on_success / on_failure hold: an emotion event's name, or {emotion: change}
