@@ -3,10 +3,23 @@
 Layers, each usable alone:
 
 * :class:`RobotModel` (:mod:`.model`): the body and firmware behaviour, pure,
-  ticked by injected time;
+  ticked by injected time. It is a small composition of parts, each handling
+  its own commands:
+
+  - :mod:`.firmware`: what the parts share (configuration, seeded generator,
+    outbox, timers, robot clock, link state);
+  - :mod:`.body` (motors in :mod:`.motors`): pose and odometry frame, wheels,
+    head and lift, IMU, battery, cliff sensors, falls, pick-ups, the charger;
+  - :mod:`.path`: the path follower (AppendPathSeg*, ExecutePath, ...);
+  - :mod:`.animation`: animation playback and its outputs (face, speaker,
+    backpack lights);
+  - :mod:`.accessories`: the light cubes and the charger over the radio;
+  - :mod:`.nvstorage`: NV storage; :mod:`.camera`: the camera's settings;
+
 * :class:`SimulatedRobot` (:mod:`.robot`): the protocol on top of it, sans-I/O
   with a session's five methods (drive it with
-  :class:`~cozmo_driver.transport.memory.MemoryLink` in tests);
+  :class:`~cozmo_driver.transport.memory.MemoryLink` in tests), and the camera
+  front-end;
 * :class:`SimServer` (:mod:`.server`): the robot on a loopback UDP port, with
   thread-safe scripting and ground truth; ``cozmo-sim`` (:mod:`.cli`) runs it.
 
