@@ -10,7 +10,8 @@ Not listed in the tables, by rule (docs/driver.md, "How these tables are checked
 standard ``/rosout`` and ``/parameter_events``; the topics and services of actions
 (``.../_action/...``: compared as actions); names under the node's own name
 (``/cozmo_driver/...``: parameter, lifecycle and type-description services, the lifecycle
-``transition_event``); the parameters every node has (``use_sim_time``,
+``transition_event``). The driver's interfaces include those of ``cozmo_driver_cmd_vel``,
+the small node on which it serves ``cmd_vel`` with an executor of its own; the parameters every node has (``use_sim_time``,
 ``start_type_description_service``) and the ``qos_overrides.*`` parameters.
 """
 
@@ -35,6 +36,9 @@ pytestmark = [pytest.mark.ros]
 
 NODES = ("cozmo_driver", "cozmo_face", "cozmo_behavior")
 STANDARD_TOPICS = {"/rosout", "/parameter_events"}
+#: nodes that a node makes for itself and whose interfaces are that node's (the driver serves
+#: cmd_vel on a small node of its own with its own executor, where rclpy allows)
+COMPANIONS = {"cozmo_driver": ("cozmo_driver_cmd_vel",)}
 STANDARD_PARAMETERS = {"use_sim_time", "start_type_description_service"}
 TYPE_NAMES = {Parameter.Type.BOOL: "bool", Parameter.Type.INTEGER: "int", Parameter.Type.DOUBLE: "double",
               Parameter.Type.STRING: "string", Parameter.Type.STRING_ARRAY: "string[]",
@@ -67,11 +71,15 @@ def in_graph(probe, node: str, kind: str) -> Items:
              "action-clients": lambda n, ns: action_graph.get_action_client_names_and_types_by_node(
                  probe, n, ns)}[kind]
     items: Items = set()
-    for name, types in query(node, "/"):
-        if name in STANDARD_TOPICS or "/_action/" in name or name.startswith(f"/{node}/"):
+    present = set(probe.get_node_names())
+    for member in (node, *COMPANIONS.get(node, ())):
+        if member != node and member not in present:
             continue
-        for full in types:
-            items.add((name, short_type(full)))
+        for name, types in query(member, "/"):
+            if name in STANDARD_TOPICS or "/_action/" in name or name.startswith(f"/{member}/"):
+                continue
+            for full in types:
+                items.add((name, short_type(full)))
     return items
 
 

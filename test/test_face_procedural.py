@@ -5,7 +5,7 @@ They were made by this renderer and checked by eye; to regenerate them after an
 intended change of the renderer or of an expression, run
 ``COZMO_UPDATE_GOLDEN=1 ./dev test test/test_face_procedural.py`` and look at them:
 ``tools/make_face_montage.py`` draws them all into docs/images/face_expressions.png,
-the README's picture, which the last golden test keeps in step with them.
+the picture in docs/media.md, which the last golden test keeps in step with them.
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def test_there_are_at_least_15_goldens():
 
 
 def test_the_montage_shows_the_goldens():
-    """docs/images/face_expressions.png (the README's picture of the goldens, made by
+    """docs/images/face_expressions.png (docs/media.md's picture of the goldens, made by
     tools/make_face_montage.py) shows every golden as it is now, pixel for pixel."""
     import importlib.util
 

@@ -331,7 +331,7 @@ def _nav2_installed() -> bool:
 @pytest.mark.skipif(not _nav2_installed(),
                     reason="Nav2 is not installed: it has no PyPI wheels and no ROS apt repository is "
                            "reachable here. On a real ROS 2 Jazzy install: apt install "
-                           "ros-jazzy-navigation2, then run this test (README, 'Motion actions and Nav2')")
+                           "ros-jazzy-navigation2, then run this test (docs/motion.md, 'Nav2')")
 def test_nav2_nodes_configure_with_this_file(tmp_path):
     """Each Nav2 node of the file starts with it and configures (lifecycle) without error."""
     env = dict(os.environ)

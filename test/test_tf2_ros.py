@@ -54,7 +54,7 @@ FRAME_PREFIX = f"{NAMESPACE}/" if NAMESPACE else ""
 TOPIC_PREFIX = f"/{NAMESPACE}" if NAMESPACE else ""
 START_TIMEOUT_S = 40.0
 
-#: Each frame of the robot and its parent in the tree (README: The robot model).
+#: Each frame of the robot and its parent in the tree (docs/bringup.md: The robot model).
 PARENTS = {
     "base_footprint": "odom",
     "base_link": "base_footprint",

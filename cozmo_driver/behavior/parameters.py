@@ -1,6 +1,6 @@
 """The parameters of ``cozmo_behavior_node``: one table, used by the node to
 declare them (with descriptions and ranges), by ``config/cozmo.yaml`` (its
-``cozmo_behavior:`` section lists each with its default) and by the README
+``cozmo_behavior:`` section lists each with its default) and by docs/behavior.md
 (tests check all three agree). Pure."""
 
 from __future__ import annotations

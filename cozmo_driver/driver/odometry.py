@@ -49,7 +49,7 @@ __all__ = [
 #: variance given to quantities that are not measured at all
 UNOBSERVED_VARIANCE = 1.0e6
 
-# Dead-reckoning drift model (estimates for Cozmo's treads; see README):
+# Dead-reckoning drift model (estimates for Cozmo's treads; see docs/driver.md, Odometry re-anchoring):
 _BASE_VAR_XY = 1.0e-6           # m^2 right after a reset
 _VAR_XY_PER_M = 0.05 ** 2       # m^2 per metre driven: 5 cm 1-sigma after 1 m
 _BASE_VAR_YAW = 1.0e-6          # rad^2

@@ -3,7 +3,7 @@ description, and whether it may change while the node is configured.
 
 The node declares its ROS parameters from :data:`PARAMETERS` (descriptions and
 ranges go into the ParameterDescriptor), validates every change with
-:func:`validate_change`, and the README table and ``config/cozmo.yaml`` list the
+:func:`validate_change`, and the table of docs/driver.md and ``config/cozmo.yaml`` list the
 same entries (a test keeps them in step). "Static" parameters take effect at
 the next ``configure`` and are refused while the node is configured; "dynamic"
 ones apply at once. Pure.
@@ -118,7 +118,7 @@ PARAMETERS: Tuple[ParamSpec, ...] = (
     ParamSpec("object_reconnect_max", 10.0, "Longest wait between attempts to reconnect an object",
               "s", 0.1, 600.0, dynamic=True),
     ParamSpec("light_animation_file", "", "YAML file of more light animations for "
-              "play_light_animation (format in the README); empty: the built-in ones only"),
+              "play_light_animation (format in docs/objects.md); empty: the built-in ones only"),
 )
 
 PARAMETERS_BY_NAME: Dict[str, ParamSpec] = {p.name: p for p in PARAMETERS}
