@@ -11,8 +11,8 @@ standard ``/rosout`` and ``/parameter_events``; the topics and services of actio
 (``.../_action/...``: compared as actions); names under the node's own name
 (``/cozmo_driver/...``: parameter, lifecycle and type-description services, the lifecycle
 ``transition_event``). The driver's interfaces include those of ``cozmo_driver_cmd_vel``,
-the small node on which it serves ``cmd_vel`` with an executor of its own; the parameters every node has (``use_sim_time``,
-``start_type_description_service``) and the ``qos_overrides.*`` parameters.
+the small node on which it serves ``cmd_vel`` with an executor of its own. Nor the
+parameters every node has (``use_sim_time``, ``start_type_description_service``) and the ``qos_overrides.*`` parameters.
 """
 
 from __future__ import annotations
