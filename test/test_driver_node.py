@@ -298,7 +298,10 @@ def test_cmd_vel_and_its_watchdog_run_without_the_executor(make_driver):
     h = make_driver(cmd_vel_timeout=0.3)
     thread = h.node._cmd_vel_thread
     assert thread is not None and thread.thread.is_alive()
-    assert not h.executor.can_execute(thread.subscription)  # in no executor's wait set
+    # the subscription is its own node's, which the main executor does not spin
+    assert thread.node not in h.executor.get_nodes()
+    assert thread.subscription in thread.node.subscriptions
+    assert thread.node.get_name() == "cozmo_driver_cmd_vel"
     pub = h.publisher(Twist, "cmd_vel")
     before = h.sim.command_counts().get("DriveWheels", 0)
     cmd = Twist()
@@ -362,16 +365,17 @@ def test_a_failed_cmd_vel_thread_stops_the_treads_and_the_executor_takes_over(ma
     assert h.spin_until(lambda: h.sim.wheel_speeds() != (0.0, 0.0), 2.0,
                         every=lambda: pub.publish(cmd))
 
-    class BrokenWaitSet:
+    class BrokenExecutor:
         def __getattr__(self, name: str) -> Any:
-            raise RuntimeError("the wait set broke")
+            raise RuntimeError("the executor broke")
     thread = h.node._cmd_vel_thread
-    thread._wait_set = BrokenWaitSet()
+    executor, thread._executor = thread._executor, BrokenExecutor()
     thread.wake()
     assert h.spin_until(lambda: h.node._cmd_vel_thread is None, 2.0)
     assert h.spin_until(lambda: h.sim.wheel_speeds() == (0.0, 0.0), 2.0)
     assert not thread.thread.is_alive()
-    assert h.node._watchdog is not None  # the executor's watchdog timer now
+    executor.shutdown(timeout_sec=0.0)
+    assert h.node._cmd_vel_sub is not None  # the main executor serves cmd_vel now
     pub = h.publisher(Twist, "cmd_vel")
     pub.publish(cmd)
     assert h.spin_until(lambda: h.sim.wheel_speeds() != (0.0, 0.0), 2.0)

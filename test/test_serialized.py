@@ -15,7 +15,11 @@ pytest.importorskip("rclpy")
 
 from rclpy.serialization import deserialize_message, serialize_message  # noqa: E402
 
-from cozmo_driver.ros import driver_node  # noqa: E402
+from types import SimpleNamespace  # noqa: E402
+
+from cozmo_driver.core import (CameraFrame, ImuSample, JointSample, OdomSample,  # noqa: E402
+                               StatusSample)
+from cozmo_driver.ros import driver_streams as ds  # noqa: E402
 from cozmo_driver.ros.serialized import (LayoutError, Template, cdr_layout,  # noqa: E402
                                          serialized_publish_supported)
 from cozmo_interfaces.msg import ObjectList, RobotStatus  # noqa: E402
@@ -25,7 +29,7 @@ from nav_msgs.msg import Odometry  # noqa: E402
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image, Imu, JointState  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
-STAMP = driver_node._STAMP_FIELDS
+STAMP = ds.STAMP_BINDING
 
 
 def _odom() -> Odometry:
@@ -87,17 +91,17 @@ def _info() -> CameraInfo:
     return m
 
 
-#: every template the driver builds, with the fields it writes (driver_node's constants)
+#: every template the driver builds, with its binding and sample type (driver_streams)
 DRIVER_TEMPLATES = [
-    ("odom", _odom, STAMP + driver_node._ODOM_FIELDS, None),
-    ("tf", _tf, driver_node._TF_FIELDS, None),
-    ("imu", _imu, STAMP + driver_node._IMU_FIELDS, None),
-    ("joints", _joints, STAMP + ("position[0]", "position[1]"), None),
-    ("status", _status, STAMP + driver_node._STATUS_FIELDS, None),
-    ("camera_info", _info, STAMP, None),
-    ("compressed", _compressed, STAMP, "data"),
-    ("mono8", lambda: _image("mono8"), STAMP + ("height", "width", "step"), "data"),
-    ("rgb8", lambda: _image("rgb8"), STAMP + ("height", "width", "step"), "data"),
+    ("odom", _odom, ds.ODOM_BINDING, OdomSample, None),
+    ("tf", _tf, ds.TF_BINDING, OdomSample, None),
+    ("imu", _imu, ds.IMU_BINDING, ImuSample, None),
+    ("joints", _joints, ds.JOINTS_BINDING, JointSample, None),
+    ("status", _status, ds.STATUS_BINDING, StatusSample, None),
+    ("camera_info", _info, STAMP, CameraFrame, None),
+    ("compressed", _compressed, STAMP, CameraFrame, "data"),
+    ("mono8", lambda: _image("mono8"), ds.RAW_IMAGE_BINDING, ds.RawImage, "data"),
+    ("rgb8", lambda: _image("rgb8"), ds.RAW_IMAGE_BINDING, ds.RawImage, "data"),
 ]
 
 _RANGES = {"?": None, "b": (-128, 127), "B": (0, 255), "h": (-32768, 32767), "H": (0, 65535),
@@ -116,10 +120,10 @@ def _random_value(rng: random.Random, code: str):
 
 
 def _values(rng: random.Random, template: Template, codes, tail):
-    values = [_random_value(rng, codes[path]) for path in template.fields]
-    if tail is not None:
-        values.insert(0, bytes(rng.randrange(256) for _ in range(rng.randrange(0, 40))))
-    return values
+    sample = SimpleNamespace(**{template.bind[path]: _random_value(rng, codes[path])
+                                for path in template.fields})
+    data = bytes(rng.randrange(256) for _ in range(rng.randrange(0, 40))) if tail else None
+    return sample, data
 
 
 def test_this_rclpy_publishes_serialized_messages():
@@ -127,33 +131,43 @@ def test_this_rclpy_publishes_serialized_messages():
     assert serialized_publish_supported()
 
 
-@pytest.mark.parametrize("name,make,fields,tail", DRIVER_TEMPLATES, ids=[t[0] for t in DRIVER_TEMPLATES])
-def test_driver_templates_serialize_what_message_objects_would(name, make, fields, tail):
-    template = Template(make(), fields, tail)
+@pytest.mark.parametrize("name,make,bind,sample_type,tail", DRIVER_TEMPLATES,
+                         ids=[t[0] for t in DRIVER_TEMPLATES])
+def test_driver_templates_serialize_what_message_objects_would(name, make, bind, sample_type, tail):
+    template = Template(make(), bind, sample_type, tail)
     assert template.serialized, template.failure
-    reference = Template(make(), fields, tail, serialized=False)
+    reference = Template(make(), bind, sample_type, tail, serialized=False)
     assert not reference.serialized
     _, offsets, _, _ = cdr_layout(make())
-    codes = {path: offsets[path][1] for path in fields}
+    codes = {path: offsets[path][1] for path in bind}
     rng = random.Random(name)
     for _ in range(50):
-        values = _values(rng, template, codes, tail)
-        data = template.pack(*values)
-        assert isinstance(data, bytes)
-        expected = reference.pack(*values)
-        assert deserialize_message(data, type(expected)) == expected
+        sample, data = _values(rng, template, codes, tail)
+        packed = template.pack(sample, data)
+        assert isinstance(packed, bytes)
+        expected = reference.pack(sample, data)
+        assert deserialize_message(packed, type(expected)) == expected
         # and what the middleware makes of the message object deserializes the same way
         assert deserialize_message(serialize_message(expected), type(expected)) == expected
 
 
+def _odom_sample(**values):
+    fields = {name: 0.0 for name in OdomSample.__slots__}
+    fields.update(values)
+    return OdomSample(**fields)
+
+
 def test_templates_change_only_their_fields():
-    template = Template(_odom(), STAMP + driver_node._ODOM_FIELDS)
-    values = [7, 8] + [float(i) + 0.25 for i in range(len(driver_node._ODOM_FIELDS))]
-    got = deserialize_message(template.pack(*values), Odometry)
+    template = Template(_odom(), ds.ODOM_BINDING, OdomSample)
+    sample = _odom_sample(sec=7, nanosec=8, x_m=0.25, y_m=1.25, qz=2.25, qw=3.25, pose_var_x=4.25,
+                          pose_var_y=5.25, pose_var_yaw=6.25, v_mps=7.25, w_radps=8.25,
+                          twist_var_vx=9.25, twist_var_vy=10.25, twist_var_wz=11.25)
+    got = deserialize_message(template.pack(sample), Odometry)
     assert got.header.stamp.sec == 7 and got.header.stamp.nanosec == 8
     assert got.header.frame_id == "robot1/odom" and got.child_frame_id == "robot1/base_footprint"
     assert got.pose.pose.position.x == 0.25 and got.pose.pose.position.y == 1.25
     assert got.pose.pose.position.z == 0.0 and got.pose.pose.orientation.x == 0.0
+    assert got.pose.pose.orientation.z == 2.25 and got.pose.pose.orientation.w == 3.25
     assert got.pose.covariance[14] == 1e6  # a constant between two written fields survives
     assert list(got.pose.covariance[[0, 7, 35]]) == [4.25, 5.25, 6.25]
     assert got.twist.twist.linear.x == 7.25 and got.twist.twist.angular.z == 8.25
@@ -161,12 +175,13 @@ def test_templates_change_only_their_fields():
 
 
 def test_image_tails_of_every_length_keep_their_bytes():
-    template = Template(_compressed(), STAMP, tail="data")
+    template = Template(_compressed(), STAMP, CameraFrame, tail="data")
     for n in range(0, 18):
         data = bytes(range(n))
-        got = deserialize_message(template.pack(data, 1, 2), CompressedImage)
+        got = deserialize_message(template.pack(SimpleNamespace(sec=1, nanosec=2), data),
+                                  CompressedImage)
         assert bytes(got.data) == data and got.format == "jpeg"
-        assert got.header.frame_id == "camera_optical_frame"
+        assert got.header.frame_id == "camera_optical_frame" and got.header.stamp.sec == 1
 
 
 @pytest.mark.parametrize("make", [_odom, _tf, _imu, _joints, _status, _info, _compressed,
@@ -187,15 +202,26 @@ def test_layout_puts_every_byte_where_the_middleware_does(make):
     assert deserialize_message(data, type(msg)) == msg
 
 
-def test_unknown_fields_and_wrong_order_fall_back_to_message_objects():
+def test_a_wrong_field_or_name_is_an_error_when_the_template_is_built():
     with pytest.raises(LayoutError, match="no_such_field"):
-        Template(_odom(), ("pose.no_such_field",))
-    # out of serialization order: no bytes, but the same fields written on the message
-    template = Template(_joints(), ("position[1]", "position[0]"))
-    assert not template.serialized
-    assert "out of serialization order" in template.failure
-    msg = template.pack(0.5, -0.5)
-    assert isinstance(msg, JointState) and list(msg.position) == [-0.5, 0.5]
+        Template(_odom(), {"pose.no_such_field": "x_m"}, OdomSample)
+    with pytest.raises(LayoutError, match="'x_mm'"):
+        Template(_odom(), {"pose.pose.position.x": "x_mm"}, OdomSample)
+    with pytest.raises(LayoutError, match="'x_mm'"):
+        Template(_odom(), {"pose.pose.position.x": "x_mm"}, OdomSample, serialized=False)
+
+
+def test_the_binding_order_does_not_matter():
+    # listed against serialization order: the same bytes, each value to its named field
+    forward = Template(_joints(), {"position[0]": "head_rad", "position[1]": "lift_rad"}, JointSample)
+    backward = Template(_joints(), {"position[1]": "lift_rad", "position[0]": "head_rad"}, JointSample)
+    fallback = Template(_joints(), {"position[1]": "lift_rad", "position[0]": "head_rad"},
+                        JointSample, serialized=False)
+    assert forward.serialized and backward.serialized
+    sample = JointSample(sec=1, nanosec=2, head_rad=0.5, lift_rad=-0.5)
+    assert forward.pack(sample) == backward.pack(sample)
+    assert list(deserialize_message(backward.pack(sample), JointState).position) == [0.5, -0.5]
+    assert list(fallback.pack(sample).position) == [0.5, -0.5]
 
 
 def test_message_path_holds_floats_in_float_fields():
@@ -203,17 +229,21 @@ def test_message_path_holds_floats_in_float_fields():
     # the same way, so that a message object never holds an int in a float field (which
     # ROS_PYTHON_CHECK_FIELDS=1 refuses and a C-asserts build aborts on)
     assert os.environ.get("ROS_PYTHON_CHECK_FIELDS") == "1"
-    fields = STAMP + driver_node._ODOM_FIELDS
-    values = [7, 8] + list(range(1, len(driver_node._ODOM_FIELDS) + 1))
-    serialized = Template(_odom(), fields)
-    fallback = Template(_odom(), fields, serialized=False)
+    sample = _odom_sample(sec=7, nanosec=8, **{name: i for i, name in enumerate(
+        ("x_m", "y_m", "qz", "qw", "pose_var_x"), start=1)})
+    serialized = Template(_odom(), ds.ODOM_BINDING, OdomSample)
+    fallback = Template(_odom(), ds.ODOM_BINDING, OdomSample, serialized=False)
     assert serialized.serialized and not fallback.serialized
-    msg = fallback.pack(*values)
+    msg = fallback.pack(sample)
     assert type(msg.pose.pose.position.x) is float and msg.pose.pose.position.x == 1.0
     assert type(msg.header.stamp.sec) is int
-    assert deserialize_message(serialized.pack(*values), Odometry) == msg
-    status = Template(_status(), STAMP + driver_node._STATUS_FIELDS, serialized=False)
-    bools = len(driver_node._STATUS_FIELDS) - 8  # then flags, 4 cliffs, touch, segment, volts
-    msg = status.pack(1, 2, *[(i + 1) % 2 for i in range(bools)], 5, 1, 2, 3, 4, 9, -1, 4)
+    assert deserialize_message(serialized.pack(sample), Odometry) == msg
+    status = Template(_status(), ds.STATUS_BINDING, StatusSample, serialized=False)
+    flags = {name: (i + 1) % 2 for i, name in enumerate(
+        n for n in StatusSample.__slots__ if n.startswith(("is_", "lift_", "head_", "cliff_d",
+                                                             "are_")))}
+    msg = status.pack(StatusSample(sec=1, nanosec=2, **flags, status_flags=5, cliff_0=1, cliff_1=2,
+                                   cliff_2=3, cliff_3=4, backpack_touch=9, path_segment=-1,
+                                   battery_v=4))
     assert msg.is_moving is True and msg.is_carrying_block is False
     assert type(msg.battery_voltage) is float and msg.battery_voltage == 4.0

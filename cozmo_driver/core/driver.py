@@ -275,11 +275,13 @@ class DriverCore:
             self._log(logging.INFO, f"disconnected from the robot at {where}: {event.reason}")
         else:
             self._log(logging.DEBUG, f"link {event.state.value}: {event.reason}")
-        self.output.on_link(self.link_sample())
+        with self.lock:  # (the front-end destroys its publishers under it)
+            self.output.on_link(self.link_sample())
 
     def _on_robot_ready(self, info: Any) -> None:
         self.link_state = LinkState.READY
-        self.output.on_robot_info(info)
+        with self.lock:
+            self.output.on_robot_info(info)
         again = " again" if self.ever_ready else ""
         self.ever_ready = True
         p = self.params

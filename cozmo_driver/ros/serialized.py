@@ -22,9 +22,11 @@ difference, and the topic carries the same messages either way.
 
 from __future__ import annotations
 
+import operator
 import re
 import struct
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from types import SimpleNamespace
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 __all__ = ["Template", "LayoutError", "serialized_publish_supported", "cdr_layout"]
 
@@ -45,12 +47,17 @@ class LayoutError(ValueError):
 
 
 def serialized_publish_supported() -> bool:
-    """Whether this rclpy publishes serialized messages (``publish(bytes)``)."""
+    """Whether this rclpy publishes serialized messages (``publish(bytes)``). Asked of
+    public API only: ``Publisher.publish`` declares ``msg: Union[MsgType, bytes]`` in every
+    rclpy that takes bytes (Humble on). Where it does not say so, the templates work on
+    message objects, which every rclpy publishes."""
+    import inspect
     try:
-        from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
-    except ImportError:  # pragma: no cover - rclpy is a dependency
+        from rclpy.publisher import Publisher
+        annotation = inspect.signature(Publisher.publish).parameters["msg"].annotation
+    except (ImportError, KeyError, TypeError, ValueError):  # pragma: no cover
         return False
-    return hasattr(getattr(_rclpy, "Publisher", None), "publish_raw")
+    return "bytes" in str(annotation)
 
 
 class _Writer:
@@ -177,27 +184,32 @@ def _resolve(msg: Any, path: str) -> Tuple[Any, str, Optional[int]]:
 
 
 class Template:
-    """A message of which ``fields`` (primitive paths, in the order the message serializes
-    them) change; see the module docstring. ``tail`` names a last byte-sequence field
-    (``data`` of an image) that :meth:`pack` takes first. Not thread-safe: one template
-    per publishing thread."""
+    """A message of which the fields named in ``bind`` change; see the module docstring.
 
-    def __init__(self, msg: Any, fields: Sequence[str], tail: Optional[str] = None,
-                 serialized: Optional[bool] = None) -> None:
+    ``bind`` maps each changing field's path in the message (``pose.pose.position.x``,
+    ``pose.covariance[7]``...) to the name of the attribute of ``sample_type`` that holds
+    its value; :meth:`pack` reads them from a sample with one precompiled
+    ``operator.attrgetter``. A path the message does not have, or a name ``sample_type``
+    does not have, is a :class:`LayoutError` here, when the template is built. ``tail``
+    names a last byte-sequence field (``data`` of an image), given to :meth:`pack` apart.
+    Not thread-safe: one template per publishing thread."""
+
+    def __init__(self, msg: Any, bind: Mapping[str, str], sample_type: Any,
+                 tail: Optional[str] = None, serialized: Optional[bool] = None) -> None:
         self.msg = msg
-        self.fields = tuple(fields)
+        self.bind = dict(bind)
+        self.sample_type = sample_type
         self.tail = tail
+        missing = [name for name in self.bind.values() if not hasattr(sample_type, name)]
+        if missing:
+            raise LayoutError(f"{getattr(sample_type, '__name__', sample_type)} has no "
+                              f"attribute {', '.join(map(repr, missing))}")
         if serialized is None:
             serialized = serialized_publish_supported()
         self.failure: Optional[str] = None
         self._serialized = False
         self._runs: List[Tuple[Any, int, int, int]] = []
-        self._setters = [_resolve(msg, path) for path in self.fields]
-        # the message path converts each value as struct does on the serialized path (an
-        # int for a float64 field becomes a float): both paths make the same message, and
-        # a message object never holds an int in a float field (ROS_PYTHON_CHECK_FIELDS)
-        self._conversions = [_conversion(obj.get_fields_and_field_types()[name])
-                             for obj, name, _ in self._setters]
+        self._order(list(self.bind))
         if tail is not None:
             obj, name, index = _resolve(msg, tail)
             if index is not None:
@@ -210,6 +222,25 @@ class Template:
                     RuntimeError) as exc:  # RuntimeError: rclpy could not deserialize
                 self.failure = f"{type(msg).__name__}: {exc}"
                 self._serialized = False
+                self._order(list(self.bind))
+
+    def _order(self, paths: List[str]) -> None:
+        """Write the fields in this order (the serialization order, once known)."""
+        self.fields = tuple(paths)
+        self._setters = [_resolve(self.msg, path) for path in self.fields]
+        # the message path converts each value as struct does on the serialized path (an
+        # int for a float64 field becomes a float): both paths make the same message, and
+        # a message object never holds an int in a float field (ROS_PYTHON_CHECK_FIELDS)
+        self._conversions = [_conversion(obj.get_fields_and_field_types()[name])
+                             for obj, name, _ in self._setters]
+        names = [self.bind[path] for path in self.fields]
+        if len(names) == 1:
+            name = names[0]
+            self._values: Callable[[Any], Tuple[Any, ...]] = lambda sample: (getattr(sample, name),)
+        elif names:
+            self._values = operator.attrgetter(*names)
+        else:
+            self._values = lambda sample: ()
 
     @property
     def serialized(self) -> bool:
@@ -221,15 +252,15 @@ class Template:
         if self.tail is not None:
             setattr(*self._tail_setter, b"")
         data, offsets, lengths, padding = cdr_layout(msg)
+        for path in self.fields:
+            if path not in offsets:
+                raise LayoutError(f"{path!r} is not a primitive field of {type(msg).__name__}")
+        self._order(sorted(self.fields, key=lambda path: offsets[path][0]))
         # runs of fields with nothing but alignment padding between them: one struct each
         runs: List[Tuple[int, List[str], int]] = []  # (start offset, codes, number of values)
         position = -1
         for path in self.fields:
-            if path not in offsets:
-                raise LayoutError(f"{path!r} is not a primitive field of {type(msg).__name__}")
             offset, code = offsets[path]
-            if offset < position:
-                raise LayoutError(f"{path!r} is out of serialization order")
             if runs and all(b in padding for b in range(position, offset)):
                 start, codes, n = runs[-1]
                 codes.append("x" * (offset - position) + code)
@@ -254,33 +285,30 @@ class Template:
         """The bytes :meth:`pack` makes must deserialize to the message the message path
         makes, for values that differ field by field."""
         from rclpy.serialization import deserialize_message, serialize_message
-        values: List[Any] = [_sample(offsets[path][1], i) for i, path in enumerate(self.fields)]
-        if self.tail is not None:
-            values.insert(0, b"\x01\x02\x03")
-        got = deserialize_message(self.pack(*values), type(self.msg))
+        sample = SimpleNamespace(**{self.bind[path]: _sample(offsets[path][1], i)
+                                    for i, path in enumerate(self.fields)})
+        tail = b"\x01\x02\x03" if self.tail is not None else None
+        got = deserialize_message(self.pack(sample, tail), type(self.msg))
         reference = Template(deserialize_message(serialize_message(self.msg), type(self.msg)),
-                             self.fields, self.tail, serialized=False)
-        if got != reference.pack(*values):
+                             self.bind, self.sample_type, self.tail, serialized=False)
+        if got != reference.pack(sample, tail):
             raise LayoutError("the computed bytes do not deserialize to the same message")
 
-    def pack(self, *values: Any) -> Any:
-        """What to publish with ``values`` for :attr:`fields` (and first the tail's bytes,
-        if there is a tail): serialized bytes, or the prototype message with them set.
-        A value may be any Python number the field's type takes: on either path it is
-        converted as ``struct`` converts it (float fields hold floats)."""
+    def pack(self, sample: Any, tail: Optional[bytes] = None) -> Any:
+        """What to publish for ``sample`` (and the tail's bytes, if there is a tail):
+        serialized bytes, or the prototype message with the fields set. A value may be any
+        Python number the field's type takes: on either path it is converted as ``struct``
+        converts it (float fields hold floats)."""
+        values = self._values(sample)
         if self._serialized:
             buffer = self._buffer
-            if self.tail is None:
-                for pack_into, offset, first, end in self._runs:
-                    pack_into(buffer, offset, *values[first:end])
-                return bytes(buffer)
-            tail = values[0]
             for pack_into, offset, first, end in self._runs:
-                pack_into(buffer, offset, *values[first + 1:end + 1])
+                pack_into(buffer, offset, *values[first:end])
+            if self.tail is None:
+                return bytes(buffer)
             return b"".join((buffer, _COUNT.pack(len(tail)), tail))
         if self.tail is not None:
-            setattr(*self._tail_setter, values[0])
-            values = values[1:]
+            setattr(*self._tail_setter, tail)
         for (obj, name, index), convert, value in zip(self._setters, self._conversions, values):
             if convert is not None:
                 value = convert(value)

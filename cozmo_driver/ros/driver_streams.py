@@ -1,0 +1,328 @@
+"""The driver node's publishing side: the core's samples as ROS messages.
+
+:class:`DriverStreams` is the :class:`~cozmo_driver.core.DriverOutput` of
+:class:`~cozmo_driver.ros.driver_node.CozmoDriverNode`. The core calls it on the
+robot client's I/O thread, holding the core's lock, which the node also holds
+while it creates or destroys the publishers. The per-state and camera messages
+are ready-serialized templates (:mod:`cozmo_driver.ros.serialized`) bound by
+field name to the samples' attributes (the ``*_BINDING`` tables below); a
+stream nobody subscribes to is neither filled in nor published (the
+subscriber counts are asked every 0.2 s, not per message). Rarer things (robot
+facts, link changes, events) are published right there too: rclpy publishers
+may be used from any thread.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Optional, Tuple
+
+from builtin_interfaces.msg import Time as TimeMsg
+from cozmo_interfaces.msg import LinkStatus, RobotEvent, RobotInfo, RobotStatus
+from geometry_msgs.msg import TransformStamped
+from nav_msgs.msg import Odometry
+from sensor_msgs.msg import BatteryState, CameraInfo, CompressedImage, Image, Imu, JointState
+from tf2_msgs.msg import TFMessage
+
+from .. import robot_geometry as geo
+from ..client import LinkState
+from ..core import (CameraFrame, DriverOutput, ImuSample, JointSample, LinkSample, OdomSample,
+                    StatusSample)
+from ..driver.odometry import pose_covariance, twist_covariance
+from ..driver.sensors import STATUS_FLAG_NAMES, imu_from_state
+from .serialized import Template
+
+__all__ = ["DriverStreams", "ODOM_BINDING", "TF_BINDING", "IMU_BINDING", "JOINTS_BINDING",
+           "STATUS_BINDING", "STAMP_BINDING", "RAW_IMAGE_BINDING", "RawImage", "STREAMS"]
+
+STAMP_BINDING = {"header.stamp.sec": "sec", "header.stamp.nanosec": "nanosec"}
+ODOM_BINDING = {**STAMP_BINDING,
+                "pose.pose.position.x": "x_m", "pose.pose.position.y": "y_m",
+                "pose.pose.orientation.z": "qz", "pose.pose.orientation.w": "qw",
+                "pose.covariance[0]": "pose_var_x", "pose.covariance[7]": "pose_var_y",
+                "pose.covariance[35]": "pose_var_yaw",
+                "twist.twist.linear.x": "v_mps", "twist.twist.angular.z": "w_radps",
+                "twist.covariance[0]": "twist_var_vx", "twist.covariance[7]": "twist_var_vy",
+                "twist.covariance[35]": "twist_var_wz"}
+TF_BINDING = {"transforms[0].header.stamp.sec": "sec",
+              "transforms[0].header.stamp.nanosec": "nanosec",
+              "transforms[0].transform.translation.x": "x_m",
+              "transforms[0].transform.translation.y": "y_m",
+              "transforms[0].transform.rotation.z": "qz", "transforms[0].transform.rotation.w": "qw"}
+IMU_BINDING = {**STAMP_BINDING,
+               "orientation.x": "qx", "orientation.y": "qy", "orientation.z": "qz",
+               "orientation.w": "qw", "angular_velocity.x": "wx_radps",
+               "angular_velocity.y": "wy_radps", "angular_velocity.z": "wz_radps",
+               "linear_acceleration.x": "ax_mps2", "linear_acceleration.y": "ay_mps2",
+               "linear_acceleration.z": "az_mps2"}
+JOINTS_BINDING = {**STAMP_BINDING, "position[0]": "head_rad", "position[1]": "lift_rad"}
+STATUS_BINDING = {**STAMP_BINDING, **{name: name for name, _ in STATUS_FLAG_NAMES},
+                  "status_flags": "status_flags", "cliff_data_raw[0]": "cliff_0",
+                  "cliff_data_raw[1]": "cliff_1", "cliff_data_raw[2]": "cliff_2",
+                  "cliff_data_raw[3]": "cliff_3", "backpack_touch_sensor_raw": "backpack_touch",
+                  "curr_path_segment": "path_segment", "battery_voltage": "battery_v"}
+RAW_IMAGE_BINDING = {**STAMP_BINDING, "height": "height", "width": "width", "step": "step"}
+#: the streams filled in only for subscribers
+STREAMS = ("odom", "tf", "imu", "joints", "status", "compressed", "image", "camera_info")
+#: how often the subscriber counts and whether ROS time is active are asked again, ns
+RECHECK_NS = 200_000_000
+_LINK_STATUS = {LinkState.DISCONNECTED: LinkStatus.DISCONNECTED,
+                LinkState.CONNECTING: LinkStatus.CONNECTING,
+                LinkState.INITIALIZING: LinkStatus.CONNECTING,
+                LinkState.READY: LinkStatus.CONNECTED, LinkState.LOST: LinkStatus.LOST}
+
+
+@dataclass(slots=True)
+class RawImage:
+    """A decoded frame's stamp and geometry, for the camera/image_raw template."""
+
+    sec: int
+    nanosec: int
+    height: int
+    width: int
+    step: int
+
+
+def time_msg(ns: int) -> TimeMsg:
+    msg = TimeMsg()
+    msg.sec, msg.nanosec = divmod(ns, 1_000_000_000)
+    return msg
+
+
+class _Level:
+    """A robot state standing level and still (every field 0): the IMU's constant parts."""
+
+    def __getattr__(self, name: str) -> float:
+        return 0.0
+
+
+class DriverStreams(DriverOutput):
+    """See the module docstring. ``node`` is the driver node (publishers in ``node._pub``,
+    frames from ``node._frame``, logging through ``node._log``)."""
+
+    def __init__(self, node: Any, hand_over: Callable[..., None]) -> None:
+        self.node = node
+        self._hand_over = hand_over
+        self.templates: Dict[str, Template] = {}
+        self.image_templates: Dict[str, Template] = {}
+        self.info_cache: Dict[Tuple[int, int], Template] = {}
+        self.battery_msg: Optional[BatteryState] = None  # the latest, for battery_marker
+        self._wanted: Dict[str, bool] = {}
+        self.wanted_until = 0
+        self._ros_time = False
+        self._clock_checked_until = 0
+
+    # ------------------------------------------------------------------ set-up
+
+    def template(self, msg: Any, bind: Dict[str, str], sample_type: Any,
+                 tail: Optional[str] = None) -> Template:
+        """A Template; a warning if it falls back to message objects."""
+        template = Template(msg, bind, sample_type, tail)
+        if template.failure is not None:
+            self.node.get_logger().warning(
+                f"publishing {template.failure}; falling back to message objects")
+        return template
+
+    def build(self) -> None:
+        """The per-state messages, with their constant fields set (configure)."""
+        frame = self.node._frame
+        self.wanted_until = 0
+        self.info_cache.clear()  # the frame names may have changed since the last configure
+        self.image_templates.clear()
+        odom = Odometry()
+        odom.header.frame_id = frame("odom_frame")
+        odom.child_frame_id = frame("base_frame")
+        odom.pose.covariance = pose_covariance(0.0, 0.0)
+        odom.twist.covariance = twist_covariance(0.0, geo.TRACK_WIDTH_M, False)
+        tf = TransformStamped()
+        tf.header.frame_id = odom.header.frame_id
+        tf.child_frame_id = odom.child_frame_id
+        imu = Imu()
+        imu.header.frame_id = frame("imu_frame")
+        reading = imu_from_state(_Level(), 0.0)
+        imu.orientation_covariance = reading.orientation_covariance
+        imu.angular_velocity_covariance = reading.angular_velocity_covariance
+        imu.linear_acceleration_covariance = reading.linear_acceleration_covariance
+        joints = JointState()
+        joints.name = ["head_joint", "lift_joint"]
+        joints.position = [0.0, 0.0]
+        status = RobotStatus()
+        status.header.frame_id = frame("base_link_frame")
+        self.templates = {
+            "odom": self.template(odom, ODOM_BINDING, OdomSample),
+            "tf": self.template(TFMessage(transforms=[tf]), TF_BINDING, OdomSample),
+            "imu": self.template(imu, IMU_BINDING, ImuSample),
+            "joints": self.template(joints, JOINTS_BINDING, JointSample),
+            "status": self.template(status, STATUS_BINDING, StatusSample),
+        }
+
+    # ------------------------------------------------------------------ time, subscribers
+
+    def stamp_ns(self) -> int:
+        """The node's clock, in nanoseconds: read from the system directly unless ROS time
+        (use_sim_time) is active, which is what the clock itself would do, at a fraction of
+        the cost. Whether ROS time is active is asked of the clock every 0.2 s."""
+        now = time.time_ns()
+        if now >= self._clock_checked_until:  # asking the clock costs more than reading it
+            self._ros_time = self.node.get_clock().ros_time_is_active
+            self._clock_checked_until = now + RECHECK_NS
+        if self._ros_time:
+            return self.node.get_clock().now().nanoseconds
+        return now
+
+    def wanted(self, stamp_ns: int) -> Dict[str, bool]:
+        """Which streams have subscribers: asked every RECHECK_NS (and after a clock jump
+        back), not per message."""
+        until = self.wanted_until
+        if stamp_ns >= until or stamp_ns < until - RECHECK_NS:
+            pub = self.node._pub
+            self._wanted = {key: pub[key].get_subscription_count() > 0
+                            for key in STREAMS if key in pub}
+            self.wanted_until = stamp_ns + RECHECK_NS
+        return self._wanted
+
+    # ------------------------------------------------------------------ DriverOutput
+
+    def on_state(self, sample) -> None:
+        pub = self.node._pub
+        if not pub:
+            return
+        tpl = self.templates
+        odom = sample.odom
+        wanted = self.wanted(odom.stamp_ns)
+        if wanted["odom"]:
+            pub["odom"].publish(tpl["odom"].pack(odom))
+        if self.node._params["publish_tf"] and wanted["tf"]:
+            pub["tf"].publish(tpl["tf"].pack(odom))
+        if wanted["imu"]:
+            pub["imu"].publish(tpl["imu"].pack(sample.imu))
+        if wanted["joints"]:
+            pub["joints"].publish(tpl["joints"].pack(sample.joints))
+        if wanted["status"]:
+            pub["status"].publish(tpl["status"].pack(sample.status))
+
+    def on_battery(self, sample) -> None:
+        pub = self.node._pub
+        if not pub:
+            return
+        nan = math.nan
+        msg = BatteryState()
+        msg.header.stamp = time_msg(sample.stamp_ns)
+        msg.header.frame_id = self.node._frame("base_link_frame")
+        msg.voltage = sample.voltage_v
+        msg.temperature = msg.current = msg.charge = msg.capacity = msg.design_capacity = nan
+        msg.percentage = sample.percentage
+        msg.power_supply_status = getattr(BatteryState,
+                                          "POWER_SUPPLY_STATUS_" + sample.supply_status)
+        msg.power_supply_health = BatteryState.POWER_SUPPLY_HEALTH_UNKNOWN
+        msg.power_supply_technology = BatteryState.POWER_SUPPLY_TECHNOLOGY_LIPO
+        msg.present = True
+        msg.cell_voltage = [sample.voltage_v] * geo.BATTERY_CELLS
+        msg.cell_temperature = [nan] * geo.BATTERY_CELLS
+        msg.location = "body"
+        pub["battery"].publish(msg)
+        self.battery_msg = msg
+
+    def on_events(self, stamp_ns: int, events) -> None:
+        pub = self.node._pub.get("events")
+        if pub is None:
+            return
+        header_stamp = time_msg(stamp_ns)
+        frame = self.node._frame("base_link_frame")
+        for event in events:
+            msg = RobotEvent()
+            msg.header.stamp = header_stamp
+            msg.header.frame_id = frame
+            msg.type = event.type
+            msg.description = event.description
+            msg.value = float(event.value)
+            pub.publish(msg)
+            self.node.get_logger().info(f"robot event: {event.description}")
+
+    def on_image(self, frame: CameraFrame) -> None:
+        pub = self.node._pub
+        if not pub:
+            return
+        wanted = self.wanted(frame.stamp_ns)
+        if wanted["compressed"]:
+            jpeg = frame.jpeg()
+            if jpeg is not None:
+                pub["compressed"].publish(self._image_template("compressed").pack(frame, jpeg))
+        if wanted["image"]:
+            pixels = frame.pixels()
+            if pixels is not None:
+                data, width, height, channels = pixels
+                template = self._image_template("mono8" if channels == 1 else "rgb8")
+                pub["image"].publish(template.pack(
+                    RawImage(frame.sec, frame.nanosec, height, width, width * channels), data))
+        if wanted["camera_info"]:
+            pub["camera_info"].publish(self._camera_info_for(frame.width, frame.height).pack(frame))
+
+    def on_camera_info_changed(self) -> None:
+        self.info_cache.clear()
+
+    def _camera_info_for(self, width: int, height: int) -> Template:
+        cached = self.info_cache.get((width, height))
+        if cached is not None:
+            return cached
+        data = self.node._core.camera_info(width, height)
+        msg = CameraInfo()
+        msg.header.frame_id = self.node._frame("camera_frame")
+        msg.width, msg.height = data.width, data.height
+        msg.distortion_model = data.distortion_model
+        msg.d, msg.k, msg.r, msg.p = list(data.d), list(data.k), list(data.r), list(data.p)
+        template = self.info_cache[(width, height)] = self.template(msg, STAMP_BINDING,
+                                                                    CameraFrame)
+        return template
+
+    def _image_template(self, key: str) -> Template:
+        """The template of ``compressed`` images or of raw ones in encoding ``key``."""
+        template = self.image_templates.get(key)
+        if template is None:
+            if key == "compressed":
+                msg, bind, sample_type = CompressedImage(), STAMP_BINDING, CameraFrame
+                msg.format = "jpeg"
+            else:
+                msg, bind, sample_type = Image(), RAW_IMAGE_BINDING, RawImage
+                msg.encoding = key
+            msg.header.frame_id = self.node._frame("camera_frame")
+            template = self.image_templates[key] = self.template(msg, bind, sample_type, "data")
+        return template
+
+    def on_robot_info(self, info: Any) -> None:
+        msg = RobotInfo()
+        msg.firmware_version = str(info.firmware_version) if info.firmware_version is not None else ""
+        msg.firmware_build_type = info.firmware_build or ""
+        msg.firmware_signature_json = info.firmware_signature or ""
+        msg.head_serial = int(info.head_serial or 0)
+        msg.body_serial = int(info.body_serial or 0)
+        msg.body_hw_version = int(info.body_hw_version or 0)
+        msg.body_color = info.body_color or "UNKNOWN"
+        self.node._robot_info = msg
+        pub = self.node._pub.get("info")
+        if pub is not None:
+            pub.publish(msg)
+
+    def on_link(self, sample: LinkSample) -> None:
+        pub = self.node._pub.get("link")
+        if pub is None:
+            return
+        msg = LinkStatus()
+        msg.header.stamp = self.node.get_clock().now().to_msg()
+        msg.state = _LINK_STATUS[sample.state]
+        msg.rtt_s = sample.rtt_s
+        msg.datagrams_sent = sample.datagrams_sent
+        msg.datagrams_received = sample.datagrams_received
+        msg.retransmissions = sample.retransmissions
+        msg.malformed_dropped = sample.malformed_dropped
+        msg.wrong_source_dropped = sample.wrong_source_dropped
+        pub.publish(msg)
+
+    def hand_over(self, fn: Callable[..., None], *args: Any) -> None:
+        self._hand_over(fn, *args)
+
+    def log(self, level: int, text: str) -> None:
+        self.node._log(level, text)
+
