@@ -121,7 +121,7 @@ def _square(robot: Robot, stop: threading.Event, out) -> None:
     robot.stop_all_motors()
 
 
-def main(argv: Optional[list] = None, prog: str = "cozmo-protocol-demo") -> int:
+def parse_arguments(argv: Optional[list] = None, prog: str = "cozmo-protocol-demo") -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog=prog,
         description="Bring a Cozmo up over its UDP protocol, without ROS, and show what the "
@@ -132,12 +132,18 @@ def main(argv: Optional[list] = None, prog: str = "cozmo-protocol-demo") -> int:
     parser.add_argument("--duration", type=float, default=20.0,
                         help="upper bound of the run in seconds (default 20)")
     parser.add_argument("--seed", type=int, default=1, help="simulator random seed")
-    parser.add_argument("--color", action="store_true", help="colour camera images")
+    # the same switch as cozmo-demo's: colour by default, --grey for grey
+    parser.add_argument("--grey", action="store_true", help="grey camera images (default: colour)")
+    parser.add_argument("--color", action="store_true", help=argparse.SUPPRESS)  # the default; kept for old scripts
     parser.add_argument("-v", "--verbose", action="store_true", help="log every message (debug)")
     args = parser.parse_args(argv)
     if args.duration <= 0 or not math.isfinite(args.duration):
         parser.error("--duration must be a positive number of seconds")
+    return args
 
+
+def main(argv: Optional[list] = None, prog: str = "cozmo-protocol-demo") -> int:
+    args = parse_arguments(argv, prog)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s: %(message)s")
 
@@ -175,8 +181,8 @@ def main(argv: Optional[list] = None, prog: str = "cozmo-protocol-demo") -> int:
             out("the robot did not become ready: is the robot on, and is this machine on the "
                 "robot's Wi-Fi?")
             return 2
-        robot.enable_camera(True, color=args.color)
-        out(f"{monitor.stamp()} driver -> robot  EnableCamera (QVGA, {'colour' if args.color else 'grey'})")
+        robot.enable_camera(True, color=not args.grey)
+        out(f"{monitor.stamp()} driver -> robot  EnableCamera (QVGA, {'grey' if args.grey else 'colour'})")
         mover = threading.Thread(target=_square, args=(robot, stop, out), name="demo-square", daemon=True)
         mover.start()
         previous = monitor.snapshot()

@@ -201,23 +201,23 @@ class FakeRequest:
 
 def test_face_and_audio_requests_are_filled_by_field():
     pytest.importorskip("rclpy")
-    from cozmo_driver.ros import demo_node
+    from cozmo_driver.ros import demo_steps
 
     request = FakeRequest(expression="string", parameters="sequence<float>", transition_s="float")
-    assert demo_node._set_text(request, "happy", ("expression", "name")) == "expression"
+    assert demo_steps.set_text(request, "happy", ("expression", "name")) == "expression"
     assert request.expression == "happy"
     only = FakeRequest(load_namespace="string")            # one string field: that one
-    assert demo_node._set_text(only, "happy", ("expression",)) == "load_namespace"
-    assert demo_node._set_text(FakeRequest(a="string", b="string"), "x", ("expression",)) is None
+    assert demo_steps.set_text(only, "happy", ("expression",)) == "load_namespace"
+    assert demo_steps.set_text(FakeRequest(a="string", b="string"), "x", ("expression",)) is None
 
     wav = Path(__file__)
     goal = FakeRequest(path="string", volume="float")       # cozmo_interfaces/action/PlayAudio
-    assert demo_node.fill_audio_goal(goal, wav).startswith("path=/")
+    assert demo_steps.fill_audio_goal(goal, wav).startswith("path=/")
     assert goal.path == str(wav.resolve()) and goal.volume == 1.0
     uri = FakeRequest(uri="string")
-    demo_node.fill_audio_goal(uri, wav)
+    demo_steps.fill_audio_goal(uri, wav)
     assert uri.uri.startswith("file:///")
-    assert demo_node.fill_audio_goal(FakeRequest(loops="uint32"), wav) is None
+    assert demo_steps.fill_audio_goal(FakeRequest(loops="uint32"), wav) is None
 
 
 # ------------------------------------------------------------------ a real robot's face
@@ -475,6 +475,7 @@ def test_protocol_only_drives_the_simulated_robot_and_reports_matching_poses(cap
     assert demo.main(["--protocol-only", "--duration", "40", "--seed", "3"]) == 0
     out = capsys.readouterr().out
     assert "robot ready: firmware 2381" in out
+    assert "EnableCamera (QVGA, colour)" in out  # colour by default, as cozmo-demo
     assert re.search(r"ready\s+rtt\s+[\d.]+ ms\s+state\s+3\d\.\d Hz\s+camera\s+1[3-7]\.\d fps", out)
     assert out.count("TurnInPlace +90 deg") == 4
     assert "was not acknowledged" not in out
@@ -488,6 +489,15 @@ def test_protocol_only_drives_the_simulated_robot_and_reports_matching_poses(cap
     assert images > 100
     assert "malformed dropped 0" in out
     assert out.rstrip().endswith("done.")
+
+
+def test_protocol_only_takes_the_demos_colour_switch():
+    from cozmo_driver import protocol_demo
+
+    # colour by default and --grey for grey, as cozmo-demo (it was --color, the inverse)
+    assert not protocol_demo.parse_arguments([]).grey
+    assert protocol_demo.parse_arguments(["--grey"]).grey
+    assert demo.parse_arguments(["--grey"]).grey and not demo.parse_arguments([]).grey
 
 
 def test_protocol_only_rejects_a_bad_duration(capsys):
