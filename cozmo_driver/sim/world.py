@@ -252,6 +252,35 @@ class _ResCache:
         self.noise = rng.normal(0.0, _NOISE_SIGMA_LEVELS, size=2 * n).astype(np.float32)
 
 
+class _Rays:
+    """One frame's camera pose and ray directions (world frame, not normalised):
+    per row ``dxb``/``dzb`` in the robot's base frame, per pixel ``wx``/``wy``, per row ``wz_row``."""
+
+    __slots__ = ("camx", "camy", "camz", "cpsi", "spsi", "cth", "sth", "theta",
+                 "dxb", "dzb", "wx", "wy", "wz_row")
+
+    def __init__(self, rc: _ResCache, x_mm: float, y_mm: float, yaw_rad: float,
+                 head_angle_rad: float) -> None:
+        f32 = np.float32
+        psi, theta = float(yaw_rad), float(head_angle_rad)
+        self.theta = theta
+        self.cpsi, self.spsi = cpsi, spsi = math.cos(psi), math.sin(psi)
+        self.cth, self.sth = cth, sth = math.cos(theta), math.sin(theta)
+        camx, camy, camz = camera_position(float(x_mm), float(y_mm), psi, theta)
+        # Keep the camera inside the room and above the table top (a robot
+        # that drove off the table is drawn as if hovering at the edge of
+        # the room; the caller decides what a fall means).
+        lim = ROOM_HALF_SIZE_MM - 1.0
+        self.camx, self.camy = min(max(camx, -lim), lim), min(max(camy, -lim), lim)
+        self.camz = max(camz, 1.0)
+        # Ray directions: base frame per row (x, z), per column (y).
+        self.dxb = dxb = cth - rc.c * sth                      # (H,) float64
+        self.dzb = dzb = sth + rc.c * cth                      # (H,)
+        self.wx = (cpsi * dxb).astype(f32)[:, None] - f32(spsi) * rc.b[None, :]
+        self.wy = (spsi * dxb).astype(f32)[:, None] + f32(cpsi) * rc.b[None, :]
+        self.wz_row = dzb.astype(f32)
+
+
 class World:
     """The simulated table-top world and a camera renderer for it.
 
@@ -401,40 +430,29 @@ class World:
     def _render(self, x_mm, y_mm, yaw_rad, head_angle_rad, width, height, color, gain,
                 exposure_ms, lift_height_mm, noise, return_mask):
         rc = self._cache(width, height)
+        r = _Rays(rc, x_mm, y_mm, yaw_rad, head_angle_rad)
+        # Back to front: walls, then ceiling and room floor where no wall is hit,
+        # then the table top, then what stands on it (boxes) and the lift.
+        idx, shade, zw = self._draw_walls(r)
+        sky = self._draw_sky_and_floor(rc, r, zw, idx, shade)
+        on_table = self._draw_table(rc, r, idx, shade)
+        labels = None
+        if return_mask:
+            labels = np.where(sky, np.uint8(LABEL_SKY), np.uint8(LABEL_WALL))
+            np.copyto(labels, np.uint8(LABEL_DROP), where=zw < 0)   # beyond the edge, below the top
+            np.copyto(labels, np.uint8(LABEL_TABLE), where=on_table)
+        self._draw_boxes(rc, r, idx, shade, labels)
+        if lift_height_mm is not None:
+            self._draw_lift(float(lift_height_mm), rc, r.dxb, r.dzb, r.theta, idx, shade, labels)
+        img = self._expose(rc, idx, shade, gain, exposure_ms, noise, color)
+        if return_mask:
+            return img, labels
+        return img
+
+    def _draw_walls(self, r: "_Rays"):
+        """Palette index, shade and height (mm) where each ray meets the room's walls."""
         f32 = np.float32
-        inf = f32(np.inf)
-
-        psi, theta = float(yaw_rad), float(head_angle_rad)
-        cpsi, spsi = math.cos(psi), math.sin(psi)
-        cth, sth = math.cos(theta), math.sin(theta)
-        camx, camy, camz = camera_position(float(x_mm), float(y_mm), psi, theta)
-        # Keep the camera inside the room and above the table top (a robot
-        # that drove off the table is drawn as if hovering at the edge of
-        # the room; the caller decides what a fall means).
-        lim = ROOM_HALF_SIZE_MM - 1.0
-        camx, camy = min(max(camx, -lim), lim), min(max(camy, -lim), lim)
-        camz = max(camz, 1.0)
-
-        # Ray directions (not normalised): base frame per row (x, z), per column (y).
-        dxb = cth - rc.c * sth                      # (H,) float64
-        dzb = sth + rc.c * cth                      # (H,)
-        wx = (cpsi * dxb).astype(f32)[:, None] - f32(spsi) * rc.b[None, :]
-        wy = (spsi * dxb).astype(f32)[:, None] + f32(cpsi) * rc.b[None, :]
-        wz_row = dzb.astype(f32)
-
-        # ---- table plane z = 0
-        down = dzb < -1e-9
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t0_row = np.where(down, -camz / np.where(down, dzb, -1.0), np.inf).astype(f32)
-        px = wx * t0_row[:, None]
-        px += f32(camx)
-        py = wy * t0_row[:, None]
-        py += f32(camy)
-        T = f32(self.table_half_size_mm)
-        cheb = np.maximum(np.abs(px), np.abs(py))     # Chebyshev distance from the centre
-        on_table = cheb <= T                           # nan / inf rows compare False
-
-        # ---- walls of the room (analytic, per pixel)
+        camx, camy, camz, wx, wy = r.camx, r.camy, r.camz, r.wx, r.wy
         R = f32(ROOM_HALF_SIZE_MM)
         # Distance (in ray units) to the wall ahead along x and along y; a ray
         # parallel to a wall gets +inf (the camera is always inside the room).
@@ -444,7 +462,7 @@ class World:
         ty /= np.abs(wy)
         xwall = tx < ty
         tw = np.minimum(tx, ty)
-        zw = tw * wz_row[:, None]
+        zw = tw * r.wz_row[:, None]
         zw += f32(camz)
         # Coordinate along the room's perimeter (walls in CCW order: +x, +y, -x, -y).
         hx = wx * tw
@@ -468,27 +486,31 @@ class World:
         dim += f32(0.32)
         np.clip(dim, f32(0.1), f32(0.35), out=dim)
         np.multiply(wall_shade, dim, out=wall_shade, where=below)
+        return wall_idx, wall_shade, zw
 
-        # ---- sky (ceiling) and room floor, chosen where the wall is not hit
+    @staticmethod
+    def _draw_sky_and_floor(rc: _ResCache, r: "_Rays", zw, idx, shade):
+        """The ceiling and the room's floor where the rays pass above or below the walls;
+        returns where the ceiling is seen."""
+        f32 = np.float32
+        dzb, camz = r.dzb, r.camz
         sky = zw > f32(CEILING_MM)
         # Only rows looking upwards (a prefix: no roll) can see the ceiling.
         n_up = int(np.count_nonzero(dzb > 1e-9))
         drop = zw < f32(-TABLE_HEIGHT_MM)
         # Room floor: dark, a bit darker further away (per-row depth approx).
+        down = dzb < -1e-9
         with np.errstate(divide="ignore", invalid="ignore"):
             t_rf = np.where(down, (-TABLE_HEIGHT_MM - camz) / np.where(down, dzb, -1.0), np.inf)
-            rf_dist = t_rf * np.abs(dxb)
+            rf_dist = t_rf * np.abs(r.dxb)
         rf_shade_row = np.clip(0.75 - rf_dist * 1.5e-4, 0.45, 0.75).astype(f32)
-
-        idx = wall_idx
-        shade = wall_shade
         if n_up:
             # Ceiling: a gradient by elevation with large faint panels.
-            up_w = wz_row[:n_up, None]
+            up_w = r.wz_row[:n_up, None]
             sky_up = sky[:n_up]
             tc = f32(CEILING_MM - camz) / up_w
-            cx_ = np.floor((wx[:n_up] * tc + f32(camx)) * f32(1.0 / CEILING_PANEL_MM))
-            cy_ = np.floor((wy[:n_up] * tc + f32(camy)) * f32(1.0 / CEILING_PANEL_MM))
+            cx_ = np.floor((r.wx[:n_up] * tc + f32(r.camx)) * f32(1.0 / CEILING_PANEL_MM))
+            cy_ = np.floor((r.wy[:n_up] * tc + f32(r.camy)) * f32(1.0 / CEILING_PANEL_MM))
             np.clip(cx_, -1e6, 1e6, out=cx_)
             np.clip(cy_, -1e6, 1e6, out=cy_)
             panel = ((cx_.astype(np.int32) + cy_.astype(np.int32)) & 1).astype(f32)
@@ -500,10 +522,25 @@ class World:
             np.copyto(idx[:n_up], np.int32(_P_SKY), where=sky_up)
         np.copyto(idx, np.int32(_P_ROOMFLOOR), where=drop)
         np.copyto(shade, np.broadcast_to(rf_shade_row[:, None], shade.shape), where=drop)
+        return sky
 
-        # ---- table texture: checker tiles with per-tile variation, fading
-        # with the pixel's ground footprint to avoid aliasing; trim at the border.
-        fdist = t0_row * np.abs(dxb).astype(f32)
+    def _draw_table(self, rc: _ResCache, r: "_Rays", idx, shade):
+        """The table top (plane z = 0): checker tiles with per-tile variation, fading with
+        the pixel's ground footprint to avoid aliasing, grain near the camera, a trim at
+        the border; returns where the table is seen."""
+        f32 = np.float32
+        dzb, camz = r.dzb, r.camz
+        down = dzb < -1e-9
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t0_row = np.where(down, -camz / np.where(down, dzb, -1.0), np.inf).astype(f32)
+        px = r.wx * t0_row[:, None]
+        px += f32(r.camx)
+        py = r.wy * t0_row[:, None]
+        py += f32(r.camy)
+        T = f32(self.table_half_size_mm)
+        cheb = np.maximum(np.abs(px), np.abs(py))     # Chebyshev distance from the centre
+        on_table = cheb <= T                           # nan / inf rows compare False
+        fdist = t0_row * np.abs(r.dxb).astype(f32)
         footprint = fdist * fdist / f32(max(camz, 1.0) * rc.fy)
         contrast_row = np.clip(f32(1.3) - footprint * f32(1.0 / TILE_MM), 0.0, 1.0).astype(f32)
         ix = np.floor(px * f32(1.0 / TILE_MM))
@@ -523,46 +560,43 @@ class World:
         grain_row = np.clip(f32(1.3) - footprint * f32(1.0 / GRAIN_MM), 0.0, 1.0)
         near = np.nonzero(grain_row > 0)[0]
         if len(near):
-            r = int(near[0])
-            gx = np.floor(px[r:] * f32(1.0 / GRAIN_MM))
+            n = int(near[0])
+            gx = np.floor(px[n:] * f32(1.0 / GRAIN_MM))
             gx *= f32(129.0)
-            gx += np.floor(py[r:] * f32(1.0 / GRAIN_MM))
+            gx += np.floor(py[n:] * f32(1.0 / GRAIN_MM))
             k = gx.astype(np.int32)
             k &= 16383
             grain = np.take(self._grain, k, mode="clip")
-            grain *= (grain_row[r:] * f32(0.05))[:, None]
-            table_shade[r:] += grain
+            grain *= (grain_row[n:] * f32(0.05))[:, None]
+            table_shade[n:] += grain
         trim = cheb > T - f32(TRIM_MM)
         trim &= on_table
         np.copyto(idx, np.int32(_P_TABLE), where=on_table)
         np.copyto(shade, table_shade, where=on_table)
         np.copyto(idx, np.int32(_P_TRIM), where=trim)
         np.copyto(shade, f32(1.0), where=trim)
+        return on_table
 
-        labels = None
-        if return_mask:
-            labels = np.where(sky, np.uint8(LABEL_SKY), np.uint8(LABEL_WALL))
-            np.copyto(labels, np.uint8(LABEL_DROP), where=below)   # beyond the edge, below the top
-            np.copyto(labels, np.uint8(LABEL_TABLE), where=on_table)
-
-        # ---- boxes (charger, cubes), each within its projected rectangle
-        # The boxes stand on the table, so neither the table nor the walls can
-        # hide them: only other boxes can, hence a depth buffer once two
-        # boxes are in view.
+    def _draw_boxes(self, rc: _ResCache, r: "_Rays", idx, shade, labels) -> None:
+        """The charger and the cubes, each within its projected rectangle. They stand on
+        the table, so neither the table nor the walls can hide them: only other boxes
+        can, hence a depth buffer once two boxes are in view."""
         rects = []
         for k in range(len(self.boxes)):
-            rect = self._box_rect(self._box_corners[k], rc, camx, camy, camz, cpsi, spsi, cth, sth)
+            rect = self._box_rect(self._box_corners[k], rc, r.camx, r.camy, r.camz,
+                                  r.cpsi, r.spsi, r.cth, r.sth)
             if rect is not None:
                 rects.append((k, rect))
-        depth = np.full((height, width), inf, dtype=f32) if len(rects) > 1 else None
+        depth = (np.full((rc.height, rc.width), np.inf, dtype=np.float32)
+                 if len(rects) > 1 else None)
         for k, rect in rects:
-            self._draw_box(k, rect, wx, wy, wz_row, camx, camy, camz, depth, idx, shade, labels)
+            self._draw_box(k, rect, r.wx, r.wy, r.wz_row, r.camx, r.camy, r.camz, depth, idx,
+                           shade, labels)
 
-        # ---- the lift's crossbar (in the robot's base frame: separable)
-        if lift_height_mm is not None:
-            self._draw_lift(float(lift_height_mm), rc, dxb, dzb, theta, idx, shade, labels)
-
-        # ---- exposure, vignetting, noise, palette lookup
+    def _expose(self, rc: _ResCache, idx, shade, gain, exposure_ms, noise, color):
+        """Exposure, vignetting, sensor noise and the palette lookup: the image."""
+        f32 = np.float32
+        height, width = shade.shape
         scale = float(gain)
         if exposure_ms is not None:
             scale *= float(exposure_ms) / NOMINAL_EXPOSURE_MS
@@ -578,12 +612,8 @@ class World:
         idx *= _MAX_LEVEL + 1
         code += idx
         if color:
-            img = np.take(_LUT_RGB, code, axis=0)
-        else:
-            img = np.take(_LUT_GREY, code)
-        if return_mask:
-            return img, labels
-        return img
+            return np.take(_LUT_RGB, code, axis=0)
+        return np.take(_LUT_GREY, code)
 
     # --------------------------------------------------------------- helpers
     @staticmethod
