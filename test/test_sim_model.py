@@ -848,3 +848,23 @@ def test_random_commands_never_break_the_model():
         out.encode_body()
     assert HEAD_MIN_RAD <= clock.model.head_angle <= HEAD_MAX_RAD
     assert LIFT_MIN_MM - 1e-9 <= clock.model.lift_height <= LIFT_MAX_MM + 1e-9
+
+
+def test_each_command_has_one_part_that_handles_it():
+    # RobotModel merges its parts' handler tables: a name in two tables would be handled
+    # by one part only, silently; every name must be an engine->robot message.
+    from cozmo_driver.sim.model import RobotModel as Model
+    model = Model(config=ModelConfig(noise=False))
+    parts = (model.body, model.path, model.animation, model.accessories, model.nv,
+             model.camera_control)
+    tables = [part.handlers() for part in parts]
+    seen: dict = {}
+    for part, table in zip(parts, tables):
+        for name in table:
+            assert name not in seen, f"{name} handled by {type(seen[name]).__name__} and {type(part).__name__}"
+            seen[name] = part
+            assert m.MESSAGES_BY_NAME[name].SENDER == "engine", name
+    for name in ("Enable", "SyncTime", "StopAllMotors", "ShutdownRobot"):  # the model's own
+        assert name not in seen
+    assert {"DriveWheels", "ExecutePath", "OutputAudio", "ObjectConnect", "NvStorageOp",
+            "EnableCamera"} <= set(seen)
