@@ -13,11 +13,6 @@ from typing import Dict, List, Set
 
 PACKAGE = Path(__file__).resolve().parent.parent / "cozmo_driver"
 
-#: ros/ modules still being reworked to go through the client and the driver core (issue #16)
-ROS_PROTOCOL_PENDING = {"cozmo_driver.ros.driver_node", "cozmo_driver.ros.serialized",
-                        "cozmo_driver.ros.subscription_thread"}
-
-
 def _modules() -> Dict[str, Path]:
     found = {}
     for path in PACKAGE.rglob("*.py"):
@@ -122,6 +117,5 @@ def test_the_client_depends_on_nothing_above_it():
 def test_the_ros_nodes_do_not_import_the_protocol():
     graph = import_graph()
     offenders = sorted(m for m, targets in graph.items()
-                       if layer(m) == "ros" and m not in ROS_PROTOCOL_PENDING
-                       and any(layer(t) == "protocol" for t in targets))
+                       if layer(m) == "ros" and any(layer(t) == "protocol" for t in targets))
     assert offenders == []
