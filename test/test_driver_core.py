@@ -134,7 +134,6 @@ def test_state_samples_are_si_units_and_follow_the_robot(rig):
     states = output.states
     assert 80 <= len(states) <= 100  # 30 a second
     last = states[-1]
-    model = robot.sim.model
     assert last.odom.v_mps == pytest.approx(0.0, abs=1e-6)  # the watchdog stopped it at 0.5 s
     assert max(s.odom.v_mps for s in states) == pytest.approx(0.05, abs=2e-3)
     assert 0.015 < last.odom.x_m < 0.04 and abs(last.odom.y_m) < 2e-3

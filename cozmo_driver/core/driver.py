@@ -36,7 +36,6 @@ import threading
 import time
 from typing import Any, Callable, Dict, Optional, Tuple
 
-import numpy as np
 
 from .. import robot_geometry as geo
 from ..client import ClientConfig, LinkState, LinkStateChanged, Robot, RobotReady
@@ -49,13 +48,12 @@ from ..driver.odometry import OdometryTracker, pose_covariance, twist_covariance
 from ..driver.sensors import (STATUS_FLAG_NAMES, StatusFlag, battery_percentage, imu_from_state,
                               joint_positions, power_supply_status)
 from ..protocol import messages as msgs
-from ..protocol.camera import (ImageAssembler, coded_size, decode_to_bytes, encode_jpeg,
-                               image_to_jpeg, is_half_width_color)
-from ..protocol.errors import CozmoError, RemoteProtocolError
-from ..protocol.nvstorage import (CAMERA_CALIB_SIZE, NV_TAG_CAMERA_CALIB, NvReadAssembler,
-                                  decode_camera_calibration)
+from ..protocol.camera import (ImageAssembler)
+from ..protocol.errors import CozmoError
+from ..protocol.nvstorage import (CAMERA_CALIB_SIZE, NV_TAG_CAMERA_CALIB, NvReadAssembler)
 from ..protocol.session import MessageReceived, SessionConfig
-from .samples import (BatterySample, CameraFrame, DriverOutput, ImuSample, JointSample,
+from .camera import CameraMixin
+from .samples import (BatterySample, DriverOutput, ImuSample, JointSample,
                       LinkSample, OdomSample, StateSample, StatusSample)
 
 __all__ = ["DriverCore", "make_robot", "CozmoError"]
@@ -86,7 +84,7 @@ def make_robot(params: Dict[str, Any], name: str) -> Robot:
                  local_port=int(params["local_port"]), config=config, name=name)
 
 
-class DriverCore:
+class DriverCore(CameraMixin):
     """See the module docstring. ``params`` is the driver's parameter mapping (read, never
     written, by the core; names as in :mod:`cozmo_driver.driver.parameters`); ``robot`` the
     client, or anything with its ``post``, ``clock``, ``call_soon``, ``schedule``, ``stats``
@@ -333,87 +331,6 @@ class DriverCore:
         self.post_if_ready(msgs.SetCameraParams(
             gain=float(p["camera_gain"]), exposure_ms=int(p["camera_exposure_ms"]),
             auto_exposure_enabled=bool(p["camera_auto_exposure"])))
-
-    # --- camera
-
-    def _on_nv_result(self, message: Any) -> None:
-        try:
-            result = self._nv.push(message)
-        except RemoteProtocolError as exc:
-            self._log(logging.WARNING, f"NV storage read: {exc}")
-            return
-        if result is None or result.tag != NV_TAG_CAMERA_CALIB:
-            return
-        if not result.ok:
-            self._log(logging.WARNING, f"the robot has no camera calibration (NV result "
-                      f"{result.result}): camera_info uses the default intrinsics")
-            return
-        try:
-            info = caminfo.from_calibration(decode_camera_calibration(result.data))
-        except (RemoteProtocolError, caminfo.CameraInfoError) as exc:
-            self._log(logging.WARNING, f"camera calibration from the robot unusable ({exc}): "
-                      "camera_info uses the default intrinsics")
-            return
-        with self.lock:
-            self.calibration = info
-            self.output.on_camera_info_changed()
-        self._log(logging.INFO,
-                  f"camera calibration read from the robot: fx {info.k[0]:.1f} fy {info.k[4]:.1f} "
-                  f"cx {info.k[2]:.1f} cy {info.k[5]:.1f} px at {info.width}x{info.height}")
-
-    def camera_info(self, width: int, height: int) -> caminfo.CameraInfoData:
-        """The intrinsics for frames of this size: from camera_info_url, else the robot's
-        calibration, else the defaults; scaled to the size."""
-        data = self.camera_file or self.calibration or caminfo.default_camera_info(width, height)
-        return caminfo.scaled(data, width, height)
-
-    def _on_chunk(self, message: Any) -> None:
-        try:
-            image = self.assembler.push_chunk(message)
-        except RemoteProtocolError:
-            return  # counted by the assembler, shown in the diagnostics
-        if image is None:
-            return
-        with self.lock:
-            if not self.active or not self.params["camera_enabled"]:
-                return
-            stamp_ns = self.output.stamp_ns()
-            sec, nsec = divmod(stamp_ns, 1_000_000_000)
-            frame = CameraFrame(stamp_ns, sec, nsec, image.image_id, image.width, image.height,
-                                self._convert, image)
-            self.output.on_image(frame)
-
-    def _convert(self, frame: CameraFrame, jpeg: bool, pixels: bool) -> None:
-        """Fill in ``frame``'s JPEG and/or pixels (CameraFrame.jpeg/pixels)."""
-        image = frame._image
-        half_width = is_half_width_color(image)
-        try:
-            if frame._coded is None:
-                frame._coded = image_to_jpeg(image)
-                if half_width:
-                    # the robot codes colour at half width: rebuild at the nominal size, which
-                    # camera_info describes and image_transport consumers expect
-                    frame._tried |= 2
-                    frame._pixels = decode_to_bytes(frame._coded, True, coded_size(image))
-            if jpeg and not frame._tried & 1:
-                frame._tried |= 1
-                if half_width:
-                    data, width, height, _ = frame._pixels
-                    frame._jpeg = encode_jpeg(np.frombuffer(data, np.uint8).reshape(height, width, 3),
-                                              COLOR_JPEG_QUALITY)
-                else:
-                    frame._jpeg = frame._coded
-        except RemoteProtocolError as exc:
-            frame._tried = 3
-            frame._jpeg = frame._pixels = None
-            self.warn_throttled("image", f"camera image {frame.image_id} dropped: {exc}")
-            return
-        if pixels and not frame._tried & 2:
-            frame._tried |= 2
-            try:
-                frame._pixels = decode_to_bytes(frame._coded, False, coded_size(image))
-            except RemoteProtocolError as exc:
-                self.warn_throttled("decode", f"camera image {frame.image_id} does not decode: {exc}")
 
     # ------------------------------------------------------------------ reports
 

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field, make_dataclass
 from typing import Any, Callable, List, Optional, Tuple
 
 from ..client import LinkState
-from ..driver.camera_info import CameraInfoData
 from ..driver.events import RobotEventData
 from ..driver.sensors import STATUS_FLAG_NAMES
 

@@ -52,11 +52,10 @@ import rclpy
 from cozmo_interfaces.msg import (BackpackLights, HeadAngle, LiftHeight, LinkStatus, RobotEvent,
                                   RobotInfo, RobotStatus)
 from cozmo_interfaces.srv import SetEmergencyStop
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import Twist, TwistStamped
 from nav_msgs.msg import Odometry
-from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
-                                SetParametersResult)
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
@@ -76,8 +75,9 @@ from ..driver.commands import CommandError, check_frame
 from ..driver.parameters import PARAMETERS, full_frame_id, validate_all, validate_change
 from ..lifeline import exit_with_parent
 from . import qos
-from .battery_marker import publish_battery_marker
 from .driver_streams import DriverStreams
+from .driver_support import RosLogHandler as _RosLogHandler
+from .driver_support import descriptor as _descriptor, log_line, transition as _transition
 from .handover import HandOver
 from .subscription_thread import SubscriptionThread, Unsupported
 from ._entry import init, make_node, spin_node
@@ -86,33 +86,6 @@ from .qos import QOS_COMMAND, QOS_EVENTS, QOS_LATCHED, QOS_SENSOR, QOS_STATE, QO
 __all__ = ["CozmoDriverNode", "main"]
 
 _GIL_SWITCH_INTERVAL_S = 0.0005
-
-
-def _transition(method):
-    """Log an exception of a lifecycle callback (rclpy would turn it into a bare ERROR)."""
-    def wrapper(self, state):
-        try:
-            return method(self, state)
-        except Exception as exc:  # noqa: BLE001 - reported, and the transition fails
-            self.get_logger().error(f"{method.__name__} failed: {exc!r}")
-            return TransitionCallbackReturn.ERROR
-    wrapper.__name__ = method.__name__
-    wrapper.__doc__ = method.__doc__
-    return wrapper
-
-
-def _descriptor(spec) -> ParameterDescriptor:
-    unit = f" [{spec.unit}]" if spec.unit else ""
-    change = "changeable at run time" if spec.dynamic else "takes effect at configure"
-    desc = ParameterDescriptor(description=f"{spec.description}{unit} ({change})")
-    if isinstance(spec.default, float):
-        desc.floating_point_range = [FloatingPointRange(from_value=float(spec.minimum),
-                                                        to_value=float(spec.maximum), step=0.0)]
-    elif isinstance(spec.default, int) and not isinstance(spec.default, bool) \
-            and spec.minimum is not None:
-        desc.integer_range = [IntegerRange(from_value=int(spec.minimum),
-                                           to_value=int(spec.maximum), step=1)]
-    return desc
 
 
 def _core_attribute(name: str, doc: str) -> property:
@@ -180,13 +153,8 @@ class CozmoDriverNode(LifecycleNode):
         """True while the robot is connected and streaming."""
         return self._core.connected
 
-    @property
-    def _templates(self) -> Dict[str, Any]:
-        return self._streams.templates
-
-    @property
-    def _image_templates(self) -> Dict[str, Any]:
-        return self._streams.image_templates
+    _templates = property(lambda self: self._streams.templates)
+    _image_templates = property(lambda self: self._streams.image_templates)
 
     def _on_set_parameters(self, parameters) -> SetParametersResult:
         changes = {p.name: p.value for p in parameters if p.name in self._params}
@@ -317,18 +285,7 @@ class CozmoDriverNode(LifecycleNode):
 
     def _log(self, level: int, text: str) -> None:
         """Log through rclpy, or to stderr once the context is shut down (Ctrl-C)."""
-        if self.context.ok():
-            # one call per severity: rclpy raises when one source line logs at two
-            if level >= logging.ERROR:
-                self.get_logger().error(text)
-            elif level >= logging.WARNING:
-                self.get_logger().warning(text)
-            elif level >= logging.INFO:
-                self.get_logger().info(text)
-            else:
-                self.get_logger().debug(text)
-        else:
-            print(f"[{logging.getLevelName(level)}] [{self.get_name()}]: {text}", file=sys.stderr)
+        log_line(self, level, text)
 
     def close(self) -> None:
         """Release everything (idempotent); called on shutdown before destroy_node."""
@@ -462,35 +419,8 @@ class CozmoDriverNode(LifecycleNode):
 
     def _on_diagnostics_timer(self) -> None:
         self._publish_link_status()
-        robot = self._robot
-        if robot is None or "diagnostics" not in self._pub:
-            return
-        p = self._params
-        where = f"{p['robot_ip']}:{p['robot_port']}"
-        info = self._robot_info
-        hardware_id = f"cozmo-{info.head_serial:08x}" if info is not None else f"cozmo@{where}"
-        core = self._core
-        publish_battery_marker(self._pub["battery_marker"], self._streams.battery_msg
-                               if core.connected and core.active else None,
-                               self._frame("base_link_frame"))
-        link, robot_report = core.reports(where)
-        reports = [("link", link), ("robot", robot_report)]
-        if self._media is not None:
-            reports.append(("display and audio", self._media.report()))
-        if self._objects is not None:
-            reports.append(("objects", self._objects.report()))
-        array = DiagnosticArray()
-        array.header.stamp = self.get_clock().now().to_msg()
-        name = self.get_fully_qualified_name().lstrip("/")
-        for suffix, report in reports:
-            status = DiagnosticStatus()
-            status.level = bytes([report.level])
-            status.name = f"{name}: {suffix}"
-            status.message = report.message
-            status.hardware_id = hardware_id
-            status.values = [KeyValue(key=k, value=v) for k, v in report.values]
-            array.status.append(status)
-        self._pub["diagnostics"].publish(array)
+        if self._robot is not None and "diagnostics" in self._pub:
+            self._streams.publish_reports(self._media, self._objects)
 
     # ------------------------------------------------------------------ commands
 
@@ -528,30 +458,6 @@ class CozmoDriverNode(LifecycleNode):
 
 
 # ---------------------------------------------------------------------- entry point
-
-class _RosLogHandler(logging.Handler):
-    """Forwards warnings of the protocol and client layers to the node's logger."""
-
-    def __init__(self, node: CozmoDriverNode) -> None:
-        super().__init__(logging.WARNING)
-        self.node = node
-        # "[cozmo.transport] text", then the traceback when the record has exc_info
-        # (logger.exception on the I/O thread) and the stack when it has stack_info
-        self.setFormatter(logging.Formatter("[%(name)s] %(message)s"))
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            text = self.format(record)  # with the traceback of exc_info, if any
-            logger = self.node.get_logger()
-            # one call per severity: rclpy raises when one source line logs at two
-            if record.levelno >= logging.ERROR:
-                logger.error(text)
-            else:
-                logger.warning(text)
-        except Exception:  # a log line must never break the I/O thread
-            self.handleError(record)
-
-
 
 def main(args: Optional[List[str]] = None) -> int:
     """``cozmo_driver_node``: run the driver until Ctrl-C or SIGTERM."""

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional, Tuple
 
 from builtin_interfaces.msg import Time as TimeMsg
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from cozmo_interfaces.msg import LinkStatus, RobotEvent, RobotInfo, RobotStatus
 from geometry_msgs.msg import TransformStamped
 from nav_msgs.msg import Odometry
@@ -32,6 +33,7 @@ from ..core import (CameraFrame, DriverOutput, ImuSample, JointSample, LinkSampl
                     StatusSample)
 from ..driver.odometry import pose_covariance, twist_covariance
 from ..driver.sensors import STATUS_FLAG_NAMES, imu_from_state
+from .battery_marker import publish_battery_marker
 from .serialized import Template
 
 __all__ = ["DriverStreams", "ODOM_BINDING", "TF_BINDING", "IMU_BINDING", "JOINTS_BINDING",
@@ -319,6 +321,39 @@ class DriverStreams(DriverOutput):
         msg.malformed_dropped = sample.malformed_dropped
         msg.wrong_source_dropped = sample.wrong_source_dropped
         pub.publish(msg)
+
+    def publish_reports(self, media: Any, objects: Any) -> None:
+        """/diagnostics and the battery marker (the node's 1 s timer)."""
+        node, core = self.node, self.node._core
+        p = node._params
+        where = f"{p['robot_ip']}:{p['robot_port']}"
+        info = node._robot_info
+        hardware_id = f"cozmo-{info.head_serial:08x}" if info is not None else f"cozmo@{where}"
+        publish_battery_marker(node._pub["battery_marker"], self.battery_msg
+                               if core.connected and core.active else None,
+                               node._frame("base_link_frame"))
+        link, robot = core.reports(where)
+        reports = [("link", link), ("robot", robot)]
+        if media is not None:
+            reports.append(("display and audio", media.report()))
+        if objects is not None:
+            reports.append(("objects", objects.report()))
+        self.publish_diagnostics(reports, hardware_id)
+
+    def publish_diagnostics(self, reports, hardware_id: str) -> None:
+        """``reports``: (name suffix, DiagnosticReport) pairs, as one DiagnosticArray."""
+        array = DiagnosticArray()
+        array.header.stamp = self.node.get_clock().now().to_msg()
+        name = self.node.get_fully_qualified_name().lstrip("/")
+        for suffix, report in reports:
+            status = DiagnosticStatus()
+            status.level = bytes([report.level])
+            status.name = f"{name}: {suffix}"
+            status.message = report.message
+            status.hardware_id = hardware_id
+            status.values = [KeyValue(key=k, value=v) for k, v in report.values]
+            array.status.append(status)
+        self.node._pub["diagnostics"].publish(array)
 
     def hand_over(self, fn: Callable[..., None], *args: Any) -> None:
         self._hand_over(fn, *args)

@@ -1,0 +1,80 @@
+"""Small pieces of the driver node that are not about the robot: the lifecycle
+callbacks' error reporting, parameter descriptors, and the handler that forwards the
+protocol and client layers' warnings to the node's logger."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any
+
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+from rclpy.lifecycle import TransitionCallbackReturn
+
+__all__ = ["transition", "descriptor", "RosLogHandler", "log_line"]
+
+
+def transition(method):
+    """Log an exception of a lifecycle callback (rclpy would turn it into a bare ERROR)."""
+    def wrapper(self, state):
+        try:
+            return method(self, state)
+        except Exception as exc:  # noqa: BLE001 - reported, and the transition fails
+            self.get_logger().error(f"{method.__name__} failed: {exc!r}")
+            return TransitionCallbackReturn.ERROR
+    wrapper.__name__ = method.__name__
+    wrapper.__doc__ = method.__doc__
+    return wrapper
+
+
+def descriptor(spec) -> ParameterDescriptor:
+    unit = f" [{spec.unit}]" if spec.unit else ""
+    change = "changeable at run time" if spec.dynamic else "takes effect at configure"
+    desc = ParameterDescriptor(description=f"{spec.description}{unit} ({change})")
+    if isinstance(spec.default, float):
+        desc.floating_point_range = [FloatingPointRange(from_value=float(spec.minimum),
+                                                        to_value=float(spec.maximum), step=0.0)]
+    elif isinstance(spec.default, int) and not isinstance(spec.default, bool) \
+            and spec.minimum is not None:
+        desc.integer_range = [IntegerRange(from_value=int(spec.minimum),
+                                           to_value=int(spec.maximum), step=1)]
+    return desc
+
+
+class RosLogHandler(logging.Handler):
+    """Forwards warnings of the protocol and client layers to the node's logger."""
+
+    def __init__(self, node: Any) -> None:
+        super().__init__(logging.WARNING)
+        self.node = node
+        # "[cozmo.transport] text", then the traceback when the record has exc_info
+        # (logger.exception on the I/O thread) and the stack when it has stack_info
+        self.setFormatter(logging.Formatter("[%(name)s] %(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = self.format(record)  # with the traceback of exc_info, if any
+            logger = self.node.get_logger()
+            # one call per severity: rclpy raises when one source line logs at two
+            if record.levelno >= logging.ERROR:
+                logger.error(text)
+            else:
+                logger.warning(text)
+        except Exception:  # a log line must never break the I/O thread
+            self.handleError(record)
+
+
+def log_line(node: Any, level: int, text: str) -> None:
+    """Log through ``node``'s rclpy logger, or to stderr once the context is shut down."""
+    if node.context.ok():
+        # one call per severity: rclpy raises when one source line logs at two
+        if level >= logging.ERROR:
+            node.get_logger().error(text)
+        elif level >= logging.WARNING:
+            node.get_logger().warning(text)
+        elif level >= logging.INFO:
+            node.get_logger().info(text)
+        else:
+            node.get_logger().debug(text)
+    else:
+        print(f"[{logging.getLevelName(level)}] [{node.get_name()}]: {text}", file=sys.stderr)
