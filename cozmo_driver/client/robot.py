@@ -22,7 +22,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 from ..protocol import messages as msgs
 from ..protocol.errors import CozmoError
 from ..protocol.session import MessageReceived
-from ..transport.udp import UdpTransport
+from ..transport.udp import UdpTransport, resolve_address
+from .claim import RobotClaim
 from .link import ClientConfig, LinkState, LinkStateChanged, RobotInfo, RobotLink
 
 __all__ = ["Robot", "DEFAULT_ROBOT_ADDRESS", "DEFAULT_ROBOT_PORT"]
@@ -46,6 +47,7 @@ class Robot:
         self._next_action_id = 0
         self._ready = threading.Event()
         self._stopped = threading.Event()
+        self._claim = RobotClaim(host, port)  # acquired by start()
         self.transport = UdpTransport(self.link, local_addr=(local_host, local_port),
                                       remote_addr=(host, port), peer_policy="fixed",
                                       on_event=self._dispatch, name=name)
@@ -53,13 +55,22 @@ class Robot:
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> "Robot":
-        self.transport.start()
-        self.transport.call(lambda: self.link.start(self.transport._loop.time()))
+        """Claim the robot on this machine (:class:`~cozmo_driver.client.claim.RobotBusyError`
+        when another program drives it), open the socket and connect."""
+        self._claim = RobotClaim(*resolve_address(*self.transport.remote_addr)).acquire()
+        try:
+            self.transport.start()
+            self.transport.call(lambda: self.link.start(self.transport._loop.time()))
+        except BaseException:
+            self._claim.release()
+            raise
         return self
 
     def stop(self, timeout: float = 2.0) -> None:
-        """Stop the motors, disconnect (waiting up to ``timeout``), stop the I/O thread."""
+        """Stop the motors, disconnect (waiting up to ``timeout``), stop the I/O thread,
+        give up the claim of the robot."""
         if not self.transport.running:
+            self._claim.release()
             return
         self._stopped.clear()
         try:
@@ -69,7 +80,10 @@ class Robot:
         deadline = time.monotonic() + timeout
         while not self.transport.call(lambda: self.link.stopped) and time.monotonic() < deadline:
             self._stopped.wait(0.05)
-        self.transport.stop()
+        try:
+            self.transport.stop()
+        finally:
+            self._claim.release()
 
     def __enter__(self) -> "Robot":
         return self.start()

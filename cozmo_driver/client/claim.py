@@ -1,0 +1,110 @@
+"""One program per robot on a machine: :class:`RobotClaim`.
+
+A Cozmo takes one controller: two drivers (or a driver and a demo) talking to the same
+robot take its connection from each other and both steer it. So before a client opens
+its socket it claims the robot's address and port on this machine, and a second claim
+fails with :class:`RobotBusyError`, which names the program that holds the robot (its
+pid and command line) and says how to separate the two.
+
+How: the claim is a listening Unix socket in Linux's abstract namespace, named after
+the robot's address (``cozmo_driver robot 127.0.0.1:5551``). The kernel lets one socket
+hold a name and frees it when the socket closes, including when its process dies, so no
+stale lock is ever left behind. The holder is found by connecting to the name and
+asking the kernel for the peer's credentials (``SO_PEERCRED``); nothing has to answer.
+Where abstract sockets do not exist (not Linux), claims always succeed: the check is
+skipped, not faked.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import sys
+from typing import Optional, Tuple
+
+from ..errors import ConfigurationError
+
+__all__ = ["RobotBusyError", "RobotClaim", "claims_supported"]
+
+
+class RobotBusyError(ConfigurationError):
+    """Another program on this machine already talks to this robot."""
+
+
+def claims_supported() -> bool:
+    return sys.platform.startswith("linux") and hasattr(socket, "AF_UNIX")
+
+
+def _name(host: str, port: int) -> bytes:
+    return f"\0cozmo_driver robot {host}:{int(port)}".encode()
+
+
+def _holder(name: bytes) -> Tuple[Optional[int], str]:
+    """(pid, command line) of the process listening on ``name``, as far as it can be read."""
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.settimeout(1.0)
+        probe.connect(name)
+        creds = probe.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        pid = struct.unpack("3i", creds)[0]
+    except OSError:
+        return None, ""
+    finally:
+        probe.close()
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmdline = " ".join(part.decode(errors="replace") for part in f.read().split(b"\0") if part)
+    except OSError:
+        cmdline = ""
+    return pid, cmdline
+
+
+class RobotClaim:
+    """The claim of one robot address on this machine; :meth:`acquire`, :meth:`release`."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host = host
+        self.port = int(port)
+        self._sock: Optional[socket.socket] = None
+
+    @property
+    def held(self) -> bool:
+        return self._sock is not None
+
+    def acquire(self) -> "RobotClaim":
+        """Claim the robot, or raise RobotBusyError naming the program that holds it."""
+        if self._sock is not None or not claims_supported():
+            return self
+        name = _name(self.host, self.port)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.bind(name)
+            sock.listen(8)
+        except OSError:
+            sock.close()
+            pid, cmdline = _holder(name)
+            who = "another program"
+            if pid is not None:
+                who = f"process {pid}" + (f" ({cmdline})" if cmdline else "")
+                if pid == os.getpid():
+                    who = "this process (another client or driver node in it)"
+            raise RobotBusyError(
+                f"the robot at {self.host}:{self.port} is already driven by {who} on this machine: "
+                "a Cozmo takes one controller, and two would steer it at once. Stop the other one, "
+                "or give this one another robot (robot_ip / robot_port); for several robots give "
+                "each stack its own namespace") from None
+        sock.setblocking(False)
+        self._sock = sock
+        return self
+
+    def release(self) -> None:
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            sock.close()
+
+    def __enter__(self) -> "RobotClaim":
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()

@@ -1,0 +1,85 @@
+"""One program per robot on a machine (cozmo_driver/client/claim.py): a second client of
+the same robot address is refused at start with a message naming the holder, and the
+claim is gone as soon as the holder stops or dies."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from cozmo_driver.client import Robot
+from cozmo_driver.client.claim import RobotBusyError, RobotClaim, claims_supported
+from cozmo_driver.errors import ConfigurationError
+from cozmo_driver.sim import SimServer
+from processes import free_udp_port
+
+pytestmark = pytest.mark.skipif(not claims_supported(), reason="robot claims need Linux abstract sockets")
+
+HOLDER = ("import sys, time\n"
+          "from cozmo_driver.client.claim import RobotClaim\n"
+          "claim = RobotClaim('127.0.0.1', int(sys.argv[1])).acquire()\n"
+          "print('held', flush=True)\n"
+          "time.sleep(60)\n")
+
+
+def test_a_claim_held_by_another_process_is_refused_naming_it():
+    port = free_udp_port()
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(port)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(RobotBusyError) as refused:
+            RobotClaim("127.0.0.1", port).acquire()
+        text = str(refused.value)
+        assert f"127.0.0.1:{port} is already driven by process {holder.pid}" in text
+        assert "cozmo_driver.client.claim" in text          # its command line
+        assert "Stop the other one" in text and "namespace" in text
+        assert isinstance(refused.value, ConfigurationError)
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(10)
+    # the kernel freed the name with the process: no stale lock
+    claim = RobotClaim("127.0.0.1", port).acquire()
+    assert claim.held
+    claim.release()
+
+
+def test_claims_are_per_address_and_port_and_end_with_release():
+    port = free_udp_port()
+    a = RobotClaim("127.0.0.1", port).acquire()
+    b = RobotClaim("127.0.0.2", port).acquire()      # another robot
+    c = RobotClaim("127.0.0.1", port + 1).acquire()  # another robot
+    with pytest.raises(RobotBusyError, match="pid|this process"):
+        RobotClaim("127.0.0.1", port).acquire()
+    for claim in (a, b, c):
+        claim.release()
+        assert not claim.held
+    with RobotClaim("127.0.0.1", port) as again:
+        assert again.held
+
+
+@pytest.fixture
+def sim_server():
+    with SimServer(port=0, seed=5) as server:
+        yield server
+
+
+def test_a_second_client_of_the_same_robot_is_refused_at_start(sim_server):
+    first = Robot(*sim_server.address, local_host="127.0.0.1", name="first").start()
+    try:
+        assert first.wait_until_ready(10.0)
+        second = Robot(*sim_server.address, local_host="127.0.0.1", name="second")
+        with pytest.raises(RobotBusyError, match="already driven by this process"):
+            second.start()
+        assert not second.transport.running                 # no socket was opened
+        assert first.wait_until_ready(1.0)  # the first one goes on
+    finally:
+        first.stop()
+    # after a stop the robot is free again
+    third = Robot(*sim_server.address, local_host="127.0.0.1", name="third").start()
+    try:
+        assert third.wait_until_ready(10.0)
+    finally:
+        third.stop()
