@@ -1,0 +1,71 @@
+"""NameGuard (cozmo_driver/ros/name_guard.py): a node whose fully qualified name is
+already in the ROS graph is told so within its first seconds, with what to do; a node
+with a name of its own is not; other namespaces and other domains do not count."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+
+from cozmo_driver.ros.name_guard import NameGuard
+
+
+def spin_for(executor, seconds):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        executor.spin_once(timeout_sec=0.05)
+
+
+@pytest.fixture
+def second_context(ros_domain_id):
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=ros_domain_id)
+    yield context
+    context.try_shutdown()
+
+
+def run_guard(first_context, second_context, first_ns, second_ns, name="guarded_node"):
+    first = Node(name, namespace=first_ns, context=first_context)
+    second = Node(name, namespace=second_ns, context=second_context)
+    executor = SingleThreadedExecutor(context=second_context)
+    executor.add_node(second)
+    told = []
+    guard = NameGuard(second, told.append, checks_s=(0.3, 1.0, 2.5))
+    try:
+        spin_for(executor, 3.0)
+        return told, guard
+    finally:
+        guard.cancel()
+        executor.shutdown()
+        second.destroy_node()
+        first.destroy_node()
+
+
+def test_a_second_node_of_the_same_name_is_told_what_runs_and_what_to_do(rclpy_context, second_context,
+                                                                          ros_domain_id):
+    told, guard = run_guard(rclpy_context, second_context, "/guard_a", "/guard_a")
+    assert len(told) == 1, told          # told once, not at every check
+    assert guard.found
+    text = told[0]
+    assert "another node named /guard_a/guarded_node" in text
+    assert f"ROS domain {ros_domain_id}" in text
+    assert "namespace" in text and "ROS_DOMAIN_ID" in text
+
+
+def test_the_same_name_in_another_namespace_is_no_duplicate(rclpy_context, second_context):
+    told, guard = run_guard(rclpy_context, second_context, "/guard_b", "/guard_c")
+    assert told == [] and not guard.found
+
+
+def test_the_same_name_in_another_domain_is_no_duplicate(rclpy_context, ros_domain_id):
+    other = rclpy.Context()
+    rclpy.init(context=other, domain_id=(ros_domain_id + 1) % 102)
+    try:
+        told, guard = run_guard(rclpy_context, other, "/guard_d", "/guard_d")
+    finally:
+        other.try_shutdown()
+    assert told == [] and not guard.found
