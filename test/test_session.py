@@ -764,9 +764,9 @@ def test_send_queue_limit():
     assert pair.robot_got() == list(range(14))
 
 
-def test_robot_that_forgets_the_link_is_detected():
-    """A stale RESET makes the robot start over; the engine's packets are never acknowledged
-    again although the robot still answers pings, and the engine must notice."""
+def test_robot_that_greets_a_stray_reset_is_given_up_at_once():
+    """A stale or forged RESET makes the robot start over and greet with a new Connect: the
+    engine sees that at once (not after stall_timeout) and reports the link lost."""
     pair = Pair(Impairment(delay=0.01), Impairment(delay=0.01))
     pair.connect()
     for i in range(10):
@@ -774,6 +774,29 @@ def test_robot_that_forgets_the_link_is_detected():
     pair.settle()
     reset_at = pair.link.now
     pair.robot.receive_datagram(RESET_BYTES, reset_at)
+    assert pair.link.run_while(lambda: pair.engine.is_connected, 1.0)
+    (lost,) = pair.engine_of(ConnectionLost)
+    assert "reset the link" in lost.reason
+    assert pair.link.now <= reset_at + 0.05
+    assert pair.engine.stats.peer_resets == 1
+    pair.connect()
+    pair.engine.send(to_robot(1000))
+    pair.settle()
+    assert pair.robot_got()[-1] == 1000
+
+
+def test_robot_that_forgets_the_link_is_detected():
+    """The robot starts over without a word (no Connect reaches the engine); the engine's
+    packets are never acknowledged again although the robot still answers pings, and the
+    engine must notice."""
+    pair = Pair(Impairment(delay=0.01), Impairment(delay=0.01))
+    pair.connect()
+    for i in range(10):
+        pair.engine.send(to_robot(i))
+    pair.settle()
+    reset_at = pair.link.now
+    pair.robot.receive_datagram(RESET_BYTES, reset_at)
+    pair.robot._pending.clear()  # its greeting is lost for good
     assert pair.robot.state is State.CONNECTED and pair.robot._expected == 0
     i = 10
     cfg = pair.engine.config

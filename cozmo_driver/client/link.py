@@ -174,6 +174,11 @@ class RobotLink:
         return self.state is LinkState.READY
 
     @property
+    def awaiting_connect(self) -> bool:
+        """A RESET is out and the robot's answer is awaited (see the UDP adapter's peer filter)."""
+        return self.session.awaiting_connect
+
+    @property
     def stopped(self) -> bool:
         """True once a requested stop has completed (or was never needed)."""
         return not self._wanted and self.session.state is not State.CLOSING

@@ -164,6 +164,9 @@ class SessionStats:
     pings_answered: int = 0
     connects: int = 0
     connections_lost: int = 0
+    #: engine: the robot opened a new connection this session did not ask for (it took a
+    #: RESET from someone else: forged, stray or replayed); the link was given up
+    peer_resets: int = 0
     discarded_on_reset: int = 0
     rtt_s: Optional[float] = None
     srtt_s: Optional[float] = None
@@ -254,6 +257,7 @@ class Session:
         self._expected = 0                        # next reliable seq we will deliver
         self._rx_buffer: Dict[int, RawPacket] = {}
         self._received_any = False
+        self._peer_acked = False                  # the peer acknowledged one of our packets
         self._ack_due: Optional[float] = None
         self._rto = self.config.rto_initial
         self._rto_backoff = 1
@@ -321,6 +325,12 @@ class Session:
         return self.state is State.CONNECTED
 
     @property
+    def awaiting_connect(self) -> bool:
+        """Engine: a RESET is out and the robot's Connect is awaited (the UDP adapter then
+        takes the answer from a new source port of the robot's host)."""
+        return self.role is Role.ENGINE and self.state is State.CONNECTING
+
+    @property
     def send_queue_length(self) -> int:
         """Reliable packets not yet acknowledged, in flight or waiting."""
         return len(self._unacked) + len(self._pending)
@@ -378,6 +388,11 @@ class Session:
             if not any(p.packet_type == PacketType.CONNECT for p in frame.packets):
                 stats.unexpected_frames += 1
                 return
+        elif (self.role is Role.ENGINE and self.state is State.CONNECTED and self._peer_acked
+              and frame.ack == OOB_SEQ and frame.first_seq == 0 and frame.packets
+              and frame.packets[0].packet_type == PacketType.CONNECT):
+            self._on_peer_reset(now)
+            return
         self._last_rx = now
         if frame.ack < SEQ_MODULUS:  # OOB_SEQ means none; 65534 never occurs on the wire
             self._on_ack(frame.ack, now)
@@ -509,11 +524,27 @@ class Session:
                 break
         if sample is not None:
             self._rtt_sample(sample)
+        self._peer_acked = True
         self._rto_backoff = 1
         if self._retx:
             self._retx = [s for s in self._retx if s in unacked]
         if self.state is State.CLOSING and not unacked and not self._pending:
             self._finish(State.CLOSED, Disconnected("disconnected"))
+
+    def _on_peer_reset(self, now: float) -> None:
+        """Engine: the robot greets us with a new Connect (packet 0, acknowledging nothing)
+        although it had acknowledged our packets on this connection: it took a RESET we did
+        not send (forged, stray or replayed) and forgot the link. Neither side's windows
+        match any more, and the robot waits for a client's handshake (it will not stream
+        RobotState until SyncTime), so the connection is over: report it lost at once
+        (the caller reconnects with its own RESET) instead of after ``stall_timeout``."""
+        self.stats.peer_resets += 1
+        self.stats.connections_lost += 1
+        silence = now - self._last_rx if self._last_rx is not None else 0.0
+        logger.warning("[%s] the robot started a new connection this client did not open "
+                       "(a RESET from elsewhere): connection lost", self.name)
+        self._finish(State.LOST, ConnectionLost(
+            "the robot reset the link (a RESET this client did not send)", silence))
 
     def _accept_reset(self, now: float) -> None:
         """Robot: a client (re)started the link: answer with Connect as packet 0."""

@@ -38,10 +38,15 @@ the test harness, CI, the demo on the simulator and the benchmarks) the adapter
 refuses to start with a robot address outside 127.0.0.0/8, before a single
 datagram leaves: no test can reach a real robot or the LAN by mistake.
 
-Peer policy: ``"fixed"`` (the driver) accepts datagrams only from
-``remote_addr``; ``"reset"`` (the simulated robot) adopts the sender of the
-latest RESET frame as its peer. Datagrams from any other source are dropped and
-counted in :attr:`TransportStats.wrong_source`.
+Peer policy (:class:`PeerFilter`, sans-I/O): ``"fixed"`` (the driver) accepts
+datagrams only from the robot's current source, ``remote_addr`` at first; while
+the protocol waits for the answer to its RESET (its ``awaiting_connect`` is
+true) it also takes the robot's Connect answer from another port of the same
+host and follows the robot there (a robot behind a NAT or a relay that answers
+from a new source port), and it sends its RESETs to ``remote_addr`` again.
+``"reset"`` (the simulated robot) adopts the sender of the latest RESET frame as
+its peer. Datagrams from any other source are dropped and counted in
+:attr:`TransportStats.wrong_source`.
 """
 
 from __future__ import annotations
@@ -59,9 +64,11 @@ from dataclasses import dataclass
 from typing import Any, Callable, Deque, Optional, Tuple
 
 from ..errors import ConfigurationError, CozmoError, UsageError
-from ..protocol.frames import MAGIC, FrameType
+from ..protocol.errors import RemoteProtocolError
+from ..protocol.frames import MAGIC, FrameType, decode_frame
+from ..protocol.messages import PacketType
 
-__all__ = ["UdpTransport", "TransportStats", "TransportError", "AddressError",
+__all__ = ["UdpTransport", "PeerFilter", "TransportStats", "TransportError", "AddressError",
            "TransportStateError", "resolve_address", "is_loopback",
            "LOOPBACK_ONLY_ENV"]
 
@@ -116,16 +123,78 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def is_connect_answer(data: bytes) -> bool:
+    """Whether ``data`` is a robot's answer to a RESET: a ROBOT frame whose first reliable
+    packet, number 0, is Connect."""
+    if len(data) < 8 or data[:7] != MAGIC or data[7] != FrameType.ROBOT:
+        return False
+    try:
+        frame = decode_frame(data)
+    except RemoteProtocolError:
+        return False
+    return (frame.first_seq == 0 and bool(frame.packets)
+            and frame.packets[0].packet_type == PacketType.CONNECT)
+
+
+class PeerFilter:
+    """Which source a datagram may come from, and where datagrams go (sans-I/O).
+
+    ``"fixed"``: the robot's source is ``remote_addr`` until, while the protocol awaits the
+    answer to its RESET, a Connect answer comes from another port of the same host: that
+    port becomes the source and the destination. While awaiting that answer datagrams
+    (the RESETs) go to ``remote_addr``, so that a reconnect reaches the address the user
+    gave even after the robot was followed elsewhere. ``"reset"``: the sender of the latest
+    RESET frame is the peer, both ways.
+    """
+
+    def __init__(self, policy: str, remote_addr: Optional[Address] = None) -> None:
+        if policy not in ("fixed", "reset"):
+            raise TransportStateError(f"peer_policy must be 'fixed' or 'reset', not {policy!r}")
+        if policy == "fixed" and remote_addr is None:
+            raise TransportStateError("peer_policy 'fixed' needs remote_addr")
+        self.policy = policy
+        self.remote_addr = remote_addr
+        #: where the peer's datagrams come from (None: nobody yet)
+        self.source: Optional[Address] = remote_addr if policy == "fixed" else None
+        #: times the source moved to another address
+        self.moves = 0
+
+    def accept(self, addr: Address, data: bytes, awaiting_connect: bool = False) -> bool:
+        """Whether a datagram from ``addr`` is the peer's (adopting a new source if it may)."""
+        if addr == self.source:
+            return True
+        if self.policy == "reset":
+            if len(data) >= 8 and data[7] == FrameType.RESET and data[:7] == MAGIC:
+                self._move(addr)
+                return True
+            return False
+        remote = self.remote_addr
+        if (awaiting_connect and remote is not None and addr[0] == remote[0]
+                and is_connect_answer(data)):
+            self._move(addr)
+            return True
+        return False
+
+    def destination(self, awaiting_connect: bool = False) -> Optional[Address]:
+        """Where the protocol's datagrams go now."""
+        if self.policy == "fixed" and awaiting_connect:
+            return self.remote_addr
+        return self.source
+
+    def _move(self, addr: Address) -> None:
+        if self.source is not None:
+            logger.info("new peer %s:%d (was %s:%d)", addr[0], addr[1], *self.source)
+            self.moves += 1
+        self.source = addr
+
+
 class UdpTransport:
     """Runs ``protocol`` on a UDP socket. See the module docstring."""
 
     def __init__(self, protocol: Any, local_addr: Address = ("0.0.0.0", 0),
                  remote_addr: Optional[Address] = None, peer_policy: str = "fixed",
                  on_event: Optional[Callable[[Any], None]] = None, name: str = "udp") -> None:
-        if peer_policy not in ("fixed", "reset"):
-            raise TransportStateError(f"peer_policy must be 'fixed' or 'reset', not {peer_policy!r}")
-        if peer_policy == "fixed" and remote_addr is None:
-            raise TransportStateError("peer_policy 'fixed' needs remote_addr")
+        PeerFilter(peer_policy, remote_addr)  # checks the policy before anything starts
         self.protocol = protocol
         self.local_addr = local_addr
         self.remote_addr = remote_addr
@@ -133,7 +202,7 @@ class UdpTransport:
         self.on_event = on_event
         self.name = name
         self.stats = TransportStats()
-        self._peer: Optional[Address] = None
+        self._peers: Optional[PeerFilter] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._sock: Optional[socket.socket] = None
         self._thread: Optional[threading.Thread] = None
@@ -163,7 +232,11 @@ class UdpTransport:
 
     @property
     def peer(self) -> Optional[Address]:
-        return self._peer
+        """The peer's address (where its datagrams come from), once known."""
+        return self._peers.source if self._peers is not None else None
+
+    def _awaiting_connect(self) -> bool:
+        return bool(getattr(self.protocol, "awaiting_connect", False))
 
     def start(self, timeout: float = 5.0) -> "UdpTransport":
         if self._thread is not None:
@@ -175,8 +248,7 @@ class UdpTransport:
                 raise AddressError(
                     f"{LOOPBACK_ONLY_ENV}=1 is set: refusing to send to {self.remote_addr[0]}, which "
                     "is not a loopback address (tests and CI talk only to the simulator on 127.0.0.1)")
-            if self.peer_policy == "fixed":
-                self._peer = self.remote_addr
+        self._peers = PeerFilter(self.peer_policy, self.remote_addr)
         self._thread = threading.Thread(target=self._run, args=((host, port),),
                                         name=f"cozmo-io-{self.name}", daemon=True)
         self._thread.start()
@@ -336,6 +408,7 @@ class UdpTransport:
         """The socket is readable: feed the protocol every datagram waiting, then flush."""
         with self._busy:
             sock, loop, protocol, stats = self._sock, self._loop, self.protocol, self.stats
+            peers = self._peers
             fed = False
             for _ in range(_READ_BATCH):
                 try:
@@ -345,7 +418,7 @@ class UdpTransport:
                 except OSError as exc:  # an ICMP error reported for an earlier send
                     self._on_send_error(exc)
                     break
-                if addr != self._peer and not self._new_peer(data, addr):
+                if addr != peers.source and not peers.accept(addr, data, self._awaiting_connect()):
                     stats.wrong_source += 1
                     continue
                 stats.datagrams_in += 1
@@ -355,18 +428,6 @@ class UdpTransport:
                     break  # the rest waits in the socket: the command first (see call_soon)
             if fed:
                 self._pump()
-
-    def _new_peer(self, data: bytes, addr: Address) -> bool:
-        """A datagram from someone other than the peer: adopt the sender (policy "reset", a
-        RESET frame) or refuse it."""
-        if self.peer_policy == "fixed":
-            return False
-        if len(data) >= 8 and data[7] == FrameType.RESET and data[:7] == MAGIC:
-            if self._peer is not None:
-                logger.info("[%s] new peer %s:%d (was %s:%d)", self.name, *addr, *self._peer)
-            self._peer = addr
-            return True
-        return False
 
     def _on_timer(self) -> None:
         with self._busy:
@@ -386,7 +447,7 @@ class UdpTransport:
         """Send the datagrams the protocol has due."""
         datagrams = self.protocol.datagrams_to_send(now)
         if datagrams:
-            peer, sock = self._peer, self._sock
+            peer, sock = self._peers.destination(self._awaiting_connect()), self._sock
             if peer is not None and sock is not None:
                 for data in datagrams:
                     try:
