@@ -72,7 +72,8 @@ class Rig(RosHarness):
     def latest(self) -> Dict[str, ObjectInfo]:
         return {o.name: o for o in self.lists[-1].objects} if self.lists else {}
 
-    def wait_list(self, predicate: Callable[[Dict[str, ObjectInfo]], bool], timeout: float = WAIT) -> Dict[str, ObjectInfo]:
+    def wait_list(self, predicate: Callable[[Dict[str, ObjectInfo]], bool],
+                  timeout: float = WAIT) -> Dict[str, ObjectInfo]:
         assert self.spin_until(lambda: bool(self.lists) and predicate(self.latest()), timeout), \
             f"objects list never matched; last: {[(o.name, o.connected) for o in self.latest().values()]}"
         return self.latest()

@@ -257,7 +257,9 @@ def test_moving_cubes_and_charger():
     # Lifted 40 mm: it is seen higher in the image.
     w.set_cube_pose(0, HOME[0] + 200.0, HOME[1], 0.3, z_mm=40.0)
     lifted = labels(w, *HOME, -5 * DEG)
-    rows = lambda m: np.nonzero((m == W.LABEL_CUBE)[:, 150:170].any(axis=1))[0]
+    def rows(m):
+        return np.nonzero((m == W.LABEL_CUBE)[:, 150:170].any(axis=1))[0]
+
     assert rows(lifted).mean() < rows(lab).mean() - 10
     # The charger follows its pose.
     w.charger_pose = (300.0, 300.0, math.pi / 2)

@@ -26,6 +26,8 @@ import operator
 import re
 import struct
 from types import SimpleNamespace
+
+from ..errors import UsageError
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 __all__ = ["Template", "LayoutError", "serialized_publish_supported", "cdr_layout"]
@@ -42,7 +44,7 @@ _ENCAPSULATION = b"\x00\x01\x00\x00"  # CDR, little-endian
 _COUNT = struct.Struct("<I")
 
 
-class LayoutError(ValueError):
+class LayoutError(UsageError, ValueError):
     """A message type or field this module does not lay out."""
 
 

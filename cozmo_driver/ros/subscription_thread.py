@@ -32,6 +32,8 @@ from typing import Any, Callable
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 
+from ..errors import ConfigurationError
+
 __all__ = ["SubscriptionThread", "Unsupported"]
 
 logger = logging.getLogger(__name__)
@@ -40,7 +42,7 @@ logger = logging.getLogger(__name__)
 _JOIN_S = 5.0
 
 
-class Unsupported(RuntimeError):
+class Unsupported(ConfigurationError, RuntimeError):
     """A subscription cannot be served outside the caller's executor here."""
 
 
