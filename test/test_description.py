@@ -120,8 +120,9 @@ def test_a_broken_description_is_reported(tmp_path):
 
 def test_actuated_joints_are_what_the_driver_publishes(model):
     assert {j.name for j in model.actuated_joints()} == set(ACTUATED)
-    # the driver's joint_states names (checked in its source: it names them literally)
-    source = (ROOT / "cozmo_driver" / "ros" / "driver_node.py").read_text()
+    # the driver's joint_states names (checked in its source: the module that publishes
+    # joint_states names them literally)
+    source = (ROOT / "cozmo_driver" / "ros" / "driver_streams.py").read_text()
     assert re.search(r'\[\s*"head_joint"\s*,\s*"lift_joint"\s*\]', source)
 
 

@@ -134,7 +134,7 @@ def _find_root(path: Path) -> Path:
     if (path / "config" / "engine").is_dir() or (path / "assets").is_dir():
         return path
     raise ConfigError(f"app_resources_dir: {path} holds neither cozmo_resources/ nor "
-                      "config/engine/ (see the README, Behavior engine, Loading the app's resources)")
+                      "config/engine/ (see docs/behavior.md, Loading the Cozmo app's resources)")
 
 
 def load_app_resources(path: Union[str, Path], warn: Optional[Callable[[str], None]] = None

@@ -459,7 +459,7 @@ class Behavior:
       and a value must have the default's type (an int is a float);
     * ``drives_off_charger``: True for the one kind of behavior allowed to move
       the treads while the robot is on its charger;
-    * ``description``: one line for the README and the logs.
+    * ``description``: one line for the docs and the logs.
 
     ``can_start(ctx)`` says whether it makes sense now (the engine does not
     start it otherwise)."""

@@ -37,8 +37,8 @@ publishing robot data (commands are refused), cleanup disconnects. With
 ``link_status`` keep reporting while inactive.
 
 Names are relative (under the node's namespace) except the standard absolute
-``/tf`` and ``/diagnostics``. See README.md, section "Driver node", for every
-topic, service and parameter.
+``/tf`` and ``/diagnostics``. See docs/driver.md for every topic, service and
+parameter.
 """
 
 from __future__ import annotations

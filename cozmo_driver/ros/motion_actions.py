@@ -9,8 +9,8 @@ its goal - check, start, feedback, result - is a class of
 conversion and the decisions of when a goal is done live in
 :mod:`cozmo_driver.driver.motion` and the tf lookup in
 :mod:`cozmo_driver.driver.transforms`; commands go out through the typed calls
-of :class:`cozmo_driver.client.Robot`. README.md, section "Motion actions and
-Nav2", documents every goal, feedback and result field.
+of :class:`cozmo_driver.client.Robot`. docs/motion.md documents every goal,
+feedback and result field.
 
 How a goal runs. The goal callback checks the goal (finite numbers, ranges,
 tolerances, frames) and the driver (active, no emergency stop, connected, for
@@ -121,7 +121,7 @@ class MotionActions:
         self._entities.append((HandOver.destroy, self._handover))
         # The goal callback may wait for tf (a coroutine): a group of their own, re-entrant,
         # so that this neither holds the node's default group (odometry, commands) nor the
-        # other goals, cancels and tf messages. The node is spun by one thread (README).
+        # other goals, cancels and tf messages. The node is spun by one thread (docs/driver.md, Threads).
         self._group = ReentrantCallbackGroup()
         self._servers = []
         for name, (action_type, _) in ACTION_NAMES.items():
