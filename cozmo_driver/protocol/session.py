@@ -377,6 +377,8 @@ class Session:
         if ftype == FrameType.FIN:
             if self.role is Role.ROBOT and self.state is State.CONNECTED:
                 self._peer_disconnected("the engine sent FIN")
+            else:
+                stats.unexpected_frames += 1  # the robot never sends FIN
             return
         if ftype == FrameType.RESET_ACK or self.state not in (
                 State.CONNECTING, State.CONNECTED, State.CLOSING):
