@@ -1,0 +1,72 @@
+"""bench/fuzz_stack.py, briefly: 2 000 bad datagrams at the driver and the simulator while
+the robot drives (issue #17).
+
+The script's own checks are asserted, not its timings: the driver and the simulator
+are still running, odom kept coming during and after the fuzz, the link held, odom never
+jumped or turned back, and the replayed RobotStates reached the driver and were dropped
+as not newer than the last one. A second run replays the connection's first datagrams
+from the robot's address (the robot's Connect among them): a known defect tears the link
+down on them (strict xfail: it fails once that is fixed, so that the mark goes).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("rclpy")
+
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "bench" / "fuzz_stack.py"
+#: bounds the whole run (start-up on a loaded machine included); not a figure checked
+RUN_LIMIT_S = 240.0
+
+
+def run_fuzz(tmp_path: Path, *extra: str) -> dict:
+    out = tmp_path / "fuzz.json"
+    command = [sys.executable, str(SCRIPT), "--count", "2000", "--seconds", "3", "--baseline", "3",
+               "--after", "2", "--seed", "7", "--no-docs", "--json", str(out),
+               "--logs", str(tmp_path / "logs"), *extra]
+    proc = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=RUN_LIMIT_S)
+    assert out.exists(), f"no results (exit {proc.returncode}):\n{proc.stdout[-4000:]}"
+    result = json.loads(out.read_text())
+    result["output"] = proc.stdout
+    result["exit"] = proc.returncode
+    return result
+
+
+def test_driver_and_simulator_survive_bad_datagrams_while_driving(tmp_path):
+    result = run_fuzz(tmp_path, "--handshake-share", "0")
+    checks, output = result["checks"], result["output"][-4000:]
+    assert result["alive"] == {"driver": True, "sim": True, "fuzzer": True}, output
+    assert result["fuzz"]["total"] == 2000, output
+    sent = result["fuzz"]["sent"]
+    for target in ("foreign->driver", "forged->driver", "foreign->sim"):
+        assert sum(sent[target].values()) > 0, target
+    windows = {w["name"]: w for w in result["windows"]}
+    assert windows["fuzz"]["odom"] > 0 and windows["after"]["odom"] > 0, output
+    assert checks["no pose jump"], output
+    assert checks["the link held (no connection lost)"], output
+    assert checks["no ERROR line, no traceback in the driver's log"], result["driver_error_lines"]
+    # real robot states were replayed from the robot's own address and dropped as stale
+    assert result["fuzz"]["forged_state_replays"] > 0, output
+    assert result["stale_states_logged"] > 0, output
+    assert windows["fuzz"]["counters"].get("wrong-source datagrams dropped", 0) > 0, output
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "a replayed robot Connect from the robot's address makes the driver give up a healthy link "
+    "(Session._on_peer_reset); after the reconnect a replayed RobotState of the old connection "
+    "becomes the client's reference time and the real states are dropped as stale (issue #17)"))
+def test_replayed_handshake_does_not_break_the_link(tmp_path):
+    result = run_fuzz(tmp_path, "--handshake-share", "0.5")
+    assert result["alive"]["driver"], result["output"][-4000:]
+    assert result["checks"]["the link held (no connection lost)"], result["output"][-4000:]
+    assert result["checks"]["no pose jump"], result["output"][-4000:]
