@@ -69,3 +69,4 @@ def test_the_same_name_in_another_domain_is_no_duplicate(rclpy_context, ros_doma
     finally:
         other.try_shutdown()
     assert told == [] and not guard.found
+

@@ -10,6 +10,7 @@ the root of its errors (:class:`CozmoError`).
 from ..protocol.errors import CozmoError
 from ..protocol.session import MessageReceived
 from .link import ClientConfig, LinkState, LinkStateChanged, RobotInfo, RobotLink, RobotReady
+from .claim import RobotBusyError
 from .robot import DEFAULT_ROBOT_ADDRESS, DEFAULT_ROBOT_PORT, Robot
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "RobotLink",
     "RobotReady",
     "Robot",
+    "RobotBusyError",
     "DEFAULT_ROBOT_ADDRESS",
     "DEFAULT_ROBOT_PORT",
 ]

@@ -38,6 +38,7 @@ import rclpy
 from rclpy.executors import SingleThreadedExecutor
 
 from ._compat import try_shutdown
+from .name_guard import NameGuard
 
 try:
     from rclpy.executors import ExternalShutdownException
@@ -51,7 +52,7 @@ except ImportError:  # pragma: no cover - older rclpy
     class InvalidHandle(Exception):
         pass
 
-__all__ = ["StopSignals", "init", "make_node", "release_native", "spin_node"]
+__all__ = ["StopSignals", "init", "make_node", "refuse", "release_native", "spin_node"]
 
 #: the signals that stop a node
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -261,14 +262,21 @@ def _spin(executor: SingleThreadedExecutor, context: Any,
 
 
 def spin_node(node: Any, start: Optional[Callable[[], None]] = None,
-              stop: Optional[Callable[[SingleThreadedExecutor], None]] = None) -> None:
+              stop: Optional[Callable[[SingleThreadedExecutor], None]] = None,
+              guard_name: bool = True) -> int:
     """Spin ``node`` until SIGINT, SIGTERM or an external shutdown; ``start()`` runs first
     (inside the interruptible part), ``stop(executor)`` after, with the executor still up
     and the context still valid (the signals of :func:`init` do not shut it down), then
-    the executor, the node and rclpy are shut down."""
+    the executor, the node and rclpy are shut down. Returns the exit status: 0, or 2
+    when ``guard_name`` found another node of the same name in the ROS domain in the
+    node's first seconds (:class:`~cozmo_driver.ros.name_guard.NameGuard`: the node
+    then says so and stops as on a signal)."""
     signals = _signals
     executor = SingleThreadedExecutor(context=node.context)
     executor.add_node(node)
+    name = node.get_name()
+    del _refusals[:]
+    guard = NameGuard(node, lambda text: refuse(node, text)) if guard_name else None
     try:
         if signals is not None:
             signals.attach(node)
@@ -278,6 +286,8 @@ def spin_node(node: Any, start: Optional[Callable[[], None]] = None,
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
+        if guard is not None:
+            guard.cancel()
         if stop is not None:
             stop(executor)
         if signals is not None:
@@ -286,3 +296,21 @@ def spin_node(node: Any, start: Optional[Callable[[], None]] = None,
         node.destroy_node()
         try_shutdown()
         _close_signals()
+    if _refusals:
+        print(f"{name}: refusing to run: {_refusals[0]}", file=sys.stderr)
+        return 2
+    return 0
+
+
+#: why the node of this process refused to run (see :func:`refuse`)
+_refusals: List[str] = []
+
+
+def refuse(node: Any, text: str) -> None:
+    """The node cannot run beside what it found (another node of its name, a robot that
+    another program drives): log ``text`` as an error and stop as on a signal;
+    :func:`spin_node` then returns 2 and prints it on stderr."""
+    _refusals.append(text)
+    node.get_logger().error(f"refusing to run: {text}")
+    if _signals is not None:
+        _signals.request()

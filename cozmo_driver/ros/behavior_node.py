@@ -73,6 +73,7 @@ from ..behavior.parameters import BEHAVIOR_PARAMETERS, USER_ACTIONS, USER_TOPICS
 from ..behavior.reactions import ROBOT_EVENT_TRIGGERS
 from ..lifeline import exit_with_parent
 from ._entry import init, make_node, spin_node
+from .usage import answer_help
 from .qos import QOS_EVENTS, QOS_LATCHED, QOS_LATEST, QOS_QUEUE, QOS_STATE, QOS_STREAM, QOS_WATCH
 
 __all__ = ["BehaviorNode", "RosRobot", "main"]
@@ -534,6 +535,8 @@ def main(args: Optional[List[str]] = None) -> int:
 
     A signal does not shut the context down (``_entry.init``): the node first cancels
     the goals it started, and lets the cancel requests go out, then rclpy shuts down."""
+    if answer_help("cozmo_behavior_node", __doc__, BEHAVIOR_PARAMETERS, args):
+        return 0
     exit_with_parent()  # end with the bring-up that started it (cozmo_driver.lifeline)
     init(args)
     node = make_node("cozmo_behavior_node", BehaviorNode,
@@ -548,8 +551,7 @@ def main(args: Optional[List[str]] = None) -> int:
         while node.context.ok() and time.monotonic() < deadline:
             executor.spin_once(timeout_sec=0.05)
 
-    spin_node(node, stop=stop)
-    return 0
+    return spin_node(node, stop=stop)
 
 
 if __name__ == "__main__":

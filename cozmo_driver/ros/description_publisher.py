@@ -144,8 +144,7 @@ def main(args: Optional[List[str]] = None) -> int:
     node = make_node("cozmo_description_publisher", DescriptionPublisher, (DescriptionError,))
     if node is None:
         return 2
-    spin_node(node)
-    return 0
+    return spin_node(node)
 
 
 if __name__ == "__main__":

@@ -68,7 +68,7 @@ from visualization_msgs.msg import Marker
 from .media_interfaces import MediaInterfaces
 from .motion_actions import MotionActions
 from .object_interfaces import ObjectInterfaces
-from ..client import LinkState
+from ..client import LinkState, RobotBusyError
 from ..core import CozmoError, DriverCore, make_robot
 from ..driver import camera_info as caminfo
 from ..driver.commands import CommandError, check_frame
@@ -80,11 +80,14 @@ from .driver_support import RosLogHandler as _RosLogHandler
 from .driver_support import descriptor as _descriptor, log_line, transition as _transition
 from .handover import HandOver
 from .subscription_thread import SubscriptionThread, Unsupported
-from ._entry import init, make_node, spin_node
+from ._entry import init, make_node, refuse, spin_node
+from .usage import answer_help
 from .qos import QOS_COMMAND, QOS_EVENTS, QOS_LATCHED, QOS_SENSOR, QOS_STATE, QOS_TF
 
 __all__ = ["CozmoDriverNode", "main"]
 
+#: two busy threads (protocol I/O, executor) share the GIL: a waiting one gets it after at most
+#: this long (CPython's 5 ms default shows in command and odometry latency)
 _GIL_SWITCH_INTERVAL_S = 0.0005
 
 
@@ -210,6 +213,7 @@ class CozmoDriverNode(LifecycleNode):
             try:
                 robot.start()
             except CozmoError as exc:
+                self.start_error = exc
                 self.get_logger().error(f"cannot open the link to the robot: {exc}")
                 return TransitionCallbackReturn.FAILURE
             self.get_logger().info(
@@ -272,11 +276,13 @@ class CozmoDriverNode(LifecycleNode):
                 robot.remove_listener(core.on_robot_event)
             except ValueError:
                 pass
+            opened = robot.transport.running  # a link that never opened has nothing to stop
             try:
                 robot.stop()
             except CozmoError as exc:
                 self._log(logging.WARNING, f"stopping the link: {exc}")
-            self._log(logging.INFO, "disconnected from the robot (motors stopped)")
+            if opened:
+                self._log(logging.INFO, "disconnected from the robot (motors stopped)")
         with core.lock:
             self._destroy_interfaces()
             core.robot = None
@@ -299,10 +305,8 @@ class CozmoDriverNode(LifecycleNode):
             self._retiring_motion.destroy_retired()
             self._retiring_motion = None
         super().destroy_node()
-        # rclpy's LifecycleNode never destroys its state machine, whose native object holds
-        # the rcl node (and so the context and its DDS participant, with the participant's
-        # receive threads) until the Python node is collected: after gc.freeze() (main),
-        # not before the process exits. Its services went with super().destroy_node().
+        # rclpy's LifecycleNode never destroys its state machine, whose native object holds the
+        # rcl node (so the DDS participant) until the node is collected: after gc.freeze(), never.
         machine = getattr(self, "_state_machine", None)
         if machine is not None:
             try:
@@ -461,10 +465,9 @@ class CozmoDriverNode(LifecycleNode):
 
 def main(args: Optional[List[str]] = None) -> int:
     """``cozmo_driver_node``: run the driver until Ctrl-C or SIGTERM."""
+    if answer_help("cozmo_driver_node", __doc__, PARAMETERS, args):
+        return 0
     exit_with_parent()  # end with the bring-up that started it (cozmo_driver.lifeline)
-    # Two busy threads (protocol I/O and the executor) share the GIL; a waiting
-    # thread gets it after at most this long (CPython's default is 5 ms, which
-    # shows up directly in command and odometry latency).
     sys.setswitchinterval(_GIL_SWITCH_INTERVAL_S)
     init(args)  # SIGINT and SIGTERM stop the node before rclpy shuts down
     node = make_node("cozmo_driver_node", CozmoDriverNode,
@@ -478,18 +481,18 @@ def main(args: Optional[List[str]] = None) -> int:
 
     def start() -> None:
         if node.autostart and not node.start():
+            if isinstance(getattr(node, "start_error", None), RobotBusyError):
+                return refuse(node, str(node.start_error))  # another program drives this robot
             node.get_logger().error("could not start; the node stays up for lifecycle transitions")
-        # Everything allocated so far (rclpy, message classes, numpy...) lives as long as
-        # the process: keep it out of the cyclic collector's full passes, which would
-        # otherwise pause both threads for milliseconds every few seconds.
+        # What start-up allocated lives as long as the process: keep it out of the cyclic
+        # collector's full passes, which would pause both threads for milliseconds.
         gc.freeze()
 
     def stop(executor) -> None:
         node.close()
         cozmo_logger.removeHandler(handler)
 
-    spin_node(node, start, stop)
-    return 0
+    return spin_node(node, start, stop)
 
 
 if __name__ == "__main__":

@@ -42,16 +42,33 @@ from std_msgs.msg import Float32MultiArray, String
 from ..face.expressions import EXPRESSIONS, FaceAnimator, expression
 from ..face.procedural import FACE_HEIGHT_PX, FACE_WIDTH_PX, NUM_PARAMS, PARAM_NAMES, FaceParams
 from ..face.stream import FaceStream
+from ..driver.parameters import ParamSpec
 from ..lifeline import exit_with_parent
 from ._entry import init, make_node, spin_node
+from .usage import answer_help
 from .qos import QOS_LATCHED, QOS_QUEUE
 
 __all__ = ["FaceNode", "main", "raw_face"]
 
 
-def _range(description: str, lo: float, hi: float) -> ParameterDescriptor:
-    return ParameterDescriptor(description=description, floating_point_range=[
-        FloatingPointRange(from_value=lo, to_value=hi, step=0.0)])
+#: the node's parameters (read at start-up), declared from this table; ``--help`` lists them
+FACE_PARAMETERS = (
+    ParamSpec("fps", 30.0, "Frames rendered per second", "1/s", 1.0, 60.0),
+    ParamSpec("expression", "neutral", "The expression at start-up"),
+    ParamSpec("idle", True, "Idle life: blinks and small eye movements"),
+    ParamSpec("seed", 0, "Seed of the idle life (the same seed blinks the same way)"),
+    ParamSpec("transition_s", 0.3, "Default time to ease from one expression to the next", "s", 0.0, 10.0),
+    ParamSpec("keepalive_s", 1.0, "An unchanged face is published again this often", "s", 0.1, 60.0),
+)
+
+
+def _descriptor(spec: ParamSpec) -> ParameterDescriptor:
+    unit = f" [{spec.unit}]" if spec.unit else ""
+    descriptor = ParameterDescriptor(description=spec.description + unit)
+    if spec.minimum is not None:
+        descriptor.floating_point_range = [FloatingPointRange(from_value=float(spec.minimum),
+                                                              to_value=float(spec.maximum))]
+    return descriptor
 
 
 def raw_face(values: Sequence[float]) -> Tuple[FaceParams, List[str]]:
@@ -73,17 +90,11 @@ class FaceNode(Node):
 
     def __init__(self, node_name: str = "cozmo_face", **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
-        fps = self.declare_parameter("fps", 30.0, _range("Frames rendered per second [1/s]", 1.0, 60.0)).value
-        start = self.declare_parameter("expression", "neutral", ParameterDescriptor(
-            description="The expression at start-up")).value
-        idle = self.declare_parameter("idle", True, ParameterDescriptor(
-            description="Idle life: blinks and small eye movements")).value
-        seed = self.declare_parameter("seed", 0, ParameterDescriptor(
-            description="Seed of the idle life (the same seed blinks the same way)")).value
-        self.transition_s = float(self.declare_parameter("transition_s", 0.3, _range(
-            "Default time to ease from one expression to the next [s]", 0.0, 10.0)).value)
-        keepalive = self.declare_parameter("keepalive_s", 1.0, _range(
-            "An unchanged face is published again this often [s]", 0.1, 60.0)).value
+        p = {spec.name: self.declare_parameter(spec.name, spec.default, _descriptor(spec)).value
+             for spec in FACE_PARAMETERS}
+        fps, start, idle, seed = p["fps"], p["expression"], p["idle"], p["seed"]
+        self.transition_s = float(p["transition_s"])
+        keepalive = p["keepalive_s"]
         try:
             base = expression(str(start))
         except KeyError as exc:
@@ -187,13 +198,14 @@ class FaceNode(Node):
 
 def main(args: Optional[List[str]] = None) -> int:
     """``cozmo_face_node``: publish the face until Ctrl-C or SIGTERM."""
+    if answer_help("cozmo_face_node", __doc__, FACE_PARAMETERS, args):
+        return 0
     exit_with_parent()  # end with the bring-up that started it (cozmo_driver.lifeline)
     init(args)  # SIGINT and SIGTERM stop the node before rclpy shuts down
     node = make_node("cozmo_face_node", FaceNode, (ValueError, rclpy.exceptions.ParameterException))
     if node is None:
         return 2
-    spin_node(node)
-    return 0
+    return spin_node(node)
 
 
 if __name__ == "__main__":

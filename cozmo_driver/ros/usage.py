@@ -48,10 +48,16 @@ def _default(value) -> str:
 
 
 def help_text(prog: str, summary: str, parameters: Iterable, width: int = 79) -> str:
-    """The help of node executable ``prog``: parameters are ParamSpec-like objects (name,
+    """The help of node executable ``prog``: ``summary`` is a sentence or the node module's
+    docstring (its first paragraph is used); parameters are ParamSpec-like objects (name,
     default, description, unit, minimum, maximum, type_name, dynamic)."""
     out: List[str] = [f"usage: {prog} [-h] [--ros-args ...]", ""]
-    out += textwrap.wrap(" ".join(summary.split()), width, break_on_hyphens=False)
+    # a module docstring will do: its first paragraph, without the leading ``prog``:
+    first = summary.strip().split("\n\n", 1)[0].replace("``", "")
+    if first.startswith(prog + ":"):
+        first = first[len(prog) + 1:]
+    first = " ".join(first.split())
+    out += textwrap.wrap(first[:1].upper() + first[1:], width, break_on_hyphens=False)
     out += ["", _ROS_ARGUMENTS, "", "Parameters (name: type, default [unit], range):"]
     for spec in parameters:
         unit = f" {spec.unit}" if getattr(spec, "unit", "") else ""

@@ -1,0 +1,96 @@
+"""Two stacks must not drive one robot or answer to one name: the executables refuse to
+run beside a node of their fully qualified name in the ROS domain (ros/name_guard.py) and
+beside another program that drives their robot on this machine (client/claim.py), with
+exit status 2 and a message that says what runs and how to separate the two; the first
+one goes on undisturbed."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+
+from cozmo_driver.sim import SimServer
+from processes import project_executable
+
+
+class Started:
+    """A node executable's process, its output in a log file; killed if still running."""
+
+    def __init__(self, command, log_path):
+        self.log_path = log_path
+        self._log = open(log_path, "wb")
+        self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=self._log,
+                                        stderr=subprocess.STDOUT,
+                                        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+    def output(self):
+        return self.log_path.read_text(errors="replace")
+
+    def wait_for(self, text, timeout):
+        deadline = time.monotonic() + timeout
+        while text not in self.output():
+            assert self.process.poll() is None, self.output()
+            assert time.monotonic() < deadline, f"no {text!r} within {timeout} s:\n{self.output()}"
+            time.sleep(0.05)
+
+    def close(self):
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self._log.close()
+
+
+def test_a_second_driver_of_the_same_robot_exits_2_naming_the_first(tmp_path):
+    with SimServer(port=0, seed=11) as sim:
+        host, port = sim.address
+        command = [project_executable("cozmo_driver_node"), "--ros-args", "-p", f"robot_ip:={host}",
+                   "-p", f"robot_port:={port}"]
+        first = Started(command + ["-r", "__ns:=/claim_a"], tmp_path / "first.log")
+        second = None
+        try:
+            first.wait_for("connected to Cozmo", 30)
+            second = Started(command + ["-r", "__ns:=/claim_b"], tmp_path / "second.log")
+            assert second.process.wait(timeout=30) == 2
+            text = second.output()
+            assert f"refusing to run: the robot at {host}:{port} is already driven by process " \
+                   f"{first.process.pid}" in text
+            assert "disconnected from the robot" not in text  # it never was connected
+            assert first.process.poll() is None
+            first.process.send_signal(signal.SIGINT)
+            assert first.process.wait(timeout=20) == 0
+        finally:
+            first.close()
+            if second is not None:
+                second.close()
+
+
+def test_a_second_node_process_of_the_same_name_is_refused_and_the_first_goes_on(tmp_path):
+    command = [project_executable("cozmo_face_node"), "--ros-args", "-r", "__ns:=/guard_proc"]
+
+    def start(name):
+        log = open(tmp_path / f"{name}.log", "wb")
+        return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)), log
+
+    first, first_log = start("first")
+    second = second_log = None
+    try:
+        time.sleep(4.0)  # past the first node's own checks
+        assert first.poll() is None
+        second, second_log = start("second")
+        assert second.wait(timeout=30) == 2
+        text = (tmp_path / "second.log").read_text()
+        assert "refusing to run: another node named /guard_proc/cozmo_face" in text
+        assert "ROS_DOMAIN_ID" in text
+        assert first.poll() is None                     # the first one goes on
+        first.send_signal(signal.SIGINT)
+        assert first.wait(timeout=20) == 0
+        assert "refusing" not in (tmp_path / "first.log").read_text()
+    finally:
+        for process, log in ((first, first_log), (second, second_log)):
+            if process is not None and process.poll() is None:
+                process.kill()
+                process.wait()
+            if log is not None:
+                log.close()

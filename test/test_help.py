@@ -1,0 +1,69 @@
+"""Every executable of the project answers --help and -h without starting anything: it
+prints its usage (for the nodes: the ROS arguments and every parameter with its default)
+and exits 0 at once, with no robot address reached for and no node in the ROS graph."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from cozmo_driver.behavior.parameters import BEHAVIOR_PARAMETERS
+from cozmo_driver.driver.parameters import PARAMETERS
+from cozmo_driver.ros.description_publisher import DESCRIPTION_PARAMETERS
+from cozmo_driver.ros.face_node import FACE_PARAMETERS
+from processes import project_executable
+
+NODES = {
+    "cozmo_driver_node": PARAMETERS,
+    "cozmo_face_node": FACE_PARAMETERS,
+    "cozmo_behavior_node": BEHAVIOR_PARAMETERS,
+    "cozmo_description_publisher": DESCRIPTION_PARAMETERS,
+}
+PROGRAMS = ("cozmo-demo", "cozmo-protocol-demo", "cozmo-sim", "cozmo_bringup")
+
+
+def run_help(name, flag, *extra):
+    env = dict(os.environ, COZMO_LOOPBACK_ONLY="1")
+    return subprocess.run([project_executable(name), flag, *extra], capture_output=True, text=True,
+                          timeout=60, env=env, stdin=subprocess.DEVNULL)
+
+
+def test_every_console_script_is_covered():
+    import re
+    from pathlib import Path
+
+    setup = (Path(__file__).resolve().parents[1] / "setup.py").read_text()
+    scripts = set(re.findall(r'"([\w-]+) = cozmo_driver', setup))
+    assert scripts == set(NODES) | set(PROGRAMS)
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+@pytest.mark.parametrize("name", sorted(NODES))
+def test_a_node_answers_help_with_its_parameters_and_starts_nothing(name, flag):
+    done = run_help(name, flag)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert out.startswith(f"usage: {name} [-h] [--ros-args ...]")
+    assert "-r __ns:=/NAMESPACE" in out and "--params-file FILE" in out and "ROS_DOMAIN_ID" in out
+    for spec in NODES[name]:
+        assert f"\n  {spec.name}: {spec.type_name}, default " in out, spec.name
+    # nothing started: no log line of a node, no connection attempt
+    assert "[INFO]" not in done.stderr and "connecting to" not in out + done.stderr
+
+
+def test_help_after_ros_arguments_is_not_the_programs():
+    # `--ros-args ... -h` is not the program's -h: the node would start (with a bad
+    # parameter here, so that it stops at once with status 2 instead)
+    done = run_help("cozmo_face_node", "--ros-args", "-p", "fps:=-1.0")
+    assert done.returncode == 2 and "usage:" not in done.stdout
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_a_program_answers_help(name, flag):
+    done = run_help(name, flag)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"usage: {name}")
+    assert "connecting to" not in done.stdout + done.stderr and "Traceback" not in done.stderr
