@@ -7,10 +7,11 @@ listener) and hands typed samples in SI units (:mod:`.samples`) to a
 SI units, checked. Layers: protocol -> transport -> client -> core -> ros.
 """
 
+from ..errors import ConfigurationError
 from .driver import CozmoError, DriverCore, make_robot
 from .samples import (BatterySample, CameraFrame, DriverOutput, ImuSample, JointSample,
                       LinkSample, OdomSample, RecordingOutput, StateSample, StatusSample)
 
-__all__ = ["DriverCore", "make_robot", "CozmoError", "DriverOutput", "RecordingOutput",
+__all__ = ["DriverCore", "make_robot", "CozmoError", "ConfigurationError", "DriverOutput", "RecordingOutput",
            "StateSample", "OdomSample", "ImuSample", "JointSample", "StatusSample",
            "BatterySample", "LinkSample", "CameraFrame"]

@@ -68,8 +68,8 @@ from visualization_msgs.msg import Marker
 from .media_interfaces import MediaInterfaces
 from .motion_actions import MotionActions
 from .object_interfaces import ObjectInterfaces
-from ..client import LinkState, RobotBusyError
-from ..core import CozmoError, DriverCore, make_robot
+from ..client import LinkState
+from ..core import ConfigurationError, CozmoError, DriverCore, make_robot
 from ..driver import camera_info as caminfo
 from ..driver.commands import CommandError, check_frame
 from ..driver.parameters import PARAMETERS, full_frame_id, validate_all, validate_change
@@ -481,8 +481,8 @@ def main(args: Optional[List[str]] = None) -> int:
 
     def start() -> None:
         if node.autostart and not node.start():
-            if isinstance(getattr(node, "start_error", None), RobotBusyError):
-                return refuse(node, str(node.start_error))  # another program drives this robot
+            if isinstance(getattr(node, "start_error", None), ConfigurationError):
+                return refuse(node, str(node.start_error))  # a bad address, a robot driven already
             node.get_logger().error("could not start; the node stays up for lifecycle transitions")
         # What start-up allocated lives as long as the process: keep it out of the cyclic
         # collector's full passes, which would pause both threads for milliseconds.

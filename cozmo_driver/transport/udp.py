@@ -112,7 +112,8 @@ def resolve_address(host: str, port: int) -> Address:
     try:
         infos = socket.getaddrinfo(host, port, socket.AF_INET, socket.SOCK_DGRAM)
     except socket.gaierror as exc:
-        raise AddressError(f"cannot resolve {host!r}: {exc}") from None
+        raise AddressError(f"cannot resolve {host!r} to an IPv4 address ({exc.strerror or exc}): check "
+                           "the address (a Cozmo answers at 172.31.1.1 on its own Wi-Fi)") from None
     return infos[0][4][0], int(port)
 
 
