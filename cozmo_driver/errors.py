@@ -19,7 +19,7 @@ can catch every error of that layer: ``ProtocolError``
 (:mod:`cozmo_driver.transport.udp`). A family is never raised itself; each of its
 members takes one category. Where an error also derives from a builtin
 (``ValueError``, ``LookupError``), that is kept so that code catching the
-builtin goes on working. ``test/test_errors.py`` checks all of this over every
+builtin goes on working. ``test/project/test_errors.py`` checks all of this over every
 module of the package.
 
 This module imports nothing, so that every layer can use it.

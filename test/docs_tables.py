@@ -6,7 +6,7 @@ first column is the name in backticks (relative to the node's namespace unless i
 with ``/``), its second the type (``pkg/Name``, the first such word of the cell); a
 ``parameters`` table has a third column, the default in backticks as YAML
 (``"text"``, ``5551``, ``0.5``, ``true``, ``[]``). Other columns are free text.
-Pure: used by test/test_docs_reference.py (against the running nodes) and test/test_docs.py.
+Pure: used by test/project/test_docs_reference.py (against the running nodes) and test/project/test_docs.py.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 
 The verified table lives outside the package (``../shared/protocol/messages.json``).
 The package carries its own declaration so that it needs nothing at run time; this
-script is how the two are kept equal, and ``test/test_declaration.py`` checks that
+script is how the two are kept equal, and ``test/protocol/test_declaration.py`` checks that
 they still are.
 
 Field names are renamed where the reference name hides the unit (``pose_x`` becomes

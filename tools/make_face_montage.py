@@ -4,7 +4,7 @@
     .venv/bin/python tools/make_face_montage.py      # -> docs/images/face_expressions.png
 
 The golden renders (``test/golden/face/<expression>.png``, 128 x 64, white =
-lit) are what ``test/test_face_procedural.py`` compares the renderer against,
+lit) are what ``test/media/test_face_procedural.py`` compares the renderer against,
 pixel for pixel. This montage shows them all at once, each pixel an OLED dot
 as in the demo's ``face.png`` (:func:`cozmo_driver.demo_artifacts.face_picture`),
 named underneath, in the order of the expression library, so that a change to

@@ -133,7 +133,7 @@ class DriverCore(CameraMixin):
         return self.link_state is LinkState.READY
 
     def _log(self, level: int, text: str) -> None:
-        self.output.log(level, text)
+        self.output.note(level, text)
 
     def due(self, key: str, period: float) -> bool:
         """Is a line of kind ``key`` due (none for ``period`` s)? Marks it said if so."""

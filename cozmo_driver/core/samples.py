@@ -183,7 +183,7 @@ class DriverOutput:
         runs it at once."""
         fn(*args)
 
-    def log(self, level: int, text: str) -> None:
+    def note(self, level: int, text: str) -> None:
         """A line for the operator, at ``logging`` level ``level``."""
 
 
@@ -225,7 +225,7 @@ class RecordingOutput(DriverOutput):
     def on_link(self, sample: LinkSample) -> None:
         self.links.append(sample)
 
-    def log(self, level: int, text: str) -> None:
+    def note(self, level: int, text: str) -> None:
         self.lines.append((level, text))
 
     def said(self, text: str, level: Optional[int] = None) -> bool:

@@ -358,6 +358,6 @@ class DriverStreams(DriverOutput):
     def hand_over(self, fn: Callable[..., None], *args: Any) -> None:
         self._hand_over(fn, *args)
 
-    def log(self, level: int, text: str) -> None:
+    def note(self, level: int, text: str) -> None:
         self.node._log(level, text)
 

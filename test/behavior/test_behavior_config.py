@@ -18,8 +18,8 @@ from cozmo_driver.behavior.behaviors import BUILTIN_BEHAVIORS
 from cozmo_driver.behavior.config import default_config_data, merge
 from cozmo_driver.behavior.parameters import BEHAVIOR_PARAMETERS, defaults
 
-ROOT = Path(__file__).resolve().parents[1]
-APP = Path(__file__).resolve().parent / "app_resources"
+ROOT = Path(__file__).resolve().parents[2]
+APP = Path(__file__).resolve().parents[1] / "app_resources"
 
 
 def test_the_defaults_load_and_hold_the_issue_behaviors():

@@ -34,7 +34,7 @@ from test_bringup_plan import TYPED_GROUP as PLAN_TYPED_GROUP
 
 pytestmark = pytest.mark.ros
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LAUNCH_FILE = ROOT / "launch" / "cozmo.launch.py"
 FRONT_ENDS = ("cozmo_bringup", "cozmo.launch.py")
 

@@ -17,7 +17,7 @@ from cozmo_driver import bringup, bringup_plan as plan
 from cozmo_driver.client.robot import DEFAULT_ROBOT_ADDRESS
 from cozmo_driver.description import UrdfModel
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LAUNCH_FILE = ROOT / "launch" / "cozmo.launch.py"
 BRINGUP_DOC = ROOT / "docs" / "bringup.md"
 #: the repository's parameter file; the plan's default is the installed package's copy

@@ -21,7 +21,7 @@ from cozmo_driver.description import (DescriptionError, Transform, UrdfModel, pa
 from cozmo_driver.driver.parameters import PARAMETERS
 from cozmo_driver.sim import world
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DESCRIPTION = ROOT / "cozmo_description"
 XACRO = DESCRIPTION / "urdf" / "cozmo.urdf.xacro"
 RVIZ = DESCRIPTION / "rviz" / "cozmo.rviz"

@@ -33,7 +33,7 @@ from cozmo_driver.protocol.nvstorage import (CAMERA_CALIB_SIZE, NV_TAG_CAMERA_CA
                                              CameraCalibration, NvReadAssembler,
                                              decode_camera_calibration, encode_camera_calibration)
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 finite = st.floats(-5.0, 5.0, allow_nan=False)
 
 

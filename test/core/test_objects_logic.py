@@ -542,7 +542,7 @@ nothing:
 
 
 def test_the_readme_example_file_loads(tmp_path: Path):
-    section = (Path(__file__).resolve().parent.parent / "docs" / "objects.md").read_text()
+    section = (Path(__file__).resolve().parents[2] / "docs" / "objects.md").read_text()
     example = section.split("```yaml\n", 1)[1].split("```", 1)[0]
     path = tmp_path / "lights.yaml"
     path.write_text(example)

@@ -25,7 +25,7 @@ import yaml
 from cozmo_driver import robot_geometry as geo
 from cozmo_driver.driver.parameters import PARAMETERS_BY_NAME
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NAV2 = ROOT / "config" / "nav2_params.yaml"
 
 

@@ -600,9 +600,9 @@ def test_builtin_animations():
 
 
 def test_builtins_are_package_data():
-    setup = (Path(__file__).parent.parent / "setup.py").read_text()
+    setup = (Path(__file__).parents[2] / "setup.py").read_text()
     assert "builtin/*.yaml" in setup
-    assert len(list((Path(__file__).parent.parent / "cozmo_driver" / "anim" / "builtin").glob("*.yaml"))) >= 10
+    assert len(list((Path(__file__).parents[2] / "cozmo_driver" / "anim" / "builtin").glob("*.yaml"))) >= 10
 
 
 def test_parse_clip_from_a_mapping():

@@ -3,7 +3,7 @@
 Golden images live in test/golden/face/<expression>.png (128x64, white = lit).
 They were made by this renderer and checked by eye; to regenerate them after an
 intended change of the renderer or of an expression, run
-``COZMO_UPDATE_GOLDEN=1 ./dev test test/test_face_procedural.py`` and look at them:
+``COZMO_UPDATE_GOLDEN=1 ./dev test test/media/test_face_procedural.py`` and look at them:
 ``tools/make_face_montage.py`` draws them all into docs/images/face_expressions.png,
 the picture in docs/media.md, which the last golden test keeps in step with them.
 """
@@ -36,7 +36,7 @@ from cozmo_driver.face.procedural import (
 )
 from cozmo_driver.protocol.display import MAX_DISPLAY_BYTES, decode_display, fit_to_frame
 
-GOLDEN = Path(__file__).parent / "golden" / "face"
+GOLDEN = Path(__file__).parents[1] / "golden" / "face"
 UPDATE = os.environ.get("COZMO_UPDATE_GOLDEN") == "1"
 R = FaceRenderer()
 
@@ -77,7 +77,7 @@ def test_the_montage_shows_the_goldens():
     tools/make_face_montage.py) shows every golden as it is now, pixel for pixel."""
     import importlib.util
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     spec = importlib.util.spec_from_file_location("make_face_montage", root / "tools" / "make_face_montage.py")
     tool = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tool)

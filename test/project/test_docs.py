@@ -1,7 +1,7 @@
 """The documentation stays true: README.md as a short front door, links that resolve, the
 architecture diagram equal to the import graph, benchmark figures only where a benchmark
 writes them, and reference tables that parse (their content is checked against the
-running nodes by test/test_docs_reference.py). Pure: no rclpy."""
+running nodes by test/project/test_docs_reference.py). Pure: no rclpy."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Dict, Iterator, List, Set, Tuple
 
 from docs_tables import KINDS, reference_tables
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 PAGES = [README, *sorted(DOCS.glob("*.md"))]

@@ -11,7 +11,7 @@ import ast
 from pathlib import Path
 from typing import Dict, List, Set
 
-PACKAGE = Path(__file__).resolve().parent.parent / "cozmo_driver"
+PACKAGE = Path(__file__).resolve().parents[2] / "cozmo_driver"
 
 def _modules() -> Dict[str, Path]:
     found = {}

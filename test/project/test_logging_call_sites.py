@@ -40,7 +40,7 @@ from typing import List, Set, Tuple
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "cozmo_driver"
 
 #: the methods of rclpy's RcutilsLogger (and of logging.Logger) that log at one severity

@@ -11,7 +11,7 @@ import yaml
 from cozmo_driver.driver.parameters import PARAMETERS_BY_NAME
 from cozmo_driver.robot_geometry import TRACK_WIDTH_M
 
-CONFIG = Path(__file__).resolve().parent.parent / "config" / "teleop_joy.yaml"
+CONFIG = Path(__file__).resolve().parents[2] / "config" / "teleop_joy.yaml"
 
 #: teleop_twist_joy's parameters (docs.ros.org, teleop_twist_joy README, Humble to Rolling)
 KNOWN = {"require_enable_button", "enable_button", "enable_turbo_button", "publish_stamped_twist",

@@ -139,7 +139,7 @@ def test_install_makes_pycozmo_importable_without_the_stdlib_module():
         print("ok", pycozmo.__version__)
     """)
     out = subprocess.run([sys.executable, "-W", "ignore::DeprecationWarning", "-c", script],
-                         cwd=Path(__file__).parent, capture_output=True, text=True, timeout=60)
+                         cwd=Path(__file__).parents[1], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["ok", "0.8.0"]
 

@@ -27,8 +27,8 @@ from cozmo_driver.protocol.messages import (
     PacketType,
 )
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-SHARED = pathlib.Path(__file__).resolve().parents[1].parent / "shared"
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SHARED = pathlib.Path(__file__).resolve().parents[2].parent / "shared"
 TABLE_PATH = SHARED / "protocol" / "messages.json"
 SCALARS = {"u8", "u16", "u32", "i8", "i16", "i32", "f32", "f64", "bool"}
 SENDER = {"engine->robot": "engine", "robot->engine": "robot", "both": "both"}

@@ -35,7 +35,7 @@ from cozmo_driver.protocol.messages import (
     packet_size,
 )
 
-SHARED = pathlib.Path(__file__).resolve().parents[1].parent / "shared"
+SHARED = pathlib.Path(__file__).resolve().parents[2].parent / "shared"
 TABLE_PATH = SHARED / "protocol" / "messages.json"
 
 SPECS = {m.name: m for m in decl.MESSAGES}

@@ -13,7 +13,7 @@ from cozmo_driver.description import (DescriptionError, UrdfModel, quaternion_fr
 
 pytestmark = pytest.mark.ros
 
-XACRO = Path(__file__).resolve().parent.parent / "cozmo_description" / "urdf" / "cozmo.urdf.xacro"
+XACRO = Path(__file__).resolve().parents[2] / "cozmo_description" / "urdf" / "cozmo.urdf.xacro"
 TIMEOUT_S = 15.0
 
 

@@ -55,7 +55,7 @@ from cozmo_driver.sim import SimServer  # noqa: E402
 
 pytestmark = [pytest.mark.ros]
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LATCHED = QoSProfile(depth=1, durability=QoSDurabilityPolicy.TRANSIENT_LOCAL,
                      reliability=QoSReliabilityPolicy.RELIABLE)
 

@@ -22,7 +22,7 @@ from cozmo_driver.ros.face_node import FaceNode  # noqa: E402
 
 pytestmark = [pytest.mark.ros]
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "config" / "cozmo.yaml"
 
 

@@ -34,7 +34,7 @@ def test_every_console_script_is_covered():
     import re
     from pathlib import Path
 
-    setup = (Path(__file__).resolve().parents[1] / "setup.py").read_text()
+    setup = (Path(__file__).resolve().parents[2] / "setup.py").read_text()
     scripts = set(re.findall(r'"([\w-]+) = cozmo_driver', setup))
     assert scripts == set(NODES) | set(PROGRAMS)
 

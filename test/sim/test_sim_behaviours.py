@@ -3,7 +3,7 @@
 Each test drives a :class:`~cozmo_driver.sim.SimulatedRobot` with an engine
 :class:`~cozmo_driver.protocol.session.Session` over the in-memory link
 (test/sim_harness.py: explicit clock, seeded, no sockets) and checks what the
-engine receives against the simulator's ground truth. test/test_sim_model.py
+engine receives against the simulator's ground truth. test/sim/test_sim_model.py
 covers the same behaviours on the bare model; here they cross the wire, some
 under 20 % loss in both directions.
 """

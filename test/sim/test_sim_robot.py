@@ -1,6 +1,6 @@
 """The simulated robot on the wire, driven by the project's engine session over
 an in-memory link with an explicit clock (deterministic). The harness lives in
-test/sim_harness.py; test/test_sim_behaviours.py covers the rest of the robot's
+test/sim_harness.py; test/sim/test_sim_behaviours.py covers the rest of the robot's
 behaviour the same way."""
 
 from __future__ import annotations

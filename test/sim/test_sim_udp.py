@@ -22,7 +22,7 @@ from cozmo_driver.transport.memory import Impairment
 from cozmo_driver.transport.udp import UdpTransport
 
 E = m.ENUMS
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class UdpEngine:
