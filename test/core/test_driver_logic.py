@@ -10,6 +10,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from sample_data import CAMERA_YAML
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -342,28 +343,6 @@ def test_camera_info_from_the_robot_and_default():
         caminfo.from_calibration(CameraCalibration(math.nan, 1.0, 1.0, 1.0))
 
 
-CAMERA_YAML = """\
-image_width: 320
-image_height: 240
-camera_name: cozmo_camera
-camera_matrix:
-  rows: 3
-  cols: 3
-  data: [300.0, 0.0, 158.0, 0.0, 301.0, 121.0, 0.0, 0.0, 1.0]
-distortion_model: plumb_bob
-distortion_coefficients:
-  rows: 1
-  cols: 5
-  data: [0.01, -0.02, 0.0, 0.0, 0.003]
-rectification_matrix:
-  rows: 3
-  cols: 3
-  data: [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
-projection_matrix:
-  rows: 3
-  cols: 4
-  data: [300.0, 0.0, 158.0, 0.0, 0.0, 301.0, 121.0, 0.0, 0.0, 0.0, 1.0, 0.0]
-"""
 
 
 def test_camera_info_yaml_file(tmp_path):

@@ -615,7 +615,7 @@ def test_camera_streams_both_topics(make_driver):
 
 
 def test_camera_info_from_file_overrides_the_robot(make_driver, tmp_path):
-    from test_driver_logic import CAMERA_YAML
+    from sample_data import CAMERA_YAML
     path = tmp_path / "cozmo_camera.yaml"
     path.write_text(CAMERA_YAML)
     h = make_driver(camera_info_url=path.as_uri())
