@@ -124,6 +124,8 @@ class Engine:
         self.start_delay = float(start_delay)
         self._log = log or (lambda level, text: None)
         self._enabled = bool(enabled)
+        #: set by :meth:`shutdown`: nothing starts any more
+        self._shut_down = False
         self._pause_until = -math.inf
         self._pause_reason = ""
         self._pending: Deque[Tuple[str, Dict[str, Any], float]] = deque(maxlen=MAX_PENDING)
@@ -187,7 +189,7 @@ class Engine:
         if name == "face_seen":
             self.state.face_seen_at = now
         self.emotions.apply(name, now)
-        if self._enabled:
+        if self._enabled and not self._shut_down:
             self._pending.append((name, dict(data or {}), now))
 
     def on_cube_tap(self, cube: str, factory_id: int, count: int, now: float) -> None:
@@ -248,9 +250,18 @@ class Engine:
         self._log("info", "enabled" if enabled else "disabled")
 
     def shutdown(self, now: float) -> None:
-        """Stop the running behavior (its commands cancelled): for a node going down."""
+        """Stop the running behavior (its commands cancelled) and start nothing from now on,
+        whatever comes (a trigger, a tick, enabling): for a node going down, whose ticks may
+        go on while it stops and whose driver may already be gone."""
+        self._shut_down = True
+        self._pending.clear()
         if self._running is not None:
             self._end(Outcome.INTERRUPTED, "the engine is shutting down", now)
+
+    @property
+    def shut_down(self) -> bool:
+        """Whether :meth:`shutdown` was called (the engine then starts nothing)."""
+        return self._shut_down
 
     # ------------------------------------------------------------------ the tick
 
@@ -259,7 +270,7 @@ class Engine:
         run = self._running
         if run is not None:
             run.ctx.now = now
-        if not self._enabled:
+        if not self._enabled or self._shut_down:
             return
         if not self.state.connected:
             self._pending.clear()
