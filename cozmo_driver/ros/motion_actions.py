@@ -220,7 +220,7 @@ class MotionActions:
             if event.state is LinkState.READY:
                 return
             self._state = None
-            item = (_LINK, event.state, event.reason)
+            item = (_LINK, event.state, (event.reason, time.monotonic()))
         else:
             return
         self._handover.put(item)
@@ -317,7 +317,11 @@ class MotionActions:
                 if run.tracker is not None:
                     run.tracker.on_path_event(a, b)
         elif kind == _LINK and self._runs:
-            self.abort_all(f"lost the robot ({a.value}: {b})")
+            # only the goals that ran when the link went: the hand-over lags the I/O thread,
+            # and a goal accepted once the link was back (READY comes first) is not affected
+            reason, at = b
+            for run in [r for r in self._runs.values() if r.accepted_at <= at]:
+                self._finish(run, ABORTED, f"lost the robot ({a.value}: {reason})")
 
     # ------------------------------------------------------------------ goals
 
@@ -351,7 +355,8 @@ class MotionActions:
             raise MotionError("the driver is not active")
         if node._estop:
             raise MotionError("emergency stop engaged (release it with the emergency_stop service)")
-        state = self._state
+        # the link turns READY on the robot's first state a moment before this listener sees it
+        state = self._state if self._state is not None else self._robot.robot_state
         if not node.connected or state is None:
             raise MotionError("not connected to the robot")
         if resource == "wheels":
@@ -362,7 +367,7 @@ class MotionActions:
     def _on_accepted(self, name: str, goal_handle) -> None:
         plan = self._plans.pop(id(goal_handle.request), None)
         resource = ACTION_NAMES[name][1]
-        run = Run(name, resource, goal_handle, plan or {})
+        run = Run(name, resource, goal_handle, plan or {}, accepted_at=time.monotonic())
         previous = self._runs.get(resource)
         if previous is not None:
             self._finish(previous, ABORTED, f"{PREEMPTED} ({name})")

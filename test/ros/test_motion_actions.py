@@ -621,8 +621,8 @@ def _cleanup_with_a_goal_running(rig: Rig, servers) -> None:
     assert rig.node.start() and rig.spin_until(lambda: rig.node.connected, 5.0)
     assert rig.spin_until(lambda: servers().count("drive_straight") == 1, 3.0), servers()
     rig.clients.clear()
-    status, _ = rig.run("set_head_angle", SetHeadAngle.Goal(angle=0.2))
-    assert status == GoalStatus.STATUS_SUCCEEDED
+    status, result = rig.run("set_head_angle", SetHeadAngle.Goal(angle=0.2))
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
 
 
 def test_follow_path_can_be_remapped_beside_nav2(rclpy_context, sim):
