@@ -174,9 +174,12 @@ class DriverCore(CameraMixin):
         self.cancel_watchdog()
 
     def release(self) -> None:
+        """Inactive, and the motors stopped before anything is torn down (the drive lock
+        held: no drive command goes out after the stop)."""
         with self.drive_lock:
             self.active = False
             self._deadline = None
+            self.post_if_ready(msgs.StopAllMotors())
         self.link_state = LinkState.DISCONNECTED
 
     def stop_all_motors(self) -> None:

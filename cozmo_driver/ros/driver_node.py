@@ -256,10 +256,10 @@ class CozmoDriverNode(LifecycleNode):
         return TransitionCallbackReturn.SUCCESS
 
     def _release(self) -> None:
-        """Stop the motors, disconnect, join the I/O thread, destroy the interfaces."""
-        self._stop_cmd_vel_thread()
+        """Stop the motors (first), disconnect, join the I/O thread, destroy the interfaces."""
         core = self._core
         core.release()
+        self._stop_cmd_vel_thread()
         if self._media is not None:
             self._media.destroy()
             self._media = None
