@@ -45,6 +45,7 @@ from ..driver.diagnostics import DiagnosticReport, link_report, robot_report
 from ..driver.events import EventDetector
 from ..driver.kinematics import twist_to_wheels, wheels_to_twist
 from ..driver.odometry import OdometryTracker, pose_covariance, twist_covariance
+from ..driver.throttle import LogThrottle
 from ..driver.sensors import (STATUS_FLAG_NAMES, StatusFlag, battery_percentage, imu_from_state,
                               joint_positions, power_supply_status)
 from ..protocol import messages as msgs
@@ -115,8 +116,11 @@ class DriverCore(CameraMixin):
         self.volume: Optional[int] = None
         self.lights: Optional[Tuple[Any, Any]] = None
         self.refused = 0
+        self.cmd_vel_scaled = 0  # drives scaled down to max_wheel_speed
         self._refused_lock = threading.Lock()
-        self._warned: Dict[str, float] = {}
+        #: repeated warnings: one line per WARN_PERIOD_S per kind, with the count left unsaid
+        self.throttle = LogThrottle(WARN_PERIOD_S)
+        self.clock: Callable[[], float] = time.monotonic  # the throttle's time (injectable)
         self.state_count = 0
         self._rate_mark: Tuple[float, int] = (time.monotonic(), 0)
         self.yaw_diff: Optional[float] = None  # mean |tread yaw rate - gyro z|, weighted
@@ -135,17 +139,15 @@ class DriverCore(CameraMixin):
     def _log(self, level: int, text: str) -> None:
         self.output.note(level, text)
 
-    def due(self, key: str, period: float) -> bool:
-        """Is a line of kind ``key`` due (none for ``period`` s)? Marks it said if so."""
-        now = time.monotonic()
-        if now - self._warned.get(key, -1e9) >= period:
-            self._warned[key] = now
-            return True
-        return False
+    def log_throttled(self, level: int, key: str, text: str, period: float = WARN_PERIOD_S) -> None:
+        """Say ``text`` unless a line of kind ``key`` was said in the last ``period`` s; the
+        next line of that kind says how many were left unsaid."""
+        line = self.throttle.line(key, text, self.clock(), period)
+        if line is not None:
+            self._log(level, line)
 
     def warn_throttled(self, key: str, text: str, period: float = WARN_PERIOD_S) -> None:
-        if self.due(key, period):
-            self._log(logging.WARNING, text)
+        self.log_throttled(logging.WARNING, key, text, period)
 
     def refuse(self, key: str, text: str) -> None:
         """Count a refused command and warn (throttled per ``key``)."""
@@ -175,11 +177,14 @@ class DriverCore(CameraMixin):
 
     def release(self) -> None:
         """Inactive, and the motors stopped before anything is torn down (the drive lock
-        held: no drive command goes out after the stop)."""
+        held: no drive command goes out after the stop), whenever the robot's link is up
+        (also while it is being brought up again after a reconnect)."""
         with self.drive_lock:
             self.active = False
             self._deadline = None
-            self.post_if_ready(msgs.StopAllMotors())
+            robot = self.robot
+            if robot is not None and robot.state in (LinkState.INITIALIZING, LinkState.READY):
+                robot.post(msgs.StopAllMotors())
         self.link_state = LinkState.DISCONNECTED
 
     def stop_all_motors(self) -> None:
@@ -221,8 +226,10 @@ class DriverCore(CameraMixin):
             (int(state.pose_frame_id), int(state.pose_origin_id)),
             state.pose_x_mm / 1000.0, state.pose_y_mm / 1000.0, state.pose_angle_rad, t)
         if reason is not None:
-            self._log(logging.INFO, f"odometry re-anchored ({reason}): odom continues from x "
-                      f"{pose.x:.3f} m, y {pose.y:.3f} m, yaw {pose.yaw:.3f} rad")
+            self.log_throttled(logging.INFO, "reanchor",
+                               f"odometry re-anchored ({reason}): odom continues from x "
+                               f"{pose.x:.3f} m, y {pose.y:.3f} m, yaw {pose.yaw:.3f} rad; "
+                               f"{tracker.reanchors} so far")
         flags = int(state.status)
         events = self.events.on_status(flags)
         v, w = wheels_to_twist(state.lwheel_speed_mmps / 1000.0, state.rwheel_speed_mmps / 1000.0)
@@ -270,8 +277,9 @@ class DriverCore(CameraMixin):
                           f"lost the robot at {where} ({event.reason}). Odometry, camera and "
                           "status pause until it is back. Is the robot switched on, and this "
                           "computer on its Wi-Fi?")
-            elif self.due("connect", 10.0):
-                self._log(logging.INFO, f"the robot at {where} does not answer: {event.reason}")
+            else:
+                self.log_throttled(logging.INFO, "connect",
+                                   f"the robot at {where} does not answer: {event.reason}", 10.0)
         elif event.state is LinkState.DISCONNECTED:
             self._log(logging.INFO, f"disconnected from the robot at {where}: {event.reason}")
         else:
@@ -421,6 +429,8 @@ class DriverCore(CameraMixin):
                 return
             if goal:
                 self._preempt("wheels", "cmd_vel")
+            if cmd.limited:
+                self._scaled(v_mps, w_radps, cmd)
             self.robot.post(msgs.DriveWheels(lwheel_speed_mmps=cmd.left_mps * 1000.0,
                                              rwheel_speed_mmps=cmd.right_mps * 1000.0,
                                              lwheel_accel_mmps2=accel, rwheel_accel_mmps2=accel))
@@ -432,6 +442,16 @@ class DriverCore(CameraMixin):
                     self.robot.call_soon(self._arm)
             else:
                 self._deadline = None
+
+    def _scaled(self, v_mps: float, w_radps: float, cmd: Any) -> None:
+        """A drive beyond ``max_wheel_speed`` was scaled down: count it, warn (throttled)."""
+        self.cmd_vel_scaled += 1
+        v, w = wheels_to_twist(cmd.left_mps, cmd.right_mps)
+        self.warn_throttled("cmd_vel_scaled", (
+            f"cmd_vel scaled down by {cmd.scale:.2f} to keep both treads within max_wheel_speed "
+            f"= {float(self.params['max_wheel_speed']):.3f} m/s: requested {v_mps:.3f} m/s, "
+            f"{w_radps:.3f} rad/s; applied {v:.3f} m/s, {w:.3f} rad/s (the curvature is kept; "
+            f"{self.cmd_vel_scaled} scaled so far)"))
 
     def _arm(self) -> None:
         """I/O thread: schedule the watchdog's check at the deadline."""

@@ -295,6 +295,8 @@ def test_a_signal_stops_the_treads_then_every_process(name, sig, sim, rclpy_cont
             time.sleep(0.01)
         left = program.running()
         after = [(when - t0, msg.NAME) for when, msg in sim.commands() if when >= t0]
+        around = "\n".join(f"  {when - t0:+.3f} s {msg}" for when, msg in sim.commands()
+                            if t0 - 1.0 <= when <= t0 + STOP_BOUND_S)
         if not left:  # gone (perhaps a zombie a moment ago): its status
             program.process.wait(timeout=CLEANUP_S)
         print(f"\n{name} {signal.Signals(sig).name}: stop received {t_command} s, treads "
@@ -308,10 +310,10 @@ def test_a_signal_stops_the_treads_then_every_process(name, sig, sim, rclpy_cont
             f"{[program.tree[pid] for pid in left]}:\n{output}"
         assert max(t_command, t_treads, t_exit) <= STOP_BOUND_S, \
             f"{name}: {sig_name} took longer than {STOP_BOUND_S} s (stop {t_command:.2f} s, " \
-            f"treads {t_treads:.2f} s, exit {t_exit:.2f} s):\n{output}"
+            f"treads {t_treads:.2f} s, exit {t_exit:.2f} s):\n{around}\n{output}"
         early = [what for when, what in after if when < t_command and what in TEARDOWN]
         assert not early, f"{name}: the robot was torn down before its motors were " \
-            f"stopped: {early} came before the stop"
+            f"stopped: {early} came before the stop; the robot received:\n{around}\n{output}"
         drives = _drives_after(sim, t0 + t_command)
         assert not drives, f"{name}: the treads were driven again after the stop: {drives}"
         assert sim.wheel_speeds() == (0.0, 0.0)
