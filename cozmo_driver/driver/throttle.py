@@ -1,0 +1,63 @@
+"""Repeated log lines, throttled with a count. Pure: time is an argument.
+
+A warning that can repeat at the rate of its cause (a refused command at
+30 Hz, a re-anchored odometry on every forged robot state, a malformed
+message) is said once per ``period_s`` for each kind (``key``): the first
+event of a kind is said at once, the ones that follow within the period are
+counted, and the next line of that kind says how many were left unsaid::
+
+    throttle = LogThrottle(2.0)
+    line = throttle.line("cmd_vel", "cmd_vel refused: ...", now)
+    if line is not None:
+        log.warning(line)   # "cmd_vel refused: ... (and 57 more like it in the last 2.3 s)"
+
+A kind whose suppressed events were never followed by another is not
+reported later: the count goes with the next line of that kind.
+:meth:`LogThrottle.pending` tells how many wait.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Dict, Optional, Tuple
+
+__all__ = ["LogThrottle"]
+
+
+class LogThrottle:
+    """One line per ``period_s`` per key, with the count of those left unsaid. Thread-safe."""
+
+    def __init__(self, period_s: float) -> None:
+        if not period_s >= 0.0:
+            raise ValueError(f"period_s = {period_s}: must be >= 0")
+        self.period_s = float(period_s)
+        self._lock = threading.Lock()
+        self._kinds: Dict[str, Tuple[float, int]] = {}  # key -> (when last said, unsaid since)
+
+    def due(self, key: str, now: float, period_s: Optional[float] = None) -> Optional[Tuple[int, float]]:
+        """``None``: not now (this event is counted); else ``(unsaid, seconds)``: the events of
+        this kind left unsaid since its last line, said that many seconds ago (the caller
+        says one now)."""
+        period = self.period_s if period_s is None else float(period_s)
+        with self._lock:
+            said, unsaid = self._kinds.get(key, (None, 0))
+            if said is not None and now - said < period:
+                self._kinds[key] = (said, unsaid + 1)
+                return None
+            self._kinds[key] = (now, 0)
+            return unsaid, (now - said if said is not None else 0.0)
+
+    def line(self, key: str, text: str, now: float, period_s: Optional[float] = None) -> Optional[str]:
+        """``text`` with the count of the lines left unsaid, or ``None`` when not due."""
+        due = self.due(key, now, period_s)
+        if due is None:
+            return None
+        unsaid, since = due
+        if unsaid == 0:
+            return text
+        return f"{text} (and {unsaid} more like it in the last {since:.1f} s)"
+
+    def pending(self, key: str) -> int:
+        """How many events of ``key`` were counted and not said yet."""
+        with self._lock:
+            return self._kinds.get(key, (None, 0))[1]
