@@ -3,6 +3,7 @@ in-memory link, with an explicit clock: no rclpy, no sockets, no threads, no wal
 
 from __future__ import annotations
 
+import copy
 import heapq
 import itertools
 import logging
@@ -274,3 +275,57 @@ def test_a_drive_off_the_front_ends_thread_is_handed_over_while_a_goal_holds_the
     robot.run(0.1)
     assert Motion.preempted == [("wheels", "preempted by a cmd_vel command")]
     assert len(robot.sent("DriveWheels")) == 1
+
+
+def test_a_drive_beyond_max_wheel_speed_is_scaled_with_a_throttled_warning(rig):
+    robot, core, output = rig
+    clock = [100.0]
+    core.clock = lambda: clock[0]
+    limit = core.params["max_wheel_speed"]
+    core.drive(0.1, 0.0)  # within the limit: no warning
+    assert not output.said("scaled")
+    core.drive(2 * limit, 0.0)
+    robot.run(0.1)
+    drive = robot.sent("DriveWheels")[-1][1]
+    assert drive.lwheel_speed_mmps == pytest.approx(limit * 1000.0)
+    warnings = [text for level, text in output.lines if "scaled" in text]
+    assert len(warnings) == 1, output.lines
+    assert output.said(f"cmd_vel scaled down by 0.50 to keep both treads within max_wheel_speed "
+                       f"= {limit:.3f} m/s: requested {2 * limit:.3f} m/s, 0.000 rad/s; applied "
+                       f"{limit:.3f} m/s, 0.000 rad/s", logging.WARNING), output.lines
+    for _ in range(29):  # 30 Hz teleop at full stick for a second: one line
+        clock[0] += 1 / 30
+        core.drive(2 * limit, 1.0)
+    assert len([text for level, text in output.lines if "scaled" in text]) == 1
+    clock[0] += 1.1
+    core.drive(2 * limit, 0.0)
+    assert core.cmd_vel_scaled == 31
+    assert output.lines[-1][1].endswith("(and 29 more like it in the last 2.1 s)"), output.lines[-1]
+    assert "31 scaled so far" in output.lines[-1][1]
+
+
+def test_repeated_refusals_and_re_anchorings_are_throttled_with_a_count(rig):
+    robot, core, output = rig
+    clock = [50.0]
+    core.clock = lambda: clock[0]
+    core.set_head(math.nan)
+    for _ in range(99):
+        clock[0] += 0.01
+        core.set_head(math.nan)
+    assert core.refused == 100
+    assert len([t for _, t in output.lines if "head/angle refused" in t]) == 1
+    clock[0] += 2.0
+    core.set_head(math.nan)
+    assert output.lines[-1][1].startswith("head/angle refused")
+    assert "(and 99 more like it" in output.lines[-1][1]
+    # replayed robot states a metre apart: re-anchored every time, said once
+    state = robot.link.robot_state
+    before = core.tracker.reanchors
+    lines = len(output.lines)
+    for k in range(40):
+        forged = copy.copy(state)
+        forged.pose_x_mm = 1000.0 * (k % 2)
+        core.on_robot_event(MessageReceived(forged, False))
+    assert core.tracker.reanchors - before >= 39
+    said = [t for _, t in output.lines[lines:] if "odometry re-anchored" in t]
+    assert len(said) == 1, said
