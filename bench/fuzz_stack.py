@@ -91,7 +91,7 @@ TURN_RADPS = 0.25
 JUMP_MM = 5.0
 #: a longer gap between two odom messages is a hang (s)
 HANG_S = 2.0
-_STALE = re.compile(r"dropped (\d+) robot state\(s\) not newer.*?; (\d+) so far")
+_STALE = re.compile(r"dropped (\d+) robot state\(s\) \(the latest .*?; (\d+) so far")
 
 
 def _log(text: str) -> None:
@@ -1159,8 +1159,9 @@ def report(result: Dict[str, Any]) -> None:
                      result["fuzz"]["skipped_forgeries"]])
         rows.append(["RobotStates replayed from the robot's address (in replays and shuffled bursts)",
                      result["fuzz"]["forged_state_replays"]])
-        rows.append(["of them dropped as not newer, as the driver's log counts them (warned every 5 s: "
-                     "a lower bound)", result.get("stale_states_logged", 0)])
+        rows.append(["of them dropped as stale (not newer than the last, or ahead of the robot's "
+                     "clock), as the driver's log counts them (warned every 5 s: a lower bound)",
+                     result.get("stale_states_logged", 0)])
     rows.append(["processes stopped", "; ".join(f"{k}: {v}" for k, v in result.get("stops", {}).items())])
     table("Checks", ["check", "result"], rows)
 

@@ -14,7 +14,9 @@ tests) drives it. On top of the session it
 * drops a RobotState that is not newer than the last one by the robot's own
   clock (``timestamp_ms``, a 32-bit millisecond count from SyncTime, compared
   with its wrap-around), so that a replayed, duplicated or reordered datagram
-  never moves the odometry backwards; the drops are counted
+  never moves the odometry backwards, and a RobotState whose time is ahead of
+  the robot's clock as started by our SyncTime (one replayed from an earlier
+  connection, or forged) is dropped too; the drops are counted
   (:attr:`RobotLink.stale_states`) and warned about at most once a
   ``warn_period`` with their count. A robot whose clock really went back is
   followed again after ``STALE_RESYNC_S`` of stale states in a row, each newer
@@ -57,6 +59,10 @@ SUPPORTED_FIRMWARE = 2381
 #: how long stale RobotStates must arrive in a row, each newer than the previous one and
 #: keeping pace with the local clock, before the robot's clock is taken to have gone back, s
 STALE_RESYNC_S = 1.0
+#: how far the robot's clock may read ahead of the time since our SyncTime: its delay and
+#: jitter (ms), and its crystal's drift against ours (a fraction)
+SYNC_MARGIN_MS = 1000.0
+CLOCK_DRIFT = 0.001
 _HALF_RANGE = 1 << 31
 _RANGE = 1 << 32
 
@@ -139,6 +145,7 @@ class RobotLink:
         #: RobotStates dropped because they were not newer than the last one
         self.stale_states = 0
         self._last_ts: Optional[int] = None
+        self._sync_at: Optional[float] = None  # when SyncTime(0) went out: robot time 0
         self._stale_run: list = []      # timestamps of the stale states in a row
         self._stale_warned_at: Optional[float] = None
         self._stale_unwarned = 0
@@ -188,6 +195,7 @@ class RobotLink:
         self._synced = False
         self.robot_state = None
         self._last_ts = None  # SyncTime starts the robot's clock again
+        self._sync_at = None
         self._stale_run = []
         self.session.connect(now)
         self._ready_deadline = None
@@ -269,6 +277,13 @@ class RobotLink:
         """Whether a RobotState is newer than the last one (else it is counted and dropped)."""
         ts = int(state.timestamp_ms)
         last = self._last_ts
+        if self._sync_at is not None:
+            # the robot's clock started at 0 when it got our SyncTime: a state from further
+            # ahead is from an earlier connection (a replay) or forged, never this robot's
+            elapsed_ms = (now - self._sync_at) * 1000.0
+            if ts > elapsed_ms + SYNC_MARGIN_MS + elapsed_ms * CLOCK_DRIFT:
+                self._count_stale(ts, last, now, "ahead of the robot's clock")
+                return False
         if last is None or newer(ts, last):
             self._last_ts = ts
             self._stale_run = []
@@ -285,15 +300,19 @@ class RobotLink:
             self._last_ts = ts
             self._stale_run = []
             return True
+        self._count_stale(ts, last, now, "not newer than the last one")
+        return False
+
+    def _count_stale(self, ts: int, last: Optional[int], now: float, why: str) -> None:
         self.stale_states += 1
         self._stale_unwarned += 1
         if self._stale_warned_at is None or now - self._stale_warned_at >= self.config.warn_period:
-            logger.warning("[%s] dropped %d robot state(s) not newer than the last one (robot time "
-                           "%d ms, last %d ms): replayed, duplicated or reordered datagrams; %d so far",
-                           self.name, self._stale_unwarned, ts, last, self.stale_states)
+            logger.warning("[%s] dropped %d robot state(s) (the latest %s: robot time %d ms, last "
+                           "%s ms): replayed, duplicated, reordered or forged datagrams; %d so far",
+                           self.name, self._stale_unwarned, why, ts,
+                           "none" if last is None else last, self.stale_states)
             self._stale_warned_at = now
             self._stale_unwarned = 0
-        return False
 
     def _on_message(self, message, now: float) -> None:
         name = message.NAME
@@ -319,6 +338,7 @@ class RobotLink:
             if not self._synced:
                 self.session.send(msgs.SetOrigin(pose_frame_id=0, pose_origin_id=1))
                 self.session.send(msgs.SyncTime(timestamp_ms=0))
+                self._sync_at = now
                 if self.config.enable_animation_state:
                     self.session.send(msgs.EnableAnimationState())
                 self._synced = True

@@ -77,6 +77,10 @@ _PING_BODY = struct.Struct("<dIIB")
 _CONNECT_PACKET = struct.pack("<BH", PacketType.CONNECT, 0)
 _DISCONNECT_PACKET = struct.pack("<BH", PacketType.DISCONNECT, 0)
 
+#: engine: how long after a Connect greeting on a live link the robot has to show, by
+#: acknowledging this connection's packets, that the greeting was a replay, s
+RESET_CONFIRM_S = 0.5
+
 
 class Role(enum.Enum):
     ENGINE = "engine"
@@ -167,6 +171,9 @@ class SessionStats:
     #: engine: the robot opened a new connection this session did not ask for (it took a
     #: RESET from someone else: forged, stray or replayed); the link was given up
     peer_resets: int = 0
+    #: engine: a Connect greeting on a connected link that the robot's next frame showed
+    #: to be a replay (it still acknowledged this connection's packets); nothing was lost
+    replayed_connects: int = 0
     discarded_on_reset: int = 0
     rtt_s: Optional[float] = None
     srtt_s: Optional[float] = None
@@ -258,6 +265,7 @@ class Session:
         self._rx_buffer: Dict[int, RawPacket] = {}
         self._received_any = False
         self._peer_acked = False                  # the peer acknowledged one of our packets
+        self._reset_suspected_at: Optional[float] = None  # a Connect greeting came (engine)
         self._ack_due: Optional[float] = None
         self._rto = self.config.rto_initial
         self._rto_backoff = 1
@@ -393,8 +401,20 @@ class Session:
         elif (self.role is Role.ENGINE and self.state is State.CONNECTED and self._peer_acked
               and frame.ack == OOB_SEQ and frame.first_seq == 0 and frame.packets
               and frame.packets[0].packet_type == PacketType.CONNECT):
-            self._on_peer_reset(now)
+            # a greeting on a live link: the robot took a RESET we did not send, or this is
+            # a replay of an old greeting (it can be byte for byte the real one). Its next
+            # frame tells: one that acknowledges nothing of ours (or none within
+            # RESET_CONFIRM_S) means it forgot the link; one that still acknowledges our
+            # packets means the greeting was a replay, and the link goes on.
+            if self._reset_suspected_at is None:
+                self._reset_suspected_at = now
             return
+        elif self._reset_suspected_at is not None and self.state is State.CONNECTED:
+            if frame.ack == OOB_SEQ:
+                self._on_peer_reset(now)
+                return
+            self._reset_suspected_at = None
+            self.stats.replayed_connects += 1
         self._last_rx = now
         if frame.ack < SEQ_MODULUS:  # OOB_SEQ means none; 65534 never occurs on the wire
             self._on_ack(frame.ack, now)
@@ -600,6 +620,8 @@ class Session:
                 candidates.append(base.first_sent_at + cfg.stall_timeout)
         if self._last_rx is not None:
             candidates.append(self._last_rx + cfg.peer_timeout)
+        if self._reset_suspected_at is not None:
+            candidates.append(self._reset_suspected_at + RESET_CONFIRM_S)
         if self.role is Role.ENGINE:
             if state is State.CONNECTED and self._last_ping is not None:
                 candidates.append(self._last_ping + cfg.ping_interval)
@@ -621,6 +643,9 @@ class Session:
                 self._reset_due = True
             return
         if state not in (State.CONNECTED, State.CLOSING):
+            return
+        if self._reset_suspected_at is not None and now >= self._reset_suspected_at + RESET_CONFIRM_S:
+            self._on_peer_reset(now)  # the robot greeted us and then said nothing more
             return
         if self._last_rx is not None and now >= self._last_rx + cfg.peer_timeout:
             silence = now - self._last_rx

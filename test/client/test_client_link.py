@@ -31,7 +31,8 @@ class ScriptedRobot:
         self.silent = False
         self.firmware = firmware or {"version": 2381, "build": "RELEASE"}
         self._next_state = None
-        self.clock_base_ms = 1_000_000  # the robot's clock reads this at link time 0
+        self.clock_base_ms = 0  # the robot's clock reads this at SyncTime (and counts on in ms)
+        self.sync_at = 0.0
         self.sent_states = 0
 
     # the five methods MemoryLink drives
@@ -42,8 +43,9 @@ class ScriptedRobot:
     def datagrams_to_send(self, now):
         self._react(now)
         if self.synced and self.session.is_connected and now >= self._next_state:
-            self.session.send(msgs.RobotState(timestamp_ms=self.clock_base_ms + int(now * 1000),
-                                              battery_voltage_v=4.0, pose_x_mm=now * 10.0))
+            clock_ms = max(0, self.clock_base_ms + int((now - self.sync_at) * 1000))
+            self.session.send(msgs.RobotState(timestamp_ms=clock_ms, battery_voltage_v=4.0,
+                                              pose_x_mm=now * 10.0))
             self.sent_states += 1
             self._next_state = now + 1 / 30
         return [] if self.silent else self.session.datagrams_to_send(now)
@@ -82,6 +84,7 @@ class ScriptedRobot:
                                                         body_color=2))
                 elif message.NAME == "SyncTime":
                     self.synced = True
+                    self.sync_at = now
                     self._next_state = now
 
 
@@ -205,12 +208,14 @@ def test_replayed_and_reordered_robot_states_are_counted_and_dropped(caplog):
 
 def test_a_flood_of_replayed_states_never_takes_over_the_robots_clock():
     client, robot, link, events = ready_pair()
+    link.run_until(link.now + 5.0)
     start_ts = client.robot_state.timestamp_ms
-    # an old recording replayed in order at 900 Hz for 2 s: each newer than the one before
+    # a recording of this connection's first seconds replayed in a loop at 900 Hz for 2 s,
+    # each newer than the one before within a loop
     t0 = link.now
     n = 0
     while link.now < t0 + 2.0:
-        robot.session.send(msgs.RobotState(timestamp_ms=max(0, start_ts - 60_000) + 33 * n, pose_x_mm=-999.0))
+        robot.session.send(msgs.RobotState(timestamp_ms=(33 * n) % (start_ts - 500), pose_x_mm=-999.0))
         n += 1
         link.run_until(link.now + 1 / 900)
     assert n > 1000 and client.stale_states >= n - 5
@@ -220,12 +225,14 @@ def test_a_flood_of_replayed_states_never_takes_over_the_robots_clock():
 
 def test_a_robot_clock_that_really_went_back_is_followed_again(caplog):
     client, robot, link, events = ready_pair()
+    link.run_until(link.now + 4.0)
     caplog.set_level("WARNING", logger="cozmo.client")
-    robot.clock_base_ms -= 100_000
+    before = client.robot_state.timestamp_ms
+    robot.clock_base_ms -= 2500                          # the robot's clock jumps back 2.5 s
     sent = robot.sent_states
     link.run_until(link.now + STALE_RESYNC_S + 0.5)
     assert client.stale_states >= 25                     # about a second of them was dropped
-    assert client.robot_state.timestamp_ms < robot.clock_base_ms + 100_000   # then the new clock is followed
+    assert client.robot_state.timestamp_ms < before      # then the new clock is followed
     assert robot.sent_states - sent - client.stale_states >= 10
     assert any("clock went back" in r.getMessage() for r in caplog.records)
 
@@ -234,8 +241,36 @@ def test_a_reconnect_starts_the_robot_time_again():
     client, robot, link, events = ready_pair()
     robot.silent = True
     assert link.run_while(lambda: client.state is LinkState.READY, 3.0)
-    robot.clock_base_ms = 0  # a restarted robot counts from its SyncTime again
+    # a restarted robot counts from its SyncTime again (ScriptedRobot does)
     robot.silent = False
     assert link.run_while(lambda: client.state is not LinkState.READY, 10.0)
     link.run_until(link.now + 0.3)
     assert client.stale_states == 0
+
+
+def test_a_state_ahead_of_the_robots_clock_is_dropped_and_does_not_take_over():
+    client, robot, link, events = ready_pair()
+    link.run_until(link.now + 1.0)
+    now_ms = client.robot_state.timestamp_ms
+    # forged, or replayed from an earlier connection that ran longer: 60 s ahead
+    robot.session.send(msgs.RobotState(timestamp_ms=now_ms + 60_000, pose_x_mm=-999.0))
+    link.run_until(link.now + 0.5)
+    assert client.stale_states == 1
+    assert client.robot_state.pose_x_mm != -999.0
+    assert client.robot_state.timestamp_ms > now_ms     # the real states still come through
+
+
+def test_after_a_reconnect_an_old_connections_state_does_not_take_over():
+    client, robot, link, events = ready_pair()
+    link.run_until(link.now + 5.0)
+    old = client.robot_state.timestamp_ms               # about 5 000 ms into the first connection
+    robot.silent = True
+    assert link.run_while(lambda: client.state is LinkState.READY, 3.0)
+    robot.silent = False
+    assert link.run_while(lambda: client.state is not LinkState.READY, 10.0)
+    # a replay of the first connection's latest state arrives first after the reconnect
+    robot.session.send(msgs.RobotState(timestamp_ms=old, pose_x_mm=-999.0))
+    link.run_until(link.now + 1.0)
+    assert client.stale_states >= 1
+    fresh = received_states(events)[-5:]
+    assert all(m.pose_x_mm != -999.0 for m in fresh) and client.robot_state.timestamp_ms < old

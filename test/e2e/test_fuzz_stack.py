@@ -62,11 +62,10 @@ def test_driver_and_simulator_survive_bad_datagrams_while_driving(tmp_path):
     assert windows["fuzz"]["counters"].get("wrong-source datagrams dropped", 0) > 0, output
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a replayed robot Connect from the robot's address makes the driver give up a healthy link "
-    "(Session._on_peer_reset); after the reconnect a replayed RobotState of the old connection "
-    "becomes the client's reference time and the real states are dropped as stale (issue #17)"))
 def test_replayed_handshake_does_not_break_the_link(tmp_path):
+    # a replayed Connect is told from a real reset by the robot's next frame
+    # (Session: RESET_CONFIRM_S), and a replayed state of an earlier connection is ahead of
+    # the robot's clock after SyncTime (RobotLink._fresh)
     result = run_fuzz(tmp_path, "--handshake-share", "0.5")
     assert result["alive"]["driver"], result["output"][-4000:]
     assert result["checks"]["the link held (no connection lost)"], result["output"][-4000:]

@@ -25,6 +25,7 @@ from cozmo_driver.protocol.frames import (
 from cozmo_driver.protocol.messages import MESSAGES_BY_NAME as MSG
 from cozmo_driver.protocol.messages import UnknownMessage
 from cozmo_driver.protocol.session import (
+    RESET_CONFIRM_S,
     Connected,
     ConnectionLost,
     Disconnected,
@@ -777,12 +778,36 @@ def test_robot_that_greets_a_stray_reset_is_given_up_at_once():
     assert pair.link.run_while(lambda: pair.engine.is_connected, 1.0)
     (lost,) = pair.engine_of(ConnectionLost)
     assert "reset the link" in lost.reason
-    assert pair.link.now <= reset_at + 0.05
-    assert pair.engine.stats.peer_resets == 1
+    # the robot's next frame (its answer to a ping, at the latest RESET_CONFIRM_S) shows
+    # that it acknowledges nothing of ours any more
+    assert pair.link.now <= reset_at + RESET_CONFIRM_S + 0.05
+    assert pair.engine.stats.peer_resets == 1 and pair.engine.stats.replayed_connects == 0
     pair.connect()
     pair.engine.send(to_robot(1000))
     pair.settle()
     assert pair.robot_got()[-1] == 1000
+
+
+def test_a_replayed_greeting_on_a_live_link_changes_nothing():
+    """A copy of the robot's Connect greeting, replayed from its address while the link is
+    up (byte for byte the real one), must not end the link: the robot's next frames still
+    acknowledge this connection's packets."""
+    pair = Pair(Impairment(delay=0.01), Impairment(delay=0.01))
+    pair.connect()
+    for i in range(10):
+        pair.engine.send(to_robot(i))
+    pair.settle()
+    greeting = encode_frame(FrameType.ROBOT, 0, 0, OOB_SEQ, CONNECT_PACKET)
+    for _ in range(5):
+        pair.engine.receive_datagram(greeting, pair.link.now)
+        pair.link.run_until(pair.link.now + 0.2)
+    for i in range(10, 20):
+        pair.engine.send(to_robot(i))
+    pair.settle()
+    pair.link.run_until(pair.link.now + 2 * RESET_CONFIRM_S)
+    assert pair.engine.is_connected and not pair.engine_of(ConnectionLost)
+    assert pair.engine.stats.peer_resets == 0 and pair.engine.stats.replayed_connects >= 1
+    assert pair.robot_got()[-10:] == list(range(10, 20))
 
 
 def test_robot_that_forgets_the_link_is_detected():
