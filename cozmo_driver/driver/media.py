@@ -18,10 +18,16 @@ dimension only or beyond 4096) raises :class:`CommandError` naming the field.
 An image of 0 x 0 is no picture: :func:`is_empty_image` tells the caller,
 which takes it as "clear".
 
+The face layer (``display/face``) is the screen itself: :func:`face_to_screen`
+takes only 128 x 64 images (what ``cozmo_face_node`` publishes) and refuses any
+other size, naming the size expected and the one that came, rather than
+scaling a picture that was meant to fill the screen pixel for pixel.
+
 Audio
 -----
 :func:`audio_chunk_samples` checks an ``AudioChunk`` (rate 8000..48000 Hz, 1
-or 2 channels, length a multiple of the channels) and returns mono int16
+or 2 channels, at least one sample, length a multiple of the channels) and
+returns mono int16
 samples at the chunk's rate (stereo averaged); :class:`ChunkResampler` brings a
 stream of them to the robot's rate (:data:`SAMPLE_RATE`), and
 :func:`load_audio_file` reads a WAV file at that rate.
@@ -46,6 +52,7 @@ from ..protocol.errors import LocalProtocolError
 from .commands import CommandError
 
 __all__ = ["IMAGE_ENCODINGS", "MAX_IMAGE_SIDE", "SAMPLE_RATE", "is_empty_image", "image_to_screen",
+           "face_to_screen",
            "screen_to_frame", "audio_chunk_samples", "ChunkResampler", "load_audio_file", "WavInfo",
            "motor_stops"]
 
@@ -115,6 +122,19 @@ def image_to_screen(width: int, height: int, encoding: str, step: int, is_bigend
     return image_to_bits(grey, "dither" if dither else "threshold")
 
 
+def face_to_screen(width: int, height: int, encoding: str, step: int, is_bigendian: int, data: Any,
+                   field: str = "display/face") -> np.ndarray:
+    """The ``(64, 128)`` bool screen image of a face layer image: exactly 128 x 64 (any
+    encoding of :data:`IMAGE_ENCODINGS`), thresholded; another size raises
+    :class:`CommandError` saying which size is expected and which came."""
+    if (int(width), int(height)) != (DISPLAY_WIDTH, SCREEN_HEIGHT):
+        raise CommandError(f"{field} is {int(width)} x {int(height)}: a face must be "
+                           f"{DISPLAY_WIDTH} x {SCREEN_HEIGHT} (width x height, as cozmo_face_node "
+                           "publishes; 0 x 0 clears it); use display/image for pictures of "
+                           "other sizes")
+    return image_to_screen(width, height, encoding, step, is_bigendian, data, False, field)
+
+
 def screen_to_frame(screen: np.ndarray) -> Tuple[bytes, np.ndarray]:
     """``(DisplayImage.image bytes, the (32, 128) bits they show)`` for a ``(64, 128)`` screen image."""
     return fit_to_frame(np.ascontiguousarray(np.asarray(screen, dtype=bool)[0::2]))
@@ -131,6 +151,9 @@ def audio_chunk_samples(sample_rate: int, channels: int, samples: Any,
     arr = np.asarray(samples, dtype=np.int16)
     if arr.ndim != 1:
         raise CommandError(f"{field}.samples must be a flat list")
+    if arr.size == 0:
+        raise CommandError(f"{field}.samples is empty: a chunk needs at least one sample "
+                           f"({int(channels)} value{'s' if int(channels) > 1 else ''} per sample)")
     if arr.size % int(channels):
         raise CommandError(f"{field}.samples has {arr.size} values: not a multiple of "
                            f"channels = {channels}")

@@ -51,8 +51,9 @@ from ..anim.av_stream import AVReport, AVStream
 from ..client.link import LinkState
 from ..driver.commands import CommandError, volume_level
 from ..driver.diagnostics import DiagnosticReport, av_report
-from ..driver.media import (ChunkResampler, audio_chunk_samples, image_to_screen, is_empty_image,
-                            load_audio_file, motor_stops, screen_to_frame)
+from ..driver.throttle import LogThrottle
+from ..driver.media import (ChunkResampler, audio_chunk_samples, face_to_screen, image_to_screen,
+                            is_empty_image, load_audio_file, motor_stops, screen_to_frame)
 from . import qos
 from .handover import HandOver
 from .qos import QOS_COMMAND, QOS_LATEST, QOS_SENSOR, QOS_STREAM
@@ -94,7 +95,7 @@ class MediaInterfaces:
         self._entities: List[Any] = []
         self._goals: Dict[int, _Goal] = {}
         self._next_token = 0
-        self._warned: Dict[str, float] = {}
+        self._throttle = LogThrottle(_WARN_PERIOD_S)  # one line per kind per period, counted
         self._images_rejected = 0
         self._chunks_rejected = 0
         self._underruns_seen = 0
@@ -172,10 +173,9 @@ class MediaInterfaces:
         self._entities.append(sub)
 
     def _warn(self, key: str, text: str) -> None:
-        now = time.monotonic()
-        if now - self._warned.get(key, -math.inf) >= _WARN_PERIOD_S:
-            self._warned[key] = now
-            self._log.warning(text)
+        line = self._throttle.line(key, text, time.monotonic())
+        if line is not None:
+            self._log.warning(line)
 
     def _connected(self) -> bool:
         return self.robot.state is LinkState.READY
@@ -225,8 +225,8 @@ class MediaInterfaces:
             data = None
         else:
             try:
-                screen = image_to_screen(msg.width, msg.height, msg.encoding, msg.step, msg.is_bigendian,
-                                         msg.data, False, "display/face")
+                screen = face_to_screen(msg.width, msg.height, msg.encoding, msg.step, msg.is_bigendian,
+                                        msg.data, "display/face")
             except CommandError as exc:
                 self._images_rejected += 1
                 self._warn("display/face", f"display/face refused: {exc}")

@@ -20,8 +20,8 @@ from cozmo_driver.anim.player import compile_clip
 from cozmo_driver.anim.av_stream import AVStream
 from cozmo_driver.client.link import LinkState, LinkStateChanged
 from cozmo_driver.driver.commands import CommandError
-from cozmo_driver.driver.media import (ChunkResampler, audio_chunk_samples, image_to_screen, is_empty_image,
-                                      load_audio_file, motor_stops, screen_to_frame)
+from cozmo_driver.driver.media import (ChunkResampler, audio_chunk_samples, face_to_screen, image_to_screen,
+                                      is_empty_image, load_audio_file, motor_stops, screen_to_frame)
 from cozmo_driver.face.expressions import EXPRESSIONS, FaceAnimator
 from cozmo_driver.face.procedural import FaceRenderer
 from cozmo_driver.face.stream import FaceStream
@@ -115,11 +115,22 @@ def test_bad_images_are_refused_naming_the_field(fields, named):
     assert is_empty_image(0, 0) and not is_empty_image(0, 5)
 
 
+def test_a_face_must_be_the_screen_size_and_says_what_came():
+    face = np.zeros((64, 128), np.uint8)
+    face[10:20, 30:40] = 255
+    assert np.array_equal(face_to_screen(128, 64, "mono8", 128, 0, face.tobytes()), face >= 128)
+    for width, height in ((64, 32), (256, 128), (128, 32)):
+        with pytest.raises(CommandError, match=f"display/face is {width} x {height}: a face must be "
+                                               "128 x 64"):
+            face_to_screen(width, height, "mono8", width, 0, b"\0" * width * height)
+
+
 def test_audio_chunks_are_checked_and_mixed_down():
     assert audio_chunk_samples(16000, 1, [1, 2, 3]).tolist() == [1, 2, 3]
     assert audio_chunk_samples(16000, 2, [100, 300, -10, -30]).tolist() == [200, -20]
     for args, named in (((7999, 1, []), "sample_rate"), ((48001, 1, []), "sample_rate"),
-                        ((16000, 3, []), "channels"), ((16000, 2, [1, 2, 3]), "samples")):
+                        ((16000, 3, []), "channels"), ((16000, 2, [1, 2, 3]), "samples"),
+                        ((16000, 1, []), "samples is empty"), ((16000, 2, []), "samples is empty")):
         with pytest.raises(CommandError, match=named):
             audio_chunk_samples(*args)
 

@@ -27,7 +27,8 @@ from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import QoSProfile  # noqa: E402
 from sensor_msgs.msg import Image  # noqa: E402
 
-from ros_harness import CONNECT_TIMEOUT, DISCOVERY_TIMEOUT, RosHarness, closing_all, sim_fixture  # noqa: E402
+from ros_harness import (CONNECT_TIMEOUT, DISCOVERY_TIMEOUT, LogRecorder, RosHarness, closing_all,  # noqa: E402
+                         sim_fixture)
 from cozmo_driver.anim.clip import load_builtin  # noqa: E402
 from cozmo_driver.anim.player import compile_clip, tick_of  # noqa: E402
 from cozmo_driver.face.expressions import EXPRESSIONS  # noqa: E402
@@ -195,6 +196,25 @@ def test_timed_images_give_way_to_the_face_and_bad_images_are_refused(make_rig):
     assert rig.spin_until(lambda: rig.diag_values().get("display images refused") == "2", 4.0)
     assert rig.sim.display_count() == count
     assert np.array_equal(rig.sim.framebuffer(), face_bits("happy"))
+
+
+def test_a_face_of_the_wrong_size_and_an_empty_audio_chunk_are_refused_and_counted(make_rig):
+    rig = make_rig()
+    log = rig.node._media._log = LogRecorder(rig.node._media._log)
+    face = rig.publisher(Image, "display/face")
+    pcm = rig.publisher(AudioChunk, "audio/pcm")
+    happy = np.where(RENDERER.render(EXPRESSIONS["happy"]), 255, 0).astype(np.uint8)
+    face.publish(image_msg(happy, "mono8"))
+    assert rig.spin_until(lambda: np.array_equal(rig.sim.framebuffer(), face_bits("happy")), 3.0)
+    sad = np.where(RENDERER.render(EXPRESSIONS["sad"]), 255, 0).astype(np.uint8)
+    face.publish(image_msg(sad[::2, ::2].copy(), "mono8"))  # 64 x 32: not scaled up
+    pcm.publish(AudioChunk(sample_rate=16000, channels=1, samples=[]))
+    assert rig.spin_until(lambda: rig.diag_values().get("display images refused") == "1"
+                          and rig.diag_values().get("audio chunks refused") == "1", 4.0)
+    assert np.array_equal(rig.sim.framebuffer(), face_bits("happy"))
+    assert any("display/face refused: display/face is 64 x 32: a face must be 128 x 64" in line
+               for line in log.lines), log.lines
+    assert any("audio/pcm refused: audio/pcm.samples is empty" in line for line in log.lines), log.lines
 
 
 # ----------------------------------------------------------------------------- audio
