@@ -22,6 +22,9 @@ every cycle goes to a log file (``--logs``, default a temporary directory, kept 
 something went wrong).
 
     ./dev setup && .venv/bin/python bench/stop_cycles.py -n 20 --mode bringup
+
+The summary is also written into docs/benchmarks.md (block ``stop_cycles_bringup`` or
+``stop_cycles_launch``; ``--no-docs`` to print only), with the machine and its load.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from _common import hold_domain_id  # bench/ is the script's directory
+from _common import bench_report, hold_domain_id, table  # bench/ is the script's directory
 
 MARKER = "COZMO_STOP_CYCLES_MARK"
 _DOMAIN_IDS = range(1, 101)
@@ -319,7 +322,32 @@ def report(cycles: List[Cycle], mode: str, elapsed: float) -> str:
     return "\n".join(lines)
 
 
+def summary_rows(cycles: List[Cycle]) -> List[List[object]]:
+    """The report as table rows, for docs/benchmarks.md."""
+    def seconds(values: List[float]) -> str:
+        return (f"{statistics.median(values):.2f} s / {max(values):.2f} s" if values else "-")
+    return [
+        ["cycles run, clean", f"{len(cycles)}, {sum(c.clean for c in cycles)}"],
+        ["SIGINT to exit, median / max", seconds([c.stop_s for c in cycles if c.stop_s is not None])],
+        ["start to first odom, median / max",
+         seconds([c.first_odom_s for c in cycles if c.first_odom_s is not None])],
+        ["ERROR lines", sum(len(c.error_lines) for c in cycles)],
+        ["tracebacks", sum(c.tracebacks for c in cycles)],
+        ["hangs (killed after --kill-after)", sum(c.hung for c in cycles)],
+        ["children escalated to SIGTERM/SIGKILL or exiting non-zero",
+         sum(bool(c.escalations or c.child_failures) for c in cycles)],
+        ["cycles with orphans", sum(bool(c.orphans) for c in cycles)],
+    ]
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    mode_arg = list(sys.argv[1:] if argv is None else argv)
+    launch = "launch" in mode_arg or ("bringup" not in mode_arg and choose_mode("auto") == "launch")
+    with (bench_report("stop_cycles_launch") if launch else bench_report("stop_cycles_bringup")):
+        return run(argv)
+
+
+def run(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-n", "--cycles", type=int, default=50, help="start/stop cycles (50)")
     parser.add_argument("--mode", choices=("auto", "launch", "bringup"), default="auto",
@@ -368,6 +396,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         print("stop_cycles: interrupted", flush=True)
     print(report(cycles, mode, time.monotonic() - t0), flush=True)
+    what = "ros2 launch cozmo_driver cozmo.launch.py" if mode == "launch" else "cozmo_bringup"
+    table(f"{what} {' '.join(['use_sim:=true', *options.arg])}: SIGINT {options.settle:g} s after "
+          "the first odom", ["", "value"], summary_rows(cycles))
     all_clean = bool(cycles) and all(c.clean for c in cycles) and len(cycles) == options.cycles
     if all_clean and options.logs is None:
         shutil.rmtree(logs, ignore_errors=True)
