@@ -15,12 +15,16 @@ Reads files when asked (:meth:`AnimationLibrary.load`); otherwise pure.
   (``{"group name": {"Animations": [...]}, ...}``). ``//`` and ``/* */``
   comments are ignored, as in the app's files. Members naming unknown clips
   are left out with a warning.
-* :meth:`AnimationLibrary.resolve` turns a goal's name or group into a clip; a
-  group picks a member by weight and cool-down (:class:`GroupChooser`).
+* :meth:`AnimationLibrary.check` tells whether a goal's name or group is known
+  (without choosing anything), so that an unknown one is refused when the goal
+  comes, naming close names; :meth:`AnimationLibrary.resolve` turns a goal's name
+  or group into a clip; a group picks a member by weight and cool-down
+  (:class:`GroupChooser`).
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -126,27 +130,48 @@ class AnimationLibrary:
         """Clips that cannot play every part (e.g. app sounds or sprites without their assets)."""
         return [(name, clip.warnings) for name, clip in sorted(self.clips.items()) if clip.warnings]
 
+    @staticmethod
+    def _hint(wanted: str, known: List[str], what: str) -> str:
+        """What to say of the ``known`` names after an unknown ``wanted``: up to 5 close ones
+        (spelled alike, or containing it), or all of them when there are few."""
+        close = difflib.get_close_matches(wanted, known, n=5, cutoff=0.6)
+        low = wanted.lower()
+        close += [n for n in known if low and low in n.lower() and n not in close]
+        if close:
+            return f"did you mean {', '.join(close[:5])}? {len(known)} {what} known (list_animations)"
+        if len(known) <= 5:
+            return f"known {what}: {', '.join(known)} (list_animations)"
+        return f"{len(known)} {what} known (list_animations)"
+
+    def check(self, name: str = "", group: str = "") -> None:
+        """Raise :class:`AnimationError` unless the goal names a known group (when ``group``
+        is given) or a known clip; the message names what is unknown and suggests close
+        names and the ``list_animations`` service. Chooses nothing."""
+        if group:
+            if group not in self.groups:
+                known = self.group_names()
+                if not known:
+                    raise AnimationError(f"no animation group {group!r}: no groups are loaded "
+                                         "(animation_groups_file)")
+                raise AnimationError(f"no animation group {group!r}; "
+                                     f"{self._hint(group, known, 'groups')}")
+            return
+        if not name:
+            raise AnimationError("give an animation name or a group (see the list_animations service)")
+        if name not in self.clips:
+            raise AnimationError(f"no animation {name!r}; {self._hint(name, self.names(), 'clips')}")
+
     def resolve(self, name: str = "", group: str = "", now: float = 0.0,
                 head_angle_deg: Optional[float] = None) -> Clip:
         """The clip a goal asks for: ``group`` (a member chosen at ``now``) if given, else ``name``.
 
-        Raises :class:`AnimationError` saying what is known.
+        Raises :class:`AnimationError` saying what is known (see :meth:`check`).
         """
+        self.check(name, group)
         if group:
-            g = self.groups.get(group)
-            if g is None:
-                known = ", ".join(self.group_names()) or "none loaded (animation_groups_file)"
-                raise AnimationError(f"no animation group {group!r}; known groups: {known}")
+            g = self.groups[group]
             chosen = self.chooser.choose(g, now, head_angle_deg=head_angle_deg)
             if chosen is None:
                 raise AnimationError(f"animation group {group!r} has no playable member")
             return self.clips[chosen]
-        if not name:
-            raise AnimationError("give an animation name or a group (see the list_animations service)")
-        clip = self.clips.get(name)
-        if clip is None:
-            names = self.names()
-            close = [n for n in names if name.lower() in n.lower()][:10]
-            hint = f"; similar: {', '.join(close)}" if close else f"; {len(names)} known (list_animations)"
-            raise AnimationError(f"no animation {name!r}{hint}")
-        return clip
+        return self.clips[name]

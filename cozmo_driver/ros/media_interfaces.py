@@ -8,7 +8,8 @@
   layer, e.g. from ``cozmo_face_node``) and ``audio/pcm``
   (cozmo_interfaces/AudioChunk: a PCM stream);
 * actions ``play_audio`` (cozmo_interfaces/PlayAudio: a WAV file) and
-  ``play_animation`` (cozmo_interfaces/PlayAnimation: a clip by name or group),
+  ``play_animation`` (cozmo_interfaces/PlayAnimation: a clip by name or group;
+  an unknown name or group is rejected when the goal comes, the reason logged),
   one goal at a time each (a new goal preempts: the old one ends aborted with
   the reason), with feedback about ten times a second and cancel;
 * the service ``list_animations`` (cozmo_interfaces/ListAnimations).
@@ -129,7 +130,7 @@ class MediaInterfaces:
             goal_callback=self._accept_goal, cancel_callback=self._cancel_goal)
         self._animation_server = ActionServer(
             node, PlayAnimation, "play_animation", execute_callback=self._execute_animation,
-            goal_callback=self._accept_goal, cancel_callback=self._cancel_goal)
+            goal_callback=self._accept_animation, cancel_callback=self._cancel_goal)
         self._list_service = node.create_service(ListAnimations, "list_animations", self._on_list_animations)
 
     # ------------------------------------------------------------------ lifecycle
@@ -258,6 +259,16 @@ class MediaInterfaces:
 
     def _accept_goal(self, goal_request) -> GoalResponse:
         return GoalResponse.ACCEPT  # checked when it runs, so that the result can say why
+
+    def _accept_animation(self, goal_request) -> GoalResponse:
+        """An animation or group the library does not know is rejected now, the reason
+        logged (naming close names); the rest is checked when the goal runs."""
+        try:
+            self.library.check(goal_request.name, goal_request.group)
+        except AnimationError as exc:
+            self._log.warning(f"play_animation goal rejected: {exc}")
+            return GoalResponse.REJECT
+        return GoalResponse.ACCEPT
 
     def _cancel_goal(self, goal_handle) -> CancelResponse:
         for goal in self._goals.values():

@@ -8,6 +8,7 @@ import heapq
 import itertools
 import json
 import math
+import re
 from types import SimpleNamespace
 from typing import Any, List
 
@@ -230,7 +231,7 @@ def test_library_loads_dirs_skips_bad_files_and_resolves(tmp_path):
     assert lib.group_names() == ["happy_things", "sad_things"]
     assert lib.resolve(group="happy_things").name == "my_nod"          # the unknown member is left out
     assert lib.resolve("anim_app_clip").tracks.lights
-    with pytest.raises(AnimationError, match="similar: my_nod"):
+    with pytest.raises(AnimationError, match="did you mean my_nod"):
         lib.resolve("my_no")
     with pytest.raises(AnimationError, match="known groups: happy_things, sad_things"):
         lib.resolve(group="nope")
@@ -499,3 +500,26 @@ def test_a_face_set_before_the_client_runs_is_shown_once_it_does():
     av.start()
     robot.run_until(robot.now + 0.1)
     assert [msg.image for _, msg in robot.sent if msg.NAME == "DisplayImage"] == [face]
+
+
+def test_an_unknown_animation_or_group_is_named_with_close_names_and_nothing_is_chosen(tmp_path):
+    lib = AnimationLibrary.load()
+    lib.check("nod_yes")
+    for name, said in (("nod_yess", "no animation 'nod_yess'; did you mean nod_yes?"),
+                       ("nod", "did you mean nod_yes?"),
+                       ("zzz", "no animation 'zzz'; 12 clips known (list_animations)")):
+        with pytest.raises(AnimationError, match=re.escape(said)):
+            lib.check(name)
+        with pytest.raises(AnimationError, match=re.escape(said)):
+            lib.resolve(name)
+    with pytest.raises(AnimationError, match="give an animation name or a group"):
+        lib.check()
+    with pytest.raises(AnimationError, match="no groups are loaded"):
+        lib.check(group="happy")
+    groups = tmp_path / "groups.json"
+    groups.write_text(json.dumps({"happy_things": {"Animations": [{"Name": "nod_yes"}]}}))
+    lib = AnimationLibrary.load(groups_path=groups)
+    lib.check(group="happy_things")
+    with pytest.raises(AnimationError, match=re.escape("no animation group 'happy_thing'; did you mean "
+                                                       "happy_things? 1 groups known (list_animations)")):
+        lib.check(group="happy_thing")

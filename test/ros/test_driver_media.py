@@ -486,8 +486,16 @@ def test_a_new_animation_preempts_and_deactivation_aborts(make_rig, tmp_path):
     assert r1.status == GoalStatus.STATUS_ABORTED and "preempted" in r1.result.message
     r2 = rig.result(second)
     assert r2.status == GoalStatus.STATUS_SUCCEEDED and "2 times" in r2.result.message
-    unknown = rig.result(rig.send_goal(PlayAnimation, "play_animation", PlayAnimation.Goal(name="nod")))
-    assert unknown.status == GoalStatus.STATUS_ABORTED and "nod_yes" in unknown.result.message
+    # an unknown name or group is rejected when the goal comes, the log naming close names
+    log = rig.node._media._log = LogRecorder(rig.node._media._log)
+    client = rig.action_client(PlayAnimation, "play_animation")
+    for goal, said in ((PlayAnimation.Goal(name="nod_yess"), "no animation 'nod_yess'; did you mean nod_yes?"),
+                       (PlayAnimation.Goal(group="happy"), "no animation group 'happy': no groups are loaded")):
+        future = client.send_goal_async(goal)
+        assert rig.spin_until(future.done, 5.0)
+        assert not future.result().accepted
+        assert any(f"play_animation goal rejected: {said}" in line for line in log.lines), log.lines
+    assert "list_animations" in log.lines[0]
     third = rig.send_goal(PlayAnimation, "play_animation", PlayAnimation.Goal(name="long_dance"))
     rig.spin_for(0.3)
     rig.node.trigger_deactivate()
