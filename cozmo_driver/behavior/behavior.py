@@ -300,6 +300,7 @@ class BehaviorContext:
         self.trigger: Mapping[str, Any] = dict(trigger or {})
         self.handles: List[Handle] = []
         self.face_changed = False
+        self.gaze_changed = False  # look_at was called: the engine centres the eyes at the end
         self.lights_changed = False
         self.cubes_lit: List[int] = []
         self._log = log or (lambda text: None)
@@ -382,8 +383,10 @@ class BehaviorContext:
         self.robot.set_face(expression)
 
     def look_at(self, x: float, y: float) -> None:
-        """Turn the eyes: x, y in -1..1 (+x right, +y down)."""
+        """Turn the eyes: x, y in -1..1 (+x right, +y down); centred again when the behavior
+        ends, however it ends."""
         self.face_changed = True
+        self.gaze_changed = True
         self.robot.look_at(min(1.0, max(-1.0, float(x))), min(1.0, max(-1.0, float(y))))
 
     def backpack_lights(self, colors: Optional[Sequence[Tuple[float, float, float]]],

@@ -422,6 +422,8 @@ class Engine:
         cancelled = ctx.cancel_all()
         if ctx.face_changed:
             self.robot.set_face(self.config.idle_expression)
+        if ctx.gaze_changed:  # an expression does not move the eyes back: centre them
+            self.robot.look_at(0.0, 0.0)
         if ctx.lights_changed:
             self.robot.set_backpack_lights(None)
         for factory_id in ctx.cubes_lit:

@@ -564,3 +564,26 @@ def test_script_behavior_steps():
     ctx.now = 1.5
     assert behavior.tick(ctx, 1.5) is Outcome.FAILED
     assert Wait("w", lambda: 0.0, 1.0, until=lambda: False).status == Handle.ACTIVE
+
+
+@pytest.mark.parametrize("interrupt", ["disable", "user_command", "shutdown", "success"])
+def test_the_gaze_a_behavior_set_is_centred_when_it_ends_however_it_ends(interrupt):
+    engine, robot, log = default_engine()
+    engine.on_trigger("picked_up", 0.0)
+    run(engine, 0.0, 10.0)
+    assert engine.running == "react_to_pickup"
+    gazes = [c[1] for c in robot.calls if c[0] == "look_at"]
+    assert gazes and gazes[-1] != (0.0, 0.0)  # the eyes are off centre while it runs
+    mark = len(robot.calls)
+    if interrupt == "disable":
+        engine.set_enabled(False, 10.0)
+    elif interrupt == "user_command":
+        engine.on_user_command("cmd_vel", 10.0)
+    elif interrupt == "shutdown":
+        engine.shutdown(10.0)
+    else:
+        engine.on_trigger("put_down", 10.0)
+        engine.tick(10.0)
+    ended = "interrupted" if interrupt != "success" else "succeeded"
+    assert any(f"end react_to_pickup: {ended}" in text for _, text in log), log[-5:]
+    assert ("look_at", (0.0, 0.0)) in robot.calls[mark:], robot.calls[mark:]
