@@ -12,7 +12,11 @@ conversion and the decisions of when a goal is done live in
 of :class:`cozmo_driver.client.Robot`. docs/motion.md documents every goal,
 feedback and result field.
 
-How a goal runs. The goal callback checks the goal (finite numbers, ranges,
+How a goal runs. The goal callback checks the goal's size first (a path of
+more than ``MAX_PATH_POSES`` poses or ``MAX_PATH_SEGMENTS`` segments is
+rejected before a frame is looked up or a pose read, so nothing of it is waited
+for, converted or kept; the message itself is built by rclpy before any
+callback sees it), then the goal (finite numbers, ranges,
 tolerances, frames) and the driver (active, no emergency stop, connected, for
 the treads: not picked up); a refused goal is REJECTED and the reason logged
 (``/rosout``). An accepted goal preempts the goal running on the same motor
@@ -327,6 +331,11 @@ class MotionActions:
 
     async def _on_goal(self, name: str, goal) -> GoalResponse:
         resource = ACTION_NAMES[name][1]
+        try:  # first, before a frame is looked up or a pose read: only the lengths
+            self._goals[name].check_size(goal)
+        except MotionError as exc:
+            self._log.warning(f"{name} goal rejected: {exc}")
+            return GoalResponse.REJECT
         frames = self._goal_frames(name, goal)
         if frames and not self._closed:
             self._pending_executes += 1  # the server must outlive this callback

@@ -180,6 +180,10 @@ class MotionGoal:
     def __init__(self, ctx: GoalContext) -> None:
         self.ctx = ctx
 
+    def check_size(self, goal) -> None:
+        """Refuse (:class:`MotionError`) a goal too large to be looked at, before anything of
+        it is read or converted; by default every goal is small."""
+
     def check(self, goal) -> Dict[str, Any]:
         raise NotImplementedError
 
@@ -424,6 +428,16 @@ class DriveStraightGoal(PathGoal):
 class FollowPathGoal(PathGoal):
     ACTION = FollowPath
 
+    def check_size(self, goal) -> None:
+        """Only the lengths: a path of too many poses or segments is refused before its
+        frames are looked up or a pose converted (nothing of it is kept)."""
+        poses, segments = len(goal.path.poses), len(goal.segments)
+        if poses > mo.MAX_PATH_POSES:
+            raise MotionError(f"path has {poses} poses; at most {mo.MAX_PATH_POSES} (thin it out, "
+                              "or send it in parts)")
+        if segments > mo.MAX_PATH_SEGMENTS:
+            raise MotionError(f"{segments} segments; at most {mo.MAX_PATH_SEGMENTS} at once")
+
     def check(self, goal) -> Dict[str, Any]:
         ctx = self.ctx
         mo.require_finite("", speed=goal.speed, accel=goal.accel, decel=goal.decel,
@@ -449,8 +463,6 @@ class FollowPathGoal(PathGoal):
                                 "warnings": warnings}
         if poses:
             fit = mo.check_tolerance(goal.fit_tolerance, "fit_tolerance", 0.0005, 0.5, "m")
-            if len(poses) > mo.MAX_PATH_POSES:
-                raise MotionError(f"path has {len(poses)} poses; at most {mo.MAX_PATH_POSES}")
             cache: Dict[str, Transform] = {}
             robot_poses = [ctx.pose_to_robot(p.pose, p.header.frame_id or goal.path.header.frame_id,
                                              f"path.poses[{k}]", cache)

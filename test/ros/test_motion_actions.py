@@ -10,6 +10,7 @@ truth pose at connection (:func:`odom_truth`).
 from __future__ import annotations
 
 import math
+import tracemalloc
 from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
@@ -22,13 +23,14 @@ from cozmo_interfaces.action import (DriveStraight, FollowPath, GoToPose, SetHea
 from cozmo_interfaces.msg import HeadAngle, PathSegment  # noqa: E402
 from cozmo_interfaces.srv import SetEmergencyStop  # noqa: E402
 from geometry_msgs.msg import PoseStamped, TransformStamped, Twist  # noqa: E402
-from rclpy.action import ActionClient  # noqa: E402
+from rclpy.action import ActionClient, GoalResponse  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
 from ros_harness import (CONNECT_TIMEOUT, DISCOVERY_TIMEOUT, LogRecorder, RosHarness,  # noqa: E402
                          discovered, sim_fixture)
+from cozmo_driver.driver.motion import MAX_PATH_POSES  # noqa: E402
 from cozmo_driver.ros.driver_node import CozmoDriverNode  # noqa: E402
 from cozmo_driver.sim import SimServer  # noqa: E402
 
@@ -575,6 +577,32 @@ def test_bad_goals_are_rejected_with_a_message(rig):
     assert rig.still(0.1)  # nothing reached the robot
     for name in ("ClearPath", "ExecutePath", "TurnInPlace"):
         assert rig.sim.command_counts().get(name, 0) == 0, name
+
+
+def test_an_over_long_path_is_rejected_before_anything_of_it_is_read(rig):
+    too_many = MAX_PATH_POSES + 1
+    goal = path_goal([(0.0001 * k, 0.0, 0.0) for k in range(too_many)])
+    for pose in goal.path.poses:
+        pose.header.frame_id = "map"  # a frame tf does not link: a frame check would wait for it
+    motion = rig.node._motion
+    lines: List[str] = []
+    motion._log = LogRecorder(motion._log, lines)
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        handling = motion._on_goal("follow_path", goal)
+        with pytest.raises(StopIteration) as answered:  # answered at once: nothing awaited
+            handling.send(None)
+        grown = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+        motion._log = motion._log.logger
+    assert answered.value.value == GoalResponse.REJECT
+    assert any(f"follow_path goal rejected: path has {too_many} poses; at most {MAX_PATH_POSES}"
+               in line for line in lines), lines
+    # nothing built per pose (a converted pose alone is over 100 bytes), no tf followed
+    assert grown < 64 * 1024, grown
+    assert not motion._tf_subscribed and not motion._plans
 
 
 def test_deactivation_aborts_and_refuses_and_a_lost_robot_aborts(rig):
