@@ -44,6 +44,7 @@ setup(
             "cozmo_behavior_node = cozmo_driver.ros.behavior_node:main",
             "cozmo_bringup = cozmo_driver.bringup:main",
             "cozmo_description_publisher = cozmo_driver.ros.description_publisher:main",
+            "cozmo_stack = cozmo_driver.ros.stack_node:main",
         ],
     },
 )

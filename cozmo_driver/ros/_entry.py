@@ -11,9 +11,10 @@ has stopped its threads and timers.
 
 ``make_node(prog, factory, errors)`` makes the node (a bad parameter or configuration: a
 message on stderr, rclpy shut down, and the caller exits with 2). ``spin_node(node, start,
-stop)`` spins it on a single-threaded executor until SIGINT, SIGTERM or an external
-shutdown, then, in this order: ``stop(executor)`` (the node's threads and timers end; the
-executor and the context are still up), the executor, the node, rclpy's context.
+stop)`` (``spin_nodes`` for several nodes of one process) spins it on a single-threaded
+executor until SIGINT, SIGTERM or an external shutdown, then, in this order:
+``stop(executor)`` (the node's threads and timers end; the executor and the context
+are still up), the executor, the node, rclpy's context.
 
 How a signal ends the spin without polling: Python runs a signal handler only when the
 main thread is back in Python code, and the executor's wait is C code that nothing but
@@ -32,7 +33,7 @@ import signal
 import socket
 import sys
 import threading
-from typing import Any, Callable, List, Optional, Tuple, Type
+from typing import Any, Callable, List, Optional, Sequence, Tuple, Type
 
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
@@ -52,7 +53,8 @@ except ImportError:  # pragma: no cover - older rclpy
     class InvalidHandle(Exception):
         pass
 
-__all__ = ["StopSignals", "init", "make_node", "refuse", "release_native", "spin_node"]
+__all__ = ["StopSignals", "init", "make_node", "refuse", "release_native", "spin_node",
+           "spin_nodes"]
 
 #: the signals that stop a node
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -271,46 +273,64 @@ def spin_node(node: Any, start: Optional[Callable[[], None]] = None,
     when ``guard_name`` found another node of the same name in the ROS domain in the
     node's first seconds (:class:`~cozmo_driver.ros.name_guard.NameGuard`: the node
     then says so and stops as on a signal)."""
+    return spin_nodes([node], start, stop, guard_name)
+
+
+def spin_nodes(nodes: Sequence[Any], start: Optional[Callable[[], None]] = None,
+               stop: Optional[Callable[[SingleThreadedExecutor], None]] = None,
+               guard_name: bool = True) -> int:
+    """:func:`spin_node` for several nodes of one context on one single-threaded executor
+    (the whole stack in one process: ``cozmo_stack``). Each node's name is guarded; a
+    refusal of any stops them all. After the spin: ``stop(executor)`` (the caller's
+    order: the driver's motors first), the executor, each node in the order given,
+    rclpy."""
+    nodes = list(nodes)
     signals = _signals
-    executor = SingleThreadedExecutor(context=node.context)
-    executor.add_node(node)
-    name = node.get_name()
+    context = nodes[0].context
+    executor = SingleThreadedExecutor(context=context)
+    for node in nodes:
+        executor.add_node(node)
     del _refusals[:]
-    guard = NameGuard(node, lambda text: refuse(node, text)) if guard_name else None
+    guards = [NameGuard(node, lambda text, node=node: refuse(node, text))
+              for node in nodes] if guard_name else []
     try:
         if signals is not None:
-            signals.attach(node)
+            signals.attach(nodes[0])  # one guard condition wakes the executor of them all
         if start is not None and not (signals is not None and signals.requested.is_set()):
             start()
-        _spin(executor, node.context, signals)
+        _spin(executor, context, signals)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
-        if guard is not None:
+        for guard in guards:
             guard.cancel()
-        if stop is not None:
-            stop(executor)
-        if signals is not None:
-            signals.detach()
-        executor.shutdown(timeout_sec=1.0)
-        node.destroy_node()
-        try_shutdown()
-        _close_signals()
+        try:
+            if stop is not None:
+                stop(executor)
+        finally:
+            if signals is not None:
+                signals.detach()
+            executor.shutdown(timeout_sec=1.0)
+            for node in nodes:
+                node.destroy_node()
+            try_shutdown()
+            _close_signals()
     if _refusals:
-        print(f"{name}: refusing to run: {_refusals[0]}", file=sys.stderr)
+        name, text = _refusals[0]
+        print(f"{name}: refusing to run: {text}", file=sys.stderr)
         return 2
     return 0
 
 
 #: why the node of this process refused to run (see :func:`refuse`)
-_refusals: List[str] = []
+_refusals: List[Tuple[str, str]] = []
 
 
 def refuse(node: Any, text: str) -> None:
     """The node cannot run beside what it found (another node of its name, a robot that
     another program drives): log ``text`` as an error and stop as on a signal;
     :func:`spin_node` then returns 2 and prints it on stderr."""
-    _refusals.append(text)
+    _refusals.append((node.get_name(), text))
     node.get_logger().error(f"refusing to run: {text}")
     if _signals is not None:
         _signals.request()

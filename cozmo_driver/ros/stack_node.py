@@ -1,0 +1,268 @@
+"""``cozmo_stack``: the driver, face, behaviour and description nodes in one process.
+
+Each node stays the node it is in its own executable (its name, namespace, parameter
+files and remappings from a ``--ros-args`` section of its own), and all of them spin on
+one single-threaded executor in one rclpy context, so they share one interpreter, one
+copy of rclpy and the message modules, and one DDS participant; what one node publishes
+for another of the process is delivered inside the process by the middleware (rclpy has
+no intra-process transport of its own). The bring-up starts it with ``one_process:=true``
+(:mod:`cozmo_driver.bringup_plan`); by hand::
+
+    cozmo_stack --node driver --ros-args -p robot_ip:=127.0.0.1 -p robot_port:=5551 -- \\
+                --node face --node behavior
+
+A node kind without a ``--ros-args`` section runs with its defaults; ``--ros-args`` before
+the first ``--node`` holds what all of them take (``--log-level``). Without ``--node``:
+driver, face and behavior. The driver's cmd_vel thread stays its own.
+
+Ctrl-C or SIGTERM stop the process in order: the driver first (motors stopped, link
+closed), then the behaviour node (its goals cancelled, the cancel requests sent), then
+the others, then rclpy; exit 0. A bad parameter of any node: a message and exit 2
+before anything runs; a node of the same name elsewhere in the ROS domain, or a robot
+another program drives: exit 2 with the reason (as each node's own executable does).
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from ..lifeline import exit_with_parent
+
+__all__ = ["KINDS", "NodeSpec", "parse_stack_arguments", "stack_help", "main"]
+
+PROG = "cozmo_stack"
+
+#: node kind -> (the executable that runs it alone, what it is); in start order
+KINDS: Dict[str, Tuple[str, str]] = {
+    "driver": ("cozmo_driver_node", "the driver: the robot's link, topics, services and actions"),
+    "description_publisher": ("cozmo_description_publisher",
+                              "robot_description, /tf_static and /tf from joint_states"),
+    "face": ("cozmo_face_node", "the living face on display/face"),
+    "behavior": ("cozmo_behavior_node", "the behavior engine"),
+}
+DEFAULT_KINDS = ("driver", "face", "behavior")
+_BEHAVIOR_DRAIN_S = 0.3   # what the behaviour node's own executable gives its cancel requests
+
+
+class UsageError(ValueError):
+    """A command line that cannot be run."""
+
+
+@dataclass
+class NodeSpec:
+    """One node of the process: its kind and its own ROS arguments."""
+
+    kind: str
+    ros_args: List[str] = field(default_factory=list)   # starts with --ros-args, or empty
+
+
+def parse_stack_arguments(argv: Sequence[str]) -> Tuple[List[str], List[NodeSpec]]:
+    """(the ROS arguments all nodes take, the nodes in start order) of a command line;
+    UsageError for an unknown kind, a kind given twice or a stray argument."""
+    argv = list(argv)
+    common: List[str] = []
+    specs: List[NodeSpec] = []
+    current: Optional[List[str]] = None
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        if token == "--node":
+            if i + 1 >= len(argv):
+                raise UsageError("--node needs a kind: " + ", ".join(KINDS))
+            kind = argv[i + 1]
+            if kind not in KINDS:
+                raise UsageError(f"unknown node kind {kind!r}: expected one of {', '.join(KINDS)}")
+            if any(spec.kind == kind for spec in specs):
+                raise UsageError(f"node kind {kind!r} given twice")
+            specs.append(NodeSpec(kind))
+            current = specs[-1].ros_args
+            i += 2
+            continue
+        if token == "--ros-args":
+            target = common if current is None else current
+            if target:
+                raise UsageError("two --ros-args sections for one node")
+            j = i + 1
+            while j < len(argv) and argv[j] not in ("--", "--node"):
+                j += 1
+            target += argv[i:j]
+            i = j + 1 if j < len(argv) and argv[j] == "--" else j
+            continue
+        raise UsageError(f"unexpected argument {token!r} (node arguments go after "
+                         "--node KIND --ros-args)")
+    if not specs:
+        specs = [NodeSpec(kind) for kind in DEFAULT_KINDS]
+    order = list(KINDS)
+    specs.sort(key=lambda spec: order.index(spec.kind))  # the driver first
+    return common, specs
+
+
+def _parameter_tables() -> Dict[str, Sequence[Any]]:
+    from ..behavior.parameters import BEHAVIOR_PARAMETERS
+    from ..driver.parameters import PARAMETERS
+    from .description_publisher import DESCRIPTION_PARAMETERS
+    from .face_node import FACE_PARAMETERS
+
+    return {"driver": PARAMETERS, "description_publisher": DESCRIPTION_PARAMETERS,
+            "face": FACE_PARAMETERS, "behavior": BEHAVIOR_PARAMETERS}
+
+
+def stack_help() -> str:
+    """The help: usage, what the process is, the ROS arguments, each kind's parameters
+    (the tables of :mod:`cozmo_driver.ros.usage`, as each node's own --help shows them)."""
+    from .usage import help_text
+
+    marker = "Parameters (name: type, default [unit], range):"
+    tables = _parameter_tables()
+    head = help_text(PROG, __doc__ or "", ())
+    head = head.replace(f"usage: {PROG} [-h] [--ros-args ...]",
+                        f"usage: {PROG} [-h] [--ros-args ...] "
+                        "[--node KIND [--ros-args ... [--]]] ...", 1)
+    head = head.split(marker, 1)[0].rstrip() + "\n"
+    out = [head, "Node kinds (--node KIND; without --node: " + ", ".join(DEFAULT_KINDS) + "):"]
+    out += [f"  {kind:<22} {exe}: {what}" for kind, (exe, what) in KINDS.items()]
+    for kind, (exe, _) in KINDS.items():
+        section = help_text(exe, "", tables[kind]).split(marker, 1)[1]
+        out += ["", f"Parameters of --node {kind} (name: type, default [unit], range):"
+                + section.rstrip("\n")]
+    return "\n".join(out) + "\n"
+
+
+def _wants_help(argv: Sequence[str]) -> bool:
+    """-h or --help before any --ros-args or --node (after them it is not the program's)."""
+    for token in argv:
+        if token in ("--ros-args", "--node"):
+            return False
+        if token in ("-h", "--help"):
+            return True
+    return False
+
+
+# ---------------------------------------------------------------------------- the nodes
+
+@dataclass
+class _Running:
+    """The nodes of the process and what starts and stops them."""
+
+    nodes: List[Any] = field(default_factory=list)
+    by_kind: Dict[str, Any] = field(default_factory=dict)
+    log_handler: Optional[logging.Handler] = None
+
+
+def _factory(kind: str) -> Tuple[Callable[..., Any], Tuple[type, ...]]:
+    """The node class of ``kind`` (imported only when it runs) and the errors that mean
+    a bad parameter or configuration."""
+    import rclpy.exceptions
+
+    param = rclpy.exceptions.ParameterException
+    if kind == "driver":
+        from .driver_node import CozmoDriverNode
+        return CozmoDriverNode, (ValueError, param)
+    if kind == "face":
+        from .face_node import FaceNode
+        return FaceNode, (ValueError, param)
+    if kind == "behavior":
+        from ..behavior.config import ConfigError
+        from .behavior_node import BehaviorNode
+        return BehaviorNode, (ConfigError, param)
+    from ..description import DescriptionError
+    from .description_publisher import DescriptionPublisher
+    return DescriptionPublisher, (DescriptionError, param)
+
+
+def _make_nodes(specs: Sequence[NodeSpec]) -> Optional[_Running]:
+    """Every node, in order; on a bad parameter: the message, the nodes made so far
+    destroyed, rclpy shut down, None."""
+    from ._compat import try_shutdown
+    from ._entry import _close_signals
+
+    running = _Running()
+    for spec in specs:
+        cls, errors = _factory(spec.kind)
+        try:
+            node = cls(cli_args=list(spec.ros_args) or None)
+        except errors as exc:
+            print(f"{PROG}: {KINDS[spec.kind][0]}: {exc}", file=sys.stderr)
+            for made in reversed(running.nodes):
+                made.destroy_node()
+            _close_signals()
+            try_shutdown()
+            return None
+        running.nodes.append(node)
+        running.by_kind[spec.kind] = node
+    return running
+
+
+def _start(running: _Running) -> None:
+    """The driver's start, as its own executable does it (autostart, a refusal on a bad
+    address or a robot driven already), then the start-up's objects out of the collector."""
+    from ..core import ConfigurationError
+    from ._entry import refuse
+
+    driver = running.by_kind.get("driver")
+    if driver is not None and driver.autostart and not driver.start():
+        if isinstance(getattr(driver, "start_error", None), ConfigurationError):
+            refuse(driver, str(driver.start_error))
+            return
+        driver.get_logger().error("could not start; the node stays up for lifecycle transitions")
+    gc.freeze()
+
+
+def _stop(running: _Running, executor: Any) -> None:
+    """The driver first (motors stopped, link closed), then the behaviour node (goals
+    cancelled, the cancel requests let out), then the others (by destroy_node)."""
+    driver = running.by_kind.get("driver")
+    behavior = running.by_kind.get("behavior")
+    try:
+        if driver is not None:
+            driver.close()
+    finally:
+        if running.log_handler is not None:
+            logging.getLogger("cozmo").removeHandler(running.log_handler)
+        if behavior is not None:
+            behavior.close()
+            deadline = time.monotonic() + _BEHAVIOR_DRAIN_S
+            while behavior.context.ok() and time.monotonic() < deadline:
+                executor.spin_once(timeout_sec=0.05)
+
+
+def main(args: Optional[List[str]] = None) -> int:
+    """``cozmo_stack``: run the nodes until Ctrl-C or SIGTERM."""
+    argv = list(sys.argv[1:] if args is None else args)
+    if _wants_help(argv):
+        sys.stdout.write(stack_help())
+        return 0
+    try:
+        common, specs = parse_stack_arguments(argv)
+    except UsageError as exc:
+        print(f"usage: {PROG} [-h] [--ros-args ...] [--node KIND [--ros-args ... [--]]] ...\n"
+              f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    exit_with_parent()  # end with the bring-up that started it (cozmo_driver.lifeline)
+    from ._entry import init, spin_nodes
+
+    if any(spec.kind == "driver" for spec in specs):
+        from .driver_node import _GIL_SWITCH_INTERVAL_S
+        sys.setswitchinterval(_GIL_SWITCH_INTERVAL_S)
+    init([PROG, *common])  # SIGINT and SIGTERM stop the nodes before rclpy shuts down
+    running = _make_nodes(specs)
+    if running is None:
+        return 2
+    driver = running.by_kind.get("driver")
+    if driver is not None:
+        from .driver_support import RosLogHandler
+        running.log_handler = RosLogHandler(driver)
+        cozmo_logger = logging.getLogger("cozmo")
+        cozmo_logger.addHandler(running.log_handler)
+        cozmo_logger.propagate = False
+    return spin_nodes(running.nodes, lambda: _start(running),
+                      lambda executor: _stop(running, executor))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
