@@ -1,0 +1,50 @@
+"""bench/bench_scale.py, briefly: 1 and then 2 simulated robots with their driver nodes on
+one machine, a few seconds each (issue #18).
+
+The script's own checks are asserted, never its timings or rates: every robot streamed
+odom, every driver and simulator ran through the window, odom came from every robot in
+it, every driver stopped on SIGINT with exit status 0, no process was left; and the
+figures it reports are there for every robot.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("rclpy")
+
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
+
+#: the repository: the first directory above this file that holds bench/bench_scale.py
+ROOT = next(p for p in Path(__file__).resolve().parents if (p / "bench" / "bench_scale.py").is_file())
+SCRIPT = ROOT / "bench" / "bench_scale.py"
+#: bounds the whole run (start-up on a loaded machine included); not a figure checked
+RUN_LIMIT_S = 300.0
+
+
+def test_one_and_two_robots_stream_and_stop_cleanly(tmp_path):
+    out = tmp_path / "scale.json"
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--counts", "1,2", "--seconds", "2",
+                           "--start-timeout", "90", "--no-docs", "--json", str(out)],
+                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, timeout=RUN_LIMIT_S, cwd=ROOT)
+    output = proc.stdout[-4000:]
+    assert out.exists(), f"no results (exit {proc.returncode}):\n{output}"
+    result = json.loads(out.read_text())
+    assert [r["n"] for r in result["results"]] == [1, 2], output
+    for r in result["results"]:
+        n = r["n"]
+        assert r["checks"] and all(r["checks"].values()), (n, r["checks"], output)
+        assert len(r["startup_s"]) == n and all(s is not None and s > 0 for s in r["startup_s"]), output
+        assert len(r["cpu_pct"]) == n and len(r["pss_mib"]) == n and len(r["odom_hz"]) == n, output
+        assert all(h > 0 for h in r["odom_hz"]), output
+        assert [s["signal"] for s in r["stopped"]] == ["SIGINT"] * n, output
+    assert result["ok"] and proc.returncode == 0, output
+    # the tables were printed, and nothing was written to docs/benchmarks.md (--no-docs)
+    assert "The script's own checks" in proc.stdout
+    assert "tables written to" not in proc.stdout
