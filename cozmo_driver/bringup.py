@@ -10,7 +10,10 @@ Each process is a child with ``--ros-args`` built from its entry: ``-r __node:=`
 ``-r __ns:=/<namespace>``, ``--params-file`` for each of the plan's parameter
 files (:func:`~cozmo_driver.bringup_plan.parameter_files`: the config file, and
 the plan's own values written to a temporary directory under the node's name),
-``-r from:=to``. Where robot_state_publisher is not installed, its fallback
+``-r from:=to``. With ``one_process:=true`` the driver, description, face and
+behavior nodes are one child, ``cozmo_stack``, with one such ``--ros-args``
+section per node (:func:`~cozmo_driver.bringup_plan.stack_arguments`). Where
+robot_state_publisher is not installed, its fallback
 ``cozmo_description_publisher`` is started instead; an enabled entry that is
 not installed at all is skipped with a message.
 
@@ -19,7 +22,8 @@ order, then SIGTERM and SIGKILL for those still running after
 ``--stop-timeout``. The bring-up also stops when a required process (the
 driver, the simulator) exits, and after ``--duration`` seconds if given; a
 failure while starting (a process that cannot be started) stops what was
-started. Its exit status is that of the driver when the driver failed, else 0.
+started. Its exit status is that of the driver (or of the one-process stack) when
+it failed, else 0.
 Children run in their own sessions, so a Ctrl-C in the terminal reaches them
 once, through the bring-up; and they end when the bring-up dies, even by
 SIGKILL (:mod:`cozmo_driver.lifeline`: SIGTERM from Linux).
@@ -232,8 +236,11 @@ class Bringup:
                                          "installed: cannot bring up the robot")
                 self.say(plan.skip_message(entry))
                 continue
-            command = [str(path), *candidate.arguments,
-                       *candidate.ros_arguments(self._parameter_files(candidate))]
+            if candidate.members:  # one process: each node with its own --ros-args
+                command = [str(path), *plan.stack_arguments(candidate, self._parameter_files)]
+            else:
+                command = [str(path), *candidate.arguments,
+                           *candidate.ros_arguments(self._parameter_files(candidate))]
             chosen.append((candidate, command))
         return chosen
 
@@ -287,7 +294,7 @@ class Bringup:
                 self._running.pop(child.process.pid, None)
                 if child.entry.required:
                     self.say(f"{child.label} exited with status {code}: stopping")
-                    if child.entry.name == "driver" and code != 0:
+                    if child.entry.name in ("driver", "stack") and code != 0:
                         status = code if code > 0 else 1
                     break
                 self.say(f"{child.label} exited with status {code}")

@@ -19,6 +19,14 @@ The entries::
     behavior               cozmo_behavior_node                      only with enable_behavior
     rviz                   rviz2 -d cozmo_description/rviz/cozmo.rviz   only with rviz
 
+With ``one_process:=true`` an entry ``stack`` (``cozmo_stack``, started where the
+driver was) runs the driver, the description publisher (cozmo_description_publisher:
+robot_state_publisher is a C++ program of its own) and the enabled face and behavior
+nodes as separate nodes of one process on one executor (:mod:`cozmo_driver.ros.stack_node`);
+those entries are then disabled (condition ``... and not one_process``) and become the
+stack's :attr:`ProcessEntry.members`, each with its own name, namespace, parameter files
+and remappings (:func:`stack_arguments`).
+
 An entry whose executable is not installed is skipped with a message
 (:func:`skip_message`), unless it has a fallback that is installed.
 
@@ -46,7 +54,7 @@ import os
 import re
 import shutil
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -70,6 +78,7 @@ __all__ = [
     "ProcessEntry",
     "node_key",
     "parameter_files",
+    "stack_arguments",
     "child_environment",
     "make_plan",
     "default_config_path",
@@ -129,6 +138,10 @@ ARGUMENTS: Tuple[Argument, ...] = (
     Argument("rviz", "false", "start RViz with cozmo_description/rviz/cozmo.rviz", _BOOL),
     Argument("enable_face", "false", "start the face node (cozmo_face_node)", _BOOL),
     Argument("enable_behavior", "false", "start the behaviour node (cozmo_behavior_node)", _BOOL),
+    Argument("one_process", "false",
+             "run the driver, the description publisher and the enabled face and behaviour "
+             "nodes as separate nodes in one process (cozmo_stack) instead of one process each",
+             _BOOL),
 )
 
 
@@ -167,6 +180,7 @@ class BringupArgs:
     rviz: bool
     enable_face: bool
     enable_behavior: bool
+    one_process: bool = False   # driver, description, face, behavior in one process
 
 
 _NAME_TOKEN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -271,6 +285,7 @@ def resolve_arguments(values: Optional[Mapping[str, Any]] = None) -> BringupArgs
         rviz=raw["rviz"] == "true",
         enable_face=raw["enable_face"] == "true",
         enable_behavior=raw["enable_behavior"] == "true",
+        one_process=raw["one_process"] == "true",
     )
 
 
@@ -304,6 +319,7 @@ class ProcessEntry:
     required: bool = False                      # the bring-up stops when this one exits
     fallback: Optional["ProcessEntry"] = None   # started instead when not installed
     stop_last: bool = False                     # stopped after the others (the simulator)
+    members: Tuple["ProcessEntry", ...] = ()    # the nodes of a one-process stack, in order
     note: str = field(default="", compare=False)
 
     def ros_arguments(self, parameter_files: Sequence[str]) -> List[str]:
@@ -319,6 +335,20 @@ class ProcessEntry:
         for source, target in self.remappings:
             args += ["-r", f"{source}:={target}"]
         return args
+
+
+def stack_arguments(entry: ProcessEntry, files_of: Callable[[ProcessEntry], Sequence[str]],
+                    namespace: Optional[str] = None) -> List[str]:
+    """The command-line arguments of a stack entry (``cozmo_stack``): for each member
+    ``--node <member name> --ros-args ... --``, the member's own ROS arguments
+    (:meth:`ProcessEntry.ros_arguments`) with ``files_of(member)`` as its parameter files
+    (:func:`parameter_files`); ``namespace``: the one the nodes get instead of the
+    members' own (the launch file's, with a parent's PushRosNamespace)."""
+    args: List[str] = []
+    for member in entry.members:
+        placed = member if namespace is None else replace(member, namespace=namespace)
+        args += ["--node", member.name, *placed.ros_arguments(files_of(member)), "--"]
+    return args
 
 
 def node_key(namespace: str, node_name: str) -> str:
@@ -531,14 +561,28 @@ def make_plan(args: BringupArgs,
         urdf = make_description(args.frame_prefix)
     except DescriptionError as exc:
         raise PlanError(str(exc)) from exc
-    return [
-        _sim_entry(args),
-        _driver_entry(args),
-        _description_entries(args, urdf),
-        _face_entry(args),
-        _behavior_entry(args),
-        _rviz_entry(args),
-    ]
+    nodes = [_driver_entry(args), _description_entries(args, urdf), _face_entry(args),
+             _behavior_entry(args)]
+    return [_sim_entry(args), _stack_entry(args, nodes),
+            *(_in_stack(entry) if args.one_process else entry for entry in nodes),
+            _rviz_entry(args)]
+
+
+def _stack_entry(args: BringupArgs, nodes: Sequence[ProcessEntry]) -> ProcessEntry:
+    """The one process of ``one_process``: the enabled node entries as members, the
+    description by its Python publisher (robot_state_publisher cannot join)."""
+    members = tuple(entry.fallback if entry.fallback is not None else entry
+                    for entry in nodes if entry.enabled)
+    names = ", ".join(member.name for member in members)
+    return ProcessEntry(
+        name="stack", package=PACKAGE, executable="cozmo_stack", enabled=args.one_process,
+        condition="one_process", namespace=args.namespace, required=True, members=members,
+        note=f"{names} in one process")
+
+
+def _in_stack(entry: ProcessEntry) -> ProcessEntry:
+    """A node entry whose node runs in the stack: not started on its own."""
+    return replace(entry, enabled=False, condition=f"{entry.condition} and not one_process")
 
 
 # ---------------------------------------------------------------------------- executables

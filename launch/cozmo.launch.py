@@ -4,12 +4,14 @@ the face and the behaviour nodes.
     ros2 launch cozmo_driver cozmo.launch.py                              # robot at 172.31.1.1
     ros2 launch cozmo_driver cozmo.launch.py use_sim:=true rviz:=true
     ros2 launch cozmo_driver cozmo.launch.py namespace:=robot1 robot_ip:=... sim_port:=...
+    ros2 launch cozmo_driver cozmo.launch.py use_sim:=true enable_face:=true one_process:=true
     ros2 launch cozmo_driver cozmo.launch.py --show-args
 
 The arguments, their defaults, descriptions and choices, and the processes come from
 cozmo_driver/bringup_plan.py, which cozmo_bringup (the same bring-up without
 the launch system) reads too. This file only turns plan entries into launch
-actions: each node gets the plan's parameter files (bringup_plan.parameter_files),
+actions (the one-process stack of one_process:=true: ExecuteProcess of cozmo_stack with a
+--ros-args section per node): each node gets the plan's parameter files (bringup_plan.parameter_files),
 never a parameter dict for launch_ros to type, and every process the plan's
 environment (bringup_plan.child_environment: it ends when the launch dies).
 
@@ -83,6 +85,14 @@ def entry_action(entry, context, directory):
 
     on_exit = [Shutdown(reason=f"{entry.executable} exited")] if entry.required else None
     environment = plan.child_environment()
+    if entry.members:  # one_process: the nodes in one cozmo_stack, each its own --ros-args
+        namespace = _node_namespace(context, entry)
+        arguments = plan.stack_arguments(
+            entry, lambda member: plan.parameter_files(member, directory, namespace=namespace),
+            namespace=namespace)
+        return ExecuteProcess(
+            cmd=[ExecutableInPackage(entry.executable, entry.package), *arguments],
+            name=entry.name, output="screen", on_exit=on_exit, additional_env=environment)
     if entry.node_name is None:
         return ExecuteProcess(
             cmd=[ExecutableInPackage(entry.executable, entry.package), *entry.arguments],

@@ -25,7 +25,7 @@ BRINGUP_DOC = ROOT / "docs" / "bringup.md"
 REPO_CONFIG = ROOT / "config" / "cozmo.yaml"
 
 ARGUMENT_NAMES = ["robot_ip", "robot_port", "namespace", "use_sim", "sim_port", "start_sim",
-                  "config", "frame_prefix", "rviz", "enable_face", "enable_behavior"]
+                  "config", "frame_prefix", "rviz", "enable_face", "enable_behavior", "one_process"]
 
 
 def entries_by_name(entries):
@@ -63,7 +63,7 @@ def test_arguments_are_declared_once_with_descriptions():
     assert all(len(text) > 20 for text in descriptions.values())
     assert plan.argument_defaults()["use_sim"] == "false"
     assert all(isinstance(arg.default, str) for arg in plan.ARGUMENTS)
-    for name in ("use_sim", "start_sim", "rviz", "enable_face", "enable_behavior"):
+    for name in ("use_sim", "start_sim", "rviz", "enable_face", "enable_behavior", "one_process"):
         assert "(true|false)" in descriptions[name]
 
 
@@ -145,8 +145,8 @@ def test_unknown_argument_names_are_refused_with_a_suggestion(names, expected):
 
 def test_default_plan_starts_the_driver_and_the_description():
     entries = plan.make_plan(plan.resolve_arguments())
-    assert [e.name for e in entries] == ["simulator", "driver", "robot_state_publisher", "face",
-                                         "behavior", "rviz"]
+    assert [e.name for e in entries] == ["simulator", "stack", "driver", "robot_state_publisher",
+                                         "face", "behavior", "rviz"]
     enabled = [e.name for e in entries if e.enabled]
     assert enabled == ["driver", "robot_state_publisher"]
     by_name = entries_by_name(entries)
@@ -545,3 +545,49 @@ def test_readme_table_lists_every_argument_with_its_default():
     for arg in plan.ARGUMENTS:
         assert arg.name in rows, arg.name
         assert rows[arg.name] == (f"`{arg.default}`" if arg.default else "(empty)"), arg.name
+
+
+# ------------------------------------------------------------------ one process
+
+
+def test_one_process_runs_the_enabled_nodes_in_one_stack_entry():
+    entries = plan.make_plan(plan.resolve_arguments({
+        "namespace": "r9", "use_sim": "true", "enable_face": "true", "one_process": "true"}))
+    by_name = entries_by_name(entries)
+    stack = by_name["stack"]
+    assert [e.name for e in entries if e.enabled] == ["simulator", "stack"]
+    assert (stack.executable, stack.required, stack.namespace) == ("cozmo_stack", True, "r9")
+    # the description by its Python publisher; behavior is off
+    assert [m.name for m in stack.members] == ["driver", "description_publisher", "face"]
+    assert stack.members[0] == plan.replace(by_name["driver"], enabled=True, condition="always")
+    for name in ("driver", "robot_state_publisher", "face", "behavior"):
+        assert not by_name[name].enabled and by_name[name].condition.endswith("not one_process")
+
+
+def test_stack_arguments_give_each_node_its_own_ros_arguments(tmp_path):
+    stack = make(namespace="r9", use_sim="true", enable_behavior="true",
+                 one_process="true")["stack"]
+    args = plan.stack_arguments(stack, lambda m: plan.parameter_files(m, tmp_path))
+    assert args[-1] == "--"
+    sections, current = [], []
+    for token in args:
+        if token == "--":
+            sections.append(current)
+            current = []
+        else:
+            current.append(token)
+    assert [section[1] for section in sections] == ["driver", "description_publisher",
+                                                    "behavior"]
+    for section, member in zip(sections, stack.members):
+        files = plan.parameter_files(member, tmp_path)
+        assert section == ["--node", member.name, *member.ros_arguments(files)]
+    # a namespace given by the launch file (a parent's PushRosNamespace) names every node
+    pushed = plan.stack_arguments(stack, lambda m: [], namespace="fleet/r9")
+    assert pushed.count("__ns:=/fleet/r9") == 3 and "__ns:=/r9" not in pushed
+
+
+def test_without_one_process_the_stack_is_off():
+    entries = plan.make_plan(plan.resolve_arguments({"enable_face": "true"}))
+    assert [e.name for e in entries if e.enabled] == ["driver", "robot_state_publisher", "face"]
+    with pytest.raises(plan.PlanError, match="one_process"):
+        plan.resolve_arguments({"one_process": "yes"})

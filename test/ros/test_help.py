@@ -20,6 +20,8 @@ NODES = {
     "cozmo_face_node": FACE_PARAMETERS,
     "cozmo_behavior_node": BEHAVIOR_PARAMETERS,
     "cozmo_description_publisher": DESCRIPTION_PARAMETERS,
+    # the nodes of one process: every parameter of each kind, under a heading of its own
+    "cozmo_stack": (*PARAMETERS, *FACE_PARAMETERS, *BEHAVIOR_PARAMETERS, *DESCRIPTION_PARAMETERS),
 }
 PROGRAMS = ("cozmo-demo", "cozmo-protocol-demo", "cozmo-sim", "cozmo_bringup")
 

@@ -1,0 +1,237 @@
+"""The whole stack in one process (``one_process:=true``, ``cozmo_stack``), end to end:
+real processes, real DDS on loopback, the simulated Cozmo in this process (its ground
+truth readable here), bounded in time.
+
+The bring-up starts one child, ``cozmo_stack``, which runs the driver, the description
+publisher, the face and the behavior nodes under a namespace: odom streams, the robot
+description is published, the face reaches the robot (DisplayImage frames counted by the
+simulator), the behavior engine starts behaviors; SIGINT or SIGTERM stop it with exit 0,
+the motors stopped before anything else of the teardown reaches the robot, and no
+process left. ``cozmo_stack`` started by hand stops the same way, and refuses a bad
+parameter of any of its nodes with exit 2.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Iterator, List
+
+import pytest
+
+rclpy = pytest.importorskip("rclpy")
+
+from cozmo_driver.sim import SimServer  # noqa: E402
+from processes import alive, project_executable  # noqa: E402
+
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
+
+#: the stack must be up and streaming within this (typically 3-6 s; a loaded machine)
+STARTUP_TIMEOUT_S = 60.0
+#: everything must have stopped within this after the signal (a clean-up bound)
+STOP_TIMEOUT_S = 25.0
+#: what a driver sends when it tears its robot down: none of it before the motor stop
+TEARDOWN = {"CubeLights", "CubeId", "ObjectConnect", "SetBackpackLights"}
+
+
+@pytest.fixture
+def sim() -> Iterator[SimServer]:
+    with SimServer(host="127.0.0.1", port=0, seed=7) as server:
+        yield server
+
+
+class Program:
+    """One process (a bring-up or cozmo_stack), its output in a file; killed with its
+    process group however the test ends."""
+
+    def __init__(self, command: List[str], log: Path) -> None:
+        self.log = log
+        self._stream = open(log, "wb")
+        self.process = subprocess.Popen(command, stdout=self._stream, stderr=subprocess.STDOUT,
+                                        stdin=subprocess.DEVNULL, start_new_session=True)
+        self.pids = {self.process.pid}
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def note_tree(self) -> None:
+        """Add the program's descendants (as /proc shows them now) to :attr:`pids`."""
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    ppid = int(stat.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            if ppid in self.pids:
+                self.pids.add(int(entry))
+
+    def cleanup(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        for pid in self.pids:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        self._stream.close()
+
+
+class Watcher:
+    """A test node: a robot's odom, robot description and behavior status, and cmd_vel."""
+
+    def __init__(self, context, namespace: str) -> None:
+        from cozmo_interfaces.msg import BehaviorStatus
+        from geometry_msgs.msg import Twist
+        from nav_msgs.msg import Odometry
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.node import Node
+        from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy
+        from std_msgs.msg import String
+
+        latched = QoSProfile(depth=1, reliability=QoSReliabilityPolicy.RELIABLE,
+                             durability=QoSDurabilityPolicy.TRANSIENT_LOCAL)
+        self.node = Node("one_process_watcher", context=context)
+        self.executor = SingleThreadedExecutor(context=context)
+        self.executor.add_node(self.node)
+        self.odom: list = []
+        self.description: list = []
+        self.status: list = []
+        prefix = f"/{namespace}" if namespace else ""
+        self.node.create_subscription(Odometry, f"{prefix}/odom", self.odom.append, 10)
+        self.node.create_subscription(String, f"{prefix}/robot_description",
+                                      self.description.append, latched)
+        self.node.create_subscription(BehaviorStatus, f"{prefix}/behavior/status",
+                                      self.status.append, QoSProfile(
+                                          depth=10, reliability=QoSReliabilityPolicy.RELIABLE,
+                                          durability=QoSDurabilityPolicy.TRANSIENT_LOCAL))
+        self.cmd_vel = self.node.create_publisher(Twist, f"{prefix}/cmd_vel", 10)
+        self._twist = Twist()
+        self._twist.linear.x = 0.05
+
+    def spin_until(self, condition, timeout_s: float, drive: bool = False) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while not condition():
+            if time.monotonic() > deadline:
+                return False
+            if drive:
+                self.cmd_vel.publish(self._twist)
+            self.executor.spin_once(timeout_sec=0.05)
+        return True
+
+    def close(self) -> None:
+        self.executor.remove_node(self.node)
+        self.node.destroy_node()
+        self.executor.shutdown(timeout_sec=1.0)
+
+
+def _treads_turn(sim: SimServer) -> bool:
+    left, right = sim.wheel_speeds()
+    return abs(left) > 1.0 and abs(right) > 1.0
+
+
+def _check_stop(program: Program, sim: SimServer, sig: int, since: float) -> None:
+    """Exit 0 within the bound; StopAllMotors reached the robot before any teardown
+    message; no process of the tree left; no error in the output."""
+    try:
+        code = program.process.wait(timeout=STOP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"still running {STOP_TIMEOUT_S} s after {signal.Signals(sig).name}:\n"
+                    f"{program.output()}")
+    assert code == 0, program.output()
+    after = [msg.NAME for when, msg in sim.commands() if when >= since]
+    assert "StopAllMotors" in after, f"no StopAllMotors after the signal: {after}"
+    first_stop = after.index("StopAllMotors")
+    assert not TEARDOWN & set(after[:first_stop]), \
+        f"teardown reached the robot before the motor stop: {after[:first_stop + 1]}"
+    assert sim.wait_until(lambda s: s.wheel_speeds() == (0.0, 0.0), 5.0), sim.wheel_speeds()
+    deadline = time.monotonic() + 10.0
+    while any(alive(pid) for pid in program.pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [pid for pid in program.pids if alive(pid)], "processes left"
+    out = program.output()
+    assert "Traceback" not in out and "[ERROR]" not in out, out
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_the_bringup_runs_the_stack_in_one_process(sig, sim, rclpy_context, tmp_path):
+    port = sim.address[1]
+    command = [str(project_executable("cozmo_bringup")), "use_sim:=true", "start_sim:=false",
+               f"sim_port:={port}", "namespace:=solo", "enable_face:=true",
+               "enable_behavior:=true", "one_process:=true", "--duration", "120"]
+    project_executable("cozmo_stack")
+    program = Program(command, tmp_path / "bringup.log")
+    watcher = Watcher(rclpy_context, "solo")
+    try:
+        shown = sim.display_count()
+        assert watcher.spin_until(lambda: watcher.odom and watcher.description, STARTUP_TIMEOUT_S), \
+            f"no odom or robot_description from the stack:\n{program.output()}"
+        out = program.output()
+        started = [line for line in out.splitlines() if " started " in line]
+        assert len(started) == 1 and "started stack (cozmo_stack, pid" in started[0], out
+        assert "driver, description_publisher, face, behavior in one process" in started[0]
+        odom = watcher.odom[-1]
+        assert (odom.header.frame_id, odom.child_frame_id) == ("solo/odom", "solo/base_footprint")
+        # the face reaches the robot's display; the behavior engine runs
+        assert watcher.spin_until(lambda: sim.display_count() > shown + 10, STARTUP_TIMEOUT_S), \
+            f"no face frames at the robot:\n{program.output()}"
+        assert watcher.spin_until(lambda: watcher.status and watcher.status[-1].behaviors_started >= 1,
+                                  STARTUP_TIMEOUT_S), f"no behavior started:\n{program.output()}"
+        # the user drives (the engine pauses); then the signal
+        assert watcher.spin_until(lambda: _treads_turn(sim), 20.0, drive=True), \
+            f"the treads did not turn:\n{program.output()}"
+        program.note_tree()
+        assert len(program.pids) == 2, f"more than the bring-up and its stack: {program.pids}"
+        t0 = time.monotonic()
+        program.process.send_signal(sig)
+        _check_stop(program, sim, sig, t0)
+        assert "all processes stopped" in program.output()
+    finally:
+        watcher.close()
+        program.cleanup()
+
+
+def test_cozmo_stack_by_hand_stops_on_sigterm(sim, rclpy_context, tmp_path):
+    port = sim.address[1]
+    command = [str(project_executable("cozmo_stack")),
+               "--node", "driver", "--ros-args", "-r", "__ns:=/byhand",
+               "-p", "robot_ip:=127.0.0.1", "-p", f"robot_port:={port}", "--",
+               "--node", "face", "--ros-args", "-r", "__ns:=/byhand"]
+    program = Program(command, tmp_path / "stack.log")
+    watcher = Watcher(rclpy_context, "byhand")
+    try:
+        shown = sim.display_count()
+        assert watcher.spin_until(lambda: watcher.odom and sim.display_count() > shown + 10,
+                                  STARTUP_TIMEOUT_S), program.output()
+        assert watcher.spin_until(lambda: _treads_turn(sim), 20.0, drive=True), program.output()
+        t0 = time.monotonic()
+        program.process.send_signal(signal.SIGTERM)
+        _check_stop(program, sim, signal.SIGTERM, t0)
+    finally:
+        watcher.close()
+        program.cleanup()
+
+
+def test_a_bad_parameter_of_any_node_is_refused(tmp_path):
+    command = [str(project_executable("cozmo_stack")),
+               "--node", "driver", "--ros-args", "-p", "robot_ip:=127.0.0.1", "--",
+               "--node", "face", "--ros-args", "-p", "fps:=-1.0"]
+    env = dict(os.environ, COZMO_LOOPBACK_ONLY="1")
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "cozmo_stack: cozmo_face_node:" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("argv, error", [
+    (["--node", "camera"], "unknown node kind 'camera'"),
+    (["--node", "face", "--node", "face"], "given twice"),
+    (["robot_ip:=1.2.3.4"], "unexpected argument"),
+])
+def test_a_wrong_command_line_is_a_usage_error(argv, error):
+    done = subprocess.run([str(project_executable("cozmo_stack")), *argv], capture_output=True,
+                          text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2 and error in done.stderr, done.stderr
