@@ -1,0 +1,371 @@
+"""The whole stack: one process per node against one process (``one_process:=true``), and
+pycozmo 0.8.0 beside it (issue #18).
+
+* **Memory**: ``cozmo_bringup use_sim:=true start_sim:=false enable_face:=true
+  enable_behavior:=true`` with and without ``one_process:=true``, on a simulator in this
+  process; once odom streams and the behavior engine runs, the RSS and PSS (proportional
+  set size: shared pages divided among the processes sharing them, so the sum over
+  processes is what they take together) of every process the bring-up started, from
+  /proc. Beside it a bare rclpy node, a pycozmo Client connected to a simulator, and
+  where a one-process stack's memory goes: the RSS of a process after each step of the
+  stack's imports and node creations.
+* **Face changing every frame**: the same bring-up with the face only (behavior off),
+  ``face/look_at`` published every frame (30 Hz) so that each frame is a new picture;
+  the CPU of the stack's processes over the window, and the DisplayImage frames the
+  simulator received; pycozmo rendering its ProceduralFace with the gaze moved every
+  frame and sending it (``Client.display_image``) at 30 fps to a simulator of its own,
+  measured in the same window (both under the same load).
+* **Driver + a consumer of odom and the compressed camera**: the driver (in its stack)
+  and a separate ROS process subscribing odom and camera/image_raw/compressed, against
+  a pycozmo Client receiving RobotState and the camera, in the same window.
+
+The simulators run in this process (their CPU is not counted). Numbers are printed and
+written into docs/benchmarks.md (``--no-docs``: printed only), never asserted::
+
+    .venv/bin/python bench/bench_stack.py [--seconds 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Dict, List, Optional
+
+from _common import bench_report, console, cpu_seconds, isolate_ros, rss_mib, stop_process, table  # noqa: E402
+
+isolate_ros()
+
+from cozmo_driver.sim import SimServer  # noqa: E402
+
+STARTUP_S = 60.0
+
+
+def pss_mib(pid: int) -> float:
+    """Proportional set size of a process (MiB), from /proc/<pid>/smaps_rollup."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return float("nan")
+
+
+def _started(log: str) -> Dict[str, int]:
+    """{entry: pid} of a cozmo_bringup's 'started' lines."""
+    return {m.group(1): int(m.group(2))
+            for m in re.finditer(r"started (\S+) \(\S+, pid (\d+)\)", log)}
+
+
+class Bringup:
+    """A cozmo_bringup on ``sim``, its output in a temporary file."""
+
+    def __init__(self, sim: SimServer, *args: str) -> None:
+        self.log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)
+        cmd = console("cozmo_bringup", "cozmo_driver.bringup") + [
+            "use_sim:=true", "start_sim:=false", f"sim_port:={sim.address[1]}", *args]
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL)
+
+    def output(self) -> str:
+        with open(self.log.name, errors="replace") as f:
+            return f.read()
+
+    def children(self) -> Dict[str, int]:
+        return {k: v for k, v in _started(self.output()).items() if k != "simulator"}
+
+    def close(self) -> None:
+        stop_process(self.proc, 20.0)
+        os.unlink(self.log.name)
+
+
+def _wait(condition, timeout: float, what: str, bringup: Optional[Bringup] = None) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what} within {timeout:g} s"
+                               + (f":\n{bringup.output()}" if bringup else ""))
+        time.sleep(0.1)
+
+
+# ---------------------------------------------------------------------------- a ROS helper
+
+#: a separate ROS process: subscribes odom and the compressed camera (the consumer), or
+#: publishes face/look_at at 30 Hz (the face changer); prints its counts at the end
+HELPER = r"""
+import sys, time, random
+import rclpy
+from rclpy.qos import qos_profile_sensor_data
+mode, seconds = sys.argv[1], float(sys.argv[2])
+rclpy.init()
+node = rclpy.create_node("bench_stack_" + mode)
+n = {"odom": 0, "image": 0}
+if mode == "consumer":
+    from nav_msgs.msg import Odometry
+    from sensor_msgs.msg import CompressedImage
+    node.create_subscription(Odometry, "odom", lambda m: n.__setitem__("odom", n["odom"] + 1), 10)
+    node.create_subscription(CompressedImage, "camera/image_raw/compressed",
+                             lambda m: n.__setitem__("image", n["image"] + 1), qos_profile_sensor_data)
+else:
+    from geometry_msgs.msg import Point
+    pub = node.create_publisher(Point, "face/look_at", 10)
+    rng = random.Random(1)
+    node.create_timer(1 / 30, lambda: pub.publish(Point(x=rng.uniform(-1, 1), y=rng.uniform(-1, 1))))
+print("ready", flush=True)
+end = time.monotonic() + seconds
+while time.monotonic() < end:
+    rclpy.spin_once(node, timeout_sec=0.1)
+print(n["odom"], n["image"], flush=True)
+node.destroy_node()
+rclpy.try_shutdown()
+"""
+
+#: pycozmo: 30 fps of its ProceduralFace with the gaze moved every frame ("face"), or a
+#: Client receiving RobotState and the camera ("camera"); prints "ready", then its counts
+PYCOZMO = r"""
+import sys, time, random
+import pycozmo
+addr = ("127.0.0.1", int(sys.argv[1]))
+mode, seconds = sys.argv[2], float(sys.argv[3])
+pycozmo.conn.ROBOT_ADDR = addr   # never anything but the simulator
+cli = pycozmo.Client(robot_addr=addr, enable_procedural_face=False,
+                     enable_animations=(mode == "face"))
+cli.start(); cli.connect(); cli.wait_for_robot(timeout=20.0)
+n = {"state": 0, "image": 0, "frames": 0}
+if mode == "camera":
+    cli.add_handler(pycozmo.protocol_encoder.RobotState, lambda c, p: n.__setitem__("state", n["state"] + 1))
+    cli.add_handler(pycozmo.event.EvtNewRawCameraImage, lambda c, i: n.__setitem__("image", n["image"] + 1))
+    cli.enable_camera(enable=True, color=False)
+print("ready", flush=True)
+rng = random.Random(1)
+face = pycozmo.procedural_face.ProceduralFace()
+end = time.monotonic() + seconds
+tick = time.monotonic()
+while time.monotonic() < end:
+    if mode == "face":
+        face.eyes[0].center_x = face.eyes[1].center_x = rng.uniform(-20, 20)
+        face.eyes[0].center_y = face.eyes[1].center_y = rng.uniform(-10, 10)
+        im = face.render().resize((128, 32))
+        cli.display_image(im)
+        n["frames"] += 1
+        tick += 1 / 30
+    else:
+        cli.drive_wheels(lwheel_speed=-9.0, rwheel_speed=9.0)
+        tick += 0.1
+    time.sleep(max(0.0, tick - time.monotonic()))
+print(n["state"], n["image"], n["frames"], flush=True)
+cli.disconnect(); cli.stop()
+"""
+
+
+def _script_process(source: str, *args: str) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-c", source, *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    line = proc.stdout.readline()
+    if line.strip() != "ready":
+        proc.kill()
+        raise RuntimeError(f"helper did not start: {proc.stderr.read()[-2000:]}")
+    return proc
+
+
+def _counts(proc: subprocess.Popen) -> List[int]:
+    out, _ = proc.communicate(timeout=60)
+    return [int(x) for x in out.split()] if out.split() else []
+
+
+def _cpu_window(pids: Dict[str, int], seconds: float) -> Dict[str, float]:
+    """CPU % of one core of each process over the same window of ``seconds``."""
+    c0, t0 = {k: cpu_seconds(p) for k, p in pids.items()}, time.monotonic()
+    time.sleep(seconds)
+    c1, t1 = {k: cpu_seconds(p) for k, p in pids.items()}, time.monotonic()
+    return {k: (c1[k] - c0[k]) / (t1 - t0) * 100.0 for k in pids}
+
+
+# ---------------------------------------------------------------------------- memory
+
+def memory(settle_s: float) -> List[List[str]]:
+    rows: List[List[str]] = []
+    for label, extra in (("one process per node", []), ("one process (one_process:=true)",
+                                                         ["one_process:=true"])):
+        with SimServer(host="127.0.0.1", port=0, seed=3) as sim:
+            run = Bringup(sim, "enable_face:=true", "enable_behavior:=true", *extra)
+            try:
+                shown = sim.display_count()
+                _wait(lambda: sim.display_count() > shown + 30 and sim.streaming(), STARTUP_S,
+                      "no face at the robot", run)
+                time.sleep(settle_s)
+                children = run.children()
+                total_rss = total_pss = 0.0
+                for name, pid in children.items():
+                    rss, pss = rss_mib(pid), pss_mib(pid)
+                    total_rss += rss
+                    total_pss += pss
+                    rows.append([label, name, f"{rss:.1f}", f"{pss:.1f}"])
+                rows.append([label, "**the stack: " + " + ".join(children) + "**",
+                             f"**{total_rss:.1f}**", f"**{total_pss:.1f}**"])
+                rows.append([label, "(cozmo_bringup itself, the supervisor)",
+                             f"{rss_mib(run.proc.pid):.1f}", f"{pss_mib(run.proc.pid):.1f}"])
+            finally:
+                run.close()
+    # references: a bare rclpy node; a connected pycozmo Client
+    bare = subprocess.Popen([sys.executable, "-c", "import rclpy, time; rclpy.init(); "
+                             "n = rclpy.create_node('bare'); print('ready', flush=True); "
+                             "[rclpy.spin_once(n, timeout_sec=0.1) for _ in range(100)]"],
+                            stdout=subprocess.PIPE, text=True)
+    bare.stdout.readline()
+    time.sleep(2.0)
+    rows.append(["reference", "a bare rclpy node (rclpy.create_node, spinning)",
+                 f"{rss_mib(bare.pid):.1f}", f"{pss_mib(bare.pid):.1f}"])
+    bare.kill()
+    bare.wait()
+    with SimServer(host="127.0.0.1", port=0, seed=4) as sim:
+        ref = _script_process(PYCOZMO, str(sim.address[1]), "face", "6")
+        time.sleep(3.0)
+        rows.append(["reference", "pycozmo 0.8.0 Client, face at 30 fps",
+                     f"{rss_mib(ref.pid):.1f}", f"{pss_mib(ref.pid):.1f}"])
+        _counts(ref)
+    return rows
+
+
+#: where a one-process stack's memory goes: RSS after each step, in one fresh process
+IMPORT_STEPS = r"""
+import os, sys
+def rss():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+steps = [("python", "pass"),
+         ("import rclpy", "import rclpy"),
+         ("rclpy.init + a bare node", "rclpy.init(); bare = rclpy.create_node('bare')"),
+         ("import numpy", "import numpy"),
+         ("import the driver node (messages, core, protocol)", "from cozmo_driver.ros import driver_node"),
+         ("import the face node", "from cozmo_driver.ros import face_node"),
+         ("import the behavior node", "from cozmo_driver.ros import behavior_node"),
+         ("import the description publisher", "from cozmo_driver.ros import description_publisher"),
+         ("make the face node", "f = face_node.FaceNode()"),
+         ("make the behavior node", "b = behavior_node.BehaviorNode()"),
+         ("make the driver node (not started)",
+          "d = driver_node.CozmoDriverNode(cli_args=['--ros-args', '-p', 'robot_ip:=127.0.0.1'])")]
+for label, code in steps:
+    exec(code)
+    print(f"{label}\t{rss():.1f}", flush=True)
+"""
+
+
+def where_memory_goes() -> List[List[str]]:
+    done = subprocess.run([sys.executable, "-c", IMPORT_STEPS], capture_output=True, text=True,
+                          timeout=120, stdin=subprocess.DEVNULL)
+    rows, previous = [], 0.0
+    for line in done.stdout.splitlines():
+        label, value = line.split("\t")
+        rss = float(value)
+        rows.append([label, f"{rss:.1f}", f"+{rss - previous:.1f}"])
+        previous = rss
+    if done.returncode != 0:
+        rows.append(["(failed)", done.stderr[-300:].replace("\n", " "), ""])
+    return rows
+
+
+# ---------------------------------------------------------------------------- CPU
+
+def face_cpu(seconds: float) -> List[List[str]]:
+    rows: List[List[str]] = []
+    for label, extra in (("one process per node", []), ("one process", ["one_process:=true"])):
+        with SimServer(host="127.0.0.1", port=0, seed=5) as sim, \
+                SimServer(host="127.0.0.1", port=0, seed=6) as ref_sim:
+            run = Bringup(sim, "enable_face:=true", *extra)
+            changer = ref = None
+            try:
+                shown = sim.display_count()
+                _wait(lambda: sim.display_count() > shown + 30, STARTUP_S, "no face", run)
+                changer = _script_process(HELPER, "changer", str(seconds + 8))
+                ref = _script_process(PYCOZMO, str(ref_sim.address[1]), "face", str(seconds + 5))
+                time.sleep(2.0)
+                pids = dict(run.children())
+                pids["pycozmo"] = ref.pid
+                d0, r0 = sim.display_count(), ref_sim.display_count()
+                t0 = time.monotonic()
+                cpu = _cpu_window(pids, seconds)
+                dt = time.monotonic() - t0
+                shown_fps = (sim.display_count() - d0) / dt
+                ref_fps = (ref_sim.display_count() - r0) / dt
+                ours = sum(v for k, v in cpu.items() if k != "pycozmo")
+                parts = " + ".join(f"{k} {v:.1f}" for k, v in cpu.items() if k != "pycozmo")
+                rows.append([label, parts, f"{ours:.1f}", f"{shown_fps:.1f}",
+                             f"{cpu['pycozmo']:.1f}", f"{ref_fps:.1f}", f"{ours / cpu['pycozmo']:.2f}"])
+            finally:
+                for proc in (changer, ref):
+                    if proc is not None:
+                        proc.kill()
+                        proc.wait()
+                run.close()
+    return rows
+
+
+def driver_consumer_cpu(seconds: float) -> List[List[str]]:
+    rows: List[List[str]] = []
+    with SimServer(host="127.0.0.1", port=0, seed=7) as sim, \
+            SimServer(host="127.0.0.1", port=0, seed=8) as ref_sim:
+        run = Bringup(sim, "one_process:=true")
+        consumer = ref = None
+        try:
+            _wait(lambda: sim.streaming(), STARTUP_S, "the driver did not stream", run)
+            consumer = _script_process(HELPER, "consumer", str(seconds + 8))
+            ref = _script_process(PYCOZMO, str(ref_sim.address[1]), "camera", str(seconds + 5))
+            time.sleep(2.0)
+            pids = dict(run.children())
+            pids["consumer"] = consumer.pid
+            pids["pycozmo"] = ref.pid
+            cpu = _cpu_window(pids, seconds)
+            ours = sum(v for k, v in cpu.items() if k != "pycozmo")
+            parts = " + ".join(f"{k} {v:.1f}" for k, v in cpu.items() if k != "pycozmo")
+            odom, images = (_counts(consumer) + [0, 0])[:2]
+            ref_counts = (_counts(ref) + [0, 0, 0])[:3]
+            consumer = ref = None
+            rows.append(["driver (stack) + consumer", parts, f"{ours:.1f}",
+                         f"{cpu['pycozmo']:.1f}", f"{ours / cpu['pycozmo']:.2f}",
+                         f"odom {odom}, images {images}; pycozmo states {ref_counts[0]}, "
+                         f"images {ref_counts[1]} (whole run)"])
+        finally:
+            for proc in (consumer, ref):
+                if proc is not None:
+                    proc.kill()
+                    proc.wait()
+            run.close()
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=20.0, help="each CPU window (s)")
+    parser.add_argument("--settle", type=float, default=10.0,
+                        help="seconds the stack runs before its memory is read")
+    options = parser.parse_args()
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    with bench_report("bench_stack"):
+        table("Memory of the stack with the face and behavior nodes on (MiB; PSS counts shared "
+              "pages once across the processes)", ["set-up", "process", "RSS MiB", "PSS MiB"],
+              memory(options.settle))
+        table("Where a one-process stack's memory goes: RSS of one fresh process after each "
+              "step", ["step", "RSS MiB", "added"], where_memory_goes())
+        table(f"Face changing every frame (gaze moved at 30 Hz), driver + face, {options.seconds:g} s "
+              "window; pycozmo renders and sends its face at 30 fps in the same window",
+              ["set-up", "CPU % by process", "ours CPU %", "frames/s at the robot",
+               "pycozmo CPU %", "pycozmo frames/s at its robot", "ours / pycozmo"],
+              face_cpu(options.seconds))
+        table(f"Driver + a consumer of odom and the compressed camera, {options.seconds:g} s window; "
+              "pycozmo Client receiving RobotState and the camera in the same window",
+              ["set-up", "CPU % by process", "ours CPU %", "pycozmo CPU %", "ours / pycozmo",
+               "received"], driver_consumer_cpu(options.seconds))
+
+
+if __name__ == "__main__":
+    main()
