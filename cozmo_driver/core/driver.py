@@ -45,7 +45,7 @@ from ..driver.diagnostics import DiagnosticReport, link_report, robot_report
 from ..driver.events import EventDetector
 from ..driver.kinematics import twist_to_wheels, wheels_to_twist
 from ..driver.odometry import OdometryTracker, pose_covariance, twist_covariance
-from ..driver.throttle import LogThrottle
+from ..log_throttle import LogThrottle
 from ..driver.sensors import (STATUS_FLAG_NAMES, StatusFlag, battery_percentage, imu_from_state,
                               joint_positions, power_supply_status)
 from ..protocol import messages as msgs

@@ -52,7 +52,7 @@ from ..anim.av_stream import AVReport, AVStream
 from ..client.link import LinkState
 from ..driver.commands import CommandError, volume_level
 from ..driver.diagnostics import DiagnosticReport, av_report
-from ..driver.throttle import LogThrottle
+from ..log_throttle import LogThrottle
 from ..driver.media import (ChunkResampler, audio_chunk_samples, face_to_screen, image_to_screen,
                             is_empty_image, load_audio_file, motor_stops, screen_to_frame)
 from . import qos

@@ -64,6 +64,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Deque, Optional, Tuple
 
 from ..errors import ConfigurationError, CozmoError, UsageError
+from ..log_throttle import LogThrottle
 from ..protocol.errors import RemoteProtocolError
 from ..protocol.frames import MAGIC, FrameType, decode_frame
 from ..protocol.messages import PacketType
@@ -211,7 +212,7 @@ class UdpTransport:
         self._timer_at: Optional[float] = None
         self._started = threading.Event()
         self._start_error: Optional[BaseException] = None
-        self._last_send_error_log = 0.0
+        self._throttle = LogThrottle(5.0)  # the send-failure warning: once per 5 s, with a count
         #: calls from other threads that jump the queue (see call_soon(urgent=True))
         self._urgent: Deque[Tuple[Callable[..., Any], tuple]] = deque()
         #: held by the I/O thread whenever it works (never while it waits in select), so
@@ -439,10 +440,10 @@ class UdpTransport:
 
     def _on_send_error(self, exc: Exception) -> None:
         self.stats.send_errors += 1
-        now = time.monotonic()
-        if now - self._last_send_error_log > 5.0:
-            self._last_send_error_log = now
-            logger.warning("[%s] UDP send failed: %s (is the robot's Wi-Fi joined?)", self.name, exc)
+        line = self._throttle.line("send", f"[{self.name}] UDP send failed: {exc} (is the robot's "
+                                   "Wi-Fi joined?)", time.monotonic())
+        if line is not None:
+            logger.warning("%s", line)
 
     def _transmit(self, now: float) -> None:
         """Send the datagrams the protocol has due."""

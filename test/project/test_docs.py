@@ -193,11 +193,16 @@ def test_reference_tables_parse_and_have_rows():
 # ----------------------------------------------------------------------------- import graph
 
 #: the top-level modules of cozmo_driver, by what they are (a new one must be placed here)
-TOP_LEVEL_GROUPS = {
-    "common": ("robot_geometry", "json_comments", "lifeline", "errors"),
-    "bringup": ("bringup", "bringup_plan", "description"),
-    "demo": ("demo", "demo_artifacts", "protocol_demo"),
-}
+def _top_level_groups() -> dict:
+    """{group: its top-level modules}, from docs/architecture.md's table of groups."""
+    text = (DOCS / "architecture.md").read_text()
+    groups = {}
+    for group, cell in re.findall(r"^\| (\w+) \| ((?:`\w+\.py`(?:, )?)+) \|$", text, re.M):
+        groups[group] = tuple(re.findall(r"`(\w+)\.py`", cell))
+    return groups
+
+
+TOP_LEVEL_GROUPS = _top_level_groups()
 GROUP_OF = {module: group for group, modules in TOP_LEVEL_GROUPS.items() for module in modules}
 
 

@@ -1,11 +1,11 @@
-"""The log throttle (cozmo_driver.driver.throttle) on an explicit clock: one line per period
+"""The log throttle (cozmo_driver.log_throttle) on an explicit clock: one line per period
 per kind, and the next line says how many were left unsaid."""
 
 from __future__ import annotations
 
 import pytest
 
-from cozmo_driver.driver.throttle import LogThrottle
+from cozmo_driver.log_throttle import LogThrottle
 
 
 def test_first_line_is_said_then_one_per_period_with_the_count():
