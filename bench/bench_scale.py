@@ -157,14 +157,38 @@ def driver_command(k: int, port: int, camera: bool) -> List[str]:
                   "-p", f"frame_prefix:=robot{k}/", "-p", f"camera_enabled:={'true' if camera else 'false'}"]
 
 
+def threads_of(pid: int) -> List[str]:
+    """Each thread of a process as "name state wchan" (what it waits in), from /proc."""
+    out = []
+    try:
+        tids = sorted(os.listdir(f"/proc/{pid}/task"), key=int)
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                head, rest = f.read().rsplit(")", 1)
+            with open(f"/proc/{pid}/task/{tid}/wchan") as f:
+                wchan = f.read().strip() or "-"
+        except OSError:
+            continue
+        out.append(f"{head.split('(', 1)[1]} {rest.split()[0]} {wchan}")
+    return out
+
+
 def stop_all(procs: List[subprocess.Popen]) -> List[Dict[str, Any]]:
     """SIGINT to every process at once; SIGTERM to those still running after
-    STOP_STEP_S, SIGKILL after another. Per process: how it stopped and its exit status."""
+    STOP_STEP_S, SIGKILL after another. Per process: how it stopped, its exit status and,
+    if SIGINT did not stop it in time, its threads then (see threads_of)."""
     how: List[Optional[str]] = [None if p.poll() is None else "before" for p in procs]
+    stuck: List[Optional[List[str]]] = [None] * len(procs)
     for sig, name in ((signal.SIGINT, "SIGINT"), (signal.SIGTERM, "SIGTERM"), (signal.SIGKILL, "SIGKILL")):
         running = [i for i, p in enumerate(procs) if p.poll() is None]
         if not running:
             break
+        if name == "SIGTERM":
+            for i in running:
+                stuck[i] = threads_of(procs[i].pid)
         for i in running:
             try:
                 procs[i].send_signal(sig)
@@ -180,7 +204,8 @@ def stop_all(procs: List[subprocess.Popen]) -> List[Dict[str, Any]]:
     for p in procs:   # after SIGKILL the wait is short; nothing is left unreaped
         if p.poll() is None:
             p.wait(5.0)
-    return [{"signal": h, "exit": p.returncode} for h, p in zip(how, procs)]
+    return [{"signal": h, "exit": p.returncode, **({"threads_after_sigint": s} if s is not None else {})}
+            for h, p, s in zip(how, procs, stuck)]
 
 
 # ----------------------------------------------------------------------------- the subscriber
@@ -199,6 +224,9 @@ class Subscriber:
         self.pids: List[Optional[int]] = [None] * n
         self.odom = [0] * n
         self.images = [0] * n
+        #: while set: (now - header.stamp) of every odom delivered, s
+        self.ages: List[float] = []
+        self.collect_ages = False
         for k in range(n):
             self.node.create_subscription(Odometry, f"/robot{k + 1}/odom", self._on_odom(k), 50)
             if camera:
@@ -209,11 +237,14 @@ class Subscriber:
         self._thread.start()
 
     def _on_odom(self, k: int):
-        def callback(_msg: Odometry) -> None:
-            if self.first_odom[k] is None:
-                self.first_odom[k] = time.monotonic()
+        def callback(msg: Odometry) -> None:
+            if self.collect_ages:
+                self.ages.append(time.time() - msg.header.stamp.sec - msg.header.stamp.nanosec * 1e-9)
+            if self.first_odom[k] is None:   # start_cpu first: the main thread waits on first_odom
+                now = time.monotonic()
                 pid = self.pids[k]
                 self.start_cpu[k] = cpu_or_nan(pid) if pid is not None else None
+                self.first_odom[k] = now
             self.odom[k] += 1
         return callback
 
@@ -264,14 +295,15 @@ def run_n(n: int, args: argparse.Namespace, logs: Path) -> Dict[str, Any]:
             time.sleep(0.02)
         startup = [None if t is None else t - s for t, s in zip(sub.first_odom, started)]
         result["startup_s"] = startup
-        result["startup_cpu_s"] = list(sub.start_cpu)
         checks["every robot streamed odom"] = all(s is not None for s in startup)
         time.sleep(SETTLE_S)
+        result["startup_cpu_s"] = list(sub.start_cpu)
         # ---- the window
         me = os.getpid()
         pids = [p.pid for p in drivers]
         sim_pids = [p.pid for p in sims]
         odom0, img0 = list(sub.odom), list(sub.images)
+        sub.collect_ages = True
         cpu0 = [cpu_or_nan(p) for p in pids]
         sim0 = [cpu_or_nan(p) for p in sim_pids]
         me0 = cpu_seconds(me)
@@ -286,6 +318,10 @@ def run_n(n: int, args: argparse.Namespace, logs: Path) -> Dict[str, Any]:
         me1 = cpu_seconds(me)
         m1, t1 = machine_jiffies(), time.monotonic()
         odom1, img1 = list(sub.odom), list(sub.images)
+        sub.collect_ages = False
+        ages = sorted(sub.ages)
+        result["odom_age_ms"] = ({"median": ages[len(ages) // 2] * 1e3, "p99": ages[int(0.99 * (len(ages) - 1))] * 1e3,
+                                  "max": ages[-1] * 1e3} if ages else None)
         dt = t1 - t0
         result["rss_mib"] = [rss_or_nan(p) for p in pids]
         result["pss_mib"] = [pss_mib(p) for p in pids]
@@ -319,6 +355,10 @@ def run_n(n: int, args: argparse.Namespace, logs: Path) -> Dict[str, Any]:
     checks["every simulator stopped on SIGINT"] = bool(sims) and all(s["signal"] == "SIGINT" for s in sims_stopped)
     checks["no process left"] = all(gone(p.pid) for p in drivers + sims)
     failed = [name for name, ok in checks.items() if not ok]
+    for k, s in enumerate(stopped):
+        if "threads_after_sigint" in s:
+            print(f"robot{k + 1} (N = {n}) still ran {STOP_STEP_S:.0f} s after SIGINT; its threads "
+                  f"(name state wchan): {'; '.join(s['threads_after_sigint'])}")
     if failed:
         for k in range(n):
             path = logs / f"n{n}_robot{k + 1}.log"
@@ -349,6 +389,15 @@ def summary(values: List[Optional[float]]) -> Dict[str, Optional[float]]:
             "max": max(known)}
 
 
+def escalated(stopped: List[Dict[str, Any]]) -> str:
+    """" (K of N needed SIGTERM, M SIGKILL)" where SIGINT was not enough; "" if it was."""
+    term = sum(1 for s in stopped if s["signal"] == "SIGTERM")
+    kill = sum(1 for s in stopped if s["signal"] == "SIGKILL")
+    if not term and not kill:
+        return ""
+    return f" ({term} of {len(stopped)} needed SIGTERM, {kill} SIGKILL)"
+
+
 def report(results: List[Dict[str, Any]], args: argparse.Namespace) -> None:
     cores = os.cpu_count() or 1
     rows = []
@@ -358,12 +407,14 @@ def report(results: List[Dict[str, Any]], args: argparse.Namespace) -> None:
         streaming = sum(1 for s in r.get("startup_s", []) if s is not None)
         cpu, rss, pss = summary(r.get("cpu_pct", [])), summary(r.get("rss_mib", [])), summary(r.get("pss_mib", []))
         odom = summary(r.get("odom_hz", []))
+        age = r.get("odom_age_ms")
         cam = summary(r["camera_fps"]) if r.get("camera_fps") is not None else None
         load = r.get("load1", {})
         rows.append([r["n"], f"{streaming}/{r['n']}", f"{fmt(start['median'], 2)} / {fmt(start['max'], 2)}",
                      fmt(start_cpu["median"], 2),
                      f"{fmt(cpu['mean'])} / {fmt(cpu['max'])}", f"{fmt(rss['mean'], 0)}", f"{fmt(pss['mean'], 0)}",
-                     f"{fmt(odom['min'])} / {fmt(odom['median'])}"]
+                     f"{fmt(odom['min'])} / {fmt(odom['median'])}",
+                     f"{fmt(age['median'])} / {fmt(age['p99'])}" if age else "-"]
                     + ([f"{fmt(cam['min'])} / {fmt(cam['median'])}"] if cam is not None else [])
                     + [f"{fmt(load.get('mean'), 2)} / {fmt(load.get('max'), 2)}"])
     camera_head = ["camera fps per robot, min / median (goal 15)"] if args.camera else []
@@ -374,7 +425,8 @@ def report(results: List[Dict[str, Any]], args: argparse.Namespace) -> None:
           f"{args.seconds:.0f} s window; memory at its end",
           ["N", "streaming", "start-up s, median / max", "CPU s used to start, median",
            "driver CPU % of one core, mean / max", "RSS MiB", "PSS MiB",
-           f"odom Hz per robot, min / median (goal {GOAL_HZ:.0f})"] + camera_head
+           f"odom Hz per robot, min / median (goal {GOAL_HZ:.0f})",
+           "odom age at delivery ms (now - header.stamp), median / p99"] + camera_head
           + ["load (1 min) in the window, mean / max"], rows)
     rows = []
     for r in results:
@@ -384,11 +436,11 @@ def report(results: List[Dict[str, Any]], args: argparse.Namespace) -> None:
         rest = r["machine_busy_pct"] - drivers - r["sims_cpu_pct"] - r["subscriber_cpu_pct"]
         rows.append([r["n"], fmt(r["machine_busy_pct"]), fmt(drivers), fmt(r["sims_cpu_pct"]),
                      fmt(r["subscriber_cpu_pct"]), fmt(max(0.0, rest)), fmt(sum(r["pss_mib"]), 0),
-                     fmt(r["driver_stop_s"], 2)])
+                     fmt(r["driver_stop_s"], 2) + escalated(r["stopped"])])
     table(f"Where the machine's CPU went in the same windows (% of one core; the machine has {cores * 100} %); "
           "the rest is everything else running on the machine; N x PSS is the drivers' memory together",
           ["N", "machine busy", "drivers together", "simulators", "subscriber (this process)", "rest",
-           "drivers' PSS together MiB", "all drivers stopped (SIGINT) in s"], rows)
+           "drivers' PSS together MiB", "all drivers stopped, s after SIGINT to all"], rows)
     rows = [[r["n"]] + ["yes" if ok else "NO" for ok in r["checks"].values()] for r in results]
     table("The script's own checks", ["N"] + list(results[0]["checks"].keys()), rows)
 
