@@ -31,6 +31,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from ..errors import ConfigurationError
 from ..lifeline import exit_with_parent
 
 __all__ = ["KINDS", "NodeSpec", "parse_stack_arguments", "stack_help", "main"]
@@ -49,7 +50,7 @@ DEFAULT_KINDS = ("driver", "face", "behavior")
 _BEHAVIOR_DRAIN_S = 0.3   # what the behaviour node's own executable gives its cancel requests
 
 
-class UsageError(ValueError):
+class StackArgumentError(ConfigurationError, ValueError):
     """A command line that cannot be run."""
 
 
@@ -63,7 +64,7 @@ class NodeSpec:
 
 def parse_stack_arguments(argv: Sequence[str]) -> Tuple[List[str], List[NodeSpec]]:
     """(the ROS arguments all nodes take, the nodes in start order) of a command line;
-    UsageError for an unknown kind, a kind given twice or a stray argument."""
+    StackArgumentError for an unknown kind, a kind given twice or a stray argument."""
     argv = list(argv)
     common: List[str] = []
     specs: List[NodeSpec] = []
@@ -73,12 +74,12 @@ def parse_stack_arguments(argv: Sequence[str]) -> Tuple[List[str], List[NodeSpec
         token = argv[i]
         if token == "--node":
             if i + 1 >= len(argv):
-                raise UsageError("--node needs a kind: " + ", ".join(KINDS))
+                raise StackArgumentError("--node needs a kind: " + ", ".join(KINDS))
             kind = argv[i + 1]
             if kind not in KINDS:
-                raise UsageError(f"unknown node kind {kind!r}: expected one of {', '.join(KINDS)}")
+                raise StackArgumentError(f"unknown node kind {kind!r}: expected one of {', '.join(KINDS)}")
             if any(spec.kind == kind for spec in specs):
-                raise UsageError(f"node kind {kind!r} given twice")
+                raise StackArgumentError(f"node kind {kind!r} given twice")
             specs.append(NodeSpec(kind))
             current = specs[-1].ros_args
             i += 2
@@ -86,14 +87,14 @@ def parse_stack_arguments(argv: Sequence[str]) -> Tuple[List[str], List[NodeSpec
         if token == "--ros-args":
             target = common if current is None else current
             if target:
-                raise UsageError("two --ros-args sections for one node")
+                raise StackArgumentError("two --ros-args sections for one node")
             j = i + 1
             while j < len(argv) and argv[j] not in ("--", "--node"):
                 j += 1
             target += argv[i:j]
             i = j + 1 if j < len(argv) and argv[j] == "--" else j
             continue
-        raise UsageError(f"unexpected argument {token!r} (node arguments go after "
+        raise StackArgumentError(f"unexpected argument {token!r} (node arguments go after "
                          "--node KIND --ros-args)")
     if not specs:
         specs = [NodeSpec(kind) for kind in DEFAULT_KINDS]
@@ -239,7 +240,7 @@ def main(args: Optional[List[str]] = None) -> int:
         return 0
     try:
         common, specs = parse_stack_arguments(argv)
-    except UsageError as exc:
+    except StackArgumentError as exc:
         print(f"usage: {PROG} [-h] [--ros-args ...] [--node KIND [--ros-args ... [--]]] ...\n"
               f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
