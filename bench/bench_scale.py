@@ -149,6 +149,39 @@ def sim_port(proc: subprocess.Popen, deadline: float) -> int:
     raise RuntimeError(f"a simulator did not start (exit {proc.poll()})")
 
 
+def claimed(port: int) -> bool:
+    """Whether a program on this machine already drives a robot at 127.0.0.1:``port``
+    (the drivers' claim, cozmo_driver.client.claim): a port the kernel gave our simulator
+    may be one that another program's simulator had before, its driver still claiming it."""
+    from cozmo_driver.client.claim import RobotBusyError, RobotClaim
+
+    try:
+        RobotClaim("127.0.0.1", port).acquire().release()
+    except RobotBusyError:
+        return True
+    return False
+
+
+def start_sims(n: int, duration: float, result: Dict[str, Any], sims: List[subprocess.Popen]) -> List[int]:
+    """N simulators, appended to ``sims`` as they start, on ports no other program claims:
+    their ports. A simulator on a claimed port is stopped and started again (counted in
+    ``result["sims_restarted"]``)."""
+    sims.extend(start_sim(seed=100 + k, duration=duration) for k in range(n))
+    deadline = time.monotonic() + SIM_START_S + n
+    ports = [sim_port(p, deadline) for p in sims]
+    result["sims_restarted"] = 0
+    for k in range(n):
+        for _ in range(5):
+            if not claimed(ports[k]):
+                break
+            stop_all([sims[k]])
+            sims[k].stdout.close()
+            result["sims_restarted"] += 1
+            sims[k] = start_sim(seed=100 + k, duration=duration)
+            ports[k] = sim_port(sims[k], time.monotonic() + SIM_START_S)
+    return ports
+
+
 def driver_command(k: int, port: int, camera: bool) -> List[str]:
     cmd = ["setpriv", "--pdeathsig", "INT"] if shutil.which("setpriv") else []
     cmd += console("cozmo_driver_node", "cozmo_driver.ros.driver_node")
@@ -276,9 +309,7 @@ def run_n(n: int, args: argparse.Namespace, logs: Path) -> Dict[str, Any]:
     sub: Optional[Subscriber] = None
     log_files = []
     try:
-        sims = [start_sim(seed=100 + k, duration=sim_life) for k in range(n)]
-        deadline = time.monotonic() + SIM_START_S + n
-        ports = [sim_port(p, deadline) for p in sims]
+        ports = start_sims(n, sim_life, result, sims)
         sub = Subscriber(n, args.camera)
         started: List[float] = []
         for k, port in enumerate(ports):
@@ -434,8 +465,9 @@ def report(results: List[Dict[str, Any]], args: argparse.Namespace) -> None:
             continue
         drivers = sum(r["cpu_pct"])
         rest = r["machine_busy_pct"] - drivers - r["sims_cpu_pct"] - r["subscriber_cpu_pct"]
+        rest = max(0.0, rest) if rest == rest else rest   # NaN: a driver had gone
         rows.append([r["n"], fmt(r["machine_busy_pct"]), fmt(drivers), fmt(r["sims_cpu_pct"]),
-                     fmt(r["subscriber_cpu_pct"]), fmt(max(0.0, rest)), fmt(sum(r["pss_mib"]), 0),
+                     fmt(r["subscriber_cpu_pct"]), fmt(rest), fmt(sum(r["pss_mib"]), 0),
                      fmt(r["driver_stop_s"], 2) + escalated(r["stopped"])])
     table(f"Where the machine's CPU went in the same windows (% of one core; the machine has {cores * 100} %); "
           "the rest is everything else running on the machine; N x PSS is the drivers' memory together",
@@ -474,7 +506,9 @@ def main() -> int:
                   f"driver CPU mean {fmt(summary(r.get('cpu_pct', []))['mean'])} %, load "
                   f"{fmt(r.get('load1', {}).get('mean'), 2)}; checks "
                   f"{'all passed' if all(r['checks'].values()) else 'FAILED: ' + str(r['checks'])} "
-                  f"({time.monotonic() - t:.0f} s)", flush=True)
+                  f"({time.monotonic() - t:.0f} s)"
+                  + (f"; {r['sims_restarted']} simulator(s) restarted: another program claimed the port"
+                     if r.get("sims_restarted") else ""), flush=True)
     report(results, args)
     ok = all(all(r["checks"].values()) for r in results)
     if args.json is not None:
