@@ -20,6 +20,22 @@ truth on the simulator) and the processes' log. It ends by itself in about
 30 s; the exit status is 0 when everything worked, 1 when the demonstration
 failed, 2 when the robot or the stack could not be brought up, 130 on Ctrl-C.
 
+Every step's outcome is checked (the action results, the service answers, the
+camera frames, the head and lift, on the simulator the pose error against the
+ground truth, the face shown and the sound played), and every failed step is
+listed at the end. A process of the stack that exits before the robot answered
+is a bring-up failure (2), reported with the last lines of its log.
+
+The files an earlier run left in the artefacts directory (the names this demo
+writes) are removed at the start, and the run says so: the directory then holds
+this run's files only. Two demos at once on one machine do not interfere: the
+artefacts directory is held by one run at a time (a second one on the same
+directory is refused, status 2), and so is a ROS domain. When ``ROS_DOMAIN_ID``
+is not set and the default domain 0 is held by another demo, this one takes a
+free domain of its own (1..100, not reserved by anyone else through ament's
+domain_coordinator ports) and says which; when it is set to a domain another
+demo holds, the demo refuses to run (status 2), naming that demo.
+
 ``cozmo-demo --protocol-only`` (also ``cozmo-protocol-demo``) is the older
 demo without ROS, showing the raw protocol exchange
 (:mod:`cozmo_driver.protocol_demo`).
@@ -28,10 +44,14 @@ demo without ROS, showing the raw protocol exchange
 from __future__ import annotations
 
 import argparse
+import hashlib
 import logging
 import math
 import os
+import re
 import signal
+import socket
+import struct
 import sys
 import threading
 import time
@@ -39,6 +59,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 
 from .bringup import split_launch_style
+from .client.claim import claims_supported
+from .protocol.errors import ConfigurationError
 
 if TYPE_CHECKING:  # numpy is imported where the pictures are made
     import numpy as np
@@ -50,6 +72,14 @@ PROG = "cozmo-demo"
 FACE_TIMEOUT_S = 5.0
 #: bring-up arguments the demo takes in either form (robot_ip:=... or --robot-ip ...)
 _PASSED = ("robot_ip", "robot_port", "namespace", "config")
+#: on the simulator, the most the odometry may be off the ground truth at the end
+POSE_TOLERANCE_MM = 5.0
+POSE_TOLERANCE_DEG = 2.0
+#: the ROS domains a demo may take when ROS_DOMAIN_ID is not set and domain 0 is held
+FREE_DOMAINS = range(1, 101)
+#: ament's domain_coordinator: a domain is reserved by binding 127.0.0.1:(base + id),
+#: TCP and UDP (the test suite reserves its domains so)
+RESERVATION_PORT_BASE = 32768
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -102,6 +132,129 @@ def parse_arguments(argv: Sequence[str]) -> argparse.Namespace:
     return args
 
 
+class Refused(ConfigurationError):
+    """The demo cannot run now (another demo holds what it needs, or ROS_DOMAIN_ID is not
+    a domain id): exit status 2."""
+
+
+def _holder(name: bytes) -> str:
+    """Who listens on the abstract socket ``name``: "process N (command line)"."""
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.settimeout(1.0)
+        probe.connect(name)
+        creds = probe.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        pid = struct.unpack("3i", creds)[0]
+    except OSError:
+        return "another process"
+    finally:
+        probe.close()
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as stream:
+            words = [w.decode(errors="replace") for w in stream.read().split(b"\0") if w]
+    except OSError:
+        words = []
+    return f"process {pid}" + (f" ({' '.join(words)})" if words else "")
+
+
+class Holdings:
+    """What this run holds on the machine, released by :meth:`release` (and by the kernel
+    when the process ends, however it ends): names (listening sockets in Linux's abstract
+    namespace, as :mod:`cozmo_driver.client.claim` holds a robot) and reservation ports."""
+
+    def __init__(self) -> None:
+        self.sockets: List[socket.socket] = []
+
+    def hold(self, name: str) -> Tuple[Optional[socket.socket], str]:
+        """(the socket now holding ``name``, "") or (None, who holds it). Where abstract
+        sockets do not exist (not Linux) nothing is held and everything succeeds."""
+        if not claims_supported():
+            return None, ""
+        address = f"\0cozmo-demo {name}".encode()
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.bind(address)
+            sock.listen(8)
+        except OSError:
+            sock.close()
+            return None, _holder(address)
+        self.sockets.append(sock)
+        return sock, ""
+
+    def reserve_port(self, port: int) -> bool:
+        """Bind 127.0.0.1:``port`` TCP and UDP (kept), or nothing and False."""
+        bound = []
+        for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+            sock = socket.socket(socket.AF_INET, kind)
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                sock.close()
+                for other in bound:
+                    other.close()
+                return False
+            bound.append(sock)
+        self.sockets.extend(bound)
+        return True
+
+    def drop(self, sock: Optional[socket.socket]) -> None:
+        if sock is not None and sock in self.sockets:
+            self.sockets.remove(sock)
+            sock.close()
+
+    def release(self) -> None:
+        sockets, self.sockets = self.sockets, []
+        for sock in sockets:
+            sock.close()
+
+
+def hold_artifacts(holdings: Holdings, directory: Path) -> None:
+    """Hold the artefacts directory for this run; :class:`Refused` when another demo does."""
+    path = str(directory.resolve())
+    digest = hashlib.sha256(path.encode()).hexdigest()[:40]
+    sock, who = holdings.hold(f"artifacts {digest}")
+    if sock is None and who:
+        raise Refused(f"another cozmo-demo writes into {directory} now: {who}. Wait for it to "
+                      "end, or give this run a directory of its own (--artifacts DIR)")
+
+
+def choose_domain(holdings: Holdings, environ=os.environ) -> Tuple[int, str]:
+    """(the ROS domain of this run, a sentence saying how it was chosen), the domain held
+    for this run; :class:`Refused` when ``ROS_DOMAIN_ID`` names a domain another demo
+    holds, or no domain is free. Does not change ``environ``."""
+    preset = (environ.get("ROS_DOMAIN_ID") or "").strip()
+    if preset:
+        try:
+            domain = int(preset)
+        except ValueError:
+            domain = -1
+        if not 0 <= domain <= 232:
+            raise Refused(f"ROS_DOMAIN_ID={preset!r} is not a ROS domain id (0..232)")
+        sock, who = holdings.hold(f"ros-domain {domain}")
+        if sock is None and who:
+            raise Refused(
+                f"another cozmo-demo runs in ROS domain {domain} (ROS_DOMAIN_ID={preset} is set "
+                f"here): {who}. Two demos in one domain would command each other's nodes. Wait "
+                "for it to end, or run this one in another domain: export ROS_DOMAIN_ID=<another "
+                "id>, or unset ROS_DOMAIN_ID and the demo takes a free one")
+        return domain, "set here"
+    sock, who = holdings.hold("ros-domain 0")
+    if sock is not None or not who:
+        return 0, "the default"
+    for domain in FREE_DOMAINS:
+        mine, _ = holdings.hold(f"ros-domain {domain}")
+        if mine is None:
+            continue
+        if not holdings.reserve_port(RESERVATION_PORT_BASE + domain):
+            holdings.drop(mine)     # reserved by someone else (a test run, ament's tools)
+            continue
+        return domain, (f"of its own: ROS domain 0 is used by another cozmo-demo, {who}; "
+                        f"to see this run's topics from another shell: "
+                        f"export ROS_DOMAIN_ID={domain}")
+    raise Refused(f"ROS domain 0 is used by another cozmo-demo ({who}) and no domain of "
+                  f"{FREE_DOMAINS.start}..{FREE_DOMAINS.stop - 1} is free: set ROS_DOMAIN_ID")
+
+
 class _SimTruth:
     """The in-process simulator as :class:`~cozmo_driver.ros.demo_node.GroundTruth`."""
 
@@ -130,6 +283,36 @@ def _log_tail(path: Path, lines: int = 25) -> str:
     except OSError:
         return ""
     return "\n".join("    " + line for line in text[-lines:])
+
+
+def _log_problems(path: Path, lines: int = 5) -> str:
+    """The last ``lines`` ``[WARN]``, ``[ERROR]`` and ``[FATAL]`` lines of a log, indented."""
+    try:
+        text = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    problems = [line for line in text if any(f"[{level}]" in line
+                                             for level in ("WARN", "ERROR", "FATAL"))]
+    return "\n".join("    " + line for line in problems[-lines:])
+
+
+def _last_error(path: Path, node: Optional[str] = None) -> str:
+    """What node ``node`` (any node if None) said last about an error in the log: its last
+    ``[ERROR]`` or ``[FATAL]`` line, or a line saying ``refusing to run``, without the
+    stamp; "" if none."""
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    # "[ERROR] [1795436964.09] [robot1.cozmo_driver]: text", or "cozmo_driver: text"
+    mine = re.compile(rf"\[(?:[\w.]*\.)?{re.escape(node)}\]|^{re.escape(node)}:") if node else None
+    for line in reversed(lines):
+        if not ("[ERROR]" in line or "[FATAL]" in line or "refusing to run" in line):
+            continue
+        if mine is not None and not mine.search(line):
+            continue
+        return re.sub(r"^\[(ERROR|FATAL)\] \[[\d.]+\] \[([^\]]*)\]: ", r"\2: ", line).strip()
+    return ""
 
 
 def read_face_display(namespace: str, timeout: float) -> Optional["np.ndarray"]:
@@ -204,6 +387,9 @@ class _Demo:
         self.failure = ""
         self.namespace = ""
         self.reported_exits: set = set()
+        self.process_failures: List[str] = []   # nodes (not required) that exited meanwhile
+        self.holdings = Holdings()
+        self.domain_changed = False
 
     def say(self, text: str) -> None:
         print(text, flush=True)
@@ -230,10 +416,34 @@ class _Demo:
             return self._run()
         finally:
             self._shutdown()
+            self.holdings.release()
+            if self.domain_changed:
+                os.environ.pop("ROS_DOMAIN_ID", None)
             for sig, handler in handlers.items():
                 signal.signal(sig, handler)
             if self.failure:
                 self.say(self.failure)
+
+    def _prepare(self) -> None:
+        """Hold the artefacts directory, remove an earlier run's files from it, and choose
+        (and hold) the ROS domain; :class:`Refused` when another demo holds either."""
+        from .demo_artifacts import remove_earlier_artefacts
+
+        hold_artifacts(self.holdings, self.artifacts)
+        self.artifacts.mkdir(parents=True, exist_ok=True)
+        removed, kept = remove_earlier_artefacts(self.artifacts)
+        if removed:
+            self.say(f"{PROG}: removed the artefacts of an earlier run from {self.artifacts}: "
+                     f"{', '.join(removed)}")
+        for name, why in kept:
+            self.say(f"{PROG}: {self.artifacts / name} is from an earlier run (stale): it "
+                     f"could not be removed ({why})")
+        domain, how = choose_domain(self.holdings)
+        if not (os.environ.get("ROS_DOMAIN_ID") or "").strip() and domain != 0:
+            os.environ["ROS_DOMAIN_ID"] = str(domain)   # this process and the stack's
+            self.domain_changed = True
+        self.say(f"{PROG}: ROS_DOMAIN_ID={domain} ({how}), discovery "
+                 f"{os.environ.get('ROS_AUTOMATIC_DISCOVERY_RANGE', '')}")
 
     def _run(self) -> int:
         from . import bringup_plan as plan
@@ -241,7 +451,12 @@ class _Demo:
         from .ros.demo_node import DemoAbort, Demonstration, DemoOptions
 
         args = self.args
-        self.artifacts.mkdir(parents=True, exist_ok=True)
+        try:
+            self._prepare()
+        except Refused as exc:
+            return self.fail(str(exc), 2)
+        except OSError as exc:
+            return self.fail(f"cannot write into {self.artifacts}: {exc}", 2)
         values = {"enable_face": "true"}
         for name in ("robot_port", "namespace", "config"):
             if getattr(args, name) is not None:
@@ -260,12 +475,19 @@ class _Demo:
         else:
             values["robot_ip"] = args.robot_ip.strip()
             address = f"{values['robot_ip']}:{args.robot_port or 5551}"
-            self.say(f"{PROG}: a real Cozmo at {address}")
         try:
             bringup_args = plan.resolve_arguments(values)
             entries = plan.make_plan(bringup_args)
+            if truth is None and bringup_args.robot_port is None:
+                # the port the driver will use: its parameter file's (the driver names
+                # the robot so in its diagnostics, by which the demo knows its driver)
+                _, given = plan.node_parameters_in_file(bringup_args.config, "cozmo_driver",
+                                                        bringup_args.namespace)
+                address = f"{values['robot_ip']}:{given.get('robot_port', 5551)}"
         except plan.PlanError as exc:
             return self.fail(str(exc), 2)
+        if truth is None:
+            self.say(f"{PROG}: a real Cozmo at {address}")
         self.namespace = bringup_args.namespace
         log_path = self.artifacts / "bringup.log"
         self.log_file = open(log_path, "wb")
@@ -274,8 +496,6 @@ class _Demo:
                                output=self.log_file)
         launch_text = " ".join(f"{k}:={v}" for k, v in values.items())
         self.say(f"{PROG}: bring-up plan ({launch_text}); their output goes to {log_path}")
-        self.say(f"{PROG}: ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID', '0')}, discovery "
-                 f"{os.environ.get('ROS_AUTOMATIC_DISCOVERY_RANGE', '')}")
         try:
             self.bringup.start()
         except (plan.PlanError, OSError) as exc:
@@ -298,6 +518,8 @@ class _Demo:
         try:
             result = demo.run()
         except DemoAbort as exc:
+            if not demo.result.sound_sent:
+                wav.unlink(missing_ok=True)     # nothing played it: not an artefact
             if exc.code == 130:
                 self.say(f"\n{PROG}: interrupted: stopping the robot and every process")
                 self.failure = f"{PROG}: interrupted"
@@ -329,10 +551,14 @@ class _Demo:
             if code is None:
                 continue
             if child.entry.required:
-                return (f"{child.entry.executable} exited with status {code} "
-                        f"(its output is in {self.artifacts / 'bringup.log'})")
+                said = _last_error(self.artifacts / "bringup.log", child.entry.node_name)
+                return (f"{child.entry.executable} exited with status {code}"
+                        + (f", saying \"{said}\"" if said else "")
+                        + f" (its output is in {self.artifacts / 'bringup.log'})")
             if child.process.pid not in self.reported_exits:
                 self.reported_exits.add(child.process.pid)
+                self.process_failures.append(
+                    f"{child.entry.name}: {child.label} exited with status {code} during the run")
                 self.say(f"{PROG}: {child.label} exited with status {code} (its output is in "
                          f"{self.artifacts / 'bringup.log'}); going on without it")
         if self.sim is not None and not self.sim.running:
@@ -365,11 +591,12 @@ class _Demo:
         self._shutdown()
         say = self.say
         say("")
-        status = 0
+        failures = list(result.failures) + self.process_failures
         odometry_mm = [(x * 1e3, y * 1e3, yaw) for _, x, y, yaw in result.odometry]
         truth_mm = None
         error_text = ""
-        if simulated and result.truth and result.truth_at_start and result.odom_at_start:
+        if (simulated and result.truth and result.truth_at_start and result.odom_at_start
+                and result.final_truth is not None and result.final_odom is not None):
             start = result.odom_at_start
             odom0 = (start[0] * 1e3, start[1] * 1e3, start[2])
             truth_mm = align_poses([p[1:] for p in result.truth], result.truth_at_start, odom0)
@@ -386,36 +613,48 @@ class _Demo:
                                                 math.cos(final_odom[2] - tyaw)))
             error_text = f"{error:.1f} mm, {round(yaw_error, 2) + 0.0:+.2f} deg"
             say(f"pose error at the end (odometry - ground truth): {error_text}")
+            if error > POSE_TOLERANCE_MM or abs(yaw_error) > POSE_TOLERANCE_DEG:
+                down = (f"; the link was down {result.link_down_s:.1f} s during the run"
+                        if result.link_down_s > 0.05 else "")
+                failures.append(f"pose: the odometry ends {error_text} off the simulator's "
+                                f"ground truth (at most {POSE_TOLERANCE_MM:g} mm, "
+                                f"{POSE_TOLERANCE_DEG:g} deg){down}")
         elif result.final_odom is not None:
             fo = result.final_odom
             say(f"pose at the end: odometry x {_tenths(fo[0] * 1e3):.1f} mm, y "
-                f"{_tenths(fo[1] * 1e3):.1f} mm, yaw {_tenths(math.degrees(fo[2])):.1f} deg "
-                "(a real robot: no ground truth)")
-        animation_line = f"animation: {result.animation_how}"
+                f"{_tenths(fo[1] * 1e3):.1f} mm, yaw {_tenths(math.degrees(fo[2])):.1f} deg"
+                + (" (a real robot: no ground truth)" if not simulated else ""))
+        animation_line = f"animation: {result.animation_how or 'not played'}"
         if result.animations_ended is not None:
             animation_line += (f"; the simulated robot reported {result.animations_ended} "
                                "animation ended (AnimationEnded)")
         say(animation_line)
-        say(f"face: {result.face_how}")
-        sound_line = f"sound: {result.sound_how}"
-        if simulated and result.sound_how and "skipped" not in result.sound_how:
+        say(f"face: {result.face_how or 'not shown'}")
+        sound_line = f"sound: {result.sound_how or 'not played'}"
+        if simulated and result.sound_played:
             sound_line += f"; the simulated speaker played {result.sound_frames} frames with sound"
+            if result.sound_frames <= 0:
+                failures.append("sound: the simulated speaker played no frame with sound")
         say(sound_line)
 
         if result.camera is not None:
             path = self.artifacts / "camera.png"
             w, h = write_camera_png(result.camera, path)
             kind = "colour" if result.camera.ndim == 3 else "grey"
+            count = result.camera_frames
+            frames = (f"; {count} frame{'' if count == 1 else 's'} since the camera was turned "
+                      "on" if result.camera_requested else "")
             self.written.append((path, f"camera snapshot at the end, {w}x{h} {kind} "
-                                       f"(camera/image_raw, {result.camera_encoding})"))
+                                       f"(camera/image_raw, {result.camera_encoding}{frames})"))
         else:
-            say("camera: no image arrived on camera/image_raw")
-            status = 1
+            say("camera: no image arrived on camera/image_raw (no camera.png)")
         if framebuffer is not None:
             path = self.artifacts / "face.png"
             lit = write_face_png(framebuffer, path)
             self.written.append((path, f"the face display {face_source}, "
                                        f"128x64 x4, {lit} pixels lit"))
+            if simulated and result.face_shown and lit == 0:
+                failures.append("face: the simulated robot's display stayed dark")
         else:
             say("face display: no display/face image from the face node (no face.png)")
         if odometry_mm:
@@ -432,12 +671,25 @@ class _Demo:
         for path, what in sorted(self.written, key=lambda item: str(item[0])):
             say(f"  {str(path):<{width}}  {what}")
         elapsed = time.monotonic() - self.t0
-        if status == 0:
+        if not failures:
             say(f"\n{PROG}: done in {elapsed:.0f} s; the robot is stopped and every process "
                 "has exited.")
+            return 0
+        count = f"{len(failures)} step{'s' if len(failures) > 1 else ''} failed"
+        say(f"\n{PROG}: FAILED after {elapsed:.0f} s ({count}); the robot is stopped and every "
+            "process has exited:")
+        for failure in failures:
+            say(f"  - {failure}")
+        log_path = self.artifacts / "bringup.log"
+        if result.aborted or self.process_failures:
+            tail = _log_tail(log_path)
+            if tail:
+                say(f"  last lines of {log_path}:\n{tail}")
         else:
-            say(f"\n{PROG}: FAILED after {elapsed:.0f} s (see above)")
-        return status
+            said = _log_problems(log_path)
+            if said:
+                say(f"  the last warnings and errors in {log_path}:\n{said}")
+        return 1
 
 
 if __name__ == "__main__":

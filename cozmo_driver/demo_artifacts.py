@@ -14,7 +14,9 @@ Pure: no ROS, no sockets, no clock. Each writer takes plain arrays and a path:
   the simulator's ground truth when there is one, with millimetre ticks and a
   legend (Pillow only: matplotlib is not a dependency);
 * :func:`write_chirp_wav`: a short synthesized sound (three rising notes);
-* :func:`align_poses`: ground truth moved into the odometry frame.
+* :func:`align_poses`: ground truth moved into the odometry frame;
+* :data:`DEMO_ARTEFACTS` and :func:`remove_earlier_artefacts`: the files the demo
+  writes, and the removal of an earlier run's before a run writes its own.
 
 Poses are ``(x, y, yaw)`` tuples in millimetres and radians.
 """
@@ -33,6 +35,8 @@ from .driver.media import image_to_screen, is_empty_image, screen_to_frame
 from .protocol.display import DISPLAY_HEIGHT, DISPLAY_WIDTH
 
 __all__ = [
+    "DEMO_ARTEFACTS",
+    "remove_earlier_artefacts",
     "Pose",
     "compose",
     "inverse",
@@ -51,6 +55,28 @@ __all__ = [
 ]
 
 Pose = Tuple[float, float, float]
+
+#: every file ``cozmo-demo`` may write into its artefacts directory
+DEMO_ARTEFACTS = ("bringup.log", "camera.png", "face.png", "sound.wav", "trajectory.png")
+
+
+def remove_earlier_artefacts(directory: Path) -> Tuple[List[str], List[Tuple[str, str]]]:
+    """Remove the files of :data:`DEMO_ARTEFACTS` that ``directory`` holds (an earlier
+    run's: this one has not written yet); other files are left alone. Returns the names
+    removed, and (name, why) of those that could not be."""
+    removed: List[str] = []
+    kept: List[Tuple[str, str]] = []
+    for name in DEMO_ARTEFACTS:
+        path = Path(directory) / name
+        if not (path.is_file() or path.is_symlink()):
+            continue
+        try:
+            path.unlink()
+        except OSError as exc:
+            kept.append((name, exc.strerror or str(exc)))
+        else:
+            removed.append(name)
+    return removed, kept
 
 
 # ---------------------------------------------------------------------------- poses

@@ -4,8 +4,11 @@ ROS 2 interfaces only, and watches what the driver publishes.
 :class:`DemoNode` subscribes to ``link_status``, ``robot_info``, ``odom``,
 ``joint_states``, ``battery_state`` and ``camera/image_raw`` (counting each stream
 to measure its rate) and publishes ``cmd_vel``, ``head/angle`` and
-``lift/height``. :class:`Demonstration` runs the script on it, from the calling
-thread, while an executor spins the node on a thread of its own:
+``lift/height``. :class:`Demonstration` runs the script on it from the calling
+thread, which is also the one that spins the node's executor: every wait of the script
+spins it, and every service call and action goal is made and awaited there
+(:class:`~cozmo_driver.ros.demo_steps.SpinningCaller`), so that no response can be lost
+to another thread (ros2/rclpy#1123). The script:
 
 1. wait until the driver reports the link ``CONNECTED`` and odometry flows;
 2. play a built-in animation (``nod_yes``: head, face and sound, no wheels)
@@ -22,11 +25,21 @@ thread, while an executor spins the node on a thread of its own:
    lift at the corners;
 7. level the head, lower the lift, stop, and keep the latest camera image.
 
-A status line is printed every second (link state and RTT from
-``link_status``, pose from ``odom``, battery from ``battery_state``, the rates of
-odom, camera and joint_states as received here). The optional ground truth (the
-simulator's true pose) is sampled alongside. Everything is bounded: each wait
-has a deadline, and the whole run has one.
+Each step's outcome is checked (the action results, the service answers, camera
+frames arriving after the camera was turned on, the head and lift where they were
+sent) and every failure is kept in :attr:`DemoResult.failures`, the run going on
+where it can. What stops the run (the robot does not move, the link stays lost, a
+process of the stack exited, the deadline) raises :class:`DemoAbort` before the robot
+answered (a bring-up failure, exit status 2); after, it is kept as the last failure
+and the result returned, so that the caller can still report and save what there is.
+
+A status line is printed every second from a thread of its own, which reads what the
+callbacks stored and calls no rclpy function (link state and RTT from ``link_status``,
+pose from ``odom``, battery from ``battery_state``, the rates of odom, camera and
+joint_states as received here). The optional ground truth (the simulator's true pose)
+is sampled alongside. Everything is bounded: each wait has a deadline, and the whole
+run has one. The graph is watched too: a second publisher of ``link_status`` (another
+stack with the same names in this ROS domain) stops the run.
 
 The animation, face and audio interfaces are found in the ROS graph by name,
 and their requests filled by field name and type, so this node needs no
@@ -38,6 +51,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import math
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -47,6 +61,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import numpy as np
 import rclpy
 from cozmo_interfaces.msg import HeadAngle, LiftHeight, LinkStatus, RobotInfo
+from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
@@ -58,8 +73,9 @@ from sensor_msgs.msg import BatteryState, Image, JointState
 
 from ..client import CozmoError
 from ..errors import RemoteError
+from ..robot_geometry import lift_angle_to_height
 from . import qos
-from .demo_steps import MediaSteps, wait_future
+from .demo_steps import ANSWER_S, DISCOVERY_S, MediaSteps, SpinningCaller
 
 __all__ = ["DemoNode", "Demonstration", "DemoOptions", "DemoResult", "DemoAbort", "GroundTruth"]
 
@@ -142,6 +158,8 @@ class DemoResult:
     final_truth: Optional[Tuple[float, float, float]] = None
     camera: Optional[np.ndarray] = None
     camera_encoding: str = ""
+    camera_frames: int = 0                      # received after the camera was turned on
+    camera_requested: bool = False              # camera_enabled was accepted
     face_shown: bool = False
     face_how: str = ""
     sound_sent: bool = False
@@ -152,6 +170,12 @@ class DemoResult:
     animation_how: str = ""
     animation_progress: List[float] = field(default_factory=list)   # feedback received
     animations_ended: Optional[int] = None      # AnimationEnded from the robot (ground truth)
+    #: every step that failed, "step: what happened", in order
+    failures: List[str] = field(default_factory=list)
+    #: why the run stopped before its end ("" if it did not)
+    aborted: str = ""
+    #: seconds the link was down after the robot first answered (the driver reconnected)
+    link_down_s: float = 0.0
 
 
 class DemoAbort(RemoteError):
@@ -169,7 +193,12 @@ class DemoNode(Node):
 
     def __init__(self, namespace: str = "", **kwargs: Any) -> None:
         super().__init__("cozmo_demo", namespace=namespace or "", **kwargs)
+        ns = (namespace or "").strip("/")
+        #: the name of the driver's link report on /diagnostics
+        self.driver_link_report = f"{ns}/cozmo_driver: link" if ns else "cozmo_driver: link"
         self.lock = threading.Lock()
+        #: robot address -> when a driver of the demo's driver name last reported it
+        self.driver_robots: Dict[str, float] = {}
         self.link: Optional[LinkStatus] = None
         self.robot_info: Optional[RobotInfo] = None
         self.odom: Optional[Pose] = None
@@ -177,6 +206,7 @@ class DemoNode(Node):
         self.battery: Optional[BatteryState] = None
         self.image: Optional[Image] = None
         self.counts = {name: 0 for name in _RATE_STREAMS}
+        self.counts_at_camera_on = 0
         self.odometry: List[Tuple[float, float, float, float]] = []
         self.record = False
         self.cmd_vel = self.create_publisher(Twist, "cmd_vel", _RELIABLE)
@@ -189,6 +219,8 @@ class DemoNode(Node):
         self.create_subscription(BatteryState, "battery_state", self._on_battery, _RELIABLE)
         self.create_subscription(Image, "camera/image_raw", self._on_image,
                                  qos_profile_sensor_data)
+        self.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics,
+                                 qos.QOS_STATE)
 
     # --- callbacks (executor thread)
 
@@ -224,6 +256,18 @@ class DemoNode(Node):
             self.image = msg
             self.counts["camera"] += 1
 
+    def _on_diagnostics(self, msg: DiagnosticArray) -> None:
+        """Which robot each driver of the demo's driver name drives (its link report's
+        ``robot`` value): the demo's own driver is the one at the demo's robot."""
+        now = time.monotonic()
+        for status in msg.status:
+            if status.name != self.driver_link_report:
+                continue
+            for value in status.values:
+                if value.key == "robot":
+                    with self.lock:
+                        self.driver_robots[value.value] = now
+
     # --- commands (any thread)
 
     def drive(self, v: float, w: float) -> None:
@@ -242,6 +286,12 @@ class DemoNode(Node):
 class Demonstration:
     """The demo's script on a :class:`DemoNode` (see the module docstring)."""
 
+    #: how far the head and the lift may end from where they were sent (rad, m)
+    HEAD_TOLERANCE_RAD = math.radians(3.0)
+    LIFT_TOLERANCE_M = 0.005
+    #: how often the graph is looked at for a second driver (s)
+    GRAPH_CHECK_S = 0.5
+
     def __init__(self, options: DemoOptions, out: Callable[[str], None],
                  ground_truth: Optional[GroundTruth] = None,
                  processes_alive: Callable[[], Optional[str]] = lambda: None,
@@ -259,8 +309,11 @@ class Demonstration:
         self.activity = "starting"
         self.result = DemoResult()
         self.node: Optional[DemoNode] = None
+        self.calls: Optional[SpinningCaller] = None
         self.connected_once = False
         self._lost_since: Optional[float] = None
+        self._lost_total = 0.0                  # seconds the link was not CONNECTED, after it was
+        self._graph_checked = -math.inf
         self.media = MediaSteps(self)
         self._done = threading.Event()
         ns = options.namespace.strip("/")
@@ -275,35 +328,53 @@ class Demonstration:
     def out(self, text: str) -> None:
         self.say(f"{self.stamp()} {text}")
 
+    def failed(self, step: str, text: str) -> None:
+        """Step ``step`` failed: kept in the result's failures and printed."""
+        self.result.failures.append(f"{step}: {text}")
+        self.out(f"{step}: FAILED: {text}")
+
     # --- running
 
     def run(self) -> DemoResult:
-        """Run the whole script; raises :class:`DemoAbort` when it cannot finish."""
+        """Run the whole script on this thread, which spins the node. Raises
+        :class:`DemoAbort` when the robot or the stack could not be brought up (code 2) or
+        on an interruption (130); a run stopped after the robot answered returns its
+        result, the reason in ``aborted`` and last in ``failures``."""
         context = rclpy.Context()
-        rclpy.init(args=[], context=context)   # not sys.argv: name:=value there is ours
+        # not sys.argv: name:=value there is ours; a context of its own installs no
+        # signal handler (the demo has its own)
+        rclpy.init(args=[], context=context)
         executor = SingleThreadedExecutor(context=context)
         node = DemoNode(self.options.namespace, context=context)
         self.node = node
         executor.add_node(node)
-        spinner = threading.Thread(target=executor.spin, name="demo-executor", daemon=True)
-        spinner.start()
+        self.calls = SpinningCaller(executor, check=self._check)
         status = threading.Thread(target=self._status_loop, name="demo-status", daemon=True)
         sampler = None
         try:
             status.start()
             self._wait_connected()
-            self.media.animation()
-            if self.truth_source is not None:
-                sampler = threading.Thread(target=self._sample_truth, name="demo-truth",
-                                           daemon=True)
-            self._start_recording()
-            if sampler is not None:
-                sampler.start()
-            self._camera_on()
-            self.media.face()
-            self.media.sound()
-            self._square()
-            self._finish()
+            try:
+                self.media.animation()
+                if self.truth_source is not None:
+                    sampler = threading.Thread(target=self._sample_truth, name="demo-truth",
+                                               daemon=True)
+                self._start_recording()
+                if sampler is not None:
+                    sampler.start()
+                self._camera_on()
+                self.media.face()
+                self.media.sound()
+                self._square()
+                self._finish()
+            except DemoAbort as exc:
+                if exc.code != 1:       # an interruption (130)
+                    raise
+                self.result.aborted = str(exc)
+                self.result.failures.append(f"stopped: {exc}")
+                self.out(f"stopped: {exc}")
+                node.drive(0.0, 0.0)
+                self._collect()
             return self.result
         finally:
             self._done.set()
@@ -315,22 +386,31 @@ class Demonstration:
             executor.shutdown(2.0)
             node.destroy_node()
             context.try_shutdown()
-            spinner.join(2.0)
 
     # --- checks
+
+    def _abort(self, message: str) -> DemoAbort:
+        """Before the robot answered, the stack was not brought up (2); after, the
+        demonstration failed (1)."""
+        return DemoAbort(message, 1 if self.connected_once else 2)
 
     def _check(self) -> None:
         if self.stop.is_set():
             raise DemoAbort("interrupted", 130)
         dead = self.processes_alive()
         if dead:
-            raise DemoAbort(dead)
+            raise self._abort(dead)
         if time.monotonic() > self.options.deadline:
-            raise DemoAbort("the run took longer than --duration allows: stopped")
+            raise self._abort("the run took longer than --duration allows: stopped")
+        self._check_graph()
         if self.connected_once:
             with self.node.lock:
                 state = self.node.link.state if self.node.link is not None else ""
             if state == LinkStatus.CONNECTED:
+                if self._lost_since is not None:
+                    lost = time.monotonic() - self._lost_since
+                    self._lost_total += lost
+                    self.out(f"link CONNECTED again after {lost:.1f} s")
                 self._lost_since = None
             elif self._lost_since is None:
                 self._lost_since = time.monotonic()
@@ -339,21 +419,55 @@ class Demonstration:
                 raise DemoAbort(f"the link to the robot stayed {state} for 6 s: is the robot on "
                                 "and this machine still on its Wi-Fi?")
 
+    def _others(self, what: str) -> DemoAbort:
+        domain = os.environ.get("ROS_DOMAIN_ID", "").strip() or "0"
+        return self._abort(
+            f"another stack runs with this one's names in ROS domain {domain} ({what}): the "
+            "demo would read and command both. Stop the other one, or separate the two: "
+            "--namespace NS, or a ROS domain each (export ROS_DOMAIN_ID=<a free id>)")
+
+    def _check_graph(self) -> None:
+        """Another driver of this demo's driver name (another stack with the same names in
+        this ROS domain): its link report on /diagnostics names another robot, or the
+        graph shows two publishers of link_status. The demo would read and command both."""
+        with self.node.lock:
+            others = sorted(a for a in self.node.driver_robots if a != self.options.robot_address)
+        if others:
+            raise self._others(f"a driver named {self.driver_fqn} connected to the robot at "
+                               f"{others[0]}; this demo's is at {self.options.robot_address}")
+        now = time.monotonic()
+        if now - self._graph_checked < self.GRAPH_CHECK_S:
+            return
+        self._graph_checked = now
+        drivers = self.node.count_publishers("link_status")
+        if drivers > 1:
+            raise self._others(f"{drivers} nodes publish {self.prefix}/link_status")
+
+    def lost_so_far(self) -> float:
+        """Seconds the link was not CONNECTED since the robot first answered."""
+        now = time.monotonic()
+        return self._lost_total + (now - self._lost_since if self._lost_since is not None else 0.0)
+
+    def _late(self, start: float, budget: float, lost_at_start: float) -> Optional[str]:
+        """Whether a move begun at ``start`` overran ``budget`` seconds, not counting the
+        time the link was down meanwhile: None, or what to add to the message."""
+        lost = self.lost_so_far() - lost_at_start
+        if time.monotonic() - start - lost <= budget:
+            return None
+        return f" (the link was down {lost:.1f} s meanwhile)" if lost > 0.05 else ""
+
     def sleep(self, seconds: float) -> None:
-        """Wait ``seconds``, checking the run meanwhile (raises :class:`DemoAbort`)."""
-        end = time.monotonic() + seconds
-        while True:
-            self._check()
-            left = end - time.monotonic()
-            if left <= 0:
-                return
-            self.stop.wait(min(0.05, left))
+        """Wait ``seconds``, spinning the node and checking the run meanwhile (raises
+        :class:`DemoAbort`)."""
+        self.calls.spin_for(seconds)
 
     # --- steps
 
     def _wait_connected(self) -> None:
         """Wait for the driver's first link_status (it may take a while to start on a busy
-        machine), then up to connect_timeout_s for the robot to answer it."""
+        machine), then up to connect_timeout_s for the robot to answer it. The driver is
+        known to be this demo's by its link report on /diagnostics, which names the robot:
+        a latched CONNECTED from another stack's driver of the same name is not taken."""
         node = self.node
         o = self.options
         self.activity = "waiting for the driver to connect"
@@ -364,12 +478,13 @@ class Demonstration:
             with node.lock:
                 state = node.link.state if node.link is not None else None
                 has_odom = node.odom is not None
+                ours = o.robot_address in node.driver_robots
             if state is not None and not seen_driver:
                 seen_driver = True
                 deadline = time.monotonic() + o.connect_timeout_s
                 if state != LinkStatus.CONNECTED:
                     self.out(f"the driver is up: link_status {state}")
-            if state == LinkStatus.CONNECTED and has_odom:
+            if state == LinkStatus.CONNECTED and has_odom and ours:
                 break
             if time.monotonic() > deadline:
                 if not seen_driver:
@@ -383,8 +498,7 @@ class Demonstration:
                     "on the robot's Wi-Fi? (Cozmo is a Wi-Fi access point named Cozmo_...; its "
                     "password shows on its face when you raise and lower its lift; the robot "
                     "is at 172.31.1.1) Is the robot switched on and awake?", 2)
-            self._check()
-            self.stop.wait(0.05)
+            self.sleep(0.05)
         self.connected_once = True
         self.activity = "connected"
         with node.lock:
@@ -420,10 +534,12 @@ class Demonstration:
     def _camera_on(self) -> None:
         node = self.node
         self.activity = "camera on"
-        client = node.create_client(SetParameters, f"{self.driver_fqn}/set_parameters")
+        service = f"{self.driver_fqn}/set_parameters"
+        client = node.create_client(SetParameters, service)
         try:
-            if not client.wait_for_service(timeout_sec=5.0):
-                raise DemoAbort(f"{self.driver_fqn}/set_parameters is not available")
+            if not self.calls.wait_for_service(client, DISCOVERY_S):
+                self.failed("camera", f"{service} is not available")
+                return
             request = SetParameters.Request()
             values = {"camera_enabled": True, "camera_color": bool(self.options.color)}
             request.parameters = [
@@ -431,13 +547,22 @@ class Demonstration:
                                                           bool_value=value))
                 for name, value in values.items()]
             text = ", ".join(f"{k}={str(v).lower()}" for k, v in values.items())
-            self.out(f"camera on: {text} -> {self.driver_fqn}/set_parameters")
-            future = client.call_async(request)
-            if not wait_future(future, 5.0):
-                raise DemoAbort("the driver did not answer set_parameters within 5 s")
-            for name, res in zip(values, future.result().results):
-                if not res.successful:
-                    raise DemoAbort(f"the driver refused {name}: {res.reason}")
+            self.out(f"camera on: {text} -> {service}")
+            with node.lock:
+                node.counts_at_camera_on = node.counts["camera"]
+            response = self.calls.call(client, request, ANSWER_S)
+            if response is None:
+                self.failed("camera", f"the driver did not answer set_parameters within "
+                                      f"{ANSWER_S:g} s")
+                return
+            refused = [f"{name} ({res.reason})" for name, res in zip(values, response.results)
+                       if not res.successful]
+            if len(response.results) != len(values):
+                refused.append(f"{len(response.results)} answers to {len(values)} parameters")
+            if refused:
+                self.failed("camera", "the driver refused " + ", ".join(refused))
+                return
+            self.result.camera_requested = True
         finally:
             node.destroy_client(client)
 
@@ -450,15 +575,17 @@ class Demonstration:
     def _drive_side(self, start_heading: float) -> None:
         o = self.options
         x0, y0, _ = self._pose()
-        end = time.monotonic() + 3.0 * o.side_m / o.speed_mps + 5.0
+        start, lost0 = time.monotonic(), self.lost_so_far()
+        budget = 3.0 * o.side_m / o.speed_mps + 5.0
         while True:
             x, y, yaw = self._pose()
             remaining = o.side_m - math.hypot(x - x0, y - y0)
             if remaining <= 0.0005:
                 break
-            if time.monotonic() > end:
-                raise DemoAbort("the robot did not drive the side of the square in time: "
-                                "was it picked up, or stopped at a cliff?")
+            late = self._late(start, budget, lost0)
+            if late is not None:
+                raise DemoAbort(f"the robot did not drive the side of the square within "
+                                f"{budget:.0f} s{late}: was it picked up, or stopped at a cliff?")
             v = min(o.speed_mps, max(0.01, 2.5 * remaining))
             w = max(-0.6, min(0.6, 3.0 * _wrap(start_heading - yaw)))
             self.node.drive(v, w)
@@ -467,14 +594,15 @@ class Demonstration:
 
     def _turn_to(self, heading: float) -> None:
         o = self.options
-        end = time.monotonic() + 8.0
+        start, lost0 = time.monotonic(), self.lost_so_far()
         while True:
             _, _, yaw = self._pose()
             error = _wrap(heading - yaw)
             if abs(error) < math.radians(0.5):
                 break
-            if time.monotonic() > end:
-                raise DemoAbort("the robot did not turn in time: was it picked up?")
+            late = self._late(start, 8.0, lost0)
+            if late is not None:
+                raise DemoAbort(f"the robot did not turn within 8 s{late}: was it picked up?")
             w = math.copysign(min(o.turn_radps, max(0.2, 3.0 * abs(error))), error)
             self.node.drive(0.0, w)
             self.sleep(0.05)
@@ -507,26 +635,73 @@ class Demonstration:
     def _finish(self) -> None:
         node = self.node
         self.activity = "finishing"
+        head, lift = math.radians(-5.0), 0.032
         node.drive(0.0, 0.0)
-        node.move_head(math.radians(-5.0))
-        node.move_lift(0.032)
+        node.move_head(head)
+        node.move_lift(lift)
         self.out("stop: cmd_vel 0, head/angle -5 deg, lift/height 32 mm")
         self.sleep(1.0)
         self.media.sound_result()
+        self._check_joints(head, lift)
+        self._collect()
+        self._check_camera()
+        self.activity = "done"
+
+    def _check_joints(self, head: float, lift: float) -> None:
+        """The head and the lift where they were sent last (joint_states)."""
+        with self.node.lock:
+            joints = dict(self.node.joints)
+        if "head_joint" not in joints or "lift_joint" not in joints:
+            self.failed("head and lift", "no head_joint and lift_joint on joint_states")
+            return
+        head_now = joints["head_joint"]
+        lift_now = lift_angle_to_height(joints["lift_joint"])
+        if abs(head_now - head) > self.HEAD_TOLERANCE_RAD:
+            self.failed("head", f"at {math.degrees(head_now):.1f} deg after head/angle "
+                                f"{math.degrees(head):.0f} deg")
+        if abs(lift_now - lift) > self.LIFT_TOLERANCE_M:
+            self.failed("lift", f"at {lift_now * 1e3:.1f} mm after lift/height "
+                                f"{lift * 1e3:.0f} mm")
+
+    def _check_camera(self) -> None:
+        """Frames arrived after the camera was turned on, in the encoding asked for."""
+        result = self.result
+        if not result.camera_requested:
+            return                      # the camera step failed already
+        if result.camera_frames == 0 or result.camera is None:
+            self.failed("camera", "no image arrived on camera/image_raw after the camera was "
+                                  "turned on")
+            return
+        colour = result.camera.ndim == 3
+        if colour != bool(self.options.color):
+            self.failed("camera", f"{result.camera_encoding} images although "
+                                  f"{'colour' if self.options.color else 'grey'} was asked for")
+
+    def _collect(self) -> None:
+        """The odometry recorded, the final pose and truth, the latest camera image."""
+        node = self.node
         with node.lock:
             image = node.image
             node.record = False
             final = node.odom
+            frames = node.counts["camera"] - node.counts_at_camera_on
         result = self.result
+        result.link_down_s = self.lost_so_far()
         result.odometry = list(node.odometry)
         result.final_odom = final
-        if self.truth_source is not None:
-            result.final_truth = self.truth_source.pose()
-            result.sound_frames = self.truth_source.sound_frames() - result.sound_frames
+        result.camera_frames = max(0, frames) if result.camera_requested else 0
+        if self.truth_source is not None and result.truth_at_start is not None:
+            try:
+                result.final_truth = self.truth_source.pose()
+                result.sound_frames = self.truth_source.sound_frames() - result.sound_frames
+            except (CozmoError, TimeoutError, concurrent.futures.TimeoutError):
+                result.final_truth = None   # the simulator stopped
         if image is not None:
-            result.camera = image_to_array(image)
-            result.camera_encoding = image.encoding
-        self.activity = "done"
+            try:
+                result.camera = image_to_array(image)
+                result.camera_encoding = image.encoding
+            except ValueError as exc:
+                self.failed("camera", str(exc))
 
     # --- status
 

@@ -1,12 +1,24 @@
-"""The media steps of ``cozmo-demo``: show a face, play an animation, play a sound.
+"""The media steps of ``cozmo-demo`` (show a face, play an animation, play a sound) and
+the way every request of the demo is made: :class:`SpinningCaller`.
 
-:class:`MediaSteps` runs them for a :class:`~cozmo_driver.ros.demo_node.Demonstration`
+:class:`MediaSteps` runs the steps for a :class:`~cozmo_driver.ros.demo_node.Demonstration`
 (its node, options, output and result) through whatever the ROS graph offers:
 the face node's ``set_face_expression`` service or ``face/expression`` topic, else
 a rendered face on a display topic of the driver; the driver's
 ``play_animation`` and ``play_audio`` actions. Interfaces are found by name and
 their requests filled by field name and type (the helpers below), so nothing
-here needs an interface package beyond the driver's.
+here needs an interface package beyond the driver's. Each step records what
+went wrong in the result's ``failures``: a goal not answered or rejected, no
+result, a failed result, a refused or unanswered service call, an interface
+that should be there and is not.
+
+:class:`SpinningCaller` makes each service call and action goal on the one thread
+that spins the executor, and awaits it there by spinning. rclpy registers the
+future of a request only after the request is sent (``ActionClient.send_goal_async``,
+``get_result_async`` and ``cancel_goal_async`` in Humble and Jazzy, ros2/rclpy#1123):
+an executor spinning on another thread may take the response first, log "Ignoring
+unexpected goal response" and drop it, and the future never completes. With one thread
+doing both, no response can arrive between the send and the registration.
 """
 
 from __future__ import annotations
@@ -15,33 +27,136 @@ import importlib
 import threading
 import time
 from pathlib import Path
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 from sensor_msgs.msg import Image
 
 from . import qos
 
-__all__ = ["MediaSteps", "action_outcome", "fill_audio_goal", "interface_class", "set_text", "wait_future"]
+__all__ = ["MediaSteps", "SpinningCaller", "action_outcome", "fill_audio_goal",
+           "interface_class", "set_text"]
 
 _RELIABLE = qos.profile(10)
 #: message types of a display topic of the driver, the preferred first
 _DISPLAY_TYPES = ("cozmo_interfaces/msg/DisplayImage", "sensor_msgs/msg/Image")
+#: how long the driver's (or the face node's) interfaces may take to show in the graph and
+#: to match a client (an upper bound: each wait ends as soon as they do; on a loaded
+#: machine discovery has been seen to take more than 5 s)
+DISCOVERY_S = 10.0
+#: how long a goal or a service call may take to be answered
+ANSWER_S = 5.0
 
 
-def wait_future(future, timeout: float) -> bool:
-    done = threading.Event()
-    future.add_done_callback(lambda _f: done.set())
-    return done.wait(timeout) and future.done()
+class SpinningCaller:
+    """Requests made and awaited on the thread that spins ``executor`` (see the module
+    docstring). Every method must be called from the thread that created this object;
+    any other raises RuntimeError. Waits spin the executor in steps of ``step_s`` and
+    call ``check()`` between steps (it may raise, e.g. to stop the run), so that the
+    node's subscriptions keep being served while a request is awaited."""
+
+    def __init__(self, executor: Any, check: Callable[[], None] = lambda: None,
+                 step_s: float = 0.02) -> None:
+        self.executor = executor
+        self.check = check
+        self.step_s = step_s
+        self._owner = threading.get_ident()
+
+    def _own(self) -> None:
+        if threading.get_ident() != self._owner:
+            raise RuntimeError(
+                "SpinningCaller used from a thread that does not spin its executor: a response "
+                "could be taken before its future is registered (ros2/rclpy#1123)")
+
+    # --- waiting
+
+    def spin_for(self, seconds: float) -> None:
+        """Spin for ``seconds``."""
+        self._own()
+        end = time.monotonic() + seconds
+        while True:
+            self.check()
+            left = end - time.monotonic()
+            if left <= 0:
+                return
+            self.executor.spin_once(timeout_sec=min(self.step_s, left))
+
+    def spin_until(self, predicate: Callable[[], Any], timeout: float) -> bool:
+        """Spin until ``predicate()`` is true (True) or ``timeout`` s passed (False)."""
+        self._own()
+        end = time.monotonic() + timeout
+        while True:
+            if predicate():
+                return True
+            self.check()
+            left = end - time.monotonic()
+            if left <= 0:
+                return bool(predicate())
+            self.executor.spin_once(timeout_sec=min(self.step_s, left))
+
+    def wait_for_service(self, client: Any, timeout: float) -> bool:
+        return self.spin_until(client.service_is_ready, timeout)
+
+    def wait_for_server(self, client: Any, timeout: float) -> bool:
+        return self.spin_until(client.server_is_ready, timeout)
+
+    # --- requests
+
+    def call(self, client: Any, request: Any, timeout: float = ANSWER_S) -> Optional[Any]:
+        """The response of service ``client`` to ``request``; None if none came in time."""
+        self._own()
+        future = client.call_async(request)
+        if self.spin_until(future.done, timeout):
+            return future.result()
+        future.cancel()             # forgotten: a late answer is dropped
+        return None
+
+    def send_goal(self, client: Any, goal: Any, timeout: float = ANSWER_S,
+                  feedback_callback: Optional[Callable[[Any], None]] = None) -> Optional[Any]:
+        """The goal handle (accepted or not) of ``goal`` sent by action ``client``; None if
+        the server did not answer in time. Feedback goes to ``feedback_callback`` on this
+        thread, while this caller spins."""
+        self._own()
+        future = client.send_goal_async(goal, feedback_callback=feedback_callback)
+        if self.spin_until(future.done, timeout):
+            return future.result()
+        future.cancel()
+        return None
+
+    def result_future(self, handle: Any) -> Any:
+        """The future of an accepted goal's result (await it with :meth:`spin_until`)."""
+        self._own()
+        return handle.get_result_async()
+
+    def result(self, handle: Any, timeout: float) -> Optional[Any]:
+        """The wrapped result (``status`` and ``result``) of an accepted goal; None if it
+        did not come in time."""
+        future = self.result_future(handle)
+        return future.result() if self.spin_until(future.done, timeout) else None
+
+    def cancel(self, handle: Any, timeout: float = ANSWER_S) -> Optional[Any]:
+        """Cancel an accepted goal; the cancel response, or None."""
+        self._own()
+        future = handle.cancel_goal_async()
+        return future.result() if self.spin_until(future.done, timeout) else None
+
+
+#: action_msgs/GoalStatus values a result can end with
+_ENDED = {4: "succeeded", 5: "canceled", 6: "aborted"}
 
 
 def action_outcome(wrapped: Any) -> Tuple[bool, str]:
-    """(succeeded, "succeeded (message)" / "failed (status N)...") of an action's wrapped
+    """(succeeded, "succeeded (message)" / "aborted (message)" / ...) of an action's wrapped
     result: success needs the SUCCEEDED status and a result without ``success=False``."""
     outcome = wrapped.result
     ok = bool(getattr(outcome, "success", True)) and wrapped.status == 4  # SUCCEEDED
     message = getattr(outcome, "message", "")
-    text = "succeeded" if ok else f"failed (status {wrapped.status})"
+    if ok:
+        text = "succeeded"
+    elif wrapped.status == 4:
+        text = "failed (succeeded with success=false)"
+    else:
+        text = _ENDED.get(wrapped.status, f"failed (status {wrapped.status})")
     return ok, text + (f" ({message})" if message else "")
 
 
@@ -95,16 +210,47 @@ def fill_audio_goal(goal: Any, wav: Path) -> Optional[str]:
 
 
 class MediaSteps:
-    """The face, animation and sound steps of one demonstration ``demo``."""
+    """The face, animation and sound steps of one demonstration ``demo`` (its ``node``,
+    ``calls``, ``options``, ``result``, ``out``, ``sleep`` and ``failed``)."""
 
     def __init__(self, demo: Any) -> None:
         self.demo = demo
-        self._sound_future = None
+        self._sound: Optional[Tuple[Any, Any, str]] = None    # client, result future, name
+
+    def _note(self, step: str, how: str) -> None:
+        """``how`` the step went, printed; the result keeps it."""
+        setattr(self.demo.result, f"{step}_how", how)
+        self.demo.out(f"{step}: {how}")
+
+    def _fail(self, step: str, how: str) -> None:
+        """The step failed: ``how``, printed and kept in the result's failures."""
+        setattr(self.demo.result, f"{step}_how", how)
+        self.demo.failed(step, how)
+
+    def _find_action(self, suffix: str) -> Optional[Tuple[str, str]]:
+        """(name, type) of the action ``<namespace>/<suffix>``, waiting for the graph to
+        show it (the driver runs: its interfaces come with it, but discovery takes a
+        moment); None if it did not show within :data:`DISCOVERY_S`."""
+        from rclpy.action import get_action_names_and_types
+
+        wanted = f"{self.demo.prefix}/{suffix}"
+        found: list = []
+
+        def look() -> bool:
+            for name, types in get_action_names_and_types(self.demo.node):
+                if name == wanted and types:
+                    found.append((name, types[0]))
+                    return True
+            return False
+
+        self.demo.calls.spin_until(look, DISCOVERY_S)
+        return found[0] if found else None
 
     # --- face
 
-    def _find_face(self) -> Optional[Tuple[str, str, str]]:
-        """(kind, name, type) of the first way to show a face that the graph offers."""
+    def _find_face(self, display: bool = True) -> Optional[Tuple[str, str, str]]:
+        """(kind, name, type) of the first way to show a face that the graph offers: the
+        face node's service or topic, else (``display``) a display topic of the driver."""
         node = self.demo.node
         ns = self.demo.prefix
         for name, types in node.get_service_names_and_types():
@@ -113,6 +259,8 @@ class MediaSteps:
         for name, types in node.get_topic_names_and_types():
             if name == f"{ns}/face/expression" and types:
                 return "topic", name, types[0]
+        if not display:
+            return None
         driver_ns = ns or "/"
         try:
             subscribed = node.get_subscriber_names_and_types_by_node("cozmo_driver", driver_ns)
@@ -127,21 +275,34 @@ class MediaSteps:
 
     def face(self) -> None:
         self.demo.activity = "face"
-        found = self._find_face()
-        # a face node that was started may take a moment to offer its interfaces
-        wait_until = time.monotonic() + (8.0 if self.demo.face_node_running() else 1.0)
-        while found is None and time.monotonic() < wait_until:
-            self.demo.sleep(0.2)
-            found = self._find_face()
-            if found is None and not self.demo.face_node_running():
-                wait_until = min(wait_until, time.monotonic() + 0.5)
+        calls = self.demo.calls
+        face_node = self.demo.face_node_running()
+        found: list = []
+
+        def look(display: bool) -> bool:
+            way = self._find_face(display)
+            if way is not None:
+                found.append(way)
+            return way is not None
+
+        if face_node:
+            # the face node started with the stack: its interfaces, once discovered (it
+            # may start after the driver, whose display topic must not be taken instead)
+            calls.spin_until(lambda: look(False) or not self.demo.face_node_running(),
+                             DISCOVERY_S)
+            face_node = self.demo.face_node_running()
+        if not found and not face_node:
+            calls.spin_until(lambda: look(True), 1.0)
         result = self.demo.result
-        if found is None:
-            result.face_how = ("skipped: nothing offers a set_face_expression service, a "
-                               "face/expression topic or a display topic of the driver")
-            self.demo.out(f"face: {result.face_how}")
+        if not found:
+            if face_node:
+                self._fail("face", "the face node runs but offers no set_face_expression "
+                                   f"service or face/expression topic after {DISCOVERY_S:g} s")
+            else:   # nothing was started that shows a face: a note, not a failure
+                self._note("face", "skipped: nothing offers a set_face_expression service, a "
+                                   "face/expression topic or a display topic of the driver")
             return
-        kind, name, type_name = found
+        kind, name, type_name = found[0]
         expression = self.demo.options.expression
         try:
             if kind == "service":
@@ -151,70 +312,70 @@ class MediaSteps:
             else:
                 result.face_shown = self._face_by_display(name, type_name, expression)
         except (ValueError, TypeError, AttributeError, AssertionError, KeyError) as exc:
-            # an interface of another shape than expected: a note, not a failure
-            result.face_how = f"{kind} {name} ({type_name}) could not be used: {exc}"
-            self.demo.out(f"face: {result.face_how}")
+            self._fail("face", f"{kind} {name} ({type_name}) could not be used: {exc}")
 
     def _face_by_service(self, name: str, type_name: str, expression: str) -> bool:
         srv = interface_class(type_name)
         if srv is None:
-            self.demo.result.face_how = f"service {name}: type {type_name} not importable"
-            self.demo.out(f"face: {self.demo.result.face_how}")
+            self._fail("face", f"service {name}: type {type_name} not importable")
             return False
         request = srv.Request()
         used = set_text(request, expression, ("expression", "name", "face", "data"))
         if used is None:
-            self.demo.result.face_how = f"service {name} ({type_name}) has no expression field"
-            self.demo.out(f"face: {self.demo.result.face_how}")
+            self._fail("face", f"service {name} ({type_name}) has no expression field")
             return False
+        calls = self.demo.calls
         client = self.demo.node.create_client(srv, name)
         try:
-            if not client.wait_for_service(timeout_sec=3.0):
-                self.demo.result.face_how = f"service {name} did not become available"
-                self.demo.out(f"face: {self.demo.result.face_how}")
+            if not calls.wait_for_service(client, DISCOVERY_S):
+                self._fail("face", f"service {name} did not become available within "
+                                   f"{DISCOVERY_S:g} s")
                 return False
             self.demo.out(f"face: {used}='{expression}' -> service {name}")
-            future = client.call_async(request)
-            if not wait_future(future, 5.0):
-                self.demo.result.face_how = f"service {name} did not answer within 5 s"
-                self.demo.out(f"face: {self.demo.result.face_how}")
+            response = calls.call(client, request, ANSWER_S)
+            if response is None:
+                self._fail("face", f"service {name} did not answer within {ANSWER_S:g} s")
                 return False
-            response = future.result()
             ok = bool(getattr(response, "success", True))
             message = getattr(response, "message", "")
-            self.demo.result.face_how = f"'{expression}' via service {name}" + \
-                (f" ({message})" if message else "")
+            how = f"'{expression}' via service {name}" + (f" ({message})" if message else "")
             if not ok:
-                self.demo.out(f"face: refused: {message}")
-            return ok
+                self._fail("face", f"service {name} refused '{expression}'"
+                           + (f": {message}" if message else ""))
+                return False
+            self.demo.result.face_how = how
+            return True
         finally:
             self.demo.node.destroy_client(client)
 
-    def _publish_when_matched(self, msg_type: Any, name: str, msg: Any, qos: Any) -> None:
+    def _publish_when_matched(self, msg_type: Any, name: str, msg: Any, qos: Any) -> bool:
+        """Publish ``msg`` on ``name`` once a subscriber matched (within :data:`DISCOVERY_S`);
+        whether one did."""
         publisher = self.demo.node.create_publisher(msg_type, name, qos)
         try:
-            end = time.monotonic() + 3.0
-            while publisher.get_subscription_count() == 0 and time.monotonic() < end:
-                self.demo.sleep(0.05)
-            publisher.publish(msg)
-            self.demo.sleep(0.3)           # let a reliable sample reach the subscriber
+            matched = self.demo.calls.spin_until(
+                lambda: publisher.get_subscription_count() > 0, DISCOVERY_S)
+            if matched:
+                publisher.publish(msg)
+                self.demo.sleep(0.3)           # let a reliable sample reach the subscriber
+            return matched
         finally:
             self.demo.node.destroy_publisher(publisher)
 
     def _face_by_topic(self, name: str, type_name: str, expression: str) -> bool:
         msg_type = interface_class(type_name)
         if msg_type is None:
-            self.demo.result.face_how = f"topic {name}: type {type_name} not importable"
-            self.demo.out(f"face: {self.demo.result.face_how}")
+            self._fail("face", f"topic {name}: type {type_name} not importable")
             return False
         msg = msg_type()
         used = set_text(msg, expression, ("expression", "name", "face", "data"))
         if used is None:
-            self.demo.result.face_how = f"topic {name} ({type_name}) has no expression field"
-            self.demo.out(f"face: {self.demo.result.face_how}")
+            self._fail("face", f"topic {name} ({type_name}) has no expression field")
             return False
         self.demo.out(f"face: {used}='{expression}' -> topic {name}")
-        self._publish_when_matched(msg_type, name, msg, _RELIABLE)
+        if not self._publish_when_matched(msg_type, name, msg, _RELIABLE):
+            self._fail("face", f"nothing subscribed to topic {name} within {DISCOVERY_S:g} s")
+            return False
         self.demo.result.face_how = f"'{expression}' via topic {name}"
         return True
 
@@ -241,8 +402,10 @@ class MediaSteps:
                 raise ValueError(f"{type_name} has no sensor_msgs/Image field")
             setattr(msg, fields[0], image)
         self.demo.out(f"face: a rendered '{expression}' face, 128x64 mono8 -> topic {name} "
-                 f"({type_name})")
-        self._publish_when_matched(msg_type, name, msg, _RELIABLE)
+                      f"({type_name})")
+        if not self._publish_when_matched(msg_type, name, msg, _RELIABLE):
+            self._fail("face", f"the driver did not subscribe to {name} within {DISCOVERY_S:g} s")
+            return False
         self.demo.result.face_how = f"a rendered '{expression}' face on the display topic {name}"
         return True
 
@@ -254,140 +417,146 @@ class MediaSteps:
         self.demo.activity = "animation"
         result = self.demo.result
         name = self.demo.options.animation
-        from rclpy.action import ActionClient, get_action_names_and_types
-
-        found = None
-        for action_name, types in get_action_names_and_types(self.demo.node):
-            if action_name == f"{self.demo.prefix}/play_animation" and types:
-                found = (action_name, types[0])
-                break
+        calls = self.demo.calls
+        found = self._find_action("play_animation")
         if found is None:
-            result.animation_how = "skipped: nothing offers a play_animation action"
-            self.demo.out(f"animation: {result.animation_how}")
+            self._fail("animation", f"the driver offers no {self.demo.prefix}/play_animation "
+                                    f"action (not in the ROS graph after {DISCOVERY_S:g} s)")
             return
         action_name, type_name = found
         action = interface_class(type_name)
         goal = action.Goal() if action is not None else None
         if goal is None or set_text(goal, name, ("name", "animation", "clip")) is None:
-            result.animation_how = (f"skipped: action {action_name} ({type_name}) takes no "
-                                    "animation name the demo knows how to fill")
-            self.demo.out(f"animation: {result.animation_how}")
+            self._fail("animation", f"action {action_name} ({type_name}) takes no animation "
+                                    "name the demo knows how to fill")
             return
+        from rclpy.action import ActionClient
+
         client = ActionClient(self.demo.node, action, action_name)
         try:
-            if not client.wait_for_server(timeout_sec=3.0):
-                result.animation_how = f"skipped: action server {action_name} did not answer"
-                self.demo.out(f"animation: {result.animation_how}")
+            if not calls.wait_for_server(client, DISCOVERY_S):
+                self._fail("animation", f"action server {action_name} did not answer")
                 return
-            before = self.demo.truth_source.animations_ended() if self.demo.truth_source else None
+            truth = self.demo.truth_source
+            before = truth.animations_ended() if truth is not None else None
 
-            def on_feedback(message: Any) -> None:      # executor thread
+            def on_feedback(message: Any) -> None:      # this thread, while it spins
                 progress = float(getattr(message.feedback, "progress", 0.0))
                 result.animation_progress.append(progress)
                 self.demo.activity = f"animation {name} {progress * 100:3.0f} %"
 
             self.demo.out(f"animation: name='{name}' -> action {action_name}")
             self.demo.activity = f"animation {name}   0 %"
-            goal_future = client.send_goal_async(goal, feedback_callback=on_feedback)
-            self._wait_for(goal_future, 5.0)
-            handle = goal_future.result() if goal_future.done() else None
-            if handle is None or not handle.accepted:
-                result.animation_how = (f"action {action_name}: the goal was "
-                                        f"{'rejected' if handle is not None else 'not answered'}")
+            handle = calls.send_goal(client, goal, ANSWER_S, feedback_callback=on_feedback)
+            if handle is None:
+                self._fail("animation", f"action {action_name}: the goal was not answered "
+                                        f"within {ANSWER_S:g} s")
                 return
-            result_future = handle.get_result_async()
-            self._wait_for(result_future, 30.0)
-            if not result_future.done():
-                handle.cancel_goal_async()
-                result.animation_how = f"action {action_name}: no result within 30 s (cancelled)"
+            if not handle.accepted:
+                self._fail("animation", f"action {action_name}: the goal name='{name}' was "
+                                        "rejected (the driver's log says why)")
                 return
-            ok, outcome = action_outcome(result_future.result())
+            wrapped = calls.result(handle, 30.0)
+            if wrapped is None:
+                calls.cancel(handle, 2.0)
+                self._fail("animation", f"action {action_name}: no result within 30 s "
+                                        "(cancelled)")
+                return
+            ok, outcome = action_outcome(wrapped)
             result.animation_played = ok
             progress = result.animation_progress
             seen = (f"; {len(progress)} progress feedbacks, {progress[0] * 100:.0f} % .. "
                     f"{progress[-1] * 100:.0f} %" if progress else "; no progress feedback")
-            result.animation_how = f"'{name}' via action {action_name}: {outcome}{seen}"
+            how = f"'{name}' via action {action_name}: {outcome}{seen}"
+            if not ok:
+                self._fail("animation", how)
+                return
+            self._note("animation", how)
             if before is not None:
                 # the robot reports AnimationEnded once it has played what it buffered, which
                 # can be a few frames after the driver sent the last one: wait for it, bounded
-                after = self.demo.truth_source.animations_ended()
+                # (asked every 0.1 s: each question is a call into the simulator's thread)
                 end = time.monotonic() + 3.0
+                after = truth.animations_ended()
                 while after is not None and after == before and time.monotonic() < end:
                     self.demo.sleep(0.1)
-                    after = self.demo.truth_source.animations_ended()
+                    after = truth.animations_ended()
                 result.animations_ended = None if after is None else after - before
+                if result.animations_ended is not None and result.animations_ended < 1:
+                    self.demo.failed("animation", "the simulated robot did not report the "
+                                                  "animation ended (AnimationEnded) within 3 s")
         finally:
-            if result.animation_how and not result.animation_how.startswith("skipped"):
-                self.demo.out(f"animation: {result.animation_how}")
             client.destroy()
             self.demo.activity = "animation done"
-
-    def _wait_for(self, future: Any, timeout: float) -> None:
-        """Wait until ``future`` is done or ``timeout`` s pass, checking the run meanwhile."""
-        end = time.monotonic() + timeout
-        while not future.done() and time.monotonic() < end:
-            self.demo.sleep(0.02)
 
     # --- sound
 
     def sound(self) -> None:
+        """Send the sound's goal and wait for it to be accepted; its result is awaited at
+        the end (:meth:`sound_result`), the square being driven meanwhile."""
         self.demo.activity = "sound"
-        result = self.demo.result
         wav = self.demo.options.sound
-        from rclpy.action import ActionClient, get_action_names_and_types
-
-        found = None
-        for name, types in get_action_names_and_types(self.demo.node):
-            if name.endswith("/play_audio") and name.startswith(self.demo.prefix + "/") and types:
-                found = (name, types[0])
-                break
-        if found is None or wav is None:
-            result.sound_how = "skipped: nothing offers a play_audio action" \
-                if found is None else "skipped: no sound file"
-            self.demo.out(f"sound: {result.sound_how}")
+        calls = self.demo.calls
+        if wav is None:
+            self._note("sound", "skipped: no sound file")
+            return
+        found = self._find_action("play_audio")
+        if found is None:
+            self._fail("sound", f"the driver offers no {self.demo.prefix}/play_audio action "
+                                f"(not in the ROS graph after {DISCOVERY_S:g} s)")
             return
         name, type_name = found
         action = interface_class(type_name)
         if action is None:
-            result.sound_how = f"skipped: action {name}: type {type_name} not importable"
-            self.demo.out(f"sound: {result.sound_how}")
+            self._fail("sound", f"action {name}: type {type_name} not importable")
             return
         goal = action.Goal()
         how = fill_audio_goal(goal, wav)
         if how is None:
-            result.sound_how = (f"skipped: action {name} ({type_name}) takes no file path or "
-                                "WAV bytes the demo knows how to fill")
-            self.demo.out(f"sound: {result.sound_how}")
+            self._fail("sound", f"action {name} ({type_name}) takes no file path or WAV bytes "
+                                "the demo knows how to fill")
             return
+        from rclpy.action import ActionClient
+
         client = ActionClient(self.demo.node, action, name)
-        if not client.wait_for_server(timeout_sec=3.0):
-            result.sound_how = f"skipped: action server {name} did not answer"
-            self.demo.out(f"sound: {result.sound_how}")
-            return
-        self.demo.out(f"sound: {wav.name} -> action {name} ({how})")
-        self._sound_future = (client, client.send_goal_async(goal), name)
-        result.sound_sent = True
+        keep = False
+        try:
+            if not calls.wait_for_server(client, DISCOVERY_S):
+                self._fail("sound", f"action server {name} did not answer")
+                return
+            self.demo.out(f"sound: {wav.name} -> action {name} ({how})")
+            self.demo.result.sound_sent = True
+            handle = calls.send_goal(client, goal, ANSWER_S)
+            if handle is None:
+                self._fail("sound", f"action {name}: the goal was not answered within "
+                                    f"{ANSWER_S:g} s")
+                return
+            if not handle.accepted:
+                self._fail("sound", f"action {name}: the goal {wav.name} was rejected (the "
+                                    "driver's log says why)")
+                return
+            self._sound = (client, calls.result_future(handle), name)
+            keep = True
+        finally:
+            if not keep:
+                client.destroy()
 
     def sound_result(self) -> None:
-        if self._sound_future is None:
+        """Wait for the result of the sound's goal (bounded) and check it."""
+        if self._sound is None:
             return
-        client, goal_future, name = self._sound_future
-        result = self.demo.result
+        client, future, name = self._sound
+        self._sound = None
         try:
-            if not wait_future(goal_future, 3.0):
-                result.sound_how = f"action {name}: the goal was not answered"
+            if not self.demo.calls.spin_until(future.done, 10.0):
+                self._fail("sound", f"action {name}: no result within 10 s")
                 return
-            handle = goal_future.result()
-            if not handle.accepted:
-                result.sound_how = f"action {name}: the goal was rejected"
-                return
-            result_future = handle.get_result_async()
-            if not wait_future(result_future, 10.0):
-                result.sound_how = f"action {name}: no result within 10 s"
-                return
-            ok, outcome = action_outcome(result_future.result())
-            result.sound_played = ok
-            result.sound_how = f"{self.demo.options.sound.name} via action {name}: {outcome}"
+            ok, outcome = action_outcome(future.result())
+            self.demo.result.sound_played = ok
+            how = f"{self.demo.options.sound.name} via action {name}: {outcome}"
+            if ok:
+                self._note("sound", how)
+            else:
+                self._fail("sound", how)
         finally:
-            self.demo.out(f"sound: {result.sound_how}")
             client.destroy()

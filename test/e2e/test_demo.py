@@ -9,14 +9,23 @@
 * end to end on the simulator: the simulator in this process, the driver and
   the description publisher as processes from the bring-up plan, the
   demonstration through ROS only; its output and artefacts are checked;
-* a robot that does not answer: a clear message and exit status 2;
+* the truth: steps that fail (an animation the driver does not have, a sound
+  file it cannot play) are each listed at the end and the exit status is 1,
+  the other steps done; a report with failures exits 1;
+* a robot that does not answer, and a driver that refuses to run (an address
+  that does not resolve): exit status 2, with what the node said;
+* an earlier run's artefacts removed (and said), other files left alone;
+* one artefacts directory and one ROS domain per demo on a machine (the
+  claims; two whole demos at once are in test_demo_twice.py);
 * the protocol-level demo (``--protocol-only``), unchanged.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import math
+import os
 import re
 import threading
 import time
@@ -31,7 +40,6 @@ from cozmo_driver import bringup_plan as plan
 from cozmo_driver import demo
 from cozmo_driver import demo_artifacts as art
 from processes import alive, free_udp_port, project_executable
-
 
 
 def colour_count(image: Image.Image, rgb) -> int:
@@ -154,6 +162,70 @@ def test_camera_png_keeps_grey_and_colour(tmp_path):
     colour = np.dstack([grey, grey[::-1], grey[:, ::-1]])
     art.write_camera_png(colour, tmp_path / "c.png")
     assert np.array_equal(np.asarray(Image.open(tmp_path / "c.png")), colour)
+
+
+def test_an_earlier_runs_artefacts_are_removed_and_other_files_kept(tmp_path):
+    for name in ("camera.png", "trajectory.png", "sound.wav"):
+        (tmp_path / name).write_bytes(b"from an earlier run")
+    (tmp_path / "notes.txt").write_text("mine")
+    (tmp_path / "face.png").mkdir()                  # not a file: left alone
+    removed, kept = art.remove_earlier_artefacts(tmp_path)
+    assert removed == ["camera.png", "sound.wav", "trajectory.png"] and kept == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["face.png", "notes.txt"]
+    assert art.remove_earlier_artefacts(tmp_path) == ([], [])
+    assert set(art.DEMO_ARTEFACTS) == {"bringup.log", "camera.png", "face.png", "sound.wav",
+                                       "trajectory.png"}
+
+
+# ------------------------------------------------------------------ one demo per directory and domain
+
+
+def test_one_demo_per_artefacts_directory(tmp_path):
+    first, second = demo.Holdings(), demo.Holdings()
+    try:
+        demo.hold_artifacts(first, tmp_path / "artifacts")
+        with pytest.raises(demo.Refused) as refused:
+            demo.hold_artifacts(second, tmp_path / "artifacts" / ".." / "artifacts")
+        message = str(refused.value)
+        assert f"process {os.getpid()}" in message and "--artifacts DIR" in message
+        demo.hold_artifacts(second, tmp_path / "elsewhere")          # another one: fine
+        first.release()
+        demo.hold_artifacts(second, tmp_path / "artifacts")          # released: fine
+    finally:
+        first.release()
+        second.release()
+
+
+def test_a_demo_takes_a_free_domain_or_refuses_one_another_demo_holds():
+    first, second, third = demo.Holdings(), demo.Holdings(), demo.Holdings()
+    try:
+        domain, how = demo.choose_domain(first, {})
+        # ROS_DOMAIN_ID set to the domain the first demo holds: refused, naming it
+        with pytest.raises(demo.Refused) as refused:
+            demo.choose_domain(second, {"ROS_DOMAIN_ID": str(domain)})
+        message = str(refused.value)
+        assert f"another cozmo-demo runs in ROS domain {domain}" in message
+        assert f"process {os.getpid()}" in message and "unset ROS_DOMAIN_ID" in message
+        # not set: another domain, free (not reserved by this test run's conftest either)
+        other, how_other = demo.choose_domain(third, {})
+        assert other not in (domain, 0) and other in demo.FREE_DOMAINS
+        assert other != int(os.environ["ROS_DOMAIN_ID"])
+        assert "used by another cozmo-demo" in how_other
+        assert f"export ROS_DOMAIN_ID={other}" in how_other
+        if domain == 0:
+            assert how == "the default"
+        for bad in ("abc", "-1", "233"):
+            with pytest.raises(demo.Refused, match="is not a ROS domain id"):
+                demo.choose_domain(demo.Holdings(), {"ROS_DOMAIN_ID": bad})
+    finally:
+        for holdings in (first, second, third):
+            holdings.release()
+    # released: the domain is free again for a demo that sets it
+    again = demo.Holdings()
+    try:
+        assert demo.choose_domain(again, {"ROS_DOMAIN_ID": str(domain)}) == (domain, "set here")
+    finally:
+        again.release()
 
 
 # ------------------------------------------------------------------ command line
@@ -311,6 +383,41 @@ def test_the_demo_saves_a_real_robots_face(tmp_path, monkeypatch):
     assert any("no face.png" in line for line in lines)
 
 
+def test_a_report_with_failed_steps_lists_them_all_and_exits_1(tmp_path):
+    from types import SimpleNamespace
+
+    pytest.importorskip("rclpy")
+    from cozmo_driver.ros.demo_node import DemoResult
+
+    args = demo.parse_arguments(["robot_ip:=127.0.0.9", "--artifacts", str(tmp_path)])
+    run = demo._Demo(args)
+    run.bringup = SimpleNamespace(children=[], stop=lambda: None,
+                                  remove_parameter_files=lambda: None)
+    run.process_failures = ["face: face (cozmo_face_node, pid 12) exited with status 1 during "
+                            "the run"]
+    (tmp_path / "bringup.log").write_text("[ERROR] [1.0] [cozmo_face]: it broke\n")
+    run.written.append((tmp_path / "bringup.log", "the log"))
+    result = DemoResult(camera=np.zeros((240, 320), np.uint8), camera_encoding="mono8",
+                        failures=["animation: action /play_animation: the goal was not answered "
+                                  "within 5 s", "sound: action /play_audio: the goal was rejected"],
+                        final_odom=(0.0, 0.0, 0.0))
+    lines = []
+    run.say = lines.append
+    assert run._report(result, simulated=False) == 1
+    out = "\n".join(lines)
+    tail = out[out.index("cozmo-demo: FAILED"):]
+    assert "(3 steps failed)" in tail
+    for failure in result.failures + run.process_failures:
+        assert f"  - {failure}" in tail
+    assert "it broke" in tail                  # a process exited: the log's last lines
+    assert "done in" not in out
+    # the same without failures: 0
+    lines.clear()
+    result.failures, run.process_failures = [], []
+    assert run._report(result, simulated=False) == 0
+    assert any("done in" in line for line in lines)
+
+
 # ------------------------------------------------------------------ end to end
 
 
@@ -463,6 +570,104 @@ def test_a_robot_that_does_not_answer_fails_with_a_clear_message(tmp_path, capsy
     assert "is this machine on the robot's Wi-Fi?" in out
     # the reason comes last, after everything was stopped
     assert out.index("all processes stopped") < out.index("cozmo-demo: FAILED: no answer")
+    pids = [int(p) for p in re.findall(r"started \S+ \(\S+, pid (\d+)\)", out)]
+    assert pids and not [pid for pid in pids if alive(pid)]
+
+
+@pytest.mark.ros
+@pytest.mark.slow
+def test_a_driver_that_refuses_to_run_is_a_bring_up_failure(tmp_path, capsys):
+    """The driver exits 2 before the robot answered (an address that does not resolve):
+    the demo exits 2 too, saying what the node said. An earlier run's files are removed
+    first, and the run says so; other files stay."""
+    project_executable("cozmo_driver_node")
+    for name in ("camera.png", "face.png", "trajectory.png", "sound.wav", "bringup.log"):
+        (tmp_path / name).write_bytes(b"an earlier run")
+    (tmp_path / "notes.txt").write_text("mine")
+    status = demo.main(["--robot-ip", "999.1.1.1", "--artifacts", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert status == 2, out[-3000:]
+    assert (f"removed the artefacts of an earlier run from {tmp_path}: bringup.log, camera.png, "
+            "face.png, sound.wav, trajectory.png") in out
+    failed = out[out.index("cozmo-demo: FAILED:"):]
+    assert failed.startswith("cozmo-demo: FAILED: cozmo_driver_node exited with status 2, saying "
+                             '"cozmo_driver: refusing to run: '), failed[:500]
+    assert "999.1.1.1" in failed.splitlines()[0]
+    assert f"last lines of {tmp_path / 'bringup.log'}" in failed
+    # only this run's files (its log) and the user's
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bringup.log", "notes.txt"]
+    assert b"an earlier run" not in (tmp_path / "bringup.log").read_bytes()
+    pids = [int(p) for p in re.findall(r"started \S+ \(\S+, pid (\d+)\)", out)]
+    assert pids and not [pid for pid in pids if alive(pid)]
+
+
+@pytest.mark.ros
+@pytest.mark.slow
+def test_every_failed_step_is_listed_and_the_demo_exits_1(tmp_path, capsys, monkeypatch):
+    """An animation the driver does not have and a sound file it cannot play: both steps
+    fail, the others are done, and the end lists both; exit status 1."""
+    for name in ("cozmo_driver_node", "cozmo_description_publisher"):
+        project_executable(name)
+    from cozmo_driver.ros import demo_node
+
+    monkeypatch.setattr(demo_node, "DemoOptions",
+                        functools.partial(demo_node.DemoOptions, animation="no_such_clip"))
+
+    def not_a_wav(path):
+        Path(path).write_bytes(b"this is not a WAV file")
+        return 1.0
+
+    monkeypatch.setattr(art, "write_chirp_wav", not_a_wav)
+    status = demo.main(["--artifacts", str(tmp_path), "--duration", "80"])
+    out = capsys.readouterr().out
+    assert status == 1, out[-3000:]
+    assert "animation: FAILED: " in out and "sound: FAILED: " in out, out[-3000:]
+    failed = out[out.index("cozmo-demo: FAILED after"):]
+    assert "(2 steps failed)" in failed.splitlines()[0], failed
+    listed = [line[4:] for line in failed.splitlines() if line.startswith("  - ")]
+    assert len(listed) == 2, failed
+    assert listed[0].startswith("animation: ") and "no_such_clip" in listed[0]
+    assert listed[1].startswith("sound: ") and "/play_audio" in listed[1]
+    # the rest was done and checked: the square, the camera, the pose
+    assert out.count("cmd_vel turn +90 deg") == 4
+    assert "pose error at the end" in out and (tmp_path / "camera.png").is_file()
+    assert "done in" not in out
+
+
+@pytest.mark.ros
+@pytest.mark.slow
+def test_a_driver_that_dies_during_the_run_fails_the_demonstration(tmp_path, capsys, monkeypatch):
+    """The driver is killed after the robot answered: the demonstration failed (1), not
+    the bring-up (2); the run stops there, lists it with the log's last lines, and still
+    reports and saves what was done."""
+    for name in ("cozmo_driver_node", "cozmo_description_publisher"):
+        project_executable(name)
+    from cozmo_driver.ros import demo_node
+
+    camera_on = demo_node.Demonstration._camera_on
+    killed = []
+
+    def camera_on_then_the_driver_dies(self):
+        camera_on(self)
+        run = self.processes_alive.__self__            # the demo's _Demo
+        driver = next(c for c in run.bringup.children if c.entry.name == "driver")
+        driver.process.kill()
+        killed.append(driver.process.pid)
+
+    monkeypatch.setattr(demo_node.Demonstration, "_camera_on", camera_on_then_the_driver_dies)
+    status = demo.main(["--artifacts", str(tmp_path), "--duration", "80"])
+    out = capsys.readouterr().out
+    assert killed and status == 1, out[-3000:]
+    failed = out[out.index("cozmo-demo: FAILED after"):]
+    listed = [line[4:] for line in failed.splitlines() if line.startswith("  - ")]
+    assert listed[-1].startswith("stopped: cozmo_driver_node exited with status -9"), failed
+    assert f"last lines of {tmp_path / 'bringup.log'}" in failed
+    assert "animation: 'nod_yes' via action /play_animation: succeeded" in out
+    # what is there is this run's, and listed
+    written = sorted(path.name for path in tmp_path.iterdir())
+    assert "bringup.log" in written
+    listing = out[out.index("\nartefacts:"):out.index("cozmo-demo: FAILED after")]
+    assert sorted(re.findall(r"^  \S+/(\S+) ", listing, re.M)) == written, listing
     pids = [int(p) for p in re.findall(r"started \S+ \(\S+, pid (\d+)\)", out)]
     assert pids and not [pid for pid in pids if alive(pid)]
 
