@@ -235,7 +235,8 @@ class BenchReport:
         self._stop.set()
         self._thread.join(timeout=2.0)
         args = " ".join(sys.argv[1:])
-        head = (f"Run on {self.started:%Y-%m-%d %H:%M} by `bench/{self.name}.py{' ' + args if args else ''}`: "
+        script = Path(sys.argv[0]).name
+        head = (f"Run on {self.started:%Y-%m-%d %H:%M} by `bench/{script}{' ' + args if args else ''}`: "
                 f"{os.cpu_count()} cores, {_cpu_model()}, Python {platform.python_version()}, "
                 f"{platform.system()} {platform.release()}.")
         return "\n\n".join([head] + self.tables)
