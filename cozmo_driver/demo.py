@@ -18,7 +18,7 @@ node's latest ``display/face`` image converted as the driver converts it for
 the screen: the same picture), the driven path (odometry against the ground
 truth on the simulator) and the processes' log. It ends by itself in about
 30 s; the exit status is 0 when everything worked, 1 when the demonstration
-failed, 2 when the robot or the stack could not be brought up, 130 on Ctrl-C.
+failed, 2 when the robot or the stack could not be brought up, 130 on Ctrl-C, 143 on SIGTERM.
 
 Every step's outcome is checked (the action results, the service answers, the
 camera frames, the head and lift, on the simulator the pose error against the
@@ -379,6 +379,7 @@ class _Demo:
         self.args = args
         self.t0 = time.monotonic()
         self.stop = threading.Event()
+        self.signum: Optional[int] = None  # the signal that stopped the demo
         self.sim = None
         self.bringup = None
         self.log_file = None
@@ -410,8 +411,7 @@ class _Demo:
                      "which sets it up, or source a ROS 2 install and build this workspace; the "
                      "demo without ROS is `cozmo-demo --protocol-only`.")
             return 2
-        handlers = {sig: signal.signal(sig, lambda *_: self.stop.set())
-                    for sig in (signal.SIGINT, signal.SIGTERM)}
+        handlers = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
             return self._run()
         finally:
@@ -423,6 +423,13 @@ class _Demo:
                 signal.signal(sig, handler)
             if self.failure:
                 self.say(self.failure)
+
+    def _on_signal(self, signum: int, frame) -> None:
+        """SIGINT or SIGTERM: stop (the robot first, then every process); the exit status
+        will be 128 + the signal's number, as a shell reports a program it interrupted."""
+        if self.signum is None:
+            self.signum = signum
+        self.stop.set()
 
     def _prepare(self) -> None:
         """Hold the artefacts directory, remove an earlier run's files from it, and choose
@@ -521,9 +528,10 @@ class _Demo:
             if not demo.result.sound_sent:
                 wav.unlink(missing_ok=True)     # nothing played it: not an artefact
             if exc.code == 130:
-                self.say(f"\n{PROG}: interrupted: stopping the robot and every process")
+                name = signal.Signals(self.signum or signal.SIGINT).name
+                self.say(f"\n{PROG}: interrupted ({name}): stopping the robot and every process")
                 self.failure = f"{PROG}: interrupted"
-                return 130
+                return 128 + (self.signum or signal.SIGINT)
             message = str(exc)
             tail = _log_tail(log_path)
             if tail:

@@ -61,19 +61,11 @@ class WrongExitStatus(AssertionError):
     """The exit status is not the documented one (a failure of its own: see EXPECTED_STATUS)."""
 
 
-#: the demo returns 130 whatever stopped it (every stop request is its DemoAbort(130));
-#: SIGTERM should end it with 143 (128 + 15), as SIGINT does with 130 (128 + 2)
-DEMO_SIGTERM_STATUS = pytest.mark.xfail(
-    strict=True, raises=WrongExitStatus,
-    reason="cozmo-demo exits 130 on SIGTERM too: its signal handler only sets a stop event, "
-           "and demo_node raises DemoAbort(130) for any stop; it should keep the signal's "
-           "number and exit 128 + signum (143), and docs/demo.md say so")
 PROGRAMS = ["cozmo_driver_node", "cozmo_bringup", "cozmo-demo", "ros2_launch"]
-CASES = [pytest.param(name, sig, id=f"{name}-{signal.Signals(sig).name}",
-                      marks=DEMO_SIGTERM_STATUS if (name, sig) == ("cozmo-demo", signal.SIGTERM)
-                      else ())
+CASES = [pytest.param(name, sig, id=f"{name}-{signal.Signals(sig).name}")
          for name in PROGRAMS for sig in SIGNALS]
-#: the exit status each program documents for a signal (default: 0)
+#: the exit status each program documents for a signal (default: 0): the demo, as a shell
+#: reports a program a signal interrupted, 128 + the signal's number
 EXPECTED_STATUS = {("cozmo-demo", signal.SIGINT): 130, ("cozmo-demo", signal.SIGTERM): 143}
 #: the demo drives its square at this speed; the test's cmd_vel is the same
 SPEED_M_S = 0.05
