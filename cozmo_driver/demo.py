@@ -51,7 +51,6 @@ import os
 import re
 import signal
 import socket
-import struct
 import sys
 import threading
 import time
@@ -59,7 +58,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 
 from .bringup import split_launch_style
-from .client.claim import claims_supported
+from .client.claim import claims_supported, holder
 from .protocol.errors import ConfigurationError
 
 if TYPE_CHECKING:  # numpy is imported where the pictures are made
@@ -139,22 +138,10 @@ class Refused(ConfigurationError):
 
 def _holder(name: bytes) -> str:
     """Who listens on the abstract socket ``name``: "process N (command line)"."""
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        probe.settimeout(1.0)
-        probe.connect(name)
-        creds = probe.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-        pid = struct.unpack("3i", creds)[0]
-    except OSError:
+    pid, cmdline = holder(name)
+    if pid is None:
         return "another process"
-    finally:
-        probe.close()
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as stream:
-            words = [w.decode(errors="replace") for w in stream.read().split(b"\0") if w]
-    except OSError:
-        words = []
-    return f"process {pid}" + (f" ({' '.join(words)})" if words else "")
+    return f"process {pid}" + (f" ({cmdline})" if cmdline else "")
 
 
 class Holdings:

@@ -25,7 +25,7 @@ from typing import Optional, Tuple
 
 from ..errors import ConfigurationError
 
-__all__ = ["RobotBusyError", "RobotClaim", "claims_supported"]
+__all__ = ["RobotBusyError", "RobotClaim", "claims_supported", "holder"]
 
 
 class RobotBusyError(ConfigurationError):
@@ -40,8 +40,9 @@ def _name(host: str, port: int) -> bytes:
     return f"\0cozmo_driver robot {host}:{int(port)}".encode()
 
 
-def _holder(name: bytes) -> Tuple[Optional[int], str]:
-    """(pid, command line) of the process listening on ``name``, as far as it can be read."""
+def holder(name: bytes) -> Tuple[Optional[int], str]:
+    """(pid, command line) of the process listening on the abstract socket ``name``, as far
+    as it can be read ((None, "") when nobody answers)."""
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         probe.settimeout(1.0)
@@ -83,7 +84,7 @@ class RobotClaim:
             sock.listen(8)
         except OSError:
             sock.close()
-            pid, cmdline = _holder(name)
+            pid, cmdline = holder(name)
             who = "another program"
             if pid is not None:
                 who = f"process {pid}" + (f" ({cmdline})" if cmdline else "")
