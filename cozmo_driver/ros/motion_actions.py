@@ -115,7 +115,7 @@ class MotionActions:
         self._retired: List[Any] = []
         self._retire_timer = None
         self.tf = TransformBuffer(max_age=_TF_MAX_AGE_S)
-        context = GoalContext(node, robot, self.tf, lambda: self._state, self._finish)
+        context = GoalContext(node, robot, self.tf, self._latest_state, self._finish)
         self._goals: Dict[str, MotionGoal] = {name: goal_type(context)
                                               for name, goal_type in GOAL_TYPES.items()}
         self._tf_subscribed = False
@@ -358,14 +358,18 @@ class MotionActions:
         self._plans[id(goal)] = plan
         return GoalResponse.ACCEPT
 
+    def _latest_state(self):
+        """The latest RobotState: this listener's, or, in the moment after the link turned
+        READY on the robot's first state and before this listener saw it, the client's."""
+        return self._state if self._state is not None else self._robot.robot_state
+
     def _check_driver(self, resource: str) -> None:
         node = self._node
         if not node._active:
             raise MotionError("the driver is not active")
         if node._estop:
             raise MotionError("emergency stop engaged (release it with the emergency_stop service)")
-        # the link turns READY on the robot's first state a moment before this listener sees it
-        state = self._state if self._state is not None else self._robot.robot_state
+        state = self._latest_state()
         if not node.connected or state is None:
             raise MotionError("not connected to the robot")
         if resource == "wheels":
