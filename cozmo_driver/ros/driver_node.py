@@ -230,13 +230,13 @@ class CozmoDriverNode(LifecycleNode):
     @_transition
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
         self._core.deactivate()  # no robot state is published, no cmd_vel sent, once it returns
+        self._core.stop_all_motors()  # first: before the cubes' lights and the goals' own stops
         if self._media is not None:
             self._media.deactivate()
         if self._objects is not None:
             self._objects.deactivate()
         if self._motion is not None:
             self._motion.abort_all("the driver was deactivated")
-        self._core.stop_all_motors()
         self.get_logger().info("deactivated: motors stopped, publishing paused, commands refused")
         return super().on_deactivate(state)
 
