@@ -28,26 +28,10 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-# Domain ids 1..99 keep Fast DDS's ports (7400 + 250 * id + offsets) below the
-# reservation ports; the reservation convention is test/conftest.py's.
-_RESERVATION_PORT_BASE = 32768
+# the reservation of a ROS_DOMAIN_ID, shared with test/conftest.py and cozmo-demo
+from cozmo_driver.domain_reservation import hold_domain_id  # noqa: E402
+
 _held: List[socket.socket] = []
-
-
-def hold_domain_id(domain_id: int) -> Optional[List[socket.socket]]:
-    """Reserve ``domain_id`` as test/conftest.py does: bind loopback TCP and UDP port
-    32768 + id. The bound sockets (closing them releases the id), or None if taken."""
-    held: List[socket.socket] = []
-    try:
-        for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
-            sock = socket.socket(socket.AF_INET, kind)
-            held.append(sock)
-            sock.bind(("127.0.0.1", _RESERVATION_PORT_BASE + domain_id))
-    except OSError:
-        for sock in held:
-            sock.close()
-        return None
-    return held
 
 
 def isolate_ros() -> str:

@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 
 from .bringup import split_launch_style
 from .client.claim import claims_supported, holder
+from .domain_reservation import hold_domain_id
 from .protocol.errors import ConfigurationError
 
 if TYPE_CHECKING:  # numpy is imported where the pictures are made
@@ -78,7 +79,6 @@ POSE_TOLERANCE_DEG = 2.0
 FREE_DOMAINS = range(1, 101)
 #: ament's domain_coordinator: a domain is reserved by binding 127.0.0.1:(base + id),
 #: TCP and UDP (the test suite reserves its domains so)
-RESERVATION_PORT_BASE = 32768
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -168,19 +168,11 @@ class Holdings:
         self.sockets.append(sock)
         return sock, ""
 
-    def reserve_port(self, port: int) -> bool:
-        """Bind 127.0.0.1:``port`` TCP and UDP (kept), or nothing and False."""
-        bound = []
-        for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
-            sock = socket.socket(socket.AF_INET, kind)
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                sock.close()
-                for other in bound:
-                    other.close()
-                return False
-            bound.append(sock)
+    def reserve_domain(self, domain: int) -> bool:
+        """Reserve ROS domain ``domain`` by ament's convention (kept), or False if taken."""
+        bound = hold_domain_id(domain)
+        if bound is None:
+            return False
         self.sockets.extend(bound)
         return True
 
@@ -232,7 +224,7 @@ def choose_domain(holdings: Holdings, environ=os.environ) -> Tuple[int, str]:
         mine, _ = holdings.hold(f"ros-domain {domain}")
         if mine is None:
             continue
-        if not holdings.reserve_port(RESERVATION_PORT_BASE + domain):
+        if not holdings.reserve_domain(domain):
             holdings.drop(mine)     # reserved by someone else (a test run, ament's tools)
             continue
         return domain, (f"of its own: ROS domain 0 is used by another cozmo-demo, {who}; "

@@ -34,6 +34,8 @@ from pathlib import Path
 
 import pytest
 
+from cozmo_driver.domain_reservation import RESERVATION_PORT_BASE, hold_domain_id
+
 # ----------------------------------------------------------------------------
 # Environment: must run before rclpy is imported anywhere.
 
@@ -52,7 +54,6 @@ os.environ["ROS_PYTHON_CHECK_FIELDS"] = "1"
 # Domain ids 1..100 keep Fast DDS's ports (7400 + 250 * id + offsets) below the
 # reservation ports, and 0 is everyone's default domain.
 DOMAIN_ID_RANGE = range(1, 101)
-RESERVATION_PORT_BASE = 32768
 
 
 @dataclass
@@ -82,21 +83,6 @@ class DomainReservation:
         self.sockets.clear()
 
 
-def _bind_both(port: int) -> list[socket.socket] | None:
-    """Bind TCP and UDP on 127.0.0.1:port; None if either is taken."""
-    bound: list[socket.socket] = []
-    for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
-        sock = socket.socket(socket.AF_INET, kind)
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            sock.close()
-            for other in bound:
-                other.close()
-            return None
-        bound.append(sock)
-    return bound
-
 
 def reserve_domain_id() -> DomainReservation:
     """Return the caller's ROS_DOMAIN_ID, or reserve a free one and export it."""
@@ -108,7 +94,7 @@ def reserve_domain_id() -> DomainReservation:
     ids = list(DOMAIN_ID_RANGE)
     start = os.getpid() % len(ids)
     for domain_id in ids[start:] + ids[:start]:
-        sockets = _bind_both(RESERVATION_PORT_BASE + domain_id)
+        sockets = hold_domain_id(domain_id)
         if sockets is not None:
             os.environ["ROS_DOMAIN_ID"] = str(domain_id)
             return DomainReservation(domain_id, sockets)
