@@ -63,3 +63,27 @@ def generated_parameter_directories(pids) -> set:
                                                                         "cozmo_launch_")):
                 found.add(directory)
     return found
+
+
+class TellsItsLog:
+    """``with TellsItsLog(proc, "the driver"):`` around assertions on a running program: an
+    assertion that fails kills the program and adds the end of what it wrote to stderr,
+    which is where the reason is (a name guard refusing, a lost connection...)."""
+
+    def __init__(self, proc, who: str, tail: int = 4000) -> None:
+        self.proc, self.who, self.tail = proc, who, tail
+
+    def __enter__(self) -> "TellsItsLog":
+        return self
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        if kind is None or not issubclass(kind, AssertionError):
+            return False
+        if self.proc.poll() is None:
+            self.proc.kill()
+        try:
+            _, err = self.proc.communicate(timeout=10.0)
+        except Exception as comm_exc:  # noqa: BLE001 - the assertion is what matters
+            err = f"(its log could not be read: {comm_exc})"
+        raise AssertionError(f"{exc}\n--- {self.who} wrote (exit {self.proc.returncode}):\n"
+                             f"{(err or '')[-self.tail:]}") from None

@@ -22,7 +22,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 import pytest
 
-from processes import project_executable
+from processes import TellsItsLog, project_executable
 import yaml
 
 rclpy = pytest.importorskip("rclpy")
@@ -387,11 +387,12 @@ def test_the_console_script_stops_what_it_started(rclpy_context, tmp_path):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=dict(os.environ))
     try:
-        assert driver.start()
-        assert until(lambda: driver.connected, CONNECT_TIMEOUT)
-        assert until(lambda: statuses and statuses[-1].behavior == "explore", DISCOVERY_TIMEOUT), \
-            statuses[-1] if statuses else "no status"
-        assert until(lambda: min(sim.wheel_speeds()) > 10.0, REACTION_TIMEOUT), "it did not drive"
+        with TellsItsLog(proc, "the behavior node"):
+            assert driver.start()
+            assert until(lambda: driver.connected, CONNECT_TIMEOUT)
+            assert until(lambda: statuses and statuses[-1].behavior == "explore", DISCOVERY_TIMEOUT), \
+                statuses[-1] if statuses else "no status"
+            assert until(lambda: min(sim.wheel_speeds()) > 10.0, REACTION_TIMEOUT), "it did not drive"
         start_x = sim.true_pose()[0]
         proc.send_signal(signal.SIGTERM)
         assert until(lambda: proc.poll() is not None, 20.0), "the node did not exit"

@@ -46,6 +46,7 @@ from tf2_msgs.msg import TFMessage  # noqa: E402
 from visualization_msgs.msg import Marker  # noqa: E402
 
 from ros_harness import CONNECT_TIMEOUT, DISCOVERY_TIMEOUT, RosHarness, closing_all, sim_fixture  # noqa: E402
+from processes import TellsItsLog  # noqa: E402
 from cozmo_driver import robot_geometry as geo  # noqa: E402
 from cozmo_driver.driver.events import EventType  # noqa: E402
 from cozmo_driver.ros import driver_node  # noqa: E402
@@ -836,9 +837,10 @@ def test_console_script_stops_the_robot_on_signal(sim, sig, tmp_path):
     proc = subprocess.Popen(_node_command(port, _loopback_params_file(tmp_path, port)),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
     try:
-        assert sim.wait_until(lambda s: s.streaming(), 15.0), "the node did not connect"
-        # camera frames flowing too (a bound for a loaded machine, not a timing claim)
-        assert sim.wait_until(lambda s: s.counters()["camera"] > 5, 20.0), "no camera frames"
+        with TellsItsLog(proc, "the driver"):
+            assert sim.wait_until(lambda s: s.streaming(), 15.0), "the node did not connect"
+            # camera frames flowing too (a bound for a loaded machine, not a timing claim)
+            assert sim.wait_until(lambda s: s.counters()["camera"] > 5, 20.0), "no camera frames"
         before = sim.command_counts().get("StopAllMotors", 0)
         proc.send_signal(sig)
         out, err = proc.communicate(timeout=10.0)
