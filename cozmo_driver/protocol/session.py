@@ -29,6 +29,10 @@ Reliable delivery, in both directions:
   refused by :meth:`send` with :class:`PacketTooLargeError`.
 * A reliable packet whose body cannot be decoded is still acknowledged and
   counted; it never discards its neighbours or blocks the acknowledgement.
+* An ack that ran ahead (a forged or stray frame from the peer's address: the
+  protocol has no authentication) is undone by the peer's own acks: when they
+  stay behind packets taken as acknowledged, those packets are sent again
+  (``ack_regressions``), instead of the link stalling until ``stall_timeout``.
 * Keepalive: the engine pings every ``ping_interval`` and measures the round
   trip from the robot's echo. The peer is declared lost after ``peer_timeout``
   seconds without any datagram. :meth:`connect` after a loss or a disconnect
@@ -80,6 +84,10 @@ _DISCONNECT_PACKET = struct.pack("<BH", PacketType.DISCONNECT, 0)
 #: engine: how long after a Connect greeting on a live link the robot has to show, by
 #: acknowledging this connection's packets, that the greeting was a replay, s
 RESET_CONFIRM_S = 0.5
+#: the peer's acks must stay behind packets taken as acknowledged in this many frames ...
+ACK_BEHIND_FRAMES = 3
+#: ... and for this long before those packets are sent again (a late frame is one frame), s
+ACK_BEHIND_CONFIRM_S = 0.2
 
 
 class Role(enum.Enum):
@@ -174,6 +182,9 @@ class SessionStats:
     #: engine: a Connect greeting on a connected link that the robot's next frame showed
     #: to be a replay (it still acknowledged this connection's packets); nothing was lost
     replayed_connects: int = 0
+    #: the peer's acknowledgements stayed behind packets this session had taken as
+    #: acknowledged (by a forged or stray frame whose ack ran ahead): they were sent again
+    ack_regressions: int = 0
     discarded_on_reset: int = 0
     rtt_s: Optional[float] = None
     srtt_s: Optional[float] = None
@@ -258,6 +269,11 @@ class Session:
             self.stats.discarded_on_reset += len(pending or ()) + len(unacked or ())
         self._next_seq = 0                       # next reliable seq to assign
         self._unacked: Dict[int, _Unacked] = {}  # seq -> packet, insertion ordered
+        # the last acknowledged packets (at most a window of them, oldest first), kept in
+        # case the peer's later acks show it never had them (see _on_old_ack)
+        self._acked: Dict[int, _Unacked] = {}
+        self._ack_behind_since: Optional[float] = None
+        self._ack_behind_frames = 0
         self._pending: Deque[bytes] = deque()    # reliable packets waiting for the window
         self._oob_out: List[bytes] = []           # out-of-band packets for the next flush
         self._retx: List[int] = []                # seqs due for retransmission
@@ -531,15 +547,22 @@ class Session:
     def _on_ack(self, ack: int, now: float) -> None:
         unacked = self._unacked
         if not unacked:
+            self._on_old_ack(ack, now)
             return
         base = next(iter(unacked))
         in_flight = (self._next_seq - base) % SEQ_MODULUS
         if (ack - base) % SEQ_MODULUS >= in_flight:
-            return  # acknowledges nothing new
+            self._on_old_ack(ack, now)  # acknowledges nothing new
+            return
+        self._ack_behind_since = None
         sample = None
+        acked, keep = self._acked, self.config.window
         while unacked:
             seq = next(iter(unacked))
             entry = unacked.pop(seq)
+            acked[seq] = entry
+            if len(acked) > keep:
+                del acked[next(iter(acked))]
             if entry.sends == 1:
                 sample = now - entry.sent_at  # Karn: only never-retransmitted packets
             if seq == ack:
@@ -552,6 +575,45 @@ class Session:
             self._retx = [s for s in self._retx if s in unacked]
         if self.state is State.CLOSING and not unacked and not self._pending:
             self._finish(State.CLOSED, Disconnected("disconnected"))
+
+    def _on_old_ack(self, ack: int, now: float) -> None:
+        """An ack that acknowledges nothing new. Normally it names the last packet taken as
+        acknowledged, or an older one in a frame that arrived late. But the protocol has no
+        authentication: a forged or stray frame from the peer's address may carry an ack
+        that runs ahead of what the peer really has, and the packets it covers would never
+        be sent again; the peer would wait for them for ever and stop acknowledging. So
+        when the peer's acks stay behind packets taken as acknowledged, in at least
+        ``ACK_BEHIND_FRAMES`` frames over ``ACK_BEHIND_CONFIRM_S``, those packets go back to
+        the unacknowledged ones and are sent again (counted in ``ack_regressions``)."""
+        acked = self._acked
+        if not acked or (ack + 1) % SEQ_MODULUS not in acked:
+            # the last acknowledged packet, or older than the record: nothing in dispute
+            self._ack_behind_since = None
+            return
+        if self._ack_behind_since is None:
+            self._ack_behind_since, self._ack_behind_frames = now, 1
+            return
+        self._ack_behind_frames += 1
+        if (self._ack_behind_frames < ACK_BEHIND_FRAMES
+                or now < self._ack_behind_since + ACK_BEHIND_CONFIRM_S):
+            return
+        self._ack_behind_since = None
+        restored: Dict[int, _Unacked] = {}
+        seq = (ack + 1) % SEQ_MODULUS
+        while seq in acked:
+            restored[seq] = acked.pop(seq)
+            seq = (seq + 1) % SEQ_MODULUS
+        count = len(restored)
+        for entry in restored.values():
+            entry.sends = max(entry.sends, 2)  # no RTT sample from these (Karn)
+        restored.update(self._unacked)
+        self._unacked = restored
+        known = set(self._retx)
+        self._retx = [s for s in restored if s not in known] + self._retx
+        self.stats.ack_regressions += 1
+        logger.warning("[%s] the peer's acknowledgements stay at packet %d, behind packets taken "
+                       "as acknowledged (a forged or stray frame's ack ran ahead): %d packet(s) "
+                       "sent again", self.name, ack, count)
 
     def _on_peer_reset(self, now: float) -> None:
         """Engine: the robot greets us with a new Connect (packet 0, acknowledging nothing)

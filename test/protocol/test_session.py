@@ -810,6 +810,54 @@ def test_a_replayed_greeting_on_a_live_link_changes_nothing():
     assert pair.robot_got()[-10:] == list(range(10, 20))
 
 
+def test_a_forged_ack_that_runs_ahead_is_undone_by_the_peers_own_acks():
+    """The protocol has no authentication: a frame from the robot's address may carry an
+    ack for packets the robot never received. The engine takes them as acknowledged; the
+    robot's own later frames keep acknowledging the packet before them, so the engine
+    sends them again and the link goes on, every packet delivered once and in order
+    (without that, the robot waits for them for ever and the link is lost after
+    stall_timeout)."""
+    pair = Pair(Impairment(delay=0.01), Impairment(delay=0.01))
+    pair.connect()
+    for i in range(5):
+        pair.engine.send(to_robot(i))
+    pair.settle()
+    pair.link.a_to_b = Impairment(loss=1.0)       # the next packets do not reach the robot
+    for i in range(5, 15):
+        pair.engine.send(to_robot(i))
+    pair.link.run_until(pair.link.now + 0.05)
+    last_sent = (pair.engine._next_seq - 1) % SEQ_MODULUS
+    forged = encode_frame(FrameType.ROBOT, OOB_SEQ, OOB_SEQ, last_sent)
+    pair.engine.receive_datagram(forged, pair.link.now)
+    assert pair.engine.send_queue_length == 0     # taken as acknowledged, as it must be
+    pair.link.a_to_b = Impairment(delay=0.01)
+    for i in range(15, 20):
+        pair.engine.send(to_robot(i))
+    pair.settle(timeout=5.0)
+    assert pair.robot_got() == list(range(20))
+    assert pair.engine.stats.ack_regressions == 1
+    pair.link.run_until(pair.link.now + 15.0)   # beyond stall_timeout: the link held
+    assert pair.engine.is_connected and not pair.engine_of(ConnectionLost)
+
+
+def test_a_late_frame_with_an_old_ack_sends_nothing_again():
+    """One frame that arrives late with an older ack (reordering) is not a regression: it
+    takes several frames over ACK_BEHIND_CONFIRM_S."""
+    pair = Pair(Impairment(delay=0.01), Impairment(delay=0.01))
+    pair.connect()
+    for i in range(10):
+        pair.engine.send(to_robot(i))
+    pair.settle()
+    sent_before = pair.engine.stats.retransmissions
+    first = (pair.engine._next_seq - 10) % SEQ_MODULUS
+    late = encode_frame(FrameType.ROBOT, OOB_SEQ, OOB_SEQ, first)
+    pair.engine.receive_datagram(late, pair.link.now)
+    pair.link.run_until(pair.link.now + 3.0)
+    assert pair.engine.stats.ack_regressions == 0
+    assert pair.engine.stats.retransmissions == sent_before
+    assert pair.robot_got() == list(range(10))
+
+
 def test_robot_that_forgets_the_link_is_detected():
     """The robot starts over without a word (no Connect reaches the engine); the engine's
     packets are never acknowledged again although the robot still answers pings, and the
