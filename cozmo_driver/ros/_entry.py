@@ -33,10 +33,12 @@ import signal
 import socket
 import sys
 import threading
-from typing import Any, Callable, List, Optional, Sequence, Tuple, Type
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple, Type
 
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
 
 from ._compat import try_shutdown
 from .name_guard import NameGuard
@@ -228,6 +230,24 @@ def release_native() -> None:
     context, which deletes the participant and joins its threads, before any of that."""
     gc.unfreeze()
     gc.collect()
+
+
+@contextmanager
+def destroyed_if_refused(node: Any, destroy: Optional[Callable[[], None]] = None) -> Iterator[None]:
+    """Around the part of a node's constructor that may refuse it (bad parameters, a bad
+    configuration): on any exception the node is destroyed (``destroy``, by default rclpy's
+    own ``Node.destroy_node``, as the subclass is only half made) before the exception goes
+    on. Otherwise the half-made node stays in the ROS graph for as long as something (the
+    exception's traceback, a frozen garbage collector) holds it, and a node started next
+    with its name is refused as a duplicate."""
+    try:
+        yield
+    except BaseException:
+        try:
+            (destroy or (lambda: Node.destroy_node(node)))()
+        except Exception:  # noqa: BLE001 - the refusal is what the caller must see
+            pass
+        raise
 
 
 def make_node(prog: str, factory: Callable[[], Any],

@@ -72,7 +72,7 @@ from ..behavior.engine import Engine
 from ..behavior.parameters import BEHAVIOR_PARAMETERS, USER_ACTIONS, USER_TOPICS
 from ..behavior.reactions import ROBOT_EVENT_TRIGGERS
 from ..lifeline import exit_with_parent
-from ._entry import init, make_node, spin_node
+from ._entry import destroyed_if_refused, init, make_node, spin_node
 from .usage import answer_help
 from .qos import QOS_EVENTS, QOS_LATCHED, QOS_LATEST, QOS_QUEUE, QOS_STATE, QOS_STREAM, QOS_WATCH
 
@@ -325,24 +325,25 @@ class BehaviorNode(Node):
 
     def __init__(self, node_name: str = "cozmo_behavior", **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
-        p: Dict[str, Any] = {}
-        for param in BEHAVIOR_PARAMETERS:
-            p[param.name] = self.declare_parameter(param.name, param.default, _descriptor(param)).value
-        self._params = p
-        log = self.get_logger()
-        warnings: List[str] = []
-        self.config = load_config([p["config_file"]] if p["config_file"] else [],
-                                  app_resources=p["app_resources_dir"] or None,
-                                  warn=warnings.append)
-        for text in warnings[:20]:
-            log.warning(text)
-        if len(warnings) > 20:
-            log.warning(f"... and {len(warnings) - 20} more app resources skipped")
-        self.robot = RosRobot(self, builtin_still_animations() + self.config.charger_safe_animations)
-        now = time.monotonic()
-        self.engine = Engine(self.config, self.robot, now, seed=int(p["seed"]),
-                             user_pause=float(p["user_pause"]), enabled=bool(p["enabled"]),
-                             start_delay=float(p["start_delay"]), log=self._engine_log)
+        with destroyed_if_refused(self):  # refused: gone from the graph at once
+            p: Dict[str, Any] = {}
+            for param in BEHAVIOR_PARAMETERS:
+                p[param.name] = self.declare_parameter(param.name, param.default, _descriptor(param)).value
+            self._params = p
+            log = self.get_logger()
+            warnings: List[str] = []
+            self.config = load_config([p["config_file"]] if p["config_file"] else [],
+                                      app_resources=p["app_resources_dir"] or None,
+                                      warn=warnings.append)
+            for text in warnings[:20]:
+                log.warning(text)
+            if len(warnings) > 20:
+                log.warning(f"... and {len(warnings) - 20} more app resources skipped")
+            self.robot = RosRobot(self, builtin_still_animations() + self.config.charger_safe_animations)
+            now = time.monotonic()
+            self.engine = Engine(self.config, self.robot, now, seed=int(p["seed"]),
+                                 user_pause=float(p["user_pause"]), enabled=bool(p["enabled"]),
+                                 start_delay=float(p["start_delay"]), log=self._engine_log)
         self._closed = False
         self._user_goals: Dict[str, Set[bytes]] = {action: set() for action in USER_ACTIONS}
         self.user_commands = 0

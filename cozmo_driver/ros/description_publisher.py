@@ -35,7 +35,7 @@ from tf2_msgs.msg import TFMessage
 from ..description import DescriptionError, Joint, Transform, UrdfModel
 from ..driver.parameters import ParamSpec
 from ..lifeline import exit_with_parent
-from ._entry import init, make_node, spin_node
+from ._entry import destroyed_if_refused, init, make_node, spin_node
 from .usage import answer_help
 from .qos import QOS_LATCHED, QOS_TF
 
@@ -69,14 +69,15 @@ class DescriptionPublisher(Node):
 
     def __init__(self, node_name: str = "description_publisher", **kwargs) -> None:
         super().__init__(node_name, **kwargs)
-        for spec in DESCRIPTION_PARAMETERS:
-            self.declare_parameter(spec.name, spec.default, ParameterDescriptor(
-                description=spec.description, read_only=True))
-        urdf = self.get_parameter("robot_description").value
-        if not urdf or not str(urdf).strip():
-            raise DescriptionError("the robot_description parameter is empty: give the URDF, "
-                                   "e.g. -p robot_description:=\"$(xacro cozmo.urdf.xacro)\"")
-        self.model = UrdfModel.from_xml(urdf)
+        with destroyed_if_refused(self):  # refused: gone from the graph at once
+            for spec in DESCRIPTION_PARAMETERS:
+                self.declare_parameter(spec.name, spec.default, ParameterDescriptor(
+                    description=spec.description, read_only=True))
+            urdf = self.get_parameter("robot_description").value
+            if not urdf or not str(urdf).strip():
+                raise DescriptionError("the robot_description parameter is empty: give the URDF, "
+                                       "e.g. -p robot_description:=\"$(xacro cozmo.urdf.xacro)\"")
+            self.model = UrdfModel.from_xml(urdf)
         self._prefix = str(self.get_parameter("frame_prefix").value).lstrip("/")
         self._moving: List[Joint] = self.model.moving_joints()
         self._warned_unknown = False

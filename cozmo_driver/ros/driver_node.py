@@ -57,7 +57,6 @@ from geometry_msgs.msg import Twist, TwistStamped
 from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
-from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
 from sensor_msgs.msg import BatteryState, CameraInfo, CompressedImage, Image, Imu, JointState
 from std_msgs.msg import Bool, Float32, Float64
@@ -77,10 +76,10 @@ from ..lifeline import exit_with_parent
 from . import qos
 from .driver_streams import DriverStreams
 from .driver_support import RosLogHandler as _RosLogHandler
-from .driver_support import descriptor as _descriptor, log_line, transition as _transition
+from .driver_support import declare_parameters, log_line, transition as _transition
 from .handover import HandOver
 from .subscription_thread import SubscriptionThread, Unsupported
-from ._entry import init, make_node, refuse, spin_node
+from ._entry import destroyed_if_refused, init, make_node, refuse, spin_node
 from .usage import answer_help
 from .qos import QOS_COMMAND, QOS_EVENTS, QOS_LATCHED, QOS_SENSOR, QOS_STATE, QOS_TF
 
@@ -115,19 +114,11 @@ class CozmoDriverNode(LifecycleNode):
 
     def __init__(self, node_name: str = "cozmo_driver", **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
-        for spec in PARAMETERS:
-            if isinstance(spec.default, list):  # an empty list has no type: declare it typed
-                self.declare_parameter(spec.name, Parameter.Type.STRING_ARRAY, _descriptor(spec))
-                if self.get_parameter_or(spec.name).type_ == Parameter.Type.NOT_SET:
-                    self.set_parameters([Parameter(spec.name, Parameter.Type.STRING_ARRAY,
-                                                   list(spec.default))])
-                continue
-            self.declare_parameter(spec.name, spec.default, _descriptor(spec))
-        self._params: Dict[str, Any] = {spec.name: self.get_parameter(spec.name).value
-                                        for spec in PARAMETERS}
-        problem = validate_all(self._params)
-        if problem:
-            raise ValueError(f"invalid parameters: {problem}")
+        with destroyed_if_refused(self, self._destroy_rcl_node):  # gone from the graph at once
+            self._params: Dict[str, Any] = declare_parameters(self, PARAMETERS)
+            problem = validate_all(self._params)
+            if problem:
+                raise ValueError(f"invalid parameters: {problem}")
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self._robot = None
         self._configured = False
@@ -304,6 +295,9 @@ class CozmoDriverNode(LifecycleNode):
         if self._retiring_motion is not None:  # its servers may wait for a timer of this node
             self._retiring_motion.destroy_retired()
             self._retiring_motion = None
+        self._destroy_rcl_node()
+
+    def _destroy_rcl_node(self) -> None:
         super().destroy_node()
         # rclpy's LifecycleNode never destroys its state machine, whose native object holds the
         # rcl node (so the DDS participant) until the node is collected: after gc.freeze(), never.

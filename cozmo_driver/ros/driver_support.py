@@ -10,6 +10,7 @@ from typing import Any
 
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.lifecycle import TransitionCallbackReturn
+from rclpy.parameter import Parameter
 
 __all__ = ["transition", "descriptor", "RosLogHandler", "log_line"]
 
@@ -39,6 +40,21 @@ def descriptor(spec) -> ParameterDescriptor:
         desc.integer_range = [IntegerRange(from_value=int(spec.minimum),
                                            to_value=int(spec.maximum), step=1)]
     return desc
+
+
+def declare_parameters(node: Any, specs) -> dict:
+    """Declare every parameter of ``specs`` on ``node`` (typed, with its descriptor) and
+    return their values by name. A list default may be empty, which has no type: such a
+    parameter is declared as a string array."""
+    for spec in specs:
+        if isinstance(spec.default, list):
+            node.declare_parameter(spec.name, Parameter.Type.STRING_ARRAY, descriptor(spec))
+            if node.get_parameter_or(spec.name).type_ == Parameter.Type.NOT_SET:
+                node.set_parameters([Parameter(spec.name, Parameter.Type.STRING_ARRAY,
+                                               list(spec.default))])
+            continue
+        node.declare_parameter(spec.name, spec.default, descriptor(spec))
+    return {spec.name: node.get_parameter(spec.name).value for spec in specs}
 
 
 class RosLogHandler(logging.Handler):

@@ -44,7 +44,7 @@ from ..face.procedural import FACE_HEIGHT_PX, FACE_WIDTH_PX, NUM_PARAMS, PARAM_N
 from ..face.stream import FaceStream
 from ..driver.parameters import ParamSpec
 from ..lifeline import exit_with_parent
-from ._entry import init, make_node, spin_node
+from ._entry import destroyed_if_refused, init, make_node, spin_node
 from .usage import answer_help
 from .qos import QOS_LATCHED, QOS_QUEUE
 
@@ -90,15 +90,16 @@ class FaceNode(Node):
 
     def __init__(self, node_name: str = "cozmo_face", **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
-        p = {spec.name: self.declare_parameter(spec.name, spec.default, _descriptor(spec)).value
-             for spec in FACE_PARAMETERS}
-        fps, start, idle, seed = p["fps"], p["expression"], p["idle"], p["seed"]
-        self.transition_s = float(p["transition_s"])
-        keepalive = p["keepalive_s"]
-        try:
-            base = expression(str(start))
-        except KeyError as exc:
-            raise ValueError(str(exc.args[0])) from None
+        with destroyed_if_refused(self):  # refused: gone from the graph at once
+            p = {spec.name: self.declare_parameter(spec.name, spec.default, _descriptor(spec)).value
+                 for spec in FACE_PARAMETERS}
+            fps, start, idle, seed = p["fps"], p["expression"], p["idle"], p["seed"]
+            self.transition_s = float(p["transition_s"])
+            keepalive = p["keepalive_s"]
+            try:
+                base = expression(str(start))
+            except KeyError as exc:
+                raise ValueError(str(exc.args[0])) from None
         now = time.monotonic()
         self.animator = FaceAnimator(seed=int(seed), base=base, now=now, idle=bool(idle))
         self.stream = FaceStream(self.animator, keepalive_s=float(keepalive))

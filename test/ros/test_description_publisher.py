@@ -163,5 +163,14 @@ def test_frame_prefix_parameter_prefixes_every_frame(ros):
 def test_an_empty_description_is_refused(rclpy_context):
     from cozmo_driver.ros.description_publisher import DescriptionPublisher
 
-    with pytest.raises(DescriptionError, match="robot_description parameter is empty"):
-        DescriptionPublisher(context=rclpy_context)
+    import rclpy
+
+    probe = rclpy.create_node("description_probe", context=rclpy_context)
+    try:
+        with pytest.raises(DescriptionError, match="robot_description parameter is empty") as refused:
+            DescriptionPublisher(context=rclpy_context)
+        # refused in its constructor, it is gone from the graph (the exception still holds it)
+        names = [name for name, _ in probe.get_node_names_and_namespaces()]
+        assert "description_publisher" not in names and refused.value is not None, names
+    finally:
+        probe.destroy_node()

@@ -800,12 +800,22 @@ def test_two_drivers_in_two_namespaces(rclpy_context):
 
 
 def test_invalid_parameters_are_refused_at_start(rclpy_context, sim):
-    with pytest.raises(ValueError, match="reconnect_min"):
-        CozmoDriverNode(context=rclpy_context, parameter_overrides=[
-            Parameter("reconnect_min", value=9.0), Parameter("reconnect_max", value=1.0)])
-    with pytest.raises(Exception, match="odom_frame"):
-        CozmoDriverNode(context=rclpy_context, parameter_overrides=[
-            Parameter("odom_frame", value="/odom")])
+    """Refused in its constructor, the node is destroyed there and then: it is gone from the
+    ROS graph although the exception (which holds the half-made node) is still referenced,
+    so a driver started next beside it is not refused as a duplicate name."""
+    probe = rclpy.create_node("refusal_probe", context=rclpy_context)
+    try:
+        with pytest.raises(ValueError, match="reconnect_min") as first:
+            CozmoDriverNode(context=rclpy_context, parameter_overrides=[
+                Parameter("reconnect_min", value=9.0), Parameter("reconnect_max", value=1.0)])
+        with pytest.raises(Exception, match="odom_frame") as second:
+            CozmoDriverNode(context=rclpy_context, parameter_overrides=[
+                Parameter("odom_frame", value="/odom")])
+        names = [name for name, _ in probe.get_node_names_and_namespaces()]
+        assert "refusal_probe" in names and "cozmo_driver" not in names, names
+        assert first.value is not None and second.value is not None  # (still referenced)
+    finally:
+        probe.destroy_node()
 
 
 # ----------------------------------------------------------------------------- console script

@@ -130,9 +130,12 @@ def test_face_node_checks_its_requests(rclpy_context):
         assert reply.success and "clamped" in reply.message
         assert not call(expression="").success
         assert not call(expression="happy", transition_s=math.inf).success
-        with pytest.raises(ValueError, match="unknown expression"):
+        with pytest.raises(ValueError, match="unknown expression") as refused:
             FaceNode(node_name="other", context=rclpy_context,
                      parameter_overrides=[Parameter("expression", value="nope")])
+        # refused in its constructor, it is gone from the graph (the exception still holds it)
+        names = [name for name, _ in node.get_node_names_and_namespaces()]
+        assert "other" not in names and refused.value is not None, names
     finally:
         node.destroy_node()
 

@@ -1,5 +1,7 @@
 """SubscriptionThread: a subscription served on a node and thread of its own, which the
-main executor never spins (real rclpy and DDS, public API only, no robot)."""
+main executor never spins (real rclpy and DDS, public API only, no robot). Every test
+runs with both executors: rclpy's EventsExecutor (Jazzy on) and the wait-set one
+(SingleThreadedExecutor, the only one on Humble)."""
 
 from __future__ import annotations
 
@@ -31,7 +33,8 @@ class Rig:
     """A node in a namespace served by an executor (which the tests never spin), and a
     publisher node."""
 
-    def __init__(self, context) -> None:
+    def __init__(self, context, events: bool) -> None:
+        self.events = events
         self.node = rclpy.create_node("served", namespace="/robot1", context=context)
         self.other = rclpy.create_node("publisher", context=context)
         self.executor = SingleThreadedExecutor(context=context)
@@ -49,7 +52,8 @@ class Rig:
     def start(self) -> SubscriptionThread:
         return SubscriptionThread(
             self.node, "numbers", lambda node, topic, cb: node.create_subscription(
-                Int32, topic, cb, 100), self.callback, self.failures.append, "numbers")
+                Int32, topic, cb, 100), self.callback, self.failures.append, "numbers",
+            events=self.events)
 
     def close(self) -> None:
         self.executor.shutdown(timeout_sec=1.0)
@@ -57,11 +61,35 @@ class Rig:
         self.node.destroy_node()
 
 
-@pytest.fixture
-def rig(rclpy_context):
-    r = Rig(rclpy_context)
+@pytest.fixture(params=["events", "wait set"])
+def rig(rclpy_context, request):
+    if request.param == "events" and not st.events_executor_available():
+        reason = "this rclpy has no EventsExecutor (rclpy.experimental: Jazzy on)"
+        print(reason)
+        pytest.skip(reason)
+    r = Rig(rclpy_context, events=request.param == "events")
     yield r
     r.close()
+
+
+def test_the_events_executor_is_used_where_rclpy_has_it(rig):
+    served = rig.start()
+    try:
+        assert served.executor_kind == ("events" if rig.events else "wait set")
+        expected = st.EventsExecutor if rig.events else st.SingleThreadedExecutor
+        assert type(served._executor).__name__ == getattr(expected, "__name__", "")
+    finally:
+        served.stop()
+
+
+def test_stop_ends_the_wait_of_an_idle_thread(rig):
+    """No message ever comes: stop() ends the executor's wait itself (the guard, or the
+    EventsExecutor's shutdown), and the thread and its node are gone."""
+    served = rig.start()
+    time.sleep(0.1)   # the thread is in its wait
+    served.stop()
+    assert not served.thread.is_alive() and served.node is None
+    assert rig.failures == []
 
 
 def test_messages_reach_the_callback_on_its_own_thread_in_order_without_the_executor(rig):
@@ -138,6 +166,7 @@ def test_unsupported_when_the_node_cannot_be_made_and_nothing_is_left(rig, monke
         raise RuntimeError("no executor here")
     monkeypatch.setattr(st, "Node", Recorded)
     monkeypatch.setattr(st, "SingleThreadedExecutor", no_executor)
+    monkeypatch.setattr(st, "EventsExecutor", no_executor)
     with pytest.raises(Unsupported, match="no executor here"):
         rig.start()
     assert len(made) == 1 and Recorded.destroyed
