@@ -76,7 +76,7 @@ from ..lifeline import exit_with_parent
 from . import qos
 from .driver_streams import DriverStreams
 from .driver_support import RosLogHandler as _RosLogHandler
-from .driver_support import declare_parameters, log_line, transition as _transition
+from .driver_support import declare_parameters, log_line, transition as _transition, twist_reader
 from .handover import HandOver
 from .subscription_thread import SubscriptionThread, Unsupported
 from ._entry import destroyed_if_refused, init, make_node, refuse, spin_node
@@ -369,16 +369,16 @@ class CozmoDriverNode(LifecycleNode):
     def _create_cmd_vel(self, own_thread: bool) -> None:
         """Subscribe to cmd_vel: on a thread of its own (subscription_thread.py), or where
         that cannot be made, on the executor."""
-        if self._params["cmd_vel_stamped"]:
-            msg_type, callback = TwistStamped, self._on_cmd_vel_stamped
-        else:
-            msg_type, callback = Twist, self._on_cmd_vel
-        if own_thread:
+        stamped = self._params["cmd_vel_stamped"]
+        msg_type, callback = (TwistStamped, self._on_cmd_vel_stamped) if stamped else \
+            (Twist, self._on_cmd_vel)
+        if own_thread:  # serialized messages, read by driver_support.twist_reader
             try:
                 self._cmd_vel_thread = SubscriptionThread(
                     self, "cmd_vel", lambda node, topic, cb: qos.create_subscription(
-                        node, msg_type, topic, cb, QOS_COMMAND),
-                    lambda msg: callback(msg, True), self._on_cmd_vel_thread_failure)
+                        node, msg_type, topic, cb, QOS_COMMAND, raw=True),
+                    twist_reader(stamped, self._core.drive_twist, self._cmd_vel_frame_ok, callback),
+                    self._on_cmd_vel_thread_failure)
                 return
             except Unsupported as exc:
                 self.get_logger().info(f"cmd_vel served by the executor: {exc}")
@@ -429,12 +429,17 @@ class CozmoDriverNode(LifecycleNode):
         lin, ang = msg.linear, msg.angular
         self._core.drive_twist("cmd_vel", (lin.x, lin.y, lin.z), (ang.x, ang.y, ang.z), own_thread)
 
-    def _on_cmd_vel_stamped(self, msg: TwistStamped, own_thread: bool = False) -> None:
+    def _cmd_vel_frame_ok(self, frame_id: str) -> bool:
         allowed = (self._frame("base_link_frame"), self._frame("base_frame"))
         try:
-            check_frame(msg.header.frame_id, allowed, "cmd_vel.header.frame_id")
+            check_frame(frame_id, allowed, "cmd_vel.header.frame_id")
         except CommandError as exc:
             self._core.refuse("cmd_vel_frame", f"cmd_vel refused: {exc}")
+            return False
+        return True
+
+    def _on_cmd_vel_stamped(self, msg: TwistStamped, own_thread: bool = False) -> None:
+        if not self._cmd_vel_frame_ok(msg.header.frame_id):
             return
         lin, ang = msg.twist.linear, msg.twist.angular
         self._core.drive_twist("cmd_vel.twist", (lin.x, lin.y, lin.z), (ang.x, ang.y, ang.z),

@@ -1,18 +1,24 @@
 """Small pieces of the driver node that are not about the robot: the lifecycle
-callbacks' error reporting, parameter descriptors, and the handler that forwards the
-protocol and client layers' warnings to the node's logger."""
+callbacks' error reporting, parameter descriptors and declaration, the reader of
+serialized cmd_vel messages, and the handler that forwards the protocol and client
+layers' warnings to the node's logger."""
 
 from __future__ import annotations
 
 import logging
 import sys
-from typing import Any
+from typing import Any, Callable
 
+from geometry_msgs.msg import Twist, TwistStamped
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.parameter import Parameter
+from rclpy.serialization import deserialize_message
 
-__all__ = ["transition", "descriptor", "RosLogHandler", "log_line"]
+from .serialized import LayoutError, read_twist
+
+__all__ = ["transition", "descriptor", "declare_parameters", "twist_reader", "RosLogHandler",
+           "log_line"]
 
 
 def transition(method):
@@ -55,6 +61,28 @@ def declare_parameters(node: Any, specs) -> dict:
             continue
         node.declare_parameter(spec.name, spec.default, descriptor(spec))
     return {spec.name: node.get_parameter(spec.name).value for spec in specs}
+
+
+def twist_reader(stamped: bool, drive: Callable[..., None], frame_ok: Callable[[str], bool],
+                 on_message: Callable[[Any, bool], None]) -> Callable[[bytes], None]:
+    """The callback of a ``raw`` cmd_vel subscription on the cmd_vel thread: reads the six
+    numbers (and a TwistStamped's frame id, which ``frame_ok`` checks) from the serialized
+    message (serialized.read_twist) and calls ``drive(field, linear, angular, True)``. A
+    message it cannot read so (another encapsulation) is deserialized by rclpy and goes to
+    ``on_message(msg, True)``, the message callback."""
+    msg_type = TwistStamped if stamped else Twist
+    field = "cmd_vel.twist" if stamped else "cmd_vel"
+
+    def on_bytes(data: bytes) -> None:
+        try:
+            frame, values = read_twist(data, stamped)
+        except LayoutError:
+            on_message(deserialize_message(data, msg_type), True)
+            return
+        if stamped and not frame_ok(frame):
+            return
+        drive(field, values[:3], values[3:], True)
+    return on_bytes
 
 
 class RosLogHandler(logging.Handler):

@@ -91,9 +91,10 @@ def create_publisher(node: Any, msg_type: Any, topic: str, qos: QoSProfile,
 
 
 def create_subscription(node: Any, msg_type: Any, topic: str, callback: Any,
-                        qos: QoSProfile, callback_group: Any = None) -> Any:
+                        qos: QoSProfile, callback_group: Any = None, raw: bool = False) -> Any:
     """``node.create_subscription`` with a copy of ``qos``, overridable by parameters, without
-    QoS event handlers (see the module docstring)."""
+    QoS event handlers (see the module docstring). ``raw``: the callback gets the serialized
+    message (bytes)."""
     return node.create_subscription(msg_type, topic, callback, copy.copy(qos), **_overriding(True),
                                     **_no_event_handlers(SubscriptionEventCallbacks),
-                                    callback_group=callback_group)
+                                    callback_group=callback_group, raw=raw)

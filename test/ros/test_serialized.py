@@ -6,8 +6,10 @@ message that setting the same fields on a message object gives."""
 
 from __future__ import annotations
 
+import math
 import os
 import random
+import struct
 
 import pytest
 
@@ -247,3 +249,53 @@ def test_message_path_holds_floats_in_float_fields():
                                    battery_v=4))
     assert msg.is_moving is True and msg.is_carrying_block is False
     assert type(msg.battery_voltage) is float and msg.battery_voltage == 4.0
+
+
+# ----------------------------------------------------------------------------- read_twist
+
+
+def _twist(values):
+    from geometry_msgs.msg import Twist
+    msg = Twist()
+    (msg.linear.x, msg.linear.y, msg.linear.z,
+     msg.angular.x, msg.angular.y, msg.angular.z) = values
+    return msg
+
+
+@pytest.mark.parametrize("frame_id", ["", "b", "base", "base_lin", "base_link",
+                                      "robot2/base_footprint", "ü/ä"])
+def test_read_twist_reads_what_rclpy_serializes(frame_id):
+    """The serialized bytes of real messages (rclpy's serializer, the middleware's CDR):
+    read_twist gets the same six numbers and frame id, for frame ids of every length
+    modulo 8 (the doubles' alignment after the string)."""
+    from geometry_msgs.msg import TwistStamped
+    from rclpy.serialization import serialize_message
+
+    from cozmo_driver.ros.serialized import read_twist
+    values = (0.25, -1.5e-3, 3.0, float("nan"), float("-inf"), -0.75)
+    frame, got = read_twist(serialize_message(_twist(values)), stamped=False)
+    assert frame == "" and got[:3] == values[:3] and got[5] == values[5]
+    assert math.isnan(got[3]) and got[4] == float("-inf")   # refused later, by the driver
+    stamped = TwistStamped()
+    stamped.header.stamp.sec, stamped.header.stamp.nanosec = 17, 5
+    stamped.header.frame_id = frame_id
+    stamped.twist = _twist((1.0, 2.0, 3.0, 4.0, 5.0, 6.0))
+    frame, got = read_twist(serialize_message(stamped), stamped=True)
+    assert frame == frame_id and got == (1.0, 2.0, 3.0, 4.0, 5.0, 6.0)
+
+
+def test_read_twist_reads_big_endian_and_refuses_what_it_cannot_read():
+    from cozmo_driver.ros.serialized import LayoutError, read_twist
+    values = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6)
+    big = b"\x00\x00\x00\x00" + struct.pack(">6d", *values)
+    assert read_twist(big, stamped=False) == ("", values)
+    header = struct.pack(">iiI", 1, 2, 5) + b"base\x00"      # stamp, frame_id "base"
+    pad = b"\x00" * (-(len(header)) % 8)
+    assert read_twist(b"\x00\x00\x00\x00" + header + pad + struct.pack(">6d", *values),
+                      stamped=True) == ("base", values)
+    with pytest.raises(LayoutError, match="encapsulation"):
+        read_twist(b"\x00\x07\x00\x00" + struct.pack("<6d", *values), stamped=False)  # XCDR2
+    with pytest.raises(LayoutError, match="too short"):
+        read_twist(b"\x00\x01\x00\x00" + b"\x00" * 40, stamped=False)
+    with pytest.raises(LayoutError, match="frame_id length"):
+        read_twist(b"\x00\x01\x00\x00" + struct.pack("<iiI", 1, 2, 999) + b"\x00" * 60, stamped=True)
