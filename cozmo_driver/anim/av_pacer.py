@@ -14,7 +14,7 @@ origin, never accumulated, so the stream cannot drift.  A tick that carries
 something and is sent after its slot ended counts as an underrun (idle ticks,
 which send nothing, never do); all its audio is still sent (audio is never
 dropped, the robot needs every frame), but of several late ticks only the
-newest display frame is sent.
+newest overlay image is sent (face frames: see below).
 
 Ticks that were idle when a call returned (nothing to send until an input
 arrives: :meth:`AVPacer.next_deadline` was None, or later) are not sent late
@@ -32,11 +32,24 @@ message while the pacer is *active*):
   while active.
 * **Display**: the image to show is the current overlay
   (:meth:`AVPacer.show_image`: queued images shown in order, each for its
-  ``duration_s`` or, without one, for one tick: a video) or else the face layer
-  (:meth:`AVPacer.set_face`, e.g. what the face node renders; the latest wins).
+  ``duration_s`` or, without one, for one tick: a video) or else the face layer.
   A ``DisplayImage`` is sent when the image differs from what the screen shows,
   and the shown image is sent again every ``refresh_s`` (the robot blanks a
   screen left without a refresh).
+
+**Face frames.**  The face layer is fed two ways.  :meth:`AVPacer.set_face`
+replaces it at once (an image held in the face's place, or none).
+:meth:`AVPacer.queue_face` is for a face that changes every frame (the face
+node's 30 fps, on a clock of its own): its frames wait in a small FIFO
+(``face_queue`` frames) and each tick takes the next one, so that two frames
+arriving between the same two ticks are shown on consecutive ticks instead of
+the first being replaced unseen; the price is at most ``face_queue`` frames of
+latency after a burst.  Late ticks sent together each take their own frame
+(the robot plays them one per frame from its buffer).  A frame arriving when
+the FIFO is full drops the oldest waiting one (``faces_dropped``).  While an
+overlay or an animation covers the face, the FIFO keeps only the newest frame
+(the others are ``faces_covered``, never shown by design) and that frame shows
+when the face layer does again.
 
 **When silence is sent.**  The pacer is active, and sends one audio message
 per tick, while audio is queued or playing, while an overlay image is shown or
@@ -94,6 +107,11 @@ class PacerStats:
     audio_starved: int = 0
     #: display frames re-sent by the refresh
     refreshes: int = 0
+    #: face frames dropped unseen because the face FIFO was full (the oldest waiting one)
+    faces_dropped: int = 0
+    #: face frames not shown on a tick of their own because an overlay or an animation
+    #: covered the face (they came, or waited, meanwhile; the newest shows afterwards)
+    faces_covered: int = 0
 
 
 class _Image:
@@ -141,8 +159,11 @@ class AVPacer:
     """Paces audio and display at 30 ticks per second.  See the module docstring."""
 
     def __init__(self, *, always_on: bool = False, linger_s: float = 0.5, refresh_s: float = 5.0,
-                 renderer: Optional[FaceRenderer] = None, player: Optional[AnimationPlayer] = None) -> None:
+                 face_queue: int = 6, renderer: Optional[FaceRenderer] = None,
+                 player: Optional[AnimationPlayer] = None) -> None:
         self.always_on = bool(always_on)
+        #: face frames that may wait for their tick (:meth:`queue_face`)
+        self.face_queue = max(1, int(face_queue))
         self.linger_ticks = max(0, int(round(linger_s * TICKS_PER_SECOND)))
         self.refresh_ticks = max(1, int(round(refresh_s * TICKS_PER_SECOND)))
         self.player = player or AnimationPlayer(renderer=renderer)
@@ -156,6 +177,7 @@ class AVPacer:
         self._final = True
         # display
         self._face: Optional[_Image] = None
+        self._faces: Deque[_Image] = deque()  # face frames waiting for their tick, oldest first
         self._overlays: Deque[_Overlay] = deque()
         self._overlay: Optional[_Overlay] = None
         self._on_screen: Optional[bytes] = None
@@ -225,14 +247,47 @@ class AVPacer:
         self._final = True
 
     def set_face(self, image: Optional[ImageLike]) -> None:
-        """The face layer: shown whenever no overlay is (None: nothing)."""
+        """The face layer, at once: shown whenever no overlay is (None: nothing).  Face
+        frames waiting in the FIFO are replaced too (counted as covered)."""
+        self.stats.faces_covered += len(self._faces)
+        self._faces.clear()
         self._face = None if image is None else _Image(image)
+
+    def queue_face(self, image: ImageLike) -> None:
+        """The next frame of the face layer: shown on the first tick after those waiting
+        (see Face frames in the module docstring)."""
+        frame = _Image(image)
+        if self._face_covered():
+            self.stats.faces_covered += len(self._faces) + 1
+            self._faces.clear()
+            self._face = frame
+            return
+        if len(self._faces) >= self.face_queue:
+            self._faces.popleft()
+            self.stats.faces_dropped += 1
+        self._faces.append(frame)
+
+    @property
+    def faces_queued(self) -> int:
+        """Face frames waiting for their tick."""
+        return len(self._faces)
+
+    def _face_covered(self) -> bool:
+        return self.player.playing or self._overlay is not None or bool(self._overlays)
+
+    def _cover_faces(self) -> None:
+        """The face is covered: of the frames waiting only the newest stays, as the face."""
+        if self._faces:
+            self.stats.faces_covered += len(self._faces)
+            self._face = self._faces[-1]
+            self._faces.clear()
 
     def show_image(self, image: ImageLike, duration_s: Optional[float] = None) -> None:
         """Queue an overlay image: shown for ``duration_s`` (None: one tick), then the next or the face."""
         if duration_s is not None and not duration_s >= 0:
             raise LocalProtocolError(f"duration_s must be >= 0, got {duration_s!r}")
         self._overlays.append(_Overlay(_Image(image), duration_s))
+        self._cover_faces()
 
     def clear_images(self) -> None:
         """Drop every overlay (the face layer shows again)."""
@@ -252,6 +307,7 @@ class AVPacer:
         (e.g. ``start_head_angle_deg``, ``start_lift_height_mm``).
         """
         self.start(now)
+        self._cover_faces()
         first = max(self._next, self._slot(now) + 1)  # the next tick not sent and not yet due
         anim_id = self.player.play(clip, now, start=self.tick_time(first), **compile_options)
         self._clip_first_tick = first
@@ -305,6 +361,8 @@ class AVPacer:
         return math.inf
 
     def _wants_display(self) -> bool:
+        if self._overlay is None and not self._overlays and self._faces:
+            return True
         desired = self._overlay.image if self._overlay is not None else (
             self._overlays[0].image if self._overlays else self._face)
         return desired is not None and desired is not self._on_screen_image
@@ -375,8 +433,14 @@ class AVPacer:
         stats.ticks += 1
         self._advance_overlay(k)
         sent_display = False
+        next_face = False
+        if self._overlay is not None:
+            self._cover_faces()
+        elif self._faces:
+            self._face = self._faces.popleft()  # this tick's face frame, late or not
+            next_face = True
         desired = self._overlay.image if self._overlay is not None else self._face
-        if latest and desired is not None:
+        if (latest or next_face) and desired is not None:
             refresh = k - self._last_display_tick >= self.refresh_ticks
             if desired is not self._on_screen_image or refresh:
                 data = desired.data

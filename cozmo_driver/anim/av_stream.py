@@ -13,6 +13,11 @@ condition).
 Layers on the screen, highest first: an animation, then the image of
 :meth:`AVStream.show_image` (each replaces the one before; shown for its
 duration or until replaced), then the face of :meth:`AVStream.set_face`.
+Faces are frames of a stream (the face node renders at 30 fps on its own clock):
+each goes into the pacer's small FIFO and out on a tick of its own, in order, so
+that none is lost to the two clocks' phase; the same face again (a keep-alive)
+is not queued; a full FIFO drops its oldest frame, counted
+(:class:`~cozmo_driver.anim.av_pacer.AVPacer`, Face frames).
 A timed image is a pacer overlay (the stream carries a frame every tick while it
 shows); an image "until replaced" takes the face's place in the pacer instead
 (sent once, then refreshed every ``refresh_s``: no traffic in between), and the
@@ -92,6 +97,8 @@ class AVStreamStats:
     stream_dropped_s: float = 0.0
     images_shown: int = 0
     faces_set: int = 0
+    #: faces that came while an image shown until replaced held the face's place
+    faces_under_image: int = 0
     send_errors: int = 0
     #: how late the timer fired after a tick was due (s)
     tick_late_max_s: float = 0.0
@@ -129,11 +136,12 @@ class AVStream:
 
     def __init__(self, robot: Any, on_report: Callable[[AVReport], None], *,
                  renderer: Optional[FaceRenderer] = None, linger_s: float = 0.5, refresh_s: float = 5.0,
-                 stream_prebuffer_s: float = 0.1, stream_timeout_s: float = 0.15, max_queue_s: float = 30.0,
-                 progress_period_s: float = 0.1) -> None:
+                 face_queue: int = 6, stream_prebuffer_s: float = 0.1, stream_timeout_s: float = 0.15,
+                 max_queue_s: float = 30.0, progress_period_s: float = 0.1) -> None:
         self.robot = robot
         self.on_report = on_report
-        self.pacer = AVPacer(linger_s=linger_s, refresh_s=refresh_s, renderer=renderer or FaceRenderer())
+        self.pacer = AVPacer(linger_s=linger_s, refresh_s=refresh_s, face_queue=face_queue,
+                             renderer=renderer or FaceRenderer())
         self.stats = AVStreamStats()
         self.stream_prebuffer = max(1, int(round(stream_prebuffer_s * SAMPLE_RATE)))
         self.stream_timeout_s = float(stream_timeout_s)
@@ -180,7 +188,7 @@ class AVStream:
             self._do_stop(reason, send=False)
 
     def set_face(self, data: Optional[bytes]) -> None:
-        """The face layer (``DisplayImage`` bytes), or None for none."""
+        """The next frame of the face layer (``DisplayImage`` bytes), or None for none."""
         self._post(self._do_set_face, data)
 
     def show_image(self, data: Optional[bytes], duration_s: Optional[float] = None) -> None:
@@ -226,6 +234,9 @@ class AVStream:
             "audio queued (s)": round(self.pacer.audio_queued_s, 3),
             "images shown": s.images_shown,
             "faces received": s.faces_set,
+            "face frames waiting": self.pacer.faces_queued,
+            "face frames dropped (queue full)": p.faces_dropped,
+            "face frames covered (image or animation)": p.faces_covered + s.faces_under_image,
             "animations started": a.clips_started,
             "animations finished": a.clips_finished,
             "animations cancelled": a.clips_cancelled,
@@ -366,11 +377,18 @@ class AVStream:
 
     def _do_set_face(self, data: Optional[bytes]) -> None:
         self.stats.faces_set += 1
+        if data is not None and data == self._face:
+            return  # the same face again (a keep-alive): shown already, or waiting
         had_face, self._face = self._face is not None, data
-        if self._held is None:
+        if self._held is not None:
+            if data is not None:
+                self.stats.faces_under_image += 1
+        elif data is None:
             self._base_layer()
-            if data is None and had_face:
+            if had_face:
                 self._blank_if_faceless()
+        else:
+            self.pacer.queue_face(data)
         self._arm()
 
     def _do_show_image(self, data: Optional[bytes], duration_s: Optional[float]) -> None:

@@ -5,7 +5,8 @@
 * subscriptions ``display/image`` (cozmo_interfaces/DisplayImage: an image and
   how long to show it), ``display/image_raw`` (sensor_msgs/Image, shown for
   ``display_default_duration``), ``display/face`` (sensor_msgs/Image: the face
-  layer, e.g. from ``cozmo_face_node``) and ``audio/pcm``
+  layer, e.g. from ``cozmo_face_node``: every frame shown, in order, one a tick;
+  the same face again is a keep-alive and not queued) and ``audio/pcm``
   (cozmo_interfaces/AudioChunk: a PCM stream);
 * actions ``play_audio`` (cozmo_interfaces/PlayAudio: a WAV file) and
   ``play_animation`` (cozmo_interfaces/PlayAnimation: a clip by name or group;
@@ -57,7 +58,7 @@ from ..driver.media import (ChunkResampler, audio_chunk_samples, face_to_screen,
                             is_empty_image, load_audio_file, motor_stops, screen_to_frame)
 from . import qos
 from .handover import HandOver
-from .qos import QOS_COMMAND, QOS_LATEST, QOS_SENSOR, QOS_STREAM
+from .qos import QOS_COMMAND, QOS_FRAMES, QOS_SENSOR, QOS_STREAM
 
 __all__ = ["MediaInterfaces"]
 
@@ -119,11 +120,11 @@ class MediaInterfaces:
         self._handover = HandOver(node, self._on_report)  # the stream's reports, from its thread
         self.av = AVStream(robot, self._handover.put,
                            stream_prebuffer_s=float(params.get("audio_stream_buffer", 0.1)))
-        # Commands: only the latest matters. The face: the latest, from any publisher.
-        # Audio chunks: none may be lost.
+        # Commands: only the latest matters. The face: every frame, in order, from any
+        # publisher (AVStream shows one a tick). Audio chunks: none may be lost.
         self._subscribe(DisplayImage, "display/image", self._on_display_image, QOS_COMMAND)
         self._subscribe(Image, "display/image_raw", self._on_display_image_raw, QOS_SENSOR)
-        self._subscribe(Image, "display/face", self._on_display_face, QOS_LATEST)
+        self._subscribe(Image, "display/face", self._on_display_face, QOS_FRAMES)
         self._subscribe(AudioChunk, "audio/pcm", self._on_audio_pcm, QOS_STREAM)
         self._audio_server = ActionServer(
             node, PlayAudio, "play_audio", execute_callback=self._execute_audio,

@@ -39,8 +39,8 @@ def _no_event_handlers(callbacks_type: Any) -> Dict[str, Any]:
 
 
 __all__ = ["profile", "QOS_SENSOR", "QOS_STATE", "QOS_QUEUE", "QOS_EVENTS", "QOS_STREAM",
-           "QOS_TF", "QOS_LATCHED", "QOS_COMMAND", "QOS_LATEST", "QOS_WATCH", "create_publisher",
-           "create_subscription"]
+           "QOS_TF", "QOS_LATCHED", "QOS_COMMAND", "QOS_LATEST", "QOS_FRAMES", "QOS_WATCH",
+           "create_publisher", "create_subscription"]
 
 
 def profile(depth: int, reliable: bool = True, latched: bool = False) -> QoSProfile:
@@ -71,6 +71,9 @@ QOS_LATCHED = profile(1, latched=True)
 QOS_COMMAND = profile(1)
 #: only the latest, from any publisher (best effort matches reliable and best-effort ones)
 QOS_LATEST = profile(1, reliable=False)
+#: frames of which each is shown in order, from any publisher (the face): best effort, depth 10,
+#: so that frames arriving while the executor is busy wait for it instead of replacing each other
+QOS_FRAMES = profile(10, reliable=False)
 #: watching others' commands, whatever their publishers' reliability: best effort, depth 10
 QOS_WATCH = profile(10, reliable=False)
 

@@ -34,7 +34,7 @@ from cozmo_driver.anim.player import compile_clip, tick_of  # noqa: E402
 from cozmo_driver.face.expressions import EXPRESSIONS  # noqa: E402
 from cozmo_driver.face.procedural import FaceRenderer  # noqa: E402
 from cozmo_driver.protocol.audio import SAMPLE_RATE, SAMPLES_PER_FRAME  # noqa: E402
-from cozmo_driver.protocol.display import fit_to_frame, image_to_bits  # noqa: E402
+from cozmo_driver.protocol.display import decode_display, fit_to_frame, image_to_bits  # noqa: E402
 from cozmo_driver.ros.driver_node import CozmoDriverNode  # noqa: E402
 from cozmo_driver.sim import SimServer  # noqa: E402
 
@@ -215,6 +215,29 @@ def test_a_face_of_the_wrong_size_and_an_empty_audio_chunk_are_refused_and_count
     assert any("display/face refused: display/face is 64 x 32: a face must be 128 x 64" in line
                for line in log.lines), log.lines
     assert any("audio/pcm refused: audio/pcm.samples is empty" in line for line in log.lines), log.lines
+
+
+def test_faces_published_back_to_back_are_each_shown_once_in_order(make_rig):
+    """Four faces published at once, before the executor takes any: the subscription keeps
+    them all (it is deeper than one) and the driver sends each on a tick of its own, in order;
+    the same face again (a keep-alive) sends nothing."""
+    rig = make_rig()
+    face = rig.publisher(Image, "display/face")
+    names = ["happy", "sad", "angry", "surprised"]
+    frames = [np.where(RENDERER.render(EXPRESSIONS[n]), 255, 0).astype(np.uint8) for n in names]
+
+    def displayed():
+        return [decode_display(bytes(msg.image)) for _, msg in rig.sim.commands() if msg.NAME == "DisplayImage"]
+
+    before = len(displayed())
+    for pixels in frames + frames[-1:]:
+        face.publish(image_msg(pixels, "mono8"))
+    assert rig.spin_until(lambda: len(displayed()) >= before + len(names), 3.0), "not every face was shown"
+    rig.spin_for(0.3)
+    shown_now = displayed()[before:]
+    assert len(shown_now) == len(names)
+    assert all(np.array_equal(got, face_bits(n)) for got, n in zip(shown_now, names))
+    assert rig.diag_values()["face frames dropped (queue full)"] == "0"
 
 
 # ----------------------------------------------------------------------------- audio

@@ -1,0 +1,253 @@
+"""Every face frame shown: faces arriving at 30 fps against the driver's 30 Hz pacer grid.
+
+The driver's :class:`~cozmo_driver.anim.av_stream.AVStream` runs on a robot client made of a
+:class:`~cozmo_driver.client.link.RobotLink` joined to the simulated robot by the in-memory
+link, on the link's explicit clock: no threads, no sockets, no wall time. Faces arrive as
+the face node publishes them (a 30 Hz grid of its own, with its own phase) after a
+delivery delay (DDS and the executor) that jitters, sometimes pairs two faces between two
+ticks of the pacer, and sometimes stalls; the I/O thread's timer wakes up late by an
+injected amount, sometimes by more than a tick. What the simulated robot received is read
+from its command log."""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+import random
+from types import SimpleNamespace
+from typing import Callable, List, Tuple
+
+import numpy as np
+import pytest
+
+from cozmo_driver.anim.av_stream import AVStream
+from cozmo_driver.anim.clip import load_builtin
+from cozmo_driver.anim.player import compile_clip
+from cozmo_driver.client.link import RobotLink
+from cozmo_driver.driver.media import screen_to_frame
+from cozmo_driver.sim import RobotConfig, SimulatedRobot
+from cozmo_driver.transport.memory import MemoryLink
+
+FRAME = 1 / 30
+
+
+class LoopRobot:
+    """What AVStream needs of a robot client (``clock``, ``call_soon``, ``schedule``, ``link``,
+    listeners) as the I/O thread has it, on the in-memory link's clock.
+
+    ``wake(when)`` is how late (s) a timer due at ``when`` fires; :meth:`arrive` makes a call
+    from another thread (the executor's) land on the I/O thread at a given time."""
+
+    def __init__(self, seed: int, wake: Callable[[float], float]) -> None:
+        self.link = RobotLink(name="faces")
+        self.sim = SimulatedRobot(config=RobotConfig(seed=seed))
+        self.net = MemoryLink(self.link, self.sim, seed=seed)
+        self.net.on_event_a = self._dispatch
+        self.wake = wake
+        self._listeners: List[Callable] = []
+        self._timers: list = []  # (fires at, order, fn, handle)
+        self._arrivals: list = []  # (lands at, order, fn, args)
+        self._order = itertools.count()
+        self.link.start(self.net.now)
+        self.run_until(2.0)
+        assert self.link.is_ready, "the simulated robot did not become ready"
+
+    def _dispatch(self, event) -> None:
+        for fn in list(self._listeners):
+            fn(event)
+
+    # -- the client's surface, as the I/O thread sees it
+    def clock(self) -> float:
+        return self.net.now
+
+    def call_soon(self, fn, *args) -> None:
+        fn(*args)
+        self.net.flush()
+
+    def schedule(self, when: float, fn):
+        handle = SimpleNamespace(cancelled=False)
+        handle.cancel = lambda: setattr(handle, "cancelled", True)
+        heapq.heappush(self._timers, (when + self.wake(when), next(self._order), fn, handle))
+        return handle
+
+    def add_listener(self, fn) -> None:
+        self._listeners.append(fn)
+
+    def remove_listener(self, fn) -> None:
+        self._listeners.remove(fn)
+
+    # -- the test's side
+    def arrive(self, at: float, fn, *args) -> None:
+        heapq.heappush(self._arrivals, (at, next(self._order), fn, args))
+
+    def run_until(self, end: float, max_steps: int = 1_000_000) -> None:
+        for _ in range(max_steps):
+            while self._timers and self._timers[0][3].cancelled:
+                heapq.heappop(self._timers)
+            due = min([end] + [q[0][0] for q in (self._timers, self._arrivals) if q])
+            self.net.run_until(due)
+            if self._arrivals and self._arrivals[0][0] <= due:
+                _, _, fn, args = heapq.heappop(self._arrivals)
+                self.call_soon(fn, *args)
+            elif self._timers and self._timers[0][0] <= due:
+                _, _, fn, _ = heapq.heappop(self._timers)
+                fn()
+                self.net.flush()
+            elif due >= end:
+                return
+        raise RuntimeError("did not settle")
+
+    def displayed(self) -> List[Tuple[float, bytes]]:
+        """(time, DisplayImage bytes) the simulated robot received, in order."""
+        return [(t, bytes(msg.image)) for t, msg in self.sim.model.commands() if msg.NAME == "DisplayImage"]
+
+
+def face(j: int) -> bytes:
+    """DisplayImage bytes of face number ``j``: its bits as blocks, distinct for j < 65536."""
+    screen = np.zeros((64, 128), dtype=bool)
+    for b in range(16):
+        screen[0:16, 8 * b:8 * b + 8] = bool(j >> b & 1)
+    screen[32:, (j * 7) % 128] = True
+    return screen_to_frame(screen)[0]
+
+
+def arrivals(first: float, count: int, delay: Callable[[int], float]) -> List[float]:
+    """When faces published on a 30 Hz grid from ``first`` land on the I/O thread, in order
+    (the subscription and the executor keep it), each ``delay(j)`` after its publication."""
+    out: List[float] = []
+    for j in range(count):
+        out.append(max(out[-1] if out else 0.0, first + j * FRAME + delay(j)))
+    return out
+
+
+def play(robot: LoopRobot, av: AVStream, times: List[float]) -> List[bytes]:
+    """Faces 0.. arrive at ``times``; the DisplayImages the robot received for them."""
+    start = len(robot.displayed())
+    for j, t in enumerate(times):
+        robot.arrive(t, av.set_face, face(j))
+    robot.run_until(times[-1] + 1.0)  # well before the 5 s refresh of an unchanged screen
+    return [data for _, data in robot.displayed()[start:]]
+
+
+def make(seed: int, wake: Callable[[float], float]) -> Tuple[LoopRobot, AVStream, float]:
+    """The robot, its started stream, and a tick of the pacer's grid a little ahead."""
+    robot = LoopRobot(seed, wake)
+    av = AVStream(robot, lambda report: None)
+    av.start()
+    origin = av.pacer.tick_time(0)
+    return robot, av, origin + (math.floor((robot.clock() - origin) * 30) + 2) * FRAME
+
+
+# --------------------------------------------------------------------------- every face, once, in order
+
+@pytest.mark.parametrize("phase", [0.0, 0.001, 0.004, 0.012, 0.02, 0.028, 0.032, 0.0333])
+def test_faces_at_30_fps_with_jitter_are_each_sent_once_in_order(phase):
+    """The face node's grid at ``phase`` after the pacer's (near 0 and near a whole frame:
+    faces land on both sides of a tick), delivery jittering by 0.3-6 ms, one face in 25
+    held back by 34-45 ms (two land between the same two ticks), the I/O thread waking
+    0-2 ms late and once in 150 ticks by 40-75 ms (a catch-up of two or three ticks)."""
+    rng = random.Random(int(phase * 1e6))
+    robot, av, grid = make(7, lambda when: rng.uniform(0.04, 0.075) if rng.random() < 1 / 150
+                           else rng.uniform(0.0, 0.002))
+    times = arrivals(grid + phase, 300, lambda j: rng.uniform(0.034, 0.045) if rng.random() < 1 / 25
+                     else rng.uniform(0.0003, 0.006))
+    got = play(robot, av, times)
+    gaps = np.diff(times)
+    assert (gaps < 0.004).sum() >= 5, "the arrivals never paired up between two ticks"
+    assert got == [face(j) for j in range(300)]
+    counters = av.counters()
+    assert counters["face frames dropped (queue full)"] == 0
+    assert counters["faces received"] == 300
+
+
+def test_bursts_and_a_short_stall_lose_nothing_and_keep_one_face_per_tick():
+    """Explicit bursts: every 10th face lands together with the next one, between the same
+    two ticks; once, the executor stalls for 90 ms (three faces land at once). Each tick
+    carries at most one face, and the DisplayImages go out on consecutive ticks of the grid."""
+    robot, av, grid = make(3, lambda when: 0.0005)
+
+    def delay(j: int) -> float:
+        if j % 10 == 3:
+            return FRAME + 0.001               # lands just after face j + 1 would
+        if 150 <= j < 153:
+            return 0.09 - (j - 150) * FRAME    # a 90 ms stall: 150, 151 and 152 land at once
+        return 0.012
+
+    times = arrivals(grid + 0.015, 240, delay)
+    assert times[152] - times[150] < 1e-9
+    start = len(robot.displayed())
+    got = play(robot, av, times)
+    assert got == [face(j) for j in range(240)]
+    sent_at = [t for t, _ in robot.displayed()[start:]]
+    ticks = np.round((np.array(sent_at) - av.pacer.tick_time(0)) * 30).astype(int)
+    assert len(set(ticks)) == len(ticks)                                  # one face per tick
+
+
+def test_a_stall_longer_than_the_queue_drops_the_oldest_and_counts_them():
+    """A 400 ms stall: faces 50 to 61 land at once, when face 61 would have; the queue keeps
+    the newest few, the older are dropped (counted), and the faces before and after are all
+    shown, in order."""
+    robot, av, grid = make(5, lambda when: 0.001)
+    times = arrivals(grid + 0.01, 120, lambda j: (61 - j) * FRAME + 0.003 if 50 <= j < 62 else 0.003)
+    got = play(robot, av, times)
+    dropped = av.counters()["face frames dropped (queue full)"]
+    shown = [face(j) for j in range(120)]
+    missing = [j for j in range(120) if shown[j] not in got]
+    assert dropped == len(missing) > 0
+    assert got == [shown[j] for j in range(120) if j not in missing]      # once each, in order
+    # the oldest of the burst went; the queue kept the newest
+    assert missing == list(range(50, 62 - av.pacer.face_queue))
+
+
+def test_an_unchanged_face_is_not_queued_again():
+    """The same face again (a keep-alive) takes no place in the queue and sends nothing."""
+    robot, av, grid = make(2, lambda when: 0.0)
+    for j, data in enumerate([face(1), face(1), face(1), face(2), face(2), face(1)]):
+        robot.arrive(grid + 0.01 + j * 0.001, av.set_face, data)
+    start = len(robot.displayed())
+    robot.run_until(grid + 1.0)
+    sent = robot.displayed()[start:]
+    assert [data for _, data in sent] == [face(1), face(2), face(1)]
+    # the first at once (the pacer was idle), the others on the next two ticks
+    assert sent[1][0] - sent[0][0] <= FRAME and sent[2][0] - sent[1][0] == pytest.approx(FRAME)
+
+
+# --------------------------------------------------------------------------- layers above the face
+
+def test_images_and_animations_still_cover_the_face_and_the_newest_face_returns():
+    """Faces keep coming at 30 fps while a timed image, an image until replaced and an
+    animation show: none of those is interrupted, no face is dropped (the FIFO keeps only the
+    newest while covered), each face is sent at most once and in order, every face that came
+    while nothing covered it is sent, and after each cover the newest face is the first sent."""
+    robot, av, grid = make(4, lambda when: 0.001)
+    img = screen_to_frame(np.ones((64, 128), dtype=bool))[0]
+    held = screen_to_frame(np.eye(64, 128, dtype=bool))[0]
+    clip = compile_clip(load_builtin("nod_yes"))
+    covers = {"timed image": grid + 1.02, "image until replaced": grid + 3.02, "animation": grid + 6.02}
+    robot.arrive(covers["timed image"], av.show_image, img, 0.5)
+    robot.arrive(covers["image until replaced"], av.show_image, held, None)
+    robot.arrive(grid + 4.02, av.show_image, None)
+    robot.arrive(covers["animation"], av.play_clip, "clip", clip)
+    times = arrivals(grid + 0.01, 300, lambda j: 0.005)
+    start = len(robot.displayed())
+    got = play(robot, av, times)
+    sent = robot.displayed()[start:]
+    faces = {face(j): j for j in range(300)}
+    order = [faces[data] for _, data in sent if data in faces]
+    assert order == sorted(set(order))                                    # once each, in order
+    assert img in got and held in got and len(got) > len(order) + 2       # the clip's frames too
+    counters = av.counters()
+    assert counters["face frames dropped (queue full)"] == 0
+    # each cover ends with the newest face that had come; the faces that came outside the
+    # covers (from the tick before one began, when a face waiting for it was covered) all went
+    windows = []
+    for name, begin in covers.items():
+        back_at, first = next((t, faces[d]) for t, d in sent if t > begin and d in faces)
+        newest = max(j for j in range(300) if times[j] <= back_at)
+        assert first == newest, name
+        windows.append((begin - FRAME, back_at))
+    for j in range(300):
+        if not any(begin <= times[j] <= end for begin, end in windows):
+            assert j in order, j
+    assert counters["face frames covered (image or animation)"] >= 300 - len(order)
