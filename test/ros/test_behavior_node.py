@@ -363,10 +363,14 @@ def test_the_console_script_stops_what_it_started(rclpy_context, tmp_path):
         "look_around": None, "get_bored": None, "happy_dance": None}}},
         "behaviors": {"explore": {"params": {"legs": 1, "leg_m": 0.3, "speed": 0.02}}}}))
     sim = SimServer(port=0, seed=2).start()
-    driver = CozmoDriverNode(context=rclpy_context, parameter_overrides=[
+    # a namespace of its own: the nodes of the tests before it (and the refused process
+    # above) may linger in the ROS graph for a moment, and the node's name guard refuses to
+    # run beside a /cozmo_behavior
+    ns = "console_script"
+    driver = CozmoDriverNode(context=rclpy_context, namespace=ns, parameter_overrides=[
         Parameter("robot_ip", value="127.0.0.1"), Parameter("robot_port", value=sim.address[1]),
         Parameter("camera_enabled", value=False)])
-    probe = rclpy.create_node("behavior_script_probe", context=rclpy_context)
+    probe = rclpy.create_node("behavior_script_probe", namespace=ns, context=rclpy_context)
     statuses: List[BehaviorStatus] = []
     probe.create_subscription(BehaviorStatus, "behavior/status", statuses.append, QoSProfile(
         depth=10, reliability=QoSReliabilityPolicy.RELIABLE, durability=QoSDurabilityPolicy.TRANSIENT_LOCAL))
@@ -382,8 +386,8 @@ def test_the_console_script_stops_what_it_started(rclpy_context, tmp_path):
             executor.spin_once(timeout_sec=0.02)
         return True
 
-    proc = subprocess.Popen([str(exe), "--ros-args", "-p", f"config_file:={config}",
-                             "-p", "start_delay:=0.0"],
+    proc = subprocess.Popen([str(exe), "--ros-args", "-r", f"__ns:=/{ns}",
+                             "-p", f"config_file:={config}", "-p", "start_delay:=0.0"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=dict(os.environ))
     try:
