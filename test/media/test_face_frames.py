@@ -163,13 +163,13 @@ def test_faces_at_30_fps_with_jitter_are_each_sent_once_in_order(phase):
 
 def test_bursts_and_a_short_stall_lose_nothing_and_keep_one_face_per_tick():
     """Explicit bursts: every 10th face lands together with the next one, between the same
-    two ticks; once, the executor stalls for 90 ms (three faces land at once). Each tick
-    carries at most one face, and the DisplayImages go out on consecutive ticks of the grid."""
+    two ticks; once, the executor stalls for 90 ms (three faces land at once). Every face
+    goes out once, in order, and no tick carries two."""
     robot, av, grid = make(3, lambda when: 0.0005)
 
     def delay(j: int) -> float:
         if j % 10 == 3:
-            return FRAME + 0.001               # lands just after face j + 1 would
+            return FRAME + 0.001               # lands when face j + 1 is published, just before it
         if 150 <= j < 153:
             return 0.09 - (j - 150) * FRAME    # a 90 ms stall: 150, 151 and 152 land at once
         return 0.012
