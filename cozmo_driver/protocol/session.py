@@ -33,6 +33,9 @@ Reliable delivery, in both directions:
   protocol has no authentication) is undone by the peer's own acks: when they
   stay behind packets taken as acknowledged, those packets are sent again
   (``ack_regressions``), instead of the link stalling until ``stall_timeout``.
+  Acks that stay ahead of anything sent (the peer delivered forged packets in
+  the places of ours) make the numbering jump after them, and the packets not
+  yet acknowledged go out again under the new numbers (``seq_resyncs``).
 * Keepalive: the engine pings every ``ping_interval`` and measures the round
   trip from the robot's echo. The peer is declared lost after ``peer_timeout``
   seconds without any datagram. :meth:`connect` after a loss or a disconnect
@@ -185,6 +188,10 @@ class SessionStats:
     #: the peer's acknowledgements stayed behind packets this session had taken as
     #: acknowledged (by a forged or stray frame whose ack ran ahead): they were sent again
     ack_regressions: int = 0
+    #: the peer's acks stayed ahead of anything this session sent (it had taken forged or
+    #: stray packets for ours): numbering jumped after its ack and the unacknowledged
+    #: packets were sent again
+    seq_resyncs: int = 0
     discarded_on_reset: int = 0
     rtt_s: Optional[float] = None
     srtt_s: Optional[float] = None
@@ -274,6 +281,8 @@ class Session:
         self._acked: Dict[int, _Unacked] = {}
         self._ack_behind_since: Optional[float] = None
         self._ack_behind_frames = 0
+        self._ack_ahead_since: Optional[float] = None
+        self._ack_ahead_frames = 0
         self._pending: Deque[bytes] = deque()    # reliable packets waiting for the window
         self._oob_out: List[bytes] = []           # out-of-band packets for the next flush
         self._retx: List[int] = []                # seqs due for retransmission
@@ -554,7 +563,7 @@ class Session:
         if (ack - base) % SEQ_MODULUS >= in_flight:
             self._on_old_ack(ack, now)  # acknowledges nothing new
             return
-        self._ack_behind_since = None
+        self._ack_behind_since = self._ack_ahead_since = None
         sample = None
         acked, keep = self._acked, self.config.window
         while unacked:
@@ -585,6 +594,10 @@ class Session:
         when the peer's acks stay behind packets taken as acknowledged, in at least
         ``ACK_BEHIND_FRAMES`` frames over ``ACK_BEHIND_CONFIRM_S``, those packets go back to
         the unacknowledged ones and are sent again (counted in ``ack_regressions``)."""
+        if (ack - self._next_seq) % SEQ_MODULUS < self.config.window:
+            self._on_ack_ahead(ack, now)
+            return
+        self._ack_ahead_since = None
         acked = self._acked
         if not acked or (ack + 1) % SEQ_MODULUS not in acked:
             # the last acknowledged packet, or older than the record: nothing in dispute
@@ -614,6 +627,37 @@ class Session:
         logger.warning("[%s] the peer's acknowledgements stay at packet %d, behind packets taken "
                        "as acknowledged (a forged or stray frame's ack ran ahead): %d packet(s) "
                        "sent again", self.name, ack, count)
+
+    def _on_ack_ahead(self, ack: int, now: float) -> None:
+        """An ack of packets this session never sent: the peer's receive window ran ahead of
+        our numbering, because it delivered forged or stray packets from our address in the
+        places of ours (a frame with garbage packets numbered as our next ones). Our
+        packets with those numbers are then taken for duplicates and dropped, and every ack
+        is beyond what we sent, so nothing would be acknowledged again. When the peer's
+        acks stay ahead so (``ACK_BEHIND_FRAMES`` frames over ``ACK_BEHIND_CONFIRM_S``, no
+        ordinary ack in between), numbering jumps to the peer's: the packets not yet
+        acknowledged are queued again, first, under new numbers after its ack (counted in
+        ``seq_resyncs``)."""
+        if self._ack_ahead_since is None:
+            self._ack_ahead_since, self._ack_ahead_frames = now, 1
+            return
+        self._ack_ahead_frames += 1
+        if (self._ack_ahead_frames < ACK_BEHIND_FRAMES
+                or now < self._ack_ahead_since + ACK_BEHIND_CONFIRM_S):
+            return
+        self._ack_ahead_since = None
+        again = [entry.packet for entry in self._unacked.values()]
+        self._unacked = {}
+        self._acked.clear()
+        self._retx = []
+        self._pending.extendleft(reversed(again))
+        skipped = (ack + 1 - self._next_seq) % SEQ_MODULUS
+        self._next_seq = (ack + 1) % SEQ_MODULUS
+        self.stats.seq_resyncs += 1
+        logger.warning("[%s] the peer acknowledges up to packet %d, which was never sent (it "
+                       "took forged or stray packets for ours): numbering continues after it "
+                       "(%d numbers skipped), %d packet(s) sent again", self.name, ack, skipped,
+                       len(again))
 
     def _on_peer_reset(self, now: float) -> None:
         """Engine: the robot greets us with a new Connect (packet 0, acknowledging nothing)

@@ -840,6 +840,36 @@ def test_a_forged_ack_that_runs_ahead_is_undone_by_the_peers_own_acks():
     assert pair.engine.is_connected and not pair.engine_of(ConnectionLost)
 
 
+def test_forged_packets_in_the_places_of_the_peers_make_its_numbering_jump():
+    """A frame from the robot's address carrying garbage packets numbered as the robot's
+    next ones: the engine delivers them (counted as malformed) and expects later numbers,
+    takes the robot's real packets with those numbers for duplicates, and acknowledges
+    beyond anything the robot sent. The robot's numbering then jumps after that ack and its
+    unacknowledged packets go out again: every real message arrives once, in order, and
+    the link holds (without that, the robot's packets are never acknowledged again and it
+    drops the link after stall_timeout). (Had the robot sent more packets than were forged,
+    its acks would have caught up by themselves, and those in the forged places would be
+    lost: nothing tells a forged packet from a real one.)"""
+    pair = Pair(Impairment(delay=0.01), Impairment(delay=0.01))
+    pair.connect()
+    for i in range(3):
+        pair.robot.send(to_engine(i))
+    pair.settle()
+    garbage = b"".join(bytes([0x04]) + struct.pack("<H", 5) + bytes([0xEE, 1, 2, 3, 4])
+                       for _ in range(4))
+    first = pair.engine._expected
+    forged = encode_frame(FrameType.ROBOT, first, (first + 3) % SEQ_MODULUS, OOB_SEQ, garbage)
+    pair.engine.receive_datagram(forged, pair.link.now)
+    for i in range(3, 5):   # fewer than the forged packets: the robot's acks never catch up
+        pair.robot.send(to_engine(i))
+    pair.settle(timeout=5.0)
+    assert pair.engine_got() == list(range(5))
+    assert pair.robot.stats.seq_resyncs == 1
+    pair.link.run_until(pair.link.now + 15.0)   # beyond stall_timeout: the link held
+    assert pair.engine.is_connected and pair.robot.is_connected
+    assert not pair.engine_of(ConnectionLost) and not pair.robot_of(ConnectionLost)
+
+
 def test_a_late_frame_with_an_old_ack_sends_nothing_again():
     """One frame that arrives late with an older ack (reordering) is not a regression: it
     takes several frames over ACK_BEHIND_CONFIRM_S."""
