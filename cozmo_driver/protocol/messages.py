@@ -1,8 +1,12 @@
-"""Message classes compiled from :mod:`cozmo_driver.protocol.declaration` at import.
+"""Message classes compiled from :mod:`cozmo_driver.protocol.declaration` on first use.
 
 Every message of the table becomes a slotted dataclass with one precompiled
 ``struct.Struct`` for its fixed part; ``encode_body``/``decode_body`` and ``SIZE``
-are derived from the declaration, nothing is written by hand per message.
+are derived from the declaration, nothing is written by hand per message. A class is
+compiled the first time it is asked for (``messages.DriveWheels``, the ``MESSAGES_BY_*``
+tables, decoding its id), once per process whatever the thread: compiling all 81 took
+about 0.1 s of every program's start-up, of which a driver needs a fifth before its
+first robot state.
 
 Decoding policy (what the robot's other firmware versions may send):
 
@@ -26,7 +30,9 @@ from __future__ import annotations
 import dataclasses
 import enum
 import struct
-from typing import Any, Dict, List, Optional, Tuple, Type
+import threading
+from collections.abc import Mapping
+from typing import Any, Dict, Iterator, List, Optional, Tuple, Type
 
 from . import declaration as _decl
 from ._table import F, FixedArray, String, VarArray
@@ -39,6 +45,7 @@ __all__ = [
     "MESSAGES_BY_ID",
     "MESSAGES_BY_NAME",
     "MESSAGES_BY_PACKET_TYPE",
+    "MessageTable",
     "ENUMS",
     "STRUCTS",
     "decode_message",
@@ -395,25 +402,77 @@ def _compile(spec) -> Type[Message]:
     return cls
 
 
-MESSAGES_BY_NAME: Dict[str, Type[Message]] = {}
-#: Messages with an id, by id.
-MESSAGES_BY_ID: Dict[int, Type[Message]] = {}
-#: The untyped packets (Connect, Disconnect, Ping, Keyframe), by packet type.
-MESSAGES_BY_PACKET_TYPE: Dict[int, Type[Message]] = {}
+_compiling = threading.Lock()
+_SPECS: Dict[str, Any] = {spec.name: spec for spec in _decl.MESSAGES}
 
-for _spec in _decl.MESSAGES:
-    _cls = _compile(_spec)
-    MESSAGES_BY_NAME[_spec.name] = _cls
-    if _spec.id is not None:
-        MESSAGES_BY_ID[_spec.id] = _cls
-    else:
-        MESSAGES_BY_PACKET_TYPE[int(_cls.PACKET_TYPE)] = _cls
-    globals()[_spec.name] = _cls
-    __all__.append(_spec.name)
+
+def _message_class(name: str) -> Type[Message]:
+    """The class of message ``name``, compiled on first use (once: under a lock)."""
+    cls = globals().get(name)
+    if cls is None:
+        with _compiling:
+            cls = globals().get(name)
+            if cls is None:
+                cls = globals()[name] = _compile(_SPECS[name])
+    return cls
+
+
+class MessageTable(Mapping):
+    """A read-only mapping of message classes (``MESSAGES_BY_ID`` etc.), each compiled the
+    first time it is looked up; iterating its values or items compiles them all."""
+
+    __slots__ = ("_names", "classes")
+
+    def __init__(self, names: Dict[Any, str]) -> None:
+        self._names = names
+        #: the classes looked up so far, by key (what decoding reads first)
+        self.classes: Dict[Any, Type[Message]] = {}
+
+    def __getitem__(self, key: Any) -> Type[Message]:
+        cls = self.classes.get(key)
+        if cls is None:
+            cls = self.classes[key] = _message_class(self._names[key])
+        return cls
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        cls = self.classes.get(key)
+        if cls is not None:
+            return cls
+        return self[key] if key in self._names else default
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._names
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __repr__(self) -> str:
+        return f"MessageTable({list(self._names)})"
+
+
+#: Every message class, by name.
+MESSAGES_BY_NAME = MessageTable({spec.name: spec.name for spec in _decl.MESSAGES})
+#: Messages with an id, by id.
+MESSAGES_BY_ID = MessageTable({spec.id: spec.name for spec in _decl.MESSAGES if spec.id is not None})
+#: The untyped packets (Connect, Disconnect, Ping, Keyframe), by packet type.
+MESSAGES_BY_PACKET_TYPE = MessageTable({int(PacketType[spec.packet_type]): spec.name
+                                        for spec in _decl.MESSAGES if spec.id is None})
+__all__ += list(_SPECS)
 for _name, _cls in list(ENUMS.items()) + list(STRUCTS.items()):
     globals()[_name] = _cls
     __all__.append(_name)
-del _spec, _cls, _name
+del _name, _cls
+
+
+def __getattr__(name: str) -> Any:
+    """``messages.DriveWheels`` (and ``from ... import DriveWheels``): compiled on first use."""
+    if name in _SPECS:
+        return _message_class(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _HEAD_ID = struct.Struct("<BHB")
 _HEAD = struct.Struct("<BH")
@@ -451,9 +510,9 @@ def decode_message(packet_type: int, ident: Optional[int], body) -> Any:
     ``ident`` is the id byte for COMMAND and EVENT packets, else ``None``.
     """
     if ident is None:
-        cls = MESSAGES_BY_PACKET_TYPE.get(packet_type)
+        cls = MESSAGES_BY_PACKET_TYPE.classes.get(packet_type) or MESSAGES_BY_PACKET_TYPE.get(packet_type)
     else:
-        cls = MESSAGES_BY_ID.get(ident)
+        cls = MESSAGES_BY_ID.classes.get(ident) or MESSAGES_BY_ID.get(ident)
         if cls is not None and cls.PACKET_TYPE != packet_type:
             cls = None
     if cls is None:

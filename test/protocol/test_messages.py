@@ -729,3 +729,52 @@ def test_byte_array_given_as_a_list():
         assert "OutputAudio.samples" in str(exc), str(exc)
     else:
         assert body == bytes(samples)
+
+
+# ----------------------------------------------------------------------------- compiled on first use
+
+
+def _fresh_messages_module():
+    """A second, untouched copy of the messages module: nothing of it compiled yet."""
+    import importlib.util
+
+    from cozmo_driver.protocol import messages
+
+    spec = importlib.util.spec_from_file_location("cozmo_driver.protocol._messages_copy", messages.__file__)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_message_class_is_compiled_on_first_use_and_only_once():
+    """No class is compiled at import; one asked for by name, id, attribute or a decode is
+    the same class whichever way and whichever of several threads asks first."""
+    import threading
+
+    names = [spec.name for spec in decl.MESSAGES]
+    fresh = _fresh_messages_module()
+    assert not [name for name in names if name in vars(fresh)]
+    assert len(fresh.MESSAGES_BY_NAME) == 81 and len(fresh.MESSAGES_BY_ID) == 77
+    assert "DriveWheels" in fresh.MESSAGES_BY_NAME and "NoSuchMessage" not in fresh.MESSAGES_BY_NAME
+    start, seen = threading.Barrier(8), []
+
+    def ask() -> None:
+        start.wait()
+        seen.append(fresh.MESSAGES_BY_NAME["RobotState"])
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10.0)
+    cls = seen[0]
+    assert len(seen) == 8 and all(s is cls for s in seen)
+    assert fresh.RobotState is cls and fresh.MESSAGES_BY_ID[cls.ID] is cls
+    assert [name for name in names if name in vars(fresh)] == ["RobotState"]
+    body = cls(timestamp_ms=7).encode_body()
+    assert type(fresh.decode_message(cls.PACKET_TYPE, cls.ID, body)) is cls
+    assert fresh.MESSAGES_BY_NAME.get("NoSuchMessage") is None
+    with pytest.raises(AttributeError):
+        fresh.NoSuchMessage  # noqa: B018
+    assert sorted(fresh.MESSAGES_BY_NAME.values(), key=lambda c: c.NAME) == sorted(
+        (getattr(fresh, name) for name in names), key=lambda c: c.NAME)
