@@ -43,61 +43,48 @@ parameter.
 
 from __future__ import annotations
 
-import gc
 import logging
 import sys
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 import rclpy
-from cozmo_interfaces.msg import (BackpackLights, HeadAngle, LiftHeight, LinkStatus, RobotEvent,
-                                  RobotInfo, RobotStatus)
-from cozmo_interfaces.srv import SetEmergencyStop
-from diagnostic_msgs.msg import DiagnosticArray
-from geometry_msgs.msg import Twist, TwistStamped
-from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.qos import QoSProfile
-from sensor_msgs.msg import BatteryState, CameraInfo, CompressedImage, Image, Imu, JointState
-from std_msgs.msg import Bool, Float32, Float64
-from std_srvs.srv import Trigger
-from tf2_msgs.msg import TFMessage
-from visualization_msgs.msg import Marker
 
-from .media_interfaces import MediaInterfaces
-from .motion_actions import MotionActions
-from .object_interfaces import ObjectInterfaces
-from ..client import LinkState
-from ..core import ConfigurationError, CozmoError, DriverCore, make_robot
+# Only what the node needs to exist is imported here: the message packages, the robot
+# client and the core (~0.3 s) are imported once the node, and so its DDS participant,
+# exists, so that discovery runs meanwhile (docs/driver.md, Start-up).
 from ..driver import camera_info as caminfo
 from ..driver.commands import CommandError, check_frame
 from ..driver.parameters import PARAMETERS, full_frame_id, validate_all, validate_change
+from ..errors import ConfigurationError, CozmoError
 from ..lifeline import exit_with_parent
 from . import qos
-from .driver_streams import DriverStreams
 from .driver_support import RosLogHandler as _RosLogHandler
-from .driver_support import declare_parameters, log_line, transition as _transition, twist_reader
+from .driver_support import core_attribute as _core_attribute
+from .driver_support import collector_off, declare_parameters, destroy_state_machine, log_line
+from .driver_support import transition as _transition, twist_reader
 from .handover import HandOver
 from .subscription_thread import SubscriptionThread, Unsupported
 from ._entry import destroyed_if_refused, init, make_node, refuse, spin_node
 from .usage import answer_help
-from .qos import QOS_COMMAND, QOS_EVENTS, QOS_LATCHED, QOS_SENSOR, QOS_STATE, QOS_TF
+from .qos import QOS_COMMAND
+
+if TYPE_CHECKING:
+    from cozmo_interfaces.msg import RobotInfo
+    from geometry_msgs.msg import Twist, TwistStamped
+    from .media_interfaces import MediaInterfaces
+    from .motion_actions import MotionActions
+    from .object_interfaces import ObjectInterfaces
 
 __all__ = ["CozmoDriverNode", "main"]
 
 #: two busy threads (protocol I/O, executor) share the GIL: a waiting one gets it after at most
 #: this long (CPython's 5 ms default shows in command and odometry latency)
 _GIL_SWITCH_INTERVAL_S = 0.0005
-
-
-def _core_attribute(name: str, doc: str) -> property:
-    """A node attribute that is the core's (motion, media and object interfaces use them)."""
-    def get(self):
-        return getattr(self._core, name)
-
-    def set_(self, value):
-        setattr(self._core, name, value)
-    return property(get, set_, doc=doc)
+#: start(): configure waits this long at most for the robot's first state before the rest
+_FIRST_STATE_WAIT_S = 0.25
 
 
 class CozmoDriverNode(LifecycleNode):
@@ -124,6 +111,10 @@ class CozmoDriverNode(LifecycleNode):
         self._configured = False
         self._closed = False
         self._handover: Optional[HandOver] = None  # what must run on the executor
+        self._live = False  # the link open and the core active (see _go_live)
+        self._link_early = False  # start(): configure opens the link half-way (_go_live)
+        from ..core import DriverCore  # after the participant: see the imports above
+        from .driver_streams import DriverStreams
         self._streams = DriverStreams(self, self._hand_over)
         self._core = DriverCore(None, self._params, self._streams)
         self._entities: List[Tuple[Callable[[Any], Any], Any]] = []
@@ -169,13 +160,21 @@ class CozmoDriverNode(LifecycleNode):
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> bool:
-        """Configure and activate (what ``autostart`` does); True on success."""
-        if self.trigger_configure() != TransitionCallbackReturn.SUCCESS:
-            return False
+        """Configure and activate (what ``autostart`` does); True on success. The link opens
+        half-way through configure, as soon as a robot state can be published, and the robot
+        connects while the rest is made (docs/driver.md, Start-up)."""
+        self._link_early = True
+        try:
+            if self.trigger_configure() != TransitionCallbackReturn.SUCCESS:
+                return False
+        finally:
+            self._link_early = False
         return self.trigger_activate() == TransitionCallbackReturn.SUCCESS
 
     @_transition
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
+        from ..core import make_robot
+        from .object_interfaces import ObjectInterfaces
         p = self._params
         self._robot = make_robot(p, self.get_fully_qualified_name())
         core = self._core
@@ -186,40 +185,60 @@ class CozmoDriverNode(LifecycleNode):
                 self.get_logger().info(f"camera calibration from {p['camera_info_url']}")
             except caminfo.CameraInfoError as exc:
                 self.get_logger().warning(f"{exc}; using the robot's calibration instead")
-        self._create_interfaces()
+        self._create_streams()
+        self._objects = ObjectInterfaces(self, self._robot, self._params)  # before RobotReady
+        self._robot.add_listener(core.on_robot_event)
+        if self._link_early:  # the rest while the robot connects, after its first state (the GIL)
+            self._streams.hold_notes()  # and log lines (driver_streams.hold_notes)
+            try:
+                if self._go_live(report=False):
+                    self._streams.first_state.wait(_FIRST_STATE_WAIT_S)
+            finally:
+                self._streams.release_notes()
+        self._create_commands()
+        from .media_interfaces import MediaInterfaces  # the animation library: after the link
+        from .motion_actions import MotionActions
         self._media = MediaInterfaces(self, self._robot, self._params)
         self._motion = core.motion = MotionActions(self, self._robot)
-        self._objects = ObjectInterfaces(self, self._robot, self._params)
-        self._robot.add_listener(core.on_robot_event)
         self._configured = True
         self.get_logger().info(f"configured for the robot at {p['robot_ip']}:{p['robot_port']}")
         return TransitionCallbackReturn.SUCCESS
 
     @_transition
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
-        robot = self._robot
-        if robot is None:
+        if self._robot is None or not self._go_live(report=True):
             return TransitionCallbackReturn.FAILURE
+        if self._media is not None:
+            self._media.activate()
+        self._publish_link_status()
+        return super().on_activate(state)
+
+    def _go_live(self, report: bool) -> bool:
+        """Open the link unless it is open, activate the core and the object interfaces: robot
+        states are published and commands taken from here on. False when the link cannot be
+        opened (``report``: logged and kept in ``start_error``; else on_activate tries again)."""
+        robot = self._robot
         if not robot.transport.running:
             try:
                 robot.start()
             except CozmoError as exc:
-                self.start_error = exc
-                self.get_logger().error(f"cannot open the link to the robot: {exc}")
-                return TransitionCallbackReturn.FAILURE
-            self.get_logger().info(
-                f"connecting to the robot at {self._params['robot_ip']}:{self._params['robot_port']}"
-                f" from UDP {robot.transport.local_address[0]}:{robot.transport.local_address[1]}")
-        self._core.activate()
-        if self._media is not None:
-            self._media.activate()
-        if self._objects is not None:
-            self._objects.activate()
-        self._publish_link_status()
-        return super().on_activate(state)
+                if report:
+                    self.start_error = exc
+                    self.get_logger().error(f"cannot open the link to the robot: {exc}")
+                return False
+            self._streams.note(logging.INFO, "connecting to the robot at "
+                               f"{self._params['robot_ip']}:{self._params['robot_port']} from UDP "
+                               f"{robot.transport.local_address[0]}:{robot.transport.local_address[1]}")
+        if not self._live:
+            self._live = True
+            self._core.activate()
+            if self._objects is not None:
+                self._objects.activate()
+        return True
 
     @_transition
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._live = False
         self._core.deactivate()  # no robot state is published, no cmd_vel sent, once it returns
         self._core.stop_all_motors()  # first: before the cubes' lights and the goals' own stops
         if self._media is not None:
@@ -249,6 +268,7 @@ class CozmoDriverNode(LifecycleNode):
     def _release(self) -> None:
         """Stop the motors (first), disconnect, join the I/O thread, destroy the interfaces."""
         core = self._core
+        self._live = False
         core.release()
         self._stop_cmd_vel_thread()
         if self._media is not None:
@@ -278,6 +298,7 @@ class CozmoDriverNode(LifecycleNode):
             self._destroy_interfaces()
             core.robot = None
         self._configured = False
+        from ..client import LinkState
         core.link_state = LinkState.DISCONNECTED
 
     def _log(self, level: int, text: str) -> None:
@@ -299,14 +320,7 @@ class CozmoDriverNode(LifecycleNode):
 
     def _destroy_rcl_node(self) -> None:
         super().destroy_node()
-        # rclpy's LifecycleNode never destroys its state machine, whose native object holds the
-        # rcl node (so the DDS participant) until the node is collected: after gc.freeze(), never.
-        machine = getattr(self, "_state_machine", None)
-        if machine is not None:
-            try:
-                machine.destroy_when_not_in_use()
-            except Exception:  # noqa: BLE001 - an rclpy without it: collected with the node
-                pass
+        destroy_state_machine(self)
 
     # ------------------------------------------------------------------ ROS interfaces
 
@@ -322,40 +336,23 @@ class CozmoDriverNode(LifecycleNode):
         self._entities.append((self.destroy_subscription, sub))
         return sub
 
-    def _create_interfaces(self) -> None:
-        for key, msg_type, topic, profile in (
-                ("odom", Odometry, "odom", QOS_STATE), ("imu", Imu, "imu/data", QOS_SENSOR),
-                ("joints", JointState, "joint_states", QOS_STATE),
-                ("battery", BatteryState, "battery_state", QOS_STATE),
-                ("battery_marker", Marker, "battery_marker", QOS_STATE),
-                ("status", RobotStatus, "status", QOS_STATE),
-                ("events", RobotEvent, "events", QOS_EVENTS),
-                ("info", RobotInfo, "robot_info", QOS_LATCHED),
-                ("link", LinkStatus, "link_status", QOS_LATCHED),
-                ("compressed", CompressedImage, "camera/image_raw/compressed", QOS_SENSOR),
-                ("image", Image, "camera/image_raw", QOS_SENSOR),
-                ("camera_info", CameraInfo, "camera/camera_info", QOS_SENSOR)):
-            self._publisher(key, msg_type, topic, profile)
-        self._publisher("tf", TFMessage, "/tf", QOS_TF, overridable=False)
-        self._publisher("diagnostics", DiagnosticArray, "/diagnostics", QOS_STATE, overridable=False)
-        core = self._core
-        self._subscription(HeadAngle, "head/angle", lambda m: core.set_head(m.angle, m.max_speed))
-        self._subscription(LiftHeight, "lift/height",
-                           lambda m: core.set_lift(m.height, m.max_speed))
-        self._subscription(Float64, "head/velocity", lambda m: core.move_head(m.data))
-        self._subscription(Float64, "lift/velocity", lambda m: core.move_lift(m.data))
-        self._subscription(BackpackLights, "backpack_lights", lambda m: core.set_backpack_lights(
-            {name: (getattr(m, name).r, getattr(m, name).g, getattr(m, name).b)
-             for name in ("front", "middle", "back", "left", "right")}))
-        self._subscription(Bool, "head_light", lambda m: core.set_head_light(m.data))
-        self._subscription(Float32, "volume", lambda m: core.set_volume(m.data))
-        for srv_type, name, callback in ((SetEmergencyStop, "emergency_stop", self._on_emergency_stop),
-                                         (Trigger, "reset_odometry", self._on_reset_odometry)):
-            srv = self.create_service(srv_type, name, callback)
-            self._entities.append((self.destroy_service, srv))
+    def _create_streams(self) -> None:
+        """The publishers and what the I/O thread publishes with: all a robot state needs."""
+        from . import driver_topics
+        for key, msg_type, topic, profile, overridable in driver_topics.PUBLISHERS:
+            self._publisher(key, msg_type, topic, profile, overridable)
         self._streams.build()
         self._handover = HandOver(self, lambda item: item[0](*item[1]))
         self._entities.append((HandOver.destroy, self._handover))
+
+    def _create_commands(self) -> None:
+        """The command topics, services, the diagnostics timer and cmd_vel."""
+        from . import driver_topics
+        for msg_type, topic, callback in driver_topics.command_subscriptions(self._core):
+            self._subscription(msg_type, topic, callback)
+        for srv_type, name, method in driver_topics.SERVICES:
+            srv = self.create_service(srv_type, name, getattr(self, method))
+            self._entities.append((self.destroy_service, srv))
         timer = self.create_timer(1.0, self._on_diagnostics_timer)
         self._entities.append((self.destroy_timer, timer))
         self._create_cmd_vel(own_thread=True)
@@ -369,9 +366,10 @@ class CozmoDriverNode(LifecycleNode):
     def _create_cmd_vel(self, own_thread: bool) -> None:
         """Subscribe to cmd_vel: on a thread of its own (subscription_thread.py), or where
         that cannot be made, on the executor."""
+        from .driver_topics import cmd_vel_type
         stamped = self._params["cmd_vel_stamped"]
-        msg_type, callback = (TwistStamped, self._on_cmd_vel_stamped) if stamped else \
-            (Twist, self._on_cmd_vel)
+        msg_type = cmd_vel_type(stamped)
+        callback = self._on_cmd_vel_stamped if stamped else self._on_cmd_vel
         if own_thread:  # serialized messages, read by driver_support.twist_reader
             try:
                 self._cmd_vel_thread = SubscriptionThread(
@@ -468,10 +466,12 @@ def main(args: Optional[List[str]] = None) -> int:
         return 0
     exit_with_parent()  # end with the bring-up that started it (cozmo_driver.lifeline)
     sys.setswitchinterval(_GIL_SWITCH_INTERVAL_S)
+    resume_collector = collector_off()  # until start() ends (driver_support.collector_off)
     init(args)  # SIGINT and SIGTERM stop the node before rclpy shuts down
     node = make_node("cozmo_driver_node", CozmoDriverNode,
                      (ValueError, rclpy.exceptions.ParameterException))
     if node is None:
+        resume_collector()
         return 2
     handler = _RosLogHandler(node)
     cozmo_logger = logging.getLogger("cozmo")
@@ -479,17 +479,18 @@ def main(args: Optional[List[str]] = None) -> int:
     cozmo_logger.propagate = False
 
     def start() -> None:
-        if node.autostart and not node.start():
-            if isinstance(getattr(node, "start_error", None), ConfigurationError):
-                return refuse(node, str(node.start_error))  # a bad address, a robot driven already
-            node.get_logger().error("could not start; the node stays up for lifecycle transitions")
-        # What start-up allocated lives as long as the process: keep it out of the cyclic
-        # collector's full passes, which would pause both threads for milliseconds.
-        gc.freeze()
+        try:
+            if node.autostart and not node.start():
+                if isinstance(getattr(node, "start_error", None), ConfigurationError):
+                    return refuse(node, str(node.start_error))  # a bad address, a robot driven already
+                node.get_logger().error("could not start; the node stays up for lifecycle transitions")
+        finally:
+            resume_collector()
 
     def stop(executor) -> None:
         node.close()
         cozmo_logger.removeHandler(handler)
+        resume_collector()  # (a stop before start() ended)
 
     return spin_node(node, start, stop)
 

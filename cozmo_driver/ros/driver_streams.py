@@ -15,9 +15,10 @@ may be used from any thread.
 from __future__ import annotations
 
 import math
+import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from builtin_interfaces.msg import Time as TimeMsg
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
@@ -70,6 +71,10 @@ RAW_IMAGE_BINDING = {**STAMP_BINDING, "height": "height", "width": "width", "ste
 STREAMS = ("odom", "tf", "imu", "joints", "status", "compressed", "image", "camera_info")
 #: how often the subscriber counts and whether ROS time is active are asked again, ns
 RECHECK_NS = 200_000_000
+#: start-up: for this long from the first robot state after configure, and while no stream has a
+#: subscriber yet, the counts are asked at every state (eight calls, about 20 us), so that the
+#: first subscriber discovered gets the next state, not one up to RECHECK_NS later; ns
+EAGER_NS = 5_000_000_000
 _LINK_STATUS = {LinkState.DISCONNECTED: LinkStatus.DISCONNECTED,
                 LinkState.CONNECTING: LinkStatus.CONNECTING,
                 LinkState.INITIALIZING: LinkStatus.CONNECTING,
@@ -113,6 +118,11 @@ class DriverStreams(DriverOutput):
         self.battery_msg: Optional[BatteryState] = None  # the latest, for battery_marker
         self._wanted: Dict[str, bool] = {}
         self.wanted_until = 0
+        self.eager_until: Optional[int] = None  # see EAGER_NS
+        #: set once a robot state has been handed to the publishers since build()
+        self.first_state = threading.Event()
+        self._held: Optional[List[Tuple[int, str]]] = None  # log lines held back (hold_notes)
+        self._notes_lock = threading.Lock()
         self._ros_time = False
         self._clock_checked_until = 0
 
@@ -131,6 +141,8 @@ class DriverStreams(DriverOutput):
         """The per-state messages, with their constant fields set (configure)."""
         frame = self.node._frame
         self.wanted_until = 0
+        self.eager_until = None
+        self.first_state.clear()
         self.info_cache.clear()  # the frame names may have changed since the last configure
         self.image_templates.clear()
         odom = Odometry()
@@ -176,13 +188,16 @@ class DriverStreams(DriverOutput):
 
     def wanted(self, stamp_ns: int) -> Dict[str, bool]:
         """Which streams have subscribers: asked every RECHECK_NS (and after a clock jump
-        back), not per message."""
+        back), not per message; at start-up at every state until one has (EAGER_NS)."""
         until = self.wanted_until
         if stamp_ns >= until or stamp_ns < until - RECHECK_NS:
             pub = self.node._pub
-            self._wanted = {key: pub[key].get_subscription_count() > 0
-                            for key in STREAMS if key in pub}
-            self.wanted_until = stamp_ns + RECHECK_NS
+            self._wanted = wanted = {key: pub[key].get_subscription_count() > 0
+                                     for key in STREAMS if key in pub}
+            if self.eager_until is None:
+                self.eager_until = stamp_ns + EAGER_NS
+            eager = stamp_ns < self.eager_until and not any(wanted.values())
+            self.wanted_until = stamp_ns if eager else stamp_ns + RECHECK_NS
         return self._wanted
 
     # ------------------------------------------------------------------ DriverOutput
@@ -204,6 +219,8 @@ class DriverStreams(DriverOutput):
             pub["joints"].publish(tpl["joints"].pack(sample.joints))
         if wanted["status"]:
             pub["status"].publish(tpl["status"].pack(sample.status))
+        if not self.first_state.is_set():
+            self.first_state.set()
 
     def on_battery(self, sample) -> None:
         pub = self.node._pub
@@ -359,5 +376,25 @@ class DriverStreams(DriverOutput):
         self._hand_over(fn, *args)
 
     def note(self, level: int, text: str) -> None:
+        if self._held is not None:
+            with self._notes_lock:
+                if self._held is not None:
+                    self._held.append((level, text))
+                    return
         self.node._log(level, text)
+
+    def hold_notes(self) -> None:
+        """Start-up: keep :meth:`note`'s lines back until :meth:`release_notes`. rclpy's first
+        log call in a process takes some 50 ms (it looks its caller's source up among every
+        module loaded), which would stand between the robot's first state and its odom."""
+        with self._notes_lock:
+            if self._held is None:
+                self._held = []
+
+    def release_notes(self) -> None:
+        """Log the lines held back, in order; from now on each at once."""
+        with self._notes_lock:  # held: a line said meanwhile waits for these
+            for level, text in self._held or ():
+                self.node._log(level, text)
+            self._held = None
 

@@ -1,15 +1,17 @@
 """Small pieces of the driver node that are not about the robot: the lifecycle
 callbacks' error reporting, parameter descriptors and declaration, the reader of
-serialized cmd_vel messages, and the handler that forwards the protocol and client
-layers' warnings to the node's logger."""
+serialized cmd_vel messages, the handler that forwards the protocol and client
+layers' warnings to the node's logger, and the node's attributes that are the core's.
+Imported before the node exists, so it imports no message package at import (start-up:
+docs/driver.md)."""
 
 from __future__ import annotations
 
+import gc
 import logging
 import sys
 from typing import Any, Callable
 
-from geometry_msgs.msg import Twist, TwistStamped
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.parameter import Parameter
@@ -18,7 +20,7 @@ from rclpy.serialization import deserialize_message
 from .serialized import LayoutError, read_twist
 
 __all__ = ["transition", "descriptor", "declare_parameters", "twist_reader", "RosLogHandler",
-           "log_line"]
+           "log_line", "core_attribute", "collector_off", "destroy_state_machine"]
 
 
 def transition(method):
@@ -70,7 +72,9 @@ def twist_reader(stamped: bool, drive: Callable[..., None], frame_ok: Callable[[
     message (serialized.read_twist) and calls ``drive(field, linear, angular, True)``. A
     message it cannot read so (another encapsulation) is deserialized by rclpy and goes to
     ``on_message(msg, True)``, the message callback."""
-    msg_type = TwistStamped if stamped else Twist
+    from .driver_topics import cmd_vel_type
+
+    msg_type = cmd_vel_type(stamped)
     field = "cmd_vel.twist" if stamped else "cmd_vel"
 
     def on_bytes(data: bytes) -> None:
@@ -122,3 +126,45 @@ def log_line(node: Any, level: int, text: str) -> None:
             node.get_logger().debug(text)
     else:
         print(f"[{logging.getLevelName(level)}] [{node.get_name()}]: {text}", file=sys.stderr)
+
+
+def core_attribute(name: str, doc: str) -> property:
+    """A node attribute that is the core's (motion, media and object interfaces use them)."""
+    def get(self):
+        return getattr(self._core, name)
+
+    def set_(self, value):
+        setattr(self._core, name, value)
+    return property(get, set_, doc=doc)
+
+
+def collector_off() -> Callable[[], None]:
+    """Turn the cyclic garbage collector off for start-up, whose objects live as long as the
+    process and whose collector passes cost it about a tenth. The function returned (once is
+    enough, more is harmless) freezes what start-up allocated, so that the collector's full
+    passes, which would pause both threads for milliseconds, leave it out, and turns the
+    collector back on if it was on; first it collects the few cycles start-up left (about a
+    thousand objects, some 50 ms after the first robot state)."""
+    was_on = gc.isenabled()
+    gc.disable()
+    done = []
+
+    def resume() -> None:
+        if not done:
+            done.append(True)
+            gc.collect()
+            gc.freeze()
+            if was_on:
+                gc.enable()
+    return resume
+
+
+def destroy_state_machine(node: Any) -> None:
+    """rclpy's LifecycleNode never destroys its state machine, whose native object holds the
+    rcl node (so the DDS participant) until the node is collected: after gc.freeze(), never."""
+    machine = getattr(node, "_state_machine", None)
+    if machine is not None:
+        try:
+            machine.destroy_when_not_in_use()
+        except Exception:  # noqa: BLE001 - an rclpy without it: collected with the node
+            pass
