@@ -248,6 +248,115 @@ class _Unacked:
         self.sends = 1
 
 
+class _Persisting:
+    """A condition seen in frame after frame: :meth:`seen` is True once it held in
+    ``ACK_BEHIND_FRAMES`` frames over ``ACK_BEHIND_CONFIRM_S`` without a :meth:`clear` in
+    between (and starts counting again)."""
+
+    __slots__ = ("since", "frames")
+
+    def __init__(self) -> None:
+        self.since: Optional[float] = None
+        self.frames = 0
+
+    def clear(self) -> None:
+        self.since = None
+
+    def seen(self, now: float) -> bool:
+        if self.since is None:
+            self.since, self.frames = now, 1
+            return False
+        self.frames += 1
+        if self.frames < ACK_BEHIND_FRAMES or now < self.since + ACK_BEHIND_CONFIRM_S:
+            return False
+        self.since = None
+        return True
+
+
+class _AckGuard:
+    """The acks that acknowledge nothing new, for one link.
+
+    Normally such an ack names the last packet taken as acknowledged, or an older one in a
+    frame that arrived late. But the protocol has no authentication: a forged or stray
+    frame from the peer's address is taken for the peer's, and two kinds would stall a
+    plain selective-repeat link until ``stall_timeout``:
+
+    * an ack that runs ahead of what the peer really has: the packets it covers would
+      never be sent again, and the peer would wait for them for ever. When the peer's own
+      acks stay behind packets taken as acknowledged, those packets go back to the
+      unacknowledged ones and are sent again (``ack_regressions``);
+    * packets numbered as our next ones, which the peer delivers in the places of ours: it
+      takes ours for duplicates and acknowledges beyond anything we sent, so nothing would
+      be acknowledged again. When its acks stay ahead so, our numbering jumps after its ack
+      and the packets not yet acknowledged are queued again, first, under the new numbers
+      (``seq_resyncs``).
+
+    "Stay": in ``ACK_BEHIND_FRAMES`` frames over ``ACK_BEHIND_CONFIRM_S`` with no ordinary
+    ack in between (:class:`_Persisting`), so that one late frame changes nothing."""
+
+    def __init__(self, window: int) -> None:
+        self.window = window
+        # the last acknowledged packets (at most a window of them, oldest first)
+        self.acked: Dict[int, _Unacked] = {}
+        self.behind = _Persisting()
+        self.ahead = _Persisting()
+
+    def taken(self, seq: int, entry: _Unacked) -> None:
+        """``seq`` was taken as acknowledged."""
+        acked = self.acked
+        acked[seq] = entry
+        if len(acked) > self.window:
+            del acked[next(iter(acked))]
+
+    def progress(self) -> None:
+        """An ack acknowledged something new: nothing is in dispute."""
+        self.behind.clear()
+        self.ahead.clear()
+
+    def old_ack(self, session: "Session", ack: int, now: float) -> None:
+        if (ack - session._next_seq) % SEQ_MODULUS < self.window:
+            if self.ahead.seen(now):
+                self._renumber(session, ack)
+            return
+        self.ahead.clear()
+        acked = self.acked
+        if not acked or (ack + 1) % SEQ_MODULUS not in acked:
+            self.behind.clear()  # the last acknowledged packet, or older than the record
+            return
+        if not self.behind.seen(now):
+            return
+        restored: Dict[int, _Unacked] = {}
+        seq = (ack + 1) % SEQ_MODULUS
+        while seq in acked:
+            restored[seq] = acked.pop(seq)
+            seq = (seq + 1) % SEQ_MODULUS
+        count = len(restored)
+        for entry in restored.values():
+            entry.sends = max(entry.sends, 2)  # no RTT sample from these (Karn)
+        restored.update(session._unacked)
+        session._unacked = restored
+        known = set(session._retx)
+        session._retx = [s for s in restored if s not in known] + session._retx
+        session.stats.ack_regressions += 1
+        logger.warning("[%s] the peer's acknowledgements stay at packet %d, behind packets taken "
+                       "as acknowledged (a forged or stray frame's ack ran ahead): %d packet(s) "
+                       "sent again", session.name, ack, count)
+
+    def _renumber(self, session: "Session", ack: int) -> None:
+        again = [entry.packet for entry in session._unacked.values()]
+        session._unacked = {}
+        self.acked.clear()
+        session._retx = []
+        session._pending.extendleft(reversed(again))
+        skipped = (ack + 1 - session._next_seq) % SEQ_MODULUS
+        session._next_seq = (ack + 1) % SEQ_MODULUS
+        session.stats.seq_resyncs += 1
+        logger.warning("[%s] the peer acknowledges up to packet %d, which was never sent (it "
+                       "took forged or stray packets for ours): numbering continues after it "
+                       "(%d numbers skipped), %d packet(s) sent again", session.name, ack, skipped,
+                       len(again))
+
+
 class Session:
     """One end of a Cozmo link. See the module docstring."""
 
@@ -276,13 +385,7 @@ class Session:
             self.stats.discarded_on_reset += len(pending or ()) + len(unacked or ())
         self._next_seq = 0                       # next reliable seq to assign
         self._unacked: Dict[int, _Unacked] = {}  # seq -> packet, insertion ordered
-        # the last acknowledged packets (at most a window of them, oldest first), kept in
-        # case the peer's later acks show it never had them (see _on_old_ack)
-        self._acked: Dict[int, _Unacked] = {}
-        self._ack_behind_since: Optional[float] = None
-        self._ack_behind_frames = 0
-        self._ack_ahead_since: Optional[float] = None
-        self._ack_ahead_frames = 0
+        self._ack_guard = _AckGuard(self.config.window)
         self._pending: Deque[bytes] = deque()    # reliable packets waiting for the window
         self._oob_out: List[bytes] = []           # out-of-band packets for the next flush
         self._retx: List[int] = []                # seqs due for retransmission
@@ -563,15 +666,13 @@ class Session:
         if (ack - base) % SEQ_MODULUS >= in_flight:
             self._on_old_ack(ack, now)  # acknowledges nothing new
             return
-        self._ack_behind_since = self._ack_ahead_since = None
+        guard = self._ack_guard
+        guard.progress()
         sample = None
-        acked, keep = self._acked, self.config.window
         while unacked:
             seq = next(iter(unacked))
             entry = unacked.pop(seq)
-            acked[seq] = entry
-            if len(acked) > keep:
-                del acked[next(iter(acked))]
+            guard.taken(seq, entry)
             if entry.sends == 1:
                 sample = now - entry.sent_at  # Karn: only never-retransmitted packets
             if seq == ack:
@@ -586,78 +687,8 @@ class Session:
             self._finish(State.CLOSED, Disconnected("disconnected"))
 
     def _on_old_ack(self, ack: int, now: float) -> None:
-        """An ack that acknowledges nothing new. Normally it names the last packet taken as
-        acknowledged, or an older one in a frame that arrived late. But the protocol has no
-        authentication: a forged or stray frame from the peer's address may carry an ack
-        that runs ahead of what the peer really has, and the packets it covers would never
-        be sent again; the peer would wait for them for ever and stop acknowledging. So
-        when the peer's acks stay behind packets taken as acknowledged, in at least
-        ``ACK_BEHIND_FRAMES`` frames over ``ACK_BEHIND_CONFIRM_S``, those packets go back to
-        the unacknowledged ones and are sent again (counted in ``ack_regressions``)."""
-        if (ack - self._next_seq) % SEQ_MODULUS < self.config.window:
-            self._on_ack_ahead(ack, now)
-            return
-        self._ack_ahead_since = None
-        acked = self._acked
-        if not acked or (ack + 1) % SEQ_MODULUS not in acked:
-            # the last acknowledged packet, or older than the record: nothing in dispute
-            self._ack_behind_since = None
-            return
-        if self._ack_behind_since is None:
-            self._ack_behind_since, self._ack_behind_frames = now, 1
-            return
-        self._ack_behind_frames += 1
-        if (self._ack_behind_frames < ACK_BEHIND_FRAMES
-                or now < self._ack_behind_since + ACK_BEHIND_CONFIRM_S):
-            return
-        self._ack_behind_since = None
-        restored: Dict[int, _Unacked] = {}
-        seq = (ack + 1) % SEQ_MODULUS
-        while seq in acked:
-            restored[seq] = acked.pop(seq)
-            seq = (seq + 1) % SEQ_MODULUS
-        count = len(restored)
-        for entry in restored.values():
-            entry.sends = max(entry.sends, 2)  # no RTT sample from these (Karn)
-        restored.update(self._unacked)
-        self._unacked = restored
-        known = set(self._retx)
-        self._retx = [s for s in restored if s not in known] + self._retx
-        self.stats.ack_regressions += 1
-        logger.warning("[%s] the peer's acknowledgements stay at packet %d, behind packets taken "
-                       "as acknowledged (a forged or stray frame's ack ran ahead): %d packet(s) "
-                       "sent again", self.name, ack, count)
-
-    def _on_ack_ahead(self, ack: int, now: float) -> None:
-        """An ack of packets this session never sent: the peer's receive window ran ahead of
-        our numbering, because it delivered forged or stray packets from our address in the
-        places of ours (a frame with garbage packets numbered as our next ones). Our
-        packets with those numbers are then taken for duplicates and dropped, and every ack
-        is beyond what we sent, so nothing would be acknowledged again. When the peer's
-        acks stay ahead so (``ACK_BEHIND_FRAMES`` frames over ``ACK_BEHIND_CONFIRM_S``, no
-        ordinary ack in between), numbering jumps to the peer's: the packets not yet
-        acknowledged are queued again, first, under new numbers after its ack (counted in
-        ``seq_resyncs``)."""
-        if self._ack_ahead_since is None:
-            self._ack_ahead_since, self._ack_ahead_frames = now, 1
-            return
-        self._ack_ahead_frames += 1
-        if (self._ack_ahead_frames < ACK_BEHIND_FRAMES
-                or now < self._ack_ahead_since + ACK_BEHIND_CONFIRM_S):
-            return
-        self._ack_ahead_since = None
-        again = [entry.packet for entry in self._unacked.values()]
-        self._unacked = {}
-        self._acked.clear()
-        self._retx = []
-        self._pending.extendleft(reversed(again))
-        skipped = (ack + 1 - self._next_seq) % SEQ_MODULUS
-        self._next_seq = (ack + 1) % SEQ_MODULUS
-        self.stats.seq_resyncs += 1
-        logger.warning("[%s] the peer acknowledges up to packet %d, which was never sent (it "
-                       "took forged or stray packets for ours): numbering continues after it "
-                       "(%d numbers skipped), %d packet(s) sent again", self.name, ack, skipped,
-                       len(again))
+        """An ack that acknowledges nothing new: :class:`_AckGuard` looks at it."""
+        self._ack_guard.old_ack(self, ack, now)
 
     def _on_peer_reset(self, now: float) -> None:
         """Engine: the robot greets us with a new Connect (packet 0, acknowledging nothing)
