@@ -43,6 +43,7 @@ printed, never asserted.
 
 from __future__ import annotations
 
+import argparse
 import gc
 import hashlib
 import json
@@ -405,6 +406,9 @@ class PycozmoCpuClient:
 
 
 def main() -> None:
+    argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog="--no-docs: print the tables without writing them into docs/benchmarks.md").parse_args()
     # The harness's own threads (publisher, subscriber, pycozmo's) must not wait
     # CPython's default 5 ms for the GIL between stamping and sending.
     sys.setswitchinterval(0.0005)

@@ -12,6 +12,7 @@ Prints tables; asserts nothing. All traffic stays on 127.0.0.1.
 
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
 import sys
@@ -199,6 +200,9 @@ def bench_delivery() -> None:
 
 
 def main() -> int:
+    argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog="--no-docs: print the tables without writing them into docs/benchmarks.md").parse_args()
     print(f"Python {sys.version.split()[0]}, {os.cpu_count()} cores")
     bench_codec()
     bench_latency()
