@@ -402,7 +402,7 @@ def _compile(spec) -> Type[Message]:
     return cls
 
 
-_compiling = threading.Lock()
+_compiling = threading.RLock()  # reentrant: a class compiled while compiling another
 _SPECS: Dict[str, Any] = {spec.name: spec for spec in _decl.MESSAGES}
 
 

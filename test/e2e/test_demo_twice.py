@@ -21,6 +21,8 @@ import pytest
 
 from processes import alive, project_executable
 
+from cozmo_driver.ros.name_guard import CHECKS_S
+
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
 
@@ -157,6 +159,11 @@ def test_a_demo_beside_another_stack_of_the_same_names_refuses_and_commands_noth
             assert other.poll() is None, log_path.read_text(errors="replace")
             assert time.monotonic() < deadline, log_path.read_text(errors="replace")
             time.sleep(0.1)
+        # the other stack is "the one that was there first" once its name guard has stopped
+        # looking (name_guard.CHECKS_S after its start; its driver connects well before that):
+        # two stacks started within those seconds of each other may refuse either one
+        time.sleep(max(CHECKS_S) + 0.5)
+        assert other.poll() is None, log_path.read_text(errors="replace")
         demo = Demo(tmp_path / "demo.log", "--artifacts", str(tmp_path / "a"), domain=domain)
         assert demo.wait(60) == 2, demo.output()[-3000:]
         text = demo.output()
