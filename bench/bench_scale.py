@@ -243,15 +243,41 @@ def stop_all(procs: List[subprocess.Popen]) -> List[Dict[str, Any]]:
 
 # ----------------------------------------------------------------------------- the subscriber
 
-class Subscriber:
+class SpunNode:
+    """A fresh rclpy context and node in this process; :meth:`start_spinning` (once its
+    subscriptions are made) spins it on a thread of its own until :meth:`close`."""
+
+    def __init__(self, name: str, spin_timeout_s: float) -> None:
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node(name, context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self._spin_timeout_s = spin_timeout_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._spin, name="spin", daemon=True)
+
+    def start_spinning(self) -> None:
+        self._thread.start()
+
+    def _spin(self) -> None:
+        while not self._stop.is_set():
+            self.executor.spin_once(timeout_sec=self._spin_timeout_s)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(5.0)
+        self.executor.shutdown(timeout_sec=2.0)
+        self.node.destroy_node()
+        self.context.try_shutdown()
+
+
+class Subscriber(SpunNode):
     """One rclpy node in this process taking every robot's odom (and camera)."""
 
     def __init__(self, n: int, camera: bool) -> None:
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context)
-        self.node = rclpy.create_node("bench_scale", context=self.context)
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
+        super().__init__("bench_scale", spin_timeout_s=0.1)
         self.first_odom: List[Optional[float]] = [None] * n
         self.start_cpu: List[Optional[float]] = [None] * n
         self.pids: List[Optional[int]] = [None] * n
@@ -265,9 +291,7 @@ class Subscriber:
             if camera:
                 self.node.create_subscription(CompressedImage, f"/robot{k + 1}/camera/image_raw/compressed",
                                               self._on_image(k), qos_profile_sensor_data)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._spin, name="spin", daemon=True)
-        self._thread.start()
+        self.start_spinning()
 
     def _on_odom(self, k: int):
         def callback(msg: Odometry) -> None:
@@ -285,17 +309,6 @@ class Subscriber:
         def callback(_msg: CompressedImage) -> None:
             self.images[k] += 1
         return callback
-
-    def _spin(self) -> None:
-        while not self._stop.is_set():
-            self.executor.spin_once(timeout_sec=0.1)
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(5.0)
-        self.executor.shutdown(timeout_sec=2.0)
-        self.node.destroy_node()
-        self.context.try_shutdown()
 
 
 # ----------------------------------------------------------------------------- one N

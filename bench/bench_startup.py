@@ -51,7 +51,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -79,11 +78,9 @@ from _common import ROOT, bench_report, console, cpu_seconds, isolate_ros, table
 
 isolate_ros()
 
-import rclpy  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 
-from bench_scale import claimed, sim_port, start_sim, stop_all  # noqa: E402
+from bench_scale import SpunNode, claimed, sim_port, start_sim, stop_all  # noqa: E402
 
 #: a simulator lives this long at most (it stops by itself)
 SIM_LIFE_S = 120.0
@@ -187,22 +184,16 @@ cli.disconnect(); cli.stop()
 
 # ----------------------------------------------------------------------------- one run
 
-class Subscriber:
+class Subscriber(SpunNode):
     """A fresh rclpy context and node in this process taking ``topic``, spun on a thread."""
 
     def __init__(self, topic: str) -> None:
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context)
-        self.node = rclpy.create_node("bench_startup", context=self.context)
+        super().__init__("bench_startup", spin_timeout_s=0.05)
         self.first: Optional[float] = None
         self.pid: Optional[int] = None
         self.cpu: Optional[float] = None
         self.sub = self.node.create_subscription(Odometry, topic, self._on_msg, 10)
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._spin, name="spin", daemon=True)
-        self._thread.start()
+        self.start_spinning()
 
     def _on_msg(self, _msg: Odometry) -> None:
         if self.first is None:
@@ -213,17 +204,6 @@ class Subscriber:
                 except OSError:
                     pass
             self.first = now
-
-    def _spin(self) -> None:
-        while not self._stop.is_set():
-            self.executor.spin_once(timeout_sec=0.05)
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(5.0)
-        self.executor.shutdown(timeout_sec=2.0)
-        self.node.destroy_node()
-        self.context.try_shutdown()
 
 
 def _pdeathsig() -> List[str]:
