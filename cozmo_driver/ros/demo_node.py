@@ -291,6 +291,9 @@ class Demonstration:
     LIFT_TOLERANCE_M = 0.005
     #: how often the graph is looked at for a second driver (s)
     GRAPH_CHECK_S = 0.5
+    #: how long two link_status publishers are given for the other driver's link report
+    #: (1 Hz on /diagnostics) to name its robot, before the demo refuses without that name (s)
+    NAME_THE_OTHER_S = 2.5
 
     def __init__(self, options: DemoOptions, out: Callable[[str], None],
                  ground_truth: Optional[GroundTruth] = None,
@@ -314,6 +317,7 @@ class Demonstration:
         self._lost_since: Optional[float] = None
         self._lost_total = 0.0                  # seconds the link was not CONNECTED, after it was
         self._graph_checked = -math.inf
+        self._two_drivers_since: Optional[float] = None
         self.media = MediaSteps(self)
         self._done = threading.Event()
         ns = options.namespace.strip("/")
@@ -397,12 +401,13 @@ class Demonstration:
     def _check(self) -> None:
         if self.stop.is_set():
             raise DemoAbort("interrupted", 130)
+        # another stack first: its driver is why this one's own may have exited (name guard)
+        self._check_graph()
         dead = self.processes_alive()
-        if dead:
+        if dead and not self._naming_the_other():
             raise self._abort(dead)
         if time.monotonic() > self.options.deadline:
             raise self._abort("the run took longer than --duration allows: stopped")
-        self._check_graph()
         if self.connected_once:
             with self.node.lock:
                 state = self.node.link.state if self.node.link is not None else ""
@@ -440,8 +445,18 @@ class Demonstration:
             return
         self._graph_checked = now
         drivers = self.node.count_publishers("link_status")
-        if drivers > 1:
+        if drivers <= 1:
+            return              # (once seen, two stay seen: this stack's may be the one refused)
+        if self._two_drivers_since is None:
+            self._two_drivers_since = now
+        if now - self._two_drivers_since >= self.NAME_THE_OTHER_S:
             raise self._others(f"{drivers} nodes publish {self.prefix}/link_status")
+
+    def _naming_the_other(self) -> bool:
+        """Whether the graph shows a second driver whose robot is not named yet (this stack's
+        driver exiting meanwhile is its name guard refusing to run beside that one)."""
+        since = self._two_drivers_since
+        return since is not None and time.monotonic() - since < self.NAME_THE_OTHER_S
 
     def lost_so_far(self) -> float:
         """Seconds the link was not CONNECTED since the robot first answered."""
