@@ -125,6 +125,7 @@ def bench_driver(probe: Probe, seconds: float) -> None:
     try:
         probe.spin(4.0)
         cpu, _ = measure(driver, probe, seconds)
+        running(driver, "the driver")
         rows.append(["idle (robot state streaming, camera off)", f"{cpu:.1f}", "-", "-", "-"])
         face = subprocess.Popen(console("cozmo_face_node", "cozmo_driver.ros.face_node")
                                 + ["--ros-args", "--log-level", "warn"],
@@ -133,6 +134,8 @@ def bench_driver(probe: Probe, seconds: float) -> None:
 
         t0 = time.monotonic()
         cpu, _ = measure(driver, probe, seconds)
+        running(driver, "the driver")
+        running(face, "the face node")
         rows.append(["showing the face node's face (idle life)", f"{cpu:.1f}", *stream_numbers(probe, t0)])
         stop(face)
         face = None
@@ -149,6 +152,7 @@ def bench_driver(probe: Probe, seconds: float) -> None:
 
         t0 = time.monotonic()
         cpu, _ = measure(driver, probe, seconds, chunk, 0.1)
+        running(driver, "the driver")
         rows.append(["streaming PCM on audio/pcm (16 kHz, 0.1 s chunks)", f"{cpu:.1f}",
                      *stream_numbers(probe, t0)])
     finally:
@@ -161,12 +165,21 @@ def bench_driver(probe: Probe, seconds: float) -> None:
            "timer lateness mean / max (ms)"], rows)
 
 
+def running(proc: subprocess.Popen, what: str) -> None:
+    """A process measured must have run the whole window: else its figures are no one's."""
+    if proc.poll() is not None:
+        said = proc.stderr.read() if proc.stderr is not None else ""
+        raise SystemExit(f"bench_av: {what} exited with status {proc.returncode} during the "
+                         f"measurement; it said:\n{said[-2000:]}")
+
+
 def stream_numbers(probe: Probe, since: float) -> List[str]:
     """Frames sent per second, ticks sent late and timer lateness, from the driver's
     /diagnostics received since ``since``."""
     window = [(t, d) for t, d in probe.diags if t >= since]
     if len(window) < 2:
-        return ["?", "?", "?"]
+        raise SystemExit(f"bench_av: {len(window)} /diagnostics report(s) of the driver in the "
+                         "window: is another stack running in this ROS domain?")
     (t0, d0), (t1, d1) = window[0], window[-1]
 
     def delta(key: str) -> float:
