@@ -6,7 +6,8 @@
   how long to show it), ``display/image_raw`` (sensor_msgs/Image, shown for
   ``display_default_duration``), ``display/face`` (sensor_msgs/Image: the face
   layer, e.g. from ``cozmo_face_node``: every frame shown, in order, one a tick;
-  the same face again is a keep-alive and not queued) and ``audio/pcm``
+  the same face again is a keep-alive and not queued; served on a thread of its
+  own, see below) and ``audio/pcm``
   (cozmo_interfaces/AudioChunk: a PCM stream);
 * actions ``play_audio`` (cozmo_interfaces/PlayAudio: a WAV file) and
   ``play_animation`` (cozmo_interfaces/PlayAnimation: a clip by name or group;
@@ -20,7 +21,12 @@ which paces audio and display together at 30 frames a second on the robot
 client's I/O thread; priorities on the screen: an animation, then a timed
 image, then the face. Images are converted (fitted, thresholded or dithered,
 run-length coded to fit one frame) in the executor before they cross to the I/O
-thread, and PCM is resampled there too
+thread, and PCM is resampled there too. ``display/face``, which comes 30 times a
+second while the face changes, is not served by the main executor, whose every
+wake-up rebuilds a wait set of the driver's hundred entities: like ``cmd_vel``, it
+has a small node of its own, ``<driver name>_display_face``, spun on its own thread
+(:class:`~cozmo_driver.ros.subscription_thread.SubscriptionThread`; the executor
+where that cannot be made), and its frames are converted there
 (:class:`~cozmo_driver.driver.media.ChunkResampler`, no seams between
 chunks). Reports come back through a
 :class:`~cozmo_driver.ros.handover.HandOver`, as the node's own data does. The
@@ -34,6 +40,7 @@ condition's callback completes, so a single-threaded executor serves them.
 from __future__ import annotations
 
 import math
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
@@ -58,6 +65,7 @@ from ..driver.media import (ChunkResampler, audio_chunk_samples, face_to_screen,
                             is_empty_image, load_audio_file, motor_stops, screen_to_frame)
 from . import qos
 from .handover import HandOver
+from .subscription_thread import SubscriptionThread, Unsupported
 from .qos import QOS_COMMAND, QOS_FRAMES, QOS_SENSOR, QOS_STREAM
 
 __all__ = ["MediaInterfaces"]
@@ -99,6 +107,7 @@ class MediaInterfaces:
         self._next_token = 0
         self._throttle = LogThrottle(_WARN_PERIOD_S)  # one line per kind per period, counted
         self._images_rejected = 0
+        self._rejected_lock = threading.Lock()  # (the face thread counts too)
         self._chunks_rejected = 0
         self._underruns_seen = 0
         self._last_face: Optional[bytes] = None
@@ -124,7 +133,8 @@ class MediaInterfaces:
         # publisher (AVStream shows one a tick). Audio chunks: none may be lost.
         self._subscribe(DisplayImage, "display/image", self._on_display_image, QOS_COMMAND)
         self._subscribe(Image, "display/image_raw", self._on_display_image_raw, QOS_SENSOR)
-        self._subscribe(Image, "display/face", self._on_display_face, QOS_FRAMES)
+        self._face_thread: Optional[SubscriptionThread] = None
+        self._subscribe_face(own_thread=True)
         self._subscribe(AudioChunk, "audio/pcm", self._on_audio_pcm, QOS_STREAM)
         self._audio_server = ActionServer(
             node, PlayAudio, "play_audio", execute_callback=self._execute_audio,
@@ -152,6 +162,9 @@ class MediaInterfaces:
         """Release everything (before the robot client stops)."""
         self.deactivate("the driver is shutting down")
         node = self.node
+        face_thread, self._face_thread = self._face_thread, None
+        if face_thread is not None:
+            face_thread.stop()
         for sub in self._entities:
             node.destroy_subscription(sub)
         self._entities.clear()
@@ -169,6 +182,33 @@ class MediaInterfaces:
                     self.av.cancel_clip(goal.token, "emergency stop engaged")
 
     # ------------------------------------------------------------------ helpers
+
+    def _subscribe_face(self, own_thread: bool) -> None:
+        if own_thread:
+            try:
+                self._face_thread = SubscriptionThread(
+                    self.node, "display/face", lambda node, topic, cb: qos.create_subscription(
+                        node, Image, topic, cb, QOS_FRAMES),
+                    self._on_display_face, self._on_face_thread_failure, suffix="display_face")
+                return
+            except Unsupported as exc:
+                self._log.info(f"display/face served by the executor: {exc}")
+        self._subscribe(Image, "display/face", self._on_display_face, QOS_FRAMES)
+
+    def _on_face_thread_failure(self, exc: BaseException) -> None:
+        """The face thread: spinning failed; the executor takes display/face over."""
+        self._log.error(f"display/face thread failed ({exc!r}): display/face moves to the executor")
+        self._handover.put(self._move_face_to_executor)
+
+    def _move_face_to_executor(self) -> None:
+        thread, self._face_thread = self._face_thread, None
+        if thread is not None:
+            thread.stop()
+            self._subscribe_face(own_thread=False)
+
+    def _rejected(self) -> None:
+        with self._rejected_lock:
+            self._images_rejected += 1
 
     def _subscribe(self, msg_type, topic: str, callback, profile: QoSProfile) -> None:
         sub = qos.create_subscription(self.node, msg_type, topic, callback, profile)
@@ -198,7 +238,7 @@ class MediaInterfaces:
             self._warn("display_inactive", f"{topic} refused: the driver is not active")
             return
         if duration_field is not None and not (math.isfinite(duration) and duration >= 0.0):
-            self._images_rejected += 1
+            self._rejected()
             self._warn(topic, f"{topic} refused: {duration_field} = {duration}: must be >= 0 s")
             return
         if is_empty_image(image.width, image.height):
@@ -210,7 +250,7 @@ class MediaInterfaces:
                                      image.is_bigendian, image.data, bool(self.params["display_dither"]),
                                      field)
         except CommandError as exc:
-            self._images_rejected += 1
+            self._rejected()
             self._warn(topic, f"{topic} refused: {exc}")
             return
         data, _ = screen_to_frame(screen)
@@ -230,7 +270,7 @@ class MediaInterfaces:
                 screen = face_to_screen(msg.width, msg.height, msg.encoding, msg.step, msg.is_bigendian,
                                         msg.data, "display/face")
             except CommandError as exc:
-                self._images_rejected += 1
+                self._rejected()
                 self._warn("display/face", f"display/face refused: {exc}")
                 return
             data, _ = screen_to_frame(screen)
@@ -362,7 +402,11 @@ class MediaInterfaces:
     # ------------------------------------------------------------------ reports (I/O -> executor)
 
     def _on_report(self, report: AVReport) -> None:
-        """A report of the stream, handed over to the executor: feedback or the goal's end."""
+        """A report of the stream, handed over to the executor: feedback or the goal's end
+        (or a function to run there: the face thread's failure)."""
+        if callable(report):
+            report()
+            return
         goal = self._goals.get(report.token)
         if goal is None or goal.future.done():
             return  # a goal already ended (preempted, deactivated)

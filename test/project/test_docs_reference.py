@@ -37,8 +37,9 @@ pytestmark = [pytest.mark.ros]
 NODES = ("cozmo_driver", "cozmo_face", "cozmo_behavior")
 STANDARD_TOPICS = {"/rosout", "/parameter_events"}
 #: nodes that a node makes for itself and whose interfaces are that node's (the driver serves
-#: cmd_vel on a small node of its own with its own executor, where rclpy allows)
-COMPANIONS = {"cozmo_driver": ("cozmo_driver_cmd_vel",)}
+#: cmd_vel and display/face on small nodes of their own with their own executors, where
+#: rclpy allows)
+COMPANIONS = {"cozmo_driver": ("cozmo_driver_cmd_vel", "cozmo_driver_display_face")}
 STANDARD_PARAMETERS = {"use_sim_time", "start_type_description_service"}
 TYPE_NAMES = {Parameter.Type.BOOL: "bool", Parameter.Type.INTEGER: "int", Parameter.Type.DOUBLE: "double",
               Parameter.Type.STRING: "string", Parameter.Type.STRING_ARRAY: "string[]",

@@ -240,6 +240,39 @@ def test_faces_published_back_to_back_are_each_shown_once_in_order(make_rig):
     assert rig.diag_values()["face frames dropped (queue full)"] == "0"
 
 
+def test_the_face_is_served_on_a_thread_of_its_own_and_the_executor_takes_over_if_it_fails(make_rig):
+    """display/face comes 30 times a second: a companion node ``<driver>_display_face``
+    serves it on its own thread (docs/driver.md, Threads), not the main executor. If that
+    thread's spin fails, the executor takes the topic over, said in the log, and faces
+    still reach the robot."""
+    rig = make_rig()
+    media = rig.node._media
+    thread = media._face_thread
+    assert thread is not None and thread.thread.is_alive()
+    assert thread.node.get_name() == "cozmo_driver_display_face"
+    assert not [s for s in media._entities if s.topic_name.endswith("/display/face")]
+    face = rig.publisher(Image, "display/face")
+    face.publish(image_msg(np.where(RENDERER.render(EXPRESSIONS["happy"]), 255, 0).astype(np.uint8),
+                           "mono8"))
+    assert rig.spin_until(lambda: np.array_equal(rig.sim.framebuffer(), face_bits("happy")), 3.0)
+
+    class BrokenExecutor:
+        def __getattr__(self, name: str) -> Any:
+            raise RuntimeError("the executor broke")
+    log = media._log = LogRecorder(media._log)
+    executor, thread._executor = thread._executor, BrokenExecutor()
+    assert rig.spin_until(lambda: media._face_thread is None, 3.0)
+    assert not thread.thread.is_alive()
+    executor.shutdown(timeout_sec=0.0)
+    assert any("display/face thread failed" in line and "moves to the executor" in line
+               for line in log.lines), log.lines
+    assert [s for s in media._entities if s.topic_name.endswith("/display/face")]
+    face = rig.publisher(Image, "display/face")
+    face.publish(image_msg(np.where(RENDERER.render(EXPRESSIONS["sad"]), 255, 0).astype(np.uint8),
+                           "mono8"))
+    assert rig.spin_until(lambda: np.array_equal(rig.sim.framebuffer(), face_bits("sad")), 3.0)
+
+
 # ----------------------------------------------------------------------------- audio
 
 def test_play_audio_plays_a_wav_at_the_right_pitch_and_length(make_rig, tmp_path):
