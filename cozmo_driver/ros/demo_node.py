@@ -76,6 +76,7 @@ from ..errors import RemoteError
 from ..robot_geometry import lift_angle_to_height
 from . import qos
 from .demo_steps import ANSWER_S, DISCOVERY_S, MediaSteps, SpinningCaller
+from .name_guard import DUPLICATE_MARK
 
 __all__ = ["DemoNode", "Demonstration", "DemoOptions", "DemoResult", "DemoAbort", "GroundTruth"]
 
@@ -404,6 +405,9 @@ class Demonstration:
         # another stack first: its driver is why this one's own may have exited (name guard)
         self._check_graph()
         dead = self.processes_alive()
+        if dead and DUPLICATE_MARK in dead and self._two_drivers_since is None:
+            # this stack's driver refused to run beside another of its name: name that one
+            self._two_drivers_since = time.monotonic()
         if dead and not self._naming_the_other():
             raise self._abort(dead)
         if time.monotonic() > self.options.deadline:

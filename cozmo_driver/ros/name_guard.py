@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, List, Sequence
 
-__all__ = ["NameGuard", "CHECKS_S", "duplicate_message"]
+__all__ = ["NameGuard", "CHECKS_S", "DUPLICATE_MARK", "duplicate_message"]
 
 #: when the graph is looked at, seconds after the guard starts
 CHECKS_S: Sequence[float] = (0.5, 1.5, 3.0)
@@ -25,10 +25,15 @@ def _fqn(name: str, namespace: str) -> str:
     return namespace.rstrip("/") + "/" + name
 
 
+#: the words of every :func:`duplicate_message` (what a program that quotes a node's
+#: refusal can look for)
+DUPLICATE_MARK = "already run(s) in ROS domain"
+
+
 def duplicate_message(fqn: str, count: int) -> str:
     domain = os.environ.get("ROS_DOMAIN_ID", "0") or "0"
     others = "another node" if count == 2 else f"{count - 1} other nodes"
-    return (f"{others} named {fqn} already run(s) in ROS domain {domain}: two stacks would answer "
+    return (f"{others} named {fqn} {DUPLICATE_MARK} {domain}: two stacks would answer "
             "each other's commands. Stop the other one, or separate the two: a namespace each "
             "(ros2 launch ... namespace:=robot2, or --ros-args -r __ns:=/robot2), or a ROS_DOMAIN_ID "
             "each (export ROS_DOMAIN_ID=<0..101> before starting), and "
