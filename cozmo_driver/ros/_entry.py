@@ -316,35 +316,26 @@ def spin_node(node: Any, start: Optional[Callable[[], None]] = None,
 
 def spin_nodes(nodes: Sequence[Any], start: Optional[Callable[[], None]] = None,
                stop: Optional[Callable[[SingleThreadedExecutor], None]] = None,
-               guard_name: bool = True, events: bool = False,
-               events_nodes: Sequence[Any] = ()) -> int:
+               guard_name: bool = True, events: bool = False) -> int:
     """:func:`spin_node` for several nodes of one context on one single-threaded executor
     (the whole stack in one process: ``cozmo_stack``). Each node's name is guarded; a
-    refusal of any stops them all. ``events_nodes`` (some of ``nodes``: timers,
-    subscriptions and services only, see :func:`spin_node`) are spun by an
-    EventsExecutor on a thread of their own where rclpy has one (all of them: on this
-    thread). After the spin: ``stop(executor)`` (the caller's order: the driver's motors
-    first), the executors, each node in the order given, rclpy."""
+    refusal of any stops them all. After the spin: ``stop(executor)`` (the caller's
+    order: the driver's motors first), the executor, each node in the order given,
+    rclpy."""
     nodes = list(nodes)
     signals = _signals
     context = nodes[0].context
-    events_class = _events_executor() if events or events_nodes else None
-    side_nodes = [n for n in nodes if any(n is e for e in events_nodes)] if events_class else []
-    if side_nodes and len(side_nodes) == len(nodes):
-        events, side_nodes = True, []
-    main_nodes = [n for n in nodes if not any(n is e for e in side_nodes)]
-    main_events = events and events_class is not None
-    executor = (events_class if main_events else SingleThreadedExecutor)(context=context)
-    timeout_s = EVENTS_WAIT_S if main_events else None
-    for node in main_nodes:
+    events_executor = _events_executor() if events else None
+    executor = (events_executor or SingleThreadedExecutor)(context=context)
+    timeout_s = EVENTS_WAIT_S if events_executor is not None else None
+    for node in nodes:
         executor.add_node(node)
-    side = _SideSpin(events_class, context, side_nodes) if side_nodes else None
     del _refusals[:]
     guards = [NameGuard(node, lambda text, node=node: refuse(node, text))
               for node in nodes] if guard_name else []
     try:
         if signals is not None and timeout_s is None:  # (the EventsExecutor takes none)
-            signals.attach(main_nodes[0])  # one guard condition wakes the executor of them all
+            signals.attach(nodes[0])  # one guard condition wakes the executor of them all
         if start is not None and not (signals is not None and signals.requested.is_set()):
             start()
         _spin(executor, context, signals, timeout_s)
@@ -359,8 +350,6 @@ def spin_nodes(nodes: Sequence[Any], start: Optional[Callable[[], None]] = None,
         finally:
             if signals is not None:
                 signals.detach()
-            if side is not None:
-                side.stop()
             executor.shutdown(timeout_sec=1.0)
             for node in nodes:
                 node.destroy_node()
@@ -371,41 +360,6 @@ def spin_nodes(nodes: Sequence[Any], start: Optional[Callable[[], None]] = None,
         print(f"{name}: refusing to run: {text}", file=sys.stderr)
         return 2
     return 0
-
-
-class _SideSpin:
-    """``nodes`` spun by an ``executor_class`` (the EventsExecutor) on a thread of their
-    own, in bounded waits, until :meth:`stop` (which ends the wait at once)."""
-
-    def __init__(self, executor_class: Any, context: Any, nodes: Sequence[Any]) -> None:
-        self.context = context
-        self.executor = executor_class(context=context)
-        for node in nodes:
-            self.executor.add_node(node)
-        self._stopping = threading.Event()
-        self.thread = threading.Thread(target=self._run, name="cozmo-events-executor",
-                                       daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        while not self._stopping.is_set() and self.context.ok():
-            try:
-                self.executor.spin_once(timeout_sec=EVENTS_WAIT_S)
-            except (ExternalShutdownException, InvalidHandle):
-                return
-            except Exception as exc:  # noqa: BLE001 - said, and that executor's nodes stop
-                if self._stopping.is_set() or not self.context.ok():
-                    return
-                print(f"the EventsExecutor's thread failed: {exc!r}", file=sys.stderr)
-                raise
-
-    def stop(self) -> None:
-        self._stopping.set()
-        try:
-            self.executor.shutdown(timeout_sec=1.0)
-        except Exception:  # noqa: BLE001 - a context shut down already: the wait ends anyway
-            pass
-        self.thread.join(2.0)
 
 
 #: why the node of this process refused to run (see :func:`refuse`)

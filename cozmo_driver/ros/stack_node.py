@@ -47,9 +47,6 @@ KINDS: Dict[str, Tuple[str, str]] = {
     "behavior": ("cozmo_behavior_node", "the behavior engine"),
 }
 DEFAULT_KINDS = ("driver", "face", "behavior")
-#: the kinds whose nodes have timers, subscriptions and services only: spun by an
-#: EventsExecutor where rclpy has one (as their own executables do)
-_EVENTS_KINDS = ("description_publisher", "face")
 _BEHAVIOR_DRAIN_S = 0.3   # what the behaviour node's own executable gives its cancel requests
 
 
@@ -264,11 +261,8 @@ def main(args: Optional[List[str]] = None) -> int:
         cozmo_logger = logging.getLogger("cozmo")
         cozmo_logger.addHandler(running.log_handler)
         cozmo_logger.propagate = False
-    # the face and the description publisher (timers, subscriptions, services) on an
-    # EventsExecutor of their own where rclpy has one: see _entry.spin_node
-    events_nodes = [running.by_kind[kind] for kind in _EVENTS_KINDS if kind in running.by_kind]
     return spin_nodes(running.nodes, lambda: _start(running),
-                      lambda executor: _stop(running, executor), events_nodes=events_nodes)
+                      lambda executor: _stop(running, executor))
 
 
 if __name__ == "__main__":
