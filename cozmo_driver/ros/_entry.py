@@ -263,15 +263,6 @@ def make_node(prog: str, factory: Callable[[], Any],
         return None
 
 
-def _events_executor() -> Any:
-    """rclpy's EventsExecutor class, or None where this rclpy has none (Humble)."""
-    try:
-        from rclpy.experimental import EventsExecutor
-    except ImportError:  # pragma: no cover - depends on the distribution
-        return None
-    return EventsExecutor
-
-
 def _close_signals() -> None:
     global _signals
     signals, _signals = _signals, None
@@ -279,16 +270,11 @@ def _close_signals() -> None:
         signals.close()
 
 
-#: with the EventsExecutor (which wakes for no guard condition): the longest wait of one
-#: spin_once, so that a stop request is seen within it, s
-EVENTS_WAIT_S = 0.1
-
-
-def _spin(executor: Any, context: Any, signals: Optional[StopSignals],
-          timeout_s: Optional[float] = None) -> None:
+def _spin(executor: SingleThreadedExecutor, context: Any,
+          signals: Optional[StopSignals]) -> None:
     while context.ok() and not (signals is not None and signals.requested.is_set()):
         try:
-            executor.spin_once(timeout_sec=timeout_s)
+            executor.spin_once()
         except (RuntimeError, InvalidHandle):
             # a take on an entity of a context shut down from outside meanwhile (an
             # rclpy that kept its own signal handlers): the spin is over, nothing failed
@@ -299,24 +285,20 @@ def _spin(executor: Any, context: Any, signals: Optional[StopSignals],
 
 def spin_node(node: Any, start: Optional[Callable[[], None]] = None,
               stop: Optional[Callable[[SingleThreadedExecutor], None]] = None,
-              guard_name: bool = True, events: bool = False) -> int:
+              guard_name: bool = True) -> int:
     """Spin ``node`` until SIGINT, SIGTERM or an external shutdown; ``start()`` runs first
     (inside the interruptible part), ``stop(executor)`` after, with the executor still up
     and the context still valid (the signals of :func:`init` do not shut it down), then
     the executor, the node and rclpy are shut down. Returns the exit status: 0, or 2
     when ``guard_name`` found another node of the same name in the ROS domain in the
     node's first seconds (:class:`~cozmo_driver.ros.name_guard.NameGuard`: the node
-    then says so and stops as on a signal). ``events``: spin with rclpy's
-    ``EventsExecutor`` where it exists (Jazzy on), which hands each timer and message
-    over from C++ instead of rebuilding a wait set in Python on every wake-up: for a node
-    of timers, subscriptions and services only (no guard conditions, no actions); it then
-    looks for a stop request every ``EVENTS_WAIT_S``."""
-    return spin_nodes([node], start, stop, guard_name, events)
+    then says so and stops as on a signal)."""
+    return spin_nodes([node], start, stop, guard_name)
 
 
 def spin_nodes(nodes: Sequence[Any], start: Optional[Callable[[], None]] = None,
                stop: Optional[Callable[[SingleThreadedExecutor], None]] = None,
-               guard_name: bool = True, events: bool = False) -> int:
+               guard_name: bool = True) -> int:
     """:func:`spin_node` for several nodes of one context on one single-threaded executor
     (the whole stack in one process: ``cozmo_stack``). Each node's name is guarded; a
     refusal of any stops them all. After the spin: ``stop(executor)`` (the caller's
@@ -325,20 +307,18 @@ def spin_nodes(nodes: Sequence[Any], start: Optional[Callable[[], None]] = None,
     nodes = list(nodes)
     signals = _signals
     context = nodes[0].context
-    events_executor = _events_executor() if events else None
-    executor = (events_executor or SingleThreadedExecutor)(context=context)
-    timeout_s = EVENTS_WAIT_S if events_executor is not None else None
+    executor = SingleThreadedExecutor(context=context)
     for node in nodes:
         executor.add_node(node)
     del _refusals[:]
     guards = [NameGuard(node, lambda text, node=node: refuse(node, text))
               for node in nodes] if guard_name else []
     try:
-        if signals is not None and timeout_s is None:  # (the EventsExecutor takes none)
+        if signals is not None:
             signals.attach(nodes[0])  # one guard condition wakes the executor of them all
         if start is not None and not (signals is not None and signals.requested.is_set()):
             start()
-        _spin(executor, context, signals, timeout_s)
+        _spin(executor, context, signals)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:

@@ -145,7 +145,7 @@ def main(args: Optional[List[str]] = None) -> int:
     node = make_node("cozmo_description_publisher", DescriptionPublisher, (DescriptionError,))
     if node is None:
         return 2
-    return spin_node(node, events=True)
+    return spin_node(node)
 
 
 if __name__ == "__main__":

@@ -206,7 +206,7 @@ def main(args: Optional[List[str]] = None) -> int:
     node = make_node("cozmo_face_node", FaceNode, (ValueError, rclpy.exceptions.ParameterException))
     if node is None:
         return 2
-    return spin_node(node, events=True)
+    return spin_node(node)
 
 
 if __name__ == "__main__":
