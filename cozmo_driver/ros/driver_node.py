@@ -198,7 +198,7 @@ class CozmoDriverNode(LifecycleNode):
         self._create_commands()
         from .media_interfaces import MediaInterfaces  # the animation library: after the link
         from .motion_actions import MotionActions
-        self._media = MediaInterfaces(self, self._robot, self._params)
+        self._media = MediaInterfaces(self, self._robot, self._params, self._hand_over)
         self._motion = core.motion = MotionActions(self, self._robot)
         self._configured = True
         self.get_logger().info(f"configured for the robot at {p['robot_ip']}:{p['robot_port']}")

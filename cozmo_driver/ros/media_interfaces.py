@@ -43,7 +43,7 @@ import math
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from cozmo_interfaces.action import PlayAnimation, PlayAudio
 from cozmo_interfaces.msg import AudioChunk, DisplayImage
@@ -93,10 +93,13 @@ class _Goal:
 
 class MediaInterfaces:
     """See the module docstring. ``params`` is the node's parameter dict (kept up to date
-    by the node, so run-time changes apply at once)."""
+    by the node, so run-time changes apply at once); ``hand_over(fn, *args)``, any thread,
+    runs ``fn(*args)`` on the node's executor."""
 
-    def __init__(self, node: Any, robot: Any, params: Dict[str, Any]) -> None:
+    def __init__(self, node: Any, robot: Any, params: Dict[str, Any],
+                 hand_over: Callable[..., None]) -> None:
         self.node = node
+        self._hand_over = hand_over  # the node's: hand_over(fn, *args) runs fn on the executor
         self.robot = robot
         self.params = params
         self._log = node.get_logger()
@@ -198,7 +201,7 @@ class MediaInterfaces:
     def _on_face_thread_failure(self, exc: BaseException) -> None:
         """The face thread: spinning failed; the executor takes display/face over."""
         self._log.error(f"display/face thread failed ({exc!r}): display/face moves to the executor")
-        self._handover.put(self._move_face_to_executor)
+        self._hand_over(self._move_face_to_executor)
 
     def _move_face_to_executor(self) -> None:
         thread, self._face_thread = self._face_thread, None
@@ -402,11 +405,7 @@ class MediaInterfaces:
     # ------------------------------------------------------------------ reports (I/O -> executor)
 
     def _on_report(self, report: AVReport) -> None:
-        """A report of the stream, handed over to the executor: feedback or the goal's end
-        (or a function to run there: the face thread's failure)."""
-        if callable(report):
-            report()
-            return
+        """A report of the stream, handed over to the executor: feedback or the goal's end."""
         goal = self._goals.get(report.token)
         if goal is None or goal.future.done():
             return  # a goal already ended (preempted, deactivated)
