@@ -98,7 +98,10 @@ def _wait(condition, timeout: float, what: str, bringup: Optional[Bringup] = Non
 # ---------------------------------------------------------------------------- a ROS helper
 
 #: a separate ROS process: subscribes odom and the compressed camera (the consumer), or
-#: publishes face/look_at at 30 Hz (the face changer); prints its counts at the end
+#: publishes face/look_at at 30 Hz (the face changer); prints its counts at the end. It
+#: spins as ``rclpy.spin(node)`` does, one executor with the node added once (not
+#: ``rclpy.spin_once(node)``, which adds and removes the node on every call), bounded
+#: in time
 HELPER = r"""
 import sys, time, random
 import rclpy
@@ -118,10 +121,13 @@ else:
     pub = node.create_publisher(Point, "face/look_at", 10)
     rng = random.Random(1)
     node.create_timer(1 / 30, lambda: pub.publish(Point(x=rng.uniform(-1, 1), y=rng.uniform(-1, 1))))
+from rclpy.executors import SingleThreadedExecutor
+executor = SingleThreadedExecutor()  # as rclpy.spin(node) does: the node added once
+executor.add_node(node)
 print("ready", flush=True)
 end = time.monotonic() + seconds
 while time.monotonic() < end:
-    rclpy.spin_once(node, timeout_sec=0.1)
+    executor.spin_once(timeout_sec=0.1)
 print(n["odom"], n["image"], flush=True)
 node.destroy_node()
 rclpy.try_shutdown()

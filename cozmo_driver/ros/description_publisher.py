@@ -12,6 +12,17 @@ parameter (``cozmo_bringup`` passes the xacro output):
   ``joint_states`` message, stamped with its header stamp (now, if zero);
   mimic joints follow their master (position * multiplier + offset). Joints
   the message does not name are not published; unknown names are ignored.
+  Only while ``/tf`` has subscribers (asked every ``_COUNT_EVERY_S``, as the
+  driver does for its streams: a new tf listener gets the next state's
+  transforms at most that much later; ``/tf`` is volatile, so nobody misses
+  anything).
+
+``joint_states`` comes with every robot state (30 Hz), so it is served like the
+driver's ``cmd_vel``, on a companion node ``<node name>_joint_states`` with an
+executor of its own on a thread of its own, where rclpy allows
+(:class:`~cozmo_driver.ros.subscription_thread.ThreadedSubscription`): the node's
+own executor, which in one process with the driver spins every node of the
+stack, is not woken for it.
 
 Parameters: ``robot_description`` (the URDF, required) and ``frame_prefix``
 (prepended to every frame id, like robot_state_publisher's; default empty:
@@ -21,7 +32,9 @@ read at start-up. The kinematics are :class:`cozmo_driver.description.UrdfModel`
 
 from __future__ import annotations
 
+import math
 import sys
+import time
 from typing import Dict, List, Optional
 
 from geometry_msgs.msg import TransformStamped
@@ -35,7 +48,9 @@ from tf2_msgs.msg import TFMessage
 from ..description import DescriptionError, Joint, Transform, UrdfModel
 from ..driver.parameters import ParamSpec
 from ..lifeline import exit_with_parent
+from . import qos
 from ._entry import destroyed_if_refused, init, make_node, spin_node
+from .subscription_thread import ThreadedSubscription
 from .usage import answer_help
 from .qos import QOS_LATCHED, QOS_TF
 
@@ -51,6 +66,9 @@ DESCRIPTION_PARAMETERS = (
               "-p robot_description:=\"$(xacro cozmo.urdf.xacro)\"; read at start-up"),
     ParamSpec("frame_prefix", "", "Prepended to every frame id (default empty); read at start-up"),
 )
+
+#: how often /tf's subscriber count is asked, seconds
+_COUNT_EVERY_S = 0.2
 
 # robot_description and /tf_static: QOS_LATCHED (late joiners get the last message);
 # /tf: QOS_TF, as tf2's TransformBroadcaster (both from ros/qos.py)
@@ -81,12 +99,15 @@ class DescriptionPublisher(Node):
         self._prefix = str(self.get_parameter("frame_prefix").value).lstrip("/")
         self._moving: List[Joint] = self.model.moving_joints()
         self._warned_unknown = False
+        self._tf_wanted, self._counted_at = True, -math.inf
 
-        self._description_pub = self.create_publisher(String, "robot_description", QOS_LATCHED)
-        self._static_pub = self.create_publisher(TFMessage, "/tf_static", QOS_LATCHED)
-        self._tf_pub = self.create_publisher(TFMessage, "/tf", QOS_TF)
-        self._joint_sub = self.create_subscription(JointState, "joint_states", self._on_joints,
-                                                   qos_profile_sensor_data)
+        self._description_pub = qos.create_publisher(self, String, "robot_description", QOS_LATCHED,
+                                                     overridable=False)
+        self._static_pub = qos.create_publisher(self, TFMessage, "/tf_static", QOS_LATCHED,
+                                                overridable=False)
+        self._tf_pub = qos.create_publisher(self, TFMessage, "/tf", QOS_TF, overridable=False)
+        self._joints = ThreadedSubscription(self, JointState, "joint_states", self._on_joints,
+                                            qos_profile_sensor_data, suffix="joint_states")
 
         self._description_pub.publish(String(data=urdf))
         self._publish_static()
@@ -122,7 +143,7 @@ class DescriptionPublisher(Node):
                 self.get_logger().warning(
                     f"joint_states names {name!r}, which the robot description does not have "
                     "(ignored; reported once)")
-        if not given:
+        if not given or not self._tf_subscribed():
             return
         positions = self.model.with_mimics(given)
         stamp = msg.header.stamp
@@ -132,6 +153,21 @@ class DescriptionPublisher(Node):
                       for j in self._moving if j.name in positions]
         if transforms:
             self._tf_pub.publish(TFMessage(transforms=transforms))
+
+    def _tf_subscribed(self) -> bool:
+        """Whether /tf has subscribers (asked at most every _COUNT_EVERY_S)."""
+        now = time.monotonic()
+        if now - self._counted_at >= _COUNT_EVERY_S:
+            self._counted_at = now
+            self._tf_wanted = self._tf_pub.get_subscription_count() > 0
+        return self._tf_wanted
+
+    def destroy_node(self):
+        """End the joint_states thread, then destroy the node."""
+        joints = getattr(self, "_joints", None)
+        if joints is not None:
+            joints.close()
+        return super().destroy_node()
 
 
 

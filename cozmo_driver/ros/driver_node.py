@@ -107,9 +107,7 @@ class CozmoDriverNode(LifecycleNode):
             if problem:
                 raise ValueError(f"invalid parameters: {problem}")
         self.add_on_set_parameters_callback(self._on_set_parameters)
-        self._robot = None
-        self._configured = False
-        self._closed = False
+        self._robot, self._configured, self._closed = None, False, False
         self._handover: Optional[HandOver] = None  # what must run on the executor
         self._live = False  # the link open and the core active (see _go_live)
         self._link_early = False  # start(): configure opens the link half-way (_go_live)
@@ -138,6 +136,8 @@ class CozmoDriverNode(LifecycleNode):
         """True while the robot is connected and streaming."""
         return self._core.connected
 
+    #: the display, audio and animation interfaces while configured (else None)
+    media = property(lambda self: self._media)
     _templates = property(lambda self: self._streams.templates)
     _image_templates = property(lambda self: self._streams.image_templates)
 

@@ -21,14 +21,32 @@ Interfaces (names relative to the node's namespace, like the driver's):
   z unused);
 * serves ``set_face_expression`` (cozmo_interfaces/SetFaceExpression: a name,
   or the 43 raw parameters in CLAD order, with a transition time).
+
+Threads: the frames are rendered and published on a thread of the node's own,
+paced by the monotonic clock, not by a timer of the executor: every executor
+wake-up rebuilds its wait set of every entity it spins, which in one process
+with the driver (``cozmo_stack``) is every entity of the stack. ``face/look_at``,
+which a gaze tracker sends at its camera's rate, is served like the driver's
+``cmd_vel`` (:class:`~cozmo_driver.ros.subscription_thread.ThreadedSubscription`:
+a companion node ``<node name>_look_at`` with an executor of its own, where
+rclpy allows). The animator is shared under a lock.
+
+In one process with the driver (``cozmo_stack``), the stack hands each frame
+to the driver's display directly (:meth:`FaceNode.show_locally`), and the node
+publishes ``display/face`` only while something else subscribes to it (asked
+every ``_COUNT_EVERY_S``; a new subscriber gets the current face at once).
 """
 
 from __future__ import annotations
 
 import math
+import atexit
 import sys
+import threading
 import time
-from typing import Any, List, Optional, Sequence, Tuple
+import weakref
+from dataclasses import dataclass
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 import rclpy
@@ -45,10 +63,41 @@ from ..face.stream import FaceStream
 from ..driver.parameters import ParamSpec
 from ..lifeline import exit_with_parent
 from ._entry import destroyed_if_refused, init, make_node, spin_node
+from . import qos
+from .subscription_thread import ThreadedSubscription
 from .usage import answer_help
 from .qos import QOS_LATCHED, QOS_QUEUE
 
 __all__ = ["FaceNode", "main", "raw_face"]
+
+#: how long destroy_node waits for the frame thread to end, seconds
+_JOIN_S = 2.0
+#: in one process with the driver: how often display/face's subscriber count is asked, seconds
+_COUNT_EVERY_S = 0.2
+
+
+#: face nodes whose frame threads run, stopped at interpreter exit (see _stop_frames_at_exit)
+_LIVE: "weakref.WeakSet[FaceNode]" = weakref.WeakSet()
+
+
+def _stop_frames_at_exit() -> None:
+    """At interpreter exit, end the frame threads of face nodes never destroyed (a daemon
+    thread inside rclpy's native code while the interpreter finalizes aborts the process)."""
+    for node in list(_LIVE):
+        node.stop_frames()
+
+
+atexit.register(_stop_frames_at_exit)
+
+
+@dataclass
+class LocalDisplay:
+    """A display in this process that takes the face frames directly (the driver's, in
+    ``cozmo_stack``): ``show(screen, stamp_ns)`` with the ``(64, 128)`` bool screen, and
+    ``subscriptions()``: how many of ``display/face``'s subscriptions are its own."""
+
+    show: Callable[[np.ndarray, int], None]
+    subscriptions: Callable[[], int]
 
 
 #: the node's parameters (read at start-up), declared from this table; ``--help`` lists them
@@ -101,6 +150,8 @@ class FaceNode(Node):
             except KeyError as exc:
                 raise ValueError(str(exc.args[0])) from None
         now = time.monotonic()
+        #: held by whoever reads or changes the animator (the frame thread, the callbacks)
+        self._lock = threading.Lock()
         self.animator = FaceAnimator(seed=int(seed), base=base, now=now, idle=bool(idle))
         self.stream = FaceStream(self.animator, keepalive_s=float(keepalive))
         self._msg = Image()
@@ -108,12 +159,25 @@ class FaceNode(Node):
         self._msg.encoding = "mono8"
         self._msg.is_bigendian = 0
         self._msg.step = FACE_WIDTH_PX
-        self._publisher = self.create_publisher(Image, "display/face", QOS_LATCHED)
-        self.create_subscription(String, "face/expression", self._on_expression, QOS_QUEUE)
-        self.create_subscription(Float32MultiArray, "face/params", self._on_params, QOS_QUEUE)
-        self.create_subscription(Point, "face/look_at", self._on_look_at, QOS_QUEUE)
+        self._publisher = qos.create_publisher(self, Image, "display/face", QOS_LATCHED,
+                                               overridable=False)
+        qos.create_subscription(self, String, "face/expression", self._on_expression, QOS_QUEUE,
+                                overridable=False)
+        qos.create_subscription(self, Float32MultiArray, "face/params", self._on_params, QOS_QUEUE,
+                                overridable=False)
+        self._look_at = ThreadedSubscription(self, Point, "face/look_at", self._on_look_at,
+                                             QOS_QUEUE, suffix="look_at")
         self.create_service(SetFaceExpression, "set_face_expression", self._on_set_expression)
-        self._timer = self.create_timer(1.0 / float(fps), self._on_timer)
+        self._period = 1.0 / float(fps)
+        self._local: Optional[LocalDisplay] = None  # see show_locally
+        #: frames published on display/face (with a local display, fewer than were shown)
+        self.frames_published = 0
+        self._others = True       # display/face has subscribers besides the local display
+        self._counted_at = -math.inf
+        self._stop = threading.Event()
+        self._frames = threading.Thread(target=self._run_frames, name="cozmo-face-frames", daemon=True)
+        self._frames.start()
+        _LIVE.add(self)
         self.get_logger().info(f"face '{start}' at {fps:g} fps on {self._publisher.topic_name}"
                                f"{' with idle life' if idle else ''}")
 
@@ -123,7 +187,8 @@ class FaceNode(Node):
         """Ease to the named expression; raises KeyError naming the known ones."""
         face = expression(name)
         duration = self.transition_s if transition_s is None or transition_s < 0 else transition_s
-        self.animator.set_expression(face, time.monotonic(), duration)
+        with self._lock:
+            self.animator.set_expression(face, time.monotonic(), duration)
         return f"face '{name}' in {duration:g} s"
 
     def _on_expression(self, msg: String) -> None:
@@ -137,7 +202,8 @@ class FaceNode(Node):
         clamped (raises ValueError from :func:`raw_face`, the face unchanged)."""
         face, clamped = raw_face(values)
         duration = self.transition_s if transition_s is None or transition_s < 0 else transition_s
-        self.animator.set_expression(face, time.monotonic(), duration)
+        with self._lock:
+            self.animator.set_expression(face, time.monotonic(), duration)
         return f"raw face in {duration:g} s" + (f"; clamped: {'; '.join(clamped)}" if clamped else ""), bool(clamped)
 
     def _on_params(self, msg: Float32MultiArray) -> None:
@@ -156,7 +222,8 @@ class FaceNode(Node):
         if not (math.isfinite(msg.x) and math.isfinite(msg.y)):
             self.get_logger().warning(f"face/look_at refused: x = {msg.x}, y = {msg.y} must be finite")
             return
-        self.animator.look_at(msg.x, msg.y, time.monotonic())
+        with self._lock:
+            self.animator.look_at(msg.x, msg.y, time.monotonic())
 
     def _on_set_expression(self, request, response):
         transition = float(request.transition_s)
@@ -186,14 +253,83 @@ class FaceNode(Node):
 
     # ------------------------------------------------------------------ frames
 
-    def _on_timer(self) -> None:
-        image = self.stream.frame(time.monotonic())
+    def _run_frames(self) -> None:
+        """The frame thread: a frame every period, on a schedule that does not drift (after
+        a stall longer than a period it starts again from now, without a burst); ends on
+        :meth:`destroy_node` or when the context is shut down under it."""
+        period = self._period
+        due = time.monotonic()
+        while not self._stop.is_set():
+            now = time.monotonic()
+            if now < due:
+                if self._stop.wait(due - now):
+                    return
+                now = time.monotonic()
+            due = due + period if now - due < period else now + period
+            try:
+                self.publish_frame(now)
+            except Exception as exc:  # noqa: BLE001 - the context went under the thread
+                if not self.context.ok():
+                    return
+                self.get_logger().error(f"face frame failed: {exc!r}")
+                self._stop.wait(1.0)
+
+    def show_locally(self, display: Optional[LocalDisplay]) -> None:
+        """Hand every frame to ``display`` in this process besides (or, while nothing else
+        subscribes to ``display/face``, instead of) publishing it; None: publish only."""
+        self._local, self._others, self._counted_at = display, True, -math.inf
+
+    def _others_subscribe(self, now: float, local: LocalDisplay) -> Tuple[bool, bool]:
+        """(whether display/face has subscribers besides ``local``'s, whether that is new)."""
+        if now - self._counted_at < _COUNT_EVERY_S:
+            return self._others, False
+        self._counted_at = now
+        before = self._others
+        self._others = self._publisher.get_subscription_count() > local.subscriptions()
+        return self._others, self._others and not before
+
+    def publish_frame(self, now: float) -> bool:
+        """Render the face at monotonic time ``now``; if it changed (or its keep-alive is
+        due), hand it to the local display (:meth:`show_locally`) and publish it (with a
+        local display: while something else subscribes). Whether a frame went out."""
+        with self._lock:
+            image = self.stream.frame(now)
+            latest = self.stream.image
+        local = self._local
+        stamp = self.get_clock().now()
+        if local is not None:
+            if image is not None:
+                local.show(image >= 128, stamp.nanoseconds)
+            others, new = self._others_subscribe(now, local)
+            if not others:
+                return image is not None
+            if image is None and new:
+                image = latest  # a new subscriber: the face at once
         if image is None:
-            return
+            return False
         msg = self._msg
-        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.header.stamp = stamp.to_msg()
         msg.data = image.tobytes()
         self._publisher.publish(msg)
+        self.frames_published += 1
+        return True
+
+    def stop_frames(self) -> None:
+        """End the frame thread (idempotent; no frame is published after it returns)."""
+        frames = getattr(self, "_frames", None)
+        if frames is not None:
+            self._stop.set()
+            if frames.is_alive() and frames is not threading.current_thread():
+                frames.join(_JOIN_S)
+
+    def destroy_node(self) -> Any:
+        """Stop the frame thread and the look_at thread, then destroy the node (also when
+        the constructor refused before they were made)."""
+        self.stop_frames()
+        look_at = getattr(self, "_look_at", None)
+        if look_at is not None:
+            look_at.close()
+        return super().destroy_node()
 
 
 

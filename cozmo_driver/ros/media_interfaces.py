@@ -26,7 +26,9 @@ second while the face changes, is not served by the main executor, whose every
 wake-up rebuilds a wait set of the driver's hundred entities: like ``cmd_vel``, it
 has a small node of its own, ``<driver name>_display_face``, spun on its own thread
 (:class:`~cozmo_driver.ros.subscription_thread.SubscriptionThread`; the executor
-where that cannot be made), and its frames are converted there
+where that cannot be made), and its frames are converted there. A face node in the
+same process (``cozmo_stack``) hands its frames over directly
+(:meth:`MediaInterfaces.show_local_face`), without DDS between them
 (:class:`~cozmo_driver.driver.media.ChunkResampler`, no seams between
 chunks). Reports come back through a
 :class:`~cozmo_driver.ros.handover.HandOver`, as the node's own data does. The
@@ -42,8 +44,9 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Deque, Dict, List, Optional
 
 from cozmo_interfaces.action import PlayAnimation, PlayAudio
 from cozmo_interfaces.msg import AudioChunk, DisplayImage
@@ -74,6 +77,9 @@ __all__ = ["MediaInterfaces"]
 _STREAM_GAP_S = 0.5
 _WARN_PERIOD_S = 2.0
 
+
+#: how many stamps of in-process face frames are remembered (their DDS copies are skipped)
+_LOCAL_STAMPS = 16
 
 @dataclass
 class _Goal:
@@ -114,6 +120,9 @@ class MediaInterfaces:
         self._chunks_rejected = 0
         self._underruns_seen = 0
         self._last_face: Optional[bytes] = None
+        self._face_lock = threading.Lock()  # the face thread and a face node in this process
+        #: stamps of the frames a face node of this process handed over (show_local_face)
+        self._local_stamps: Deque[int] = deque(maxlen=_LOCAL_STAMPS)
         self._resampler = ChunkResampler(_STREAM_GAP_S)
 
         self.library = AnimationLibrary.load(list(params.get("animation_dirs") or ()),
@@ -265,7 +274,28 @@ class MediaInterfaces:
     def _on_display_image_raw(self, msg: Image) -> None:
         self._show(msg, float(self.params["display_default_duration"]), "display/image_raw", None)
 
+    def show_local_face(self, screen: Any, stamp_ns: int) -> None:
+        """A face frame of a face node in this process (``cozmo_stack``), handed over without
+        DDS: the ``(64, 128)`` bool screen and the frame's stamp (ns). The copy of it that
+        comes on ``display/face`` when that node also publishes (for another subscriber) is
+        known by its stamp and not shown again. Any thread."""
+        data, _ = screen_to_frame(screen)
+        with self._face_lock:
+            self._local_stamps.append(int(stamp_ns))
+            self._set_face(data)
+
+    def _set_face(self, data: Optional[bytes]) -> None:
+        """(under the face lock) The face layer's next frame, unless it is the same again."""
+        if data == self._last_face:
+            return  # the same face again (a keep-alive)
+        self._last_face = data
+        self.av.set_face(data)
+
     def _on_display_face(self, msg: Image) -> None:
+        stamp = msg.header.stamp
+        with self._face_lock:
+            if self._local_stamps and stamp.sec * 10**9 + stamp.nanosec in self._local_stamps:
+                return  # handed over in this process already
         if is_empty_image(msg.width, msg.height):
             data = None
         else:
@@ -277,10 +307,8 @@ class MediaInterfaces:
                 self._warn("display/face", f"display/face refused: {exc}")
                 return
             data, _ = screen_to_frame(screen)
-        if data == self._last_face:
-            return  # the same face again (a keep-alive)
-        self._last_face = data
-        self.av.set_face(data)
+        with self._face_lock:
+            self._set_face(data)
 
     # ------------------------------------------------------------------ audio stream
 

@@ -94,10 +94,12 @@ def create_publisher(node: Any, msg_type: Any, topic: str, qos: QoSProfile,
 
 
 def create_subscription(node: Any, msg_type: Any, topic: str, callback: Any,
-                        qos: QoSProfile, callback_group: Any = None, raw: bool = False) -> Any:
-    """``node.create_subscription`` with a copy of ``qos``, overridable by parameters, without
-    QoS event handlers (see the module docstring). ``raw``: the callback gets the serialized
-    message (bytes)."""
-    return node.create_subscription(msg_type, topic, callback, copy.copy(qos), **_overriding(True),
+                        qos: QoSProfile, callback_group: Any = None, raw: bool = False,
+                        overridable: bool = True) -> Any:
+    """``node.create_subscription`` with a copy of ``qos``, overridable by parameters unless
+    ``overridable`` is False, without QoS event handlers (see the module docstring).
+    ``raw``: the callback gets the serialized message (bytes)."""
+    return node.create_subscription(msg_type, topic, callback, copy.copy(qos),
+                                    **_overriding(overridable),
                                     **_no_event_handlers(SubscriptionEventCallbacks),
                                     callback_group=callback_group, raw=raw)

@@ -5,7 +5,9 @@ files and remappings from a ``--ros-args`` section of its own), and all of them 
 one single-threaded executor in one rclpy context, so they share one interpreter, one
 copy of rclpy and the message modules, and one DDS participant; what one node publishes
 for another of the process is delivered inside the process by the middleware (rclpy has
-no intra-process transport of its own). The bring-up starts it with ``one_process:=true``
+no intra-process transport of its own), except the face: the face node hands each frame
+to the driver's display directly, and publishes ``display/face`` only while something
+else subscribes to it. The bring-up starts it with ``one_process:=true``
 (:mod:`cozmo_driver.bringup_plan`); by hand::
 
     cozmo_stack --node driver --ros-args -p robot_ip:=127.0.0.1 -p robot_port:=5551 -- \\
@@ -199,6 +201,23 @@ def _make_nodes(specs: Sequence[NodeSpec]) -> Optional[_Running]:
     return running
 
 
+def _face_to_driver(running: _Running) -> None:
+    """The face node's frames straight to the driver's display, without DDS between two
+    nodes of this process (rclpy has no intra-process transport): ``FaceNode.show_locally``
+    and ``MediaInterfaces.show_local_face``."""
+    face, driver = running.by_kind.get("face"), running.by_kind.get("driver")
+    if face is None or driver is None:
+        return
+    from .face_node import LocalDisplay
+
+    def show(screen: Any, stamp_ns: int) -> None:
+        media = driver.media  # None while the driver is not configured
+        if media is not None:
+            media.show_local_face(screen, stamp_ns)
+
+    face.show_locally(LocalDisplay(show, lambda: 0 if driver.media is None else 1))
+
+
 def _start(running: _Running) -> None:
     """The driver's start, as its own executable does it (autostart, a refusal on a bad
     address or a robot driven already), then the start-up's objects out of the collector."""
@@ -254,6 +273,7 @@ def main(args: Optional[List[str]] = None) -> int:
     running = _make_nodes(specs)
     if running is None:
         return 2
+    _face_to_driver(running)
     driver = running.by_kind.get("driver")
     if driver is not None:
         from .driver_support import RosLogHandler

@@ -29,13 +29,18 @@ context shut down under it is seen.
 If making that node fails, the constructor raises :class:`Unsupported` before
 anything is left behind, and the caller subscribes the ordinary way. If
 spinning fails later (it never has), ``on_failure(exc)`` is called on the
-thread, which then ends.
+thread, which then ends. :class:`ThreadedSubscription` does both for a node
+that has no hand-over of its own (the face node's ``face/look_at``, the
+description publisher's ``joint_states``): the subscription on a thread where
+rclpy allows, on the node's executor otherwise or after the thread failed.
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
 import threading
+import weakref
 from typing import Any, Callable
 
 from rclpy.executors import SingleThreadedExecutor
@@ -48,7 +53,7 @@ try:  # Jazzy on; not in Humble
 except ImportError:  # pragma: no cover - depends on the distribution
     EventsExecutor = None
 
-__all__ = ["SubscriptionThread", "Unsupported", "events_executor_available"]
+__all__ = ["SubscriptionThread", "ThreadedSubscription", "Unsupported", "events_executor_available"]
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +61,23 @@ logger = logging.getLogger(__name__)
 _JOIN_S = 5.0
 #: the longest an EventsExecutor's spin_once waits (stop() ends it sooner), seconds
 EVENTS_WAIT_S = 0.5
+#: the threads running, stopped at interpreter exit (see _stop_all_at_exit)
+_LIVE: "weakref.WeakSet[SubscriptionThread]" = weakref.WeakSet()
+
+
+def _stop_all_at_exit() -> None:
+    """At interpreter exit, end the threads of nodes that were never destroyed: a daemon
+    thread that wakes in native code while the interpreter finalizes is ended by CPython
+    from inside that code, which aborts the process ("terminate called without an active
+    exception")."""
+    for thread in list(_LIVE):
+        try:
+            thread.stop()
+        except Exception:  # noqa: BLE001 - the process is ending anyway
+            pass
+
+
+atexit.register(_stop_all_at_exit)
 
 
 def events_executor_available() -> bool:
@@ -105,6 +127,7 @@ class SubscriptionThread:
             raise Unsupported(f"cannot serve {topic} on a node of its own: {exc!r}") from exc
         self.thread = threading.Thread(target=self._run, name=f"cozmo-{suffix}", daemon=True)
         self.thread.start()
+        _LIVE.add(self)
 
     def _run(self) -> None:
         try:
@@ -163,3 +186,48 @@ class SubscriptionThread:
         node, self.node = self.node, None
         if node is not None:
             node.destroy_node()
+
+
+class ThreadedSubscription:
+    """A subscription of ``node`` served on a :class:`SubscriptionThread` (companion node
+    ``<node name>_<suffix>``) where rclpy allows, by ``node``'s executor where it does not
+    or once the thread has failed (a guard condition of ``node`` moves it there, on the
+    executor's thread). Made without QoS event handlers and without ``qos_overrides``
+parameters (``qos.create_subscription``).
+    ``callback`` runs on whichever thread serves it, so what it touches must be safe for
+    that. :meth:`close` ends the thread (destroying ``node`` ends the rest)."""
+
+    def __init__(self, node: Any, msg_type: Any, topic: str, callback: Callable[[Any], None],
+                 profile: Any, suffix: str) -> None:
+        from . import qos
+
+        self._node, self._topic, self._callback = node, topic, callback
+        self._make = lambda owner, name, cb: qos.create_subscription(owner, msg_type, name, cb,
+                                                                     profile, overridable=False)
+        self.subscription = None
+        self.thread: Any = None
+        self._moved = node.create_guard_condition(self._to_executor)
+        try:
+            self.thread = SubscriptionThread(node, topic, self._make, callback, self._failed,
+                                             suffix=suffix)
+        except Unsupported as exc:
+            node.get_logger().info(f"{topic} served by the executor: {exc}")
+            self.subscription = self._make(node, topic, callback)
+
+    def _failed(self, exc: BaseException) -> None:
+        """The thread: spinning failed; the executor takes the subscription over."""
+        self._node.get_logger().error(f"{self._topic} thread failed ({exc!r}): "
+                                      f"{self._topic} moves to the executor")
+        self._moved.trigger()
+
+    def _to_executor(self) -> None:
+        thread, self.thread = self.thread, None
+        if thread is not None:
+            thread.stop()
+            self.subscription = self._make(self._node, self._topic, self._callback)
+
+    def close(self) -> None:
+        """End the thread and destroy its node (idempotent; not from the thread itself)."""
+        thread, self.thread = self.thread, None
+        if thread is not None:
+            thread.stop()

@@ -37,9 +37,10 @@ pytestmark = [pytest.mark.ros]
 NODES = ("cozmo_driver", "cozmo_face", "cozmo_behavior")
 STANDARD_TOPICS = {"/rosout", "/parameter_events"}
 #: nodes that a node makes for itself and whose interfaces are that node's (the driver serves
-#: cmd_vel and display/face on small nodes of their own with their own executors, where
-#: rclpy allows)
-COMPANIONS = {"cozmo_driver": ("cozmo_driver_cmd_vel", "cozmo_driver_display_face")}
+#: cmd_vel and display/face, the face node face/look_at, on small nodes of their own with
+#: their own executors, where rclpy allows)
+COMPANIONS = {"cozmo_driver": ("cozmo_driver_cmd_vel", "cozmo_driver_display_face"),
+              "cozmo_face": ("cozmo_face_look_at",)}
 STANDARD_PARAMETERS = {"use_sim_time", "start_type_description_service"}
 TYPE_NAMES = {Parameter.Type.BOOL: "bool", Parameter.Type.INTEGER: "int", Parameter.Type.DOUBLE: "double",
               Parameter.Type.STRING: "string", Parameter.Type.STRING_ARRAY: "string[]",

@@ -24,7 +24,7 @@ from cozmo_interfaces.msg import AudioChunk, DisplayImage  # noqa: E402
 from cozmo_interfaces.srv import ListAnimations  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
-from rclpy.qos import QoSProfile  # noqa: E402
+from rclpy.qos import QoSDurabilityPolicy, QoSProfile  # noqa: E402
 from sensor_msgs.msg import Image  # noqa: E402
 
 from ros_harness import (CONNECT_TIMEOUT, DISCOVERY_TIMEOUT, LogRecorder, RosHarness, closing_all,  # noqa: E402
@@ -271,6 +271,60 @@ def test_the_face_is_served_on_a_thread_of_its_own_and_the_executor_takes_over_i
     face.publish(image_msg(np.where(RENDERER.render(EXPRESSIONS["sad"]), 255, 0).astype(np.uint8),
                            "mono8"))
     assert rig.spin_until(lambda: np.array_equal(rig.sim.framebuffer(), face_bits("sad")), 3.0)
+
+
+def test_a_face_node_in_the_same_process_hands_its_frames_to_the_driver_without_dds(make_rig):
+    """One process (``cozmo_stack``, docs/bringup.md): the face node gives each frame to the
+    driver's display directly. Faces reach the robot while nothing is published on
+    display/face; a subscriber that comes gets the current face at once; from then on the
+    frames are published too, and a display/face message stamped like a frame handed over
+    already is taken for its copy and not shown again (only a newer one is)."""
+    from cozmo_driver.ros.face_node import FaceNode
+    from cozmo_driver.ros.stack_node import _face_to_driver, _Running
+
+    rig = make_rig()
+    face = FaceNode(context=rig.context, parameter_overrides=[
+        Parameter("idle", value=False), Parameter("expression", value="happy"),
+        Parameter("transition_s", value=0.0), Parameter("keepalive_s", value=60.0)])
+    try:
+        _face_to_driver(_Running(nodes=[rig.node, face], by_kind={"driver": rig.node, "face": face}))
+        assert rig.spin_until(lambda: np.array_equal(rig.sim.framebuffer(), face_bits("happy")), 3.0)
+        rig.spin_for(0.5)  # a frame under way when it was wired is out
+        published = face.frames_published
+        face.set_expression("sad", 0.0)
+        assert rig.spin_until(lambda: np.array_equal(rig.sim.framebuffer(), face_bits("sad")), 3.0)
+        rig.spin_for(0.5)
+        assert face.frames_published == published, "display/face published with no other subscriber"
+
+        sad = np.where(RENDERER.render(EXPRESSIONS["sad"]), 255, 0).astype(np.uint8).tobytes()
+        got = rig.listen(None, Image, "display/face", QoSProfile(
+            depth=10, durability=QoSDurabilityPolicy.TRANSIENT_LOCAL))
+        # the face shown when it came (sad was never published before), though unchanged
+        assert rig.spin_until(lambda: any(bytes(m.data) == sad for m in got), 5.0), \
+            "the new subscriber did not get the current face"
+        assert face.frames_published > published
+
+        joy = np.where(RENDERER.render(EXPRESSIONS["joy"]), 255, 0).astype(np.uint8).tobytes()
+        face.set_expression("joy", 0.0)
+        assert rig.spin_until(lambda: any(bytes(m.data) == joy for m in got), 3.0)
+        assert rig.spin_until(lambda: np.array_equal(rig.sim.framebuffer(), face_bits("joy")), 3.0)
+        media = rig.node.media
+        stamp = next(m for m in got if bytes(m.data) == joy).header.stamp
+        assert stamp.sec * 10**9 + stamp.nanosec in media._local_stamps
+        happy = np.where(RENDERER.render(EXPRESSIONS["happy"]), 255, 0).astype(np.uint8)
+        probe_face = rig.publisher(Image, "display/face")
+        as_copy = image_msg(happy, "mono8")
+        as_copy.header.stamp = stamp
+        probe_face.publish(as_copy)
+        rig.spin_for(0.6)
+        assert np.array_equal(rig.sim.framebuffer(), face_bits("joy")), "a copy was shown again"
+        newer = image_msg(happy, "mono8")
+        newer.header.stamp = rig.node.get_clock().now().to_msg()
+        probe_face.publish(newer)
+        assert rig.spin_until(lambda: np.array_equal(rig.sim.framebuffer(), face_bits("happy")), 3.0)
+    finally:
+        face.destroy_node()
+    assert not face._frames.is_alive()
 
 
 # ----------------------------------------------------------------------------- audio
