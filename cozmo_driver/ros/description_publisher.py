@@ -12,10 +12,12 @@ parameter (``cozmo_bringup`` passes the xacro output):
   ``joint_states`` message, stamped with its header stamp (now, if zero);
   mimic joints follow their master (position * multiplier + offset). Joints
   the message does not name are not published; unknown names are ignored.
-  Only while ``/tf`` has subscribers (asked every ``_COUNT_EVERY_S``, as the
-  driver does for its streams: a new tf listener gets the next state's
-  transforms at most that much later; ``/tf`` is volatile, so nobody misses
-  anything).
+  Only while ``/tf`` has subscribers (asked at every ``joint_states`` while it
+  has none, then every ``_COUNT_EVERY_S`` to see them go: a tf listener gets
+  the transforms of every state from the one after its subscription matched,
+  as when every state was published, ``/tf`` being volatile): ``joint_states``
+  is taken serialized and read only then (the warning about names the
+  description does not have comes then too).
 
 ``joint_states`` comes with every robot state (30 Hz), so it is served like the
 driver's ``cmd_vel``, on a companion node ``<node name>_joint_states`` with an
@@ -41,6 +43,7 @@ from geometry_msgs.msg import TransformStamped
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
+from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
@@ -106,8 +109,8 @@ class DescriptionPublisher(Node):
         self._static_pub = qos.create_publisher(self, TFMessage, "/tf_static", QOS_LATCHED,
                                                 overridable=False)
         self._tf_pub = qos.create_publisher(self, TFMessage, "/tf", QOS_TF, overridable=False)
-        self._joints = ThreadedSubscription(self, JointState, "joint_states", self._on_joints,
-                                            qos_profile_sensor_data, suffix="joint_states")
+        self._joints = ThreadedSubscription(self, JointState, "joint_states", self._on_raw_joints,
+                                            qos_profile_sensor_data, suffix="joint_states", raw=True)
 
         self._description_pub.publish(String(data=urdf))
         self._publish_static()
@@ -133,6 +136,12 @@ class DescriptionPublisher(Node):
         transforms = [self._stamped(j, j.transform(), stamp) for j in self.model.fixed_joints()]
         self._static_pub.publish(TFMessage(transforms=transforms))
 
+    def _on_raw_joints(self, data: bytes) -> None:
+        """A joint_states message as it came (serialized): read only while /tf has
+        subscribers, as nothing else is done with it."""
+        if self._tf_subscribed():
+            self._on_joints(deserialize_message(data, JointState))
+
     def _on_joints(self, msg: JointState) -> None:
         given: Dict[str, float] = {}
         for name, position in zip(msg.name, msg.position):
@@ -143,7 +152,7 @@ class DescriptionPublisher(Node):
                 self.get_logger().warning(
                     f"joint_states names {name!r}, which the robot description does not have "
                     "(ignored; reported once)")
-        if not given or not self._tf_subscribed():
+        if not given:
             return
         positions = self.model.with_mimics(given)
         stamp = msg.header.stamp
@@ -155,9 +164,11 @@ class DescriptionPublisher(Node):
             self._tf_pub.publish(TFMessage(transforms=transforms))
 
     def _tf_subscribed(self) -> bool:
-        """Whether /tf has subscribers (asked at most every _COUNT_EVERY_S)."""
+        """Whether /tf has subscribers: asked at every message while it had none (so the
+        first state after a subscriber matched is published, as it was before this
+        check), else at most every _COUNT_EVERY_S."""
         now = time.monotonic()
-        if now - self._counted_at >= _COUNT_EVERY_S:
+        if not self._tf_wanted or now - self._counted_at >= _COUNT_EVERY_S:
             self._counted_at = now
             self._tf_wanted = self._tf_pub.get_subscription_count() > 0
         return self._tf_wanted

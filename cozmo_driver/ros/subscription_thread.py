@@ -195,15 +195,16 @@ class ThreadedSubscription:
     executor's thread). Made without QoS event handlers and without ``qos_overrides``
 parameters (``qos.create_subscription``).
     ``callback`` runs on whichever thread serves it, so what it touches must be safe for
-    that. :meth:`close` ends the thread (destroying ``node`` ends the rest)."""
+    that; ``raw``: it gets the serialized message (bytes). :meth:`close` ends the thread
+    (destroying ``node`` ends the rest)."""
 
     def __init__(self, node: Any, msg_type: Any, topic: str, callback: Callable[[Any], None],
-                 profile: Any, suffix: str) -> None:
+                 profile: Any, suffix: str, raw: bool = False) -> None:
         from . import qos
 
         self._node, self._topic, self._callback = node, topic, callback
-        self._make = lambda owner, name, cb: qos.create_subscription(owner, msg_type, name, cb,
-                                                                     profile, overridable=False)
+        self._make = lambda owner, name, cb: qos.create_subscription(
+            owner, msg_type, name, cb, profile, raw=raw, overridable=False)
         self.subscription = None
         self.thread: Any = None
         self._moved = node.create_guard_condition(self._to_executor)

@@ -97,6 +97,39 @@ def test_description_and_static_transforms_reach_a_late_subscriber(ros):
         model.joints["base_joint"].origin.translation[2])
 
 
+def test_joint_states_are_read_only_while_tf_has_subscribers(ros):
+    """Nothing listens on /tf: joint_states are taken serialized and not read (no /tf work
+    30 times a second for nobody); a tf listener that comes gets the transforms as soon as
+    its subscription is matched (the count is asked at every message while it is 0)."""
+    from rclpy.qos import QoSProfile
+    from sensor_msgs.msg import JointState
+    from tf2_msgs.msg import TFMessage
+
+    context, executor, add = ros
+    node = add(_publisher_node(context, robot_description(path=XACRO)))
+    read = []
+    on_joints = node._on_joints
+    node._on_joints = lambda msg: (read.append(msg), on_joints(msg))
+    listener = add(_listener(context))
+    publisher = listener.create_publisher(JointState, "joint_states", 10)
+    state = JointState(name=["head_joint", "lift_joint"], position=[0.3, 0.2])
+    assert spin_until(executor, lambda: publisher.get_subscription_count() > 0)
+    end = time.monotonic() + 1.0
+    while time.monotonic() < end:
+        publisher.publish(state)
+        executor.spin_once(timeout_sec=0.03)
+    assert read == [], "joint_states read with nobody on /tf"
+    received = []
+    listener.create_subscription(TFMessage, "/tf", received.append, QoSProfile(depth=100))
+
+    def sent_and_received():
+        publisher.publish(state)
+        return bool(received)
+
+    assert spin_until(executor, sent_and_received)
+    assert read and {t.child_frame_id for t in received[-1].transforms} >= {"head_link", "lift_link"}
+
+
 def test_joint_states_move_the_head_and_the_lift_with_its_mimics(ros):
     from rclpy.qos import QoSProfile
     from sensor_msgs.msg import JointState

@@ -222,7 +222,9 @@ rclpy.init()
 from cozmo_driver.ros.face_node import FaceNode
 from cozmo_driver.ros.description_publisher import DescriptionPublisher
 from rclpy.parameter import Parameter
-urdf = '<robot name="r"><link name="a"/><link name="b"/><joint name="j" type="revolute"><parent link="a"/><child link="b"/><axis xyz="0 1 0"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint></robot>'
+urdf = ('<robot name="r"><link name="a"/><link name="b"/><joint name="j" type="revolute">'
+        '<parent link="a"/><child link="b"/><axis xyz="0 1 0"/>'
+        '<limit lower="-1" upper="1" effort="1" velocity="1"/></joint></robot>')
 nodes = [FaceNode(), DescriptionPublisher(parameter_overrides=[Parameter("robot_description", value=urdf)])]
 time.sleep(float(sys.argv[1]))
 print("leaving", flush=True)
