@@ -39,6 +39,12 @@ pytestmark = [pytest.mark.ros, pytest.mark.slow]
 START_TIMEOUT_S = 40.0
 LATCHED = QoSProfile(depth=1, reliability=QoSReliabilityPolicy.RELIABLE,
                      durability=QoSDurabilityPolicy.TRANSIENT_LOCAL)
+#: /tf_static as tf2_ros's TransformListener takes it (depth 100, transient local): with
+#: two robots, each description publisher's latched message arrives on matching, and a
+#: depth of 1 let the second replace the first before the executor took it (a CI failure:
+#: robot_a's static frames never seen)
+STATIC_TF = QoSProfile(depth=100, reliability=QoSReliabilityPolicy.RELIABLE,
+                       durability=QoSDurabilityPolicy.TRANSIENT_LOCAL)
 
 
 class Observer:
@@ -52,7 +58,7 @@ class Observer:
         self.frames: set = set()
         for topic in ("/tf", "/tf_static"):
             self.node.create_subscription(TFMessage, topic, self._on_tf,
-                                          LATCHED if topic == "/tf_static" else 100)
+                                          STATIC_TF if topic == "/tf_static" else 100)
 
     def _on_tf(self, message) -> None:
         self.frames.update(t.child_frame_id for t in message.transforms)
