@@ -23,7 +23,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 import pytest
 
@@ -86,17 +86,25 @@ def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+def _text(data: Any) -> str:
+    return data.decode(errors="replace") if isinstance(data, bytes) else (data or "")
+
+
 def ros2(*args: str, timeout: float = 30.0, check: bool = True,
-         env: Optional[Dict[str, str]] = None,
-         timed_out_ok: bool = False) -> Optional[subprocess.CompletedProcess]:
+         env: Optional[Dict[str, str]] = None, timed_out_ok: bool = False,
+         output_if_killed: bool = False) -> Optional[subprocess.CompletedProcess]:
     """Run ``ros2 ARGS`` (text output), killed after ``timeout``; ``check``: a non-zero exit
     fails the test with the command's output. ``timed_out_ok``: a command killed after
-    ``timeout`` returns None instead of failing the test (the caller decides)."""
+    ``timeout`` returns None instead of failing the test (the caller decides).
+    ``output_if_killed``: it returns what the command printed before it was killed, with
+    ``returncode`` None (the caller decides whether that is enough)."""
     command = [need_ros2(), *args]
     try:
         result = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
                                 env=env, stdin=subprocess.DEVNULL, preexec_fn=_default_sigint)
     except subprocess.TimeoutExpired as exc:
+        if output_if_killed:
+            return subprocess.CompletedProcess(command, None, _text(exc.stdout), _text(exc.stderr))
         if timed_out_ok:
             return None
         pytest.fail(f"`ros2 {' '.join(args)}` did not end within {timeout} s; output:\n"
