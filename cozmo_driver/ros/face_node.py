@@ -40,11 +40,9 @@ every ``_COUNT_EVERY_S``; a new subscriber gets the current face at once).
 from __future__ import annotations
 
 import math
-import atexit
 import sys
 import threading
 import time
-import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
@@ -64,7 +62,7 @@ from ..driver.parameters import ParamSpec
 from ..lifeline import exit_with_parent
 from ._entry import destroyed_if_refused, init, make_node, spin_node
 from . import qos
-from .subscription_thread import ThreadedSubscription
+from .subscription_thread import ThreadedSubscription, end_at_exit
 from .usage import answer_help
 from .qos import QOS_LATCHED, QOS_QUEUE
 
@@ -74,20 +72,6 @@ __all__ = ["FaceNode", "main", "raw_face"]
 _JOIN_S = 2.0
 #: in one process with the driver: how often display/face's subscriber count is asked, seconds
 _COUNT_EVERY_S = 0.2
-
-
-#: face nodes whose frame threads run, stopped at interpreter exit (see _stop_frames_at_exit)
-_LIVE: "weakref.WeakSet[FaceNode]" = weakref.WeakSet()
-
-
-def _stop_frames_at_exit() -> None:
-    """At interpreter exit, end the frame threads of face nodes never destroyed (a daemon
-    thread inside rclpy's native code while the interpreter finalizes aborts the process)."""
-    for node in list(_LIVE):
-        node.stop_frames()
-
-
-atexit.register(_stop_frames_at_exit)
 
 
 @dataclass
@@ -177,7 +161,7 @@ class FaceNode(Node):
         self._stop = threading.Event()
         self._frames = threading.Thread(target=self._run_frames, name="cozmo-face-frames", daemon=True)
         self._frames.start()
-        _LIVE.add(self)
+        end_at_exit(self.stop_frames)  # a node never destroyed: see subscription_thread
         self.get_logger().info(f"face '{start}' at {fps:g} fps on {self._publisher.topic_name}"
                                f"{' with idle life' if idle else ''}")
 
@@ -296,6 +280,8 @@ class FaceNode(Node):
             image = self.stream.frame(now)
             latest = self.stream.image
         local = self._local
+        if image is None and local is None:
+            return False
         stamp = self.get_clock().now()
         if local is not None:
             if image is not None:

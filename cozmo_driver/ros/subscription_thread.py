@@ -41,7 +41,7 @@ import atexit
 import logging
 import threading
 import weakref
-from typing import Any, Callable
+from typing import Any, Callable, List
 
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
@@ -53,7 +53,8 @@ try:  # Jazzy on; not in Humble
 except ImportError:  # pragma: no cover - depends on the distribution
     EventsExecutor = None
 
-__all__ = ["SubscriptionThread", "ThreadedSubscription", "Unsupported", "events_executor_available"]
+__all__ = ["SubscriptionThread", "ThreadedSubscription", "Unsupported", "end_at_exit",
+           "events_executor_available"]
 
 logger = logging.getLogger(__name__)
 
@@ -61,23 +62,31 @@ logger = logging.getLogger(__name__)
 _JOIN_S = 5.0
 #: the longest an EventsExecutor's spin_once waits (stop() ends it sooner), seconds
 EVENTS_WAIT_S = 0.5
-#: the threads running, stopped at interpreter exit (see _stop_all_at_exit)
-_LIVE: "weakref.WeakSet[SubscriptionThread]" = weakref.WeakSet()
+#: what ends a thread at interpreter exit (see end_at_exit); weak: it keeps nothing alive
+_AT_EXIT: "List[weakref.WeakMethod]" = []
 
 
-def _stop_all_at_exit() -> None:
-    """At interpreter exit, end the threads of nodes that were never destroyed: a daemon
-    thread that wakes in native code while the interpreter finalizes is ended by CPython
-    from inside that code, which aborts the process ("terminate called without an active
-    exception")."""
-    for thread in list(_LIVE):
-        try:
-            thread.stop()
-        except Exception:  # noqa: BLE001 - the process is ending anyway
-            pass
+def end_at_exit(stop: Callable[[], None]) -> None:
+    """Have the bound method ``stop``, which ends a thread of its object, called at
+    interpreter exit if the object still lives (a node that was never destroyed): a daemon
+    thread that wakes in rclpy's native code while the interpreter finalizes is ended by
+    CPython from inside that code, which aborts the process ("terminate called without an
+    active exception")."""
+    _AT_EXIT[:] = [ref for ref in _AT_EXIT if ref() is not None]
+    _AT_EXIT.append(weakref.WeakMethod(stop))
 
 
-atexit.register(_stop_all_at_exit)
+def _end_all_at_exit() -> None:
+    for ref in list(_AT_EXIT):
+        stop = ref()
+        if stop is not None:
+            try:
+                stop()
+            except Exception:  # noqa: BLE001 - the process is ending anyway
+                pass
+
+
+atexit.register(_end_all_at_exit)
 
 
 def events_executor_available() -> bool:
@@ -127,7 +136,7 @@ class SubscriptionThread:
             raise Unsupported(f"cannot serve {topic} on a node of its own: {exc!r}") from exc
         self.thread = threading.Thread(target=self._run, name=f"cozmo-{suffix}", daemon=True)
         self.thread.start()
-        _LIVE.add(self)
+        end_at_exit(self.stop)
 
     def _run(self) -> None:
         try:
@@ -193,7 +202,7 @@ class ThreadedSubscription:
     ``<node name>_<suffix>``) where rclpy allows, by ``node``'s executor where it does not
     or once the thread has failed (a guard condition of ``node`` moves it there, on the
     executor's thread). Made without QoS event handlers and without ``qos_overrides``
-parameters (``qos.create_subscription``).
+    parameters (``qos.create_subscription``).
     ``callback`` runs on whichever thread serves it, so what it touches must be safe for
     that; ``raw``: it gets the serialized message (bytes). :meth:`close` ends the thread
     (destroying ``node`` ends the rest)."""
