@@ -70,6 +70,9 @@ __all__ = ["main", "parse_arguments", "read_face_display"]
 PROG = "cozmo-demo"
 #: how long the demo waits for the face node's display/face image at the end (real robot)
 FACE_TIMEOUT_S = 5.0
+#: how long the log is read for what a process that exited said (a name guard's refusal
+#: stops the run) before the demo goes on without it, s
+EXIT_SAID_WAIT_S = 1.0
 #: bring-up arguments the demo takes in either form (robot_ip:=... or --robot-ip ...)
 _PASSED = ("robot_ip", "robot_port", "namespace", "config")
 #: on the simulator, the most the odometry may be off the ground truth at the end
@@ -367,6 +370,7 @@ class _Demo:
         self.failure = ""
         self.namespace = ""
         self.reported_exits: set = set()
+        self.exits_seen: dict = {}  # pid: when its exit was first seen (_processes_alive)
         self.process_failures: List[str] = []   # nodes (not required) that exited meanwhile
         self.holdings = Holdings()
         self.domain_changed = False
@@ -533,17 +537,25 @@ class _Demo:
     def _processes_alive(self) -> Optional[str]:
         if self.bringup is None:
             return None
+        from .ros.name_guard import DUPLICATE_MARK
         for child in self.bringup.children:
             code = child.process.poll()
             if code is None:
                 continue
-            if child.entry.required:
-                said = _last_error(self.artifacts / "bringup.log", child.entry.node_name)
+            pid = child.process.pid
+            if pid in self.reported_exits:
+                continue
+            said = _last_error(self.artifacts / "bringup.log", child.entry.node_name)
+            # a node's name guard refusing (another stack of these names) stops the run as
+            # the driver's would: the demo names the other stack (demo_node._check)
+            if child.entry.required or DUPLICATE_MARK in said:
                 return (f"{child.entry.executable} exited with status {code}"
                         + (f", saying \"{said}\"" if said else "")
                         + f" (its output is in {self.artifacts / 'bringup.log'})")
-            if child.process.pid not in self.reported_exits:
-                self.reported_exits.add(child.process.pid)
+            # what it said may reach the log just after its exit: looked for a while longer
+            first_seen = self.exits_seen.setdefault(pid, time.monotonic())
+            if time.monotonic() - first_seen >= EXIT_SAID_WAIT_S:
+                self.reported_exits.add(pid)
                 self.process_failures.append(
                     f"{child.entry.name}: {child.label} exited with status {code} during the run")
                 self.say(f"{PROG}: {child.label} exited with status {code} (its output is in "

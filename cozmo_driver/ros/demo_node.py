@@ -504,7 +504,12 @@ class Demonstration:
                 if state != LinkStatus.CONNECTED:
                     self.out(f"the driver is up: link_status {state}")
             if state == LinkStatus.CONNECTED and has_odom and ours:
-                break
+                # not while another driver of this name is on the graph, its robot not yet
+                # named: the demo refuses then, having commanded nothing (_check_graph)
+                self._graph_checked = 0.0
+                self._check_graph()
+                if not self._naming_the_other():
+                    break
             if time.monotonic() > deadline:
                 if not seen_driver:
                     raise DemoAbort(

@@ -3,20 +3,30 @@
 
 The demo may see the other stack in three ways, in an order that depends on timing: the
 other driver's link report on /diagnostics naming its robot, two publishers of
-link_status in the graph, or its own driver exiting because that driver's name guard
-found the other one. The first is the one that tells the person which robot the other
-stack drives, so the other two wait up to ``NAME_THE_OTHER_S`` for it."""
+link_status in the graph, or one of its own nodes exiting because that node's name guard
+found the other stack's (the driver, or another node such as the description publisher:
+``demo._Demo._processes_alive``, with real child processes). The first is the one that
+tells the person which robot the other stack drives, so the other two wait up to
+``NAME_THE_OTHER_S`` for it, and the demo takes its own driver as connected only when
+no second driver is on the graph, so that it refuses having commanded nothing."""
 
 from __future__ import annotations
 
+import argparse
+import subprocess
+import sys
 import time
+from types import SimpleNamespace
 
 import pytest
 
-pytest.importorskip("rclpy")
+rclpy = pytest.importorskip("rclpy")
 
 from cozmo_driver.ros.demo_node import DemoAbort, DemoNode, DemoOptions, Demonstration  # noqa: E402
-from cozmo_driver.ros.name_guard import duplicate_message  # noqa: E402
+from cozmo_driver import demo as demo_module  # noqa: E402
+from cozmo_driver.bringup import Child  # noqa: E402
+from cozmo_driver.bringup_plan import ProcessEntry  # noqa: E402
+from cozmo_driver.ros.name_guard import DUPLICATE_MARK, duplicate_message  # noqa: E402
 
 pytestmark = pytest.mark.ros
 
@@ -64,3 +74,152 @@ def test_without_the_other_drivers_robot_the_refusal_itself_is_said(demo):
         demo._check()
     assert str(caught.value) == refusal()
     assert caught.value.code == 2
+
+
+# ---------------------------------------------------------------- demo.py: its own processes
+
+def exited_child(name: str, node_name: str, required: bool) -> Child:
+    """A real process of the bring-up that has exited with status 2."""
+    proc = subprocess.Popen([sys.executable, "-c", "raise SystemExit(2)"])
+    proc.wait(10)
+    entry = ProcessEntry(name, "cozmo_driver", f"cozmo_{name}", True, "always",
+                         node_name=node_name, required=required)
+    return Child(entry, [sys.executable], proc)
+
+
+def demo_with(tmp_path, *children: Child):
+    run = demo_module._Demo(argparse.Namespace(artifacts=str(tmp_path)))
+    run.bringup = SimpleNamespace(children=list(children))
+    said = []
+    run.say = said.append
+    return run, said
+
+
+def test_a_node_refused_by_its_name_guard_stops_the_run_as_the_drivers_refusal_does(tmp_path):
+    """Not only the driver (required): the description publisher refusing to run beside the
+    other stack's is the same conflict, not a node to go on without."""
+    child = exited_child("description_publisher", "description_publisher", required=False)
+    (tmp_path / "bringup.log").write_text(
+        "[ERROR] [1795494128.397777522] [description_publisher]: refusing to run: "
+        + duplicate_message("/description_publisher", 2) + "\n")
+    run, said = demo_with(tmp_path, child)
+    dead = run._processes_alive()
+    assert dead is not None and DUPLICATE_MARK in dead, dead
+    assert dead.startswith("cozmo_description_publisher exited with status 2, saying "
+                           "\"description_publisher: refusing to run: another node named "
+                           "/description_publisher already run(s) in ROS domain "), dead
+    assert run.process_failures == [] and said == []
+
+
+def test_a_node_that_exited_otherwise_is_gone_on_without_once_its_words_had_time(tmp_path,
+                                                                                 monkeypatch):
+    """What a process said may reach bringup.log just after its exit: the demo reads the log
+    for EXIT_SAID_WAIT_S before it goes on without that node (and a refusal written
+    meanwhile still stops the run)."""
+    monkeypatch.setattr(demo_module, "EXIT_SAID_WAIT_S", 0.3)
+    child = exited_child("face", "face", required=False)
+    log = tmp_path / "bringup.log"
+    log.write_text("[INFO] [1.0] [face]: frames at 30 fps\n")
+    run, said = demo_with(tmp_path, child)
+    assert run._processes_alive() is None
+    assert said == [] and run.process_failures == []          # not yet: its words may come
+    time.sleep(0.35)
+    assert run._processes_alive() is None
+    assert run.process_failures == [f"face: {child.label} exited with status 2 during the run"]
+    assert len(said) == 1 and said[0].endswith("going on without it"), said
+    assert run._processes_alive() is None and len(said) == 1   # said once
+
+    late = exited_child("face", "face", required=False)
+    log.write_text("")
+    run, said = demo_with(tmp_path, late)
+    assert run._processes_alive() is None
+    log.write_text("[ERROR] [2.0] [face]: refusing to run: "
+                   + duplicate_message("/face", 2) + "\n")     # written after the exit
+    dead = run._processes_alive()
+    assert dead is not None and DUPLICATE_MARK in dead and said == [], (dead, said)
+
+
+def test_a_required_node_that_exited_stops_the_run_at_once(tmp_path):
+    child = exited_child("driver", "cozmo_driver", required=True)
+    (tmp_path / "bringup.log").write_text("")
+    run, said = demo_with(tmp_path, child)
+    assert run._processes_alive() == (f"cozmo_driver exited with status 2 (its output is in "
+                                      f"{tmp_path / 'bringup.log'})")
+
+
+# ---------------------------------------------------------------- connection and the graph
+
+def test_its_own_driver_is_not_taken_as_connected_while_a_second_driver_is_on_the_graph(
+        rclpy_context):
+    """Its own driver CONNECTED, on its robot, odom coming; but two link_status publishers
+    in the graph and the other's robot not named yet: the demo does not say "driver
+    connected" (and so commands nothing); it refuses with status 2 once NAME_THE_OTHER_S
+    has passed."""
+    from cozmo_interfaces.msg import LinkStatus
+    from nav_msgs.msg import Odometry
+    from rclpy.executors import SingleThreadedExecutor
+
+    from cozmo_driver.ros.demo_steps import SpinningCaller
+
+    node = DemoNode(context=rclpy_context)
+    drivers = [rclpy.create_node(f"driver{i}", context=rclpy_context) for i in range(2)]
+    pubs = [d.create_publisher(LinkStatus, "link_status", 1) for d in drivers]
+    lines: list = []
+    run = Demonstration(DemoOptions(robot_address=OURS, connect_timeout_s=20.0), lines.append)
+    run.NAME_THE_OTHER_S = 1.0
+    executor = SingleThreadedExecutor(context=rclpy_context)
+    executor.add_node(node)
+    run.node, run.calls = node, SpinningCaller(executor, check=run._check)
+    try:
+        deadline = time.monotonic() + 10
+        while node.count_publishers("link_status") < 2:      # the graph shows both
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        with node.lock:
+            node.link = LinkStatus(state=LinkStatus.CONNECTED, rtt_s=0.005)
+            node.odom = Odometry()
+            node.driver_robots[OURS] = time.monotonic()
+        started = time.monotonic()
+        with pytest.raises(DemoAbort) as caught:
+            run._wait_connected()
+        assert time.monotonic() - started >= 0.9
+        assert "2 nodes publish /link_status" in str(caught.value), caught.value
+        assert caught.value.code == 2 and not run.connected_once
+        assert not any("driver connected to the robot" in line for line in lines), lines
+    finally:
+        executor.shutdown(2.0)
+        for d in drivers:
+            d.destroy_node()
+        node.destroy_node()
+        del pubs
+
+
+def test_its_own_driver_alone_on_the_graph_is_taken_as_connected(rclpy_context):
+    from cozmo_interfaces.msg import LinkStatus
+    from nav_msgs.msg import Odometry
+    from rclpy.executors import SingleThreadedExecutor
+
+    from cozmo_driver.ros.demo_steps import SpinningCaller
+
+    node = DemoNode(context=rclpy_context)
+    driver = rclpy.create_node("driver0", context=rclpy_context)
+    pub = driver.create_publisher(LinkStatus, "link_status", 1)
+    lines: list = []
+    run = Demonstration(DemoOptions(robot_address=OURS, connect_timeout_s=20.0), lines.append)
+    executor = SingleThreadedExecutor(context=rclpy_context)
+    executor.add_node(node)
+    run.node, run.calls = node, SpinningCaller(executor, check=run._check)
+    try:
+        with node.lock:
+            node.link = LinkStatus(state=LinkStatus.CONNECTED, rtt_s=0.005)
+            node.odom = Odometry()
+            node.driver_robots[OURS] = time.monotonic()
+        run._wait_connected()
+        assert run.connected_once
+        assert any("driver connected to the robot: link_status CONNECTED" in line
+                   for line in lines), lines
+    finally:
+        executor.shutdown(2.0)
+        driver.destroy_node()
+        node.destroy_node()
+        del pub
