@@ -149,77 +149,68 @@ def test_a_required_node_that_exited_stops_the_run_at_once(tmp_path):
 
 # ---------------------------------------------------------------- connection and the graph
 
-def test_its_own_driver_is_not_taken_as_connected_while_a_second_driver_is_on_the_graph(
-        rclpy_context):
-    """Its own driver CONNECTED, on its robot, odom coming; but two link_status publishers
-    in the graph and the other's robot not named yet: the demo does not say "driver
-    connected" (and so commands nothing); it refuses with status 2 once NAME_THE_OTHER_S
-    has passed."""
+@pytest.fixture
+def connecting(rclpy_context):
+    """connecting(n): a Demonstration on a real DemoNode, spun, with ``n`` other nodes each
+    publishing link_status (drivers, as the graph shows them); its own driver CONNECTED on
+    its robot, odom come."""
     from cozmo_interfaces.msg import LinkStatus
     from nav_msgs.msg import Odometry
     from rclpy.executors import SingleThreadedExecutor
 
     from cozmo_driver.ros.demo_steps import SpinningCaller
 
-    node = DemoNode(context=rclpy_context)
-    drivers = [rclpy.create_node(f"driver{i}", context=rclpy_context) for i in range(2)]
-    pubs = [d.create_publisher(LinkStatus, "link_status", 1) for d in drivers]
-    lines: list = []
-    run = Demonstration(DemoOptions(robot_address=OURS, connect_timeout_s=20.0), lines.append)
-    run.NAME_THE_OTHER_S = 1.0
-    executor = SingleThreadedExecutor(context=rclpy_context)
-    executor.add_node(node)
-    run.node, run.calls = node, SpinningCaller(executor, check=run._check)
-    try:
+    made = []
+
+    def make(drivers: int):
+        node = DemoNode(context=rclpy_context)
+        others = [rclpy.create_node(f"driver{i}", context=rclpy_context) for i in range(drivers)]
+        for other in others:
+            other.create_publisher(LinkStatus, "link_status", 1)
+        lines: list = []
+        run = Demonstration(DemoOptions(robot_address=OURS, connect_timeout_s=20.0), lines.append)
+        executor = SingleThreadedExecutor(context=rclpy_context)
+        executor.add_node(node)
+        run.node, run.calls = node, SpinningCaller(executor, check=run._check)
+        made.append((executor, others, node))
         deadline = time.monotonic() + 10
-        while node.count_publishers("link_status") < 2:      # the graph shows both
+        while node.count_publishers("link_status") < drivers:   # the graph shows them all
             assert time.monotonic() < deadline
             time.sleep(0.05)
         with node.lock:
             node.link = LinkStatus(state=LinkStatus.CONNECTED, rtt_s=0.005)
             node.odom = Odometry()
             node.driver_robots[OURS] = time.monotonic()
-        started = time.monotonic()
-        with pytest.raises(DemoAbort) as caught:
-            run._wait_connected()
-        assert time.monotonic() - started >= 0.9
-        assert "2 nodes publish /link_status" in str(caught.value), caught.value
-        assert caught.value.code == 2 and not run.connected_once
-        assert not any("driver connected to the robot" in line for line in lines), lines
-    finally:
+        return run, lines
+
+    yield make
+    for executor, others, node in made:
         executor.shutdown(2.0)
-        for d in drivers:
-            d.destroy_node()
+        for other in others:
+            other.destroy_node()
         node.destroy_node()
-        del pubs
 
 
-def test_its_own_driver_alone_on_the_graph_is_taken_as_connected(rclpy_context):
-    from cozmo_interfaces.msg import LinkStatus
-    from nav_msgs.msg import Odometry
-    from rclpy.executors import SingleThreadedExecutor
-
-    from cozmo_driver.ros.demo_steps import SpinningCaller
-
-    node = DemoNode(context=rclpy_context)
-    driver = rclpy.create_node("driver0", context=rclpy_context)
-    pub = driver.create_publisher(LinkStatus, "link_status", 1)
-    lines: list = []
-    run = Demonstration(DemoOptions(robot_address=OURS, connect_timeout_s=20.0), lines.append)
-    executor = SingleThreadedExecutor(context=rclpy_context)
-    executor.add_node(node)
-    run.node, run.calls = node, SpinningCaller(executor, check=run._check)
-    try:
-        with node.lock:
-            node.link = LinkStatus(state=LinkStatus.CONNECTED, rtt_s=0.005)
-            node.odom = Odometry()
-            node.driver_robots[OURS] = time.monotonic()
+def test_its_own_driver_is_not_taken_as_connected_while_a_second_driver_is_on_the_graph(
+        connecting):
+    """Its own driver CONNECTED, on its robot, odom coming; but two link_status publishers
+    in the graph and the other's robot not named yet: the demo does not say "driver
+    connected" (and so commands nothing); it refuses with status 2 once NAME_THE_OTHER_S
+    has passed."""
+    run, lines = connecting(2)
+    run.NAME_THE_OTHER_S = 1.0
+    started = time.monotonic()
+    with pytest.raises(DemoAbort) as caught:
         run._wait_connected()
-        assert run.connected_once
-        assert any("driver connected to the robot: link_status CONNECTED" in line
-                   for line in lines), lines
-    finally:
-        executor.shutdown(2.0)
-        driver.destroy_node()
-        node.destroy_node()
-        del pub
+    assert time.monotonic() - started >= 0.9
+    assert "2 nodes publish /link_status" in str(caught.value), caught.value
+    assert caught.value.code == 2 and not run.connected_once
+    assert not any("driver connected to the robot" in line for line in lines), lines
+
+
+def test_its_own_driver_alone_on_the_graph_is_taken_as_connected(connecting):
+    run, lines = connecting(1)
+    run._wait_connected()
+    assert run.connected_once
+    assert any("driver connected to the robot: link_status CONNECTED" in line
+               for line in lines), lines
