@@ -74,6 +74,7 @@ from ..behavior.reactions import ROBOT_EVENT_TRIGGERS
 from ..lifeline import exit_with_parent
 from ._entry import destroyed_if_refused, init, make_node, spin_node
 from .usage import answer_help
+from . import qos
 from .qos import QOS_EVENTS, QOS_LATCHED, QOS_LATEST, QOS_QUEUE, QOS_STATE, QOS_STREAM, QOS_WATCH
 
 __all__ = ["BehaviorNode", "RosRobot", "main"]
@@ -83,6 +84,18 @@ _ACTIVE_GOAL = (GoalStatus.STATUS_ACCEPTED, GoalStatus.STATUS_EXECUTING, GoalSta
 _OWN_GOALS_KEPT = 512
 _AUDIO_CHUNK_S = 0.1
 _SOUND_CACHE = 32
+
+
+def _publisher(node: Node, msg_type: Any, topic: str, profile: Any) -> Any:
+    """A publisher without rclpy's default QoS event handlers (:mod:`.qos`: each is an entity
+    that every executor wake-up checks; in one process with the driver, every wake-up of
+    the stack's executor). Not overridable: this node declares no ``qos_overrides``."""
+    return qos.create_publisher(node, msg_type, topic, profile, overridable=False)
+
+
+def _subscription(node: Node, msg_type: Any, topic: str, callback: Any, profile: Any) -> Any:
+    """A subscription without QoS event handlers (see :func:`_publisher`)."""
+    return qos.create_subscription(node, msg_type, topic, callback, profile, overridable=False)
 
 
 def _color(rgb: Optional[Sequence[float]]) -> ColorRGBA:
@@ -118,12 +131,12 @@ class RosRobot(RobotInterface):
         self._goal_handles: Dict[int, Any] = {}     # id(handle) -> rclpy ClientGoalHandle
         self._sounds: List[Tuple[Handle, float]] = []
         self._sound_cache: Dict[str, Any] = {}
-        self._face = node.create_publisher(String, "face/expression", QOS_QUEUE)
-        self._look = node.create_publisher(Point, "face/look_at", QOS_QUEUE)
-        self._backpack = node.create_publisher(BackpackLights, "backpack_lights", QOS_QUEUE)
-        self._pattern = node.create_publisher(BackpackLightPattern, "backpack_light_pattern", QOS_QUEUE)
-        self._object_lights = node.create_publisher(ObjectLights, "object_lights", QOS_QUEUE)
-        self._audio = node.create_publisher(AudioChunk, "audio/pcm", QOS_STREAM)
+        self._face = _publisher(node, String, "face/expression", QOS_QUEUE)
+        self._look = _publisher(node, Point, "face/look_at", QOS_QUEUE)
+        self._backpack = _publisher(node, BackpackLights, "backpack_lights", QOS_QUEUE)
+        self._pattern = _publisher(node, BackpackLightPattern, "backpack_light_pattern", QOS_QUEUE)
+        self._object_lights = _publisher(node, ObjectLights, "object_lights", QOS_QUEUE)
+        self._audio = _publisher(node, AudioChunk, "audio/pcm", QOS_STREAM)
         self._light_service = node.create_client(PlayLightAnimation, "play_light_animation")
         self._warned: Set[str] = set()
 
@@ -348,29 +361,29 @@ class BehaviorNode(Node):
         self._user_goals: Dict[str, Set[bytes]] = {action: set() for action in USER_ACTIONS}
         self.user_commands = 0
         # inputs
-        self.create_subscription(RobotEvent, "events", self._on_event, QOS_EVENTS)
+        _subscription(self, RobotEvent, "events", self._on_event, QOS_EVENTS)
         # the status streams at ~33 Hz; the engine needs one snapshot per connection (the
         # driver's events report every change after it), so it subscribes only until then
         self._status_sub: Optional[Any] = None
         self._status_seen = False
         self._watch_status()
-        self.create_subscription(BatteryState, "battery_state", self._on_battery, QOS_STATE)
-        self.create_subscription(LinkStatus, "link_status", self._on_link, QOS_LATCHED)
-        self.create_subscription(ObjectEvent, "object_events", self._on_object_event, QOS_EVENTS)
-        self.create_subscription(String, "behavior/trigger", self._on_trigger, QOS_QUEUE)
+        _subscription(self, BatteryState, "battery_state", self._on_battery, QOS_STATE)
+        _subscription(self, LinkStatus, "link_status", self._on_link, QOS_LATCHED)
+        _subscription(self, ObjectEvent, "object_events", self._on_object_event, QOS_EVENTS)
+        _subscription(self, String, "behavior/trigger", self._on_trigger, QOS_QUEUE)
         cmd_vel_type = TwistStamped if p["cmd_vel_stamped"] else Twist
         topic_types = {"cmd_vel": cmd_vel_type, "head/angle": HeadAngle, "lift/height": LiftHeight,
                        "head/velocity": Float64, "lift/velocity": Float64}
         for topic in USER_TOPICS:
-            self.create_subscription(topic_types[topic], topic,
+            _subscription(self, topic_types[topic], topic,
                                      lambda msg, t=topic: self._on_user_topic(t), QOS_WATCH)
         for action in USER_ACTIONS:
-            self.create_subscription(GoalStatusArray, f"{action}/_action/status",
+            _subscription(self, GoalStatusArray, f"{action}/_action/status",
                                      lambda msg, a=action: self._on_goal_status(a, msg),
                                      qos_profile_action_status_default)
         # outputs
-        self._emotions_pub = self.create_publisher(EmotionState, "behavior/emotions", QOS_STATE)
-        self._status_pub = self.create_publisher(BehaviorStatus, "behavior/status", QOS_LATCHED)
+        self._emotions_pub = _publisher(self, EmotionState, "behavior/emotions", QOS_STATE)
+        self._status_pub = _publisher(self, BehaviorStatus, "behavior/status", QOS_LATCHED)
         self.create_service(SetBool, "behavior/enable", self._on_enable)
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.create_timer(1.0 / float(p["tick_rate"]), self._on_tick)
@@ -422,7 +435,7 @@ class BehaviorNode(Node):
     def _watch_status(self) -> None:
         if self._status_sub is None:
             self._status_seen = False
-            self._status_sub = self.create_subscription(RobotStatus, "status", self._on_status,
+            self._status_sub = _subscription(self, RobotStatus, "status", self._on_status,
                                                         QOS_LATEST)
 
     def _on_status(self, msg: RobotStatus) -> None:

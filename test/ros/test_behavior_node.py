@@ -413,3 +413,29 @@ def test_the_console_script_stops_what_it_started(rclpy_context, tmp_path):
         driver.destroy_node()
         probe.destroy_node()
         sim.stop()
+
+
+def test_no_qos_event_handlers_burden_the_executor(rclpy_context):
+    """The behavior node's ~20 publishers and subscriptions come without rclpy's default QoS
+    event handlers (entities that every executor wake-up checks: in one process with the
+    driver, every wake-up of the stack's executor): it has no more of them than a bare node
+    (rclpy's own /rosout publisher ...)."""
+    import rclpy
+    try:
+        from rclpy.event_handler import EventHandler
+    except ImportError:  # Humble
+        from rclpy.qos_event import QoSEventHandler as EventHandler
+
+    def handlers(node) -> int:
+        return sum(isinstance(w, EventHandler) for w in node.waitables)
+
+    behavior = BehaviorNode(context=rclpy_context, parameter_overrides=[
+        Parameter("start_delay", value=0.0)])
+    bare = rclpy.create_node("bare", context=rclpy_context)
+    try:
+        assert len(list(behavior.subscriptions)) >= 10 and len(list(behavior.publishers)) >= 8
+        assert handlers(behavior) == handlers(bare)
+    finally:
+        behavior.close()
+        behavior.destroy_node()
+        bare.destroy_node()
