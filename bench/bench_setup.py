@@ -36,8 +36,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import ROOT, bench_report, record_table  # noqa: E402
 
 GOAL_S = 60.0               # issue #18: a fresh set-up within a minute on 2 cores
-STEP_RE = re.compile(r"^setup: (?P<what>.+?) \.\.\. (?P<status>done|FAILED) \((?P<s>[0-9.]+) s\)$")
-READY_RE = re.compile(r"^setup: (?:ready|\.venv is up to date) \((?P<s>[0-9.]+) s\)$")
+STEP_RE = re.compile(r"^setup: (?P<what>.+?) \.\.\. done \((?P<s>[0-9.]+) s\)$")
 TIMEOUT_S = 1800.0          # one set-up; a hung one stops the benchmark
 
 
@@ -62,7 +61,7 @@ def step_name(what: str) -> str:
 
 
 def run_setup(cwd: Path, env: Dict[str, str]) -> Dict[str, object]:
-    """`./dev setup` in ``cwd``: its wall clock, steps and the total it printed."""
+    """`./dev setup` in ``cwd``: its wall clock, its steps' seconds and its output."""
     t0 = time.monotonic()
     proc = subprocess.run(["./dev", "setup"], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                           capture_output=True, text=True, timeout=TIMEOUT_S)
@@ -71,16 +70,8 @@ def run_setup(cwd: Path, env: Dict[str, str]) -> Dict[str, object]:
     if proc.returncode != 0:
         tail = "\n".join(lines[-40:])
         raise SystemExit(f"bench_setup: ./dev setup in {cwd} exited {proc.returncode}:\n{tail}")
-    steps: Dict[str, float] = {}
-    total: Optional[float] = None
-    for line in lines:
-        m = STEP_RE.match(line)
-        if m:
-            steps[step_name(m["what"])] = float(m["s"])
-        m = READY_RE.match(line)
-        if m:
-            total = float(m["s"])
-    return {"wall": wall, "steps": steps, "total": total, "lines": lines}
+    steps = {step_name(m["what"]): float(m["s"]) for m in map(STEP_RE.match, lines) if m}
+    return {"wall": wall, "steps": steps, "lines": lines}
 
 
 def one_round(installer: str, base_env: Dict[str, str]) -> Dict[str, object]:

@@ -376,11 +376,11 @@ class BehaviorNode(Node):
                        "head/velocity": Float64, "lift/velocity": Float64}
         for topic in USER_TOPICS:
             _subscription(self, topic_types[topic], topic,
-                                     lambda msg, t=topic: self._on_user_topic(t), QOS_WATCH)
+                          lambda msg, t=topic: self._on_user_topic(t), QOS_WATCH)
         for action in USER_ACTIONS:
             _subscription(self, GoalStatusArray, f"{action}/_action/status",
-                                     lambda msg, a=action: self._on_goal_status(a, msg),
-                                     qos_profile_action_status_default)
+                          lambda msg, a=action: self._on_goal_status(a, msg),
+                          qos_profile_action_status_default)
         # outputs
         self._emotions_pub = _publisher(self, EmotionState, "behavior/emotions", QOS_STATE)
         self._status_pub = _publisher(self, BehaviorStatus, "behavior/status", QOS_LATCHED)
@@ -436,7 +436,7 @@ class BehaviorNode(Node):
         if self._status_sub is None:
             self._status_seen = False
             self._status_sub = _subscription(self, RobotStatus, "status", self._on_status,
-                                                        QOS_LATEST)
+                                             QOS_LATEST)
 
     def _on_status(self, msg: RobotStatus) -> None:
         self.engine.on_state(on_charger=msg.is_on_charger, charging=msg.is_charging,

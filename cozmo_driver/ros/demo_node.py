@@ -435,17 +435,18 @@ class Demonstration:
             "demo would read and command both. Stop the other one, or separate the two: "
             "--namespace NS, or a ROS domain each (export ROS_DOMAIN_ID=<a free id>)")
 
-    def _check_graph(self) -> None:
+    def _check_graph(self, at_once: bool = False) -> None:
         """Another driver of this demo's driver name (another stack with the same names in
         this ROS domain): its link report on /diagnostics names another robot, or the
-        graph shows two publishers of link_status. The demo would read and command both."""
+        graph shows two publishers of link_status. The demo would read and command both.
+        The graph is asked every GRAPH_CHECK_S, or now with ``at_once``."""
         with self.node.lock:
             others = sorted(a for a in self.node.driver_robots if a != self.options.robot_address)
         if others:
             raise self._others(f"a driver named {self.driver_fqn} connected to the robot at "
                                f"{others[0]}; this demo's is at {self.options.robot_address}")
         now = time.monotonic()
-        if now - self._graph_checked < self.GRAPH_CHECK_S:
+        if not at_once and now - self._graph_checked < self.GRAPH_CHECK_S:
             return
         self._graph_checked = now
         drivers = self.node.count_publishers("link_status")
@@ -506,8 +507,7 @@ class Demonstration:
             if state == LinkStatus.CONNECTED and has_odom and ours:
                 # not while another driver of this name is on the graph, its robot not yet
                 # named: the demo refuses then, having commanded nothing (_check_graph)
-                self._graph_checked = 0.0
-                self._check_graph()
+                self._check_graph(at_once=True)
                 if not self._naming_the_other():
                     break
             if time.monotonic() > deadline:
