@@ -23,8 +23,9 @@ parameter (``cozmo_bringup`` passes the xacro output):
 driver's ``cmd_vel``, on a companion node ``<node name>_joint_states`` with an
 executor of its own on a thread of its own, where rclpy allows
 (:class:`~cozmo_driver.ros.subscription_thread.ThreadedSubscription`): the node's
-own executor, which in one process with the driver spins every node of the
-stack, is not woken for it.
+own executor is not woken for it. In one process with the driver (``cozmo_stack``)
+the node subscribes to nothing: the driver hands it the joint positions of every
+state directly (:meth:`DescriptionPublisher.take_joints_directly`).
 
 Parameters: ``robot_description`` (the URDF, required) and ``frame_prefix``
 (prepended to every frame id, like robot_state_publisher's; default empty:
@@ -37,8 +38,9 @@ from __future__ import annotations
 import math
 import sys
 import time
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Sequence
 
+from builtin_interfaces.msg import Time
 from geometry_msgs.msg import TransformStamped
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
@@ -143,8 +145,27 @@ class DescriptionPublisher(Node):
             self._on_joints(deserialize_message(data, JointState))
 
     def _on_joints(self, msg: JointState) -> None:
+        self._publish_joints(msg.name, msg.position, msg.header.stamp)
+
+    def take_joints_directly(self) -> Callable[[Sequence[str], Sequence[float], int, int], None]:
+        """In one process with the driver (``cozmo_stack``): stop subscribing to
+        ``joint_states`` and return what takes the joint positions from the driver instead,
+        ``fn(names, positions, sec, nanosec)`` (called on the driver's I/O thread;
+        ``DriverStreams.local_joints``). /tf is published from them as from the messages,
+        and only while it has subscribers; the driver publishes ``joint_states`` only for
+        other subscribers then."""
+        self._joints.unsubscribe()
+        return self._on_local_joints
+
+    def _on_local_joints(self, names: Sequence[str], positions: Sequence[float], sec: int,
+                         nanosec: int) -> None:
+        if self._tf_subscribed():
+            self._publish_joints(names, positions, Time(sec=sec, nanosec=nanosec))
+
+    def _publish_joints(self, names: Sequence[str], values: Sequence[float], stamp: Time) -> None:
+        """/tf for the moving joints at these positions (unknown names warned of once)."""
         given: Dict[str, float] = {}
-        for name, position in zip(msg.name, msg.position):
+        for name, position in zip(names, values):
             if name in self.model.joints:
                 given[name] = position
             elif not self._warned_unknown:
@@ -155,7 +176,6 @@ class DescriptionPublisher(Node):
         if not given:
             return
         positions = self.model.with_mimics(given)
-        stamp = msg.header.stamp
         if stamp.sec == 0 and stamp.nanosec == 0:
             stamp = self.get_clock().now().to_msg()
         transforms = [self._stamped(j, j.transform(positions[j.name]), stamp)

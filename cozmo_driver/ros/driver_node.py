@@ -138,8 +138,8 @@ class CozmoDriverNode(LifecycleNode):
 
     #: the display, audio and animation interfaces while configured (else None)
     media = property(lambda self: self._media)
-    _templates = property(lambda self: self._streams.templates)
-    _image_templates = property(lambda self: self._streams.image_templates)
+    #: what publishes every state and image (DriverStreams: its templates, local_joints)
+    streams = property(lambda self: self._streams)
 
     def _on_set_parameters(self, parameters) -> SetParametersResult:
         changes = {p.name: p.value for p in parameters if p.name in self._params}

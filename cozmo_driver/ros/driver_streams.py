@@ -18,7 +18,7 @@ import math
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from builtin_interfaces.msg import Time as TimeMsg
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
@@ -67,6 +67,8 @@ STATUS_BINDING = {**STAMP_BINDING, **{name: name for name, _ in STATUS_FLAG_NAME
                   "cliff_data_raw[3]": "cliff_3", "backpack_touch_sensor_raw": "backpack_touch",
                   "curr_path_segment": "path_segment", "battery_voltage": "battery_v"}
 RAW_IMAGE_BINDING = {**STAMP_BINDING, "height": "height", "width": "width", "step": "step"}
+#: joint_states' names, in the order of a JointSample's positions (head, lift)
+JOINT_NAMES = ["head_joint", "lift_joint"]
 #: the streams filled in only for subscribers
 STREAMS = ("odom", "tf", "imu", "joints", "status", "compressed", "image", "camera_info")
 #: how often the subscriber counts and whether ROS time is active are asked again, ns
@@ -125,6 +127,11 @@ class DriverStreams(DriverOutput):
         self._notes_lock = threading.Lock()
         self._ros_time = False
         self._clock_checked_until = 0
+        #: a consumer of the joint positions in this process (``cozmo_stack``'s description
+        #: publisher), called with every state on the I/O thread: ``fn(JOINT_NAMES,
+        #: (head_rad, lift_rad), sec, nanosec)``; joint_states is still published for
+        #: subscribers (it then has none of this process)
+        self.local_joints: Optional[Callable[[Sequence[str], Sequence[float], int, int], None]] = None
 
     # ------------------------------------------------------------------ set-up
 
@@ -160,7 +167,7 @@ class DriverStreams(DriverOutput):
         imu.angular_velocity_covariance = reading.angular_velocity_covariance
         imu.linear_acceleration_covariance = reading.linear_acceleration_covariance
         joints = JointState()
-        joints.name = ["head_joint", "lift_joint"]
+        joints.name = list(JOINT_NAMES)
         joints.position = [0.0, 0.0]
         status = RobotStatus()
         status.header.frame_id = frame("base_link_frame")
@@ -221,6 +228,10 @@ class DriverStreams(DriverOutput):
             pub["status"].publish(tpl["status"].pack(sample.status))
         if not self.first_state.is_set():
             self.first_state.set()
+        local = self.local_joints
+        if local is not None:
+            joints = sample.joints
+            local(JOINT_NAMES, (joints.head_rad, joints.lift_rad), joints.sec, joints.nanosec)
 
     def on_battery(self, sample) -> None:
         pub = self.node._pub

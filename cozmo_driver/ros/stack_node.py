@@ -5,9 +5,11 @@ files and remappings from a ``--ros-args`` section of its own), and all of them 
 one single-threaded executor in one rclpy context, so they share one interpreter, one
 copy of rclpy and the message modules, and one DDS participant; what one node publishes
 for another of the process is delivered inside the process by the middleware (rclpy has
-no intra-process transport of its own), except the face: the face node hands each frame
-to the driver's display directly, and publishes ``display/face`` only while something
-else subscribes to it. The bring-up starts it with ``one_process:=true``
+no intra-process transport of its own), except the face and the joints: the face node
+hands each frame to the driver's display directly, and publishes ``display/face`` only
+while something else subscribes to it; the driver hands the joint positions of every
+state to the description publisher directly, which then does not subscribe to
+``joint_states``. The bring-up starts it with ``one_process:=true``
 (:mod:`cozmo_driver.bringup_plan`); by hand::
 
     cozmo_stack --node driver --ros-args -p robot_ip:=127.0.0.1 -p robot_port:=5551 -- \\
@@ -218,6 +220,18 @@ def _face_to_driver(running: _Running) -> None:
     face.show_locally(LocalDisplay(show, lambda: 0 if driver.media is None else 1))
 
 
+def _joints_to_description(running: _Running) -> None:
+    """The driver's joint positions straight to the description publisher, which then
+    subscribes to nothing (``DriverStreams.local_joints``,
+    ``DescriptionPublisher.take_joints_directly``): where both name the same
+    ``joint_states`` topic (the same namespace and remappings) and rclpy can say so."""
+    description, driver = running.by_kind.get("description_publisher"), running.by_kind.get("driver")
+    if description is None or driver is None or not hasattr(driver, "resolve_topic_name"):
+        return  # rclpy before Humble has no resolve_topic_name: joint_states stays a topic
+    if description.resolve_topic_name("joint_states") == driver.resolve_topic_name("joint_states"):
+        driver.streams.local_joints = description.take_joints_directly()
+
+
 def _start(running: _Running) -> None:
     """The driver's start, as its own executable does it (autostart, a refusal on a bad
     address or a robot driven already), then the start-up's objects out of the collector."""
@@ -274,6 +288,7 @@ def main(args: Optional[List[str]] = None) -> int:
     if running is None:
         return 2
     _face_to_driver(running)
+    _joints_to_description(running)
     driver = running.by_kind.get("driver")
     if driver is not None:
         from .driver_support import RosLogHandler

@@ -241,3 +241,13 @@ class ThreadedSubscription:
         thread, self.thread = self.thread, None
         if thread is not None:
             thread.stop()
+
+    def unsubscribe(self) -> None:
+        """End the subscription wherever it is served (the thread and its node, or the
+        node's own subscription); it is not taken up again. Idempotent; not from the
+        thread itself."""
+        self._node.destroy_guard_condition(self._moved)  # no move to the executor after this
+        self.close()
+        subscription, self.subscription = self.subscription, None
+        if subscription is not None:
+            self._node.destroy_subscription(subscription)

@@ -91,6 +91,7 @@ class Watcher:
         from rclpy.node import Node
         from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy
         from std_msgs.msg import String
+        from tf2_msgs.msg import TFMessage
 
         latched = QoSProfile(depth=1, reliability=QoSReliabilityPolicy.RELIABLE,
                              durability=QoSDurabilityPolicy.TRANSIENT_LOCAL)
@@ -102,6 +103,8 @@ class Watcher:
         self.status: list = []
         prefix = f"/{namespace}" if namespace else ""
         self.node.create_subscription(Odometry, f"{prefix}/odom", self.odom.append, 10)
+        self.tf: list = []
+        self.node.create_subscription(TFMessage, "/tf", self.tf.append, QoSProfile(depth=100))
         self.node.create_subscription(String, f"{prefix}/robot_description",
                                       self.description.append, latched)
         self.node.create_subscription(BehaviorStatus, f"{prefix}/behavior/status",
@@ -126,6 +129,10 @@ class Watcher:
         self.executor.remove_node(self.node)
         self.node.destroy_node()
         self.executor.shutdown(timeout_sec=1.0)
+
+
+def _children(tf_messages: list) -> set:
+    return {t.child_frame_id for msg in tf_messages for t in msg.transforms}
 
 
 def _treads_turn(sim: SimServer) -> bool:
@@ -175,6 +182,13 @@ def test_the_bringup_runs_the_stack_in_one_process(sig, sim, rclpy_context, tmp_
         assert "driver, description_publisher, face, behavior in one process" in started[0]
         odom = watcher.odom[-1]
         assert (odom.header.frame_id, odom.child_frame_id) == ("solo/odom", "solo/base_footprint")
+        # the head and lift on /tf: the description publisher takes the joint positions from
+        # the driver directly, and subscribes to no joint_states (nor does anyone else here)
+        assert watcher.spin_until(lambda: "solo/head_link" in _children(watcher.tf), 20.0), \
+            f"no head transform on /tf:\n{program.output()}"
+        assert watcher.spin_until(
+            lambda: watcher.node.count_subscribers("/solo/joint_states") == 0, 10.0), \
+            watcher.node.get_subscriptions_info_by_topic("/solo/joint_states")
         # the face reaches the robot's display; the behavior engine runs
         assert watcher.spin_until(lambda: sim.display_count() > shown + 10, STARTUP_TIMEOUT_S), \
             f"no face frames at the robot:\n{program.output()}"

@@ -177,6 +177,48 @@ def test_joint_states_move_the_head_and_the_lift_with_its_mimics(ros):
     assert lift.y == pytest.approx(-math.sin(0.1))
 
 
+def test_joints_taken_directly_unsubscribe_and_publish_tf_only_for_listeners(ros):
+    """In one process with the driver (cozmo_stack): take_joints_directly() ends the
+    joint_states subscription (the driver's publisher then has no subscriber of this
+    process), and the function it returns publishes /tf from the positions it is given,
+    with their stamp, only while /tf has subscribers."""
+    from rclpy.qos import QoSProfile
+    from sensor_msgs.msg import JointState
+    from tf2_msgs.msg import TFMessage
+
+    context, executor, add = ros
+    node = add(_publisher_node(context, robot_description(path=XACRO)))
+    published = []
+    publish_joints = node._publish_joints
+    node._publish_joints = lambda *args: (published.append(args), publish_joints(*args))
+    listener = add(_listener(context))
+    joint_states = listener.create_publisher(JointState, "joint_states", 10)
+    assert spin_until(executor, lambda: joint_states.get_subscription_count() == 1)
+
+    take = node.take_joints_directly()
+    assert spin_until(executor, lambda: joint_states.get_subscription_count() == 0), \
+        "the description publisher still subscribes to joint_states"
+    for _ in range(5):
+        take(["head_joint", "lift_joint"], (0.3, 0.2), 1234, 5678)
+        executor.spin_once(timeout_sec=0.02)
+    assert published == [], "/tf published with nobody listening"
+
+    received = []
+    listener.create_subscription(TFMessage, "/tf", received.append, QoSProfile(depth=100))
+
+    def given_and_received():
+        take(["head_joint", "lift_joint"], (0.3, 0.2), 1234, 5678)
+        return bool(received)
+
+    assert spin_until(executor, given_and_received)
+    transforms = {t.child_frame_id: t for t in received[-1].transforms}
+    assert set(transforms) == {"head_link", "lift_link", "lift_upper_arm_link", "lift_plate_link"}
+    for t in transforms.values():
+        assert (t.header.stamp.sec, t.header.stamp.nanosec) == (1234, 5678)
+    q = transforms["head_link"].transform.rotation
+    assert (q.x, q.y, q.z, q.w) == pytest.approx(quaternion_from_axis_angle((0, -1, 0), 0.3))
+
+
 def test_frame_prefix_parameter_prefixes_every_frame(ros):
     from tf2_msgs.msg import TFMessage
 

@@ -180,7 +180,7 @@ def test_streams_from_message_objects_where_serialized_publishing_is_missing(mak
     from cozmo_driver.ros import serialized
     monkeypatch.setattr(serialized, "serialized_publish_supported", lambda: False)
     h = make_driver()
-    assert not any(t.serialized for t in h.node._templates.values())
+    assert not any(t.serialized for t in h.node.streams.templates.values())
     streams = {"odom": (Odometry, "odom", 10), "tf": (TFMessage, "/tf", 10),
                "imu": (Imu, "imu/data", qos_profile_sensor_data),
                "joints": (JointState, "joint_states", 10), "status": (RobotStatus, "status", 10),
@@ -192,7 +192,7 @@ def test_streams_from_message_objects_where_serialized_publishing_is_missing(mak
            for key, (msg_type, topic, qos) in streams.items()}
     assert h.spin_until(lambda: all(len(v) >= 3 for v in got.values()), 10.0), \
         {key: len(v) for key, v in got.items()}
-    assert not any(t.serialized for t in h.node._image_templates.values())
+    assert not any(t.serialized for t in h.node.streams.image_templates.values())
     assert got["odom"][-1].pose.covariance[14] > 1e3
     assert got["joints"][-1].position[0] == pytest.approx(geo.HEAD_MIN_ANGLE_RAD, abs=1e-3)
     assert 3.5 < got["status"][-1].battery_voltage < 4.3
