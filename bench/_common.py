@@ -33,6 +33,12 @@ from cozmo_driver.domain_reservation import hold_domain_id  # noqa: E402
 
 _held: List[socket.socket] = []
 
+#: False with ``--no-docs`` on the command line (print the tables only). The option is
+#: taken off ``sys.argv`` when this module is imported, so that every benchmark's own
+#: argument parser, which runs later, never sees it.
+WRITE_DOCS = "--no-docs" not in sys.argv[1:]
+sys.argv[1:] = [arg for arg in sys.argv[1:] if arg != "--no-docs"]
+
 
 def isolate_ros() -> str:
     """Keep DDS on this machine and in a ROS_DOMAIN_ID of this run; the id as text.
@@ -236,14 +242,13 @@ def record_table(title: str, header: Sequence[object], rows: Sequence[Sequence[o
 
 
 @contextmanager
-def bench_report(name: str, docs: Path = DOCS_BENCHMARKS) -> Iterator[Optional[BenchReport]]:
+def bench_report(name: str, docs: Path = DOCS_BENCHMARKS,
+                 write: bool = True) -> Iterator[Optional[BenchReport]]:
     """Collect the tables printed inside; when the body ends without an exception, write
-    them into ``name``'s block of ``docs`` (unless ``--no-docs`` is on the command line,
-    which is taken off it)."""
+    them into ``name``'s block of ``docs`` (unless ``write`` is false or ``--no-docs`` was
+    on the command line: :data:`WRITE_DOCS`)."""
     global _report
-    write = "--no-docs" not in sys.argv
-    while "--no-docs" in sys.argv:
-        sys.argv.remove("--no-docs")
+    write = write and WRITE_DOCS
     _report = BenchReport(name)
     try:
         yield _report

@@ -400,7 +400,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=600.0, help="the measured window (s; default 600)")
     parser.add_argument("--warmup", type=float, default=5.0,
                         help="seconds of frames before the window (default 5)")
-    options = parser.parse_args([a for a in sys.argv[1:] if a != "--no-docs"])
+    options = parser.parse_args()
     if options.seconds <= 0 or options.warmup < 0:
         parser.error("--seconds must be > 0 and --warmup >= 0")
     isolate_ros()

@@ -1,6 +1,6 @@
 """Every benchmark script under bench/ answers --help with its usage and runs nothing: no
 simulator, no driver, docs/benchmarks.md untouched (a benchmark takes minutes and rewrites
-its block there)."""
+its block there); and every one takes --no-docs, as docs/benchmarks.md says."""
 
 from __future__ import annotations
 
@@ -27,4 +27,18 @@ def test_help_prints_usage_and_runs_nothing(script):
                             text=True, timeout=60, cwd=ROOT)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("usage:"), result.stdout[:300]
+    assert docs.read_bytes() == before
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
+def test_no_docs_is_taken_by_every_benchmark(script):
+    """--no-docs beside an option the script does not know: the usage error names only that
+    one (the script's parser never saw --no-docs), and nothing runs."""
+    docs = ROOT / "docs" / "benchmarks.md"
+    before = docs.read_bytes()
+    result = subprocess.run([sys.executable, str(script), "--no-docs", "--no-such-option"],
+                            capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert result.returncode == 2, (result.returncode, result.stdout[-2000:], result.stderr[-2000:])
+    error = [line for line in result.stderr.splitlines() if "error:" in line]
+    assert error and "--no-such-option" in error[-1] and "--no-docs" not in error[-1], result.stderr
     assert docs.read_bytes() == before
