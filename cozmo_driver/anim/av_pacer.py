@@ -209,6 +209,11 @@ class AVPacer:
             raise LocalProtocolError("the pacer has not started")
         return self._t0 + k / TICKS_PER_SECOND
 
+    def next_tick_time(self) -> Optional[float]:
+        """When the next tick is due (None before :meth:`start`): a face frame queued
+        before then is shown on it at the earliest."""
+        return None if self._t0 is None else self.tick_time(self._next)
+
     def _slot(self, now: float) -> int:
         return math.floor((now - self._t0) * TICKS_PER_SECOND + _EPS)
 

@@ -17,7 +17,11 @@ Faces are frames of a stream (the face node renders at 30 fps on its own clock):
 each goes into the pacer's small FIFO and out on a tick of its own, in order, so
 that none is lost to the two clocks' phase; the same face again (a keep-alive)
 is not queued; a full FIFO drops its oldest frame, counted
-(:class:`~cozmo_driver.anim.av_pacer.AVPacer`, Face frames).
+(:class:`~cozmo_driver.anim.av_pacer.AVPacer`, Face frames). While the timer is
+armed for the pacer's next tick (the pacer is active: a face streaming), a face
+handed over waits in an inbox that the tick empties into the FIFO first, instead
+of waking the I/O thread for it: one wake-up per frame, not two; otherwise it is
+handed over with ``call_soon`` as every other input.
 A timed image is a pacer overlay (the stream carries a frame every tick while it
 shows); an image "until replaced" takes the face's place in the pacer instead
 (sent once, then refreshed every ``refresh_s``: no traffic in between), and the
@@ -47,9 +51,11 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, List, Optional, Sequence
+from typing import Any, Callable, Deque, List, Optional, Sequence
 
 import numpy as np
 
@@ -147,6 +153,12 @@ class AVStream:
         self.stream_timeout_s = float(stream_timeout_s)
         self.max_queue_s = float(max_queue_s)
         self.progress_period_s = float(progress_period_s)
+        # Faces handed over while the timer is armed for the pacer's next tick, which takes
+        # them (set_face): under the inbox lock, as the two flags.
+        self._inbox_lock = threading.Lock()
+        self._face_inbox: Deque[Optional[bytes]] = deque()
+        self._tick_takes_faces = False  # the armed timer fires by the pacer's next tick
+        self._take_posted = False       # a _take_faces is posted and has not run yet
         # Everything below is touched on the I/O thread only.
         self._running = False
         self._timer = None
@@ -189,7 +201,12 @@ class AVStream:
 
     def set_face(self, data: Optional[bytes]) -> None:
         """The next frame of the face layer (``DisplayImage`` bytes), or None for none."""
-        self._post(self._do_set_face, data)
+        with self._inbox_lock:
+            self._face_inbox.append(data)
+            if self._tick_takes_faces or self._take_posted:
+                return  # the next tick (or the call posted) takes it, in order
+            self._take_posted = True
+        self._post(self._take_faces)
 
     def show_image(self, data: Optional[bytes], duration_s: Optional[float] = None) -> None:
         """Show ``data`` over the face for ``duration_s`` (None or 0: until replaced),
@@ -234,7 +251,7 @@ class AVStream:
             "audio queued (s)": round(self.pacer.audio_queued_s, 3),
             "images shown": s.images_shown,
             "faces received": s.faces_set,
-            "face frames waiting": self.pacer.faces_queued,
+            "face frames waiting": self.pacer.faces_queued + len(self._face_inbox),
             "face frames dropped (queue full)": p.faces_dropped,
             "face frames covered (image or animation)": p.faces_covered + s.faces_under_image,
             "animations started": a.clips_started,
@@ -281,20 +298,39 @@ class AVStream:
             stream = self._stream_deadline()
             if stream is not None:
                 deadline = stream if deadline is None else min(deadline, stream)
-        if deadline == self._timer_at and (deadline is None or self._timer is not None):
-            return
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        self._timer_at = deadline
-        if deadline is not None:
-            # A deadline already past (the pacer resuming after an idle time) is due now.
-            self._arm_base = max(deadline, self.robot.clock())
-            self._timer = self.robot.schedule(deadline, self._on_timer)
+        if deadline != self._timer_at or (deadline is not None and self._timer is None):
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            self._timer_at = deadline
+            if deadline is not None:
+                # A deadline already past (the pacer resuming after an idle time) is due now.
+                self._arm_base = max(deadline, self.robot.clock())
+                self._timer = self.robot.schedule(deadline, self._on_timer)
+        next_tick = self.pacer.next_tick_time()
+        with self._inbox_lock:
+            self._tick_takes_faces = takes = (self._timer is not None and next_tick is not None
+                                              and deadline is not None and deadline <= next_tick)
+            post = bool(self._face_inbox) and not takes and not self._take_posted
+            self._take_posted = self._take_posted or post
+        if post:  # faces handed over for a tick that is no longer coming
+            self._post(self._take_faces)
+
+    def _take_faces(self, arm: bool = True) -> None:
+        """The faces handed over since the last call, in order (then re-arm the timer)."""
+        with self._inbox_lock:
+            faces = list(self._face_inbox)
+            self._face_inbox.clear()
+            self._take_posted = False
+        for data in faces:
+            self._set_face(data)
+        if arm:
+            self._arm()
 
     def _on_timer(self) -> None:
         due, self._timer, self._timer_at = self._arm_base, None, None
         if not self._running or not self._ready():
+            self._arm()  # no tick: faces handed over for one are taken by a call of their own
             return
         now = self.robot.clock()
         if due is not None and now >= due:
@@ -305,6 +341,7 @@ class AVStream:
             if late > s.tick_late_max_s:
                 s.tick_late_max_s = late
         self._check_stream(now)
+        self._take_faces(arm=False)
         self._send(self.pacer.tick(now))
         self.pacer.player.take_events()
         self._after_tick(now)
@@ -375,7 +412,7 @@ class AVStream:
         if self._face is None and self._held is None:
             self.pacer.show_image(BLANK_IMAGE, None)
 
-    def _do_set_face(self, data: Optional[bytes]) -> None:
+    def _set_face(self, data: Optional[bytes]) -> None:
         self.stats.faces_set += 1
         if data is not None and data == self._face:
             return  # the same face again (a keep-alive): shown already, or waiting
@@ -389,7 +426,6 @@ class AVStream:
                 self._blank_if_faceless()
         else:
             self.pacer.queue_face(data)
-        self._arm()
 
     def _do_show_image(self, data: Optional[bytes], duration_s: Optional[float]) -> None:
         self.pacer.clear_images()

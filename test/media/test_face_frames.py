@@ -200,6 +200,33 @@ def test_a_stall_longer_than_the_queue_drops_the_oldest_and_counts_them():
     assert missing == list(range(50, 62 - av.pacer.face_queue))
 
 
+def test_a_streaming_face_waits_for_the_tick_instead_of_waking_the_io_thread():
+    """While the pacer ticks (a face streaming keeps it active), a face handed over from
+    another thread goes into the inbox that the next tick empties: no call of its own on
+    the I/O thread (one wake-up per frame, the tick's, not two). Only a face that comes
+    while no tick is armed (the first, the pacer idle) is handed over by a call; every face
+    still goes out once, in order, on the tick after it came."""
+    robot, av, grid = make(4, lambda when: 0.0005)
+    calls = []
+    call_soon = robot.call_soon
+
+    def counted(fn, *args):
+        if fn == av._take_faces:
+            calls.append(robot.clock())
+        call_soon(fn, *args)
+
+    robot.call_soon = counted
+    times = arrivals(grid + 0.011, 200, lambda j: 0.003)
+    start = len(robot.displayed())
+    got = play(robot, av, times)
+    assert got == [face(j) for j in range(200)]
+    assert len(calls) == 1 and calls[0] == pytest.approx(times[0]), calls
+    sent_at = [t for t, _ in robot.displayed()[start:]]
+    ticks = [av.pacer.tick_time(0) + math.ceil((t - av.pacer.tick_time(0)) * 30) / 30 for t in times]
+    assert sent_at[1:] == pytest.approx(ticks[1:], abs=0.002)  # each on the tick after it came
+    assert av.counters()["face frames waiting"] == 0
+
+
 def test_an_unchanged_face_is_not_queued_again():
     """The same face again (a keep-alive) takes no place in the queue and sends nothing."""
     robot, av, grid = make(2, lambda when: 0.0)
