@@ -131,7 +131,7 @@ def writers() -> Dict[str, Path]:
     """{block name: the bench script that writes it}: scripts calling bench_report("name")."""
     out = {}
     for script in sorted(BENCH.glob("*.py")):
-        for name in re.findall(r"bench_report\(\"(\w+)\"\)", script.read_text()):
+        for name in re.findall(r"bench_report\(\"(\w+)\"[,)]", script.read_text()):
             out[name] = script
     return out
 
