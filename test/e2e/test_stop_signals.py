@@ -223,13 +223,18 @@ def _treads_turn(sim: SimServer) -> bool:
 def _stop_time(sim: SimServer, before: int, since: float) -> Optional[float]:
     """When (the simulator's clock: time.monotonic) the simulator received the first
     StopAllMotors, or DriveWheels of zero speeds, at or after ``since``; None if none came
-    (``before``: the StopAllMotors counted before the signal, in case the log rolled over)."""
+    (``before``: the StopAllMotors counted before the signal, in case the log rolled over).
+    The count is read before the log: a StopAllMotors counted is in the log read after it,
+    so the clock is taken for it only when the log really rolled over (read the other way
+    round, one arriving between the two reads was timed at the second read, later than
+    what the driver sent after it)."""
+    counted = sim.command_counts().get("StopAllMotors", 0)
     for when, msg in sim.commands():
         if when >= since and (msg.NAME == "StopAllMotors" or (
                 msg.NAME == "DriveWheels" and msg.lwheel_speed_mmps == 0
                 and msg.rwheel_speed_mmps == 0)):
             return when
-    if sim.command_counts().get("StopAllMotors", 0) > before:  # pragma: no cover - a long log
+    if counted > before:  # pragma: no cover - a long log
         return time.monotonic()
     return None
 
