@@ -22,7 +22,7 @@ pycozmo 0.8.0 beside it (issue #18).
 The simulators run in this process (their CPU is not counted). Numbers are printed and
 written into docs/benchmarks.md (``--no-docs``: printed only), never asserted::
 
-    .venv/bin/python bench/bench_stack.py [--seconds 20]
+    .venv/bin/python bench/bench_stack.py [--seconds 20] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ import argparse
 import os
 import re
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -282,9 +283,12 @@ def where_memory_goes() -> List[List[str]]:
 
 # ---------------------------------------------------------------------------- CPU
 
-def face_cpu(seconds: float) -> List[List[str]]:
+def face_cpu(seconds: float, rounds: int, ratios: Dict[str, List[float]]) -> List[List[str]]:
+    """One row per set-up and round (the set-ups alternate within a round); each row's
+    ours / pycozmo also goes into ``ratios`` under its set-up."""
     rows: List[List[str]] = []
-    for label, extra in (("one process per node", []), ("one process", ["one_process:=true"])):
+    setups = (("one process per node", []), ("one process", ["one_process:=true"]))
+    for (label, extra), r in ((setup, r) for r in range(rounds) for setup in setups):
         with SimServer(host="127.0.0.1", port=0, seed=5) as sim, \
                 SimServer(host="127.0.0.1", port=0, seed=6) as ref_sim:
             run = Bringup(sim, "enable_face:=true", *extra)
@@ -305,8 +309,10 @@ def face_cpu(seconds: float) -> List[List[str]]:
                 ref_fps = (ref_sim.display_count() - r0) / dt
                 ours = sum(v for k, v in cpu.items() if k != "pycozmo")
                 parts = " + ".join(f"{k} {v:.1f}" for k, v in cpu.items() if k != "pycozmo")
-                rows.append([label, parts, f"{ours:.1f}", f"{shown_fps:.1f}",
-                             f"{cpu['pycozmo']:.1f}", f"{ref_fps:.1f}", f"{ours / cpu['pycozmo']:.2f}"])
+                ratio = ours / cpu["pycozmo"]
+                ratios.setdefault(f"face changing every frame, {label}", []).append(ratio)
+                rows.append([label, str(r + 1), parts, f"{ours:.1f}", f"{shown_fps:.1f}",
+                             f"{cpu['pycozmo']:.1f}", f"{ref_fps:.1f}", f"{ratio:.2f}"])
             finally:
                 for proc in (changer, ref):
                     if proc is not None:
@@ -316,8 +322,16 @@ def face_cpu(seconds: float) -> List[List[str]]:
     return rows
 
 
-def driver_consumer_cpu(seconds: float) -> List[List[str]]:
+def driver_consumer_cpu(seconds: float, rounds: int,
+                        ratios: Dict[str, List[float]]) -> List[List[str]]:
     rows: List[List[str]] = []
+    for r in range(rounds):
+        rows.append(_driver_consumer_round(seconds, r + 1, ratios))
+    return rows
+
+
+def _driver_consumer_round(seconds: float, round_no: int,
+                           ratios: Dict[str, List[float]]) -> List[str]:
     with SimServer(host="127.0.0.1", port=0, seed=7) as sim, \
             SimServer(host="127.0.0.1", port=0, seed=8) as ref_sim:
         run = Bringup(sim, "one_process:=true")
@@ -336,16 +350,27 @@ def driver_consumer_cpu(seconds: float) -> List[List[str]]:
             odom, images = (_counts(consumer) + [0, 0])[:2]
             ref_counts = (_counts(ref) + [0, 0, 0])[:3]
             consumer = ref = None
-            rows.append(["driver (stack) + consumer", parts, f"{ours:.1f}",
-                         f"{cpu['pycozmo']:.1f}", f"{ours / cpu['pycozmo']:.2f}",
-                         f"odom {odom}, images {images}; pycozmo states {ref_counts[0]}, "
-                         f"images {ref_counts[1]} (whole run)"])
+            ratio = ours / cpu["pycozmo"]
+            ratios.setdefault("driver (one-process stack) + a consumer", []).append(ratio)
+            return ["driver (stack) + consumer", str(round_no), parts, f"{ours:.1f}",
+                    f"{cpu['pycozmo']:.1f}", f"{ratio:.2f}",
+                    f"odom {odom}, images {images}; pycozmo states {ref_counts[0]}, "
+                    f"images {ref_counts[1]} (whole run)"]
         finally:
             for proc in (consumer, ref):
                 if proc is not None:
                     proc.kill()
                     proc.wait()
             run.close()
+
+
+def ratio_rows(ratios: Dict[str, List[float]]) -> List[List[str]]:
+    """Per measurement: the rounds, and ours / pycozmo as median (lowest - highest)."""
+    rows = []
+    for what, values in ratios.items():
+        v = sorted(values)
+        rows.append([what, str(len(v)), f"{statistics.median(v):.2f}",
+                     f"{v[0]:.2f} - {v[-1]:.2f}", "yes" if v[-1] <= 1.0 else "no"])
     return rows
 
 
@@ -354,7 +379,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0, help="each CPU window (s)")
     parser.add_argument("--settle", type=float, default=10.0,
                         help="seconds the stack runs before its memory is read")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="paired runs of each CPU measurement (default 3)")
     options = parser.parse_args()
+    if options.rounds < 1:
+        parser.error("--rounds must be at least 1")
+    ratios: Dict[str, List[float]] = {}
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     with bench_report("bench_stack"):
         table("Memory of the stack with the face and behavior nodes on (MiB; PSS counts shared "
@@ -364,13 +394,18 @@ def main() -> None:
               "step", ["step", "RSS MiB", "added"], where_memory_goes())
         table(f"Face changing every frame (gaze moved at 30 Hz), driver + face, {options.seconds:g} s "
               "window; pycozmo renders and sends its face at 30 fps in the same window",
-              ["set-up", "CPU % by process", "ours CPU %", "frames/s at the robot",
+              ["set-up", "round", "CPU % by process", "ours CPU %", "frames/s at the robot",
                "pycozmo CPU %", "pycozmo frames/s at its robot", "ours / pycozmo"],
-              face_cpu(options.seconds))
+              face_cpu(options.seconds, options.rounds, ratios))
         table(f"Driver + a consumer of odom and the compressed camera, {options.seconds:g} s window; "
               "pycozmo Client receiving RobotState and the camera in the same window",
-              ["set-up", "CPU % by process", "ours CPU %", "pycozmo CPU %", "ours / pycozmo",
-               "received"], driver_consumer_cpu(options.seconds))
+              ["set-up", "round", "CPU % by process", "ours CPU %", "pycozmo CPU %",
+               "ours / pycozmo", "received"],
+              driver_consumer_cpu(options.seconds, options.rounds, ratios))
+        table("CPU against pycozmo over the paired rounds above (issue #18's goal: at most "
+              "pycozmo's, a ratio <= 1.00 in every round)",
+              ["measurement", "rounds", "ours / pycozmo, median", "lowest - highest",
+               "goal met in every round"], ratio_rows(ratios))
 
 
 if __name__ == "__main__":
