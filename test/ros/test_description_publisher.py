@@ -62,6 +62,16 @@ def _listener(context, name="listener"):
     return Node(name, context=context)
 
 
+def _moving_links(message, stamp):
+    """The transforms of ``message`` by child frame; checks they are the four moving
+    links, each stamped ``stamp`` (sec, nanosec)."""
+    transforms = {t.child_frame_id: t for t in message.transforms}
+    assert set(transforms) == {"head_link", "lift_link", "lift_upper_arm_link", "lift_plate_link"}
+    for t in transforms.values():
+        assert (t.header.stamp.sec, t.header.stamp.nanosec) == stamp
+    return transforms
+
+
 def test_description_and_static_transforms_reach_a_late_subscriber(ros):
     from std_msgs.msg import String
     from tf2_msgs.msg import TFMessage
@@ -154,10 +164,7 @@ def test_joint_states_move_the_head_and_the_lift_with_its_mimics(ros):
         return bool(received)
 
     assert spin_until(executor, sent_and_received)
-    transforms = {t.child_frame_id: t for t in received[-1].transforms}
-    assert set(transforms) == {"head_link", "lift_link", "lift_upper_arm_link", "lift_plate_link"}
-    for t in transforms.values():
-        assert (t.header.stamp.sec, t.header.stamp.nanosec) == (1234, 5678)
+    transforms = _moving_links(received[-1], (1234, 5678))
 
     head = transforms["head_link"]
     assert head.header.frame_id == "base_link"
@@ -211,10 +218,7 @@ def test_joints_taken_directly_unsubscribe_and_publish_tf_only_for_listeners(ros
         return bool(received)
 
     assert spin_until(executor, given_and_received)
-    transforms = {t.child_frame_id: t for t in received[-1].transforms}
-    assert set(transforms) == {"head_link", "lift_link", "lift_upper_arm_link", "lift_plate_link"}
-    for t in transforms.values():
-        assert (t.header.stamp.sec, t.header.stamp.nanosec) == (1234, 5678)
+    transforms = _moving_links(received[-1], (1234, 5678))
     q = transforms["head_link"].transform.rotation
     assert (q.x, q.y, q.z, q.w) == pytest.approx(quaternion_from_axis_angle((0, -1, 0), 0.3))
 
