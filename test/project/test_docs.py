@@ -128,7 +128,7 @@ def bench_blocks(text: str) -> List[Tuple[str, int, int]]:
 
 
 def writers() -> Dict[str, Path]:
-    """{block name: the bench script that writes it}: scripts calling bench_report("name")."""
+    """{block name: the bench script that writes it}: scripts calling bench_report("name", ...)."""
     out = {}
     for script in sorted(BENCH.glob("*.py")):
         for name in re.findall(r"bench_report\(\"(\w+)\"[,)]", script.read_text()):
