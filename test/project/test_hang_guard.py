@@ -1,0 +1,88 @@
+"""The hang guard (test/fixtures_hang_guard.py) ends a run whose test is stuck where
+pytest-timeout cannot stop it, printing where it was stuck; a test that pytest-timeout
+does stop leaves the run going. Each case is a pytest run of its own, in a subprocess,
+with a 1 s timeout and a 1 s grace."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+TEST = Path(__file__).resolve().parents[1]
+
+STUCK = '''
+import signal
+import time
+
+
+def test_stuck_where_no_alarm_reaches():
+    # SIGALRM blocked: pytest-timeout's alarm never runs, as in a call into C that never
+    # returns to the interpreter
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+    time.sleep(60)
+
+
+def test_after():
+    pass
+'''
+
+STOPPED = '''
+import time
+
+
+def test_stopped_by_pytest_timeout():
+    time.sleep(60)
+
+
+def test_after():
+    pass
+'''
+
+# after the last test, longer than the guard gives a test: it must have been cancelled
+SLOW_FINISH = '''
+import time
+
+
+def pytest_sessionfinish(session):
+    time.sleep(2.5)
+'''
+
+
+def run_pytest(tmp_path: Path, source: str) -> tuple[subprocess.CompletedProcess, float]:
+    (tmp_path / "test_case.py").write_text(source)
+    (tmp_path / "conftest.py").write_text(SLOW_FINISH)
+    (tmp_path / "pytest.ini").write_text(
+        "[pytest]\ntimeout = 1\ntimeout_method = signal\nhang_guard_grace = 1\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TEST), os.environ.get("PYTHONPATH", "")]))
+    # no launch_testing plugin or other entry points: only pytest-timeout and the guard
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    start = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "pytest_timeout", "-p", "fixtures_hang_guard",
+         "-p", "no:cacheprovider", "-q", str(tmp_path / "test_case.py")],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=50)
+    return result, time.monotonic() - start
+
+
+def test_a_test_stuck_out_of_pytest_timeouts_reach_ends_the_run_with_its_stack(tmp_path):
+    result, took = run_pytest(tmp_path, STUCK)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert took < 30.0   # not the 60 s of the stuck call
+    # faulthandler's dump, on the real standard error, names the test and its line
+    assert "Timeout (0:00:02)!" in result.stderr, result.stderr
+    assert "test_stuck_where_no_alarm_reaches" in result.stderr
+    assert "test_case.py" in result.stderr
+    # the run ended there: the next test never ran
+    assert "passed" not in result.stdout
+
+
+def test_a_test_pytest_timeout_stops_leaves_the_run_going(tmp_path):
+    result, _ = run_pytest(tmp_path, STOPPED)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "1 failed, 1 passed" in result.stdout, result.stdout
+    assert "Timeout" in result.stdout   # pytest-timeout's failure
+    # the guard was re-armed for the next test and cancelled after it
+    assert "Timeout (0:00:02)!" not in result.stderr, result.stderr
