@@ -47,7 +47,7 @@ import numpy as np
 
 from ..protocol import messages as msgs
 from ..protocol.audio import MAX_WAV_RATE, MIN_WAV_RATE, SAMPLE_RATE, StreamResampler, WavInfo, load_wav, mix_down
-from ..protocol.display import DISPLAY_WIDTH, SCREEN_HEIGHT, fit_to_frame, image_to_bits
+from ..protocol.display import DISPLAY_HEIGHT, DISPLAY_WIDTH, SCREEN_HEIGHT, fit_to_frame, image_to_bits
 from ..protocol.errors import LocalProtocolError
 from .commands import CommandError
 
@@ -136,8 +136,12 @@ def face_to_screen(width: int, height: int, encoding: str, step: int, is_bigendi
 
 
 def screen_to_frame(screen: np.ndarray) -> Tuple[bytes, np.ndarray]:
-    """``(DisplayImage.image bytes, the (32, 128) bits they show)`` for a ``(64, 128)`` screen image."""
-    return fit_to_frame(np.ascontiguousarray(np.asarray(screen, dtype=bool)[0::2]))
+    """``(DisplayImage.image bytes, the (32, 128) bits they show)`` for a ``(64, 128)`` screen
+    image (its even rows are shown), or for the ``(32, 128)`` rows themselves."""
+    bits = np.asarray(screen, dtype=bool)
+    if bits.shape[0] != DISPLAY_HEIGHT:
+        bits = np.ascontiguousarray(bits[0::2])
+    return fit_to_frame(bits)
 
 
 def audio_chunk_samples(sample_rate: int, channels: int, samples: Any,

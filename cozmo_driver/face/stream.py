@@ -6,6 +6,12 @@ the face is rendered only when they changed (blinks, saccades, gaze and
 expression changes; nothing while the face rests); a rendered image is sent
 only when its pixels changed, and the last one is sent again every
 ``keepalive_s`` so that a subscriber that joins (or restarts) late gets it.
+
+Where only the robot's display takes the frames (the face node handing them to
+the driver of its own process, with no subscriber to ``display/face``),
+``frame(now, display_rows=True)`` renders the 32 rows the robot shows (the even
+rows of the screen, :meth:`FaceRenderer.render_display`): half the drawing.
+:attr:`FaceStream.image`, the whole screen, is then rendered when asked for.
 """
 
 from __future__ import annotations
@@ -39,23 +45,31 @@ class FaceStream:
         self.keepalive_s = float(keepalive_s)
         self.stats = FaceStreamStats()
         self._params: Optional[np.ndarray] = None
-        self._image: Optional[np.ndarray] = None
+        self._image: Optional[np.ndarray] = None  # the last frame, in the form of _rows
+        self._rows = False  # whether the last frame was the display rows alone
         self._sent_at = -np.inf
 
     @property
     def image(self) -> Optional[np.ndarray]:
         """The last face rendered: ``(64, 128)`` uint8, 0 or 255 (None before the first)."""
+        if self._rows and self._params is not None:
+            return self._screen(self._params)
         return self._image
 
-    def frame(self, now: float) -> Optional[np.ndarray]:
-        """The image to publish at ``now`` (``(64, 128)`` uint8 0/255), or None: nothing new."""
+    def _screen(self, params: np.ndarray) -> np.ndarray:
+        return np.where(self.renderer.render(params), np.uint8(255), np.uint8(0))
+
+    def frame(self, now: float, display_rows: bool = False) -> Optional[np.ndarray]:
+        """The image to publish at ``now``, or None: nothing new. ``(64, 128)`` uint8 0/255;
+        with ``display_rows``, the ``(32, 128)`` bool rows the robot's display shows."""
         self.stats.frames += 1
         params = self.animator.frame(now).to_array()
         changed = False
+        if display_rows != self._rows:  # the other form: render again, and send it
+            self._rows, self._params, self._image = display_rows, None, None
         if self._params is None or not np.array_equal(params, self._params):
             self._params = params
-            bits = self.renderer.render(params)
-            image = np.where(bits, np.uint8(255), np.uint8(0))
+            image = self.renderer.render_display(params) if display_rows else self._screen(params)
             self.stats.rendered += 1
             if self._image is None or not np.array_equal(image, self._image):
                 self._image = image

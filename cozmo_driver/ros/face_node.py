@@ -77,8 +77,10 @@ _COUNT_EVERY_S = 0.2
 @dataclass
 class LocalDisplay:
     """A display in this process that takes the face frames directly (the driver's, in
-    ``cozmo_stack``): ``show(screen, stamp_ns)`` with the ``(64, 128)`` bool screen, and
-    ``subscriptions()``: how many of ``display/face``'s subscriptions are its own."""
+    ``cozmo_stack``): ``show(screen, stamp_ns)`` with the ``(64, 128)`` bool screen, or
+    only its even rows, ``(32, 128)``, the ones the robot shows (while nothing else
+    subscribes to ``display/face``), and ``subscriptions()``: how many of
+    ``display/face``'s subscriptions are its own."""
 
     show: Callable[[np.ndarray, int], None]
     subscriptions: Callable[[], int]
@@ -275,24 +277,22 @@ class FaceNode(Node):
     def publish_frame(self, now: float) -> bool:
         """Render the face at monotonic time ``now``; if it changed (or its keep-alive is
         due), hand it to the local display (:meth:`show_locally`) and publish it (with a
-        local display: while something else subscribes). Whether a frame went out."""
-        with self._lock:
-            image = self.stream.frame(now)
-            latest = self.stream.image
+        local display: while something else subscribes; until then only the rows the
+        robot shows are rendered). Whether a frame went out."""
         local = self._local
-        if image is None and local is None:
+        others, new = (True, False) if local is None else self._others_subscribe(now, local)
+        with self._lock:
+            image = self.stream.frame(now, display_rows=not others)
+            current = self.stream.image if image is None and new else None
+        if image is None and current is None:
             return False
         stamp = self.get_clock().now()
-        if local is not None:
-            if image is not None:
-                local.show(image >= 128, stamp.nanoseconds)
-            others, new = self._others_subscribe(now, local)
+        if local is not None and image is not None:
+            local.show(image if not others else image >= 128, stamp.nanoseconds)
             if not others:
-                return image is not None
-            if image is None and new:
-                image = latest  # a new subscriber: the face at once
+                return True
         if image is None:
-            return False
+            image = current  # a new subscriber: the face at once
         msg = self._msg
         msg.header.stamp = stamp.to_msg()
         msg.data = image.tobytes()

@@ -276,9 +276,10 @@ class MediaInterfaces:
 
     def show_local_face(self, screen: Any, stamp_ns: int) -> None:
         """A face frame of a face node in this process (``cozmo_stack``), handed over without
-        DDS: the ``(64, 128)`` bool screen and the frame's stamp (ns). The copy of it that
-        comes on ``display/face`` when that node also publishes (for another subscriber) is
-        known by its stamp and not shown again. Any thread."""
+        DDS: the ``(64, 128)`` bool screen, or the ``(32, 128)`` rows of it the robot shows,
+        and the frame's stamp (ns). The copy of it that comes on ``display/face`` when that
+        node also publishes (for another subscriber) is known by its stamp and not shown
+        again. Any thread."""
         data, _ = screen_to_frame(screen)
         with self._face_lock:
             self._local_stamps.append(int(stamp_ns))

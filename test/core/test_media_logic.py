@@ -476,6 +476,31 @@ def test_face_stream_renders_on_change_and_keeps_alive():
     assert 20 < published < 300 and idle.animator.blinks >= 3         # blinks and saccades
 
 
+def test_the_face_stream_renders_only_the_displayed_rows_when_asked():
+    """display_rows=True (the face node handing frames to the driver of its own process,
+    nothing else subscribed): the (32, 128) rows the robot shows, each the even row of the
+    screen; the whole screen is still there when asked for; a change of form is a frame
+    at once (the other side may have nothing yet), then keep-alives as before."""
+    animator = FaceAnimator(seed=1, base="neutral", now=0.0, idle=False)
+    stream = FaceStream(animator, keepalive_s=1.0)
+    rows = stream.frame(0.0, display_rows=True)
+    assert rows is not None and rows.shape == (32, 128) and rows.dtype == bool
+    screen = FaceRenderer().render(EXPRESSIONS["neutral"])
+    assert np.array_equal(rows, screen[0::2])
+    assert np.array_equal(screen_to_frame(rows)[0], screen_to_frame(screen)[0])
+    assert np.array_equal(stream.image > 0, screen)                      # rendered when asked
+    assert [k for k in range(1, 45) if stream.frame(k / 30, display_rows=True) is not None] == [30]
+    animator.set_expression("happy", 2.0, 0.0)
+    happy = stream.frame(2.0, display_rows=True)
+    assert np.array_equal(happy, FaceRenderer().render(EXPRESSIONS["happy"])[0::2])
+    full = stream.frame(2.0 + 1 / 30)                                     # the other form: at once
+    assert full is not None and full.shape == (64, 128)
+    assert np.array_equal(full > 0, FaceRenderer().render(EXPRESSIONS["happy"]))
+    assert stream.frame(2.0 + 2 / 30) is None
+    assert stream.frame(2.0 + 3 / 30, display_rows=True) is not None
+    assert stream.stats.rendered == 4
+
+
 def test_a_face_set_before_the_client_runs_is_shown_once_it_does():
     from cozmo_driver.transport.udp import TransportError
 
