@@ -108,6 +108,9 @@ class DriverCore(CameraMixin):
         self.link_state = LinkState.DISCONNECTED
         self.ever_ready = False
         self.calibration: Optional[caminfo.CameraInfoData] = None  # from the robot
+        #: whether a camera topic has a subscriber (with camera_on_demand, the camera
+        #: streams only while it has): :meth:`set_camera_wanted`
+        self.camera_wanted = False
         #: who owns a motor now: ``has_goal(motor)`` and ``preempt(motor, reason)`` (the
         #: motion actions), or None
         self.motion: Any = None
@@ -327,18 +330,38 @@ class DriverCore(CameraMixin):
     def apply_params(self, old: Dict[str, Any]) -> None:
         """The parameters changed from ``old``: send what the robot must know."""
         p = self.params
-        if any(p[k] != old[k] for k in ("camera_enabled", "camera_color", "camera_auto_exposure",
-                                        "camera_gain", "camera_exposure_ms")):
+        if any(p[k] != old[k] for k in ("camera_enabled", "camera_on_demand", "camera_color",
+                                        "camera_auto_exposure", "camera_gain", "camera_exposure_ms")):
             self.send_camera_config()
         if p["stop_on_cliff"] != old["stop_on_cliff"]:
             self.post_if_ready(msgs.EnableStopOnCliff(enable=bool(p["stop_on_cliff"])))
 
+    def camera_streaming(self) -> bool:
+        """Whether the robot is to stream its camera: ``camera_enabled``, and, with
+        ``camera_on_demand``, while a camera topic has a subscriber."""
+        p = self.params
+        return bool(p["camera_enabled"]) and (not p["camera_on_demand"] or self.camera_wanted)
+
+    def set_camera_wanted(self, wanted: bool) -> None:
+        """Whether a camera topic has a subscriber now; with ``camera_on_demand`` the camera
+        is switched on or off when that changes. Any thread."""
+        wanted = bool(wanted)
+        if wanted == self.camera_wanted:
+            return
+        before = self.camera_streaming()
+        self.camera_wanted = wanted
+        if self.camera_streaming() != before:
+            self._send_camera_mode()
+
+    def _send_camera_mode(self) -> None:
+        mode = _ImageSendMode.Stream if self.camera_streaming() else _ImageSendMode.Off
+        self.post_if_ready(msgs.EnableCamera(image_send_mode=mode,
+                                             image_resolution=_ImageResolution.QVGA))
+
     def send_camera_config(self) -> None:
         p = self.params
         self.post_if_ready(msgs.EnableColorImages(enable=bool(p["camera_color"])))
-        mode = _ImageSendMode.Stream if p["camera_enabled"] else _ImageSendMode.Off
-        self.post_if_ready(msgs.EnableCamera(image_send_mode=mode,
-                                             image_resolution=_ImageResolution.QVGA))
+        self._send_camera_mode()
         self.post_if_ready(msgs.SetCameraParams(
             gain=float(p["camera_gain"]), exposure_ms=int(p["camera_exposure_ms"]),
             auto_exposure_enabled=bool(p["camera_auto_exposure"])))
@@ -358,6 +381,15 @@ class DriverCore(CameraMixin):
             sample.wrong_source_dropped = int(robot.transport.stats.wrong_source)
         return sample
 
+    def camera_status(self) -> str:
+        """What the camera does, in words, for the diagnostics."""
+        p = self.params
+        if not p["camera_enabled"]:
+            return "off (camera_enabled is false)"
+        if self.camera_streaming():
+            return "streaming" + (" (a camera topic has a subscriber)" if p["camera_on_demand"] else "")
+        return "off until a camera topic has a subscriber (camera_on_demand)"
+
     def reports(self, where: str) -> Tuple[DiagnosticReport, DiagnosticReport]:
         """The link's and the robot's diagnostic reports; the state rate is measured since
         the previous call."""
@@ -369,7 +401,8 @@ class DriverCore(CameraMixin):
         connected = self.connected
         volts = self.battery_v if connected else None
         return (link_report(self.link_state.value, self.active, where, robot.stats,
-                            robot.transport.stats, rate, self.assembler.stats),
+                            robot.transport.stats, rate, self.assembler.stats,
+                            camera=self.camera_status()),
                 robot_report(connected, volts, battery_percentage(volts)
                              if volts is not None else None, self.estop, self.yaw_diff,
                              self.tracker.reanchors, self.refused))

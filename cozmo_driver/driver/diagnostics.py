@@ -30,9 +30,10 @@ def _fmt(value: Any) -> str:
 
 
 def link_report(state: str, active: bool, robot: str, session: Any, transport: Any,
-                state_rate_hz: float, images: Any = None) -> DiagnosticReport:
+                state_rate_hz: float, images: Any = None, camera: str = "") -> DiagnosticReport:
     """Connection state and link quality. ``state`` is the client's LinkState value
-    ('ready', 'lost', ...); ``session``/``transport`` their stats objects (or None)."""
+    ('ready', 'lost', ...); ``session``/``transport`` their stats objects (or None);
+    ``camera``: what the camera does, in words."""
     if not active:
         level, message = OK, "inactive (lifecycle)"
     elif state == "ready":
@@ -72,6 +73,8 @@ def link_report(state: str, active: bool, robot: str, session: Any, transport: A
             ("wrong-source datagrams dropped", _fmt(transport.wrong_source)),
             ("send errors", _fmt(transport.send_errors)),
         ]
+    if camera:
+        values.append(("camera", camera))
     if images is not None:
         values += [
             ("camera images completed", _fmt(images.completed_images)),

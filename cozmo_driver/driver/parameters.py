@@ -83,6 +83,9 @@ PARAMETERS: Tuple[ParamSpec, ...] = (
               "the direction of travel loses the floor", dynamic=True),
     # --- camera
     ParamSpec("camera_enabled", True, "Stream camera images (QVGA, about 15 per second)", dynamic=True),
+    ParamSpec("camera_on_demand", True, "Have the robot stream its camera only while camera/image_raw, "
+              "its compressed form or camera/camera_info has a subscriber (false: whenever "
+              "camera_enabled)", dynamic=True),
     ParamSpec("camera_color", False, "Colour images (rgb8) instead of grey (mono8)", dynamic=True),
     ParamSpec("camera_auto_exposure", True, "Let the robot choose gain and exposure", dynamic=True),
     ParamSpec("camera_gain", 1.0, "Sensor gain when camera_auto_exposure is false", "",

@@ -77,6 +77,11 @@ RECHECK_NS = 200_000_000
 #: subscriber yet, the counts are asked at every state (eight calls, about 20 us), so that the
 #: first subscriber discovered gets the next state, not one up to RECHECK_NS later; ns
 EAGER_NS = 5_000_000_000
+#: the streams made of camera images: with camera_on_demand, the robot streams its camera only
+#: while one of them has a subscriber (DriverCore.set_camera_wanted)
+CAMERA_STREAMS = ("compressed", "image", "camera_info")
+#: the camera stays on this long after its last subscriber went (a viewer restarting); ns
+CAMERA_HOLD_NS = 2_000_000_000
 _LINK_STATUS = {LinkState.DISCONNECTED: LinkStatus.DISCONNECTED,
                 LinkState.CONNECTING: LinkStatus.CONNECTING,
                 LinkState.INITIALIZING: LinkStatus.CONNECTING,
@@ -121,6 +126,7 @@ class DriverStreams(DriverOutput):
         self._wanted: Dict[str, bool] = {}
         self.wanted_until = 0
         self.eager_until: Optional[int] = None  # see EAGER_NS
+        self._camera_seen_ns: Optional[int] = None  # when a camera stream last had a subscriber
         #: set once a robot state has been handed to the publishers since build()
         self.first_state = threading.Event()
         self._held: Optional[List[Tuple[int, str]]] = None  # log lines held back (hold_notes)
@@ -205,7 +211,20 @@ class DriverStreams(DriverOutput):
                 self.eager_until = stamp_ns + EAGER_NS
             eager = stamp_ns < self.eager_until and not any(wanted.values())
             self.wanted_until = stamp_ns if eager else stamp_ns + RECHECK_NS
+            self._camera_subscribers(stamp_ns, any(wanted.get(key) for key in CAMERA_STREAMS))
         return self._wanted
+
+    def _camera_subscribers(self, stamp_ns: int, now: bool) -> None:
+        """Tell the core whether the camera is wanted: while a camera stream has a
+        subscriber, and for CAMERA_HOLD_NS after the last one went."""
+        seen = self._camera_seen_ns
+        if now:
+            self._camera_seen_ns = stamp_ns
+        elif seen is not None and 0 <= stamp_ns - seen < CAMERA_HOLD_NS:
+            now = True
+        core = getattr(self.node, "_core", None)
+        if core is not None:
+            core.set_camera_wanted(now)
 
     # ------------------------------------------------------------------ DriverOutput
 

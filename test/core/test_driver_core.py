@@ -15,6 +15,7 @@ from cozmo_driver import robot_geometry as geo
 from cozmo_driver.client import LinkState, RobotLink
 from cozmo_driver.core import DriverCore, RecordingOutput
 from cozmo_driver.driver.parameters import PARAMETERS
+from cozmo_driver.protocol import messages as msgs
 from cozmo_driver.protocol.session import MessageReceived
 from cozmo_driver.sim import RobotConfig, SimulatedRobot
 from cozmo_driver.transport.memory import MemoryLink
@@ -94,6 +95,7 @@ class MemoryRobot:
 
 
 PARAMS = {spec.name: spec.default for spec in PARAMETERS}
+_ImageSendMode = msgs.ENUMS["ImageSendMode"]
 
 
 @pytest.fixture
@@ -238,8 +240,43 @@ def test_outputs_are_reapplied_after_a_reconnection(rig):
     assert len(robot.sent("NvStorageOp")) == before[1] + 1
 
 
+def test_the_camera_streams_while_a_camera_topic_has_a_subscriber(rig):
+    """camera_on_demand (the default): the camera is off while nothing subscribes to a
+    camera topic, switched on when something does and off again when nothing does;
+    camera_on_demand false: on whenever camera_enabled."""
+    robot, core, output = rig
+
+    def modes():
+        return [m.image_send_mode for _, m in robot.sent("EnableCamera")]
+    assert modes() == [_ImageSendMode.Off] and not core.camera_streaming()
+    robot.run(1.0)
+    assert output.images == []
+    assert "off until a camera topic has a subscriber" in core.camera_status()
+    core.set_camera_wanted(True)
+    robot.run(1.0)
+    assert modes()[-1] == _ImageSendMode.Stream
+    assert len(output.images) >= 10
+    assert core.camera_status().startswith("streaming")
+    core.set_camera_wanted(True)  # no change: nothing sent
+    core.set_camera_wanted(False)
+    robot.run(0.3)
+    assert modes()[1:] == [_ImageSendMode.Stream, _ImageSendMode.Off]
+    count = len(output.images)
+    robot.run(0.5)
+    assert len(output.images) == count
+    old = dict(core.params)
+    core.params["camera_on_demand"] = False
+    core.apply_params(old)
+    robot.run(0.5)
+    assert modes()[-1] == _ImageSendMode.Stream and core.camera_streaming()
+    assert len(output.images) > count
+    core.params["camera_enabled"] = False
+    assert core.camera_status() == "off (camera_enabled is false)"
+
+
 def test_camera_frames_convert_on_demand(rig):
     robot, core, output = rig
+    core.set_camera_wanted(True)  # a subscriber: the camera streams
     robot.run(1.0)
     assert len(output.images) >= 10  # 15 a second
     frame = output.images[-1]

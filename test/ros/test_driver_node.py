@@ -831,11 +831,12 @@ def _node_command(port: int, params_file: Optional[Path] = None) -> List[str]:
     return cmd + ["-p", "robot_ip:=127.0.0.1", "-p", f"robot_port:={port}"]
 
 
-def _loopback_params_file(tmp_path: Path, port: int) -> Path:
-    """config/cozmo.yaml with the robot on 127.0.0.1 (never the real robot's address)."""
+def _loopback_params_file(tmp_path: Path, port: int, **params: Any) -> Path:
+    """config/cozmo.yaml with the robot on 127.0.0.1 (never the real robot's address), and
+    ``params``."""
     import yaml
     doc = yaml.safe_load((ROOT / "config/cozmo.yaml").read_text())
-    doc["cozmo_driver"]["ros__parameters"].update(robot_ip="127.0.0.1", robot_port=port)
+    doc["cozmo_driver"]["ros__parameters"].update(robot_ip="127.0.0.1", robot_port=port, **params)
     path = tmp_path / "cozmo_loopback.yaml"
     path.write_text(yaml.safe_dump(doc))
     return path
@@ -846,7 +847,9 @@ def _loopback_params_file(tmp_path: Path, port: int) -> Path:
 def test_console_script_stops_the_robot_on_signal(sim, sig, tmp_path):
     env = dict(os.environ)
     port = sim.address[1]
-    proc = subprocess.Popen(_node_command(port, _loopback_params_file(tmp_path, port)),
+    # the camera streaming with no subscriber (camera_on_demand off): a stop under load
+    params = _loopback_params_file(tmp_path, port, camera_on_demand=False)
+    proc = subprocess.Popen(_node_command(port, params),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
     try:
         with TellsItsLog(proc, "the driver"):
@@ -916,6 +919,41 @@ def test_streams_without_subscribers_are_not_published(make_driver):
     images = h.listen("images", CompressedImage, "camera/image_raw/compressed", qos_profile_sensor_data)
     assert h.spin_until(lambda: len(imu) >= 5 and len(images) >= 2, DISCOVERY_TIMEOUT)
     assert published["imu"] >= 5 and published["compressed"] >= 2
+
+
+def test_the_robot_streams_its_camera_only_while_a_camera_topic_has_a_subscriber(make_driver):
+    """camera_on_demand (the default): no camera frame leaves the robot while nothing
+    subscribes to a camera topic; the first subscriber starts the camera, and it stops
+    again CAMERA_HOLD_NS after the last one went. The diagnostics say which."""
+    from cozmo_driver.ros.driver_streams import CAMERA_HOLD_NS
+
+    h = make_driver(camera_enabled=True)
+    odom = h.listen("odom", Odometry, "odom")
+    assert h.spin_until(lambda: len(odom) >= 20, 5.0)
+    h.spin_for(0.5)
+    idle = h.sim.counters()["camera"]
+    h.spin_for(1.0)
+    assert h.sim.counters()["camera"] == idle, "the camera streamed with no subscriber"
+    status = h.listen("diag", DiagnosticArray, "/diagnostics")
+    assert h.spin_until(lambda: any(_camera_said(m, "off until") for m in status), 5.0)
+    images = []
+    sub = h.probe.create_subscription(CompressedImage, "camera/image_raw/compressed", images.append,
+                                      qos_profile_sensor_data)
+    assert h.spin_until(lambda: len(images) >= 3, DISCOVERY_TIMEOUT), "the camera did not start"
+    assert h.spin_until(lambda: any(_camera_said(m, "streaming") for m in status[-3:]), 5.0)
+    h.probe.destroy_subscription(sub)
+    h.spin_for(CAMERA_HOLD_NS / 1e9 + 1.5)  # the hold, the graph and the robot catch up
+    stopped = h.sim.counters()["camera"]
+    h.spin_for(1.0)
+    assert h.sim.counters()["camera"] == stopped, "the camera went on after its last subscriber"
+    # camera_on_demand off: the camera streams with no subscriber
+    assert h.node.set_parameters([Parameter("camera_on_demand", value=False)])[0].successful
+    assert h.spin_until(lambda: h.sim.counters()["camera"] > stopped + 5, 5.0)
+
+
+def _camera_said(msg: Any, start: str) -> bool:
+    return any(kv.key == "camera" and kv.value.startswith(start)
+               for status in msg.status for kv in status.values)
 
 
 # ----------------------------------------------------------------------------- log severities
