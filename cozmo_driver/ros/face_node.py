@@ -265,34 +265,31 @@ class FaceNode(Node):
         subscribes to ``display/face``, instead of) publishing it; None: publish only."""
         self._local, self._others, self._counted_at = display, True, -math.inf
 
-    def _others_subscribe(self, now: float, local: LocalDisplay) -> Tuple[bool, bool]:
-        """(whether display/face has subscribers besides ``local``'s, whether that is new)."""
-        if now - self._counted_at < _COUNT_EVERY_S:
-            return self._others, False
-        self._counted_at = now
-        before = self._others
-        self._others = self._publisher.get_subscription_count() > local.subscriptions()
-        return self._others, self._others and not before
+    def _others_subscribe(self, now: float, local: LocalDisplay) -> bool:
+        """Whether display/face has subscribers besides ``local``'s (counted every
+        _COUNT_EVERY_S)."""
+        if now - self._counted_at >= _COUNT_EVERY_S:
+            self._counted_at = now
+            self._others = self._publisher.get_subscription_count() > local.subscriptions()
+        return self._others
 
     def publish_frame(self, now: float) -> bool:
         """Render the face at monotonic time ``now``; if it changed (or its keep-alive is
         due), hand it to the local display (:meth:`show_locally`) and publish it (with a
         local display: while something else subscribes; until then only the rows the
-        robot shows are rendered). Whether a frame went out."""
+        robot shows are rendered). Whether a frame went out. A subscriber that comes gets
+        the face at once: the stream's change from rows to the whole screen is a frame."""
         local = self._local
-        others, new = (True, False) if local is None else self._others_subscribe(now, local)
+        others = True if local is None else self._others_subscribe(now, local)
         with self._lock:
             image = self.stream.frame(now, display_rows=not others)
-            current = self.stream.image if image is None and new else None
-        if image is None and current is None:
+        if image is None:
             return False
         stamp = self.get_clock().now()
-        if local is not None and image is not None:
+        if local is not None:
             local.show(image if not others else image >= 128, stamp.nanoseconds)
             if not others:
                 return True
-        if image is None:
-            image = current  # a new subscriber: the face at once
         msg = self._msg
         msg.header.stamp = stamp.to_msg()
         msg.data = image.tobytes()
