@@ -182,8 +182,9 @@ class SessionStats:
     #: engine: the robot opened a new connection this session did not ask for (it took a
     #: RESET from someone else: forged, stray or replayed); the link was given up
     peer_resets: int = 0
-    #: engine: a Connect greeting on a connected link that the robot's next frame showed
-    #: to be a replay (it still acknowledged this connection's packets); nothing was lost
+    #: engine: a Connect greeting on a connected link that a frame within RESET_CONFIRM_S
+    #: showed to be a replay (it still acknowledged this connection's packets); nothing
+    #: was lost
     replayed_connects: int = 0
     #: the peer's acknowledgements stayed behind packets this session had taken as
     #: acknowledged (by a forged or stray frame whose ack ran ahead): they were sent again
@@ -530,16 +531,18 @@ class Session:
               and frame.ack == OOB_SEQ and frame.first_seq == 0 and frame.packets
               and frame.packets[0].packet_type == PacketType.CONNECT):
             # a greeting on a live link: the robot took a RESET we did not send, or this is
-            # a replay of an old greeting (it can be byte for byte the real one). Its next
-            # frame tells: one that acknowledges nothing of ours (or none within
-            # RESET_CONFIRM_S) means it forgot the link; one that still acknowledges our
-            # packets means the greeting was a replay, and the link goes on.
+            # a replay of an old greeting (it can be byte for byte the real one). A frame
+            # that still acknowledges our packets within RESET_CONFIRM_S shows a replay, and
+            # the link goes on; none in that time means the robot forgot the link (tick).
             if self._reset_suspected_at is None:
                 self._reset_suspected_at = now
             return
         elif self._reset_suspected_at is not None and self.state is State.CONNECTED:
             if frame.ack == OOB_SEQ:
-                self._on_peer_reset(now)
+                # acknowledges nothing: a robot that forgot the link sends such frames, and
+                # so can anyone at its address (a replayed or forged one can come before
+                # the robot's own next frame), so it decides nothing; it is set aside
+                stats.unexpected_frames += 1
                 return
             self._reset_suspected_at = None
             self.stats.replayed_connects += 1
@@ -695,7 +698,8 @@ class Session:
         although it had acknowledged our packets on this connection: it took a RESET we did
         not send (forged, stray or replayed) and forgot the link. Neither side's windows
         match any more, and the robot waits for a client's handshake (it will not stream
-        RobotState until SyncTime), so the connection is over: report it lost at once
+        RobotState until SyncTime), so the connection is over once no frame acknowledging
+        our packets came within ``RESET_CONFIRM_S`` of the greeting: report it lost then
         (the caller reconnects with its own RESET) instead of after ``stall_timeout``."""
         self.stats.peer_resets += 1
         self.stats.connections_lost += 1
@@ -782,7 +786,7 @@ class Session:
         if state not in (State.CONNECTED, State.CLOSING):
             return
         if self._reset_suspected_at is not None and now >= self._reset_suspected_at + RESET_CONFIRM_S:
-            self._on_peer_reset(now)  # the robot greeted us and then said nothing more
+            self._on_peer_reset(now)  # the robot greeted us and acknowledged nothing since
             return
         if self._last_rx is not None and now >= self._last_rx + cfg.peer_timeout:
             silence = now - self._last_rx

@@ -778,8 +778,7 @@ def test_robot_that_greets_a_stray_reset_is_given_up_at_once():
     assert pair.link.run_while(lambda: pair.engine.is_connected, 1.0)
     (lost,) = pair.engine_of(ConnectionLost)
     assert "reset the link" in lost.reason
-    # the robot's next frame (its answer to a ping, at the latest RESET_CONFIRM_S) shows
-    # that it acknowledges nothing of ours any more
+    # no frame that acknowledges our packets came within RESET_CONFIRM_S of its greeting
     assert pair.link.now <= reset_at + RESET_CONFIRM_S + 0.05
     assert pair.engine.stats.peer_resets == 1 and pair.engine.stats.replayed_connects == 0
     pair.connect()
@@ -808,6 +807,45 @@ def test_a_replayed_greeting_on_a_live_link_changes_nothing():
     assert pair.engine.is_connected and not pair.engine_of(ConnectionLost)
     assert pair.engine.stats.peer_resets == 0 and pair.engine.stats.replayed_connects >= 1
     assert pair.robot_got()[-10:] == list(range(10, 20))
+
+
+def test_a_frame_acknowledging_nothing_after_a_replayed_greeting_decides_nothing():
+    """A replayed greeting followed, before the robot's own next frame, by another datagram
+    from its address that acknowledges nothing (a replay of an engine frame, a forgery: the
+    fuzz of issue #17 sends such pairs) must not end the link: the robot's next frame still
+    acknowledges this connection's packets. A robot that did restart sends only such frames,
+    and is given up RESET_CONFIRM_S after its greeting."""
+    pair = Pair(Impairment(delay=0.01), Impairment(delay=0.01))
+    pair.connect()
+    for i in range(10):
+        pair.engine.send(to_robot(i))
+    pair.settle()
+    greeting = encode_frame(FrameType.ROBOT, 0, 0, OOB_SEQ, CONNECT_PACKET)
+    acks_nothing = [encode_frame(FrameType.ENGINE_ACT, 1, 1, OOB_SEQ, bytes([0x4B]) + bytes(8)),
+                    encode_frame(FrameType.ROBOT, OOB_SEQ, OOB_SEQ, OOB_SEQ)]
+    for forged in acks_nothing:
+        unexpected = pair.engine.stats.unexpected_frames
+        pair.engine.receive_datagram(greeting, pair.link.now)
+        pair.engine.receive_datagram(forged, pair.link.now)
+        assert pair.engine.is_connected
+        assert pair.engine.stats.unexpected_frames == unexpected + 1
+        pair.link.run_until(pair.link.now + 2 * RESET_CONFIRM_S)
+    for i in range(10, 20):
+        pair.engine.send(to_robot(i))
+    pair.settle()
+    assert pair.engine.is_connected and not pair.engine_of(ConnectionLost)
+    assert pair.engine.stats.peer_resets == 0 and pair.engine.stats.replayed_connects == 2
+    assert pair.robot_got()[-10:] == list(range(10, 20))
+    # with nothing that acknowledges our packets after the greeting, it was a restart
+    pair.link.b_to_a = Impairment(loss=1.0)
+    greeted = pair.link.now
+    pair.engine.receive_datagram(greeting, greeted)
+    for k in range(1, 5):
+        pair.engine.receive_datagram(acks_nothing[1], greeted + 0.1 * k)
+    assert pair.link.run_while(lambda: pair.engine.is_connected, 1.0)
+    (lost,) = pair.engine_of(ConnectionLost)
+    assert "reset the link" in lost.reason and pair.engine.stats.peer_resets == 1
+    assert greeted + RESET_CONFIRM_S <= pair.link.now <= greeted + RESET_CONFIRM_S + 0.05
 
 
 def test_a_forged_ack_that_runs_ahead_is_undone_by_the_peers_own_acks():
