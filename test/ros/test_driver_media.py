@@ -508,6 +508,9 @@ def test_a_builtin_animation_plays_on_time(make_rig):
     result = result_future.result()
     assert result.status == GoalStatus.STATUS_SUCCEEDED and result.result.success, result.result.message
     assert compiled.duration_s - 0.1 < time.monotonic() - t_goal < compiled.duration_s + 1.0
+    # the last tick's EndAnimation and the result leave at once, by different ways: the result
+    # can come first
+    assert rig.spin_until(lambda: any(msg.NAME == "EndAnimation" for _, msg in rig.sim.commands()), 2.0)
 
     # what the robot received, relative to StartAnimation: each keyframe on its tick
     cmds = [(t, msg) for t, msg in rig.sim.commands() if msg.NAME in (
