@@ -214,6 +214,12 @@ class AVPacer:
         before then is shown on it at the earliest."""
         return None if self._t0 is None else self.tick_time(self._next)
 
+    def next_grid_time(self, now: float) -> float:
+        """When the first tick of the grid after ``now`` is due (sent or not, busy or
+        idle): where a face pulled at it goes out at once (``AVStream.set_face_source``)."""
+        self.start(now)
+        return self.tick_time(self._slot(now) + 1)
+
     def _slot(self, now: float) -> int:
         return math.floor((now - self._t0) * TICKS_PER_SECOND + _EPS)
 

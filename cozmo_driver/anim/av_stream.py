@@ -22,6 +22,10 @@ armed for the pacer's next tick (the pacer is active: a face streaming), a face
 handed over waits in an inbox that the tick empties into the FIFO first, instead
 of waking the I/O thread for it: one wake-up per frame, not two; otherwise it is
 handed over with ``call_soon`` as every other input.
+A face source (:meth:`AVStream.set_face_source`: a face node of the same process)
+is pulled instead, on the I/O thread at each tick of the grid, and what it gives
+goes out on that very tick: the face is rendered at the tick that sends it, with
+no thread of its own to wake.
 A timed image is a pacer overlay (the stream carries a frame every tick while it
 shows); an image "until replaced" takes the face's place in the pacer instead
 (sent once, then refreshed every ``refresh_s``: no traffic in between), and the
@@ -103,6 +107,9 @@ class AVStreamStats:
     stream_dropped_s: float = 0.0
     images_shown: int = 0
     faces_set: int = 0
+    #: frames taken from the face source (set_face_source), and the calls of it that failed
+    faces_pulled: int = 0
+    face_source_errors: int = 0
     #: faces that came while an image shown until replaced held the face's place
     faces_under_image: int = 0
     send_errors: int = 0
@@ -166,6 +173,8 @@ class AVStream:
         self._audio: Optional[_AudioGoal] = None
         self._clip: Optional[_ClipGoal] = None
         self._face: Optional[bytes] = None  # the face layer
+        self._face_source: Optional[Callable[[float], Optional[bytes]]] = None
+        self._pull_at: Optional[float] = None  # the grid tick the armed timer pulls at
         self._held: Optional[bytes] = None  # an image shown until replaced (in the face's place)
         self._arm_base: Optional[float] = None  # when the armed deadline counts as due
         self._prebuffer: List[np.ndarray] = []
@@ -207,6 +216,14 @@ class AVStream:
                 return  # the next tick (or the call posted) takes it, in order
             self._take_posted = True
         self._post(self._take_faces)
+
+    def set_face_source(self, source: Optional[Callable[[float], Optional[bytes]]]) -> None:
+        """Pull the face layer's frames from ``source`` (None: stop): while the stream runs
+        and the robot is ready, ``source(now)`` is called on the I/O thread at every tick of
+        the pacer's grid and returns the face's next frame (``DisplayImage`` bytes), which
+        goes out on that tick, or None: nothing new. Faces handed over with
+        :meth:`set_face` still come in besides."""
+        self._post(self._do_set_face_source, source)
 
     def show_image(self, data: Optional[bytes], duration_s: Optional[float] = None) -> None:
         """Show ``data`` over the face for ``duration_s`` (None or 0: until replaced),
@@ -292,12 +309,15 @@ class AVStream:
 
     def _arm(self) -> None:
         """Re-arm the one timer at the pacer's next deadline (or the stream's timeout)."""
-        deadline = None
+        deadline = self._pull_at = None
         if self._running and self._ready():
             deadline = self.pacer.next_deadline()
             stream = self._stream_deadline()
             if stream is not None:
                 deadline = stream if deadline is None else min(deadline, stream)
+            if self._face_source is not None:
+                self._pull_at = self.pacer.next_grid_time(self.robot.clock())
+                deadline = self._pull_at if deadline is None else min(deadline, self._pull_at)
         if deadline != self._timer_at or (deadline is not None and self._timer is None):
             if self._timer is not None:
                 self._timer.cancel()
@@ -329,6 +349,7 @@ class AVStream:
 
     def _on_timer(self) -> None:
         due, self._timer, self._timer_at = self._arm_base, None, None
+        pull_at, self._pull_at = self._pull_at, None
         if not self._running or not self._ready():
             self._arm()  # no tick: faces handed over for one are taken by a call of their own
             return
@@ -342,10 +363,26 @@ class AVStream:
                 s.tick_late_max_s = late
         self._check_stream(now)
         self._take_faces(arm=False)
+        if pull_at is not None and now >= pull_at:
+            self._pull_face(now)
         self._send(self.pacer.tick(now))
         self.pacer.player.take_events()
         self._after_tick(now)
         self._arm()
+
+    def _pull_face(self, now: float) -> None:
+        """This tick's frame of the face source, into the pacer's FIFO ahead of the tick."""
+        try:
+            data = self._face_source(now)
+        except Exception:  # noqa: BLE001 - a face source must never break the I/O thread
+            self.stats.face_source_errors += 1
+            if now - self._warned_at > 5.0:
+                self._warned_at = now
+                logger.exception("display: the face source failed (the face stays as it was)")
+            return
+        if data is not None:
+            self.stats.faces_pulled += 1
+            self._set_face(data)
 
     def _on_link_event(self, event: Any) -> None:
         if not isinstance(event, LinkStateChanged):
@@ -426,6 +463,10 @@ class AVStream:
                 self._blank_if_faceless()
         else:
             self.pacer.queue_face(data)
+
+    def _do_set_face_source(self, source: Optional[Callable[[float], Optional[bytes]]]) -> None:
+        self._face_source = source
+        self._arm()
 
     def _do_show_image(self, data: Optional[bytes], duration_s: Optional[float]) -> None:
         self.pacer.clear_images()

@@ -120,6 +120,8 @@ class CozmoDriverNode(LifecycleNode):
         self._cmd_vel_thread: Optional[SubscriptionThread] = None  # see _create_cmd_vel
         self._cmd_vel_sub = None  # the executor's cmd_vel subscription, when not on a thread
         self._robot_info: Optional[RobotInfo] = None
+        #: FaceNode.pull_frame of the face node in this process (cozmo_stack): MediaInterfaces pulls it
+        self.local_face_source: Optional[Callable[[float], Any]] = None
         self._media: Optional[MediaInterfaces] = None  # display, audio, animations
         self._motion: Optional[MotionActions] = None  # motion actions (motion_actions.py)
         self._objects: Optional[ObjectInterfaces] = None  # cubes, charger, lights
@@ -127,15 +129,10 @@ class CozmoDriverNode(LifecycleNode):
 
     # ------------------------------------------------------------------ parameters
 
-    @property
-    def autostart(self) -> bool:
-        return bool(self._params["autostart"])
-
-    @property
-    def connected(self) -> bool:
-        """True while the robot is connected and streaming."""
-        return self._core.connected
-
+    #: the autostart parameter
+    autostart = property(lambda self: bool(self._params["autostart"]))
+    #: True while the robot is connected and streaming
+    connected = property(lambda self: self._core.connected)
     #: the display, audio and animation interfaces while configured (else None)
     media = property(lambda self: self._media)
     #: what publishes every state and image (DriverStreams: its templates, local_joints)

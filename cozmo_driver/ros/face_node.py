@@ -35,6 +35,13 @@ In one process with the driver (``cozmo_stack``), the stack hands each frame
 to the driver's display directly (:meth:`FaceNode.show_locally`), and the node
 publishes ``display/face`` only while something else subscribes to it (asked
 every ``_COUNT_EVERY_S``; a new subscriber gets the current face at once).
+Until then the driver pulls the frames (:meth:`FaceNode.pull_frame`, on its
+I/O thread at each tick of its display): each is rendered at the tick that
+sends it, and the frame thread only asks for subscribers. ``face/look_at`` is
+then read at each frame, before it is rendered, instead of on a thread
+(:class:`~cozmo_driver.ros.subscription_thread.PolledSubscription`): the
+messages that came since the last frame are applied in order, each from when it
+was received (at most a frame back), with no wake-up of their own.
 """
 
 from __future__ import annotations
@@ -62,7 +69,7 @@ from ..driver.parameters import ParamSpec
 from ..lifeline import exit_with_parent
 from ._entry import destroyed_if_refused, init, make_node, spin_node
 from . import qos
-from .subscription_thread import ThreadedSubscription, end_at_exit
+from .subscription_thread import PolledSubscription, ThreadedSubscription, Unsupported, end_at_exit
 from .usage import answer_help
 from .qos import QOS_LATCHED, QOS_QUEUE
 
@@ -160,6 +167,9 @@ class FaceNode(Node):
         self.frames_published = 0
         self._others = True       # display/face has subscribers besides the local display
         self._counted_at = -math.inf
+        self._pulled = False      # see show_locally
+        self._pull_due = -math.inf
+        self._look_at_polled: Optional[PolledSubscription] = None  # while pulled
         self._stop = threading.Event()
         self._frames = threading.Thread(target=self._run_frames, name="cozmo-face-frames", daemon=True)
         self._frames.start()
@@ -205,11 +215,36 @@ class FaceNode(Node):
             self.get_logger().info(f"face/params: {text}")
 
     def _on_look_at(self, msg: Point) -> None:
-        if not (math.isfinite(msg.x) and math.isfinite(msg.y)):
-            self.get_logger().warning(f"face/look_at refused: x = {msg.x}, y = {msg.y} must be finite")
+        if self._look_at_valid(msg):
+            with self._lock:
+                self.animator.look_at(msg.x, msg.y, time.monotonic())
+
+    def _look_at_valid(self, msg: Point) -> bool:
+        if math.isfinite(msg.x) and math.isfinite(msg.y):
+            return True
+        self.get_logger().warning(f"face/look_at refused: x = {msg.x}, y = {msg.y} must be finite")
+        return False
+
+    def _take_look_at(self, now: float) -> None:
+        """(under the lock) While pulled, the face/look_at messages that came since the last
+        frame, applied in order, each from when it was received (no earlier than a frame
+        before ``now``, the frame's monotonic time): no wake-up per message."""
+        polled = self._look_at_polled
+        if polled is None:
             return
-        with self._lock:
-            self.animator.look_at(msg.x, msg.y, time.monotonic())
+        try:
+            msgs = polled.take()
+        except Exception as exc:  # noqa: BLE001 - the context went under it
+            self._look_at_polled = None
+            polled.close()
+            self.get_logger().warning(f"face/look_at: taking messages failed ({exc!r}); no longer read")
+            return
+        wall_ns = time.time_ns()
+        for msg, info in msgs:
+            if self._look_at_valid(msg):
+                received = info.get("received_timestamp") if isinstance(info, dict) else None
+                age = (wall_ns - received) * 1e-9 if received else 0.0
+                self.animator.look_at(msg.x, msg.y, now - min(max(age, 0.0), self._period))
 
     def _on_set_expression(self, request, response):
         transition = float(request.transition_s)
@@ -247,6 +282,13 @@ class FaceNode(Node):
         due = time.monotonic()
         while not self._stop.is_set():
             now = time.monotonic()
+            local = self._local
+            if self._pulled and local is not None and not self._others_subscribe(now, local):
+                # the driver pulls the frames: only look for another subscriber
+                if self._stop.wait(_COUNT_EVERY_S):
+                    return
+                due = time.monotonic()
+                continue
             if now < due:
                 if self._stop.wait(due - now):
                     return
@@ -260,10 +302,52 @@ class FaceNode(Node):
                 self.get_logger().error(f"face frame failed: {exc!r}")
                 self._stop.wait(1.0)
 
-    def show_locally(self, display: Optional[LocalDisplay]) -> None:
+    def show_locally(self, display: Optional[LocalDisplay], pulled: bool = False) -> None:
         """Hand every frame to ``display`` in this process besides (or, while nothing else
-        subscribes to ``display/face``, instead of) publishing it; None: publish only."""
+        subscribes to ``display/face``, instead of) publishing it; None: publish only. With
+        ``pulled``, while nothing else subscribes, the display pulls the frames instead
+        (:meth:`pull_frame`) and the frame thread renders none."""
         self._local, self._others, self._counted_at = display, True, -math.inf
+        self._pulled, self._pull_due = bool(pulled) and display is not None, -math.inf
+        self._read_look_at(polled=self._pulled)
+
+    def _read_look_at(self, polled: bool) -> None:
+        """face/look_at on a thread of its own, or (``polled``) taken at each frame
+        (:class:`~cozmo_driver.ros.subscription_thread.PolledSubscription`) where rclpy allows."""
+        if polled == (self._look_at_polled is not None):
+            return
+        make = lambda owner, name, cb: qos.create_subscription(  # noqa: E731
+            owner, Point, name, cb, QOS_QUEUE, overridable=False)
+        with self._lock:
+            if polled:
+                self._look_at.unsubscribe()
+                try:
+                    self._look_at_polled = PolledSubscription(self, "face/look_at", make, "look_at")
+                    return
+                except Unsupported as exc:
+                    self.get_logger().info(f"face/look_at stays on its thread: {exc}")
+            else:
+                self._look_at_polled.close()
+                self._look_at_polled = None
+            self._look_at = ThreadedSubscription(self, Point, "face/look_at", self._on_look_at,
+                                                 QOS_QUEUE, suffix="look_at")
+
+    def pull_frame(self, now: float) -> Optional[np.ndarray]:
+        """The display's pull (any thread; the driver's I/O thread at each tick of its
+        display, monotonic time ``now``): the ``(32, 128)`` bool rows the robot shows when
+        a frame is due at ``fps`` and the face changed (or its keep-alive is due), else
+        None; always None while the node publishes (another subscriber to ``display/face``:
+        the frames are handed over as they are published) or is not pulled
+        (:meth:`show_locally`)."""
+        if not self._pulled or self._others or self._stop.is_set():
+            return None
+        period = self._period
+        if now < self._pull_due - period / 2:  # ticks come on a grid of their own: half a frame
+            return None
+        self._pull_due = self._pull_due + period if now - self._pull_due < period else now + period
+        with self._lock:
+            self._take_look_at(now)
+            return self.stream.frame(now, display_rows=True)
 
     def _others_subscribe(self, now: float, local: LocalDisplay) -> bool:
         """Whether display/face has subscribers besides ``local``'s (counted every
@@ -281,7 +365,10 @@ class FaceNode(Node):
         the face at once: the stream's change from rows to the whole screen is a frame."""
         local = self._local
         others = True if local is None else self._others_subscribe(now, local)
+        if self._pulled and not others:
+            return False  # the display pulls them (pull_frame)
         with self._lock:
+            self._take_look_at(now)
             image = self.stream.frame(now, display_rows=not others)
         if image is None:
             return False
@@ -312,6 +399,10 @@ class FaceNode(Node):
         look_at = getattr(self, "_look_at", None)
         if look_at is not None:
             look_at.close()
+        polled = getattr(self, "_look_at_polled", None)
+        if polled is not None:
+            with self._lock:
+                polled.close()
         return super().destroy_node()
 
 

@@ -28,7 +28,9 @@ has a small node of its own, ``<driver name>_display_face``, spun on its own thr
 (:class:`~cozmo_driver.ros.subscription_thread.SubscriptionThread`; the executor
 where that cannot be made), and its frames are converted there. A face node in the
 same process (``cozmo_stack``) hands its frames over directly
-(:meth:`MediaInterfaces.show_local_face`), without DDS between them
+(:meth:`MediaInterfaces.show_local_face`), without DDS between them, or, while
+nothing else takes them, the display pulls them from it at each of its ticks
+(:meth:`MediaInterfaces.pull_local_face`)
 (:class:`~cozmo_driver.driver.media.ChunkResampler`, no seams between
 chunks). Reports come back through a
 :class:`~cozmo_driver.ros.handover.HandOver`, as the node's own data does. The
@@ -147,6 +149,9 @@ class MediaInterfaces:
         self._subscribe(Image, "display/image_raw", self._on_display_image_raw, QOS_SENSOR)
         self._face_thread: Optional[SubscriptionThread] = None
         self._subscribe_face(own_thread=True)
+        source = getattr(node, "local_face_source", None)
+        if source is not None:
+            self.pull_local_face(source)
         self._subscribe(AudioChunk, "audio/pcm", self._on_audio_pcm, QOS_STREAM)
         self._audio_server = ActionServer(
             node, PlayAudio, "play_audio", execute_callback=self._execute_audio,
@@ -284,6 +289,28 @@ class MediaInterfaces:
         with self._face_lock:
             self._local_stamps.append(int(stamp_ns))
             self._set_face(data)
+
+    def pull_local_face(self, source: Optional[Callable[[float], Any]]) -> None:
+        """Pull the frames of a face node in this process (``cozmo_stack``;
+        ``FaceNode.pull_frame``) at each tick of the display, on the I/O thread:
+        ``source(now)`` gives a screen as :meth:`show_local_face` takes it, or None (nothing
+        new); the frame goes out on the tick that pulled it. None: stop pulling."""
+        if source is None:
+            self.av.set_face_source(None)
+            return
+
+        def pull(now: float) -> Optional[bytes]:
+            screen = source(now)
+            if screen is None:
+                return None
+            data, _ = screen_to_frame(screen)
+            with self._face_lock:
+                if data == self._last_face:
+                    return None  # the same face again (a keep-alive)
+                self._last_face = data
+            return data
+
+        self.av.set_face_source(pull)
 
     def _set_face(self, data: Optional[bytes]) -> None:
         """(under the face lock) The face layer's next frame, unless it is the same again."""

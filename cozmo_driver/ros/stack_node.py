@@ -206,7 +206,9 @@ def _make_nodes(specs: Sequence[NodeSpec]) -> Optional[_Running]:
 def _face_to_driver(running: _Running) -> None:
     """The face node's frames straight to the driver's display, without DDS between two
     nodes of this process (rclpy has no intra-process transport): ``FaceNode.show_locally``
-    and ``MediaInterfaces.show_local_face``."""
+    and ``MediaInterfaces.show_local_face``; while nothing else subscribes to display/face,
+    the display pulls them at its ticks (``FaceNode.pull_frame``, the driver's
+    ``local_face_source``, ``MediaInterfaces.pull_local_face``)."""
     face, driver = running.by_kind.get("face"), running.by_kind.get("driver")
     if face is None or driver is None:
         return
@@ -217,7 +219,10 @@ def _face_to_driver(running: _Running) -> None:
         if media is not None:
             media.show_local_face(screen, stamp_ns)
 
-    face.show_locally(LocalDisplay(show, lambda: 0 if driver.media is None else 1))
+    face.show_locally(LocalDisplay(show, lambda: 0 if driver.media is None else 1), pulled=True)
+    driver.local_face_source = face.pull_frame  # taken by each MediaInterfaces the driver makes
+    if driver.media is not None:
+        driver.media.pull_local_face(face.pull_frame)
 
 
 def _joints_to_description(running: _Running) -> None:

@@ -33,6 +33,11 @@ thread, which then ends. :class:`ThreadedSubscription` does both for a node
 that has no hand-over of its own (the face node's ``face/look_at``, the
 description publisher's ``joint_states``): the subscription on a thread where
 rclpy allows, on the node's executor otherwise or after the thread failed.
+
+:class:`PolledSubscription` is the other way out of the executor: a subscription
+on such a companion node that nothing spins, whose messages wait in its queue
+until the owner takes them (``take_message``, as rclpy's executors do), on a
+thread that wakes anyway: no wake-up per message at all.
 """
 
 from __future__ import annotations
@@ -53,8 +58,8 @@ try:  # Jazzy on; not in Humble
 except ImportError:  # pragma: no cover - depends on the distribution
     EventsExecutor = None
 
-__all__ = ["SubscriptionThread", "ThreadedSubscription", "Unsupported", "end_at_exit",
-           "events_executor_available"]
+__all__ = ["PolledSubscription", "SubscriptionThread", "ThreadedSubscription", "Unsupported",
+           "end_at_exit", "events_executor_available"]
 
 logger = logging.getLogger(__name__)
 
@@ -98,6 +103,19 @@ class Unsupported(ConfigurationError, RuntimeError):
     """A subscription cannot be served outside the caller's executor here."""
 
 
+def _companion(node: Any, topic: str, suffix: str) -> "tuple[Node, str]":
+    """A node of its own beside ``node`` (``<node name>_<suffix>``, same namespace and
+    context, no parameter services, no rosout, no global arguments) and ``topic`` as
+    ``node`` resolves it (its remappings apply)."""
+    name = topic
+    resolve = getattr(node, "resolve_topic_name", None)  # Humble on
+    if resolve is not None:
+        name = resolve(topic)
+    return Node(f"{node.get_name()}_{suffix}", namespace=node.get_namespace(),
+                context=node.context, start_parameter_services=False,
+                enable_rosout=False, use_global_arguments=False), name
+
+
 class SubscriptionThread:
     """See the module docstring. ``subscribe(node, topic, callback)`` makes the
     subscription on the given (the thread's own) node; :meth:`stop` ends the thread and
@@ -115,13 +133,7 @@ class SubscriptionThread:
         #: "events" (the EventsExecutor) or "wait set" (SingleThreadedExecutor and a guard)
         self.executor_kind = "events" if events and events_executor_available() else "wait set"
         try:
-            name = topic
-            resolve = getattr(node, "resolve_topic_name", None)  # Humble on
-            if resolve is not None:
-                name = resolve(topic)
-            self.node = Node(f"{node.get_name()}_{suffix}", namespace=node.get_namespace(),
-                             context=node.context, start_parameter_services=False,
-                             enable_rosout=False, use_global_arguments=False)
+            self.node, name = _companion(node, topic, suffix)
             self.subscription = subscribe(self.node, name, self._call)
             if self.executor_kind == "events":
                 self._executor = EventsExecutor(context=node.context)
@@ -251,3 +263,44 @@ class ThreadedSubscription:
         subscription, self.subscription = self.subscription, None
         if subscription is not None:
             self._node.destroy_subscription(subscription)
+
+
+class PolledSubscription:
+    """A subscription of ``node``'s that no executor serves (see the module docstring):
+    made by ``subscribe(owner, name, callback)`` on the companion node
+    ``<node name>_<suffix>``; :meth:`take` returns the messages waiting (the QoS depth
+    bounds them, the newest kept). Not thread-safe: the owner takes and closes under a
+    lock of its own. Raises :class:`Unsupported` where this rclpy cannot take by hand."""
+
+    def __init__(self, node: Any, topic: str, subscribe: Callable[[Any, str, Callable], Any],
+                 suffix: str) -> None:
+        self.node = None
+        try:
+            self.node, name = _companion(node, topic, suffix)
+            self.subscription = subscribe(self.node, name, lambda msg: None)
+            if not callable(getattr(self.subscription.handle, "take_message", None)):
+                raise AttributeError("this rclpy's subscriptions have no take_message")
+        except Exception as exc:  # noqa: BLE001 - whatever this rclpy lacks
+            self.close()
+            raise Unsupported(f"cannot take {topic} by hand: {exc!r}") from exc
+
+    def take(self, limit: int = 64) -> List[Any]:
+        """The messages waiting, oldest first (at most ``limit``), each as ``(message,
+        info)``: ``info`` is rclpy's message info (a dict with ``received_timestamp``, ns
+        of the system clock, where this rclpy gives one; else None); none once closed."""
+        if self.node is None:
+            return []
+        sub, out = self.subscription, []
+        with sub.handle:
+            for _ in range(limit):
+                got = sub.handle.take_message(sub.msg_type, sub.raw)
+                if got is None:
+                    break
+                out.append((got[0], got[1] if len(got) > 1 else None))
+        return out
+
+    def close(self) -> None:
+        """Destroy the companion node and the subscription with it (idempotent)."""
+        node, self.node = self.node, None
+        if node is not None:
+            node.destroy_node()

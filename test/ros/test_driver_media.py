@@ -275,10 +275,11 @@ def test_the_face_is_served_on_a_thread_of_its_own_and_the_executor_takes_over_i
 
 def test_a_face_node_in_the_same_process_hands_its_frames_to_the_driver_without_dds(make_rig):
     """One process (``cozmo_stack``, docs/bringup.md): the face node gives each frame to the
-    driver's display directly. Faces reach the robot while nothing is published on
-    display/face; a subscriber that comes gets the current face at once; from then on the
-    frames are published too, and a display/face message stamped like a frame handed over
-    already is taken for its copy and not shown again (only a newer one is)."""
+    driver's display directly. While nothing else subscribes to display/face, the display
+    pulls the frames at its ticks and the face node's frame thread renders none; a
+    subscriber that comes gets the current face at once; from then on the frames are
+    published and handed over, not pulled, and a display/face message stamped like a frame
+    handed over already is taken for its copy and not shown again (only a newer one is)."""
     from cozmo_driver.ros.face_node import FaceNode
     from cozmo_driver.ros.stack_node import _face_to_driver, _Running
 
@@ -290,11 +291,19 @@ def test_a_face_node_in_the_same_process_hands_its_frames_to_the_driver_without_
         _face_to_driver(_Running(nodes=[rig.node, face], by_kind={"driver": rig.node, "face": face}))
         assert rig.spin_until(lambda: np.array_equal(rig.sim.framebuffer(), face_bits("happy")), 3.0)
         rig.spin_for(0.5)  # a frame under way when it was wired is out
-        published = face.frames_published
+        media = rig.node.media
+        published, pulled = face.frames_published, media.av.stats.faces_pulled
         face.set_expression("sad", 0.0)
         assert rig.spin_until(lambda: np.array_equal(rig.sim.framebuffer(), face_bits("sad")), 3.0)
         rig.spin_for(0.5)
         assert face.frames_published == published, "display/face published with no other subscriber"
+        assert media.av.stats.faces_pulled == pulled + 1  # sad, pulled at a tick of the display
+        # the face is asked for a frame at the display's ticks (30 a second) and by nothing
+        # else: the frame thread, asking as often, would double it
+        asked, since = face.stream.stats.frames, time.monotonic()
+        rig.spin_for(1.0)
+        asked, elapsed = face.stream.stats.frames - asked, time.monotonic() - since
+        assert 1 <= asked <= 30 * elapsed + 3, (asked, elapsed)
 
         sad = np.where(RENDERER.render(EXPRESSIONS["sad"]), 255, 0).astype(np.uint8).tobytes()
         got = rig.listen(None, Image, "display/face", QoSProfile(
@@ -308,7 +317,7 @@ def test_a_face_node_in_the_same_process_hands_its_frames_to_the_driver_without_
         face.set_expression("joy", 0.0)
         assert rig.spin_until(lambda: any(bytes(m.data) == joy for m in got), 3.0)
         assert rig.spin_until(lambda: np.array_equal(rig.sim.framebuffer(), face_bits("joy")), 3.0)
-        media = rig.node.media
+        assert face.pull_frame(time.monotonic() + 30.0) is None  # published now: not pulled
         stamp = next(m for m in got if bytes(m.data) == joy).header.stamp
         assert stamp.sec * 10**9 + stamp.nanosec in media._local_stamps
         happy = np.where(RENDERER.render(EXPRESSIONS["happy"]), 255, 0).astype(np.uint8)

@@ -140,6 +140,63 @@ def test_face_node_checks_its_requests(rclpy_context):
         node.destroy_node()
 
 
+def test_a_pulled_face_node_renders_only_when_pulled_and_publishes_for_a_subscriber(rclpy_context):
+    """show_locally(..., pulled=True), as cozmo_stack wires it: while nothing else subscribes
+    to display/face the frame thread renders and hands over nothing, and pull_frame gives
+    the robot's 32 rows at most once a frame period, only when the face changed (or its
+    keep-alive is due). A subscriber that comes is given the whole screen by the frame
+    thread, handed over and published, and pull_frame gives nothing."""
+    from cozmo_driver.ros.face_node import LocalDisplay
+
+    node = FaceNode(context=rclpy_context, parameter_overrides=[
+        Parameter("idle", value=False), Parameter("transition_s", value=0.0),
+        Parameter("expression", value="happy"), Parameter("keepalive_s", value=60.0)])
+    spin = Spinner(rclpy_context, "pull_probe", nodes=(node,))
+    shown: list = []
+    try:
+        node.show_locally(LocalDisplay(lambda screen, stamp: shown.append(screen), lambda: 0), pulled=True)
+        spin.spin_for(0.5)  # (the frame thread published the first face before it was wired)
+        asked, published = node.stream.stats.frames, node.frames_published
+        spin.spin_for(0.5)
+        assert shown == [] and node.frames_published == published and node.stream.stats.frames == asked
+        now = time.monotonic()
+        rows = node.pull_frame(now)
+        assert rows is not None and rows.shape == (32, 128) and rows.dtype == bool
+        assert np.array_equal(rows, R.render(EXPRESSIONS["happy"])[0::2])
+        assert node.pull_frame(now + 0.005) is None                      # not yet a frame later
+        assert node.pull_frame(now + 1 / 30) is None                     # due, but unchanged
+        node.set_expression("sad", 0.0)
+        assert node.pull_frame(now + 1.4 / 30) is None                   # due again at 2/30 (- half a frame)
+        rows = node.pull_frame(now + 2 / 30)
+        assert rows is not None and np.array_equal(rows, R.render(EXPRESSIONS["sad"])[0::2])
+        # face/look_at is not served by a thread now: the messages wait for the next frame,
+        # which applies them in order (the last wins), at the frame's time
+        assert node._look_at.thread is None and node._look_at_polled is not None
+        look = spin.probe.create_publisher(Point, "face/look_at", 10)
+        assert spin.until(lambda: look.get_subscription_count() >= 1, DISCOVERY_TIMEOUT)
+        for x in (-1.0, 0.5, math.nan, 1.0):
+            look.publish(Point(x=x, y=0.0))
+        spin.spin_for(0.3)
+        assert node.pull_frame(now + 3 / 30) is not None                 # the gaze starts turning
+        rows = node.pull_frame(now + 10 / 30)
+        assert np.array_equal(rows, R.render(look_at(EXPRESSIONS["sad"], 1.0, 0.0))[0::2])
+        got: list = []
+        spin.probe.create_subscription(Image, "display/face", got.append, QoSProfile(
+            depth=1, durability=QoSDurabilityPolicy.TRANSIENT_LOCAL, reliability=QoSReliabilityPolicy.RELIABLE))
+        assert spin.until(lambda: got and shown, 3.0), "the subscriber got no face"
+        right = np.where(R.render(look_at(EXPRESSIONS["sad"], 1.0, 0.0)), 255, 0).astype(np.uint8)
+        assert bytes(got[-1].data) == right.tobytes() and shown[-1].shape == (64, 128)
+        assert node.pull_frame(time.monotonic() + 10.0) is None          # published: not pulled
+        # the frame thread reads face/look_at before each frame it publishes
+        look.publish(Point(x=-1.0, y=0.0))
+        left = np.where(R.render(look_at(EXPRESSIONS["sad"], -1.0, 0.0)), 255, 0).astype(np.uint8).tobytes()
+        assert spin.until(lambda: bytes(got[-1].data) == left, 3.0), "the gaze did not turn"
+        node.show_locally(None)                                          # back on a thread of its own
+        assert node._look_at_polled is None and node._look_at.thread is not None
+    finally:
+        node.destroy_node()
+
+
 def test_face_params_topic_sets_raw_parameters_and_refuses_bad_ones(rclpy_context):
     node = FaceNode(context=rclpy_context, parameter_overrides=[
         Parameter("idle", value=False), Parameter("transition_s", value=0.0)])
