@@ -17,7 +17,9 @@ pycozmo 0.8.0 beside it (issue #18).
   measured in the same window (both under the same load).
 * **Driver + a consumer of odom and the compressed camera**: the driver (in its stack)
   and a separate ROS process subscribing odom and camera/image_raw/compressed, against
-  a pycozmo Client receiving RobotState and the camera, in the same window.
+  a pycozmo Client receiving RobotState and the camera, in the same window. The consumer
+  spins as a user's program does, on rclpy's SingleThreadedExecutor (``rclpy.spin``),
+  and, where this rclpy has it (Jazzy on), on its EventsExecutor, each paired with pycozmo.
 
 The simulators run in this process (their CPU is not counted). Numbers are printed and
 written into docs/benchmarks.md (``--no-docs``: printed only), never asserted::
@@ -102,7 +104,7 @@ def _wait(condition, timeout: float, what: str, bringup: Optional[Bringup] = Non
 #: publishes face/look_at at 30 Hz (the face changer); prints its counts at the end. It
 #: spins as ``rclpy.spin(node)`` does, one executor with the node added once (not
 #: ``rclpy.spin_once(node)``, which adds and removes the node on every call), bounded
-#: in time
+#: in time; a third argument ``events`` spins it on rclpy's EventsExecutor instead
 HELPER = r"""
 import sys, time, random
 import rclpy
@@ -122,8 +124,12 @@ else:
     pub = node.create_publisher(Point, "face/look_at", 10)
     rng = random.Random(1)
     node.create_timer(1 / 30, lambda: pub.publish(Point(x=rng.uniform(-1, 1), y=rng.uniform(-1, 1))))
-from rclpy.executors import SingleThreadedExecutor
-executor = SingleThreadedExecutor()  # as rclpy.spin(node) does: the node added once
+if len(sys.argv) > 3 and sys.argv[3] == "events":
+    from rclpy.experimental import EventsExecutor  # Jazzy on
+    executor = EventsExecutor()
+else:
+    from rclpy.executors import SingleThreadedExecutor
+    executor = SingleThreadedExecutor()  # as rclpy.spin(node) does: the node added once
 executor.add_node(node)
 print("ready", flush=True)
 end = time.monotonic() + seconds
@@ -325,20 +331,34 @@ def face_cpu(seconds: float, rounds: int, ratios: Dict[str, List[float]]) -> Lis
 def driver_consumer_cpu(seconds: float, rounds: int,
                         ratios: Dict[str, List[float]]) -> List[List[str]]:
     rows: List[List[str]] = []
+    kinds = ["single"] + (["events"] if _has_events_executor() else [])
     for r in range(rounds):
-        rows.append(_driver_consumer_round(seconds, r + 1, ratios))
+        for kind in kinds:
+            rows.append(_driver_consumer_round(seconds, r + 1, ratios, kind))
     return rows
 
 
+#: the consumer's executor: what a user's program spins on (``HELPER``'s third argument)
+CONSUMER_EXECUTORS = {"single": "SingleThreadedExecutor", "events": "EventsExecutor"}
+
+
+def _has_events_executor() -> bool:
+    try:
+        from rclpy.experimental import EventsExecutor  # noqa: F401 - Jazzy on
+    except ImportError:
+        return False
+    return True
+
+
 def _driver_consumer_round(seconds: float, round_no: int,
-                           ratios: Dict[str, List[float]]) -> List[str]:
+                           ratios: Dict[str, List[float]], kind: str) -> List[str]:
     with SimServer(host="127.0.0.1", port=0, seed=7) as sim, \
             SimServer(host="127.0.0.1", port=0, seed=8) as ref_sim:
         run = Bringup(sim, "one_process:=true")
         consumer = ref = None
         try:
             _wait(lambda: sim.streaming(), STARTUP_S, "the driver did not stream", run)
-            consumer = _script_process(HELPER, "consumer", str(seconds + 8))
+            consumer = _script_process(HELPER, "consumer", str(seconds + 8), kind)
             ref = _script_process(PYCOZMO, str(ref_sim.address[1]), "camera", str(seconds + 5))
             time.sleep(2.0)
             pids = dict(run.children())
@@ -351,8 +371,10 @@ def _driver_consumer_round(seconds: float, round_no: int,
             ref_counts = (_counts(ref) + [0, 0, 0])[:3]
             consumer = ref = None
             ratio = ours / cpu["pycozmo"]
-            ratios.setdefault("driver (one-process stack) + a consumer", []).append(ratio)
-            return ["driver (stack) + consumer", str(round_no), parts, f"{ours:.1f}",
+            executor = CONSUMER_EXECUTORS[kind]
+            ratios.setdefault(f"driver (one-process stack) + a consumer on the {executor}",
+                              []).append(ratio)
+            return [f"driver (stack) + consumer ({executor})", str(round_no), parts, f"{ours:.1f}",
                     f"{cpu['pycozmo']:.1f}", f"{ratio:.2f}",
                     f"odom {odom}, images {images}; pycozmo states {ref_counts[0]}, "
                     f"images {ref_counts[1]} (whole run)"]
