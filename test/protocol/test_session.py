@@ -788,16 +788,22 @@ def test_robot_that_greets_a_stray_reset_is_given_up_soon():
     assert pair.robot_got()[-1] == 1000
 
 
-def test_a_replayed_greeting_on_a_live_link_changes_nothing():
-    """A copy of the robot's Connect greeting, replayed from its address while the link is
-    up (byte for byte the real one), must not end the link: the robot's next frames still
-    acknowledge this connection's packets."""
+def _live_pair_and_its_greeting():
+    """A connected pair that has exchanged ten packets, and the robot's Connect greeting
+    byte for byte (as a replay of it would come)."""
     pair = Pair(Impairment(delay=0.01), Impairment(delay=0.01))
     pair.connect()
     for i in range(10):
         pair.engine.send(to_robot(i))
     pair.settle()
-    greeting = encode_frame(FrameType.ROBOT, 0, 0, OOB_SEQ, CONNECT_PACKET)
+    return pair, encode_frame(FrameType.ROBOT, 0, 0, OOB_SEQ, CONNECT_PACKET)
+
+
+def test_a_replayed_greeting_on_a_live_link_changes_nothing():
+    """A copy of the robot's Connect greeting, replayed from its address while the link is
+    up (byte for byte the real one), must not end the link: the robot's next frames still
+    acknowledge this connection's packets."""
+    pair, greeting = _live_pair_and_its_greeting()
     for _ in range(5):
         pair.engine.receive_datagram(greeting, pair.link.now)
         pair.link.run_until(pair.link.now + 0.2)
@@ -816,12 +822,7 @@ def test_a_frame_acknowledging_nothing_after_a_replayed_greeting_decides_nothing
     fuzz of issue #17 sends such pairs) must not end the link: the robot's next frame still
     acknowledges this connection's packets. A robot that did restart sends only such frames,
     and is given up RESET_CONFIRM_S after its greeting."""
-    pair = Pair(Impairment(delay=0.01), Impairment(delay=0.01))
-    pair.connect()
-    for i in range(10):
-        pair.engine.send(to_robot(i))
-    pair.settle()
-    greeting = encode_frame(FrameType.ROBOT, 0, 0, OOB_SEQ, CONNECT_PACKET)
+    pair, greeting = _live_pair_and_its_greeting()
     acks_nothing = [encode_frame(FrameType.ENGINE_ACT, 1, 1, OOB_SEQ, bytes([0x4B]) + bytes(8)),
                     encode_frame(FrameType.ROBOT, OOB_SEQ, OOB_SEQ, OOB_SEQ)]
     for forged in acks_nothing:
