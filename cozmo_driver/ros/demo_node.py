@@ -76,7 +76,7 @@ from ..errors import RemoteError
 from ..robot_geometry import lift_angle_to_height
 from . import qos
 from .demo_steps import ANSWER_S, DISCOVERY_S, MediaSteps, SpinningCaller
-from .name_guard import DUPLICATE_MARK
+from .name_guard import CHECKS_S, DUPLICATE_MARK
 
 __all__ = ["DemoNode", "Demonstration", "DemoOptions", "DemoResult", "DemoAbort", "GroundTruth"]
 
@@ -295,6 +295,10 @@ class Demonstration:
     #: how long two link_status publishers are given for the other driver's link report
     #: (1 Hz on /diagnostics) to name its robot, before the demo refuses without that name (s)
     NAME_THE_OTHER_S = 2.5
+    #: how long the demo's node is on the graph before it commands anything (s): a stack
+    #: that ran before it is found only at that stack's next discovery announcement (Fast
+    #: DDS: every 3 s), and this stack's driver looks for a namesake as long (CHECKS_S)
+    GRAPH_SETTLE_S = max(CHECKS_S) + 0.5
 
     def __init__(self, options: DemoOptions, out: Callable[[str], None],
                  ground_truth: Optional[GroundTruth] = None,
@@ -318,6 +322,7 @@ class Demonstration:
         self._lost_since: Optional[float] = None
         self._lost_total = 0.0                  # seconds the link was not CONNECTED, after it was
         self._graph_checked = -math.inf
+        self._on_graph_since = math.inf  # when the demo's node was made (run)
         self._two_drivers_since: Optional[float] = None
         self.media = MediaSteps(self)
         self._done = threading.Event()
@@ -352,6 +357,7 @@ class Demonstration:
         executor = SingleThreadedExecutor(context=context)
         node = DemoNode(self.options.namespace, context=context)
         self.node = node
+        self._on_graph_since = time.monotonic()
         executor.add_node(node)
         self.calls = SpinningCaller(executor, check=self._check)
         status = threading.Thread(target=self._status_loop, name="demo-status", daemon=True)
@@ -487,7 +493,9 @@ class Demonstration:
         """Wait for the driver's first link_status (it may take a while to start on a busy
         machine), then up to connect_timeout_s for the robot to answer it. The driver is
         known to be this demo's by its link report on /diagnostics, which names the robot:
-        a latched CONNECTED from another stack's driver of the same name is not taken."""
+        a latched CONNECTED from another stack's driver of the same name is not taken, and
+        none is taken before the demo's node has been on the graph for GRAPH_SETTLE_S, long
+        enough to find a stack that ran before it."""
         node = self.node
         o = self.options
         self.activity = "waiting for the driver to connect"
@@ -508,7 +516,8 @@ class Demonstration:
                 # not while another driver of this name is on the graph, its robot not yet
                 # named: the demo refuses then, having commanded nothing (_check_graph)
                 self._check_graph(at_once=True)
-                if not self._naming_the_other():
+                settled = time.monotonic() - self._on_graph_since >= self.GRAPH_SETTLE_S
+                if settled and not self._naming_the_other():
                     break
             if time.monotonic() > deadline:
                 if not seen_driver:

@@ -164,6 +164,7 @@ def connecting(rclpy_context):
 
     def make(drivers: int):
         node = DemoNode(context=rclpy_context)
+        on_graph = time.monotonic()
         others = [rclpy.create_node(f"driver{i}", context=rclpy_context) for i in range(drivers)]
         for other in others:
             other.create_publisher(LinkStatus, "link_status", 1)
@@ -172,6 +173,7 @@ def connecting(rclpy_context):
         executor = SingleThreadedExecutor(context=rclpy_context)
         executor.add_node(node)
         run.node, run.calls = node, SpinningCaller(executor, check=run._check)
+        run._on_graph_since = on_graph  # as run() does when it makes the node
         made.append((executor, others, node))
         deadline = time.monotonic() + 10
         while node.count_publishers("link_status") < drivers:   # the graph shows them all
@@ -209,8 +211,14 @@ def test_its_own_driver_is_not_taken_as_connected_while_a_second_driver_is_on_th
 
 
 def test_its_own_driver_alone_on_the_graph_is_taken_as_connected(connecting):
+    """... but not before the demo's node has been on the graph for GRAPH_SETTLE_S: a stack
+    that ran before it is found only at that stack's next discovery announcement (the fresh
+    CI clone of 2026-11-25 saw the other stack's report 3.2 s after the demo started, when
+    it had taken its own driver as connected at 2.6 s and sent a goal to both)."""
     run, lines = connecting(1)
     run._wait_connected()
+    assert time.monotonic() - run._on_graph_since >= run.GRAPH_SETTLE_S
+    assert run.GRAPH_SETTLE_S >= 3.0   # Fast DDS announces a participant every 3 s
     assert run.connected_once
     assert any("driver connected to the robot: link_status CONNECTED" in line
                for line in lines), lines
