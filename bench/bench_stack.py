@@ -37,6 +37,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from typing import Dict, List, Optional
 
@@ -104,7 +105,8 @@ def _wait(condition, timeout: float, what: str, bringup: Optional[Bringup] = Non
 #: publishes face/look_at at 30 Hz (the face changer); prints its counts at the end. It
 #: spins as ``rclpy.spin(node)`` does, one executor with the node added once (not
 #: ``rclpy.spin_once(node)``, which adds and removes the node on every call), bounded
-#: in time; a third argument ``events`` spins it on rclpy's EventsExecutor instead
+#: in time; a third argument ``events`` spins it on rclpy's EventsExecutor instead. The
+#: consumer also prints ``at <monotonic time> <odom> <images>`` every 0.25 s
 HELPER = r"""
 import sys, time, random
 import rclpy
@@ -133,8 +135,12 @@ else:
 executor.add_node(node)
 print("ready", flush=True)
 end = time.monotonic() + seconds
+said = 0.0
 while time.monotonic() < end:
     executor.spin_once(timeout_sec=0.1)
+    if time.monotonic() - said >= 0.25:  # what came so far, for the bench's window
+        said = time.monotonic()
+        print("at", said, n["odom"], n["image"], flush=True)
 print(n["odom"], n["image"], flush=True)
 node.destroy_node()
 rclpy.try_shutdown()
@@ -142,6 +148,7 @@ rclpy.try_shutdown()
 
 #: pycozmo: 30 fps of its ProceduralFace with the gaze moved every frame ("face"), or a
 #: Client receiving RobotState and the camera ("camera"); prints "ready", then its counts
+#: (with the camera, also ``at <monotonic time> <states> <images>`` every 0.1 s)
 PYCOZMO = r"""
 import sys, time, random
 import pycozmo
@@ -171,6 +178,7 @@ while time.monotonic() < end:
         tick += 1 / 30
     else:
         cli.drive_wheels(lwheel_speed=-9.0, rwheel_speed=9.0)
+        print("at", time.monotonic(), n["state"], n["image"], flush=True)
         tick += 0.1
     time.sleep(max(0.0, tick - time.monotonic()))
 print(n["state"], n["image"], n["frames"], flush=True)
@@ -189,8 +197,40 @@ def _script_process(source: str, *args: str) -> subprocess.Popen:
 
 
 def _counts(proc: subprocess.Popen) -> List[int]:
+    """The counts a helper prints last (after its ``at`` lines)."""
     out, _ = proc.communicate(timeout=60)
-    return [int(x) for x in out.split()] if out.split() else []
+    last = [line for line in out.splitlines() if line.strip() and not line.startswith("at ")]
+    return [int(x) for x in last[-1].split()] if last else []
+
+
+class _Progress:
+    """A helper's ``at <time> <a> <b>`` lines, read on a thread as they come: what it had
+    received at a moment of the bench's window (CLOCK_MONOTONIC is the machine's)."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        self.samples: List[tuple] = []
+        self._thread = threading.Thread(target=self._read, args=(proc,), daemon=True)
+        self._thread.start()
+
+    def _read(self, proc: subprocess.Popen) -> None:
+        for line in proc.stdout:
+            parts = line.split()
+            if len(parts) == 4 and parts[0] == "at":
+                self.samples.append((float(parts[1]), int(parts[2]), int(parts[3])))
+
+    def latest(self) -> tuple:
+        return self.samples[-1] if self.samples else (0.0, 0, 0)
+
+    def at(self, t: float) -> tuple:
+        """The counts of the last line printed at or before ``t``."""
+        before = [s for s in self.samples if s[0] <= t]
+        return before[-1] if before else (t, 0, 0)
+
+    def rates(self, t0: float, t1: float) -> tuple:
+        """Per second between the lines nearest before ``t0`` and ``t1``."""
+        a, b = self.at(t0), self.at(t1)
+        dt = b[0] - a[0]
+        return ((b[1] - a[1]) / dt, (b[2] - a[2]) / dt) if dt > 0 else (0.0, 0.0)
 
 
 def _cpu_window(pids: Dict[str, int], seconds: float) -> Dict[str, float]:
@@ -358,26 +398,31 @@ def _driver_consumer_round(seconds: float, round_no: int,
         consumer = ref = None
         try:
             _wait(lambda: sim.streaming(), STARTUP_S, "the driver did not stream", run)
-            consumer = _script_process(HELPER, "consumer", str(seconds + 8), kind)
-            ref = _script_process(PYCOZMO, str(ref_sim.address[1]), "camera", str(seconds + 5))
+            consumer = _script_process(HELPER, "consumer", str(seconds + 30), kind)
+            ref = _script_process(PYCOZMO, str(ref_sim.address[1]), "camera", str(seconds + 30))
+            got, ref_got = _Progress(consumer), _Progress(ref)
+            # the window opens once both take odom (states) and images, and have for 2 s
+            _wait(lambda: min(got.latest()[1:]) > 0 and min(ref_got.latest()[1:]) > 0, 20.0,
+                  "the consumer and pycozmo did not both receive odom and images", run)
             time.sleep(2.0)
             pids = dict(run.children())
             pids["consumer"] = consumer.pid
             pids["pycozmo"] = ref.pid
+            t0 = time.monotonic()
             cpu = _cpu_window(pids, seconds)
+            t1 = time.monotonic()
             ours = sum(v for k, v in cpu.items() if k != "pycozmo")
             parts = " + ".join(f"{k} {v:.1f}" for k, v in cpu.items() if k != "pycozmo")
-            odom, images = (_counts(consumer) + [0, 0])[:2]
-            ref_counts = (_counts(ref) + [0, 0, 0])[:3]
-            consumer = ref = None
+            odom, images = got.rates(t0, t1)
+            states, ref_images = ref_got.rates(t0, t1)
             ratio = ours / cpu["pycozmo"]
             executor = CONSUMER_EXECUTORS[kind]
             ratios.setdefault(f"driver (one-process stack) + a consumer on the {executor}",
                               []).append(ratio)
             return [f"driver (stack) + consumer ({executor})", str(round_no), parts, f"{ours:.1f}",
                     f"{cpu['pycozmo']:.1f}", f"{ratio:.2f}",
-                    f"odom {odom}, images {images}; pycozmo states {ref_counts[0]}, "
-                    f"images {ref_counts[1]} (whole run)"]
+                    f"odom {odom:.1f}/s, images {images:.1f}/s; pycozmo states {states:.1f}/s, "
+                    f"images {ref_images:.1f}/s"]
         finally:
             for proc in (consumer, ref):
                 if proc is not None:
@@ -422,7 +467,7 @@ def main() -> None:
         table(f"Driver + a consumer of odom and the compressed camera, {options.seconds:g} s window; "
               "pycozmo Client receiving RobotState and the camera in the same window",
               ["set-up", "round", "CPU % by process", "ours CPU %", "pycozmo CPU %",
-               "ours / pycozmo", "received"],
+               "ours / pycozmo", "received in the window"],
               driver_consumer_cpu(options.seconds, options.rounds, ratios))
         table("CPU against pycozmo over the paired rounds above (issue #18's goal: at most "
               "pycozmo's, a ratio <= 1.00 in every round)",
