@@ -20,6 +20,11 @@ pycozmo 0.8.0 beside it (issue #18).
   a pycozmo Client receiving RobotState and the camera, in the same window. The consumer
   spins as a user's program does, on rclpy's SingleThreadedExecutor (``rclpy.spin``),
   and, where this rclpy has it (Jazzy on), on its EventsExecutor, each paired with pycozmo.
+  Beside them, the consumer's own floor: the same consumer (SingleThreadedExecutor) taking
+  the same two streams at the same rates from a plain rclpy publisher, no driver and no
+  robot, paired with pycozmo too; what pycozmo spends beyond that floor is what any driver
+  has to stay within for the pair to cost no more than pycozmo. The row also gives what the
+  plain publisher costs, and the publisher and the consumer together.
 
 The simulators run in this process (their CPU is not counted). Numbers are printed and
 written into docs/benchmarks.md (``--no-docs``: printed only), never asserted::
@@ -103,10 +108,14 @@ def _wait(condition, timeout: float, what: str, bringup: Optional[Bringup] = Non
 
 #: a separate ROS process: subscribes odom and the compressed camera (the consumer), or
 #: publishes face/look_at at 30 Hz (the face changer); prints its counts at the end. It
-#: spins as ``rclpy.spin(node)`` does, one executor with the node added once (not
-#: ``rclpy.spin_once(node)``, which adds and removes the node on every call), bounded
-#: in time; a third argument ``events`` spins it on rclpy's EventsExecutor instead. The
-#: consumer also prints ``at <monotonic time> <odom> <images>`` every 0.25 s
+#: spins as ``rclpy.spin(node)`` does: one executor with the node added once (not
+#: ``rclpy.spin_once(node)``, which adds and removes the node on every call), each
+#: ``spin_once`` waiting until there is work, so that it wakes for nothing but its
+#: messages (or timer), bounded only by the time left; a third argument ``events`` spins
+#: it on rclpy's EventsExecutor instead. The consumer also prints ``at <monotonic time>
+#: <odom> <images>`` at most every 0.25 s, from the callback of a message it took. The
+#: source (third argument: the image's size in bytes) publishes odom and the compressed
+#: camera as the driver does (33.3 and 15 a second, the driver's QoS) from a plain rclpy node
 HELPER = r"""
 import sys, time, random
 import rclpy
@@ -115,12 +124,30 @@ mode, seconds = sys.argv[1], float(sys.argv[2])
 rclpy.init()
 node = rclpy.create_node("bench_stack_" + mode)
 n = {"odom": 0, "image": 0}
+said = [0.0]
+def took(key):
+    n[key] += 1
+    now = time.monotonic()
+    if now - said[0] >= 0.25:  # what came so far, for the bench's window
+        said[0] = now
+        print("at", now, n["odom"], n["image"], flush=True)
 if mode == "consumer":
     from nav_msgs.msg import Odometry
     from sensor_msgs.msg import CompressedImage
-    node.create_subscription(Odometry, "odom", lambda m: n.__setitem__("odom", n["odom"] + 1), 10)
+    node.create_subscription(Odometry, "odom", lambda m: took("odom"), 10)
     node.create_subscription(CompressedImage, "camera/image_raw/compressed",
-                             lambda m: n.__setitem__("image", n["image"] + 1), qos_profile_sensor_data)
+                             lambda m: took("image"), qos_profile_sensor_data)
+elif mode == "source":  # odom and the compressed camera at the robot's rates, QoS as the driver's
+    from nav_msgs.msg import Odometry
+    from sensor_msgs.msg import CompressedImage
+    odom_pub = node.create_publisher(Odometry, "odom", 10)
+    image_pub = node.create_publisher(CompressedImage, "camera/image_raw/compressed",
+                                      qos_profile_sensor_data)
+    odom = Odometry()
+    odom.header.frame_id, odom.child_frame_id = "odom", "base_footprint"
+    image = CompressedImage(format="jpeg", data=bytes(int(sys.argv[3])))
+    node.create_timer(0.030, lambda: odom_pub.publish(odom))
+    node.create_timer(1 / 15, lambda: image_pub.publish(image))
 else:
     from geometry_msgs.msg import Point
     pub = node.create_publisher(Point, "face/look_at", 10)
@@ -135,12 +162,8 @@ else:
 executor.add_node(node)
 print("ready", flush=True)
 end = time.monotonic() + seconds
-said = 0.0
-while time.monotonic() < end:
-    executor.spin_once(timeout_sec=0.1)
-    if time.monotonic() - said >= 0.25:  # what came so far, for the bench's window
-        said = time.monotonic()
-        print("at", said, n["odom"], n["image"], flush=True)
+while (left := end - time.monotonic()) > 0:
+    executor.spin_once(timeout_sec=left)  # rclpy.spin's wait, bounded by the time left
 print(n["odom"], n["image"], flush=True)
 node.destroy_node()
 rclpy.try_shutdown()
@@ -375,11 +398,15 @@ def driver_consumer_cpu(seconds: float, rounds: int,
     for r in range(rounds):
         for kind in kinds:
             rows.append(_driver_consumer_round(seconds, r + 1, ratios, kind))
+        rows.append(_driver_consumer_round(seconds, r + 1, ratios, "single", plain=True))
     return rows
 
 
 #: the consumer's executor: what a user's program spins on (``HELPER``'s third argument)
 CONSUMER_EXECUTORS = {"single": "SingleThreadedExecutor", "events": "EventsExecutor"}
+#: the size of the compressed images the plain source publishes: the simulator's camera
+#: picture of a robot standing still, as the driver publishes it (bytes)
+SOURCE_IMAGE_BYTES = 4721
 
 
 def _has_events_executor() -> bool:
@@ -390,14 +417,20 @@ def _has_events_executor() -> bool:
     return True
 
 
-def _driver_consumer_round(seconds: float, round_no: int,
-                           ratios: Dict[str, List[float]], kind: str) -> List[str]:
+def _driver_consumer_round(seconds: float, round_no: int, ratios: Dict[str, List[float]],
+                           kind: str, plain: bool = False) -> List[str]:
+    """One paired window. ``plain``: no driver; the consumer takes the same streams from a
+    plain rclpy publisher (HELPER's source): the consumer's own floor, which goes into the
+    table but not into ``ratios``; the row also gives the publisher's CPU and the pair's."""
     with SimServer(host="127.0.0.1", port=0, seed=7) as sim, \
             SimServer(host="127.0.0.1", port=0, seed=8) as ref_sim:
-        run = Bringup(sim, "one_process:=true")
-        consumer = ref = None
+        run = None if plain else Bringup(sim, "one_process:=true")
+        consumer = ref = source = None
         try:
-            _wait(lambda: sim.streaming(), STARTUP_S, "the driver did not stream", run)
+            if plain:
+                source = _script_process(HELPER, "source", str(seconds + 30), str(SOURCE_IMAGE_BYTES))
+            else:
+                _wait(lambda: sim.streaming(), STARTUP_S, "the driver did not stream", run)
             consumer = _script_process(HELPER, "consumer", str(seconds + 30), kind)
             ref = _script_process(PYCOZMO, str(ref_sim.address[1]), "camera", str(seconds + 30))
             got, ref_got = _Progress(consumer), _Progress(ref)
@@ -405,30 +438,39 @@ def _driver_consumer_round(seconds: float, round_no: int,
             _wait(lambda: min(got.latest()[1:]) > 0 and min(ref_got.latest()[1:]) > 0, 20.0,
                   "the consumer and pycozmo did not both receive odom and images", run)
             time.sleep(2.0)
-            pids = dict(run.children())
+            pids = {"source": source.pid} if plain else dict(run.children())
             pids["consumer"] = consumer.pid
             pids["pycozmo"] = ref.pid
             t0 = time.monotonic()
             cpu = _cpu_window(pids, seconds)
             t1 = time.monotonic()
-            ours = sum(v for k, v in cpu.items() if k != "pycozmo")
-            parts = " + ".join(f"{k} {v:.1f}" for k, v in cpu.items() if k != "pycozmo")
+            counted = [k for k in cpu if k not in ("pycozmo", "source")]
+            ours = sum(cpu[k] for k in counted)
+            parts = " + ".join(f"{k} {cpu[k]:.1f}" for k in counted)
             odom, images = got.rates(t0, t1)
             states, ref_images = ref_got.rates(t0, t1)
             ratio = ours / cpu["pycozmo"]
             executor = CONSUMER_EXECUTORS[kind]
-            ratios.setdefault(f"driver (one-process stack) + a consumer on the {executor}",
-                              []).append(ratio)
-            return [f"driver (stack) + consumer ({executor})", str(round_no), parts, f"{ours:.1f}",
+            if plain:
+                setup = f"no driver: consumer ({executor}) of a plain rclpy publisher"
+                pair = ours + cpu["source"]
+                parts += (f" (the publisher {cpu['source']:.1f}, not counted; with it {pair:.1f}, "
+                          f"{pair / cpu['pycozmo']:.2f}x pycozmo)")
+            else:
+                setup = f"driver (stack) + consumer ({executor})"
+                ratios.setdefault(f"driver (one-process stack) + a consumer on the {executor}",
+                                  []).append(ratio)
+            return [setup, str(round_no), parts, f"{ours:.1f}",
                     f"{cpu['pycozmo']:.1f}", f"{ratio:.2f}",
                     f"odom {odom:.1f}/s, images {images:.1f}/s; pycozmo states {states:.1f}/s, "
                     f"images {ref_images:.1f}/s"]
         finally:
-            for proc in (consumer, ref):
+            for proc in (consumer, ref, source):
                 if proc is not None:
                     proc.kill()
                     proc.wait()
-            run.close()
+            if run is not None:
+                run.close()
 
 
 def ratio_rows(ratios: Dict[str, List[float]]) -> List[List[str]]:
