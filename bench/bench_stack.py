@@ -219,13 +219,6 @@ def _script_process(source: str, *args: str) -> subprocess.Popen:
     return proc
 
 
-def _counts(proc: subprocess.Popen) -> List[int]:
-    """The counts a helper prints last (after its ``at`` lines)."""
-    out, _ = proc.communicate(timeout=60)
-    last = [line for line in out.splitlines() if line.strip() and not line.startswith("at ")]
-    return [int(x) for x in last[-1].split()] if last else []
-
-
 class _Progress:
     """A helper's ``at <time> <a> <b>`` lines, read on a thread as they come: what it had
     received at a moment of the bench's window (CLOCK_MONOTONIC is the machine's)."""
@@ -306,7 +299,7 @@ def memory(settle_s: float) -> List[List[str]]:
         time.sleep(3.0)
         rows.append(["reference", "pycozmo 0.8.0 Client, face at 30 fps",
                      f"{rss_mib(ref.pid):.1f}", f"{pss_mib(ref.pid):.1f}"])
-        _counts(ref)
+        ref.communicate(timeout=60)  # it ends by itself (its counts are not needed here)
     return rows
 
 
