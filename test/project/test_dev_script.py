@@ -50,7 +50,11 @@ def test_a_stop_signal_during_the_wheel_tests_ends_the_whole_run(tmp_path, sig):
     proc = subprocess.Popen(
         ["bash", str(ROOT / "dev"), "test", str(tmp_path / "test_waiting.py"), "-p", "no:cacheprovider"],
         cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True, start_new_session=True)
+        text=True, start_new_session=True,
+        # SIGINT at its default disposition, as in a terminal, whatever this run has (a run
+        # in the background of a non-interactive shell inherits it ignored, and a shell
+        # started with a signal ignored cannot trap it)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     inner = None
     try:
         deadline = time.monotonic() + 100.0   # a set-up of .venv if it is missing or stale
