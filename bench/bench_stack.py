@@ -35,6 +35,7 @@ written into docs/benchmarks.md (``--no-docs``: printed only), never asserted::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import signal
@@ -415,7 +416,8 @@ def _driver_consumer_round(seconds: float, round_no: int, ratios: Dict[str, List
     """One paired window. ``plain``: no driver; the consumer takes the same streams from a
     plain rclpy publisher (HELPER's source): the consumer's own floor, which goes into the
     table but not into ``ratios``; the row also gives the publisher's CPU and the pair's."""
-    with SimServer(host="127.0.0.1", port=0, seed=7) as sim, \
+    # the plain round has no driver, so no robot of its own: only pycozmo's simulator
+    with (contextlib.nullcontext() if plain else SimServer(host="127.0.0.1", port=0, seed=7)) as sim, \
             SimServer(host="127.0.0.1", port=0, seed=8) as ref_sim:
         run = None if plain else Bringup(sim, "one_process:=true")
         consumer = ref = source = None
