@@ -154,35 +154,39 @@ elif mode == "source":  # odom and the compressed camera at the robot's rates, Q
     odom.header.frame_id, odom.child_frame_id = "odom", "base_footprint"
     odom = serialize_message(odom)
     image = serialize_message(CompressedImage(format="jpeg", data=bytes(int(sys.argv[3]))))
-    print("ready", flush=True)
-    now = time.monotonic()
-    end, due = now + seconds, [[now, 0.030, odom_pub, odom], [now + 0.011, 1 / 15, image_pub, image]]
-    while now < end:
-        for stream in due:
-            if now >= stream[0]:
-                stream[0] += stream[1]
-                stream[2].publish(stream[3])
-        time.sleep(max(0.0, min(stream[0] for stream in due) - time.monotonic()))
-        now = time.monotonic()
-    node.destroy_node()
-    rclpy.try_shutdown()
-    sys.exit(0)
+    # [next due (offset from now), period, publisher, bytes]: the images fall between the
+    # states, as the robot's camera chunks arrive between its RobotStates
+    due = [[0.0, 0.030, odom_pub, odom], [0.011, 1 / 15, image_pub, image]]
 else:
     from geometry_msgs.msg import Point
     pub = node.create_publisher(Point, "face/look_at", 10)
     rng = random.Random(1)
     node.create_timer(1 / 30, lambda: pub.publish(Point(x=rng.uniform(-1, 1), y=rng.uniform(-1, 1))))
-if len(sys.argv) > 3 and sys.argv[3] == "events":
+if mode == "source":
+    executor = None  # it publishes from its own loop, as the driver's I/O thread does
+elif len(sys.argv) > 3 and sys.argv[3] == "events":
     from rclpy.experimental import EventsExecutor  # Jazzy on
     executor = EventsExecutor()
 else:
     from rclpy.executors import SingleThreadedExecutor
     executor = SingleThreadedExecutor()  # as rclpy.spin(node) does: the node added once
-executor.add_node(node)
+if executor is not None:
+    executor.add_node(node)
 print("ready", flush=True)
-end = time.monotonic() + seconds
-while (left := end - time.monotonic()) > 0:
-    executor.spin_once(timeout_sec=left)  # rclpy.spin's wait, bounded by the time left
+start = time.monotonic()
+end = start + seconds
+if executor is None:
+    for stream in due:
+        stream[0] += start
+    while (now := time.monotonic()) < end:
+        for stream in due:
+            if now >= stream[0]:
+                stream[0] += stream[1]
+                stream[2].publish(stream[3])
+        time.sleep(max(0.0, min(stream[0] for stream in due) - time.monotonic()))
+else:
+    while (left := end - time.monotonic()) > 0:
+        executor.spin_once(timeout_sec=left)  # rclpy.spin's wait, bounded by the time left
 print(n["odom"], n["image"], flush=True)
 node.destroy_node()
 rclpy.try_shutdown()
