@@ -6,6 +6,7 @@ import re
 import socket
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -207,10 +208,21 @@ def test_configuration_errors():
     assert not is_loopback("nonsense")
 
 
-def test_default_robot_address_is_the_real_robots_but_tests_never_use_it():
+#: the verified protocol notes, which give the robot's endpoint (../shared beside the checkout)
+PROTOCOL_NOTES = Path(__file__).resolve().parents[2].parent / "shared" / "protocol" / "PROTOCOL_NOTES.md"
+
+
+def test_default_robot_endpoint_is_the_one_the_protocol_notes_give():
+    """The default robot address and port are the real robot's, as the verified notes state
+    them; this test only compares them (nothing here sends to it: see the next test)."""
     from cozmo_driver.client import DEFAULT_ROBOT_ADDRESS, DEFAULT_ROBOT_PORT
 
-    assert (DEFAULT_ROBOT_ADDRESS, DEFAULT_ROBOT_PORT) == ("172.31.1.1", 5551)
+    if not PROTOCOL_NOTES.is_file():
+        pytest.skip(f"the verified protocol notes {PROTOCOL_NOTES} are absent (../shared not checked out)")
+    stated = re.search(r"The robot is a UDP server at ([0-9.]+):(\d+)", PROTOCOL_NOTES.read_text())
+    assert stated, f"{PROTOCOL_NOTES} no longer states the robot's endpoint"
+    assert (DEFAULT_ROBOT_ADDRESS, DEFAULT_ROBOT_PORT) == (stated.group(1), int(stated.group(2)))
+    assert not is_loopback(DEFAULT_ROBOT_ADDRESS)
 
 
 def test_loopback_only_switch_refuses_the_real_robot_address_before_sending(monkeypatch):
