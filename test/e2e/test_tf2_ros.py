@@ -176,9 +176,19 @@ def stack():
 def probe(rclpy_context, stack):
     watcher = TfProbe(rclpy_context)
     everything = [frame(name) for name in PARENTS]
+    def stamps_on_tf() -> bool:
+        # the listener may have been matched after odom and joint_states: their first messages
+        # can be older than anything in its buffer, and a lookup at their stamps would never
+        # succeed (a CI run failed so); the tests look up at the stamps of the latest ones
+        joints = Time.from_msg(watcher.head_state().header.stamp)
+        odom = Time.from_msg(watcher.odom[-1].header.stamp)
+        return watcher.buffer.can_transform(frame("odom"), frame("base_footprint"), odom) and all(
+            watcher.buffer.can_transform(frame("base_footprint"), frame(name), joints)
+            for name in ("head_link", "lift_plate_link"))
     assert watcher.spin_until(
         lambda: watcher.odom and watcher.head_state() is not None and all(
-            watcher.buffer.can_transform(frame("odom"), name, Time()) for name in everything),
+            watcher.buffer.can_transform(frame("odom"), name, Time()) for name in everything)
+        and stamps_on_tf(),
         START_TIMEOUT_S), (
         f"odom: {len(watcher.odom)}, joint_states: {len(watcher.joints)}; tf2_ros knows\n"
         f"{watcher.buffer.all_frames_as_yaml()}\n{stack.describe()}")
