@@ -37,8 +37,9 @@ from processes import alive  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
-#: stops per node and signal (COZMO_STOP_CYCLES overrides it)
-CYCLES = int(os.environ.get("COZMO_STOP_CYCLES", "10"))
+#: stops per node and signal: one at each moment of :func:`_pause` (COZMO_STOP_CYCLES
+#: overrides it; bench/stop_cycles.py runs N cycles of the whole bring-up)
+CYCLES = int(os.environ.get("COZMO_STOP_CYCLES", "5"))
 #: a node must have exited this long after the signal
 STOP_TIMEOUT_S = 5.0
 #: start-up bound: import, rclpy, the node's first log line (typically about 1 s)
@@ -114,9 +115,13 @@ def _check_stop(node: NodeProcess, sig: int, what: str) -> None:
     assert not bad, f"{what}: after {name} ({seconds:.2f} s):\n{output}"
 
 
+#: the moments after start-up at which a signal comes, one per cycle (then again)
+PAUSES_S = (0.0, 0.1, 0.2, 0.3, 0.4)
+
+
 def _pause(cycle: int) -> float:
     """When the signal comes after start-up: spread over 0..0.4 s across the cycles."""
-    return (cycle % 5) * 0.1
+    return PAUSES_S[cycle % len(PAUSES_S)]
 
 
 @pytest.fixture
