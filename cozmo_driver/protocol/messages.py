@@ -45,6 +45,7 @@ __all__ = [
     "MESSAGES_BY_ID",
     "MESSAGES_BY_NAME",
     "MESSAGES_BY_PACKET_TYPE",
+    "ANIMATION_STREAM",
     "MessageTable",
     "ENUMS",
     "STRUCTS",
@@ -460,6 +461,13 @@ MESSAGES_BY_ID = MessageTable({spec.id: spec.name for spec in _decl.MESSAGES if 
 #: The untyped packets (Connect, Disconnect, Ping, Keyframe), by packet type.
 MESSAGES_BY_PACKET_TYPE = MessageTable({int(PacketType[spec.packet_type]): spec.name
                                         for spec in _decl.MESSAGES if spec.id is None})
+#: The robot's animation stream: keyframes, face images and sound, which it queues and plays
+#: at 30 frames a second. The robot plays them only once EnableAnimationState has enabled
+#: playback (which also starts its AnimationState events, 30 a second).
+ANIMATION_STREAM = frozenset((
+    "OutputAudio", "OutputSilence", "DisplayImage", "AnimHead", "AnimLift", "AnimBody",
+    "AnimBackpackLights", "RecordHeading", "TurnToRecordedHeading", "StartAnimation",
+    "EndAnimation"))
 __all__ += list(_SPECS)
 for _name, _cls in list(ENUMS.items()) + list(STRUCTS.items()):
     globals()[_name] = _cls

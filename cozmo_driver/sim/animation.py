@@ -4,7 +4,9 @@
 DisplayImage, AnimHead, AnimLift, AnimBody, AnimBackpackLights, RecordHeading,
 TurnToRecordedHeading, StartAnimation, EndAnimation) and plays it at 30 frames
 per second: each tick plays messages up to and including one audio message
-(audio paces the display), and reports AnimationState when enabled. Head, lift
+(audio paces the display), and reports AnimationState. Both only once the engine
+has sent EnableAnimationState: what of the stream comes before is not played
+(counted in ``unplayable``). Head, lift
 and body tracks move the :class:`~cozmo_driver.sim.body.Body`. The player also
 keeps the ground truth of what the robot showed and said (the 128x32 face
 framebuffer and its history, the audio played as PCM) and the backpack lights
@@ -37,10 +39,7 @@ __all__ = ["AnimationPlayer", "ANIM_STREAM"]
 logger = logging.getLogger("cozmo.sim")
 
 #: the messages that go through the animation queue
-ANIM_STREAM = frozenset((
-    "OutputAudio", "OutputSilence", "DisplayImage", "AnimHead", "AnimLift", "AnimBody",
-    "AnimBackpackLights", "RecordHeading", "TurnToRecordedHeading", "StartAnimation",
-    "EndAnimation"))
+ANIM_STREAM = msgs.ANIMATION_STREAM
 _LightState = msgs.STRUCTS["LightState"]
 
 
@@ -73,6 +72,8 @@ class AnimationPlayer:
         self._queue_bytes = 0
         self.anim_bytes_played = 0
         self.anim_client_drops = 0
+        #: messages of the animation stream that came before EnableAnimationState
+        self.unplayable = 0
         self.current_anim: Optional[int] = None
         self.anim_state_enabled = False
         self._next_tick = now
@@ -120,6 +121,11 @@ class AnimationPlayer:
         return boot_time + k * period
 
     def queue(self, m: Any, now: float) -> None:
+        if not self.anim_state_enabled:
+            # the robot plays its animation stream only once EnableAnimationState came
+            self.unplayable += 1
+            logger.debug("%s before EnableAnimationState: not played", m.NAME)
+            return
         size = msgs.packet_size(m)
         if self._queue_bytes + size > self.fw.config.anim_buffer_max_bytes:
             self.anim_client_drops += 1

@@ -67,7 +67,9 @@ What it models
   30 frames per second: each tick plays messages up to and including one audio
   message (audio paces the display). IS_ANIM_BUFFER_FULL is set while more than
   ``anim_buffer_full_bytes`` wait; beyond ``anim_buffer_max_bytes`` messages are
-  dropped and counted in ``AnimationState.client_drop_count``.
+  dropped and counted in ``AnimationState.client_drop_count``. Nothing of the
+  stream plays before EnableAnimationState (counted in ``unplayable``), which also
+  starts the AnimationState events, one per tick.
 * **Objects**: three light cubes and the charger advertise ObjectAvailable
   while not connected; ObjectConnect gives them per-connection object ids.
   :meth:`RobotModel.set_object_in_range` takes one out of radio range (it stops
@@ -262,6 +264,7 @@ class RobotModel:
     audio_frames_with_sound = _Part("animation")
     anim_bytes_played = _Part("animation")
     anim_client_drops = _Part("animation")
+    unplayable = _Part("animation")
     current_anim = _Part("animation")
     anim_state_enabled = _Part("animation")
     anim_queue_bytes = _Part("animation", "queue_bytes")

@@ -224,6 +224,15 @@ class SimServer:
     def display_count(self) -> int:
         return self._model(lambda m: m.display_images_shown)
 
+    def playback_enabled(self) -> bool:
+        """Whether the engine sent EnableAnimationState on this connection (the robot then
+        plays its animation stream and reports AnimationState)."""
+        return self._model(lambda m: m.anim_state_enabled)
+
+    def unplayable(self) -> int:
+        """Messages of the animation stream that came before EnableAnimationState: not played."""
+        return self._model(lambda m: m.unplayable)
+
     def audio_pcm(self) -> np.ndarray:
         """Every audio frame played (silence as zeros), int16 at 22 320 Hz."""
         return self._model(lambda m: m.audio_pcm())

@@ -56,6 +56,7 @@ class Rig:
         assert link.run_while(lambda: not self.names("BodyInfo"), 3.0)
         engine.send(m.SetOrigin(pose_frame_id=0, pose_origin_id=1))
         engine.send(m.SyncTime(timestamp_ms=0))
+        engine.send(m.EnableAnimationState())  # the robot plays nothing of the stream before
         link.flush()
         assert link.run_while(lambda: not self.names("RobotState"), 3.0)
 

@@ -310,6 +310,7 @@ def test_battery_drains_faster_while_moving_and_charges_on_the_charger():
 
 def test_record_heading_anim_body_and_turn_to_recorded_heading():
     h = quiet()
+    h.send(m.EnableAnimationState())
     h.send(m.TurnInPlace(angle_rad=0.4, speed_rad_per_sec=3.0, accel_rad_per_sec2=10.0,
                          angle_tolerance_rad=math.radians(0.5), is_absolute=True, action_id=1))
     assert h.run_until(lambda: h.received("AcknowledgeAction"), 3.0)

@@ -595,6 +595,7 @@ def test_audio_is_played_at_30_per_second_and_decoded():
     clock = make()
     tone = (8000 * np.sin(np.arange(744 * 45) * 2 * math.pi * 440 / 22320)).astype(np.int16)
     frames = [encode_ulaw(tone[i:i + 744]) for i in range(0, len(tone), 744)]
+    clock.send(m.EnableAnimationState())
     clock.send(m.SetRobotVolume(level=50000))
     for f in frames:
         clock.send(m.OutputAudio(samples=f))
@@ -613,6 +614,25 @@ def test_audio_is_played_at_30_per_second_and_decoded():
     assert clock.model.volume == 50000
 
 
+def test_nothing_of_the_stream_plays_before_enable_animation_state():
+    clock = make()
+    bits = np.zeros((32, 128), dtype=bool)
+    bits[0:8, 0:8] = True
+    clock.send(m.DisplayImage(image=encode_display(bits)))
+    clock.send(m.OutputSilence())
+    clock.run(0.2)
+    assert clock.model.unplayable == 2 and clock.model.anim_queue_length == 0
+    assert not clock.model.framebuffer.any() and clock.model.display_images_shown == 0
+    assert clock.take("AnimationState") == []
+    clock.send(m.EnableAnimationState())
+    clock.send(m.DisplayImage(image=encode_display(bits)))
+    clock.send(m.OutputSilence())
+    clock.run(0.2)
+    assert np.array_equal(clock.model.framebuffer, bits)
+    assert clock.model.unplayable == 2 and clock.model.display_images_shown == 1
+    assert 5 <= len(clock.take("AnimationState")) <= 7  # one per 30 Hz tick
+
+
 def test_anim_buffer_overflow_is_counted():
     clock = make(anim_buffer_max_bytes=10 * 748)
     clock.send(m.EnableAnimationState())
@@ -629,6 +649,7 @@ def test_display_framebuffer_and_history():
     bits = np.zeros((32, 128), dtype=bool)
     bits[4:10, 20:60] = True
     bits[20, :] = True
+    clock.send(m.EnableAnimationState())
     clock.send(m.DisplayImage(image=encode_display(bits)))
     clock.run(0.05)
     assert np.array_equal(clock.model.framebuffer, bits)
@@ -675,14 +696,15 @@ def test_animation_start_end_paced_by_audio_and_state_stream():
 
 def test_abort_animation():
     clock = make()
+    clock.send(m.EnableAnimationState())
     clock.send(m.StartAnimation(anim_id=8))
     for _ in range(30):
         clock.send(m.OutputSilence())
     clock.run(0.2)
     clock.send(m.AbortAnimation())
     clock.run(0.1)
-    assert [x.NAME for x in clock.take() if x.NAME.startswith("Animation")] == ["AnimationStarted",
-                                                                              "AnimationEnded"]
+    assert [x.NAME for x in clock.take() if x.NAME in ("AnimationStarted", "AnimationEnded")] \
+        == ["AnimationStarted", "AnimationEnded"]
     assert clock.model.anim_queue_length == 0
 
 

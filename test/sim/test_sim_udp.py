@@ -277,6 +277,7 @@ def test_ground_truth_readers(sim):
 
     with UdpEngine(sim.address) as engine:
         engine.initialise()
+        engine.send(m.EnableAnimationState())
         bits = np.zeros((32, 128), dtype=bool)
         bits[10:20, 30:90] = True
         tone = (4000 * np.sin(np.arange(744) * 0.2)).astype(np.int16)
