@@ -6,8 +6,11 @@ tests) drives it. On top of the session it
 
 * brings a connected robot up as the Cozmo app does: on FirmwareSignature it
   sends Enable twice (that is what makes the robot answer with BodyInfo), on
-  BodyInfo it sends SetOrigin, SyncTime (which starts the RobotState stream) and
-  EnableAnimationState; the robot is *ready* at its first RobotState;
+  BodyInfo it sends SetOrigin and SyncTime (which starts the RobotState stream); the
+  robot is *ready* at its first RobotState. EnableAnimationState, which the robot needs
+  before it plays anything of its animation stream (face images, sound, keyframes) and
+  which starts its AnimationState events (30 a second), goes out right before the first
+  such message of each connection (``animation_state_on_demand``; at bring-up without it);
 * collects the robot's facts (firmware, serials, body colour) in :class:`RobotInfo`;
 * reconnects after a loss with exponential back-off, re-initialising the robot;
 * gives up a connection that does not become ready within ``ready_timeout``;
@@ -91,6 +94,10 @@ class ClientConfig:
     #: a connection that has not streamed RobotState this long after Connect is retried
     ready_timeout: float = 5.0
     enable_animation_state: bool = True
+    #: send EnableAnimationState right before the first message of the animation stream
+    #: (messages.ANIMATION_STREAM) of each connection, not at bring-up: a robot that plays
+    #: nothing then sends no AnimationState, 30 datagrams a second the client only drops
+    animation_state_on_demand: bool = True
     #: shortest time between two warnings of the same kind (dropped stale states), s
     warn_period: float = 5.0
 
@@ -141,6 +148,9 @@ class RobotLink:
         self._backoff = self.config.reconnect_min
         self._wanted = False
         self._synced = False
+        #: EnableAnimationState went out on this connection / a playback message did
+        self._playback_enabled = False
+        self._playback_wanted = False
         self._now = 0.0
         #: RobotStates dropped because they were not newer than the last one
         self.stale_states = 0
@@ -173,8 +183,17 @@ class RobotLink:
             self._set_state(LinkState.DISCONNECTED, "stopped")
 
     def send(self, message) -> None:
-        """Queue a message for the robot (raises NotConnectedError when not connected)."""
+        """Queue a message for the robot (raises NotConnectedError when not connected);
+        before the connection's first message of the animation stream, EnableAnimationState."""
+        if not self._playback_enabled and message.NAME in msgs.ANIMATION_STREAM:
+            self._playback_wanted = True
+            if self._synced and self.config.enable_animation_state:
+                self._enable_playback()
         self.session.send(message)
+
+    def _enable_playback(self) -> None:
+        self.session.send(msgs.EnableAnimationState())
+        self._playback_enabled = True
 
     @property
     def is_ready(self) -> bool:
@@ -193,6 +212,7 @@ class RobotLink:
     def _connect(self, now: float) -> None:
         self._reconnect_at = None
         self._synced = False
+        self._playback_enabled = self._playback_wanted = False
         self.robot_state = None
         self._last_ts = None  # SyncTime starts the robot's clock again
         self._sync_at = None
@@ -339,8 +359,10 @@ class RobotLink:
                 self.session.send(msgs.SetOrigin(pose_frame_id=0, pose_origin_id=1))
                 self.session.send(msgs.SyncTime(timestamp_ms=0))
                 self._sync_at = now
-                if self.config.enable_animation_state:
-                    self.session.send(msgs.EnableAnimationState())
+                config = self.config
+                if config.enable_animation_state and (
+                        self._playback_wanted or not config.animation_state_on_demand):
+                    self._enable_playback()
                 self._synced = True
 
     def _on_firmware(self, signature: str) -> None:

@@ -107,7 +107,9 @@ def test_handshake_brings_the_robot_up_in_the_apps_order():
     client.start(link.now)
     assert link.run_while(lambda: client.state is not LinkState.READY, 2.0)
     assert states(events) == [LinkState.CONNECTING, LinkState.INITIALIZING, LinkState.READY]
-    assert robot.received[:5] == ["Enable", "Enable", "SetOrigin", "SyncTime", "EnableAnimationState"]
+    assert robot.received[:4] == ["Enable", "Enable", "SetOrigin", "SyncTime"]
+    # animation playback is enabled only when something is to be played (see below)
+    assert "EnableAnimationState" not in robot.received
     ready = [e for e in events if isinstance(e, RobotReady)]
     assert len(ready) == 1
     info = ready[0].info
@@ -140,6 +142,52 @@ def test_lost_robot_is_reported_and_reconnected_with_reinitialisation():
     assert link.run_while(lambda: client.state is not LinkState.READY, 10.0)
     assert robot.received.count("SyncTime") == 2  # re-initialised after the reconnect
     assert len([e for e in events if isinstance(e, RobotReady)]) == 2
+
+
+def test_playback_is_enabled_right_before_the_first_played_message_of_each_connection():
+    client, robot, link, events = make_pair()
+    client.start(link.now)
+    assert link.run_while(lambda: client.state is not LinkState.READY, 2.0)
+    link.run_until(link.now + 1.0)
+    assert "EnableAnimationState" not in robot.received
+    client.send(msgs.SetRobotVolume(level=1000))  # not of the animation stream
+    client.send(msgs.DisplayImage(image=b"\x3f"))
+    client.send(msgs.OutputSilence())
+    link.run_until(link.now + 0.5)
+    assert robot.received[-4:] == ["SetRobotVolume", "EnableAnimationState", "DisplayImage",
+                                   "OutputSilence"]
+    # a new connection: the robot has forgotten it; enabled again before the next one only
+    robot.silent = True
+    assert link.run_while(lambda: client.state is LinkState.READY, 3.0)
+    robot.silent = False
+    assert link.run_while(lambda: client.state is not LinkState.READY, 10.0)
+    assert robot.received.count("SyncTime") == 2
+    link.run_until(link.now + 0.5)
+    assert robot.received.count("EnableAnimationState") == 1
+    client.send(msgs.OutputSilence())
+    link.run_until(link.now + 0.5)
+    assert robot.received[-2:] == ["EnableAnimationState", "OutputSilence"]
+    assert robot.received.count("EnableAnimationState") == 2
+
+
+@pytest.mark.parametrize("on_demand, enabled, expected", [
+    (False, True, ["SyncTime", "EnableAnimationState"]),  # at bring-up, as the app does
+    (True, False, ["SyncTime", "OutputSilence"]),          # never
+    (False, False, ["SyncTime", "OutputSilence"]),
+])
+def test_playback_enabled_at_bring_up_or_never(on_demand, enabled, expected):
+    client = RobotLink(ClientConfig(session=SessionConfig(peer_timeout=1.0),
+                                    enable_animation_state=enabled,
+                                    animation_state_on_demand=on_demand))
+    robot = ScriptedRobot()
+    link = MemoryLink(client, robot, Impairment(), Impairment(), seed=3)
+    client.start(link.now)
+    assert link.run_while(lambda: client.state is not LinkState.READY, 2.0)
+    if not enabled:
+        client.send(msgs.OutputSilence())
+    link.run_until(link.now + 0.5)
+    assert robot.received[3:] == expected
+    assert robot.received.count("EnableAnimationState") == (1 if enabled else 0)
 
 
 def test_stop_halts_the_motors_and_disconnects():

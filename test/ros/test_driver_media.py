@@ -151,6 +151,8 @@ def test_a_picture_reaches_the_framebuffer_fitted_and_dithered(make_rig):
     pub.publish(msg)
     assert rig.spin_until(lambda: np.array_equal(rig.sim.framebuffer(), expected), 3.0)
     assert rig.sim.display_count() > before
+    # the driver enabled the robot's playback before the image (it shows nothing without)
+    assert rig.sim.playback_enabled() and rig.sim.unplayable() == 0
     # thresholded, as a mono16 image of the same picture; shown until replaced
     rig.node.set_parameters([Parameter("display_dither", value=False)])
     grey16 = (image_to_bits(rgb, "threshold").astype(np.uint16) * 65535)  # already 128 x 64
