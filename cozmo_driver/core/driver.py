@@ -70,7 +70,8 @@ COLOR_JPEG_QUALITY = 90
 BATTERY_PERIOD_S = 1.0
 WARN_PERIOD_S = 2.0
 _FLAG_NAMES = tuple(name for name, _ in STATUS_FLAG_NAMES)
-_FLAG_BITS = tuple(bit for _, bit in STATUS_FLAG_NAMES)
+_FLAG_BITS = tuple(int(bit) for _, bit in STATUS_FLAG_NAMES)  # ints: no enum operation
+_UNRELIABLE = int(StatusFlag.IS_PICKED_UP | StatusFlag.IS_FALLING)
 _BACKPACK = ("front", "middle", "back", "left", "right")
 _STOP = msgs.DriveWheels(lwheel_speed_mmps=0.0, rwheel_speed_mmps=0.0)
 
@@ -83,6 +84,35 @@ def make_robot(params: Dict[str, Any], name: str) -> Robot:
                           ready_timeout=float(params["ready_timeout"]))
     return Robot(params["robot_ip"], int(params["robot_port"]), local_host=params["local_ip"],
                  local_port=int(params["local_port"]), config=config, name=name)
+
+
+class _StateParts:
+    """The samples of one robot state that a front-end reads only for the streams its
+    subscribers want (see StateSample): made from the message when asked for."""
+
+    __slots__ = ("state", "yaw", "sec", "nsec", "flags", "voltage")
+
+    def __init__(self, state: Any, yaw: float, sec: int, nsec: int, flags: int,
+                 voltage: float) -> None:
+        self.state, self.yaw, self.sec, self.nsec = state, yaw, sec, nsec
+        self.flags, self.voltage = flags, voltage
+
+    def imu(self) -> ImuSample:
+        reading = imu_from_state(self.state, self.yaw)
+        return ImuSample(self.sec, self.nsec, *reading.orientation, *reading.angular_velocity,
+                         *reading.linear_acceleration)
+
+    def joints(self) -> JointSample:
+        return JointSample(self.sec, self.nsec, *joint_positions(self.state))
+
+    def status(self) -> StatusSample:
+        state, flags = self.state, self.flags
+        segment = int(state.curr_path_segment)
+        cliff = state.cliff_data_raw
+        return StatusSample(self.sec, self.nsec, *[bool(flags & bit) for bit in _FLAG_BITS],
+                            flags, int(cliff[0]), int(cliff[1]), int(cliff[2]), int(cliff[3]),
+                            int(state.backpack_touch_sensor_raw),
+                            -1 if segment == 0xFF else segment, self.voltage)
 
 
 class DriverCore(CameraMixin):
@@ -237,7 +267,7 @@ class DriverCore(CameraMixin):
         events = self.events.on_status(flags)
         v, w = wheels_to_twist(state.lwheel_speed_mmps / 1000.0, state.rwheel_speed_mmps / 1000.0)
         diff = w - float(state.gyro_z_radps)
-        unreliable = bool(flags & (StatusFlag.IS_PICKED_UP | StatusFlag.IS_FALLING))
+        unreliable = bool(flags & _UNRELIABLE)
         if not unreliable and math.isfinite(diff):
             self.yaw_diff = abs(diff) if self.yaw_diff is None else \
                 0.95 * self.yaw_diff + 0.05 * abs(diff)
@@ -251,18 +281,8 @@ class DriverCore(CameraMixin):
         odom = OdomSample(stamp_ns, sec, nsec, pose.x, pose.y, pose.yaw, math.sin(pose.yaw / 2.0),
                           math.cos(pose.yaw / 2.0), pc[0], pc[7], pc[35], v, w,
                           tc[0], tc[7], tc[35])
-        reading = imu_from_state(state, pose.yaw)
-        imu = ImuSample(sec, nsec, *reading.orientation, *reading.angular_velocity,
-                        *reading.linear_acceleration)
-        joints = JointSample(sec, nsec, *joint_positions(state))
-        segment = int(state.curr_path_segment)
-        cliff = state.cliff_data_raw
-        status = StatusSample(sec, nsec, *[bool(flags & bit) for bit in _FLAG_BITS], flags,
-                              int(cliff[0]), int(cliff[1]), int(cliff[2]), int(cliff[3]),
-                              int(state.backpack_touch_sensor_raw),
-                              -1 if segment == 0xFF else segment, voltage)
         output = self.output
-        output.on_state(StateSample(odom, imu, joints, status))
+        output.on_state(StateSample(odom, _StateParts(state, pose.yaw, sec, nsec, flags, voltage)))
         if t - self._last_battery >= BATTERY_PERIOD_S:
             self._last_battery = t
             output.on_battery(BatterySample(stamp_ns, voltage, battery_percentage(voltage),

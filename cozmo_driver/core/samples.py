@@ -84,14 +84,45 @@ StatusSample = make_dataclass(
 StatusSample.__module__ = __name__
 
 
-@dataclass(slots=True)
 class StateSample:
-    """Everything one robot state means."""
+    """Everything one robot state means. ``odom`` is made with the sample; ``imu``,
+    ``joints`` and ``status`` when first read, by ``parts`` (anything with ``imu()``,
+    ``joints()`` and ``status()`` methods), for a front-end reads only those its
+    subscribers want. Each is made at most once."""
 
-    odom: OdomSample
-    imu: ImuSample
-    joints: JointSample
-    status: Any  # StatusSample
+    __slots__ = ("odom", "_parts", "_imu", "_joints", "_status")
+
+    def __init__(self, odom: OdomSample, parts: Any) -> None:
+        self.odom = odom
+        self._parts = parts
+        self._imu: Optional[ImuSample] = None
+        self._joints: Optional[JointSample] = None
+        self._status: Any = None
+
+    @property
+    def imu(self) -> ImuSample:
+        imu = self._imu
+        if imu is None:
+            imu = self._imu = self._parts.imu()
+        return imu
+
+    @property
+    def joints(self) -> JointSample:
+        joints = self._joints
+        if joints is None:
+            joints = self._joints = self._parts.joints()
+        return joints
+
+    @property
+    def status(self) -> Any:  # StatusSample
+        status = self._status
+        if status is None:
+            status = self._status = self._parts.status()
+        return status
+
+    def __repr__(self) -> str:
+        return (f"StateSample(odom={self.odom!r}, imu={self.imu!r}, joints={self.joints!r}, "
+                f"status={self.status!r})")
 
 
 @dataclass(slots=True)
