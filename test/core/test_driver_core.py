@@ -14,6 +14,7 @@ import pytest
 from cozmo_driver import robot_geometry as geo
 from cozmo_driver.client import LinkState, RobotLink
 from cozmo_driver.core import DriverCore, RecordingOutput
+from cozmo_driver.core.samples import StateSample
 from cozmo_driver.driver.parameters import PARAMETERS
 from cozmo_driver.protocol import messages as msgs
 from cozmo_driver.protocol.session import MessageReceived
@@ -366,3 +367,28 @@ def test_repeated_refusals_and_re_anchorings_are_throttled_with_a_count(rig):
     assert core.tracker.reanchors - before >= 39
     said = [t for _, t in output.lines[lines:] if "odometry re-anchored" in t]
     assert len(said) == 1, said
+
+
+def test_a_state_samples_parts_are_made_when_first_read_and_only_once():
+    # a front-end reads only the parts its subscribers want: the rest is never made
+    made = []
+
+    class Parts:
+        def imu(self):
+            made.append("imu")
+            return ("imu",)
+
+        def joints(self):
+            made.append("joints")
+            return ("joints",)
+
+        def status(self):
+            made.append("status")
+            return ("status",)
+
+    sample = StateSample("odom", Parts())
+    assert sample.odom == "odom" and made == []
+    assert sample.joints == ("joints",) and sample.joints == ("joints",)
+    assert made == ["joints"]
+    assert sample.status == ("status",) and sample.imu == ("imu",) and sample.imu == ("imu",)
+    assert made == ["joints", "status", "imu"]
