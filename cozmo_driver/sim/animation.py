@@ -34,12 +34,9 @@ from .motors import (
     wrap_angle,
 )
 
-__all__ = ["AnimationPlayer", "ANIM_STREAM"]
+__all__ = ["AnimationPlayer"]
 
 logger = logging.getLogger("cozmo.sim")
-
-#: the messages that go through the animation queue
-ANIM_STREAM = msgs.ANIMATION_STREAM
 _LightState = msgs.STRUCTS["LightState"]
 
 
@@ -86,7 +83,7 @@ class AnimationPlayer:
         self.current_anim = None
 
     def handlers(self) -> Dict[str, Callable[[Any, float], None]]:
-        table: Dict[str, Callable[[Any, float], None]] = dict.fromkeys(ANIM_STREAM, self.queue)
+        table: Dict[str, Callable[[Any, float], None]] = dict.fromkeys(msgs.ANIMATION_STREAM, self.queue)
         table.update({"EnableAnimationState": self._on_EnableAnimationState,
                       "AbortAnimation": self._on_AbortAnimation,
                       "SetRobotVolume": self._on_SetRobotVolume,
