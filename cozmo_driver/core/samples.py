@@ -84,6 +84,23 @@ StatusSample = make_dataclass(
 StatusSample.__module__ = __name__
 
 
+class _MadeOnRead:
+    """A part of a :class:`StateSample`: made by ``parts.<name>()`` when first read, then
+    kept in the slot ``_<name>``."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name, self.slot = name, "_" + name
+
+    def __get__(self, sample: Any, owner: Optional[type] = None) -> Any:
+        if sample is None:
+            return self
+        value = getattr(sample, self.slot)
+        if value is None:
+            value = getattr(sample._parts, self.name)()
+            setattr(sample, self.slot, value)
+        return value
+
+
 class StateSample:
     """Everything one robot state means. ``odom`` is made with the sample; ``imu``,
     ``joints`` and ``status`` when first read, by ``parts`` (anything with ``imu()``,
@@ -91,34 +108,14 @@ class StateSample:
     subscribers want. Each is made at most once."""
 
     __slots__ = ("odom", "_parts", "_imu", "_joints", "_status")
+    imu = _MadeOnRead()      # ImuSample
+    joints = _MadeOnRead()   # JointSample
+    status = _MadeOnRead()   # StatusSample
 
     def __init__(self, odom: OdomSample, parts: Any) -> None:
         self.odom = odom
         self._parts = parts
-        self._imu: Optional[ImuSample] = None
-        self._joints: Optional[JointSample] = None
-        self._status: Any = None
-
-    @property
-    def imu(self) -> ImuSample:
-        imu = self._imu
-        if imu is None:
-            imu = self._imu = self._parts.imu()
-        return imu
-
-    @property
-    def joints(self) -> JointSample:
-        joints = self._joints
-        if joints is None:
-            joints = self._joints = self._parts.joints()
-        return joints
-
-    @property
-    def status(self) -> Any:  # StatusSample
-        status = self._status
-        if status is None:
-            status = self._status = self._parts.status()
-        return status
+        self._imu = self._joints = self._status = None
 
     def __repr__(self) -> str:
         return (f"StateSample(odom={self.odom!r}, imu={self.imu!r}, joints={self.joints!r}, "
