@@ -14,7 +14,10 @@ message on stderr, rclpy shut down, and the caller exits with 2). ``spin_node(no
 stop)`` (``spin_nodes`` for several nodes of one process) spins it on a single-threaded
 executor until SIGINT, SIGTERM or an external shutdown, then, in this order:
 ``stop(executor)`` (the node's threads and timers end; the executor and the context
-are still up), the executor, the node, rclpy's context.
+are still up), the executor, the node, rclpy's context. Where the Fast DDS library of
+this process can hang forever in the destruction of its DDS participant (the PyPI
+wheels), a hidden node holds the participant while the nodes are destroyed and the
+process then ends with ``os._exit`` (:mod:`cozmo_driver.ros.participant_exit`).
 
 How a signal ends the spin without polling: Python runs a signal handler only when the
 main thread is back in Python code, and the executor's wait is C code that nothing but
@@ -22,12 +25,15 @@ the node's own entities wakes. So the signal module writes each signal's number 
 socket (``signal.set_wakeup_fd``); a thread blocked on that socket's other end marks the
 stop and triggers a guard condition of the node, which wakes the executor's wait; the
 spin loop sees the mark and ends. A second signal while the node stops changes nothing
-(the stop is bounded); the process exits 0 on SIGINT and SIGTERM alike.
+(the stop is bounded); the process exits 0 on SIGINT and SIGTERM alike. From the first
+stop request on, the process has :data:`STOP_DEADLINE_S` to end, or faulthandler's
+watchdog prints every thread's stack and ends it with status 1 (:func:`arm_stop_deadline`).
 """
 
 from __future__ import annotations
 
 import atexit
+import faulthandler
 import gc
 import signal
 import socket
@@ -42,6 +48,7 @@ from rclpy.node import Node
 
 from ._compat import try_shutdown
 from .name_guard import NameGuard
+from .participant_exit import end_process, keep_participant
 
 try:
     from rclpy.executors import ExternalShutdownException
@@ -55,11 +62,16 @@ except ImportError:  # pragma: no cover - older rclpy
     class InvalidHandle(Exception):
         pass
 
-__all__ = ["StopSignals", "init", "make_node", "refuse", "release_native", "spin_node",
-           "spin_nodes"]
+__all__ = ["STOP_DEADLINE_S", "StopSignals", "arm_stop_deadline", "init", "make_node", "refuse",
+           "release_native", "spin_node", "spin_nodes"]
 
 #: the signals that stop a node
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+#: the longest a node's process may take to stop, from the first stop request (a signal,
+#: a refusal) or the end of its spin, before :func:`arm_stop_deadline`'s watchdog ends it:
+#: before both front-ends' SIGKILL (cozmo_bringup 7 s after SIGINT, ros2 launch 15 s), far
+#: above a stop's usual 0.05-1 s
+STOP_DEADLINE_S = 6.0
 _QUIT = b"\x00"  # what StopSignals.close writes to end its thread (no signal has number 0)
 
 
@@ -119,7 +131,9 @@ class StopSignals:
                 return
 
     def request(self, signum: Optional[int] = None) -> None:
-        """Ask the node to stop (what a signal does); wakes its executor."""
+        """Ask the node to stop (what a signal does); wakes its executor. The process
+        then has :data:`STOP_DEADLINE_S` to end (:func:`arm_stop_deadline`)."""
+        arm_stop_deadline()
         with self._lock:
             if self.signum is None and signum is not None:
                 self.signum = signum
@@ -174,6 +188,24 @@ def _noted_elsewhere(signum: int, frame: Any) -> None:
     signal's number to the wake-up socket, and StopSignals' thread acts on it; this runs
     later, on the main thread, anywhere in its code, so it takes no lock and raises
     nothing (and a handler is needed: an ignored signal is not written)."""
+
+
+_deadline_armed = False
+
+
+def arm_stop_deadline(seconds: Optional[float] = None) -> None:
+    """From now on, the process ends within ``seconds`` (default :data:`STOP_DEADLINE_S`,
+    read at the call) whatever it does; once per process, later calls change nothing.
+    faulthandler's watchdog, a C thread that needs no GIL, writes every thread's Python
+    stack to standard error (``Timeout (0:00:06)!`` and the stacks) and exits with status
+    1: a stop stuck in native code, where neither a second signal nor any Python code can
+    run any more, ends with the place it was stuck at instead of waiting for SIGKILL.
+    Only for a node's own process (console scripts): a process has one such watchdog."""
+    global _deadline_armed
+    if not _deadline_armed:
+        _deadline_armed = True
+        faulthandler.dump_traceback_later(STOP_DEADLINE_S if seconds is None else seconds,
+                                          exit=True)
 
 
 #: the stop request of this process's node (made by :func:`init`)
@@ -313,6 +345,7 @@ def spin_nodes(nodes: Sequence[Any], start: Optional[Callable[[], None]] = None,
     del _refusals[:]
     guards = [NameGuard(node, lambda text, node=node: refuse(node, text))
               for node in nodes] if guard_name else []
+    keeper = None
     try:
         if signals is not None:
             signals.attach(nodes[0])  # one guard condition wakes the executor of them all
@@ -322,6 +355,7 @@ def spin_nodes(nodes: Sequence[Any], start: Optional[Callable[[], None]] = None,
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
+        arm_stop_deadline()
         for guard in guards:
             guard.cancel()
         try:
@@ -331,15 +365,21 @@ def spin_nodes(nodes: Sequence[Any], start: Optional[Callable[[], None]] = None,
             if signals is not None:
                 signals.detach()
             executor.shutdown(timeout_sec=1.0)
+            # where destroying the participant can hang forever, a hidden node holds it
+            # while ours go (participant_exit); the process then ends below
+            keeper = keep_participant(context)
             for node in nodes:
                 node.destroy_node()
             try_shutdown()
             _close_signals()
+    status = 0
     if _refusals:
         name, text = _refusals[0]
         print(f"{name}: refusing to run: {text}", file=sys.stderr)
-        return 2
-    return 0
+        status = 2
+    if keeper is not None:
+        end_process(status)  # never destroy the last node: no interpreter finalization
+    return status
 
 
 #: why the node of this process refused to run (see :func:`refuse`)
