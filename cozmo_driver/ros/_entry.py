@@ -16,8 +16,9 @@ executor until SIGINT, SIGTERM or an external shutdown, then, in this order:
 ``stop(executor)`` (the node's threads and timers end; the executor and the context
 are still up), the executor, the node, rclpy's context. Where the Fast DDS library of
 this process can hang forever in the destruction of its DDS participant (the PyPI
-wheels), a hidden node holds the participant while the nodes are destroyed and the
-process then ends with ``os._exit`` (:mod:`cozmo_driver.ros.participant_exit`).
+wheels), a native timer armed before the last node is destroyed ends the process with
+status 0 if that takes more than :data:`TEARDOWN_RESCUE_S`
+(:mod:`cozmo_driver.ros.participant_exit`).
 
 How a signal ends the spin without polling: Python runs a signal handler only when the
 main thread is back in Python code, and the executor's wait is C code that nothing but
@@ -48,7 +49,7 @@ from rclpy.node import Node
 
 from ._compat import try_shutdown
 from .name_guard import NameGuard
-from .participant_exit import end_process, keep_participant
+from .participant_exit import arm_teardown_rescue, participant_teardown_can_hang
 
 try:
     from rclpy.executors import ExternalShutdownException
@@ -345,7 +346,6 @@ def spin_nodes(nodes: Sequence[Any], start: Optional[Callable[[], None]] = None,
     del _refusals[:]
     guards = [NameGuard(node, lambda text, node=node: refuse(node, text))
               for node in nodes] if guard_name else []
-    keeper = None
     try:
         if signals is not None:
             signals.attach(nodes[0])  # one guard condition wakes the executor of them all
@@ -365,21 +365,35 @@ def spin_nodes(nodes: Sequence[Any], start: Optional[Callable[[], None]] = None,
             if signals is not None:
                 signals.detach()
             executor.shutdown(timeout_sec=1.0)
-            # where destroying the participant can hang forever, a hidden node holds it
-            # while ours go (participant_exit); the process then ends below
-            keeper = keep_participant(context)
-            for node in nodes:
+            for node in nodes[:-1]:
                 node.destroy_node()
+            _rescue_the_teardown(nodes[-1])
+            nodes[-1].destroy_node()  # the last node: the DDS participant goes with it
             try_shutdown()
             _close_signals()
-    status = 0
     if _refusals:
         name, text = _refusals[0]
         print(f"{name}: refusing to run: {text}", file=sys.stderr)
-        status = 2
-    if keeper is not None:
-        end_process(status)  # never destroy the last node: no interpreter finalization
-    return status
+        return 2
+    return 0
+
+
+#: how long the destruction of a node process's last node (and its DDS participant) and
+#: the process's exit may take where it can hang forever (participant_exit), seconds; it
+#: takes about 0.01 s
+TEARDOWN_RESCUE_S = 2.0
+
+
+def _rescue_the_teardown(last: Any) -> None:
+    """Where destroying the DDS participant can hang forever (the PyPI Fast DDS:
+    :mod:`cozmo_driver.ros.participant_exit`), end the process with status 0 if it still
+    runs :data:`TEARDOWN_RESCUE_S` from now, saying why on standard error."""
+    if participant_teardown_can_hang():
+        arm_teardown_rescue(
+            TEARDOWN_RESCUE_S,
+            f"{last.get_name()}: its DDS participant was not destroyed within "
+            f"{TEARDOWN_RESCUE_S:g} s (a known hang of Fast DDS from PyPI, docs/driver.md, "
+            "Lifecycle); its nodes had stopped and left the graph; ending the process")
 
 
 #: why the node of this process refused to run (see :func:`refuse`)

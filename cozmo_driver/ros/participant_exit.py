@@ -3,7 +3,7 @@
 What hangs. rmw_fastrtps destroys a context's DDS participant when the context's last
 node is destroyed (``rcl_node_fini``), and first calls Fast DDS's
 ``DomainParticipant::set_listener(nullptr)``, which waits, with no time limit, until no
-discovery callback of the participant is running. Fast DDS builds its waits on
+discovery callback of the participant is running. Fast DDS builds that wait on
 ``std::condition_variable::wait_until`` with ``steady_clock::time_point::max()``; where
 the C++ library was built without ``pthread_cond_clockwait`` (the Fast DDS 2.14.5 of the
 ROS 2 Jazzy wheels on PyPI), libstdc++ converts that deadline to the system clock, the
@@ -13,44 +13,36 @@ at that moment (another process's node appearing or going: every node of a ``ros
 launch`` stops at once on Ctrl-C), the callback can never take the mutex to say it is
 done, and ``set_listener`` spins on its CPU forever, holding the mutex and, as rclpy
 does not release it there, the Python GIL: the process answers neither SIGINT nor
-SIGTERM. Seen in CI (``ros2 launch``: the description publisher killed by SIGKILL 15 s
-after Ctrl-C) and reproduced here: about 1 stop in 100 of a description publisher and a
-driver stopped together, the main thread at 100 % CPU in ``set_listener`` under
-``rcl_node_fini``, a receive thread waiting for the mutex in ``onReaderDiscovery``.
-Where ``pthread_cond_clockwait`` is used (apt's builds), the wait is a real wait and
-nothing of this applies.
+SIGTERM, and no Python code of it runs again. Seen in CI (``ros2 launch``: the
+description publisher killed by SIGKILL 15 s after Ctrl-C) and reproduced here in about
+1 stop in 70 of a description publisher and a driver stopped together: the main thread
+at 100 % CPU in ``set_listener`` under ``rcl_node_fini``, a receive thread waiting for
+the mutex in ``onReaderDiscovery``. Where ``pthread_cond_clockwait`` is used (apt's
+builds), the wait is a real wait and none of this applies.
 
-What is done instead, only where the loaded Fast DDS library has that flaw
-(:func:`participant_teardown_can_hang`): before the process destroys its nodes, a hidden
-node (``_cozmo_exit_<pid>``: no parameter services, no rosout) is made in the same
-context (:func:`keep_participant`), so destroying the nodes announces that each is gone
-(the ROS graph, their topics and services) but never destroys the participant; once
-rclpy is shut down (which flushes its log files), the process ends with ``os._exit``
-(:func:`end_process`), without the interpreter's finalization, which would otherwise
-destroy the last node and the participant with it. The operating system releases the
-participant's sockets; other processes forget the participant, which by then has no
-node but the hidden one and no topic, after its discovery lease (20 s in Fast DDS).
-Before that exit the participant's shared-memory segment is removed
-(:func:`release_shared_memory`): Fast DDS removes it when it destroys the participant,
-and nothing would remove it after a process that did not (``/dev/shm/fastrtps_<id>``
-and its ``_el`` lock file, about 0.4 MB of memory per process). The ports' segments
-(``fastrtps_port<N>``) are shared and reused, and stay.
+What is done. The participant is destroyed as usual (so it announces that it is gone:
+not destroying it at all, and ending the process, left the other processes sending to a
+participant nobody read, and their own stops then stalled for 2 s now and then). Only
+where the loaded library has the flaw (:func:`participant_teardown_can_hang`), a rescue
+is armed first (:func:`arm_teardown_rescue`): a native timer of the C library
+(``timer_create`` with ``SIGEV_THREAD``, which calls a C function on a thread of its
+own, so that neither the GIL nor any Python code is needed) that, if the process still
+runs when it expires, writes one line to standard error and ends the process with
+``_exit(0)``. By then the nodes have stopped everything and each has been announced gone
+from the ROS graph (rmw_fastrtps does that before it destroys the participant); what is
+lost is only the participant's own farewell, which other processes replace by its
+discovery lease running out.
 """
 
 from __future__ import annotations
 
-import logging
+import ctypes
+import ctypes.util
 import os
-import re
-import sys
 from typing import Any, Optional
 
-__all__ = ["KEEPER_PREFIX", "end_process", "keep_participant", "participant_teardown_can_hang",
-           "release_shared_memory"]
-
-#: the hidden node's name, before the process id (a leading underscore hides a node from
-#: ``ros2 node list``)
-KEEPER_PREFIX = "_cozmo_exit_"
+__all__ = ["arm_teardown_rescue", "loaded_fastdds_library", "participant_teardown_can_hang",
+           "waits_without_clockwait"]
 
 #: what the library must import for its waits to be real waits
 _CLOCKWAIT = b"pthread_cond_clockwait"
@@ -95,71 +87,89 @@ def participant_teardown_can_hang() -> bool:
             if get_rmw_implementation_identifier().startswith("rmw_fastrtps"):
                 path = loaded_fastdds_library()
                 _verdict = path is not None and waits_without_clockwait(path)
-        except Exception:  # noqa: BLE001 - no verdict: the ordinary teardown
+        except Exception:  # noqa: BLE001 - no verdict: nothing is armed
             _verdict = False
     return _verdict
 
 
-def keep_participant(context: Any) -> Optional[Any]:
-    """Where :func:`participant_teardown_can_hang`: a hidden node of ``context`` that holds
-    the participant while the process's own nodes are destroyed (never destroy it: end
-    the process with :func:`end_process`). None elsewhere, or if it cannot be made."""
-    if not participant_teardown_can_hang():
-        return None
+# --------------------------------------------------------------------------- the rescue
+
+_SIGEV_THREAD = 2
+_CLOCK_MONOTONIC = 1
+
+
+class _Sigval(ctypes.Union):
+    _fields_ = [("sival_int", ctypes.c_int), ("sival_ptr", ctypes.c_void_p)]
+
+
+class _SigevThread(ctypes.Structure):
+    _fields_ = [("function", ctypes.c_void_p), ("attribute", ctypes.c_void_p)]
+
+
+class _SigevUnion(ctypes.Union):
+    _fields_ = [("pad", ctypes.c_int * 12), ("thread", _SigevThread)]
+
+
+class _Sigevent(ctypes.Structure):  # struct sigevent of Linux (64 bytes)
+    _fields_ = [("value", _Sigval), ("signo", ctypes.c_int), ("notify", ctypes.c_int),
+                ("un", _SigevUnion)]
+
+
+class _Timespec(ctypes.Structure):
+    _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
+
+
+class _Itimerspec(ctypes.Structure):
+    _fields_ = [("interval", _Timespec), ("value", _Timespec)]
+
+
+#: what an armed rescue holds (the message's bytes must live as long as the process)
+_armed: list = []
+
+
+def _c_function(libraries: Any, name: str) -> Any:
+    for library in libraries:
+        function = getattr(library, name, None)
+        if function is not None:
+            return function
+    raise OSError(f"the C library has no {name}")
+
+
+def _at(seconds: float, function: Any, value: _Sigval, libraries: Any) -> None:
+    """Have the C library call ``function(value)`` on a thread of its own in ``seconds``."""
+    timer_create = _c_function(libraries, "timer_create")
+    timer_settime = _c_function(libraries, "timer_settime")
+    event = _Sigevent()
+    event.notify = _SIGEV_THREAD
+    event.value = value
+    event.un.thread.function = ctypes.cast(function, ctypes.c_void_p).value
+    timer = ctypes.c_void_p()
+    if timer_create(_CLOCK_MONOTONIC, ctypes.byref(event), ctypes.byref(timer)) != 0:
+        raise OSError(ctypes.get_errno(), "timer_create failed")
+    due = _Itimerspec()
+    due.value.tv_sec = int(seconds)
+    due.value.tv_nsec = int((seconds - int(seconds)) * 1e9)
+    if timer_settime(timer, 0, ctypes.byref(due), None) != 0:
+        raise OSError(ctypes.get_errno(), "timer_settime failed")
+    _armed.append((timer, event))
+
+
+def arm_teardown_rescue(seconds: float, message: str) -> bool:
+    """If this process still runs ``seconds`` from now, write ``message`` to standard error
+    (as C's ``perror`` does: followed by ``: Success``) and end the process with status 0,
+    whatever it is doing, GIL held or not. For the last moments of a node's process, once
+    its nodes have stopped everything and only their destruction is left. Returns whether
+    it was armed (False where the C library has no such timers)."""
     try:
-        from rclpy.node import Node
-
-        return Node(f"{KEEPER_PREFIX}{os.getpid()}", context=context,
-                    start_parameter_services=False, enable_rosout=False,
-                    use_global_arguments=False)
-    except Exception:  # noqa: BLE001 - the ordinary teardown then
-        return None
-
-
-#: a participant's own segment's lock file, held open by its process (not a port's)
-_OWN_SEGMENT_LOCK = re.compile(r"^(/dev/shm/fastrtps_[0-9a-f]+)_el$")
-
-
-def release_shared_memory(fd_dir: str = "/proc/self/fd") -> list:
-    """Remove the shared-memory segments of this process's own DDS participants: those
-    whose ``_el`` lock file the process holds open (a segment of another process's is
-    mapped only, never held so). The mappings stay valid until the process ends. Returns
-    the paths removed."""
-    removed = []
-    try:
-        fds = os.listdir(fd_dir)
-    except OSError:
-        return removed
-    for fd in fds:
-        try:
-            target = os.readlink(os.path.join(fd_dir, fd))
-        except OSError:
-            continue
-        match = _OWN_SEGMENT_LOCK.match(target)
-        if match is None:
-            continue
-        for path in (match.group(1), target):
-            try:
-                os.unlink(path)
-                removed.append(path)
-            except OSError:
-                pass
-    return removed
-
-
-def end_process(status: int) -> None:
-    """End the process now with ``status``, after flushing what Python buffers (standard
-    output and error, the ``logging`` handlers) and removing the participant's
-    shared-memory segment. For the end of a console script's ``main()`` once its nodes
-    are destroyed and rclpy is shut down; never returns."""
-    release_shared_memory()
-    try:
-        logging.shutdown()
-    except Exception:  # noqa: BLE001 - the exit matters more than a handler
-        pass
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except Exception:  # noqa: BLE001 - a closed stream
-            pass
-    os._exit(status)
+        libraries = [ctypes.CDLL(None, use_errno=True)]
+        rt = ctypes.util.find_library("rt")  # timer_create lived in librt before glibc 2.34
+        if rt:
+            libraries.append(ctypes.CDLL(rt, use_errno=True))
+        text = ctypes.create_string_buffer(message.encode("utf-8", "replace"))
+        _armed.append(text)
+        _at(seconds, _c_function(libraries, "perror"), _Sigval(sival_ptr=ctypes.addressof(text)),
+            libraries)
+        _at(seconds + 0.05, _c_function(libraries, "_exit"), _Sigval(sival_int=0), libraries)
+        return True
+    except (OSError, AttributeError, ValueError):
+        return False
