@@ -386,14 +386,16 @@ TEARDOWN_RESCUE_S = 2.0
 
 def _rescue_the_teardown(last: Any) -> None:
     """Where destroying the DDS participant can hang forever (the PyPI Fast DDS:
-    :mod:`cozmo_driver.ros.participant_exit`), end the process with status 0 if it still
-    runs :data:`TEARDOWN_RESCUE_S` from now, saying why on standard error."""
+    :mod:`cozmo_driver.ros.participant_exit`), end the process with the status it exits
+    with (0, or 2 after a refusal) if it still runs :data:`TEARDOWN_RESCUE_S` from now,
+    saying why on standard error."""
     if participant_teardown_can_hang():
         arm_teardown_rescue(
             TEARDOWN_RESCUE_S,
             f"{last.get_name()}: its DDS participant was not destroyed within "
             f"{TEARDOWN_RESCUE_S:g} s (a known hang of Fast DDS from PyPI, docs/driver.md, "
-            "Lifecycle); its nodes had stopped and left the graph; ending the process")
+            "Lifecycle); its nodes had stopped and left the graph; ending the process",
+            status=2 if _refusals else 0)
 
 
 #: why the node of this process refused to run (see :func:`refuse`)

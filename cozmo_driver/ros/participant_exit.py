@@ -154,9 +154,9 @@ def _at(seconds: float, function: Any, value: _Sigval, libraries: Any) -> None:
     _armed.append((timer, event))
 
 
-def arm_teardown_rescue(seconds: float, message: str) -> bool:
+def arm_teardown_rescue(seconds: float, message: str, status: int = 0) -> bool:
     """If this process still runs ``seconds`` from now, write ``message`` to standard error
-    (as C's ``perror`` does: followed by ``: Success``) and end the process with status 0,
+    (as C's ``perror`` does: followed by ``: Success``) and end the process with ``status``,
     whatever it is doing, GIL held or not. For the last moments of a node's process, once
     its nodes have stopped everything and only their destruction is left. Returns whether
     it was armed (False where the C library has no such timers)."""
@@ -169,7 +169,8 @@ def arm_teardown_rescue(seconds: float, message: str) -> bool:
         _armed.append(text)
         _at(seconds, _c_function(libraries, "perror"), _Sigval(sival_ptr=ctypes.addressof(text)),
             libraries)
-        _at(seconds + 0.05, _c_function(libraries, "_exit"), _Sigval(sival_int=0), libraries)
+        _at(seconds + 0.05, _c_function(libraries, "_exit"), _Sigval(sival_int=int(status)),
+            libraries)
         return True
     except (OSError, AttributeError, ValueError):
         return False

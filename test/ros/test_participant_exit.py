@@ -61,7 +61,8 @@ RESCUED = textwrap.dedent("""
     import ctypes, sys
     from cozmo_driver.ros.participant_exit import arm_teardown_rescue
 
-    assert arm_teardown_rescue(0.5, "probe: stuck in native code, ending the process")
+    assert arm_teardown_rescue(0.5, "probe: stuck in native code, ending the process",
+                               status=int(sys.argv[1]))
     print("stuck", flush=True)
     # a C call that keeps the GIL (PyDLL) for 60 s: no Python code of this process runs
     ctypes.PyDLL(None).sleep(60)
@@ -69,15 +70,16 @@ RESCUED = textwrap.dedent("""
 """)
 
 
-def test_the_rescue_ends_a_process_stuck_in_native_code_with_the_gil_held(tmp_path):
+@pytest.mark.parametrize("status", [0, 2])
+def test_the_rescue_ends_a_process_stuck_in_native_code_with_the_gil_held(tmp_path, status):
     script = tmp_path / "stuck.py"
     script.write_text(RESCUED)
     started = time.monotonic()
-    done = subprocess.run([sys.executable, str(script)], stdin=subprocess.DEVNULL,
+    done = subprocess.run([sys.executable, str(script), str(status)], stdin=subprocess.DEVNULL,
                           capture_output=True, text=True, timeout=30.0)
     took = time.monotonic() - started
     assert done.stdout.strip() == "stuck", done.stderr
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == status, done.stderr
     assert "probe: stuck in native code, ending the process: Success" in done.stderr
     assert took < 20.0, f"ended {took:.1f} s after the start (the rescue: 0.5 s; the C call: 60 s)"
 
