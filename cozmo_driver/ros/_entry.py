@@ -194,9 +194,9 @@ def _noted_elsewhere(signum: int, frame: Any) -> None:
 _deadline_armed = False
 
 
-def arm_stop_deadline(seconds: Optional[float] = None) -> None:
-    """From now on, the process ends within ``seconds`` (default :data:`STOP_DEADLINE_S`,
-    read at the call) whatever it does; once per process, later calls change nothing.
+def arm_stop_deadline() -> None:
+    """From now on, the process ends within :data:`STOP_DEADLINE_S` (read at the call)
+    whatever it does; once per process, later calls change nothing.
     faulthandler's watchdog, a C thread that needs no GIL, writes every thread's Python
     stack to standard error (``Timeout (0:00:06)!`` and the stacks) and exits with status
     1: a stop stuck in native code, where neither a second signal nor any Python code can
@@ -205,8 +205,7 @@ def arm_stop_deadline(seconds: Optional[float] = None) -> None:
     global _deadline_armed
     if not _deadline_armed:
         _deadline_armed = True
-        faulthandler.dump_traceback_later(STOP_DEADLINE_S if seconds is None else seconds,
-                                          exit=True)
+        faulthandler.dump_traceback_later(STOP_DEADLINE_S, exit=True)
 
 
 #: the stop request of this process's node (made by :func:`init`)

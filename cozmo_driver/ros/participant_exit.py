@@ -28,10 +28,10 @@ is armed first (:func:`arm_teardown_rescue`): a native timer of the C library
 (``timer_create`` with ``SIGEV_THREAD``, which calls a C function on a thread of its
 own, so that neither the GIL nor any Python code is needed) that, if the process still
 runs when it expires, writes one line to standard error and ends the process with
-``_exit(0)``. By then the nodes have stopped everything and each has been announced gone
-from the ROS graph (rmw_fastrtps does that before it destroys the participant); what is
-lost is only the participant's own farewell, which other processes replace by its
-discovery lease running out.
+``_exit`` and the status it was going to exit with. By then the nodes have stopped
+everything and each has been announced gone from the ROS graph (rmw_fastrtps does that
+before it destroys the participant); what is lost is only the participant's own
+farewell, which other processes replace by its discovery lease running out.
 """
 
 from __future__ import annotations

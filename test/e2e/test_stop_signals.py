@@ -42,6 +42,7 @@ from cozmo_driver import bringup_plan as plan  # noqa: E402
 from cozmo_driver.bringup import Bringup  # noqa: E402
 from cozmo_driver.sim import SimServer  # noqa: E402
 from processes import alive, project_executable  # noqa: E402
+from ros_tools import wait_for  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
@@ -220,15 +221,6 @@ def _ros2_launch_command(port: int) -> List[str]:
 DRIVING_AGAIN_S = 1.0
 
 
-def _wait_for(condition, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.01)
-    return True
-
-
 def _treads_turn(sim: SimServer) -> bool:
     left, right = sim.wheel_speeds()
     return abs(left) > 1.0 and abs(right) > 1.0
@@ -292,7 +284,7 @@ def test_a_signal_stops_the_treads_then_every_process(name, sig, sim, rclpy_cont
         program.note_tree()
         # (a goal of the behavior engine that the user's cmd_vel makes it cancel stops the
         # treads until the next cmd_vel, 50 ms on: driving is waited for, briefly)
-        assert _wait_for(lambda: _treads_turn(sim), DRIVING_AGAIN_S), \
+        assert wait_for(lambda: _treads_turn(sim), DRIVING_AGAIN_S, interval=0.01), \
             f"{name}: the robot stopped driving:\n{program.output()}"
         stops_before = sim.command_counts().get("StopAllMotors", 0)
 

@@ -121,8 +121,7 @@ def _node_names(node) -> List[str]:
     return [name for name, _ns in node.get_node_names_and_namespaces()]
 
 
-def test_a_node_process_ends_at_once_and_destroys_its_participant(rclpy_context,
-                                                                            tmp_path):
+def test_a_node_process_ends_at_once_and_destroys_its_participant(rclpy_context, tmp_path):
     import rclpy
 
     from cozmo_driver import bringup_plan as plan
