@@ -23,10 +23,13 @@ pycozmo 0.8.0 beside it (issue #18).
   Beside them, the consumer's own floor: the same consumer (SingleThreadedExecutor) taking
   the same two streams at the same rates from a bare rclpy publisher (each message
   serialized once and published as bytes from a sleeping loop, no executor, no robot, no
-  protocol: the least that publishing them costs in rclpy), paired with pycozmo too; what
-  pycozmo spends beyond the consumer is what any driver has to stay within for the pair
-  to cost no more than pycozmo. The row also gives what the bare publisher costs, and
-  the publisher and the consumer together.
+  protocol: the least that publishing them costs in rclpy), and from a bare relay (the
+  same publishing, each message when a datagram says so, woken by the robot's datagrams
+  at the rates and sizes the driver receives them, still no protocol: the least that any
+  driver on rclpy spends to wake for the robot and publish), each paired with pycozmo
+  too; what pycozmo spends beyond the consumer is what any driver has to stay within for
+  the pair to cost no more than pycozmo. These rows also give what the bare publisher or
+  relay costs, and it and the consumer together.
 
 The simulators run in this process (their CPU is not counted). Numbers are printed and
 written into docs/benchmarks.md (``--no-docs``: printed only), never asserted::
@@ -41,6 +44,7 @@ import contextlib
 import os
 import re
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -121,7 +125,15 @@ def _wait(condition, timeout: float, what: str, bringup: Optional[Bringup] = Non
 #: camera at the driver's rates and QoS (33.3 and 15 a second) as cheaply as rclpy allows:
 #: each message serialized once and published as bytes, as the driver's templates are,
 #: from a loop of its own that sleeps until the next one is due, as the driver's I/O
-#: thread publishes without an executor; it does nothing else (no robot, no protocol)
+#: thread publishes without an executor; it does nothing else (no robot, no protocol).
+#: The relay (third argument as the source's; it prints ``ready <UDP port>``) publishes
+#: the same two messages the same way, but when datagrams say so: it sleeps in the kernel
+#: on a UDP socket of its own, wakes for every datagram (:class:`_RobotTraffic` sends it
+#: the robot's datagrams as the driver receives them), reads all that are waiting, and
+#: publishes odom for each one that starts with ``S`` (a robot state) and the image for
+#: each one that starts with ``E`` (the last of a camera frame's burst); it runs no
+#: protocol: what any driver on rclpy spends at the least to wake for the robot and
+#: publish
 HELPER = r"""
 import sys, time, random
 import rclpy
@@ -143,7 +155,7 @@ if mode == "consumer":
     node.create_subscription(Odometry, "odom", lambda m: took("odom"), 10)
     node.create_subscription(CompressedImage, "camera/image_raw/compressed",
                              lambda m: took("image"), qos_profile_sensor_data)
-elif mode == "source":  # odom and the compressed camera at the robot's rates, QoS as the driver's
+elif mode in ("source", "relay"):  # odom and the compressed camera, QoS as the driver's
     from nav_msgs.msg import Odometry
     from rclpy.serialization import serialize_message
     from sensor_msgs.msg import CompressedImage
@@ -162,7 +174,14 @@ else:
     pub = node.create_publisher(Point, "face/look_at", 10)
     rng = random.Random(1)
     node.create_timer(1 / 30, lambda: pub.publish(Point(x=rng.uniform(-1, 1), y=rng.uniform(-1, 1))))
-if mode == "source":
+if mode == "relay":  # the robot's datagrams, on a socket of its own
+    import select, socket
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.setblocking(False)
+    poller = select.epoll()
+    poller.register(sock.fileno(), select.EPOLLIN)
+if mode in ("source", "relay"):
     executor = None  # it publishes from its own loop, as the driver's I/O thread does
 elif len(sys.argv) > 3 and sys.argv[3] == "events":
     from rclpy.experimental import EventsExecutor  # Jazzy on
@@ -172,10 +191,22 @@ else:
     executor = SingleThreadedExecutor()  # as rclpy.spin(node) does: the node added once
 if executor is not None:
     executor.add_node(node)
-print("ready", flush=True)
+print("ready", sock.getsockname()[1] if mode == "relay" else "", flush=True)
 start = time.monotonic()
 end = start + seconds
-if executor is None:
+if mode == "relay":
+    while (left := end - time.monotonic()) > 0:
+        if poller.poll(left):
+            while True:  # every datagram waiting, as the driver's I/O thread reads them
+                try:
+                    data = sock.recv(2048)
+                except BlockingIOError:
+                    break
+                if data[:1] == b"S":
+                    odom_pub.publish(odom)
+                elif data[:1] == b"E":
+                    image_pub.publish(image)
+elif executor is None:
     for stream in due:
         stream[0] += start
     while (now := time.monotonic()) < end:
@@ -235,11 +266,49 @@ cli.disconnect(); cli.stop()
 def _script_process(source: str, *args: str) -> subprocess.Popen:
     proc = subprocess.Popen([sys.executable, "-c", source, *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
-    line = proc.stdout.readline()
-    if line.strip() != "ready":
+    line = proc.stdout.readline().split()
+    if line[:1] != ["ready"]:
         proc.kill()
         raise RuntimeError(f"helper did not start: {proc.stderr.read()[-2000:]}")
+    proc.ready_args = line[1:]  # what it said after "ready" (the relay: its UDP port)
     return proc
+
+
+class _RobotTraffic:
+    """The datagrams the driver receives from the simulated robot while it streams odom and
+    the camera, sent from a thread of the bench (not counted) to a relay's UDP port on
+    127.0.0.1 at the same rates and sizes, until :meth:`stop` (or ``seconds``): a robot
+    state every 30 ms (33.3 a second, 109 bytes, starting with ``S``), a camera frame 15
+    times a second as a burst of 5 datagrams (4 of 1038 bytes and the last of 339, which
+    starts with ``E``), and 3 small datagrams a second (34 and 27 bytes): what strace
+    showed the driver's I/O thread reading from the simulator (``recvfrom``, 10 s)."""
+
+    STREAMS = ((0.0, 0.030, (b"S" * 109,)),
+               (0.011, 1 / 15, (b"C" * 1038,) * 4 + (b"E" * 339,)),
+               (0.2, 0.5, (b"P" * 34,)),
+               (0.3, 1.0, (b"Q" * 27,)))
+
+    def __init__(self, port: int, seconds: float) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(("127.0.0.1", port), seconds),
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self, addr: tuple, seconds: float) -> None:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            start = time.monotonic()
+            due = [[start + offset, period, datagrams] for offset, period, datagrams in self.STREAMS]
+            while not self._stop.is_set() and (now := time.monotonic()) < start + seconds:
+                for stream in due:
+                    if now >= stream[0]:
+                        stream[0] += stream[1]
+                        for data in stream[2]:
+                            sock.sendto(data, addr)
+                self._stop.wait(max(0.0, min(stream[0] for stream in due) - time.monotonic()))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5.0)
 
 
 class _Progress:
@@ -414,15 +483,20 @@ def driver_consumer_cpu(seconds: float, rounds: int,
     for r in range(rounds):
         for kind in kinds:
             rows.append(_driver_consumer_round(seconds, r + 1, ratios, kind))
-        rows.append(_driver_consumer_round(seconds, r + 1, ratios, "single", plain=True))
+        for floor in FLOORS:
+            rows.append(_driver_consumer_round(seconds, r + 1, ratios, "single", floor=floor))
     return rows
 
 
 #: the consumer's executor: what a user's program spins on (``HELPER``'s third argument)
 CONSUMER_EXECUTORS = {"single": "SingleThreadedExecutor", "events": "EventsExecutor"}
-#: the size of the compressed images the plain source publishes: the simulator's camera
-#: picture of a robot standing still, as the driver publishes it (bytes)
+#: the size of the compressed images the source and the relay publish: the simulator's
+#: camera picture of a robot standing still, as the driver publishes it (bytes)
 SOURCE_IMAGE_BYTES = 4721
+#: the rounds without a driver (HELPER's modes): the consumer fed by a bare publisher,
+#: and by a bare relay woken by the robot's datagrams; each row's first column
+FLOORS = {"source": "no driver: consumer ({executor}) of a bare rclpy publisher",
+          "relay": "no driver: consumer ({executor}) of a bare relay of the robot's datagrams"}
 
 
 def _has_events_executor() -> bool:
@@ -434,18 +508,23 @@ def _has_events_executor() -> bool:
 
 
 def _driver_consumer_round(seconds: float, round_no: int, ratios: Dict[str, List[float]],
-                           kind: str, plain: bool = False) -> List[str]:
-    """One paired window. ``plain``: no driver; the consumer takes the same streams from a
-    bare rclpy publisher (HELPER's source): the consumer's own floor, which goes into the
-    table but not into ``ratios``; the row also gives the publisher's CPU and the pair's."""
-    # the plain round has no driver, so no robot of its own: only pycozmo's simulator
-    with (contextlib.nullcontext() if plain else SimServer(host="127.0.0.1", port=0, seed=7)) as sim, \
+                           kind: str, floor: Optional[str] = None) -> List[str]:
+    """One paired window. ``floor`` (a key of FLOORS): no driver; the consumer takes the
+    same streams from a bare rclpy publisher (HELPER's source), or from a bare relay that
+    the robot's datagrams wake (HELPER's relay, fed by :class:`_RobotTraffic`): the least
+    that publishing them costs, and that waking for the robot and publishing them costs.
+    Such a row goes into the table but not into ``ratios``; it gives the publisher's (or
+    relay's) CPU too, and the pair's."""
+    # a round without a driver has no robot of its own: only pycozmo's simulator
+    with (contextlib.nullcontext() if floor else SimServer(host="127.0.0.1", port=0, seed=7)) as sim, \
             SimServer(host="127.0.0.1", port=0, seed=8) as ref_sim:
-        run = None if plain else Bringup(sim, "one_process:=true")
-        consumer = ref = source = None
+        run = None if floor else Bringup(sim, "one_process:=true")
+        consumer = ref = source = traffic = None
         try:
-            if plain:
-                source = _script_process(HELPER, "source", str(seconds + 30), str(SOURCE_IMAGE_BYTES))
+            if floor:
+                source = _script_process(HELPER, floor, str(seconds + 30), str(SOURCE_IMAGE_BYTES))
+                if floor == "relay":
+                    traffic = _RobotTraffic(int(source.ready_args[0]), seconds + 30)
             else:
                 _wait(lambda: sim.streaming(), STARTUP_S, "the driver did not stream", run)
             consumer = _script_process(HELPER, "consumer", str(seconds + 30), kind)
@@ -455,7 +534,7 @@ def _driver_consumer_round(seconds: float, round_no: int, ratios: Dict[str, List
             _wait(lambda: min(got.latest()[1:]) > 0 and min(ref_got.latest()[1:]) > 0, 20.0,
                   "the consumer and pycozmo did not both receive odom and images", run)
             time.sleep(2.0)
-            pids = {"source": source.pid} if plain else dict(run.children())
+            pids = {"source": source.pid} if floor else dict(run.children())
             pids["consumer"] = consumer.pid
             pids["pycozmo"] = ref.pid
             t0 = time.monotonic()
@@ -468,10 +547,11 @@ def _driver_consumer_round(seconds: float, round_no: int, ratios: Dict[str, List
             states, ref_images = ref_got.rates(t0, t1)
             ratio = ours / cpu["pycozmo"]
             executor = CONSUMER_EXECUTORS[kind]
-            if plain:
-                setup = f"no driver: consumer ({executor}) of a bare rclpy publisher"
+            if floor:
+                setup = FLOORS[floor].format(executor=executor)
                 pair = ours + cpu["source"]
-                parts += (f" (the publisher {cpu['source']:.1f}, not counted; with it {pair:.1f}, "
+                what = "the publisher" if floor == "source" else "the relay"
+                parts += (f" ({what} {cpu['source']:.1f}, not counted; with it {pair:.1f}, "
                           f"{pair / cpu['pycozmo']:.2f}x pycozmo)")
             else:
                 setup = f"driver (stack) + consumer ({executor})"
@@ -482,6 +562,8 @@ def _driver_consumer_round(seconds: float, round_no: int, ratios: Dict[str, List
                     f"odom {odom:.1f}/s, images {images:.1f}/s; pycozmo states {states:.1f}/s, "
                     f"images {ref_images:.1f}/s"]
         finally:
+            if traffic is not None:
+                traffic.stop()
             for proc in (consumer, ref, source):
                 if proc is not None:
                     proc.kill()
