@@ -447,7 +447,7 @@ def where_memory_goes() -> List[List[str]]:
 def face_cpu(seconds: float, rounds: int, ratios: Dict[str, List[float]]) -> List[List[str]]:
     """One row per set-up and round (the set-ups alternate within a round); each row's
     ours / pycozmo also goes into ``ratios`` under its set-up, once for the same window
-    and once for each alone (see :func:`_windows`)."""
+    and once for each alone (the module docstring: three windows a round)."""
     rows: List[List[str]] = []
     setups = (("one process per node", []), ("one process", ["one_process:=true"]))
     for (label, extra), r in ((setup, r) for r in range(rounds) for setup in setups):
@@ -538,12 +538,24 @@ def _driver_consumer_round(seconds: float, round_no: int, ratios: Dict[str, List
             SimServer(host="127.0.0.1", port=0, seed=8) as ref_sim:
         run = None if floor else Bringup(sim, "one_process:=true")
         consumer = ref = source = traffic = None
+
+        def stop_ours() -> None:  # idempotent: before pycozmo's window, and at the end
+            if traffic is not None:
+                traffic.stop()
+            for proc in (consumer, source):
+                if proc is not None and proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+            if run is not None:
+                run.close()
+
         try:
-            lasting = str(2 * seconds + 40)
+            lasting_s = 2 * seconds + 40  # every helper outlasts the round's three windows
+            lasting = str(lasting_s)
             if floor:
                 source = _script_process(HELPER, floor, lasting, str(SOURCE_IMAGE_BYTES))
                 if floor == "relay":
-                    traffic = _RobotTraffic(int(source.ready_args[0]), 2 * seconds + 40)
+                    traffic = _RobotTraffic(int(source.ready_args[0]), lasting_s)
             else:
                 _wait(lambda: sim.streaming(), STARTUP_S, "the driver did not stream", run)
             consumer = _script_process(HELPER, "consumer", lasting, kind)
@@ -551,18 +563,16 @@ def _driver_consumer_round(seconds: float, round_no: int, ratios: Dict[str, List
             # ours alone first: once the consumer takes odom and images, and has for 2 s
             _wait(lambda: min(got.latest()[1:]) > 0, 20.0, "the consumer did not receive", run)
             time.sleep(2.0)
-            alone_pids = {"source": source.pid} if floor else dict(run.children())
-            alone_pids["consumer"] = consumer.pid
-            alone = _cpu_window(alone_pids, seconds)
+            ours_pids = {"source": source.pid} if floor else dict(run.children())
+            ours_pids["consumer"] = consumer.pid
+            alone = _cpu_window(ours_pids, seconds)
             ref = _script_process(PYCOZMO, str(ref_sim.address[1]), "camera", lasting)
             ref_got = _Progress(ref)
             # the window opens once both take odom (states) and images, and have for 2 s
             _wait(lambda: min(got.latest()[1:]) > 0 and min(ref_got.latest()[1:]) > 0, 20.0,
                   "the consumer and pycozmo did not both receive odom and images", run)
             time.sleep(2.0)
-            pids = {"source": source.pid} if floor else dict(run.children())
-            pids["consumer"] = consumer.pid
-            pids["pycozmo"] = ref.pid
+            pids = dict(ours_pids, pycozmo=ref.pid)
             t0 = time.monotonic()
             cpu = _cpu_window(pids, seconds)
             t1 = time.monotonic()
@@ -572,15 +582,7 @@ def _driver_consumer_round(seconds: float, round_no: int, ratios: Dict[str, List
             odom, images = got.rates(t0, t1)
             states, ref_images = ref_got.rates(t0, t1)
             ratio = ours / cpu["pycozmo"]
-            # then pycozmo alone: ours stopped
-            if traffic is not None:
-                traffic.stop()
-            for proc in (consumer, source):
-                if proc is not None:
-                    proc.kill()
-                    proc.wait()
-            if run is not None:
-                run.close()
+            stop_ours()  # then pycozmo alone
             time.sleep(2.0)
             ref_alone = _cpu_window({"pycozmo": ref.pid}, seconds)["pycozmo"]
             ours_alone = sum(v for k, v in alone.items() if k != "source")
@@ -602,14 +604,10 @@ def _driver_consumer_round(seconds: float, round_no: int, ratios: Dict[str, List
                     f"odom {odom:.1f}/s, images {images:.1f}/s; pycozmo states {states:.1f}/s, "
                     f"images {ref_images:.1f}/s"] + alone_cells
         finally:
-            if traffic is not None:
-                traffic.stop()
-            for proc in (consumer, ref, source):
-                if proc is not None and proc.poll() is None:
-                    proc.kill()
-                    proc.wait()
-            if run is not None:
-                run.close()
+            stop_ours()
+            if ref is not None:
+                ref.kill()
+                ref.wait()
 
 
 def ratio_rows(ratios: Dict[str, List[float]]) -> List[List[str]]:
