@@ -111,10 +111,13 @@ def measure(fn: Callable[[], object], min_reps: int, min_seconds: float) -> Tupl
     return float(np.median(arr)), float(np.percentile(arr, 90)), len(samples)
 
 
-def table(title: str, header: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
-    """Print a titled table, columns left-aligned to their widest cell."""
+def table(title: str, header: Sequence[str], rows: Sequence[Sequence[object]],
+          measured: bool = True) -> None:
+    """Print a titled table, columns left-aligned to their widest cell (``measured``: its
+    title in docs/benchmarks.md gives the machine's load while it was measured; false for a
+    table that measures nothing, such as one read from earlier runs)."""
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    record_table(title, header, rows)
+    record_table(title, header, rows, measured)
     print(f"\n{title}")
     print("  " + "  ".join(str(h).ljust(w) for h, w in zip(header, widths)))
     print("  " + "  ".join("-" * w for w in widths))
@@ -209,13 +212,14 @@ class BenchReport:
             with self._lock:
                 self._samples.append(_load1())
 
-    def add(self, title: str, header: Sequence[object], rows: Sequence[Sequence[object]]) -> None:
+    def add(self, title: str, header: Sequence[object], rows: Sequence[Sequence[object]],
+            measured: bool = True) -> None:
         with self._lock:
             samples, self._samples = self._samples + [_load1()], [_load1()]
-        load = (f"load average (1 min) while measured: mean {sum(samples) / len(samples):.2f}, "
-                f"max {max(samples):.2f} on {os.cpu_count()} cores")
+        load = (f" (load average (1 min) while measured: mean {sum(samples) / len(samples):.2f}, "
+                f"max {max(samples):.2f} on {os.cpu_count()} cores)") if measured else ""
         cell = lambda c: str(c).replace("|", "/")  # noqa: E731
-        lines = [f"**{cell(title)}** ({load})", "",
+        lines = [f"**{cell(title)}**{load}", "",
                  "| " + " | ".join(cell(h) for h in header) + " |",
                  "|" + "---|" * len(header)]
         lines += ["| " + " | ".join(cell(c) for c in r) + " |" for r in rows]
@@ -235,10 +239,11 @@ class BenchReport:
 _report: Optional[BenchReport] = None
 
 
-def record_table(title: str, header: Sequence[object], rows: Sequence[Sequence[object]]) -> None:
+def record_table(title: str, header: Sequence[object], rows: Sequence[Sequence[object]],
+                 measured: bool = True) -> None:
     """Add a table to the running :func:`bench_report` (nothing outside one)."""
     if _report is not None:
-        _report.add(title, header, rows)
+        _report.add(title, header, rows, measured)
 
 
 @contextmanager

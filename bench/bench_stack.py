@@ -37,9 +37,12 @@ the same moment, but they compete for its cores; each alone is what a user who r
 of them gets. Both ratios are given, each over the rounds.
 
 The simulators run in this process (their CPU is not counted). Numbers are printed and
-written into docs/benchmarks.md (``--no-docs``: printed only), never asserted::
+written into docs/benchmarks.md (``--no-docs``: printed only), never asserted. After its
+own block, a run writes the table of every run of this benchmark so far, each read back
+from the block it wrote and the repository kept (:mod:`stack_runs`): the same goals on
+other machines and earlier code, side by side; ``--runs-only`` writes that table alone::
 
-    .venv/bin/python bench/bench_stack.py [--seconds 20] [--rounds 3]
+    .venv/bin/python bench/bench_stack.py [--seconds 20] [--rounds 3] [--runs-only]
 """
 
 from __future__ import annotations
@@ -58,7 +61,8 @@ import threading
 import time
 from typing import Dict, List, Optional
 
-from _common import bench_report, console, cpu_seconds, isolate_ros, rss_mib, stop_process, table  # noqa: E402
+from _common import ROOT, bench_report, console, cpu_seconds, isolate_ros, rss_mib, stop_process, table  # noqa: E402
+import stack_runs  # noqa: E402
 
 isolate_ros()
 
@@ -627,9 +631,23 @@ def main() -> None:
                         help="seconds the stack runs before its memory is read")
     parser.add_argument("--rounds", type=int, default=3,
                         help="paired runs of each CPU measurement (default 3)")
+    parser.add_argument("--runs-only", action="store_true",
+                        help="measure nothing: only write the table of the runs so far")
     options = parser.parse_args()
     if options.rounds < 1:
         parser.error("--rounds must be at least 1")
+    if not options.runs_only:
+        measure(options)
+    with bench_report("bench_stack_runs"):
+        table("bench_stack's runs so far, newest first, each read back from the block it wrote "
+              "(this page as it is and as the repository kept it): issue #18's CPU goals as ours "
+              "/ pycozmo, lowest-highest over a run's rounds (goal: at most 1.00), in the same "
+              "window and, where the run had it, each alone",
+              stack_runs.HEADER, stack_runs.table_rows(ROOT), measured=False)
+
+
+def measure(options: argparse.Namespace) -> None:
+    """The measurements, written into bench_stack's block."""
     ratios: Dict[str, List[float]] = {}
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     with bench_report("bench_stack"):

@@ -1,0 +1,168 @@
+"""bench_stack's runs, one row each, read from what the benchmark itself wrote.
+
+Every run of ``bench/bench_stack.py`` replaced its block in docs/benchmarks.md, and the
+repository's history keeps each block it committed. This module reads them back (``git
+show`` of every commit that changed the page, and the page as it is now), keeps each run
+once (by its "Run on" line), and reduces each to one row: when and on which CPU it ran,
+the driver code it measured, and the ratios to pycozmo that its summary table gave for
+issue #18's CPU goals, with the floor that its bare-relay rows measured and pycozmo's own
+CPU in its consumer rounds. So the figures of runs on different machines stand side by
+side without being copied by hand. ``bench_stack.py`` writes the table after each run;
+``bench_stack.py --runs-only`` writes it without measuring.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+from typing import Dict, Iterator, List, Optional, Tuple
+
+BLOCK = "bench_stack"
+PAGE = "docs/benchmarks.md"
+RUN_LINE = re.compile(r"^Run on (\d{4}-\d\d-\d\d \d\d:\d\d) by `[^`]*`: \d+ cores, ([^,]+),", re.M)
+RELAY = re.compile(r"with it [\d.]+, ([\d.]+)x pycozmo")
+
+#: issue #18's CPU goals, as the table's columns after the run's own
+FACE = "face changing every frame, one process"
+SINGLE = "driver + consumer (SingleThreadedExecutor)"
+EVENTS = "driver + consumer (EventsExecutor)"
+GOALS = (FACE, SINGLE, EVENTS)
+
+
+def goal_of(name: str) -> Optional[str]:
+    """The goal a row of a run's summary table measures, or None (one process per node).
+    Runs before 2026-11-25 named no executor: their consumer spun a SingleThreadedExecutor."""
+    if name.startswith(FACE) and "per node" not in name:
+        return FACE
+    if "SingleThreadedExecutor" in name or name == "driver (one-process stack) + a consumer":
+        return SINGLE
+    if "EventsExecutor" in name:
+        return EVENTS
+    return None
+
+
+def _git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
+                          check=True).stdout
+
+
+def block_text(page: str) -> Optional[str]:
+    """The lines between bench_stack's markers, or None."""
+    match = re.search(rf"<!-- {BLOCK}: begin -->\n(.*?)<!-- {BLOCK}: end -->", page, re.S)
+    return match.group(1) if match else None
+
+
+def tables(block: str) -> Iterator[Tuple[str, List[str], List[List[str]]]]:
+    """(title, header, rows) of each markdown table in a block, title from its bold line."""
+    title = ""
+    lines = block.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("**"):
+            title = line
+        if line.startswith("| ") and i + 1 < len(lines) and lines[i + 1].startswith("|---"):
+            header = [c.strip() for c in line.strip("|").split("|")]
+            rows = []
+            i += 2
+            while i < len(lines) and lines[i].startswith("| "):
+                rows.append([c.strip() for c in lines[i].strip().strip("|").split("|")])
+                i += 1
+            yield title, header, rows
+            continue
+        i += 1
+
+
+def _span(values: List[float], digits: int = 2) -> str:
+    """"lowest-highest" of ``values`` ("-" for none)."""
+    if not values:
+        return "-"
+    low, high = f"{min(values):.{digits}f}", f"{max(values):.{digits}f}"
+    return low if low == high else f"{low}-{high}"
+
+
+def summarize(block: str) -> Optional[Dict[str, str]]:
+    """One run's row: {"run", "cpu", goal header: "same window; each alone", "floor",
+    "pycozmo"}; None for a block without the per-goal summary (runs before --rounds)."""
+    head = RUN_LINE.search(block)
+    if head is None:
+        return None
+    row = {"run": head.group(1), "cpu": head.group(2).strip()}
+    summary = relay = pycozmo = None
+    for _title, header, rows in tables(block):
+        if "goal met in every round" in header:
+            summary = rows
+        elif "pycozmo CPU %" in header and "received in the window" in header:
+            at = header.index("pycozmo CPU %")
+            relay = [float(m.group(1)) for r in rows
+                     if "bare relay" in r[0] and (m := RELAY.search(r[2]))]
+            pycozmo = [float(r[at]) for r in rows if r[0].startswith("driver")]
+    if summary is None:
+        return None
+    spans: Dict[Tuple[str, bool], str] = {}
+    for r in summary:
+        goal = goal_of(r[0])
+        if goal is not None:  # "lowest - highest" of the ratios over the rounds
+            spans[goal, r[0].endswith(", each alone")] = r[3].replace(" ", "")
+    for goal in GOALS:
+        same, alone = spans.get((goal, False), "-"), spans.get((goal, True))
+        row[goal] = same if alone is None else f"{same}; {alone}"
+    row["floor"] = _span(relay or [])
+    row["pycozmo"] = _span(pycozmo or [], 1)
+    return row
+
+
+def _driver_commit(root: Path, rev: Optional[str]) -> str:
+    """The last commit of cozmo_driver/ at ``rev`` (None: the working tree, marked
+    '+ changes' when it differs from HEAD there)."""
+    commit = _git(root, "log", "-1", "--format=%h", rev or "HEAD", "--", "cozmo_driver").strip()
+    if rev is None and _git(root, "status", "--porcelain", "--", "cozmo_driver").strip():
+        commit += " + changes"
+    return commit
+
+
+def runs(root: Path) -> List[Dict[str, str]]:
+    """Every run's row, newest first: the page as it is now, then each commit of it."""
+    seen = set()
+    out = []
+    revs: List[Optional[str]] = [None]
+    try:
+        revs += _git(root, "log", "--format=%H", "--", PAGE).split()
+    except (OSError, subprocess.CalledProcessError):
+        pass  # not a git checkout: this run only
+    for rev in revs:
+        try:
+            page = (root / PAGE).read_text() if rev is None else _git(root, "show", f"{rev}:{PAGE}")
+            block = block_text(page)
+        except (OSError, subprocess.CalledProcessError):
+            continue
+        head = RUN_LINE.search(block or "")
+        if block is None or head is None:
+            continue
+        row = summarize(block)
+        if row is None:
+            continue
+        if head.group(0) in seen:
+            # the same run in an older commit: the first that holds it was made with the
+            # code it measured
+            if out and out[-1]["run"] == row["run"]:
+                out[-1]["code"] = _driver_commit(root, rev)
+            continue
+        seen.add(head.group(0))
+        try:
+            row["code"] = _driver_commit(root, rev)
+        except (OSError, subprocess.CalledProcessError):
+            row["code"] = "-"
+        out.append(row)
+    return sorted(out, key=lambda r: r["run"], reverse=True)
+
+
+HEADER = ["run", "CPU", "driver code (last commit of cozmo_driver/)"] + \
+    [f"{goal}: same window; each alone" for goal in GOALS] + \
+    ["floor: bare relay + consumer (SingleThreadedExecutor)", "pycozmo CPU % beside the driver + consumer"]
+
+
+def table_rows(root: Path) -> List[List[str]]:
+    return [[r["run"], r["cpu"], r["code"]] + [r[goal] for goal in GOALS]
+            + [r["floor"], r["pycozmo"]] for r in runs(root)]
