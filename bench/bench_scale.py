@@ -490,6 +490,25 @@ def report(results: List[Dict[str, Any]], args: argparse.Namespace) -> None:
     table("The script's own checks", ["N"] + list(results[0]["checks"].keys()), rows)
 
 
+def readme_quote(results: List[Dict[str, Any]]) -> None:
+    """The README's few lines of it: per N, whether every robot streamed at the robot's
+    rate, and what each driver took."""
+    rows = []
+    for r in results:
+        start, cpu = summary(r.get("startup_s", [])), summary(r.get("cpu_pct", []))
+        odom, pss = summary(r.get("odom_hz", [])), summary(r.get("pss_mib", []))
+        streaming = sum(1 for s in r.get("startup_s", []) if s is not None)
+        age = r.get("odom_age_ms")
+        rows.append([r["n"], f"{streaming}/{r['n']}", fmt(odom["min"]), fmt(age["p99"]) if age else "-",
+                     fmt(cpu["mean"]), fmt(pss["mean"], 0), fmt(start["max"], 2)])
+    table(f"N simulated robots and N driver nodes on one {os.cpu_count()}-core machine, one "
+          "subscriber of every robot's odom (`bench/bench_scale.py`; all its figures, with the "
+          "machine's load: [Benchmarks](docs/benchmarks.md#several-robots-bench_scale))",
+          ["N", "robots streaming", f"odom Hz per robot, lowest (the robot sends {GOAL_HZ:.0f})",
+           "odom age at delivery, p99 ms", "CPU % of one core per driver, mean",
+           "memory per driver, PSS MiB", "all streaming, s after start"], rows, measured=False)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--counts", default="1,2,4,8,16", help="comma-separated robot counts N")
@@ -526,10 +545,16 @@ def main() -> int:
     ok = all(all(r["checks"].values()) for r in results)
     if args.json is not None:
         args.json.write_text(json.dumps({"results": results, "ok": ok}, indent=1))
+    RESULTS[:] = results
     return 0 if ok else 1
 
+
+#: what main measured, for the README's quote
+RESULTS: List[Dict[str, Any]] = []
 
 if __name__ == "__main__":
     with bench_report("bench_scale"):
         rc = main()
+    with bench_report("bench_scale", docs=ROOT / "README.md"):  # the README quotes it
+        readme_quote(RESULTS)
     sys.exit(rc)
