@@ -4,11 +4,12 @@ Every run of ``bench/bench_stack.py`` replaced its block in docs/benchmarks.md, 
 repository's history keeps each block it committed. This module reads them back (``git
 show`` of every commit that changed the page, and the page as it is now), keeps each run
 once (by its "Run on" line), and reduces each to one row: when and on which CPU it ran,
-the driver code it measured, and the ratios to pycozmo that its summary table gave for
-issue #18's CPU goals, with the floor that its bare-relay rows measured and pycozmo's own
-CPU in its consumer rounds. So the figures of runs on different machines stand side by
-side without being copied by hand. ``bench_stack.py`` writes the table after each run;
-``bench_stack.py --runs-only`` writes it without measuring.
+the driver code it measured, the one-process stack's memory, and the ratios to pycozmo
+that its summary table gave for issue #18's CPU goals, with the floor that its
+bare-relay rows measured and pycozmo's own CPU in its consumer rounds. So the figures of
+runs on different machines stand side by side without being copied by hand.
+``bench_stack.py`` writes the table after each run; ``bench_stack.py --runs-only``
+writes it without measuring.
 """
 
 from __future__ import annotations
@@ -90,8 +91,13 @@ def summarize(block: str) -> Optional[Dict[str, str]]:
         return None
     row = {"run": head.group(1), "cpu": head.group(2).strip()}
     summary = relay = pycozmo = None
+    row["memory"] = "-"
     for _title, header, rows in tables(block):
-        if "goal met in every round" in header:
+        if "RSS MiB" in header and "set-up" in header:  # the one-process stack's total
+            at = header.index("RSS MiB")
+            row["memory"] = next((r[at].strip("*") for r in rows
+                                  if r[0].startswith("one process (") and "the stack" in r[1]), "-")
+        elif "goal met in every round" in header:
             summary = rows
         elif "pycozmo CPU %" in header and "received in the window" in header:
             at = header.index("pycozmo CPU %")
@@ -158,11 +164,12 @@ def runs(root: Path) -> List[Dict[str, str]]:
     return sorted(out, key=lambda r: r["run"], reverse=True)
 
 
-HEADER = ["run", "CPU", "driver code (last commit of cozmo_driver/)"] + \
+HEADER = ["run", "CPU", "driver code (last commit of cozmo_driver/)",
+          "one-process stack with face and behavior, RSS MiB (goal: at most 120)"] + \
     [f"{goal}: same window; each alone" for goal in GOALS] + \
     ["floor: bare relay + consumer (SingleThreadedExecutor)", "pycozmo CPU % beside the driver + consumer"]
 
 
 def table_rows(root: Path) -> List[List[str]]:
-    return [[r["run"], r["cpu"], r["code"]] + [r[goal] for goal in GOALS]
+    return [[r["run"], r["cpu"], r["code"], r["memory"]] + [r[goal] for goal in GOALS]
             + [r["floor"], r["pycozmo"]] for r in runs(root)]

@@ -15,6 +15,15 @@ import stack_runs  # noqa: E402
 
 NOW = """Run on 2026-11-25 20:04 by `bench/bench_stack.py`: 2 cores, AMD EPYC, Python 3.11.7, Linux 6.
 
+**Memory of the stack with the face and behavior nodes on (MiB)** (load)
+
+| set-up | process | RSS MiB | PSS MiB |
+|---|---|---|---|
+| one process per node | **the stack: driver + description_publisher + face + behavior** | **332.0** | **210.8** |
+| one process (one_process:=true) | stack | 110.3 | 99.3 |
+| one process (one_process:=true) | **the stack: stack** | **110.3** | **99.3** |
+| reference | a bare rclpy node (rclpy.create_node, spinning) | 61.0 | 52.6 |
+
 **Driver + a consumer of odom and the compressed camera, 20 s windows** (load)
 
 | set-up | round | CPU % by process | ours CPU % | pycozmo CPU % | ours / pycozmo | received in the window |
@@ -50,6 +59,7 @@ def test_a_run_is_one_row_of_its_goals_floor_and_pycozmo():
     row = stack_runs.summarize(NOW)
     assert row == {
         "run": "2026-11-25 20:04", "cpu": "AMD EPYC",
+        "memory": "110.3",                               # the one-process stack's total
         stack_runs.FACE: "0.84-0.85; 0.91-1.13",        # per node is not the goal's
         stack_runs.SINGLE: "1.06-1.09",
         stack_runs.EVENTS: "0.76-0.79",
@@ -63,6 +73,7 @@ def test_an_older_run_without_executor_names_counts_as_single_threaded():
     assert row[stack_runs.FACE] == "1.04-1.05"
     assert row[stack_runs.SINGLE] == "1.33-1.35"
     assert row[stack_runs.EVENTS] == "-" and row["floor"] == "-" and row["pycozmo"] == "-"
+    assert row["memory"] == "-"
 
 
 def test_a_block_without_a_summary_is_no_run():
