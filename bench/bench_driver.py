@@ -418,13 +418,7 @@ def main() -> None:
     ours = bench_ours((lambda: PycozmoCpuClient(companion_s)) if pycozmo is not None else None)
     ref = bench_pycozmo() if pycozmo is not None else {}
     rows = []
-    for key, ours_name, ref_name in (
-            ("cmd", "cmd_vel published -> DriveWheels datagram at the robot",
-             "Client.drive_wheels() -> DriveWheels datagram at the robot"),
-            ("odom", "RobotState datagram sent -> odom delivered to a subscriber",
-             "RobotState datagram sent -> RobotState handler"),
-            ("image", "last ImageChunk sent -> CompressedImage delivered",
-             "last ImageChunk sent -> EvtNewRawCameraImage (decoded)")):
+    for key, ours_name, ref_name, _ in PATHS:
         rows.append(["driver node", ours_name] + stats_ms(ours.get(key, [])))
         if ref:
             rows.append(["pycozmo", ref_name] + stats_ms(ref.get(key, [])))
@@ -445,8 +439,46 @@ def main() -> None:
           "its own simulator and is measured over the same 10 s windows",
           ["process", "CPU %", "pycozmo CPU %, same window", "RSS MiB", "states/s delivered",
            "images/s delivered"], rows)
+    MEASURED.update(ours=ours, ref=ref)
+
+
+#: the three latency paths: (key, the driver's path, pycozmo's path, the README's words)
+PATHS = (("cmd", "cmd_vel published -> DriveWheels datagram at the robot",
+          "Client.drive_wheels() -> DriveWheels datagram at the robot",
+          "a drive command to the robot (cmd_vel; pycozmo: drive_wheels())"),
+         ("odom", "RobotState datagram sent -> odom delivered to a subscriber",
+          "RobotState datagram sent -> RobotState handler",
+          "a robot state to the program (odom in another process; pycozmo: its handler)"),
+         ("image", "last ImageChunk sent -> CompressedImage delivered",
+          "last ImageChunk sent -> EvtNewRawCameraImage (decoded)",
+          "a camera frame to the program (compressed; pycozmo: decoded)"))
+#: what main measured, for the README's quote
+MEASURED: dict = {}
+
+
+def readme_quote() -> None:
+    """The README's few lines of it: each path's median and p99 for both, and the CPU of
+    the driver with odom and the compressed camera subscribed, beside pycozmo's."""
+    ours, ref = MEASURED["ours"], MEASURED["ref"]
+    rows = []
+    for key, _, _, words in PATHS:
+        cells = []
+        for values in (ours.get(key, []), ref.get(key, []) if ref else []):
+            _, median, p99, _ = stats_ms(values)
+            cells.append(f"{median} / {p99}" if values else "-")
+        rows.append([f"{words}, ms: median / p99"] + cells)
+    label, _ = CPU_CASES[0]
+    cpu = ours[f"cpu {label}"]
+    rows.append([f"CPU % of one core while the robot streams its state and camera ({label} subscribed)",
+                 f"{cpu['cpu']:.1f}", f"{cpu['pycozmo']:.1f}" if cpu.get("pycozmo") is not None else "-"])
+    table("The driver node against pycozmo 0.8.0 on the same simulated robot and machine, in "
+          "the same run (`bench/bench_driver.py`; all its figures, with the machine's load: "
+          "[Benchmarks](docs/benchmarks.md#the-driver-node-bench_driver))",
+          ["what", "driver node", "pycozmo 0.8.0"], rows, measured=False)
 
 
 if __name__ == "__main__":
     with bench_report("bench_driver"):
         main()
+    with bench_report("bench_driver", docs=ROOT / "README.md"):  # the README quotes it
+        readme_quote()
