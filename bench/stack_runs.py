@@ -84,8 +84,9 @@ def _span(values: List[float], digits: int = 2) -> str:
 
 
 def summarize(block: str) -> Optional[Dict[str, str]]:
-    """One run's row: {"run", "cpu", goal header: "same window; each alone", "floor",
-    "pycozmo"}; None for a block without the per-goal summary (runs before --rounds)."""
+    """One run's row: {"run", "cpu", "memory" (the one-process stack's RSS), each goal of
+    GOALS: "same window; each alone", "floor", "pycozmo"}; None for a block without the
+    per-goal summary (runs before --rounds)."""
     head = RUN_LINE.search(block)
     if head is None:
         return None
