@@ -405,7 +405,8 @@ class PycozmoCpuClient:
         self.tap.close()
 
 
-def main() -> None:
+def main() -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """Measure and print; what was measured, ours and pycozmo's (for the README's quote)."""
     argparse.ArgumentParser(
         description=__doc__.splitlines()[0],
         epilog="--no-docs: print the tables without writing them into docs/benchmarks.md").parse_args()
@@ -439,7 +440,7 @@ def main() -> None:
           "its own simulator and is measured over the same 10 s windows",
           ["process", "CPU %", "pycozmo CPU %, same window", "RSS MiB", "states/s delivered",
            "images/s delivered"], rows)
-    MEASURED.update(ours=ours, ref=ref)
+    return ours, ref
 
 
 #: the three latency paths: (key, the driver's path, pycozmo's path, the README's words)
@@ -452,14 +453,10 @@ PATHS = (("cmd", "cmd_vel published -> DriveWheels datagram at the robot",
          ("image", "last ImageChunk sent -> CompressedImage delivered",
           "last ImageChunk sent -> EvtNewRawCameraImage (decoded)",
           "a camera frame to the program (compressed; pycozmo: decoded)"))
-#: what main measured, for the README's quote
-MEASURED: dict = {}
-
-
-def readme_quote() -> None:
-    """The README's few lines of it: each path's median and p99 for both, and the CPU of
-    the driver with odom and the compressed camera subscribed, beside pycozmo's."""
-    ours, ref = MEASURED["ours"], MEASURED["ref"]
+def readme_quote(ours: Dict[str, Any], ref: Dict[str, Any]) -> None:
+    """The README's few lines of what :func:`main` measured: each path's median and p99 for
+    both, and the CPU of the driver with odom and the compressed camera subscribed, beside
+    pycozmo's."""
     rows = []
     for key, _, _, words in PATHS:
         cells = []
@@ -479,6 +476,6 @@ def readme_quote() -> None:
 
 if __name__ == "__main__":
     with bench_report("bench_driver"):
-        main()
+        measured = main()
     with bench_report("bench_driver", docs=ROOT / "README.md"):  # the README quotes it
-        readme_quote()
+        readme_quote(*measured)

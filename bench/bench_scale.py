@@ -60,7 +60,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import ROOT, bench_report, console, cpu_seconds, isolate_ros, rss_mib, table  # noqa: E402
@@ -509,7 +509,8 @@ def readme_quote(results: List[Dict[str, Any]]) -> None:
            "memory per driver, PSS MiB", "all streaming, s after start"], rows, measured=False)
 
 
-def main() -> int:
+def main() -> Tuple[int, List[Dict[str, Any]]]:
+    """Measure and print; the exit status (1 when a check failed) and the results."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--counts", default="1,2,4,8,16", help="comma-separated robot counts N")
     ap.add_argument("--max-n", type=int, default=16, help="leave out the counts above this")
@@ -545,16 +546,12 @@ def main() -> int:
     ok = all(all(r["checks"].values()) for r in results)
     if args.json is not None:
         args.json.write_text(json.dumps({"results": results, "ok": ok}, indent=1))
-    RESULTS[:] = results
-    return 0 if ok else 1
+    return (0 if ok else 1), results
 
-
-#: what main measured, for the README's quote
-RESULTS: List[Dict[str, Any]] = []
 
 if __name__ == "__main__":
     with bench_report("bench_scale"):
-        rc = main()
+        rc, results = main()
     with bench_report("bench_scale", docs=ROOT / "README.md"):  # the README quotes it
-        readme_quote(RESULTS)
+        readme_quote(results)
     sys.exit(rc)

@@ -19,6 +19,8 @@ import subprocess
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Tuple
 
+from _common import block_markers
+
 BLOCK = "bench_stack"
 PAGE = "docs/benchmarks.md"
 RUN_LINE = re.compile(r"^Run on (\d{4}-\d\d-\d\d \d\d:\d\d) by `[^`]*`: \d+ cores, ([^,]+),", re.M)
@@ -48,21 +50,19 @@ def _git(root: Path, *args: str) -> str:
                           check=True).stdout
 
 
-def block_text(page: str) -> Optional[str]:
-    """The lines between bench_stack's markers, or None."""
-    match = re.search(rf"<!-- {BLOCK}: begin -->\n(.*?)<!-- {BLOCK}: end -->", page, re.S)
+def block_text(page: str, name: str = BLOCK) -> Optional[str]:
+    """The lines between the markers of benchmark block ``name``, or None."""
+    begin, end = block_markers(name)
+    match = re.search(rf"{re.escape(begin)}\n(.*?){re.escape(end)}", page, re.S)
     return match.group(1) if match else None
 
 
-def tables(block: str) -> Iterator[Tuple[str, List[str], List[List[str]]]]:
-    """(title, header, rows) of each markdown table in a block, title from its bold line."""
-    title = ""
+def tables(block: str) -> Iterator[Tuple[List[str], List[List[str]]]]:
+    """(header, rows) of each markdown table in a block."""
     lines = block.split("\n")
     i = 0
     while i < len(lines):
         line = lines[i]
-        if line.startswith("**"):
-            title = line
         if line.startswith("| ") and i + 1 < len(lines) and lines[i + 1].startswith("|---"):
             header = [c.strip() for c in line.strip("|").split("|")]
             rows = []
@@ -70,7 +70,7 @@ def tables(block: str) -> Iterator[Tuple[str, List[str], List[List[str]]]]:
             while i < len(lines) and lines[i].startswith("| "):
                 rows.append([c.strip() for c in lines[i].strip().strip("|").split("|")])
                 i += 1
-            yield title, header, rows
+            yield header, rows
             continue
         i += 1
 
@@ -93,7 +93,7 @@ def summarize(block: str) -> Optional[Dict[str, str]]:
     row = {"run": head.group(1), "cpu": head.group(2).strip()}
     summary = relay = pycozmo = None
     row["memory"] = "-"
-    for _title, header, rows in tables(block):
+    for header, rows in tables(block):
         if "RSS MiB" in header and "set-up" in header:  # the one-process stack's total
             at = header.index("RSS MiB")
             row["memory"] = next((r[at].strip("*") for r in rows
@@ -131,32 +131,27 @@ def _driver_commit(root: Path, rev: Optional[str]) -> str:
 
 def runs(root: Path) -> List[Dict[str, str]]:
     """Every run's row, newest first: the page as it is now, then each commit of it."""
-    seen = set()
-    out = []
     revs: List[Optional[str]] = [None]
     try:
         revs += _git(root, "log", "--format=%H", "--", PAGE).split()
     except (OSError, subprocess.CalledProcessError):
         pass  # not a git checkout: this run only
+    #: "Run on" line -> [its block, the oldest revision holding it: made with the code it measured]
+    found: Dict[str, List] = {}
     for rev in revs:
         try:
             page = (root / PAGE).read_text() if rev is None else _git(root, "show", f"{rev}:{PAGE}")
-            block = block_text(page)
         except (OSError, subprocess.CalledProcessError):
             continue
+        block = block_text(page)
         head = RUN_LINE.search(block or "")
-        if block is None or head is None:
-            continue
+        if head is not None:
+            found.setdefault(head.group(0), [block, rev])[1] = rev
+    out = []
+    for block, rev in found.values():
         row = summarize(block)
         if row is None:
             continue
-        if head.group(0) in seen:
-            # the same run in an older commit: the first that holds it was made with the
-            # code it measured
-            if out and out[-1]["run"] == row["run"]:
-                out[-1]["code"] = _driver_commit(root, rev)
-            continue
-        seen.add(head.group(0))
         try:
             row["code"] = _driver_commit(root, rev)
         except (OSError, subprocess.CalledProcessError):

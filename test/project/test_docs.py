@@ -139,13 +139,13 @@ def writers() -> Dict[str, Path]:
 def test_every_benchmark_block_is_written_by_its_benchmark_and_each_benchmark_has_one():
     blocks = bench_blocks((DOCS / "benchmarks.md").read_text())
     names = [b[0] for b in blocks]
+    scripts = writers()
     quoted = [b[0] for b in bench_blocks(README.read_text())]
     assert set(quoted) <= set(names), "a README block quotes a benchmark that has no block"
     for name in quoted:  # the same script writes it, with bench_report("name", docs=README)
         assert re.search(rf'bench_report\("{name}", docs=ROOT / "README.md"\)',
-                         writers()[name].read_text()), name
+                         scripts[name].read_text()), name
     assert len(names) == len(set(names)), names
-    scripts = writers()
     for name in names:
         assert name in scripts, f"no bench script writes the block {name}"
         # a block is named after its script, or after it and a variant (stop_cycles_launch)

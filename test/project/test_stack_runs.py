@@ -84,7 +84,7 @@ def test_a_block_without_a_summary_is_no_run():
 def test_the_table_of_runs_starts_with_the_run_on_the_page():
     page = (ROOT / "docs" / "benchmarks.md").read_text()
     latest = stack_runs.RUN_LINE.search(stack_runs.block_text(page)).group(1)
-    runs = page.split("<!-- bench_stack_runs: begin -->", 1)[1].split("<!-- bench_stack_runs: end -->")[0]
-    rows = [r for _, _, rows in stack_runs.tables(runs) for r in rows]
+    rows = [r for _, rows in stack_runs.tables(stack_runs.block_text(page, "bench_stack_runs"))
+            for r in rows]
     assert rows and rows[0][0] == latest, (latest, rows[:1])
     assert len(rows) == len({r[0] for r in rows}), "a run is listed twice"
