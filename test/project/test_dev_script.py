@@ -2,13 +2,19 @@
 during the wheel-venv tests ends those tests and the whole command; it does not go on to
 set up and test the kit environment. The real ./dev runs here, in the wheel mode, on a
 one-test pytest file that waits to be stopped, with a stand-in kit directory whose
-install.sh would only show that the kit step began."""
+install.sh would only show that the kit step began.
+
+Before its pytest run, ./dev removes the Fast DDS shared-memory files in /dev/shm that a
+process killed with SIGKILL left behind (fastdds shm clean), and keeps those of a process
+that still runs: checked with two real rclpy processes and ./dev test-wheels on a one-test
+file."""
 
 from __future__ import annotations
 
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -28,6 +34,53 @@ def test_waits_to_be_stopped():
 '''
 
 
+PASSING_TEST = "def test_passes():\n    pass\n"
+
+RCLPY_NODE = """
+import sys
+import time
+import rclpy
+rclpy.init()
+node = rclpy.create_node(sys.argv[1])
+print("up", flush=True)
+time.sleep(120)
+"""
+
+
+def _dev_env(**extra: str) -> dict[str, str]:
+    """This run's environment without a sourced distro's or pytest's variables: ./dev in
+    the wheel mode, as a developer runs it."""
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("ROS_DISTRO", "AMENT_", "COLCON_", "PYTEST_"))}
+    env.update(extra)
+    return env
+
+
+def _fast_dds_files_of(pid: int) -> set[str]:
+    """The Fast DDS shared-memory files of process ``pid``: the lock files it holds open
+    (``fastrtps_*_el``, locked while it lives) and the segment or port file of each. The
+    segments of other processes it maps are not its own."""
+    files = set()
+    for link in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(link)
+        except OSError:
+            continue
+        if target.startswith("/dev/shm/fastrtps_") and target.endswith("_el"):
+            files.update((target, target[:-3]))
+    return files
+
+
+def _wait_for_up(proc: subprocess.Popen) -> None:
+    """Reads ``proc``'s output up to its "up" line (its DDS participant exists)."""
+    seen = []
+    for line in proc.stdout:
+        if line == "up\n":
+            return
+        seen.append(line)
+    pytest.fail(f"the rclpy process ended before its node was up:\n{''.join(seen)}")
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -44,9 +97,7 @@ def test_a_stop_signal_during_the_wheel_tests_ends_the_whole_run(tmp_path, sig):
     kit.mkdir()
     (kit / "install.sh").write_text("echo 'the kit step began' >&2\nexit 1\n")
     started = tmp_path / "started"
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("ROS_DISTRO", "AMENT_", "COLCON_", "PYTEST_"))}
-    env.update(COZMO_ROS_UPSTREAM=str(kit), DEV_TEST_STARTED=str(started))
+    env = _dev_env(COZMO_ROS_UPSTREAM=str(kit), DEV_TEST_STARTED=str(started))
     proc = subprocess.Popen(
         ["bash", str(ROOT / "dev"), "test", str(tmp_path / "test_waiting.py"), "-p", "no:cacheprovider"],
         cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -73,3 +124,48 @@ def test_a_stop_signal_during_the_wheel_tests_ends_the_whole_run(tmp_path, sig):
     assert f"dev: stopped by {sig.name} during the wheel-venv tests" in out, out
     assert "setup: kit environment" not in out and "the kit step began" not in out, out
     assert not _alive(inner), "the wheel-venv pytest still runs"
+
+
+@pytest.mark.ros
+@pytest.mark.slow
+def test_the_test_run_removes_the_shared_memory_files_of_killed_processes_only(tmp_path):
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    (tmp_path / "test_passing.py").write_text(PASSING_TEST)
+    # In this run's own ROS_DOMAIN_ID (conftest), inherited.
+    procs = {name: subprocess.Popen([sys.executable, "-c", RCLPY_NODE, f"shm_{name}"], stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for name in ("killed", "living")}
+    try:
+        files = {}
+        for name, proc in procs.items():
+            _wait_for_up(proc)
+            files[name] = _fast_dds_files_of(proc.pid)
+            assert files[name], f"{name}: no /dev/shm/fastrtps_*_el open: not on the SHM transport?"
+        procs["killed"].kill()
+        procs["killed"].wait(timeout=10)
+        assert all(os.path.exists(path) for path in files["killed"]), "SIGKILL left nothing behind"
+        result = subprocess.run(
+            ["bash", str(ROOT / "dev"), "test-wheels", str(tmp_path / "test_passing.py"), "-p", "no:cacheprovider"],
+            cwd=ROOT, env=_dev_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True, timeout=100)
+        assert result.returncode == 0, result.stdout
+        assert "stale Fast DDS shared-memory files of dead processes (fastdds shm clean)" in result.stdout, \
+            result.stdout
+        assert "test: warning" not in result.stdout, result.stdout
+        left = sorted(path for path in files["killed"] if os.path.exists(path))
+        assert not left, f"left behind: {left}\n{result.stdout}"
+        gone = sorted(path for path in files["living"] if not os.path.exists(path))
+        assert not gone, f"removed from a running process: {gone}\n{result.stdout}"
+        living = procs["living"]
+        assert living.poll() is None, living.stdout.read()
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+        for proc in procs.values():
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            proc.stdout.close()
