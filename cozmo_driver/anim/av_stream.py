@@ -399,7 +399,7 @@ class AVStream:
         if self._running:
             return
         self._running = True
-        self.robot.add_listener(self._on_link_event)
+        self.robot.add_listener(self._on_link_event, messages=())  # the link's events only
         self.pacer.start(self.robot.clock())
         self.pacer.forget_screen()
         self._arm()

@@ -2,8 +2,9 @@
 
 ``Robot`` joins a :class:`~cozmo_driver.client.link.RobotLink` to the UDP
 adapter. The protocol runs on the adapter's I/O thread; listeners registered
-with :meth:`Robot.add_listener` are called there with every event (keep them
-short: hand work to your own thread or executor). Commands may be sent from any
+with :meth:`Robot.add_listener` are called there with every event, or with the link's
+events and only the messages they name (keep them short: hand work to your own thread
+or executor). Commands may be sent from any
 thread. Units at this API are the protocol's own (mm, mm/s, rad); the ROS
 nodes convert to metres at their boundary.
 
@@ -17,7 +18,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 from ..protocol import messages as msgs
 from ..protocol.errors import CozmoError
@@ -41,7 +42,11 @@ class Robot:
                  local_host: str = "0.0.0.0", local_port: int = 0,
                  config: Optional[ClientConfig] = None, name: str = "cozmo") -> None:
         self.link = RobotLink(config, name=name)
-        self._listeners: List[Callable[[Any], None]] = []
+        #: (callback, the message names it takes, or None for every message), in order
+        self._listeners: List[Tuple[Callable[[Any], None], Optional[FrozenSet[str]]]] = []
+        #: message name -> the callbacks that take it, made on first use after a change of
+        #: listeners (replaced whole, so that the I/O thread never sees it half made)
+        self._routes: Dict[str, Tuple[Callable[[Any], None], ...]] = {}
         self._actions: Dict[int, threading.Event] = {}
         self._actions_lock = threading.Lock()
         self._next_action_id = 0
@@ -93,27 +98,55 @@ class Robot:
 
     # ------------------------------------------------------------------ events and state
 
-    def add_listener(self, callback: Callable[[Any], None]) -> None:
-        """``callback(event)`` on the I/O thread for every link event and message."""
-        self._listeners.append(callback)
+    def add_listener(self, callback: Callable[[Any], None],
+                     messages: Optional[Iterable[str]] = None) -> None:
+        """``callback(event)`` on the I/O thread for every link event (everything but a
+        :class:`MessageReceived`) and for every message, or, with ``messages`` (names, as
+        ``message.NAME``), only for the messages named there: a listener that takes few of
+        them is then not called for the robot's hundred datagrams a second."""
+        names = None if messages is None else frozenset(messages)
+        self._listeners = self._listeners + [(callback, names)]
+        self._routes = {}
 
     def remove_listener(self, callback: Callable[[Any], None]) -> None:
-        self._listeners.remove(callback)
+        listeners = list(self._listeners)
+        for i, (added, _) in enumerate(listeners):
+            if added == callback:
+                del listeners[i]
+                break
+        else:
+            raise ValueError(f"{callback!r} is not a listener")
+        self._listeners = listeners
+        self._routes = {}
+
+    def _route(self, name: Optional[str]) -> Tuple[Callable[[Any], None], ...]:
+        """The callbacks for a message of this name (None: a link event), made once."""
+        routes = self._routes
+        route = routes.get(name)  # type: ignore[arg-type]
+        if route is None:
+            route = tuple(callback for callback, names in self._listeners
+                          if name is None or names is None or name in names)
+            routes[name] = route  # type: ignore[index]
+        return route
 
     def _dispatch(self, event: Any) -> None:
-        if isinstance(event, MessageReceived) and event.message.NAME == "AcknowledgeAction":
-            with self._actions_lock:
-                done = self._actions.pop(event.message.action_id, None)
-            if done is not None:
-                done.set()
-        elif isinstance(event, LinkStateChanged):
-            if event.state is LinkState.READY:
-                self._ready.set()
-            else:
-                self._ready.clear()
-            if event.state is LinkState.DISCONNECTED:
-                self._stopped.set()
-        for callback in self._listeners:
+        if isinstance(event, MessageReceived):
+            name = event.message.NAME
+            if name == "AcknowledgeAction":
+                with self._actions_lock:
+                    done = self._actions.pop(event.message.action_id, None)
+                if done is not None:
+                    done.set()
+        else:
+            name = None
+            if isinstance(event, LinkStateChanged):
+                if event.state is LinkState.READY:
+                    self._ready.set()
+                else:
+                    self._ready.clear()
+                if event.state is LinkState.DISCONNECTED:
+                    self._stopped.set()
+        for callback in self._route(name):
             callback(event)
 
     def wait_until_ready(self, timeout: float) -> bool:

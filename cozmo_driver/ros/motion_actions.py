@@ -90,6 +90,8 @@ _TF_MAX_AGE_S = 10.0
 #: how long a goal in a frame tf does not link (yet) waits for its transforms
 TF_WAIT_S = 2.0
 _STATE, _ACK, _PATH, _LINK = range(4)
+#: the robot's messages the trackers take (Robot.add_listener's ``messages``)
+_TRACKED_MESSAGES = frozenset(("RobotState", "AcknowledgeAction", "PathFollowingEvent"))
 
 _TF_QOS = qos.QOS_TF
 _TF_STATIC_QOS = qos.profile(100, latched=True)  # what tf2's static listener asks for
@@ -134,7 +136,7 @@ class MotionActions:
                 goal_callback=functools.partial(self._on_goal, name),
                 handle_accepted_callback=lambda handle, name=name: self._on_accepted(name, handle),
                 cancel_callback=self._on_cancel, callback_group=self._group))
-        robot.add_listener(self._on_robot_event)
+        robot.add_listener(self._on_robot_event, messages=_TRACKED_MESSAGES)
 
     # ------------------------------------------------------------------ life cycle
 

@@ -138,7 +138,7 @@ class ObjectInterfaces:
                                    node.create_service(srv_type, name, callback, callback_group=group)))
         self._answers = HandOver(node, self._answer)  # the registry's answers, for the executor
         self._entities.append((HandOver.destroy, self._answers))
-        robot.add_listener(self._on_robot_event)
+        robot.add_listener(self._on_robot_event, messages=OBJECT_MESSAGES | {"RobotState"})
 
     # ------------------------------------------------------------------ lifecycle
 

@@ -287,7 +287,7 @@ class FakeRobot:
         heapq.heappush(self._timers, (when, next(self._seq), fn, handle))
         return handle
 
-    def add_listener(self, fn) -> None:
+    def add_listener(self, fn, messages=None) -> None:  # it hands out link events only
         self.listeners.append(fn)
 
     def remove_listener(self, fn) -> None:

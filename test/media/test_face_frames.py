@@ -26,6 +26,7 @@ from cozmo_driver.anim.clip import load_builtin
 from cozmo_driver.anim.player import compile_clip
 from cozmo_driver.client.link import RobotLink
 from cozmo_driver.driver.media import screen_to_frame
+from cozmo_driver.protocol.session import MessageReceived
 from cozmo_driver.sim import RobotConfig, SimulatedRobot
 from cozmo_driver.transport.memory import MemoryLink
 
@@ -54,8 +55,10 @@ class LoopRobot:
         assert self.link.is_ready, "the simulated robot did not become ready"
 
     def _dispatch(self, event) -> None:
-        for fn in list(self._listeners):
-            fn(event)
+        name = event.message.NAME if isinstance(event, MessageReceived) else None
+        for fn, names in list(self._listeners):
+            if name is None or names is None or name in names:  # as Robot.add_listener
+                fn(event)
 
     # -- the client's surface, as the I/O thread sees it
     def clock(self) -> float:
@@ -71,11 +74,11 @@ class LoopRobot:
         heapq.heappush(self._timers, (when + self.wake(when), next(self._order), fn, handle))
         return handle
 
-    def add_listener(self, fn) -> None:
-        self._listeners.append(fn)
+    def add_listener(self, fn, messages=None) -> None:
+        self._listeners.append((fn, None if messages is None else frozenset(messages)))
 
     def remove_listener(self, fn) -> None:
-        self._listeners.remove(fn)
+        self._listeners = [entry for entry in self._listeners if entry[0] != fn]
 
     # -- the test's side
     def arrive(self, at: float, fn, *args) -> None:
