@@ -44,7 +44,7 @@ from ..driver.commands import CommandError, clamp, require_finite, rgb555, volum
 from ..driver.diagnostics import DiagnosticReport, link_report, robot_report
 from ..driver.events import EventDetector
 from ..driver.kinematics import twist_to_wheels, wheels_to_twist
-from ..driver.odometry import OdometryTracker, pose_covariance, twist_covariance
+from ..driver.odometry import OdometryTracker, pose_variances, twist_variances
 from ..log_throttle import LogThrottle
 from ..driver.sensors import (STATUS_FLAG_NAMES, StatusFlag, battery_percentage, imu_from_state,
                               joint_positions, power_supply_status)
@@ -276,11 +276,11 @@ class DriverCore(CameraMixin):
         if not self.active:
             return
         sec, nsec = divmod(stamp_ns, 1_000_000_000)
-        pc = pose_covariance(tracker.distance_m, tracker.rotation_rad)
-        tc = twist_covariance(diff if math.isfinite(diff) else 0.0, geo.TRACK_WIDTH_M, unreliable)
+        pv = pose_variances(tracker.distance_m, tracker.rotation_rad)
+        tv = twist_variances(diff if math.isfinite(diff) else 0.0, geo.TRACK_WIDTH_M, unreliable)
         odom = OdomSample(stamp_ns, sec, nsec, pose.x, pose.y, pose.yaw, math.sin(pose.yaw / 2.0),
-                          math.cos(pose.yaw / 2.0), pc[0], pc[7], pc[35], v, w,
-                          tc[0], tc[7], tc[35])
+                          math.cos(pose.yaw / 2.0), pv[0], pv[1], pv[5], v, w,
+                          tv[0], tv[1], tv[5])
         output = self.output
         output.on_state(StateSample(odom, _StateParts(state, pose.yaw, sec, nsec, flags, voltage)))
         if t - self._last_battery >= BATTERY_PERIOD_S:

@@ -30,8 +30,7 @@ odometry and get :data:`UNOBSERVED_VARIANCE`. Pure.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import List, NamedTuple, Optional, Tuple
 
 __all__ = [
     "Pose2D",
@@ -40,7 +39,9 @@ __all__ = [
     "wrap_angle",
     "OdometryTracker",
     "pose_covariance",
+    "pose_variances",
     "twist_covariance",
+    "twist_variances",
     "quaternion_from_yaw",
     "quaternion_from_rpy",
     "UNOBSERVED_VARIANCE",
@@ -65,8 +66,9 @@ def wrap_angle(a: float) -> float:
     return (a + math.pi) % (2.0 * math.pi) - math.pi
 
 
-@dataclass(frozen=True)
-class Pose2D:
+class Pose2D(NamedTuple):
+    """A planar pose (immutable; a named tuple, made at every robot state)."""
+
     x: float = 0.0
     y: float = 0.0
     yaw: float = 0.0
@@ -160,12 +162,28 @@ def _diag6(values) -> List[float]:
     return out
 
 
-def pose_covariance(distance_m: float, rotation_rad: float) -> List[float]:
-    """Row-major 6x6 covariance of an odometry pose (x, y, z, roll, pitch, yaw)."""
+def pose_variances(distance_m: float, rotation_rad: float) -> Tuple[float, ...]:
+    """The diagonal of :func:`pose_covariance` (x, y, z, roll, pitch, yaw)."""
     var_xy = _BASE_VAR_XY + _VAR_XY_PER_M * distance_m
     var_yaw = _BASE_VAR_YAW + _VAR_YAW_PER_RAD * rotation_rad + _VAR_YAW_PER_M * distance_m
     big = UNOBSERVED_VARIANCE
-    return _diag6((var_xy, var_xy, big, big, big, var_yaw))
+    return var_xy, var_xy, big, big, big, var_yaw
+
+
+def pose_covariance(distance_m: float, rotation_rad: float) -> List[float]:
+    """Row-major 6x6 covariance of an odometry pose (x, y, z, roll, pitch, yaw)."""
+    return _diag6(pose_variances(distance_m, rotation_rad))
+
+
+def twist_variances(yaw_rate_disagreement_radps: float = 0.0, track_m: float = 0.045,
+                    unreliable: bool = False) -> Tuple[float, ...]:
+    """The diagonal of :func:`twist_covariance` (vx, vy, vz, wx, wy, wz)."""
+    big = UNOBSERVED_VARIANCE
+    if unreliable:
+        return (big,) * 6
+    var_v = WHEEL_SPEED_SIGMA_MPS ** 2 / 2.0
+    var_w = 2.0 * WHEEL_SPEED_SIGMA_MPS ** 2 / track_m ** 2 + yaw_rate_disagreement_radps ** 2
+    return var_v, _VAR_VY, big, big, big, var_w
 
 
 def twist_covariance(yaw_rate_disagreement_radps: float = 0.0, track_m: float = 0.045,
@@ -176,12 +194,7 @@ def twist_covariance(yaw_rate_disagreement_radps: float = 0.0, track_m: float = 
     rate and the gyro's: its square is added to wz's variance. ``unreliable``
     (the robot is picked up or falling: the treads say nothing about the motion)
     makes every term :data:`UNOBSERVED_VARIANCE`."""
-    big = UNOBSERVED_VARIANCE
-    if unreliable:
-        return _diag6((big,) * 6)
-    var_v = WHEEL_SPEED_SIGMA_MPS ** 2 / 2.0
-    var_w = 2.0 * WHEEL_SPEED_SIGMA_MPS ** 2 / track_m ** 2 + yaw_rate_disagreement_radps ** 2
-    return _diag6((var_v, _VAR_VY, big, big, big, var_w))
+    return _diag6(twist_variances(yaw_rate_disagreement_radps, track_m, unreliable))
 
 
 def quaternion_from_yaw(yaw: float) -> Tuple[float, float, float, float]:

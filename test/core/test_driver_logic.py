@@ -22,8 +22,8 @@ from cozmo_driver.driver.diagnostics import ERROR, OK, WARN, link_report, robot_
 from cozmo_driver.driver.events import EventDetector, EventType
 from cozmo_driver.driver.kinematics import twist_to_wheels, wheels_to_twist
 from cozmo_driver.driver.odometry import (UNOBSERVED_VARIANCE, OdometryTracker, Pose2D, compose,
-                                          inverse, pose_covariance, quaternion_from_rpy,
-                                          twist_covariance)
+                                          inverse, pose_covariance, pose_variances, quaternion_from_rpy,
+                                          twist_covariance, twist_variances)
 from cozmo_driver.driver.parameters import (PARAMETERS, defaults, full_frame_id, validate_all,
                                             validate_change, validate_value)
 from cozmo_driver.driver.sensors import (StatusFlag, battery_percentage, imu_from_state,
@@ -158,6 +158,10 @@ def test_covariances_are_diagonal_and_grow():
     assert a[14] == a[21] == a[28] == UNOBSERVED_VARIANCE
     assert twist_covariance(0.5)[35] > twist_covariance(0.0)[35]
     assert set(twist_covariance(unreliable=True)[::7]) == {UNOBSERVED_VARIANCE}
+    # the variances the driver fills odom with are that diagonal
+    assert list(pose_variances(2.0, 3.0)) == b[::7]
+    assert list(twist_variances(0.5, 0.05)) == twist_covariance(0.5, 0.05)[::7]
+    assert list(twist_variances(unreliable=True)) == twist_covariance(unreliable=True)[::7]
 
 
 # ----------------------------------------------------------------------------- sensors
