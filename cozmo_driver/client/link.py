@@ -245,13 +245,16 @@ class RobotLink:
 
     def datagrams_to_send(self, now: float):
         self._now = now
-        self._process_session_events(now)
+        if self.session.pending_events:
+            self._process_session_events(now)
         return self.session.datagrams_to_send(now)
 
     def get_timer(self) -> Optional[float]:
-        times = [t for t in (self.session.get_timer(), self._reconnect_at, self._ready_deadline)
-                 if t is not None]
-        return min(times) if times else None
+        deadline = self.session.get_timer()
+        for t in (self._reconnect_at, self._ready_deadline):
+            if t is not None and (deadline is None or t < deadline):
+                deadline = t
+        return deadline
 
     def handle_timer(self, now: float) -> None:
         self._now = now
@@ -266,8 +269,10 @@ class RobotLink:
             self._connect(now)
 
     def next_event(self) -> Optional[Any]:
-        self._process_session_events(self._now)
-        return self._events.popleft() if self._events else None
+        if self.session.pending_events:
+            self._process_session_events(self._now)
+        events = self._events
+        return events.popleft() if events else None
 
     # ------------------------------------------------------------------ session events
 

@@ -368,6 +368,9 @@ class Session:
         self.stats = SessionStats()
         self.state = State.IDLE
         self._events: Deque[Any] = deque()
+        #: the events not taken yet, oldest first (read-only: take them with next_event();
+        #: a layer above may look whether there are any without a call)
+        self.pending_events = self._events
         self._out_frame_type = FrameType.ENGINE if role is Role.ENGINE else FrameType.ROBOT
         self._ping_counter = 0
         self._ping_sent: Dict[int, float] = {}
