@@ -44,9 +44,10 @@ class Robot:
         self.link = RobotLink(config, name=name)
         #: (callback, the message names it takes, or None for every message), in order
         self._listeners: List[Tuple[Callable[[Any], None], Optional[FrozenSet[str]]]] = []
-        #: message name -> the callbacks that take it, made on first use after a change of
-        #: listeners (replaced whole, so that the I/O thread never sees it half made)
-        self._routes: Dict[str, Tuple[Callable[[Any], None], ...]] = {}
+        #: message name (None: a link event) -> the callbacks that take it, made on first use
+        #: after a change of listeners (replaced whole, so that the I/O thread never sees it
+        #: half made)
+        self._routes: Dict[Optional[str], Tuple[Callable[[Any], None], ...]] = {}
         self._actions: Dict[int, threading.Event] = {}
         self._actions_lock = threading.Lock()
         self._next_action_id = 0
@@ -122,11 +123,11 @@ class Robot:
     def _route(self, name: Optional[str]) -> Tuple[Callable[[Any], None], ...]:
         """The callbacks for a message of this name (None: a link event), made once."""
         routes = self._routes
-        route = routes.get(name)  # type: ignore[arg-type]
+        route = routes.get(name)
         if route is None:
             route = tuple(callback for callback, names in self._listeners
                           if name is None or names is None or name in names)
-            routes[name] = route  # type: ignore[index]
+            routes[name] = route
         return route
 
     def _dispatch(self, event: Any) -> None:
