@@ -148,6 +148,30 @@ def ros_domain_reservation() -> DomainReservation:
 
 
 @pytest.fixture
+def private_rclpy_context():
+    """An initialised ``rclpy.Context`` on a ROS_DOMAIN_ID of its own, reserved as the
+    run's is and released after the test: a graph with nothing of the other tests in it
+    (a node an earlier test left behind may linger in the run's graph for a while), and
+    never another run's or another worker's domain."""
+    import rclpy
+    for domain_id in DOMAIN_ID_RANGE:
+        if domain_id == DOMAIN.domain_id:
+            continue
+        sockets = hold_domain_id(domain_id)
+        if sockets is not None:
+            break
+    else:
+        raise RuntimeError(f"no free ROS_DOMAIN_ID in {DOMAIN_ID_RANGE.start}..{DOMAIN_ID_RANGE.stop - 1}")
+    context = rclpy.Context()
+    try:
+        rclpy.init(context=context, domain_id=domain_id)
+        yield context
+    finally:
+        context.try_shutdown()
+        DomainReservation(domain_id, sockets).release()
+
+
+@pytest.fixture
 def rclpy_context():
     """A fresh, initialised ``rclpy.Context`` for one test, shut down after it.
 

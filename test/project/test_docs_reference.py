@@ -102,7 +102,11 @@ def diff(doc: Items, real: Items) -> str:
 
 
 @pytest.fixture
-def stack(rclpy_context, sim):
+def stack(private_rclpy_context, sim):
+    # a domain of its own: the graph must hold these nodes' interfaces and nothing else (a
+    # node of the same name an earlier test left may linger in the run's graph; the by-node
+    # queries then read that one)
+    rclpy_context = private_rclpy_context
     driver = CozmoDriverNode(context=rclpy_context, parameter_overrides=[
         Parameter("robot_ip", value="127.0.0.1"), Parameter("robot_port", value=sim.address[1])])
     # the driver's defaults, as it declares them: a second driver node, never started, with
