@@ -16,6 +16,10 @@ rclpy. At import it:
   fields' types on assignment (an int in a float64 field is an error), in this
   process and in the processes the tests start.
 
+In a parallel run (pytest-xdist, ``./dev test``'s default) each worker reserves a
+ROS_DOMAIN_ID of its own; test/fixtures_parallel.py has the rest of what such a run
+needs.
+
 It also makes the test-only reference implementation, pycozmo 0.8.0,
 importable on Python 3.13, which removed the stdlib module ``chunk`` that
 pycozmo imports: test/chunk_shim.py stands in for it there.
@@ -84,9 +88,15 @@ class DomainReservation:
 
 
 
+#: set beside ROS_DOMAIN_ID when this conftest reserved the id (not the caller)
+_RESERVED_BY = "COZMO_TEST_DOMAIN_RESERVED_BY"
+
+
 def reserve_domain_id() -> DomainReservation:
     """Return the caller's ROS_DOMAIN_ID, or reserve a free one and export it."""
     preset = os.environ.get("ROS_DOMAIN_ID", "").strip()
+    if preset and os.environ.get(_RESERVED_BY) and os.environ.get("PYTEST_XDIST_WORKER"):
+        preset = ""  # a worker of a parallel run: the controller's id is not this worker's
     if preset:
         return DomainReservation(int(preset))
     # Start at a per-process offset so that runs started together do not all
@@ -97,6 +107,7 @@ def reserve_domain_id() -> DomainReservation:
         sockets = hold_domain_id(domain_id)
         if sockets is not None:
             os.environ["ROS_DOMAIN_ID"] = str(domain_id)
+            os.environ[_RESERVED_BY] = str(os.getpid())
             return DomainReservation(domain_id, sockets)
     raise RuntimeError(
         f"no free ROS_DOMAIN_ID in {DOMAIN_ID_RANGE.start}..{DOMAIN_ID_RANGE.stop - 1}: "

@@ -676,6 +676,7 @@ def test_a_driver_that_dies_during_the_run_fails_the_demonstration(tmp_path, cap
 
 
 @pytest.mark.slow
+@pytest.mark.realtime  # the rates it reports
 def test_protocol_only_drives_the_simulated_robot_and_reports_matching_poses(capsys):
     assert demo.main(["--protocol-only", "--duration", "40", "--seed", "3"]) == 0
     out = capsys.readouterr().out

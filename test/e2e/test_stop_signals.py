@@ -44,7 +44,8 @@ from cozmo_driver.sim import SimServer  # noqa: E402
 from processes import alive, project_executable  # noqa: E402
 from ros_tools import wait_for  # noqa: E402
 
-pytestmark = [pytest.mark.ros, pytest.mark.slow]
+# realtime: each stop is timed against its bound
+pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.realtime]
 
 #: the issue's bound: from the signal to the treads stopped and every process gone
 STOP_BOUND_S = 2.0

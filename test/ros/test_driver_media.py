@@ -340,6 +340,7 @@ def test_a_face_node_in_the_same_process_hands_its_frames_to_the_driver_without_
 
 # ----------------------------------------------------------------------------- audio
 
+@pytest.mark.realtime  # times what it plays
 def test_play_audio_plays_a_wav_at_the_right_pitch_and_length(make_rig, tmp_path):
     rig = make_rig()
     wav = write_wav(tmp_path / "tone.wav", sine(1000.0, 1.0, 16000), 16000)
@@ -365,6 +366,7 @@ def test_play_audio_plays_a_wav_at_the_right_pitch_and_length(make_rig, tmp_path
     assert elapsed == sorted(elapsed) and elapsed[-1] > 0.7
 
 
+@pytest.mark.realtime  # times what it plays
 def test_play_audio_cancel_preempt_and_bad_files(make_rig, tmp_path):
     rig = make_rig()
     long = write_wav(tmp_path / "long.wav", np.repeat(sine(440.0, 3.0, 22050)[:, None], 2, axis=1), 22050, 2)
@@ -446,6 +448,7 @@ def like_the_console_script():
 
 
 @pytest.mark.slow
+@pytest.mark.realtime  # times what it plays
 def test_twenty_seconds_of_streaming_are_paced_at_30_frames_a_second(make_rig, like_the_console_script):
     rig = make_rig()
     pub = rig.publisher(AudioChunk, "audio/pcm")
@@ -500,6 +503,7 @@ def sampler(rig: Rig, box: list) -> Callable[[], None]:
     return sample
 
 
+@pytest.mark.realtime  # times what it plays
 def test_a_builtin_animation_plays_on_time(make_rig):
     rig = make_rig()
     listed = rig.probe.create_client(ListAnimations, "list_animations")

@@ -137,6 +137,7 @@ def test_connects_and_publishes_facts_latched(make_driver):
     assert counts.get("EnableAnimationState", 0) == 0 and not h.sim.playback_enabled()
 
 
+@pytest.mark.realtime  # the state rate as it comes
 def test_streams_odom_imu_joints_status_battery(make_driver):
     h = make_driver()
     odom = h.listen("odom", Odometry, "odom")
@@ -551,6 +552,7 @@ def test_reset_odometry(make_driver):
 
 # ----------------------------------------------------------------------------- camera
 
+@pytest.mark.realtime  # the camera's frame rate as it comes
 def test_camera_streams_both_topics(make_driver):
     from PIL import Image as PILImage
     h = make_driver()

@@ -59,6 +59,7 @@ def camera_images(client, color: bool, count: int = 10) -> list:
     return images
 
 
+@pytest.mark.realtime  # the state rate as it comes
 def test_pycozmo_client_connects_streams_and_drives(sim_and_client):
     sim, client = sim_and_client
     started = time.monotonic()

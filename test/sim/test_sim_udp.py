@@ -94,6 +94,7 @@ def sim():
         yield server
 
 
+@pytest.mark.realtime  # the state rate as it comes
 def test_engine_over_udp_full_session(sim):
     with UdpEngine(sim.address) as engine:
         engine.initialise()

@@ -1,0 +1,118 @@
+"""Parallel test runs (test/fixtures_parallel.py, conftest.py): real pytest-xdist runs of
+small test files in a temporary directory, with the project's plugin loaded."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+TEST_DIR = Path(__file__).resolve().parents[1]
+
+RECORDING = '''
+import json, os, time
+from pathlib import Path
+import pytest
+
+def record(name):
+    start = time.monotonic()
+    time.sleep(0.6)
+    Path(os.environ["INTERVALS"], name).write_text(json.dumps([start, time.monotonic()]))
+'''
+
+
+def _inner_env(**extra: str) -> dict:
+    """This environment without the outer run's worker and lock variables (this test may
+    run in a worker of a parallel run itself), with the plugin importable."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("PYTEST_") and k != "COZMO_TEST_RUN_LOCKS"}
+    env["PYTHONPATH"] = os.pathsep.join([str(TEST_DIR), env.get("PYTHONPATH", "")])
+    env.update(extra)
+    return env
+
+
+def _pytest(tmp_path: Path, *args: str) -> list:
+    return [sys.executable, "-m", "pytest", "-p", "fixtures_parallel", "-p", "no:cacheprovider",
+            "-n", "2", *args, str(tmp_path)]
+
+
+def test_a_realtime_test_runs_with_no_other_test_beside_it(tmp_path):
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    intervals = tmp_path / "intervals"
+    intervals.mkdir()
+    # the realtime test is collected first: each worker starts on one of the first tests,
+    # so that without the lock the other worker's tests would run beside it
+    (tmp_path / "test_a.py").write_text(
+        RECORDING + "\n@pytest.mark.realtime\ndef test_alone():\n    record('alone')\n")
+    for name in ("b", "c"):
+        (tmp_path / f"test_{name}.py").write_text(RECORDING + "".join(
+            f"\ndef test_{name}{i}():\n    record('{name}{i}')\n" for i in range(4)))
+    result = subprocess.run(_pytest(tmp_path, "--dist", "load"), env=_inner_env(INTERVALS=str(intervals)),
+                            cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, timeout=100)
+    assert result.returncode == 0, result.stdout
+    assert "9 passed" in result.stdout, result.stdout
+    spans = {p.name: json.loads(p.read_text()) for p in intervals.iterdir()}
+    assert len(spans) == 9, spans
+
+    def overlap(x, y):
+        return x[0] < y[1] and y[0] < x[1]
+
+    alone = spans.pop("alone")
+    assert not [n for n, s in spans.items() if overlap(s, alone)], (alone, spans)
+    # the others did run two at a time: it is a parallel run
+    assert any(overlap(s, t) for n, s in spans.items() for m, t in spans.items() if n < m), spans
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_stop_signal_to_the_run_stops_its_workers(tmp_path, sig):
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    started = tmp_path / "started"
+    (tmp_path / "test_waiting.py").write_text(
+        "import os, time\nfrom pathlib import Path\n\n"
+        "def test_waits():\n"
+        f"    Path({str(started)!r}).write_text(str(os.getpid()))\n"
+        "    time.sleep(60)\n")
+    log = tmp_path / "run.log"
+    # output to a file, not a pipe: a pipe's reader would wait for the worker too (it
+    # inherits the run's standard error), not for the run alone
+    with open(log, "w") as out:
+        proc = subprocess.Popen(_pytest(tmp_path), env=_inner_env(), cwd=tmp_path,
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    worker = None
+    try:
+        deadline = time.monotonic() + 60.0
+        while not started.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert started.exists(), log.read_text()
+        time.sleep(0.2)
+        worker = int(started.read_text())
+        assert worker != proc.pid
+        proc.send_signal(sig)   # to the controller alone
+        proc.wait(timeout=30)
+        out = log.read_text()
+        assert proc.returncode != 0, out
+        # by the time the run has ended: a worker that ends later (it notices its lost
+        # controller when its test is done) outlives the run that the user saw end
+        assert not _alive(worker), f"the run ended, its worker still runs its test\n{out}"
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        if worker is not None and _alive(worker):
+            os.kill(worker, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(") ", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
