@@ -101,13 +101,22 @@ def reserve_domain_id() -> DomainReservation:
         return DomainReservation(int(preset))
     # Start at a per-process offset so that runs started together do not all
     # race for the same first id.
+    reservation = hold_free_domain_id(start=os.getpid())
+    os.environ["ROS_DOMAIN_ID"] = str(reservation.domain_id)
+    os.environ[_RESERVED_BY] = str(os.getpid())
+    return reservation
+
+
+def hold_free_domain_id(start: int = 0, skip: tuple = ()) -> DomainReservation:
+    """Reserve the first free id of DOMAIN_ID_RANGE (not in ``skip``), looking from the
+    one at index ``start`` (modulo the range's length) on, round."""
     ids = list(DOMAIN_ID_RANGE)
-    start = os.getpid() % len(ids)
+    start %= len(ids)
     for domain_id in ids[start:] + ids[:start]:
+        if domain_id in skip:
+            continue
         sockets = hold_domain_id(domain_id)
         if sockets is not None:
-            os.environ["ROS_DOMAIN_ID"] = str(domain_id)
-            os.environ[_RESERVED_BY] = str(os.getpid())
             return DomainReservation(domain_id, sockets)
     raise RuntimeError(
         f"no free ROS_DOMAIN_ID in {DOMAIN_ID_RANGE.start}..{DOMAIN_ID_RANGE.stop - 1}: "
@@ -165,21 +174,14 @@ def private_rclpy_context():
     (a node an earlier test left behind may linger in the run's graph for a while), and
     never another run's or another worker's domain."""
     import rclpy
-    for domain_id in DOMAIN_ID_RANGE:
-        if domain_id == DOMAIN.domain_id:
-            continue
-        sockets = hold_domain_id(domain_id)
-        if sockets is not None:
-            break
-    else:
-        raise RuntimeError(f"no free ROS_DOMAIN_ID in {DOMAIN_ID_RANGE.start}..{DOMAIN_ID_RANGE.stop - 1}")
+    reservation = hold_free_domain_id(skip=(DOMAIN.domain_id,))
     context = rclpy.Context()
     try:
-        rclpy.init(context=context, domain_id=domain_id)
+        rclpy.init(context=context, domain_id=reservation.domain_id)
         yield context
     finally:
         context.try_shutdown()
-        DomainReservation(domain_id, sockets).release()
+        reservation.release()
 
 
 @pytest.fixture

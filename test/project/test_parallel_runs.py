@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from processes import alive as _alive
+
 TEST_DIR = Path(__file__).resolve().parents[1]
 
 RECORDING = '''
@@ -109,10 +111,3 @@ def test_a_stop_signal_to_the_run_stops_its_workers(tmp_path, sig):
         if worker is not None and _alive(worker):
             os.kill(worker, signal.SIGKILL)
 
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(") ", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
