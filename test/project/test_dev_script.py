@@ -59,17 +59,30 @@ def _dev_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def _open_fast_dds_files(pid: int) -> set[str]:
+    """The /dev/shm/fastrtps_* files process ``pid`` has open now (none once it is gone)."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return set()
+    files = set()
+    for fd in fds:
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("/dev/shm/fastrtps_"):
+            files.add(target)
+    return files
+
+
 def _fast_dds_files_of(pid: int) -> set[str]:
     """The Fast DDS shared-memory files of process ``pid``: the lock files it holds open
     (``fastrtps_*_el``, locked while it lives) and the segment or port file of each. The
     segments of other processes it maps are not its own."""
     files = set()
-    for link in Path(f"/proc/{pid}/fd").iterdir():
-        try:
-            target = os.readlink(link)
-        except OSError:
-            continue
-        if target.startswith("/dev/shm/fastrtps_") and target.endswith("_el"):
+    for target in _open_fast_dds_files(pid):
+        if target.endswith("_el"):
             files.update((target, target[:-3]))
     return files
 
@@ -78,19 +91,8 @@ def _open_in_living_processes() -> set[str]:
     """Every /dev/shm/fastrtps_* file some living process has open now."""
     held = set()
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            fds = os.listdir(f"/proc/{entry}/fd")
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                target = os.readlink(f"/proc/{entry}/fd/{fd}")
-            except OSError:
-                continue
-            if target.startswith("/dev/shm/fastrtps_"):
-                held.add(target)
+        if entry.isdigit():
+            held |= _open_fast_dds_files(int(entry))
     return held
 
 
