@@ -140,9 +140,10 @@ def run_sim(seed: int, max_life: float) -> int:
     """The simulator; ground truth on stdout; ends on stdin EOF, a signal or max_life."""
     from cozmo_driver.sim import SimServer
 
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *a: stop.set())
-    signal.signal(signal.SIGINT, lambda *a: stop.set())
+    from cozmo_driver.stop_flag import StopFlag
+
+    stop = StopFlag()   # its signal handler takes no lock, as Event.set() would
+    stop.install()
 
     def watch_stdin() -> None:
         try:
@@ -502,10 +503,11 @@ def run_fuzz(options: argparse.Namespace) -> int:
     sim_addr = ("127.0.0.1", options.sim_port)
     proxy = Proxy(sim_addr)
     proxy.thread.start()
-    stop = threading.Event()
+    from cozmo_driver.stop_flag import StopFlag
+
+    stop = StopFlag()   # its signal handler takes no lock, as Event.set() would
+    stop.install()
     go = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *a: stop.set())
-    signal.signal(signal.SIGINT, lambda *a: stop.set())
 
     def watch_stdin() -> None:
         try:

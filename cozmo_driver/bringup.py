@@ -270,6 +270,9 @@ class Bringup:
             self.say(f"started {child.label}{note}")
 
     def _on_signal(self, signum: int, frame: Any) -> None:
+        # A queue.SimpleQueue: its put is C code that takes no Python lock and may
+        # interrupt a get of the same thread (the queue module says so), which a signal
+        # handler does. A queue.Queue's put would wait for a lock its thread may hold.
         self._events.put(("signal", signum))
 
     def run(self, duration: Optional[float] = None) -> int:

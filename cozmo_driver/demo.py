@@ -52,7 +52,6 @@ import re
 import signal
 import socket
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
@@ -61,6 +60,7 @@ from .bringup import split_launch_style
 from .client.claim import claims_supported, holder
 from .domain_reservation import hold_domain_id
 from .protocol.errors import ConfigurationError
+from .stop_flag import StopFlag
 
 if TYPE_CHECKING:  # numpy is imported where the pictures are made
     import numpy as np
@@ -360,8 +360,10 @@ class _Demo:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.t0 = time.monotonic()
-        self.stop = threading.Event()
-        self.signum: Optional[int] = None  # the signal that stopped the demo
+        # SIGINT or SIGTERM: stop (the robot first, then every process); the exit status
+        # will be 128 + the signal's number, as a shell reports a program it interrupted.
+        # The handler takes no lock (see StopFlag).
+        self.stop = StopFlag()
         self.sim = None
         self.bringup = None
         self.log_file = None
@@ -394,7 +396,7 @@ class _Demo:
                      "which sets it up, or source a ROS 2 install and build this workspace; the "
                      "demo without ROS is `cozmo-demo --protocol-only`.")
             return 2
-        handlers = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+        restore_handlers = self.stop.install()
         try:
             return self._run()
         finally:
@@ -402,17 +404,15 @@ class _Demo:
             self.holdings.release()
             if self.domain_changed:
                 os.environ.pop("ROS_DOMAIN_ID", None)
-            for sig, handler in handlers.items():
-                signal.signal(sig, handler)
+            restore_handlers()
+            self.stop.close()
             if self.failure:
                 self.say(self.failure)
 
-    def _on_signal(self, signum: int, frame) -> None:
-        """SIGINT or SIGTERM: stop (the robot first, then every process); the exit status
-        will be 128 + the signal's number, as a shell reports a program it interrupted."""
-        if self.signum is None:
-            self.signum = signum
-        self.stop.set()
+    @property
+    def signum(self) -> Optional[int]:
+        """The signal that stopped the demo, None if none did."""
+        return self.stop.signum
 
     def _prepare(self) -> None:
         """Hold the artefacts directory, remove an earlier run's files from it, and choose

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import logging
 import math
-import signal
 import sys
 import threading
 import time
@@ -28,6 +27,7 @@ from typing import Any, Optional
 
 from .client import ClientConfig, LinkState, LinkStateChanged, Robot, RobotReady
 from .protocol.session import MessageReceived
+from .stop_flag import StopFlag
 
 __all__ = ["main"]
 
@@ -95,7 +95,7 @@ def _status_line(robot: Robot, monitor: _Monitor, previous, elapsed: float) -> t
     return line, (counts, images)
 
 
-def _square(robot: Robot, stop: threading.Event, out) -> None:
+def _square(robot: Robot, stop: StopFlag, out) -> None:
     """A 10 cm square: straight sides by wheel speed, corners by the robot's own
     TurnInPlace (tracked by its AcknowledgeAction), head and lift moving at the corners."""
     speed = 50.0  # mm/s
@@ -162,12 +162,8 @@ def main(argv: Optional[list] = None, prog: str = "cozmo-protocol-demo") -> int:
         host, port = args.robot_ip, args.robot_port
         out(f"connecting to the robot at {host}:{port}")
 
-    stop = threading.Event()
-
-    def on_signal(signum, frame) -> None:
-        stop.set()
-
-    previous_handlers = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    stop = StopFlag()   # SIGINT/SIGTERM set it; its handler takes no lock
+    restore_handlers = stop.install()
     monitor = _Monitor(out)
     robot = Robot(host, port, local_host="127.0.0.1" if sim is not None else "0.0.0.0",
                   config=ClientConfig(), name="demo")
@@ -219,8 +215,8 @@ def main(argv: Optional[list] = None, prog: str = "cozmo-protocol-demo") -> int:
         robot.stop()
         if sim is not None:
             sim.stop()
-        for sig, handler in previous_handlers.items():
-            signal.signal(sig, handler)
+        restore_handlers()
+        stop.close()
     out("done.")
     return exit_code
 

@@ -303,10 +303,12 @@ class Demonstration:
     def __init__(self, options: DemoOptions, out: Callable[[str], None],
                  ground_truth: Optional[GroundTruth] = None,
                  processes_alive: Callable[[], Optional[str]] = lambda: None,
-                 stop: Optional[threading.Event] = None,
+                 stop: Optional[Any] = None,
                  face_node_running: Callable[[], bool] = lambda: False) -> None:
         """``processes_alive()`` says why the run cannot go on (a required process exited),
-        or None; ``face_node_running()`` whether a face node started by the bring-up runs."""
+        or None; ``face_node_running()`` whether a face node started by the bring-up runs;
+        ``stop`` (a :class:`~cozmo_driver.stop_flag.StopFlag` or a ``threading.Event``)
+        interrupts the run once set."""
         self.options = options
         self.face_node_running = face_node_running
         self.say = out

@@ -12,15 +12,14 @@ from __future__ import annotations
 import argparse
 import logging
 import math
-import select
 import signal
-import socket
 import sys
 import time
 from typing import List, Optional
 
 from ..lifeline import exit_with_parent
 from ..protocol.errors import CozmoError
+from ..stop_flag import StopFlag
 from ..transport.memory import Impairment
 from .robot import RobotConfig
 from .server import DEFAULT_PORT, SimServer
@@ -92,23 +91,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                     delay=args.delay_up / 1000.0)
     down = Impairment(loss=args.loss_down, duplicate=args.dup_down, reorder=args.reorder_down,
                       delay=args.delay_down / 1000.0)
-    # SIGINT/SIGTERM end the loop below. The handler takes no lock: Python runs it in the
-    # main thread between two bytecodes, also while that thread holds a threading.Event's
-    # internal lock inside Event.wait, and an Event.set() there waits for that lock
-    # forever (a simulator outlived its killed bring-up once, on a loaded machine). It
-    # notes the signal and wakes the loop's select through a socket instead.
-    stopping: List[int] = []
-    wake_reader, wake_writer = socket.socketpair()
-    wake_writer.setblocking(False)
-
-    def on_signal(signum, frame) -> None:
-        stopping.append(signum)
-        try:
-            wake_writer.send(b"\0")
-        except OSError:  # full: the loop has been woken already
-            pass
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    # SIGINT/SIGTERM end the loop below; the handler takes no lock (see StopFlag).
+    stop = StopFlag()
+    restore = stop.install()
     try:
         sim = SimServer(args.host, args.port, seed=args.seed,
                         config=RobotConfig(seed=args.seed, camera_color=args.color),
@@ -116,10 +101,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         sim.start()
     except CozmoError as exc:
         print(f"cozmo-sim: {exc}", file=sys.stderr)
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        wake_reader.close()
-        wake_writer.close()
+        restore()
+        stop.close()
         return 2
     host, port = sim.address
     print(f"cozmo-sim: simulated Cozmo on udp://{host}:{port} (seed {args.seed}); Ctrl-C stops",
@@ -127,9 +110,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     end = None if args.duration is None else time.monotonic() + max(0.0, args.duration)
     try:
         sim.rates()
-        while not stopping:
+        while not stop.is_set():
             wait = 1.0 if end is None else min(1.0, end - time.monotonic())
-            if wait > 0 and select.select([wake_reader], [], [], wait)[0]:
+            if wait > 0 and stop.wait(wait):
                 break
             if not args.quiet:
                 print(format_status(sim, sim.rates()), flush=True)
@@ -142,10 +125,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         # the launch forwards one more; with Python's handler put back (or ours, which the
         # interpreter resets to the default as it finalizes; it leaves SIG_IGN alone), that
         # one killed the simulator: exit -2, an ERROR in the launch's output.
-        for sig in previous:
+        for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, signal.SIG_IGN)
-        wake_reader.close()
-        wake_writer.close()
+        stop.close()
     print("cozmo-sim: stopped", flush=True)
     return 0
 

@@ -1,0 +1,123 @@
+"""A stop request that a signal handler can make without taking a lock.
+
+Python runs a signal handler in the main thread between two bytecodes, also while that
+thread is inside ``threading.Event.wait``, ``queue.Queue.get`` or any other code that
+holds a ``threading`` lock for a moment. A handler that then calls ``Event.set()`` or
+``Queue.put()`` asks for the same lock, which its own thread holds and will never
+release: the program hangs instead of stopping. (``cozmo-sim`` once outlived its killed
+bring-up that way, on a loaded machine.)
+
+:class:`StopFlag` has the part of ``threading.Event`` that a stop needs (``set``,
+``is_set``, ``wait``) and a handler, :meth:`StopFlag.handle`, that takes no lock: it
+appends the signal's number to a list and writes one byte to a socket pair, whose other
+end :meth:`StopFlag.wait` watches with ``select``. The byte is never read, so once set
+the flag stays set and wakes every waiter, present and future. A program that waits on
+something else (a queue) forwards the stop from a thread: see :meth:`StopFlag.forward`.
+
+The ROS nodes use :class:`cozmo_driver.ros._entry.StopSignals`, which also wakes their
+executor; this module needs nothing but the standard library.
+"""
+
+from __future__ import annotations
+
+import select
+import signal
+import socket
+import threading
+from typing import Any, Callable, Iterable, List, Optional
+
+__all__ = ["StopFlag"]
+
+
+class StopFlag:
+    """Set once, by a signal handler (:meth:`handle`) or any thread (:meth:`set`); read
+    with :meth:`is_set`; waited for with :meth:`wait`. :meth:`close` (or the ``with``
+    block's end) frees its two sockets; after it, :meth:`set` and :meth:`handle` still
+    mark the flag and :meth:`wait` returns at once. Close it only once no thread waits on
+    it any more."""
+
+    def __init__(self) -> None:
+        self._set = False
+        #: the numbers of the signals :meth:`handle` received, in order
+        self.signals: List[int] = []
+        self._reader, self._writer = socket.socketpair()
+        self._writer.setblocking(False)
+        self._closed = False
+
+    # --- what a signal handler and the other threads call
+
+    def handle(self, signum: int, frame: Any = None) -> None:
+        """The signal handler: note ``signum`` and set the flag. It calls nothing that
+        takes a lock (a test checks that under ``sys.setprofile``)."""
+        self.signals.append(signum)     # list.append is atomic and lock-free in CPython
+        self.set()
+
+    def set(self) -> None:
+        """Set the flag and wake every :meth:`wait`."""
+        self._set = True
+        try:
+            self._writer.send(b"\0")
+        except OSError:     # full (the waiters were woken already) or closed
+            pass
+
+    def is_set(self) -> bool:
+        return self._set
+
+    @property
+    def signum(self) -> Optional[int]:
+        """The first signal :meth:`handle` received, None if none did."""
+        return self.signals[0] if self.signals else None
+
+    def wait(self, timeout: Optional[float] = None) -> bool:
+        """Block until the flag is set or ``timeout`` seconds (None: no limit) have
+        passed; return whether it is set, as ``threading.Event.wait`` does."""
+        if self._set or self._closed:
+            return self._set
+        try:
+            select.select([self._reader], [], [], None if timeout is None else max(0.0, timeout))
+        except (OSError, ValueError):   # closed meanwhile
+            pass
+        return self._set
+
+    # --- set-up
+
+    def install(self, signals: Iterable[int] = (signal.SIGINT, signal.SIGTERM)) -> Callable[[], None]:
+        """Make :meth:`handle` the handler of ``signals`` (from the main thread); return a
+        function that puts the earlier handlers back."""
+        previous = {sig: signal.signal(sig, self.handle) for sig in signals}
+
+        def restore() -> None:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+        return restore
+
+    def forward(self, deliver: Callable[[int], None], done: Callable[[], bool],
+                name: str = "stop-forward") -> threading.Thread:
+        """Start a daemon thread that waits for the flag and then, unless ``done()``,
+        calls ``deliver(signum)`` with the first signal (a plain :meth:`set` delivers
+        nothing): for a program whose main thread waits on a queue, where the handler
+        cannot put. To end the thread without a stop, make ``done()`` true and :meth:`set`
+        the flag."""
+
+        def run() -> None:
+            self.wait()
+            if not done() and self.signum is not None:
+                deliver(self.signum)
+
+        thread = threading.Thread(target=run, name=name, daemon=True)
+        thread.start()
+        return thread
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._reader.close()
+        self._writer.close()
+
+    def __enter__(self) -> "StopFlag":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

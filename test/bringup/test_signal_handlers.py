@@ -1,0 +1,173 @@
+"""The SIGINT/SIGTERM handlers of the programs without ROS take no lock.
+
+Python runs a handler in the main thread between two bytecodes, also while that thread
+holds a ``threading`` lock (inside ``Event.wait``, ``Queue.get``...); a handler that asks
+for that lock waits forever and the program never stops. The check: run each program's
+real handler under ``sys.setprofile`` and list every call that takes a lock. The
+detector itself is checked first on ``Event.set`` and ``Queue.put``, the calls the
+handlers made before.
+"""
+
+from __future__ import annotations
+
+import queue
+import signal
+import sys
+import threading
+from typing import Callable, List
+
+from cozmo_driver import bringup, protocol_demo
+from cozmo_driver.sim import cli as sim_cli
+from cozmo_driver.stop_flag import StopFlag
+
+_LOCK_TYPES = (type(threading.Lock()), type(threading.RLock()))
+_LOCKING_MODULES = ("threading.py", "queue.py")
+
+
+def lock_calls(call: Callable[[], None]) -> List[str]:
+    """Run ``call()`` under a profiler; return the calls it made that take a lock: a
+    method of a lock object, or any Python function of the threading or queue module
+    (their Event, Condition, Queue all take one)."""
+    seen: List[str] = []
+
+    def profile(frame, event, arg) -> None:
+        if event == "c_call" and isinstance(getattr(arg, "__self__", None), _LOCK_TYPES):
+            seen.append(repr(arg))
+        elif event == "call" and frame.f_code.co_filename.endswith(_LOCKING_MODULES):
+            seen.append(f"{frame.f_code.co_filename}:{frame.f_code.co_name}")
+
+    sys.setprofile(profile)
+    try:
+        call()
+    finally:
+        sys.setprofile(None)
+    return seen
+
+
+def test_the_detector_sees_the_locks_of_event_set_and_queue_put():
+    assert lock_calls(threading.Event().set)
+    assert lock_calls(lambda: queue.Queue().put(1))
+    assert lock_calls(lambda: threading.Lock().acquire())
+    assert not lock_calls(lambda: [].append(1))
+
+
+def test_stop_flag_handler_takes_no_lock_and_sets_the_flag():
+    with StopFlag() as flag:
+        assert not flag.is_set() and flag.signum is None
+        assert not flag.wait(0.01)
+        assert lock_calls(lambda: flag.handle(signal.SIGTERM, None)) == []
+        assert lock_calls(lambda: flag.handle(signal.SIGINT, None)) == []
+        assert flag.is_set() and flag.signum == signal.SIGTERM
+        assert flag.signals == [signal.SIGTERM, signal.SIGINT]
+        assert flag.wait(0) and flag.wait(None) and flag.wait(-1)   # stays set
+    assert flag.wait(1) and flag.is_set()   # closed: still set, no wait
+    flag.handle(signal.SIGTERM)             # a late signal after close: no error
+    assert flag.signals[-1] == signal.SIGTERM
+
+
+def test_stop_flag_wakes_the_threads_that_wait():
+    with StopFlag() as flag:
+        woken: List[bool] = []
+        waiters = [threading.Thread(target=lambda: woken.append(flag.wait(60)), daemon=True)
+                   for _ in range(3)]
+        for thread in waiters:
+            thread.start()
+        flag.set()
+        for thread in waiters:
+            thread.join(10)
+        assert not any(t.is_alive() for t in waiters), "set() did not wake every waiter"
+        assert woken == [True, True, True]
+        assert flag.signum is None      # set() is not a signal
+
+
+def test_stop_flag_forward_delivers_the_signal_once_or_ends_quietly():
+    delivered: List[int] = []
+    with StopFlag() as flag:
+        thread = flag.forward(delivered.append, done=lambda: False)
+        flag.handle(signal.SIGHUP)
+        thread.join(10)
+        assert not thread.is_alive() and delivered == [signal.SIGHUP]
+    finished = []
+    with StopFlag() as flag:
+        thread = flag.forward(delivered.append, done=lambda: bool(finished))
+        finished.append(True)
+        flag.set()
+        thread.join(10)
+        assert not thread.is_alive() and delivered == [signal.SIGHUP]
+
+
+def test_stop_flag_install_puts_the_earlier_handlers_back():
+    before = signal.getsignal(signal.SIGTERM)
+    with StopFlag() as flag:
+        restore = flag.install((signal.SIGTERM,))
+        try:
+            assert signal.getsignal(signal.SIGTERM) == flag.handle
+        finally:
+            restore()
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+class _RecordHandlers:
+    """Records every handler a program installs with signal.signal (and installs it)."""
+
+    def __init__(self, monkeypatch) -> None:
+        self.handlers: List[tuple] = []
+        real = signal.signal
+
+        def record(sig, handler):
+            self.handlers.append((sig, handler))
+            return real(sig, handler)
+
+        monkeypatch.setattr(signal, "signal", record)
+
+    def own(self, signals) -> List[Callable]:
+        """The program's own handlers of ``signals`` (not the earlier ones it put back)."""
+        return [h for s, h in self.handlers
+                if s in signals and getattr(h, "__module__", "").startswith("cozmo_driver.")]
+
+
+def _check_handlers(handlers: List[Callable], expected: int) -> None:
+    assert len(handlers) >= expected, f"the program installed {handlers}"
+    for handler in handlers:
+        assert lock_calls(lambda: handler(signal.SIGTERM, None)) == [], handler
+
+
+def test_cozmo_sim_handler_takes_no_lock(monkeypatch):
+    recorder = _RecordHandlers(monkeypatch)
+    monkeypatch.setattr(sim_cli, "exit_with_parent", lambda: None)  # not pytest's lifeline
+    assert sim_cli.main(["--port", "0", "--duration", "0.2", "--quiet"]) == 0
+    _check_handlers(recorder.own((signal.SIGINT, signal.SIGTERM)), 2)
+
+
+def test_protocol_demo_handler_takes_no_lock(monkeypatch, capsys):
+    recorder = _RecordHandlers(monkeypatch)
+    assert protocol_demo.main(["--duration", "1"]) == 0
+    assert "done." in capsys.readouterr().out
+    _check_handlers(recorder.own((signal.SIGINT, signal.SIGTERM)), 2)
+
+
+def test_bringup_handler_takes_no_lock_and_reaches_the_loop(monkeypatch):
+    """cozmo_bringup's handler puts into a queue.SimpleQueue, whose put is C code that
+    takes no Python lock and is reentrant (the queue documentation says so): the event
+    still reaches the loop, and the queue is not a queue.Queue."""
+    recorder = _RecordHandlers(monkeypatch)
+    said: List[str] = []
+    runner = bringup.Bringup([], say=said.append)
+    assert runner.run(duration=0.05) == 0
+    handlers = recorder.own(bringup._STOP_SIGNALS)
+    _check_handlers(handlers, len(bringup._STOP_SIGNALS))
+    assert not isinstance(runner._events, queue.Queue)
+    assert runner._events.get_nowait() == ("signal", signal.SIGTERM)
+
+
+def test_cozmo_demo_handler_takes_no_lock(monkeypatch):
+    """cozmo-demo's run() with its body (which starts the stack) left out: the handlers
+    it installs around it, and the exit status a signal gives."""
+    from cozmo_driver import demo
+
+    recorder = _RecordHandlers(monkeypatch)
+    runner = demo._Demo(demo.parse_arguments([]))
+    monkeypatch.setattr(runner, "_run", lambda: 0)
+    assert runner.run() == 0, "rclpy or the demo node does not import here"
+    _check_handlers(recorder.own((signal.SIGINT, signal.SIGTERM)), 2)
+    assert runner.signum == signal.SIGTERM      # what _check_handlers sent
