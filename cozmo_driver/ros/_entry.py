@@ -44,6 +44,7 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple, Type
 
 import rclpy
+from rclpy.action import ActionClient, ActionServer
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 
@@ -63,8 +64,8 @@ except ImportError:  # pragma: no cover - older rclpy
     class InvalidHandle(Exception):
         pass
 
-__all__ = ["STOP_DEADLINE_S", "StopSignals", "arm_stop_deadline", "init", "make_node", "refuse",
-           "release_native", "spin_node", "spin_nodes"]
+__all__ = ["STOP_DEADLINE_S", "StopSignals", "arm_stop_deadline", "destroy_waitables", "init",
+           "make_node", "refuse", "release_native", "spin_node", "spin_nodes"]
 
 #: the signals that stop a node
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -267,19 +268,34 @@ def release_native() -> None:
 @contextmanager
 def destroyed_if_refused(node: Any, destroy: Optional[Callable[[], None]] = None) -> Iterator[None]:
     """Around the part of a node's constructor that may refuse it (bad parameters, a bad
-    configuration): on any exception the node is destroyed (``destroy``, by default rclpy's
-    own ``Node.destroy_node``, as the subclass is only half made) before the exception goes
-    on. Otherwise the half-made node stays in the ROS graph for as long as something (the
-    exception's traceback, a frozen garbage collector) holds it, and a node started next
-    with its name is refused as a duplicate."""
+    configuration): on any exception the node is destroyed (``destroy``, by default its
+    waitables and rclpy's own ``Node.destroy_node``, as the subclass is only half made)
+    before the exception goes on. Otherwise the half-made node stays in the ROS graph for
+    as long as something (the exception's traceback, a frozen garbage collector) holds it,
+    and a node started next with its name is refused as a duplicate."""
     try:
         yield
     except BaseException:
         try:
-            (destroy or (lambda: Node.destroy_node(node)))()
+            if destroy is None:
+                destroy_waitables(node)
+                Node.destroy_node(node)
+            else:
+                destroy()
         except Exception:  # noqa: BLE001 - the refusal is what the caller must see
             pass
         raise
+
+
+def destroy_waitables(node: Any) -> None:
+    """Destroy the node's action clients and servers, before the node itself. rclpy's
+    ``Node.destroy_node`` leaves them alone, and each keeps the node's rcl handle alive:
+    the node stayed in the ROS graph, without its publishers, until a garbage collection
+    freed them (a ``/cozmo_behavior`` seen by the next test of a process for more than
+    30 s)."""
+    for waitable in list(getattr(node, "waitables", ())):
+        if isinstance(waitable, (ActionClient, ActionServer)):
+            waitable.destroy()
 
 
 def make_node(prog: str, factory: Callable[[], Any],

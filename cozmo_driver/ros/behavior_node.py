@@ -72,7 +72,7 @@ from ..behavior.engine import Engine
 from ..behavior.parameters import BEHAVIOR_PARAMETERS, USER_ACTIONS, USER_TOPICS
 from ..behavior.reactions import ROBOT_EVENT_TRIGGERS
 from ..lifeline import exit_with_parent
-from ._entry import destroyed_if_refused, init, make_node, spin_node
+from ._entry import destroy_waitables, destroyed_if_refused, init, make_node, spin_node
 from .usage import answer_help
 from . import qos
 from .qos import QOS_EVENTS, QOS_LATCHED, QOS_LATEST, QOS_QUEUE, QOS_STATE, QOS_STREAM, QOS_WATCH
@@ -541,6 +541,7 @@ class BehaviorNode(Node):
 
     def destroy_node(self) -> None:
         self.close()
+        destroy_waitables(self)     # its action clients: rclpy's destroy_node leaves them
         super().destroy_node()
 
 

@@ -11,6 +11,7 @@ bounds, never timings."""
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import math
 import os
@@ -439,3 +440,60 @@ def test_no_qos_event_handlers_burden_the_executor(rclpy_context):
         behavior.close()
         behavior.destroy_node()
         bare.destroy_node()
+
+
+def _gone_from_graph(watcher, name: str, timeout: float) -> bool:
+    """Whether ``name`` leaves ``watcher``'s view of the graph within ``timeout``."""
+    executor = SingleThreadedExecutor(context=watcher.context)
+    executor.add_node(watcher)
+    try:
+        deadline = time.monotonic() + timeout
+        while name in {n for n, _ in watcher.get_node_names_and_namespaces()}:
+            if time.monotonic() > deadline:
+                return False
+            executor.spin_once(timeout_sec=0.05)
+        return True
+    finally:
+        executor.shutdown(timeout_sec=1.0)
+
+
+def test_a_destroyed_behavior_node_leaves_the_graph_at_once(rclpy_context):
+    """Its action clients go with it. rclpy's destroy_node leaves a node's action clients,
+    each holds the node's rcl handle, and with them the node stayed in the graph without
+    its publishers until a garbage collection: 30 s and more for the tests after it,
+    whose by-node queries found nothing. The collector is off here, as it may be then."""
+    watcher = rclpy.create_node("graph_watch", context=rclpy_context)
+    behavior = BehaviorNode(context=rclpy_context, parameter_overrides=[
+        Parameter("start_delay", value=0.0)])
+    assert len(list(behavior.waitables)) >= 5, "the test needs the node's action clients"
+    assert not _gone_from_graph(watcher, "cozmo_behavior", 0.2), "the node never showed"
+    gc.disable()
+    try:
+        behavior.destroy_node()
+        del behavior
+        assert _gone_from_graph(watcher, "cozmo_behavior", 5.0), "destroyed, still in the graph"
+    finally:
+        gc.enable()
+        watcher.destroy_node()
+
+
+def test_a_refused_node_takes_its_action_clients_with_it(rclpy_context):
+    """destroyed_if_refused: the half-made node leaves the graph at once, action clients
+    made before the refusal included."""
+    from rclpy.node import Node
+
+    from cozmo_driver.ros._entry import destroyed_if_refused
+
+    watcher = rclpy.create_node("graph_watch", context=rclpy_context)
+    gc.disable()
+    try:
+        node = Node("refused_with_a_client", context=rclpy_context)
+        with pytest.raises(RuntimeError, match="refused"):
+            with destroyed_if_refused(node):
+                ActionClient(node, TurnInPlace, "turn_in_place")
+                raise RuntimeError("refused")
+        del node
+        assert _gone_from_graph(watcher, "refused_with_a_client", 5.0), "refused, still in the graph"
+    finally:
+        gc.enable()
+        watcher.destroy_node()
