@@ -142,7 +142,7 @@ def run_sim(seed: int, max_life: float) -> int:
 
     from cozmo_driver.stop_flag import StopFlag
 
-    stop = StopFlag()   # its signal handler takes no lock, as Event.set() would
+    stop = StopFlag()   # its signal handler takes no lock (an Event.set() does)
     stop.install()
 
     def watch_stdin() -> None:
@@ -505,7 +505,7 @@ def run_fuzz(options: argparse.Namespace) -> int:
     proxy.thread.start()
     from cozmo_driver.stop_flag import StopFlag
 
-    stop = StopFlag()   # its signal handler takes no lock, as Event.set() would
+    stop = StopFlag()   # its signal handler takes no lock (an Event.set() does)
     stop.install()
     go = threading.Event()
 

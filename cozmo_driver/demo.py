@@ -395,6 +395,7 @@ class _Demo:
             self.say(f"{PROG}: FAILED: ROS 2 is not available here ({exc}). Run ./dev demo, "
                      "which sets it up, or source a ROS 2 install and build this workspace; the "
                      "demo without ROS is `cozmo-demo --protocol-only`.")
+            self.stop.close()
             return 2
         restore_handlers = self.stop.install()
         try:
