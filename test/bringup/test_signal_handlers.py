@@ -16,6 +16,8 @@ import sys
 import threading
 from typing import Callable, List
 
+import pytest
+
 from cozmo_driver import bringup, protocol_demo
 from cozmo_driver.sim import cli as sim_cli
 from cozmo_driver.stop_flag import StopFlag
@@ -107,6 +109,9 @@ def test_stop_flag_install_puts_the_earlier_handlers_back():
     assert signal.getsignal(signal.SIGTERM) is before
 
 
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 class _RecordHandlers:
     """Records every handler a program installs with signal.signal (and installs it)."""
 
@@ -126,31 +131,43 @@ class _RecordHandlers:
                 if s in signals and getattr(h, "__module__", "").startswith("cozmo_driver.")]
 
 
+@pytest.fixture
+def recorder(monkeypatch):
+    """A :class:`_RecordHandlers`; afterwards this process's stop signals are handled as
+    before. The programs run here in pytest's process, and cozmo-sim ends by ignoring
+    SIGINT and SIGTERM: left so, every process a later test of this worker starts
+    inherited SIGTERM ignored (test_lifeline's children outlived their parents)."""
+    before = {sig: signal.getsignal(sig) for sig in _STOP_SIGNALS}
+    real = signal.signal
+    try:
+        yield _RecordHandlers(monkeypatch)
+    finally:
+        for sig, handler in before.items():
+            real(sig, handler)
+
+
 def _check_handlers(handlers: List[Callable], expected: int) -> None:
     assert len(handlers) >= expected, f"the program installed {handlers}"
     for handler in handlers:
         assert lock_calls(lambda: handler(signal.SIGTERM, None)) == [], handler
 
 
-def test_cozmo_sim_handler_takes_no_lock(monkeypatch):
-    recorder = _RecordHandlers(monkeypatch)
+def test_cozmo_sim_handler_takes_no_lock(monkeypatch, recorder):
     monkeypatch.setattr(sim_cli, "exit_with_parent", lambda: None)  # not pytest's lifeline
     assert sim_cli.main(["--port", "0", "--duration", "0.2", "--quiet"]) == 0
     _check_handlers(recorder.own((signal.SIGINT, signal.SIGTERM)), 2)
 
 
-def test_protocol_demo_handler_takes_no_lock(monkeypatch, capsys):
-    recorder = _RecordHandlers(monkeypatch)
+def test_protocol_demo_handler_takes_no_lock(recorder, capsys):
     assert protocol_demo.main(["--duration", "1"]) == 0
     assert "done." in capsys.readouterr().out
     _check_handlers(recorder.own((signal.SIGINT, signal.SIGTERM)), 2)
 
 
-def test_bringup_handler_takes_no_lock_and_reaches_the_loop(monkeypatch):
+def test_bringup_handler_takes_no_lock_and_reaches_the_loop(recorder):
     """cozmo_bringup's handler puts into a queue.SimpleQueue, whose put is C code that
     takes no Python lock and is reentrant (the queue documentation says so): the event
     still reaches the loop, and the queue is not a queue.Queue."""
-    recorder = _RecordHandlers(monkeypatch)
     said: List[str] = []
     runner = bringup.Bringup([], say=said.append)
     assert runner.run(duration=0.05) == 0
@@ -160,12 +177,11 @@ def test_bringup_handler_takes_no_lock_and_reaches_the_loop(monkeypatch):
     assert runner._events.get_nowait() == ("signal", signal.SIGTERM)
 
 
-def test_cozmo_demo_handler_takes_no_lock(monkeypatch):
+def test_cozmo_demo_handler_takes_no_lock(monkeypatch, recorder):
     """cozmo-demo's run() with its body (which starts the stack) left out: the handlers
     it installs around it, and the exit status a signal gives."""
     from cozmo_driver import demo
 
-    recorder = _RecordHandlers(monkeypatch)
     runner = demo._Demo(demo.parse_arguments([]))
     monkeypatch.setattr(runner, "_run", lambda: 0)
     assert runner.run() == 0, "rclpy or the demo node does not import here"
