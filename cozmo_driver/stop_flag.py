@@ -4,15 +4,14 @@ Python runs a signal handler in the main thread between two bytecodes, also whil
 thread is inside ``threading.Event.wait``, ``queue.Queue.get`` or any other code that
 holds a ``threading`` lock for a moment. A handler that then calls ``Event.set()`` or
 ``Queue.put()`` asks for the same lock, which its own thread holds and will never
-release: the program hangs instead of stopping. (``cozmo-sim`` once outlived its killed
-bring-up that way, on a loaded machine.)
+release: the program hangs instead of stopping. (The likeliest reason why a ``cozmo-sim``
+once outlived its killed bring-up, on a loaded machine.)
 
 :class:`StopFlag` has the part of ``threading.Event`` that a stop needs (``set``,
 ``is_set``, ``wait``) and a handler, :meth:`StopFlag.handle`, that takes no lock: it
 appends the signal's number to a list and writes one byte to a socket pair, whose other
 end :meth:`StopFlag.wait` watches with ``select``. The byte is never read, so once set
-the flag stays set and wakes every waiter, present and future. A program that waits on
-something else (a queue) forwards the stop from a thread: see :meth:`StopFlag.forward`.
+the flag stays set and wakes every waiter, present and future.
 
 The ROS nodes use :class:`cozmo_driver.ros._entry.StopSignals`, which also wakes their
 executor; this module needs nothing but the standard library.
@@ -23,7 +22,6 @@ from __future__ import annotations
 import select
 import signal
 import socket
-import threading
 from typing import Any, Callable, Iterable, List, Optional
 
 __all__ = ["StopFlag"]
@@ -91,23 +89,6 @@ class StopFlag:
                 signal.signal(sig, handler)
 
         return restore
-
-    def forward(self, deliver: Callable[[int], None], done: Callable[[], bool],
-                name: str = "stop-forward") -> threading.Thread:
-        """Start a daemon thread that waits for the flag and then, unless ``done()``,
-        calls ``deliver(signum)`` with the first signal (a plain :meth:`set` delivers
-        nothing): for a program whose main thread waits on a queue, where the handler
-        cannot put. To end the thread without a stop, make ``done()`` true and :meth:`set`
-        the flag."""
-
-        def run() -> None:
-            self.wait()
-            if not done() and self.signum is not None:
-                deliver(self.signum)
-
-        thread = threading.Thread(target=run, name=name, daemon=True)
-        thread.start()
-        return thread
 
     def close(self) -> None:
         if self._closed:

@@ -18,6 +18,7 @@ from typing import Callable, List
 
 import pytest
 
+from fixtures_signals import GUARDED_SIGNALS
 from cozmo_driver import bringup, protocol_demo
 from cozmo_driver.sim import cli as sim_cli
 from cozmo_driver.stop_flag import StopFlag
@@ -82,22 +83,6 @@ def test_stop_flag_wakes_the_threads_that_wait():
         assert flag.signum is None      # set() is not a signal
 
 
-def test_stop_flag_forward_delivers_the_signal_once_or_ends_quietly():
-    delivered: List[int] = []
-    with StopFlag() as flag:
-        thread = flag.forward(delivered.append, done=lambda: False)
-        flag.handle(signal.SIGHUP)
-        thread.join(10)
-        assert not thread.is_alive() and delivered == [signal.SIGHUP]
-    finished = []
-    with StopFlag() as flag:
-        thread = flag.forward(delivered.append, done=lambda: bool(finished))
-        finished.append(True)
-        flag.set()
-        thread.join(10)
-        assert not thread.is_alive() and delivered == [signal.SIGHUP]
-
-
 def test_stop_flag_install_puts_the_earlier_handlers_back():
     before = signal.getsignal(signal.SIGTERM)
     with StopFlag() as flag:
@@ -107,9 +92,6 @@ def test_stop_flag_install_puts_the_earlier_handlers_back():
         finally:
             restore()
     assert signal.getsignal(signal.SIGTERM) is before
-
-
-_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 class _RecordHandlers:
@@ -137,7 +119,7 @@ def recorder(monkeypatch):
     before. The programs run here in pytest's process, and cozmo-sim ends by ignoring
     SIGINT and SIGTERM: left so, every process a later test of this worker starts
     inherited SIGTERM ignored (test_lifeline's children outlived their parents)."""
-    before = {sig: signal.getsignal(sig) for sig in _STOP_SIGNALS}
+    before = {sig: signal.getsignal(sig) for sig in GUARDED_SIGNALS}
     real = signal.signal
     try:
         yield _RecordHandlers(monkeypatch)
