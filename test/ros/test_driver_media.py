@@ -424,6 +424,8 @@ def test_a_pcm_stream_on_audio_pcm_is_played(make_rig):
     onset, duration, freq = loud_segment(rig.sim.audio_pcm()[-played * SAMPLES_PER_FRAME:])
     assert duration == pytest.approx(0.6, abs=FRAME)
     assert freq == pytest.approx(500.0, abs=5.0)
+    # the diagnostics come once a second: wait for the ones after the stream's end
+    assert rig.spin_until(lambda: rig.diag_values()["audio stream ran dry"] != "0", 4.0), rig.diag_values()
     values = rig.diag_values()
     assert values["audio stream chunks"] == str(len(chunks)) and values["audio stream starved ticks"] == "0"
     assert values["audio stream ran dry"] == "1"                      # at its end only
