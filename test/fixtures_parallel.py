@@ -8,7 +8,10 @@ this plugin adds:
   realtime test holds it exclusively, so no other test runs while it does. A test first
   takes the gate, which only a realtime test keeps while it runs: once a realtime test
   waits, no further test starts, and it cannot be starved by the other workers' tests.
-  The locks are taken before the test's pytest-timeout starts counting.
+  The locks are taken before the test's pytest-timeout starts counting. A test marked
+  ``alone`` runs alone in the same way: it watches something of the whole machine that
+  another worker's test changes (Fast DDS's shared-memory files: a participant that starts
+  removes those of a killed process).
 * **SIGTERM and SIGHUP stop the whole run.** By default they end the controller alone, and
   its workers go on running their tests; here the controller takes them as Ctrl-C (a
   KeyboardInterrupt), and xdist then stops its workers.
@@ -43,6 +46,8 @@ def _stop_as_interrupted(signum: int, frame) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "realtime: measures time or rates as they pass; in a "
                             "parallel run it runs alone (test/fixtures_parallel.py)")
+    config.addinivalue_line("markers", "alone: watches machine-wide state that other tests "
+                            "change; in a parallel run it runs alone (test/fixtures_parallel.py)")
     if _worker() or not getattr(config.option, "numprocesses", None):
         return
     paths = []
@@ -70,7 +75,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: Optional[pytest.Item]):
         yield
         return
     gate_path, run_path = locks.split(os.pathsep)
-    alone = item.get_closest_marker("realtime") is not None
+    alone = any(item.get_closest_marker(name) is not None for name in ("realtime", "alone"))
     with open(gate_path) as gate, open(run_path) as run:
         fcntl.flock(gate, fcntl.LOCK_EX)
         try:

@@ -153,6 +153,7 @@ def test_a_stop_signal_during_the_wheel_tests_ends_the_whole_run(tmp_path, sig):
 
 @pytest.mark.ros
 @pytest.mark.slow
+@pytest.mark.alone  # another worker's new participant may remove the killed process's files
 def test_the_test_run_removes_the_shared_memory_files_of_killed_processes_only(tmp_path):
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     (tmp_path / "test_passing.py").write_text(PASSING_TEST)

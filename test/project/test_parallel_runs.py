@@ -44,14 +44,15 @@ def _pytest(tmp_path: Path, *args: str) -> list:
             "-n", "2", *args, str(tmp_path)]
 
 
-def test_a_realtime_test_runs_with_no_other_test_beside_it(tmp_path):
+@pytest.mark.parametrize("marker", ["realtime", "alone"])
+def test_a_realtime_or_alone_test_runs_with_no_other_test_beside_it(tmp_path, marker):
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     intervals = tmp_path / "intervals"
     intervals.mkdir()
-    # the realtime test is collected first: each worker starts on one of the first tests,
+    # the marked test is collected first: each worker starts on one of the first tests,
     # so that without the lock the other worker's tests would run beside it
     (tmp_path / "test_a.py").write_text(
-        RECORDING + "\n@pytest.mark.realtime\ndef test_alone():\n    record('alone')\n")
+        RECORDING + f"\n@pytest.mark.{marker}\ndef test_alone():\n    record('alone')\n")
     for name in ("b", "c"):
         (tmp_path / f"test_{name}.py").write_text(RECORDING + "".join(
             f"\ndef test_{name}{i}():\n    record('{name}{i}')\n" for i in range(4)))
