@@ -10,8 +10,8 @@ this plugin adds:
   waits, no further test starts, and it cannot be starved by the other workers' tests.
   The locks are taken before the test's pytest-timeout starts counting. A test marked
   ``alone`` runs alone in the same way: it watches something of the whole machine that
-  another worker's test changes (Fast DDS's shared-memory files: a participant that starts
-  removes those of a killed process).
+  another worker's test changes (Fast DDS's shared-memory files of a killed process, which
+  were seen gone beside another worker's test; likely a participant starting there).
 * **SIGTERM and SIGHUP stop the whole run.** By default they end the controller alone, and
   its workers go on running their tests; here the controller takes them as Ctrl-C (a
   KeyboardInterrupt), and xdist then stops its workers.
