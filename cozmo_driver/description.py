@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Tuple
 
-from .driver.transforms import Quaternion, Transform, Vector
+from .driver.transforms import Quaternion, Transform, Vector, quaternion_from_rpy
 from .errors import ConfigurationError
 
 __all__ = [
@@ -130,19 +130,8 @@ def robot_description(prefix: str = "", joint_prefix: str = "",
 
 # ---------------------------------------------------------------------------- rigid transforms
 
-# Transform is the driver's (driver/transforms.py): full 3D, unit quaternion x, y, z, w,
-# composed with *.
-
-
-def quaternion_from_rpy(roll: float, pitch: float, yaw: float) -> Quaternion:
-    """Fixed-axis roll (x), pitch (y), yaw (z), applied in that order (URDF's rpy)."""
-    cr, sr = math.cos(roll / 2.0), math.sin(roll / 2.0)
-    cp, sp = math.cos(pitch / 2.0), math.sin(pitch / 2.0)
-    cy, sy = math.cos(yaw / 2.0), math.sin(yaw / 2.0)
-    return (sr * cp * cy - cr * sp * sy,
-            cr * sp * cy + sr * cp * sy,
-            cr * cp * sy - sr * sp * cy,
-            cr * cp * cy + sr * sp * sy)
+# Transform and quaternion_from_rpy are the driver's (driver/transforms.py): full 3D, unit
+# quaternion x, y, z, w, composed with *.
 
 
 def quaternion_from_axis_angle(axis: Vector, angle: float) -> Quaternion:

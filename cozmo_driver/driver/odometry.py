@@ -32,6 +32,8 @@ from __future__ import annotations
 import math
 from typing import List, NamedTuple, Optional, Tuple
 
+from .transforms import quaternion_from_rpy
+
 __all__ = [
     "Pose2D",
     "compose",
@@ -200,14 +202,3 @@ def twist_covariance(yaw_rate_disagreement_radps: float = 0.0, track_m: float = 
 def quaternion_from_yaw(yaw: float) -> Tuple[float, float, float, float]:
     """(x, y, z, w) of a rotation about z."""
     return 0.0, 0.0, math.sin(yaw / 2.0), math.cos(yaw / 2.0)
-
-
-def quaternion_from_rpy(roll: float, pitch: float, yaw: float) -> Tuple[float, float, float, float]:
-    """(x, y, z, w) of fixed-axis roll, pitch, yaw (REP-103: R = Rz(yaw) Ry(pitch) Rx(roll))."""
-    cr, sr = math.cos(roll / 2.0), math.sin(roll / 2.0)
-    cp, sp = math.cos(pitch / 2.0), math.sin(pitch / 2.0)
-    cy, sy = math.cos(yaw / 2.0), math.sin(yaw / 2.0)
-    return (sr * cp * cy - cr * sp * sy,
-            cr * sp * cy + sr * cp * sy,
-            cr * cp * sy - sr * sp * cy,
-            cr * cp * cy + sr * sp * sy)

@@ -30,11 +30,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..errors import UsageError
 from typing import Dict, List, Optional, Tuple
 
+from ..errors import UsageError
+
 __all__ = ["Transform", "TransformBuffer", "TransformError", "compose", "invert",
-           "transform_point", "pose_to_2d", "yaw_of_quaternion"]
+           "transform_point", "pose_to_2d", "yaw_of_quaternion", "quaternion_from_rpy"]
 
 Quaternion = Tuple[float, float, float, float]
 Vector = Tuple[float, float, float]
@@ -113,6 +114,18 @@ def invert(a: Transform) -> Transform:
 def transform_point(a: Transform, p: Vector) -> Vector:
     r = _rotate(a.rotation, p)
     return (a.translation[0] + r[0], a.translation[1] + r[1], a.translation[2] + r[2])
+
+
+def quaternion_from_rpy(roll: float, pitch: float, yaw: float) -> Quaternion:
+    """(x, y, z, w) of fixed-axis roll (x), pitch (y), yaw (z), applied in that order
+    (REP-103 and URDF's rpy: R = Rz(yaw) Ry(pitch) Rx(roll))."""
+    cr, sr = math.cos(roll / 2.0), math.sin(roll / 2.0)
+    cp, sp = math.cos(pitch / 2.0), math.sin(pitch / 2.0)
+    cy, sy = math.cos(yaw / 2.0), math.sin(yaw / 2.0)
+    return (sr * cp * cy - cr * sp * sy,
+            cr * sp * cy + sr * cp * sy,
+            cr * cp * sy - sr * sp * cy,
+            cr * cp * cy + sr * sp * sy)
 
 
 def yaw_of_quaternion(q: Quaternion) -> float:
