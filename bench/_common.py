@@ -78,6 +78,19 @@ def rss_mib(pid: int) -> float:
     return math.nan
 
 
+def pss_mib(pid: int) -> float:
+    """Proportional set size of a process (MiB), from /proc/<pid>/smaps_rollup: its private
+    pages plus its share of every shared one; NaN where the kernel does not say."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return math.nan
+
+
 def console(name: str, module: str) -> List[str]:
     """The command of an installed console script, or ``python -m module`` without one."""
     exe = Path(sys.executable).parent / name

@@ -63,7 +63,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import ROOT, bench_report, console, cpu_seconds, isolate_ros, rss_mib, table  # noqa: E402
+from _common import ROOT, bench_report, console, cpu_seconds, isolate_ros, pss_mib, rss_mib, table  # noqa: E402
 
 isolate_ros()
 
@@ -84,19 +84,6 @@ STOP_STEP_S = 15.0
 
 
 # ----------------------------------------------------------------------------- meters
-
-def pss_mib(pid: int) -> float:
-    """Proportional set size of a process (MiB): its private pages plus its share of
-    every shared one; NaN where the kernel does not say."""
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as f:
-            for line in f:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return float("nan")
-
 
 def machine_jiffies() -> tuple:
     """(busy, total) clock ticks of all cores together so far, from /proc/stat."""

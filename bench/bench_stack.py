@@ -61,7 +61,7 @@ import threading
 import time
 from typing import Dict, List, Optional
 
-from _common import ROOT, bench_report, console, cpu_seconds, isolate_ros, rss_mib, stop_process, table  # noqa: E402
+from _common import ROOT, bench_report, console, cpu_seconds, isolate_ros, pss_mib, rss_mib, stop_process, table  # noqa: E402
 import stack_runs  # noqa: E402
 
 isolate_ros()
@@ -69,18 +69,6 @@ isolate_ros()
 from cozmo_driver.sim import SimServer  # noqa: E402
 
 STARTUP_S = 60.0
-
-
-def pss_mib(pid: int) -> float:
-    """Proportional set size of a process (MiB), from /proc/<pid>/smaps_rollup."""
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as f:
-            for line in f:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return float("nan")
 
 
 def _started(log: str) -> Dict[str, int]:
