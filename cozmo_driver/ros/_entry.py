@@ -44,7 +44,6 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple, Type
 
 import rclpy
-from rclpy.action import ActionClient, ActionServer
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 
@@ -292,9 +291,14 @@ def destroy_waitables(node: Any) -> None:
     ``Node.destroy_node`` leaves them alone, and each keeps the node's rcl handle alive:
     the node stayed in the ROS graph, without its publishers, until a garbage collection
     freed them (a ``/cozmo_behavior`` seen by the next test of a process for more than
-    30 s)."""
+    30 s). rclpy.action is not imported for it: it imports numpy (through its goal ids),
+    which the driver's start-up defers (docs/driver.md, Start-up), and a node cannot have
+    an action client or server before rclpy.action is imported."""
+    action = sys.modules.get("rclpy.action")
+    if action is None:
+        return
     for waitable in list(getattr(node, "waitables", ())):
-        if isinstance(waitable, (ActionClient, ActionServer)):
+        if isinstance(waitable, (action.ActionClient, action.ActionServer)):
             waitable.destroy()
 
 
