@@ -21,8 +21,12 @@ For each N, on this machine only:
 The subscriptions exist before the drivers start. The drivers are then started all at
 once; start-up is, per robot, the time from starting its process to its first odom
 delivered here (median and maximum over the robots: the maximum is the time until
-every robot streams), with the CPU time the driver had used by then. After a
-settling second, over a window of ``--seconds`` (10 s):
+every robot streams), with the CPU time the driver had used by then. A driver streams
+before its start-up is done (the animation library and the actions are made while the
+robot connects: docs/driver.md), so each driver is then asked its lifecycle state
+(``get_state``) until it is active: the time to that, and the CPU time used by then,
+are reported too. Once every driver is active, after a settling second, over a window of
+``--seconds`` (10 s), which thus holds no start-up:
 each driver's CPU (utime + stime from /proc, % of one core; mean and max over the
 robots), its memory at the end of the window (RSS, and PSS from smaps_rollup: shared
 libraries divided among the processes that map them, so N x PSS is what N drivers
@@ -34,7 +38,7 @@ Then every driver gets SIGINT at once (escalated to SIGTERM, then SIGKILL, after
 waits), then the simulators; none may remain.
 
 The script's own checks (printed, and in ``--json``): every robot streamed odom; every
-driver and simulator ran through the window; odom came from every robot in it; every
+driver became active; every driver and simulator ran through the window; odom came from every robot in it; every
 driver stopped on SIGINT with exit status 0; no process left. Figures are printed and
 written into docs/benchmarks.md (``--no-docs``: not), never asserted. On a 2-core
 machine 16 drivers may take more CPU than it has: the table says what happened then
@@ -68,6 +72,8 @@ from _common import ROOT, bench_report, console, cpu_seconds, isolate_ros, pss_m
 isolate_ros()
 
 import rclpy  # noqa: E402
+from lifecycle_msgs.msg import State  # noqa: E402
+from lifecycle_msgs.srv import GetState  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.qos import qos_profile_sensor_data  # noqa: E402
@@ -79,6 +85,8 @@ GOAL_HZ = 33.0
 SIM_START_S = 20.0
 #: after every robot streams, before the window
 SETTLE_S = 1.0
+#: how often a driver not yet active is asked its lifecycle state (s)
+ACTIVE_POLL_S = 0.05
 #: each stop step (SIGINT, then SIGTERM, then SIGKILL) waits this long for all processes
 STOP_STEP_S = 15.0
 
@@ -268,6 +276,12 @@ class Subscriber(SpunNode):
         self.first_odom: List[Optional[float]] = [None] * n
         self.start_cpu: List[Optional[float]] = [None] * n
         self.pids: List[Optional[int]] = [None] * n
+        #: when each driver was first seen active (monotonic), and its CPU time (s) then
+        self.active: List[Optional[float]] = [None] * n
+        self.active_cpu: List[Optional[float]] = [None] * n
+        self._asked: List[Any] = [None] * n
+        self._state_clients = [self.node.create_client(GetState, f"/robot{k + 1}/cozmo_driver/get_state")
+                               for k in range(n)]
         self.odom = [0] * n
         self.images = [0] * n
         #: while set: (now - header.stamp) of every odom delivered, s
@@ -279,6 +293,24 @@ class Subscriber(SpunNode):
                 self.node.create_subscription(CompressedImage, f"/robot{k + 1}/camera/image_raw/compressed",
                                               self._on_image(k), qos_profile_sensor_data)
         self.start_spinning()
+
+    def poll_active(self) -> bool:
+        """Ask every driver not yet seen active its lifecycle state (one request at a time
+        each; the spin thread takes the answers); True once all were seen active."""
+        for k, client in enumerate(self._state_clients):
+            if self.active[k] is not None:
+                continue
+            asked = self._asked[k]
+            if asked is not None and not asked.done():
+                continue
+            if asked is not None and asked.result() is not None \
+                    and asked.result().current_state.id == State.PRIMARY_STATE_ACTIVE:
+                pid = self.pids[k]
+                self.active_cpu[k] = cpu_or_nan(pid) if pid is not None else None
+                self.active[k] = time.monotonic()   # seen active within ACTIVE_POLL_S
+                continue
+            self._asked[k] = client.call_async(GetState.Request()) if client.service_is_ready() else None
+        return all(t is not None for t in self.active)
 
     def _on_odom(self, k: int):
         def callback(msg: Odometry) -> None:
@@ -319,14 +351,20 @@ def run_n(n: int, args: argparse.Namespace, logs: Path) -> Dict[str, Any]:
             drivers.append(subprocess.Popen(driver_command(k + 1, port, args.camera), stdin=subprocess.DEVNULL,
                                             stdout=log, stderr=subprocess.STDOUT, cwd=ROOT))
             sub.pids[k] = drivers[-1].pid
+        # a driver streams before its start-up is done (docs/driver.md, Start-up): the window
+        # opens once every driver streams and is configured and active, so it holds no start-up
         deadline = started[0] + args.start_timeout
-        while time.monotonic() < deadline and any(t is None for t in sub.first_odom):
+        while time.monotonic() < deadline and not (sub.poll_active()
+                                                   and all(t is not None for t in sub.first_odom)):
             if any(p.poll() is not None for p in drivers):
                 break
-            time.sleep(0.02)
+            time.sleep(ACTIVE_POLL_S)
         startup = [None if t is None else t - s for t, s in zip(sub.first_odom, started)]
         result["startup_s"] = startup
         checks["every robot streamed odom"] = all(s is not None for s in startup)
+        result["active_s"] = [None if t is None else t - s for t, s in zip(sub.active, started)]
+        result["active_cpu_s"] = list(sub.active_cpu)
+        checks["every driver became active"] = all(t is not None for t in sub.active)
         time.sleep(SETTLE_S)
         result["startup_cpu_s"] = list(sub.start_cpu)
         # ---- the window
@@ -435,6 +473,7 @@ def report(results: List[Dict[str, Any]], args: argparse.Namespace) -> None:
     for r in results:
         start = summary(r.get("startup_s", []))
         start_cpu = summary(r.get("startup_cpu_s", []))
+        active, active_cpu = summary(r.get("active_s", [])), summary(r.get("active_cpu_s", []))
         streaming = sum(1 for s in r.get("startup_s", []) if s is not None)
         cpu, rss, pss = summary(r.get("cpu_pct", [])), summary(r.get("rss_mib", [])), summary(r.get("pss_mib", []))
         odom = summary(r.get("odom_hz", []))
@@ -442,7 +481,8 @@ def report(results: List[Dict[str, Any]], args: argparse.Namespace) -> None:
         cam = summary(r["camera_fps"]) if r.get("camera_fps") is not None else None
         load = r.get("load1", {})
         rows.append([r["n"], f"{streaming}/{r['n']}", f"{fmt(start['median'], 2)} / {fmt(start['max'], 2)}",
-                     fmt(start_cpu["median"], 2),
+                     fmt(start_cpu["median"], 2), f"{fmt(active['median'], 2)} / {fmt(active['max'], 2)}",
+                     fmt(active_cpu["median"], 2),
                      f"{fmt(cpu['mean'])} / {fmt(cpu['max'])}", f"{fmt(rss['mean'], 0)}", f"{fmt(pss['mean'], 0)}",
                      f"{fmt(odom['min'])} / {fmt(odom['median'])}",
                      f"{fmt(age['median'])} / {fmt(age['p99'])}" if age else "-"]
@@ -452,9 +492,12 @@ def report(results: List[Dict[str, Any]], args: argparse.Namespace) -> None:
     table(f"N simulated robots and N driver nodes on one machine ({cores} cores), one subscriber of every "
           f"robot's odom{' and compressed camera' if args.camera else ' (camera off)'}; per robot: "
           f"start-up = driver process started -> its first odom delivered (and the CPU time the driver "
-          f"had used by then: on a busy machine start-up is mostly waiting for a core); CPU over a "
-          f"{args.seconds:.0f} s window; memory at its end",
+          f"had used by then: on a busy machine start-up is mostly waiting for a core), and to its "
+          f"node active (configured and activated: the rest of its start-up); CPU over a "
+          f"{args.seconds:.0f} s window that opens {SETTLE_S:g} s after every driver is active; memory "
+          f"at its end",
           ["N", "streaming", "start-up s, median / max", "CPU s used to start, median",
+           "start-up to active s, median / max", "CPU s used until active, median",
            "driver CPU % of one core, mean / max", "RSS MiB", "PSS MiB",
            f"odom Hz per robot, min / median (goal {GOAL_HZ:.0f})",
            "odom age at delivery ms (now - header.stamp), median / p99"] + camera_head
@@ -483,17 +526,19 @@ def readme_quote(results: List[Dict[str, Any]]) -> None:
     rows = []
     for r in results:
         start, cpu = summary(r.get("startup_s", [])), summary(r.get("cpu_pct", []))
+        active = summary(r.get("active_s", []))
         odom, pss = summary(r.get("odom_hz", [])), summary(r.get("pss_mib", []))
         streaming = sum(1 for s in r.get("startup_s", []) if s is not None)
         age = r.get("odom_age_ms")
         rows.append([r["n"], f"{streaming}/{r['n']}", fmt(odom["min"]), fmt(age["p99"]) if age else "-",
-                     fmt(cpu["mean"]), fmt(pss["mean"], 0), fmt(start["max"], 2)])
+                     fmt(cpu["mean"]), fmt(pss["mean"], 0), fmt(start["max"], 2), fmt(active["max"], 2)])
     table(f"N simulated robots and N driver nodes on one {os.cpu_count()}-core machine, one "
           "subscriber of every robot's odom (`bench/bench_scale.py`; all its figures, with the "
           "machine's load: [Benchmarks](docs/benchmarks.md#several-robots-bench_scale))",
           ["N", "robots streaming", f"odom Hz per robot, lowest (the robot sends {GOAL_HZ:.0f})",
            "odom age at delivery, p99 ms", "CPU % of one core per driver, mean",
-           "memory per driver, PSS MiB", "all streaming, s after start"], rows, measured=False)
+           "memory per driver, PSS MiB", "all streaming, s after start", "all active, s after start"],
+          rows, measured=False)
 
 
 def main() -> Tuple[int, List[Dict[str, Any]]]:

@@ -2,7 +2,7 @@
 one machine, a few seconds each (issue #18).
 
 The script's own checks are asserted, never its timings or rates: every robot streamed
-odom, every driver and simulator ran through the window, odom came from every robot in
+odom, every driver became active, every driver and simulator ran through the window, odom came from every robot in
 it, every driver stopped on SIGINT with exit status 0, no process was left; and the
 figures it reports are there for every robot.
 """
@@ -41,6 +41,8 @@ def test_one_and_two_robots_stream_and_stop_cleanly(tmp_path):
         n = r["n"]
         assert r["checks"] and all(r["checks"].values()), (n, r["checks"], output)
         assert len(r["startup_s"]) == n and all(s is not None and s > 0 for s in r["startup_s"]), output
+        assert len(r["active_s"]) == n and all(a is not None and a >= s
+                                                for a, s in zip(r["active_s"], r["startup_s"])), output
         assert len(r["cpu_pct"]) == n and len(r["pss_mib"]) == n and len(r["odom_hz"]) == n, output
         assert all(h > 0 for h in r["odom_hz"]), output
         assert [s["signal"] for s in r["stopped"]] == ["SIGINT"] * n, output
