@@ -26,6 +26,7 @@ from collections import Counter
 from typing import Any, Optional
 
 from .client import ClientConfig, LinkState, LinkStateChanged, Robot, RobotReady
+from .errors import CozmoError
 from .protocol.session import MessageReceived
 from .stop_flag import StopFlag
 
@@ -165,12 +166,13 @@ def main(argv: Optional[list] = None, prog: str = "cozmo-protocol-demo") -> int:
     stop = StopFlag()   # SIGINT/SIGTERM set it; its handler takes no lock
     restore_handlers = stop.install()
     monitor = _Monitor(out)
-    robot = Robot(host, port, local_host="127.0.0.1" if sim is not None else "0.0.0.0",
-                  config=ClientConfig(), name="demo")
-    robot.add_listener(monitor)
+    robot: Optional[Robot] = None
     deadline = time.monotonic() + args.duration
     exit_code = 0
-    try:
+    try:  # from here on, whatever fails: the robot and the simulator stop, the handlers go back
+        robot = Robot(host, port, local_host="127.0.0.1" if sim is not None else "0.0.0.0",
+                      config=ClientConfig(), name="demo")
+        robot.add_listener(monitor)
         robot.start()
         out(f"{monitor.stamp()} driver -> robot  RESET (connect)")
         if not robot.wait_until_ready(min(10.0, args.duration)):
@@ -211,8 +213,12 @@ def main(argv: Optional[list] = None, prog: str = "cozmo-protocol-demo") -> int:
                 f"y {truth[1]:.1f} mm, yaw {math.degrees(truth[2]):.1f} deg")
         if robot.state is not LinkState.READY:
             exit_code = 1
+    except CozmoError as exc:  # an address or port that cannot be used, a robot claimed by another
+        print(f"{prog}: {exc}", file=sys.stderr, flush=True)
+        return 2
     finally:
-        robot.stop()
+        if robot is not None:
+            robot.stop()
         if sim is not None:
             sim.stop()
         restore_handlers()

@@ -706,6 +706,15 @@ def test_protocol_only_takes_the_demos_colour_switch():
     assert demo.parse_arguments(["--grey"]).grey and not demo.parse_arguments([]).grey
 
 
+def test_protocol_only_says_why_an_address_cannot_be_used(capsys):
+    """A port out of range ends the run with status 2 and the reason, not a traceback;
+    the signal handlers go back (the autouse guard of fixtures_signals checks that)."""
+    assert demo.main(["--protocol-only", "--robot-ip", "127.0.0.1", "--robot-port", "70000",
+                      "--duration", "5"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == "cozmo-demo --protocol-only: port 70000 is outside 0..65535", err
+
+
 def test_protocol_only_rejects_a_bad_duration(capsys):
     with pytest.raises(SystemExit):
         demo.main(["--protocol-only", "--duration", "-1"])
