@@ -60,6 +60,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 
 from .description import DESCRIPTION_PACKAGE, DescriptionError, package_share, robot_description
 from .errors import ConfigurationError
+from .fast_yaml import safe_load
 from .lifeline import PARENT_PID_ENV
 
 __all__ = [
@@ -440,7 +441,7 @@ def node_parameters_in_file(path: Path, node_name: str, namespace: str
         raise PlanError(f"PyYAML is needed to read {path}: {exc}") from exc
     try:
         with open(path, encoding="utf-8") as stream:
-            data = yaml.safe_load(stream) or {}
+            data = safe_load(stream) or {}
     except (OSError, yaml.YAMLError) as exc:
         raise PlanError(f"cannot read the parameter file {path}: {exc}") from exc
     if not isinstance(data, dict):

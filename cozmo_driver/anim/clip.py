@@ -141,6 +141,7 @@ import numpy as np
 
 from ..face.expressions import expression, look_at
 from ..face.procedural import EYE_PARAM_NAMES, NUM_PARAMS, FaceParams
+from ..fast_yaml import safe_load
 from ..json_comments import strip_json_comments
 from ..protocol.audio import SAMPLE_RATE, load_wav
 from ..errors import CozmoError, UsageError
@@ -802,7 +803,7 @@ def load_clip_file(path: Union[str, os.PathLike], audio_map: Optional[AudioMap] 
         import yaml
 
         try:
-            doc = yaml.safe_load(text)
+            doc = safe_load(text)
         except yaml.YAMLError as exc:
             raise ClipFormatError(f"{p}: invalid YAML: {exc}") from None
     elif suffix == ".json":

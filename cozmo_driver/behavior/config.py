@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Sequence, Tuple, Union
 
+from ..fast_yaml import safe_load
 from .activities import Activity, ActivityEntry
 from .behavior import STATE_FLAGS, Behavior, BehaviorError, ConfigError
 from .emotions import Curve, EmotionEvent, EmotionSpec
@@ -101,7 +102,7 @@ def load_yaml(path: Union[str, Path]) -> Dict[str, Any]:
     except OSError as exc:
         raise ConfigError(f"cannot read the behavior configuration {path}: {exc.strerror or exc}") from None
     try:
-        data = yaml.safe_load(text)
+        data = safe_load(text)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path} is not valid YAML: {exc}") from None
     if data is None:
@@ -428,7 +429,7 @@ def builtin_still_animations() -> Tuple[str, ...]:
     still = []
     for path in sorted(directory.glob("*.yaml")):
         try:
-            doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            doc = safe_load(path.read_text(encoding="utf-8")) or {}
         except (OSError, yaml.YAMLError):
             continue
         tracks = doc.get("tracks") or {}

@@ -27,6 +27,7 @@ from typing import List, Sequence
 from urllib.parse import unquote, urlparse
 
 from ..errors import ConfigurationError
+from ..fast_yaml import safe_load
 from ..protocol.nvstorage import CameraCalibration
 
 __all__ = ["CameraInfoData", "CameraInfoError", "from_calibration", "default_camera_info",
@@ -128,7 +129,7 @@ def parse_camera_info_yaml(text: str, source: str = "file") -> CameraInfoData:
     except ImportError:
         raise CameraInfoError("PyYAML is needed to read camera_info_url (python3-yaml)") from None
     try:
-        doc = yaml.safe_load(text)
+        doc = safe_load(text)
     except yaml.YAMLError as exc:
         raise CameraInfoError(f"not YAML: {exc}") from None
     if not isinstance(doc, dict):

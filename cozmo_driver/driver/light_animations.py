@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ..fast_yaml import safe_load
 from .commands import CommandError
 from .objects import (BACKPACK_LEDS, CHARGER_LEDS, CUBE_LEDS, MAX_PERIOD_S, OFF, RGB, Light,
                       light_state)
@@ -258,7 +259,7 @@ class LightAnimationLibrary:
                 return cls(animations, [f"{path}: PyYAML is needed to read it (python3-yaml); only "
                                         "the built-in light animations are available"])
             try:
-                document = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+                document = safe_load(Path(path).read_text(encoding="utf-8"))
             except (OSError, UnicodeDecodeError) as exc:
                 return cls(animations, [f"{path}: cannot read it ({exc}); only the built-in light "
                                         "animations are available"])
