@@ -303,8 +303,8 @@ class Subscriber(SpunNode):
             asked = self._asked[k]
             if asked is not None and not asked.done():
                 continue
-            if asked is not None and asked.result() is not None \
-                    and asked.result().current_state.id == State.PRIMARY_STATE_ACTIVE:
+            answer = asked.result() if asked is not None and asked.exception() is None else None
+            if answer is not None and answer.current_state.id == State.PRIMARY_STATE_ACTIVE:
                 pid = self.pids[k]
                 self.active_cpu[k] = cpu_or_nan(pid) if pid is not None else None
                 self.active[k] = time.monotonic()   # seen active within ACTIVE_POLL_S
