@@ -63,7 +63,7 @@ from ..anim.library import AnimationLibrary
 from ..anim.player import compile_clip
 from ..anim.av_stream import AVReport, AVStream
 from ..client.link import LinkState
-from ..driver.commands import CommandError, volume_level
+from ..driver.commands import CommandError, clamp, volume_level
 from ..driver.diagnostics import DiagnosticReport, av_report
 from ..log_throttle import LogThrottle
 from ..driver.media import (ChunkResampler, audio_chunk_samples, face_to_screen, image_to_screen,
@@ -424,7 +424,10 @@ class MediaInterfaces:
         except CommandError as exc:
             return self._end(handle, result, False, str(exc))
         if request.volume >= 0.0:
-            level, _ = volume_level(min(float(request.volume), 1.0))
+            volume, warning = clamp(float(request.volume), 0.0, 1.0, "play_audio goal volume")
+            if warning:
+                self._log.warning(warning)
+            level, _ = volume_level(volume)
             self.robot.post_volume(level)
             # Keep the driver's own record, which it re-applies after a reconnection.
             if hasattr(self.node, "_volume"):

@@ -404,6 +404,27 @@ def test_play_audio_cancel_preempt_and_bad_files(make_rig, tmp_path):
     assert "96000 Hz is not supported" in r.result.message
 
 
+def test_play_audio_volume_default_leaves_the_volume_and_above_one_is_clamped_with_a_warning(make_rig, tmp_path):
+    rig = make_rig()
+    log = rig.node._media._log = LogRecorder(rig.node._media._log)
+    short = write_wav(tmp_path / "short.wav", sine(800.0, 0.1, 8000), 8000)
+    assert PlayAudio.Goal().volume == -1.0          # the field's default: leave the volume as it is
+    r = rig.result(rig.send_goal(PlayAudio, "play_audio", PlayAudio.Goal(path=str(short), volume=0.25)))
+    assert r.status == GoalStatus.STATUS_SUCCEEDED, r.result.message
+    assert rig.sim.volume() == round(0.25 * 65535)
+    r = rig.result(rig.send_goal(PlayAudio, "play_audio", PlayAudio.Goal(path=str(short))))
+    assert r.status == GoalStatus.STATUS_SUCCEEDED, r.result.message
+    rig.spin_for(0.2)
+    assert rig.sim.volume() == round(0.25 * 65535)  # not muted by a goal that named no volume
+    assert not any("volume" in line for line in log.lines if "play_audio goal" in line)
+    r = rig.result(rig.send_goal(PlayAudio, "play_audio", PlayAudio.Goal(path=str(short), volume=1.7)))
+    assert r.status == GoalStatus.STATUS_SUCCEEDED, r.result.message
+    assert rig.spin_until(lambda: rig.sim.volume() == 65535, 2.0)
+    assert any("play_audio goal volume = 1.7 is outside [0, 1]: clamped to 1" in line for line in log.lines), log.lines
+    r = rig.result(rig.send_goal(PlayAudio, "play_audio", PlayAudio.Goal(path=str(short), volume=float("nan"))))
+    assert r.status == GoalStatus.STATUS_ABORTED and "not a finite number" in r.result.message
+
+
 def test_a_pcm_stream_on_audio_pcm_is_played(make_rig):
     rig = make_rig()
     pub = rig.publisher(AudioChunk, "audio/pcm")
