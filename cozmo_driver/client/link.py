@@ -24,7 +24,13 @@ tests) drives it. On top of the session it
   ``warn_period`` with their count. A robot whose clock really went back is
   followed again after ``STALE_RESYNC_S`` of stale states in a row, each newer
   than the one before and together keeping pace with the local clock (a replay
-  at a flood's rate does not).
+  at a flood's rate does not); so is one that jumped ahead (or a host clock that
+  stood still, e.g. in a short suspend), after ``STALE_RESYNC_S`` of states ahead
+  of it in a row, kept pace the same way;
+* drops a RobotState with a float that is not finite (NaN or infinite), which no
+  robot sends and which would spoil the odometry for good, counting it as a
+  malformed packet (the session's ``malformed_packets``) and warning at most once
+  a ``warn_period``.
 
 Events it emits: :class:`LinkStateChanged`, :class:`RobotReady`, and the
 session's :class:`MessageReceived` for every message from the robot.
@@ -35,6 +41,7 @@ from __future__ import annotations
 import enum
 import json
 import logging
+import math
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Deque, Optional
@@ -157,6 +164,9 @@ class RobotLink:
         self._last_ts: Optional[int] = None
         self._sync_at: Optional[float] = None  # when SyncTime(0) went out: robot time 0
         self._stale_run: list = []      # timestamps of the stale states in a row
+        self._ahead_run: list = []      # those of the states ahead of the robot's clock in a row
+        self._bad_warned_at: Optional[float] = None
+        self._bad_unwarned = 0
         self._stale_warned_at: Optional[float] = None
         self._stale_unwarned = 0
 
@@ -217,6 +227,7 @@ class RobotLink:
         self._last_ts = None  # SyncTime starts the robot's clock again
         self._sync_at = None
         self._stale_run = []
+        self._ahead_run = []
         self.session.connect(now)
         self._ready_deadline = None
         self._set_state(LinkState.CONNECTING, "connecting")
@@ -283,9 +294,26 @@ class RobotLink:
             if event is None:
                 return
             if isinstance(event, MessageReceived):
-                if event.message.NAME == "RobotState" and not self._fresh(event.message, now):
+                m = event.message
+                if m.NAME == "RobotState":
+                    # one sum: NaN or infinite if any term is (f32 values cannot overflow it)
+                    if not math.isfinite(
+                            m.pose_x_mm + m.pose_y_mm + m.pose_z_mm + m.pose_angle_rad + m.pose_pitch_rad
+                            + m.lwheel_speed_mmps + m.rwheel_speed_mmps + m.head_angle_rad
+                            + m.lift_height_mm + m.accel_x_mmps2 + m.accel_y_mmps2 + m.accel_z_mmps2
+                            + m.gyro_x_radps + m.gyro_y_radps + m.gyro_z_radps + m.battery_voltage_v):
+                        self._drop_not_finite(m, now)
+                        continue
+                    if not self._fresh(m, now):
+                        continue
+                try:
+                    self._on_message(event.message, now)
+                except Exception as exc:  # a message this link cannot take: counted and dropped
+                    self.session.stats.malformed_packets += 1
+                    logger.warning("[%s] %s dropped: %s: %.120s (%d malformed packets so far)",
+                                   self.name, event.message.NAME, type(exc).__name__, exc,
+                                   self.session.stats.malformed_packets)
                     continue
-                self._on_message(event.message, now)
                 self._events.append(event)
             elif isinstance(event, Connected):
                 self._ready_deadline = now + self.config.ready_timeout
@@ -307,26 +335,56 @@ class RobotLink:
             # ahead is from an earlier connection (a replay) or forged, never this robot's
             elapsed_ms = (now - self._sync_at) * 1000.0
             if ts > elapsed_ms + SYNC_MARGIN_MS + elapsed_ms * CLOCK_DRIFT:
+                if self._keeps_pace(self._ahead_run, ts, now):
+                    logger.warning("[%s] the robot's clock jumped ahead from %s ms to %d ms (or this "
+                                   "computer's clock stood still): following it again", self.name,
+                                   "none" if last is None else last, ts)
+                    self._sync_at = now - ts / 1000.0
+                    self._last_ts = ts
+                    self._stale_run = []
+                    self._ahead_run = []
+                    return True
                 self._count_stale(ts, last, now, "ahead of the robot's clock")
                 return False
         if last is None or newer(ts, last):
             self._last_ts = ts
             self._stale_run = []
+            self._ahead_run = []
             return True
-        run = self._stale_run
+        if self._keeps_pace(self._stale_run, ts, now):
+            logger.warning("[%s] the robot's clock went back from %d ms to %d ms: following it "
+                           "again", self.name, last, ts)
+            self._last_ts = ts
+            self._stale_run = []
+            self._ahead_run = []
+            return True
+        self._count_stale(ts, last, now, "not newer than the last one")
+        return False
+
+    @staticmethod
+    def _keeps_pace(run: list, ts: int, now: float) -> bool:
+        """Add a state the clock check refused to ``run`` (a new run unless it is newer than
+        the last of it); True once the run spans ``STALE_RESYNC_S`` and the robot's clock
+        kept pace with the local one over it (within a quarter)."""
         if run and not newer(ts, run[-1][0]):
             run.clear()
         run.append((ts, now))
         local_s = now - run[0][1]
         robot_s = ((ts - run[0][0]) % _RANGE) / 1000.0
-        if local_s >= STALE_RESYNC_S and abs(robot_s - local_s) <= 0.25 * local_s:
-            logger.warning("[%s] the robot's clock went back from %d ms to %d ms: following it "
-                           "again", self.name, last, ts)
-            self._last_ts = ts
-            self._stale_run = []
-            return True
-        self._count_stale(ts, last, now, "not newer than the last one")
-        return False
+        return local_s >= STALE_RESYNC_S and abs(robot_s - local_s) <= 0.25 * local_s
+
+    def _drop_not_finite(self, state, now: float) -> None:
+        stats = self.session.stats
+        stats.malformed_packets += 1
+        self._bad_unwarned += 1
+        if self._bad_warned_at is None or now - self._bad_warned_at >= self.config.warn_period:
+            fields = [f for f in state.FIELDS
+                      if isinstance(getattr(state, f), float) and not math.isfinite(getattr(state, f))]
+            logger.warning("[%s] dropped %d robot state(s) with values that are not finite (the "
+                           "latest: %s); %d malformed packets so far", self.name, self._bad_unwarned,
+                           ", ".join(f"{f} = {getattr(state, f)}" for f in fields), stats.malformed_packets)
+            self._bad_warned_at = now
+            self._bad_unwarned = 0
 
     def _count_stale(self, ts: int, last: Optional[int], now: float, why: str) -> None:
         self.stale_states += 1
@@ -374,7 +432,7 @@ class RobotLink:
         self.info.firmware_signature = signature
         try:
             data = json.loads(signature)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser goes
             logger.warning("[%s] firmware signature is not JSON: %.80r", self.name, signature)
             return
         if not isinstance(data, dict):

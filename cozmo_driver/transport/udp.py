@@ -424,7 +424,12 @@ class UdpTransport:
                     stats.wrong_source += 1
                     continue
                 stats.datagrams_in += 1
-                protocol.receive_datagram(data, loop.time())
+                try:
+                    protocol.receive_datagram(data, loop.time())
+                except Exception:  # a protocol bug: never the end of the I/O thread
+                    stats.callback_errors += 1
+                    logger.exception("[%s] the protocol failed on a datagram of %d bytes",
+                                     self.name, len(data))
                 fed = True
                 if self._urgent:
                     break  # the rest waits in the socket: the command first (see call_soon)
@@ -435,7 +440,11 @@ class UdpTransport:
         with self._busy:
             self._timer = None
             self._timer_at = None
-            self.protocol.handle_timer(self._loop.time())
+            try:
+                self.protocol.handle_timer(self._loop.time())
+            except Exception:  # a protocol bug: the timer is armed again below all the same
+                self.stats.callback_errors += 1
+                logger.exception("[%s] the protocol's timer failed", self.name)
             self._pump()
 
     def _on_send_error(self, exc: Exception) -> None:
@@ -466,27 +475,32 @@ class UdpTransport:
         callback = self.on_event
         now = loop.time()
         urgent = self._urgent
-        for _ in range(64):  # an event handler may queue more to send: bounded rounds
-            self._transmit(now)
-            handled = False
-            while True:
-                if urgent:
-                    self._run_urgent()
-                    self._transmit(loop.time())
-                event = protocol.next_event()
-                if event is None:
+        try:
+            for _ in range(64):  # an event handler may queue more to send: bounded rounds
+                self._transmit(now)
+                handled = False
+                while True:
+                    if urgent:
+                        self._run_urgent()
+                        self._transmit(loop.time())
+                    event = protocol.next_event()
+                    if event is None:
+                        break
+                    handled = True
+                    if callback is not None:
+                        try:
+                            callback(event)
+                        except CozmoError as exc:
+                            logger.warning("[%s] event handler: %s", self.name, exc)
+                        except Exception:
+                            self.stats.callback_errors += 1
+                            logger.exception("[%s] event handler failed on %r", self.name, event)
+                if not handled:
                     break
-                handled = True
-                if callback is not None:
-                    try:
-                        callback(event)
-                    except CozmoError as exc:
-                        logger.warning("[%s] event handler: %s", self.name, exc)
-                    except Exception:
-                        self.stats.callback_errors += 1
-                        logger.exception("[%s] event handler failed on %r", self.name, event)
-            if not handled:
-                break
+                now = loop.time()
+        except Exception:  # a protocol bug: the timer is armed again below all the same
+            self.stats.callback_errors += 1
+            logger.exception("[%s] the protocol failed while sending or handing out events", self.name)
             now = loop.time()
         deadline = protocol.get_timer()
         if deadline != self._timer_at:

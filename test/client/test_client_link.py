@@ -322,3 +322,67 @@ def test_after_a_reconnect_an_old_connections_state_does_not_take_over():
     assert client.stale_states >= 1
     fresh = received_states(events)[-5:]
     assert all(m.pose_x_mm != -999.0 for m in fresh) and client.robot_state.timestamp_ms < old
+
+
+def test_a_robot_clock_that_jumped_ahead_is_followed_again(log_records):
+    """The robot's clock jumps 2.5 s ahead (or this computer's stood still, e.g. in a short
+    suspend): a second of states is dropped as ahead of the clock, then it is followed."""
+    client, robot, link, events = ready_pair()
+    link.run_until(link.now + 4.0)
+    logged = log_records("cozmo.client", "WARNING")
+    before = client.robot_state.timestamp_ms
+    robot.clock_base_ms += 2500
+    sent = robot.sent_states
+    link.run_until(link.now + STALE_RESYNC_S + 0.5)
+    assert 25 <= client.stale_states <= 40                # about a second of them was dropped
+    assert client.robot_state.timestamp_ms > before + 2500  # then the new clock is followed
+    assert robot.sent_states - sent - client.stale_states >= 10
+    assert any("clock jumped ahead" in m for m in logged.messages)
+    stale = client.stale_states
+    link.run_until(link.now + 3.0)                         # and keeps being followed
+    assert client.stale_states == stale and client.state is LinkState.READY
+
+
+def test_a_robot_state_with_a_value_that_is_not_finite_is_counted_and_dropped(log_records):
+    client, robot, link, events = ready_pair()
+    link.run_until(link.now + 0.5)
+    logged = log_records("cozmo.client", "WARNING")
+    before = len(received_states(events))
+    ts = client.robot_state.timestamp_ms
+    for k, bad in enumerate(({"pose_x_mm": float("nan")}, {"pose_angle_rad": float("inf")},
+                             {"gyro_z_radps": float("-inf")}, {"battery_voltage_v": float("nan")})):
+        robot.session.send(msgs.RobotState(timestamp_ms=ts + 1 + k, **bad))
+    link.run_until(link.now + 0.5)
+    assert client.session.stats.malformed_packets == 4
+    fresh = received_states(events)[before:]
+    assert fresh and all(m.pose_x_mm == m.pose_x_mm and m.battery_voltage_v == 4.0 for m in fresh)
+    assert client.stale_states == 0 and client.state is LinkState.READY
+    warnings = [m for m in logged.messages if "not finite" in m]
+    assert len(warnings) == 1 and "pose_x_mm = nan" in warnings[0], logged.messages  # one per warn_period
+
+
+def test_a_firmware_signature_nested_too_deep_for_json_is_warned_about(log_records):
+    client, robot, link, events = ready_pair()
+    logged = log_records("cozmo.client", "WARNING")
+    robot.session.send(msgs.FirmwareSignature(signature="[" * 990))   # json.loads: RecursionError
+    link.run_until(link.now + 0.5)
+    assert any("firmware signature is not JSON" in m for m in logged.messages)
+    assert client.info.firmware_version == 2381 and client.state is LinkState.READY
+    assert client.session.stats.malformed_packets == 0
+
+
+def test_a_message_the_link_fails_on_is_counted_and_dropped_and_the_rest_goes_on(log_records, monkeypatch):
+    """A stand-in for a bug in one of the link's handlers: the message is dropped and
+    counted, the link goes on (the states after it still arrive)."""
+    client, robot, link, events = ready_pair()
+    logged = log_records("cozmo.client", "WARNING")
+
+    def broken(signature):
+        raise RuntimeError("handler bug")
+    monkeypatch.setattr(client, "_on_firmware", broken)
+    before = len(received_states(events))
+    robot.session.send(msgs.FirmwareSignature(signature="{}"))
+    link.run_until(link.now + 0.5)
+    assert client.session.stats.malformed_packets == 1
+    assert any("FirmwareSignature dropped: RuntimeError: handler bug" in m for m in logged.messages)
+    assert len(received_states(events)) - before >= 10 and client.state is LinkState.READY

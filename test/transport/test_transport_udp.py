@@ -154,6 +154,69 @@ def test_urgent_calls_go_between_the_events_of_a_busy_burst(robot_and_engine):
     assert [o[1] for o in order if o[0] == "event"] == list(range(10))
 
 
+class FaultySession(Session):
+    """An engine session that raises once wherever ``fail`` names: a stand-in for a bug
+    anywhere in the protocol that runs on the I/O thread (the link's handlers run there)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fail: set = set()
+
+    def _fault(self, where: str) -> None:
+        if where in self.fail:
+            self.fail.discard(where)
+            raise RuntimeError(f"injected fault in {where}")
+
+    def receive_datagram(self, data, now):
+        self._fault("receive")
+        return super().receive_datagram(data, now)
+
+    def handle_timer(self, now):
+        self._fault("timer")
+        return super().handle_timer(now)
+
+    def datagrams_to_send(self, now):
+        self._fault("send")
+        return super().datagrams_to_send(now)
+
+
+def test_a_protocol_error_on_the_io_thread_is_counted_and_the_timer_stays_armed():
+    """An exception out of the protocol (receive, timer or send path) is logged and counted;
+    the I/O thread goes on, and its one timer is armed again, so keepalives and loss
+    detection never stop."""
+    received, robot_received = [], []
+    robot = Session(Role.ROBOT, SessionConfig(peer_timeout=5.0), name="robot")
+    robot_io = UdpTransport(robot, local_addr=("127.0.0.1", 0), peer_policy="reset",
+                            on_event=robot_received.append, name="robot").start()
+    engine = FaultySession(Role.ENGINE, name="engine")
+    engine_io = UdpTransport(engine, local_addr=("127.0.0.1", 0), remote_addr=robot_io.local_address,
+                             on_event=received.append, name="engine").start()
+    try:
+        engine_io.call(engine.connect, time.monotonic())
+        assert wait_for(lambda: engine.is_connected)
+        for k, where in enumerate(("receive", "timer", "send"), start=1):
+            engine.fail.add(where)
+            if where == "receive":
+                robot_io.call_soon(robot.send, msgs.SetRobotVolume(level=1))
+            elif where == "send":
+                engine_io.call_soon(engine.send, msgs.SetRobotVolume(level=2))
+            assert wait_for(lambda: engine_io.stats.callback_errors == k), where
+            assert not engine.fail
+            assert wait_for(lambda: engine_io.call(lambda: engine_io._timer) is not None), where
+        # still connected and talking both ways: a message each way, keepalives answered
+        pings = engine.stats.pings_answered
+        robot_io.call_soon(robot.send, msgs.SetRobotVolume(level=3))
+        engine_io.call_soon(engine.send, msgs.SetRobotVolume(level=4))
+        assert wait_for(lambda: any(isinstance(e, MessageReceived) and e.message.level == 3 for e in received))
+        assert wait_for(lambda: any(isinstance(e, MessageReceived) and e.message.level == 4
+                                    for e in robot_received))
+        assert wait_for(lambda: engine.stats.pings_answered > pings, 5.0)
+        assert engine.is_connected and engine_io.running
+    finally:
+        engine_io.stop()
+        robot_io.stop()
+
+
 def test_no_timer_is_armed_while_the_protocol_has_nothing_due():
     """Idle means no scheduled wake-up at all: the thread sleeps in the kernel."""
     idle = Session(Role.ROBOT, name="idle-robot")  # waiting for a RESET: no timer
