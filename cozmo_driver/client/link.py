@@ -73,6 +73,8 @@ STALE_RESYNC_S = 1.0
 #: jitter (ms), and its crystal's drift against ours (a fraction)
 SYNC_MARGIN_MS = 1000.0
 CLOCK_DRIFT = 0.001
+#: messages that make the animation stream still waiting to be sent moot (see RobotLink.send)
+_DROPS_STREAM = frozenset(("StopAllMotors", "AbortAnimation"))
 _HALF_RANGE = 1 << 31
 _RANGE = 1 << 32
 
@@ -185,6 +187,7 @@ class RobotLink:
         self._ready_deadline = None
         if self.session.state is State.CONNECTED:
             try:
+                self.session.drop_background()
                 self.session.send(msgs.StopAllMotors())
             except LocalProtocolError as exc:
                 logger.warning("[%s] could not stop the motors: %s", self.name, exc)
@@ -194,11 +197,22 @@ class RobotLink:
 
     def send(self, message) -> None:
         """Queue a message for the robot (raises NotConnectedError when not connected);
-        before the connection's first message of the animation stream, EnableAnimationState."""
-        if not self._playback_enabled and message.NAME in msgs.ANIMATION_STREAM:
-            self._playback_wanted = True
-            if self._synced and self.config.enable_animation_state:
-                self._enable_playback()
+        before the connection's first message of the animation stream, EnableAnimationState.
+
+        The animation stream waits behind every other message (the session's background
+        queue), so that a backlog of faces and sound on a lossy link never delays a
+        command; StopAllMotors and AbortAnimation first drop what of the stream waits
+        unsent (its body, head and lift keyframes would move the robot again after them)."""
+        name = message.NAME
+        if name in msgs.ANIMATION_STREAM:
+            if not self._playback_enabled:
+                self._playback_wanted = True
+                if self._synced and self.config.enable_animation_state:
+                    self._enable_playback()
+            self.session.send(message, background=True)
+            return
+        if name in _DROPS_STREAM:
+            self.session.drop_background()
         self.session.send(message)
 
     def _enable_playback(self) -> None:

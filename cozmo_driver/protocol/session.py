@@ -36,6 +36,14 @@ Reliable delivery, in both directions:
   Acks that stay ahead of anything sent (the peer delivered forged packets in
   the places of ours) make the numbering jump after them, and the packets not
   yet acknowledged go out again under the new numbers (``seq_resyncs``).
+* Two queues wait for the window: a message sent with ``background=True`` (the
+  robot's animation stream: faces, sound, keyframes, 60 packets a second) goes out
+  only when no other reliable packet waits, and only while fewer than
+  ``background_window`` packets are unacknowledged, so that a backlog of the stream
+  on a lossy link never holds up a command behind it (the robot delivers in order:
+  a command waits for at most that many stream packets sent before it); :meth:`drop_background` empties
+  its queue (a stop, or an aborted animation, makes what waits in it moot), and
+  :meth:`disconnect` does too, so that Disconnect is the last packet sent.
 * Keepalive: the engine pings every ``ping_interval`` and measures the round
   trip from the robot's echo. The peer is declared lost after ``peer_timeout``
   seconds without any datagram. :meth:`connect` after a loss or a disconnect
@@ -124,8 +132,10 @@ class SessionConfig:
     reset_interval: float = 0.5
     #: ... and given up (state LOST) after this long
     connect_timeout: float = 5.0
-    #: engine: how long a Disconnect may wait for its acknowledgement
-    disconnect_timeout: float = 1.0
+    #: engine: how long a Disconnect may wait for its acknowledgement (and the stop before
+    #: it for its delivery: on a link losing a fifth of its datagrams each way that takes
+    #: up to about 2 s, behind the animation stream's packets already sent)
+    disconnect_timeout: float = 2.0
     rto_initial: float = 0.1
     rto_min: float = 0.1
     rto_max: float = 1.0
@@ -140,10 +150,17 @@ class SessionConfig:
     ack_delay: float = 0.005
     #: reliable packets allowed to wait for window space before send() refuses more
     max_pending: int = 4096
+    #: background packets go out only while fewer reliable packets than this are
+    #: unacknowledged, so that a command is delivered behind at most this many (the
+    #: robot delivers in order); at 60 a second that leaves the stream a third of a
+    #: second of acknowledgements missing before it waits
+    background_window: int = 20
 
     def __post_init__(self) -> None:
         if not 1 <= self.window <= 1000:
             raise ValueError(f"window must be 1..1000, got {self.window}")
+        if self.background_window < 1:
+            raise ValueError(f"background_window must be >= 1, got {self.background_window}")
         for name in ("ping_interval", "peer_timeout", "reset_interval", "connect_timeout",
                      "disconnect_timeout", "rto_initial", "rto_min", "rto_max", "stall_timeout"):
             if not getattr(self, name) > 0:
@@ -194,6 +211,9 @@ class SessionStats:
     #: packets were sent again
     seq_resyncs: int = 0
     discarded_on_reset: int = 0
+    #: background packets (the animation stream) dropped from their queue before being
+    #: sent, by :meth:`Session.drop_background` or a disconnect
+    background_dropped: int = 0
     rtt_s: Optional[float] = None
     srtt_s: Optional[float] = None
 
@@ -385,12 +405,14 @@ class Session:
         """Forget both windows and every queue: a new connection starts from seq 0."""
         pending = getattr(self, "_pending", None)
         unacked = getattr(self, "_unacked", None)
-        if pending or unacked:
-            self.stats.discarded_on_reset += len(pending or ()) + len(unacked or ())
+        background = getattr(self, "_background", None)
+        if pending or unacked or background:
+            self.stats.discarded_on_reset += len(pending or ()) + len(unacked or ()) + len(background or ())
         self._next_seq = 0                       # next reliable seq to assign
         self._unacked: Dict[int, _Unacked] = {}  # seq -> packet, insertion ordered
         self._ack_guard = _AckGuard(self.config.window)
         self._pending: Deque[bytes] = deque()    # reliable packets waiting for the window
+        self._background: Deque[bytes] = deque()  # the same, sent when _pending is empty
         self._oob_out: List[bytes] = []           # out-of-band packets for the next flush
         self._retx: List[int] = []                # seqs due for retransmission
         self._expected = 0                        # next reliable seq we will deliver
@@ -426,6 +448,7 @@ class Session:
         if self.role is not Role.ENGINE:
             raise LocalProtocolError("only the engine role disconnects")
         if self.state is State.CONNECTED:
+            self.drop_background()
             self._queue_reliable(_DISCONNECT_PACKET)
             self.state = State.CLOSING
             self._closing_since = now
@@ -433,8 +456,10 @@ class Session:
         elif self.state in (State.CONNECTING, State.LOST):
             self._finish(State.CLOSED, Disconnected("disconnected before the robot answered"))
 
-    def send(self, message) -> None:
-        """Queue a message. Reliable messages need a connection; events go out as they are."""
+    def send(self, message, background: bool = False) -> None:
+        """Queue a message. Reliable messages need a connection; events go out as they are.
+        A reliable message sent with ``background`` waits until no other one does (see the
+        module docstring)."""
         packet = encode_packet(message)
         if len(packet) > MAX_PAYLOAD_SIZE:
             raise PacketTooLargeError(
@@ -449,7 +474,7 @@ class Session:
             return
         if self.state is not State.CONNECTED:
             raise NotConnectedError(f"cannot send {message.NAME}: session is {self.state.value}")
-        self._queue_reliable(packet)
+        self._queue_reliable(packet, background)
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug("[%s] >> %r", self.name, message)
 
@@ -473,14 +498,29 @@ class Session:
     @property
     def send_queue_length(self) -> int:
         """Reliable packets not yet acknowledged, in flight or waiting."""
-        return len(self._unacked) + len(self._pending)
+        return len(self._unacked) + len(self._pending) + len(self._background)
 
-    def _queue_reliable(self, packet: bytes) -> None:
-        if len(self._pending) >= self.config.max_pending:
+    @property
+    def background_queue_length(self) -> int:
+        """Background packets waiting to be sent (none of them sent yet)."""
+        return len(self._background)
+
+    def drop_background(self) -> int:
+        """Forget the background packets not yet sent (counted in ``background_dropped``);
+        returns how many. Those already sent are still delivered, in order."""
+        dropped = len(self._background)
+        if dropped:
+            self._background.clear()
+            self.stats.background_dropped += dropped
+        return dropped
+
+    def _queue_reliable(self, packet: bytes, background: bool = False) -> None:
+        waiting = len(self._pending) + len(self._background)
+        if waiting >= self.config.max_pending:
             raise SendQueueFullError(
-                f"{len(self._pending)} reliable packets already wait for the robot's window; "
+                f"{waiting} reliable packets already wait for the robot's window; "
                 "slow down or check the link")
-        self._pending.append(packet)
+        (self._background if background else self._pending).append(packet)
 
     # ------------------------------------------------------------------ events
 
@@ -860,16 +900,18 @@ class Session:
                         self.stats.retransmissions += 1
                         items.append((seq, entry.packet))
                 self._retx = []
-            # 2. new reliable packets, as the window allows
-            pending = self._pending
-            window = self.config.window
-            while pending and len(self._unacked) < window:
-                packet = pending.popleft()
-                seq = self._next_seq
-                self._next_seq = (seq + 1) % SEQ_MODULUS
-                self._unacked[seq] = _Unacked(packet, now)
-                self.stats.reliable_packets_sent += 1
-                items.append((seq, packet))
+            # 2. new reliable packets, as the window allows: the background ones last, and
+            #    only while few are unacknowledged
+            config = self.config
+            for pending, window in ((self._pending, config.window),
+                                    (self._background, min(config.background_window, config.window))):
+                while pending and len(self._unacked) < window:
+                    packet = pending.popleft()
+                    seq = self._next_seq
+                    self._next_seq = (seq + 1) % SEQ_MODULUS
+                    self._unacked[seq] = _Unacked(packet, now)
+                    self.stats.reliable_packets_sent += 1
+                    items.append((seq, packet))
             # 3. out-of-band packets
             if self._oob_out:
                 self.stats.oob_packets_sent += len(self._oob_out)

@@ -386,3 +386,33 @@ def test_a_message_the_link_fails_on_is_counted_and_dropped_and_the_rest_goes_on
     assert client.session.stats.malformed_packets == 1
     assert any("FirmwareSignature dropped: RuntimeError: handler bug" in m for m in logged.messages)
     assert len(received_states(events)) - before >= 10 and client.state is LinkState.READY
+
+
+@pytest.mark.parametrize("seed", [4, 5, 6])
+def test_the_stop_goes_ahead_of_a_backlog_of_the_animation_stream_on_a_lossy_link(seed):
+    """600 face images wait to be sent (a stream a link with 10 % loss each way cannot
+    carry): a DriveWheels goes out ahead of them, and the stop at shutdown drops them and
+    reaches the robot (behind the few stream packets already sent)."""
+    from cozmo_driver.sim import RobotConfig, SimulatedRobot
+
+    link = RobotLink(name="backlog")
+    sim = SimulatedRobot(config=RobotConfig(seed=seed))
+    net = MemoryLink(link, sim, Impairment(loss=0.1), Impairment(loss=0.1), seed=seed)
+    got: list = []
+    net.on_event_b = lambda ev: got.append((net.now, ev.message.NAME)) if isinstance(ev, MessageReceived) else None
+    link.start(net.now)
+    assert net.run_while(lambda: not link.is_ready, 10.0)
+    for _ in range(600):
+        link.send(msgs.DisplayImage(image=b"\x00" * 600))
+    sent = net.now
+    link.send(msgs.DriveWheels(lwheel_speed_mmps=100.0, rwheel_speed_mmps=100.0))
+    net.run_until(net.now + 1.5)
+    assert [t for t, name in got if name == "DriveWheels" and t - sent < 1.5]   # not behind the faces
+    assert sim.model.wheels[0].speed > 0
+    assert link.session.background_queue_length > 0                           # the backlog is still there
+    stop = net.now
+    link.stop(net.now)
+    net.run_until(net.now + 1.5)
+    assert link.session.stats.background_dropped > 0
+    assert [t for t, name in got if name == "StopAllMotors" and t - stop < 1.5]
+    assert [round(w.speed) for w in sim.model.wheels] == [0, 0]

@@ -765,6 +765,63 @@ def test_send_queue_limit():
     assert pair.robot_got() == list(range(14))
 
 
+def test_background_packets_wait_behind_the_others_and_within_their_own_window():
+    """The animation stream (background) never holds up a command: queued ones go out
+    first, and the stream only while fewer than background_window are unacknowledged."""
+    cfg = SessionConfig(window=10, background_window=3)
+    pair = Pair(engine_config=cfg)
+    pair.connect()
+    pair.link.a_to_b = Impairment(loss=1.0)  # nothing reaches the robot: the window stays as it is
+    for i in range(6):
+        pair.engine.send(to_robot(100 + i), background=True)
+    pair.engine.send(to_robot(1))
+    pair.link.run_until(pair.link.now + 0.05)
+    # the command first, then background packets until 3 are unacknowledged
+    assert pair.engine.stats.reliable_packets_sent == 3
+    assert pair.engine.background_queue_length == 4
+    for i in range(2, 9):
+        pair.engine.send(to_robot(i))
+    pair.link.run_until(pair.link.now + 0.05)
+    assert pair.engine.stats.reliable_packets_sent == 10   # commands fill the rest of the window
+    assert pair.engine.background_queue_length == 4 and pair.engine.send_queue_length == 14
+    pair.link.a_to_b = Impairment()
+    pair.settle()
+    assert pair.robot_got() == [1, 100, 101, 2, 3, 4, 5, 6, 7, 8, 102, 103, 104, 105]
+
+
+def test_drop_background_forgets_only_what_was_not_sent_and_disconnect_is_the_last_packet():
+    cfg = SessionConfig(background_window=2)
+    pair = Pair(engine_config=cfg)
+    pair.connect()
+    pair.link.a_to_b = Impairment(loss=1.0)
+    for i in range(5):
+        pair.engine.send(to_robot(100 + i), background=True)
+    pair.link.run_until(pair.link.now + 0.05)
+    assert pair.engine.drop_background() == 3               # 100 and 101 were sent already
+    assert pair.engine.stats.background_dropped == 3 and pair.engine.background_queue_length == 0
+    assert pair.engine.drop_background() == 0
+    pair.engine.send(to_robot(1))
+    pair.engine.send(to_robot(200), background=True)
+    pair.link.a_to_b = Impairment()
+    pair.engine.disconnect(pair.link.now)                  # drops 200: nothing after Disconnect
+    assert pair.engine.stats.background_dropped == 4
+    assert pair.link.run_while(lambda: pair.engine.state is not State.CLOSED, 5.0)
+    assert pair.robot_got() == [100, 101, 1]
+    assert pair.robot_of(Disconnected)
+
+
+def test_a_background_window_larger_than_the_window_is_the_window_and_zero_is_refused():
+    with pytest.raises(ValueError, match="background_window must be >= 1"):
+        SessionConfig(background_window=0)
+    pair = Pair(engine_config=SessionConfig(window=4, background_window=50))
+    pair.connect()
+    pair.link.a_to_b = Impairment(loss=1.0)
+    for i in range(8):
+        pair.engine.send(to_robot(i), background=True)
+    pair.link.run_until(pair.link.now + 0.05)
+    assert pair.engine.stats.reliable_packets_sent == 4
+
+
 def test_robot_that_greets_a_stray_reset_is_given_up_soon():
     """A stale or forged RESET makes the robot start over and greet with a new Connect: the
     engine sees that RESET_CONFIRM_S after the greeting (not after stall_timeout) and
