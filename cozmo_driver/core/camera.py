@@ -29,7 +29,7 @@ class CameraMixin:
         try:
             result = self._nv.push(message)
         except RemoteProtocolError as exc:
-            self._log(logging.WARNING, f"NV storage read: {exc}")
+            self.warn_throttled("nv_storage", f"NV storage read: {exc}")
             return
         if result is None or result.tag != NV_TAG_CAMERA_CALIB:
             return

@@ -131,7 +131,8 @@ class DriverCore(CameraMixin):
         self.drive_lock = threading.Lock()
         self.tracker = OdometryTracker()
         self.events = EventDetector()
-        self.assembler = ImageAssembler()
+        # the camera streams QVGA (320 x 240) at most: larger sizes are refused undecoded
+        self.assembler = ImageAssembler(max_resolution=int(_ImageResolution.QVGA))
         self._nv = NvReadAssembler()
         self.active = False
         self.estop = False

@@ -449,10 +449,18 @@ class ObjectRegistry:
         return entry
 
     def _forget_one(self) -> None:
-        unlisted = [e for e in self._entries.values() if not e.listed and not e.connected and e.pending is None]
-        if unlisted:
-            oldest = min(unlisted, key=lambda e: e.last_seen)
-            del self._entries[oldest.factory_id]
+        """Make room for one more: forget the object heard of longest ago that is neither
+        connected nor being connected, one not listed first (a listed one leaves the list:
+        DISAPPEARED). Only connected and pending ones, which the robot bounds, are kept."""
+        idle = [e for e in self._entries.values() if not e.connected and e.pending is None]
+        if not idle:
+            return
+        oldest = min(idle, key=lambda e: (e.listed, e.last_seen))
+        del self._entries[oldest.factory_id]
+        if oldest.listed:
+            self._changed = True
+            self._event(ObjectEventType.DISAPPEARED, oldest, f"{oldest.name} ({_hex(oldest.factory_id)}) "
+                        f"forgotten: more than {_MAX_KNOWN} objects were heard of")
 
     def _list(self, entry: ObjectEntry, why: str) -> None:
         if not entry.listed:

@@ -235,9 +235,14 @@ class ImageAssembler:
     image id "far" behind the newest finished one (``stale_window`` ids or more)
     is taken as a fresh sequence, e.g. after the robot restarted; call
     :meth:`reset` on reconnect anyway.
+
+    ``max_resolution`` (an ImageResolution value) refuses chunks of larger images: a
+    receiver that asked for QVGA need not decode 3200 x 2400 pixels for a forged
+    17-byte chunk (None: every size of :data:`RESOLUTIONS`).
     """
 
-    def __init__(self, max_pending: int = 2, max_age_ms: int = 1000, stale_window: int = 64):
+    def __init__(self, max_pending: int = 2, max_age_ms: int = 1000, stale_window: int = 64,
+                 max_resolution: int | None = None):
         if max_pending < 1:
             raise LocalProtocolError("max_pending must be at least 1")
         if max_age_ms < 0 or stale_window < 1:
@@ -245,6 +250,10 @@ class ImageAssembler:
         self.max_pending = max_pending
         self.max_age_ms = max_age_ms
         self.stale_window = stale_window
+        if max_resolution is not None and max_resolution not in RESOLUTIONS:
+            raise LocalProtocolError(f"max_resolution {max_resolution} names no image size")
+        self._resolutions = frozenset(r for r in RESOLUTIONS
+                                      if max_resolution is None or r <= max_resolution)
         self.stats = AssemblerStats()
         self._pending: dict[int, _PartialImage] = {}
         self._floor: int | None = None  # newest image id completed or abandoned
@@ -308,8 +317,11 @@ class ImageAssembler:
         if count < 1 or not 0 <= chunk_id < count:
             stats.invalid_chunks += 1
             raise RemoteProtocolError(f"image {image_id}: chunk_id {chunk_id} out of range for {count} chunks")
-        if resolution not in RESOLUTIONS:
+        if resolution not in self._resolutions:
             stats.invalid_chunks += 1
+            if resolution in RESOLUTIONS:
+                raise RemoteProtocolError(f"image {image_id}: image_resolution {resolution} "
+                                          f"({RESOLUTION_NAMES[resolution]}) is larger than asked for")
             raise RemoteProtocolError(f"image {image_id}: image_resolution {resolution} names no image size")
 
         partial = self._pending.get(image_id)

@@ -99,14 +99,32 @@ class NvReadAssembler:
     Feed every ``NvStorageOpResult`` of a read to :meth:`push`; it returns an
     :class:`NvReadResult` when the read finished (``NV_OKAY`` or an error), else
     ``None``. Results of other operations (writes, erases) are ignored.
+
+    What it holds is bounded, whatever the robot (or a forger) sends: at most
+    ``max_tags`` reads in progress (a part of one more forgets the oldest) and
+    ``max_bytes`` in all (a part beyond that forgets its read); either raises
+    :class:`RemoteProtocolError` saying what was dropped.
     """
 
-    def __init__(self, max_bytes: int = 1 << 20) -> None:
+    def __init__(self, max_bytes: int = 1 << 20, max_tags: int = 8) -> None:
         self.max_bytes = max_bytes
+        self.max_tags = max_tags
         self._parts: Dict[int, bytearray] = {}
+        self._total = 0
 
     def reset(self) -> None:
         self._parts.clear()
+        self._total = 0
+
+    @property
+    def held_bytes(self) -> int:
+        """Bytes of the reads in progress."""
+        return self._total
+
+    def _forget(self, tag: int) -> int:
+        dropped = len(self._parts.pop(tag))
+        self._total -= dropped
+        return dropped
 
     def push(self, message) -> Optional[NvReadResult]:
         if int(message.op) != 0:  # NVOP_READ
@@ -114,12 +132,25 @@ class NvReadAssembler:
         tag = int(message.tag)
         result = int(message.result)
         if result == _NV_MORE:
+            evicted = None
+            if tag not in self._parts and len(self._parts) >= self.max_tags:
+                evicted = next(iter(self._parts))
+                evicted_bytes = self._forget(evicted)
             buf = self._parts.setdefault(tag, bytearray())
-            buf += bytes(message.data)
-            if len(buf) > self.max_bytes:
-                del self._parts[tag]
-                raise RemoteProtocolError(f"NV entry 0x{tag:08x} exceeds {self.max_bytes} bytes")
+            data = bytes(message.data)
+            buf += data
+            self._total += len(data)
+            if self._total > self.max_bytes:
+                self._forget(tag)
+                raise RemoteProtocolError(f"NV reads in progress exceed {self.max_bytes} bytes: "
+                                          f"the read of entry 0x{tag:08x} was dropped")
+            if evicted is not None:
+                raise RemoteProtocolError(f"more than {self.max_tags} NV reads in progress: the "
+                                          f"oldest, of entry 0x{evicted:08x} ({evicted_bytes} bytes "
+                                          "so far), was dropped")
             return None
+        if tag in self._parts:
+            self._total -= len(self._parts[tag])
         buf = self._parts.pop(tag, bytearray())
         if result == _NV_OKAY:
             buf += bytes(message.data)

@@ -291,6 +291,21 @@ def test_camera_frames_convert_on_demand(rig):
     assert len(output.images) == count
 
 
+def test_a_camera_chunk_larger_than_qvga_is_refused_and_counted_undecoded(rig):
+    """The driver asks the robot for QVGA; a chunk that says 3200 x 2400 is refused (counted
+    in the assembler's invalid chunks, which /diagnostics shows) before any decoding."""
+    robot, core, output = rig
+    core.set_camera_wanted(True)
+    robot.run(0.5)
+    invalid = core.assembler.stats.invalid_chunks
+    robot.sim.session.send(msgs.ImageChunk(image_id=4_000_000_000, frame_timestamp_ms=1, image_encoding=8,
+                                           image_resolution=12, image_chunk_count=1, chunk_id=0,
+                                           data=b"\xff" * 17))
+    robot.run(0.5)
+    assert core.assembler.stats.invalid_chunks == invalid + 1
+    assert all(frame.width == 320 for frame in output.images)
+
+
 def test_a_drive_off_the_front_ends_thread_is_handed_over_while_a_goal_holds_the_treads(rig):
     robot, core, output = rig
     handed = []

@@ -330,6 +330,40 @@ def test_nv_read_assembler_joins_parts():
     assert not failed.ok and failed.result == -1
 
 
+def test_nv_read_assembler_holds_a_bounded_number_of_reads_and_bytes():
+    """A robot (or a forger) that starts reads of ever new entries, or sends parts without
+    end, never makes it hold more than max_tags reads and max_bytes."""
+    res = msgs.ENUMS["NvResult"]
+    a = NvReadAssembler(max_bytes=10_000, max_tags=4)
+
+    def more(tag, n=1000):
+        return msgs.NvStorageOpResult(tag=tag, length=n, op=0, result=res.NV_MORE, data=b"x" * n)
+    for tag in range(1, 5):
+        assert a.push(more(tag)) is None
+    with pytest.raises(RemoteProtocolError, match="more than 4 NV reads in progress: the oldest, of entry "
+                       "0x00000001 .1000 bytes so far., was dropped"):
+        a.push(more(5))
+    for tag in range(6, 20_000):
+        try:
+            a.push(more(tag))
+        except RemoteProtocolError:
+            pass
+        assert len(a._parts) <= 4 and a.held_bytes <= 10_000
+    # one entry's parts beyond max_bytes in all: that read is dropped
+    a.reset()
+    assert a.held_bytes == 0
+    for _ in range(9):
+        a.push(more(NV_TAG_CAMERA_CALIB))
+    with pytest.raises(RemoteProtocolError, match="exceed 10000 bytes"):
+        a.push(more(NV_TAG_CAMERA_CALIB, 1001))
+    assert a.held_bytes == 0
+    # and a read still completes after all that
+    a.push(more(NV_TAG_CAMERA_CALIB, 3))
+    done = a.push(msgs.NvStorageOpResult(tag=NV_TAG_CAMERA_CALIB, length=3, op=0, result=res.NV_OKAY,
+                                         data=b"abc"))
+    assert done.ok and done.data == b"xxxabc" and a.held_bytes == 0
+
+
 def test_camera_info_from_the_robot_and_default():
     calib = CameraCalibration(290.0, 291.0, 161.0, 119.0, 0.5, 240, 320, (0.1, -0.2))
     info = caminfo.from_calibration(calib)

@@ -191,6 +191,24 @@ def test_discovery_lists_advertised_objects_once_and_ages_them_out():
     assert rig.events() == [(EV.APPEARED, "cube2")]
 
 
+def test_a_flood_of_advertised_objects_never_holds_more_than_64_and_keeps_the_connected_one():
+    from cozmo_driver.driver.objects import _MAX_KNOWN
+    rig = Rig()
+    rig.all_advertise()
+    rig.advance(0.25)
+    assert (C1, True) in rig.connects()
+    rig.answer(C1, 1, True)
+    rig.events()
+    for k in range(2000):                 # ever new factory ids, all fresh (listed)
+        rig.now += 0.0005
+        rig.advertise((0x20000000 + k, 1, -70))
+    assert len(rig.reg._entries) <= _MAX_KNOWN
+    assert rig.reg.entry(C1) is not None and rig.reg.entry(C1).connected
+    assert rig.reg.entry(0x20000000 + 1999) is not None      # the newest is known
+    forgotten = [e for e in rig.reg.pop_events() if e.type == EV.DISAPPEARED]
+    assert len(forgotten) >= 2000 - _MAX_KNOWN and "forgotten: more than 64 objects" in forgotten[-1].description
+
+
 def test_auto_connect_connects_the_three_cubes_once_then_events_flow():
     rig = Rig()
     rig.all_advertise()

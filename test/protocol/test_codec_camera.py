@@ -527,6 +527,24 @@ def test_invalid_chunks_raise_remote_errors():
     assert asm.pending == 1
 
 
+def test_an_image_larger_than_max_resolution_is_refused_before_anything_is_decoded():
+    """The driver asks for QVGA: a 17-byte chunk that says QUXGA (3200 x 2400, 23 MB of
+    pixels to decode) is refused and counted; QVGA and smaller still assemble."""
+    asm = ImageAssembler(max_resolution=QVGA)
+    base = dict(image_id=1, frame_timestamp_ms=0, image_encoding=8, image_chunk_count=1, chunk_id=0,
+                data=b"x" * 17)
+    with pytest.raises(RemoteProtocolError, match="image_resolution 12 .QUXGA. is larger than asked for"):
+        asm.push(image_resolution=12, **base)
+    assert asm.stats.invalid_chunks == 1 and asm.pending == 0
+    payload = encode_minimized(textured_gray(32, 32))
+    assert len(feed(asm, chunks_of(2, payload))) == 1
+    small = [dict(c, image_resolution=3) for c in chunks_of(3, payload)]
+    assert len(feed(asm, small)) == 1
+    assert len(feed(ImageAssembler(), [dict(c, image_resolution=6) for c in chunks_of(4, payload)])) == 1
+    with pytest.raises(LocalProtocolError, match="max_resolution 13"):
+        ImageAssembler(max_resolution=13)
+
+
 def test_push_chunk_accepts_message_objects():
     payload = encode_minimized(textured_gray(32, 32))
     asm = ImageAssembler()
