@@ -6,6 +6,11 @@
    socket on 127.0.0.1 (ours: the UDP adapter; pycozmo: its Connection thread).
 3. Delivery of 1000 reliable packets at 10 % loss each way (simulated time on
    the in-memory link, and the wall-clock CPU it took to compute).
+4. Commands on a lossy link while the animation stream runs (a face image and an
+   audio frame 30 times a second, as the driver's pacer sends them): how late a
+   DriveWheels sent once a second reaches the simulated robot, and whether the
+   shutdown's StopAllMotors reaches it (RobotLink + SimulatedRobot on the in-memory
+   link, simulated time, several seeds).
 
 Prints tables; asserts nothing. All traffic stays on 127.0.0.1.
 """
@@ -199,6 +204,55 @@ def bench_delivery() -> None:
           ["loss each way", "delivered", "in order, once", "time s", "retransmissions", "CPU ms"], rows)
 
 
+def bench_commands_under_loss(seeds: int = 6, seconds: int = 20) -> None:
+    from cozmo_driver.client import RobotLink
+    from cozmo_driver.sim import RobotConfig, SimulatedRobot
+
+    rows = []
+    for loss in (0.0, 0.02, 0.05, 0.1, 0.2):
+        delays, stops, never, queue = [], [], 0, 0
+        for seed in range(1, seeds + 1):
+            link = RobotLink(name="bench")
+            sim = SimulatedRobot(config=RobotConfig(seed=seed))
+            net = MemoryLink(link, sim, Impairment(loss=loss, delay=0.005), Impairment(loss=loss, delay=0.005),
+                             seed=seed)
+            got = []
+            net.on_event_b = lambda ev, got=got, net=net: (
+                got.append((net.now, ev.message.NAME)) if isinstance(ev, MessageReceived) else None)
+            link.start(net.now)
+            net.run_while(lambda: not link.is_ready, 20.0)
+            t0, sent = net.now, []
+            for k in range(30 * seconds):
+                net.run_until(t0 + k / 30.0)
+                link.send(msgs.DisplayImage(image=bytes(600)))
+                link.send(msgs.OutputAudio(samples=bytes(744)))
+                if k % 30 == 15:
+                    sent.append(net.now)
+                    link.send(msgs.DriveWheels(lwheel_speed_mmps=float(k), rwheel_speed_mmps=0.0))
+                queue = max(queue, link.session.send_queue_length)
+            arrived = [t for t, name in got if name == "DriveWheels"]
+            for t in sent:
+                later = [a for a in arrived if a >= t]
+                if later:
+                    delays.append((later[0] - t) * 1e3)
+            stop = net.now
+            link.stop(net.now)
+            net.run_until(net.now + 3.0)
+            at = [t for t, name in got if name == "StopAllMotors" and t >= stop]
+            if at:
+                stops.append((at[0] - stop) * 1e3)
+            else:
+                never += 1
+        q = statistics.quantiles(delays, n=10) if len(delays) > 1 else [float("nan")] * 9
+        rows.append([f"{loss:.0%}", f"{len(delays)}/{seeds * seconds}", f"{statistics.median(delays):.0f}",
+                     f"{q[-1]:.0f}", f"{max(delays):.0f}", queue,
+                     f"{len(stops)}/{seeds}", f"{statistics.median(stops):.0f}" if stops else "-"])
+    table(f"Commands behind the animation stream (30 faces + 30 audio frames a second), 5 ms each way, "
+          f"in-memory link, {seeds} seeds x {seconds} s (simulated milliseconds)",
+          ["loss each way", "DriveWheels delivered", "delay median", "delay p90", "delay max",
+           "send queue max (packets)", "shutdown stop delivered", "stop delay median"], rows)
+
+
 def main() -> int:
     argparse.ArgumentParser(
         description=__doc__.splitlines()[0],
@@ -207,6 +261,7 @@ def main() -> int:
     bench_codec()
     bench_latency()
     bench_delivery()
+    bench_commands_under_loss()
     return 0
 
 

@@ -23,7 +23,11 @@ Reliable delivery, in both directions:
 * One retransmission timer. When it fires, packets unacknowledged for longer
   than the retransmission timeout (RTO, from the measured round trip, at least
   ``rto_min``) are sent again, and the RTO doubles up to ``rto_max`` until an
-  acknowledgement makes progress: no resend storms.
+  acknowledgement makes progress: no resend storms. Before that, a frame from the
+  peer that acknowledges everything up to our oldest packet in flight but not it
+  (a duplicate acknowledgement: the peer got later ones) sends that packet again at
+  once, if it went more than 1.5 round trips and 10 ms ago (fast retransmission):
+  the robot delivers in order, so every command behind a lost packet waits for it.
 * Frames are filled up to the 1037-byte payload limit; reliable packets in one
   frame are always consecutive. A packet that cannot fit a frame on its own is
   refused by :meth:`send` with :class:`PacketTooLargeError`.
@@ -99,6 +103,12 @@ RESET_CONFIRM_S = 0.5
 ACK_BEHIND_FRAMES = 3
 #: ... and for this long before those packets are sent again (a late frame is one frame), s
 ACK_BEHIND_CONFIRM_S = 0.2
+#: fast retransmission: the oldest unacknowledged packet is sent again at once when a frame
+#: acknowledges everything before it but not it, this long after it was last sent: a
+#: multiple of the smoothed round trip ...
+FAST_RETX_RTT = 1.5
+#: ... plus a margin for the peer's delayed acknowledgement and jitter, s
+FAST_RETX_MARGIN_S = 0.01
 
 
 class Role(enum.Enum):
@@ -185,6 +195,9 @@ class SessionStats:
     oob_packets_received: int = 0
     retransmissions: int = 0
     retransmission_timeouts: int = 0
+    #: the oldest unacknowledged packet sent again on a duplicate acknowledgement, before
+    #: its retransmission timeout
+    fast_retransmissions: int = 0
     standalone_acks: int = 0
     malformed_datagrams: int = 0
     malformed_packets: int = 0
@@ -733,7 +746,21 @@ class Session:
             self._finish(State.CLOSED, Disconnected("disconnected"))
 
     def _on_old_ack(self, ack: int, now: float) -> None:
-        """An ack that acknowledges nothing new: :class:`_AckGuard` looks at it."""
+        """An ack that acknowledges nothing new: :class:`_AckGuard` looks at it. One that
+        acknowledges everything before our oldest packet in flight, but not it, while the
+        peer goes on sending, says that packet was probably lost: it is sent again now
+        rather than after the retransmission timeout (which, backed off, can be a second),
+        once a round trip and a margin after it last went (see ``FAST_RETX_RTT``)."""
+        unacked = self._unacked
+        if unacked:
+            base = next(iter(unacked))
+            srtt = self.stats.srtt_s
+            if (ack + 1) % SEQ_MODULUS == base and srtt is not None:
+                entry = unacked[base]
+                if (now - entry.sent_at >= FAST_RETX_RTT * srtt + FAST_RETX_MARGIN_S
+                        and base not in self._retx):
+                    self._retx.append(base)
+                    self.stats.fast_retransmissions += 1
         self._ack_guard.old_ack(self, ack, now)
 
     def _on_peer_reset(self, now: float) -> None:

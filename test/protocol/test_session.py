@@ -511,6 +511,31 @@ def test_no_resend_once_acked_and_rto_follows_the_measured_rtt():
     assert engine.get_timer() == pytest.approx(2.15)
 
 
+def test_a_duplicate_ack_sends_the_oldest_packet_again_before_its_timeout():
+    """Fast retransmission: the robot's frames keep acknowledging packet 0 while 1-3 are in
+    flight (it got 2 and 3, not 1); 1.5 round trips and 10 ms after 1 went, the next such
+    frame sends 1 again at once instead of at the retransmission timeout."""
+    engine = connected_engine(QUIET)
+    engine.send(to_robot(0))
+    engine.datagrams_to_send(1.0)
+    engine.receive_datagram(robot_ack(0), 1.02)               # a round trip of 20 ms
+    assert engine.stats.srtt_s == pytest.approx(0.02)
+    for i in (1, 2, 3):
+        engine.send(to_robot(i))
+    (sent,) = frames(engine.datagrams_to_send(2.0))
+    assert (sent.first_seq, sent.seq) == (1, 3)
+    engine.receive_datagram(robot_ack(0), 2.02)               # 20 ms: 1 may still be on its way
+    assert engine.datagrams_to_send(2.02) == []
+    engine.receive_datagram(robot_ack(0), 2.045)              # past 1.5 x 20 + 10 ms
+    (again,) = frames(engine.datagrams_to_send(2.045))
+    assert again.first_seq == again.seq == 1 and [p.body for p in again.packets] == [sent.packets[0].body]
+    assert engine.stats.fast_retransmissions == 1 and engine.stats.retransmission_timeouts == 0
+    engine.receive_datagram(robot_ack(0), 2.05)               # it just went again: not once more
+    assert engine.datagrams_to_send(2.05) == [] and engine.stats.fast_retransmissions == 1
+    engine.receive_datagram(robot_ack(3), 2.07)
+    assert engine.send_queue_length == 0 and engine.stats.retransmissions == 1
+
+
 def test_robot_retransmits_its_connect():
     robot = connected_robot(0.0)
     assert robot.get_timer() == pytest.approx(0.1)
