@@ -44,6 +44,13 @@ chunk came for ``stream_timeout_s``. Chunks that would queue more than
 ``max_queue_s`` are dropped (counted). While an animation plays, queued audio
 and images wait.
 
+A link that cannot carry the stream (a lossy Wi-Fi) makes it pile up in the
+session's background queue, behind every command (see the session). Once a second
+of it (``BACKLOG_MAX`` packets) waits there, ticks go out without their face image
+and their silence (counted; the pacer sends the current image again once the queue
+has drained), so the screen shows the latest face late by at most about that, not
+by the whole pile; sound and animation keyframes are always sent.
+
 Goals (audio and animation) are identified by a token of the caller's; a new
 one of the same kind preempts the one playing, which is reported as not
 successful with the reason. When the robot is lost, or :meth:`AVStream.stop`
@@ -72,6 +79,10 @@ from .av_pacer import AVPacer
 from .player import CompiledClip
 
 __all__ = ["AVStream", "AVReport", "AVStreamStats"]
+
+#: stream packets waiting unsent in the session's background queue (about a second of the
+#: stream) from which faces and silence are skipped
+BACKLOG_MAX = 60
 
 logger = logging.getLogger("cozmo.anim.av")
 
@@ -113,6 +124,8 @@ class AVStreamStats:
     #: faces that came while an image shown until replaced held the face's place
     faces_under_image: int = 0
     send_errors: int = 0
+    #: face images and silence frames not sent because the link was BACKLOG_MAX behind
+    skipped_backlog: int = 0
     #: how late the timer fired after a tick was due (s)
     tick_late_max_s: float = 0.0
     tick_late_sum_s: float = 0.0
@@ -182,6 +195,7 @@ class AVStream:
         self._streaming = False
         self._last_chunk_at = -math.inf
         self._warned_at = -math.inf
+        self._backlog_warned_at = -math.inf
 
     # ------------------------------------------------------------------ any thread
 
@@ -275,6 +289,7 @@ class AVStream:
             "animations finished": a.clips_finished,
             "animations cancelled": a.clips_cancelled,
             "send errors": s.send_errors,
+            "display frames and silence skipped (link behind)": s.skipped_backlog,
             "tick lateness max (ms)": round(s.tick_late_max_s * 1000.0, 2),
             "tick lateness mean (ms)": round(s.tick_late_sum_s / fires * 1000.0, 3),
         }
@@ -292,6 +307,8 @@ class AVStream:
 
     def _send(self, messages: Sequence[Any]) -> None:
         link = self.robot.link
+        if messages and link.session.background_queue_length >= BACKLOG_MAX:
+            messages = self._skip_backlogged(messages)
         for m in messages:
             try:
                 link.send(m)
@@ -301,6 +318,23 @@ class AVStream:
                 if now - self._warned_at > 5.0:
                     self._warned_at = now
                     logger.warning("display/audio: %s not sent: %s", m.NAME, exc)
+
+    def _skip_backlogged(self, messages: Sequence[Any]) -> List[Any]:
+        """The link is a second behind: leave out the face image and the silence."""
+        kept = [m for m in messages if m.NAME not in ("DisplayImage", "OutputSilence")]
+        skipped = len(messages) - len(kept)
+        if skipped:
+            self.stats.skipped_backlog += skipped
+            if any(m.NAME == "DisplayImage" for m in messages):
+                self.pacer.forget_screen()  # sent again once the queue drained
+            now = time.monotonic()
+            if now - self._backlog_warned_at > 5.0:
+                self._backlog_warned_at = now
+                logger.warning("display/audio: the link to the robot is not keeping up (%d stream "
+                               "packets wait to be sent): face images and silence are skipped until "
+                               "it does (%d so far)", self.robot.link.session.background_queue_length,
+                               self.stats.skipped_backlog)
+        return kept
 
     def _stream_deadline(self) -> Optional[float]:
         if self._prebuffered:

@@ -470,9 +470,8 @@ class Session:
             self._finish(State.CLOSED, Disconnected("disconnected before the robot answered"))
 
     def send(self, message, background: bool = False) -> None:
-        """Queue a message. Reliable messages need a connection; events go out as they are.
-        A reliable message sent with ``background`` waits until no other one does (see the
-        module docstring)."""
+        """Queue a message. Reliable messages need a connection; events go out as they are;
+        ``background``: see the module docstring."""
         packet = encode_packet(message)
         if len(packet) > MAX_PAYLOAD_SIZE:
             raise PacketTooLargeError(
@@ -513,18 +512,15 @@ class Session:
         """Reliable packets not yet acknowledged, in flight or waiting."""
         return len(self._unacked) + len(self._pending) + len(self._background)
 
-    @property
-    def background_queue_length(self) -> int:
-        """Background packets waiting to be sent (none of them sent yet)."""
-        return len(self._background)
+    background_queue_length = property(lambda self: len(self._background),
+                                       doc="Background packets waiting to be sent (none sent yet).")
 
     def drop_background(self) -> int:
-        """Forget the background packets not yet sent (counted in ``background_dropped``);
-        returns how many. Those already sent are still delivered, in order."""
+        """Forget the background packets not yet sent (those sent are still delivered);
+        returns how many (counted in ``background_dropped``)."""
         dropped = len(self._background)
-        if dropped:
-            self._background.clear()
-            self.stats.background_dropped += dropped
+        self._background.clear()
+        self.stats.background_dropped += dropped
         return dropped
 
     def _queue_reliable(self, packet: bytes, background: bool = False) -> None:
@@ -746,21 +742,15 @@ class Session:
             self._finish(State.CLOSED, Disconnected("disconnected"))
 
     def _on_old_ack(self, ack: int, now: float) -> None:
-        """An ack that acknowledges nothing new: :class:`_AckGuard` looks at it. One that
-        acknowledges everything before our oldest packet in flight, but not it, while the
-        peer goes on sending, says that packet was probably lost: it is sent again now
-        rather than after the retransmission timeout (which, backed off, can be a second),
-        once a round trip and a margin after it last went (see ``FAST_RETX_RTT``)."""
-        unacked = self._unacked
-        if unacked:
+        """An ack that acknowledges nothing new: :class:`_AckGuard` looks at it; one just
+        short of our oldest packet in flight sends that again (fast retransmission)."""
+        unacked, srtt = self._unacked, self.stats.srtt_s
+        if unacked and srtt is not None:
             base = next(iter(unacked))
-            srtt = self.stats.srtt_s
-            if (ack + 1) % SEQ_MODULUS == base and srtt is not None:
-                entry = unacked[base]
-                if (now - entry.sent_at >= FAST_RETX_RTT * srtt + FAST_RETX_MARGIN_S
-                        and base not in self._retx):
-                    self._retx.append(base)
-                    self.stats.fast_retransmissions += 1
+            if ((ack + 1) % SEQ_MODULUS == base and base not in self._retx
+                    and now - unacked[base].sent_at >= FAST_RETX_RTT * srtt + FAST_RETX_MARGIN_S):
+                self._retx.append(base)
+                self.stats.fast_retransmissions += 1
         self._ack_guard.old_ack(self, ack, now)
 
     def _on_peer_reset(self, now: float) -> None:

@@ -270,7 +270,8 @@ class FakeRobot:
     def __init__(self) -> None:
         self.now = 100.0
         self.sent: List[tuple] = []           # (time, message)
-        self.link = SimpleNamespace(state=LinkState.READY, send=lambda msg: self.sent.append((self.now, msg)))
+        self.link = SimpleNamespace(state=LinkState.READY, send=lambda msg: self.sent.append((self.now, msg)),
+                                    session=SimpleNamespace(background_queue_length=0))
         self.listeners: List[Any] = []
         self._timers: list = []
         self._seq = itertools.count()
@@ -457,6 +458,33 @@ def test_losing_the_robot_ends_every_goal_and_a_reconnection_shows_the_face_agai
 
 
 # --------------------------------------------------------------------------- the face stream
+
+def test_a_link_a_second_behind_gets_no_faces_or_silence_but_all_sound_until_it_catches_up():
+    """The session's background queue holds BACKLOG_MAX stream packets (a lossy link): the
+    ticks go out without their face image and silence, counted; sound is still sent; once
+    the queue drained the current face is sent again."""
+    from cozmo_driver.anim.av_stream import BACKLOG_MAX
+    robot, av, reports = make_stream()
+    faces = [screen_to_frame(FaceRenderer().render(EXPRESSIONS[name]))[0] for name in ("happy", "sad")]
+    av.set_face(faces[0])
+    robot.run_until(robot.now + 0.2)
+    assert "DisplayImage" in robot.names()
+    robot.link.session.background_queue_length = BACKLOG_MAX
+    t = robot.now + 1e-9                                               # after the tick due now
+    av.set_face(faces[1])
+    av.play_audio("a", tone(0.3))
+    robot.run_until(robot.now + 0.5)
+    sent = robot.names(since=t)
+    assert "DisplayImage" not in sent and "OutputSilence" not in sent
+    assert sent.count("OutputAudio") == 9                              # 0.3 s of sound: every frame
+    assert av.counters()["display frames and silence skipped (link behind)"] >= 10
+    robot.link.session.background_queue_length = 0
+    t = robot.now + 1e-9
+    robot.run_until(robot.now + 0.2)
+    shown = [msg for when, msg in robot.sent if when >= t and msg.NAME == "DisplayImage"]
+    assert shown                                                       # the face again, at once
+    assert robot.names(since=t)[0] == "DisplayImage"
+
 
 def test_face_stream_renders_on_change_and_keeps_alive():
     animator = FaceAnimator(seed=1, base="neutral", now=0.0, idle=False)

@@ -28,7 +28,7 @@ from cozmo_driver.client.link import RobotLink
 from cozmo_driver.driver.media import screen_to_frame
 from cozmo_driver.protocol.session import MessageReceived
 from cozmo_driver.sim import RobotConfig, SimulatedRobot
-from cozmo_driver.transport.memory import MemoryLink
+from cozmo_driver.transport.memory import Impairment, MemoryLink
 
 FRAME = 1 / 30
 
@@ -40,10 +40,10 @@ class LoopRobot:
     ``wake(when)`` is how late (s) a timer due at ``when`` fires; :meth:`arrive` makes a call
     from another thread (the executor's) land on the I/O thread at a given time."""
 
-    def __init__(self, seed: int, wake: Callable[[float], float]) -> None:
+    def __init__(self, seed: int, wake: Callable[[float], float], loss: float = 0.0) -> None:
         self.link = RobotLink(name="faces")
         self.sim = SimulatedRobot(config=RobotConfig(seed=seed))
-        self.net = MemoryLink(self.link, self.sim, seed=seed)
+        self.net = MemoryLink(self.link, self.sim, Impairment(loss=loss), Impairment(loss=loss), seed=seed)
         self.net.on_event_a = self._dispatch
         self.wake = wake
         self._listeners: List[Callable] = []
@@ -133,9 +133,9 @@ def play(robot: LoopRobot, av: AVStream, times: List[float]) -> List[bytes]:
     return [data for _, data in robot.displayed()[start:]]
 
 
-def make(seed: int, wake: Callable[[float], float]) -> Tuple[LoopRobot, AVStream, float]:
+def make(seed: int, wake: Callable[[float], float], loss: float = 0.0) -> Tuple[LoopRobot, AVStream, float]:
     """The robot, its started stream, and a tick of the pacer's grid a little ahead."""
-    robot = LoopRobot(seed, wake)
+    robot = LoopRobot(seed, wake, loss)
     av = AVStream(robot, lambda report: None)
     av.start()
     origin = av.pacer.tick_time(0)
@@ -185,6 +185,28 @@ def test_bursts_and_a_short_stall_lose_nothing_and_keep_one_face_per_tick():
     sent_at = [t for t, _ in robot.displayed()[start:]]
     ticks = np.round((np.array(sent_at) - av.pacer.tick_time(0)) * 30).astype(int)
     assert len(set(ticks)) == len(ticks)                                  # one face per tick
+
+
+def test_on_a_link_that_cannot_carry_the_stream_the_face_falls_at_most_a_second_behind():
+    """35 % loss each way: the link carries less than the stream's 60 packets a second.
+    The faces and the silence are skipped once a second of it waits unsent (counted), so
+    the wait stays about a second instead of growing without end, and the face the robot
+    shows catches up with the last one once the faces stop."""
+    from cozmo_driver.anim.av_stream import BACKLOG_MAX
+    robot, av, grid = make(11, lambda when: 0.0005, loss=0.35)
+    session = robot.link.session
+    worst = 0
+    times = arrivals(grid + 0.01, 600, lambda j: 0.003)               # 20 s of faces
+    for j, t in enumerate(times):
+        robot.arrive(t, av.set_face, face(j))
+    for k in range(1, 41):
+        robot.run_until(grid + k * 0.5)
+        worst = max(worst, session.background_queue_length)
+    assert robot.link.is_ready
+    assert av.counters()["display frames and silence skipped (link behind)"] > 100
+    assert worst < BACKLOG_MAX + 4                                    # one tick's worth over at most
+    robot.run_until(grid + 25.0)
+    assert robot.displayed()[-1][1] == face(599)
 
 
 def test_a_stall_longer_than_the_queue_drops_the_oldest_and_counts_them():
