@@ -59,6 +59,11 @@ from .samples import (BatterySample, DriverOutput, ImuSample, JointSample,
 
 __all__ = ["DriverCore", "make_robot", "CozmoError"]
 
+def _speed(x: float) -> str:
+    """A requested speed for a log line: 0.500, or 1.79e+308 rather than 309 digits."""
+    return f"{x:.3f}" if abs(x) < 1e6 else f"{x:.4g}"
+
+
 _ImageSendMode = msgs.ENUMS["ImageSendMode"]
 _ImageResolution = msgs.ENUMS["ImageResolution"]
 _NvOperation = msgs.ENUMS["NvOperation"]
@@ -161,7 +166,11 @@ class DriverCore(CameraMixin):
         self.battery_v: Optional[float] = None
         self._last_battery = -math.inf
         self._deadline: Optional[float] = None  # robot clock s: the watchdog's stop due
+        #: robot clock s of the last cmd_vel drive that moved the treads (None: they are not
+        #: moving by cmd_vel): a new cmd_vel_timeout counts from it
+        self._last_move: Optional[float] = None
         self._armed = False  # a watchdog check is scheduled on the I/O thread
+        self._watch_handle: Any = None  # that check (I/O thread only)
         self._handed = 0  # drives handed to the front-end's thread, not run yet
 
     # ------------------------------------------------------------------ small helpers
@@ -215,7 +224,7 @@ class DriverCore(CameraMixin):
         (also while it is being brought up again after a reconnect)."""
         with self.drive_lock:
             self.active = False
-            self._deadline = None
+            self._deadline = self._last_move = None
             robot = self.robot
             if robot is not None and robot.state in (LinkState.INITIALIZING, LinkState.READY):
                 robot.post(msgs.StopAllMotors())
@@ -356,6 +365,12 @@ class DriverCore(CameraMixin):
             self.send_camera_config()
         if p["stop_on_cliff"] != old["stop_on_cliff"]:
             self.post_if_ready(msgs.EnableStopOnCliff(enable=bool(p["stop_on_cliff"])))
+        if p["cmd_vel_timeout"] != old["cmd_vel_timeout"]:
+            # treads moving by cmd_vel stop at the new timeout after the last command (at
+            # once if that is past), or never with 0
+            with self.drive_lock:
+                if self.robot is not None:
+                    self._set_deadline(float(p["cmd_vel_timeout"]), again=True)
 
     def camera_streaming(self) -> bool:
         """Whether the robot is to stream its camera: ``camera_enabled``, and, with
@@ -489,32 +504,45 @@ class DriverCore(CameraMixin):
                                              rwheel_speed_mmps=cmd.right_mps * 1000.0,
                                              lwheel_accel_mmps2=accel, rwheel_accel_mmps2=accel))
             moving = cmd.left_mps != 0.0 or cmd.right_mps != 0.0
-            if moving and timeout > 0:
-                self._deadline = self.robot.clock() + timeout
-                if not self._armed:
-                    self._armed = True
-                    self.robot.call_soon(self._arm)
-            else:
-                self._deadline = None
+            self._last_move = self.robot.clock() if moving else None
+            self._set_deadline(timeout, again=False)
+
+    def _set_deadline(self, timeout: float, again: bool) -> None:
+        """The watchdog's stop at ``timeout`` after the last moving drive (none for 0);
+        ``again``: a check may be scheduled for a later deadline, schedule one for this
+        (drive lock held)."""
+        last = self._last_move
+        if last is None or timeout <= 0:
+            self._deadline = None
+            return
+        self._deadline = last + timeout
+        if again or not self._armed:
+            self._armed = True
+            self.robot.call_soon(self._arm)
 
     def _scaled(self, v_mps: float, w_radps: float, cmd: Any) -> None:
         """A drive beyond ``max_wheel_speed`` was scaled down: count it, warn (throttled)."""
         self.cmd_vel_scaled += 1
         v, w = wheels_to_twist(cmd.left_mps, cmd.right_mps)
+        scale = f"{cmd.scale:.2f}" if cmd.scale >= 0.01 else f"{cmd.scale:.3g}"
         self.warn_throttled("cmd_vel_scaled", (
-            f"cmd_vel scaled down by {cmd.scale:.2f} to keep both treads within max_wheel_speed "
-            f"= {float(self.params['max_wheel_speed']):.3f} m/s: requested {v_mps:.3f} m/s, "
-            f"{w_radps:.3f} rad/s; applied {v:.3f} m/s, {w:.3f} rad/s (the curvature is kept; "
+            f"cmd_vel scaled down by {scale} to keep both treads within max_wheel_speed "
+            f"= {float(self.params['max_wheel_speed']):.3f} m/s: requested {_speed(v_mps)} m/s, "
+            f"{_speed(w_radps)} rad/s; applied {v:.3f} m/s, {w:.3f} rad/s (the curvature is kept; "
             f"{self.cmd_vel_scaled} scaled so far)"))
 
     def _arm(self) -> None:
-        """I/O thread: schedule the watchdog's check at the deadline."""
+        """I/O thread: schedule the watchdog's check at the deadline (instead of one
+        scheduled before, which may be later)."""
         with self.drive_lock:
             deadline = self._deadline
             if deadline is None:
                 self._armed = False
                 return
-        self.robot.schedule(deadline, self._on_watchdog)
+        handle, self._watch_handle = self._watch_handle, None
+        if handle is not None:
+            handle.cancel()
+        self._watch_handle = self.robot.schedule(deadline, self._on_watchdog)
 
     def _on_watchdog(self) -> None:
         """I/O thread: stop the treads once no drive came for cmd_vel_timeout."""
@@ -524,13 +552,14 @@ class DriverCore(CameraMixin):
                 self._armed = False
                 return
             if self.robot.clock() < deadline:
-                self.robot.schedule(deadline, self._on_watchdog)
+                self._watch_handle = self.robot.schedule(deadline, self._on_watchdog)
                 return
-            self._deadline = None
+            waited = deadline - self._last_move if self._last_move is not None else 0.0
+            self._deadline = self._last_move = None
             self._armed = False
+            self._watch_handle = None
             self.post_if_ready(_STOP)
-        self._log(logging.INFO, f"no cmd_vel for {self.params['cmd_vel_timeout']} s: "
-                  "treads stopped")
+        self._log(logging.INFO, f"no cmd_vel for {waited:g} s: treads stopped")
 
     @property
     def watchdog_due(self) -> Optional[float]:
@@ -540,12 +569,12 @@ class DriverCore(CameraMixin):
     def cancel_watchdog(self) -> None:
         """No watchdog stop is pending any more (the treads were stopped, or taken over)."""
         with self.drive_lock:
-            self._deadline = None
+            self._deadline = self._last_move = None
 
     def stop_treads(self) -> None:
         """Stop the treads now (no watchdog stop pending after)."""
         with self.drive_lock:
-            self._deadline = None
+            self._deadline = self._last_move = None
             self.post_if_ready(_STOP)
 
     def _speed(self, requested: float, limit_param: str, field: str) -> Optional[float]:
@@ -666,7 +695,7 @@ class DriverCore(CameraMixin):
         if engage:
             with self.drive_lock:  # no drive goes out after the stop below
                 self.estop = True
-                self._deadline = None
+                self._deadline = self._last_move = None
             sent = self.robot is not None and self.link_state is LinkState.READY
             if sent:
                 self.robot.post(msgs.StopAllMotors())

@@ -65,8 +65,8 @@ PARAMETERS: Tuple[ParamSpec, ...] = (
     ParamSpec("publish_tf", True, "Broadcast odom_frame -> base_frame on /tf"),
     # --- motion
     ParamSpec("cmd_vel_stamped", False, "cmd_vel is geometry_msgs/TwistStamped (newer Nav2) instead of Twist"),
-    ParamSpec("cmd_vel_timeout", 0.5, "Stop the treads when no cmd_vel came for this long (0: never)",
-              "s", 0.0, 10.0, dynamic=True),
+    ParamSpec("cmd_vel_timeout", 0.5, "Stop the treads when no cmd_vel came for this long (0.0: "
+              "never; a change applies to the drive in progress)", "s", 0.0, 10.0, dynamic=True),
     ParamSpec("max_wheel_speed", 0.2, "Fastest tread speed for cmd_vel; faster commands are scaled "
               "down keeping their curvature", "m/s", 0.01, 0.2, dynamic=True),
     ParamSpec("wheel_acceleration", 0.0, "Tread acceleration for cmd_vel (0: the robot's own)",

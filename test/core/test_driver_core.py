@@ -172,6 +172,33 @@ def test_the_watchdog_stops_once_on_the_robot_clock(rig):
     assert core.watchdog_due is None
 
 
+@pytest.mark.parametrize("before, after, stop_after", [
+    (10.0, 0.5, 0.5),     # lowered while driving: the stop comes at the new timeout
+    (10.0, 0.05, 0.1),    # lowered below the time already gone: at once
+    (0.0, 0.5, 0.5),      # the watchdog turned on while driving: it counts from the last command
+    (0.3, 0.0, None),     # turned off: the drive goes on
+    (0.3, 2.0, 2.0),      # raised: the stop comes later
+])
+def test_a_new_cmd_vel_timeout_applies_to_the_drive_in_progress(rig, before, after, stop_after):
+    robot, core, output = rig
+    core.params["cmd_vel_timeout"] = before
+    start = robot.net.now
+    core.drive(0.05, 0.1)
+    robot.run(0.1)
+    old = dict(core.params)
+    core.params["cmd_vel_timeout"] = after
+    core.apply_params(old)
+    robot.run(4.0)
+    drives = robot.sent("DriveWheels")
+    stops = [t for t, m in drives if m.lwheel_speed_mmps == 0.0 and m.rwheel_speed_mmps == 0.0]
+    if stop_after is None:
+        assert stops == [] and core.watchdog_due is None
+        return
+    assert len(stops) == 1, stops
+    assert start + stop_after - 0.01 <= stops[0] < start + stop_after + 0.05
+    assert output.said(f"no cmd_vel for {after:g} s: treads stopped", logging.INFO), output.lines
+
+
 def test_no_drive_after_the_emergency_stop_until_released(rig):
     robot, core, output = rig
     core.drive(0.05, 0.0)
@@ -355,6 +382,23 @@ def test_a_drive_beyond_max_wheel_speed_is_scaled_with_a_throttled_warning(rig):
     assert core.cmd_vel_scaled == 31
     assert output.lines[-1][1].endswith("(and 29 more like it in the last 2.1 s)"), output.lines[-1]
     assert "31 scaled so far" in output.lines[-1][1]
+
+
+def test_a_huge_finite_twist_is_scaled_to_the_limit_never_to_nan(rig):
+    """1.79e308 m/s and 1e308 rad/s are finite, so not refused: v + w x track / 2 overflowed
+    to inf and the scale to 0, and inf x 0 sent a NaN tread speed to the robot."""
+    robot, core, output = rig
+    limit = core.params["max_wheel_speed"]
+    for v, w in ((1.79e308, 1e308), (-1.79e308, 0.0), (0.0, -1e308), (1e300, -1e300)):
+        core.drive(v, w)
+        robot.run(0.1)
+        drive = robot.sent("DriveWheels")[-1][1]
+        speeds = (drive.lwheel_speed_mmps, drive.rwheel_speed_mmps)
+        assert all(math.isfinite(x) for x in speeds), (v, w, speeds)
+        assert max(abs(x) for x in speeds) == pytest.approx(limit * 1000.0), (v, w, speeds)
+    line = [text for level, text in output.lines if "scaled down" in text][0]
+    assert "requested 1.79e+308 m/s, 1e+308 rad/s" in line and "scaled down by 1.1e-309" in line, line
+    assert "nan" not in line
 
 
 def test_repeated_refusals_and_re_anchorings_are_throttled_with_a_count(rig):
