@@ -59,7 +59,7 @@ from .samples import (BatterySample, DriverOutput, ImuSample, JointSample,
 
 __all__ = ["DriverCore", "make_robot", "CozmoError"]
 
-def _speed(x: float) -> str:
+def _speed_text(x: float) -> str:
     """A requested speed for a log line: 0.500, or 1.79e+308 rather than 309 digits."""
     return f"{x:.3f}" if abs(x) < 1e6 else f"{x:.4g}"
 
@@ -527,8 +527,8 @@ class DriverCore(CameraMixin):
         scale = f"{cmd.scale:.2f}" if cmd.scale >= 0.01 else f"{cmd.scale:.3g}"
         self.warn_throttled("cmd_vel_scaled", (
             f"cmd_vel scaled down by {scale} to keep both treads within max_wheel_speed "
-            f"= {float(self.params['max_wheel_speed']):.3f} m/s: requested {_speed(v_mps)} m/s, "
-            f"{_speed(w_radps)} rad/s; applied {v:.3f} m/s, {w:.3f} rad/s (the curvature is kept; "
+            f"= {float(self.params['max_wheel_speed']):.3f} m/s: requested {_speed_text(v_mps)} m/s, "
+            f"{_speed_text(w_radps)} rad/s; applied {v:.3f} m/s, {w:.3f} rad/s (the curvature is kept; "
             f"{self.cmd_vel_scaled} scaled so far)"))
 
     def _arm(self) -> None:
@@ -580,7 +580,8 @@ class DriverCore(CameraMixin):
     def _speed(self, requested: float, limit_param: str, field: str) -> Optional[float]:
         limit = float(self.params[limit_param])
         if requested < 0:
-            self.refuse(field, f"{field} = {requested}: a speed must not be negative")
+            self.refuse(field, f"{field.split('.')[0]} refused: {field} = {requested}: a speed must "
+                        "not be negative")
             return None
         if requested == 0:
             return limit
@@ -599,13 +600,13 @@ class DriverCore(CameraMixin):
             return
         if not self.ready(topic, motion=True):
             return
+        speed = self._speed(max_speed, f"{motor}_max_speed", f"{topic}.max_speed")
+        if speed is None:
+            return  # refused: a goal moving the motor goes on
         self._preempt(motor, topic)
         target, warning = clamp(value, limits[0], limits[1], f"{topic}.{field}", unit)
         if warning:
             self.warn_throttled(f"{topic}.{field}", warning)
-        speed = self._speed(max_speed, f"{motor}_max_speed", f"{topic}.max_speed")
-        if speed is None:
-            return
         self.robot.post(command(target, speed, float(self.params[f"{motor}_acceleration"])))
 
     def set_head(self, angle_rad: float, max_speed_radps: float = 0.0,

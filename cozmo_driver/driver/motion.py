@@ -241,14 +241,15 @@ def require_finite(prefix: str, **values: float) -> None:
 
 def check_speed(value: float, name: str, default: float, limit: float, unit: str,
                 allow_negative: bool = False) -> Tuple[float, Optional[str]]:
-    """(speed to use, warning or None): 0 -> ``default``; beyond ``limit`` -> clamped
-    with a warning; negative -> refused unless ``allow_negative`` (the sign is kept)."""
+    """(speed to use, warning or None): 0 -> ``default``, at most ``limit``; beyond
+    ``limit`` -> clamped with a warning; negative -> refused unless ``allow_negative``
+    (the sign is kept)."""
     if not math.isfinite(value):
         raise MotionError(f"{name} is {value}: not a finite number")
     if value < 0 and not allow_negative:
         raise MotionError(f"{name} = {value:g} {unit}: must not be negative (0 = default)")
     if value == 0:
-        return default, None
+        return min(default, limit), None
     if abs(value) > limit:
         clamped = math.copysign(limit, value)
         return clamped, (f"{name} = {value:g} {unit} is beyond {limit:g} {unit}: "

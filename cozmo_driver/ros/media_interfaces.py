@@ -389,6 +389,11 @@ class MediaInterfaces:
         self._goals[goal.token] = goal
         return goal
 
+    def _refused(self, handle: Any, result: Any, action: str, message: str) -> Any:
+        """A goal that cannot run ends aborted with the reason, which the log says too."""
+        self._log.warning(f"{action} goal aborted: {message}")
+        return self._end(handle, result, False, message)
+
     @staticmethod
     def _end(handle: Any, result: Any, success: bool, message: str) -> Any:
         result.success = bool(success)
@@ -418,11 +423,11 @@ class MediaInterfaces:
         if problem is None and not math.isfinite(request.volume):
             problem = f"volume = {request.volume}: not a finite number"
         if problem is not None:
-            return self._end(handle, result, False, problem)
+            return self._refused(handle, result, "play_audio", problem)
         try:
             pcm, info = load_audio_file(request.path)
         except CommandError as exc:
-            return self._end(handle, result, False, str(exc))
+            return self._refused(handle, result, "play_audio", str(exc))
         if request.volume >= 0.0:
             volume, warning = clamp(float(request.volume), 0.0, 1.0, "play_audio goal volume")
             if warning:
@@ -443,7 +448,7 @@ class MediaInterfaces:
         result = PlayAnimation.Result()
         problem = self._refusal(motion=True)
         if problem is not None:
-            return self._end(handle, result, False, problem)
+            return self._refused(handle, result, "play_animation", problem)
         state = self.robot.robot_state
         head_deg = math.degrees(state.head_angle_rad) if state is not None else None
         try:
@@ -451,7 +456,7 @@ class MediaInterfaces:
             compiled = compile_clip(clip, start_head_angle_deg=head_deg,
                                     start_lift_height_mm=state.lift_height_mm if state is not None else None)
         except AnimationError as exc:
-            return self._end(handle, result, False, str(exc))
+            return self._refused(handle, result, "play_animation", str(exc))
         stops = motor_stops(head=bool(clip.tracks.head), lift=bool(clip.tracks.lift))
         goal = self._new_goal("animation", handle)
         goal.clip = clip.name

@@ -228,7 +228,7 @@ def test_bad_commands_are_refused_or_clamped_with_what_was_wrong(rig):
                               "left": (0, 0, 0), "right": (0, 0, 0)})
     assert core.refused == 5
     for text in ("cmd_vel refused: cmd_vel.linear.x is nan", "head/angle refused: head/angle.angle",
-                 "lift/height.max_speed = -1.0: a speed must not be negative",
+                 "lift/height refused: lift/height.max_speed = -1.0: a speed must not be negative",
                  "volume refused", "backpack_lights refused: backpack_lights.front"):
         assert output.said(text, logging.WARNING), (text, output.lines)
     core.set_head(2.0)  # out of range: clamped, with a warning
@@ -331,6 +331,32 @@ def test_a_camera_chunk_larger_than_qvga_is_refused_and_counted_undecoded(rig):
     robot.run(0.5)
     assert core.assembler.stats.invalid_chunks == invalid + 1
     assert all(frame.width == 320 for frame in output.images)
+
+
+def test_a_refused_head_or_lift_command_leaves_the_goal_moving_that_motor(rig):
+    """A head/angle with a negative max_speed is refused; it used to abort the
+    set_head_angle goal in progress first ("preempted by a head/angle command") and then
+    send nothing, so the head went on to the goal's angle with its goal gone."""
+    robot, core, output = rig
+    preempted = []
+
+    class Motion:
+        def has_goal(self, motor):
+            return True
+
+        def preempt(self, motor, reason):
+            preempted.append((motor, reason))
+    core.motion = Motion()
+    core.set_head(0.1, -2.0)
+    core.set_lift(0.05, -1.0)
+    core.set_head(math.nan)
+    robot.run(0.1)
+    assert preempted == [] and not robot.sent("SetHeadAngle") and not robot.sent("SetLiftHeight")
+    assert output.said("head/angle refused: head/angle.max_speed = -2.0: a speed must not be negative",
+                       logging.WARNING), output.lines
+    core.set_head(0.1)
+    robot.run(0.1)
+    assert preempted == [("head", "preempted by a head/angle command")] and robot.sent("SetHeadAngle")
 
 
 def test_a_drive_off_the_front_ends_thread_is_handed_over_while_a_goal_holds_the_treads(rig):

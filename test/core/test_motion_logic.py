@@ -227,6 +227,8 @@ def test_segment_messages_are_in_millimetres_and_tread_speeds():
 
 def test_speeds_zero_default_clamped_and_negative_refused():
     assert mo.check_speed(0.0, "speed", 0.1, 0.2, "m/s") == (0.1, None)
+    # the default is at most the limit too (max_wheel_speed lowered below it)
+    assert mo.check_speed(0.0, "speed", 0.1, 0.05, "m/s") == (0.05, None)
     speed, warning = mo.check_speed(0.5, "speed", 0.1, 0.2, "m/s")
     assert speed == 0.2 and "clamped to 0.2 m/s" in warning
     assert mo.check_speed(-0.5, "speed", 0.1, 0.2, "m/s", allow_negative=True)[0] == -0.2

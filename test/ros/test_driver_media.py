@@ -423,6 +423,12 @@ def test_play_audio_volume_default_leaves_the_volume_and_above_one_is_clamped_wi
     assert any("play_audio goal volume = 1.7 is outside [0, 1]: clamped to 1" in line for line in log.lines), log.lines
     r = rig.result(rig.send_goal(PlayAudio, "play_audio", PlayAudio.Goal(path=str(short), volume=float("nan"))))
     assert r.status == GoalStatus.STATUS_ABORTED and "not a finite number" in r.result.message
+    r = rig.result(rig.send_goal(PlayAudio, "play_audio", PlayAudio.Goal(path=str(tmp_path / "none.wav"))))
+    assert r.status == GoalStatus.STATUS_ABORTED
+    # the reason of a goal that could not run is in the log too, not only in its result
+    assert any(line.startswith("play_audio goal aborted: volume = nan: not a finite number")
+               for line in log.lines), log.lines
+    assert any(line.startswith("play_audio goal aborted: ") and "none.wav" in line for line in log.lines)
 
 
 def test_a_pcm_stream_on_audio_pcm_is_played(make_rig):
