@@ -202,6 +202,10 @@ class DriverStreams(DriverOutput):
     def wanted(self, stamp_ns: int) -> Dict[str, bool]:
         """Which streams have subscribers: asked every RECHECK_NS (and after a clock jump
         back), not per message; at start-up at every state until one has (EAGER_NS)."""
+        if self._ros_time:
+            # ROS time may stand still (use_sim_time with no /clock yet: every stamp 0), and
+            # subscribers still come and go: recheck on the host's clock
+            stamp_ns = time.monotonic_ns()
         until = self.wanted_until
         if stamp_ns >= until or stamp_ns < until - RECHECK_NS:
             pub = self.node._pub

@@ -933,6 +933,20 @@ def test_streams_without_subscribers_are_not_published(make_driver):
     assert published["imu"] >= 5 and published["compressed"] >= 2
 
 
+def test_a_late_subscriber_gets_odom_under_use_sim_time_with_no_clock(make_driver):
+    """use_sim_time set and no /clock published: every stamp is 0. The check for new
+    subscribers was keyed on the stamps, so it never ran again and a subscriber that came
+    later got nothing; it runs on the host's clock under ROS time."""
+    h = make_driver()
+    imu = h.listen("imu", Imu, "imu/data", qos_profile_sensor_data)   # one stream is wanted
+    assert h.spin_until(lambda: len(imu) >= 5, DISCOVERY_TIMEOUT)
+    h.node.set_parameters([Parameter("use_sim_time", Parameter.Type.BOOL, True)])
+    h.spin_for(0.6)                              # the driver sees ROS time (asked every 0.2 s)
+    odom = h.listen("odom", Odometry, "odom")
+    assert h.spin_until(lambda: len(odom) >= 5, DISCOVERY_TIMEOUT)
+    assert all(m.header.stamp.sec == 0 and m.header.stamp.nanosec == 0 for m in odom[-3:])
+
+
 def test_the_robot_streams_its_camera_only_while_a_camera_topic_has_a_subscriber(make_driver):
     """camera_on_demand (the default): no camera frame leaves the robot while nothing
     subscribes to a camera topic; the first subscriber starts the camera, and it stops
