@@ -76,14 +76,30 @@ def _node_namespace(context, entry):
     return (namespace or "").strip("/")
 
 
+def required_exit(entry):
+    """What a required process's exit does: the whole bring-up stops (Shutdown); when it
+    failed on its own (a status other than 0 while the launch was not stopping already,
+    e.g. the driver refusing a parameter file), the launch fails with it: ros2 launch says
+    so and exits 1 (an error raised in an event handler is what makes it do that)."""
+    from launch.actions import Shutdown
+
+    def on_exit(event, context):
+        code = event.returncode
+        if code != 0 and not getattr(context, "is_shutdown", False):
+            raise RuntimeError(f"{entry.executable} exited with status {code}, which stops the "
+                               "bring-up (its reason is in its output above)")
+        return [Shutdown(reason=f"{entry.executable} exited")]
+    return on_exit
+
+
 def entry_action(entry, context, directory):
     """The launch action of a plan entry: launch_ros's Node with the plan's parameter files,
     or ExecuteProcess; both with the plan's environment (they end when this process dies)."""
-    from launch.actions import ExecuteProcess, Shutdown
+    from launch.actions import ExecuteProcess
     from launch_ros.actions import Node
     from launch_ros.substitutions import ExecutableInPackage
 
-    on_exit = [Shutdown(reason=f"{entry.executable} exited")] if entry.required else None
+    on_exit = required_exit(entry) if entry.required else None
     environment = plan.child_environment()
     if entry.members:  # one_process: the nodes in one cozmo_stack, each its own --ros-args
         namespace = _node_namespace(context, entry)

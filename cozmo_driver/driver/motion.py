@@ -304,7 +304,7 @@ def check_segments(segments: Sequence[Segment], max_speed: float, prefix: str = 
                                   "(0 = default)")
         if seg.type == LINE:
             if seg.length < _MIN_LINE_M:
-                raise MotionError(f"{where}: a LINE of {seg.length:.4f} m (at least "
+                raise MotionError(f"{where.rstrip('.')}: a LINE of {seg.length:.4f} m (at least "
                                   f"{_MIN_LINE_M} m)")
             speed, warning = check_speed(seg.speed, where + "speed", 0.0, max_speed, "m/s", True)
         elif seg.type == ARC:
@@ -328,7 +328,7 @@ def check_segments(segments: Sequence[Segment], max_speed: float, prefix: str = 
         if previous_end is not None:
             gap = math.hypot(start[0] - previous_end[0], start[1] - previous_end[1])
             if gap > SEGMENT_GAP_M:
-                raise MotionError(f"{where}: starts {gap:.3f} m from where {prefix}[{i - 1}] ends "
+                raise MotionError(f"{where.rstrip('.')}: starts {gap:.3f} m from where {prefix}[{i - 1}] ends "
                                   f"(segments must join within {SEGMENT_GAP_M} m)")
         previous_end = seg.end_point()
         out.append(seg)

@@ -285,12 +285,15 @@ class CozmoDriverNode(LifecycleNode):
             except ValueError:
                 pass
             opened = robot.transport.running  # a link that never opened has nothing to stop
+            state = robot.state
             try:
                 robot.stop()
             except CozmoError as exc:
                 self._log(logging.WARNING, f"stopping the link: {exc}")
             if opened:
-                self._log(logging.INFO, "disconnected from the robot (motors stopped)")
+                self._log(logging.INFO, "disconnected from the robot (motors stopped)"
+                          if state.value in ("ready", "initializing") else
+                          f"link closed (the robot was {state.value}: nothing to stop)")
         with core.lock:
             self._destroy_interfaces()
             core.robot = None

@@ -425,10 +425,12 @@ class MotionActions:
             else:
                 goal_handle.abort()
             # (one rclpy logging call per severity: a call site may not change its severity)
+            said = outcome.message if outcome.message.startswith(f"{outcome.status}:") \
+                else f"{outcome.status}: {outcome.message}"   # not 'canceled: canceled: ...'
             if outcome.status == ABORTED:
-                self._log.warning(f"{run.name}: {outcome.status}: {outcome.message}")
+                self._log.warning(f"{run.name}: {said}")
             else:
-                self._log.info(f"{run.name}: {outcome.status}: {outcome.message}")
+                self._log.info(f"{run.name}: {said}")
             return result
         finally:
             self._pending_executes -= 1

@@ -255,13 +255,13 @@ def test_explicit_segments_are_checked():
         ([], "empty"),
         ([Segment(7)], r"segments\[0\].type = 7"),
         ([Segment.line(0, 0, math.nan, 0)], r"segments\[0\].end_x is nan"),
-        ([Segment.line(0, 0, 0, 0)], "a LINE of 0.0000 m"),
+        ([Segment.line(0, 0, 0, 0)], r"^segments\[0\]: a LINE of 0.0000 m"),
         ([Segment.arc(0, 0, 0.0, 0, 1)], r"radius = 0 m"),
         ([Segment.arc(0, 0, 0.1, 0, 7.0)], r"sweep = 7 rad"),
         ([Segment.point_turn(0, 0, 1.0, tolerance=0.001)], "tolerance = 0.001 rad cannot be reached"),
         ([Segment.line(0, 0, 0.1, 0, accel=-1)], "accel = -1"),
         ([Segment.line(0, 0, 0.1, 0), Segment.line(0.2, 0, 0.3, 0)],
-         r"segments\[1\].: starts 0.100 m from where segments\[0\] ends"),
+         r"^segments\[1\]: starts 0.100 m from where segments\[0\] ends"),
         ([Segment.line(0, 0, 0.1, 0)] * 251, "at most 250"),
     ]
     for segments, match in cases:

@@ -204,6 +204,23 @@ def test_two_robots_in_two_namespaces_at_once(observer):
         stop_cleanly(first)
 
 
+def test_a_driver_that_refuses_its_parameters_fails_the_launch(tmp_path):
+    """The driver exits 2 on a parameter out of range; ros2 launch used to stop everything
+    and exit 0. It exits 1, and says which process ended it and with what status."""
+    config = tmp_path / "bad.yaml"
+    config.write_text("cozmo_driver:\n  ros__parameters:\n    max_wheel_speed: 5.0\n")
+    launch = RosLaunch(*sim(config=str(config)))
+    try:
+        ended = launch.process.wait(timeout=60)
+    finally:
+        launch.stop()
+    output = launch.output
+    assert ended == 1, (ended, output)
+    assert "max_wheel_speed" in output, output                      # the driver's own reason
+    assert "cozmo_driver_node exited with status 2" in output, output
+    assert launch.leftovers == [], launch.describe()
+
+
 @pytest.mark.parametrize("given, suggestion", [("use_simm:=true", "use_sim"),
                                                 ("namspace:=robot1", "namespace")])
 def test_a_misspelt_argument_is_refused_with_the_valid_ones(given, suggestion):

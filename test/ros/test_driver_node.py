@@ -1022,6 +1022,19 @@ def test_cmd_vel_while_the_robot_stops_answering_and_comes_back(make_driver, rcl
         second.stop()
 
 
+def test_closing_the_link_of_a_lost_robot_does_not_claim_the_motors_were_stopped(make_driver, rclpy_log):
+    first = SimServer(port=0, seed=5).start()
+    h = make_driver(first)
+    link = h.listen("link", LinkStatus, "link_status", LATCHED)
+    assert h.spin_until(lambda: link and link[-1].state == LinkStatus.CONNECTED, 10.0)
+    first.stop()
+    assert h.spin_until(lambda: link[-1].state == LinkStatus.LOST, 10.0)
+    h.node.close()
+    lines = [line.message for line in rclpy_log.of(h.node)]
+    assert any("link closed (the robot was lost: nothing to stop)" in m for m in lines), lines
+    assert not any("disconnected from the robot (motors stopped)" in m for m in lines), lines
+
+
 def test_a_late_robot_then_a_refused_and_an_out_of_range_head_angle(make_driver, rclpy_log):
     """The driver starts before the robot answers (an info line, throttled), the robot comes
     late, and then head/angle commands are refused (negative speed) and clamped (out of

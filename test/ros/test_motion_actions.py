@@ -302,12 +302,17 @@ WHEEL_GOALS = {
 
 @pytest.mark.parametrize("name", sorted(WHEEL_GOALS))
 def test_wheel_goal_canceled_midway_stops_the_treads(rig, name):
+    motion = rig.node._motion
+    lines: list = []
+    motion._log = LogRecorder(motion._log, lines)
     handle = rig.send(name, WHEEL_GOALS[name])
     assert rig.spin_until(lambda: rig.sim.is_connected and rig.odom_truth() != (0.0, 0.0, 0.0), 3.0)
     rig.spin_for(0.5)
     rig.cancel(handle)
     status, result = rig.wait(handle)
+    motion._log = motion._log.logger
     assert status == GoalStatus.STATUS_CANCELED and not result.success
+    assert f"{name}: canceled: the motor was stopped" in lines, lines   # said once, not twice
     rig.spin_for(0.25)  # the stop reaches the robot, whose treads decelerate
     assert rig.still(0.4), " ".join(m.NAME for _, m in rig.sim.commands()[-8:])
     if name in ("drive_straight", "follow_path", "go_to_pose"):
