@@ -5,6 +5,7 @@ executables are installed, and the parameter files a bring-up generated for them
 from __future__ import annotations
 
 import os
+import random
 import socket
 from pathlib import Path
 
@@ -25,9 +26,38 @@ def project_executable(name: str) -> Path:
     return path
 
 
+#: ports free_udp_port handed out in this process (never twice)
+_HANDED_OUT: set = set()
+
+
+def _ephemeral_range() -> range:
+    try:
+        low, high = (int(x) for x in open("/proc/sys/net/ipv4/ip_local_port_range").read().split())
+    except (OSError, ValueError):
+        low, high = 32768, 60999
+    return range(low, high + 1)
+
+
 def free_udp_port() -> int:
-    """A UDP port on 127.0.0.1 that nobody had bound a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+    """A UDP port on 127.0.0.1 that is free now and that nothing else of the run takes before
+    the test binds it: drawn above the kernel's ephemeral range, from which every bind to
+    port 0 (a driver's socket, another test's) takes its port (a CI failure: a simulator
+    could not bind the port this gave a moment before), and above the DDS ports of the
+    domains the tests use (7400 + 250 x domain, 250 of them, domains 1..100 up to 32650)."""
+    candidates = range(max(_ephemeral_range().stop, 32700), 65536)
+    rng = random.Random(os.urandom(8))
+    for _ in range(500 if len(candidates) else 0):
+        port = rng.choice(candidates)
+        if port in _HANDED_OUT:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _HANDED_OUT.add(port)
+        return port
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:  # no range left: the kernel's
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
 
