@@ -187,8 +187,7 @@ class RobotLink:
         self._ready_deadline = None
         if self.session.state is State.CONNECTED:
             try:
-                self.session.drop_background()
-                self.session.send(msgs.StopAllMotors())
+                self.send(msgs.StopAllMotors())  # ahead of the animation stream, which it drops
             except LocalProtocolError as exc:
                 logger.warning("[%s] could not stop the motors: %s", self.name, exc)
         self.session.disconnect(now)

@@ -45,9 +45,10 @@ Reliable delivery, in both directions:
   only when no other reliable packet waits, and only while fewer than
   ``background_window`` packets are unacknowledged, so that a backlog of the stream
   on a lossy link never holds up a command behind it (the robot delivers in order:
-  a command waits for at most that many stream packets sent before it); :meth:`drop_background` empties
-  its queue (a stop, or an aborted animation, makes what waits in it moot), and
-  :meth:`disconnect` does too, so that Disconnect is the last packet sent.
+  a command waits for at most that many stream packets sent before it).
+  :meth:`drop_background` empties its queue (a stop, or an aborted animation, makes
+  what waits in it moot), and :meth:`disconnect` does too, so that Disconnect is the
+  last packet sent.
 * Keepalive: the engine pings every ``ping_interval`` and measures the round
   trip from the robot's echo. The peer is declared lost after ``peer_timeout``
   seconds without any datagram. :meth:`connect` after a loss or a disconnect
