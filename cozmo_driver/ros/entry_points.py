@@ -5,31 +5,43 @@ A node installs its own SIGINT and SIGTERM handling (``_entry.init``) once its m
 imported, which takes a few tenths of a second (rclpy, the message packages). A SIGINT in
 that time, which ``ros2 launch`` sends to every process when one of them exits or the user
 presses Ctrl-C right after the start, raised KeyboardInterrupt inside some import and
-printed its traceback. Nothing has been started then: the process ends with status 0, as
-it does on a signal once the node runs.
+printed its traceback (also in the console script's own lines, between this module's
+import and the call of its function). Nothing has been started then: the process ends at
+once with status 0, as it does on a signal once the node runs.
 
-This module imports nothing but the standard library (it is what the console script
-imports first).
+Importing this module in one of those console scripts (``sys.argv[0]`` names it) sets
+that SIGINT handler, which the node's own replaces (``_entry.init``); imported anywhere
+else (a test importing every module) it sets nothing. It imports nothing but the
+standard library (it is what the console script imports first).
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Callable, Optional, Sequence
+import os
+import signal
+import sys
+from typing import Any, Callable, Optional, Sequence
 
 __all__ = ["driver_node", "face_node", "behavior_node", "description_publisher", "stack"]
 
 
+def _while_starting(signum: int, frame: Any) -> None:
+    """SIGINT before the node handles signals itself: nothing runs yet, nothing to stop."""
+    os._exit(0)
+
+
+#: the console scripts of this module (setup.py)
+SCRIPTS = ("cozmo_driver_node", "cozmo_face_node", "cozmo_behavior_node", "cozmo_description_publisher",
+           "cozmo_stack")
+
+if os.path.basename(sys.argv[0] if sys.argv else "") in SCRIPTS:
+    signal.signal(signal.SIGINT, _while_starting)
+
+
 def _quiet_start(module: str) -> Callable[[Optional[Sequence[str]]], int]:
     def entry(args: Optional[Sequence[str]] = None) -> int:
-        try:
-            main = importlib.import_module(module).main
-        except KeyboardInterrupt:
-            return 0  # Ctrl-C while starting: nothing to stop yet
-        try:
-            return main(args)
-        except KeyboardInterrupt:
-            return 0  # before the node's own signal handling was in place
+        return importlib.import_module(module).main(args)
     entry.__name__ = entry.__qualname__ = module.rsplit(".", 1)[-1]
     entry.__doc__ = f"The console script of {module}: its main(), quiet on an early Ctrl-C."
     return entry

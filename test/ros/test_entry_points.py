@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -22,6 +23,14 @@ def test_every_node_console_script_goes_through_entry_points():
     setup = (Path(__file__).resolve().parents[2] / "setup.py").read_text()
     for name in NODES:
         assert f"{name} = cozmo_driver.ros.entry_points:" in setup, name
+
+
+def test_imported_elsewhere_it_leaves_sigint_alone():
+    """A program (or a test) that imports every module keeps its own Ctrl-C handling."""
+    code = ("import signal, cozmo_driver.ros.entry_points as e; "
+            "assert signal.getsignal(signal.SIGINT) is signal.default_int_handler; "
+            "assert set(e.SCRIPTS) == set(%r)" % (NODES,))
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
 
 @pytest.mark.slow
