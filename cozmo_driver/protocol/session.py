@@ -110,6 +110,18 @@ ACK_BEHIND_CONFIRM_S = 0.2
 FAST_RETX_RTT = 1.5
 #: ... plus a margin for the peer's delayed acknowledgement and jitter, s
 FAST_RETX_MARGIN_S = 0.01
+#: engine: a Disconnect waits no longer than this for its acknowledgement once the robot has
+#: gone silent (stopped, out of range: none will come; a live robot streams 30 states a second)
+CLOSING_SILENCE_S = 0.5
+
+
+def _closing_end(closing_since: float, last_rx: Optional[float], timeout: float) -> float:
+    """When a session in CLOSING gives up waiting: ``timeout`` after the Disconnect, or
+    ``CLOSING_SILENCE_S`` after the last datagram of the peer if that is sooner."""
+    end = closing_since + timeout
+    if last_rx is not None:
+        end = min(end, max(last_rx, closing_since) + CLOSING_SILENCE_S)
+    return end
 
 
 class Role(enum.Enum):
@@ -145,7 +157,8 @@ class SessionConfig:
     connect_timeout: float = 5.0
     #: engine: how long a Disconnect may wait for its acknowledgement (and the stop before
     #: it for its delivery: on a link losing a fifth of its datagrams each way that takes
-    #: up to about 2 s, behind the animation stream's packets already sent)
+    #: up to about 2 s, behind the animation stream's packets already sent), as long as the
+    #: robot is heard of (see CLOSING_SILENCE_S)
     disconnect_timeout: float = 2.0
     rto_initial: float = 0.1
     rto_min: float = 0.1
@@ -828,7 +841,7 @@ class Session:
             if state is State.CONNECTED and self._last_ping is not None:
                 candidates.append(self._last_ping + cfg.ping_interval)
             if state is State.CLOSING and self._closing_since is not None:
-                candidates.append(self._closing_since + cfg.disconnect_timeout)
+                candidates.append(_closing_end(self._closing_since, self._last_rx, cfg.disconnect_timeout))
         return min(candidates) if candidates else None
 
     def handle_timer(self, now: float) -> None:
@@ -860,7 +873,7 @@ class Session:
             else:
                 self._finish(State.LOST, ConnectionLost("robot silent", silence))
             return
-        if state is State.CLOSING and now >= self._closing_since + cfg.disconnect_timeout:
+        if state is State.CLOSING and now >= _closing_end(self._closing_since, self._last_rx, cfg.disconnect_timeout):
             self._finish(State.CLOSED, Disconnected("disconnected (unacknowledged)"))
             return
         if self._unacked:

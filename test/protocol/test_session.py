@@ -536,6 +536,34 @@ def test_a_duplicate_ack_sends_the_oldest_packet_again_before_its_timeout():
     assert engine.send_queue_length == 0 and engine.stats.retransmissions == 1
 
 
+def test_a_disconnect_waits_for_a_silent_robot_only_briefly():
+    """A Disconnect (and the stop before it) waits up to disconnect_timeout (2 s) for its
+    acknowledgement while the robot is heard of, but only CLOSING_SILENCE_S once it is
+    silent (a shutdown where the robot, or the simulator, stops at the same time)."""
+    from cozmo_driver.protocol.session import CLOSING_SILENCE_S
+    engine = connected_engine(QUIET)
+    engine.receive_datagram(robot_ack(OOB_SEQ), 1.0)       # last heard of at 1.0
+    engine.disconnect(1.0)
+    t = 1.0
+    while engine.state is State.CLOSING and t < 5.0:
+        engine.datagrams_to_send(t)                        # the Disconnect, then its resends
+        t = engine.get_timer()
+        engine.handle_timer(t)
+    assert engine.state is State.CLOSED and t == pytest.approx(1.0 + CLOSING_SILENCE_S)
+    # a robot still sending (its acks lost, say): the whole disconnect_timeout
+    talking = connected_engine(QUIET)
+    talking.disconnect(1.0)
+    talking.datagrams_to_send(1.0)
+    t = 1.0
+    while t < 1.0 + talking.config.disconnect_timeout - 0.1:
+        t += 0.1
+        talking.receive_datagram(robot_ack(OOB_SEQ), t)
+        talking.handle_timer(t)
+        assert talking.state is State.CLOSING, t
+    talking.handle_timer(1.0 + talking.config.disconnect_timeout)
+    assert talking.state is State.CLOSED
+
+
 def test_robot_retransmits_its_connect():
     robot = connected_robot(0.0)
     assert robot.get_timer() == pytest.approx(0.1)
@@ -765,7 +793,9 @@ def test_disconnect_without_acknowledgement_still_closes():
     (bye,) = pair.engine_of(Disconnected)
     assert "unacknowledged" in bye.reason and pair.engine.state is State.CLOSED
     when = next(t for t, ev in pair.engine_events if isinstance(ev, Disconnected))
-    assert when == pytest.approx(start + pair.engine.config.disconnect_timeout)
+    # nothing heard of the robot since: it gives up CLOSING_SILENCE_S after the Disconnect
+    from cozmo_driver.protocol.session import CLOSING_SILENCE_S
+    assert when == pytest.approx(start + CLOSING_SILENCE_S)
 
 
 def test_send_queue_limit():
