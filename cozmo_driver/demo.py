@@ -78,7 +78,9 @@ _PASSED = ("robot_ip", "robot_port", "namespace", "config")
 #: on the simulator, the most the odometry may be off the ground truth at the end
 POSE_TOLERANCE_MM = 5.0
 POSE_TOLERANCE_DEG = 2.0
-#: the ROS domains a demo may take when ROS_DOMAIN_ID is not set and domain 0 is held
+#: the ROS domain a demo runs in when ROS_DOMAIN_ID is not set: ROS 2's own default
+DEFAULT_DOMAIN = 0
+#: the ROS domains a demo may take when ROS_DOMAIN_ID is not set and DEFAULT_DOMAIN is held
 FREE_DOMAINS = range(1, 101)
 #: ament's domain_coordinator: a domain is reserved by binding 127.0.0.1:(base + id),
 #: TCP and UDP (the test suite reserves its domains so)
@@ -220,20 +222,23 @@ def choose_domain(holdings: Holdings, environ=os.environ) -> Tuple[int, str]:
                 "for it to end, or run this one in another domain: export ROS_DOMAIN_ID=<another "
                 "id>, or unset ROS_DOMAIN_ID and the demo takes a free one")
         return domain, "set here"
-    sock, who = holdings.hold("ros-domain 0")
+    default = DEFAULT_DOMAIN
+    sock, who = holdings.hold(f"ros-domain {default}")
     if sock is not None or not who:
-        return 0, "the default"
+        return default, "the default"
     for domain in FREE_DOMAINS:
+        if domain == default:
+            continue
         mine, _ = holdings.hold(f"ros-domain {domain}")
         if mine is None:
             continue
         if not holdings.reserve_domain(domain):
             holdings.drop(mine)     # reserved by someone else (a test run, ament's tools)
             continue
-        return domain, (f"of its own: ROS domain 0 is used by another cozmo-demo, {who}; "
+        return domain, (f"of its own: ROS domain {default} is used by another cozmo-demo, {who}; "
                         f"to see this run's topics from another shell: "
                         f"export ROS_DOMAIN_ID={domain}")
-    raise Refused(f"ROS domain 0 is used by another cozmo-demo ({who}) and no domain of "
+    raise Refused(f"ROS domain {default} is used by another cozmo-demo ({who}) and no domain of "
                   f"{FREE_DOMAINS.start}..{FREE_DOMAINS.stop - 1} is free: set ROS_DOMAIN_ID")
 
 

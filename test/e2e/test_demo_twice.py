@@ -1,6 +1,11 @@
 """Two ``cozmo-demo`` at once on one machine, as a user would start them from two shells
 (``ROS_DOMAIN_ID`` not set): they must not interfere silently.
 
+Such a demo runs in ROS 2's default domain, 0, which is everyone's: here a demo without
+``ROS_DOMAIN_ID`` is ``cozmo-demo``'s ``main`` with its default domain
+(``demo.DEFAULT_DOMAIN``) set to this test run's reserved domain, so that no stack of
+the test ever runs in domain 0.
+
 While a first demo runs, a second one on another artefacts directory takes a free ROS
 domain of its own and says which, and both succeed: each its own simulator, odometry at
 its own rate (not both drivers' at once), a small pose error. A third one on the first
@@ -15,6 +20,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -31,13 +37,19 @@ class Demo:
 
     def __init__(self, log_path, *args, domain=None):
         environment = dict(os.environ)
-        environment.pop("ROS_DOMAIN_ID", None)          # as from a user's shell
+        run_domain = int(environment.pop("ROS_DOMAIN_ID"))  # as from a user's shell
         if domain is not None:
             environment["ROS_DOMAIN_ID"] = str(domain)
+            command = [str(project_executable("cozmo-demo"))]
+        else:  # the default domain is this run's (the module's docstring says why)
+            command = [sys.executable, "-c",
+                       "import sys; from cozmo_driver import demo; "
+                       f"demo.DEFAULT_DOMAIN = {run_domain}; sys.argv[0] = 'cozmo-demo'; "
+                       "sys.exit(demo.main())"]
         self.log_path = log_path
         self._log = open(log_path, "wb")
         self.process = subprocess.Popen(
-            [str(project_executable("cozmo-demo")), *args], stdin=subprocess.DEVNULL,
+            [*command, *args], stdin=subprocess.DEVNULL,
             stdout=self._log, stderr=subprocess.STDOUT, env=environment)
 
     @property
@@ -93,6 +105,7 @@ def test_two_demos_at_once_run_apart_or_are_refused(tmp_path):
     others = []
     try:
         domain = int(first.wait_for(r"^cozmo-demo: ROS_DOMAIN_ID=(\d+) ", 30).group(1))
+        assert domain == int(os.environ["ROS_DOMAIN_ID"]), first.output()  # the default
         first.wait_for(r"driver connected to the robot", 40)
 
         # the same artefacts directory: refused at once, naming the first demo
@@ -120,9 +133,8 @@ def test_two_demos_at_once_run_apart_or_are_refused(tmp_path):
         others.append(second)
         line = second.wait_for(r"^cozmo-demo: ROS_DOMAIN_ID=(\d+) \((.*)\), discovery", 30)
         assert int(line.group(1)) != domain, line.group(0)
-        if domain == 0:
-            assert (f"of its own: ROS domain 0 is used by another cozmo-demo, process "
-                    f"{first.pid}") in line.group(2)
+        assert (f"of its own: ROS domain {domain} is used by another cozmo-demo, process "
+                f"{first.pid}") in line.group(2)
         assert f"export ROS_DOMAIN_ID={line.group(1)}" in line.group(2)
 
         assert first.wait(90) == 0, first.output()[-3000:]
