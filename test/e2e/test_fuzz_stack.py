@@ -5,8 +5,8 @@ The script's own checks are asserted, not its timings: the driver and the simula
 are still running, odom kept coming during and after the fuzz, the link held, odom never
 jumped or turned back, and the replayed RobotStates reached the driver and were dropped
 as not newer than the last one. A second run replays the connection's first datagrams
-from the robot's address (the robot's Connect among them): a known defect tears the link
-down on them (strict xfail: it fails once that is fixed, so that the mark goes).
+from the robot's address (the robot's Connect among them): the link must hold through them
+too.
 """
 
 from __future__ import annotations

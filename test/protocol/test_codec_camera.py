@@ -568,7 +568,7 @@ def test_push_chunk_accepts_message_objects():
 
 
 def test_push_chunk_with_the_message_table_class():
-    messages = pytest.importorskip("cozmo_driver.protocol.messages", reason="message table not built yet")
+    from cozmo_driver.protocol import messages
     image_chunk = messages.MESSAGES_BY_NAME["ImageChunk"]
     payload = encode_minimized(textured_gray(32, 32))
     asm = ImageAssembler()

@@ -12,7 +12,6 @@ bounds, never timings."""
 from __future__ import annotations
 
 import gc
-import importlib.util
 import math
 import os
 import signal
@@ -47,7 +46,6 @@ pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
 #: bound on waiting for a reaction and its effect on the robot (they take 0.1-3 s)
 REACTION_TIMEOUT = 20.0
-HAS_OBJECT_EVENTS = importlib.util.find_spec("cozmo_driver.ros.object_interfaces") is not None
 #: no activities: only reactions run, so that each one can be told apart
 QUIET = {"activities": None}
 
@@ -214,8 +212,6 @@ def test_cliff_charger_and_low_battery_reactions(rclpy_context, tmp_path):
         stack.close()
 
 
-@pytest.mark.skipif(not HAS_OBJECT_EVENTS, reason="waits on the driver's object interfaces "
-                    "(cozmo_driver/ros/object_interfaces.py, object_events)")
 def test_a_tapped_cube_is_celebrated(rclpy_context, tmp_path):
     stack = Stack(rclpy_context, tmp_path, QUIET)
     sim = stack.sim
