@@ -22,13 +22,13 @@ from std_srvs.srv import Trigger
 from tf2_msgs.msg import TFMessage
 from visualization_msgs.msg import Marker
 
-from .qos import QOS_EVENTS, QOS_LATCHED, QOS_SENSOR, QOS_STATE, QOS_TF
+from .qos import QOS_EVENTS, QOS_LATCHED, QOS_SENSOR_OUT, QOS_STATE, QOS_TF
 
 __all__ = ["PUBLISHERS", "SERVICES", "command_subscriptions", "cmd_vel_type"]
 
 #: (key in the node's publishers, type, topic, QoS, overridable by qos_overrides parameters)
 PUBLISHERS = (
-    ("odom", Odometry, "odom", QOS_STATE, True), ("imu", Imu, "imu/data", QOS_SENSOR, True),
+    ("odom", Odometry, "odom", QOS_STATE, True), ("imu", Imu, "imu/data", QOS_SENSOR_OUT, True),
     ("joints", JointState, "joint_states", QOS_STATE, True),
     ("battery", BatteryState, "battery_state", QOS_STATE, True),
     ("battery_marker", Marker, "battery_marker", QOS_STATE, True),
@@ -36,9 +36,9 @@ PUBLISHERS = (
     ("events", RobotEvent, "events", QOS_EVENTS, True),
     ("info", RobotInfo, "robot_info", QOS_LATCHED, True),
     ("link", LinkStatus, "link_status", QOS_LATCHED, True),
-    ("compressed", CompressedImage, "camera/image_raw/compressed", QOS_SENSOR, True),
-    ("image", Image, "camera/image_raw", QOS_SENSOR, True),
-    ("camera_info", CameraInfo, "camera/camera_info", QOS_SENSOR, True),
+    ("compressed", CompressedImage, "camera/image_raw/compressed", QOS_SENSOR_OUT, True),
+    ("image", Image, "camera/image_raw", QOS_SENSOR_OUT, True),
+    ("camera_info", CameraInfo, "camera/camera_info", QOS_SENSOR_OUT, True),
     ("tf", TFMessage, "/tf", QOS_TF, False),
     ("diagnostics", DiagnosticArray, "/diagnostics", QOS_STATE, False))
 

@@ -5,8 +5,8 @@
 * publishers ``objects`` (cozmo_interfaces/ObjectList: what the robot advertises
   or is connected to; reliable, transient local, depth 1; at 1 Hz while connected and on every
   change), ``object_events`` (cozmo_interfaces/ObjectEvent; reliable, depth 100)
-  and ``object_accel`` (cozmo_interfaces/ObjectAccel; best effort, the cubes'
-  accelerometer streams);
+  and ``object_accel`` (cozmo_interfaces/ObjectAccel; reliable, depth 5, the cubes'
+  accelerometer streams: a sensor stream, published as REP-2003 asks);
 * subscriptions ``object_lights`` (cozmo_interfaces/ObjectLights: a cube's four
   LEDs or the charger's three) and ``backpack_light_pattern``
   (cozmo_interfaces/BackpackLightPattern: programmes of the backpack's five LEDs);
@@ -62,7 +62,7 @@ from ..driver.objects import (BACKPACK_LEDS, CUBE_LEDS, Light, ObjectEntry, Obje
                               object_light_states, rotation_frames)
 from . import qos
 from .handover import HandOver
-from .qos import QOS_COMMAND, QOS_EVENTS, QOS_LATCHED, QOS_QUEUE, QOS_SENSOR
+from .qos import QOS_COMMAND, QOS_EVENTS, QOS_LATCHED, QOS_QUEUE, QOS_SENSOR_OUT
 
 __all__ = ["ObjectInterfaces", "OBJECT_MESSAGES"]
 
@@ -116,7 +116,7 @@ class ObjectInterfaces:
         self._entities: List[Tuple[Any, Any]] = []
         self._pub_list = self._publisher(ObjectList, "objects", QOS_LATCHED)
         self._pub_events = self._publisher(ObjectEvent, "object_events", QOS_EVENTS)
-        self._pub_accel = self._publisher(ObjectAccel, "object_accel", QOS_SENSOR)
+        self._pub_accel = self._publisher(ObjectAccel, "object_accel", QOS_SENSOR_OUT)
         # object_lights addresses several objects: keep a few, so that one object's command
         # is not dropped by the next object's. The backpack: only the latest matters.
         self._subscribe(ObjectLights, "object_lights", self._locked(self._on_object_lights),

@@ -1,5 +1,6 @@
-"""The QoS profiles of the nodes' topics, named once (house style: sensor streams best
-effort, state reliable, facts latched), and publisher/subscription factories that let a
+"""The QoS profiles of the nodes' topics, named once (sensor streams published reliable and
+subscribed best effort, as REP-2003 asks of sensor drivers; state reliable; facts latched),
+and publisher/subscription factories that let a
 topic's QoS be overridden by ``qos_overrides.<topic>...`` parameters where rclpy supports
 it (Galactic and later; elsewhere the topic keeps its plain QoS).
 
@@ -38,8 +39,8 @@ def _no_event_handlers(callbacks_type: Any) -> Dict[str, Any]:
         return {}
 
 
-__all__ = ["profile", "QOS_SENSOR", "QOS_STATE", "QOS_QUEUE", "QOS_EVENTS", "QOS_STREAM",
-           "QOS_TF", "QOS_LATCHED", "QOS_COMMAND", "QOS_LATEST", "QOS_FRAMES", "QOS_WATCH",
+__all__ = ["profile", "QOS_SENSOR", "QOS_SENSOR_OUT", "QOS_STATE", "QOS_QUEUE", "QOS_EVENTS",
+           "QOS_STREAM", "QOS_TF", "QOS_LATCHED", "QOS_COMMAND", "QOS_LATEST", "QOS_FRAMES", "QOS_WATCH",
            "create_publisher", "create_subscription"]
 
 
@@ -51,8 +52,15 @@ def profile(depth: int, reliable: bool = True, latched: bool = False) -> QoSProf
         durability=QoSDurabilityPolicy.TRANSIENT_LOCAL if latched else QoSDurabilityPolicy.VOLATILE)
 
 
-#: sensor streams (camera, IMU, cube accelerometers): best effort, the latest few
+#: sensor streams taken in (display images): best effort, the latest few (sensor data QoS,
+#: which matches reliable and best-effort publishers)
 QOS_SENSOR = qos_profile_sensor_data
+#: sensor streams published (camera, IMU, cube accelerometers): reliable, the latest 5, as
+#: REP-2003 asks of sensor drivers. A reliable publisher serves reliable subscribers (a
+#: display added in RViz, ``create_subscription(Imu, "imu/data", cb, 10)``) and best-effort
+#: ones (sensor data QoS) alike, the latter without acknowledgements; a best-effort one
+#: would leave a reliable subscriber with nothing and no message on the driver's side
+QOS_SENSOR_OUT = profile(5)
 #: state at a steady rate: reliable, depth 10
 QOS_STATE = profile(10)
 #: commands of which each counts, maybe from several publishers or for several objects

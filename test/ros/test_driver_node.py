@@ -204,6 +204,27 @@ def test_streams_from_message_objects_where_serialized_publishing_is_missing(mak
 
 
 
+def test_sensor_streams_reach_reliable_and_best_effort_subscribers(make_driver):
+    """REP-2003: a sensor driver publishes reliable, so that a reliable subscriber (a display
+    added in RViz, create_subscription(Imu, "imu/data", cb, 10)) gets the streams as a
+    best-effort one (sensor data QoS) does."""
+    h = make_driver()
+    sensors = {"imu": (Imu, "imu/data"), "image": (Image, "camera/image_raw"),
+               "compressed": (CompressedImage, "camera/image_raw/compressed"),
+               "info": (CameraInfo, "camera/camera_info")}
+    reliable = {key: h.listen(f"{key} reliable", msg_type, topic, QoSProfile(depth=10))
+                for key, (msg_type, topic) in sensors.items()}
+    best_effort = {key: h.listen(f"{key} best effort", msg_type, topic, qos_profile_sensor_data)
+                   for key, (msg_type, topic) in sensors.items()}
+    assert h.spin_until(lambda: all(len(v) >= 3 for v in [*reliable.values(),
+                                                           *best_effort.values()]), 10.0), \
+        {key: len(v) for key, v in h.received.items()}
+    for topic in [topic for _, topic in sensors.values()] + ["object_accel"]:
+        offered = h.probe.get_publishers_info_by_topic(f"/{topic}")
+        assert [info.qos_profile.reliability for info in offered] == \
+            [QoSReliabilityPolicy.RELIABLE], topic
+
+
 def test_battery_marker_for_rviz_while_connected_and_active(make_driver):
     h = make_driver(frame_prefix="robot1/")
     battery = h.listen("battery", BatteryState, "battery_state")
