@@ -102,6 +102,30 @@ def test_installed_copy_equals_the_source():
         (XACRO.parent / "cozmo.macro.xacro").read_text(), stale
 
 
+def test_the_urdf_passes_as_a_command_line_parameter(urdf):
+    """``--ros-args -p robot_description:="$(xacro cozmo.urdf.xacro)"`` (the description
+    publisher's help, robot_state_publisher's usual recipe): rcl reads a ``-p`` value as
+    YAML, in which ": " and " #" are syntax, so the URDF and its comments must hold none."""
+    import rclpy
+    from rclpy.context import Context
+
+    context = Context()
+    rclpy.init(args=["test", "--ros-args", "-p", f"robot_description:={urdf}"], context=context)
+    try:
+        node = rclpy.create_node("urdf_on_the_command_line", context=context)
+        try:
+            given = node.declare_parameter("robot_description", "").value
+        finally:
+            node.destroy_node()
+    finally:
+        rclpy.shutdown(context=context)
+    # YAML folds the lines of a plain scalar: other white space, the same elements
+    def elements(text):
+        return [(e.tag, sorted(e.attrib.items())) for e in ET.fromstring(text).iter()]
+
+    assert elements(given) == elements(urdf)
+
+
 def test_a_broken_description_is_reported(tmp_path):
     broken = tmp_path / "broken.urdf.xacro"
     broken.write_text('<robot xmlns:xacro="http://www.ros.org/wiki/xacro" name="x">'
