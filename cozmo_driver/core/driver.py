@@ -95,17 +95,17 @@ class _StateParts:
     """The samples of one robot state that a front-end reads only for the streams its
     subscribers want (see StateSample): made from the message when asked for."""
 
-    __slots__ = ("state", "yaw", "sec", "nsec", "flags", "voltage")
+    __slots__ = ("state", "yaw", "yaw_var", "sec", "nsec", "flags", "voltage")
 
-    def __init__(self, state: Any, yaw: float, sec: int, nsec: int, flags: int,
-                 voltage: float) -> None:
-        self.state, self.yaw, self.sec, self.nsec = state, yaw, sec, nsec
+    def __init__(self, state: Any, yaw: float, yaw_var: float, sec: int, nsec: int,
+                 flags: int, voltage: float) -> None:
+        self.state, self.yaw, self.yaw_var, self.sec, self.nsec = state, yaw, yaw_var, sec, nsec
         self.flags, self.voltage = flags, voltage
 
     def imu(self) -> ImuSample:
-        reading = imu_from_state(self.state, self.yaw)
+        reading = imu_from_state(self.state, self.yaw, self.yaw_var)
         return ImuSample(self.sec, self.nsec, *reading.orientation, *reading.angular_velocity,
-                         *reading.linear_acceleration)
+                         *reading.linear_acceleration, self.yaw_var)
 
     def joints(self) -> JointSample:
         return JointSample(self.sec, self.nsec, *joint_positions(self.state))
@@ -292,7 +292,8 @@ class DriverCore(CameraMixin):
                           math.cos(pose.yaw / 2.0), pv[0], pv[1], pv[5], v, w,
                           tv[0], tv[1], tv[5])
         output = self.output
-        output.on_state(StateSample(odom, _StateParts(state, pose.yaw, sec, nsec, flags, voltage)))
+        output.on_state(StateSample(odom, _StateParts(state, pose.yaw, pv[5], sec, nsec, flags,
+                                                      voltage)))
         if t - self._last_battery >= BATTERY_PERIOD_S:
             self._last_battery = t
             output.on_battery(BatterySample(stamp_ns, voltage, battery_percentage(voltage),

@@ -62,6 +62,7 @@ class ImuSample:
     ax_mps2: float
     ay_mps2: float
     az_mps2: float
+    yaw_var: float  # rad^2: the odometry yaw's (OdomSample.pose_var_yaw)
 
 
 @dataclass(slots=True)

@@ -82,7 +82,8 @@ def power_supply_status(status: int) -> str:
 GYRO_SIGMA_RADPS = 0.01
 ACCEL_SIGMA_MPS2 = 0.1
 # orientation: roll is not reported (assumed level), pitch comes from the
-# accelerometer, yaw is dead-reckoned like the odometry.
+# accelerometer, yaw is the odometry's (its variance the odometry's too, given by the
+# caller: it grows with the distance and the turns driven; this one where none is given).
 _ROLL_VAR = 0.1 ** 2
 _PITCH_VAR = 0.02 ** 2
 _YAW_VAR = 0.05 ** 2
@@ -102,15 +103,17 @@ def _diag3(a: float, b: float, c: float) -> List[float]:
     return [a, 0.0, 0.0, 0.0, b, 0.0, 0.0, 0.0, c]
 
 
-def imu_from_state(state, yaw_rad: float) -> ImuReading:
-    """An IMU reading from a RobotState; ``yaw_rad`` is the heading to report
-    (the driver passes its continuous odometry yaw, so IMU and odom agree)."""
+def imu_from_state(state, yaw_rad: float, yaw_var: float = _YAW_VAR) -> ImuReading:
+    """An IMU reading from a RobotState; ``yaw_rad`` is the heading to report and
+    ``yaw_var`` its variance (the driver passes its continuous odometry yaw and that
+    yaw's variance, so IMU and odom agree, and neither claims the heading better known
+    than the other)."""
     pitch = -float(state.pose_pitch_rad)
     gv = GYRO_SIGMA_RADPS ** 2
     av = ACCEL_SIGMA_MPS2 ** 2
     return ImuReading(
         orientation=quaternion_from_rpy(0.0, pitch, yaw_rad),
-        orientation_covariance=_diag3(_ROLL_VAR, _PITCH_VAR, _YAW_VAR),
+        orientation_covariance=_diag3(_ROLL_VAR, _PITCH_VAR, yaw_var),
         angular_velocity=(float(state.gyro_x_radps), float(state.gyro_y_radps),
                           float(state.gyro_z_radps)),
         angular_velocity_covariance=_diag3(gv, gv, gv),

@@ -287,6 +287,16 @@ def test_teleop_square_matches_ground_truth(make_driver):
     for wheel_w, gyro_w in turning_w:
         assert wheel_w == pytest.approx(2.0, abs=0.1)
         assert gyro_w == pytest.approx(wheel_w, abs=0.1)
+    # the IMU's yaw is the odometry's, and so is its variance, grown with the square driven
+    # (a fixed one would claim the heading better known than odom does)
+    odom_at = {(o.header.stamp.sec, o.header.stamp.nanosec): o for o in odom}
+    same = [(i, odom_at[(i.header.stamp.sec, i.header.stamp.nanosec)]) for i in imu
+            if (i.header.stamp.sec, i.header.stamp.nanosec) in odom_at]
+    assert len(same) > 10
+    for i, o in same:
+        assert i.orientation_covariance[8] == o.pose.covariance[35]
+        assert yaw_of(i.orientation) == pytest.approx(yaw_of(o.pose.pose.orientation), abs=1e-9)
+    assert same[-1][0].orientation_covariance[8] > 10 * same[0][0].orientation_covariance[8]
 
 
 @pytest.fixture(params=["own thread", "executor"])
