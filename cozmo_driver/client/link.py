@@ -149,6 +149,10 @@ class RobotLink:
         self.session = Session(Role.ENGINE, self.config.session, name=name)
         self.name = name
         self.state = LinkState.DISCONNECTED
+        #: why the link is in ``state`` (the reason of its last LinkStateChanged), e.g.
+        #: "disconnected" once the robot acknowledged the stop and the goodbye, and
+        #: "disconnected (unacknowledged)" when it did not
+        self.state_reason = "not started"
         self.info = RobotInfo()
         self.robot_state: Optional[Any] = None  # the latest RobotState
         self._events: Deque[Any] = deque()
@@ -247,7 +251,7 @@ class RobotLink:
 
     def _set_state(self, state: LinkState, reason: str) -> None:
         if state is not self.state:
-            self.state = state
+            self.state, self.state_reason = state, reason
             logger.info("[%s] %s: %s", self.name, state.value, reason)
             self._events.append(LinkStateChanged(state, reason))
 

@@ -73,6 +73,10 @@ _EVENT_MESSAGES = frozenset(("RobotPoked", "RobotDelocalized", "FallingStarted",
 #: JPEG quality of colour frames, which are rebuilt at full width (the robot sends half)
 COLOR_JPEG_QUALITY = 90
 BATTERY_PERIOD_S = 1.0
+NO_ANSWER_HINT = ("Is it switched on, and this computer on its Wi-Fi (the robot's own access "
+                  "point)? Are robot_ip and robot_port right?")
+WATCHDOG_OFF = ("cmd_vel_timeout is 0: the cmd_vel watchdog is off, and the robot drives on "
+                "the last cmd_vel until another one stops it")
 WARN_PERIOD_S = 2.0
 _FLAG_NAMES = tuple(name for name, _ in STATUS_FLAG_NAMES)
 _FLAG_BITS = tuple(int(bit) for _, bit in STATUS_FLAG_NAMES)  # ints: no enum operation
@@ -312,8 +316,8 @@ class DriverCore(CameraMixin):
                           "status pause until it is back. Is the robot switched on, and this "
                           "computer on its Wi-Fi?")
             else:
-                self.log_throttled(logging.INFO, "connect",
-                                   f"the robot at {where} does not answer: {event.reason}", 10.0)
+                self.log_throttled(logging.WARNING, "connect", f"the robot at {where} does not "
+                                   f"answer ({event.reason}). {NO_ANSWER_HINT}", 10.0)
         elif event.state is LinkState.DISCONNECTED:
             self._log(logging.INFO, f"disconnected from the robot at {where}: {event.reason}")
         else:
@@ -342,8 +346,8 @@ class DriverCore(CameraMixin):
         robot = self.robot
         if robot is None:
             return
-        if self.estop or not self.active:
-            robot.post(msgs.StopAllMotors())
+        if not resend_only or self.estop or not self.active:  # (re)connected: it may still
+            robot.post(msgs.StopAllMotors())  # move on a lost link's command (docs/driver.md)
         self.send_camera_config()
         robot.post(msgs.EnableStopOnCliff(enable=bool(self.params["stop_on_cliff"])))
         if self.head_light is not None:
@@ -367,6 +371,8 @@ class DriverCore(CameraMixin):
         if p["stop_on_cliff"] != old["stop_on_cliff"]:
             self.post_if_ready(msgs.EnableStopOnCliff(enable=bool(p["stop_on_cliff"])))
         if p["cmd_vel_timeout"] != old["cmd_vel_timeout"]:
+            if not p["cmd_vel_timeout"]:
+                self._log(logging.WARNING, WATCHDOG_OFF)
             # treads moving by cmd_vel stop at the new timeout after the last command (at
             # once if that is past), or never with 0
             with self.drive_lock:

@@ -65,6 +65,7 @@ def link_report(state: str, active: bool, robot: str, session: Any, transport: A
             ("out-of-window packets", _fmt(session.out_of_window_packets)),
             ("connections", _fmt(session.connects)),
             ("connections lost", _fmt(session.connections_lost)),
+            ("connection attempts unanswered", _fmt(session.connect_timeouts)),
         ]
         if active and state == "ready" and session.malformed_datagrams + session.malformed_packets:
             message += " (malformed datagrams dropped)"

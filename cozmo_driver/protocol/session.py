@@ -222,7 +222,10 @@ class SessionStats:
     pings_sent: int = 0
     pings_answered: int = 0
     connects: int = 0
+    #: connections that were up and were lost (not counting attempts the robot never answered)
     connections_lost: int = 0
+    #: connection attempts the robot did not answer within connect_timeout
+    connect_timeouts: int = 0
     #: engine: the robot opened a new connection this session did not ask for (it took a
     #: RESET from someone else: forged, stray or replayed); the link was given up
     peer_resets: int = 0
@@ -850,7 +853,7 @@ class Session:
         cfg = self.config
         if state is State.CONNECTING:
             if now >= self._connect_started + cfg.connect_timeout:
-                self.stats.connections_lost += 1
+                self.stats.connect_timeouts += 1
                 self._finish(State.LOST, ConnectionLost(
                     f"the robot did not answer within {cfg.connect_timeout:.1f} s", now - self._connect_started))
                 logger.warning("[%s] no answer from the robot", self.name)

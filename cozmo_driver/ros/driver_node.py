@@ -64,6 +64,7 @@ from . import qos
 from .driver_support import RosLogHandler as _RosLogHandler
 from .driver_support import core_attribute as _core_attribute
 from .driver_support import collector_off, declare_parameters, destroy_state_machine, log_line
+from .driver_support import close_link
 from .driver_support import transition as _transition, twist_reader
 from .handover import HandOver
 from .subscription_thread import SubscriptionThread, Unsupported
@@ -171,8 +172,11 @@ class CozmoDriverNode(LifecycleNode):
     @_transition
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         from ..core import make_robot
+        from ..core.driver import WATCHDOG_OFF
         from .object_interfaces import ObjectInterfaces
         p = self._params
+        if not p["cmd_vel_timeout"]:
+            self.get_logger().warning(WATCHDOG_OFF)
         self._robot = make_robot(p, self.get_fully_qualified_name())
         core = self._core
         core.robot, core.camera_file = self._robot, None
@@ -208,6 +212,7 @@ class CozmoDriverNode(LifecycleNode):
         if self._media is not None:
             self._media.activate()
         self._publish_link_status()
+        self.get_logger().info("activated: robot state published, commands taken")
         return super().on_activate(state)
 
     def _go_live(self, report: bool) -> bool:
@@ -244,7 +249,10 @@ class CozmoDriverNode(LifecycleNode):
             self._objects.deactivate()
         if self._motion is not None:
             self._motion.abort_all("the driver was deactivated")
-        self.get_logger().info("deactivated: motors stopped, publishing paused, commands refused")
+        self.get_logger().info(
+            "deactivated: motors stopped, publishing paused, commands refused" if self._core.connected
+            else "deactivated: publishing paused, commands refused; the robot is not connected: "
+                 "the motors are stopped when it is back")
         return super().on_deactivate(state)
 
     @_transition
@@ -280,26 +288,15 @@ class CozmoDriverNode(LifecycleNode):
             self._objects = None
         robot, self._robot = self._robot, None
         if robot is not None:
-            try:
-                robot.remove_listener(core.on_robot_event)
-            except ValueError:
-                pass
-            opened = robot.transport.running  # a link that never opened has nothing to stop
-            state = robot.state
-            try:
-                robot.stop()
-            except CozmoError as exc:
-                self._log(logging.WARNING, f"stopping the link: {exc}")
-            if opened:
-                self._log(logging.INFO, "disconnected from the robot (motors stopped)"
-                          if state.value in ("ready", "initializing") else
-                          f"link closed (the robot was {state.value}: nothing to stop)")
+            close_link(robot, core.on_robot_event, self._log)
+        from ..client import LinkState
+        core.link_state = LinkState.DISCONNECTED
         with core.lock:
+            if robot is not None:  # the last link_status: its subscribers see the link closed
+                self._publish_link_status()
             self._destroy_interfaces()
             core.robot = None
         self._configured = False
-        from ..client import LinkState
-        core.link_state = LinkState.DISCONNECTED
 
     def _log(self, level: int, text: str) -> None:
         """Log through rclpy, or to stderr once the context is shut down (Ctrl-C)."""

@@ -20,7 +20,43 @@ from rclpy.serialization import deserialize_message
 from .serialized import LayoutError, read_twist
 
 __all__ = ["transition", "descriptor", "declare_parameters", "twist_reader", "RosLogHandler",
-           "log_line", "core_attribute", "collector_off", "destroy_state_machine"]
+           "log_line", "core_attribute", "collector_off", "destroy_state_machine", "release_line",
+           "close_link"]
+
+
+def close_link(robot: Any, listener: Callable[[Any], None], log: Callable[[int, str], None]) -> None:
+    """Stop the robot (its motors first) and close its link, with ``listener`` removed
+    first; ``log(level, text)`` says how that went (:func:`release_line`)."""
+    from ..errors import CozmoError
+    try:
+        robot.remove_listener(listener)
+    except ValueError:
+        pass
+    opened = robot.transport.running  # a link that never opened has nothing to stop
+    state = robot.state
+    try:
+        robot.stop()
+    except CozmoError as exc:
+        log(logging.WARNING, f"stopping the link: {exc}")
+    if opened:
+        link = robot.link
+        closed = link.state_reason if link.state.value == "disconnected" else "no answer in time"
+        log(logging.INFO, release_line(state.value, closed))
+
+
+def release_line(state: str, reason: str) -> str:
+    """What the driver says when it closed the link: ``state`` the link's state before (a
+    LinkState value), ``reason`` why it is closed now (RobotLink.state_reason). The motors
+    are said to be stopped only when the robot acknowledged the stop (and the goodbye)."""
+    if state in ("ready", "initializing"):
+        if reason == "disconnected":
+            return "disconnected from the robot (motors stopped)"
+        return (f"disconnected from the robot, but it did not acknowledge the stop ({reason}): "
+                "it may still be moving")
+    if state == "lost":
+        return ("link closed (the robot was lost: no stop could reach it; if it still moves, "
+                "pick it up or switch it off)")
+    return f"link closed (the robot was {state}: nothing to stop)"
 
 
 def transition(method):

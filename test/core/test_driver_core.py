@@ -119,7 +119,9 @@ def test_connects_reinitialises_and_reads_the_camera_calibration(rig):
     for name in ("EnableStopOnCliff", "EnableCamera", "EnableColorImages", "SetCameraParams",
                  "NvStorageOp"):
         assert robot.sent(name), name
-    assert not robot.sent("StopAllMotors")  # active and no emergency stop
+    # a robot just connected is stopped before anything else (it may still move on a
+    # command of a link that was lost, or of another program's)
+    assert [t for t, _ in robot.sent("StopAllMotors")] == [0.0]
     assert output.camera_info_changes == 1 and core.calibration is not None
     assert output.said("camera calibration read from the robot")
     info = core.camera_info(320, 240)
@@ -191,6 +193,7 @@ def test_a_new_cmd_vel_timeout_applies_to_the_drive_in_progress(rig, before, aft
     robot.run(4.0)
     drives = robot.sent("DriveWheels")
     stops = [t for t, m in drives if m.lwheel_speed_mmps == 0.0 and m.rwheel_speed_mmps == 0.0]
+    assert output.said("the cmd_vel watchdog is off", logging.WARNING) == (after == 0.0)
     if stop_after is None:
         assert stops == [] and core.watchdog_due is None
         return
@@ -209,7 +212,8 @@ def test_no_drive_after_the_emergency_stop_until_released(rig):
     core.set_head(0.2)
     robot.run(1.0)
     names = [m.NAME for _, m in robot.received]
-    assert "DriveWheels" not in names[names.index("StopAllMotors"):]
+    engaged = max(i for i, name in enumerate(names) if name == "StopAllMotors")
+    assert "DriveWheels" in names[:engaged] and "DriveWheels" not in names[engaged:]
     assert core.refused == 2
     assert output.said("cmd_vel refused: emergency stop engaged", logging.WARNING)
     assert core.emergency_stop(False) == "emergency stop released"
@@ -243,6 +247,7 @@ def test_bad_commands_are_refused_or_clamped_with_what_was_wrong(rig):
 
 def test_inactive_core_publishes_nothing_refuses_commands_and_stops_the_robot(rig):
     robot, core, output = rig
+    stops = len(robot.sent("StopAllMotors"))  # one came with the connection
     core.deactivate()
     core.stop_all_motors()
     output.states.clear()
@@ -251,7 +256,25 @@ def test_inactive_core_publishes_nothing_refuses_commands_and_stops_the_robot(ri
     robot.run(0.5)
     assert output.states == [] and len(output.images) == images
     assert output.said("cmd_vel refused: the driver is not active")
-    assert robot.sent("StopAllMotors") and not robot.sent("DriveWheels")
+    assert len(robot.sent("StopAllMotors")) > stops and not robot.sent("DriveWheels")
+
+
+def test_a_robot_connected_again_is_stopped_first(rig):
+    """Driving when the link is lost: the watchdog's stop goes into the dead link, so the
+    robot may still drive on the last command (or a motion of its own) when it is back.
+    The first command of the new connection stops it."""
+    robot, core, output = rig
+    core.drive(0.05, 0.0)
+    robot.run(0.2)
+    assert robot.sent("DriveWheels")[-1][1].lwheel_speed_mmps > 0
+    robot.link.session.disconnect(robot.net.now)  # the session ends; the link reconnects
+    cut = robot.net.now
+    robot.run(4.0)
+    assert core.connected and output.said("connected again to Cozmo")
+    handshake = ("Disconnect", "Enable", "SetOrigin", "SyncTime")  # the link's own
+    again = [(t, m.NAME) for t, m in robot.received if t > cut and m.NAME not in handshake]
+    assert again and again[0][1] == "StopAllMotors", again[:5]
+    assert not [name for _, name in again if name == "DriveWheels"]
 
 
 def test_outputs_are_reapplied_after_a_reconnection(rig):

@@ -451,7 +451,8 @@ def test_diagnostic_levels():
                               srtt_s=0.002, datagrams_sent=5, datagrams_received=6,
                               retransmission_timeouts=0, malformed_datagrams=2,
                               malformed_packets=0, unknown_messages=0, duplicate_packets=0,
-                              out_of_window_packets=0, connects=1, connections_lost=0)
+                              out_of_window_packets=0, connects=1, connections_lost=0,
+                              connect_timeouts=0)
     transport = SimpleNamespace(wrong_source=3, send_errors=0)
     ready = link_report("ready", True, "127.0.0.1:5551", session, transport, 33.0)
     assert ready.level == OK

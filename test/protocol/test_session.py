@@ -186,6 +186,8 @@ def test_connect_gives_up_after_connect_timeout():
     assert pair.engine.state is State.LOST
     when = next(t for t, ev in pair.engine_events if isinstance(ev, ConnectionLost))
     assert when == pytest.approx(5.0)
+    # an attempt the robot never answered: no connection was lost
+    assert (pair.engine.stats.connect_timeouts, pair.engine.stats.connections_lost) == (1, 0)
 
 
 def test_only_the_engine_connects():
