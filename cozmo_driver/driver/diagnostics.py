@@ -36,8 +36,10 @@ def link_report(state: str, active: bool, robot: str, session: Any, transport: A
     ``camera``: what the camera does, in words."""
     if not active:
         level, message = OK, "inactive (lifecycle)"
-    elif state == "ready":
+    elif state == "ready" and state_rate_hz > 0.0:
         level, message = OK, f"connected to {robot}"
+    elif state == "ready":  # a stall of the Wi-Fi, or the robot gone: lost after peer_timeout
+        level, message = WARN, f"connected to {robot}, but no robot state since the last report"
     elif state in ("connecting", "initializing"):
         level, message = WARN, f"connecting to {robot}"
     elif state == "lost":

@@ -461,6 +461,10 @@ def test_diagnostic_levels():
     assert values["malformed datagrams dropped"] == "2"
     assert values["loss estimate (retransmitted / reliable sent)"] == "0.1"
     assert link_report("lost", True, "x", None, None, 0.0).level == ERROR
+    # connected, but nothing came since the last report (the robot is lost after peer_timeout)
+    stalled = link_report("ready", True, "127.0.0.1:5551", session, transport, 0.0)
+    assert stalled.level == WARN and stalled.message.startswith(
+        "connected to 127.0.0.1:5551, but no robot state since the last report")
     assert link_report("connecting", True, "x", None, None, 0.0).level == WARN
     assert link_report("lost", False, "x", None, None, 0.0).level == OK
     assert robot_report(True, 3.55, 0.08, False, 0.01, 0, 0).level == WARN
