@@ -116,6 +116,8 @@ class MediaInterfaces:
         self._entities: List[Any] = []
         self._goals: Dict[int, _Goal] = {}
         self._next_token = 0
+        self._loading: List[Any] = []  # play_audio goals whose file is being read (handles)
+        self._audio_loads = 0  # play_audio goals that began reading their file
         self._throttle = LogThrottle(_WARN_PERIOD_S)  # one line per kind per period, counted
         self._images_rejected = 0
         self._rejected_lock = threading.Lock()  # (the face thread counts too)
@@ -371,6 +373,8 @@ class MediaInterfaces:
         return GoalResponse.ACCEPT
 
     def _cancel_goal(self, goal_handle) -> CancelResponse:
+        if goal_handle in self._loading:
+            return CancelResponse.ACCEPT  # it ends cancelled once its file is read
         for goal in self._goals.values():
             if goal.handle is goal_handle:
                 if goal.kind == "audio":
@@ -424,10 +428,23 @@ class MediaInterfaces:
             problem = f"volume = {request.volume}: not a finite number"
         if problem is not None:
             return self._refused(handle, result, "play_audio", problem)
-        try:
-            pcm, info = load_audio_file(request.path)
-        except CommandError as exc:
-            return self._refused(handle, result, "play_audio", str(exc))
+        self._audio_loads += 1
+        mine = self._audio_loads
+        loaded = Future()
+        self._loading.append(handle)
+        try:  # read, decoded and resampled on a thread: the executor serves the emergency stop
+            threading.Thread(target=self._load_audio, args=(request.path, loaded),
+                             name="play_audio file", daemon=True).start()
+            pcm, info, error = await loaded
+        finally:
+            self._loading.remove(handle)
+        if error is None and mine != self._audio_loads:
+            error = "preempted by a new play_audio goal (while this one's file was read)"
+        if error is None and handle.is_cancel_requested:
+            return self._end(handle, result, False, "cancelled")
+        error = error or self._refusal()  # the driver may have been deactivated meanwhile
+        if error is not None:
+            return self._refused(handle, result, "play_audio", error)
         if request.volume >= 0.0:
             volume, warning = clamp(float(request.volume), 0.0, 1.0, "play_audio goal volume")
             if warning:
@@ -442,6 +459,19 @@ class MediaInterfaces:
                        f"{info.channels} channel{'s' if info.channels > 1 else ''})")
         self.av.play_audio(goal.token, pcm)
         return await self._run(goal, result)
+
+    def _load_audio(self, path: str, loaded: Future) -> None:
+        """A thread of its own: reading, decoding and resampling a long file (or waiting on a
+        FIFO) must not hold the executor. ``loaded`` gets (pcm, info, None) or (None, None,
+        the reason), set on the executor."""
+        try:
+            pcm, info = load_audio_file(path)
+            outcome = (pcm, info, None)
+        except CommandError as exc:
+            outcome = (None, None, str(exc))
+        except Exception as exc:  # noqa: BLE001 - reported as the goal's end, never lost
+            outcome = (None, None, f"{path}: {exc!r}")
+        self._hand_over(loaded.set_result, outcome)
 
     async def _execute_animation(self, handle) -> PlayAnimation.Result:
         request = handle.request

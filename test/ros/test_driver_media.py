@@ -404,6 +404,54 @@ def test_play_audio_cancel_preempt_and_bad_files(make_rig, tmp_path):
     assert "96000 Hz is not supported" in r.result.message
 
 
+def test_a_file_that_is_slow_to_read_holds_up_no_other_command(make_rig, tmp_path):
+    """play_audio reads its file on a thread of its own: while the file does not come (here a
+    FIFO nobody writes to yet; a long file on a slow disk alike), every other service and
+    action of the driver is served, the emergency stop among them; a cancel ends the goal
+    cancelled once the file came, and a bad file ends it aborted with the reader's reason."""
+    import os
+    import threading
+    rig = make_rig()
+    fifo = tmp_path / "slow.wav"
+    os.mkfifo(fifo)
+    listed = rig.probe.create_client(ListAnimations, "list_animations")
+    done = threading.Event()
+
+    def unblock_after(seconds: float) -> None:
+        # a reader that holds the executor (and this test's thread) gets its file all the
+        # same, so that such a test fails instead of hanging
+        if not done.wait(seconds):
+            try:
+                writer = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)  # ENXIO: nobody reads
+            except OSError:
+                return
+            os.write(writer, b"not audio")
+            os.close(writer)
+
+    guard = threading.Thread(target=unblock_after, args=(8.0,), daemon=True)
+    guard.start()
+    for cancelled in (True, False):
+        handle = rig.send_goal(PlayAudio, "play_audio", PlayAudio.Goal(path=str(fifo), volume=-1.0))
+        ended = handle.get_result_async()
+        rig.spin_for(0.3)
+        future = listed.call_async(ListAnimations.Request())
+        assert rig.spin_until(future.done, 5.0), "no answer while the file was read"
+        assert not ended.done(), "the goal ended before its file came"
+        if cancelled:
+            cancel = handle.cancel_goal_async()
+            assert rig.spin_until(cancel.done, 5.0) and cancel.result().goals_canceling
+        with open(fifo, "wb") as writer:  # the reader waits for a writer: here it is
+            writer.write(b"not audio")
+        r = rig.result(handle)
+        if cancelled:
+            assert r.status == GoalStatus.STATUS_CANCELED, r.result.message
+        else:
+            assert r.status == GoalStatus.STATUS_ABORTED
+            assert "not a plain PCM WAV file" in r.result.message, r.result.message
+    done.set()
+    guard.join(5.0)
+
+
 def test_play_audio_volume_default_leaves_the_volume_and_above_one_is_clamped_with_a_warning(make_rig, tmp_path):
     rig = make_rig()
     log = rig.node._media._log = LogRecorder(rig.node._media._log)
