@@ -64,7 +64,7 @@ from . import qos
 from .driver_support import RosLogHandler as _RosLogHandler
 from .driver_support import core_attribute as _core_attribute
 from .driver_support import collector_off, declare_parameters, destroy_state_machine, log_line
-from .driver_support import close_link
+from .driver_support import close_link, flush
 from .driver_support import transition as _transition, twist_reader
 from .handover import HandOver
 from .subscription_thread import SubscriptionThread, Unsupported
@@ -294,6 +294,7 @@ class CozmoDriverNode(LifecycleNode):
         with core.lock:
             if robot is not None:  # the last link_status: its subscribers see the link closed
                 self._publish_link_status()
+                flush(self._pub.get("link"))
             self._destroy_interfaces()
             core.robot = None
         self._configured = False

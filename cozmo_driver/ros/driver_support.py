@@ -21,7 +21,7 @@ from .serialized import LayoutError, read_twist
 
 __all__ = ["transition", "descriptor", "declare_parameters", "twist_reader", "RosLogHandler",
            "log_line", "core_attribute", "collector_off", "destroy_state_machine", "release_line",
-           "close_link"]
+           "close_link", "flush"]
 
 
 def close_link(robot: Any, listener: Callable[[Any], None], log: Callable[[int, str], None]) -> None:
@@ -42,6 +42,15 @@ def close_link(robot: Any, listener: Callable[[Any], None], log: Callable[[int, 
         link = robot.link
         closed = link.state_reason if link.state.value == "disconnected" else "no answer in time"
         log(logging.INFO, release_line(state.value, closed))
+
+
+def flush(publisher: Any, timeout_s: float = 0.2) -> None:
+    """Wait, at most ``timeout_s``, until every reliable subscriber acknowledged what
+    ``publisher`` (or None) sent: a message published just before the publisher is
+    destroyed may otherwise never reach another process."""
+    if publisher is not None:
+        from rclpy.duration import Duration
+        publisher.wait_for_all_acked(Duration(nanoseconds=int(timeout_s * 1e9)))
 
 
 def release_line(state: str, reason: str) -> str:

@@ -887,6 +887,30 @@ def _loopback_params_file(tmp_path: Path, port: int, **params: Any) -> Path:
 
 
 @pytest.mark.slow
+def test_another_process_sees_the_link_closed_when_the_driver_stops(rclpy_context, sim, tmp_path):
+    """The driver's last link_status (DISCONNECTED) reaches a subscriber in another process
+    before the driver's publisher is gone (a behavior node, a dashboard): published just
+    before the publisher was destroyed, it did not."""
+    probe = RosHarness(rclpy_context, "link_watcher")
+    link = probe.listen("link", LinkStatus, "link_status", LATCHED)
+    proc = subprocess.Popen(_node_command(sim.address[1]), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        with TellsItsLog(proc, "the driver"):
+            assert probe.spin_until(lambda: link and link[-1].state == LinkStatus.CONNECTED,
+                                    20.0), [m.state for m in link]
+        proc.send_signal(signal.SIGINT)
+        assert probe.spin_until(lambda: proc.poll() is not None, 10.0)
+        probe.spin_for(0.5)
+        assert link[-1].state == LinkStatus.DISCONNECTED, [m.state for m in link]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+        probe.close()
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_console_script_stops_the_robot_on_signal(sim, sig, tmp_path):
     env = dict(os.environ)
