@@ -67,6 +67,7 @@ from ..face.procedural import FACE_HEIGHT_PX, FACE_WIDTH_PX, NUM_PARAMS, PARAM_N
 from ..face.stream import FaceStream
 from ..driver.parameters import ParamSpec
 from ..lifeline import exit_with_parent
+from ..log_throttle import LogThrottle
 from ._entry import destroyed_if_refused, init, make_node, spin_node
 from . import qos
 from .subscription_thread import PolledSubscription, ThreadedSubscription, Unsupported, end_at_exit
@@ -79,6 +80,12 @@ __all__ = ["FaceNode", "main", "raw_face"]
 _JOIN_S = 2.0
 #: in one process with the driver: how often display/face's subscriber count is asked, seconds
 _COUNT_EVERY_S = 0.2
+#: the longest transition a command may ask for (the transition_s parameter's range), s
+_MAX_TRANSITION_S = 10.0
+#: a refused name longer than this is quoted cut (its log line and the service's answer)
+_MAX_QUOTED = 64
+#: the warnings of face/expression and face/look_at repeat at most this often, s
+_WARN_PERIOD_S = 2.0
 
 
 @dataclass
@@ -105,12 +112,21 @@ FACE_PARAMETERS = (
 
 
 def _descriptor(spec: ParamSpec) -> ParameterDescriptor:
+    """Read at start-up only: read-only, so that ``ros2 param set`` says so instead of
+    reporting a change that nothing applies."""
     unit = f" [{spec.unit}]" if spec.unit else ""
-    descriptor = ParameterDescriptor(description=spec.description + unit)
+    descriptor = ParameterDescriptor(description=f"{spec.description}{unit}; read at start-up",
+                                     read_only=True)
     if spec.minimum is not None:
         descriptor.floating_point_range = [FloatingPointRange(from_value=float(spec.minimum),
                                                               to_value=float(spec.maximum))]
     return descriptor
+
+
+def _quoted(name: str) -> str:
+    """``name``, cut if it is longer than any expression's may be (so that a refusal that
+    quotes it stays one readable line)."""
+    return name if len(name) <= _MAX_QUOTED else f"{name[:_MAX_QUOTED]}... ({len(name)} characters)"
 
 
 def raw_face(values: Sequence[float]) -> Tuple[FaceParams, List[str]]:
@@ -145,6 +161,7 @@ class FaceNode(Node):
         now = time.monotonic()
         #: held by whoever reads or changes the animator (the frame thread, the callbacks)
         self._lock = threading.Lock()
+        self._throttle = LogThrottle(_WARN_PERIOD_S)
         self.animator = FaceAnimator(seed=int(seed), base=base, now=now, idle=bool(idle))
         self.stream = FaceStream(self.animator, keepalive_s=float(keepalive))
         self._msg = Image()
@@ -189,9 +206,16 @@ class FaceNode(Node):
 
     def _on_expression(self, msg: String) -> None:
         try:
-            self.get_logger().info(self.set_expression(msg.data.strip()))
+            self.get_logger().info(self.set_expression(_quoted(msg.data.strip())))
         except KeyError as exc:
-            self.get_logger().warning(f"face/expression refused: {exc.args[0]}")
+            self._warn("expression", f"face/expression refused: {exc.args[0]}")
+
+    def _warn(self, key: str, text: str) -> None:
+        """A warning of a kind that a publisher may repeat 30 times a second: at most one
+        per _WARN_PERIOD_S, which counts those left unsaid."""
+        line = self._throttle.line(key, text, time.monotonic())
+        if line is not None:
+            self.get_logger().warning(line)
 
     def set_params(self, values: Sequence[float], transition_s: Optional[float] = None) -> Tuple[str, bool]:
         """Ease to the raw face ``values``; returns what was done and whether values were
@@ -221,8 +245,11 @@ class FaceNode(Node):
 
     def _look_at_valid(self, msg: Point) -> bool:
         if math.isfinite(msg.x) and math.isfinite(msg.y):
+            if abs(msg.x) > 1.0 or abs(msg.y) > 1.0:
+                self._warn("look_at range", f"face/look_at: x = {msg.x:g}, y = {msg.y:g} beyond "
+                           "-1..1 (the edges of the image): clamped")
             return True
-        self.get_logger().warning(f"face/look_at refused: x = {msg.x}, y = {msg.y} must be finite")
+        self._warn("look_at", f"face/look_at refused: x = {msg.x}, y = {msg.y} must be finite")
         return False
 
     def _take_look_at(self, now: float) -> None:
@@ -251,6 +278,10 @@ class FaceNode(Node):
         if not math.isfinite(transition):
             response.success, response.message = False, f"transition_s = {transition}: not a finite number"
             return response
+        if transition > _MAX_TRANSITION_S:
+            self.get_logger().warning(f"set_face_expression: transition_s = {transition:g} s is "
+                                      f"beyond {_MAX_TRANSITION_S:g} s: clamped")
+            transition = _MAX_TRANSITION_S
         values = list(request.parameters)
         if values:
             try:
@@ -266,7 +297,7 @@ class FaceNode(Node):
             response.message = f"give an expression ({', '.join(EXPRESSIONS)}) or {NUM_PARAMS} parameters"
             return response
         try:
-            response.message = self.set_expression(name, transition)
+            response.message = self.set_expression(_quoted(name), transition)
             response.success = True
         except KeyError as exc:
             response.success, response.message = False, str(exc.args[0])

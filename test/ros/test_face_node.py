@@ -245,6 +245,44 @@ def test_face_params_topic_sets_raw_parameters_and_refuses_bad_ones(rclpy_contex
         spin.close()
 
 
+def test_face_node_parameters_refuse_changes_and_commands_beyond_range_say_so(rclpy_context,
+                                                                              rclpy_log):
+    """The parameters are read at start-up: a change is refused (``ros2 param set`` said
+    "successful" and nothing changed). A transition beyond 10 s is clamped, a gaze beyond
+    the image's edges is clamped with a (throttled) warning, and a refusal quotes a very
+    long name cut."""
+    from geometry_msgs.msg import Point
+    from std_msgs.msg import String
+    node = FaceNode(context=rclpy_context, parameter_overrides=[Parameter("idle", value=False)])
+    spin = Spinner(rclpy_context, "face_range_probe", nodes=(node,))
+    try:
+        for name, value in (("fps", 5.0), ("idle", True), ("transition_s", 4.0)):
+            result = node.set_parameters([Parameter(name, value=value)])[0]
+            assert not result.successful and "read-only" in result.reason, (name, result.reason)
+            assert node.get_parameter(name).value != value
+        reply = node._on_set_expression(SetFaceExpression.Request(expression="happy",
+                                                                  transition_s=1e9),
+                                        SetFaceExpression.Response())
+        assert reply.success and reply.message == "face 'happy' in 10 s", reply.message
+        assert rclpy_log.said(node, LoggingSeverity.WARN, "transition_s = 1e+09 s is beyond 10 s")
+        look = spin.publisher(Point, "face/look_at")
+        for _ in range(5):
+            look.publish(Point(x=5.0, y=0.0))
+        said = lambda: [line for line in rclpy_log.of(node, LoggingSeverity.WARN)  # noqa: E731
+                        if "face/look_at: x = 5, y = 0 beyond -1..1" in line.message]
+        assert spin.until(said, 2.0)
+        spin.spin_for(0.3)
+        assert len(said()) == 1  # throttled
+        expressions = spin.publisher(String, "face/expression")
+        expressions.publish(String(data="x" * 100_000))
+        refused = lambda: [line.message for line in rclpy_log.of(node, LoggingSeverity.WARN)  # noqa: E731
+                           if "face/expression refused" in line.message]
+        assert spin.until(refused, 2.0)
+        assert "(100000 characters)" in refused()[0] and len(refused()[0]) < 1000, refused()[0][:200]
+    finally:
+        spin.close()
+
+
 def test_face_params_clamped_then_in_range_then_clamped_again(rclpy_context, rclpy_log):
     """A clamped face/params (a warning), then one in range (an info line), then a clamped
     one again: once both came from one line, where rclpy raised ValueError ("Logger severity
