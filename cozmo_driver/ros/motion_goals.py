@@ -221,9 +221,12 @@ class AxisGoal(MotionGoal):
         mo.require_finite("", **{field_name: value, "max_speed": goal.max_speed,
                                  "accel": goal.accel, "duration": goal.duration})
         lo, hi = self.LIMITS
-        if not lo <= value <= hi:
+        # the limits as the docs and this message print them (3 decimals) are in range: a
+        # value within half a unit of that past a limit is the limit
+        if not lo - 5e-4 <= value <= hi + 5e-4:
             raise MotionError(f"{field_name} = {value:.4f} {self.UNIT} is outside the {motor}'s "
                               f"range {lo:.3f}..{hi:.3f} {self.UNIT}")
+        value = min(max(value, lo), hi)
         limit = self.ctx.param(f"{motor}_max_speed")
         speed, w1 = mo.check_speed(goal.max_speed, "max_speed", limit, limit, "rad/s")
         accel, w2 = mo.check_speed(goal.accel, "accel", self.ctx.param(f"{motor}_acceleration"),

@@ -552,6 +552,18 @@ def test_go_to_pose_relative_to_the_robot(rig):
 
 # ----------------------------------------------------------------------------- refused goals
 
+def test_the_documented_limits_are_in_range(rig):
+    """The head's and the lift's limits as the docs and the action definitions print them
+    (-0.436..0.777 rad, 0.032..0.092 m): 0.777 is 44.5 degrees rounded up, and was refused
+    as "outside the head's range -0.436..0.777 rad"."""
+    for goal in (SetHeadAngle.Goal(angle=0.777), SetHeadAngle.Goal(angle=-0.436)):
+        status, result = rig.run("set_head_angle", goal)
+        assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    status, result = rig.run("set_lift_height", SetLiftHeight.Goal(height=0.092))
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    rig.rejected("set_head_angle", SetHeadAngle.Goal(angle=0.778), "outside the head's range")
+
+
 def test_bad_goals_are_rejected_with_a_message(rig):
     nan = math.nan
     rig.rejected("set_head_angle", SetHeadAngle.Goal(angle=nan), "angle is nan: not a finite number")
