@@ -368,7 +368,7 @@ class BehaviorNode(Node):
         self._status_seen = False
         self._watch_status()
         _subscription(self, BatteryState, "battery_state", self._on_battery, QOS_STATE)
-        _subscription(self, LinkStatus, "link_status", self._on_link, QOS_LATCHED)
+        self._link_sub = _subscription(self, LinkStatus, "link_status", self._on_link, QOS_LATCHED)
         _subscription(self, ObjectEvent, "object_events", self._on_object_event, QOS_EVENTS)
         _subscription(self, String, "behavior/trigger", self._on_trigger, QOS_QUEUE)
         cmd_vel_type = TwistStamped if p["cmd_vel_stamped"] else Twist
@@ -493,6 +493,12 @@ class BehaviorNode(Node):
         self._emotions_pub.publish(msg)
 
     def _publish_status(self) -> None:
+        if self.engine.state.connected and not self.count_publishers(self._link_sub.topic_name):
+            # a driver that crashed said nothing: its publisher's going is all there is
+            self.get_logger().warning(
+                f"{self._link_sub.topic_name} has no publisher any more: the driver stopped "
+                "without saying so (it crashed?); nothing runs until it is back")
+            self.engine.on_connected(False, time.monotonic())
         s = self.engine.status(time.monotonic())
         msg = BehaviorStatus(enabled=s.enabled, paused=s.paused, pause_remaining=float(s.pause_remaining),
                              pause_reason=s.pause_reason, activity=s.activity, behavior=s.behavior,

@@ -32,6 +32,7 @@ from cozmo_interfaces.msg import BehaviorStatus, EmotionState  # noqa: E402
 from geometry_msgs.msg import Twist  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.logging import LoggingSeverity  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
@@ -410,6 +411,29 @@ def test_the_console_script_stops_what_it_started(rclpy_context, tmp_path):
         driver.destroy_node()
         probe.destroy_node()
         sim.stop()
+
+
+def test_a_driver_gone_without_a_word_stops_the_engine(rclpy_context, rclpy_log):
+    """A driver that crashed says nothing on link_status: the engine takes its publisher's
+    going (the graph) for the link's end, within about its status period, instead of
+    starting behaviours that time out or fail one after the other."""
+    from cozmo_interfaces.msg import LinkStatus
+    behavior = BehaviorNode(context=rclpy_context, parameter_overrides=[
+        Parameter("start_delay", value=0.0), Parameter("enabled", value=False)])
+    spin = RosHarness(rclpy_context, "link_stand_in", nodes=(behavior,))
+    try:
+        # a stand-in for the driver's link_status (latched, as the driver's)
+        link = spin.probe.create_publisher(LinkStatus, "link_status", QoSProfile(
+            depth=1, durability=QoSDurabilityPolicy.TRANSIENT_LOCAL))
+        link.publish(LinkStatus(state=LinkStatus.CONNECTED))
+        assert spin.spin_until(lambda: behavior.engine.state.connected, DISCOVERY_TIMEOUT)
+        spin.spin_for(1.5)
+        assert behavior.engine.state.connected  # a publisher that is there keeps it so
+        spin.probe.destroy_publisher(link)  # what the graph shows of a crashed driver
+        assert spin.spin_until(lambda: not behavior.engine.state.connected, 5.0)
+        assert rclpy_log.said(behavior, LoggingSeverity.WARN, "/link_status has no publisher any more")
+    finally:
+        spin.close()
 
 
 def test_no_qos_event_handlers_burden_the_executor(rclpy_context):
