@@ -180,10 +180,14 @@ class Engine:
 
     # ------------------------------------------------------------------ inputs
 
-    def on_trigger(self, name: str, now: float, data: Optional[Mapping[str, Any]] = None) -> None:
+    def on_trigger(self, name: str, now: float, data: Optional[Mapping[str, Any]] = None,
+                   from_robot: bool = True) -> None:
         """Something happened: update the state, apply the emotion event of that name and
-        queue the trigger for the next tick."""
-        change = STATE_CHANGES.get(name)
+        queue the trigger for the next tick. A trigger not ``from_robot`` (a name posted on
+        behavior/trigger) changes no robot state: only the driver knows whether the robot
+        is picked up or on its charger, and a posted ``picked_up`` would otherwise hold the
+        engine until a ``put_down`` that the robot never sends."""
+        change = STATE_CHANGES.get(name) if from_robot else None
         if change is not None:
             setattr(self.state, change[0], change[1])
         if name == "face_seen":
@@ -191,6 +195,10 @@ class Engine:
         self.emotions.apply(name, now)
         if self._enabled and not self._shut_down:
             self._pending.append((name, dict(data or {}), now))
+
+    def knows(self, name: str) -> bool:
+        """Whether a trigger of that name does anything: a reaction, an emotion event."""
+        return name in self.reactions.reactions or name in self.emotions.events
 
     def on_cube_tap(self, cube: str, factory_id: int, count: int, now: float) -> None:
         self.state.last_tap = CubeTap(cube, int(factory_id), int(count), now)

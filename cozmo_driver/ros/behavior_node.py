@@ -72,6 +72,7 @@ from ..behavior.engine import Engine
 from ..behavior.parameters import BEHAVIOR_PARAMETERS, USER_ACTIONS, USER_TOPICS
 from ..behavior.reactions import ROBOT_EVENT_TRIGGERS
 from ..lifeline import exit_with_parent
+from ..log_throttle import LogThrottle
 from ._entry import destroy_waitables, destroyed_if_refused, init, make_node, spin_node
 from .usage import answer_help
 from . import qos
@@ -360,6 +361,7 @@ class BehaviorNode(Node):
         self._closed = False
         self._user_goals: Dict[str, Set[bytes]] = {action: set() for action in USER_ACTIONS}
         self.user_commands = 0
+        self._throttle = LogThrottle(2.0)  # warnings of a kind a publisher may repeat
         # inputs
         _subscription(self, RobotEvent, "events", self._on_event, QOS_EVENTS)
         # the status streams at ~33 Hz; the engine needs one snapshot per connection (the
@@ -464,7 +466,16 @@ class BehaviorNode(Node):
         if not name:
             self.get_logger().warning("behavior/trigger: an empty trigger name is ignored")
             return
-        self.engine.on_trigger(name, time.monotonic())
+        if not self.engine.knows(name):
+            known = sorted(set(self.engine.reactions.reactions) | set(self.engine.emotions.events))
+            shown = name if len(name) <= 64 else f"{name[:64]}... ({len(name)} characters)"
+            line = self._throttle.line("trigger", f"behavior/trigger: {shown!r} is no reaction's "
+                                       f"trigger and no emotion event: ignored (known: "
+                                       f"{', '.join(known)})", time.monotonic())
+            if line is not None:
+                self.get_logger().warning(line)
+            return
+        self.engine.on_trigger(name, time.monotonic(), from_robot=False)
 
     def _on_user_topic(self, topic: str) -> None:
         self.user_commands += 1

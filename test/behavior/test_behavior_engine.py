@@ -215,6 +215,19 @@ def test_a_reaction_runs_its_behavior_and_applies_emotions():
     assert engine.emotions.value("happy", engine.now) > 0.5
 
 
+def test_only_the_robots_own_triggers_change_its_state():
+    """picked_up from the driver's events marks the robot picked up; the same name posted
+    by a user (from_robot=False) runs the reaction but leaves the state to the driver."""
+    engine, robot, log = make_engine(auto=False)
+    engine.on_trigger("picked_up", 0.0, from_robot=False)
+    assert not engine.state.picked_up and engine.knows("picked_up")
+    engine.tick(0.0)
+    assert engine.running == "still"  # the reaction ran
+    engine.on_trigger("picked_up", 0.1)
+    assert engine.state.picked_up
+    assert not engine.knows("nosuch_trigger")
+
+
 def test_priorities_preempt_and_cooldowns_hold():
     engine, robot, log = make_engine(auto=False)
     engine.on_trigger("cube_tapped", 0.0)

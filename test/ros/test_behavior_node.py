@@ -301,6 +301,32 @@ def test_user_commands_pause_the_engine(rclpy_context, tmp_path):
         stack.close()
 
 
+def test_posted_triggers_run_reactions_but_change_no_robot_state(rclpy_context, tmp_path,
+                                                                  rclpy_log):
+    """A name posted on behavior/trigger runs its reaction, but only the driver says whether
+    the robot is picked up: a posted picked_up held the engine idle until a put_down that
+    the robot never sent. An unknown name is refused with a warning naming the known ones
+    (it was ignored without a word)."""
+    stack = Stack(rclpy_context, tmp_path, QUIET)
+    engine = stack.behavior.engine
+    try:
+        pub = stack.probe.create_publisher(String, "behavior/trigger", 10)
+        assert stack.until(lambda: pub.get_subscription_count() > 0, DISCOVERY_TIMEOUT)
+        pub.publish(String(data="picked_up"))
+        assert stack.until(lambda: stack.saw("react_to_pickup", "reaction to picked_up"),
+                           REACTION_TIMEOUT), stack.last()
+        assert not engine.state.picked_up
+        pub.publish(String(data="nosuch_trigger"))
+        assert stack.until(lambda: rclpy_log.said(
+            stack.behavior, LoggingSeverity.WARN, "behavior/trigger: 'nosuch_trigger' is no "
+            "reaction's trigger and no emotion event: ignored (known: "), 5.0)
+        line = next(line.message for line in rclpy_log.of(stack.behavior, LoggingSeverity.WARN)
+                    if "nosuch_trigger" in line.message)
+        assert "face_seen" in line and "picked_up" in line, line
+    finally:
+        stack.close()
+
+
 def test_enable_disable_and_a_behavior_that_raises(rclpy_context, tmp_path):
     config = {"activities": None,
               "behaviors": {"raiser": {"class": "behavior_fakes:RaisingBehavior"}},
