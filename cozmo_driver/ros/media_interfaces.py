@@ -243,11 +243,13 @@ class MediaInterfaces:
 
     def _refusal(self, motion: bool = False) -> Optional[str]:
         if not self._active:
-            return "the driver is not active"
+            return ("the driver is not active (activate it: ros2 lifecycle set "
+                    f"{self.node.get_fully_qualified_name()} activate)")
         if motion and self._estop:
             return "emergency stop engaged (release it with the emergency_stop service)"
         if not self._connected():
-            return "not connected to the robot"
+            return ("not connected to the robot (the driver reconnects by itself: link_status "
+                    "says when it is back)")
         return None
 
     # ------------------------------------------------------------------ display

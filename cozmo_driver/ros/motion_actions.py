@@ -368,12 +368,14 @@ class MotionActions:
     def _check_driver(self, resource: str) -> None:
         node = self._node
         if not node._active:
-            raise MotionError("the driver is not active")
+            raise MotionError("the driver is not active (activate it: ros2 lifecycle set "
+                              f"{node.get_fully_qualified_name()} activate)")
         if node._estop:
             raise MotionError("emergency stop engaged (release it with the emergency_stop service)")
         state = self._latest_state()
         if not node.connected or state is None:
-            raise MotionError("not connected to the robot")
+            raise MotionError("not connected to the robot (the driver reconnects by itself: "
+                              "link_status says when it is back)")
         if resource == "wheels":
             reason = mo.interruption(int(state.status))
             if reason:

@@ -628,14 +628,16 @@ def test_deactivation_aborts_and_refuses_and_a_lost_robot_aborts(rig):
     rig.node.trigger_deactivate()
     status, result = rig.wait(handle)
     assert status == GoalStatus.STATUS_ABORTED and result.message == "the driver was deactivated"
-    rig.rejected("drive_straight", DriveStraight.Goal(distance=0.1), "the driver is not active")
+    rig.rejected("drive_straight", DriveStraight.Goal(distance=0.1), "the driver is not active "
+                 f"(activate it: ros2 lifecycle set {rig.node.get_fully_qualified_name()} activate)")
     rig.node.trigger_activate()
     handle = rig.send("set_head_angle", AXES["head"][1])
     rig.spin_for(0.2)
     rig.sim.set_silent(True)
     status, result = rig.wait(handle, 5.0)
     assert status == GoalStatus.STATUS_ABORTED and result.message.startswith("lost the robot")
-    rig.rejected("set_head_angle", SetHeadAngle.Goal(angle=0.0), "not connected to the robot")
+    rig.rejected("set_head_angle", SetHeadAngle.Goal(angle=0.0), "not connected to the robot "
+                 "(the driver reconnects by itself: link_status says when it is back)")
 
 
 def test_cleanup_with_a_goal_running_releases_the_servers(rclpy_context, sim):
