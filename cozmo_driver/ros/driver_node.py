@@ -64,7 +64,7 @@ from . import qos
 from .driver_support import RosLogHandler as _RosLogHandler
 from .driver_support import core_attribute as _core_attribute
 from .driver_support import collector_off, declare_parameters, destroy_state_machine, log_line
-from .driver_support import close_link, flush
+from .driver_support import close_link, finish_goals, flush
 from .driver_support import transition as _transition, twist_reader
 from .handover import HandOver
 from .subscription_thread import SubscriptionThread, Unsupported
@@ -486,6 +486,7 @@ def main(args: Optional[List[str]] = None) -> int:
             resume_collector()
 
     def stop(executor) -> None:
+        finish_goals(node, executor)
         node.close()
         cozmo_logger.removeHandler(handler)
         resume_collector()  # (a stop before start() ended)

@@ -21,7 +21,7 @@ from .serialized import LayoutError, read_twist
 
 __all__ = ["transition", "descriptor", "declare_parameters", "twist_reader", "RosLogHandler",
            "log_line", "core_attribute", "collector_off", "destroy_state_machine", "release_line",
-           "close_link", "flush"]
+           "close_link", "flush", "finish_goals"]
 
 
 def close_link(robot: Any, listener: Callable[[Any], None], log: Callable[[int, str], None]) -> None:
@@ -42,6 +42,37 @@ def close_link(robot: Any, listener: Callable[[Any], None], log: Callable[[int, 
         link = robot.link
         closed = link.state_reason if link.state.value == "disconnected" else "no answer in time"
         log(logging.INFO, release_line(state.value, closed))
+
+
+#: how long a stopping driver spins for its goals' results to go out, at most, seconds
+FINISH_GOALS_S = 0.5
+
+
+def finish_goals(node: Any, executor: Any, timeout_s: float = FINISH_GOALS_S) -> None:
+    """At shutdown, before the node closes: the motors stopped first, every goal ended
+    aborted ("the driver is shutting down"), and ``executor`` spun until their results
+    went out (at most ``timeout_s``): a client waiting for a result otherwise waits for
+    good, as the servers go with the node."""
+    import time
+    node._core.release()  # the motors first (idempotent: close() does it again)
+    media, motion = node._media, node._motion
+
+    def running() -> bool:
+        return ((media is not None and media.goals_running())
+                or (motion is not None and motion.goals_running()))
+    if not running():
+        return
+    if media is not None:
+        media.deactivate("the driver is shutting down")
+    if motion is not None:
+        motion.abort_all("the driver is shutting down")
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and node.context.ok() and running():
+        executor.spin_once(timeout_sec=0.05)
+    # an ended goal's result goes to its client from a task of its own, on a later turn
+    deadline = min(deadline, time.monotonic() + 0.1)
+    while time.monotonic() < deadline and node.context.ok():
+        executor.spin_once(timeout_sec=0.02)
 
 
 def flush(publisher: Any, timeout_s: float = 0.2) -> None:

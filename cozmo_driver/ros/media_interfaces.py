@@ -177,6 +177,10 @@ class MediaInterfaces:
         for goal in list(self._goals.values()):
             goal.resolve(False, reason)
 
+    def goals_running(self) -> bool:
+        """Whether a goal's execute callback has not returned its result yet."""
+        return bool(self._goals or self._loading)
+
     def destroy(self) -> None:
         """Release everything (before the robot client stops)."""
         self.deactivate("the driver is shutting down")

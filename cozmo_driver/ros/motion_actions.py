@@ -160,6 +160,10 @@ class MotionActions:
         for run in list(self._runs.values()):
             self._finish(run, ABORTED, reason)
 
+    def goals_running(self) -> bool:
+        """Whether a goal or execute callback has not returned yet."""
+        return bool(self._runs) or self._pending_executes > 0
+
     def destroy(self) -> None:
         """Abort every goal and release the servers, subscriptions and guard condition.
 

@@ -259,6 +259,8 @@ def _stop(running: _Running, executor: Any) -> None:
     behavior = running.by_kind.get("behavior")
     try:
         if driver is not None:
+            from .driver_support import finish_goals
+            finish_goals(driver, executor)
             driver.close()
     finally:
         if running.log_handler is not None:

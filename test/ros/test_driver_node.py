@@ -887,6 +887,43 @@ def _loopback_params_file(tmp_path: Path, port: int, **params: Any) -> Path:
 
 
 @pytest.mark.slow
+def test_goals_running_when_the_driver_stops_end_with_a_result(rclpy_context, sim):
+    """Ctrl-C while goals run: each client gets its result (aborted, "the driver is shutting
+    down"); the servers went with the node before the results were sent, and a client
+    waited for good (ros2 action send_goal until killed)."""
+    from action_msgs.msg import GoalStatus
+    from cozmo_interfaces.action import PlayAnimation, SetLiftHeight
+    probe = RosHarness(rclpy_context, "goal_client")
+    proc = subprocess.Popen(_node_command(sim.address[1]), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        with TellsItsLog(proc, "the driver"):
+            goals = {}
+            for name, action, goal in (
+                    ("set_lift_height", SetLiftHeight, SetLiftHeight.Goal(height=0.09, duration=30.0)),
+                    ("play_animation", PlayAnimation, PlayAnimation.Goal(name="nod_yes", loops=50))):
+                sent = probe.action_client(action, name).send_goal_async(goal)
+                assert probe.spin_until(sent.done, 10.0) and sent.result().accepted, name
+                goals[name] = sent.result().get_result_async()
+            probe.spin_for(0.5)
+            assert not any(result.done() for result in goals.values())
+        proc.send_signal(signal.SIGINT)
+        assert probe.spin_until(lambda: all(result.done() for result in goals.values()), 5.0), \
+            [name for name, result in goals.items() if not result.done()]
+        for name, result in goals.items():
+            got = result.result()
+            assert got.status == GoalStatus.STATUS_ABORTED, (name, got.status)
+            assert got.result.message == "the driver is shutting down", (name, got.result.message)
+        assert probe.spin_until(lambda: proc.poll() is not None, 10.0)
+        assert proc.returncode == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+        probe.close()
+
+
+@pytest.mark.slow
 def test_another_process_sees_the_link_closed_when_the_driver_stops(rclpy_context, sim, tmp_path):
     """The driver's last link_status (DISCONNECTED) reaches a subscriber in another process
     before the driver's publisher is gone (a behavior node, a dashboard): published just
