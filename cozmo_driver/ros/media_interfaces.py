@@ -99,6 +99,10 @@ class _Goal:
             self.future.set_result(True)
 
 
+#: the most times a play_animation goal plays its clip (a uint32 allows 4 billion: years)
+MAX_LOOPS = 1000
+
+
 class MediaInterfaces:
     """See the module docstring. ``params`` is the node's parameter dict (kept up to date
     by the node, so run-time changes apply at once); ``hand_over(fn, *args)``, any thread,
@@ -497,6 +501,9 @@ class MediaInterfaces:
         goal = self._new_goal("animation", handle)
         goal.clip = clip.name
         loops = max(1, int(request.loops))
+        if loops > MAX_LOOPS:
+            self._log.warning(f"play_animation goal loops = {loops} is beyond {MAX_LOOPS}: clamped")
+            loops = MAX_LOOPS
         self._log.info(f"play_animation: {clip.name} ({compiled.duration_s:.2f} s"
                        f"{f', {loops} times' if loops > 1 else ''})")
         self.av.play_clip(goal.token, compiled, loops, stops)

@@ -681,6 +681,19 @@ def test_cancel_aborts_on_the_robot_and_the_face_comes_back(make_rig, tmp_path):
     assert rig.sim.head_angle() == pytest.approx(head, abs=0.05)      # the head stopped too
 
 
+def test_loops_beyond_a_thousand_are_clamped_with_a_warning(make_rig):
+    rig = make_rig()
+    log = rig.node._media._log = LogRecorder(rig.node._media._log)
+    handle = rig.send_goal(PlayAnimation, "play_animation",
+                           PlayAnimation.Goal(name="nod_yes", loops=4294967295))
+    assert rig.spin_until(lambda: any("nod_yes" in line and "1000 times" in line
+                                      for line in log.lines), 5.0), log.lines
+    assert "play_animation goal loops = 4294967295 is beyond 1000: clamped" in log.lines
+    cancel = handle.cancel_goal_async()
+    assert rig.spin_until(cancel.done, 5.0)
+    assert rig.result(handle).status == GoalStatus.STATUS_CANCELED
+
+
 def test_a_new_animation_preempts_and_deactivation_aborts(make_rig, tmp_path):
     (tmp_path / "long.yaml").write_text(LONG_CLIP)
     rig = make_rig(animation_dirs=[str(tmp_path)])
