@@ -127,6 +127,7 @@ class Engine:
         #: set by :meth:`shutdown`: nothing starts any more
         self._shut_down = False
         self._pause_until = -math.inf
+        self._last_user_command = -math.inf
         self._pause_reason = ""
         self._pending: Deque[Tuple[str, Dict[str, Any], float]] = deque(maxlen=MAX_PENDING)
         self._running: Optional[_Run] = None
@@ -233,6 +234,7 @@ class Engine:
     def on_user_command(self, reason: str, now: float) -> None:
         """The user commanded the robot: stop what runs and keep quiet for ``user_pause``."""
         was_paused = self.paused(now)
+        self._last_user_command = now
         self._pause_until = max(self._pause_until, now + self.user_pause)
         if not was_paused or reason != self._pause_reason:
             self._changed = True
@@ -243,6 +245,17 @@ class Engine:
         if not was_paused:
             self._log("info", f"paused for {self.user_pause:g} s by a user command ({reason})")
         self._next_choice = max(self._next_choice, self._pause_until)
+
+    def set_user_pause(self, seconds: float, now: float) -> None:
+        """A new ``user_pause``; a pause in progress ends ``seconds`` after the last user
+        command (sooner or later than it was to), as if it had been the value all along."""
+        self.user_pause = float(seconds)
+        if self.paused(now):
+            shorter = self._last_user_command + self.user_pause
+            if shorter < self._pause_until:
+                self._next_choice = min(self._next_choice, max(shorter, now))
+            self._pause_until = shorter
+            self._changed = True
 
     def set_enabled(self, enabled: bool, now: float) -> None:
         enabled = bool(enabled)

@@ -540,7 +540,7 @@ class BehaviorNode(Node):
                 self.engine.set_enabled(bool(param.value), time.monotonic())
                 self._publish_status()
             elif param.name == "user_pause":
-                self.engine.user_pause = float(param.value)
+                self.engine.set_user_pause(float(param.value), time.monotonic())
         return SetParametersResult(successful=True)
 
     def close(self) -> None:

@@ -281,6 +281,23 @@ def test_user_commands_pause_the_engine():
     assert any("paused for 5 s" in text for _, text in log)
 
 
+def test_a_new_user_pause_applies_to_the_pause_in_progress():
+    """user_pause lowered at run time ends a pause already begun at the new length after the
+    last command (an hour's pause set by mistake ended only with a restart); raised, it
+    lengthens it."""
+    engine, robot, log = make_engine(auto=False, user_pause=3600.0)
+    engine.on_user_command("cmd_vel", 1.0)
+    assert engine.status(2.0).pause_remaining == pytest.approx(3599.0)
+    engine.set_user_pause(2.0, 2.0)
+    assert engine.status(2.0).paused and engine.status(2.0).pause_remaining == pytest.approx(1.0)
+    engine.on_trigger("poked", 3.5)
+    run(engine, 3.5, 4.0)
+    assert not engine.status(4.0).paused and engine.running == "greet"
+    engine.on_user_command("cmd_vel", 5.0)
+    engine.set_user_pause(10.0, 5.5)
+    assert engine.status(5.5).pause_remaining == pytest.approx(9.5)
+
+
 def test_disabled_and_disconnected_engines_start_nothing():
     engine, robot, log = make_engine(enabled=False)
     engine.on_trigger("poked", 0.0)
