@@ -117,6 +117,12 @@ class Stack(RosHarness):
     def count(self, command: str) -> int:
         return self.sim.command_counts().get(command, 0)
 
+    def trigger_publisher(self):
+        """A publisher of behavior/trigger that the behavior node takes from."""
+        pub = self.probe.create_publisher(String, "behavior/trigger", 10)
+        assert self.until(lambda: pub.get_subscription_count() > 0, DISCOVERY_TIMEOUT)
+        return pub
+
     def wait_service(self, client) -> None:
         assert self.until(client.service_is_ready, DISCOVERY_TIMEOUT), "service not available"
 
@@ -166,8 +172,7 @@ def test_robot_events_lead_to_their_reactions(rclpy_context, tmp_path):
         stack.reaction("react_to_fall", "falling", lambda: stack.count("OutputAudio") > audio + 5,
                        "the alarm sound")
         # a face seen (posted by a detector on behavior/trigger): greet again
-        pub = stack.probe.create_publisher(String, "behavior/trigger", 10)
-        assert stack.until(lambda: pub.get_subscription_count() > 0, DISCOVERY_TIMEOUT)
+        pub = stack.trigger_publisher()
         anims = stack.count("StartAnimation")
         pub.publish(String(data="face_seen"))
         stack.reaction("greet", "face_seen", lambda: stack.count("StartAnimation") > anims, "the greeting")
@@ -310,8 +315,7 @@ def test_posted_triggers_run_reactions_but_change_no_robot_state(rclpy_context, 
     stack = Stack(rclpy_context, tmp_path, QUIET)
     engine = stack.behavior.engine
     try:
-        pub = stack.probe.create_publisher(String, "behavior/trigger", 10)
-        assert stack.until(lambda: pub.get_subscription_count() > 0, DISCOVERY_TIMEOUT)
+        pub = stack.trigger_publisher()
         pub.publish(String(data="picked_up"))
         assert stack.until(lambda: stack.saw("react_to_pickup", "reaction to picked_up"),
                            REACTION_TIMEOUT), stack.last()
@@ -334,8 +338,7 @@ def test_enable_disable_and_a_behavior_that_raises(rclpy_context, tmp_path):
     stack = Stack(rclpy_context, tmp_path, config)
     engine = stack.behavior.engine
     try:
-        pub = stack.probe.create_publisher(String, "behavior/trigger", 10)
-        assert stack.until(lambda: pub.get_subscription_count() > 0, DISCOVERY_TIMEOUT)
+        pub = stack.trigger_publisher()
         pub.publish(String(data="explode"))
         assert stack.until(lambda: stack.last().last_outcome == "error: RuntimeError: boom in tick",
                            REACTION_TIMEOUT), stack.last()

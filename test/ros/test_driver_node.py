@@ -8,6 +8,7 @@ run it as a subprocess. Addresses are always 127.0.0.1 and the simulator's port.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import math
@@ -886,6 +887,22 @@ def _loopback_params_file(tmp_path: Path, port: int, **params: Any) -> Path:
     return path
 
 
+@contextlib.contextmanager
+def _driver_process(rclpy_context, sim, probe_name: str):
+    """(a probe harness, the driver's console script on ``sim`` as a process); both ended
+    at the end (the process killed if it still runs)."""
+    probe = RosHarness(rclpy_context, probe_name)
+    proc = subprocess.Popen(_node_command(sim.address[1]), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        yield probe, proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+        probe.close()
+
+
 @pytest.mark.slow
 def test_goals_running_when_the_driver_stops_end_with_a_result(rclpy_context, sim):
     """Ctrl-C while goals run: each client gets its result (aborted, "the driver is shutting
@@ -893,10 +910,7 @@ def test_goals_running_when_the_driver_stops_end_with_a_result(rclpy_context, si
     waited for good (ros2 action send_goal until killed)."""
     from action_msgs.msg import GoalStatus
     from cozmo_interfaces.action import PlayAnimation, SetLiftHeight
-    probe = RosHarness(rclpy_context, "goal_client")
-    proc = subprocess.Popen(_node_command(sim.address[1]), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
+    with _driver_process(rclpy_context, sim, "goal_client") as (probe, proc):
         with TellsItsLog(proc, "the driver"):
             goals = {}
             for name, action, goal in (
@@ -916,11 +930,6 @@ def test_goals_running_when_the_driver_stops_end_with_a_result(rclpy_context, si
             assert got.result.message == "the driver is shutting down", (name, got.result.message)
         assert probe.spin_until(lambda: proc.poll() is not None, 10.0)
         assert proc.returncode == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.communicate()
-        probe.close()
 
 
 @pytest.mark.slow
@@ -928,11 +937,8 @@ def test_another_process_sees_the_link_closed_when_the_driver_stops(rclpy_contex
     """The driver's last link_status (DISCONNECTED) reaches a subscriber in another process
     before the driver's publisher is gone (a behavior node, a dashboard): published just
     before the publisher was destroyed, it did not."""
-    probe = RosHarness(rclpy_context, "link_watcher")
-    link = probe.listen("link", LinkStatus, "link_status", LATCHED)
-    proc = subprocess.Popen(_node_command(sim.address[1]), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
+    with _driver_process(rclpy_context, sim, "link_watcher") as (probe, proc):
+        link = probe.listen("link", LinkStatus, "link_status", LATCHED)
         with TellsItsLog(proc, "the driver"):
             assert probe.spin_until(lambda: link and link[-1].state == LinkStatus.CONNECTED,
                                     20.0), [m.state for m in link]
@@ -940,11 +946,6 @@ def test_another_process_sees_the_link_closed_when_the_driver_stops(rclpy_contex
         assert probe.spin_until(lambda: proc.poll() is not None, 10.0)
         probe.spin_for(0.5)
         assert link[-1].state == LinkStatus.DISCONNECTED, [m.state for m in link]
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.communicate()
-        probe.close()
 
 
 @pytest.mark.slow
