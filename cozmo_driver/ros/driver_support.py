@@ -54,14 +54,14 @@ def finish_goals(node: Any, executor: Any, timeout_s: float = FINISH_GOALS_S) ->
     went out (at most ``timeout_s``): a client waiting for a result otherwise waits for
     good, as the servers go with the node."""
     import time
-    node._core.release()  # the motors first (idempotent: close() does it again)
     media, motion = node._media, node._motion
 
     def running() -> bool:
         return ((media is not None and media.goals_running())
                 or (motion is not None and motion.goals_running()))
     if not running():
-        return
+        return  # close() stops the motors first, as ever
+    node._core.release()  # the motors first (close() does it again: it is idempotent)
     if media is not None:
         media.deactivate("the driver is shutting down")
     if motion is not None:
