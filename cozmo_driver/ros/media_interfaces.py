@@ -92,6 +92,7 @@ class _Goal:
     success: bool = False
     message: str = ""
     clip: str = ""
+    motors: frozenset = frozenset()  # an animation's: the motion actions' resources it moves
 
     def resolve(self, success: bool, message: str) -> None:
         if not self.future.done():
@@ -101,6 +102,8 @@ class _Goal:
 
 #: the most times a play_animation goal plays its clip (a uint32 allows 4 billion: years)
 MAX_LOOPS = 1000
+#: the motion actions' resources, as a log line names them
+_MOTOR_NAMES = {"wheels": "treads", "head": "head", "lift": "lift"}
 
 
 class MediaInterfaces:
@@ -180,6 +183,13 @@ class MediaInterfaces:
         self.av.stop(reason)
         for goal in list(self._goals.values()):
             goal.resolve(False, reason)
+
+    def preempt_animation(self, resource: str, reason: str) -> None:
+        """A motion goal takes ``resource`` (wheels, head, lift): the animation that moves it
+        ends aborted with ``reason`` (the newest command wins, as between motion goals)."""
+        for goal in list(self._goals.values()):
+            if goal.kind == "animation" and resource in goal.motors:
+                self.av.cancel_clip(goal.token, reason)
 
     def goals_running(self) -> bool:
         """Whether a goal's execute callback has not returned its result yet."""
@@ -500,6 +510,13 @@ class MediaInterfaces:
         stops = motor_stops(head=bool(clip.tracks.head), lift=bool(clip.tracks.lift))
         goal = self._new_goal("animation", handle)
         goal.clip = clip.name
+        goal.motors = frozenset(resource for resource, track in (
+            ("wheels", clip.tracks.body), ("head", clip.tracks.head), ("lift", clip.tracks.lift))
+            if track)
+        motion = getattr(self.node, "_motion", None)
+        for resource in sorted(goal.motors) if motion is not None else ():
+            motion.preempt(resource, f"preempted by play_animation '{clip.name}', which moves "
+                                     f"the {_MOTOR_NAMES[resource]}")
         loops = max(1, int(request.loops))
         if loops > MAX_LOOPS:
             self._log.warning(f"play_animation goal loops = {loops} is beyond {MAX_LOOPS}: clamped")

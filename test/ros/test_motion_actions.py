@@ -18,8 +18,8 @@ import pytest
 rclpy = pytest.importorskip("rclpy")
 
 from action_msgs.msg import GoalStatus  # noqa: E402
-from cozmo_interfaces.action import (DriveStraight, FollowPath, GoToPose, SetHeadAngle,  # noqa: E402
-                                     SetLiftHeight, TurnInPlace)
+from cozmo_interfaces.action import (DriveStraight, FollowPath, GoToPose, PlayAnimation,  # noqa: E402
+                                     SetHeadAngle, SetLiftHeight, TurnInPlace)
 from cozmo_interfaces.msg import HeadAngle, PathSegment  # noqa: E402
 from cozmo_interfaces.srv import SetEmergencyStop  # noqa: E402
 from geometry_msgs.msg import PoseStamped, TransformStamped, Twist  # noqa: E402
@@ -38,7 +38,7 @@ pytestmark = [pytest.mark.ros]
 
 TYPES = {"set_head_angle": SetHeadAngle, "set_lift_height": SetLiftHeight,
          "turn_in_place": TurnInPlace, "drive_straight": DriveStraight,
-         "follow_path": FollowPath, "go_to_pose": GoToPose}
+         "follow_path": FollowPath, "go_to_pose": GoToPose, "play_animation": PlayAnimation}
 STATIC = QoSProfile(depth=10, durability=QoSDurabilityPolicy.TRANSIENT_LOCAL,
                     reliability=QoSReliabilityPolicy.RELIABLE)
 
@@ -551,6 +551,31 @@ def test_go_to_pose_relative_to_the_robot(rig):
 
 
 # ----------------------------------------------------------------------------- refused goals
+
+def test_animations_and_motion_goals_take_the_motors_from_each_other(rig):
+    """An animation that moves a motor preempts the motion goal on it, and a motion goal
+    preempts the animation that moves its motor, each saying which (the newest command
+    wins, as between motion goals): they drove the same motors at once, and the motion
+    goal ended "interrupted by the robot". A goal on a motor the animation leaves alone
+    runs beside it."""
+    drive = rig.send("drive_straight", DriveStraight.Goal(distance=0.15, speed=0.04))
+    rig.spin_for(0.5)
+    animation = rig.send("play_animation", PlayAnimation.Goal(name="look_around"))
+    status, result = rig.wait(drive)
+    assert status == GoalStatus.STATUS_ABORTED
+    assert result.message == "preempted by play_animation 'look_around', which moves the treads"
+    head = rig.send("set_head_angle", SetHeadAngle.Goal(angle=-0.2))
+    status, result = rig.wait(animation)
+    assert status == GoalStatus.STATUS_ABORTED
+    assert result.message == "preempted by a new set_head_angle goal, which moves the head"
+    assert rig.wait(head)[0] == GoalStatus.STATUS_SUCCEEDED
+    nod = rig.send("play_animation", PlayAnimation.Goal(name="nod_yes", loops=3))  # head only
+    rig.spin_for(0.3)
+    status, result = rig.run("set_lift_height", SetLiftHeight.Goal(height=0.06))
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    assert not nod.result_future.done()  # still nodding
+    assert rig.wait(nod)[0] == GoalStatus.STATUS_SUCCEEDED
+
 
 def test_the_documented_limits_are_in_range(rig):
     """The head's and the lift's limits as the docs and the action definitions print them
