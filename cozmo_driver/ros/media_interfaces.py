@@ -102,6 +102,10 @@ class _Goal:
 
 #: the most times a play_animation goal plays its clip (a uint32 allows 4 billion: years)
 MAX_LOOPS = 1000
+#: a play_animation name or group longer than this is refused without being quoted whole
+_LONGEST_NAME = 256
+#: a play_audio path longer than this (Linux's PATH_MAX) names no file
+_LONGEST_PATH = 4096
 #: the motion actions' resources, as a log line names them
 _MOTOR_NAMES = {"wheels": "treads", "head": "head", "lift": "lift"}
 
@@ -385,6 +389,13 @@ class MediaInterfaces:
     def _accept_animation(self, goal_request) -> GoalResponse:
         """An animation or group the library does not know is rejected now, the reason
         logged (naming close names); the rest is checked when the goal runs."""
+        for field in ("name", "group"):
+            text = getattr(goal_request, field)
+            if len(text) > _LONGEST_NAME:  # no clip's: refused without quoting it whole
+                self._log.warning(f"play_animation goal rejected: {field} {text[:40]!r}... has "
+                                  f"{len(text)} characters; the clips' names are short "
+                                  "(list_animations)")
+                return GoalResponse.REJECT
         try:
             self.library.check(goal_request.name, goal_request.group)
         except AnimationError as exc:
@@ -446,6 +457,9 @@ class MediaInterfaces:
         problem = self._refusal()
         if problem is None and not math.isfinite(request.volume):
             problem = f"volume = {request.volume}: not a finite number"
+        if problem is None and len(request.path) > _LONGEST_PATH:
+            problem = (f"path {request.path[:40]!r}... has {len(request.path)} characters: no "
+                       f"file's path is longer than {_LONGEST_PATH}")
         if problem is not None:
             return self._refused(handle, result, "play_audio", problem)
         self._audio_loads += 1

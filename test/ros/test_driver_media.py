@@ -694,6 +694,21 @@ def test_loops_beyond_a_thousand_are_clamped_with_a_warning(make_rig):
     assert rig.result(handle).status == GoalStatus.STATUS_CANCELED
 
 
+def test_a_very_long_name_or_path_is_refused_without_being_quoted_whole(make_rig):
+    """A 100 000-character animation name or audio path: refused, and the log line (and the
+    result) quote 40 characters of it, not all (one line of 100 kB per goal before)."""
+    rig = make_rig()
+    log = rig.node._media._log = LogRecorder(rig.node._media._log)
+    future = rig.action_client(PlayAnimation, "play_animation").send_goal_async(
+        PlayAnimation.Goal(name="x" * 100_000))
+    assert rig.spin_until(future.done, 5.0) and not future.result().accepted
+    line = next(line for line in log.lines if "play_animation goal rejected" in line)
+    assert "has 100000 characters" in line and len(line) < 300, line[:300]
+    r = rig.result(rig.send_goal(PlayAudio, "play_audio", PlayAudio.Goal(path="/" + "y" * 50_000)))
+    assert r.status == GoalStatus.STATUS_ABORTED
+    assert "has 50001 characters" in r.result.message and len(r.result.message) < 300
+
+
 def test_a_new_animation_preempts_and_deactivation_aborts(make_rig, tmp_path):
     (tmp_path / "long.yaml").write_text(LONG_CLIP)
     rig = make_rig(animation_dirs=[str(tmp_path)])
