@@ -60,6 +60,7 @@ and images are dropped; the face is kept and shown again after a reconnection.
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import math
 import threading
@@ -263,6 +264,20 @@ class AVStream:
 
     def cancel_clip(self, token: Any, reason: str = "cancelled") -> None:
         self._post(self._do_cancel_clip, token, reason)
+
+    def cancel_clip_now(self, token: Any, reason: str) -> None:
+        """:meth:`cancel_clip`, done on the I/O thread by the time this returns: a command
+        posted next (``Robot.post`` goes out ahead of calls still queued) then comes after
+        the clip's stops, which would otherwise stop it (a motion goal that takes a motor
+        from the clip). Where the I/O thread cannot be waited for, as :meth:`cancel_clip`."""
+        call = getattr(getattr(self.robot, "transport", None), "call", None)
+        if call is not None:
+            try:
+                call(self._do_cancel_clip, token, reason, timeout=1.0)
+                return
+            except (CozmoError, TimeoutError, concurrent.futures.TimeoutError):
+                pass  # (then as below: a second cancel of one clip does nothing)
+        self.cancel_clip(token, reason)
 
     def counters(self) -> dict:
         """A snapshot of every counter (read from any thread; values may be a tick apart)."""

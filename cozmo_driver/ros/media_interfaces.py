@@ -188,12 +188,14 @@ class MediaInterfaces:
         for goal in list(self._goals.values()):
             goal.resolve(False, reason)
 
-    def preempt_animation(self, resource: str, reason: str) -> None:
-        """A motion goal takes ``resource`` (wheels, head, lift): the animation that moves it
-        ends aborted with ``reason`` (the newest command wins, as between motion goals)."""
+    def preempt_animation(self, resource: str, action: str) -> None:
+        """A goal of motion action ``action`` takes ``resource`` (wheels, head, lift): the
+        animation that moves it ends aborted, saying so (the newest command wins, as
+        between motion goals)."""
+        reason = f"preempted by a new {action} goal, which moves the {_MOTOR_NAMES[resource]}"
         for goal in list(self._goals.values()):
             if goal.kind == "animation" and resource in goal.motors:
-                self.av.cancel_clip(goal.token, reason)
+                self.av.cancel_clip_now(goal.token, reason)
 
     def goals_running(self) -> bool:
         """Whether a goal's execute callback has not returned its result yet."""

@@ -358,7 +358,8 @@ def test_cmd_vel_preempts_a_wheel_goal_but_not_the_head_goal(rig):
     rig.spin_for(0.25)  # cmd_vel's DriveWheels(0, 0) reaches the robot, whose treads decelerate
     assert rig.still(0.4), " ".join(m.NAME for _, m in rig.sim.commands()[-8:])
     # the head is another motor: neither the treads' goal nor cmd_vel touched its goal
-    assert rig.wait(head)[0] == GoalStatus.STATUS_SUCCEEDED
+    status, result = rig.wait(head)
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
 
 
 def test_a_goal_right_after_teleop_is_not_stopped_by_the_cmd_vel_watchdog(rig):
@@ -568,7 +569,8 @@ def test_animations_and_motion_goals_take_the_motors_from_each_other(rig):
     status, result = rig.wait(animation)
     assert status == GoalStatus.STATUS_ABORTED
     assert result.message == "preempted by a new set_head_angle goal, which moves the head"
-    assert rig.wait(head)[0] == GoalStatus.STATUS_SUCCEEDED
+    status, result = rig.wait(head)
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
     nod = rig.send("play_animation", PlayAnimation.Goal(name="nod_yes", loops=3))  # head only
     rig.spin_for(0.3)
     status, result = rig.run("set_lift_height", SetLiftHeight.Goal(height=0.06))
