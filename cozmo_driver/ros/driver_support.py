@@ -21,7 +21,20 @@ from .serialized import LayoutError, read_twist
 
 __all__ = ["transition", "descriptor", "declare_parameters", "twist_reader", "RosLogHandler",
            "log_line", "core_attribute", "collector_off", "destroy_state_machine", "release_line",
-           "close_link", "flush", "finish_goals"]
+           "close_link", "flush", "finish_goals", "ESTOP_REFUSAL", "NOT_CONNECTED_REFUSAL",
+           "inactive_refusal"]
+
+
+#: why a command or goal is refused, as the media and the motion actions say it
+ESTOP_REFUSAL = "emergency stop engaged (release it with the emergency_stop service)"
+NOT_CONNECTED_REFUSAL = ("not connected to the robot (the driver reconnects by itself: "
+                         "link_status says when it is back)")
+
+
+def inactive_refusal(node: Any) -> str:
+    """Why a command or goal is refused while ``node`` (the driver) is inactive."""
+    return (f"the driver is not active (activate it: ros2 lifecycle set "
+            f"{node.get_fully_qualified_name()} activate)")
 
 
 def close_link(robot: Any, listener: Callable[[Any], None], log: Callable[[int, str], None]) -> None:

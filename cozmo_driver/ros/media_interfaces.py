@@ -69,6 +69,7 @@ from ..log_throttle import LogThrottle
 from ..driver.media import (ChunkResampler, audio_chunk_samples, face_to_screen, image_to_screen,
                             is_empty_image, load_audio_file, motor_stops, screen_to_frame)
 from . import qos
+from .driver_support import ESTOP_REFUSAL, NOT_CONNECTED_REFUSAL, inactive_refusal
 from .handover import HandOver
 from .subscription_thread import SubscriptionThread, Unsupported
 from .qos import QOS_COMMAND, QOS_FRAMES, QOS_SENSOR, QOS_STREAM
@@ -267,13 +268,11 @@ class MediaInterfaces:
 
     def _refusal(self, motion: bool = False) -> Optional[str]:
         if not self._active:
-            return ("the driver is not active (activate it: ros2 lifecycle set "
-                    f"{self.node.get_fully_qualified_name()} activate)")
+            return inactive_refusal(self.node)
         if motion and self._estop:
-            return "emergency stop engaged (release it with the emergency_stop service)"
+            return ESTOP_REFUSAL
         if not self._connected():
-            return ("not connected to the robot (the driver reconnects by itself: link_status "
-                    "says when it is back)")
+            return NOT_CONNECTED_REFUSAL
         return None
 
     # ------------------------------------------------------------------ display

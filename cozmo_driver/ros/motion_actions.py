@@ -75,6 +75,7 @@ from ..driver import motion as mo
 from ..driver.motion import ABORTED, CANCELED, SUCCEEDED, MotionError, Outcome, StateSample
 from ..driver.transforms import TransformBuffer, TransformError
 from . import qos
+from .driver_support import ESTOP_REFUSAL, NOT_CONNECTED_REFUSAL, inactive_refusal
 from .handover import HandOver
 from .motion_goals import GOAL_TYPES, GoalContext, MotionGoal, Run
 
@@ -372,14 +373,12 @@ class MotionActions:
     def _check_driver(self, resource: str) -> None:
         node = self._node
         if not node._active:
-            raise MotionError("the driver is not active (activate it: ros2 lifecycle set "
-                              f"{node.get_fully_qualified_name()} activate)")
+            raise MotionError(inactive_refusal(node))
         if node._estop:
-            raise MotionError("emergency stop engaged (release it with the emergency_stop service)")
+            raise MotionError(ESTOP_REFUSAL)
         state = self._latest_state()
         if not node.connected or state is None:
-            raise MotionError("not connected to the robot (the driver reconnects by itself: "
-                              "link_status says when it is back)")
+            raise MotionError(NOT_CONNECTED_REFUSAL)
         if resource == "wheels":
             reason = mo.interruption(int(state.status))
             if reason:
