@@ -450,6 +450,16 @@ class MediaInterfaces:
             await goal.future
         finally:
             self._goals.pop(goal.token, None)
+        # The end is in the log as the motion goals' is: an abort (preempted, e-stop, lost
+        # robot) as a warning, with its reason.
+        action = "play_audio" if goal.kind == "audio" else "play_animation"
+        if goal.success:
+            self._log.info(f"{action}: succeeded: {goal.message}")
+        elif goal.handle.is_cancel_requested:  # ends CANCELED (_end), whatever ended it
+            said = "" if goal.message.startswith("cancel") else f" ({goal.message})"
+            self._log.info(f"{action}: canceled{said}")
+        else:
+            self._log.warning(f"{action}: aborted: {goal.message}")
         return self._end(goal.handle, result, goal.success, goal.message)
 
     async def _execute_audio(self, handle) -> PlayAudio.Result:

@@ -369,6 +369,7 @@ def test_play_audio_plays_a_wav_at_the_right_pitch_and_length(make_rig, tmp_path
 @pytest.mark.realtime  # times what it plays
 def test_play_audio_cancel_preempt_and_bad_files(make_rig, tmp_path):
     rig = make_rig()
+    log = rig.node._media._log = LogRecorder(rig.node._media._log)
     long = write_wav(tmp_path / "long.wav", np.repeat(sine(440.0, 3.0, 22050)[:, None], 2, axis=1), 22050, 2)
     frames0 = rig.sim.audio_frames()
     handle = rig.send_goal(PlayAudio, "play_audio", PlayAudio.Goal(path=str(long), volume=-1.0))
@@ -389,6 +390,9 @@ def test_play_audio_cancel_preempt_and_bad_files(make_rig, tmp_path):
     r1, r2 = rig.result(first), rig.result(second)
     assert r1.status == GoalStatus.STATUS_ABORTED and "preempted" in r1.result.message
     assert r2.status == GoalStatus.STATUS_SUCCEEDED
+    # the cancel and the preemption are in the log, the preemption as a warning with its reason
+    assert "play_audio: canceled" in log.lines, log.lines
+    assert f"play_audio: aborted: {r1.result.message}" in log.lines, log.lines
     # files that are not plain PCM WAV: the loader's message
     (tmp_path / "notes.wav").write_text("not audio")
     for path, words in ((tmp_path / "notes.wav", "not a plain PCM WAV file"),
@@ -714,11 +718,15 @@ def test_a_new_animation_preempts_and_deactivation_aborts(make_rig, tmp_path):
     rig = make_rig(animation_dirs=[str(tmp_path)])
     first = rig.send_goal(PlayAnimation, "play_animation", PlayAnimation.Goal(name="long_dance"))
     rig.spin_for(0.3)
+    log = rig.node._media._log = LogRecorder(rig.node._media._log)
     second = rig.send_goal(PlayAnimation, "play_animation", PlayAnimation.Goal(name="nod_yes", loops=2))
     r1 = rig.result(first)
     assert r1.status == GoalStatus.STATUS_ABORTED and "preempted" in r1.result.message
     r2 = rig.result(second)
     assert r2.status == GoalStatus.STATUS_SUCCEEDED and "2 times" in r2.result.message
+    # each goal's end is in the log, the preempted one's as a warning with its reason
+    assert f"play_animation: aborted: {r1.result.message}" in log.lines, log.lines
+    assert f"play_animation: succeeded: {r2.result.message}" in log.lines, log.lines
     # an unknown name or group is rejected when the goal comes, the log naming close names
     log = rig.node._media._log = LogRecorder(rig.node._media._log)
     client = rig.action_client(PlayAnimation, "play_animation")
