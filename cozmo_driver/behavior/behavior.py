@@ -334,7 +334,7 @@ class BehaviorContext:
                   "does not drive off it")
         handle.fail(reason)
         self._charger_refusals(reason)
-        return handle
+        return self._track(handle)  # done: nothing to cancel; the behavior's failure names it
 
     def _track(self, handle: Handle) -> Handle:
         self.handles.append(handle)

@@ -4,7 +4,8 @@ Inputs (all with the time ``now`` as an argument; nothing here reads a clock):
 
 * :meth:`Engine.on_trigger` (a robot event or any named trigger, with data),
   :meth:`Engine.on_cube_tap`, :meth:`Engine.on_battery`, :meth:`Engine.on_state`
-  (level flags from the robot's status), :meth:`Engine.on_connected`;
+  (level flags from the robot's status), :meth:`Engine.on_connected`,
+  :meth:`Engine.on_emergency_stop`;
 * :meth:`Engine.on_user_command`: the user commanded the robot;
 * :meth:`Engine.set_enabled`;
 * :meth:`Engine.tick`, about ten times a second.
@@ -14,7 +15,9 @@ Outputs: the commands its behaviors give through the :class:`RobotInterface`,
 
 Rules, in the order :meth:`tick` applies them:
 
-1. Disabled, or the robot not connected: nothing runs.
+1. Disabled, the robot not connected, or the driver's emergency stop engaged:
+   nothing runs (the running behavior is stopped, INTERRUPTED), and the status
+   says ``paused`` with the reason (``pause_remaining`` 0: until that ends).
 2. A user command pauses the engine for ``user_pause`` seconds (every further
    command extends it): the running behavior is stopped at once (INTERRUPTED;
    its commands cancelled, which stops the motors it moved) and nothing
@@ -49,7 +52,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Deque, Dict, Mapping, Optional, Tuple
 
 from .activities import ActivityChooser
-from .behavior import Behavior, BehaviorContext, CubeTap, Outcome, RobotInterface, RobotState
+from .behavior import Behavior, BehaviorContext, CubeTap, Handle, Outcome, RobotInterface, RobotState
 from .config import BehaviorSpec, EngineConfig
 from .emotions import Emotions
 from .reactions import STATE_CHANGES, LowBatteryDetector, ReactionTable
@@ -92,6 +95,13 @@ class _Run:
     started: float
 
 
+def _failure(ctx: BehaviorContext) -> str:
+    """Why a behavior that returned FAILED without saying why failed: the last of its
+    commands that failed (an action's result or refusal, the charger rule), else ""."""
+    failed = [handle for handle in ctx.handles if handle.status == Handle.FAILED and handle.message]
+    return failed[-1].message if failed else ""
+
+
 def _where(exc: BaseException) -> str:
     frames = traceback.extract_tb(exc.__traceback__)
     if not frames:
@@ -129,6 +139,7 @@ class Engine:
         self._pause_until = -math.inf
         self._last_user_command = -math.inf
         self._pause_reason = ""
+        self._estop = False
         self._pending: Deque[Tuple[str, Dict[str, Any], float]] = deque(maxlen=MAX_PENDING)
         self._running: Optional[_Run] = None
         self._last_ended: Dict[str, float] = {}
@@ -155,16 +166,25 @@ class Engine:
         return self._running.behavior.name if self._running is not None else None
 
     def paused(self, now: float) -> bool:
+        """Whether a user command keeps the engine quiet (see :meth:`held` for the rest)."""
         return now < self._pause_until
+
+    def held(self) -> str:
+        """What keeps the engine still until it ends ("" when nothing does): the robot not
+        connected, or the driver's emergency stop."""
+        if not self.state.connected:
+            return "the robot is not connected"
+        return "the emergency stop is engaged" if self._estop else ""
 
     def status(self, now: float) -> EngineStatus:
         run = self._running
         activity = self.chooser.current(self.state)
+        held = self.held()
         return EngineStatus(
             enabled=self._enabled,
-            paused=self.paused(now),
-            pause_remaining=max(0.0, self._pause_until - now) if self.paused(now) else 0.0,
-            pause_reason=self._pause_reason if self.paused(now) else "",
+            paused=bool(held) or self.paused(now),
+            pause_remaining=max(0.0, self._pause_until - now) if self.paused(now) and not held else 0.0,
+            pause_reason=held or (self._pause_reason if self.paused(now) else ""),
             activity=activity.name if activity is not None else "",
             behavior=run.behavior.name if run else "",
             reason=run.reason if run else "",
@@ -231,6 +251,24 @@ class Engine:
             if connected:
                 self._next_choice = max(self._next_choice, now + self.start_delay)
 
+    def on_emergency_stop(self, engaged: bool, now: float) -> None:
+        """The driver's emergency stop: while engaged nothing runs (the driver would refuse
+        every motion), as while the robot is not connected; released, the engine goes on
+        after ``start_delay``, as after a connection."""
+        engaged = bool(engaged)
+        if engaged == self._estop:
+            return
+        self._estop = engaged
+        self._changed = True
+        self._pending.clear()
+        self._log("info", "emergency stop engaged: nothing runs until it is released" if engaged
+                  else "emergency stop released: the engine goes on")
+        if engaged:
+            if self._running is not None:
+                self._end(Outcome.INTERRUPTED, "the emergency stop is engaged", now)
+        else:
+            self._next_choice = max(self._next_choice, now + self.start_delay)
+
     def on_user_command(self, reason: str, now: float) -> None:
         """The user commanded the robot: stop what runs and keep quiet for ``user_pause``."""
         was_paused = self.paused(now)
@@ -293,10 +331,11 @@ class Engine:
             run.ctx.now = now
         if not self._enabled or self._shut_down:
             return
-        if not self.state.connected:
+        held = self.held()
+        if held:
             self._pending.clear()
             if run is not None:
-                self._end(Outcome.INTERRUPTED, "the robot is not connected", now)
+                self._end(Outcome.INTERRUPTED, held, now)
             return
         if self.paused(now):
             self._pending.clear()
@@ -431,6 +470,8 @@ class Engine:
                                f"{_where(error)}; the behavior is stopped and the engine goes on")
         else:
             assert outcome is not None
+            if outcome is Outcome.FAILED and not message:
+                message = _failure(ctx)
             text = str(outcome) + (f": {message}" if message else "")
         try:
             behavior.stop(ctx, text)

@@ -12,7 +12,8 @@ Inputs:
   state once per connection (it streams at ~33 Hz: the node unsubscribes after
   the first message, the events report every change after it); ``battery_state``
   (BatteryState: ``percentage``) -> ``low_battery``; ``link_status`` -> whether
-  the robot is connected; ``object_events`` (ObjectEvent TAPPED) ->
+  the robot is connected; ``emergency_stop/engaged`` (std_msgs/Bool) -> nothing
+  runs while the driver's emergency stop is engaged; ``object_events`` (ObjectEvent TAPPED) ->
   ``cube_tapped``; ``behavior/trigger`` (std_msgs/String) -> any named trigger
   (``face_seen`` from a face detector);
 * user commands, which pause the engine for ``user_pause``: every message on
@@ -62,7 +63,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import qos_profile_action_status_default
 from sensor_msgs.msg import BatteryState
-from std_msgs.msg import ColorRGBA, Float64, String
+from std_msgs.msg import Bool, ColorRGBA, Float64, String
 from std_srvs.srv import SetBool
 from unique_identifier_msgs.msg import UUID
 
@@ -371,6 +372,8 @@ class BehaviorNode(Node):
         self._watch_status()
         _subscription(self, BatteryState, "battery_state", self._on_battery, QOS_STATE)
         self._link_sub = _subscription(self, LinkStatus, "link_status", self._on_link, QOS_LATCHED)
+        _subscription(self, Bool, "emergency_stop/engaged",
+                      lambda msg: self.engine.on_emergency_stop(msg.data, time.monotonic()), QOS_LATCHED)
         _subscription(self, ObjectEvent, "object_events", self._on_object_event, QOS_EVENTS)
         _subscription(self, String, "behavior/trigger", self._on_trigger, QOS_QUEUE)
         cmd_vel_type = TwistStamped if p["cmd_vel_stamped"] else Twist

@@ -444,6 +444,7 @@ class CozmoDriverNode(LifecycleNode):
     def _on_emergency_stop(self, request, response):
         response.message = self._core.emergency_stop(bool(request.engage))
         response.success = True
+        self._publish_link_status()  # and emergency_stop/engaged, which changed
         if self._media is not None:
             self._media.on_emergency_stop(self._core.estop)
         if self._motion is not None and self._core.estop:

@@ -26,6 +26,7 @@ from cozmo_interfaces.msg import LinkStatus, RobotEvent, RobotInfo, RobotStatus
 from geometry_msgs.msg import TransformStamped
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import BatteryState, CameraInfo, CompressedImage, Image, Imu, JointState
+from std_msgs.msg import Bool
 from tf2_msgs.msg import TFMessage
 
 from .. import robot_geometry as geo
@@ -129,6 +130,7 @@ class DriverStreams(DriverOutput):
         self._camera_seen_ns: Optional[int] = None  # when a camera stream last had a subscriber
         #: set once a robot state has been handed to the publishers since build()
         self.first_state = threading.Event()
+        self._estop_sent: Optional[bool] = None  # what emergency_stop/engaged last said
         self._held: Optional[List[Tuple[int, str]]] = None  # log lines held back (hold_notes)
         self._notes_lock = threading.Lock()
         self._ros_time = False
@@ -156,6 +158,7 @@ class DriverStreams(DriverOutput):
         self.wanted_until = 0
         self.eager_until = None
         self.first_state.clear()
+        self._estop_sent = None
         self.info_cache.clear()  # the frame names may have changed since the last configure
         self.image_templates.clear()
         odom = Odometry()
@@ -372,6 +375,12 @@ class DriverStreams(DriverOutput):
         msg.malformed_dropped = sample.malformed_dropped
         msg.wrong_source_dropped = sample.wrong_source_dropped
         pub.publish(msg)
+        # emergency_stop/engaged (latched): when it changed, and once after each configure
+        engaged = bool(self.node._core.estop)
+        estop_pub = self.node._pub.get("estop")
+        if estop_pub is not None and engaged is not self._estop_sent:
+            self._estop_sent = engaged
+            estop_pub.publish(Bool(data=engaged))
 
     def publish_reports(self, media: Any, objects: Any) -> None:
         """/diagnostics and the battery marker (the node's 1 s timer)."""

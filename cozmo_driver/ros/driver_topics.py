@@ -36,6 +36,7 @@ PUBLISHERS = (
     ("events", RobotEvent, "events", QOS_EVENTS, True),
     ("info", RobotInfo, "robot_info", QOS_LATCHED, True),
     ("link", LinkStatus, "link_status", QOS_LATCHED, True),
+    ("estop", Bool, "emergency_stop/engaged", QOS_LATCHED, True),
     ("compressed", CompressedImage, "camera/image_raw/compressed", QOS_SENSOR_OUT, True),
     ("image", Image, "camera/image_raw", QOS_SENSOR_OUT, True),
     ("camera_info", CameraInfo, "camera/camera_info", QOS_SENSOR_OUT, True),

@@ -315,6 +315,62 @@ def test_disabled_and_disconnected_engines_start_nothing():
     assert engine.running == "greet"
 
 
+def test_the_emergency_stop_holds_the_engine_still_and_the_status_says_why():
+    """While the driver's emergency stop is engaged the engine starts nothing (every motion
+    would be refused: before, it started behaviors that failed at once, over and over);
+    the running one is stopped. The status says paused and why, as while disconnected."""
+    engine, robot, log = make_engine(auto=False, start_delay=2.0)
+    engine.on_trigger("cube_tapped", 0.0)
+    engine.tick(0.0)
+    drive = robot.handles[0]
+    engine.on_emergency_stop(True, 1.0)
+    assert engine.running is None and drive.status == Handle.CANCELED
+    assert engine.last_outcome == "interrupted: the emergency stop is engaged"
+    status = engine.status(1.0)
+    assert status.paused and status.pause_remaining == 0.0
+    assert status.pause_reason == "the emergency stop is engaged"
+    calls = len(robot.calls)
+    engine.on_trigger("poked", 2.0)
+    run(engine, 1.0, 5.0)
+    assert engine.running is None and len(robot.calls) == calls
+    engine.on_emergency_stop(False, 5.0)
+    assert not engine.status(5.0).paused
+    assert [text for _, text in log if text.startswith("emergency stop")] == [
+        "emergency stop engaged: nothing runs until it is released",
+        "emergency stop released: the engine goes on"]
+    engine.on_trigger("poked", 5.1)
+    engine.tick(5.1)
+    assert engine.running == "greet"
+    # not connected: paused, the reason said, until it is back
+    engine.on_connected(False, 6.0)
+    engine.tick(6.0)
+    status = engine.status(6.0)
+    assert status.paused and status.pause_reason == "the robot is not connected"
+    assert engine.last_outcome == "interrupted: the robot is not connected"
+    engine.on_connected(True, 7.0)
+    assert not engine.status(7.0).paused
+
+
+def test_a_behavior_that_failed_because_a_command_failed_says_which_and_why():
+    engine, robot, log = make_engine(auto=False)
+    engine.on_trigger("poked", 0.0)
+    t = 0.0
+    for _ in range(100):
+        for handle in robot.active():
+            if handle.kind == "animation":
+                handle.fail(f"{handle.what}: the driver rejected the goal (its log says why)")
+            else:
+                handle.succeed("done")
+        engine.tick(t)
+        t = round(t + TICK, 6)
+        if engine.running is None and engine.last_behavior:
+            break
+    assert engine.last_behavior == "greet"
+    assert engine.last_outcome == "failed: play_animation: the driver rejected the goal (its log says why)"
+    assert any(lvl == "warning" and "end greet: failed: play_animation: the driver rejected" in text
+               for lvl, text in log), log
+
+
 @pytest.mark.parametrize("phase", ["start", "tick", "stop"])
 def test_a_behavior_that_raises_is_stopped_reported_and_the_engine_goes_on(phase):
     config = small_config(behaviors={"raiser": {"params": {"raise_in": phase}}})

@@ -29,6 +29,7 @@ rclpy = pytest.importorskip("rclpy")
 
 from cozmo_interfaces.action import TurnInPlace  # noqa: E402
 from cozmo_interfaces.msg import BehaviorStatus, EmotionState  # noqa: E402
+from cozmo_interfaces.srv import SetEmergencyStop  # noqa: E402
 from geometry_msgs.msg import Twist  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
@@ -269,7 +270,7 @@ def test_user_commands_pause_the_engine(rclpy_context, tmp_path):
     try:
         # the activities run behaviors that use the driver's actions: its own goals never pause it
         assert stack.until(lambda: engine.behaviors_started >= 2, 3 * REACTION_TIMEOUT)
-        assert not any(s.paused for s in stack.statuses)
+        assert not any(s.paused and s.pause_reason != "the robot is not connected" for s in stack.statuses)
         assert stack.until(lambda: engine.running is not None, REACTION_TIMEOUT)
         running = engine.running
         pub = stack.probe.create_publisher(Twist, "cmd_vel", 1)
@@ -302,6 +303,29 @@ def test_user_commands_pause_the_engine(rclpy_context, tmp_path):
         assert stack.until(result.done, REACTION_TIMEOUT)
         assert result.result().result.success, "the user's turn was disturbed"
         client.destroy()
+    finally:
+        stack.close()
+
+
+def test_the_emergency_stop_holds_the_engine_still(rclpy_context, tmp_path):
+    """The driver's emergency stop (its service, from another node): the engine stops what
+    runs and starts nothing until it is released; behavior/status says why. Before, the
+    activities went on starting behaviors whose goals the driver refused, every few seconds."""
+    stack = Stack(rclpy_context, tmp_path, None)
+    engine = stack.behavior.engine
+    try:
+        assert stack.until(lambda: engine.behaviors_started >= 1, 3 * REACTION_TIMEOUT)
+        assert stack.call(SetEmergencyStop, "emergency_stop", SetEmergencyStop.Request(engage=True)).success
+        assert stack.until(lambda: stack.last().pause_reason == "the emergency stop is engaged",
+                           REACTION_TIMEOUT), stack.last()
+        assert stack.last().paused and stack.last().pause_remaining == 0.0
+        assert engine.running is None
+        started, failed = engine.behaviors_started, engine.behaviors_failed
+        stack.spin_for(6.0)   # three times freeplay's idle_between
+        assert (engine.behaviors_started, engine.behaviors_failed) == (started, failed)
+        assert stack.call(SetEmergencyStop, "emergency_stop", SetEmergencyStop.Request(engage=False)).success
+        assert stack.until(lambda: engine.behaviors_started > started, REACTION_TIMEOUT)
+        assert not stack.last().paused or stack.until(lambda: not stack.last().paused, 5.0)
     finally:
         stack.close()
 

@@ -543,8 +543,13 @@ def test_emergency_stop_holds_until_released(make_driver):
     pub.publish(cmd)
     assert h.spin_until(lambda: h.sim.wheel_speeds() != (0.0, 0.0), 2.0)
     stops = h.sim.command_counts().get("StopAllMotors", 0)  # one came with the connection
+    latched = QoSProfile(depth=1, reliability=QoSReliabilityPolicy.RELIABLE,
+                         durability=QoSDurabilityPolicy.TRANSIENT_LOCAL)
+    said = h.listen(None, Bool, "emergency_stop/engaged", latched)  # joins late: gets the last
+    assert h.spin_until(lambda: said, DISCOVERY_TIMEOUT) and [m.data for m in said] == [False]
     response = h.call(SetEmergencyStop, "emergency_stop", SetEmergencyStop.Request(engage=True))
     assert response.success and "engaged" in response.message
+    assert h.spin_until(lambda: len(said) == 2, 2.0) and said[-1].data is True
     assert h.spin_until(lambda: h.sim.wheel_speeds() == (0.0, 0.0), 2.0)
     assert h.sim.command_counts().get("StopAllMotors", 0) > stops
     drives = h.sim.command_counts().get("DriveWheels", 0)
@@ -557,6 +562,7 @@ def test_emergency_stop_holds_until_released(make_driver):
     response = h.call(SetEmergencyStop, "emergency_stop", SetEmergencyStop.Request(engage=False))
     assert response.success and "released" in response.message
     h.spin_for(0.2)
+    assert [m.data for m in said] == [False, True, False]  # on changes only, not every second
     assert h.sim.wheel_speeds() == (0.0, 0.0)  # releasing starts nothing
     pub.publish(cmd)
     assert h.spin_until(lambda: h.sim.wheel_speeds() != (0.0, 0.0), 2.0)
