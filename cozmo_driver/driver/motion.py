@@ -17,10 +17,12 @@ Path segments (:class:`Segment`, the fields of cozmo_interfaces/PathSegment)
 
 ``speed`` is m/s along lines and arcs (negative drives backwards) and rad/s of
 the body for point turns; ``accel``/``decel`` likewise m/s^2 or rad/s^2; 0 means
-the default given to :func:`apply_defaults`. The robot takes a point turn's
-speed as a *tread* speed (mm/s, the simulator's convention, see
-``cozmo_driver/sim/model.py``): :func:`segment_message` multiplies by half the
-track.
+the default given to :func:`apply_defaults`. A point turn goes to the robot as
+it is, in the body's rad/s and rad/s^2, with its flag set for the shorter way
+round and the speed signed the same way (:func:`segment_message`): Anki's robot
+firmware reads the message so (its path follower's point turn takes a maximum
+angular velocity, accelerations and a "use the shortest direction" flag from
+these fields), though pycozmo names the speeds mm/s (docs/motion.md).
 
 Conversion of a pose path (:func:`path_to_segments`)
 -----------------------------------------------------
@@ -59,7 +61,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import List, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -79,7 +81,7 @@ __all__ = [
     "LIFT_TOLERANCE_M", "MAX_PATH_SEGMENTS", "MAX_PATH_POSES", "SEGMENT_GAP_M",
     "SAME_PLACE_M", "MIN_ARC_RADIUS_M", "MAX_ARC_RADIUS_M", "TURN_THRESHOLD_RAD",
     "require_finite", "check_speed", "check_tolerance", "apply_defaults", "check_segments",
-    "path_to_segments", "plan_go_to_pose", "plan_drive_straight", "segment_message",
+    "path_to_segments", "plan_go_to_pose", "plan_drive_straight", "segment_message", "path_messages",
     "segments_end_pose", "distance_remaining", "path_duration", "axis_duration", "turn_duration",
     "interruption", "state_sample", "AxisTracker", "TurnTracker", "PathTracker",
 ]
@@ -345,8 +347,13 @@ def segments_end_pose(segments: Sequence[Segment], start: Pose2D) -> Pose2D:
     return Pose2D(x, y, wrap_angle(heading))
 
 
-def segment_message(seg: Segment):
-    """The AppendPathSeg* message of a segment (metres -> the robot's millimetres)."""
+def segment_message(seg: Segment, from_heading: Optional[float] = None):
+    """The AppendPathSeg* message of a segment (metres -> the robot's millimetres).
+
+    A point turn keeps its rad/s and rad/s^2 and asks for the shorter way round; from
+    ``from_heading`` (the heading the robot has when the turn begins, where known) its
+    speed is signed that way too (negative: clockwise), for a robot that went by the
+    sign alone."""
     mm = 1000.0
     if seg.type == LINE:
         return msgs.AppendPathSegLine(from_x_mm=seg.start_x * mm, from_y_mm=seg.start_y * mm,
@@ -358,13 +365,25 @@ def segment_message(seg: Segment):
                                      radius_mm=seg.radius * mm, start_angle_rad=seg.start_angle,
                                      sweep_rad=seg.sweep, speed_mmps=seg.speed * mm,
                                      accel_mmps2=seg.accel * mm, decel_mmps2=seg.decel * mm)
-    half_track_mm = TRACK_WIDTH_M / 2.0 * mm  # body rad/s -> tread mm/s
+    speed = abs(seg.speed)
+    if from_heading is not None and wrap_angle(seg.heading - from_heading) < 0.0:
+        speed = -speed
+    # (the fields' names are pycozmo's: the robot reads rad/s, rad/s^2 and "shortest way")
     return msgs.AppendPathSegPointTurn(x_mm=seg.start_x * mm, y_mm=seg.start_y * mm,
                                        angle_rad=wrap_angle(seg.heading),
-                                       angle_tolerance_rad=seg.tolerance,
-                                       speed_mmps=abs(seg.speed) * half_track_mm,
-                                       accel_mmps2=seg.accel * half_track_mm,
-                                       decel_mmps2=seg.decel * half_track_mm, unknown=False)
+                                       angle_tolerance_rad=seg.tolerance, speed_mmps=speed,
+                                       accel_mmps2=abs(seg.accel), decel_mmps2=abs(seg.decel),
+                                       unknown=True)
+
+
+def path_messages(segments: Sequence[Segment], start_heading: float) -> List[Any]:
+    """The AppendPathSeg* messages of a path that begins at ``start_heading``: each point
+    turn signed by the way it turns from the heading before it (:func:`segment_message`)."""
+    messages, heading = [], start_heading
+    for seg in segments:
+        messages.append(segment_message(seg, heading))
+        heading = seg.end_heading(heading)
+    return messages
 
 
 # ----------------------------------------------------------------------------- conversion

@@ -375,7 +375,7 @@ class PathGoal(MotionGoal):
         ctx = self.ctx
         ctx.take_treads()
         event_id = ctx.next_event_id()
-        ctx.robot.post_execute_path([mo.segment_message(s) for s in segments], event_id)
+        ctx.robot.post_execute_path(mo.path_messages(segments, start_heading), event_id)
         run.tracker = mo.PathTracker(deadline=ctx.deadline(mo.path_duration(segments, start_heading)),
                                      event_id=event_id, segments=list(segments))
         run.stop = ctx.robot.post_stop_path

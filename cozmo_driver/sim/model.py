@@ -86,8 +86,13 @@ Conventions chosen where the protocol notes are silent (documented guesses):
   (-1 as the firmware's int8) when no path runs.
 * ``AnimBody.unknown`` is a turn radius in mm: +-32767 (and -32768) mean
   straight, 0 turns in place, other values drive an arc (positive: to the left).
-* Point-turn path segments take their speed and accelerations as wheel speeds
-  (mm/s, mm/s^2), as their field names say.
+* Point-turn path segments take their speed and accelerations as the body's
+  rad/s and rad/s^2, although pycozmo names them mm/s, and their bool (pycozmo's
+  ``unknown``) as "the shorter way round"; without it they turn the way the
+  speed's sign says (positive: counter-clockwise), the long way if need be. That
+  is how Anki's robot firmware reads the message, as its published source shows
+  (the path follower's point turn takes a maximum angular velocity, angular
+  accelerations and a use-the-shortest-direction flag from these fields).
 * ``NvStorageOp.length`` is the entry's total size for writes (a write shorter
   than ``length`` is a part; parts are appended until ``length`` bytes arrived,
   answered NV_MORE until then) and the most bytes wanted for reads (<= 0: all).

@@ -157,12 +157,18 @@ class PathFollower(BaseController):
     def _point_turn_step(self, run: PathRun, m: Any, dt: float) -> bool:
         body = self.body
         if run.turn is None:
+            # rad/s and rad/s^2 of the body; the flag (pycozmo's "unknown") asks for the
+            # shorter way round, else the speed's sign says which way (docs/simulator.md)
             target_world = float(m.angle_rad) + body.anchor[2]
-            half = TRACK_WIDTH_MM / 2.0
-            wmax = abs(float(m.speed_mmps)) / half or 2.0
-            alpha = abs(float(m.accel_mmps2)) / half or 10.0
-            run.turn = Turn(body.yaw_u + wrap_angle(target_world - body.yaw_u), wmax, alpha,
-                            abs(float(m.angle_tolerance_rad)), None)
+            turn = wrap_angle(target_world - body.yaw_u)
+            speed, tol = float(m.speed_mmps), abs(float(m.angle_tolerance_rad))
+            if not m.unknown and abs(turn) > tol:
+                if speed >= 0.0 and turn < 0.0:
+                    turn += 2.0 * math.pi
+                elif speed < 0.0 and turn > 0.0:
+                    turn -= 2.0 * math.pi
+            run.turn = Turn(body.yaw_u + turn, abs(speed) or 2.0, abs(float(m.accel_mmps2)) or 10.0,
+                            tol, None)
         w = run.turn.step(body.yaw_u, dt)
         if w is None:
             body.set_wheels_direct(0.0, 0.0)

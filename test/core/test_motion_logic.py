@@ -208,7 +208,7 @@ def test_segments_move_with_a_frame():
     assert turn.start_point() == pytest.approx((math.cos(1) * 0.1, math.sin(1) * 0.1))
 
 
-def test_segment_messages_are_in_millimetres_and_tread_speeds():
+def test_segment_messages_are_in_millimetres_and_point_turns_in_radians():
     line = mo.segment_message(Segment.line(0.01, 0.02, 0.11, 0.02, 0.1, 0.2, 0.3))
     assert line.NAME == "AppendPathSegLine"
     assert (line.from_x_mm, line.from_y_mm, line.to_x_mm, line.to_y_mm) == pytest.approx((10, 20, 110, 20))
@@ -219,8 +219,24 @@ def test_segment_messages_are_in_millimetres_and_tread_speeds():
     turn = mo.segment_message(Segment.point_turn(0.05, 0.0, 4.0, 0.02, 2.0, 10.0, 10.0))
     assert turn.NAME == "AppendPathSegPointTurn"
     assert turn.angle_rad == pytest.approx(4.0 - 2 * math.pi)
-    # body 2 rad/s = treads at 2 x 22.5 mm/s
-    assert (turn.speed_mmps, turn.accel_mmps2, turn.x_mm) == pytest.approx((45.0, 225.0, 50.0))
+    # the body's rad/s and rad/s^2, as Anki's firmware reads them (not tread mm/s: 22.5 times
+    # too fast there), and the flag for the shorter way round (was False: the robot would
+    # turn the way of the speed's sign, always counter-clockwise)
+    assert (turn.speed_mmps, turn.accel_mmps2, turn.decel_mmps2, turn.x_mm) == \
+        pytest.approx((2.0, 10.0, 10.0, 50.0))
+    assert turn.unknown is True
+    # signed the way it turns from the heading it starts at: 4.0 rad is -2.28, reached
+    # clockwise from 0 and counter-clockwise from -3
+    assert mo.segment_message(Segment.point_turn(0.0, 0.0, 4.0, 0.02, 2.0), 0.0).speed_mmps == -2.0
+    assert mo.segment_message(Segment.point_turn(0.0, 0.0, 4.0, 0.02, 2.0), -3.0).speed_mmps == 2.0
+    # a path's turns, each from the heading the segment before it leaves
+    path = [Segment.point_turn(0.0, 0.0, HALF_PI, 0.02, 1.0), Segment.line(0.0, 0.0, 0.0, -0.1, 0.05),
+            Segment.point_turn(0.0, -0.1, 0.0, 0.02, 1.0)]
+    first, _, last = mo.path_messages(path, 0.0)
+    assert first.speed_mmps == 1.0     # 0 -> pi/2: counter-clockwise
+    assert last.speed_mmps == 1.0      # facing -pi/2 along the line -> 0: counter-clockwise
+    first, _, last = mo.path_messages(path, 3.0)
+    assert first.speed_mmps == -1.0    # 3.0 -> pi/2: clockwise
 
 
 # ----------------------------------------------------------------------------- goal checks

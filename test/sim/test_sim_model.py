@@ -365,6 +365,37 @@ def square_path(clock: Clock, side: float = 100.0, speed: float = 100.0) -> None
                                         speed_mmps=40, accel_mmps2=200, decel_mmps2=200))
 
 
+HALF_PI = math.pi / 2
+
+
+@pytest.mark.parametrize("speed, shortest, turned", [
+    (1.0, True, -HALF_PI),          # the flag: the shorter way, whatever the sign
+    (-1.0, True, -HALF_PI),
+    (1.0, False, 3 * HALF_PI),      # no flag: the speed's sign says which way, the long way too
+    (-1.0, False, -HALF_PI)])
+def test_point_turns_read_the_body_rate_and_the_way_round(speed, shortest, turned):
+    """A point turn's speed is the body's rad/s and its flag (pycozmo's 'unknown') asks for
+    the shorter way, as Anki's firmware reads them."""
+    clock = make()
+    clock.send(m.AppendPathSegPointTurn(x_mm=0, y_mm=0, angle_rad=-HALF_PI, angle_tolerance_rad=0.01,
+                                        speed_mmps=speed, accel_mmps2=10.0, decel_mmps2=10.0,
+                                        unknown=shortest))
+    clock.send(m.ExecutePath(event_id=3))
+    rates, yaw, last = [], 0.0, 0.0
+    for _ in range(240):
+        clock.run(0.05)
+        rates += [st.gyro_z_radps for st in clock.take("RobotState")]
+        now = clock.model.true_pose()[2]
+        yaw += math.remainder(now - last, 2 * math.pi)   # unwrapped: less than pi a step
+        last = now
+        if any(e.event_type != E["PathEventType"].PATH_STARTED for e in clock.take("PathFollowingEvent")):
+            break
+    else:
+        pytest.fail("the turn did not end in 12 s")
+    assert yaw == pytest.approx(turned, abs=0.05)
+    assert max(abs(rate) for rate in rates) == pytest.approx(1.0, abs=0.1)   # 1 rad/s, not 1 mm/s
+
+
 def test_path_square_completes():
     clock = make()
     square_path(clock)
