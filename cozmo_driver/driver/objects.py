@@ -363,6 +363,8 @@ class ObjectRegistry:
         self._by_object_id: Dict[int, ObjectEntry] = {}
         self._robot_ready = False
         self._robot_ready_at = -math.inf
+        #: factory ids connected during the robot's last connection: released at the next
+        self._release: List[int] = []
         self._messages: List[Any] = []
         self._events: List[ObjectEventRecord] = []
         self._accel: List[AccelSample] = []
@@ -500,12 +502,23 @@ class ObjectRegistry:
     # ------------------------------------------------------------------ the robot's link
 
     def on_robot_ready(self, now: float) -> None:
-        """The robot (re)connected: object ids of an earlier connection are void."""
+        """The robot (re)connected: object ids of an earlier connection are void.
+
+        The objects connected during the robot's last connection are released
+        (ObjectConnect with ``connect`` false): a robot that kept their radio links over its
+        reconnection would not let them advertise again, and they would never be connected
+        again (the protocol notes do not say whether the robot keeps them; the simulator can
+        do either, ``ModelConfig.keep_object_links``). Released, they advertise and
+        auto-connect takes them as at the first connection."""
         for entry in self._entries.values():
             if entry.connected:
+                self._release.append(entry.factory_id)
                 self._disconnected(entry, now, "the robot reconnected")
             if entry.pending is not None:
                 self._resolve(entry, False, "the robot reconnected")
+        for factory_id in dict.fromkeys(self._release):
+            self._messages.append(msgs.ObjectConnect(factory_id=factory_id, connect=False))
+        self._release.clear()
         self._robot_ready = True
         self._robot_ready_at = now
 
@@ -518,6 +531,7 @@ class ObjectRegistry:
             if entry.pending is not None:
                 self._resolve(entry, False, reason)
             if entry.connected:
+                self._release.append(entry.factory_id)
                 self._disconnected(entry, now, reason)
 
     # ------------------------------------------------------------------ the robot's messages

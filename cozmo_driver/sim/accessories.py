@@ -73,11 +73,15 @@ class Accessories:
         self.objects: List[Accessory] = objs
         self.reset_link(fw.t)
 
-    def reset_link(self, now: float) -> None:
-        """No engine: every connection dropped, discovery on."""
+    def reset_link(self, now: float, keep_links: bool = False) -> None:
+        """No engine: discovery on, every connection dropped (``keep_links``: the radio
+        links and their object ids stay, as a robot might keep them from one engine
+        connection to the next: ``ModelConfig.keep_object_links``)."""
         self.discovery = True
         self._next_accel = now
         self._selected: Optional[int] = None
+        if keep_links:
+            return
         self._next_object_id = 1
         for obj in self.objects:
             obj.object_id = None

@@ -76,6 +76,10 @@ class ModelConfig:
     body_hw_version: int = 5
     body_color: int = 2  # BodyColor.WHITE_v15
     firmware_build: str = "DEVELOPER"
+    #: the cubes' and charger's radio links (and object ids) outlast a new engine
+    #: connection or a lost one; the protocol notes do not say which a robot does, and
+    #: the driver must work with either (False: every link is dropped)
+    keep_object_links: bool = False
 
     def __post_init__(self) -> None:
         for name in ("physics_dt", "state_period", "anim_period", "object_available_period",

@@ -320,11 +320,11 @@ class RobotModel:
         self.camera_control.boot()
         self._reset_connection_state(now)
 
-    def _reset_connection_state(self, now: float) -> None:
+    def _reset_connection_state(self, now: float, boot: bool = True) -> None:
         self.fw.reset_link()
         self.animation.reset_link()
         self.camera_control.reset_link()
-        self.accessories.reset_link(now)
+        self.accessories.reset_link(now, keep_links=not boot and self.config.keep_object_links)
         self.nv.reset_link()
         self._next_state = now
 
@@ -341,7 +341,7 @@ class RobotModel:
         """A client reset the link: greet it with HardwareInfo and FirmwareSignature."""
         self.advance(now)
         self._stop_everything(now, reason="new connection")
-        self._reset_connection_state(now)
+        self._reset_connection_state(now, boot=False)
         fw = self.fw
         fw.connected = True
         fw.emit(msgs.HardwareInfo(serial_number_head=self.config.serial_number_head,
@@ -352,7 +352,7 @@ class RobotModel:
         """The client left or went silent: stop the motors and every stream."""
         self.advance(now)
         self._stop_everything(now, reason="disconnected")
-        self._reset_connection_state(now)
+        self._reset_connection_state(now, boot=False)
         self.fw.out.clear()
 
     def firmware_signature(self) -> str:
