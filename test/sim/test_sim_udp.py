@@ -148,7 +148,13 @@ def test_udp_with_20_percent_loss_both_ways():
         assert engine.wait(lambda: len(engine.received("AcknowledgeAction")) >= 30, 15.0)
         assert [a.action_id for a in engine.received("AcknowledgeAction")] == list(range(1, 31))
         assert sim.wait_until(lambda s: abs(s.head_angle() - 0.1) < 1e-6, 3.0)
-        assert engine.count_over("RobotState", 2.0) >= 40           # 80 % of ~66
+        # about 80 % of the states get through: counted against the robot's own timestamps
+        # (a state every 30 ms), not the wall clock, so a loaded machine does not matter
+        before = len(engine.received("RobotState"))
+        assert engine.wait(lambda: len(engine.received("RobotState")) >= before + 40, 10.0)
+        states = engine.received("RobotState")[before:]
+        sent = (states[-1].timestamp_ms - states[0].timestamp_ms) / 30 + 1
+        assert 0.6 <= len(states) / sent <= 0.95, (len(states), sent)
         stats = sim.stats()["impairment"]
         assert stats["dropped_up"] > 0 and stats["dropped_down"] > 0
 
