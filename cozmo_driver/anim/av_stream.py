@@ -35,7 +35,12 @@ cleared image or a cancelled animation).
 
 Audio: :meth:`AVStream.play_audio` (a goal) clears what is queued and plays
 its samples; :meth:`AVStream.stream_audio` appends to the queue in arrival
-order (nothing is mixed). A stream starts once ``stream_prebuffer_s`` is
+order (nothing is mixed), and :meth:`AVStream.stream_audio_at` does so with
+samples at another rate: the chunks of one stream go through one
+:class:`~cozmo_driver.protocol.audio.StreamResampler` (no seams between them),
+and the samples it holds back for its filter are sent when the stream runs dry
+or ends, so the whole sound plays (a chunk at another rate, or one more than
+``stream_gap_s`` after the one before, starts a new stream). A stream starts once ``stream_prebuffer_s`` is
 buffered, so that chunks arriving in real time never leave the robot short;
 when it runs dry (its end, or chunks later than the buffer) its last partial
 frame is sent at once, padded with silence, and the next chunk starts a new
@@ -73,7 +78,7 @@ import numpy as np
 
 from ..client.link import LinkState, LinkStateChanged
 from ..face.procedural import FaceRenderer
-from ..protocol.audio import SAMPLE_RATE, SAMPLES_PER_FRAME
+from ..protocol.audio import SAMPLE_RATE, SAMPLES_PER_FRAME, StreamResampler
 from ..protocol.display import BLANK_IMAGE
 from ..protocol.errors import CozmoError
 from .av_pacer import AVPacer
@@ -164,7 +169,8 @@ class AVStream:
     def __init__(self, robot: Any, on_report: Callable[[AVReport], None], *,
                  renderer: Optional[FaceRenderer] = None, linger_s: float = 0.5, refresh_s: float = 5.0,
                  face_queue: int = 6, stream_prebuffer_s: float = 0.1, stream_timeout_s: float = 0.15,
-                 max_queue_s: float = 30.0, progress_period_s: float = 0.1) -> None:
+                 max_queue_s: float = 30.0, progress_period_s: float = 0.1,
+                 stream_gap_s: float = 0.5) -> None:
         self.robot = robot
         self.on_report = on_report
         self.pacer = AVPacer(linger_s=linger_s, refresh_s=refresh_s, face_queue=face_queue,
@@ -172,6 +178,7 @@ class AVStream:
         self.stats = AVStreamStats()
         self.stream_prebuffer = max(1, int(round(stream_prebuffer_s * SAMPLE_RATE)))
         self.stream_timeout_s = float(stream_timeout_s)
+        self.stream_gap_s = float(stream_gap_s)
         self.max_queue_s = float(max_queue_s)
         self.progress_period_s = float(progress_period_s)
         # Faces handed over while the timer is armed for the pacer's next tick, which takes
@@ -195,6 +202,8 @@ class AVStream:
         self._prebuffered = 0
         self._streaming = False
         self._last_chunk_at = -math.inf
+        self._resampler: Optional[StreamResampler] = None  # stream_audio_at's, for one stream
+        self._resampled_at = -math.inf  # when its last chunk came
         self._warned_at = -math.inf
         self._backlog_warned_at = -math.inf
 
@@ -255,6 +264,11 @@ class AVStream:
     def stream_audio(self, pcm: np.ndarray) -> None:
         """Append mono int16 samples at 22 320 Hz to the audio queue (a stream)."""
         self._post(self._do_stream_audio, np.asarray(pcm, dtype=np.int16))
+
+    def stream_audio_at(self, pcm: np.ndarray, rate: int) -> None:
+        """Append mono integer samples at ``rate`` Hz to the stream, resampled on the I/O
+        thread (see the module docstring)."""
+        self._post(self._do_stream_audio_at, np.asarray(pcm), int(rate))
 
     def play_clip(self, token: Any, compiled: CompiledClip, loops: int = 1,
                   stop_messages: Sequence[Any] = ()) -> None:
@@ -352,8 +366,10 @@ class AVStream:
         return kept
 
     def _stream_deadline(self) -> Optional[float]:
-        if self._prebuffered:
-            return self._last_chunk_at + self.stream_timeout_s
+        """When a stream that has not started yet plays as a short sound: stream_timeout_s
+        after its last chunk (its samples prebuffered, or all still in the resampler)."""
+        if self._prebuffered or (self._resampler is not None and not self._streaming):
+            return max(self._last_chunk_at, self._resampled_at) + self.stream_timeout_s
         return None
 
     def _arm(self) -> None:
@@ -567,8 +583,11 @@ class AVStream:
         self._arm()
 
     def _do_stream_audio(self, pcm: np.ndarray) -> None:
+        self.stats.stream_chunks += 1
+        self._queue_stream(pcm)
+
+    def _queue_stream(self, pcm: np.ndarray) -> None:
         s = self.stats
-        s.stream_chunks += 1
         seconds = pcm.size / SAMPLE_RATE
         if not self._running or not self._ready():
             s.stream_dropped_s += seconds
@@ -591,6 +610,28 @@ class AVStream:
                 self._start_stream(final=False)
         self._arm()
 
+    def _do_stream_audio_at(self, pcm: np.ndarray, rate: int) -> None:
+        now = self.robot.clock()
+        r = self._resampler
+        if r is not None and (r.rate_in != rate or now - self._resampled_at > self.stream_gap_s):
+            self._flush_resampler()  # the stream before ends: its last samples first
+        if self._resampler is None:
+            self._resampler = StreamResampler(rate, SAMPLE_RATE)
+        self._resampled_at = now
+        self.stats.stream_chunks += 1
+        out = self._resampler.process(pcm)
+        if out.size:
+            self._queue_stream(out)
+        else:
+            self._arm()  # all of it is in the resampler: its deadline (_stream_deadline)
+
+    def _flush_resampler(self) -> None:
+        """The stream's resampler ends: the samples it held back for its filter are queued."""
+        r, self._resampler = self._resampler, None
+        tail = r.flush() if r is not None else None
+        if tail is not None and tail.size:
+            self._queue_stream(tail)
+
     def _start_stream(self, final: bool) -> None:
         pcm = np.concatenate(self._prebuffer) if self._prebuffer else np.zeros(0, dtype=np.int16)
         self._prebuffer = []
@@ -601,19 +642,26 @@ class AVStream:
     def _check_stream(self, now: float) -> None:
         """Before a tick: a stream short of a frame has run dry (send its tail now, padded);
         a prebuffered one without a chunk for stream_timeout_s is a short sound (play it)."""
-        if self._streaming and not self.pacer.animating \
-                and self.pacer.audio_queued_s * SAMPLE_RATE < SAMPLES_PER_FRAME - 0.5:
-            self.pacer.queue_audio(np.zeros(0, dtype=np.int16), SAMPLE_RATE, final=True)
-            self._streaming = False
-            self.stats.stream_ran_dry += 1
+        def short() -> bool:
+            return self.pacer.audio_queued_s * SAMPLE_RATE < SAMPLES_PER_FRAME - 0.5
+
+        if self._streaming and not self.pacer.animating and short():
+            self._flush_resampler()  # what the resampler holds back belongs to the stream
+            if self._streaming and short():
+                self.pacer.queue_audio(np.zeros(0, dtype=np.int16), SAMPLE_RATE, final=True)
+                self._streaming = False
+                self.stats.stream_ran_dry += 1
         deadline = self._stream_deadline()
         if deadline is not None and now >= deadline:
-            self._start_stream(final=True)
+            self._flush_resampler()
+            if self._prebuffered:
+                self._start_stream(final=True)
 
     def _reset_stream(self) -> None:
         self._prebuffer = []
         self._prebuffered = 0
         self._streaming = False
+        self._resampler = None
 
     def _do_play_clip(self, token: Any, compiled: CompiledClip, loops: int, stops: List[Any]) -> None:
         now = self.robot.clock()

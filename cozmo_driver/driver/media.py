@@ -28,9 +28,10 @@ Audio
 :func:`audio_chunk_samples` checks an ``AudioChunk`` (rate 8000..48000 Hz, 1
 or 2 channels, at least one sample, length a multiple of the channels) and
 returns mono int16
-samples at the chunk's rate (stereo averaged); :class:`ChunkResampler` brings a
-stream of them to the robot's rate (:data:`SAMPLE_RATE`), and
-:func:`load_audio_file` reads a WAV file at that rate.
+samples at the chunk's rate (stereo averaged), which
+:meth:`cozmo_driver.anim.av_stream.AVStream.stream_audio_at` brings to the robot's
+rate (:data:`SAMPLE_RATE`) as a stream, and :func:`load_audio_file` reads a WAV file
+at that rate.
 
 Motors
 ------
@@ -41,19 +42,19 @@ animation moved, for the pacer to send when it stops the animation early.
 from __future__ import annotations
 
 import os
-from typing import Any, BinaryIO, List, Optional, Tuple, Union
+from typing import Any, BinaryIO, List, Tuple, Union
 
 import numpy as np
 
 from ..protocol import messages as msgs
-from ..protocol.audio import MAX_WAV_RATE, MIN_WAV_RATE, SAMPLE_RATE, StreamResampler, WavInfo, load_wav, mix_down
+from ..protocol.audio import MAX_WAV_RATE, MIN_WAV_RATE, SAMPLE_RATE, WavInfo, load_wav, mix_down
 from ..protocol.display import DISPLAY_HEIGHT, DISPLAY_WIDTH, SCREEN_HEIGHT, fit_to_frame, image_to_bits
 from ..protocol.errors import LocalProtocolError
 from .commands import CommandError
 
 __all__ = ["IMAGE_ENCODINGS", "MAX_IMAGE_SIDE", "SAMPLE_RATE", "is_empty_image", "image_to_screen",
            "face_to_screen",
-           "screen_to_frame", "audio_chunk_samples", "ChunkResampler", "load_audio_file", "WavInfo",
+           "screen_to_frame", "audio_chunk_samples", "load_audio_file", "WavInfo",
            "motor_stops"]
 
 #: encoding -> (bytes per pixel, channel order); "mono16" is 2 bytes of one channel.
@@ -164,27 +165,6 @@ def audio_chunk_samples(sample_rate: int, channels: int, samples: Any,
     if int(channels) == 2:
         return mix_down(arr.reshape(-1, 2))
     return arr
-
-
-class ChunkResampler:
-    """Mono chunks at their own rate -> samples at the robot's :data:`SAMPLE_RATE`.
-
-    The chunks of one stream are resampled without seams between them
-    (:class:`~cozmo_driver.protocol.audio.StreamResampler`); a chunk at another
-    rate, or one that comes more than ``gap_s`` after the one before, starts a
-    new stream. Time is an argument."""
-
-    def __init__(self, gap_s: float) -> None:
-        self.gap_s = float(gap_s)
-        self._resampler: Optional[StreamResampler] = None
-        self._last_chunk_at = -float("inf")
-
-    def process(self, mono: np.ndarray, rate: int, now: float) -> np.ndarray:
-        """The samples at :data:`SAMPLE_RATE` that ``mono`` (at ``rate`` Hz) completes."""
-        if self._resampler is None or self._resampler.rate_in != rate or now - self._last_chunk_at > self.gap_s:
-            self._resampler = StreamResampler(rate, SAMPLE_RATE)
-        self._last_chunk_at = now
-        return self._resampler.process(mono)
 
 
 def load_audio_file(source: Union[str, os.PathLike, BinaryIO]) -> Tuple[np.ndarray, WavInfo]:

@@ -21,7 +21,9 @@ which paces audio and display together at 30 frames a second on the robot
 client's I/O thread; priorities on the screen: an animation, then a timed
 image, then the face. Images are converted (fitted, thresholded or dithered,
 run-length coded to fit one frame) in the executor before they cross to the I/O
-thread, and PCM is resampled there too. ``display/face``, which comes 30 times a
+thread; ``audio/pcm`` chunks are resampled on the I/O thread, one resampler a
+stream (:meth:`~cozmo_driver.anim.av_stream.AVStream.stream_audio_at`: no seams
+between chunks, and the samples it holds back go out at the stream's end). ``display/face``, which comes 30 times a
 second while the face changes, is not served by the main executor, whose every
 wake-up rebuilds a wait set of the driver's hundred entities: like ``cmd_vel``, it
 has a small node of its own, ``<driver name>_display_face``, spun on its own thread
@@ -30,9 +32,7 @@ where that cannot be made), and its frames are converted there. A face node in t
 same process (``cozmo_stack``) hands its frames over directly
 (:meth:`MediaInterfaces.show_local_face`), without DDS between them, or, while
 nothing else takes them, the display pulls them from it at each of its ticks
-(:meth:`MediaInterfaces.pull_local_face`)
-(:class:`~cozmo_driver.driver.media.ChunkResampler`, no seams between
-chunks). Reports come back through a
+(:meth:`MediaInterfaces.pull_local_face`). Reports come back through a
 :class:`~cozmo_driver.ros.handover.HandOver`, as the node's own data does. The
 logic lives in :mod:`cozmo_driver.driver.media`, :mod:`cozmo_driver.anim` and
 :mod:`cozmo_driver.anim.av_stream`.
@@ -66,7 +66,7 @@ from ..client.link import LinkState
 from ..driver.commands import CommandError, clamp, volume_level
 from ..driver.diagnostics import DiagnosticReport, av_report
 from ..log_throttle import LogThrottle
-from ..driver.media import (ChunkResampler, audio_chunk_samples, face_to_screen, image_to_screen,
+from ..driver.media import (audio_chunk_samples, face_to_screen, image_to_screen,
                             is_empty_image, load_audio_file, motor_stops, screen_to_frame)
 from . import qos
 from .driver_support import ESTOP_REFUSAL, NOT_CONNECTED_REFUSAL, inactive_refusal
@@ -139,7 +139,6 @@ class MediaInterfaces:
         self._face_lock = threading.Lock()  # the face thread and a face node in this process
         #: stamps of the frames a face node of this process handed over (show_local_face)
         self._local_stamps: Deque[int] = deque(maxlen=_LOCAL_STAMPS)
-        self._resampler = ChunkResampler(_STREAM_GAP_S)
 
         self.library = AnimationLibrary.load(list(params.get("animation_dirs") or ()),
                                              params.get("animation_groups_file") or None)
@@ -156,7 +155,8 @@ class MediaInterfaces:
 
         self._handover = HandOver(node, self._on_report)  # the stream's reports, from its thread
         self.av = AVStream(robot, self._handover.put,
-                           stream_prebuffer_s=float(params.get("audio_stream_buffer", 0.1)))
+                           stream_prebuffer_s=float(params.get("audio_stream_buffer", 0.1)),
+                           stream_gap_s=_STREAM_GAP_S)
         # Commands: only the latest matters. The face: every frame, in order, from any
         # publisher (AVStream shows one a tick). Audio chunks: none may be lost.
         self._subscribe(DisplayImage, "display/image", self._on_display_image, QOS_COMMAND)
@@ -378,9 +378,7 @@ class MediaInterfaces:
             self._chunks_rejected += 1
             self._warn("audio/pcm", f"audio/pcm refused: {exc}")
             return
-        out = self._resampler.process(mono, int(msg.sample_rate), time.monotonic())
-        if out.size:
-            self.av.stream_audio(out)
+        self.av.stream_audio_at(mono, int(msg.sample_rate))
 
     # ------------------------------------------------------------------ goals
 

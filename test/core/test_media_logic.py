@@ -21,13 +21,14 @@ from cozmo_driver.anim.player import compile_clip
 from cozmo_driver.anim.av_stream import AVStream
 from cozmo_driver.client.link import LinkState, LinkStateChanged
 from cozmo_driver.driver.commands import CommandError
-from cozmo_driver.driver.media import (ChunkResampler, audio_chunk_samples, face_to_screen, image_to_screen,
+from cozmo_driver.driver.media import (audio_chunk_samples, face_to_screen, image_to_screen,
                                       is_empty_image, load_audio_file, motor_stops, screen_to_frame)
 from cozmo_driver.face.expressions import EXPRESSIONS, FaceAnimator
 from cozmo_driver.face.procedural import FaceRenderer
 from cozmo_driver.face.stream import FaceStream
 from cozmo_driver.protocol import messages as m
-from cozmo_driver.protocol.audio import SAMPLE_RATE, SAMPLES_PER_FRAME, StreamResampler, resample
+from cozmo_driver.protocol.audio import (SAMPLE_RATE, SAMPLES_PER_FRAME, StreamResampler, decode_ulaw, encode_ulaw,
+                                         resample)
 from cozmo_driver.protocol.display import BLANK_IMAGE, MAX_DISPLAY_BYTES, decode_display
 
 FRAME = 1 / 30
@@ -153,22 +154,6 @@ def test_stream_resampler_equals_the_whole_signal_resampled(rate):
     assert np.abs(joined.astype(int) - whole).max() <= 1
     # the resampler starts over after a flush
     assert np.array_equal(np.concatenate([r.process(x), r.flush()]), whole)
-
-
-def test_chunk_resampler_joins_a_stream_and_starts_over_at_a_gap_or_a_new_rate():
-    rng = np.random.default_rng(7)
-    x = (rng.standard_normal(8000) * 4000).astype(np.int16)
-    chunks = ChunkResampler(gap_s=0.5)
-    one = StreamResampler(16000, SAMPLE_RATE)
-    # chunks of one stream: the same samples as one resampler fed the same pieces (no seams)
-    for k, piece in enumerate(np.array_split(x, 5)):
-        assert np.array_equal(chunks.process(piece, 16000, 0.1 * k), one.process(piece))
-    # after a gap longer than gap_s, a new stream: as a fresh resampler's output
-    assert np.array_equal(chunks.process(x[:800], 16000, 10.0),
-                          StreamResampler(16000, SAMPLE_RATE).process(x[:800]))
-    # another rate starts over too, whatever the time
-    assert np.array_equal(chunks.process(x[:800], 8000, 10.01),
-                          StreamResampler(8000, SAMPLE_RATE).process(x[:800]))
 
 
 def test_load_audio_file_reads_a_wav_and_refuses_anything_else_with_a_command_error(tmp_path):
@@ -377,6 +362,47 @@ def test_a_stream_is_prebuffered_then_flushed_when_it_stops():
     robot.set_link(LinkState.LOST)
     av.stream_audio(chunk)
     assert av.counters()["audio stream dropped (s)"] == pytest.approx(0.05, abs=1e-3)
+
+
+def played(robot) -> np.ndarray:
+    """Every sample the robot was sent, decoded (OutputAudio frames in order)."""
+    frames = [msg.samples for _, msg in robot.sent if msg.NAME == "OutputAudio"]
+    return np.concatenate([decode_ulaw(bytes(f)) for f in frames]) if frames else np.zeros(0, np.int16)
+
+
+def test_chunks_at_another_rate_play_whole_without_seams():
+    """audio/pcm chunks at their own rate: one resampler a stream (no seams), and the samples
+    it holds back for its filter are sent at the stream's end. They were dropped: the end of
+    every stream (3.5 ms at 8 kHz) was lost, and a chunk of 20 samples played nothing."""
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal(8000) * 4000).astype(np.int16)           # 0.5 s at 16 kHz
+    robot, av, _ = make_stream(stream_prebuffer_s=0.1, stream_timeout_s=0.15)
+    for piece in np.array_split(x, 25):                                 # 20 ms chunks, in real time
+        av.stream_audio_at(piece, 16000)
+        robot.run_until(robot.now + 0.02)
+    robot.run_until(robot.now + 1.5)
+    whole = resample(x, 16000, SAMPLE_RATE)
+    got = played(robot)
+    assert got.size == math.ceil(whole.size / SAMPLES_PER_FRAME) * SAMPLES_PER_FRAME  # the tail too
+    start = int(np.argmax(np.abs(got) > 0))                             # the stream's first sample
+    ref = decode_ulaw(encode_ulaw(whole))                               # what mu-law makes of it
+    assert np.array_equal(got[start:start + whole.size], ref)           # no seam, nothing lost
+    assert not np.any(got[start + whole.size:])                         # then the frame's padding
+    # a chunk too short to fill the resampler's window plays too, as a short sound
+    robot2, av2, _ = make_stream(stream_prebuffer_s=0.1, stream_timeout_s=0.15)
+    dc = np.full(20, 20000, dtype=np.int16)                             # 2.5 ms at 8 kHz
+    av2.stream_audio_at(dc, 8000)
+    robot2.run_until(robot2.now + 1.0)
+    loud = int(np.sum(np.abs(played(robot2).astype(int)) > 10000))
+    assert abs(loud - 20 * SAMPLE_RATE / 8000) <= 8, loud
+    # a new rate starts a new stream: the one before ends whole first
+    robot3, av3, _ = make_stream(stream_prebuffer_s=0.01, stream_timeout_s=0.15)
+    av3.stream_audio_at(np.full(800, 20000, dtype=np.int16), 8000)     # 0.1 s
+    av3.stream_audio_at(np.full(1600, -20000, dtype=np.int16), 16000)  # 0.1 s
+    robot3.run_until(robot3.now + 1.0)
+    got = played(robot3).astype(int)
+    assert abs(int(np.sum(got > 10000)) - 0.1 * SAMPLE_RATE) <= 12
+    assert abs(int(np.sum(got < -10000)) - 0.1 * SAMPLE_RATE) <= 12
 
 
 def test_clips_loop_cancel_and_restore_the_face():
