@@ -259,6 +259,11 @@ class MediaInterfaces:
         self._entities.append(sub)
 
     def _warn(self, key: str, text: str) -> None:
+        # one kind per field a refusal names ("display/image refused: display/image.image.step
+        # = ..."): a user who mends one field and gets another wrong hears of it at once
+        _, refused, reason = text.partition(" refused: ")
+        if refused:
+            key = f"{key} {reason.split(' ', 1)[0]}"
         line = self._throttle.line(key, text, time.monotonic())
         if line is not None:
             self._log.warning(line)

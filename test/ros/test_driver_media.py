@@ -217,6 +217,13 @@ def test_a_face_of_the_wrong_size_and_an_empty_audio_chunk_are_refused_and_count
     assert any("display/face refused: display/face is 64 x 32: a face must be 128 x 64" in line
                for line in log.lines), log.lines
     assert any("audio/pcm refused: audio/pcm.samples is empty" in line for line in log.lines), log.lines
+    # another mistake on the same topic within the 2 s of the throttle is said too (a refusal
+    # of another field: it was counted into the next line of the first kind, unsaid)
+    pcm.publish(AudioChunk(sample_rate=4000, channels=1, samples=[1, 2]))
+    pcm.publish(AudioChunk(sample_rate=16000, channels=1, samples=[]))       # the first kind: held
+    assert rig.spin_until(lambda: rig.diag_values().get("audio chunks refused") == "3", 4.0)
+    said = [line for line in log.lines if line.startswith("audio/pcm refused")]
+    assert len(said) == 2 and "audio/pcm.sample_rate = 4000 Hz" in said[1], said
 
 
 def test_faces_published_back_to_back_are_each_shown_once_in_order(make_rig):
