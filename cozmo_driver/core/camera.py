@@ -46,9 +46,10 @@ class CameraMixin:
         with self.lock:
             self.calibration = info
             self.output.on_camera_info_changed()
+        used = "; camera_info_url takes precedence" if self.camera_file is not None else ""
         self._log(logging.INFO,
                   f"camera calibration read from the robot: fx {info.k[0]:.1f} fy {info.k[4]:.1f} "
-                  f"cx {info.k[2]:.1f} cy {info.k[5]:.1f} px at {info.width}x{info.height}")
+                  f"cx {info.k[2]:.1f} cy {info.k[5]:.1f} px at {info.width}x{info.height}{used}")
 
     def camera_info(self, width: int, height: int) -> caminfo.CameraInfoData:
         """The intrinsics for frames of this size: from camera_info_url, else the robot's

@@ -665,7 +665,7 @@ def test_camera_streams_both_topics(make_driver):
     assert len(compressed) == n
 
 
-def test_camera_info_from_file_overrides_the_robot(make_driver, tmp_path):
+def test_camera_info_from_file_overrides_the_robot(make_driver, tmp_path, rclpy_log):
     from sample_data import CAMERA_YAML
     path = tmp_path / "cozmo_camera.yaml"
     path.write_text(CAMERA_YAML)
@@ -673,6 +673,10 @@ def test_camera_info_from_file_overrides_the_robot(make_driver, tmp_path):
     info = h.listen("info", CameraInfo, "camera/camera_info", qos_profile_sensor_data)
     assert h.spin_until(lambda: len(info) > 3, 5.0)
     assert info[-1].k[0] == 300.0 and info[-1].d[4] == pytest.approx(0.003)
+    # the robot's calibration, read all the same, is said not to be the one used
+    assert h.spin_until(lambda: rclpy_log.said(h.node, LoggingSeverity.INFO, "camera calibration read from "
+                                               "the robot"), 5.0)
+    assert rclpy_log.said(h.node, LoggingSeverity.INFO, "; camera_info_url takes precedence")
 
 
 # ----------------------------------------------------------------------------- events
