@@ -52,7 +52,7 @@ def rgb555(r: float, g: float, b: float, field: str) -> int:
     out = 0
     for name, c in (("r", r), ("g", g), ("b", b)):
         if not math.isfinite(c) or not 0.0 <= c <= 1.0:
-            raise CommandError(f"{field}.{name} = {c}: a colour channel must be in [0, 1]")
+            raise CommandError(f"{field}.{name} = {c:.7g}: a colour channel must be in [0, 1]")
         out = (out << 5) | int(round(c * 31.0))
     return out
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import re
 import sys
+import struct
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -281,6 +282,9 @@ def test_rgb555_is_exact():
         assert rgb555_to_rgb(word) == pytest.approx((k / 31,) * 3)
     with pytest.raises(CommandError, match=r"lights\.front\.g"):
         rgb555(0.0, 1.5, 0.0, "lights.front")
+    # a float32 field's value as it was written, not -0.10000000149011612
+    with pytest.raises(CommandError, match=r"^c\.b = -0\.1: a colour channel"):
+        rgb555(0.0, 0.0, struct.unpack("f", struct.pack("f", -0.1))[0], "c")
     with pytest.raises(CommandError):
         rgb555(math.nan, 0.0, 0.0, "c")
 
