@@ -79,8 +79,9 @@ PARAMETERS: Tuple[ParamSpec, ...] = (
               "and the limit of every lift speed", "rad/s", 0.1, 10.0, dynamic=True),
     ParamSpec("lift_acceleration", 20.0, "Lift arm acceleration of lift/height commands", "rad/s^2",
               1.0, 100.0, dynamic=True),
-    ParamSpec("stop_on_cliff", True, "Let the robot stop its treads by itself when a cliff sensor in "
-              "the direction of travel loses the floor", dynamic=True),
+    ParamSpec("stop_on_cliff", True, "Let the robot stop its treads by itself when its cliff sensor "
+              "(one, under the front) loses the floor while it drives forwards; nothing stops it "
+              "reversing off an edge", dynamic=True),
     # --- camera
     ParamSpec("camera_enabled", True, "Stream camera images (QVGA, about 15 per second)", dynamic=True),
     ParamSpec("camera_on_demand", True, "Have the robot stream its camera only while camera/image_raw, "

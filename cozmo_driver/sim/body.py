@@ -3,7 +3,7 @@
 :class:`Body` is the physical robot: its true pose in the world, the odometry
 frame it reports (SetOrigin), the wheels, head and lift
 (:mod:`cozmo_driver.sim.motors`), the accelerometer and gyro, the battery, the
-four cliff sensors, falls, pick-ups and the charger. It integrates the pose in
+the cliff sensor, falls, pick-ups and the charger. It integrates the pose in
 substeps of at most ``physics_dt``. A *base controller* (a turn in place, or the
 :class:`~cozmo_driver.sim.path.PathFollower`) may own the wheels: it is stepped
 before them in every substep and told when it is interrupted. The body handles
@@ -61,9 +61,9 @@ CLIFF_GROUND_RAW = 450
 CLIFF_DROP_RAW = 25
 #: a cliff sensor reading below this is a drop (CLIFF_DETECTED)
 CLIFF_THRESHOLD_RAW = 150
-#: (forward, left) in mm from the robot's origin: front-left, front-right, back-left, back-right
-CLIFF_SENSOR_OFFSETS_MM: Tuple[Tuple[float, float], ...] = ((32.0, 12.0), (32.0, -12.0),
-                                                           (-22.0, 12.0), (-22.0, -12.0))
+#: (forward, left) in mm from the robot's origin of each cliff sensor: the one the protocol
+#: documents, under the front (RobotState still carries four readings: this one's, repeated)
+CLIFF_SENSOR_OFFSETS_MM: Tuple[Tuple[float, float], ...] = ((32.0, 0.0),)
 BACKPACK_TOUCH_RAW = 812
 _DISTANCE_OFF_CHARGER_MM = 30.0
 _MotorID = msgs.ENUMS["MotorID"]
@@ -233,8 +233,8 @@ class Body:
         v = (lw.speed + rw.speed) / 2.0
         now = self.fw.t
         if self.stop_on_cliff:
-            fl, fr, bl, br = self.cliff_readings()
-            if (v > 0 and (fl or fr)) or (v < 0 and (bl or br)):
+            # the front sensor stops the treads going forwards; backwards nothing sees the edge
+            if v > 0 and any(self.cliff_readings()):
                 logger.debug("stop on cliff at (%.1f, %.1f)", self.x, self.y)
                 self.halt_base(now, reason="cliff")
                 return
@@ -269,11 +269,11 @@ class Body:
     # ------------------------------------------------------------------ sensors
 
     def cliff_readings(self) -> List[bool]:
-        """Which of the four cliff sensors see a drop now."""
+        """Which cliff sensors (:data:`CLIFF_SENSOR_OFFSETS_MM`) see a drop now."""
         if self.picked_up or self.falling:
-            return [True] * 4       # nothing under the robot
+            return [True] * len(CLIFF_SENSOR_OFFSETS_MM)       # nothing under the robot
         if self.on_floor:
-            return [False] * 4
+            return [False] * len(CLIFF_SENSOR_OFFSETS_MM)
         c, s = math.cos(self.yaw_u), math.sin(self.yaw_u)
         cliff_at = self.world.cliff_at
         return [bool(cliff_at(self.x + c * fx - s * fy, self.y + s * fx + c * fy))
@@ -346,8 +346,9 @@ class Body:
             gz += rng.gauss(0, gn)
             volt += rng.gauss(0, cfg.battery_noise_v)
         cliffs = []
-        for drop in self.cliff_readings():
-            raw = CLIFF_DROP_RAW if drop else CLIFF_GROUND_RAW
+        readings = self.cliff_readings()
+        for k in range(4):  # RobotState's four: the sensors' readings, the last one repeated
+            raw = CLIFF_DROP_RAW if readings[min(k, len(readings) - 1)] else CLIFF_GROUND_RAW
             if noise:
                 raw += int(round(rng.gauss(0, cfg.cliff_noise_raw)))
             cliffs.append(max(0, min(0xFFFF, raw)))

@@ -56,11 +56,14 @@ What it models
   about 9810 on z when flat; near zero while falling).
 * **Battery**: a state of charge turned into 3.5..4.2 V, draining faster while
   motors run (with a small sag under load) and charging on the charger.
-* **Cliff sensors**: four (front-left, front-right, back-left, back-right)
-  reading about ``CLIFF_GROUND_RAW`` over the table and about ``CLIFF_DROP_RAW``
-  over the edge (``World.cliff_at``). With EnableStopOnCliff the wheels stop when
-  a sensor in the direction of travel sees the edge; without it the robot drives
-  off the table and falls.
+* **Cliff sensor**: one, under the front, as the protocol documents, reading
+  about ``CLIFF_GROUND_RAW`` over the table and about ``CLIFF_DROP_RAW`` over the
+  edge (``World.cliff_at``); RobotState's four ``cliff_data_raw`` values all carry
+  its reading (a guess: what a real robot puts in the other three is not
+  documented). With EnableStopOnCliff the wheels stop when it sees the edge while
+  the robot drives forwards; backwards nothing sees the edge, and the robot
+  falls off the table once its centre is over it, as it does without
+  EnableStopOnCliff.
 * **Animation stream**: OutputAudio/OutputSilence, DisplayImage, AnimHead,
   AnimLift, AnimBody, AnimBackpackLights, RecordHeading, TurnToRecordedHeading,
   StartAnimation and EndAnimation go through one queue that the robot plays at
@@ -456,7 +459,7 @@ class RobotModel:
         return self.body.reported_pose()
 
     def cliff_readings(self) -> List[bool]:
-        """Which of the four cliff sensors see a drop now."""
+        """Which cliff sensors see a drop now (one: the front sensor)."""
         return self.body.cliff_readings()
 
     def imu_rates(self) -> Tuple[float, float, float]:

@@ -538,11 +538,24 @@ def test_stop_on_cliff_at_the_table_edge():
     assert 560.0 < x < 600.0                              # stopped before the centre crossed
     state = last_state(clock)
     assert state.status & StatusFlag.CLIFF_DETECTED and not state.status & StatusFlag.ARE_WHEELS_MOVING
-    assert min(state.cliff_data_raw[:2]) < CLIFF_THRESHOLD_RAW < min(state.cliff_data_raw[2:])
+    # one sensor, under the front: its reading in each of RobotState's four values
+    assert max(state.cliff_data_raw) < CLIFF_THRESHOLD_RAW
     # backing away is allowed
     clock.send(m.DriveWheels(lwheel_speed_mmps=-50, rwheel_speed_mmps=-50))
     clock.run(1.0)
     assert not last_state(clock).status & StatusFlag.CLIFF_DETECTED
+
+
+def test_reversing_off_the_edge_is_not_stopped():
+    """The protocol documents one cliff sensor, at the front: backwards, stop-on-cliff sees
+    nothing, and the robot falls (the simulator modelled rear sensors that stopped it)."""
+    clock = make()
+    clock.send(m.EnableStopOnCliff(enable=True))
+    clock.model.teleport(clock.now, 550.0, 0.0, math.pi)   # its back to the edge
+    clock.send(m.DriveWheels(lwheel_speed_mmps=-100, rwheel_speed_mmps=-100))
+    clock.run(2.0)
+    assert clock.names() == ["FallingStarted", "FallingStopped"]
+    assert clock.model.on_floor
 
 
 def test_without_stop_on_cliff_the_robot_falls_off():
