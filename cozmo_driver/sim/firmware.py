@@ -75,7 +75,7 @@ class ModelConfig:
     body_serial_number: int = 0x0B0D1E55
     body_hw_version: int = 5
     body_color: int = 2  # BodyColor.WHITE_v15
-    firmware_build: str = "DEVELOPER"
+    firmware_build: str = "DEVELOPMENT"  # as real signatures say (DEVELOPMENT or FACTORY)
     #: the cubes' and charger's radio links (and object ids) outlast a new engine
     #: connection or a lost one; the protocol notes do not say which a robot does, and
     #: the driver must work with either (False: every link is dropped)

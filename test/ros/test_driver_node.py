@@ -119,7 +119,7 @@ def test_connects_and_publishes_facts_latched(make_driver):
     diags = h.listen("diag", DiagnosticArray, "/diagnostics")
     assert h.spin_until(lambda: info and link and diags, 5.0)
     assert info[0].firmware_version == "2381"
-    assert info[0].firmware_build_type == "DEVELOPER"
+    assert info[0].firmware_build_type == "DEVELOPMENT"
     assert info[0].head_serial == 0x45A1C0DE and info[0].body_serial == 0x0B0D1E55
     assert info[0].body_hw_version == 5 and info[0].body_color == "WHITE_v15"
     assert '"version":2381' in info[0].firmware_signature_json

@@ -106,7 +106,7 @@ def test_greeting_and_body_info_once():
     hw, fw = model.pop_outgoing()
     assert hw.NAME == "HardwareInfo" and hw.serial_number_head
     sig = json.loads(fw.signature)
-    assert sig["version"] == 2381 and sig["build"] in ("DEVELOPER", "RELEASE")
+    assert sig["version"] == 2381 and sig["build"] in ("DEVELOPMENT", "FACTORY")
     model.handle(m.Enable(), 0.0)
     model.handle(m.Enable(), 0.0)
     out = model.pop_outgoing()

@@ -38,7 +38,7 @@ def test_connection_sequence_as_the_notes_describe():
     names = [x.NAME for x in h.received()]
     assert names == ["HardwareInfo", "FirmwareSignature"]
     sig = json.loads(h.received("FirmwareSignature")[0].signature)
-    assert sig["version"] == 2381 and sig["build"] == "DEVELOPER"
+    assert sig["version"] == 2381 and sig["build"] == "DEVELOPMENT"
     assert isinstance(h.robot_events[0], Connected)
     h.send(m.Enable())
     h.send(m.Enable())                                 # pycozmo sends it twice
