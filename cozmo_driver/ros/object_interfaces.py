@@ -60,6 +60,7 @@ from ..driver.light_animations import LightAnimationLibrary
 from ..driver.objects import (BACKPACK_LEDS, CUBE_LEDS, Light, ObjectEntry, ObjectRegistry,
                               ObjectSettings, backpack_messages, is_cube, led_count, light_state,
                               object_light_states, rotation_frames)
+from ..log_throttle import LogThrottle
 from . import qos
 from .handover import HandOver
 from .qos import QOS_COMMAND, QOS_EVENTS, QOS_LATCHED, QOS_QUEUE, QOS_SENSOR_OUT
@@ -102,7 +103,7 @@ class ObjectInterfaces:
         self._last_tick = -math.inf
         self._requests: Dict[int, Future] = {}
         self._tokens = itertools.count(1)
-        self._warned: Dict[str, float] = {}
+        self._throttle = LogThrottle(_WARN_PERIOD_S)
         self._refused = 0
         self._last_list = -math.inf
 
@@ -205,15 +206,19 @@ class ObjectInterfaces:
         sub = qos.create_subscription(self.node, msg_type, topic, callback, profile)
         self._entities.append((self.node.destroy_subscription, sub))
 
-    def _warn(self, key: str, text: str) -> None:
-        now = time.monotonic()
-        if now - self._warned.get(key, -math.inf) >= _WARN_PERIOD_S:
-            self._warned[key] = now
-            self._log.warning(text)
+    def _warn(self, text: str) -> None:
+        """A warning, at most one of a kind every 2 s with the count of those left unsaid: a
+        kind is the field it names ("object_lights refused: object_lights.lights[0].on_color.r
+        = ..."), not the whole text, whose values may differ every time."""
+        topic, refused, reason = text.partition(" refused: ")
+        key = f"{topic} {reason.split(' ', 1)[0]}" if refused else text.split(" ", 1)[0]
+        line = self._throttle.line(key, text, time.monotonic())
+        if line is not None:
+            self._log.warning(line)
 
     def _refuse(self, text: str) -> None:
         self._refused += 1
-        self._warn(text, text)  # the same refusal again within 2 s is counted, not logged
+        self._warn(text)
 
     def _robot_ready(self) -> bool:
         return self.robot.state is LinkState.READY
@@ -382,7 +387,7 @@ class ObjectInterfaces:
             self._refuse(f"{topic} refused: {exc}")
             return
         for warning in warnings:
-            self._warn(warning, warning)
+            self._warn(warning)
         self.registry.set_lights(entry, states, rotation)
         self._flush()
 
@@ -399,7 +404,7 @@ class ObjectInterfaces:
             self._refuse(f"{topic} refused: {exc}")
             return
         for warning in warnings:
-            self._warn(warning, warning)
+            self._warn(warning)
         self._send_backpack(center, side)
 
     def _send_backpack(self, center: Any, side: Any) -> None:

@@ -406,6 +406,14 @@ def test_bad_light_commands_are_refused_or_clamped_with_a_warning(make_rig):
                  "object_lights.rotation_period = 9 s is outside"):
         assert any(line.startswith(text) for line in rig.log.lines), text
     assert rig.objects_diagnostics()["light commands refused"] == str(len(cases))
+    # the same mistake with another value each time (an overshooting colour at 30 Hz): one line
+    # of that kind every 2 s, with a count, not a line (and a dict entry) per value
+    said = len(rig.log.lines)
+    for k in range(20):   # one at a time: the topic keeps only the latest command
+        count = rig.node._objects._refused
+        lights.publish(ObjectLights(factory_id=C1, lights=[LightState(on_color=rgba(r=1.0 + (k + 1) / 1024))]))
+        assert rig.spin_until(lambda: rig.node._objects._refused == count + 1, WAIT)
+    assert len([line for line in rig.log.lines[said:] if "on_color.r" in line]) <= 2, rig.log.lines[said:]
 
 
 def test_light_animations_by_name(make_rig):
