@@ -206,7 +206,7 @@ class FaceNode(Node):
 
     def _on_expression(self, msg: String) -> None:
         try:
-            self.get_logger().info(self.set_expression(_quoted(msg.data.strip())))
+            self._say("expression", self.set_expression(_quoted(msg.data.strip())))
         except KeyError as exc:
             self._warn("expression", f"face/expression refused: {exc.args[0]}")
 
@@ -216,6 +216,12 @@ class FaceNode(Node):
         line = self._throttle.line(key, text, time.monotonic())
         if line is not None:
             self.get_logger().warning(line)
+
+    def _say(self, key: str, text: str) -> None:
+        """An info line of a command that may come 30 times a second, throttled as _warn."""
+        line = self._throttle.line(key, text, time.monotonic())
+        if line is not None:
+            self.get_logger().info(line)
 
     def set_params(self, values: Sequence[float], transition_s: Optional[float] = None) -> Tuple[str, bool]:
         """Ease to the raw face ``values``; returns what was done and whether values were
@@ -230,13 +236,16 @@ class FaceNode(Node):
         try:
             text, clamped = self.set_params(list(msg.data))
         except ValueError as exc:
-            self.get_logger().warning(f"face/params refused: {exc}; the face is unchanged")
+            # a kind per problem: a wrong count, or the first value that is not finite
+            reason = str(exc)
+            kind = "count" if reason[:1].isdigit() else reason.partition(": ")[2].split(" ", 1)[0]
+            self._warn(f"params refused {kind}", f"face/params refused: {reason}; the face is unchanged")
             return
-        # one call per severity: rclpy raises when one source line logs at two
         if clamped:
-            self.get_logger().warning(f"face/params: {text}")
+            fields = ",".join(entry.split(" ", 1)[0] for entry in text.split("; clamped: ", 1)[1].split("; "))
+            self._warn(f"params clamped {fields}", f"face/params: {text}")
         else:
-            self.get_logger().info(f"face/params: {text}")
+            self._say("params", f"face/params: {text}")
 
     def _on_look_at(self, msg: Point) -> None:
         if self._look_at_valid(msg):

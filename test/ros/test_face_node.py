@@ -220,7 +220,6 @@ def test_face_params_topic_sets_raw_parameters_and_refuses_bad_ones(rclpy_contex
 
         # refused, naming the problem, and nothing applied
         wrong = {"42 values; a face has 43": sad[:42].tolist(),
-                 "44 values; a face has 43": sad.tolist() + [0.0],
                  f"[7] {PARAM_NAMES[7]} = nan": [*sad[:7], math.nan, *sad[8:]],
                  f"[30] {PARAM_NAMES[30]} = inf": [*sad[:30], math.inf, *sad[31:]]}
         assert PARAM_NAMES[7] == "left.scale_x"
@@ -231,6 +230,11 @@ def test_face_params_topic_sets_raw_parameters_and_refuses_bad_ones(rclpy_contex
             assert "face/params refused" in lines[-1] and problem in lines[-1], lines[-1]
             assert "the face is unchanged" in lines[-1]
             assert np.allclose(target(), sad, atol=1e-5), problem
+        # a problem of a kind said within 2 s (a count again): refused, and not said again
+        before = len(lines)
+        pub.publish(Float32MultiArray(data=sad.tolist() + [0.0]))
+        spin.spin_for(0.3)
+        assert len(lines) == before and np.allclose(target(), sad, atol=1e-5), lines[before:]
 
         # out of range: clamped, applied, with a warning saying what was clamped
         big = EXPRESSIONS["neutral"].to_array()
@@ -296,16 +300,30 @@ def test_face_params_clamped_then_in_range_then_clamped_again(rclpy_context, rcl
         neutral = EXPRESSIONS["neutral"].to_array()
         big = neutral.copy()
         big[2] = 50.0                                         # face scale x beyond its range
+        tall = neutral.copy()
+        tall[3] = 50.0                                        # another field: said at once too
         sad = EXPRESSIONS["sad"].to_array().astype(np.float32)
         for values, severity, text in ((big, LoggingSeverity.WARN, "clamped"),
                                        (sad, LoggingSeverity.INFO, "face/params: raw face in 0 s"),
-                                       (big, LoggingSeverity.WARN, "clamped")):
+                                       (tall, LoggingSeverity.WARN, "clamped")):
             before = len(rclpy_log.of(node))
             pub.publish(Float32MultiArray(data=[float(v) for v in values]))
             assert spin.until(lambda: len(rclpy_log.of(node)) > before, 2.0), text
             line = rclpy_log.of(node)[-1]
             assert line.severity == severity and text in line.message, line
         assert node.animator.target().to_array()[2] < 50.0
+        # a face streamed at 30 Hz, and an expression sent as often: a line every 2 s, not 30
+        from std_msgs.msg import String
+        expressions = spin.publisher(String, "face/expression")
+        before = len(rclpy_log.of(node))
+        for _ in range(15):
+            pub.publish(Float32MultiArray(data=[float(v) for v in sad]))
+            expressions.publish(String(data="happy"))
+            spin.spin_for(1 / 30)
+        spin.spin_for(0.3)
+        said = [line.message for line in rclpy_log.of(node)[before:]]
+        assert len([m for m in said if m.startswith("face/params")]) <= 2, said
+        assert 1 <= len([m for m in said if m.startswith("face 'happy'")]) <= 2, said
     finally:
         spin.close()
 
