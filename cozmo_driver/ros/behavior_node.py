@@ -466,19 +466,19 @@ class BehaviorNode(Node):
 
     def _on_trigger(self, msg: String) -> None:
         name = msg.data.strip()
-        if not name:
-            self.get_logger().warning("behavior/trigger: an empty trigger name is ignored")
+        if name and self.engine.knows(name):
+            self.engine.on_trigger(name, time.monotonic(), from_robot=False)
             return
-        if not self.engine.knows(name):
+        if not name:
+            kind, text = "empty trigger", "behavior/trigger: an empty trigger name is ignored"
+        else:
             known = sorted(set(self.engine.reactions.reactions) | set(self.engine.emotions.events))
             shown = name if len(name) <= 64 else f"{name[:64]}... ({len(name)} characters)"
-            line = self._throttle.line("trigger", f"behavior/trigger: {shown!r} is no reaction's "
-                                       f"trigger and no emotion event: ignored (known: "
-                                       f"{', '.join(known)})", time.monotonic())
-            if line is not None:
-                self.get_logger().warning(line)
-            return
-        self.engine.on_trigger(name, time.monotonic(), from_robot=False)
+            kind, text = "trigger", (f"behavior/trigger: {shown!r} is no reaction's trigger and no "
+                                     f"emotion event: ignored (known: {', '.join(known)})")
+        line = self._throttle.line(kind, text, time.monotonic())  # a publisher may repeat it
+        if line is not None:
+            self.get_logger().warning(line)
 
     def _on_user_topic(self, topic: str) -> None:
         self.user_commands += 1

@@ -351,6 +351,14 @@ def test_posted_triggers_run_reactions_but_change_no_robot_state(rclpy_context, 
         line = next(line.message for line in rclpy_log.of(stack.behavior, LoggingSeverity.WARN)
                     if "nosuch_trigger" in line.message)
         assert "face_seen" in line and "picked_up" in line, line
+        # an empty name, over and over: one warning every 2 s (it was one per message)
+        for _ in range(5):
+            pub.publish(String(data=""))
+        empty = lambda: [m for m in rclpy_log.of(stack.behavior, LoggingSeverity.WARN)  # noqa: E731
+                         if "an empty trigger name is ignored" in m.message]
+        assert stack.until(empty, 5.0)
+        stack.spin_for(0.5)
+        assert len(empty()) == 1, empty()
     finally:
         stack.close()
 
