@@ -113,7 +113,15 @@ Conventions chosen where the protocol notes are silent (documented guesses):
 * Status flags never set: IS_CARRYING_BLOCK, IS_PICKING_OR_PLACING (no carrying
   model), IS_BODY_ACC_MODE, IS_ANIMATING_IDLE and IS_CHARGER_OOS.
 * SyncTime before Enable sets the clock but starts no stream (the notes: SyncTime
-  "requires Enable"); BodyInfo answers the first Enable of a connection.
+  "requires Enable"); BodyInfo answers the first Enable of a connection. Motion
+  commands before Enable are ignored ("Enable powers the body").
+* A new connection, and a lost one, stop every motor; the cubes' radio links are
+  dropped too unless ``ModelConfig.keep_object_links``. Any datagram keeps the
+  connection alive (a client silent for ``RobotConfig.peer_timeout`` is dropped),
+  and the robot side of the reliable layer is the driver's own Session.
+* Objects advertise (ObjectAvailable) once a second each while not connected;
+  ObjectPowerLevel comes every 10 s. The camera calibration entry's layout is
+  ``CAMERA_CALIB_FORMAT``.
 * Non-finite or absurd numbers in commands are read as 0 (or "no change"); path
   segments carrying them are ignored.
 """
@@ -241,6 +249,11 @@ class _Part:
 
     def __set__(self, obj: Any, value: Any) -> None:
         setattr(getattr(obj, self.part), self.attr, value)
+
+
+#: commands that move a motor: taken only once Enable has powered the body
+_MOVES = frozenset({"DriveWheels", "TurnInPlace", "TurnInPlaceAtSpeed", "MoveHead", "MoveLift",
+                    "SetHeadAngle", "SetLiftHeight", "ExecutePath"})
 
 
 class RobotModel:
@@ -477,6 +490,9 @@ class RobotModel:
         handler = self._handlers.get(name)
         if handler is None:
             logger.debug("no behaviour for %s", name)
+            return
+        if name in _MOVES and not self.fw.enabled:
+            logger.info("%s before Enable: the body is not powered, nothing moves", name)
             return
         handler(message, now)
 

@@ -134,8 +134,31 @@ def test_state_streams_only_after_enable_and_synctime():
         E["ObjectType"].Block_LIGHTCUBE3, E["ObjectType"].Charger_Basic}
 
 
+def test_nothing_moves_before_enable():
+    """Enable powers the body (the protocol notes, seed 003): motion commands before it are
+    ignored. The simulator drove, turned the head and followed paths without it."""
+    clock = make(streaming=False)
+    for message in (m.DriveWheels(lwheel_speed_mmps=100, rwheel_speed_mmps=100),
+                    m.SetHeadAngle(angle_rad=0.3, action_id=1), m.MoveLift(speed_rad_per_sec=1.0),
+                    m.TurnInPlace(angle_rad=1.0, speed_rad_per_sec=2.0, is_absolute=False)):
+        clock.send(message)
+    clock.run(1.0)
+    untouched = make(streaming=False).model
+    x, y, yaw = clock.model.true_pose()
+    assert (x, y, yaw) == pytest.approx(untouched.true_pose())
+    assert (clock.model.head_angle, clock.model.lift_height) == pytest.approx(
+        (untouched.head_angle, untouched.lift_height))
+    assert not clock.take("AcknowledgeAction")
+    clock.send(m.Enable())
+    clock.send(m.DriveWheels(lwheel_speed_mmps=100, rwheel_speed_mmps=100))
+    clock.run(1.0)
+    assert clock.model.true_pose()[0] > x + 50
+
+
 def test_idle_model_needs_no_ticks():
     clock = make(connected=False)
+    assert clock.model.next_tick() is None
+    clock.model.handle(m.Enable(), 0.0)
     assert clock.model.next_tick() is None
     clock.model.handle(m.DriveWheels(lwheel_speed_mmps=50, rwheel_speed_mmps=50), 0.0)
     assert clock.model.next_tick() == pytest.approx(0.01)  # 100 Hz physics while moving
