@@ -182,6 +182,15 @@ class BringupArgs:
     enable_face: bool
     enable_behavior: bool
     one_process: bool = False   # driver, description, face, behavior in one process
+    #: the namespace a parent launch file pushed (PushRosNamespace), under which launch_ros
+    #: puts every node on top of ``namespace``: it counts for the frame prefix, the config
+    #: file's sections and RViz's topics, not for the entries' own namespace
+    outer_namespace: str = ""
+
+    @property
+    def full_namespace(self) -> str:
+        """Where the nodes end up: ``outer_namespace/namespace``."""
+        return "/".join(part for part in (self.outer_namespace, self.namespace) if part)
 
 
 _NAME_TOKEN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -255,9 +264,11 @@ def rviz_config_path() -> Path:
         raise PlanError(str(exc)) from exc
 
 
-def resolve_arguments(values: Optional[Mapping[str, Any]] = None) -> BringupArgs:
+def resolve_arguments(values: Optional[Mapping[str, Any]] = None,
+                      outer_namespace: str = "") -> BringupArgs:
     """Check and type the arguments; missing ones take their default, unknown ones and
-    values outside an argument's choices are refused."""
+    values outside an argument's choices are refused. ``outer_namespace``: the namespace a
+    parent launch file pushed (see :class:`BringupArgs`)."""
     given = dict(values or {})
     check_argument_names(given)
     raw = argument_defaults()
@@ -267,9 +278,11 @@ def resolve_arguments(values: Optional[Mapping[str, Any]] = None) -> BringupArgs
             raise PlanError(f"{arg.name}:={raw[arg.name]!r}: expected one of "
                             f"{', '.join(arg.choices)}")
     namespace = _parse_namespace(raw["namespace"])
+    outer = str(outer_namespace or "").strip("/")
+    full = "/".join(part for part in (outer, namespace) if part)
     frame_prefix = raw["frame_prefix"].strip()
     if frame_prefix == AUTO:
-        frame_prefix = f"{namespace}/" if namespace else ""
+        frame_prefix = f"{full}/" if full else ""
     frame_prefix = frame_prefix.lstrip("/")
     config = Path(raw["config"]).expanduser() if raw["config"].strip() else default_config_path()
     if not config.is_file():
@@ -287,6 +300,7 @@ def resolve_arguments(values: Optional[Mapping[str, Any]] = None) -> BringupArgs
         enable_face=raw["enable_face"] == "true",
         enable_behavior=raw["enable_behavior"] == "true",
         one_process=raw["one_process"] == "true",
+        outer_namespace=outer,
     )
 
 
@@ -466,8 +480,8 @@ def _sim_entry(args: BringupArgs) -> ProcessEntry:
 
 def _driver_entry(args: BringupArgs) -> ProcessEntry:
     parameters: List[Parameters] = [ParamFile(str(args.config))]
-    if args.namespace:
-        applies, section = node_parameters_in_file(args.config, DRIVER_NODE, args.namespace)
+    if args.full_namespace:
+        applies, section = node_parameters_in_file(args.config, DRIVER_NODE, args.full_namespace)
         if not applies and section:
             parameters.append(dict(section))
     overrides: Dict[str, Any] = {}
@@ -511,8 +525,8 @@ def _optional_node(args: BringupArgs, name: str, executable: str, node_name: str
     parameters of its own under a namespace, which a key ``node_name:`` does not reach; the
     file is read only when the node is enabled)."""
     parameters: List[Parameters] = [ParamFile(str(args.config))]
-    if args.namespace and enabled:
-        applies, section = node_parameters_in_file(args.config, node_name, args.namespace)
+    if args.full_namespace and enabled:
+        applies, section = node_parameters_in_file(args.config, node_name, args.full_namespace)
         if not applies and section:
             parameters.append(dict(section))
     return ProcessEntry(
@@ -538,9 +552,9 @@ def _behavior_entry(args: BringupArgs) -> ProcessEntry:
 
 def _rviz_entry(args: BringupArgs) -> ProcessEntry:
     remappings: Tuple[Tuple[str, str], ...] = ()
-    if args.namespace:
+    if args.full_namespace:
         # the configuration names the topics of a robot without namespace
-        remappings = tuple((f"/{topic}", f"/{args.namespace}/{topic}")
+        remappings = tuple((f"/{topic}", f"/{args.full_namespace}/{topic}")
                            for topic in ("robot_description", "odom", "camera/image_raw",
                                          "battery_marker"))
     config = rviz_config_path() if args.rviz else Path(RVIZ_CONFIG)

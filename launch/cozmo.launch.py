@@ -135,9 +135,12 @@ def launch_setup(context, *args, **kwargs):
     from launch.substitutions import LaunchConfiguration
 
     values = {arg.name: LaunchConfiguration(arg.name).perform(context) for arg in plan.ARGUMENTS}
+    # a parent's PushRosNamespace: the nodes end up under it, so the frame prefix, the config
+    # file's sections and RViz's topics must name it too (launch_ros adds it to the nodes)
+    pushed = context.launch_configurations.get("ros_namespace") or ""
     directory = None
     actions = []
-    for entry in plan.make_plan(plan.resolve_arguments(values)):
+    for entry in plan.make_plan(plan.resolve_arguments(values, outer_namespace=pushed)):
         if not entry.enabled:
             continue
         chosen = entry

@@ -67,7 +67,6 @@ def launch_command(entry: plan.ProcessEntry, directories: List[str],
     it, substituted in a LaunchContext as launch_ros's Node.execute substitutes it."""
     module = load_launch_file()
     from launch import LaunchContext
-    from launch.utilities import perform_substitutions
     from launch_ros.actions import Node
 
     context = LaunchContext()
@@ -76,6 +75,13 @@ def launch_command(entry: plan.ProcessEntry, directories: List[str],
     directories.append(directory)
     action = module.entry_action(entry, context, directory)
     assert isinstance(action, Node)
+    return node_command(action, context)
+
+
+def node_command(action, context) -> List[str]:
+    """The command line of launch_ros Node ``action`` in ``context``."""
+    from launch.utilities import perform_substitutions
+
     # Node.execute's first step (launch_ros normalises and evaluates the parameters here),
     # then its ros_specific_arguments, which the command line refers to
     action._perform_substitutions(context)
@@ -159,6 +165,11 @@ def test_every_type_reaches_a_namespaced_node(front_end, rclpy_context, tmp_path
     assert got == expected
 
 
+def _driver_node(context, cli_args):
+    from cozmo_driver.ros.driver_node import CozmoDriverNode
+    return CozmoDriverNode(context=context, cli_args=cli_args)
+
+
 def _driver_parameters(context, cli_args) -> Dict[str, tuple]:
     from cozmo_driver.driver.parameters import PARAMETERS
     from cozmo_driver.ros.driver_node import CozmoDriverNode
@@ -228,6 +239,35 @@ def test_a_pushed_namespace_is_in_the_launch_files_node_key(rclpy_context):
     finally:
         for directory in directories:
             shutil.rmtree(directory, ignore_errors=True)
+
+
+def test_a_namespace_pushed_by_a_parent_launch_file_prefixes_the_frames_and_keys_the_config(
+        rclpy_context, tmp_path):
+    """Two robots a fleet launch file puts in namespaces with PushRosNamespace (the usual way)
+    had no frame prefix: both drivers published odom -> base_footprint on /tf, and a tf
+    consumer saw the robot jump between the two poses. Their config sections were ignored
+    too. The pushed namespace now counts as namespace:= does."""
+    module = load_launch_file()
+    from launch import LaunchContext
+    from launch_ros.actions import Node
+
+    config = tmp_path / "fleet.yaml"
+    config.write_text("cozmo_driver:\n  ros__parameters:\n    max_wheel_speed: 0.1\n"
+                      "    cmd_vel_timeout: 0.3\n")
+    context = LaunchContext()
+    context.launch_configurations.update(plan.argument_defaults())
+    context.launch_configurations.update({"use_sim": "true", "config": str(config),
+                                          "ros_namespace": "/robotA"})
+    driver = next(action for action in module.launch_setup(context)
+                  if isinstance(action, Node) and action.node_executable == "cozmo_driver_node")
+    node = _driver_node(rclpy_context, ros_arguments(node_command(driver, context)))
+    try:
+        assert node.get_fully_qualified_name() == "/robotA/cozmo_driver"
+        assert node.get_parameter("frame_prefix").value == "robotA/"
+        assert node.get_parameter("max_wheel_speed").value == 0.1
+        assert node.get_parameter("cmd_vel_timeout").value == 0.3
+    finally:
+        node.destroy_node()
 
 
 def test_every_process_of_the_launch_file_ends_with_the_launch():

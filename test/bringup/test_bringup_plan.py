@@ -86,6 +86,22 @@ def test_namespace_sets_the_frame_prefix(given, namespace, prefix):
     assert (args.namespace, args.frame_prefix) == (namespace, prefix)
 
 
+@pytest.mark.parametrize("outer, given, full, prefix", [
+    ("/robotA", "", "robotA", "robotA/"),
+    ("fleet", "robot1", "fleet/robot1", "fleet/robot1/"),
+    ("", "robot1", "robot1", "robot1/")])
+def test_a_namespace_pushed_by_a_parent_launch_file_counts_for_the_prefix_and_the_config(
+        outer, given, full, prefix, tmp_path):
+    config = tmp_path / "fleet.yaml"
+    config.write_text("cozmo_driver:\n  ros__parameters:\n    max_wheel_speed: 0.1\n")
+    args = plan.resolve_arguments({"namespace": given, "config": str(config)}, outer_namespace=outer)
+    assert (args.namespace, args.full_namespace, args.frame_prefix) == (given, full, prefix)
+    driver = {entry.name: entry for entry in plan.make_plan(
+        args, description=lambda prefix: "<robot name='cozmo'/>")}["driver"]
+    assert driver.namespace == given                    # launch_ros adds the pushed one
+    assert {"max_wheel_speed": 0.1} in driver.parameters  # the section, copied for the node
+
+
 def test_an_explicit_frame_prefix_wins():
     assert plan.resolve_arguments({"namespace": "robot1", "frame_prefix": ""}).frame_prefix == ""
     assert plan.resolve_arguments({"frame_prefix": "/c1/"}).frame_prefix == "c1/"
