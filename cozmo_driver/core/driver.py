@@ -40,7 +40,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 from .. import robot_geometry as geo
 from ..client import ClientConfig, LinkState, LinkStateChanged, Robot, RobotReady
 from ..driver import camera_info as caminfo
-from ..driver.commands import CommandError, clamp, require_finite, rgb555, volume_level
+from ..driver.commands import CommandError, check_twist, clamp, require_finite, rgb555, volume_level
 from ..driver.diagnostics import DiagnosticReport, link_report, robot_report
 from ..driver.events import EventDetector
 from ..driver.kinematics import twist_to_wheels, wheels_to_twist
@@ -474,12 +474,12 @@ class DriverCore(CameraMixin):
                     angular: Tuple[float, float, float], own_thread: bool = False) -> None:
         """A velocity command (all six components must be finite; x and yaw rate used)."""
         try:
-            require_finite(field, **{"linear.x": linear[0], "linear.y": linear[1],
-                                     "linear.z": linear[2], "angular.x": angular[0],
-                                     "angular.y": angular[1], "angular.z": angular[2]})
+            ignored = check_twist(field, linear, angular)  # e.g. a holonomic teleop key's y
         except CommandError as exc:
             self.refuse("cmd_vel_value", f"cmd_vel refused: {exc}")
             return
+        if ignored:
+            self.warn_throttled("cmd_vel_ignored", ignored)
         self.drive(linear[0], angular[2], own_thread)
 
     def drive(self, v_mps: float, w_radps: float, own_thread: bool = False,

@@ -34,6 +34,21 @@ def require_finite(prefix: str, **fields: float) -> None:
             raise CommandError(f"{prefix}.{name} is {value}: not a finite number")
 
 
+def check_twist(field: str, linear: Tuple[float, float, float],
+                angular: Tuple[float, float, float]) -> Optional[str]:
+    """Raise CommandError naming a velocity component that is not finite; else a warning
+    naming the non-zero components a differential drive cannot follow (None if none)."""
+    require_finite(field, **{"linear.x": linear[0], "linear.y": linear[1], "linear.z": linear[2],
+                             "angular.x": angular[0], "angular.y": angular[1], "angular.z": angular[2]})
+    ignored = [f"{name} = {value:.7g}" for name, value in (
+        ("linear.y", linear[1]), ("linear.z", linear[2]), ("angular.x", angular[0]),
+        ("angular.y", angular[1])) if value != 0.0]
+    if not ignored:
+        return None
+    return (f"{field}: {', '.join(ignored)} ignored: Cozmo drives forwards and backwards "
+            "(linear.x) and turns (angular.z) only")
+
+
 def clamp(value: float, lo: float, hi: float, field: str,
           unit: str = "") -> Tuple[float, Optional[str]]:
     """(value clamped to [lo, hi], a warning naming the field and the limits or None)."""

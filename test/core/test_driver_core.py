@@ -245,6 +245,20 @@ def test_bad_commands_are_refused_or_clamped_with_what_was_wrong(rig):
     assert core.refused == 5
 
 
+def test_components_a_differential_drive_cannot_follow_are_said_not_silently_dropped(rig):
+    """A holonomic teleop key (Shift+J: linear.y) or linear.z: the robot did not move and
+    nothing said why. Now a (throttled) warning names them; x and the yaw rate still drive."""
+    robot, core, output = rig
+    core.drive_twist("cmd_vel", (0.05, 0.3645, 0.0), (0.0, 0.0, 0.5))
+    robot.run(0.1)
+    assert output.said("cmd_vel: linear.y = 0.3645 ignored: Cozmo drives forwards and backwards "
+                       "(linear.x) and turns (angular.z) only", logging.WARNING), output.lines
+    left, right = (robot.sent("DriveWheels")[-1][1].lwheel_speed_mmps,
+                   robot.sent("DriveWheels")[-1][1].rwheel_speed_mmps)
+    assert (left + right) / 2 == pytest.approx(50.0) and right > left
+    assert core.refused == 0
+
+
 def test_inactive_core_publishes_nothing_refuses_commands_and_stops_the_robot(rig):
     robot, core, output = rig
     stops = len(robot.sent("StopAllMotors"))  # one came with the connection
