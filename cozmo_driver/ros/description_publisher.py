@@ -53,6 +53,7 @@ from tf2_msgs.msg import TFMessage
 from ..description import DescriptionError, Joint, Transform, UrdfModel
 from ..driver.parameters import ParamSpec
 from ..lifeline import exit_with_parent
+from ..log_throttle import LogThrottle
 from . import qos
 from ._entry import destroyed_if_refused, init, make_node, spin_node
 from .subscription_thread import ThreadedSubscription
@@ -104,6 +105,7 @@ class DescriptionPublisher(Node):
         self._prefix = str(self.get_parameter("frame_prefix").value).lstrip("/")
         self._moving: List[Joint] = self.model.moving_joints()
         self._warned_unknown = False
+        self._throttle = LogThrottle(2.0)
         self._tf_wanted, self._counted_at = True, -math.inf
 
         self._description_pub = qos.create_publisher(self, String, "robot_description", QOS_LATCHED,
@@ -163,10 +165,17 @@ class DescriptionPublisher(Node):
             self._publish_joints(names, positions, Time(sec=sec, nanosec=nanosec))
 
     def _publish_joints(self, names: Sequence[str], values: Sequence[float], stamp: Time) -> None:
-        """/tf for the moving joints at these positions (unknown names warned of once)."""
+        """/tf for the moving joints at these positions (unknown names warned of once; a
+        position that is not a finite number is left out, warned of every 2 s at most: tf
+        listeners reject a NaN transform)."""
         given: Dict[str, float] = {}
         for name, position in zip(names, values):
-            if name in self.model.joints:
+            if name in self.model.joints and not math.isfinite(position):
+                line = self._throttle.line("nan", f"joint_states: {name} = {position} is not a "
+                                           "finite number: its transform is left out", time.monotonic())
+                if line is not None:
+                    self.get_logger().warning(line)
+            elif name in self.model.joints:
                 given[name] = position
             elif not self._warned_unknown:
                 self._warned_unknown = True

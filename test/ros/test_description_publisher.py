@@ -183,6 +183,17 @@ def test_joint_states_move_the_head_and_the_lift_with_its_mimics(ros):
     assert (upper.x, upper.y, upper.z, upper.w) == pytest.approx((lift.x, lift.y, lift.z, lift.w))
     assert lift.y == pytest.approx(-math.sin(0.1))
 
+    # a position that is not a number: its transforms are left out (tf listeners reject a
+    # NaN rotation; they went out as they came), the other joint's still go
+    state.header.stamp.sec = 1300
+    state.position = [math.nan, 0.1, 0.0]
+    count = len(received)
+    assert spin_until(executor, lambda: sent_and_received() and len(received) > count
+                      and received[-1].transforms[0].header.stamp.sec == 1300)
+    names = {t.child_frame_id for t in received[-1].transforms}
+    assert "head_link" not in names and "lift_link" in names
+    assert all(math.isfinite(t.transform.rotation.w) for t in received[-1].transforms)
+
 
 def test_joints_taken_directly_unsubscribe_and_publish_tf_only_for_listeners(ros):
     """In one process with the driver (cozmo_stack): take_joints_directly() ends the
