@@ -880,6 +880,29 @@ def test_invalid_parameters_are_refused_at_start(rclpy_context, sim):
         probe.destroy_node()
 
 
+def test_a_misspelt_parameter_is_named_with_the_closest_one(rclpy_context, tmp_path, rclpy_log):
+    """A parameter file (or -p) setting a name the driver does not have: a warning naming it
+    and the closest name. A misspelt max_wheel_speed or cmd_vel_timeout left the limit at its
+    default without a word."""
+    params = tmp_path / "typo.yaml"
+    params.write_text("cozmo_driver:\n  ros__parameters:\n    max_wheel_sped: 0.1\n"
+                      "    use_sim_time: false\n    max_wheel_speed: 0.15\n")
+    node = CozmoDriverNode(context=rclpy_context, cli_args=[
+        "--ros-args", "--params-file", str(params), "-p", "cmd_vel_timout:=0.0",
+        "-p", "qos_overrides./odom.publisher.depth:=5"])
+    try:
+        warned = [line.message for line in rclpy_log.of(node, LoggingSeverity.WARN)
+                  if "is not a parameter of" in line.message]
+        assert warned == [
+            "parameter 'cmd_vel_timout' is not a parameter of cozmo_driver: ignored (did you mean "
+            "'cmd_vel_timeout'?)",
+            "parameter 'max_wheel_sped' is not a parameter of cozmo_driver: ignored (did you mean "
+            "'max_wheel_speed'?)"], warned
+        assert node.get_parameter("max_wheel_speed").value == 0.15
+    finally:
+        node.destroy_node()
+
+
 # ----------------------------------------------------------------------------- console script
 
 def _node_command(port: int, params_file: Optional[Path] = None) -> List[str]:
