@@ -36,6 +36,7 @@ from __future__ import annotations
 import atexit
 import faulthandler
 import gc
+import os
 import signal
 import socket
 import sys
@@ -228,11 +229,23 @@ def init(args: Optional[List[str]] = None) -> StopSignals:
         signals.install()
         try:
             rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-        except BaseException:
+        except BaseException as exc:
             signals.close()
+            _refuse_arguments(exc)
             raise
     _signals = signals
     return signals
+
+
+def _refuse_arguments(exc: BaseException) -> None:
+    """rcl could not take the command line's ROS arguments (a parameter file that is not
+    YAML rcl can read, or is missing): one line naming the file and the error, and exit
+    status 2 as for any refused parameter, not a traceback and 1."""
+    text = str(exc)
+    if type(exc).__name__ == "RCLError" and ("params file" in text or "arguments" in text):
+        program = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "cozmo"
+        print(f"{program}: cannot start: {text.strip()}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 _release_registered = False

@@ -914,6 +914,20 @@ def _node_command(port: int, params_file: Optional[Path] = None) -> List[str]:
     return cmd + ["-p", "robot_ip:=127.0.0.1", "-p", f"robot_port:={port}"]
 
 
+@pytest.mark.parametrize("content", ["foo: [\n", None], ids=["not-yaml", "missing"])
+def test_a_parameter_file_rcl_cannot_read_is_one_line_and_status_2(tmp_path, content):
+    """rcl refuses the file in rclpy.init: a 20-line traceback and status 1 before; now the
+    program's name, the file and rcl's reason in one line, and 2 as for a refused value."""
+    path = tmp_path / "bad.yaml"
+    if content is not None:
+        path.write_text(content)
+    result = subprocess.run(_node_command(9, path), capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result.stderr
+    said = [line for line in result.stderr.splitlines() if "cannot start" in line]
+    assert len(said) == 1 and f"--params-file {path}" in said[0], result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+
+
 def _loopback_params_file(tmp_path: Path, port: int, **params: Any) -> Path:
     """config/cozmo.yaml with the robot on 127.0.0.1 (never the real robot's address), and
     ``params``."""
