@@ -26,6 +26,7 @@ where they are not installed.
 """
 
 import atexit
+import os
 import shutil
 import tempfile
 
@@ -92,6 +93,29 @@ def required_exit(entry):
     return on_exit
 
 
+def _with_launch_globals(context, entry):
+    """The stack entry with a parent's SetRemap and SetParameter given to every member, as
+    launch_ros gives them to each Node (ExecuteProcess, which starts the stack, ignores
+    them): its remappings first (rcl takes the first rule that matches, as with a Node),
+    its parameters before each member's own (which win)."""
+    import dataclasses
+
+    remaps = tuple(tuple(rule) for rule in context.launch_configurations.get("ros_remaps") or ())
+    files, values = [], {}
+    for item in context.launch_configurations.get("global_params") or ():
+        if isinstance(item, tuple):
+            values[item[0]] = item[1]
+        else:
+            files.append(plan.ParamFile(os.path.abspath(item)))
+    first = tuple(files) + ((values,) if values else ())
+    if not remaps and not first:
+        return entry
+    return dataclasses.replace(entry, members=tuple(
+        dataclasses.replace(member, remappings=remaps + tuple(member.remappings),
+                            parameters=first + tuple(member.parameters))
+        for member in entry.members))
+
+
 def entry_action(entry, context, directory):
     """The launch action of a plan entry: launch_ros's Node with the plan's parameter files,
     or ExecuteProcess; both with the plan's environment (they end when this process dies)."""
@@ -103,6 +127,7 @@ def entry_action(entry, context, directory):
     environment = plan.child_environment()
     if entry.members:  # one_process: the nodes in one cozmo_stack, each its own --ros-args
         namespace = _node_namespace(context, entry)
+        entry = _with_launch_globals(context, entry)
         arguments = plan.stack_arguments(
             entry, lambda member: plan.parameter_files(member, directory, namespace=namespace),
             namespace=namespace)

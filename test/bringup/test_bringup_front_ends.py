@@ -270,6 +270,42 @@ def test_a_namespace_pushed_by_a_parent_launch_file_prefixes_the_frames_and_keys
         node.destroy_node()
 
 
+def test_one_process_takes_a_parents_set_remap_and_set_parameter(rclpy_context):
+    """one_process:=true under a parent's SetRemap(cmd_vel -> nav_cmd_vel) and
+    SetParameter(use_sim_time): the nodes of the one process kept /cmd_vel and use_sim_time
+    false (ExecuteProcess ignores both), so a Nav2 set-up stopped reaching the robot when
+    one_process was switched on. Each node of the stack gets them, as each Node does."""
+    module = load_launch_file()
+    from launch import LaunchContext
+    from launch.utilities import perform_substitutions
+
+    context = LaunchContext()
+    context.launch_configurations.update({"ros_remaps": [("cmd_vel", "nav_cmd_vel")],
+                                          "global_params": [("use_sim_time", True)]})
+    stack = next(entry for entry in plan.make_plan(
+        plan.resolve_arguments({"use_sim": "true", "one_process": "true"}),
+        description=lambda prefix: "<robot name='cozmo'/>") if entry.members)
+    directory = module._parameter_directory()
+    try:
+        action = module.entry_action(stack, context, directory)
+        cmd = [perform_substitutions(context, part) for part in action.cmd]
+        groups = " ".join(cmd).split("--node ")[1:]
+        assert len(groups) == len(stack.members)
+        for group in groups:
+            assert "-r cmd_vel:=nav_cmd_vel" in group, group
+            files = [part for part in group.split() if part.endswith(".yaml")]
+            name = next(part for part in group.split() if part.startswith("__node:="))[8:]
+            import rclpy
+            node = rclpy.create_node(name, context=rclpy_context, cli_args=["--ros-args"] + [
+                arg for path in files for arg in ("--params-file", path)])
+            try:
+                assert node.get_parameter("use_sim_time").value is True, group
+            finally:
+                node.destroy_node()
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
 def test_every_process_of_the_launch_file_ends_with_the_launch():
     from cozmo_driver.lifeline import PARENT_PID_ENV
     module = load_launch_file()
