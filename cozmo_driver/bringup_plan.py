@@ -284,6 +284,9 @@ def resolve_arguments(values: Optional[Mapping[str, Any]] = None,
     if frame_prefix == AUTO:
         frame_prefix = f"{full}/" if full else ""
     frame_prefix = frame_prefix.lstrip("/")
+    if any(c.isspace() for c in frame_prefix):  # as the driver refuses it, before anything starts
+        raise PlanError(f"frame_prefix:={raw['frame_prefix']!r}: frame ids must not contain "
+                        "white space")
     config = Path(raw["config"]).expanduser() if raw["config"].strip() else default_config_path()
     if not config.is_file():
         raise PlanError(f"config:={raw['config'] or config}: no such parameter file")

@@ -113,6 +113,7 @@ def test_an_explicit_frame_prefix_wins():
     ({"robot_port": "http"}, "robot_port"),
     ({"namespace": "1robot"}, "namespace"),
     ({"namespace": "robot-1"}, "namespace"),
+    ({"frame_prefix": "a b/"}, "frame_prefix:='a b/': frame ids must not contain white space"),
     ({"config": "/nonexistent/cozmo.yaml"}, "no such parameter file"),
     ({"robot": "x"}, "unknown argument"),
 ])
