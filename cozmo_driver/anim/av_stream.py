@@ -40,11 +40,11 @@ samples at another rate: the chunks of one stream go through one
 :class:`~cozmo_driver.protocol.audio.StreamResampler` (no seams between them),
 and the samples it holds back for its filter are sent when the stream runs dry
 or ends, so the whole sound plays (a chunk at another rate, or one more than
-``stream_gap_s`` after the one before, starts a new stream). A stream starts once ``stream_prebuffer_s`` is
-buffered, so that chunks arriving in real time never leave the robot short;
-when it runs dry (its end, or chunks later than the buffer) its last partial
-frame is sent at once, padded with silence, and the next chunk starts a new
-stream (buffered again); a stream shorter than the buffer is played when no
+``stream_gap_s`` after the one before, starts a new stream). A stream starts
+once ``stream_prebuffer_s`` is buffered, so that chunks arriving in real time
+never leave the robot short; when it runs dry (its end, or chunks later than the
+buffer) its last partial frame is sent at once, padded with silence, and the
+next chunk starts a new stream (buffered again); a stream shorter than the buffer is played when no
 chunk came for ``stream_timeout_s``. Chunks that would queue more than
 ``max_queue_s`` are dropped (counted). While an animation plays, queued audio
 and images wait.

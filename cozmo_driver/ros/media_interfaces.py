@@ -23,8 +23,8 @@ image, then the face. Images are converted (fitted, thresholded or dithered,
 run-length coded to fit one frame) in the executor before they cross to the I/O
 thread; ``audio/pcm`` chunks are resampled on the I/O thread, one resampler a
 stream (:meth:`~cozmo_driver.anim.av_stream.AVStream.stream_audio_at`: no seams
-between chunks, and the samples it holds back go out at the stream's end). ``display/face``, which comes 30 times a
-second while the face changes, is not served by the main executor, whose every
+between chunks, and the samples it holds back go out at the stream's end).
+``display/face``, which comes 30 times a second while the face changes, is not served by the main executor, whose every
 wake-up rebuilds a wait set of the driver's hundred entities: like ``cmd_vel``, it
 has a small node of its own, ``<driver name>_display_face``, spun on its own thread
 (:class:`~cozmo_driver.ros.subscription_thread.SubscriptionThread`; the executor
@@ -261,7 +261,7 @@ class MediaInterfaces:
     def _warn(self, key: str, text: str) -> None:
         # one kind per field a refusal names ("display/image refused: display/image.image.step
         # = ..."): a user who mends one field and gets another wrong hears of it at once
-        _, refused, reason = text.partition(" refused: ")
+        _topic, refused, reason = text.partition(" refused: ")
         if refused:
             key = f"{key} {reason.split(' ', 1)[0]}"
         line = self._throttle.line(key, text, time.monotonic())
