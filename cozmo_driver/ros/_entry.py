@@ -248,6 +248,28 @@ def _refuse_arguments(exc: BaseException) -> None:
         raise SystemExit(2) from None
 
 
+#: parameters every rclpy node has, which a parameter file may set
+_EVERY_NODES = ("use_sim_time", "start_type_description_service")
+
+
+def unknown_parameters(node: Any, known: Sequence[str]) -> List[str]:
+    """A warning for each parameter that a parameter file or ``-p`` gave this node and that
+    it does not have (a misspelt ``max_wheel_sped`` left the limit at its default without a
+    word), with the closest name. Reads rclpy's record of the node's overrides (every rclpy
+    from Humble on keeps it; without it, nothing is said)."""
+    import difflib
+
+    given = getattr(node, "_parameter_overrides", None) or {}
+    warnings = []
+    for name in sorted(given):
+        if name in known or name in _EVERY_NODES or name.startswith("qos_overrides."):
+            continue
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        warnings.append(f"parameter {name!r} is not a parameter of {node.get_name()}: ignored"
+                        + (f" (did you mean {close[0]!r}?)" if close else ""))
+    return warnings
+
+
 _release_registered = False
 
 

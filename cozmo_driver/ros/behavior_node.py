@@ -74,7 +74,8 @@ from ..behavior.parameters import BEHAVIOR_PARAMETERS, USER_ACTIONS, USER_TOPICS
 from ..behavior.reactions import ROBOT_EVENT_TRIGGERS
 from ..lifeline import exit_with_parent
 from ..log_throttle import LogThrottle
-from ._entry import destroy_waitables, destroyed_if_refused, init, make_node, spin_node
+from ._entry import (destroy_waitables, destroyed_if_refused, init, make_node, spin_node,
+                     unknown_parameters)
 from .usage import answer_help
 from . import qos
 from .qos import QOS_EVENTS, QOS_LATCHED, QOS_LATEST, QOS_QUEUE, QOS_STATE, QOS_STREAM, QOS_WATCH
@@ -346,6 +347,8 @@ class BehaviorNode(Node):
                 p[param.name] = self.declare_parameter(param.name, param.default, _descriptor(param)).value
             self._params = p
             log = self.get_logger()
+            for text in unknown_parameters(self, [param.name for param in BEHAVIOR_PARAMETERS]):
+                log.warning(text)
             warnings: List[str] = []
             self.config = load_config([p["config_file"]] if p["config_file"] else [],
                                       app_resources=p["app_resources_dir"] or None,

@@ -55,7 +55,7 @@ from ..driver.parameters import ParamSpec
 from ..lifeline import exit_with_parent
 from ..log_throttle import LogThrottle
 from . import qos
-from ._entry import destroyed_if_refused, init, make_node, spin_node
+from ._entry import destroyed_if_refused, init, make_node, spin_node, unknown_parameters
 from .subscription_thread import ThreadedSubscription
 from .usage import answer_help
 from .qos import QOS_LATCHED, QOS_TF
@@ -97,6 +97,8 @@ class DescriptionPublisher(Node):
             for spec in DESCRIPTION_PARAMETERS:
                 self.declare_parameter(spec.name, spec.default, ParameterDescriptor(
                     description=spec.description, read_only=True))
+            for text in unknown_parameters(self, [spec.name for spec in DESCRIPTION_PARAMETERS]):
+                self.get_logger().warning(text)
             urdf = self.get_parameter("robot_description").value
             if not urdf or not str(urdf).strip():
                 raise DescriptionError("the robot_description parameter is empty: give the URDF, "

@@ -10,13 +10,14 @@ from __future__ import annotations
 import gc
 import logging
 import sys
-from typing import Any, Callable, List, Sequence
+from typing import Any, Callable
 
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.parameter import Parameter
 from rclpy.serialization import deserialize_message
 
+from ._entry import unknown_parameters
 from .serialized import LayoutError, read_twist
 
 __all__ = ["transition", "descriptor", "declare_parameters", "twist_reader", "RosLogHandler",
@@ -154,28 +155,6 @@ def declare_parameters(node: Any, specs) -> dict:
     for text in unknown_parameters(node, [spec.name for spec in specs]):
         node.get_logger().warning(text)
     return {spec.name: node.get_parameter(spec.name).value for spec in specs}
-
-
-#: parameters every rclpy node has, which a parameter file may set
-_EVERY_NODES = ("use_sim_time", "start_type_description_service")
-
-
-def unknown_parameters(node: Any, known: Sequence[str]) -> List[str]:
-    """A warning for each parameter that a parameter file or ``-p`` gave this node and that
-    it does not have (a misspelt ``max_wheel_sped`` left the limit at its default without a
-    word), with the closest name. Reads rclpy's record of the node's overrides (every rclpy
-    from Humble on keeps it; without it, nothing is said)."""
-    import difflib
-
-    given = getattr(node, "_parameter_overrides", None) or {}
-    warnings = []
-    for name in sorted(given):
-        if name in known or name in _EVERY_NODES or name.startswith("qos_overrides."):
-            continue
-        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-        warnings.append(f"parameter {name!r} is not a parameter of {node.get_name()}: ignored"
-                        + (f" (did you mean {close[0]!r}?)" if close else ""))
-    return warnings
 
 
 def twist_reader(stamped: bool, drive: Callable[..., None], frame_ok: Callable[[str], bool],

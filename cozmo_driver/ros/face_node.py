@@ -68,7 +68,7 @@ from ..face.stream import FaceStream
 from ..driver.parameters import ParamSpec
 from ..lifeline import exit_with_parent
 from ..log_throttle import LogThrottle
-from ._entry import destroyed_if_refused, init, make_node, spin_node
+from ._entry import destroyed_if_refused, init, make_node, spin_node, unknown_parameters
 from . import qos
 from .subscription_thread import PolledSubscription, ThreadedSubscription, Unsupported, end_at_exit
 from .usage import answer_help
@@ -151,6 +151,8 @@ class FaceNode(Node):
         with destroyed_if_refused(self):  # refused: gone from the graph at once
             p = {spec.name: self.declare_parameter(spec.name, spec.default, _descriptor(spec)).value
                  for spec in FACE_PARAMETERS}
+            for text in unknown_parameters(self, [spec.name for spec in FACE_PARAMETERS]):
+                self.get_logger().warning(text)
             fps, start, idle, seed = p["fps"], p["expression"], p["idle"], p["seed"]
             self.transition_s = float(p["transition_s"])
             keepalive = p["keepalive_s"]

@@ -287,6 +287,20 @@ def test_face_node_parameters_refuse_changes_and_commands_beyond_range_say_so(rc
         spin.close()
 
 
+def test_a_misspelt_face_or_behavior_parameter_is_named(rclpy_context, rclpy_log):
+    from cozmo_driver.ros.behavior_node import BehaviorNode
+    for make, typo, meant in ((FaceNode, "trasition_s", "transition_s"),
+                              (BehaviorNode, "user_pase", "user_pause")):
+        node = make(context=rclpy_context, cli_args=["--ros-args", "-p", f"{typo}:=1.0"])
+        try:
+            assert rclpy_log.said(node, LoggingSeverity.WARN, f"parameter '{typo}' is not a parameter "
+                                  f"of {node.get_name()}: ignored (did you mean '{meant}'?)")
+        finally:
+            if hasattr(node, "close"):
+                node.close()
+            node.destroy_node()
+
+
 def test_face_params_clamped_then_in_range_then_clamped_again(rclpy_context, rclpy_log):
     """A clamped face/params (a warning), then one in range (an info line), then a clamped
     one again: once both came from one line, where rclpy raised ValueError ("Logger severity
