@@ -326,6 +326,10 @@ def test_the_emergency_stop_holds_the_engine_still(rclpy_context, tmp_path):
         assert stack.call(SetEmergencyStop, "emergency_stop", SetEmergencyStop.Request(engage=False)).success
         assert stack.until(lambda: engine.behaviors_started > started, REACTION_TIMEOUT)
         assert not stack.last().paused or stack.until(lambda: not stack.last().paused, 5.0)
+        # switched off, so that the goals it sent end before the stack closes
+        assert stack.call(SetBool, "behavior/enable", SetBool.Request(data=False)).success
+        assert stack.until(lambda: engine.running is None, REACTION_TIMEOUT)
+        stack.spin_for(1.0)
     finally:
         stack.close()
 
