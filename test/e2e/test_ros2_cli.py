@@ -533,6 +533,10 @@ def _check_link_status(m):
     assert 0.0 < m["rtt_s"] < 1.0
 
 
+def _check_emergency_stop(m):
+    assert m["data"] is False   # latched: the state since the driver's configure
+
+
 def _check_diagnostics(m):
     names = {status["name"].split(": ", 1)[-1] for status in m["status"]
              if status["name"].split(": ", 1)[0].endswith("cozmo_driver")}
@@ -594,6 +598,7 @@ TOPICS: Dict[str, TopicCase] = {
     "status": TopicCase(RELIABLE, _check_status),
     "robot_info": TopicCase(LATCHED, _check_robot_info),
     "link_status": TopicCase(LATCHED, _check_link_status),
+    "emergency_stop/engaged": TopicCase(LATCHED, _check_emergency_stop),
     "/diagnostics": TopicCase(RELIABLE, _check_diagnostics),
     "camera/image_raw/compressed": TopicCase(BEST_EFFORT, _check_compressed, ("--no-arr",)),
     "camera/image_raw": TopicCase(BEST_EFFORT, _check_image, ("--no-arr",)),
@@ -646,23 +651,24 @@ def test_echo_once(echoed, name):
 
 
 def test_events_echoes_a_cliff(stack):
-    # The robot starts at the centre of the simulator's table (1.2 m square): backwards it
-    # reaches the edge within 0.6 m, where its cliff sensors stop it. Then forwards, away
+    # The robot starts at the centre of the simulator's table (1.2 m square): forwards it
+    # reaches the edge within 0.6 m, where its cliff sensor (one, under the front, as the
+    # protocol documents: backwards nothing would stop it) stops it. Then backwards, away
     # from the edge, for the tests that follow.
     case = TOPICS["events"]
     with echo_in_background("events", *case.qos) as events:
         outcome = send_goal("drive_straight", "cozmo_interfaces/action/DriveStraight",
-                            "{distance: -1.0, speed: 0.2}")
+                            "{distance: 1.0, speed: 0.2}")
         assert outcome.status == "ABORTED", outcome.describe()
         assert "cliff" in outcome.result["message"], outcome.describe()
-        assert -0.7 < outcome.result["distance_traveled"] < -0.3, outcome.describe()
+        assert 0.3 < outcome.result["distance_traveled"] < 0.7, outcome.describe()
         messages = yaml_documents(events.wait(20.0, stack))
     assert messages, f"no message on {topic('events')}:\n{events.output}"
     event = messages[0]
     assert event["type"] == 1, event  # CLIFF_DETECTED
     assert event["header"]["frame_id"] == frame("base_link")
     back = send_goal("drive_straight", "cozmo_interfaces/action/DriveStraight",
-                     "{distance: 0.25, speed: 0.2}")
+                     "{distance: -0.25, speed: 0.2}")
     assert back.status == "SUCCEEDED", back.describe()
 
 

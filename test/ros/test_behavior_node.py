@@ -363,6 +363,10 @@ def test_posted_triggers_run_reactions_but_change_no_robot_state(rclpy_context, 
         assert stack.until(empty, 5.0)
         stack.spin_for(0.5)
         assert len(empty()) == 1, empty()
+        # the reaction's goals end before the stack closes (an execute coroutine left pending
+        # at the close is a RuntimeWarning)
+        assert stack.until(lambda: engine.running is None, REACTION_TIMEOUT)
+        stack.spin_for(0.5)
     finally:
         stack.close()
 
