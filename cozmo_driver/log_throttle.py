@@ -21,7 +21,16 @@ from __future__ import annotations
 import threading
 from typing import Dict, Optional, Tuple
 
-__all__ = ["LogThrottle"]
+__all__ = ["LogThrottle", "field_kind"]
+
+
+def field_kind(text: str) -> str:
+    """The kind of a warning for :class:`LogThrottle`: the field it names, not its values.
+    ``"<topic> refused: <field> ..."`` is ``"<topic> <field>"``; any other text, its first
+    word (``"<field> = 12 s is outside ..."``). So a mistake in another field is said at
+    once, and a value that changes every time does not make a kind of its own."""
+    topic, refused, reason = text.partition(" refused: ")
+    return f"{topic} {reason.split(' ', 1)[0]}" if refused else text.split(" ", 1)[0]
 
 
 class LogThrottle:

@@ -65,7 +65,7 @@ from ..anim.av_stream import AVReport, AVStream
 from ..client.link import LinkState
 from ..driver.commands import CommandError, clamp, volume_level
 from ..driver.diagnostics import DiagnosticReport, av_report
-from ..log_throttle import LogThrottle
+from ..log_throttle import LogThrottle, field_kind
 from ..driver.media import (audio_chunk_samples, face_to_screen, image_to_screen,
                             is_empty_image, load_audio_file, motor_stops, screen_to_frame)
 from . import qos
@@ -261,9 +261,8 @@ class MediaInterfaces:
     def _warn(self, key: str, text: str) -> None:
         # one kind per field a refusal names ("display/image refused: display/image.image.step
         # = ..."): a user who mends one field and gets another wrong hears of it at once
-        _topic, refused, reason = text.partition(" refused: ")
-        if refused:
-            key = f"{key} {reason.split(' ', 1)[0]}"
+        if " refused: " in text:
+            key = field_kind(text)
         line = self._throttle.line(key, text, time.monotonic())
         if line is not None:
             self._log.warning(line)

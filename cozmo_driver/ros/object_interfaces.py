@@ -60,7 +60,7 @@ from ..driver.light_animations import LightAnimationLibrary
 from ..driver.objects import (BACKPACK_LEDS, CUBE_LEDS, Light, ObjectEntry, ObjectRegistry,
                               ObjectSettings, backpack_messages, is_cube, led_count, light_state,
                               object_light_states, rotation_frames)
-from ..log_throttle import LogThrottle
+from ..log_throttle import LogThrottle, field_kind
 from . import qos
 from .handover import HandOver
 from .qos import QOS_COMMAND, QOS_EVENTS, QOS_LATCHED, QOS_QUEUE, QOS_SENSOR_OUT
@@ -210,9 +210,7 @@ class ObjectInterfaces:
         """A warning, at most one of a kind every 2 s with the count of those left unsaid: a
         kind is the field it names ("object_lights refused: object_lights.lights[0].on_color.r
         = ..."), not the whole text, whose values may differ every time."""
-        topic, refused, reason = text.partition(" refused: ")
-        key = f"{topic} {reason.split(' ', 1)[0]}" if refused else text.split(" ", 1)[0]
-        line = self._throttle.line(key, text, time.monotonic())
+        line = self._throttle.line(field_kind(text), text, time.monotonic())
         if line is not None:
             self._log.warning(line)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cozmo_driver.log_throttle import LogThrottle
+from cozmo_driver.log_throttle import LogThrottle, field_kind
 
 
 def test_first_line_is_said_then_one_per_period_with_the_count():
@@ -35,3 +35,15 @@ def test_kinds_are_independent_and_a_period_may_be_given_per_call():
 def test_a_negative_period_is_refused():
     with pytest.raises(ValueError):
         LogThrottle(-1.0)
+
+
+def test_a_warnings_kind_is_the_field_it_names_not_its_values():
+    a = field_kind("object_lights refused: object_lights.lights[0].on_color.r = 1.002: a colour ...")
+    b = field_kind("object_lights refused: object_lights.lights[0].on_color.r = 1.5: a colour ...")
+    c = field_kind("object_lights refused: object_lights.lights[0].on_period is nan: ...")
+    assert a == b == "object_lights object_lights.lights[0].on_color.r" and c != a
+    assert field_kind("display/image refused: display/image.image.step = 64 is shorter ...") != \
+        field_kind("display/image refused: display/image.image.encoding 'x' is not ...")
+    assert field_kind("object_lights.rotation_period = 9 s is outside [0, 8.5] s: clamped") == \
+        field_kind("object_lights.rotation_period = 12 s is outside [0, 8.5] s: clamped") == \
+        "object_lights.rotation_period"
