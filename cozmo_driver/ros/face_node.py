@@ -225,14 +225,15 @@ class FaceNode(Node):
         if line is not None:
             self.get_logger().info(line)
 
-    def set_params(self, values: Sequence[float], transition_s: Optional[float] = None) -> Tuple[str, bool]:
-        """Ease to the raw face ``values``; returns what was done and whether values were
-        clamped (raises ValueError from :func:`raw_face`, the face unchanged)."""
+    def set_params(self, values: Sequence[float],
+                   transition_s: Optional[float] = None) -> Tuple[str, List[str]]:
+        """Ease to the raw face ``values``; returns what was done and what was clamped
+        (raises ValueError from :func:`raw_face`, the face unchanged)."""
         face, clamped = raw_face(values)
         duration = self.transition_s if transition_s is None or transition_s < 0 else transition_s
         with self._lock:
             self.animator.set_expression(face, time.monotonic(), duration)
-        return f"raw face in {duration:g} s" + (f"; clamped: {'; '.join(clamped)}" if clamped else ""), bool(clamped)
+        return f"raw face in {duration:g} s" + (f"; clamped: {'; '.join(clamped)}" if clamped else ""), clamped
 
     def _on_params(self, msg: Float32MultiArray) -> None:
         try:
@@ -244,7 +245,7 @@ class FaceNode(Node):
             self._warn(f"params refused {kind}", f"face/params refused: {reason}; the face is unchanged")
             return
         if clamped:
-            fields = ",".join(entry.split(" ", 1)[0] for entry in text.split("; clamped: ", 1)[1].split("; "))
+            fields = ",".join(entry.split(" ", 1)[0] for entry in clamped)  # the fields' names
             self._warn(f"params clamped {fields}", f"face/params: {text}")
         else:
             self._say("params", f"face/params: {text}")
