@@ -440,7 +440,10 @@ class RobotModel:
             period = self.config.state_period
             fw.emit(self.robot_state(now))
             self._next_state += period
-            if self._next_state <= now:
+            if self._next_state < now + period / 2:
+                # late: a catch-up state a fraction of a millisecond later would carry the
+                # same robot time, which a client rightly drops as a duplicate; the robot's
+                # own tick never does that, so skip the slot
                 self._next_state = now + period
         self.accessories.periodic(now)
 

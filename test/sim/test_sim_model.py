@@ -134,6 +134,28 @@ def test_state_streams_only_after_enable_and_synctime():
         E["ObjectType"].Block_LIGHTCUBE3, E["ObjectType"].Charger_Basic}
 
 
+def test_a_late_tick_never_sends_two_states_in_one_millisecond():
+    # a host that wakes the simulator 29.6 ms late must not make it catch up with a second
+    # state 0.4 ms later: the driver drops a state whose robot time is not newer than the last
+    clock = make()
+    clock.run(0.1)
+    clock.take("RobotState")
+    due = clock.model.next_tick()
+    for late in (0.0296, 0.0101, 0.045, 0.0296):
+        clock.now = due + late
+        clock.model.advance(clock.now)
+        clock.out.extend(clock.model.pop_outgoing())
+        due = clock.model.next_tick()
+        clock.now = due
+        clock.model.advance(clock.now)
+        clock.out.extend(clock.model.pop_outgoing())
+        due = clock.model.next_tick()
+    stamps = [s.timestamp_ms for s in clock.take("RobotState")]
+    assert len(stamps) == 8
+    gaps = [b - a for a, b in zip(stamps, stamps[1:])]
+    assert min(gaps) >= 15, gaps
+
+
 def test_nothing_moves_before_enable():
     """Enable powers the body (the protocol notes, seed 003): motion commands before it are
     ignored. The simulator drove, turned the head and followed paths without it."""
