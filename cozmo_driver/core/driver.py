@@ -40,7 +40,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 from .. import robot_geometry as geo
 from ..client import ClientConfig, LinkState, LinkStateChanged, Robot, RobotReady
 from ..driver import camera_info as caminfo
-from ..driver.commands import CommandError, check_twist, clamp, require_finite, rgb555, volume_level
+from ..driver.commands import CommandError, check_twist
 from ..driver.diagnostics import DiagnosticReport, link_report, robot_report
 from ..driver.events import EventDetector
 from ..driver.kinematics import twist_to_wheels, wheels_to_twist
@@ -53,6 +53,7 @@ from ..protocol.camera import (ImageAssembler)
 from ..protocol.errors import CozmoError
 from ..protocol.nvstorage import (CAMERA_CALIB_SIZE, NV_TAG_CAMERA_CALIB, NvReadAssembler)
 from ..protocol.session import MessageReceived, SessionConfig
+from .actuators import ActuatorsMixin
 from .camera import CameraMixin
 from .samples import (BatterySample, DriverOutput, ImuSample, JointSample,
                       LinkSample, OdomSample, StateSample, StatusSample)
@@ -67,7 +68,6 @@ def _speed_text(x: float) -> str:
 _ImageSendMode = msgs.ENUMS["ImageSendMode"]
 _ImageResolution = msgs.ENUMS["ImageResolution"]
 _NvOperation = msgs.ENUMS["NvOperation"]
-_LightState = msgs.STRUCTS["LightState"]
 _EVENT_MESSAGES = frozenset(("RobotPoked", "RobotDelocalized", "FallingStarted", "FallingStopped",
                              "ButtonPressed"))
 #: JPEG quality of colour frames, which are rebuilt at full width (the robot sends half)
@@ -81,7 +81,6 @@ WARN_PERIOD_S = 2.0
 _FLAG_NAMES = tuple(name for name, _ in STATUS_FLAG_NAMES)
 _FLAG_BITS = tuple(int(bit) for _, bit in STATUS_FLAG_NAMES)  # ints: no enum operation
 _UNRELIABLE = int(StatusFlag.IS_PICKED_UP | StatusFlag.IS_FALLING)
-_BACKPACK = ("front", "middle", "back", "left", "right")
 _STOP = msgs.DriveWheels(lwheel_speed_mmps=0.0, rwheel_speed_mmps=0.0)
 
 
@@ -124,7 +123,7 @@ class _StateParts:
                             -1 if segment == 0xFF else segment, self.voltage)
 
 
-class DriverCore(CameraMixin):
+class DriverCore(ActuatorsMixin, CameraMixin):
     """See the module docstring. ``params`` is the driver's parameter mapping (read, never
     written, by the core; names as in :mod:`cozmo_driver.driver.parameters`); ``robot`` the
     client, or anything with its ``post``, ``clock``, ``call_soon``, ``schedule``, ``stats``
@@ -583,119 +582,6 @@ class DriverCore(CameraMixin):
         with self.drive_lock:
             self._deadline = self._last_move = None
             self.post_if_ready(_STOP)
-
-    def _speed(self, requested: float, limit_param: str, field: str) -> Optional[float]:
-        limit = float(self.params[limit_param])
-        if requested < 0:
-            self.refuse(field, f"{field.split('.')[0]} refused: {field} = {requested}: a speed must "
-                        "not be negative")
-            return None
-        if requested == 0:
-            return limit
-        speed, warning = clamp(requested, 0.0, limit, field, "rad/s")
-        if warning:
-            self.warn_throttled(field, warning)
-        return speed
-
-    def _position(self, topic: str, field: str, value: float, max_speed: float,
-                  limits: Tuple[float, float], unit: str, motor: str,
-                  command: Callable[[float, float, float], Any]) -> None:
-        try:
-            require_finite(topic, **{field: value, "max_speed": max_speed})
-        except CommandError as exc:
-            self.refuse(topic, f"{topic} refused: {exc}")
-            return
-        if not self.ready(topic, motion=True):
-            return
-        speed = self._speed(max_speed, f"{motor}_max_speed", f"{topic}.max_speed")
-        if speed is None:
-            return  # refused: a goal moving the motor goes on
-        self._preempt(motor, topic)
-        target, warning = clamp(value, limits[0], limits[1], f"{topic}.{field}", unit)
-        if warning:
-            self.warn_throttled(f"{topic}.{field}", warning)
-        self.robot.post(command(target, speed, float(self.params[f"{motor}_acceleration"])))
-
-    def set_head(self, angle_rad: float, max_speed_radps: float = 0.0,
-                 topic: str = "head/angle") -> None:
-        """Head to ``angle_rad`` (clamped to its range) at ``max_speed_radps`` (0: the
-        ``head_max_speed`` parameter)."""
-        self._position(topic, "angle", angle_rad, max_speed_radps,
-                       (geo.HEAD_MIN_ANGLE_RAD, geo.HEAD_MAX_ANGLE_RAD), "rad", "head",
-                       lambda angle, speed, accel: msgs.SetHeadAngle(
-                           angle_rad=angle, max_speed_rad_per_sec=speed,
-                           accel_rad_per_sec2=accel, duration_sec=0.0))
-
-    def set_lift(self, height_m: float, max_speed_radps: float = 0.0,
-                 topic: str = "lift/height") -> None:
-        """Lift to ``height_m`` (clamped to its range)."""
-        self._position(topic, "height", height_m, max_speed_radps,
-                       (geo.LIFT_MIN_HEIGHT_M, geo.LIFT_MAX_HEIGHT_M), "m", "lift",
-                       lambda height, speed, accel: msgs.SetLiftHeight(
-                           height_mm=height * 1000.0, max_speed_rad_per_sec=speed,
-                           accel_rad_per_sec2=accel, duration_sec=0.0))
-
-    def _velocity(self, value: float, topic: str, motor: str, message_type: Any) -> None:
-        try:
-            require_finite(topic, data=value)
-        except CommandError as exc:
-            self.refuse(topic, f"{topic} refused: {exc}")
-            return
-        if not self.ready(topic, motion=True):
-            return
-        self._preempt(motor, topic)
-        limit = float(self.params[f"{motor}_max_speed"])
-        speed, warning = clamp(value, -limit, limit, f"{topic}.data", "rad/s")
-        if warning:
-            self.warn_throttled(f"{topic}.data", warning)
-        self.robot.post(message_type(speed_rad_per_sec=speed))
-
-    def move_head(self, speed_radps: float, topic: str = "head/velocity") -> None:
-        self._velocity(speed_radps, topic, "head", msgs.MoveHead)
-
-    def move_lift(self, speed_radps: float, topic: str = "lift/velocity") -> None:
-        self._velocity(speed_radps, topic, "lift", msgs.MoveLift)
-
-    def set_backpack_lights(self, colors: Dict[str, Tuple[float, float, float]],
-                            topic: str = "backpack_lights") -> None:
-        """Steady colours (r, g, b in 0..1) for front, middle, back, left and right."""
-        try:
-            words = {name: rgb555(*colors[name], f"{topic}.{name}") for name in _BACKPACK}
-        except CommandError as exc:
-            self.refuse(topic, f"{topic} refused: {exc}")
-            return
-        if not self.ready(topic, motion=False):
-            return
-
-        def steady(name: str) -> Any:
-            return _LightState(on_color=words[name], off_color=words[name])
-
-        center = msgs.LightStateCenter(states=[steady("front"), steady("middle"), steady("back")],
-                                       unknown=0)
-        side = msgs.LightStateSide(states=[steady("left"), steady("right")], unknown=0)
-        self.lights = (center, side)
-        self.robot.post(center)
-        self.robot.post(side)
-
-    def set_head_light(self, on: bool, topic: str = "head_light") -> None:
-        if not self.ready(topic, motion=False):
-            return
-        self.head_light = bool(on)
-        self.robot.post(msgs.SetHeadLight(enable=self.head_light))
-
-    def set_volume(self, volume: float, topic: str = "volume") -> None:
-        """Volume 0..1 (clamped with a warning; NaN refused)."""
-        try:
-            level, warning = volume_level(volume)
-        except CommandError as exc:
-            self.refuse(topic, f"{topic} refused: {exc}")
-            return
-        if warning:
-            self.warn_throttled(f"{topic}.data", warning)
-        if not self.ready(topic, motion=False):
-            return
-        self.volume = level
-        self.robot.post(msgs.SetRobotVolume(level=level))
 
     def emergency_stop(self, engage: bool) -> str:
         """Engage (stop every motor, refuse motion) or release the emergency stop; returns
