@@ -15,7 +15,7 @@ from cozmo_driver.protocol.session import MessageReceived, Role, Session
 from cozmo_driver.sim import RobotConfig, SimulatedRobot
 from cozmo_driver.transport.memory import Impairment, MemoryLink
 
-__all__ = ["Harness", "state_flags", "collect_images"]
+__all__ = ["Harness", "state_flags", "collect_images", "calibrated"]
 
 
 class Harness:
@@ -67,13 +67,22 @@ class Harness:
                               timeout), "no connection"
 
     def initialise(self, timeout: float = 3.0) -> None:
-        """What a driver does: Enable, then SetOrigin and SyncTime on BodyInfo."""
+        """What a driver does: Enable, then SetOrigin and SyncTime on BodyInfo, then wait
+        for the head and lift calibration that SyncTime starts (they take no command
+        meanwhile)."""
         self.connect(timeout)
         self.send(m.Enable())
         assert self.run_until(lambda: self.received("BodyInfo"), timeout)
         self.send(m.SetOrigin(pose_frame_id=0, pose_origin_id=1))
         self.send(m.SyncTime(timestamp_ms=0))
         assert self.run_until(lambda: self.received("RobotState"), timeout)
+        assert self.run_until(lambda: calibrated(self.received("MotorCalibration")), timeout)
+
+
+def calibrated(reports: list) -> bool:
+    """Whether MotorCalibration ``reports`` show the head and lift calibrated."""
+    ended = {r.motor_id for r in reports if not r.calib_started}
+    return {m.ENUMS["MotorID"].MOTOR_HEAD, m.ENUMS["MotorID"].MOTOR_LIFT} <= ended
 
 
 def state_flags(h: Harness) -> int:

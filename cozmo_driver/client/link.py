@@ -11,6 +11,9 @@ tests) drives it. On top of the session it
   before it plays anything of its animation stream (face images, sound, keyframes) and
   which starts its AnimationState events (30 a second), goes out right before the first
   such message of each connection (``animation_state_on_demand``; at bring-up without it);
+* holds a head or lift command while the robot calibrates that motor, as it does at
+  each connection, and sends it when the calibration is done
+  (:mod:`cozmo_driver.client.calibration`);
 * collects the robot's facts (firmware, serials, body colour) in :class:`RobotInfo`;
 * reconnects after a loss with exponential back-off, re-initialising the robot;
 * gives up a connection that does not become ready within ``ready_timeout``;
@@ -48,6 +51,7 @@ from typing import Any, Deque, Optional
 
 from ..protocol import messages as msgs
 from ..protocol.errors import LocalProtocolError
+from .calibration import MotorCalibration
 from ..protocol.session import (
     Connected,
     ConnectionLost,
@@ -175,6 +179,8 @@ class RobotLink:
         self._bad_unwarned = 0
         self._stale_warned_at: Optional[float] = None
         self._stale_unwarned = 0
+        #: head and lift commands held while the robot calibrates those motors
+        self.calibration = MotorCalibration(name)
 
     # ------------------------------------------------------------------ user calls
 
@@ -189,6 +195,7 @@ class RobotLink:
         self._wanted = False
         self._reconnect_at = None
         self._ready_deadline = None
+        self.calibration.reset()
         if self.session.state is State.CONNECTED:
             try:
                 self.send(msgs.StopAllMotors())  # ahead of the animation stream, which it drops
@@ -216,7 +223,17 @@ class RobotLink:
             return
         if name in _DROPS_STREAM:
             self.session.drop_background()
+        if self.calibration.hold(message):
+            return
         self.session.send(message)
+
+    def _send_released(self, messages) -> None:
+        """Send the commands a finished motor calibration held."""
+        for message in messages:
+            try:
+                self.session.send(message)
+            except LocalProtocolError as exc:
+                logger.warning("[%s] %s not sent: %s", self.name, message.NAME, exc)
 
     def _enable_playback(self) -> None:
         self.session.send(msgs.EnableAnimationState())
@@ -245,6 +262,7 @@ class RobotLink:
         self._sync_at = None
         self._stale_run = []
         self._ahead_run = []
+        self.calibration.reset()
         self.session.connect(now)
         self._ready_deadline = None
         self._set_state(LinkState.CONNECTING, "connecting")
@@ -257,6 +275,7 @@ class RobotLink:
 
     def _lost(self, now: float, reason: str) -> None:
         self._ready_deadline = None
+        self.calibration.reset()
         if self._wanted and self.config.reconnect:
             self._reconnect_at = now + self._backoff
             reason = f"{reason}; reconnecting in {self._backoff:.1f} s"
@@ -279,7 +298,7 @@ class RobotLink:
 
     def get_timer(self) -> Optional[float]:
         deadline = self.session.get_timer()
-        for t in (self._reconnect_at, self._ready_deadline):
+        for t in (self._reconnect_at, self._ready_deadline, self.calibration.due()):
             if t is not None and (deadline is None or t < deadline):
                 deadline = t
         return deadline
@@ -295,6 +314,9 @@ class RobotLink:
                 self._lost(now, f"the robot did not become ready within {self.config.ready_timeout:.1f} s")
         if self._reconnect_at is not None and now >= self._reconnect_at:
             self._connect(now)
+        due = self.calibration.due()
+        if due is not None and now >= due:
+            self._send_released(self.calibration.on_timer(now))
 
     def next_event(self) -> Optional[Any]:
         if self.session.pending_events:
@@ -428,6 +450,8 @@ class RobotLink:
             # the app sends Enable twice; the second one makes the robot send BodyInfo
             self.session.send(msgs.Enable())
             self.session.send(msgs.Enable())
+        elif name == "MotorCalibration":
+            self._send_released(self.calibration.on_message(message, now))
         elif name == "HardwareInfo":
             self.info.head_serial = message.serial_number_head
         elif name == "BodyInfo":
@@ -439,6 +463,7 @@ class RobotLink:
                 self.session.send(msgs.SetOrigin(pose_frame_id=0, pose_origin_id=1))
                 self.session.send(msgs.SyncTime(timestamp_ms=0))
                 self._sync_at = now
+                self.calibration.expect(now)  # the robot calibrates head and lift now
                 config = self.config
                 if config.enable_animation_state and (
                         self._playback_wanted or not config.animation_state_on_demand):

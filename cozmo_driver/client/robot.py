@@ -167,6 +167,12 @@ class Robot:
         """The latest RobotState message, or None."""
         return self.link.robot_state
 
+    def calibrating(self, motor: str) -> bool:
+        """Whether the robot calibrates ``motor`` ("head" or "lift") now, or is about to
+        (at a connection): commands moving it are held until it is done (see
+        :mod:`cozmo_driver.client.calibration`)."""
+        return motor in self.link.calibration
+
     @property
     def stats(self):
         return self.link.session.stats

@@ -61,7 +61,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -732,7 +732,9 @@ class AxisTracker(_Tracker):
     Succeeds when the robot acknowledged the command (or was seen moving), reports
     the in-position flag, and the measured value is within ``tolerance`` of the
     target. Aborts when it reports in position elsewhere for :data:`SETTLE_STATES`
-    states (blocked), or neither acknowledges nor moves for :data:`NO_START_STATES`."""
+    states (blocked), or neither acknowledges nor moves for :data:`NO_START_STATES`.
+    While ``calibrating()`` says the motor calibrates (the command is held until it is
+    done), nothing counts and the safety deadline moves on with the time."""
 
     name: str = "head"
     target: float = 0.0
@@ -742,8 +744,10 @@ class AxisTracker(_Tracker):
     unit: str = "rad"
     acked: bool = False
     seen_moving: bool = False
+    calibrating: Callable[[], bool] = field(default=lambda: False)
     _settled: int = 0
     _unstarted: int = 0
+    _last_t: Optional[float] = None
 
     def value(self, s: StateSample) -> float:
         return s.head_angle if self.flag == StatusFlag.HEAD_IN_POS else s.lift_height
@@ -755,6 +759,12 @@ class AxisTracker(_Tracker):
     def on_state(self, s: StateSample) -> Optional[Outcome]:
         if self.outcome is not None:
             return self.outcome
+        last, self._last_t = self._last_t, s.t
+        if self.calibrating():
+            if last is not None:
+                self.deadline += s.t - last
+            self._unstarted = self._settled = 0
+            return None
         value = self.value(s)
         if not s.flags & self.flag:
             self.seen_moving = True

@@ -79,6 +79,9 @@ __all__ = ["MediaInterfaces"]
 #: A stream whose next chunk comes later than this starts a new resampler.
 _STREAM_GAP_S = 0.5
 _WARN_PERIOD_S = 2.0
+#: longest a play_animation goal waits for the robot to calibrate its head and lift, s (the
+#: client sends held commands after 5 s without the calibration's end)
+_CALIBRATION_WAIT_S = 6.0
 
 
 #: how many stamps of in-process face frames are remembered (their DDS copies are skipped)
@@ -130,6 +133,7 @@ class MediaInterfaces:
         self._next_token = 0
         self._loading: List[Any] = []  # play_audio goals whose file is being read (handles)
         self._audio_loads = 0  # play_audio goals that began reading their file
+        self._animation_goals = 0  # play_animation goals that got as far as their clip
         self._throttle = LogThrottle(_WARN_PERIOD_S)  # one line per kind per period, counted
         self._images_rejected = 0
         self._rejected_lock = threading.Lock()  # (the face thread counts too)
@@ -534,6 +538,27 @@ class MediaInterfaces:
                                     start_lift_height_mm=state.lift_height_mm if state is not None else None)
         except AnimationError as exc:
             return self._refused(handle, result, "play_animation", str(exc))
+        moved = [motor for motor in ("head", "lift") if getattr(clip.tracks, motor)]
+        self._animation_goals += 1
+        if any(self.robot.calibrating(motor) for motor in moved):
+            # a calibrating motor takes no keyframe (the lift drops them): the clip starts
+            # once the robot is done, from where that left the motors
+            mine = self._animation_goals
+            problem = await self._calibrated(handle, moved, lambda: mine != self._animation_goals)
+            if handle.is_cancel_requested:
+                self._log.info("play_animation: canceled while the robot calibrated its motors")
+                return self._end(handle, result, False, "canceled before it started")
+            if mine != self._animation_goals:
+                message = ("preempted by a new play_animation goal (while this one waited for "
+                           "the robot to calibrate its motors)")
+                self._log.warning(f"play_animation: aborted: {message}")
+                return self._end(handle, result, False, message)
+            if problem is not None:
+                return self._refused(handle, result, "play_animation", problem)
+            state = self.robot.robot_state
+            head_deg = math.degrees(state.head_angle_rad) if state is not None else None
+            compiled = compile_clip(clip, start_head_angle_deg=head_deg, start_lift_height_mm=(
+                state.lift_height_mm if state is not None else None))
         stops = motor_stops(head=bool(clip.tracks.head), lift=bool(clip.tracks.lift))
         goal = self._new_goal("animation", handle)
         goal.clip = clip.name
@@ -552,6 +577,29 @@ class MediaInterfaces:
                        f"{f', {loops} times' if loops > 1 else ''})")
         self.av.play_clip(goal.token, compiled, loops, stops)
         return await self._run(goal, result)
+
+    async def _calibrated(self, handle: Any, motors: List[str],
+                          preempted: Callable[[], bool]) -> Optional[str]:
+        """Wait (at most ``_CALIBRATION_WAIT_S``, or until the goal is canceled or
+        ``preempted()``) while the robot calibrates ``motors``, as it does at each
+        connection; returns why the goal cannot start after all (e-stop, deactivated, lost
+        robot), or None."""
+        self._log.info(f"play_animation: waits for the robot to calibrate its "
+                       f"{' and '.join(motors)} (it does at each connection)")
+        done = Future()
+        deadline = time.monotonic() + _CALIBRATION_WAIT_S
+
+        def check() -> None:
+            if not done.done() and (handle.is_cancel_requested or preempted()
+                                    or time.monotonic() >= deadline
+                                    or not any(self.robot.calibrating(m) for m in motors)):
+                done.set_result(None)
+        timer = self.node.create_timer(0.02, check)
+        try:
+            await done
+        finally:
+            self.node.destroy_timer(timer)
+        return self._refusal(motion=True)
 
     # ------------------------------------------------------------------ reports (I/O -> executor)
 

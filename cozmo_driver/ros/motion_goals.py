@@ -253,9 +253,11 @@ class AxisGoal(MotionGoal):
         action_id = ctx.robot.new_action_id()
         self.command(plan, action_id)
         expected = mo.axis_duration(arc, plan["speed"], plan["accel"], plan["duration"])
-        run.tracker = mo.AxisTracker(deadline=ctx.deadline(expected), name=self.RESOURCE,
+        robot, motor = ctx.robot, self.RESOURCE
+        run.tracker = mo.AxisTracker(deadline=ctx.deadline(expected), name=motor,
                                      target=plan["target"], tolerance=self.TOLERANCE, flag=self.FLAG,
-                                     action_id=action_id, unit=self.UNIT)
+                                     action_id=action_id, unit=self.UNIT,
+                                     calibrating=lambda: robot.calibrating(motor))
         run.stop = self.stop_motor
 
 

@@ -67,6 +67,12 @@ CLIFF_SENSOR_OFFSETS_MM: Tuple[Tuple[float, float], ...] = ((32.0, 0.0),)
 BACKPACK_TOUCH_RAW = 812
 _DISTANCE_OFF_CHARGER_MM = 30.0
 _MotorID = msgs.ENUMS["MotorID"]
+#: a calibrating motor drives to its low stop at this fraction of its top speed (a guess:
+#: the firmware drives it at about a third of full power), and rests there this long (s)
+#: before it reports the end (the firmware waits for 0.5 s without motion, and the lift
+#: 0.25 s more with the power off)
+CALIBRATION_SPEED_FRACTION = 0.35
+CALIBRATION_REST_S = {_MotorID.MOTOR_HEAD: 0.5, _MotorID.MOTOR_LIFT: 0.75}
 
 
 class BaseController:
@@ -136,6 +142,7 @@ class Body:
         self.wheels = (Wheel(), Wheel())
         self.head = Axis(HEAD_MIN_RAD, HEAD_MIN_RAD, HEAD_MAX_RAD, HEAD_MAX_SPEED_RADPS)
         self.lift = Axis(LIFT_MIN_RAD, LIFT_MIN_RAD, LIFT_MAX_RAD, LIFT_MAX_SPEED_RADPS)
+        self._calibrations = 0  # bumped when a calibration under way is abandoned
         self.controller: Optional[BaseController] = None
         self._prev_v = 0.0
         self._accel_fwd = 0.0
@@ -459,19 +466,37 @@ class Body:
         self.pose_origin_id = int(m.pose_origin_id)
         self.set_anchor(finite(m.pose_x_mm), finite(m.pose_y_mm), wrap_angle(heading))
 
-    def _on_StartMotorCalibration(self, m: Any, now: float) -> None:
+    def calibrate(self, now: float, head: bool, lift: bool) -> None:
+        """Calibrate the head and/or lift (at each connection's SyncTime, and on
+        StartMotorCalibration): MotorCalibration started, the motor drives to its low
+        stop taking no command, rests there (``CALIBRATION_REST_S``), and MotorCalibration
+        ended. The head then runs the latest command that came meanwhile; the lift drops
+        it. A motor already calibrating ignores a new start."""
         fw = self.fw
-        motors = [(_MotorID.MOTOR_HEAD, self.head, HEAD_MIN_RAD)] if m.head else []
-        if m.lift:
-            motors.append((_MotorID.MOTOR_LIFT, self.lift, LIFT_MIN_RAD))
-        for motor_id, axis, low in motors:
+        generation = self._calibrations
+        for wanted, motor_id, axis, keep in ((head, _MotorID.MOTOR_HEAD, self.head, True),
+                                             (lift, _MotorID.MOTOR_LIFT, self.lift, False)):
+            if not wanted or axis.calibrating:
+                continue
             fw.emit(msgs.MotorCalibration(motor_id=motor_id, calib_started=True, auto_started=False))
-            axis.move_to(low, 0, 0, 0.5)
+            travel = axis.start_calibration(axis.vcap * CALIBRATION_SPEED_FRACTION)
 
-            def done(t: float, motor_id: Any = motor_id) -> None:
+            def done(t: float, motor_id: Any = motor_id, axis: Axis = axis, keep: bool = keep) -> None:
+                if self._calibrations != generation or not axis.calibrating:
+                    return  # abandoned: a new connection, or the client left
+                axis.end_calibration(keep_pending=keep)
                 fw.emit(msgs.MotorCalibration(motor_id=motor_id, calib_started=False,
                                               auto_started=False))
-            fw.at(now + 1.0, done)
+            fw.at(now + travel + CALIBRATION_REST_S[motor_id], done)
+
+    def abandon_calibration(self) -> None:
+        """The connection ended: a calibration under way stops without a word."""
+        self._calibrations += 1
+        self.head.abandon_calibration()
+        self.lift.abandon_calibration()
+
+    def _on_StartMotorCalibration(self, m: Any, now: float) -> None:
+        self.calibrate(now, bool(m.head), bool(m.lift))
 
     def _on_DriveWheels(self, m: Any, now: float) -> None:
         self.end_base_mode(now, "interrupted by DriveWheels")

@@ -80,6 +80,9 @@ class ModelConfig:
     #: connection or a lost one; the protocol notes do not say which a robot does, and
     #: the driver must work with either (False: every link is dropped)
     keep_object_links: bool = False
+    #: the head and lift calibrate at each connection's SyncTime, as a robot's do (False:
+    #: they start calibrated, for tests of something else that want no wait)
+    calibrate_at_connection: bool = True
 
     def __post_init__(self) -> None:
         for name in ("physics_dt", "state_period", "anim_period", "object_available_period",

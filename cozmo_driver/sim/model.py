@@ -45,6 +45,13 @@ What it models
   lift 32..92 mm through a 66 mm arm on a pivot 45 mm high, so the lift moves in
   arm angle and its speeds are rad/s). Moves honour max speed, acceleration and
   ``duration_sec``; velocity moves (MoveHead/MoveLift) stop at the limits.
+* **Motor calibration**: at each connection's SyncTime (after Enable), as Anki's
+  robot firmware does, and on StartMotorCalibration, the head and the lift
+  calibrate: MotorCalibration (started, not auto-started), the motor drives to
+  its low stop and rests there (0.5 s, the lift 0.75 s), MotorCalibration
+  (ended). Meanwhile it takes no command: the head runs the latest one after
+  the calibration, the lift drops it (as the firmware's controllers do).
+  StopAllMotors drops the waiting command; the calibration goes on.
 * **Pose frames**: the true pose lives in the world frame of
   :class:`cozmo_driver.sim.world.World` (table centre, x forward). The reported
   pose is odometry: it starts at (0, 0, 0) on boot and SetOrigin re-anchors it
@@ -122,6 +129,9 @@ Conventions chosen where the protocol notes are silent (documented guesses):
 * Objects advertise (ObjectAvailable) once a second each while not connected;
   ObjectPowerLevel comes every 10 s. The camera calibration entry's layout is
   ``CAMERA_CALIB_FORMAT``.
+* A calibrating motor drives at 35 % of its top speed (the firmware drives it at
+  about a third of full power; how fast that is, is not documented), and only the
+  connection's first SyncTime starts a calibration.
 * Non-finite or absurd numbers in commands are read as 0 (or "no change"); path
   segments carrying them are ignored.
 """
@@ -375,6 +385,8 @@ class RobotModel:
         return self.fw.signature()
 
     def _stop_everything(self, now: float, reason: str) -> None:
+        if reason != "StopAllMotors":
+            self.body.abandon_calibration()
         self.body.halt_base(now, reason)
         self.path.forget()
         self.body.head.stop()
@@ -522,6 +534,8 @@ class RobotModel:
             fw.streaming = True
             self._next_state = now
             self.accessories.start_streams(now)
+            if self.config.calibrate_at_connection:
+                self.body.calibrate(now, head=True, lift=True)
 
     def _on_StopAllMotors(self, m: Any, now: float) -> None:
         self._stop_everything(now, reason="StopAllMotors")

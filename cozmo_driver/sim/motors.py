@@ -10,7 +10,7 @@ Lengths in mm, angles in rad, times in s.
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Optional, Tuple
 
 from .. import robot_geometry as geometry
 
@@ -72,7 +72,8 @@ LIFT_MAX_RAD = lift_height_to_angle(LIFT_MAX_MM)
 class Axis:
     """One position/velocity controlled joint (head angle or lift arm angle), rad."""
 
-    __slots__ = ("pos", "vel", "lo", "hi", "vcap", "mode", "target", "vmax", "accel", "cmd_vel")
+    __slots__ = ("pos", "vel", "lo", "hi", "vcap", "mode", "target", "vmax", "accel", "cmd_vel",
+                 "calibrating", "pending")
 
     def __init__(self, pos: float, lo: float, hi: float, vcap: float) -> None:
         self.pos = pos
@@ -85,6 +86,10 @@ class Axis:
         self.vmax = vcap
         self.accel = DEFAULT_AXIS_ACCEL_RADPS2
         self.cmd_vel = 0.0
+        #: calibrating: the motor drives to its low stop and takes no command; the latest
+        #: one waits in ``pending`` (("velocity", args) or ("position", args))
+        self.calibrating = False
+        self.pending: Optional[Tuple[str, Tuple[float, ...]]] = None
 
     @property
     def moving(self) -> bool:
@@ -95,12 +100,21 @@ class Axis:
         return False
 
     def move_velocity(self, speed: float) -> None:
+        if self.calibrating:
+            self.pending = ("velocity", (speed,))
+            return
         speed = max(-self.vcap, min(self.vcap, speed))
         self.mode = "velocity" if speed else "idle"
         self.cmd_vel = speed
         self.vel = speed
 
     def move_to(self, target: float, max_speed: float, accel: float, duration: float) -> None:
+        if self.calibrating:
+            self.pending = ("position", (target, max_speed, accel, duration))
+            return
+        self._move_to(target, max_speed, accel, duration)
+
+    def _move_to(self, target: float, max_speed: float, accel: float, duration: float) -> None:
         target = max(self.lo, min(self.hi, target))
         accel = accel if accel > 0 else DEFAULT_AXIS_ACCEL_RADPS2
         vmax = min(max_speed, self.vcap) if max_speed > 0 else self.vcap
@@ -121,9 +135,40 @@ class Axis:
             self.vel = 0.0
 
     def stop(self) -> None:
+        """Stop (and forget a command waiting for the calibration, which goes on)."""
+        self.pending = None
+        if self.calibrating:
+            return
         self.mode = "idle"
         self.vel = 0.0
         self.cmd_vel = 0.0
+
+    def start_calibration(self, speed: float) -> float:
+        """Drive to the low stop at ``speed`` taking no command; returns an upper bound of
+        the seconds it takes to get there."""
+        self.calibrating = False
+        self.stop()
+        self.calibrating = True
+        self._move_to(self.lo, speed, DEFAULT_AXIS_ACCEL_RADPS2, 0.0)
+        return abs(self.pos - self.lo) / speed + speed / DEFAULT_AXIS_ACCEL_RADPS2
+
+    def end_calibration(self, keep_pending: bool) -> None:
+        """The low stop is the axis' zero again: the axis rests there, then runs the command
+        that waited if ``keep_pending`` (else it is dropped)."""
+        pending, self.pending = self.pending, None
+        self.calibrating = False
+        self.pos = self.target = self.lo
+        self.stop()
+        if keep_pending and pending is not None:
+            kind, args = pending
+            if kind == "velocity":
+                self.move_velocity(*args)
+            else:
+                self.move_to(*args)
+
+    def abandon_calibration(self) -> None:
+        self.calibrating = False
+        self.stop()
 
     def step(self, dt: float) -> None:
         mode = self.mode

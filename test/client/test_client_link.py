@@ -416,3 +416,84 @@ def test_the_stop_goes_ahead_of_a_backlog_of_the_animation_stream_on_a_lossy_lin
     assert link.session.stats.background_dropped > 0
     assert [t for t, name in got if name == "StopAllMotors" and t - stop < 1.5]
     assert [round(w.speed) for w in sim.model.wheels] == [0, 0]
+
+
+# ------------------------------------------------------------------------ motor calibration
+
+def sim_pair(**robot_config):
+    from cozmo_driver.sim import RobotConfig, SimulatedRobot
+
+    link = RobotLink(name="calib")
+    sim = SimulatedRobot(config=RobotConfig(seed=1, **robot_config))
+    net = MemoryLink(link, sim, seed=1)
+    got: list = []
+    net.on_event_b = lambda ev: got.append((net.now, ev.message)) if isinstance(ev, MessageReceived) else None
+    link.start(net.now)
+    assert net.run_while(lambda: not link.is_ready, 3.0)
+    return link, sim, net, got
+
+
+def test_head_and_lift_commands_wait_for_the_calibration_of_each_connection(log_records):
+    logged = log_records("cozmo.client", "INFO")
+    link, sim, net, got = sim_pair()
+    assert "head" in link.calibration and "lift" in link.calibration
+    # sent at once, as a launch file's first goal is: a robot drops a lift target it gets
+    # while it calibrates, and runs only the head's latest one after
+    link.send(msgs.SetLiftHeight(height_mm=40.0, max_speed_rad_per_sec=5.0))
+    link.send(msgs.SetLiftHeight(height_mm=70.0, max_speed_rad_per_sec=5.0))
+    link.send(msgs.SetHeadAngle(angle_rad=0.4, max_speed_rad_per_sec=5.0))
+    net.run_until(net.now + 0.3)
+    assert not [m for _, m in got if m.NAME in ("SetLiftHeight", "SetHeadAngle")]   # held
+    assert net.run_while(lambda: "lift" in link.calibration or "head" in link.calibration, 3.0)
+    net.run_until(net.now + 1.5)
+    assert [m.height_mm for _, m in got if m.NAME == "SetLiftHeight"] == [70.0]  # the latest
+    assert sim.model.lift_height == pytest.approx(70.0, abs=0.1)
+    assert sim.model.head_angle == pytest.approx(0.4)
+    held = [m for m in logged.messages if "held until the robot has calibrated" in m]
+    assert len(held) == 2 and "SetLiftHeight" in held[0] and "SetHeadAngle" in held[1]
+    # calibrated: commands go out at once
+    link.send(msgs.MoveHead(speed_rad_per_sec=-1.0))
+    net.run_until(net.now + 0.05)
+    assert got[-1][1].NAME == "MoveHead"
+
+
+def test_stop_all_motors_drops_a_held_command_and_a_new_connection_holds_again():
+    link, sim, net, got = sim_pair()
+    link.send(msgs.SetLiftHeight(height_mm=70.0, max_speed_rad_per_sec=5.0))
+    link.send(msgs.StopAllMotors())                    # e.g. the emergency stop
+    assert net.run_while(lambda: "lift" in link.calibration, 3.0)
+    net.run_until(net.now + 1.0)
+    assert not [m for _, m in got if m.NAME == "SetLiftHeight"]
+    assert sim.model.lift_height == pytest.approx(32.0, abs=0.1)
+    sim.reboot(net.now)                                # the robot restarts: it calibrates again
+    assert net.run_while(lambda: link.is_ready, 8.0)
+    assert net.run_while(lambda: not link.is_ready, 8.0)
+    assert "lift" in link.calibration
+    link.send(msgs.SetLiftHeight(height_mm=60.0, max_speed_rad_per_sec=5.0))
+    assert net.run_while(lambda: sim.model.lift_height < 59.9, 4.0)
+
+
+def test_a_robot_that_does_not_calibrate_delays_a_command_by_a_second_at_most():
+    client, robot, link, events = ready_pair()           # the scripted robot never calibrates
+    client.send(msgs.SetHeadAngle(angle_rad=0.2))
+    sent = link.now
+    assert link.run_while(lambda: "SetHeadAngle" not in robot.received, 2.0)
+    assert link.now - sent <= 1.0
+    client.send(msgs.SetHeadAngle(angle_rad=0.3))        # from then on at once
+    link.run_until(link.now + 0.05)
+    assert robot.received.count("SetHeadAngle") == 2
+
+
+def test_a_calibration_without_an_end_releases_its_command_with_a_warning(log_records):
+    logged = log_records("cozmo.client", "INFO")
+    client, robot, link, events = ready_pair()
+    head = msgs.ENUMS["MotorID"].MOTOR_HEAD
+    robot.session.send(msgs.MotorCalibration(motor_id=head, calib_started=True, auto_started=True))
+    link.run_until(link.now + 0.1)
+    client.send(msgs.SetHeadAngle(angle_rad=0.2))
+    link.run_until(link.now + 4.5)
+    assert "SetHeadAngle" not in robot.received
+    assert link.run_while(lambda: "SetHeadAngle" not in robot.received, 1.0)
+    text = " | ".join(logged.messages)
+    assert "recalibrates its head by itself" in text
+    assert "reported no end of its head calibration within 5 s" in text

@@ -351,6 +351,21 @@ def test_head_tracker_blocked_and_silent_and_timeout():
     assert out.status == ABORTED and out.message.startswith("safety timeout")
 
 
+def test_head_tracker_waits_while_the_motor_calibrates():
+    # the command is held while the robot calibrates the head (2 s here, longer than
+    # NO_START_STATES and the deadline): the head drives down meanwhile, nothing counts
+    calibrating = [True]
+    tr = mo.AxisTracker(deadline=1.0, target=0.5, action_id=1, calibrating=lambda: calibrating[0])
+    for k in range(67):
+        assert tr.on_state(sample(0.03 * k, head_angle=-0.2, flags=0 if k < 20 else
+                                  StatusFlag.HEAD_IN_POS)) is None
+    assert not tr.seen_moving and tr.deadline == pytest.approx(1.0 + 0.03 * 66)
+    calibrating[0] = False                              # done: the held command goes out
+    tr.on_ack(1)
+    assert tr.on_state(sample(2.01, head_angle=0.1, flags=0)) is None
+    assert tr.on_state(sample(2.5, head_angle=0.5)).status == SUCCEEDED
+
+
 def test_lift_tracker_reads_the_lift():
     tr = mo.AxisTracker(deadline=10.0, name="lift", target=0.06, tolerance=0.004,
                         flag=StatusFlag.LIFT_IN_POS, action_id=3, unit="m")

@@ -604,6 +604,8 @@ def test_a_builtin_animation_plays_on_time(make_rig):
     compiled = compile_clip(clip)
     feedback: list = []
     samples: list = []
+    robot = rig.node._robot            # timed from the goal: not behind the motor calibration
+    assert rig.spin_until(lambda: not robot.calibrating("head") and not robot.calibrating("lift"), 5.0)
     t_goal = time.monotonic()
     handle = rig.send_goal(PlayAnimation, "play_animation", PlayAnimation.Goal(name="celebrate"), feedback)
     result_future = handle.get_result_async()
@@ -720,9 +722,36 @@ def test_a_very_long_name_or_path_is_refused_without_being_quoted_whole(make_rig
     assert "has 50001 characters" in r.result.message and len(r.result.message) < 300
 
 
+def test_an_animation_at_connection_waits_for_the_motor_calibration(make_rig, tmp_path):
+    # the robot calibrates head and lift at each connection and takes no keyframe meanwhile
+    # (the lift drops them): a clip moving them starts once it is done, and whole
+    (tmp_path / "long.yaml").write_text(LONG_CLIP)
+    rig = make_rig(animation_dirs=[str(tmp_path)])
+    robot = rig.node._robot
+    log = rig.node._media._log = LogRecorder(rig.node._media._log)
+    assert robot.calibrating("head") and robot.calibrating("lift")
+    first = rig.send_goal(PlayAnimation, "play_animation", PlayAnimation.Goal(name="long_dance"))
+    rig.spin_for(0.1)
+    second = rig.send_goal(PlayAnimation, "play_animation", PlayAnimation.Goal(name="nod_yes"))
+    r1, r2 = rig.result(first), rig.result(second)
+    assert r1.status == GoalStatus.STATUS_ABORTED and r1.result.message.startswith(
+        "preempted by a new play_animation goal (while this one waited")
+    assert r2.status == GoalStatus.STATUS_SUCCEEDED, r2.result.message
+    synced = max(t for t, msg in rig.sim.commands() if msg.NAME == "SyncTime")
+    started = [t for t, msg in rig.sim.commands() if msg.NAME == "StartAnimation"]
+    heads = [t for t, msg in rig.sim.commands() if msg.NAME == "AnimHead"]
+    # (the simulator's lift rests 0.75 s at its stop before it reports the end)
+    assert len(started) == 1 and heads and min(heads) >= started[0] >= synced + 0.75
+    assert not robot.calibrating("head") and not robot.calibrating("lift")
+    assert sum("waits for the robot to calibrate its head" in line for line in log.lines) == 2, log.lines
+    assert f"play_animation: aborted: {r1.result.message}" in log.lines, log.lines
+
+
 def test_a_new_animation_preempts_and_deactivation_aborts(make_rig, tmp_path):
     (tmp_path / "long.yaml").write_text(LONG_CLIP)
     rig = make_rig(animation_dirs=[str(tmp_path)])
+    robot = rig.node._robot                            # the first clip plays at once (below)
+    assert rig.spin_until(lambda: not robot.calibrating("head") and not robot.calibrating("lift"), 5.0)
     first = rig.send_goal(PlayAnimation, "play_animation", PlayAnimation.Goal(name="long_dance"))
     rig.spin_for(0.3)
     log = rig.node._media._log = LogRecorder(rig.node._media._log)

@@ -37,6 +37,7 @@ from cozmo_driver.sim.model import (
     wrap_angle,
 )
 from cozmo_driver.protocol.errors import RemoteProtocolError
+from cozmo_driver.sim.motors import HEAD_MAX_SPEED_RADPS
 from cozmo_driver.sim.world import World, camera_intrinsics
 
 E = m.ENUMS
@@ -80,6 +81,7 @@ class Clock:
 
 def make(connected: bool = True, streaming: bool = True, **kw) -> Clock:
     kw.setdefault("noise", False)
+    kw.setdefault("calibrate_at_connection", False)  # the tests of calibration ask for it
     model = RobotModel(World(0), ModelConfig(**kw))
     clock = Clock(model)
     if connected:
@@ -679,6 +681,71 @@ def test_motor_calibration():
 
 
 # ------------------------------------------------------------------------------- animation stream
+
+def _calibration_events(clock: Clock) -> list:
+    return [(c.motor_id, c.calib_started, c.auto_started, round(clock.now, 3))
+            for c in clock.take("MotorCalibration")]
+
+
+def test_head_and_lift_calibrate_at_each_connection_and_take_no_command_meanwhile():
+    head_id, lift_id = E["MotorID"].MOTOR_HEAD, E["MotorID"].MOTOR_LIFT
+    clock = make(calibrate_at_connection=True, streaming=False)
+    clock.model.body.head.pos = HEAD_MAX_RAD          # left up at the last power-off
+    clock.send(m.Enable())
+    assert not clock.take("MotorCalibration")        # Enable alone does not calibrate
+    clock.send(m.SyncTime())
+    started = clock.take("MotorCalibration")
+    assert [(c.motor_id, c.calib_started, c.auto_started) for c in started] == [
+        (head_id, True, False), (lift_id, True, False)]
+    # meanwhile: the head keeps the latest command for later, the lift drops it
+    clock.send(m.SetHeadAngle(angle_rad=0.5, max_speed_rad_per_sec=10.0))
+    clock.send(m.SetHeadAngle(angle_rad=0.3, max_speed_rad_per_sec=10.0))
+    clock.send(m.SetLiftHeight(height_mm=70.0, max_speed_rad_per_sec=10.0))
+    ends = {}
+    at_stop = None
+    for _ in range(150):
+        clock.run(0.02)
+        if at_stop is None and clock.model.head_angle == pytest.approx(HEAD_MIN_RAD):
+            at_stop = clock.now
+        for c in clock.take("MotorCalibration"):
+            assert not c.calib_started and not c.auto_started
+            ends[c.motor_id] = clock.now
+    assert set(ends) == {head_id, lift_id}
+    # the head went down to its stop at a third of its speed, rested, then to 0.3 rad
+    travel = (HEAD_MAX_RAD - HEAD_MIN_RAD) / (0.35 * HEAD_MAX_SPEED_RADPS)
+    assert travel <= at_stop <= 2 * travel
+    assert 0.5 <= ends[head_id] - at_stop <= 0.5 + travel
+    assert clock.model.head_angle == pytest.approx(0.3)
+    assert 0.75 <= ends[lift_id] <= 1.0                 # the lift was down already
+    assert clock.model.lift_height == pytest.approx(LIFT_MIN_MM, abs=0.01)
+
+
+def test_stop_all_motors_drops_the_waiting_command_and_a_new_connection_the_calibration():
+    head_id = E["MotorID"].MOTOR_HEAD
+    clock = make(calibrate_at_connection=True)
+    clock.take("MotorCalibration")
+    clock.send(m.SetHeadAngle(angle_rad=0.3, max_speed_rad_per_sec=10.0))
+    clock.send(m.StopAllMotors())
+    clock.run(1.0)
+    assert [(c.motor_id, c.calib_started) for c in clock.take("MotorCalibration")] == [
+        (head_id, False), (E["MotorID"].MOTOR_LIFT, False)]
+    assert clock.model.head_angle == pytest.approx(HEAD_MIN_RAD)   # the command was dropped
+    # a connection that ends mid-calibration: no end for it, a new calibration for the next
+    clock.model.on_connected(clock.now)
+    clock.send(m.Enable())
+    clock.send(m.SyncTime())
+    assert len(clock.take("MotorCalibration")) == 2
+    clock.run(0.2)
+    clock.model.on_connected(clock.now)
+    clock.run(2.0)
+    assert not clock.take("MotorCalibration")
+    assert not clock.model.body.head.calibrating and not clock.model.body.lift.calibrating
+    clock.send(m.SetHeadAngle(angle_rad=0.3, max_speed_rad_per_sec=10.0))  # not enabled yet:
+    clock.send(m.Enable())                                                 # motion ignored
+    clock.send(m.SyncTime())
+    clock.run(1.0)
+    assert [c.calib_started for c in clock.take("MotorCalibration")] == [True, True, False, False]
+
 
 def test_audio_is_played_at_30_per_second_and_decoded():
     clock = make()

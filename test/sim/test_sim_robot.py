@@ -76,6 +76,7 @@ def test_idle_connection_wakes_only_for_the_streams():
 def test_client_silence_drops_the_client_after_5_s_and_a_new_one_is_accepted():
     h = Harness()
     h.initialise()
+    h.send(m.SetHeadLight(enable=False))                # the client's last datagram, now
     h.link.a_to_b.loss = 1.0                            # the client falls silent
     t0 = h.now
     assert h.run_until(lambda: any(isinstance(e, ConnectionLost) for e in h.robot_events), 8.0)
