@@ -252,22 +252,43 @@ def _refuse_arguments(exc: BaseException) -> None:
 _EVERY_NODES = ("use_sim_time", "start_type_description_service")
 
 
-def unknown_parameters(node: Any, known: Sequence[str]) -> List[str]:
+def unknown_parameters(node: Any, known: Sequence[str], qos: bool = False) -> List[str]:
     """A warning for each parameter that a parameter file or ``-p`` gave this node and that
     it does not have (a misspelt ``max_wheel_sped`` left the limit at its default without a
-    word), with the closest name. Reads rclpy's record of the node's overrides (every rclpy
-    from Humble on keeps it; without it, nothing is said)."""
+    word), with the closest name; ``qos``: the node takes QoS overrides (checked later, by
+    :func:`ignored_qos_overrides`), else each ``qos_overrides.`` one is warned about. Reads
+    rclpy's record of the node's overrides (every rclpy from Humble on keeps it; without
+    it, nothing is said)."""
     import difflib
 
     given = getattr(node, "_parameter_overrides", None) or {}
     warnings = []
     for name in sorted(given):
-        if name in known or name in _EVERY_NODES or name.startswith("qos_overrides."):
+        if name in known or name in _EVERY_NODES:
+            continue
+        if name.startswith("qos_overrides."):
+            if not qos:
+                warnings.append(f"parameter {name!r} is ignored: {node.get_name()} takes no QoS "
+                                "overrides")
             continue
         close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
         warnings.append(f"parameter {name!r} is not a parameter of {node.get_name()}: ignored"
                         + (f" (did you mean {close[0]!r}?)" if close else ""))
     return warnings
+
+
+def ignored_qos_overrides(node: Any, companions: Sequence[Any] = ()) -> List[str]:
+    """A warning for each ``qos_overrides.`` parameter given to ``node`` that none of its
+    publishers and subscriptions, nor those of its ``companions`` (the nodes of its
+    subscription threads), took: rclpy declares those it takes as they are made, and
+    ignores the rest without a word (a topic without overrides, a policy other than
+    reliability, history and depth, a misspelt topic)."""
+    given = getattr(node, "_parameter_overrides", None) or {}
+    return [f"parameter {name!r} is ignored: no topic of {node.get_name()} takes it (only "
+            "reliability, history and depth, and not on /tf or /diagnostics: see QoS in "
+            "docs/driver.md)" for name in sorted(given)
+            if name.startswith("qos_overrides.") and not any(
+                n.has_parameter(name) for n in (node, *companions) if n is not None)]
 
 
 _release_registered = False

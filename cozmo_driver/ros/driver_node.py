@@ -55,7 +55,6 @@ from rclpy.qos import QoSProfile
 # Only what the node needs to exist is imported here: the message packages, the robot
 # client and the core (~0.3 s) are imported once the node, and so its DDS participant,
 # exists, so that discovery runs meanwhile (docs/driver.md, Start-up).
-from ..driver import camera_info as caminfo
 from ..driver.commands import CommandError, check_frame
 from ..driver.parameters import PARAMETERS, full_frame_id, validate_all, validate_change
 from ..errors import ConfigurationError, CozmoError
@@ -64,11 +63,11 @@ from . import qos
 from .driver_support import RosLogHandler as _RosLogHandler
 from .driver_support import core_attribute as _core_attribute
 from .driver_support import collector_off, declare_parameters, destroy_state_machine, log_line
-from .driver_support import close_link, finish_goals, flush
+from .driver_support import camera_file, close_link, finish_goals, flush
 from .driver_support import transition as _transition, twist_reader
 from .handover import HandOver
 from .subscription_thread import SubscriptionThread, Unsupported
-from ._entry import destroyed_if_refused, init, make_node, refuse, spin_node
+from ._entry import destroyed_if_refused, ignored_qos_overrides, init, make_node, refuse, spin_node
 from .usage import answer_help
 from .qos import QOS_COMMAND
 
@@ -180,12 +179,7 @@ class CozmoDriverNode(LifecycleNode):
         self._robot = make_robot(p, self.get_fully_qualified_name())
         core = self._core
         core.robot, core.camera_file = self._robot, None
-        if p["camera_info_url"]:
-            try:
-                core.camera_file = caminfo.load_camera_info_url(p["camera_info_url"])
-                self.get_logger().info(f"camera calibration from {p['camera_info_url']}")
-            except caminfo.CameraInfoError as exc:
-                self.get_logger().warning(f"{exc}; using the robot's calibration instead")
+        core.camera_file = camera_file(p["camera_info_url"], self.get_logger())
         self._create_streams()
         self._objects = ObjectInterfaces(self, self._robot, self._params)  # before RobotReady
         self._robot.add_listener(core.on_robot_event)
@@ -202,6 +196,9 @@ class CozmoDriverNode(LifecycleNode):
         self._media = MediaInterfaces(self, self._robot, self._params, self._hand_over)
         self._motion = core.motion = MotionActions(self, self._robot)
         self._configured = True
+        for text in ignored_qos_overrides(self, [getattr(t, "node", None) for t in (
+                self._cmd_vel_thread, getattr(self._media, "_face_thread", None))]):
+            self.get_logger().warning(text)
         self.get_logger().info(f"configured for the robot at {p['robot_ip']}:{p['robot_port']}")
         return TransitionCallbackReturn.SUCCESS
 

@@ -20,7 +20,7 @@ from rclpy.serialization import deserialize_message
 from ._entry import unknown_parameters
 from .serialized import LayoutError, read_twist
 
-__all__ = ["transition", "descriptor", "declare_parameters", "twist_reader", "RosLogHandler",
+__all__ = ["transition", "camera_file", "descriptor", "declare_parameters", "twist_reader", "RosLogHandler",
            "log_line", "core_attribute", "collector_off", "destroy_state_machine", "release_line",
            "close_link", "flush", "finish_goals", "ESTOP_REFUSAL", "NOT_CONNECTED_REFUSAL",
            "inactive_refusal"]
@@ -152,9 +152,24 @@ def declare_parameters(node: Any, specs) -> dict:
                                                list(spec.default))])
             continue
         node.declare_parameter(spec.name, spec.default, descriptor(spec))
-    for text in unknown_parameters(node, [spec.name for spec in specs]):
+    for text in unknown_parameters(node, [spec.name for spec in specs], qos=True):
         node.get_logger().warning(text)
     return {spec.name: node.get_parameter(spec.name).value for spec in specs}
+
+
+def camera_file(url: str, log: Any) -> Any:
+    """The CameraInfo of the ``camera_info_url`` parameter (None: empty, or not usable, which
+    ``log`` warns about: the robot's own calibration is used)."""
+    from ..driver import camera_info as caminfo
+    if not url:
+        return None
+    try:
+        data = caminfo.load_camera_info_url(url)
+    except caminfo.CameraInfoError as exc:
+        log.warning(f"{exc}; using the robot's calibration instead")
+        return None
+    log.info(f"camera calibration from {url}")
+    return data
 
 
 def twist_reader(stamped: bool, drive: Callable[..., None], frame_ok: Callable[[str], bool],

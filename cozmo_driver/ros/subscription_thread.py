@@ -106,14 +106,18 @@ class Unsupported(ConfigurationError, RuntimeError):
 def _companion(node: Any, topic: str, suffix: str) -> "tuple[Node, str]":
     """A node of its own beside ``node`` (``<node name>_<suffix>``, same namespace and
     context, no parameter services, no rosout, no global arguments) and ``topic`` as
-    ``node`` resolves it (its remappings apply)."""
+    ``node`` resolves it (its remappings apply). The ``qos_overrides`` parameters ``node``
+    was given for the topic are given to it (an overridable subscription takes them)."""
     name = topic
     resolve = getattr(node, "resolve_topic_name", None)  # Humble on
     if resolve is not None:
         name = resolve(topic)
+    given = getattr(node, "_parameter_overrides", None) or {}
+    overrides = [value for key, value in given.items() if key.startswith(f"qos_overrides.{name}.")]
     return Node(f"{node.get_name()}_{suffix}", namespace=node.get_namespace(),
                 context=node.context, start_parameter_services=False,
-                enable_rosout=False, use_global_arguments=False), name
+                enable_rosout=False, use_global_arguments=False,
+                parameter_overrides=overrides), name
 
 
 class SubscriptionThread:

@@ -1042,6 +1042,26 @@ def test_image_qos_can_be_overridden(make_driver):
     assert default[0].qos_profile.reliability == QoSReliabilityPolicy.RELIABLE
 
 
+def test_cmd_vel_qos_can_be_overridden_and_an_override_nothing_takes_is_warned_of(
+        make_driver, rclpy_log):
+    """cmd_vel and display/face are taken on threads of their own, whose nodes get the
+    driver's overrides for their topics; an override that nothing takes (a topic without
+    overrides, a policy rclpy does not let be overridden) was ignored without a word."""
+    h = make_driver(**{"qos_overrides./cmd_vel.subscription.reliability": "best_effort",
+                       "qos_overrides./display/face.subscription.depth": 3,
+                       "qos_overrides./tf.publisher.reliability": "best_effort",
+                       "qos_overrides./odom.publisher.durability": "transient_local"})
+    assert h.node._cmd_vel_thread is not None and h.node._media._face_thread is not None
+    info = h.probe.get_subscriptions_info_by_topic("/cmd_vel")
+    assert [i.qos_profile.reliability for i in info] == [QoSReliabilityPolicy.BEST_EFFORT]
+    assert h.node._media._face_thread.subscription.qos_profile.depth == 3  # (not discovered)
+    warned = [line.message for line in rclpy_log.of(h.node, LoggingSeverity.WARN)
+              if "is ignored" in line.message]
+    assert [w.split("'")[1] for w in warned] == ["qos_overrides./odom.publisher.durability",
+                                                 "qos_overrides./tf.publisher.reliability"], warned
+    assert "only reliability, history and depth" in warned[0]
+
+
 def test_no_qos_event_handlers_burden_the_executor(make_driver):
     """The driver's publishers and subscriptions come without rclpy's default QoS event
     handlers, each of which is an entity of every executor wake-up: the node has no more

@@ -291,10 +291,15 @@ def test_a_misspelt_face_or_behavior_parameter_is_named(rclpy_context, rclpy_log
     from cozmo_driver.ros.behavior_node import BehaviorNode
     for make, typo, meant in ((FaceNode, "trasition_s", "transition_s"),
                               (BehaviorNode, "user_pase", "user_pause")):
-        node = make(context=rclpy_context, cli_args=["--ros-args", "-p", f"{typo}:=1.0"])
+        override = "qos_overrides./display/face.publisher.reliability"
+        node = make(context=rclpy_context, cli_args=["--ros-args", "-p", f"{typo}:=1.0",
+                                                     "-p", f"{override}:=best_effort"])
         try:
             assert rclpy_log.said(node, LoggingSeverity.WARN, f"parameter '{typo}' is not a parameter "
                                   f"of {node.get_name()}: ignored (did you mean '{meant}'?)")
+            # these nodes' topics take no QoS overrides: one given was ignored without a word
+            assert rclpy_log.said(node, LoggingSeverity.WARN, f"parameter '{override}' is ignored: "
+                                  f"{node.get_name()} takes no QoS overrides")
         finally:
             if hasattr(node, "close"):
                 node.close()
