@@ -512,6 +512,12 @@ class DriverCore(ActuatorsMixin, CameraMixin):
             moving = cmd.left_mps != 0.0 or cmd.right_mps != 0.0
             self._last_move = self.robot.clock() if moving else None
             self._set_deadline(timeout, again=False)
+        if cmd.left_mps + cmd.right_mps > 0.0 and p["stop_on_cliff"] and \
+                self.events.flags & StatusFlag.CLIFF_DETECTED:
+            self.warn_throttled("cmd_vel_cliff", (
+                "cmd_vel drives forwards, but the robot's cliff sensor sees no floor ahead: the "
+                "robot holds its treads (stop_on_cliff). Drive backwards, turn away, or put it "
+                "back on the table"))
 
     def _set_deadline(self, timeout: float, again: bool) -> None:
         """The watchdog's stop at ``timeout`` after the last moving drive (none for 0);

@@ -72,6 +72,11 @@ class EventDetector:
     def __init__(self) -> None:
         self._flags: Optional[int] = None
 
+    @property
+    def flags(self) -> int:
+        """The latest status word (0 before the first)."""
+        return self._flags or 0
+
     def on_status(self, status: int) -> List[RobotEventData]:
         previous = self._flags
         self._flags = status

@@ -259,6 +259,27 @@ def test_components_a_differential_drive_cannot_follow_are_said_not_silently_dro
     assert core.refused == 0
 
 
+def test_driving_forwards_at_a_cliff_says_why_the_robot_does_not_move(rig):
+    """With stop_on_cliff the robot holds its treads while its (front) cliff sensor sees no
+    floor; the driver logged the cmd_vel it applied and nothing else, so the robot just
+    stood there. Backwards it drives, without the warning."""
+    robot, core, output = rig
+    edge = robot.sim.model.world.table_half_size_mm
+    robot.sim.teleport(robot.net.now, edge - 20.0, 0.0, 0.0)      # the sensor is 32 mm ahead
+    robot.run(0.3)
+    said = "cmd_vel drives forwards, but the robot's cliff sensor sees no floor ahead"
+    core.drive(-0.03, 0.0)
+    robot.run(0.3)
+    assert not output.said(said, logging.WARNING)
+    robot.sim.teleport(robot.net.now, edge - 20.0, 0.0, 0.0)
+    robot.run(0.3)
+    before = robot.sim.model.true_pose()
+    core.drive(0.05, 0.0)
+    robot.run(0.3)
+    assert output.said(said, logging.WARNING), output.lines
+    assert robot.sim.model.true_pose()[0] == pytest.approx(before[0], abs=1.0)
+
+
 def test_inactive_core_publishes_nothing_refuses_commands_and_stops_the_robot(rig):
     robot, core, output = rig
     stops = len(robot.sent("StopAllMotors"))  # one came with the connection
