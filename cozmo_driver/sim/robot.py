@@ -90,6 +90,10 @@ class RobotConfig:
     color_image_encoding: int = 8
     #: send the previous frame again while nothing that changes the image changed
     camera_cache: bool = True
+    #: the camera payload ends in 0xFF padding up to a multiple of this many bytes (the
+    #: protocol notes: trailing 0xFF bytes are padding a receiver removes; how much a robot
+    #: adds is not documented, so every size from 0 to 3 bytes of it occurs)
+    camera_pad_multiple: int = 4
     #: add seeded sensor noise to camera images (only when the image is re-rendered)
     camera_noise: bool = True
     #: events kept for next_event() when nobody reads them
@@ -99,6 +103,8 @@ class RobotConfig:
     def __post_init__(self) -> None:
         if not self.camera_period > 0 or not self.peer_timeout > 0:
             raise ValueError("camera_period and peer_timeout must be positive")
+        if self.camera_pad_multiple < 1:
+            raise ValueError("camera_pad_multiple must be at least 1")
         if self.color_image_encoding not in (8, 9):
             raise ValueError("color_image_encoding must be 8 (JPEGMinimizedGray) or 9 (JPEGMinimizedColor)")
         if self.model.seed == 0 and self.seed:
@@ -308,7 +314,7 @@ class SimulatedRobot:
             pixels = self.world.render(x, y, yaw, head, width=width, height=height, color=color,
                                        gain=gain, exposure_ms=exposure, lift_height_mm=lift,
                                        noise=self.config.camera_noise)
-            payload = encode_minimized(pixels)
+            payload = encode_minimized(pixels, pad_to_multiple=self.config.camera_pad_multiple)
             self._last_frame_key = key
             self._last_payload = payload
             self.stats.image_renders += 1
