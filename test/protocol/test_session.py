@@ -139,6 +139,35 @@ def connected_engine(config=None):
     return engine
 
 
+def test_the_greeting_as_the_notes_document_it_acknowledges_none_of_our_packets():
+    """The notes document the robot's greeting as wire first/seq/ack = 1/1/1: Connect alone,
+    acknowledging seq 0 (the RESET's), before the engine sent anything reliable. The
+    engine's first packet is seq 0 too: that ack must not count for it. The packet is
+    sent again until an ack that came after it, and a robot that then acks normally
+    keeps the link without any suspicion."""
+    greeting = encode_frame(FrameType.ROBOT, 0, 0, 0, CONNECT_PACKET)
+    assert greeting[8:14] == bytes.fromhex("0100" "0100" "0100")        # wire 1/1/1
+    engine = Session(Role.ENGINE)
+    engine.connect(0.0)
+    assert engine.datagrams_to_send(0.0) == [RESET_BYTES]
+    engine.receive_datagram(greeting, 0.01)
+    assert engine.state is State.CONNECTED and isinstance(drain(engine)[0], Connected)
+    engine.send(MSG["Enable"]())
+    first = [f for f in frames(engine.datagrams_to_send(0.02)) if f.packets and f.type != FrameType.PING]
+    assert [(f.first_seq, len(f.packets)) for f in first] == [(0, 1)]
+    timer = engine.get_timer()
+    engine.handle_timer(timer)                          # the retransmission timeout, then:
+    again = [f for f in frames(engine.datagrams_to_send(timer)) if f.packets and f.type != FrameType.PING]
+    assert [f.first_seq for f in again] == [0], "Enable counted as acknowledged by the greeting"
+    # the robot acks it and greets with its first message (seq 1): all normal from here
+    hello = MSG["HardwareInfo"](serial_number_head=7)
+    engine.receive_datagram(encode_frame(FrameType.ROBOT, 1, 1, 0, hello.to_packet()), timer + 0.01)
+    events = drain(engine)
+    assert [e.message.NAME for e in events if isinstance(e, MessageReceived)] == ["HardwareInfo"]
+    assert engine.send_queue_length == 0 and engine.state is State.CONNECTED
+    assert engine.stats.peer_resets == 0 and engine.stats.unexpected_frames == 0
+
+
 def robot_ack(ack):
     return encode_frame(FrameType.ROBOT, OOB_SEQ, OOB_SEQ, ack)
 
