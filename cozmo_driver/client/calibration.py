@@ -95,7 +95,7 @@ class MotorCalibration:
             self._deadlines[motor] = now + CALIBRATION_TIMEOUT_S
             self._started[motor] = True
             return []
-        return self._release(motor, "calibrated")
+        return self._release(motor, f"the {motor} is calibrated")
 
     def due(self) -> Optional[float]:
         return min(self._deadlines.values()) if self._deadlines else None
@@ -109,9 +109,9 @@ class MotorCalibration:
                 logger.warning("[%s] the robot reported no end of its %s calibration within "
                                "%.0f s: its commands go out again", self.name, motor,
                                CALIBRATION_TIMEOUT_S)
-                out += self._release(motor, "calibration not ended")
+                out += self._release(motor, f"the {motor} calibration did not end")
             else:
-                out += self._release(motor, "no calibration started")
+                out += self._release(motor, f"the robot started no {motor} calibration")
         return out
 
     def _release(self, motor: str, why: str) -> List[Any]:
@@ -119,7 +119,7 @@ class MotorCalibration:
         self._started.pop(motor, None)
         held = self._held.pop(motor, None)
         if held is None:
-            logger.debug("[%s] %s: %s", self.name, motor, why)
+            logger.debug("[%s] %s", self.name, why)
             return []
-        logger.info("[%s] %s %s: sending the %s that waited", self.name, motor, why, held.NAME)
+        logger.info("[%s] %s: sending the %s that waited", self.name, why, held.NAME)
         return [held]

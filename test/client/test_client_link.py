@@ -451,6 +451,7 @@ def test_head_and_lift_commands_wait_for_the_calibration_of_each_connection(log_
     assert sim.model.head_angle == pytest.approx(0.4)
     held = [m for m in logged.messages if "held until the robot has calibrated" in m]
     assert len(held) == 2 and "SetLiftHeight" in held[0] and "SetHeadAngle" in held[1]
+    assert "[calib] the lift is calibrated: sending the SetLiftHeight that waited" in logged.messages
     # calibrated: commands go out at once
     link.send(msgs.MoveHead(speed_rad_per_sec=-1.0))
     net.run_until(net.now + 0.05)
