@@ -45,8 +45,7 @@ Conversions
   left): wheels at ``-/+ radians(s) * w/2``.  ``body_mode="anim"`` instead sends
   ``AnimBody(speed, radius)`` in the stream as Anki's engine does (radius 32767
   straight, 0 turn in place with the speed in deg/s, else mm) and
-  ``AnimBody(0, 32767)`` to stop; note that the simulator reads a turn-in-place
-  speed as mm/s of each wheel.
+  ``AnimBody(0, 32767)`` to stop.
 * **Backpack lights.**  ``AnimBackpackLights`` with each colour in RGB555:
   ``round(c * 31 / 255)`` per channel (the reference truncates), red in bits
   10-14, green 5-9, blue 0-4, bit 15 the IR flag of the app's clips.  The

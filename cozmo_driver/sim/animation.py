@@ -210,7 +210,8 @@ class AnimationPlayer:
                 body.start_turn(target, math.pi, 10.0, math.radians(2.0), None)
 
     def _drive(self, m: Any, now: float) -> None:
-        """AnimBody: its ``unknown`` field is read as a turn radius (see sim.model)."""
+        """AnimBody: its ``unknown`` field is read as a turn radius, and in place (radius 0)
+        its speed as deg/s (see sim.model)."""
         body = self.body
         body.end_base_mode(now, "AnimBody")
         speed = float(m.speed_mmps)
@@ -218,7 +219,8 @@ class AnimationPlayer:
         if radius in (32767, -32768, -32767):
             left = right = speed
         elif radius == 0:
-            left, right = -speed, speed
+            tread = math.radians(speed) * TRACK_WIDTH_MM / 2.0
+            left, right = -tread, tread
         else:
             half = TRACK_WIDTH_MM / 2.0
             left, right = speed * (1 - half / radius), speed * (1 + half / radius)

@@ -96,6 +96,11 @@ Conventions chosen where the protocol notes are silent (documented guesses):
   (-1 as the firmware's int8) when no path runs.
 * ``AnimBody.unknown`` is a turn radius in mm: +-32767 (and -32768) mean
   straight, 0 turns in place, other values drive an arc (positive: to the left).
+  In place the speed is the body's rate in deg/s (positive: to the left), else
+  the centre's speed in mm/s: so Anki's engine builds the message from an
+  animation's body keyframe, and so its published robot firmware (an older
+  revision) reads it; whether the last firmware converts from degrees is not
+  known.
 * Point-turn path segments take their speed and accelerations as the body's
   rad/s and rad/s^2, although pycozmo names them mm/s, and their bool (pycozmo's
   ``unknown``) as "the shorter way round"; without it they turn the way the

@@ -11,6 +11,7 @@ import pytest
 from cozmo_driver.anim.av_pacer import AVPacer
 from cozmo_driver.anim.clip import (
     BODY_STRAIGHT,
+    BODY_TURN_IN_PLACE,
     AudioKeyframe,
     BodyKeyframe,
     Clip,
@@ -166,6 +167,30 @@ def test_a_clip_plays_in_the_simulator_with_sound_face_and_motion_on_time(body_m
     assert body_peak == pytest.approx(60.0, abs=1.0)
     assert samples[-1][1] == pytest.approx(30, abs=1.0) and samples[-1][2] == pytest.approx(80, abs=1.0)
     assert samples[-1][4] == [0.0, 0.0]
+
+
+@pytest.mark.parametrize("body_mode", ["wheels", "anim"])
+def test_a_turn_in_place_keyframe_turns_the_robot_at_its_degrees_a_second(body_mode):
+    """A body keyframe turning in place at 90 deg/s for 1 s turns the robot a quarter turn
+    both ways the player sends it: DriveWheels at the treads' speed, or AnimBody with the
+    speed in deg/s, as Anki's engine sends it (the simulator read that as each tread's
+    mm/s, and turned 2.5 times as far)."""
+    rig = Rig(seed=4)
+    rig.initialise()
+    rig.link.run_until(1.5)                       # past the motor calibration
+    yaw0 = rig.model.true_pose()[2]
+    clip = Clip("turn", 1.5, Tracks(body=[BodyKeyframe(0, 1000, BODY_TURN_IN_PLACE, 90.0)]))
+    player = AnimationPlayer(body_mode=body_mode)
+    t = 31 / 30 * 2
+    rig.link.run_until(t)
+    player.play(clip, t)
+    end = t + 2.5
+    while t < end:
+        rig.send(player.tick(t))
+        t += FRAME
+        rig.link.run_until(t)
+    turned = rig.model.true_pose()[2] - yaw0
+    assert turned == pytest.approx(math.pi / 2, rel=0.06), math.degrees(turned)
 
 
 def test_lights_reach_the_robot_in_rgb555():

@@ -326,13 +326,14 @@ def test_record_heading_anim_body_and_turn_to_recorded_heading():
     assert state.lwheel_speed_mmps == state.rwheel_speed_mmps == pytest.approx(60.0)
     x, y, _ = h.model.true_pose()
     assert math.hypot(x, y) > 20.0 and math.atan2(y, x) == pytest.approx(recorded, abs=1e-3)
-    # ... then in place (radius 0) to the left, away from the recorded heading
-    h.send(m.AnimBody(speed_mmps=45, unknown=0))
+    # ... then in place (radius 0) to the left at 90 deg/s, away from the recorded heading
+    h.send(m.AnimBody(speed_mmps=90, unknown=0))
     h.send(m.OutputSilence())
     h.run(0.6)
     state = h.last_state()
-    assert (state.lwheel_speed_mmps, state.rwheel_speed_mmps) == pytest.approx((-45.0, 45.0))
-    assert state.gyro_z_radps == pytest.approx(2.0, rel=0.02)      # 90 mm/s across a 45 mm track
+    tread = math.pi / 2 * 22.5                                     # mm/s, on a 45 mm track
+    assert (state.lwheel_speed_mmps, state.rwheel_speed_mmps) == pytest.approx((-tread, tread))
+    assert state.gyro_z_radps == pytest.approx(math.pi / 2, rel=0.02)
     turned = h.model.true_pose()[2]
     assert wrap_angle(turned - recorded) > 0.5
     # TurnToRecordedHeading turns back and stops there
