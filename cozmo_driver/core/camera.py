@@ -68,6 +68,8 @@ class CameraMixin:
             if not self.active or not self.params["camera_enabled"]:
                 return
             stamp_ns = self.output.stamp_ns()
+            if self.output.robot_time():
+                stamp_ns = self.robot_clock.frame_stamp(stamp_ns, image.frame_timestamp_ms)
             sec, nsec = divmod(stamp_ns, 1_000_000_000)
             frame = CameraFrame(stamp_ns, sec, nsec, image.image_id, image.width, image.height,
                                 self._convert, image)

@@ -45,6 +45,7 @@ from ..driver.diagnostics import DiagnosticReport, link_report, robot_report
 from ..driver.events import EventDetector
 from ..driver.kinematics import twist_to_wheels, wheels_to_twist
 from ..driver.odometry import OdometryTracker, pose_variances, twist_variances
+from ..driver.stamps import RobotClock
 from ..log_throttle import LogThrottle
 from ..driver.sensors import (STATUS_FLAG_NAMES, StatusFlag, battery_percentage, imu_from_state,
                               joint_positions, power_supply_status)
@@ -138,6 +139,7 @@ class DriverCore(ActuatorsMixin, CameraMixin):
         self.lock = threading.Lock()
         self.drive_lock = threading.Lock()
         self.tracker = OdometryTracker()
+        self.robot_clock = RobotClock()  # stamps from the robot's own clock
         self.events = EventDetector()
         # the camera streams QVGA (320 x 240) at most: larger sizes are refused undecoded
         self.assembler = ImageAssembler(max_resolution=int(_ImageResolution.QVGA))
@@ -245,7 +247,10 @@ class DriverCore(ActuatorsMixin, CameraMixin):
             name = message.NAME
             if name == "RobotState":
                 with self.lock:
-                    self._on_state(self.output.stamp_ns(), message)
+                    stamp = self.output.stamp_ns()
+                    if self.output.robot_time():
+                        stamp = self.robot_clock.state_stamp(stamp, int(message.timestamp_ms))
+                    self._on_state(stamp, message)
             elif name == "ImageChunk":
                 self._on_chunk(message)
             elif name in _EVENT_MESSAGES:
@@ -262,6 +267,7 @@ class DriverCore(ActuatorsMixin, CameraMixin):
         elif isinstance(event, RobotReady):
             with self.lock:  # before this connection's first robot state
                 self.tracker.new_connection()
+                self.robot_clock.reset()
             self._on_robot_ready(event.info)
 
     def _on_state(self, stamp_ns: int, state: Any) -> None:
@@ -444,7 +450,8 @@ class DriverCore(ActuatorsMixin, CameraMixin):
         volts = self.battery_v if connected else None
         return (link_report(self.link_state.value, self.active, where, robot.stats,
                             robot.transport.stats, rate, self.assembler.stats,
-                            camera=self.camera_status()),
+                            camera=self.camera_status(),
+                            frames_on_arrival=self.robot_clock.frames_from_arrival),
                 robot_report(connected, volts, battery_percentage(volts)
                              if volts is not None else None, self.estop, self.yaw_diff,
                              self.tracker.reanchors, self.refused))

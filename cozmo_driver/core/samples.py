@@ -186,6 +186,12 @@ class DriverOutput:
         import time
         return time.time_ns()
 
+    def robot_time(self) -> bool:
+        """Whether samples are stamped with the robot's own times mapped to
+        :meth:`stamp_ns`'s clock (:mod:`cozmo_driver.driver.stamps`); False: with
+        :meth:`stamp_ns` as they arrive."""
+        return True
+
     def on_state(self, sample: StateSample) -> None:
         """One robot state (only while the core is active)."""
 

@@ -30,10 +30,12 @@ def _fmt(value: Any) -> str:
 
 
 def link_report(state: str, active: bool, robot: str, session: Any, transport: Any,
-                state_rate_hz: float, images: Any = None, camera: str = "") -> DiagnosticReport:
+                state_rate_hz: float, images: Any = None, camera: str = "",
+                frames_on_arrival: Optional[int] = None) -> DiagnosticReport:
     """Connection state and link quality. ``state`` is the client's LinkState value
     ('ready', 'lost', ...); ``session``/``transport`` their stats objects (or None);
-    ``camera``: what the camera does, in words."""
+    ``camera``: what the camera does, in words; ``frames_on_arrival``: camera images
+    stamped with their arrival, not their capture time."""
     if not active:
         level, message = OK, "inactive (lifecycle)"
     elif state == "ready" and state_rate_hz > 0.0:
@@ -84,6 +86,8 @@ def link_report(state: str, active: bool, robot: str, session: Any, transport: A
             ("camera images dropped incomplete", _fmt(images.dropped_images)),
             ("camera chunks invalid", _fmt(images.invalid_chunks)),
         ]
+    if frames_on_arrival is not None:
+        values.append(("camera images stamped on arrival", _fmt(frames_on_arrival)))
     return DiagnosticReport(level, message, values)
 
 

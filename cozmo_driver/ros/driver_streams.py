@@ -202,6 +202,11 @@ class DriverStreams(DriverOutput):
             return self.node.get_clock().now().nanoseconds
         return now
 
+    def robot_time(self) -> bool:
+        """Stamps from the robot's clock, except under ROS time (use_sim_time), whose clock
+        the stamps follow as they are (as of the latest :meth:`stamp_ns`)."""
+        return not self._ros_time
+
     def wanted(self, stamp_ns: int) -> Dict[str, bool]:
         """Which streams have subscribers: asked every RECHECK_NS (and after a clock jump
         back), not per message; at start-up at every state until one has (EAGER_NS)."""

@@ -19,7 +19,7 @@ from cozmo_driver.driver.parameters import PARAMETERS
 from cozmo_driver.protocol import messages as msgs
 from cozmo_driver.protocol.session import MessageReceived
 from cozmo_driver.sim import RobotConfig, SimulatedRobot
-from cozmo_driver.transport.memory import MemoryLink
+from cozmo_driver.transport.memory import Impairment, MemoryLink
 
 
 class _Stats:
@@ -34,10 +34,10 @@ class MemoryRobot:
     """What DriverCore needs of a robot client (post, clock, call_soon, schedule, stats),
     over a RobotLink joined to a SimulatedRobot by a MemoryLink, on the link's clock."""
 
-    def __init__(self, seed: int = 3) -> None:
+    def __init__(self, seed: int = 3, down: Impairment | None = None) -> None:
         self.link = RobotLink(name="core-test")
         self.sim = SimulatedRobot(config=RobotConfig(seed=seed))
-        self.net = MemoryLink(self.link, self.sim, seed=seed)
+        self.net = MemoryLink(self.link, self.sim, None, down, seed=seed)
         self.transport = _Transport()
         self.received: list = []  # (time, message) the robot got
         self.net.on_event_b = self._robot_event
@@ -278,6 +278,32 @@ def test_driving_forwards_at_a_cliff_says_why_the_robot_does_not_move(rig):
     robot.run(0.3)
     assert output.said(said, logging.WARNING), output.lines
     assert robot.sim.model.true_pose()[0] == pytest.approx(before[0], abs=1.0)
+
+
+def test_samples_are_stamped_with_the_robots_own_times_through_the_delays_jitter():
+    """Half the robot's datagrams come up to 25 ms late: stamped as they arrived, odometry's
+    spacing jittered by as much (and the camera's frames by the time to send their chunks).
+    Stamped with the robot's own times, mapped to this clock by the least delay seen, the
+    states keep the robot's 30 ms and the frames its capture times."""
+    robot = MemoryRobot(down=Impairment(reorder=0.5, reorder_delay=0.025))
+    output = RecordingOutput(clock_ns=lambda: int(robot.net.now * 1e9) + 1_700_000_000 * 10**9)
+    core = DriverCore(robot, dict(PARAMS, robot_ip="127.0.0.1", robot_port=5551), output)
+    robot.start(core.on_robot_event)
+    core.activate()
+    core.set_camera_wanted(True)
+    robot.run(3.0)
+    output.states.clear()
+    output.images.clear()
+    robot.run(3.0)
+    stamps = [s.odom.stamp_ns for s in output.states]
+    robot_ms = [s._parts.state.timestamp_ms for s in output.states]   # (the message)
+    assert len(stamps) > 60
+    steps = [b - a - (tb - ta) * 10**6 for a, b, ta, tb in zip(stamps, stamps[1:], robot_ms, robot_ms[1:])]
+    assert max(abs(x) for x in steps) <= 1000          # the robot's spacing, to a microsecond
+    now = output.stamp_ns()
+    assert all(stamp <= now for stamp in stamps)      # never ahead of this computer's clock
+    assert output.images and all(f.stamp_ns < now for f in output.images)
+    assert core.robot_clock.frames_from_arrival == 0
 
 
 def test_inactive_core_publishes_nothing_refuses_commands_and_stops_the_robot(rig):

@@ -1,0 +1,100 @@
+"""Stamps from the robot's own clock.
+
+The robot stamps each RobotState with the millisecond its values were sampled
+(``timestamp_ms``, a 32-bit count that SyncTime starts), and each camera frame with
+its capture on the same clock (``ImageChunk.frame_timestamp``; Anki's firmware takes
+it about 70 ms before the frame's last byte leaves the camera). Stamping samples with
+the moment they reached this computer instead adds the Wi-Fi's and this computer's
+delays: a few milliseconds of jitter idle, tens under load, and for the camera the
+time to send the frame's chunks.
+
+:class:`RobotClock` maps the robot's clock to the host's: the offset between them is
+the smallest difference, arrival minus robot time, seen over the last
+``window_s`` seconds (the fastest state of that time came with the least delay). A
+stamp is then the robot time plus that offset: the robot's own spacing, never later
+than the state's arrival, never going back. The window follows a drift between the
+two crystals; an offset that grew by more than ``jump_s`` at once (the robot's clock
+went back, or this computer stood still that long) starts the window again, and so
+does :meth:`reset` at a new connection.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Deque, Optional, Tuple
+
+__all__ = ["RobotClock"]
+
+_NS_PER_MS = 1_000_000
+_RANGE = 1 << 32
+_HALF = 1 << 31
+#: a frame's mapped capture time may fall this far after its arrival (it came with less
+#: delay than every state in the window) and is then stamped with its arrival
+_FRAME_AHEAD_NS = 20_000_000
+
+
+class RobotClock:
+    """See the module docstring. Not thread-safe: call it under one lock."""
+
+    def __init__(self, window_s: float = 5.0, jump_s: float = 1.0,
+                 frame_age_s: float = 1.0) -> None:
+        self.window_ns = int(window_s * 1e9)
+        self.jump_ns = int(jump_s * 1e9)
+        self.frame_age_ns = int(frame_age_s * 1e9)
+        #: (arrival ns, offset ns) of the states in the window whose offset no later one
+        #: undercuts: the first is the smallest
+        self._window: Deque[Tuple[int, int]] = deque()
+        self._last_ms: Optional[int] = None   # the latest state's robot time, as sent
+        self._last_full = 0                   # ... unwrapped (ms)
+        self._last_stamp: Optional[int] = None
+        #: camera frames stamped with their arrival: no offset yet, or a frame time that
+        #: does not fit (more than ``frame_age_s`` before its arrival, or after it)
+        self.frames_from_arrival = 0
+
+    def reset(self) -> None:
+        """A new connection: the robot's clock starts again."""
+        self._window.clear()
+        self._last_ms = None
+        self._last_full = 0
+        self._last_stamp = None
+
+    def _full_ms(self, robot_ms: int) -> int:
+        """``robot_ms`` unwrapped next to the latest state's (forwards or back)."""
+        if self._last_ms is None:
+            return robot_ms
+        step = (robot_ms - self._last_ms) % _RANGE
+        return self._last_full + (step if step < _HALF else step - _RANGE)
+
+    def state_stamp(self, arrival_ns: int, robot_ms: int) -> int:
+        """The stamp (ns, host clock) of a RobotState sampled at ``robot_ms`` that arrived
+        at ``arrival_ns``."""
+        full = self._full_ms(int(robot_ms))
+        self._last_ms, self._last_full = int(robot_ms) % _RANGE, full
+        robot_ns = full * _NS_PER_MS
+        offset = arrival_ns - robot_ns
+        window = self._window
+        if window and offset - window[0][1] > self.jump_ns:
+            window.clear()
+            self._last_stamp = None
+        while window and window[-1][1] >= offset:
+            window.pop()
+        window.append((arrival_ns, offset))
+        while window[0][0] < arrival_ns - self.window_ns:
+            window.popleft()
+        stamp = robot_ns + window[0][1]
+        if self._last_stamp is not None and stamp <= self._last_stamp:
+            stamp = self._last_stamp + 1
+        self._last_stamp = stamp
+        return stamp
+
+    def frame_stamp(self, arrival_ns: int, frame_ms: int) -> int:
+        """The stamp (ns, host clock) of a camera frame captured at ``frame_ms`` that was
+        complete at ``arrival_ns``: its capture time, or its arrival when that cannot be
+        told (counted in :attr:`frames_from_arrival`): no state yet, or a capture time
+        more than ``frame_age_s`` before the arrival or more than 20 ms after it."""
+        if self._window:
+            stamp = self._full_ms(int(frame_ms)) * _NS_PER_MS + self._window[0][1]
+            if arrival_ns - self.frame_age_ns <= stamp <= arrival_ns + _FRAME_AHEAD_NS:
+                return min(stamp, arrival_ns)  # (a frame that came faster than any state)
+        self.frames_from_arrival += 1
+        return arrival_ns
