@@ -231,14 +231,21 @@ def test_battery_marker_for_rviz_while_connected_and_active(make_driver):
     h = make_driver(frame_prefix="robot1/")
     battery = h.listen("battery", BatteryState, "battery_state")
     markers = h.listen("marker", Marker, "battery_marker")
-    assert h.spin_until(lambda: markers and battery, DISCOVERY_TIMEOUT)
-    marker = markers[-1]
+    # the marker shows the battery_state it is stamped like (the one that was the latest
+    # when the 1 Hz timer fired; the simulated battery sags while the motors calibrate)
+    def shown_state():
+        stamps = {(b.header.stamp.sec, b.header.stamp.nanosec): b for b in battery}
+        for m in reversed(markers):
+            b = stamps.get((m.header.stamp.sec, m.header.stamp.nanosec))
+            if b is not None:
+                return m, b
+        return None
+    assert h.spin_until(shown_state, DISCOVERY_TIMEOUT)
+    marker, b = shown_state()
     assert marker.type == Marker.TEXT_VIEW_FACING and marker.header.frame_id == "robot1/base_link"
     assert marker.pose.position.z > 0.05
-    # the latest battery_state when the 1 Hz timer fired (the simulated battery drains slowly)
     shown = re.fullmatch(r"Battery (\d\.\d\d) V (\d+) % discharging", marker.text)
     assert shown, marker.text
-    b = battery[-1]
     assert float(shown.group(1)) == pytest.approx(b.voltage, abs=0.02)
     assert int(shown.group(2)) == pytest.approx(100 * b.percentage, abs=3)
     # deactivated: no robot data, so no marker either (RViz drops it after its lifetime)
