@@ -87,6 +87,9 @@ SIM_START_S = 20.0
 SETTLE_S = 1.0
 #: how often a driver not yet active is asked its lifecycle state (s)
 ACTIVE_POLL_S = 0.05
+#: a state request unanswered this long is asked again (s): a request that goes out while the
+#: service's reply topic is still being matched can lose its answer for good
+ACTIVE_ASK_AGAIN_S = 1.0
 #: each stop step (SIGINT, then SIGTERM, then SIGKILL) waits this long for all processes
 STOP_STEP_S = 15.0
 
@@ -280,6 +283,7 @@ class Subscriber(SpunNode):
         self.active: List[Optional[float]] = [None] * n
         self.active_cpu: List[Optional[float]] = [None] * n
         self._asked: List[Any] = [None] * n
+        self._asked_at: List[float] = [0.0] * n
         self._state_clients = [self.node.create_client(GetState, f"/robot{k + 1}/cozmo_driver/get_state")
                                for k in range(n)]
         self.odom = [0] * n
@@ -302,7 +306,10 @@ class Subscriber(SpunNode):
                 continue
             asked = self._asked[k]
             if asked is not None and not asked.done():
-                continue
+                if time.monotonic() - self._asked_at[k] < ACTIVE_ASK_AGAIN_S:
+                    continue
+                client.remove_pending_request(asked)
+                asked = None
             answer = asked.result() if asked is not None and asked.exception() is None else None
             if answer is not None and answer.current_state.id == State.PRIMARY_STATE_ACTIVE:
                 pid = self.pids[k]
@@ -310,6 +317,7 @@ class Subscriber(SpunNode):
                 self.active[k] = time.monotonic()   # seen active within ACTIVE_POLL_S
                 continue
             self._asked[k] = client.call_async(GetState.Request()) if client.service_is_ready() else None
+            self._asked_at[k] = time.monotonic()
         return all(t is not None for t in self.active)
 
     def _on_odom(self, k: int):
