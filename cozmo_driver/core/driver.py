@@ -311,6 +311,11 @@ class DriverCore(ActuatorsMixin, CameraMixin):
             output.on_events(stamp_ns, events)
 
     def _on_link_state(self, event: LinkStateChanged) -> None:
+        if event.state is LinkState.READY:
+            # ready once the robot is brought up (RobotReady, next): its first StopAllMotors
+            # must go out before any command is taken (it would stop it, or drop one held
+            # for the motor calibration), and the front-end hears of it then
+            return
         previous, self.link_state = self.link_state, event.state
         where = f"{self.params['robot_ip']}:{self.params['robot_port']}"
         if event.state is LinkState.LOST:
@@ -331,7 +336,6 @@ class DriverCore(ActuatorsMixin, CameraMixin):
             self.output.on_link(self.link_sample())
 
     def _on_robot_ready(self, info: Any) -> None:
-        self.link_state = LinkState.READY
         with self.lock:
             self.output.on_robot_info(info)
         again = " again" if self.ever_ready else ""
@@ -343,16 +347,20 @@ class DriverCore(ActuatorsMixin, CameraMixin):
                   f"{version} ({info.firmware_build or ''}), head serial "
                   f"{int(info.head_serial or 0):08x}, body serial {int(info.body_serial or 0):08x}, "
                   f"hardware v{int(info.body_hw_version or 0)}, {info.body_color or 'UNKNOWN'}")
-        self.reinitialise(resend_only=False)
+        self.reinitialise(resend_only=False, ready=True)
+        with self.lock:
+            self.output.on_link(self.link_sample())
 
-    def reinitialise(self, resend_only: bool) -> None:
+    def reinitialise(self, resend_only: bool, ready: bool = False) -> None:
         """Bring a (re)connected robot to the state wanted; unless ``resend_only``, read the
-        camera calibration again."""
+        camera calibration again. ``ready``: the link is ready from its StopAllMotors on."""
         robot = self.robot
         if robot is None:
             return
         if not resend_only or self.estop or not self.active:  # (re)connected: it may still
             robot.post(msgs.StopAllMotors())  # move on a lost link's command (docs/driver.md)
+        if ready:
+            self.link_state = LinkState.READY  # commands are taken from here on
         self.send_camera_config()
         robot.post(msgs.EnableStopOnCliff(enable=bool(self.params["stop_on_cliff"])))
         if self.head_light is not None:

@@ -306,6 +306,39 @@ def test_samples_are_stamped_with_the_robots_own_times_through_the_delays_jitter
     assert core.robot_clock.frames_from_arrival == 0
 
 
+def test_no_command_is_taken_before_the_connections_stop_and_none_is_lost_silently():
+    """The link turns ready, then the robot is brought up (RobotReady), whose first command
+    is StopAllMotors. A lift command taken in between was held for the motor calibration
+    and then dropped by that stop, without a word (seen by an audit in 3 of 12 tries). Now
+    the driver is ready, and says so (link sample), only once the stop is out: a command
+    before is refused with the reason."""
+    from cozmo_driver.client import LinkStateChanged
+
+    robot = MemoryRobot()
+    output = RecordingOutput(clock_ns=lambda: int(robot.net.now * 1e9) + 1_700_000_000 * 10**9)
+    core = DriverCore(robot, dict(PARAMS, robot_ip="127.0.0.1", robot_port=5551), output)
+    posted: list = []
+    post = robot.post
+    robot.post = lambda message: (posted.append(message.NAME), post(message))
+    ready_seen: list = []
+    on_link = output.on_link
+    output.on_link = lambda sample: (ready_seen.append(list(posted)) if sample.state is LinkState.READY
+                                     else None, on_link(sample))
+
+    def listener(event) -> None:
+        core.on_robot_event(event)
+        if isinstance(event, LinkStateChanged) and event.state is LinkState.READY:
+            core.set_lift(0.07)            # as soon as the link is up, before RobotReady
+    robot.start(listener)
+    core.activate()
+    robot.run(3.0)
+    assert core.connected and ready_seen and "StopAllMotors" in ready_seen[0]
+    assert output.said("lift/height refused: not connected to the robot", logging.WARNING)
+    core.set_lift(0.07)
+    robot.run(2.0)                         # held for the calibration, then sent
+    assert [m.height_mm for _, m in robot.sent("SetLiftHeight")] == [pytest.approx(70.0)]
+
+
 def test_inactive_core_publishes_nothing_refuses_commands_and_stops_the_robot(rig):
     robot, core, output = rig
     stops = len(robot.sent("StopAllMotors"))  # one came with the connection
