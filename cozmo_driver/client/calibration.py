@@ -26,7 +26,7 @@ from ..protocol import messages as msgs
 
 __all__ = ["MotorCalibration", "START_WAIT_S", "CALIBRATION_TIMEOUT_S", "HELD_COMMANDS"]
 
-logger = logging.getLogger("cozmo.client")
+logger = logging.getLogger("cozmo.client.calibration")
 
 #: after SyncTime, how long a motor is expected to start its calibration, s
 START_WAIT_S = 1.0

@@ -277,6 +277,29 @@ def unknown_parameters(node: Any, known: Sequence[str], qos: bool = False) -> Li
     return warnings
 
 
+#: the values rclpy takes for the policies a topic's QoS overrides may set (case aside)
+_QOS_VALUES = {"reliability": ("reliable", "best_effort", "system_default"),
+               "history": ("keep_last", "keep_all", "system_default")}
+
+
+def bad_qos_overrides(node: Any) -> List[str]:
+    """What is wrong with each ``qos_overrides.`` parameter given to ``node`` whose value
+    rclpy cannot take (it raised when the topic was made: a bare RuntimeError that named
+    neither the parameter nor the values it takes)."""
+    given = getattr(node, "_parameter_overrides", None) or {}
+    problems = []
+    for name in sorted(given):
+        if not name.startswith("qos_overrides."):
+            continue
+        policy, value = name.rsplit(".", 1)[-1], given[name].value
+        if policy == "depth" and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            problems.append(f"{name} = {value!r}: a depth is a whole number, 0 or more")
+        elif policy in _QOS_VALUES and (not isinstance(value, str)
+                                        or value.lower() not in _QOS_VALUES[policy]):
+            problems.append(f"{name} = {value!r}: use {', '.join(_QOS_VALUES[policy])}")
+    return problems
+
+
 def ignored_qos_overrides(node: Any, companions: Sequence[Any] = ()) -> List[str]:
     """A warning for each ``qos_overrides.`` parameter given to ``node`` that none of its
     publishers and subscriptions, nor those of its ``companions`` (the nodes of its

@@ -17,7 +17,7 @@ from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.parameter import Parameter
 from rclpy.serialization import deserialize_message
 
-from ._entry import unknown_parameters
+from ._entry import bad_qos_overrides, unknown_parameters
 from .serialized import LayoutError, read_twist
 
 __all__ = ["transition", "camera_file", "descriptor", "declare_parameters", "twist_reader", "RosLogHandler",
@@ -154,6 +154,9 @@ def declare_parameters(node: Any, specs) -> dict:
         node.declare_parameter(spec.name, spec.default, descriptor(spec))
     for text in unknown_parameters(node, [spec.name for spec in specs], qos=True):
         node.get_logger().warning(text)
+    problems = bad_qos_overrides(node)
+    if problems:
+        raise ValueError("; ".join(problems))
     return {spec.name: node.get_parameter(spec.name).value for spec in specs}
 
 
@@ -196,25 +199,38 @@ def twist_reader(stamped: bool, drive: Callable[..., None], frame_ok: Callable[[
     return on_bytes
 
 
+#: loggers of the layers below whose info lines the node's log shows too (the rest: from
+#: warnings on); the driver says itself what their other info lines say
+INFO_LOGGERS = ("cozmo.client.calibration",)
+
+
 class RosLogHandler(logging.Handler):
-    """Forwards warnings of the protocol and client layers to the node's logger."""
+    """Forwards warnings of the protocol and client layers to the node's logger, and the
+    info lines of :data:`INFO_LOGGERS` (whose level it sets to INFO)."""
 
     def __init__(self, node: Any) -> None:
-        super().__init__(logging.WARNING)
+        super().__init__(logging.INFO)
         self.node = node
         # "[cozmo.transport] text", then the traceback when the record has exc_info
         # (logger.exception on the I/O thread) and the stack when it has stack_info
         self.setFormatter(logging.Formatter("[%(name)s] %(message)s"))
+        for name in INFO_LOGGERS:
+            if logging.getLogger(name).getEffectiveLevel() > logging.INFO:
+                logging.getLogger(name).setLevel(logging.INFO)
 
     def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno < logging.WARNING and record.name not in INFO_LOGGERS:
+            return
         try:
             text = self.format(record)  # with the traceback of exc_info, if any
             logger = self.node.get_logger()
             # one call per severity: rclpy raises when one source line logs at two
             if record.levelno >= logging.ERROR:
                 logger.error(text)
-            else:
+            elif record.levelno >= logging.WARNING:
                 logger.warning(text)
+            else:
+                logger.info(text)
         except Exception:  # a log line must never break the I/O thread
             self.handleError(record)
 

@@ -887,6 +887,21 @@ def test_invalid_parameters_are_refused_at_start(rclpy_context, sim):
         probe.destroy_node()
 
 
+def test_a_qos_override_rclpy_cannot_take_is_refused_naming_it_and_the_values(rclpy_context):
+    """reliability:=bogus raised a bare RuntimeError from rclpy when cmd_vel's subscription
+    was made, after a line saying cmd_vel was served another way: configure failed with
+    neither the parameter nor the values it takes named. Now the node is refused at once."""
+    with pytest.raises(ValueError) as refused:
+        CozmoDriverNode(context=rclpy_context, cli_args=[
+            "--ros-args", "-p", "qos_overrides./cmd_vel.subscription.reliability:=bogus",
+            "-p", "qos_overrides./odom.publisher.depth:=-3",
+            "-p", "qos_overrides./odom.publisher.history:=KEEP_LAST"])   # (case aside: fine)
+    assert str(refused.value) == (
+        "qos_overrides./cmd_vel.subscription.reliability = 'bogus': use reliable, best_effort, "
+        "system_default; qos_overrides./odom.publisher.depth = -3: a depth is a whole number, 0 "
+        "or more")
+
+
 def test_a_misspelt_parameter_is_named_with_the_closest_one(rclpy_context, tmp_path, rclpy_log):
     """A parameter file (or -p) setting a name the driver does not have: a warning naming it
     and the closest name. A misspelt max_wheel_speed or cmd_vel_timeout left the limit at its
@@ -1304,6 +1319,25 @@ def test_warnings_and_errors_of_the_client_layers_reach_rclpy_with_their_traceba
     assert "test_driver_node.py" in failed
     assert lines[2][1] == "[cozmo.test_log_handler] no traceback here"
     assert lines[3][1] == "[cozmo.test_log_handler] a warning again"
+
+
+def test_the_motor_calibrations_info_lines_reach_rclpy_and_other_info_lines_do_not(
+        rclpy_context, rclpy_log):
+    """docs/driver.md promises the log says when a command waits for the motor calibration;
+    the handler took warnings only, and the "cozmo" logger's level dropped info lines
+    before, so the line reached no one. The calibration's logger is forwarded at INFO."""
+    node = rclpy.create_node("calibration_log_probe", context=rclpy_context)
+    handler = driver_node._RosLogHandler(node)
+    root = logging.getLogger("cozmo")
+    root.addHandler(handler)
+    try:
+        logging.getLogger("cozmo.client.calibration").info("%s held until ...", "SetLiftHeight")
+        logging.getLogger("cozmo.client").info("not forwarded: the driver says it itself")
+    finally:
+        root.removeHandler(handler)
+        node.destroy_node()
+    lines = [(int(line.severity), line.message) for line in rclpy_log.of("calibration_log_probe")]
+    assert lines == [(LoggingSeverity.INFO, "[cozmo.client.calibration] SetLiftHeight held until ...")]
 
 
 def test_destroy_node_frees_the_native_node(rclpy_context):
