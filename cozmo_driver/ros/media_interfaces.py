@@ -531,11 +531,9 @@ class MediaInterfaces:
         if problem is not None:
             return self._refused(handle, result, "play_animation", problem)
         state = self.robot.robot_state
-        head_deg = math.degrees(state.head_angle_rad) if state is not None else None
         try:
-            clip = self.library.resolve(request.name, request.group, time.monotonic(), head_deg)
-            compiled = compile_clip(clip, start_head_angle_deg=head_deg,
-                                    start_lift_height_mm=state.lift_height_mm if state is not None else None)
+            clip = self.library.resolve(request.name, request.group, time.monotonic(),
+                                        math.degrees(state.head_angle_rad) if state is not None else None)
         except AnimationError as exc:
             return self._refused(handle, result, "play_animation", str(exc))
         moved = [motor for motor in ("head", "lift") if getattr(clip.tracks, motor)]
@@ -556,9 +554,12 @@ class MediaInterfaces:
             if problem is not None:
                 return self._refused(handle, result, "play_animation", problem)
             state = self.robot.robot_state
-            head_deg = math.degrees(state.head_angle_rad) if state is not None else None
-            compiled = compile_clip(clip, start_head_angle_deg=head_deg, start_lift_height_mm=(
-                state.lift_height_mm if state is not None else None))
+        try:  # from where the motors are (after a calibration: where it left them)
+            compiled = compile_clip(clip, start_head_angle_deg=math.degrees(state.head_angle_rad)
+                                    if state is not None else None,
+                                    start_lift_height_mm=state.lift_height_mm if state is not None else None)
+        except AnimationError as exc:
+            return self._refused(handle, result, "play_animation", str(exc))
         stops = motor_stops(head=bool(clip.tracks.head), lift=bool(clip.tracks.lift))
         goal = self._new_goal("animation", handle)
         goal.clip = clip.name
