@@ -252,6 +252,13 @@ def _refuse_arguments(exc: BaseException) -> None:
 _EVERY_NODES = ("use_sim_time", "start_type_description_service")
 
 
+def given_parameters(node: Any) -> dict:
+    """The parameters a parameter file or ``-p`` gave ``node`` (name -> rclpy Parameter):
+    rclpy's record of the node's overrides, which every rclpy from Humble on keeps (else
+    empty)."""
+    return getattr(node, "_parameter_overrides", None) or {}
+
+
 def unknown_parameters(node: Any, known: Sequence[str], qos: bool = False) -> List[str]:
     """A warning for each parameter that a parameter file or ``-p`` gave this node and that
     it does not have (a misspelt ``max_wheel_sped`` left the limit at its default without a
@@ -261,7 +268,7 @@ def unknown_parameters(node: Any, known: Sequence[str], qos: bool = False) -> Li
     it, nothing is said)."""
     import difflib
 
-    given = getattr(node, "_parameter_overrides", None) or {}
+    given = given_parameters(node)
     warnings = []
     for name in sorted(given):
         if name in known or name in _EVERY_NODES:
@@ -286,7 +293,7 @@ def bad_qos_overrides(node: Any) -> List[str]:
     """What is wrong with each ``qos_overrides.`` parameter given to ``node`` whose value
     rclpy cannot take (it raised when the topic was made: a bare RuntimeError that named
     neither the parameter nor the values it takes)."""
-    given = getattr(node, "_parameter_overrides", None) or {}
+    given = given_parameters(node)
     problems = []
     for name in sorted(given):
         if not name.startswith("qos_overrides."):
@@ -306,7 +313,7 @@ def ignored_qos_overrides(node: Any, companions: Sequence[Any] = ()) -> List[str
     subscription threads), took: rclpy declares those it takes as they are made, and
     ignores the rest without a word (a topic without overrides, a policy other than
     reliability, history and depth, a misspelt topic)."""
-    given = getattr(node, "_parameter_overrides", None) or {}
+    given = given_parameters(node)
     return [f"parameter {name!r} is ignored: no topic of {node.get_name()} takes it (only "
             "reliability, history and depth, and not on /tf or /diagnostics: see QoS in "
             "docs/driver.md)" for name in sorted(given)

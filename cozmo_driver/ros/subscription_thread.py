@@ -112,8 +112,9 @@ def _companion(node: Any, topic: str, suffix: str) -> "tuple[Node, str]":
     resolve = getattr(node, "resolve_topic_name", None)  # Humble on
     if resolve is not None:
         name = resolve(topic)
-    given = getattr(node, "_parameter_overrides", None) or {}
-    overrides = [value for key, value in given.items() if key.startswith(f"qos_overrides.{name}.")]
+    from ._entry import given_parameters
+    overrides = [value for key, value in given_parameters(node).items()
+                 if key.startswith(f"qos_overrides.{name}.")]
     return Node(f"{node.get_name()}_{suffix}", namespace=node.get_namespace(),
                 context=node.context, start_parameter_services=False,
                 enable_rosout=False, use_global_arguments=False,
