@@ -1328,13 +1328,21 @@ def test_the_motor_calibrations_info_lines_reach_rclpy_and_other_info_lines_do_n
     before, so the line reached no one. The calibration's logger is forwarded at INFO."""
     node = rclpy.create_node("calibration_log_probe", context=rclpy_context)
     handler = driver_node._RosLogHandler(node)
-    root = logging.getLogger("cozmo")
-    root.addHandler(handler)
+    calibration, client = logging.getLogger("cozmo.client.calibration"), logging.getLogger("cozmo.transport")
+    # (attached to each: under launch_testing's plugin, loggers made after launch.logging is
+    # imported do not propagate; the driver's process does not import it)
+    level = client.level
+    client.setLevel(logging.INFO)
+    for logger in (calibration, client):
+        logger.addHandler(handler)
     try:
-        logging.getLogger("cozmo.client.calibration").info("%s held until ...", "SetLiftHeight")
-        logging.getLogger("cozmo.client").info("not forwarded: the driver says it itself")
+        assert calibration.isEnabledFor(logging.INFO)     # the handler saw to that
+        calibration.info("%s held until ...", "SetLiftHeight")
+        client.info("not forwarded: the driver says what matters itself")
     finally:
-        root.removeHandler(handler)
+        for logger in (calibration, client):
+            logger.removeHandler(handler)
+        client.setLevel(level)
         node.destroy_node()
     lines = [(int(line.severity), line.message) for line in rclpy_log.of("calibration_log_probe")]
     assert lines == [(LoggingSeverity.INFO, "[cozmo.client.calibration] SetLiftHeight held until ...")]
