@@ -628,5 +628,12 @@ class DriverCore(ActuatorsMixin, CameraMixin):
         with self.lock:
             self.tracker.reset()
         message = "odometry restarts at the origin with the next robot state"
-        self._log(logging.INFO, message)
+        # a tread goal keeps its target where it is on the floor (goals are held in the robot's
+        # own frame), but the odom poses and headings it reports jump with the reset
+        goal = self.motion.running.get("wheels") if self.motion is not None else None
+        jumps = goal is not None and goal != "drive_straight"
+        if jumps:
+            message += (f"; the running {goal} goal goes on to the place it was sent to, and its "
+                        "feedback and result give poses in the new odom frame")
+        self._log(logging.WARNING if jumps else logging.INFO, message)
         return message

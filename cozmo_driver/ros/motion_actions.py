@@ -355,6 +355,7 @@ class MotionActions:
                 raise MotionError("the driver is shutting down")
             self._check_driver(resource)
             plan = self._goals[name].check(goal)
+            self._goals[name].check_duration(plan)
         except MotionError as exc:
             self._log.warning(f"{name} goal rejected: {exc}")
             return GoalResponse.REJECT

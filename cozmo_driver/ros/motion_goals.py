@@ -45,6 +45,9 @@ _MAX_TURN_ACCEL_RADPS2 = 50.0
 _MAX_AXIS_ACCEL_RADPS2 = 100.0
 _SAFETY_FACTOR = 2.0
 _SAFETY_MARGIN_S = 3.0
+#: the longest a goal may be expected to take (s): a speed that would take longer is a mistake
+#: (a unit, a missing digit), not a plan, and would hold the motor for hours
+MAX_GOAL_S = 600.0
 
 
 @dataclass
@@ -201,6 +204,19 @@ class MotionGoal:
         on, a retry); by default the tracker's."""
         return outcome
 
+    def duration(self, plan: Dict[str, Any]) -> float:
+        """About how long (s) the checked goal takes from where the robot is now."""
+        raise NotImplementedError
+
+    def check_duration(self, plan: Dict[str, Any]) -> None:
+        """Refuse a goal expected to take longer than :data:`MAX_GOAL_S` (a speed far too
+        slow for the distance, or a distance far too long for the speed)."""
+        expected = self.duration(plan)
+        if not expected <= MAX_GOAL_S:
+            said = f"{expected:.0f} s" if expected < 1e9 else "practically forever"
+            raise MotionError(f"it would take about {said} at the speeds given; a goal may take "
+                              f"at most {MAX_GOAL_S:.0f} s: raise the speed or split the motion")
+
 
 # ----------------------------------------------------------------------------- head and lift
 
@@ -247,12 +263,14 @@ class AxisGoal(MotionGoal):
     def stop_motor(self) -> None:
         raise NotImplementedError
 
+    def duration(self, plan: Dict[str, Any]) -> float:
+        return mo.axis_duration(self.arc(plan), plan["speed"], plan["accel"], plan["duration"])
+
     def start(self, run: Run) -> None:
         ctx, plan = self.ctx, run.plan
-        arc = self.arc(plan)
+        expected = self.duration(plan)
         action_id = ctx.robot.new_action_id()
         self.command(plan, action_id)
-        expected = mo.axis_duration(arc, plan["speed"], plan["accel"], plan["duration"])
         robot, motor = ctx.robot, self.RESOURCE
         run.tracker = mo.AxisTracker(deadline=ctx.deadline(expected), name=motor,
                                      target=plan["target"], tolerance=self.TOLERANCE, flag=self.FLAG,
@@ -327,23 +345,37 @@ class TurnInPlaceGoal(MotionGoal):
         if not goal.is_absolute and abs(goal.angle) > 20.0 * math.pi:
             raise MotionError(f"angle = {goal.angle:g} rad: at most 10 turns (62.8 rad) at once")
         warnings: List[str] = []
+        angle = float(goal.angle)
+        if goal.is_absolute and abs(angle) > math.pi + 1e-9:
+            # a heading: the robot turns the short way to it, never whole turns
+            angle = wrap_angle(angle)
+            warnings.append(f"angle = {goal.angle:g} rad with is_absolute is a heading: taken as "
+                            f"{angle:.4f} rad, the same heading within -pi..pi (for whole turns, "
+                            "leave is_absolute false)")
         speed, w1 = mo.check_speed(goal.speed, "speed", mo.DEFAULT_TURN_SPEED_RADPS,
                                    mo.MAX_TURN_SPEED_RADPS, "rad/s")
         accel, w2 = mo.check_speed(goal.accel, "accel", mo.DEFAULT_TURN_ACCEL_RADPS2,
                                    _MAX_TURN_ACCEL_RADPS2, "rad/s^2")
         warnings.extend(w for w in (w1, w2) if w)
-        return {"angle": float(goal.angle), "absolute": bool(goal.is_absolute), "speed": speed,
+        return {"angle": angle, "absolute": bool(goal.is_absolute), "speed": speed,
                 "accel": accel, "tolerance": tolerance, "warnings": warnings}
+
+    def _turn(self, plan: Dict[str, Any], sample: StateSample) -> Tuple[float, float]:
+        """(the angle to send, the angle to turn from ``sample``) in the robot's frame."""
+        if plan["absolute"]:  # a heading in odom -> in the robot's frame
+            angle = wrap_angle(plan["angle"] - self.ctx.offset().yaw)
+            return angle, wrap_angle(angle - sample.yaw)
+        return plan["angle"], plan["angle"]
+
+    def duration(self, plan: Dict[str, Any]) -> float:
+        turn = self._turn(plan, self.ctx.now_sample())[1]
+        return mo.turn_duration(turn, plan["speed"], plan["accel"])
 
     def start(self, run: Run) -> None:
         ctx, plan = self.ctx, run.plan
         sample = ctx.now_sample()
-        if plan["absolute"]:  # a heading in odom -> in the robot's frame
-            angle = wrap_angle(plan["angle"] - ctx.offset().yaw)
-            expected = mo.turn_duration(wrap_angle(angle - sample.yaw), plan["speed"], plan["accel"])
-        else:
-            angle = plan["angle"]
-            expected = mo.turn_duration(angle, plan["speed"], plan["accel"])
+        angle, turn = self._turn(plan, sample)
+        expected = mo.turn_duration(turn, plan["speed"], plan["accel"])
         action_id = ctx.robot.new_action_id()
         ctx.take_treads()
         # the robot stops within its own tolerance; ask for a little less than ours
@@ -399,6 +431,11 @@ class DriveStraightGoal(PathGoal):
         speed, accel = self.ctx.linear_speeds(goal.speed, goal.accel, "", warnings)
         return {"distance": float(goal.distance), "speed": speed, "accel": accel,
                 "tolerance": tolerance, "warnings": warnings}
+
+    def duration(self, plan: Dict[str, Any]) -> float:
+        start = self.ctx.now_sample().pose
+        segment = mo.plan_drive_straight(start, plan["distance"], plan["speed"], plan["accel"])
+        return mo.path_duration([segment], start.yaw)
 
     def start(self, run: Run) -> None:
         plan = run.plan
@@ -473,7 +510,8 @@ class FollowPathGoal(PathGoal):
                                              f"path.poses[{k}]", cache)
                            for k, p in enumerate(poses)]
             plan.update(poses=robot_poses, fit=fit)
-            self._convert(plan, ctx.now_sample().pose)  # refuse what cannot be converted now
+            # refuse what cannot be converted now; kept for the goal's duration
+            plan["converted"] = self._convert(plan, ctx.now_sample().pose)
         else:
             raw = [Segment(int(s.type), **{f: float(getattr(s, f)) for f in Segment.FIELDS})
                    for s in segments]
@@ -489,6 +527,11 @@ class FollowPathGoal(PathGoal):
         return mo.path_to_segments(plan["poses"], start, fit_tolerance=plan["fit"],
                                    speed=plan["speed"], accel=plan["accel"], decel=plan["decel"],
                                    turn_speed=plan["turn_speed"], turn_accel=plan["turn_accel"])
+
+    def duration(self, plan: Dict[str, Any]) -> float:
+        segments = plan.get("segments")
+        return mo.path_duration(plan["converted"] if segments is None else segments,
+                                self.ctx.now_sample().yaw)
 
     def start(self, run: Run) -> None:
         plan = run.plan
@@ -541,11 +584,19 @@ class GoToPoseGoal(PathGoal):
         return {"target": target, "position_tolerance": pos_tol, "heading_tolerance": yaw_tol,
                 "speed": speed, "accel": accel, "attempt": 0, "warnings": warnings}
 
+    @staticmethod
+    def _segments(plan: Dict[str, Any], start: Pose2D) -> List[Segment]:
+        return mo.plan_go_to_pose(start, plan["target"], plan["position_tolerance"],
+                                  plan["heading_tolerance"], plan["speed"], plan["accel"])
+
+    def duration(self, plan: Dict[str, Any]) -> float:
+        start = self.ctx.now_sample().pose
+        return mo.path_duration(self._segments(plan, start), start.yaw)
+
     def _plan_attempt(self, run: Run, start: Pose2D) -> bool:
         """Plan and send the next attempt; False if the robot is already there."""
         plan = run.plan
-        segments = mo.plan_go_to_pose(start, plan["target"], plan["position_tolerance"],
-                                      plan["heading_tolerance"], plan["speed"], plan["accel"])
+        segments = self._segments(plan, start)
         if not segments:
             return False
         plan["attempt"] += 1

@@ -625,6 +625,76 @@ def test_bad_goals_are_rejected_with_a_message(rig):
         assert rig.sim.command_counts().get(name, 0) == 0, name
 
 
+def test_goals_that_would_take_longer_than_ten_minutes_are_rejected(rig):
+    """A speed far too slow for the way (a unit or a digit wrong), or a way far too long for
+    the speed, is refused with the time it would take: it was accepted and held the motor
+    for hours (a deadline of twice that)."""
+    too_long = "a goal may take at most 600 s: raise the speed or split the motion"
+    rig.rejected("drive_straight", DriveStraight.Goal(distance=1.0, speed=1e-4), too_long)
+    rig.rejected("drive_straight", DriveStraight.Goal(distance=1.0, speed=1e-4),
+                 "it would take about 10000 s at the speeds given")
+    rig.rejected("turn_in_place", TurnInPlace.Goal(angle=6.0, speed=1e-3), too_long)
+    rig.rejected("set_head_angle", SetHeadAngle.Goal(angle=0.7, max_speed=1e-5), too_long)
+    rig.rejected("set_lift_height", SetLiftHeight.Goal(height=0.09, max_speed=1e-5), too_long)
+    rig.rejected("go_to_pose", GoToPose.Goal(pose=pose_stamped(1e6, 0.0, 0.0)), too_long)
+    rig.rejected("go_to_pose", GoToPose.Goal(pose=pose_stamped(1e30, 0.0, 0.0)),
+                 "it would take about practically forever")
+    rig.rejected("follow_path", path_goal([(0.5, 0.0, 0.0)], speed=1e-4), too_long)
+    rig.rejected("follow_path", FollowPath.Goal(segments=[
+        PathSegment(type=PathSegment.LINE, end_x=1000.0, speed=0.1)]), too_long)
+    assert rig.still(0.1)  # nothing reached the robot
+    for name in ("ClearPath", "ExecutePath", "TurnInPlace", "SetHeadAngle", "SetLiftHeight"):
+        assert rig.sim.command_counts().get(name, 0) == 0, name
+    # slow but within the limit is taken: 2 cm at 1 mm/s
+    status, result = rig.run("drive_straight", DriveStraight.Goal(distance=0.02, speed=0.001),
+                             timeout=5.0 * 60)
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+
+
+def test_an_absolute_heading_beyond_pi_is_taken_the_short_way_with_a_warning(rig):
+    """3*pi/2 with is_absolute is the heading -pi/2: the robot turns the short way (a quarter
+    turn clockwise), and the log says how the angle was taken (it was wrapped silently)."""
+    motion = rig.node._motion
+    lines: List[str] = []
+    motion._log = LogRecorder(motion._log, lines)
+    try:
+        status, result = rig.run("turn_in_place", TurnInPlace.Goal(angle=3 * math.pi / 2,
+                                                                   is_absolute=True))
+    finally:
+        motion._log = motion._log.logger
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    assert rig.odom_truth()[2] == pytest.approx(-math.pi / 2, abs=0.03)
+    assert result.turned == pytest.approx(-math.pi / 2, abs=0.03)
+    assert any("turn_in_place: angle = 4.71239 rad with is_absolute is a heading: taken as "
+               "-1.5708 rad" in line for line in lines), lines
+
+
+def test_reset_odometry_during_go_to_pose_says_what_the_goal_does(rig):
+    """The goal goes on to the place on the floor it was sent to (it is held in the robot's
+    own frame); the reset's answer says so, and that the goal's poses are now in the new
+    odom frame (they jumped without a word)."""
+    from std_srvs.srv import Trigger
+    handle = rig.send("go_to_pose", GoToPose.Goal(pose=pose_stamped(0.15, 0.0, 0.0), speed=0.05))
+    assert handle is not None
+    rig.spin_for(0.8)
+    start_truth = rig.sim.true_pose()
+    response = rig.call(Trigger, "reset_odometry", Trigger.Request())
+    assert response.success
+    assert "the running go_to_pose goal goes on to the place it was sent to, and its feedback " \
+           "and result give poses in the new odom frame" in response.message, response.message
+    status, result = rig.wait(handle)
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    x, y, _ = rig.odom_truth()  # the truth in the odom frame of before the reset
+    assert math.hypot(x - 0.15, y) <= 0.01
+    # the result's pose is in the new frame: the way driven since the reset
+    driven = math.hypot(rig.sim.true_pose()[0] - start_truth[0],
+                        rig.sim.true_pose()[1] - start_truth[1]) / 1000.0
+    assert result.final_pose.pose.position.x == pytest.approx(driven, abs=0.01)
+    # with no goal running, the answer is the plain one
+    plain = rig.call(Trigger, "reset_odometry", Trigger.Request()).message
+    assert plain == "odometry restarts at the origin with the next robot state"
+
+
 def test_an_over_long_path_is_rejected_before_anything_of_it_is_read(rig):
     too_many = MAX_PATH_POSES + 1
     goal = path_goal([(0.0001 * k, 0.0, 0.0) for k in range(too_many)])
