@@ -59,9 +59,10 @@ class MotorCalibration:
         self._started.clear()
         self._held.clear()
 
-    def expect(self, now: float) -> None:
-        """SyncTime went out: the robot is about to calibrate both motors."""
-        for motor in ("head", "lift"):
+    def expect(self, now: float, motors=("head", "lift")) -> None:
+        """SyncTime (both motors) or StartMotorCalibration went out: the robot is about to
+        calibrate ``motors``."""
+        for motor in motors:
             self._deadlines[motor] = now + START_WAIT_S
             self._started[motor] = False
 

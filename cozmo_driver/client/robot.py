@@ -189,6 +189,16 @@ class Robot:
         :meth:`UdpTransport.call_soon`), in the order posted."""
         self.transport.call_soon(self.link.send, message, urgent=True)
 
+    def calibrate_motors(self, head: bool = True, lift: bool = True) -> None:
+        """Have the robot calibrate its head and/or lift now (StartMotorCalibration): each
+        drives to its low stop; the commands to it wait meanwhile, as at a connection."""
+        self.transport.call_soon(self._calibrate_motors, head, lift)
+
+    def _calibrate_motors(self, head: bool, lift: bool) -> None:
+        motors = [name for name, wanted in (("head", head), ("lift", lift)) if wanted]
+        self.link.send(msgs.StartMotorCalibration(head=head, lift=lift))
+        self.link.calibration.expect(self.clock(), motors)
+
     # ------------------------------------------------------------------ the I/O thread's clock
 
     @staticmethod

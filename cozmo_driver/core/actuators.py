@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Callable, Dict, Optional, Tuple
 
 from .. import robot_geometry as geo
@@ -111,6 +112,25 @@ class ActuatorsMixin:
         self.lights = (center, side)
         self.robot.post(center)
         self.robot.post(side)
+
+    def calibrate_motors(self) -> Tuple[bool, str]:
+        """The ``calibrate_motors`` service: (whether the robot was asked, what happened)."""
+        if not self.active:
+            reason = "the driver is not active"
+        elif self.estop:
+            reason = "emergency stop engaged (release it with the emergency_stop service)"
+        elif self.robot is None or not self.connected:
+            reason = "not connected to the robot"
+        else:
+            self.robot.calibrate_motors(head=True, lift=True)
+            message = ("calibrating the head and the lift: each drives to its low stop; head and "
+                       "lift commands wait until the robot reports the end (events "
+                       "HEAD_CALIBRATION_ENDED, LIFT_CALIBRATION_ENDED)")
+            self._log(logging.INFO, message)
+            return True, message
+        message = f"calibrate_motors refused: {reason}"
+        self._log(logging.WARNING, message)
+        return False, message
 
     def set_head_light(self, on: bool, topic: str = "head_light") -> None:
         if not self.ready(topic, motion=False):

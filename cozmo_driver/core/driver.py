@@ -70,7 +70,7 @@ _ImageSendMode = msgs.ENUMS["ImageSendMode"]
 _ImageResolution = msgs.ENUMS["ImageResolution"]
 _NvOperation = msgs.ENUMS["NvOperation"]
 _EVENT_MESSAGES = frozenset(("RobotPoked", "RobotDelocalized", "FallingStarted", "FallingStopped",
-                             "ButtonPressed"))
+                             "ButtonPressed", "MotorCalibration"))
 #: JPEG quality of colour frames, which are rebuilt at full width (the robot sends half)
 COLOR_JPEG_QUALITY = 90
 BATTERY_PERIOD_S = 1.0

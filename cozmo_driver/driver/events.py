@@ -8,7 +8,8 @@ subscriber sees every transition once:
 * messages: RobotPoked (POKED), RobotDelocalized (DELOCALIZED), FallingStarted
   and FallingStopped (FALLING_STARTED/FALLING_STOPPED; the IS_FALLING flag is
   not used, the messages carry the fall's duration), ButtonPressed
-  (BUTTON_PRESSED/BUTTON_RELEASED).
+  (BUTTON_PRESSED/BUTTON_RELEASED), MotorCalibration
+  (HEAD_/LIFT_CALIBRATION_STARTED/ENDED).
 
 The first RobotState ever seen sets the baseline without events; the baseline
 is kept across reconnects, so what changed while the link was down is reported
@@ -43,6 +44,10 @@ class EventType:
     OFF_CHARGER = 12
     CHARGING_STARTED = 13
     CHARGING_STOPPED = 14
+    HEAD_CALIBRATION_STARTED = 15
+    HEAD_CALIBRATION_ENDED = 16
+    LIFT_CALIBRATION_STARTED = 17
+    LIFT_CALIBRATION_ENDED = 18
 
 
 @dataclass(frozen=True)
@@ -110,4 +115,23 @@ class EventDetector:
             if message.pressed:
                 return [RobotEventData(EventType.BUTTON_PRESSED, "backpack button pressed")]
             return [RobotEventData(EventType.BUTTON_RELEASED, "backpack button released")]
+        if name == "MotorCalibration":
+            return _calibration_event(message)
         return []
+
+
+#: MotorID (MOTOR_LIFT 2, MOTOR_HEAD 3) -> (motor, its calibration's start and end event types)
+_CALIBRATION_EVENTS = {3: ("head", EventType.HEAD_CALIBRATION_STARTED, EventType.HEAD_CALIBRATION_ENDED),
+                       2: ("lift", EventType.LIFT_CALIBRATION_STARTED, EventType.LIFT_CALIBRATION_ENDED)}
+
+
+def _calibration_event(message) -> List[RobotEventData]:
+    known = _CALIBRATION_EVENTS.get(int(message.motor_id))
+    if known is None:  # the treads are never calibrated
+        return []
+    motor, started, ended = known
+    if not message.calib_started:
+        return [RobotEventData(ended, f"{motor} calibrated")]
+    return [RobotEventData(started, f"{motor} calibration started"
+                           + (" by the robot itself (was the motor forced?)" if message.auto_started
+                              else ""))]

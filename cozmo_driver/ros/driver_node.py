@@ -449,8 +449,11 @@ class CozmoDriverNode(LifecycleNode):
         return response
 
     def _on_reset_odometry(self, request, response):
-        response.message = self._core.reset_odometry()
-        response.success = True
+        response.success, response.message = True, self._core.reset_odometry()
+        return response
+
+    def _on_calibrate_motors(self, request, response):
+        response.success, response.message = self._core.calibrate_motors()
         return response
 
 

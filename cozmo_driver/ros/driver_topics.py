@@ -45,7 +45,8 @@ PUBLISHERS = (
 
 #: (type, name, the node's method that answers)
 SERVICES = ((SetEmergencyStop, "emergency_stop", "_on_emergency_stop"),
-            (Trigger, "reset_odometry", "_on_reset_odometry"))
+            (Trigger, "reset_odometry", "_on_reset_odometry"),
+            (Trigger, "calibrate_motors", "_on_calibrate_motors"))
 
 
 def command_subscriptions(core: Any) -> List[Tuple[Any, str, Callable[[Any], None]]]:

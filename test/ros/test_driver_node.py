@@ -725,6 +725,42 @@ def test_events_from_the_robot(make_driver):
     assert types().count(EventType.FALLING_STARTED) == 1
 
 
+def test_calibrate_motors_recalibrates_and_a_head_command_meanwhile_waits(make_driver):
+    """The calibrate_motors service: the robot is sent StartMotorCalibration, its
+    MotorCalibration messages become events, and a head command taken while the head
+    calibrates goes out once it is done (a calibrating motor takes no command). Refused,
+    with the reason, under the emergency stop."""
+    h = make_driver()
+    events = h.listen("events", RobotEvent, "events")
+    status = h.listen("status", RobotStatus, "status")
+    assert h.spin_until(lambda: status, 3.0)
+    assert h.spin_until(lambda: not h.node._robot.calibrating("head")
+                        and not h.node._robot.calibrating("lift"), 5.0)  # the connection's
+    head = h.probe.create_publisher(HeadAngle, "head/angle", 10)
+    response = h.call(Trigger, "calibrate_motors", Trigger.Request())
+    assert response.success, response.message
+    assert response.message.startswith("calibrating the head and the lift: each drives to its "
+                                       "low stop"), response.message
+    assert h.spin_until(lambda: EventType.HEAD_CALIBRATION_STARTED in [e.type for e in events], 3.0)
+    head.publish(HeadAngle(angle=0.6))
+    wanted = (EventType.HEAD_CALIBRATION_STARTED, EventType.LIFT_CALIBRATION_STARTED,
+              EventType.HEAD_CALIBRATION_ENDED, EventType.LIFT_CALIBRATION_ENDED)
+    assert h.spin_until(lambda: all(t in [e.type for e in events] for t in wanted), 5.0), \
+        [(e.type, e.description) for e in events]
+    said = {e.type: e.description for e in events}
+    assert said[EventType.HEAD_CALIBRATION_STARTED] == "head calibration started"
+    assert said[EventType.LIFT_CALIBRATION_ENDED] == "lift calibrated"
+    assert h.sim.command_counts().get("StartMotorCalibration") == 1
+    # the head went down to its stop, then to the command that waited
+    assert h.spin_until(lambda: abs(h.sim.head_angle() - 0.6) < 0.03, 5.0), h.sim.head_angle()
+    h.call(SetEmergencyStop, "emergency_stop", SetEmergencyStop.Request(engage=True))
+    response = h.call(Trigger, "calibrate_motors", Trigger.Request())
+    assert not response.success
+    assert response.message == ("calibrate_motors refused: emergency stop engaged (release it "
+                                "with the emergency_stop service)")
+    assert h.sim.command_counts().get("StartMotorCalibration") == 1
+
+
 # ----------------------------------------------------------------------------- faults
 
 def _drive_a_bit(h: Harness, odom) -> None:
