@@ -3,9 +3,12 @@
 Wire format, in short
 ---------------------
 The robot streams each camera frame as a run of ``ImageChunk`` messages.  All
-chunks of one frame share ``image_id``, ``frame_timestamp`` (robot clock, ms),
-``image_encoding`` and ``image_resolution``; ``image_chunk_count`` is the total
-number of chunks and ``chunk_id`` (from 0) says where each ``data`` slice goes.
+chunks of one frame share ``image_id``, ``image_encoding`` and
+``image_resolution``; ``chunk_id`` (from 0) says where each ``data`` slice goes.
+``image_chunk_count`` (the total number of chunks) and ``frame_timestamp``
+(robot clock, ms) are given by the frame's last chunk: Anki's robot firmware
+sends 0 for both in every other chunk ("invalid"), where the protocol notes,
+taken from a client, have every chunk carry them; both are accepted.
 Concatenating the slices in ``chunk_id`` order gives the frame's payload.
 
 For the minimized encodings, JPEGMinimizedGray (8) and JPEGMinimizedColor (9),
@@ -195,6 +198,9 @@ _U32 = 1 << 32
 
 
 class _PartialImage:
+    """The chunks of one image so far. The total and the capture time may be unknown until
+    the last chunk: Anki's firmware sends 0 for both in every chunk but the last."""
+
     __slots__ = (
         "image_id",
         "frame_timestamp_ms",
@@ -202,17 +208,15 @@ class _PartialImage:
         "resolution",
         "chunk_count",
         "chunks",
-        "received",
     )
 
-    def __init__(self, image_id: int, frame_timestamp_ms: int, encoding: int, resolution: int, chunk_count: int):
+    def __init__(self, image_id: int, encoding: int, resolution: int):
         self.image_id = image_id
-        self.frame_timestamp_ms = frame_timestamp_ms
+        self.frame_timestamp_ms: int | None = None  # robot clock; None: not told yet
         self.encoding = encoding
         self.resolution = resolution
-        self.chunk_count = chunk_count
-        self.chunks: list[bytes | None] = [None] * chunk_count
-        self.received = 0
+        self.chunk_count: int | None = None  # None: not told yet
+        self.chunks: dict[int, bytes] = {}
 
 
 def _is_older(a: int, b: int) -> bool:
@@ -227,9 +231,11 @@ class ImageAssembler:
     complete when every ``chunk_id`` in ``0 .. image_chunk_count-1`` has arrived.
     At most ``max_pending`` images are assembled at once (the oldest is abandoned
     to make room).  When an image completes, any older incomplete image is
-    abandoned, so frames come out in ``image_id`` order.  An incomplete image is
-    also abandoned once a chunk arrives whose ``frame_timestamp`` is more than
-    ``max_age_ms`` later than its own (robot clock, so no wall clock is read).
+    abandoned, so frames come out in ``image_id`` order.  An incomplete image whose
+    capture time is known is also abandoned once a chunk arrives whose
+    ``frame_timestamp`` is more than ``max_age_ms`` later than its own (robot clock,
+    so no wall clock is read).  A chunk count or capture time of 0 is "not told":
+    the robot tells both in an image's last chunk only.
 
     Chunks of an image that was already completed or abandoned are ignored.  An
     image id "far" behind the newest finished one (``stale_window`` ids or more)
@@ -302,9 +308,10 @@ class ImageAssembler:
         """Add one chunk; return the completed :class:`CameraImage`, else ``None``.
 
         Raises :class:`RemoteProtocolError` (and counts ``invalid_chunks``) for a
-        chunk that cannot belong to any image: a zero chunk count, a ``chunk_id``
-        out of range, an unknown resolution, or metadata contradicting earlier
-        chunks of the same image.
+        chunk that cannot belong to any image: a ``chunk_id`` out of range of the
+        chunk count it gives, an unknown resolution, or metadata contradicting
+        earlier chunks of the same image. A chunk count or timestamp of 0 is not
+        told (every chunk but an image's last, from a real robot).
         """
         image_id = int(image_id)
         frame_timestamp_ms = int(frame_timestamp_ms)
@@ -314,7 +321,10 @@ class ImageAssembler:
         chunk_id = int(chunk_id)
         stats = self.stats
 
-        if count < 1 or not 0 <= chunk_id < count:
+        # the robot gives the total and the capture time only in an image's last chunk (its
+        # firmware sends 0 for both in the others, "invalid"); a chunk that gives them must
+        # agree with every other chunk of its image that does
+        if not 0 <= chunk_id < (count or 256) or count > 256:
             stats.invalid_chunks += 1
             raise RemoteProtocolError(f"image {image_id}: chunk_id {chunk_id} out of range for {count} chunks")
         if resolution not in self._resolutions:
@@ -332,7 +342,6 @@ class ImageAssembler:
                 else:
                     stats.stale_chunks += 1
                 return None
-            self._expire(frame_timestamp_ms)
             while len(self._pending) >= self.max_pending:
                 # Make room by abandoning the oldest image (u32 serial order) -- unless the
                 # newcomer is itself the oldest: then it is the one not worth assembling.
@@ -345,23 +354,35 @@ class ImageAssembler:
                     stats.stale_chunks += 1
                     return None
                 self._abandon(oldest)
-            partial = _PartialImage(image_id, frame_timestamp_ms, encoding, resolution, count)
+            partial = _PartialImage(image_id, encoding, resolution)
             self._pending[image_id] = partial
-        elif (
-            partial.chunk_count != count
-            or partial.encoding != encoding
-            or partial.resolution != resolution
-            or partial.frame_timestamp_ms != frame_timestamp_ms
-        ):
+        elif partial.encoding != encoding or partial.resolution != resolution:
             stats.invalid_chunks += 1
             raise RemoteProtocolError(f"image {image_id}: chunk {chunk_id} contradicts earlier chunks' metadata")
 
-        if partial.chunks[chunk_id] is not None:
+        if count:
+            known = partial.chunk_count
+            if (known is not None and known != count) or \
+                    (known is None and any(i >= count for i in partial.chunks)):
+                stats.invalid_chunks += 1
+                raise RemoteProtocolError(f"image {image_id}: chunk {chunk_id} says {count} chunks, "
+                                          "which contradicts earlier chunks")
+        if frame_timestamp_ms:
+            known = partial.frame_timestamp_ms
+            if known is not None and known != frame_timestamp_ms:
+                stats.invalid_chunks += 1
+                raise RemoteProtocolError(f"image {image_id}: chunk {chunk_id} contradicts earlier "
+                                          "chunks' frame_timestamp")
+        if chunk_id in partial.chunks:
             stats.duplicate_chunks += 1
             return None
+        if count:
+            partial.chunk_count = count
+        if frame_timestamp_ms and partial.frame_timestamp_ms is None:
+            partial.frame_timestamp_ms = frame_timestamp_ms
+            self._expire(frame_timestamp_ms, image_id)
         partial.chunks[chunk_id] = bytes(data)
-        partial.received += 1
-        if partial.received < partial.chunk_count:
+        if partial.chunk_count is None or len(partial.chunks) < partial.chunk_count:
             return None
 
         # Complete: emit it and abandon everything older.
@@ -372,21 +393,25 @@ class ImageAssembler:
         self._recent_completed.append(image_id)
         stats.completed_images += 1
         width, height = RESOLUTIONS[resolution]
+        chunks = partial.chunks
         return CameraImage(
             image_id=image_id,
-            frame_timestamp_ms=frame_timestamp_ms,
+            frame_timestamp_ms=partial.frame_timestamp_ms or 0,
             encoding=encoding,
             resolution=resolution,
             width=width,
             height=height,
-            data=b"".join(partial.chunks),  # type: ignore[arg-type]  # all present
+            data=b"".join(chunks[i] for i in range(len(chunks))),
         )
 
-    def _expire(self, now_frame_ms: int) -> None:
+    def _expire(self, now_frame_ms: int, current: int) -> None:
+        """Abandon the incomplete images captured more than ``max_age_ms`` before
+        ``now_frame_ms`` (those whose capture time is known), but ``current``."""
         for image_id in [
             i
             for i, p in self._pending.items()
-            if _is_older(p.frame_timestamp_ms, now_frame_ms)
+            if i != current and p.frame_timestamp_ms is not None
+            and _is_older(p.frame_timestamp_ms, now_frame_ms)
             and (now_frame_ms - p.frame_timestamp_ms) % _U32 > self.max_age_ms
         ]:
             self._abandon(image_id)

@@ -94,6 +94,10 @@ class RobotConfig:
     #: protocol notes: trailing 0xFF bytes are padding a receiver removes; how much a robot
     #: adds is not documented, so every size from 0 to 3 bytes of it occurs)
     camera_pad_multiple: int = 4
+    #: the chunk count and capture time in an image's last ImageChunk only, 0 ("invalid")
+    #: in the others, as Anki's robot firmware sends them; False: in every chunk, as the
+    #: protocol notes (taken from a client) describe
+    camera_fields_in_last_chunk: bool = True
     #: add seeded sensor noise to camera images (only when the image is re-rendered)
     camera_noise: bool = True
     #: events kept for next_event() when nobody reads them
@@ -326,10 +330,13 @@ class SimulatedRobot:
                     else _ImageEncoding.JPEGMinimizedGray)
         count = len(chunks)
         session = self.session
+        last_only = self.config.camera_fields_in_last_chunk
         for chunk_id, data in enumerate(chunks):
-            session.send(msgs.ImageChunk(frame_timestamp_ms=timestamp, image_id=image_id,
-                                         chunk_debug=0, image_encoding=encoding,
-                                         image_resolution=resolution, image_chunk_count=count,
+            told = not last_only or chunk_id == count - 1
+            session.send(msgs.ImageChunk(frame_timestamp_ms=timestamp if told else 0,
+                                         image_id=image_id, chunk_debug=0, image_encoding=encoding,
+                                         image_resolution=resolution,
+                                         image_chunk_count=count if told else 0,
                                          chunk_id=chunk_id, status=0, data=data))
         rx, ry, rz = model.imu_rates()
         session.send(msgs.ImageImuData(image_id=image_id, rate_x_radps=rx, rate_y_radps=ry,

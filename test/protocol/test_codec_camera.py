@@ -515,16 +515,57 @@ def test_invalid_chunks_raise_remote_errors():
     asm = ImageAssembler()
     base = dict(image_id=1, frame_timestamp_ms=0, image_encoding=8, image_resolution=QVGA, data=b"x")
     with pytest.raises(RemoteProtocolError):
-        asm.push(image_chunk_count=0, chunk_id=0, **base)
-    with pytest.raises(RemoteProtocolError):
         asm.push(image_chunk_count=2, chunk_id=2, **base)
     with pytest.raises(RemoteProtocolError):
         asm.push(**{**base, "image_resolution": 14}, image_chunk_count=1, chunk_id=0)
     asm.push(image_chunk_count=3, chunk_id=0, **base)
-    with pytest.raises(RemoteProtocolError):
+    with pytest.raises(RemoteProtocolError, match="says 4 chunks, which contradicts"):
         asm.push(image_chunk_count=4, chunk_id=1, **base)
-    assert asm.stats.invalid_chunks == 4
-    assert asm.pending == 1
+    # a chunk count that leaves out a chunk already here
+    asm.push(**{**base, "image_id": 2}, image_chunk_count=0, chunk_id=5)
+    with pytest.raises(RemoteProtocolError, match="says 3 chunks, which contradicts"):
+        asm.push(**{**base, "image_id": 2}, image_chunk_count=3, chunk_id=2)
+    with pytest.raises(RemoteProtocolError, match="contradicts earlier chunks' frame_timestamp"):
+        asm.push(**{**base, "image_id": 2, "frame_timestamp_ms": 7}, image_chunk_count=0, chunk_id=1)
+        asm.push(**{**base, "image_id": 2, "frame_timestamp_ms": 8}, image_chunk_count=0, chunk_id=2)
+    assert asm.stats.invalid_chunks == 5
+    assert asm.pending == 2
+
+
+def firmware_chunks(chunks):
+    """The chunks as Anki's robot firmware sends them: the chunk count and the capture
+    time in the last chunk only, 0 ("invalid") in every other."""
+    last = len(chunks) - 1
+    return [dict(c, image_chunk_count=c["image_chunk_count"] if c["chunk_id"] == last else 0,
+                 frame_timestamp_ms=c["frame_timestamp_ms"] if c["chunk_id"] == last else 0)
+            for c in chunks]
+
+
+def test_chunks_that_give_the_count_and_time_only_in_the_last_chunk_assemble():
+    """A real robot's stream (its firmware's image sender marks both fields invalid, 0, in
+    all but an image's last chunk): every image assembles, with the last chunk's capture
+    time, in order or shuffled; before, every such chunk was refused as "out of range for 0
+    chunks", and a real robot's camera gave no image at all."""
+    payload = encode_minimized(textured_gray())
+    asm = ImageAssembler()
+    rng = random.Random(3)
+    for image_id in range(1, 11):
+        stream = firmware_chunks(chunks_of(image_id, payload, max_chunk=600))
+        assert len(stream) > 2 and stream[0]["image_chunk_count"] == 0
+        if image_id % 2:
+            rng.shuffle(stream)
+        out = feed(asm, stream)
+        assert len(out) == 1, image_id
+        assert (out[0].image_id, out[0].frame_timestamp_ms, out[0].data) == (image_id, image_id * 66,
+                                                                            payload)
+    assert asm.stats.completed_images == 10 and asm.stats.invalid_chunks == 0
+    assert asm.stats.dropped_images == 0 and asm.pending == 0
+    # a lost chunk: that image is dropped when the next completes, and the next is whole
+    lost = firmware_chunks(chunks_of(11, payload, max_chunk=600))
+    del lost[1]
+    assert feed(asm, lost) == []
+    out = feed(asm, firmware_chunks(chunks_of(12, payload, max_chunk=600)))
+    assert [i.image_id for i in out] == [12] and asm.stats.dropped_images == 1
 
 
 def test_an_image_larger_than_max_resolution_is_refused_before_anything_is_decoded():
