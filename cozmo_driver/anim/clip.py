@@ -126,6 +126,7 @@ honouring cool-downs (times are arguments).
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -590,11 +591,27 @@ def _load_sprite_frames(name: str, sprite_dir: Optional[Union[str, os.PathLike]]
     if sprite_dir is None:
         warnings.append(f"{clip_name}: sprite sequence {name!r} at {time_ms:g} ms skipped: no sprite directory given")
         return None
-    folder = Path(sprite_dir) / name
-    files = sorted(folder.glob("*.png")) if folder.is_dir() else []
-    if not files:
-        warnings.append(f"{clip_name}: sprite sequence {name!r} skipped: no PNG files in {folder}")
+    frames, problem = _sprite_sequence(str(Path(sprite_dir) / name))
+    if frames is None:
+        warnings.append(f"{clip_name}: {problem}; sequence {name!r} skipped")
         return None
+    return list(frames)
+
+
+def clear_sprite_cache() -> None:
+    """Forget the sprite sequences read so far (a library loaded again reads them again)."""
+    _sprite_sequence.cache_clear()
+
+
+@functools.lru_cache(maxsize=512)
+def _sprite_sequence(folder: str):
+    """(the frames of a sprite folder, None) or (None, what is wrong); read once: the app's
+    clips share their sprite sequences (a blink, a squint), so each is read for the first
+    clip that names it."""
+    path = Path(folder)
+    files = sorted(path.glob("*.png")) if path.is_dir() else []
+    if not files:
+        return None, f"no PNG files in {path}"
     from PIL import Image
 
     from ..protocol.display import image_to_bits
@@ -605,9 +622,8 @@ def _load_sprite_frames(name: str, sprite_dir: Optional[Union[str, os.PathLike]]
             with Image.open(f) as im:
                 frames.append(image_to_bits(np.asarray(im.convert("L"))))
         except OSError as exc:
-            warnings.append(f"{clip_name}: sprite frame {f} unreadable ({exc}); sequence {name!r} skipped")
-            return None
-    return frames
+            return None, f"sprite frame {f} unreadable ({exc})"
+    return tuple(frames), None
 
 
 def _face_from_item(item: Mapping, where: str, ctx: _Where) -> FaceParams:

@@ -36,16 +36,44 @@ from .clip import (
     Clip,
     ClipFormatError,
     GroupChooser,
+    clear_sprite_cache,
     load_animation_groups,
     load_builtin,
     load_clip_file,
     read_group_file,
 )
 
-__all__ = ["AnimationLibrary", "CLIP_SUFFIXES"]
+__all__ = ["AnimationLibrary", "CLIP_SUFFIXES", "load_audio_map"]
 
 CLIP_SUFFIXES = (".yaml", ".yml", ".json", ".bin")
 PathLike = Union[str, os.PathLike]
+
+
+def load_audio_map(path: PathLike) -> Dict[int, Path]:
+    """The WAV file of each Wwise event id, from a YAML or JSON mapping ``{event id: WAV
+    path}`` (ids as numbers or digit strings; relative paths from the file's folder).
+    Raises :class:`ClipFormatError` naming what is wrong."""
+    from ..fast_yaml import safe_load
+
+    p = Path(path).expanduser()
+    try:
+        doc = safe_load(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ClipFormatError(f"audio map {p}: cannot read ({exc})") from None
+    except Exception as exc:  # a YAML (or JSON) syntax error, whichever parser says it
+        raise ClipFormatError(f"audio map {p}: not YAML or JSON ({exc})") from None
+    if not isinstance(doc, dict):
+        raise ClipFormatError(f"audio map {p}: expected a mapping {{Wwise event id: WAV file}}")
+    out: Dict[int, Path] = {}
+    for key, value in doc.items():
+        text = str(key).strip()
+        if not text.isdigit() or not 0 <= int(text) < 1 << 32:
+            raise ClipFormatError(f"audio map {p}: {key!r} is not a Wwise event id (0..4294967295)")
+        if not isinstance(value, str) or not value:
+            raise ClipFormatError(f"audio map {p}: event {text}: {value!r} is not a file name")
+        wav = Path(value).expanduser()
+        out[int(text)] = wav if wav.is_absolute() else p.parent / wav
+    return out
 
 
 def _load_groups(path: Path, warn: Callable[[str], None]) -> Dict[str, AnimationGroup]:
@@ -76,8 +104,24 @@ class AnimationLibrary:
 
     @classmethod
     def load(cls, directories: Sequence[PathLike] = (), groups_path: Optional[PathLike] = None,
-             builtin: bool = True, seed: int = 0) -> "AnimationLibrary":
+             builtin: bool = True, seed: int = 0, audio_map_path: Optional[PathLike] = None,
+             sprite_dir: Optional[PathLike] = None) -> "AnimationLibrary":
+        """``audio_map_path`` (:func:`load_audio_map`) and ``sprite_dir`` (one folder of PNG
+        frames per sequence name) give app clips their sounds and sprite faces."""
         lib = cls(chooser=GroupChooser(seed))
+        audio_map = None
+        if audio_map_path:
+            try:
+                audio_map = load_audio_map(audio_map_path)
+            except ClipFormatError as exc:
+                lib.warnings.append(f"{exc}: app clips play without their sounds")
+        if sprite_dir:
+            sprite_dir = Path(sprite_dir).expanduser()
+            if not sprite_dir.is_dir():
+                lib.warnings.append(f"sprite directory {sprite_dir} does not exist: app clips "
+                                    "play without their sprite faces")
+                sprite_dir = None
+        clear_sprite_cache()
         if builtin:
             lib.clips.update(load_builtin())
         builtin_names = set(lib.clips)
@@ -90,7 +134,7 @@ class AnimationLibrary:
             files = sorted(f for f in root.rglob("*") if f.is_file() and f.suffix.lower() in CLIP_SUFFIXES)
             for f in files:
                 try:
-                    clips = load_clip_file(f)
+                    clips = load_clip_file(f, audio_map=audio_map, sprite_dir=sprite_dir)
                 except ClipFormatError as exc:
                     lib.warnings.append(f"{exc}: skipped")
                     continue

@@ -107,6 +107,12 @@ PARAMETERS: Tuple[ParamSpec, ...] = (
               "app's .bin or JSON), searched recursively, besides the built-in ones"),
     ParamSpec("animation_groups_file", "", "Animation groups: a JSON file, or a directory of the "
               "app's animationGroups files; empty: none"),
+    ParamSpec("animation_sprite_dir", "", "The app's sprite faces: a directory with one folder of "
+              "PNG frames per sequence (cozmo_resources/assets/faceAnimations), for the "
+              "FaceAnimation keyframes of app clips; empty: those are skipped"),
+    ParamSpec("animation_audio_map", "", "Sounds for app clips: a YAML or JSON file mapping Wwise "
+              "event ids to WAV files ({1234567: beep.wav}, relative to the file), for their "
+              "RobotAudio keyframes; empty: those are skipped"),
     # --- cubes, charger and lights
     ParamSpec("auto_connect_cubes", True, "Connect the three light cubes by themselves (one of each "
               "type, the strongest signal) and reconnect them when they drop; false: only the "

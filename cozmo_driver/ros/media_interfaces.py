@@ -145,7 +145,9 @@ class MediaInterfaces:
         self._local_stamps: Deque[int] = deque(maxlen=_LOCAL_STAMPS)
 
         self.library = AnimationLibrary.load(list(params.get("animation_dirs") or ()),
-                                             params.get("animation_groups_file") or None)
+                                             params.get("animation_groups_file") or None,
+                                             audio_map_path=params.get("animation_audio_map") or None,
+                                             sprite_dir=params.get("animation_sprite_dir") or None)
         for warning in self.library.warnings:
             self._log.warning(f"animations: {warning}")
         unplayable = self.library.clips_with_warnings()

@@ -29,6 +29,7 @@ from cozmo_driver.face.stream import FaceStream
 from cozmo_driver.protocol import messages as m
 from cozmo_driver.protocol.audio import (SAMPLE_RATE, SAMPLES_PER_FRAME, StreamResampler, decode_ulaw, encode_ulaw,
                                          resample)
+from sample_data import app_clip_with_sprite_and_sound
 from cozmo_driver.protocol.display import BLANK_IMAGE, MAX_DISPLAY_BYTES, decode_display
 
 FRAME = 1 / 30
@@ -222,6 +223,29 @@ def test_library_loads_dirs_skips_bad_files_and_resolves(tmp_path):
         lib.resolve(group="nope")
     with pytest.raises(AnimationError, match="name or a group"):
         lib.resolve()
+
+
+def test_library_gives_app_clips_their_sprites_and_sounds(tmp_path):
+    """animation_sprite_dir and animation_audio_map reach the app's clips: their sprite face
+    and Wwise sound play (they were always skipped: the loader could take both, nothing
+    passed them); a bad map or a missing folder is a warning naming it."""
+    clips, sprites, audio_map = app_clip_with_sprite_and_sound(tmp_path)
+    bare = AnimationLibrary.load([clips])
+    assert [name for name, _ in bare.clips_with_warnings()] == ["anim_sprite_and_sound"]
+    lib = AnimationLibrary.load([clips], audio_map_path=audio_map, sprite_dir=sprites)
+    assert lib.warnings == [] and lib.clips_with_warnings() == []
+    clip = lib.resolve("anim_sprite_and_sound")
+    [sprite] = clip.tracks.sprite
+    assert len(sprite.frames) == 4 and sprite.frames[2][30, 70] and not sprite.frames[2][30, 20]
+    [audio] = clip.tracks.audio
+    assert audio.source == "wwise:4000000001" and np.abs(audio.pcm).max() > 1000
+    bad = tmp_path / "bad_map.yaml"
+    bad.write_text("chirp: sounds/chirp.wav\n")
+    lib = AnimationLibrary.load([clips], audio_map_path=bad, sprite_dir=tmp_path / "nowhere")
+    text = "\n".join(lib.warnings)
+    assert "'chirp' is not a Wwise event id" in text and "play without their sounds" in text
+    assert "nowhere does not exist: app clips play without their sprite faces" in text
+    assert [name for name, _ in lib.clips_with_warnings()] == ["anim_sprite_and_sound"]
 
 
 def test_library_groups_from_one_group_file_or_a_directory(tmp_path):

@@ -27,6 +27,7 @@ from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import QoSDurabilityPolicy, QoSProfile  # noqa: E402
 from sensor_msgs.msg import Image  # noqa: E402
 
+from sample_data import app_clip_with_sprite_and_sound  # noqa: E402
 from ros_harness import (CONNECT_TIMEOUT, DISCOVERY_TIMEOUT, LogRecorder, RosHarness, closing_all,  # noqa: E402
                          sim_fixture)
 from cozmo_driver.anim.clip import load_builtin  # noqa: E402
@@ -692,6 +693,29 @@ def test_cancel_aborts_on_the_robot_and_the_face_comes_back(make_rig, tmp_path):
     assert rig.spin_until(lambda: np.array_equal(rig.sim.framebuffer(), face_bits("neutral")), 1.0)
     rig.spin_for(0.5)
     assert rig.sim.head_angle() == pytest.approx(head, abs=0.05)      # the head stopped too
+
+
+def test_an_app_clip_plays_its_sprite_face_and_sound_from_the_parameters(make_rig, tmp_path):
+    """animation_sprite_dir and animation_audio_map: an app clip's sprite sequence reaches the
+    robot's screen and its Wwise event's WAV its speaker (both were skipped)."""
+    clips, sprites, audio_map = app_clip_with_sprite_and_sound(tmp_path)
+    rig = make_rig(animation_dirs=[str(clips)], animation_sprite_dir=str(sprites),
+                   animation_audio_map=str(audio_map))
+    frames = rig.node._media.library.resolve("anim_sprite_and_sound").tracks.sprite[0].frames
+    wanted = [shown(frame) for frame in frames]
+    seen: List[int] = []
+
+    def watch() -> None:
+        shown_now = rig.sim.framebuffer()
+        seen.extend(k for k, f in enumerate(wanted) if np.array_equal(shown_now, f) and k not in seen)
+
+    loud_before = int(np.abs(rig.sim.audio_pcm()).max(initial=0))
+    handle = rig.send_goal(PlayAnimation, "play_animation", PlayAnimation.Goal(name="anim_sprite_and_sound"))
+    future = handle.get_result_async()
+    assert rig.spin_until(future.done, 10.0, every=watch, period=0.005), "no result"
+    assert future.result().status == GoalStatus.STATUS_SUCCEEDED, future.result().result.message
+    assert len(seen) >= 2, seen                     # the sprite's frames, on the robot's screen
+    assert loud_before < 100 < int(np.abs(rig.sim.audio_pcm()).max())   # the chirp was played
 
 
 def test_loops_beyond_a_thousand_are_clamped_with_a_warning(make_rig):
