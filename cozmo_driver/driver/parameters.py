@@ -103,6 +103,12 @@ PARAMETERS: Tuple[ParamSpec, ...] = (
               "(0: until the next one replaces it)", "s", 0.0, 3600.0, dynamic=True),
     ParamSpec("audio_stream_buffer", 0.1, "Audio of audio/pcm buffered before a stream starts to "
               "play: the lateness of chunks it absorbs, and the delay it adds", "s", 0.0, 2.0),
+    ParamSpec("speech_voice", "en-us", "espeak-ng voice of play_audio's text (espeak-ng --voices "
+              "lists them: en-gb, de, fr, en+f3, ...)", dynamic=True),
+    ParamSpec("speech_speed", 150, "Speed of play_audio's text", "words/min", 80, 450,
+              dynamic=True),
+    ParamSpec("speech_pitch", 70, "Pitch of play_audio's text (espeak-ng's 0..99; 50 is its "
+              "normal voice, higher sounds more like Cozmo)", "", 0, 99, dynamic=True),
     ParamSpec("animation_dirs", [], "Directories of animation clips (our YAML/JSON, the Cozmo "
               "app's .bin or JSON), searched recursively, besides the built-in ones"),
     ParamSpec("animation_groups_file", "", "Animation groups: a JSON file, or a directory of the "
@@ -173,6 +179,11 @@ def validate_value(name: str, value: Any) -> Optional[str]:
         return f"{name} must be a list of strings"
     if name in ("robot_ip", "local_ip") and not value.strip():
         return f"{name} must not be empty"
+    if name == "speech_voice":
+        from .speech import check_voice
+        problem = check_voice(value)
+        if problem:
+            return f"{name}: {problem}"
     return None
 
 

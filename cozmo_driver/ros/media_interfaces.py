@@ -66,6 +66,7 @@ from ..client.link import LinkState
 from ..driver.commands import CommandError, clamp, volume_level
 from ..driver.diagnostics import DiagnosticReport, av_report
 from ..log_throttle import LogThrottle, field_kind
+from ..driver.speech import speak
 from ..driver.media import (audio_chunk_samples, face_to_screen, image_to_screen,
                             is_empty_image, load_audio_file, motor_stops, screen_to_frame)
 from . import qos
@@ -479,14 +480,20 @@ class MediaInterfaces:
         if problem is None and len(request.path) > _LONGEST_PATH:
             problem = (f"path {request.path[:40]!r}... has {len(request.path)} characters: no "
                        f"file's path is longer than {_LONGEST_PATH}")
+        if problem is None and bool(request.path) == bool(request.text):
+            problem = ("give either path (a WAV file) or text (words to say), not both"
+                       if request.path else "give path (a WAV file) or text (words to say)")
         if problem is not None:
             return self._refused(handle, result, "play_audio", problem)
         self._audio_loads += 1
         mine = self._audio_loads
         loaded = Future()
         self._loading.append(handle)
-        try:  # read, decoded and resampled on a thread: the executor serves the emergency stop
-            threading.Thread(target=self._load_audio, args=(request.path, loaded),
+        speech = None if request.path else (request.text, self.params["speech_voice"],
+                                             self.params["speech_speed"], self.params["speech_pitch"])
+        try:  # read (or spoken), decoded and resampled on a thread: the executor serves the
+            # emergency stop meanwhile
+            threading.Thread(target=self._load_audio, args=(request.path, loaded, speech),
                              name="play_audio file", daemon=True).start()
             pcm, info, error = await loaded
         finally:
@@ -508,17 +515,24 @@ class MediaInterfaces:
             if hasattr(self.node, "_volume"):
                 self.node._volume = level
         goal = self._new_goal("audio", handle)
-        self._log.info(f"play_audio: {request.path} ({info.duration_s:.2f} s, {info.sample_rate_hz} Hz, "
-                       f"{info.channels} channel{'s' if info.channels > 1 else ''})")
+        if speech is not None:
+            words = " ".join(request.text.split())
+            self._log.info(f"play_audio: saying {words[:60]!r}{'...' if len(words) > 60 else ''} "
+                           f"({info.duration_s:.2f} s, voice {speech[1]})")
+        else:
+            self._log.info(f"play_audio: {request.path} ({info.duration_s:.2f} s, "
+                           f"{info.sample_rate_hz} Hz, {info.channels} "
+                           f"channel{'s' if info.channels > 1 else ''})")
         self.av.play_audio(goal.token, pcm)
         return await self._run(goal, result)
 
-    def _load_audio(self, path: str, loaded: Future) -> None:
+    def _load_audio(self, path: str, loaded: Future, speech: Optional[tuple] = None) -> None:
         """A thread of its own: reading, decoding and resampling a long file (or waiting on a
-        FIFO) must not hold the executor. ``loaded`` gets (pcm, info, None) or (None, None,
-        the reason), set on the executor."""
+        FIFO), or speaking ``speech`` (text, voice, speed, pitch), must not hold the
+        executor. ``loaded`` gets (pcm, info, None) or (None, None, the reason), set on the
+        executor."""
         try:
-            pcm, info = load_audio_file(path)
+            pcm, info = speak(*speech) if speech is not None else load_audio_file(path)
             outcome = (pcm, info, None)
         except CommandError as exc:
             outcome = (None, None, str(exc))

@@ -473,3 +473,25 @@ def test_diagnostic_levels():
     assert link_report("lost", False, "x", None, None, 0.0).level == OK
     assert robot_report(True, 3.55, 0.08, False, 0.01, 0, 0).level == WARN
     assert robot_report(True, 4.0, 0.8, True, 0.01, 0, 0).message == "emergency stop engaged"
+
+
+# ----------------------------------------------------------------------------- speech
+
+def test_speech_refuses_with_what_to_do():
+    """Without espeak-ng the answer says how to install it; a text too long, empty or with a
+    NUL, and a voice name that could be an option, are refused before anything runs."""
+    from cozmo_driver.driver.speech import MAX_TEXT_CHARS, check_voice, speak
+    with pytest.raises(CommandError, match="speech needs no-such-speaker on the driver's computer, "
+                       "and it is not installed: sudo apt install espeak-ng"):
+        speak("hello", program="no-such-speaker")
+    with pytest.raises(CommandError, match=f"text has {MAX_TEXT_CHARS + 1} characters; at most"):
+        speak("a" * (MAX_TEXT_CHARS + 1), program="no-such-speaker")
+    with pytest.raises(CommandError, match="text is empty"):
+        speak(" \n\t", program="no-such-speaker")
+    with pytest.raises(CommandError, match="NUL"):
+        speak("a\x00b", program="no-such-speaker")
+    with pytest.raises(CommandError, match="voice '--stdout' is not a voice name"):
+        speak("hello", voice="--stdout", program="no-such-speaker")
+    assert all(check_voice(v) is None for v in ("en-us", "en+f3", "mb-en1", "de", "other/en-GB"))
+    assert validate_all({"speech_voice": "-v"}).startswith("speech_voice: '-v' is not a voice name")
+    assert validate_all({"speech_speed": 40}) == "speech_speed = 40 is outside [80, 450] words/min"

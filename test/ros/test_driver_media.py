@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gc
 import math
+import shutil
 import sys
 import time
 import wave
@@ -414,6 +415,51 @@ def test_play_audio_cancel_preempt_and_bad_files(make_rig, tmp_path):
         w.writeframes(b"\0\0" * 100)
     r = rig.result(rig.send_goal(PlayAudio, "play_audio", PlayAudio.Goal(path=str(tmp_path / "hi.wav"))))
     assert "96000 Hz is not supported" in r.result.message
+
+
+ESPEAK = shutil.which("espeak-ng")
+
+
+@pytest.mark.skipif(ESPEAK is None, reason="espeak-ng is not installed (an optional system "
+                    "package: sudo apt install espeak-ng; ./dev setup installs it)")
+def test_play_audio_says_a_text_in_the_voice_of_the_parameters(make_rig):
+    """play_audio with text: espeak-ng speaks it, the robot's speaker plays it (the SDK's
+    say_text had no counterpart); the speech parameters change the sound; a goal with both
+    or neither of path and text, an empty text or an unknown voice is refused saying so."""
+    rig = make_rig()
+    log = rig.node._media._log = LogRecorder(rig.node._media._log)
+
+    def say(text: str):
+        frames0 = rig.sim.audio_frames()
+        result = rig.result(rig.send_goal(PlayAudio, "play_audio", PlayAudio.Goal(text=text)))
+        rig.spin_for(0.3)
+        played = rig.sim.audio_frames() - frames0
+        return result, rig.sim.audio_pcm()[-played * SAMPLES_PER_FRAME:] if played else np.zeros(0)
+
+    result, pcm = say("Hello, I am Cozmo.")
+    assert result.status == GoalStatus.STATUS_SUCCEEDED and result.result.success, result.result.message
+    loud = np.flatnonzero(np.abs(pcm.astype(np.int32)) > 1000)
+    assert loud.size and 0.6 < (loud[-1] - loud[0]) / SAMPLE_RATE < 3.0   # a second or so of speech
+    assert any(line.startswith("play_audio: saying 'Hello, I am Cozmo.' (") and "voice en-us" in line
+               for line in log.lines), log.lines
+    # faster speech is shorter
+    rig.node.set_parameters([Parameter("speech_speed", value=400)])
+    _, fast = say("Hello, I am Cozmo.")
+    fast_loud = np.flatnonzero(np.abs(fast.astype(np.int32)) > 1000)
+    assert 0 < fast_loud[-1] - fast_loud[0] < 0.7 * (loud[-1] - loud[0])
+    refused = rig.node.set_parameters([Parameter("speech_voice", value="-x; rm")])[0]
+    assert not refused.successful and "is not a voice name" in refused.reason
+    for goal, words in ((PlayAudio.Goal(path="/tmp/a.wav", text="hi"), "either path (a WAV file) "
+                         "or text (words to say), not both"),
+                        (PlayAudio.Goal(), "give path (a WAV file) or text (words to say)"),
+                        (PlayAudio.Goal(text="   "), "text is empty: nothing to say")):
+        r = rig.result(rig.send_goal(PlayAudio, "play_audio", goal))
+        assert r.status == GoalStatus.STATUS_ABORTED and words in r.result.message, r.result.message
+    rig.node.set_parameters([Parameter("speech_voice", value="zz-nosuch")])
+    r, _ = say("hi")
+    assert r.status == GoalStatus.STATUS_ABORTED
+    assert "espeak-ng failed (exit status 1): Error: The specified espeak-ng voice does not exist" \
+        in r.result.message, r.result.message
 
 
 def test_a_file_that_is_slow_to_read_holds_up_no_other_command(make_rig, tmp_path):

@@ -1,0 +1,81 @@
+"""Speech: text to the robot's speaker, synthesised on the driver's computer.
+
+Cozmo has no speech synthesiser of its own: the official SDK's ``say_text`` had the
+app make the sound and stream it. Here ``espeak-ng`` (Debian and Ubuntu's
+``espeak-ng`` package; offline, small, many languages) makes a WAV of the text, and
+the driver plays it like any sound (``play_audio`` with ``text``). The program runs
+once per text, with a timeout, its arguments given as a list (no shell), and the
+text after ``--`` so that it is never read as an option.
+
+Everything that can go wrong raises :class:`CommandError` saying what to do:
+espeak-ng missing (how to install it), an empty or too long text, a voice it does
+not know (its own message), a synthesis that fails or takes too long.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import shutil
+import subprocess
+from typing import Optional, Tuple
+
+import numpy as np
+
+from ..protocol.audio import WavInfo
+from .commands import CommandError
+from .media import load_audio_file
+
+__all__ = ["speak", "check_voice", "MAX_TEXT_CHARS", "SPEECH_PROGRAM"]
+
+#: the synthesiser, looked up on PATH
+SPEECH_PROGRAM = "espeak-ng"
+#: the longest text spoken at once (about two and a half minutes at 150 words a minute)
+MAX_TEXT_CHARS = 2000
+#: how long one synthesis may take, s (espeak-ng makes minutes of speech in well under one)
+SYNTHESIS_TIMEOUT_S = 30.0
+_VOICE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_+\-/.]{0,63}")
+
+
+def check_voice(voice: str) -> Optional[str]:
+    """None if ``voice`` can be an espeak-ng voice name (e.g. ``en-us``, ``en+f3``,
+    ``mb-en1``), else what is wrong with it."""
+    if not _VOICE.fullmatch(voice):
+        return (f"'{voice}' is not a voice name: letters, digits and _ + - / . only, starting "
+                "with a letter or digit, at most 64 (list them with: espeak-ng --voices)")
+    return None
+
+
+def speak(text: str, voice: str = "en-us", speed_wpm: int = 150, pitch: int = 60,
+          program: str = SPEECH_PROGRAM) -> Tuple[np.ndarray, WavInfo]:
+    """``(mono int16 samples at the robot's rate, info)`` of ``text`` spoken by espeak-ng."""
+    spoken = " ".join(text.split())
+    if not spoken:
+        raise CommandError("text is empty: nothing to say")
+    if len(spoken) > MAX_TEXT_CHARS:
+        raise CommandError(f"text has {len(spoken)} characters; at most {MAX_TEXT_CHARS} at once "
+                           "(split it into several goals)")
+    if "\x00" in spoken:
+        raise CommandError("text holds a NUL character")
+    problem = check_voice(voice)
+    if problem is not None:
+        raise CommandError(f"voice {problem}")
+    found = shutil.which(program)
+    if found is None:
+        raise CommandError(f"speech needs {program} on the driver's computer, and it is not "
+                           f"installed: sudo apt install {SPEECH_PROGRAM}")
+    command = [found, "--stdout", "-v", voice, "-s", str(int(speed_wpm)), "-p", str(int(pitch)),
+               "--", spoken]
+    try:
+        done = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True,
+                              timeout=SYNTHESIS_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        raise CommandError(f"{program} took more than {SYNTHESIS_TIMEOUT_S:.0f} s to speak "
+                           f"{len(spoken)} characters: gave up") from None
+    except OSError as exc:
+        raise CommandError(f"{program} could not be run: {exc}") from None
+    said = done.stderr.decode("utf-8", "replace").strip()
+    if done.returncode != 0 or not done.stdout:
+        raise CommandError(f"{program} failed (exit status {done.returncode})"
+                           + (f": {said}" if said else ""))
+    return load_audio_file(io.BytesIO(done.stdout))
