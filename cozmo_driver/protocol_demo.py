@@ -28,6 +28,7 @@ from typing import Any, Optional
 from .client import ClientConfig, LinkState, LinkStateChanged, Robot, RobotReady
 from .errors import CozmoError
 from .protocol.session import MessageReceived
+from .robot_geometry import reported_lift_height_m
 from .stop_flag import StopFlag
 
 __all__ = ["main"]
@@ -88,7 +89,8 @@ def _status_line(robot: Robot, monitor: _Monitor, previous, elapsed: float) -> t
     if rs is not None:
         pose = (f"x {rs.pose_x_mm:7.1f} mm  y {rs.pose_y_mm:7.1f} mm  "
                 f"yaw {math.degrees(rs.pose_angle_rad):6.1f} deg  head {math.degrees(rs.head_angle_rad):5.1f} deg  "
-                f"lift {rs.lift_height_mm:4.1f} mm  battery {rs.battery_voltage_v:.2f} V")
+                f"lift {1000.0 * reported_lift_height_m(rs.lift_height_mm):4.1f} mm  "
+                f"battery {rs.battery_voltage_v:.2f} V")
     else:
         pose = "no RobotState yet"
     line = (f"{monitor.stamp()} {robot.state.value:<12} rtt {rtt:>8}  state {state_hz:4.1f} Hz  "

@@ -81,3 +81,18 @@ def lift_angle_to_height(angle_rad: float) -> float:
 
 LIFT_MIN_ANGLE_RAD = lift_height_to_angle(LIFT_MIN_HEIGHT_M)
 LIFT_MAX_ANGLE_RAD = lift_height_to_angle(LIFT_MAX_HEIGHT_M)
+
+#: below this size, RobotState's lift field is an angle (rad), above it a height (mm)
+_LIFT_FIELD_ANGLE_LIMIT = 10.0
+
+
+def reported_lift_height_m(value: float) -> float:
+    """The lift height (m) of RobotState's lift field (``lift_height_mm``), whichever unit
+    the robot sends. The protocol notes (pycozmo) read it as the height in mm; Anki's robot
+    firmware fills it with the lift's angle in radians (``liftAngle``, as Anki's cozmoclad
+    names the field at that offset). The two never overlap (the arm's angle stays within
+    -0.2..0.8 rad, its height within 32..92 mm), so either is read right."""
+    value = float(value)
+    if abs(value) < _LIFT_FIELD_ANGLE_LIMIT:
+        return lift_angle_to_height(value)
+    return value / 1000.0

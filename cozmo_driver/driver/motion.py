@@ -67,7 +67,7 @@ import numpy as np
 
 from ..errors import UsageError
 from ..protocol import messages as msgs
-from ..robot_geometry import MAX_WHEEL_SPEED_MPS, TRACK_WIDTH_M
+from ..robot_geometry import MAX_WHEEL_SPEED_MPS, TRACK_WIDTH_M, reported_lift_height_m
 from .odometry import Pose2D, compose, wrap_angle
 from .sensors import StatusFlag
 
@@ -673,7 +673,7 @@ def state_sample(state, t: float) -> StateSample:
     return StateSample(t=t, x=state.pose_x_mm / 1000.0, y=state.pose_y_mm / 1000.0,
                        yaw=float(state.pose_angle_rad), flags=int(state.status),
                        head_angle=float(state.head_angle_rad),
-                       lift_height=float(state.lift_height_mm) / 1000.0,
+                       lift_height=reported_lift_height_m(state.lift_height_mm),
                        path_segment=-1 if segment in (0xFF, -1) else segment,
                        left_speed=state.lwheel_speed_mmps / 1000.0,
                        right_speed=state.rwheel_speed_mmps / 1000.0)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import List, Tuple
 
 from ..protocol.status import RobotStatusFlag
-from ..robot_geometry import lift_height_to_angle
+from ..robot_geometry import lift_height_to_angle, reported_lift_height_m
 from .odometry import quaternion_from_rpy
 
 __all__ = [
@@ -126,4 +126,4 @@ def imu_from_state(state, yaw_rad: float, yaw_var: float = _YAW_VAR) -> ImuReadi
 
 def joint_positions(state) -> Tuple[float, float]:
     """(head joint rad, lift joint rad) from a RobotState."""
-    return float(state.head_angle_rad), lift_height_to_angle(float(state.lift_height_mm) / 1000.0)
+    return float(state.head_angle_rad), lift_height_to_angle(reported_lift_height_m(state.lift_height_mm))

@@ -59,6 +59,7 @@ from rclpy.task import Future
 from sensor_msgs.msg import Image
 
 from ..anim.clip import AnimationError
+from ..robot_geometry import reported_lift_height_m
 from ..anim.library import AnimationLibrary
 from ..anim.player import compile_clip
 from ..anim.av_stream import AVReport, AVStream
@@ -573,7 +574,8 @@ class MediaInterfaces:
         try:  # from where the motors are (after a calibration: where it left them)
             compiled = compile_clip(clip, start_head_angle_deg=math.degrees(state.head_angle_rad)
                                     if state is not None else None,
-                                    start_lift_height_mm=state.lift_height_mm if state is not None else None)
+                                    start_lift_height_mm=1000.0 * reported_lift_height_m(state.lift_height_mm)
+                                    if state is not None else None)
         except AnimationError as exc:
             return self._refused(handle, result, "play_animation", str(exc))
         stops = motor_stops(head=bool(clip.tracks.head), lift=bool(clip.tracks.lift))

@@ -364,7 +364,8 @@ class Body:
             pose_frame_id=self.pose_frame_id, pose_origin_id=self.pose_origin_id,
             pose_x_mm=x, pose_y_mm=y, pose_z_mm=0.0, pose_angle_rad=yaw, pose_pitch_rad=pitch,
             lwheel_speed_mmps=lw.speed, rwheel_speed_mmps=rw.speed,
-            head_angle_rad=self.head.pos, lift_height_mm=lift_angle_to_height(self.lift.pos),
+            head_angle_rad=self.head.pos,
+            lift_height_mm=self.lift.pos if cfg.lift_field_is_angle else lift_angle_to_height(self.lift.pos),
             accel_x_mmps2=ax, accel_y_mmps2=ay, accel_z_mmps2=az,
             gyro_x_radps=gx, gyro_y_radps=gy, gyro_z_radps=gz,
             battery_voltage_v=volt, cliff_data_raw=cliffs, backpack_touch_sensor_raw=touch)

@@ -83,6 +83,9 @@ class ModelConfig:
     #: the head and lift calibrate at each connection's SyncTime, as a robot's do (False:
     #: they start calibrated, for tests of something else that want no wait)
     calibrate_at_connection: bool = True
+    #: RobotState's lift field (``lift_height_mm``) carries the lift's angle in radians, as
+    #: Anki's robot firmware fills it (False: its height in mm, as the protocol notes read it)
+    lift_field_is_angle: bool = True
 
     def __post_init__(self) -> None:
         for name in ("physics_dt", "state_period", "anim_period", "object_available_period",

@@ -495,3 +495,26 @@ def test_speech_refuses_with_what_to_do():
     assert all(check_voice(v) is None for v in ("en-us", "en+f3", "mb-en1", "de", "other/en-GB"))
     assert validate_all({"speech_voice": "-v"}).startswith("speech_voice: '-v' is not a voice name")
     assert validate_all({"speech_speed": 40}) == "speech_speed = 40 is outside [80, 450] words/min"
+
+
+# ----------------------------------------------------------------------------- lift field
+
+def test_the_lift_field_is_read_right_as_an_angle_or_as_a_height():
+    """RobotState's lift field: Anki's firmware sends the arm's angle in radians (cozmoclad
+    names it liftAngle), the protocol notes read it as the height in mm. Both give the same
+    joint and height; read as mm, a real robot's angle put the lift at 0-1 mm."""
+    from cozmo_driver.driver.motion import state_sample
+    from cozmo_driver.driver.sensors import joint_positions
+    for height_mm in (32.0, 45.0, 70.0, 92.0):
+        angle = geo.lift_height_to_angle(height_mm / 1000.0)
+        as_angle = SimpleNamespace(head_angle_rad=0.1, lift_height_mm=angle)
+        as_height = SimpleNamespace(head_angle_rad=0.1, lift_height_mm=height_mm)
+        assert geo.reported_lift_height_m(angle) == pytest.approx(height_mm / 1000.0, abs=1e-9)
+        assert geo.reported_lift_height_m(height_mm) == pytest.approx(height_mm / 1000.0)
+        assert joint_positions(as_angle) == pytest.approx(joint_positions(as_height))
+        assert joint_positions(as_angle)[1] == pytest.approx(angle)
+    fields = dict(pose_x_mm=0.0, pose_y_mm=0.0, pose_angle_rad=0.0, head_angle_rad=0.0,
+                  lwheel_speed_mmps=0.0, rwheel_speed_mmps=0.0, status=0, gyro_z_radps=0.0,
+                  pose_frame_id=0, pose_origin_id=1, curr_path_segment=-1)
+    sample = state_sample(SimpleNamespace(lift_height_mm=geo.lift_height_to_angle(0.07), **fields), 0.0)
+    assert sample.lift_height == pytest.approx(0.07)

@@ -34,6 +34,13 @@ from sim_harness import Harness
 E = m.ENUMS
 PATH = E["PathEventType"]
 LightState = m.STRUCTS["LightState"]
+from cozmo_driver.robot_geometry import reported_lift_height_m  # noqa: E402
+
+
+def lift_mm(state) -> float:
+    """RobotState's lift in mm (the field carries the arm's angle, as Anki's firmware sends it)."""
+    return 1000.0 * reported_lift_height_m(state.lift_height_mm)
+
 
 
 def quiet(seed: int = 1, **impairments) -> Harness:
@@ -202,7 +209,7 @@ def test_move_head_and_lift_run_at_speed_to_the_limits_and_stop():
     h.run(0.2)
     start = h.last_state()
     assert start.head_angle_rad == pytest.approx(HEAD_MIN_RAD)
-    assert start.lift_height_mm == pytest.approx(LIFT_MIN_MM)
+    assert lift_mm(start) == pytest.approx(LIFT_MIN_MM)
     h.send(m.MoveHead(speed_rad_per_sec=0.5))
     h.send(m.MoveLift(speed_rad_per_sec=0.5))
     h.run(0.4)
@@ -210,7 +217,7 @@ def test_move_head_and_lift_run_at_speed_to_the_limits_and_stop():
     assert not moving.status & (StatusFlag.HEAD_IN_POS | StatusFlag.LIFT_IN_POS)
     assert moving.status & StatusFlag.IS_MOVING
     assert moving.head_angle_rad == pytest.approx(HEAD_MIN_RAD + 0.5 * 0.4, abs=0.02)
-    assert LIFT_MIN_MM + 5.0 < moving.lift_height_mm < LIFT_MAX_MM
+    assert LIFT_MIN_MM + 5.0 < lift_mm(moving) < LIFT_MAX_MM
     # stop both half-way with speed 0: they stay where they are
     h.send(m.MoveHead(speed_rad_per_sec=0.0))
     h.send(m.MoveLift(speed_rad_per_sec=0.0))
@@ -219,7 +226,7 @@ def test_move_head_and_lift_run_at_speed_to_the_limits_and_stop():
     h.run(0.5)
     state = h.last_state()
     assert (h.model.head_angle, h.model.lift_height) == held
-    assert (state.head_angle_rad, state.lift_height_mm) == pytest.approx(held, abs=1e-4)
+    assert (state.head_angle_rad, lift_mm(state)) == pytest.approx(held, abs=1e-4)
     assert state.status & StatusFlag.HEAD_IN_POS and state.status & StatusFlag.LIFT_IN_POS
     # full speed up: each stops at its upper limit
     h.send(m.MoveHead(speed_rad_per_sec=10.0))
@@ -227,7 +234,7 @@ def test_move_head_and_lift_run_at_speed_to_the_limits_and_stop():
     h.run(2.0)
     state = h.last_state()
     assert state.head_angle_rad == pytest.approx(HEAD_MAX_RAD, abs=1e-5)
-    assert state.lift_height_mm == pytest.approx(LIFT_MAX_MM, abs=1e-3)
+    assert lift_mm(state) == pytest.approx(LIFT_MAX_MM, abs=1e-3)
     assert state.status & StatusFlag.HEAD_IN_POS and state.status & StatusFlag.LIFT_IN_POS
     assert not state.status & StatusFlag.IS_MOVING
     # and down to the lower limits
@@ -236,7 +243,7 @@ def test_move_head_and_lift_run_at_speed_to_the_limits_and_stop():
     h.run(2.0)
     state = h.last_state()
     assert state.head_angle_rad == pytest.approx(HEAD_MIN_RAD, abs=1e-5)
-    assert state.lift_height_mm == pytest.approx(LIFT_MIN_MM, abs=1e-3)
+    assert lift_mm(state) == pytest.approx(LIFT_MIN_MM, abs=1e-3)
     assert h.model.head_angle == pytest.approx(HEAD_MIN_RAD)
     assert h.model.lift_height == pytest.approx(LIFT_MIN_MM)
 
