@@ -129,6 +129,7 @@ class MediaInterfaces:
         self.params = params
         self._log = node.get_logger()
         self._active = False
+        self._stopped: Optional[str] = None  # why the last deactivation came (shutting down, ...)
         self._estop = bool(getattr(node, "_estop", False))  # kept by on_emergency_stop()
         self._entities: List[Any] = []
         self._goals: Dict[int, _Goal] = {}
@@ -188,11 +189,13 @@ class MediaInterfaces:
     def activate(self) -> None:
         """Start pacing (the robot client's I/O thread runs)."""
         self._active = True
+        self._stopped = None
         self.av.start()
 
     def deactivate(self, reason: str = "the driver was deactivated") -> None:
         """Stop pacing; goals end aborted with ``reason``."""
         self._active = False
+        self._stopped = reason  # for goals that wait to start (a calibration, a file)
         self.av.stop(reason)
         for goal in list(self._goals.values()):
             goal.resolve(False, reason)
@@ -286,6 +289,13 @@ class MediaInterfaces:
         if not self._connected():
             return NOT_CONNECTED_REFUSAL
         return None
+
+    def _after_wait(self, motion: bool = False) -> Optional[str]:
+        """Why a goal that waited to start (for a calibration, for its file) cannot: a
+        deactivation meanwhile gives its own reason ("the driver is shutting down")."""
+        if not self._active and self._stopped:
+            return self._stopped
+        return self._refusal(motion)
 
     # ------------------------------------------------------------------ display
 
@@ -503,7 +513,7 @@ class MediaInterfaces:
             error = "preempted by a new play_audio goal (while this one's file was read)"
         if error is None and handle.is_cancel_requested:
             return self._end(handle, result, False, "cancelled")
-        error = error or self._refusal()  # the driver may have been deactivated meanwhile
+        error = error or self._after_wait()  # the driver may have been deactivated meanwhile
         if error is not None:
             return self._refused(handle, result, "play_audio", error)
         if request.volume >= 0.0:
@@ -609,7 +619,7 @@ class MediaInterfaces:
         deadline = time.monotonic() + _CALIBRATION_WAIT_S
 
         def check() -> None:
-            if not done.done() and (handle.is_cancel_requested or preempted()
+            if not done.done() and (handle.is_cancel_requested or preempted() or not self._active
                                     or time.monotonic() >= deadline
                                     or not any(self.robot.calibrating(m) for m in motors)):
                 done.set_result(None)
@@ -618,7 +628,7 @@ class MediaInterfaces:
             await done
         finally:
             self.node.destroy_timer(timer)
-        return self._refusal(motion=True)
+        return self._after_wait(motion=True)
 
     # ------------------------------------------------------------------ reports (I/O -> executor)
 
