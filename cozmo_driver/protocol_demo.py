@@ -28,6 +28,7 @@ from typing import Any, Optional
 from .client import ClientConfig, LinkState, LinkStateChanged, Robot, RobotReady
 from .errors import CozmoError
 from .protocol.session import MessageReceived
+from .protocol.status import RobotStatusFlag
 from .robot_geometry import reported_lift_height_m
 from .stop_flag import StopFlag
 
@@ -98,9 +99,24 @@ def _status_line(robot: Robot, monitor: _Monitor, previous, elapsed: float) -> t
     return line, (counts, images)
 
 
+def _turned(robot: Robot, heading: float, stop: StopFlag, timeout: float = 5.0) -> bool:
+    """Wait until the robot faces ``heading`` (within 2 degrees) with its treads still: a
+    TurnInPlace is acknowledged when the robot takes it, not when it is done."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        state = robot.robot_state
+        if state is not None and not int(state.status) & RobotStatusFlag.ARE_WHEELS_MOVING and \
+                abs(math.remainder(float(state.pose_angle_rad) - heading, 2 * math.pi)) < 0.035:
+            return True
+        if stop.wait(0.03):
+            return False
+    return False
+
+
 def _square(robot: Robot, stop: StopFlag, out) -> None:
     """A 10 cm square: straight sides by wheel speed, corners by the robot's own
-    TurnInPlace (tracked by its AcknowledgeAction), head and lift moving at the corners."""
+    TurnInPlace (acknowledged when taken; done when the state shows the heading reached and
+    the treads still), head and lift moving at the corners."""
     speed = 50.0  # mm/s
     for side in range(4):
         if stop.is_set():
@@ -111,9 +127,12 @@ def _square(robot: Robot, stop: StopFlag, out) -> None:
             return
         robot.drive_wheels(0.0, 0.0, 250.0, 250.0)
         out("  driver -> robot  TurnInPlace +90 deg")
+        heading = float(robot.robot_state.pose_angle_rad) + math.pi / 2
         action = robot.turn_in_place(math.pi / 2, speed_radps=1.5, accel_radps2=5.0)
-        if not robot.wait_for_action(action, 5.0):
-            out("  the turn was not acknowledged within 5 s")
+        if not robot.wait_for_action(action, 2.0):
+            out("  the turn was not acknowledged within 2 s")
+        elif not _turned(robot, heading, stop):
+            out("  the turn did not end within 5 s")
         head = math.radians(30.0 if side % 2 == 0 else -10.0)
         lift = 80.0 if side % 2 == 0 else 35.0
         out(f"  driver -> robot  SetHeadAngle {math.degrees(head):.0f} deg, SetLiftHeight {lift:.0f} mm")

@@ -16,23 +16,47 @@ nodes convert to metres at their boundary.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 from ..protocol import messages as msgs
-from ..protocol.errors import CozmoError
+from ..protocol.errors import CozmoError, NotConnectedError
 from ..protocol.session import MessageReceived
 from ..transport.udp import UdpTransport, resolve_address
 from .claim import RobotClaim
 from .link import ClientConfig, LinkState, LinkStateChanged, RobotInfo, RobotLink
 
-__all__ = ["Robot", "DEFAULT_ROBOT_ADDRESS", "DEFAULT_ROBOT_PORT"]
+__all__ = ["Robot", "DEFAULT_ROBOT_ADDRESS", "DEFAULT_ROBOT_PORT", "turn_message"]
 
 logger = logging.getLogger("cozmo.client")
 
 DEFAULT_ROBOT_ADDRESS = "172.31.1.1"
 DEFAULT_ROBOT_PORT = 5551
+
+
+def turn_message(heading_rad: float, speed_radps: float, accel_radps2: float,
+                 tolerance_rad: float, action_id: int, turn_rad: Optional[float] = None) -> Any:
+    """The TurnInPlace that turns the robot to ``heading_rad``, in its pose frame.
+
+    Anki's firmware takes TurnInPlace's angle as the heading to reach, never as a turn
+    (its point turn's "target robot orientation in the frame of the current mat"). Its
+    last fields are the number of half turns to make (u16: the notes' ``unknown4`` and
+    ``unknown5``) and "use the shortest direction" (the notes' ``is_absolute``); without
+    the latter, the sign of the speed gives the direction. Without ``turn_rad`` the robot
+    takes the short way; with it, it turns that way, by that much (floor(|turn| / pi) half
+    turns: several turns work)."""
+    speed = abs(float(speed_radps))
+    half_turns = 0
+    if turn_rad is not None:
+        speed = math.copysign(speed, turn_rad)
+        half_turns = min(0xFFFF, int(abs(turn_rad) // math.pi))
+    heading = math.remainder(float(heading_rad), 2.0 * math.pi)
+    return msgs.TurnInPlace(angle_rad=heading, speed_rad_per_sec=speed,
+                            accel_rad_per_sec2=accel_radps2, angle_tolerance_rad=tolerance_rad,
+                            unknown4=half_turns & 0xFF, unknown5=half_turns >> 8,
+                            is_absolute=turn_rad is None, action_id=action_id)
 
 
 class Robot:
@@ -246,12 +270,19 @@ class Robot:
 
     def turn_in_place(self, angle_rad: float, speed_radps: float = 1.5, accel_radps2: float = 5.0,
                       tolerance_rad: float = 0.02, absolute: bool = False) -> int:
-        """Turn by (or to, when ``absolute``) ``angle_rad``; returns the action id acknowledged
-        when the turn completes."""
+        """Turn by (or to, when ``absolute``, a heading in the robot's pose frame)
+        ``angle_rad``; returns the action id, which the robot acknowledges when it takes the
+        command (the turn goes on after: watch the state's heading and ARE_WHEELS_MOVING).
+        A relative turn needs the robot's state (its heading now)."""
         action_id = self.new_action_id()
-        self.send(msgs.TurnInPlace(angle_rad=angle_rad, speed_rad_per_sec=speed_radps,
-                                   accel_rad_per_sec2=accel_radps2, angle_tolerance_rad=tolerance_rad,
-                                   is_absolute=absolute, action_id=action_id))
+        if absolute:
+            self.send(turn_message(angle_rad, speed_radps, accel_radps2, tolerance_rad, action_id))
+        else:
+            state = self.robot_state
+            if state is None:
+                raise NotConnectedError("a relative turn needs the robot's heading: no RobotState yet")
+            self.send(turn_message(float(state.pose_angle_rad) + angle_rad, speed_radps,
+                                   accel_radps2, tolerance_rad, action_id, turn_rad=angle_rad))
         return action_id
 
     def set_head_angle(self, angle_rad: float, max_speed_radps: float = 10.0,
@@ -312,12 +343,14 @@ class Robot:
         """Turn the lift at ``speed_radps`` (0 stops it)."""
         self.post(msgs.MoveLift(speed_rad_per_sec=speed_radps))
 
-    def post_turn_in_place(self, angle_rad: float, speed_radps: float, accel_radps2: float,
-                           tolerance_rad: float, absolute: bool, action_id: int) -> None:
-        """Turn by (or to, when ``absolute``) ``angle_rad``; acknowledged as ``action_id``."""
-        self.post(msgs.TurnInPlace(angle_rad=angle_rad, speed_rad_per_sec=speed_radps,
-                                   accel_rad_per_sec2=accel_radps2, angle_tolerance_rad=tolerance_rad,
-                                   is_absolute=absolute, action_id=action_id))
+    def post_turn_in_place(self, heading_rad: float, speed_radps: float, accel_radps2: float,
+                           tolerance_rad: float, action_id: int,
+                           turn_rad: Optional[float] = None) -> None:
+        """Turn to ``heading_rad`` (the robot's pose frame): the short way, or by ``turn_rad``
+        (its sign the direction, beyond half a turn the half turns it makes); acknowledged
+        as ``action_id`` when the robot takes it (see :func:`turn_message`)."""
+        self.post(turn_message(heading_rad, speed_radps, accel_radps2, tolerance_rad, action_id,
+                               turn_rad))
 
     def post_execute_path(self, segments: Sequence[Any], event_id: int) -> None:
         """Replace the robot's path by ``segments`` (AppendPathSegLine/Arc/PointTurn messages,

@@ -380,8 +380,12 @@ class TurnInPlaceGoal(MotionGoal):
         ctx.take_treads()
         # the robot stops within its own tolerance; ask for a little less than ours
         robot_tolerance = max(0.8 * plan["tolerance"], mo.MIN_TURN_TOLERANCE_RAD * 0.8)
-        ctx.robot.post_turn_in_place(angle, plan["speed"], plan["accel"], robot_tolerance,
-                                     plan["absolute"], action_id)
+        if plan["absolute"]:  # the short way to the heading
+            ctx.robot.post_turn_in_place(angle, plan["speed"], plan["accel"], robot_tolerance,
+                                         action_id)
+        else:  # the robot takes headings only: where this turn ends, that way, that far
+            ctx.robot.post_turn_in_place(sample.yaw + angle, plan["speed"], plan["accel"],
+                                         robot_tolerance, action_id, turn_rad=angle)
         run.tracker = mo.TurnTracker(deadline=ctx.deadline(expected), action_id=action_id,
                                      start_yaw=sample.yaw, angle=angle, absolute=plan["absolute"],
                                      tolerance=plan["tolerance"])

@@ -87,7 +87,8 @@ class BaseController:
 
 
 class _TurnInPlace(BaseController):
-    """TurnInPlace (and TurnToRecordedHeading): acknowledged when it completes."""
+    """TurnInPlace (and TurnToRecordedHeading); with an action id, acknowledged when it
+    completes (TurnInPlace itself is acknowledged when taken)."""
 
     def __init__(self, body: "Body", turn: Turn) -> None:
         self.body = body
@@ -515,16 +516,26 @@ class Body:
         rw.command(speed, accel)
 
     def _on_TurnInPlace(self, m: Any, now: float) -> None:
+        """As Anki's firmware: the angle is the heading to reach (pose frame); the notes'
+        ``is_absolute`` is "take the shortest direction", else the speed's sign is the
+        direction and ``unknown4 | unknown5 << 8`` the half turns to make. Acknowledged
+        when taken."""
         self.end_base_mode(now, "interrupted by TurnInPlace")
-        if m.is_absolute:
-            target_world = finite(m.angle_rad, limit=1e3) + self.anchor[2]
-            delta = wrap_angle(target_world - self.yaw_u)
-        else:
-            delta = finite(m.angle_rad, limit=1e3)
-        speed = abs(finite(m.speed_rad_per_sec)) or math.pi
+        delta = wrap_angle(finite(m.angle_rad, limit=1e3) + self.anchor[2] - self.yaw_u)
+        signed_speed = finite(m.speed_rad_per_sec)
+        if not m.is_absolute:
+            way = -1.0 if signed_speed < 0 else 1.0
+            if delta * way < 0:  # the target on the side the turn goes
+                delta += way * 2.0 * math.pi
+            half_turns = int(m.unknown4) | (int(m.unknown5) << 8)
+            while abs(delta) < math.pi * (half_turns - 0.5):  # at most 32768 rounds
+                delta += way * 2.0 * math.pi
+            while abs(delta) > math.pi * (half_turns + 1.5):
+                delta -= way * 2.0 * math.pi
+        speed = abs(signed_speed) or math.pi
         accel = abs(finite(m.accel_rad_per_sec2)) or 10.0
-        self.start_turn(self.yaw_u + delta, speed, accel, abs(finite(m.angle_tolerance_rad)),
-                        int(m.action_id))
+        self.fw.emit(msgs.AcknowledgeAction(action_id=int(m.action_id)))
+        self.start_turn(self.yaw_u + delta, speed, accel, abs(finite(m.angle_tolerance_rad)), None)
 
     def _on_MoveHead(self, m: Any, now: float) -> None:
         self.head.move_velocity(finite(m.speed_rad_per_sec))

@@ -38,7 +38,7 @@ What it models
   wheel ramping to its target at its own acceleration (a non-positive
   acceleration means the motor's own, ``DEFAULT_WHEEL_ACCEL_MMPS2``). The pose is
   integrated in substeps of at most ``physics_dt`` (10 ms), however far
-  :meth:`advance` jumps. TurnInPlace (absolute or relative, with tolerance) and
+  :meth:`advance` jumps. TurnInPlace (to a heading, the short way or by a given turn) and
   path following (lines, arcs, point turns) are controllers that set the wheel
   speeds, so wheel speeds, gyro and pose always agree.
 * **Head and lift**: position-controlled axes with limits (head -25..44.5 deg,
@@ -119,9 +119,11 @@ Conventions chosen where the protocol notes are silent (documented guesses):
   playing, ``enabled_anim_tracks`` is 0xFF.
 * Cube accelerations (ObjectMoved, ObjectAccel) are in mm/s^2 like RobotState's,
   and ``ObjectPowerLevel.battery_level`` is a percentage.
-* TurnInPlace is acknowledged (AcknowledgeAction) when it completes; an
-  interrupted turn is not acknowledged. SetHeadAngle and SetLiftHeight are
-  acknowledged when accepted.
+* TurnInPlace, SetHeadAngle and SetLiftHeight are acknowledged (AcknowledgeAction)
+  when taken, as Anki's engine expects ("when the command is received by the robot").
+  TurnInPlace's angle is the heading to reach, as in Anki's firmware: ``is_absolute``
+  is its "use the shortest direction", else the speed's sign gives the direction and
+  ``unknown4``/``unknown5`` (a u16) the number of half turns.
 * Status flags never set: IS_CARRYING_BLOCK, IS_PICKING_OR_PLACING (no carrying
   model), IS_BODY_ACC_MODE, IS_ANIMATING_IDLE and IS_CHARGER_OOS.
 * SyncTime before Enable sets the clock but starts no stream (the notes: SyncTime

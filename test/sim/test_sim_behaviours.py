@@ -14,6 +14,7 @@ import math
 
 import pytest
 
+from cozmo_driver.client.robot import turn_message
 from cozmo_driver.protocol import messages as m
 from cozmo_driver.sim import CHARGER_FACTORY_ID, CUBE_FACTORY_IDS, ModelConfig, RobotConfig, StatusFlag
 from cozmo_driver.sim.model import (
@@ -177,26 +178,27 @@ def test_clear_path_interrupts_a_running_path_and_empties_a_pending_one():
 
 # --------------------------------------------------------------------------------- turns, head, lift
 
-@pytest.mark.parametrize("absolute", [False, True])
-def test_turn_in_place_is_acknowledged_when_it_completes(absolute):
+@pytest.mark.parametrize("shortest", [False, True])
+def test_turn_in_place_turns_to_its_heading_and_is_acknowledged_when_taken(shortest):
+    """As Anki's firmware: the angle is the heading to reach (here 90 degrees, from 0.3 rad);
+    the turn is acknowledged when the robot takes it, and goes on."""
     h = quiet()
     h.send(m.TurnInPlace(angle_rad=0.3, speed_rad_per_sec=3.0, accel_rad_per_sec2=10.0,
                          angle_tolerance_rad=math.radians(1), is_absolute=True, action_id=1))
     assert h.run_until(lambda: h.received("AcknowledgeAction"), 3.0)
+    h.run(1.0)
     h.clear()
-    start = h.model.true_pose()[2]                          # 0.3 rad, within the tolerance
-    # relative: 90 degrees more; absolute: to 90 degrees
     h.send(m.TurnInPlace(angle_rad=math.pi / 2, speed_rad_per_sec=2.0, accel_rad_per_sec2=10.0,
-                         angle_tolerance_rad=math.radians(1), is_absolute=absolute, action_id=42))
+                         angle_tolerance_rad=math.radians(1), is_absolute=shortest, action_id=42))
+    assert h.run_until(lambda: h.received("AcknowledgeAction"), 0.5)
+    assert [a.action_id for a in h.received("AcknowledgeAction")] == [42]
     h.run(0.3)
-    assert not h.received("AcknowledgeAction"), "acknowledged before the turn completed"
     turning = h.last_state()
     assert turning.status & StatusFlag.ARE_WHEELS_MOVING and turning.gyro_z_radps > 0.5
     assert turning.lwheel_speed_mmps == pytest.approx(-turning.rwheel_speed_mmps)
-    assert h.run_until(lambda: h.received("AcknowledgeAction"), 5.0)
-    assert [a.action_id for a in h.received("AcknowledgeAction")] == [42]
+    assert h.run_until(lambda: not h.last_state().status & StatusFlag.ARE_WHEELS_MOVING, 5.0)
     h.run(0.1)
-    target = math.pi / 2 + (0.0 if absolute else start)
+    target = math.pi / 2
     state = h.last_state()
     assert abs(wrap_angle(state.pose_angle_rad - target)) <= math.radians(1.01)
     assert abs(wrap_angle(h.model.true_pose()[2] - target)) <= math.radians(1.01)
@@ -320,7 +322,7 @@ def test_record_heading_anim_body_and_turn_to_recorded_heading():
     h.send(m.EnableAnimationState())
     h.send(m.TurnInPlace(angle_rad=0.4, speed_rad_per_sec=3.0, accel_rad_per_sec2=10.0,
                          angle_tolerance_rad=math.radians(0.5), is_absolute=True, action_id=1))
-    assert h.run_until(lambda: h.received("AcknowledgeAction"), 3.0)
+    assert h.run_until(lambda: h.received("AcknowledgeAction") and not h.model.is_moving, 3.0)
     recorded = h.model.true_pose()[2]
     h.send(m.RecordHeading())
     h.send(m.OutputSilence())
@@ -511,9 +513,11 @@ def test_path_under_20_percent_loss_both_ways():
 def test_turn_in_place_acks_under_20_percent_loss_both_ways():
     h = lossy(seed=22)
     for k in range(1, 7):
-        h.send(m.TurnInPlace(angle_rad=math.pi / 3, speed_rad_per_sec=3.0, accel_rad_per_sec2=20.0,
-                             angle_tolerance_rad=math.radians(1), is_absolute=False, action_id=k))
+        # 60 degrees more each time, counter-clockwise: the heading to reach
+        h.send(turn_message(k * math.pi / 3, 3.0, 20.0, math.radians(1), k, turn_rad=math.pi / 3))
         assert h.run_until(lambda k=k: len(h.received("AcknowledgeAction")) >= k, 10.0), f"turn {k}"
+        assert h.run_until(lambda: abs(wrap_angle(h.model.yaw_u - k * math.pi / 3)) < math.radians(1.01)
+                           and not h.model.is_moving, 10.0), f"turn {k} did not end"
     assert [a.action_id for a in h.received("AcknowledgeAction")] == list(range(1, 7))
     # six turns of 60 degrees: once round, each within its tolerance
     assert h.model.yaw_u == pytest.approx(2 * math.pi, abs=6 * math.radians(1.01))

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from cozmo_driver.client.robot import turn_message
 from cozmo_driver.protocol import messages as m
 from cozmo_driver.protocol.audio import decode_ulaw, encode_ulaw
 from cozmo_driver.protocol.display import encode_display
@@ -280,23 +281,32 @@ def test_arc_drive_integrates_exactly():
     assert y == pytest.approx(r * (1 - math.cos(w)), abs=1.0)
 
 
-@pytest.mark.parametrize("absolute,angle,start", [(False, math.pi / 2, 0.0), (True, -math.pi / 2, 0.3),
-                                                  (False, 2 * math.pi + 0.5, 0.0)])
-def test_turn_in_place_completes_with_ack(absolute, angle, start):
+@pytest.mark.parametrize("turn,start", [
+    (None, 0.3),                     # the short way to -pi/2
+    (math.pi / 2, 0.0),              # a quarter turn anticlockwise
+    (2 * math.pi + 0.5, 0.0),        # one turn and a bit more (two half turns and 0.5 rad)
+    (-3 * math.pi / 2, 0.0),         # three quarters clockwise, the long way to pi/2
+    (3 * math.pi / 2, 0.0),          # three quarters anticlockwise, the long way to -pi/2
+])
+def test_turn_in_place_turns_to_a_heading_the_way_and_as_far_as_told(turn, start):
+    """As Anki's firmware: the angle is the heading to reach (pose frame), the speed's sign
+    the direction, unknown4/unknown5 the half turns, is_absolute the short way; the robot
+    acknowledges when it takes the command (turn_message builds it as the driver does)."""
     clock = make()
     clock.model.teleport(0.0, 0.0, 0.0, start)
     clock.send(m.SetOrigin(pose_frame_id=1, pose_origin_id=1))   # engine heading 0 == world `start`
-    clock.send(m.TurnInPlace(angle_rad=angle, speed_rad_per_sec=3.0, accel_rad_per_sec2=10.0,
-                             angle_tolerance_rad=math.radians(1), is_absolute=absolute, action_id=42))
-    clock.run(0.3)
-    assert not clock.take("AcknowledgeAction"), "acknowledged before completion"
+    heading = -math.pi / 2 if turn is None else turn
+    clock.send(turn_message(heading, 3.0, 10.0, math.radians(1), 42, turn_rad=turn))
+    clock.run(0.05)
+    assert [a.action_id for a in clock.take("AcknowledgeAction")] == [42]   # taken
+    clock.run(0.25)
     assert last_state(clock).status & StatusFlag.ARE_WHEELS_MOVING
     clock.run(5.0)
-    assert [a.action_id for a in clock.take("AcknowledgeAction")] == [42]
     _, _, reported = clock.model.reported_pose()
-    assert wrap_angle(reported - angle) == pytest.approx(0.0, abs=math.radians(1.01))
-    if not absolute and angle > 2 * math.pi:
-        assert clock.model.yaw_u - start == pytest.approx(angle, abs=math.radians(1.01))
+    assert wrap_angle(reported - heading) == pytest.approx(0.0, abs=math.radians(1.01))
+    turned = clock.model.yaw_u - start
+    expected = wrap_angle(heading - 0.0) if turn is None else turn
+    assert turned == pytest.approx(expected, abs=math.radians(1.01))
     assert not clock.model.is_moving
     x, y, _ = clock.model.true_pose()
     assert math.hypot(x, y) < 1e-6     # turned on the spot
@@ -540,8 +550,7 @@ def test_path_after_a_turn_leaves_its_first_segment(angle, before):
     clock.send(m.TurnInPlace(angle_rad=angle, speed_rad_per_sec=2.0, accel_rad_per_sec2=10.0,
                              angle_tolerance_rad=0.016, action_id=1))
     clock.run(0.3 if before == "still turning" else 2.0)
-    turned = [a.action_id for a in clock.take("AcknowledgeAction")]
-    assert turned == ([] if before == "still turning" else [1])
+    assert [a.action_id for a in clock.take("AcknowledgeAction")] == [1]   # taken at once
     if before == "driving":
         clock.send(m.DriveWheels(lwheel_speed_mmps=60, rwheel_speed_mmps=80))
         clock.run(0.2)
