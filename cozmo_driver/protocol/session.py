@@ -13,8 +13,8 @@ Reliable delivery, in both directions:
 
 * Reliable packets are numbered 0..65533 and wrap; out-of-band packets (events,
   pings, keyframes) take no number and are neither retransmitted nor ordered.
-* Selective repeat with 62-packet windows: the receiver buffers anything within
-  the window and delivers in order, exactly once.
+* 62-packet windows: the receiver buffers anything within the window (unless
+  ``buffer_out_of_order`` is off) and delivers in order, exactly once.
 * The ``ack`` of every outgoing frame is the last packet received *in order*
   (the reference acknowledges the last frame seen, which stalls after a gap).
   A lone acknowledgement goes out ``ack_delay`` after a reliable packet arrives
@@ -25,9 +25,12 @@ Reliable delivery, in both directions:
   ``rto_min``) are sent again, and the RTO doubles up to ``rto_max`` until an
   acknowledgement makes progress: no resend storms. Before that, a frame from the
   peer that acknowledges everything up to our oldest packet in flight but not it
-  (a duplicate acknowledgement: the peer got later ones) sends that packet again at
-  once, if it went more than 1.5 round trips and 10 ms ago (fast retransmission):
-  the robot delivers in order, so every command behind a lost packet waits for it.
+  (a duplicate acknowledgement) sends that packet again at once, if it went more
+  than 1.5 round trips and 10 ms ago (fast retransmission). Either way the packets
+  after it go again too (go back N): Anki's robot firmware takes only the next
+  packet in order and drops the ones after a gap, so every command behind a lost
+  packet is lost with it (``buffer_out_of_order=False`` makes a receiver do so; by
+  default this class keeps them).
 * Frames are filled up to the 1037-byte payload limit; reliable packets in one
   frame are always consecutive. A packet that cannot fit a frame on its own is
   refused by :meth:`send` with :class:`PacketTooLargeError`.
@@ -179,6 +182,9 @@ class SessionConfig:
     #: robot delivers in order); at 60 a second that leaves the stream a third of a
     #: second of acknowledgements missing before it waits
     background_window: int = 20
+    #: keep packets that arrive after a gap until the gap is filled (False: drop them, as
+    #: Anki's robot firmware does: it takes only the next packet in order)
+    buffer_out_of_order: bool = True
 
     def __post_init__(self) -> None:
         if not 1 <= self.window <= 1000:
@@ -209,9 +215,11 @@ class SessionStats:
     oob_packets_received: int = 0
     retransmissions: int = 0
     retransmission_timeouts: int = 0
-    #: the oldest unacknowledged packet sent again on a duplicate acknowledgement, before
-    #: its retransmission timeout
+    #: the packets in flight sent again, from the oldest on, on a duplicate acknowledgement
+    #: before their retransmission timeout
     fast_retransmissions: int = 0
+    #: reliable packets dropped because one before them was missing (buffer_out_of_order off)
+    out_of_order_dropped: int = 0
     standalone_acks: int = 0
     malformed_datagrams: int = 0
     malformed_packets: int = 0
@@ -406,6 +414,20 @@ class _AckGuard:
                        "took forged or stray packets for ours): numbering continues after it "
                        "(%d numbers skipped), %d packet(s) sent again", session.name, ack, skipped,
                        len(again))
+
+
+def _rtt_sample(session: "Session", rtt: float) -> None:
+    """A round trip measured: the smoothed RTT, its variation and the RTO (RFC 6298's way)."""
+    stats = session.stats
+    stats.rtt_s = rtt
+    if stats.srtt_s is None:
+        stats.srtt_s = rtt
+        session._rttvar = rtt / 2
+    else:
+        session._rttvar = 0.75 * session._rttvar + 0.25 * abs(stats.srtt_s - rtt)
+        stats.srtt_s = 0.875 * stats.srtt_s + 0.125 * rtt
+    cfg = session.config
+    session._rto = min(cfg.rto_max, max(cfg.rto_min, stats.srtt_s + 4 * session._rttvar))
 
 
 class Session:
@@ -648,7 +670,9 @@ class Session:
                 self.stats.out_of_window_packets += 1
             return
         if distance:
-            if seq in self._rx_buffer:
+            if not self.config.buffer_out_of_order:
+                self.stats.out_of_order_dropped += 1
+            elif seq in self._rx_buffer:
                 self.stats.duplicate_packets += 1
             else:
                 self._rx_buffer[seq] = packet
@@ -713,20 +737,8 @@ class Session:
             return
         rtt = max(0.0, now - sent)
         self.stats.pings_answered += 1
-        self._rtt_sample(rtt)
+        _rtt_sample(self, rtt)
         self._events.append(PingAnswered(counter, rtt))
-
-    def _rtt_sample(self, rtt: float) -> None:
-        stats = self.stats
-        stats.rtt_s = rtt
-        if stats.srtt_s is None:
-            stats.srtt_s = rtt
-            self._rttvar = rtt / 2
-        else:
-            self._rttvar = 0.75 * self._rttvar + 0.25 * abs(stats.srtt_s - rtt)
-            stats.srtt_s = 0.875 * stats.srtt_s + 0.125 * rtt
-        cfg = self.config
-        self._rto = min(cfg.rto_max, max(cfg.rto_min, stats.srtt_s + 4 * self._rttvar))
 
     def _on_ack(self, ack: int, now: float) -> None:
         unacked = self._unacked
@@ -750,7 +762,7 @@ class Session:
             if seq == ack:
                 break
         if sample is not None:
-            self._rtt_sample(sample)
+            _rtt_sample(self, sample)
         self._peer_acked = True
         self._rto_backoff = 1
         if self._retx:
@@ -766,7 +778,10 @@ class Session:
             base = next(iter(unacked))
             if ((ack + 1) % SEQ_MODULUS == base and base not in self._retx
                     and now - unacked[base].sent_at >= FAST_RETX_RTT * srtt + FAST_RETX_MARGIN_S):
-                self._retx.append(base)
+                # go back N: Anki's firmware drops every packet after a missing one, so
+                # all of ours in flight behind it are lost too
+                known = set(self._retx)
+                self._retx.extend(s for s in unacked if s not in known)
                 self.stats.fast_retransmissions += 1
         self._ack_guard.old_ack(self, ack, now)
 
@@ -897,6 +912,8 @@ class Session:
                 return
             rto = self._rto * self._rto_backoff
             due = [seq for seq, e in self._unacked.items() if now >= e.sent_at + rto]
+            if due and due[0] == next(iter(self._unacked)):
+                due = list(self._unacked)  # go back N, as on a duplicate acknowledgement
             if due:
                 self.stats.retransmission_timeouts += 1
                 known = set(self._retx)

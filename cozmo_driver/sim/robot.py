@@ -168,7 +168,9 @@ class SimulatedRobot:
         self._now = now
 
     def _new_session(self) -> Session:
-        return Session(Role.ROBOT, SessionConfig(peer_timeout=self.config.peer_timeout),
+        # as Anki's firmware: only the next packet in order is taken, later ones dropped
+        return Session(Role.ROBOT, SessionConfig(peer_timeout=self.config.peer_timeout,
+                                                 buffer_out_of_order=False),
                        name=self.name)
 
     # ------------------------------------------------------------------ the five methods

@@ -559,12 +559,58 @@ def test_a_duplicate_ack_sends_the_oldest_packet_again_before_its_timeout():
     assert engine.datagrams_to_send(2.02) == []
     engine.receive_datagram(robot_ack(0), 2.045)              # past 1.5 x 20 + 10 ms
     (again,) = frames(engine.datagrams_to_send(2.045))
-    assert again.first_seq == again.seq == 1 and [p.body for p in again.packets] == [sent.packets[0].body]
+    # go back N: 1 and the two behind it (a robot drops what comes after a gap)
+    assert (again.first_seq, again.seq) == (1, 3)
+    assert [p.body for p in again.packets] == [p.body for p in sent.packets]
     assert engine.stats.fast_retransmissions == 1 and engine.stats.retransmission_timeouts == 0
-    engine.receive_datagram(robot_ack(0), 2.05)               # it just went again: not once more
+    engine.receive_datagram(robot_ack(0), 2.05)               # they just went again: not once more
     assert engine.datagrams_to_send(2.05) == [] and engine.stats.fast_retransmissions == 1
     engine.receive_datagram(robot_ack(3), 2.07)
-    assert engine.send_queue_length == 0 and engine.stats.retransmissions == 1
+    assert engine.send_queue_length == 0 and engine.stats.retransmissions == 3
+
+
+def test_after_a_lost_datagram_the_commands_behind_it_are_late_by_a_round_trip_not_a_timeout():
+    """Anki's robot firmware takes only the next packet in order and drops the ones after a
+    gap. One lost datagram in a stream of commands (60 a second, 5 ms each way): every
+    command behind it is lost too, and went again one at a time at its own timeout, each
+    about 100 ms late; now they go again with the lost one (go back N)."""
+    robot = Session(Role.ROBOT, SessionConfig(buffer_out_of_order=False, peer_timeout=100.0))
+    engine = Session(Role.ENGINE, QUIET)
+    engine.connect(0.0)
+    delay, lost = 0.005, []
+    wire = []  # (arrival, to_robot, datagram)
+    sent_at, got_at = {}, {}
+    t, step, sent = 0.0, 0.001, 0
+    while t < 2.0:
+        if engine.is_connected and sent < 40 and t >= 0.2 + sent / 60.0:
+            engine.send(to_robot(sent))
+            sent_at[sent] = t
+            sent += 1
+        for session, to_robot_side in ((engine, True), (robot, False)):
+            for d in session.datagrams_to_send(t):
+                frame = frames([d])[0]
+                if to_robot_side and not lost and frame.first_seq != OOB_SEQ and \
+                        frame.first_seq <= 6 <= frame.seq and sent > 6:
+                    lost.append(t)  # the first datagram carrying command 6: gone
+                    continue
+                wire.append((t + delay, to_robot_side, d))
+        for item in [w for w in wire if w[0] <= t]:
+            wire.remove(item)
+            (robot if item[1] else engine).receive_datagram(item[2], t)
+        for session in (engine, robot):
+            timer = session.get_timer()
+            if timer is not None and timer <= t:
+                session.handle_timer(t)
+        while (event := robot.next_event()) is not None:
+            if isinstance(event, MessageReceived) and event.message.NAME == "SyncTime":
+                got_at.setdefault(event.message.timestamp_ms, t)
+        drain(engine)
+        t = round(t + step, 6)
+    assert lost and sorted(got_at) == list(range(40))           # all delivered, once, in order
+    assert robot.stats.out_of_order_dropped > 0                   # the firmware's way was taken
+    late = max(got_at[i] - sent_at[i] for i in range(6, 40))
+    assert late < 0.06, late                                      # was over 0.1 s
+
 
 
 def test_a_disconnect_waits_for_a_silent_robot_only_briefly():
