@@ -707,6 +707,9 @@ class Session:
         if ptype == PacketType.DISCONNECT:
             if self.role is Role.ROBOT:
                 self._peer_disconnected("the engine sent Disconnect")
+            elif self.state is State.CONNECTED:  # Anki's firmware, its send queue full: lost now
+                self.stats.connections_lost += 1
+                self._finish(State.LOST, ConnectionLost("the robot closed the link (Disconnect)", 0.0))
             return
         try:
             message = decode_message(ptype, packet.ident, packet.body)

@@ -1147,3 +1147,18 @@ def test_robot_that_forgets_the_link_is_detected():
     pair.engine.send(to_robot(1000))
     pair.settle()
     assert pair.robot_got()[-1] == 1000
+
+
+def test_a_disconnect_from_the_robot_ends_the_link_at_once():
+    """Anki's firmware sends Disconnect when it cannot queue a message (its queue of
+    unacknowledged messages full): the link is lost then, not after peer_timeout of
+    silence (the engine ignored it and noticed 3 s later)."""
+    engine = connected_engine(QUIET)
+    disconnect = struct.pack("<BH", 0x03, 0)
+    engine.receive_datagram(encode_frame(FrameType.ROBOT, 1, 1, OOB_SEQ, disconnect), 0.5)
+    assert engine.state is State.LOST
+    (lost,) = [e for e in drain(engine) if isinstance(e, ConnectionLost)]
+    assert lost.reason == "the robot closed the link (Disconnect)"
+    assert engine.stats.connections_lost == 1
+    engine.connect(0.6)                                   # and a new connection starts clean
+    assert engine.datagrams_to_send(0.6) == [RESET_BYTES]
