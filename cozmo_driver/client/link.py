@@ -79,6 +79,7 @@ SYNC_MARGIN_MS = 1000.0
 CLOCK_DRIFT = 0.001
 #: messages that make the animation stream still waiting to be sent moot (see RobotLink.send)
 _DROPS_STREAM = frozenset(("StopAllMotors", "AbortAnimation"))
+_CLEAR_PATH = msgs.ClearPath(unknown=0)
 _HALF_RANGE = 1 << 31
 _RANGE = 1 << 32
 
@@ -212,7 +213,10 @@ class RobotLink:
         The animation stream waits behind every other message (the session's background
         queue), so that a backlog of faces and sound on a lossy link never delays a
         command; StopAllMotors and AbortAnimation first drop what of the stream waits
-        unsent (its body, head and lift keyframes would move the robot again after them)."""
+        unsent (its body, head and lift keyframes would move the robot again after them).
+        StopAllMotors also ends a path being followed (ClearPath first): in Anki's firmware
+        it stops the treads but leaves the path, and DriveWheels is ignored while a path is
+        followed, so a teleop after the stop would not move the robot."""
         name = message.NAME
         if name in msgs.ANIMATION_STREAM:
             if not self._playback_enabled:
@@ -223,6 +227,8 @@ class RobotLink:
             return
         if name in _DROPS_STREAM:
             self.session.drop_background()
+        if name == "StopAllMotors":
+            self.session.send(_CLEAR_PATH)
         if self.calibration.hold(message):
             return
         self.session.send(message)

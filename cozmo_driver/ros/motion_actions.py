@@ -77,7 +77,7 @@ from ..driver.transforms import TransformBuffer, TransformError
 from . import qos
 from .driver_support import ESTOP_REFUSAL, NOT_CONNECTED_REFUSAL, inactive_refusal
 from .handover import HandOver
-from .motion_goals import GOAL_TYPES, GoalContext, MotionGoal, Run
+from .motion_goals import GOAL_TYPES, GoalContext, MotionGoal, PathGoal, Run
 
 __all__ = ["MotionActions", "ACTION_NAMES", "TF_WAIT_S"]
 
@@ -151,9 +151,13 @@ class MotionActions:
         return resource in self._runs
 
     def preempt(self, resource: str, reason: str) -> None:
-        """End the goal running on ``resource`` as ABORTED (a topic command took the motor over)."""
+        """End the goal running on ``resource`` as ABORTED (a topic command took the motor
+        over); a path ends on the robot first (ClearPath): the robot ignores DriveWheels
+        while it follows a path, so the command that took over would do nothing."""
         run = self._runs.get(resource)
         if run is not None:
+            if isinstance(self._goals.get(run.name), PathGoal):
+                self._stop_motor(run)
             self._finish(run, ABORTED, reason)
 
     def abort_all(self, reason: str) -> None:

@@ -38,7 +38,7 @@ from ..driver.sensors import StatusFlag
 from ..driver.transforms import Transform, TransformBuffer, TransformError, compose as tf_compose
 from ..driver.transforms import pose_to_2d
 
-__all__ = ["GoalContext", "MotionGoal", "GOAL_TYPES", "Run"]
+__all__ = ["GoalContext", "MotionGoal", "PathGoal", "GOAL_TYPES", "Run"]
 
 _MAX_ACCEL_MPS2 = 2.0
 _MAX_TURN_ACCEL_RADPS2 = 50.0

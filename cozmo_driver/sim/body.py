@@ -145,6 +145,7 @@ class Body:
         self.lift = Axis(LIFT_MIN_RAD, LIFT_MIN_RAD, LIFT_MAX_RAD, LIFT_MAX_SPEED_RADPS)
         self._calibrations = 0  # bumped when a calibration under way is abandoned
         self.controller: Optional[BaseController] = None
+        self.ignored_drives = 0  # DriveWheels while a path was followed (the firmware ignores them)
         self._prev_v = 0.0
         self._accel_fwd = 0.0
         self._w = 0.0
@@ -501,6 +502,12 @@ class Body:
         self.calibrate(now, bool(m.head), bool(m.lift))
 
     def _on_DriveWheels(self, m: Any, now: float) -> None:
+        from .path import PathFollower
+        if isinstance(self.controller, PathFollower):
+            # as Anki's firmware: DriveWheels is ignored while a path is followed (only
+            # ClearPath, or StopAllMotors here, ends it)
+            self.ignored_drives += 1
+            return
         self.end_base_mode(now, "interrupted by DriveWheels")
         lw, rw = self.wheels
         lw.command(finite(m.lwheel_speed_mmps), finite(m.lwheel_accel_mmps2))

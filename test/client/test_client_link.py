@@ -196,7 +196,9 @@ def test_stop_halts_the_motors_and_disconnects():
     assert link.run_while(lambda: client.state is not LinkState.READY, 2.0)
     client.stop(link.now)
     assert link.run_while(lambda: not client.stopped, 2.0)
-    assert robot.received[-1] == "StopAllMotors"
+    # the path goes first: Anki's firmware leaves a path after StopAllMotors, and ignores
+    # DriveWheels while it has one
+    assert robot.received[-2:] == ["ClearPath", "StopAllMotors"]
     assert client.state is LinkState.DISCONNECTED
     assert robot.session.state.value == "idle"  # the robot saw the Disconnect
     link.run_until(link.now + 3.0)

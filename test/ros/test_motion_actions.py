@@ -318,7 +318,7 @@ def test_wheel_goal_canceled_midway_stops_the_treads(rig, name):
     rig.spin_for(0.25)  # the stop reaches the robot, whose treads decelerate
     assert rig.still(0.4), " ".join(m.NAME for _, m in rig.sim.commands()[-8:])
     if name in ("drive_straight", "follow_path", "go_to_pose"):
-        assert rig.sim.command_counts()["ClearPath"] >= 2  # one before the path, one to cancel it
+        assert rig.sim.command_counts()["ClearPath"] >= 3  # the connection's, the path's, the cancel's
 
 
 @pytest.mark.parametrize("name", sorted(WHEEL_GOALS))
@@ -362,6 +362,26 @@ def test_cmd_vel_preempts_a_wheel_goal_but_not_the_head_goal(rig):
     # the head is another motor: neither the treads' goal nor cmd_vel touched its goal
     status, result = rig.wait(head)
     assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+
+
+@pytest.mark.parametrize("name", ["follow_path", "drive_straight", "go_to_pose"])
+def test_cmd_vel_takes_the_treads_from_a_path_the_robot_follows(rig, name):
+    """The robot ignores DriveWheels while it follows a path (Anki's firmware, and the
+    simulator since): the goal that cmd_vel preempts ends its path on the robot first
+    (ClearPath), or the teleop that took over did nothing and the path went on."""
+    handle = rig.send(name, WHEEL_GOALS[name])
+    assert handle is not None
+    rig.spin_for(0.6)
+    pub = rig.probe.create_publisher(Twist, "cmd_vel", 1)
+    assert rig.spin_until(lambda: pub.get_subscription_count() > 0, DISCOVERY_TIMEOUT)
+    turn = Twist()
+    turn.angular.z = 1.5
+    rig.spin_for(0.6, every=lambda: pub.publish(turn))
+    status, result = rig.wait(handle)
+    assert status == GoalStatus.STATUS_ABORTED and result.message == "preempted by a cmd_vel command"
+    left, right = rig.sim.wheel_speeds()
+    assert left < -10.0 < 10.0 < right, (left, right)         # turning on the spot, as told
+    assert rig.sim.command_counts().get("ClearPath", 0) >= 3  # the connection's, the path's, its end
 
 
 def test_a_goal_right_after_teleop_is_not_stopped_by_the_cmd_vel_watchdog(rig):
@@ -621,7 +641,7 @@ def test_bad_goals_are_rejected_with_a_message(rig):
     zero.pose.pose.orientation.w = 0.0
     rig.rejected("go_to_pose", zero, "pose.orientation is all zeros")
     assert rig.still(0.1)  # nothing reached the robot
-    for name in ("ClearPath", "ExecutePath", "TurnInPlace"):
+    for name in ("ExecutePath", "AppendPathSegLine", "TurnInPlace"):
         assert rig.sim.command_counts().get(name, 0) == 0, name
 
 
@@ -643,7 +663,7 @@ def test_goals_that_would_take_longer_than_ten_minutes_are_rejected(rig):
     rig.rejected("follow_path", FollowPath.Goal(segments=[
         PathSegment(type=PathSegment.LINE, end_x=1000.0, speed=0.1)]), too_long)
     assert rig.still(0.1)  # nothing reached the robot
-    for name in ("ClearPath", "ExecutePath", "TurnInPlace", "SetHeadAngle", "SetLiftHeight"):
+    for name in ("ExecutePath", "AppendPathSegLine", "TurnInPlace", "SetHeadAngle", "SetLiftHeight"):
         assert rig.sim.command_counts().get(name, 0) == 0, name
     # slow but within the limit is taken: 2 cm at 1 mm/s
     status, result = rig.run("drive_straight", DriveStraight.Goal(distance=0.02, speed=0.001),
