@@ -40,10 +40,12 @@ class LoopRobot:
     ``wake(when)`` is how late (s) a timer due at ``when`` fires; :meth:`arrive` makes a call
     from another thread (the executor's) land on the I/O thread at a given time."""
 
-    def __init__(self, seed: int, wake: Callable[[float], float], loss: float = 0.0) -> None:
+    def __init__(self, seed: int, wake: Callable[[float], float], loss: float = 0.0,
+                 delay: float = 0.0) -> None:
         self.link = RobotLink(name="faces")
         self.sim = SimulatedRobot(config=RobotConfig(seed=seed))
-        self.net = MemoryLink(self.link, self.sim, Impairment(loss=loss), Impairment(loss=loss), seed=seed)
+        self.net = MemoryLink(self.link, self.sim, Impairment(loss=loss, delay=delay),
+                              Impairment(loss=loss, delay=delay), seed=seed)
         self.net.on_event_a = self._dispatch
         self.wake = wake
         self._listeners: List[Callable] = []
@@ -133,9 +135,10 @@ def play(robot: LoopRobot, av: AVStream, times: List[float]) -> List[bytes]:
     return [data for _, data in robot.displayed()[start:]]
 
 
-def make(seed: int, wake: Callable[[float], float], loss: float = 0.0) -> Tuple[LoopRobot, AVStream, float]:
+def make(seed: int, wake: Callable[[float], float], loss: float = 0.0,
+         delay: float = 0.0) -> Tuple[LoopRobot, AVStream, float]:
     """The robot, its started stream, and a tick of the pacer's grid a little ahead."""
-    robot = LoopRobot(seed, wake, loss)
+    robot = LoopRobot(seed, wake, loss, delay)
     av = AVStream(robot, lambda report: None)
     av.start()
     origin = av.pacer.tick_time(0)
@@ -188,12 +191,13 @@ def test_bursts_and_a_short_stall_lose_nothing_and_keep_one_face_per_tick():
 
 
 def test_on_a_link_that_cannot_carry_the_stream_the_face_falls_at_most_a_second_behind():
-    """35 % loss each way: the link carries less than the stream's 60 packets a second.
-    The faces and the silence are skipped once a second of it waits unsent (counted), so
-    the wait stays about a second instead of growing without end, and the face the robot
-    shows catches up with the last one once the faces stop."""
+    """35 % loss and 150 ms each way: the link carries less than the stream's 60 packets a
+    second (with go back N, 35 % loss alone no longer stops it). The faces and the silence
+    are skipped once a second of it waits unsent (counted), so the wait stays about a second
+    instead of growing without end, and the face the robot shows catches up with the last
+    one once the faces stop."""
     from cozmo_driver.anim.av_stream import BACKLOG_MAX
-    robot, av, grid = make(11, lambda when: 0.0005, loss=0.35)
+    robot, av, grid = make(11, lambda when: 0.0005, loss=0.35, delay=0.15)
     session = robot.link.session
     worst = 0
     times = arrivals(grid + 0.01, 600, lambda j: 0.003)               # 20 s of faces
