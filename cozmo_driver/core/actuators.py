@@ -115,22 +115,17 @@ class ActuatorsMixin:
 
     def calibrate_motors(self) -> Tuple[bool, str]:
         """The ``calibrate_motors`` service: (whether the robot was asked, what happened)."""
-        if not self.active:
-            reason = "the driver is not active"
-        elif self.estop:
-            reason = "emergency stop engaged (release it with the emergency_stop service)"
-        elif self.robot is None or not self.connected:
-            reason = "not connected to the robot"
-        else:
-            self.robot.calibrate_motors(head=True, lift=True)
-            message = ("calibrating the head and the lift: each drives to its low stop; head and "
-                       "lift commands wait until the robot reports the end (events "
-                       "HEAD_CALIBRATION_ENDED, LIFT_CALIBRATION_ENDED)")
-            self._log(logging.INFO, message)
-            return True, message
-        message = f"calibrate_motors refused: {reason}"
-        self._log(logging.WARNING, message)
-        return False, message
+        refused = self.not_ready(motion=True)
+        if refused is not None:
+            message = f"calibrate_motors refused: {refused[1]}"
+            self._log(logging.WARNING, message)
+            return False, message
+        self.robot.calibrate_motors(head=True, lift=True)
+        message = ("calibrating the head and the lift: each drives to its low stop; head and "
+                   "lift commands wait until the robot reports the end (events "
+                   "HEAD_CALIBRATION_ENDED, LIFT_CALIBRATION_ENDED)")
+        self._log(logging.INFO, message)
+        return True, message
 
     def set_head_light(self, on: bool, topic: str = "head_light") -> None:
         if not self.ready(topic, motion=False):

@@ -466,17 +466,21 @@ class DriverCore(ActuatorsMixin, CameraMixin):
 
     # ------------------------------------------------------------------ commands
 
+    def not_ready(self, motion: bool) -> Optional[Tuple[str, str]]:
+        """(kind, why) a command may not go to the robot now, or None."""
+        if not self.active:
+            return "inactive", "the driver is not active"
+        if motion and self.estop:
+            return "estop", "emergency stop engaged (release it with the emergency_stop service)"
+        if self.robot is None or self.link_state is not LinkState.READY:
+            return "offline", "not connected to the robot"
+        return None
+
     def ready(self, topic: str, motion: bool) -> bool:
         """May a command from ``topic`` go to the robot now? Refuses (warns) when not."""
-        if not self.active:
-            self.refuse("inactive", f"{topic} refused: the driver is not active")
-            return False
-        if motion and self.estop:
-            self.refuse("estop", f"{topic} refused: emergency stop engaged "
-                        "(release it with the emergency_stop service)")
-            return False
-        if self.robot is None or self.link_state is not LinkState.READY:
-            self.refuse("offline", f"{topic} refused: not connected to the robot")
+        refused = self.not_ready(motion)
+        if refused is not None:
+            self.refuse(refused[0], f"{topic} refused: {refused[1]}")
             return False
         return True
 

@@ -46,7 +46,7 @@ def check_voice(voice: str) -> Optional[str]:
     return None
 
 
-def speak(text: str, voice: str = "en-us", speed_wpm: int = 150, pitch: int = 60,
+def speak(text: str, voice: str = "en-us", speed_wpm: int = 150, pitch: int = 70,
           program: str = SPEECH_PROGRAM) -> Tuple[np.ndarray, WavInfo]:
     """``(mono int16 samples at the robot's rate, info)`` of ``text`` spoken by espeak-ng."""
     spoken = " ".join(text.split())
