@@ -734,6 +734,7 @@ def test_set_object_accel_stream(stack):
 DRIVER_SERVICES: Dict[str, str] = {
     "emergency_stop": "test_emergency_stop_refuses_goals_until_released",
     "reset_odometry": "test_reset_odometry_puts_odom_at_the_origin",
+    "calibrate_motors": "test_calibrate_motors_starts_the_robots_calibration",
     "list_animations": "test_list_animations",
     "play_light_animation": "test_play_light_animation",
     "connect_object": "test_connect_object_disconnects_and_connects_a_cube",
@@ -972,6 +973,13 @@ def test_reset_odometry_puts_odom_at_the_origin(stack):
     pose = echo("odom", *RELIABLE)["pose"]["pose"]
     assert math.hypot(pose["position"]["x"], pose["position"]["y"]) < 0.001, pose
     assert abs(yaw_of(pose)) < 0.001, pose
+
+
+def test_calibrate_motors_starts_the_robots_calibration(stack):
+    answer = call("calibrate_motors", "std_srvs/srv/Trigger")
+    assert answer.success, answer
+    assert answer.message.startswith("calibrating the head and the lift: each drives to its low "
+                                     "stop"), answer
 
 
 # --------------------------------------------------------------------------- ros2 action send_goal
