@@ -207,7 +207,7 @@ class AnimationPlayer:
             if self.recorded_heading is not None:
                 body.end_base_mode(now, "TurnToRecordedHeading")
                 target = body.yaw_u + wrap_angle(self.recorded_heading - body.yaw_u)
-                body.start_turn(target, math.pi, 10.0, math.radians(2.0), None)
+                body.start_turn(target, math.pi, 10.0, math.radians(2.0))
 
     def _drive(self, m: Any, now: float) -> None:
         """AnimBody: its ``unknown`` field is read as a turn radius, and in place (radius 0)

@@ -87,8 +87,7 @@ class BaseController:
 
 
 class _TurnInPlace(BaseController):
-    """TurnInPlace (and TurnToRecordedHeading); with an action id, acknowledged when it
-    completes (TurnInPlace itself is acknowledged when taken)."""
+    """TurnInPlace (acknowledged when taken, not here) and TurnToRecordedHeading."""
 
     def __init__(self, body: "Body", turn: Turn) -> None:
         self.body = body
@@ -100,8 +99,6 @@ class _TurnInPlace(BaseController):
         if w is None:
             body.set_wheels_direct(0.0, 0.0)
             body.controller = None
-            if self.turn.action_id is not None:
-                body.fw.emit(msgs.AcknowledgeAction(action_id=self.turn.action_id))
         else:
             r = w * TRACK_WIDTH_MM / 2.0
             body.set_wheels_direct(-r, r)
@@ -255,10 +252,9 @@ class Body:
 
     # ------------------------------------------------------------------ base control
 
-    def start_turn(self, target: float, speed: float, accel: float, tol: float,
-                   action_id: Optional[int]) -> None:
+    def start_turn(self, target: float, speed: float, accel: float, tol: float) -> None:
         """Turn in place to the unwrapped world heading ``target``."""
-        self.controller = _TurnInPlace(self, Turn(target, speed, accel, tol, action_id))
+        self.controller = _TurnInPlace(self, Turn(target, speed, accel, tol, None))
 
     def end_base_mode(self, now: float, reason: str) -> None:
         """Abandon a running turn or path; the wheels ramp down."""
@@ -542,7 +538,7 @@ class Body:
         speed = abs(signed_speed) or math.pi
         accel = abs(finite(m.accel_rad_per_sec2)) or 10.0
         self.fw.emit(msgs.AcknowledgeAction(action_id=int(m.action_id)))
-        self.start_turn(self.yaw_u + delta, speed, accel, abs(finite(m.angle_tolerance_rad)), None)
+        self.start_turn(self.yaw_u + delta, speed, accel, abs(finite(m.angle_tolerance_rad)))
 
     def _on_MoveHead(self, m: Any, now: float) -> None:
         self.head.move_velocity(finite(m.speed_rad_per_sec))
