@@ -79,6 +79,9 @@ class BaseController:
     """What may own the wheels for a while (a turn in place, a path): stepped before the
     wheels in every physics substep; it hands them back by clearing ``Body.controller``."""
 
+    #: a path: DriveWheels is ignored while it runs (as in Anki's firmware)
+    follows_path = False
+
     def step(self, dt: float) -> None:
         raise NotImplementedError
 
@@ -498,8 +501,7 @@ class Body:
         self.calibrate(now, bool(m.head), bool(m.lift))
 
     def _on_DriveWheels(self, m: Any, now: float) -> None:
-        from .path import PathFollower
-        if isinstance(self.controller, PathFollower):
+        if self.controller is not None and self.controller.follows_path:
             # as Anki's firmware: DriveWheels is ignored while a path is followed (only
             # ClearPath, or StopAllMotors here, ends it)
             self.ignored_drives += 1

@@ -50,6 +50,8 @@ class PathRun:
 class PathFollower(BaseController):
     """The appended segments and the path being followed, if any."""
 
+    follows_path = True
+
     def __init__(self, body: Body) -> None:
         self.body = body
         self.fw = body.fw
