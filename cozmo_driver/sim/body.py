@@ -36,6 +36,7 @@ from .motors import (
     Wheel,
     lift_angle_to_height,
     lift_height_to_angle,
+    turn_the_way,
     wrap_angle,
 )
 
@@ -145,7 +146,6 @@ class Body:
         self.lift = Axis(LIFT_MIN_RAD, LIFT_MIN_RAD, LIFT_MAX_RAD, LIFT_MAX_SPEED_RADPS)
         self._calibrations = 0  # bumped when a calibration under way is abandoned
         self.controller: Optional[BaseController] = None
-        self.ignored_drives = 0  # DriveWheels while a path was followed (the firmware ignores them)
         self._prev_v = 0.0
         self._accel_fwd = 0.0
         self._w = 0.0
@@ -257,7 +257,7 @@ class Body:
 
     def start_turn(self, target: float, speed: float, accel: float, tol: float) -> None:
         """Turn in place to the unwrapped world heading ``target``."""
-        self.controller = _TurnInPlace(self, Turn(target, speed, accel, tol, None))
+        self.controller = _TurnInPlace(self, Turn(target, speed, accel, tol))
 
     def end_base_mode(self, now: float, reason: str) -> None:
         """Abandon a running turn or path; the wheels ramp down."""
@@ -504,7 +504,6 @@ class Body:
         if self.controller is not None and self.controller.follows_path:
             # as Anki's firmware: DriveWheels is ignored while a path is followed (only
             # ClearPath, or StopAllMotors here, ends it)
-            self.ignored_drives += 1
             return
         self.end_base_mode(now, "interrupted by DriveWheels")
         lw, rw = self.wheels
@@ -530,8 +529,7 @@ class Body:
         signed_speed = finite(m.speed_rad_per_sec)
         if not m.is_absolute:
             way = -1.0 if signed_speed < 0 else 1.0
-            if delta * way < 0:  # the target on the side the turn goes
-                delta += way * 2.0 * math.pi
+            delta = turn_the_way(delta, signed_speed)  # the target on the side the turn goes
             half_turns = int(m.unknown4) | (int(m.unknown5) << 8)
             while abs(delta) < math.pi * (half_turns - 0.5):  # at most 32768 rounds
                 delta += way * 2.0 * math.pi

@@ -225,19 +225,27 @@ class Wheel:
             self.speed = min(t, s + dv) if s < t else max(t, s - dv)
 
 
+def turn_the_way(delta: float, speed: float) -> float:
+    """A turn of ``delta`` (within -pi..pi) taken the way ``speed``'s sign says (0:
+    anticlockwise): the same heading, a whole turn the other way round if need be."""
+    if speed >= 0.0 and delta < 0.0:
+        return delta + 2.0 * math.pi
+    if speed < 0.0 and delta > 0.0:
+        return delta - 2.0 * math.pi
+    return delta
+
+
 class Turn:
     """A turn in place to an unwrapped heading target (TurnInPlace, point turns)."""
 
-    __slots__ = ("target", "wmax", "alpha", "tol", "w", "action_id")
+    __slots__ = ("target", "wmax", "alpha", "tol", "w")
 
-    def __init__(self, target: float, wmax: float, alpha: float, tol: float,
-                 action_id: Optional[int]) -> None:
+    def __init__(self, target: float, wmax: float, alpha: float, tol: float) -> None:
         self.target = target
         self.wmax = min(wmax, 2.0 * MAX_WHEEL_SPEED_MMPS / TRACK_WIDTH_MM)
         self.alpha = alpha
         self.tol = max(tol, math.radians(0.25))
         self.w = 0.0
-        self.action_id = action_id
 
     def step(self, yaw_u: float, dt: float) -> Optional[float]:
         """The yaw rate to command now, or None when the turn is complete."""

@@ -18,7 +18,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..protocol import messages as msgs
 from .body import BaseController, Body
-from .motors import MAX_WHEEL_SPEED_MMPS, TRACK_WIDTH_MM, Turn, wrap_angle
+from .motors import MAX_WHEEL_SPEED_MMPS, TRACK_WIDTH_MM, Turn, turn_the_way, wrap_angle
 
 __all__ = ["PathFollower", "PathRun", "Segment"]
 
@@ -165,12 +165,9 @@ class PathFollower(BaseController):
             turn = wrap_angle(target_world - body.yaw_u)
             speed, tol = float(m.speed_mmps), abs(float(m.angle_tolerance_rad))
             if not m.unknown and abs(turn) > tol:
-                if speed >= 0.0 and turn < 0.0:
-                    turn += 2.0 * math.pi
-                elif speed < 0.0 and turn > 0.0:
-                    turn -= 2.0 * math.pi
+                turn = turn_the_way(turn, speed)
             run.turn = Turn(body.yaw_u + turn, abs(speed) or 2.0, abs(float(m.accel_mmps2)) or 10.0,
-                            tol, None)
+                            tol)
         w = run.turn.step(body.yaw_u, dt)
         if w is None:
             body.set_wheels_direct(0.0, 0.0)
