@@ -158,8 +158,10 @@ class Robot:
         if isinstance(event, MessageReceived):
             name = event.message.NAME
             if name == "AcknowledgeAction":
+                # kept (set) for a wait that comes after: the robot acknowledges when it
+                # takes the command, often before the sender waits; ids wrap at 255
                 with self._actions_lock:
-                    done = self._actions.pop(event.message.action_id, None)
+                    done = self._actions.get(event.message.action_id)
                 if done is not None:
                     done.set()
         else:
@@ -262,11 +264,11 @@ class Robot:
             event = self._actions.get(action_id)
         if event is None:
             raise ValueError(f"action {action_id} is not awaited (use new_action_id())")
-        if event.wait(timeout):
-            return True
+        acked = event.wait(timeout)
         with self._actions_lock:
-            self._actions.pop(action_id, None)
-        return False
+            if self._actions.get(action_id) is event:
+                del self._actions[action_id]
+        return acked
 
     def turn_in_place(self, angle_rad: float, speed_radps: float = 1.5, accel_radps2: float = 5.0,
                       tolerance_rad: float = 0.02, absolute: bool = False) -> int:

@@ -75,3 +75,17 @@ def test_listeners_get_the_link_events_and_only_the_messages_they_name():
     finally:
         robot.stop()
         sim.stop()
+
+
+def test_an_action_acknowledged_before_the_wait_is_found_by_it():
+    """The robot acknowledges TurnInPlace when it takes it, often before the sender waits:
+    the wait then returns True at once (it raised "not awaited", seen in the protocol
+    demo's thread in the fresh-clone CI), and the id is forgotten after the wait."""
+    from cozmo_driver.protocol import messages as msgs
+    robot = Robot("127.0.0.1", 9)  # no start(): nothing is sent
+    action = robot.new_action_id()
+    robot._dispatch(MessageReceived(msgs.AcknowledgeAction(action_id=action), True))
+    assert robot.wait_for_action(action, 0.1)
+    assert action not in robot._actions
+    other = robot.new_action_id()
+    assert not robot.wait_for_action(other, 0.01) and other not in robot._actions
