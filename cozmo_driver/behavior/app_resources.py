@@ -36,8 +36,10 @@ Fields understood (every other field is ignored; the files may hold ``//`` and
   skipped with a warning (the app's other classes need its vision and planning).
 * reaction triggers: ``reactionTriggerBehaviorMap`` [{``reactionTrigger``,
   ``behaviorID``}]. ``CliffDetected``, ``RobotPickedUp``, ``RobotFalling``,
-  ``PlacedOnCharger`` and ``FacePositionUpdate`` are this engine's
-  ``cliff_detected``, ``picked_up``, ``falling``, ``on_charger`` and ``face_seen``
+  ``PlacedOnCharger``, ``FacePositionUpdate``, ``RobotOnBack``, ``RobotOnFace``,
+  ``RobotOnSide`` and ``ReturnedToTreads`` are this engine's ``cliff_detected``,
+  ``picked_up``, ``falling``, ``on_charger``, ``face_seen``, ``on_back``,
+  ``on_face``, ``on_side`` and ``on_treads``
   (their priority, cool-down and conditions are kept, the behavior replaced);
   any other trigger keeps its app name (priority 50), and fires when a node
   posts that name on ``behavior/trigger``.
@@ -69,6 +71,10 @@ APP_TRIGGERS: Mapping[str, str] = {
     "RobotFalling": "falling",
     "PlacedOnCharger": "on_charger",
     "FacePositionUpdate": "face_seen",
+    "RobotOnBack": "on_back",
+    "RobotOnFace": "on_face",
+    "RobotOnSide": "on_side",
+    "ReturnedToTreads": "on_treads",
 }
 
 _ENGINE = Path("config") / "engine"

@@ -198,6 +198,8 @@ class RobotState:
     cliff: bool = False
     picked_up: bool = False
     falling: bool = False
+    #: on its back, face or a side (the driver's orientation), until it stands on its treads
+    lying: bool = False
     #: battery charge 0..1 (None: not known yet)
     battery: Optional[float] = None
     battery_low: bool = False

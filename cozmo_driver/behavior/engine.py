@@ -238,7 +238,7 @@ class Engine:
 
     def on_state(self, **flags: bool) -> None:
         """Level flags from the robot's status (on_charger, charging, cliff, picked_up,
-        falling): the state at a connection, which the events then keep up to date."""
+        falling, lying): the state at a connection, which the events then keep up to date."""
         for key, value in flags.items():
             if not hasattr(self.state, key):
                 raise AttributeError(f"RobotState has no field {key!r}")
@@ -399,7 +399,7 @@ class Engine:
             self._end(outcome, "", now)
 
     def _choose(self, now: float) -> None:
-        if self.state.picked_up or self.state.falling:
+        if self.state.picked_up or self.state.falling or self.state.lying:
             return
         activity = self.chooser.current(self.state)
         if activity is None:

@@ -48,6 +48,10 @@ TRIGGERS: Mapping[str, str] = {
     "off_charger": "the robot left its charger",
     "charging_started": "charging began",
     "charging_stopped": "charging ended",
+    "on_back": "the robot lies on its back",
+    "on_face": "the robot lies on its face",
+    "on_side": "the robot lies on its left or right side",
+    "on_treads": "the robot stands on its treads again after lying on its back, face or side",
     "cube_tapped": "a light cube was tapped (object_events TAPPED)",
     "low_battery": "the battery fell below low_battery.threshold",
     "face_seen": "a face was seen (posted on behavior/trigger by a face detector)",
@@ -69,6 +73,11 @@ ROBOT_EVENT_TRIGGERS: Mapping[int, str] = {
     EventType.OFF_CHARGER: "off_charger",
     EventType.CHARGING_STARTED: "charging_started",
     EventType.CHARGING_STOPPED: "charging_stopped",
+    EventType.ON_BACK: "on_back",
+    EventType.ON_FACE: "on_face",
+    EventType.ON_LEFT_SIDE: "on_side",
+    EventType.ON_RIGHT_SIDE: "on_side",
+    EventType.ON_TREADS: "on_treads",
 }
 
 #: triggers that change the robot state: trigger -> (RobotState field, value)
@@ -83,6 +92,10 @@ STATE_CHANGES: Mapping[str, Tuple[str, bool]] = {
     "off_charger": ("on_charger", False),
     "charging_started": ("charging", True),
     "charging_stopped": ("charging", False),
+    "on_back": ("lying", True),
+    "on_face": ("lying", True),
+    "on_side": ("lying", True),
+    "on_treads": ("lying", False),
 }
 
 

@@ -43,6 +43,7 @@ from ..driver import camera_info as caminfo
 from ..driver.commands import CommandError, check_twist
 from ..driver.diagnostics import DiagnosticReport, link_report, robot_report
 from ..driver.events import EventDetector
+from ..driver.orientation import OrientationDetector
 from ..driver.kinematics import twist_to_wheels, wheels_to_twist
 from ..driver.odometry import OdometryTracker, pose_variances, twist_variances
 from ..driver.stamps import RobotClock
@@ -99,12 +100,12 @@ class _StateParts:
     """The samples of one robot state that a front-end reads only for the streams its
     subscribers want (see StateSample): made from the message when asked for."""
 
-    __slots__ = ("state", "yaw", "yaw_var", "sec", "nsec", "flags", "voltage")
+    __slots__ = ("state", "yaw", "yaw_var", "sec", "nsec", "flags", "voltage", "orientation")
 
     def __init__(self, state: Any, yaw: float, yaw_var: float, sec: int, nsec: int,
-                 flags: int, voltage: float) -> None:
+                 flags: int, voltage: float, orientation: int) -> None:
         self.state, self.yaw, self.yaw_var, self.sec, self.nsec = state, yaw, yaw_var, sec, nsec
-        self.flags, self.voltage = flags, voltage
+        self.flags, self.voltage, self.orientation = flags, voltage, orientation
 
     def imu(self) -> ImuSample:
         reading = imu_from_state(self.state, self.yaw, self.yaw_var)
@@ -121,7 +122,7 @@ class _StateParts:
         return StatusSample(self.sec, self.nsec, *[bool(flags & bit) for bit in _FLAG_BITS],
                             flags, int(cliff[0]), int(cliff[1]), int(cliff[2]), int(cliff[3]),
                             int(state.backpack_touch_sensor_raw),
-                            -1 if segment == 0xFF else segment, self.voltage)
+                            -1 if segment == 0xFF else segment, self.voltage, self.orientation)
 
 
 class DriverCore(ActuatorsMixin, CameraMixin):
@@ -141,6 +142,7 @@ class DriverCore(ActuatorsMixin, CameraMixin):
         self.tracker = OdometryTracker()
         self.robot_clock = RobotClock()  # stamps from the robot's own clock
         self.events = EventDetector()
+        self.orientation = OrientationDetector()
         # the camera streams QVGA (320 x 240) at most: larger sizes are refused undecoded
         self.assembler = ImageAssembler(max_resolution=int(_ImageResolution.QVGA))
         self._nv = NvReadAssembler()
@@ -284,6 +286,10 @@ class DriverCore(ActuatorsMixin, CameraMixin):
                                f"{tracker.reanchors} so far")
         flags = int(state.status)
         events = self.events.on_status(flags)
+        turned = self.orientation.update(t, float(state.pose_pitch_rad), float(state.accel_y_mmps2),
+                                         flags)
+        if turned:
+            events = events + turned
         v, w = wheels_to_twist(state.lwheel_speed_mmps / 1000.0, state.rwheel_speed_mmps / 1000.0)
         diff = w - float(state.gyro_z_radps)
         unreliable = bool(flags & _UNRELIABLE)
@@ -302,7 +308,7 @@ class DriverCore(ActuatorsMixin, CameraMixin):
                           tv[0], tv[1], tv[5])
         output = self.output
         output.on_state(StateSample(odom, _StateParts(state, pose.yaw, pv[5], sec, nsec, flags,
-                                                      voltage)))
+                                                      voltage, self.orientation.state)))
         if t - self._last_battery >= BATTERY_PERIOD_S:
             self._last_battery = t
             output.on_battery(BatterySample(stamp_ns, voltage, battery_percentage(voltage),
@@ -462,7 +468,9 @@ class DriverCore(ActuatorsMixin, CameraMixin):
                             frames_on_arrival=self.robot_clock.frames_from_arrival),
                 robot_report(connected, volts, battery_percentage(volts)
                              if volts is not None else None, self.estop, self.yaw_diff,
-                             self.tracker.reanchors, self.refused))
+                             self.tracker.reanchors, self.refused,
+                             self.orientation.describe() if connected else None,
+                             self.orientation.lying()))
 
     # ------------------------------------------------------------------ commands
 
@@ -531,7 +539,11 @@ class DriverCore(ActuatorsMixin, CameraMixin):
             moving = cmd.left_mps != 0.0 or cmd.right_mps != 0.0
             self._last_move = self.robot.clock() if moving else None
             self._set_deadline(timeout, again=False)
-        if cmd.left_mps + cmd.right_mps > 0.0 and p["stop_on_cliff"] and \
+        if (cmd.left_mps or cmd.right_mps) and self.orientation.lying():
+            self.warn_throttled("cmd_vel_lying", (
+                f"cmd_vel drives the treads, but the robot lies {self.orientation.describe()}: "
+                "they touch nothing. Set it upright on its treads"))
+        elif cmd.left_mps + cmd.right_mps > 0.0 and p["stop_on_cliff"] and \
                 self.events.flags & StatusFlag.CLIFF_DETECTED:
             self.warn_throttled("cmd_vel_cliff", (
                 "cmd_vel drives forwards, but the robot's cliff sensor sees no floor ahead: the "

@@ -74,13 +74,14 @@ class JointSample:
 
 
 #: The robot's status: one bool per flag (the names of cozmo_interfaces/RobotStatus), the
-#: raw flag word, the raw cliff and touch sensors, the path segment (-1: none) and the
-#: battery voltage.
+#: raw flag word, the raw cliff and touch sensors, the path segment (-1: none), the
+#: battery voltage and the orientation (cozmo_driver.driver.orientation.Orientation).
 StatusSample = make_dataclass(
     "StatusSample",
     [("sec", int), ("nanosec", int)] + [(name, bool) for name, _ in STATUS_FLAG_NAMES]
     + [("status_flags", int), ("cliff_0", int), ("cliff_1", int), ("cliff_2", int),
-       ("cliff_3", int), ("backpack_touch", int), ("path_segment", int), ("battery_v", float)],
+       ("cliff_3", int), ("backpack_touch", int), ("path_segment", int), ("battery_v", float),
+       ("orientation", int)],
     slots=True)
 StatusSample.__module__ = __name__
 

@@ -93,11 +93,15 @@ def link_report(state: str, active: bool, robot: str, session: Any, transport: A
 
 def robot_report(connected: bool, battery_v: Optional[float], percentage: Optional[float],
                  emergency_stop: bool, yaw_rate_disagreement: Optional[float],
-                 reanchors: int, refused_commands: int) -> DiagnosticReport:
-    """The robot's own condition as the driver sees it."""
+                 reanchors: int, refused_commands: int, orientation: Optional[str] = None,
+                 lying: bool = False) -> DiagnosticReport:
+    """The robot's own condition as the driver sees it. ``orientation``: which way up it is,
+    in words (None: not known); ``lying``: on its back, face or side, where it cannot drive."""
     level, message = OK, "ok"
     if not connected:
         level, message = WARN, "no data: not connected"
+    elif lying:
+        level, message = WARN, f"the robot lies {orientation}: it cannot drive until it is set upright"
     elif percentage is not None and not math.isnan(percentage) and percentage < 0.1:
         level, message = WARN, "battery low"
     if emergency_stop:
@@ -109,6 +113,7 @@ def robot_report(connected: bool, battery_v: Optional[float], percentage: Option
         ("tread vs gyro yaw rate, mean |difference| (rad/s)", _fmt(yaw_rate_disagreement)),
         ("odometry re-anchorings", _fmt(reanchors)),
         ("commands refused", _fmt(refused_commands)),
+        ("orientation", orientation or "unknown"),
     ]
     return DiagnosticReport(level, message, values)
 

@@ -11,6 +11,9 @@ subscriber sees every transition once:
   (BUTTON_PRESSED/BUTTON_RELEASED), MotorCalibration
   (HEAD_/LIFT_CALIBRATION_STARTED/ENDED).
 
+ON_BACK, ON_FACE, ON_LEFT_SIDE, ON_RIGHT_SIDE and ON_TREADS come from a third source,
+the robot's pitch and acceleration (:mod:`cozmo_driver.driver.orientation`).
+
 The first RobotState ever seen sets the baseline without events; the baseline
 is kept across reconnects, so what changed while the link was down is reported
 when it comes back. Type numbers are those of cozmo_interfaces/RobotEvent. Pure.
@@ -48,6 +51,11 @@ class EventType:
     HEAD_CALIBRATION_ENDED = 16
     LIFT_CALIBRATION_STARTED = 17
     LIFT_CALIBRATION_ENDED = 18
+    ON_BACK = 19
+    ON_FACE = 20
+    ON_LEFT_SIDE = 21
+    ON_RIGHT_SIDE = 22
+    ON_TREADS = 23
 
 
 @dataclass(frozen=True)

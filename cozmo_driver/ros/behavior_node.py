@@ -82,6 +82,10 @@ from .qos import QOS_EVENTS, QOS_LATCHED, QOS_LATEST, QOS_QUEUE, QOS_STATE, QOS_
 
 __all__ = ["BehaviorNode", "RosRobot", "main"]
 
+#: RobotStatus orientations in which the robot lies (RobotState.lying)
+_LYING = (RobotStatus.ORIENTATION_ON_BACK, RobotStatus.ORIENTATION_ON_FACE,
+          RobotStatus.ORIENTATION_ON_LEFT_SIDE, RobotStatus.ORIENTATION_ON_RIGHT_SIDE)
+
 _ACTIVE_GOAL = (GoalStatus.STATUS_ACCEPTED, GoalStatus.STATUS_EXECUTING, GoalStatus.STATUS_CANCELING)
 #: own goal ids remembered (the oldest forgotten first)
 _OWN_GOALS_KEPT = 512
@@ -449,7 +453,8 @@ class BehaviorNode(Node):
     def _on_status(self, msg: RobotStatus) -> None:
         self.engine.on_state(on_charger=msg.is_on_charger, charging=msg.is_charging,
                              cliff=msg.cliff_detected, picked_up=msg.is_picked_up,
-                             falling=msg.is_falling)
+                             falling=msg.is_falling,
+                             lying=msg.orientation in _LYING)
         self._status_seen = True   # unsubscribed at the next tick, not inside its own callback
 
     def _on_battery(self, msg: BatteryState) -> None:

@@ -66,7 +66,8 @@ STATUS_BINDING = {**STAMP_BINDING, **{name: name for name, _ in STATUS_FLAG_NAME
                   "status_flags": "status_flags", "cliff_data_raw[0]": "cliff_0",
                   "cliff_data_raw[1]": "cliff_1", "cliff_data_raw[2]": "cliff_2",
                   "cliff_data_raw[3]": "cliff_3", "backpack_touch_sensor_raw": "backpack_touch",
-                  "curr_path_segment": "path_segment", "battery_voltage": "battery_v"}
+                  "curr_path_segment": "path_segment", "battery_voltage": "battery_v",
+                  "orientation": "orientation"}
 RAW_IMAGE_BINDING = {**STAMP_BINDING, "height": "height", "width": "width", "step": "step"}
 #: joint_states' names, in the order of a JointSample's positions (head, lift)
 JOINT_NAMES = ["head_joint", "lift_joint"]

@@ -66,6 +66,16 @@ CLIFF_THRESHOLD_RAW = 150
 #: documents, under the front (RobotState still carries four readings: this one's, repeated)
 CLIFF_SENSOR_OFFSETS_MM: Tuple[Tuple[float, float], ...] = ((32.0, 0.0),)
 BACKPACK_TOUCH_RAW = 812
+_BACK_PITCH = math.radians(74.5)  # the backpack holds a robot on its back at this pitch
+#: which way the robot lies -> (RobotState pitch rad, accelerometer x, y, z mm/s^2): the
+#: accelerometer reads gravity's reaction, up, in the robot's axes (x forward, y left, z up)
+_LYING: Dict[str, Tuple[float, Tuple[float, float, float]]] = {
+    "back": (_BACK_PITCH, (GRAVITY_MMPS2 * math.sin(_BACK_PITCH), 0.0,
+                           GRAVITY_MMPS2 * math.cos(_BACK_PITCH))),
+    "face": (-math.pi / 2, (-GRAVITY_MMPS2, 0.0, 0.0)),
+    "left": (0.0, (0.0, -GRAVITY_MMPS2, 0.0)),
+    "right": (0.0, (0.0, GRAVITY_MMPS2, 0.0)),
+}
 _DISTANCE_OFF_CHARGER_MM = 30.0
 _MotorID = msgs.ENUMS["MotorID"]
 #: a calibrating motor drives to its low stop at this fraction of its top speed (a guess:
@@ -132,6 +142,8 @@ class Body:
         self._charger_spot = (self.x, self.y) if self.on_charger else None
         self.on_floor = False            # fell off the table
         self.picked_up = False
+        #: None, or which way it lies when set down off its treads: "back", "face", "left", "right"
+        self.lying: Optional[str] = None
         self.falling = False
         self._fall_started: Optional[float] = None
         self.boot()
@@ -331,6 +343,8 @@ class Body:
         pitch = 0.0
         if self.falling:
             ax = ay = az = 0.0
+        elif self.lying is not None:
+            pitch, (ax, ay, az) = _LYING[self.lying]
         elif self.picked_up:
             pitch = 0.15
             ax, ay, az = (GRAVITY_MMPS2 * math.sin(pitch) + rng.uniform(-400, 400),
@@ -417,7 +431,17 @@ class Body:
         if pose is not None:
             self.teleport(*pose)
         self.picked_up = False
+        self.lying = None
         self.on_floor = self.on_floor and pose is None
+
+    def lay(self, now: float, side: str) -> None:
+        """Someone sets the robot down on its back, face or a side (``_LYING``'s keys): like
+        picked up, its treads touch nothing and its cliff sensor sees no floor, until
+        :meth:`put_down` stands it on its treads again."""
+        if side not in _LYING:
+            raise ValueError(f"lay: {side!r} is not one of {sorted(_LYING)}")
+        self.pick_up(now)
+        self.lying = side
 
     def teleport(self, x: float, y: float, yaw: float) -> None:
         """Move the true pose without telling odometry (a hand-placement)."""

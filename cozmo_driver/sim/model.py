@@ -60,7 +60,11 @@ What it models
   (:meth:`put_down` with a new position) changes the true pose but not odometry.
 * **IMU**: gyro (rad/s, yaw rate from the wheels plus seeded noise) and
   accelerometer (mm/s^2: forward and centripetal acceleration plus gravity,
-  about 9810 on z when flat; near zero while falling).
+  about 9810 on z when flat; near zero while falling). Set down on its back, face or
+  a side (:meth:`lay`), it reports the pitch and gravity of that pose (74.5 deg on
+  its back, where the backpack holds it; -90 deg on its face; 1 g along y on a side)
+  and, like a robot in the air, IS_PICKED_UP and no floor under the cliff sensor (a
+  guess: what the real firmware's flags say then is not documented).
 * **Battery**: a state of charge turned into 3.5..4.2 V, draining faster while
   motors run (with a small sag under load) and charging on the charger.
 * **Cliff sensor**: one, under the front, as the protocol documents, reading
@@ -561,6 +565,12 @@ class RobotModel:
         """Set the robot down, optionally at a new true world pose (odometry does not see it)."""
         self.advance(now)
         self.body.put_down(pose)
+
+    def lay(self, now: float, side: str) -> None:
+        """Set the robot down on its ``side``: "back", "face", "left" or "right" (see
+        :meth:`Body.lay`); :meth:`put_down` stands it up again."""
+        self.advance(now)
+        self.body.lay(now, side)
 
     def fall(self, now: float, duration: float = 0.4, impact: float = 600.0) -> None:
         """The robot falls for ``duration`` seconds: FallingStarted ... FallingStopped."""

@@ -421,6 +421,9 @@ class SimulatedRobot:
     def put_down(self, now: float, pose: Optional[Tuple[float, float, float]] = None) -> None:
         self._script(now, self.model.put_down, now, pose)
 
+    def lay(self, now: float, side: str) -> None:
+        self._script(now, self.model.lay, now, side)
+
     def fall(self, now: float, duration: float = 0.4, impact: float = 600.0) -> None:
         self._script(now, self.model.fall, now, duration, impact)
 

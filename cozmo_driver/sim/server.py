@@ -137,6 +137,11 @@ class SimServer:
     def put_down(self, pose: Optional[Tuple[float, float, float]] = None) -> None:
         self._script("put_down", pose=pose)
 
+    def lay(self, side: str) -> None:
+        """Set the robot down on its "back", "face", "left" or "right" side; put_down()
+        stands it up."""
+        self._script("lay", side=side)
+
     def fall(self, duration: float = 0.4, impact: float = 600.0) -> None:
         self._script("fall", duration=duration, impact=impact)
 

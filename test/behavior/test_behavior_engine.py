@@ -473,6 +473,16 @@ def test_activities_fill_idle_time_and_wait_between():
     engine.on_state(picked_up=True)
     run(engine, 3.3, 10.0)
     assert engine.behaviors_started == 2
+    # nor while it lies on its back (the driver's on_back event), until it is on its treads
+    engine.on_state(picked_up=False)
+    engine.on_trigger("on_back", 10.0)
+    assert engine.state.lying
+    run(engine, 10.0, 20.0)
+    assert engine.behaviors_started == 2
+    engine.on_trigger("on_treads", 20.0)
+    assert not engine.state.lying
+    run(engine, 20.0, 25.0)
+    assert engine.behaviors_started > 2
 
 
 def test_the_default_configuration_lives_an_hour_with_a_fake_robot():

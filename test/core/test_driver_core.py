@@ -12,6 +12,8 @@ import math
 import pytest
 
 from cozmo_driver import robot_geometry as geo
+from cozmo_driver.driver.events import EventType
+from cozmo_driver.driver.orientation import Orientation
 from cozmo_driver.client import LinkState, RobotLink
 from cozmo_driver.core import DriverCore, RecordingOutput
 from cozmo_driver.core.samples import StateSample
@@ -24,6 +26,7 @@ from cozmo_driver.transport.memory import Impairment, MemoryLink
 
 class _Stats:
     wrong_source = 0
+    send_errors = 0
 
 
 class _Transport:
@@ -278,6 +281,32 @@ def test_driving_forwards_at_a_cliff_says_why_the_robot_does_not_move(rig):
     robot.run(0.3)
     assert output.said(said, logging.WARNING), output.lines
     assert robot.sim.model.true_pose()[0] == pytest.approx(before[0], abs=1.0)
+
+
+def test_a_robot_on_its_back_is_reported_and_driving_it_says_why_nothing_moves(rig):
+    """Laid on its back, the robot's pitch becomes an ON_BACK event after the hold time,
+    the status's orientation, a WARN robot diagnostic and, for a moving cmd_vel, a warning
+    instead of the cliff's; stood up again, ON_TREADS."""
+    robot, core, output = rig
+    robot.sim.lay(robot.net.now, "back")
+    robot.run(0.5)
+    assert not [e for e in output.events if e.type == EventType.ON_BACK]  # still holding
+    robot.run(0.8)
+    assert [e.description for e in output.events if e.type == EventType.ON_BACK] == ["on its back"]
+    assert output.states[-1].status.orientation == Orientation.ON_BACK
+    robot_diag = core.reports("127.0.0.1:5551")[1]
+    assert robot_diag.message == "the robot lies on its back: it cannot drive until it is set upright"
+    core.drive(0.05, 0.0)
+    robot.run(0.1)
+    assert output.said("cmd_vel drives the treads, but the robot lies on its back: they touch "
+                       "nothing. Set it upright on its treads", logging.WARNING), output.lines
+    assert not output.said("cliff sensor sees no floor ahead")
+    core.drive(0.0, 0.0)
+    robot.sim.put_down(robot.net.now)
+    robot.run(0.2)
+    assert [e.type for e in output.events][-2:] == [EventType.PUT_DOWN, EventType.ON_TREADS]
+    assert output.states[-1].status.orientation == Orientation.ON_TREADS
+    assert core.reports("127.0.0.1:5551")[1].message == "ok"
 
 
 def test_samples_are_stamped_with_the_robots_own_times_through_the_delays_jitter():

@@ -723,6 +723,13 @@ def test_events_from_the_robot(make_driver):
     # each transition exactly once (falling: from the messages only)
     assert types().count(EventType.PICKED_UP) == 1
     assert types().count(EventType.FALLING_STARTED) == 1
+    # which way up, from the pitch and the acceleration (the simulator lifts it to lay it down)
+    h.sim.lay("right")
+    expect(EventType.ON_RIGHT_SIDE)
+    assert h.spin_until(lambda: status[-1].orientation == RobotStatus.ORIENTATION_ON_RIGHT_SIDE, 2.0)
+    h.sim.put_down()
+    expect(EventType.ON_TREADS)
+    assert h.spin_until(lambda: status[-1].orientation == RobotStatus.ORIENTATION_ON_TREADS, 2.0)
 
 
 def test_calibrate_motors_recalibrates_and_a_head_command_meanwhile_waits(make_driver):

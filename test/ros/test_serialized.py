@@ -246,9 +246,10 @@ def test_message_path_holds_floats_in_float_fields():
                                                              "are_")))}
     msg = status.pack(StatusSample(sec=1, nanosec=2, **flags, status_flags=5, cliff_0=1, cliff_1=2,
                                    cliff_2=3, cliff_3=4, backpack_touch=9, path_segment=-1,
-                                   battery_v=4))
+                                   battery_v=4, orientation=6))
     assert msg.is_moving is True and msg.is_carrying_block is False
     assert type(msg.battery_voltage) is float and msg.battery_voltage == 4.0
+    assert msg.orientation == 6
 
 
 # ----------------------------------------------------------------------------- read_twist
