@@ -42,14 +42,15 @@ from ..client import ClientConfig, LinkState, LinkStateChanged, Robot, RobotRead
 from ..driver import camera_info as caminfo
 from ..driver.commands import CommandError, check_twist
 from ..driver.diagnostics import DiagnosticReport, link_report, robot_report
-from ..driver.events import EventDetector
+from ..driver.events import EventDetector, EventType
 from ..driver.orientation import OrientationDetector
 from ..driver.kinematics import twist_to_wheels, wheels_to_twist
 from ..driver.odometry import OdometryTracker, pose_variances, twist_variances
 from ..driver.stamps import RobotClock
 from ..log_throttle import LogThrottle
-from ..driver.sensors import (STATUS_FLAG_NAMES, StatusFlag, battery_percentage, imu_from_state,
-                              joint_positions, power_supply_status)
+from ..driver.sensors import (STATUS_FLAG_NAMES, StatusFlag, battery_percentage, cliff_ahead,
+                              imu_from_state, imu_to_body, joint_positions,
+                              power_supply_status)
 from ..protocol import messages as msgs
 from ..protocol.camera import (ImageAssembler)
 from ..protocol.errors import CozmoError
@@ -176,6 +177,8 @@ class DriverCore(ActuatorsMixin, CameraMixin):
         #: robot clock s of the last cmd_vel drive that moved the treads (None: they are not
         #: moving by cmd_vel): a new cmd_vel_timeout counts from it
         self._last_move: Optional[float] = None
+        #: the last cmd_vel's (left m/s, right m/s, acceleration mm/s^2), before any hold
+        self._wheels: Optional[Tuple[float, float, float]] = None
         self._armed = False  # a watchdog check is scheduled on the I/O thread
         self._watch_handle: Any = None  # that check (I/O thread only)
         self._handed = 0  # drives handed to the front-end's thread, not run yet
@@ -291,7 +294,8 @@ class DriverCore(ActuatorsMixin, CameraMixin):
         if turned:
             events = events + turned
         v, w = wheels_to_twist(state.lwheel_speed_mmps / 1000.0, state.rwheel_speed_mmps / 1000.0)
-        diff = w - float(state.gyro_z_radps)
+        diff = w - imu_to_body(float(state.gyro_x_radps), 0.0, float(state.gyro_z_radps),
+                               float(state.head_angle_rad))[2]  # the body's yaw rate
         unreliable = bool(flags & _UNRELIABLE)
         if not unreliable and math.isfinite(diff):
             self.yaw_diff = abs(diff) if self.yaw_diff is None else \
@@ -315,6 +319,9 @@ class DriverCore(ActuatorsMixin, CameraMixin):
                                             power_supply_status(flags)))
         if events:
             output.on_events(stamp_ns, events)
+            if self._last_move is not None and cliff_ahead(flags, self.params["stop_on_cliff"]) \
+                    and any(e.type == EventType.CLIFF_DETECTED for e in events):
+                self.robot.call_soon(self._hold_at_cliff)
 
     def _on_link_state(self, event: LinkStateChanged) -> None:
         if event.state is LinkState.READY:
@@ -533,22 +540,43 @@ class DriverCore(ActuatorsMixin, CameraMixin):
                 self._preempt("wheels", "cmd_vel")
             if cmd.limited:
                 self._scaled(v_mps, w_radps, cmd)
-            self.robot.post(msgs.DriveWheels(lwheel_speed_mmps=cmd.left_mps * 1000.0,
-                                             rwheel_speed_mmps=cmd.right_mps * 1000.0,
-                                             lwheel_accel_mmps2=accel, rwheel_accel_mmps2=accel))
-            moving = cmd.left_mps != 0.0 or cmd.right_mps != 0.0
-            self._last_move = self.robot.clock() if moving else None
+            self._wheels = (cmd.left_mps, cmd.right_mps, accel)
+            held = self._post_wheels(cmd.left_mps, cmd.right_mps, accel)
             self._set_deadline(timeout, again=False)
         if (cmd.left_mps or cmd.right_mps) and self.orientation.lying():
             self.warn_throttled("cmd_vel_lying", (
                 f"cmd_vel drives the treads, but the robot lies {self.orientation.describe()}: "
                 "they touch nothing. Set it upright on its treads"))
-        elif cmd.left_mps + cmd.right_mps > 0.0 and p["stop_on_cliff"] and \
-                self.events.flags & StatusFlag.CLIFF_DETECTED:
+        elif held:
             self.warn_throttled("cmd_vel_cliff", (
                 "cmd_vel drives forwards, but the robot's cliff sensor sees no floor ahead: the "
-                "robot holds its treads (stop_on_cliff). Drive backwards, turn away, or put it "
-                "back on the table"))
+                "driver holds the treads' forward motion (stop_on_cliff); turning and driving "
+                "backwards still work. Drive backwards, turn away, or put it back on the table"))
+
+    def _post_wheels(self, left: float, right: float, accel: float) -> bool:
+        """DriveWheels for cmd_vel, less its forward motion while the cliff sensor sees no floor
+        ahead (``cliff_ahead``; the turn is kept); arms the watchdog's clock. Whether it held
+        the forward motion back (drive lock held)."""
+        held = left + right > 0.0 and cliff_ahead(self.events.flags, self.params["stop_on_cliff"])
+        if held:
+            mean = (left + right) / 2.0
+            left, right = left - mean, right - mean
+        self.robot.post(msgs.DriveWheels(lwheel_speed_mmps=left * 1000.0,
+                                         rwheel_speed_mmps=right * 1000.0,
+                                         lwheel_accel_mmps2=accel, rwheel_accel_mmps2=accel))
+        self._last_move = self.robot.clock() if left != 0.0 or right != 0.0 else None
+        return held
+
+    def _hold_at_cliff(self) -> None:
+        """The cliff sensor has just lost the floor: the robot stopped its treads, but a
+        cmd_vel forwards sent before the driver knew would start them again; it is sent
+        again without its forward motion."""
+        with self.drive_lock:
+            wheels = self._wheels
+            if self._last_move is None or wheels is None or wheels[0] + wheels[1] <= 0.0 or \
+                    (self.motion is not None and self.motion.has_goal("wheels")):
+                return
+            self._post_wheels(*wheels)
 
     def _set_deadline(self, timeout: float, again: bool) -> None:
         """The watchdog's stop at ``timeout`` after the last moving drive (none for 0);

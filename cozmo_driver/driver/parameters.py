@@ -80,7 +80,8 @@ PARAMETERS: Tuple[ParamSpec, ...] = (
     ParamSpec("lift_acceleration", 20.0, "Lift arm acceleration of lift/height commands", "rad/s^2",
               1.0, 100.0, dynamic=True),
     ParamSpec("stop_on_cliff", True, "Let the robot stop its treads by itself when its cliff sensor "
-              "(one, under the front) loses the floor while it drives forwards; nothing stops it "
+              "(one, under the front) loses the floor while it drives forwards, and hold cmd_vel's "
+              "forward motion and refuse forward goals while it sees no floor; nothing stops it "
               "reversing off an edge", dynamic=True),
     # --- camera
     ParamSpec("camera_enabled", True, "Stream camera images (QVGA, about 15 per second)", dynamic=True),

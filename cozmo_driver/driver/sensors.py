@@ -3,6 +3,10 @@
 Conventions (REP-103): the robot's body axes are x forward, y left, z up, the
 same as ``base_link`` and ``imu_link``; the accelerometer reports specific force
 in mm/s^2 (about +9810 on z when standing flat), converted here to m/s^2.
+RobotState's accelerometer and gyro readings are the IMU's own, and the IMU sits
+in the head: its x and z axes are the body's turned up by the head angle (Anki's
+firmware turns them back by the head angle for its own use, and sends them raw).
+:func:`imu_to_body` turns them into the body's axes; y is the same in both.
 Cozmo's ``pose_pitch_rad`` is positive nose-up (a positive pitch goes with a
 positive forward specific force), while a positive ROS pitch (about +y, y to
 the left) is nose-down: :func:`imu_from_state` negates it.
@@ -27,12 +31,14 @@ __all__ = [
     "StatusFlag",
     "STATUS_FLAG_NAMES",
     "status_flags_dict",
+    "cliff_ahead",
     "BATTERY_EMPTY_V",
     "BATTERY_FULL_V",
     "battery_percentage",
     "power_supply_status",
     "ImuReading",
     "imu_from_state",
+    "imu_to_body",
     "GYRO_SIGMA_RADPS",
     "ACCEL_SIGMA_MPS2",
     "joint_positions",
@@ -51,6 +57,15 @@ STATUS_FLAG_NAMES: Tuple[Tuple[str, int], ...] = tuple(
 def status_flags_dict(status: int) -> dict:
     """{'is_moving': bool, ...} for every known flag."""
     return {name: bool(status & bit) for name, bit in STATUS_FLAG_NAMES}
+
+
+def cliff_ahead(status: int, stop_on_cliff: bool) -> bool:
+    """With ``stop_on_cliff``, whether the robot, on its treads, stands with its (front) cliff
+    sensor over an edge: then forward motion is the driver's to hold. Anki's firmware stops
+    the treads only when the drop appears under a robot driving forwards, once: while the
+    sensor still sees it, a new forward drive is not stopped again."""
+    return bool(stop_on_cliff and status & RobotStatusFlag.CLIFF_DETECTED
+                and not status & (RobotStatusFlag.IS_PICKED_UP | RobotStatusFlag.IS_FALLING))
 
 
 BATTERY_EMPTY_V = 3.5
@@ -103,23 +118,31 @@ def _diag3(a: float, b: float, c: float) -> List[float]:
     return [a, 0.0, 0.0, 0.0, b, 0.0, 0.0, 0.0, c]
 
 
+def imu_to_body(x: float, y: float, z: float, head_rad: float) -> Tuple[float, float, float]:
+    """A vector (acceleration or rate) in the head's IMU axes -> the body's, the head at
+    ``head_rad`` (positive up)."""
+    c, s = math.cos(head_rad), math.sin(head_rad)
+    return x * c - z * s, y, x * s + z * c
+
+
 def imu_from_state(state, yaw_rad: float, yaw_var: float = _YAW_VAR) -> ImuReading:
     """An IMU reading from a RobotState; ``yaw_rad`` is the heading to report and
     ``yaw_var`` its variance (the driver passes its continuous odometry yaw and that
     yaw's variance, so IMU and odom agree, and neither claims the heading better known
     than the other)."""
-    pitch = -float(state.pose_pitch_rad)
+    pitch = -float(state.pose_pitch_rad)  # the body's already
+    head = float(state.head_angle_rad)
     gv = GYRO_SIGMA_RADPS ** 2
     av = ACCEL_SIGMA_MPS2 ** 2
     return ImuReading(
         orientation=quaternion_from_rpy(0.0, pitch, yaw_rad),
         orientation_covariance=_diag3(_ROLL_VAR, _PITCH_VAR, yaw_var),
-        angular_velocity=(float(state.gyro_x_radps), float(state.gyro_y_radps),
-                          float(state.gyro_z_radps)),
+        angular_velocity=imu_to_body(float(state.gyro_x_radps), float(state.gyro_y_radps),
+                                     float(state.gyro_z_radps), head),
         angular_velocity_covariance=_diag3(gv, gv, gv),
-        linear_acceleration=(float(state.accel_x_mmps2) / 1000.0,
-                             float(state.accel_y_mmps2) / 1000.0,
-                             float(state.accel_z_mmps2) / 1000.0),
+        linear_acceleration=imu_to_body(float(state.accel_x_mmps2) / 1000.0,
+                                        float(state.accel_y_mmps2) / 1000.0,
+                                        float(state.accel_z_mmps2) / 1000.0, head),
         linear_acceleration_covariance=_diag3(av, av, av),
     )
 

@@ -73,6 +73,7 @@ from tf2_msgs.msg import TFMessage
 from ..client import LinkState, LinkStateChanged, MessageReceived
 from ..driver import motion as mo
 from ..driver.motion import ABORTED, CANCELED, SUCCEEDED, MotionError, Outcome, StateSample
+from ..driver.sensors import cliff_ahead
 from ..driver.transforms import TransformBuffer, TransformError
 from . import qos
 from .driver_support import ESTOP_REFUSAL, NOT_CONNECTED_REFUSAL, inactive_refusal
@@ -360,6 +361,7 @@ class MotionActions:
             self._check_driver(resource)
             plan = self._goals[name].check(goal)
             self._goals[name].check_duration(plan)
+            self._check_cliff(name, plan)
         except MotionError as exc:
             self._log.warning(f"{name} goal rejected: {exc}")
             return GoalResponse.REJECT
@@ -388,6 +390,19 @@ class MotionActions:
             reason = mo.interruption(int(state.status))
             if reason:
                 raise MotionError(f"{reason}: the treads cannot move it")
+
+    def _check_cliff(self, name: str, plan: Dict[str, Any]) -> None:
+        """A goal that may drive forwards is refused while the cliff sensor sees no floor
+        ahead: the robot stopped its treads at the edge once and would not stop them again."""
+        forwards = name in ("follow_path", "go_to_pose") or \
+            (name == "drive_straight" and plan.get("distance", 0.0) > 0.0)
+        state = self._latest_state()
+        if forwards and state is not None and \
+                cliff_ahead(int(state.status), self._node._params["stop_on_cliff"]):
+            raise MotionError("the robot's cliff sensor sees no floor ahead (stop_on_cliff): it "
+                              "could drive off the edge. Back away first (drive_straight with a "
+                              "negative distance, or cmd_vel backwards), or turn away "
+                              "(turn_in_place)")
 
     def _on_accepted(self, name: str, goal_handle) -> None:
         plan = self._plans.pop(id(goal_handle.request), None)

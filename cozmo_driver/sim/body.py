@@ -161,7 +161,9 @@ class Body:
         self._prev_v = 0.0
         self._accel_fwd = 0.0
         self._w = 0.0
-        self.stop_on_cliff = False
+        self.stop_on_cliff = True  # the firmware's default (EnableStopOnCliff changes it)
+        #: the treads were stopped at the drop the sensor still sees: not stopped again
+        self._cliff_stopped = False
 
     def handlers(self) -> Dict[str, Callable[[Any, float], None]]:
         return {"SetOrigin": self._on_SetOrigin, "StartMotorCalibration": self._on_StartMotorCalibration,
@@ -253,12 +255,17 @@ class Body:
         lw, rw = self.wheels
         v = (lw.speed + rw.speed) / 2.0
         now = self.fw.t
-        if self.stop_on_cliff:
-            # the front sensor stops the treads going forwards; backwards nothing sees the edge
-            if v > 0 and any(self.cliff_readings()):
-                logger.debug("stop on cliff at (%.1f, %.1f)", self.x, self.y)
-                self.halt_base(now, reason="cliff")
-                return
+        cliff = any(self.cliff_readings())
+        if not cliff:
+            self._cliff_stopped = False
+        elif self.stop_on_cliff and v > 0 and not self._cliff_stopped and not self.picked_up:
+            # as Anki's firmware: the front sensor stops treads going forwards when the drop
+            # appears, once; while it still sees it, a new forward drive is not stopped (the
+            # driver holds cmd_vel's), and backwards nothing sees the edge
+            logger.debug("stop on cliff at (%.1f, %.1f)", self.x, self.y)
+            self._cliff_stopped = True
+            self.halt_base(now, reason="cliff")
+            return
         if self.world.cliff_at(self.x, self.y):
             # the robot's centre went over the edge: it falls off the table
             self.halt_base(now, reason="cliff")
@@ -367,6 +374,11 @@ class Body:
             gy += rng.gauss(0, gn)
             gz += rng.gauss(0, gn)
             volt += rng.gauss(0, cfg.battery_noise_v)
+        # the IMU sits in the head: RobotState carries its readings in the head's axes, x and z
+        # turned up by the head angle (Anki's firmware sends them raw)
+        hc, hs = math.cos(self.head.pos), math.sin(self.head.pos)
+        ax, az = ax * hc + az * hs, az * hc - ax * hs
+        gx, gz = gx * hc + gz * hs, gz * hc - gx * hs
         cliffs = []
         readings = self.cliff_readings()
         for k in range(4):  # RobotState's four: the sensors' readings, the last one repeated

@@ -60,7 +60,9 @@ What it models
   (:meth:`put_down` with a new position) changes the true pose but not odometry.
 * **IMU**: gyro (rad/s, yaw rate from the wheels plus seeded noise) and
   accelerometer (mm/s^2: forward and centripetal acceleration plus gravity,
-  about 9810 on z when flat; near zero while falling). Set down on its back, face or
+  about 9810 on z when flat; near zero while falling), in the head's axes as the
+  real IMU, which sits in the head, reports them: x and z turned up by the head
+  angle. Set down on its back, face or
   a side (:meth:`lay`), it reports the pitch and gravity of that pose (74.5 deg on
   its back, where the backpack holds it; -90 deg on its face; 1 g along y on a side)
   and, like a robot in the air, IS_PICKED_UP and no floor under the cliff sensor (a
@@ -71,10 +73,12 @@ What it models
   about ``CLIFF_GROUND_RAW`` over the table and about ``CLIFF_DROP_RAW`` over the
   edge (``World.cliff_at``); RobotState's four ``cliff_data_raw`` values all carry
   its reading (a guess: what a real robot puts in the other three is not
-  documented). With EnableStopOnCliff the wheels stop when it sees the edge while
-  the robot drives forwards; backwards nothing sees the edge, and the robot
-  falls off the table once its centre is over it, as it does without
-  EnableStopOnCliff.
+  documented). With stop on cliff (on at power-up, EnableStopOnCliff switches it)
+  the wheels stop when the sensor sees the edge appear while the robot drives
+  forwards, once, as Anki's firmware does: while it still sees the edge, a new
+  forward drive is not stopped again. Backwards nothing sees the edge, and the
+  robot falls off the table once its centre is over it, as it does without stop
+  on cliff.
 * **Animation stream**: OutputAudio/OutputSilence, DisplayImage, AnimHead,
   AnimLift, AnimBody, AnimBackpackLights, RecordHeading, TurnToRecordedHeading,
   StartAnimation and EndAnimation go through one queue that the robot plays at

@@ -277,10 +277,37 @@ def test_driving_forwards_at_a_cliff_says_why_the_robot_does_not_move(rig):
     robot.sim.teleport(robot.net.now, edge - 20.0, 0.0, 0.0)
     robot.run(0.3)
     before = robot.sim.model.true_pose()
-    core.drive(0.05, 0.0)
-    robot.run(0.3)
+    # a teleop's steady 10 Hz: the robot stops its treads when the drop appears, once (Anki's
+    # firmware, and the simulator since); the driver holds the forward motion after that
+    for _ in range(10):
+        core.drive(0.05, 0.0)
+        robot.run(0.1)
     assert output.said(said, logging.WARNING), output.lines
     assert robot.sim.model.true_pose()[0] == pytest.approx(before[0], abs=1.0)
+    assert robot.sent("DriveWheels")[-1][1].lwheel_speed_mmps == 0.0
+    # turning on the spot at the edge is not held (the firmware does not stop it either)
+    core.drive(0.05, 1.0)
+    robot.run(0.3)
+    wheels = robot.sent("DriveWheels")[-1][1]
+    assert wheels.lwheel_speed_mmps == pytest.approx(-wheels.rwheel_speed_mmps) != 0.0
+    assert robot.sim.model.true_pose()[2] > 0.1
+    core.drive(0.0, 0.0)
+
+
+def test_a_forward_drive_sent_as_the_edge_appears_is_sent_again_without_its_forward_motion(rig):
+    """The robot stops its treads when its cliff sensor loses the floor, once; a cmd_vel
+    forwards that reached it after that stop (before the driver saw the cliff) would drive it
+    on. On the cliff event the driver sends the last cmd_vel again without its forward part."""
+    robot, core, output = rig
+    edge = robot.sim.model.world.table_half_size_mm
+    robot.sim.teleport(robot.net.now, edge - 40.0, 0.0, 0.0)   # the sensor 8 mm short
+    robot.run(0.3)
+    core.drive(0.04, 0.0)           # one command, no repeats: the watchdog is 0.5 s
+    robot.run(0.45)
+    assert any(e.type == EventType.CLIFF_DETECTED for e in output.events)
+    last = robot.sent("DriveWheels")[-1]
+    assert (last[1].lwheel_speed_mmps, last[1].rwheel_speed_mmps) == (0.0, 0.0), last
+    assert robot.sim.model.true_pose()[0] < edge - 20.0
 
 
 def test_a_robot_on_its_back_is_reported_and_driving_it_says_why_nothing_moves(rig):

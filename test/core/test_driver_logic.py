@@ -211,6 +211,20 @@ def test_imu_units_and_pitch_sign_agree_with_the_accelerometer():
     assert quaternion_from_rpy(0, 0, 1.0) == pytest.approx((0, 0, math.sin(0.5), math.cos(0.5)))
 
 
+def test_imu_readings_are_turned_from_the_heads_axes_into_the_bodys():
+    """RobotState carries the IMU's raw axes, and the IMU is in the head: a robot standing
+    flat and turning at 1 rad/s, its head 25 deg down, reads gravity leaning back and the
+    turn partly on x. imu/data must say (0, 0, g) and (0, 0, 1)."""
+    head = math.radians(-25.0)
+    c, s = math.cos(head), math.sin(head)
+    state = SimpleNamespace(pose_pitch_rad=0.0, head_angle_rad=head,
+                            accel_x_mmps2=9810.0 * s, accel_y_mmps2=0.0, accel_z_mmps2=9810.0 * c,
+                            gyro_x_radps=s, gyro_y_radps=0.0, gyro_z_radps=c)
+    reading = imu_from_state(state, yaw_rad=0.0)
+    assert reading.linear_acceleration == pytest.approx((0.0, 0.0, 9.81), abs=1e-9)
+    assert reading.angular_velocity == pytest.approx((0.0, 0.0, 1.0), abs=1e-9)
+
+
 def test_joint_positions():
     state = SimpleNamespace(head_angle_rad=0.2, lift_height_mm=45.0)
     assert joint_positions(state) == pytest.approx((0.2, 0.0))

@@ -495,6 +495,15 @@ def test_cliff_interrupts_a_path_with_the_reason(rig):
     assert result.message.startswith("interrupted: cliff detected")
     assert 0.05 < result.distance_traveled < 0.1
     assert rig.still(0.3)
+    # at the edge: the robot stopped its treads once and would not stop them again, so a goal
+    # that may drive forwards is refused; backing away and turning are not
+    said = "the robot's cliff sensor sees no floor ahead (stop_on_cliff): it could drive off the edge"
+    for name, goal in (("drive_straight", DriveStraight.Goal(distance=0.05)),
+                       ("follow_path", WHEEL_GOALS["follow_path"]),
+                       ("go_to_pose", WHEEL_GOALS["go_to_pose"])):
+        rig.rejected(name, goal, said)
+    status, result = rig.run("drive_straight", DriveStraight.Goal(distance=-0.03))
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
 
 
 # ----------------------------------------------------------------------------- go_to_pose and frames

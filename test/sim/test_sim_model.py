@@ -234,11 +234,13 @@ def test_drive_straight_with_acceleration_and_limit():
 
 
 def test_accelerometer_and_gyro_agree_with_motion():
+    """In the IMU's axes, which the head turns: level with the head at 0 here."""
     clock = make()
-    clock.run(0.1)
+    clock.send(m.SetHeadAngle(angle_rad=0.0, max_speed_rad_per_sec=10.0, accel_rad_per_sec2=50.0))
+    clock.run(1.0)
     flat = last_state(clock)
     assert flat.accel_z_mmps2 == pytest.approx(GRAVITY_MMPS2)
-    assert flat.accel_x_mmps2 == 0.0 and flat.gyro_z_radps == 0.0
+    assert flat.accel_x_mmps2 == pytest.approx(0.0, abs=1e-9) and flat.gyro_z_radps == 0.0
     clock.send(m.DriveWheels(lwheel_speed_mmps=100, rwheel_speed_mmps=100,
                              lwheel_accel_mmps2=400, rwheel_accel_mmps2=400))
     clock.run(0.1)
@@ -252,6 +254,29 @@ def test_accelerometer_and_gyro_agree_with_motion():
     clock.run(0.5)
     turned = wrap_angle(clock.model.true_pose()[2] - before)
     assert turned == pytest.approx(0.5 * 90.0 / TRACK_WIDTH_MM, rel=0.02)
+
+
+def test_the_imu_reads_in_the_heads_axes():
+    """The IMU sits in the head: standing flat with the head 25 deg down, gravity's reaction
+    leans back in its axes (x = g sin(-25 deg)), and a turn shows partly on its x axis; the
+    driver's imu_to_body turns both back into the body's axes."""
+    from cozmo_driver.driver.sensors import imu_to_body
+
+    clock = make()
+    clock.send(m.SetHeadAngle(angle_rad=math.radians(-25.0), max_speed_rad_per_sec=10.0,
+                              accel_rad_per_sec2=50.0))
+    clock.send(m.DriveWheels(lwheel_speed_mmps=-45, rwheel_speed_mmps=45))
+    clock.run(1.0)
+    s = last_state(clock)
+    head = s.head_angle_rad
+    assert head == pytest.approx(math.radians(-25.0), abs=0.01)
+    assert (s.accel_x_mmps2, s.accel_z_mmps2) == pytest.approx(
+        (GRAVITY_MMPS2 * math.sin(head), GRAVITY_MMPS2 * math.cos(head)), abs=1.0)
+    assert s.gyro_z_radps == pytest.approx(90.0 / TRACK_WIDTH_MM * math.cos(head), rel=1e-3)
+    ax, ay, az = imu_to_body(s.accel_x_mmps2, s.accel_y_mmps2, s.accel_z_mmps2, head)
+    assert (ax, az) == pytest.approx((0.0, GRAVITY_MMPS2), abs=1.0)
+    gx, gy, gz = imu_to_body(s.gyro_x_radps, s.gyro_y_radps, s.gyro_z_radps, head)
+    assert (gx, gz) == pytest.approx((0.0, 90.0 / TRACK_WIDTH_MM), abs=1e-3)
 
 
 def test_noise_is_seeded():
@@ -623,6 +648,8 @@ def test_reversing_off_the_edge_is_not_stopped():
 
 def test_without_stop_on_cliff_the_robot_falls_off():
     clock = make()
+    assert clock.model.stop_on_cliff      # the firmware's default
+    clock.send(m.EnableStopOnCliff(enable=False))
     clock.model.teleport(clock.now, 550.0, 0.0, 0.0)
     clock.send(m.DriveWheels(lwheel_speed_mmps=100, rwheel_speed_mmps=100))
     clock.run(2.0)
