@@ -5,8 +5,10 @@ Pure: no clock, no I/O; ``now`` is always an argument (seconds, any monotonic or
 One clock
 ---------
 The robot plays its animation stream one frame per 1/30 s and takes the audio
-messages as its clock: each frame plays the messages queued up to and
-including one ``OutputAudio``/``OutputSilence`` (notes e, f).  The pacer keeps
+messages as its clock: each frame plays one ``OutputAudio``/``OutputSilence``
+and the messages queued after it, up to the next one (Anki's firmware; the
+notes e, f say "up to and including", which is the same stream only once it
+runs).  The pacer keeps
 one grid: tick ``k`` is due at ``t0 + k / 30`` (``t0``: :meth:`AVPacer.start`,
 or the first call), and :meth:`AVPacer.tick` returns the messages of every tick
 due by ``now``, the index being ``floor((now - t0) * 30)``: computed from the
@@ -21,8 +23,10 @@ arrives: :meth:`AVPacer.next_deadline` was None, or later) are not sent late
 when an input arrives after them: the grid resumes at the current tick, so a
 sound queued after minutes of silence starts at once instead of as a burst.
 
-What each tick carries (at most one ``DisplayImage``, then exactly one audio
-message while the pacer is *active*):
+What each tick carries (exactly one audio message while the pacer is *active*,
+then at most one ``DisplayImage``; the robot takes a frame as an audio message
+and what follows it up to the next one, and clears its whole buffer if one
+starts with anything else):
 
 * **Audio**: ``OutputAudio`` with the next 744 queued samples (PCM of any rate,
   resampled to 22 320 Hz by :func:`cozmo_driver.protocol.audio.resample`).  A
@@ -444,6 +448,7 @@ class AVPacer:
         stats.ticks += 1
         self._advance_overlay(k)
         sent_display = False
+        display = None
         next_face = False
         if self._overlay is not None:
             self._cover_faces()
@@ -456,7 +461,7 @@ class AVPacer:
             if desired is not self._on_screen_image or refresh:
                 data = desired.data
                 if data != self._on_screen or refresh:
-                    out.append(msgs.DisplayImage(image=data))
+                    display = msgs.DisplayImage(image=data)
                     stats.display_frames += 1
                     if data == self._on_screen:
                         stats.refreshes += 1
@@ -476,6 +481,8 @@ class AVPacer:
             stats.silence_frames += 1
             if self._queued and not self._final:
                 stats.audio_starved += 1
+        if display is not None:  # after its frame's audio message, which the robot plays first
+            out.append(display)
         if sent_display or self._overlay is not None:
             self._last_active_tick = k
 

@@ -11,17 +11,21 @@ exactly 1/30 s (not 33 ms): tick ``k`` covers ``[k/30, (k+1)/30)`` s of the clip
 and a keyframe at ``t`` ms lands on tick ``round(t * 30 / 1000)``.  Every tick
 carries, in this order:
 
-1. ``StartAnimation(anim_id)`` on tick 0;
-2. the keyframes' messages (head, lift, body, lights, headings);
-3. at most one ``DisplayImage`` (the face or sprite frame, when it changed);
-4. exactly one audio message: ``OutputAudio`` (744 samples of the clip's mixed
+1. exactly one audio message: ``OutputAudio`` (744 samples of the clip's mixed
    sound) or ``OutputSilence``, so a clip of ``T`` s sends ``ceil(T * 30)``
    audio messages, 30 per second;
-5. ``EndAnimation`` after the audio of the last tick.
+2. ``StartAnimation(anim_id)`` on tick 0;
+3. the keyframes' messages (head, lift, body, lights, headings);
+4. at most one ``DisplayImage`` (the face or sprite frame, when it changed);
+5. ``EndAnimation`` after the last tick's messages.
 
-The robot (and the simulator) plays queued messages up to and including the
-next audio message at each of its frames, so everything before the audio in a
-tick happens in the same frame as that audio.
+The robot (and the simulator) plays, at each of its frames, one audio message
+and the messages queued after it up to the next audio message or an
+``EndAnimation``, so everything after the audio in a tick happens in the same
+frame as that audio. A frame must start with an audio message: Anki's firmware
+clears its whole animation buffer when the next message is anything else, which
+is what an empty buffer (at the connection, after an ``EndAnimation``) would
+show if a tick began with its image.
 
 Conversions
 -----------
@@ -206,7 +210,7 @@ class CompiledClip:
         last_sent: Optional[bytes] = None
         last_source = -1
         for k in range(self.num_ticks):
-            tick: List[Any] = []
+            tick: List[Any] = [self.audio_message(k)]
             if k == 0:
                 tick.append(msgs.StartAnimation(anim_id=anim_id & 0xFF))
             tick.extend(self.messages.get(k, ()))
@@ -217,7 +221,6 @@ class CompiledClip:
                 if data != last_sent:
                     tick.append(msgs.DisplayImage(image=data))
                     last_sent = data
-            tick.append(self.audio_message(k))
             if k == self.num_ticks - 1:
                 tick.append(msgs.EndAnimation())
             out.append(tick)
@@ -557,8 +560,8 @@ class AnimationPlayer:
         out: List[Any] = [msgs.AbortAnimation()]
         if clip is not None and clip.uses_body:
             out.append(msgs.DriveWheels())
-        if clip is not None and clip.uses_lights:
-            out.append(msgs.AnimBackpackLights(colors=[0] * 5))
+        # no AnimBackpackLights: the abort gives the backpack back to the user's lights, and
+        # a stream message after it would start the emptied buffer without an audio message
         return out
 
     # ------------------------------------------------------------------ ticking
@@ -597,6 +600,11 @@ class AnimationPlayer:
     def _emit_tick(self, clip: CompiledClip, k: int, latest: bool, out: List[Any]) -> None:
         stats = self.stats
         stats.ticks += 1
+        out.append(clip.audio_message(k))  # first: the robot's frame starts with its audio
+        if clip.audio[k] is None:
+            stats.silence_frames += 1
+        else:
+            stats.audio_frames += 1
         if k == 0:
             out.append(msgs.StartAnimation(anim_id=self._anim_id))
         out.extend(clip.messages.get(k, ()))
@@ -611,11 +619,6 @@ class AnimationPlayer:
                     stats.display_frames += 1
             elif clip.display_source[k + 1] != src:
                 stats.display_dropped += 1  # superseded before it could be shown
-        out.append(clip.audio_message(k))
-        if clip.audio[k] is None:
-            stats.silence_frames += 1
-        else:
-            stats.audio_frames += 1
         self._events.extend(clip.events.get(k, ()))
         if k == clip.num_ticks - 1:
             out.append(msgs.EndAnimation())

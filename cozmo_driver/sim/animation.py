@@ -3,10 +3,16 @@
 :class:`AnimationPlayer` queues the animation stream (OutputAudio/OutputSilence,
 DisplayImage, AnimHead, AnimLift, AnimBody, AnimBackpackLights, RecordHeading,
 TurnToRecordedHeading, StartAnimation, EndAnimation) and plays it at 30 frames
-per second: each tick plays messages up to and including one audio message
-(audio paces the display), and reports AnimationState. Both only once the engine
-has sent EnableAnimationState: what of the stream comes before is not played
-(counted in ``unplayable``). Head, lift
+per second as Anki's firmware does: a frame plays one audio message (audio paces
+the display) and the messages queued after it, up to the next audio message or
+an EndAnimation, which ends the animation; a frame that would start with
+anything but an audio message clears the whole queue instead (counted in
+``buffer_clears``: the engine sent a tick in the wrong order). Playback starts
+once 7 audio messages (or an EndAnimation) are queued, and goes on while more
+than one is, so the last one waits for the next; while it waits, treads that
+AnimBody drives are stopped. Each tick reports
+AnimationState. All this only once the engine has sent EnableAnimationState:
+what of the stream comes before is not played (counted in ``unplayable``). Head, lift
 and body tracks move the :class:`~cozmo_driver.sim.body.Body`. The player also
 keeps the ground truth of what the robot showed and said (the 128x32 face
 framebuffer and its history, the audio played as PCM) and the backpack lights
@@ -34,7 +40,13 @@ from .motors import (
     wrap_angle,
 )
 
-__all__ = ["AnimationPlayer"]
+__all__ = ["AnimationPlayer", "PREROLL_FRAMES"]
+
+#: audio messages queued before the robot starts playing its stream (Anki's firmware)
+PREROLL_FRAMES = 7
+_AUDIO = frozenset(("OutputAudio", "OutputSilence"))
+#: what the firmware counts as a frame of the queue
+_FRAMES = _AUDIO | {"EndAnimation"}
 
 logger = logging.getLogger("cozmo.sim")
 _LightState = msgs.STRUCTS["LightState"]
@@ -71,6 +83,12 @@ class AnimationPlayer:
         self.anim_client_drops = 0
         #: messages of the animation stream that came before EnableAnimationState
         self.unplayable = 0
+        #: times the queue was cleared because a frame did not start with an audio message
+        self.buffer_clears = 0
+        self._frames = 0       # audio messages and EndAnimations queued (the firmware's count)
+        self._ends = 0         # EndAnimations queued
+        self._playing = False
+        self._body_track = False  # AnimBody drives the treads (stopped if the stream starves)
         self.current_anim: Optional[int] = None
         self.anim_state_enabled = False
         self._next_tick = now
@@ -78,9 +96,15 @@ class AnimationPlayer:
     def reset_link(self) -> None:
         """The engine left or a new one arrived: the queue and the current animation go."""
         self.anim_state_enabled = False
+        self._empty()
+        self.current_anim = None
+
+    def _empty(self) -> None:
         self._queue.clear()
         self._queue_bytes = 0
-        self.current_anim = None
+        self._frames = self._ends = 0
+        self._playing = False
+        self._body_track = False
 
     def handlers(self) -> Dict[str, Callable[[Any, float], None]]:
         table: Dict[str, Callable[[Any, float], None]] = dict.fromkeys(msgs.ANIMATION_STREAM, self.queue)
@@ -132,20 +156,52 @@ class AnimationPlayer:
             self._next_tick = max(self._grid(now), self._next_tick)
         self._queue.append((m, size))
         self._queue_bytes += size
+        if m.NAME in _FRAMES:
+            self._frames += 1
+            self._ends += m.NAME == "EndAnimation"
+
+    def _ready(self) -> bool:
+        if self._playing:
+            return self._frames > 1
+        self._playing = self._frames >= PREROLL_FRAMES or self._ends > 0
+        return self._playing
+
+    def _pop(self) -> Any:
+        m, size = self._queue.popleft()
+        self._queue_bytes -= size
+        self.anim_bytes_played += size
+        return m
 
     def tick(self, now: float) -> None:
-        """Play one frame's worth of the queue (up to one audio message)."""
+        """Play one frame of the queue, if it is ready (see the module docstring)."""
         fw = self.fw
         queue = self._queue
-        while queue:
-            m, size = queue.popleft()
-            self._queue_bytes -= size
-            self.anim_bytes_played += size
-            name = m.NAME
-            if name == "OutputAudio" or name == "OutputSilence":
-                self._play_audio(m)
-                break
-            self._play(m, now)
+        if self._ready():
+            if queue[0][0].NAME not in _AUDIO:
+                logger.warning("animation stream: a frame starts with %s, not an audio message: "
+                               "the queue (%d messages) is cleared", queue[0][0].NAME, len(queue))
+                self.buffer_clears += 1
+                self.anim_bytes_played += self._queue_bytes
+                self._empty()
+                self._end_current()
+            else:
+                self._frames -= 1
+                self._play_audio(self._pop())
+                while queue and queue[0][0].NAME not in _AUDIO:
+                    m = self._pop()
+                    if m.NAME == "EndAnimation":
+                        self._frames -= 1
+                        self._ends -= 1
+                        self._playing = self._body_track = False
+                        self._end_current()
+                        break
+                    self._play(m, now)
+        elif self._playing and self._body_track:
+            # starved while AnimBody drives: the firmware's failsafe stops the treads
+            self._body_track = False
+            if self.body.controller is None:
+                for wheel in self.body.wheels:
+                    wheel.command(0.0, 0.0)
         if fw.connected and self.anim_state_enabled:
             fw.emit(msgs.AnimationState(
                 timestamp_ms=fw.timestamp_ms(now),
@@ -198,6 +254,7 @@ class AnimationPlayer:
             body.lift.move_to(lift_height_to_angle(height), LIFT_MAX_SPEED_RADPS, 40.0,
                               int(m.duration_ms) / 1000.0)
         elif name == "AnimBody":
+            self._body_track = True
             self._drive(m, now)
         elif name == "AnimBackpackLights":
             self.anim_backpack_colors = [int(c) for c in m.colors]
@@ -229,10 +286,12 @@ class AnimationPlayer:
         rw.command(right, 0.0)
 
     def _end_current(self) -> None:
-        """The current animation ends: AnimationEnded, and an animated drive stops."""
+        """The current animation ends: AnimationEnded, an animated drive stops, and the
+        backpack shows the user's lights again (the animation's layer goes dark)."""
         if self.current_anim is not None:
             self.fw.emit(msgs.AnimationEnded(anim_id=self.current_anim))
             self.current_anim = None
+            self.anim_backpack_colors = [0] * 5
             if self.body.controller is None:
                 for wheel in self.body.wheels:
                     wheel.command(0.0, 0.0)
@@ -262,8 +321,7 @@ class AnimationPlayer:
             self._next_tick = self._grid(now)
 
     def _on_AbortAnimation(self, m: Any, now: float) -> None:
-        self._queue.clear()
-        self._queue_bytes = 0
+        self._empty()
         self._end_current()
 
     def _on_SetRobotVolume(self, m: Any, now: float) -> None:

@@ -82,8 +82,10 @@ What it models
 * **Animation stream**: OutputAudio/OutputSilence, DisplayImage, AnimHead,
   AnimLift, AnimBody, AnimBackpackLights, RecordHeading, TurnToRecordedHeading,
   StartAnimation and EndAnimation go through one queue that the robot plays at
-  30 frames per second: each tick plays messages up to and including one audio
-  message (audio paces the display). IS_ANIM_BUFFER_FULL is set while more than
+  30 frames per second as Anki's firmware does: each frame plays one audio message
+  and what follows it up to the next one (audio paces the display); a frame that
+  starts with anything else clears the queue; playback starts once 7 audio
+  messages wait (sim.animation). IS_ANIM_BUFFER_FULL is set while more than
   ``anim_buffer_full_bytes`` wait; beyond ``anim_buffer_max_bytes`` messages are
   dropped and counted in ``AnimationState.client_drop_count``. Nothing of the
   stream plays before EnableAnimationState (counted in ``unplayable``), which also
@@ -311,6 +313,7 @@ class RobotModel:
     anim_bytes_played = _Part("animation")
     anim_client_drops = _Part("animation")
     unplayable = _Part("animation")
+    buffer_clears = _Part("animation")
     current_anim = _Part("animation")
     anim_state_enabled = _Part("animation")
     anim_queue_bytes = _Part("animation", "queue_bytes")

@@ -234,6 +234,11 @@ class SimServer:
         plays its animation stream and reports AnimationState)."""
         return self._model(lambda m: m.anim_state_enabled)
 
+    def buffer_clears(self) -> int:
+        """Times the robot cleared its animation stream because a frame did not start with
+        an audio message (an engine that sends a tick's messages in the wrong order)."""
+        return self._model(lambda m: m.buffer_clears)
+
     def unplayable(self) -> int:
         """Messages of the animation stream that came before EnableAnimationState: not played."""
         return self._model(lambda m: m.unplayable)

@@ -154,12 +154,12 @@ def test_face_layer_is_sent_when_it_changes_and_refreshed():
     pacer = AVPacer(linger_s=0.1, refresh_s=2.0)
     pacer.set_face(R.render(EXPRESSIONS["happy"]))
     first = pacer.tick(0.0)
-    assert [x.NAME for x in first] == ["DisplayImage", "OutputSilence"]
-    assert np.array_equal(decode_display(first[0].image), R.render_display(EXPRESSIONS["happy"]))
+    assert [x.NAME for x in first] == ["OutputSilence", "DisplayImage"]   # audio first (firmware)
+    assert np.array_equal(decode_display(first[1].image), R.render_display(EXPRESSIONS["happy"]))
     quiet = [x for k in range(1, 59) for x in pacer.tick(k / 30)]
     assert count(quiet, "DisplayImage") == 0 and count(quiet, *AUDIO) == 3       # the linger only
     refresh = pacer.tick(2.0)
-    assert [x.NAME for x in refresh] == ["DisplayImage", "OutputSilence"] and pacer.stats.refreshes == 1
+    assert [x.NAME for x in refresh] == ["OutputSilence", "DisplayImage"] and pacer.stats.refreshes == 1
     pacer.set_face(R.render(EXPRESSIONS["sad"]))
     same = pacer.tick(2.0 + 1 / 30)
     assert count(same, "DisplayImage") == 1
@@ -208,7 +208,7 @@ def test_images_are_checked():
     with pytest.raises(LocalProtocolError):
         pacer.show_image(bars(0), duration_s=-1)
     pacer.show_image(b"\x3f\x3f")                      # encoded bytes pass through
-    assert [x.NAME for x in pacer.tick(0.0)] == ["DisplayImage", "OutputSilence"]
+    assert [x.NAME for x in pacer.tick(0.0)] == ["OutputSilence", "DisplayImage"]
 
 
 # --------------------------------------------------------------------------- animations on the same grid
@@ -252,8 +252,8 @@ def test_cancelling_a_clip_returns_the_stop_messages_and_the_pacer_carries_on():
     out = pacer.cancel_clip(0.07)
     assert [x.NAME for x in out] == ["AbortAnimation"] and not pacer.animating
     after = pacer.tick(3 / 30)
-    assert [x.NAME for x in after] == ["DisplayImage", "OutputSilence"]     # the face again, same grid
-    assert np.array_equal(decode_display(after[0].image), bars(5))
+    assert [x.NAME for x in after] == ["OutputSilence", "DisplayImage"]     # the face again, same grid
+    assert np.array_equal(decode_display(after[1].image), bars(5))
     assert pacer.cancel_clip(0.2) == []
 
 
@@ -292,7 +292,7 @@ def test_after_a_long_idle_the_grid_resumes_now_without_a_burst():
         pacer.tick(pacer.next_deadline())
     pacer.set_face(bars(3))
     at = 1234.5
-    assert [x.NAME for x in pacer.tick(at)] == ["DisplayImage", "OutputSilence"]
+    assert [x.NAME for x in pacer.tick(at)] == ["OutputSilence", "DisplayImage"]
     assert pacer.next_deadline() == pytest.approx(math.floor(at * 30 + 1e-9) / 30 + 1 / 30)
     assert pacer.stats.underruns == 0
 

@@ -80,9 +80,11 @@ def test_the_grid_is_a_thirtieth_of_a_second_not_33_ms():
 def test_framing_and_order_within_a_tick():
     clip = Clip("c", 0.2, Tracks(head=[HeadKeyframe(0, 100, 10)], face=[FaceKeyframe(0, EXPRESSIONS["happy"])]))
     timeline = compile_clip(clip).timeline(anim_id=7)
-    assert names(timeline[0]) == ["StartAnimation", "AnimHead", "DisplayImage", "OutputSilence"]
-    assert timeline[0][0].anim_id == 7
-    assert names(timeline[-1])[-2:] == ["OutputSilence", "EndAnimation"]
+    # the robot's frame is an audio message and what follows it: audio first, always
+    assert names(timeline[0]) == ["OutputSilence", "StartAnimation", "AnimHead", "DisplayImage"]
+    assert timeline[0][1].anim_id == 7
+    assert names(timeline[-1])[0] == "OutputSilence" and names(timeline[-1])[-1] == "EndAnimation"
+    assert all(names(tick)[0] in ("OutputSilence", "OutputAudio") for tick in timeline)
     assert len(of(flat(timeline), "DisplayImage")) == 1        # a held face is not re-sent
 
 
@@ -339,13 +341,13 @@ def test_late_ticks_catch_up_audio_but_drop_old_display_frames():
     player = AnimationPlayer()
     player.play(clip, 0.0)
     first = player.tick(0.0)
-    assert names(first) == ["StartAnimation", "DisplayImage", "OutputAudio"]
+    assert names(first) == ["OutputAudio", "StartAnimation", "DisplayImage"]   # audio first
     late = player.tick(10.5 / 30)                 # ticks 1..10 at once
     assert len(of(late, "OutputAudio")) == 10     # no audio is lost
     assert len(of(late, "DisplayImage")) == 1     # only the newest face
     shown = decode_display(of(late, "DisplayImage")[0].image)
     assert np.array_equal(shown, fit_to_frame(R.render_display(interpolate(a, b, 10 / 30)))[1])
-    assert names(late)[-2:] == ["DisplayImage", "OutputAudio"]
+    assert names(late)[-2:] == ["OutputAudio", "DisplayImage"]
     assert player.stats.underruns == 9            # ticks 1..9 went out after their slot
     assert player.stats.display_dropped == 9
     player.tick(11 / 30)
@@ -360,8 +362,10 @@ def test_cancel_stops_and_restores():
     for k in range(15):
         player.tick(k / 30)
     out = player.cancel(0.5)
-    assert names(out) == ["AbortAnimation", "DriveWheels", "AnimBackpackLights"]
-    assert out[1] == m.DriveWheels() and out[2].colors == [0] * 5
+    # no AnimBackpackLights: the abort hands the backpack back to the user's lights, and a
+    # stream message after it would start the robot's emptied buffer without audio
+    assert names(out) == ["AbortAnimation", "DriveWheels"]
+    assert out[1] == m.DriveWheels()
     assert not player.playing and player.tick(1.0) == []
     assert player.progress(5.0) == pytest.approx(0.25)   # frozen where it stopped
     assert player.stats.clips_cancelled == 1
@@ -374,8 +378,8 @@ def test_playing_over_a_clip_cancels_it_first():
     player.tick(0.0)
     new_id = player.play(Clip("b", 0.2), 0.1)
     out = player.tick(0.1)
-    assert names(out)[:3] == ["AbortAnimation", "DriveWheels", "StartAnimation"]
-    assert out[2].anim_id == new_id
+    assert names(out)[:4] == ["AbortAnimation", "DriveWheels", "OutputSilence", "StartAnimation"]
+    assert out[3].anim_id == new_id
 
 
 def test_lead_ticks_send_early():

@@ -325,11 +325,17 @@ def test_record_heading_anim_body_and_turn_to_recorded_heading():
                          angle_tolerance_rad=math.radians(0.5), is_absolute=True, action_id=1))
     assert h.run_until(lambda: h.received("AcknowledgeAction") and not h.model.is_moving, 3.0)
     recorded = h.model.true_pose()[2]
-    h.send(m.RecordHeading())
-    h.send(m.OutputSilence())
+
+    def frames(n: int, *keyframes) -> None:
+        """n frames of the stream: each an audio message first, the keyframes in the first."""
+        h.send(m.OutputSilence())
+        for k in keyframes:
+            h.send(k)
+        for _ in range(n - 1):
+            h.send(m.OutputSilence())
+
     # AnimBody straight (radius 32767) for half a second ...
-    h.send(m.AnimBody(speed_mmps=60, unknown=32767))
-    h.send(m.OutputSilence())
+    frames(20, m.RecordHeading(), m.AnimBody(speed_mmps=60, unknown=32767))
     h.run(0.6)
     assert h.model.recorded_heading == pytest.approx(recorded)
     state = h.last_state()
@@ -337,8 +343,7 @@ def test_record_heading_anim_body_and_turn_to_recorded_heading():
     x, y, _ = h.model.true_pose()
     assert math.hypot(x, y) > 20.0 and math.atan2(y, x) == pytest.approx(recorded, abs=1e-3)
     # ... then in place (radius 0) to the left at 90 deg/s, away from the recorded heading
-    h.send(m.AnimBody(speed_mmps=90, unknown=0))
-    h.send(m.OutputSilence())
+    frames(20, m.AnimBody(speed_mmps=90, unknown=0))
     h.run(0.6)
     state = h.last_state()
     tread = math.pi / 2 * 22.5                                     # mm/s, on a 45 mm track
@@ -349,8 +354,7 @@ def test_record_heading_anim_body_and_turn_to_recorded_heading():
     turned = h.model.true_pose()[2]
     assert wrap_angle(turned - recorded) > 0.5
     # TurnToRecordedHeading turns back and stops there
-    h.send(m.TurnToRecordedHeading())
-    h.send(m.OutputSilence())
+    frames(3, m.TurnToRecordedHeading())
     h.run(2.0)
     state = h.last_state()
     assert abs(wrap_angle(h.model.true_pose()[2] - recorded)) < math.radians(2.01)

@@ -805,11 +805,14 @@ def test_audio_is_played_at_30_per_second_and_decoded():
     assert 29 <= played <= 32
     assert clock.model.anim_queue_length == 45 - played
     clock.run(1.0)
+    assert clock.model.audio_frames_played == 44     # the last one waits for the next (firmware)
+    clock.send(m.OutputSilence())
+    clock.run(0.1)
     assert clock.model.audio_frames_played == 45
     assert not last_state(clock).status & StatusFlag.IS_ANIM_BUFFER_FULL
     pcm = clock.model.audio_pcm()
     expected = decode_ulaw(b"".join(frames))
-    assert np.array_equal(pcm, expected)
+    assert np.array_equal(pcm[:len(expected)], expected)
     assert clock.model.volume == 50000
 
 
@@ -824,12 +827,37 @@ def test_nothing_of_the_stream_plays_before_enable_animation_state():
     assert not clock.model.framebuffer.any() and clock.model.display_images_shown == 0
     assert clock.take("AnimationState") == []
     clock.send(m.EnableAnimationState())
+    clock.send(m.OutputSilence())             # a frame: its audio first, then its image
     clock.send(m.DisplayImage(image=encode_display(bits)))
-    clock.send(m.OutputSilence())
+    for _ in range(6):                        # playback starts once 7 frames wait (firmware)
+        clock.send(m.OutputSilence())
     clock.run(0.2)
     assert np.array_equal(clock.model.framebuffer, bits)
     assert clock.model.unplayable == 2 and clock.model.display_images_shown == 1
     assert 5 <= len(clock.take("AnimationState")) <= 7  # one per 30 Hz tick
+
+
+def test_a_frame_that_does_not_start_with_audio_clears_the_stream():
+    """Anki's firmware: the robot plays a frame as an audio message and what follows it;
+    when the next message is anything else, it clears its whole buffer. An image sent before
+    its frame's audio (into an empty buffer: at the start, after an animation) is lost with
+    everything queued behind it, again and again."""
+    clock = make()
+    clock.send(m.EnableAnimationState())
+    bits = np.zeros((32, 128), dtype=bool)
+    bits[0:8, 0:8] = True
+    for _ in range(10):                        # image first: the wrong order
+        clock.send(m.DisplayImage(image=encode_display(bits)))
+        clock.send(m.OutputSilence())
+    clock.run(0.5)
+    assert clock.model.buffer_clears == 1 and clock.model.display_images_shown == 0
+    assert clock.model.audio_frames_played == 0 and clock.model.anim_queue_length == 0
+    for _ in range(10):                        # audio first: played
+        clock.send(m.OutputSilence())
+        clock.send(m.DisplayImage(image=encode_display(bits)))
+    clock.run(0.5)
+    assert clock.model.buffer_clears == 1 and clock.model.display_images_shown == 9
+    assert np.array_equal(clock.model.framebuffer, bits)
 
 
 def test_anim_buffer_overflow_is_counted():
@@ -849,42 +877,47 @@ def test_display_framebuffer_and_history():
     bits[4:10, 20:60] = True
     bits[20, :] = True
     clock.send(m.EnableAnimationState())
+    clock.send(m.OutputSilence())
     clock.send(m.DisplayImage(image=encode_display(bits)))
-    clock.run(0.05)
-    assert np.array_equal(clock.model.framebuffer, bits)
+    clock.send(m.OutputSilence())
     clock.send(m.DisplayImage(image=b"\x3f\x3f"))
     clock.send(m.DisplayImage(image=b"\x40"))   # malformed (repeat of no column): counted, ignored
-    clock.run(0.05)
+    for _ in range(6):
+        clock.send(m.OutputSilence())
+    clock.run(0.5)
     assert not clock.model.framebuffer.any()
     assert clock.model.display_images_shown == 3 and clock.model.display_errors == 1
-    assert len(clock.model.display_history()) == 2
+    history = clock.model.display_history()
+    assert len(history) == 2 and np.array_equal(history[0], bits)
 
 
 def test_animation_start_end_paced_by_audio_and_state_stream():
     clock = make()
     clock.send(m.EnableAnimationState())
+    clock.send(m.OutputSilence())              # each frame: its audio, then its keyframes
     clock.send(m.StartAnimation(anim_id=3))
     clock.send(m.AnimHead(duration_ms=200, variability_deg=0, angle_deg=20))
     clock.send(m.AnimLift(duration_ms=200, variability_mm=0, height_mm=60))
     clock.send(m.AnimBackpackLights(colors=[0x7C00, 0x03E0, 0x001F, 0x7FFF, 0]))
     clock.send(m.RecordHeading())
     clock.send(m.AnimBody(speed_mmps=50, unknown=32767))
-    for _ in range(15):
+    for _ in range(14):
         clock.send(m.OutputSilence())
+    clock.send(m.OutputSilence())
     clock.send(m.AnimBody(speed_mmps=0, unknown=32767))
     clock.send(m.TurnToRecordedHeading())
-    clock.send(m.OutputSilence())
     clock.send(m.EndAnimation())
     clock.run(0.1)
     assert [x.anim_id for x in clock.take("AnimationStarted")] == [3]
     assert last_state(clock).status & StatusFlag.IS_ANIMATING
+    assert clock.model.anim_backpack_colors == [0x7C00, 0x03E0, 0x001F, 0x7FFF, 0]
     clock.run(0.3)
     assert clock.take("AnimationEnded") == []           # 16 audio frames take 0.53 s
     clock.run(0.8)
     assert [x.anim_id for x in clock.take("AnimationEnded")] == [3]
     assert clock.model.head_angle == pytest.approx(math.radians(20))
     assert clock.model.lift_height == pytest.approx(60.0)
-    assert clock.model.anim_backpack_colors == [0x7C00, 0x03E0, 0x001F, 0x7FFF, 0]
+    assert clock.model.anim_backpack_colors == [0] * 5   # the user's lights again when it ends
     assert 15.0 < clock.model.true_pose()[0] < 30.0       # ~0.5 s at 50 mm/s
     anim_states = clock.take("AnimationState")
     assert 30 <= len(anim_states) <= 36                   # one per 30 Hz tick
@@ -896,8 +929,9 @@ def test_animation_start_end_paced_by_audio_and_state_stream():
 def test_abort_animation():
     clock = make()
     clock.send(m.EnableAnimationState())
+    clock.send(m.OutputSilence())
     clock.send(m.StartAnimation(anim_id=8))
-    for _ in range(30):
+    for _ in range(29):
         clock.send(m.OutputSilence())
     clock.run(0.2)
     clock.send(m.AbortAnimation())

@@ -193,7 +193,8 @@ def test_display_and_audio_at_30_fps():
         h.send(m.OutputAudio(samples=encode_ulaw(tone)))
         h.send(m.DisplayImage(image=encode_display(bits)))
         h.run(1.0 / 30.0)
-    h.run(0.2)
+    h.send(m.OutputSilence())  # the robot plays a frame once the next one is there
+    h.run(0.3)                 # and starts once 7 frames wait
     model = h.robot.model
     assert np.array_equal(model.framebuffer, bits)
     assert model.display_images_shown == 60 and model.audio_frames_played == 60
