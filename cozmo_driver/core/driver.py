@@ -261,6 +261,7 @@ class DriverCore(ActuatorsMixin, CameraMixin):
             elif name in _EVENT_MESSAGES:
                 with self.lock:
                     events = self.events.on_message(message)
+                    self.orientation.on_calibration(events)
                     if self.active and events:
                         self.output.on_events(self.output.stamp_ns(), events)
             elif name == "NvStorageOpResult":
@@ -272,6 +273,7 @@ class DriverCore(ActuatorsMixin, CameraMixin):
         elif isinstance(event, RobotReady):
             with self.lock:  # before this connection's first robot state
                 self.tracker.new_connection()
+                self.orientation.held = False
                 self.robot_clock.reset()
             self._on_robot_ready(event.info)
 

@@ -11,6 +11,10 @@ thresholds Anki's engine used for Cozmo (its off-treads states):
 * otherwise on its treads, or in the air while the IS_PICKED_UP flag is set; falling
   while IS_FALLING is set.
 
+While the head calibrates, the readings are not used: Anki's firmware resets its IMU
+filter then (pitch 0, whatever the pose), so a robot on its back would seem to stand up
+and lie down again (:meth:`OrientationDetector.on_calibration`).
+
 A new reading must hold before it counts, so that a robot turned over by hand does not
 report every pose it passes through: 0.25 s for a side or the face, 1.0 s for the back
 (a robot rolling from its face to its treads passes over its back). On its treads, in
@@ -100,10 +104,22 @@ class OrientationDetector:
         self._candidate = Orientation.UNKNOWN
         self._since = 0.0
         self._off_treads = False  # on its back, face or side since it last stood on its treads
+        #: the head calibrates: readings are ignored (see the module docstring)
+        self.held = False
+
+    def on_calibration(self, events: List[RobotEventData]) -> None:
+        """Hold while the head calibrates: pass every event from the robot's messages."""
+        for event in events:
+            if event.type == EventType.HEAD_CALIBRATION_STARTED:
+                self.held = True
+            elif event.type == EventType.HEAD_CALIBRATION_ENDED:
+                self.held = False
 
     def update(self, t: float, pitch_rad: float, accel_y_mmps2: float,
                flags: int) -> List[RobotEventData]:
         """One reading at time ``t`` (s, any monotonic clock): the events it confirms."""
+        if self.held:
+            return []
         seen = classify(pitch_rad, accel_y_mmps2, flags)
         if self.state == Orientation.UNKNOWN:
             self.state = self._candidate = seen

@@ -352,6 +352,8 @@ class Body:
             ax = ay = az = 0.0
         elif self.lying is not None:
             pitch, (ax, ay, az) = _LYING[self.lying]
+            if self.head.calibrating:
+                pitch = 0.0  # the firmware resets its IMU filter while the head calibrates
         elif self.picked_up:
             pitch = 0.15
             ax, ay, az = (GRAVITY_MMPS2 * math.sin(pitch) + rng.uniform(-400, 400),

@@ -64,7 +64,8 @@ What it models
   real IMU, which sits in the head, reports them: x and z turned up by the head
   angle. Set down on its back, face or
   a side (:meth:`lay`), it reports the pitch and gravity of that pose (74.5 deg on
-  its back, where the backpack holds it; -90 deg on its face; 1 g along y on a side)
+  its back, where the backpack holds it; -90 deg on its face; 1 g along y on a side;
+  pitch 0 while the head calibrates, as the firmware resets its IMU filter then)
   and, like a robot in the air, IS_PICKED_UP and no floor under the cliff sensor (a
   guess: what the real firmware's flags say then is not documented).
 * **Battery**: a state of charge turned into 3.5..4.2 V, draining faster while

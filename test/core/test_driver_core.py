@@ -329,6 +329,12 @@ def test_a_robot_on_its_back_is_reported_and_driving_it_says_why_nothing_moves(r
                        "nothing. Set it upright on its treads", logging.WARNING), output.lines
     assert not output.said("cliff sensor sees no floor ahead")
     core.drive(0.0, 0.0)
+    # a head calibration resets the robot's pitch to 0 meanwhile: not read as standing up
+    robot.sim.model.body.calibrate(robot.net.now, head=True, lift=False)
+    robot.run(1.5)
+    assert EventType.HEAD_CALIBRATION_ENDED in [e.type for e in output.events]
+    assert EventType.ON_TREADS not in [e.type for e in output.events]
+    assert output.states[-1].status.orientation == Orientation.ON_BACK
     robot.sim.put_down(robot.net.now)
     robot.run(0.2)
     assert [e.type for e in output.events][-2:] == [EventType.PUT_DOWN, EventType.ON_TREADS]

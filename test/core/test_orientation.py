@@ -110,6 +110,21 @@ def test_sides_face_and_the_air():
     assert d.state == Orientation.FALLING
 
 
+def test_readings_while_the_head_calibrates_are_not_used():
+    """Anki's firmware resets its IMU filter while the head calibrates (pitch 0): a robot on
+    its back would seem to stand up and lie down again."""
+    from cozmo_driver.driver.events import RobotEventData
+
+    d = OrientationDetector()
+    feed(d, 0.0, 0.1, 0.0)
+    assert [k for _, k, _ in feed(d, 0.13, 1.3, 74.5)] == [EventType.ON_BACK]
+    d.on_calibration([RobotEventData(EventType.HEAD_CALIBRATION_STARTED, "head calibration started")])
+    assert feed(d, 1.33, 2.5, 0.0) == [] and d.state == Orientation.ON_BACK
+    d.on_calibration([RobotEventData(EventType.HEAD_CALIBRATION_ENDED, "head calibrated")])
+    assert feed(d, 2.53, 3.0, 74.5) == [] and d.state == Orientation.ON_BACK
+    assert [k for _, k, _ in feed(d, 3.03, 3.1, 0.0)] == [EventType.ON_TREADS]
+
+
 def test_the_robot_diagnostic_says_it_lies():
     report = robot_report(True, 4.0, 0.8, False, 0.01, 0, 0, "on its back", True)
     assert report.level == WARN
