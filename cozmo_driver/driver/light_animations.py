@@ -11,7 +11,7 @@ The built-in ones (:data:`BUILTIN`): ``off``; steady colours ``white``,
 ``red``, ``green``, ``blue``, ``yellow``, ``cyan``, ``magenta``, ``orange``,
 ``purple``; ``blink`` (white, 0.5 s on, 0.5 s off) and ``blink_red``;
 ``breathe`` (cyan fading in and out over 3 s) and ``pulse`` (blue, 1 s);
-``spin`` (one green LED going round a cube, 0.1 s per LED; a green dot
+``spin`` (one green LED going round a cube, 0.09 s per LED; a green dot
 running along the charger's and the backpack's LEDs); ``chase`` (white light
 running front to back on the backpack and round the cube and charger);
 ``rainbow`` (the colours of the rainbow fading from LED to LED and turning
@@ -106,7 +106,8 @@ def _steady(c: RGB) -> Light:
 
 
 def _running(n: int, colour: RGB, step: float) -> Tuple[Light, ...]:
-    """n LEDs lit one after the other, each for ``step`` seconds (offsets make the chase)."""
+    """n LEDs lit one after the other, each for ``step`` seconds (offsets make the chase; a
+    whole number of the lights' 30 ms frames keeps the steps even)."""
     return tuple(Light(on_color=colour, on_period=step, off_period=step * (n - 1),
                        offset=i * step) for i in range(n))
 
@@ -135,14 +136,14 @@ def _builtin() -> Dict[str, LightAnimation]:
                               transition_off_period=0.3))
     dot = Light(on_color=_G, off_color=_G)
     out["spin"] = LightAnimation(
-        "spin", "one green LED going round the cube (0.1 s per LED); a green dot running "
+        "spin", "one green LED going round the cube (0.09 s per LED); a green dot running "
         "along the charger and the backpack",
-        cube=(dot, OFF, OFF, OFF), charger=_running(CHARGER_LEDS, _G, 0.1),
-        backpack=_running(3, _G, 0.1) + (OFF, OFF), rotation_period=0.1)
+        cube=(dot, OFF, OFF, OFF), charger=_running(CHARGER_LEDS, _G, 0.09),
+        backpack=_running(3, _G, 0.09) + (OFF, OFF), rotation_period=0.09)
     out["chase"] = LightAnimation(
         "chase", "white light running front to back on the backpack, round the cube and the charger",
-        cube=_running(CUBE_LEDS, _W, 0.2), charger=_running(CHARGER_LEDS, _W, 0.2),
-        backpack=_running(3, _W, 0.2) + (Light(on_color=_R, on_period=0.3, off_period=0.3),
+        cube=_running(CUBE_LEDS, _W, 0.21), charger=_running(CHARGER_LEDS, _W, 0.21),
+        backpack=_running(3, _W, 0.21) + (Light(on_color=_R, on_period=0.3, off_period=0.3),
                                          Light(on_color=_R, on_period=0.3, off_period=0.3, offset=0.3)))
     rainbow = [(1.0, 0.0, 0.0), (1.0, 0.6, 0.0), (0.0, 1.0, 0.0), (0.0, 0.3, 1.0), (0.6, 0.0, 1.0)]
     out["rainbow"] = LightAnimation(

@@ -54,8 +54,9 @@ Lights
 A :class:`Light` is one LED's programme in seconds and colours with channels
 0..1, as in cozmo_interfaces/LightState. :func:`light_state` makes the robot's
 LightState: colours in RGB555 (:func:`~cozmo_driver.driver.commands.rgb555`:
-round(c x 31) per channel, bit 15 clear), periods rounded to 30 Hz frames. A
-period outside 0..8.5 s (255 frames) or an offset outside +-1092.2 s (a signed
+round(c x 31) per channel, bit 15 clear), periods rounded to the LEDs' 30 ms frames
+(Anki's engine converts with (ms + 29) / 30, on the robot, the cubes and the charger). A
+period outside 0..7.65 s (255 frames) or an offset outside +-983 s (a signed
 16-bit frame count) is clamped and a warning names the field; a NaN or
 infinite value, or a colour channel outside 0..1, raises :class:`CommandError`
 naming the field, and nothing is sent.
@@ -72,7 +73,7 @@ from .commands import CommandError, clamp, require_finite, rgb555
 from .diagnostics import OK, WARN, DiagnosticReport
 
 __all__ = [
-    "ObjectType", "UpAxis", "ObjectEventType", "FRAME_RATE_HZ", "MAX_PERIOD_S", "MAX_OFFSET_S",
+    "ObjectType", "UpAxis", "ObjectEventType", "LED_FRAME_S", "MAX_PERIOD_S", "MAX_OFFSET_S",
     "CUBE_LEDS", "CHARGER_LEDS", "BACKPACK_LEDS", "object_name", "is_cube", "led_count",
     "Light", "OFF", "light_state", "object_light_states", "rotation_frames", "backpack_messages",
     "cube_light_messages", "ObjectSettings", "ObjectEntry", "ObjectEventRecord", "AccelSample",
@@ -125,9 +126,10 @@ class ObjectEventType:
 
 _EVENT_NAMES = {v: k for k, v in vars(ObjectEventType).items() if not k.startswith("_")}
 
-FRAME_RATE_HZ = 30.0
-MAX_PERIOD_S = 255 / FRAME_RATE_HZ          # 8.5 s: a u8 frame count
-MAX_OFFSET_S = 32767 / FRAME_RATE_HZ        # 1092.2 s: an i16 frame count
+#: an LED frame, s: the lights count 30 ms frames (not 1/30 s)
+LED_FRAME_S = 0.030
+MAX_PERIOD_S = round(255 * LED_FRAME_S, 6)     # 7.65 s: a u8 frame count
+MAX_OFFSET_S = round(32767 * LED_FRAME_S, 6)   # 983.01 s: an i16 frame count
 CUBE_LEDS = 4
 CHARGER_LEDS = 3
 BACKPACK_LEDS = ("front", "middle", "back", "left", "right")
@@ -189,7 +191,7 @@ def _frames(seconds: float, lo: float, hi: float, field_name: str, warnings: Lis
     value, warning = clamp(float(seconds), lo, hi, field_name, "s")
     if warning:
         warnings.append(warning)
-    return int(round(value * FRAME_RATE_HZ))
+    return int(round(value / LED_FRAME_S))
 
 
 def light_state(light: Light, field_name: str, warnings: List[str]) -> Any:

@@ -40,12 +40,12 @@ def test_the_modules_import_without_rclpy():
 
 def test_light_state_colours_are_exact_rgb555_and_times_whole_frames():
     warnings: list = []
-    s = light_state(Light(on_color=RED, off_color=(3 / 31, 17 / 31, 30 / 31), on_period=0.5,
-                          off_period=1 / 30, transition_on_period=0.1, transition_off_period=8.5,
-                          offset=-0.2), "x", warnings)
+    s = light_state(Light(on_color=RED, off_color=(3 / 31, 17 / 31, 30 / 31), on_period=0.51,
+                          off_period=0.03, transition_on_period=0.09, transition_off_period=7.65,
+                          offset=-0.18), "x", warnings)   # the lights' frames are 30 ms
     assert s.on_color == 0x7C00
     assert s.off_color == (3 << 10) | (17 << 5) | 30
-    assert (s.on_frames, s.off_frames, s.transition_on_frames, s.transition_off_frames) == (15, 1, 3, 255)
+    assert (s.on_frames, s.off_frames, s.transition_on_frames, s.transition_off_frames) == (17, 1, 3, 255)
     assert s.offset == -6
     assert warnings == []
     assert light_state(Light(on_color=GREEN), "x", []).on_color == 0x03E0
@@ -60,11 +60,11 @@ def test_out_of_range_times_are_clamped_with_a_warning_naming_the_field():
                     warnings)
     assert (s.on_frames, s.off_frames, s.offset) == (255, 0, 32767)
     assert len(warnings) == 3
-    assert warnings[0].startswith("object_lights.lights[2].on_period = 9 s is outside [0, 8.5] s")
+    assert warnings[0].startswith("object_lights.lights[2].on_period = 9 s is outside [0, 7.65] s")
     assert "object_lights.lights[2].off_period" in warnings[1]
     assert "object_lights.lights[2].offset" in warnings[2]
     assert light_state(Light(offset=-5000.0), "x", []).offset == -32767
-    assert abs(MAX_OFFSET_S - 1092.23) < 0.01
+    assert abs(MAX_OFFSET_S - 983.01) < 0.01
 
 
 @pytest.mark.parametrize("field, light", [
@@ -98,7 +98,7 @@ def test_object_light_states_one_for_all_or_one_per_led():
 
 def test_rotation_and_backpack_and_cube_messages():
     warnings: list = []
-    assert rotation_frames(0.2, "object_lights.rotation_period", warnings) == 6
+    assert rotation_frames(0.18, "object_lights.rotation_period", warnings) == 6
     assert rotation_frames(20.0, "object_lights.rotation_period", warnings) == 255
     assert "object_lights.rotation_period = 20 s" in warnings[0]
     with pytest.raises(CommandError, match=r"object_lights\.rotation_period is nan"):
@@ -545,7 +545,7 @@ nothing:
     assert {"glow_green", "police"} <= set(library.names()) and "bad_key" not in library.names()
     glow = library.get("glow_green")
     state = light_state(glow.lights_for("charger")[0], "x", [])
-    assert (state.on_color, state.off_color, state.on_frames) == ((0 << 10) | (31 << 5) | 8, 3 << 5, 15)
+    assert (state.on_color, state.off_color, state.on_frames) == ((0 << 10) | (31 << 5) | 8, 3 << 5, 17)
     assert glow.description == "slow green glow"
     police = library.get("police")
     assert police.rotation_period == 0.2 and police.charger is None and police.backpack is None

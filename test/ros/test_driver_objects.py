@@ -327,22 +327,23 @@ def test_lights_reach_cubes_charger_and_backpack_as_exact_words_and_frames(make_
     lights = rig.publisher(ObjectLights, "object_lights")
     pattern = rig.publisher(BackpackLightPattern, "backpack_light_pattern")
 
+    # the lights count 30 ms frames
     four = [LightState(on_color=rgba(r=1.0), off_color=rgba(g=1.0), on_period=0.5, off_period=0.25,
                        transition_on_period=0.1, transition_off_period=0.2, offset=0.0),
             LightState(on_color=rgba(b=1.0), on_period=1.0, offset=0.1),
             LightState(on_color=rgba(r=3 / 31, g=17 / 31, b=30 / 31)),
-            LightState(on_color=rgba(1.0, 1.0, 1.0), off_color=rgba(), on_period=8.5, off_period=8.5,
-                       offset=-1.0)]
-    lights.publish(ObjectLights(object_type=ObjectInfo.TYPE_LIGHT_CUBE_2, lights=four, rotation_period=0.2))
-    expected = [(word(31, 0, 0), word(0, 31, 0), 15, 8, 3, 6, 0), (word(0, 0, 31), 0, 30, 0, 0, 0, 3),
-                (word(3, 17, 30), 0, 0, 0, 0, 0, 0), (0x7FFF, 0, 255, 255, 0, 0, -30)]
+            LightState(on_color=rgba(1.0, 1.0, 1.0), off_color=rgba(), on_period=7.65, off_period=7.65,
+                       offset=-0.99)]
+    lights.publish(ObjectLights(object_type=ObjectInfo.TYPE_LIGHT_CUBE_2, lights=four, rotation_period=0.18))
+    expected = [(word(31, 0, 0), word(0, 31, 0), 17, 8, 3, 7, 0), (word(0, 0, 31), 0, 33, 0, 0, 0, 3),
+                (word(3, 17, 30), 0, 0, 0, 0, 0, 0), (0x7FFF, 0, 255, 255, 0, 0, -33)]
     assert rig.spin_until(lambda: [frames(s) for s in rig.sim.object_states()[2]["lights"]] == expected, WAIT)
     assert rig.sim.object_states()[2]["rotation_period_frames"] == 6
 
     one = LightState(on_color=rgba(g=1.0), off_color=rgba(g=10 / 31), on_period=0.2, off_period=0.2)
     lights.publish(ObjectLights(factory_id=C1, lights=[one]))
     assert rig.spin_until(lambda: [frames(s) for s in rig.sim.object_states()[1]["lights"]]
-                          == [(word(0, 31, 0), word(0, 10, 0), 6, 6, 0, 0, 0)] * 4, WAIT)
+                          == [(word(0, 31, 0), word(0, 10, 0), 7, 7, 0, 0, 0)] * 4, WAIT)
     assert rig.sim.object_states()[1]["rotation_period_frames"] == 0
 
     three = [LightState(on_color=rgba(r=1.0)), LightState(on_color=rgba(g=1.0)), LightState(on_color=rgba(b=1.0))]
@@ -356,11 +357,11 @@ def test_lights_reach_cubes_charger_and_backpack_as_exact_words_and_frames(make_
         back=LightState(on_color=rgba(r=1.0), on_period=0.3, off_period=0.3, offset=0.2),
         left=LightState(on_color=rgba(r=20 / 31)), right=LightState(on_color=rgba(r=1.0), transition_on_period=1.0)))
     assert rig.spin_until(lambda: frames(rig.sim.lights()["backpack"]["right"])
-                          == (word(31, 0, 0), 0, 0, 0, 30, 0, 0), WAIT)
+                          == (word(31, 0, 0), 0, 0, 0, 33, 0, 0), WAIT)
     backpack = rig.sim.lights()["backpack"]
     assert [frames(backpack[k]) for k in ("front", "middle", "back", "left")] == [
-        (word(31, 0, 0), 0, 9, 9, 0, 0, 0), (word(31, 0, 0), 0, 9, 9, 0, 0, 3),
-        (word(31, 0, 0), 0, 9, 9, 0, 0, 6), (word(20, 0, 0), 0, 0, 0, 0, 0, 0)]
+        (word(31, 0, 0), 0, 10, 10, 0, 0, 0), (word(31, 0, 0), 0, 10, 10, 0, 0, 3),
+        (word(31, 0, 0), 0, 10, 10, 0, 0, 7), (word(20, 0, 0), 0, 0, 0, 0, 0, 0)]
     assert rig.node._lights is not None         # re-applied by the node after a reconnection
 
 
@@ -401,7 +402,7 @@ def test_bad_light_commands_are_refused_or_clamped_with_a_warning(make_rig):
     assert rig.spin_until(lambda: frames(rig.sim.object_states()[1]["lights"][0])
                           == (word(0, 0, 31), 0, 255, 0, 0, 0, -32767), WAIT)
     assert rig.sim.object_states()[1]["rotation_period_frames"] == 255
-    for text in ("object_lights.lights[0].on_period = 12 s is outside [0, 8.5] s: clamped to 8.5 s",
+    for text in ("object_lights.lights[0].on_period = 12 s is outside [0, 7.65] s: clamped to 7.65 s",
                  "object_lights.lights[0].offset = -2000 s is outside",
                  "object_lights.rotation_period = 9 s is outside"):
         assert any(line.startswith(text) for line in rig.log.lines), text
@@ -435,14 +436,14 @@ def test_light_animations_by_name(make_rig):
     assert [s.on_color for s in rig.sim.object_states()[2]["lights"]] == [word(0, 31, 0), 0, 0, 0]
     response = play("backpack", "chase")
     assert response.success
-    assert rig.spin_until(lambda: rig.sim.lights()["backpack"]["back"].offset == 12, WAIT)
+    assert rig.spin_until(lambda: rig.sim.lights()["backpack"]["back"].offset == 14, WAIT)
     backpack = rig.sim.lights()["backpack"]
     assert [frames(backpack[k]) for k in ("front", "middle", "back")] == [
-        (0x7FFF, 0, 6, 12, 0, 0, 0), (0x7FFF, 0, 6, 12, 0, 0, 6), (0x7FFF, 0, 6, 12, 0, 0, 12)]
+        (0x7FFF, 0, 7, 14, 0, 0, 0), (0x7FFF, 0, 7, 14, 0, 0, 7), (0x7FFF, 0, 7, 14, 0, 0, 14)]
     response = play("charger", "blink")
     assert response.success
     assert rig.spin_until(lambda: [frames(s) for s in rig.sim.lights()["charger"]]
-                          == [(0x7FFF, 0, 15, 15, 0, 0, 0)] * 3 + [(0, 0, 0, 0, 0, 0, 0)], WAIT)
+                          == [(0x7FFF, 0, 17, 17, 0, 0, 0)] * 3 + [(0, 0, 0, 0, 0, 0, 0)], WAIT)
     response = play("cubes", "off")
     assert response.success
     assert rig.spin_until(lambda: all(s.on_color == 0 for n in (1, 2, 3)
@@ -468,7 +469,7 @@ def test_a_light_animation_file_adds_animations(make_rig, tmp_path):
                         PlayLightAnimation.Request(target="cube1", name="glow_green"))
     assert response.success and "glow_green" in response.available and "broken" not in response.available
     assert rig.spin_until(lambda: [frames(s) for s in rig.sim.object_states()[1]["lights"]]
-                          == [(word(0, 31, 0), 0, 15, 15, 0, 0, 0)] * 4, WAIT)
+                          == [(word(0, 31, 0), 0, 17, 17, 0, 0, 0)] * 4, WAIT)
 
 
 # ----------------------------------------------------------------------------- out of range and back
