@@ -37,7 +37,11 @@ Conversions
   a step that would start after the next keyframe is dropped.  When the start is
   unknown (a long first move and no start given) the move becomes one
   ``SetHeadAngle``/``SetLiftHeight`` with ``duration_sec`` (the robot's own
-  action, sent at the same tick).  Variability is applied to the last step only.
+  action, sent at the same tick).  Variability is drawn here, as Anki's engine
+  does, a whole number within +- the keyframe's, and applied to the last step
+  only: the message's second byte, which the reference names "variability", is
+  the high byte of a 16-bit duration in Anki's engine and firmware
+  (``time_ms``), so it is always sent as 0 (every step is at most 255 ms).
   Angles are whole degrees (i8) and heights whole millimetres (u8), as the
   messages carry them.
 * **Body** (``body_mode="wheels"``, the default): ``DriveWheels`` at the start
@@ -87,6 +91,7 @@ as an underrun.
 from __future__ import annotations
 
 import math
+import random
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
@@ -255,8 +260,13 @@ def _mix_audio(audio: Sequence[AudioKeyframe], num_ticks: int) -> List[Optional[
     return out
 
 
-def _axis_track(keyframes, start_value, value_of, make_anim, make_long, clamp, add, last_tick):
+def _axis_track(keyframes, start_value, value_of, make_anim, make_long, clamp, add, last_tick, rng):
     """Head or lift keyframes -> messages (see the module docstring)."""
+    def vary(value: float, var: float) -> float:
+        # Anki's engine draws a whole number within +-variability for each message it sends
+        spread = int(round(abs(var)))
+        return value + rng.randint(-spread, spread) if spread else value
+
     current = start_value
     for i, kf in enumerate(keyframes):
         target = value_of(kf)
@@ -264,7 +274,7 @@ def _axis_track(keyframes, start_value, value_of, make_anim, make_long, clamp, a
         next_start = keyframes[i + 1].time_ms if i + 1 < len(keyframes) else math.inf
         d = max(0.0, kf.duration_ms)
         if d <= MAX_MOVE_MS:
-            add(tick_of(kf.time_ms), make_anim(int(round(d)), var, clamp(target)))
+            add(tick_of(kf.time_ms), make_anim(int(round(d)), clamp(vary(target, var))))
             current = target
             continue
         if current is None:
@@ -280,7 +290,8 @@ def _axis_track(keyframes, start_value, value_of, make_anim, make_long, clamp, a
                 break
             value = current + (target - current) * (j + 1) / n
             last = j == n - 1
-            add(min(tick_of(t), last_tick), make_anim(int(round(step)), var if last else 0.0, clamp(value)))
+            add(min(tick_of(t), last_tick), make_anim(int(round(step)),
+                                                      clamp(vary(value, var) if last else value)))
             reached = value
         if next_start < kf.time_ms + d:
             # Interrupted: where the axis would be when the next keyframe starts.
@@ -296,11 +307,14 @@ def compile_clip(
     start_lift_height_mm: Optional[float] = None,
     body_mode: str = "wheels",
     track_width_mm: float = TRACK_WIDTH_MM,
+    rng: Optional[random.Random] = None,
 ) -> CompiledClip:
-    """Put ``clip`` on the 30 fps tick grid (see the module docstring)."""
+    """Put ``clip`` on the 30 fps tick grid (see the module docstring). ``rng`` draws the
+    head and lift keyframes' variability (a new ``random.Random`` by default)."""
     if body_mode not in ("wheels", "anim"):
         raise ValueError(f"body_mode must be 'wheels' or 'anim', got {body_mode!r}")
     t = clip.tracks
+    rng = rng if rng is not None else random.Random()
     warnings: List[str] = list(clip.warnings)
     if not clip.end_s <= MAX_CLIP_MS / 1000.0:
         raise AnimationError(f"{clip.name}: lasts {clip.end_s:g} s, more than {MAX_CLIP_MS / 1000:g} s")
@@ -314,14 +328,14 @@ def compile_clip(
     # Head and lift.
     _axis_track(
         sorted(t.head, key=lambda k: k.time_ms), start_head_angle_deg, lambda k: k.angle_deg,
-        lambda d, var, v: msgs.AnimHead(duration_ms=d, variability_deg=_clamp_int(var, 0, 127), angle_deg=v),
+        lambda d, v: msgs.AnimHead(duration_ms=d, variability_deg=0, angle_deg=v),
         lambda target, secs: msgs.SetHeadAngle(angle_rad=math.radians(target), duration_sec=secs),
-        lambda v: _clamp_int(v, -128, 127), add, last_tick)
+        lambda v: _clamp_int(v, -128, 127), add, last_tick, rng)
     _axis_track(
         sorted(t.lift, key=lambda k: k.time_ms), start_lift_height_mm, lambda k: k.height_mm,
-        lambda d, var, v: msgs.AnimLift(duration_ms=d, variability_mm=_clamp_int(var, 0, 255), height_mm=v),
+        lambda d, v: msgs.AnimLift(duration_ms=d, variability_mm=0, height_mm=v),
         lambda target, secs: msgs.SetLiftHeight(height_mm=float(target), duration_sec=secs),
-        lambda v: _clamp_int(v, 0, 255), add, last_tick)
+        lambda v: _clamp_int(v, 0, 255), add, last_tick, rng)
 
     # Body.
     body = sorted(t.body, key=lambda k: k.time_ms)

@@ -234,7 +234,6 @@ class AnimationPlayer:
     def _play(self, m: Any, now: float) -> None:
         name = m.NAME
         body = self.body
-        rng = self.fw.rng
         if name == "DisplayImage":
             self._show(bytes(m.image))
         elif name == "StartAnimation":
@@ -245,14 +244,14 @@ class AnimationPlayer:
         elif name == "EndAnimation":
             self._end_current()
         elif name == "AnimHead":
-            var = abs(int(m.variability_deg))
-            angle = math.radians(int(m.angle_deg) + (rng.uniform(-var, var) if var else 0.0))
-            body.head.move_to(angle, HEAD_MAX_SPEED_RADPS, 40.0, int(m.duration_ms) / 1000.0)
+            # the field called variability is the high byte of a 16-bit duration (Anki's
+            # firmware reads time_ms; its engine draws the variability itself)
+            ms = int(m.duration_ms) | (int(m.variability_deg) & 0xFF) << 8
+            body.head.move_to(math.radians(int(m.angle_deg)), HEAD_MAX_SPEED_RADPS, 40.0, ms / 1000.0)
         elif name == "AnimLift":
-            var = int(m.variability_mm)
-            height = int(m.height_mm) + (rng.uniform(-var, var) if var else 0.0)
-            body.lift.move_to(lift_height_to_angle(height), LIFT_MAX_SPEED_RADPS, 40.0,
-                              int(m.duration_ms) / 1000.0)
+            ms = int(m.duration_ms) | (int(m.variability_mm) & 0xFF) << 8
+            body.lift.move_to(lift_height_to_angle(int(m.height_mm)), LIFT_MAX_SPEED_RADPS, 40.0,
+                              ms / 1000.0)
         elif name == "AnimBody":
             self._body_track = True
             self._drive(m, now)
