@@ -117,7 +117,8 @@ class Axis:
     def _move_to(self, target: float, max_speed: float, accel: float, duration: float) -> None:
         target = max(self.lo, min(self.hi, target))
         accel = accel if accel > 0 else DEFAULT_AXIS_ACCEL_RADPS2
-        vmax = min(max_speed, self.vcap) if max_speed > 0 else self.vcap
+        # with a duration Anki's (later) firmware moves by the duration and ignores the speed
+        vmax = min(max_speed, self.vcap) if max_speed > 0 and duration <= 0 else self.vcap
         distance = abs(target - self.pos)
         if duration > 0 and distance > 0:
             # trapezoid covering `distance` in `duration`: v = (aT - sqrt(a^2T^2 - 4ad)) / 2

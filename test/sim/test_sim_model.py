@@ -379,6 +379,18 @@ def test_set_head_angle_ack_flags_and_duration():
     assert last_state(clock).status & StatusFlag.HEAD_IN_POS
 
 
+def test_a_duration_overrides_the_max_speed():
+    """Anki's (later) firmware: SetHeadAngle with a duration moves by the duration and
+    ignores max_speed and accel."""
+    clock = make()
+    clock.run(0.05)
+    start = clock.model.head_angle
+    clock.send(m.SetHeadAngle(angle_rad=0.6, max_speed_rad_per_sec=0.2, accel_rad_per_sec2=10,
+                              duration_sec=0.5, action_id=3))
+    clock.run(0.55)          # at 0.2 rad/s the move would take several seconds
+    assert clock.model.head_angle == pytest.approx(0.6, abs=1e-6), start
+
+
 def test_head_max_speed_and_limits():
     clock = make()
     clock.send(m.SetHeadAngle(angle_rad=3.0, max_speed_rad_per_sec=0.5, accel_rad_per_sec2=100))
