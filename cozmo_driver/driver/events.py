@@ -14,6 +14,9 @@ subscriber sees every transition once:
 ON_BACK, ON_FACE, ON_LEFT_SIDE, ON_RIGHT_SIDE and ON_TREADS come from a third source,
 the robot's pitch and acceleration (:mod:`cozmo_driver.driver.orientation`).
 
+A falling robot also reports IS_PICKED_UP (Anki's firmware): while IS_FALLING is set,
+that bit keeps its value for the events, so a fall gives no PICKED_UP/PUT_DOWN.
+
 The first RobotState ever seen sets the baseline without events; the baseline
 is kept across reconnects, so what changed while the link was down is reported
 when it comes back. Type numbers are those of cozmo_interfaces/RobotEvent. Pure.
@@ -84,6 +87,7 @@ class EventDetector:
 
     def __init__(self) -> None:
         self._flags: Optional[int] = None
+        self._events_flags: Optional[int] = None  # the flags as the events saw them
 
     @property
     def flags(self) -> int:
@@ -91,8 +95,14 @@ class EventDetector:
         return self._flags or 0
 
     def on_status(self, status: int) -> List[RobotEventData]:
-        previous = self._flags
+        previous = self._events_flags
         self._flags = status
+        if status & StatusFlag.IS_FALLING and previous is not None:
+            # the robot reports a falling robot as picked up too (Anki's firmware: IsPickedUp()
+            # includes IsFalling()); the fall has its own events, so for the events
+            # IS_PICKED_UP keeps its value until the fall ends
+            status = (status & ~StatusFlag.IS_PICKED_UP) | (previous & StatusFlag.IS_PICKED_UP)
+        self._events_flags = status
         if previous is None:
             return []
         changed = previous ^ status

@@ -687,10 +687,10 @@ class Outcome:
 
 def interruption(flags: int) -> Optional[str]:
     """Why the treads cannot be trusted to move the robot now, or None."""
+    if flags & StatusFlag.IS_FALLING:  # first: a falling robot also reports IS_PICKED_UP
+        return "the robot is falling"
     if flags & StatusFlag.IS_PICKED_UP:
         return "the robot was picked up"
-    if flags & StatusFlag.IS_FALLING:
-        return "the robot is falling"
     return None
 
 

@@ -315,7 +315,7 @@ class Body:
             flags |= StatusFlag.ARE_WHEELS_MOVING
         if wheels_moving or self.head.moving or self.lift.moving:
             flags |= StatusFlag.IS_MOVING
-        if self.picked_up:
+        if self.picked_up or self.falling:  # the firmware's IsPickedUp() includes falling
             flags |= StatusFlag.IS_PICKED_UP
         if self.falling:
             flags |= StatusFlag.IS_FALLING

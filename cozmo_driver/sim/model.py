@@ -581,7 +581,8 @@ class RobotModel:
         self.body.lay(now, side)
 
     def fall(self, now: float, duration: float = 0.4, impact: float = 600.0) -> None:
-        """The robot falls for ``duration`` seconds: FallingStarted ... FallingStopped."""
+        """The robot falls for ``duration`` seconds: FallingStarted ... FallingStopped, with
+        IS_FALLING and, as Anki's firmware reports a falling robot, IS_PICKED_UP."""
         self.advance(now)
         self.body.halt_base(now, "falling")
         self.body.start_fall(now, duration, impact)

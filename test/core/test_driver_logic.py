@@ -247,6 +247,21 @@ def test_events_from_flag_transitions():
     assert d.on_status(StatusFlag.IS_FALLING | StatusFlag.IS_ON_CHARGER | StatusFlag.IS_CHARGING) == []
 
 
+def test_a_fall_is_not_a_pick_up():
+    """Anki's firmware reports a falling robot as picked up as well (IsPickedUp() includes
+    IsFalling()): the fall has its own events, so no PICKED_UP/PUT_DOWN comes with it."""
+    d = EventDetector()
+    d.on_status(0)
+    fall = StatusFlag.IS_FALLING | StatusFlag.IS_PICKED_UP
+    assert d.on_status(fall) == [] and d.on_status(fall) == []
+    assert d.on_status(0) == []
+    assert d.flags == 0
+    # lifted, then it falls from the hand and lands: one pick-up, one put-down
+    assert [e.type for e in d.on_status(StatusFlag.IS_PICKED_UP)] == [EventType.PICKED_UP]
+    assert d.on_status(fall) == []
+    assert [e.type for e in d.on_status(0)] == [EventType.PUT_DOWN]
+
+
 def test_events_from_messages():
     d = EventDetector()
     assert d.on_message(msgs.RobotPoked())[0].type == EventType.POKED
