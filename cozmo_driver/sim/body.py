@@ -58,10 +58,13 @@ logger = logging.getLogger("cozmo.sim")
 GRAVITY_MMPS2 = 9810.0
 BATTERY_EMPTY_V = 3.5
 BATTERY_FULL_V = 4.2
-CLIFF_GROUND_RAW = 450
+#: raw cliff readings over the table and over an edge: on either side of Anki's firmware's
+#: thresholds (a drop below 400, the floor again above 600: CLIFF_SENSOR_DROP_LEVEL and
+#: _UNDROP_LEVEL), values of the simulator's own
+CLIFF_GROUND_RAW = 800
 CLIFF_DROP_RAW = 25
-#: a cliff sensor reading below this is a drop (CLIFF_DETECTED)
-CLIFF_THRESHOLD_RAW = 150
+#: a cliff sensor reading below this is a drop (CLIFF_DETECTED; the firmware's drop level)
+CLIFF_THRESHOLD_RAW = 400
 #: (forward, left) in mm from the robot's origin of each cliff sensor: the one the protocol
 #: documents, under the front (RobotState still carries four readings: this one's, repeated)
 CLIFF_SENSOR_OFFSETS_MM: Tuple[Tuple[float, float], ...] = ((32.0, 0.0),)
