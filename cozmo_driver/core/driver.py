@@ -575,10 +575,15 @@ class DriverCore(ActuatorsMixin, CameraMixin):
         again without its forward motion."""
         with self.drive_lock:
             wheels = self._wheels
-            if self._last_move is None or wheels is None or wheels[0] + wheels[1] <= 0.0 or \
+            last = self._last_move
+            if last is None or wheels is None or wheels[0] + wheels[1] <= 0.0 or \
                     (self.motion is not None and self.motion.has_goal("wheels")):
                 return
             self._post_wheels(*wheels)
+            if self._last_move is None:
+                self._deadline = None  # nothing turns any more: no watchdog stop to make
+            else:
+                self._last_move = last  # not a new cmd_vel: the watchdog counts from the last
 
     def _set_deadline(self, timeout: float, again: bool) -> None:
         """The watchdog's stop at ``timeout`` after the last moving drive (none for 0);

@@ -308,6 +308,8 @@ def test_a_forward_drive_sent_as_the_edge_appears_is_sent_again_without_its_forw
     last = robot.sent("DriveWheels")[-1]
     assert (last[1].lwheel_speed_mmps, last[1].rwheel_speed_mmps) == (0.0, 0.0), last
     assert robot.sim.model.true_pose()[0] < edge - 20.0
+    robot.run(0.5)   # past the watchdog: nothing turns, so it has nothing to stop or say
+    assert not output.said("no cmd_vel for"), output.lines
 
 
 def test_a_robot_on_its_back_is_reported_and_driving_it_says_why_nothing_moves(rig):
