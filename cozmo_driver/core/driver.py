@@ -433,9 +433,16 @@ class DriverCore(ActuatorsMixin, CameraMixin):
         p = self.params
         self.post_if_ready(msgs.EnableColorImages(enable=bool(p["camera_color"])))
         self._send_camera_mode()
-        self.post_if_ready(msgs.SetCameraParams(
-            gain=float(p["camera_gain"]), exposure_ms=int(p["camera_exposure_ms"]),
-            auto_exposure_enabled=bool(p["camera_auto_exposure"])))
+        if p["camera_auto_exposure"]:
+            return  # Cozmo has no automatic exposure: the robot keeps the settings it has
+        # the third field is "send me your default parameters" in Anki's firmware, which then
+        # applies nothing, so it is always false; and one revision applies one change per
+        # message (exposure, else gain): sent twice, both take effect
+        params = msgs.SetCameraParams(gain=float(p["camera_gain"]),
+                                      exposure_ms=int(p["camera_exposure_ms"]),
+                                      auto_exposure_enabled=False)
+        self.post_if_ready(params)
+        self.post_if_ready(params)
 
     # ------------------------------------------------------------------ reports
 

@@ -89,9 +89,11 @@ PARAMETERS: Tuple[ParamSpec, ...] = (
               "its compressed form or camera/camera_info has a subscriber (false: whenever "
               "camera_enabled)", dynamic=True),
     ParamSpec("camera_color", False, "Colour images (rgb8) instead of grey (mono8)", dynamic=True),
-    ParamSpec("camera_auto_exposure", True, "Let the robot choose gain and exposure", dynamic=True),
-    ParamSpec("camera_gain", 1.0, "Sensor gain when camera_auto_exposure is false", "",
-              0.1, 4.0, dynamic=True),
+    ParamSpec("camera_auto_exposure", True, "Leave gain and exposure as the robot has them (its "
+              "power-up values, or the last ones sent): Cozmo has no automatic exposure of its "
+              "own; false: send camera_gain and camera_exposure_ms", dynamic=True),
+    ParamSpec("camera_gain", 1.0, "Sensor gain when camera_auto_exposure is false (the robot "
+              "keeps it in 1/64 steps, so 3.98 at most)", "", 0.1, 3.98, dynamic=True),
     ParamSpec("camera_exposure_ms", 30, "Exposure time when camera_auto_exposure is false", "ms",
               1, 67, dynamic=True),
     ParamSpec("camera_info_url", "", "camera_info_manager YAML (file:///path.yaml) overriding the "

@@ -64,6 +64,11 @@ class CameraControl:
         self.settings.color = bool(m.enable)
 
     def _on_SetCameraParams(self, m: Any, now: float) -> None:
+        if m.auto_exposure_enabled:
+            # Anki's firmware reads this flag as "send your default parameters", and then
+            # applies neither gain nor exposure (the reply is not modelled)
+            self.settings.auto_exposure = True
+            return
         self.settings.gain = max(0.0, finite(m.gain, 1.0, limit=64.0))
         self.settings.exposure_ms = float(m.exposure_ms) or None
         self.settings.auto_exposure = bool(m.auto_exposure_enabled)

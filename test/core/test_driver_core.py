@@ -119,9 +119,10 @@ def test_connects_reinitialises_and_reads_the_camera_calibration(rig):
     assert [link.state for link in output.links][-1] is LinkState.READY
     assert output.infos and output.infos[0].firmware_version == 2381
     assert output.said("connected to Cozmo at 127.0.0.1:5551: firmware 2381", logging.INFO)
-    for name in ("EnableStopOnCliff", "EnableCamera", "EnableColorImages", "SetCameraParams",
-                 "NvStorageOp"):
+    for name in ("EnableStopOnCliff", "EnableCamera", "EnableColorImages", "NvStorageOp"):
         assert robot.sent(name), name
+    # camera_auto_exposure (the default) leaves gain and exposure as the robot has them
+    assert not robot.sent("SetCameraParams")
     # a robot just connected is stopped before anything else (it may still move on a
     # command of a link that was lost, or of another program's)
     assert [t for t, _ in robot.sent("StopAllMotors")] == [0.0]

@@ -653,7 +653,9 @@ def test_camera_streams_both_topics(make_driver):
         decoded = np.asarray(im.convert("RGB"), dtype=np.int16)
     raw_pixels = np.frombuffer(bytes(r.data), dtype=np.uint8).reshape(240, 320, 3).astype(np.int16)
     assert np.abs(decoded - raw_pixels).mean() < 3.0  # JPEG quality 90 re-encoding
-    # gain and exposure go to the robot; out-of-range values are refused
+    # gain and exposure go to the robot (with the third field false: Anki's firmware reads it
+    # as a request for its defaults and then applies nothing); out-of-range values are refused
+    assert h.sim.command_counts().get("SetCameraParams", 0) == 0   # auto: nothing sent
     result = h.node.set_parameters([Parameter("camera_auto_exposure", value=False),
                                     Parameter("camera_gain", value=2.0),
                                     Parameter("camera_exposure_ms", value=20)])
@@ -663,6 +665,7 @@ def test_camera_streams_both_topics(make_driver):
     assert h.spin_until(lambda: {k: h.sim.camera_settings()[k] for k in wanted} == wanted,
                         3.0), h.sim.camera_settings()
     assert not h.node.set_parameters([Parameter("camera_gain", value=40.0)])[0].successful
+    assert not h.node.set_parameters([Parameter("camera_gain", value=4.0)])[0].successful
     assert not h.node.set_parameters([Parameter("robot_port", value=1234)])[0].successful
     # off
     assert h.node.set_parameters([Parameter("camera_enabled", value=False)])[0].successful

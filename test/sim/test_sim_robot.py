@@ -260,6 +260,11 @@ def test_camera_colour_gain_and_single_shot():
     h.run(0.5)
     bright = image_to_array(collect_images(h)[-1])
     assert bright.mean() > dark_mean * 1.3
+    # the third field asks for the defaults (Anki's firmware): nothing is applied
+    h.send(m.SetCameraParams(gain=0.2, exposure_ms=2, auto_exposure_enabled=True))
+    h.clear()
+    h.run(0.5)
+    assert image_to_array(collect_images(h)[-1]).mean() == pytest.approx(bright.mean(), rel=0.05)
     h.send(m.EnableCamera(image_send_mode=E["ImageSendMode"].SingleShot))
     h.run(0.1)
     h.clear()
