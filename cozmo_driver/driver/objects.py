@@ -44,9 +44,10 @@ events (:meth:`~ObjectRegistry.pop_events`), accelerometer samples
   (when the axis differs), CONNECTED, DISCONNECTED, APPEARED, DISAPPEARED.
   ObjectTapFiltered is counted, not published (ObjectTapped reports the same taps).
 
-Units. The cubes' accelerations (ObjectMoved, ObjectAccel) are taken to be in
-mm/s^2, as RobotState's accelerometer is, and divided by 1000 into m/s^2
-(the protocol notes give no unit; gravity reads about 9810 in the simulator).
+Units. The cubes' accelerations (ObjectMoved, ObjectAccel) are the cube
+accelerometer's raw counts, 64 to 1 g (Anki's firmware passes them on as the cube
+sends them: "magnitude of 64 is approx 1g"), turned into m/s^2 here; the
+protocol notes give no unit.
 Battery levels are passed on raw.
 
 Lights
@@ -77,7 +78,8 @@ __all__ = [
     "CUBE_LEDS", "CHARGER_LEDS", "BACKPACK_LEDS", "object_name", "is_cube", "led_count",
     "Light", "OFF", "light_state", "object_light_states", "rotation_frames", "backpack_messages",
     "cube_light_messages", "ObjectSettings", "ObjectEntry", "ObjectEventRecord", "AccelSample",
-    "RequestResult", "ObjectRegistry", "MM_PER_M",
+    "RequestResult", "ObjectRegistry", "CUBE_ACCEL_COUNTS_PER_G",
+    "MPS2_PER_COUNT",
 ]
 
 
@@ -133,7 +135,9 @@ MAX_OFFSET_S = round(32767 * LED_FRAME_S, 6)   # 983.01 s: an i16 frame count
 CUBE_LEDS = 4
 CHARGER_LEDS = 3
 BACKPACK_LEDS = ("front", "middle", "back", "left", "right")
-MM_PER_M = 1000.0
+#: the cubes' accelerometer counts per 1 g, and m/s^2 per count
+CUBE_ACCEL_COUNTS_PER_G = 64.0
+MPS2_PER_COUNT = 9.80665 / CUBE_ACCEL_COUNTS_PER_G
 #: known objects kept (listed or not) at most; the oldest unlisted ones are forgotten first
 _MAX_KNOWN = 64
 
@@ -555,9 +559,9 @@ class ObjectRegistry:
         if name == "ObjectAccel":
             self.counters["accelerometer samples"] += 1
             self._accel.append(AccelSample(entry.factory_id, entry.object_type, entry.name,
-                                           (float(message.accel_x) / MM_PER_M,
-                                            float(message.accel_y) / MM_PER_M,
-                                            float(message.accel_z) / MM_PER_M)))
+                                           (float(message.accel_x) * MPS2_PER_COUNT,
+                                            float(message.accel_y) * MPS2_PER_COUNT,
+                                            float(message.accel_z) * MPS2_PER_COUNT)))
         elif name == "ObjectTapped":
             count = int(message.num_taps)
             intensity = float(int(message.tap_pos) - int(message.tap_neg))
@@ -569,9 +573,9 @@ class ObjectRegistry:
             if not entry.moving:
                 entry.moving = True
                 self._changed = True
-                accel = (float(message.active_accel_x) / MM_PER_M,
-                         float(message.active_accel_y) / MM_PER_M,
-                         float(message.active_accel_z) / MM_PER_M)
+                accel = (float(message.active_accel_x) * MPS2_PER_COUNT,
+                         float(message.active_accel_y) * MPS2_PER_COUNT,
+                         float(message.active_accel_z) * MPS2_PER_COUNT)
                 self._event(ObjectEventType.MOVED, entry, f"{entry.name} started moving "
                             f"(acceleration {accel[0]:.2f}, {accel[1]:.2f}, {accel[2]:.2f} m/s^2)",
                             acceleration=accel)

@@ -16,10 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..protocol import messages as msgs
-from .body import GRAVITY_MMPS2
 from .firmware import Firmware
 
-__all__ = ["Accessories", "Accessory", "CUBE_FACTORY_IDS", "CHARGER_FACTORY_ID", "OBJECT_CONNECT_FAIL_S"]
+__all__ = ["Accessories", "Accessory", "CUBE_FACTORY_IDS", "CHARGER_FACTORY_ID", "OBJECT_CONNECT_FAIL_S",
+           "CUBE_ACCEL_1G"]
+
+#: the cube accelerometer's raw counts per 1 g (Anki's firmware: "64 is approx 1g")
+CUBE_ACCEL_1G = 64.0
 
 #: the robot's three light cubes, then the charger (factory ids as advertised)
 CUBE_FACTORY_IDS: Tuple[int, int, int] = (0xC0B10001, 0xC0B10002, 0xC0B10003)
@@ -49,13 +52,13 @@ class Accessory:
     in_range: bool = True
 
     def gravity(self) -> Tuple[float, float, float]:
-        """What the cube's accelerometer reads at rest (mm/s^2)."""
+        """What the cube's accelerometer reads at rest (raw counts, 64 to 1 g)."""
         axis = int(self.up_axis)
         vec = [0.0, 0.0, 0.0]
         if axis < 6:
-            vec[axis // 2] = GRAVITY_MMPS2 if axis % 2 else -GRAVITY_MMPS2
+            vec[axis // 2] = CUBE_ACCEL_1G if axis % 2 else -CUBE_ACCEL_1G
         else:
-            vec[2] = GRAVITY_MMPS2
+            vec[2] = CUBE_ACCEL_1G
         return vec[0], vec[1], vec[2]
 
 
@@ -133,7 +136,8 @@ class Accessories:
             ts = fw.timestamp_ms(now)
             for obj in streams:
                 ax, ay, az = obj.gravity()
-                n = cfg.accel_noise_mmps2 if cfg.noise else 0.0
+                # the robot's accelerometer noise, in the cube's counts (64 to 1 g)
+                n = cfg.accel_noise_mmps2 * CUBE_ACCEL_1G / 9810.0 if cfg.noise else 0.0
                 fw.emit(msgs.ObjectAccel(timestamp_ms=ts, object_id=obj.object_id,
                                          accel_x=ax + rng.gauss(0, n) if n else ax,
                                          accel_y=ay + rng.gauss(0, n) if n else ay,

@@ -128,8 +128,9 @@ Conventions chosen where the protocol notes are silent (documented guesses):
 * ``AnimationState.num_anim_bytes_played`` counts whole packets (type, length,
   id and body) of the animation stream, ``tag`` is the id of the animation
   playing, ``enabled_anim_tracks`` is 0xFF.
-* Cube accelerations (ObjectMoved, ObjectAccel) are in mm/s^2 like RobotState's,
-  and ``ObjectPowerLevel.battery_level`` is a percentage.
+* Cube accelerations (ObjectMoved, ObjectAccel) are the cube accelerometer's raw
+  counts, 64 to 1 g (Anki's firmware), and ``ObjectPowerLevel.battery_level`` is a
+  percentage.
 * TurnInPlace, SetHeadAngle and SetLiftHeight are acknowledged (AcknowledgeAction)
   when taken, as Anki's engine expects ("when the command is received by the robot").
   TurnInPlace's angle is the heading to reach, as in Anki's firmware: ``is_absolute``
@@ -617,7 +618,7 @@ class RobotModel:
         self.advance(now)
         return self.accessories.tap(n, now, taps)
 
-    def move_cube(self, n: int, now: float, accel: Tuple[float, float, float] = (350.0, -120.0, 9810.0),
+    def move_cube(self, n: int, now: float, accel: Tuple[float, float, float] = (2.0, -1.0, 64.0),
                   axis: int = 5) -> bool:
         self.advance(now)
         return self.accessories.move(n, now, accel, axis)

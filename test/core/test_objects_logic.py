@@ -225,8 +225,8 @@ def test_auto_connect_connects_the_three_cubes_once_then_events_flow():
     cube2 = ids[C2]
     rig.reg.on_message(m.ObjectTapped(timestamp_ms=1, object_id=cube2, num_taps=2, tap_time=12,
                                       tap_neg=-38, tap_pos=41), rig.now)
-    rig.reg.on_message(m.ObjectMoved(timestamp_ms=2, object_id=cube2, active_accel_x=350.0,
-                                     active_accel_y=-120.0, active_accel_z=9810.0, axis_of_accel=5), rig.now)
+    rig.reg.on_message(m.ObjectMoved(timestamp_ms=2, object_id=cube2, active_accel_x=2.0,
+                                     active_accel_y=-1.0, active_accel_z=64.0, axis_of_accel=5), rig.now)
     rig.reg.on_message(m.ObjectMoved(timestamp_ms=3, object_id=cube2, active_accel_x=1.0,
                                      active_accel_y=1.0, active_accel_z=1.0, axis_of_accel=5), rig.now)
     assert rig.reg.entry(C2).moving
@@ -239,7 +239,8 @@ def test_auto_connect_connects_the_three_cubes_once_then_events_flow():
     assert [e.type for e in events] == [EV.TAPPED, EV.MOVED, EV.STOPPED_MOVING, EV.UP_AXIS_CHANGED]
     tap, moved, _, axis = events
     assert (tap.tap_count, tap.tap_intensity, tap.description) == (2, 79.0, "cube2 tapped twice (intensity 79)")
-    assert moved.acceleration == pytest.approx((0.35, -0.12, 9.81))
+    g = 9.80665                       # the cube's counts, 64 to 1 g, in m/s^2
+    assert moved.acceleration == pytest.approx((2 * g / 64, -g / 64, g))
     assert (axis.up_axis, axis.description) == (UpAxis.X_POSITIVE, "cube2 now rests with +X up")
     assert rig.reg.entry(C2).up_axis == UpAxis.X_POSITIVE and not rig.reg.entry(C2).moving
     assert rig.reg.counters["filtered taps (not published)"] == 1
@@ -247,11 +248,11 @@ def test_auto_connect_connects_the_three_cubes_once_then_events_flow():
     rig.reg.on_message(m.ObjectPowerLevel(object_id=ids[C3], missed_packets=4, battery_level=77), rig.now)
     assert (rig.reg.entry(C3).battery_level, rig.reg.entry(C3).missed_packets) == (77, 4)
     assert rig.reg.take_changed()
-    rig.reg.on_message(m.ObjectAccel(timestamp_ms=9, object_id=ids[C1], accel_x=0.0, accel_y=-9810.0,
-                                     accel_z=20.0), rig.now)
+    rig.reg.on_message(m.ObjectAccel(timestamp_ms=9, object_id=ids[C1], accel_x=0.0, accel_y=-64.0,
+                                     accel_z=32.0), rig.now)
     sample, = rig.reg.pop_accel()
     assert (sample.name, sample.factory_id) == ("cube1", C1)
-    assert sample.acceleration == pytest.approx((0.0, -9.81, 0.02))
+    assert sample.acceleration == pytest.approx((0.0, -9.80665, 4.903325))
     rig.reg.on_message(m.ObjectTapped(timestamp_ms=1, object_id=99, num_taps=1, tap_time=1, tap_neg=0,
                                       tap_pos=0), rig.now)
     assert rig.reg.counters["messages from unknown object ids"] == 1 and rig.reg.pop_events() == []

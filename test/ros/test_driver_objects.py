@@ -181,7 +181,8 @@ def test_auto_connect_and_every_cube_event(make_rig):
     assert rig.sim.move_cube(2)
     moved = rig.wait_event(ObjectEvent.MOVED, "cube2", after=mark)
     a = moved.acceleration
-    assert (a.x, a.y, a.z) == pytest.approx((0.35, -0.12, 9.81), abs=1e-6)   # m/s^2
+    # the cube's raw counts (2, -1, 64), 64 to 1 g, in m/s^2
+    assert (a.x, a.y, a.z) == pytest.approx((2 * 9.80665 / 64, -9.80665 / 64, 9.80665), abs=1e-6)
     assert rig.wait_list(lambda o: o["cube2"].moving)
     assert rig.sim.stop_cube(2)
     rig.wait_event(ObjectEvent.STOPPED_MOVING, "cube2", after=mark)

@@ -22,7 +22,6 @@ from cozmo_driver.sim.model import (
     BATTERY_EMPTY_V,
     BATTERY_FULL_V,
     CLIFF_THRESHOLD_RAW,
-    GRAVITY_MMPS2,
     HEAD_MAX_RAD,
     HEAD_MIN_RAD,
     LIFT_MAX_MM,
@@ -404,7 +403,7 @@ def test_stream_object_accel_follows_the_cube_up_axis():
     accel = h.received("ObjectAccel")
     assert 28 <= len(accel) <= 36 and {a.object_id for a in accel} == {ids[1]}
     last = accel[-1]
-    assert (last.accel_x, last.accel_y, last.accel_z) == pytest.approx((0.0, 0.0, GRAVITY_MMPS2))
+    assert (last.accel_x, last.accel_y, last.accel_z) == pytest.approx((0.0, 0.0, 64.0))  # counts: 1 g
     stamps = [a.timestamp_ms for a in accel]
     assert stamps == sorted(stamps)
     h.robot.set_cube_up_axis(1, E["UpAxis"].XPositive, h.now)
@@ -413,7 +412,7 @@ def test_stream_object_accel_follows_the_cube_up_axis():
     assert (changed.object_id, changed.axis) == (ids[1], E["UpAxis"].XPositive)
     assert h.model.object_states()[1]["up_axis"] == E["UpAxis"].XPositive
     last = h.received("ObjectAccel")[-1]
-    assert (last.accel_x, last.accel_y, last.accel_z) == pytest.approx((GRAVITY_MMPS2, 0.0, 0.0))
+    assert (last.accel_x, last.accel_y, last.accel_z) == pytest.approx((64.0, 0.0, 0.0))
     h.send(m.StreamObjectAccel(object_id=ids[1], enable=False))
     h.run(0.1)
     h.clear()
@@ -438,7 +437,7 @@ def test_object_moved_stopped_and_power_level_reach_the_engine():
     assert names == ["ObjectMoved", "ObjectStoppedMoving", "ObjectPowerLevel"]
     [moved], [stopped] = h.received("ObjectMoved"), h.received("ObjectStoppedMoving")
     assert moved.object_id == stopped.object_id == ids[2]
-    assert moved.active_accel_z == pytest.approx(GRAVITY_MMPS2)
+    assert moved.active_accel_z == pytest.approx(64.0)    # raw counts: 1 g
     assert stopped.timestamp_ms - moved.timestamp_ms == pytest.approx(300, abs=1)
     assert moved.timestamp_ms == pytest.approx(t0 * 1000.0, abs=1)       # SyncTime(0) at t = 0
     [power] = h.received("ObjectPowerLevel")
