@@ -603,7 +603,10 @@ class ObjectRegistry:
     def _on_available(self, message: Any, now: float) -> None:
         self.counters["advertisements"] += 1
         entry = self._get(int(message.factory_id), int(message.object_type), now)
-        entry.rssi = int(message.rssi)
+        # Anki's body firmware sends the nRF radio's RSSISAMPLE, the signal's magnitude in -dBm
+        # (lower is closer): published as dBm, higher is closer (a negative value is taken as
+        # dBm already)
+        entry.rssi = -abs(int(message.rssi))
         entry.last_seen = now
         entry.advertised_at = now
         self._list(entry, f"advertised, rssi {entry.rssi}")

@@ -45,7 +45,8 @@ class Accessory:
     battery_level: int = 100
     up_axis: int = 5             # ZPositive
     stream_accel: bool = False
-    rssi_base: int = -55
+    #: what the robot reports: the radio's RSSISAMPLE, a magnitude in -dBm (lower is closer)
+    rssi_base: int = 55
     next_available: float = 0.0
     next_power: float = 0.0
     #: within radio range: advertises, can connect (see set_in_range)
@@ -68,10 +69,10 @@ class Accessories:
     def __init__(self, fw: Firmware) -> None:
         self.fw = fw
         objs = [Accessory(i + 1, fid, int(getattr(_ObjectType, f"Block_LIGHTCUBE{i + 1}")),
-                          rssi_base=-48 - 6 * i, battery_level=92 - 7 * i)
+                          rssi_base=48 + 6 * i, battery_level=92 - 7 * i)
                 for i, fid in enumerate(CUBE_FACTORY_IDS)]
         objs.append(Accessory(0, CHARGER_FACTORY_ID, int(_ObjectType.Charger_Basic),
-                              lights=[_LightState() for _ in range(4)], rssi_base=-60,
+                              lights=[_LightState() for _ in range(4)], rssi_base=60,
                               battery_level=100))
         self.objects: List[Accessory] = objs
         self.reset_link(fw.t)

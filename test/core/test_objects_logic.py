@@ -271,6 +271,18 @@ def test_auto_connect_picks_the_strongest_cube_and_the_charger_when_asked():
     assert sorted(rig.connects()) == sorted([(other, True), (CH, True)])
 
 
+def test_the_robots_rssi_is_the_radios_magnitude_and_the_closest_cube_is_connected():
+    """Anki's body firmware sends the nRF radio's RSSISAMPLE: the signal's magnitude, a
+    positive number of -dBm (lower is closer). It is published as dBm (higher is closer),
+    and the cube picked is the closest, not the farthest."""
+    rig = Rig()
+    other = 0xC0B1FFFF
+    rig.advertise((C1, 1, 70), (other, 1, 40))
+    assert (rig.reg.entry(C1).rssi, rig.reg.entry(other).rssi) == (-70, -40)
+    rig.advance(0.1)
+    assert rig.connects() == [(other, True)]
+
+
 def test_nothing_is_connected_while_inactive_or_from_adverts_older_than_the_robots_connection():
     rig = Rig(ready=False)
     rig.all_advertise()

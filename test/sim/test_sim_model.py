@@ -972,7 +972,7 @@ def test_objects_connect_lights_and_sensors():
     clock.run(1.2)
     avail = {a.factory_id: a for a in clock.take("ObjectAvailable")}
     assert set(avail) == set(CUBE_FACTORY_IDS) | {CHARGER_FACTORY_ID}
-    assert all(-128 <= a.rssi < 0 for a in avail.values())
+    assert all(0 < a.rssi <= 127 for a in avail.values())   # the radio's magnitude, -dBm
     for fid in CUBE_FACTORY_IDS:
         clock.send(m.ObjectConnect(factory_id=fid, connect=True))
     states = clock.take("ObjectConnectionState")
