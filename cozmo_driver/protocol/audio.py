@@ -9,24 +9,23 @@ exactly :data:`SAMPLES_PER_FRAME` = 744 one-byte samples or an empty
 
 Companding
 ----------
-The robot uses its own variant of mu-law on 16-bit signed samples:
+The robot's own 8-bit code, as Anki's engine encodes it and its firmware (the
+K02's DAC feed) expands it:
 
-* take the magnitude and remember the sign (0x80 for negative input);
-* add a bias of 132 and clip the sum to 32767;
-* the exponent e (0..7) is the position of the sum's highest set bit minus 7;
-  the mantissa m is the 4 bits just below that highest bit;
-* the transmitted byte is ``(sign | e << 4 | m) + 1``.
+* the sign bit 0x80 for a negative sample, whose magnitude is then taken as
+  ``-s - 1`` (the bitwise complement: -1 is "negative zero");
+* the exponent e (0..7) is the bit length of the magnitude's top byte
+  (``magnitude >> 8``), and the mantissa m is 4 bits of the magnitude:
+  ``magnitude >> 4`` when e is 0, else ``(magnitude >> (e + 3)) & 0xF``;
+* the transmitted byte is ``sign | e << 4 | m``, so 0 is sent as 0
+  (:data:`SILENCE_CODE`).
 
-So 0 is sent as 1 (:data:`SILENCE_CODE`), positive samples as 1..128 and
-negative ones as 129..256.  256 does not fit a byte: the reference encoder
-crashes on it (samples <= -31612).  Here that code is clamped to 255, i.e.
-negative samples of magnitude >= 31612 are sent as the next-loudest negative
-level (e = 7, m = 14, decoded as -31100).  The byte 0 is never produced.
-
-:func:`decode_ulaw` is the inverse used by the simulated robot and tests: it
-maps each byte to the middle of its interval, reading ``byte - 1`` modulo 256
-(so byte 0, which only a foreign encoder would send, decodes as the loudest
-negative level).  How the robot itself expands bytes is not verified.
+The robot plays byte ``sign | e << 4 | m`` as a 12-bit DAC offset of ``m`` when
+e is 0 and ``(16 + m) << (e - 1)`` otherwise, negated for the sign;
+:func:`decode_ulaw` returns that, times 16, as int16 (+-31744 at most). The
+reference client encodes differently (a bias of 132 and ``+ 1`` on every byte):
+Anki's firmware would play its code for the loudest positive samples, 128, as
+silence.
 
 Everything is vectorised with 65 536- and 256-entry lookup tables built once.
 """
@@ -67,29 +66,22 @@ SAMPLE_RATE = SAMPLES_PER_FRAME * FRAMES_PER_SECOND  # 22 320 Hz
 MIN_WAV_RATE = 8000  # Hz, accepted by load_wav
 MAX_WAV_RATE = 48000
 
-_BIAS = 132
-_CLIP = 32767
-
-
 def _build_encode_table() -> np.ndarray:
     x = np.arange(-32768, 32768, dtype=np.int64)
-    sign = np.where(x < 0, 0x80, 0)
-    biased = np.minimum(np.abs(x) + _BIAS, _CLIP)
-    top_bit = np.frexp(biased.astype(np.float64))[1] - 1  # 7..14
-    exponent = top_bit - 7
-    mantissa = (biased >> (top_bit - 4)) & 0x0F
-    code = (sign | (exponent << 4) | mantissa) + 1
-    return np.minimum(code, 255).astype(np.uint8)
+    negative = x < 0
+    magnitude = np.where(negative, -x - 1, x)                        # 0..32767
+    top = magnitude >> 8                                              # 0..127
+    exponent = np.where(top > 0, np.floor(np.log2(np.maximum(top, 1))).astype(np.int64) + 1, 0)
+    mantissa = np.where(exponent > 0, (magnitude >> (exponent + 3)) & 0x0F, magnitude >> 4)
+    return (np.where(negative, 0x80, 0) | (exponent << 4) | mantissa).astype(np.uint8)
 
 
 def _build_decode_table() -> np.ndarray:
-    c = (np.arange(256, dtype=np.int64) - 1) % 256
+    c = np.arange(256, dtype=np.int64)
     exponent = (c >> 4) & 0x07
     mantissa = c & 0x0F
-    # Middle of the biased interval [(16+m) << (e+3), (17+m) << (e+3)).
-    biased = ((16 + mantissa) << (exponent + 3)) + (1 << (exponent + 2))
-    magnitude = np.maximum(biased - _BIAS, 0)
-    return np.where(c & 0x80, -magnitude, magnitude).astype(np.int16)
+    level = np.where(exponent > 0, (16 + mantissa) << np.maximum(exponent - 1, 0), mantissa)
+    return (np.where(c & 0x80, -level, level) << 4).astype(np.int16)   # 12-bit DAC -> int16
 
 
 _ENCODE = _build_encode_table()  # index: sample + 32768
@@ -97,7 +89,7 @@ _DECODE = _build_decode_table()  # index: byte
 
 #: The byte that encodes a zero sample.
 SILENCE_CODE = int(_ENCODE[32768])
-assert SILENCE_CODE == 1
+assert SILENCE_CODE == 0
 
 
 def _as_int16(pcm: np.ndarray | list[int], what: str = "pcm") -> np.ndarray:
@@ -122,7 +114,8 @@ def encode_ulaw(pcm: np.ndarray) -> bytes:
 
 
 def decode_ulaw(data: bytes) -> np.ndarray:
-    """Expand 8-bit codes to int16 samples (any byte string decodes)."""
+    """Expand 8-bit codes to int16 samples as the robot plays them (any byte string
+    decodes; see the module docstring)."""
     return _DECODE[np.frombuffer(bytes(data), dtype=np.uint8)]
 
 
@@ -365,7 +358,7 @@ def frames_from_pcm(pcm: np.ndarray) -> list[bytes]:
     """Cut mono int16 samples at :data:`SAMPLE_RATE` into ``OutputAudio`` payloads.
 
     Each payload is 744 companded bytes; the last one is padded with
-    :data:`SILENCE_CODE` (the reference pads with 0x00, which is not the code of silence).
+    :data:`SILENCE_CODE`, 0x00.
     """
     arr = _as_int16(pcm)
     if arr.ndim != 1:
