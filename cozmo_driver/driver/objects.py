@@ -832,9 +832,19 @@ class ObjectRegistry:
         entry.lights = ([_copy_state(s) for s in states], int(rotation))
         self._messages.extend(cube_light_messages(entry.object_id, states, rotation))
 
-    def set_accel_stream(self, entry: ObjectEntry, enable: bool) -> None:
+    def set_accel_stream(self, entry: ObjectEntry, enable: bool) -> List[str]:
+        """Switch ``entry``'s accelerometer stream; the names of the cubes whose stream this
+        ends: the robot streams one cube at a time (Anki's body firmware keeps one slot), so
+        switching one on switches any other off."""
+        stopped = []
+        if enable:
+            for other in self._entries.values():
+                if other is not entry and other.accel_stream:
+                    other.accel_stream = False
+                    stopped.append(other.name)
         entry.accel_stream = bool(enable)
         self._messages.append(msgs.StreamObjectAccel(object_id=entry.object_id, enable=bool(enable)))
+        return stopped
 
     def release_all(self) -> List[Any]:
         """What to send before the driver stops: every connected object's lights off, then

@@ -451,10 +451,13 @@ class ObjectInterfaces:
         except CommandError as exc:
             response.success, response.message = False, str(exc)
             return response
-        self.registry.set_accel_stream(entry, bool(request.enable))
+        stopped = self.registry.set_accel_stream(entry, bool(request.enable))
         self._flush()
         response.success = True
         response.message = f"{entry.name} accelerometer stream {'on' if request.enable else 'off'}"
+        if stopped:
+            response.message += (f"; {', '.join(stopped)}'s stream stopped: the robot streams one "
+                                 "cube at a time")
         self._log.info(f"set_object_accel_stream: {response.message}")
         return response
 

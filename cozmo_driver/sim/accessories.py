@@ -214,6 +214,9 @@ class Accessories:
         if obj is not None:
             if m.enable and not any(o.stream_accel for o in self.objects):
                 self._next_accel = now
+            if m.enable:  # one slot in Anki's body firmware: one cube streams at a time
+                for other in self.objects:
+                    other.stream_accel = False
             obj.stream_accel = bool(m.enable)
 
     # ------------------------------------------------------------------ things done to the objects

@@ -214,6 +214,16 @@ def test_accelerometer_stream_on_and_off(make_rig):
         v = s.linear_acceleration
         assert abs(v.x) < 0.1 and abs(v.y) < 0.1 and abs(v.z - 9.81) < 0.1
     assert rig.sim.object_states()[1]["stream_accel"]
+    # the robot streams one cube at a time: cube2's stream ends cube1's, and the answer says so
+    response = rig.call(SetObjectAccelStream, "set_object_accel_stream",
+                        SetObjectAccelStream.Request(factory_id=C2, enable=True))
+    assert response.success and response.message == ("cube2 accelerometer stream on; cube1's stream "
+                                                     "stopped: the robot streams one cube at a time")
+    assert rig.spin_until(lambda: rig.sim.object_states()[2]["stream_accel"]
+                          and not rig.sim.object_states()[1]["stream_accel"], WAIT)
+    response = rig.call(SetObjectAccelStream, "set_object_accel_stream",
+                        SetObjectAccelStream.Request(factory_id=C2, enable=False))
+    assert response.success and response.message == "cube2 accelerometer stream off"
     response = rig.call(SetObjectAccelStream, "set_object_accel_stream",
                         SetObjectAccelStream.Request(factory_id=C1, enable=False))
     assert response.success and response.message == "cube1 accelerometer stream off"
