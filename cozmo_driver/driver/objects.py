@@ -48,7 +48,7 @@ Units. The cubes' accelerations (ObjectMoved, ObjectAccel) are the cube
 accelerometer's raw counts, 64 to 1 g (Anki's firmware passes them on as the cube
 sends them: "magnitude of 64 is approx 1g"), turned into m/s^2 here; the
 protocol notes give no unit.
-Battery levels are passed on raw.
+Battery levels are hundredths of a volt (Anki's body firmware), passed on as reported.
 
 Lights
 ------

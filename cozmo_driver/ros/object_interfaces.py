@@ -352,6 +352,7 @@ class ObjectInterfaces:
         info.connected = entry.connected
         info.object_id = int(entry.object_id or 0) & 0xFFFFFFFF
         info.battery_level = max(0, min(255, int(entry.battery_level)))
+        info.battery_voltage = info.battery_level / 100.0 if info.battery_level else math.nan
         info.missed_packets = int(entry.missed_packets) & 0xFFFFFFFF
         info.up_axis = int(entry.up_axis)
         info.moving = bool(entry.moving)

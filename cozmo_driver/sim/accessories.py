@@ -42,7 +42,8 @@ class Accessory:
     object_id: Optional[int] = None
     lights: List[Any] = field(default_factory=lambda: [_LightState() for _ in range(4)])
     rotation_period_frames: int = 0
-    battery_level: int = 100
+    #: ObjectPowerLevel's battery_level: hundredths of a volt (Anki's body firmware)
+    battery_level: int = 150
     up_axis: int = 5             # ZPositive
     stream_accel: bool = False
     #: what the robot reports: the radio's RSSISAMPLE, a magnitude in -dBm (lower is closer)
@@ -69,11 +70,11 @@ class Accessories:
     def __init__(self, fw: Firmware) -> None:
         self.fw = fw
         objs = [Accessory(i + 1, fid, int(getattr(_ObjectType, f"Block_LIGHTCUBE{i + 1}")),
-                          rssi_base=48 + 6 * i, battery_level=92 - 7 * i)
+                          rssi_base=48 + 6 * i, battery_level=148 - 7 * i)
                 for i, fid in enumerate(CUBE_FACTORY_IDS)]
         objs.append(Accessory(0, CHARGER_FACTORY_ID, int(_ObjectType.Charger_Basic),
                               lights=[_LightState() for _ in range(4)], rssi_base=60,
-                              battery_level=100))
+                              battery_level=150))
         self.objects: List[Accessory] = objs
         self.reset_link(fw.t)
 

@@ -129,8 +129,8 @@ Conventions chosen where the protocol notes are silent (documented guesses):
   id and body) of the animation stream, ``tag`` is the id of the animation
   playing, ``enabled_anim_tracks`` is 0xFF.
 * Cube accelerations (ObjectMoved, ObjectAccel) are the cube accelerometer's raw
-  counts, 64 to 1 g (Anki's firmware), and ``ObjectPowerLevel.battery_level`` is a
-  percentage.
+  counts, 64 to 1 g (Anki's firmware), and ``ObjectPowerLevel.battery_level`` is in
+  hundredths of a volt (Anki's body firmware).
 * TurnInPlace, SetHeadAngle and SetLiftHeight are acknowledged (AcknowledgeAction)
   when taken, as Anki's engine expects ("when the command is received by the robot").
   TurnInPlace's angle is the heading to reach, as in Anki's firmware: ``is_absolute``

@@ -193,8 +193,9 @@ def test_auto_connect_and_every_cube_event(make_rig):
     assert axis.up_axis == ObjectInfo.UP_AXIS_X_POSITIVE and "+X up" in axis.description
     assert rig.wait_list(lambda o: o["cube3"].up_axis == ObjectInfo.UP_AXIS_X_POSITIVE)
 
-    rig.sim.set_cube_battery(1, 42)
-    assert rig.wait_list(lambda o: o["cube1"].battery_level == 42)
+    rig.sim.set_cube_battery(1, 121)
+    assert rig.wait_list(lambda o: o["cube1"].battery_level == 121)
+    assert rig.wait_list(lambda o: o["cube1"].battery_voltage == pytest.approx(1.21))   # hundredths of a V
 
     diag = rig.objects_diagnostics()
     assert diag["cubes connected"] == "3" and diag["events TAPPED"] == "1"
