@@ -71,7 +71,7 @@ class AnimationPlayer:
 
     def boot(self, now: float) -> None:
         self.recorded_heading: Optional[float] = None
-        self.volume = 0
+        self.volume = 0xFFFF  # the robot starts at full volume (Anki's K02 firmware: SetVolume(~0))
         self.backpack_lights: Dict[str, Any] = {k: _LightState() for k in
                                                 ("front", "middle", "back", "left", "right")}
         self.anim_backpack_colors: List[int] = [0] * 5
