@@ -122,6 +122,10 @@ PARAMETERS: Tuple[ParamSpec, ...] = (
     ParamSpec("animation_audio_map", "", "Sounds for app clips: a YAML or JSON file mapping Wwise "
               "event ids to WAV files ({1234567: beep.wav}, relative to the file), for their "
               "RobotAudio keyframes; empty: those are skipped"),
+    ParamSpec("animation_body_in_stream", False, "Clips drive the treads with AnimBody in the "
+              "animation stream, in step with their face and sound, as Anki's engine did (false: "
+              "DriveWheels, which acts at once and so leads the face and sound by the frames the "
+              "robot has buffered, up to 0.23 s)", dynamic=True),
     # --- cubes, charger and lights
     ParamSpec("auto_connect_cubes", True, "Connect the three light cubes by themselves (one of each "
               "type, the strongest signal) and reconnect them when they drop; false: only the "

@@ -585,7 +585,9 @@ class MediaInterfaces:
             compiled = compile_clip(clip, start_head_angle_deg=math.degrees(state.head_angle_rad)
                                     if state is not None else None,
                                     start_lift_height_mm=1000.0 * reported_lift_height_m(state.lift_height_mm)
-                                    if state is not None else None)
+                                    if state is not None else None,
+                                    body_mode="anim" if self.params["animation_body_in_stream"]
+                                    else "wheels")
         except AnimationError as exc:
             return self._refused(handle, result, "play_animation", str(exc))
         stops = motor_stops(head=bool(clip.tracks.head), lift=bool(clip.tracks.lift))

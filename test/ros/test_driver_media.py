@@ -714,6 +714,21 @@ tracks:
 """
 
 
+def test_animation_body_in_stream_drives_the_clip_with_anim_body(make_rig, tmp_path):
+    """animation_body_in_stream: the clip's treads go in the animation stream (AnimBody), in
+    step with its face and sound, instead of as DriveWheels that act at once."""
+    (tmp_path / "anims").mkdir()
+    (tmp_path / "anims" / "long.yaml").write_text(LONG_CLIP)
+    rig = make_rig(animation_dirs=[str(tmp_path / "anims")], animation_body_in_stream=True)
+    before = len(rig.sim.commands())
+    handle = rig.send_goal(PlayAnimation, "play_animation", PlayAnimation.Goal(name="long_dance"))
+    assert rig.spin_until(lambda: rig.sim.wheel_speeds()[0] > 30.0, 3.0)
+    names = [msg.NAME for _, msg in rig.sim.commands()[before:]]
+    assert "AnimBody" in names and "DriveWheels" not in names
+    handle.cancel_goal_async()
+    assert rig.spin_until(lambda: max(abs(v) for v in rig.sim.wheel_speeds()) < 1.0, 3.0)
+
+
 def test_cancel_aborts_on_the_robot_and_the_face_comes_back(make_rig, tmp_path):
     (tmp_path / "anims").mkdir()
     (tmp_path / "anims" / "long.yaml").write_text(LONG_CLIP)
