@@ -447,8 +447,7 @@ class AVPacer:
         stats = self.stats
         stats.ticks += 1
         self._advance_overlay(k)
-        sent_display = False
-        display = None
+        display = None  # this tick's DisplayImage, sent after its audio message
         next_face = False
         if self._overlay is not None:
             self._cover_faces()
@@ -465,7 +464,6 @@ class AVPacer:
                     stats.display_frames += 1
                     if data == self._on_screen:
                         stats.refreshes += 1
-                    sent_display = True
                     self._on_screen = data
                     self._last_display_tick = k
                 self._on_screen_image = desired
@@ -476,14 +474,14 @@ class AVPacer:
             out.append(msgs.OutputAudio(samples=audio))
             stats.audio_frames += 1
             self._last_active_tick = k
-        elif sent_display or self.active_at(k):
+        elif display is not None or self.active_at(k):
             out.append(msgs.OutputSilence())
             stats.silence_frames += 1
             if self._queued and not self._final:
                 stats.audio_starved += 1
         if display is not None:  # after its frame's audio message, which the robot plays first
             out.append(display)
-        if sent_display or self._overlay is not None:
+        if display is not None or self._overlay is not None:
             self._last_active_tick = k
 
     def _take_audio(self) -> Optional[bytes]:

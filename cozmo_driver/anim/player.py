@@ -185,7 +185,6 @@ class CompiledClip:
     events: Dict[int, List[str]]
     warnings: List[str] = field(default_factory=list)
     uses_body: bool = False
-    uses_lights: bool = False
     body_mode: str = "wheels"
 
     @property
@@ -434,7 +433,7 @@ def compile_clip(
     return CompiledClip(
         name=clip.name, num_ticks=num_ticks, messages=messages, audio=audio,
         display_changes=display_changes, display_source=display_source, events=events,
-        warnings=warnings, uses_body=bool(body), uses_lights=bool(lights), body_mode=body_mode,
+        warnings=warnings, uses_body=bool(body), body_mode=body_mode,
     )
 
 
