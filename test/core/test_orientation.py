@@ -125,6 +125,16 @@ def test_readings_while_the_head_calibrates_are_not_used():
     assert [k for _, k, _ in feed(d, 3.03, 3.1, 0.0)] == [EventType.ON_TREADS]
 
 
+def test_orientations_match_the_status_message():
+    from pathlib import Path
+    import re
+
+    text = (Path(__file__).resolve().parents[2] / "cozmo_interfaces/msg/RobotStatus.msg").read_text()
+    declared = dict(re.findall(r"^uint8 ORIENTATION_([A-Z_]+)=(\d+)$", text, re.M))
+    ours = {k: str(v) for k, v in vars(Orientation).items() if k.isupper()}
+    assert ours == declared and len(ours) == 8
+
+
 def test_the_robot_diagnostic_says_it_lies():
     report = robot_report(True, 4.0, 0.8, False, 0.01, 0, 0, "on its back", True)
     assert report.level == WARN
