@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import heapq
 import logging
+import math
 import random
 import struct
 from collections import Counter, deque
@@ -100,6 +101,9 @@ class RobotConfig:
     camera_fields_in_last_chunk: bool = True
     #: add seeded sensor noise to camera images (only when the image is re-rendered)
     camera_noise: bool = True
+    #: how much light the room has: the camera's images scale with it as with gain and
+    #: exposure time (1: as bright as the scene is drawn; :meth:`SimulatedRobot.set_light`)
+    camera_light: float = 1.0
     #: events kept for next_event() when nobody reads them
     max_events: int = 1000
     model: ModelConfig = field(default_factory=ModelConfig)
@@ -107,6 +111,8 @@ class RobotConfig:
     def __post_init__(self) -> None:
         if not self.camera_period > 0 or not self.peer_timeout > 0:
             raise ValueError("camera_period and peer_timeout must be positive")
+        if not (math.isfinite(self.camera_light) and self.camera_light > 0):
+            raise ValueError("camera_light must be a positive number")
         if self.camera_pad_multiple < 1:
             raise ValueError("camera_pad_multiple must be at least 1")
         if self.color_image_encoding not in (8, 9):
@@ -159,6 +165,8 @@ class SimulatedRobot:
         self._rng = random.Random(self.config.seed * 7919 + 17)
         self.silent = False
         self.link_up = True
+        #: the room's light (:meth:`set_light`)
+        self.light = float(self.config.camera_light)
         self._boot_until = now
         self._camera_next: Optional[float] = None
         self._camera_generation = -1
@@ -310,7 +318,7 @@ class SimulatedRobot:
         x, y, yaw = model.true_pose()
         head = model.head_angle
         lift = model.lift_height
-        gain = cam.gain if cam.gain > 0 else 1.0
+        gain = (cam.gain if cam.gain > 0 else 1.0) * self.light
         exposure = cam.exposure_ms
         key = (round(x, 1), round(y, 1), round(yaw, 4), round(head, 4), round(lift, 1),
                width, height, color, round(gain, 4), exposure, cam.head_light)
@@ -354,6 +362,13 @@ class SimulatedRobot:
         """A hung robot: it hears nothing and says nothing (its timers still run)."""
         self.silent = bool(silent)
         self._process(now)
+
+    def set_light(self, light: float, now: float) -> None:
+        """The room's light (RobotConfig.camera_light): 0.25 a dim room, 4 a sunny one."""
+        light = float(light)
+        if not (math.isfinite(light) and light > 0):
+            raise ValueError(f"light must be a positive number, not {light}")
+        self.light = light
 
     def set_link_up(self, up: bool, now: float) -> None:
         """The Wi-Fi link: when down, every datagram is lost both ways."""

@@ -186,6 +186,10 @@ class SimServer:
     def set_silent(self, silent: bool) -> None:
         self._script("set_silent", silent)
 
+    def set_light(self, light: float) -> None:
+        """The room's light: images scale with it (1 as drawn, 0.25 a dim room)."""
+        self._script("set_light", light)
+
     def set_link_up(self, up: bool) -> None:
         self._script("set_link_up", up)
 

@@ -242,6 +242,26 @@ def test_camera_streams_grey_qvga_at_15_fps_from_the_true_pose():
     assert all(60 <= b - a <= 72 for a, b in zip(stamps, stamps[1:]))
 
 
+def test_the_rooms_light_scales_the_images_as_gain_does():
+    h = Harness(seed=4)
+    h.initialise()
+    h.send(m.EnableCamera(image_send_mode=E["ImageSendMode"].Stream))
+    h.run(0.5)
+    lit = image_to_array(collect_images(h)[-1]).mean()
+    h.robot.set_light(0.25, h.now)
+    h.clear()
+    h.run(0.5)
+    dim = image_to_array(collect_images(h)[-1]).mean()
+    assert dim == pytest.approx(lit * 0.25, rel=0.15)
+    h.send(m.SetCameraParams(gain=2.0, exposure_ms=66, auto_exposure_enabled=False))
+    h.clear()
+    h.run(0.5)
+    assert image_to_array(collect_images(h)[-1]).mean() == pytest.approx(dim * 4, rel=0.15)
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="positive number"):
+            h.robot.set_light(bad, h.now)
+
+
 def test_camera_colour_gain_and_single_shot():
     h = Harness(seed=4)
     h.initialise()
