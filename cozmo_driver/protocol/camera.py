@@ -641,6 +641,25 @@ def decode_to_bytes(jpeg: bytes, color_half_width: bool,
         raise RemoteProtocolError(f"camera image does not decode: {exc}") from exc
 
 
+def luma_sample(jpeg: bytes, scale: int = 4) -> np.ndarray:
+    """The grey values of a JPEG at 1/``scale`` of its size (libjpeg scales while it
+    decodes and skips the colour), as a 2-D ``uint8`` array: enough to measure how
+    bright an image is. Raises :class:`RemoteProtocolError` if the data does not decode."""
+    from PIL import Image
+
+    try:
+        with Image.open(io.BytesIO(jpeg)) as im:
+            if im.width * im.height > _MAX_PIXELS:
+                raise RemoteProtocolError(
+                    f"camera image claims {im.width}x{im.height} pixels, more than any resolution")
+            im.draft("L", (max(1, im.width // scale), max(1, im.height // scale)))
+            if im.mode != "L":
+                im = im.convert("L")
+            return np.asarray(im, dtype=np.uint8)
+    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
+        raise RemoteProtocolError(f"camera image does not decode: {exc}") from exc
+
+
 def encode_jpeg(pixels: np.ndarray, quality: int = 90) -> bytes:
     """Baseline JPEG bytes of ``uint8`` pixels, ``(H, W)`` grey or ``(H, W, 3)`` RGB."""
     from PIL import Image

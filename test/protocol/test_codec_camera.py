@@ -24,6 +24,7 @@ from cozmo_driver.protocol.camera import (
     image_to_array,
     image_to_jpeg,
     jpeg_header,
+    luma_sample,
     minimized_to_jpeg,
     split_into_chunks,
 )
@@ -348,6 +349,27 @@ def test_fuzz_mutated_jpegs_raise_only_remote_errors(jpeg, edits, cut):
     except RemoteProtocolError:
         return
     assert out.dtype == np.uint8
+
+
+def test_luma_sample_is_the_image_at_a_quarter_size_grey_or_colour():
+    """What the automatic exposure measures: libjpeg's scaled decoding, its grey values only."""
+    grey = textured_gray(240, 320)
+    jpeg = minimized_to_jpeg(encode_minimized(grey), 320, 240)
+    sample = luma_sample(jpeg)
+    assert sample.shape == (60, 80) and sample.dtype == np.uint8
+    blocks = grey.reshape(60, 4, 80, 4).mean(axis=(1, 3))
+    assert np.abs(sample.astype(float) - blocks).mean() < 6.0
+    rgb = smooth_rgb(240, 320)
+    colour = luma_sample(minimized_to_jpeg(encode_minimized(rgb), 320, 240))
+    luma = rgb.astype(float) @ [0.299, 0.587, 0.114]
+    assert colour.shape == (60, 40) and abs(float(np.median(colour)) - float(np.median(luma))) < 8.0
+    with pytest.raises(RemoteProtocolError):
+        luma_sample(b"not a jpeg")
+    hostile = bytearray(pillow_jpeg(textured_gray(16, 16)))
+    sof = hostile.index(b"\xff\xc0")
+    hostile[sof + 5: sof + 9] = struct.pack(">HH", 8000, 8000)
+    with pytest.raises(RemoteProtocolError, match="claims 8000x8000"):
+        luma_sample(bytes(hostile))
 
 
 # ---------------------------------------------------------------------------------------------
