@@ -4,13 +4,15 @@ read from the robot's NV storage (a part of :class:`~cozmo_driver.core.DriverCor
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
 from ..driver import camera_info as caminfo
+from ..driver.auto_exposure import AutoExposure
+from ..protocol import messages as msgs
 from ..protocol.camera import (coded_size, decode_to_bytes, encode_jpeg, image_to_jpeg,
-                               is_half_width_color)
+                               is_half_width_color, luma_sample)
 from ..protocol.errors import RemoteProtocolError
 from ..protocol.nvstorage import NV_TAG_CAMERA_CALIB, decode_camera_calibration
 from .samples import CameraFrame
@@ -21,9 +23,94 @@ __all__ = ["CameraMixin", "COLOR_JPEG_QUALITY"]
 COLOR_JPEG_QUALITY = 90
 
 
+_ImageSendMode = msgs.ENUMS["ImageSendMode"]
+_ImageResolution = msgs.ENUMS["ImageResolution"]
+
+
 class CameraMixin:
     """DriverCore's camera methods (they use its lock, output, params, assembler, NV reader,
     calibration and camera file)."""
+
+    #: gain and exposure from the images while camera_auto_exposure (None: fixed); replaced
+    #: under the lock
+    exposure: Optional[AutoExposure] = None
+
+    def camera_streaming(self) -> bool:
+        """Whether the robot is to stream its camera: ``camera_enabled``, and, with
+        ``camera_on_demand``, while a camera topic has a subscriber."""
+        p = self.params
+        return bool(p["camera_enabled"]) and (not p["camera_on_demand"] or self.camera_wanted)
+
+    def set_camera_wanted(self, wanted: bool) -> None:
+        """Whether a camera topic has a subscriber now; with ``camera_on_demand`` the camera
+        is switched on or off when that changes. Any thread."""
+        wanted = bool(wanted)
+        if wanted == self.camera_wanted:
+            return
+        before = self.camera_streaming()
+        self.camera_wanted = wanted
+        if self.camera_streaming() != before:
+            self._send_camera_mode()
+
+    def _send_camera_mode(self) -> None:
+        mode = _ImageSendMode.Stream if self.camera_streaming() else _ImageSendMode.Off
+        self.post_if_ready(msgs.EnableCamera(image_send_mode=mode,
+                                             image_resolution=_ImageResolution.QVGA))
+
+    def send_camera_config(self, restart_exposure: bool = False) -> None:
+        """Send the camera's mode, colour, gain and exposure. With camera_auto_exposure the
+        gain and exposure are the automatic exposure's, which starts again from
+        camera_gain and camera_exposure_ms on ``restart_exposure`` (else it goes on from
+        where it is: a new connection)."""
+        p = self.params
+        self.post_if_ready(msgs.EnableColorImages(enable=bool(p["camera_color"])))
+        self._send_camera_mode()
+        with self.lock:
+            if not p["camera_auto_exposure"]:
+                self.exposure = None
+                gain, exposure_ms = float(p["camera_gain"]), int(p["camera_exposure_ms"])
+            else:
+                if self.exposure is None or restart_exposure:
+                    self.exposure = AutoExposure(float(p["camera_gain"]), int(p["camera_exposure_ms"]),
+                                                 int(p["camera_auto_exposure_target"]))
+                else:
+                    self.exposure.restart()
+                gain, exposure_ms = self.exposure.gain, self.exposure.exposure_ms
+            self._send_exposure(gain, exposure_ms)
+
+    def _send_exposure(self, gain: float, exposure_ms: int) -> None:
+        # the third field is "send me your default parameters" in Anki's firmware, which then
+        # applies nothing, so it is always false; and one revision applies one change per
+        # message (exposure, else gain): sent twice, both take effect
+        params = msgs.SetCameraParams(gain=float(gain), exposure_ms=int(exposure_ms),
+                                      auto_exposure_enabled=False)
+        self.post_if_ready(params)
+        self.post_if_ready(params)
+
+    def _expose(self, image: Any) -> None:
+        """(I/O thread) Measure a frame for the automatic exposure; send what it changes."""
+        ae = self.exposure
+        if ae is None:
+            return
+        try:
+            luma = luma_sample(image_to_jpeg(image))
+        except RemoteProtocolError:
+            return  # the frame's conversion warns
+        with self.lock:
+            if self.exposure is ae:
+                change = ae.update(luma)
+                if change is not None:
+                    self._send_exposure(*change)
+
+    def exposure_status(self) -> str:
+        """The camera's gain and exposure, in words, for the diagnostics."""
+        ae = self.exposure
+        if ae is None:
+            p = self.params
+            return f"gain {float(p['camera_gain']):.2f}, exposure {int(p['camera_exposure_ms'])} ms (fixed)"
+        seen = "" if ae.value is None else f", median grey {ae.value} (target {ae.target})"
+        limit = f": {ae.limit} at the limit of both" if ae.limit else ""
+        return f"gain {ae.gain:.2f}, exposure {ae.exposure_ms} ms (automatic{seen}){limit}"
 
     def _on_nv_result(self, message: Any) -> None:
         try:
@@ -74,6 +161,7 @@ class CameraMixin:
             frame = CameraFrame(stamp_ns, sec, nsec, image.image_id, image.width, image.height,
                                 self._convert, image)
             self.output.on_image(frame)
+        self._expose(image)
 
     def _convert(self, frame: CameraFrame, jpeg: bool, pixels: bool) -> None:
         """Fill in ``frame``'s JPEG and/or pixels (CameraFrame.jpeg/pixels)."""

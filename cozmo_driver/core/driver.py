@@ -68,7 +68,6 @@ def _speed_text(x: float) -> str:
     return f"{x:.3f}" if abs(x) < 1e6 else f"{x:.4g}"
 
 
-_ImageSendMode = msgs.ENUMS["ImageSendMode"]
 _ImageResolution = msgs.ENUMS["ImageResolution"]
 _NvOperation = msgs.ENUMS["NvOperation"]
 _EVENT_MESSAGES = frozenset(("RobotPoked", "RobotDelocalized", "FallingStarted", "FallingStopped",
@@ -393,9 +392,10 @@ class DriverCore(ActuatorsMixin, CameraMixin):
     def apply_params(self, old: Dict[str, Any]) -> None:
         """The parameters changed from ``old``: send what the robot must know."""
         p = self.params
-        if any(p[k] != old[k] for k in ("camera_enabled", "camera_on_demand", "camera_color",
-                                        "camera_auto_exposure", "camera_gain", "camera_exposure_ms")):
-            self.send_camera_config()
+        restart = any(p[k] != old[k] for k in ("camera_auto_exposure", "camera_gain",
+                                                "camera_auto_exposure_target", "camera_exposure_ms"))
+        if restart or any(p[k] != old[k] for k in ("camera_enabled", "camera_on_demand", "camera_color")):
+            self.send_camera_config(restart_exposure=restart)
         if p["stop_on_cliff"] != old["stop_on_cliff"]:
             self.post_if_ready(msgs.EnableStopOnCliff(enable=bool(p["stop_on_cliff"])))
         if p["cmd_vel_timeout"] != old["cmd_vel_timeout"]:
@@ -406,43 +406,6 @@ class DriverCore(ActuatorsMixin, CameraMixin):
             with self.drive_lock:
                 if self.robot is not None:
                     self._set_deadline(float(p["cmd_vel_timeout"]), again=True)
-
-    def camera_streaming(self) -> bool:
-        """Whether the robot is to stream its camera: ``camera_enabled``, and, with
-        ``camera_on_demand``, while a camera topic has a subscriber."""
-        p = self.params
-        return bool(p["camera_enabled"]) and (not p["camera_on_demand"] or self.camera_wanted)
-
-    def set_camera_wanted(self, wanted: bool) -> None:
-        """Whether a camera topic has a subscriber now; with ``camera_on_demand`` the camera
-        is switched on or off when that changes. Any thread."""
-        wanted = bool(wanted)
-        if wanted == self.camera_wanted:
-            return
-        before = self.camera_streaming()
-        self.camera_wanted = wanted
-        if self.camera_streaming() != before:
-            self._send_camera_mode()
-
-    def _send_camera_mode(self) -> None:
-        mode = _ImageSendMode.Stream if self.camera_streaming() else _ImageSendMode.Off
-        self.post_if_ready(msgs.EnableCamera(image_send_mode=mode,
-                                             image_resolution=_ImageResolution.QVGA))
-
-    def send_camera_config(self) -> None:
-        p = self.params
-        self.post_if_ready(msgs.EnableColorImages(enable=bool(p["camera_color"])))
-        self._send_camera_mode()
-        if p["camera_auto_exposure"]:
-            return  # Cozmo has no automatic exposure: the robot keeps the settings it has
-        # the third field is "send me your default parameters" in Anki's firmware, which then
-        # applies nothing, so it is always false; and one revision applies one change per
-        # message (exposure, else gain): sent twice, both take effect
-        params = msgs.SetCameraParams(gain=float(p["camera_gain"]),
-                                      exposure_ms=int(p["camera_exposure_ms"]),
-                                      auto_exposure_enabled=False)
-        self.post_if_ready(params)
-        self.post_if_ready(params)
 
     # ------------------------------------------------------------------ reports
 
@@ -465,7 +428,8 @@ class DriverCore(ActuatorsMixin, CameraMixin):
         if not p["camera_enabled"]:
             return "off (camera_enabled is false)"
         if self.camera_streaming():
-            return "streaming" + (" (a camera topic has a subscriber)" if p["camera_on_demand"] else "")
+            return ("streaming" + (" (a camera topic has a subscriber)" if p["camera_on_demand"] else "")
+                    + "; " + self.exposure_status())
         return "off until a camera topic has a subscriber (camera_on_demand)"
 
     def reports(self, where: str) -> Tuple[DiagnosticReport, DiagnosticReport]:

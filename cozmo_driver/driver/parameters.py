@@ -89,13 +89,17 @@ PARAMETERS: Tuple[ParamSpec, ...] = (
               "its compressed form or camera/camera_info has a subscriber (false: whenever "
               "camera_enabled)", dynamic=True),
     ParamSpec("camera_color", False, "Colour images (rgb8) instead of grey (mono8)", dynamic=True),
-    ParamSpec("camera_auto_exposure", True, "Leave gain and exposure as the robot has them (its "
-              "power-up values, or the last ones sent): Cozmo has no automatic exposure of its "
-              "own; false: send camera_gain and camera_exposure_ms", dynamic=True),
-    ParamSpec("camera_gain", 1.0, "Sensor gain when camera_auto_exposure is false (the robot "
-              "keeps it in 1/64 steps, so 3.98 at most)", "", 0.1, 3.98, dynamic=True),
-    ParamSpec("camera_exposure_ms", 30, "Exposure time when camera_auto_exposure is false", "ms",
-              1, 67, dynamic=True),
+    ParamSpec("camera_auto_exposure", True, "The driver sets gain and exposure from each image's "
+              "brightness, as Anki's engine did (Cozmo has no automatic exposure of its own), "
+              "starting from camera_gain and camera_exposure_ms; false: those two, fixed",
+              dynamic=True),
+    ParamSpec("camera_auto_exposure_target", 128, "Median grey value camera_auto_exposure aims for "
+              "(0 black, 255 white)", "", 16, 240, dynamic=True),
+    ParamSpec("camera_gain", 1.0, "Sensor gain: fixed with camera_auto_exposure false, else where it "
+              "starts (which keeps it within 1..3.98; the robot keeps it in 1/64 steps)", "", 0.1,
+              3.98, dynamic=True),
+    ParamSpec("camera_exposure_ms", 30, "Exposure time: fixed with camera_auto_exposure false, else "
+              "where it starts", "ms", 1, 67, dynamic=True),
     ParamSpec("camera_info_url", "", "camera_info_manager YAML (file:///path.yaml) overriding the "
               "robot's own calibration; empty: the robot's, else a default"),
     # --- display, audio and animations

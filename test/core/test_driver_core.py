@@ -121,8 +121,11 @@ def test_connects_reinitialises_and_reads_the_camera_calibration(rig):
     assert output.said("connected to Cozmo at 127.0.0.1:5551: firmware 2381", logging.INFO)
     for name in ("EnableStopOnCliff", "EnableCamera", "EnableColorImages", "NvStorageOp"):
         assert robot.sent(name), name
-    # camera_auto_exposure (the default) leaves gain and exposure as the robot has them
-    assert not robot.sent("SetCameraParams")
+    # camera_auto_exposure (the default) starts from camera_gain and camera_exposure_ms,
+    # with the third field false (Anki's firmware reads it as "send your defaults" and then
+    # applies nothing); twice, as one firmware revision applies one change per message
+    params = [m for _, m in robot.sent("SetCameraParams")]
+    assert [(m.gain, m.exposure_ms, m.auto_exposure_enabled) for m in params] == [(1.0, 30, False)] * 2
     # a robot just connected is stopped before anything else (it may still move on a
     # command of a link that was lost, or of another program's)
     assert [t for t, _ in robot.sent("StopAllMotors")] == [0.0]
@@ -660,3 +663,83 @@ def test_a_state_samples_parts_are_made_when_first_read_and_only_once():
     assert made == ["joints"]
     assert sample.status == ("status",) and sample.imu == ("imu",) and sample.imu == ("imu",)
     assert made == ["joints", "status", "imu"]
+
+
+def _median_grey(frame) -> int:
+    import numpy as np
+    data, _, _, _ = frame.pixels()
+    return int(np.median(np.frombuffer(data, np.uint8)))
+
+
+def _exposure_rig(light: float, **params):
+    robot = MemoryRobot()
+    robot.sim.set_light(light, robot.net.now)
+    output = RecordingOutput(clock_ns=lambda: int(robot.net.now * 1e9) + 1_700_000_000 * 10**9)
+    core = DriverCore(robot, dict(PARAMS, robot_ip="127.0.0.1", robot_port=5551, **params), output)
+    robot.start(core.on_robot_event)
+    core.activate()
+    robot.run(2.0)
+    assert core.connected, output.lines
+    core.set_camera_wanted(True)
+    return robot, core, output
+
+
+@pytest.mark.parametrize("light", [0.2, 6.0])
+def test_automatic_exposure_brings_a_dim_or_bright_room_to_mid_grey(light):
+    """Cozmo has no automatic exposure: the driver measures the images and sends gain and
+    exposure (camera_auto_exposure, the default): in a dim room the gain rises first (a
+    short exposure blurs less), then the exposure; in a bright one the exposure falls."""
+    robot, core, output = _exposure_rig(light)
+    robot.run(0.5)
+    first = _median_grey(output.images[0])
+    assert abs(first - 128) > 40, first               # the room as it is
+    robot.run(4.0)
+    last = _median_grey(output.images[-1])
+    assert abs(last - 128) <= 14, (first, last)
+    camera = robot.sim.model.camera
+    if light < 1:
+        assert camera.gain == pytest.approx(255 / 64) and camera.exposure_ms > 30
+    else:
+        assert camera.gain == pytest.approx(1.0) and camera.exposure_ms < 10
+    assert (camera.gain, camera.exposure_ms) == (core.exposure.gain, core.exposure.exposure_ms)
+    assert "(automatic, median grey" in core.camera_status()
+    # settled: no more messages while the room stays as it is
+    count = len(robot.sent("SetCameraParams"))
+    robot.run(2.0)
+    assert len(robot.sent("SetCameraParams")) == count
+
+
+def test_fixed_exposure_sends_its_values_once_and_leaves_a_dim_room_dim():
+    robot, core, output = _exposure_rig(0.2, camera_auto_exposure=False, camera_gain=2.0,
+                                        camera_exposure_ms=20)
+    robot.run(3.0)
+    assert [(m.gain, m.exposure_ms) for _, m in robot.sent("SetCameraParams")] == [(2.0, 20)] * 2
+    assert _median_grey(output.images[-1]) < 40
+    assert core.exposure is None and "exposure 20 ms (fixed)" in core.camera_status()
+    # switched on: it starts from camera_gain and camera_exposure_ms and brightens the room
+    old = dict(core.params)
+    core.params["camera_auto_exposure"] = True
+    core.apply_params(old)
+    robot.run(0.1)
+    assert [(m.gain, m.exposure_ms) for _, m in robot.sent("SetCameraParams")][2:] == [(2.0, 20)] * 2
+    robot.run(4.0)
+    assert abs(_median_grey(output.images[-1]) - 128) <= 14
+
+
+def test_automatic_exposure_goes_on_from_where_it_was_after_a_reconnection():
+    robot, core, output = _exposure_rig(0.3)
+    robot.run(4.0)
+    settled = core.exposure.gain, core.exposure.exposure_ms
+    assert settled != (1.0, 30)
+    count = len(robot.sent("SetCameraParams"))
+    robot.link.session.disconnect(robot.net.now)  # the session ends; the link reconnects
+    robot.run(4.0)
+    assert core.connected and output.said("connected again to Cozmo")
+    again = [(m.gain, m.exposure_ms) for _, m in robot.sent("SetCameraParams")[count:]]
+    assert again[:2] == [settled] * 2               # not the starting point again
+    # a new starting point (or target) starts it again from there
+    old = dict(core.params)
+    core.params["camera_auto_exposure_target"] = 64
+    core.apply_params(old)
+    robot.run(4.0)
+    assert abs(_median_grey(output.images[-1]) - 64) <= 7

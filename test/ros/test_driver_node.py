@@ -655,7 +655,11 @@ def test_camera_streams_both_topics(make_driver):
     assert np.abs(decoded - raw_pixels).mean() < 3.0  # JPEG quality 90 re-encoding
     # gain and exposure go to the robot (with the third field false: Anki's firmware reads it
     # as a request for its defaults and then applies nothing); out-of-range values are refused
-    assert h.sim.command_counts().get("SetCameraParams", 0) == 0   # auto: nothing sent
+    # automatic exposure: the driver sends its starting point (the sim's scene needs no
+    # other; test/core tests the adjustment)
+    start = {"gain": 1.0, "exposure_ms": 30, "auto_exposure": False}
+    assert h.spin_until(lambda: {k: h.sim.camera_settings()[k] for k in start} == start,
+                        3.0), h.sim.camera_settings()
     result = h.node.set_parameters([Parameter("camera_auto_exposure", value=False),
                                     Parameter("camera_gain", value=2.0),
                                     Parameter("camera_exposure_ms", value=20)])
