@@ -40,6 +40,9 @@ __all__ = [
     "LIFT_MAX_ANGLE_RAD",
     "LIFT_MAX_SPEED_RADPS",
     "BATTERY_CELLS",
+    "CLIFF_SENSOR_X_M",
+    "FOOTPRINT_HALF_LENGTH_M",
+    "CLIFF_EDGE_POINTS_M",
     "lift_height_to_angle",
     "lift_angle_to_height",
 ]
@@ -65,6 +68,17 @@ LIFT_MAX_SPEED_RADPS = 10.0
 
 #: the battery is one LiPo cell
 BATTERY_CELLS = 1
+
+#: the cliff sensor (the one the protocol documents, under the front) ahead of the robot's
+#: origin (base_footprint); the distance is this project's estimate, the simulator's too
+CLIFF_SENSOR_X_M = 0.032
+#: half the length of the robot's footprint (72 x 55 mm, config/nav2_params.yaml)
+FOOTPRINT_HALF_LENGTH_M = 0.036
+#: where cliff/points marks an edge the cliff sensor found (base_footprint: x forward, y
+#: left, z up): a row as wide as the body, 1.5 cm beyond the front, where the drop goes on
+#: (inside the footprint, a costmap's footprint clearing would erase it at once)
+CLIFF_EDGE_POINTS_M = tuple((FOOTPRINT_HALF_LENGTH_M + 0.015, y, 0.0)
+                            for y in (-0.02, -0.01, 0.0, 0.01, 0.02))
 
 
 def lift_height_to_angle(height_m: float) -> float:

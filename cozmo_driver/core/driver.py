@@ -43,13 +43,13 @@ from ..driver import camera_info as caminfo
 from ..driver.commands import CommandError, check_twist
 from ..driver.diagnostics import DiagnosticReport, link_report, robot_report
 from ..driver.events import EventDetector, EventType
-from ..driver.orientation import OrientationDetector
+from ..driver.orientation import Orientation, OrientationDetector
 from ..driver.kinematics import twist_to_wheels, wheels_to_twist
 from ..driver.odometry import OdometryTracker, pose_variances, twist_variances
 from ..driver.stamps import RobotClock
 from ..log_throttle import LogThrottle
-from ..driver.sensors import (STATUS_FLAG_NAMES, StatusFlag, battery_percentage, cliff_ahead,
-                              imu_from_state, imu_to_body, joint_positions,
+from ..driver.sensors import (STATUS_FLAG_NAMES, CliffEdgeTracker, StatusFlag, battery_percentage,
+                              cliff_ahead, imu_from_state, imu_to_body, joint_positions,
                               power_supply_status)
 from ..protocol import messages as msgs
 from ..protocol.camera import (ImageAssembler)
@@ -143,6 +143,9 @@ class DriverCore(ActuatorsMixin, CameraMixin):
         self.robot_clock = RobotClock()  # stamps from the robot's own clock
         self.events = EventDetector()
         self.orientation = OrientationDetector()
+        #: whether the cliff sensor sees an edge of the floor the robot stands on
+        #: (output.on_cliff_edge)
+        self.cliff_edge = CliffEdgeTracker()
         # the camera streams QVGA (320 x 240) at most: larger sizes are refused undecoded
         self.assembler = ImageAssembler(max_resolution=int(_ImageResolution.QVGA))
         self._nv = NvReadAssembler()
@@ -314,6 +317,11 @@ class DriverCore(ActuatorsMixin, CameraMixin):
         output = self.output
         output.on_state(StateSample(odom, _StateParts(state, pose.yaw, pv[5], sec, nsec, flags,
                                                       voltage, self.orientation.state)))
+        # in the air, falling or lying the sensor sees no floor either: not an edge
+        edge = self.cliff_edge.update(t, stamp_ns, bool(flags & StatusFlag.CLIFF_DETECTED),
+                                      self.orientation.state == Orientation.ON_TREADS)
+        if edge is not None:
+            output.on_cliff_edge(*edge)
         if t - self._last_battery >= BATTERY_PERIOD_S:
             self._last_battery = t
             output.on_battery(BatterySample(stamp_ns, voltage, battery_percentage(voltage),

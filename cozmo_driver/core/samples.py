@@ -202,6 +202,11 @@ class DriverOutput:
     def on_events(self, stamp_ns: int, events: List[RobotEventData]) -> None:
         """Robot events (status-flag edges, pokes, falls, button), while active."""
 
+    def on_cliff_edge(self, stamp_ns: int, edge: bool) -> None:
+        """The cliff sensor found an edge of the floor the robot stands on (True; stamped
+        as the state that showed it), or no longer sees one (False: the floor again, or
+        the robot off its treads); while active, on each change."""
+
     def on_image(self, frame: CameraFrame) -> None:
         """A complete camera frame (while active and the camera is enabled)."""
 
@@ -231,6 +236,7 @@ class RecordingOutput(DriverOutput):
     batteries: List[BatterySample] = field(default_factory=list)
     events: List[RobotEventData] = field(default_factory=list)
     images: List[CameraFrame] = field(default_factory=list)
+    cliff_edges: List[Tuple[int, bool]] = field(default_factory=list)
     infos: List[Any] = field(default_factory=list)
     links: List[LinkSample] = field(default_factory=list)
     lines: List[Tuple[int, str]] = field(default_factory=list)
@@ -248,6 +254,9 @@ class RecordingOutput(DriverOutput):
 
     def on_events(self, stamp_ns: int, events: List[RobotEventData]) -> None:
         self.events.extend(events)
+
+    def on_cliff_edge(self, stamp_ns: int, edge: bool) -> None:
+        self.cliff_edges.append((stamp_ns, edge))
 
     def on_image(self, frame: CameraFrame) -> None:
         self.images.append(frame)

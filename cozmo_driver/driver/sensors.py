@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 from ..protocol.status import RobotStatusFlag
 from ..robot_geometry import lift_height_to_angle, reported_lift_height_m
@@ -32,6 +32,8 @@ __all__ = [
     "STATUS_FLAG_NAMES",
     "status_flags_dict",
     "cliff_ahead",
+    "CLIFF_EDGE_HOLD_S",
+    "CliffEdgeTracker",
     "BATTERY_EMPTY_V",
     "BATTERY_FULL_V",
     "battery_percentage",
@@ -66,6 +68,41 @@ def cliff_ahead(status: int, stop_on_cliff: bool) -> bool:
     sensor still sees it, a new forward drive is not stopped again."""
     return bool(stop_on_cliff and status & RobotStatusFlag.CLIFF_DETECTED
                 and not status & (RobotStatusFlag.IS_PICKED_UP | RobotStatusFlag.IS_FALLING))
+
+
+#: a drop must last this long, the robot on its treads throughout, to count as an edge of
+#: its floor: Anki's firmware waits as long before it reports a cliff (CLIFF_EVENT_DELAY_MS),
+#: so that a pick-up, whose first sign is the sensor losing the floor, cancels it
+CLIFF_EDGE_HOLD_S = 0.5
+
+
+class CliffEdgeTracker:
+    """Whether the cliff sensor sees an edge of the floor the robot stands on: a drop that
+    lasted :data:`CLIFF_EDGE_HOLD_S` while the robot stood on its treads. Pure."""
+
+    def __init__(self) -> None:
+        self.edge = False
+        self._since: Optional[Tuple[float, int]] = None  # (t, stamp) the drop was first seen
+
+    def update(self, t: float, stamp_ns: int, drop: bool, on_treads: bool
+               ) -> Optional[Tuple[int, bool]]:
+        """One state at ``t`` s: the sensor sees a drop (CLIFF_DETECTED), the robot is on
+        its treads. Returns (stamp, edge) when that changes: an edge is stamped as the
+        state that first showed its drop, its end as this state."""
+        if not (drop and on_treads):
+            self._since = None
+            if self.edge:
+                self.edge = False
+                return stamp_ns, False
+            return None
+        if self.edge:
+            return None
+        if self._since is None:
+            self._since = (t, stamp_ns)
+        if t - self._since[0] >= CLIFF_EDGE_HOLD_S - 1e-9:
+            self.edge = True
+            return self._since[1], True
+        return None
 
 
 BATTERY_EMPTY_V = 3.5

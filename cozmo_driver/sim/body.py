@@ -18,6 +18,7 @@ import math
 import struct
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from .. import robot_geometry as geometry
 from ..protocol import messages as msgs
 from ..protocol.status import RobotStatusFlag as StatusFlag
 from .firmware import Firmware, finite
@@ -67,7 +68,7 @@ CLIFF_DROP_RAW = 25
 CLIFF_THRESHOLD_RAW = 400
 #: (forward, left) in mm from the robot's origin of each cliff sensor: the one the protocol
 #: documents, under the front (RobotState still carries four readings: this one's, repeated)
-CLIFF_SENSOR_OFFSETS_MM: Tuple[Tuple[float, float], ...] = ((32.0, 0.0),)
+CLIFF_SENSOR_OFFSETS_MM: Tuple[Tuple[float, float], ...] = ((geometry.CLIFF_SENSOR_X_M * 1000.0, 0.0),)
 BACKPACK_TOUCH_RAW = 812
 _BACK_PITCH = math.radians(74.5)  # the backpack holds a robot on its back at this pitch
 #: which way the robot lies -> (RobotState pitch rad, accelerometer x, y, z mm/s^2): the

@@ -316,6 +316,37 @@ def test_a_forward_drive_sent_as_the_edge_appears_is_sent_again_without_its_forw
     assert not output.said("no cmd_vel for"), output.lines
 
 
+def test_an_edge_the_cliff_sensor_finds_is_reported_for_a_costmap_but_not_a_lifted_robot(rig):
+    """on_cliff_edge (cliff/points): True, stamped as the state that showed it, when the
+    sensor loses the floor of a robot on its treads; False when it sees the floor again. A
+    robot picked up sees no floor either: that is no edge."""
+    robot, core, output = rig
+    edge = robot.sim.model.world.table_half_size_mm
+    robot.sim.teleport(robot.net.now, edge - 40.0, 0.0, 0.0)   # the sensor 8 mm short
+    robot.run(0.3)
+    assert output.cliff_edges == []
+    core.drive(0.04, 0.0)
+    robot.run(0.5)
+    drop = [s.odom.stamp_ns for s in output.states if s.status.cliff_detected]
+    assert drop and output.cliff_edges == []        # not yet: a pick-up would cancel it
+    robot.run(0.5)
+    assert [e for _, e in output.cliff_edges] == [True]
+    assert output.cliff_edges[0][0] == drop[0]      # stamped as the drop's first state
+    core.drive(-0.04, 0.0)
+    robot.run(0.4)
+    assert [e for _, e in output.cliff_edges] == [True, False]
+    core.drive(0.0, 0.0)
+    robot.sim.teleport(robot.net.now, 0.0, 0.0, 0.0)
+    robot.run(0.3)
+    robot.sim.pick_up(robot.net.now)
+    robot.run(1.0)
+    assert output.states[-1].status.cliff_detected       # the sensor sees no floor...
+    assert [e for _, e in output.cliff_edges] == [True, False]   # ...but it is no edge
+    robot.sim.put_down(robot.net.now)
+    robot.run(0.5)
+    assert [e for _, e in output.cliff_edges] == [True, False]
+
+
 def test_a_robot_on_its_back_is_reported_and_driving_it_says_why_nothing_moves(rig):
     """Laid on its back, the robot's pitch becomes an ON_BACK event after the hold time,
     the status's orientation, a WARN robot diagnostic and, for a moving cmd_vel, a warning
