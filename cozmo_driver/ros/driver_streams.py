@@ -15,6 +15,7 @@ may be used from any thread.
 from __future__ import annotations
 
 import math
+import struct
 import threading
 import time
 from dataclasses import dataclass
@@ -25,7 +26,8 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from cozmo_interfaces.msg import LinkStatus, RobotEvent, RobotInfo, RobotStatus
 from geometry_msgs.msg import TransformStamped
 from nav_msgs.msg import Odometry
-from sensor_msgs.msg import BatteryState, CameraInfo, CompressedImage, Image, Imu, JointState
+from sensor_msgs.msg import (BatteryState, CameraInfo, CompressedImage, Image, Imu, JointState,
+                             PointCloud2, PointField)
 from std_msgs.msg import Bool
 from tf2_msgs.msg import TFMessage
 
@@ -286,6 +288,27 @@ class DriverStreams(DriverOutput):
         msg.location = "body"
         pub["battery"].publish(msg)
         self.battery_msg = msg
+
+    def on_cliff_edge(self, stamp_ns: int, edge: bool) -> None:
+        """cliff/points: a row of points beyond the robot's front where the cliff sensor
+        found an edge (robot_geometry.CLIFF_EDGE_POINTS_M, in base_frame), for a costmap's
+        obstacle layer; an empty cloud once it sees none."""
+        pub = self.node._pub.get("cliff")
+        if pub is None:
+            return
+        points = geo.CLIFF_EDGE_POINTS_M if edge else ()
+        msg = PointCloud2()
+        msg.header.stamp = time_msg(stamp_ns)
+        msg.header.frame_id = self.node._frame("base_frame")
+        msg.height, msg.width = 1, len(points)
+        msg.fields = [PointField(name=axis, offset=4 * i, datatype=PointField.FLOAT32, count=1)
+                      for i, axis in enumerate("xyz")]
+        msg.is_bigendian = False
+        msg.point_step = 12
+        msg.row_step = 12 * len(points)
+        msg.data = b"".join(struct.pack("<3f", *p) for p in points)
+        msg.is_dense = True
+        pub.publish(msg)
 
     def on_events(self, stamp_ns: int, events) -> None:
         pub = self.node._pub.get("events")

@@ -16,7 +16,8 @@ from cozmo_interfaces.srv import SetEmergencyStop
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import Twist, TwistStamped
 from nav_msgs.msg import Odometry
-from sensor_msgs.msg import BatteryState, CameraInfo, CompressedImage, Image, Imu, JointState
+from sensor_msgs.msg import (BatteryState, CameraInfo, CompressedImage, Image, Imu, JointState,
+                             PointCloud2)
 from std_msgs.msg import Bool, Float32, Float64
 from std_srvs.srv import Trigger
 from tf2_msgs.msg import TFMessage
@@ -34,6 +35,7 @@ PUBLISHERS = (
     ("battery_marker", Marker, "battery_marker", QOS_STATE, True),
     ("status", RobotStatus, "status", QOS_STATE, True),
     ("events", RobotEvent, "events", QOS_EVENTS, True),
+    ("cliff", PointCloud2, "cliff/points", QOS_SENSOR_OUT, True),
     ("info", RobotInfo, "robot_info", QOS_LATCHED, True),
     ("link", LinkStatus, "link_status", QOS_LATCHED, True),
     ("estop", Bool, "emergency_stop/engaged", QOS_LATCHED, True),

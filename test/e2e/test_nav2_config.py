@@ -114,12 +114,35 @@ def test_footprint_is_cozmos(nav2):
         assert min(ys) < -geo.TRACK_WIDTH_M / 2 and max(ys) > geo.TRACK_WIDTH_M / 2
         assert "robot_radius" not in p  # footprint or radius, not both
         assert p["resolution"] <= 0.01  # cells no larger than a sixth of the robot
-        assert "inflation_layer" in p["plugins"]
-        assert not {"obstacle_layer", "voxel_layer"} & set(p["plugins"])  # no range sensor
+        assert p["plugins"] == ["cliff_layer", "inflation_layer"]  # no range sensor
     goal = params(nav2, "controller_server")["goal_checker"]
     from cozmo_driver.driver.motion import MIN_HEADING_TOLERANCE_RAD, MIN_POSITION_TOLERANCE_M
     assert goal["xy_goal_tolerance"] >= MIN_POSITION_TOLERANCE_M
     assert goal["yaw_goal_tolerance"] >= MIN_HEADING_TOLERANCE_RAD
+
+
+def test_the_cliff_layer_keeps_the_edges_the_driver_publishes(nav2):
+    """Each costmap's obstacle layer takes the driver's cliff/points as it publishes them:
+    PointCloud2, points on the ground (z 0, within both height bands), beyond the footprint
+    (its clearing would erase them), marked and never cleared."""
+    for costmap in ("local_costmap", "global_costmap"):
+        p = params(nav2, costmap)
+        layer = p["cliff_layer"]
+        assert layer["plugin"] == "nav2_costmap_2d::ObstacleLayer"
+        assert layer["observation_sources"].split() == ["cliff"]
+        source = layer["cliff"]
+        assert (source["topic"], source["data_type"]) == ("cliff/points", "PointCloud2")
+        assert source["marking"] is True and source["clearing"] is False
+        front = max(x for x, _ in footprint(p["footprint"])) + p["footprint_padding"]
+        for x, y, z in geo.CLIFF_EDGE_POINTS_M:
+            assert x > front
+            assert layer["min_obstacle_height"] <= z <= layer["max_obstacle_height"]
+            assert source["min_obstacle_height"] <= z <= source["max_obstacle_height"]
+            assert math.hypot(x, y) < source["obstacle_max_range"]
+    # the topic, type and frame as the driver has them
+    from cozmo_driver.ros.driver_topics import PUBLISHERS
+    assert [(t.__name__, topic) for key, t, topic, *_ in PUBLISHERS if key == "cliff"] == [
+        ("PointCloud2", "cliff/points")]
 
 
 # Key names from the Nav2 configuration guide (docs.nav2.org, Jazzy pages): a misspelt key
@@ -157,7 +180,13 @@ KNOWN_KEYS = {
                 "robot_radius", "rolling_window", "track_unknown_space", "transform_tolerance",
                 "initial_transform_timeout", "trinary_costmap", "unknown_cost_value",
                 "update_frequency", "use_maximum", "plugins", "filters", "use_sim_time",
-                "inflation_layer", "static_layer"},
+                "inflation_layer", "static_layer", "cliff_layer"},
+    "obstacle_layer": {"plugin", "enabled", "footprint_clearing_enabled", "min_obstacle_height",
+                       "max_obstacle_height", "combination_method", "observation_sources"},
+    "data_source": {"topic", "sensor_frame", "observation_persistence", "expected_update_rate",
+                    "data_type", "min_obstacle_height", "max_obstacle_height", "inf_is_valid",
+                    "marking", "clearing", "obstacle_max_range", "obstacle_min_range",
+                    "raytrace_max_range", "raytrace_min_range"},
     "inflation_layer": {"plugin", "enabled", "inflation_radius", "cost_scaling_factor",
                         "inflate_unknown", "inflate_around_unknown"},
     "planner_server": {"expected_planner_frequency", "planner_plugins", "use_sim_time", "GridBased"},
@@ -191,6 +220,11 @@ def test_every_key_is_a_documented_nav2_parameter(nav2):
     for costmap in ("local_costmap", "global_costmap"):
         check(params(nav2, costmap), "costmap")
         check(params(nav2, costmap)["inflation_layer"], "inflation_layer")
+        layer = params(nav2, costmap)["cliff_layer"]
+        check({k: v for k, v in layer.items() if k not in layer["observation_sources"].split()},
+              "obstacle_layer")
+        for source in layer["observation_sources"].split():
+            check(layer[source], "data_source")
     check(params(nav2, "planner_server")["GridBased"], "GridBased")
     # every plugin list names sections that exist, with Jazzy's "::" plugin names
     behavior = params(nav2, "behavior_server")

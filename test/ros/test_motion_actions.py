@@ -10,6 +10,7 @@ truth pose at connection (:func:`odom_truth`).
 from __future__ import annotations
 
 import math
+import struct
 import tracemalloc
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -26,6 +27,8 @@ from geometry_msgs.msg import PoseStamped, TransformStamped, Twist  # noqa: E402
 from rclpy.action import ActionClient, GoalResponse  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy  # noqa: E402
+from rclpy.qos import qos_profile_sensor_data  # noqa: E402
+from sensor_msgs.msg import PointCloud2, PointField  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
 from ros_harness import (CONNECT_TIMEOUT, DISCOVERY_TIMEOUT, LogRecorder, RosHarness,  # noqa: E402
@@ -488,6 +491,9 @@ def test_explicit_segments_relative_to_the_robot(rig):
 
 
 def test_cliff_interrupts_a_path_with_the_reason(rig):
+    # as a Nav2 costmap's obstacle layer subscribes (sensor data QoS)
+    clouds = rig.listen("cliff", PointCloud2, "cliff/points", qos_profile_sensor_data)
+    tfs = rig.listen("tf", TFMessage, "/tf")
     # carried (odometry does not see it) to 10 cm from the table's +x edge, facing it
     rig.sim.teleport(480.0, 0.0, 0.0)
     status, result = rig.run("drive_straight", DriveStraight.Goal(distance=0.3, speed=0.1))
@@ -495,6 +501,17 @@ def test_cliff_interrupts_a_path_with_the_reason(rig):
     assert result.message.startswith("interrupted: cliff detected")
     assert 0.05 < result.distance_traveled < 0.1
     assert rig.still(0.3)
+    # the edge for a costmap: a row of points beyond the robot's front, on the ground, in
+    # base_footprint, stamped as a state whose transform /tf carries
+    assert rig.spin_until(lambda: clouds, 2.0), "no cliff/points"
+    cloud = clouds[-1]
+    assert (cloud.header.frame_id, cloud.height, cloud.width, cloud.point_step) == ("base_footprint", 1, 5, 12)
+    assert [(f.name, f.offset, f.datatype) for f in cloud.fields] == [
+        ("x", 0, PointField.FLOAT32), ("y", 4, PointField.FLOAT32), ("z", 8, PointField.FLOAT32)]
+    points = [struct.unpack_from("<3f", bytes(cloud.data), 12 * i) for i in range(cloud.width)]
+    assert all(x == pytest.approx(0.051) and z == 0.0 for x, _, z in points)
+    assert [round(y, 3) for _, y, _ in points] == [-0.02, -0.01, 0.0, 0.01, 0.02]
+    assert any(t.header.stamp == cloud.header.stamp for m in tfs for t in m.transforms)
     # at the edge: the robot stopped its treads once and would not stop them again, so a goal
     # that may drive forwards is refused; backing away and turning are not
     said = "the robot's cliff sensor sees no floor ahead (stop_on_cliff): it could drive off the edge"
@@ -504,6 +521,9 @@ def test_cliff_interrupts_a_path_with_the_reason(rig):
         rig.rejected(name, goal, said)
     status, result = rig.run("drive_straight", DriveStraight.Goal(distance=-0.03))
     assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    # the floor again: an empty cloud
+    assert rig.spin_until(lambda: clouds[-1].width == 0, 2.0)
+    assert len(clouds) == 2 and bytes(clouds[-1].data) == b""
 
 
 # ----------------------------------------------------------------------------- go_to_pose and frames
