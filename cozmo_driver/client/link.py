@@ -467,7 +467,9 @@ class RobotLink:
             self.info.body_color = color.name if hasattr(color, "name") else str(color)
             if not self._synced:
                 self.session.send(msgs.SetOrigin(pose_frame_id=0, pose_origin_id=1))
-                self.session.send(msgs.SyncTime(timestamp_ms=0))
+                # the second field is the drive centre's offset in Anki's firmware: 0, so that
+                # the robot reports the pose of the point between its treads (base_footprint)
+                self.session.send(msgs.SyncTime(timestamp_ms=0, unknown=0))
                 self._sync_at = now
                 self.calibration.expect(now)  # the robot calibrates head and lift now
                 config = self.config

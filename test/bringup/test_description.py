@@ -229,6 +229,9 @@ def test_treads_are_the_track_width_apart(model):
     right = model.transform("base_footprint", "right_tread_link").translation
     assert left[1] - right[1] == pytest.approx(geo.TRACK_WIDTH_M, abs=1e-12)
     assert left[1] == pytest.approx(-right[1])
+    # centred on base_footprint, the point the robot turns about and reports the pose of
+    # (the driver's SyncTime sends a drive-centre offset of 0: docs/driver.md, Connection)
+    assert left[0] == right[0] == pytest.approx(0.0, abs=1e-12)
     # the treads touch the ground: their half height is base_link's height
     assert left[2] == pytest.approx(model.transform("base_footprint", "base_link").translation[2])
 

@@ -84,6 +84,7 @@ class ScriptedRobot:
                                                         body_color=2))
                 elif message.NAME == "SyncTime":
                     self.synced = True
+                    self.drive_center_offset = message.unknown
                     self.sync_at = now
                     self._next_state = now
 
@@ -108,6 +109,9 @@ def test_handshake_brings_the_robot_up_in_the_apps_order():
     assert link.run_while(lambda: client.state is not LinkState.READY, 2.0)
     assert states(events) == [LinkState.CONNECTING, LinkState.INITIALIZING, LinkState.READY]
     assert robot.received[:4] == ["Enable", "Enable", "SetOrigin", "SyncTime"]
+    # SyncTime's second field, the drive centre's offset in Anki's firmware: 0, so that the
+    # robot reports the pose of the point between its treads (base_footprint)
+    assert robot.drive_center_offset == 0
     # animation playback is enabled only when something is to be played (see below)
     assert "EnableAnimationState" not in robot.received
     ready = [e for e in events if isinstance(e, RobotReady)]
