@@ -41,6 +41,13 @@ def _milliseconds(text: str) -> float:
     return value
 
 
+def _light(text: str) -> float:
+    value = float(text)
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text} is not a light > 0 (1: as the room is drawn)")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="cozmo-sim", description=(
         "Simulated Anki Cozmo speaking the robot's UDP protocol (loopback only by default)."))
@@ -64,6 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="always stream colour images (default: as the client asks)")
     colour.add_argument("--grey", "--gray", dest="color", action="store_const", const=False,
                         help="always stream grey images")
+    p.add_argument("--light", type=_light, default=1.0,
+                   help="how much light the room has: the camera's images scale with it "
+                        "(default 1; 0.25 a dim room, 4 a sunny one)")
     p.add_argument("--force-non-loopback", action="store_true",
                    help="allow binding an address that is not loopback")
     p.add_argument("--quiet", action="store_true", help="no status lines")
@@ -96,7 +106,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     restore = stop.install()
     try:
         sim = SimServer(args.host, args.port, seed=args.seed,
-                        config=RobotConfig(seed=args.seed, camera_color=args.color),
+                        config=RobotConfig(seed=args.seed, camera_color=args.color,
+                                           camera_light=args.light),
                         up=up, down=down, allow_non_loopback=args.force_non_loopback)
         sim.start()
     except CozmoError as exc:

@@ -218,6 +218,15 @@ def test_cli_refuses_non_loopback():
     assert done.returncode == 2 and "loopback" in done.stderr
 
 
+def test_cli_light_sets_the_rooms_light_and_refuses_what_is_not_one():
+    from cozmo_driver.sim.cli import build_parser
+    assert build_parser().parse_args([]).light == 1.0
+    assert build_parser().parse_args(["--light", "0.25"]).light == 0.25
+    for bad in ("0", "-1", "nan", "inf"):
+        done = run_cli("--port", "0", "--duration", "0", "--light", bad)
+        assert done.returncode == 2 and "is not a light > 0" in done.stderr, (bad, done.stderr)
+
+
 def test_cli_stops_cleanly_on_sigint_and_sigterm():
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     for sig in (signal.SIGINT, signal.SIGTERM):
