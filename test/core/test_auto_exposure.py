@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cozmo_driver.driver.auto_exposure import (EXPOSURE_RANGE_MS, GAIN_RANGE, MEASURE_EVERY,
-                                               SETTLE_FRAMES, AutoExposure)
+from cozmo_driver.driver.auto_exposure import (EXPOSURE_RANGE_MS, GAIN_RANGE, SETTLE_FRAMES,
+                                               SETTLED_EVERY, AutoExposure)
 
 
 def grey(value: int, n: int = 1200) -> np.ndarray:
@@ -16,7 +16,7 @@ def grey(value: int, n: int = 1200) -> np.ndarray:
 
 def measured(ae: AutoExposure, image: np.ndarray):
     """The first change the next images bring (the settling ones skipped), else None."""
-    for _ in range(SETTLE_FRAMES + MEASURE_EVERY):
+    for _ in range(max(SETTLE_FRAMES, SETTLED_EVERY) + 1):
         change = ae.update(image)
         if change is not None:
             return change
@@ -30,6 +30,17 @@ def test_the_images_after_a_change_are_not_measured():
     assert ae.update(dark) is not None          # measured: raised
     assert [ae.update(dark) for _ in range(SETTLE_FRAMES)] == [None] * SETTLE_FRAMES
     assert ae.update(dark) is not None
+
+
+def test_once_right_it_measures_one_image_in_settled_every():
+    ae = AutoExposure(1.0, 30)
+    for _ in range(SETTLE_FRAMES):
+        ae.update(grey(128))
+    assert ae.update(grey(128)) is None and ae.value == 128   # measured: right
+    dark = grey(40)
+    assert [ae.update(dark) for _ in range(SETTLED_EVERY - 1)] == [None] * (SETTLED_EVERY - 1)
+    assert ae.value == 128                      # not measured meanwhile
+    assert ae.update(dark) is not None and ae.value == 40
 
 
 def test_brighter_raises_the_gain_first_then_the_exposure():
@@ -126,8 +137,8 @@ def test_the_driver_reference_states_the_rule_as_the_code_has_it():
     from cozmo_driver.driver import auto_exposure as ae
     text = (Path(__file__).resolve().parents[2] / "docs" / "driver.md").read_text()
     section = " ".join(text.split("## Camera exposure", 1)[1].split())
-    words = {2: "two", 3: "three"}
-    for phrase in (f"one image in {words[ae.MEASURE_EVERY]}",
+    words = {2: "two", 15: "fifteen"}
+    for phrase in (f"one image in {words[ae.SETTLED_EVERY]}",
                    f"the {words[ae.SETTLE_FRAMES]} images after a change",
                    f"by {1 - ae.MAX_CHANGE}x to {1 + ae.MAX_CHANGE}x at most",
                    f"more than {ae.MAX_WHITE_FRACTION:.0%} white".replace("%", " %"),
