@@ -92,15 +92,15 @@ class CameraMixin:
         ae = self.exposure
         if ae is None:
             return
-        try:
-            luma = luma_sample(image_to_jpeg(image))
-        except RemoteProtocolError:
-            return  # the frame's conversion warns
         with self.lock:
-            if self.exposure is ae:
-                change = ae.update(luma)
-                if change is not None:
-                    self._send_exposure(*change)
+            if self.exposure is not ae:
+                return
+            try:  # decoded only when this image is measured
+                change = ae.update(lambda: luma_sample(image_to_jpeg(image)))
+            except RemoteProtocolError:
+                return  # the frame's conversion warns
+            if change is not None:
+                self._send_exposure(*change)
 
     def exposure_status(self) -> str:
         """The camera's gain and exposure, in words, for the diagnostics."""

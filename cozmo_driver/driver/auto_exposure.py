@@ -28,7 +28,7 @@ followed within a second. Pure: the caller decodes the image and sends what
 from __future__ import annotations
 
 import math
-from typing import Optional, Tuple
+from typing import Callable, Optional, Tuple, Union
 
 import numpy as np
 
@@ -79,13 +79,18 @@ class AutoExposure:
         images exposed with them."""
         self._skip = SETTLE_FRAMES
 
-    def update(self, luma: np.ndarray) -> Optional[Tuple[float, int]]:
-        """Measure an image's grey values (any shape, uint8); returns the new (gain,
-        exposure_ms) to send, or None when nothing is to change."""
+    def update(self, luma: Union[np.ndarray, Callable[[], np.ndarray]]
+               ) -> Optional[Tuple[float, int]]:
+        """The next image: its grey values (any shape, uint8), or a function that gives
+        them, called only when the image is measured (decoding costs more than all the
+        rest). Returns the new (gain, exposure_ms) to send, or None when nothing is to
+        change."""
         if self._skip > 0:
             self._skip -= 1
             return None
         self._skip = SETTLED_EVERY - 1  # unless a change below says otherwise
+        if callable(luma):
+            luma = luma()
         values = np.asarray(luma, dtype=np.uint8).ravel()
         if values.size == 0:
             return None

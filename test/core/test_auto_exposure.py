@@ -146,3 +146,15 @@ def test_the_driver_reference_states_the_rule_as_the_code_has_it():
                    f"up to {ae.GAIN_RANGE[1]:.2f}", f"up to {ae.EXPOSURE_RANGE_MS[1]} ms",
                    f"down to {ae.EXPOSURE_RANGE_MS[0]} ms", f"down to {ae.GAIN_RANGE[0]:g})"):
         assert phrase in section, phrase
+
+
+def test_an_image_is_decoded_only_when_it_is_measured():
+    ae = AutoExposure(1.0, 30)
+    decoded = []
+
+    def decode():
+        decoded.append(1)
+        return grey(128)
+    for _ in range(SETTLE_FRAMES + 2 * SETTLED_EVERY + 1):
+        assert ae.update(decode) is None
+    assert len(decoded) == 3                    # after the settling images, then 1 in 15
