@@ -76,7 +76,9 @@ _EVENT_MESSAGES = frozenset(("RobotPoked", "RobotDelocalized", "FallingStarted",
 COLOR_JPEG_QUALITY = 90
 BATTERY_PERIOD_S = 1.0
 NO_ANSWER_HINT = ("Is it switched on, and this computer on its Wi-Fi (the robot's own access "
-                  "point)? Are robot_ip and robot_port right?")
+                  "point)? Are robot_ip and robot_port right? It answers one program at a time: "
+                  "close the Cozmo app; a driver stopped without disconnecting holds it until its "
+                  "link times out, a few seconds")
 WATCHDOG_OFF = ("cmd_vel_timeout is 0: the cmd_vel watchdog is off, and the robot drives on "
                 "the last cmd_vel until another one stops it")
 WARN_PERIOD_S = 2.0
