@@ -606,6 +606,8 @@ TOPICS: Dict[str, TopicCase] = {
     "objects": TopicCase(LATCHED, _check_objects),
     "robot_description": TopicCase(LATCHED, _check_description, ("--full-length",)),
     "events": TopicCase(RELIABLE, event_test="test_events_echoes_a_cliff"),
+    # as a Nav2 costmap subscribes (sensor data QoS)
+    "cliff/points": TopicCase(BEST_EFFORT, event_test="test_events_echoes_a_cliff"),
     "object_events": TopicCase(
         RELIABLE, event_test="test_connect_object_disconnects_and_connects_a_cube"),
     "object_accel": TopicCase(BEST_EFFORT, event_test="test_set_object_accel_stream"),
@@ -655,18 +657,25 @@ def test_events_echoes_a_cliff(stack):
     # reaches the edge within 0.6 m, where its cliff sensor (one, under the front, as the
     # protocol documents: backwards nothing would stop it) stops it. Then backwards, away
     # from the edge, for the tests that follow.
+    # The edge is also a point cloud for a costmap (cliff/points), 0.5 s later.
     case = TOPICS["events"]
-    with echo_in_background("events", *case.qos) as events:
+    with echo_in_background("events", *case.qos) as events, \
+            echo_in_background("cliff/points", *TOPICS["cliff/points"].qos, "--no-arr") as cliff:
         outcome = send_goal("drive_straight", "cozmo_interfaces/action/DriveStraight",
                             "{distance: 1.0, speed: 0.2}")
         assert outcome.status == "ABORTED", outcome.describe()
         assert "cliff" in outcome.result["message"], outcome.describe()
         assert 0.3 < outcome.result["distance_traveled"] < 0.7, outcome.describe()
         messages = yaml_documents(events.wait(20.0, stack))
+        clouds = yaml_documents(cliff.wait(20.0, stack))
     assert messages, f"no message on {topic('events')}:\n{events.output}"
     event = messages[0]
     assert event["type"] == 1, event  # CLIFF_DETECTED
     assert event["header"]["frame_id"] == frame("base_link")
+    assert clouds, f"no message on {topic('cliff/points')}:\n{cliff.output}"
+    cloud = clouds[0]
+    assert cloud["header"]["frame_id"] == frame("base_footprint")
+    assert (cloud["height"], cloud["width"], cloud["point_step"]) == (1, 5, 12), cloud
     back = send_goal("drive_straight", "cozmo_interfaces/action/DriveStraight",
                      "{distance: -0.25, speed: 0.2}")
     assert back.status == "SUCCEEDED", back.describe()
