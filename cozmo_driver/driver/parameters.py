@@ -95,9 +95,9 @@ PARAMETERS: Tuple[ParamSpec, ...] = (
               dynamic=True),
     ParamSpec("camera_auto_exposure_target", 128, "Median grey value camera_auto_exposure aims for "
               "(0 black, 255 white)", "", 16, 240, dynamic=True),
-    ParamSpec("camera_gain", 1.0, "Sensor gain: fixed with camera_auto_exposure false, else where it "
-              "starts (which keeps it within 1..3.98; the robot keeps it in 1/64 steps)", "", 0.1,
-              3.98, dynamic=True),
+    ParamSpec("camera_gain", 1.0, "Sensor gain: fixed with camera_auto_exposure false, else where "
+              "the automatic exposure starts (it uses 1..3.98); the robot keeps it in 1/64 steps",
+              "", 0.1, 3.98, dynamic=True),
     ParamSpec("camera_exposure_ms", 30, "Exposure time: fixed with camera_auto_exposure false, else "
               "where it starts", "ms", 1, 67, dynamic=True),
     ParamSpec("camera_info_url", "", "camera_info_manager YAML (file:///path.yaml) overriding the "
