@@ -453,7 +453,11 @@ class RobotLink:
                 self._events.append(RobotReady(self.info))
         elif name == "FirmwareSignature":
             self._on_firmware(message.signature)
-            # the app sends Enable twice; the second one makes the robot send BodyInfo
+            # the app sends Enable twice, and the second is the one the robot acts on (it
+            # answers with BodyInfo): Anki's firmware takes the RESET as its reliable
+            # packet 1 and drops our first packet after it, numbered 1 as well (as the
+            # reference client numbers it), as a duplicate, acknowledging it all the same.
+            # The first Enable is that packet: keep the pair first on every connection.
             self.session.send(msgs.Enable())
             self.session.send(msgs.Enable())
         elif name == "MotorCalibration":

@@ -108,6 +108,8 @@ def test_handshake_brings_the_robot_up_in_the_apps_order():
     client.start(link.now)
     assert link.run_while(lambda: client.state is not LinkState.READY, 2.0)
     assert states(events) == [LinkState.CONNECTING, LinkState.INITIALIZING, LinkState.READY]
+    # the first reliable packet after the RESET is lost on a real robot (Anki's firmware
+    # takes it as a duplicate of the RESET's number): it must be the first of two Enables
     assert robot.received[:4] == ["Enable", "Enable", "SetOrigin", "SyncTime"]
     # SyncTime's second field, the drive centre's offset in Anki's firmware: 0, so that the
     # robot reports the pose of the point between its treads (base_footprint)
