@@ -23,7 +23,7 @@ from cozmo_driver.protocol.frames import (
     encode_frame,
 )
 from cozmo_driver.protocol.messages import MESSAGES_BY_NAME as MSG
-from cozmo_driver.protocol.messages import UnknownMessage
+from cozmo_driver.protocol.messages import PacketType, UnknownMessage
 from cozmo_driver.protocol.session import (
     RESET_CONFIRM_S,
     Connected,
@@ -811,6 +811,34 @@ def test_peer_lost_after_silence_then_reconnect_on_the_same_objects():
                       if way == "a->b" and decode_frame(d).type == FrameType.ENGINE)
     assert first_data.first_seq == 0  # a clean new connection starts at seq 0
     assert pair.engine.stats.connects == 2
+
+
+def test_losing_a_robot_that_still_hears_us_closes_its_link_at_once():
+    """Only the robot's replies are lost: it still hears the engine. Anki's firmware would
+    hold that link, dropping a new connection's RESETs from the same address as duplicates
+    (each keeping the old link alive), until it heard nothing for its timeout. On declaring
+    the robot lost the engine sends a Disconnect numbered as its next packet (twice): the
+    robot, which has every packet before it, closes the link then."""
+    pair = Pair(Impairment(delay=0.01), Impairment(delay=0.01))
+    pair.link.trace = []
+    pair.connect()
+    for i in range(5):
+        pair.engine.send(to_robot(i))
+    pair.link.run_until(1.0)
+    pair.link.b_to_a = Impairment(loss=1.0)  # the robot's datagrams are lost from now on
+    pair.engine.send(to_robot(5))            # reaches it; its acknowledgement does not
+    pair.link.run_until(5.0)
+    lost_at = next(t for t, ev in pair.engine_events if isinstance(ev, ConnectionLost))
+    (closed,) = [ev for ev in pair.robot_of(Disconnected)]
+    assert closed.reason == "the engine sent Disconnect"
+    closed_at = next(t for t, ev in pair.robot_events if isinstance(ev, Disconnected))
+    assert closed_at == pytest.approx(lost_at + 0.01, abs=0.005)   # one hop later
+    assert pair.robot_got() == list(range(6))
+    farewell = [decode_frame(d) for t, way, d in pair.link.trace
+                if way == "a->b" and t >= lost_at - 1e-9]
+    assert [(f.type, f.first_seq, f.seq) for f in farewell[:2]] == [(FrameType.ENGINE, 6, 6)] * 2
+    assert [p.packet_type for p in farewell[0].packets] == [PacketType.DISCONNECT]
+    assert pair.robot.stats.connections_lost == 0   # it did not have to time out
 
 
 def test_robot_drops_a_silent_client():
