@@ -46,12 +46,13 @@ when someone wants raw images.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import io
 import struct
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Optional, Tuple
+from typing import Any, Iterator, Optional, Tuple
 
 import numpy as np
 
@@ -625,19 +626,30 @@ def decode_to_bytes(jpeg: bytes, color_half_width: bool,
             if color_half_width:
                 im = im.resize((im.width * 2, im.height), Image.Resampling.BILINEAR)
             return im.tobytes(), im.width, im.height, 1 if mode == "L" else 3
+    with _opened(jpeg) as im:
+        im.load()
+        if im.mode not in ("L", "RGB"):
+            im = im.convert("RGB")
+        if color_half_width:
+            im = im.resize((im.width * 2, im.height), Image.Resampling.BILINEAR)
+        return im.tobytes(), im.width, im.height, 1 if im.mode == "L" else 3
+
+
+@contextlib.contextmanager
+def _opened(jpeg: bytes) -> Iterator[Any]:
+    """Pillow's image of JPEG bytes, refused before any pixel is decoded when it claims more
+    pixels than any resolution; Pillow's errors on corrupt data, also those of what the
+    caller does with the image, become :class:`RemoteProtocolError`."""
+    from PIL import Image
+
     try:
         with Image.open(io.BytesIO(jpeg)) as im:
-            if im.width * im.height > _MAX_PIXELS:  # checked before any pixel is decoded
+            if im.width * im.height > _MAX_PIXELS:
                 raise RemoteProtocolError(
                     f"camera image claims {im.width}x{im.height} pixels, more than any resolution"
                 )
-            im.load()
-            if im.mode not in ("L", "RGB"):
-                im = im.convert("RGB")
-            if color_half_width:
-                im = im.resize((im.width * 2, im.height), Image.Resampling.BILINEAR)
-            return im.tobytes(), im.width, im.height, 1 if im.mode == "L" else 3
-    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:  # Pillow: corrupt data
+            yield im
+    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
         raise RemoteProtocolError(f"camera image does not decode: {exc}") from exc
 
 
@@ -645,19 +657,11 @@ def luma_sample(jpeg: bytes, scale: int = 4) -> np.ndarray:
     """The grey values of a JPEG at 1/``scale`` of its size (libjpeg scales while it
     decodes and skips the colour), as a 2-D ``uint8`` array: enough to measure how
     bright an image is. Raises :class:`RemoteProtocolError` if the data does not decode."""
-    from PIL import Image
-
-    try:
-        with Image.open(io.BytesIO(jpeg)) as im:
-            if im.width * im.height > _MAX_PIXELS:
-                raise RemoteProtocolError(
-                    f"camera image claims {im.width}x{im.height} pixels, more than any resolution")
-            im.draft("L", (max(1, im.width // scale), max(1, im.height // scale)))
-            if im.mode != "L":
-                im = im.convert("L")
-            return np.asarray(im, dtype=np.uint8)
-    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
-        raise RemoteProtocolError(f"camera image does not decode: {exc}") from exc
+    with _opened(jpeg) as im:
+        im.draft("L", (max(1, im.width // scale), max(1, im.height // scale)))
+        if im.mode != "L":
+            im = im.convert("L")
+        return np.asarray(im, dtype=np.uint8)
 
 
 def encode_jpeg(pixels: np.ndarray, quality: int = 90) -> bytes:
