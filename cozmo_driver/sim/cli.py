@@ -21,7 +21,7 @@ from ..lifeline import exit_with_parent
 from ..protocol.errors import CozmoError
 from ..stop_flag import StopFlag
 from ..transport.memory import Impairment
-from .robot import RobotConfig
+from .robot import RobotConfig, room_light
 from .server import DEFAULT_PORT, SimServer
 
 __all__ = ["main", "build_parser", "format_status"]
@@ -42,10 +42,10 @@ def _milliseconds(text: str) -> float:
 
 
 def _light(text: str) -> float:
-    value = float(text)
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"{text} is not a light > 0 (1: as the room is drawn)")
-    return value
+    try:
+        return room_light(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text} is not a light > 0 (1: as the room is drawn)") from None
 
 
 def build_parser() -> argparse.ArgumentParser:

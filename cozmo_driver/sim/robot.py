@@ -63,7 +63,7 @@ from ..transport.memory import Impairment
 from .model import ModelConfig, RobotModel
 
 __all__ = ["SimulatedRobot", "RobotConfig", "SimStats", "ImpairedEndpoint", "Impairment",
-           "GARBAGE_KINDS"]
+           "GARBAGE_KINDS", "room_light"]
 
 logger = logging.getLogger("cozmo.sim")
 
@@ -74,6 +74,15 @@ _SendMode = msgs.ENUMS["ImageSendMode"]
 #: the kinds of malformed datagrams :meth:`SimulatedRobot.send_garbage` produces, in turn
 GARBAGE_KINDS = ("random", "bad_magic", "short_header", "truncated_packet", "unknown_frame_type",
                  "unknown_event", "short_robot_state", "empty_reliable_frame")
+
+
+def room_light(value: float) -> float:
+    """``value`` as the room's light (a factor on the camera's brightness); ValueError
+    unless it is a positive number."""
+    light = float(value)
+    if not (math.isfinite(light) and light > 0):
+        raise ValueError(f"the room's light must be a positive number, not {value}")
+    return light
 
 
 @dataclass
@@ -111,8 +120,7 @@ class RobotConfig:
     def __post_init__(self) -> None:
         if not self.camera_period > 0 or not self.peer_timeout > 0:
             raise ValueError("camera_period and peer_timeout must be positive")
-        if not (math.isfinite(self.camera_light) and self.camera_light > 0):
-            raise ValueError("camera_light must be a positive number")
+        self.camera_light = room_light(self.camera_light)
         if self.camera_pad_multiple < 1:
             raise ValueError("camera_pad_multiple must be at least 1")
         if self.color_image_encoding not in (8, 9):
@@ -365,10 +373,7 @@ class SimulatedRobot:
 
     def set_light(self, light: float, now: float) -> None:
         """The room's light (RobotConfig.camera_light): 0.25 a dim room, 4 a sunny one."""
-        light = float(light)
-        if not (math.isfinite(light) and light > 0):
-            raise ValueError(f"light must be a positive number, not {light}")
-        self.light = light
+        self.light = room_light(light)
 
     def set_link_up(self, up: bool, now: float) -> None:
         """The Wi-Fi link: when down, every datagram is lost both ways."""
