@@ -65,7 +65,7 @@ import logging
 import struct
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Deque, Dict, List, Optional
+from typing import Any, Deque, Dict, List, Optional, Tuple
 
 from .errors import LocalProtocolError, NotConnectedError, PacketTooLargeError, RemoteProtocolError
 from .frames import (
@@ -130,6 +130,19 @@ def _closing_end(closing_since: float, last_rx: Optional[float], timeout: float)
 class Role(enum.Enum):
     ENGINE = "engine"
     ROBOT = "robot"
+
+
+def _farewell_disconnect(session: "Session") -> Tuple[bytes, bytes]:
+    """Engine, on losing a robot that fell silent: a Disconnect numbered as the next new
+    packet, twice, to go out ahead of the next RESET. A robot that still hears us (only its
+    replies are lost) has every packet before it and closes its link; Anki's firmware
+    otherwise holds the link and drops the RESETs of a new connection from this address as
+    duplicates, each of which keeps the old link alive (reliableTransport.c), until it hears
+    nothing for its timeout. A robot that does not hear us, or is not in step, ignores it."""
+    ack = (session._expected - 1) % SEQ_MODULUS if session._received_any else OOB_SEQ
+    frame = encode_frame(session._out_frame_type, session._next_seq, session._next_seq, ack,
+                         _DISCONNECT_PACKET)
+    return frame, frame
 
 
 class State(enum.Enum):
@@ -826,19 +839,6 @@ class Session:
             self._farewell.append(encode_frame(self._out_frame_type, OOB_SEQ, OOB_SEQ, ack))
         self._finish(State.IDLE, Disconnected(reason))
 
-    def _farewell_disconnect(self) -> None:
-        """Engine, on losing a robot that fell silent: a Disconnect numbered as the next new
-        packet, twice, ahead of the next RESET. A robot that still hears us (only its replies
-        are lost) has every packet before it and closes its link; Anki's firmware otherwise
-        holds the link and drops the RESETs of a new connection from this address as
-        duplicates, each of which keeps the old link alive (reliableTransport.c), until it
-        hears nothing for its timeout. A robot that does not hear us, or is not in step,
-        ignores it."""
-        ack = (self._expected - 1) % SEQ_MODULUS if self._received_any else OOB_SEQ
-        frame = encode_frame(self._out_frame_type, self._next_seq, self._next_seq, ack,
-                             _DISCONNECT_PACKET)
-        self._farewell.extend((frame, frame))
-
     def _finish(self, state: State, event: Any) -> None:
         self.state = state
         last_rx = self._last_rx
@@ -905,7 +905,7 @@ class Session:
             elif state is State.CLOSING:
                 self._finish(State.CLOSED, Disconnected("disconnected (unacknowledged)"))
             else:
-                self._farewell_disconnect()
+                self._farewell.extend(_farewell_disconnect(self))
                 self._finish(State.LOST, ConnectionLost("robot silent", silence))
             return
         if state is State.CLOSING and now >= _closing_end(self._closing_since, self._last_rx, cfg.disconnect_timeout):
