@@ -102,16 +102,21 @@ PARAMS = {spec.name: spec.default for spec in PARAMETERS}
 _ImageSendMode = msgs.ENUMS["ImageSendMode"]
 
 
-@pytest.fixture
-def rig():
+def connected(**params):
+    """A core with ``params`` over the defaults, active and connected to the simulator."""
     robot = MemoryRobot()
     output = RecordingOutput(clock_ns=lambda: int(robot.net.now * 1e9) + 1_700_000_000 * 10**9)
-    core = DriverCore(robot, dict(PARAMS, robot_ip="127.0.0.1", robot_port=5551), output)
+    core = DriverCore(robot, dict(PARAMS, robot_ip="127.0.0.1", robot_port=5551, **params), output)
     robot.start(core.on_robot_event)
     core.activate()
     robot.run(2.0)
     assert core.connected, output.lines
     return robot, core, output
+
+
+@pytest.fixture
+def rig():
+    return connected()
 
 
 def test_connects_reinitialises_and_reads_the_camera_calibration(rig):
@@ -703,14 +708,8 @@ def _median_grey(frame) -> int:
 
 
 def _exposure_rig(light: float, **params):
-    robot = MemoryRobot()
-    robot.sim.set_light(light, robot.net.now)
-    output = RecordingOutput(clock_ns=lambda: int(robot.net.now * 1e9) + 1_700_000_000 * 10**9)
-    core = DriverCore(robot, dict(PARAMS, robot_ip="127.0.0.1", robot_port=5551, **params), output)
-    robot.start(core.on_robot_event)
-    core.activate()
-    robot.run(2.0)
-    assert core.connected, output.lines
+    robot, core, output = connected(**params)
+    robot.sim.set_light(light, robot.net.now)   # before the camera streams (on demand)
     core.set_camera_wanted(True)
     return robot, core, output
 
