@@ -116,6 +116,9 @@ FAST_RETX_MARGIN_S = 0.01
 #: engine: a Disconnect waits no longer than this for its acknowledgement once the robot has
 #: gone silent (stopped, out of range: none will come; a live robot streams 30 states a second)
 CLOSING_SILENCE_S = 0.5
+#: engine, connecting: a robot still holding an old link is sent a Disconnect for it at most
+#: this often while its frames come (see _stale_link), s
+STALE_LINK_DISCONNECT_S = 0.2
 
 
 def _closing_end(closing_since: float, last_rx: Optional[float], timeout: float) -> float:
@@ -132,17 +135,64 @@ class Role(enum.Enum):
     ROBOT = "robot"
 
 
+def _disconnect_frame(session: "Session", seq: int, ack: int) -> bytes:
+    return encode_frame(session._out_frame_type, seq, seq, ack, _DISCONNECT_PACKET)
+
+
 def _farewell_disconnect(session: "Session") -> Tuple[bytes, bytes]:
     """Engine, on losing a robot that fell silent: a Disconnect numbered as the next new
     packet, twice, to go out ahead of the next RESET. A robot that still hears us (only its
     replies are lost) has every packet before it and closes its link; Anki's firmware
     otherwise holds the link and drops the RESETs of a new connection from this address as
     duplicates, each of which keeps the old link alive (reliableTransport.c), until it hears
-    nothing for its timeout. A robot that does not hear us, or is not in step, ignores it."""
+    nothing for its timeout. A robot that does not hear us, or is not in step, ignores it
+    (:func:`_stale_link` then ends the link when the robot is heard again)."""
     ack = (session._expected - 1) % SEQ_MODULUS if session._received_any else OOB_SEQ
-    frame = encode_frame(session._out_frame_type, session._next_seq, session._next_seq, ack,
-                         _DISCONNECT_PACKET)
+    frame = _disconnect_frame(session, session._next_seq, ack)
     return frame, frame
+
+
+def _stale_link(session: "Session", frame: Any, now: float) -> None:
+    """Engine, connecting: a frame of the robot's that does not answer our RESET. A robot
+    that acknowledges more than a RESET in it still holds a link to this address from
+    before: the network failed both ways for less than the robot's own timeout, so it
+    missed the farewell, and Anki's firmware drops a RESET on a live link as a duplicate
+    while each one keeps that link alive (reliableTransport.c), so that RESETs alone
+    never get through. The frame's ack is the last of our old packets the robot took: a
+    Disconnect numbered one after it is the packet the robot waits for, and ends that
+    link; a RESET follows it at once. At most one every ``STALE_LINK_DISCONNECT_S``."""
+    last = session._stale_disconnect_at
+    if (session.role is Role.ENGINE and frame.type == FrameType.ROBOT and 0 < frame.ack < SEQ_MODULUS
+            and (last is None or now >= last + STALE_LINK_DISCONNECT_S)):
+        session._stale_disconnect_at = now
+        session.stats.stale_link_disconnects += 1
+        session._farewell.append(_disconnect_frame(session, (frame.ack + 1) % SEQ_MODULUS, OOB_SEQ))
+        session._reset_due = True
+        logger.info("[%s] the robot still holds a link from before: ending it", session.name)
+
+
+def _robot_takes_reset(session: "Session", now: float) -> None:
+    """Robot: a client (re)started the link: answer with Connect as packet 0. On a live
+    link a RESET is dropped when it is a network copy of the one just answered (nothing
+    reliable came since, within ``duplicate_reset_window``) and, with ``hold_link``, always:
+    Anki's firmware takes a RESET as packet 1, behind a live link's numbers, and drops it
+    as a duplicate; as a frame of the client's it still keeps the link alive."""
+    if session.state is State.CONNECTED:
+        if session.config.hold_link:
+            session._last_rx = now
+            session.stats.resets_refused += 1
+            return
+        if (not session._received_any and session._reset_accepted_at is not None
+                and now < session._reset_accepted_at + session.config.duplicate_reset_window):
+            session.stats.unexpected_frames += 1  # a copy of the RESET we just answered
+            return
+        logger.info("[%s] client reset the link", session.name)
+    session._reset_accepted_at = now
+    session._reset_link(now)
+    session.state = State.CONNECTED
+    session.stats.connects += 1
+    session._pending.append(_CONNECT_PACKET)
+    session._events.append(Connected())
 
 
 class State(enum.Enum):
@@ -195,6 +245,9 @@ class SessionConfig:
     #: robot delivers in order); at 60 a second that leaves the stream a third of a
     #: second of acknowledgements missing before it waits
     background_window: int = 20
+    #: robot: while a link lives, drop every RESET (as Anki's firmware does) instead of
+    #: taking one from the client as the start of a new link
+    hold_link: bool = False
     #: keep packets that arrive after a gap until the gap is filled (False: drop them, as
     #: Anki's robot firmware does: it takes only the next packet in order)
     buffer_out_of_order: bool = True
@@ -250,6 +303,11 @@ class SessionStats:
     #: engine: the robot opened a new connection this session did not ask for (it took a
     #: RESET from someone else: forged, stray or replayed); the link was given up
     peer_resets: int = 0
+    #: engine: Disconnects sent, while connecting, to a robot that still held a link to this
+    #: client from before (see ``_stale_link``)
+    stale_link_disconnects: int = 0
+    #: robot (``hold_link``): RESETs dropped because a link lived
+    resets_refused: int = 0
     #: engine: a Connect greeting on a connected link that a frame within RESET_CONFIRM_S
     #: showed to be a replay (it still acknowledged this connection's packets); nothing
     #: was lost
@@ -495,6 +553,7 @@ class Session:
         self._reset_sent_at: Optional[float] = None
         self._connect_started: Optional[float] = None
         self._closing_since: Optional[float] = None
+        self._stale_disconnect_at: Optional[float] = None
 
     # ------------------------------------------------------------------ user calls
 
@@ -607,7 +666,7 @@ class Session:
         ftype = frame.type
         if ftype == FrameType.RESET:
             if self.role is Role.ROBOT:
-                self._accept_reset(now)
+                _robot_takes_reset(self, now)
             else:
                 stats.unexpected_frames += 1
             return
@@ -630,6 +689,7 @@ class Session:
             # left over from a previous connection and must not leak into this one
             if not any(p.packet_type == PacketType.CONNECT for p in frame.packets):
                 stats.unexpected_frames += 1
+                _stale_link(self, frame, now)
                 return
         elif (self.role is Role.ENGINE and self.state is State.CONNECTED and self._peer_acked
               and frame.ack == OOB_SEQ and frame.first_seq == 0 and frame.packets
@@ -816,21 +876,6 @@ class Session:
                        "(a RESET from elsewhere): connection lost", self.name)
         self._finish(State.LOST, ConnectionLost(
             "the robot reset the link (a RESET this client did not send)", silence))
-
-    def _accept_reset(self, now: float) -> None:
-        """Robot: a client (re)started the link: answer with Connect as packet 0."""
-        if self.state is State.CONNECTED:
-            if (not self._received_any and self._reset_accepted_at is not None
-                    and now < self._reset_accepted_at + self.config.duplicate_reset_window):
-                self.stats.unexpected_frames += 1  # a copy of the RESET we just answered
-                return
-            logger.info("[%s] client reset the link", self.name)
-        self._reset_accepted_at = now
-        self._reset_link(now)
-        self.state = State.CONNECTED
-        self.stats.connects += 1
-        self._pending.append(_CONNECT_PACKET)
-        self._events.append(Connected())
 
     def _peer_disconnected(self, reason: str) -> None:
         logger.info("[%s] %s", self.name, reason)

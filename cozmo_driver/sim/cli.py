@@ -21,10 +21,10 @@ from ..lifeline import exit_with_parent
 from ..protocol.errors import CozmoError
 from ..stop_flag import StopFlag
 from ..transport.memory import Impairment
-from .robot import RobotConfig, room_light
+from .robot import LINK_POLICIES, RobotConfig, room_light
 from .server import DEFAULT_PORT, SimServer
 
-__all__ = ["main", "build_parser", "format_status"]
+__all__ = ["main", "build_parser", "robot_config", "format_status"]
 
 
 def _probability(text: str) -> float:
@@ -74,11 +74,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--light", type=_light, default=1.0,
                    help="how much light the room has: the camera's images scale with it "
                         "(default 1; 0.25 a dim room, 4 a sunny one)")
+    p.add_argument("--link-policy", choices=LINK_POLICIES, default="firmware",
+                   help="firmware (default): as the robot does, a client keeps the robot until it "
+                        "disconnects or is silent for 5 s, and anyone else is ignored meanwhile; "
+                        "latest_reset: any client's RESET takes the robot at once")
     p.add_argument("--force-non-loopback", action="store_true",
                    help="allow binding an address that is not loopback")
     p.add_argument("--quiet", action="store_true", help="no status lines")
     p.add_argument("--log-level", default="WARNING", help="logging level (default WARNING)")
     return p
+
+
+def robot_config(args: argparse.Namespace) -> RobotConfig:
+    """The simulated robot's configuration from the command line."""
+    return RobotConfig(seed=args.seed, camera_color=args.color, camera_light=args.light,
+                       link_policy=args.link_policy)
 
 
 def format_status(sim: SimServer, rates: dict) -> str:
@@ -106,8 +116,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     restore = stop.install()
     try:
         sim = SimServer(args.host, args.port, seed=args.seed,
-                        config=RobotConfig(seed=args.seed, camera_color=args.color,
-                                           camera_light=args.light),
+                        config=robot_config(args),
                         up=up, down=down, allow_non_loopback=args.force_non_loopback)
         sim.start()
     except CozmoError as exc:

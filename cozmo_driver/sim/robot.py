@@ -12,7 +12,9 @@ On the wire it behaves like the robot (see shared/protocol/PROTOCOL_NOTES.md a, 
 d, j): it answers RESET with Connect, greets with HardwareInfo and
 FirmwareSignature, sends BodyInfo after Enable, streams RobotState (about 33 Hz)
 and ObjectAvailable only after SyncTime, echoes pings, drops a client after 5 s
-of silence and accepts a new one after that. With EnableCamera(Stream) it sends
+of silence and accepts a new one after that. While a link lives it drops a RESET,
+as Anki's firmware does (``RobotConfig.link_policy``; :attr:`holds_link` tells the
+UDP adapter to ignore other addresses meanwhile). With EnableCamera(Stream) it sends
 about 15 camera frames a second rendered by the world from the true pose, head
 and lift, as ImageChunk plus one ImageImuData per frame. Grey and colour frames
 are both tagged JPEGMinimizedGray (8) by default, the payload's first byte saying
@@ -63,7 +65,7 @@ from ..transport.memory import Impairment
 from .model import ModelConfig, RobotModel
 
 __all__ = ["SimulatedRobot", "RobotConfig", "SimStats", "ImpairedEndpoint", "Impairment",
-           "GARBAGE_KINDS", "room_light"]
+           "GARBAGE_KINDS", "LINK_POLICIES", "room_light"]
 
 logger = logging.getLogger("cozmo.sim")
 
@@ -74,6 +76,10 @@ _SendMode = msgs.ENUMS["ImageSendMode"]
 #: the kinds of malformed datagrams :meth:`SimulatedRobot.send_garbage` produces, in turn
 GARBAGE_KINDS = ("random", "bad_magic", "short_header", "truncated_packet", "unknown_frame_type",
                  "unknown_event", "short_robot_state", "empty_reliable_frame")
+
+
+#: RobotConfig.link_policy's values
+LINK_POLICIES = ("firmware", "latest_reset")
 
 
 def room_light(value: float) -> float:
@@ -92,6 +98,12 @@ class RobotConfig:
     seed: int = 0
     #: the robot drops a client after this long without any datagram
     peer_timeout: float = 5.0
+    #: "firmware": as Anki's robot firmware (client.c, reliableTransport.c), a live link
+    #: is kept until the client disconnects or falls silent for ``peer_timeout``: datagrams
+    #: from anyone else are ignored, and a RESET from the client itself is dropped (it
+    #: still keeps the link alive). "latest_reset": the sender of any RESET gets a new
+    #: link at once (a simulator's shortcut; no robot does that)
+    link_policy: str = "firmware"
     camera_period: float = 1.0 / 15.0
     #: None: follow EnableColorImages (grey until asked); True/False: force colour/grey
     camera_color: Optional[bool] = None
@@ -120,6 +132,8 @@ class RobotConfig:
     def __post_init__(self) -> None:
         if not self.camera_period > 0 or not self.peer_timeout > 0:
             raise ValueError("camera_period and peer_timeout must be positive")
+        if self.link_policy not in LINK_POLICIES:
+            raise ValueError(f"link_policy must be one of {', '.join(LINK_POLICIES)}, not {self.link_policy!r}")
         self.camera_light = room_light(self.camera_light)
         if self.camera_pad_multiple < 1:
             raise ValueError("camera_pad_multiple must be at least 1")
@@ -186,7 +200,8 @@ class SimulatedRobot:
     def _new_session(self) -> Session:
         # as Anki's firmware: only the next packet in order is taken, later ones dropped
         return Session(Role.ROBOT, SessionConfig(peer_timeout=self.config.peer_timeout,
-                                                 buffer_out_of_order=False),
+                                                 buffer_out_of_order=False,
+                                                 hold_link=self.config.link_policy == "firmware"),
                        name=self.name)
 
     # ------------------------------------------------------------------ the five methods
@@ -486,6 +501,12 @@ class SimulatedRobot:
     def is_connected(self) -> bool:
         return self.session.is_connected
 
+    @property
+    def holds_link(self) -> bool:
+        """A client has a link that the firmware's policy keeps (the UDP adapter then takes
+        no RESET from another address)."""
+        return self.session.config.hold_link and self.session.is_connected
+
 
 class ImpairedEndpoint:
     """Seeded loss, duplication, reordering and delay in front of a sans-I/O endpoint.
@@ -508,6 +529,10 @@ class ImpairedEndpoint:
         self.dropped_down = 0
         self.duplicated = 0
         self.delayed = 0
+
+    @property
+    def holds_link(self) -> bool:
+        return bool(getattr(self.inner, "holds_link", False))
 
     def _impair(self, data: bytes, imp: Impairment, now: float, held: list) -> Tuple[List[bytes], bool]:
         """Copies to deliver now, and whether this counted a drop."""

@@ -9,7 +9,8 @@
 The robot (:class:`~cozmo_driver.sim.robot.SimulatedRobot`, behind an optional
 :class:`~cozmo_driver.sim.robot.ImpairedEndpoint`) runs on the I/O thread of a
 :class:`~cozmo_driver.transport.udp.UdpTransport` with the robot's peer policy:
-the sender of the latest RESET becomes the client. Every scripting call and
+the sender of a RESET becomes the client, when no other client holds the link
+(``RobotConfig.link_policy``; "latest_reset": at once). Every scripting call and
 every ground-truth read is marshalled onto that thread, so they are safe from
 any thread.
 

@@ -45,7 +45,9 @@ true) it also takes the robot's Connect answer from another port of the same
 host and follows the robot there (a robot behind a NAT or a relay that answers
 from a new source port), and it sends its RESETs to ``remote_addr`` again.
 ``"reset"`` (the simulated robot) adopts the sender of the latest RESET frame as
-its peer. Datagrams from any other source are dropped and counted in
+its peer, unless the protocol says it holds a link (its ``holds_link`` is true: the
+simulator modelling Anki's firmware, which ignores anyone else while a link lives).
+Datagrams from any other source are dropped and counted in
 :attr:`TransportStats.wrong_source`.
 """
 
@@ -146,7 +148,7 @@ class PeerFilter:
     port becomes the source and the destination. While awaiting that answer datagrams
     (the RESETs) go to ``remote_addr``, so that a reconnect reaches the address the user
     gave even after the robot was followed elsewhere. ``"reset"``: the sender of the latest
-    RESET frame is the peer, both ways.
+    RESET frame is the peer, both ways, except while the protocol holds a link.
     """
 
     def __init__(self, policy: str, remote_addr: Optional[Address] = None) -> None:
@@ -161,12 +163,13 @@ class PeerFilter:
         #: times the source moved to another address
         self.moves = 0
 
-    def accept(self, addr: Address, data: bytes, awaiting_connect: bool = False) -> bool:
+    def accept(self, addr: Address, data: bytes, awaiting_connect: bool = False,
+               holds_link: bool = False) -> bool:
         """Whether a datagram from ``addr`` is the peer's (adopting a new source if it may)."""
         if addr == self.source:
             return True
         if self.policy == "reset":
-            if len(data) >= 8 and data[7] == FrameType.RESET and data[:7] == MAGIC:
+            if not holds_link and len(data) >= 8 and data[7] == FrameType.RESET and data[:7] == MAGIC:
                 self._move(addr)
                 return True
             return False
@@ -239,6 +242,9 @@ class UdpTransport:
 
     def _awaiting_connect(self) -> bool:
         return bool(getattr(self.protocol, "awaiting_connect", False))
+
+    def _holds_link(self) -> bool:
+        return bool(getattr(self.protocol, "holds_link", False))
 
     def start(self, timeout: float = 5.0) -> "UdpTransport":
         if self._thread is not None:
@@ -420,7 +426,8 @@ class UdpTransport:
                 except OSError as exc:  # an ICMP error reported for an earlier send
                     self._on_send_error(exc)
                     break
-                if addr != peers.source and not peers.accept(addr, data, self._awaiting_connect()):
+                if addr != peers.source and not peers.accept(addr, data, self._awaiting_connect(),
+                                                                 self._holds_link()):
                     stats.wrong_source += 1
                     continue
                 stats.datagrams_in += 1

@@ -124,14 +124,18 @@ class RobotEnd:
 
     def inject(self, data: bytes, now: float, source) -> None:
         """A datagram from anyone (a forger, a stray copy) arriving at the robot."""
-        if self.network_up and (source == self.peers.source or self.peers.accept(source, data)):
+        if self.network_up and (source == self.peers.source or self._accept(source, data)):
             self.robot.receive_datagram(data, now)
+
+    def _accept(self, source, data: bytes) -> bool:
+        """The UDP adapter's decision (it asks the robot whether it holds a link)."""
+        return self.peers.accept(source, data, holds_link=self.robot.holds_link)
 
     def receive_datagram(self, data, now):
         dest, src = self.inbox.pop(0) if self.inbox else (ROBOT_ADDR, CLIENT_ADDR)
         if not self.network_up or dest not in self.listen:
             return
-        if src != self.peers.source and not self.peers.accept(src, data):
+        if src != self.peers.source and not self._accept(src, data):
             return
         self.robot.receive_datagram(data, now)
 
@@ -162,8 +166,9 @@ class RobotEnd:
 
 
 class Bench:
-    def __init__(self, seed: int = 3) -> None:
+    def __init__(self, seed: int = 3, link_policy: str = "firmware") -> None:
         self.seed = seed
+        self.link_policy = link_policy
         self.client = RobotLink(ClientConfig(session=SessionConfig(peer_timeout=3.0), **CLIENT_CONFIG))
         self.client_end = ClientEnd(self.client)
         self.robot_end = RobotEnd(self.new_robot(0.0))
@@ -176,7 +181,8 @@ class Bench:
         self.link.on_event_b = lambda e: self.robot_events.append((self.link.now, e))
 
     def new_robot(self, now: float) -> SimulatedRobot:
-        return SimulatedRobot(config=RobotConfig(seed=self.seed, camera_noise=False), now=now)
+        return SimulatedRobot(config=RobotConfig(seed=self.seed, camera_noise=False,
+                                                 link_policy=self.link_policy), now=now)
 
     @property
     def now(self) -> float:
@@ -279,7 +285,8 @@ class Bench:
 
 # ------------------------------------------------------------------ the robot away for a while
 
-DOWNTIMES = (1, 2, 5, 10, 30, 120)
+#: 4 s: the driver has given the link up (after 3 s), the robot not yet (after 5 s)
+DOWNTIMES = (1, 2, 4, 5, 10, 30, 120)
 
 
 @pytest.mark.parametrize("downtime", DOWNTIMES)
@@ -308,6 +315,9 @@ def test_robot_away_then_back(kind, downtime):
         assert lost == []            # ARQ and keepalive rode it out: nothing to report
     else:
         assert lost, "the loss was not reported"
+    held = kind == "network_cut" and downtime < bench.robot.config.peer_timeout
+    # a robot that still held the old link when it came back was told to end it, once
+    assert bench.client.session.stats.stale_link_disconnects == (1 if held and lost else 0)
     # the robot answered at most one back-off (and a RESET period) after it came back
     assert result["answered"] - t_back <= bench.client.config.reconnect_max + 0.51
     bench.run(1.5)  # long enough for a retransmission of the command, if there is one
@@ -407,11 +417,13 @@ def test_a_stranger_cannot_take_the_driver_with_a_connect_from_another_host():
 
 @pytest.mark.parametrize("source", ["client", "stranger"])
 def test_forged_reset_at_the_robot(source):
-    """A RESET the driver did not send reaches the robot, from the driver's own address
-    (forged, or a stray late copy) or from a stranger (whom the robot then answers). The
-    robot forgets the link and waits for a handshake; the driver must notice and
-    reconnect, and the robot's answer to the driver's RESET brings RobotState back."""
-    bench = Bench()
+    """A RESET the driver did not send reaches a robot that takes a RESET on a live link
+    (``link_policy="latest_reset"``; Anki's firmware does not, see the next test), from the
+    driver's own address (forged, or a stray late copy) or from a stranger (whom the robot
+    then answers). The robot forgets the link and waits for a handshake; the driver must
+    notice and reconnect, and the robot's answer to the driver's RESET brings RobotState
+    back."""
+    bench = Bench(link_policy="latest_reset")
     bench.start()
     t_forge = bench.now
     bench.client.send(STALE)
@@ -431,6 +443,25 @@ def test_forged_reset_at_the_robot(source):
         assert "silent" in lost[0][1]             # the robot talks to the stranger now
     assert result["recovery"] <= RECOVERY_S
     bench.run(1.5)
+    bench.check_no_stale_replay(t_forge)
+
+
+@pytest.mark.parametrize("source", ["client", "stranger"])
+def test_a_robot_with_the_firmware_link_policy_keeps_its_link_through_a_forged_reset(source):
+    """Anki's firmware (client.c, reliableTransport.c) ignores other addresses while a
+    link lives and drops a RESET from the client's own address as a duplicate: a forged
+    or stray RESET changes nothing, and the command sent before it arrives once."""
+    bench = Bench()
+    bench.start()
+    t_forge = bench.now
+    bench.client.send(STALE)
+    bench.robot_end.inject(RESET, t_forge, CLIENT_ADDR if source == "client" else STRANGER_ADDR)
+    bench.run(2.0)
+    assert bench.link_states(t_forge) == []
+    assert bench.client.state is LinkState.READY
+    assert len(bench.states_after(t_forge + 1.5)) >= 10
+    assert bench.robot.session.stats.resets_refused == (1 if source == "client" else 0)
+    assert bench.robot_end.peers.source == CLIENT_ADDR
     bench.check_no_stale_replay(t_forge)
 
 
@@ -473,8 +504,9 @@ def test_forged_fin_at_the_robot():
 
 
 def test_forged_reset_every_few_seconds_never_keeps_odometry_away_for_long():
-    """Ten forged RESETs, 3 s apart: each one costs well under the 2 s bound."""
-    bench = Bench()
+    """Ten forged RESETs, 3 s apart, at a robot that takes them: each one costs well under
+    the 2 s bound."""
+    bench = Bench(link_policy="latest_reset")
     bench.start()
     for _ in range(10):
         t_forge = bench.now

@@ -20,7 +20,7 @@ from cozmo_driver.client.link import ClientConfig, LinkState, LinkStateChanged
 from cozmo_driver.client.robot import Robot
 from cozmo_driver.protocol.frames import OOB_SEQ, FrameType, encode_frame
 from cozmo_driver.protocol.session import MessageReceived, SessionConfig
-from cozmo_driver.sim import SimServer
+from cozmo_driver.sim import RobotConfig, SimServer
 
 RECOVERY_S = 2.0
 RESET = encode_frame(FrameType.RESET, 0, 0, OOB_SEQ)
@@ -183,8 +183,11 @@ def test_robot_killed_and_restarted_on_the_same_port_after_2_s():
 
 
 @pytest.fixture
-def relayed():
-    sim = SimServer(host="127.0.0.1", port=0, seed=7).start()
+def relayed(request):
+    """The driver behind a relay to a simulator (``link_policy`` from the test's indirect
+    parameter, "firmware" by default)."""
+    policy = getattr(request, "param", "firmware")
+    sim = SimServer(host="127.0.0.1", port=0, config=RobotConfig(seed=7, link_policy=policy)).start()
     relay = Relay(sim.address).start()
     robot = make_robot(relay.address)
     record = Recorder(robot)
@@ -215,6 +218,7 @@ def test_robot_answering_from_a_new_source_port(relayed):
             odom_after_answer=first - answered, odom_after_move=first - moved)
 
 
+@pytest.mark.parametrize("relayed", ["latest_reset"], indirect=True)
 def test_forged_reset_through_the_relay(relayed):
     sim, relay, robot, record = relayed
     forged = time.monotonic()

@@ -31,6 +31,7 @@ from cozmo_driver.driver.sensors import (StatusFlag, battery_percentage, imu_fro
                                          joint_positions, power_supply_status, status_flags_dict)
 from cozmo_driver.protocol import messages as msgs
 from cozmo_driver.protocol.errors import RemoteProtocolError
+from cozmo_driver.protocol.session import SessionStats
 from cozmo_driver.protocol.nvstorage import (CAMERA_CALIB_SIZE, NV_TAG_CAMERA_CALIB,
                                              CameraCalibration, NvReadAssembler,
                                              decode_camera_calibration, encode_camera_calibration)
@@ -480,18 +481,16 @@ def test_readme_documents_every_parameter():
 # ----------------------------------------------------------------------------- diagnostics
 
 def test_diagnostic_levels():
-    session = SimpleNamespace(reliable_packets_sent=10, retransmissions=1, rtt_s=0.002,
-                              srtt_s=0.002, datagrams_sent=5, datagrams_received=6,
-                              retransmission_timeouts=0, malformed_datagrams=2,
-                              malformed_packets=0, unknown_messages=0, duplicate_packets=0,
-                              out_of_window_packets=0, connects=1, connections_lost=0,
-                              connect_timeouts=0)
+    session = SessionStats(reliable_packets_sent=10, retransmissions=1, rtt_s=0.002,
+                           srtt_s=0.002, datagrams_sent=5, datagrams_received=6,
+                           malformed_datagrams=2, connects=1, stale_link_disconnects=1)
     transport = SimpleNamespace(wrong_source=3, send_errors=0)
     ready = link_report("ready", True, "127.0.0.1:5551", session, transport, 33.0)
     assert ready.level == OK
     values = dict(ready.values)
     assert values["wrong-source datagrams dropped"] == "3"
     assert values["malformed datagrams dropped"] == "2"
+    assert values["stale links ended"] == "1"
     assert values["loss estimate (retransmitted / reliable sent)"] == "0.1"
     assert link_report("lost", True, "x", None, None, 0.0).level == ERROR
     # connected, but nothing came since the last report (the robot is lost after peer_timeout)

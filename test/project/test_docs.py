@@ -283,3 +283,22 @@ def test_the_graph_sees_absolute_and_relative_imports(tmp_path):
         (pkg / name).parent.mkdir(parents=True, exist_ok=True)
         (pkg / name).write_text(text)
     assert import_graph(pkg) == {("ros", "protocol"), ("ros", "common"), ("client", "protocol")}
+
+
+def test_the_simulators_option_table_names_every_option_of_cozmo_sim():
+    """docs/simulator.md's table of cozmo-sim's options against its argument parser, both
+    ways (--help is always there and not in the table)."""
+    from cozmo_driver.sim.cli import build_parser
+    parser_options = {opt for action in build_parser()._actions for opt in action.option_strings
+                      if opt.startswith("--") and opt != "--help"}
+    text = (DOCS / "simulator.md").read_text()
+    table = text[text.index("| option | meaning |"):]
+    table = table[:table.index("\n\n")]
+    documented: Set[str] = set()
+    for row in table.split("\n")[2:]:
+        for name in re.findall(r"`(--[a-z-]+)`", row):
+            documented.add(name)
+        for stem, a, b in re.findall(r"`(--[a-z]+)-(up|down)/-(up|down)`", row):
+            documented |= {f"{stem}-{a}", f"{stem}-{b}"}
+    assert parser_options - documented == set(), "options missing from docs/simulator.md"
+    assert documented - parser_options == set(), "docs/simulator.md names options cozmo-sim lacks"

@@ -841,6 +841,91 @@ def test_losing_a_robot_that_still_hears_us_closes_its_link_at_once():
     assert pair.robot.stats.connections_lost == 0   # it did not have to time out
 
 
+def test_a_robot_holding_a_link_drops_resets_but_hears_them():
+    """``hold_link`` (Anki's firmware, and the simulator's default): on a live link a RESET
+    is dropped, counted, and keeps the link alive as any frame of the client's does."""
+    robot = Session(Role.ROBOT, SessionConfig(hold_link=True, peer_timeout=5.0))
+    robot.receive_datagram(RESET_BYTES, 0.0)
+    drain(robot)
+    robot.datagrams_to_send(0.0)
+    for t in (1.0, 4.0, 8.0):
+        robot.receive_datagram(RESET_BYTES, t)
+        assert robot.state is State.CONNECTED and drain(robot) == []
+        assert not any(p.packet_type == PacketType.CONNECT
+                       for f in frames(robot.datagrams_to_send(t)) for p in f.packets)
+    assert robot.stats.resets_refused == 3 and robot.stats.connects == 1
+    robot.handle_timer(12.9)
+    assert robot.state is State.CONNECTED               # last heard at 8.0
+    robot.handle_timer(13.0)
+    assert robot.state is State.IDLE and isinstance(drain(robot)[0], ConnectionLost)
+    robot.receive_datagram(RESET_BYTES, 14.0)            # no link: a RESET opens one
+    assert robot.state is State.CONNECTED and robot.stats.connects == 2
+    # without hold_link the same RESET starts a new link
+    taker = Session(Role.ROBOT)
+    taker.receive_datagram(RESET_BYTES, 0.0)
+    taker.receive_datagram(RESET_BYTES, 1.0)
+    assert taker.stats.connects == 2 and taker.stats.resets_refused == 0
+
+
+def test_a_connecting_engine_ends_the_link_a_robot_still_holds():
+    """Reconnecting, the engine hears a robot frame that is no answer to its RESET and
+    acknowledges more than one: the robot still holds the old link to this address (and
+    drops RESETs on it). The engine sends a Disconnect numbered one after that ack, the
+    packet the robot waits for, and a RESET right after it; at most one such pair every
+    STALE_LINK_DISCONNECT_S."""
+    from cozmo_driver.protocol.session import STALE_LINK_DISCONNECT_S
+    engine = Session(Role.ENGINE)
+    engine.connect(0.0)
+    assert engine.datagrams_to_send(0.0) == [RESET_BYTES]
+    stale = encode_frame(FrameType.ROBOT, 40, 40, 17, MSG["FallingStarted"](unknown=1).to_packet())
+    engine.receive_datagram(stale, 0.1)
+    bye, reset = engine.datagrams_to_send(0.1)
+    bye = decode_frame(bye)
+    assert (bye.type, bye.first_seq, bye.seq, bye.ack) == (FrameType.ENGINE, 18, 18, OOB_SEQ)
+    assert [p.packet_type for p in bye.packets] == [PacketType.DISCONNECT]
+    assert reset == RESET_BYTES
+    assert engine.state is State.CONNECTING and drain(engine) == []
+    engine.receive_datagram(stale, 0.1 + STALE_LINK_DISCONNECT_S / 2)   # too soon: nothing
+    assert engine.datagrams_to_send(0.1 + STALE_LINK_DISCONNECT_S / 2) == []
+    engine.receive_datagram(robot_ack(17), 0.1 + STALE_LINK_DISCONNECT_S)
+    assert len(engine.datagrams_to_send(0.1 + STALE_LINK_DISCONNECT_S)) == 2
+    assert engine.stats.stale_link_disconnects == 2
+    # a frame that acknowledges only the RESET (seq 0) is the new link's: its Connect comes
+    fresh = Session(Role.ENGINE)
+    fresh.connect(0.0)
+    fresh.datagrams_to_send(0.0)
+    fresh.receive_datagram(encode_frame(FrameType.ROBOT, 1, 1, 0, MSG["FallingStarted"](unknown=1).to_packet()), 0.1)
+    fresh.receive_datagram(robot_ack(OOB_SEQ), 0.2)
+    assert fresh.datagrams_to_send(0.2) == [] and fresh.stats.stale_link_disconnects == 0
+
+
+def test_after_a_loss_both_ways_the_engine_ends_the_link_the_robot_held_and_reconnects():
+    """The network fails both ways for 4 s: the engine gives the link up after its 3 s, the
+    robot (5 s, holding its link as Anki's firmware does) not. The farewell is lost. When
+    the network is back the robot's frames reach the engine, which ends the old link and
+    connects at once, instead of RESETs that the robot drops and that keep its link alive."""
+    pair = Pair(Impairment(delay=0.01), Impairment(delay=0.01),
+                robot_config=SessionConfig(hold_link=True, peer_timeout=5.0))
+    pair.connect()
+    for i in range(3):
+        pair.engine.send(to_robot(i))
+    pair.link.run_until(1.0)
+    pair.link.a_to_b = pair.link.b_to_a = Impairment(loss=1.0)
+    pair.link.run_until(5.0)
+    assert pair.engine.state is State.LOST and pair.robot.state is State.CONNECTED
+    pair.link.a_to_b = pair.link.b_to_a = Impairment(delay=0.01)
+    pair.robot.send(to_engine(9))                         # the robot still streams to us
+    back = pair.link.now
+    pair.engine.connect(back)
+    pair.link.run_while(lambda: not pair.engine.is_connected, 2.0)
+    assert pair.engine.is_connected and pair.link.now - back <= 0.1
+    assert pair.engine.stats.stale_link_disconnects == 1
+    assert "Disconnect" in pair.robot_of(Disconnected)[0].reason and pair.robot.stats.connects == 2
+    pair.engine.send(to_robot(100))
+    pair.settle()
+    assert pair.robot_got()[-1] == 100
+
+
 def test_robot_drops_a_silent_client():
     pair = Pair(Impairment(delay=0.01), Impairment(delay=0.01))
     pair.link.trace = []

@@ -17,7 +17,7 @@ import pytest
 from cozmo_driver.protocol import messages as m
 from cozmo_driver.protocol.camera import ImageAssembler, image_to_array
 from cozmo_driver.protocol.session import ConnectionLost, MessageReceived, Role, Session
-from cozmo_driver.sim import NonLoopbackAddressError, SimServer, StatusFlag
+from cozmo_driver.sim import NonLoopbackAddressError, RobotConfig, SimServer, StatusFlag
 from cozmo_driver.transport.memory import Impairment
 from cozmo_driver.transport.udp import UdpTransport
 from sim_harness import calibrated
@@ -174,6 +174,50 @@ def test_reboot_over_udp_and_reconnect(sim):
         assert sim.stats()["robot"]["reboots"] == 1
 
 
+def _greeted(engine):
+    return lambda: any(isinstance(e, MessageReceived) and e.message.NAME == "FirmwareSignature"
+                       for e in engine.events)
+
+
+@pytest.mark.parametrize("how", ["killed", "disconnected"])
+def test_a_second_client_waits_until_the_first_lets_go(how):
+    """Anki's firmware (link_policy "firmware", the default) ignores anyone else while a
+    link lives: a second program's RESETs go unanswered until the first disconnects, or,
+    killed without a word, until the robot's timeout has passed without hearing it."""
+    config = RobotConfig(seed=4, peer_timeout=1.0)
+    with SimServer(host="127.0.0.1", port=0, config=config) as sim, \
+            UdpEngine(sim.address) as first, UdpEngine(sim.address) as second:
+        first.initialise()
+        holder = sim.peer()
+        second.connect()
+        assert not second.wait(_greeted(second), 1.5), "the robot answered a second client"
+        assert sim.peer() == holder and sim.transport.stats.wrong_source >= 3
+        assert not second.session.is_connected
+        let_go = time.monotonic()
+        if how == "killed":
+            first.transport.stop()
+        else:
+            first.transport.call(lambda: first.session.disconnect(time.monotonic()))
+        second.connect()  # a new attempt (the first gave up after its connect_timeout)
+        assert second.wait(_greeted(second), 4.0), "the second client never got the robot"
+        waited = time.monotonic() - let_go
+        if how == "killed":
+            assert waited >= config.peer_timeout - 0.1  # not before the robot gave the link up
+        else:
+            assert waited < config.peer_timeout  # at once, at the next RESET
+        assert sim.peer() != holder
+
+
+def test_with_the_latest_reset_policy_a_second_client_takes_the_robot_at_once():
+    with SimServer(host="127.0.0.1", port=0, config=RobotConfig(seed=4, link_policy="latest_reset")) as sim, \
+            UdpEngine(sim.address) as first, UdpEngine(sim.address) as second:
+        first.initialise()
+        holder = sim.peer()
+        second.connect()
+        assert second.wait(_greeted(second), 2.0)
+        assert sim.peer() != holder
+
+
 def test_garbage_over_udp_is_survived(sim):
     with UdpEngine(sim.address) as engine:
         engine.initialise()
@@ -225,6 +269,15 @@ def test_cli_light_sets_the_rooms_light_and_refuses_what_is_not_one():
     for bad in ("0", "-1", "nan", "inf"):
         done = run_cli("--port", "0", "--duration", "0", "--light", bad)
         assert done.returncode == 2 and "is not a light > 0" in done.stderr, (bad, done.stderr)
+
+
+def test_cli_link_policy_reaches_the_robot_and_refuses_an_unknown_one():
+    from cozmo_driver.sim.cli import build_parser, robot_config
+    assert robot_config(build_parser().parse_args([])).link_policy == "firmware"
+    chosen = robot_config(build_parser().parse_args(["--link-policy", "latest_reset", "--light", "2"]))
+    assert (chosen.link_policy, chosen.camera_light) == ("latest_reset", 2.0)
+    done = run_cli("--port", "0", "--duration", "0", "--link-policy", "any")
+    assert done.returncode == 2 and "--link-policy" in done.stderr, done.stderr
 
 
 def test_cli_stops_cleanly_on_sigint_and_sigterm():
