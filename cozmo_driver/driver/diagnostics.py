@@ -9,6 +9,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, List, Mapping, Optional, Tuple
 
+from .sensors import BATTERY_EMPTY_V, BATTERY_LOW_V
+
 __all__ = ["OK", "WARN", "ERROR", "DiagnosticReport", "link_report", "robot_report", "av_report"]
 
 OK, WARN, ERROR = 0, 1, 2
@@ -99,14 +101,18 @@ def robot_report(connected: bool, battery_v: Optional[float], percentage: Option
     """The robot's own condition as the driver sees it. ``orientation``: which way up it is,
     in words (None: not known); ``lying``: on its back, face or side, where it cannot drive."""
     level, message = OK, "ok"
+    volts = battery_v if battery_v is not None and math.isfinite(battery_v) else None
     if not connected:
         level, message = WARN, "no data: not connected"
+    elif volts is not None and volts < BATTERY_EMPTY_V:
+        level, message = ERROR, (f"battery empty ({volts:.2f} V): the robot switches itself off after a "
+                                 f"minute below {BATTERY_EMPTY_V:.2f} V; put it on its charger")
     elif lying:
         level, message = WARN, f"the robot lies {orientation}: it cannot drive until it is set upright"
-    elif percentage is not None and not math.isnan(percentage) and percentage < 0.1:
-        level, message = WARN, "battery low"
-    if emergency_stop:
-        level, message = max(level, WARN), "emergency stop engaged"
+    elif volts is not None and volts < BATTERY_LOW_V:
+        level, message = WARN, f"battery low ({volts:.2f} V): put the robot on its charger"
+    if emergency_stop and level < ERROR:
+        level, message = WARN, "emergency stop engaged"
     values = [
         ("battery voltage (V)", _fmt(battery_v)),
         ("battery percentage estimate", _fmt(percentage)),

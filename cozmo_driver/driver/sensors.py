@@ -11,10 +11,13 @@ Cozmo's ``pose_pitch_rad`` is positive nose-up (a positive pitch goes with a
 positive forward specific force), while a positive ROS pitch (about +y, y to
 the left) is nose-down: :func:`imu_from_state` negates it.
 
-Battery percentage (:func:`battery_percentage`): piecewise linear in the
-voltage of Cozmo's single LiPo cell, 3.5 V -> 0.0 and 4.1 V -> 1.0, clamped
-outside. It is a rough open-circuit estimate: it reads high while charging and
-low under load. Pure.
+Battery percentage (:func:`battery_percentage`): linear in the voltage of
+Cozmo's single LiPo cell, 3.45 V -> 0.0 and 4.05 V -> 1.0, clamped outside: the
+level Anki's body firmware computes itself (battery.cpp, ``Battery::getLevel``;
+only the voltage reaches the engine). It is a rough open-circuit estimate: it
+reads high while charging and low under load. The same firmware lights the
+backpack's low-battery pattern below 3.50 V and switches the robot off after a
+minute below 3.45 V (:data:`BATTERY_LOW_V`, :data:`BATTERY_EMPTY_V`). Pure.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ __all__ = [
     "CliffEdgeTracker",
     "BATTERY_EMPTY_V",
     "BATTERY_FULL_V",
+    "BATTERY_LOW_V",
     "battery_percentage",
     "power_supply_status",
     "ImuReading",
@@ -105,12 +109,17 @@ class CliffEdgeTracker:
         return None
 
 
-BATTERY_EMPTY_V = 3.5
-BATTERY_FULL_V = 4.1
+#: 0 %: below it for a minute, the robot switches itself off (Anki's body firmware)
+BATTERY_EMPTY_V = 3.45
+#: 100 %
+BATTERY_FULL_V = 4.05
+#: below it the robot shows its low-battery light
+BATTERY_LOW_V = 3.50
 
 
 def battery_percentage(voltage_v: float) -> float:
-    """State-of-charge estimate 0.0..1.0 from the cell voltage (NaN if the voltage is not finite)."""
+    """State-of-charge estimate 0.0..1.0 from the cell voltage (NaN if the voltage is not
+    finite): the robot's own level (see the module docstring)."""
     if not math.isfinite(voltage_v):
         return math.nan
     fraction = (voltage_v - BATTERY_EMPTY_V) / (BATTERY_FULL_V - BATTERY_EMPTY_V)

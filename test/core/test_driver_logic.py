@@ -169,8 +169,9 @@ def test_covariances_are_diagonal_and_grow():
 # ----------------------------------------------------------------------------- sensors
 
 def test_battery_curve():
-    assert battery_percentage(3.5) == 0.0 and battery_percentage(4.1) == 1.0
-    assert battery_percentage(3.8) == pytest.approx(0.5)
+    # the level Anki's body firmware computes (battery.cpp): 3.45 V -> 0 %, 4.05 V -> 100 %
+    assert battery_percentage(3.45) == 0.0 and battery_percentage(4.05) == 1.0
+    assert battery_percentage(3.75) == pytest.approx(0.5)
     assert battery_percentage(3.0) == 0.0 and battery_percentage(4.3) == 1.0
     assert math.isnan(battery_percentage(math.nan))
     assert power_supply_status(StatusFlag.IS_ON_CHARGER | StatusFlag.IS_CHARGING) == "CHARGING"
@@ -499,7 +500,15 @@ def test_diagnostic_levels():
         "connected to 127.0.0.1:5551, but no robot state since the last report")
     assert link_report("connecting", True, "x", None, None, 0.0).level == WARN
     assert link_report("lost", False, "x", None, None, 0.0).level == OK
-    assert robot_report(True, 3.55, 0.08, False, 0.01, 0, 0).level == WARN
+    assert robot_report(True, 3.55, 0.17, False, 0.01, 0, 0).level == OK
+    # below the robot's own low-battery light (3.50 V), and below the voltage under which it
+    # switches itself off after a minute (3.45 V); the voltage decides, not the estimate
+    low = robot_report(True, 3.48, None, False, 0.01, 0, 0)
+    assert low.level == WARN and low.message == "battery low (3.48 V): put the robot on its charger"
+    empty = robot_report(True, 3.41, 0.0, True, 0.01, 0, 0, "on its back", lying=True)
+    assert empty.level == ERROR and empty.message.startswith(
+        "battery empty (3.41 V): the robot switches itself off after a minute below 3.45 V")
+    assert robot_report(True, math.nan, math.nan, False, None, 0, 0).level == OK
     assert robot_report(True, 4.0, 0.8, True, 0.01, 0, 0).message == "emergency stop engaged"
 
 
