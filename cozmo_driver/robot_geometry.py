@@ -40,6 +40,8 @@ __all__ = [
     "LIFT_MAX_ANGLE_RAD",
     "LIFT_MAX_SPEED_RADPS",
     "BATTERY_CELLS",
+    "MAX_TURN_RATE_RADPS",
+    "TURN_ANGLE_TOLERANCE_RAD",
     "CLIFF_SENSOR_X_M",
     "FOOTPRINT_HALF_LENGTH_M",
     "CLIFF_EDGE_POINTS_M",
@@ -51,6 +53,14 @@ __all__ = [
 TRACK_WIDTH_M = 0.045
 #: fastest either tread can go
 MAX_WHEEL_SPEED_MPS = 0.2
+#: fastest turn in place the robot is asked for: Anki's limit (cozmoConfig.h,
+#: MAX_BODY_ROTATION_SPEED_DEG_PER_SEC = 300, "determined experimentally", below what the
+#: treads' speed would allow because they slip), which its engine clamps turns to
+MAX_TURN_RATE_RADPS = math.radians(300.0)
+#: the tightest heading a turn in place reaches: Anki's engine raises any smaller
+#: tolerance to it (POINT_TURN_ANGLE_TOL, 2 deg: "can't be lower than what is used
+#: internally on the robot")
+TURN_ANGLE_TOLERANCE_RAD = math.radians(2.0)
 
 #: head tilt limits (positive looks up)
 HEAD_MIN_ANGLE_RAD = math.radians(-25.0)

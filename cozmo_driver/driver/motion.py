@@ -67,7 +67,7 @@ import numpy as np
 
 from ..errors import UsageError
 from ..protocol import messages as msgs
-from ..robot_geometry import MAX_WHEEL_SPEED_MPS, TRACK_WIDTH_M, reported_lift_height_m
+from ..robot_geometry import MAX_TURN_RATE_RADPS, TURN_ANGLE_TOLERANCE_RAD, reported_lift_height_m
 from .odometry import Pose2D, compose, wrap_angle
 from .sensors import StatusFlag
 
@@ -76,7 +76,7 @@ __all__ = [
     "MotionError", "Segment", "StateSample", "Outcome",
     "SUCCEEDED", "ABORTED", "CANCELED",
     "DEFAULT_SPEED_MPS", "DEFAULT_ACCEL_MPS2", "DEFAULT_TURN_SPEED_RADPS",
-    "DEFAULT_TURN_ACCEL_RADPS2", "MAX_TURN_SPEED_RADPS", "MIN_POSITION_TOLERANCE_M",
+    "DEFAULT_TURN_ACCEL_RADPS2", "DEFAULT_TURN_TOLERANCE_RAD", "MAX_TURN_SPEED_RADPS", "MIN_POSITION_TOLERANCE_M",
     "MIN_HEADING_TOLERANCE_RAD", "MIN_TURN_TOLERANCE_RAD", "HEAD_TOLERANCE_RAD",
     "LIFT_TOLERANCE_M", "MAX_PATH_SEGMENTS", "MAX_PATH_POSES", "SEGMENT_GAP_M",
     "SAME_PLACE_M", "MIN_ARC_RADIUS_M", "MAX_ARC_RADIUS_M", "TURN_THRESHOLD_RAD",
@@ -95,12 +95,16 @@ DEFAULT_SPEED_MPS = 0.1
 DEFAULT_ACCEL_MPS2 = 0.2
 DEFAULT_TURN_SPEED_RADPS = 2.0
 DEFAULT_TURN_ACCEL_RADPS2 = 10.0
-#: a turn in place with both treads at their limit
-MAX_TURN_SPEED_RADPS = 2.0 * MAX_WHEEL_SPEED_MPS / TRACK_WIDTH_M
-#: the tightest tolerances a goal may ask for (tighter ones are refused as unreachable)
+#: the fastest turn in place (Anki's 300 deg/s; the treads' 0.2 m/s would give 8.7 rad/s,
+#: which they do not reach for slipping)
+MAX_TURN_SPEED_RADPS = MAX_TURN_RATE_RADPS
+#: the tightest tolerances a goal may ask for (tighter ones are refused as unreachable); a
+#: turn in place stops within 2 deg of its heading, not closer (Anki's POINT_TURN_ANGLE_TOL)
 MIN_POSITION_TOLERANCE_M = 0.005
-MIN_HEADING_TOLERANCE_RAD = 0.01
-MIN_TURN_TOLERANCE_RAD = 0.005
+MIN_HEADING_TOLERANCE_RAD = TURN_ANGLE_TOLERANCE_RAD
+MIN_TURN_TOLERANCE_RAD = TURN_ANGLE_TOLERANCE_RAD
+#: a point turn's tolerance when none is given (rad)
+DEFAULT_TURN_TOLERANCE_RAD = 0.035
 #: "in position" for head and lift actions, on top of the robot's own flags
 HEAD_TOLERANCE_RAD = 0.035
 LIFT_TOLERANCE_M = 0.004
@@ -485,7 +489,7 @@ def path_to_segments(poses: Sequence[Pose2D], start: Pose2D, *, fit_tolerance: f
                      speed: float = DEFAULT_SPEED_MPS, accel: float = DEFAULT_ACCEL_MPS2,
                      decel: float = DEFAULT_ACCEL_MPS2, turn_speed: float = DEFAULT_TURN_SPEED_RADPS,
                      turn_accel: float = DEFAULT_TURN_ACCEL_RADPS2,
-                     turn_tolerance: float = 0.02, turn_threshold: float = TURN_THRESHOLD_RAD
+                     turn_tolerance: float = DEFAULT_TURN_TOLERANCE_RAD, turn_threshold: float = TURN_THRESHOLD_RAD
                      ) -> List[Segment]:
     """Lines, arcs and point turns that take the robot from ``start`` along ``poses``
     (the rules are in the module docstring). All poses and ``start`` in one frame."""
@@ -802,7 +806,7 @@ class TurnTracker(_Tracker):
     start_yaw: float = 0.0
     angle: float = 0.0            # relative turn, or the absolute target heading
     absolute: bool = False
-    tolerance: float = 0.02
+    tolerance: float = DEFAULT_TURN_TOLERANCE_RAD
     acked: bool = False
     seen_moving: bool = False
     turned: float = 0.0

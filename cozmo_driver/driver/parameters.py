@@ -69,7 +69,8 @@ PARAMETERS: Tuple[ParamSpec, ...] = (
               "never; a change applies to the drive in progress)", "s", 0.0, 10.0, dynamic=True),
     ParamSpec("max_wheel_speed", 0.2, "Fastest tread speed for cmd_vel; faster commands are scaled "
               "down keeping their curvature", "m/s", 0.01, 0.2, dynamic=True),
-    ParamSpec("wheel_acceleration", 0.0, "Tread acceleration for cmd_vel (0: the robot's own)",
+    ParamSpec("wheel_acceleration", 0.0, "Tread acceleration for cmd_vel (0: none, the robot takes "
+              "the new speed at once, as fast as the treads go)",
               "m/s^2", 0.0, 10.0, dynamic=True),
     ParamSpec("head_max_speed", 10.0, "Head speed of head/angle commands without max_speed, and the "
               "limit of every head speed", "rad/s", 0.1, 15.0, dynamic=True),

@@ -522,8 +522,9 @@ class FollowPathGoal(PathGoal):
             checked, seg_warnings = mo.check_segments(raw, ctx.param("max_wheel_speed"))
             warnings.extend(seg_warnings)
             to_robot = ctx.frame_to_robot(goal.segments_frame_id, "segments_frame_id")
-            plan["segments"] = [mo.apply_defaults(s.transformed(to_robot), speed, accel, decel,
-                                                  turn_speed, turn_accel, 0.02) for s in checked]
+            plan["segments"] = [mo.apply_defaults(s.transformed(to_robot), speed, accel, decel, turn_speed,
+                                                  turn_accel, mo.DEFAULT_TURN_TOLERANCE_RAD)
+                                for s in checked]
         return plan
 
     @staticmethod

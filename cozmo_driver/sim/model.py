@@ -35,8 +35,8 @@ the scripted events; its attributes of old (``model.wheels``, ``model.soc``,
 What it models
 --------------
 * **Base**: differential drive, track 45 mm, wheel speed limit 200 mm/s, each
-  wheel ramping to its target at its own acceleration (a non-positive
-  acceleration means the motor's own, ``DEFAULT_WHEEL_ACCEL_MMPS2``). The pose is
+  wheel ramping to its target at its own acceleration (0 means at once, as
+  Anki's firmware takes it: the motor's own, ``DEFAULT_WHEEL_ACCEL_MMPS2``, 10 m/s^2). The pose is
   integrated in substeps of at most ``physics_dt`` (10 ms), however far
   :meth:`advance` jumps. TurnInPlace (to a heading, the short way or by a given turn) and
   path following (lines, arcs, point turns) are controllers that set the wheel

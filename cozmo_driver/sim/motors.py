@@ -38,8 +38,11 @@ __all__ = [
 
 TRACK_WIDTH_MM = geometry.TRACK_WIDTH_M * 1000.0
 MAX_WHEEL_SPEED_MMPS = geometry.MAX_WHEEL_SPEED_MPS * 1000.0
-#: what a non-positive wheel acceleration in DriveWheels stands for
-DEFAULT_WHEEL_ACCEL_MMPS2 = 1000.0
+#: what a wheel acceleration of 0 in DriveWheels stands for: Anki's firmware then commands
+#: the target speed at once ("max acceleration", steeringController ManageDirectDrive),
+#: which the tread reaches at the motor's own, here Anki's MAX_WHEEL_ACCEL_MMPS2 (a
+#: negative one is taken by its size, as the firmware does)
+DEFAULT_WHEEL_ACCEL_MMPS2 = 10000.0
 HEAD_MIN_RAD = geometry.HEAD_MIN_ANGLE_RAD
 HEAD_MAX_RAD = geometry.HEAD_MAX_ANGLE_RAD
 HEAD_MAX_SPEED_RADPS = geometry.HEAD_MAX_SPEED_RADPS
@@ -214,7 +217,7 @@ class Wheel:
 
     def command(self, target: float, accel: float) -> None:
         self.target = max(-MAX_WHEEL_SPEED_MMPS, min(MAX_WHEEL_SPEED_MMPS, target))
-        self.accel = accel if accel > 0 else DEFAULT_WHEEL_ACCEL_MMPS2
+        self.accel = abs(accel) if accel != 0 else DEFAULT_WHEEL_ACCEL_MMPS2
 
     def halt(self) -> None:
         self.speed = self.target = 0.0

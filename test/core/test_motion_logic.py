@@ -52,7 +52,7 @@ def test_square_becomes_four_lines_and_corner_turns():
         assert line.speed == mo.DEFAULT_SPEED_MPS
     for turn, heading in zip(segs[1::2], (HALF_PI, math.pi, -HALF_PI, 0.0)):
         assert wrap_angle(turn.heading - heading) == pytest.approx(0.0, abs=1e-9)
-        assert turn.tolerance == pytest.approx(0.02)
+        assert turn.tolerance == pytest.approx(mo.DEFAULT_TURN_TOLERANCE_RAD)
     end = follow(segs, Pose2D())
     assert (end.x, end.y, end.yaw) == pytest.approx((0.0, 0.0, 0.0), abs=1e-9)
 
@@ -181,7 +181,7 @@ def test_go_to_pose_elsewhere_is_turn_line_turn():
     end = follow(segs, start)
     assert (end.x, end.y) == pytest.approx((0.2, 0.1), abs=1e-9)
     assert wrap_angle(end.yaw - goal.yaw) == pytest.approx(0.0, abs=1e-9)
-    assert segs[0].tolerance == pytest.approx(0.025)
+    assert segs[0].tolerance == pytest.approx(math.radians(2.0))  # not 0.025: turns stop within 2 deg
 
 
 def test_go_to_pose_straight_ahead_needs_no_turn_and_already_there_needs_nothing():

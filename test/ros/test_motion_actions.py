@@ -265,21 +265,24 @@ def test_head_topic_command_preempts_the_head_goal(rig):
 # ----------------------------------------------------------------------------- turns and straight lines
 
 def test_turn_in_place_relative_and_absolute_match_the_truth(rig):
-    status, result = rig.run("turn_in_place", TurnInPlace.Goal(angle=math.pi / 2, tolerance=0.02))
+    status, result = rig.run("turn_in_place", TurnInPlace.Goal(angle=math.pi / 2, tolerance=0.035))
     assert status == GoalStatus.STATUS_SUCCEEDED, result.message
     x, y, yaw = rig.odom_truth()
-    assert yaw == pytest.approx(math.pi / 2, abs=0.02) and math.hypot(x, y) < 0.002
+    assert yaw == pytest.approx(math.pi / 2, abs=0.035) and math.hypot(x, y) < 0.002
     assert result.final_heading == pytest.approx(yaw, abs=1e-3)
-    assert result.turned == pytest.approx(math.pi / 2, abs=0.02)
+    assert result.turned == pytest.approx(math.pi / 2, abs=0.035)
     # three quarters of a turn clockwise, through +-pi: counted, not wrapped
     status, result = rig.run("turn_in_place", TurnInPlace.Goal(angle=-3 * math.pi / 2, speed=4.0))
     assert status == GoalStatus.STATUS_SUCCEEDED, result.message
     assert wrap(rig.odom_truth()[2] - math.pi) == pytest.approx(0.0, abs=0.03)
     status, result = rig.run("turn_in_place", TurnInPlace.Goal(angle=-math.pi / 2, is_absolute=True,
-                                                               tolerance=0.01))
+                                                               tolerance=0.04))
     assert status == GoalStatus.STATUS_SUCCEEDED, result.message
-    assert rig.odom_truth()[2] == pytest.approx(-math.pi / 2, abs=0.01)
-    assert abs(result.heading_error) <= 0.01
+    assert rig.odom_truth()[2] == pytest.approx(-math.pi / 2, abs=0.04)
+    assert abs(result.heading_error) <= 0.04
+    # tighter than the 2 deg a turn in place stops within: refused, saying why
+    goal = TurnInPlace.Goal(angle=0.5, tolerance=0.02)
+    rig.rejected("turn_in_place", goal, "tolerance = 0.02 rad cannot be reached")
 
 
 def test_drive_straight_forwards_and_backwards_match_the_truth(rig):
@@ -414,7 +417,7 @@ def test_square_path_ends_where_the_truth_says(rig):
     assert status == GoalStatus.STATUS_SUCCEEDED, result.message
     assert result.num_segments == 8 and result.segments_completed == 8  # 4 lines, 4 turns
     x, y, yaw = rig.odom_truth()
-    assert math.hypot(x, y) < 0.01 and abs(yaw) < 0.03
+    assert math.hypot(x, y) < 0.01 and abs(yaw) < 0.035
     assert result.final_pose.header.frame_id == "odom"
     assert result.final_pose.pose.position.x == pytest.approx(x, abs=1e-3)
     seen = sorted({f.current_segment for f in feedback})
@@ -440,7 +443,7 @@ def test_point_turn_path_turns_in_place(rig):
     assert status == GoalStatus.STATUS_SUCCEEDED, result.message
     assert rig.sim.command_counts()["AppendPathSegPointTurn"] == 1
     x, y, yaw = rig.odom_truth()
-    assert math.hypot(x, y) < 0.003 and yaw == pytest.approx(2.0, abs=0.025)
+    assert math.hypot(x, y) < 0.003 and yaw == pytest.approx(2.0, abs=0.035)
 
 
 def test_path_ending_in_a_point_turn_gives_float_feedback(rig):
@@ -454,7 +457,7 @@ def test_path_ending_in_a_point_turn_gives_float_feedback(rig):
         PathSegment(type=PathSegment.LINE, start_x=0.0, start_y=0.0, end_x=0.05, end_y=0.0,
                     speed=0.15),
         PathSegment(type=PathSegment.POINT_TURN, start_x=0.05, start_y=0.0, heading=math.pi,
-                    tolerance=0.02)])
+                    tolerance=0.035)])
     feedback: list = []
     status, result = rig.run("follow_path", goal, feedback=feedback)
     assert status == GoalStatus.STATUS_SUCCEEDED, result.message
@@ -478,7 +481,7 @@ def test_explicit_segments_relative_to_the_robot(rig):
     goal.segments = [
         PathSegment(type=PathSegment.LINE, start_x=0.0, start_y=0.0, end_x=0.1, end_y=0.0, speed=0.15),
         PathSegment(type=PathSegment.POINT_TURN, start_x=0.1, start_y=0.0, heading=-math.pi / 2,
-                    tolerance=0.01),
+                    tolerance=0.035),
         PathSegment(type=PathSegment.LINE, start_x=0.1, start_y=0.0, end_x=0.1, end_y=-0.05),
     ]
     status, result = rig.run("follow_path", goal)
@@ -487,7 +490,7 @@ def test_explicit_segments_relative_to_the_robot(rig):
     x, y, yaw = rig.odom_truth()
     c, s = math.cos(yaw0), math.sin(yaw0)
     assert (x * c + y * s, -x * s + y * c) == pytest.approx((0.1, -0.05), abs=0.01)
-    assert wrap(yaw - yaw0 + math.pi / 2) == pytest.approx(0.0, abs=0.03)
+    assert wrap(yaw - yaw0 + math.pi / 2) == pytest.approx(0.0, abs=0.035)
 
 
 def test_cliff_interrupts_a_path_with_the_reason(rig):
@@ -530,7 +533,7 @@ def test_cliff_interrupts_a_path_with_the_reason(rig):
 
 def test_go_to_pose_in_odom_within_tolerances(rig):
     goal = GoToPose.Goal(pose=pose_stamped(0.2, 0.1, 1.0), position_tolerance=0.01,
-                         heading_tolerance=0.03, speed=0.15)
+                         heading_tolerance=0.035, speed=0.15)
     feedback: list = []
     status, result = rig.run("go_to_pose", goal, feedback=feedback)
     assert status == GoalStatus.STATUS_SUCCEEDED, result.message
