@@ -72,7 +72,7 @@ def decode(framebuffer):
 """
 
 #: the simulator: prints its port, then "D <arrival time> <frame number>" for every
-#: DisplayImage it receives, until its stdin closes (or the bound), then "END <robot drops>"
+#: DisplayImage it receives, until its stdin closes (or the bound), then "END <robot buffer overflows>"
 SIM = CODE + r"""
 import sys, threading, time
 from cozmo_driver.lifeline import exit_with_parent
@@ -109,7 +109,7 @@ with SimServer(host="127.0.0.1", port=0, seed=11) as sim:
             lines.append(f"D {t:.6f} {number}")
         if lines:
             print("\n".join(lines), flush=True)
-    print("END", sim.call(lambda: model.anim_client_drops), flush=True)
+    print("END", sim.call(lambda: model.anim_overflows), flush=True)
 """
 
 #: the face source: "ready" once the driver subscribes, then "P <time> <frame number>" for
@@ -385,7 +385,7 @@ def run(seconds: float, warmup: float) -> Tuple[List[List[str]], List[List[str]]
         ["driver: faces received", delta("faces received")],
         ["driver: ticks sent late", delta("underruns (ticks sent late)")],
         ["driver: timer lateness max, ms (since start)", after.get("tick lateness max (ms)", "?")],
-        ["robot: animation frames it dropped (its buffer full, since start)", robot_drops],
+        ["robot: times its animation buffer overflowed and was cleared (since start)", robot_drops],
     ]
     cpu = [[name, f"{(c1[name] - c0[name]) / span * 100.0:.1f}"] for name in pids]
     cpu.append(["load average (1 min): mean / max",

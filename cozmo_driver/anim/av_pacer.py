@@ -116,6 +116,8 @@ class PacerStats:
     #: face frames not shown on a tick of their own because an overlay or an animation
     #: covered the face (they came, or waited, meanwhile; the newest shows afterwards)
     faces_covered: int = 0
+    #: times the grid moved by a tick (:meth:`AVPacer.shift`)
+    grid_shifts: int = 0
 
 
 class _Image:
@@ -174,6 +176,7 @@ class AVPacer:
         self.stats = PacerStats()
         self._t0: Optional[float] = None
         self._next = 0
+        self._early = 0  # ticks the last shift brought forward
         # audio
         self._chunks: Deque[np.ndarray] = deque()
         self._chunk_pos = 0
@@ -212,6 +215,15 @@ class AVPacer:
         if self._t0 is None:
             raise LocalProtocolError("the pacer has not started")
         return self._t0 + k / TICKS_PER_SECOND
+
+    def shift(self, ticks: int) -> None:
+        """Move the grid by whole ticks: 1 sends every tick from the next one a tick later,
+        -1 a tick earlier (the next one is due at once). Nothing is skipped or repeated;
+        for the robot's buffer (:class:`~cozmo_driver.anim.robot_buffer.BufferGuard`)."""
+        if self._t0 is not None and ticks:
+            self._t0 += ticks / TICKS_PER_SECOND
+            self._early = max(0, -ticks)
+            self.stats.grid_shifts += 1
 
     def next_tick_time(self) -> Optional[float]:
         """When the next tick is due (None before :meth:`start`): a face frame queued
@@ -425,8 +437,9 @@ class AVPacer:
             self.stats.ticks += due - 1 - self._next
             self._next = due - 1
         latest = due - 1
+        early, self._early = self._early, 0  # ticks a shift brought forward are not late
         for k in range(self._next, due):
-            if k < slot and (self.active_at(k) or self._wants_display()):
+            if k < slot - early and (self.active_at(k) or self._wants_display()):
                 self.stats.underruns += 1
             self._emit(k, k == latest, out)
         self._next = due

@@ -81,8 +81,10 @@ from ..face.procedural import FaceRenderer
 from ..protocol.audio import SAMPLE_RATE, SAMPLES_PER_FRAME, StreamResampler
 from ..protocol.display import BLANK_IMAGE
 from ..protocol.errors import CozmoError
+from ..protocol.session import MessageReceived
 from .av_pacer import AVPacer
 from .player import CompiledClip
+from .robot_buffer import BufferGuard
 
 __all__ = ["AVStream", "AVReport", "AVStreamStats"]
 
@@ -176,6 +178,7 @@ class AVStream:
         self.pacer = AVPacer(linger_s=linger_s, refresh_s=refresh_s, face_queue=face_queue,
                              renderer=renderer or FaceRenderer())
         self.stats = AVStreamStats()
+        self.guard = BufferGuard()  # the robot's buffer, from its AnimationState
         self.stream_prebuffer = max(1, int(round(stream_prebuffer_s * SAMPLE_RATE)))
         self.stream_timeout_s = float(stream_timeout_s)
         self.stream_gap_s = float(stream_gap_s)
@@ -321,6 +324,9 @@ class AVStream:
             "display frames and silence skipped (link behind)": s.skipped_backlog,
             "tick lateness max (ms)": round(s.tick_late_max_s * 1000.0, 2),
             "tick lateness mean (ms)": round(s.tick_late_sum_s / fires * 1000.0, 3),
+            "robot buffer (frames, median of a second)": self.guard.stats.level,
+            "ticks held (robot buffer full)": self.guard.stats.ticks_held,
+            "ticks sent early (robot buffer low)": self.guard.stats.ticks_hastened,
         }
 
     # ------------------------------------------------------------------ I/O thread: plumbing
@@ -454,9 +460,24 @@ class AVStream:
             return
         if event.state is LinkState.READY:
             self.pacer.forget_screen()  # a (re)connected robot shows nothing we know of
+            self.guard.reset()
         else:
             self._drop_all(f"lost the connection to the robot ({event.reason})", send=False)
         self._arm()
+
+    def _on_anim_state(self, event: Any) -> None:
+        """AnimationState, 30 a second once playback is enabled: the grid moves a tick when
+        the robot's buffer ran full or low (:mod:`~cozmo_driver.anim.robot_buffer`); not
+        while an animation plays, which keeps its own grid."""
+        if not isinstance(event, MessageReceived) or not self._running:
+            return  # (link events come to every listener)
+        sent = self.robot.link.stream_frames_sent
+        if sent is None:
+            return
+        ticks = self.guard.on_state(sent, event.message.num_audio_frames_played, self.robot.clock())
+        if ticks and not self.pacer.player.playing:
+            self.pacer.shift(ticks)
+            self._arm()
 
     # ------------------------------------------------------------------ I/O thread: inputs
 
@@ -465,6 +486,7 @@ class AVStream:
             return
         self._running = True
         self.robot.add_listener(self._on_link_event, messages=())  # the link's events only
+        self.robot.add_listener(self._on_anim_state, messages=("AnimationState",))
         self.pacer.start(self.robot.clock())
         self.pacer.forget_screen()
         self._arm()
@@ -472,10 +494,11 @@ class AVStream:
     def _do_stop(self, reason: str, send: bool = True) -> None:
         send = send and self._running
         if self._running:
-            try:
-                self.robot.remove_listener(self._on_link_event)
-            except ValueError:
-                pass
+            for listener in (self._on_link_event, self._on_anim_state):
+                try:
+                    self.robot.remove_listener(listener)
+                except ValueError:
+                    pass
         self._drop_all(reason, send=send and self._ready())
         self._running = False
         self._arm()

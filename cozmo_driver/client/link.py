@@ -79,9 +79,18 @@ SYNC_MARGIN_MS = 1000.0
 CLOCK_DRIFT = 0.001
 #: messages that make the animation stream still waiting to be sent moot (see RobotLink.send)
 _DROPS_STREAM = frozenset(("StopAllMotors", "AbortAnimation"))
+#: the animation stream's messages the robot counts as frames in AnimationState's
+#: num_audio_frames_played (Anki's animationController.cpp), and their ids
+_FRAME_NAMES = frozenset(("OutputAudio", "OutputSilence", "EndAnimation"))
+_FRAME_IDS = frozenset(msgs.MESSAGES_BY_NAME[name].ID for name in _FRAME_NAMES)
 _CLEAR_PATH = msgs.ClearPath(unknown=0)
 _HALF_RANGE = 1 << 31
 _RANGE = 1 << 32
+
+
+def _frames_in(packets) -> int:
+    """How many of these encoded packets (type, length, id, body) are frames."""
+    return sum(1 for p in packets if len(p) > 3 and p[3] in _FRAME_IDS)
 
 
 def newer(timestamp_ms: int, last_ms: int) -> bool:
@@ -169,6 +178,9 @@ class RobotLink:
         #: EnableAnimationState went out on this connection / a playback message did
         self._playback_enabled = False
         self._playback_wanted = False
+        #: frames of the animation stream queued since EnableAnimationState, less those
+        #: dropped unsent (see :attr:`stream_frames_sent`)
+        self._stream_frames = 0
         self._now = 0.0
         #: RobotStates dropped because they were not newer than the last one
         self.stale_states = 0
@@ -224,8 +236,11 @@ class RobotLink:
                 if self._synced and self.config.enable_animation_state:
                     self._enable_playback()
             self.session.send(message, background=True)
+            if name in _FRAME_NAMES and self._playback_enabled:
+                self._stream_frames += 1
             return
         if name in _DROPS_STREAM:
+            self._stream_frames -= _frames_in(self.session.background_queue)
             self.session.drop_background()
         if name == "StopAllMotors":
             self.session.send(_CLEAR_PATH)
@@ -244,6 +259,19 @@ class RobotLink:
     def _enable_playback(self) -> None:
         self.session.send(msgs.EnableAnimationState())
         self._playback_enabled = True
+        self._stream_frames = 0  # the robot counts from 0 again too
+
+    @property
+    def stream_frames_sent(self) -> Optional[int]:
+        """Frames of the animation stream (audio messages and EndAnimations) sent to the
+        robot since EnableAnimationState on this connection, not counting those still
+        waiting in the session's queue: AnimationState's ``num_audio_frames_played`` taken
+        from it is what the robot holds in its buffer or has on the way (None: playback
+        not enabled on this connection)."""
+        if not self._playback_enabled:
+            return None
+        background = self.session.background_queue
+        return self._stream_frames - (_frames_in(background) if background else 0)
 
     @property
     def is_ready(self) -> bool:

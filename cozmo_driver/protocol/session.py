@@ -625,6 +625,8 @@ class Session:
 
     background_queue_length = property(lambda self: len(self._background),
                                        doc="Background packets waiting to be sent (none sent yet).")
+    background_queue = property(lambda self: self._background,
+                                doc="Those packets, oldest first (read only).")
 
     def drop_background(self) -> int:
         """Forget the background packets not yet sent (those sent are still delivered);

@@ -79,8 +79,18 @@ class AnimationPlayer:
         self._last_display_bytes: Optional[bytes] = None
         self._queue: Deque[Tuple[Any, int]] = deque()
         self._queue_bytes = 0
+        #: AnimationState's counters as Anki's firmware keeps them (animationController.cpp):
+        #: bytes and frames (audio messages and EndAnimations) played, a cleared queue's
+        #: counted as played; both start again at 0 at EnableAnimationState
         self.anim_bytes_played = 0
-        self.anim_client_drops = 0
+        self.anim_frames_played = 0
+        #: messages that did not fit the buffer (anim_buffer_max_bytes): as the firmware
+        #: does (messages.cpp, Process_anim), the whole queue is cleared each time
+        self.anim_overflows = 0
+        #: times the buffer ran down to its last frame while playing (that frame waits for
+        #: the next: a gap in sound and face, unless the stream had ended)
+        self.starvations = 0
+        self._starved = False
         #: messages of the animation stream that came before EnableAnimationState
         self.unplayable = 0
         #: times the queue was cleared because a frame did not start with an audio message
@@ -149,8 +159,11 @@ class AnimationPlayer:
             return
         size = msgs.packet_size(m)
         if self._queue_bytes + size > self.fw.config.anim_buffer_max_bytes:
-            self.anim_client_drops += 1
-            logger.debug("animation buffer overflow: %s dropped", m.NAME)
+            self.anim_overflows += 1
+            logger.warning("animation buffer overflow (%d bytes wait, %s of %d more): the queue "
+                           "is cleared", self._queue_bytes, m.NAME, size)
+            self._clear()
+            self._end_current()
             return
         if not self._queue and not (self.fw.connected and self.anim_state_enabled):
             self._next_tick = max(self._grid(now), self._next_tick)
@@ -162,9 +175,20 @@ class AnimationPlayer:
 
     def _ready(self) -> bool:
         if self._playing:
-            return self._frames > 1
+            ready = self._frames > 1
+            if not ready and not self._starved:
+                self.starvations += 1
+            self._starved = not ready
+            return ready
         self._playing = self._frames >= PREROLL_FRAMES or self._ends > 0
+        self._starved = False
         return self._playing
+
+    def _clear(self) -> None:
+        """Empty the queue, its bytes and frames counted as played (the firmware's Clear)."""
+        self.anim_bytes_played += self._queue_bytes
+        self.anim_frames_played += self._frames
+        self._empty()
 
     def _pop(self) -> Any:
         m, size = self._queue.popleft()
@@ -181,16 +205,17 @@ class AnimationPlayer:
                 logger.warning("animation stream: a frame starts with %s, not an audio message: "
                                "the queue (%d messages) is cleared", queue[0][0].NAME, len(queue))
                 self.buffer_clears += 1
-                self.anim_bytes_played += self._queue_bytes
-                self._empty()
+                self._clear()
                 self._end_current()
             else:
                 self._frames -= 1
+                self.anim_frames_played += 1
                 self._play_audio(self._pop())
                 while queue and queue[0][0].NAME not in _AUDIO:
                     m = self._pop()
                     if m.NAME == "EndAnimation":
                         self._frames -= 1
+                        self.anim_frames_played += 1  # the firmware counts it as a frame
                         self._ends -= 1
                         self._playing = self._body_track = False
                         self._end_current()
@@ -206,10 +231,10 @@ class AnimationPlayer:
             fw.emit(msgs.AnimationState(
                 timestamp_ms=fw.timestamp_ms(now),
                 num_anim_bytes_played=self.anim_bytes_played & 0x7FFFFFFF,
-                num_audio_frames_played=self.audio_frames_played & 0x7FFFFFFF,
+                num_audio_frames_played=self.anim_frames_played & 0x7FFFFFFF,
                 enabled_anim_tracks=0xFF,
                 tag=self.current_anim or 0,
-                client_drop_count=self.anim_client_drops & 0xFF))
+                client_drop_count=0))
         period = fw.config.anim_period
         self._next_tick += period
         if self._next_tick <= now:
@@ -315,12 +340,13 @@ class AnimationPlayer:
     # ------------------------------------------------------------------ commands
 
     def _on_EnableAnimationState(self, m: Any, now: float) -> None:
-        if not self.anim_state_enabled:
+        if not self.anim_state_enabled:  # the firmware's EngineInit: counters from 0
             self.anim_state_enabled = True
+            self.anim_bytes_played = self.anim_frames_played = 0
             self._next_tick = self._grid(now)
 
     def _on_AbortAnimation(self, m: Any, now: float) -> None:
-        self._empty()
+        self._clear()  # the firmware's Process_abortAnimation: AnimationController::Clear
         self._end_current()
 
     def _on_SetRobotVolume(self, m: Any, now: float) -> None:

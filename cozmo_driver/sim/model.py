@@ -87,8 +87,9 @@ What it models
   and what follows it up to the next one (audio paces the display); a frame that
   starts with anything else clears the queue; playback starts once 7 audio
   messages wait (sim.animation). IS_ANIM_BUFFER_FULL is set while more than
-  ``anim_buffer_full_bytes`` wait; beyond ``anim_buffer_max_bytes`` messages are
-  dropped and counted in ``AnimationState.client_drop_count``. Nothing of the
+  ``anim_buffer_full_bytes`` wait; a message that would take it beyond
+  ``anim_buffer_max_bytes`` clears the whole queue, as the firmware does
+  (``anim_overflows``). Nothing of the
   stream plays before EnableAnimationState (counted in ``unplayable``), which also
   starts the AnimationState events, one per tick.
 * **Objects**: three light cubes and the charger advertise ObjectAvailable
@@ -127,7 +128,10 @@ Conventions chosen where the protocol notes are silent (documented guesses):
   total size.
 * ``AnimationState.num_anim_bytes_played`` counts whole packets (type, length,
   id and body) of the animation stream, ``tag`` is the id of the animation
-  playing, ``enabled_anim_tracks`` is 0xFF.
+  playing, ``enabled_anim_tracks`` is 0xFF, ``client_drop_count`` 0. As in Anki's
+  firmware, ``num_audio_frames_played`` counts the audio messages and EndAnimations
+  played, a cleared queue's (AbortAnimation, an overflow, a frame out of order) as
+  played too, and both counters start again at EnableAnimationState.
 * Cube accelerations (ObjectMoved, ObjectAccel) are the cube accelerometer's raw
   counts, 64 to 1 g (Anki's firmware), and ``ObjectPowerLevel.battery_level`` is in
   hundredths of a volt (Anki's body firmware).
@@ -313,7 +317,7 @@ class RobotModel:
     audio_frames_played = _Part("animation")
     audio_frames_with_sound = _Part("animation")
     anim_bytes_played = _Part("animation")
-    anim_client_drops = _Part("animation")
+    anim_overflows = _Part("animation")
     unplayable = _Part("animation")
     buffer_clears = _Part("animation")
     current_anim = _Part("animation")

@@ -222,6 +222,37 @@ def test_old_firmware_is_accepted_with_its_version_recorded():
 
 # ------------------------------------------------------------------ stale robot states (issue #17)
 
+def test_the_stream_frames_sent_count_what_left_since_playback_was_enabled():
+    """The frames of the animation stream (audio messages, EndAnimation) the robot counts in
+    AnimationState, counted from EnableAnimationState on: not those still waiting in the
+    session's queue, nor those a stop dropped unsent; from 0 again on a new connection."""
+    client, robot, link, events = ready_pair()
+    assert client.stream_frames_sent is None             # playback not enabled yet
+    for _ in range(3):
+        client.send(msgs.OutputSilence())
+        client.send(msgs.DisplayImage(image=b"\x3f"))    # not a frame
+    client.send(msgs.EndAnimation())
+    assert client.stream_frames_sent <= 4                 # some may wait in the queue still
+    link.run_until(link.now + 0.5)
+    assert client.stream_frames_sent == 4 and client.session.background_queue_length == 0
+    for _ in range(80):                                   # more than the window takes at once
+        client.send(msgs.OutputSilence())
+    waiting = client.session.background_queue_length
+    assert waiting > 0 and client.stream_frames_sent == 84 - waiting
+    client.send(msgs.AbortAnimation())                    # drops what waits: never sent
+    assert client.stream_frames_sent == 84 - waiting
+    link.run_until(link.now + 0.5)
+    assert client.stream_frames_sent == 84 - waiting
+    robot.silent = True                                   # a new connection counts from 0
+    assert link.run_while(lambda: client.state is LinkState.READY, 3.0)
+    robot.silent = False
+    assert link.run_while(lambda: client.state is not LinkState.READY, 10.0)
+    assert client.stream_frames_sent is None
+    client.send(msgs.OutputAudio(samples=bytes(744)))
+    link.run_until(link.now + 0.5)
+    assert client.stream_frames_sent == 1
+
+
 def ready_pair():
     client, robot, link, events = make_pair()
     client.start(link.now)

@@ -227,7 +227,7 @@ def test_builtin_animations_play_through_without_drops(name):
         rig.link.run_until(t)
     rig.link.run_until(t + 0.3)
     assert rig.model.audio_frames_played - before == compiled.num_ticks
-    assert rig.model.anim_client_drops == 0 and rig.model.display_errors == 0
+    assert rig.model.anim_overflows == 0 and rig.model.display_errors == 0
     assert rig.model.buffer_clears == 0
     assert rig.names("AnimationEnded")
 

@@ -27,7 +27,9 @@ from cozmo_driver.anim.player import compile_clip
 from cozmo_driver.client.link import RobotLink
 from cozmo_driver.driver.media import screen_to_frame
 from cozmo_driver.protocol.session import MessageReceived
-from cozmo_driver.sim import RobotConfig, SimulatedRobot
+from cozmo_driver.anim.robot_buffer import HIGH_FRAMES, PREROLL_FRAMES, BufferGuard
+from cozmo_driver.protocol.audio import SAMPLE_RATE, SAMPLES_PER_FRAME
+from cozmo_driver.sim import ModelConfig, RobotConfig, SimulatedRobot
 from cozmo_driver.transport.memory import Impairment, MemoryLink
 
 FRAME = 1 / 30
@@ -41,9 +43,9 @@ class LoopRobot:
     from another thread (the executor's) land on the I/O thread at a given time."""
 
     def __init__(self, seed: int, wake: Callable[[float], float], loss: float = 0.0,
-                 delay: float = 0.0) -> None:
+                 delay: float = 0.0, config: RobotConfig = None) -> None:
         self.link = RobotLink(name="faces")
-        self.sim = SimulatedRobot(config=RobotConfig(seed=seed))
+        self.sim = SimulatedRobot(config=config or RobotConfig(seed=seed))
         self.net = MemoryLink(self.link, self.sim, Impairment(loss=loss, delay=delay),
                               Impairment(loss=loss, delay=delay), seed=seed)
         self.net.on_event_a = self._dispatch
@@ -383,3 +385,78 @@ def test_a_pulled_face_under_a_timed_image_and_a_failing_source():
     robot.run_until(grid + 200 * FRAME)
     assert len(source.calls) == calls                                  # no pull after None
     assert av._timer is None or av._timer_at - robot.clock() > 1.0    # idle: no tick armed soon
+
+
+# --------------------------------------------------------------------------- the robot's clock
+
+def stream_a_sound(drift: float, seconds: float, guard: bool) -> Tuple[LoopRobot, AVStream, int]:
+    """A sound of ``seconds`` streamed to a robot whose clock runs ``drift`` slow (a
+    fraction; negative: fast) and whose buffer holds 10 audio frames; ``guard`` False leaves
+    the AnimationState reports unheeded. Returns the robot, the stream and the frames sent."""
+    config = RobotConfig(seed=4, model=ModelConfig(anim_period=FRAME * (1.0 + drift),
+                                                   anim_buffer_max_bytes=10 * 748))
+    robot = LoopRobot(4, lambda when: 0.0005, config=config)
+    av = AVStream(robot, lambda report: None)
+    if not guard:
+        av.guard.on_state = lambda sent, played, now: 0
+    av.start()
+    t = np.arange(int(seconds * SAMPLE_RATE)) / SAMPLE_RATE
+    pcm = (8000 * np.sin(2 * np.pi * 440.0 * t)).astype(np.int16)
+    robot.arrive(robot.clock() + 0.05, av.play_audio, "sound", pcm)
+    robot.run_until(robot.clock() + seconds + 2.0)
+    return robot, av, math.ceil(len(pcm) / SAMPLES_PER_FRAME)
+
+
+@pytest.mark.parametrize("drift", [0.01, -0.01], ids=["robot-slow", "robot-fast"])
+def test_a_robot_clock_that_drifts_keeps_its_buffer_and_plays_every_frame(drift):
+    """The robot's clock 1 % slow or fast (a crystal's drift of hours, in 40 s): the grid
+    waits or hastens a tick when a second's AnimationStates show the robot's buffer above 8
+    frames or at 3 or fewer (anim.robot_buffer), so that the buffer neither overflows
+    (Anki's firmware then clears it) nor runs dry; every frame of the sound is played, in
+    order, once. Unheeded, the same stream overflows the slow robot's buffer and starves
+    the fast one."""
+    robot, av, frames = stream_a_sound(drift, 40.0, guard=True)
+    anim = robot.sim.model.animation
+    stats = av.guard.stats
+    assert anim.anim_overflows == 0
+    assert anim.starvations == 1                       # its last frame, after the sound
+    assert anim.audio_frames_with_sound == frames     # every frame played
+    assert robot.sim.model.audio_frames_played >= frames
+    if drift > 0:
+        assert 8 <= stats.ticks_held <= 14 and stats.ticks_hastened <= 1
+    else:
+        assert 4 <= stats.ticks_hastened <= 14 and stats.ticks_held == 0
+    assert av.pacer.stats.grid_shifts == stats.ticks_held + stats.ticks_hastened
+    assert av.pacer.stats.underruns == 0                # a tick sent early is not a late one
+    assert av.counters()["ticks held (robot buffer full)"] == stats.ticks_held
+    # the same without heeding the reports
+    robot, av, frames = stream_a_sound(drift, 40.0, guard=False)
+    anim = robot.sim.model.animation
+    if drift > 0:
+        assert anim.anim_overflows >= 1 and anim.audio_frames_with_sound < frames
+    else:
+        assert anim.starvations > 1
+
+
+def test_the_guard_waits_a_second_of_reports_and_moves_one_tick_at_a_time():
+    guard = BufferGuard()
+    now, sent, played = 0.0, 100, 100 - PREROLL_FRAMES
+    for _ in range(30):                                 # a second at the preroll's level
+        assert guard.on_state(sent, played, now) == 0
+        now += FRAME
+        sent += 1
+        played += 1
+    assert guard.on_state(sent, played, now) == 0 and guard.stats.level == PREROLL_FRAMES
+    moves = []
+    for _ in range(90):                                 # the robot plays no more than half
+        now += FRAME
+        sent += 1
+        played += _ % 2
+        moves.append(guard.on_state(sent, played, now))
+    assert moves.count(1) == 2 and moves.count(-1) == 0 and guard.stats.level > HIGH_FRAMES
+    guard.reset()
+    moves = [guard.on_state(10 + k, 9 + k, k * FRAME) for k in range(31)]  # one frame held
+    assert moves[-1] == -1 and guard.stats.ticks_hastened == 1
+    # no frames went out that second (a pause): a buffer run low is no reason
+    idle = [guard.on_state(41, 40, 1.1 + k * FRAME) for k in range(31)]
+    assert idle[-1] == 0

@@ -872,15 +872,33 @@ def test_a_frame_that_does_not_start_with_audio_clears_the_stream():
     assert np.array_equal(clock.model.framebuffer, bits)
 
 
-def test_anim_buffer_overflow_is_counted():
+def test_anim_buffer_overflow_clears_the_queue_and_counts_it_played():
+    """As Anki's firmware (messages.cpp Process_anim: a keyframe that does not fit clears the
+    buffer; animationController.cpp Clear counts what it held as played)."""
     clock = make(anim_buffer_max_bytes=10 * 748)
     clock.send(m.EnableAnimationState())
     for _ in range(12):
         clock.send(m.OutputSilence())
         clock.send(m.OutputAudio(samples=bytes(744)))
+    assert clock.model.anim_overflows == 1  # cleared when a frame did not fit, then filled again
     clock.run(0.04)
-    state = clock.take("AnimationState")[-1]
-    assert state.client_drop_count > 0
+    model = clock.model
+    played = clock.take("AnimationState")[-1].num_audio_frames_played
+    assert played >= 19  # the frames waiting when one did not fit, counted as played
+    # the counters start again when the stream is enabled anew (a new connection)
+    model.animation.reset_link()
+    clock.send(m.EnableAnimationState())
+    clock.run(0.04)
+    assert clock.take("AnimationState")[-1].num_audio_frames_played == 0
+
+
+def test_a_stream_that_runs_dry_while_playing_is_counted_as_starved():
+    clock = make()
+    clock.send(m.EnableAnimationState())
+    for _ in range(8):
+        clock.send(m.OutputSilence())
+    clock.run(0.5)
+    assert clock.model.animation.starvations == 1  # the last frame waits for the next
 
 
 def test_display_framebuffer_and_history():
@@ -933,7 +951,7 @@ def test_animation_start_end_paced_by_audio_and_state_stream():
     assert 15.0 < clock.model.true_pose()[0] < 30.0       # ~0.5 s at 50 mm/s
     anim_states = clock.take("AnimationState")
     assert 30 <= len(anim_states) <= 36                   # one per 30 Hz tick
-    assert anim_states[-1].num_audio_frames_played == 16
+    assert anim_states[-1].num_audio_frames_played == 17  # and the EndAnimation, as the firmware counts
     assert anim_states[-1].num_anim_bytes_played > 16 * 3
     assert not last_state(clock).status & StatusFlag.IS_ANIMATING
 
