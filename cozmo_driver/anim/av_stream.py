@@ -469,13 +469,13 @@ class AVStream:
         """AnimationState, 30 a second once playback is enabled: the grid moves a tick when
         the robot's buffer ran full or low (:mod:`~cozmo_driver.anim.robot_buffer`); not
         while an animation plays, which keeps its own grid."""
-        if not isinstance(event, MessageReceived) or not self._running:
+        if not isinstance(event, MessageReceived) or not self._running or self.pacer.player.playing:
             return  # (link events come to every listener)
         sent = self.robot.link.stream_frames_sent
         if sent is None:
             return
         ticks = self.guard.on_state(sent, event.message.num_audio_frames_played, self.robot.clock())
-        if ticks and not self.pacer.player.playing:
+        if ticks:
             self.pacer.shift(ticks)
             self._arm()
 
