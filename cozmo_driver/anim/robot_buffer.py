@@ -22,7 +22,9 @@ while frames went out all that second, one tick earlier (the next tick goes at o
 One tick at a time, at most one a second: a late datagram or a burst moves single
 reports, not a second's median, so only the two clocks' drift, or a buffer run low after
 a pause, moves the grid. Nothing is lost or sent twice: the stream's frames only go out
-a tick later or earlier.
+a tick later or earlier. A median that cannot be (below 0, or more than ``MAX_FRAMES``:
+a robot whose counts do not start again at EnableAnimationState, say) moves nothing; it
+shows in the stats, as every median does.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from dataclasses import dataclass
 from typing import List, Optional
 
 __all__ = ["BufferGuard", "BufferGuardStats", "PREROLL_FRAMES", "HIGH_FRAMES", "LOW_FRAMES",
-           "WINDOW_S"]
+           "MAX_FRAMES", "WINDOW_S"]
 
 #: audio frames the firmware waits for before it plays a stream (ANIMATION_PREROLL_LENGTH)
 PREROLL_FRAMES = 7
@@ -43,6 +45,8 @@ LOW_FRAMES = 3
 WINDOW_S = 1.0
 #: a second counts as streaming when this share of its 30 frames went out
 _STREAMING_SHARE = 0.8
+#: more frames than the robot's buffer and the session's window could hold together
+MAX_FRAMES = 100
 
 
 @dataclass
@@ -91,6 +95,8 @@ class BufferGuard:
         playing = played > self._played0
         self._start = None
         self.stats.level = median
+        if not 0 <= median <= MAX_FRAMES:
+            return 0  # the counts do not line up: nothing to go by
         if median > HIGH_FRAMES and playing:
             self.stats.ticks_held += 1
             return 1

@@ -460,3 +460,21 @@ def test_the_guard_waits_a_second_of_reports_and_moves_one_tick_at_a_time():
     # no frames went out that second (a pause): a buffer run low is no reason
     idle = [guard.on_state(41, 40, 1.1 + k * FRAME) for k in range(31)]
     assert idle[-1] == 0
+    # counts that cannot line up (the robot's did not start again from 0): nothing moves
+    for played in (5000, -5000):
+        guard.reset()
+        odd = [guard.on_state(100 + k, played + k, k * FRAME) for k in range(31)]
+        assert odd[-1] == 0 and guard.stats.level == 100 - played
+    assert (guard.stats.ticks_held, guard.stats.ticks_hastened) == (2, 1)  # those of above only
+
+
+def test_docs_state_the_guards_bounds_as_the_code_has_them():
+    from pathlib import Path
+
+    from cozmo_driver.anim import robot_buffer as rb
+    text = " ".join((Path(__file__).resolve().parents[2] / "docs" / "media.md").read_text().split())
+    assert f"starts playing once {rb.PREROLL_FRAMES} audio frames wait" in text
+    assert f"above {rb.HIGH_FRAMES} frames while the robot plays" in text
+    assert f"at {rb.LOW_FRAMES} or fewer while the stream ran all that second" in text
+    assert f"above {rb.MAX_FRAMES} frames: a robot whose counts did not start again" in text
+    assert rb.WINDOW_S == 1.0 and "Over each second the median decides" in text
