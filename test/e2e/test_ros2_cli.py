@@ -1060,7 +1060,7 @@ ACTIONS: Dict[str, ActionCase] = {
     "cozmo_interfaces/action/FollowPath": ActionCase(
         f"{{segments_frame_id: {frame('base_footprint')}, segments: ["
         "{type: 0, start_x: 0.0, start_y: 0.0, end_x: 0.05, end_y: 0.0, speed: 0.15}, "
-        "{type: 2, start_x: 0.05, start_y: 0.0, heading: 3.14159, tolerance: 0.02}]}",
+        "{type: 2, start_x: 0.05, start_y: 0.0, heading: 3.14159, tolerance: 0.035}]}",
         _check_follow_path, feedback=True),
     "cozmo_interfaces/action/GoToPose": ActionCase(
         f"{{pose: {{header: {{frame_id: {frame('base_footprint')}}}, pose: {{position: "

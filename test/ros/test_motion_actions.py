@@ -538,8 +538,8 @@ def test_go_to_pose_in_odom_within_tolerances(rig):
     status, result = rig.run("go_to_pose", goal, feedback=feedback)
     assert status == GoalStatus.STATUS_SUCCEEDED, result.message
     x, y, yaw = rig.odom_truth()
-    assert math.hypot(x - 0.2, y - 0.1) <= 0.01 and abs(wrap(yaw - 1.0)) <= 0.03
-    assert result.position_error <= 0.01 and abs(result.heading_error) <= 0.03
+    assert math.hypot(x - 0.2, y - 0.1) <= 0.01 and abs(wrap(yaw - 1.0)) <= 0.035
+    assert result.position_error <= 0.01 and abs(result.heading_error) <= 0.035
     assert result.attempts in (1, 2)
     assert feedback[-1].distance_remaining < feedback[0].distance_remaining
     # an arc when the goal lies on the circle tangent to the heading
