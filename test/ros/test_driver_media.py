@@ -775,6 +775,9 @@ def test_an_app_clip_plays_its_sprite_face_and_sound_from_the_parameters(make_ri
     future = handle.get_result_async()
     assert rig.spin_until(future.done, 10.0, every=watch, period=0.005), "no result"
     assert future.result().status == GoalStatus.STATUS_SUCCEEDED, future.result().result.message
+    # the robot shows a tick's frame after the frames in its buffer (up to 7, 0.23 s): the
+    # goal ends when its last tick is sent, and its last frames are shown after that
+    rig.spin_until(lambda: len(seen) == len(wanted), 1.0, every=watch, period=0.005)
     assert len(seen) >= 2, seen                     # the sprite's frames, on the robot's screen
     assert loud_before < 100 < int(np.abs(rig.sim.audio_pcm()).max())   # the chirp was played
 
