@@ -9,6 +9,9 @@ they still are.
 Field names are renamed where the reference name hides the unit (``pose_x`` becomes
 ``pose_x_mm``); ``RENAMES`` below is the complete list, and the declaration keeps the
 reference name of each renamed field so conformance tests can map between the two.
+``RETYPES`` lists the fields whose meaning Anki's published source shows to be other
+than the reference's, in the same number of bytes: the declaration keeps the reference's
+name and type (``ref``, ``ref_type``) beside ours.
 
 Usage: python3 tools/gen_declaration.py [path/to/messages.json]
 """
@@ -62,6 +65,15 @@ RENAMES = {
     ("ObjectAccel", "timestamp"): "timestamp_ms",
 }
 
+# (message, reference field name) -> (our name, our type, why): same size on the wire.
+RETYPES = {
+    # Anki's engine connects an object with SetPropSlot(factory_id, slot), slot 0..3 (its
+    # Robot::ConnectToRequestedObjects), and frees a slot with factory id 0; the body firmware
+    # assigns the radio slot (Radio::assignProp). The reference reads the byte as a bool
+    # ``connect``: true is slot 1, false slot 0.
+    ("ObjectConnect", "connect"): ("slot", "u8"),
+}
+
 # Older firmware sends these messages without their last fields (PROTOCOL_NOTES b):
 # the decoder accepts bodies down to this many bytes and fills the rest with defaults.
 MIN_BODY_SIZES = {
@@ -75,14 +87,20 @@ SCALARS = {"u8", "u16", "u32", "i8", "i16", "i32", "f32", "f64", "bool"}
 
 def field_tuple(msg_name: str, f: dict) -> str:
     name = RENAMES.get((msg_name, f["name"]), f["name"])
-    ref = f["name"] if name != f["name"] else None
     kind = f["type"]
+    ref_type = None
+    if (msg_name, f["name"]) in RETYPES:
+        name, ours = RETYPES[(msg_name, f["name"])]
+        ref_type, kind = kind, ours
+    ref = f["name"] if name != f["name"] else None
     n = f["length_prefix_type_or_fixed_length"]
     default = f.get("default")
     if kind in SCALARS:
         enum = f.get("enum")
         parts = [repr(name), repr(kind)]
         extra = []
+        if ref_type:
+            extra.append(f"ref_type={ref_type!r}")
         if enum:
             extra.append(f"enum={enum!r}")
         if default not in (None, 0, 0.0, False):

@@ -23,8 +23,11 @@ events (:meth:`~ObjectRegistry.pop_events`), accelerometer samples
   ``object_timeout``. A connected object stays listed: the robot reports its
   loss itself (ObjectConnectionState with ``connected`` false), and the robot
   does not advertise connected objects.
-* **Connections.** Object ids are per connection of an object and per
-  connection of the robot: a lost robot disconnects every object (DISCONNECTED).
+* **Connections.** An object connects into one of the robot's 4 radio slots, which
+  is its object id (:data:`RADIO_SLOTS`: ObjectConnect is Anki's SetPropSlot); the
+  registry gives each the lowest slot free and empties its slot (factory id 0) to
+  disconnect it. Object ids are per connection of the robot: a lost robot disconnects
+  every object (DISCONNECTED).
   Auto-connect (``auto_connect_cubes``, ``auto_connect_charger``) keeps one
   object of each wanted type connected: the one it connected before if it is
   still listed, else the advertised one with the strongest signal. Objects
@@ -134,6 +137,11 @@ MAX_PERIOD_S = round(255 * LED_FRAME_S, 6)     # 7.65 s: a u8 frame count
 MAX_OFFSET_S = round(32767 * LED_FRAME_S, 6)   # 983.01 s: an i16 frame count
 CUBE_LEDS = 4
 CHARGER_LEDS = 3
+#: the robot's radio slots for objects (Anki's body firmware: MAX_ACCESSORIES). ObjectConnect
+#: is Anki's SetPropSlot: a factory id puts that object in a slot, 0 empties the slot, and
+#: a connected object's id is its slot (the engine's Robot::ConnectToRequestedObjects, the
+#: firmware's Radio::assignProp)
+RADIO_SLOTS = 4
 BACKPACK_LEDS = ("front", "middle", "back", "left", "right")
 #: the cubes' accelerometer counts per 1 g, and m/s^2 per count
 CUBE_ACCEL_COUNTS_PER_G = 64.0
@@ -292,6 +300,8 @@ class ObjectEntry:
     advertised_at: Optional[float] = None   # last ObjectAvailable
     listed: bool = False
     object_id: Optional[int] = None
+    #: the radio slot asked for while connecting (the object id once connected)
+    slot: Optional[int] = None
     connected_since: Optional[float] = None
     battery_level: int = 0
     missed_packets: int = 0
@@ -369,7 +379,7 @@ class ObjectRegistry:
         self._by_object_id: Dict[int, ObjectEntry] = {}
         self._robot_ready = False
         self._robot_ready_at = -math.inf
-        #: factory ids connected during the robot's last connection: released at the next
+        #: radio slots held during the robot's last connection: emptied at the next
         self._release: List[int] = []
         self._messages: List[Any] = []
         self._events: List[ObjectEventRecord] = []
@@ -483,21 +493,42 @@ class ObjectRegistry:
         return (at is not None and at >= self._robot_ready_at
                 and now - at <= self.settings.object_timeout)
 
+    def _free_slot(self, entry: ObjectEntry) -> Optional[int]:
+        """The radio slot ``entry`` takes: its own, else the lowest no other object holds or
+        is being connected to (None: all are)."""
+        if entry.object_id is not None:
+            return entry.object_id
+        taken = {e.object_id if e.connected else e.slot for e in self._entries.values()
+                 if e is not entry and (e.connected or e.connecting)}
+        if entry.slot is not None and entry.slot not in taken:
+            return entry.slot
+        return next((s for s in range(RADIO_SLOTS) if s not in taken), None)
+
     def _send_connect(self, entry: ObjectEntry, connect: bool, now: float,
                       token: Optional[int] = None) -> None:
         if entry.pending is not None:  # a request in the other direction is superseded
             self._resolve(entry, False, "superseded by a later request")
+        slot = self._free_slot(entry) if connect else (
+            entry.object_id if entry.connected else entry.slot)
+        if slot is None:
+            if token is not None:
+                self._results.append(RequestResult(token, False, (
+                    f"all {RADIO_SLOTS} of the robot's radio slots hold objects: disconnect one "
+                    f"first ({self._listing()})"), entry.factory_id))
+            return
         entry.pending = _Pending(connect, now + self.settings.connect_timeout,
                                  [token] if token is not None else [])
         if connect:
             self.counters["connection attempts"] += 1
-        self._messages.append(msgs.ObjectConnect(factory_id=entry.factory_id, connect=connect))
+            entry.slot = slot
+        self._messages.append(msgs.ObjectConnect(factory_id=entry.factory_id if connect else 0,
+                                                 slot=slot))
 
     def _disconnected(self, entry: ObjectEntry, now: float, why: str) -> None:
         """The object's connection ended (``why`` completes "cube1 disconnected: ...")."""
         if entry.object_id is not None:
             self._by_object_id.pop(entry.object_id, None)
-        entry.object_id = None
+        entry.object_id = entry.slot = None
         entry.connected_since = None
         entry.moving = False
         entry.last_seen = now
@@ -510,20 +541,20 @@ class ObjectRegistry:
     def on_robot_ready(self, now: float) -> None:
         """The robot (re)connected: object ids of an earlier connection are void.
 
-        The objects connected during the robot's last connection are released
-        (ObjectConnect with ``connect`` false): a robot that kept their radio links over its
+        The objects connected during the robot's last connection are released (their
+        radio slots emptied, ObjectConnect with factory id 0): a robot that kept their radio links over its
         reconnection would not let them advertise again, and they would never be connected
         again (the protocol notes do not say whether the robot keeps them; the simulator can
         do either, ``ModelConfig.keep_object_links``). Released, they advertise and
         auto-connect takes them as at the first connection."""
         for entry in self._entries.values():
             if entry.connected:
-                self._release.append(entry.factory_id)
+                self._release.append(entry.object_id)
                 self._disconnected(entry, now, "the robot reconnected")
             if entry.pending is not None:
                 self._resolve(entry, False, "the robot reconnected")
-        for factory_id in dict.fromkeys(self._release):
-            self._messages.append(msgs.ObjectConnect(factory_id=factory_id, connect=False))
+        for slot in sorted(set(self._release)):
+            self._messages.append(msgs.ObjectConnect(factory_id=0, slot=slot))
         self._release.clear()
         self._robot_ready = True
         self._robot_ready_at = now
@@ -537,7 +568,7 @@ class ObjectRegistry:
             if entry.pending is not None:
                 self._resolve(entry, False, reason)
             if entry.connected:
-                self._release.append(entry.factory_id)
+                self._release.append(entry.object_id)
                 self._disconnected(entry, now, reason)
 
     # ------------------------------------------------------------------ the robot's messages
@@ -614,6 +645,11 @@ class ObjectRegistry:
     def _on_connection_state(self, message: Any, now: float) -> None:
         factory_id, object_type = int(message.factory_id), int(message.object_type)
         entry = self._entries.get(factory_id)
+        if entry is None and not factory_id and not message.connected:
+            # the answer to emptying a slot that held nothing by then names no object
+            entry = next((e for e in self._entries.values() if e.pending is not None
+                          and not e.pending.connect and int(message.object_id) in (e.object_id, e.slot)),
+                         None)
         if entry is None:
             if not message.connected:
                 return  # about an object never heard of, and not connected: nothing to do
@@ -649,6 +685,8 @@ class ObjectRegistry:
             return
         if pending is not None and pending.connect:
             self.counters["connection failures"] += 1
+            if not was_connected:
+                entry.slot = None
             delay = self._backoff(entry, now)
             if object_type == ObjectType.INVALID:
                 why = f"the robot does not know object {_hex(factory_id)}"
@@ -687,6 +725,8 @@ class ObjectRegistry:
                 if pending.connect:
                     self.counters["connection failures"] += 1
                     self._backoff(entry, now)
+                    if not entry.connected:
+                        entry.slot = None
                 self._resolve(entry, False, f"no answer from the robot within {s.connect_timeout:g} s")
             if (entry.listed and not entry.connected and entry.pending is None
                     and now - entry.last_seen > s.object_timeout):
@@ -854,7 +894,7 @@ class ObjectRegistry:
         for entry in self._entries.values():
             if entry.connected:
                 out.extend(cube_light_messages(entry.object_id, off, 0))
-                out.append(msgs.ObjectConnect(factory_id=entry.factory_id, connect=False))
+                out.append(msgs.ObjectConnect(factory_id=0, slot=entry.object_id))
         return out
 
     def fail_pending(self, reason: str) -> None:

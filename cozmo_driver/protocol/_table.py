@@ -21,6 +21,8 @@ class F:
     enum: Optional[str] = None
     default: Union[int, float, bool] = 0
     ref: Optional[str] = None  # the reference implementation's name, where ours differs
+    #: the reference's type, where Anki's source shows the same bytes to mean another
+    ref_type: Optional[str] = None
 
 
 @dataclass(frozen=True)

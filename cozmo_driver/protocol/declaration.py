@@ -234,7 +234,7 @@ MESSAGES = (
     )),
     Message('ObjectConnect', 'COMMAND', 0x05, 'engine', group='objects', fields=(
         F('factory_id', 'u32'),
-        F('connect', 'bool'),
+        F('slot', 'u8', ref_type='bool', ref='connect'),
     )),
     Message('StreamObjectAccel', 'COMMAND', 0x08, 'engine', group='objects', fields=(
         F('object_id', 'u32'),

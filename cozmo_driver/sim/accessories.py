@@ -1,7 +1,9 @@
 """The simulated Cozmo's accessories: three light cubes and the charger, over the radio.
 
 :class:`Accessories` advertises the objects not connected (ObjectAvailable, while
-discovery is on), connects them on ObjectConnect (per-connection object ids),
+discovery is on), connects them on ObjectConnect, which is Anki's SetPropSlot: a
+factory id and one of the radio's 4 slots, the slot then the object's id (a factory
+id of 0 empties the slot, and an object put in a slot another holds takes its place),
 reports their power level, streams a cube's accelerometer (ObjectAccel) on
 request, keeps their lights (CubeId, CubeLights) and plays what is done to them
 (taps, moves, turning over, battery, going out of radio range and back).
@@ -19,7 +21,7 @@ from ..protocol import messages as msgs
 from .firmware import Firmware
 
 __all__ = ["Accessories", "Accessory", "CUBE_FACTORY_IDS", "CHARGER_FACTORY_ID", "OBJECT_CONNECT_FAIL_S",
-           "CUBE_ACCEL_1G"]
+           "CUBE_ACCEL_1G", "RADIO_SLOTS"]
 
 #: the cube accelerometer's raw counts per 1 g (Anki's firmware: "64 is approx 1g")
 CUBE_ACCEL_1G = 64.0
@@ -29,6 +31,8 @@ CUBE_FACTORY_IDS: Tuple[int, int, int] = (0xC0B10001, 0xC0B10002, 0xC0B10003)
 CHARGER_FACTORY_ID = 0xC4A20001
 #: an ObjectConnect to an object out of radio range is answered "not connected" this much later (s)
 OBJECT_CONNECT_FAIL_S = 0.5
+#: the body firmware's radio slots (MAX_ACCESSORIES); a connected object's id is its slot
+RADIO_SLOTS = 4
 
 _ObjectType = msgs.ENUMS["ObjectType"]
 _LightState = msgs.STRUCTS["LightState"]
@@ -87,7 +91,6 @@ class Accessories:
         self._selected: Optional[int] = None
         if keep_links:
             return
-        self._next_object_id = 1
         for obj in self.objects:
             obj.object_id = None
             obj.stream_accel = False
@@ -166,33 +169,47 @@ class Accessories:
         self.fw.emit(msgs.ObjectConnectionState(object_id=object_id, factory_id=obj.factory_id,
                                                 object_type=obj.object_type, connected=connected))
 
+    def _leave(self, obj: Accessory, now: float) -> None:
+        """``obj`` leaves its slot: disconnected, and it advertises again."""
+        slot, obj.object_id = obj.object_id, None
+        obj.stream_accel = False
+        obj.next_available = now + self.fw.config.object_available_period if obj.in_range else math.inf
+        self._connection_state(obj, slot, False)
+
     def _on_ObjectConnect(self, m: Any, now: float) -> None:
+        """SetPropSlot(factory_id, slot), as Anki's body firmware takes it (Radio::assignProp):
+        a slot beyond the radio's is ignored; factory id 0 empties the slot (answered "not
+        connected" with the factory id of what held it, or 0); another factory id takes the
+        slot, and what held it leaves."""
         fw = self.fw
-        obj = self._by_factory(int(m.factory_id))
+        factory_id, slot = int(m.factory_id), int(m.slot)
+        if slot >= RADIO_SLOTS:
+            return
+        holder = self._by_id(slot)
+        obj = self._by_factory(factory_id) if factory_id else None
+        if holder is not None and holder is not obj:
+            self._leave(holder, now)
+        if not factory_id:
+            if holder is None:
+                fw.emit(msgs.ObjectConnectionState(object_id=slot, factory_id=0,
+                                                   object_type=_ObjectType.InvalidObject,
+                                                   connected=False))
+            return
         if obj is None:
-            fw.emit(msgs.ObjectConnectionState(object_id=0, factory_id=int(m.factory_id),
+            fw.emit(msgs.ObjectConnectionState(object_id=slot, factory_id=factory_id,
                                                object_type=_ObjectType.InvalidObject,
                                                connected=False))
             return
-        if m.connect and not obj.in_range:
+        if not obj.in_range:
             # out of range: the robot tries, hears nothing, and reports the failure
             def failed(t: float, obj: Accessory = obj) -> None:
                 if obj.object_id is None:
-                    self._connection_state(obj, 0, False)
+                    self._connection_state(obj, slot, False)
             fw.at(now + OBJECT_CONNECT_FAIL_S, failed)
             return
-        if m.connect:
-            if obj.object_id is None:
-                obj.object_id = self._next_object_id
-                self._next_object_id += 1
-            obj.next_power = now + 0.5
-            self._connection_state(obj, obj.object_id, True)
-        else:
-            object_id = obj.object_id if obj.object_id is not None else 0
-            obj.object_id = None
-            obj.stream_accel = False
-            obj.next_available = now + fw.config.object_available_period if obj.in_range else math.inf
-            self._connection_state(obj, object_id, False)
+        obj.object_id = slot  # (one in another slot moves: the robot would hold it twice)
+        obj.next_power = now + 0.5
+        self._connection_state(obj, slot, True)
 
     def _on_SetAccessoryDiscovery(self, m: Any, now: float) -> None:
         self.discovery = bool(m.enable)

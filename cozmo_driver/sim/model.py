@@ -93,7 +93,8 @@ What it models
   stream plays before EnableAnimationState (counted in ``unplayable``), which also
   starts the AnimationState events, one per tick.
 * **Objects**: three light cubes and the charger advertise ObjectAvailable
-  while not connected; ObjectConnect gives them per-connection object ids.
+  while not connected; ObjectConnect (Anki's SetPropSlot) puts one in a radio slot (0..3,
+  its object id), or empties a slot (factory id 0), as the body firmware does.
   :meth:`RobotModel.set_object_in_range` takes one out of radio range (it stops
   advertising, its connection drops with ObjectConnectionState ``connected``
   false, connecting fails after ``OBJECT_CONNECT_FAIL_S``) and back.

@@ -133,7 +133,7 @@ class Rig:
         self.reg = ObjectRegistry(ObjectSettings(**settings))
         self.reg.active = True
         self.now = 100.0
-        self.next_id = 1
+        self.slot_of: dict = {}  # factory id -> the radio slot the registry put it in
         if ready:
             self.reg.on_robot_ready(self.now)
 
@@ -149,12 +149,22 @@ class Rig:
         self.advertise((C1, 1, -50), (C2, 2, -55), (C3, 3, -60), (CH, 13, -62))
 
     def connects(self) -> list:
-        return [(x.factory_id, x.connect) for x in self.reg.pop_messages() if x.NAME == "ObjectConnect"]
+        """The ObjectConnects sent (Anki's SetPropSlot) as (factory id, True) for an object put
+        in a slot, (the factory id that slot held, False) for a slot emptied (factory id 0)."""
+        out = []
+        for x in self.reg.pop_messages():
+            if x.NAME != "ObjectConnect":
+                continue
+            if x.factory_id:
+                self.slot_of[x.factory_id] = x.slot
+                out.append((x.factory_id, True))
+            else:
+                out.append((next(f for f, s in self.slot_of.items() if s == x.slot), False))
+        return out
 
     def answer(self, fid: int, otype: int, connected: bool, object_id: int | None = None) -> int:
-        if object_id is None:
-            object_id = self.next_id if connected else 0
-            self.next_id += 1 if connected else 0
+        if object_id is None:  # the robot answers with the slot as the object id
+            object_id = self.slot_of.get(fid, 0)
         self.reg.on_message(m.ObjectConnectionState(object_id=object_id, factory_id=fid,
                                                     object_type=otype, connected=connected), self.now)
         return object_id
@@ -220,7 +230,9 @@ def test_auto_connect_connects_the_three_cubes_once_then_events_flow():
     events = [e for e in rig.reg.pop_events() if e.type != EV.APPEARED]
     assert [(e.type, e.name) for e in events] == [
         (EV.CONNECTED, "cube1"), (EV.CONNECTED, "cube2"), (EV.CONNECTED, "cube3")]
-    assert events[0].description == "cube1 (0xc0b10001) connected (object id 1)"
+    assert events[0].description == "cube1 (0xc0b10001) connected (object id 0)"
+    # each in a radio slot of its own (Anki's SetPropSlot), the slot its object id
+    assert sorted(rig.slot_of.values()) == [0, 1, 2] and ids == rig.slot_of
     assert rig.reg.entry(C1).connected and rig.reg.entry(C1).object_id == ids[C1]
     cube2 = ids[C2]
     rig.reg.on_message(m.ObjectTapped(timestamp_ms=1, object_id=cube2, num_taps=2, tap_time=12,
@@ -341,7 +353,8 @@ def test_a_dropped_cube_is_reconnected_with_back_off_once_it_advertises_again():
     assert rig.events() == [(EV.CONNECTED, "cube1")]
     restored = rig.reg.pop_messages()                # its lights and accelerometer stream again
     assert [x.NAME for x in restored] == ["CubeId", "CubeLights", "StreamObjectAccel"]
-    assert restored[0].object_id == new_id != cube1 and restored[0].rotation_period_frames == 6
+    # (to the slot it was given again: its object id)
+    assert restored[0].object_id == new_id == rig.slot_of[C1] and restored[0].rotation_period_frames == 6
     assert restored[1].states[0].on_color == 0x7C00 and restored[2].object_id == new_id
     # a connection that lasted reconnect_max resets the back-off
     rig.advance(8.0)
@@ -379,13 +392,13 @@ def test_requests_connect_and_disconnect_by_factory_id_and_by_type():
     assert rig.reg.request(2, C2, 0, True, rig.now) == C2          # joins the pending request
     assert rig.connects() == []
     rig.answer(C2, 2, True)
-    assert rig.results() == [(1, True, "cube2 connected (object id 1)"), (2, True, "cube2 connected (object id 1)")]
+    assert rig.results() == [(1, True, "cube2 connected (object id 0)"), (2, True, "cube2 connected (object id 0)")]
     assert rig.reg.request(3, 0, 1, True, rig.now) == other        # by type: the strongest signal
     assert rig.connects() == [(other, True)]
     rig.answer(other, 1, True)
     rig.results()
     assert rig.reg.request(4, 0, 1, True, rig.now) == other        # by type: that one is connected
-    assert rig.results() == [(4, True, "cube1 was already connected (object id 2)")]
+    assert rig.results() == [(4, True, "cube1 was already connected (object id 1)")]
     assert rig.reg.request(5, 0, 1, False, rig.now) == other
     assert rig.connects() == [(other, False)]
     rig.answer(other, 1, False, object_id=2)
@@ -489,7 +502,7 @@ def test_release_all_turns_lights_off_then_disconnects():
     out = rig.reg.release_all()
     assert [x.NAME for x in out] == ["CubeId", "CubeLights", "ObjectConnect"]
     assert out[0].object_id == cube1 and all(s.on_color == 0 for s in out[1].states)
-    assert (out[2].factory_id, out[2].connect) == (C1, False)
+    assert (out[2].factory_id, out[2].slot) == (0, cube1)   # its slot emptied
 
 
 def test_find_connected_says_why_not():
@@ -642,7 +655,7 @@ class Sim:
 def test_sim_cube_out_of_range_stops_advertising_drops_and_comes_back():
     sim = Sim()
     assert {x.factory_id for x in sim.run(1.1) if x.NAME == "ObjectAvailable"} == {C1, C2, C3, CH}
-    state, = sim.send(m.ObjectConnect(factory_id=C2, connect=True))
+    state, = sim.send(m.ObjectConnect(factory_id=C2, slot=1))
     assert state.connected
     sim.model.set_object_in_range(2, False, sim.now)
     dropped, = sim.model.pop_outgoing()
@@ -652,15 +665,46 @@ def test_sim_cube_out_of_range_stops_advertising_drops_and_comes_back():
     out = sim.run(3.0)
     assert C2 not in {x.factory_id for x in out if x.NAME == "ObjectAvailable"}
     assert sim.model.next_tick() is not None and sim.model.next_tick() < math.inf
-    assert sim.send(m.ObjectConnect(factory_id=C2, connect=True)) == []   # the robot tries...
+    assert sim.send(m.ObjectConnect(factory_id=C2, slot=1)) == []   # the robot tries...
     failed = [x for x in sim.run(OBJECT_CONNECT_FAIL_S + 0.05) if x.NAME == "ObjectConnectionState"]
     assert [(x.factory_id, x.connected) for x in failed] == [(C2, False)]  # ...and gives up
     sim.model.set_object_in_range(2, True, sim.now)
     assert C2 in {x.factory_id for x in sim.run(0.05) if x.NAME == "ObjectAvailable"}
-    state, = sim.send(m.ObjectConnect(factory_id=C2, connect=True))
+    state, = sim.send(m.ObjectConnect(factory_id=C2, slot=1))
     assert state.connected
     assert sim.model.object_states()[2]["in_range"] and sim.model.object_states()[2]["object_id"] == state.object_id
     sim.model.set_object_in_range(0, False, sim.now)                      # the charger too
     assert CH not in {x.factory_id for x in sim.run(2.0) if x.NAME == "ObjectAvailable"}
     with pytest.raises(ValueError):
         sim.model.set_object_in_range(4, False, sim.now)
+
+
+def test_each_object_takes_a_radio_slot_of_its_own_and_a_disconnection_empties_it():
+    """ObjectConnect is Anki's SetPropSlot (engine: Robot::ConnectToRequestedObjects; body
+    firmware: Radio::assignProp): a factory id puts the object in one of the radio's 4 slots,
+    the slot is then its object id, and factory id 0 empties a slot. Slots are not shared:
+    an object put in a held slot would push out the one there."""
+    rig = Rig(auto_connect_charger=True)
+    rig.all_advertise()
+    rig.advance(0.1)
+    rig.connects()
+    assert sorted(rig.slot_of.values()) == [0, 1, 2, 3]           # cube1-3 and the charger
+    ids = {fid: rig.answer(fid, t, True) for fid, t in ((C1, 1), (C2, 2), (C3, 3), (CH, 13))}
+    assert ids == rig.slot_of
+    other = 0xC0B10999                                            # a second cube1: no slot left
+    rig.advertise((other, 1, -40))
+    rig.reg.request(1, other, 0, True, rig.now)
+    assert rig.connects() == []
+    (result,) = rig.results()
+    assert result[:2] == (1, False) and "all 4 of the robot's radio slots hold objects" in result[2]
+    rig.reg.request(2, C2, 0, False, rig.now)                     # cube2 out: its slot emptied
+    (emptied,) = [x for x in rig.reg.pop_messages() if x.NAME == "ObjectConnect"]
+    assert (emptied.factory_id, emptied.slot) == (0, ids[C2])
+    # the robot's answer names no object when the slot held none by then (firmware): it counts
+    rig.reg.on_message(m.ObjectConnectionState(object_id=ids[C2], factory_id=0, object_type=-1,
+                                               connected=False), rig.now)
+    assert rig.results() == [(2, True, "cube2 disconnected")]
+    assert not rig.reg.entry(C2).connected
+    rig.reg.request(3, other, 0, True, rig.now)                   # its slot is free again
+    (taken,) = [x for x in rig.reg.pop_messages() if x.NAME == "ObjectConnect"]
+    assert (taken.factory_id, taken.slot) == (other, ids[C2])

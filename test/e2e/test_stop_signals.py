@@ -55,7 +55,7 @@ START_TIMEOUT_S = 120.0
 CLEANUP_S = 10.0
 SIGNALS = [signal.SIGINT, signal.SIGTERM]
 #: what a driver sends when it tears its robot down (the cubes' lights off, the cubes
-#: disconnected (ObjectConnect with connect=False), the backpack dark): none of it may reach
+#: disconnected (ObjectConnect emptying their radio slots), the backpack dark): none of it may reach
 #: the robot before the motor stop
 TEARDOWN = {"CubeLights", "CubeId", "ObjectConnect", "SetBackpackLights"}
 
@@ -305,9 +305,9 @@ def test_a_signal_stops_the_treads_then_every_process(name, sig, sim, rclpy_cont
                 break
             time.sleep(0.01)
         left = program.running()
-        # a cube's ObjectConnect(connect=True) is its discovery going on, not the teardown
+        # an ObjectConnect putting a cube in a slot is its discovery going on, not the teardown
         after = [(when - t0, msg.NAME) for when, msg in sim.commands() if when >= t0
-                 and not (msg.NAME == "ObjectConnect" and msg.connect)]
+                 and not (msg.NAME == "ObjectConnect" and msg.factory_id)]
         around = "\n".join(f"  {when - t0:+.3f} s {msg}" for when, msg in sim.commands()
                             if t0 - 1.0 <= when <= t0 + STOP_BOUND_S)
         if not left:  # gone (perhaps a zombie a moment ago): its status

@@ -88,8 +88,8 @@ def random_values(rng: random.Random, name: str) -> dict:
     """Field values keyed by OUR field names; light states as plain dicts."""
     values = {}
     for f in SPECS[name].fields:
-        if isinstance(f, F):
-            values[f.name] = random_scalar(rng, f.type, f.enum)
+        if isinstance(f, F):  # a retyped field takes values both readings hold (ObjectConnect's 0/1)
+            values[f.name] = random_scalar(rng, f.ref_type or f.type, f.enum)
         elif isinstance(f, FixedArray):
             if f.element == "u8":
                 values[f.name] = bytes(rng.getrandbits(8) for _ in range(f.count))

@@ -32,6 +32,7 @@ SHARED = pathlib.Path(__file__).resolve().parents[2].parent / "shared"
 TABLE_PATH = SHARED / "protocol" / "messages.json"
 SCALARS = {"u8", "u16", "u32", "i8", "i16", "i32", "f32", "f64", "bool"}
 SENDER = {"engine->robot": "engine", "robot->engine": "robot", "both": "both"}
+_SIZE = {"u8": 1, "i8": 1, "bool": 1, "u16": 2, "i16": 2, "u32": 4, "i32": 4, "f32": 4, "f64": 8}
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +53,11 @@ def field_matches(owner: str, ours, ref: dict) -> None:
     n = ref["length_prefix_type_or_fixed_length"]
     if kind in SCALARS:
         assert isinstance(ours, F), where
-        assert ours.type == kind, where
+        if ours.ref_type is not None:  # a retype (tools/gen_declaration.py RETYPES): same size
+            assert ours.ref_type == kind, where
+            assert _SIZE[ours.type] == _SIZE[kind], f"{where}: a retype must keep the size"
+        else:
+            assert ours.type == kind, where
         assert ours.enum == ref.get("enum"), f"{where}: enum {ours.enum!r} != {ref.get('enum')!r}"
         assert ours.default == ref["default"], f"{where}: default {ours.default!r} != {ref['default']!r}"
     elif kind == "farray":
@@ -124,7 +129,7 @@ def test_compiled_defaults_equal_table(table, index):
         value = getattr(msg, f.name)
         if rf["type"] in SCALARS:
             assert value == rf["default"], f"{ref['name']}.{f.name}"
-            if not f.enum:  # a float field defaults to a float, a bool field to a bool
+            if not f.enum and f.ref_type is None:  # a float field defaults to a float, a bool to a bool
                 assert type(value) is type(rf["default"]), f"{ref['name']}.{f.name}: {value!r}"
             if f.enum and rf["default"] in [m["value"] for e in table["enums"] if e["name"] == f.enum
                                             for m in e["members"]]:
@@ -190,7 +195,8 @@ def test_frame_constants_equal_table(table):
 
 def test_renamed_fields_carry_units():
     """Every rename exists to add a unit: the new name extends the reference name."""
-    renamed = [(m.name, f) for m in decl.MESSAGES for f in m.fields if f.ref is not None]
+    renamed = [(m.name, f) for m in decl.MESSAGES for f in m.fields
+               if f.ref is not None and getattr(f, "ref_type", None) is None]
     assert len(renamed) == 34
     units = ("_mm", "_ms", "_mmps", "_mmps2", "_radps", "_v")
     for owner, f in renamed:
@@ -210,3 +216,13 @@ def test_generator_reproduces_the_committed_file(tmp_path, table):
     generated = (tmp_path / "cozmo_driver" / "protocol" / "declaration.py").read_text()
     committed = (ROOT / "cozmo_driver" / "protocol" / "declaration.py").read_text()
     assert generated == committed, "declaration.py differs from what tools/gen_declaration.py makes"
+
+
+def test_the_only_retype_is_object_connects_slot():
+    """ObjectConnect's second byte is the radio slot (Anki's engine: SetPropSlot(factory_id,
+    slot); the body firmware: Radio::assignProp), not the reference's bool."""
+    retyped = [(m.name, f.name, f.ref, f.ref_type) for m in decl.MESSAGES
+               for f in m.fields if isinstance(f, F) and f.ref_type is not None]
+    assert retyped == [("ObjectConnect", "slot", "connect", "bool")]
+    packet = MESSAGES_BY_NAME["ObjectConnect"](factory_id=0x12345678, slot=3).to_packet()
+    assert packet[-5:] == bytes.fromhex("7856341203")

@@ -312,7 +312,8 @@ def test_losing_the_robot_disconnects_the_cubes_and_its_return_reconnects_them(m
     """Whether the robot drops its cubes' radio links when the driver's connection goes or
     keeps them (the protocol notes do not say): the cubes are connected again. A robot that
     kept them never let them advertise, and the driver waited for adverts that never came,
-    until it released them (ObjectConnect false) at the reconnection."""
+    until it released them (their radio slots emptied: ObjectConnect with factory id 0) at
+    the reconnection."""
     rig = make_rig()
     rig.sim.robot.model.config.keep_object_links = keep_links
     first = rig.wait_list(all_cubes_connected)
@@ -500,16 +501,18 @@ def test_a_cube_that_disappears_and_comes_back_is_reconnected_with_its_lights(ma
     rig.wait_event(ObjectEvent.DISAPPEARED, "cube1", after=mark)
     objects = rig.wait_list(lambda o: "cube1" not in o)
     assert objects["cube2"].connected and objects["cube3"].connected
+    sent_before = len(rig.sim.commands())
     rig.sim.set_object_in_range(1, True)
     rig.wait_event(ObjectEvent.APPEARED, "cube1", after=mark)
     connected = rig.wait_event(ObjectEvent.CONNECTED, "cube1", after=mark)
     new_id = rig.sim.object_ids()[1]
-    assert new_id is not None and new_id != old_id and f"object id {new_id}" in connected.description
+    # its id is its radio slot: the one it held, free again (the lowest free one)
+    assert new_id == old_id == 0 and f"object id {new_id}" in connected.description
     assert rig.wait_list(lambda o: "cube1" in o and o["cube1"].connected)["cube1"].object_id == new_id
-    # its light programme was sent again, to its new object id
+    # its light programme was sent again, to its object id, after it came back
     assert rig.spin_until(lambda: any(m.NAME == "CubeId" and m.object_id == new_id
                                       and m.rotation_period_frames == 3
-                                      for _, m in rig.sim.commands()), WAIT)
+                                      for _, m in rig.sim.commands()[sent_before:]), WAIT)
     order = [e.type for e in rig.events[mark:] if e.name == "cube1"]
     assert order == [ObjectEvent.DISCONNECTED, ObjectEvent.DISAPPEARED, ObjectEvent.APPEARED,
                      ObjectEvent.CONNECTED]
@@ -534,5 +537,8 @@ def test_deactivate_leaves_the_objects_and_cleanup_turns_their_lights_off(make_r
     rig.node.close()                      # cleanup: lights off, objects disconnected, link closed
     assert rig.sim.wait_until(lambda s: all(st.on_color == 0 for n in (1, 2, 3)
                                             for st in s.object_states()[n]["lights"]), WAIT)
-    released = {m.factory_id for _, m in rig.sim.commands() if m.NAME == "ObjectConnect" and not m.connect}
-    assert released == {C1, C2, C3}
+    # their slots emptied (ObjectConnect, Anki's SetPropSlot, with factory id 0): the three
+    # cubes' own, each once
+    slots = {m.factory_id: m.slot for _, m in rig.sim.commands() if m.NAME == "ObjectConnect" and m.factory_id}
+    released = [m.slot for _, m in rig.sim.commands() if m.NAME == "ObjectConnect" and not m.factory_id]
+    assert sorted(released) == sorted(slots[c] for c in (C1, C2, C3)) and len(set(released)) == 3

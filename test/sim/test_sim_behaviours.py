@@ -367,8 +367,8 @@ def connect_cubes(h: Harness) -> dict:
     """Connect the three cubes as advertised; cube number (1..3) -> object id."""
     assert h.run_until(lambda: {a.factory_id for a in h.received("ObjectAvailable")}
                        >= set(CUBE_FACTORY_IDS), 5.0)
-    for fid in CUBE_FACTORY_IDS:
-        h.send(m.ObjectConnect(factory_id=fid, connect=True))
+    for slot, fid in enumerate(CUBE_FACTORY_IDS):
+        h.send(m.ObjectConnect(factory_id=fid, slot=slot))
     assert h.run_until(lambda: len(h.received("ObjectConnectionState")) >= 3, 5.0)
     by_factory = {s.factory_id: s.object_id for s in h.received("ObjectConnectionState") if s.connected}
     ids = {n + 1: by_factory[fid] for n, fid in enumerate(CUBE_FACTORY_IDS)}

@@ -991,15 +991,17 @@ def test_objects_connect_lights_and_sensors():
     avail = {a.factory_id: a for a in clock.take("ObjectAvailable")}
     assert set(avail) == set(CUBE_FACTORY_IDS) | {CHARGER_FACTORY_ID}
     assert all(0 < a.rssi <= 127 for a in avail.values())   # the radio's magnitude, -dBm
-    for fid in CUBE_FACTORY_IDS:
-        clock.send(m.ObjectConnect(factory_id=fid, connect=True))
+    for slot, fid in enumerate(CUBE_FACTORY_IDS):   # ObjectConnect is Anki's SetPropSlot
+        clock.send(m.ObjectConnect(factory_id=fid, slot=slot))
     states = clock.take("ObjectConnectionState")
     assert [s.connected for s in states] == [True] * 3
     ids = [s.object_id for s in states]
-    assert len(set(ids)) == 3
+    assert ids == [0, 1, 2]                              # the slot is the object id
     assert [s.object_type for s in states] == [1, 2, 3]
-    clock.send(m.ObjectConnect(factory_id=0x1234, connect=True))
+    clock.send(m.ObjectConnect(factory_id=0x1234, slot=3))
     assert clock.take("ObjectConnectionState")[0].connected is False
+    clock.send(m.ObjectConnect(factory_id=CUBE_FACTORY_IDS[0], slot=4))  # beyond the radio's 4: ignored
+    assert clock.take("ObjectConnectionState") == []
     ls = m.STRUCTS["LightState"]
     clock.send(m.CubeId(object_id=ids[1], rotation_period_frames=5))
     clock.send(m.CubeLights(states=[ls(on_color=0x7FFF)] * 4))
@@ -1024,9 +1026,17 @@ def test_objects_connect_lights_and_sensors():
     clock.take("ObjectAvailable")
     clock.run(2.0)
     assert {a.factory_id for a in clock.take("ObjectAvailable")} == {CHARGER_FACTORY_ID}
-    clock.send(m.ObjectConnect(factory_id=CUBE_FACTORY_IDS[0], connect=False))
-    assert clock.take("ObjectConnectionState")[0].connected is False
+    clock.send(m.ObjectConnect(factory_id=0, slot=ids[0]))          # slot 0 emptied: cube1 leaves
+    left = clock.take("ObjectConnectionState")[0]
+    assert (left.object_id, left.factory_id, left.connected) == (ids[0], CUBE_FACTORY_IDS[0], False)
     assert not clock.model.tap_cube(1, clock.now)
+    clock.send(m.ObjectConnect(factory_id=CUBE_FACTORY_IDS[0], slot=ids[1]))  # into cube2's slot
+    pushed, took = clock.take("ObjectConnectionState")
+    assert (pushed.factory_id, pushed.connected) == (CUBE_FACTORY_IDS[1], False)   # cube2 out
+    assert (took.factory_id, took.object_id, took.connected) == (CUBE_FACTORY_IDS[0], ids[1], True)
+    clock.send(m.ObjectConnect(factory_id=0, slot=ids[0]))          # an empty slot: names none
+    empty = clock.take("ObjectConnectionState")[0]
+    assert (empty.object_id, empty.factory_id, empty.connected) == (ids[0], 0, False)
 
 
 # ------------------------------------------------------------------------------- NV storage

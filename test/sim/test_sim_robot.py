@@ -171,8 +171,8 @@ def test_scripted_events_reach_the_engine():
     assert names == ["ButtonPressed", "RobotPoked", "FallingStarted", "RobotDelocalized", "ButtonPressed",
                      "FallingStopped"]
     assert state_flags(h) & StatusFlag.IS_ON_CHARGER
-    for fid in (a.factory_id for a in h.received("ObjectAvailable")[:3]):
-        h.send(m.ObjectConnect(factory_id=fid, connect=True))
+    for slot, fid in enumerate(a.factory_id for a in h.received("ObjectAvailable")[:3]):
+        h.send(m.ObjectConnect(factory_id=fid, slot=slot))
     h.run(0.2)
     ids = [s.object_id for s in h.received("ObjectConnectionState")]
     assert len(ids) == 3

@@ -361,7 +361,7 @@ def test_ground_truth_readers(sim):
             engine.send(m.OutputSilence())
         engine.send(m.SetRobotVolume(level=30000))
         engine.send(m.LightStateSide(states=[ls(on_color=0x7C00), ls(on_color=0x001F)]))
-        engine.send(m.ObjectConnect(factory_id=CUBE_FACTORY_IDS[2], connect=True))
+        engine.send(m.ObjectConnect(factory_id=CUBE_FACTORY_IDS[2], slot=0))
         engine.send(m.EnableColorImages(enable=True))
         assert sim.wait_until(lambda s: s.display_count() >= 1 and s.audio_frames() >= 1
                               and s.object_ids()[3] is not None, 3.0)
