@@ -174,11 +174,6 @@ def test_reboot_over_udp_and_reconnect(sim):
         assert sim.stats()["robot"]["reboots"] == 1
 
 
-def _greeted(engine):
-    return lambda: any(isinstance(e, MessageReceived) and e.message.NAME == "FirmwareSignature"
-                       for e in engine.events)
-
-
 @pytest.mark.parametrize("how", ["killed", "disconnected"])
 def test_a_second_client_waits_until_the_first_lets_go(how):
     """Anki's firmware (link_policy "firmware", the default) ignores anyone else while a
@@ -190,7 +185,7 @@ def test_a_second_client_waits_until_the_first_lets_go(how):
         first.initialise()
         holder = sim.peer()
         second.connect()
-        assert not second.wait(_greeted(second), 1.5), "the robot answered a second client"
+        assert not second.wait(second.has("FirmwareSignature"), 1.5), "the robot answered a second client"
         assert sim.peer() == holder and sim.transport.stats.wrong_source >= 3
         assert not second.session.is_connected
         let_go = time.monotonic()
@@ -199,7 +194,7 @@ def test_a_second_client_waits_until_the_first_lets_go(how):
         else:
             first.transport.call(lambda: first.session.disconnect(time.monotonic()))
         second.connect()  # a new attempt (the first gave up after its connect_timeout)
-        assert second.wait(_greeted(second), 4.0), "the second client never got the robot"
+        assert second.wait(second.has("FirmwareSignature"), 4.0), "the second client never got the robot"
         waited = time.monotonic() - let_go
         if how == "killed":
             assert waited >= config.peer_timeout - 0.1  # not before the robot gave the link up
@@ -214,7 +209,7 @@ def test_with_the_latest_reset_policy_a_second_client_takes_the_robot_at_once():
         first.initialise()
         holder = sim.peer()
         second.connect()
-        assert second.wait(_greeted(second), 2.0)
+        assert second.wait(second.has("FirmwareSignature"), 2.0)
         assert sim.peer() != holder
 
 
