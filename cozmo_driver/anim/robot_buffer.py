@@ -29,6 +29,7 @@ shows in the stats, as every median does.
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
 from typing import List, Optional
 
@@ -87,9 +88,7 @@ class BufferGuard:
         self._levels.append(sent - played)
         if now - self._start < WINDOW_S - 1e-6:
             return 0
-        levels = sorted(self._levels)
-        n = len(levels)
-        median = levels[n // 2] if n % 2 else (levels[n // 2 - 1] + levels[n // 2]) / 2.0
+        median = statistics.median(self._levels)
         elapsed = now - self._start
         streamed = sent - self._sent0
         playing = played > self._played0
