@@ -46,6 +46,11 @@ events (:meth:`~ObjectRegistry.pop_events`), accelerometer samples
   cube starts moving, with its acceleration), STOPPED_MOVING, UP_AXIS_CHANGED
   (when the axis differs), CONNECTED, DISCONNECTED, APPEARED, DISAPPEARED.
   ObjectTapFiltered is counted, not published (ObjectTapped reports the same taps).
+  With ``filter_object_events`` (the default) taps and moves pass :mod:`.tap_filter`
+  as in Anki's engine: weak taps and the echoes of one shock are dropped, the strongest
+  tap of a group is published :data:`~.tap_filter.TAP_GROUP_S` after its first
+  (:meth:`~ObjectRegistry.release_taps`, at :attr:`~ObjectRegistry.taps_due_at`), and
+  moves a tap caused and the charger's moves are dropped.
 
 Units. The cubes' accelerations (ObjectMoved, ObjectAccel) are the cube
 accelerometer's raw counts, 64 to 1 g (Anki's firmware passes them on as the cube
@@ -75,6 +80,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from ..protocol import messages as msgs
 from .commands import CommandError, clamp, require_finite, rgb555
 from .diagnostics import OK, WARN, DiagnosticReport
+from .tap_filter import TapFilter
 
 __all__ = [
     "ObjectType", "UpAxis", "ObjectEventType", "LED_FRAME_S", "MAX_PERIOD_S", "MAX_OFFSET_S",
@@ -279,6 +285,8 @@ class ObjectSettings:
     connect_timeout: float = 3.0
     reconnect_min: float = 1.0
     reconnect_max: float = 10.0
+    #: publish taps and moves as Anki's engine did (:mod:`.tap_filter`); false: all of them
+    filter_object_events: bool = True
 
 
 @dataclass
@@ -392,6 +400,7 @@ class ObjectRegistry:
             "connection attempts": 0, "connection failures": 0, "connections dropped": 0,
         }
         self.event_counts: Dict[int, int] = {t: 0 for t in _EVENT_NAMES if t}
+        self.taps = TapFilter()
 
     # ------------------------------------------------------------------ outputs
 
@@ -431,9 +440,12 @@ class ObjectRegistry:
     # ------------------------------------------------------------------ helpers
 
     def _event(self, type_: int, entry: ObjectEntry, description: str, **fields: Any) -> None:
-        self.event_counts[type_] = self.event_counts.get(type_, 0) + 1
-        self._events.append(ObjectEventRecord(type_, entry.factory_id, entry.object_type, entry.name,
-                                              description, **fields))
+        self._emit(ObjectEventRecord(type_, entry.factory_id, entry.object_type, entry.name,
+                                     description, **fields))
+
+    def _emit(self, record: ObjectEventRecord) -> None:
+        self.event_counts[record.type] = self.event_counts.get(record.type, 0) + 1
+        self._events.append(record)
 
     def _resolve(self, entry: ObjectEntry, success: bool, message: str) -> None:
         pending, entry.pending = entry.pending, None
@@ -531,6 +543,7 @@ class ObjectRegistry:
         entry.object_id = entry.slot = None
         entry.connected_since = None
         entry.moving = False
+        self.taps.forget(entry.factory_id)
         entry.last_seen = now
         entry.advertised_at = None  # reconnected only once it advertises again
         self._changed = True
@@ -596,12 +609,19 @@ class ObjectRegistry:
         elif name == "ObjectTapped":
             count = int(message.num_taps)
             intensity = float(int(message.tap_pos) - int(message.tap_neg))
-            self._event(ObjectEventType.TAPPED, entry, f"{entry.name} tapped {_times(count)} "
-                        f"(intensity {intensity:.0f})", tap_count=count, tap_intensity=intensity)
+            record = ObjectEventRecord(ObjectEventType.TAPPED, entry.factory_id, entry.object_type,
+                                       entry.name, f"{entry.name} tapped {_times(count)} "
+                                       f"(intensity {intensity:.0f})", tap_count=count,
+                                       tap_intensity=intensity)
+            if self.settings.filter_object_events:  # published by release_taps
+                self.taps.tap(entry.factory_id, intensity, record, entry.moving, now)
+            else:
+                self._emit(record)
         elif name == "ObjectTapFiltered":
             self.counters["filtered taps (not published)"] += 1
         elif name == "ObjectMoved":
-            if not entry.moving:
+            if not entry.moving and (not self.settings.filter_object_events or self.taps.move(
+                    entry.factory_id, entry.object_type == ObjectType.CHARGER, now)):
                 entry.moving = True
                 self._changed = True
                 accel = (float(message.active_accel_x) * MPS2_PER_COUNT,
@@ -716,9 +736,22 @@ class ObjectRegistry:
 
     # ------------------------------------------------------------------ time
 
+    @property
+    def taps_due_at(self) -> float:
+        """When :meth:`release_taps` has a tap to publish (inf: none is held)."""
+        return self.taps.due_at
+
+    def release_taps(self, now: float) -> None:
+        """Publish the tap the filter chose, once its group is over (or at once, the filter
+        switched off); call it at :attr:`taps_due_at`."""
+        record = self.taps.due(now) if self.settings.filter_object_events else self.taps.flush()
+        if record is not None:
+            self._emit(record)
+
     def tick(self, now: float) -> None:
         """Timeouts, ageing and auto-connect; call it often (a few times a second)."""
         s = self.settings
+        self.release_taps(now)
         for entry in list(self._entries.values()):
             pending = entry.pending
             if pending is not None and now >= pending.deadline:
@@ -924,6 +957,7 @@ class ObjectRegistry:
             ("cubes connected", str(sum(1 for e in connected if is_cube(e.object_type)))),
         ]
         values += [(k, str(v)) for k, v in self.counters.items()]
+        values += [(k, str(v)) for k, v in self.taps.counters.items()]
         values += [(f"events {_EVENT_NAMES[t]}", str(n)) for t, n in sorted(self.event_counts.items())]
         return DiagnosticReport(level, message, values)
 

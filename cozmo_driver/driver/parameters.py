@@ -145,6 +145,10 @@ PARAMETERS: Tuple[ParamSpec, ...] = (
               "or a drop; doubled after every further failure", "s", 0.1, 60.0, dynamic=True),
     ParamSpec("object_reconnect_max", 10.0, "Longest wait between attempts to reconnect an object",
               "s", 0.1, 600.0, dynamic=True),
+    ParamSpec("filter_object_events", True, "Publish the cubes' taps and moves as Anki's engine "
+              "did: taps of intensity 60 or less dropped, of the taps within 75 ms only the "
+              "strongest (75 ms later), a cube's moves for 0.5 s after a tap dropped (the tap shook "
+              "it), the charger's moves dropped; false: all the robot reports, at once", dynamic=True),
     ParamSpec("light_animation_file", "", "YAML file of more light animations for "
               "play_light_animation (format in docs/objects.md); empty: the built-in ones only"),
 )

@@ -188,7 +188,8 @@ class ObjectInterfaces:
                               object_timeout=float(p.get("object_timeout", 5.0)),
                               connect_timeout=float(p.get("object_connect_timeout", 3.0)),
                               reconnect_min=float(p.get("object_reconnect_min", 1.0)),
-                              reconnect_max=float(p.get("object_reconnect_max", 10.0)))
+                              reconnect_max=float(p.get("object_reconnect_max", 10.0)),
+                              filter_object_events=bool(p.get("filter_object_events", True)))
 
     def _locked(self, callback):
         """``callback`` holding the lock (an executor callback that uses the registry)."""
@@ -243,11 +244,18 @@ class ObjectInterfaces:
                     with self._lock:
                         if not self._closed:
                             self._tick(now)
+                elif now >= self.registry.taps_due_at:  # a tap chosen, at the next state
+                    with self._lock:
+                        if not self._closed:
+                            self.registry.release_taps(now)
+                            self._flush()
                 return
             if name not in OBJECT_MESSAGES:
                 return
             with self._lock:
                 if not self._closed:
+                    if name != "ObjectAccel":  # run-time parameters apply to the next report
+                        self.registry.settings = self._settings()
                     self.registry.on_message(event.message, time.monotonic())
                     self._flush()
         elif isinstance(event, LinkStateChanged):

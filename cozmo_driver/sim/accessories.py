@@ -248,13 +248,22 @@ class Accessories:
         obj = self.cube(n)
         return obj if obj.object_id is not None and self.fw.connected else None
 
-    def tap(self, n: int, now: float, taps: int) -> bool:
+    def tap(self, n: int, now: float, taps: int, intensity: int = 79, jolt: bool = False) -> bool:
+        """ObjectTapped of ``intensity`` (tap_pos - tap_neg, 0..255); ``jolt``: the tap shook
+        the cube, which also reports a move and its end (as real cubes often do)."""
         obj = self._connected_cube(n)
         if obj is None:
             return False
-        self.fw.emit(msgs.ObjectTapped(timestamp_ms=self.fw.timestamp_ms(now), object_id=obj.object_id,
-                                       num_taps=max(1, min(255, taps)), tap_time=12, tap_neg=-38,
-                                       tap_pos=41))
+        intensity = max(0, min(255, int(intensity)))
+        stamp = self.fw.timestamp_ms(now)
+        self.fw.emit(msgs.ObjectTapped(timestamp_ms=stamp, object_id=obj.object_id,
+                                       num_taps=max(1, min(255, taps)), tap_time=12,
+                                       tap_neg=-(intensity // 2), tap_pos=intensity - intensity // 2))
+        if jolt:
+            self.fw.emit(msgs.ObjectMoved(timestamp_ms=stamp, object_id=obj.object_id,
+                                          active_accel_x=20.0, active_accel_y=-9.0,
+                                          active_accel_z=70.0, axis_of_accel=obj.up_axis))
+            self.fw.emit(msgs.ObjectStoppedMoving(timestamp_ms=stamp, object_id=obj.object_id))
         return True
 
     def move(self, n: int, now: float, accel: Tuple[float, float, float], axis: int) -> bool:

@@ -618,10 +618,12 @@ class RobotModel:
         self.advance(now)
         self.body.teleport(x, y, yaw)
 
-    def tap_cube(self, n: int, now: float, taps: int = 1) -> bool:
-        """ObjectTapped from cube ``n`` (1..3); False if it is not connected."""
+    def tap_cube(self, n: int, now: float, taps: int = 1, intensity: int = 79,
+                 jolt: bool = False) -> bool:
+        """ObjectTapped from cube ``n`` (1..3) of ``intensity`` (tap_pos - tap_neg); ``jolt``:
+        with the move and stop a tap often causes. False if it is not connected."""
         self.advance(now)
-        return self.accessories.tap(n, now, taps)
+        return self.accessories.tap(n, now, taps, intensity, jolt)
 
     def move_cube(self, n: int, now: float, accel: Tuple[float, float, float] = (2.0, -1.0, 64.0),
                   axis: int = 5) -> bool:

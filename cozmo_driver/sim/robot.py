@@ -477,8 +477,9 @@ class SimulatedRobot:
     def teleport(self, now: float, x: float, y: float, yaw: float) -> None:
         self._script(now, self.model.teleport, now, x, y, yaw)
 
-    def tap_cube(self, n: int, now: float, taps: int = 1) -> bool:
-        return self._script(now, self.model.tap_cube, n, now, taps)
+    def tap_cube(self, n: int, now: float, taps: int = 1, intensity: int = 79,
+                 jolt: bool = False) -> bool:
+        return self._script(now, self.model.tap_cube, n, now, taps, intensity, jolt)
 
     def move_cube(self, n: int, now: float) -> bool:
         return self._script(now, self.model.move_cube, n, now)

@@ -161,8 +161,10 @@ class SimServer:
     def teleport(self, x: float, y: float, yaw: float) -> None:
         self._script("teleport", x=x, y=y, yaw=yaw)
 
-    def tap_cube(self, n: int, taps: int = 1) -> bool:
-        return self._script("tap_cube", n, taps=taps)
+    def tap_cube(self, n: int, taps: int = 1, intensity: int = 79, jolt: bool = False) -> bool:
+        """Cube ``n`` (1..3) tapped (tap_pos - tap_neg = ``intensity``); ``jolt``: the tap
+        also shakes it (a move and a stop)."""
+        return self._script("tap_cube", n, taps=taps, intensity=intensity, jolt=jolt)
 
     def move_cube(self, n: int) -> bool:
         return self._script("move_cube", n)

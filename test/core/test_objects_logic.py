@@ -237,6 +237,7 @@ def test_auto_connect_connects_the_three_cubes_once_then_events_flow():
     cube2 = ids[C2]
     rig.reg.on_message(m.ObjectTapped(timestamp_ms=1, object_id=cube2, num_taps=2, tap_time=12,
                                       tap_neg=-38, tap_pos=41), rig.now)
+    rig.advance(0.5)    # the tap published after its group's 75 ms; moves now are not the tap's
     rig.reg.on_message(m.ObjectMoved(timestamp_ms=2, object_id=cube2, active_accel_x=2.0,
                                      active_accel_y=-1.0, active_accel_z=64.0, axis_of_accel=5), rig.now)
     rig.reg.on_message(m.ObjectMoved(timestamp_ms=3, object_id=cube2, active_accel_x=1.0,
@@ -708,3 +709,124 @@ def test_each_object_takes_a_radio_slot_of_its_own_and_a_disconnection_empties_i
     rig.reg.request(3, other, 0, True, rig.now)                   # its slot is free again
     (taken,) = [x for x in rig.reg.pop_messages() if x.NAME == "ObjectConnect"]
     assert (taken.factory_id, taken.slot) == (other, ids[C2])
+
+
+# ----------------------------------------------------------------------------- taps and moves filtered
+
+def connected_rig(**settings) -> tuple:
+    """A Rig with the three cubes and the charger connected; their object ids by factory id."""
+    rig = Rig(auto_connect_charger=True, **settings)
+    rig.all_advertise()
+    rig.advance(0.25)
+    assert len(rig.connects()) == 4
+    ids = {fid: rig.answer(fid, t, True) for fid, t in ((C1, 1), (C2, 2), (C3, 3), (CH, 13))}
+    assert sorted(ids.values()) == [0, 1, 2, 3]
+    rig.reg.pop_events()
+    return rig, ids
+
+
+def tap(rig, object_id: int, intensity: int) -> None:
+    rig.reg.on_message(m.ObjectTapped(timestamp_ms=1, object_id=object_id, num_taps=1, tap_time=3,
+                                      tap_neg=-(intensity // 2), tap_pos=intensity - intensity // 2),
+                       rig.now)
+
+
+def move(rig, object_id: int) -> None:
+    rig.reg.on_message(m.ObjectMoved(timestamp_ms=2, object_id=object_id, active_accel_x=20.0,
+                                     active_accel_y=-9.0, active_accel_z=70.0, axis_of_accel=5), rig.now)
+
+
+def stop(rig, object_id: int) -> None:
+    rig.reg.on_message(m.ObjectStoppedMoving(timestamp_ms=3, object_id=object_id), rig.now)
+
+
+def published(rig) -> list:
+    return [(e.type, e.name, e.tap_intensity) for e in rig.reg.pop_events()]
+
+
+def test_weak_taps_are_dropped_and_of_a_75_ms_group_only_the_strongest_is_published():
+    from cozmo_driver.driver.tap_filter import TAP_GROUP_S, TAP_INTENSITY_MIN
+    assert (TAP_INTENSITY_MIN, TAP_GROUP_S) == (60, 0.075)   # Anki's BlockTapFilterComponent
+    rig, ids = connected_rig()
+    tap(rig, ids[C1], 60)                 # not above the minimum: dropped, opens no group
+    assert rig.reg.taps_due_at == math.inf
+    t0 = rig.now
+    tap(rig, ids[C1], 61)                 # the first kept: the group is due 75 ms later
+    assert rig.reg.taps_due_at == pytest.approx(t0 + 0.075)
+    rig.now += 0.03
+    tap(rig, ids[C2], 90)                 # any cube's tap joins it
+    rig.now += 0.03
+    tap(rig, ids[C3], 90)                 # as strong: the first of equals is kept
+    rig.reg.release_taps(t0 + 0.074)
+    assert published(rig) == []
+    rig.reg.release_taps(t0 + 0.075)
+    assert published(rig) == [(EV.TAPPED, "cube2", 90.0)]
+    rig.reg.release_taps(t0 + 1.0)        # once
+    assert published(rig) == [] and rig.reg.taps_due_at == math.inf
+    rig.advance(0.5)
+    tap(rig, ids[C3], 100)                # a tap alone: published by the tick after its 75 ms
+    rig.advance(0.05)
+    assert published(rig) == []
+    rig.advance(0.05)
+    assert published(rig) == [(EV.TAPPED, "cube3", 100.0)]
+    report = dict(rig.reg.report(True).values)
+    assert report["taps not published: intensity 60 or less"] == "1"
+    assert report["taps not published: a stronger one within 75 ms"] == "2"
+    assert report["events TAPPED"] == "2"
+
+
+def test_a_move_a_tap_caused_is_dropped_for_half_a_second_and_the_chargers_always():
+    rig, ids = connected_rig()
+    tap(rig, ids[C1], 80)
+    move(rig, ids[C1])                    # the tap shook cube1: not a move
+    stop(rig, ids[C1])                    # nor is the end of it
+    move(rig, ids[C2])                    # another cube's move is its own
+    rig.advance(0.1)
+    assert published(rig) == [(EV.MOVED, "cube2", 0.0), (EV.TAPPED, "cube1", 80.0)]
+    assert not rig.reg.entry(C1).moving and rig.reg.entry(C2).moving
+    rig.now += 0.39                       # 0.49 s after the tap: still the tap's
+    move(rig, ids[C1])
+    assert published(rig) == []
+    rig.now += 0.02                       # 0.51 s: a move of its own
+    move(rig, ids[C1])
+    stop(rig, ids[C1])
+    assert [e[:2] for e in published(rig)] == [(EV.MOVED, "cube1"), (EV.STOPPED_MOVING, "cube1")]
+    # a weak tap shook nothing worth a report; a tap of a moving cube does not hide its moves
+    tap(rig, ids[C3], 50)
+    move(rig, ids[C3])
+    assert [e[:2] for e in published(rig)] == [(EV.MOVED, "cube3")]
+    tap(rig, ids[C2], 80)                 # cube2 is moving
+    stop(rig, ids[C2])
+    move(rig, ids[C2])
+    assert [e[:2] for e in published(rig)] == [(EV.STOPPED_MOVING, "cube2"), (EV.MOVED, "cube2")]
+    # the charger reports moves that are noise (Anki's engine drops them)
+    move(rig, ids[CH])
+    stop(rig, ids[CH])
+    rig.advance(0.1)
+    assert [e[:2] for e in published(rig)] == [(EV.TAPPED, "cube2")]
+    assert not rig.reg.entry(CH).moving
+    report = dict(rig.reg.report(True).values)
+    assert report["moves not published: caused by a tap"] == "2"
+    assert report["moves not published: the charger's"] == "1"
+    # a disconnection ends a tap's quiet time: the cube's next connection starts afresh
+    tap(rig, ids[C3], 80)
+    rig.reg.on_message(m.ObjectConnectionState(object_id=ids[C3], factory_id=C3, object_type=3,
+                                               connected=False), rig.now)
+    assert rig.reg.taps._quiet_until.get(C3) is None
+
+
+def test_with_the_filter_off_every_tap_and_move_is_published_at_once():
+    rig, ids = connected_rig(filter_object_events=False)
+    tap(rig, ids[C1], 40)
+    move(rig, ids[C1])
+    stop(rig, ids[C1])
+    move(rig, ids[CH])
+    assert [e[:2] for e in published(rig)] == [(EV.TAPPED, "cube1"), (EV.MOVED, "cube1"),
+                                               (EV.STOPPED_MOVING, "cube1"), (EV.MOVED, "charger")]
+    # switched off while a group is held: the held tap is published at the next tick
+    rig.reg.settings.filter_object_events = True
+    tap(rig, ids[C2], 90)
+    rig.reg.settings.filter_object_events = False
+    rig.advance(0.01)
+    assert published(rig) == [(EV.TAPPED, "cube2", 90.0)]
+    assert rig.reg.taps_due_at == math.inf

@@ -202,6 +202,41 @@ def test_auto_connect_and_every_cube_event(make_rig):
     assert diag["_message"].startswith("3 connected (cube1, cube2, cube3)")
 
 
+def test_taps_are_filtered_as_ankis_engine_did_and_all_come_with_the_filter_off(make_rig):
+    rig = make_rig()
+    rig.wait_list(all_cubes_connected)
+    for name in ("cube1", "cube2", "cube3"):
+        rig.wait_event(ObjectEvent.CONNECTED, name)
+    reports = (ObjectEvent.TAPPED, ObjectEvent.MOVED, ObjectEvent.STOPPED_MOVING,
+               ObjectEvent.UP_AXIS_CHANGED)   # (not the charger's APPEARED meanwhile)
+    mark = len(rig.events)
+    # at once: a weak tap, a middling one, and a strong one that shakes its cube (a move
+    # and a stop): only the strong tap is published, 75 ms later, and no move
+    assert rig.sim.tap_cube(1, intensity=40)
+    assert rig.sim.tap_cube(2, intensity=70)
+    assert rig.sim.tap_cube(3, intensity=120, jolt=True)
+    tapped = rig.wait_event(ObjectEvent.TAPPED, "cube3", after=mark)
+    assert tapped.tap_intensity == 120.0 and tapped.factory_id == C3
+    # a later event of the robot's marks the end: everything before it has been published
+    assert rig.sim.set_cube_up_axis(1, ObjectInfo.UP_AXIS_Y_POSITIVE)
+    rig.wait_event(ObjectEvent.UP_AXIS_CHANGED, "cube1", after=mark)
+    assert [(e.type, e.name) for e in rig.events[mark:] if e.type in reports] == [
+        (ObjectEvent.TAPPED, "cube3"), (ObjectEvent.UP_AXIS_CHANGED, "cube1")]
+    diag = rig.objects_diagnostics()
+    assert diag["taps not published: intensity 60 or less"] == "1"
+    assert diag["taps not published: a stronger one within 75 ms"] == "1"
+    assert diag["moves not published: caused by a tap"] == "1"
+    # switched off at run time: every tap and move the robot reports, as it comes
+    result, = rig.node.set_parameters([Parameter("filter_object_events", value=False)])
+    assert result.successful, result.reason
+    mark = len(rig.events)
+    assert rig.sim.tap_cube(2, intensity=40, jolt=True)
+    rig.wait_event(ObjectEvent.STOPPED_MOVING, "cube2", after=mark)
+    assert [(e.type, e.name, e.tap_intensity) for e in rig.events[mark:] if e.type in reports] == [
+        (ObjectEvent.TAPPED, "cube2", 40.0), (ObjectEvent.MOVED, "cube2", 0.0),
+        (ObjectEvent.STOPPED_MOVING, "cube2", 0.0)]
+
+
 def test_accelerometer_stream_on_and_off(make_rig):
     rig = make_rig(auto_connect_charger=True)
     rig.wait_list(lambda o: all_cubes_connected(o) and is_connected(o, "charger"))
