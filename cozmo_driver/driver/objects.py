@@ -28,6 +28,12 @@ events (:meth:`~ObjectRegistry.pop_events`), accelerometer samples
   registry gives each the lowest slot free and empties its slot (factory id 0) to
   disconnect it. Object ids are per connection of the robot: a lost robot disconnects
   every object (DISCONNECTED).
+  The robot keeps the slot of an object that drops (goes silent) and of one whose
+  connection got no answer, and connects it by itself when it hears it again (Anki's body
+  firmware: a slot's object is re-paired from its advertisement, and an object that holds a
+  slot is not advertised): such an object is ``held``; other objects get its slot only
+  when no other is free, and disconnecting it, shutdown and the robot's own reconnection
+  empty it.
   Auto-connect (``auto_connect_cubes``, ``auto_connect_charger``) keeps one
   object of each wanted type connected: the one it connected before if it is
   still listed, else the advertised one with the strongest signal. Objects
@@ -308,8 +314,12 @@ class ObjectEntry:
     advertised_at: Optional[float] = None   # last ObjectAvailable
     listed: bool = False
     object_id: Optional[int] = None
-    #: the radio slot asked for while connecting (the object id once connected)
+    #: the radio slot asked for while connecting (the object id once connected), and the
+    #: one the robot keeps while ``held``
     slot: Optional[int] = None
+    #: not connected, but the robot keeps its radio slot and connects it by itself when it
+    #: hears it again (after a drop, or a connection that got no answer)
+    held: bool = False
     connected_since: Optional[float] = None
     battery_level: int = 0
     missed_packets: int = 0
@@ -481,8 +491,9 @@ class ObjectRegistry:
     def _forget_one(self) -> None:
         """Make room for one more: forget the object heard of longest ago that is neither
         connected nor being connected, one not listed first (a listed one leaves the list:
-        DISAPPEARED). Only connected and pending ones, which the robot bounds, are kept."""
-        idle = [e for e in self._entries.values() if not e.connected and e.pending is None]
+        DISAPPEARED). Only connected, pending and held ones, which the robot bounds, are kept."""
+        idle = [e for e in self._entries.values() if not e.connected and e.pending is None
+                and not e.held]
         if not idle:
             return
         oldest = min(idle, key=lambda e: (e.listed, e.last_seen))
@@ -507,14 +518,17 @@ class ObjectRegistry:
 
     def _free_slot(self, entry: ObjectEntry) -> Optional[int]:
         """The radio slot ``entry`` takes: its own, else the lowest no other object holds or
-        is being connected to (None: all are)."""
+        is being connected to, one the robot keeps for a silent object last (None: all are
+        taken)."""
         if entry.object_id is not None:
             return entry.object_id
-        taken = {e.object_id if e.connected else e.slot for e in self._entries.values()
-                 if e is not entry and (e.connected or e.connecting)}
+        others = [e for e in self._entries.values() if e is not entry]
+        taken = {e.object_id if e.connected else e.slot for e in others if e.connected or e.connecting}
         if entry.slot is not None and entry.slot not in taken:
             return entry.slot
-        return next((s for s in range(RADIO_SLOTS) if s not in taken), None)
+        kept = {e.slot for e in others if e.held}
+        free = [s for s in range(RADIO_SLOTS) if s not in taken]
+        return next((s for s in free if s not in kept), free[0] if free else None)
 
     def _send_connect(self, entry: ObjectEntry, connect: bool, now: float,
                       token: Optional[int] = None) -> None:
@@ -533,14 +547,20 @@ class ObjectRegistry:
         if connect:
             self.counters["connection attempts"] += 1
             entry.slot = slot
+            for other in self._entries.values():  # the robot gives the slot away
+                if other.held and other.slot == slot and other is not entry:
+                    other.held, other.slot = False, None
         self._messages.append(msgs.ObjectConnect(factory_id=entry.factory_id if connect else 0,
                                                  slot=slot))
 
-    def _disconnected(self, entry: ObjectEntry, now: float, why: str) -> None:
-        """The object's connection ended (``why`` completes "cube1 disconnected: ...")."""
+    def _disconnected(self, entry: ObjectEntry, now: float, why: str, held: bool = False) -> None:
+        """The object's connection ended (``why`` completes "cube1 disconnected: ...");
+        ``held``: the robot keeps its slot (:attr:`ObjectEntry.held`)."""
         if entry.object_id is not None:
             self._by_object_id.pop(entry.object_id, None)
-        entry.object_id = entry.slot = None
+        entry.slot = entry.object_id if held else None
+        entry.held = entry.slot is not None
+        entry.object_id = None
         entry.connected_since = None
         entry.moving = False
         self.taps.forget(entry.factory_id)
@@ -564,6 +584,9 @@ class ObjectRegistry:
             if entry.connected:
                 self._release.append(entry.object_id)
                 self._disconnected(entry, now, "the robot reconnected")
+            elif entry.held:
+                self._release.append(entry.slot)
+                entry.held, entry.slot = False, None
             if entry.pending is not None:
                 self._resolve(entry, False, "the robot reconnected")
         for slot in sorted(set(self._release)):
@@ -583,6 +606,9 @@ class ObjectRegistry:
             if entry.connected:
                 self._release.append(entry.object_id)
                 self._disconnected(entry, now, reason)
+            elif entry.held:
+                self._release.append(entry.slot)
+                entry.held, entry.slot = False, None
 
     # ------------------------------------------------------------------ the robot's messages
 
@@ -660,6 +686,7 @@ class ObjectRegistry:
         entry.rssi = -abs(int(message.rssi))
         entry.last_seen = now
         entry.advertised_at = now
+        entry.held = False  # advertised: the robot holds no slot for it (any more)
         self._list(entry, f"advertised, rssi {entry.rssi}")
 
     def _on_connection_state(self, message: Any, now: float) -> None:
@@ -683,7 +710,8 @@ class ObjectRegistry:
             was = entry.object_id
             if was is not None and was != object_id:
                 self._by_object_id.pop(was, None)
-            entry.object_id = object_id
+            entry.object_id = entry.slot = object_id
+            entry.held = False
             self._by_object_id[object_id] = entry
             self._list(entry, "connected")
             if pending is not None and pending.connect:
@@ -702,6 +730,7 @@ class ObjectRegistry:
             self._resolve(entry, True, f"{entry.name} disconnected")
             if was_connected:
                 self._disconnected(entry, now, "on request")
+            entry.held, entry.slot = False, None
             return
         if pending is not None and pending.connect:
             self.counters["connection failures"] += 1
@@ -724,7 +753,8 @@ class ObjectRegistry:
                 entry.failures = 0
             self._backoff(entry, now)
             self._disconnected(entry, now, "it dropped the connection (out of range, or its "
-                               "battery is empty?)")
+                               "battery is empty?); the robot connects it again when it hears "
+                               "it", held=True)
 
     def _restore(self, entry: ObjectEntry) -> None:
         """Send a (re)connected object its light programme and accelerometer stream again."""
@@ -758,8 +788,8 @@ class ObjectRegistry:
                 if pending.connect:
                     self.counters["connection failures"] += 1
                     self._backoff(entry, now)
-                    if not entry.connected:
-                        entry.slot = None
+                    # the robot keeps the slot and connects the object once it hears it
+                    entry.held = not entry.connected
                 self._resolve(entry, False, f"no answer from the robot within {s.connect_timeout:g} s")
             if (entry.listed and not entry.connected and entry.pending is None
                     and now - entry.last_seen > s.object_timeout):
@@ -781,8 +811,8 @@ class ObjectRegistry:
             ((ObjectType.CHARGER,) if s.auto_connect_charger else ())
         for object_type in types:
             same = [e for e in self._entries.values() if e.object_type == object_type]
-            if any(e.connected or e.connecting for e in same):
-                continue
+            if any(e.connected or e.connecting or (e.held and e.listed) for e in same):
+                continue  # (one the robot keeps a slot for: it connects it when it hears it)
             candidates = [e for e in same if e.listed and e.wanted is not False and e.pending is None]
             ours = [e for e in candidates if e.auto]
             if ours:  # the one connected before is still listed: wait for it
@@ -829,7 +859,7 @@ class ObjectRegistry:
         entry.accel_stream = False
         if entry.pending is not None and not entry.pending.connect:
             entry.pending.tokens.append(token)
-        elif entry.connected or entry.connecting:
+        elif entry.connected or entry.connecting or entry.held:
             self._send_connect(entry, False, now, token)
         else:
             self._results.append(RequestResult(token, True, f"{entry.name} was not connected",
@@ -845,8 +875,10 @@ class ObjectRegistry:
                                f"advertised it (advertised: {self._listing()})", factory_id)
                 return None
             if connect and not entry.connected and not entry.listed:
+                kept = (f"; the robot keeps its radio slot {entry.slot} and connects it when it "
+                        "hears it" if entry.held else "")
                 self._fail_now(token, f"{entry.name} ({_hex(factory_id)}) is not advertised: last "
-                               f"heard of {now - entry.last_seen:.1f} s ago", factory_id)
+                               f"heard of {now - entry.last_seen:.1f} s ago{kept}", factory_id)
                 return None
             return entry
         if not object_type:
@@ -921,13 +953,15 @@ class ObjectRegistry:
 
     def release_all(self) -> List[Any]:
         """What to send before the driver stops: every connected object's lights off, then
-        a disconnection (the cubes go back to sleep and spare their batteries)."""
+        a disconnection (the cubes go back to sleep and spare their batteries); the slots the
+        robot keeps for silent objects emptied too."""
         out: List[Any] = []
         off = [_LightStateStruct() for _ in range(CUBE_LEDS)]
         for entry in self._entries.values():
-            if entry.connected:
-                out.extend(cube_light_messages(entry.object_id, off, 0))
-                out.append(msgs.ObjectConnect(factory_id=0, slot=entry.object_id))
+            slot = entry.object_id if entry.connected else entry.slot if entry.held else None
+            if slot is not None:
+                out.extend(cube_light_messages(slot, off, 0))
+                out.append(msgs.ObjectConnect(factory_id=0, slot=slot))
         return out
 
     def fail_pending(self, reason: str) -> None:
@@ -938,26 +972,33 @@ class ObjectRegistry:
     # ------------------------------------------------------------------ diagnostics
 
     def report(self, active: bool) -> DiagnosticReport:
-        listed = self.objects()
-        connected = [e for e in listed if e.connected]
-        s = self.settings
-        if not active:
-            level, message = OK, "inactive (lifecycle)"
-        elif not self._robot_ready:
-            level, message = OK, "not connected to the robot"
-        else:
-            names = ", ".join(e.name for e in connected) or "none"
-            level, message = OK, f"{len(connected)} connected ({names}), {len(listed)} listed"
-            wanted = (len(CUBE_TYPES) if s.auto_connect_cubes else 0) + (1 if s.auto_connect_charger else 0)
-            if wanted and not connected and listed:
-                level, message = WARN, f"auto-connect on but nothing connected ({len(listed)} listed)"
-        values: List[Tuple[str, str]] = [
-            ("objects listed", str(len(listed))),
-            ("objects connected", ", ".join(f"{e.name} {_hex(e.factory_id)}" for e in connected) or "none"),
-            ("cubes connected", str(sum(1 for e in connected if is_cube(e.object_type)))),
-        ]
-        values += [(k, str(v)) for k, v in self.counters.items()]
-        values += [(k, str(v)) for k, v in self.taps.counters.items()]
-        values += [(f"events {_EVENT_NAMES[t]}", str(n)) for t, n in sorted(self.event_counts.items())]
-        return DiagnosticReport(level, message, values)
+        """The objects' /diagnostics (``active``: the node's lifecycle)."""
+        return registry_report(self, active)
 
+
+def registry_report(registry: ObjectRegistry, active: bool) -> DiagnosticReport:
+    """See :meth:`ObjectRegistry.report`."""
+    listed = registry.objects()
+    connected = [e for e in listed if e.connected]
+    s = registry.settings
+    if not active:
+        level, message = OK, "inactive (lifecycle)"
+    elif not registry.robot_ready:
+        level, message = OK, "not connected to the robot"
+    else:
+        names = ", ".join(e.name for e in connected) or "none"
+        level, message = OK, f"{len(connected)} connected ({names}), {len(listed)} listed"
+        wanted = (len(CUBE_TYPES) if s.auto_connect_cubes else 0) + (1 if s.auto_connect_charger else 0)
+        if wanted and not connected and listed:
+            level, message = WARN, f"auto-connect on but nothing connected ({len(listed)} listed)"
+    values: List[Tuple[str, str]] = [
+        ("objects listed", str(len(listed))),
+        ("objects connected", ", ".join(f"{e.name} {_hex(e.factory_id)}" for e in connected) or "none"),
+        ("cubes connected", str(sum(1 for e in connected if is_cube(e.object_type)))),
+        ("slots the robot keeps for silent objects",
+         ", ".join(f"{e.name} (slot {e.slot})" for e in registry._entries.values() if e.held) or "none"),
+    ]
+    values += [(k, str(v)) for k, v in registry.counters.items()]
+    values += [(k, str(v)) for k, v in registry.taps.counters.items()]
+    values += [(f"events {_EVENT_NAMES[t]}", str(n)) for t, n in sorted(registry.event_counts.items())]
+    return DiagnosticReport(level, message, values)

@@ -1,14 +1,19 @@
 """The simulated Cozmo's accessories: three light cubes and the charger, over the radio.
 
-:class:`Accessories` advertises the objects not connected (ObjectAvailable, while
-discovery is on), connects them on ObjectConnect, which is Anki's SetPropSlot: a
-factory id and one of the radio's 4 slots, the slot then the object's id (a factory
-id of 0 empties the slot, and an object put in a slot another holds takes its place),
-reports their power level, streams a cube's accelerometer (ObjectAccel) on
-request, keeps their lights (CubeId, CubeLights) and plays what is done to them
+:class:`Accessories` holds the radio's 4 slots as Anki's body firmware does
+(Radio::assignProp, onAdvertisePacket, transmitHandshake): ObjectConnect is Anki's
+SetPropSlot, a factory id and a slot. It gives the slot to that object (what held it
+leaves) and the object connects as soon as it is heard, the slot then its object id;
+a factory id of 0 empties the slot. The robot keeps the slot of an object that goes
+silent (out of radio range): it reports the object disconnected and connects it again
+by itself when it is heard again, without a new ObjectConnect. Only objects that hold no
+slot advertise (ObjectAvailable, while discovery is on); one put in a slot while out of
+range connects when it comes back, and nothing is said meanwhile.
+It also reports the objects' power level, streams a cube's accelerometer (ObjectAccel)
+on request, keeps their lights (CubeId, CubeLights) and plays what is done to them
 (taps, moves, turning over, battery, going out of radio range and back).
 Physical state (lights, battery, up axis, in range) survives a reboot; the
-connections do not.
+slots do not.
 """
 
 from __future__ import annotations
@@ -20,8 +25,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from ..protocol import messages as msgs
 from .firmware import Firmware
 
-__all__ = ["Accessories", "Accessory", "CUBE_FACTORY_IDS", "CHARGER_FACTORY_ID", "OBJECT_CONNECT_FAIL_S",
-           "CUBE_ACCEL_1G", "RADIO_SLOTS"]
+__all__ = ["Accessories", "Accessory", "CUBE_FACTORY_IDS", "CHARGER_FACTORY_ID", "CUBE_ACCEL_1G",
+           "RADIO_SLOTS"]
 
 #: the cube accelerometer's raw counts per 1 g (Anki's firmware: "64 is approx 1g")
 CUBE_ACCEL_1G = 64.0
@@ -29,8 +34,6 @@ CUBE_ACCEL_1G = 64.0
 #: the robot's three light cubes, then the charger (factory ids as advertised)
 CUBE_FACTORY_IDS: Tuple[int, int, int] = (0xC0B10001, 0xC0B10002, 0xC0B10003)
 CHARGER_FACTORY_ID = 0xC4A20001
-#: an ObjectConnect to an object out of radio range is answered "not connected" this much later (s)
-OBJECT_CONNECT_FAIL_S = 0.5
 #: the body firmware's radio slots (MAX_ACCESSORIES); a connected object's id is its slot
 RADIO_SLOTS = 4
 
@@ -83,18 +86,24 @@ class Accessories:
         self.reset_link(fw.t)
 
     def reset_link(self, now: float, keep_links: bool = False) -> None:
-        """No engine: discovery on, every connection dropped (``keep_links``: the radio
-        links and their object ids stay, as a robot might keep them from one engine
-        connection to the next: ``ModelConfig.keep_object_links``)."""
+        """No engine: discovery on, every slot emptied (``keep_links``: the slots and the
+        connections stay, as a robot might keep them from one engine connection to the
+        next: ``ModelConfig.keep_object_links``)."""
         self.discovery = True
         self._next_accel = now
         self._selected: Optional[int] = None
         if keep_links:
             return
+        #: the factory id each radio slot is given to (the firmware's allocated slots)
+        self.slots: List[Optional[int]] = [None] * RADIO_SLOTS
         for obj in self.objects:
             obj.object_id = None
             obj.stream_accel = False
             obj.rotation_period_frames = 0
+
+    def slot_of(self, obj: Accessory) -> Optional[int]:
+        """The slot given to ``obj`` (connected or not), or None."""
+        return next((i for i, fid in enumerate(self.slots) if fid == obj.factory_id), None)
 
     def handlers(self) -> Dict[str, Callable[[Any, float], None]]:
         return {"ObjectConnect": self._on_ObjectConnect,
@@ -113,8 +122,8 @@ class Accessories:
         """Add to ``times`` when the objects next need the model to run."""
         fw = self.fw
         if fw.connected and fw.streaming:
-            if self.discovery:
-                times.extend(o.next_available for o in self.objects if o.object_id is None)
+            times.extend(o.next_available for o in self.objects if o.object_id is None
+                         and (self.discovery or self.slot_of(o) is not None))
             times.extend(o.next_power for o in self.objects if o.object_id is not None)
         if fw.connected and any(o.stream_accel for o in self.objects):
             times.append(self._next_accel)
@@ -127,7 +136,11 @@ class Accessories:
         if fw.streaming:
             for obj in self.objects:
                 if obj.object_id is None:
-                    if self.discovery and now >= obj.next_available:
+                    slot = self.slot_of(obj)
+                    if slot is not None:  # heard again: it connects in the slot it holds
+                        if now >= obj.next_available:
+                            self._connect(obj, slot, now)
+                    elif self.discovery and now >= obj.next_available:
                         rssi = obj.rssi_base + (rng.randint(-4, 4) if cfg.noise else 0)
                         fw.emit(msgs.ObjectAvailable(factory_id=obj.factory_id,
                                                      object_type=obj.object_type, rssi=rssi))
@@ -170,46 +183,58 @@ class Accessories:
                                                 object_type=obj.object_type, connected=connected))
 
     def _leave(self, obj: Accessory, now: float) -> None:
-        """``obj`` leaves its slot: disconnected, and it advertises again."""
-        slot, obj.object_id = obj.object_id, None
+        """``obj`` lost its slot (the caller gave it away): disconnected if it was, and it
+        advertises again."""
+        if obj.object_id is not None:
+            slot, obj.object_id = obj.object_id, None
+            self._connection_state(obj, slot, False)
         obj.stream_accel = False
         obj.next_available = now + self.fw.config.object_available_period if obj.in_range else math.inf
-        self._connection_state(obj, slot, False)
+
+    def _connect(self, obj: Accessory, slot: int, now: float) -> None:
+        obj.object_id = slot
+        obj.next_power = now + 0.5
+        self._connection_state(obj, slot, True)
 
     def _on_ObjectConnect(self, m: Any, now: float) -> None:
         """SetPropSlot(factory_id, slot), as Anki's body firmware takes it (Radio::assignProp):
-        a slot beyond the radio's is ignored; factory id 0 empties the slot (answered "not
-        connected" with the factory id of what held it, or 0); another factory id takes the
-        slot, and what held it leaves."""
-        fw = self.fw
+        a slot beyond the radio's is ignored. Factory id 0 empties the slot, answered "not
+        connected" with the factory id it was given to (0: none). Another factory id is
+        given the slot: an object connected there that is another leaves ("not connected"),
+        the same one is confirmed ("connected"); the object connects once it is heard (at
+        once here if it is in range, else when it comes back), and an unknown factory id
+        is never heard."""
         factory_id, slot = int(m.factory_id), int(m.slot)
         if slot >= RADIO_SLOTS:
             return
         holder = self._by_id(slot)
-        obj = self._by_factory(factory_id) if factory_id else None
-        if holder is not None and holder is not obj:
-            self._leave(holder, now)
+        given, self.slots[slot] = self.slots[slot], None
         if not factory_id:
-            if holder is None:
-                fw.emit(msgs.ObjectConnectionState(object_id=slot, factory_id=0,
-                                                   object_type=_ObjectType.InvalidObject,
-                                                   connected=False))
+            if holder is not None:
+                self._leave(holder, now)
+            else:
+                was = self._by_factory(given) if given else None
+                if was is not None:
+                    self._leave(was, now)
+                self.fw.emit(msgs.ObjectConnectionState(
+                    object_id=slot, factory_id=given or 0, connected=False,
+                    object_type=was.object_type if was is not None else _ObjectType.InvalidObject))
             return
-        if obj is None:
-            fw.emit(msgs.ObjectConnectionState(object_id=slot, factory_id=factory_id,
-                                               object_type=_ObjectType.InvalidObject,
-                                               connected=False))
+        if holder is not None and holder.factory_id == factory_id:
+            self.slots[slot] = factory_id
+            self._connection_state(holder, slot, True)
             return
-        if not obj.in_range:
-            # out of range: the robot tries, hears nothing, and reports the failure
-            def failed(t: float, obj: Accessory = obj) -> None:
-                if obj.object_id is None:
-                    self._connection_state(obj, slot, False)
-            fw.at(now + OBJECT_CONNECT_FAIL_S, failed)
-            return
-        obj.object_id = slot  # (one in another slot moves: the robot would hold it twice)
-        obj.next_power = now + 0.5
-        self._connection_state(obj, slot, True)
+        given_to = self._by_factory(given) if given else None
+        for other in (holder, given_to if given_to is not holder else None):
+            if other is not None and other.factory_id != factory_id:
+                self._leave(other, now)
+        obj = self._by_factory(factory_id)
+        if obj is not None and self.slot_of(obj) is not None:  # given another slot before: moves
+            self.slots[self.slot_of(obj)] = None
+            self._leave(obj, now)
+        self.slots[slot] = factory_id
+        if obj is not None and obj.in_range:
+            self._connect(obj, slot, now)
 
     def _on_SetAccessoryDiscovery(self, m: Any, now: float) -> None:
         self.discovery = bool(m.enable)
@@ -306,12 +331,11 @@ class Accessories:
             return
         obj.in_range = bool(in_range)
         if in_range:
-            obj.next_available = now
+            obj.next_available = now  # it advertises, or connects in the slot it holds
             return
         obj.next_available = math.inf
-        if obj.object_id is not None:
+        if obj.object_id is not None:  # the robot keeps its slot (slots), and says it dropped
             object_id, obj.object_id = obj.object_id, None
-            obj.stream_accel = False
             if self.fw.connected:
                 self._connection_state(obj, object_id, False)
 
@@ -326,9 +350,11 @@ class Accessories:
         return {obj.index: obj.object_id for obj in self.objects}
 
     def object_states(self) -> Dict[int, Dict[str, Any]]:
-        """Cube number (1..3, 0 for the charger) -> factory id, object id, in range, light
-        states, rotation period (frames), accelerometer stream, battery level, up axis."""
+        """Cube number (1..3, 0 for the charger) -> factory id, object id (connected), the slot
+        it holds (connected or not), in range, light states, rotation period (frames),
+        accelerometer stream, battery level, up axis."""
         return {obj.index: {"factory_id": obj.factory_id, "object_id": obj.object_id,
+                            "slot": self.slot_of(obj),
                             "in_range": obj.in_range, "lights": list(obj.lights),
                             "rotation_period_frames": obj.rotation_period_frames,
                             "stream_accel": obj.stream_accel, "battery_level": obj.battery_level,

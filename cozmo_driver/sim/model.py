@@ -95,9 +95,11 @@ What it models
 * **Objects**: three light cubes and the charger advertise ObjectAvailable
   while not connected; ObjectConnect (Anki's SetPropSlot) puts one in a radio slot (0..3,
   its object id), or empties a slot (factory id 0), as the body firmware does.
+  The robot keeps the slot of an object that goes silent and connects it again by itself
+  when it is heard; only objects without a slot advertise.
   :meth:`RobotModel.set_object_in_range` takes one out of radio range (it stops
   advertising, its connection drops with ObjectConnectionState ``connected``
-  false, connecting fails after ``OBJECT_CONNECT_FAIL_S``) and back.
+  false, one given a slot meanwhile is not heard) and back.
 * **NV storage**: an in-memory store, pre-filled with a camera calibration
   (:data:`CAMERA_CALIB_FORMAT`).
 
@@ -180,7 +182,7 @@ from ..protocol.nvstorage import (  # the entry's layout is the protocol's; re-e
     encode_camera_calibration,
 )
 from ..protocol.status import RobotStatusFlag
-from .accessories import CHARGER_FACTORY_ID, CUBE_FACTORY_IDS, OBJECT_CONNECT_FAIL_S, Accessories
+from .accessories import CHARGER_FACTORY_ID, CUBE_FACTORY_IDS, Accessories
 from .animation import AnimationPlayer
 from .body import (
     BATTERY_EMPTY_V,
@@ -248,7 +250,6 @@ __all__ = [
     "CLIFF_SENSOR_OFFSETS_MM",
     "CUBE_FACTORY_IDS",
     "CHARGER_FACTORY_ID",
-    "OBJECT_CONNECT_FAIL_S",
     "FIRMWARE_VERSION",
     "AUDIO_FRAMES_PER_SECOND",
     "AUDIO_SAMPLES_PER_FRAME",
@@ -645,9 +646,9 @@ class RobotModel:
     def set_object_in_range(self, n: int, in_range: bool, now: float) -> None:
         """Take cube ``n`` (1..3; 0: the charger) out of radio range or bring it back.
 
-        Out of range it stops advertising, a connection to it drops (the robot reports
-        ObjectConnectionState with ``connected`` false) and ObjectConnect fails after
-        ``OBJECT_CONNECT_FAIL_S``; back in range it advertises again at once."""
+        Out of range it stops advertising and a connection to it drops (the robot reports
+        ObjectConnectionState with ``connected`` false, and keeps its slot); back in range
+        it connects again at once in the slot it holds, or advertises if it holds none."""
         self.advance(now)
         self.accessories.set_in_range(n, in_range, now)
 

@@ -19,8 +19,8 @@ from cozmo_driver.driver.objects import (MAX_OFFSET_S, OFF, Light, ObjectEventTy
                                          rotation_frames)
 from cozmo_driver.driver.parameters import defaults, validate_all, validate_change
 from cozmo_driver.protocol import messages as m
-from cozmo_driver.sim.model import (CHARGER_FACTORY_ID, CUBE_FACTORY_IDS, OBJECT_CONNECT_FAIL_S,
-                                    ModelConfig, RobotModel)
+from cozmo_driver.sim.model import (CHARGER_FACTORY_ID, CUBE_FACTORY_IDS, ModelConfig,
+                                    RobotModel)
 
 C1, C2, C3 = CUBE_FACTORY_IDS
 CH = CHARGER_FACTORY_ID
@@ -653,7 +653,11 @@ class Sim:
         return self.model.pop_outgoing()
 
 
-def test_sim_cube_out_of_range_stops_advertising_drops_and_comes_back():
+def test_sim_cube_out_of_range_keeps_its_slot_and_reconnects_by_itself_as_the_firmware_does():
+    """Anki's body firmware (Radio): a silent object is reported disconnected but keeps its
+    slot, is not advertised while it holds one, and is connected again from its next
+    advertisement without a new ObjectConnect; one given a slot while out of range
+    connects when it comes back, and nothing is said meanwhile."""
     sim = Sim()
     assert {x.factory_id for x in sim.run(1.1) if x.NAME == "ObjectAvailable"} == {C1, C2, C3, CH}
     state, = sim.send(m.ObjectConnect(factory_id=C2, slot=1))
@@ -661,19 +665,35 @@ def test_sim_cube_out_of_range_stops_advertising_drops_and_comes_back():
     sim.model.set_object_in_range(2, False, sim.now)
     dropped, = sim.model.pop_outgoing()
     assert (dropped.NAME, dropped.object_id, dropped.factory_id, dropped.connected) == (
-        "ObjectConnectionState", state.object_id, C2, False)
+        "ObjectConnectionState", 1, C2, False)
     assert not sim.model.tap_cube(2, sim.now)
+    assert sim.model.object_states()[2]["slot"] == 1                       # kept
     out = sim.run(3.0)
     assert C2 not in {x.factory_id for x in out if x.NAME == "ObjectAvailable"}
+    assert not [x for x in out if x.NAME == "ObjectConnectionState"]
     assert sim.model.next_tick() is not None and sim.model.next_tick() < math.inf
-    assert sim.send(m.ObjectConnect(factory_id=C2, slot=1)) == []   # the robot tries...
-    failed = [x for x in sim.run(OBJECT_CONNECT_FAIL_S + 0.05) if x.NAME == "ObjectConnectionState"]
-    assert [(x.factory_id, x.connected) for x in failed] == [(C2, False)]  # ...and gives up
+    sim.model.set_object_in_range(2, True, sim.now)                        # back: connected
+    back = [x for x in sim.run(0.05) if x.NAME in ("ObjectConnectionState", "ObjectAvailable")]
+    assert [(x.NAME, x.factory_id, x.object_id, x.connected) for x in back] == [
+        ("ObjectConnectionState", C2, 1, True)]
+    # emptied, it advertises again; given a slot out of range, it is silent until it is back
+    sim.send(m.ObjectConnect(factory_id=0, slot=1))
+    assert C2 in {x.factory_id for x in sim.run(1.1) if x.NAME == "ObjectAvailable"}
+    sim.model.set_object_in_range(2, False, sim.now)
+    assert sim.send(m.ObjectConnect(factory_id=C2, slot=2)) == []
+    out = sim.run(2.0)
+    assert not [x for x in out if x.NAME == "ObjectConnectionState"]
+    assert C2 not in {x.factory_id for x in out if x.NAME == "ObjectAvailable"}
     sim.model.set_object_in_range(2, True, sim.now)
-    assert C2 in {x.factory_id for x in sim.run(0.05) if x.NAME == "ObjectAvailable"}
-    state, = sim.send(m.ObjectConnect(factory_id=C2, slot=1))
-    assert state.connected
-    assert sim.model.object_states()[2]["in_range"] and sim.model.object_states()[2]["object_id"] == state.object_id
+    state, = [x for x in sim.run(0.05) if x.NAME == "ObjectConnectionState"]
+    assert (state.factory_id, state.object_id, state.connected) == (C2, 2, True)
+    assert sim.model.object_states()[2]["in_range"] and sim.model.object_states()[2]["object_id"] == 2
+    # a slot given to a silent object, emptied: answered with that object's factory id
+    sim.model.set_object_in_range(2, False, sim.now)
+    sim.model.pop_outgoing()
+    state, = sim.send(m.ObjectConnect(factory_id=0, slot=2))
+    assert (state.factory_id, state.object_id, state.connected) == (C2, 2, False)
+    assert sim.model.object_states()[2]["slot"] is None
     sim.model.set_object_in_range(0, False, sim.now)                      # the charger too
     assert CH not in {x.factory_id for x in sim.run(2.0) if x.NAME == "ObjectAvailable"}
     with pytest.raises(ValueError):
@@ -830,3 +850,122 @@ def test_with_the_filter_off_every_tap_and_move_is_published_at_once():
     rig.advance(0.01)
     assert published(rig) == [(EV.TAPPED, "cube2", 90.0)]
     assert rig.reg.taps_due_at == math.inf
+
+
+# ----------------------------------------------------------------------------- slots the robot keeps
+
+def test_the_robot_keeps_a_dropped_cubes_slot_and_reconnects_it_by_itself():
+    """Anki's body firmware keeps the radio slot of an object that goes silent (it reports it
+    disconnected), does not advertise an object that holds a slot, and connects it again
+    from its next advertisement: the driver keeps that slot for it, takes the robot's own
+    reconnection, and gives the slot to another object only when no other is free."""
+    rig = Rig(object_timeout=1.0)
+    rig.advertise((C1, 1, -50), (C2, 2, -55))
+    rig.advance(0.1)
+    rig.connects()
+    ids = {fid: rig.answer(fid, t, True) for fid, t in ((C1, 1), (C2, 2))}
+    rig.reg.set_lights(rig.reg.entry(C1), object_light_states([Light(on_color=RED)], 4, "f", "c", []), 6)
+    rig.reg.pop_messages()
+    rig.events()
+    rig.answer(C1, 1, False, object_id=ids[C1])           # it dropped
+    entry = rig.reg.entry(C1)
+    assert rig.events() == [(EV.DISCONNECTED, "cube1")]
+    assert entry.held and entry.slot == ids[C1] and not entry.connected
+    assert dict(rig.reg.report(True).values)["slots the robot keeps for silent objects"] == \
+        f"cube1 (slot {ids[C1]})"
+    rig.advance(1.5)                                      # not advertised (it holds a slot): gone
+    assert rig.events() == [(EV.DISAPPEARED, "cube1")] and rig.connects() == []
+    # another object takes a free slot, not the one kept for cube1
+    rig.advertise((C3, 3, -60))
+    rig.advance(0.1)
+    assert rig.connects() == [(C3, True)] and rig.slot_of[C3] not in (ids[C1], ids[C2])
+    rig.answer(C3, 3, True)
+    rig.events()
+    # the robot hears cube1 again and connects it in its slot; its lights go to that slot
+    rig.answer(C1, 1, True, object_id=ids[C1])
+    assert rig.events() == [(EV.APPEARED, "cube1"), (EV.CONNECTED, "cube1")]
+    assert entry.connected and entry.object_id == ids[C1] and not entry.held
+    cube_id, lights = rig.reg.pop_messages()
+    assert (cube_id.NAME, cube_id.object_id, lights.NAME) == ("CubeId", ids[C1], "CubeLights")
+
+
+def test_a_kept_slot_is_emptied_on_request_at_shutdown_and_given_away_when_none_is_free():
+    rig = Rig(auto_connect_cubes=False)
+    rig.all_advertise()
+    rig.reg.request(1, C1, 0, True, rig.now)
+    rig.connects()
+    cube1 = rig.answer(C1, 1, True)
+    rig.answer(C1, 1, False, object_id=cube1)             # dropped: held
+    rig.results()
+    assert rig.reg.entry(C1).held
+    # shutdown empties it (lights off, then the slot)
+    assert [(x.NAME, getattr(x, "object_id", getattr(x, "slot", None))) for x in rig.reg.release_all()] == [
+        ("CubeId", cube1), ("CubeLights", None), ("ObjectConnect", cube1)]
+    # disconnecting it on request empties it, answered with its factory id
+    rig.reg.request(2, C1, 0, False, rig.now)
+    assert rig.connects() == [(C1, False)]
+    rig.answer(C1, 1, False, object_id=cube1)
+    assert rig.results() == [(2, True, "cube1 disconnected")]
+    assert not rig.reg.entry(C1).held and rig.reg.entry(C1).slot is None
+    # held again; three more objects fill the other slots; a fourth... takes the kept one
+    rig.all_advertise()
+    rig.reg.request(3, C1, 0, True, rig.now)
+    rig.connects()
+    rig.answer(C1, 1, True)
+    rig.answer(C1, 1, False, object_id=cube1)
+    for token, (fid, t) in enumerate(((C2, 2), (C3, 3), (CH, 13)), 10):
+        rig.reg.request(token, fid, 0, True, rig.now)
+        rig.connects()
+        rig.answer(fid, t, True)
+    assert cube1 not in (rig.slot_of[C2], rig.slot_of[C3], rig.slot_of[CH])
+    other = 0xC0B10999
+    rig.advertise((other, 1, -40))
+    rig.reg.request(20, other, 0, True, rig.now)
+    assert rig.connects() == [(other, True)] and rig.slot_of[other] == cube1
+    assert not rig.reg.entry(C1).held                     # the robot gave its slot away
+
+
+def test_a_connection_without_an_answer_is_kept_by_the_robot_and_a_lost_robot_releases_it():
+    rig = Rig(connect_timeout=2.0, reconnect_min=0.1, reconnect_max=0.5)
+    rig.advertise((C1, 1, -50))
+    rig.advance(0.1)
+    assert rig.connects() == [(C1, True)]
+    rig.advance(2.1)                                      # no answer: failed, but the robot
+    entry = rig.reg.entry(C1)                             # keeps the slot
+    assert entry.held and entry.slot == rig.slot_of[C1]
+    assert rig.reg.counters["connection failures"] == 1
+    rig.answer(C1, 1, True)                               # it heard the cube after all
+    assert (EV.CONNECTED, "cube1") in rig.events() and not entry.held
+    rig.answer(C1, 1, False)                              # dropped: held; the robot is lost
+    assert entry.held
+    rig.reg.on_robot_lost(rig.now)
+    assert not entry.held
+    rig.reg.on_robot_ready(rig.now)                       # its slot emptied at the return
+    assert rig.connects() == [(C1, False)]
+    # a held object that advertises holds no slot any more: connected again as usual
+    rig.advertise((C1, 1, -50))
+    rig.advance(1.1)
+    rig.connects()
+    rig.answer(C1, 1, True)
+    rig.answer(C1, 1, False)
+    assert entry.held
+    rig.advertise((C1, 1, -50))
+    assert not entry.held
+    rig.advance(0.6)
+    assert rig.connects() == [(C1, True)]
+
+
+def test_auto_connect_waits_for_a_kept_cube_while_it_is_listed():
+    rig = Rig(object_timeout=1.0)
+    rig.advertise((C1, 1, -50))
+    rig.advance(0.1)
+    rig.connects()
+    slot = rig.answer(C1, 1, True)
+    rig.answer(C1, 1, False, object_id=slot)              # dropped: the robot keeps it
+    other = 0xC0B10999                                    # another cube1 is advertised
+    rig.advertise((other, 1, -40))
+    rig.advance(0.5)
+    assert rig.connects() == []                           # cube1 is still listed: wait for it
+    rig.advertise((other, 1, -40))
+    rig.advance(0.6)                                      # cube1 gone from the list
+    assert rig.connects() == [(other, True)] and rig.slot_of[other] != slot

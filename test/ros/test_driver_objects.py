@@ -536,13 +536,15 @@ def test_a_cube_that_disappears_and_comes_back_is_reconnected_with_its_lights(ma
     rig.wait_event(ObjectEvent.DISAPPEARED, "cube1", after=mark)
     objects = rig.wait_list(lambda o: "cube1" not in o)
     assert objects["cube2"].connected and objects["cube3"].connected
+    assert rig.sim.object_states()[1]["slot"] == old_id      # the robot keeps its slot
     sent_before = len(rig.sim.commands())
     rig.sim.set_object_in_range(1, True)
     rig.wait_event(ObjectEvent.APPEARED, "cube1", after=mark)
     connected = rig.wait_event(ObjectEvent.CONNECTED, "cube1", after=mark)
     new_id = rig.sim.object_ids()[1]
-    # its id is its radio slot: the one it held, free again (the lowest free one)
+    # its id is its radio slot: the one the robot kept for it, which connected it by itself
     assert new_id == old_id == 0 and f"object id {new_id}" in connected.description
+    assert not [m for _, m in rig.sim.commands()[sent_before:] if m.NAME == "ObjectConnect"]
     assert rig.wait_list(lambda o: "cube1" in o and o["cube1"].connected)["cube1"].object_id == new_id
     # its light programme was sent again, to its object id, after it came back
     assert rig.spin_until(lambda: any(m.NAME == "CubeId" and m.object_id == new_id

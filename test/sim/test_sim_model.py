@@ -998,8 +998,11 @@ def test_objects_connect_lights_and_sensors():
     ids = [s.object_id for s in states]
     assert ids == [0, 1, 2]                              # the slot is the object id
     assert [s.object_type for s in states] == [1, 2, 3]
-    clock.send(m.ObjectConnect(factory_id=0x1234, slot=3))
-    assert clock.take("ObjectConnectionState")[0].connected is False
+    clock.send(m.ObjectConnect(factory_id=0x1234, slot=3))  # never heard: no answer (firmware)
+    assert clock.take("ObjectConnectionState") == []
+    clock.send(m.ObjectConnect(factory_id=0, slot=3))       # emptied: names what it was given to
+    gone = clock.take("ObjectConnectionState")[0]
+    assert (gone.factory_id, gone.object_id, gone.connected) == (0x1234, 3, False)
     clock.send(m.ObjectConnect(factory_id=CUBE_FACTORY_IDS[0], slot=4))  # beyond the radio's 4: ignored
     assert clock.take("ObjectConnectionState") == []
     ls = m.STRUCTS["LightState"]
