@@ -69,8 +69,9 @@ Lights
 A :class:`Light` is one LED's programme in seconds and colours with channels
 0..1, as in cozmo_interfaces/LightState. :func:`light_state` makes the robot's
 LightState: colours in RGB555 (:func:`~cozmo_driver.driver.commands.rgb555`:
-round(c x 31) per channel, bit 15 clear), periods rounded to the LEDs' 30 ms frames
-(Anki's engine converts with (ms + 29) / 30, on the robot, the cubes and the charger). A
+round(c x 31) per channel, bit 15 clear), periods rounded up to the LEDs' 30 ms frames
+from whole milliseconds, as Anki's engine converts them ((ms + 29) / 30, on the robot, the
+cubes and the charger). A
 period outside 0..7.65 s (255 frames) or an offset outside +-983 s (a signed
 16-bit frame count) is clamped and a warning names the field; a NaN or
 infinite value, or a colour channel outside 0..1, raises :class:`CommandError`
@@ -215,7 +216,12 @@ def _frames(seconds: float, lo: float, hi: float, field_name: str, warnings: Lis
     value, warning = clamp(float(seconds), lo, hi, field_name, "s")
     if warning:
         warnings.append(warning)
-    return int(round(value / LED_FRAME_S))
+    # Anki's engine: whole milliseconds, rounded up to frames ((ms + 29) / 30), so that a
+    # period the LEDs cannot show is made longer, never dropped to 0 (a negative offset:
+    # the same, away from 0)
+    ms = int(round(abs(value) * 1000.0))
+    frame_ms = int(round(LED_FRAME_S * 1000.0))
+    return int(math.copysign((ms + frame_ms - 1) // frame_ms, value))
 
 
 def light_state(light: Light, field_name: str, warnings: List[str]) -> Any:

@@ -48,6 +48,11 @@ def test_light_state_colours_are_exact_rgb555_and_times_whole_frames():
     assert (s.on_frames, s.off_frames, s.transition_on_frames, s.transition_off_frames) == (17, 1, 3, 255)
     assert s.offset == -6
     assert warnings == []
+    # rounded up from whole milliseconds, as Anki's engine does ((ms + 29) / 30): a period
+    # too short to show is one frame, not none (float noise does not add a frame: 0.3 s is 10)
+    frames = [light_state(Light(on_period=t, offset=-t), "x", []) for t in (0.1, 0.001, 0.3, 0.0304, 0.0)]
+    assert [(f.on_frames, f.offset) for f in frames] == [(4, -4), (1, -1), (10, -10), (1, -1), (0, 0)]
+    assert rotation_frames(0.1, "r", []) == 4
     assert light_state(Light(on_color=GREEN), "x", []).on_color == 0x03E0
     assert light_state(Light(on_color=BLUE), "x", []).on_color == 0x001F
     assert light_state(Light(on_color=WHITE), "x", []).on_color == 0x7FFF

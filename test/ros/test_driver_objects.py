@@ -375,7 +375,7 @@ def test_lights_reach_cubes_charger_and_backpack_as_exact_words_and_frames(make_
     lights = rig.publisher(ObjectLights, "object_lights")
     pattern = rig.publisher(BackpackLightPattern, "backpack_light_pattern")
 
-    # the lights count 30 ms frames
+    # the lights count 30 ms frames, rounded up from whole milliseconds (Anki's (ms + 29) / 30)
     four = [LightState(on_color=rgba(r=1.0), off_color=rgba(g=1.0), on_period=0.5, off_period=0.25,
                        transition_on_period=0.1, transition_off_period=0.2, offset=0.0),
             LightState(on_color=rgba(b=1.0), on_period=1.0, offset=0.1),
@@ -383,7 +383,7 @@ def test_lights_reach_cubes_charger_and_backpack_as_exact_words_and_frames(make_
             LightState(on_color=rgba(1.0, 1.0, 1.0), off_color=rgba(), on_period=7.65, off_period=7.65,
                        offset=-0.99)]
     lights.publish(ObjectLights(object_type=ObjectInfo.TYPE_LIGHT_CUBE_2, lights=four, rotation_period=0.18))
-    expected = [(word(31, 0, 0), word(0, 31, 0), 17, 8, 3, 7, 0), (word(0, 0, 31), 0, 33, 0, 0, 0, 3),
+    expected = [(word(31, 0, 0), word(0, 31, 0), 17, 9, 4, 7, 0), (word(0, 0, 31), 0, 34, 0, 0, 0, 4),
                 (word(3, 17, 30), 0, 0, 0, 0, 0, 0), (0x7FFF, 0, 255, 255, 0, 0, -33)]
     assert rig.spin_until(lambda: [frames(s) for s in rig.sim.object_states()[2]["lights"]] == expected, WAIT)
     assert rig.sim.object_states()[2]["rotation_period_frames"] == 6
@@ -405,10 +405,10 @@ def test_lights_reach_cubes_charger_and_backpack_as_exact_words_and_frames(make_
         back=LightState(on_color=rgba(r=1.0), on_period=0.3, off_period=0.3, offset=0.2),
         left=LightState(on_color=rgba(r=20 / 31)), right=LightState(on_color=rgba(r=1.0), transition_on_period=1.0)))
     assert rig.spin_until(lambda: frames(rig.sim.lights()["backpack"]["right"])
-                          == (word(31, 0, 0), 0, 0, 0, 33, 0, 0), WAIT)
+                          == (word(31, 0, 0), 0, 0, 0, 34, 0, 0), WAIT)
     backpack = rig.sim.lights()["backpack"]
     assert [frames(backpack[k]) for k in ("front", "middle", "back", "left")] == [
-        (word(31, 0, 0), 0, 10, 10, 0, 0, 0), (word(31, 0, 0), 0, 10, 10, 0, 0, 3),
+        (word(31, 0, 0), 0, 10, 10, 0, 0, 0), (word(31, 0, 0), 0, 10, 10, 0, 0, 4),
         (word(31, 0, 0), 0, 10, 10, 0, 0, 7), (word(20, 0, 0), 0, 0, 0, 0, 0, 0)]
     assert rig.node._lights is not None         # re-applied by the node after a reconnection
 
@@ -548,7 +548,7 @@ def test_a_cube_that_disappears_and_comes_back_is_reconnected_with_its_lights(ma
     assert rig.wait_list(lambda o: "cube1" in o and o["cube1"].connected)["cube1"].object_id == new_id
     # its light programme was sent again, to its object id, after it came back
     assert rig.spin_until(lambda: any(m.NAME == "CubeId" and m.object_id == new_id
-                                      and m.rotation_period_frames == 3
+                                      and m.rotation_period_frames == 4
                                       for _, m in rig.sim.commands()[sent_before:]), WAIT)
     order = [e.type for e in rig.events[mark:] if e.name == "cube1"]
     assert order == [ObjectEvent.DISCONNECTED, ObjectEvent.DISAPPEARED, ObjectEvent.APPEARED,
