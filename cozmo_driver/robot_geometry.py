@@ -49,8 +49,10 @@ __all__ = [
     "lift_angle_to_height",
 ]
 
-#: distance between the two treads' contact lines (differential-drive track)
-TRACK_WIDTH_M = 0.045
+#: distance between the two treads' contact lines (differential-drive track): Anki's
+#: robot firmware (cozmoConfig.h, WHEEL_DIST_MM = 46, "approx distance b/w the center of the
+#: front treads"), which its steering and odometry use
+TRACK_WIDTH_M = 0.046
 #: fastest either tread can go
 MAX_WHEEL_SPEED_MPS = 0.2
 #: fastest turn in place the robot is asked for: Anki's limit (cozmoConfig.h,

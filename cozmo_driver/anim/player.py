@@ -48,7 +48,7 @@ Conversions
   and ``DriveWheels(0, 0)`` at the end (unless the next body keyframe starts
   by then).  Straight: both wheels at ``v``.  Arc of radius ``r`` (positive:
   to the left) at centre speed ``v``: left ``v * (r - w/2) / r``, right
-  ``v * (r + w/2) / r`` with the track ``w`` = 45 mm (the reference's formula
+  ``v * (r + w/2) / r`` with the track ``w`` = 46 mm (the reference's formula
   lacks the division by ``r``).  Turn in place at ``s`` deg/s (positive: to the
   left): wheels at ``-/+ radians(s) * w/2``.  ``body_mode="anim"`` instead sends
   ``AnimBody(speed, radius)`` in the stream as Anki's engine does (radius 32767
@@ -98,6 +98,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from ..face.procedural import FaceRenderer, interpolate_arrays
+from ..robot_geometry import TRACK_WIDTH_M
 from ..protocol import messages as msgs
 from ..protocol.audio import SAMPLE_RATE, SAMPLES_PER_FRAME, encode_ulaw
 from ..protocol.display import fit_to_frame
@@ -127,8 +128,8 @@ __all__ = [
 
 TICKS_PER_SECOND = 30
 TICK_S = 1.0 / TICKS_PER_SECOND
-#: Distance between Cozmo's wheel centres (the simulator's and the reference's value).
-TRACK_WIDTH_MM = 45.0
+#: Distance between Cozmo's treads (robot_geometry.TRACK_WIDTH_M: Anki's WHEEL_DIST_MM).
+TRACK_WIDTH_MM = TRACK_WIDTH_M * 1000.0
 #: Longest move one AnimHead/AnimLift can carry (u8 milliseconds).
 MAX_MOVE_MS = 255
 _EPS = 1e-9

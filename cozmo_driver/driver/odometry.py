@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 from typing import List, NamedTuple, Optional, Tuple
 
+from ..robot_geometry import TRACK_WIDTH_M
 from .transforms import quaternion_from_rpy
 
 __all__ = [
@@ -177,7 +178,7 @@ def pose_covariance(distance_m: float, rotation_rad: float) -> List[float]:
     return _diag6(pose_variances(distance_m, rotation_rad))
 
 
-def twist_variances(yaw_rate_disagreement_radps: float = 0.0, track_m: float = 0.045,
+def twist_variances(yaw_rate_disagreement_radps: float = 0.0, track_m: float = TRACK_WIDTH_M,
                     unreliable: bool = False) -> Tuple[float, ...]:
     """The diagonal of :func:`twist_covariance` (vx, vy, vz, wx, wy, wz)."""
     big = UNOBSERVED_VARIANCE
@@ -188,7 +189,7 @@ def twist_variances(yaw_rate_disagreement_radps: float = 0.0, track_m: float = 0
     return var_v, _VAR_VY, big, big, big, var_w
 
 
-def twist_covariance(yaw_rate_disagreement_radps: float = 0.0, track_m: float = 0.045,
+def twist_covariance(yaw_rate_disagreement_radps: float = 0.0, track_m: float = TRACK_WIDTH_M,
                      unreliable: bool = False) -> List[float]:
     """Row-major 6x6 covariance of a twist from tread speeds (vx, vy, vz, wx, wy, wz).
 

@@ -34,7 +34,7 @@ the scripted events; its attributes of old (``model.wheels``, ``model.soc``,
 
 What it models
 --------------
-* **Base**: differential drive, track 45 mm, wheel speed limit 200 mm/s, each
+* **Base**: differential drive, track 46 mm, wheel speed limit 200 mm/s, each
   wheel ramping to its target at its own acceleration (0 means at once, as
   Anki's firmware takes it: the motor's own, ``DEFAULT_WHEEL_ACCEL_MMPS2``, 10 m/s^2). The pose is
   integrated in substeps of at most ``physics_dt`` (10 ms), however far

@@ -79,7 +79,7 @@ def test_kinematics_straight_and_in_place():
     cmd = twist_to_wheels(0.1, 0.0)
     assert (cmd.left_mps, cmd.right_mps, cmd.limited) == (0.1, 0.1, False)
     cmd = twist_to_wheels(0.0, 2.0)
-    assert cmd.left_mps == pytest.approx(-0.045) and cmd.right_mps == pytest.approx(0.045)
+    assert cmd.left_mps == pytest.approx(-0.046) and cmd.right_mps == pytest.approx(0.046)   # 46 mm track
     assert wheels_to_twist(cmd.left_mps, cmd.right_mps) == pytest.approx((0.0, 2.0))
 
 
@@ -98,7 +98,7 @@ def test_kinematics_scale_a_fast_arc_as_a_whole():
     cmd = twist_to_wheels(0.4, 2.0, 0.2)
     assert cmd.limited
     assert cmd.right_mps == pytest.approx(0.2)
-    assert cmd.left_mps / cmd.right_mps == pytest.approx((0.4 - 0.045) / (0.4 + 0.045))
+    assert cmd.left_mps / cmd.right_mps == pytest.approx((0.4 - 0.046) / (0.4 + 0.046))
 
 
 # ----------------------------------------------------------------------------- odometry

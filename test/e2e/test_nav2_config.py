@@ -110,7 +110,7 @@ def test_footprint_is_cozmos(nav2):
         assert len(points) >= 3
         assert max(xs) - min(xs) == pytest.approx(0.072, abs=0.005)
         assert max(ys) - min(ys) == pytest.approx(0.055, abs=0.005)
-        # the treads (track 45 mm) are inside it
+        # the treads (track 46 mm) are inside it
         assert min(ys) < -geo.TRACK_WIDTH_M / 2 and max(ys) > geo.TRACK_WIDTH_M / 2
         assert "robot_radius" not in p  # footprint or radius, not both
         assert p["resolution"] <= 0.01  # cells no larger than a sixth of the robot

@@ -153,7 +153,7 @@ def test_angles_and_heights_are_clamped_to_their_fields():
 
 def test_arc_formula():
     left, right = arc_wheel_speeds(100.0, 50.0)
-    assert left == pytest.approx(100 * (50 - 22.5) / 50) and right == pytest.approx(100 * (50 + 22.5) / 50)
+    assert left == pytest.approx(100 * (50 - 23) / 50) and right == pytest.approx(100 * (50 + 23) / 50)
     # the centre moves at the given speed, and the yaw rate is v / r
     assert (left + right) / 2 == pytest.approx(100.0)
     assert (right - left) / TRACK_WIDTH_MM == pytest.approx(100.0 / 50.0)

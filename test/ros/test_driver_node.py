@@ -443,7 +443,7 @@ def test_curvature_is_kept_when_scaled(make_driver):
     m = sent()
     assert max(abs(m.lwheel_speed_mmps), abs(m.rwheel_speed_mmps)) == pytest.approx(100.0)
     v = (m.lwheel_speed_mmps + m.rwheel_speed_mmps) / 2000.0
-    w = (m.rwheel_speed_mmps - m.lwheel_speed_mmps) / 45.0
+    w = (m.rwheel_speed_mmps - m.lwheel_speed_mmps) / 46.0
     assert w / v == pytest.approx(1.0 / 0.3, rel=1e-4)
 
 

@@ -345,7 +345,7 @@ def test_record_heading_anim_body_and_turn_to_recorded_heading():
     frames(20, m.AnimBody(speed_mmps=90, unknown=0))
     h.run(0.6)
     state = h.last_state()
-    tread = math.pi / 2 * 22.5                                     # mm/s, on a 45 mm track
+    tread = math.pi / 2 * 23.0                                     # mm/s, on a 46 mm track
     assert (state.lwheel_speed_mmps, state.rwheel_speed_mmps) == pytest.approx((-tread, tread))
     yaw_rate = imu_to_body(state.gyro_x_radps, state.gyro_y_radps, state.gyro_z_radps,
                            state.head_angle_rad)[2]      # the IMU is in the head
