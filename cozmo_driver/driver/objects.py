@@ -50,7 +50,8 @@ events (:meth:`~ObjectRegistry.pop_events`), accelerometer samples
   after the robot's own reconnection.
 * **Events.** TAPPED (count, intensity = tap_pos - tap_neg), MOVED (once when a
   cube starts moving, with its acceleration), STOPPED_MOVING, UP_AXIS_CHANGED
-  (when the axis differs), CONNECTED, DISCONNECTED, APPEARED, DISAPPEARED.
+  (when the axis differs; the robot reports it after each connection, and it is
+  unknown while the object is not connected), CONNECTED, DISCONNECTED, APPEARED, DISAPPEARED.
   ObjectTapFiltered is counted, not published (ObjectTapped reports the same taps).
   With ``filter_object_events`` (the default) taps and moves pass :mod:`.tap_filter`
   as in Anki's engine: weak taps and the echoes of one shock are dropped, the strongest
@@ -569,6 +570,7 @@ class ObjectRegistry:
         entry.object_id = None
         entry.connected_since = None
         entry.moving = False
+        entry.up_axis = UpAxis.UNKNOWN  # (the robot reports it again after a connection)
         self.taps.forget(entry.factory_id)
         entry.last_seen = now
         entry.advertised_at = None  # reconnected only once it advertises again

@@ -26,7 +26,7 @@ from ..protocol import messages as msgs
 from .firmware import Firmware
 
 __all__ = ["Accessories", "Accessory", "CUBE_FACTORY_IDS", "CHARGER_FACTORY_ID", "CUBE_ACCEL_1G",
-           "RADIO_SLOTS"]
+           "RADIO_SLOTS", "UP_AXIS_REPORT_S"]
 
 #: the cube accelerometer's raw counts per 1 g (Anki's firmware: "64 is approx 1g")
 CUBE_ACCEL_1G = 64.0
@@ -36,6 +36,10 @@ CUBE_FACTORY_IDS: Tuple[int, int, int] = (0xC0B10001, 0xC0B10002, 0xC0B10003)
 CHARGER_FACTORY_ID = 0xC4A20001
 #: the body firmware's radio slots (MAX_ACCESSORIES); a connected object's id is its slot
 RADIO_SLOTS = 4
+#: a cube reports which face is up this long after it connects (Anki's body firmware: an
+#: object (re)connected starts with the up axis unknown and reports one that held for 15 of
+#: its handshakes, about 28 a second)
+UP_AXIS_REPORT_S = 0.5
 
 _ObjectType = msgs.ENUMS["ObjectType"]
 _LightState = msgs.STRUCTS["LightState"]
@@ -195,6 +199,12 @@ class Accessories:
         obj.object_id = slot
         obj.next_power = now + 0.5
         self._connection_state(obj, slot, True)
+        if obj.index:  # a cube (the charger has no accelerometer here)
+            def report(t: float, obj: Accessory = obj) -> None:
+                if obj.object_id == slot and self.fw.connected:
+                    self.fw.emit(msgs.ObjectUpAxisChanged(timestamp_ms=self.fw.timestamp_ms(t),
+                                                          object_id=slot, axis=obj.up_axis))
+            self.fw.at(now + UP_AXIS_REPORT_S, report)
 
     def _on_ObjectConnect(self, m: Any, now: float) -> None:
         """SetPropSlot(factory_id, slot), as Anki's body firmware takes it (Radio::assignProp):

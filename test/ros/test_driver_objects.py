@@ -170,6 +170,9 @@ def test_auto_connect_and_every_cube_event(make_rig):
     for n, name in ((1, "cube1"), (2, "cube2"), (3, "cube3")):
         assert ids[n] is not None and objects[name].object_id == ids[n]
         assert rig.wait_event(ObjectEvent.CONNECTED, name).object_type == n
+        # once connected, a cube says which face is up (the robot, about 0.5 s later)
+        axis = rig.wait_event(ObjectEvent.UP_AXIS_CHANGED, name)
+        assert axis.up_axis == ObjectInfo.UP_AXIS_Z_POSITIVE and "+Z up" in axis.description
     assert ids[0] is None and not objects["charger"].connected     # auto_connect_charger is false
     mark = len(rig.events)
 
@@ -206,7 +209,7 @@ def test_taps_are_filtered_as_ankis_engine_did_and_all_come_with_the_filter_off(
     rig = make_rig()
     rig.wait_list(all_cubes_connected)
     for name in ("cube1", "cube2", "cube3"):
-        rig.wait_event(ObjectEvent.CONNECTED, name)
+        rig.wait_event(ObjectEvent.UP_AXIS_CHANGED, name)   # (reported after each connection)
     reports = (ObjectEvent.TAPPED, ObjectEvent.MOVED, ObjectEvent.STOPPED_MOVING,
                ObjectEvent.UP_AXIS_CHANGED)   # (not the charger's APPEARED meanwhile)
     mark = len(rig.events)
@@ -529,13 +532,17 @@ def test_a_cube_that_disappears_and_comes_back_is_reconnected_with_its_lights(ma
     lights.publish(ObjectLights(factory_id=C1, lights=[LightState(on_color=rgba(b=1.0))], rotation_period=0.1))
     assert rig.spin_until(lambda: rig.sim.object_states()[1]["lights"][0].on_color == word(0, 0, 31), WAIT)
     old_id = rig.sim.object_ids()[1]
-    mark = len(rig.events)
+    rig.wait_event(ObjectEvent.UP_AXIS_CHANGED, "cube1")   # (reported after its connection)
+    mark, lists = len(rig.events), len(rig.lists)
     rig.sim.set_object_in_range(1, False)
     dropped = rig.wait_event(ObjectEvent.DISCONNECTED, "cube1", after=mark)
     assert "dropped the connection" in dropped.description
     rig.wait_event(ObjectEvent.DISAPPEARED, "cube1", after=mark)
     objects = rig.wait_list(lambda o: "cube1" not in o)
     assert objects["cube2"].connected and objects["cube3"].connected
+    # while it was listed and away, which face is up was unknown
+    away = [o for msg in rig.lists[lists:] for o in msg.objects if o.name == "cube1" and not o.connected]
+    assert away and all(o.up_axis == ObjectInfo.UP_AXIS_UNKNOWN for o in away)
     assert rig.sim.object_states()[1]["slot"] == old_id      # the robot keeps its slot
     sent_before = len(rig.sim.commands())
     rig.sim.set_object_in_range(1, True)
@@ -550,9 +557,10 @@ def test_a_cube_that_disappears_and_comes_back_is_reconnected_with_its_lights(ma
     assert rig.spin_until(lambda: any(m.NAME == "CubeId" and m.object_id == new_id
                                       and m.rotation_period_frames == 4
                                       for _, m in rig.sim.commands()[sent_before:]), WAIT)
+    rig.wait_event(ObjectEvent.UP_AXIS_CHANGED, "cube1", after=mark)   # reported again
     order = [e.type for e in rig.events[mark:] if e.name == "cube1"]
     assert order == [ObjectEvent.DISCONNECTED, ObjectEvent.DISAPPEARED, ObjectEvent.APPEARED,
-                     ObjectEvent.CONNECTED]
+                     ObjectEvent.CONNECTED, ObjectEvent.UP_AXIS_CHANGED]
 
 
 # ----------------------------------------------------------------------------- lifecycle

@@ -400,6 +400,11 @@ def test_stream_object_accel_follows_the_cube_up_axis():
     h.clear()
     h.send(m.StreamObjectAccel(object_id=ids[1], enable=True))
     h.run(1.0)
+    # each cube says which face is up once connected (the firmware, about 0.5 s after)
+    assert sorted((u.object_id, u.axis) for u in h.received("ObjectUpAxisChanged")) == [
+        (i, E["UpAxis"].ZPositive) for i in sorted(ids.values())]
+    h.clear()
+    h.run(1.0)
     accel = h.received("ObjectAccel")
     assert 28 <= len(accel) <= 36 and {a.object_id for a in accel} == {ids[1]}
     last = accel[-1]
