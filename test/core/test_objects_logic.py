@@ -177,6 +177,13 @@ class Rig:
     def events(self) -> list:
         return [(e.type, e.name) for e in self.reg.pop_events()]
 
+    def connect_one(self, fid: int, otype: int) -> int:
+        """``fid`` advertised, connected by auto-connect and answered: its object id."""
+        self.advertise((fid, otype, -50))
+        self.advance(0.1)
+        assert (fid, True) in self.connects()
+        return self.answer(fid, otype, True)
+
     def results(self) -> list:
         return [(r.token, r.success, r.message) for r in self.reg.pop_results()]
 
@@ -320,10 +327,7 @@ def test_nothing_is_connected_while_inactive_or_from_adverts_older_than_the_robo
 
 def test_a_dropped_cube_is_reconnected_with_back_off_once_it_advertises_again():
     rig = Rig(object_timeout=10.0)
-    rig.advertise((C1, 1, -50))
-    rig.advance(0.1)
-    rig.connects()
-    cube1 = rig.answer(C1, 1, True)
+    cube1 = rig.connect_one(C1, 1)
     rig.events()
     rig.reg.set_lights(rig.reg.entry(C1), object_light_states([Light(on_color=RED)], 4, "f", "c", []), 6)
     rig.reg.set_accel_stream(rig.reg.entry(C1), True)
@@ -962,10 +966,7 @@ def test_a_connection_without_an_answer_is_kept_by_the_robot_and_a_lost_robot_re
 
 def test_auto_connect_waits_for_a_kept_cube_while_it_is_listed():
     rig = Rig(object_timeout=1.0)
-    rig.advertise((C1, 1, -50))
-    rig.advance(0.1)
-    rig.connects()
-    slot = rig.answer(C1, 1, True)
+    slot = rig.connect_one(C1, 1)
     rig.answer(C1, 1, False, object_id=slot)              # dropped: the robot keeps it
     other = 0xC0B10999                                    # another cube1 is advertised
     rig.advertise((other, 1, -40))
