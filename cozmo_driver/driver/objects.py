@@ -608,6 +608,9 @@ class ObjectRegistry:
         if not self._robot_ready:
             return
         self._robot_ready = False
+        held = self.taps.flush()  # a tap the robot reported: published now, not after its return
+        if held is not None:
+            self._emit(held)
         for entry in self._entries.values():
             if entry.pending is not None:
                 self._resolve(entry, False, reason)

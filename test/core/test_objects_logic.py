@@ -798,10 +798,13 @@ def test_weak_taps_are_dropped_and_of_a_75_ms_group_only_the_strongest_is_publis
     assert published(rig) == []
     rig.advance(0.05)
     assert published(rig) == [(EV.TAPPED, "cube3", 100.0)]
+    tap(rig, ids[C2], 70)                 # the robot lost meanwhile: published at once, first
+    rig.reg.on_robot_lost(rig.now)
+    assert published(rig)[:2] == [(EV.TAPPED, "cube2", 70.0), (EV.DISCONNECTED, "cube1", 0.0)]
     report = dict(rig.reg.report(True).values)
     assert report["taps not published: intensity 60 or less"] == "1"
     assert report["taps not published: a stronger one within 75 ms"] == "2"
-    assert report["events TAPPED"] == "2"
+    assert report["events TAPPED"] == "3"
 
 
 def test_a_move_a_tap_caused_is_dropped_for_half_a_second_and_the_chargers_always():
