@@ -57,8 +57,11 @@ __all__ = [
 logger = logging.getLogger("cozmo.sim")
 
 GRAVITY_MMPS2 = 9810.0
-BATTERY_EMPTY_V = 3.5
-BATTERY_FULL_V = 4.2
+#: the voltages of an empty and a full charge (``soc`` 0 and 1): the range over which Anki's
+#: body firmware computes its battery level (battery.cpp), so that ``soc`` is the level a
+#: driver shows (a charging battery reads 0.03 V more)
+BATTERY_EMPTY_V = 3.45
+BATTERY_FULL_V = 4.05
 #: raw cliff readings over the table and over an edge: on either side of Anki's firmware's
 #: thresholds (a drop below 400, the floor again above 600: CLIFF_SENSOR_DROP_LEVEL and
 #: _UNDROP_LEVEL), values of the simulator's own

@@ -68,7 +68,8 @@ What it models
   pitch 0 while the head calibrates, as the firmware resets its IMU filter then)
   and, like a robot in the air, IS_PICKED_UP and no floor under the cliff sensor (a
   guess: what the real firmware's flags say then is not documented).
-* **Battery**: a state of charge turned into 3.5..4.2 V, draining faster while
+* **Battery**: a state of charge turned into 3.45..4.05 V (the range of Anki's firmware
+  battery level, so the charge is the level a driver shows), draining faster while
   motors run (with a small sag under load) and charging on the charger.
 * **Cliff sensor**: one, under the front, as the protocol documents, reading
   about ``CLIFF_GROUND_RAW`` over the table and about ``CLIFF_DROP_RAW`` over the
