@@ -72,7 +72,11 @@ A :class:`Light` is one LED's programme in seconds and colours with channels
 LightState: colours in RGB555 (:func:`~cozmo_driver.driver.commands.rgb555`:
 round(c x 31) per channel, bit 15 clear), periods rounded up to the LEDs' 30 ms frames
 from whole milliseconds, as Anki's engine converts them ((ms + 29) / 30, on the robot, the
-cubes and the charger). A
+cubes and the charger). The offset is sent negated: Anki's body firmware starts a light at
+frame offset + off frames of its cycle (Lights::update), so a positive frame count moves
+it ahead, and LightState's offset delays it. With every period 0 (a steady colour) the
+off colour sent is the on colour: the firmware holds a colour only when both are the same,
+and two colours with no frame to show either would keep its light loop turning. A
 period outside 0..7.65 s (255 frames) or an offset outside +-983 s (a signed
 16-bit frame count) is clamped and a warning names the field; a NaN or
 infinite value, or a colour channel outside 0..1, raises :class:`CommandError`
@@ -234,7 +238,13 @@ def light_state(light: Light, field_name: str, warnings: List[str]) -> Any:
     off = rgb555(*light.off_color, f"{field_name}.off_color")
     frames = {name: _frames(getattr(light, name), 0.0, MAX_PERIOD_S, f"{field_name}.{name}", warnings)
               for name in _PERIODS}
-    offset = _frames(light.offset, -MAX_OFFSET_S, MAX_OFFSET_S, f"{field_name}.offset", warnings)
+    # Anki's body firmware starts a light's cycle at frame offset + off_frames (Lights::update):
+    # a positive offset would move it ahead; sent negated, it delays the start, as documented
+    offset = -_frames(light.offset, -MAX_OFFSET_S, MAX_OFFSET_S, f"{field_name}.offset", warnings)
+    if not any(frames.values()):
+        # a steady colour: the firmware shows one only when both colours are the same; two
+        # colours and no frame to spend in either would keep its light loop turning for ever
+        off, offset = on, 0
     return _LightStateStruct(on_color=on, off_color=off, on_frames=frames["on_period"],
                              off_frames=frames["off_period"],
                              transition_on_frames=frames["transition_on_period"],

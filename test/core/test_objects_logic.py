@@ -46,12 +46,12 @@ def test_light_state_colours_are_exact_rgb555_and_times_whole_frames():
     assert s.on_color == 0x7C00
     assert s.off_color == (3 << 10) | (17 << 5) | 30
     assert (s.on_frames, s.off_frames, s.transition_on_frames, s.transition_off_frames) == (17, 1, 3, 255)
-    assert s.offset == -6
+    assert s.offset == 6            # sent negated: the firmware moves a light ahead by it
     assert warnings == []
     # rounded up from whole milliseconds, as Anki's engine does ((ms + 29) / 30): a period
     # too short to show is one frame, not none (float noise does not add a frame: 0.3 s is 10)
-    frames = [light_state(Light(on_period=t, offset=-t), "x", []) for t in (0.1, 0.001, 0.3, 0.0304, 0.0)]
-    assert [(f.on_frames, f.offset) for f in frames] == [(4, -4), (1, -1), (10, -10), (1, -1), (0, 0)]
+    frames = [light_state(Light(on_period=t, offset=-t), "x", []) for t in (0.1, 0.001, 0.3, 0.0304)]
+    assert [(f.on_frames, f.offset) for f in frames] == [(4, 4), (1, 1), (10, 10), (1, 1)]
     assert rotation_frames(0.1, "r", []) == 4
     assert light_state(Light(on_color=GREEN), "x", []).on_color == 0x03E0
     assert light_state(Light(on_color=BLUE), "x", []).on_color == 0x001F
@@ -59,16 +59,46 @@ def test_light_state_colours_are_exact_rgb555_and_times_whole_frames():
     assert light_state(OFF, "x", []).on_color == 0
 
 
+def test_a_steady_colour_is_sent_as_one_colour_and_the_offset_delays_the_start():
+    """Anki's body firmware (Lights::update, CalculateLEDColor): a light holds one colour only
+    when on and off colours are the same; otherwise it cycles, starting at frame offset +
+    off frames, and a cycle of 0 frames in all would never leave its loop."""
+    steady = light_state(Light(on_color=RED, off_color=BLUE, offset=0.5), "x", [])
+    assert (steady.on_color, steady.off_color, steady.offset) == (0x7C00, 0x7C00, 0)
+    assert (steady.on_frames, steady.off_frames, steady.transition_on_frames,
+            steady.transition_off_frames) == (0, 0, 0, 0)
+    blink = light_state(Light(on_color=RED, on_period=0.3, off_period=0.3, offset=0.3), "x", [])
+    assert (blink.off_color, blink.offset) == (0, -10)   # 10 frames later than offset 0
+    # what the firmware then shows, frame by frame: the chase of the built-in "chase" animation
+    # runs front to back (LED 0, then 1, then 2)
+    def first_on(state) -> int:
+        phase, frames = state.offset + state.off_frames, 0
+        hold = [state.off_frames, state.on_frames]       # keyframes: off colour, then on colour
+        k, on = 0, False
+        while not on:                                     # the firmware's HOLD/FADE cycle,
+            if phase >= hold[k]:                          # transitions of 0 frames
+                phase -= hold[k]
+                k = 1 - k
+                on = k == 1
+                continue
+            phase += 1
+            frames += 1
+        return frames
+    chase = BUILTIN["chase"].backpack[:3]
+    starts = [first_on(light_state(light, "x", [])) for light in chase]
+    assert starts == sorted(starts) and len(set(starts)) == 3
+
+
 def test_out_of_range_times_are_clamped_with_a_warning_naming_the_field():
     warnings: list = []
     s = light_state(Light(on_period=9.0, off_period=-1.0, offset=5000.0), "object_lights.lights[2]",
                     warnings)
-    assert (s.on_frames, s.off_frames, s.offset) == (255, 0, 32767)
+    assert (s.on_frames, s.off_frames, s.offset) == (255, 0, -32767)
     assert len(warnings) == 3
     assert warnings[0].startswith("object_lights.lights[2].on_period = 9 s is outside [0, 7.65] s")
     assert "object_lights.lights[2].off_period" in warnings[1]
     assert "object_lights.lights[2].offset" in warnings[2]
-    assert light_state(Light(offset=-5000.0), "x", []).offset == -32767
+    assert light_state(Light(on_period=1.0, offset=-5000.0), "x", []).offset == 32767
     assert abs(MAX_OFFSET_S - 983.01) < 0.01
 
 

@@ -378,7 +378,8 @@ def test_lights_reach_cubes_charger_and_backpack_as_exact_words_and_frames(make_
     lights = rig.publisher(ObjectLights, "object_lights")
     pattern = rig.publisher(BackpackLightPattern, "backpack_light_pattern")
 
-    # the lights count 30 ms frames, rounded up from whole milliseconds (Anki's (ms + 29) / 30)
+    # the lights count 30 ms frames, rounded up from whole milliseconds (Anki's (ms + 29) / 30);
+    # offsets go negated (the firmware moves a light ahead by them), a steady colour as both
     four = [LightState(on_color=rgba(r=1.0), off_color=rgba(g=1.0), on_period=0.5, off_period=0.25,
                        transition_on_period=0.1, transition_off_period=0.2, offset=0.0),
             LightState(on_color=rgba(b=1.0), on_period=1.0, offset=0.1),
@@ -386,8 +387,8 @@ def test_lights_reach_cubes_charger_and_backpack_as_exact_words_and_frames(make_
             LightState(on_color=rgba(1.0, 1.0, 1.0), off_color=rgba(), on_period=7.65, off_period=7.65,
                        offset=-0.99)]
     lights.publish(ObjectLights(object_type=ObjectInfo.TYPE_LIGHT_CUBE_2, lights=four, rotation_period=0.18))
-    expected = [(word(31, 0, 0), word(0, 31, 0), 17, 9, 4, 7, 0), (word(0, 0, 31), 0, 34, 0, 0, 0, 4),
-                (word(3, 17, 30), 0, 0, 0, 0, 0, 0), (0x7FFF, 0, 255, 255, 0, 0, -33)]
+    expected = [(word(31, 0, 0), word(0, 31, 0), 17, 9, 4, 7, 0), (word(0, 0, 31), 0, 34, 0, 0, 0, -4),
+                (word(3, 17, 30), word(3, 17, 30), 0, 0, 0, 0, 0), (0x7FFF, 0, 255, 255, 0, 0, 33)]
     assert rig.spin_until(lambda: [frames(s) for s in rig.sim.object_states()[2]["lights"]] == expected, WAIT)
     assert rig.sim.object_states()[2]["rotation_period_frames"] == 6
 
@@ -411,8 +412,8 @@ def test_lights_reach_cubes_charger_and_backpack_as_exact_words_and_frames(make_
                           == (word(31, 0, 0), 0, 0, 0, 34, 0, 0), WAIT)
     backpack = rig.sim.lights()["backpack"]
     assert [frames(backpack[k]) for k in ("front", "middle", "back", "left")] == [
-        (word(31, 0, 0), 0, 10, 10, 0, 0, 0), (word(31, 0, 0), 0, 10, 10, 0, 0, 4),
-        (word(31, 0, 0), 0, 10, 10, 0, 0, 7), (word(20, 0, 0), 0, 0, 0, 0, 0, 0)]
+        (word(31, 0, 0), 0, 10, 10, 0, 0, 0), (word(31, 0, 0), 0, 10, 10, 0, 0, -4),
+        (word(31, 0, 0), 0, 10, 10, 0, 0, -7), (word(20, 0, 0), word(20, 0, 0), 0, 0, 0, 0, 0)]
     assert rig.node._lights is not None         # re-applied by the node after a reconnection
 
 
@@ -451,7 +452,7 @@ def test_bad_light_commands_are_refused_or_clamped_with_a_warning(make_rig):
     lights.publish(ObjectLights(factory_id=C1, lights=[LightState(on_color=rgba(b=1.0), on_period=12.0,
                                                                   offset=-2000.0)], rotation_period=9.0))
     assert rig.spin_until(lambda: frames(rig.sim.object_states()[1]["lights"][0])
-                          == (word(0, 0, 31), 0, 255, 0, 0, 0, -32767), WAIT)
+                          == (word(0, 0, 31), 0, 255, 0, 0, 0, 32767), WAIT)
     assert rig.sim.object_states()[1]["rotation_period_frames"] == 255
     for text in ("object_lights.lights[0].on_period = 12 s is outside [0, 7.65] s: clamped to 7.65 s",
                  "object_lights.lights[0].offset = -2000 s is outside",
@@ -487,10 +488,11 @@ def test_light_animations_by_name(make_rig):
     assert [s.on_color for s in rig.sim.object_states()[2]["lights"]] == [word(0, 31, 0), 0, 0, 0]
     response = play("backpack", "chase")
     assert response.success
-    assert rig.spin_until(lambda: rig.sim.lights()["backpack"]["back"].offset == 14, WAIT)
+    # front, then middle, then back: each 7 frames later (offsets go negated: they delay)
+    assert rig.spin_until(lambda: rig.sim.lights()["backpack"]["back"].offset == -14, WAIT)
     backpack = rig.sim.lights()["backpack"]
     assert [frames(backpack[k]) for k in ("front", "middle", "back")] == [
-        (0x7FFF, 0, 7, 14, 0, 0, 0), (0x7FFF, 0, 7, 14, 0, 0, 7), (0x7FFF, 0, 7, 14, 0, 0, 14)]
+        (0x7FFF, 0, 7, 14, 0, 0, 0), (0x7FFF, 0, 7, 14, 0, 0, -7), (0x7FFF, 0, 7, 14, 0, 0, -14)]
     response = play("charger", "blink")
     assert response.success
     assert rig.spin_until(lambda: [frames(s) for s in rig.sim.lights()["charger"]]
