@@ -15,9 +15,11 @@ Battery percentage (:func:`battery_percentage`): linear in the voltage of
 Cozmo's single LiPo cell, 3.45 V -> 0.0 and 4.05 V -> 1.0, clamped outside: the
 level Anki's body firmware computes itself (battery.cpp, ``Battery::getLevel``;
 only the voltage reaches the engine). It is a rough open-circuit estimate: it
-reads high while charging and low under load. The same firmware lights the
-backpack's low-battery pattern below 3.50 V and switches the robot off after a
-minute below 3.45 V (:data:`BATTERY_LOW_V`, :data:`BATTERY_EMPTY_V`). Pure.
+reads high while charging and low under load. The same firmware shows a low-battery
+pattern on the backpack below 3.50 V only while no program is connected (with one
+connected the backpack shows what it is sent; Anki's app drew its own charging and
+low-battery lights), and switches the robot off after a minute below 3.45 V
+(:data:`BATTERY_LOW_V`, :data:`BATTERY_EMPTY_V`). Pure.
 """
 
 from __future__ import annotations
@@ -130,12 +132,15 @@ def power_supply_status(status: int) -> str:
     """'CHARGING', 'FULL', 'NOT_CHARGING' or 'DISCHARGING' (the suffixes of
     sensor_msgs/BatteryState POWER_SUPPLY_STATUS_*) from the status flags.
 
-    On the charger without charging means the battery is full, unless the robot
-    reports the charger out of spec (then NOT_CHARGING)."""
+    On the charger, a charger out of spec comes first (NOT_CHARGING, as Anki's engine
+    ranked it: BodyLightComponent::UpdateChargingLightConfig), then charging; on it without
+    charging, the battery is full."""
+    if status & StatusFlag.IS_ON_CHARGER and status & StatusFlag.IS_CHARGER_OOS:
+        return "NOT_CHARGING"
     if status & StatusFlag.IS_CHARGING:
         return "CHARGING"
     if status & StatusFlag.IS_ON_CHARGER:
-        return "NOT_CHARGING" if status & StatusFlag.IS_CHARGER_OOS else "FULL"
+        return "FULL"
     return "DISCHARGING"
 
 

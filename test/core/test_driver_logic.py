@@ -177,6 +177,9 @@ def test_battery_curve():
     assert power_supply_status(StatusFlag.IS_ON_CHARGER | StatusFlag.IS_CHARGING) == "CHARGING"
     assert power_supply_status(StatusFlag.IS_ON_CHARGER) == "FULL"
     assert power_supply_status(StatusFlag.IS_ON_CHARGER | StatusFlag.IS_CHARGER_OOS) == "NOT_CHARGING"
+    # out of spec ranks before charging (Anki's engine: BadCharger first)
+    assert power_supply_status(StatusFlag.IS_ON_CHARGER | StatusFlag.IS_CHARGER_OOS
+                               | StatusFlag.IS_CHARGING) == "NOT_CHARGING"
     assert power_supply_status(0) == "DISCHARGING"
 
 
