@@ -132,6 +132,7 @@ class ActuatorsMixin:
             return
         self.head_light = bool(on)
         self.robot.post(msgs.SetHeadLight(enable=self.head_light))
+        self.head_light_changed(self.head_light)
 
     def set_volume(self, volume: float, topic: str = "volume") -> None:
         """Volume 0..1 (clamped with a warning; NaN refused)."""

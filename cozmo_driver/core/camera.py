@@ -73,6 +73,7 @@ class CameraMixin:
                 if self.exposure is None or restart_exposure:
                     self.exposure = AutoExposure(float(p["camera_gain"]), int(p["camera_exposure_ms"]),
                                                  int(p["camera_auto_exposure_target"]))
+                    self.exposure.set_head_light(bool(getattr(self, "head_light", False)))
                 else:
                     self.exposure.restart()
                 gain, exposure_ms = self.exposure.gain, self.exposure.exposure_ms
@@ -86,6 +87,15 @@ class CameraMixin:
                                       auto_exposure_enabled=False)
         self.post_if_ready(params)
         self.post_if_ready(params)
+
+    def head_light_changed(self, on: bool) -> None:
+        """The head light went on or off: while it is on the automatic exposure keeps to
+        multiples of 10 ms (AutoExposure.set_head_light), sent at once if that changes it."""
+        with self.lock:
+            ae = self.exposure
+            change = ae.set_head_light(on) if ae is not None else None
+            if change is not None:
+                self._send_exposure(*change)
 
     def _expose(self, image: Any) -> None:
         """(I/O thread) Measure a frame for the automatic exposure; send what it changes."""

@@ -12,7 +12,11 @@ same, with the rule of Anki's engine for Cozmo:
 * brighter: the gain first (a short exposure blurs less when the robot moves), then
   the exposure; darker: the exposure first, then the gain;
 * when both are at their limit and the image is still too dark or too bright, that is
-  reported (:attr:`AutoExposure.limit`).
+  reported (:attr:`AutoExposure.limit`);
+* while the IR head light is on, exposures are whole multiples of 10 ms (10..60 ms;
+  :meth:`AutoExposure.set_head_light`): Anki's engine limited them so "to prevent image
+  artifacts from mismatched exposure and head light pulsing" (VisionMode::LimitedExposure,
+  switched on with the head light); the exposure then moves in steps of 10 ms.
 
 Unlike Anki's engine, a value within ``TOLERANCE`` of the target changes nothing (no
 message for sensor noise), a change moves each setting by at least one of the robot's
@@ -32,13 +36,15 @@ from typing import Callable, Optional, Tuple, Union
 
 import numpy as np
 
-__all__ = ["AutoExposure", "GAIN_RANGE", "EXPOSURE_RANGE_MS"]
+__all__ = ["AutoExposure", "GAIN_RANGE", "EXPOSURE_RANGE_MS", "HEAD_LIGHT_EXPOSURE_STEP_MS"]
 
 #: the gain the automatic exposure uses: from the sensor's own (1) to what the robot's
 #: byte of 1/64 steps holds
 GAIN_RANGE = (1.0, 255 / 64)
 #: exposure times the robot takes, ms
 EXPOSURE_RANGE_MS = (1, 67)
+#: while the head light is on, exposures are multiples of this (Anki: kExposureMultiple)
+HEAD_LIGHT_EXPOSURE_STEP_MS = 10
 #: the most one step changes the brightness by (a factor from 1 - this to 1 + this)
 MAX_CHANGE = 0.5
 #: a percentile value this close to the target (a fraction of it) is good enough
@@ -66,6 +72,30 @@ class AutoExposure:
         #: the last measured percentile value (None before the first measurement)
         self.value: Optional[int] = None
         self._skip = SETTLE_FRAMES
+        #: the head light is on: exposures in multiples of HEAD_LIGHT_EXPOSURE_STEP_MS
+        self.head_light = False
+
+    def _exposure_range(self) -> Tuple[int, int]:
+        lo, hi = EXPOSURE_RANGE_MS
+        if self.head_light:
+            step = HEAD_LIGHT_EXPOSURE_STEP_MS
+            return max(lo, step), hi - hi % step
+        return lo, hi
+
+    def set_head_light(self, on: bool) -> Optional[Tuple[float, int]]:
+        """The head light went on or off. On, the exposure is raised to a multiple of 10 ms
+        (at most 60): returns the (gain, exposure_ms) to send if that changed it."""
+        self.head_light = bool(on)
+        if not self.head_light:
+            return None
+        step = HEAD_LIGHT_EXPOSURE_STEP_MS
+        lo, hi = self._exposure_range()
+        exposure = min(hi, max(lo, -(-self.exposure_ms // step) * step))
+        if exposure == self.exposure_ms:
+            return None
+        self.exposure_ms = exposure
+        self._skip = SETTLE_FRAMES
+        return self.gain, self.exposure_ms
 
     @staticmethod
     def _clamped(gain: float, exposure_ms: int) -> Tuple[float, int]:
@@ -110,18 +140,19 @@ class AutoExposure:
 
     def _apply(self, factor: float) -> Optional[Tuple[float, int]]:
         gain, exposure = self.gain, self.exposure_ms
-        (g_lo, g_hi), (e_lo, e_hi) = GAIN_RANGE, EXPOSURE_RANGE_MS
+        (g_lo, g_hi), (e_lo, e_hi) = GAIN_RANGE, self._exposure_range()
+        step = HEAD_LIGHT_EXPOSURE_STEP_MS if self.head_light else 1
         if factor > 1.0:
             if gain < g_hi:
                 gain = min(g_hi, max(gain * factor, gain + _GAIN_STEP))
             elif exposure < e_hi:
-                exposure = min(e_hi, max(round(exposure * factor), exposure + 1))
+                exposure = min(e_hi, max(-(-round(exposure * factor) // step) * step, exposure + step))
             else:
                 self.limit = "too dark"
                 return None
         else:
             if exposure > e_lo:
-                exposure = max(e_lo, min(round(exposure * factor), exposure - 1))
+                exposure = max(e_lo, min(round(exposure * factor) // step * step, exposure - step))
             elif gain > g_lo:
                 gain = max(g_lo, min(gain * factor, gain - _GAIN_STEP))
             else:

@@ -144,7 +144,8 @@ def test_the_driver_reference_states_the_rule_as_the_code_has_it():
                    f"more than {ae.MAX_WHITE_FRACTION:.0%} white".replace("%", " %"),
                    f"within {ae.TOLERANCE:.0%} of the target".replace("%", " %"),
                    f"up to {ae.GAIN_RANGE[1]:.2f}", f"up to {ae.EXPOSURE_RANGE_MS[1]} ms",
-                   f"down to {ae.EXPOSURE_RANGE_MS[0]} ms", f"down to {ae.GAIN_RANGE[0]:g})"):
+                   f"down to {ae.EXPOSURE_RANGE_MS[0]} ms", f"down to {ae.GAIN_RANGE[0]:g})",
+                   f"multiples of {ae.HEAD_LIGHT_EXPOSURE_STEP_MS} ms"):
         assert phrase in section, phrase
 
 
@@ -158,3 +159,27 @@ def test_an_image_is_decoded_only_when_it_is_measured():
     for _ in range(SETTLE_FRAMES + 2 * SETTLED_EVERY + 1):
         assert ae.update(decode) is None
     assert len(decoded) == 3                    # after the settling images, then 1 in 15
+
+
+def test_with_the_head_light_on_exposures_are_multiples_of_10_ms():
+    """Anki's engine: VisionMode::LimitedExposure, on while the head light is, keeps the
+    exposure to multiples of 10 ms (at most the largest below the camera's limit) against
+    artifacts from the IR light's pulsing."""
+    from cozmo_driver.driver.auto_exposure import HEAD_LIGHT_EXPOSURE_STEP_MS
+    assert HEAD_LIGHT_EXPOSURE_STEP_MS == 10
+    ae = AutoExposure(GAIN_RANGE[1], 33)
+    assert ae.set_head_light(True) == (GAIN_RANGE[1], 40)        # raised to a multiple at once
+    assert ae.set_head_light(True) is None                        # already one
+    seen = set()
+    for value in (60, 60, 60, 60, 250, 250, 250, 250, 250, 250):  # darker, then much brighter
+        change = measured(ae, grey(value))
+        if change is not None:
+            seen.add(change[1])
+    assert seen and all(e % 10 == 0 and 10 <= e <= 60 for e in seen), seen
+    assert 60 in seen and 10 in seen                              # the whole limited range
+    off = AutoExposure(1.0, 20)
+    off.set_head_light(True)
+    assert off.set_head_light(False) is None and not off.head_light   # off: any value again
+    assert measured(off, grey(150)) == (1.0, round(20 * 128 / 150))   # 17 ms
+    dim = AutoExposure(1.0, 67)
+    assert dim.set_head_light(True) == (1.0, 60)                  # 67 ms: the largest multiple below

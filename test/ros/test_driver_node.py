@@ -541,6 +541,23 @@ def test_lights_head_light_and_volume(make_driver):
     assert state["head_light"] is True
 
 
+def test_the_head_light_keeps_automatic_exposures_to_multiples_of_10_ms(make_driver):
+    """Anki's engine limits the exposure to multiples of 10 ms while the IR head light is on
+    (VisionMode::LimitedExposure): the driver's automatic exposure does the same."""
+    h = make_driver(camera_exposure_ms=33)
+    head_light = h.probe.create_publisher(Bool, "head_light", 10)
+    assert h.spin_until(lambda: head_light.get_subscription_count(), DISCOVERY_TIMEOUT)
+    t0 = time.monotonic()
+
+    def exposures() -> List[int]:
+        return [int(m.exposure_ms) for t, m in h.sim.commands()
+                if t >= t0 and m.NAME == "SetCameraParams"]
+    head_light.publish(Bool(data=True))
+    assert h.spin_until(lambda: h.sim.lights()["head_light"] is True and exposures(), 2.0)
+    h.spin_for(1.0)                              # and while the automatic exposure goes on
+    assert exposures() and all(e % 10 == 0 and 10 <= e <= 60 for e in exposures()), exposures()
+
+
 def test_emergency_stop_holds_until_released(make_driver):
     h = make_driver()
     pub = h.probe.create_publisher(Twist, "cmd_vel", 10)
