@@ -294,7 +294,7 @@ class DriverCore(ActuatorsMixin, CameraMixin):
                                f"{pose.x:.3f} m, y {pose.y:.3f} m, yaw {pose.yaw:.3f} rad; "
                                f"{tracker.reanchors} so far")
         flags = int(state.status)
-        events = self.events.on_status(flags)
+        events = self.events.on_status(flags, publish=self.active)
         turned = self.orientation.update(t, float(state.pose_pitch_rad), float(state.accel_y_mmps2),
                                          flags)
         if turned:

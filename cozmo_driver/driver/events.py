@@ -94,9 +94,14 @@ class EventDetector:
         """The latest status word (0 before the first)."""
         return self._flags or 0
 
-    def on_status(self, status: int) -> List[RobotEventData]:
+    def on_status(self, status: int, publish: bool = True) -> List[RobotEventData]:
+        """The events of a new status word; ``publish`` false (the node is inactive): none,
+        and the flags the events saw are kept, so that the changes meanwhile come as
+        events with the next status published."""
         previous = self._events_flags
         self._flags = status
+        if not publish and previous is not None:
+            return []
         if status & StatusFlag.IS_FALLING and previous is not None:
             # the robot reports a falling robot as picked up too (Anki's firmware: IsPickedUp()
             # includes IsFalling()); the fall has its own events, so for the events

@@ -252,6 +252,20 @@ def test_events_from_flag_transitions():
     assert d.on_status(StatusFlag.IS_FALLING | StatusFlag.IS_ON_CHARGER | StatusFlag.IS_CHARGING) == []
 
 
+def test_flag_changes_while_not_publishing_come_as_events_when_publishing_again():
+    """While the node is inactive no event is published; what changed meanwhile comes with
+    the first status after it is active again (not lost: the robot put on its charger)."""
+    d = EventDetector()
+    d.on_status(0)
+    assert d.on_status(StatusFlag.IS_ON_CHARGER, publish=False) == []
+    assert d.on_status(StatusFlag.IS_ON_CHARGER | StatusFlag.IS_CHARGING, publish=False) == []
+    assert d.flags == StatusFlag.IS_ON_CHARGER | StatusFlag.IS_CHARGING     # current all along
+    events = d.on_status(StatusFlag.IS_ON_CHARGER | StatusFlag.IS_CHARGING)
+    assert [e.type for e in events] == [EventType.ON_CHARGER, EventType.CHARGING_STARTED]
+    assert d.on_status(StatusFlag.IS_PICKED_UP, publish=False) == []
+    assert d.on_status(StatusFlag.IS_ON_CHARGER | StatusFlag.IS_CHARGING) == []   # back as it was
+
+
 def test_a_fall_is_not_a_pick_up():
     """Anki's firmware reports a falling robot as picked up as well (IsPickedUp() includes
     IsFalling()): the fall has its own events, so no PICKED_UP/PUT_DOWN comes with it."""

@@ -874,6 +874,7 @@ def test_garbage_datagrams_change_only_counters(make_driver):
 def test_lifecycle_deactivate_stops_and_pauses(make_driver):
     h = make_driver()
     odom = h.listen("odom", Odometry, "odom")
+    events = h.listen("events", RobotEvent, "events")
     pub = h.probe.create_publisher(Twist, "cmd_vel", 10)
     cmd = Twist()
     cmd.linear.x = 0.05
@@ -886,8 +887,13 @@ def test_lifecycle_deactivate_stops_and_pauses(make_driver):
     n = len(odom)
     h.spin_for(0.5, every=lambda: pub.publish(cmd))
     assert len(odom) == n and h.sim.wheel_speeds() == (0.0, 0.0)
+    h.sim.set_on_charger(True, move=False)      # meanwhile: reported once active again
+    h.spin_for(0.3)
+    said = len(events)
     h.node.trigger_activate()
     assert h.spin_until(lambda: len(odom) > n + 5, 2.0)
+    assert h.spin_until(lambda: EventType.ON_CHARGER in [e.type for e in events[said:]], 2.0), \
+        [(e.type, e.description) for e in events[said:]]
     h.node.trigger_deactivate()
     h.node.trigger_cleanup()
     assert h.spin_until(lambda: not h.sim.is_connected(), 3.0)
