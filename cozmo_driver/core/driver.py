@@ -42,7 +42,7 @@ from ..client import ClientConfig, LinkState, LinkStateChanged, Robot, RobotRead
 from ..driver import camera_info as caminfo
 from ..driver.commands import CommandError, check_twist
 from ..driver.diagnostics import DiagnosticReport, link_report, robot_report
-from ..driver.events import EventDetector, EventType
+from ..driver.events import EventDetector, cliff_event
 from ..driver.orientation import Orientation, OrientationDetector
 from ..driver.kinematics import twist_to_wheels, wheels_to_twist
 from ..driver.odometry import OdometryTracker, pose_variances, twist_variances
@@ -294,6 +294,7 @@ class DriverCore(ActuatorsMixin, CameraMixin):
                                f"{pose.x:.3f} m, y {pose.y:.3f} m, yaw {pose.yaw:.3f} rad; "
                                f"{tracker.reanchors} so far")
         flags = int(state.status)
+        cliff_rose = bool(flags & ~self.events.flags & StatusFlag.CLIFF_DETECTED)
         events = self.events.on_status(flags, publish=self.active)
         turned = self.orientation.update(t, float(state.pose_pitch_rad), float(state.accel_y_mmps2),
                                          flags)
@@ -324,15 +325,15 @@ class DriverCore(ActuatorsMixin, CameraMixin):
                                       self.orientation.state == Orientation.ON_TREADS)
         if edge is not None:
             output.on_cliff_edge(*edge)
+            events = events + [cliff_event(edge[1])]
         if t - self._last_battery >= BATTERY_PERIOD_S:
             self._last_battery = t
             output.on_battery(BatterySample(stamp_ns, voltage, battery_percentage(voltage),
                                             power_supply_status(flags)))
         if events:
             output.on_events(stamp_ns, events)
-            if self._last_move is not None and cliff_ahead(flags, self.params["stop_on_cliff"]) \
-                    and any(e.type == EventType.CLIFF_DETECTED for e in events):
-                self.robot.call_soon(self._hold_at_cliff)
+        if cliff_rose and self._last_move is not None and cliff_ahead(flags, self.params["stop_on_cliff"]):
+            self.robot.call_soon(self._hold_at_cliff)
 
     def _on_link_state(self, event: LinkStateChanged) -> None:
         if event.state is LinkState.READY:

@@ -3,8 +3,8 @@
 Two sources, each event type taken from exactly one of them so that a
 subscriber sees every transition once:
 
-* flag transitions of RobotState.status: CLIFF_DETECTED/CLIFF_CLEARED,
-  PICKED_UP/PUT_DOWN, ON_CHARGER/OFF_CHARGER, CHARGING_STARTED/CHARGING_STOPPED;
+* flag transitions of RobotState.status: PICKED_UP/PUT_DOWN, ON_CHARGER/OFF_CHARGER,
+  CHARGING_STARTED/CHARGING_STOPPED;
 * messages: RobotPoked (POKED), RobotDelocalized (DELOCALIZED), FallingStarted
   and FallingStopped (FALLING_STARTED/FALLING_STOPPED; the IS_FALLING flag is
   not used, the messages carry the fall's duration), ButtonPressed
@@ -12,7 +12,12 @@ subscriber sees every transition once:
   (HEAD_/LIFT_CALIBRATION_STARTED/ENDED).
 
 ON_BACK, ON_FACE, ON_LEFT_SIDE, ON_RIGHT_SIDE and ON_TREADS come from a third source,
-the robot's pitch and acceleration (:mod:`cozmo_driver.driver.orientation`).
+the robot's pitch and acceleration (:mod:`cozmo_driver.driver.orientation`), and
+CLIFF_DETECTED/CLIFF_CLEARED (:func:`cliff_event`) from a fourth, an edge of the floor
+(:class:`~cozmo_driver.driver.sensors.CliffEdgeTracker`): the CLIFF_DETECTED flag held
+for 0.5 s while the robot stood on its treads. The flag itself rises with every pick-up,
+about 0.1 s before IS_PICKED_UP (the sensor loses the floor first); Anki's firmware delays
+its cliff event as long, so that a pick-up cancels it.
 
 A falling robot also reports IS_PICKED_UP (Anki's firmware): while IS_FALLING is set,
 that bit keeps its value for the events, so a fall gives no PICKED_UP/PUT_DOWN.
@@ -29,7 +34,7 @@ from typing import List, Optional
 
 from .sensors import StatusFlag
 
-__all__ = ["EventType", "RobotEventData", "EventDetector"]
+__all__ = ["EventType", "RobotEventData", "EventDetector", "cliff_event"]
 
 
 class EventType:
@@ -71,14 +76,19 @@ class RobotEventData:
 
 # flag -> (event when set, description, event when cleared, description)
 _FLAG_EVENTS = (
-    (StatusFlag.CLIFF_DETECTED, EventType.CLIFF_DETECTED, "cliff detected",
-     EventType.CLIFF_CLEARED, "cliff cleared"),
     (StatusFlag.IS_PICKED_UP, EventType.PICKED_UP, "picked up", EventType.PUT_DOWN, "put down"),
     (StatusFlag.IS_ON_CHARGER, EventType.ON_CHARGER, "placed on the charger",
      EventType.OFF_CHARGER, "taken off the charger"),
     (StatusFlag.IS_CHARGING, EventType.CHARGING_STARTED, "charging started",
      EventType.CHARGING_STOPPED, "charging stopped"),
 )
+
+
+def cliff_event(edge: bool) -> RobotEventData:
+    """CLIFF_DETECTED for an edge of the floor found, CLIFF_CLEARED for its end."""
+    if edge:
+        return RobotEventData(EventType.CLIFF_DETECTED, "cliff detected")
+    return RobotEventData(EventType.CLIFF_CLEARED, "cliff cleared")
 
 
 class EventDetector:

@@ -313,12 +313,28 @@ def test_a_forward_drive_sent_as_the_edge_appears_is_sent_again_without_its_forw
     robot.run(0.3)
     core.drive(0.04, 0.0)           # one command, no repeats: the watchdog is 0.5 s
     robot.run(0.45)
-    assert any(e.type == EventType.CLIFF_DETECTED for e in output.events)
     last = robot.sent("DriveWheels")[-1]
     assert (last[1].lwheel_speed_mmps, last[1].rwheel_speed_mmps) == (0.0, 0.0), last
     assert robot.sim.model.true_pose()[0] < edge - 20.0
     robot.run(0.5)   # past the watchdog: nothing turns, so it has nothing to stop or say
     assert not output.said("no cmd_vel for"), output.lines
+    # the event: once the sensor has seen no floor for 0.5 s, the robot on its treads
+    assert [e.type for e in output.events].count(EventType.CLIFF_DETECTED) == 1
+
+
+def test_a_pick_up_is_no_cliff_event(rig):
+    """The cliff sensor loses the floor whenever the robot is lifted (on a real robot before
+    IS_PICKED_UP rises): CLIFF_DETECTED comes only for an edge the robot stands at, as
+    Anki's firmware delays its cliff event for a pick-up to cancel it."""
+    robot, core, output = rig
+    robot.run(0.3)
+    robot.sim.pick_up(robot.net.now)
+    robot.run(1.0)
+    robot.sim.put_down(robot.net.now)
+    robot.run(1.0)
+    types = [e.type for e in output.events]
+    assert EventType.PICKED_UP in types and EventType.PUT_DOWN in types, types
+    assert EventType.CLIFF_DETECTED not in types and EventType.CLIFF_CLEARED not in types, types
 
 
 def test_an_edge_the_cliff_sensor_finds_is_reported_for_a_costmap_but_not_a_lifted_robot(rig):
