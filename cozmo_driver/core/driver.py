@@ -295,7 +295,8 @@ class DriverCore(ActuatorsMixin, CameraMixin):
                                f"{tracker.reanchors} so far")
         flags = int(state.status)
         cliff_rose = bool(flags & ~self.events.flags & StatusFlag.CLIFF_DETECTED)
-        events = self.events.on_status(flags, publish=self.active)
+        events = self.events.on_status(flags, publish=self.active,
+                                       head_calibrating=self.orientation.held)
         turned = self.orientation.update(t, float(state.pose_pitch_rad), float(state.accel_y_mmps2),
                                          flags)
         if turned:

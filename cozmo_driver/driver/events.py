@@ -104,14 +104,20 @@ class EventDetector:
         """The latest status word (0 before the first)."""
         return self._flags or 0
 
-    def on_status(self, status: int, publish: bool = True) -> List[RobotEventData]:
+    def on_status(self, status: int, publish: bool = True,
+                  head_calibrating: bool = False) -> List[RobotEventData]:
         """The events of a new status word; ``publish`` false (the node is inactive): none,
         and the flags the events saw are kept, so that the changes meanwhile come as
-        events with the next status published."""
+        events with the next status published. ``head_calibrating``: IS_PICKED_UP keeps
+        its value for the events (Anki's firmware resets its IMU filter, and so its
+        pick-up detection, until the head is calibrated: IMUFilter::Update; its engine
+        froze its on-treads state meanwhile)."""
         previous = self._events_flags
         self._flags = status
         if not publish and previous is not None:
             return []
+        if head_calibrating and previous is not None:
+            status = (status & ~StatusFlag.IS_PICKED_UP) | (previous & StatusFlag.IS_PICKED_UP)
         if status & StatusFlag.IS_FALLING and previous is not None:
             # the robot reports a falling robot as picked up too (Anki's firmware: IsPickedUp()
             # includes IsFalling()); the fall has its own events, so for the events

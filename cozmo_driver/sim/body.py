@@ -322,7 +322,9 @@ class Body:
             flags |= StatusFlag.ARE_WHEELS_MOVING
         if wheels_moving or self.head.moving or self.lift.moving:
             flags |= StatusFlag.IS_MOVING
-        if self.picked_up or self.falling:  # the firmware's IsPickedUp() includes falling
+        # the firmware's IsPickedUp() includes falling; it resets its IMU filter, and so its
+        # pick-up detection, until the head is calibrated (IMUFilter::Update)
+        if (self.picked_up and not self.head.calibrating) or self.falling:
             flags |= StatusFlag.IS_PICKED_UP
         if self.falling:
             flags |= StatusFlag.IS_FALLING

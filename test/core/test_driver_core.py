@@ -387,11 +387,13 @@ def test_a_robot_on_its_back_is_reported_and_driving_it_says_why_nothing_moves(r
                        "nothing. Set it upright on its treads", logging.WARNING), output.lines
     assert not output.said("cliff sensor sees no floor ahead")
     core.drive(0.0, 0.0)
-    # a head calibration resets the robot's pitch to 0 meanwhile: not read as standing up
+    # a head calibration resets the robot's pitch to 0 meanwhile, and its pick-up detection
+    # (IS_PICKED_UP reads 0): not read as standing up, nor as put down
     robot.sim.model.body.calibrate(robot.net.now, head=True, lift=False)
     robot.run(1.5)
     assert EventType.HEAD_CALIBRATION_ENDED in [e.type for e in output.events]
     assert EventType.ON_TREADS not in [e.type for e in output.events]
+    assert EventType.PUT_DOWN not in [e.type for e in output.events]
     assert output.states[-1].status.orientation == Orientation.ON_BACK
     robot.sim.put_down(robot.net.now)
     robot.run(0.2)

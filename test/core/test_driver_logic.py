@@ -266,6 +266,19 @@ def test_flag_changes_while_not_publishing_come_as_events_when_publishing_again(
     assert d.on_status(StatusFlag.IS_ON_CHARGER | StatusFlag.IS_CHARGING) == []   # back as it was
 
 
+def test_no_put_down_while_the_head_calibrates():
+    """Anki's firmware clears its pick-up detection until the head is calibrated: a robot
+    held in the hand while it calibrates (at a connection, on calibrate_motors) reports
+    IS_PICKED_UP 0 meanwhile, which is no PUT_DOWN."""
+    d = EventDetector()
+    d.on_status(0)
+    assert [e.type for e in d.on_status(StatusFlag.IS_PICKED_UP)] == [EventType.PICKED_UP]
+    assert d.on_status(0, head_calibrating=True) == []
+    assert d.on_status(StatusFlag.IS_ON_CHARGER, head_calibrating=True)[0].type == EventType.ON_CHARGER
+    assert d.on_status(StatusFlag.IS_ON_CHARGER | StatusFlag.IS_PICKED_UP) == []    # still held
+    assert [e.type for e in d.on_status(StatusFlag.IS_ON_CHARGER)] == [EventType.PUT_DOWN]
+
+
 def test_a_fall_is_not_a_pick_up():
     """Anki's firmware reports a falling robot as picked up as well (IsPickedUp() includes
     IsFalling()): the fall has its own events, so no PICKED_UP/PUT_DOWN comes with it."""
