@@ -86,7 +86,7 @@ naming the field, and nothing is sent.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..protocol import messages as msgs
@@ -99,7 +99,8 @@ __all__ = [
     "CUBE_LEDS", "CHARGER_LEDS", "BACKPACK_LEDS", "object_name", "is_cube", "led_count",
     "Light", "OFF", "light_state", "object_light_states", "rotation_frames", "backpack_messages",
     "cube_light_messages", "ObjectSettings", "ObjectEntry", "ObjectEventRecord", "AccelSample",
-    "RequestResult", "ObjectRegistry", "CUBE_ACCEL_COUNTS_PER_G",
+    "RequestResult", "ObjectRegistry", "CUBE_ACCEL_COUNTS_PER_G", "CUBE_WHITE_BALANCE",
+    "white_balanced",
     "MPS2_PER_COUNT",
 ]
 
@@ -214,6 +215,18 @@ class Light:
 
 
 OFF = Light()
+
+#: Anki's engine white-balanced the cubes' colours: a colour with any red had its green and
+#: blue scaled by this (CubeLightComponent::WhiteBalanceColor, kWhiteBalanceScale)
+CUBE_WHITE_BALANCE = 0.6
+
+
+def white_balanced(light: Light) -> Light:
+    """``light`` with the cubes' white balance (:data:`CUBE_WHITE_BALANCE`) on both colours."""
+    def balanced(c: RGB) -> RGB:
+        r, g, b = c
+        return (r, g * CUBE_WHITE_BALANCE, b * CUBE_WHITE_BALANCE) if r > 0 else c
+    return replace(light, on_color=balanced(light.on_color), off_color=balanced(light.off_color))
 _PERIODS = ("on_period", "off_period", "transition_on_period", "transition_off_period")
 
 
@@ -252,9 +265,12 @@ def light_state(light: Light, field_name: str, warnings: List[str]) -> Any:
 
 
 def object_light_states(lights: Sequence[Light], leds: int, field_name: str, what: str,
-                        warnings: List[str]) -> List[Any]:
+                        warnings: List[str], white_balance: bool = False) -> List[Any]:
     """The four LightStates of a CubeLights message for an object with ``leds`` LEDs:
-    one entry for every LED, or exactly one per LED; the unused fourth (charger) is off."""
+    one entry for every LED, or exactly one per LED; the unused fourth (charger) is off.
+    ``white_balance``: the cubes' (:func:`white_balanced`)."""
+    if white_balance:
+        lights = [white_balanced(light) for light in lights]
     n = len(lights)
     if n == 1:
         one = light_state(lights[0], f"{field_name}[0]", warnings)

@@ -383,7 +383,8 @@ class ObjectInterfaces:
                 raise CommandError(problem)
             entry = self.registry.find_connected(msg.factory_id, msg.object_type, topic)
             leds = led_count(entry.object_type) or CUBE_LEDS
-            states = object_light_states(lights, leds, f"{topic}.lights", entry.name, warnings)
+            states = object_light_states(lights, leds, f"{topic}.lights", entry.name, warnings,
+                                         white_balance=is_cube(entry.object_type))
             rotation = 0
             if is_cube(entry.object_type):
                 rotation = rotation_frames(msg.rotation_period, f"{topic}.rotation_period", warnings)
@@ -502,7 +503,7 @@ class ObjectInterfaces:
                     kind = "cube" if is_cube(entry.object_type) else "charger"
                     leds = led_count(entry.object_type)
                     states = object_light_states(animation.lights_for(kind), leds, f"{field} {kind}",
-                                                 entry.name, warnings)
+                                                 entry.name, warnings, white_balance=kind == "cube")
                     rotation = rotation_frames(animation.rotation_period, f"{field} rotation_period",
                                                warnings) if kind == "cube" else 0
                     planned.append((entry, states, rotation))

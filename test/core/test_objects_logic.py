@@ -150,6 +150,19 @@ def test_rotation_and_backpack_and_cube_messages():
         assert type(message).decode_body(message.encode_body()) == message
 
 
+def test_cube_colours_are_white_balanced_as_anki_did():
+    """Anki's engine (CubeLightComponent::WhiteBalanceColor): a cube colour with any red has
+    its green and blue at 60 %, so that white looks white on a cube; the charger's and the
+    backpack's colours are sent as given."""
+    from cozmo_driver.driver.objects import CUBE_WHITE_BALANCE
+    assert CUBE_WHITE_BALANCE == 0.6
+    light = Light(on_color=WHITE, off_color=(0.0, 1.0, 1.0), on_period=0.3, off_period=0.3)
+    cube = object_light_states([light], 4, "f", "cube1", [], white_balance=True)[0]
+    assert (cube.on_color, cube.off_color) == ((31 << 10) | (19 << 5) | 19, (31 << 5) | 31)
+    plain = object_light_states([light], 3, "f", "charger", [])[0]
+    assert plain.on_color == 0x7FFF
+
+
 def test_names_and_led_counts():
     assert [object_name(t, 5) for t in (1, 2, 3, 13, 9)] == ["cube1", "cube2", "cube3", "charger", "object_5"]
     assert [led_count(t) for t in (1, 2, 3, 13, 9)] == [4, 4, 4, 3, 0]

@@ -379,7 +379,8 @@ def test_lights_reach_cubes_charger_and_backpack_as_exact_words_and_frames(make_
     pattern = rig.publisher(BackpackLightPattern, "backpack_light_pattern")
 
     # the lights count 30 ms frames, rounded up from whole milliseconds (Anki's (ms + 29) / 30);
-    # offsets go negated (the firmware moves a light ahead by them), a steady colour as both
+    # offsets go negated (the firmware moves a light ahead by them), a steady colour as both;
+    # a cube's colours with red in them have green and blue at 60 % (Anki's white balance)
     four = [LightState(on_color=rgba(r=1.0), off_color=rgba(g=1.0), on_period=0.5, off_period=0.25,
                        transition_on_period=0.1, transition_off_period=0.2, offset=0.0),
             LightState(on_color=rgba(b=1.0), on_period=1.0, offset=0.1),
@@ -388,7 +389,7 @@ def test_lights_reach_cubes_charger_and_backpack_as_exact_words_and_frames(make_
                        offset=-0.99)]
     lights.publish(ObjectLights(object_type=ObjectInfo.TYPE_LIGHT_CUBE_2, lights=four, rotation_period=0.18))
     expected = [(word(31, 0, 0), word(0, 31, 0), 17, 9, 4, 7, 0), (word(0, 0, 31), 0, 34, 0, 0, 0, -4),
-                (word(3, 17, 30), word(3, 17, 30), 0, 0, 0, 0, 0), (0x7FFF, 0, 255, 255, 0, 0, 33)]
+                (word(3, 10, 18), word(3, 10, 18), 0, 0, 0, 0, 0), (word(31, 19, 19), 0, 255, 255, 0, 0, 33)]
     assert rig.spin_until(lambda: [frames(s) for s in rig.sim.object_states()[2]["lights"]] == expected, WAIT)
     assert rig.sim.object_states()[2]["rotation_period_frames"] == 6
 
