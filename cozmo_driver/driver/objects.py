@@ -227,6 +227,8 @@ def white_balanced(light: Light) -> Light:
         r, g, b = c
         return (r, g * CUBE_WHITE_BALANCE, b * CUBE_WHITE_BALANCE) if r > 0 else c
     return replace(light, on_color=balanced(light.on_color), off_color=balanced(light.off_color))
+
+
 _PERIODS = ("on_period", "off_period", "transition_on_period", "transition_off_period")
 
 
@@ -615,12 +617,7 @@ class ObjectRegistry:
         do either, ``ModelConfig.keep_object_links``). Released, they advertise and
         auto-connect takes them as at the first connection."""
         for entry in self._entries.values():
-            if entry.connected:
-                self._release.append(entry.object_id)
-                self._disconnected(entry, now, "the robot reconnected")
-            elif entry.held:
-                self._release.append(entry.slot)
-                entry.held, entry.slot = False, None
+            self._release_slot(entry, now, "the robot reconnected")
             if entry.pending is not None:
                 self._resolve(entry, False, "the robot reconnected")
         for slot in sorted(set(self._release)):
@@ -640,12 +637,17 @@ class ObjectRegistry:
         for entry in self._entries.values():
             if entry.pending is not None:
                 self._resolve(entry, False, reason)
-            if entry.connected:
-                self._release.append(entry.object_id)
-                self._disconnected(entry, now, reason)
-            elif entry.held:
-                self._release.append(entry.slot)
-                entry.held, entry.slot = False, None
+            self._release_slot(entry, now, reason)
+
+    def _release_slot(self, entry: ObjectEntry, now: float, why: str) -> None:
+        """The robot's connection ended (or began again): ``entry``'s radio slot, if it is
+        connected or held, is emptied at the robot's next connection (DISCONNECTED: ``why``)."""
+        if entry.connected:
+            self._release.append(entry.object_id)
+            self._disconnected(entry, now, why)
+        elif entry.held:
+            self._release.append(entry.slot)
+            entry.held, entry.slot = False, None
 
     # ------------------------------------------------------------------ the robot's messages
 
