@@ -40,6 +40,8 @@ __all__ = [
     "LIFT_MAX_ANGLE_RAD",
     "LIFT_MAX_SPEED_RADPS",
     "BATTERY_CELLS",
+    "BATTERY_EMPTY_V",
+    "BATTERY_FULL_V",
     "MAX_TURN_RATE_RADPS",
     "TURN_ANGLE_TOLERANCE_RAD",
     "CLIFF_SENSOR_X_M",
@@ -80,6 +82,10 @@ LIFT_MAX_SPEED_RADPS = 10.0
 
 #: the battery is one LiPo cell
 BATTERY_CELLS = 1
+#: the voltages Anki's body firmware reads as a battery level of 0 and 100 % (battery.cpp,
+#: Battery::getLevel; below the first for a minute, it switches the robot off)
+BATTERY_EMPTY_V = 3.45
+BATTERY_FULL_V = 4.05
 
 #: the cliff sensor (the one the protocol documents, under the front) ahead of the robot's
 #: origin (base_footprint); the distance is this project's estimate, the simulator's too

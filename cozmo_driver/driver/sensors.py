@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
 from ..protocol.status import RobotStatusFlag
-from ..robot_geometry import lift_height_to_angle, reported_lift_height_m
+from ..robot_geometry import (BATTERY_EMPTY_V, BATTERY_FULL_V, lift_height_to_angle,
+                              reported_lift_height_m)
 from .odometry import quaternion_from_rpy
 
 __all__ = [
@@ -111,10 +112,8 @@ class CliffEdgeTracker:
         return None
 
 
-#: 0 %: below it for a minute, the robot switches itself off (Anki's body firmware)
-BATTERY_EMPTY_V = 3.45
-#: 100 %
-BATTERY_FULL_V = 4.05
+# BATTERY_EMPTY_V (0 %) and BATTERY_FULL_V (100 %): robot_geometry, shared with the simulator
+
 #: below it the robot shows its low-battery light
 BATTERY_LOW_V = 3.50
 

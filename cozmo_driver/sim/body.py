@@ -58,10 +58,10 @@ logger = logging.getLogger("cozmo.sim")
 
 GRAVITY_MMPS2 = 9810.0
 #: the voltages of an empty and a full charge (``soc`` 0 and 1): the range over which Anki's
-#: body firmware computes its battery level (battery.cpp), so that ``soc`` is the level a
-#: driver shows (a charging battery reads 0.03 V more)
-BATTERY_EMPTY_V = 3.45
-BATTERY_FULL_V = 4.05
+#: body firmware computes its battery level, so that ``soc`` is the level a driver shows (a
+#: charging battery reads 0.03 V more)
+BATTERY_EMPTY_V = geometry.BATTERY_EMPTY_V
+BATTERY_FULL_V = geometry.BATTERY_FULL_V
 #: raw cliff readings over the table and over an edge: on either side of Anki's firmware's
 #: thresholds (a drop below 400, the floor again above 600: CLIFF_SENSOR_DROP_LEVEL and
 #: _UNDROP_LEVEL), values of the simulator's own
