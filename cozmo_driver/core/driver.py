@@ -298,7 +298,7 @@ class DriverCore(ActuatorsMixin, CameraMixin):
         events = self.events.on_status(flags, publish=self.active,
                                        head_calibrating=self.orientation.held)
         turned = self.orientation.update(t, float(state.pose_pitch_rad), float(state.accel_y_mmps2),
-                                         flags)
+                                         flags, publish=self.active)
         if turned:
             events = events + turned
         v, w = wheels_to_twist(state.lwheel_speed_mmps / 1000.0, state.rwheel_speed_mmps / 1000.0)

@@ -24,7 +24,8 @@ the air and falling count at once.
 ON_LEFT_SIDE, ON_RIGHT_SIDE, and ON_TREADS once it stands on its treads again after
 one of those. Picked up and falling have their own events (PICKED_UP, FALLING_STARTED),
 so none is added for them. As with the status flags, the first reading ever sets the
-baseline without an event, and the state is kept across reconnects. Pure.
+baseline without an event, the state is kept across reconnects, and a change while the
+node is inactive is reported once it publishes again. Pure.
 """
 
 from __future__ import annotations
@@ -104,6 +105,7 @@ class OrientationDetector:
         self._candidate = Orientation.UNKNOWN
         self._since = 0.0
         self._off_treads = False  # on its back, face or side since it last stood on its treads
+        self._reported = Orientation.UNKNOWN  # the state as of the last reading published
         #: the head calibrates: readings are ignored (see the module docstring)
         self.held = False
 
@@ -116,25 +118,30 @@ class OrientationDetector:
                 self.held = False
 
     def update(self, t: float, pitch_rad: float, accel_y_mmps2: float,
-               flags: int) -> List[RobotEventData]:
-        """One reading at time ``t`` (s, any monotonic clock): the events it confirms."""
+               flags: int, publish: bool = True) -> List[RobotEventData]:
+        """One reading at time ``t`` (s, any monotonic clock): the events it confirms.
+        ``publish`` false (the node is inactive): the state follows the readings but no
+        event is returned; the first reading published again reports where the robot lies
+        now if that differs from what the events last said (as the status flags do)."""
         if self.held:
             return []
         seen = classify(pitch_rad, accel_y_mmps2, flags)
         if self.state == Orientation.UNKNOWN:
-            self.state = self._candidate = seen
+            self.state = self._candidate = self._reported = seen
             self._off_treads = seen in _EVENTS
             return []
         if seen != self._candidate:
             self._candidate, self._since = seen, t
-        if seen == self.state or t - self._since < _HOLD.get(seen, 0.0):
+        if seen != self.state and t - self._since >= _HOLD.get(seen, 0.0):
+            self.state = seen
+        if not publish or self.state == self._reported:
             return []
-        self.state = seen
-        event = _EVENTS.get(seen)
+        self._reported = self.state
+        event = _EVENTS.get(self.state)
         if event is not None:
             self._off_treads = True
-            return [RobotEventData(event, ORIENTATION_NAMES[seen])]
-        if seen == Orientation.ON_TREADS and self._off_treads:
+            return [RobotEventData(event, ORIENTATION_NAMES[self.state])]
+        if self.state == Orientation.ON_TREADS and self._off_treads:
             self._off_treads = False
             return [RobotEventData(EventType.ON_TREADS, "back on its treads")]
         return []

@@ -125,6 +125,27 @@ def test_readings_while_the_head_calibrates_are_not_used():
     assert [k for _, k, _ in feed(d, 3.03, 3.1, 0.0)] == [EventType.ON_TREADS]
 
 
+def test_changes_while_not_publishing_are_reported_when_publishing_again():
+    """While the node is inactive the state follows the robot but nothing is said; the
+    first reading published again reports the net change (as the status flags do)."""
+    d = OrientationDetector()
+    feed(d, 0.0, 0.1, 0.0)
+    # laid on its back while inactive: the state follows, no event
+    assert [d.update(0.13 + 0.03 * k, DEG(74.5), 0.0, 0, publish=False) for k in range(40)] \
+        == [[]] * 40
+    assert d.state == Orientation.ON_BACK
+    assert [e.type for e in d.update(1.5, DEG(74.5), 0.0, 0)] == [EventType.ON_BACK]
+    assert feed(d, 1.53, 2.0, 74.5) == []
+    # stood up and laid on its back again while inactive: nothing changed, nothing said
+    assert d.update(2.03, 0.0, 0.0, 0, publish=False) == [] and d.state == Orientation.ON_TREADS
+    for k in range(40):
+        d.update(2.06 + 0.03 * k, DEG(74.5), 0.0, 0, publish=False)
+    assert feed(d, 3.5, 3.6, 74.5) == []
+    # stood up while inactive: back on its treads once published
+    assert d.update(3.63, 0.0, 0.0, 0, publish=False) == []
+    assert [e.type for e in d.update(3.66, 0.0, 0.0, 0)] == [EventType.ON_TREADS]
+
+
 def test_orientations_match_the_status_message():
     from pathlib import Path
     import re

@@ -895,6 +895,13 @@ def test_lifecycle_deactivate_stops_and_pauses(make_driver):
     assert h.spin_until(lambda: EventType.ON_CHARGER in [e.type for e in events[said:]], 2.0), \
         [(e.type, e.description) for e in events[said:]]
     h.node.trigger_deactivate()
+    h.sim.lay("back")                            # so is lying down (held 1 s) meanwhile
+    h.spin_for(1.5)
+    said = len(events)
+    h.node.trigger_activate()
+    assert h.spin_until(lambda: EventType.ON_BACK in [e.type for e in events[said:]], 2.0), \
+        [(e.type, e.description) for e in events[said:]]
+    h.node.trigger_deactivate()
     h.node.trigger_cleanup()
     assert h.spin_until(lambda: not h.sim.is_connected(), 3.0)
     # configure + activate again: a new connection
