@@ -532,7 +532,7 @@ class DriverCore(ActuatorsMixin, CameraMixin):
             self.warn_throttled("cmd_vel_lying", (
                 f"cmd_vel drives the treads, but the robot lies {self.orientation.describe()}: "
                 "they touch nothing. Set it upright on its treads"))
-        elif held:
+        elif held and self.cliff_edge.edge:  # not for a lift, whose drop comes first
             self.warn_throttled("cmd_vel_cliff", (
                 "cmd_vel drives forwards, but the robot's cliff sensor sees no floor ahead: the "
                 "driver holds the treads' forward motion (stop_on_cliff); turning and driving "

@@ -69,7 +69,7 @@ from ..errors import UsageError
 from ..protocol import messages as msgs
 from ..robot_geometry import MAX_TURN_RATE_RADPS, TURN_ANGLE_TOLERANCE_RAD, reported_lift_height_m
 from .odometry import Pose2D, compose, wrap_angle
-from .sensors import StatusFlag
+from .sensors import CLIFF_EDGE_HOLD_S, StatusFlag
 
 __all__ = [
     "LINE", "ARC", "POINT_TURN", "SEGMENT_TYPE_NAMES",
@@ -867,7 +867,9 @@ class PathTracker(_Tracker):
     aborts it with the reason read from the robot states that follow (picked up,
     falling, cliff detected; "interrupted by the robot" if none shows within
     :data:`REASON_STATES` states). A pick-up or fall seen in the
-    state aborts at once. If the robot never sends the event, IS_PATHING going
+    state aborts at once. A cliff is named once the sensor has seen no floor for
+    :data:`~.sensors.CLIFF_EDGE_HOLD_S`: a lifted robot loses the floor first and stops
+    for it, and reports the pick-up 0.1-0.2 s later. If the robot never sends the event, IS_PATHING going
     from set to clear for :data:`NO_EVENT_STATES` states counts as completion."""
 
     event_id: int = 0
@@ -877,6 +879,7 @@ class PathTracker(_Tracker):
     seen_pathing: bool = False
     note: str = ""
     _count: int = 0
+    _drop_since: Optional[float] = None  # when the interrupted path's states first showed a drop
 
     def on_path_event(self, event_id: int, event_type: int) -> None:
         if event_id != self.event_id or self.outcome is not None:
@@ -909,8 +912,13 @@ class PathTracker(_Tracker):
             # the reason shows in the flags of the states that follow the event (a state
             # already on its way when the robot stopped may not have it yet)
             if s.flags & StatusFlag.CLIFF_DETECTED:
-                return self._finish(ABORTED, "interrupted: cliff detected (the robot stopped at "
-                                    "an edge)")
+                if self._drop_since is None:
+                    self._drop_since = s.t
+                if s.t - self._drop_since >= CLIFF_EDGE_HOLD_S - 1e-9:
+                    return self._finish(ABORTED, "interrupted: cliff detected (the robot stopped "
+                                        "at an edge)")
+                return None
+            self._drop_since = None
             self._count += 1
             if self._count >= REASON_STATES:
                 return self._finish(ABORTED, "interrupted by the robot")

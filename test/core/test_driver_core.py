@@ -322,6 +322,21 @@ def test_a_forward_drive_sent_as_the_edge_appears_is_sent_again_without_its_forw
     assert [e.type for e in output.events].count(EventType.CLIFF_DETECTED) == 1
 
 
+def test_a_robot_lifted_while_teleop_drives_it_forwards_gets_no_cliff_warning(rig):
+    """A lifted robot's cliff sensor loses the floor before the robot reports the pick-up,
+    and the driver holds cmd_vel's forward motion meanwhile: that is no table edge, so no
+    warning to drive backwards or turn away."""
+    robot, core, output = rig
+    robot.run(0.3)
+    for k in range(12):
+        if k == 3:
+            robot.sim.pick_up(robot.net.now)
+        core.drive(0.05, 0.0)
+        robot.run(0.1)
+    assert output.states[-1].status.is_picked_up
+    assert not output.said("cliff sensor sees no floor ahead"), output.lines
+
+
 def test_a_pick_up_is_no_cliff_event(rig):
     """The cliff sensor loses the floor whenever the robot is lifted (on a real robot before
     IS_PICKED_UP rises): CLIFF_DETECTED comes only for an edge the robot stands at, as
@@ -396,7 +411,7 @@ def test_a_robot_on_its_back_is_reported_and_driving_it_says_why_nothing_moves(r
     assert EventType.PUT_DOWN not in [e.type for e in output.events]
     assert output.states[-1].status.orientation == Orientation.ON_BACK
     robot.sim.put_down(robot.net.now)
-    robot.run(0.2)
+    robot.run(0.4)   # put down: 0.205 s calm
     assert [e.type for e in output.events][-2:] == [EventType.PUT_DOWN, EventType.ON_TREADS]
     assert output.states[-1].status.orientation == Orientation.ON_TREADS
     assert core.reports("127.0.0.1:5551")[1].message == "ok"

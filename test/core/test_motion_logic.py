@@ -11,7 +11,7 @@ from cozmo_driver.driver import motion as mo
 from cozmo_driver.driver.motion import (ABORTED, ARC, LINE, POINT_TURN, SUCCEEDED, MotionError,
                                         Segment, StateSample)
 from cozmo_driver.driver.odometry import Pose2D, wrap_angle
-from cozmo_driver.driver.sensors import StatusFlag
+from cozmo_driver.driver.sensors import CLIFF_EDGE_HOLD_S, StatusFlag
 from cozmo_driver.driver.transforms import TransformBuffer, TransformError, pose_to_2d, transform_point
 
 HALF_PI = math.pi / 2.0
@@ -417,18 +417,31 @@ def test_path_tracker_completes_on_the_event_after_the_treads_stop():
     assert out.status == SUCCEEDED and tr.completed_segments == 2
 
 
-@pytest.mark.parametrize("flags, reason", [
-    (StatusFlag.CLIFF_DETECTED, "interrupted: cliff detected"),
-    (0, "interrupted by the robot"),
+@pytest.mark.parametrize("flags, reason, after", [
+    (StatusFlag.CLIFF_DETECTED, "interrupted: cliff detected", CLIFF_EDGE_HOLD_S),
+    (0, "interrupted by the robot", 0.03 * (mo.REASON_STATES - 1)),
 ])
-def test_path_tracker_interrupted_reason_from_the_states_that_follow(flags, reason):
+def test_path_tracker_interrupted_reason_from_the_states_that_follow(flags, reason, after):
     tr = path_tracker()
     tr.on_path_event(5, 0)
     tr.on_path_event(5, 1)
     assert tr.on_state(sample(0.0)) is None  # a state from before the stop
-    outs = [tr.on_state(sample(0.03 * k, flags=flags)) for k in range(1, mo.REASON_STATES + 1)]
-    out = next(o for o in outs if o is not None)
+    outs = [(round(0.03 * k, 3), tr.on_state(sample(0.03 * k, flags=flags))) for k in range(1, 30)]
+    t, out = next((t, o) for t, o in outs if o is not None)
     assert out.status == ABORTED and out.message.startswith(reason)
+    assert t == pytest.approx(0.03 + after, abs=0.031)
+
+
+def test_a_path_stopped_by_a_lift_is_picked_up_not_a_cliff():
+    """A lifted robot's cliff sensor loses the floor first (it stops its treads for it),
+    and the robot reports the pick-up 0.1-0.2 s later: the goal says picked up."""
+    tr = path_tracker()
+    tr.on_path_event(5, 0)
+    tr.on_path_event(5, 1)
+    drop = StatusFlag.CLIFF_DETECTED
+    assert [tr.on_state(sample(0.03 * k, flags=drop)) for k in range(1, 8)] == [None] * 7
+    out = tr.on_state(sample(0.24, flags=drop | StatusFlag.IS_PICKED_UP))
+    assert out.status == ABORTED and out.message == "interrupted: the robot was picked up"
 
 
 def test_path_tracker_pick_up_and_fall_abort_at_once():
