@@ -83,6 +83,13 @@ _LYING: Dict[str, Tuple[float, Tuple[float, float, float]]] = {
     "left": (0.0, (0.0, -GRAVITY_MMPS2, 0.0)),
     "right": (0.0, (0.0, GRAVITY_MMPS2, 0.0)),
 }
+#: how long a lift takes to read as picked up, and a set-down as put down (s). Anki's firmware
+#: counts its 5 ms control ticks (IMUFilter::DetectPickup): more than 20 ticks of motion while
+#: the motors are idle (more than 40 while they run), and more than 40 calm ticks, upright, with
+#: the floor seen again. The cliff sensor loses and finds the floor at once.
+PICKUP_DETECT_S = 0.105
+PICKUP_DETECT_MOVING_S = 0.205
+PUT_DOWN_DETECT_S = 0.205
 _DISTANCE_OFF_CHARGER_MM = 30.0
 _MotorID = msgs.ENUMS["MotorID"]
 #: a calibrating motor drives to its low stop at this fraction of its top speed (a guess:
@@ -148,7 +155,12 @@ class Body:
         self.on_charger = bool(cfg.start_on_charger)
         self._charger_spot = (self.x, self.y) if self.on_charger else None
         self.on_floor = False            # fell off the table
+        #: held in the air (or set down off its treads): the treads touch nothing
         self.picked_up = False
+        #: the firmware's "picked up" (IS_PICKED_UP): follows ``picked_up`` after the firmware's
+        #: detection times (PICKUP_DETECT_S, PUT_DOWN_DETECT_S)
+        self.pickup_detected = False
+        self._pickup_changes = 0  # bumped by each pick-up and put-down: a later one wins
         #: None, or which way it lies when set down off its treads: "back", "face", "left", "right"
         self.lying: Optional[str] = None
         self.falling = False
@@ -259,25 +271,31 @@ class Body:
                 self._charger_spot = None
         if self.on_floor:
             return
-        lw, rw = self.wheels
-        v = (lw.speed + rw.speed) / 2.0
         now = self.fw.t
         cliff = any(self.cliff_readings())
         if not cliff:
             self._cliff_stopped = False
-        elif self.stop_on_cliff and v > 0 and not self._cliff_stopped and not self.picked_up:
-            # as Anki's firmware: the front sensor stops treads going forwards when the drop
-            # appears, once; while it still sees it, a new forward drive is not stopped (the
-            # driver holds cmd_vel's), and backwards nothing sees the edge
-            logger.debug("stop on cliff at (%.1f, %.1f)", self.x, self.y)
-            self._cliff_stopped = True
-            self.halt_base(now, reason="cliff")
+        elif self._stop_at_drop(now):
             return
         if self.world.cliff_at(self.x, self.y):
             # the robot's centre went over the edge: it falls off the table
             self.halt_base(now, reason="cliff")
             self.on_floor = True
             self.start_fall(now, 0.35, impact=850.0)
+
+    def _stop_at_drop(self, now: float) -> bool:
+        """The cliff sensor has lost the floor: as Anki's firmware (ProxSensors::UpdateCliff),
+        treads going forwards stop, once; while it still sees no floor a new forward drive
+        is not stopped (the driver holds cmd_vel's), backwards nothing sees the edge, and a
+        robot the firmware knows to be picked up is not stopped. Whether it stopped them."""
+        lw, rw = self.wheels
+        if not self.stop_on_cliff or (lw.speed + rw.speed) <= 0.0 or self._cliff_stopped \
+                or self.pickup_detected:
+            return False
+        logger.debug("stop on cliff at (%.1f, %.1f)", self.x, self.y)
+        self._cliff_stopped = True
+        self.halt_base(now, reason="cliff")
+        return True
 
     # ------------------------------------------------------------------ base control
 
@@ -324,7 +342,7 @@ class Body:
             flags |= StatusFlag.IS_MOVING
         # the firmware's IsPickedUp() includes falling; it resets its IMU filter, and so its
         # pick-up detection, until the head is calibrated (IMUFilter::Update)
-        if (self.picked_up and not self.head.calibrating) or self.falling:
+        if (self.pickup_detected and not self.head.calibrating) or self.falling:
             flags |= StatusFlag.IS_PICKED_UP
         if self.falling:
             flags |= StatusFlag.IS_FALLING
@@ -445,17 +463,38 @@ class Body:
     # ------------------------------------------------------------------ things done to the body
 
     def pick_up(self, now: float) -> None:
+        """Someone lifts the robot: its cliff sensor loses the floor at once (treads going
+        forwards stop at that drop); the firmware reads it as picked up, and stops the
+        treads, after its detection time."""
         if self.picked_up:
             return
-        self.halt_base(now, "picked up")
         self.picked_up = True
+        self._pickup_changes += 1
+        change = self._pickup_changes
+        self._stop_at_drop(now)  # the firmware cannot tell a lift from an edge yet
+        moving = any(wheel.speed != 0.0 for wheel in self.wheels)
 
-    def put_down(self, pose: Optional[Tuple[float, float, float]] = None) -> None:
+        def detected(t: float) -> None:
+            if change == self._pickup_changes:
+                self.pickup_detected = True
+                self.halt_base(t, "picked up")  # the firmware's main loop reacts so
+        self.fw.at(now + (PICKUP_DETECT_MOVING_S if moving else PICKUP_DETECT_S), detected)
+
+    def put_down(self, now: float, pose: Optional[Tuple[float, float, float]] = None) -> None:
+        """Set it down on its treads: the floor is seen at once, "picked up" ends after the
+        firmware's detection time."""
         if pose is not None:
             self.teleport(*pose)
         self.picked_up = False
         self.lying = None
         self.on_floor = self.on_floor and pose is None
+        self._pickup_changes += 1
+        change = self._pickup_changes
+
+        def detected(t: float) -> None:
+            if change == self._pickup_changes:
+                self.pickup_detected = False
+        self.fw.at(now + PUT_DOWN_DETECT_S, detected)
 
     def lay(self, now: float, side: str) -> None:
         """Someone sets the robot down on its back, face or a side (``_LYING``'s keys): like

@@ -66,8 +66,13 @@ What it models
   a side (:meth:`lay`), it reports the pitch and gravity of that pose (74.5 deg on
   its back, where the backpack holds it; -90 deg on its face; 1 g along y on a side;
   pitch 0 while the head calibrates, as the firmware resets its IMU filter then)
-  and, like a robot in the air, IS_PICKED_UP and no floor under the cliff sensor (a
-  guess: what the real firmware's flags say then is not documented).
+  and, like a robot in the air, IS_PICKED_UP and no floor under the cliff sensor (Anki's
+  firmware ends "picked up" only for a robot upright on the floor, IMUFilter::DetectPickup;
+  the cliff reading of a robot lying down is a guess).
+* **Pick-up**: the cliff sensor loses and finds the floor at once; IS_PICKED_UP rises
+  0.105 s after a lift (0.205 s while the treads run: the firmware's detection counts,
+  when the treads stop) and falls 0.205 s after the robot is set down
+  (``PICKUP_DETECT_S``, ``PUT_DOWN_DETECT_S`` in ``sim/body.py``).
 * **Battery**: a state of charge turned into 3.45..4.05 V (the range of Anki's firmware
   battery level, so the charge is the level a driver shows), draining faster while
   motors run (with a small sag under load) and charging on the charger.
@@ -580,7 +585,7 @@ class RobotModel:
     def put_down(self, now: float, pose: Optional[Tuple[float, float, float]] = None) -> None:
         """Set the robot down, optionally at a new true world pose (odometry does not see it)."""
         self.advance(now)
-        self.body.put_down(pose)
+        self.body.put_down(now, pose)
 
     def lay(self, now: float, side: str) -> None:
         """Set the robot down on its ``side``: "back", "face", "left" or "right" (see

@@ -541,7 +541,7 @@ def test_path_interrupted_by_pick_up_and_clear_path():
     clock.send(m.ExecutePath(event_id=1))
     clock.run(0.5)
     clock.model.pick_up(clock.now)
-    clock.out.extend(clock.model.pop_outgoing())
+    clock.run(0.25)     # the firmware reads a robot lifted while driving as picked up in 0.205 s
     kinds = [e.event_type for e in clock.take("PathFollowingEvent")]
     assert kinds == [E["PathEventType"].PATH_STARTED, E["PathEventType"].PATH_INTERRUPTED]
     clock.model.put_down(clock.now)
@@ -669,11 +669,60 @@ def test_without_stop_on_cliff_the_robot_falls_off():
     assert clock.model.on_floor and not clock.model.is_moving
 
 
+def test_pick_up_and_put_down_read_as_the_firmware_detects_them():
+    """The cliff sensor loses and finds the floor at once; IS_PICKED_UP follows after the
+    firmware's detection times (IMUFilter::DetectPickup: > 20 ticks of 5 ms with the motors
+    idle, > 40 while they drive; > 40 calm ticks to put down)."""
+    def flags_after(seconds, left_wheel=None):
+        clock.run(seconds)
+        state = last_state(clock)
+        if left_wheel is not None:
+            assert state.lwheel_speed_mmps == left_wheel
+        return (bool(state.status & StatusFlag.CLIFF_DETECTED),
+                bool(state.status & StatusFlag.IS_PICKED_UP))
+
+    clock = make()
+    clock.run(0.1)
+    clock.model.pick_up(clock.now)
+    assert flags_after(0.06) == (True, False)       # the floor lost first
+    assert flags_after(0.09) == (True, True)
+    clock.model.put_down(clock.now)
+    assert flags_after(0.06) == (False, True)       # the floor back, still held
+    assert flags_after(0.09) == (False, True)
+    assert flags_after(0.09) == (False, False)
+    # lifted and set down again at once: one lift, no put-down between
+    clock.model.pick_up(clock.now)
+    flags_after(0.15)
+    clock.model.put_down(clock.now)
+    flags_after(0.06)
+    clock.model.pick_up(clock.now)
+    for _ in range(5):
+        assert flags_after(0.06)[1]
+    # lifted while driving backwards: detected later, and the treads stop then
+    clock.model.put_down(clock.now)
+    flags_after(0.3)
+    drive = dict(lwheel_accel_mmps2=1e6, rwheel_accel_mmps2=1e6)
+    clock.send(m.DriveWheels(lwheel_speed_mmps=-50, rwheel_speed_mmps=-50, **drive))
+    clock.run(0.2)
+    clock.model.pick_up(clock.now)
+    assert flags_after(0.15, left_wheel=-50) == (True, False)
+    assert flags_after(0.09, left_wheel=0) == (True, True)
+    # lifted while driving forwards: the drop stops the treads at once (stop on cliff), and
+    # with the treads still the lift is read in 0.105 s
+    clock.model.put_down(clock.now)
+    flags_after(0.3)
+    clock.send(m.DriveWheels(lwheel_speed_mmps=50, rwheel_speed_mmps=50, **drive))
+    clock.run(0.2)
+    clock.model.pick_up(clock.now)
+    assert flags_after(0.06, left_wheel=0) == (True, False)
+    assert flags_after(0.09, left_wheel=0) == (True, True)
+
+
 def test_scripted_events():
     clock = make()
     model = clock.model
     model.pick_up(clock.now)
-    clock.run(0.05)
+    clock.run(0.15)
     state = last_state(clock)
     assert state.status & StatusFlag.IS_PICKED_UP and state.accel_z_mmps2 != GRAVITY_MMPS2
     model.put_down(clock.now)

@@ -158,7 +158,7 @@ def test_scripted_events_reach_the_engine():
     h.initialise()
     h.clear()
     h.robot.pick_up(h.now)
-    h.run(0.1)
+    h.run(0.15)
     assert state_flags(h) & StatusFlag.IS_PICKED_UP
     h.robot.put_down(h.now)
     h.robot.press_button(h.now)
