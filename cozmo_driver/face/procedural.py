@@ -47,7 +47,9 @@ lies between pixels.  As in Anki's face drawer:
   on the screen) about its centre, then placed; lids are part of the eye and
   move, scale and rotate with it;
 * the whole face is then scaled and rotated about the screen centre and shifted
-  by its centre offset.
+  by its centre offset, which is limited so that the eyes' boxes stay on the screen
+  (Anki's ProceduralFace::SetFacePosition: a gaze or an animation's face offset stops
+  at the screen's edge; :attr:`FaceGeometry.keep_on_screen`).
 
 pycozmo draws 28 x 40 eyes at +-25 px and multiplies centres by 0.55 (x) and
 0.25 (y) (notes g).  :data:`PYCOZMO_GEOMETRY` reproduces those numbers for
@@ -382,20 +384,45 @@ def sanitize_array(arr: Union[Sequence[float], np.ndarray]) -> np.ndarray:
     return np.clip(a, _LO, _HI)
 
 
+#: the indices of the face's and the eyes' angles among the 43 (blended as directions)
+_ANGLES = (4, _NF + 4, _NF + _NE + 4)
+
+
+def _blend_angle(a_deg: float, b_deg: float, t: float) -> float:
+    """The direction a fraction ``t`` of the way from ``a_deg`` to ``b_deg``, in degrees:
+    their unit vectors blended linearly, as Anki's engine blends the face's and the eyes'
+    angles (ProceduralFace::Interpolate); equal angles stay as they are."""
+    if a_deg == b_deg:
+        return a_deg
+    a, b = math.radians(a_deg), math.radians(b_deg)
+    x = (1.0 - t) * math.cos(a) + t * math.cos(b)
+    y = (1.0 - t) * math.sin(a) + t * math.sin(b)
+    return math.degrees(math.atan2(y, x))
+
+
 def interpolate_arrays(a: np.ndarray, b: np.ndarray, t: float) -> np.ndarray:
-    """``(1 - t) * a + t * b`` for 43-value arrays, ``t`` clamped to 0..1 (exact at the ends)."""
+    """43-value arrays blended a fraction ``t`` (clamped to 0..1, exact at the ends) of the
+    way from ``a`` to ``b``: ``(1 - t) * a + t * b``, but the face's and the eyes' angles
+    as directions (:func:`_blend_angle`): from -170 to 170 degrees the short way, through
+    180."""
     if not t > 0.0:  # also NaN
         return np.array(a, dtype=np.float64)
     if t >= 1.0:
         return np.array(b, dtype=np.float64)
-    return (1.0 - t) * np.asarray(a, dtype=np.float64) + t * np.asarray(b, dtype=np.float64)
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    out = (1.0 - t) * a + t * b
+    for i in _ANGLES:
+        out[i] = _blend_angle(float(a[i]), float(b[i]), t)
+    return out
 
 
 def interpolate(a: FaceParams, b: FaceParams, t: float) -> FaceParams:
     """The face a fraction ``t`` (0..1, clamped) of the way from ``a`` to ``b``.
 
-    Every value, angles included, blends linearly; ``t = 0`` gives ``a`` and
-    ``t = 1`` gives ``b`` exactly.
+    Every value blends linearly but the angles, which blend as directions, as in Anki's
+    engine (:func:`interpolate_arrays`); ``t = 0`` gives ``a`` and ``t = 1`` gives ``b``
+    exactly.
     """
     return FaceParams.from_array(interpolate_arrays(a.to_array(), b.to_array(), t))
 
@@ -419,6 +446,9 @@ class FaceGeometry:
     center_y_scale: float = 1.0
     #: an eye is never drawn thinner than this on the screen (a closed eye stays a line)
     min_extent_px: float = 2.0
+    #: the face's centre offset is limited so that the eyes' boxes stay on the screen, as
+    #: Anki's engine limits it (ProceduralFace::SetFacePosition)
+    keep_on_screen: bool = True
 
 
 #: Anki's engine: 30 x 40 eyes at x = 32 and 96, centres in pixels (the default).
@@ -426,7 +456,7 @@ ANKI_GEOMETRY = FaceGeometry()
 #: pycozmo's numbers: 28 x 40 eyes at +-25 px, centres scaled by 0.55 (x) and 0.25 (y).
 PYCOZMO_GEOMETRY = FaceGeometry(
     eye_width_px=28.0, eye_height_px=40.0, left_eye_x_px=39.0, right_eye_x_px=89.0,
-    center_x_scale=0.55, center_y_scale=0.25,
+    center_x_scale=0.55, center_y_scale=0.25, keep_on_screen=False,
 )
 
 #: the face's size in pixels: the robot's whole screen (width x height)
@@ -486,6 +516,8 @@ class FaceRenderer:
         cx0, cy0 = _WIDTH / 2.0, _HEIGHT / 2.0
         ftx = v[0] * g.center_x_scale
         fty = v[1] * g.center_y_scale
+        if g.keep_on_screen:
+            ftx, fty = self._on_screen(v, ftx, fty)
         # Face forward map: s = A_f q + t_f with A_f = R(angle) diag(sx, sy),
         # R = [[c, s], [-s, c]] (positive angle: counter-clockwise on the screen).
         af = (fc * fsx, fs * fsy, -fs * fsx, fc * fsy)
@@ -495,6 +527,23 @@ class FaceRenderer:
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
             for base, nominal_x, mirror in ((_NF, g.left_eye_x_px, 1.0), (_NF + _NE, g.right_eye_x_px, -1.0)):
                 self._draw_eye(v[base:base + _NE], nominal_x, mirror, af, tf, fsx, fsy, canvas, row_step)
+
+    def _on_screen(self, v: list, ftx: float, fty: float) -> tuple[float, float]:
+        """The face's centre offset (px) limited as Anki's engine limits it: the eyes' box
+        kept within the screen. As in ProceduralFace::GetEyeBoundingBox, the box is the
+        eyes' nominal places plus their offsets and sizes times the face's scale; their
+        angles, lids and the face's angle do not count. Eyes wider or taller than the
+        screen: centred between the limits (this project's choice)."""
+        g = self.geometry
+        hw, hh = g.eye_width_px / 2.0, g.eye_height_px / 2.0
+        left, right = _NF, _NF + _NE
+        lcx, lcy = v[left] * g.center_x_scale, v[left + 1] * g.center_y_scale
+        rcx, rcy = v[right] * g.center_x_scale, v[right + 1] * g.center_y_scale
+        xmin = g.left_eye_x_px + v[2] * (lcx - v[left + 2] * hw)
+        xmax = g.right_eye_x_px + v[2] * (rcx + v[right + 2] * hw)
+        ymin = g.eye_y_px + v[3] * min(lcy - v[left + 3] * hh, rcy - v[right + 3] * hh)
+        ymax = g.eye_y_px + v[3] * max(lcy + v[left + 3] * hh, rcy + v[right + 3] * hh)
+        return _limit(ftx, -xmin, _WIDTH - xmax), _limit(fty, -ymin, _HEIGHT - ymax)
 
     def _draw_eye(self, e, nominal_x, mirror, af, tf, fsx, fsy, canvas, row_step) -> None:
         g = self.geometry
@@ -575,6 +624,13 @@ class FaceRenderer:
                 covered |= (lu / xr) ** 2 + (lv / yr) ** 2 < 1.0 - _EPS
             inside &= ~covered
         canvas[r0 // row_step:r0 // row_step + ys.size, c0:c1] |= inside
+
+
+def _limit(value: float, lo: float, hi: float) -> float:
+    """``value`` within lo..hi; midway between them if they cross."""
+    if lo > hi:
+        return (lo + hi) / 2.0
+    return min(max(value, lo), hi)
 
 
 _DEFAULT_RENDERER: FaceRenderer | None = None

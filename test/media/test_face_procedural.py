@@ -182,6 +182,22 @@ def test_interpolation_endpoints_and_middle():
     assert a == EXPRESSIONS["neutral"] and b == EXPRESSIONS["angry"]
 
 
+def test_angles_blend_as_directions_as_in_ankis_engine():
+    """ProceduralFace::Interpolate blends the face's and the eyes' angles as unit vectors
+    (BlendAngleHelper): the short way round, and a little slower than linear mid-way."""
+    def face(angle):
+        return FaceParams(angle_deg=angle).with_eyes(angle_deg=angle)
+
+    for a, b, t, want in ((-170.0, 170.0, 0.5, 180.0), (0.0, 40.0, 0.25, 9.7),
+                          (10.0, 10.0, 0.3, 10.0), (350.0, 10.0, 0.5, 0.0)):
+        out = interpolate(face(a), face(b), t)
+        for got in (out.angle_deg, out.left.angle_deg, out.right.angle_deg):
+            assert abs((got - want + 180.0) % 360.0 - 180.0) < 0.05, (a, b, t, got)
+    # the other values still blend linearly
+    mid = interpolate(FaceParams(center_x_px=0.0), FaceParams(center_x_px=10.0), 0.5)
+    assert mid.center_x_px == 5.0
+
+
 # --------------------------------------------------------------------------- geometry
 
 def test_nominal_eyes_are_30_by_40_at_32_and_96():
@@ -189,6 +205,25 @@ def test_nominal_eyes_are_30_by_40_at_32_and_96():
     assert box(img[:, :64]) == (12, 51, 17, 46)    # 40 rows x 30 columns centred on (32, 32)
     assert box(img[:, 64:]) == (12, 51, 81 - 64, 110 - 64)
     assert img.sum() == 2 * 30 * 40
+
+
+def test_the_face_offset_stops_where_the_eyes_reach_the_screens_edge():
+    """Anki's ProceduralFace::SetFacePosition limits the face's centre so that the eyes'
+    box stays on the screen: a larger offset draws the face at the edge, not cut off."""
+    sharp = {n: 0.0 for n in EYE_PARAM_NAMES[5:13]}
+    at_edge = R.render(FaceParams(center_x_px=17.0, center_y_px=-12.0).with_eyes(**sharp))
+    assert box(at_edge) == (0, 39, 34, 127)                   # 17 px right, 12 px up: the edges
+    for cx, cy in ((60.0, -40.0), (128.0, -128.0)):
+        assert np.array_equal(R.render(FaceParams(center_x_px=cx, center_y_px=cy).with_eyes(**sharp)),
+                              at_edge)
+    # scaled eyes and face: Anki's box scales the eyes' offsets and sizes by the face's
+    # scale, but not their nominal places (32 + 1.2 * (0 - 1.5 * 15) = 5: limited to -5)
+    big = FaceParams(center_x_px=-40.0, scale_x=1.2).with_eyes(scale_x=1.5, **sharp)
+    limited = FaceParams(center_x_px=-5.0, scale_x=1.2).with_eyes(scale_x=1.5, **sharp)
+    assert np.array_equal(R.render(big), R.render(limited))
+    # pycozmo's geometry has no such limit
+    off = FaceRenderer(PYCOZMO_GEOMETRY).render(FaceParams(center_x_px=128.0).with_eyes(**sharp))
+    assert not off[:, :64].any()
 
 
 def test_pycozmo_geometry_preset_is_28_by_40_at_plus_minus_25():
