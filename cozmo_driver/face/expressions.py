@@ -180,10 +180,14 @@ def expression(name: str) -> FaceParams:
 #: How far the face moves for a gaze at the edge of the image (x, y = +-1).
 GAZE_MAX_X_PX = 22.0
 GAZE_MAX_Y_PX = 12.0
-_GAZE_NEAR_EYE_GROWTH = 0.08  # scale_y of the eye on the side looked at: +8 %, the other -8 %
-_GAZE_UP_GROWTH = 0.06  # scale_y looking fully up: +6 %; fully down: -10 %
-_GAZE_DOWN_SHRINK = 0.10
-_GAZE_CONVERGE_PX = 2.0  # eyes move this much towards each other looking fully down
+# The eyes' shapes follow Anki's ProceduralFace::LookAt with its default arguments: the eye
+# on the side looked at is up to 10 % taller and the other as much shorter; both are 1.1x
+# looking fully up and 0.85x fully down against 0.975x straight ahead (here relative to
+# straight ahead, which leaves the face as it is: +-12.8 %); looking down they move up to
+# 2 px towards each other.
+_GAZE_NEAR_EYE_GROWTH = 0.1
+_GAZE_VERTICAL = 0.125 / 0.975
+_GAZE_CONVERGE_PX = 2.0
 
 
 def look_at(params: FaceParams, x: float, y: float) -> FaceParams:
@@ -200,7 +204,7 @@ def look_at(params: FaceParams, x: float, y: float) -> FaceParams:
     out = params.copy()
     out.center_x_px += x * GAZE_MAX_X_PX
     out.center_y_px += y * GAZE_MAX_Y_PX
-    vertical = 1.0 + (_GAZE_UP_GROWTH * -y if y < 0 else -_GAZE_DOWN_SHRINK * y)
+    vertical = 1.0 - _GAZE_VERTICAL * y
     out.left.scale_y *= vertical * (1.0 - _GAZE_NEAR_EYE_GROWTH * x)
     out.right.scale_y *= vertical * (1.0 + _GAZE_NEAR_EYE_GROWTH * x)
     if y > 0:
@@ -220,43 +224,43 @@ def ease_in_out(t: float) -> float:
     return t * t * (3.0 - 2.0 * t)
 
 
-# The blink, designed here: (time s, eye scale_y factor, eye scale_x factor).  The eyes
-# close fast and widen as they close, stay shut two frames and reopen more slowly.
-_BLINK_CURVE = (
-    (0.0, 1.0, 1.0),
-    (0.04, 0.7, 1.04),
-    (0.08, 0.22, 1.15),
-    (0.1, 0.04, 1.28),
-    (0.167, 0.04, 1.28),
-    (0.2, 0.3, 1.12),
-    (0.25, 0.78, 1.03),
-    (0.3, 1.0, 1.0),
-)
-BLINK_DURATION_S = _BLINK_CURVE[-1][0]
-_BLINK_LIDS_OFF_BELOW = 0.25  # lids vanish while the eye is this shut, so the line stays clean
+# The blink, as Anki's engine draws it (ProceduralFaceDrawer::GetNextBlinkFrame): seven
+# frames of (eye scale_y, scale_x) factors on the face as it was, 33 ms each but the last
+# (100 ms); in the fourth, "closed", the lids are removed and both eyes level at their mean
+# height, so the closed eye is a clean horizontal line. Here each frame lasts one display
+# frame (1/30 s) and the last three, so that at 30 frames a second each is shown once
+# whatever the blink's phase against the frames.
+_BLINK_FRAMES = ((0.85, 1.05), (0.6, 1.2), (0.1, 2.5), (0.05, 5.0), (0.15, 2.0), (0.7, 1.2), (0.9, 1.0))
+_BLINK_CLOSED = 3
+_BLINK_FRAME_S = 1.0 / 30.0
+_BLINK_LAST_FRAMES = 3
+BLINK_DURATION_S = (len(_BLINK_FRAMES) - 1 + _BLINK_LAST_FRAMES) * _BLINK_FRAME_S
+
+
+def _blink_frame(t: float) -> Optional[int]:
+    """Which of the blink's frames shows ``t`` seconds into it; None outside it."""
+    if not 0.0 <= t < BLINK_DURATION_S:
+        return None
+    return min(int(t / _BLINK_FRAME_S + 1e-9), len(_BLINK_FRAMES) - 1)
 
 
 def blink_factors(t: float) -> tuple[float, float]:
     """``(scale_y, scale_x)`` factors ``t`` seconds into a blink (1, 1 outside it)."""
-    if not 0.0 < t < BLINK_DURATION_S:
-        return 1.0, 1.0
-    for (t0, y0, x0), (t1, y1, x1) in zip(_BLINK_CURVE, _BLINK_CURVE[1:]):
-        if t <= t1:
-            f = (t - t0) / (t1 - t0)
-            return y0 + f * (y1 - y0), x0 + f * (x1 - x0)
-    return 1.0, 1.0  # pragma: no cover
+    frame = _blink_frame(t)
+    return (1.0, 1.0) if frame is None else _BLINK_FRAMES[frame]
 
 
-def _apply_blink(p: FaceParams, fy: float, fx: float) -> FaceParams:
-    if fy == 1.0 and fx == 1.0:
+def _apply_blink(p: FaceParams, t: float) -> FaceParams:
+    frame = _blink_frame(t)
+    if frame is None:
         return p
+    fy, fx = _BLINK_FRAMES[frame]
     out = p.copy()
-    shut = fy < _BLINK_LIDS_OFF_BELOW
     mean_y = 0.5 * (out.left.center_y_px + out.right.center_y_px)
     for eye in (out.left, out.right):
         eye.scale_y *= fy
         eye.scale_x *= fx
-        if shut:  # a level, clean line
+        if frame == _BLINK_CLOSED:  # a level, clean line
             eye.upper_lid_y = eye.lower_lid_y = 0.0
             eye.upper_lid_bend = eye.lower_lid_bend = 0.0
             eye.upper_lid_angle_deg = eye.lower_lid_angle_deg = 0.0
@@ -422,8 +426,7 @@ class FaceAnimator:
         if gx or gy:
             face = look_at(face, gx, gy)
         if self._blink_start is not None:
-            fy, fx = blink_factors(now - self._blink_start)
-            face = _apply_blink(face, fy, fx)
+            face = _apply_blink(face, now - self._blink_start)
         return face
 
 

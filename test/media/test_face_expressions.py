@@ -85,6 +85,13 @@ def test_look_at_moves_towards_the_point():
     assert down.right.center_x_px < face.right.center_x_px
     up = look_at(face, 0.0, -1.0)
     assert up.left.scale_y > face.left.scale_y
+    # the shapes of Anki's ProceduralFace::LookAt (its defaults 1.1 up, 0.85 down against
+    # 0.975 ahead; the near eye +10 %, the far one -10 %), relative to straight ahead
+    assert up.left.scale_y / face.left.scale_y == pytest.approx(1.1 / 0.975)
+    assert down.right.scale_y / face.right.scale_y == pytest.approx(0.85 / 0.975)
+    assert right.right.scale_y / face.right.scale_y == pytest.approx(1.1)
+    assert right.left.scale_y / face.left.scale_y == pytest.approx(0.9)
+    assert down.left.center_x_px - face.left.center_x_px == pytest.approx(2.0)
     assert look_at(face, 5.0, -5.0) == look_at(face, 1.0, -1.0)             # clamped
     img_l, img_r = R.render(look_at(face, -1, 0)), R.render(look_at(face, 1, 0))
     cols = lambda img: np.flatnonzero(img.any(axis=0))  # noqa: E731
@@ -100,6 +107,35 @@ def test_ease_and_blink_shapes():
     closed = min(blink_factors(t / 1000)[0] for t in range(0, 300))
     assert closed < 0.1
     assert blink_factors(0.13)[1] > 1.0                                     # widens as it closes
+
+
+ANKI_BLINK = [(0.85, 1.05), (0.6, 1.2), (0.1, 2.5), (0.05, 5.0), (0.15, 2.0), (0.7, 1.2),
+              (0.9, 1.0), (0.9, 1.0), (0.9, 1.0)]
+
+
+@pytest.mark.parametrize("phase", [0.0, 0.004, 0.0166, 0.033])
+def test_a_blink_shows_ankis_seven_frames_once_each_at_30_fps(phase):
+    """ProceduralFaceDrawer::GetNextBlinkFrame: seven (height, width) frames, 33 ms each
+    but the last 100 ms; in the closed one the lids go and both eyes are level. At 30
+    frames a second each frame shows once (the last three times), whatever the phase."""
+    base = EXPRESSIONS["angry"].copy()
+    base.right.center_y_px += 4.0
+    a = FaceAnimator(seed=3, base=base, idle=False)
+    a.blink(10.0 - phase)
+    times = [10.0 + k / 30.0 for k in range(10)]
+    shown = [a.frame(t) for t in times]
+    factors = [(round(f.left.scale_y / base.left.scale_y, 4), round(f.left.scale_x / base.left.scale_x, 4))
+               for f in shown]
+    assert factors == ANKI_BLINK + [(1.0, 1.0)]
+    closed = shown[3]
+    mean_y = (base.left.center_y_px + base.right.center_y_px) / 2
+    for eye in (closed.left, closed.right):
+        assert eye.center_y_px == mean_y
+        assert (eye.upper_lid_y, eye.lower_lid_y, eye.upper_lid_bend, eye.lower_lid_bend,
+                eye.upper_lid_angle_deg, eye.lower_lid_angle_deg) == (0.0,) * 6
+    assert shown[2].left.upper_lid_y == base.left.upper_lid_y      # only the closed frame
+    assert shown[4].right.center_y_px == base.right.center_y_px
+    assert shown[-1] == base
 
 
 def test_transition_eases_from_the_current_face_to_the_target():
