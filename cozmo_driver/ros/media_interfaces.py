@@ -48,7 +48,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable, Deque, Dict, List, Optional
+from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 
 from cozmo_interfaces.action import PlayAnimation, PlayAudio
 from cozmo_interfaces.msg import AudioChunk, DisplayImage
@@ -116,6 +116,12 @@ _LONGEST_PATH = 4096
 _MOTOR_NAMES = {"wheels": "treads", "head": "head", "lift": "lift"}
 
 
+def _settle(future: Future, outcome: Any) -> None:
+    """``future``'s result, unless it has one already (a goal ended while its file was read)."""
+    if not future.done():
+        future.set_result(outcome)
+
+
 class MediaInterfaces:
     """See the module docstring. ``params`` is the node's parameter dict (kept up to date
     by the node, so run-time changes apply at once); ``hand_over(fn, *args)``, any thread,
@@ -134,7 +140,8 @@ class MediaInterfaces:
         self._entities: List[Any] = []
         self._goals: Dict[int, _Goal] = {}
         self._next_token = 0
-        self._loading: List[Any] = []  # play_audio goals whose file is being read (handles)
+        #: play_audio goals whose file is being read: (handle, the future of its outcome)
+        self._loading: List[Tuple[Any, Future]] = []
         self._audio_loads = 0  # play_audio goals that began reading their file
         self._animation_goals = 0  # play_animation goals that got as far as their clip
         self._throttle = LogThrottle(_WARN_PERIOD_S)  # one line per kind per period, counted
@@ -199,6 +206,13 @@ class MediaInterfaces:
         self.av.stop(reason)
         for goal in list(self._goals.values()):
             goal.resolve(False, reason)
+        self._end_loading(reason)
+
+    def _end_loading(self, reason: str) -> None:
+        """play_audio goals still waiting for their file (a FIFO no one writes, a slow disk)
+        end now with ``reason``; their reading threads finish unheeded."""
+        for _, loaded in list(self._loading):
+            _settle(loaded, (None, None, reason))
 
     def preempt_animation(self, resource: str, action: str) -> None:
         """A goal of motion action ``action`` takes ``resource`` (wheels, head, lift): the
@@ -425,8 +439,10 @@ class MediaInterfaces:
         return GoalResponse.ACCEPT
 
     def _cancel_goal(self, goal_handle) -> CancelResponse:
-        if goal_handle in self._loading:
-            return CancelResponse.ACCEPT  # it ends cancelled once its file is read
+        for handle, loaded in self._loading:
+            if handle is goal_handle:
+                _settle(loaded, (None, None, "cancelled"))  # now, not once its file is read
+                return CancelResponse.ACCEPT
         for goal in self._goals.values():
             if goal.handle is goal_handle:
                 if goal.kind == "audio":
@@ -499,7 +515,9 @@ class MediaInterfaces:
         self._audio_loads += 1
         mine = self._audio_loads
         loaded = Future()
-        self._loading.append(handle)
+        self._end_loading("preempted by a new play_audio goal (while this one's file was read)")
+        entry = (handle, loaded)
+        self._loading.append(entry)
         speech = None if request.path else (request.text, self.params["speech_voice"],
                                              self.params["speech_speed"], self.params["speech_pitch"])
         try:  # read (or spoken), decoded and resampled on a thread: the executor serves the
@@ -508,10 +526,10 @@ class MediaInterfaces:
                              name="play_audio file", daemon=True).start()
             pcm, info, error = await loaded
         finally:
-            self._loading.remove(handle)
+            self._loading.remove(entry)
         if error is None and mine != self._audio_loads:
             error = "preempted by a new play_audio goal (while this one's file was read)"
-        if error is None and handle.is_cancel_requested:
+        if handle.is_cancel_requested:
             return self._end(handle, result, False, "cancelled")
         error = error or self._after_wait()  # the driver may have been deactivated meanwhile
         if error is not None:
@@ -549,7 +567,7 @@ class MediaInterfaces:
             outcome = (None, None, str(exc))
         except Exception as exc:  # noqa: BLE001 - reported as the goal's end, never lost
             outcome = (None, None, f"{path}: {exc!r}")
-        self._hand_over(loaded.set_result, outcome)
+        self._hand_over(_settle, loaded, outcome)
 
     async def _execute_animation(self, handle) -> PlayAnimation.Result:
         request = handle.request

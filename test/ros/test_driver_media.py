@@ -465,8 +465,10 @@ def test_play_audio_says_a_text_in_the_voice_of_the_parameters(make_rig):
 def test_a_file_that_is_slow_to_read_holds_up_no_other_command(make_rig, tmp_path):
     """play_audio reads its file on a thread of its own: while the file does not come (here a
     FIFO nobody writes to yet; a long file on a slow disk alike), every other service and
-    action of the driver is served, the emergency stop among them; a cancel ends the goal
-    cancelled once the file came, and a bad file ends it aborted with the reader's reason."""
+    action of the driver is served, the emergency stop among them. A cancel, a new
+    play_audio goal or a deactivation ends the waiting goal at once (a FIFO no one writes
+    to used to hold it for good, and at shutdown it got no result); a bad file ends it
+    aborted with the reader's reason."""
     import os
     import threading
     rig = make_rig()
@@ -486,26 +488,45 @@ def test_a_file_that_is_slow_to_read_holds_up_no_other_command(make_rig, tmp_pat
             os.write(writer, b"not audio")
             os.close(writer)
 
-    guard = threading.Thread(target=unblock_after, args=(8.0,), daemon=True)
-    guard.start()
-    for cancelled in (True, False):
+    def feed_the_reader() -> None:
+        with open(fifo, "wb") as writer:  # the reader waits for a writer: here it is
+            writer.write(b"not audio")
+
+    def waiting_goal():
         handle = rig.send_goal(PlayAudio, "play_audio", PlayAudio.Goal(path=str(fifo), volume=-1.0))
         ended = handle.get_result_async()
         rig.spin_for(0.3)
         future = listed.call_async(ListAnimations.Request())
         assert rig.spin_until(future.done, 5.0), "no answer while the file was read"
         assert not ended.done(), "the goal ended before its file came"
-        if cancelled:
-            cancel = handle.cancel_goal_async()
-            assert rig.spin_until(cancel.done, 5.0) and cancel.result().goals_canceling
-        with open(fifo, "wb") as writer:  # the reader waits for a writer: here it is
-            writer.write(b"not audio")
-        r = rig.result(handle)
-        if cancelled:
-            assert r.status == GoalStatus.STATUS_CANCELED, r.result.message
-        else:
-            assert r.status == GoalStatus.STATUS_ABORTED
-            assert "not a plain PCM WAV file" in r.result.message, r.result.message
+        return handle, ended
+
+    guard = threading.Thread(target=unblock_after, args=(20.0,), daemon=True)
+    guard.start()
+    # a bad file: aborted with the reader's reason, once it came
+    handle, _ = waiting_goal()
+    feed_the_reader()
+    r = rig.result(handle)
+    assert r.status == GoalStatus.STATUS_ABORTED
+    assert "not a plain PCM WAV file" in r.result.message, r.result.message
+    # a cancel: cancelled at once, the file still not there
+    handle, ended = waiting_goal()
+    cancel = handle.cancel_goal_async()
+    assert rig.spin_until(cancel.done, 5.0) and cancel.result().goals_canceling
+    assert rig.spin_until(ended.done, 3.0), "the cancelled goal waited for its file"
+    assert ended.result().status == GoalStatus.STATUS_CANCELED, ended.result().result.message
+    feed_the_reader()
+    # a new goal: the waiting one is preempted at once
+    first, ended = waiting_goal()
+    second, _ = waiting_goal()
+    assert ended.done() and ended.result().status == GoalStatus.STATUS_ABORTED
+    assert "preempted by a new play_audio goal" in ended.result().result.message
+    # a deactivation (as at shutdown): the waiting goal ends with its reason
+    rig.node.trigger_deactivate()
+    r = rig.result(second)
+    assert r.status == GoalStatus.STATUS_ABORTED
+    assert r.result.message == "the driver was deactivated", r.result.message
+    feed_the_reader()       # both readers' opens return: their outcomes go nowhere
     done.set()
     guard.join(5.0)
 
