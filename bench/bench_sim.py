@@ -67,6 +67,8 @@ def client_main(port: int, seconds: float, scenario: str) -> int:
                 time.sleep(0.01)
 
         wait("FirmwareSignature")
+        # twice, as the driver: the robot takes the RESET as our packet 0 and drops the first
+        transport.call(session.send, m.Enable())
         transport.call(session.send, m.Enable())
         wait("BodyInfo")
         transport.call(session.send, m.SetOrigin(pose_frame_id=0, pose_origin_id=1))

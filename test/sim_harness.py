@@ -71,6 +71,9 @@ class Harness:
         for the head and lift calibration that SyncTime starts (they take no command
         meanwhile)."""
         self.connect(timeout)
+        # twice, as the app and the driver: the robot takes the RESET as our packet 0 and
+        # drops our first packet, numbered 0 too, as a duplicate (Anki's firmware)
+        self.send(m.Enable())
         self.send(m.Enable())
         assert self.run_until(lambda: self.received("BodyInfo"), timeout)
         self.send(m.SetOrigin(pose_frame_id=0, pose_origin_id=1))

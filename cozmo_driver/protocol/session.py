@@ -172,7 +172,8 @@ def _stale_link(session: "Session", frame: Any, now: float) -> None:
 
 
 def _robot_takes_reset(session: "Session", now: float) -> None:
-    """Robot: a client (re)started the link: answer with Connect as packet 0. On a live
+    """Robot: a client (re)started the link: answer with Connect as packet 0 (with
+    ``reset_is_packet``, the RESET is the client's packet 0). On a live
     link a RESET is dropped when it is a network copy of the one just answered (nothing
     reliable came since, within ``duplicate_reset_window``) and, with ``hold_link``, always:
     Anki's firmware takes a RESET as packet 1, behind a live link's numbers, and drops it
@@ -182,13 +183,19 @@ def _robot_takes_reset(session: "Session", now: float) -> None:
             session._last_rx = now
             session.stats.resets_refused += 1
             return
-        if (not session._received_any and session._reset_accepted_at is not None
+        if (session._expected == (1 if session.config.reset_is_packet else 0)
+                and session._reset_accepted_at is not None
                 and now < session._reset_accepted_at + session.config.duplicate_reset_window):
             session.stats.unexpected_frames += 1  # a copy of the RESET we just answered
             return
         logger.info("[%s] client reset the link", session.name)
     session._reset_accepted_at = now
     session._reset_link(now)
+    if session.config.reset_is_packet:
+        # the RESET is the client's packet 0, received: the next is 1, and every frame
+        # acknowledges the RESET until more comes
+        session._expected = 1
+        session._received_any = True
     session.state = State.CONNECTED
     session.stats.connects += 1
     session._pending.append(_CONNECT_PACKET)
@@ -251,6 +258,12 @@ class SessionConfig:
     #: keep packets that arrive after a gap until the gap is filled (False: drop them, as
     #: Anki's robot firmware does: it takes only the next packet in order)
     buffer_out_of_order: bool = True
+    #: robot: take a RESET as the client's reliable packet 0, as Anki's firmware does
+    #: (reliableTransport.c: a new link expects 1 on the wire, the RESET is numbered 1, and
+    #: the next expected is 2; Anki's engine numbered its RESET so and its first packet 2).
+    #: A client that numbers its first packet like the RESET (the reference client, and this
+    #: class as the engine) has it dropped as a duplicate and acknowledged all the same
+    reset_is_packet: bool = False
 
     def __post_init__(self) -> None:
         if not 1 <= self.window <= 1000:
@@ -694,7 +707,7 @@ class Session:
                 _stale_link(self, frame, now)
                 return
         elif (self.role is Role.ENGINE and self.state is State.CONNECTED and self._peer_acked
-              and frame.ack == OOB_SEQ and frame.first_seq == 0 and frame.packets
+              and frame.ack in (OOB_SEQ, 0) and frame.first_seq == 0 and frame.packets
               and frame.packets[0].packet_type == PacketType.CONNECT):
             # a greeting on a live link: the robot took a RESET we did not send, or this is
             # a replay of an old greeting (it can be byte for byte the real one). A frame
@@ -704,8 +717,9 @@ class Session:
                 self._reset_suspected_at = now
             return
         elif self._reset_suspected_at is not None and self.state is State.CONNECTED:
-            if frame.ack == OOB_SEQ:
-                # acknowledges nothing: a robot that forgot the link sends such frames, and
+            if frame.ack in (OOB_SEQ, 0):
+                # acknowledges nothing (or only a RESET): a robot that forgot the link sends
+                # such frames, and
                 # so can anyone at its address (a replayed or forged one can come before
                 # the robot's own next frame), so it decides nothing; it is set aside
                 stats.unexpected_frames += 1
@@ -821,6 +835,8 @@ class Session:
     def _on_ack(self, ack: int, now: float) -> None:
         unacked = self._unacked
         if not unacked:
+            if not self._peer_acked:
+                return  # nothing of ours sent yet: a robot's ack names the RESET (its packet 0)
             self._on_old_ack(ack, now)
             return
         base = next(iter(unacked))

@@ -198,9 +198,10 @@ class SimulatedRobot:
         self._now = now
 
     def _new_session(self) -> Session:
-        # as Anki's firmware: only the next packet in order is taken, later ones dropped
+        # as Anki's firmware: only the next packet in order is taken, later ones dropped, and
+        # the RESET is the client's packet 0 (the client's first packet is lost)
         return Session(Role.ROBOT, SessionConfig(peer_timeout=self.config.peer_timeout,
-                                                 buffer_out_of_order=False,
+                                                 buffer_out_of_order=False, reset_is_packet=True,
                                                  hold_link=self.config.link_policy == "firmware"),
                        name=self.name)
 

@@ -53,6 +53,7 @@ class Rig:
         link, engine = self.link, self.engine
         engine.connect(link.now)
         assert link.run_while(lambda: not engine.is_connected, 3.0)
+        engine.send(m.Enable())  # twice: the robot drops our first packet (see sim_harness)
         engine.send(m.Enable())
         link.flush()
         assert link.run_while(lambda: not self.names("BodyInfo"), 3.0)

@@ -55,7 +55,10 @@ class LoopRobot:
         self._arrivals: list = []  # (lands at, order, fn, args)
         self._order = itertools.count()
         self.link.start(self.net.now)
-        self.run_until(2.0)
+        for _ in range(20):  # up to 10 s: the lossy links' handshakes take a few round trips
+            self.run_until(self.net.now + 0.5)
+            if self.link.is_ready:
+                break
         assert self.link.is_ready, "the simulated robot did not become ready"
 
     def _dispatch(self, event) -> None:

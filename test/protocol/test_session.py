@@ -168,6 +168,40 @@ def test_the_greeting_as_the_notes_document_it_acknowledges_none_of_our_packets(
     assert engine.stats.peer_resets == 0 and engine.stats.unexpected_frames == 0
 
 
+def test_a_robot_that_takes_the_reset_as_packet_0_drops_the_first_packet_as_anki_firmware_does():
+    """Anki's robot firmware (reliableTransport.c) expects wire 1 on a new link, takes the
+    RESET (numbered 1) as it and expects 2: every frame acknowledges wire 1 (the RESET) until
+    more comes, and the engine's first packet, numbered 1 as the reference client numbers it,
+    is a duplicate: dropped, acknowledged all the same. ``reset_is_packet`` does so (the
+    simulator's robot); the driver sends Enable twice for it. The engine ignores the ack of
+    the RESET before it sent anything (it is no packet of its own ahead of its numbering)."""
+    pair = Pair(robot_config=SessionConfig(reset_is_packet=True))
+    pair.connect()
+    greeting = []
+    real_send = pair.robot.datagrams_to_send
+
+    def robot_sends(now):
+        out = real_send(now)
+        greeting.extend(frames(out))
+        return out
+    pair.robot.datagrams_to_send = robot_sends
+    pair.link.run_until(pair.link.now + 1.0)      # robot frames ack the RESET; nothing sent yet
+    assert greeting and all(f.ack == 0 for f in greeting)
+    assert pair.engine.stats.seq_resyncs == 0
+    pair.engine.send(to_robot(100))                # numbered 0, like the RESET: lost
+    pair.engine.send(to_robot(101))
+    pair.settle()
+    assert pair.robot_got() == [101]
+    assert pair.robot.stats.duplicate_packets == 1
+    assert pair.engine.send_queue_length == 0 and pair.engine.stats.seq_resyncs == 0
+    # without it (the default), the first packet is delivered
+    plain = Pair()
+    plain.connect()
+    plain.engine.send(to_robot(100))
+    plain.settle()
+    assert plain.robot_got() == [100]
+
+
 def robot_ack(ack):
     return encode_frame(FrameType.ROBOT, OOB_SEQ, OOB_SEQ, ack)
 

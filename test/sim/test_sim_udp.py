@@ -76,6 +76,7 @@ class UdpEngine:
     def initialise(self, timeout: float = 5.0) -> None:
         self.connect()
         assert self.wait(self.has("FirmwareSignature"), timeout), "no FirmwareSignature"
+        self.send(m.Enable())  # twice: the robot drops our first packet (see sim_harness)
         self.send(m.Enable())
         assert self.wait(self.has("BodyInfo"), timeout), "no BodyInfo"
         self.send(m.SetOrigin(pose_frame_id=0, pose_origin_id=1))
