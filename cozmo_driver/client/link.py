@@ -116,6 +116,10 @@ class ClientConfig:
     reconnect_max: float = 5.0
     #: a connection that has not streamed RobotState this long after Connect is retried
     ready_timeout: float = 5.0
+    #: a ready connection whose RobotState stream stops this long is taken as lost and
+    #: retried: a robot that dropped the link (it heard nothing from us for its own 5 s)
+    #: still echoes our pings, which keep the session alive, but streams nothing
+    state_timeout: float = 5.0
     enable_animation_state: bool = True
     #: send EnableAnimationState right before the first message of the animation stream
     #: (messages.ANIMATION_STREAM) of each connection, not at bring-up: a robot that plays
@@ -127,8 +131,8 @@ class ClientConfig:
     def __post_init__(self) -> None:
         if not 0 < self.reconnect_min <= self.reconnect_max:
             raise ValueError("need 0 < reconnect_min <= reconnect_max")
-        if self.ready_timeout <= 0:
-            raise ValueError("ready_timeout must be positive")
+        if self.ready_timeout <= 0 or self.state_timeout <= 0:
+            raise ValueError("ready_timeout and state_timeout must be positive")
 
 
 @dataclass
@@ -346,6 +350,9 @@ class RobotLink:
             if self.state is LinkState.INITIALIZING:
                 # the next attempt's connect() starts the session over
                 self._lost(now, f"the robot did not become ready within {self.config.ready_timeout:.1f} s")
+            elif self.state is LinkState.READY:
+                self._lost(now, f"no RobotState for {self.config.state_timeout:.1f} s though the "
+                                "robot still answers: it dropped the link")
         if self._reconnect_at is not None and now >= self._reconnect_at:
             self._connect(now)
         due = self.calibration.due()
@@ -474,8 +481,10 @@ class RobotLink:
         name = message.NAME
         if name == "RobotState":
             self.robot_state = message
-            if self.state is LinkState.INITIALIZING and self._synced:
-                self._ready_deadline = None
+            if self.state is LinkState.READY:
+                self._ready_deadline = now + self.config.state_timeout
+            elif self.state is LinkState.INITIALIZING and self._synced:
+                self._ready_deadline = now + self.config.state_timeout
                 self._backoff = self.config.reconnect_min
                 self._set_state(LinkState.READY, "RobotState streaming")
                 self._events.append(RobotReady(self.info))

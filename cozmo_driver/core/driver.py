@@ -93,7 +93,8 @@ def make_robot(params: Dict[str, Any], name: str) -> Robot:
     config = ClientConfig(session=SessionConfig(peer_timeout=float(params["peer_timeout"])),
                           reconnect_min=float(params["reconnect_min"]),
                           reconnect_max=float(params["reconnect_max"]),
-                          ready_timeout=float(params["ready_timeout"]))
+                          ready_timeout=float(params["ready_timeout"]),
+                          state_timeout=float(params["ready_timeout"]))
     return Robot(params["robot_ip"], int(params["robot_port"]), local_host=params["local_ip"],
                  local_port=int(params["local_port"]), config=config, name=name)
 

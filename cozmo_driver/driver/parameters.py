@@ -47,7 +47,8 @@ PARAMETERS: Tuple[ParamSpec, ...] = (
     ParamSpec("local_port", 0, "Local UDP port (0: any free port)", minimum=0, maximum=65535),
     ParamSpec("peer_timeout", 3.0, "Silence after which the robot is declared lost", "s", 0.5, 60.0),
     ParamSpec("ready_timeout", 5.0, "A connection whose robot does not stream its state this long "
-              "after answering is dropped and retried", "s", 0.5, 60.0),
+              "after answering, or stops streaming it this long later, is dropped and retried "
+              "(a robot that dropped the link still answers pings)", "s", 0.5, 60.0),
     ParamSpec("reconnect_min", 0.5, "Wait before the first reconnection attempt after a loss; "
               "doubled after every failed attempt", "s", 0.05, 60.0),
     ParamSpec("reconnect_max", 5.0, "Longest wait between reconnection attempts", "s", 0.05, 300.0),

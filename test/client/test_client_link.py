@@ -154,6 +154,24 @@ def test_lost_robot_is_reported_and_reconnected_with_reinitialisation():
     assert len([e for e in events if isinstance(e, RobotReady)]) == 2
 
 
+def test_a_robot_that_stops_streaming_its_state_but_still_answers_is_reconnected():
+    """A robot that dropped the link (it heard nothing from us for its own 5 s) still echoes
+    our pings, and the session, hearing it, never times out: without RobotState for
+    state_timeout the link is taken as lost and connected again."""
+    client, robot, link, events = make_pair()
+    client.start(link.now)
+    assert link.run_while(lambda: client.state is not LinkState.READY, 2.0)
+    robot.synced = False                       # no more RobotState; pings still answered
+    stopped = link.now
+    assert link.run_while(lambda: client.state is LinkState.READY, 8.0)
+    assert client.state is LinkState.LOST
+    assert link.now - stopped == pytest.approx(client.config.state_timeout, abs=0.1)
+    lost = [e for e in events if isinstance(e, LinkStateChanged) and e.state is LinkState.LOST]
+    assert lost[0].reason.startswith("no RobotState for 5.0 s though the robot still answers")
+    assert link.run_while(lambda: client.state is not LinkState.READY, 5.0)
+    assert robot.received.count("SyncTime") == 2  # initialised again
+
+
 def test_playback_is_enabled_right_before_the_first_played_message_of_each_connection():
     client, robot, link, events = make_pair()
     client.start(link.now)
