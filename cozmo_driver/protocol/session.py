@@ -99,6 +99,11 @@ logger = logging.getLogger("cozmo.protocol")
 _PING_BODY = struct.Struct("<dIIB")
 _CONNECT_PACKET = struct.pack("<BH", PacketType.CONNECT, 0)
 _DISCONNECT_PACKET = struct.pack("<BH", PacketType.DISCONNECT, 0)
+_ACK_PACKET = struct.pack("<BH", PacketType.KEYFRAME, 0)
+#: a reliable packet longer than this (its id and body, what the robot's length field counts)
+#: is acknowledged at once with an explicit ACK packet by Anki's newer robot firmware: half
+#: the most a message may have (1420 - 14 - 3 = 1403 bytes, reliableTransport.c)
+BIG_PACKET = 701
 
 #: engine: how long after a Connect greeting on a live link the robot has to show, by
 #: acknowledging this connection's packets, that the greeting was a replay, s
@@ -258,6 +263,10 @@ class SessionConfig:
     #: keep packets that arrive after a gap until the gap is filled (False: drop them, as
     #: Anki's robot firmware does: it takes only the next packet in order)
     buffer_out_of_order: bool = True
+    #: robot: acknowledge every reliable packet of more than BIG_PACKET bytes at once with an
+    #: explicit ACK packet (type 0x0a, which the notes call Keyframe), as Anki's newer firmware
+    #: does
+    ack_big_packets: bool = False
     #: robot: take a RESET as the client's reliable packet 0, as Anki's firmware does
     #: (reliableTransport.c: a new link expects 1 on the wire, the RESET is numbered 1, and
     #: the next expected is 2; Anki's engine numbered its RESET so and its first packet 2).
@@ -300,6 +309,8 @@ class SessionStats:
     #: reliable packets dropped because one before them was missing (buffer_out_of_order off)
     out_of_order_dropped: int = 0
     standalone_acks: int = 0
+    #: explicit acknowledgement packets (type 0x0a) received: they carry nothing else
+    explicit_acks: int = 0
     malformed_datagrams: int = 0
     malformed_packets: int = 0
     unknown_messages: int = 0
@@ -778,12 +789,21 @@ class Session:
         self._expected = (self._expected + 1) % SEQ_MODULUS
         self._received_any = True
         self.stats.reliable_packets_delivered += 1
+        if self.config.ack_big_packets and len(packet.body) + (packet.ident is not None) > BIG_PACKET:
+            self._oob_out.append(_ACK_PACKET)  # an explicit acknowledgement, at once
+            self._ack_due = now
         self._deliver(packet, now, reliable=True)
 
     def _deliver(self, packet: RawPacket, now: float, reliable: bool) -> None:
         ptype = packet.packet_type
         if ptype == PacketType.PING:
             self._on_ping(packet.body, now)
+            return
+        if ptype == PacketType.KEYFRAME:
+            # Anki's eRMT_ACK (the notes' "Keyframe"): an explicit acknowledgement, its frame's
+            # ack field says what; Anki's newer robot firmware sends one at once for every
+            # reliable packet of more than BIG_PACKET bytes (a sound chunk, a large face)
+            self.stats.explicit_acks += 1
             return
         if ptype == PacketType.CONNECT:
             if self.role is Role.ENGINE and self.state is State.CONNECTING:

@@ -202,6 +202,7 @@ class SimulatedRobot:
         # the RESET is the client's packet 0 (the client's first packet is lost)
         return Session(Role.ROBOT, SessionConfig(peer_timeout=self.config.peer_timeout,
                                                  buffer_out_of_order=False, reset_is_packet=True,
+                                                 ack_big_packets=True,
                                                  hold_link=self.config.link_policy == "firmware"),
                        name=self.name)
 

@@ -202,6 +202,24 @@ def test_a_robot_that_takes_the_reset_as_packet_0_drops_the_first_packet_as_anki
     assert plain.robot_got() == [100]
 
 
+def test_a_big_packet_is_acknowledged_at_once_by_an_explicit_ack_that_the_engine_only_counts():
+    """Anki's newer robot firmware acknowledges a reliable packet of more than 701 bytes at
+    once with an empty packet of type 0x0a (its eRMT_ACK; the notes' "Keyframe"): the
+    engine takes the frame's ack and delivers nothing for the packet (it used to deliver a
+    Keyframe message, 30 a second while sound plays)."""
+    pair = Pair(robot_config=SessionConfig(ack_big_packets=True))
+    pair.connect()
+    pair.settle()
+    sound = MSG["OutputAudio"](samples=bytes(744))
+    assert len(sound.to_packet()) - 3 > 701
+    pair.engine.send(sound)
+    pair.engine.send(to_robot(1))                       # small: no explicit ack
+    pair.settle()
+    assert pair.engine.stats.explicit_acks == 1
+    assert not [ev for ev in pair.engine_of(MessageReceived) if ev.message.NAME == "Keyframe"]
+    assert [ev.message.NAME for ev in pair.robot_of(MessageReceived)] == ["OutputAudio", "SyncTime"]
+
+
 def robot_ack(ack):
     return encode_frame(FrameType.ROBOT, OOB_SEQ, OOB_SEQ, ack)
 
