@@ -149,7 +149,8 @@ def _farewell_disconnect(session: "Session") -> Tuple[bytes, bytes]:
     packet, twice, to go out ahead of the next RESET. A robot that still hears us (only its
     replies are lost) has every packet before it and closes its link; Anki's firmware
     otherwise holds the link and drops the RESETs of a new connection from this address as
-    duplicates, each of which keeps the old link alive (reliableTransport.c), until it hears
+    duplicates, each of which keeps the old link alive (reliableTransport.c as published
+    first; a later version counts only packets it takes), until it hears
     nothing for its timeout. A robot that does not hear us, or is not in step, ignores it
     (:func:`_stale_link` then ends the link when the robot is heard again)."""
     ack = (session._expected - 1) % SEQ_MODULUS if session._received_any else OOB_SEQ
@@ -162,7 +163,8 @@ def _stale_link(session: "Session", frame: Any, now: float) -> None:
     that acknowledges more than a RESET in it still holds a link to this address from
     before: the network failed both ways for less than the robot's own timeout, so it
     missed the farewell, and Anki's firmware drops a RESET on a live link as a duplicate
-    while each one keeps that link alive (reliableTransport.c), so that RESETs alone
+    while each one keeps that link alive (reliableTransport.c as published first; a later
+    version lets the link end 5 s after the last packet it took), so that RESETs alone
     never get through. The frame's ack is the last of our old packets the robot took: a
     Disconnect numbered one after it is the packet the robot waits for, and ends that
     link; a RESET follows it at once. At most one every ``STALE_LINK_DISCONNECT_S``."""

@@ -101,7 +101,8 @@ class RobotConfig:
     #: "firmware": as Anki's robot firmware (client.c, reliableTransport.c), a live link
     #: is kept until the client disconnects or falls silent for ``peer_timeout``: datagrams
     #: from anyone else are ignored, and a RESET from the client itself is dropped (it
-    #: still keeps the link alive). "latest_reset": the sender of any RESET gets a new
+    #: still keeps the link alive, as in the first published reliableTransport.c; a later
+    #: one counts only packets it takes). "latest_reset": the sender of any RESET gets a new
     #: link at once (a simulator's shortcut; no robot does that)
     link_policy: str = "firmware"
     camera_period: float = 1.0 / 15.0
