@@ -869,8 +869,9 @@ class PathTracker(_Tracker):
     :data:`REASON_STATES` states). A pick-up or fall seen in the
     state aborts at once. A cliff is named once the sensor has seen no floor for
     :data:`~.sensors.CLIFF_EDGE_HOLD_S`: a lifted robot loses the floor first and stops
-    for it, and reports the pick-up 0.1-0.2 s later. If the robot never sends the event, IS_PATHING going
-    from set to clear for :data:`NO_EVENT_STATES` states counts as completion."""
+    for it, and reports the pick-up 0.1-0.2 s later. If the robot never sends the event,
+    IS_PATHING going from set to clear for :data:`NO_EVENT_STATES` states counts as
+    completion."""
 
     event_id: int = 0
     segments: List[Segment] = field(default_factory=list)
