@@ -69,7 +69,7 @@ from ..errors import UsageError
 from ..protocol import messages as msgs
 from ..robot_geometry import MAX_TURN_RATE_RADPS, TURN_ANGLE_TOLERANCE_RAD, reported_lift_height_m
 from .odometry import Pose2D, compose, wrap_angle
-from .sensors import CLIFF_EDGE_HOLD_S, StatusFlag
+from .sensors import CliffEdgeTracker, StatusFlag
 
 __all__ = [
     "LINE", "ARC", "POINT_TURN", "SEGMENT_TYPE_NAMES",
@@ -880,7 +880,8 @@ class PathTracker(_Tracker):
     seen_pathing: bool = False
     note: str = ""
     _count: int = 0
-    _drop_since: Optional[float] = None  # when the interrupted path's states first showed a drop
+    #: the interrupted path's drop, held as long as the driver's edges are (CLIFF_EDGE_HOLD_S)
+    _drop: CliffEdgeTracker = field(default_factory=CliffEdgeTracker)
 
     def on_path_event(self, event_id: int, event_type: int) -> None:
         if event_id != self.event_id or self.outcome is not None:
@@ -912,14 +913,12 @@ class PathTracker(_Tracker):
         if self.phase == "interrupted":
             # the reason shows in the flags of the states that follow the event (a state
             # already on its way when the robot stopped may not have it yet)
-            if s.flags & StatusFlag.CLIFF_DETECTED:
-                if self._drop_since is None:
-                    self._drop_since = s.t
-                if s.t - self._drop_since >= CLIFF_EDGE_HOLD_S - 1e-9:
-                    return self._finish(ABORTED, "interrupted: cliff detected (the robot stopped "
-                                        "at an edge)")
+            drop = bool(s.flags & StatusFlag.CLIFF_DETECTED)
+            if self._drop.update(s.t, 0, drop, True) is not None:
+                return self._finish(ABORTED, "interrupted: cliff detected (the robot stopped "
+                                    "at an edge)")
+            if drop:
                 return None
-            self._drop_since = None
             self._count += 1
             if self._count >= REASON_STATES:
                 return self._finish(ABORTED, "interrupted by the robot")
