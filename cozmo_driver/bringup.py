@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import IO, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import bringup_plan as plan
-from .lifeline import parent_death_preexec
+from .lifeline import exit_with_parent, parent_death_preexec
 
 __all__ = ["parse_command_line", "effective_arguments", "Bringup", "Child", "main"]
 
@@ -386,6 +386,8 @@ class Bringup:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """``cozmo_bringup``."""
+    if argv is None:  # the command: end with a `ros2 run` that started it (lifeline)
+        exit_with_parent()
     values, options = parse_command_line(sys.argv[1:] if argv is None else argv)
     try:
         args = plan.resolve_arguments(values)

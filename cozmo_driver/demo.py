@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 from .bringup import split_launch_style
 from .client.claim import claims_supported, holder
 from .domain_reservation import hold_domain_id
+from .lifeline import exit_with_parent
 from .protocol.errors import ConfigurationError
 from .stop_flag import StopFlag
 
@@ -347,6 +348,8 @@ def read_face_display(namespace: str, timeout: float) -> Optional["np.ndarray"]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    if argv is None:  # the command: end with a `ros2 run` that started it (lifeline)
+        exit_with_parent()
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--protocol-only" in argv:
         from . import protocol_demo

@@ -20,6 +20,14 @@ The parent may have died before the call: the process is then an orphan
 already, and ends at once. The variable is removed from the environment, so
 that a process started by this one does not take this one's parent for its own.
 Elsewhere than on Linux nothing happens.
+
+``ros2 run`` is the third way users start the executables, and it sets no variable:
+it starts the executable from its main thread and waits for it, and it has no
+handler for SIGTERM, so a SIGTERM (or SIGKILL) sent to it alone ended it and left
+the driver running, holding the robot's link. :func:`exit_with_parent` therefore
+also takes a direct parent whose command line is ``ros2 run`` for the bring-up.
+(Ctrl-C in a terminal reaches both processes, as their process group; a SIGINT to
+``ros2 run`` alone is passed on by nobody, and ``ros2 run`` waits on.)
 """
 
 from __future__ import annotations
@@ -30,7 +38,7 @@ import signal
 import sys
 from typing import Callable, MutableMapping, Optional
 
-__all__ = ["PARENT_PID_ENV", "set_parent_death_signal", "exit_with_parent",
+__all__ = ["PARENT_PID_ENV", "set_parent_death_signal", "exit_with_parent", "is_ros2_run",
            "parent_death_preexec"]
 
 #: The environment variable holding the pid of the bring-up that started the process.
@@ -78,13 +86,14 @@ def _ancestors(limit: int = 64):
 
 def exit_with_parent(signum: int = signal.SIGTERM,
                      environ: Optional[MutableMapping[str, str]] = None) -> bool:
-    """If the bring-up started this process (:data:`PARENT_PID_ENV`), end it with
-    ``signum`` when the bring-up dies, and at once if it is already gone. Call it first
-    thing in ``main()``, before any thread is started. Whether the signal was set."""
+    """If the bring-up started this process (:data:`PARENT_PID_ENV`), or ``ros2 run``
+    did, end it with ``signum`` when that parent dies, and at once if it is already
+    gone. Call it first thing in ``main()``, before any thread is started. Whether the
+    signal was set."""
     env = os.environ if environ is None else environ
     value = env.pop(PARENT_PID_ENV, None)
     if not value:
-        return False
+        return _exit_with_ros2_run(signum)
     try:
         parent = int(value)
     except ValueError:
@@ -95,6 +104,29 @@ def exit_with_parent(signum: int = signal.SIGTERM,
     # longer an ancestor of this process (this one was handed to init or a subreaper).
     # It need not be the direct parent: a launch prefix such as gdb may sit between.
     if parent not in _ancestors():
+        os.kill(os.getpid(), signum)
+    return True
+
+
+def is_ros2_run(pid: int) -> bool:
+    """Whether process ``pid`` is ``ros2 run`` (``[python] .../ros2 [options] run ...``)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as stream:
+            argv = [arg.decode(errors="replace") for arg in stream.read().split(b"\0")]
+    except OSError:
+        return False
+    for index, arg in enumerate(argv[:3]):
+        if os.path.basename(arg) == "ros2":
+            return "run" in argv[index + 1:index + 4]
+    return False
+
+
+def _exit_with_ros2_run(signum: int) -> bool:
+    """The ``ros2 run`` case of :func:`exit_with_parent` (module docstring)."""
+    parent = os.getppid()
+    if parent <= 1 or not is_ros2_run(parent) or not set_parent_death_signal(signum):
+        return False
+    if os.getppid() != parent:  # it died before the signal was set: none will come
         os.kill(os.getpid(), signum)
     return True
 

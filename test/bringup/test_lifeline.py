@@ -131,3 +131,56 @@ def test_without_the_variable_nothing_happens():
     assert environ == {"OTHER": "1"}
     environ = {lifeline.PARENT_PID_ENV: "not a pid"}
     assert lifeline.exit_with_parent(environ=environ) is False and environ == {}
+
+
+#: a stand-in for ``ros2 run``, saved as a file named ``ros2`` and run as
+#: ``python .../ros2 run <command>``: starts the command from its main thread (no
+#: variable in its environment) and waits for it, as ros2run's run_executable does
+ROS2_RUN = textwrap.dedent("""
+    import os, subprocess, sys
+    child = subprocess.Popen(sys.argv[2:])
+    print(f"parent {os.getpid()} child {child.pid}", flush=True)
+    child.wait()
+""")
+
+
+def _start_named(tmp_path, name: str, *words: str) -> tuple:
+    """(stand-in process run as ``python <tmp>/<name> <words> python -c CHILD``, the child's
+    pid, the child's first line) once both run."""
+    script = tmp_path / name
+    script.write_text(ROS2_RUN)
+    env = {key: value for key, value in os.environ.items() if key != lifeline.PARENT_PID_ENV}
+    parent = subprocess.Popen([sys.executable, str(script), *words, sys.executable, "-c", CHILD],
+                              stdout=subprocess.PIPE, text=True, env=env)
+    first = parent.stdout.readline().split()
+    assert first[:1] == ["parent"], first
+    said = parent.stdout.readline()
+    return parent, int(first[3]), said
+
+
+@pytest.mark.parametrize("name, word, ends", [
+    ("ros2", "run", True),        # `ros2 run`: its executable ends with it
+    ("ros2", "launch", False),    # not `ros2 run` (ros2 launch gives the variable)
+    ("other", "run", False),      # a program of another name: the child runs on
+])
+def test_a_child_of_ros2_run_ends_when_ros2_run_is_killed(tmp_path, name, word, ends):
+    parent, child, said = _start_named(tmp_path, name, word)
+    try:
+        assert f"set={ends}" in said, said
+        parent.kill()              # SIGKILL; SIGTERM ends `ros2 run` the same way (no handler)
+        parent.wait(timeout=5)
+        if ends:
+            assert _wait_gone(child), f"child {child} outlived `ros2 run`"
+        else:
+            time.sleep(1.0)
+            assert alive(child), "a child whose parent is not `ros2 run` was ended"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+        if alive(child):
+            os.kill(child, signal.SIGKILL)
+
+
+def test_is_ros2_run_reads_the_command_line():
+    assert lifeline.is_ros2_run(os.getpid()) is False
+    assert lifeline.is_ros2_run(2 ** 22 + 1) is False   # no such process

@@ -10,7 +10,10 @@ truth readable here); the program under test drives it:
 * ``cozmo-demo robot_ip:=127.0.0.1`` (a "real" robot to the demo: this test's simulator),
   signalled while it drives its square;
 * ``ros2 launch cozmo_driver cozmo.launch.py`` as the bring-up, where ``ros2`` and the
-  colcon-installed package are there (skipped with the reason otherwise).
+  colcon-installed package are there (skipped with the reason otherwise);
+* ``ros2 run cozmo_driver cozmo_driver_node``, there too, with SIGTERM only: ``ros2 run``
+  dies of it and its driver stops by its lifeline (a SIGINT to ``ros2 run`` alone is
+  passed on by nobody: Ctrl-C in a terminal reaches the driver as well, as the group).
 
 For each: once the treads turn (ground truth), the signal; then, each measured from the
 signal, the simulator must have received StopAllMotors (or a DriveWheels of zero speeds)
@@ -66,13 +69,16 @@ class WrongExitStatus(AssertionError):
 
 PROGRAMS = ["cozmo_driver_node", "cozmo_bringup", "cozmo-demo", "ros2_launch"]
 CASES = [pytest.param(name, sig, id=f"{name}-{signal.Signals(sig).name}")
-         for name in PROGRAMS for sig in SIGNALS]
+         for name in PROGRAMS for sig in SIGNALS] + [
+    pytest.param("ros2_run", signal.SIGTERM, id="ros2_run-SIGTERM")]
 #: the exit status each program documents for a signal (default: 0): the demo, as a shell
 #: reports a program a signal interrupted, 128 + the signal's number
 EXPECTED_STATUS = {("cozmo-demo", signal.SIGINT): 130, ("cozmo-demo", signal.SIGTERM): 143,
                    # Jazzy's `ros2 launch` has no SIGTERM handler: it dies of it, and its
                    # children (whose motors this test checks) stop by their lifeline
-                   ("ros2_launch", signal.SIGTERM): -signal.SIGTERM}
+                   ("ros2_launch", signal.SIGTERM): -signal.SIGTERM,
+                   # nor `ros2 run`: the driver stops by its lifeline (cozmo_driver.lifeline)
+                   ("ros2_run", signal.SIGTERM): -signal.SIGTERM}
 #: the demo drives its square at this speed; the test's cmd_vel is the same
 SPEED_M_S = 0.05
 
@@ -209,6 +215,16 @@ def _driver_command(port: int) -> Tuple[List[str], Bringup]:
     return commands["driver"], bringup
 
 
+def _ros2_run_command(port: int) -> Tuple[List[str], Bringup]:
+    """The driver's command as the bring-up resolves it, run by ``ros2 run``."""
+    from ros_tools import need_installed_package, need_ros2
+
+    ros2 = need_ros2()
+    need_installed_package()
+    command, bringup = _driver_command(port)
+    return [ros2, "run", plan.PACKAGE, "cozmo_driver_node", *command[1:]], bringup
+
+
 def _ros2_launch_command(port: int) -> List[str]:
     from ros_tools import need_installed_package, need_ros2
 
@@ -259,6 +275,8 @@ def test_a_signal_stops_the_treads_then_every_process(name, sig, sim, rclpy_cont
     extra: List[Path] = []
     if name == "cozmo_driver_node":
         command, bringup = _driver_command(port)
+    elif name == "ros2_run":
+        command, bringup = _ros2_run_command(port)
     elif name == "cozmo_bringup":
         command = [str(project_executable("cozmo_bringup")), *_bringup_arguments(port)]
     elif name == "cozmo-demo":
