@@ -46,7 +46,7 @@ import json
 import logging
 import math
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Deque, Optional
 
 from ..protocol import messages as msgs
@@ -63,7 +63,8 @@ from ..protocol.session import (
     State,
 )
 
-__all__ = ["ClientConfig", "LinkState", "RobotInfo", "RobotLink", "LinkStateChanged", "RobotReady"]
+__all__ = ["ClientConfig", "LinkState", "RobotInfo", "RobotLink", "LinkStateChanged", "RobotReady",
+           "MOTOR_MIN_SPEED_RADPS", "firmware_safe_speeds"]
 
 logger = logging.getLogger("cozmo.client")
 
@@ -84,6 +85,14 @@ _DROPS_STREAM = frozenset(("StopAllMotors", "AbortAnimation"))
 _FRAME_NAMES = frozenset(("OutputAudio", "OutputSilence", "EndAnimation"))
 _FRAME_IDS = frozenset(msgs.MESSAGES_BY_NAME[name].ID for name in _FRAME_NAMES)
 _CLEAR_PATH = msgs.ClearPath(unknown=0)
+#: the slowest head or lift speed (and acceleration) sent to the robot, rad/s: Anki's
+#: firmware takes one nearer zero than 1e-5 (NEAR_ZERO) for its full speed (LiftController's
+#: and HeadController's SetMaxSpeedAndAccel), so MoveHead(1e-6) would drive the head into
+#: its stop as fast as the motor goes
+MOTOR_MIN_SPEED_RADPS = 1e-4
+#: head and lift commands and their speed fields (see firmware_safe_speeds)
+_MOTOR_VELOCITY = frozenset(("MoveHead", "MoveLift"))
+_MOTOR_POSITION = frozenset(("SetHeadAngle", "SetLiftHeight"))
 _HALF_RANGE = 1 << 31
 _RANGE = 1 << 32
 
@@ -91,6 +100,28 @@ _RANGE = 1 << 32
 def _frames_in(packets) -> int:
     """How many of these encoded packets (type, length, id, body) are frames."""
     return sum(1 for p in packets if len(p) > 3 and p[3] in _FRAME_IDS)
+
+
+def firmware_safe_speeds(message):
+    """``message``, or a copy of it whose head or lift speeds keep off the firmware's
+    near-zero reading (:data:`MOTOR_MIN_SPEED_RADPS`): a
+    MoveHead/MoveLift speed nearer zero is sent as 0 (stop), a SetHeadAngle/SetLiftHeight
+    maximum speed or acceleration as that minimum (0 keeps its meaning, the robot's
+    fastest). Other messages are returned as they are."""
+    name = message.NAME
+    floor = MOTOR_MIN_SPEED_RADPS
+    if name in _MOTOR_VELOCITY:
+        if 0.0 < abs(message.speed_rad_per_sec) < floor:
+            return replace(message, speed_rad_per_sec=0.0)
+    elif name in _MOTOR_POSITION:
+        fields = {}
+        for field in ("max_speed_rad_per_sec", "accel_rad_per_sec2"):
+            value = getattr(message, field)
+            if 0.0 < abs(value) < floor:
+                fields[field] = floor
+        if fields:
+            return replace(message, **fields)
+    return message
 
 
 def newer(timestamp_ms: int, last_ms: int) -> bool:
@@ -248,6 +279,7 @@ class RobotLink:
             self.session.drop_background()
         if name == "StopAllMotors":
             self.session.send(_CLEAR_PATH)
+        message = firmware_safe_speeds(message)
         if self.calibration.hold(message):
             return
         self.session.send(message)

@@ -325,14 +325,16 @@ class Robot:
 
     def post_head_angle(self, angle_rad: float, max_speed_radps: float, accel_radps2: float,
                         duration_s: float = 0.0, action_id: int = 0) -> None:
-        """Move the head to ``angle_rad``; the robot acknowledges ``action_id`` when there."""
+        """Move the head to ``angle_rad``; the robot acknowledges ``action_id`` when it takes the
+        command (not when there)."""
         self.post(msgs.SetHeadAngle(angle_rad=angle_rad, max_speed_rad_per_sec=max_speed_radps,
                                     accel_rad_per_sec2=accel_radps2, duration_sec=duration_s,
                                     action_id=action_id))
 
     def post_lift_height(self, height_mm: float, max_speed_radps: float, accel_radps2: float,
                          duration_s: float = 0.0, action_id: int = 0) -> None:
-        """Move the lift to ``height_mm``; the robot acknowledges ``action_id`` when there."""
+        """Move the lift to ``height_mm``; the robot acknowledges ``action_id`` when it takes the
+        command (not when there)."""
         self.post(msgs.SetLiftHeight(height_mm=height_mm, max_speed_rad_per_sec=max_speed_radps,
                                      accel_rad_per_sec2=accel_radps2, duration_sec=duration_s,
                                      action_id=action_id))

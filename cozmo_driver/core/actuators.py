@@ -7,6 +7,7 @@ import logging
 from typing import Any, Callable, Dict, Optional, Tuple
 
 from .. import robot_geometry as geo
+from ..client.link import MOTOR_MIN_SPEED_RADPS
 from ..driver.commands import CommandError, clamp, require_finite, rgb555, volume_level
 from ..protocol import messages as msgs
 
@@ -28,6 +29,11 @@ class ActuatorsMixin:
             return None
         if requested == 0:
             return limit
+        if requested < MOTOR_MIN_SPEED_RADPS:  # the firmware would take it for full speed
+            self.warn_throttled(field, f"{field} = {requested:g} rad/s is below "
+                                f"{MOTOR_MIN_SPEED_RADPS:g}, which the robot takes for its "
+                                f"full speed: raised to {MOTOR_MIN_SPEED_RADPS:g} rad/s")
+            return MOTOR_MIN_SPEED_RADPS
         speed, warning = clamp(requested, 0.0, limit, field, "rad/s")
         if warning:
             self.warn_throttled(field, warning)
@@ -82,6 +88,10 @@ class ActuatorsMixin:
         self._preempt(motor, topic)
         limit = float(self.params[f"{motor}_max_speed"])
         speed, warning = clamp(value, -limit, limit, f"{topic}.data", "rad/s")
+        if 0.0 < abs(speed) < MOTOR_MIN_SPEED_RADPS:  # the firmware: full speed
+            speed, warning = 0.0, (f"{topic}.data = {value:g} rad/s is nearer 0 than "
+                                   f"{MOTOR_MIN_SPEED_RADPS:g}, which the robot takes for "
+                                   "its full speed: sent as 0 (stop)")
         if warning:
             self.warn_throttled(f"{topic}.data", warning)
         self.robot.post(message_type(speed_rad_per_sec=speed))

@@ -52,6 +52,10 @@ LIFT_ARM_MM = geometry.LIFT_ARM_LENGTH_M * 1000.0
 LIFT_PIVOT_MM = geometry.LIFT_PIVOT_HEIGHT_M * 1000.0
 LIFT_MAX_SPEED_RADPS = geometry.LIFT_MAX_SPEED_RADPS
 DEFAULT_AXIS_ACCEL_RADPS2 = 20.0
+#: Anki's firmware takes a head or lift speed nearer zero than this for its full speed
+#: (SetMaxSpeedAndAccel: NEAR_ZERO, FLOATING_POINT_COMPARISON_TOLERANCE), in MoveHead and
+#: MoveLift too, whose sign still gives the direction (only an exact 0 stops)
+FIRMWARE_NEAR_ZERO = 1e-5
 
 
 def wrap_angle(a: float) -> float:
@@ -106,6 +110,8 @@ class Axis:
         if self.calibrating:
             self.pending = ("velocity", (speed,))
             return
+        if 0.0 < abs(speed) < FIRMWARE_NEAR_ZERO:
+            speed = math.copysign(self.vcap, speed)
         speed = max(-self.vcap, min(self.vcap, speed))
         self.mode = "velocity" if speed else "idle"
         self.cmd_vel = speed
@@ -121,7 +127,9 @@ class Axis:
         target = max(self.lo, min(self.hi, target))
         accel = accel if accel > 0 else DEFAULT_AXIS_ACCEL_RADPS2
         # with a duration Anki's (later) firmware moves by the duration and ignores the speed
-        vmax = min(max_speed, self.vcap) if max_speed > 0 and duration <= 0 else self.vcap
+        max_speed = abs(max_speed)  # as the firmware: by its size, near zero the fastest
+        vmax = min(max_speed, self.vcap) if max_speed >= FIRMWARE_NEAR_ZERO and duration <= 0 \
+            else self.vcap
         distance = abs(target - self.pos)
         if duration > 0 and distance > 0:
             # trapezoid covering `distance` in `duration`: v = (aT - sqrt(a^2T^2 - 4ad)) / 2

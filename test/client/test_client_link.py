@@ -7,7 +7,7 @@ import json
 import pytest
 
 from cozmo_driver.client.link import (STALE_RESYNC_S, ClientConfig, LinkState, LinkStateChanged, RobotLink,
-                                      RobotReady, newer)
+                                      RobotReady, firmware_safe_speeds, newer)
 from cozmo_driver.protocol import messages as msgs
 from cozmo_driver.protocol.session import (
     Connected,
@@ -28,6 +28,7 @@ class ScriptedRobot:
         self.session = Session(Role.ROBOT, SessionConfig(peer_timeout=5.0, reset_is_packet=True),
                                name="robot")
         self.received: list = []
+        self.messages: list = []
         self.enables = 0
         self.synced = False
         self.silent = False
@@ -79,6 +80,7 @@ class ScriptedRobot:
             elif isinstance(event, MessageReceived):
                 message = event.message
                 self.received.append(message.NAME)
+                self.messages.append(message)
                 if message.NAME == "Enable":
                     self.enables += 1
                     if self.enables == 1:  # the first it gets: the client's second
@@ -560,3 +562,35 @@ def test_a_calibration_without_an_end_releases_its_command_with_a_warning(log_re
     text = " | ".join(logged.messages)
     assert "recalibrates its head by itself" in text
     assert "reported no end of its head calibration within 5 s" in text
+
+
+def test_head_and_lift_speeds_near_zero_are_kept_off_the_firmwares_full_speed():
+    """Every head and lift command the link sends: Anki's firmware reads a speed or
+    acceleration nearer zero than 1e-5 as its fastest (0 too, on purpose), so a tiny
+    velocity goes as 0 (stop) and a tiny max_speed or accel as MOTOR_MIN_SPEED_RADPS."""
+    from cozmo_driver.client.link import MOTOR_MIN_SPEED_RADPS as floor
+
+    assert firmware_safe_speeds(msgs.MoveHead(speed_rad_per_sec=-1e-6)).speed_rad_per_sec == 0.0
+    assert firmware_safe_speeds(msgs.MoveLift(speed_rad_per_sec=5e-5)).speed_rad_per_sec == 0.0
+    kept = msgs.MoveLift(speed_rad_per_sec=-0.2)
+    assert firmware_safe_speeds(kept) is kept
+    raised = firmware_safe_speeds(msgs.SetHeadAngle(angle_rad=0.2, max_speed_rad_per_sec=1e-7,
+                                                    accel_rad_per_sec2=1e-9, duration_sec=0.0,
+                                                    action_id=4))
+    assert (raised.angle_rad, raised.max_speed_rad_per_sec, raised.accel_rad_per_sec2,
+            raised.action_id) == (0.2, floor, floor, 4)
+    fastest = msgs.SetLiftHeight(height_mm=50.0, max_speed_rad_per_sec=0.0, accel_rad_per_sec2=0.0,
+                                 duration_sec=0.5)
+    assert firmware_safe_speeds(fastest) is fastest     # 0: the robot's fastest, as meant
+    other = msgs.DriveWheels(lwheel_speed_mmps=1e-6, rwheel_speed_mmps=0.0)
+    assert firmware_safe_speeds(other) is other
+
+
+def test_the_link_sends_head_and_lift_commands_firmware_safe():
+    client, robot, link, _ = make_pair()
+    client.start(link.now)
+    assert link.run_while(lambda: client.state is not LinkState.READY, 2.0)
+    client.send(msgs.MoveHead(speed_rad_per_sec=1e-6))
+    link.run_until(link.now + 6.0)  # held until the motors' calibration ends (or times out)
+    assert [m for m in robot.messages if m.NAME == "MoveHead"] == \
+        [msgs.MoveHead(speed_rad_per_sec=0.0)]

@@ -15,6 +15,7 @@ from cozmo_driver import robot_geometry as geo
 from cozmo_driver.driver.events import EventType
 from cozmo_driver.driver.orientation import Orientation
 from cozmo_driver.client import LinkState, RobotLink
+from cozmo_driver.client.link import MOTOR_MIN_SPEED_RADPS
 from cozmo_driver.core import DriverCore, RecordingOutput
 from cozmo_driver.core.samples import StateSample
 from cozmo_driver.driver.parameters import PARAMETERS
@@ -255,6 +256,31 @@ def test_bad_commands_are_refused_or_clamped_with_what_was_wrong(rig):
         pytest.approx(PARAMS["lift_max_speed"])
     assert output.said("head/angle.angle", logging.WARNING)
     assert core.refused == 5
+
+
+def test_head_and_lift_speeds_near_zero_never_reach_the_robot(rig):
+    """Anki's firmware takes a head or lift speed nearer zero than 1e-5 rad/s for its full
+    speed (SetMaxSpeedAndAccel: NEAR_ZERO -> MAX_*_SPEED), so MoveHead(1e-6) from a noisy
+    joystick drove the head into its stop at full speed. A velocity that small is sent as
+    0 (stop), a max_speed that small raised to MOTOR_MIN_SPEED_RADPS, each with a
+    warning that says why."""
+    robot, core, output = rig
+    core.move_head(1e-6)
+    core.move_lift(-1e-7)
+    core.set_lift(0.05, 1e-6)
+    robot.run(0.2)
+    assert robot.sent("MoveHead")[-1][1].speed_rad_per_sec == 0.0
+    assert robot.sent("MoveLift")[-1][1].speed_rad_per_sec == 0.0
+    assert robot.sent("SetLiftHeight")[-1][1].max_speed_rad_per_sec == \
+        pytest.approx(MOTOR_MIN_SPEED_RADPS)
+    assert output.said("head/velocity.data = 1e-06 rad/s is nearer 0 than 0.0001, which the "
+                       "robot takes for its full speed: sent as 0 (stop)", logging.WARNING)
+    assert output.said("lift/height.max_speed = 1e-06 rad/s is below 0.0001, which the robot "
+                       "takes for its full speed: raised to 0.0001 rad/s", logging.WARNING)
+    core.move_head(0.5)  # a real speed goes as it is
+    robot.run(0.1)
+    assert robot.sent("MoveHead")[-1][1].speed_rad_per_sec == pytest.approx(0.5)
+    assert core.refused == 0
 
 
 def test_components_a_differential_drive_cannot_follow_are_said_not_silently_dropped(rig):

@@ -405,6 +405,21 @@ def test_head_max_speed_and_limits():
     assert last_state(clock).status & StatusFlag.HEAD_IN_POS      # stopped at the limit
 
 
+def test_a_head_or_lift_speed_near_zero_is_the_firmwares_full_speed():
+    """Anki's firmware (SetMaxSpeedAndAccel) takes a speed nearer zero than 1e-5 rad/s for
+    its fastest, in MoveHead/MoveLift too, the sign giving the way; the simulator does so,
+    which is why the driver never sends one (client.link.firmware_safe_speeds)."""
+    clock = make()
+    clock.send(m.MoveHead(speed_rad_per_sec=1e-6))
+    clock.send(m.MoveLift(speed_rad_per_sec=1e-7))
+    clock.run(0.3)  # at 1e-6 rad/s it would not have moved
+    assert clock.model.head_angle == pytest.approx(HEAD_MAX_RAD)
+    assert clock.model.lift_height == pytest.approx(LIFT_MAX_MM)
+    clock.send(m.SetHeadAngle(angle_rad=0.0, max_speed_rad_per_sec=1e-6, accel_rad_per_sec2=500.0))
+    clock.run(0.3)
+    assert clock.model.head_angle == pytest.approx(0.0, abs=1e-3)
+
+
 def test_lift_height_through_the_arm():
     assert lift_angle_to_height(lift_height_to_angle(60.0)) == pytest.approx(60.0)
     clock = make()
