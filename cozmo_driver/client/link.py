@@ -90,6 +90,15 @@ _CLEAR_PATH = msgs.ClearPath(unknown=0)
 #: and HeadController's SetMaxSpeedAndAccel), so MoveHead(1e-6) would drive the head into
 #: its stop as fast as the motor goes
 MOTOR_MIN_SPEED_RADPS = 1e-4
+#: the message the link takes for the robot's SyncTimeAck: Anki's firmware sends an empty
+#: SyncTimeAck once a connection, a few control ticks after SyncTime (messages.cpp Update:
+#: syncTimeAckSent_, re-armed at each disconnection; an older one at once on SyncTime), and
+#: its engine read no RobotState before it. Its id is not in Anki's published source; the
+#: reference client's table has one empty robot message there, 0xc2, which it names
+#: RobotDelocalized and never handles, while Anki's firmware sends no such message (the
+#: engine delocalised itself, on a pick-up). So the first 0xc2 after SyncTime is taken as
+#: the ack and not reported; a later one still gives the driver's DELOCALIZED event.
+SYNC_TIME_ACK = "RobotDelocalized"
 #: head and lift commands and their speed fields (see firmware_safe_speeds)
 _MOTOR_VELOCITY = frozenset(("MoveHead", "MoveLift"))
 _MOTOR_POSITION = frozenset(("SetHeadAngle", "SetLiftHeight"))
@@ -210,6 +219,9 @@ class RobotLink:
         self._backoff = self.config.reconnect_min
         self._wanted = False
         self._synced = False
+        self._sync_acked = False
+        #: SyncTimeAcks taken (one a connection; see SYNC_TIME_ACK)
+        self.sync_time_acks = 0
         #: EnableAnimationState went out on this connection / a playback message did
         self._playback_enabled = False
         self._playback_wanted = False
@@ -325,7 +337,7 @@ class RobotLink:
 
     def _connect(self, now: float) -> None:
         self._reconnect_at = None
-        self._synced = False
+        self._synced = self._sync_acked = False
         self._playback_enabled = self._playback_wanted = False
         self.robot_state = None
         self._last_ts = None  # SyncTime starts the robot's clock again
@@ -419,7 +431,8 @@ class RobotLink:
                     if not self._fresh(m, now):
                         continue
                 try:
-                    self._on_message(event.message, now)
+                    if self._on_message(event.message, now):
+                        continue  # taken by the link itself
                 except Exception as exc:  # a message this link cannot take: counted and dropped
                     self.session.stats.malformed_packets += 1
                     logger.warning("[%s] %s dropped: %s: %.120s (%d malformed packets so far)",
@@ -509,8 +522,16 @@ class RobotLink:
             self._stale_warned_at = now
             self._stale_unwarned = 0
 
-    def _on_message(self, message, now: float) -> None:
+    def _on_message(self, message, now: float) -> bool:
+        """Take what the link needs of ``message``; True if it is the link's alone (not
+        to be delivered)."""
         name = message.NAME
+        if name == SYNC_TIME_ACK and self._synced and not self._sync_acked:
+            # the first after our SyncTime is the robot's SyncTimeAck (see SYNC_TIME_ACK)
+            self._sync_acked = True
+            self.sync_time_acks += 1
+            logger.debug("[%s] SyncTimeAck (0x%02x) taken", self.name, message.ID)
+            return True
         if name == "RobotState":
             self.robot_state = message
             if self.state is LinkState.READY:
@@ -550,6 +571,7 @@ class RobotLink:
                         self._playback_wanted or not config.animation_state_on_demand):
                     self._enable_playback()
                 self._synced = True
+        return False
 
     def _on_firmware(self, signature: str) -> None:
         self.info.firmware_signature = signature

@@ -120,6 +120,7 @@ class Firmware:
         self.enabled = False
         self.body_info_sent = False
         self.streaming = False
+        self.connection = getattr(self, "connection", 0) + 1  # which engine link this is
 
     def emit(self, message: Any) -> None:
         """Queue one robot->engine message."""

@@ -292,6 +292,9 @@ class _Part:
         setattr(getattr(obj, self.part), self.attr, value)
 
 
+#: how long after a connection's SyncTime the robot acknowledges it (4 control ticks)
+SYNC_TIME_ACK_DELAY_S = 0.02
+
 #: commands that move a motor: taken only once Enable has powered the body
 _MOVES = frozenset({"DriveWheels", "TurnInPlace", "TurnInPlaceAtSpeed", "MoveHead", "MoveLift",
                     "SetHeadAngle", "SetLiftHeight", "ExecutePath"})
@@ -568,6 +571,13 @@ class RobotModel:
             self.accessories.start_streams(now)
             if self.config.calibrate_at_connection:
                 self.body.calibrate(now, head=True, lift=True)
+            # Anki's firmware acknowledges SyncTime once a connection, a few 5 ms control
+            # ticks later (messages.cpp Update: more than 3 ticks and the gyro's bias known);
+            # which message id it has is not published: 0xc2 here (see client.link.SYNC_TIME_ACK)
+            connection = fw.connection
+            fw.at(now + SYNC_TIME_ACK_DELAY_S,
+                  lambda t: fw.emit(msgs.RobotDelocalized())
+                  if fw.streaming and fw.connection == connection else None)
 
     def _on_StopAllMotors(self, m: Any, now: float) -> None:
         self._stop_everything(now, reason="StopAllMotors")

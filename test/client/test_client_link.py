@@ -51,7 +51,8 @@ class ScriptedRobot:
                                               pose_x_mm=now * 10.0))
             self.sent_states += 1
             self._next_state = now + 1 / 30
-        return [] if self.silent else self.session.datagrams_to_send(now)
+        sent = self.session.datagrams_to_send(now)  # lost while silent, not held back
+        return [] if self.silent else sent
 
     def get_timer(self):
         times = [t for t in (self.session.get_timer(),
@@ -87,6 +88,8 @@ class ScriptedRobot:
                         self.session.send(msgs.BodyInfo(serial_number=0xBEEF, body_hw_version=5,
                                                         body_color=2))
                 elif message.NAME == "SyncTime":
+                    if not self.synced:  # Anki's firmware's SyncTimeAck, once a connection
+                        self.session.send(msgs.RobotDelocalized())
                     self.synced = True
                     self.drive_center_offset = message.unknown
                     self.sync_at = now
@@ -594,3 +597,23 @@ def test_the_link_sends_head_and_lift_commands_firmware_safe():
     link.run_until(link.now + 6.0)  # held until the motors' calibration ends (or times out)
     assert [m for m in robot.messages if m.NAME == "MoveHead"] == \
         [msgs.MoveHead(speed_rad_per_sec=0.0)]
+
+
+def test_the_robots_sync_time_ack_is_taken_by_the_link_and_a_later_0xc2_delivered():
+    """Anki's firmware acknowledges SyncTime once a connection with an empty message; the
+    reference client's table has 0xc2 there and calls it RobotDelocalized, so the driver
+    published a false DELOCALIZED at every connection. The first 0xc2 after SyncTime is the
+    ack now (counted, not delivered); a later one is delivered as before."""
+    client, robot, link, events = make_pair()
+    client.start(link.now)
+    assert link.run_while(lambda: client.state is not LinkState.READY, 2.0)
+    link.run_until(link.now + 0.2)
+
+    def delivered():
+        return [e.message.NAME for e in events if isinstance(e, MessageReceived)]
+
+    assert "RobotState" in delivered() and "RobotDelocalized" not in delivered()
+    assert client.sync_time_acks == 1
+    robot.session.send(msgs.RobotDelocalized())
+    link.run_until(link.now + 0.2)
+    assert delivered().count("RobotDelocalized") == 1 and client.sync_time_acks == 1

@@ -120,6 +120,18 @@ def rig():
     return connected()
 
 
+def test_the_robots_sync_time_ack_is_no_delocalized_event(rig):
+    """The simulated robot acknowledges SyncTime with 0xc2 as Anki's firmware sends its
+    SyncTimeAck once a connection; the reference client calls 0xc2 RobotDelocalized, and
+    the driver published DELOCALIZED at every connection. A later 0xc2 still gives one."""
+    robot, core, output = rig
+    assert robot.link.sync_time_acks == 1
+    assert EventType.DELOCALIZED not in [e.type for e in output.events]
+    robot.sim.delocalize(robot.net.now)
+    robot.run(0.2)
+    assert [e.type for e in output.events].count(EventType.DELOCALIZED) == 1
+
+
 def test_connects_reinitialises_and_reads_the_camera_calibration(rig):
     robot, core, output = rig
     assert [link.state for link in output.links][-1] is LinkState.READY

@@ -38,6 +38,7 @@ from cozmo_driver.sim.model import (
     wrap_angle,
 )
 from cozmo_driver.protocol.errors import RemoteProtocolError
+from cozmo_driver.sim.model import SYNC_TIME_ACK_DELAY_S
 from cozmo_driver.sim.motors import HEAD_MAX_SPEED_RADPS
 from cozmo_driver.sim.world import World, camera_intrinsics
 
@@ -142,6 +143,34 @@ def test_state_streams_only_after_enable_and_synctime():
     assert {a.object_type for a in clock.take("ObjectAvailable")} == {
         E["ObjectType"].Block_LIGHTCUBE1, E["ObjectType"].Block_LIGHTCUBE2,
         E["ObjectType"].Block_LIGHTCUBE3, E["ObjectType"].Charger_Basic}
+
+
+def test_the_robot_acknowledges_each_connections_sync_time_once():
+    """Anki's firmware sends an empty SyncTimeAck once a connection, a few control ticks
+    after SyncTime (the simulator: 0xc2, which the reference client calls RobotDelocalized;
+    see client.link.SYNC_TIME_ACK), and again on the next connection only."""
+    clock = make(streaming=False)
+    clock.send(m.Enable())
+    clock.send(m.SyncTime())
+    clock.run(SYNC_TIME_ACK_DELAY_S - 0.005)
+    assert "RobotDelocalized" not in clock.names()
+    clock.run(0.01)
+    assert clock.names().count("RobotDelocalized") == 1
+    clock.send(m.SyncTime())           # a second SyncTime on the same connection: no ack
+    clock.run(0.5)
+    assert clock.names().count("RobotDelocalized") == 1
+    clock.model.on_disconnected(clock.now)
+    clock.model.on_connected(clock.now)
+    clock.send(m.Enable())
+    clock.send(m.SyncTime())
+    clock.model.on_disconnected(clock.now)    # gone before its ack: none is sent
+    clock.run(0.1)
+    assert clock.names().count("RobotDelocalized") == 1
+    clock.model.on_connected(clock.now)
+    clock.send(m.Enable())
+    clock.send(m.SyncTime())
+    clock.run(0.1)
+    assert clock.names().count("RobotDelocalized") == 2
 
 
 def test_a_late_tick_never_sends_two_states_in_one_millisecond():
@@ -665,6 +694,8 @@ def test_reversing_off_the_edge_is_not_stopped():
     """The protocol documents one cliff sensor, at the front: backwards, stop-on-cliff sees
     nothing, and the robot falls (the simulator modelled rear sensors that stopped it)."""
     clock = make()
+    clock.run(SYNC_TIME_ACK_DELAY_S)   # past the connection's SyncTimeAck (0xc2)
+    clock.out.clear()
     clock.send(m.EnableStopOnCliff(enable=True))
     clock.model.teleport(clock.now, 550.0, 0.0, math.pi)   # its back to the edge
     clock.send(m.DriveWheels(lwheel_speed_mmps=-100, rwheel_speed_mmps=-100))
@@ -675,6 +706,8 @@ def test_reversing_off_the_edge_is_not_stopped():
 
 def test_without_stop_on_cliff_the_robot_falls_off():
     clock = make()
+    clock.run(SYNC_TIME_ACK_DELAY_S)   # past the connection's SyncTimeAck (0xc2)
+    clock.out.clear()
     assert clock.model.stop_on_cliff      # the firmware's default
     clock.send(m.EnableStopOnCliff(enable=False))
     clock.model.teleport(clock.now, 550.0, 0.0, 0.0)
@@ -735,6 +768,8 @@ def test_pick_up_and_put_down_read_as_the_firmware_detects_them():
 
 def test_scripted_events():
     clock = make()
+    clock.run(SYNC_TIME_ACK_DELAY_S)   # past the connection's SyncTimeAck (0xc2)
+    clock.out.clear()
     model = clock.model
     model.pick_up(clock.now)
     clock.run(0.15)
