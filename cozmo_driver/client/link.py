@@ -273,9 +273,10 @@ class RobotLink:
         queue), so that a backlog of faces and sound on a lossy link never delays a
         command; StopAllMotors and AbortAnimation first drop what of the stream waits
         unsent (its body, head and lift keyframes would move the robot again after them).
-        StopAllMotors also ends a path being followed (ClearPath first): in Anki's firmware
-        it stops the treads but leaves the path, and DriveWheels is ignored while a path is
-        followed, so a teleop after the stop would not move the robot."""
+        StopAllMotors also ends a path being followed (ClearPath first): DriveWheels is
+        ignored while a path is followed, so a teleop after the stop would not move the
+        robot. (The published versions of Anki's firmware end the path on StopAllMotors
+        themselves, through direct drive; the ClearPath does not depend on it.)"""
         name = message.NAME
         if name in msgs.ANIMATION_STREAM:
             if not self._playback_enabled:

@@ -152,9 +152,10 @@ class MotionActions:
         return resource in self._runs
 
     def preempt(self, resource: str, reason: str) -> None:
-        """End the goal running on ``resource`` as ABORTED (a topic command took the motor
-        over); a path ends on the robot first (ClearPath): the robot ignores DriveWheels
-        while it follows a path, so the command that took over would do nothing."""
+        """End the goal running on ``resource`` as ABORTED (a topic command or a new goal
+        took the motor over); a path ends on the robot first (ClearPath): the robot ignores
+        DriveWheels while it follows a path, so the command that took over would do
+        nothing, and a turn in place leaves the path to go on after it."""
         run = self._runs.get(resource)
         if run is not None:
             if isinstance(self._goals.get(run.name), PathGoal):
@@ -408,9 +409,9 @@ class MotionActions:
         plan = self._plans.pop(id(goal_handle.request), None)
         resource = ACTION_NAMES[name][1]
         run = Run(name, resource, goal_handle, plan or {}, accepted_at=time.monotonic())
-        previous = self._runs.get(resource)
-        if previous is not None:
-            self._finish(previous, ABORTED, f"{PREEMPTED} ({name})")
+        # a path the previous goal runs ends on the robot first: a turn in place does not
+        # end it there (Anki's firmware hands the treads back to the path after the turn)
+        self.preempt(resource, f"{PREEMPTED} ({name})")
         media = getattr(self._node, "_media", None)
         if media is not None:  # an animation that moves this motor ends, before the goal's commands
             media.preempt_animation(resource, name)

@@ -115,24 +115,36 @@ class BaseController:
 
 
 class _TurnInPlace(BaseController):
-    """TurnInPlace (acknowledged when taken, not here) and TurnToRecordedHeading."""
+    """TurnInPlace (acknowledged when taken, not here) and TurnToRecordedHeading.
 
-    def __init__(self, body: "Body", turn: Turn) -> None:
+    As Anki's firmware (steeringController: a point turn takes the steering without
+    clearing the path, and its end hands it back to the path follower), a turn taken
+    while a path runs keeps that path (``resume``): IS_PATHING stays set, DriveWheels is
+    still ignored, and the path goes on when the turn ends (the firmware goes on at a
+    point-turn segment; on a line or arc the turn has set its speed to 0, and the robot
+    holds there, still on the path); an interruption of the turn (ClearPath,
+    StopAllMotors, a new path) ends the path too."""
+
+    def __init__(self, body: "Body", turn: Turn, resume: Optional[BaseController] = None) -> None:
         self.body = body
         self.turn = turn
+        self.resume = resume
+        self.follows_path = resume is not None
 
     def step(self, dt: float) -> None:
         body = self.body
         w = self.turn.step(body.yaw_u, dt)
         if w is None:
             body.set_wheels_direct(0.0, 0.0)
-            body.controller = None
+            body.controller = self.resume
         else:
             r = w * TRACK_WIDTH_MM / 2.0
             body.set_wheels_direct(-r, r)
 
     def interrupt(self, reason: str) -> None:
         logger.debug("turn interrupted: %s", reason)
+        if self.resume is not None:
+            self.resume.interrupt(reason)
 
 
 class Body:
@@ -299,9 +311,11 @@ class Body:
 
     # ------------------------------------------------------------------ base control
 
-    def start_turn(self, target: float, speed: float, accel: float, tol: float) -> None:
-        """Turn in place to the unwrapped world heading ``target``."""
-        self.controller = _TurnInPlace(self, Turn(target, speed, accel, tol))
+    def start_turn(self, target: float, speed: float, accel: float, tol: float,
+                   resume: Optional[BaseController] = None) -> None:
+        """Turn in place to the unwrapped world heading ``target`` (then go on with the
+        path ``resume``, see :class:`_TurnInPlace`)."""
+        self.controller = _TurnInPlace(self, Turn(target, speed, accel, tol), resume)
 
     def end_base_mode(self, now: float, reason: str) -> None:
         """Abandon a running turn or path; the wheels ramp down."""
@@ -610,7 +624,12 @@ class Body:
         ``is_absolute`` is "take the shortest direction", else the speed's sign is the
         direction and ``unknown4 | unknown5 << 8`` the half turns to make. Acknowledged
         when taken."""
-        self.end_base_mode(now, "interrupted by TurnInPlace")
+        controller = self.controller
+        resume = None  # a path keeps running under the turn (see _TurnInPlace)
+        if controller is not None and controller.follows_path:
+            resume = getattr(controller, "resume", None) or controller
+        else:
+            self.end_base_mode(now, "interrupted by TurnInPlace")
         delta = wrap_angle(finite(m.angle_rad, limit=1e3) + self.anchor[2] - self.yaw_u)
         signed_speed = finite(m.speed_rad_per_sec)
         if not m.is_absolute:
@@ -624,7 +643,8 @@ class Body:
         speed = abs(signed_speed) or math.pi
         accel = abs(finite(m.accel_rad_per_sec2)) or 10.0
         self.fw.emit(msgs.AcknowledgeAction(action_id=int(m.action_id)))
-        self.start_turn(self.yaw_u + delta, speed, accel, abs(finite(m.angle_tolerance_rad)))
+        self.start_turn(self.yaw_u + delta, speed, accel, abs(finite(m.angle_tolerance_rad)),
+                        resume)
 
     def _on_MoveHead(self, m: Any, now: float) -> None:
         self.head.move_velocity(finite(m.speed_rad_per_sec))

@@ -34,6 +34,7 @@ from tf2_msgs.msg import TFMessage  # noqa: E402
 from ros_harness import (CONNECT_TIMEOUT, DISCOVERY_TIMEOUT, LogRecorder, RosHarness,  # noqa: E402
                          discovered, sim_fixture)
 from cozmo_driver.driver.motion import MAX_PATH_POSES  # noqa: E402
+from cozmo_driver.protocol.status import RobotStatusFlag  # noqa: E402
 from cozmo_driver.ros.driver_node import CozmoDriverNode  # noqa: E402
 from cozmo_driver.sim import SimServer  # noqa: E402
 
@@ -388,6 +389,26 @@ def test_cmd_vel_takes_the_treads_from_a_path_the_robot_follows(rig, name):
     left, right = rig.sim.wheel_speeds()
     assert left < -10.0 < 10.0 < right, (left, right)         # turning on the spot, as told
     assert rig.sim.command_counts().get("ClearPath", 0) >= 3  # the connection's, the path's, its end
+
+
+@pytest.mark.parametrize("name", ["follow_path", "drive_straight", "go_to_pose"])
+def test_a_turn_that_preempts_a_path_ends_the_path_on_the_robot(rig, name):
+    """Anki's firmware takes a TurnInPlace during a path without ending the path, and
+    hands the treads back to it when the turn is done (the simulator since): a turn_in_place
+    goal that preempts a path goal must end that path first, or the robot drives on along
+    the old path after the turn (and ignores cmd_vel meanwhile)."""
+    handle = rig.send(name, WHEEL_GOALS[name])
+    assert handle is not None
+    rig.spin_for(0.6)
+    turn = rig.send("turn_in_place", TurnInPlace.Goal(angle=0.5, speed=2.0))
+    status, result = rig.wait(handle)
+    assert status == GoalStatus.STATUS_ABORTED
+    assert result.message == "preempted by a new goal (turn_in_place)"
+    status, result = rig.wait(turn)
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    rig.spin_for(0.5)
+    assert rig.still(0.4), " ".join(m.NAME for _, m in rig.sim.commands()[-8:])  # no path resumed
+    assert not rig.sim.status() & RobotStatusFlag.IS_PATHING
 
 
 def test_a_goal_right_after_teleop_is_not_stopped_by_the_cmd_vel_watchdog(rig):

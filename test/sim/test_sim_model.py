@@ -599,6 +599,35 @@ def test_path_interrupted_by_pick_up_and_clear_path():
     assert not last_state(clock).status & StatusFlag.IS_PATHING
 
 
+def test_a_turn_in_place_during_a_path_leaves_the_path_to_go_on_after_it():
+    """Anki's firmware: a point turn takes the steering without clearing the path and hands
+    it back when done; IS_PATHING stays set and DriveWheels is ignored meanwhile. A
+    ClearPath during the turn ends both (PATH_INTERRUPTED)."""
+    clock = make()
+    square_path(clock)
+    clock.send(m.ExecutePath(event_id=1))
+    clock.run(0.4)
+    clock.send(m.TurnInPlace(angle_rad=HALF_PI, speed_rad_per_sec=3.0, accel_rad_per_sec2=20.0,
+                             angle_tolerance_rad=0.02, is_absolute=True, action_id=4))
+    clock.run(0.1)
+    assert last_state(clock).status & StatusFlag.IS_PATHING
+    clock.send(m.DriveWheels(lwheel_speed_mmps=-80, rwheel_speed_mmps=-80))   # ignored
+    clock.run(1.0)
+    assert [e.event_type for e in clock.take("PathFollowingEvent")] == [E["PathEventType"].PATH_STARTED]
+    assert last_state(clock).status & StatusFlag.IS_PATHING     # the path goes on
+    x_before = clock.model.true_pose()[0]
+    clock.run(0.3)
+    assert clock.model.true_pose()[0] > x_before + 5.0          # along its first side again
+    clock.send(m.TurnInPlace(angle_rad=HALF_PI, speed_rad_per_sec=3.0, accel_rad_per_sec2=20.0,
+                             angle_tolerance_rad=0.02, is_absolute=True, action_id=5))
+    clock.run(0.1)
+    clock.send(m.ClearPath())
+    clock.run(1.0)
+    assert [e.event_type for e in clock.take("PathFollowingEvent")] == \
+        [E["PathEventType"].PATH_INTERRUPTED]
+    assert not last_state(clock).status & StatusFlag.IS_PATHING
+
+
 def test_trim_path():
     clock = make()
     square_path(clock)
