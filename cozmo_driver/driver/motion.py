@@ -111,8 +111,10 @@ LIFT_TOLERANCE_M = 0.004
 #: curr_path_segment is one byte on the wire: paths are kept below its range
 MAX_PATH_SEGMENTS = 250
 MAX_PATH_POSES = 20000
-#: explicit segments must join: a segment may start at most this far from where the previous ends
-SEGMENT_GAP_M = 0.02
+#: explicit segments must join: a segment may start at most this far from where the previous
+#: ends. Anki's firmware refuses a whole path, silently, if any join is 1 mm or more
+#: (PathFollower::StartPathTraversal: CheckContinuity(CONTINUITY_TOL_MM2 = 1), squared mm)
+SEGMENT_GAP_M = 0.0005
 #: path conversion (see the module docstring)
 SAME_PLACE_M = 0.001
 MIN_ARC_RADIUS_M = 0.01
@@ -334,8 +336,10 @@ def check_segments(segments: Sequence[Segment], max_speed: float, prefix: str = 
         if previous_end is not None:
             gap = math.hypot(start[0] - previous_end[0], start[1] - previous_end[1])
             if gap > SEGMENT_GAP_M:
-                raise MotionError(f"{where.rstrip('.')}: starts {gap:.3f} m from where {prefix}[{i - 1}] ends "
-                                  f"(segments must join within {SEGMENT_GAP_M} m)")
+                raise MotionError(f"{where.rstrip('.')}: starts {gap * 1000:.1f} mm from where "
+                                  f"{prefix}[{i - 1}] ends (segments must join within "
+                                  f"{SEGMENT_GAP_M * 1000:g} mm: the robot refuses a path with a "
+                                  "gap of 1 mm)")
         previous_end = seg.end_point()
         out.append(seg)
     return out, warnings

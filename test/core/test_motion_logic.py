@@ -277,7 +277,11 @@ def test_explicit_segments_are_checked():
         ([Segment.point_turn(0, 0, 1.0, tolerance=0.001)], "tolerance = 0.001 rad cannot be reached"),
         ([Segment.line(0, 0, 0.1, 0, accel=-1)], "accel = -1"),
         ([Segment.line(0, 0, 0.1, 0), Segment.line(0.2, 0, 0.3, 0)],
-         r"^segments\[1\]: starts 0.100 m from where segments\[0\] ends"),
+         r"^segments\[1\]: starts 100.0 mm from where segments\[0\] ends"),
+        # Anki's firmware refuses the whole path, silently, for a join of 1 mm or more
+        ([Segment.line(0, 0, 0.1, 0), Segment.line(0.101, 0, 0.3, 0)],
+         r"starts 1.0 mm from where segments\[0\] ends \(segments must join within 0.5 mm: "
+         r"the robot refuses a path with a gap of 1 mm\)"),
         ([Segment.line(0, 0, 0.1, 0)] * 251, "at most 250"),
     ]
     for segments, match in cases:

@@ -685,7 +685,7 @@ def test_bad_goals_are_rejected_with_a_message(rig):
     gap = FollowPath.Goal(segments=[
         PathSegment(type=PathSegment.LINE, end_x=0.1),
         PathSegment(type=PathSegment.LINE, start_x=0.3, end_x=0.4)])
-    rig.rejected("follow_path", gap, "segments[1]: starts 0.200 m from where segments[0] ends")
+    rig.rejected("follow_path", gap, "segments[1]: starts 200.0 mm from where segments[0] ends")
     rig.rejected("go_to_pose", GoToPose.Goal(pose=pose_stamped(0.1, 0.0, 0.0), position_tolerance=0.0),
                  "position_tolerance = 0 m cannot be reached")
     rig.rejected("go_to_pose", GoToPose.Goal(pose=pose_stamped(0.1, 0.0, 0.0), heading_tolerance=0.0),
