@@ -79,6 +79,7 @@ __all__ = [
     "DEFAULT_TURN_ACCEL_RADPS2", "DEFAULT_TURN_TOLERANCE_RAD", "MAX_TURN_SPEED_RADPS", "MIN_POSITION_TOLERANCE_M",
     "MIN_HEADING_TOLERANCE_RAD", "MIN_TURN_TOLERANCE_RAD", "HEAD_TOLERANCE_RAD",
     "LIFT_TOLERANCE_M", "MAX_PATH_SEGMENTS", "MAX_PATH_POSES", "SEGMENT_GAP_M",
+    "robot_segments", "robot_segment_owners", "check_robot_size",
     "SAME_PLACE_M", "MIN_ARC_RADIUS_M", "MAX_ARC_RADIUS_M", "TURN_THRESHOLD_RAD",
     "require_finite", "check_speed", "check_tolerance", "apply_defaults", "check_segments",
     "path_to_segments", "plan_go_to_pose", "plan_drive_straight", "segment_message", "path_messages",
@@ -108,8 +109,11 @@ DEFAULT_TURN_TOLERANCE_RAD = 0.035
 #: "in position" for head and lift actions, on top of the robot's own flags
 HEAD_TOLERANCE_RAD = 0.035
 LIFT_TOLERANCE_M = 0.004
-#: curr_path_segment is one byte on the wire: paths are kept below its range
-MAX_PATH_SEGMENTS = 250
+#: the most segments a path may have on the robot: Anki's firmware numbers them in a signed
+#: byte (PathFollower's s8 currPathSegment_, RobotState's curr_path_segment), and it splits
+#: every arc where its centre angle passes 0 or pi, each piece a segment of its own
+#: (Planning::Path::AppendArc), so arcs count by their pieces (:func:`robot_segments`)
+MAX_PATH_SEGMENTS = 128
 MAX_PATH_POSES = 20000
 #: explicit segments must join: a segment may start at most this far from where the previous
 #: ends. Anki's firmware refuses a whole path, silently, if any join is 1 mm or more
@@ -286,6 +290,40 @@ def apply_defaults(seg: Segment, speed: float, accel: float, decel: float, turn_
     return replace(seg, speed=seg.speed or speed, accel=seg.accel or accel, decel=seg.decel or decel)
 
 
+def robot_segments(seg: Segment, start_angle: Optional[float] = None) -> int:
+    """How many segments the robot makes of ``seg``: an arc is split where its centre
+    angle passes 0 or pi (Anki's Planning::Path::AppendArc, which keeps arcs functions of
+    x). ``start_angle`` None: the most it can be in any frame (the frame turns the angles),
+    else for an arc sent with that start angle."""
+    if seg.type != ARC:
+        return 1
+    if start_angle is None:
+        return 1 + math.ceil(abs(seg.sweep) / math.pi - 1e-9)
+    a = wrap_angle(start_angle)
+    lo, hi = sorted((a, a + seg.sweep))
+    # the multiples of pi strictly between the two ends
+    return 1 + max(0, math.ceil(hi / math.pi) - math.floor(lo / math.pi) - 1)
+
+
+def robot_segment_owners(segments: Sequence[Segment]) -> List[int]:
+    """For each segment the robot has of ``segments`` (as sent), the index of the one it
+    comes from: the robot's curr_path_segment counts an arc's pieces."""
+    owners: List[int] = []
+    for i, seg in enumerate(segments):
+        owners.extend([i] * robot_segments(seg, seg.start_angle))
+    return owners
+
+
+def check_robot_size(segments: Sequence[Segment], what: str) -> None:
+    """Refuse ``segments`` if the robot could have more than :data:`MAX_PATH_SEGMENTS` of
+    them (arcs counted by the most pieces they can split into)."""
+    count = sum(robot_segments(seg) for seg in segments)
+    if count > MAX_PATH_SEGMENTS:
+        raise MotionError(f"{what} makes up to {count} segments on the robot; it follows at most "
+                          f"{MAX_PATH_SEGMENTS} at once (it numbers them in a signed byte, and "
+                          "splits an arc where its centre angle passes 0 or pi)")
+
+
 def check_segments(segments: Sequence[Segment], max_speed: float, prefix: str = "segments"
                    ) -> Tuple[List[Segment], List[str]]:
     """Explicit segments checked and clamped: (segments, warnings). Raises MotionError
@@ -342,6 +380,7 @@ def check_segments(segments: Sequence[Segment], max_speed: float, prefix: str = 
                                   "gap of 1 mm)")
         previous_end = seg.end_point()
         out.append(seg)
+    check_robot_size(out, prefix)
     return out, warnings
 
 
@@ -543,6 +582,10 @@ def path_to_segments(poses: Sequence[Pose2D], start: Pose2D, *, fit_tolerance: f
     if len(out) > MAX_PATH_SEGMENTS:
         raise MotionError(f"the path converts to {len(out)} segments; the robot follows at most "
                           f"{MAX_PATH_SEGMENTS} at once (raise fit_tolerance or shorten the path)")
+    try:
+        check_robot_size(out, f"the path's {len(out)} segments")
+    except MotionError as exc:
+        raise MotionError(f"{exc} (raise fit_tolerance or shorten the path)") from None
     return out
 
 
@@ -880,12 +923,14 @@ class PathTracker(_Tracker):
     event_id: int = 0
     segments: List[Segment] = field(default_factory=list)
     phase: str = "waiting"        # waiting | running | completing | interrupted
-    current: int = -1             # the segment being followed (robot's curr_path_segment)
+    current: int = -1             # the segment being followed (from curr_path_segment)
     seen_pathing: bool = False
     note: str = ""
     _count: int = 0
     #: the interrupted path's drop, held as long as the driver's edges are (CLIFF_EDGE_HOLD_S)
     _drop: CliffEdgeTracker = field(default_factory=CliffEdgeTracker)
+    #: for each segment on the robot, ours it belongs to (robot_segment_owners)
+    _owners: Optional[List[int]] = None
 
     def on_path_event(self, event_id: int, event_type: int) -> None:
         if event_id != self.event_id or self.outcome is not None:
@@ -909,8 +954,10 @@ class PathTracker(_Tracker):
     def on_state(self, s: StateSample) -> Optional[Outcome]:
         if self.outcome is not None:
             return self.outcome
-        if 0 <= s.path_segment < len(self.segments):
-            self.current = s.path_segment
+        if self._owners is None:
+            self._owners = robot_segment_owners(self.segments)
+        if 0 <= s.path_segment < len(self._owners):  # the robot counts an arc's pieces
+            self.current = self._owners[s.path_segment]
         reason = interruption(s.flags)
         if reason:
             return self._finish(ABORTED, f"interrupted: {reason}")

@@ -6,27 +6,52 @@ the :class:`~cozmo_driver.sim.body.Body`'s wheels as its base controller: lines
 and arcs are followed by steering at a point 20 mm ahead on the segment, point
 turns by the same controller as TurnInPlace. It reports PathFollowingEvent
 (started, completed, interrupted); ``RobotState.curr_path_segment`` is the index
-of the segment being followed (:attr:`PathFollower.segment_index`).
+of the segment being followed (:attr:`PathFollower.segment_index`), an arc counted by
+its pieces, as the firmware splits it (:func:`arc_pieces`).
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..protocol import messages as msgs
 from .body import BaseController, Body
 from .motors import MAX_WHEEL_SPEED_MMPS, TRACK_WIDTH_MM, Turn, turn_the_way, wrap_angle
 
-__all__ = ["PathFollower", "PathRun", "Segment"]
+__all__ = ["PathFollower", "PathRun", "Segment", "PATH_CAPACITY", "arc_pieces"]
 
 logger = logging.getLogger("cozmo.sim")
 
 _PathEvent = msgs.ENUMS["PathEventType"]
 #: how far ahead on a line or arc the follower steers (mm)
 _LOOK_AHEAD_MM = 20.0
+#: the most segments the robot holds: Anki's firmware numbers them in a signed byte (its
+#: curr_path_segment), and drops a segment appended past its path's size
+PATH_CAPACITY = 128
+
+
+def arc_pieces(start: float, sweep: float) -> List[Tuple[float, float]]:
+    """(start angle, sweep) of the arcs Anki's firmware makes of one: it splits an arc
+    where its centre angle passes 0 or pi (Planning::Path::AppendArc), so that each is a
+    function of x."""
+    pieces: List[Tuple[float, float]] = []
+    way = 1.0 if sweep > 0 else -1.0
+    current, left = wrap_angle(start), abs(sweep)
+    for _ in range(64):  # a sweep of 64 half turns at most: the message's angles are checked
+        if left <= 1e-9:
+            break
+        k = math.floor(current / math.pi) + 1 if way > 0 else math.ceil(current / math.pi) - 1
+        boundary = k * math.pi               # the next multiple of pi ahead
+        step = abs(boundary - current)
+        if step >= left:
+            pieces.append((current, way * left))
+            break
+        pieces.append((current, way * step))
+        current, left = boundary, left - step
+    return pieces
 
 
 @dataclass
@@ -84,7 +109,16 @@ class PathFollower(BaseController):
         if any(isinstance(v, float) and not (math.isfinite(v) and abs(v) <= 1e6) for v in values):
             logger.warning("path segment with an impossible value ignored: %r", m)
             return
-        self.segments.append(Segment(kind, m))
+        if kind == "arc":  # as the firmware, in pieces that do not pass the angles 0 or pi
+            parts = [Segment(kind, replace(m, start_angle_rad=start, sweep_rad=sweep))
+                     for start, sweep in arc_pieces(float(m.start_angle_rad), float(m.sweep_rad))]
+        else:
+            parts = [Segment(kind, m)]
+        for part in parts:
+            if len(self.segments) >= PATH_CAPACITY:
+                logger.warning("path segment dropped: the path holds %d already", PATH_CAPACITY)
+                return
+            self.segments.append(part)
 
     def _on_ClearPath(self, m: Any, now: float) -> None:
         if self.run is not None:

@@ -159,8 +159,32 @@ def test_fit_tolerance_zero_is_refused():
 
 def test_too_many_segments_are_refused():
     zigzag = [Pose2D(0.01 * k, 0.02 * (k % 2), 0.0) for k in range(1, 400)]
-    with pytest.raises(MotionError, match="at most 250"):
+    with pytest.raises(MotionError, match="at most 128"):
         mo.path_to_segments(zigzag, Pose2D(), fit_tolerance=0.001)
+
+
+def test_the_robot_counts_an_arcs_pieces():
+    """Anki's firmware splits an arc where its centre angle passes 0 or pi, each piece a
+    segment in curr_path_segment: a limit on the robot's count, and a map from the robot's
+    index to ours (feedback: current_segment, distance_remaining, segments_completed)."""
+    arc = Segment.arc(0, 0, 0.1, -1.57, 5.95)           # passes 0 and pi: 3 pieces
+    assert mo.robot_segments(arc, arc.start_angle) == 3
+    assert mo.robot_segments(Segment.arc(0, 0, 0.1, 0.0, 1.0), 0.0) == 1   # from 0: no split
+    assert mo.robot_segments(Segment.arc(0, 0, 0.1, 0.5, -1.0), 0.5) == 2  # through 0
+    assert mo.robot_segments(arc) == 3                    # the most, in any frame
+    assert mo.robot_segment_owners([arc, Segment.point_turn(0, 0, 1.0)]) == [0, 0, 0, 1]
+    tracker = mo.PathTracker(deadline=100.0, event_id=4,
+                             segments=[arc, Segment.point_turn(0, 0, 1.0)])
+    tracker.on_path_event(4, 0)
+    for t, (robot_index, ours) in enumerate(((0, 0), (2, 0), (3, 1))):
+        tracker.on_state(sample(0.1 * t, path_segment=robot_index, flags=StatusFlag.IS_PATHING))
+        assert tracker.current == ours
+    # 65 arcs of up to 2 pieces each (in some frame) are more than the robot numbers
+    halves = [Segment.arc(0, 0, 0.1, 0.0, math.pi - 1e-3)] * 65
+    with pytest.raises(MotionError, match="segments makes up to 130 segments on the robot; it "
+                                          "follows at most 128"):
+        mo.check_robot_size(halves, "segments")
+    mo.check_robot_size(halves[:64], "segments")
 
 
 # ----------------------------------------------------------------------------- planning
@@ -282,7 +306,7 @@ def test_explicit_segments_are_checked():
         ([Segment.line(0, 0, 0.1, 0), Segment.line(0.101, 0, 0.3, 0)],
          r"starts 1.0 mm from where segments\[0\] ends \(segments must join within 0.5 mm: "
          r"the robot refuses a path with a gap of 1 mm\)"),
-        ([Segment.line(0, 0, 0.1, 0)] * 251, "at most 250"),
+        ([Segment.line(0, 0, 0.1, 0)] * 129, "at most 128"),
     ]
     for segments, match in cases:
         with pytest.raises(MotionError, match=match):

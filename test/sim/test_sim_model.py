@@ -579,6 +579,27 @@ def test_path_completed_event_type_and_arc():
     assert abs(wrap_angle(yaw - math.pi)) < 0.25
 
 
+def test_an_arc_through_the_angle_0_is_two_segments_and_the_path_holds_128():
+    """As Anki's firmware (Planning::Path::AppendArc): an arc is split where its centre
+    angle passes 0 or pi, and curr_path_segment counts the pieces; the path holds 128
+    segments (a signed byte numbers them), more are dropped."""
+    clock = make()
+    clock.send(m.AppendPathSegArc(center_x_mm=0, center_y_mm=100, radius_mm=100,
+                                  start_angle_rad=-math.pi / 2, sweep_rad=math.pi, speed_mmps=80,
+                                  accel_mmps2=200, decel_mmps2=200))
+    assert len(clock.model.path.segments) == 2           # -pi/2..0 and 0..pi/2
+    clock.send(m.ExecutePath(event_id=2))
+    seen = set()
+    for _ in range(80):
+        clock.run(0.1)
+        seen |= {st.curr_path_segment for st in clock.take("RobotState")}
+    assert {0, 1} <= seen
+    for _ in range(130):
+        clock.send(m.AppendPathSegLine(from_x_mm=0, from_y_mm=0, to_x_mm=10, to_y_mm=0,
+                                       speed_mmps=50, accel_mmps2=200, decel_mmps2=200))
+    assert len(clock.model.path.segments) == 128
+
+
 def test_path_interrupted_by_pick_up_and_clear_path():
     clock = make()
     square_path(clock)
