@@ -208,8 +208,9 @@ class RobotLink:
         self.name = name
         self.state = LinkState.DISCONNECTED
         #: why the link is in ``state`` (the reason of its last LinkStateChanged), e.g.
-        #: "disconnected" once the robot acknowledged the stop and the goodbye, and
-        #: "disconnected (unacknowledged)" when it did not
+        #: "disconnected" once the robot acknowledged the stop (and, if it does, the
+        #: goodbye: Anki's firmware does not), and "disconnected (unacknowledged)" when it
+        #: did not
         self.state_reason = "not started"
         self.info = RobotInfo()
         self.robot_state: Optional[Any] = None  # the latest RobotState

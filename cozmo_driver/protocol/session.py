@@ -51,7 +51,8 @@ Reliable delivery, in both directions:
   a command waits for at most that many stream packets sent before it).
   :meth:`drop_background` empties its queue (a stop, or an aborted animation, makes
   what waits in it moot), and :meth:`disconnect` does too, so that Disconnect is the
-  last packet sent.
+  last packet sent. It goes out once the packets before it are acknowledged (see
+  :data:`BYE_HOLD_S`: Anki's firmware acknowledges nothing after it).
 * Keepalive: the engine pings every ``ping_interval`` and measures the round
   trip from the robot's echo. The peer is declared lost after ``peer_timeout``
   seconds without any datagram. :meth:`connect` after a loss or a disconnect
@@ -61,6 +62,7 @@ Reliable delivery, in both directions:
 from __future__ import annotations
 
 import enum
+import math
 import logging
 import struct
 from collections import deque
@@ -124,6 +126,53 @@ CLOSING_SILENCE_S = 0.5
 #: engine, connecting: a robot still holding an old link is sent a Disconnect for it at most
 #: this often while its frames come (see _stale_link), s
 STALE_LINK_DISCONNECT_S = 0.2
+
+
+#: engine: the Disconnect waits this long at most for the packets before it (the stop) to
+#: be acknowledged: Anki's firmware ends the link on the Disconnect and acknowledges nothing
+#: after it, of its own datagram either (reliableTransport.c Receiver_OnDisconnect, client.c),
+#: so only a stop acknowledged before it is known to have arrived, s
+BYE_HOLD_S = 1.0
+#: engine: once everything before the Disconnect is acknowledged, the link is closed this
+#: long after the Disconnect went out (a peer that acknowledges it closes it sooner): time
+#: for one retransmission of it, since the firmware never acknowledges it, s
+BYE_GRACE_S = 0.2
+
+
+def _bye_deadline(session: "Session") -> Optional[float]:
+    """CLOSING: when the held Disconnect goes out all the same, or when the link counts as
+    closed, everything before the Disconnect acknowledged (None: neither is due)."""
+    if session._bye_held:
+        return session._closing_since + BYE_HOLD_S
+    if session._bye_after_all and len(session._unacked) == 1 and not session._pending:
+        return next(iter(session._unacked.values())).first_sent_at + BYE_GRACE_S
+    return None
+
+
+def _closing_progress(session: "Session", now: float) -> None:
+    """CLOSING: send the Disconnect once what was sent before it is acknowledged (or held
+    BYE_HOLD_S); close once it is acknowledged, or BYE_GRACE_S after it went out if
+    everything before it was (see BYE_HOLD_S)."""
+    idle = not session._unacked and not session._pending
+    if session._bye_held:
+        if idle or now >= session._closing_since + BYE_HOLD_S:
+            session._bye_held, session._bye_after_all = False, idle
+            session._queue_reliable(_DISCONNECT_PACKET)
+    elif idle or (_bye_deadline(session) or math.inf) <= now:
+        session._finish(State.CLOSED, Disconnected("disconnected"))
+
+
+def _ping_frame(session: "Session", now: float, ack: int) -> bytes:
+    """A keepalive PING (the engine's), remembered until its answer or 64 more."""
+    counter = session._ping_counter
+    session._ping_counter = (counter + 1) & 0xFFFFFFFF
+    session._ping_sent[counter] = now
+    if len(session._ping_sent) > 64:  # unanswered pings are forgotten, oldest first
+        del session._ping_sent[next(iter(session._ping_sent))]
+    session._last_ping = now
+    session.stats.pings_sent += 1
+    body = _PING_BODY.pack(now * 1000.0, counter, 0, 0)
+    return encode_frame(FrameType.PING, OOB_SEQ, OOB_SEQ, ack, body)
 
 
 def _closing_end(closing_since: float, last_rx: Optional[float], timeout: float) -> float:
@@ -275,6 +324,9 @@ class SessionConfig:
     #: A client that numbers its first packet like the RESET (the reference client, and this
     #: class as the engine) has it dropped as a duplicate and acknowledged all the same
     reset_is_packet: bool = False
+    #: robot: acknowledge the engine's Disconnect (Anki's firmware does not: it ends the link
+    #: on it, see BYE_HOLD_S)
+    ack_disconnect: bool = True
 
     def __post_init__(self) -> None:
         if not 1 <= self.window <= 1000:
@@ -579,6 +631,7 @@ class Session:
         self._reset_sent_at: Optional[float] = None
         self._connect_started: Optional[float] = None
         self._closing_since: Optional[float] = None
+        self._bye_held = self._bye_after_all = False  # the Disconnect waits / all before it taken
         self._stale_disconnect_at: Optional[float] = None
 
     # ------------------------------------------------------------------ user calls
@@ -599,9 +652,8 @@ class Session:
             raise LocalProtocolError("only the engine role disconnects")
         if self.state is State.CONNECTED:
             self.drop_background()
-            self._queue_reliable(_DISCONNECT_PACKET)
-            self.state = State.CLOSING
-            self._closing_since = now
+            self.state, self._closing_since, self._bye_held = State.CLOSING, now, True
+            _closing_progress(self, now)  # the Disconnect, once what went before is taken
             logger.info("[%s] disconnecting", self.name)
         elif self.state in (State.CONNECTING, State.LOST):
             self._finish(State.CLOSED, Disconnected("disconnected before the robot answered"))
@@ -883,8 +935,8 @@ class Session:
         self._rto_backoff = 1
         if self._retx:
             self._retx = [s for s in self._retx if s in unacked]
-        if self.state is State.CLOSING and not unacked and not self._pending:
-            self._finish(State.CLOSED, Disconnected("disconnected"))
+        if self.state is State.CLOSING:
+            _closing_progress(self, now)
 
     def _on_old_ack(self, ack: int, now: float) -> None:
         """An ack that acknowledges nothing new: :class:`_AckGuard` looks at it; one just
@@ -919,7 +971,7 @@ class Session:
 
     def _peer_disconnected(self, reason: str) -> None:
         logger.info("[%s] %s", self.name, reason)
-        if self._received_any:  # acknowledge what we got, the Disconnect included
+        if self._received_any and self.config.ack_disconnect:  # what we got, the Disconnect too
             ack = (self._expected - 1) % SEQ_MODULUS
             self._farewell.append(encode_frame(self._out_frame_type, OOB_SEQ, OOB_SEQ, ack))
         self._finish(State.IDLE, Disconnected(reason))
@@ -961,6 +1013,7 @@ class Session:
                 candidates.append(self._last_ping + cfg.ping_interval)
             if state is State.CLOSING and self._closing_since is not None:
                 candidates.append(_closing_end(self._closing_since, self._last_rx, cfg.disconnect_timeout))
+                candidates.append(_bye_deadline(self) or math.inf)
         return min(candidates) if candidates else None
 
     def handle_timer(self, now: float) -> None:
@@ -993,6 +1046,10 @@ class Session:
                 self._farewell.extend(_farewell_disconnect(self))
                 self._finish(State.LOST, ConnectionLost("robot silent", silence))
             return
+        if state is State.CLOSING:
+            _closing_progress(self, now)
+            if self.state is not State.CLOSING:
+                return
         if state is State.CLOSING and now >= _closing_end(self._closing_since, self._last_rx, cfg.disconnect_timeout):
             self._finish(State.CLOSED, Disconnected("disconnected (unacknowledged)"))
             return
@@ -1075,14 +1132,14 @@ class Session:
             # 4. keepalive (engine) in its own PING frame; it also carries the ack
             if self._ping_due and self.role is Role.ENGINE and state is State.CONNECTED:
                 self._ping_due = False
-                out.append(self._ping_frame(now, ack))
+                out.append(_ping_frame(self, now, ack))
             if out:
                 self._ack_due = None
             elif self._ack_due is not None and now >= self._ack_due:
                 self._ack_due = None
                 self.stats.standalone_acks += 1
                 if self.role is Role.ENGINE:
-                    out.append(self._ping_frame(now, ack))
+                    out.append(_ping_frame(self, now, ack))
                 else:
                     out.append(encode_frame(FrameType.ROBOT, OOB_SEQ, OOB_SEQ, ack))
         if out:
@@ -1093,17 +1150,6 @@ class Session:
 
     def _send_base(self) -> int:
         return next(iter(self._unacked)) if self._unacked else self._next_seq
-
-    def _ping_frame(self, now: float, ack: int) -> bytes:
-        counter = self._ping_counter
-        self._ping_counter = (counter + 1) & 0xFFFFFFFF
-        self._ping_sent[counter] = now
-        if len(self._ping_sent) > 64:  # unanswered pings are forgotten, oldest first
-            del self._ping_sent[next(iter(self._ping_sent))]
-        self._last_ping = now
-        self.stats.pings_sent += 1
-        body = _PING_BODY.pack(now * 1000.0, counter, 0, 0)
-        return encode_frame(FrameType.PING, OOB_SEQ, OOB_SEQ, ack, body)
 
     def _pack(self, items: List[tuple], ack: int) -> List[bytes]:
         """Fill frames up to the payload limit; reliable seqs in a frame are consecutive."""

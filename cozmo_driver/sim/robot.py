@@ -199,11 +199,12 @@ class SimulatedRobot:
         self._now = now
 
     def _new_session(self) -> Session:
-        # as Anki's firmware: only the next packet in order is taken, later ones dropped, and
-        # the RESET is the client's packet 0 (the client's first packet is lost)
+        # as Anki's firmware: only the next packet in order is taken, later ones dropped,
+        # the RESET is the client's packet 0 (the client's first packet is lost), and the
+        # link ends on a Disconnect without acknowledging it
         return Session(Role.ROBOT, SessionConfig(peer_timeout=self.config.peer_timeout,
                                                  buffer_out_of_order=False, reset_is_packet=True,
-                                                 ack_big_packets=True,
+                                                 ack_big_packets=True, ack_disconnect=False,
                                                  hold_link=self.config.link_policy == "firmware"),
                        name=self.name)
 

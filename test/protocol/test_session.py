@@ -672,6 +672,7 @@ def test_a_disconnect_waits_for_a_silent_robot_only_briefly():
     from cozmo_driver.protocol.session import CLOSING_SILENCE_S
     engine = connected_engine(QUIET)
     engine.receive_datagram(robot_ack(OOB_SEQ), 1.0)       # last heard of at 1.0
+    engine.send(to_robot(1))                               # the stop, never acknowledged
     engine.disconnect(1.0)
     t = 1.0
     while engine.state is State.CLOSING and t < 5.0:
@@ -681,6 +682,7 @@ def test_a_disconnect_waits_for_a_silent_robot_only_briefly():
     assert engine.state is State.CLOSED and t == pytest.approx(1.0 + CLOSING_SILENCE_S)
     # a robot still sending (its acks lost, say): the whole disconnect_timeout
     talking = connected_engine(QUIET)
+    talking.send(to_robot(1))
     talking.disconnect(1.0)
     talking.datagrams_to_send(1.0)
     t = 1.0
@@ -1024,11 +1026,60 @@ def test_disconnect_then_reconnect():
     assert pair.robot_got()[-1] == 100 and pair.engine_got() == [200]
 
 
+def test_a_disconnect_the_robot_never_acknowledges_closes_once_the_stop_is_taken():
+    """Anki's firmware ends the link on the Disconnect and acknowledges nothing after it,
+    not even the rest of its datagram (reliableTransport.c Receiver_OnDisconnect): the
+    Disconnect waits until the packets before it (the stop) are acknowledged, goes out
+    alone, and the link counts as closed BYE_GRACE_S after it ("disconnected": the stop
+    arrived), not CLOSING_SILENCE_S later as "unacknowledged"."""
+    from cozmo_driver.protocol.session import BYE_GRACE_S
+    pair = Pair(Impairment(delay=0.01), Impairment(delay=0.01),
+                robot_config=SessionConfig(ack_disconnect=False))
+    pair.connect()
+    pair.link.trace = []
+    for i in range(3):
+        pair.engine.send(to_robot(i))
+    pair.engine.disconnect(pair.link.now)
+    start = pair.link.now
+    pair.link.run_until(start + 1.0)
+    assert pair.robot_got() == [0, 1, 2]
+    (bye,) = pair.engine_of(Disconnected)
+    assert bye.reason == "disconnected" and pair.engine.state is State.CLOSED
+    when = next(t for t, ev in pair.engine_events if isinstance(ev, Disconnected))
+    # the three, one round trip for their acknowledgement, then the Disconnect and its grace
+    assert when == pytest.approx(start + 0.02 + BYE_GRACE_S, abs=0.015)
+    (robot_bye,) = pair.robot_of(Disconnected)
+    assert "Disconnect" in robot_bye.reason
+    # the Disconnect went in a datagram after the stop's acknowledgement came back
+    sent = [(t, frames([data])[0]) for t, way, data in pair.link.trace if way == "a->b"]
+    bye_at = max(t for t, f in sent if f.seq != OOB_SEQ)
+    stop_at = min(t for t, f in sent if f.seq != OOB_SEQ and t >= start)
+    assert bye_at >= stop_at + 0.02
+
+
+def test_a_stop_never_acknowledged_holds_the_disconnect_briefly():
+    """The robot hears us but its acknowledgements are lost: the Disconnect goes out all
+    the same BYE_HOLD_S after the disconnect, and the link closes "unacknowledged" when
+    the disconnect_timeout runs out."""
+    from cozmo_driver.protocol.session import BYE_HOLD_S
+    engine = connected_engine(QUIET)
+    engine.send(to_robot(1))
+    engine.disconnect(1.0)
+    (first,) = frames(engine.datagrams_to_send(1.0))
+    assert first.seq == first.first_seq            # the stop alone
+    engine.receive_datagram(robot_ack(OOB_SEQ), 1.0 + BYE_HOLD_S - 0.01)
+    engine.handle_timer(1.0 + BYE_HOLD_S)
+    later = frames(engine.datagrams_to_send(1.0 + BYE_HOLD_S))
+    assert any(f.seq == (first.seq + 1) for f in later)  # the Disconnect now
+    assert engine.state is State.CLOSING
+
+
 def test_disconnect_without_acknowledgement_still_closes():
     pair = Pair(Impairment(delay=0.01), Impairment(delay=0.01))
     pair.connect()
     pair.link.run_until(0.5)
     pair.link.b_to_a = Impairment(loss=1.0)
+    pair.engine.send(to_robot(1))                  # the stop: its acknowledgement is lost
     pair.engine.disconnect(pair.link.now)
     start = pair.link.now
     pair.link.run_until(start + 2.0)
