@@ -54,6 +54,8 @@ __all__ = [
     "HEAD_PIVOT_X_MM",
     "HEAD_PIVOT_Z_MM",
     "CAMERA_OFFSET_MM",
+    "CAMERA_DROP_MM",
+    "camera_in_base",
     "CAMERA_HFOV_RAD",
     "HEAD_ANGLE_MIN_RAD",
     "HEAD_ANGLE_MAX_RAD",
@@ -73,29 +75,35 @@ __all__ = [
 ]
 
 # --- Robot and camera geometry (robot base frame: x forward, z up) ----------
-HEAD_PIVOT_X_MM = 13.0
-HEAD_PIVOT_Z_MM = 45.0
-#: The camera sits this far from the head pivot along the head's pitch.
-CAMERA_OFFSET_MM = 25.0
+# From Anki's cozmoConfig.h, whose positions are from the robot's origin, 20 mm ahead of
+# the drive centre (DRIVE_CENTER_OFFSET = -20), which is this frame's origin (the driver
+# asks the robot for the drive centre's pose: SyncTime's offset 0): the neck joint
+# (NECK_JOINT_POSITION) at x -13 + 20, z 34.5 + 14.5 (the wheels' radius) ...
+HEAD_PIVOT_X_MM = 7.0
+HEAD_PIVOT_Z_MM = 49.0
+#: ... and the camera 17.52 mm ahead of it and 8 mm below, in the head's frame
+#: (HEAD_CAM_POSITION), which tilts with the head
+CAMERA_OFFSET_MM = 17.52
+CAMERA_DROP_MM = 8.0
 CAMERA_HFOV_RAD = math.radians(58.0)
 HEAD_ANGLE_MIN_RAD = math.radians(-25.0)
 HEAD_ANGLE_MAX_RAD = math.radians(44.5)
 NOMINAL_EXPOSURE_MS = 33.0
 
 # The lift (a rough model): an arm of LIFT_ARM_MM turning about a pivot at
-# (LIFT_PIVOT_X_MM, LIFT_PIVOT_Z_MM); at lift height h the arm's end is at
-# z = h and the visible part is a crossbar there, a vertical plate facing the
-# camera, 50 mm wide, spanning z in [h - 20, h - 8].  Lift down, it shows at
-# the bottom of the image only with the head fully down; raised to ~55 mm it
-# hides most of a level view; near the top it is above the camera.
+# (LIFT_PIVOT_X_MM, LIFT_PIVOT_Z_MM) (Anki's LIFT_BASE_POSITION: x -41 + 20, z
+# 30.5 + 14.5); at lift height h the arm's end (the wrist joint) is at z = h and
+# the visible part is a crossbar below it, a vertical plate facing the camera,
+# 50 mm wide, spanning z in [h - 28.5, h - 20] (LIFT_XBAR_HEIGHT_WRT_WRIST_JOINT
+# -20, LIFT_XBAR_HEIGHT 8.5).
 LIFT_HEIGHT_MIN_MM = 32.0
 LIFT_HEIGHT_MAX_MM = 92.0
 LIFT_ARM_MM = 66.0
-LIFT_PIVOT_X_MM = -17.0
+LIFT_PIVOT_X_MM = -21.0
 LIFT_PIVOT_Z_MM = 45.0
 LIFT_BAR_HALF_WIDTH_MM = 25.0
-LIFT_BAR_TOP_BELOW_MM = 8.0    # crossbar spans [h - 20, h - 8]
-LIFT_BAR_BOTTOM_BELOW_MM = 20.0
+LIFT_BAR_TOP_BELOW_MM = 20.0    # crossbar spans [h - 28.5, h - 20]
+LIFT_BAR_BOTTOM_BELOW_MM = 28.5
 
 # --- The world ---------------------------------------------------------------
 ROOM_HALF_SIZE_MM = 1500.0
@@ -178,9 +186,16 @@ _LUT_RGB, _LUT_GREY = _build_luts()
 def camera_position(x_mm: float, y_mm: float, yaw_rad: float,
                     head_angle_rad: float) -> tuple[float, float, float]:
     """World position (mm) of the camera for the robot's pose and head angle."""
-    fwd = HEAD_PIVOT_X_MM + CAMERA_OFFSET_MM * math.cos(head_angle_rad)
-    z = HEAD_PIVOT_Z_MM + CAMERA_OFFSET_MM * math.sin(head_angle_rad)
+    fwd, z = camera_in_base(head_angle_rad)
     return (x_mm + fwd * math.cos(yaw_rad), y_mm + fwd * math.sin(yaw_rad), z)
+
+
+def camera_in_base(head_angle_rad: float) -> tuple[float, float]:
+    """(x forward, z up) of the camera in the robot's base frame (mm): its place in the
+    head turned by the head's angle (positive looks up) about the head's pivot."""
+    c, s = math.cos(head_angle_rad), math.sin(head_angle_rad)
+    return (HEAD_PIVOT_X_MM + CAMERA_OFFSET_MM * c + CAMERA_DROP_MM * s,
+            HEAD_PIVOT_Z_MM + CAMERA_OFFSET_MM * s - CAMERA_DROP_MM * c)
 
 
 def camera_intrinsics(width: int = 320, height: int = 240) -> tuple[float, float, float, float]:
@@ -762,8 +777,7 @@ class World:
         a = math.asin(max(-1.0, min(1.0, (h - LIFT_PIVOT_Z_MM) / LIFT_ARM_MM)))
         bar_x = LIFT_PIVOT_X_MM + LIFT_ARM_MM * math.cos(a)
         z_lo, z_hi = h - LIFT_BAR_BOTTOM_BELOW_MM, h - LIFT_BAR_TOP_BELOW_MM
-        cam_x = HEAD_PIVOT_X_MM + CAMERA_OFFSET_MM * math.cos(theta)
-        cam_z = HEAD_PIVOT_Z_MM + CAMERA_OFFSET_MM * math.sin(theta)
+        cam_x, cam_z = camera_in_base(theta)
         if bar_x <= cam_x + 1.0:
             return
         ahead = dxb > 1e-6

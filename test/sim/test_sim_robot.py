@@ -229,9 +229,10 @@ def test_camera_streams_grey_qvga_at_15_fps_from_the_true_pose():
     assert all(len(c.data) <= 1000 for c in chunks)
     imu = h.received("ImageImuData")
     assert {i.image_id for i in imu} >= {img.image_id for img in images}
-    # payloads end in 0xFF padding up to a multiple of 4 bytes (receivers drop it)
+    # payloads are padded with 0xFF up to a multiple of 4 bytes (receivers drop it; what
+    # the padding is: test_codec_camera's test_padding_is_ignored; a still scene gives
+    # images of one size, which may need none)
     assert all(len(img.data) % 4 == 0 for img in images)
-    assert any(img.data.endswith(b"\xff") for img in images)
     pixels = image_to_array(images[-1])
     assert pixels.shape == (240, 320)
     x, y, yaw = h.robot.model.true_pose()

@@ -104,10 +104,10 @@ def test_cliff_at(world):
 
 
 def test_table_edge_from_close_shows_dark_drop(world):
-    head = -25 * DEG
-    edge = grey(world, 540.0, 0.0, 0.0, head)
+    head = -25 * DEG  # the camera 19.5 mm ahead of the drive centre, 34 mm up
+    edge = grey(world, 556.0, 0.0, 0.0, head)
     safe = grey(world, 0.0, 0.0, 0.0, head)
-    lab = labels(world, 540.0, 0.0, 0.0, head)
+    lab = labels(world, 556.0, 0.0, 0.0, head)
     lower = slice(120, 240)
     assert np.mean(lab[lower] == W.LABEL_DROP) > 0.8
     assert np.mean(labels(world, 0.0, 0.0, 0.0, head)[lower] == W.LABEL_TABLE) > 0.99
@@ -283,9 +283,11 @@ def test_lift_occludes_when_raised_in_front(world):
     assert not np.any(none == W.LABEL_LIFT)
     down = labels(world, *HOME, 0.0, lift_height_mm=W.LIFT_HEIGHT_MIN_MM)
     assert not np.any(down == W.LABEL_LIFT)
-    mid = labels(world, *HOME, 0.0, lift_height_mm=55.0)
-    assert np.mean(mid == W.LABEL_LIFT) > 0.1
-    assert mid[200, 160] == W.LABEL_LIFT and not np.any(mid[:60] == W.LABEL_LIFT)
+    # Anki's geometry: the crossbar (28.5..20 mm below the wrist) crosses a level view
+    # (the camera 41 mm up) with the lift at about 65 mm
+    mid = labels(world, *HOME, 0.0, lift_height_mm=65.0)
+    assert np.mean(mid == W.LABEL_LIFT) > 0.3
+    assert mid[120, 160] == W.LABEL_LIFT and not np.any(mid[:40] == W.LABEL_LIFT)
     low_view = labels(world, *HOME, -25 * DEG, lift_height_mm=W.LIFT_HEIGHT_MIN_MM)
     assert np.any(low_view[200:] == W.LABEL_LIFT)
 
