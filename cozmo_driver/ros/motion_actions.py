@@ -118,6 +118,7 @@ class MotionActions:
         self._closed = False
         self._retired: List[Any] = []
         self._retire_timer = None
+        self._quiet_turns = 0  # turns of the retire timer with no execute callback pending
         self.tf = TransformBuffer(max_age=_TF_MAX_AGE_S)
         context = GoalContext(node, robot, self.tf, self._latest_state, self._finish)
         self._goals: Dict[str, MotionGoal] = {name: goal_type(context)
@@ -174,8 +175,12 @@ class MotionActions:
     def destroy(self) -> None:
         """Abort every goal and release the servers, subscriptions and guard condition.
 
-        An action server is destroyed once no execute callback is pending (the result of an
-        aborted goal is sent on the executor's next turn); until then it refuses goals."""
+        An action server is destroyed once no execute callback has been pending for two
+        turns of a 0.2 s timer: the result of an aborted goal is sent by a done callback
+        that the executor runs on a later turn than the execute callback's end, and a
+        server destroyed before it loses the result ("action server pointer is invalid";
+        a cleanup that took 0.2 s, as it does with a real robot, made the timer due at
+        once). Until then it refuses goals."""
         if self._closed:
             return
         self._closed = True
@@ -190,19 +195,20 @@ class MotionActions:
         for destroy, entity in reversed(self._entities):
             destroy(entity)
         self._entities.clear()
-        if self._pending_executes == 0 or not self._node.context.ok():
+        if not self._node.context.ok():
             # (with the context shut down nothing spins any more: nothing to wait for)
             for server in self._servers:
                 server.destroy()
         else:
             self._retired = list(self._servers)
+            self._quiet_turns = 0
             self._retire_timer = self._node.create_timer(0.2, self._destroy_retired)
         self._servers = []
 
     def _destroy_retired(self) -> None:
-        if self._pending_executes:
-            return
-        self.destroy_retired()
+        self._quiet_turns = 0 if self._pending_executes else self._quiet_turns + 1
+        if self._quiet_turns >= 2:
+            self.destroy_retired()
 
     def destroy_retired(self) -> None:
         """Destroy the servers still waiting for their execute callbacks, now: the node is
