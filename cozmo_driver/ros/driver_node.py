@@ -125,7 +125,7 @@ class CozmoDriverNode(LifecycleNode):
         self._media: Optional[MediaInterfaces] = None  # display, audio, animations
         self._motion: Optional[MotionActions] = None  # motion actions (motion_actions.py)
         self._objects: Optional[ObjectInterfaces] = None  # cubes, charger, lights
-        self._retiring_motion: Optional[MotionActions] = None  # released, servers not yet destroyed
+        self._retiring: list = []  # the media and motions released, servers not yet destroyed
 
     # ------------------------------------------------------------------ parameters
 
@@ -275,10 +275,10 @@ class CozmoDriverNode(LifecycleNode):
         self._stop_cmd_vel_thread()
         if self._media is not None:
             self._media.destroy()
-            self._media = None
+            self._retiring, self._media = self._retiring + [self._media], None  # see destroy_node
         if self._motion is not None:
             self._motion.destroy()
-            self._retiring_motion, self._motion = self._motion, None  # see destroy_node
+            self._retiring, self._motion = self._retiring + [self._motion], None
             core.motion = None
         if self._objects is not None:
             self._objects.destroy()  # lights off and objects disconnected, before the link stops
@@ -308,9 +308,9 @@ class CozmoDriverNode(LifecycleNode):
 
     def destroy_node(self) -> None:
         self.close()
-        if self._retiring_motion is not None:  # its servers may wait for a timer of this node
-            self._retiring_motion.destroy_retired()
-            self._retiring_motion = None
+        for retiring in self._retiring:  # their servers may wait for a timer of this node
+            retiring.destroy_retired()
+        self._retiring = []
         self._destroy_rcl_node()
 
     def _destroy_rcl_node(self) -> None:

@@ -23,7 +23,7 @@ from .serialized import LayoutError, read_twist
 __all__ = ["transition", "camera_file", "descriptor", "declare_parameters", "twist_reader", "RosLogHandler",
            "log_line", "core_attribute", "collector_off", "destroy_state_machine", "release_line",
            "close_link", "flush", "finish_goals", "ESTOP_REFUSAL", "NOT_CONNECTED_REFUSAL",
-           "inactive_refusal"]
+           "inactive_refusal", "ServerRetirement"]
 
 
 #: why a command or goal is refused, as the media and the motion actions say it
@@ -291,3 +291,40 @@ def destroy_state_machine(node: Any) -> None:
             machine.destroy_when_not_in_use()
         except Exception:  # noqa: BLE001 - an rclpy without it: collected with the node
             pass
+
+
+class ServerRetirement:
+    """Action servers released at a cleanup, destroyed once their goals' results are out.
+
+    An aborted goal's result is sent by a done callback that the executor runs on a later
+    turn than the end of the goal's execute callback; a server destroyed before that loses
+    the result (rcl: "action server pointer is invalid", and the client never gets it). So
+    the servers are destroyed after two turns of a 0.2 s timer with no execute callback
+    pending (``busy``), at once only when the context is shut down (nothing spins any
+    more), and by :meth:`destroy_now` when the node goes. Until then they refuse goals
+    (their owner is closed)."""
+
+    PERIOD_S = 0.2
+    QUIET_TURNS = 2
+
+    def __init__(self, node: Any, servers: list, busy: Callable[[], bool]) -> None:
+        self._node, self._servers, self._busy = node, list(servers), busy
+        self._quiet, self._timer = 0, None
+        if node.context.ok():
+            self._timer = node.create_timer(self.PERIOD_S, self._turn)
+        else:
+            self.destroy_now()
+
+    def _turn(self) -> None:
+        self._quiet = 0 if self._busy() else self._quiet + 1
+        if self._quiet >= self.QUIET_TURNS:
+            self.destroy_now()
+
+    def destroy_now(self) -> None:
+        """Destroy the servers (and the timer) now; idempotent."""
+        for server in self._servers:
+            server.destroy()
+        self._servers = []
+        if self._timer is not None:
+            self._node.destroy_timer(self._timer)
+            self._timer = None

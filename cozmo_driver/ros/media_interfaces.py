@@ -71,7 +71,7 @@ from ..driver.speech import speak
 from ..driver.media import (audio_chunk_samples, face_to_screen, image_to_screen,
                             is_empty_image, load_audio_file, motor_stops, screen_to_frame)
 from . import qos
-from .driver_support import ESTOP_REFUSAL, NOT_CONNECTED_REFUSAL, inactive_refusal
+from .driver_support import ESTOP_REFUSAL, NOT_CONNECTED_REFUSAL, ServerRetirement, inactive_refusal
 from .handover import HandOver
 from .subscription_thread import SubscriptionThread, Unsupported
 from .qos import QOS_COMMAND, QOS_FRAMES, QOS_SENSOR, QOS_STREAM
@@ -142,6 +142,7 @@ class MediaInterfaces:
         self._next_token = 0
         #: play_audio goals whose file is being read: (handle, the future of its outcome)
         self._loading: List[Tuple[Any, Future]] = []
+        self._retirement: Optional[ServerRetirement] = None  # the servers, once released
         self._audio_loads = 0  # play_audio goals that began reading their file
         self._animation_goals = 0  # play_animation goals that got as far as their clip
         self._throttle = LogThrottle(_WARN_PERIOD_S)  # one line per kind per period, counted
@@ -237,10 +238,17 @@ class MediaInterfaces:
         for sub in self._entities:
             node.destroy_subscription(sub)
         self._entities.clear()
-        for server in (self._audio_server, self._animation_server):
-            server.destroy()
+        # destroyed once the aborted goals' results are out (a cleanup right after the
+        # deactivation lost them)
+        self._retirement = ServerRetirement(node, [self._audio_server, self._animation_server],
+                                            self.goals_running)
         node.destroy_service(self._list_service)
         self._handover.destroy()
+
+    def destroy_retired(self) -> None:
+        """Destroy the action servers now (the node goes; see ServerRetirement)."""
+        if self._retirement is not None:
+            self._retirement.destroy_now()
 
     def on_emergency_stop(self, engaged: bool) -> None:
         """Engaged: the animation playing is aborted (its frames stop at once)."""

@@ -63,7 +63,7 @@ from __future__ import annotations
 
 import functools
 import time
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
@@ -76,7 +76,7 @@ from ..driver.motion import ABORTED, CANCELED, SUCCEEDED, MotionError, Outcome, 
 from ..driver.sensors import cliff_ahead
 from ..driver.transforms import TransformBuffer, TransformError
 from . import qos
-from .driver_support import ESTOP_REFUSAL, NOT_CONNECTED_REFUSAL, inactive_refusal
+from .driver_support import ESTOP_REFUSAL, NOT_CONNECTED_REFUSAL, ServerRetirement, inactive_refusal
 from .handover import HandOver
 from .motion_goals import GOAL_TYPES, GoalContext, MotionGoal, PathGoal, Run
 
@@ -116,9 +116,7 @@ class MotionActions:
         self._state = None                           # latest RobotState (set on the I/O thread)
         self._pending_executes = 0                   # goal and execute callbacks not returned
         self._closed = False
-        self._retired: List[Any] = []
-        self._retire_timer = None
-        self._quiet_turns = 0  # turns of the retire timer with no execute callback pending
+        self._retirement: Optional[ServerRetirement] = None  # the servers, once released
         self.tf = TransformBuffer(max_age=_TF_MAX_AGE_S)
         context = GoalContext(node, robot, self.tf, self._latest_state, self._finish)
         self._goals: Dict[str, MotionGoal] = {name: goal_type(context)
@@ -175,12 +173,8 @@ class MotionActions:
     def destroy(self) -> None:
         """Abort every goal and release the servers, subscriptions and guard condition.
 
-        An action server is destroyed once no execute callback has been pending for two
-        turns of a 0.2 s timer: the result of an aborted goal is sent by a done callback
-        that the executor runs on a later turn than the execute callback's end, and a
-        server destroyed before it loses the result ("action server pointer is invalid";
-        a cleanup that took 0.2 s, as it does with a real robot, made the timer due at
-        once). Until then it refuses goals."""
+        The servers are destroyed once the aborted goals' results are out
+        (:class:`~.driver_support.ServerRetirement`); until then they refuse goals."""
         if self._closed:
             return
         self._closed = True
@@ -195,31 +189,16 @@ class MotionActions:
         for destroy, entity in reversed(self._entities):
             destroy(entity)
         self._entities.clear()
-        if not self._node.context.ok():
-            # (with the context shut down nothing spins any more: nothing to wait for)
-            for server in self._servers:
-                server.destroy()
-        else:
-            self._retired = list(self._servers)
-            self._quiet_turns = 0
-            self._retire_timer = self._node.create_timer(0.2, self._destroy_retired)
+        self._retirement = ServerRetirement(self._node, self._servers,
+                                            lambda: self._pending_executes > 0)
         self._servers = []
 
-    def _destroy_retired(self) -> None:
-        self._quiet_turns = 0 if self._pending_executes else self._quiet_turns + 1
-        if self._quiet_turns >= 2:
-            self.destroy_retired()
-
     def destroy_retired(self) -> None:
-        """Destroy the servers still waiting for their execute callbacks, now: the node is
+        """Destroy the servers still waiting for their goals' results, now: the node is
         being destroyed, nothing will run those callbacks any more, and an action server
         left alive would keep publishing its goals' status (latched) after the node is gone."""
-        for server in self._retired:
-            server.destroy()
-        self._retired = []
-        if self._retire_timer is not None:
-            self._node.destroy_timer(self._retire_timer)
-            self._retire_timer = None
+        if self._retirement is not None:
+            self._retirement.destroy_now()
 
     # ------------------------------------------------------------------ inputs
 

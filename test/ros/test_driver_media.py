@@ -889,3 +889,21 @@ def test_a_new_animation_preempts_and_deactivation_aborts(make_rig, tmp_path):
     assert r3.status == GoalStatus.STATUS_ABORTED and "deactivated" in r3.result.message
     refused = rig.result(rig.send_goal(PlayAnimation, "play_animation", PlayAnimation.Goal(name="nod_yes")))
     assert "not active" in refused.result.message
+
+
+def test_a_cleanup_right_after_deactivation_still_gives_the_running_goals_result(make_rig, tmp_path):
+    """deactivate then cleanup with no turn of the executor between them (a lifecycle
+    manager's two calls, or Ctrl-C): the animation's result still reaches the client that
+    asked for it; a server destroyed before the executor sends it loses it."""
+    (tmp_path / "long.yaml").write_text(LONG_CLIP)
+    rig = make_rig(animation_dirs=[str(tmp_path)])
+    robot = rig.node._robot
+    assert rig.spin_until(lambda: not robot.calibrating("head") and not robot.calibrating("lift"), 5.0)
+    handle = rig.send_goal(PlayAnimation, "play_animation", PlayAnimation.Goal(name="long_dance"))
+    result = handle.get_result_async()     # asked for at once, as clients do
+    rig.spin_for(0.3)
+    rig.node.trigger_deactivate()
+    rig.node.trigger_cleanup()
+    assert rig.spin_until(result.done, 10.0), "the result never came"
+    assert result.result().status == GoalStatus.STATUS_ABORTED
+    assert "deactivated" in result.result().result.message
