@@ -383,6 +383,9 @@ class RobotModel:
 
     def _reset_connection_state(self, now: float, boot: bool = True) -> None:
         self.fw.reset_link()
+        # Anki's firmware turns stop-on-cliff back on when its link ends (cozmoBot, on the
+        # radio's disconnection): a driver must send it again on every connection
+        self.body.stop_on_cliff = True
         self.animation.reset_link()
         self.camera_control.reset_link()
         self.accessories.reset_link(now, keep_links=not boot and self.config.keep_object_links)

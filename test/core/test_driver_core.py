@@ -561,6 +561,19 @@ def test_outputs_are_reapplied_after_a_reconnection(rig):
     assert len(robot.sent("NvStorageOp")) == before[1] + 1
 
 
+def test_stop_on_cliff_off_is_sent_again_on_every_connection():
+    """Anki's firmware turns stop-on-cliff back on when its link ends (the simulator since):
+    stop_on_cliff false holds only if the driver says it again after a reconnection."""
+    robot, core, output = connected(stop_on_cliff=False)
+    assert robot.sim.model.stop_on_cliff is False
+    robot.link.session.disconnect(robot.net.now)  # the session ends; the link reconnects
+    robot.run(0.05)
+    assert robot.sim.model.stop_on_cliff is True   # the robot's own default again
+    robot.run(4.0)
+    assert core.connected and output.said("connected again to Cozmo")
+    assert robot.sim.model.stop_on_cliff is False
+
+
 def test_the_camera_streams_while_a_camera_topic_has_a_subscriber(rig):
     """camera_on_demand (the default): the camera is off while nothing subscribes to a
     camera topic, switched on when something does and off again when nothing does;
