@@ -195,6 +195,19 @@ class Segment:
             return self.center_x + self.radius * math.cos(a), self.center_y + self.radius * math.sin(a)
         return self.start_x, self.start_y
 
+    def distance_to(self, x: float, y: float) -> float:
+        """How far (m) the point is from the segment: from a line's nearest point, an
+        arc's circle, a point turn's place."""
+        if self.type == LINE:
+            dx, dy = self.end_x - self.start_x, self.end_y - self.start_y
+            span = dx * dx + dy * dy
+            t = 0.0 if span == 0.0 else min(1.0, max(0.0, ((x - self.start_x) * dx
+                                                          + (y - self.start_y) * dy) / span))
+            return math.hypot(x - self.start_x - t * dx, y - self.start_y - t * dy)
+        if self.type == ARC:
+            return abs(math.hypot(x - self.center_x, y - self.center_y) - self.radius)
+        return math.hypot(x - self.start_x, y - self.start_y)
+
     @property
     def length(self) -> float:
         """Distance driven along the segment (0 for point turns)."""
@@ -751,6 +764,10 @@ NO_MOTION_STATES = 15
 NO_START_STATES = 40
 NO_EVENT_STATES = 15
 REASON_STATES = 4
+#: a path the robot gives up with the robot this far off it is said to be given up for that:
+#: Anki's firmware abandons a path it is 50 mm off (PathFollower TOO_FAR_FROM_PATH_DIST_MM,
+#: measured its own way), m
+OFF_PATH_M = 0.04
 
 
 @dataclass
@@ -931,6 +948,8 @@ class PathTracker(_Tracker):
     _drop: CliffEdgeTracker = field(default_factory=CliffEdgeTracker)
     #: for each segment on the robot, ours it belongs to (robot_segment_owners)
     _owners: Optional[List[int]] = None
+    #: how far the robot was from the segment it followed, at the last state (m)
+    _off_path: float = 0.0
 
     def on_path_event(self, event_id: int, event_type: int) -> None:
         if event_id != self.event_id or self.outcome is not None:
@@ -958,6 +977,8 @@ class PathTracker(_Tracker):
             self._owners = robot_segment_owners(self.segments)
         if 0 <= s.path_segment < len(self._owners):  # the robot counts an arc's pieces
             self.current = self._owners[s.path_segment]
+        if 0 <= self.current < len(self.segments):
+            self._off_path = self.segments[self.current].distance_to(s.x, s.y)
         reason = interruption(s.flags)
         if reason:
             return self._finish(ABORTED, f"interrupted: {reason}")
@@ -972,6 +993,10 @@ class PathTracker(_Tracker):
                 return None
             self._count += 1
             if self._count >= REASON_STATES:
+                if self._off_path >= OFF_PATH_M:
+                    return self._finish(ABORTED, f"interrupted by the robot, {self._off_path * 1000:.0f} "
+                                        "mm off its path: it gives a path up 50 mm off it (pushed, "
+                                        "blocked, or its treads slipping)")
                 return self._finish(ABORTED, "interrupted by the robot")
             return None
         if self.phase == "completing":

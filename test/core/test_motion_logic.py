@@ -351,6 +351,26 @@ def sample(t, **kw):
     return StateSample(t=t, **kw)
 
 
+@pytest.mark.parametrize("off, said", [
+    (0.06, "interrupted by the robot, 60 mm off its path: it gives a path up 50 mm off it"),
+    (0.01, "interrupted by the robot"),
+])
+def test_a_path_given_up_off_the_path_says_so(off, said):
+    """Anki's firmware abandons a path it is 50 mm off (PATH_INTERRUPTED, no flag to read):
+    the goal's reason says how far off the robot was, not just 'interrupted'."""
+    tracker = mo.PathTracker(deadline=100.0, event_id=3, segments=[Segment.line(0, 0, 1.0, 0)])
+    tracker.on_path_event(3, 0)
+    outcome = tracker.on_state(sample(0.0, x=0.3, y=off, path_segment=0, flags=StatusFlag.IS_PATHING))
+    tracker.on_path_event(3, 1)
+    for k in range(1, 10):
+        outcome = tracker.on_state(sample(0.03 * k, x=0.3, y=off, path_segment=0))
+        if outcome is not None:
+            break
+    assert outcome.status == mo.ABORTED and outcome.message.startswith(said), outcome.message
+    assert Segment.arc(0, 0, 0.1, 0, 1).distance_to(0.0, 0.13) == pytest.approx(0.03)
+    assert Segment.point_turn(0.1, 0, 1).distance_to(0.1, 0.02) == pytest.approx(0.02)
+
+
 def test_head_tracker_needs_ack_or_motion_then_in_position():
     tr = mo.AxisTracker(deadline=10.0, name="head", target=0.3, tolerance=0.035,
                         flag=StatusFlag.HEAD_IN_POS, action_id=7)
