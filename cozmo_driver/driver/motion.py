@@ -78,7 +78,8 @@ __all__ = [
     "DEFAULT_SPEED_MPS", "DEFAULT_ACCEL_MPS2", "DEFAULT_TURN_SPEED_RADPS",
     "DEFAULT_TURN_ACCEL_RADPS2", "DEFAULT_TURN_TOLERANCE_RAD", "MAX_TURN_SPEED_RADPS", "MIN_POSITION_TOLERANCE_M",
     "MIN_HEADING_TOLERANCE_RAD", "MIN_TURN_TOLERANCE_RAD", "HEAD_TOLERANCE_RAD",
-    "LIFT_TOLERANCE_M", "MAX_PATH_SEGMENTS", "MAX_PATH_POSES", "SEGMENT_GAP_M",
+    "LIFT_TOLERANCE_M", "MAX_ACCEL_MPS2", "MAX_TURN_ACCEL_RADPS2", "MAX_PATH_SEGMENTS",
+    "MAX_PATH_POSES", "SEGMENT_GAP_M",
     "robot_segments", "robot_segment_owners", "check_robot_size",
     "SAME_PLACE_M", "MIN_ARC_RADIUS_M", "MAX_ARC_RADIUS_M", "TURN_THRESHOLD_RAD",
     "require_finite", "check_speed", "check_tolerance", "apply_defaults", "check_segments",
@@ -99,6 +100,10 @@ DEFAULT_TURN_ACCEL_RADPS2 = 10.0
 #: the fastest turn in place (Anki's 300 deg/s; the treads' 0.2 m/s would give 8.7 rad/s,
 #: which they do not reach for slipping)
 MAX_TURN_SPEED_RADPS = MAX_TURN_RATE_RADPS
+#: the fastest accelerations a goal or a segment may ask for (more is clamped, with a
+#: warning): the treads' and a turn's
+MAX_ACCEL_MPS2 = 2.0
+MAX_TURN_ACCEL_RADPS2 = 50.0
 #: the tightest tolerances a goal may ask for (tighter ones are refused as unreachable); a
 #: turn in place stops within 2 deg of its heading, not closer (Anki's POINT_TURN_ANGLE_TOL)
 MIN_POSITION_TOLERANCE_M = 0.005
@@ -357,10 +362,17 @@ def check_segments(segments: Sequence[Segment], max_speed: float, prefix: str = 
         require_finite(where, **{f: getattr(seg, f) for f in Segment.FIELDS})
         if seg.type not in SEGMENT_TYPE_NAMES:
             raise MotionError(f"{where}type = {seg.type}: must be LINE (0), ARC (1) or POINT_TURN (2)")
+        turn = seg.type == POINT_TURN
+        limits = (MAX_TURN_ACCEL_RADPS2, "rad/s^2") if turn else (MAX_ACCEL_MPS2, "m/s^2")
         for name in ("accel", "decel"):
             if getattr(seg, name) < 0:
                 raise MotionError(f"{where}{name} = {getattr(seg, name):g}: must not be negative "
                                   "(0 = default)")
+            # 0 keeps its meaning (the goal's); beyond the limit clamped, with a warning
+            value, warning = check_speed(getattr(seg, name), where + name, 0.0, *limits)
+            if warning:
+                warnings.append(warning)
+                seg = replace(seg, **{name: value})
         if seg.type == LINE:
             if seg.length < _MIN_LINE_M:
                 raise MotionError(f"{where.rstrip('.')}: a LINE of {seg.length:.4f} m (at least "

@@ -40,8 +40,8 @@ from ..driver.transforms import pose_to_2d
 
 __all__ = ["GoalContext", "MotionGoal", "PathGoal", "GOAL_TYPES", "Run"]
 
-_MAX_ACCEL_MPS2 = 2.0
-_MAX_TURN_ACCEL_RADPS2 = 50.0
+_MAX_ACCEL_MPS2 = mo.MAX_ACCEL_MPS2
+_MAX_TURN_ACCEL_RADPS2 = mo.MAX_TURN_ACCEL_RADPS2
 _MAX_AXIS_ACCEL_RADPS2 = 100.0
 _SAFETY_FACTOR = 2.0
 _SAFETY_MARGIN_S = 3.0

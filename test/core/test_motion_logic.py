@@ -313,6 +313,18 @@ def test_explicit_segments_are_checked():
             mo.check_segments(segments, 0.2)
 
 
+def test_a_segments_own_accelerations_are_clamped_with_a_warning():
+    """Anki's firmware keeps a line's or arc's accelerations as whole mm/s^2 in 16 bits:
+    a segment's own accel/decel beyond the goals' limits is clamped, saying so."""
+    out, warnings = mo.check_segments([Segment.line(0, 0, 0.1, 0, accel=100.0),
+                                       Segment.point_turn(0.1, 0, 1.0, decel=500.0)], 0.2)
+    assert (out[0].accel, out[0].decel) == (mo.MAX_ACCEL_MPS2, 0.0)
+    assert out[1].decel == mo.MAX_TURN_ACCEL_RADPS2
+    assert warnings == ["segments[0].accel = 100 m/s^2 is beyond 2 m/s^2: clamped to 2 m/s^2",
+                        "segments[1].decel = 500 rad/s^2 is beyond 50 rad/s^2: clamped to "
+                        "50 rad/s^2"]
+
+
 def test_defaults_fill_zero_fields():
     seg = mo.apply_defaults(Segment.line(0, 0, 1, 0), 0.1, 0.2, 0.3, 2.0, 10.0, 0.02)
     assert (seg.speed, seg.accel, seg.decel) == (0.1, 0.2, 0.3)
