@@ -82,7 +82,8 @@ __all__ = [
     "MAX_PATH_POSES", "SEGMENT_GAP_M",
     "robot_segments", "robot_segment_owners", "check_robot_size",
     "SAME_PLACE_M", "MIN_ARC_RADIUS_M", "MAX_ARC_RADIUS_M", "TURN_THRESHOLD_RAD",
-    "require_finite", "check_speed", "check_tolerance", "apply_defaults", "check_segments",
+    "require_finite", "check_speed", "check_path_rate", "MIN_PATH_RATE", "check_tolerance",
+    "apply_defaults", "check_segments",
     "path_to_segments", "plan_go_to_pose", "plan_drive_straight", "segment_message", "path_messages",
     "segments_end_pose", "distance_remaining", "path_duration", "axis_duration", "turn_duration",
     "interruption", "state_sample", "AxisTracker", "TurnTracker", "PathTracker",
@@ -287,6 +288,20 @@ def check_speed(value: float, name: str, default: float, limit: float, unit: str
     return value, None
 
 
+#: the robot keeps a path's speeds and accelerations as whole mm/s and mm/s^2 (Anki's
+#: speedController: s16 and u16): a smaller one is 0 there, and it would not move (m/s, m/s^2)
+MIN_PATH_RATE = 0.001
+
+
+def check_path_rate(value: float, name: str, unit: str) -> float:
+    """``value`` (a line's or arc's speed, accel or decel), refused if the robot would take
+    it for 0: nearer 0 than :data:`MIN_PATH_RATE` and not 0."""
+    if 0.0 < abs(value) < MIN_PATH_RATE:
+        raise MotionError(f"{name} = {value:g} {unit}: the robot takes whole mm/s and mm/s^2 on a "
+                          f"path, so below {MIN_PATH_RATE:g} it is 0 and the robot would not move")
+    return value
+
+
 def check_tolerance(value: float, name: str, minimum: float, maximum: float, unit: str) -> float:
     """A tolerance within [minimum, maximum]; 0, smaller or non-finite ones are refused."""
     if not math.isfinite(value):
@@ -370,6 +385,8 @@ def check_segments(segments: Sequence[Segment], max_speed: float, prefix: str = 
                                   "(0 = default)")
             # 0 keeps its meaning (the goal's); beyond the limit clamped, with a warning
             value, warning = check_speed(getattr(seg, name), where + name, 0.0, *limits)
+            if not turn:
+                check_path_rate(value, where + name, limits[1])
             if warning:
                 warnings.append(warning)
                 seg = replace(seg, **{name: value})
@@ -378,6 +395,7 @@ def check_segments(segments: Sequence[Segment], max_speed: float, prefix: str = 
                 raise MotionError(f"{where.rstrip('.')}: a LINE of {seg.length:.4f} m (at least "
                                   f"{_MIN_LINE_M} m)")
             speed, warning = check_speed(seg.speed, where + "speed", 0.0, max_speed, "m/s", True)
+            check_path_rate(speed, where + "speed", "m/s")
         elif seg.type == ARC:
             if seg.radius < MIN_ARC_RADIUS_M:
                 raise MotionError(f"{where}radius = {seg.radius:g} m: an ARC needs at least "
@@ -386,6 +404,7 @@ def check_segments(segments: Sequence[Segment], max_speed: float, prefix: str = 
                 raise MotionError(f"{where}sweep = {seg.sweep:g} rad: must be within "
                                   f"0.001..{_MAX_SWEEP_RAD:.4f} rad in size")
             speed, warning = check_speed(seg.speed, where + "speed", 0.0, max_speed, "m/s", True)
+            check_path_rate(speed, where + "speed", "m/s")
         else:
             if seg.tolerance != 0.0:
                 check_tolerance(seg.tolerance, where + "tolerance", MIN_TURN_TOLERANCE_RAD,

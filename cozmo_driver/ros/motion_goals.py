@@ -169,6 +169,8 @@ class GoalContext:
                                    self.param("max_wheel_speed"), "m/s")
         accel, w2 = mo.check_speed(accel_value, prefix + "accel", mo.DEFAULT_ACCEL_MPS2,
                                    _MAX_ACCEL_MPS2, "m/s^2")
+        mo.check_path_rate(speed, prefix + "speed", "m/s")  # the robot's paths: whole mm/s
+        mo.check_path_rate(accel, prefix + "accel", "m/s^2")
         warnings.extend(w for w in (w1, w2) if w)
         return speed, accel
 
@@ -497,6 +499,7 @@ class FollowPathGoal(PathGoal):
         warnings: List[str] = []
         speed, accel = ctx.linear_speeds(goal.speed, goal.accel, "", warnings)
         decel, w = mo.check_speed(goal.decel, "decel", mo.DEFAULT_ACCEL_MPS2, _MAX_ACCEL_MPS2, "m/s^2")
+        mo.check_path_rate(decel, "decel", "m/s^2")
         warnings.extend([w] if w else [])
         turn_speed, w = mo.check_speed(goal.turn_speed, "turn_speed", mo.DEFAULT_TURN_SPEED_RADPS,
                                        mo.MAX_TURN_SPEED_RADPS, "rad/s")

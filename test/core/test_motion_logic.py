@@ -325,6 +325,19 @@ def test_a_segments_own_accelerations_are_clamped_with_a_warning():
                         "50 rad/s^2"]
 
 
+def test_path_speeds_the_robot_would_take_for_zero_are_refused():
+    """Anki's firmware keeps a path's speed and accelerations as whole mm/s and mm/s^2
+    (speedController: s16, u16): 0.0005 m/s is 0 there and the robot would not move."""
+    with pytest.raises(MotionError, match=r"segments\[0\]\.speed = 0.0005 m/s: the robot takes "
+                                          r"whole mm/s and mm/s\^2 on a path, so below 0.001 it is 0"):
+        mo.check_segments([Segment.line(0, 0, 0.1, 0, speed=0.0005)], 0.2)
+    with pytest.raises(MotionError, match=r"segments\[0\]\.accel = 0.0002 m/s\^2"):
+        mo.check_segments([Segment.arc(0, 0, 0.1, 0, 1.0, accel=0.0002)], 0.2)
+    assert mo.check_path_rate(0.0, "speed", "m/s") == 0.0          # 0: the default
+    assert mo.check_path_rate(-0.05, "speed", "m/s") == -0.05      # backwards
+    mo.check_segments([Segment.point_turn(0, 0, 1.0, speed=0.0005)], 0.2)  # rad/s, a float there
+
+
 def test_defaults_fill_zero_fields():
     seg = mo.apply_defaults(Segment.line(0, 0, 1, 0), 0.1, 0.2, 0.3, 2.0, 10.0, 0.02)
     assert (seg.speed, seg.accel, seg.decel) == (0.1, 0.2, 0.3)

@@ -676,6 +676,9 @@ def test_bad_goals_are_rejected_with_a_message(rig):
     rig.rejected("turn_in_place", TurnInPlace.Goal(angle=1.0, tolerance=0.0),
                  "tolerance = 0 rad cannot be reached")
     rig.rejected("drive_straight", DriveStraight.Goal(distance=math.inf), "distance is inf")
+    # the robot keeps a path's speed in whole mm/s: 0.5 mm/s would be 0 there
+    rig.rejected("drive_straight", DriveStraight.Goal(distance=0.01, speed=0.0005),
+                 "speed = 0.0005 m/s: the robot takes whole mm/s and mm/s^2 on a path")
     rig.rejected("follow_path", FollowPath.Goal(), "empty goal: give path.poses or segments")
     rig.rejected("follow_path", path_goal([(0.1, 0.0, 0.0)], frame="nowhere"),
                  "path.poses[0].header.frame_id = 'nowhere': no transform")
@@ -703,8 +706,9 @@ def test_goals_that_would_take_longer_than_ten_minutes_are_rejected(rig):
     the speed, is refused with the time it would take: it was accepted and held the motor
     for hours (a deadline of twice that)."""
     too_long = "a goal may take at most 600 s: raise the speed or split the motion"
-    rig.rejected("drive_straight", DriveStraight.Goal(distance=1.0, speed=1e-4), too_long)
-    rig.rejected("drive_straight", DriveStraight.Goal(distance=1.0, speed=1e-4),
+    # (2 mm/s: slower than 1 mm/s the robot's path would not move at all, refused apart)
+    rig.rejected("drive_straight", DriveStraight.Goal(distance=2.0, speed=0.002), too_long)
+    rig.rejected("drive_straight", DriveStraight.Goal(distance=10.0, speed=0.001),
                  "it would take about 10000 s at the speeds given")
     rig.rejected("turn_in_place", TurnInPlace.Goal(angle=6.0, speed=1e-3), too_long)
     rig.rejected("set_head_angle", SetHeadAngle.Goal(angle=0.7, max_speed=1e-5), too_long)
@@ -712,7 +716,7 @@ def test_goals_that_would_take_longer_than_ten_minutes_are_rejected(rig):
     rig.rejected("go_to_pose", GoToPose.Goal(pose=pose_stamped(1e6, 0.0, 0.0)), too_long)
     rig.rejected("go_to_pose", GoToPose.Goal(pose=pose_stamped(1e30, 0.0, 0.0)),
                  "it would take about practically forever")
-    rig.rejected("follow_path", path_goal([(0.5, 0.0, 0.0)], speed=1e-4), too_long)
+    rig.rejected("follow_path", path_goal([(1.5, 0.0, 0.0)], speed=0.002), too_long)
     rig.rejected("follow_path", FollowPath.Goal(segments=[
         PathSegment(type=PathSegment.LINE, end_x=1000.0, speed=0.1)]), too_long)
     assert rig.still(0.1)  # nothing reached the robot
