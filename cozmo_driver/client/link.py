@@ -95,9 +95,9 @@ MOTOR_MIN_SPEED_RADPS = 1e-4
 #: syncTimeAckSent_, re-armed at each disconnection; an older one at once on SyncTime), and
 #: its engine read no RobotState before it. Its id is not in Anki's published source; the
 #: reference client's table has one empty robot message there, 0xc2, which it names
-#: RobotDelocalized and never handles, while Anki's firmware sends no such message (the
-#: engine delocalised itself, on a pick-up). So the first 0xc2 after SyncTime is taken as
-#: the ack and not reported; a later one still gives the driver's DELOCALIZED event.
+#: RobotDelocalized and never handles, while in Anki's published source RobotDelocalized
+#: is only a message of the engine to its apps. So the first 0xc2 after SyncTime is taken
+#: as the ack and not reported; a later one still gives the driver's DELOCALIZED event.
 SYNC_TIME_ACK = "RobotDelocalized"
 #: head and lift commands and their speed fields (see firmware_safe_speeds)
 _MOTOR_VELOCITY = frozenset(("MoveHead", "MoveLift"))
@@ -113,10 +113,10 @@ def _frames_in(packets) -> int:
 
 def firmware_safe_speeds(message):
     """``message``, or a copy of it whose head or lift speeds keep off the firmware's
-    near-zero reading (:data:`MOTOR_MIN_SPEED_RADPS`): a
-    MoveHead/MoveLift speed nearer zero is sent as 0 (stop), a SetHeadAngle/SetLiftHeight
-    maximum speed or acceleration as that minimum (0 keeps its meaning, the robot's
-    fastest). Other messages are returned as they are."""
+    near-zero reading (:data:`MOTOR_MIN_SPEED_RADPS`): a MoveHead/MoveLift speed nearer
+    zero is sent as 0 (stop), a SetHeadAngle/SetLiftHeight maximum speed or acceleration
+    as that minimum (0 keeps its meaning, the robot's fastest). Other messages are
+    returned as they are."""
     name = message.NAME
     floor = MOTOR_MIN_SPEED_RADPS
     if name in _MOTOR_VELOCITY:

@@ -62,8 +62,8 @@ Reliable delivery, in both directions:
 from __future__ import annotations
 
 import enum
-import math
 import logging
+import math
 import struct
 from collections import deque
 from dataclasses import dataclass

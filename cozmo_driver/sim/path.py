@@ -40,7 +40,7 @@ def arc_pieces(start: float, sweep: float) -> List[Tuple[float, float]]:
     pieces: List[Tuple[float, float]] = []
     way = 1.0 if sweep > 0 else -1.0
     current, left = wrap_angle(start), abs(sweep)
-    for _ in range(64):  # a sweep of 64 half turns at most: the message's angles are checked
+    for _ in range(PATH_CAPACITY + 1):  # more pieces would not fit a path anyway
         if left <= 1e-9:
             break
         k = math.floor(current / math.pi) + 1 if way > 0 else math.ceil(current / math.pi) - 1
