@@ -352,7 +352,7 @@ def check_robot_size(segments: Sequence[Segment], what: str) -> None:
     them (arcs counted by the most pieces they can split into)."""
     count = sum(robot_segments(seg) for seg in segments)
     if count > MAX_PATH_SEGMENTS:
-        raise MotionError(f"{what} makes up to {count} segments on the robot; it follows at most "
+        raise MotionError(f"{what}: up to {count} segments on the robot, which follows at most "
                           f"{MAX_PATH_SEGMENTS} at once (it numbers them in a signed byte, and "
                           "splits an arc where its centre angle passes 0 or pi)")
 
@@ -623,13 +623,10 @@ def path_to_segments(poses: Sequence[Pose2D], start: Pose2D, *, fit_tolerance: f
         # after driving always (the robot's follower may arrive a little off its heading)
         x, y = places[-1]
         out.append(Segment.point_turn(x, y, final, turn_tolerance, turn_speed, turn_accel, turn_accel))
-    if len(out) > MAX_PATH_SEGMENTS:
-        raise MotionError(f"the path converts to {len(out)} segments; the robot follows at most "
-                          f"{MAX_PATH_SEGMENTS} at once (raise fit_tolerance or shorten the path)")
     try:
-        check_robot_size(out, f"the path's {len(out)} segments")
+        check_robot_size(out, f"the path converts to {len(out)} segments")
     except MotionError as exc:
-        raise MotionError(f"{exc} (raise fit_tolerance or shorten the path)") from None
+        raise MotionError(f"{exc}; raise fit_tolerance or shorten the path") from None
     return out
 
 
