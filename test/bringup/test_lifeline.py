@@ -47,6 +47,14 @@ PARENT = textwrap.dedent("""
 """)
 
 
+def _kill_both(parent: subprocess.Popen, child: int) -> None:
+    """A test's clean-up: the stand-in parent and its child, whatever is left of them."""
+    if parent.poll() is None:
+        parent.kill()
+    if alive(child):
+        os.kill(child, signal.SIGKILL)
+
+
 def _wait_gone(pid: int, timeout: float = GONE_WITHIN_S) -> bool:
     deadline = time.monotonic() + timeout
     while alive(pid) and time.monotonic() < deadline:
@@ -78,10 +86,7 @@ def test_a_child_ends_when_its_parent_is_killed(mode, env, command):
         parent.wait(timeout=5)
         assert _wait_gone(child), f"child {child} outlived its parent"
     finally:
-        if parent.poll() is None:
-            parent.kill()
-        if alive(child):
-            os.kill(child, signal.SIGKILL)
+        _kill_both(parent, child)
 
 
 def test_a_child_whose_parent_is_already_gone_ends_at_once():
@@ -175,10 +180,7 @@ def test_a_child_of_ros2_run_ends_when_ros2_run_is_killed(tmp_path, name, word, 
             time.sleep(1.0)
             assert alive(child), "a child whose parent is not `ros2 run` was ended"
     finally:
-        if parent.poll() is None:
-            parent.kill()
-        if alive(child):
-            os.kill(child, signal.SIGKILL)
+        _kill_both(parent, child)
 
 
 def test_is_ros2_run_reads_the_command_line():
