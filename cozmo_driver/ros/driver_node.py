@@ -63,7 +63,7 @@ from . import qos
 from .driver_support import RosLogHandler as _RosLogHandler
 from .driver_support import core_attribute as _core_attribute
 from .driver_support import collector_off, declare_parameters, destroy_state_machine, log_line
-from .driver_support import camera_file, close_link, finish_goals, flush
+from .driver_support import camera_file, close_link, finish_goals, flush, still_retiring
 from .driver_support import transition as _transition, twist_reader
 from .handover import HandOver
 from .subscription_thread import SubscriptionThread, Unsupported
@@ -275,10 +275,10 @@ class CozmoDriverNode(LifecycleNode):
         self._stop_cmd_vel_thread()
         if self._media is not None:
             self._media.destroy()
-            self._retiring, self._media = self._retiring + [self._media], None  # see destroy_node
+            self._retiring, self._media = still_retiring(self._retiring) + [self._media], None
         if self._motion is not None:
             self._motion.destroy()
-            self._retiring, self._motion = self._retiring + [self._motion], None
+            self._retiring, self._motion = still_retiring(self._retiring) + [self._motion], None
             core.motion = None
         if self._objects is not None:
             self._objects.destroy()  # lights off and objects disconnected, before the link stops

@@ -23,7 +23,7 @@ from .serialized import LayoutError, read_twist
 __all__ = ["transition", "camera_file", "descriptor", "declare_parameters", "twist_reader", "RosLogHandler",
            "log_line", "core_attribute", "collector_off", "destroy_state_machine", "release_line",
            "close_link", "flush", "finish_goals", "ESTOP_REFUSAL", "NOT_CONNECTED_REFUSAL",
-           "inactive_refusal", "ServerRetirement"]
+           "inactive_refusal", "ServerRetirement", "still_retiring"]
 
 
 #: why a command or goal is refused, as the media and the motion actions say it
@@ -320,6 +320,11 @@ class ServerRetirement:
         if self._quiet >= self.QUIET_TURNS:
             self.destroy_now()
 
+    @property
+    def done(self) -> bool:
+        """The servers and the timer are destroyed."""
+        return not self._servers and self._timer is None
+
     def destroy_now(self) -> None:
         """Destroy the servers (and the timer) now; idempotent."""
         for server in self._servers:
@@ -328,3 +333,9 @@ class ServerRetirement:
         if self._timer is not None:
             self._node.destroy_timer(self._timer)
             self._timer = None
+
+
+def still_retiring(owners: list) -> list:
+    """The released media and motions (``retired``: see ServerRetirement) whose servers
+    are not yet destroyed: what the node still has to destroy when it goes."""
+    return [owner for owner in owners if not owner.retired]

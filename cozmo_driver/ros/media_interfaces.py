@@ -245,6 +245,11 @@ class MediaInterfaces:
         node.destroy_service(self._list_service)
         self._handover.destroy()
 
+    @property
+    def retired(self) -> bool:
+        """Released, and its action servers destroyed (ServerRetirement)."""
+        return self._retirement is not None and self._retirement.done
+
     def destroy_retired(self) -> None:
         """Destroy the action servers now (the node goes; see ServerRetirement)."""
         if self._retirement is not None:

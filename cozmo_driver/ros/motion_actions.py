@@ -193,6 +193,11 @@ class MotionActions:
                                             lambda: self._pending_executes > 0)
         self._servers = []
 
+    @property
+    def retired(self) -> bool:
+        """Released, and its action servers destroyed (ServerRetirement)."""
+        return self._retirement is not None and self._retirement.done
+
     def destroy_retired(self) -> None:
         """Destroy the servers still waiting for their goals' results, now: the node is
         being destroyed, nothing will run those callbacks any more, and an action server

@@ -909,6 +909,30 @@ def test_lifecycle_deactivate_stops_and_pauses(make_driver):
     assert h.spin_until(lambda: h.node.connected and h.sim.streaming(), 5.0)
 
 
+def test_repeated_cleanups_leave_no_action_servers_or_released_interfaces_behind(make_driver):
+    """Each cleanup releases the action servers (destroyed once their goals' results are
+    out) and the media and motions that own them; after many configure/cleanup cycles the
+    node holds one set of servers, and only the last cleanup's released owners."""
+    from rclpy.action import ActionServer
+    h = make_driver()
+    assert h.spin_until(lambda: h.node.connected, CONNECT_TIMEOUT)
+
+    def servers() -> list:
+        return [w for w in h.node.waitables if isinstance(w, ActionServer)]
+
+    active = len(servers())
+    assert active >= 5, active  # paths, poses, turns, animations, audio...
+    for _ in range(3):
+        h.node.trigger_deactivate()
+        h.node.trigger_cleanup()
+        assert h.spin_until(lambda: not servers(), 3.0), len(servers())
+        assert h.node.start()
+        assert h.spin_until(lambda: h.node.connected, CONNECT_TIMEOUT)
+        assert len(servers()) == active
+    released = h.node._retiring
+    assert len(released) == 2 and all(owner.retired for owner in released), released
+
+
 def test_two_drivers_in_two_namespaces(rclpy_context):
     sims = [SimServer(port=0, seed=11).start(), SimServer(port=0, seed=12).start()]
     harnesses = []
