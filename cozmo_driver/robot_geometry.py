@@ -43,6 +43,7 @@ __all__ = [
     "BATTERY_EMPTY_V",
     "BATTERY_FULL_V",
     "MAX_TURN_RATE_RADPS",
+    "MIN_TURN_RATE_RADPS",
     "TURN_ANGLE_TOLERANCE_RAD",
     "CLIFF_SENSOR_X_M",
     "FOOTPRINT_HALF_LENGTH_M",
@@ -61,6 +62,10 @@ MAX_WHEEL_SPEED_MPS = 0.2
 #: MAX_BODY_ROTATION_SPEED_DEG_PER_SEC = 300, "determined experimentally", below what the
 #: treads' speed would allow because they slip), which its engine clamps turns to
 MAX_TURN_RATE_RADPS = math.radians(300.0)
+#: slowest turn in place the robot makes: Anki's Cozmo firmware speeds a slower point turn
+#: up to it (steeringController, ExecutePointTurn: POINT_TURN_TERMINAL_VEL_RAD_PER_S = 0.4,
+#: "make it at least that big"), TurnInPlace and a path's point turns alike
+MIN_TURN_RATE_RADPS = 0.4
 #: the tightest heading a turn in place reaches: Anki's engine raises any smaller
 #: tolerance to it (POINT_TURN_ANGLE_TOL, 2 deg: "can't be lower than what is used
 #: internally on the robot")

@@ -67,7 +67,8 @@ import numpy as np
 
 from ..errors import UsageError
 from ..protocol import messages as msgs
-from ..robot_geometry import MAX_TURN_RATE_RADPS, TURN_ANGLE_TOLERANCE_RAD, reported_lift_height_m
+from ..robot_geometry import (MAX_TURN_RATE_RADPS, MIN_TURN_RATE_RADPS, TURN_ANGLE_TOLERANCE_RAD,
+                              reported_lift_height_m)
 from .odometry import Pose2D, compose, wrap_angle
 from .sensors import CliffEdgeTracker, StatusFlag
 
@@ -76,13 +77,14 @@ __all__ = [
     "MotionError", "Segment", "StateSample", "Outcome",
     "SUCCEEDED", "ABORTED", "CANCELED",
     "DEFAULT_SPEED_MPS", "DEFAULT_ACCEL_MPS2", "DEFAULT_TURN_SPEED_RADPS",
-    "DEFAULT_TURN_ACCEL_RADPS2", "DEFAULT_TURN_TOLERANCE_RAD", "MAX_TURN_SPEED_RADPS", "MIN_POSITION_TOLERANCE_M",
+    "DEFAULT_TURN_ACCEL_RADPS2", "DEFAULT_TURN_TOLERANCE_RAD", "MAX_TURN_SPEED_RADPS", "MIN_TURN_SPEED_RADPS",
+    "MIN_POSITION_TOLERANCE_M",
     "MIN_HEADING_TOLERANCE_RAD", "MIN_TURN_TOLERANCE_RAD", "HEAD_TOLERANCE_RAD",
     "LIFT_TOLERANCE_M", "MAX_ACCEL_MPS2", "MAX_TURN_ACCEL_RADPS2", "MAX_PATH_SEGMENTS",
     "MAX_PATH_POSES", "SEGMENT_GAP_M",
     "robot_segments", "robot_segment_owners", "check_robot_size",
     "SAME_PLACE_M", "MIN_ARC_RADIUS_M", "MAX_ARC_RADIUS_M", "TURN_THRESHOLD_RAD",
-    "require_finite", "check_speed", "check_path_rate", "MIN_PATH_RATE", "check_tolerance",
+    "require_finite", "check_speed", "check_turn_speed", "check_path_rate", "MIN_PATH_RATE", "check_tolerance",
     "apply_defaults", "check_segments",
     "path_to_segments", "plan_go_to_pose", "plan_drive_straight", "segment_message", "path_messages",
     "segments_end_pose", "distance_remaining", "path_duration", "axis_duration", "turn_duration",
@@ -101,6 +103,8 @@ DEFAULT_TURN_ACCEL_RADPS2 = 10.0
 #: the fastest turn in place (Anki's 300 deg/s; the treads' 0.2 m/s would give 8.7 rad/s,
 #: which they do not reach for slipping)
 MAX_TURN_SPEED_RADPS = MAX_TURN_RATE_RADPS
+#: the slowest turn in place: the robot speeds a slower one up to it (robot_geometry)
+MIN_TURN_SPEED_RADPS = MIN_TURN_RATE_RADPS
 #: the fastest accelerations a goal or a segment may ask for (more is clamped, with a
 #: warning): the treads' and a turn's
 MAX_ACCEL_MPS2 = 2.0
@@ -288,6 +292,19 @@ def check_speed(value: float, name: str, default: float, limit: float, unit: str
     return value, None
 
 
+def check_turn_speed(value: float, name: str, default: float) -> Tuple[float, Optional[str]]:
+    """A point turn's speed as :func:`check_speed` takes it (0 -> ``default``), and one
+    slower than the robot turns (:data:`MIN_TURN_SPEED_RADPS`) raised to that, with a
+    warning: the robot would turn faster than asked, and the goal's timing with it."""
+    speed, warning = check_speed(value, name, default, MAX_TURN_SPEED_RADPS, "rad/s")
+    if 0.0 < speed < MIN_TURN_SPEED_RADPS:
+        return MIN_TURN_SPEED_RADPS, (
+            f"{name} = {value:g} rad/s: the robot turns in place no slower than "
+            f"{MIN_TURN_SPEED_RADPS:g} rad/s (its steering speeds a slower point turn up): "
+            f"raised to {MIN_TURN_SPEED_RADPS:g} rad/s")
+    return speed, warning
+
+
 #: the robot keeps a path's speeds and accelerations as whole mm/s and mm/s^2 (Anki's
 #: speedController: s16 and u16): a smaller one is 0 there, and it would not move (m/s, m/s^2)
 MIN_PATH_RATE = 0.001
@@ -409,8 +426,7 @@ def check_segments(segments: Sequence[Segment], max_speed: float, prefix: str = 
             if seg.tolerance != 0.0:
                 check_tolerance(seg.tolerance, where + "tolerance", MIN_TURN_TOLERANCE_RAD,
                                 math.pi, "rad")
-            speed, warning = check_speed(seg.speed, where + "speed", 0.0, MAX_TURN_SPEED_RADPS,
-                                         "rad/s")
+            speed, warning = check_turn_speed(seg.speed, where + "speed", 0.0)
         if warning:
             warnings.append(warning)
         seg = replace(seg, speed=speed)

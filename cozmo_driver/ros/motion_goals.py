@@ -354,8 +354,7 @@ class TurnInPlaceGoal(MotionGoal):
             warnings.append(f"angle = {goal.angle:g} rad with is_absolute is a heading: taken as "
                             f"{angle:.4f} rad, the same heading within -pi..pi (for whole turns, "
                             "leave is_absolute false)")
-        speed, w1 = mo.check_speed(goal.speed, "speed", mo.DEFAULT_TURN_SPEED_RADPS,
-                                   mo.MAX_TURN_SPEED_RADPS, "rad/s")
+        speed, w1 = mo.check_turn_speed(goal.speed, "speed", mo.DEFAULT_TURN_SPEED_RADPS)
         accel, w2 = mo.check_speed(goal.accel, "accel", mo.DEFAULT_TURN_ACCEL_RADPS2,
                                    _MAX_TURN_ACCEL_RADPS2, "rad/s^2")
         warnings.extend(w for w in (w1, w2) if w)
@@ -501,8 +500,7 @@ class FollowPathGoal(PathGoal):
         decel, w = mo.check_speed(goal.decel, "decel", mo.DEFAULT_ACCEL_MPS2, _MAX_ACCEL_MPS2, "m/s^2")
         mo.check_path_rate(decel, "decel", "m/s^2")
         warnings.extend([w] if w else [])
-        turn_speed, w = mo.check_speed(goal.turn_speed, "turn_speed", mo.DEFAULT_TURN_SPEED_RADPS,
-                                       mo.MAX_TURN_SPEED_RADPS, "rad/s")
+        turn_speed, w = mo.check_turn_speed(goal.turn_speed, "turn_speed", mo.DEFAULT_TURN_SPEED_RADPS)
         warnings.extend([w] if w else [])
         turn_accel, w = mo.check_speed(goal.turn_accel, "turn_accel", mo.DEFAULT_TURN_ACCEL_RADPS2,
                                        _MAX_TURN_ACCEL_RADPS2, "rad/s^2")

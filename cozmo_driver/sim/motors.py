@@ -254,7 +254,9 @@ class Turn:
 
     def __init__(self, target: float, wmax: float, alpha: float, tol: float) -> None:
         self.target = target
-        self.wmax = min(wmax, 2.0 * MAX_WHEEL_SPEED_MMPS / TRACK_WIDTH_MM)
+        # as the firmware: a slower turn is sped up to its slowest (0 too)
+        self.wmax = min(max(wmax, geometry.MIN_TURN_RATE_RADPS),
+                        2.0 * MAX_WHEEL_SPEED_MMPS / TRACK_WIDTH_MM)
         self.alpha = alpha
         self.tol = max(tol, math.radians(0.25))
         self.w = 0.0

@@ -337,7 +337,27 @@ def test_path_speeds_the_robot_would_take_for_zero_are_refused():
         mo.check_segments([Segment.arc(0, 0, 0.1, 0, 1.0, accel=0.0002)], 0.2)
     assert mo.check_path_rate(0.0, "speed", "m/s") == 0.0          # 0: the default
     assert mo.check_path_rate(-0.05, "speed", "m/s") == -0.05      # backwards
-    mo.check_segments([Segment.point_turn(0, 0, 1.0, speed=0.0005)], 0.2)  # rad/s, a float there
+    # rad/s, a float there, and the robot speeds a point turn that slow up (check_turn_speed)
+    out, warnings = mo.check_segments([Segment.point_turn(0, 0, 1.0, speed=0.0005)], 0.2)
+    assert out[0].speed == mo.MIN_TURN_SPEED_RADPS and len(warnings) == 1
+
+
+def test_a_turn_slower_than_the_robot_turns_is_raised_with_a_warning():
+    """Anki's firmware speeds a point turn slower than 0.4 rad/s up to that (steeringController,
+    ExecutePointTurn): the driver says so and plans with what the robot will do."""
+    assert mo.check_turn_speed(0.0, "speed", 2.0) == (2.0, None)       # 0: the default
+    assert mo.check_turn_speed(0.4, "speed", 2.0) == (0.4, None)
+    speed, warning = mo.check_turn_speed(0.1, "speed", 2.0)
+    assert speed == 0.4 and warning == ("speed = 0.1 rad/s: the robot turns in place no slower "
+                                        "than 0.4 rad/s (its steering speeds a slower point turn "
+                                        "up): raised to 0.4 rad/s")
+    speed, warning = mo.check_turn_speed(9.0, "turn_speed", 2.0)
+    assert speed == mo.MAX_TURN_SPEED_RADPS and "clamped" in warning
+    assert mo.check_turn_speed(0.0, "segments[0].speed", 0.0) == (0.0, None)  # the goal's
+    out, warnings = mo.check_segments([Segment.point_turn(0, 0, 1.0, speed=0.2)], 0.2)
+    assert out[0].speed == 0.4 and warnings == [
+        "segments[0].speed = 0.2 rad/s: the robot turns in place no slower than 0.4 rad/s (its "
+        "steering speeds a slower point turn up): raised to 0.4 rad/s"]
 
 
 def test_defaults_fill_zero_fields():

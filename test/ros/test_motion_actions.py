@@ -265,6 +265,17 @@ def test_head_topic_command_preempts_the_head_goal(rig):
 
 # ----------------------------------------------------------------------------- turns and straight lines
 
+def test_a_turn_slower_than_the_robot_turns_is_raised_saying_so(rig, rclpy_log):
+    """Anki's firmware turns in place no slower than 0.4 rad/s: a goal asking 0.1 is planned
+    and sent at 0.4, with a warning, and ends where it was asked to."""
+    status, result = rig.run("turn_in_place", TurnInPlace.Goal(angle=0.5, speed=0.1))
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    assert rig.odom_truth()[2] == pytest.approx(0.5, abs=0.035)
+    lines = [line.message for line in rclpy_log.of(rig.node)]
+    assert "turn_in_place: speed = 0.1 rad/s: the robot turns in place no slower than 0.4 rad/s " \
+           "(its steering speeds a slower point turn up): raised to 0.4 rad/s" in lines, lines
+
+
 def test_turn_in_place_relative_and_absolute_match_the_truth(rig):
     status, result = rig.run("turn_in_place", TurnInPlace.Goal(angle=math.pi / 2, tolerance=0.035))
     assert status == GoalStatus.STATUS_SUCCEEDED, result.message
