@@ -42,7 +42,7 @@ from ..client import ClientConfig, LinkState, LinkStateChanged, Robot, RobotRead
 from ..driver import camera_info as caminfo
 from ..driver.commands import CommandError, check_twist
 from ..driver.diagnostics import DiagnosticReport, link_report, robot_report
-from ..driver.events import EventDetector, cliff_event
+from ..driver.events import EventDetector, EventType, cliff_event
 from ..driver.orientation import Orientation, OrientationDetector
 from ..driver.kinematics import twist_to_wheels, wheels_to_twist
 from ..driver.odometry import OdometryTracker, pose_variances, twist_variances
@@ -85,6 +85,10 @@ WARN_PERIOD_S = 2.0
 _FLAG_NAMES = tuple(name for name, _ in STATUS_FLAG_NAMES)
 _FLAG_BITS = tuple(int(bit) for _, bit in STATUS_FLAG_NAMES)  # ints: no enum operation
 _UNRELIABLE = int(StatusFlag.IS_PICKED_UP | StatusFlag.IS_FALLING)
+#: why odometry re-anchors when the head starts to calibrate: Anki's firmware puts its IMU
+#: filter's rotation back to 0 while the head is not calibrated (IMUFilter::Update, Reset),
+#: and its heading is that rotation plus an offset, so the reported yaw restarts there
+HEAD_CALIBRATION_REANCHOR = "the head calibrates, and the robot restarts its heading"
 _STOP = msgs.DriveWheels(lwheel_speed_mmps=0.0, rwheel_speed_mmps=0.0)
 
 
@@ -267,6 +271,8 @@ class DriverCore(ActuatorsMixin, CameraMixin):
                 with self.lock:
                     events = self.events.on_message(message)
                     self.orientation.on_calibration(events)
+                    if any(e.type == EventType.HEAD_CALIBRATION_STARTED for e in events):
+                        self.tracker.reanchor_next(HEAD_CALIBRATION_REANCHOR)
                     if self.active and events:
                         self.output.on_events(self.output.stamp_ns(), events)
             elif name == "NvStorageOpResult":

@@ -11,6 +11,9 @@ Policy (:class:`OdometryTracker`): the published pose is ``offset * reported``,
 with ``offset`` a rigid 2D transform. It starts as the identity. Whenever
 
 * a new connection starts (the first pose after (re)connecting),
+* the head starts to calibrate (Anki's firmware restarts its heading then: its IMU
+  filter's rotation goes back to 0 while the head is not calibrated, and the
+  reported yaw with it: :meth:`OdometryTracker.reanchor_next`),
 * the reported frame ids change, or
 * the reported pose moves further between two consecutive reports than the
   robot can drive (more than ``jump_distance_m + jump_speed_mps * dt`` or
@@ -105,12 +108,16 @@ class OdometryTracker:
         self._frame: Optional[Tuple[int, int]] = None
         self._last_reported: Optional[Pose2D] = None
         self._last_t: Optional[float] = None
-        self._new_connection = False
+        self._reanchor: Optional[str] = None
         self._reset = False
 
     def new_connection(self) -> None:
         """The next reported pose starts a new connection: re-anchor on it."""
-        self._new_connection = True
+        self.reanchor_next("new connection")
+
+    def reanchor_next(self, reason: str) -> None:
+        """Re-anchor on the next reported pose, for ``reason`` (the robot's pose restarts)."""
+        self._reanchor = reason
 
     def reset(self) -> None:
         """Make the next published pose the origin (0, 0, 0) and clear the drift."""
@@ -124,8 +131,8 @@ class OdometryTracker:
         reason: Optional[str] = None
         last = self._last_reported
         if last is not None:
-            if self._new_connection:
-                reason = "new connection"
+            if self._reanchor is not None:
+                reason = self._reanchor
             elif frame != self._frame:
                 reason = (f"the robot's pose frame changed from {self._frame[0]}/{self._frame[1]} "
                           f"to {frame[0]}/{frame[1]}")
@@ -137,7 +144,7 @@ class OdometryTracker:
                     reason = f"the robot's pose jumped by {dist:.3f} m in {dt:.3f} s"
                 elif turn > self.jump_angle_rad + self.jump_rate_radps * dt:
                     reason = f"the robot's heading jumped by {turn:.2f} rad in {dt:.3f} s"
-        self._new_connection = False
+        self._reanchor = None
         if reason is not None:
             self.offset = compose(self.pose, inverse(reported))
             self.reanchors += 1

@@ -184,6 +184,9 @@ class Body:
         self.pose_frame_id = 0
         self.pose_origin_id = 0
         self.set_anchor(0.0, 0.0, 0.0)
+        #: the true heading where the IMU filter's rotation was last put back to 0 (see
+        #: restart_heading)
+        self._imu_zero_yaw = self.yaw_u
         self.wheels = (Wheel(), Wheel())
         self.head = Axis(HEAD_MIN_RAD, HEAD_MIN_RAD, HEAD_MAX_RAD, HEAD_MAX_SPEED_RADPS)
         self.lift = Axis(LIFT_MIN_RAD, LIFT_MIN_RAD, LIFT_MAX_RAD, LIFT_MAX_SPEED_RADPS)
@@ -464,6 +467,16 @@ class Body:
         #: the odometry frame's origin in the world: (x mm, y mm, yaw rad)
         self.anchor = (self.x - (rx * c - ry * s), self.y - (rx * s + ry * c), ayaw)
 
+    def restart_heading(self) -> None:
+        """The head starts to calibrate: as Anki's firmware, whose reported heading is its
+        IMU filter's rotation plus an offset (kept from the last SetOrigin) and which puts
+        that rotation back to 0 while the head is not calibrated (IMUFilter::Update,
+        Reset), the reported heading goes back to that offset; x and y stay."""
+        rx, ry, _ = self.reported_pose()
+        offset = self._imu_zero_yaw - self.anchor[2]
+        self._imu_zero_yaw = self.yaw_u
+        self.set_anchor(rx, ry, wrap_angle(offset))
+
     def engine_to_world(self, x: float, y: float) -> Tuple[float, float]:
         """A point of the odometry frame in the world frame."""
         ax, ay, ayaw = self.anchor
@@ -523,6 +536,7 @@ class Body:
         """Move the true pose without telling odometry (a hand-placement)."""
         rep = self.reported_pose()
         self.x, self.y = float(x), float(y)
+        self._imu_zero_yaw += float(yaw) - self.yaw_u  # unseen by the IMU filter too
         self.yaw_u = float(yaw)
         self.set_anchor(*rep)  # odometry keeps its value
         if self._charger_spot is not None:
@@ -581,6 +595,8 @@ class Body:
             if not wanted or axis.calibrating:
                 continue
             fw.emit(msgs.MotorCalibration(motor_id=motor_id, calib_started=True, auto_started=False))
+            if axis is self.head:
+                self.restart_heading()
             travel = axis.start_calibration(axis.vcap * CALIBRATION_SPEED_FRACTION)
 
             def done(t: float, motor_id: Any = motor_id, axis: Axis = axis, keep: bool = keep) -> None:

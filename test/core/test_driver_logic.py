@@ -121,7 +121,7 @@ def test_tracker_follows_motion_without_reanchoring():
     assert t.reanchors == 0
 
 
-@pytest.mark.parametrize("how", ["frame", "jump", "connection"])
+@pytest.mark.parametrize("how", ["frame", "jump", "connection", "head calibration"])
 def test_tracker_continues_when_the_robot_reanchors(how):
     t = OdometryTracker()
     t.update((0, 1), 0.0, 0.0, 0.0, 0.0)
@@ -129,12 +129,17 @@ def test_tracker_continues_when_the_robot_reanchors(how):
     frame = (1, 2) if how == "frame" else (0, 1)
     if how == "connection":
         t.new_connection()
+    if how == "head calibration":  # a restart smaller than a jump is told
+        t.reanchor_next("the head calibrates")
     # the robot's pose restarts elsewhere (SetOrigin, reboot, re-anchoring)
-    after, reason = t.update(frame, 0.0 if how != "jump" else 2.0, 0.0, 0.0, 2.03)
-    assert reason is not None
+    after, reason = t.update(frame, 0.0 if how != "jump" else 2.0, 0.0,
+                             0.3 if how == "head calibration" else 0.0, 2.03)
+    assert reason is not None and (how != "head calibration" or reason == "the head calibrates")
     assert (after.x, after.y, after.yaw) == pytest.approx((pose.x, pose.y, pose.yaw))
     # and keeps adding the robot's motion from there, in the robot's own heading
-    moved, reason = t.update(frame, (0.0 if how != "jump" else 2.0) + 0.01, 0.0, 0.0, 2.06)
+    yaw = 0.3 if how == "head calibration" else 0.0
+    moved, reason = t.update(frame, (0.0 if how != "jump" else 2.0) + 0.01 * math.cos(yaw),
+                             0.01 * math.sin(yaw), yaw, 2.06)
     assert reason is None
     assert moved.x == pytest.approx(pose.x + 0.01 * math.cos(0.5))
     assert moved.y == pytest.approx(pose.y + 0.01 * math.sin(0.5))

@@ -792,6 +792,34 @@ def test_calibrate_motors_recalibrates_and_a_head_command_meanwhile_waits(make_d
     assert h.sim.command_counts().get("StartMotorCalibration") == 1
 
 
+def test_odometry_keeps_its_heading_when_the_head_recalibrates(make_driver, rclpy_log):
+    """Anki's firmware restarts its reported heading when the head starts to calibrate (its
+    IMU filter's rotation goes back to 0): a turned robot's odom would jump back by the
+    turn, or count the jump as a turn. The driver re-anchors, and odom follows the truth."""
+    h = make_driver()
+    odom = h.listen("odom", Odometry, "odom")
+    events = h.listen("events", RobotEvent, "events")
+    assert h.spin_until(lambda: odom and not h.node._robot.calibrating("head"), 5.0)
+    start = h.sim.true_pose()
+    pub = h.probe.create_publisher(Twist, "cmd_vel", 10)
+    cmd = Twist()
+    cmd.angular.z = 1.0
+    h.spin_for(0.6, every=lambda: pub.publish(cmd), period=0.1)   # about 0.6 rad: no "jump"
+    pub.publish(Twist())
+    assert h.spin_until(lambda: h.sim.wheel_speeds() == (0.0, 0.0), 2.0)
+    h.spin_for(0.2)
+    turned = relative_truth(start, h.sim.true_pose())[2]
+    assert 0.4 < turned < 0.7, turned
+    assert h.call(Trigger, "calibrate_motors", Trigger.Request()).success
+    assert h.spin_until(lambda: EventType.HEAD_CALIBRATION_ENDED in [e.type for e in events], 5.0)
+    h.spin_for(0.3)
+    assert abs(h.sim.reported_pose()[2]) < 0.01   # the robot's own heading restarted
+    assert wrap(yaw_of(odom[-1].pose.pose.orientation) - turned) == pytest.approx(0.0, abs=0.02)
+    lines = [line.message for line in rclpy_log.of(h.node)]
+    assert any("odometry re-anchored (the head calibrates, and the robot restarts its heading)"
+               in m for m in lines), lines
+
+
 # ----------------------------------------------------------------------------- faults
 
 def _drive_a_bit(h: Harness, odom) -> None:
