@@ -302,8 +302,10 @@ class DriverCore(ActuatorsMixin, CameraMixin):
                                f"{tracker.reanchors} so far")
         flags = int(state.status)
         cliff_rose = bool(flags & ~self.events.flags & StatusFlag.CLIFF_DETECTED)
+        was_lifted = self.events.lifted
         events = self.events.on_status(flags, publish=self.active,
                                        head_calibrating=self.orientation.held)
+        lifted = self.events.lifted and not was_lifted
         turned = self.orientation.update(t, float(state.pose_pitch_rad), float(state.accel_y_mmps2),
                                          flags, publish=self.active)
         if turned:
@@ -340,8 +342,9 @@ class DriverCore(ActuatorsMixin, CameraMixin):
                                             power_supply_status(flags)))
         if events:
             output.on_events(stamp_ns, events)
-        if cliff_rose and self._last_move is not None and cliff_ahead(flags, self.params["stop_on_cliff"]):
-            self.robot.call_soon(self._hold_at_cliff)
+        if self._last_move is not None and ((lifted and self.params["stop_when_picked_up"]) or (
+                cliff_rose and cliff_ahead(flags, self.params["stop_on_cliff"]))):
+            self.robot.call_soon(self._hold_treads)
 
     def _on_link_state(self, event: LinkStateChanged) -> None:
         if event.state is LinkState.READY:
@@ -535,23 +538,34 @@ class DriverCore(ActuatorsMixin, CameraMixin):
             self._wheels = (cmd.left_mps, cmd.right_mps, accel)
             held = self._post_wheels(cmd.left_mps, cmd.right_mps, accel)
             self._set_deadline(timeout, again=False)
-        if (cmd.left_mps or cmd.right_mps) and self.orientation.lying():
+        moving = bool(cmd.left_mps or cmd.right_mps)
+        if moving and held == "picked up":
+            where = (f"lies {self.orientation.describe()}, which it reports as being picked up"
+                     if self.orientation.lying() else "is picked up (or falling)")
+            self.warn_throttled("cmd_vel_picked_up", (
+                f"cmd_vel holds still: the robot {where}, and the driver keeps its treads "
+                "stopped until it stands on them again (stop_when_picked_up)"))
+        elif moving and self.orientation.lying():
             self.warn_throttled("cmd_vel_lying", (
                 f"cmd_vel drives the treads, but the robot lies {self.orientation.describe()}: "
                 "they touch nothing. Set it upright on its treads"))
-        elif held and self.cliff_edge.edge:  # not for a lift, whose drop comes first
+        elif held == "cliff" and self.cliff_edge.edge:  # not for a lift, whose drop comes first
             self.warn_throttled("cmd_vel_cliff", (
                 "cmd_vel drives forwards, but the robot's cliff sensor sees no floor ahead: the "
                 "driver holds the treads' forward motion (stop_on_cliff); turning and driving "
                 "backwards still work. Drive backwards, turn away, or put it back on the table"))
 
-    def _post_wheels(self, left: float, right: float, accel: float) -> bool:
-        """DriveWheels for cmd_vel, less its forward motion while the cliff sensor sees no floor
-        ahead (``cliff_ahead``; the turn is kept); arms the watchdog's clock. Whether it held
-        the forward motion back (drive lock held)."""
-        held = left + right > 0.0 and cliff_ahead(self.events.flags, self.params["stop_on_cliff"])
-        if held:
-            mean = (left + right) / 2.0
+    def _post_wheels(self, left: float, right: float, accel: float) -> Optional[str]:
+        """DriveWheels for cmd_vel: none while the robot is picked up or falling
+        (``stop_when_picked_up``: Anki's firmware would drive its treads in the air), less its
+        forward motion while the cliff sensor sees no floor ahead (``cliff_ahead``; the turn is
+        kept); arms the watchdog's clock. What it held back: "picked up", "cliff" or None
+        (drive lock held)."""
+        held = None
+        if self.params["stop_when_picked_up"] and self.events.lifted:
+            held, left, right = "picked up", 0.0, 0.0
+        elif left + right > 0.0 and cliff_ahead(self.events.flags, self.params["stop_on_cliff"]):
+            held, mean = "cliff", (left + right) / 2.0
             left, right = left - mean, right - mean
         self.robot.post(msgs.DriveWheels(lwheel_speed_mmps=left * 1000.0,
                                          rwheel_speed_mmps=right * 1000.0,
@@ -559,14 +573,15 @@ class DriverCore(ActuatorsMixin, CameraMixin):
         self._last_move = self.robot.clock() if left != 0.0 or right != 0.0 else None
         return held
 
-    def _hold_at_cliff(self) -> None:
-        """The cliff sensor has just lost the floor: the robot stopped its treads, but a
-        cmd_vel forwards sent before the driver knew would start them again; it is sent
-        again without its forward motion."""
+    def _hold_treads(self) -> None:
+        """The robot has just been picked up, or its cliff sensor has just lost the floor ahead
+        (the robot stopped its treads there, but a cmd_vel forwards sent before the driver
+        knew would start them again): the latest cmd_vel is sent again as _post_wheels holds
+        it, stopped or without its forward motion."""
         with self.drive_lock:
             wheels = self._wheels
             last = self._last_move
-            if last is None or wheels is None or wheels[0] + wheels[1] <= 0.0 or \
+            if last is None or wheels is None or \
                     (self.motion is not None and self.motion.has_goal("wheels")):
                 return
             self._post_wheels(*wheels)

@@ -104,6 +104,13 @@ class EventDetector:
         """The latest status word (0 before the first)."""
         return self._flags or 0
 
+    @property
+    def lifted(self) -> bool:
+        """The robot is picked up or falling, as the events see it: IS_PICKED_UP keeps its
+        value while the head calibrates (see :meth:`on_status`)."""
+        return bool(self.flags & StatusFlag.IS_FALLING
+                    or (self._events_flags or 0) & StatusFlag.IS_PICKED_UP)
+
     def on_status(self, status: int, publish: bool = True,
                   head_calibrating: bool = False) -> List[RobotEventData]:
         """The events of a new status word; ``publish`` false (the node is inactive): none,

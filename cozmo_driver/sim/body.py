@@ -491,8 +491,10 @@ class Body:
 
     def pick_up(self, now: float) -> None:
         """Someone lifts the robot: its cliff sensor loses the floor at once (treads going
-        forwards stop at that drop); the firmware reads it as picked up, and stops the
-        treads, after its detection time."""
+        forwards stop at that drop); the firmware reads it as picked up after its detection
+        time, and does nothing else about it: the treads go on as commanded, in the air
+        (Anki's shipped firmware has no pick-up reaction of its own; its "pickup paralysis",
+        IMUFilter::HandlePickupParalysis, is off unless an engine turns it on)."""
         if self.picked_up:
             return
         self.picked_up = True
@@ -504,7 +506,6 @@ class Body:
         def detected(t: float) -> None:
             if change == self._pickup_changes:
                 self.pickup_detected = True
-                self.halt_base(t, "picked up")  # the firmware's main loop reacts so
         self.fw.at(now + (PICKUP_DETECT_MOVING_S if moving else PICKUP_DETECT_S), detected)
 
     def put_down(self, now: float, pose: Optional[Tuple[float, float, float]] = None) -> None:

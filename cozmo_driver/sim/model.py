@@ -70,9 +70,10 @@ What it models
   firmware ends "picked up" only for a robot upright on the floor, IMUFilter::DetectPickup;
   the cliff reading of a robot lying down is a guess).
 * **Pick-up**: the cliff sensor loses and finds the floor at once; IS_PICKED_UP rises
-  0.105 s after a lift (0.205 s while the treads run: the firmware's detection counts,
-  when the treads stop) and falls 0.205 s after the robot is set down
-  (``PICKUP_DETECT_S``, ``PUT_DOWN_DETECT_S`` in ``sim/body.py``).
+  0.105 s after a lift (0.205 s while the treads run: the firmware's detection counts)
+  and falls 0.205 s after the robot is set down (``PICKUP_DETECT_S``,
+  ``PUT_DOWN_DETECT_S`` in ``sim/body.py``). As Anki's shipped firmware, nothing stops
+  the treads then: they run on as commanded, in the air.
 * **Battery**: a state of charge turned into 3.45..4.05 V (the range of Anki's firmware
   battery level, so the charge is the level a driver shows), draining faster while
   motors run (with a small sag under load) and charging on the charger.

@@ -375,6 +375,37 @@ def test_a_robot_lifted_while_teleop_drives_it_forwards_gets_no_cliff_warning(ri
     assert not output.said("cliff sensor sees no floor ahead"), output.lines
 
 
+@pytest.mark.parametrize("stop", [True, False])
+def test_a_lifted_robot_has_its_treads_stopped_and_cmd_vel_held_until_it_is_put_down(rig, stop):
+    """Anki's shipped firmware does not stop the treads of a robot picked up (its "pickup
+    paralysis" is off): they would drive on in the air. With stop_when_picked_up the driver
+    stops them when the pick-up is reported, holds cmd_vel while it lasts, saying so, and
+    drives again once the robot is put down; without it the treads run on."""
+    robot, core, output = rig
+    core.params["stop_when_picked_up"] = stop
+    robot.run(0.3)
+    core.drive(-0.04, 0.5)           # backwards and turning: no cliff stop on the lift
+    robot.run(0.1)
+    robot.sim.pick_up(robot.net.now)
+    robot.run(0.3)                   # one command only: the watchdog (0.5 s) has not fired
+    assert output.states[-1].status.is_picked_up
+    turning = robot.sim.model.body.wheels[0].speed != 0.0
+    assert turning is not stop
+    said = "cmd_vel holds still: the robot is picked up (or falling)"
+    for _ in range(5):               # a teleop's steady commands
+        core.drive(-0.04, 0.5)
+        robot.run(0.1)
+    assert (robot.sim.model.body.wheels[0].speed != 0.0) is not stop
+    assert output.said(said, logging.WARNING) is stop, output.lines
+    robot.sim.put_down(robot.net.now)
+    robot.run(0.4)
+    assert not output.states[-1].status.is_picked_up
+    core.drive(-0.04, 0.5)
+    robot.run(0.2)
+    assert robot.sim.model.body.wheels[0].speed != 0.0      # drives again
+    core.drive(0.0, 0.0)
+
+
 def test_a_pick_up_is_no_cliff_event(rig):
     """The cliff sensor loses the floor whenever the robot is lifted (on a real robot before
     IS_PICKED_UP rises): CLIFF_DETECTED comes only for an edge the robot stands at, as
@@ -436,8 +467,17 @@ def test_a_robot_on_its_back_is_reported_and_driving_it_says_why_nothing_moves(r
     assert robot_diag.message == "the robot lies on its back: it cannot drive until it is set upright"
     core.drive(0.05, 0.0)
     robot.run(0.1)
+    # it reports itself picked up meanwhile, so the treads are held too (stop_when_picked_up)
+    assert output.said("cmd_vel holds still: the robot lies on its back, which it reports as "
+                       "being picked up, and the driver keeps its treads stopped until it stands "
+                       "on them again (stop_when_picked_up)", logging.WARNING), output.lines
+    assert robot.sent("DriveWheels")[-1][1].lwheel_speed_mmps == 0.0
+    core.params["stop_when_picked_up"] = False
+    core.drive(0.05, 0.0)
+    robot.run(0.1)
     assert output.said("cmd_vel drives the treads, but the robot lies on its back: they touch "
                        "nothing. Set it upright on its treads", logging.WARNING), output.lines
+    core.params["stop_when_picked_up"] = True
     assert not output.said("cliff sensor sees no floor ahead")
     core.drive(0.0, 0.0)
     # a head calibration resets the robot's pitch to 0 meanwhile, and its pick-up detection
