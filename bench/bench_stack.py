@@ -36,6 +36,12 @@ then pycozmo alone (ours stopped). The same window meets both with the same mach
 the same moment, but they compete for its cores; each alone is what a user who runs one
 of them gets. Both ratios are given, each over the rounds.
 
+pycozmo's link can stall (a packet of its goes unacknowledged, which it never sends again
+while the robot talks, and its send thread then spins at a full core), and its CPU then is
+not what pycozmo costs: a round in which pycozmo delivered under 90 % of its frames, states
+or images in either of its windows is measured again (at most five times), and the block
+lists each such attempt.
+
 The simulators run in this process (their CPU is not counted). Numbers are printed and
 written into docs/benchmarks.md (``--no-docs``: printed only), never asserted. After its
 own block, a run writes the table of every run of this benchmark so far, each read back
@@ -59,7 +65,7 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional
 
 from _common import ROOT, bench_report, console, cpu_seconds, isolate_ros, pss_mib, rss_mib, stop_process, table  # noqa: E402
 import stack_runs  # noqa: E402
@@ -436,65 +442,111 @@ def where_memory_goes() -> List[List[str]]:
 
 # ---------------------------------------------------------------------------- CPU
 
-def face_cpu(seconds: float, rounds: int, ratios: Dict[str, List[float]]) -> List[List[str]]:
+#: what pycozmo delivers when its link works: face frames at its robot, robot states and
+#: camera images it receives (per second)
+REFERENCE_RATES = {"frames": 30.0, "states": 1000.0 / 30.0, "images": 15.0}
+#: a window in which pycozmo delivered less than this share of one of them does not count:
+#: its link stalled (a packet of its went unacknowledged, which it never sends again while
+#: the robot talks, and its send thread spins once its 62-packet window is full:
+#: PROTOCOL_NOTES, the reference's defects), so its CPU is not what pycozmo costs. The
+#: round is measured again, at most ROUND_ATTEMPTS times, and the block says so
+REFERENCE_MIN_SHARE = 0.9
+ROUND_ATTEMPTS = 5
+
+
+class ReferenceStalled(Exception):
+    """pycozmo delivered too little in a window (see REFERENCE_MIN_SHARE)."""
+
+
+def _check_reference(window: str, **rates: float) -> None:
+    short = [f"{name} {rate:.1f}/s" for name, rate in rates.items()
+             if rate < REFERENCE_MIN_SHARE * REFERENCE_RATES[name]]
+    if short:
+        raise ReferenceStalled(f"pycozmo delivered only {', '.join(short)} in the {window} window")
+
+
+def _retried(what: str, attempt: Callable[[], List[str]],
+             stalled: List[List[str]]) -> List[str]:
+    """``attempt()``'s row, measured again while pycozmo stalled (each stall goes into
+    ``stalled``), at most ROUND_ATTEMPTS times."""
+    for k in range(1, ROUND_ATTEMPTS + 1):
+        try:
+            return attempt()
+        except ReferenceStalled as exc:
+            print(f"{what}, attempt {k}: {exc}: measured again", flush=True)
+            stalled.append([what, str(k), str(exc)])
+    raise RuntimeError(f"{what}: pycozmo stalled in all {ROUND_ATTEMPTS} attempts")
+
+
+def face_cpu(seconds: float, rounds: int, ratios: Dict[str, List[float]],
+             stalled: List[List[str]]) -> List[List[str]]:
     """One row per set-up and round (the set-ups alternate within a round); each row's
     ours / pycozmo also goes into ``ratios`` under its set-up, once for the same window
     and once for each alone (the module docstring: three windows a round)."""
     rows: List[List[str]] = []
     setups = (("one process per node", []), ("one process", ["one_process:=true"]))
     for (label, extra), r in ((setup, r) for r in range(rounds) for setup in setups):
-        with SimServer(host="127.0.0.1", port=0, seed=5) as sim, \
-                SimServer(host="127.0.0.1", port=0, seed=6) as ref_sim:
-            run = Bringup(sim, "enable_face:=true", *extra)
-            changer = ref = None
-            try:
-                shown = sim.display_count()
-                _wait(lambda: sim.display_count() > shown + 30, STARTUP_S, "no face", run)
-                changer = _script_process(HELPER, "changer", str(2 * seconds + 40))
-                time.sleep(2.0)
-                alone = _cpu_window(dict(run.children()), seconds)
-                ref = _script_process(PYCOZMO, str(ref_sim.address[1]), "face", str(2 * seconds + 30))
-                time.sleep(2.0)
-                pids = dict(run.children())
-                pids["pycozmo"] = ref.pid
-                d0, r0 = sim.display_count(), ref_sim.display_count()
-                t0 = time.monotonic()
-                cpu = _cpu_window(pids, seconds)
-                dt = time.monotonic() - t0
-                shown_fps = (sim.display_count() - d0) / dt
-                ref_fps = (ref_sim.display_count() - r0) / dt
-                ours = sum(v for k, v in cpu.items() if k != "pycozmo")
-                parts = " + ".join(f"{k} {v:.1f}" for k, v in cpu.items() if k != "pycozmo")
-                ratio = ours / cpu["pycozmo"]
-                changer.kill()
-                run.close()
-                time.sleep(2.0)
-                ref_alone = _cpu_window({"pycozmo": ref.pid}, seconds)["pycozmo"]
-                ours_alone = sum(alone.values())
-                ratios.setdefault(f"face changing every frame, {label}, same window", []).append(ratio)
-                ratios.setdefault(f"face changing every frame, {label}, each alone",
-                                  []).append(ours_alone / ref_alone)
-                rows.append([label, str(r + 1), parts, f"{ours:.1f}", f"{shown_fps:.1f}",
-                             f"{cpu['pycozmo']:.1f}", f"{ref_fps:.1f}", f"{ratio:.2f}",
-                             f"{ours_alone:.1f}", f"{ref_alone:.1f}", f"{ours_alone / ref_alone:.2f}"])
-            finally:
-                for proc in (changer, ref):
-                    if proc is not None:
-                        proc.kill()
-                        proc.wait()
-                run.close()
+        rows.append(_retried(f"face, {label}, round {r + 1}",
+                             lambda: _face_round(seconds, label, extra, r + 1, ratios), stalled))
     return rows
 
 
-def driver_consumer_cpu(seconds: float, rounds: int,
-                        ratios: Dict[str, List[float]]) -> List[List[str]]:
+def _face_round(seconds: float, label: str, extra: List[str], round_no: int,
+                ratios: Dict[str, List[float]]) -> List[str]:
+    with SimServer(host="127.0.0.1", port=0, seed=5) as sim, \
+            SimServer(host="127.0.0.1", port=0, seed=6) as ref_sim:
+        run = Bringup(sim, "enable_face:=true", *extra)
+        changer = ref = None
+        try:
+            shown = sim.display_count()
+            _wait(lambda: sim.display_count() > shown + 30, STARTUP_S, "no face", run)
+            changer = _script_process(HELPER, "changer", str(2 * seconds + 40))
+            time.sleep(2.0)
+            alone = _cpu_window(dict(run.children()), seconds)
+            ref = _script_process(PYCOZMO, str(ref_sim.address[1]), "face", str(2 * seconds + 30))
+            time.sleep(2.0)
+            pids = dict(run.children())
+            pids["pycozmo"] = ref.pid
+            d0, r0 = sim.display_count(), ref_sim.display_count()
+            t0 = time.monotonic()
+            cpu = _cpu_window(pids, seconds)
+            dt = time.monotonic() - t0
+            shown_fps = (sim.display_count() - d0) / dt
+            ref_fps = (ref_sim.display_count() - r0) / dt
+            _check_reference("same", frames=ref_fps)
+            ours = sum(v for k, v in cpu.items() if k != "pycozmo")
+            parts = " + ".join(f"{k} {v:.1f}" for k, v in cpu.items() if k != "pycozmo")
+            ratio = ours / cpu["pycozmo"]
+            changer.kill()
+            run.close()
+            time.sleep(2.0)
+            r0, t0 = ref_sim.display_count(), time.monotonic()
+            ref_alone = _cpu_window({"pycozmo": ref.pid}, seconds)["pycozmo"]
+            _check_reference("alone", frames=(ref_sim.display_count() - r0) / (time.monotonic() - t0))
+            ours_alone = sum(alone.values())
+            ratios.setdefault(f"face changing every frame, {label}, same window", []).append(ratio)
+            ratios.setdefault(f"face changing every frame, {label}, each alone",
+                              []).append(ours_alone / ref_alone)
+            return [label, str(round_no), parts, f"{ours:.1f}", f"{shown_fps:.1f}",
+                    f"{cpu['pycozmo']:.1f}", f"{ref_fps:.1f}", f"{ratio:.2f}",
+                    f"{ours_alone:.1f}", f"{ref_alone:.1f}", f"{ours_alone / ref_alone:.2f}"]
+        finally:
+            for proc in (changer, ref):
+                if proc is not None:
+                    proc.kill()
+                    proc.wait()
+            run.close()
+
+
+def driver_consumer_cpu(seconds: float, rounds: int, ratios: Dict[str, List[float]],
+                        stalled: List[List[str]]) -> List[List[str]]:
     rows: List[List[str]] = []
     kinds = ["single"] + (["events"] if _has_events_executor() else [])
     for r in range(rounds):
-        for kind in kinds:
-            rows.append(_driver_consumer_round(seconds, r + 1, ratios, kind))
-        for floor in FLOORS:
-            rows.append(_driver_consumer_round(seconds, r + 1, ratios, "single", floor=floor))
+        for kind, floor in [(kind, None) for kind in kinds] + [("single", f) for f in FLOORS]:
+            what = f"consumer ({CONSUMER_EXECUTORS[kind]}{', ' + floor if floor else ''}), round {r + 1}"
+            rows.append(_retried(what, lambda: _driver_consumer_round(
+                seconds, r + 1, ratios, kind, floor=floor), stalled))
     return rows
 
 
@@ -573,10 +625,14 @@ def _driver_consumer_round(seconds: float, round_no: int, ratios: Dict[str, List
             parts = " + ".join(f"{k} {cpu[k]:.1f}" for k in counted)
             odom, images = got.rates(t0, t1)
             states, ref_images = ref_got.rates(t0, t1)
+            _check_reference("same", states=states, images=ref_images)
             ratio = ours / cpu["pycozmo"]
             stop_ours()  # then pycozmo alone
             time.sleep(2.0)
+            t0 = time.monotonic()
             ref_alone = _cpu_window({"pycozmo": ref.pid}, seconds)["pycozmo"]
+            alone_states, alone_images = ref_got.rates(t0, time.monotonic())
+            _check_reference("alone", states=alone_states, images=alone_images)
             ours_alone = sum(v for k, v in alone.items() if k != "source")
             alone_cells = [f"{ours_alone:.1f}", f"{ref_alone:.1f}", f"{ours_alone / ref_alone:.2f}"]
             executor = CONSUMER_EXECUTORS[kind]
@@ -637,6 +693,7 @@ def main() -> None:
 def measure(options: argparse.Namespace) -> None:
     """The measurements, written into bench_stack's block."""
     ratios: Dict[str, List[float]] = {}
+    stalled: List[List[str]] = []
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     with bench_report("bench_stack"):
         table("Memory of the stack with the face and behavior nodes on (MiB; PSS counts shared "
@@ -650,14 +707,19 @@ def measure(options: argparse.Namespace) -> None:
               ["set-up", "round", "CPU % by process", "ours CPU %", "frames/s at the robot",
                "pycozmo CPU %", "pycozmo frames/s at its robot", "ours / pycozmo",
                "ours alone CPU %", "pycozmo alone CPU %", "ours / pycozmo, each alone"],
-              face_cpu(options.seconds, options.rounds, ratios))
+              face_cpu(options.seconds, options.rounds, ratios, stalled))
         table(f"Driver + a consumer of odom and the compressed camera, {options.seconds:g} s windows; "
               "pycozmo Client receiving RobotState and the camera in the same window, and each "
               "alone in a window of its own (ours before, pycozmo after)",
               ["set-up", "round", "CPU % by process", "ours CPU %", "pycozmo CPU %",
                "ours / pycozmo", "received in the window", "ours alone CPU %",
                "pycozmo alone CPU %", "ours / pycozmo, each alone"],
-              driver_consumer_cpu(options.seconds, options.rounds, ratios))
+              driver_consumer_cpu(options.seconds, options.rounds, ratios, stalled))
+        table(f"Attempts not counted: pycozmo delivered under {REFERENCE_MIN_SHARE:.0%} of its "
+              "frames, states or images in a window (its link stalled: an unacknowledged packet "
+              "it does not send again while the robot talks; PROTOCOL_NOTES), so the round above "
+              "was measured again", ["round", "attempt", "what pycozmo delivered"],
+              stalled or [["none", "", ""]])
         table("CPU against pycozmo over the paired rounds above, in the same window and each "
               "alone (issue #18's goal: at most pycozmo's, a ratio <= 1.00 in every round)",
               ["measurement", "rounds", "ours / pycozmo, median", "lowest - highest",
