@@ -556,7 +556,7 @@ class DriverCore(ActuatorsMixin, CameraMixin):
                 "backwards still work. Drive backwards, turn away, or put it back on the table"))
 
     def _post_wheels(self, left: float, right: float, accel: float) -> Optional[str]:
-        """DriveWheels for cmd_vel: none while the robot is picked up or falling
+        """DriveWheels for cmd_vel: stopped while the robot is picked up or falling
         (``stop_when_picked_up``: Anki's firmware would drive its treads in the air), less its
         forward motion while the cliff sensor sees no floor ahead (``cliff_ahead``; the turn is
         kept); arms the watchdog's clock. What it held back: "picked up", "cliff" or None
