@@ -305,7 +305,7 @@ class DriverCore(ActuatorsMixin, CameraMixin):
         was_lifted = self.events.lifted
         events = self.events.on_status(flags, publish=self.active,
                                        head_calibrating=self.orientation.held)
-        lifted = self.events.lifted and not was_lifted
+        just_lifted = self.events.lifted and not was_lifted
         turned = self.orientation.update(t, float(state.pose_pitch_rad), float(state.accel_y_mmps2),
                                          flags, publish=self.active)
         if turned:
@@ -342,7 +342,7 @@ class DriverCore(ActuatorsMixin, CameraMixin):
                                             power_supply_status(flags)))
         if events:
             output.on_events(stamp_ns, events)
-        if self._last_move is not None and ((lifted and self.params["stop_when_picked_up"]) or (
+        if self._last_move is not None and ((just_lifted and self.params["stop_when_picked_up"]) or (
                 cliff_rose and cliff_ahead(flags, self.params["stop_on_cliff"]))):
             self.robot.call_soon(self._hold_treads)
 
