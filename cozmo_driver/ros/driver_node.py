@@ -125,7 +125,7 @@ class CozmoDriverNode(LifecycleNode):
         self._media: Optional[MediaInterfaces] = None  # display, audio, animations
         self._motion: Optional[MotionActions] = None  # motion actions (motion_actions.py)
         self._objects: Optional[ObjectInterfaces] = None  # cubes, charger, lights
-        self._retiring: list = []  # the media and motions released, servers not yet destroyed
+        self._retiring: list = []  # ServerRetirements of released media and motions, not done
 
     # ------------------------------------------------------------------ parameters
 
@@ -275,10 +275,10 @@ class CozmoDriverNode(LifecycleNode):
         self._stop_cmd_vel_thread()
         if self._media is not None:
             self._media.destroy()
-            self._retiring, self._media = still_retiring(self._retiring) + [self._media], None
+            self._retiring, self._media = still_retiring(self._retiring, self._media), None
         if self._motion is not None:
             self._motion.destroy()
-            self._retiring, self._motion = still_retiring(self._retiring) + [self._motion], None
+            self._retiring, self._motion = still_retiring(self._retiring, self._motion), None
             core.motion = None
         if self._objects is not None:
             self._objects.destroy()  # lights off and objects disconnected, before the link stops
@@ -308,8 +308,8 @@ class CozmoDriverNode(LifecycleNode):
 
     def destroy_node(self) -> None:
         self.close()
-        for retiring in self._retiring:  # their servers may wait for a timer of this node
-            retiring.destroy_retired()
+        for retirement in self._retiring:  # their servers may wait for a timer of this node
+            retirement.destroy_now()  # nothing will run their callbacks any more
         self._retiring = []
         self._destroy_rcl_node()
 

@@ -335,7 +335,7 @@ class ServerRetirement:
             self._timer = None
 
 
-def still_retiring(owners: list) -> list:
-    """The released media and motions (``retired``: see ServerRetirement) whose servers
-    are not yet destroyed: what the node still has to destroy when it goes."""
-    return [owner for owner in owners if not owner.retired]
+def still_retiring(retirements: list, released: Any) -> list:
+    """``retirements`` not yet done, and that of ``released`` (a media or motions object
+    just destroyed): what the node still has to destroy when it goes."""
+    return [r for r in retirements if not r.done] + [released.retirement]

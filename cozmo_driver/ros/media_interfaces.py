@@ -142,7 +142,7 @@ class MediaInterfaces:
         self._next_token = 0
         #: play_audio goals whose file is being read: (handle, the future of its outcome)
         self._loading: List[Tuple[Any, Future]] = []
-        self._retirement: Optional[ServerRetirement] = None  # the servers, once released
+        self.retirement: Optional[ServerRetirement] = None  # the servers, once released
         self._audio_loads = 0  # play_audio goals that began reading their file
         self._animation_goals = 0  # play_animation goals that got as far as their clip
         self._throttle = LogThrottle(_WARN_PERIOD_S)  # one line per kind per period, counted
@@ -240,20 +240,10 @@ class MediaInterfaces:
         self._entities.clear()
         # destroyed once the aborted goals' results are out (a cleanup right after the
         # deactivation lost them)
-        self._retirement = ServerRetirement(node, [self._audio_server, self._animation_server],
-                                            self.goals_running)
+        self.retirement = ServerRetirement(node, [self._audio_server, self._animation_server],
+                                           self.goals_running)
         node.destroy_service(self._list_service)
         self._handover.destroy()
-
-    @property
-    def retired(self) -> bool:
-        """Released, and its action servers destroyed (ServerRetirement)."""
-        return self._retirement is not None and self._retirement.done
-
-    def destroy_retired(self) -> None:
-        """Destroy the action servers now (the node goes; see ServerRetirement)."""
-        if self._retirement is not None:
-            self._retirement.destroy_now()
 
     def on_emergency_stop(self, engaged: bool) -> None:
         """Engaged: the animation playing is aborted (its frames stop at once)."""

@@ -116,7 +116,9 @@ class MotionActions:
         self._state = None                           # latest RobotState (set on the I/O thread)
         self._pending_executes = 0                   # goal and execute callbacks not returned
         self._closed = False
-        self._retirement: Optional[ServerRetirement] = None  # the servers, once released
+        #: the servers, once released (the node destroys them when it goes, if still alive:
+        #: a server left alive would keep publishing its goals' status, latched)
+        self.retirement: Optional[ServerRetirement] = None
         self.tf = TransformBuffer(max_age=_TF_MAX_AGE_S)
         context = GoalContext(node, robot, self.tf, self._latest_state, self._finish)
         self._goals: Dict[str, MotionGoal] = {name: goal_type(context)
@@ -189,21 +191,9 @@ class MotionActions:
         for destroy, entity in reversed(self._entities):
             destroy(entity)
         self._entities.clear()
-        self._retirement = ServerRetirement(self._node, self._servers,
-                                            lambda: self._pending_executes > 0)
+        self.retirement = ServerRetirement(self._node, self._servers,
+                                           lambda: self._pending_executes > 0)
         self._servers = []
-
-    @property
-    def retired(self) -> bool:
-        """Released, and its action servers destroyed (ServerRetirement)."""
-        return self._retirement is not None and self._retirement.done
-
-    def destroy_retired(self) -> None:
-        """Destroy the servers still waiting for their goals' results, now: the node is
-        being destroyed, nothing will run those callbacks any more, and an action server
-        left alive would keep publishing its goals' status (latched) after the node is gone."""
-        if self._retirement is not None:
-            self._retirement.destroy_now()
 
     # ------------------------------------------------------------------ inputs
 

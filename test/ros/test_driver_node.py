@@ -958,7 +958,7 @@ def test_repeated_cleanups_leave_no_action_servers_or_released_interfaces_behind
         assert h.spin_until(lambda: h.node.connected, CONNECT_TIMEOUT)
         assert len(servers()) == active
     released = h.node._retiring
-    assert len(released) == 2 and all(owner.retired for owner in released), released
+    assert len(released) == 2 and all(retirement.done for retirement in released), released
 
 
 def test_two_drivers_in_two_namespaces(rclpy_context):
