@@ -292,9 +292,11 @@ class DriverCore(ActuatorsMixin, CameraMixin):
         self.state_count += 1
         t = stamp_ns * 1e-9
         tracker = self.tracker
+        gyro_yaw = imu_to_body(float(state.gyro_x_radps), 0.0, float(state.gyro_z_radps),
+                               float(state.head_angle_rad))[2]  # the body's yaw rate
         pose, reason = tracker.update(
             (int(state.pose_frame_id), int(state.pose_origin_id)),
-            state.pose_x_mm / 1000.0, state.pose_y_mm / 1000.0, state.pose_angle_rad, t)
+            state.pose_x_mm / 1000.0, state.pose_y_mm / 1000.0, state.pose_angle_rad, t, gyro_yaw)
         if reason is not None:
             self.log_throttled(logging.INFO, "reanchor",
                                f"odometry re-anchored ({reason}): odom continues from x "
@@ -311,8 +313,7 @@ class DriverCore(ActuatorsMixin, CameraMixin):
         if turned:
             events = events + turned
         v, w = wheels_to_twist(state.lwheel_speed_mmps / 1000.0, state.rwheel_speed_mmps / 1000.0)
-        diff = w - imu_to_body(float(state.gyro_x_radps), 0.0, float(state.gyro_z_radps),
-                               float(state.head_angle_rad))[2]  # the body's yaw rate
+        diff = w - gyro_yaw
         unreliable = bool(flags & _UNRELIABLE)
         if not unreliable and math.isfinite(diff):
             self.yaw_diff = abs(diff) if self.yaw_diff is None else \

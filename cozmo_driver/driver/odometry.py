@@ -15,6 +15,11 @@ with ``offset`` a rigid 2D transform. It starts as the identity. Whenever
   filter's rotation goes back to 0 while the head is not calibrated, and the
   reported yaw with it: :meth:`OdometryTracker.reanchor_next`),
 * the reported frame ids change, or
+* the reported heading turns between two consecutive reports further than the
+  gyro's yaw rate allows (``yaw_rate``: more than ``jump_gyro_rad +
+  jump_gyro_rate_radps * dt`` off it; the robot's heading is its gyro's integral,
+  so this catches a restart too small for the rule below, such as the head
+  calibration's when its event comes after the state), or
 * the reported pose moves further between two consecutive reports than the
   robot can drive (more than ``jump_distance_m + jump_speed_mps * dt`` or
   ``jump_angle_rad + jump_rate_radps * dt``),
@@ -95,11 +100,14 @@ class OdometryTracker:
     """Turns reported poses into a continuous odometry pose. See the module docstring."""
 
     def __init__(self, jump_distance_m: float = 0.05, jump_speed_mps: float = 0.3,
-                 jump_angle_rad: float = 0.35, jump_rate_radps: float = 12.0) -> None:
+                 jump_angle_rad: float = 0.35, jump_rate_radps: float = 12.0,
+                 jump_gyro_rad: float = 0.15, jump_gyro_rate_radps: float = 2.5) -> None:
         self.jump_distance_m = jump_distance_m
         self.jump_speed_mps = jump_speed_mps
         self.jump_angle_rad = jump_angle_rad
         self.jump_rate_radps = jump_rate_radps
+        self.jump_gyro_rad = jump_gyro_rad
+        self.jump_gyro_rate_radps = jump_gyro_rate_radps
         self.offset = Pose2D()
         self.pose = Pose2D()          # the last published pose
         self.distance_m = 0.0         # driven since the last reset
@@ -124,9 +132,9 @@ class OdometryTracker:
         self._reset = True
 
     def update(self, frame: Tuple[int, int], x: float, y: float, yaw: float,
-               t: float) -> Tuple[Pose2D, Optional[str]]:
+               t: float, yaw_rate: Optional[float] = None) -> Tuple[Pose2D, Optional[str]]:
         """The odometry pose for a reported pose at time ``t`` (s), and the reason
-        of a re-anchoring (``None`` if there was none)."""
+        of a re-anchoring (``None`` if there was none); ``yaw_rate``: the gyro's (rad/s)."""
         reported = Pose2D(x, y, wrap_angle(yaw))
         reason: Optional[str] = None
         last = self._last_reported
@@ -144,6 +152,11 @@ class OdometryTracker:
                     reason = f"the robot's pose jumped by {dist:.3f} m in {dt:.3f} s"
                 elif turn > self.jump_angle_rad + self.jump_rate_radps * dt:
                     reason = f"the robot's heading jumped by {turn:.2f} rad in {dt:.3f} s"
+                elif yaw_rate is not None and math.isfinite(yaw_rate) and \
+                        abs(wrap_angle(reported.yaw - last.yaw) - yaw_rate * dt) > \
+                        self.jump_gyro_rad + self.jump_gyro_rate_radps * dt:
+                    reason = (f"the robot's heading jumped by {turn:.2f} rad in {dt:.3f} s, "
+                              f"which its gyro did not turn")
         self._reanchor = None
         if reason is not None:
             self.offset = compose(self.pose, inverse(reported))

@@ -146,6 +146,19 @@ def test_tracker_continues_when_the_robot_reanchors(how):
     assert t.reanchors == 1
 
 
+def test_tracker_reanchors_on_a_heading_step_its_gyro_did_not_turn():
+    """The robot's heading is its gyro's integral: a step the gyro's rate does not explain
+    (the head calibration's restart, told late) re-anchors, a turn it explains does not."""
+    t = OdometryTracker()
+    for k in range(20):      # turning at 1 rad/s, as the gyro says: followed
+        pose, reason = t.update((0, 1), 0.0, 0.0, 0.03 * k, 0.03 * k, yaw_rate=1.0)
+        assert reason is None
+    after, reason = t.update((0, 1), 0.0, 0.0, 0.0, 0.60, yaw_rate=0.0)   # back 0.57 rad
+    assert reason == "the robot's heading jumped by 0.57 rad in 0.030 s, which its gyro did not turn"
+    assert after.yaw == pytest.approx(pose.yaw)
+    assert t.update((0, 1), 0.0, 0.0, 0.3, 0.63, yaw_rate=None)[1] is None   # no gyro: no rule
+
+
 def test_tracker_reset_goes_to_the_origin():
     t = OdometryTracker()
     t.update((0, 1), 0.0, 0.0, 0.0, 0.0)
