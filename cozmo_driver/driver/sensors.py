@@ -54,8 +54,16 @@ __all__ = [
 ]
 
 
-#: The bits of RobotState.status (one definition, in the protocol layer).
-StatusFlag = RobotStatusFlag
+class StatusFlag:
+    """The bits of RobotState.status as plain ints, one attribute per RobotStatusFlag
+    member (one definition, in the protocol layer). The driver tests them in every
+    robot state: ``int & IntFlag`` builds a new flag in Python (about 0.7 us on CPython
+    3.11), ``int & int`` does not (about 13 ns)."""
+
+
+for _flag in RobotStatusFlag:
+    setattr(StatusFlag, _flag.name, int(_flag))
+del _flag
 
 
 #: (field name of cozmo_interfaces/RobotStatus, bit) for every flag

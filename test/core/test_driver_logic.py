@@ -209,6 +209,16 @@ def test_status_flags_cover_the_message():
         assert re.search(rf"^bool {name}$", text, re.M), name
 
 
+def test_status_flag_bits_are_plain_ints_of_the_protocol_enum():
+    """The driver's StatusFlag gives every RobotStatusFlag bit as a plain int: testing an
+    int against an IntFlag builds a flag in Python for every robot state."""
+    from cozmo_driver.protocol.status import RobotStatusFlag
+    for flag in RobotStatusFlag:
+        bit = getattr(StatusFlag, flag.name)
+        assert type(bit) is int and bit == flag.value, flag.name
+    assert type(0x1FFFF & StatusFlag.IS_FALLING) is int
+
+
 def _rotate_world_to_body(q, v):
     x, y, z, w = q
     # R^T v for the unit quaternion q (body -> world)
