@@ -7,7 +7,11 @@ install.sh would only show that the kit step began.
 Before its pytest run, ./dev removes the Fast DDS shared-memory files in /dev/shm that a
 process killed with SIGKILL left behind (fastdds shm clean), and keeps those of a process
 that still runs: checked with two real rclpy processes and ./dev test-wheels on a one-test
-file."""
+file.
+
+./dev keeps the interpreter a venv was set up with: its choice of interpreter
+(``pick_python``, run from a copy of ./dev without its last line, the call of ``main``)
+takes $PYTHON, else the one .venv records, else python3."""
 
 from __future__ import annotations
 
@@ -208,3 +212,36 @@ def test_the_test_run_removes_the_shared_memory_files_of_killed_processes_only(t
                 proc.kill()
                 proc.wait()
             proc.stdout.close()
+
+
+def _picked_python(checkout: Path, recorded: str | None, **env: str) -> str:
+    """The interpreter ./dev's pick_python chooses in a checkout at ``checkout`` whose .venv
+    records ``recorded`` (None: no record), with no PYTHON but the one in ``env``."""
+    text = (ROOT / "dev").read_text().rstrip()
+    assert text.endswith('\nmain "$@"')
+    checkout.mkdir(exist_ok=True)
+    (checkout / "dev").write_text(text[:-len('main "$@"')])
+    if recorded is not None:
+        (checkout / ".venv" / ".dev").mkdir(parents=True, exist_ok=True)
+        (checkout / ".venv" / ".dev" / "python").write_text(recorded + "\n")
+    run_env = _dev_env()
+    run_env.pop("PYTHON", None)
+    run_env.update(env)
+    proc = subprocess.run(["bash", "-c", f'source "{checkout / "dev"}" && pick_python && echo "$PY"'],
+                          env=run_env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
+def test_dev_keeps_the_interpreter_its_venv_was_set_up_with(tmp_path):
+    """Set up with PYTHON=python3.X, a venv stays on it when the next ./dev command is run
+    without PYTHON (pick_python took python3, and the set-up replaced the whole venv)."""
+    other = tmp_path / "bin" / "python3.x"
+    other.parent.mkdir()
+    other.symlink_to(sys.executable)
+    recorded = tmp_path / "recorded"
+    assert _picked_python(recorded, str(other)) == str(other)
+    assert _picked_python(recorded, str(other), PYTHON=sys.executable) == sys.executable
+    # no record (a venv set up before ./dev kept one), or its interpreter gone: python3
+    assert _picked_python(tmp_path / "unrecorded", None) == "python3"
+    assert _picked_python(tmp_path / "gone", str(tmp_path / "nowhere" / "python3.x")) == "python3"
