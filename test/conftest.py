@@ -8,7 +8,7 @@ rclpy. At import it:
   ROS_LOCALHOST_ONLY; the default range would multicast on the LAN);
 * gives the run a ROS_DOMAIN_ID of its own, so that concurrent runs on one
   machine never see each other's topics. A caller that already set
-  ROS_DOMAIN_ID keeps it. Otherwise a free id is reserved by binding a
+  ROS_DOMAIN_ID keeps it (in a serial run). Otherwise a free id is reserved by binding a
   loopback TCP and UDP port derived from it (32768 + id, the convention of
   ament's domain_coordinator, so runs of both schemes avoid each other); the
   sockets stay bound until the run ends;
@@ -17,7 +17,7 @@ rclpy. At import it:
   process and in the processes the tests start.
 
 In a parallel run (pytest-xdist, ``./dev test``'s default) each worker reserves a
-ROS_DOMAIN_ID of its own; test/fixtures_parallel.py has the rest of what such a run
+ROS_DOMAIN_ID of its own, also when the caller set one; test/fixtures_parallel.py has the rest of what such a run
 needs.
 
 It also makes the test-only reference implementation, pycozmo 0.8.0,
@@ -93,15 +93,21 @@ _RESERVED_BY = "COZMO_TEST_DOMAIN_RESERVED_BY"
 
 
 def reserve_domain_id() -> DomainReservation:
-    """Return the caller's ROS_DOMAIN_ID, or reserve a free one and export it."""
+    """Return the caller's ROS_DOMAIN_ID, or reserve a free one and export it. A worker of
+    a parallel run reserves one of its own whoever set the run's: the workers' tests use
+    the same node and action names, and in one domain a test's action client took the
+    other worker's servers for its own."""
     preset = os.environ.get("ROS_DOMAIN_ID", "").strip()
-    if preset and os.environ.get(_RESERVED_BY) and os.environ.get("PYTEST_XDIST_WORKER"):
-        preset = ""  # a worker of a parallel run: the controller's id is not this worker's
+    skip: tuple = ()
+    if preset and os.environ.get("PYTEST_XDIST_WORKER"):
+        if not os.environ.get(_RESERVED_BY):
+            skip = (int(preset),)  # the caller's, which nothing here holds
+        preset = ""
     if preset:
         return DomainReservation(int(preset))
     # Start at a per-process offset so that runs started together do not all
     # race for the same first id.
-    reservation = hold_free_domain_id(start=os.getpid())
+    reservation = hold_free_domain_id(start=os.getpid(), skip=skip)
     os.environ["ROS_DOMAIN_ID"] = str(reservation.domain_id)
     os.environ[_RESERVED_BY] = str(os.getpid())
     return reservation

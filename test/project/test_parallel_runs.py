@@ -1,5 +1,6 @@
 """Parallel test runs (test/fixtures_parallel.py, conftest.py): real pytest-xdist runs of
-small test files in a temporary directory, with the project's plugin loaded."""
+small test files in a temporary directory, with the project's plugin (and, for the
+domain ids, its conftest) loaded."""
 
 from __future__ import annotations
 
@@ -112,3 +113,35 @@ def test_a_stop_signal_to_the_run_stops_its_workers(tmp_path, sig):
         if worker is not None and _alive(worker):
             os.kill(worker, signal.SIGKILL)
 
+
+
+def test_each_worker_has_a_domain_of_its_own_when_the_caller_set_one(tmp_path):
+    """A ROS_DOMAIN_ID set by the caller (a ROS user's shell often has one) was kept by every
+    worker: the workers' tests met in one domain, and an action client took the other
+    worker's server for its own (rclpy: "Ignoring unexpected goal response")."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    seen = tmp_path / "seen"
+    seen.mkdir()
+    for name in "abcd":
+        (tmp_path / f"test_{name}.py").write_text(
+            "import os, time\nfrom pathlib import Path\n\n"
+            f"def test_{name}():\n"
+            "    time.sleep(0.5)\n"
+            f"    Path({str(seen)!r}, {name!r}).write_text("
+            "os.environ['PYTEST_XDIST_WORKER'] + ' ' + os.environ['ROS_DOMAIN_ID'])\n")
+    callers = os.environ["ROS_DOMAIN_ID"]  # held by this run: free for no one else either
+    env = _inner_env(ROS_DOMAIN_ID=callers)
+    env.pop("COZMO_TEST_DOMAIN_RESERVED_BY", None)  # the caller set it, not a conftest
+    result = subprocess.run(_pytest(tmp_path, "-p", "conftest", "--dist", "loadfile"), env=env,
+                            cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, timeout=100)
+    assert result.returncode == 0, result.stdout
+    assert "4 passed" in result.stdout, result.stdout
+    domains = {}
+    for path in seen.iterdir():
+        worker, domain = path.read_text().split()
+        domains.setdefault(worker, set()).add(domain)
+    assert len(domains) == 2, domains  # both workers ran tests
+    ids = [d for ds in domains.values() for d in ds]
+    assert all(len(ds) == 1 for ds in domains.values()), domains
+    assert len(set(ids)) == 2 and callers not in ids, (callers, domains)

@@ -46,9 +46,10 @@ def test_discovery_stays_on_loopback():
 
 def test_domain_id_is_this_runs_own(ros_domain_id, ros_domain_reservation):
     assert os.environ["ROS_DOMAIN_ID"] == str(ros_domain_id)
-    if os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get("COZMO_TEST_DOMAIN_RESERVED_BY"):
-        # a worker of a parallel run whose controller reserved an id: this worker holds
-        # one of its own (the held port below: no other process can hold the same)
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # a worker of a parallel run: it holds an id of its own, whether the controller
+        # reserved one or the caller set one (the held port below: no other process can
+        # hold the same)
         assert ros_domain_reservation.reserved_here
     if not ros_domain_reservation.reserved_here:
         pytest.skip("ROS_DOMAIN_ID was chosen by the caller; nothing reserved here")
