@@ -5,7 +5,8 @@ one-test pytest file that waits to be stopped, with a stand-in kit directory who
 install.sh would only show that the kit step began.
 
 Before its pytest run, ./dev removes the Fast DDS shared-memory files in /dev/shm that a
-process killed with SIGKILL left behind (fastdds shm clean), and keeps those of a process
+process killed with SIGKILL left behind (tools/shm_clean.py, the rule of fastdds shm
+clean), and keeps those of a process
 that still runs: checked with two real rclpy processes and ./dev test-wheels on a one-test
 file.
 
@@ -179,7 +180,7 @@ def test_the_test_run_removes_the_shared_memory_files_of_killed_processes_only(t
             cwd=ROOT, env=_dev_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, text=True, timeout=100)
         assert result.returncode == 0, result.stdout
-        assert "stale Fast DDS shared-memory files of dead processes (fastdds shm clean)" in result.stdout, \
+        assert "stale Fast DDS shared-memory files of dead processes (tools/shm_clean.py)" in result.stdout, \
             result.stdout
         assert "test: warning" not in result.stdout, result.stdout
         # The killed process's locks and segments are gone. Not its ports' data files: a
@@ -245,3 +246,26 @@ def test_dev_keeps_the_interpreter_its_venv_was_set_up_with(tmp_path):
     # no record (a venv set up before ./dev kept one), or its interpreter gone: python3
     assert _picked_python(tmp_path / "unrecorded", None) == "python3"
     assert _picked_python(tmp_path / "gone", str(tmp_path / "nowhere" / "python3.x")) == "python3"
+
+
+def test_shm_clean_removes_the_files_of_locks_no_process_holds(tmp_path):
+    """tools/shm_clean.py on a directory of Fast DDS's files: a port and a segment whose
+    locks nobody holds go (a port with its semaphore), a port whose lock is held stays, and
+    so does every file of another name. It replaced the wheels' fastdds script, which the
+    ros-fastrtps wheels for Python 3.10 do not ship (./dev warned and cleaned nothing)."""
+    names = ["fastrtps_port7001", "fastrtps_port7001_el", "sem.fastrtps_port7001_mutex",
+             "fastrtps_port7003", "fastrtps_port7003_sl", "sem.fastrtps_port7003_mutex",
+             "fastrtps_0123456789abcdef", "fastrtps_0123456789abcdef_el",
+             "fastrtps_portx_el", "fast_datasharing_01.0f", "other"]
+    for name in names:
+        (tmp_path / name).write_bytes(b"x")
+    import fcntl
+    with open(tmp_path / "fastrtps_port7001_el", "ab") as held:  # a living process's port
+        fcntl.flock(held, fcntl.LOCK_SH)
+        result = subprocess.run([sys.executable, str(ROOT / "tools" / "shm_clean.py"), str(tmp_path)],
+                                capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == ["fast_datasharing_01.0f", "fastrtps_port7001", "fastrtps_port7001_el",
+                    "fastrtps_portx_el", "other", "sem.fastrtps_port7001_mutex"], left
+    assert result.stdout.strip() == "5"
