@@ -8,8 +8,8 @@ rclpy. At import it:
   ROS_LOCALHOST_ONLY; the default range would multicast on the LAN);
 * gives the run a ROS_DOMAIN_ID of its own, so that concurrent runs on one
   machine never see each other's topics. A caller that already set
-  ROS_DOMAIN_ID keeps it (in a serial run). Otherwise a free id is reserved by binding a
-  loopback TCP and UDP port derived from it (32768 + id, the convention of
+  ROS_DOMAIN_ID keeps it in a serial run. Otherwise a free id is reserved by
+  binding a loopback TCP and UDP port derived from it (32768 + id, the convention of
   ament's domain_coordinator, so runs of both schemes avoid each other); the
   sockets stay bound until the run ends;
 * sets ROS_PYTHON_CHECK_FIELDS=1: every generated message class checks its
@@ -17,8 +17,8 @@ rclpy. At import it:
   process and in the processes the tests start.
 
 In a parallel run (pytest-xdist, ``./dev test``'s default) each worker reserves a
-ROS_DOMAIN_ID of its own, also when the caller set one; test/fixtures_parallel.py has the rest of what such a run
-needs.
+ROS_DOMAIN_ID of its own, also when the caller set one; test/fixtures_parallel.py has
+the rest of what such a run needs.
 
 It also makes the test-only reference implementation, pycozmo 0.8.0,
 importable on Python 3.13, which removed the stdlib module ``chunk`` that
