@@ -6,9 +6,9 @@ install.sh would only show that the kit step began.
 
 Before its pytest run, ./dev removes the Fast DDS shared-memory files in /dev/shm that a
 process killed with SIGKILL left behind (tools/shm_clean.py, the rule of fastdds shm
-clean), and keeps those of a process
-that still runs: checked with two real rclpy processes and ./dev test-wheels on a one-test
-file.
+clean), and keeps those of a process that still runs: checked with two real rclpy
+processes and ./dev test-wheels on a one-test file, and the script on a directory of
+such files.
 
 ./dev keeps the interpreter a venv was set up with: its choice of interpreter
 (``pick_python``, run from a copy of ./dev without its last line, the call of ``main``)
@@ -16,6 +16,7 @@ takes $PYTHON, else the one .venv records, else python3."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import signal
@@ -259,7 +260,6 @@ def test_shm_clean_removes_the_files_of_locks_no_process_holds(tmp_path):
              "fastrtps_portx_el", "fast_datasharing_01.0f", "other"]
     for name in names:
         (tmp_path / name).write_bytes(b"x")
-    import fcntl
     with open(tmp_path / "fastrtps_port7001_el", "ab") as held:  # a living process's port
         fcntl.flock(held, fcntl.LOCK_SH)
         result = subprocess.run([sys.executable, str(ROOT / "tools" / "shm_clean.py"), str(tmp_path)],

@@ -114,7 +114,6 @@ def test_a_stop_signal_to_the_run_stops_its_workers(tmp_path, sig):
             os.kill(worker, signal.SIGKILL)
 
 
-
 def test_each_worker_has_a_domain_of_its_own_when_the_caller_set_one(tmp_path):
     """A ROS_DOMAIN_ID set by the caller (a ROS user's shell often has one) was kept by every
     worker: the workers' tests met in one domain, and an action client took the other
