@@ -11,6 +11,7 @@ load average measured while it was measured (``--no-docs``: print only).
 from __future__ import annotations
 
 import datetime
+import importlib.util
 import math
 import os
 import platform
@@ -27,6 +28,15 @@ from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+# pycozmo, the reference, imports the stdlib module chunk, which Python 3.13 removed:
+# bench/compat/chunk.py stands in for it, here and in the Python processes a benchmark
+# starts (its pycozmo sessions), only where there is no chunk
+if importlib.util.find_spec("chunk") is None:
+    _COMPAT = str(ROOT / "bench" / "compat")
+    sys.path.insert(0, _COMPAT)
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [_COMPAT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
 
 # the reservation of a ROS_DOMAIN_ID, shared with test/conftest.py and cozmo-demo
 from cozmo_driver.domain_reservation import hold_domain_id  # noqa: E402
