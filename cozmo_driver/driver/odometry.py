@@ -147,13 +147,14 @@ class OdometryTracker:
             else:
                 dt = max(0.0, t - self._last_t) if self._last_t is not None else 0.0
                 dist = math.hypot(reported.x - last.x, reported.y - last.y)
-                turn = abs(wrap_angle(reported.yaw - last.yaw))
+                dyaw = wrap_angle(reported.yaw - last.yaw)
+                turn = abs(dyaw)
                 if dist > self.jump_distance_m + self.jump_speed_mps * dt:
                     reason = f"the robot's pose jumped by {dist:.3f} m in {dt:.3f} s"
                 elif turn > self.jump_angle_rad + self.jump_rate_radps * dt:
                     reason = f"the robot's heading jumped by {turn:.2f} rad in {dt:.3f} s"
                 elif yaw_rate is not None and math.isfinite(yaw_rate) and \
-                        abs(wrap_angle(reported.yaw - last.yaw) - yaw_rate * dt) > \
+                        abs(dyaw - yaw_rate * dt) > \
                         self.jump_gyro_rad + self.jump_gyro_rate_radps * dt:
                     reason = (f"the robot's heading jumped by {turn:.2f} rad in {dt:.3f} s, "
                               f"which its gyro did not turn")
