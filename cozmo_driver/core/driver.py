@@ -107,20 +107,21 @@ class _StateParts:
     """The samples of one robot state that a front-end reads only for the streams its
     subscribers want (see StateSample): made from the message when asked for."""
 
-    __slots__ = ("state", "yaw", "yaw_var", "sec", "nsec", "flags", "voltage", "orientation")
+    __slots__ = ("state", "yaw", "yaw_var", "sec", "nsec", "flags", "voltage", "orientation",
+                 "head")
 
     def __init__(self, state: Any, yaw: float, yaw_var: float, sec: int, nsec: int,
-                 flags: int, voltage: float, orientation: int) -> None:
+                 flags: int, voltage: float, orientation: int, head: float) -> None:
         self.state, self.yaw, self.yaw_var, self.sec, self.nsec = state, yaw, yaw_var, sec, nsec
-        self.flags, self.voltage, self.orientation = flags, voltage, orientation
+        self.flags, self.voltage, self.orientation, self.head = flags, voltage, orientation, head
 
     def imu(self) -> ImuSample:
-        reading = imu_from_state(self.state, self.yaw, self.yaw_var)
+        reading = imu_from_state(self.state, self.yaw, self.yaw_var, self.head)
         return ImuSample(self.sec, self.nsec, *reading.orientation, *reading.angular_velocity,
                          *reading.linear_acceleration, self.yaw_var)
 
     def joints(self) -> JointSample:
-        return JointSample(self.sec, self.nsec, *joint_positions(self.state))
+        return JointSample(self.sec, self.nsec, *joint_positions(self.state, self.head))
 
     def status(self) -> StatusSample:
         state, flags = self.state, self.flags
@@ -135,8 +136,8 @@ class _StateParts:
 class DriverCore(ActuatorsMixin, CameraMixin):
     """See the module docstring. ``params`` is the driver's parameter mapping (read, never
     written, by the core; names as in :mod:`cozmo_driver.driver.parameters`); ``robot`` the
-    client, or anything with its ``post``, ``clock``, ``call_soon``, ``schedule``, ``stats``
-    and ``transport.stats``."""
+    client, or anything with its ``post``, ``clock``, ``calibrating``, ``call_soon``,
+    ``schedule``, ``stats`` and ``transport.stats``."""
 
     def __init__(self, robot: Any, params: Dict[str, Any], output: DriverOutput,
                  camera_file: Optional[caminfo.CameraInfoData] = None) -> None:
@@ -178,6 +179,10 @@ class DriverCore(ActuatorsMixin, CameraMixin):
         self.throttle = LogThrottle(WARN_PERIOD_S)
         self.clock: Callable[[], float] = time.monotonic  # the throttle's time (injectable)
         self.state_count = 0
+        #: the head angle the samples take (rad): the robot's, held at the last one taken
+        #: while the head calibrates (Anki's firmware counts it from 0 at power-up until its
+        #: first calibration ends at the low stop; Anki's engine takes none meanwhile)
+        self.head_rad = geo.HEAD_MIN_ANGLE_RAD
         self._rate_mark: Tuple[float, int] = (time.monotonic(), 0)
         self.yaw_diff: Optional[float] = None  # mean |tread yaw rate - gyro z|, weighted
         self.battery_v: Optional[float] = None
@@ -292,8 +297,12 @@ class DriverCore(ActuatorsMixin, CameraMixin):
         self.state_count += 1
         t = stamp_ns * 1e-9
         tracker = self.tracker
+        if self.robot.calibrating("head"):
+            head = self.head_rad
+        else:
+            head = self.head_rad = float(state.head_angle_rad)
         gyro_yaw = imu_to_body(float(state.gyro_x_radps), 0.0, float(state.gyro_z_radps),
-                               float(state.head_angle_rad))[2]  # the body's yaw rate
+                               head)[2]  # the body's yaw rate
         pose, reason = tracker.update(
             (int(state.pose_frame_id), int(state.pose_origin_id)),
             state.pose_x_mm / 1000.0, state.pose_y_mm / 1000.0, state.pose_angle_rad, t, gyro_yaw)
@@ -330,7 +339,7 @@ class DriverCore(ActuatorsMixin, CameraMixin):
                           tv[0], tv[1], tv[5])
         output = self.output
         output.on_state(StateSample(odom, _StateParts(state, pose.yaw, pv[5], sec, nsec, flags,
-                                                      voltage, self.orientation.state)))
+                                                      voltage, self.orientation.state, head)))
         # in the air, falling or lying the sensor sees no floor either: not an edge
         edge = self.cliff_edge.update(t, stamp_ns, bool(flags & StatusFlag.CLIFF_DETECTED),
                                       self.orientation.state == Orientation.ON_TREADS)

@@ -183,13 +183,15 @@ def imu_to_body(x: float, y: float, z: float, head_rad: float) -> Tuple[float, f
     return x * c - z * s, y, x * s + z * c
 
 
-def imu_from_state(state, yaw_rad: float, yaw_var: float = _YAW_VAR) -> ImuReading:
+def imu_from_state(state, yaw_rad: float, yaw_var: float = _YAW_VAR,
+                   head_rad: Optional[float] = None) -> ImuReading:
     """An IMU reading from a RobotState; ``yaw_rad`` is the heading to report and
     ``yaw_var`` its variance (the driver passes its continuous odometry yaw and that
     yaw's variance, so IMU and odom agree, and neither claims the heading better known
-    than the other)."""
+    than the other). ``head_rad``: the head angle that turns the IMU's axes into the
+    body's, if not the state's (the driver's while the head calibrates)."""
     pitch = -float(state.pose_pitch_rad)  # the body's already
-    head = float(state.head_angle_rad)
+    head = float(state.head_angle_rad) if head_rad is None else head_rad
     gv = GYRO_SIGMA_RADPS ** 2
     av = ACCEL_SIGMA_MPS2 ** 2
     return ImuReading(
@@ -205,6 +207,8 @@ def imu_from_state(state, yaw_rad: float, yaw_var: float = _YAW_VAR) -> ImuReadi
     )
 
 
-def joint_positions(state) -> Tuple[float, float]:
-    """(head joint rad, lift joint rad) from a RobotState."""
-    return float(state.head_angle_rad), lift_height_to_angle(reported_lift_height_m(state.lift_height_mm))
+def joint_positions(state, head_rad: Optional[float] = None) -> Tuple[float, float]:
+    """(head joint rad, lift joint rad) from a RobotState; ``head_rad``: the head's, if
+    not the state's."""
+    head = float(state.head_angle_rad) if head_rad is None else head_rad
+    return head, lift_height_to_angle(reported_lift_height_m(state.lift_height_mm))

@@ -189,6 +189,12 @@ class Body:
         self._imu_zero_yaw = self.yaw_u
         self.wheels = (Wheel(), Wheel())
         self.head = Axis(HEAD_MIN_RAD, HEAD_MIN_RAD, HEAD_MAX_RAD, HEAD_MAX_SPEED_RADPS)
+        # Anki's firmware counts the head angle from 0 ("looking straight ahead") at
+        # power-up, wherever the head is, until its first calibration sets it to the low
+        # stop's (HeadController: currentAngle_, ResetLowAnglePosition); a robot that does
+        # not calibrate at connection starts calibrated
+        if self.fw.config.calibrate_at_connection:
+            self.head.zero = self.head.pos
         self.lift = Axis(LIFT_MIN_RAD, LIFT_MIN_RAD, LIFT_MAX_RAD, LIFT_MAX_SPEED_RADPS)
         self._calibrations = 0  # bumped when a calibration under way is abandoned
         self.controller: Optional[BaseController] = None
@@ -437,7 +443,7 @@ class Body:
             pose_frame_id=self.pose_frame_id, pose_origin_id=self.pose_origin_id,
             pose_x_mm=x, pose_y_mm=y, pose_z_mm=0.0, pose_angle_rad=yaw, pose_pitch_rad=pitch,
             lwheel_speed_mmps=lw.speed, rwheel_speed_mmps=rw.speed,
-            head_angle_rad=self.head.pos,
+            head_angle_rad=self.head.reading,
             lift_height_mm=self.lift.pos if cfg.lift_field_is_angle else lift_angle_to_height(self.lift.pos),
             accel_x_mmps2=ax, accel_y_mmps2=ay, accel_z_mmps2=az,
             gyro_x_radps=gx, gyro_y_radps=gy, gyro_z_radps=gz,

@@ -80,7 +80,7 @@ class Axis:
     """One position/velocity controlled joint (head angle or lift arm angle), rad."""
 
     __slots__ = ("pos", "vel", "lo", "hi", "vcap", "mode", "target", "vmax", "accel", "cmd_vel",
-                 "calibrating", "pending")
+                 "calibrating", "pending", "zero")
 
     def __init__(self, pos: float, lo: float, hi: float, vcap: float) -> None:
         self.pos = pos
@@ -97,6 +97,15 @@ class Axis:
         #: one waits in ``pending`` (("velocity", args) or ("position", args))
         self.calibrating = False
         self.pending: Optional[Tuple[str, Tuple[float, ...]]] = None
+        #: where the firmware's count of the angle has its 0 (rad): the low stop's once a
+        #: calibration has ended; see :attr:`reading`
+        self.zero = 0.0
+
+    @property
+    def reading(self) -> float:
+        """The angle the firmware reports (rad): the true one once the axis was calibrated,
+        before that counted from :attr:`zero`."""
+        return self.pos - self.zero
 
     @property
     def moving(self) -> bool:
@@ -170,6 +179,7 @@ class Axis:
         pending, self.pending = self.pending, None
         self.calibrating = False
         self.pos = self.target = self.lo
+        self.zero = 0.0
         self.stop()
         if keep_pending and pending is not None:
             kind, args = pending

@@ -35,8 +35,9 @@ class _Transport:
 
 
 class MemoryRobot:
-    """What DriverCore needs of a robot client (post, clock, call_soon, schedule, stats),
-    over a RobotLink joined to a SimulatedRobot by a MemoryLink, on the link's clock."""
+    """What DriverCore needs of a robot client (post, clock, calibrating, calibrate_motors,
+    call_soon, schedule, stats), over a RobotLink joined to a SimulatedRobot by a
+    MemoryLink, on the link's clock."""
 
     def __init__(self, seed: int = 3, down: Impairment | None = None) -> None:
         self.link = RobotLink(name="core-test")
@@ -72,6 +73,16 @@ class MemoryRobot:
 
     def clock(self) -> float:
         return self.net.now
+
+    def calibrating(self, motor: str) -> bool:
+        return motor in self.link.calibration
+
+    def calibrate_motors(self, head: bool = True, lift: bool = True) -> None:
+        def send() -> None:
+            self.link.send(msgs.StartMotorCalibration(head=head, lift=lift))
+            self.link.calibration.expect(self.net.now, [m for m, on in (("head", head),
+                                                                        ("lift", lift)) if on])
+        self._soon.append(send)
 
     def call_soon(self, fn, *args) -> None:
         self._soon.append(lambda: fn(*args))
@@ -493,6 +504,46 @@ def test_a_robot_on_its_back_is_reported_and_driving_it_says_why_nothing_moves(r
     assert [e.type for e in output.events][-2:] == [EventType.PUT_DOWN, EventType.ON_TREADS]
     assert output.states[-1].status.orientation == Orientation.ON_TREADS
     assert core.reports("127.0.0.1:5551")[1].message == "ok"
+
+
+def test_the_head_angle_is_held_while_the_head_calibrates():
+    """Anki's firmware counts the head angle from 0 at power-up, wherever the head is, until
+    its first calibration ends at the low stop (-25 deg); Anki's engine takes no head angle
+    while the head calibrates. The driver published the robot's: joint_states showed the
+    head level for the first second of a connection, then jumped to -25 deg, and the IMU
+    was turned into the body's axes by that angle. Now the head holds its last calibrated
+    angle (-25 deg before any) until the calibration ends, in joint_states, the IMU and the
+    gyro's yaw rate."""
+    robot = MemoryRobot()
+    output = RecordingOutput(clock_ns=lambda: int(robot.net.now * 1e9) + 1_700_000_000 * 10**9)
+    core = DriverCore(robot, dict(PARAMS, robot_ip="127.0.0.1", robot_port=5551), output)
+    robot.start(core.on_robot_event)
+    core.activate()
+    robot.run(3.0)
+
+    first = [(s, s._parts.state.head_angle_rad) for s in output.states]
+    uncalibrated = [s for s, raw in first if raw == pytest.approx(0.0, abs=1e-6)]
+    assert len(uncalibrated) >= 10, "the simulated robot reports 0 until its head is calibrated"
+    for s in uncalibrated:
+        assert s.joints.head_rad == pytest.approx(geo.HEAD_MIN_ANGLE_RAD)
+        assert s.imu.az_mps2 == pytest.approx(9.81, abs=0.3)     # gravity, in the body's axes
+        assert abs(s.imu.ax_mps2) < 0.3
+    last = output.states[-1]
+    assert last._parts.state.head_angle_rad == pytest.approx(geo.HEAD_MIN_ANGLE_RAD, abs=1e-6)
+    assert last.joints.head_rad == pytest.approx(geo.HEAD_MIN_ANGLE_RAD, abs=1e-6)
+
+    # a calibration later: the head angle before it holds until it ends
+    core.set_head(0.3, 0.0)
+    robot.run(2.0)
+    assert output.states[-1].joints.head_rad == pytest.approx(0.3, abs=2e-3)
+    output.states.clear()
+    assert core.calibrate_motors()[0]
+    robot.run(0.4)
+    moving = [s for s in output.states if s._parts.state.head_angle_rad < 0.25]
+    assert moving, "the head drives down to its low stop"
+    assert all(s.joints.head_rad == pytest.approx(0.3, abs=2e-3) for s in output.states)
+    robot.run(2.5)
+    assert output.states[-1].joints.head_rad == pytest.approx(geo.HEAD_MIN_ANGLE_RAD, abs=1e-6)
 
 
 def test_samples_are_stamped_with_the_robots_own_times_through_the_delays_jitter():
