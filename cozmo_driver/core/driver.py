@@ -108,12 +108,14 @@ class _StateParts:
     subscribers want (see StateSample): made from the message when asked for."""
 
     __slots__ = ("state", "yaw", "yaw_var", "sec", "nsec", "flags", "voltage", "orientation",
-                 "head")
+                 "head", "lift")
 
     def __init__(self, state: Any, yaw: float, yaw_var: float, sec: int, nsec: int,
-                 flags: int, voltage: float, orientation: int, head: float) -> None:
+                 flags: int, voltage: float, orientation: int, head: float,
+                 lift: Optional[float]) -> None:
         self.state, self.yaw, self.yaw_var, self.sec, self.nsec = state, yaw, yaw_var, sec, nsec
-        self.flags, self.voltage, self.orientation, self.head = flags, voltage, orientation, head
+        self.flags, self.voltage, self.orientation = flags, voltage, orientation
+        self.head, self.lift = head, lift  # the head angle; the lift field if not the state's
 
     def imu(self) -> ImuSample:
         reading = imu_from_state(self.state, self.yaw, self.yaw_var, self.head)
@@ -121,7 +123,7 @@ class _StateParts:
                          *reading.linear_acceleration, self.yaw_var)
 
     def joints(self) -> JointSample:
-        return JointSample(self.sec, self.nsec, *joint_positions(self.state, self.head))
+        return JointSample(self.sec, self.nsec, *joint_positions(self.state, self.head, self.lift))
 
     def status(self) -> StatusSample:
         state, flags = self.state, self.flags
@@ -179,10 +181,12 @@ class DriverCore(ActuatorsMixin, CameraMixin):
         self.throttle = LogThrottle(WARN_PERIOD_S)
         self.clock: Callable[[], float] = time.monotonic  # the throttle's time (injectable)
         self.state_count = 0
-        #: the head angle the samples take (rad): the robot's, held at the last one taken
-        #: while the head calibrates (Anki's firmware counts it from 0 at power-up until its
-        #: first calibration ends at the low stop; Anki's engine takes none meanwhile)
+        #: the head angle (rad) and the lift field (the lift's angle, rad, or height, mm)
+        #: the samples take: the robot's, each held at the last one taken while its motor
+        #: calibrates (Anki's firmware counts both from 0 at power-up until their first
+        #: calibration ends at the low stop; Anki's engine took no head angle meanwhile)
         self.head_rad = geo.HEAD_MIN_ANGLE_RAD
+        self.lift_field = geo.LIFT_MIN_ANGLE_RAD
         self._rate_mark: Tuple[float, int] = (time.monotonic(), 0)
         self.yaw_diff: Optional[float] = None  # mean |tread yaw rate - gyro z|, weighted
         self.battery_v: Optional[float] = None
@@ -297,10 +301,15 @@ class DriverCore(ActuatorsMixin, CameraMixin):
         self.state_count += 1
         t = stamp_ns * 1e-9
         tracker = self.tracker
-        if self.robot.calibrating("head"):
+        calibrating = self.robot.calibrating
+        if calibrating("head"):
             head = self.head_rad
         else:
             head = self.head_rad = float(state.head_angle_rad)
+        if calibrating("lift"):
+            lift = self.lift_field
+        else:
+            lift, self.lift_field = None, state.lift_height_mm
         gyro_yaw = imu_to_body(float(state.gyro_x_radps), 0.0, float(state.gyro_z_radps),
                                head)[2]  # the body's yaw rate
         pose, reason = tracker.update(
@@ -339,7 +348,8 @@ class DriverCore(ActuatorsMixin, CameraMixin):
                           tv[0], tv[1], tv[5])
         output = self.output
         output.on_state(StateSample(odom, _StateParts(state, pose.yaw, pv[5], sec, nsec, flags,
-                                                      voltage, self.orientation.state, head)))
+                                                      voltage, self.orientation.state, head,
+                                                      lift)))
         # in the air, falling or lying the sensor sees no floor either: not an edge
         edge = self.cliff_edge.update(t, stamp_ns, bool(flags & StatusFlag.CLIFF_DETECTED),
                                       self.orientation.state == Orientation.ON_TREADS)

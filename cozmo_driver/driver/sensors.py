@@ -207,8 +207,10 @@ def imu_from_state(state, yaw_rad: float, yaw_var: float = _YAW_VAR,
     )
 
 
-def joint_positions(state, head_rad: Optional[float] = None) -> Tuple[float, float]:
-    """(head joint rad, lift joint rad) from a RobotState; ``head_rad``: the head's, if
-    not the state's."""
+def joint_positions(state, head_rad: Optional[float] = None,
+                    lift_field: Optional[float] = None) -> Tuple[float, float]:
+    """(head joint rad, lift joint rad) from a RobotState; ``head_rad``: the head angle,
+    ``lift_field``: the value of the state's lift field, to take instead of the state's."""
     head = float(state.head_angle_rad) if head_rad is None else head_rad
-    return head, lift_height_to_angle(reported_lift_height_m(state.lift_height_mm))
+    lift = state.lift_height_mm if lift_field is None else lift_field
+    return head, lift_height_to_angle(reported_lift_height_m(lift))

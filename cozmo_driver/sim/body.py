@@ -189,13 +189,14 @@ class Body:
         self._imu_zero_yaw = self.yaw_u
         self.wheels = (Wheel(), Wheel())
         self.head = Axis(HEAD_MIN_RAD, HEAD_MIN_RAD, HEAD_MAX_RAD, HEAD_MAX_SPEED_RADPS)
-        # Anki's firmware counts the head angle from 0 ("looking straight ahead") at
-        # power-up, wherever the head is, until its first calibration sets it to the low
-        # stop's (HeadController: currentAngle_, ResetLowAnglePosition); a robot that does
-        # not calibrate at connection starts calibrated
+        self.lift = Axis(LIFT_MIN_RAD, LIFT_MIN_RAD, LIFT_MAX_RAD, LIFT_MAX_SPEED_RADPS)
+        # Anki's firmware counts the head and lift angles from 0 (looking straight ahead,
+        # the arm level) at power-up, wherever they are, until their first calibration sets
+        # them to the low stop's (Head/LiftController: currentAngle_, ResetLowAnglePosition);
+        # a robot that does not calibrate at connection starts calibrated
         if self.fw.config.calibrate_at_connection:
             self.head.zero = self.head.pos
-        self.lift = Axis(LIFT_MIN_RAD, LIFT_MIN_RAD, LIFT_MAX_RAD, LIFT_MAX_SPEED_RADPS)
+            self.lift.zero = self.lift.pos
         self._calibrations = 0  # bumped when a calibration under way is abandoned
         self.controller: Optional[BaseController] = None
         self._prev_v = 0.0
@@ -444,7 +445,7 @@ class Body:
             pose_x_mm=x, pose_y_mm=y, pose_z_mm=0.0, pose_angle_rad=yaw, pose_pitch_rad=pitch,
             lwheel_speed_mmps=lw.speed, rwheel_speed_mmps=rw.speed,
             head_angle_rad=self.head.reading,
-            lift_height_mm=self.lift.pos if cfg.lift_field_is_angle else lift_angle_to_height(self.lift.pos),
+            lift_height_mm=self.lift.reading if cfg.lift_field_is_angle else lift_angle_to_height(self.lift.reading),
             accel_x_mmps2=ax, accel_y_mmps2=ay, accel_z_mmps2=az,
             gyro_x_radps=gx, gyro_y_radps=gy, gyro_z_radps=gz,
             battery_voltage_v=volt, cliff_data_raw=cliffs, backpack_touch_sensor_raw=touch)

@@ -506,14 +506,15 @@ def test_a_robot_on_its_back_is_reported_and_driving_it_says_why_nothing_moves(r
     assert core.reports("127.0.0.1:5551")[1].message == "ok"
 
 
-def test_the_head_angle_is_held_while_the_head_calibrates():
-    """Anki's firmware counts the head angle from 0 at power-up, wherever the head is, until
-    its first calibration ends at the low stop (-25 deg); Anki's engine takes no head angle
-    while the head calibrates. The driver published the robot's: joint_states showed the
-    head level for the first second of a connection, then jumped to -25 deg, and the IMU
-    was turned into the body's axes by that angle. Now the head holds its last calibrated
-    angle (-25 deg before any) until the calibration ends, in joint_states, the IMU and the
-    gyro's yaw rate."""
+def test_the_head_and_lift_angles_are_held_while_they_calibrate():
+    """Anki's firmware counts the head and lift angles from 0 at power-up, wherever they
+    are, until their first calibration ends at the low stop (-25 deg, the lift's lowest);
+    Anki's engine takes no head angle while the head calibrates. The driver published the
+    robot's: joint_states showed the head and the arm level for the first second of a
+    connection, then jumped down, and the IMU was turned into the body's axes by that head
+    angle. Now each holds its last calibrated angle (the low stop before any) until its
+    calibration ends: the head in joint_states, the IMU and the gyro's yaw rate, the lift
+    in joint_states."""
     robot = MemoryRobot()
     output = RecordingOutput(clock_ns=lambda: int(robot.net.now * 1e9) + 1_700_000_000 * 10**9)
     core = DriverCore(robot, dict(PARAMS, robot_ip="127.0.0.1", robot_port=5551), output)
@@ -526,24 +527,33 @@ def test_the_head_angle_is_held_while_the_head_calibrates():
     assert len(uncalibrated) >= 10, "the simulated robot reports 0 until its head is calibrated"
     for s in uncalibrated:
         assert s.joints.head_rad == pytest.approx(geo.HEAD_MIN_ANGLE_RAD)
+        assert s.joints.lift_rad == pytest.approx(geo.LIFT_MIN_ANGLE_RAD)
         assert s.imu.az_mps2 == pytest.approx(9.81, abs=0.3)     # gravity, in the body's axes
         assert abs(s.imu.ax_mps2) < 0.3
     last = output.states[-1]
     assert last._parts.state.head_angle_rad == pytest.approx(geo.HEAD_MIN_ANGLE_RAD, abs=1e-6)
     assert last.joints.head_rad == pytest.approx(geo.HEAD_MIN_ANGLE_RAD, abs=1e-6)
+    assert last._parts.state.lift_height_mm == pytest.approx(geo.LIFT_MIN_ANGLE_RAD, abs=1e-6)
+    assert last.joints.lift_rad == pytest.approx(geo.LIFT_MIN_ANGLE_RAD, abs=1e-6)
 
-    # a calibration later: the head angle before it holds until it ends
+    # a calibration later: the angles before it hold until it ends
     core.set_head(0.3, 0.0)
+    core.set_lift(0.07)
     robot.run(2.0)
+    lift_rad = geo.lift_height_to_angle(0.07)
     assert output.states[-1].joints.head_rad == pytest.approx(0.3, abs=2e-3)
+    assert output.states[-1].joints.lift_rad == pytest.approx(lift_rad, abs=5e-3)
     output.states.clear()
     assert core.calibrate_motors()[0]
     robot.run(0.4)
-    moving = [s for s in output.states if s._parts.state.head_angle_rad < 0.25]
-    assert moving, "the head drives down to its low stop"
+    moving = [s for s in output.states if s._parts.state.head_angle_rad < 0.25
+              and s._parts.state.lift_height_mm < lift_rad - 0.05]
+    assert moving, "the head and the lift drive down to their low stops"
     assert all(s.joints.head_rad == pytest.approx(0.3, abs=2e-3) for s in output.states)
+    assert all(s.joints.lift_rad == pytest.approx(lift_rad, abs=5e-3) for s in output.states)
     robot.run(2.5)
     assert output.states[-1].joints.head_rad == pytest.approx(geo.HEAD_MIN_ANGLE_RAD, abs=1e-6)
+    assert output.states[-1].joints.lift_rad == pytest.approx(geo.LIFT_MIN_ANGLE_RAD, abs=1e-6)
 
 
 def test_samples_are_stamped_with_the_robots_own_times_through_the_delays_jitter():
