@@ -11,7 +11,7 @@ load average measured while it was measured (``--no-docs``: print only).
 from __future__ import annotations
 
 import datetime
-import importlib.util
+import importlib.machinery
 import math
 import os
 import platform
@@ -31,8 +31,10 @@ if str(ROOT) not in sys.path:
 
 # pycozmo, the reference, imports the stdlib module chunk, which Python 3.13 removed:
 # bench/compat/chunk.py stands in for it, here and in the Python processes a benchmark
-# starts (its pycozmo sessions), only where there is no chunk
-if importlib.util.find_spec("chunk") is None:
+# starts (its pycozmo sessions), only where there is no chunk on the path. (The path
+# only: a stand-in the tests put into sys.modules has no spec, which find_spec refuses,
+# and the processes started do not have it.)
+if importlib.machinery.PathFinder.find_spec("chunk") is None:
     _COMPAT = str(ROOT / "bench" / "compat")
     sys.path.insert(0, _COMPAT)
     os.environ["PYTHONPATH"] = os.pathsep.join(

@@ -42,3 +42,21 @@ def test_no_docs_is_taken_by_every_benchmark(script):
     error = [line for line in result.stderr.splitlines() if "error:" in line]
     assert error and "--no-such-option" in error[-1] and "--no-docs" not in error[-1], result.stderr
     assert docs.read_bytes() == before
+
+
+def test_the_benchmarks_import_beside_a_chunk_stand_in_without_a_spec():
+    """The tests put a stand-in for the stdlib module chunk into sys.modules where Python
+    has none (3.13 on; test/chunk_shim.py), a module without a __spec__. bench/_common.py
+    asked importlib.util.find_spec("chunk") whether to put its own stand-in on the path,
+    which raises ValueError for such a module: on Python 3.13, test_stack_runs could not
+    import bench/stack_runs. A process where chunk is such a module imports _common, and
+    its child processes still find a chunk."""
+    code = ("import sys, types, subprocess\n"
+            "sys.modules['chunk'] = types.ModuleType('chunk')\n"
+            f"sys.path.insert(0, {str(ROOT / 'bench')!r})\n"
+            "import _common\n"
+            "print(subprocess.run([sys.executable, '-c', 'import chunk; print(chunk.Chunk)'],"
+            " capture_output=True, text=True).stdout.strip())\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert "Chunk" in run.stdout, run.stdout
