@@ -14,7 +14,7 @@ import pytest
 from cozmo_driver import robot_geometry as geo
 from cozmo_driver.driver.events import EventType
 from cozmo_driver.driver.orientation import Orientation
-from cozmo_driver.client import LinkState, RobotLink
+from cozmo_driver.client import LinkState, Robot, RobotLink
 from cozmo_driver.client.link import MOTOR_MIN_SPEED_RADPS
 from cozmo_driver.core import DriverCore, RecordingOutput
 from cozmo_driver.core.samples import StateSample
@@ -74,15 +74,12 @@ class MemoryRobot:
     def clock(self) -> float:
         return self.net.now
 
-    def calibrating(self, motor: str) -> bool:
-        return motor in self.link.calibration
+    # the client's own (they use only its link and clock)
+    calibrating = Robot.calibrating
+    _calibrate_motors = Robot._calibrate_motors
 
     def calibrate_motors(self, head: bool = True, lift: bool = True) -> None:
-        def send() -> None:
-            self.link.send(msgs.StartMotorCalibration(head=head, lift=lift))
-            self.link.calibration.expect(self.net.now, [m for m, on in (("head", head),
-                                                                        ("lift", lift)) if on])
-        self._soon.append(send)
+        self.call_soon(self._calibrate_motors, head, lift)
 
     def call_soon(self, fn, *args) -> None:
         self._soon.append(lambda: fn(*args))
