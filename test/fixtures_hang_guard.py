@@ -13,7 +13,8 @@ own timeout plus a margin (ini option ``hang_guard_grace``, seconds). Its watchd
 C thread that needs no GIL: when the time is up it writes the Python stack of every
 thread to the run's real standard error (not to pytest's capture, which would be lost)
 and ends the process with status 1. The run then fails at once, showing the test and the
-line it was stuck on, instead of hanging.
+line it was stuck on, instead of hanging. In a parallel run the process is a worker: xdist
+reports the test failed and a new worker runs the rest (test/fixtures_parallel.py).
 """
 
 from __future__ import annotations

@@ -15,6 +15,18 @@ this plugin adds:
 * **SIGTERM and SIGHUP stop the whole run.** By default they end the controller alone, and
   its workers go on running their tests; here the controller takes them as Ctrl-C (a
   KeyboardInterrupt), and xdist then stops its workers.
+* **A worker that dies does not hang the run.** When a worker process ends in the middle
+  of a test (a crash, or the hang guard of test/fixtures_hang_guard.py ending a stuck
+  test), xdist reports that test failed and starts a new worker for the rest of its file.
+  Its ``--dist loadfile`` scheduler (3.8.0) then put the dead worker's files back on the
+  queue whole, the finished ones and the test it died in included: the new worker ran that
+  test again (and died again, for a test that always crashes), and the finished files came
+  back as work units with nothing left to run, which leave a worker waiting for a test
+  that never comes. The run then hung until whoever started it gave up (a CI run did, after
+  90 minutes: pytest-xdist issues 784 and 1378); and the new worker, given the one test
+  left of the dead worker's file and nothing after it, waited for a next test that never
+  came. The scheduler here is xdist's own with those steps changed: it puts back only the
+  tests the dead worker did not reach, and gives a worker work until it has two tests.
 
 Without xdist's ``-n`` (or with ``-n 0``) it does nothing.
 """
@@ -86,3 +98,63 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: Optional[pytest.Item]):
         finally:
             fcntl.flock(run, fcntl.LOCK_UN)
             fcntl.flock(gate, fcntl.LOCK_UN)
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """``--dist loadfile``'s scheduler, which survives a worker that dies (module docstring);
+    None (xdist's own) for every other distribution mode."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class DeadWorkerSafeScheduling(LoadFileScheduling):
+
+        def remove_node(self, node):
+            """Forget ``node``; if it died with tests left, give the ones after the test it
+            died in to the other workers, and return that test (reported failed by xdist,
+            not run again)."""
+            workload = self.assigned_work.pop(node)
+            left = [(scope, nodeid) for scope, unit in workload.items()
+                    for nodeid, done in unit.items() if not done]
+            if not left:
+                return None
+            # the worker runs its tests in the order given: the first one not done is the
+            # one it was running
+            scope, died_in = left[0]
+            workload[scope][died_in] = True
+            for scope, unit in workload.items():
+                if not all(unit.values()):
+                    self.workqueue[scope] = unit
+            for other in self.assigned_work:
+                self._reschedule(other)
+            return died_in
+
+        def _reschedule(self, node):
+            # A new worker that has not finished collecting gets its work when it has
+            # (``schedule``). xdist gave it work at once when another worker died: the
+            # unit was lost, and so was the dead worker's failed test (a KeyError that
+            # xdist takes for "not a node of the scheduler").
+            if node not in self.registered_collections:
+                return
+            super()._reschedule(node)
+            # A worker starts a test only once it has the one after it (or the end of the
+            # run): a new worker given a file with one test left, and no more, would wait
+            # for ever while the rest of the queue waits for it.
+            while (self.workqueue and not node.shutting_down
+                   and self._pending_of(self.assigned_work[node]) < 2):
+                if not self._assign_work_unit(node):
+                    return
+
+        def _assign_work_unit(self, node):
+            """Send ``node`` the next file's tests; False if it is gone."""
+            try:
+                super()._assign_work_unit(node)
+            except OSError:
+                # It died after its last report: the news of its death, still queued,
+                # puts the file back with the rest of its work (``remove_node``). xdist
+                # stopped the whole run with an internal error here.
+                return False
+            return True
+
+    return DeadWorkerSafeScheduling(config, log)

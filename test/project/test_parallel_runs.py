@@ -144,3 +144,39 @@ def test_each_worker_has_a_domain_of_its_own_when_the_caller_set_one(tmp_path):
     ids = [d for ds in domains.values() for d in ds]
     assert all(len(ds) == 1 for ds in domains.values()), domains
     assert len(set(ids)) == 2 and callers not in ids, (callers, domains)
+
+
+# Files for --dist loadfile whose tests end their worker process (a crash, or the hang
+# guard's exit): (test lines per file); "die" ends the worker, "ok" passes.
+DEAD_WORKER_SUITES = {
+    # the new worker gets the dead worker's file with one test left, and the rest of the
+    # queue after it (xdist 3.8.0 alone: it waited for ever for a second test)
+    "one_test_left": [["ok", "die", "ok"], ["ok", "ok"], ["ok", "ok"], ["ok", "ok"],
+                      ["ok", "ok"]],
+    # the worker dies in the last test of its file, then in a file's only test
+    "last_and_only": [["ok", "ok", "die"], ["die"], ["ok"], ["ok", "ok", "ok"], ["ok"]],
+    # two deaths in one file, one after the other, and another file's first test
+    "twice_in_a_file": [["die", "die", "ok", "ok"], ["ok", "die"], ["ok", "ok", "ok"],
+                        ["ok"], ["ok", "ok"], ["ok", "ok", "ok", "ok"]],
+}
+
+
+@pytest.mark.parametrize("suite", sorted(DEAD_WORKER_SUITES))
+def test_a_worker_that_dies_fails_its_test_and_the_run_goes_on_to_the_end(tmp_path, suite):
+    files = DEAD_WORKER_SUITES[suite]
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    for number, tests in enumerate(files):
+        (tmp_path / f"test_f{number}.py").write_text("import os\n" + "".join(
+            f"\ndef test_{kind}{index}():\n    {'os._exit(3)' if kind == 'die' else 'pass'}\n"
+            for index, kind in enumerate(tests)))
+    died = sum(tests.count("die") for tests in files)
+    passed = sum(tests.count("ok") for tests in files)
+    # a few seconds; xdist 3.8.0 alone hung in each suite (killed here after 60 s)
+    result = subprocess.run(_pytest(tmp_path, "--dist", "loadfile", "-rf"), env=_inner_env(),
+                            capture_output=True, text=True, timeout=60)
+    output = result.stdout + result.stderr
+    # every test ran once: the one a worker died in is failed and not run again (xdist
+    # alone ran it again, killing the next worker), and every other test passed
+    assert result.returncode == 1, output
+    assert f"{died} failed, {passed} passed" in output, output
+    assert output.count("crashed while running") == died, output
