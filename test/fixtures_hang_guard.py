@@ -8,13 +8,23 @@ returns, a deadlock on a mutex, with the GIL held or not) is never stopped, and 
 hangs, printing nothing, until whoever started it gives up. A CI run ended that way once:
 the wheel run stopped inside ``test_behavior_node`` and was killed after 90 minutes.
 
-For every test this guard arms :func:`faulthandler.dump_traceback_later` for the test's
-own timeout plus a margin (ini option ``hang_guard_grace``, seconds). Its watchdog is a
-C thread that needs no GIL: when the time is up it writes the Python stack of every
-thread to the run's real standard error (not to pytest's capture, which would be lost)
-and ends the process with status 1. The run then fails at once, showing the test and the
-line it was stuck on, instead of hanging. In a parallel run the process is a worker: xdist
-reports the test failed and a new worker runs the rest (test/fixtures_parallel.py).
+For every test this guard sets a limit: the test's own timeout plus a margin (ini option
+``hang_guard_grace``, seconds). When a test is still running at its limit, a watchdog
+thread of this guard writes, to the run's real standard error (not to pytest's capture,
+which would be lost), the Python stack of every thread, then one line per thread with the
+innermost calls, and ends the process with status 1. The summary comes last because a CI
+log is often read from its end, and a stack dump ends with the outermost calls (a CI run
+showed only the pytest and execnet frames at the bottom of a stuck test's main thread).
+
+A thread needs the GIL to run, and a C call that holds it (Fast DDS's teardown spin of
+the PyPI wheels, docs/driver.md) stops every thread. So :func:`faulthandler.dump_traceback_later`
+is armed as well, FALLBACK_S after the limit: its watchdog is a C thread that needs no GIL;
+it writes every thread's stack (under ``Timeout (h:mm:ss)!``) and ends the process with
+status 1. A dump with that header and no summary after it therefore means the GIL was held.
+
+The run then fails at once, showing the test and the line it was stuck on, instead of
+hanging. In a parallel run the process is a worker: xdist reports the test failed and a
+new worker runs the rest (test/fixtures_parallel.py).
 """
 
 from __future__ import annotations
@@ -22,13 +32,25 @@ from __future__ import annotations
 import faulthandler
 import os
 import sys
+import threading
+import time
+import traceback
 from typing import IO, Optional
 
 import pytest
 
 GRACE_DEFAULT_S = 60.0
+#: seconds after a test's limit at which faulthandler's C watchdog ends the process, if
+#: the guard's own thread could not (the GIL held)
+FALLBACK_S = 5.0
+#: innermost calls per thread in the summary
+SUMMARY_FRAMES = 4
 
 _stream: Optional[IO[str]] = None
+_lock = threading.Condition()
+#: the test under watch: (node id, its limit in s, monotonic deadline), or None
+_watched: Optional[tuple] = None
+_watchdog: Optional[threading.Thread] = None
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -52,6 +74,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     global _stream
+    _watch(None)
     faulthandler.cancel_dump_traceback_later()
     if _stream is not None:
         _stream.close()
@@ -72,6 +95,52 @@ def _timeout_of(item: pytest.Item) -> float:
         return 0.0
 
 
+def _watch(watched: Optional[tuple]) -> None:
+    """Watch a test (node id, limit), or nothing (None); starts the watchdog thread once."""
+    global _watched, _watchdog
+    with _lock:
+        _watched = None if watched is None else (*watched, time.monotonic() + watched[1])
+        if _watchdog is None and watched is not None:
+            _watchdog = threading.Thread(target=_watch_forever, name="hang-guard", daemon=True)
+            _watchdog.start()
+        _lock.notify()
+
+
+def _watch_forever() -> None:
+    """The watchdog thread: waits for the watched test's deadline; ends the process there.
+    A daemon: it ends with the process."""
+    with _lock:
+        while _watched is None or time.monotonic() < _watched[2]:
+            _lock.wait(None if _watched is None else _watched[2] - time.monotonic())
+        nodeid, limit, _ = _watched
+    _report_and_exit(nodeid, limit)
+
+
+def _innermost_calls(frame) -> str:
+    calls = traceback.extract_stack(frame)[-SUMMARY_FRAMES:]
+    return " > ".join(f"{os.path.basename(c.filename)}:{c.lineno} {c.name}" for c in calls)
+
+
+def _report_and_exit(nodeid: str, limit: float) -> None:
+    stream = _stream
+    try:
+        if stream is not None:
+            stream.write(f"\n+++ hang guard: {nodeid} still running after {limit:g} s: "
+                         "every thread's stack, innermost call first +++\n")
+            stream.flush()
+            faulthandler.dump_traceback(file=stream, all_threads=True)
+            names = {thread.ident: thread.name for thread in threading.enumerate()}
+            stream.write(f"+++ hang guard: where each thread of {nodeid} was "
+                         "(innermost call last) +++\n")
+            for ident, frame in sys._current_frames().items():
+                if ident != threading.get_ident():
+                    stream.write(f"  {names.get(ident, ident)}: {_innermost_calls(frame)}\n")
+            stream.write("+++ hang guard: ended this test process (status 1) +++\n")
+            stream.flush()
+    finally:
+        os._exit(1)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: Optional[pytest.Item]):
     timeout = _timeout_of(item)
@@ -80,8 +149,10 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: Optional[pytest.Item]):
         return
     limit = timeout + float(item.config.getini("hang_guard_grace"))
     _stream.write("")  # fail here, not in the watchdog, if the stream is unusable
-    faulthandler.dump_traceback_later(limit, repeat=False, file=_stream, exit=True)
+    _watch((item.nodeid, limit))
+    faulthandler.dump_traceback_later(limit + FALLBACK_S, repeat=False, file=_stream, exit=True)
     try:
         yield
     finally:
         faulthandler.cancel_dump_traceback_later()
+        _watch(None)

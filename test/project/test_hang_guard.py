@@ -1,5 +1,6 @@
 """The hang guard (test/fixtures_hang_guard.py) ends a run whose test is stuck where
-pytest-timeout cannot stop it, printing where it was stuck; a test that pytest-timeout
+pytest-timeout cannot stop it, printing where it was stuck, with a summary last; where
+the stuck call holds the GIL, faulthandler's C watchdog ends it. A test that pytest-timeout
 does stop leaves the run going. Each case is a pytest run of its own, in a subprocess,
 with a 1 s timeout and a 1 s grace."""
 
@@ -23,6 +24,23 @@ def test_stuck_where_no_alarm_reaches():
     # returns to the interpreter
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
     time.sleep(60)
+
+
+def test_after():
+    pass
+'''
+
+# a C call that keeps the GIL and that no signal interrupts: a mutex locked twice by one
+# thread (a deadlock); no Python thread runs again
+HOLDS_THE_GIL = '''
+import ctypes
+
+
+def test_stuck_holding_the_gil():
+    libc = ctypes.PyDLL(None)
+    mutex = ctypes.create_string_buffer(64)  # zeros: PTHREAD_MUTEX_INITIALIZER of glibc
+    libc.pthread_mutex_lock(mutex)
+    libc.pthread_mutex_lock(mutex)
 
 
 def test_after():
@@ -71,11 +89,32 @@ def test_a_test_stuck_out_of_pytest_timeouts_reach_ends_the_run_with_its_stack(t
     result, took = run_pytest(tmp_path, STUCK)
     assert result.returncode == 1, result.stdout + result.stderr
     assert took < 30.0   # not the 60 s of the stuck call
-    # faulthandler's dump, on the real standard error, names the test and its line
-    assert "Timeout (0:00:02)!" in result.stderr, result.stderr
-    assert "test_stuck_where_no_alarm_reaches" in result.stderr
-    assert "test_case.py" in result.stderr
+    # on the real standard error: the guard's header, every thread's stack, and last the
+    # summary, naming the test's line as the main thread's innermost call
+    err = result.stderr
+    assert ("+++ hang guard: test_case.py::test_stuck_where_no_alarm_reaches still running "
+            "after 2 s") in err, err
+    assert 'File "' in err and "in test_stuck_where_no_alarm_reaches" in err  # the dump
+    last = err.strip().splitlines()[-3:]
+    assert last[0] == ("+++ hang guard: where each thread of "
+                       "test_case.py::test_stuck_where_no_alarm_reaches was (innermost call last) +++"), err
+    assert last[1].startswith("  MainThread: "), err
+    assert last[1].endswith("test_case.py:10 test_stuck_where_no_alarm_reaches"), err
+    assert last[2] == "+++ hang guard: ended this test process (status 1) +++", err
+    assert "Timeout (" not in err  # faulthandler's fallback was not needed
     # the run ended there: the next test never ran
+    assert "passed" not in result.stdout
+
+
+def test_a_test_stuck_holding_the_gil_is_ended_by_faulthandlers_fallback(tmp_path):
+    result, took = run_pytest(tmp_path, HOLDS_THE_GIL)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert took < 30.0   # not the 60 s of the stuck call
+    # the guard's thread never ran; faulthandler's C watchdog dumped at limit + FALLBACK_S
+    err = result.stderr
+    assert "+++ hang guard" not in err, err
+    assert "Timeout (0:00:07)!" in err, err
+    assert "in test_stuck_holding_the_gil" in err, err
     assert "passed" not in result.stdout
 
 
@@ -84,5 +123,5 @@ def test_a_test_pytest_timeout_stops_leaves_the_run_going(tmp_path):
     assert result.returncode == 1, result.stdout + result.stderr
     assert "1 failed, 1 passed" in result.stdout, result.stdout
     assert "Timeout" in result.stdout   # pytest-timeout's failure
-    # the guard was re-armed for the next test and cancelled after it
-    assert "Timeout (0:00:02)!" not in result.stderr, result.stderr
+    # the guard was re-armed for the next test and called off after it
+    assert "hang guard" not in result.stderr and "Timeout (" not in result.stderr, result.stderr
