@@ -25,12 +25,23 @@ status 1. A dump with that header and no summary after it therefore means the GI
 The run then fails at once, showing the test and the line it was stuck on, instead of
 hanging. In a parallel run the process is a worker: xdist reports the test failed and a
 new worker runs the rest (test/fixtures_parallel.py).
+
+A run can also hang between tests, where no test's limit runs: a worker stuck in its
+collection or at its exit, or xdist's controller waiting for a worker that will never
+report (a CI run's kit suite, whose tests take about 12 minutes, was still waiting after
+77 minutes, when it was killed). So
+the whole run has a limit too (ini option ``hang_guard_run_limit``, seconds, 0 for none;
+the environment variable RUN_LIMIT_ENV overrides it): when it is up, the guard writes
+every thread's stack and the summary of where each was, then interrupts the run as Ctrl-C
+does (pytest reports what ran, xdist stops its workers), and ends the process with status
+1 if it still runs RUN_STOP_GRACE_S later.
 """
 
 from __future__ import annotations
 
 import faulthandler
 import os
+import signal
 import sys
 import threading
 import time
@@ -45,18 +56,26 @@ GRACE_DEFAULT_S = 60.0
 FALLBACK_S = 5.0
 #: innermost calls per thread in the summary
 SUMMARY_FRAMES = 4
+#: the environment variable that overrides ini option hang_guard_run_limit (seconds)
+RUN_LIMIT_ENV = "COZMO_TEST_RUN_LIMIT_S"
+#: seconds between the interruption of a run over its limit and the end of its process
+RUN_STOP_GRACE_S = 60.0
 
 _stream: Optional[IO[str]] = None
 _lock = threading.Condition()
 #: the test under watch: (node id, its limit in s, monotonic deadline), or None
 _watched: Optional[tuple] = None
 _watchdog: Optional[threading.Thread] = None
+_run_timer: Optional[threading.Timer] = None
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("hang_guard_grace", "seconds after a test's pytest-timeout before the hang "
                   "guard dumps every thread's stack and ends the run (test/fixtures_hang_guard.py)",
                   default=str(GRACE_DEFAULT_S))
+    parser.addini("hang_guard_run_limit", "seconds a whole test run may last before the hang "
+                  f"guard interrupts it (0: no limit; {RUN_LIMIT_ENV} overrides it; "
+                  "test/fixtures_hang_guard.py)", default="0")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -70,10 +89,30 @@ def pytest_configure(config: pytest.Config) -> None:
     else:  # pragma: no cover - pytest always has its capture manager
         fd = os.dup(sys.stderr.fileno())
     _stream = os.fdopen(fd, "w")
+    limit = _run_limit(config)
+    if limit > 0 and not os.environ.get("PYTEST_XDIST_WORKER"):  # the run's own process
+        global _run_timer
+        _run_timer = threading.Timer(limit, _interrupt_the_run, (limit,))
+        _run_timer.name = "hang-guard-run-limit"
+        _run_timer.daemon = True
+        _run_timer.start()
+
+
+def _run_limit(config: pytest.Config) -> float:
+    """The run's limit in seconds (0: none): RUN_LIMIT_ENV, else the ini option."""
+    text = os.environ.get(RUN_LIMIT_ENV, "").strip() or str(config.getini("hang_guard_run_limit"))
+    try:
+        limit = float(text)
+    except ValueError:
+        raise pytest.UsageError(f"{RUN_LIMIT_ENV} (or ini option hang_guard_run_limit) must be "
+                                f"a number of seconds, 0 for no limit, not {text!r}") from None
+    return limit if limit > 0 else 0.0
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     global _stream
+    if _run_timer is not None:
+        _run_timer.cancel()
     _watch(None)
     faulthandler.cancel_dump_traceback_later()
     if _stream is not None:
@@ -121,22 +160,44 @@ def _innermost_calls(frame) -> str:
     return " > ".join(f"{os.path.basename(c.filename)}:{c.lineno} {c.name}" for c in calls)
 
 
+def _report(stream: IO[str], what: str, headline: str) -> None:
+    """Every thread's stack under ``headline``, then where each thread of ``what`` was."""
+    stream.write(f"\n+++ hang guard: {headline}: every thread's stack, innermost call first +++\n")
+    stream.flush()
+    faulthandler.dump_traceback(file=stream, all_threads=True)
+    names = {thread.ident: thread.name for thread in threading.enumerate()}
+    stream.write(f"+++ hang guard: where each thread of {what} was (innermost call last) +++\n")
+    for ident, frame in sys._current_frames().items():
+        if ident != threading.get_ident():
+            stream.write(f"  {names.get(ident, ident)}: {_innermost_calls(frame)}\n")
+    stream.flush()
+
+
 def _report_and_exit(nodeid: str, limit: float) -> None:
-    stream = _stream
     try:
-        if stream is not None:
-            stream.write(f"\n+++ hang guard: {nodeid} still running after {limit:g} s: "
-                         "every thread's stack, innermost call first +++\n")
-            stream.flush()
-            faulthandler.dump_traceback(file=stream, all_threads=True)
-            names = {thread.ident: thread.name for thread in threading.enumerate()}
-            stream.write(f"+++ hang guard: where each thread of {nodeid} was "
-                         "(innermost call last) +++\n")
-            for ident, frame in sys._current_frames().items():
-                if ident != threading.get_ident():
-                    stream.write(f"  {names.get(ident, ident)}: {_innermost_calls(frame)}\n")
-            stream.write("+++ hang guard: ended this test process (status 1) +++\n")
-            stream.flush()
+        if _stream is not None:
+            _report(_stream, nodeid, f"{nodeid} still running after {limit:g} s")
+            _stream.write("+++ hang guard: ended this test process (status 1) +++\n")
+            _stream.flush()
+    finally:
+        os._exit(1)
+
+
+def _interrupt_the_run(limit: float) -> None:
+    """The run's limit is up: report, interrupt the run, end it if that does not."""
+    try:
+        if _stream is not None:
+            _report(_stream, "the test run", f"the test run still going after {limit:g} s")
+            _stream.write(f"+++ hang guard: {limit:g} s is the run's limit (ini option "
+                          f"hang_guard_run_limit; {RUN_LIMIT_ENV}=0 lifts it): interrupting the "
+                          "run +++\n")
+            _stream.flush()
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(RUN_STOP_GRACE_S)
+        if _stream is not None:
+            _stream.write(f"+++ hang guard: the run did not end {RUN_STOP_GRACE_S:g} s after "
+                          "the interruption: ended it (status 1) +++\n")
+            _stream.flush()
     finally:
         os._exit(1)
 

@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 TEST = Path(__file__).resolve().parents[1]
 
 STUCK = '''
@@ -77,6 +79,7 @@ def run_pytest(tmp_path: Path, source: str) -> tuple[subprocess.CompletedProcess
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TEST), os.environ.get("PYTHONPATH", "")]))
     # no launch_testing plugin or other entry points: only pytest-timeout and the guard
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    env.pop("COZMO_TEST_RUN_LIMIT_S", None)
     start = time.monotonic()
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "pytest_timeout", "-p", "fixtures_hang_guard",
@@ -125,3 +128,59 @@ def test_a_test_pytest_timeout_stops_leaves_the_run_going(tmp_path):
     assert "Timeout" in result.stdout   # pytest-timeout's failure
     # the guard was re-armed for the next test and called off after it
     assert "hang guard" not in result.stderr and "Timeout (" not in result.stderr, result.stderr
+
+
+# a test file whose collection never ends: no test's limit runs (a worker stuck so kept
+# xdist's controller waiting for ever)
+HANGS_IN_COLLECTION = '''
+import time
+time.sleep(60)
+
+
+def test_never_collected():
+    pass
+'''
+
+
+@pytest.mark.parametrize("workers", [[], ["-p", "xdist.plugin", "-n", "2"]], ids=["serial", "xdist"])
+def test_a_run_over_its_limit_is_interrupted_with_every_threads_stack(tmp_path, workers):
+    (tmp_path / "test_case.py").write_text(HANGS_IN_COLLECTION)
+    (tmp_path / "pytest.ini").write_text("[pytest]\ntimeout = 1\nhang_guard_run_limit = 3\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TEST), os.environ.get("PYTHONPATH", "")]),
+               PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
+    env = {k: v for k, v in env.items() if not k.startswith("PYTEST_XDIST")}
+    env.pop("COZMO_TEST_RUN_LIMIT_S", None)
+    start = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "pytest_timeout", "-p", "fixtures_hang_guard",
+         "-p", "no:cacheprovider", "-q", *workers, str(tmp_path / "test_case.py")],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=100)
+    took = time.monotonic() - start
+    err = result.stderr
+    assert result.returncode == 2, result.stdout + err   # pytest's "interrupted"
+    assert took < 40.0   # not the 60 s of the stuck collection
+    assert "KeyboardInterrupt" in result.stdout, result.stdout  # pytest's own report of it
+    assert "+++ hang guard: the test run still going after 3 s" in err, err
+    last = err.strip().splitlines()
+    assert last[-1] == ("+++ hang guard: 3 s is the run's limit (ini option hang_guard_run_limit; "
+                        "COZMO_TEST_RUN_LIMIT_S=0 lifts it): interrupting the run +++"), err
+    # where the run's main thread waited: in the stuck import, or for the stuck worker
+    main = next(line for line in last if line.startswith("  MainThread: "))
+    if workers:   # xdist's controller, waiting for its workers' news
+        assert "dsession.py" in main and "loop_once" in main, err
+    else:
+        assert main.endswith("test_case.py:3 <module>"), err
+
+
+def test_the_run_limit_must_be_a_number(tmp_path):
+    (tmp_path / "test_case.py").write_text("def test_nothing():\n    pass\n")
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TEST), os.environ.get("PYTHONPATH", "")]),
+               PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", COZMO_TEST_RUN_LIMIT_S="forty minutes")
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "fixtures_hang_guard", "-p", "no:cacheprovider",
+         "-q", str(tmp_path / "test_case.py")],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 4, result.stdout + result.stderr   # a usage error
+    assert ("COZMO_TEST_RUN_LIMIT_S (or ini option hang_guard_run_limit) must be a number of "
+            "seconds, 0 for no limit, not 'forty minutes'") in result.stderr, result.stderr
