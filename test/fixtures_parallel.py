@@ -17,16 +17,21 @@ this plugin adds:
   KeyboardInterrupt), and xdist then stops its workers.
 * **A worker that dies does not hang the run.** When a worker process ends in the middle
   of a test (a crash, or the hang guard of test/fixtures_hang_guard.py ending a stuck
-  test), xdist reports that test failed and starts a new worker for the rest of its file.
-  Its ``--dist loadfile`` scheduler (3.8.0) then put the dead worker's files back on the
-  queue whole, the finished ones and the test it died in included: the new worker ran that
-  test again (and died again, for a test that always crashes), and the finished files came
-  back as work units with nothing left to run, which leave a worker waiting for a test
-  that never comes. The run then hung until whoever started it gave up (a CI run did, after
-  90 minutes: pytest-xdist issues 784 and 1378); and the new worker, given the one test
-  left of the dead worker's file and nothing after it, waited for a next test that never
-  came. The scheduler here is xdist's own with those steps changed: it puts back only the
-  tests the dead worker did not reach, and gives a worker work until it has two tests.
+  test), xdist reports that test failed and starts a new worker. Its ``--dist loadfile``
+  scheduler (3.8.0) then went wrong in three ways, and the run hung until whoever started
+  it gave up (a CI run did, after 90 minutes; pytest-xdist issues 784 and 1378):
+
+  - it put the dead worker's files back on the queue whole: the test it died in ran again
+    (and killed the next worker, for a test that always crashes), and finished files came
+    back as work with nothing left to run;
+  - a worker runs a test only once it has the next one (or the end of the run): given the
+    one test left of a file and nothing after it, the new worker waited for ever;
+  - it gave work to a new worker still collecting (lost, with the dead worker's failed
+    test) and stopped the run when it sent work to a worker that had just died.
+
+  The scheduler here is xdist's own with those steps changed: it puts back only the tests
+  the dead worker did not reach, gives a worker files until it has two tests or the queue
+  is empty, and gives none to a worker that is still collecting or gone.
 
 Without xdist's ``-n`` (or with ``-n 0``) it does nothing.
 """
