@@ -71,20 +71,28 @@ def pytest_sessionfinish(session):
 '''
 
 
+def inner_env(**extra: str) -> dict:
+    """The environment of an inner pytest run: the guard importable, no entry-point plugins
+    (no launch_testing plugin: only those named with -p), and nothing of this run's own
+    (its xdist worker variables, a run limit set by the caller)."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("PYTEST_XDIST") and k != "COZMO_TEST_RUN_LIMIT_S"}
+    env["PYTHONPATH"] = os.pathsep.join([str(TEST), env.get("PYTHONPATH", "")])
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    env.update(extra)
+    return env
+
+
 def run_pytest(tmp_path: Path, source: str) -> tuple[subprocess.CompletedProcess, float]:
     (tmp_path / "test_case.py").write_text(source)
     (tmp_path / "conftest.py").write_text(SLOW_FINISH)
     (tmp_path / "pytest.ini").write_text(
         "[pytest]\ntimeout = 1\ntimeout_method = signal\nhang_guard_grace = 1\n")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TEST), os.environ.get("PYTHONPATH", "")]))
-    # no launch_testing plugin or other entry points: only pytest-timeout and the guard
-    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-    env.pop("COZMO_TEST_RUN_LIMIT_S", None)
     start = time.monotonic()
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "pytest_timeout", "-p", "fixtures_hang_guard",
          "-p", "no:cacheprovider", "-q", str(tmp_path / "test_case.py")],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=50)
+        cwd=tmp_path, env=inner_env(), capture_output=True, text=True, timeout=50)
     return result, time.monotonic() - start
 
 
@@ -146,15 +154,11 @@ def test_never_collected():
 def test_a_run_over_its_limit_is_interrupted_with_every_threads_stack(tmp_path, workers):
     (tmp_path / "test_case.py").write_text(HANGS_IN_COLLECTION)
     (tmp_path / "pytest.ini").write_text("[pytest]\ntimeout = 1\nhang_guard_run_limit = 3\n")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TEST), os.environ.get("PYTHONPATH", "")]),
-               PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
-    env = {k: v for k, v in env.items() if not k.startswith("PYTEST_XDIST")}
-    env.pop("COZMO_TEST_RUN_LIMIT_S", None)
     start = time.monotonic()
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "pytest_timeout", "-p", "fixtures_hang_guard",
          "-p", "no:cacheprovider", "-q", *workers, str(tmp_path / "test_case.py")],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=100)
+        cwd=tmp_path, env=inner_env(), capture_output=True, text=True, timeout=100)
     took = time.monotonic() - start
     err = result.stderr
     assert result.returncode == 2, result.stdout + err   # pytest's "interrupted"
@@ -175,12 +179,11 @@ def test_a_run_over_its_limit_is_interrupted_with_every_threads_stack(tmp_path, 
 def test_the_run_limit_must_be_a_number(tmp_path):
     (tmp_path / "test_case.py").write_text("def test_nothing():\n    pass\n")
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TEST), os.environ.get("PYTHONPATH", "")]),
-               PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", COZMO_TEST_RUN_LIMIT_S="forty minutes")
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "fixtures_hang_guard", "-p", "no:cacheprovider",
          "-q", str(tmp_path / "test_case.py")],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+        cwd=tmp_path, env=inner_env(COZMO_TEST_RUN_LIMIT_S="forty minutes"), capture_output=True,
+        text=True, timeout=60)
     assert result.returncode == 4, result.stdout + result.stderr   # a usage error
     assert ("COZMO_TEST_RUN_LIMIT_S (or ini option hang_guard_run_limit) must be a number of "
             "seconds, 0 for no limit, not 'forty minutes'") in result.stderr, result.stderr
