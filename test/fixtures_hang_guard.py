@@ -134,12 +134,13 @@ def _timeout_of(item: pytest.Item) -> float:
         return 0.0
 
 
-def _watch(watched: Optional[tuple]) -> None:
-    """Watch a test (node id, limit), or nothing (None); starts the watchdog thread once."""
+def _watch(nodeid: Optional[str], limit: float = 0.0) -> None:
+    """Watch test ``nodeid`` for ``limit`` seconds from now, or nothing (None); starts the
+    watchdog thread once."""
     global _watched, _watchdog
     with _lock:
-        _watched = None if watched is None else (*watched, time.monotonic() + watched[1])
-        if _watchdog is None and watched is not None:
+        _watched = None if nodeid is None else (nodeid, limit, time.monotonic() + limit)
+        if _watchdog is None and nodeid is not None:
             _watchdog = threading.Thread(target=_watch_forever, name="hang-guard", daemon=True)
             _watchdog.start()
         _lock.notify()
@@ -210,7 +211,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: Optional[pytest.Item]):
         return
     limit = timeout + float(item.config.getini("hang_guard_grace"))
     _stream.write("")  # fail here, not in the watchdog, if the stream is unusable
-    _watch((item.nodeid, limit))
+    _watch(item.nodeid, limit)
     faulthandler.dump_traceback_later(limit + FALLBACK_S, repeat=False, file=_stream, exit=True)
     try:
         yield
