@@ -1,6 +1,7 @@
-"""Helpers of the tests that start whole programs (the bring-up, the demo): a free UDP
-port on 127.0.0.1, whether a process is still running, where the project's own
-executables are installed, and the parameter files a bring-up generated for them."""
+"""Helpers of the tests that start whole programs (the bring-up, the demo, pytest runs of
+their own): a free UDP port on 127.0.0.1, whether a process is still running, where the
+project's own executables are installed, the parameter files a bring-up generated for
+them, and the environment of an inner pytest run."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["alive", "free_udp_port", "project_executable", "generated_parameter_directories"]
+__all__ = ["alive", "free_udp_port", "project_executable", "generated_parameter_directories",
+           "inner_pytest_env"]
 
 
 def project_executable(name: str) -> Path:
@@ -117,3 +119,19 @@ class TellsItsLog:
             err = f"(its log could not be read: {comm_exc})"
         raise AssertionError(f"{exc}\n--- {self.who} wrote (exit {self.proc.returncode}):\n"
                              f"{(err or '')[-self.tail:]}") from None
+
+
+#: where the test plugins (fixtures_*.py) and these helpers are
+TEST_DIR = Path(__file__).resolve().parent
+
+
+def inner_pytest_env(**extra: str) -> dict:
+    """The environment of a pytest run that a test starts: this directory importable (the
+    plugins ``-p fixtures_...``), and nothing of the outer run's own (its ``PYTEST_*``
+    variables, an xdist worker's among them; its run locks; a run limit set by the caller),
+    then ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")
+           and k not in ("COZMO_TEST_RUN_LOCKS", "COZMO_TEST_RUN_LIMIT_S")}
+    env["PYTHONPATH"] = os.pathsep.join([str(TEST_DIR), env.get("PYTHONPATH", "")])
+    env.update(extra)
+    return env

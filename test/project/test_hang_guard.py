@@ -6,7 +6,6 @@ with a 1 s timeout and a 1 s grace."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-TEST = Path(__file__).resolve().parents[1]
+from processes import inner_pytest_env
 
 STUCK = '''
 import signal
@@ -72,15 +71,9 @@ def pytest_sessionfinish(session):
 
 
 def inner_env(**extra: str) -> dict:
-    """The environment of an inner pytest run: the guard importable, no entry-point plugins
-    (no launch_testing plugin: only those named with -p), and nothing of this run's own
-    (its xdist worker variables, a run limit set by the caller)."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("PYTEST_XDIST") and k != "COZMO_TEST_RUN_LIMIT_S"}
-    env["PYTHONPATH"] = os.pathsep.join([str(TEST), env.get("PYTHONPATH", "")])
-    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-    env.update(extra)
-    return env
+    """An inner pytest run's environment (processes.inner_pytest_env) without entry-point
+    plugins: no launch_testing plugin, only those named with -p."""
+    return inner_pytest_env(PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", **extra)
 
 
 def run_pytest(tmp_path: Path, source: str) -> tuple[subprocess.CompletedProcess, float]:

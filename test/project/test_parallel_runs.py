@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 
 from processes import alive as _alive
-
-TEST_DIR = Path(__file__).resolve().parents[1]
+from processes import inner_pytest_env
 
 RECORDING = '''
 import json, os, time
@@ -28,16 +27,6 @@ def record(name):
     time.sleep(0.6)
     Path(os.environ["INTERVALS"], name).write_text(json.dumps([start, time.monotonic()]))
 '''
-
-
-def _inner_env(**extra: str) -> dict:
-    """This environment without the outer run's worker and lock variables (this test may
-    run in a worker of a parallel run itself), with the plugin importable."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("PYTEST_") and k != "COZMO_TEST_RUN_LOCKS"}
-    env["PYTHONPATH"] = os.pathsep.join([str(TEST_DIR), env.get("PYTHONPATH", "")])
-    env.update(extra)
-    return env
 
 
 def _pytest(tmp_path: Path, *args: str) -> list:
@@ -57,7 +46,8 @@ def test_a_realtime_or_alone_test_runs_with_no_other_test_beside_it(tmp_path, ma
     for name in ("b", "c"):
         (tmp_path / f"test_{name}.py").write_text(RECORDING + "".join(
             f"\ndef test_{name}{i}():\n    record('{name}{i}')\n" for i in range(4)))
-    result = subprocess.run(_pytest(tmp_path, "--dist", "load"), env=_inner_env(INTERVALS=str(intervals)),
+    result = subprocess.run(_pytest(tmp_path, "--dist", "load"),
+                            env=inner_pytest_env(INTERVALS=str(intervals)),
                             cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, timeout=100)
     assert result.returncode == 0, result.stdout
@@ -87,7 +77,7 @@ def test_a_stop_signal_to_the_run_stops_its_workers(tmp_path, sig):
     # output to a file, not a pipe: a pipe's reader would wait for the worker too (it
     # inherits the run's standard error), not for the run alone
     with open(log, "w") as out:
-        proc = subprocess.Popen(_pytest(tmp_path), env=_inner_env(), cwd=tmp_path,
+        proc = subprocess.Popen(_pytest(tmp_path), env=inner_pytest_env(), cwd=tmp_path,
                                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True)
     worker = None
@@ -129,7 +119,7 @@ def test_each_worker_has_a_domain_of_its_own_when_the_caller_set_one(tmp_path):
             f"    Path({str(seen)!r}, {name!r}).write_text("
             "os.environ['PYTEST_XDIST_WORKER'] + ' ' + os.environ['ROS_DOMAIN_ID'])\n")
     callers = os.environ["ROS_DOMAIN_ID"]  # held by this run: free for no one else either
-    env = _inner_env(ROS_DOMAIN_ID=callers)
+    env = inner_pytest_env(ROS_DOMAIN_ID=callers)
     env.pop("COZMO_TEST_DOMAIN_RESERVED_BY", None)  # the caller set it, not a conftest
     result = subprocess.run(_pytest(tmp_path, "-p", "conftest", "--dist", "loadfile"), env=env,
                             cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -172,7 +162,7 @@ def test_a_worker_that_dies_fails_its_test_and_the_run_goes_on_to_the_end(tmp_pa
     died = sum(tests.count("die") for tests in files)
     passed = sum(tests.count("ok") for tests in files)
     # a few seconds; xdist 3.8.0 alone hung in each suite (killed here after 60 s)
-    result = subprocess.run(_pytest(tmp_path, "--dist", "loadfile", "-rf"), env=_inner_env(),
+    result = subprocess.run(_pytest(tmp_path, "--dist", "loadfile", "-rf"), env=inner_pytest_env(),
                             capture_output=True, text=True, timeout=60)
     output = result.stdout + result.stderr
     # every test ran once: the one a worker died in is failed and not run again (xdist
