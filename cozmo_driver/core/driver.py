@@ -207,6 +207,11 @@ class DriverCore(ActuatorsMixin, CameraMixin):
     def connected(self) -> bool:
         return self.link_state is LinkState.READY
 
+    def shown_axes(self) -> Tuple[float, float]:
+        """(head angle rad, lift height m) as joint_states shows them: the latest state's,
+        each held while its motor calibrates (see ``head_rad``)."""
+        return self.head_rad, geo.reported_lift_height_m(self.lift_field)
+
     def _log(self, level: int, text: str) -> None:
         self.output.note(level, text)
 

@@ -775,13 +775,18 @@ class StateSample:
             abs(self.left_speed) > 1e-4 or abs(self.right_speed) > 1e-4
 
 
-def state_sample(state, t: float) -> StateSample:
-    """The :class:`StateSample` of a RobotState message received at ``t`` (mm -> m)."""
+def state_sample(state, t: float, axes: Optional[Tuple[float, float]] = None) -> StateSample:
+    """The :class:`StateSample` of a RobotState message received at ``t`` (mm -> m).
+    ``axes``: (head angle rad, lift height m) to take instead of the state's (the driver
+    holds each while its motor calibrates: the robot's own reading means nothing then)."""
     segment = int(state.curr_path_segment)
+    if axes is None:
+        head, lift = float(state.head_angle_rad), reported_lift_height_m(state.lift_height_mm)
+    else:
+        head, lift = axes
     return StateSample(t=t, x=state.pose_x_mm / 1000.0, y=state.pose_y_mm / 1000.0,
                        yaw=float(state.pose_angle_rad), flags=int(state.status),
-                       head_angle=float(state.head_angle_rad),
-                       lift_height=reported_lift_height_m(state.lift_height_mm),
+                       head_angle=head, lift_height=lift,
                        path_segment=-1 if segment in (0xFF, -1) else segment,
                        left_speed=state.lwheel_speed_mmps / 1000.0,
                        right_speed=state.rwheel_speed_mmps / 1000.0)

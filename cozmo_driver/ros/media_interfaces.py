@@ -59,7 +59,6 @@ from rclpy.task import Future
 from sensor_msgs.msg import Image
 
 from ..anim.clip import AnimationError
-from ..robot_geometry import reported_lift_height_m
 from ..anim.library import AnimationLibrary
 from ..anim.player import compile_clip
 from ..anim.av_stream import AVReport, AVStream
@@ -297,6 +296,13 @@ class MediaInterfaces:
 
     def _connected(self) -> bool:
         return self.robot.state is LinkState.READY
+
+    def _axes(self) -> Optional[Tuple[float, float]]:
+        """(head rad, lift m) where the driver shows them (each held while its motor
+        calibrates: the robot's own reading means nothing then), or None before a state."""
+        if self.robot.robot_state is None:
+            return None
+        return self.node._core.shown_axes()
 
     def _refusal(self, motion: bool = False) -> Optional[str]:
         if not self._active:
@@ -578,10 +584,10 @@ class MediaInterfaces:
         problem = self._refusal(motion=True)
         if problem is not None:
             return self._refused(handle, result, "play_animation", problem)
-        state = self.robot.robot_state
+        axes = self._axes()
         try:
             clip = self.library.resolve(request.name, request.group, time.monotonic(),
-                                        math.degrees(state.head_angle_rad) if state is not None else None)
+                                        math.degrees(axes[0]) if axes is not None else None)
         except AnimationError as exc:
             return self._refused(handle, result, "play_animation", str(exc))
         moved = [motor for motor in ("head", "lift") if getattr(clip.tracks, motor)]
@@ -601,12 +607,11 @@ class MediaInterfaces:
                 return self._end(handle, result, False, message)
             if problem is not None:
                 return self._refused(handle, result, "play_animation", problem)
-            state = self.robot.robot_state
+            axes = self._axes()
         try:  # from where the motors are (after a calibration: where it left them)
-            compiled = compile_clip(clip, start_head_angle_deg=math.degrees(state.head_angle_rad)
-                                    if state is not None else None,
-                                    start_lift_height_mm=1000.0 * reported_lift_height_m(state.lift_height_mm)
-                                    if state is not None else None,
+            compiled = compile_clip(clip, start_head_angle_deg=math.degrees(axes[0])
+                                    if axes is not None else None,
+                                    start_lift_height_mm=1000.0 * axes[1] if axes is not None else None,
                                     body_mode="anim" if self.params["animation_body_in_stream"]
                                     else "wheels")
         except AnimationError as exc:

@@ -120,7 +120,9 @@ class MotionActions:
         #: a server left alive would keep publishing its goals' status, latched)
         self.retirement: Optional[ServerRetirement] = None
         self.tf = TransformBuffer(max_age=_TF_MAX_AGE_S)
-        context = GoalContext(node, robot, self.tf, self._latest_state, self._finish)
+        #: (head rad, lift m) as joint_states shows them, each held while its motor calibrates
+        self._axes: Callable[[], Tuple[float, float]] = node._core.shown_axes
+        context = GoalContext(node, robot, self.tf, self._latest_state, self._axes, self._finish)
         self._goals: Dict[str, MotionGoal] = {name: goal_type(context)
                                               for name, goal_type in GOAL_TYPES.items()}
         self._tf_subscribed = False
@@ -206,7 +208,7 @@ class MotionActions:
                 self._state = message
                 if not self._runs:
                     return
-                item = (_STATE, time.monotonic(), message)
+                item = (_STATE, time.monotonic(), (message, self._axes()))
             elif name == "AcknowledgeAction":
                 item = (_ACK, int(message.action_id), None)
             elif name == "PathFollowingEvent":
@@ -294,7 +296,7 @@ class MotionActions:
         """What the I/O thread handed over, on the executor: feed the trackers."""
         kind, a, b = item
         if kind == _STATE:
-            sample = mo.state_sample(b, a)
+            sample = mo.state_sample(b[0], a, b[1])
             for run in list(self._runs.values()):
                 run.sample = sample
                 if run.tracker is None:  # accepted, its commands not sent yet
@@ -478,7 +480,7 @@ class MotionActions:
     def _result(self, run: Run):
         sample = run.sample
         if sample is None and self._state is not None:
-            sample = mo.state_sample(self._state, time.monotonic())
+            sample = mo.state_sample(self._state, time.monotonic(), self._axes())
         result = self._goals[run.name].result(run, sample)
         result.success = run.outcome.status == SUCCEEDED
         result.message = run.outcome.message

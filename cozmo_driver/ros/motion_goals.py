@@ -69,15 +69,18 @@ class Run:
 
 class GoalContext:
     """What the goals share: the driver node, its robot client, the tf buffer, the latest
-    robot state, and the way to end a run. Given by :class:`MotionActions`."""
+    robot state with the head and lift as the driver shows them, and the way to end a run.
+    Given by :class:`MotionActions`."""
 
     def __init__(self, node, robot, tf: TransformBuffer, state: Callable[[], Any],
+                 axes: Callable[[], Tuple[float, float]],
                  finish: Callable[[Run, str, str], None]) -> None:
         self.node = node
         self.robot = robot
         self.log = node.get_logger()
         self.tf = tf
         self.state = state
+        self.axes = axes  # (head rad, lift m) as shown: held while a motor calibrates
         self.finish = finish
         self._event_id = 0
 
@@ -85,7 +88,7 @@ class GoalContext:
         state = self.state()
         if state is None:
             raise MotionError("not connected to the robot")
-        return mo.state_sample(state, time.monotonic())
+        return mo.state_sample(state, time.monotonic(), self.axes())
 
     def offset(self) -> Pose2D:
         """odom <- robot pose frame (the odometry tracker's offset)."""

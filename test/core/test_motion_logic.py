@@ -622,6 +622,10 @@ def test_state_sample_converts_a_robot_state_to_si_units():
     assert (s.x, s.y, s.yaw) == pytest.approx((0.12, -0.04, 0.5))
     assert (s.head_angle, s.lift_height) == pytest.approx((0.25, 0.045))
     assert (s.left_speed, s.right_speed) == pytest.approx((0.03, -0.02))
+    # the head and lift the driver shows (held while a motor calibrates), instead of the state's
+    held = mo.state_sample(state, 3.0, axes=(-0.4, 0.032))
+    assert (held.head_angle, held.lift_height) == (-0.4, 0.032)
+    assert (held.x, held.yaw, held.flags) == (s.x, s.yaw, s.flags)
     # 0xFF (or -1) is "no path segment"
     for none in (0xFF, -1):
         assert mo.state_sample(msgs.RobotState(curr_path_segment=none), 0.0).path_segment == -1

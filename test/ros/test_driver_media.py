@@ -6,6 +6,7 @@ framebuffer, its decoded audio, its commands and its joints."""
 from __future__ import annotations
 
 import gc
+import json
 import math
 import shutil
 import sys
@@ -854,6 +855,27 @@ def test_an_animation_at_connection_waits_for_the_motor_calibration(make_rig, tm
     assert not robot.calibrating("head") and not robot.calibrating("lift")
     assert sum("waits for the robot to calibrate its head" in line for line in log.lines) == 2, log.lines
     assert f"play_animation: aborted: {r1.result.message}" in log.lines, log.lines
+
+
+def test_a_group_at_connection_chooses_by_the_head_angle_the_driver_shows(make_rig, tmp_path):
+    """Members of an animation group can ask for a head angle range. While the head
+    calibrates at connection the robot counts its angle from 0 (where it was at power-up);
+    the driver holds it at the low stop (-25 deg), where the calibration leaves it. The
+    group's member is chosen by the driver's angle, not by the robot's count."""
+    for name in ("low_look", "level_look"):
+        (tmp_path / f"{name}.yaml").write_text(
+            f"name: {name}\nduration_ms: 300\ntracks:\n  face:\n"
+            "    - {time_ms: 0, expression: surprised}\n")
+    (tmp_path / "groups.json").write_text(json.dumps({"looks": {"Animations": [
+        {"Name": "level_look", "UseHeadAngle": True, "HeadAngleMin_Deg": -5, "HeadAngleMax_Deg": 5},
+        {"Name": "low_look", "UseHeadAngle": True, "HeadAngleMin_Deg": -30, "HeadAngleMax_Deg": -20}]}}))
+    rig = make_rig(animation_dirs=[str(tmp_path)], animation_groups_file=str(tmp_path / "groups.json"))
+    log = rig.node._media._log = LogRecorder(rig.node._media._log)
+    assert rig.node._robot.calibrating("head")
+    assert rig.node._robot.robot_state.head_angle_rad == pytest.approx(0.0, abs=1e-6)  # its count
+    r = rig.result(rig.send_goal(PlayAnimation, "play_animation", PlayAnimation.Goal(group="looks")))
+    assert r.status == GoalStatus.STATUS_SUCCEEDED, r.result.message
+    assert any(line.startswith("play_animation: low_look (") for line in log.lines), log.lines
 
 
 def test_a_new_animation_preempts_and_deactivation_aborts(make_rig, tmp_path):

@@ -33,6 +33,7 @@ from tf2_msgs.msg import TFMessage  # noqa: E402
 
 from ros_harness import (CONNECT_TIMEOUT, DISCOVERY_TIMEOUT, LogRecorder, RosHarness,  # noqa: E402
                          discovered, sim_fixture)
+from cozmo_driver import robot_geometry as geo  # noqa: E402
 from cozmo_driver.driver.motion import MAX_PATH_POSES  # noqa: E402
 from cozmo_driver.protocol.status import RobotStatusFlag  # noqa: E402
 from cozmo_driver.ros.driver_node import CozmoDriverNode  # noqa: E402
@@ -203,6 +204,25 @@ def test_axis_goal_succeeds_on_ack_and_in_position(rig, axis):
     command = [m for _, m in rig.sim.commands()
                if m.NAME == ("SetHeadAngle" if axis == "head" else "SetLiftHeight")][-1]
     assert command.action_id != 0  # tracked by the robot's AcknowledgeAction
+
+
+@pytest.mark.parametrize("axis", ["head", "lift"])
+def test_axis_feedback_while_the_motor_calibrates_shows_what_joint_states_shows(rig, axis):
+    """At connection the robot counts the head and lift angles from 0 (where they were at
+    power-up) until their calibration ends at the low stop, and the driver holds
+    joint_states at the low stop meanwhile. The feedback of a goal sent then showed the
+    robot's count and jumped down when the calibration ended; it now shows the driver's
+    angle, so it only rises towards the target."""
+    name, slow, _, field, truth, tol = AXES[axis]
+    assert rig.node._robot.calibrating(axis), "the connection's calibration is under way"
+    feedback: list = []
+    status, result = rig.run(name, slow, feedback=feedback)
+    assert status == GoalStatus.STATUS_SUCCEEDED and result.success, result.message
+    values = [getattr(f, "current_angle" if axis == "head" else "current_height") for f in feedback]
+    low = geo.HEAD_MIN_ANGLE_RAD if axis == "head" else geo.LIFT_MIN_HEIGHT_M
+    assert values[0] == pytest.approx(low, abs=1e-6), values[:5]   # held at the low stop
+    assert values == sorted(values), values  # from the low stop up to the target
+    assert values[-1] < (slow.angle if axis == "head" else slow.height) + tol
 
 
 @pytest.mark.parametrize("axis", ["head", "lift"])
