@@ -34,7 +34,11 @@ the whole run has a limit too (ini option ``hang_guard_run_limit``, seconds, 0 f
 the environment variable RUN_LIMIT_ENV overrides it): when it is up, the guard writes
 every thread's stack and the summary of where each was, then interrupts the run as Ctrl-C
 does (pytest reports what ran, xdist stops its workers), and ends the process with status
-1 if it still runs RUN_STOP_GRACE_S later.
+1 if it still runs ``hang_guard_grace`` seconds later. Its thread may not get to that: a C
+call that holds the GIL stops it as it stops a test's watchdog, and so does the
+interpreter's exit, where a daemon thread is never run again. So faulthandler's C watchdog
+is armed at the interruption too, FALLBACK_S after that grace, and stays armed to the
+process's end.
 """
 
 from __future__ import annotations
@@ -58,8 +62,6 @@ FALLBACK_S = 5.0
 SUMMARY_FRAMES = 4
 #: the environment variable that overrides ini option hang_guard_run_limit (seconds)
 RUN_LIMIT_ENV = "COZMO_TEST_RUN_LIMIT_S"
-#: seconds between the interruption of a run over its limit and the end of its process
-RUN_STOP_GRACE_S = 60.0
 
 _stream: Optional[IO[str]] = None
 _lock = threading.Condition()
@@ -67,6 +69,8 @@ _lock = threading.Condition()
 _watched: Optional[tuple] = None
 _watchdog: Optional[threading.Thread] = None
 _run_timer: Optional[threading.Timer] = None
+#: the run's limit is up: faulthandler's watchdog stays armed, and the stream open, to the end
+_interrupted = False
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -92,7 +96,8 @@ def pytest_configure(config: pytest.Config) -> None:
     limit = _run_limit(config)
     if limit > 0 and not os.environ.get("PYTEST_XDIST_WORKER"):  # the run's own process
         global _run_timer
-        _run_timer = threading.Timer(limit, _interrupt_the_run, (limit,))
+        grace = float(config.getini("hang_guard_grace"))
+        _run_timer = threading.Timer(limit, _interrupt_the_run, (limit, grace))
         _run_timer.name = "hang-guard-run-limit"
         _run_timer.daemon = True
         _run_timer.start()
@@ -114,6 +119,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if _run_timer is not None:
         _run_timer.cancel()
     _watch(None)
+    if _interrupted:  # the interruption's fallback ends the process if it does not end
+        return
     faulthandler.cancel_dump_traceback_later()
     if _stream is not None:
         _stream.close()
@@ -184,21 +191,30 @@ def _report_and_exit(nodeid: str, limit: float) -> None:
         os._exit(1)
 
 
-def _interrupt_the_run(limit: float) -> None:
-    """The run's limit is up: report, interrupt the run, end it if that does not."""
+def _interrupt_the_run(limit: float, grace: float) -> None:
+    """The run's limit is up: report, interrupt the run, end it ``grace`` s later if that
+    did not (this thread, or faulthandler's if this one cannot run then)."""
+    global _interrupted
+    stream = _stream
     try:
-        if _stream is not None:
-            _report(_stream, "the test run", f"the test run still going after {limit:g} s")
-            _stream.write(f"+++ hang guard: {limit:g} s is the run's limit (ini option "
-                          f"hang_guard_run_limit; {RUN_LIMIT_ENV}=0 lifts it): interrupting the "
-                          "run +++\n")
-            _stream.flush()
-        os.kill(os.getpid(), signal.SIGINT)
-        time.sleep(RUN_STOP_GRACE_S)
-        if _stream is not None:
-            _stream.write(f"+++ hang guard: the run did not end {RUN_STOP_GRACE_S:g} s after "
-                          "the interruption: ended it (status 1) +++\n")
-            _stream.flush()
+        if stream is not None:
+            _report(stream, "the test run", f"the test run still going after {limit:g} s")
+            stream.write(f"+++ hang guard: {limit:g} s is the run's limit (ini option "
+                         f"hang_guard_run_limit; {RUN_LIMIT_ENV}=0 lifts it): interrupting the "
+                         "run +++\n")
+            stream.flush()
+            _interrupted = True
+            faulthandler.dump_traceback_later(grace + FALLBACK_S, repeat=False, file=stream,
+                                              exit=True)
+        # to the main thread itself: a signal sent to the process may be taken by another
+        # thread (faulthandler's new watchdog, before it blocks signals), and the main
+        # thread, asleep in a call, would then not be woken to run the handler
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+        time.sleep(grace)
+        if stream is not None:
+            stream.write(f"+++ hang guard: the run did not end {grace:g} s after the "
+                         "interruption: ended it (status 1) +++\n")
+            stream.flush()
     finally:
         os._exit(1)
 
@@ -216,5 +232,6 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: Optional[pytest.Item]):
     try:
         yield
     finally:
-        faulthandler.cancel_dump_traceback_later()
+        if not _interrupted:  # else the interruption's fallback, which replaced this one
+            faulthandler.cancel_dump_traceback_later()
         _watch(None)

@@ -169,6 +169,56 @@ def test_a_run_over_its_limit_is_interrupted_with_every_threads_stack(tmp_path, 
         assert main.endswith("test_case.py:3 <module>"), err
 
 
+# what a run does after its interruption instead of ending: waits (a thread of the guard
+# can run), or sits in a C call that holds the GIL (none can: only faulthandler's C watchdog)
+NEVER_ENDS = {
+    "waits": """
+import time
+
+
+def pytest_unconfigure(config):
+    time.sleep(60)
+""",
+    "holds_the_gil": """
+import ctypes
+
+
+def pytest_unconfigure(config):
+    libc = ctypes.PyDLL(None)
+    mutex = ctypes.create_string_buffer(64)
+    libc.pthread_mutex_lock(mutex)
+    libc.pthread_mutex_lock(mutex)
+"""}
+
+
+@pytest.mark.parametrize("end", sorted(NEVER_ENDS))
+def test_a_run_that_does_not_end_after_its_interruption_is_ended(tmp_path, end):
+    """hang_guard_grace seconds after the interruption the guard's thread ends the process;
+    where the GIL is held, faulthandler's watchdog does, FALLBACK_S later."""
+    (tmp_path / "test_case.py").write_text(HANGS_IN_COLLECTION)
+    (tmp_path / "conftest.py").write_text(NEVER_ENDS[end])
+    (tmp_path / "pytest.ini").write_text(
+        "[pytest]\ntimeout = 1\nhang_guard_run_limit = 3\nhang_guard_grace = 1\n")
+    start = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "pytest_timeout", "-p", "fixtures_hang_guard",
+         "-p", "no:cacheprovider", "-q", str(tmp_path / "test_case.py")],
+        cwd=tmp_path, env=inner_env(), capture_output=True, text=True, timeout=100)
+    took = time.monotonic() - start
+    err = result.stderr
+    assert result.returncode == 1, result.stdout + err
+    assert took < 30.0   # not the 60 s of the sleep or the stuck call
+    assert "KeyboardInterrupt" in result.stdout, result.stdout  # the run was interrupted
+    assert "+++ hang guard: 3 s is the run's limit" in err, err
+    if end == "waits":
+        assert err.strip().splitlines()[-1] == ("+++ hang guard: the run did not end 1 s after "
+                                                "the interruption: ended it (status 1) +++"), err
+        assert "Timeout (" not in err, err
+    else:   # the guard's thread never ran again; faulthandler dumped at 1 + FALLBACK_S
+        assert "Timeout (0:00:06)!" in err, err
+        assert "in pytest_unconfigure" in err and "did not end" not in err, err
+
+
 def test_the_run_limit_must_be_a_number(tmp_path):
     (tmp_path / "test_case.py").write_text("def test_nothing():\n    pass\n")
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
