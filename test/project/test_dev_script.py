@@ -12,7 +12,8 @@ such files.
 
 ./dev keeps the interpreter a venv was set up with: its choice of interpreter
 (``pick_python``, run from a copy of ./dev without its last line, the call of ``main``)
-takes $PYTHON, else the one .venv records, else python3."""
+takes $PYTHON, else the one .venv records, else python3, and refuses, saying what to do, a
+machine the ROS 2 wheels are not built for."""
 
 from __future__ import annotations
 
@@ -219,6 +220,13 @@ def test_the_test_run_removes_the_shared_memory_files_of_killed_processes_only(t
 def _picked_python(checkout: Path, recorded: str | None, **env: str) -> str:
     """The interpreter ./dev's pick_python chooses in a checkout at ``checkout`` whose .venv
     records ``recorded`` (None: no record), with no PYTHON but the one in ``env``."""
+    proc = _pick_python(checkout, recorded, **env)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
+def _pick_python(checkout: Path, recorded: str | None, **env: str) -> subprocess.CompletedProcess:
+    """./dev's pick_python run as :func:`_picked_python` says."""
     text = (ROOT / "dev").read_text().rstrip()
     assert text.endswith('\nmain "$@"')
     checkout.mkdir(exist_ok=True)
@@ -229,10 +237,8 @@ def _picked_python(checkout: Path, recorded: str | None, **env: str) -> str:
     run_env = _dev_env()
     run_env.pop("PYTHON", None)
     run_env.update(env)
-    proc = subprocess.run(["bash", "-c", f'source "{checkout / "dev"}" && pick_python && echo "$PY"'],
+    return subprocess.run(["bash", "-c", f'source "{checkout / "dev"}" && pick_python && echo "$PY"'],
                           env=run_env, capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout.strip()
 
 
 def test_dev_keeps_the_interpreter_its_venv_was_set_up_with(tmp_path):
@@ -247,6 +253,24 @@ def test_dev_keeps_the_interpreter_its_venv_was_set_up_with(tmp_path):
     # no record (a venv set up before ./dev kept one), or its interpreter gone: python3
     assert _picked_python(tmp_path / "unrecorded", None) == "python3"
     assert _picked_python(tmp_path / "gone", str(tmp_path / "nowhere" / "python3.x")) == "python3"
+
+
+def test_dev_says_what_to_do_on_a_machine_the_wheels_are_not_built_for(tmp_path):
+    """The ROS 2 wheels on PyPI are built for Linux x86_64 only. On a Raspberry Pi (aarch64)
+    with no ROS 2 sourced, ./dev went on to install them, for the installer to fail on
+    wheels it cannot resolve; it now stops before and says how to set up there instead.
+    (The interpreter here takes itself for an aarch64 one: a sitecustomize on its path.)"""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text("import platform\nplatform.machine = lambda: 'aarch64'\n")
+    proc = _pick_python(tmp_path / "checkout", None, PYTHON=sys.executable, PYTHONPATH=str(site))
+    assert proc.returncode != 0 and proc.stdout == "", proc.stdout
+    assert ("this machine is linux aarch64, but the ROS 2 Jazzy wheels on PyPI are built for "
+            "Linux x86_64 only: install ROS 2 from its packages (on a Raspberry Pi: Ubuntu 24.04 "
+            "with ROS 2 Jazzy") in proc.stderr, proc.stderr
+    assert "source /opt/ros/<distro>/setup.bash, and run ./dev setup again" in proc.stderr
+    # the same interpreter as what it is: taken
+    assert _picked_python(tmp_path / "checkout", None, PYTHON=sys.executable) == sys.executable
 
 
 def test_shm_clean_removes_the_files_of_locks_no_process_holds(tmp_path):
