@@ -37,8 +37,8 @@ does (pytest reports what ran, xdist stops its workers), and ends the process wi
 1 if it still runs ``hang_guard_grace`` seconds later. Its thread may not get to that: a C
 call that holds the GIL stops it as it stops a test's watchdog, and so does the
 interpreter's exit, where a daemon thread is never run again. So faulthandler's C watchdog
-is armed at the interruption too, FALLBACK_S after that grace, and stays armed to the
-process's end.
+is armed at the interruption too, FALLBACK_S after that grace, and no later step of the
+guard calls it off (the interpreter does, late in its own clean-up at exit).
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ _lock = threading.Condition()
 _watched: Optional[tuple] = None
 _watchdog: Optional[threading.Thread] = None
 _run_timer: Optional[threading.Timer] = None
-#: the run's limit is up: faulthandler's watchdog stays armed, and the stream open, to the end
+#: the run's limit is up: the guard leaves faulthandler's watchdog armed and the stream open
 _interrupted = False
 
 

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Optional, Sequence
 
 import pytest
 
@@ -76,16 +77,20 @@ def inner_env(**extra: str) -> dict:
     return inner_pytest_env(PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", **extra)
 
 
-def run_pytest(tmp_path: Path, source: str) -> tuple[subprocess.CompletedProcess, float]:
+def run_pytest(tmp_path: Path, source: str, conftest: Optional[str] = SLOW_FINISH,
+               ini: str = "timeout_method = signal\nhang_guard_grace = 1\n",
+               args: Sequence[str] = (), timeout: float = 50) -> tuple[subprocess.CompletedProcess, float]:
+    """(the result, its seconds) of pytest with the guard on ``source`` as a test file, the
+    ``conftest`` beside it (None: none), and ``timeout = 1`` plus ``ini`` as its settings."""
     (tmp_path / "test_case.py").write_text(source)
-    (tmp_path / "conftest.py").write_text(SLOW_FINISH)
-    (tmp_path / "pytest.ini").write_text(
-        "[pytest]\ntimeout = 1\ntimeout_method = signal\nhang_guard_grace = 1\n")
+    if conftest is not None:
+        (tmp_path / "conftest.py").write_text(conftest)
+    (tmp_path / "pytest.ini").write_text("[pytest]\ntimeout = 1\n" + ini)
     start = time.monotonic()
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "pytest_timeout", "-p", "fixtures_hang_guard",
-         "-p", "no:cacheprovider", "-q", str(tmp_path / "test_case.py")],
-        cwd=tmp_path, env=inner_env(), capture_output=True, text=True, timeout=50)
+         "-p", "no:cacheprovider", "-q", *args, str(tmp_path / "test_case.py")],
+        cwd=tmp_path, env=inner_env(), capture_output=True, text=True, timeout=timeout)
     return result, time.monotonic() - start
 
 
@@ -145,14 +150,8 @@ def test_never_collected():
 
 @pytest.mark.parametrize("workers", [[], ["-p", "xdist.plugin", "-n", "2"]], ids=["serial", "xdist"])
 def test_a_run_over_its_limit_is_interrupted_with_every_threads_stack(tmp_path, workers):
-    (tmp_path / "test_case.py").write_text(HANGS_IN_COLLECTION)
-    (tmp_path / "pytest.ini").write_text("[pytest]\ntimeout = 1\nhang_guard_run_limit = 3\n")
-    start = time.monotonic()
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "pytest_timeout", "-p", "fixtures_hang_guard",
-         "-p", "no:cacheprovider", "-q", *workers, str(tmp_path / "test_case.py")],
-        cwd=tmp_path, env=inner_env(), capture_output=True, text=True, timeout=100)
-    took = time.monotonic() - start
+    result, took = run_pytest(tmp_path, HANGS_IN_COLLECTION, conftest=None,
+                              ini="hang_guard_run_limit = 3\n", args=workers, timeout=100)
     err = result.stderr
     assert result.returncode == 2, result.stdout + err   # pytest's "interrupted"
     assert took < 40.0   # not the 60 s of the stuck collection
@@ -195,16 +194,8 @@ def pytest_unconfigure(config):
 def test_a_run_that_does_not_end_after_its_interruption_is_ended(tmp_path, end):
     """hang_guard_grace seconds after the interruption the guard's thread ends the process;
     where the GIL is held, faulthandler's watchdog does, FALLBACK_S later."""
-    (tmp_path / "test_case.py").write_text(HANGS_IN_COLLECTION)
-    (tmp_path / "conftest.py").write_text(NEVER_ENDS[end])
-    (tmp_path / "pytest.ini").write_text(
-        "[pytest]\ntimeout = 1\nhang_guard_run_limit = 3\nhang_guard_grace = 1\n")
-    start = time.monotonic()
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "pytest_timeout", "-p", "fixtures_hang_guard",
-         "-p", "no:cacheprovider", "-q", str(tmp_path / "test_case.py")],
-        cwd=tmp_path, env=inner_env(), capture_output=True, text=True, timeout=100)
-    took = time.monotonic() - start
+    result, took = run_pytest(tmp_path, HANGS_IN_COLLECTION, conftest=NEVER_ENDS[end],
+                              ini="hang_guard_run_limit = 3\nhang_guard_grace = 1\n", timeout=100)
     err = result.stderr
     assert result.returncode == 1, result.stdout + err
     assert took < 30.0   # not the 60 s of the sleep or the stuck call
