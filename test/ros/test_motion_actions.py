@@ -191,8 +191,8 @@ AXES = {
 def test_axis_goal_succeeds_on_ack_and_in_position(rig, axis):
     name, slow, _, field, truth, tol = AXES[axis]
     feedback: list = []
-    robot = rig.node._robot            # (the feedback of a goal held meanwhile shows the
-    assert rig.spin_until(lambda: not robot.calibrating(axis), 5.0)  # calibration's travel)
+    robot = rig.node._robot            # a calibrated motor (a goal sent while it calibrates:
+    assert rig.spin_until(lambda: not robot.calibrating(axis), 5.0)  # the next test)
     status, result = rig.run(name, slow, feedback=feedback)
     assert status == GoalStatus.STATUS_SUCCEEDED and result.success, result.message
     target = slow.angle if axis == "head" else slow.height
