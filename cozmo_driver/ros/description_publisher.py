@@ -20,7 +20,7 @@ parameter (``cozmo_bringup`` passes the xacro output):
   description does not have comes then too).
 
 ``joint_states`` comes with every robot state (30 Hz), so it is served like the
-driver's ``cmd_vel``, on a companion node ``<node name>_joint_states`` with an
+driver's ``cmd_vel``, on a companion node ``_<node name>_joint_states`` with an
 executor of its own on a thread of its own, where rclpy allows
 (:class:`~cozmo_driver.ros.subscription_thread.ThreadedSubscription`): the node's
 own executor is not woken for it. In one process with the driver (``cozmo_stack``)

@@ -21,7 +21,7 @@ the robot with ``Robot.post`` (queued to the I/O thread, never blocking).
 
 ``cmd_vel``, the one command sent many times a second, is served on a thread of
 its own (:mod:`cozmo_driver.ros.subscription_thread`: a small node named
-``<driver name>_cmd_vel`` in the same namespace, with its own executor, holding
+``_<driver name>_cmd_vel`` in the same namespace, with its own executor, holding
 only that subscription), so it never waits for the main executor's wake-up. Its
 watchdog runs in the core on the client's clock; where that thread cannot be
 made, the main executor serves cmd_vel. The core's ``drive_lock`` orders what

@@ -28,7 +28,7 @@ wake-up rebuilds its wait set of every entity it spins, which in one process
 with the driver (``cozmo_stack``) is every entity of the stack. ``face/look_at``,
 which a gaze tracker sends at its camera's rate, is served like the driver's
 ``cmd_vel`` (:class:`~cozmo_driver.ros.subscription_thread.ThreadedSubscription`:
-a companion node ``<node name>_look_at`` with an executor of its own, where
+a companion node ``_<node name>_look_at`` with an executor of its own, where
 rclpy allows). The animator is shared under a lock.
 
 In one process with the driver (``cozmo_stack``), the stack hands each frame

@@ -26,7 +26,7 @@ stream (:meth:`~cozmo_driver.anim.av_stream.AVStream.stream_audio_at`: no seams
 between chunks, and the samples it holds back go out at the stream's end).
 ``display/face``, which comes 30 times a second while the face changes, is not served by the main executor, whose every
 wake-up rebuilds a wait set of the driver's hundred entities: like ``cmd_vel``, it
-has a small node of its own, ``<driver name>_display_face``, spun on its own thread
+has a small node of its own, ``_<driver name>_display_face``, spun on its own thread
 (:class:`~cozmo_driver.ros.subscription_thread.SubscriptionThread`; the executor
 where that cannot be made), and its frames are converted there. A face node in the
 same process (``cozmo_stack``) hands its frames over directly

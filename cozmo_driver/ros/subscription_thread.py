@@ -7,7 +7,7 @@ sends ``cmd_vel`` at 10 to 50 Hz, so serving it on the main executor cost more
 CPU than anything else the executor does.
 
 How, with public rclpy API only (Humble to Lyrical). :class:`SubscriptionThread`
-makes a small node of its own, ``<node name>_<suffix>`` in the same namespace
+makes a small node of its own, ``_<node name>_<suffix>`` in the same namespace
 and context (no parameter services, no rosout, no global arguments: a global
 ``__node`` remapping must not give it the driver's name), which holds nothing
 but the subscription (to the topic name as the driver node resolves it, so the
@@ -104,7 +104,7 @@ class Unsupported(ConfigurationError, RuntimeError):
 
 
 def _companion(node: Any, topic: str, suffix: str) -> "tuple[Node, str]":
-    """A node of its own beside ``node`` (``<node name>_<suffix>``, same namespace and
+    """A node of its own beside ``node`` (``_<node name>_<suffix>``, same namespace and
     context, no parameter services, no rosout, no global arguments) and ``topic`` as
     ``node`` resolves it (its remappings apply). The ``qos_overrides`` parameters ``node``
     was given for the topic are given to it (an overridable subscription takes them)."""
@@ -115,7 +115,9 @@ def _companion(node: Any, topic: str, suffix: str) -> "tuple[Node, str]":
     from ._entry import given_parameters
     overrides = [value for key, value in given_parameters(node).items()
                  if key.startswith(f"qos_overrides.{name}.")]
-    return Node(f"{node.get_name()}_{suffix}", namespace=node.get_namespace(),
+    # hidden (the leading "_"): `ros2 param list` and `ros2 node list` pass it by, as they
+    # would wait 5 s for the parameter services it has not
+    return Node(f"_{node.get_name()}_{suffix}", namespace=node.get_namespace(),
                 context=node.context, start_parameter_services=False,
                 enable_rosout=False, use_global_arguments=False,
                 parameter_overrides=overrides), name
@@ -216,7 +218,7 @@ class SubscriptionThread:
 
 class ThreadedSubscription:
     """A subscription of ``node`` served on a :class:`SubscriptionThread` (companion node
-    ``<node name>_<suffix>``) where rclpy allows, by ``node``'s executor where it does not
+    ``_<node name>_<suffix>``) where rclpy allows, by ``node``'s executor where it does not
     or once the thread has failed (a guard condition of ``node`` moves it there, on the
     executor's thread). Made without QoS event handlers and without ``qos_overrides``
     parameters (``qos.create_subscription``).
@@ -273,7 +275,7 @@ class ThreadedSubscription:
 class PolledSubscription:
     """A subscription of ``node``'s that no executor serves (see the module docstring):
     made by ``subscribe(owner, name, callback)`` on the companion node
-    ``<node name>_<suffix>``; :meth:`take` returns the messages waiting (the QoS depth
+    ``_<node name>_<suffix>``; :meth:`take` returns the messages waiting (the QoS depth
     bounds them, the newest kept). Not thread-safe: the owner takes and closes under a
     lock of its own. Raises :class:`Unsupported` where this rclpy cannot take by hand."""
 

@@ -10,7 +10,7 @@ Not listed in the tables, by rule (docs/driver.md, "How these tables are checked
 standard ``/rosout`` and ``/parameter_events``; the topics and services of actions
 (``.../_action/...``: compared as actions); names under the node's own name
 (``/cozmo_driver/...``: parameter, lifecycle and type-description services, the lifecycle
-``transition_event``). The driver's interfaces include those of ``cozmo_driver_cmd_vel``,
+``transition_event``). The driver's interfaces include those of ``_cozmo_driver_cmd_vel``,
 the small node on which it serves ``cmd_vel`` with an executor of its own. Nor the
 parameters every node has (``use_sim_time``, ``start_type_description_service``) and the ``qos_overrides.*`` parameters.
 """
@@ -39,8 +39,8 @@ STANDARD_TOPICS = {"/rosout", "/parameter_events"}
 #: nodes that a node makes for itself and whose interfaces are that node's (the driver serves
 #: cmd_vel and display/face, the face node face/look_at, on small nodes of their own with
 #: their own executors, where rclpy allows)
-COMPANIONS = {"cozmo_driver": ("cozmo_driver_cmd_vel", "cozmo_driver_display_face"),
-              "cozmo_face": ("cozmo_face_look_at",)}
+COMPANIONS = {"cozmo_driver": ("_cozmo_driver_cmd_vel", "_cozmo_driver_display_face"),
+              "cozmo_face": ("_cozmo_face_look_at",)}
 STANDARD_PARAMETERS = {"use_sim_time", "start_type_description_service"}
 TYPE_NAMES = {Parameter.Type.BOOL: "bool", Parameter.Type.INTEGER: "int", Parameter.Type.DOUBLE: "double",
               Parameter.Type.STRING: "string", Parameter.Type.STRING_ARRAY: "string[]",

@@ -261,7 +261,7 @@ def test_the_face_is_served_on_a_thread_of_its_own_and_the_executor_takes_over_i
     media = rig.node._media
     thread = media._face_thread
     assert thread is not None and thread.thread.is_alive()
-    assert thread.node.get_name() == "cozmo_driver_display_face"
+    assert thread.node.get_name() == "_cozmo_driver_display_face"
     assert not [s for s in media._entities if s.topic_name.endswith("/display/face")]
     face = rig.publisher(Image, "display/face")
     face.publish(image_msg(np.where(RENDERER.render(EXPRESSIONS["happy"]), 255, 0).astype(np.uint8),

@@ -345,7 +345,7 @@ def test_cmd_vel_and_its_watchdog_run_without_the_executor(make_driver):
     # the subscription is its own node's, which the main executor does not spin
     assert thread.node not in h.executor.get_nodes()
     assert thread.subscription in thread.node.subscriptions
-    assert thread.node.get_name() == "cozmo_driver_cmd_vel"
+    assert thread.node.get_name() == "_cozmo_driver_cmd_vel"
     pub = h.publisher(Twist, "cmd_vel")
     before = h.sim.command_counts().get("DriveWheels", 0)
     cmd = Twist()

@@ -95,7 +95,7 @@ def test_stop_ends_the_wait_of_an_idle_thread(rig):
 def test_messages_reach_the_callback_on_its_own_thread_in_order_without_the_executor(rig):
     served = rig.start()
     try:
-        assert served.node.get_name() == "served_numbers"
+        assert served.node.get_name() == "_served_numbers"  # hidden
         assert served.node.get_namespace() == "/robot1"
         assert served.subscription.topic_name == "/robot1/numbers"
         assert served.node not in rig.executor.get_nodes()
