@@ -222,8 +222,11 @@ class RosLaunch:
 
 
 def problems_in_log(text: str) -> List[str]:
-    """Lines of a launch's output that a clean run never has."""
-    bad = ("[ERROR]", "Traceback", "[FATAL]", "Assertion", "Segmentation fault")
+    """Lines of a launch's output that a clean run never has: errors, and a driver's stop
+    that the robot did not answer (on Ctrl-C the simulator must outlive the driver's
+    goodbye: cozmo-sim --stop-grace)."""
+    bad = ("[ERROR]", "Traceback", "[FATAL]", "Assertion", "Segmentation fault",
+           "it may still be moving", "the robot was lost")
     return [line for line in text.splitlines() if any(word in line for word in bad)]
 
 

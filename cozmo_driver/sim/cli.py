@@ -4,7 +4,9 @@
 
 Prints one status line per second: whether a client is connected, the true pose,
 head and lift, and the rate of each stream (RobotState sent, camera frames sent,
-face images shown, audio frames played). Exits cleanly on SIGINT and SIGTERM.
+face images shown, audio frames played). Exits cleanly on SIGINT and SIGTERM; with a
+client connected, once it has disconnected or --stop-grace seconds later (a terminal's
+Ctrl-C reaches the driver too, whose stop and goodbye the robot must still answer).
 """
 
 from __future__ import annotations
@@ -24,7 +26,10 @@ from ..transport.memory import Impairment
 from .robot import LINK_POLICIES, RobotConfig, room_light
 from .server import DEFAULT_PORT, SimServer
 
-__all__ = ["main", "build_parser", "robot_config", "format_status"]
+__all__ = ["main", "build_parser", "robot_config", "format_status", "STOP_GRACE_S"]
+
+#: how long a signalled simulator serves a connected client on, at most, s (--stop-grace)
+STOP_GRACE_S = 2.0
 
 
 def _probability(text: str) -> float:
@@ -38,6 +43,16 @@ def _milliseconds(text: str) -> float:
     value = float(text)
     if value < 0 or not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"{text} is not a delay >= 0 ms")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"{text} is not a time >= 0 s")
     return value
 
 
@@ -57,6 +72,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of the world, noise and impairments")
     p.add_argument("--duration", type=float, default=None,
                    help="stop after this many seconds (default: run until Ctrl-C)")
+    p.add_argument("--stop-grace", type=_seconds, default=STOP_GRACE_S, metavar="S",
+                   help="on SIGINT or SIGTERM with a client connected, serve it until it "
+                        "disconnects, for at most this many seconds, so that its stop and "
+                        f"goodbye are answered (default {STOP_GRACE_S:g}; 0: stop at once)")
     for direction, what in (("up", "client to robot"), ("down", "robot to client")):
         p.add_argument(f"--loss-{direction}", type=_probability, default=0.0,
                        help=f"probability of losing a datagram {what}")
@@ -102,6 +121,16 @@ def format_status(sim: SimServer, rates: dict) -> str:
             f"display {rates['display']:4.1f} fps  audio {rates['audio']:4.1f} fps")
 
 
+def _serve_until_disconnected(sim: SimServer, grace: float) -> None:
+    """Signalled: a connected client is served on until it disconnects, ``grace`` s at most."""
+    if grace <= 0 or not sim.is_connected():
+        return
+    print(f"cozmo-sim: stopping once the client has disconnected (at most {grace:g} s)", flush=True)
+    deadline = time.monotonic() + grace
+    while sim.is_connected() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     exit_with_parent()  # end with the bring-up that started it (cozmo_driver.lifeline)
     args = build_parser().parse_args(argv)
@@ -138,6 +167,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                 print(format_status(sim, sim.rates()), flush=True)
             if end is not None and time.monotonic() >= end:
                 break
+        if stop.is_set():
+            _serve_until_disconnected(sim, args.stop_grace)
     finally:
         sim.stop()
         # Stopped: a SIGINT or SIGTERM that comes while the process exits is ignored. A

@@ -16,7 +16,7 @@ import pytest
 
 from cozmo_driver.protocol import messages as m
 from cozmo_driver.protocol.camera import ImageAssembler, image_to_array
-from cozmo_driver.protocol.session import ConnectionLost, MessageReceived, Role, Session
+from cozmo_driver.protocol.session import ConnectionLost, Disconnected, MessageReceived, Role, Session
 from cozmo_driver.sim import NonLoopbackAddressError, RobotConfig, SimServer, StatusFlag
 from cozmo_driver.transport.memory import Impairment
 from cozmo_driver.transport.udp import UdpTransport
@@ -295,6 +295,74 @@ def test_cli_stops_cleanly_on_sigint_and_sigterm():
                 proc.wait(5)
         assert proc.returncode == 0, err
         assert out.strip().endswith("cozmo-sim: stopped")
+
+
+def _started_cli(*args: str) -> "tuple[subprocess.Popen, int]":
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.Popen([sys.executable, "-m", "cozmo_driver.sim.cli", "--port", "0", "--quiet", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    first = proc.stdout.readline()
+    assert "udp://127.0.0.1:" in first, first
+    return proc, int(first.split("udp://127.0.0.1:")[1].split()[0])
+
+
+@pytest.mark.parametrize("client", ["says goodbye", "stays"])
+def test_cli_stopped_with_a_client_serves_it_until_it_disconnects(client):
+    """A terminal's Ctrl-C reaches the simulator and the driver of `ros2 launch ...
+    use_sim:=true` at once. A simulator that stopped at once left the driver's stop and
+    goodbye unanswered, and the driver said the robot "may still be moving" at every
+    Ctrl-C. Signalled with a client connected, it serves it on until the client says
+    goodbye, or for --stop-grace seconds (0.8 here) if it does not."""
+    proc, port = _started_cli("--stop-grace", "0.8")
+    try:
+        with UdpEngine(("127.0.0.1", port)) as engine:
+            engine.initialise()
+            proc.send_signal(signal.SIGINT)
+            time.sleep(0.3)
+            # still the robot: it answers and streams
+            assert proc.poll() is None
+            assert engine.count_over("RobotState", 0.2) >= 4
+            if client == "says goodbye":
+                engine.transport.call(lambda: engine.session.disconnect(time.monotonic()))
+                assert engine.wait(lambda: any(isinstance(e, Disconnected) for e in engine.events), 2.0), \
+                    engine.events[-3:]
+                out, err = proc.communicate(timeout=10)
+            else:
+                started = time.monotonic()
+                out, err = proc.communicate(timeout=10)
+                assert time.monotonic() - started >= 0.3  # the rest of the grace
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+    assert proc.returncode == 0, err
+    lines = out.splitlines()
+    assert lines[-2:] == ["cozmo-sim: stopping once the client has disconnected (at most 0.8 s)",
+                          "cozmo-sim: stopped"], out
+
+
+def test_cli_stopped_without_a_client_stops_at_once():
+    proc, _ = _started_cli()  # the default grace, 2 s
+    try:
+        started = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=10)
+        assert time.monotonic() - started < 1.5, "waited for a client that is not there"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+    assert proc.returncode == 0, err
+    assert out.splitlines() == ["cozmo-sim: stopped"], out
+
+
+def test_cli_stop_grace_refuses_what_is_not_a_time():
+    from cozmo_driver.sim.cli import build_parser
+    assert build_parser().parse_args(["--stop-grace", "0"]).stop_grace == 0.0
+    assert build_parser().parse_args([]).stop_grace == 2.0
+    for bad in ("-1", "nan", "inf", "soon"):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(["--stop-grace", bad])
 
 
 def test_cli_ignores_a_signal_that_comes_while_it_exits():
