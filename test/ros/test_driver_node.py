@@ -1355,7 +1355,8 @@ def test_closing_the_link_of_a_lost_robot_does_not_claim_the_motors_were_stopped
     assert h.spin_until(lambda: link[-1].state == LinkStatus.LOST, 10.0)
     h.node.close()
     lines = [line.message for line in rclpy_log.of(h.node)]
-    assert any("link closed (the robot was lost: no stop could reach it" in m for m in lines), lines
+    assert rclpy_log.said(h.node, LoggingSeverity.WARN,
+                          "link closed (the robot was lost: no stop could reach it"), lines
     assert not any("disconnected from the robot (motors stopped)" in m for m in lines), lines
 
 
@@ -1377,10 +1378,13 @@ def test_closing_the_link_says_whether_the_robot_acknowledged_the_stop(make_driv
             h.node.trigger_cleanup()
             assert h.spin_until(lambda: link[-1].state == LinkStatus.DISCONNECTED, 5.0), \
                 [m.state for m in link]
-            lines = [line.message for line in rclpy_log.lines[before:]]
-            acknowledged = "disconnected from the robot (motors stopped)"
-            unacknowledged = ("disconnected from the robot, but it did not acknowledge the stop "
-                              "(disconnected (unacknowledged)): it may still be moving")
+            lines = [(line.severity, line.message) for line in rclpy_log.lines[before:]]
+            acknowledged = (LoggingSeverity.INFO, "disconnected from the robot (motors stopped)")
+            # a warning: the robot may be driving
+            unacknowledged = (LoggingSeverity.WARN,
+                              "disconnected from the robot, but it did not acknowledge the stop "
+                              "(no answer in time): it may still be moving; if it does, pick it up "
+                              "or switch it off")
             assert (acknowledged in lines, unacknowledged in lines) == (not stall, stall), lines
             h.node.close()
     finally:
