@@ -478,6 +478,8 @@ def test_docs_state_the_guards_bounds_as_the_code_has_them():
     text = " ".join((Path(__file__).resolve().parents[2] / "docs" / "media.md").read_text().split())
     assert f"starts playing once {rb.PREROLL_FRAMES} audio frames wait" in text
     assert f"above {rb.HIGH_FRAMES} frames while the robot plays" in text
-    assert f"at {rb.LOW_FRAMES} or fewer while the stream ran all that second" in text
+    share = rb._STREAMING_SHARE
+    assert (f"at {rb.LOW_FRAMES} or fewer while the stream sent at least {share:.0%} of that "
+            f"second's frames ({round(share * 30)} of 30)").replace("%", " %") in text
     assert f"above {rb.MAX_FRAMES} frames: a robot whose counts did not start again" in text
     assert rb.WINDOW_S == 1.0 and "Over each second the median decides" in text
