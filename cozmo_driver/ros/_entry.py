@@ -314,11 +314,29 @@ def ignored_qos_overrides(node: Any, companions: Sequence[Any] = ()) -> List[str
     ignores the rest without a word (a topic without overrides, a policy other than
     reliability, history and depth, a misspelt topic)."""
     given = given_parameters(node)
-    return [f"parameter {name!r} is ignored: no topic of {node.get_name()} takes it (only "
-            "reliability, history and depth, and not on /tf or /diagnostics: see QoS in "
-            "docs/driver.md)" for name in sorted(given)
-            if name.startswith("qos_overrides.") and not any(
-                n.has_parameter(name) for n in (node, *companions) if n is not None)]
+    nodes = [n for n in (node, *companions) if n is not None]
+    return [f"parameter {name!r} is ignored: " + (_namespaced_hint(name, node, nodes) or (
+            f"no topic of {node.get_name()} takes it (only reliability, history and depth, "
+            "and not on /tf or /diagnostics: see QoS in docs/driver.md)"))
+            for name in sorted(given)
+            if name.startswith("qos_overrides.") and not any(n.has_parameter(name) for n in nodes)]
+
+
+def _namespaced_hint(name: str, node: Any, nodes: Sequence[Any]) -> Optional[str]:
+    """For ``qos_overrides./<topic>.<entity>.<policy>`` that leaves out ``node``'s
+    namespace, where the namespaced topic is one of ``nodes``': the name meant."""
+    namespace = node.get_namespace()
+    topic, _, rest = name[len("qos_overrides."):].rpartition(".")
+    topic, _, entity = topic.rpartition(".")
+    if namespace == "/" or not topic.startswith("/") or topic.startswith(namespace + "/"):
+        return None
+    full = namespace + topic
+    for n in nodes:
+        for entity_of in (*n.publishers, *n.subscriptions):
+            if getattr(entity_of, "topic_name", None) == full:
+                meant = f"qos_overrides.{full}.{entity}.{rest}"
+                return f"did you mean {meant!r}? (a topic is named in full, with the namespace)"
+    return None
 
 
 _release_registered = False

@@ -1218,6 +1218,24 @@ def test_cmd_vel_qos_can_be_overridden_and_an_override_nothing_takes_is_warned_o
     assert "only reliability, history and depth" in warned[0]
 
 
+def test_an_override_that_leaves_out_the_namespace_is_told_the_full_name(make_driver, rclpy_log):
+    """A qos_overrides parameter names the topic in full, with the node's namespace; the
+    key docs/driver.md gives, copied into a namespaced launch's parameters, was ignored
+    with a warning that did not say why."""
+    h = make_driver(namespace="robot1",
+                    **{"qos_overrides./cmd_vel.subscription.reliability": "best_effort",
+                       "qos_overrides./robot1/odom.publisher.reliability": "best_effort"})
+    assert h.probe.get_publishers_info_by_topic("/robot1/odom")[0].qos_profile.reliability \
+        == QoSReliabilityPolicy.BEST_EFFORT  # the full name is taken
+    warned = [line.message for line in rclpy_log.of(h.node, LoggingSeverity.WARN)
+              if "is ignored" in line.message]
+    assert len(warned) == 1, warned
+    assert warned[0].startswith("parameter 'qos_overrides./cmd_vel.subscription.reliability' "
+                                "is ignored"), warned
+    assert ("did you mean 'qos_overrides./robot1/cmd_vel.subscription.reliability'? (a topic "
+            "is named in full, with the namespace)") in warned[0], warned
+
+
 def test_no_qos_event_handlers_burden_the_executor(make_driver):
     """The driver's publishers and subscriptions come without rclpy's default QoS event
     handlers, each of which is an entity of every executor wake-up: the node has no more
