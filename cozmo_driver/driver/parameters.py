@@ -117,7 +117,8 @@ PARAMETERS: Tuple[ParamSpec, ...] = (
     ParamSpec("audio_stream_buffer", 0.1, "Audio of audio/pcm buffered before a stream starts to "
               "play: the lateness of chunks it absorbs, and the delay it adds", "s", 0.0, 2.0),
     ParamSpec("speech_voice", "en-us", "espeak-ng voice of play_audio's text (espeak-ng --voices "
-              "lists them: en-gb, de, fr, en+f3, ...)", dynamic=True),
+              "lists them: en-gb, de, fr, en+f3, ...; set at run time, one espeak-ng does not "
+              "have is refused)", dynamic=True),
     ParamSpec("speech_speed", 150, "Speed of play_audio's text", "words/min", 80, 450,
               dynamic=True),
     ParamSpec("speech_pitch", 70, "Pitch of play_audio's text (espeak-ng's 0..99; 50 is its "
@@ -235,7 +236,15 @@ def validate_change(current: Mapping[str, Any], changes: Mapping[str, Any],
                         "first (or restart it with the new value)")
     merged = dict(current)
     merged.update(changes)
-    return validate_all({k: merged[k] for k in merged if k in PARAMETERS_BY_NAME})
+    problem = validate_all({k: merged[k] for k in merged if k in PARAMETERS_BY_NAME})
+    voice = changes.get("speech_voice")
+    if problem is None and voice is not None and voice != current.get("speech_voice"):
+        # a voice espeak-ng does not have is refused when set, not at the next text said
+        from .speech import voice_missing
+        missing = voice_missing(voice)
+        if missing:
+            return f"speech_voice: {missing}"
+    return problem
 
 
 def full_frame_id(prefix: str, frame: str) -> str:

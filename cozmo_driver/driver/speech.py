@@ -26,7 +26,7 @@ from ..protocol.audio import WavInfo
 from .commands import CommandError
 from .media import load_audio_file
 
-__all__ = ["speak", "check_voice", "MAX_TEXT_CHARS", "SPEECH_PROGRAM"]
+__all__ = ["speak", "check_voice", "voice_missing", "MAX_TEXT_CHARS", "SPEECH_PROGRAM"]
 
 #: the synthesiser, looked up on PATH
 SPEECH_PROGRAM = "espeak-ng"
@@ -44,6 +44,25 @@ def check_voice(voice: str) -> Optional[str]:
         return (f"'{voice}' is not a voice name: letters, digits and _ + - / . only, starting "
                 "with a letter or digit, at most 64 (list them with: espeak-ng --voices)")
     return None
+
+
+def _no_voice(voice: str, program: str) -> str:
+    return f"{program} has no voice '{voice}' (list them with: {program} --voices)"
+
+
+def voice_missing(voice: str, program: str = SPEECH_PROGRAM) -> Optional[str]:
+    """What is wrong if ``program`` (espeak-ng) has no voice ``voice``; None if it has one, or
+    if it is not installed or cannot tell within 5 s (a goal then says what is wrong). It
+    speaks one word quietly (``-q``: no sound), about 15 ms."""
+    found = shutil.which(program)
+    if found is None or check_voice(voice) is not None:
+        return None
+    try:
+        done = subprocess.run([found, "-q", "-v", voice, "--", "a"], stdin=subprocess.DEVNULL,
+                              capture_output=True, timeout=5.0, check=False)
+    except (subprocess.TimeoutExpired, OSError):
+        return None
+    return None if done.returncode == 0 else _no_voice(voice, program)
 
 
 def speak(text: str, voice: str = "en-us", speed_wpm: int = 150, pitch: int = 70,
@@ -75,6 +94,9 @@ def speak(text: str, voice: str = "en-us", speed_wpm: int = 150, pitch: int = 70
     except OSError as exc:
         raise CommandError(f"{program} could not be run: {exc}") from None
     said = done.stderr.decode("utf-8", "replace").strip()
+    if done.returncode != 0 and "voice does not exist" in said:
+        raise CommandError(_no_voice(voice, program).replace(" (list", " (the speech_voice "
+                                                              "parameter; list"))
     if done.returncode != 0 or not done.stdout:
         raise CommandError(f"{program} failed (exit status {done.returncode})"
                            + (f": {said}" if said else ""))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+import shutil
 import sys
 import struct
 from pathlib import Path
@@ -592,6 +593,22 @@ def test_speech_refuses_with_what_to_do():
         speak("hello", voice="--stdout", program="no-such-speaker")
     assert all(check_voice(v) is None for v in ("en-us", "en+f3", "mb-en1", "de", "other/en-GB"))
     assert validate_all({"speech_voice": "-v"}).startswith("speech_voice: '-v' is not a voice name")
+
+
+@pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="espeak-ng is not installed (an "
+                    "optional system package: sudo apt install espeak-ng; ./dev setup installs it)")
+def test_a_voice_espeak_ng_does_not_have_is_named_with_its_parameter():
+    """A voice from the parameter file (not checked at start-up) that espeak-ng does not
+    have: the goal's answer names the voice and the parameter, and how to list the voices."""
+    from cozmo_driver.driver.speech import speak, voice_missing
+    with pytest.raises(CommandError) as raised:
+        speak("hello", voice="zz-nosuch")
+    assert str(raised.value) == ("espeak-ng has no voice 'zz-nosuch' (the speech_voice "
+                                 "parameter; list them with: espeak-ng --voices)")
+    assert voice_missing("zz-nosuch") == ("espeak-ng has no voice 'zz-nosuch' (list them "
+                                          "with: espeak-ng --voices)")
+    assert voice_missing("en-us") is None and voice_missing("en+f3") is None
+    assert voice_missing("zz-nosuch", program="no-such-speaker") is None  # a goal says it
     assert validate_all({"speech_speed": 40}) == "speech_speed = 40 is outside [80, 450] words/min"
 
 

@@ -456,11 +456,14 @@ def test_play_audio_says_a_text_in_the_voice_of_the_parameters(make_rig):
                         (PlayAudio.Goal(text="   "), "text is empty: nothing to say")):
         r = rig.result(rig.send_goal(PlayAudio, "play_audio", goal))
         assert r.status == GoalStatus.STATUS_ABORTED and words in r.result.message, r.result.message
-    rig.node.set_parameters([Parameter("speech_voice", value="zz-nosuch")])
-    r, _ = say("hi")
-    assert r.status == GoalStatus.STATUS_ABORTED
-    assert "espeak-ng failed (exit status 1): Error: The specified espeak-ng voice does not exist" \
-        in r.result.message, r.result.message
+    # a voice espeak-ng does not have: refused when set, saying so (it was taken, and every
+    # text after it failed with espeak-ng's words, which did not name the parameter)
+    refused = rig.node.set_parameters([Parameter("speech_voice", value="zz-nosuch")])[0]
+    assert not refused.successful
+    assert refused.reason == ("speech_voice: espeak-ng has no voice 'zz-nosuch' (list them with: "
+                              "espeak-ng --voices)"), refused.reason
+    assert rig.node.get_parameter("speech_voice").value == "en-us"
+    assert rig.node.set_parameters([Parameter("speech_voice", value="en+f3")])[0].successful
 
 
 def test_a_file_that_is_slow_to_read_holds_up_no_other_command(make_rig, tmp_path):
