@@ -181,7 +181,7 @@ class CozmoDriverNode(LifecycleNode):
         core.robot, core.camera_file = self._robot, None
         core.camera_file = camera_file(p["camera_info_url"], self.get_logger())
         self._create_streams()
-        self._objects = ObjectInterfaces(self, self._robot, self._params)  # before RobotReady
+        self._objects = ObjectInterfaces(self, self._robot, self._params, self._streams.note)  # before RobotReady
         self._robot.add_listener(core.on_robot_event)
         if self._link_early:  # the rest while the robot connects, after its first state (the GIL)
             self._streams.hold_notes()  # and log lines (driver_streams.hold_notes)

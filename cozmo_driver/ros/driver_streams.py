@@ -14,6 +14,7 @@ may be used from any thread.
 
 from __future__ import annotations
 
+import logging
 import math
 import struct
 import threading
@@ -324,7 +325,7 @@ class DriverStreams(DriverOutput):
             msg.description = event.description
             msg.value = float(event.value)
             pub.publish(msg)
-            self.node.get_logger().info(f"robot event: {event.description}")
+            self.note(logging.INFO, f"robot event: {event.description}")  # held at start-up
 
     def on_image(self, frame: CameraFrame) -> None:
         pub = self.node._pub

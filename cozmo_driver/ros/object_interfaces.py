@@ -40,10 +40,11 @@ rather than drain their batteries; deactivating leaves them as they are.
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 import threading
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from builtin_interfaces.msg import Time as TimeMsg
 from cozmo_interfaces.msg import (BackpackLightPattern, ObjectAccel, ObjectEvent, ObjectInfo,
@@ -89,13 +90,17 @@ def _light(msg: Any) -> Light:
 
 class ObjectInterfaces:
     """See the module docstring. ``params`` is the node's parameter dict (kept up to date by
-    the node, so run-time changes apply at the next tick)."""
+    the node, so run-time changes apply at the next tick). ``note(level, text)`` logs the
+    objects' events (the driver's, which holds them back while the robot connects, in
+    order with its own lines); by default the node's logger."""
 
-    def __init__(self, node: Any, robot: Any, params: Dict[str, Any]) -> None:
+    def __init__(self, node: Any, robot: Any, params: Dict[str, Any],
+                 note: Optional[Callable[[int, str], None]] = None) -> None:
         self.node = node
         self.robot = robot
         self.params = params
         self._log = node.get_logger()
+        self._note = note or self._log_line
         self._active = False
         self.registry = ObjectRegistry(self._settings())
         # the registry and the publishers, shared by the I/O thread and the executor
@@ -140,6 +145,12 @@ class ObjectInterfaces:
         self._answers = HandOver(node, self._answer)  # the registry's answers, for the executor
         self._entities.append((HandOver.destroy, self._answers))
         robot.add_listener(self._on_robot_event, messages=OBJECT_MESSAGES | {"RobotState"})
+
+    def _log_line(self, level: int, text: str) -> None:
+        if level >= logging.WARNING:
+            self._log.warning(text)
+        else:
+            self._log.info(text)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -321,7 +332,7 @@ class ObjectInterfaces:
             msg.acceleration.x, msg.acceleration.y, msg.acceleration.z = record.acceleration
             msg.description = record.description
             self._pub_events.publish(msg)
-            self._log.info(f"object event: {record.description}")
+            self._note(logging.INFO, f"object event: {record.description}")
         for sample in samples:
             msg = ObjectAccel()
             msg.header.stamp = stamp

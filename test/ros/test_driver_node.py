@@ -1364,6 +1364,21 @@ def test_cmd_vel_while_the_robot_stops_answering_and_comes_back(make_driver, rcl
         second.stop()
 
 
+def test_the_start_up_log_says_connecting_before_the_robots_events(make_driver, rclpy_log):
+    """Start-up holds the log lines said while the robot connects until its first state is
+    out (driver_streams.hold_notes); the robot's and the cubes' events of that moment were
+    logged at once, so the log read "head calibration started" and "cube1 appeared" before
+    "connecting to the robot". Now they are held with them, in the order they came."""
+    h = make_driver()
+    assert h.spin_until(lambda: rclpy_log.said(h.node, LoggingSeverity.INFO, "cube1 (")
+                        and rclpy_log.said(h.node, LoggingSeverity.INFO, "head calibration"), 5.0)
+    lines = [line.message for line in rclpy_log.of(h.node)]
+    first = {prefix: next(i for i, m in enumerate(lines) if m.startswith(prefix))
+             for prefix in ("connecting to the robot", "connected to Cozmo", "robot event: ",
+                            "object event: ")}
+    assert first["connecting to the robot"] == 0, lines  # held lines and events in order
+
+
 def test_closing_the_link_of_a_lost_robot_does_not_claim_the_motors_were_stopped(make_driver, rclpy_log):
     first = SimServer(port=0, seed=5).start()
     h = make_driver(first)
