@@ -30,7 +30,8 @@ class ActuatorsMixin:
         if requested == 0:
             return limit
         if requested < MOTOR_MIN_SPEED_RADPS:  # the firmware would take it for full speed
-            self.warn_throttled(field, f"{field} = {requested:g} rad/s is below "
+            # a problem of its own: not held back by a clamp's warning of the field
+            self.warn_throttled(f"{field} near 0", f"{field} = {requested:g} rad/s is below "
                                 f"{MOTOR_MIN_SPEED_RADPS:g}, which the robot takes for its "
                                 f"full speed: raised to {MOTOR_MIN_SPEED_RADPS:g} rad/s")
             return MOTOR_MIN_SPEED_RADPS
@@ -88,12 +89,13 @@ class ActuatorsMixin:
         self._preempt(motor, topic)
         limit = float(self.params[f"{motor}_max_speed"])
         speed, warning = clamp(value, -limit, limit, f"{topic}.data", "rad/s")
+        kind = f"{topic}.data"
         if 0.0 < abs(speed) < MOTOR_MIN_SPEED_RADPS:  # the firmware: full speed
-            speed, warning = 0.0, (f"{topic}.data = {value:g} rad/s is nearer 0 than "
-                                   f"{MOTOR_MIN_SPEED_RADPS:g}, which the robot takes for "
-                                   "its full speed: sent as 0 (stop)")
+            kind, speed, warning = f"{topic}.data near 0", 0.0, (
+                f"{topic}.data = {value:g} rad/s is nearer 0 than {MOTOR_MIN_SPEED_RADPS:g}, "
+                "which the robot takes for its full speed: sent as 0 (stop)")
         if warning:
-            self.warn_throttled(f"{topic}.data", warning)
+            self.warn_throttled(kind, warning)
         self.robot.post(message_type(speed_rad_per_sec=speed))
 
     def move_head(self, speed_radps: float, topic: str = "head/velocity") -> None:

@@ -303,6 +303,26 @@ def test_head_and_lift_speeds_near_zero_never_reach_the_robot(rig):
     assert core.refused == 0
 
 
+def test_a_speed_too_near_zero_right_after_one_too_high_is_warned_of_at_once(rig):
+    """Warnings of one field repeat at most every 2 s, but a different problem of the same
+    field is another kind: a speed too near 0 right after one clamped (or the reverse)
+    was held back until the next warning of that field, with no word meanwhile."""
+    robot, core, output = rig
+    core.move_head(100.0)
+    core.move_head(1e-6)
+    core.set_lift(0.05, 1e-6)
+    core.set_lift(0.05, 100.0)
+    robot.run(0.1)
+    assert output.said("head/velocity.data = 100", logging.WARNING), output.lines
+    assert output.said("head/velocity.data = 1e-06 rad/s is nearer 0 than", logging.WARNING), \
+        output.lines
+    assert output.said("lift/height.max_speed = 1e-06 rad/s is below", logging.WARNING), output.lines
+    assert output.said("lift/height.max_speed = 100", logging.WARNING), output.lines
+    core.move_head(1e-7)  # the same problem again within 2 s: held back, and counted
+    robot.run(0.1)
+    assert not output.said("head/velocity.data = 1e-07", logging.WARNING), output.lines
+
+
 def test_components_a_differential_drive_cannot_follow_are_said_not_silently_dropped(rig):
     """A holonomic teleop key (Shift+J: linear.y) or linear.z: the robot did not move and
     nothing said why. Now a (throttled) warning names them; x and the yaw rate still drive."""
