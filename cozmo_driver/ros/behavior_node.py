@@ -222,6 +222,10 @@ class RosRobot(RobotInterface):
         for goal_handle in list(self._goal_handles.values()):
             goal_handle.cancel_goal_async()
 
+    def goals_in_flight(self) -> int:
+        """Goals accepted by the driver whose result has not come yet."""
+        return len(self._goal_handles)
+
     # ------------------------------------------------------------------ RobotInterface
 
     def drive_straight(self, distance: float, speed: float) -> Handle:
@@ -515,7 +519,8 @@ class BehaviorNode(Node):
         self._emotions_pub.publish(msg)
 
     def _publish_status(self) -> None:
-        if self.engine.state.connected and not self.count_publishers(self._link_sub.topic_name):
+        if (not self._closed and self.engine.state.connected
+                and not self.count_publishers(self._link_sub.topic_name)):
             # a driver that crashed said nothing: its publisher's going is all there is
             self.get_logger().warning(
                 f"{self._link_sub.topic_name} has no publisher any more: the driver stopped "

@@ -19,9 +19,9 @@ A node kind without a ``--ros-args`` section runs with its defaults; ``--ros-arg
 the first ``--node`` holds what all of them take (``--log-level``). Without ``--node``:
 driver, face and behavior. The driver's cmd_vel thread stays its own.
 
-Ctrl-C or SIGTERM stop the process in order: the driver first (motors stopped, link
-closed), then the behaviour node (its goals cancelled, the cancel requests sent), then
-the others, then rclpy; exit 0. A bad parameter of any node: a message and exit 2
+Ctrl-C or SIGTERM stop the process in order: the behaviour engine's goals cancelled
+(at most 0.2 s), then the driver (motors stopped, link closed), then the behaviour
+node's cancel requests let out, then the others, then rclpy; exit 0. A bad parameter of any node: a message and exit 2
 before anything runs; a node of the same name elsewhere in the ROS domain, or a robot
 another program drives: exit 2 with the reason (as each node's own executable does).
 """
@@ -52,6 +52,9 @@ KINDS: Dict[str, Tuple[str, str]] = {
 }
 DEFAULT_KINDS = ("driver", "face", "behavior")
 _BEHAVIOR_DRAIN_S = 0.3   # what the behaviour node's own executable gives its cancel requests
+#: at a stop, how long the behaviour engine's goals get to end cancelled before the driver
+#: stops the motors and aborts what is left, s (a cancel is answered within a spin or two)
+_GOALS_CANCEL_S = 0.2
 
 
 class StackArgumentError(ConfigurationError, ValueError):
@@ -253,11 +256,19 @@ def _start(running: _Running) -> None:
 
 
 def _stop(running: _Running, executor: Any) -> None:
-    """The driver first (motors stopped, link closed), then the behaviour node (goals
-    cancelled, the cancel requests let out), then the others (by destroy_node)."""
+    """The behaviour engine's goals cancelled (their cancels stop what they move, at
+    most _GOALS_CANCEL_S), then the driver (motors stopped, link closed), then the
+    behaviour node's cancel requests let out, then the others (by destroy_node). The
+    driver first aborted the engine's goals, which the engine then logged as failures."""
     driver = running.by_kind.get("driver")
     behavior = running.by_kind.get("behavior")
     try:
+        if behavior is not None:
+            behavior.close()  # its running behavior ends, its goals' cancels are sent
+            deadline = time.monotonic() + _GOALS_CANCEL_S
+            while (driver is not None and behavior.context.ok() and time.monotonic() < deadline
+                   and behavior.robot.goals_in_flight()):
+                executor.spin_once(timeout_sec=0.02)
         if driver is not None:
             from .driver_support import finish_goals
             finish_goals(driver, executor)

@@ -208,6 +208,34 @@ def test_the_bringup_runs_the_stack_in_one_process(sig, sim, rclpy_context, tmp_
         program.cleanup()
 
 
+def test_a_stop_while_a_behavior_drives_is_told_as_a_stop(sim, rclpy_context, tmp_path):
+    """Ctrl-C while the behavior engine's goal drives the robot: the driver stops first (its
+    motors), and the behavior node must take that as the stack's stop. It logged the goal's
+    end as a failure ("failed: drive_straight: the driver is shutting down") and, at its
+    next status, "/link_status has no publisher any more: the driver stopped without
+    saying so (it crashed?)"."""
+    port = sim.address[1]
+    command = [str(project_executable("cozmo_stack")),
+               "--node", "driver", "--ros-args", "-r", "__ns:=/busy",
+               "-p", "robot_ip:=127.0.0.1", "-p", f"robot_port:={port}", "--",
+               "--node", "behavior", "--ros-args", "-r", "__ns:=/busy"]
+    program = Program(command, tmp_path / "stack.log")
+    watcher = Watcher(rclpy_context, "busy")
+    try:
+        # a behavior of the engine's drives the treads (no one else commands them here)
+        assert watcher.spin_until(lambda: watcher.status and watcher.status[-1].behavior
+                                  and _treads_turn(sim), STARTUP_TIMEOUT_S), program.output()
+        t0 = time.monotonic()
+        program.process.send_signal(signal.SIGINT)
+        _check_stop(program, sim, signal.SIGINT, t0)
+        warnings = [line for line in program.output().splitlines()
+                    if "[WARN]" in line and ("shutting down" in line or "crashed" in line)]
+        assert not warnings, program.output()
+    finally:
+        watcher.close()
+        program.cleanup()
+
+
 def test_cozmo_stack_by_hand_stops_on_sigterm(sim, rclpy_context, tmp_path):
     port = sim.address[1]
     command = [str(project_executable("cozmo_stack")),
