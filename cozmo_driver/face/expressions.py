@@ -165,12 +165,16 @@ def expression_names() -> list[str]:
 
 
 def expression(name: str) -> FaceParams:
-    """A copy of the named expression (aliases accepted); ``KeyError`` names the choices."""
-    key = ALIASES.get(name, name)
+    """A copy of the named expression (aliases accepted, case and surrounding spaces
+    ignored); ``KeyError`` names the choices."""
+    key = name.strip().lower()
+    key = ALIASES.get(key, key)
     try:
         return EXPRESSIONS[key].copy()
     except KeyError:
-        raise KeyError(f"unknown expression {name!r}; known: {', '.join(sorted(EXPRESSIONS))}") from None
+        aliases = ", ".join(f"{alias} ({meant})" for alias, meant in sorted(ALIASES.items()))
+        raise KeyError(f"unknown expression {name!r}; known: {', '.join(sorted(EXPRESSIONS))}; "
+                       f"aliases: {aliases}") from None
 
 
 # --------------------------------------------------------------------------------------------

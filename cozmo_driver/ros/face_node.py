@@ -135,7 +135,8 @@ def raw_face(values: Sequence[float]) -> Tuple[FaceParams, List[str]]:
     Raises ValueError saying what is wrong: the number of values, or which are not
     finite numbers (by index and name)."""
     if len(values) != NUM_PARAMS:
-        raise ValueError(f"{len(values)} values; a face has {NUM_PARAMS} (CLAD order)")
+        raise ValueError(f"{len(values)} value{'' if len(values) == 1 else 's'}; a face has "
+                         f"{NUM_PARAMS} (CLAD order)")
     bad = [i for i, v in enumerate(values) if not math.isfinite(v)]
     if bad:
         named = ", ".join(f"[{i}] {PARAM_NAMES[i]} = {values[i]}" for i in bad[:3])
@@ -204,11 +205,13 @@ class FaceNode(Node):
         duration = self.transition_s if transition_s is None or transition_s < 0 else transition_s
         with self._lock:
             self.animator.set_expression(face, time.monotonic(), duration)
-        return f"face '{name}' in {duration:g} s"
+        return f"face '{name.strip().lower()}' in {duration:g} s"
 
     def _on_expression(self, msg: String) -> None:
+        name = _quoted(msg.data.strip())
         try:
-            self._say("expression", self.set_expression(_quoted(msg.data.strip())))
+            # a kind per expression: each change is said, a repeated one throttled
+            self._say(f"expression {name.lower()}", self.set_expression(name))
         except KeyError as exc:
             self._warn("expression", f"face/expression refused: {exc.args[0]}")
 

@@ -287,6 +287,27 @@ def test_face_node_parameters_refuse_changes_and_commands_beyond_range_say_so(rc
         spin.close()
 
 
+def test_expression_names_ignore_case_and_each_expression_is_said(rclpy_context, rclpy_log):
+    """An expression by topic: its name in any case (as surrounding spaces already were);
+    a refusal lists the aliases too; and each expression gets its info line, throttled
+    per expression (all were one kind: "face 'neutral' in 0.3 s (and 4 more like it)"
+    stood for four other expressions)."""
+    node = FaceNode(context=rclpy_context)
+    try:
+        for text in ("Happy", " SAD ", "love"):
+            node._on_expression(String(data=text))
+        said = [line.message for line in rclpy_log.of(node, LoggingSeverity.INFO)
+                if line.message.startswith("face '") and " fps " not in line.message]
+        assert said == ["face 'happy' in 0.3 s", "face 'sad' in 0.3 s", "face 'love' in 0.3 s"], said
+        node._on_expression(String(data="grumpyish"))
+        refused = [line.message for line in rclpy_log.of(node, LoggingSeverity.WARN)
+                   if "face/expression refused" in line.message]
+        assert len(refused) == 1 and "unknown expression 'grumpyish'; known: " in refused[0] \
+            and "aliases: afraid (fearful), blink (closed), default (neutral)" in refused[0], refused
+    finally:
+        node.destroy_node()
+
+
 def test_a_misspelt_face_or_behavior_parameter_is_named(rclpy_context, rclpy_log):
     from cozmo_driver.ros.behavior_node import BehaviorNode
     for make, typo, meant in ((FaceNode, "trasition_s", "transition_s"),
