@@ -333,7 +333,9 @@ class RosRobot(RobotInterface):
 
 def _descriptor(param) -> ParameterDescriptor:
     text = param.description + (f" [{param.unit}]" if param.unit else "")
-    descriptor = ParameterDescriptor(description=text, read_only=False)
+    # read-only where read at start-up only: `ros2 param describe` says so, as the face node's
+    descriptor = ParameterDescriptor(description=text + ("" if param.dynamic else "; read at start-up"),
+                                     read_only=not param.dynamic)
     if param.minimum is not None:
         if isinstance(param.default, float):
             descriptor.floating_point_range = [FloatingPointRange(
@@ -544,13 +546,7 @@ class BehaviorNode(Node):
         return response
 
     def _on_set_parameters(self, parameters) -> SetParametersResult:
-        for param in parameters:
-            spec = next((s for s in BEHAVIOR_PARAMETERS if s.name == param.name), None)
-            if spec is None:
-                continue
-            if not spec.dynamic:
-                return SetParametersResult(successful=False,
-                                           reason=f"{param.name} is read at start-up only")
+        # those read at start-up only are read-only (_descriptor): rclpy refuses them first
         for param in parameters:
             if param.name == "enabled":
                 self.engine.set_enabled(bool(param.value), time.monotonic())

@@ -408,7 +408,7 @@ def test_enable_disable_and_a_behavior_that_raises(rclpy_context, tmp_path):
         stack.behavior.set_parameters([Parameter("enabled", value=False)])
         assert stack.until(lambda: not stack.last().enabled, REACTION_TIMEOUT)
         refused = stack.behavior.set_parameters([Parameter("tick_rate", value=20.0)])[0]
-        assert not refused.successful and "start-up" in refused.reason
+        assert not refused.successful and "read-only" in refused.reason  # read at start-up
     finally:
         stack.close()
 
@@ -503,6 +503,28 @@ def test_a_driver_gone_without_a_word_stops_the_engine(rclpy_context, rclpy_log)
         assert rclpy_log.said(behavior, LoggingSeverity.WARN, "/link_status has no publisher any more")
     finally:
         spin.close()
+
+
+def test_start_up_parameters_are_read_only_for_the_parameter_tools(rclpy_context):
+    """`ros2 param describe` shows which parameters change at run time: those read at
+    start-up only are read-only (as the face node's), so a user learns it before a set is
+    refused; the run-time ones are not."""
+    from cozmo_driver.behavior.parameters import BEHAVIOR_PARAMETERS
+    behavior = BehaviorNode(context=rclpy_context, parameter_overrides=[
+        Parameter("start_delay", value=0.0), Parameter("enabled", value=False)])
+    try:
+        for spec in BEHAVIOR_PARAMETERS:
+            descriptor = behavior.describe_parameter(spec.name)
+            assert descriptor.read_only is (not spec.dynamic), spec.name
+            assert descriptor.description.endswith("; read at start-up") is (not spec.dynamic), \
+                (spec.name, descriptor.description)
+        refused = behavior.set_parameters([Parameter("tick_rate", value=20.0)])[0]
+        assert not refused.successful and "read-only" in refused.reason, refused.reason
+        assert behavior.get_parameter("tick_rate").value == 10.0
+        assert behavior.set_parameters([Parameter("user_pause", value=5.0)])[0].successful
+    finally:
+        behavior.close()
+        behavior.destroy_node()
 
 
 def test_no_qos_event_handlers_burden_the_executor(rclpy_context):
