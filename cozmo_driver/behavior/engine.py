@@ -369,7 +369,8 @@ class Engine:
                 continue
             ctx = self._context(behavior, now, {"name": trigger, **data})
             if not self._can_start(behavior, ctx):
-                self._log("info", f"trigger {trigger}: {reaction.behavior} cannot start now")
+                self._log("info", f"trigger {trigger}: {reaction.behavior} cannot start now "
+                                  f"(the robot: {_state_summary(self.state)})")
                 continue
             if run is not None:
                 self._end(Outcome.INTERRUPTED, f"preempted by the reaction to {trigger}", now)
@@ -516,3 +517,14 @@ class Engine:
             self.emotions.apply(change, now)
         else:
             self.emotions.apply_changes(change, now, key=key)
+
+
+def _state_summary(state: RobotState) -> str:
+    """What the built-in behaviors' start conditions look at, in words (a refused start's
+    log line: the behaviors say only yes or no)."""
+    return ", ".join((
+        "on the charger" if state.on_charger else "not on the charger",
+        "picked up" if state.picked_up else "not picked up",
+        *(("falling",) if state.falling else ()),
+        "at a cliff" if state.cliff else "no cliff",
+        "battery low" if state.battery_low else "battery not low"))

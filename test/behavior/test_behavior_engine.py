@@ -228,6 +228,20 @@ def test_only_the_robots_own_triggers_change_its_state():
     assert not engine.knows("nosuch_trigger")
 
 
+def test_a_reaction_that_cannot_start_says_what_the_robot_is_doing():
+    """A user's on_charger trigger while the robot is off its charger: the reaction's
+    behavior (sleep_on_charger) cannot start, and the log line says what the robot's state
+    is, so the user sees why ("cannot start now" alone left them guessing)."""
+    from cozmo_driver.behavior import load_config
+    engine, robot, log = make_engine(load_config(), auto=False)
+    engine.on_trigger("on_charger", 0.0, from_robot=False)
+    engine.tick(0.0)
+    assert engine.running != "sleep_on_charger"
+    lines = [text for _, text in log if text.startswith("trigger on_charger")]
+    assert lines == ["trigger on_charger: sleep_on_charger cannot start now (the robot: not on "
+                     "the charger, not picked up, no cliff, battery not low)"], lines
+
+
 def test_priorities_preempt_and_cooldowns_hold():
     engine, robot, log = make_engine(auto=False)
     engine.on_trigger("cube_tapped", 0.0)
