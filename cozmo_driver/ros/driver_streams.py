@@ -422,6 +422,10 @@ class DriverStreams(DriverOutput):
         publish_battery_marker(node._pub["battery_marker"], self.battery_msg
                                if core.connected and core.active else None,
                                node._frame("base_link_frame"))
+        core.say_overdue()  # a refusal held back is said once its kind falls quiet
+        for part in (media, objects):
+            if part is not None:
+                part.say_overdue()
         link, robot = core.reports(where)
         reports = [("link", link), ("robot", robot)]
         if media is not None:

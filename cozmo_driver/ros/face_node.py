@@ -51,7 +51,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 import rclpy
@@ -165,6 +165,8 @@ class FaceNode(Node):
         #: held by whoever reads or changes the animator (the frame thread, the callbacks)
         self._lock = threading.Lock()
         self._throttle = LogThrottle(_WARN_PERIOD_S)
+        self._warned: Set[str] = set()  # the throttle's kinds that are warnings
+        self._overdue_at = -math.inf
         self.animator = FaceAnimator(seed=int(seed), base=base, now=now, idle=bool(idle))
         self.stream = FaceStream(self.animator, keepalive_s=float(keepalive))
         self._msg = Image()
@@ -217,7 +219,9 @@ class FaceNode(Node):
 
     def _warn(self, key: str, text: str) -> None:
         """A warning of a kind that a publisher may repeat 30 times a second: at most one
-        per _WARN_PERIOD_S, which counts those left unsaid."""
+        per _WARN_PERIOD_S, which counts those left unsaid (said by :meth:`_say_overdue`
+        if no other comes)."""
+        self._warned.add(key)
         line = self._throttle.line(key, text, time.monotonic())
         if line is not None:
             self.get_logger().warning(line)
@@ -227,6 +231,18 @@ class FaceNode(Node):
         line = self._throttle.line(key, text, time.monotonic())
         if line is not None:
             self.get_logger().info(line)
+
+    def _say_overdue(self, now: float) -> None:
+        """(the frame thread, about once a second) The lines held back of each kind that
+        then fell quiet."""
+        if now < self._overdue_at:
+            return
+        self._overdue_at = now + 1.0
+        for key, line in self._throttle.overdue(now):
+            if key in self._warned:
+                self.get_logger().warning(line)
+            else:
+                self.get_logger().info(line)
 
     def set_params(self, values: Sequence[float],
                    transition_s: Optional[float] = None) -> Tuple[str, List[str]]:
@@ -328,6 +344,11 @@ class FaceNode(Node):
         due = time.monotonic()
         while not self._stop.is_set():
             now = time.monotonic()
+            try:
+                self._say_overdue(now)
+            except Exception:  # noqa: BLE001 - the context went under the thread (a log call)
+                if not self.context.ok():
+                    return
             local = self._local
             if self._pulled and local is not None and not self._others_subscribe(now, local):
                 # the driver pulls the frames: only look for another subscriber

@@ -294,6 +294,11 @@ class MediaInterfaces:
         if line is not None:
             self._log.warning(line)
 
+    def say_overdue(self) -> None:
+        """The warnings held back of each kind that then fell quiet (the node's 1 s timer)."""
+        for _, line in self._throttle.overdue(time.monotonic()):
+            self._log.warning(line)
+
     def _connected(self) -> bool:
         return self.robot.state is LinkState.READY
 

@@ -226,6 +226,11 @@ class ObjectInterfaces:
         if line is not None:
             self._log.warning(line)
 
+    def say_overdue(self) -> None:
+        """The warnings held back of each kind that then fell quiet (the node's 1 s timer)."""
+        for _, line in self._throttle.overdue(time.monotonic()):
+            self._log.warning(line)
+
     def _refuse(self, text: str) -> None:
         self._refused += 1
         self._warn(text)

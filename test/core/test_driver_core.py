@@ -807,6 +807,28 @@ def test_a_drive_off_the_front_ends_thread_is_handed_over_while_a_goal_holds_the
     assert len(robot.sent("DriveWheels")) == 1
 
 
+def test_a_refusal_held_back_is_said_once_its_kind_falls_quiet(rig):
+    """A NaN cmd_vel, then an inf one a second later: the second, held back by the first's
+    2 s, was said only with the next refusal of its kind, which may never come. The
+    node's 1 s timer (say_overdue) says it once the 2 s are over, with the count."""
+    robot, core, output = rig
+    clock = [100.0]
+    core.clock = lambda: clock[0]
+    core.drive_twist("cmd_vel", (math.nan, 0.0, 0.0), (0.0, 0.0, 0.0))
+    clock[0] += 1.0
+    core.drive_twist("cmd_vel", (math.inf, 0.0, 0.0), (0.0, 0.0, 0.0))
+    refusals = lambda: [text for level, text in output.lines  # noqa: E731
+                        if "refused" in text and level == logging.WARNING]
+    assert len(refusals()) == 1 and "nan" in refusals()[0], output.lines
+    core.say_overdue()  # within the 2 s: nothing yet
+    assert len(refusals()) == 1
+    clock[0] += 1.0
+    core.say_overdue()
+    assert len(refusals()) == 2 and "inf" in refusals()[1], refusals()
+    core.say_overdue()  # said once
+    assert len(refusals()) == 2
+
+
 def test_a_drive_beyond_max_wheel_speed_is_scaled_with_a_throttled_warning(rig):
     robot, core, output = rig
     clock = [100.0]

@@ -32,6 +32,29 @@ def test_kinds_are_independent_and_a_period_may_be_given_per_call():
     assert t.due("a", 2.0) == (1, 2.0)
 
 
+def test_lines_held_back_are_said_once_their_period_is_over_without_waiting_for_another():
+    """A kind whose events were held back and then stopped: ``overdue`` gives, once its
+    period is over, the last of them with the count of the others, so that nothing stays
+    unsaid until a next event that may never come (a NaN, then an inf a second later)."""
+    t = LogThrottle(2.0)
+    assert t.line("look_at", "x = nan refused", 0.0) == "x = nan refused"
+    assert t.line("look_at", "y = inf refused", 1.0) is None
+    assert t.line("quiet", "Q", 0.5) == "Q"
+    assert t.overdue(1.9) == []  # within the period
+    assert t.overdue(2.0) == [("look_at", "y = inf refused")]
+    assert t.overdue(5.0) == [] and t.pending("look_at") == 0  # said once
+    for k in range(3):
+        assert t.line("look_at", f"x = {k} refused", 6.0 + k * 0.1) == ("x = 0 refused" if k == 0 else None)
+    assert t.overdue(8.0) == [("look_at", "x = 2 refused (and 1 more like it in the last 2.0 s)")]
+    # after an overdue line, the kind's period starts again from it
+    assert t.line("look_at", "x = 9 refused", 9.0) is None
+    # a period given per call holds for its overdue line too
+    assert t.line("c", "C", 0.0, period_s=10.0) == "C"
+    assert t.line("c", "C2", 1.0, period_s=10.0) is None
+    assert t.overdue(9.5) == []
+    assert t.overdue(10.0) == [("look_at", "x = 9 refused"), ("c", "C2")]
+
+
 def test_a_negative_period_is_refused():
     with pytest.raises(ValueError):
         LogThrottle(-1.0)

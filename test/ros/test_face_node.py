@@ -308,6 +308,28 @@ def test_expression_names_ignore_case_and_each_expression_is_said(rclpy_context,
         node.destroy_node()
 
 
+def test_a_look_at_refusal_held_back_is_said_when_no_other_comes(rclpy_context, rclpy_log):
+    """face/look_at with x = NaN, then with y = inf a second later: the second, held back
+    by the first's 2 s, was said only with the next refusal (25 s later in a user's run,
+    or never). The frame thread says it once the 2 s are over."""
+    node = FaceNode(context=rclpy_context)
+    try:
+        node._on_look_at(Point(x=math.nan, y=0.0))
+        time.sleep(1.0)
+        node._on_look_at(Point(x=0.0, y=math.inf))
+
+        def refused():
+            return [line.message for line in rclpy_log.of(node, LoggingSeverity.WARN)
+                    if "face/look_at refused" in line.message]
+        assert len(refused()) == 1 and "x = nan" in refused()[0], refused()
+        deadline = time.monotonic() + 5.0
+        while len(refused()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(refused()) == 2 and "y = inf" in refused()[1], refused()
+    finally:
+        node.destroy_node()
+
+
 def test_a_misspelt_face_or_behavior_parameter_is_named(rclpy_context, rclpy_log):
     from cozmo_driver.ros.behavior_node import BehaviorNode
     for make, typo, meant in ((FaceNode, "trasition_s", "transition_s"),
