@@ -208,18 +208,22 @@ def test_the_bringup_runs_the_stack_in_one_process(sig, sim, rclpy_context, tmp_
         program.cleanup()
 
 
+def _stack_command(sim: SimServer, namespace: str, other: str) -> List[str]:
+    """``cozmo_stack`` by hand: the driver of ``sim`` and the node kind ``other``, both
+    under ``namespace``."""
+    return [str(project_executable("cozmo_stack")),
+            "--node", "driver", "--ros-args", "-r", f"__ns:=/{namespace}",
+            "-p", "robot_ip:=127.0.0.1", "-p", f"robot_port:={sim.address[1]}", "--",
+            "--node", other, "--ros-args", "-r", f"__ns:=/{namespace}"]
+
+
 def test_a_stop_while_a_behavior_drives_is_told_as_a_stop(sim, rclpy_context, tmp_path):
-    """Ctrl-C while the behavior engine's goal drives the robot: the driver stops first (its
-    motors), and the behavior node must take that as the stack's stop. It logged the goal's
-    end as a failure ("failed: drive_straight: the driver is shutting down") and, at its
-    next status, "/link_status has no publisher any more: the driver stopped without
-    saying so (it crashed?)"."""
-    port = sim.address[1]
-    command = [str(project_executable("cozmo_stack")),
-               "--node", "driver", "--ros-args", "-r", "__ns:=/busy",
-               "-p", "robot_ip:=127.0.0.1", "-p", f"robot_port:={port}", "--",
-               "--node", "behavior", "--ros-args", "-r", "__ns:=/busy"]
-    program = Program(command, tmp_path / "stack.log")
+    """Ctrl-C while the behavior engine's goal drives the robot: the behavior node cancels
+    its goals before the driver stops. When the driver went first, it aborted them, and
+    the behavior node logged the goal's end as a failure ("failed: drive_straight: the
+    driver is shutting down") and, at its next status, "/link_status has no publisher any
+    more: the driver stopped without saying so (it crashed?)"."""
+    program = Program(_stack_command(sim, "busy", "behavior"), tmp_path / "stack.log")
     watcher = Watcher(rclpy_context, "busy")
     try:
         # a behavior of the engine's drives the treads (no one else commands them here)
@@ -237,12 +241,7 @@ def test_a_stop_while_a_behavior_drives_is_told_as_a_stop(sim, rclpy_context, tm
 
 
 def test_cozmo_stack_by_hand_stops_on_sigterm(sim, rclpy_context, tmp_path):
-    port = sim.address[1]
-    command = [str(project_executable("cozmo_stack")),
-               "--node", "driver", "--ros-args", "-r", "__ns:=/byhand",
-               "-p", "robot_ip:=127.0.0.1", "-p", f"robot_port:={port}", "--",
-               "--node", "face", "--ros-args", "-r", "__ns:=/byhand"]
-    program = Program(command, tmp_path / "stack.log")
+    program = Program(_stack_command(sim, "byhand", "face"), tmp_path / "stack.log")
     watcher = Watcher(rclpy_context, "byhand")
     try:
         shown = sim.display_count()
