@@ -46,8 +46,8 @@ def check_voice(voice: str) -> Optional[str]:
     return None
 
 
-def _no_voice(voice: str, program: str) -> str:
-    return f"{program} has no voice '{voice}' (list them with: {program} --voices)"
+def _no_voice(voice: str, program: str, where: str = "") -> str:
+    return f"{program} has no voice '{voice}' ({where}list them with: {program} --voices)"
 
 
 def voice_missing(voice: str, program: str = SPEECH_PROGRAM) -> Optional[str]:
@@ -95,8 +95,7 @@ def speak(text: str, voice: str = "en-us", speed_wpm: int = 150, pitch: int = 70
         raise CommandError(f"{program} could not be run: {exc}") from None
     said = done.stderr.decode("utf-8", "replace").strip()
     if done.returncode != 0 and "voice does not exist" in said:
-        raise CommandError(_no_voice(voice, program).replace(" (list", " (the speech_voice "
-                                                              "parameter; list"))
+        raise CommandError(_no_voice(voice, program, "the speech_voice parameter; "))
     if done.returncode != 0 or not done.stdout:
         raise CommandError(f"{program} failed (exit status {done.returncode})"
                            + (f": {said}" if said else ""))

@@ -21,9 +21,10 @@ driver, face and behavior. The driver's cmd_vel thread stays its own.
 
 Ctrl-C or SIGTERM stop the process in order: the behaviour engine's goals cancelled
 (at most 0.2 s), then the driver (motors stopped, link closed), then the behaviour
-node's cancel requests let out, then the others, then rclpy; exit 0. A bad parameter of any node: a message and exit 2
-before anything runs; a node of the same name elsewhere in the ROS domain, or a robot
-another program drives: exit 2 with the reason (as each node's own executable does).
+node's cancel requests let out, then the others, then rclpy; exit 0. A bad parameter
+of any node: a message and exit 2 before anything runs; a node of the same name
+elsewhere in the ROS domain, or a robot another program drives: exit 2 with the
+reason (as each node's own executable does).
 """
 
 from __future__ import annotations
