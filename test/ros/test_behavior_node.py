@@ -505,6 +505,27 @@ def test_a_driver_gone_without_a_word_stops_the_engine(rclpy_context, rclpy_log)
         spin.close()
 
 
+def test_an_unknown_trigger_held_back_is_said_when_no_other_comes(rclpy_context, rclpy_log):
+    """Two unknown trigger names within 2 s: the second, held back by the first's warning,
+    is said by the node's 1 s status timer once the 2 s are over (it waited for a next
+    unknown name, which may never come)."""
+    behavior = BehaviorNode(context=rclpy_context, parameter_overrides=[
+        Parameter("start_delay", value=0.0), Parameter("enabled", value=False)])
+    spin = RosHarness(rclpy_context, "trigger_probe", nodes=(behavior,))
+    try:
+        behavior._on_trigger(String(data="nosuch_one"))
+        behavior._on_trigger(String(data="nosuch_two"))
+
+        def warned():
+            return [line.message for line in rclpy_log.of(behavior, LoggingSeverity.WARN)
+                    if "is no reaction's trigger" in line.message]
+        assert len(warned()) == 1 and "'nosuch_one'" in warned()[0], warned()
+        assert spin.spin_until(lambda: len(warned()) == 2, 5.0), warned()
+        assert "'nosuch_two'" in warned()[1], warned()
+    finally:
+        spin.close()
+
+
 def test_start_up_parameters_are_read_only_for_the_parameter_tools(rclpy_context):
     """`ros2 param describe` shows which parameters change at run time: those read at
     start-up only are read-only (as the face node's), so a user learns it before a set is
