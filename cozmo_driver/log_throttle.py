@@ -13,14 +13,16 @@ counted, and the next line of that kind says how many were left unsaid::
 
 The events held back of a kind that then falls quiet are not lost:
 :meth:`LogThrottle.overdue`, called now and then (the nodes' 1 s timers), gives
-the last of them once the kind's period is over, with the count of the others.
+the last of them once the kind's period is over, with the count of the others and
+the level the kind's lines are said at.
 :meth:`LogThrottle.pending` tells how many wait.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
 __all__ = ["LogThrottle", "field_kind"]
 
@@ -34,6 +36,14 @@ def field_kind(text: str) -> str:
     return f"{topic} {reason.split(' ', 1)[0]}" if refused else text.split(" ", 1)[0]
 
 
+class _Kind(NamedTuple):
+    said: Optional[float]  # when its last line was said
+    unsaid: int  # its events counted since
+    text: Optional[str]  # the last unsaid one's line
+    period: float
+    level: int  # the level its lines are said at (for its overdue line)
+
+
 class LogThrottle:
     """One line per ``period_s`` per key, with the count of those left unsaid. Thread-safe."""
 
@@ -42,45 +52,51 @@ class LogThrottle:
             raise ValueError(f"period_s = {period_s}: must be >= 0")
         self.period_s = float(period_s)
         self._lock = threading.Lock()
-        # key -> (when last said, unsaid since, the last unsaid line, the kind's period)
-        self._kinds: Dict[str, Tuple[float, int, Optional[str], float]] = {}
+        self._kinds: Dict[str, _Kind] = {}
 
     def due(self, key: str, now: float, period_s: Optional[float] = None,
-            text: Optional[str] = None) -> Optional[Tuple[int, float]]:
+            text: Optional[str] = None, level: int = logging.WARNING) -> Optional[Tuple[int, float]]:
         """``None``: not now (this event, whose line is ``text``, is counted); else
         ``(unsaid, seconds)``: the events of this kind left unsaid since its last line, said
-        that many seconds ago (the caller says one now)."""
+        that many seconds ago (the caller says one now, at ``level``)."""
         period = self.period_s if period_s is None else float(period_s)
         with self._lock:
-            said, unsaid, _, _ = self._kinds.get(key, (None, 0, None, period))
-            if said is not None and now - said < period:
-                self._kinds[key] = (said, unsaid + 1, text, period)
+            kind = self._kinds.get(key)
+            if kind is not None and kind.said is not None and now - kind.said < period:
+                self._kinds[key] = _Kind(kind.said, kind.unsaid + 1, text, period, level)
                 return None
-            self._kinds[key] = (now, 0, None, period)
-            return unsaid, (now - said if said is not None else 0.0)
+            self._kinds[key] = _Kind(now, 0, None, period, level)
+            if kind is None or kind.said is None:
+                return 0, 0.0
+            return kind.unsaid, now - kind.said
 
-    def line(self, key: str, text: str, now: float, period_s: Optional[float] = None) -> Optional[str]:
-        """``text`` with the count of the lines left unsaid, or ``None`` when not due."""
-        due = self.due(key, now, period_s, text)
+    def line(self, key: str, text: str, now: float, period_s: Optional[float] = None,
+             level: int = logging.WARNING) -> Optional[str]:
+        """``text`` with the count of the lines left unsaid, or ``None`` when not due. ``level``
+        (a :mod:`logging` level) is what the caller says it at: :meth:`overdue` gives it back."""
+        due = self.due(key, now, period_s, text, level)
         if due is None:
             return None
         return _counted(text, *due)
 
-    def overdue(self, now: float) -> List[Tuple[str, str]]:
-        """``(key, line)`` of each kind whose events were held back and whose period is
-        over: the last one's line, with the count of the others; each is then said."""
+    def overdue(self, now: float) -> List[Tuple[str, str, int]]:
+        """``(key, line, level)`` of each kind whose events were held back and whose period is
+        over: the last one's line, with the count of the others, and the level its kind was
+        last given; each is then said."""
         lines = []
         with self._lock:
-            for key, (said, unsaid, text, period) in self._kinds.items():
-                if unsaid and text is not None and now - said >= period:
-                    lines.append((key, _counted(text, unsaid - 1, now - said)))
-                    self._kinds[key] = (now, 0, None, period)
+            for key, kind in self._kinds.items():
+                if kind.unsaid and kind.text is not None and now - kind.said >= kind.period:
+                    lines.append((key, _counted(kind.text, kind.unsaid - 1, now - kind.said),
+                                  kind.level))
+                    self._kinds[key] = _Kind(now, 0, None, kind.period, kind.level)
         return lines
 
     def pending(self, key: str) -> int:
         """How many events of ``key`` were counted and not said yet."""
         with self._lock:
-            return self._kinds.get(key, (None, 0, None, 0.0))[1]
+            kind = self._kinds.get(key)
+            return kind.unsaid if kind is not None else 0
 
 
 def _counted(text: str, unsaid: int, since: float) -> str:

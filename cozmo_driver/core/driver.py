@@ -179,7 +179,6 @@ class DriverCore(ActuatorsMixin, CameraMixin):
         self._refused_lock = threading.Lock()
         #: repeated warnings: one line per WARN_PERIOD_S per kind, with the count left unsaid
         self.throttle = LogThrottle(WARN_PERIOD_S)
-        self._throttle_levels: Dict[str, int] = {}  # each kind's level, for its overdue line
         self.clock: Callable[[], float] = time.monotonic  # the throttle's time (injectable)
         self.state_count = 0
         #: the head angle (rad) and the lift field (the lift's angle, rad, or height, mm)
@@ -219,15 +218,14 @@ class DriverCore(ActuatorsMixin, CameraMixin):
     def log_throttled(self, level: int, key: str, text: str, period: float = WARN_PERIOD_S) -> None:
         """Say ``text`` unless a line of kind ``key`` was said in the last ``period`` s; the
         next line of that kind (or :meth:`say_overdue`) says how many were left unsaid."""
-        self._throttle_levels[key] = level
-        line = self.throttle.line(key, text, self.clock(), period)
+        line = self.throttle.line(key, text, self.clock(), period, level)
         if line is not None:
             self._log(level, line)
 
     def say_overdue(self) -> None:
         """The lines held back of each kind that then fell quiet (the node's 1 s timer)."""
-        for key, line in self.throttle.overdue(self.clock()):
-            self._log(self._throttle_levels.get(key, logging.WARNING), line)
+        for _, line, level in self.throttle.overdue(self.clock()):
+            self._log(level, line)
 
     def warn_throttled(self, key: str, text: str, period: float = WARN_PERIOD_S) -> None:
         self.log_throttled(logging.WARNING, key, text, period)

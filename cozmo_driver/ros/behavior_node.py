@@ -521,7 +521,7 @@ class BehaviorNode(Node):
         self._emotions_pub.publish(msg)
 
     def _publish_status(self) -> None:
-        for _, line in self._throttle.overdue(time.monotonic()):  # a warning held back, said
+        for _, line, _ in self._throttle.overdue(time.monotonic()):  # a warning held back, said
             self.get_logger().warning(line)
         if (not self._closed and self.engine.state.connected
                 and not self.count_publishers(self._link_sub.topic_name)):

@@ -46,12 +46,13 @@ was received (at most a frame back), with no wake-up of their own.
 
 from __future__ import annotations
 
+import logging
 import math
 import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 import rclpy
@@ -165,7 +166,6 @@ class FaceNode(Node):
         #: held by whoever reads or changes the animator (the frame thread, the callbacks)
         self._lock = threading.Lock()
         self._throttle = LogThrottle(_WARN_PERIOD_S)
-        self._warned: Set[str] = set()  # the throttle's kinds that are warnings
         self._overdue_at = -math.inf
         self.animator = FaceAnimator(seed=int(seed), base=base, now=now, idle=bool(idle))
         self.stream = FaceStream(self.animator, keepalive_s=float(keepalive))
@@ -221,14 +221,13 @@ class FaceNode(Node):
         """A warning of a kind that a publisher may repeat 30 times a second: at most one
         per _WARN_PERIOD_S, which counts those left unsaid (said by :meth:`_say_overdue`
         if no other comes)."""
-        self._warned.add(key)
         line = self._throttle.line(key, text, time.monotonic())
         if line is not None:
             self.get_logger().warning(line)
 
     def _say(self, key: str, text: str) -> None:
         """An info line of a command that may come 30 times a second, throttled as _warn."""
-        line = self._throttle.line(key, text, time.monotonic())
+        line = self._throttle.line(key, text, time.monotonic(), level=logging.INFO)
         if line is not None:
             self.get_logger().info(line)
 
@@ -238,11 +237,11 @@ class FaceNode(Node):
         if now < self._overdue_at:
             return
         self._overdue_at = now + 1.0
-        for key, line in self._throttle.overdue(now):
-            if key in self._warned:
-                self.get_logger().warning(line)
-            else:
+        for _, line, level in self._throttle.overdue(now):
+            if level == logging.INFO:
                 self.get_logger().info(line)
+            else:
+                self.get_logger().warning(line)
 
     def set_params(self, values: Sequence[float],
                    transition_s: Optional[float] = None) -> Tuple[str, List[str]]:

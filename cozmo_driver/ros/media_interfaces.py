@@ -296,7 +296,7 @@ class MediaInterfaces:
 
     def say_overdue(self) -> None:
         """The warnings held back of each kind that then fell quiet (the node's 1 s timer)."""
-        for _, line in self._throttle.overdue(time.monotonic()):
+        for _, line, _ in self._throttle.overdue(time.monotonic()):
             self._log.warning(line)
 
     def _connected(self) -> bool:

@@ -3,6 +3,8 @@ per kind, and the next line says how many were left unsaid."""
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from cozmo_driver.log_throttle import LogThrottle, field_kind
@@ -41,18 +43,36 @@ def test_lines_held_back_are_said_once_their_period_is_over_without_waiting_for_
     assert t.line("look_at", "y = inf refused", 1.0) is None
     assert t.line("quiet", "Q", 0.5) == "Q"
     assert t.overdue(1.9) == []  # within the period
-    assert t.overdue(2.0) == [("look_at", "y = inf refused")]
+    assert t.overdue(2.0) == [("look_at", "y = inf refused", logging.WARNING)]
     assert t.overdue(5.0) == [] and t.pending("look_at") == 0  # said once
     for k in range(3):
         assert t.line("look_at", f"x = {k} refused", 6.0 + k * 0.1) == ("x = 0 refused" if k == 0 else None)
-    assert t.overdue(8.0) == [("look_at", "x = 2 refused (and 1 more like it in the last 2.0 s)")]
+    assert t.overdue(8.0) == [("look_at", "x = 2 refused (and 1 more like it in the last 2.0 s)",
+                               logging.WARNING)]
     # after an overdue line, the kind's period starts again from it
     assert t.line("look_at", "x = 9 refused", 9.0) is None
     # a period given per call holds for its overdue line too
     assert t.line("c", "C", 0.0, period_s=10.0) == "C"
     assert t.line("c", "C2", 1.0, period_s=10.0) is None
     assert t.overdue(9.5) == []
-    assert t.overdue(10.0) == [("look_at", "x = 9 refused"), ("c", "C2")]
+    assert t.overdue(10.0) == [("look_at", "x = 9 refused", logging.WARNING),
+                               ("c", "C2", logging.WARNING)]
+
+
+def test_a_held_back_line_keeps_the_level_of_its_kind():
+    """An info line held back comes back as info, a warning as a warning: the caller
+    says each overdue line at the level its kind was given, without a table of its own."""
+    t = LogThrottle(2.0)
+    assert t.line("face happy", "face 'happy'", 0.0, level=logging.INFO) == "face 'happy'"
+    assert t.line("face happy", "face 'happy' again", 1.0, level=logging.INFO) is None
+    assert t.line("look_at", "x = nan refused", 0.0) == "x = nan refused"
+    assert t.line("look_at", "x = inf refused", 1.0) is None
+    assert t.line("bad", "an error", 0.0, level=logging.ERROR) == "an error"
+    assert t.line("bad", "another error", 0.5, level=logging.ERROR) is None
+    assert sorted(t.overdue(2.5), key=lambda e: e[0]) == [
+        ("bad", "another error", logging.ERROR),
+        ("face happy", "face 'happy' again", logging.INFO),
+        ("look_at", "x = inf refused", logging.WARNING)]
 
 
 def test_a_negative_period_is_refused():

@@ -299,11 +299,23 @@ def test_expression_names_ignore_case_and_each_expression_is_said(rclpy_context,
         said = [line.message for line in rclpy_log.of(node, LoggingSeverity.INFO)
                 if line.message.startswith("face '") and " fps " not in line.message]
         assert said == ["face 'happy' in 0.3 s", "face 'sad' in 0.3 s", "face 'love' in 0.3 s"], said
+
+        def said_of(name):
+            return [line.message for line in rclpy_log.of(node, LoggingSeverity.INFO)
+                    if line.message.startswith(f"face '{name}'")]
         node._on_expression(String(data="grumpyish"))
         refused = [line.message for line in rclpy_log.of(node, LoggingSeverity.WARN)
                    if "face/expression refused" in line.message]
         assert len(refused) == 1 and "unknown expression 'grumpyish'; known: " in refused[0] \
             and "aliases: afraid (fearful), blink (closed), default (neutral)" in refused[0], refused
+        # the same expression again within its 2 s: held back, then said as the info line
+        # it is (not as a warning) once the 2 s are over
+        node._on_expression(String(data="happy"))
+        deadline = time.monotonic() + 5.0
+        while len(said_of("happy")) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert said_of("happy") == ["face 'happy' in 0.3 s", "face 'happy' in 0.3 s"], said_of("happy")
+        assert not [line for line in rclpy_log.of(node, LoggingSeverity.WARN) if "face 'happy'" in line.message]
     finally:
         node.destroy_node()
 
