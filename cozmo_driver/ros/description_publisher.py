@@ -169,12 +169,16 @@ class DescriptionPublisher(Node):
     def _publish_joints(self, names: Sequence[str], values: Sequence[float], stamp: Time) -> None:
         """/tf for the moving joints at these positions (unknown names warned of once; a
         position that is not a finite number is left out, warned of every 2 s at most: tf
-        listeners reject a NaN transform)."""
+        listeners reject a NaN transform; one held back is said with the positions that
+        come once the 2 s are over)."""
+        now = time.monotonic()
+        for _, line, _ in self._throttle.overdue(now):
+            self.get_logger().warning(line)
         given: Dict[str, float] = {}
         for name, position in zip(names, values):
             if name in self.model.joints and not math.isfinite(position):
                 line = self._throttle.line("nan", f"joint_states: {name} = {position} is not a "
-                                           "finite number: its transform is left out", time.monotonic())
+                                           "finite number: its transform is left out", now)
                 if line is not None:
                     self.get_logger().warning(line)
             elif name in self.model.joints:

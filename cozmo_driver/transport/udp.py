@@ -452,6 +452,8 @@ class UdpTransport:
             except Exception:  # a protocol bug: the timer is armed again below all the same
                 self.stats.callback_errors += 1
                 logger.exception("[%s] the protocol's timer failed", self.name)
+            for _, line, _ in self._throttle.overdue(time.monotonic()):  # failures held back
+                logger.warning("%s", line)
             self._pump()
 
     def _on_send_error(self, exc: Exception) -> None:

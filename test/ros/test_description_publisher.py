@@ -234,6 +234,42 @@ def test_joints_taken_directly_unsubscribe_and_publish_tf_only_for_listeners(ros
     assert (q.x, q.y, q.z, q.w) == pytest.approx(quaternion_from_axis_angle((0, -1, 0), 0.3))
 
 
+def test_a_held_back_nan_warning_is_said_with_the_next_joints_once_its_2_s_are_over(ros, rclpy_log):
+    """A NaN joint, then an inf one a second later: the second, held back by the first's
+    2 s, is said with the next joint positions once the 2 s are over, not only with a next
+    bad position that may never come."""
+    from rclpy.logging import LoggingSeverity
+    from rclpy.qos import QoSProfile
+    from tf2_msgs.msg import TFMessage
+
+    context, executor, add = ros
+    node = add(_publisher_node(context, robot_description(path=XACRO)))
+    listener = add(_listener(context))
+    received = []
+    listener.create_subscription(TFMessage, "/tf", received.append, QoSProfile(depth=100))
+    take = node.take_joints_directly()
+
+    def given_and_received():
+        take(["head_joint", "lift_joint"], (0.3, 0.2), 1234, 5678)
+        return bool(received)
+
+    assert spin_until(executor, given_and_received)
+
+    def warned():
+        return [line.message for line in rclpy_log.of(node, LoggingSeverity.WARN)
+                if "is not a finite number" in line.message]
+
+    take(["head_joint", "lift_joint"], (math.nan, 0.2), 1234, 5678)
+    time.sleep(1.0)
+    take(["head_joint", "lift_joint"], (0.3, math.inf), 1234, 5678)
+    assert len(warned()) == 1 and "head_joint = nan" in warned()[0], warned()
+    deadline = time.monotonic() + 5.0
+    while len(warned()) < 2 and time.monotonic() < deadline:
+        take(["head_joint", "lift_joint"], (0.3, 0.2), 1234, 5678)
+        executor.spin_once(timeout_sec=0.05)
+    assert len(warned()) == 2 and "lift_joint = inf" in warned()[1], warned()
+
+
 def test_frame_prefix_parameter_prefixes_every_frame(ros):
     from tf2_msgs.msg import TFMessage
 

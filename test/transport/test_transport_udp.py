@@ -221,6 +221,40 @@ def test_a_protocol_error_on_the_io_thread_is_counted_and_the_timer_stays_armed(
         robot_io.stop()
 
 
+def test_send_failures_are_warned_of_once_per_5_s_and_the_ones_held_back_are_said(
+        robot_and_engine, log_records):
+    """A send that the kernel refuses (here a socket shut for writing: EPIPE) is counted and
+    warned of; more within 5 s are counted into one line, which the transport's timer
+    says once the 5 s are over, when no further failure comes to say it (a Wi-Fi that
+    dropped for a moment)."""
+    robot, robot_io, engine, engine_io, received = robot_and_engine
+    records = log_records("cozmo.transport")
+    engine_io.call(engine.connect, time.monotonic())
+    assert wait_for(lambda: engine.is_connected)
+    healthy = engine_io._sock
+    broken = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    broken.bind(("127.0.0.1", 0))
+    with pytest.raises(OSError):
+        broken.shutdown(socket.SHUT_WR)  # unconnected: ENOTCONN, but no send works any more
+    try:
+        engine_io.call(setattr, engine_io, "_sock", broken)
+        for level in (1, 2, 3):
+            engine_io.call_soon(engine.send, msgs.SetRobotVolume(level=level))
+        assert wait_for(lambda: engine_io.stats.send_errors >= 3)
+        engine_io.call(setattr, engine_io, "_sock", healthy)  # the Wi-Fi is back
+        failed = engine_io.stats.send_errors
+
+        def warned():
+            return [m for m in records.messages if "UDP send failed" in m]
+        assert len(warned()) == 1 and "Broken pipe" in warned()[0], warned()
+        assert wait_for(lambda: len(warned()) == 2, 8.0), warned()
+        assert f"(and {failed - 2} more like it in the last" in warned()[1], warned()
+        assert engine_io.stats.send_errors == failed
+    finally:
+        engine_io.call(setattr, engine_io, "_sock", healthy)
+        broken.close()
+
+
 def test_no_timer_is_armed_while_the_protocol_has_nothing_due():
     """Idle means no scheduled wake-up at all: the thread sleeps in the kernel."""
     idle = Session(Role.ROBOT, name="idle-robot")  # waiting for a RESET: no timer
