@@ -15,7 +15,8 @@ The events held back of a kind that then falls quiet are not lost:
 :meth:`LogThrottle.overdue`, called now and then (the nodes' 1 s timers), gives
 the last of them once the kind's period is over, with the count of the others and
 the level the kind's lines are said at.
-:meth:`LogThrottle.pending` tells how many wait.
+:meth:`LogThrottle.pending` tells how many wait; :meth:`LogThrottle.forget` drops
+them when what they say has stopped being true.
 """
 
 from __future__ import annotations
@@ -91,6 +92,12 @@ class LogThrottle:
                                   kind.level))
                     self._kinds[key] = _Kind(now, 0, None, kind.period, kind.level)
         return lines
+
+    def forget(self, key: str) -> None:
+        """Drop what is held back of ``key`` and its period: what it said is no longer true
+        (a robot that "does not answer" answered), and its next event is said at once."""
+        with self._lock:
+            self._kinds.pop(key, None)
 
     def pending(self, key: str) -> int:
         """How many events of ``key`` were counted and not said yet."""

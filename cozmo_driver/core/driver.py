@@ -406,6 +406,7 @@ class DriverCore(ActuatorsMixin, CameraMixin):
             self.output.on_robot_info(info)
         again = " again" if self.ever_ready else ""
         self.ever_ready = True
+        self.throttle.forget("connect")  # a "does not answer" held back is no longer true
         p = self.params
         version = str(info.firmware_version) if info.firmware_version is not None else ""
         self._log(logging.INFO,

@@ -679,6 +679,32 @@ def test_outputs_are_reapplied_after_a_reconnection(rig):
     assert len(robot.sent("NvStorageOp")) == before[1] + 1
 
 
+def test_a_held_back_no_answer_is_dropped_once_the_robot_is_back(rig):
+    """"does not answer" lines held back by their 10 s were said by the 1 s timer once the
+    10 s were over, seconds after "connected again": read as a new outage. The robot's
+    return drops them, and the next outage is said at once."""
+    robot, core, output = rig
+    core.clock = robot.clock  # the throttle on the link's time
+    no_answer = lambda: [t for _, t in output.lines if "does not answer" in t]  # noqa: E731
+    for _ in range(2):
+        robot.net.a_to_b = robot.net.b_to_a = Impairment(loss=1.0)  # the robot falls silent
+        for _ in range(120):  # lost, then attempts that go unanswered, one of them held back
+            robot.run(0.5)
+            if core.throttle.pending("connect"):
+                break
+        assert core.throttle.pending("connect") and len(no_answer()) >= 1, output.lines
+        said = len(no_answer())
+        robot.net.a_to_b = robot.net.b_to_a = Impairment()
+        for _ in range(30):  # it is back
+            robot.run(0.5)
+            if core.connected:
+                break
+        assert core.connected and output.said("connected again to Cozmo")
+        robot.run(11.0)
+        core.say_overdue()
+        assert len(no_answer()) == said, no_answer()[said:]
+
+
 def test_stop_on_cliff_off_is_sent_again_on_every_connection():
     """Anki's firmware turns stop-on-cliff back on when its link ends (the simulator since):
     stop_on_cliff false holds only if the driver says it again after a reconnection."""

@@ -75,6 +75,16 @@ def test_a_held_back_line_keeps_the_level_of_its_kind():
         ("look_at", "x = inf refused", logging.WARNING)]
 
 
+def test_a_kind_forgotten_drops_its_held_back_line_and_its_next_is_said_at_once():
+    t = LogThrottle(10.0)
+    assert t.line("connect", "no answer", 0.0) == "no answer"
+    assert t.line("connect", "no answer", 5.0) is None
+    t.forget("connect")  # it answered
+    assert t.pending("connect") == 0 and t.overdue(20.0) == []
+    assert t.line("connect", "no answer", 21.0) == "no answer"
+    t.forget("never seen")
+
+
 def test_a_negative_period_is_refused():
     with pytest.raises(ValueError):
         LogThrottle(-1.0)
