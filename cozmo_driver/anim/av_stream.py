@@ -72,7 +72,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Deque, List, Optional, Sequence
+from typing import Any, Callable, Deque, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -91,6 +91,9 @@ __all__ = ["AVStream", "AVReport", "AVStreamStats"]
 #: stream packets waiting unsent in the session's background queue (about a second of the
 #: stream) from which faces and silence are skipped
 BACKLOG_MAX = 60
+#: stream_audio_at resamples this much of the chunks waiting (s of their samples) a turn of
+#: the I/O thread's loop (about 2.5 ms at 48 kHz here, where a robot state comes every 30 ms)
+RESAMPLE_PIECE_S = 0.1
 
 logger = logging.getLogger("cozmo.anim.av")
 
@@ -205,8 +208,8 @@ class AVStream:
         self._prebuffered = 0
         self._streaming = False
         self._last_chunk_at = -math.inf
-        self._resampler: Optional[StreamResampler] = None  # stream_audio_at's, for one stream
-        self._resampled_at = -math.inf  # when its last chunk came
+        self._intake = _Resampling(self.stream_gap_s)  # stream_audio_at's chunks
+        self._resampling = False  # _resample_piece is queued on the I/O thread
         self._warned_at = -math.inf
         self._backlog_warned_at = -math.inf
 
@@ -298,36 +301,7 @@ class AVStream:
 
     def counters(self) -> dict:
         """A snapshot of every counter (read from any thread; values may be a tick apart)."""
-        p, a, s = self.pacer.stats, self.pacer.player.stats, self.stats
-        fires = max(1, s.timer_fires)
-        return {
-            "audio frames sent": p.audio_frames + a.audio_frames,
-            "silence frames sent": p.silence_frames + a.silence_frames,
-            "display frames sent": p.display_frames + a.display_frames,
-            "display refreshes": p.refreshes,
-            "display frames dropped (late)": p.display_dropped + a.display_dropped,
-            "underruns (ticks sent late)": p.underruns + a.underruns,
-            "audio stream starved ticks": p.audio_starved,
-            "audio stream chunks": s.stream_chunks,
-            "audio stream ran dry": s.stream_ran_dry,
-            "audio stream dropped (s)": round(s.stream_dropped_s, 3),
-            "audio queued (s)": round(self.pacer.audio_queued_s, 3),
-            "images shown": s.images_shown,
-            "faces received": s.faces_set,
-            "face frames waiting": self.pacer.faces_queued + len(self._face_inbox),
-            "face frames dropped (queue full)": p.faces_dropped,
-            "face frames covered (image or animation)": p.faces_covered + s.faces_under_image,
-            "animations started": a.clips_started,
-            "animations finished": a.clips_finished,
-            "animations cancelled": a.clips_cancelled,
-            "send errors": s.send_errors,
-            "display frames and silence skipped (link behind)": s.skipped_backlog,
-            "tick lateness max (ms)": round(s.tick_late_max_s * 1000.0, 2),
-            "tick lateness mean (ms)": round(s.tick_late_sum_s / fires * 1000.0, 3),
-            "robot buffer (frames, median of a second)": self.guard.stats.level,
-            "ticks held (robot buffer full)": self.guard.stats.ticks_held,
-            "ticks sent early (robot buffer low)": self.guard.stats.ticks_hastened,
-        }
+        return _counters(self)
 
     # ------------------------------------------------------------------ I/O thread: plumbing
 
@@ -374,8 +348,8 @@ class AVStream:
     def _stream_deadline(self) -> Optional[float]:
         """When a stream that has not started yet plays as a short sound: stream_timeout_s
         after its last chunk (its samples prebuffered, or all still in the resampler)."""
-        if self._prebuffered or (self._resampler is not None and not self._streaming):
-            return max(self._last_chunk_at, self._resampled_at) + self.stream_timeout_s
+        if self._prebuffered or (self._intake.resampler is not None and not self._streaming):
+            return max(self._last_chunk_at, self._intake.arrived_at) + self.stream_timeout_s
         return None
 
     def _arm(self) -> None:
@@ -634,24 +608,36 @@ class AVStream:
         self._arm()
 
     def _do_stream_audio_at(self, pcm: np.ndarray, rate: int) -> None:
-        now = self.robot.clock()
-        r = self._resampler
-        if r is not None and (r.rate_in != rate or now - self._resampled_at > self.stream_gap_s):
-            self._flush_resampler()  # the stream before ends: its last samples first
-        if self._resampler is None:
-            self._resampler = StreamResampler(rate, SAMPLE_RATE)
-        self._resampled_at = now
         self.stats.stream_chunks += 1
-        out = self._resampler.process(pcm)
-        if out.size:
-            self._queue_stream(out)
-        else:
-            self._arm()  # all of it is in the resampler: its deadline (_stream_deadline)
+        self._intake.add(pcm, rate, self.robot.clock())
+        if not self._resampling:
+            self._resample_piece()
+
+    def _resample_piece(self) -> None:
+        """Resample RESAMPLE_PIECE_S of the chunks waiting, and leave the rest to the loop's
+        next turn: the I/O thread reads the robot's datagrams in between (a long chunk in
+        one go kept odom, IMU and tf waiting, 2 s for 120 s)."""
+        self._resampling = False
+        while self._intake.waiting:
+            tail, out = self._intake.piece()
+            if tail is not None and tail.size:
+                self._queue_stream(tail)  # the stream before ends: its last samples first
+            if out.size:
+                self._queue_stream(out)
+            else:
+                self._arm()  # all of it is in the resampler: its deadline (_stream_deadline)
+            if self._intake.waiting and self._running:
+                self._resampling = True
+                try:
+                    self.robot.call_soon(self._resample_piece)
+                except CozmoError:  # the I/O thread has stopped: no turns to leave room for
+                    self._resampling = False
+                    continue
+                return
 
     def _flush_resampler(self) -> None:
         """The stream's resampler ends: the samples it held back for its filter are queued."""
-        r, self._resampler = self._resampler, None
-        tail = r.flush() if r is not None else None
+        tail = self._intake.flush()
         if tail is not None and tail.size:
             self._queue_stream(tail)
 
@@ -684,7 +670,7 @@ class AVStream:
         self._prebuffer = []
         self._prebuffered = 0
         self._streaming = False
-        self._resampler = None
+        self._intake.reset()
 
     def _do_play_clip(self, token: Any, compiled: CompiledClip, loops: int, stops: List[Any]) -> None:
         now = self.robot.clock()
@@ -763,3 +749,84 @@ class AVStream:
                 clip.last_report = now
                 self._report(AVReport(_CLIP_PROGRESS, clip.token, self._clip_progress(clip, now),
                                       clip=clip.name))
+
+
+def _counters(av: AVStream) -> dict:
+    """:meth:`AVStream.counters`."""
+    p, a, s = av.pacer.stats, av.pacer.player.stats, av.stats
+    fires = max(1, s.timer_fires)
+    return {
+        "audio frames sent": p.audio_frames + a.audio_frames,
+        "silence frames sent": p.silence_frames + a.silence_frames,
+        "display frames sent": p.display_frames + a.display_frames,
+        "display refreshes": p.refreshes,
+        "display frames dropped (late)": p.display_dropped + a.display_dropped,
+        "underruns (ticks sent late)": p.underruns + a.underruns,
+        "audio stream starved ticks": p.audio_starved,
+        "audio stream chunks": s.stream_chunks,
+        "audio stream ran dry": s.stream_ran_dry,
+        "audio stream dropped (s)": round(s.stream_dropped_s, 3),
+        "audio queued (s)": round(av.pacer.audio_queued_s, 3),
+        "images shown": s.images_shown,
+        "faces received": s.faces_set,
+        "face frames waiting": av.pacer.faces_queued + len(av._face_inbox),
+        "face frames dropped (queue full)": p.faces_dropped,
+        "face frames covered (image or animation)": p.faces_covered + s.faces_under_image,
+        "animations started": a.clips_started,
+        "animations finished": a.clips_finished,
+        "animations cancelled": a.clips_cancelled,
+        "send errors": s.send_errors,
+        "display frames and silence skipped (link behind)": s.skipped_backlog,
+        "tick lateness max (ms)": round(s.tick_late_max_s * 1000.0, 2),
+        "tick lateness mean (ms)": round(s.tick_late_sum_s / fires * 1000.0, 3),
+        "robot buffer (frames, median of a second)": av.guard.stats.level,
+        "ticks held (robot buffer full)": av.guard.stats.ticks_held,
+        "ticks sent early (robot buffer low)": av.guard.stats.ticks_hastened,
+    }
+
+
+class _Resampling:
+    """:meth:`AVStream.stream_audio_at`'s chunks on their way to the robot's rate (I/O
+    thread): one :class:`StreamResampler` a stream, fed :data:`RESAMPLE_PIECE_S` of the
+    chunks waiting at a time, in arrival order. A chunk at another rate, or one more than
+    ``gap_s`` after the one before, starts a new stream."""
+
+    def __init__(self, gap_s: float) -> None:
+        self.gap_s = gap_s
+        self.resampler: Optional[StreamResampler] = None  # the stream's
+        self.arrived_at = -math.inf  # when the last chunk came
+        self._rate = 0  # its rate
+        self.waiting: Deque[list] = deque()  # [samples left, rate, starts a stream]
+
+    def add(self, pcm: np.ndarray, rate: int, now: float) -> None:
+        new = rate != self._rate or now - self.arrived_at > self.gap_s
+        self.arrived_at, self._rate = now, rate
+        self.waiting.append([pcm, rate, new])
+
+    def piece(self) -> Tuple[Optional[np.ndarray], np.ndarray]:
+        """``(the stream before's last samples, if this piece starts a new one; the next
+        piece resampled)``; call it while :attr:`waiting`."""
+        item = self.waiting[0]
+        pcm, rate, new = item
+        tail = None
+        if new or (self.resampler is not None and self.resampler.rate_in != rate):
+            tail = self.flush()
+            item[2] = False
+        if self.resampler is None:
+            self.resampler = StreamResampler(rate, SAMPLE_RATE)
+        n = max(1, int(rate * RESAMPLE_PIECE_S))
+        if pcm.size > n:
+            item[0], pcm = pcm[n:], pcm[:n]
+        else:
+            self.waiting.popleft()
+        return tail, self.resampler.process(pcm)
+
+    def flush(self) -> Optional[np.ndarray]:
+        """The stream ends: the samples its resampler held back for its filter."""
+        r, self.resampler = self.resampler, None
+        return r.flush() if r is not None else None
+
+    def reset(self) -> None:
+        """Drop the stream and what waits."""
+        self.resampler = None
+        self.waiting.clear()

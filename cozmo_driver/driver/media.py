@@ -41,6 +41,7 @@ animation moved, for the pacer to send when it stops the animation early.
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Any, BinaryIO, List, Tuple, Union
 
@@ -146,13 +147,19 @@ def screen_to_frame(screen: np.ndarray) -> Tuple[bytes, np.ndarray]:
 
 
 def audio_chunk_samples(sample_rate: int, channels: int, samples: Any,
-                        field: str = "audio/pcm") -> np.ndarray:
-    """Mono int16 samples of an AudioChunk's fields, at ``sample_rate`` (raises CommandError)."""
+                        field: str = "audio/pcm", max_s: float = math.inf) -> np.ndarray:
+    """Mono int16 samples of an AudioChunk's fields, at ``sample_rate`` (raises CommandError);
+    a chunk of more than ``max_s`` seconds is refused before it is converted."""
     if not MIN_WAV_RATE <= int(sample_rate) <= MAX_WAV_RATE:
         raise CommandError(f"{field}.sample_rate = {sample_rate} Hz: must be "
                            f"{MIN_WAV_RATE}..{MAX_WAV_RATE}")
     if int(channels) not in (1, 2):
         raise CommandError(f"{field}.channels = {channels}: must be 1 (mono) or 2 (stereo)")
+    seconds = len(samples) / int(channels) / int(sample_rate)
+    if seconds > max_s:
+        raise CommandError(f"{field}.samples hold {seconds:.1f} s of sound; a chunk may hold at "
+                           f"most {max_s:g} s (what the driver queues): publish the sound in "
+                           "chunks as it plays, e.g. 0.1 s each")
     arr = np.asarray(samples, dtype=np.int16)
     if arr.ndim != 1:
         raise CommandError(f"{field}.samples must be a flat list")

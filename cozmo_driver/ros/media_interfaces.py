@@ -423,7 +423,8 @@ class MediaInterfaces:
             self._warn("audio_inactive", "audio/pcm refused: the driver is not active")
             return
         try:
-            mono = audio_chunk_samples(msg.sample_rate, msg.channels, msg.samples)
+            mono = audio_chunk_samples(msg.sample_rate, msg.channels, msg.samples,
+                                       max_s=self.av.max_queue_s)
         except CommandError as exc:
             self._chunks_rejected += 1
             self._warn("audio/pcm", f"audio/pcm refused: {exc}")

@@ -9,8 +9,9 @@ import itertools
 import json
 import math
 import re
+from collections import deque
 from types import SimpleNamespace
-from typing import Any, List
+from typing import Any, Deque, List
 
 import numpy as np
 import pytest
@@ -136,6 +137,13 @@ def test_audio_chunks_are_checked_and_mixed_down():
                         ((16000, 1, []), "samples is empty"), ((16000, 2, []), "samples is empty")):
         with pytest.raises(CommandError, match=named):
             audio_chunk_samples(*args)
+    # a chunk of more than the driver queues is refused before anything is done with it
+    # (it was resampled first, on the I/O thread, then dropped)
+    assert audio_chunk_samples(8000, 2, [0] * 16000, max_s=1.0).size == 8000
+    with pytest.raises(CommandError, match=r"audio/pcm.samples hold 1.0 s of sound; a chunk may "
+                       r"hold at most 0.5 s \(what the driver queues\): publish the sound in "
+                       r"chunks as it plays, e.g. 0.1 s each"):
+        audio_chunk_samples(8000, 2, [0] * 16000, max_s=0.5)
 
 
 @pytest.mark.parametrize("rate", [8000, 11025, 16000, 22320, 44100, 48000])
@@ -427,6 +435,54 @@ def test_chunks_at_another_rate_play_whole_without_seams():
     got = played(robot3).astype(int)
     assert abs(int(np.sum(got > 10000)) - 0.1 * SAMPLE_RATE) <= 12
     assert abs(int(np.sum(got < -10000)) - 0.1 * SAMPLE_RATE) <= 12
+
+
+class TurnRobot(FakeRobot):
+    """A FakeRobot whose call_soon queues, as the I/O thread's loop does: :meth:`turn` runs
+    what was queued before it, as one turn of the loop (datagrams are read between two)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.soon: Deque[tuple] = deque()
+
+    def call_soon(self, fn, *args) -> None:
+        self.soon.append((fn, args))
+
+    def turn(self) -> None:
+        for _ in range(len(self.soon)):
+            fn, args = self.soon.popleft()
+            fn(*args)
+
+
+def test_a_long_chunk_is_resampled_a_piece_a_turn_in_order_with_the_chunks_after_it():
+    """A 10 s chunk at 48 kHz was resampled in one call on the I/O thread, which then read
+    no robot state for 0.1-0.3 s (odom, IMU and tf stopped; 2-3 s for a 120 s chunk, more
+    than the robot's peer timeout). It is resampled 0.1 s of its samples a turn of the
+    loop, and a chunk that comes meanwhile follows it: the sound is the same, without seams."""
+    from cozmo_driver.anim.av_stream import RESAMPLE_PIECE_S
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal(480_000) * 3000).astype(np.int16)       # 10 s at 48 kHz
+    y = (rng.standard_normal(4_800) * 3000).astype(np.int16)         # 0.1 s more
+    robot = TurnRobot()
+    av = AVStream(robot, [].append, stream_prebuffer_s=0.02)
+    av.start()
+    robot.turn()
+    av.stream_audio_at(x, 48000)
+    robot.turn()  # the chunk comes: its first piece only
+    first = av.pacer.audio_queued_s
+    assert 0.0 < first <= RESAMPLE_PIECE_S + 1e-9, first
+    turns = 1
+    while robot.soon and turns < 1000:
+        if turns == 3:
+            av.stream_audio_at(y, 48000)  # the next chunk, while the first is still in pieces
+        robot.turn()
+        turns += 1
+    assert turns >= 10 / RESAMPLE_PIECE_S, turns
+    robot.run_until(robot.now + 11.0)
+    whole = resample(np.concatenate([x, y]), 48000, SAMPLE_RATE)
+    got = played(robot)
+    start = int(np.argmax(np.abs(got) > 0))
+    assert np.array_equal(got[start:start + whole.size], decode_ulaw(encode_ulaw(whole)))
 
 
 def test_clips_loop_cancel_and_restore_the_face():

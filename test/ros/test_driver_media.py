@@ -590,6 +590,10 @@ def test_a_pcm_stream_on_audio_pcm_is_played(make_rig):
     bad = AudioChunk(sample_rate=4000, channels=1, samples=[0] * 10)
     pub.publish(bad)
     assert rig.spin_until(lambda: rig.diag_values().get("audio chunks refused") == "1", 4.0)
+    # a chunk of more than the driver queues (30 s) is refused as it comes, not resampled
+    pub.publish(AudioChunk(sample_rate=8000, channels=1, samples=[0] * (31 * 8000)))
+    assert rig.spin_until(lambda: rig.diag_values().get("audio chunks refused") == "2", 4.0)
+    assert rig.diag_values()["audio stream chunks"] == str(len(chunks))
 
 
 @pytest.fixture
