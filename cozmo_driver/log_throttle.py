@@ -15,8 +15,9 @@ The events held back of a kind that then falls quiet are not lost:
 :meth:`LogThrottle.overdue`, called now and then (the nodes' 1 s timers), gives
 the last of them once the kind's period is over, with the count of the others and
 the level the kind's lines are said at.
-:meth:`LogThrottle.pending` tells how many wait; :meth:`LogThrottle.forget` drops
-them when what they say has stopped being true.
+:meth:`LogThrottle.pending` tells how many wait; :meth:`LogThrottle.flush` gives them
+all at once (before a line that changes what they describe), and
+:meth:`LogThrottle.forget` drops them when what they say has stopped being true.
 """
 
 from __future__ import annotations
@@ -91,6 +92,19 @@ class LogThrottle:
                     lines.append((key, _counted(kind.text, kind.unsaid - 1, now - kind.said),
                                   kind.level))
                     self._kinds[key] = _Kind(now, 0, None, kind.period, kind.level)
+        return lines
+
+    def flush(self, now: float) -> List[Tuple[str, str, int]]:
+        """:meth:`overdue` for every kind now, its period over or not: said before a line
+        that changes what they describe ("connected again" after "not connected" refusals).
+        Each kind's period goes on from its last line."""
+        lines = []
+        with self._lock:
+            for key, kind in self._kinds.items():
+                if kind.unsaid and kind.text is not None:
+                    lines.append((key, _counted(kind.text, kind.unsaid - 1, now - kind.said),
+                                  kind.level))
+                    self._kinds[key] = kind._replace(unsaid=0, text=None)
         return lines
 
     def forget(self, key: str) -> None:

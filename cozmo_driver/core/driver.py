@@ -227,6 +227,13 @@ class DriverCore(ActuatorsMixin, CameraMixin):
         for _, line, level in self.throttle.overdue(self.clock()):
             self._log(level, line)
 
+    def say_held_back(self) -> None:
+        """Every line held back, now: before a line that changes what they describe (the
+        refusals of a driver that was inactive or lost its robot, before "activated" or
+        "connected again"), not a second after it."""
+        for _, line, level in self.throttle.flush(self.clock()):
+            self._log(level, line)
+
     def warn_throttled(self, key: str, text: str, period: float = WARN_PERIOD_S) -> None:
         self.log_throttled(logging.WARNING, key, text, period)
 
@@ -244,6 +251,7 @@ class DriverCore(ActuatorsMixin, CameraMixin):
     # ------------------------------------------------------------------ lifecycle
 
     def activate(self) -> None:
+        self.say_held_back()
         self.active = True
         if self.robot is not None and self.robot.state is LinkState.READY:
             self.link_state = LinkState.READY
@@ -387,6 +395,7 @@ class DriverCore(ActuatorsMixin, CameraMixin):
         if event.state is LinkState.LOST:
             if previous is LinkState.READY:
                 self.cancel_watchdog()
+                self.say_held_back()
                 self._log(logging.WARNING,
                           f"lost the robot at {where} ({event.reason}). Odometry, camera and "
                           "status pause until it is back. Is the robot switched on, and this "
@@ -407,6 +416,7 @@ class DriverCore(ActuatorsMixin, CameraMixin):
         again = " again" if self.ever_ready else ""
         self.ever_ready = True
         self.throttle.forget("connect")  # a "does not answer" held back is no longer true
+        self.say_held_back()
         p = self.params
         version = str(info.firmware_version) if info.firmware_version is not None else ""
         self._log(logging.INFO,
@@ -673,6 +683,7 @@ class DriverCore(ActuatorsMixin, CameraMixin):
             self._armed = False
             self._watch_handle = None
             self.post_if_ready(_STOP)
+        self.say_held_back()
         self._log(logging.INFO, f"no cmd_vel for {waited:g} s: treads stopped")
 
     @property

@@ -705,6 +705,44 @@ def test_a_held_back_no_answer_is_dropped_once_the_robot_is_back(rig):
         assert len(no_answer()) == said, no_answer()[said:]
 
 
+def test_lines_held_back_are_said_before_the_line_that_changes_what_they_describe(rig):
+    """cmd_vel refused while the robot is away, or while the driver is inactive: the refusals
+    held back came 1-2 s after "connected again" or "activated", as if the driver still
+    refused. They are said before that line now (and the watchdog's stop, and a loss)."""
+    robot, core, output = rig
+    core.clock = robot.clock
+    texts = lambda: [t for _, t in output.lines]  # noqa: E731
+
+    def refused_thrice() -> None:
+        for _ in range(3):
+            core.drive_twist("cmd_vel", (0.05, 0.0, 0.0), (0.0, 0.0, 0.0))
+            robot.run(0.1)
+
+    robot.net.a_to_b = robot.net.b_to_a = Impairment(loss=1.0)
+    for _ in range(40):
+        robot.run(0.5)
+        if not core.connected:
+            break
+    refused_thrice()
+    robot.net.a_to_b = robot.net.b_to_a = Impairment()
+    for _ in range(30):
+        robot.run(0.5)
+        if core.connected:
+            break
+    lines = texts()
+    back = max(i for i, t in enumerate(lines) if t.startswith("connected again"))
+    held = [i for i, t in enumerate(lines) if "not connected to the robot (and 1 more" in t]
+    assert held and held[-1] < back, lines[-8:]
+    core.deactivate()
+    refused_thrice()
+    core.activate()
+    assert "the driver is not active (and 1 more" in texts()[-1], texts()[-3:]
+    count = len(output.lines)
+    robot.run(5.0)
+    core.say_overdue()
+    assert not [t for t in texts()[count:] if "refused" in t], texts()[count:]
+
+
 def test_stop_on_cliff_off_is_sent_again_on_every_connection():
     """Anki's firmware turns stop-on-cliff back on when its link ends (the simulator since):
     stop_on_cliff false holds only if the driver says it again after a reconnection."""

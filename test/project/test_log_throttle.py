@@ -85,6 +85,18 @@ def test_a_kind_forgotten_drops_its_held_back_line_and_its_next_is_said_at_once(
     t.forget("never seen")
 
 
+def test_flush_says_every_held_back_line_now_and_the_period_goes_on():
+    t = LogThrottle(2.0)
+    assert t.line("a", "A1", 0.0) == "A1"
+    assert t.line("a", "A2", 0.5) is None
+    assert t.line("a", "A3", 1.0) is None
+    assert t.line("b", "B1", 0.0, level=logging.INFO) == "B1"
+    assert t.flush(1.5) == [("a", "A3 (and 1 more like it in the last 1.5 s)", logging.WARNING)]
+    assert t.flush(1.6) == [] and t.overdue(5.0) == []
+    assert t.line("a", "A4", 1.8) is None  # still within the period of A1
+    assert t.overdue(2.0) == [("a", "A4", logging.WARNING)]
+
+
 def test_a_negative_period_is_refused():
     with pytest.raises(ValueError):
         LogThrottle(-1.0)
