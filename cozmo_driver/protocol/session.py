@@ -97,6 +97,10 @@ __all__ = [
 ]
 
 logger = logging.getLogger("cozmo.protocol")
+#: ``extra`` of a warning that the link's state changed (no answer, connection lost): the
+#: event carries it too, with its reason, and a listener that reports it (the driver) may
+#: have a log handler leave these out (``record.cozmo_link_change``)
+LINK_CHANGE = {"cozmo_link_change": True}
 
 _PING_BODY = struct.Struct("<dIIB")
 _CONNECT_PACKET = struct.pack("<BH", PacketType.CONNECT, 0)
@@ -1025,7 +1029,7 @@ class Session:
                 self.stats.connect_timeouts += 1
                 self._finish(State.LOST, ConnectionLost(
                     f"the robot did not answer within {cfg.connect_timeout:.1f} s", now - self._connect_started))
-                logger.warning("[%s] no answer from the robot", self.name)
+                logger.warning("[%s] no answer from the robot", self.name, extra=LINK_CHANGE)
             elif self._reset_sent_at is not None and now >= self._reset_sent_at + cfg.reset_interval:
                 self._reset_due = True
             return
@@ -1037,7 +1041,8 @@ class Session:
         if self._last_rx is not None and now >= self._last_rx + cfg.peer_timeout:
             silence = now - self._last_rx
             self.stats.connections_lost += 1
-            logger.warning("[%s] peer silent for %.1f s: connection lost", self.name, silence)
+            logger.warning("[%s] peer silent for %.1f s: connection lost", self.name, silence,
+                           extra=LINK_CHANGE)
             if self.role is Role.ROBOT:
                 self._finish(State.IDLE, ConnectionLost("client silent", silence))
             elif state is State.CLOSING:
@@ -1061,7 +1066,7 @@ class Session:
                 # has forgotten this link (rebooted, or took a stale RESET)
                 self.stats.connections_lost += 1
                 logger.warning("[%s] no acknowledgement for %.1f s: connection lost",
-                               self.name, now - oldest)
+                               self.name, now - oldest, extra=LINK_CHANGE)
                 if self.role is Role.ENGINE and state is State.CONNECTED:
                     self._finish(State.LOST, ConnectionLost("robot stopped acknowledging", now - oldest))
                 elif self.role is Role.ENGINE:

@@ -210,7 +210,8 @@ INFO_LOGGERS = ("cozmo.client.calibration",)
 
 class RosLogHandler(logging.Handler):
     """Forwards warnings of the protocol and client layers to the node's logger, and the
-    info lines of :data:`INFO_LOGGERS` (whose level it sets to INFO)."""
+    info lines of :data:`INFO_LOGGERS` (whose level it sets to INFO); not the session's
+    lines of a link that changed state, which the driver says in its own words."""
 
     def __init__(self, node: Any) -> None:
         super().__init__(logging.INFO)
@@ -225,6 +226,8 @@ class RosLogHandler(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         if record.levelno < logging.WARNING and record.name not in INFO_LOGGERS:
             return
+        if getattr(record, "cozmo_link_change", False):
+            return  # the driver says it itself, with what to do (session.LINK_CHANGE)
         try:
             text = self.format(record)  # with the traceback of exc_info, if any
             logger = self.node.get_logger()

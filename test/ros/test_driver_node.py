@@ -51,6 +51,7 @@ from ros_harness import CONNECT_TIMEOUT, DISCOVERY_TIMEOUT, RosHarness, closing_
 from processes import TellsItsLog  # noqa: E402
 from cozmo_driver import robot_geometry as geo  # noqa: E402
 from cozmo_driver.driver.events import EventType  # noqa: E402
+from cozmo_driver.protocol.session import LINK_CHANGE  # noqa: E402
 from cozmo_driver.ros import driver_node  # noqa: E402
 from cozmo_driver.ros.driver_node import CozmoDriverNode  # noqa: E402
 from cozmo_driver.ros.subscription_thread import Unsupported  # noqa: E402
@@ -1461,7 +1462,10 @@ def test_warnings_and_errors_of_the_client_layers_reach_rclpy_with_their_traceba
         rclpy_context, rclpy_log):
     """_RosLogHandler (what the console script attaches to the "cozmo" logger): warnings at
     WARN, errors at ERROR, one after the other from the same handler, and a record's
-    exc_info (logger.exception on the I/O thread) as its formatted traceback."""
+    exc_info (logger.exception on the I/O thread) as its formatted traceback. The session's
+    lines of a link that changed state are not forwarded: the driver says each in its own
+    words ("[cozmo.protocol] [/cozmo_driver] no answer from the robot" came with every
+    "the robot ... does not answer", unthrottled)."""
     node = rclpy.create_node("log_handler_probe", context=rclpy_context)
     handler = driver_node._RosLogHandler(node)
     logger = logging.getLogger("cozmo.test_log_handler")
@@ -1476,6 +1480,7 @@ def test_warnings_and_errors_of_the_client_layers_reach_rclpy_with_their_traceba
             logger.exception("event handler failed on %r", "event")
         logger.error("no traceback here")
         logger.warning("a warning again")
+        logger.warning("no answer from the robot", extra=LINK_CHANGE)  # the driver says it
     finally:
         logger.removeHandler(handler)
         logger.setLevel(logging.NOTSET)
