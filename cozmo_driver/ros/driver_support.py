@@ -55,7 +55,7 @@ def close_link(robot: Any, listener: Callable[[Any], None], log: Callable[[int, 
     if opened:
         link = robot.link
         closed = link.state_reason if link.state.value == "disconnected" else "no answer in time"
-        log(*release_line(state.value, closed))
+        log(*release_line(state.value, closed, link.session.stats.connects > 0))
 
 
 #: how long a stopping driver spins for its goals' results to go out, at most, seconds
@@ -98,11 +98,13 @@ def flush(publisher: Any, timeout_s: float = 0.2) -> None:
         publisher.wait_for_all_acked(Duration(nanoseconds=int(timeout_s * 1e9)))
 
 
-def release_line(state: str, reason: str) -> "tuple[int, str]":
+def release_line(state: str, reason: str, was_connected: bool = False) -> "tuple[int, str]":
     """The level and line the driver logs when it closed the link: ``state`` the link's
     state before (a LinkState value), ``reason`` why it is closed now
-    (RobotLink.state_reason). The motors are said to be stopped only when the robot
-    acknowledged the stop (and the goodbye); a robot that may still move is a warning."""
+    (RobotLink.state_reason), ``was_connected`` whether the link had reached the robot. The
+    motors are said to be stopped only when the robot acknowledged the stop (and the
+    goodbye); a robot that may still move is a warning: one that was lost, also while the
+    link tries again (connecting), which is most of the time after a loss."""
     if state in ("ready", "initializing"):
         if reason == "disconnected":
             return logging.INFO, "disconnected from the robot (motors stopped)"
@@ -111,7 +113,7 @@ def release_line(state: str, reason: str) -> "tuple[int, str]":
         return logging.WARNING, (
             f"disconnected from the robot, but it did not acknowledge the stop ({reason}): "
             "it may still be moving; if it does, pick it up or switch it off")
-    if state == "lost":
+    if state == "lost" or (state == "connecting" and was_connected):
         return logging.WARNING, ("link closed (the robot was lost: no stop could reach it; if "
                                  "it still moves, pick it up or switch it off)")
     return logging.INFO, f"link closed (the robot was {state}: nothing to stop)"

@@ -1381,12 +1381,15 @@ def test_the_start_up_log_says_connecting_before_the_robots_events(make_driver, 
 
 
 def test_closing_the_link_of_a_lost_robot_does_not_claim_the_motors_were_stopped(make_driver, rclpy_log):
+    """Closed while the link tries again (connecting: most of the time after a loss), it said
+    "the robot was connecting: nothing to stop", at INFO, of a robot that may still drive."""
     first = SimServer(port=0, seed=5).start()
     h = make_driver(first)
     link = h.listen("link", LinkStatus, "link_status", LATCHED)
     assert h.spin_until(lambda: link and link[-1].state == LinkStatus.CONNECTED, 10.0)
     first.stop()
     assert h.spin_until(lambda: link[-1].state == LinkStatus.LOST, 10.0)
+    assert h.spin_until(lambda: link[-1].state == LinkStatus.CONNECTING, 10.0)
     h.node.close()
     lines = [line.message for line in rclpy_log.of(h.node)]
     assert rclpy_log.said(h.node, LoggingSeverity.WARN,
