@@ -374,8 +374,9 @@ class DriverCore(ActuatorsMixin, CameraMixin):
         if edge is not None:
             output.on_cliff_edge(*edge)
             events = events + [cliff_event(edge[1])]
-        if t - self._last_battery >= BATTERY_PERIOD_S:
-            self._last_battery = t
+        now = self.robot.clock()  # not the stamp: ROS time may start again from 0 (sim time)
+        if now - self._last_battery >= BATTERY_PERIOD_S:
+            self._last_battery = now
             output.on_battery(BatterySample(stamp_ns, voltage, battery_percentage(voltage),
                                             power_supply_status(flags)))
         if events:

@@ -743,6 +743,22 @@ def test_lines_held_back_are_said_before_the_line_that_changes_what_they_describ
     assert not [t for t in texts()[count:] if "refused" in t], texts()[count:]
 
 
+def test_the_battery_goes_out_once_a_second_when_the_stamps_jump_back(rig):
+    """The battery was paced by the states' stamps: after ROS time switched to a simulated
+    clock (use_sim_time, /clock from 1000 s) no stamp was a second past the last battery
+    of wall time, and battery_state stopped for good. It is paced by the link's clock."""
+    robot, core, output = rig
+    robot.run(3.0)
+    before = len(output.batteries)
+    assert before >= 2
+    # ROS time active (the node then stamps with it as states come, not the robot's times)
+    output.clock_ns = lambda: int((robot.net.now - 100.0) * 1e9) + 1000 * 10**9
+    output.robot_time = lambda: False
+    robot.run(3.0)
+    assert len(output.batteries) - before >= 2, len(output.batteries) - before
+    assert output.batteries[-1].stamp_ns < 1100 * 10**9  # stamped with the clock it was given
+
+
 def test_stop_on_cliff_off_is_sent_again_on_every_connection():
     """Anki's firmware turns stop-on-cliff back on when its link ends (the simulator since):
     stop_on_cliff false holds only if the driver says it again after a reconnection."""
