@@ -172,4 +172,11 @@ def load_camera_info_url(url: str) -> CameraInfoData:
             text = f.read()
     except OSError as exc:
         raise CameraInfoError(f"camera_info_url {url!r}: {exc.strerror}") from None
-    return parse_camera_info_yaml(text, source=url)
+    info = parse_camera_info_yaml(text, source=url)
+    if info.width and info.height and abs(info.width * 3 / (info.height * 4) - 1.0) > 0.02:
+        # scaled() would stretch it onto the camera's images: not a calibration of them
+        raise CameraInfoError(
+            f"camera_info_url {url!r} is for {info.width}x{info.height} images "
+            f"({info.width / info.height:.2f}:1); the robot's camera takes 4:3 images (320x240): "
+            "it is another camera's calibration, or one of cropped images")
+    return info

@@ -496,6 +496,17 @@ def test_camera_info_yaml_file(tmp_path):
                                        "data: [1, 2]"))
     with pytest.raises(caminfo.CameraInfoError, match="camera_matrix"):
         caminfo.load_camera_info_url(bad.as_uri())
+    # a calibration of another shape was stretched onto the 4:3 images without a word
+    wide = tmp_path / "wide.yaml"
+    wide.write_text(CAMERA_YAML.replace("image_width: 320", "image_width: 640")
+                    .replace("image_height: 240", "image_height: 360"))
+    with pytest.raises(caminfo.CameraInfoError, match=r"is for 640x360 images \(1.78:1\); the "
+                       r"robot's camera takes 4:3 images \(320x240\)"):
+        caminfo.load_camera_info_url(wide.as_uri())
+    vga = tmp_path / "vga.yaml"
+    vga.write_text(CAMERA_YAML.replace("image_width: 320", "image_width: 640")
+                   .replace("image_height: 240", "image_height: 480"))
+    assert caminfo.load_camera_info_url(vga.as_uri()).width == 640  # scaled to the images
 
 
 # ----------------------------------------------------------------------------- parameters
