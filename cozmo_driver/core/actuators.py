@@ -46,7 +46,7 @@ class ActuatorsMixin:
         try:
             require_finite(topic, **{field: value, "max_speed": max_speed})
         except CommandError as exc:
-            self.refuse(topic, f"{topic} refused: {exc}")
+            self.refuse_field(f"{topic} refused: {exc}")
             return
         if not self.ready(topic, motion=True):
             return
@@ -82,7 +82,7 @@ class ActuatorsMixin:
         try:
             require_finite(topic, data=value)
         except CommandError as exc:
-            self.refuse(topic, f"{topic} refused: {exc}")
+            self.refuse_field(f"{topic} refused: {exc}")
             return
         if not self.ready(topic, motion=True):
             return
@@ -110,7 +110,7 @@ class ActuatorsMixin:
         try:
             words = {name: rgb555(*colors[name], f"{topic}.{name}") for name in _BACKPACK}
         except CommandError as exc:
-            self.refuse(topic, f"{topic} refused: {exc}")
+            self.refuse_field(f"{topic} refused: {exc}")
             return
         if not self.ready(topic, motion=False):
             return
@@ -151,7 +151,7 @@ class ActuatorsMixin:
         try:
             level, warning = volume_level(volume)
         except CommandError as exc:
-            self.refuse(topic, f"{topic} refused: {exc}")
+            self.refuse_field(f"{topic} refused: {exc}")
             return
         if warning:
             self.warn_throttled(f"{topic}.data", warning)

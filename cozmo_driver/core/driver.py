@@ -58,6 +58,7 @@ from ..protocol.nvstorage import (CAMERA_CALIB_SIZE, NV_TAG_CAMERA_CALIB, NvRead
 from ..protocol.session import MessageReceived, SessionConfig
 from .actuators import ActuatorsMixin
 from .camera import CameraMixin
+from .notes import WARN_PERIOD_S, NotesMixin
 from .samples import (BatterySample, DriverOutput, ImuSample, JointSample,
                       LinkSample, OdomSample, StateSample, StatusSample)
 
@@ -81,7 +82,6 @@ NO_ANSWER_HINT = ("Is it switched on, and this computer on its Wi-Fi (the robot'
                   "link times out, a few seconds")
 WATCHDOG_OFF = ("cmd_vel_timeout is 0: the cmd_vel watchdog is off, and the robot drives on "
                 "the last cmd_vel until another one stops it")
-WARN_PERIOD_S = 2.0
 _FLAG_NAMES = tuple(name for name, _ in STATUS_FLAG_NAMES)
 _FLAG_BITS = tuple(int(bit) for _, bit in STATUS_FLAG_NAMES)  # ints: no enum operation
 _UNRELIABLE = int(StatusFlag.IS_PICKED_UP | StatusFlag.IS_FALLING)
@@ -135,7 +135,7 @@ class _StateParts:
                             -1 if segment == 0xFF else segment, self.voltage, self.orientation)
 
 
-class DriverCore(ActuatorsMixin, CameraMixin):
+class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
     """See the module docstring. ``params`` is the driver's parameter mapping (read, never
     written, by the core; names as in :mod:`cozmo_driver.driver.parameters`); ``robot`` the
     client, or anything with its ``post``, ``clock``, ``calibrating``, ``call_soon``,
@@ -211,37 +211,6 @@ class DriverCore(ActuatorsMixin, CameraMixin):
         """(head angle rad, lift height m) as joint_states shows them: the latest state's,
         each held while its motor calibrates (see ``head_rad``)."""
         return self.head_rad, geo.reported_lift_height_m(self.lift_field)
-
-    def _log(self, level: int, text: str) -> None:
-        self.output.note(level, text)
-
-    def log_throttled(self, level: int, key: str, text: str, period: float = WARN_PERIOD_S) -> None:
-        """Say ``text`` unless a line of kind ``key`` was said in the last ``period`` s; the
-        next line of that kind (or :meth:`say_overdue`) says how many were left unsaid."""
-        line = self.throttle.line(key, text, self.clock(), period, level)
-        if line is not None:
-            self._log(level, line)
-
-    def say_overdue(self) -> None:
-        """The lines held back of each kind that then fell quiet (the node's 1 s timer)."""
-        for _, line, level in self.throttle.overdue(self.clock()):
-            self._log(level, line)
-
-    def say_held_back(self) -> None:
-        """Every line held back, now: before a line that changes what they describe (the
-        refusals of a driver that was inactive or lost its robot, before "activated" or
-        "connected again"), not a second after it."""
-        for _, line, level in self.throttle.flush(self.clock()):
-            self._log(level, line)
-
-    def warn_throttled(self, key: str, text: str, period: float = WARN_PERIOD_S) -> None:
-        self.log_throttled(logging.WARNING, key, text, period)
-
-    def refuse(self, key: str, text: str) -> None:
-        """Count a refused command and warn (throttled per ``key``)."""
-        with self._refused_lock:
-            self.refused += 1
-        self.warn_throttled(key, text)
 
     def post_if_ready(self, message: Any) -> None:
         robot = self.robot
@@ -546,7 +515,7 @@ class DriverCore(ActuatorsMixin, CameraMixin):
         try:
             ignored = check_twist(field, linear, angular)  # e.g. a holonomic teleop key's y
         except CommandError as exc:
-            self.refuse("cmd_vel_value", f"cmd_vel refused: {exc}")
+            self.refuse_field(f"cmd_vel refused: {exc}")
             return
         if ignored:
             self.warn_throttled("cmd_vel_ignored", ignored)

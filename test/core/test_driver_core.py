@@ -909,6 +909,28 @@ def test_a_refusal_held_back_is_said_once_its_kind_falls_quiet(rig):
     assert len(refusals()) == 2
 
 
+def test_a_refusal_of_another_field_of_the_same_topic_is_said_at_once(rig):
+    """head/angle with a NaN angle, then with a NaN max_speed 0.4 s later; backpack_lights
+    with a bad front, then a bad middle: the second was held back (2-3 s, or never named)
+    behind the first, as the refusals were one kind per topic. The docs promise one kind
+    per field, as display/image and audio/pcm had."""
+    robot, core, output = rig
+    clock = [100.0]
+    core.clock = lambda: clock[0]
+    core.set_head(math.nan)
+    clock[0] += 0.4
+    core.set_head(0.1, math.nan)
+    off = {name: (0.0, 0.0, 0.0) for name in ("front", "middle", "back", "left", "right")}
+    core.set_backpack_lights(dict(off, front=(2.0, 0.0, 0.0)))
+    clock[0] += 0.4
+    core.set_backpack_lights(dict(off, middle=(0.0, 0.0, -0.5)))
+    refusals = [text for level, text in output.lines if "refused" in text and level == logging.WARNING]
+    assert len(refusals) == 4, refusals
+    assert "head/angle.max_speed" in refusals[1] and "middle" in refusals[3], refusals
+    core.set_head(math.inf)  # the same field again: held back
+    assert len([t for _, t in output.lines if "refused" in t]) == 4
+
+
 def test_a_drive_beyond_max_wheel_speed_is_scaled_with_a_throttled_warning(rig):
     robot, core, output = rig
     clock = [100.0]

@@ -1,0 +1,53 @@
+"""The driver core's log: its lines go to the front-end (``output.note``), those that a
+cause may repeat throttled per kind with the count of the others (a part of
+:class:`~cozmo_driver.core.DriverCore`)."""
+
+from __future__ import annotations
+
+import logging
+
+from ..log_throttle import field_kind
+
+__all__ = ["NotesMixin", "WARN_PERIOD_S"]
+
+#: a kind of warning is said at most once per this many seconds (with the count of the others)
+WARN_PERIOD_S = 2.0
+
+
+class NotesMixin:
+    """Needs ``output``, ``throttle`` (a LogThrottle), ``clock`` and ``refused`` with its
+    ``_refused_lock``."""
+
+    def _log(self, level: int, text: str) -> None:
+        self.output.note(level, text)
+
+    def log_throttled(self, level: int, key: str, text: str, period: float = WARN_PERIOD_S) -> None:
+        """Say ``text`` unless a line of kind ``key`` was said in the last ``period`` s; the
+        next line of that kind (or :meth:`say_overdue`) says how many were left unsaid."""
+        line = self.throttle.line(key, text, self.clock(), period, level)
+        if line is not None:
+            self._log(level, line)
+
+    def say_overdue(self) -> None:
+        """The lines held back of each kind that then fell quiet (the node's 1 s timer)."""
+        for _, line, level in self.throttle.overdue(self.clock()):
+            self._log(level, line)
+
+    def say_held_back(self) -> None:
+        """Every line held back, now: before a line that changes what they describe (a lost
+        robot's refusals before "connected again"), not a second after it."""
+        for _, line, level in self.throttle.flush(self.clock()):
+            self._log(level, line)
+
+    def warn_throttled(self, key: str, text: str, period: float = WARN_PERIOD_S) -> None:
+        self.log_throttled(logging.WARNING, key, text, period)
+
+    def refuse(self, key: str, text: str) -> None:
+        """Count a refused command and warn (throttled per ``key``)."""
+        with self._refused_lock:
+            self.refused += 1
+        self.warn_throttled(key, text)
+
+    def refuse_field(self, text: str) -> None:
+        """:meth:`refuse`, one kind per field that ``text`` names (:func:`field_kind`)."""
+        self.refuse(field_kind(text), text)
