@@ -442,8 +442,14 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
 
     # ------------------------------------------------------------------ reports
 
+    def reported_state(self) -> LinkState:
+        """The link's state as told: LOST only for a robot that was connected (LinkStatus);
+        one that never answered is still being connected to."""
+        lost = self.link_state is LinkState.LOST
+        return LinkState.CONNECTING if lost and not self.ever_ready else self.link_state
+
     def link_sample(self) -> LinkSample:
-        sample = LinkSample(self.link_state)
+        sample = LinkSample(self.reported_state())
         robot = self.robot
         if robot is not None:
             s = robot.stats
@@ -475,7 +481,7 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
         robot = self.robot
         connected = self.connected
         volts = self.battery_v if connected else None
-        return (link_report(self.link_state.value, self.active, where, robot.stats,
+        return (link_report(self.reported_state().value, self.active, where, robot.stats,
                             robot.transport.stats, rate, self.assembler.stats,
                             camera=self.camera_status(),
                             frames_on_arrival=self.robot_clock.frames_from_arrival),

@@ -759,6 +759,33 @@ def test_the_battery_goes_out_once_a_second_when_the_stamps_jump_back(rig):
     assert output.batteries[-1].stamp_ns < 1100 * 10**9  # stamped with the clock it was given
 
 
+def test_a_robot_that_never_answered_is_connecting_not_lost():
+    """LinkStatus.LOST is "the robot stopped answering after having been connected"; a
+    driver started with no robot there said LOST (and /diagnostics ERROR "lost") between
+    its attempts. It says CONNECTING until the robot first answers; then a loss is LOST."""
+    robot = MemoryRobot()
+    robot.net.a_to_b = robot.net.b_to_a = Impairment(loss=1.0)
+    output = RecordingOutput()
+    core = DriverCore(robot, dict(PARAMS, robot_ip="127.0.0.1", robot_port=5551), output)
+    robot.start(core.on_robot_event)
+    core.activate()
+    robot.run(12.0)
+    states = {sample.state for sample in output.links}
+    assert LinkState.LOST not in states and LinkState.CONNECTING in states, states
+    link, _ = core.reports("127.0.0.1:5551")
+    assert "lost" not in link.message and "connecting to" in link.message, link.message
+    robot.net.a_to_b = robot.net.b_to_a = Impairment()
+    for _ in range(30):
+        robot.run(0.5)
+        if core.connected:
+            break
+    assert core.connected
+    count = len(output.links)
+    robot.net.a_to_b = robot.net.b_to_a = Impairment(loss=1.0)
+    robot.run(5.0)
+    assert LinkState.LOST in {sample.state for sample in output.links[count:]}
+
+
 def test_stop_on_cliff_off_is_sent_again_on_every_connection():
     """Anki's firmware turns stop-on-cliff back on when its link ends (the simulator since):
     stop_on_cliff false holds only if the driver says it again after a reconnection."""
