@@ -133,6 +133,8 @@ class ActuatorsMixin:
             self._log(logging.WARNING, message)
             return False, message
         self.robot.calibrate_motors(head=True, lift=True)
+        for motor in ("head", "lift"):  # the calibration moves them: not to a goal's target
+            self._preempt(motor, "calibrate_motors")
         message = ("calibrating the head and the lift: each drives to its low stop; head and "
                    "lift commands wait until the robot reports the end (events "
                    "HEAD_CALIBRATION_ENDED, LIFT_CALIBRATION_ENDED)")

@@ -283,6 +283,20 @@ def test_head_topic_command_preempts_the_head_goal(rig):
     assert rig.spin_until(lambda: abs(rig.sim.head_angle() + 0.2) < 0.01, 3.0)
 
 
+def test_calibrate_motors_preempts_the_head_and_lift_goals_saying_so(rig):
+    """calibrate_motors during a head goal: the calibration drove the head to its low stop,
+    and the goal ended "the head stopped at -0.436 rad ... (blocked?)", a hardware fault
+    to look for where the user had asked for it. It preempts the goal, as a head command
+    does, naming it."""
+    from std_srvs.srv import Trigger
+    handle = rig.send("set_head_angle", SetHeadAngle.Goal(angle=0.7, duration=4.0))
+    rig.spin_for(0.5)
+    assert rig.call(Trigger, "calibrate_motors", Trigger.Request()).success
+    status, result = rig.wait(handle)
+    assert status == GoalStatus.STATUS_ABORTED
+    assert result.message == "preempted by a calibrate_motors command", result.message
+
+
 # ----------------------------------------------------------------------------- turns and straight lines
 
 def test_a_turn_slower_than_the_robot_turns_is_raised_saying_so(rig, rclpy_log):
