@@ -45,6 +45,8 @@ _MAX_TURN_ACCEL_RADPS2 = mo.MAX_TURN_ACCEL_RADPS2
 _MAX_AXIS_ACCEL_RADPS2 = 100.0
 _SAFETY_FACTOR = 2.0
 _SAFETY_MARGIN_S = 3.0
+#: explicit segments must start this near the robot: Anki's firmware gives a path up 50 mm off it
+_PATH_START_MAX_M = 0.05
 #: the longest a goal may be expected to take (s): a speed that would take longer is a mistake
 #: (a unit, a missing digit), not a plan, and would hold the motor for hours
 MAX_GOAL_S = 600.0
@@ -529,6 +531,15 @@ class FollowPathGoal(PathGoal):
             plan["segments"] = [mo.apply_defaults(s.transformed(to_robot), speed, accel, decel, turn_speed,
                                                   turn_accel, mo.DEFAULT_TURN_TOLERANCE_RAD)
                                 for s in checked]
+            here = ctx.now_sample().pose
+            x, y = plan["segments"][0].start_point()
+            off = math.hypot(x - here.x, y - here.y)
+            if off > _PATH_START_MAX_M:
+                raise MotionError(
+                    f"segments[0]: starts {off * 1000:.0f} mm from the robot, which follows a path "
+                    f"only from on it (it gives a path up {_PATH_START_MAX_M * 1000:.0f} mm off it): "
+                    "start it where the robot is (0, 0 in base_footprint), or drive there first "
+                    "(go_to_pose)")
         return plan
 
     @staticmethod
@@ -552,9 +563,11 @@ class FollowPathGoal(PathGoal):
         if not segments:
             self.ctx.finish(run, SUCCEEDED, "already at the end of the path: nothing to drive")
             return
-        self.ctx.log.info(f"follow_path: {len(segments)} segments, "
-                          f"{sum(s.length for s in segments):.3f} m: "
-                          + "; ".join(s.describe() for s in segments[:6])
+        odom = self.ctx.offset()  # the segments are in the robot's own frame: told in odom
+        self.ctx.log.info(f"follow_path: {len(segments)} segment{'s' if len(segments) != 1 else ''}, "
+                          f"{sum(s.length for s in segments):.3f} m, in "
+                          f"{self.ctx.node._frame('odom_frame')}: "
+                          + "; ".join(s.transformed(odom).describe() for s in segments[:6])
                           + (" ..." if len(segments) > 6 else ""))
         self.send_path(run, segments, start.yaw)
 

@@ -734,6 +734,12 @@ def test_bad_goals_are_rejected_with_a_message(rig):
         PathSegment(type=PathSegment.LINE, end_x=0.1),
         PathSegment(type=PathSegment.LINE, start_x=0.3, end_x=0.4)])
     rig.rejected("follow_path", gap, "segments[1]: starts 200.0 mm from where segments[0] ends")
+    # a path that starts away from the robot: the simulator drove an unplanned approach to
+    # it; Anki's firmware gives a path up 50 mm off it
+    far = FollowPath.Goal(segments_frame_id="base_footprint", segments=[
+        PathSegment(type=PathSegment.LINE, start_x=0.3, start_y=0.2, end_x=0.4, end_y=0.2)])
+    rig.rejected("follow_path", far, "segments[0]: starts 361 mm from the robot, which follows "
+                 "a path only from on it")
     rig.rejected("go_to_pose", GoToPose.Goal(pose=pose_stamped(0.1, 0.0, 0.0), position_tolerance=0.0),
                  "position_tolerance = 0 m cannot be reached")
     rig.rejected("go_to_pose", GoToPose.Goal(pose=pose_stamped(0.1, 0.0, 0.0), heading_tolerance=0.0),
