@@ -320,7 +320,8 @@ class MotionActions:
             # and a goal accepted once the link was back (READY comes first) is not affected
             reason, at = b
             for run in [r for r in self._runs.values() if r.accepted_at <= at]:
-                self._finish(run, ABORTED, f"lost the robot ({a.value}: {reason})")
+                state = "" if a is LinkState.LOST else f"{a.value}: "  # not "(lost: ..."
+                self._finish(run, ABORTED, f"lost the robot ({state}{reason})")
 
     # ------------------------------------------------------------------ goals
 
