@@ -56,6 +56,7 @@ from ..protocol.camera import (ImageAssembler)
 from ..protocol.errors import CozmoError
 from ..protocol.nvstorage import (CAMERA_CALIB_SIZE, NV_TAG_CAMERA_CALIB, NvReadAssembler)
 from ..protocol.session import MessageReceived, SessionConfig
+from ..transport.udp import is_loopback
 from .actuators import ActuatorsMixin
 from .camera import CameraMixin
 from .notes import WARN_PERIOD_S, NotesMixin
@@ -80,6 +81,9 @@ NO_ANSWER_HINT = ("Is it switched on, and this computer on its Wi-Fi (the robot'
                   "point)? Are robot_ip and robot_port right? It answers one program at a time: "
                   "close the Cozmo app; a driver stopped without disconnecting holds it until its "
                   "link times out, a few seconds")
+#: the same for a robot on this computer (robot_ip a loopback address: the simulator)
+SIM_NO_ANSWER_HINT = ("Is the simulator running on that port (cozmo-sim --port N; or launch with "
+                      "use_sim:=true start_sim:=true)?")
 WATCHDOG_OFF = ("cmd_vel_timeout is 0: the cmd_vel watchdog is off, and the robot drives on "
                 "the last cmd_vel until another one stops it")
 _FLAG_NAMES = tuple(name for name, _ in STATUS_FLAG_NAMES)
@@ -371,8 +375,9 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
                           "status pause until it is back. Is the robot switched on, and this "
                           "computer on its Wi-Fi?")
             else:
+                hint = SIM_NO_ANSWER_HINT if is_loopback(self.params["robot_ip"]) else NO_ANSWER_HINT
                 self.log_throttled(logging.WARNING, "connect", f"the robot at {where} does not "
-                                   f"answer ({event.reason}). {NO_ANSWER_HINT}", 10.0)
+                                   f"answer ({event.reason}). {hint}", 10.0)
         elif event.state is LinkState.DISCONNECTED:
             self._log(logging.INFO, f"disconnected from the robot at {where}: {event.reason}")
         else:

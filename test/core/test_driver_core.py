@@ -693,6 +693,7 @@ def test_a_held_back_no_answer_is_dropped_once_the_robot_is_back(rig):
             if core.throttle.pending("connect"):
                 break
         assert core.throttle.pending("connect") and len(no_answer()) >= 1, output.lines
+        assert "Is the simulator running on that port" in no_answer()[0]  # 127.0.0.1: not Wi-Fi
         said = len(no_answer())
         robot.net.a_to_b = robot.net.b_to_a = Impairment()
         for _ in range(30):  # it is back
