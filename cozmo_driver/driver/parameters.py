@@ -225,15 +225,16 @@ def validate_all(values: Mapping[str, Any]) -> Optional[str]:
 
 
 def validate_change(current: Mapping[str, Any], changes: Mapping[str, Any],
-                    configured: bool) -> Optional[str]:
+                    configured: bool, active: bool = True) -> Optional[str]:
     """Why a set of changes is refused (None: accepted). Static parameters may
-    change only while the node is not configured."""
+    change only while the node is not configured (``active``: it is active too)."""
     if configured:
         for name, value in changes.items():
             spec = PARAMETERS_BY_NAME.get(name)
             if spec is not None and not spec.dynamic and value != current.get(name):
-                return (f"{name} takes effect at configure: deactivate and clean up the node "
-                        "first (or restart it with the new value)")
+                steps = "deactivate and clean up the node" if active else "clean up the node"
+                return (f"{name} takes effect at configure: {steps} first (or restart it with "
+                        "the new value)")
     merged = dict(current)
     merged.update(changes)
     problem = validate_all({k: merged[k] for k in merged if k in PARAMETERS_BY_NAME})

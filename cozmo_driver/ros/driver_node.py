@@ -142,7 +142,7 @@ class CozmoDriverNode(LifecycleNode):
         changes = {p.name: p.value for p in parameters if p.name in self._params}
         if not changes:
             return SetParametersResult(successful=True)
-        problem = validate_change(self._params, changes, self._configured)
+        problem = validate_change(self._params, changes, self._configured, self._active)
         if problem:
             return SetParametersResult(successful=False, reason=problem)
         old = dict(self._params)

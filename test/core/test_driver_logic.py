@@ -531,7 +531,11 @@ def test_parameter_validation():
     assert "reconnect_min" in validate_all({**defaults(), "reconnect_min": 9.0, "reconnect_max": 1.0})
     assert validate_value("qos_overrides./odom.publisher.depth", 5) is None
     current = defaults()
-    assert "configure" in validate_change(current, {"robot_ip": "127.0.0.1"}, configured=True)
+    assert "configure: deactivate and clean up the node first" in validate_change(
+        current, {"robot_ip": "127.0.0.1"}, configured=True)
+    # inactive already: only the clean-up is left to do
+    assert "configure: clean up the node first" in validate_change(
+        current, {"robot_ip": "127.0.0.1"}, configured=True, active=False)
     assert validate_change(current, {"robot_ip": "127.0.0.1"}, configured=False) is None
     assert validate_change(current, {"camera_color": True}, configured=True) is None
     assert "outside" in validate_change(current, {"camera_gain": 9.0}, configured=True)
