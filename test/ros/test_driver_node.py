@@ -1440,8 +1440,9 @@ def test_a_late_robot_then_a_refused_and_an_out_of_range_head_angle(make_driver,
     assert h.node.start()
     # a warning that says what to check (throttled)
     assert h.spin_until(lambda: rclpy_log.said(h.node, LoggingSeverity.WARN, "does not answer"), 10.0)
-    assert rclpy_log.said(h.node, LoggingSeverity.WARN, "Is it switched on, and this computer on "
-                          "its Wi-Fi (the robot's own access point)? Are robot_ip and robot_port right?")
+    # a robot on 127.0.0.1: the simulator, not a robot off Wi-Fi
+    assert rclpy_log.said(h.node, LoggingSeverity.WARN, "Is the simulator running on that port "
+                          "(cozmo-sim --port N; or launch with use_sim:=true start_sim:=true)?")
     late = SimServer(port=port, seed=6).start()
     try:
         h.sim = late
