@@ -59,7 +59,7 @@ from ..protocol.session import MessageReceived, SessionConfig
 from ..transport.udp import is_loopback
 from .actuators import ActuatorsMixin
 from .camera import CameraMixin
-from .notes import WARN_PERIOD_S, NotesMixin
+from .notes import STATE_WARN_PERIOD_S, WARN_PERIOD_S, NotesMixin
 from .samples import (BatterySample, DriverOutput, ImuSample, JointSample,
                       LinkSample, OdomSample, StateSample, StatusSample)
 
@@ -512,7 +512,7 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
         """May a command from ``topic`` go to the robot now? Refuses (warns) when not."""
         refused = self.not_ready(motion)
         if refused is not None:
-            self.refuse(refused[0], f"{topic} refused: {refused[1]}")
+            self.refuse(refused[0], f"{topic} refused: {refused[1]}", STATE_WARN_PERIOD_S)
             return False
         return True
 

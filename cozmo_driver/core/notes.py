@@ -8,10 +8,13 @@ import logging
 
 from ..log_throttle import field_kind
 
-__all__ = ["NotesMixin", "WARN_PERIOD_S"]
+__all__ = ["NotesMixin", "STATE_WARN_PERIOD_S", "WARN_PERIOD_S"]
 
 #: a kind of warning is said at most once per this many seconds (with the count of the others)
 WARN_PERIOD_S = 2.0
+#: the same for commands refused because of the driver's state (not active, not connected,
+#: emergency stop), which a teleop repeats for as long as that lasts
+STATE_WARN_PERIOD_S = 10.0
 
 
 class NotesMixin:
@@ -42,11 +45,11 @@ class NotesMixin:
     def warn_throttled(self, key: str, text: str, period: float = WARN_PERIOD_S) -> None:
         self.log_throttled(logging.WARNING, key, text, period)
 
-    def refuse(self, key: str, text: str) -> None:
+    def refuse(self, key: str, text: str, period: float = WARN_PERIOD_S) -> None:
         """Count a refused command and warn (throttled per ``key``)."""
         with self._refused_lock:
             self.refused += 1
-        self.warn_throttled(key, text)
+        self.warn_throttled(key, text, period)
 
     def refuse_field(self, text: str) -> None:
         """:meth:`refuse`, one kind per field that ``text`` names (:func:`field_kind`)."""

@@ -959,6 +959,25 @@ def test_a_refusal_of_another_field_of_the_same_topic_is_said_at_once(rig):
     assert len([t for _, t in output.lines if "refused" in t]) == 4
 
 
+def test_commands_refused_for_the_drivers_state_are_said_once_per_10_s(rig):
+    """A teleop publishing while the driver is inactive got a refusal line every 2 s for as
+    long as that lasted; a refusal for the driver's state is said once per 10 s (with the
+    count), one for a value still every 2 s."""
+    robot, core, output = rig
+    clock = [100.0]
+    core.clock = lambda: clock[0]
+    core.deactivate()
+    for _ in range(60):  # 6 s of a teleop at 10 Hz
+        core.drive_twist("cmd_vel", (0.05, 0.0, 0.0), (0.0, 0.0, 0.0))
+        clock[0] += 0.1
+    core.say_overdue()
+    inactive = lambda: [t for _, t in output.lines if "the driver is not active" in t]  # noqa: E731
+    assert len(inactive()) == 1, inactive()
+    clock[0] += 4.5
+    core.say_overdue()
+    assert len(inactive()) == 2 and "(and 58 more like it in the last 10.5 s)" in inactive()[1]
+
+
 def test_a_drive_beyond_max_wheel_speed_is_scaled_with_a_throttled_warning(rig):
     robot, core, output = rig
     clock = [100.0]
