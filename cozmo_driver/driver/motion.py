@@ -369,9 +369,11 @@ def check_robot_size(segments: Sequence[Segment], what: str) -> None:
     them (arcs counted by the most pieces they can split into)."""
     count = sum(robot_segments(seg) for seg in segments)
     if count > MAX_PATH_SEGMENTS:
-        raise MotionError(f"{what}: up to {count} segments on the robot, which follows at most "
-                          f"{MAX_PATH_SEGMENTS} at once (it numbers them in a signed byte, and "
-                          "splits an arc where its centre angle passes 0 or pi)")
+        many = f"{count} segments" if count == len(segments) else (
+            f"{len(segments)} segments, up to {count} on the robot (it splits an arc where its "
+            "centre angle passes 0 or pi)")
+        raise MotionError(f"{what}: {many}; the robot follows at most {MAX_PATH_SEGMENTS} at once "
+                          "(it numbers them in a signed byte)")
 
 
 def check_segments(segments: Sequence[Segment], max_speed: float, prefix: str = "segments"
@@ -640,7 +642,7 @@ def path_to_segments(poses: Sequence[Pose2D], start: Pose2D, *, fit_tolerance: f
         x, y = places[-1]
         out.append(Segment.point_turn(x, y, final, turn_tolerance, turn_speed, turn_accel, turn_accel))
     try:
-        check_robot_size(out, f"the path converts to {len(out)} segments")
+        check_robot_size(out, "the path as segments")
     except MotionError as exc:
         raise MotionError(f"{exc}; raise fit_tolerance or shorten the path") from None
     return out

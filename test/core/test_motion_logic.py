@@ -159,9 +159,9 @@ def test_fit_tolerance_zero_is_refused():
 
 def test_too_many_segments_are_refused():
     zigzag = [Pose2D(0.01 * k, 0.02 * (k % 2), 0.0) for k in range(1, 400)]
-    with pytest.raises(MotionError, match=r"^the path converts to \d+ segments: up to \d+ segments "
-                                          "on the robot, which follows at most 128 at once .*; "
-                                          "raise fit_tolerance or shorten the path$"):
+    with pytest.raises(MotionError, match=r"^the path as segments: (\d+) segments; the robot follows at "
+                                          r"most 128 at once \(.*\); raise fit_tolerance or shorten "
+                                          "the path$"):
         mo.path_to_segments(zigzag, Pose2D(), fit_tolerance=0.001)
 
 
@@ -183,8 +183,8 @@ def test_the_robot_counts_an_arcs_pieces():
         assert tracker.current == ours
     # 65 arcs of up to 2 pieces each (in some frame) are more than the robot numbers
     halves = [Segment.arc(0, 0, 0.1, 0.0, math.pi - 1e-3)] * 65
-    with pytest.raises(MotionError, match="segments: up to 130 segments on the robot, which "
-                                          "follows at most 128"):
+    with pytest.raises(MotionError, match=r"segments: 65 segments, up to 130 on the robot \(it splits "
+                                          r"an arc .*\); the robot follows at most 128"):
         mo.check_robot_size(halves, "segments")
     mo.check_robot_size(halves[:64], "segments")
 
