@@ -126,8 +126,10 @@ class GoalContext:
                               f"'{odom}' ({exc})") from None
 
     def pose_to_robot(self, pose, frame_id: str, field_name: str,
-                      frame_cache: Optional[Dict[str, Transform]] = None) -> Pose2D:
-        """A geometry_msgs/Pose in ``frame_id`` -> a Pose2D in the robot's own frame."""
+                      frame_cache: Optional[Dict[str, Transform]] = None,
+                      frame_field: Optional[str] = None) -> Pose2D:
+        """A geometry_msgs/Pose in ``frame_id`` (the field ``frame_field``, by default the
+        pose's header's) -> a Pose2D in the robot's own frame."""
         p, q = pose.position, pose.orientation
         mo.require_finite(field_name + ".", **{"position.x": p.x, "position.y": p.y,
                                                "position.z": p.z, "orientation.x": q.x,
@@ -140,7 +142,7 @@ class GoalContext:
         if frame_cache is not None and frame_id in frame_cache:
             frame = frame_cache[frame_id]
         else:
-            frame = self.frame_in_odom(frame_id, field_name + ".header.frame_id")
+            frame = self.frame_in_odom(frame_id, frame_field or field_name + ".header.frame_id")
             if frame_cache is not None:
                 frame_cache[frame_id] = frame
         quat = (q.x / norm, q.y / norm, q.z / norm, q.w / norm)
@@ -517,7 +519,8 @@ class FollowPathGoal(PathGoal):
             fit = mo.check_tolerance(goal.fit_tolerance, "fit_tolerance", 0.0005, 0.5, "m")
             cache: Dict[str, Transform] = {}
             robot_poses = [ctx.pose_to_robot(p.pose, p.header.frame_id or goal.path.header.frame_id,
-                                             f"path.poses[{k}]", cache)
+                                             f"path.poses[{k}]", cache,
+                                             None if p.header.frame_id else "path.header.frame_id")
                            for k, p in enumerate(poses)]
             plan.update(poses=robot_poses, fit=fit)
             # refuse what cannot be converted now; kept for the goal's duration

@@ -725,8 +725,12 @@ def test_bad_goals_are_rejected_with_a_message(rig):
     rig.rejected("drive_straight", DriveStraight.Goal(distance=0.01, speed=0.0005),
                  "speed = 0.0005 m/s: the robot takes whole mm/s and mm/s^2 on a path")
     rig.rejected("follow_path", FollowPath.Goal(), "empty goal: give path.poses or segments")
+    # the frame is named where it was given: the path's header, or a pose's own
     rig.rejected("follow_path", path_goal([(0.1, 0.0, 0.0)], frame="nowhere"),
-                 "path.poses[0].header.frame_id = 'nowhere': no transform")
+                 "path.header.frame_id = 'nowhere': no transform")
+    own = path_goal([(0.1, 0.0, 0.0), (0.2, 0.0, 0.0)])
+    own.path.poses[1].header.frame_id = "elsewhere"
+    rig.rejected("follow_path", own, "path.poses[1].header.frame_id = 'elsewhere': no transform")
     rig.rejected("follow_path", path_goal([(nan, 0.0, 0.0)]), "path.poses[0].position.x is nan")
     rig.rejected("follow_path", path_goal([(0.1, 0.0, 0.0)], fit_tolerance=0.0),
                  "fit_tolerance = 0 m cannot be reached")
