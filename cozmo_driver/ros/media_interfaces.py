@@ -80,6 +80,8 @@ __all__ = ["MediaInterfaces"]
 #: A stream whose next chunk comes later than this starts a new resampler.
 _STREAM_GAP_S = 0.5
 _WARN_PERIOD_S = 2.0
+#: the longest a display/image is shown for (display_default_duration's range), s
+_MAX_IMAGE_S = 3600.0
 #: longest a play_animation goal waits for the robot to calibrate its head and lift, s (the
 #: client sends held commands after 5 s without the calibration's end)
 _CALIBRATION_WAIT_S = 6.0
@@ -335,6 +337,11 @@ class MediaInterfaces:
             self._rejected()
             self._warn(topic, f"{topic} refused: {duration_field} = {duration}: must be >= 0 s")
             return
+        if duration > _MAX_IMAGE_S:  # a timed image keeps the 30 fps stream running
+            self._warn(f"{duration_field} long", f"{duration_field} = {duration:g} s is beyond "
+                       f"{_MAX_IMAGE_S:g} s: shown for {_MAX_IMAGE_S:g} s (0: until replaced, "
+                       "sent once)")
+            duration = _MAX_IMAGE_S
         if is_empty_image(image.width, image.height):
             self.av.show_image(None)
             return

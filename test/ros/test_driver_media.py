@@ -227,6 +227,15 @@ def test_a_face_of_the_wrong_size_and_an_empty_audio_chunk_are_refused_and_count
     assert rig.spin_until(lambda: rig.diag_values().get("audio chunks refused") == "3", 4.0)
     said = [line for line in log.lines if line.startswith("audio/pcm refused")]
     assert len(said) == 2 and "audio/pcm.sample_rate = 4000 Hz" in said[1], said
+    # a duration beyond an hour (the 30 fps stream runs while a timed image shows) is
+    # clamped with a warning, as display_default_duration's range is; it was taken as it came
+    box = np.zeros((64, 128), np.uint8)
+    box[16:48, 32:96] = 255
+    rig.publisher(DisplayImage, "display/image").publish(
+        DisplayImage(image=image_msg(box, "mono8"), duration=1e9))
+    assert rig.spin_until(lambda: np.array_equal(rig.sim.framebuffer(), shown(box > 0)), 3.0)
+    assert any("display/image.duration = 1e+09 s is beyond 3600 s: shown for 3600 s (0: until "
+               "replaced, sent once)" in line for line in log.lines), log.lines
 
 
 def test_faces_published_back_to_back_are_each_shown_once_in_order(make_rig):
