@@ -84,27 +84,23 @@ class LogThrottle:
     def overdue(self, now: float) -> List[Tuple[str, str, int]]:
         """``(key, line, level)`` of each kind whose events were held back and whose period is
         over: the last one's line, with the count of the others, and the level its kind was
-        last given; each is then said."""
-        lines = []
-        with self._lock:
-            for key, kind in self._kinds.items():
-                if kind.unsaid and kind.text is not None and now - kind.said >= kind.period:
-                    lines.append((key, _counted(kind.text, kind.unsaid - 1, now - kind.said),
-                                  kind.level))
-                    self._kinds[key] = _Kind(now, 0, None, kind.period, kind.level)
-        return lines
+        last given; each is then said, and its kind's period starts again from it."""
+        return self._held_back(now, due_only=True)
 
     def flush(self, now: float) -> List[Tuple[str, str, int]]:
         """:meth:`overdue` for every kind now, its period over or not: said before a line
-        that changes what they describe ("connected again" after "not connected" refusals).
-        Each kind's period goes on from its last line."""
+        that changes what they describe ("connected again" after "not connected" refusals)."""
+        return self._held_back(now, due_only=False)
+
+    def _held_back(self, now: float, due_only: bool) -> List[Tuple[str, str, int]]:
         lines = []
         with self._lock:
             for key, kind in self._kinds.items():
-                if kind.unsaid and kind.text is not None:
+                if kind.unsaid and kind.text is not None and (
+                        not due_only or now - kind.said >= kind.period):
                     lines.append((key, _counted(kind.text, kind.unsaid - 1, now - kind.said),
                                   kind.level))
-                    self._kinds[key] = kind._replace(unsaid=0, text=None)
+                    self._kinds[key] = _Kind(now, 0, None, kind.period, kind.level)
         return lines
 
     def forget(self, key: str) -> None:

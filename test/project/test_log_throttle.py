@@ -93,8 +93,11 @@ def test_flush_says_every_held_back_line_now_and_the_period_goes_on():
     assert t.line("b", "B1", 0.0, level=logging.INFO) == "B1"
     assert t.flush(1.5) == [("a", "A3 (and 1 more like it in the last 1.5 s)", logging.WARNING)]
     assert t.flush(1.6) == [] and t.overdue(5.0) == []
-    assert t.line("a", "A4", 1.8) is None  # still within the period of A1
-    assert t.overdue(2.0) == [("a", "A4", logging.WARNING)]
+    assert t.line("a", "A4", 5.2) == "A4"
+    assert t.line("a", "A5", 5.4) is None
+    assert t.flush(5.5) == [("a", "A5", logging.WARNING)]
+    assert t.line("a", "A6", 7.0) is None  # the period starts again from the line flushed
+    assert t.overdue(7.4) == [] and t.overdue(7.5) == [("a", "A6", logging.WARNING)]
 
 
 def test_a_negative_period_is_refused():
