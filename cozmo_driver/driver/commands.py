@@ -65,8 +65,9 @@ def clamp(value: float, lo: float, hi: float, field: str,
 def rgb555(r: float, g: float, b: float, field: str) -> int:
     """RGB555 word of a colour with channels in 0.0..1.0 (see the module docstring)."""
     out = 0
+    require_finite(field, r=r, g=g, b=b)
     for name, c in (("r", r), ("g", g), ("b", b)):
-        if not math.isfinite(c) or not 0.0 <= c <= 1.0:
+        if not 0.0 <= c <= 1.0:
             raise CommandError(f"{field}.{name} = {c:.7g}: a colour channel must be in [0, 1]")
         out = (out << 5) | int(round(c * 31.0))
     return out

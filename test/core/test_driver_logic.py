@@ -378,7 +378,8 @@ def test_rgb555_is_exact():
     # a float32 field's value as it was written, not -0.10000000149011612
     with pytest.raises(CommandError, match=r"^c\.b = -0\.1: a colour channel"):
         rgb555(0.0, 0.0, struct.unpack("f", struct.pack("f", -0.1))[0], "c")
-    with pytest.raises(CommandError):
+    # not a number: said as every other field says it, not as a value outside [0, 1]
+    with pytest.raises(CommandError, match=r"^c\.r is nan: not a finite number$"):
         rgb555(math.nan, 0.0, 0.0, "c")
 
 
