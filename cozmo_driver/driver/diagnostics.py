@@ -37,10 +37,9 @@ def link_report(state: str, active: bool, robot: str, session: Any, transport: A
     """Connection state and link quality. ``state`` is the client's LinkState value
     ('ready', 'lost', ...); ``session``/``transport`` their stats objects (or None);
     ``camera``: what the camera does, in words; ``frames_on_arrival``: camera images
-    stamped with their arrival, not their capture time."""
-    if not active:
-        level, message = OK, "inactive (lifecycle)"
-    elif state == "ready" and state_rate_hz > 0.0:
+    stamped with their arrival, not their capture time. Inactive, the level is OK (the
+    driver was told to rest) and the message says the link's state all the same."""
+    if state == "ready" and state_rate_hz > 0.0:
         level, message = OK, f"connected to {robot}"
     elif state == "ready":  # a stall of the Wi-Fi, or the robot gone: lost after peer_timeout
         level, message = WARN, f"connected to {robot}, but no robot state since the last report"
@@ -50,6 +49,8 @@ def link_report(state: str, active: bool, robot: str, session: Any, transport: A
         level, message = ERROR, f"robot {robot} lost, reconnecting"
     else:
         level, message = ERROR, f"not connected ({state})"
+    if not active:
+        level, message = OK, f"inactive (lifecycle); {message}"
     values: List[Tuple[str, str]] = [("state", state), ("robot", robot),
                                      ("robot state rate (Hz)", _fmt(state_rate_hz))]
     if session is not None:

@@ -578,6 +578,9 @@ def test_diagnostic_levels():
         "connected to 127.0.0.1:5551, but no robot state since the last report")
     assert link_report("connecting", True, "x", None, None, 0.0).level == WARN
     assert link_report("lost", False, "x", None, None, 0.0).level == OK
+    # inactive, it says the link's state all the same (a lost robot looked like a resting one)
+    assert link_report("lost", False, "x", None, None, 0.0).message == \
+        "inactive (lifecycle); robot x lost, reconnecting"
     assert robot_report(True, 3.55, 0.17, False, 0.01, 0, 0).level == OK
     # below the robot's own low-battery light (3.50 V), and below the voltage under which it
     # switches itself off after a minute (3.45 V); the voltage decides, not the estimate
