@@ -331,6 +331,7 @@ class MediaInterfaces:
 
     def _show(self, image: Image, duration: float, topic: str, duration_field: Optional[str]) -> None:
         if not self._active:
+            self._rejected()
             self._warn("display_inactive", f"{topic} refused: the driver is not active")
             return
         if duration_field is not None and not (math.isfinite(duration) and duration >= 0.0):

@@ -238,6 +238,22 @@ def test_a_face_of_the_wrong_size_and_an_empty_audio_chunk_are_refused_and_count
                "replaced, sent once)" in line for line in log.lines), log.lines
 
 
+def test_an_image_and_a_chunk_refused_while_inactive_are_both_counted(make_rig):
+    """Refused while the driver is inactive, an audio/pcm chunk was counted in /diagnostics
+    and a display/image was not."""
+    rig = make_rig()
+    log = rig.node._media._log = LogRecorder(rig.node._media._log)
+    rig.node.trigger_deactivate()
+    box = np.zeros((64, 128), np.uint8)
+    rig.publisher(DisplayImage, "display/image").publish(DisplayImage(image=image_msg(box, "mono8")))
+    rig.publisher(AudioChunk, "audio/pcm").publish(AudioChunk(sample_rate=16000, channels=1,
+                                                              samples=[0] * 160))
+    assert rig.spin_until(lambda: rig.diag_values().get("display images refused") == "1"
+                          and rig.diag_values().get("audio chunks refused") == "1", 4.0), \
+        rig.diag_values()
+    assert "display/image refused: the driver is not active" in log.lines, log.lines
+
+
 def test_faces_published_back_to_back_are_each_shown_once_in_order(make_rig):
     """Four faces published at once, before the executor takes any: the subscription keeps
     them all (it is deeper than one) and the driver sends each on a tick of its own, in order;
