@@ -815,9 +815,10 @@ NO_MOTION_STATES = 15
 NO_START_STATES = 40
 NO_EVENT_STATES = 15
 REASON_STATES = 4
-#: a path the robot gives up with the robot this far off it is said to be given up for that:
-#: Anki's firmware abandons a path it is 50 mm off (PathFollower TOO_FAR_FROM_PATH_DIST_MM,
+#: Anki's firmware abandons a path it is this far off (PathFollower TOO_FAR_FROM_PATH_DIST_MM,
 #: measured its own way), m
+PATH_GIVE_UP_M = 0.05
+#: a path the robot gives up with the robot this far off it is said to be given up for that, m
 OFF_PATH_M = 0.04
 
 
@@ -1046,8 +1047,8 @@ class PathTracker(_Tracker):
             if self._count >= REASON_STATES:
                 if self._off_path >= OFF_PATH_M:
                     return self._finish(ABORTED, f"interrupted by the robot, {self._off_path * 1000:.0f} "
-                                        "mm off its path: it gives a path up 50 mm off it (pushed, "
-                                        "blocked, or its treads slipping)")
+                                        f"mm off its path: it gives a path up {PATH_GIVE_UP_M * 1000:.0f} "
+                                        "mm off it (pushed, blocked, or its treads slipping)")
                 return self._finish(ABORTED, "interrupted by the robot")
             return None
         if self.phase == "completing":

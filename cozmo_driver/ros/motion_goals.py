@@ -45,8 +45,6 @@ _MAX_TURN_ACCEL_RADPS2 = mo.MAX_TURN_ACCEL_RADPS2
 _MAX_AXIS_ACCEL_RADPS2 = 100.0
 _SAFETY_FACTOR = 2.0
 _SAFETY_MARGIN_S = 3.0
-#: explicit segments must start this near the robot: Anki's firmware gives a path up 50 mm off it
-_PATH_START_MAX_M = 0.05
 #: the longest a goal may be expected to take (s): a speed that would take longer is a mistake
 #: (a unit, a missing digit), not a plan, and would hold the motor for hours
 MAX_GOAL_S = 600.0
@@ -537,10 +535,10 @@ class FollowPathGoal(PathGoal):
             here = ctx.now_sample().pose
             x, y = plan["segments"][0].start_point()
             off = math.hypot(x - here.x, y - here.y)
-            if off > _PATH_START_MAX_M:
+            if off > mo.PATH_GIVE_UP_M:
                 raise MotionError(
                     f"segments[0]: starts {off * 1000:.0f} mm from the robot, which follows a path "
-                    f"only from on it (it gives a path up {_PATH_START_MAX_M * 1000:.0f} mm off it): "
+                    f"only from on it (it gives a path up {mo.PATH_GIVE_UP_M * 1000:.0f} mm off it): "
                     "start it where the robot is (0, 0 in base_footprint), or drive there first "
                     "(go_to_pose)")
         return plan
