@@ -19,7 +19,9 @@ pycozmo 0.8.0 beside it (issue #18).
   and a separate ROS process subscribing odom and camera/image_raw/compressed, against
   a pycozmo Client receiving RobotState and the camera, in the same window. The consumer
   spins as a user's program does, on rclpy's SingleThreadedExecutor (``rclpy.spin``),
-  and, where this rclpy has it (Jazzy on), on its EventsExecutor, each paired with pycozmo.
+  and, where this rclpy has it (Jazzy on), on its EventsExecutor, each paired with pycozmo;
+  and on the SingleThreadedExecutor with the driver's ``camera_with_state`` (each image
+  published right after the next robot state's odom: one wake-up of the consumer for both).
   Beside them, the consumer's own floor: the same consumer (SingleThreadedExecutor) taking
   the same two streams at the same rates from a bare rclpy publisher (each message
   serialized once and published as bytes from a sleeping loop, no executor, no robot, no
@@ -541,15 +543,20 @@ def _face_round(seconds: float, label: str, extra: List[str], round_no: int,
 def driver_consumer_cpu(seconds: float, rounds: int, ratios: Dict[str, List[float]],
                         stalled: List[List[str]]) -> List[List[str]]:
     rows: List[List[str]] = []
-    kinds = ["single"] + (["events"] if _has_events_executor() else [])
+    kinds = [("single", False), ("single", True)] + ([("events", False)] if _has_events_executor() else [])
     for r in range(rounds):
-        for kind, floor in [(kind, None) for kind in kinds] + [("single", f) for f in FLOORS]:
-            what = f"consumer ({CONSUMER_EXECUTORS[kind]}{', ' + floor if floor else ''}), round {r + 1}"
+        for (kind, with_state), floor in ([(k, None) for k in kinds]
+                                          + [(("single", False), f) for f in FLOORS]):
+            extra = floor or ("camera_with_state" if with_state else "")
+            what = f"consumer ({CONSUMER_EXECUTORS[kind]}{', ' + extra if extra else ''}), round {r + 1}"
             rows.append(_retried(what, lambda: _driver_consumer_round(
-                seconds, r + 1, ratios, kind, floor=floor), stalled))
+                seconds, r + 1, ratios, kind, floor=floor, with_state=with_state), stalled))
     return rows
 
 
+#: a parameter file of the driver with camera_with_state (the rest: the parameters' defaults,
+#: which config/cozmo.yaml also holds)
+WITH_STATE_YAML = "cozmo_driver:\n  ros__parameters:\n    camera_with_state: true\n"
 #: the consumer's executor: what a user's program spins on (``HELPER``'s third argument)
 CONSUMER_EXECUTORS = {"single": "SingleThreadedExecutor", "events": "EventsExecutor"}
 #: the size of the compressed images the source and the relay publish: the simulator's
@@ -570,8 +577,10 @@ def _has_events_executor() -> bool:
 
 
 def _driver_consumer_round(seconds: float, round_no: int, ratios: Dict[str, List[float]],
-                           kind: str, floor: Optional[str] = None) -> List[str]:
-    """One paired window. ``floor`` (a key of FLOORS): no driver; the consumer takes the
+                           kind: str, floor: Optional[str] = None,
+                           with_state: bool = False) -> List[str]:
+    """One paired window. ``with_state``: the driver with ``camera_with_state`` (each image
+    published with the next robot state). ``floor`` (a key of FLOORS): no driver; the consumer takes the
     same streams from a bare rclpy publisher (HELPER's source), or from a bare relay that
     the robot's datagrams wake (HELPER's relay, fed by :class:`_RobotTraffic`): the least
     that publishing them costs, and that waking for the robot and publishing them costs.
@@ -580,7 +589,11 @@ def _driver_consumer_round(seconds: float, round_no: int, ratios: Dict[str, List
     # a round without a driver has no robot of its own: only pycozmo's simulator
     with (contextlib.nullcontext() if floor else SimServer(host="127.0.0.1", port=0, seed=7)) as sim, \
             SimServer(host="127.0.0.1", port=0, seed=8) as ref_sim:
-        run = None if floor else Bringup(sim, "one_process:=true")
+        config = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
+        with config:
+            config.write(WITH_STATE_YAML)
+        run = None if floor else Bringup(sim, "one_process:=true",
+                                         *([f"config:={config.name}"] if with_state else []))
         consumer = ref = source = traffic = None
 
         def stop_ours() -> None:  # idempotent: before pycozmo's window, and at the end
@@ -592,6 +605,8 @@ def _driver_consumer_round(seconds: float, round_no: int, ratios: Dict[str, List
                     proc.wait()
             if run is not None:
                 run.close()
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(config.name)
 
         try:
             lasting_s = 2 * seconds + 40  # every helper outlasts the round's three windows
@@ -643,8 +658,9 @@ def _driver_consumer_round(seconds: float, round_no: int, ratios: Dict[str, List
                 parts += (f" ({what} {cpu['source']:.1f}, not counted; with it {pair:.1f}, "
                           f"{pair / cpu['pycozmo']:.2f}x pycozmo)")
             else:
-                setup = f"driver (stack) + consumer ({executor})"
-                what = f"driver (one-process stack) + a consumer on the {executor}"
+                option = ", camera_with_state" if with_state else ""
+                setup = f"driver (stack{option}) + consumer ({executor})"
+                what = f"driver (one-process stack{option}) + a consumer on the {executor}"
                 ratios.setdefault(f"{what}, same window", []).append(ratio)
                 ratios.setdefault(f"{what}, each alone", []).append(ours_alone / ref_alone)
             return [setup, str(round_no), parts, f"{ours:.1f}",

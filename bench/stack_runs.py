@@ -29,8 +29,9 @@ RELAY = re.compile(r"with it [\d.]+, ([\d.]+)x pycozmo")
 #: issue #18's CPU goals, as the table's columns after the run's own
 FACE = "face changing every frame, one process"
 SINGLE = "driver + consumer (SingleThreadedExecutor)"
+WITH_STATE = "driver with camera_with_state + consumer (SingleThreadedExecutor)"
 EVENTS = "driver + consumer (EventsExecutor)"
-GOALS = (FACE, SINGLE, EVENTS)
+GOALS = (FACE, SINGLE, WITH_STATE, EVENTS)
 
 
 def goal_of(name: str) -> Optional[str]:
@@ -38,6 +39,8 @@ def goal_of(name: str) -> Optional[str]:
     Runs before 2026-11-25 named no executor: their consumer spun a SingleThreadedExecutor."""
     if name.startswith(FACE) and "per node" not in name:
         return FACE
+    if "camera_with_state" in name:  # runs from 2026-11-28 on
+        return WITH_STATE
     if "SingleThreadedExecutor" in name or name == "driver (one-process stack) + a consumer":
         return SINGLE
     if "EventsExecutor" in name:

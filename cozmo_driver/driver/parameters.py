@@ -94,6 +94,10 @@ PARAMETERS: Tuple[ParamSpec, ...] = (
     ParamSpec("camera_on_demand", True, "Have the robot stream its camera only while camera/image_raw, "
               "its compressed form or camera/camera_info has a subscriber (false: whenever "
               "camera_enabled)", dynamic=True),
+    ParamSpec("camera_with_state", False, "Publish each camera image right after the odom of the "
+              "robot state that follows it, so that a program taking odom and the camera wakes "
+              "once for both (less CPU for it); images then come up to one state period (about "
+              "30 ms, 15 ms on average) later. Their stamps do not change", dynamic=True),
     ParamSpec("camera_color", False, "Colour images (rgb8) instead of grey (mono8)", dynamic=True),
     ParamSpec("camera_auto_exposure", True, "The driver sets gain and exposure from each image's "
               "brightness, as Anki's engine did (Cozmo has no automatic exposure of its own), "

@@ -110,6 +110,11 @@ def time_msg(ns: int) -> TimeMsg:
     return msg
 
 
+def _publish_all(messages: List[Tuple[Any, Any]]) -> None:
+    for publisher, msg in messages:
+        publisher.publish(msg)
+
+
 class _Level:
     """A robot state standing level and still (every field 0): the IMU's constant parts."""
 
@@ -132,6 +137,9 @@ class DriverStreams(DriverOutput):
         self.wanted_until = 0
         self.eager_until: Optional[int] = None  # see EAGER_NS
         self._camera_seen_ns: Optional[int] = None  # when a camera stream last had a subscriber
+        #: with camera_with_state: the camera frame's (publisher, message) pairs waiting for
+        #: the next robot state
+        self._image_waiting: Optional[List[Tuple[Any, Any]]] = None
         #: set once a robot state has been handed to the publishers since build()
         self.first_state = threading.Event()
         self._estop_sent: Optional[bool] = None  # what emergency_stop/engaged last said
@@ -165,6 +173,7 @@ class DriverStreams(DriverOutput):
         self._estop_sent = None
         self.info_cache.clear()  # the frame names may have changed since the last configure
         self.image_templates.clear()
+        self._image_waiting = None
         odom = Odometry()
         odom.header.frame_id = frame("odom_frame")
         odom.child_frame_id = frame("base_frame")
@@ -253,6 +262,10 @@ class DriverStreams(DriverOutput):
         wanted = self.wanted(odom.stamp_ns)
         if wanted["odom"]:
             pub["odom"].publish(tpl["odom"].pack(odom))
+        waiting = self._image_waiting
+        if waiting is not None:  # camera_with_state: right after odom, for one wake-up of both
+            self._image_waiting = None
+            _publish_all(waiting)
         if self.node._params["publish_tf"] and wanted["tf"]:
             pub["tf"].publish(tpl["tf"].pack(odom))
         if wanted["imu"]:
@@ -331,20 +344,35 @@ class DriverStreams(DriverOutput):
         pub = self.node._pub
         if not pub:
             return
+        waiting, self._image_waiting = self._image_waiting, None
+        if waiting is not None:  # two frames without a robot state between them
+            _publish_all(waiting)
+        messages = self._image_messages(pub, frame)
+        if self.node._params["camera_with_state"]:
+            self._image_waiting = messages  # published with the next robot state (on_state)
+        else:
+            _publish_all(messages)
+
+    def _image_messages(self, pub: Dict[str, Any], frame: CameraFrame) -> List[Tuple[Any, Any]]:
+        """(publisher, message) of ``frame`` for each camera stream that has a subscriber,
+        made ready so that publishing them takes no more than the publish calls."""
         wanted = self.wanted(frame.stamp_ns)
+        out: List[Tuple[Any, Any]] = []
         if wanted["compressed"]:
             jpeg = frame.jpeg()
             if jpeg is not None:
-                pub["compressed"].publish(self._image_template("compressed").pack(frame, jpeg))
+                out.append((pub["compressed"], self._image_template("compressed").pack(frame, jpeg)))
         if wanted["image"]:
             pixels = frame.pixels()
             if pixels is not None:
                 data, width, height, channels = pixels
                 template = self._image_template("mono8" if channels == 1 else "rgb8")
-                pub["image"].publish(template.pack(
-                    RawImage(frame.sec, frame.nanosec, height, width, width * channels), data))
+                out.append((pub["image"], template.pack(
+                    RawImage(frame.sec, frame.nanosec, height, width, width * channels), data)))
         if wanted["camera_info"]:
-            pub["camera_info"].publish(self._camera_info_for(frame.width, frame.height).pack(frame))
+            out.append((pub["camera_info"],
+                        self._camera_info_for(frame.width, frame.height).pack(frame)))
+        return out
 
     def on_camera_info_changed(self) -> None:
         self.info_cache.clear()

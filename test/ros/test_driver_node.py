@@ -1320,6 +1320,88 @@ def test_the_robot_streams_its_camera_only_while_a_camera_topic_has_a_subscriber
     assert h.spin_until(lambda: h.sim.counters()["camera"] > stopped + 5, 5.0)
 
 
+class _Recorded:
+    """A real publisher that also notes each publish in ``log`` (what the I/O thread did, in
+    order); everything else goes to the publisher."""
+
+    def __init__(self, publisher: Any, key: str, log: List[Any]) -> None:
+        self._publisher, self._key, self._log = publisher, key, log
+
+    def publish(self, msg: Any) -> None:
+        self._log.append(self._key)
+        self._publisher.publish(msg)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._publisher, name)
+
+
+def test_camera_with_state_publishes_each_image_right_after_the_next_states_odom(make_driver):
+    """camera_with_state: an image is not published when its last chunk comes but right after
+    the odom of the next robot state (one wake-up of a consumer of both), with its own stamp;
+    none is lost, and two images with no state between them do not wait."""
+    from cozmo_driver.core import CameraFrame
+
+    h = make_driver(camera_enabled=True)
+    images = h.listen("compressed", CompressedImage, "camera/image_raw/compressed",
+                      qos_profile_sensor_data)
+    odom = h.listen("odom", Odometry, "odom", qos_profile_sensor_data)
+    assert h.spin_until(lambda: len(images) >= 3 and odom, DISCOVERY_TIMEOUT)
+    log: List[Any] = []
+    streams, pub = h.node._streams, h.node._pub
+    on_state, on_image = streams.on_state, streams.on_image
+
+    def state(sample: Any) -> None:
+        log.append("state")
+        on_state(sample)
+
+    def image(frame: Any) -> None:
+        log.append(("image", frame.stamp_ns))
+        on_image(frame)
+
+    with h.node._core.lock:  # the I/O thread calls both under it
+        for key in ("odom", "compressed"):
+            pub[key] = _Recorded(pub[key], key, log)
+        streams.on_state, streams.on_image = state, image
+    # off (the default): each image at once, when it comes
+    assert h.spin_until(lambda: log.count("compressed") >= 5, 5.0)
+    with h.node._core.lock:
+        before = [log[i - 1] for i, entry in enumerate(log) if entry == "compressed"]
+        del log[:]
+    assert before and all(entry[0] == "image" for entry in before), before
+    assert h.node.set_parameters([Parameter("camera_with_state", value=True)])[0].successful
+    n = len(images)
+    assert h.spin_until(lambda: log.count("compressed") >= 10 and len(images) >= n + 10, 5.0)
+    with h.node._core.lock:
+        seen = list(log)
+    came = [entry[1] for entry in seen if isinstance(entry, tuple)]
+    published = [i for i, entry in enumerate(seen) if entry == "compressed"]
+    # each right after a state's odom, and every image published but the one still waiting
+    assert all(seen[i - 2:i] == ["state", "odom"] for i in published), seen
+    assert len(came) - 1 <= len(published) <= len(came), seen
+    # with the stamps they came with
+    stamps = {Time.from_msg(m.header.stamp).nanoseconds for m in images[n:]}
+    assert stamps and stamps <= set(came) | {s for s in stamps if s < came[0]}, (stamps, came)
+    # two images with no state between them: the first is published when the second comes
+    assert h.node.set_parameters([Parameter("camera_enabled", value=False)])[0].successful
+    h.spin_for(0.5)  # the last image and the state after it
+
+    def frame(stamp_ns: int) -> CameraFrame:
+        made = CameraFrame(stamp_ns, *divmod(stamp_ns, 1_000_000_000), 1, 320, 240,
+                           lambda *_: None, None)
+        made._jpeg, made._tried = b"\xff\xd8 not decoded \xff\xd9", 3
+        return made
+
+    with h.node._core.lock:
+        del log[:]
+        streams.on_image(frame(10**18))
+        assert log.count("compressed") == 0, log
+        streams.on_image(frame(10**18 + 1))
+        assert log.count("compressed") == 1, log
+    assert h.spin_until(lambda: log.count("compressed") == 2, 2.0), log
+    assert h.spin_until(lambda: {Time.from_msg(m.header.stamp).nanoseconds for m in images}
+                        >= {10**18, 10**18 + 1}, 2.0)
+
+
 def _camera_said(msg: Any, start: str) -> bool:
     return any(kv.key == "camera" and kv.value.startswith(start)
                for status in msg.status for kv in status.values)
