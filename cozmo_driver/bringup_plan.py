@@ -277,6 +277,13 @@ def resolve_arguments(values: Optional[Mapping[str, Any]] = None,
         if arg.choices and raw[arg.name] not in arg.choices:
             raise PlanError(f"{arg.name}:={raw[arg.name]!r}: expected one of "
                             f"{', '.join(arg.choices)}")
+    defaults = argument_defaults()
+    stray = [f"{name}:={raw[name]}" for name in ("sim_port", "start_sim")
+             if raw["use_sim"] != "true" and raw[name] != defaults[name]]
+    if stray:  # the user meant the simulator, and the driver would reach for the robot
+        raise PlanError(f"{' and '.join(stray)}: only for the simulator, and use_sim is false, "
+                        "so the driver would drive the robot at the config file's robot_ip "
+                        "(or robot_ip:=); add use_sim:=true to drive the simulator")
     namespace = _parse_namespace(raw["namespace"])
     outer = str(outer_namespace or "").strip("/")
     full = "/".join(part for part in (outer, namespace) if part)
@@ -451,7 +458,9 @@ def node_parameters_in_file(path: Path, node_name: str, namespace: str
 
     A parameter file written for one robot says ``cozmo_driver:`` (i.e. ``/cozmo_driver``),
     which does not reach ``/robot1/cozmo_driver``; the plan then passes that section's
-    values as parameters of its own."""
+    values as parameters of its own. Only a key that names the node (``/robot1/cozmo_driver``,
+    ``/**/cozmo_driver``) says the file was written for it under a namespace: one for every
+    node (``/**``, ``/robot1/*``), as for ``use_sim_time``, does not."""
     try:
         import yaml
     except ImportError as exc:  # pragma: no cover - PyYAML is a dependency of xacro
@@ -464,7 +473,8 @@ def node_parameters_in_file(path: Path, node_name: str, namespace: str
     if not isinstance(data, dict):
         raise PlanError(f"{path} is not a ROS 2 parameter file (no node names at the top)")
     fqn = f"/{namespace}/{node_name}" if namespace else f"/{node_name}"
-    applies = any(_key_matches(str(key), fqn) for key in data)
+    applies = any(_key_matches(str(key), fqn) and "*" not in str(key).rstrip("/").split("/")[-1]
+                  for key in data)
     values: Dict[str, Any] = {}
     for key, section in data.items():
         if _key_matches(str(key), f"/{node_name}") and isinstance(section, dict):

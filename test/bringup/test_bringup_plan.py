@@ -109,7 +109,13 @@ def test_an_explicit_frame_prefix_wins():
 
 @pytest.mark.parametrize("values, message", [
     ({"use_sim": "maybe"}, "use_sim"),
-    ({"sim_port": "0"}, "sim_port"),
+    ({"use_sim": "true", "sim_port": "0"}, "sim_port:='0': expected a UDP port number"),
+    # meant for the simulator, but the driver would drive the robot
+    ({"sim_port": "5600"}, "sim_port:=5600: only for the simulator, and use_sim is false, so "
+                           "the driver would drive the robot .* add use_sim:=true"),
+    ({"start_sim": "false"}, "start_sim:=false: only for the simulator"),
+    ({"use_sim": "false", "sim_port": "5600", "start_sim": "false"},
+     "sim_port:=5600 and start_sim:=false: only for the simulator"),
     ({"robot_port": "http"}, "robot_port"),
     ({"namespace": "1robot"}, "namespace"),
     ({"namespace": "robot-1"}, "namespace"),
@@ -225,6 +231,14 @@ def test_a_namespaced_driver_still_gets_the_config_files_values(tmp_path):
     wildcard.write_text("/**/cozmo_driver:\n  ros__parameters:\n    camera_color: true\n")
     driver = make(namespace="robot1", config=str(wildcard))["driver"]
     assert len(driver.parameters) == 2 and driver.parameters[0].path == str(wildcard)
+    # a key for every node (use_sim_time for all) does not name the driver: the section
+    # `cozmo_driver:` is still copied, and it comes after the file
+    for every in ("/**", "/robot1/*"):
+        mine = tmp_path / "mine.yaml"
+        mine.write_text(f"{every}:\n  ros__parameters:\n    use_sim_time: true\n"
+                        "cozmo_driver:\n  ros__parameters:\n    local_ip: 127.0.0.5\n")
+        driver = make(namespace="robot1", config=str(mine))["driver"]
+        assert driver.parameters[1]["local_ip"] == "127.0.0.5", every
 
 
 @pytest.mark.parametrize("key, fqn, matches", [
