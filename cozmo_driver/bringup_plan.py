@@ -461,6 +461,20 @@ def node_parameters_in_file(path: Path, node_name: str, namespace: str
     values as parameters of its own. Only a key that names the node (``/robot1/cozmo_driver``,
     ``/**/cozmo_driver``) says the file was written for it under a namespace: one for every
     node (``/**``, ``/robot1/*``), as for ``use_sim_time``, does not."""
+    fqn = f"/{namespace}/{node_name}" if namespace else f"/{node_name}"
+    sections = _parameter_sections(path)
+    applies = any(_key_matches(key, fqn) and "*" not in key.rstrip("/").split("/")[-1]
+                  for key, _ in sections)
+    values: Dict[str, Any] = {}
+    for key, section in sections:
+        if _key_matches(key, f"/{node_name}"):
+            values.update(section)
+    return applies, values
+
+
+def _parameter_sections(path: Path) -> List[Tuple[str, Dict[str, Any]]]:
+    """(node key, its ros__parameters) of a parameter file, in the file's order; PlanError
+    for a file that cannot be read or is not a parameter file."""
     try:
         import yaml
     except ImportError as exc:  # pragma: no cover - PyYAML is a dependency of xacro
@@ -472,14 +486,8 @@ def node_parameters_in_file(path: Path, node_name: str, namespace: str
         raise PlanError(f"cannot read the parameter file {path}: {exc}") from exc
     if not isinstance(data, dict):
         raise PlanError(f"{path} is not a ROS 2 parameter file (no node names at the top)")
-    fqn = f"/{namespace}/{node_name}" if namespace else f"/{node_name}"
-    applies = any(_key_matches(str(key), fqn) and "*" not in str(key).rstrip("/").split("/")[-1]
-                  for key in data)
-    values: Dict[str, Any] = {}
-    for key, section in data.items():
-        if _key_matches(str(key), f"/{node_name}") and isinstance(section, dict):
-            values.update(section.get("ros__parameters") or {})
-    return applies, values
+    return [(str(key), dict(section.get("ros__parameters") or {}))
+            for key, section in data.items() if isinstance(section, dict)]
 
 
 def _sim_entry(args: BringupArgs) -> ProcessEntry:
@@ -555,12 +563,32 @@ def _face_entry(args: BringupArgs) -> ProcessEntry:
 
 
 def _behavior_entry(args: BringupArgs) -> ProcessEntry:
-    """The behavior engine with the config file's ``cozmo_behavior:`` section."""
-    return _optional_node(
+    """The behavior engine with the config file's ``cozmo_behavior:`` section, and the
+    driver's ``cmd_vel_stamped``: the engine watches the driver's cmd_vel, of the driver's
+    type (with another it would never see a user drive, and would drive against them)."""
+    entry = _optional_node(
         args, "behavior", "cozmo_behavior_node", BEHAVIOR_NODE, args.enable_behavior,
         "enable_behavior",
         note="the behavior engine: reactions, moods and idle activities through the driver's "
              "topics and actions")
+    if not args.enable_behavior:
+        return entry
+    stamped = driver_file_value(args, "cmd_vel_stamped", False)
+    return replace(entry, parameters=entry.parameters + ({"cmd_vel_stamped": bool(stamped)},))
+
+
+def driver_file_value(args: BringupArgs, name: str, default: Any) -> Any:
+    """The value the config file gives the driver's parameter ``name`` as the plan starts
+    it (its keys that reach the driver, else its ``cozmo_driver:`` section), or ``default``."""
+    applies, section = node_parameters_in_file(args.config, DRIVER_NODE, args.full_namespace)
+    if not applies:
+        return section.get(name, default)
+    fqn = f"/{args.full_namespace}/{DRIVER_NODE}" if args.full_namespace else f"/{DRIVER_NODE}"
+    value = default
+    for key, values in _parameter_sections(args.config):
+        if _key_matches(key, fqn) and name in values:
+            value = values[name]
+    return value
 
 
 def _rviz_entry(args: BringupArgs) -> ProcessEntry:

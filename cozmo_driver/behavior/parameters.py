@@ -41,8 +41,8 @@ BEHAVIOR_PARAMETERS: Tuple[BehaviorParam, ...] = (
                   "loaded into the engine; empty: none"),
     BehaviorParam("seed", 0, "Seed of the engine's random choices (the same seed makes the "
                   "same choices)", minimum=0, maximum=2**31 - 1),
-    BehaviorParam("cmd_vel_stamped", False, "cmd_vel is geometry_msgs/TwistStamped (as the "
-                  "driver's parameter of that name)"),
+    BehaviorParam("cmd_vel_stamped", False, "cmd_vel is geometry_msgs/TwistStamped: it must "
+                  "be the driver's parameter of that name, and the bring-up sets it so"),
     BehaviorParam("start_delay", 2.0, "Wait after the robot connects before the first "
                   "activity starts", "s", 0.0, 600.0),
 )

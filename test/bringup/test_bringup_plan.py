@@ -269,7 +269,8 @@ def test_optional_nodes_follow_their_flags():
 def test_the_behavior_node_gets_its_section_of_the_config_file(tmp_path):
     entry = make(enable_behavior="true")["behavior"]
     assert (entry.node_name, entry.condition) == ("cozmo_behavior", "enable_behavior")
-    assert [type(group) for group in entry.parameters] == [plan.ParamFile]
+    # the file, then the driver's cmd_vel type (see the next test)
+    assert [type(group) for group in entry.parameters] == [plan.ParamFile, dict]
     assert entry.parameters[0].path == str(default_config())
     # under a namespace the `cozmo_behavior:` key does not reach it: its values are copied
     entry = make(enable_behavior="true", namespace="robot1")["behavior"]
@@ -279,7 +280,27 @@ def test_the_behavior_node_gets_its_section_of_the_config_file(tmp_path):
     wildcard = tmp_path / "fleet.yaml"
     wildcard.write_text("/**/cozmo_behavior:\n  ros__parameters:\n    user_pause: 3.0\n")
     entry = make(enable_behavior="true", namespace="robot1", config=str(wildcard))["behavior"]
-    assert len(entry.parameters) == 1
+    assert len(entry.parameters) == 2 and "user_pause" not in merged_parameters(entry)
+
+
+def test_the_behavior_node_takes_the_drivers_cmd_vel_type(tmp_path):
+    """The engine watches the driver's cmd_vel: with a type of its own it would never see a
+    user drive (and would drive against them), so it gets the driver's cmd_vel_stamped."""
+    assert merged_parameters(make(enable_behavior="true")["behavior"])["cmd_vel_stamped"] is False
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("cozmo_driver:\n  ros__parameters:\n    cmd_vel_stamped: true\n"
+                    "cozmo_behavior:\n  ros__parameters:\n    cmd_vel_stamped: false\n")
+    for namespace in ("", "robot1"):
+        entry = make(enable_behavior="true", config=str(mine), namespace=namespace)["behavior"]
+        assert merged_parameters(entry)["cmd_vel_stamped"] is True, namespace
+    # a file for the namespaced driver: its own key, and a later one wins
+    fleet = tmp_path / "fleet.yaml"
+    fleet.write_text("/robot1/cozmo_driver:\n  ros__parameters:\n    cmd_vel_stamped: true\n"
+                     "/**/cozmo_driver:\n  ros__parameters:\n    camera_color: true\n")
+    entry = make(enable_behavior="true", config=str(fleet), namespace="robot1")["behavior"]
+    assert merged_parameters(entry)["cmd_vel_stamped"] is True
+    entry = make(enable_behavior="true", config=str(fleet), namespace="robot2")["behavior"]
+    assert merged_parameters(entry)["cmd_vel_stamped"] is False
 
 
 def test_the_face_node_gets_its_section_of_the_config_file(tmp_path):
