@@ -297,7 +297,7 @@ class Bringup:
                 self._running.pop(child.process.pid, None)
                 if child.entry.required:
                     self.say(f"{child.label} exited with status {code}: stopping")
-                    if child.entry.name in ("driver", "stack") and code != 0:
+                    if code != 0:  # the driver's, the stack's or the simulator's failure
                         status = code if code > 0 else 1
                     break
                 self.say(f"{child.label} exited with status {code}")

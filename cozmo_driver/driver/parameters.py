@@ -55,7 +55,9 @@ PARAMETERS: Tuple[ParamSpec, ...] = (
     ParamSpec("autostart", True, "Configure and activate by itself at start-up (false: wait for "
               "lifecycle transitions)"),
     # --- frames
-    ParamSpec("frame_prefix", "", "Prepended to every frame id, e.g. 'robot1/' for several robots", frame=True),
+    ParamSpec("frame_prefix", "", "Prepended to every frame id as it is, e.g. 'robot1/' for "
+              "several robots; the bring-up sets it from its frame_prefix argument (auto: the "
+              "namespace and '/'), which the description's frames follow too", frame=True),
     ParamSpec("odom_frame", "odom", "Odometry frame (parent of base_frame)", frame=True),
     ParamSpec("base_frame", "base_footprint", "Robot frame on the ground (child of odom_frame)", frame=True),
     ParamSpec("base_link_frame", "base_link", "Robot body frame, used in status and events headers "

@@ -328,6 +328,20 @@ def test_the_bringup_ends_when_the_driver_exits(start_bringup):
     assert not any(alive(pid) for pid in names.values())
 
 
+def test_a_simulator_that_cannot_start_fails_the_bringup(start_bringup):
+    """The simulator's port is taken: it exits 2 saying so, and the bring-up stops with its
+    status, as ros2 launch exits 1 (it used to exit 0: a script saw success)."""
+    import socket
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        port = taken.getsockname()[1]
+        run = start_bringup("use_sim:=true", f"sim_port:={port}", "--duration", "90")
+        assert run.process.wait(timeout=STARTUP_TIMEOUT_S) == 2, run.output()
+    assert re.search(r"simulator \(cozmo-sim, pid \d+\) exited with status 2: stopping",
+                     run.output()), run.output()
+    assert "cannot bind" in run.output()
+
+
 def _all_gone(pids, timeout_s: float) -> List[int]:
     """The pids still running after ``timeout_s`` (none: all gone)."""
     deadline = time.monotonic() + timeout_s
