@@ -37,6 +37,7 @@ class FakeRobot(RobotInterface):
         self.handles: List[Handle] = []
         self.face: Optional[str] = None
         self.backpack: Any = "unset"
+        self.backpack_fade = False
         self.cubes: dict = {}
         self.cancelled: List[Handle] = []
 
@@ -93,8 +94,9 @@ class FakeRobot(RobotInterface):
     def look_at(self, x, y):
         self.calls.append(("look_at", (x, y)))
 
-    def set_backpack_lights(self, colors, blink_period=0.0):
+    def set_backpack_lights(self, colors, blink_period=0.0, fade=False):
         self.calls.append(("backpack_lights", colors))
+        self.backpack_fade = fade
         self.backpack = colors
 
     def set_cube_lights(self, factory_id, color, blink_period=0.0):

@@ -257,9 +257,10 @@ class RobotInterface:
 
     # lights (fire and forget); colours are (r, g, b) in 0..1
     def set_backpack_lights(self, colors: Optional[Sequence[Tuple[float, float, float]]],
-                            blink_period: float = 0.0) -> None:
+                            blink_period: float = 0.0, fade: bool = False) -> None:
         """Five colours (front, middle, back, left, right), steady or blinking
-        with ``blink_period`` (s); None: off."""
+        with ``blink_period`` (s), or with ``fade`` fading in and out over it (breathing);
+        None: off."""
 
     def set_cube_lights(self, factory_id: int, color: Optional[Tuple[float, float, float]],
                         blink_period: float = 0.0) -> None:
@@ -392,13 +393,17 @@ class BehaviorContext:
         self.robot.look_at(min(1.0, max(-1.0, float(x))), min(1.0, max(-1.0, float(y))))
 
     def backpack_lights(self, colors: Optional[Sequence[Tuple[float, float, float]]],
-                        blink_period: float = 0.0) -> None:
-        """Backpack LEDs: one colour for all five, or five; None: off."""
+                        blink_period: float = 0.0, fade: bool = False) -> None:
+        """Backpack LEDs: one colour for all five, or five; None: off. Steady, or on and off
+        over ``blink_period`` (s), or with ``fade`` fading in and out over it (breathing)."""
         if colors is not None and len(colors) == 3 and not isinstance(colors[0], (tuple, list)):
             colors = [tuple(colors)] * 5  # type: ignore[list-item]
         self.lights_changed = True
-        self.robot.set_backpack_lights(None if colors is None else [tuple(c) for c in colors],
-                                       float(blink_period))
+        lights = None if colors is None else [tuple(c) for c in colors]
+        if fade:  # a RobotInterface of before ``fade`` still takes the others
+            self.robot.set_backpack_lights(lights, float(blink_period), True)
+        else:
+            self.robot.set_backpack_lights(lights, float(blink_period))
 
     def cube_lights(self, factory_id: int, color: Optional[Tuple[float, float, float]],
                     blink_period: float = 0.0) -> None:

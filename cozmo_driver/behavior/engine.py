@@ -5,7 +5,7 @@ Inputs (all with the time ``now`` as an argument; nothing here reads a clock):
 * :meth:`Engine.on_trigger` (a robot event or any named trigger, with data),
   :meth:`Engine.on_cube_tap`, :meth:`Engine.on_battery`, :meth:`Engine.on_state`
   (level flags from the robot's status), :meth:`Engine.on_connected`,
-  :meth:`Engine.on_emergency_stop`;
+  :meth:`Engine.on_emergency_stop`, :meth:`Engine.on_driver_active`;
 * :meth:`Engine.on_user_command`: the user commanded the robot;
 * :meth:`Engine.set_enabled`;
 * :meth:`Engine.tick`, about ten times a second.
@@ -15,7 +15,8 @@ Outputs: the commands its behaviors give through the :class:`RobotInterface`,
 
 Rules, in the order :meth:`tick` applies them:
 
-1. Disabled, the robot not connected, or the driver's emergency stop engaged:
+1. Disabled, the robot not connected, the driver's emergency stop engaged, or the
+   driver inactive (lifecycle):
    nothing runs (the running behavior is stopped, INTERRUPTED), and the status
    says ``paused`` with the reason (``pause_remaining`` 0: until that ends).
 2. A user command pauses the engine for ``user_pause`` seconds (every further
@@ -139,7 +140,8 @@ class Engine:
         self._pause_until = -math.inf
         self._last_user_command = -math.inf
         self._pause_reason = ""
-        self._estop = False
+        #: what the driver says keeps the engine still: {"estop": reason, "inactive": reason}
+        self._driver_holds: Dict[str, str] = {}
         self._pending: Deque[Tuple[str, Dict[str, Any], float]] = deque(maxlen=MAX_PENDING)
         self._running: Optional[_Run] = None
         self._last_ended: Dict[str, float] = {}
@@ -171,10 +173,11 @@ class Engine:
 
     def held(self) -> str:
         """What keeps the engine still until it ends ("" when nothing does): the robot not
-        connected, or the driver's emergency stop."""
+        connected, the driver's emergency stop, or the driver inactive."""
         if not self.state.connected:
             return "the robot is not connected"
-        return "the emergency stop is engaged" if self._estop else ""
+        holds = self._driver_holds
+        return holds.get("estop") or holds.get("inactive") or ""
 
     def status(self, now: float) -> EngineStatus:
         run = self._running
@@ -255,18 +258,31 @@ class Engine:
         """The driver's emergency stop: while engaged nothing runs (the driver would refuse
         every motion), as while the robot is not connected; released, the engine goes on
         after ``start_delay``, as after a connection."""
-        engaged = bool(engaged)
-        if engaged == self._estop:
+        self._driver_hold("estop", engaged, now, "the emergency stop is engaged",
+                          "emergency stop engaged: nothing runs until it is released",
+                          "emergency stop released: the engine goes on")
+
+    def on_driver_active(self, active: bool, now: float) -> None:
+        """The driver's lifecycle state: while it is inactive nothing runs (it refuses every
+        command), as while its emergency stop is engaged; active again, the engine goes on
+        after ``start_delay``."""
+        self._driver_hold("inactive", not active, now, "the driver is inactive (lifecycle)",
+                          "the driver is inactive (lifecycle): nothing runs until it is "
+                          "activated", "the driver is active again: the engine goes on")
+
+    def _driver_hold(self, kind: str, on: bool, now: float, reason: str, said_on: str,
+                     said_off: str) -> None:
+        if bool(on) == (kind in self._driver_holds):
             return
-        self._estop = engaged
         self._changed = True
         self._pending.clear()
-        self._log("info", "emergency stop engaged: nothing runs until it is released" if engaged
-                  else "emergency stop released: the engine goes on")
-        if engaged:
+        self._log("info", said_on if on else said_off)
+        if on:
+            self._driver_holds[kind] = reason
             if self._running is not None:
-                self._end(Outcome.INTERRUPTED, "the emergency stop is engaged", now)
+                self._end(Outcome.INTERRUPTED, reason, now)
         else:
+            del self._driver_holds[kind]
             self._next_choice = max(self._next_choice, now + self.start_delay)
 
     def on_user_command(self, reason: str, now: float) -> None:

@@ -235,6 +235,7 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
         ends its own motions, then :meth:`stop_all_motors`."""
         with self.drive_lock, self.lock:
             self.active = False
+            self.output.on_link(self.link_sample())  # link_status says so at once
         self.cancel_watchdog()
 
     def release(self) -> None:

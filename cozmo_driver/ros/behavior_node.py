@@ -12,7 +12,7 @@ Inputs:
   state once per connection (it streams at ~33 Hz: the node unsubscribes after
   the first message, the events report every change after it); ``battery_state``
   (BatteryState: ``percentage``) -> ``low_battery``; ``link_status`` -> whether
-  the robot is connected; ``emergency_stop/engaged`` (std_msgs/Bool) -> nothing
+  the robot is connected and the driver active (lifecycle); ``emergency_stop/engaged`` (std_msgs/Bool) -> nothing
   runs while the driver's emergency stop is engaged; ``object_events``
   (ObjectEvent TAPPED) -> ``cube_tapped``; ``behavior/trigger`` (std_msgs/String) -> any named trigger
   (``face_seen`` from a face detector);
@@ -71,7 +71,7 @@ from ..behavior.behavior import Handle, RobotInterface
 from ..behavior.config import ConfigError, builtin_still_animations, load_config
 from ..behavior.engine import Engine
 from ..behavior.parameters import BEHAVIOR_PARAMETERS, USER_ACTIONS, USER_TOPICS
-from ..behavior.reactions import ROBOT_EVENT_TRIGGERS
+from ..behavior.reactions import ROBOT_EVENT_TRIGGERS, TRIGGERS
 from ..lifeline import exit_with_parent
 from ..log_throttle import LogThrottle
 from ._entry import (destroy_waitables, destroyed_if_refused, init, make_node, spin_node,
@@ -112,12 +112,37 @@ def _color(rgb: Optional[Sequence[float]]) -> ColorRGBA:
     return ColorRGBA(r=r, g=g, b=b, a=1.0)
 
 
-def _light(rgb: Optional[Sequence[float]], blink_period: float) -> LightState:
+#: the longest period of a LightState (255 frames of 30 ms: LightState.msg)
+_LIGHT_PERIOD_MAX_S = 7.65
+
+
+def _light(rgb: Optional[Sequence[float]], blink_period: float, fade: bool = False) -> LightState:
+    """An LED steady in ``rgb``, or on and off over ``blink_period`` (s): each half at most
+    the longest period the lights have; ``fade``: fading in and out (breathing) instead."""
     state = LightState(on_color=_color(rgb), off_color=ColorRGBA())
     if rgb is not None and blink_period > 0:
-        half = min(8.5, blink_period / 2.0)
-        state.on_period = state.off_period = float(half)
+        half = float(min(_LIGHT_PERIOD_MAX_S, blink_period / 2.0))
+        if fade:
+            state.transition_on_period = state.transition_off_period = half
+        else:
+            state.on_period = state.off_period = half
     return state
+
+
+def misspelt_triggers(config: Any) -> List[str]:
+    """A warning for each reaction whose trigger is not one the node produces but is close
+    to one (``pickedup``, ``cube_taped``): it would fire only when posted on behavior/trigger.
+    Names of one's own, or the app's, are far from them and pass without a word."""
+    import difflib
+
+    out = []
+    for reaction in config.reactions:
+        name = reaction.trigger
+        close = [] if name in TRIGGERS else difflib.get_close_matches(name, list(TRIGGERS), 1, 0.8)
+        if close:
+            out.append(f"reactions.{name}: {name!r} is no trigger of the robot's events (did you "
+                       f"mean {close[0]!r}?): only a post on behavior/trigger starts it")
+    return out
 
 
 class RosRobot(RobotInterface):
@@ -260,6 +285,8 @@ class RosRobot(RobotInterface):
             try:
                 pcm = synthesize(spec)
             except ValueError as exc:
+                # a behavior may not look at its sound's outcome: said here, once a spec
+                self._warn_once(f"sound {spec}", f"sound {spec!r} not played: {exc}")
                 handle.fail(str(exc))
                 return handle
             if len(self._sound_cache) >= _SOUND_CACHE:
@@ -294,14 +321,14 @@ class RosRobot(RobotInterface):
     def look_at(self, x: float, y: float) -> None:
         self._look.publish(Point(x=float(x), y=float(y), z=0.0))
 
-    def set_backpack_lights(self, colors, blink_period: float = 0.0) -> None:
+    def set_backpack_lights(self, colors, blink_period: float = 0.0, fade: bool = False) -> None:
         colors = list(colors) if colors is not None else [None] * 5
         if self._pattern.get_subscription_count() > 0:
-            msg = BackpackLightPattern(front=_light(colors[0], blink_period),
-                                       middle=_light(colors[1], blink_period),
-                                       back=_light(colors[2], blink_period),
-                                       left=_light(colors[3], blink_period),
-                                       right=_light(colors[4], blink_period))
+            msg = BackpackLightPattern(front=_light(colors[0], blink_period, fade),
+                                       middle=_light(colors[1], blink_period, fade),
+                                       back=_light(colors[2], blink_period, fade),
+                                       left=_light(colors[3], blink_period, fade),
+                                       right=_light(colors[4], blink_period, fade))
             self._pattern.publish(msg)
         else:
             self._backpack.publish(BackpackLights(front=_color(colors[0]), middle=_color(colors[1]),
@@ -367,6 +394,8 @@ class BehaviorNode(Node):
                 log.warning(text)
             if len(warnings) > 20:
                 log.warning(f"... and {len(warnings) - 20} more app resources skipped")
+            for text in misspelt_triggers(self.config):
+                log.warning(text)
             self.robot = RosRobot(self, builtin_still_animations() + self.config.charger_safe_animations)
             now = time.monotonic()
             self.engine = Engine(self.config, self.robot, now, seed=int(p["seed"]),
@@ -472,6 +501,7 @@ class BehaviorNode(Node):
         if connected and not self.engine.state.connected:
             self._watch_status()   # a snapshot of the robot's state for the new connection
         self.engine.on_connected(connected, time.monotonic())
+        self.engine.on_driver_active(msg.driver_active, time.monotonic())
 
     def _on_object_event(self, msg: ObjectEvent) -> None:
         if msg.type == ObjectEvent.TAPPED:

@@ -426,6 +426,7 @@ class DriverStreams(DriverOutput):
         msg = LinkStatus()
         msg.header.stamp = self.node.get_clock().now().to_msg()
         msg.state = _LINK_STATUS[sample.state]
+        msg.driver_active = bool(self.node._core.active)
         msg.rtt_s = sample.rtt_s
         msg.datagrams_sent = sample.datagrams_sent
         msg.datagrams_received = sample.datagrams_received

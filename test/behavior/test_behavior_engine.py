@@ -365,6 +365,42 @@ def test_the_emergency_stop_holds_the_engine_still_and_the_status_says_why():
     assert not engine.status(7.0).paused
 
 
+def test_an_inactive_driver_holds_the_engine_still_and_the_status_says_why():
+    """While the driver is inactive (lifecycle) it refuses every command: the engine starts
+    nothing (before, a behavior started and failed every idle_between, and each failure
+    counted against the mood); the running one is stopped. Active again, it goes on after
+    start_delay. With the emergency stop engaged too, releasing one still holds."""
+    engine, robot, log = make_engine(auto=False, start_delay=2.0)
+    engine.on_trigger("cube_tapped", 0.0)
+    engine.tick(0.0)
+    drive = robot.handles[0]
+    running = engine.running
+    engine.on_driver_active(True, 0.5)     # as it was: nothing changes
+    assert engine.running == running is not None
+    engine.on_driver_active(False, 1.0)
+    assert engine.running is None and drive.status == Handle.CANCELED
+    assert engine.last_outcome == "interrupted: the driver is inactive (lifecycle)"
+    status = engine.status(1.0)
+    assert status.paused and status.pause_remaining == 0.0
+    assert status.pause_reason == "the driver is inactive (lifecycle)"
+    failed, calls = engine.behaviors_failed, len(robot.calls)
+    engine.on_trigger("poked", 2.0)
+    run(engine, 1.0, 5.0)
+    assert engine.running is None and len(robot.calls) == calls
+    assert engine.behaviors_failed == failed
+    engine.on_emergency_stop(True, 5.0)
+    engine.on_driver_active(True, 5.5)
+    assert engine.status(5.5).pause_reason == "the emergency stop is engaged"
+    engine.on_emergency_stop(False, 6.0)
+    assert not engine.status(6.0).paused
+    assert [text for _, text in log if text.startswith("the driver is")] == [
+        "the driver is inactive (lifecycle): nothing runs until it is activated",
+        "the driver is active again: the engine goes on"]
+    engine.on_trigger("poked", 8.1)
+    engine.tick(8.1)
+    assert engine.running == "greet"
+
+
 def test_a_behavior_that_failed_because_a_command_failed_says_which_and_why():
     engine, robot, log = make_engine(auto=False)
     engine.on_trigger("poked", 0.0)
@@ -585,6 +621,7 @@ def test_sleep_on_the_charger_and_wake_up():
     assert engine.running == "sleep_on_charger"
     assert ("play_animation", "sleepy_yawn") in robot.calls and robot.face == "closed"
     assert robot.backpack and robot.backpack[0][2] > 0.3     # blue
+    assert robot.backpack_fade                               # breathing
     assert not {"drive_straight", "turn_in_place"} & set(robot.names())
     assert sum(1 for c in robot.calls if c[0] == "play_sound") >= 2   # snores
     engine.on_trigger("off_charger", 20.0)

@@ -28,7 +28,7 @@ import yaml
 rclpy = pytest.importorskip("rclpy")
 
 from cozmo_interfaces.action import TurnInPlace  # noqa: E402
-from cozmo_interfaces.msg import BehaviorStatus, EmotionState  # noqa: E402
+from cozmo_interfaces.msg import BehaviorStatus, EmotionState, LinkStatus  # noqa: E402
 from cozmo_interfaces.srv import SetEmergencyStop  # noqa: E402
 from geometry_msgs.msg import Twist  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
@@ -202,6 +202,9 @@ def test_cliff_charger_and_low_battery_reactions(rclpy_context, tmp_path):
         assert stack.until(lambda: sim.head_angle() < -0.3, REACTION_TIMEOUT), "the head did not go down"
         assert stack.until(lambda: sim.lights()["backpack"]["middle"].on_color & 0x1F > 0, REACTION_TIMEOUT), \
             "no blue backpack light"
+        middle = sim.lights()["backpack"]["middle"]   # breathing: fading in and out, 1 s each
+        assert (middle.transition_on_frames, middle.transition_off_frames) == (34, 34), middle
+        assert (middle.on_frames, middle.off_frames) == (0, 0), middle
         assert stack.behavior.engine.running == "sleep_on_charger"
         # no driving on the charger: nothing that moves the treads reached the robot
         wheels = stack.count("DriveWheels") + stack.count("ExecutePath") + stack.count("TurnInPlace")
@@ -217,6 +220,20 @@ def test_cliff_charger_and_low_battery_reactions(rclpy_context, tmp_path):
         assert stack.behavior.engine.state.battery_low
     finally:
         stack.close()
+
+
+def test_light_periods_stay_within_what_the_lights_take():
+    """A blink or breath of a long period keeps each half at 7.65 s, the longest a LightState
+    takes (the driver would clamp it with a warning at every command); a breath fades."""
+    from cozmo_driver.ros.behavior_node import _light
+
+    blink = _light((0.0, 0.0, 1.0), 20.0)
+    assert (blink.on_period, blink.off_period) == (pytest.approx(7.65), pytest.approx(7.65))
+    assert blink.transition_on_period == blink.transition_off_period == 0.0
+    breath = _light((0.0, 0.0, 1.0), 2.0, fade=True)
+    assert (breath.on_period, breath.off_period) == (0.0, 0.0)
+    assert breath.transition_on_period == breath.transition_off_period == pytest.approx(1.0)
+    assert _light(None, 2.0) == _light(None, 0.0)   # off is off
 
 
 def test_a_tapped_cube_is_celebrated(rclpy_context, tmp_path):
@@ -326,6 +343,50 @@ def test_the_emergency_stop_holds_the_engine_still(rclpy_context, tmp_path):
         assert stack.call(SetEmergencyStop, "emergency_stop", SetEmergencyStop.Request(engage=False)).success
         assert stack.until(lambda: engine.behaviors_started > started, REACTION_TIMEOUT)
         assert not stack.last().paused or stack.until(lambda: not stack.last().paused, 5.0)
+        # switched off, so that the goals it sent end before the stack closes
+        assert stack.call(SetBool, "behavior/enable", SetBool.Request(data=False)).success
+        assert stack.until(lambda: engine.running is None, REACTION_TIMEOUT)
+        stack.spin_for(1.0)
+    finally:
+        stack.close()
+
+
+def test_an_inactive_driver_holds_the_engine_still(rclpy_context, tmp_path):
+    """The driver deactivated (as `ros2 lifecycle set /cozmo_driver deactivate` does): it
+    refuses every command, and link_status says so; the engine stops what runs and starts
+    nothing until the driver is active again. Before, a behavior started and failed at
+    every idle_between, each failure warned about and counted against the mood."""
+    from lifecycle_msgs.msg import Transition
+    from lifecycle_msgs.srv import ChangeState
+
+    stack = Stack(rclpy_context, tmp_path, None)
+    engine = stack.behavior.engine
+    links = stack.listen("links", LinkStatus, "link_status", QoSProfile(
+        depth=10, reliability=QoSReliabilityPolicy.RELIABLE,
+        durability=QoSDurabilityPolicy.TRANSIENT_LOCAL))
+
+    def change(transition: int) -> None:
+        request = ChangeState.Request()
+        request.transition.id = transition
+        assert stack.call(ChangeState, "cozmo_driver/change_state", request).success
+
+    try:
+        assert stack.until(lambda: engine.behaviors_started >= 1 and links, 3 * REACTION_TIMEOUT)
+        assert links[-1].driver_active
+        change(Transition.TRANSITION_DEACTIVATE)
+        assert stack.until(lambda: not links[-1].driver_active, REACTION_TIMEOUT)
+        assert links[-1].state == LinkStatus.CONNECTED   # the link is kept
+        assert stack.until(
+            lambda: stack.last().pause_reason == "the driver is inactive (lifecycle)",
+            REACTION_TIMEOUT), stack.last()
+        assert stack.last().paused and engine.running is None
+        started, failed = engine.behaviors_started, engine.behaviors_failed
+        stack.spin_for(6.0)   # three times freeplay's idle_between
+        assert (engine.behaviors_started, engine.behaviors_failed) == (started, failed)
+        change(Transition.TRANSITION_ACTIVATE)
+        assert stack.until(lambda: links[-1].driver_active, REACTION_TIMEOUT)
+        assert stack.until(lambda: engine.behaviors_started > started, REACTION_TIMEOUT)
+        assert engine.behaviors_failed == failed
         # switched off, so that the goals it sent end before the stack closes
         assert stack.call(SetBool, "behavior/enable", SetBool.Request(data=False)).success
         assert stack.until(lambda: engine.running is None, REACTION_TIMEOUT)
@@ -486,7 +547,6 @@ def test_a_driver_gone_without_a_word_stops_the_engine(rclpy_context, rclpy_log)
     """A driver that crashed says nothing on link_status: the engine takes its publisher's
     going (the graph) for the link's end, within about its status period, instead of
     starting behaviours that time out or fail one after the other."""
-    from cozmo_interfaces.msg import LinkStatus
     behavior = BehaviorNode(context=rclpy_context, parameter_overrides=[
         Parameter("start_delay", value=0.0), Parameter("enabled", value=False)])
     spin = RosHarness(rclpy_context, "link_stand_in", nodes=(behavior,))
@@ -494,7 +554,7 @@ def test_a_driver_gone_without_a_word_stops_the_engine(rclpy_context, rclpy_log)
         # a stand-in for the driver's link_status (latched, as the driver's)
         link = spin.probe.create_publisher(LinkStatus, "link_status", QoSProfile(
             depth=1, durability=QoSDurabilityPolicy.TRANSIENT_LOCAL))
-        link.publish(LinkStatus(state=LinkStatus.CONNECTED))
+        link.publish(LinkStatus(state=LinkStatus.CONNECTED, driver_active=True))
         assert spin.spin_until(lambda: behavior.engine.state.connected, DISCOVERY_TIMEOUT)
         spin.spin_for(1.5)
         assert behavior.engine.state.connected  # a publisher that is there keeps it so
@@ -524,6 +584,31 @@ def test_an_unknown_trigger_held_back_is_said_when_no_other_comes(rclpy_context,
         assert "'nosuch_two'" in warned()[1], warned()
     finally:
         spin.close()
+
+
+def test_a_misspelt_trigger_and_a_bad_sound_are_said(rclpy_context, rclpy_log, tmp_path):
+    """A reaction to `pickedup` (picked_up meant) would fire only from behavior/trigger: said
+    at start-up with the name meant; a name of one's own is not. A sound whose synth spec is
+    wrong is said once, by the spec: the behavior playing it may not look at its outcome."""
+    config = tmp_path / "mine.yaml"
+    config.write_text(yaml.safe_dump({"reactions": {
+        "pickedup": {"behavior": "greet"}, "my_own_signal": {"behavior": "greet"}}}))
+    behavior = BehaviorNode(context=rclpy_context, parameter_overrides=[
+        Parameter("start_delay", value=0.0), Parameter("enabled", value=False),
+        Parameter("config_file", value=str(config))])
+    try:
+        said = [line.message for line in rclpy_log.of(behavior, LoggingSeverity.WARN)]
+        assert said == ["reactions.pickedup: 'pickedup' is no trigger of the robot's events (did "
+                        "you mean 'picked_up'?): only a post on behavior/trigger starts it"], said
+        for _ in range(2):
+            handle = behavior.robot.play_sound("synth:chrip(600, 1200, 0.3)")
+            assert handle.done and handle.status == handle.FAILED
+        said = [line.message for line in rclpy_log.of(behavior, LoggingSeverity.WARN)]
+        assert len(said) == 2 and said[1].startswith(
+            "sound 'synth:chrip(600, 1200, 0.3)' not played: "), said
+    finally:
+        behavior.close()
+        behavior.destroy_node()
 
 
 def test_start_up_parameters_are_read_only_for_the_parameter_tools(rclpy_context):

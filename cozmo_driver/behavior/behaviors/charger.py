@@ -24,7 +24,7 @@ class SleepOnCharger(ScriptBehavior):
         yield ctx.animate("sleepy_yawn")
         yield [ctx.head(-0.4, 1.5), ctx.lift(0.032)]
         ctx.face("closed")
-        ctx.backpack_lights(tuple(p["lights"]), p["breathe_period"])
+        ctx.backpack_lights(tuple(p["lights"]), p["breathe_period"], fade=True)
         while ctx.state.on_charger and ctx.elapsed < p["sleep_s"]:
             yield ctx.wait_until(lambda: not ctx.state.on_charger, p["snore_s"], "sleep")
             if ctx.state.on_charger:
