@@ -678,4 +678,6 @@ def skip_message(entry: ProcessEntry) -> str:
     """What a front-end prints for an enabled entry that is not installed."""
     if entry.package == PACKAGE:
         return f"{entry.executable} is not installed yet: skipped"
-    return (f"{entry.executable} is not installed (package {entry.package}): skipped")
+    distro = os.environ.get("ROS_DISTRO") or "<distro>"
+    return (f"{entry.executable} is not installed (package {entry.package}; with ROS 2 from "
+            f"apt: sudo apt install ros-{distro}-{entry.package.replace('_', '-')}): skipped")

@@ -283,6 +283,17 @@ def test_the_behavior_node_gets_its_section_of_the_config_file(tmp_path):
     assert len(entry.parameters) == 2 and "user_pause" not in merged_parameters(entry)
 
 
+def test_a_tool_that_is_not_installed_is_skipped_saying_how_to_get_it(monkeypatch):
+    rviz = make(rviz="true")["rviz"]
+    monkeypatch.setenv("ROS_DISTRO", "jazzy")
+    assert plan.skip_message(rviz) == ("rviz2 is not installed (package rviz2; with ROS 2 from "
+                                       "apt: sudo apt install ros-jazzy-rviz2): skipped")
+    monkeypatch.delenv("ROS_DISTRO")
+    assert "ros-<distro>-robot-state-publisher" in plan.skip_message(
+        make()["robot_state_publisher"])
+    assert plan.skip_message(make()["driver"]) == "cozmo_driver_node is not installed yet: skipped"
+
+
 def test_the_behavior_node_takes_the_drivers_cmd_vel_type(tmp_path):
     """The engine watches the driver's cmd_vel: with a type of its own it would never see a
     user drive (and would drive against them), so it gets the driver's cmd_vel_stamped."""
