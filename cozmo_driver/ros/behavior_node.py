@@ -100,6 +100,10 @@ def _publisher(node: Node, msg_type: Any, topic: str, profile: Any) -> Any:
     return qos.create_publisher(node, msg_type, topic, profile, overridable=False)
 
 
+#: how often the node looks whether cmd_vel has another type on the graph than its own, s
+TYPE_CHECK_S = 5.0
+
+
 def _subscription(node: Node, msg_type: Any, topic: str, callback: Any, profile: Any) -> Any:
     """A subscription without QoS event handlers (see :func:`_publisher`)."""
     return qos.create_subscription(node, msg_type, topic, callback, profile, overridable=False)
@@ -405,6 +409,7 @@ class BehaviorNode(Node):
         self._user_goals: Dict[str, Set[bytes]] = {action: set() for action in USER_ACTIONS}
         self.user_commands = 0
         self._throttle = LogThrottle(2.0)  # warnings of a kind a publisher may repeat
+        self._warned_once: Set[str] = set()
         # inputs
         _subscription(self, RobotEvent, "events", self._on_event, QOS_EVENTS)
         # the status streams at ~33 Hz; the engine needs one snapshot per connection (the
@@ -421,6 +426,8 @@ class BehaviorNode(Node):
         cmd_vel_type = TwistStamped if p["cmd_vel_stamped"] else Twist
         topic_types = {"cmd_vel": cmd_vel_type, "head/angle": HeadAngle, "lift/height": LiftHeight,
                        "head/velocity": Float64, "lift/velocity": Float64}
+        self._cmd_vel_type = cmd_vel_type
+        self._types_checked_at = -math.inf  # see _check_cmd_vel_type
         for topic in USER_TOPICS:
             _subscription(self, topic_types[topic], topic,
                           lambda msg, t=topic: self._on_user_topic(t), QOS_WATCH)
@@ -560,6 +567,7 @@ class BehaviorNode(Node):
                 f"{self._link_sub.topic_name} has no publisher any more: the driver stopped "
                 "without saying so (it crashed?); nothing runs until it is back")
             self.engine.on_connected(False, time.monotonic())
+        self._check_cmd_vel_type(time.monotonic())
         s = self.engine.status(time.monotonic())
         msg = BehaviorStatus(enabled=s.enabled, paused=s.paused, pause_remaining=float(s.pause_remaining),
                              pause_reason=s.pause_reason, activity=s.activity, behavior=s.behavior,
@@ -567,6 +575,24 @@ class BehaviorNode(Node):
                              behaviors_started=s.behaviors_started, behaviors_failed=s.behaviors_failed)
         msg.header.stamp = self.get_clock().now().to_msg()
         self._status_pub.publish(msg)
+
+    def _check_cmd_vel_type(self, now: float) -> None:
+        """Every TYPE_CHECK_S: a warning (once) when cmd_vel has another type on the graph
+        than this node's (cmd_vel_stamped set on the driver only): the engine would never
+        see a user drive, and would drive against them."""
+        if now - self._types_checked_at < TYPE_CHECK_S or "cmd_vel_type" in self._warned_once:
+            return
+        self._types_checked_at = now
+        topic = self.resolve_topic_name("cmd_vel")
+        ours = "geometry_msgs/msg/" + self._cmd_vel_type.__name__
+        other = sorted({t for name, types in self.get_topic_names_and_types() if name == topic
+                        for t in types if t != ours})
+        if other:
+            self._warned_once.add("cmd_vel_type")
+            self.get_logger().warning(
+                f"{topic} carries {', '.join(other)} on the graph, and this node takes {ours} "
+                f"(cmd_vel_stamped {self._params['cmd_vel_stamped']}): it cannot see a user drive. "
+                "Set cmd_vel_stamped as the driver's, in the cozmo_behavior section")
 
     # ------------------------------------------------------------------ control
 

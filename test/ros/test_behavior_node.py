@@ -40,6 +40,7 @@ from std_msgs.msg import String  # noqa: E402
 from std_srvs.srv import SetBool  # noqa: E402
 
 from ros_harness import CONNECT_TIMEOUT, DISCOVERY_TIMEOUT, RosHarness  # noqa: E402
+from cozmo_driver.ros import behavior_node  # noqa: E402
 from cozmo_driver.ros.behavior_node import BehaviorNode  # noqa: E402
 from cozmo_driver.ros.driver_node import CozmoDriverNode  # noqa: E402
 from cozmo_driver.sim import SimServer  # noqa: E402
@@ -609,6 +610,37 @@ def test_a_misspelt_trigger_and_a_bad_sound_are_said(rclpy_context, rclpy_log, t
     finally:
         behavior.close()
         behavior.destroy_node()
+
+
+def test_cmd_vel_of_another_type_is_said(rclpy_context, rclpy_log):
+    """cmd_vel_stamped set on the driver only (or a TwistStamped teleop): cmd_vel has another
+    type on the graph than the engine's, which then never sees a user drive; said once."""
+    from geometry_msgs.msg import TwistStamped
+
+    behavior = BehaviorNode(context=rclpy_context, parameter_overrides=[
+        Parameter("start_delay", value=0.0), Parameter("enabled", value=False)])
+    spin = RosHarness(rclpy_context, "cmd_vel_typer", nodes=(behavior,))
+    # another process's publisher (one participant takes a topic name of one type only)
+    other = rclpy.Context()
+    rclpy.init(context=other)
+    try:
+        spin.spin_for(1.5)   # its own Twist subscription alone: nothing said
+        assert not rclpy_log.of(behavior, LoggingSeverity.WARN)
+        teleop = rclpy.create_node("stamped_teleop", context=other)
+        teleop.create_publisher(TwistStamped, "cmd_vel", 10)
+
+        def said():
+            return [line.message for line in rclpy_log.of(behavior, LoggingSeverity.WARN)]
+        assert spin.spin_until(lambda: said(), 3.0 + behavior_node.TYPE_CHECK_S), said()
+        assert said() == ["/cmd_vel carries geometry_msgs/msg/TwistStamped on the graph, and "
+                          "this node takes geometry_msgs/msg/Twist (cmd_vel_stamped False): it "
+                          "cannot see a user drive. Set cmd_vel_stamped as the driver's, in the "
+                          "cozmo_behavior section"]
+        spin.spin_for(behavior_node.TYPE_CHECK_S + 1.0)
+        assert len(said()) == 1
+    finally:
+        spin.close()
+        other.try_shutdown()
 
 
 def test_start_up_parameters_are_read_only_for_the_parameter_tools(rclpy_context):
