@@ -929,6 +929,10 @@ class ObjectRegistry:
         if busy:
             return busy[0]
         if not connect:
+            # one whose slot the robot keeps, or whose connection is still wanted: given up
+            kept = [e for e in same if e.held or e.wanted]
+            if kept:
+                return kept[0]
             self._results.append(RequestResult(token, True, f"no {what} was connected", 0))
             return None
         listed = [e for e in same if e.listed]

@@ -944,6 +944,26 @@ def test_the_robot_keeps_a_dropped_cubes_slot_and_reconnects_it_by_itself():
     assert (cube_id.NAME, cube_id.object_id, lights.NAME) == ("CubeId", ids[C1], "CubeLights")
 
 
+def test_a_kept_slot_is_emptied_on_a_disconnect_by_type_too():
+    """connect_object by object_type with connect false: a cube that dropped out, whose
+    slot the robot keeps, is disconnected as by its factory id (it was answered 'no cube1
+    was connected' and kept, and the robot paired it again when it heard it); one whose
+    connection is wanted but not made is no longer wanted."""
+    rig = Rig(auto_connect_cubes=False)
+    rig.all_advertise()
+    rig.reg.request(1, C1, 0, True, rig.now)
+    rig.connects()
+    cube1 = rig.answer(C1, 1, True)
+    rig.answer(C1, 1, False, object_id=cube1)             # dropped: held
+    rig.results()
+    assert rig.reg.entry(C1).held
+    assert rig.reg.request(2, 0, 1, False, rig.now) == C1
+    assert rig.connects() == [(C1, False)]
+    rig.answer(C1, 1, False, object_id=cube1)
+    assert rig.results() == [(2, True, "cube1 disconnected")]
+    assert not rig.reg.entry(C1).held and not rig.reg.entry(C1).wanted
+
+
 def test_a_kept_slot_is_emptied_on_request_at_shutdown_and_given_away_when_none_is_free():
     rig = Rig(auto_connect_cubes=False)
     rig.all_advertise()
