@@ -329,32 +329,45 @@ def test_disabled_and_disconnected_engines_start_nothing():
     assert engine.running == "greet"
 
 
+def _held_from(engine, robot, hold, reason: str) -> None:
+    """A behavior runs; ``hold(now)`` at 1.0 stops it (its goal cancelled) and holds the
+    engine: paused for ``reason`` until that ends, nothing started or failed up to 5.0."""
+    engine.on_trigger("cube_tapped", 0.0)
+    engine.tick(0.0)
+    drive = robot.handles[0]
+    hold(1.0)
+    assert engine.running is None and drive.status == Handle.CANCELED
+    assert engine.last_outcome == f"interrupted: {reason}"
+    status = engine.status(1.0)
+    assert status.paused and status.pause_remaining == 0.0 and status.pause_reason == reason
+    failed, calls = engine.behaviors_failed, len(robot.calls)
+    engine.on_trigger("poked", 2.0)
+    run(engine, 1.0, 5.0)
+    assert engine.running is None and len(robot.calls) == calls
+    assert engine.behaviors_failed == failed
+
+
+def _goes_on(engine, log, now: float, said, start_delay: float = 0.0) -> None:
+    """Released at ``now``: not paused, the hold's two lines ``said`` (among the log's),
+    and a trigger after ``start_delay`` starts its reaction."""
+    assert not engine.status(now).paused
+    assert [text for _, text in log if text in said] == said
+    later = now + start_delay + 0.1
+    engine.on_trigger("poked", later)
+    engine.tick(later)
+    assert engine.running == "greet"
+
+
 def test_the_emergency_stop_holds_the_engine_still_and_the_status_says_why():
     """While the driver's emergency stop is engaged the engine starts nothing (every motion
     would be refused: before, it started behaviors that failed at once, over and over);
     the running one is stopped. The status says paused and why, as while disconnected."""
     engine, robot, log = make_engine(auto=False, start_delay=2.0)
-    engine.on_trigger("cube_tapped", 0.0)
-    engine.tick(0.0)
-    drive = robot.handles[0]
-    engine.on_emergency_stop(True, 1.0)
-    assert engine.running is None and drive.status == Handle.CANCELED
-    assert engine.last_outcome == "interrupted: the emergency stop is engaged"
-    status = engine.status(1.0)
-    assert status.paused and status.pause_remaining == 0.0
-    assert status.pause_reason == "the emergency stop is engaged"
-    calls = len(robot.calls)
-    engine.on_trigger("poked", 2.0)
-    run(engine, 1.0, 5.0)
-    assert engine.running is None and len(robot.calls) == calls
+    _held_from(engine, robot, lambda now: engine.on_emergency_stop(True, now),
+               "the emergency stop is engaged")
     engine.on_emergency_stop(False, 5.0)
-    assert not engine.status(5.0).paused
-    assert [text for _, text in log if text.startswith("emergency stop")] == [
-        "emergency stop engaged: nothing runs until it is released",
-        "emergency stop released: the engine goes on"]
-    engine.on_trigger("poked", 5.1)
-    engine.tick(5.1)
-    assert engine.running == "greet"
+    _goes_on(engine, log, 5.0, ["emergency stop engaged: nothing runs until it is released",
+                                "emergency stop released: the engine goes on"])
     # not connected: paused, the reason said, until it is back
     engine.on_connected(False, 6.0)
     engine.tick(6.0)
@@ -371,34 +384,19 @@ def test_an_inactive_driver_holds_the_engine_still_and_the_status_says_why():
     counted against the mood); the running one is stopped. Active again, it goes on after
     start_delay. With the emergency stop engaged too, releasing one still holds."""
     engine, robot, log = make_engine(auto=False, start_delay=2.0)
-    engine.on_trigger("cube_tapped", 0.0)
-    engine.tick(0.0)
-    drive = robot.handles[0]
-    running = engine.running
-    engine.on_driver_active(True, 0.5)     # as it was: nothing changes
-    assert engine.running == running is not None
-    engine.on_driver_active(False, 1.0)
-    assert engine.running is None and drive.status == Handle.CANCELED
-    assert engine.last_outcome == "interrupted: the driver is inactive (lifecycle)"
-    status = engine.status(1.0)
-    assert status.paused and status.pause_remaining == 0.0
-    assert status.pause_reason == "the driver is inactive (lifecycle)"
-    failed, calls = engine.behaviors_failed, len(robot.calls)
-    engine.on_trigger("poked", 2.0)
-    run(engine, 1.0, 5.0)
-    assert engine.running is None and len(robot.calls) == calls
-    assert engine.behaviors_failed == failed
+
+    def deactivate(now: float) -> None:
+        engine.on_driver_active(True, now)     # as it was: nothing changes
+        assert engine.running is not None
+        engine.on_driver_active(False, now)
+    _held_from(engine, robot, deactivate, "the driver is inactive (lifecycle)")
     engine.on_emergency_stop(True, 5.0)
     engine.on_driver_active(True, 5.5)
     assert engine.status(5.5).pause_reason == "the emergency stop is engaged"
     engine.on_emergency_stop(False, 6.0)
-    assert not engine.status(6.0).paused
-    assert [text for _, text in log if text.startswith("the driver is")] == [
+    _goes_on(engine, log, 6.0, [
         "the driver is inactive (lifecycle): nothing runs until it is activated",
-        "the driver is active again: the engine goes on"]
-    engine.on_trigger("poked", 8.1)
-    engine.tick(8.1)
-    assert engine.running == "greet"
+        "the driver is active again: the engine goes on"], start_delay=2.0)
 
 
 def test_a_behavior_that_failed_because_a_command_failed_says_which_and_why():

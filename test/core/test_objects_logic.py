@@ -944,12 +944,8 @@ def test_the_robot_keeps_a_dropped_cubes_slot_and_reconnects_it_by_itself():
     assert (cube_id.NAME, cube_id.object_id, lights.NAME) == ("CubeId", ids[C1], "CubeLights")
 
 
-def test_a_kept_slot_is_emptied_on_a_disconnect_by_type_too():
-    """connect_object by object_type with connect false: a cube that dropped out, whose
-    slot the robot keeps, is disconnected as by its factory id (it was answered 'no cube1
-    was connected' and kept, and the robot paired it again when it heard it); one whose
-    connection is wanted but not made is no longer wanted."""
-    rig = Rig(auto_connect_cubes=False)
+def _held_cube1(rig) -> int:
+    """cube1 connected on request, then dropped out: the robot keeps its slot (its object id)."""
     rig.all_advertise()
     rig.reg.request(1, C1, 0, True, rig.now)
     rig.connects()
@@ -957,6 +953,16 @@ def test_a_kept_slot_is_emptied_on_a_disconnect_by_type_too():
     rig.answer(C1, 1, False, object_id=cube1)             # dropped: held
     rig.results()
     assert rig.reg.entry(C1).held
+    return cube1
+
+
+def test_a_kept_slot_is_emptied_on_a_disconnect_by_type_too():
+    """connect_object by object_type with connect false: a cube that dropped out, whose
+    slot the robot keeps, is disconnected as by its factory id (it was answered 'no cube1
+    was connected' and kept, and the robot paired it again when it heard it); one whose
+    connection is wanted but not made is no longer wanted."""
+    rig = Rig(auto_connect_cubes=False)
+    cube1 = _held_cube1(rig)
     assert rig.reg.request(2, 0, 1, False, rig.now) == C1
     assert rig.connects() == [(C1, False)]
     rig.answer(C1, 1, False, object_id=cube1)
@@ -966,13 +972,7 @@ def test_a_kept_slot_is_emptied_on_a_disconnect_by_type_too():
 
 def test_a_kept_slot_is_emptied_on_request_at_shutdown_and_given_away_when_none_is_free():
     rig = Rig(auto_connect_cubes=False)
-    rig.all_advertise()
-    rig.reg.request(1, C1, 0, True, rig.now)
-    rig.connects()
-    cube1 = rig.answer(C1, 1, True)
-    rig.answer(C1, 1, False, object_id=cube1)             # dropped: held
-    rig.results()
-    assert rig.reg.entry(C1).held
+    cube1 = _held_cube1(rig)
     # shutdown empties it (lights off, then the slot)
     assert [(x.NAME, getattr(x, "object_id", getattr(x, "slot", None))) for x in rig.reg.release_all()] == [
         ("CubeId", cube1), ("CubeLights", None), ("ObjectConnect", cube1)]
