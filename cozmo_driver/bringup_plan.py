@@ -461,7 +461,7 @@ def node_parameters_in_file(path: Path, node_name: str, namespace: str
     values as parameters of its own. Only a key that names the node (``/robot1/cozmo_driver``,
     ``/**/cozmo_driver``) says the file was written for it under a namespace: one for every
     node (``/**``, ``/robot1/*``), as for ``use_sim_time``, does not."""
-    fqn = f"/{namespace}/{node_name}" if namespace else f"/{node_name}"
+    fqn = node_key(namespace, node_name)
     sections = _parameter_sections(path)
     applies = any(_key_matches(key, fqn) and "*" not in key.rstrip("/").split("/")[-1]
                   for key, _ in sections)
@@ -579,16 +579,15 @@ def _behavior_entry(args: BringupArgs) -> ProcessEntry:
 
 def driver_file_value(args: BringupArgs, name: str, default: Any) -> Any:
     """The value the config file gives the driver's parameter ``name`` as the plan starts
-    it (its keys that reach the driver, else its ``cozmo_driver:`` section), or ``default``."""
+    it (its keys that reach the driver in the file's order, then the copy of its
+    ``cozmo_driver:`` section where that does not reach it), or ``default``."""
     applies, section = node_parameters_in_file(args.config, DRIVER_NODE, args.full_namespace)
-    if not applies:
-        return section.get(name, default)
-    fqn = f"/{args.full_namespace}/{DRIVER_NODE}" if args.full_namespace else f"/{DRIVER_NODE}"
+    fqn = node_key(args.full_namespace, DRIVER_NODE)
     value = default
     for key, values in _parameter_sections(args.config):
-        if _key_matches(key, fqn) and name in values:
-            value = values[name]
-    return value
+        if _key_matches(key, fqn):
+            value = values.get(name, value)
+    return value if applies else section.get(name, value)
 
 
 def _rviz_entry(args: BringupArgs) -> ProcessEntry:

@@ -12,8 +12,8 @@ Inputs:
   state once per connection (it streams at ~33 Hz: the node unsubscribes after
   the first message, the events report every change after it); ``battery_state``
   (BatteryState: ``percentage``) -> ``low_battery``; ``link_status`` -> whether
-  the robot is connected and the driver active (lifecycle); ``emergency_stop/engaged`` (std_msgs/Bool) -> nothing
-  runs while the driver's emergency stop is engaged; ``object_events``
+  the robot is connected and the driver active (lifecycle); ``emergency_stop/engaged``
+  (std_msgs/Bool) -> nothing runs while the driver's emergency stop is engaged; ``object_events``
   (ObjectEvent TAPPED) -> ``cube_tapped``; ``behavior/trigger`` (std_msgs/String) -> any named trigger
   (``face_seen`` from a face detector);
 * user commands, which pause the engine for ``user_pause``: every message on

@@ -312,6 +312,15 @@ def test_the_behavior_node_takes_the_drivers_cmd_vel_type(tmp_path):
     assert merged_parameters(entry)["cmd_vel_stamped"] is True
     entry = make(enable_behavior="true", config=str(fleet), namespace="robot2")["behavior"]
     assert merged_parameters(entry)["cmd_vel_stamped"] is False
+    # a key for every node reaches the driver too, and its own section wins over it
+    every = tmp_path / "every.yaml"
+    every.write_text("/**:\n  ros__parameters:\n    cmd_vel_stamped: true\n")
+    entry = make(enable_behavior="true", config=str(every), namespace="robot1")["behavior"]
+    assert merged_parameters(entry)["cmd_vel_stamped"] is True
+    every.write_text("/**:\n  ros__parameters:\n    cmd_vel_stamped: true\n"
+                     "cozmo_driver:\n  ros__parameters:\n    cmd_vel_stamped: false\n")
+    entry = make(enable_behavior="true", config=str(every), namespace="robot1")["behavior"]
+    assert merged_parameters(entry)["cmd_vel_stamped"] is False
 
 
 def test_the_face_node_gets_its_section_of_the_config_file(tmp_path):
