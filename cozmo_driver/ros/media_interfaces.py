@@ -65,6 +65,7 @@ from ..anim.av_stream import AVReport, AVStream
 from ..client.link import LinkState
 from ..driver.commands import CommandError, clamp, volume_level
 from ..driver.diagnostics import DiagnosticReport, av_report
+from ..driver.parameters import PARAMETERS_BY_NAME
 from ..log_throttle import LogThrottle, field_kind
 from ..driver.speech import speak
 from ..driver.media import (audio_chunk_samples, face_to_screen, image_to_screen,
@@ -81,7 +82,7 @@ __all__ = ["MediaInterfaces"]
 _STREAM_GAP_S = 0.5
 _WARN_PERIOD_S = 2.0
 #: the longest a display/image is shown for (display_default_duration's range), s
-_MAX_IMAGE_S = 3600.0
+_MAX_IMAGE_S = float(PARAMETERS_BY_NAME["display_default_duration"].maximum)
 #: longest a play_animation goal waits for the robot to calibrate its head and lift, s (the
 #: client sends held commands after 5 s without the calibration's end)
 _CALIBRATION_WAIT_S = 6.0
