@@ -7,7 +7,8 @@ once (by its "Run on" line), and reduces each to one row: when and on which CPU 
 the driver code it measured, the one-process stack's memory, and the ratios to pycozmo
 that its summary table gave for issue #18's CPU goals, with the floor that its
 bare-relay rows measured and pycozmo's own CPU in its consumer rounds. So the figures of
-runs on different machines stand side by side without being copied by hand.
+runs on different machines stand side by side without being copied by hand, and
+:func:`goal_rows` tallies over them how many runs met each goal.
 ``bench_stack.py`` writes the table after each run; ``bench_stack.py --runs-only``
 writes it without measuring.
 """
@@ -17,7 +18,7 @@ from __future__ import annotations
 import re
 import subprocess
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 from _common import block_markers
 
@@ -32,6 +33,9 @@ SINGLE = "driver + consumer (SingleThreadedExecutor)"
 WITH_STATE = "driver with camera_with_state + consumer (SingleThreadedExecutor)"
 EVENTS = "driver + consumer (EventsExecutor)"
 GOALS = (FACE, SINGLE, WITH_STATE, EVENTS)
+#: issue #18's memory goal, as the tally of the runs names it
+MEMORY_GOAL = "one-process stack with face and behavior, RSS at most 120 MiB"
+MEMORY_LIMIT_MIB = 120.0
 
 
 def goal_of(name: str) -> Optional[str]:
@@ -87,7 +91,8 @@ def _span(values: List[float], digits: int = 2) -> str:
 
 
 def summarize(block: str) -> Optional[Dict[str, str]]:
-    """One run's row: {"run", "cpu", "memory" (the one-process stack's RSS), each goal of
+    """One run's row: {"run", "cpu", "memory" (the one-process stack's RSS, lowest-highest
+    over its rounds), each goal of
     GOALS: "same window; each alone", "floor", "pycozmo"}; None for a block without the
     per-goal summary (runs before --rounds)."""
     head = RUN_LINE.search(block)
@@ -99,8 +104,8 @@ def summarize(block: str) -> Optional[Dict[str, str]]:
     for header, rows in tables(block):
         if "RSS MiB" in header and "set-up" in header:  # the one-process stack's total
             at = header.index("RSS MiB")
-            row["memory"] = next((r[at].strip("*") for r in rows
-                                  if r[0].startswith("one process (") and "the stack" in r[1]), "-")
+            row["memory"] = _span([float(r[at].strip("*")) for r in rows  # each round's
+                                   if r[0].startswith("one process (") and "the stack" in r[1]], 1)
         elif "goal met in every round" in header:
             summary = rows
         elif "pycozmo CPU %" in header and "received in the window" in header:
@@ -139,36 +144,99 @@ def runs(root: Path) -> List[Dict[str, str]]:
         revs += _git(root, "log", "--format=%H", "--", PAGE).split()
     except (OSError, subprocess.CalledProcessError):
         pass  # not a git checkout: this run only
-    #: "Run on" line -> [its block, the oldest revision holding it: made with the code it measured]
-    found: Dict[str, List] = {}
+    pages: List[Tuple[Optional[str], str]] = []
     for rev in revs:
         try:
-            page = (root / PAGE).read_text() if rev is None else _git(root, "show", f"{rev}:{PAGE}")
+            pages.append((rev, (root / PAGE).read_text() if rev is None
+                          else _git(root, "show", f"{rev}:{PAGE}")))
         except (OSError, subprocess.CalledProcessError):
             continue
+
+    def code(rev: Optional[str]) -> str:
+        try:
+            return _driver_commit(root, rev)
+        except (OSError, subprocess.CalledProcessError):
+            return "-"
+    return rows_of(pages, code)
+
+
+def rows_of(pages: List[Tuple[Optional[str], str]],
+            driver_code: Callable[[Optional[str]], str]) -> List[Dict[str, str]]:
+    """Every run's row, newest first, from ``pages``: (revision, the page's text), newest
+    first. A run's driver code is the one its own table of runs gave (bench_stack writes
+    that table right after measuring, with the code it measured), in the oldest page
+    listing it; a run no table lists yet gets ``driver_code`` of the oldest revision holding
+    its block (the block can be committed with later code, so this is the fallback)."""
+    found: Dict[str, List] = {}  # "Run on" line -> [its block, the oldest revision holding it]
+    written: Dict[str, str] = {}  # run -> the driver code its oldest table of runs gave
+    for rev, page in pages:
         block = block_text(page)
         head = RUN_LINE.search(block or "")
         if head is not None:
             found.setdefault(head.group(0), [block, rev])[1] = rev
+        for header, rows in tables(block_text(page, "bench_stack_runs") or ""):
+            if header[:3] == HEADER[:3]:
+                written.update((r[0], r[2]) for r in rows if len(r) > 2)
     out = []
     for block, rev in found.values():
         row = summarize(block)
         if row is None:
             continue
-        try:
-            row["code"] = _driver_commit(root, rev)
-        except (OSError, subprocess.CalledProcessError):
-            row["code"] = "-"
+        row["code"] = written.get(row["run"]) or driver_code(rev)
         out.append(row)
     return sorted(out, key=lambda r: r["run"], reverse=True)
 
 
 HEADER = ["run", "CPU", "driver code (last commit of cozmo_driver/)",
-          "one-process stack with face and behavior, RSS MiB (goal: at most 120)"] + \
+          f"one-process stack with face and behavior, RSS MiB (goal: at most {MEMORY_LIMIT_MIB:g})"] + \
     [f"{goal}: same window; each alone" for goal in GOALS] + \
     ["floor: bare relay + consumer (SingleThreadedExecutor)", "pycozmo CPU % beside the driver + consumer"]
 
 
-def table_rows(root: Path) -> List[List[str]]:
+def _highest(span: str) -> float:
+    """The highest ratio of a "lowest-highest" span (or of a single value)."""
+    return float(span.split("-")[-1])
+
+
+def goal_rows(rows: List[Dict[str, str]]) -> List[List[str]]:
+    """Issue #18's goals tallied over the runs (rows of :func:`runs`, newest first): [goal,
+    runs that measured it, runs that met it (every round) in the same window, the same each
+    alone (of the runs that measured that), the runs that missed it with their figure]."""
+    memory = [(r["run"], _highest(r["memory"])) for r in rows if r["memory"] != "-"]
+    missed = [f"{run} ({mib:.1f})" for run, mib in memory if mib > MEMORY_LIMIT_MIB]
+    out = [[MEMORY_GOAL, str(len(memory)), f"{len(memory) - len(missed)} of {len(memory)}", "-",
+            ", ".join(missed) or "none"]]
+    for goal in GOALS:
+        measured = same_met = alone_runs = alone_met = 0
+        missed = []
+        for r in rows:
+            if r[goal] == "-":
+                continue
+            same, _, alone = r[goal].partition("; ")
+            measured += 1
+            why = []
+            if _highest(same) <= 1.0:
+                same_met += 1
+            else:
+                why.append(f"{_highest(same):.2f}")
+            if alone:
+                alone_runs += 1
+                if _highest(alone) <= 1.0:
+                    alone_met += 1
+                else:
+                    why.append(f"each alone {_highest(alone):.2f}")
+            if why:
+                missed.append(f"{r['run']} ({'; '.join(why)})")
+        out.append([goal, str(measured), f"{same_met} of {measured}",
+                    f"{alone_met} of {alone_runs}" if alone_runs else "-", ", ".join(missed) or "none"])
+    return out
+
+
+GOAL_HEADER = ["goal", "runs that measured it", "met (every round), same window",
+               "met (every round), each alone", "runs that missed it (highest)"]
+
+
+def table_rows(rows: List[Dict[str, str]]) -> List[List[str]]:
+    """The cells of the table of runs, for rows of :func:`runs`."""
     return [[r["run"], r["cpu"], r["code"], r["memory"]] + [r[goal] for goal in GOALS]
-            + [r["floor"], r["pycozmo"]] for r in runs(root)]
+            + [r["floor"], r["pycozmo"]] for r in rows]

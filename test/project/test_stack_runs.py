@@ -91,3 +91,72 @@ def test_the_table_of_runs_starts_with_the_run_on_the_page():
             for r in rows]
     assert rows and rows[0][0] == latest, (latest, rows[:1])
     assert len(rows) == len({r[0] for r in rows}), "a run is listed twice"
+
+
+def test_the_goals_are_tallied_over_the_runs_with_the_runs_that_missed_each():
+    runs = [
+        {"run": "2026-11-28 18:58", "memory": "120.2", stack_runs.FACE: "0.84-0.85; 0.77-0.89",
+         stack_runs.SINGLE: "1.04-1.15; 1.02-1.30", stack_runs.WITH_STATE: "0.99-1.05; 1.01-1.07",
+         stack_runs.EVENTS: "0.77-0.82; 0.86-0.87"},
+        {"run": "2026-11-27 21:58", "memory": "112.5", stack_runs.FACE: "0.88-0.95; 0.89-1.11",
+         stack_runs.SINGLE: "1.10-1.17; 0.97-1.10", stack_runs.WITH_STATE: "-",
+         stack_runs.EVENTS: "0.79-0.83; 0.76-0.93"},
+        {"run": "2026-11-24 21:11", "memory": "-", stack_runs.FACE: "1.00",
+         stack_runs.SINGLE: "1.33-1.35", stack_runs.WITH_STATE: "-", stack_runs.EVENTS: "-"},
+    ]
+    rows = {r[0]: r[1:] for r in stack_runs.goal_rows(runs)}
+    assert rows[stack_runs.MEMORY_GOAL] == ["2", "1 of 2", "-", "2026-11-28 18:58 (120.2)"]
+    # a ratio of exactly 1.00 meets "at most pycozmo's"; each alone counts only where measured
+    assert rows[stack_runs.FACE] == ["3", "3 of 3", "1 of 2", "2026-11-27 21:58 (each alone 1.11)"]
+    assert rows[stack_runs.SINGLE] == [
+        "3", "0 of 3", "0 of 2",
+        "2026-11-28 18:58 (1.15; each alone 1.30), 2026-11-27 21:58 (1.17; each alone 1.10), "
+        "2026-11-24 21:11 (1.35)"]
+    assert rows[stack_runs.WITH_STATE] == ["1", "0 of 1", "0 of 1",
+                                           "2026-11-28 18:58 (1.05; each alone 1.07)"]
+    assert rows[stack_runs.EVENTS] == ["2", "2 of 2", "2 of 2", "none"]
+
+
+def test_the_page_tallies_the_goals_over_the_runs_it_lists():
+    page = (ROOT / "docs" / "benchmarks.md").read_text()
+    block = stack_runs.block_text(page, "bench_stack_runs")
+    tallies = [rows for header, rows in stack_runs.tables(block) if header[0] == "goal"]
+    assert tallies, "bench_stack_runs has no table of the goals over the runs"
+    listed = [r for header, rows in stack_runs.tables(block) if header[0] == "run" for r in rows]
+    memory = next(r for r in tallies[0] if r[0] == stack_runs.MEMORY_GOAL)
+    measured = sum(1 for r in listed if r[3] != "-")
+    assert memory[1] == str(measured) and memory[2].endswith(f" of {measured}")
+    assert "within the 120 MiB goal" not in page, "a hand-written claim the runs do not all bear out"
+
+
+def test_a_run_with_rounds_of_memory_gives_their_span():
+    rounds = NOW.replace(
+        "| one process (one_process:=true) | **the stack: stack** | **110.3** | **99.3** |",
+        "| one process (one_process:=true), round 1 | **the stack: stack** | **113.0** | **99.3** |\n"
+        "| one process (one_process:=true), round 2 | **the stack: stack** | **120.2** | **99.3** |")
+    assert stack_runs.summarize(rounds)["memory"] == "113.0-120.2"
+    tally = stack_runs.goal_rows([dict(stack_runs.summarize(rounds), run="r")])[0]
+    assert tally == [stack_runs.MEMORY_GOAL, "1", "0 of 1", "-", "r (120.2)"]
+
+
+def _page(block: str, listed: str = "") -> str:
+    runs = ("| " + " | ".join(stack_runs.HEADER) + " |\n|" + "---|" * len(stack_runs.HEADER) + "\n"
+            + listed) if listed else ""
+    return (f"<!-- bench_stack: begin -->\n{block}<!-- bench_stack: end -->\n"
+            f"<!-- bench_stack_runs: begin -->\n{runs}<!-- bench_stack_runs: end -->\n")
+
+
+def test_a_runs_driver_code_is_what_its_own_table_of_runs_first_said():
+    """The block can be committed with later code than it measured: the table of runs that
+    bench_stack wrote right after measuring says the code it measured."""
+    pages = [  # newest first: the page as it is, then its commits
+        (None, _page(NOW, "| 2026-11-25 20:04 | AMD EPYC | later | 110.3 |\n")),
+        ("c3", _page(NOW, "| 2026-11-25 20:04 | AMD EPYC | measured + changes | 110.3 |\n")),
+        ("c2", _page(NOW)),  # the block committed first, with later code than it measured
+        ("c1", _page(OLD)),
+    ]
+    asked = []
+    rows = stack_runs.rows_of(pages, lambda rev: asked.append(rev) or f"commit at {rev}")
+    assert [(r["run"], r["code"]) for r in rows] == [
+        ("2026-11-25 20:04", "measured + changes"), ("2026-11-24 21:11", "commit at c1")]
+    assert asked == ["c1"]  # only for the run no table of runs lists
