@@ -32,6 +32,7 @@ SIGKILL (:mod:`cozmo_driver.lifeline`: SIGTERM from Linux).
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import queue
 import re
@@ -148,10 +149,11 @@ def parse_command_line(argv: Sequence[str]) -> Tuple[Dict[str, str], argparse.Na
     if both:
         parser.error(f"given twice: {', '.join(both)}")
     values.update(launch_style)
-    if options.duration is not None and options.duration <= 0:
-        parser.error("--duration must be positive")
-    if options.stop_timeout < 0:
-        parser.error("--stop-timeout must not be negative")
+    # NaN passes both comparisons; an infinite wait overflows (threading's timeout)
+    if options.duration is not None and not (0 < options.duration < math.inf):
+        parser.error(f"--duration must be a positive number of seconds, not {options.duration:g}")
+    if not 0 <= options.stop_timeout < math.inf:
+        parser.error(f"--stop-timeout must be a number of seconds, 0 or more, not {options.stop_timeout:g}")
     return values, options
 
 

@@ -468,6 +468,23 @@ def test_cli_refuses_unknown_or_repeated_arguments(argv, capsys):
     assert exc.value.code == 2
 
 
+@pytest.mark.parametrize("argv, said", [
+    (["--duration", "nan"], "--duration must be a positive number of seconds, not nan"),
+    (["--duration", "inf"], "--duration must be a positive number of seconds, not inf"),
+    (["--duration", "-1"], "--duration must be a positive number of seconds, not -1"),
+    (["--stop-timeout", "nan"], "--stop-timeout must be a number of seconds, 0 or more, not nan"),
+    (["--stop-timeout", "inf"], "--stop-timeout must be a number of seconds, 0 or more, not inf"),
+    (["--stop-timeout", "-0.5"], "--stop-timeout must be a number of seconds, 0 or more, not -0.5"),
+])
+def test_cli_refuses_times_that_are_not_finite_or_out_of_range(argv, said, capsys):
+    """A NaN stop timeout made the stop wait raise and SIGKILL the driver before it stopped
+    the robot; an infinite duration overflowed the first wait."""
+    with pytest.raises(SystemExit) as exc:
+        bringup.parse_command_line(argv)
+    assert exc.value.code == 2
+    assert said in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("argv, name, suggestion", [
     (["use_simm:=true"], "use_simm", "use_sim"),
     (["namspace:=robot1", "use_sim:=true"], "namspace", "namespace"),
