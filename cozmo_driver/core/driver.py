@@ -83,7 +83,8 @@ NO_ANSWER_HINT = ("Is it switched on, and this computer on its Wi-Fi (the robot'
                   "link times out, a few seconds")
 #: the same for a robot on this computer (robot_ip a loopback address: the simulator)
 SIM_NO_ANSWER_HINT = ("Is the simulator running on that port (cozmo-sim --port N; or launch with "
-                      "use_sim:=true start_sim:=true)?")
+                      "use_sim:=true start_sim:=true)? It answers one program at a time, as the "
+                      "robot does: is another one (a driver, a pycozmo script) connected to it?")
 WATCHDOG_OFF = ("cmd_vel_timeout is 0: the cmd_vel watchdog is off, and the robot drives on "
                 "the last cmd_vel until another one stops it")
 _FLAG_NAMES = tuple(name for name, _ in STATUS_FLAG_NAMES)

@@ -104,7 +104,8 @@ def release_line(state: str, reason: str, was_connected: bool = False) -> "tuple
     (RobotLink.state_reason), ``was_connected`` whether the link had reached the robot. The
     motors are said to be stopped only when the robot acknowledged the stop (and the
     goodbye); a robot that may still move is a warning: one that was lost, also while the
-    link tries again (connecting), which is most of the time after a loss."""
+    link tries again (connecting), which is most of the time after a loss. A robot that
+    never answered is "lost" between the link's tries too: there was nothing to stop."""
     if state in ("ready", "initializing"):
         if reason == "disconnected":
             return logging.INFO, "disconnected from the robot (motors stopped)"
@@ -113,9 +114,11 @@ def release_line(state: str, reason: str, was_connected: bool = False) -> "tuple
         return logging.WARNING, (
             f"disconnected from the robot, but it did not acknowledge the stop ({reason}): "
             "it may still be moving; if it does, pick it up or switch it off")
-    if state == "lost" or (state == "connecting" and was_connected):
+    if state in ("lost", "connecting") and was_connected:
         return logging.WARNING, ("link closed (the robot was lost: no stop could reach it; if "
                                  "it still moves, pick it up or switch it off)")
+    if state == "lost":
+        return logging.INFO, "link closed (the robot never answered: nothing to stop)"
     return logging.INFO, f"link closed (the robot was {state}: nothing to stop)"
 
 

@@ -1479,6 +1479,26 @@ def test_closing_the_link_of_a_lost_robot_does_not_claim_the_motors_were_stopped
     assert not any("disconnected from the robot (motors stopped)" in m for m in lines), lines
 
 
+def test_closing_the_link_of_a_robot_that_never_answered_says_there_was_nothing_to_stop(
+        make_driver, rclpy_log):
+    """A robot that never answered (switched off, or another program holds it) is "lost"
+    between the driver's tries: closing then warned that no stop could reach it and that it
+    might still move, of a robot the driver never drove."""
+    absent = SimServer(port=0, seed=5).start()
+    port = absent.address[1]
+    absent.stop()
+    # a long wait between tries, to close while the link is "lost"
+    h = make_driver(robot_port=port, start=False, reconnect_min=5.0, reconnect_max=5.0)
+    assert h.node.start()
+    # said when the try timed out: then the link waits, "lost", for its next try
+    assert h.spin_until(lambda: rclpy_log.said(h.node, LoggingSeverity.WARN, "does not answer"), 10.0)
+    h.node.close()
+    lines = [line.message for line in rclpy_log.of(h.node)]
+    assert rclpy_log.said(h.node, LoggingSeverity.INFO,
+                          "link closed (the robot never answered: nothing to stop)"), lines
+    assert not any("no stop could reach it" in m for m in lines), lines
+
+
 def test_closing_the_link_says_whether_the_robot_acknowledged_the_stop(make_driver, rclpy_log):
     """A stall of the Wi-Fi shorter than the loss timeout, then the driver stops: its stop and
     goodbye go unacknowledged, and the driver says so instead of "motors stopped"; its last
@@ -1524,7 +1544,8 @@ def test_a_late_robot_then_a_refused_and_an_out_of_range_head_angle(make_driver,
     assert h.spin_until(lambda: rclpy_log.said(h.node, LoggingSeverity.WARN, "does not answer"), 10.0)
     # a robot on 127.0.0.1: the simulator, not a robot off Wi-Fi
     assert rclpy_log.said(h.node, LoggingSeverity.WARN, "Is the simulator running on that port "
-                          "(cozmo-sim --port N; or launch with use_sim:=true start_sim:=true)?")
+                          "(cozmo-sim --port N; or launch with use_sim:=true start_sim:=true)? It "
+                          "answers one program at a time")
     late = SimServer(port=port, seed=6).start()
     try:
         h.sim = late
