@@ -343,9 +343,10 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
         output.on_state(StateSample(odom, _StateParts(state, pose.yaw, pv[5], sec, nsec, flags,
                                                       voltage, self.orientation.state, head,
                                                       lift)))
-        # in the air, falling or lying the sensor sees no floor either: not an edge
-        edge = self.cliff_edge.update(t, stamp_ns, bool(flags & StatusFlag.CLIFF_DETECTED),
-                                      self.orientation.state == Orientation.ON_TREADS)
+        # in the air, falling or lying the sensor sees no floor either: not an edge (nor
+        # while a reading that it lies waits for its hold time)
+        on_treads = self.orientation.state == self.orientation.seen == Orientation.ON_TREADS
+        edge = self.cliff_edge.update(t, stamp_ns, bool(flags & StatusFlag.CLIFF_DETECTED), on_treads)
         if edge is not None:
             output.on_cliff_edge(*edge)
             events = events + [cliff_event(edge[1])]

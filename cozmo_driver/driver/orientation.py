@@ -106,6 +106,8 @@ class OrientationDetector:
         self._since = 0.0
         self._off_treads = False  # on its back, face or side since it last stood on its treads
         self._reported = Orientation.UNKNOWN  # the state as of the last reading published
+        #: what the last reading showed, held or not (classify)
+        self.seen = Orientation.UNKNOWN
         #: the head calibrates: readings are ignored (see the module docstring)
         self.held = False
 
@@ -125,7 +127,7 @@ class OrientationDetector:
         now if that differs from what the events last said (as the status flags do)."""
         if self.held:
             return []
-        seen = classify(pitch_rad, accel_y_mmps2, flags)
+        seen = self.seen = classify(pitch_rad, accel_y_mmps2, flags)
         if self.state == Orientation.UNKNOWN:
             self.state = self._candidate = self._reported = seen
             self._off_treads = seen in _EVENTS
@@ -134,6 +136,8 @@ class OrientationDetector:
             self._candidate, self._since = seen, t
         if seen != self.state and t - self._since >= _HOLD.get(seen, 0.0):
             self.state = seen
+        elif seen != self.state and self.state == Orientation.ON_TREADS and flags & StatusFlag.IS_PICKED_UP:
+            self.state = Orientation.IN_AIR  # lying, not held yet, and it says it is picked up
         if not publish or self.state == self._reported:
             return []
         self._reported = self.state

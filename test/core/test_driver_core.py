@@ -486,9 +486,14 @@ def test_a_robot_on_its_back_is_reported_and_driving_it_says_why_nothing_moves(r
     instead of the cliff's; stood up again, ON_TREADS."""
     robot, core, output = rig
     robot.sim.lay(robot.net.now, "back")
-    robot.run(0.5)
+    robot.run(0.7)   # past the cliff edge's hold (0.5 s), within the back's (1 s)
     assert not [e for e in output.events if e.type == EventType.ON_BACK]  # still holding
-    robot.run(0.8)
+    # meanwhile it reports itself picked up and its cliff sensor sees no floor: in the air,
+    # not on its treads over an edge (a false edge stayed in Nav2's costmap)
+    assert output.states[-1].status.cliff_detected
+    assert output.states[-1].status.orientation == Orientation.IN_AIR
+    assert not output.cliff_edges and EventType.CLIFF_DETECTED not in [e.type for e in output.events]
+    robot.run(0.6)
     assert [e.description for e in output.events if e.type == EventType.ON_BACK] == ["on its back"]
     assert output.states[-1].status.orientation == Orientation.ON_BACK
     robot_diag = core.reports("127.0.0.1:5551")[1]
