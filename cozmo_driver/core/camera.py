@@ -36,10 +36,12 @@ class CameraMixin:
     exposure: Optional[AutoExposure] = None
 
     def camera_streaming(self) -> bool:
-        """Whether the robot is to stream its camera: ``camera_enabled``, and, with
-        ``camera_on_demand``, while a camera topic has a subscriber."""
+        """Whether the robot is to stream its camera: ``camera_enabled``, while the driver is
+        active (inactive, it publishes no image), and, with ``camera_on_demand``, while a
+        camera topic has a subscriber."""
         p = self.params
-        return bool(p["camera_enabled"]) and (not p["camera_on_demand"] or self.camera_wanted)
+        return bool(p["camera_enabled"]) and self.active and (
+            not p["camera_on_demand"] or self.camera_wanted)
 
     def set_camera_wanted(self, wanted: bool) -> None:
         """Whether a camera topic has a subscriber now; with ``camera_on_demand`` the camera

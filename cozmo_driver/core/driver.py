@@ -238,6 +238,7 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
             self.active = False
             self.output.on_link(self.link_sample())  # link_status says so at once
         self.cancel_watchdog()
+        self._send_camera_mode()  # off: no image would be published (activate: on again)
 
     def release(self) -> None:
         """Inactive, and the motors stopped before anything is torn down (the drive lock
@@ -474,6 +475,8 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
         p = self.params
         if not p["camera_enabled"]:
             return "off (camera_enabled is false)"
+        if not self.active:
+            return "off while the driver is inactive (lifecycle)"
         if self.camera_streaming():
             return ("streaming" + (" (a camera topic has a subscriber)" if p["camera_on_demand"] else "")
                     + "; " + self.exposure_status())

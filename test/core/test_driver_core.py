@@ -839,6 +839,29 @@ def test_the_camera_streams_while_a_camera_topic_has_a_subscriber(rig):
     assert core.camera_status() == "off (camera_enabled is false)"
 
 
+def test_deactivate_switches_the_camera_off_and_activate_on_again(rig):
+    """Inactive, the driver publishes no image: the robot streamed on over its Wi-Fi (15
+    images a second that nobody got), and the diagnostics said "streaming"."""
+    robot, core, output = rig
+
+    def modes():
+        return [m.image_send_mode for _, m in robot.sent("EnableCamera")]
+    core.set_camera_wanted(True)
+    robot.run(0.5)
+    assert modes()[-1] == _ImageSendMode.Stream
+    core.deactivate()
+    robot.run(0.3)
+    assert modes()[-1] == _ImageSendMode.Off and not core.camera_streaming()
+    completed = core.assembler.stats.completed_images
+    robot.run(0.6)
+    assert core.assembler.stats.completed_images <= completed + 1  # at most one under way
+    assert core.camera_status() == "off while the driver is inactive (lifecycle)"
+    core.activate()
+    robot.run(0.5)
+    assert modes()[-1] == _ImageSendMode.Stream and core.camera_streaming()
+    assert core.assembler.stats.completed_images > completed + 2
+
+
 def test_camera_frames_convert_on_demand(rig):
     robot, core, output = rig
     core.set_camera_wanted(True)  # a subscriber: the camera streams
