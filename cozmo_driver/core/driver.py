@@ -50,7 +50,7 @@ from ..driver.stamps import RobotClock
 from ..log_throttle import LogThrottle
 from ..driver.sensors import (STATUS_FLAG_NAMES, CliffEdgeTracker, StatusFlag, battery_percentage,
                               cliff_ahead, imu_from_state, imu_to_body, joint_positions,
-                              power_supply_status)
+                              orientation_variances, power_supply_status)
 from ..protocol import messages as msgs
 from ..protocol.camera import (ImageAssembler)
 from ..protocol.errors import CozmoError
@@ -113,19 +113,22 @@ class _StateParts:
     subscribers want (see StateSample): made from the message when asked for."""
 
     __slots__ = ("state", "yaw", "yaw_var", "sec", "nsec", "flags", "voltage", "orientation",
-                 "head", "lift")
+                 "head", "lift", "calibrating")
 
     def __init__(self, state: Any, yaw: float, yaw_var: float, sec: int, nsec: int,
                  flags: int, voltage: float, orientation: int, head: float,
-                 lift: Optional[float]) -> None:
+                 lift: Optional[float], calibrating: bool) -> None:
         self.state, self.yaw, self.yaw_var, self.sec, self.nsec = state, yaw, yaw_var, sec, nsec
         self.flags, self.voltage, self.orientation = flags, voltage, orientation
         self.head, self.lift = head, lift  # the head angle; the lift field if not the state's
+        self.calibrating = calibrating  # the head: the robot reports pitch 0
 
     def imu(self) -> ImuSample:
-        reading = imu_from_state(self.state, self.yaw, self.yaw_var, self.head)
+        variances = orientation_variances(
+            self.orientation in (Orientation.ON_TREADS, Orientation.UNKNOWN), self.calibrating)
+        reading = imu_from_state(self.state, self.yaw, self.yaw_var, self.head, *variances)
         return ImuSample(self.sec, self.nsec, *reading.orientation, *reading.angular_velocity,
-                         *reading.linear_acceleration, self.yaw_var)
+                         *reading.linear_acceleration, self.yaw_var, *variances)
 
     def joints(self) -> JointSample:
         return JointSample(self.sec, self.nsec, *joint_positions(self.state, self.head, self.lift))
@@ -343,7 +346,7 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
         output = self.output
         output.on_state(StateSample(odom, _StateParts(state, pose.yaw, pv[5], sec, nsec, flags,
                                                       voltage, self.orientation.state, head,
-                                                      lift)))
+                                                      lift, self.orientation.held)))
         # in the air, falling or lying the sensor sees no floor either: not an edge (nor
         # while a reading that it lies waits for its hold time)
         on_treads = self.orientation.state == self.orientation.seen == Orientation.ON_TREADS

@@ -63,6 +63,8 @@ class ImuSample:
     ay_mps2: float
     az_mps2: float
     yaw_var: float  # rad^2: the odometry yaw's (OdomSample.pose_var_yaw)
+    roll_var: float  # rad^2 (orientation_variances)
+    pitch_var: float
 
 
 @dataclass(slots=True)

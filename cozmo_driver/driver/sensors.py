@@ -47,6 +47,7 @@ __all__ = [
     "power_supply_status",
     "ImuReading",
     "imu_from_state",
+    "orientation_variances",
     "imu_to_body",
     "GYRO_SIGMA_RADPS",
     "ACCEL_SIGMA_MPS2",
@@ -159,6 +160,17 @@ ACCEL_SIGMA_MPS2 = 0.1
 # caller: it grows with the distance and the turns driven; this one where none is given).
 _ROLL_VAR = 0.1 ** 2
 _PITCH_VAR = 0.02 ** 2
+#: the variance of an angle the IMU reading assumes but does not know: roll off the treads
+#: (on a side it is 90 deg), pitch while the head calibrates (the robot reports 0 then)
+UNKNOWN_ANGLE_VAR = (math.pi / 2) ** 2
+
+
+def orientation_variances(on_treads: bool, calibrating: bool) -> Tuple[float, float]:
+    """(roll, pitch) variances of imu/data's orientation: roll is assumed 0, known only
+    while the robot stands on its treads; pitch is the robot's, except while its head
+    calibrates."""
+    return (_ROLL_VAR if on_treads else UNKNOWN_ANGLE_VAR,
+            UNKNOWN_ANGLE_VAR if calibrating else _PITCH_VAR)
 _YAW_VAR = 0.05 ** 2
 
 
@@ -184,19 +196,21 @@ def imu_to_body(x: float, y: float, z: float, head_rad: float) -> Tuple[float, f
 
 
 def imu_from_state(state, yaw_rad: float, yaw_var: float = _YAW_VAR,
-                   head_rad: Optional[float] = None) -> ImuReading:
+                   head_rad: Optional[float] = None, roll_var: float = _ROLL_VAR,
+                   pitch_var: float = _PITCH_VAR) -> ImuReading:
     """An IMU reading from a RobotState; ``yaw_rad`` is the heading to report and
     ``yaw_var`` its variance (the driver passes its continuous odometry yaw and that
     yaw's variance, so IMU and odom agree, and neither claims the heading better known
     than the other). ``head_rad``: the head angle that turns the IMU's axes into the
-    body's, if not the state's (the driver's while the head calibrates)."""
+    body's, if not the state's (the driver's while the head calibrates). ``roll_var`` and
+    ``pitch_var``: see :func:`orientation_variances`."""
     pitch = -float(state.pose_pitch_rad)  # the body's already
     head = float(state.head_angle_rad) if head_rad is None else head_rad
     gv = GYRO_SIGMA_RADPS ** 2
     av = ACCEL_SIGMA_MPS2 ** 2
     return ImuReading(
         orientation=quaternion_from_rpy(0.0, pitch, yaw_rad),
-        orientation_covariance=_diag3(_ROLL_VAR, _PITCH_VAR, yaw_var),
+        orientation_covariance=_diag3(roll_var, pitch_var, yaw_var),
         angular_velocity=imu_to_body(float(state.gyro_x_radps), float(state.gyro_y_radps),
                                      float(state.gyro_z_radps), head),
         angular_velocity_covariance=_diag3(gv, gv, gv),

@@ -480,6 +480,29 @@ def test_an_edge_the_cliff_sensor_finds_is_reported_for_a_costmap_but_not_a_lift
     assert [e for _, e in output.cliff_edges] == [True, False]
 
 
+def test_the_imu_roll_and_pitch_are_not_claimed_known_where_they_are_assumed(rig):
+    """imu/data's roll is assumed 0: its variance said 0.1 rad while the robot lay on its
+    side (roll 90 deg), and pitch's 0.02 rad while the head calibrates (pitch reported 0)."""
+    robot, core, output = rig
+    level = output.states[-1].imu
+    assert (level.roll_var, level.pitch_var) == (0.1 ** 2, 0.02 ** 2)
+    robot.sim.lay(robot.net.now, "right")
+    robot.run(1.0)
+    lying = output.states[-1]
+    assert lying.status.orientation == Orientation.ON_RIGHT_SIDE
+    assert lying.imu.roll_var == pytest.approx((math.pi / 2) ** 2)
+    assert lying.imu.pitch_var == 0.02 ** 2
+    robot.sim.put_down(robot.net.now)
+    robot.run(1.0)
+    assert output.states[-1].imu.roll_var == 0.1 ** 2
+    robot.sim.model.body.calibrate(robot.net.now, head=True, lift=False)
+    robot.run(0.2)
+    assert core.orientation.held
+    assert output.states[-1].imu.pitch_var == pytest.approx((math.pi / 2) ** 2)
+    robot.run(2.0)
+    assert not core.orientation.held and output.states[-1].imu.pitch_var == 0.02 ** 2
+
+
 def test_a_robot_on_its_back_is_reported_and_driving_it_says_why_nothing_moves(rig):
     """Laid on its back, the robot's pitch becomes an ON_BACK event after the hold time,
     the status's orientation, a WARN robot diagnostic and, for a moving cmd_vel, a warning

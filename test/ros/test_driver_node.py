@@ -749,12 +749,16 @@ def test_events_from_the_robot(make_driver):
     assert types().count(EventType.PICKED_UP) == 1
     assert types().count(EventType.FALLING_STARTED) == 1
     # which way up, from the pitch and the acceleration (the simulator lifts it to lay it down)
+    imu = h.listen("imu", Imu, "imu/data")
     h.sim.lay("right")
     expect(EventType.ON_RIGHT_SIDE)
     assert h.spin_until(lambda: status[-1].orientation == RobotStatus.ORIENTATION_ON_RIGHT_SIDE, 2.0)
+    # roll is assumed 0: on its side (roll 90 deg) its variance says it is not known
+    assert h.spin_until(lambda: imu and imu[-1].orientation_covariance[0] == pytest.approx((math.pi / 2) ** 2), 2.0)
     h.sim.put_down()
     expect(EventType.ON_TREADS)
     assert h.spin_until(lambda: status[-1].orientation == RobotStatus.ORIENTATION_ON_TREADS, 2.0)
+    assert h.spin_until(lambda: imu[-1].orientation_covariance[0] == pytest.approx(0.1 ** 2), 2.0)
 
 
 def test_calibrate_motors_recalibrates_and_a_head_command_meanwhile_waits(make_driver):
