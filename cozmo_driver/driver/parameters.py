@@ -31,6 +31,8 @@ class ParamSpec:
     dynamic: bool = False
     #: the value names a frame (checked for REP-105 form)
     frame: bool = False
+    #: read once, when the node starts (a change later is refused: it would do nothing)
+    startup: bool = False
 
     @property
     def type_name(self) -> str:
@@ -53,7 +55,7 @@ PARAMETERS: Tuple[ParamSpec, ...] = (
               "doubled after every failed attempt", "s", 0.05, 60.0),
     ParamSpec("reconnect_max", 5.0, "Longest wait between reconnection attempts", "s", 0.05, 300.0),
     ParamSpec("autostart", True, "Configure and activate by itself at start-up (false: wait for "
-              "lifecycle transitions)"),
+              "lifecycle transitions)", startup=True),
     # --- frames
     ParamSpec("frame_prefix", "", "Prepended to every frame id as it is, e.g. 'robot1/' for "
               "several robots; the bring-up sets it from its frame_prefix argument (auto: the "
@@ -233,7 +235,13 @@ def validate_all(values: Mapping[str, Any]) -> Optional[str]:
 def validate_change(current: Mapping[str, Any], changes: Mapping[str, Any],
                     configured: bool, active: bool = True) -> Optional[str]:
     """Why a set of changes is refused (None: accepted). Static parameters may
-    change only while the node is not configured (``active``: it is active too)."""
+    change only while the node is not configured (``active``: it is active too); start-up
+    ones never."""
+    for name, value in changes.items():
+        spec = PARAMETERS_BY_NAME.get(name)
+        if spec is not None and spec.startup and value != current.get(name):
+            return (f"{name} is read once, when the node starts: give it there (-p {name}:="
+                    f"{str(value).lower()}, or the parameter file)")
     if configured:
         for name, value in changes.items():
             spec = PARAMETERS_BY_NAME.get(name)

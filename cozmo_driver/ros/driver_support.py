@@ -137,7 +137,8 @@ def transition(method):
 
 def descriptor(spec) -> ParameterDescriptor:
     unit = f" [{spec.unit}]" if spec.unit else ""
-    change = "changeable at run time" if spec.dynamic else "takes effect at configure"
+    change = ("changeable at run time" if spec.dynamic else
+              "read when the node starts" if spec.startup else "takes effect at configure")
     desc = ParameterDescriptor(description=f"{spec.description}{unit} ({change})")
     if isinstance(spec.default, float):
         desc.floating_point_range = [FloatingPointRange(from_value=float(spec.minimum),

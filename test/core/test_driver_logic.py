@@ -522,6 +522,38 @@ def test_parameter_defaults_are_valid_and_described():
             assert spec.minimum <= spec.default <= spec.maximum, spec.name
 
 
+def _driver_yaml_comments() -> dict:
+    """{parameter: its comment lines, joined} of config/cozmo.yaml's cozmo_driver section."""
+    lines = (Path(__file__).resolve().parents[2] / "config" / "cozmo.yaml").read_text().splitlines()
+    comments, pending = {}, []
+    for line in lines[lines.index("cozmo_driver:") + 1:]:
+        if line and not line.startswith(" "):
+            break  # the next node's section
+        stripped = line.strip()
+        if stripped.startswith("# ---"):
+            pending = []  # a group's heading
+        elif stripped.startswith("#"):
+            pending.append(stripped[1:].strip())
+        elif re.match(r"^    \w+:", line):
+            comments[stripped.split(":", 1)[0]] = " ".join(pending)
+            pending = []
+    return comments
+
+
+def test_config_yaml_comments_say_what_each_parameter_spec_says():
+    """The file's comment of each driver parameter starts with its ParamSpec's description
+    (an example may follow) and ends with its unit, range and when a change takes effect:
+    stop_on_cliff's and stop_when_picked_up's had fallen behind their specs."""
+    comments = _driver_yaml_comments()
+    for spec in PARAMETERS:
+        tail = (f" [{spec.unit}]" if spec.unit else "") + "." + (
+            f" Range {spec.minimum!r}..{spec.maximum!r}." if spec.minimum is not None else "")
+        kind = "dynamic" if spec.dynamic else "read when the node starts" if spec.startup else "static"
+        comment = comments.get(spec.name, "")
+        assert comment.startswith(spec.description) and comment.endswith(f"{tail} ({kind})"), \
+            (spec.name, comment)
+
+
 def test_parameter_validation():
     assert "outside" in validate_value("robot_port", 70000)
     assert "must be a int" in validate_value("robot_port", "5551")
@@ -539,6 +571,12 @@ def test_parameter_validation():
         current, {"robot_ip": "127.0.0.1"}, configured=True, active=False)
     assert validate_change(current, {"robot_ip": "127.0.0.1"}, configured=False) is None
     assert validate_change(current, {"camera_color": True}, configured=True) is None
+    # read only when the node starts: refused configured or not, with what to do instead
+    for configured in (True, False):
+        assert validate_change(current, {"autostart": False}, configured=configured) == (
+            "autostart is read once, when the node starts: give it there (-p autostart:=false, "
+            "or the parameter file)")
+    assert validate_change(current, {"autostart": True}, configured=False) is None  # unchanged
     assert "outside" in validate_change(current, {"camera_gain": 9.0}, configured=True)
     assert full_frame_id("robot1/", "odom") == "robot1/odom"
     assert full_frame_id("", "odom") == "odom"

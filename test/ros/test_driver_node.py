@@ -939,6 +939,9 @@ def test_lifecycle_deactivate_stops_and_pauses(make_driver):
     h.node.trigger_deactivate()
     h.node.trigger_cleanup()
     assert h.spin_until(lambda: not h.sim.is_connected(), 3.0)
+    # autostart is read once, at start-up: a change now would do nothing, so it is refused
+    result = h.node.set_parameters([Parameter("autostart", value=False)])[0]
+    assert not result.successful and "read once, when the node starts" in result.reason, result.reason
     # configure + activate again: a new connection
     assert h.node.start()
     assert h.spin_until(lambda: h.node.connected and h.sim.streaming(), 5.0)
