@@ -14,8 +14,9 @@ the smallest difference, arrival minus robot time, seen over the last
 stamp is then the robot time plus that offset: the robot's own spacing, never later
 than the state's arrival, never going back. The window follows a drift between the
 two crystals; an offset that grew by more than ``jump_s`` at once (the robot's clock
-went back, or this computer stood still that long) starts the window again, and so
-does :meth:`reset` at a new connection.
+went back, or this computer stood still that long), or shrank by as much (this
+computer's clock was set back: the stamps follow it back), starts the window again, and
+so does :meth:`reset` at a new connection.
 """
 
 from __future__ import annotations
@@ -73,9 +74,9 @@ class RobotClock:
         robot_ns = full * _NS_PER_MS
         offset = arrival_ns - robot_ns
         window = self._window
-        if window and offset - window[0][1] > self.jump_ns:
-            window.clear()
-            self._last_stamp = None
+        if window and abs(offset - window[0][1]) > self.jump_ns:
+            window.clear()  # (a shrink: this computer's clock was set back, and so are
+            self._last_stamp = None  # the stamps, with it)
         while window and window[-1][1] >= offset:
             window.pop()
         window.append((arrival_ns, offset))

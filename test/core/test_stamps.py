@@ -43,6 +43,21 @@ def test_a_drift_is_followed_and_a_clock_that_went_back_starts_again():
     assert after[0] >= stamps[-1] and after[-1] - after[0] == (1970 - 500) * MS
 
 
+def test_a_host_clock_stepped_back_is_followed_at_once():
+    """This computer's clock set back 5 s (NTP, or a manual change): the stamps stood at the
+    last one plus 1 ns a state for 5 s, in the future of every arrival, and tf lookups at
+    now() failed meanwhile. They follow the host's clock back at once, the robot's spacing
+    kept."""
+    clock = RobotClock()
+    before = [clock.state_stamp(HOST0 + t * MS + 3 * MS, t) for t in range(0, 3000, 30)]
+    back = HOST0 - 5 * 10**9
+    arrivals = [back + t * MS + 3 * MS for t in range(3000, 4500, 30)]
+    after = [clock.state_stamp(a, t) for a, t in zip(arrivals, range(3000, 4500, 30))]
+    assert all(s <= a for s, a in zip(after, arrivals)), "a stamp later than its arrival"
+    assert after[0] < before[-1]
+    assert [b - a for a, b in zip(after, after[1:])] == [30 * MS] * (len(after) - 1)
+
+
 def test_the_robots_clock_wraps_after_49_days():
     clock = RobotClock()
     top = (1 << 32) - 90
