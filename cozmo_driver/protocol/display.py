@@ -66,6 +66,7 @@ __all__ = [
     "screen_to_display",
     "display_to_screen",
     "image_to_bits",
+    "fitted_size",
 ]
 
 DISPLAY_WIDTH = 128  # columns in a DisplayImage and on the OLED
@@ -374,14 +375,24 @@ def display_to_screen(bits: np.ndarray) -> np.ndarray:
     return np.repeat(arr, 2, axis=0)
 
 
+def fitted_size(width: int, height: int) -> tuple[int, int]:
+    """``(width, height)`` of a ``width`` x ``height`` picture scaled to fit the ``128 x 64``
+    screen keeping its aspect ratio (at least one pixel each way)."""
+    scale = min(DISPLAY_WIDTH / width, SCREEN_HEIGHT / height)
+    return (max(1, min(DISPLAY_WIDTH, round(width * scale))),
+            max(1, min(SCREEN_HEIGHT, round(height * scale))))
+
+
 def image_to_bits(
     image: np.ndarray,
     mode: Literal["threshold", "dither"] = "threshold",
     threshold: int = 128,
+    size: tuple[int, int] | None = None,
 ) -> np.ndarray:
     """Fit any grey ``(H, W)`` or RGB(A) ``(H, W, 3|4)`` image onto the ``(64, 128)`` screen.
 
-    The image is scaled to fit, keeping its aspect ratio, and centred on a dark
+    The image is scaled to fit, keeping its aspect ratio (to ``size``, ``(width, height)``,
+    when given: that of the picture ``image`` was sampled from), and centred on a dark
     background (letterbox).  ``mode='threshold'`` lights pixels whose luminance
     is at least ``threshold``; ``mode='dither'`` uses Floyd-Steinberg error
     diffusion (Pillow's, in C).  Accepts ``uint8``, ``bool`` or floats in [0, 1].
@@ -403,8 +414,11 @@ def image_to_bits(
     if src.mode != "L":
         src = src.convert("L")
     h, w = arr.shape[:2]
-    scale = min(DISPLAY_WIDTH / w, SCREEN_HEIGHT / h)
-    size = (max(1, min(DISPLAY_WIDTH, round(w * scale))), max(1, min(SCREEN_HEIGHT, round(h * scale))))
+    if size is None:
+        size = fitted_size(w, h)
+    elif not (1 <= size[0] <= DISPLAY_WIDTH and 1 <= size[1] <= SCREEN_HEIGHT):
+        raise LocalProtocolError(f"size must fit the {DISPLAY_WIDTH} x {SCREEN_HEIGHT} screen, got {size}")
+    size = (int(size[0]), int(size[1]))
     if size != (w, h):
         src = src.resize(size, Image.Resampling.LANCZOS)
     canvas = Image.new("L", (DISPLAY_WIDTH, SCREEN_HEIGHT), 0)

@@ -9,6 +9,7 @@ import itertools
 import json
 import math
 import re
+import tracemalloc
 from collections import deque
 from types import SimpleNamespace
 from typing import Any, Deque, List
@@ -22,7 +23,7 @@ from cozmo_driver.anim.player import compile_clip
 from cozmo_driver.anim.av_stream import AVStream
 from cozmo_driver.client.link import LinkState, LinkStateChanged
 from cozmo_driver.driver.commands import CommandError
-from cozmo_driver.driver.media import (audio_chunk_samples, face_to_screen, image_to_screen,
+from cozmo_driver.driver.media import (MAX_IMAGE_SIDE, audio_chunk_samples, face_to_screen, image_to_screen,
                                       is_empty_image, load_audio_file, motor_stops, screen_to_frame)
 from cozmo_driver.face.expressions import EXPRESSIONS, FaceAnimator
 from cozmo_driver.face.procedural import FaceRenderer
@@ -31,7 +32,7 @@ from cozmo_driver.protocol import messages as m
 from cozmo_driver.protocol.audio import (SAMPLE_RATE, SAMPLES_PER_FRAME, StreamResampler, decode_ulaw, encode_ulaw,
                                          resample)
 from sample_data import app_clip_with_sprite_and_sound
-from cozmo_driver.protocol.display import BLANK_IMAGE, MAX_DISPLAY_BYTES, decode_display
+from cozmo_driver.protocol.display import BLANK_IMAGE, MAX_DISPLAY_BYTES, decode_display, image_to_bits
 
 FRAME = 1 / 30
 
@@ -101,6 +102,59 @@ def test_complex_images_are_simplified_to_fit_one_frame():
     assert len(data) <= MAX_DISPLAY_BYTES
     assert np.array_equal(decode_display(data), shown)
     assert np.mean(shown == screen[0::2]) > 0.6   # simplified, not blanked
+
+
+def luma(rgba: np.ndarray) -> np.ndarray:
+    """The grey of (h, w, 4) rgba8 pixels as the driver has always made it (ITU-R 601 luma,
+    rounded, then darkened by alpha), computed whole."""
+    px = rgba.astype(np.int64)
+    grey = (px[:, :, 0] * 299 + px[:, :, 1] * 587 + px[:, :, 2] * 114 + 500) // 1000
+    return ((grey * px[:, :, 3] + 127) // 255).astype(np.uint8)
+
+
+def test_the_largest_image_is_sampled_down_before_it_is_converted():
+    """A 4096 x 4096 rgba8 image (the largest accepted) is converted from every 8th pixel
+    (8 per screen pixel of its 64 x 64 on the screen): converted whole it took 0.7 s and
+    450 MiB on the executor, which served no emergency stop meanwhile."""
+    side = MAX_IMAGE_SIDE
+    small = np.tile(np.linspace(0, 255, 64).astype(np.uint8), (64, 1))
+    small[8:40, 16:48] = 250
+    small[44:52, :] = 5
+    big = np.repeat(np.repeat(small, side // 64, axis=0), side // 64, axis=1)
+    rgba = np.empty((side, side, 4), np.uint8)
+    rgba[:, :, :3] = big[:, :, None]
+    rgba[:, :, 3] = 255
+    data = rgba.tobytes()
+    del big
+    for dither in (False, True):
+        tracemalloc.start()
+        try:
+            screen = image_to_screen(side, side, "rgba8", side * 4, 0, data, dither)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        # less than a byte per pixel of the image: it was never converted whole
+        assert peak < side * side // 2, f"{peak / 2**20:.0f} MiB"
+        # the picture is the one of its middle pixel of every 8 x 8, fitted to 64 x 64 ...
+        sampled = luma(rgba[4::8, 4::8])
+        mode = "dither" if dither else "threshold"
+        assert np.array_equal(screen, image_to_bits(sampled, mode, size=(64, 64)))
+        # ... which shows the picture: as the 64 x 64 picture itself does, pixel for pixel
+        # when thresholded, as bright in each 8 x 8 block when dithered
+        direct = image_to_screen(64, 64, "mono8", 64, 0, small.tobytes(), dither)
+        if not dither:
+            assert np.mean(screen == direct) > 0.99
+        blocks = [bits.reshape(8, 8, 16, 8).mean(axis=(1, 3)) for bits in (screen, direct)]
+        assert np.abs(blocks[0] - blocks[1]).max() <= 0.1
+
+
+@pytest.mark.parametrize("width, height", [(640, 480), (1280, 960), (2047, 1023)])
+def test_an_image_up_to_sixteen_times_the_screen_is_converted_whole_as_before(width, height):
+    rng = np.random.default_rng(width)
+    rgba = rng.integers(0, 256, (height, width, 4), dtype=np.uint8)
+    for dither in (False, True):
+        screen = image_to_screen(width, height, "rgba8", width * 4, 0, rgba.tobytes(), dither)
+        assert np.array_equal(screen, image_to_bits(luma(rgba), "dither" if dither else "threshold"))
 
 
 @pytest.mark.parametrize("fields, named", [
