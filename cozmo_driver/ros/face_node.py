@@ -87,6 +87,9 @@ _MAX_TRANSITION_S = 10.0
 _MAX_QUOTED = 64
 #: the warnings of face/expression and face/look_at repeat at most this often, s
 _WARN_PERIOD_S = 2.0
+#: the highest fps: the robot shows a frame every 1/30 s, so the driver takes one face a tick
+#: (a faster face filled its queue and lost a frame in three to a half of them, unsaid)
+MAX_FPS = 30.0
 
 
 @dataclass
@@ -103,7 +106,8 @@ class LocalDisplay:
 
 #: the node's parameters (read at start-up), declared from this table; ``--help`` lists them
 FACE_PARAMETERS = (
-    ParamSpec("fps", 30.0, "Frames rendered per second", "1/s", 1.0, 60.0),
+    ParamSpec("fps", 30.0, "Frames rendered per second (at most 30: the robot shows 30 a second)", "1/s",
+              1.0, MAX_FPS),
     ParamSpec("expression", "neutral", "The expression at start-up"),
     ParamSpec("idle", True, "Idle life: blinks and small eye movements"),
     ParamSpec("seed", 0, "Seed of the idle life (the same seed blinks the same way)"),

@@ -17,6 +17,8 @@ import yaml
 
 rclpy = pytest.importorskip("rclpy")
 
+from rclpy.parameter import Parameter  # noqa: E402
+
 from cozmo_driver import bringup, bringup_plan as plan  # noqa: E402
 from cozmo_driver.ros.face_node import FaceNode  # noqa: E402
 
@@ -74,6 +76,28 @@ def test_config_yaml_lists_every_face_node_parameter_with_its_default(rclpy_cont
         assert comments[name].endswith("(static)"), name   # read at start-up only
         for bounds in descriptor.floating_point_range:
             assert f"Range {bounds.from_value!r}..{bounds.to_value!r}." in comments[name], name
+
+
+def test_fps_beyond_the_thirty_frames_a_second_the_robot_shows_is_refused(rclpy_context):
+    """The driver takes one face a tick of the robot's 30 a second: a face node rendering 60
+    filled the driver's queue and lost frames unsaid; now it does not start, naming the range."""
+    from rclpy.exceptions import InvalidParameterValueException
+    with pytest.raises(InvalidParameterValueException, match=r"fps out of range Min: 1\.0, Max: 30\.0"):
+        FaceNode(node_name="fast_face", context=rclpy_context,
+                 parameter_overrides=[Parameter("fps", value=31.0)])
+    node = FaceNode(node_name="full_speed_face", context=rclpy_context,
+                    parameter_overrides=[Parameter("fps", value=30.0), Parameter("idle", value=False)])
+    try:
+        assert node.get_parameter("fps").value == 30.0
+        (descriptor,) = node.describe_parameters(["fps"])
+        assert descriptor.floating_point_range[0].to_value == 30.0
+        assert "at most 30: the robot shows 30 a second" in descriptor.description
+    finally:
+        node.destroy_node()
+    # the face node's table in docs/media.md says the same range
+    row = next(line for line in (ROOT / "docs" / "media.md").read_text().splitlines()
+               if line.startswith("| `fps` | double |"))
+    assert "(1..30:" in row, row
 
 
 def _face_command(config: Path, namespace: str):
