@@ -335,11 +335,14 @@ class MediaInterfaces:
             self._rejected()
             self._warn("display_inactive", f"{topic} refused: the driver is not active")
             return
-        if duration_field is not None and not (math.isfinite(duration) and duration >= 0.0):
+        if duration_field is not None and not duration >= 0.0:  # NaN, below 0 or -inf
+            what = "not a number of seconds" if math.isnan(duration) else "below 0 s"
             self._rejected()
-            self._warn(topic, f"{topic} refused: {duration_field} = {duration}: must be >= 0 s")
+            self._warn(topic, f"{topic} refused: {duration_field} = {duration}: {what}; give the "
+                       "seconds to show it, >= 0 (0: until replaced)")
             return
-        if duration > _MAX_IMAGE_S:  # a timed image keeps the 30 fps stream running
+        # beyond an hour (+inf too) is clamped: a timed image keeps the 30 fps stream running
+        if duration > _MAX_IMAGE_S:
             self._warn(f"{duration_field} long", f"{duration_field} = {duration:g} s is beyond "
                        f"{_MAX_IMAGE_S:g} s: shown for {_MAX_IMAGE_S:g} s (0: until replaced, "
                        "sent once)")

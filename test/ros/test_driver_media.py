@@ -238,6 +238,30 @@ def test_a_face_of_the_wrong_size_and_an_empty_audio_chunk_are_refused_and_count
                "replaced, sent once)" in line for line in log.lines), log.lines
 
 
+def test_an_infinite_duration_is_clamped_as_a_long_one_and_nan_is_refused_saying_so(make_rig):
+    """duration = +inf was refused with "must be >= 0 s", while the docs clamp durations
+    beyond an hour: it is clamped as they are, and NaN is refused saying it is not a number."""
+    rig = make_rig()
+    log = rig.node._media._log = LogRecorder(rig.node._media._log)
+    pub = rig.publisher(DisplayImage, "display/image")
+    box = np.zeros((64, 128), np.uint8)
+    box[16:48, 32:96] = 255
+    pub.publish(DisplayImage(image=image_msg(box, "mono8"), duration=math.inf))
+    assert rig.spin_until(lambda: np.array_equal(rig.sim.framebuffer(), shown(box > 0)), 3.0)
+    assert ("display/image.duration = inf s is beyond 3600 s: shown for 3600 s (0: until "
+            "replaced, sent once)") in log.lines, log.lines
+    # not a number, or below 0: refused (counted), saying what is wrong; the box stays (one
+    # at a time: the subscription keeps the latest command only; the second refusal of the
+    # field within 2 s is held back by the throttle)
+    pub.publish(DisplayImage(image=image_msg(255 - box, "mono8"), duration=math.nan))
+    assert rig.spin_until(lambda: rig.diag_values().get("display images refused") == "1", 4.0)
+    assert ("display/image refused: display/image.duration = nan: not a number of seconds; give "
+            "the seconds to show it, >= 0 (0: until replaced)") in log.lines, log.lines
+    pub.publish(DisplayImage(image=image_msg(255 - box, "mono8"), duration=-math.inf))
+    assert rig.spin_until(lambda: rig.diag_values().get("display images refused") == "2", 4.0)
+    assert np.array_equal(rig.sim.framebuffer(), shown(box > 0))
+
+
 def test_an_image_and_a_chunk_refused_while_inactive_are_both_counted(make_rig):
     """Refused while the driver is inactive, an audio/pcm chunk was counted in /diagnostics
     and a display/image was not."""
