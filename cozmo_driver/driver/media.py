@@ -207,11 +207,32 @@ def audio_chunk_samples(sample_rate: int, channels: int, samples: Any,
 
 def load_audio_file(source: Union[str, os.PathLike, BinaryIO]) -> Tuple[np.ndarray, WavInfo]:
     """``(mono int16 samples at SAMPLE_RATE, info)`` of a PCM WAV file; a file that cannot
-    be read or played raises :class:`CommandError` saying why."""
+    be read or played raises :class:`CommandError` saying why. A path's ``~`` is expanded;
+    a relative path is read from the process's working directory, and when no file is
+    there the message says so, with the absolute path tried."""
+    if not isinstance(source, (str, os.PathLike)):
+        try:
+            return load_wav(source)
+        except LocalProtocolError as exc:
+            raise CommandError(str(exc)) from None
+    given = os.fspath(source)
+    path = os.path.expanduser(given)
     try:
-        return load_wav(source)
+        return load_wav(path)
     except LocalProtocolError as exc:
+        if isinstance(exc.__cause__, FileNotFoundError):
+            raise CommandError(_no_file(given, path)) from None
         raise CommandError(str(exc)) from None
+
+
+def _no_file(given: str, path: str) -> str:
+    """What to say of a WAV path ``given`` (``path`` once ``~`` is expanded) with no file."""
+    if os.path.isabs(path):
+        tried = "" if path == given else f" ({path})"
+        return f"{given}{tried}: cannot read WAV file: no such file"
+    return (f"{given}: cannot read WAV file: no such file (a relative path is read from the "
+            f"driver's working directory, {os.getcwd()}: {os.path.abspath(path)} was tried); "
+            "give the file's absolute path")
 
 
 def motor_stops(head: bool, lift: bool) -> List[Any]:

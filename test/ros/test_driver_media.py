@@ -467,6 +467,40 @@ def test_play_audio_cancel_preempt_and_bad_files(make_rig, tmp_path):
     assert "96000 Hz is not supported" in r.result.message
 
 
+def test_play_audio_expands_a_home_path_and_says_where_a_relative_one_was_looked_for(make_rig, tmp_path,
+                                                                                    monkeypatch):
+    """A path of "~/beep.wav" was read as a file in a directory named "~", and a relative
+    path with no file there failed with only "No such file or directory: 'sounds/beep.wav'"."""
+    rig = make_rig()
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    write_wav(home / "beep.wav", sine(600.0, 0.2, 16000), 16000)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(work)
+
+    def play(path: str):
+        return rig.result(rig.send_goal(PlayAudio, "play_audio", PlayAudio.Goal(path=path, volume=-1.0)))
+
+    frames0 = rig.sim.audio_frames()
+    r = play("~/beep.wav")
+    assert r.status == GoalStatus.STATUS_SUCCEEDED, r.result.message
+    assert rig.spin_until(lambda: rig.sim.audio_frames() - frames0 >= 6, 2.0)  # 0.2 s: played
+    r = play("sounds/beep.wav")
+    assert r.status == GoalStatus.STATUS_ABORTED
+    assert r.result.message == (
+        f"sounds/beep.wav: cannot read WAV file: no such file (a relative path is read from the "
+        f"driver's working directory, {work}: {work / 'sounds' / 'beep.wav'} was tried); give the "
+        "file's absolute path"), r.result.message
+    r = play("~/missing.wav")
+    assert r.status == GoalStatus.STATUS_ABORTED
+    assert r.result.message == f"~/missing.wav ({home / 'missing.wav'}): cannot read WAV file: no such file"
+    # a relative path that is there plays
+    (work / "sounds").mkdir()
+    (work / "sounds" / "beep.wav").write_bytes((home / "beep.wav").read_bytes())
+    assert play("sounds/beep.wav").status == GoalStatus.STATUS_SUCCEEDED
+
+
 ESPEAK = shutil.which("espeak-ng")
 
 
