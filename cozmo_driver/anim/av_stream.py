@@ -46,7 +46,8 @@ never leave the robot short; when it runs dry (its end, or chunks later than the
 buffer) its last partial frame is sent at once, padded with silence, and the
 next chunk starts a new stream (buffered again); a stream shorter than the buffer is played when no
 chunk came for ``stream_timeout_s``. Chunks that would queue more than
-``max_queue_s`` are dropped (counted). While an animation plays, queued audio
+``max_queue_s`` of the stream are dropped (counted; a ``play_audio`` goal's audio,
+which the stream waits behind, does not count). While an animation plays, queued audio
 and images wait.
 
 A link that cannot carry the stream (a lossy Wi-Fi) makes it pile up in the
@@ -153,6 +154,7 @@ class _AudioGoal:
     accepted_at: float
     started_at: Optional[float] = None
     last_report: float = -math.inf
+    samples: int = 0  # the goal's samples (at SAMPLE_RATE), queued first
 
 
 @dataclass
@@ -557,7 +559,7 @@ class AVStream:
         self.pacer.clear_audio()
         self._reset_stream()
         frames = -(-pcm.size // SAMPLES_PER_FRAME)
-        goal = _AudioGoal(token, frames, self.pacer.stats.audio_frames, now)
+        goal = _AudioGoal(token, frames, self.pacer.stats.audio_frames, now, samples=int(pcm.size))
         if frames == 0:
             self._report(AVReport(_AUDIO_DONE, token, 1.0, success=True, message="nothing to play (no samples)"))
             return
@@ -589,13 +591,18 @@ class AVStream:
         if not self._running or not self._ready():
             s.stream_dropped_s += seconds
             return
-        if self.pacer.audio_queued_s + self._prebuffered / SAMPLE_RATE + seconds > self.max_queue_s:
+        # the stream's own audio counts, not a play_audio goal's that it queues behind (a file
+        # of more than max_queue_s had every chunk dropped)
+        goal_s = _goal_queued(self._audio, self.pacer) / SAMPLE_RATE
+        queued_s = max(0.0, self.pacer.audio_queued_s - goal_s) + self._prebuffered / SAMPLE_RATE
+        if queued_s + seconds > self.max_queue_s:
             s.stream_dropped_s += seconds
             now = time.monotonic()
             if now - self._warned_at > 5.0:
                 self._warned_at = now
-                logger.warning("audio/pcm: more than %.0f s queued: chunk dropped (is the stream "
-                               "faster than real time?)", self.max_queue_s)
+                logger.warning("audio/pcm: chunk dropped: the stream would queue more than %.0f s, "
+                               "the most the driver keeps; %s", self.max_queue_s,
+                               _why_queued(goal_s, self.pacer.animating))
             return
         self._last_chunk_at = self.robot.clock()
         if self._streaming:
@@ -749,6 +756,25 @@ class AVStream:
                 clip.last_report = now
                 self._report(AVReport(_CLIP_PROGRESS, clip.token, self._clip_progress(clip, now),
                                       clip=clip.name))
+
+
+def _goal_queued(goal: Optional[_AudioGoal], pacer: AVPacer) -> int:
+    """Samples of the play_audio ``goal`` still waiting in the ``pacer``'s queue (ahead of
+    any stream audio; 0 without a goal)."""
+    if goal is None:
+        return 0
+    sent = pacer.stats.audio_frames - goal.frames_at_start
+    return max(0, goal.samples - sent * SAMPLES_PER_FRAME)
+
+
+def _why_queued(goal_s: float, animating: bool) -> str:
+    """Why a stream queued as much as the driver keeps (the warning of a chunk dropped)."""
+    if goal_s > 0.0:
+        return (f"it waits behind a play_audio goal with {goal_s:.1f} s still to play (nothing "
+                "is mixed; cancel the goal to hear the stream now)")
+    if animating:
+        return "it waits while an animation plays"
+    return "is the stream faster than real time?"
 
 
 def _counters(av: AVStream) -> dict:

@@ -679,6 +679,43 @@ def test_a_pcm_stream_on_audio_pcm_is_played(make_rig):
     assert rig.diag_values()["audio stream chunks"] == str(len(chunks))
 
 
+def test_pcm_chunks_queue_behind_a_play_audio_goal_longer_than_the_stream_limit(make_rig, tmp_path,
+                                                                                log_records):
+    """The 30 s the driver keeps of an audio/pcm stream counted the play_audio goal's own
+    audio it waits behind: behind a 40 s file every chunk was dropped, with a warning that
+    blamed the stream ("is the stream faster than real time?")."""
+    rig = make_rig()
+    logged = log_records("cozmo.anim.av", "WARNING")
+    long = write_wav(tmp_path / "long.wav", sine(440.0, 40.0, 8000), 8000)
+    handle = rig.send_goal(PlayAudio, "play_audio", PlayAudio.Goal(path=str(long), volume=-1.0))
+    assert rig.spin_until(lambda: float(rig.diag_values()["audio queued (s)"]) > 35.0, 5.0)
+    pub = rig.publisher(AudioChunk, "audio/pcm")
+    chunk = sine(500.0, 0.2, 16000).tolist()
+    for _ in range(5):
+        pub.publish(AudioChunk(sample_rate=16000, channels=1, samples=chunk))
+        rig.spin_for(0.05)
+    assert rig.spin_until(lambda: rig.diag_values()["audio stream chunks"] == "5", 4.0), rig.diag_values()
+    values = rig.diag_values()
+    assert float(values["audio stream dropped (s)"]) == 0.0, values
+    assert float(values["audio queued (s)"]) > 35.0 + 1.0 - 2.0, values    # goal + stream, less played
+    assert logged.messages == []
+    # the stream's own 30 s still hold behind the goal: 1 s + 20 s + 20 s keeps 30 s of it
+    big = sine(500.0, 20.0, 8000).tolist()
+    for _ in range(2):
+        pub.publish(AudioChunk(sample_rate=8000, channels=1, samples=big))
+        rig.spin_for(0.2)
+    assert rig.spin_until(lambda: rig.diag_values()["audio stream chunks"] == "7"
+                          and float(rig.diag_values()["audio stream dropped (s)"]) > 10.0, 6.0), rig.diag_values()
+    assert float(rig.diag_values()["audio stream dropped (s)"]) == pytest.approx(11.0, abs=0.3)
+    (said,) = logged.messages
+    assert said.startswith("audio/pcm: chunk dropped: the stream would queue more than 30 s, the most "
+                           "the driver keeps; it waits behind a play_audio goal with "), said
+    assert said.endswith(" s still to play (nothing is mixed; cancel the goal to hear the stream now)"), said
+    cancel = handle.cancel_goal_async()
+    assert rig.spin_until(cancel.done, 3.0)
+    assert rig.result(handle).status == GoalStatus.STATUS_CANCELED
+
+
 @pytest.fixture
 def like_the_console_script():
     """The process settings cozmo_driver_node's main() makes: a 0.5 ms GIL switch interval and
