@@ -23,7 +23,8 @@ track (YAML key)           keyframe
 ``sprite``                 :class:`SpriteKeyframe`: an image sequence (30 fps)
 ``audio``                  :class:`AudioKeyframe`: PCM at 22 320 Hz from a WAV file, a
                            synthesised sound, or Wwise event ids (see below)
-``events``                 :class:`EventKeyframe`: a named event reported when reached
+``events``                 :class:`EventKeyframe`: a named event (the player gives it
+                           when reached; the driver reports it nowhere)
 ``record_heading``         :class:`RecordHeadingKeyframe`
 ``turn_to_recorded_heading``  :class:`TurnToRecordedHeadingKeyframe`: offset, speed,
                            accelerations, tolerance, half revolutions, shortest way
