@@ -434,6 +434,10 @@ class MediaInterfaces:
             self._chunks_rejected += 1
             self._warn("audio_inactive", "audio/pcm refused: the driver is not active")
             return
+        if not self._connected():  # it would vanish: nothing plays it
+            self._chunks_rejected += 1
+            self._warn("audio_link", f"audio/pcm refused: {NOT_CONNECTED_REFUSAL}")
+            return
         try:
             mono = audio_chunk_samples(msg.sample_rate, msg.channels, msg.samples,
                                        max_s=self.av.max_queue_s)

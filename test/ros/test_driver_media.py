@@ -203,6 +203,21 @@ def test_timed_images_give_way_to_the_face_and_bad_images_are_refused(make_rig):
     assert np.array_equal(rig.sim.framebuffer(), face_bits("happy"))
 
 
+def test_audio_chunks_while_the_robot_is_not_connected_are_refused_saying_so(make_rig):
+    """A chunk on audio/pcm while the link is down vanished: no warning, no refusal counted,
+    only the stream's dropped seconds grew (motion commands and play_audio say "not
+    connected" then)."""
+    rig = make_rig(peer_timeout=0.5)
+    log = rig.node._media._log = LogRecorder(rig.node._media._log)
+    pcm = rig.publisher(AudioChunk, "audio/pcm")
+    rig.sim.set_link_up(False)
+    assert rig.spin_until(lambda: not rig.node.connected, 5.0)
+    pcm.publish(AudioChunk(sample_rate=8000, channels=1, samples=[100] * 800))
+    assert rig.spin_until(lambda: rig.diag_values().get("audio chunks refused") == "1", 4.0), rig.diag_values()
+    assert any(line.startswith("audio/pcm refused: not connected to the robot") for line in log.lines), log.lines
+    rig.sim.set_link_up(True)
+
+
 def test_a_face_of_the_wrong_size_and_an_empty_audio_chunk_are_refused_and_counted(make_rig):
     rig = make_rig()
     log = rig.node._media._log = LogRecorder(rig.node._media._log)
