@@ -87,7 +87,7 @@ class Robot:
     def start(self) -> "Robot":
         """Claim the robot on this machine (:class:`~cozmo_driver.client.claim.RobotBusyError`
         when another program drives it), open the socket and connect."""
-        self._claim = RobotClaim(*resolve_address(*self.transport.remote_addr)).acquire()
+        self._claim = RobotClaim(*resolve_address(*self.transport.remote_addr, destination=True)).acquire()
         try:
             self.transport.start()
             self.transport.call(lambda: self.link.start(self.transport._loop.time()))

@@ -58,6 +58,7 @@ import concurrent.futures
 import ipaddress
 import logging
 import os
+import re
 import socket
 import threading
 import time
@@ -72,8 +73,8 @@ from ..protocol.frames import MAGIC, FrameType, decode_frame
 from ..protocol.messages import PacketType
 
 __all__ = ["UdpTransport", "PeerFilter", "TransportStats", "TransportError", "AddressError",
-           "TransportStateError", "resolve_address", "is_loopback",
-           "LOOPBACK_ONLY_ENV"]
+           "TransportStateError", "resolve_address", "address_problem", "is_loopback",
+           "LOOPBACK_ONLY_ENV", "ROBOT_ADDRESS_HINT"]
 
 #: When this environment variable is "1", only loopback robot addresses are allowed.
 LOOPBACK_ONLY_ENV = "COZMO_LOOPBACK_ONLY"
@@ -108,16 +109,63 @@ class TransportStats:
     callback_errors: int = 0
 
 
-def resolve_address(host: str, port: int) -> Address:
-    """Resolve ``host`` to a numeric IPv4 address (raises TransportError)."""
+#: what resolve_address adds to an address it refuses: where a robot answers
+ROBOT_ADDRESS_HINT = "a Cozmo answers at 172.31.1.1 on its own Wi-Fi"
+_NUMERIC = re.compile(r"[0-9.]+")
+#: addresses nothing can be sent to: the unspecified one and the limited broadcast
+_NO_DESTINATION = {"0.0.0.0": "the unspecified address (a socket binds it; no host has it)",
+                   "255.255.255.255": "the broadcast address (every host of the network)"}
+
+
+def address_problem(host: str, destination: bool = False) -> Optional[str]:
+    """Why ``host`` is not an IPv4 address or a host name, or None. The C library takes a
+    string of digits and dots for an address even when it is not four numbers 0-255:
+    '172.31.1' for 172.31.0.1, '172.31.11' for 172.31.0.11, '172.031.1.1' (octal) for
+    172.25.1.1. A mistyped address must not become another one, so what the library reads
+    as an address (or what is made of digits and dots only) must be a dotted quad. A
+    ``destination`` (where datagrams go) must not be the unspecified or the broadcast
+    address. Pure: resolves nothing."""
+    numeric = bool(_NUMERIC.fullmatch(host))
+    if not numeric:
+        try:
+            socket.inet_aton(host)
+            numeric = True
+        except (OSError, ValueError):
+            pass
+    if not numeric:
+        return None  # a host name
+    try:
+        canonical = str(ipaddress.IPv4Address(host)) == host
+    except ValueError:
+        canonical = False
+    if not canonical:
+        return f"{host!r} is not an IPv4 address of four numbers 0-255 separated by dots"
+    if destination and host in _NO_DESTINATION:
+        return f"{host} is {_NO_DESTINATION[host]}, not a robot's"
+    return None
+
+
+def resolve_address(host: str, port: int, destination: bool = False,
+                    hint: str = ROBOT_ADDRESS_HINT) -> Address:
+    """Resolve ``host`` to a numeric IPv4 address (raises :class:`AddressError`, whose text
+    ends with ``hint``). A string of digits and dots must be four numbers 0-255, and a
+    ``destination`` (where datagrams go) neither the unspecified nor the broadcast address
+    (:func:`address_problem`), whether given or resolved."""
     if not 0 <= int(port) <= 65535:
         raise AddressError(f"port {port} is outside 0..65535")
+    problem = address_problem(host, destination)
+    if problem is not None:
+        raise AddressError(f"{problem}: check the address ({hint})")
     try:
         infos = socket.getaddrinfo(host, port, socket.AF_INET, socket.SOCK_DGRAM)
     except socket.gaierror as exc:
         raise AddressError(f"cannot resolve {host!r} to an IPv4 address ({exc.strerror or exc}): check "
-                           "the address (a Cozmo answers at 172.31.1.1 on its own Wi-Fi)") from None
-    return infos[0][4][0], int(port)
+                           f"the address ({hint})") from None
+    numeric = infos[0][4][0]
+    if destination and numeric in _NO_DESTINATION:  # a host name that stands for one of those
+        raise AddressError(f"{host!r} resolves to {numeric}, {_NO_DESTINATION[numeric]}, not a "
+                           f"robot's: check the address ({hint})")
+    return numeric, int(port)
 
 
 def is_loopback(host: str) -> bool:
@@ -251,7 +299,7 @@ class UdpTransport:
             raise TransportStateError("transport already started")
         host, port = resolve_address(*self.local_addr)
         if self.remote_addr is not None:
-            self.remote_addr = resolve_address(*self.remote_addr)
+            self.remote_addr = resolve_address(*self.remote_addr, destination=True)
             if os.environ.get(LOOPBACK_ONLY_ENV) == "1" and not is_loopback(self.remote_addr[0]):
                 raise AddressError(
                     f"{LOOPBACK_ONLY_ENV}=1 is set: refusing to send to {self.remote_addr[0]}, which "

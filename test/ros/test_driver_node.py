@@ -1092,6 +1092,28 @@ def test_a_parameter_file_rcl_cannot_read_is_one_line_and_status_2(tmp_path, con
     assert "Traceback" not in result.stderr, result.stderr
 
 
+def test_a_mistyped_robot_ip_is_refused_not_read_as_another_address(sim):
+    """robot_ip:=127.0.1, a shortened address that the C library reads as 127.0.0.1: the
+    driver drove the robot there (as 172.31.1 would have driven 172.31.0.1). Now it exits
+    2 at once, naming the value and the form an address takes, and the simulator at
+    127.0.0.1 hears nothing."""
+    port = sim.address[1]
+    proc = subprocess.Popen(_node_command(port) + ["-p", "robot_ip:=127.0.1"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 2, (out, err)
+    assert ("cozmo_driver: refusing to run: '127.0.1' is not an IPv4 address of four numbers 0-255 "
+            "separated by dots: check the address (a Cozmo answers at 172.31.1.1 on its own Wi-Fi)"
+            ) in err.splitlines(), err
+    assert "Traceback" not in err
+    assert not sim.is_connected() and sim.transport.stats.datagrams_in == 0, sim.transport.stats
+
+
 def _loopback_params_file(tmp_path: Path, port: int, **params: Any) -> Path:
     """config/cozmo.yaml with the robot on 127.0.0.1 (never the real robot's address), and
     ``params``."""

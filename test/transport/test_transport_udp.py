@@ -14,7 +14,8 @@ from cozmo_driver.protocol import messages as msgs
 from cozmo_driver.protocol.errors import NotConnectedError
 from cozmo_driver.protocol.frames import FrameType, OOB_SEQ, encode_frame
 from cozmo_driver.protocol.session import MessageReceived, Role, Session, SessionConfig
-from cozmo_driver.transport.udp import TransportError, UdpTransport, is_loopback, resolve_address
+from cozmo_driver.transport.udp import (AddressError, TransportError, UdpTransport, is_loopback,
+                                        resolve_address)
 
 
 def wait_for(predicate, timeout=3.0):
@@ -307,6 +308,40 @@ def test_configuration_errors():
 
     assert is_loopback("127.0.0.5") and not is_loopback(DEFAULT_ROBOT_ADDRESS)
     assert not is_loopback("nonsense")
+
+
+@pytest.mark.parametrize("typed, read_as", [("172.31.1", "172.31.0.1"), ("172.31.11", "172.31.0.11"),
+                                             ("172.031.1.1", "172.25.1.1"), ("0x7f.1", "127.0.0.1"),
+                                             ("999.1.1.1", None), ("127.1", "127.0.0.1")])
+def test_a_mistyped_address_is_refused_not_turned_into_another(typed, read_as):
+    """The C library reads '172.31.1' as 172.31.0.1 (and an octal or a hex part as such): a
+    robot_ip with a digit left out drove whatever answered at another address. Refused,
+    naming the value and the form wanted, before anything is resolved or sent."""
+    if read_as is not None:  # what getaddrinfo would have made of it
+        assert socket.getaddrinfo(typed, 1, socket.AF_INET)[0][4][0] == read_as
+    for destination in (False, True):
+        with pytest.raises(AddressError) as refused:
+            resolve_address(typed, 5551, destination=destination)
+        assert str(refused.value) == (
+            f"{typed!r} is not an IPv4 address of four numbers 0-255 separated by dots: check "
+            "the address (a Cozmo answers at 172.31.1.1 on its own Wi-Fi)")
+    with pytest.raises(AddressError, match=re.escape(f"{typed!r} is not an IPv4 address")):
+        UdpTransport(Session(Role.ENGINE), local_addr=("127.0.0.1", 0), remote_addr=(typed, 5551)).start()
+
+
+@pytest.mark.parametrize("host, what", [("0.0.0.0", "the unspecified address"),
+                                        ("255.255.255.255", "the broadcast address")])
+def test_no_robot_is_at_the_unspecified_or_broadcast_address(host, what):
+    """Both were taken as a robot's address. A socket still binds 0.0.0.0 (the driver's
+    local_ip) and a simulator may be given any address to bind."""
+    with pytest.raises(AddressError, match=re.escape(f"{host} is {what}")) as refused:
+        resolve_address(host, 5551, destination=True)
+    assert "not a robot's: check the address (a Cozmo answers at 172.31.1.1" in str(refused.value)
+    with pytest.raises(AddressError, match=re.escape(f"{host} is {what}")):
+        UdpTransport(Session(Role.ENGINE), local_addr=("127.0.0.1", 0), remote_addr=(host, 5551)).start()
+    assert resolve_address(host, 0) == (host, 0)        # to bind
+    assert resolve_address("172.31.1.1", 5551, destination=True) == ("172.31.1.1", 5551)
+    assert resolve_address("localhost", 5551, destination=True) == ("127.0.0.1", 5551)
 
 
 #: the verified protocol notes, which give the robot's endpoint (../shared beside the checkout)
