@@ -23,8 +23,9 @@ from ..lifeline import exit_with_parent
 from ..protocol.errors import CozmoError
 from ..stop_flag import StopFlag
 from ..transport.memory import Impairment
+from ..transport.udp import resolve_address
 from .robot import LINK_POLICIES, RobotConfig, room_light
-from .server import DEFAULT_PORT, SimServer
+from .server import DEFAULT_PORT, SIM_ADDRESS_HINT, SimServer
 
 __all__ = ["main", "build_parser", "robot_config", "format_status", "STOP_GRACE_S"]
 
@@ -56,6 +57,47 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} is not a seed: a whole number, 0 or more")
+    return value
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{text} is not a UDP port: 1..65535, or 0 for a free one")
+    return value
+
+
+def _host(text: str) -> str:
+    """An address the simulator can bind (resolved here to say at once what is wrong with
+    it; whether it is loopback is SimServer's check)."""
+    try:
+        resolve_address(text, 0, hint=SIM_ADDRESS_HINT)
+    except CozmoError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+#: the logging levels --log-level takes (in any case)
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def _log_level(text: str) -> str:
+    if text.upper() not in LOG_LEVELS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a logging level: use one of "
+                                         f"{', '.join(LOG_LEVELS)} (in any case)")
+    return text.upper()
+
+
 def _light(text: str) -> float:
     try:
         return room_light(text)
@@ -66,12 +108,14 @@ def _light(text: str) -> float:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="cozmo-sim", description=(
         "Simulated Anki Cozmo speaking the robot's UDP protocol (loopback only by default)."))
-    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT,
+    p.add_argument("--host", type=_host, default="127.0.0.1",
+                   help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=_port, default=DEFAULT_PORT,
                    help=f"UDP port (default {DEFAULT_PORT}; 0 picks a free one)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the world, noise and impairments")
-    p.add_argument("--duration", type=float, default=None,
-                   help="stop after this many seconds (default: run until Ctrl-C)")
+    p.add_argument("--seed", type=_seed, default=0,
+                   help="seed of the world, noise and impairments: a whole number, 0 or more")
+    p.add_argument("--duration", type=_seconds, default=None, metavar="S",
+                   help="stop after this many seconds, 0 or more (default: run until Ctrl-C)")
     p.add_argument("--stop-grace", type=_seconds, default=STOP_GRACE_S, metavar="S",
                    help="on SIGINT or SIGTERM with a client connected, serve it until it "
                         "disconnects, for at most this many seconds, so that its stop and "
@@ -100,7 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force-non-loopback", action="store_true",
                    help="allow binding an address that is not loopback")
     p.add_argument("--quiet", action="store_true", help="no status lines")
-    p.add_argument("--log-level", default="WARNING", help="logging level (default WARNING)")
+    p.add_argument("--log-level", type=_log_level, default="WARNING",
+                   help=f"logging level: {', '.join(LOG_LEVELS)} (default WARNING)")
     return p
 
 
@@ -134,7 +179,7 @@ def _serve_until_disconnected(sim: SimServer, grace: float) -> None:
 def main(argv: Optional[List[str]] = None) -> int:
     exit_with_parent()  # end with the bring-up that started it (cozmo_driver.lifeline)
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.WARNING),
+    logging.basicConfig(level=getattr(logging, args.log_level),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     up = Impairment(loss=args.loss_up, duplicate=args.dup_up, reorder=args.reorder_up,
                     delay=args.delay_up / 1000.0)
@@ -156,7 +201,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     host, port = sim.address
     print(f"cozmo-sim: simulated Cozmo on udp://{host}:{port} (seed {args.seed}); Ctrl-C stops",
           flush=True)
-    end = None if args.duration is None else time.monotonic() + max(0.0, args.duration)
+    end = None if args.duration is None else time.monotonic() + args.duration
     try:
         sim.rates()
         while not stop.is_set():

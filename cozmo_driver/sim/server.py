@@ -39,6 +39,9 @@ __all__ = ["SimServer", "SimError", "NonLoopbackAddressError", "DEFAULT_PORT"]
 logger = logging.getLogger("cozmo.sim")
 
 DEFAULT_PORT = 5551
+#: what an address the simulator cannot serve on is told (resolve_address's hint)
+SIM_ADDRESS_HINT = ("the simulator serves a loopback address of this computer, such as 127.0.0.1 "
+                    "(the default) or localhost")
 
 
 class SimError(ConfigurationError):
@@ -59,7 +62,7 @@ class SimServer:
                  world: Any = None, config: Optional[RobotConfig] = None,
                  up: Optional[Impairment] = None, down: Optional[Impairment] = None,
                  allow_non_loopback: bool = False, name: str = "cozmo-sim") -> None:
-        numeric_host, port = resolve_address(host, port)
+        numeric_host, port = resolve_address(host, port, hint=SIM_ADDRESS_HINT)
         if not is_loopback(numeric_host) and not allow_non_loopback:
             raise NonLoopbackAddressError(
                 f"refusing to serve on {host} ({numeric_host}): not a loopback address; "

@@ -261,6 +261,40 @@ def test_cli_refuses_non_loopback():
     assert done.returncode == 2 and "loopback" in done.stderr
 
 
+SIM_HINT = "(the simulator serves a loopback address of this computer, such as 127.0.0.1 (the default) or localhost)"
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--seed", "-3"], "argument --seed: -3 is not a seed: a whole number, 0 or more"),
+    (["--duration", "nan"], "argument --duration: nan is not a time >= 0 s"),
+    (["--duration", "-5"], "argument --duration: -5 is not a time >= 0 s"),
+    (["--log-level", "bogus"], "argument --log-level: 'bogus' is not a logging level: use one of DEBUG, "
+                               "INFO, WARNING, ERROR, CRITICAL (in any case)"),
+    (["--port", "70000"], "argument --port: 70000 is not a UDP port: 1..65535, or 0 for a free one"),
+    (["--host", "nosuchhost.invalid"], "argument --host: cannot resolve 'nosuchhost.invalid' to an IPv4 "
+                                       "address (Name or service not known): check the address " + SIM_HINT),
+    (["--host", "127.0.1"], "argument --host: '127.0.1' is not an IPv4 address of four numbers 0-255 "
+                            "separated by dots: check the address " + SIM_HINT),
+], ids=["negative-seed", "nan-duration", "negative-duration", "log-level", "port", "host-unknown",
+        "host-shortened"])
+def test_cli_refuses_a_bad_value_with_a_usage_error_saying_what_is_allowed(args, said):
+    """--seed -3 ended in a numpy traceback; --duration nan or -5 ran and stopped at once with
+    status 0; --log-level bogus was WARNING without a word; --host of a name that does not
+    resolve got the real robot's hint (172.31.1.1 on its Wi-Fi), and 127.0.1 served on
+    127.0.0.1. Each is now a usage error, status 2, before anything is bound."""
+    done = run_cli("--port", "0", "--duration", "5", *args)
+    assert done.returncode == 2, (done.returncode, done.stdout, done.stderr)
+    assert done.stderr.startswith("usage: cozmo-sim"), done.stderr
+    assert done.stderr.splitlines()[-1] == "cozmo-sim: error: " + said, done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == ""
+
+
+def test_cli_log_level_takes_any_case():
+    from cozmo_driver.sim.cli import build_parser
+    assert build_parser().parse_args(["--log-level", "debug"]).log_level == "DEBUG"
+    assert build_parser().parse_args([]).log_level == "WARNING"
+
+
 def test_cli_light_sets_the_rooms_light_and_refuses_what_is_not_one():
     from cozmo_driver.sim.cli import build_parser
     assert build_parser().parse_args([]).light == 1.0
