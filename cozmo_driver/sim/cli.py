@@ -12,6 +12,7 @@ Ctrl-C reaches the driver too, whose stop and goodbye the robot must still answe
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import math
 import signal
@@ -23,7 +24,7 @@ from ..lifeline import exit_with_parent
 from ..protocol.errors import CozmoError
 from ..stop_flag import StopFlag
 from ..transport.memory import Impairment
-from ..transport.udp import resolve_address
+from ..transport.udp import AddressError, resolve_address
 from .robot import LINK_POLICIES, RobotConfig, room_light
 from .server import DEFAULT_PORT, SIM_ADDRESS_HINT, SimServer
 
@@ -176,6 +177,16 @@ def _serve_until_disconnected(sim: SimServer, grace: float) -> None:
         time.sleep(0.01)
 
 
+def _port_taken_hint(exc: CozmoError, port: int) -> str:
+    """What to do when the port is taken (a simulator started by hand, then a bring-up with
+    use_sim:=true, which starts one of its own on the same port), else ""."""
+    if not (isinstance(exc, AddressError) and exc.errno == errno.EADDRINUSE):
+        return ""
+    return (f"; another program holds that port, maybe a simulator you started: to drive that "
+            f"one, give the bring-up use_sim:=true start_sim:=false sim_port:={port}; else "
+            "choose a free port (sim_port:=N, or cozmo-sim --port N; --port 0 picks one)")
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     exit_with_parent()  # end with the bring-up that started it (cozmo_driver.lifeline)
     args = build_parser().parse_args(argv)
@@ -194,7 +205,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                         up=up, down=down, allow_non_loopback=args.force_non_loopback)
         sim.start()
     except CozmoError as exc:
-        print(f"cozmo-sim: {exc}", file=sys.stderr)
+        print(f"cozmo-sim: {exc}{_port_taken_hint(exc, args.port)}", file=sys.stderr)
         restore()
         stop.close()
         return 2

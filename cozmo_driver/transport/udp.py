@@ -94,6 +94,10 @@ class TransportError(CozmoError):
 class AddressError(TransportError, ConfigurationError):
     """An address or port that cannot be used: out of range, unresolvable, refused or busy."""
 
+    #: the operating system's error number when the socket could not bind (errno.EADDRINUSE:
+    #: another socket holds the port), else None
+    errno: Optional[int] = None
+
 
 class TransportStateError(TransportError, UsageError):
     """The adapter was used in a state that does not allow it (not started, started twice,
@@ -313,7 +317,9 @@ class UdpTransport:
         if self._start_error is not None:
             self._thread.join(timeout)
             self._thread = None
-            raise AddressError(f"cannot bind UDP {host}:{port}: {self._start_error}") from None
+            error = AddressError(f"cannot bind UDP {host}:{port}: {self._start_error}")
+            error.errno = getattr(self._start_error, "errno", None)
+            raise error from None
         logger.info("[%s] UDP bound to %s:%d%s", self.name, *self.local_address,
                     f", robot {self.remote_addr[0]}:{self.remote_addr[1]}" if self.remote_addr else "")
         return self

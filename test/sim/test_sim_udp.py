@@ -289,6 +289,23 @@ def test_cli_refuses_a_bad_value_with_a_usage_error_saying_what_is_allowed(args,
     assert "Traceback" not in done.stderr and done.stdout == ""
 
 
+def test_cli_on_a_port_another_simulator_holds_says_how_to_use_that_one():
+    """A cozmo-sim started by hand, then `cozmo_bringup use_sim:=true`, which starts one of
+    its own on the same port: that one failed with only "Address already in use". It now
+    says what holds the port and how to drive it (start_sim:=false sim_port:=N) or to
+    choose another port."""
+    with SimServer(host="127.0.0.1", port=0, seed=1) as first:
+        port = first.address[1]
+        done = run_cli("--port", str(port), "--duration", "5", "--quiet")
+        assert first.running
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert done.stderr.splitlines() == [
+        f"cozmo-sim: cannot bind UDP 127.0.0.1:{port}: [Errno 98] Address already in use; another "
+        "program holds that port, maybe a simulator you started: to drive that one, give the bring-up "
+        f"use_sim:=true start_sim:=false sim_port:={port}; else choose a free port (sim_port:=N, or "
+        "cozmo-sim --port N; --port 0 picks one)"], done.stderr
+
+
 def test_cli_log_level_takes_any_case():
     from cozmo_driver.sim.cli import build_parser
     assert build_parser().parse_args(["--log-level", "debug"]).log_level == "DEBUG"
