@@ -19,6 +19,7 @@ slots do not.
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -42,7 +43,19 @@ RADIO_SLOTS = 4
 UP_AXIS_REPORT_S = 0.5
 
 _ObjectType = msgs.ENUMS["ObjectType"]
+#: the axes a cube can report up: each UpAxis but NumAxes (a count, not an axis)
+_UP_AXES = {axis.name: int(axis) for axis in msgs.ENUMS["UpAxis"] if axis.name != "NumAxes"}
 _LightState = msgs.STRUCTS["LightState"]
+
+
+def _whole(value: Any) -> Optional[int]:
+    """``value`` as a whole number (an int, an IntEnum, a numpy integer), else None."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
 
 
 @dataclass
@@ -284,16 +297,20 @@ class Accessories:
         return obj if obj.object_id is not None and self.fw.connected else None
 
     def tap(self, n: int, now: float, taps: int, intensity: int = 79, jolt: bool = False) -> bool:
-        """ObjectTapped of ``intensity`` (tap_pos - tap_neg, 0..255); ``jolt``: the tap shook
-        the cube, which also reports a move and its end (as real cubes often do)."""
+        """ObjectTapped of ``taps`` (1..255) and ``intensity`` (tap_pos - tap_neg, 0..255; each
+        a signed byte); ``jolt``: the tap shook the cube, which also reports a move and its end
+        (as real cubes often do). False if the cube is not connected; ValueError for a value
+        outside those ranges."""
+        for name, value, low in (("taps", taps, 1), ("intensity", intensity, 0)):
+            if _whole(value) not in range(low, 256):
+                raise ValueError(f"tap_cube: {name} must be a whole number {low}..255, got {value!r}")
         obj = self._connected_cube(n)
         if obj is None:
             return False
-        intensity = max(0, min(255, int(intensity)))
         stamp = self.fw.timestamp_ms(now)
         self.fw.emit(msgs.ObjectTapped(timestamp_ms=stamp, object_id=obj.object_id,
-                                       num_taps=max(1, min(255, taps)), tap_time=12,
-                                       tap_neg=-(intensity // 2), tap_pos=intensity - intensity // 2))
+                                       num_taps=taps, tap_time=12,
+                                       tap_neg=-((intensity + 1) // 2), tap_pos=intensity // 2))
         if jolt:
             self.fw.emit(msgs.ObjectMoved(timestamp_ms=stamp, object_id=obj.object_id,
                                           active_accel_x=20.0, active_accel_y=-9.0,
@@ -319,6 +336,11 @@ class Accessories:
         return True
 
     def set_up_axis(self, n: int, axis: int, now: float) -> bool:
+        """Cube ``n`` turned over: ``axis`` (an UpAxis: 0..5, or 7 for UnknownAxis) points up
+        (ValueError for another value). False if it is not connected."""
+        if _whole(axis) not in _UP_AXES.values():
+            named = ", ".join(f"{value} ({name})" for name, value in _UP_AXES.items())
+            raise ValueError(f"set_cube_up_axis: axis must be an UpAxis: one of {named}; got {axis!r}")
         self.cube(n).up_axis = int(axis)
         obj = self._connected_cube(n)
         if obj is None:

@@ -516,10 +516,15 @@ class Body:
         self.fw.at(now + (PICKUP_DETECT_MOVING_S if moving else PICKUP_DETECT_S), detected)
 
     def put_down(self, now: float, pose: Optional[Tuple[float, float, float]] = None) -> None:
-        """Set it down on its treads: the floor is seen at once, "picked up" ends after the
-        firmware's detection time."""
+        """Set it down on its treads (at ``pose``, (x mm, y mm, yaw rad), if given): the floor
+        is seen at once, "picked up" ends after the firmware's detection time. A pose that is
+        not three finite numbers raises ValueError, before anything changes."""
         if pose is not None:
-            self.teleport(*pose)
+            try:
+                x, y, yaw = pose
+            except (TypeError, ValueError):
+                raise ValueError(f"put_down: pose = {pose!r} is not (x mm, y mm, yaw rad)") from None
+            self._place(x, y, yaw, "put_down")
         self.picked_up = False
         self.lying = None
         self.on_floor = self.on_floor and pose is None
@@ -541,7 +546,19 @@ class Body:
         self.lying = side
 
     def teleport(self, x: float, y: float, yaw: float) -> None:
-        """Move the true pose without telling odometry (a hand-placement)."""
+        """Move the true pose without telling odometry (a hand-placement): ``x``, ``y`` in mm,
+        ``yaw`` in rad, finite numbers (else ValueError, and nothing moves)."""
+        self._place(x, y, yaw, "teleport")
+
+    def _place(self, x: Any, y: Any, yaw: Any, caller: str) -> None:
+        for name, value in (("x", x), ("y", y), ("yaw", yaw)):
+            try:
+                number = float(value)
+            except (TypeError, ValueError):
+                number = math.nan
+            if not math.isfinite(number):
+                raise ValueError(f"{caller}: {name} = {value!r} is not a finite number (x and y in "
+                                 "mm, yaw in rad)")
         rep = self.reported_pose()
         self.x, self.y = float(x), float(y)
         self._imu_zero_yaw += float(yaw) - self.yaw_u  # unseen by the IMU filter too

@@ -4,6 +4,7 @@ engine session on the UDP adapter, and the cozmo-sim command. Real time, bounded
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -459,6 +460,56 @@ def test_cli_serves_a_client():
     rates = [float(ln.split("state")[1].split("Hz")[0]) for ln in status]
     cams = [float(ln.split("camera")[1].split("fps")[0]) for ln in status]
     assert max(rates) >= 25.0 and max(cams) >= 10.0
+
+
+def test_scripting_refuses_values_it_cannot_take_and_changes_nothing(sim):
+    """teleport(nan, 0, 0) and put_down(pose=(nan, ...)) made the true pose NaN (and every
+    RobotState after it); tap_cube(1, intensity=999) and set_cube_up_axis(1, 99) were taken
+    without a word (intensity 255, the most it took, made a tap_pos of 128, which no signed
+    byte holds). Each raises ValueError saying what is allowed, as lay("top") and
+    tap_cube(5) did, and nothing changes; the extremes allowed reach the client."""
+    from cozmo_driver.sim import CUBE_FACTORY_IDS
+
+    nan, inf = float("nan"), float("inf")
+    with UdpEngine(sim.address) as engine:
+        engine.initialise()
+        for slot, factory_id in enumerate(CUBE_FACTORY_IDS):
+            engine.send(m.ObjectConnect(factory_id=factory_id, slot=slot))
+        assert sim.wait_until(lambda s: None not in [s.object_ids()[n] for n in (1, 2, 3)], 3.0)
+        sim.teleport(100.0, 50.0, 0.5)
+        for x, y, yaw, bad in ((nan, 0.0, 0.0, "x = nan"), (0.0, inf, 0.0, "y = inf"),
+                               (0.0, 0.0, "north", "yaw = 'north'")):
+            with pytest.raises(ValueError, match=f"^teleport: {bad} is not a finite number "
+                                                 r"\(x and y in mm, yaw in rad\)$"):
+                sim.teleport(x, y, yaw)
+        sim.pick_up()
+        with pytest.raises(ValueError, match=r"^put_down: yaw = nan is not a finite number"):
+            sim.put_down(pose=(0.0, 0.0, nan))
+        with pytest.raises(ValueError, match=r"^put_down: pose = \(1.0, 2.0\) is not \(x mm, y mm, yaw rad\)$"):
+            sim.put_down(pose=(1.0, 2.0))
+        assert sim.true_pose() == pytest.approx((100.0, 50.0, 0.5))
+        # the refused put-downs did not put it down: it is still found picked up
+        assert sim.wait_until(lambda s: s.status() & StatusFlag.IS_PICKED_UP, 2.0)
+        sim.put_down(pose=(0.0, 0.0, 0.0))
+        for kwargs, said in (({"intensity": 999}, "intensity must be a whole number 0..255, got 999"),
+                             ({"intensity": -1}, "intensity must be a whole number 0..255, got -1"),
+                             ({"intensity": 79.5}, "intensity must be a whole number 0..255, got 79.5"),
+                             ({"taps": 0}, "taps must be a whole number 1..255, got 0")):
+            with pytest.raises(ValueError, match=f"^tap_cube: {re.escape(said)}$"):
+                sim.tap_cube(1, **kwargs)
+        for axis in (99, 6, -1):
+            with pytest.raises(ValueError, match=r"^set_cube_up_axis: axis must be an UpAxis: one of 0 "
+                               r"\(XNegative\), .*, 5 \(ZPositive\), 7 \(UnknownAxis\); got " + str(axis)):
+                sim.set_cube_up_axis(1, axis)
+        assert sim.object_states()[1]["up_axis"] == E["UpAxis"].ZPositive
+        assert engine.received("ObjectTapped") == [] and engine.received("ObjectUpAxisChanged") == []
+        assert sim.tap_cube(1, taps=255, intensity=255)
+        assert sim.set_cube_up_axis(1, E["UpAxis"].XPositive)
+        assert engine.wait(lambda: engine.received("ObjectTapped") and engine.received("ObjectUpAxisChanged"),
+                           2.0)
+        tap = engine.received("ObjectTapped")[0]
+        assert (tap.num_taps, tap.tap_pos - tap.tap_neg) == (255, 255)
+        assert engine.received("ObjectUpAxisChanged")[0].axis == E["UpAxis"].XPositive
 
 
 def test_ground_truth_readers(sim):
