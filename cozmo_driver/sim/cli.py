@@ -6,7 +6,8 @@ Prints one status line per second: whether a client is connected, the true pose,
 head and lift, and the rate of each stream (RobotState sent, camera frames sent,
 face images shown, audio frames played). Exits cleanly on SIGINT and SIGTERM; with a
 client connected, once it has disconnected or --stop-grace seconds later (a terminal's
-Ctrl-C reaches the driver too, whose stop and goodbye the robot must still answer).
+Ctrl-C reaches the driver too, whose stop and goodbye the robot must still answer), or
+at a second SIGINT or SIGTERM.
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ __all__ = ["main", "build_parser", "robot_config", "format_status", "STOP_GRACE_
 
 #: how long a signalled simulator serves a connected client on, at most, s (--stop-grace)
 STOP_GRACE_S = 2.0
+#: a signal this soon after the one that began the grace is taken for a copy of it, not for a
+#: second Ctrl-C, s: a launch that has no terminal (ros2 launch --noninteractive, or stdin not
+#: a tty) forwards the Ctrl-C its terminal's process group got as well, moments later
+SIGNAL_COPY_S = 0.5
 
 
 def _probability(text: str) -> float:
@@ -120,7 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stop-grace", type=_seconds, default=STOP_GRACE_S, metavar="S",
                    help="on SIGINT or SIGTERM with a client connected, serve it until it "
                         "disconnects, for at most this many seconds, so that its stop and "
-                        f"goodbye are answered (default {STOP_GRACE_S:g}; 0: stop at once)")
+                        f"goodbye are answered (default {STOP_GRACE_S:g}; 0: stop at once); a "
+                        "second SIGINT or SIGTERM ends it")
     for direction, what in (("up", "client to robot"), ("down", "robot to client")):
         p.add_argument(f"--loss-{direction}", type=_probability, default=0.0,
                        help=f"probability of losing a datagram {what}")
@@ -167,13 +173,22 @@ def format_status(sim: SimServer, rates: dict) -> str:
             f"display {rates['display']:4.1f} fps  audio {rates['audio']:4.1f} fps")
 
 
-def _serve_until_disconnected(sim: SimServer, grace: float) -> None:
-    """Signalled: a connected client is served on until it disconnects, ``grace`` s at most."""
+def _serve_until_disconnected(sim: SimServer, grace: float, stop: StopFlag) -> None:
+    """Signalled: a connected client is served on until it disconnects, ``grace`` s at most,
+    or until another SIGINT or SIGTERM (one within :data:`SIGNAL_COPY_S` of the grace's start
+    is taken for a copy of the first)."""
     if grace <= 0 or not sim.is_connected():
         return
-    print(f"cozmo-sim: stopping once the client has disconnected (at most {grace:g} s)", flush=True)
-    deadline = time.monotonic() + grace
+    print(f"cozmo-sim: stopping once the client has disconnected (at most {grace:g} s; "
+          "Ctrl-C again or SIGTERM stops at once)", flush=True)
+    start = time.monotonic()
+    deadline = start + grace
+    seen = len(stop.signals)
     while sim.is_connected() and time.monotonic() < deadline:
+        if len(stop.signals) > seen:
+            if time.monotonic() - start >= SIGNAL_COPY_S:
+                return
+            seen = len(stop.signals)
         time.sleep(0.01)
 
 
@@ -224,7 +239,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             if end is not None and time.monotonic() >= end:
                 break
         if stop.is_set():
-            _serve_until_disconnected(sim, args.stop_grace)
+            _serve_until_disconnected(sim, args.stop_grace, stop)
     finally:
         sim.stop()
         # Stopped: a SIGINT or SIGTERM that comes while the process exits is ignored. A

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -389,8 +390,42 @@ def test_cli_stopped_with_a_client_serves_it_until_it_disconnects(client):
             proc.wait(5)
     assert proc.returncode == 0, err
     lines = out.splitlines()
-    assert lines[-2:] == ["cozmo-sim: stopping once the client has disconnected (at most 0.8 s)",
-                          "cozmo-sim: stopped"], out
+    assert lines[-2:] == ["cozmo-sim: stopping once the client has disconnected (at most 0.8 s; "
+                          "Ctrl-C again or SIGTERM stops at once)", "cozmo-sim: stopped"], out
+
+
+@pytest.mark.parametrize("second", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_cli_a_second_signal_ends_the_stop_grace_at_once(second):
+    """With a client that stays, a second Ctrl-C (or a SIGTERM) during --stop-grace was
+    ignored: the simulator served on for the whole grace, and its message did not say how to
+    stop sooner. Now the message says it, and a second signal ends the grace at once; one that
+    comes within moments of the first (the copy of a terminal's Ctrl-C that a launch without
+    a terminal forwards) does not."""
+    from cozmo_driver.sim.cli import SIGNAL_COPY_S
+    proc, port = _started_cli("--stop-grace", "30")
+    try:
+        with UdpEngine(("127.0.0.1", port)) as engine:
+            engine.initialise()
+            proc.send_signal(signal.SIGINT)
+            proc.send_signal(signal.SIGINT)  # the copy
+            assert select.select([proc.stdout], [], [], 5.0)[0], "no word of the grace"
+            assert proc.stdout.readline().rstrip("\n") == (
+                "cozmo-sim: stopping once the client has disconnected (at most 30 s; Ctrl-C again "
+                "or SIGTERM stops at once)")
+            time.sleep(SIGNAL_COPY_S + 0.3)
+            assert proc.poll() is None, "the copy of the first signal ended the grace"
+            assert engine.count_over("RobotState", 0.2) >= 4  # still the robot
+            signalled = time.monotonic()
+            proc.send_signal(second)
+            out, err = proc.communicate(timeout=5)
+            took = time.monotonic() - signalled
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+    assert proc.returncode == 0, err
+    assert took < 2.0, took
+    assert out.splitlines() == ["cozmo-sim: stopped"], out
 
 
 def test_cli_stopped_without_a_client_stops_at_once():
