@@ -302,3 +302,37 @@ def test_the_simulators_option_table_names_every_option_of_cozmo_sim():
             documented |= {f"{stem}-{a}", f"{stem}-{b}"}
     assert parser_options - documented == set(), "options missing from docs/simulator.md"
     assert documented - parser_options == set(), "docs/simulator.md names options cozmo-sim lacks"
+
+
+#: pages whose commands are bring-up commands (cozmo_bringup, ros2 launch ... cozmo.launch.py)
+BRINGUP_PAGES = [README, DOCS / "real-robot.md", DOCS / "bringup.md", DOCS / "simulator.md", DOCS / "demo.md"]
+
+
+def driver_parameters_as_arguments(text: str) -> List[Tuple[int, str]]:
+    """(line, name) of each ``name:=`` in ``text`` that names a driver parameter the bring-up
+    has no argument for, unless it follows ``-p `` (``--ros-args -p name:=value``)."""
+    from cozmo_driver import bringup_plan
+    from cozmo_driver.driver.parameters import PARAMETERS_BY_NAME
+
+    arguments = {argument.name for argument in bringup_plan.ARGUMENTS}
+    found = []
+    for number, line in enumerate(text.split("\n"), 1):
+        for match in re.finditer(r"(-p\s+)?\b([a-z_]+):=", line):
+            name = match.group(2)
+            if match.group(1) is None and name in PARAMETERS_BY_NAME and name not in arguments:
+                found.append((number, name))
+    return found
+
+
+def test_bring_up_pages_give_no_driver_parameter_as_a_launch_argument():
+    """docs/real-robot.md told a user with a dark image to use camera_auto_exposure:=true,
+    which cozmo_bringup and the launch file refuse as an unknown argument: a driver parameter
+    goes in a parameter file (config:=) or `ros2 param set`."""
+    found = {path.name: driver_parameters_as_arguments(path.read_text()) for path in BRINGUP_PAGES}
+    assert {name: lines for name, lines in found.items() if lines} == {}
+
+
+def test_the_argument_check_finds_a_driver_parameter_in_argument_form():
+    assert driver_parameters_as_arguments(
+        "with `camera_auto_exposure:=true` (the default)\n`robot_ip:=172.31.1.1`\n"
+        "--ros-args -p max_wheel_speed:=0.1") == [(1, "camera_auto_exposure")]
