@@ -50,7 +50,8 @@ from typing import Any, Deque, List, Optional, Tuple
 
 from ..protocol import messages as msgs
 from ..protocol.errors import LocalProtocolError
-from ..protocol.frames import MAGIC, OOB_SEQ, FrameType, encode_frame
+from ..log_throttle import LogThrottle
+from ..protocol.frames import MAGIC, MAX_FRAME_SIZE, MAX_PAYLOAD_SIZE, OOB_SEQ, FrameType, encode_frame
 from ..protocol.session import (
     Connected,
     ConnectionLost,
@@ -155,6 +156,8 @@ class SimStats:
     dropped_link_down_in: int = 0
     dropped_link_down_out: int = 0
     dropped_booting: int = 0
+    #: datagrams beyond the robot's frame limit (MAX_FRAME_SIZE), dropped unacknowledged
+    dropped_oversized_in: int = 0
     garbage_sent: int = 0
     images_sent: int = 0
     image_renders: int = 0
@@ -185,6 +188,7 @@ class SimulatedRobot:
         self.session = self._new_session()
         self._events: Deque[Any] = deque(maxlen=self.config.max_events)
         self._garbage: List[bytes] = []
+        self._oversized_log = LogThrottle(5.0)
         self._rng = random.Random(self.config.seed * 7919 + 17)
         self.silent = False
         self.link_up = True
@@ -221,9 +225,24 @@ class SimulatedRobot:
         if now < self._boot_until:
             self.stats.dropped_booting += 1
             return
+        if len(data) > MAX_FRAME_SIZE:
+            self._drop_oversized(len(data), now)
+            return
         self.stats.datagrams_in += 1
         self.session.receive_datagram(data, now)
         self._process(now)
+
+    def _drop_oversized(self, size: int, now: float) -> None:
+        """As the robot does (PROTOCOL_NOTES: it drops frames with more than 1037 B of
+        payload): the frame is not taken, not acknowledged; a client that sends it reliably
+        sends it again and again. Counted, and said once per 5 s."""
+        self.stats.dropped_oversized_in += 1
+        line = self._oversized_log.line(
+            "oversized", f"[{self.name}] dropped a datagram of {size} B from the client, "
+            f"unacknowledged: the robot takes frames of at most {MAX_FRAME_SIZE} B "
+            f"({MAX_PAYLOAD_SIZE} B of payload)", now)
+        if line is not None:
+            logger.warning(line)
 
     def handle_timer(self, now: float) -> None:
         session_timer = self.session.get_timer()

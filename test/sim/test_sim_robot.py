@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import struct
 
 import numpy as np
 import pytest
@@ -14,7 +15,9 @@ import pytest
 from cozmo_driver.protocol import messages as m
 from cozmo_driver.protocol.audio import encode_ulaw
 from cozmo_driver.protocol.camera import image_to_array
-from cozmo_driver.protocol.display import encode_display
+from cozmo_driver.protocol.display import MAX_DISPLAY_BYTES, encode_display
+from cozmo_driver.protocol.frames import MAX_FRAME_SIZE, OOB_SEQ, FrameType, encode_frame
+from cozmo_driver.protocol.messages import PacketType, encode_packet
 from cozmo_driver.protocol.session import (
     Connected,
     ConnectionLost,
@@ -202,6 +205,66 @@ def test_display_and_audio_at_30_fps():
     anim = h.received("AnimationState")
     assert anim[-1].num_audio_frames_played == 60
     assert not any(s.status & StatusFlag.IS_ANIM_BUFFER_FULL for s in h.received("RobotState"))
+
+
+def _engine_frame(pings: int, acks: int) -> bytes:
+    """An ENGINE frame of out-of-band packets only: ``pings`` Pings (20 B each) and
+    ``acks`` explicit acknowledgements (3 B each)."""
+    payload = encode_packet(m.Ping(counter=7)) * pings + struct.pack("<BH", PacketType.KEYFRAME, 0) * acks
+    return encode_frame(FrameType.ENGINE, OOB_SEQ, OOB_SEQ, OOB_SEQ, payload)
+
+
+def test_a_frame_beyond_the_robots_limit_is_dropped_unacknowledged():
+    """The robot drops a frame with more than 1037 B of payload (PROTOCOL_NOTES; pycozmo's
+    client sends an oversized DisplayImage anyway, and it goes unanswered for good); the
+    simulator took any size. Now it drops them too, counted; 1051 B (1037 of payload) is
+    still taken."""
+    h = Harness()
+    h.initialise()
+    largest, too_large = _engine_frame(49, 19), _engine_frame(48, 26)
+    assert (len(largest), len(too_large)) == (MAX_FRAME_SIZE, MAX_FRAME_SIZE + 1) == (1051, 1052)
+    session = h.robot.session.stats
+    before = (session.datagrams_received, session.oob_packets_received, h.robot.stats.datagrams_in)
+    h.robot.receive_datagram(too_large, h.now)
+    assert (session.datagrams_received, session.oob_packets_received, h.robot.stats.datagrams_in) == before
+    assert h.robot.stats.dropped_oversized_in == 1
+    h.robot.receive_datagram(largest, h.now)
+    assert session.datagrams_received == before[0] + 1
+    assert session.oob_packets_received == before[1] + 49 + 19
+    assert h.robot.stats.dropped_oversized_in == 1
+    assert h.engine.is_connected
+
+
+def test_the_engines_own_traffic_stays_within_the_robots_frame_limit():
+    """What the driver's session sends at its busiest (the largest display images, audio and
+    a burst of commands in one flush) is packed into frames the robot takes: none dropped."""
+    h = Harness(seed=5)
+    h.initialise()
+    delivered = h.robot.session.stats.reliable_packets_delivered
+    h.send(m.EnableAnimationState())
+    rng = np.random.default_rng(5)
+    sizes = []
+    for _ in range(30):
+        bits = rng.random((32, 128)) < 0.5
+        image = encode_display(bits)
+        blank = 0
+        while len(image) > MAX_DISPLAY_BYTES:          # as large as the driver sends
+            blank += 1
+            bits[:, :blank] = False
+            image = encode_display(bits)
+        sizes.append(len(image))
+        for _ in range(40):
+            h.engine.send(m.DriveWheels(lwheel_speed_mmps=10.0, rwheel_speed_mmps=10.0))
+        h.engine.send(m.OutputAudio(samples=encode_ulaw(np.zeros(744, dtype=np.int16))))
+        h.engine.send(m.DisplayImage(image=image))
+        h.link.flush()
+        h.run(1.0 / 30.0)
+    h.send(m.OutputSilence())  # the robot plays a frame once the next one is there
+    h.run(0.5)
+    assert max(sizes) > MAX_DISPLAY_BYTES - 60
+    assert h.robot.stats.dropped_oversized_in == 0
+    assert h.robot.session.stats.reliable_packets_delivered - delivered == 1 + 30 * 42 + 1
+    assert h.robot.model.display_images_shown == 30
 
 
 # --------------------------------------------------------------------------------- camera
