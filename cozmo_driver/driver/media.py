@@ -210,17 +210,14 @@ def load_audio_file(source: Union[str, os.PathLike, BinaryIO]) -> Tuple[np.ndarr
     be read or played raises :class:`CommandError` saying why. A path's ``~`` is expanded;
     a relative path is read from the process's working directory, and when no file is
     there the message says so, with the absolute path tried."""
-    if not isinstance(source, (str, os.PathLike)):
-        try:
-            return load_wav(source)
-        except LocalProtocolError as exc:
-            raise CommandError(str(exc)) from None
-    given = os.fspath(source)
-    path = os.path.expanduser(given)
+    given = path = None
+    if isinstance(source, (str, os.PathLike)):
+        given = os.fspath(source)
+        source = path = os.path.expanduser(given)
     try:
-        return load_wav(path)
+        return load_wav(source)
     except LocalProtocolError as exc:
-        if isinstance(exc.__cause__, FileNotFoundError):
+        if path is not None and isinstance(exc.__cause__, FileNotFoundError):
             raise CommandError(_no_file(given, path)) from None
         raise CommandError(str(exc)) from None
 
