@@ -63,24 +63,22 @@ def _seconds(text: str) -> float:
     return value
 
 
-def _seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text} is not a seed: a whole number, 0 or more")
-    return value
+def _whole(what: str, highest: float = math.inf):
+    """An option type: a whole number within 0..``highest``, else a usage error saying
+    ``text is not <what>``."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = -1
+        if not 0 <= value <= highest:
+            raise argparse.ArgumentTypeError(f"{text} is not {what}")
+        return value
+    return parse
 
 
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"{text} is not a UDP port: 1..65535, or 0 for a free one")
-    return value
+_seed = _whole("a seed: a whole number, 0 or more")
+_port = _whole("a UDP port: 1..65535, or 0 for a free one", 65535)
 
 
 def _host(text: str) -> str:
