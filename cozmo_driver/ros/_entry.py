@@ -37,6 +37,7 @@ import atexit
 import faulthandler
 import gc
 import os
+import re
 import signal
 import socket
 import sys
@@ -65,7 +66,7 @@ except ImportError:  # pragma: no cover - older rclpy
         pass
 
 __all__ = ["STOP_DEADLINE_S", "StopSignals", "arm_stop_deadline", "destroy_waitables", "init",
-           "make_node", "refuse", "release_native", "spin_node", "spin_nodes"]
+           "make_node", "parameter_error", "refuse", "release_native", "spin_node", "spin_nodes"]
 
 #: the signals that stop a node
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -406,14 +407,31 @@ def destroy_waitables(node: Any) -> None:
             waitable.destroy()
 
 
+#: rclpy's words for an integer given to a double parameter (Humble's and later; its type
+#: names with or without "Type.")
+_INTEGER_FOR_DOUBLE = re.compile(r"parameter '([^']+)' to '(-?\d+)' of type '(?:Type\.)?INTEGER', "
+                                 r"expecting type '(?:Type\.)?DOUBLE'")
+
+
+def parameter_error(exc: BaseException) -> str:
+    """What to print for a node that could not be made: the error, and for an integer given
+    to a double parameter (``-p peer_timeout:=2``), what to write instead."""
+    match = _INTEGER_FOR_DOUBLE.search(str(exc))
+    if match is None:
+        return str(exc)
+    name, value = match.groups()
+    return (f"{name} is a double parameter: write {value}.0 (-p {name}:={value}.0); ROS reads "
+            f"{value} as an integer ({exc})")
+
+
 def make_node(prog: str, factory: Callable[[], Any],
               errors: Tuple[Type[BaseException], ...]) -> Optional[Any]:
-    """``factory()``; on one of ``errors`` print ``prog: error`` to stderr, shut rclpy down
-    and return None."""
+    """``factory()``; on one of ``errors`` print ``prog: error`` (:func:`parameter_error`)
+    to stderr, shut rclpy down and return None."""
     try:
         return factory()
     except errors as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
+        print(f"{prog}: {parameter_error(exc)}", file=sys.stderr)
         _close_signals()
         try_shutdown()
         return None

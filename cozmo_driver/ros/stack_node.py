@@ -188,7 +188,7 @@ def _make_nodes(specs: Sequence[NodeSpec]) -> Optional[_Running]:
     """Every node, in order; on a bad parameter: the message, the nodes made so far
     destroyed, rclpy shut down, None."""
     from ._compat import try_shutdown
-    from ._entry import _close_signals
+    from ._entry import _close_signals, parameter_error
 
     running = _Running()
     for spec in specs:
@@ -196,7 +196,7 @@ def _make_nodes(specs: Sequence[NodeSpec]) -> Optional[_Running]:
         try:
             node = cls(cli_args=list(spec.ros_args) or None)
         except errors as exc:
-            print(f"{PROG}: {KINDS[spec.kind][0]}: {exc}", file=sys.stderr)
+            print(f"{PROG}: {KINDS[spec.kind][0]}: {parameter_error(exc)}", file=sys.stderr)
             for made in reversed(running.nodes):
                 made.destroy_node()
             _close_signals()

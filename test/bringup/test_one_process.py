@@ -265,6 +265,13 @@ def test_a_bad_parameter_of_any_node_is_refused(tmp_path):
                           stdin=subprocess.DEVNULL)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "cozmo_stack: cozmo_face_node:" in done.stderr and "Traceback" not in done.stderr
+    # an integer for a double: what to write instead, as each node's own executable says
+    command[-1] = "fps:=30"
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert ("cozmo_stack: cozmo_face_node: fps is a double parameter: write 30.0 (-p fps:=30.0)"
+            in done.stderr), done.stderr
 
 
 @pytest.mark.parametrize("argv, error", [

@@ -1114,6 +1114,23 @@ def test_a_mistyped_robot_ip_is_refused_not_read_as_another_address(sim):
     assert not sim.is_connected() and sim.transport.stats.datagrams_in == 0, sim.transport.stats
 
 
+@pytest.mark.parametrize("node, param, value", [("driver", "peer_timeout", "2"),
+                                                ("face", "fps", "30")])
+def test_an_integer_for_a_double_parameter_says_to_write_its_decimal_point(node, param, value):
+    """-p peer_timeout:=2 stopped the node with rclpy's words only ("Trying to set parameter
+    'peer_timeout' to '2' of type 'INTEGER', expecting type 'DOUBLE'"): it now says what to
+    write instead."""
+    module = {"driver": "driver_node", "face": "face_node"}[node]
+    exe = Path(sys.executable).parent / f"cozmo_{module}"
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", f"cozmo_driver.ros.{module}"]
+    cmd += ["--ros-args", "-p", "robot_ip:=127.0.0.1", "-p", "robot_port:=1", "-p", f"{param}:={value}"]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    assert result.returncode == 2, result
+    assert (f"{param} is a double parameter: write {value}.0 (-p {param}:={value}.0); ROS reads "
+            f"{value} as an integer") in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+
+
 def _loopback_params_file(tmp_path: Path, port: int, **params: Any) -> Path:
     """config/cozmo.yaml with the robot on 127.0.0.1 (never the real robot's address), and
     ``params``."""
