@@ -41,7 +41,7 @@ if importlib.machinery.PathFinder.find_spec("chunk") is None:
         [_COMPAT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
 
 # the reservation of a ROS_DOMAIN_ID, shared with test/conftest.py and cozmo-demo
-from cozmo_driver.domain_reservation import hold_domain_id  # noqa: E402
+from cozmo_driver.domain_reservation import hold_domain_id, keep_discovery_local  # noqa: E402
 
 _held: List[socket.socket] = []
 
@@ -58,9 +58,7 @@ def isolate_ros() -> str:
     Discovery is limited to localhost, the robot client refuses non-loopback
     addresses, and unless the caller set ROS_DOMAIN_ID a free id is held (loopback
     TCP and UDP port 32768 + id bound until the process ends)."""
-    os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-    os.environ.pop("ROS_STATIC_PEERS", None)
-    os.environ.pop("ROS_LOCALHOST_ONLY", None)
+    keep_discovery_local(os.environ)
     os.environ["COZMO_LOOPBACK_ONLY"] = "1"
     if os.environ.get("ROS_DOMAIN_ID") or _held:
         return os.environ.get("ROS_DOMAIN_ID", "")

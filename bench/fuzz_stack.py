@@ -73,7 +73,7 @@ from pathlib import Path
 from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
 
 import _common  # bench/ is the script's directory
-from _common import bench_report, cpu_seconds, table
+from _common import bench_report, cpu_seconds, keep_discovery_local, table
 
 # ----------------------------------------------------------------------------- constants
 
@@ -914,8 +914,8 @@ def _true_path(truth: Truth, t0: float, t1: float) -> float:
 def run_stack(options: argparse.Namespace) -> Dict[str, Any]:
     domain = _common.isolate_ros()
     env = dict(os.environ)
-    env.update({"COZMO_LOOPBACK_ONLY": "1", "PYTHONUNBUFFERED": "1",
-                "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"})
+    env.update({"COZMO_LOOPBACK_ONLY": "1", "PYTHONUNBUFFERED": "1"})
+    keep_discovery_local(env)
     logs = Path(options.logs) if options.logs else Path(tempfile.mkdtemp(prefix="fuzz_stack_"))
     logs.mkdir(parents=True, exist_ok=True)
     me = [sys.executable, str(Path(__file__).resolve())]

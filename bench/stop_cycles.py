@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from _common import bench_report, hold_domain_id, table  # bench/ is the script's directory
+from _common import bench_report, hold_domain_id, keep_discovery_local, table  # bench/ is the script's directory
 
 MARKER = "COZMO_STOP_CYCLES_MARK"
 _DOMAIN_IDS = range(1, 101)
@@ -213,11 +213,9 @@ def run_cycle(index: int, mode: str, options: argparse.Namespace, logs: Path,
     cycle = Cycle(index, domain_id, port, logs / f"cycle_{index:03d}.log")
     mark = f"{uuid.uuid4().hex}-{index}"
     env = dict(os.environ)
-    env.update({MARKER: mark, "ROS_DOMAIN_ID": str(domain_id),
-                "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST", "COZMO_LOOPBACK_ONLY": "1",
+    env.update({MARKER: mark, "ROS_DOMAIN_ID": str(domain_id), "COZMO_LOOPBACK_ONLY": "1",
                 "PYTHONUNBUFFERED": "1"})
-    for name in ("ROS_STATIC_PEERS", "ROS_LOCALHOST_ONLY"):
-        env.pop(name, None)
+    keep_discovery_local(env)
     watch = OdomWatch(domain_id, options.odom_topic)
     stream = open(cycle.log, "wb")
     t0 = time.monotonic()
@@ -372,9 +370,7 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
     bad = [a for a in options.arg if not re.match(r"^[A-Za-z_]\w*:=", a)]
     if bad:
         parser.error(f"launch arguments are name:=value: {bad}")
-    os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"  # for this process's probe too
-    for name in ("ROS_STATIC_PEERS", "ROS_LOCALHOST_ONLY"):
-        os.environ.pop(name, None)
+    keep_discovery_local(os.environ)  # for this process's probe too
     mode = choose_mode(options.mode)
     logs = options.logs or Path(tempfile.mkdtemp(prefix="stop_cycles_"))
     logs.mkdir(parents=True, exist_ok=True)

@@ -58,7 +58,7 @@ from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 
 from .bringup import split_launch_style
 from .client.claim import claims_supported, holder
-from .domain_reservation import hold_domain_id
+from .domain_reservation import hold_domain_id, keep_discovery_local
 from .lifeline import exit_with_parent
 from .protocol.errors import ConfigurationError
 from .stop_flag import StopFlag
@@ -360,7 +360,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s: %(message)s")
     # A demo keeps its ROS traffic on this machine unless told otherwise.
-    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    keep_discovery_local(os.environ, force=False)
     return _Demo(args).run()
 
 

@@ -4,8 +4,9 @@ Imported by pytest before any test module, hence before anything imports
 rclpy. At import it:
 
 * keeps DDS discovery on this machine: ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST,
-  and ROS_STATIC_PEERS / ROS_LOCALHOST_ONLY removed (the Jazzy wheels ignore
-  ROS_LOCALHOST_ONLY; the default range would multicast on the LAN);
+  ROS_STATIC_PEERS removed, and ROS_LOCALHOST_ONLY=1 on Humble (which reads only
+  that) or removed elsewhere (the Jazzy wheels ignore it; the default range would
+  multicast on the LAN): cozmo_driver.domain_reservation.keep_discovery_local;
 * gives the run a ROS_DOMAIN_ID of its own, so that concurrent runs on one
   machine never see each other's topics. A caller that already set
   ROS_DOMAIN_ID keeps it in a serial run. Otherwise a free id is reserved by
@@ -38,17 +39,15 @@ from pathlib import Path
 
 import pytest
 
-from cozmo_driver.domain_reservation import RESERVATION_PORT_BASE, hold_domain_id
+from cozmo_driver.domain_reservation import RESERVATION_PORT_BASE, hold_domain_id, keep_discovery_local
 
 # ----------------------------------------------------------------------------
 # Environment: must run before rclpy is imported anywhere.
 
-os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+keep_discovery_local(os.environ)
 # The UDP transport (and every driver process a test starts, which inherits this)
 # refuses any robot address outside 127.0.0.0/8: no test can reach a real robot.
 os.environ["COZMO_LOOPBACK_ONLY"] = "1"
-os.environ.pop("ROS_STATIC_PEERS", None)
-os.environ.pop("ROS_LOCALHOST_ONLY", None)
 # rclpy's generated message classes check every field's type on assignment: an int put
 # into a float64 field raises here (in this process and in every process a test starts),
 # where a colcon build with C asserts on aborts the process and a Release build sends

@@ -41,7 +41,8 @@ def small_png(source: Path, target: Path) -> int:
 
 
 def main() -> int:
-    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    from cozmo_driver.domain_reservation import keep_discovery_local
+    keep_discovery_local(os.environ, force=False)
     from cozmo_driver import demo
     from cozmo_driver.demo_artifacts import FACE_LIT_RGB
 

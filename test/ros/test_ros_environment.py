@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from cozmo_driver.domain_reservation import keep_discovery_local
+
 # The type hash of tf2_msgs/msg/TFMessage on ROS 2 Jazzy (and later).
 TF_MESSAGE_TYPE_NAME = "tf2_msgs/msg/TFMessage"
 TF_MESSAGE_TYPE_HASH = "RIHS01_e369d0f05a23ae52508854b66f6aa0437f3449d652e8cbf22d5abe85d020f087"
@@ -41,7 +43,27 @@ def spin_until(executor, condition, timeout_s: float) -> bool:
 def test_discovery_stays_on_loopback():
     assert os.environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE") == "LOCALHOST"
     assert "ROS_STATIC_PEERS" not in os.environ
-    assert "ROS_LOCALHOST_ONLY" not in os.environ
+    if os.environ.get("ROS_DISTRO") == "humble":
+        assert os.environ["ROS_LOCALHOST_ONLY"] == "1"   # the only switch Humble reads
+    else:
+        assert "ROS_LOCALHOST_ONLY" not in os.environ
+
+
+@pytest.mark.parametrize("distro, localhost_only", [("humble", "1"), ("jazzy", None), (None, None)])
+def test_local_discovery_on_humble_sets_the_switch_humble_reads(distro, localhost_only):
+    """Humble reads ROS_LOCALHOST_ONLY only (ROS_AUTOMATIC_DISCOVERY_RANGE is Iron's): tests,
+    benchmarks and the demo removed it there and discovered over the LAN. Later distros
+    warn that it is deprecated, so it is removed there (the wheels have no ROS_DISTRO)."""
+    env = {"ROS_STATIC_PEERS": "10.0.0.1", "ROS_LOCALHOST_ONLY": "0"}
+    if distro:
+        env["ROS_DISTRO"] = distro
+    keep_discovery_local(env)
+    assert env["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "LOCALHOST" and "ROS_STATIC_PEERS" not in env
+    assert env.get("ROS_LOCALHOST_ONLY") == localhost_only
+    # unless forced (the demo, the doc images), what the user chose stays
+    chosen = {"ROS_AUTOMATIC_DISCOVERY_RANGE": "SUBNET", "ROS_DISTRO": distro or ""}
+    keep_discovery_local(chosen, force=False)
+    assert chosen["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "SUBNET" and "ROS_LOCALHOST_ONLY" not in chosen
 
 
 def test_domain_id_is_this_runs_own(ros_domain_id, ros_domain_reservation):
