@@ -293,3 +293,53 @@ def test_shm_clean_removes_the_files_of_locks_no_process_holds(tmp_path):
     assert left == ["fast_datasharing_01.0f", "fastrtps_port7001", "fastrtps_port7001_el",
                     "fastrtps_portx_el", "other", "sem.fastrtps_port7001_mutex"], left
     assert result.stdout.strip() == "5"
+
+
+def _sourced(tmp_path: Path, script: str, **env: str) -> subprocess.CompletedProcess:
+    """``script`` run in bash with ./dev's functions defined (its ``main`` not run), in a
+    copy of the checkout's ./dev beside the real bench/ (``cd`` to ROOT)."""
+    text = (ROOT / "dev").read_text().rstrip()
+    assert text.endswith('\nmain "$@"')
+    copy = tmp_path / "dev"
+    copy.write_text(text[:-len('main "$@"')])
+    run_env = _dev_env()
+    run_env.update(env)
+    return subprocess.run(["bash", "-c", f'source "{copy}" && cd "{ROOT}" && {script}'],
+                          env=run_env, capture_output=True, text=True, timeout=60)
+
+
+def test_bench_runs_only_the_files_given(tmp_path):
+    """./dev bench bench/bench_driver.py ran all twelve benchmarks, bench_setup's fresh
+    set-ups with empty caches among them."""
+    stubs = 'setup() { :; }; run_in_env() { echo "RAN $2"; }; '
+    proc = _sourced(tmp_path, stubs + "cmd_bench bench/bench_driver.py")
+    assert proc.returncode == 0, proc.stderr
+    assert [line for line in proc.stdout.splitlines() if line.startswith("RAN")] == \
+        ["RAN bench/bench_driver.py"]
+    proc = _sourced(tmp_path, stubs + "cmd_bench bench/nothing.py")
+    assert proc.returncode == 1 and "bench: no such file: bench/nothing.py" in proc.stderr
+    everything = _sourced(tmp_path, stubs + "cmd_bench")
+    assert everything.stdout.count("RAN bench/bench_") == len(list((ROOT / "bench").glob("bench_*.py")))
+
+
+def test_the_clock_of_the_set_up_steps_works_without_epochrealtime(tmp_path):
+    """bash before 5 (macOS's /bin/bash) has no EPOCHREALTIME: ./dev died with 'unbound
+    variable' before it could say that the machine needs another set-up."""
+    proc = _sourced(tmp_path, 'unset EPOCHREALTIME; start="$(now)"; echo "$start $(elapsed "$start")"')
+    assert proc.returncode == 0, proc.stderr
+    start, took = proc.stdout.split()
+    assert int(start) > 1_700_000_000 and float(took) >= 0.0
+
+
+def test_ros_mode_without_numpy_gives_the_rosdep_command_of_the_readme(tmp_path):
+    """rosdep's --from-paths . stops at the root package.xml: the command ./dev gave found
+    neither cozmo_interfaces nor cozmo_description, and installed nothing."""
+    fake = tmp_path / "python3"
+    fake.write_text('#!/bin/sh\ncase "$*" in *numpy*) exit 1 ;; esac\nexit 0\n')
+    fake.chmod(0o755)
+    proc = _sourced(tmp_path, "setup_ros", ROS_DISTRO="jazzy", AMENT_PREFIX_PATH="/opt/ros/jazzy",
+                    PYTHON=str(fake))
+    assert proc.returncode == 1
+    command = "rosdep install --from-paths . cozmo_interfaces cozmo_description --ignore-src -y"
+    assert command in proc.stderr, proc.stderr
+    assert command in (ROOT / "README.md").read_text()
