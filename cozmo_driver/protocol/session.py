@@ -26,7 +26,10 @@ Reliable delivery, in both directions:
   acknowledgement makes progress: no resend storms. Before that, a frame from the
   peer that acknowledges everything up to our oldest packet in flight but not it
   (a duplicate acknowledgement) sends that packet again at once, if it went more
-  than 1.5 round trips and 10 ms ago (fast retransmission). Either way the packets
+  than 1.5 round trips and 10 ms ago (fast retransmission), once: until an
+  acknowledgement makes progress, only the timeout sends it again (an uplink that
+  is down while the robot's states still come would otherwise send the window
+  again at every state). Either way the packets
   after it go again too (go back N): Anki's robot firmware takes only the next
   packet in order and drops the ones after a gap, so every command behind a lost
   packet is lost with it (``buffer_out_of_order=False`` makes a receiver do so; by
@@ -620,6 +623,9 @@ class Session:
         self._background: Deque[bytes] = deque()  # the same, sent when _pending is empty
         self._oob_out: List[bytes] = []           # out-of-band packets for the next flush
         self._retx: List[int] = []                # seqs due for retransmission
+        #: the packet sent again by a fast retransmission, until an ack makes progress (one
+        #: per loss: then the timeout's, backing off)
+        self._fast_retx_of: Optional[int] = None
         self._expected = 0                        # next reliable seq we will deliver
         self._rx_buffer: Dict[int, RawPacket] = {}
         self._received_any = False
@@ -628,6 +634,9 @@ class Session:
         self._ack_due: Optional[float] = None
         self._rto = self.config.rto_initial
         self._rto_backoff = 1
+        # a round trip is of a connection: none measured until the next one's first
+        self.stats.rtt_s = self.stats.srtt_s = None
+        self._rttvar = 0.0
         self._last_rx = now
         self._last_ping = None
         self._ping_due = False
@@ -937,6 +946,7 @@ class Session:
             _rtt_sample(self, sample)
         self._peer_acked = True
         self._rto_backoff = 1
+        self._fast_retx_of = None
         if self._retx:
             self._retx = [s for s in self._retx if s in unacked]
         if self.state is State.CLOSING:
@@ -949,11 +959,13 @@ class Session:
         if unacked and srtt is not None:
             base = next(iter(unacked))
             if ((ack + 1) % SEQ_MODULUS == base and base not in self._retx
+                    and base != self._fast_retx_of
                     and now - unacked[base].sent_at >= FAST_RETX_RTT * srtt + FAST_RETX_MARGIN_S):
                 # go back N: Anki's firmware drops every packet after a missing one, so
                 # all of ours in flight behind it are lost too
                 known = set(self._retx)
                 self._retx.extend(s for s in unacked if s not in known)
+                self._fast_retx_of = base
                 self.stats.fast_retransmissions += 1
         self._ack_guard.old_ack(self, ack, now)
 

@@ -809,10 +809,16 @@ def test_a_robot_that_never_answered_is_connecting_not_lost():
         if core.connected:
             break
     assert core.connected
+    assert math.isfinite(core.link_sample().rtt_s)
     count = len(output.links)
     robot.net.a_to_b = robot.net.b_to_a = Impairment(loss=1.0)
     robot.run(5.0)
     assert LinkState.LOST in {sample.state for sample in output.links[count:]}
+    # no round trip is measured without a robot: link_status said the last one, live-looking
+    gone = [sample for sample in output.links[count:] if sample.state is not LinkState.READY]
+    assert gone and all(math.isnan(sample.rtt_s) for sample in gone), [(s.state, s.rtt_s) for s in gone]
+    values = dict(core.reports("127.0.0.1:5551")[0].values)
+    assert values["rtt (s)"] == values["smoothed rtt (s)"] == "n/a", values
 
 
 def test_stop_on_cliff_off_is_sent_again_on_every_connection():

@@ -621,6 +621,36 @@ def test_a_duplicate_ack_sends_the_oldest_packet_again_before_its_timeout():
     assert engine.send_queue_length == 0 and engine.stats.retransmissions == 3
 
 
+def test_fast_retransmission_happens_once_per_loss_then_the_timeout_backs_off():
+    """The uplink down while the robot's states still come, each acknowledging the same
+    packet: every state after 1.5 round trips sent the whole window again, about 30 times a
+    second without end (the reference's resend storm, faster). One fast retransmission per
+    loss; then the retransmission timeout, doubling, sends it again."""
+    engine = connected_engine(QUIET)
+    engine.send(to_robot(0))
+    engine.datagrams_to_send(1.0)
+    engine.receive_datagram(robot_ack(0), 1.02)               # a round trip of 20 ms
+    for i in range(1, 21):
+        engine.send(to_robot(i))
+    engine.datagrams_to_send(2.0)                              # 1-20 in flight, all lost
+    resent_at = []
+    t = 2.0
+    while t < 5.0:                                             # a state every 30 ms, 3 s
+        t = round(t + 0.03, 3)
+        timer = engine.get_timer()
+        if timer is not None and timer <= t:
+            engine.handle_timer(timer)
+        engine.receive_datagram(robot_ack(0), t)
+        if engine.datagrams_to_send(t):
+            resent_at.append(t)
+    assert engine.stats.fast_retransmissions == 1, resent_at
+    # then the timeout's: doubling gaps, a handful in 3 s instead of about a hundred
+    gaps = [b - a for a, b in zip(resent_at, resent_at[1:])]
+    assert 2 <= len(resent_at) <= 8 and all(b >= a - 0.031 for a, b in zip(gaps, gaps[1:])), resent_at
+    engine.receive_datagram(robot_ack(20), t + 0.03)           # the uplink is back: all acknowledged
+    assert engine.send_queue_length == 0
+
+
 def test_after_a_lost_datagram_the_commands_behind_it_are_late_by_a_round_trip_not_a_timeout():
     """Anki's robot firmware takes only the next packet in order and drops the ones after a
     gap. One lost datagram in a stream of commands (60 a second, 5 ms each way): every
