@@ -393,10 +393,13 @@ class RobotLink:
         self._process_session_events(now)
         if self._ready_deadline is not None and now >= self._ready_deadline:
             self._ready_deadline = None
+            stats = self.session.stats
             if self.state is LinkState.INITIALIZING:
                 # the next attempt's connect() starts the session over
+                stats.connections_without_state += 1
                 self._lost(now, f"the robot did not become ready within {self.config.ready_timeout:.1f} s")
             elif self.state is LinkState.READY:
+                stats.connections_lost += 1
                 self._lost(now, f"no RobotState for {self.config.state_timeout:.1f} s though the "
                                 "robot still answers: it dropped the link")
         if self._reconnect_at is not None and now >= self._reconnect_at:

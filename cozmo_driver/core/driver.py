@@ -85,6 +85,9 @@ NO_ANSWER_HINT = ("Is it switched on, and this computer on its Wi-Fi (the robot'
 SIM_NO_ANSWER_HINT = ("Is the simulator running on that port (cozmo-sim --port N; or launch with "
                       "use_sim:=true start_sim:=true)? It answers one program at a time, as the "
                       "robot does: is another one (a driver, a pycozmo script) connected to it?")
+#: the same for a robot that took the handshake but never streamed its state
+NO_STATE_HINT = ("The driver tries again; if this goes on, switch the robot off and on (or "
+                 "restart the simulator)")
 WATCHDOG_OFF = ("cmd_vel_timeout is 0: the cmd_vel watchdog is off, and the robot drives on "
                 "the last cmd_vel until another one stops it")
 _FLAG_NAMES = tuple(name for name, _ in STATUS_FLAG_NAMES)
@@ -381,6 +384,9 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
                           f"lost the robot at {where} ({event.reason}). Odometry, camera and "
                           "status pause until it is back. Is the robot switched on, and this "
                           "computer on its Wi-Fi?")
+            elif previous is LinkState.INITIALIZING:  # it took the handshake
+                self.log_throttled(logging.WARNING, "connect", f"the robot at {where} answered, but "
+                                   f"sent no robot state ({event.reason}). {NO_STATE_HINT}", 10.0)
             else:
                 hint = SIM_NO_ANSWER_HINT if is_loopback(self.params["robot_ip"]) else NO_ANSWER_HINT
                 self.log_throttled(logging.WARNING, "connect", f"the robot at {where} does not "

@@ -73,6 +73,7 @@ def link_report(state: str, active: bool, robot: str, session: Any, transport: A
             ("connections", _fmt(session.connects)),
             ("connections lost", _fmt(session.connections_lost)),
             ("connection attempts unanswered", _fmt(session.connect_timeouts)),
+            ("connections answered without robot state", _fmt(session.connections_without_state)),
             ("stale links ended", _fmt(session.stale_link_disconnects)),
         ]
         if active and state == "ready" and session.malformed_datagrams + session.malformed_packets:

@@ -385,6 +385,9 @@ class SessionStats:
     connections_lost: int = 0
     #: connection attempts the robot did not answer within connect_timeout
     connect_timeouts: int = 0
+    #: connections the robot answered but that never streamed its state (counted by the
+    #: client, which knows what ready means: cozmo_driver.client.link)
+    connections_without_state: int = 0
     #: engine: the robot opened a new connection this session did not ask for (it took a
     #: RESET from someone else: forged, stray or replayed); the link was given up
     peer_resets: int = 0

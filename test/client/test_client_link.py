@@ -32,6 +32,7 @@ class ScriptedRobot:
         self.enables = 0
         self.synced = False
         self.silent = False
+        self.streams = True  # False: it answers, but SyncTime starts no RobotState
         self.firmware = firmware or {"version": 2381, "build": "RELEASE"}
         self._next_state = None
         self.clock_base_ms = 0  # the robot's clock reads this at SyncTime (and counts on in ms)
@@ -90,7 +91,7 @@ class ScriptedRobot:
                 elif message.NAME == "SyncTime":
                     if not self.synced:  # Anki's firmware's SyncTimeAck, once a connection
                         self.session.send(msgs.RobotDelocalized())
-                    self.synced = True
+                    self.synced = self.streams
                     self.drive_center_offset = message.unknown
                     self.sync_at = now
                     self._next_state = now
@@ -173,8 +174,24 @@ def test_a_robot_that_stops_streaming_its_state_but_still_answers_is_reconnected
     assert link.now - stopped == pytest.approx(client.config.state_timeout, abs=0.1)
     lost = [e for e in events if isinstance(e, LinkStateChanged) and e.state is LinkState.LOST]
     assert lost[0].reason.startswith("no RobotState for 5.0 s though the robot still answers")
+    # a connection lost, as /diagnostics counts them (it said "connections lost 0")
+    assert client.session.stats.connections_lost == 1
     assert link.run_while(lambda: client.state is not LinkState.READY, 5.0)
     assert robot.received.count("SyncTime") == 2  # initialised again
+
+
+def test_a_robot_that_answers_but_never_streams_its_state_is_counted_and_tried_again():
+    """The robot takes the handshake and SyncTime but sends no RobotState: each attempt
+    ends after ready_timeout, and /diagnostics counted none of them (connections went up,
+    nothing lost, no attempt unanswered)."""
+    client, robot, link, events = make_pair()
+    robot.streams = False
+    client.start(link.now)
+    assert link.run_while(lambda: client.state is not LinkState.LOST, 8.0)
+    assert client.state_reason.startswith("the robot did not become ready within 5.0 s")
+    stats = client.session.stats
+    assert stats.connections_without_state == 1 and stats.connections_lost == 0
+    assert link.run_while(lambda: stats.connections_without_state < 2, 15.0)  # tried again
 
 
 def test_playback_is_enabled_right_before_the_first_played_message_of_each_connection():

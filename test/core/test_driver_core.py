@@ -15,7 +15,7 @@ from cozmo_driver import robot_geometry as geo
 from cozmo_driver.driver.events import EventType
 from cozmo_driver.driver.orientation import Orientation
 from cozmo_driver.client import LinkState, Robot, RobotLink
-from cozmo_driver.client.link import MOTOR_MIN_SPEED_RADPS
+from cozmo_driver.client.link import MOTOR_MIN_SPEED_RADPS, LinkStateChanged
 from cozmo_driver.core import DriverCore, RecordingOutput
 from cozmo_driver.core.samples import StateSample
 from cozmo_driver.driver.parameters import PARAMETERS
@@ -819,6 +819,18 @@ def test_a_robot_that_never_answered_is_connecting_not_lost():
     assert gone and all(math.isnan(sample.rtt_s) for sample in gone), [(s.state, s.rtt_s) for s in gone]
     values = dict(core.reports("127.0.0.1:5551")[0].values)
     assert values["rtt (s)"] == values["smoothed rtt (s)"] == "n/a", values
+
+
+def test_a_robot_that_answered_but_never_streamed_is_not_said_to_not_answer():
+    """The robot took the handshake but sent no robot state: the driver said "the robot
+    ... does not answer" with the hint to switch it on, of a robot that had answered."""
+    robot, core, output = connected()
+    core.link_state = LinkState.INITIALIZING  # a new connection's handshake was answered
+    core.on_robot_event(LinkStateChanged(LinkState.LOST, "the robot did not become ready within "
+                                                         "5.0 s; reconnecting in 0.5 s"))
+    said = [text for level, text in output.lines if level == logging.WARNING]
+    assert said and "answered, but sent no robot state" in said[-1], said
+    assert "does not answer" not in said[-1]
 
 
 def test_stop_on_cliff_off_is_sent_again_on_every_connection():

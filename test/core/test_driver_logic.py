@@ -600,7 +600,8 @@ def test_readme_documents_every_parameter():
 def test_diagnostic_levels():
     session = SessionStats(reliable_packets_sent=10, retransmissions=1, rtt_s=0.002,
                            srtt_s=0.002, datagrams_sent=5, datagrams_received=6,
-                           malformed_datagrams=2, connects=1, stale_link_disconnects=1)
+                           malformed_datagrams=2, connects=1, stale_link_disconnects=1,
+                           connections_without_state=4)
     transport = SimpleNamespace(wrong_source=3, send_errors=0)
     ready = link_report("ready", True, "127.0.0.1:5551", session, transport, 33.0)
     assert ready.level == OK
@@ -608,6 +609,7 @@ def test_diagnostic_levels():
     assert values["wrong-source datagrams dropped"] == "3"
     assert values["malformed datagrams dropped"] == "2"
     assert values["stale links ended"] == "1"
+    assert values["connections answered without robot state"] == "4"
     assert values["loss estimate (retransmitted / reliable sent)"] == "0.1"
     assert link_report("lost", True, "x", None, None, 0.0).level == ERROR
     # connected, but nothing came since the last report (the robot is lost after peer_timeout)
