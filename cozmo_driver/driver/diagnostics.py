@@ -79,10 +79,15 @@ def link_report(state: str, active: bool, robot: str, session: Any, transport: A
         if active and state == "ready" and session.malformed_datagrams + session.malformed_packets:
             message += " (malformed datagrams dropped)"
     if transport is not None:
+        errors = transport.callback_errors  # a fault of the driver's own handling
         values += [
             ("wrong-source datagrams dropped", _fmt(transport.wrong_source)),
             ("send errors", _fmt(transport.send_errors)),
+            ("errors handling datagrams (see the log)", _fmt(errors)),
         ]
+        if errors and active:
+            level = max(level, WARN)
+            message += f" ({errors} errors handling datagrams: see the log)"
     if camera:
         values.append(("camera", camera))
     if images is not None:

@@ -28,6 +28,7 @@ from cozmo_driver.transport.memory import Impairment, MemoryLink
 class _Stats:
     wrong_source = 0
     send_errors = 0
+    callback_errors = 0
 
 
 class _Transport:

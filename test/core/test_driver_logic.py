@@ -602,7 +602,7 @@ def test_diagnostic_levels():
                            srtt_s=0.002, datagrams_sent=5, datagrams_received=6,
                            malformed_datagrams=2, connects=1, stale_link_disconnects=1,
                            connections_without_state=4)
-    transport = SimpleNamespace(wrong_source=3, send_errors=0)
+    transport = SimpleNamespace(wrong_source=3, send_errors=0, callback_errors=0)
     ready = link_report("ready", True, "127.0.0.1:5551", session, transport, 33.0)
     assert ready.level == OK
     values = dict(ready.values)
@@ -613,6 +613,12 @@ def test_diagnostic_levels():
     assert values["loss estimate (retransmitted / reliable sent)"] == "0.1"
     assert link_report("lost", True, "x", None, None, 0.0).level == ERROR
     # connected, but nothing came since the last report (the robot is lost after peer_timeout)
+    # an error of the driver's own handling of a datagram: counted and logged, and shown
+    failing = link_report("ready", True, "127.0.0.1:5551", session,
+                          SimpleNamespace(wrong_source=0, send_errors=0, callback_errors=2), 33.0)
+    assert dict(failing.values)["errors handling datagrams (see the log)"] == "2"
+    assert failing.level == WARN and failing.message.endswith("(2 errors handling datagrams: see the log)")
+    assert dict(ready.values)["errors handling datagrams (see the log)"] == "0"
     stalled = link_report("ready", True, "127.0.0.1:5551", session, transport, 0.0)
     assert stalled.level == WARN and stalled.message.startswith(
         "connected to 127.0.0.1:5551, but no robot state since the last report")
