@@ -33,7 +33,6 @@ setup(
     maintainer_email="maintainers@cozmo-driver.invalid",
     description="ROS 2 driver for the Anki Cozmo robot over its Wi-Fi UDP protocol.",
     license="Apache-2.0",
-    tests_require=["pytest"],
     entry_points={
         "console_scripts": [
             "cozmo-demo = cozmo_driver.demo:main",
