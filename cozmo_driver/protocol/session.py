@@ -626,9 +626,7 @@ class Session:
         self._background: Deque[bytes] = deque()  # the same, sent when _pending is empty
         self._oob_out: List[bytes] = []           # out-of-band packets for the next flush
         self._retx: List[int] = []                # seqs due for retransmission
-        #: the packet sent again by a fast retransmission, until an ack makes progress (one
-        #: per loss: then the timeout's, backing off)
-        self._fast_retx_of: Optional[int] = None
+        self._fast_retx_of: Optional[int] = None  # fast-retransmitted until progress: one a loss
         self._expected = 0                        # next reliable seq we will deliver
         self._rx_buffer: Dict[int, RawPacket] = {}
         self._received_any = False
@@ -637,8 +635,7 @@ class Session:
         self._ack_due: Optional[float] = None
         self._rto = self.config.rto_initial
         self._rto_backoff = 1
-        # a round trip is of a connection: none measured until the next one's first
-        self.stats.rtt_s = self.stats.srtt_s = None
+        self.stats.rtt_s = self.stats.srtt_s = None  # a round trip is of a connection
         self._rttvar = 0.0
         self._last_rx = now
         self._last_ping = None
@@ -961,8 +958,7 @@ class Session:
         unacked, srtt = self._unacked, self.stats.srtt_s
         if unacked and srtt is not None:
             base = next(iter(unacked))
-            if ((ack + 1) % SEQ_MODULUS == base and base not in self._retx
-                    and base != self._fast_retx_of
+            if ((ack + 1) % SEQ_MODULUS == base and base not in self._retx and base != self._fast_retx_of
                     and now - unacked[base].sent_at >= FAST_RETX_RTT * srtt + FAST_RETX_MARGIN_S):
                 # go back N: Anki's firmware drops every packet after a missing one, so
                 # all of ours in flight behind it are lost too
