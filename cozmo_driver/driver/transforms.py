@@ -42,7 +42,8 @@ Vector = Tuple[float, float, float]
 
 
 class TransformError(UsageError, LookupError):
-    """No chain of known transforms links the two frames; the message says which is missing."""
+    """No chain of known transforms links the two frames; the message says which is missing
+    (or too old)."""
 
 
 @dataclass(frozen=True)
@@ -184,15 +185,21 @@ class TransformBuffer:
     def _usable(self, entry: _Entry, now: Optional[float]) -> bool:
         return entry.static or self.max_age is None or now is None or now - entry.stamp <= self.max_age
 
-    def _chain(self, frame: str, now: Optional[float]) -> List[Tuple[str, Transform]]:
-        """[(frame, its pose in the root)] from ``frame`` up to the root of its tree."""
+    def _chain(self, frame: str, now: Optional[float],
+               stale: Optional[List[Tuple[str, _Entry]]] = None) -> List[Tuple[str, Transform]]:
+        """[(frame, its pose in the root)] from ``frame`` up to the root of its tree (or up
+        to a transform older than ``max_age``, appended to ``stale`` as (child, entry))."""
         out = [(frame, IDENTITY)]
         seen = {frame}
         pose = IDENTITY
         current = frame
         for _ in range(self.max_depth):
             entry = self._frames.get(current)
-            if entry is None or not self._usable(entry, now):
+            if entry is None:
+                return out
+            if not self._usable(entry, now):
+                if stale is not None:
+                    stale.append((current, entry))
                 return out
             # pose of `frame` in entry.parent = T(parent<-current) * pose(current)
             pose = compose(entry.transform, pose)
@@ -203,19 +210,34 @@ class TransformBuffer:
             out.append((current, pose))
         return out
 
+    def _linked(self, target: str, source: str) -> bool:
+        """Whether a chain links the two frames when no transform is too old."""
+        try:
+            self.lookup(target, source)
+        except TransformError:
+            return False
+        return True
+
     def lookup(self, target: str, source: str, now: Optional[float] = None) -> Transform:
         """The pose of frame ``source`` in frame ``target`` (maps ``source`` coordinates
         into ``target``), or :class:`TransformError`."""
         target, source = self._name(target), self._name(source)
         if target == source:
             return IDENTITY
-        up_source = self._chain(source, now)
-        up_target = self._chain(target, now)
+        stale: List[Tuple[str, _Entry]] = []
+        up_source = self._chain(source, now, stale)
+        up_target = self._chain(target, now, stale)
         in_root_of_source = {name: pose for name, pose in up_source}
         for name, target_in_ancestor in up_target:
             source_in_ancestor = in_root_of_source.get(name)
             if source_in_ancestor is not None:
                 return compose(invert(target_in_ancestor), source_in_ancestor)
+        if stale and self._linked(target, source):
+            # the chain exists but for a transform whose publisher may have stopped
+            child, entry = stale[0]
+            raise TransformError(f"the transform '{entry.parent}' -> '{child}' on /tf is "
+                                 f"{now - entry.stamp:.1f} s old (older than {self.max_age:g} s): "
+                                 f"has its publisher stopped?")
         known = ", ".join(self.frames()) or "none"
         if source not in self._frames and source not in {e.parent for e in self._frames.values()}:
             raise TransformError(f"frame '{source}' is unknown (no transform on /tf or /tf_static "

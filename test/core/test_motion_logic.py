@@ -600,7 +600,7 @@ def test_tf_unknown_and_unlinked_frames_name_the_frame():
         buf.lookup("odom", "table", now=0.5)
     # /tf transforms age out, static ones do not
     assert buf.lookup("odom", "base_footprint", now=0.5) is not None
-    with pytest.raises(TransformError):
+    with pytest.raises(TransformError, match="'odom' -> 'base_footprint' on /tf is 2.0 s old"):
         buf.lookup("odom", "base_footprint", now=2.0)
     assert buf.lookup("world", "table", now=100.0) is not None
     # unusable transforms are ignored
@@ -609,6 +609,23 @@ def test_tf_unknown_and_unlinked_frames_name_the_frame():
     assert not buf.set("odom", "odom", (0, 0, 0), q_yaw(0))
     assert buf.set("/odom", "/leading_slash", (0, 0, 0), q_yaw(0))
     assert buf.lookup("odom", "leading_slash") is not None
+
+
+def test_tf_a_stale_transform_is_named_with_its_age_not_as_a_missing_chain():
+    # e.g. a tag detector that publishes map -> odom only while it sees the tag
+    buf = TransformBuffer(max_age=10)
+    buf.set("map", "odom", (1, 0, 0), (0, 0, 0, 1), now=0)
+    buf.set("odom", "base_footprint", (0, 0, 0), q_yaw(0), now=19.5)
+    buf.set("world", "table", (0, 0, 0), q_yaw(0), now=0.0, static=True)
+    for target, source in (("odom", "map"), ("map", "odom"), ("map", "base_footprint")):
+        with pytest.raises(TransformError) as err:
+            buf.lookup(target, source, now=20.2)
+        assert str(err.value) == ("the transform 'map' -> 'odom' on /tf is 20.2 s old (older than 10 s): "
+                                  "has its publisher stopped?")
+    # frames that no chain links even counting old transforms are still said to be unlinked
+    with pytest.raises(TransformError, match="no chain of transforms links frame 'table' to 'map'"):
+        buf.lookup("map", "table", now=20.2)
+    assert buf.lookup("odom", "map", now=10.0).translation == pytest.approx((-1.0, 0.0, 0.0))
 
 
 def test_state_sample_converts_a_robot_state_to_si_units():
