@@ -251,6 +251,16 @@ def test_camera_is_where_the_simulator_renders_from(model, head):
                                                world.HEAD_PIVOT_Z_MM / 1000.0), abs=1e-12)
 
 
+@pytest.mark.parametrize("page", [DESCRIPTION / "urdf" / "cozmo.macro.xacro", ROOT / "docs" / "bringup.md"])
+def test_the_camera_offset_the_frame_trees_quote_is_the_joints(model, page):
+    line = next(line for line in page.read_text().splitlines() if re.search(r"camera_link\s+fixed,", line))
+    found = re.search(r"([\d.]+) mm ahead of the pivot.*?([\d.]+) mm below", line)
+    assert found, f"{page.name}: the frame tree's camera_link line gives no offset and drop: {line!r}"
+    ahead, below = (float(v) / 1000.0 for v in found.groups())
+    camera = model.transform("head_link", "camera_link").translation
+    assert camera == pytest.approx((ahead, 0.0, -below), abs=1e-12), f"{page.name}: {line!r}"
+
+
 def test_lift_pivot_is_the_simulators(model):
     pivot = model.transform("base_footprint", "lift_link").translation
     assert pivot[0] == pytest.approx(world.LIFT_PIVOT_X_MM / 1000.0, abs=1e-12)
