@@ -46,7 +46,10 @@ __all__ = [
     "MIN_TURN_RATE_RADPS",
     "TURN_ANGLE_TOLERANCE_RAD",
     "CLIFF_SENSOR_X_M",
-    "FOOTPRINT_HALF_LENGTH_M",
+    "FOOTPRINT_FRONT_M",
+    "FOOTPRINT_REAR_M",
+    "FOOTPRINT_HALF_WIDTH_M",
+    "FOOTPRINT_M",
     "CLIFF_EDGE_POINTS_M",
     "lift_height_to_angle",
     "lift_angle_to_height",
@@ -95,12 +98,20 @@ BATTERY_FULL_V = 4.05
 #: the cliff sensor (the one the protocol documents, under the front) ahead of the robot's
 #: origin (base_footprint); the distance is this project's estimate, the simulator's too
 CLIFF_SENSOR_X_M = 0.032
-#: half the length of the robot's footprint (72 x 55 mm, config/nav2_params.yaml)
-FOOTPRINT_HALF_LENGTH_M = 0.036
+#: the robot's outline on the ground, base_footprint (x forward, y left), the footprint of
+#: config/nav2_params.yaml's costmaps: from 36 mm behind (the treads end 33 mm behind) to
+#: 49 mm ahead, where the lift's forks reach with the arm level (48 mm with the lift down,
+#: 33 mm, the treads, with it up), 28 mm to each side (the treads' outer edges), as
+#: cozmo_description draws the robot (test/e2e/test_nav2_config.py checks both)
+FOOTPRINT_FRONT_M = 0.049
+FOOTPRINT_REAR_M = -0.036
+FOOTPRINT_HALF_WIDTH_M = 0.028
+FOOTPRINT_M = ((FOOTPRINT_FRONT_M, FOOTPRINT_HALF_WIDTH_M), (FOOTPRINT_FRONT_M, -FOOTPRINT_HALF_WIDTH_M),
+               (FOOTPRINT_REAR_M, -FOOTPRINT_HALF_WIDTH_M), (FOOTPRINT_REAR_M, FOOTPRINT_HALF_WIDTH_M))
 #: where cliff/points marks an edge the cliff sensor found (base_footprint: x forward, y
-#: left, z up): a row as wide as the body, 1.5 cm beyond the front, where the drop goes on
-#: (inside the footprint, a costmap's footprint clearing would erase it at once)
-CLIFF_EDGE_POINTS_M = tuple((FOOTPRINT_HALF_LENGTH_M + 0.015, y, 0.0)
+#: left, z up): a row as wide as the body, 1.5 cm beyond the footprint's front, where the
+#: drop goes on (inside the footprint, a costmap's footprint clearing would erase it at once)
+CLIFF_EDGE_POINTS_M = tuple((FOOTPRINT_FRONT_M + 0.015, y, 0.0)
                             for y in (-0.02, -0.01, 0.0, 0.01, 0.02))
 
 

@@ -102,14 +102,48 @@ def test_speed_limits_fit_the_treads(nav2):
     assert 1.0 / smoother["smoothing_frequency"] < default("cmd_vel_timeout") / 2
 
 
+def _robot_outline():
+    """(min x, max x, max |y|) in base_footprint of every collision box of the robot
+    description, over the head's and the lift's whole range (the lift's forks reach
+    furthest ahead with the arm level)."""
+    import itertools
+    import xml.etree.ElementTree as ET
+    from cozmo_driver.description import Transform, UrdfModel, quaternion_from_rpy, robot_description
+    urdf = robot_description(path=ROOT / "cozmo_description" / "urdf" / "cozmo.urdf.xacro")
+    model, root = UrdfModel.from_xml(urdf), ET.fromstring(urdf)
+    lifts = [geo.LIFT_MIN_ANGLE_RAD + (geo.LIFT_MAX_ANGLE_RAD - geo.LIFT_MIN_ANGLE_RAD) * i / 40
+             for i in range(41)] + [0.0]
+    heads = (geo.HEAD_MIN_ANGLE_RAD, 0.0, geo.HEAD_MAX_ANGLE_RAD)
+    xs, ys = [], []
+    for (lift, head), link in itertools.product(itertools.product(lifts, heads), root.findall("link")):
+        pose = model.transform("base_footprint", link.get("name"), {"lift_joint": lift, "head_joint": head})
+        for collision in link.findall("collision"):
+            origin = collision.find("origin")
+            box = collision.find("geometry/box")
+            assert box is not None, f"{link.get('name')}: only boxes are measured here"
+            half = [float(v) / 2.0 for v in box.get("size").split()]
+            shape = pose * Transform(tuple(float(v) for v in origin.get("xyz").split()),
+                                     quaternion_from_rpy(*(float(v) for v in origin.get("rpy").split())))
+            for corner in itertools.product(*((-h, h) for h in half)):
+                x, y, _ = shape.apply(corner)
+                xs.append(x)
+                ys.append(abs(y))
+    return min(xs), max(xs), max(ys)
+
+
 def test_footprint_is_cozmos(nav2):
+    rear, front, side = _robot_outline()
+    assert front == pytest.approx(0.049, abs=0.002)  # the forks, with the arm level
+    assert rear == pytest.approx(-0.033, abs=0.002)  # the treads
     for costmap in ("local_costmap", "global_costmap"):
         p = params(nav2, costmap)
         points = footprint(p["footprint"])
+        assert [tuple(point) for point in points] == [tuple(point) for point in geo.FOOTPRINT_M]
         xs, ys = [x for x, _ in points], [y for _, y in points]
         assert len(points) >= 3
-        assert max(xs) - min(xs) == pytest.approx(0.072, abs=0.005)
-        assert max(ys) - min(ys) == pytest.approx(0.055, abs=0.005)
+        # the robot description's outline (forks included) is inside it, with little to spare
+        assert min(xs) <= rear and max(xs) >= front and min(ys) <= -side and max(ys) >= side
+        assert rear - min(xs) < 0.005 and max(xs) - front < 0.005 and max(ys) - side < 0.005
         # the treads (track 46 mm) are inside it
         assert min(ys) < -geo.TRACK_WIDTH_M / 2 and max(ys) > geo.TRACK_WIDTH_M / 2
         assert "robot_radius" not in p  # footprint or radius, not both
