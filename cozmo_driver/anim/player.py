@@ -556,7 +556,8 @@ class AnimationPlayer:
         return self._anim_id
 
     def cancel(self, now: float) -> List[Any]:
-        """Stop now: the messages to send at once (AbortAnimation, stop the wheels, lights off).
+        """Stop now: the messages to send at once (AbortAnimation, stop the wheels; the robot then
+        shows the user's backpack lights again).
 
         Returns only pending messages when nothing plays.
         """
