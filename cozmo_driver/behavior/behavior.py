@@ -466,7 +466,9 @@ class Behavior:
 
     * ``PARAMS``: {name: default} of the parameters it takes from the
       configuration (``behaviors.<name>.params``); unknown names are refused,
-      and a value must have the default's type (an int is a float);
+      and a value must have the default's type (an int is a float), a list the
+      default's length and element types (nested lists too; an empty default
+      takes any list), and a duration (a name ending in ``_s``) must be > 0;
     * ``drives_off_charger``: True for the one kind of behavior allowed to move
       the treads while the robot is on its charger;
     * ``description``: one line for the docs and the logs.
@@ -512,6 +514,8 @@ def _check_type(key: str, default: Any, value: Any) -> Any:
     if isinstance(default, (int, float)):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise BehaviorError(f"{key}: expected a number, got {value!r}")
+        if key.endswith("_s") and not value > 0:   # a wait of 0 in a loop: a loop with no wait
+            raise BehaviorError(f"{key}: expected a duration > 0 s, got {value!r}")
         if isinstance(default, float):
             return float(value)
         if not float(value).is_integer():
@@ -524,7 +528,12 @@ def _check_type(key: str, default: Any, value: Any) -> Any:
     if isinstance(default, (list, tuple)):
         if not isinstance(value, (list, tuple)):
             raise BehaviorError(f"{key}: expected a list, got {value!r}")
-        return list(value)
+        if not default:
+            return list(value)
+        if len(value) != len(default):
+            raise BehaviorError(f"{key}: expected a list of {len(default)} like the default "
+                                f"{list(default)!r}, got {value!r}")
+        return [_check_type(f"{key}[{i}]", d, v) for i, (d, v) in enumerate(zip(default, value))]
     return value
 
 

@@ -94,11 +94,44 @@ activities:
      "activities.freeplay.behaviors.explore.emotions.calm: expected a number or a list"),
     ({"low_battery": {"threshold": 2}}, "low_battery.threshold: expected a number <= 1"),
     ({"moods": {}}, "moods: unknown key"),
+    # a list as long as the default, of its element types (a run failed at every start)
+    ({"behaviors": {"low_battery_sad": {"params": {"lights": [1.0, 0.0]}}}},
+     "behaviors.low_battery_sad.params.lights: expected a list of 3 like the default [0.6, 0.0, 0.0], "
+     "got [1.0, 0.0]"),
+    ({"behaviors": {"celebrate_cube": {"params": {"cube_color": [0.0, 1.0]}}}},
+     "behaviors.celebrate_cube.params.cube_color: expected a list of 3 like the default"),
+    ({"behaviors": {"celebrate_cube": {"params": {"lights": [1.0, "gold", 0.0]}}}},
+     "behaviors.celebrate_cube.params.lights[1]: expected a number, got 'gold'"),
+    # a duration of 0 in a loop sent its commands 50 times a tick
+    ({"behaviors": {"sleep_on_charger": {"params": {"snore_s": 0}}}},
+     "behaviors.sleep_on_charger.params.snore_s: expected a duration > 0 s, got 0"),
+    ({"behaviors": {"react_to_pickup": {"params": {"glance_s": -1.5}}}},
+     "behaviors.react_to_pickup.params.glance_s: expected a duration > 0 s, got -1.5"),
 ])
 def test_a_bad_value_is_an_error_that_names_the_key(change, message):
     with pytest.raises(ConfigError) as exc:
         parse_config(merge(default_config_data(), change))
     assert message in str(exc.value)
+
+
+def test_list_parameters_take_the_defaults_shape():
+    """Nested lists are checked element by element; an empty default takes any list (the
+    app's animation groups); a list of the right shape is taken, its numbers as floats."""
+    from cozmo_driver.behavior import Behavior, BehaviorError
+
+    class Paint(Behavior):
+        PARAMS = {"colors": [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]], "names": [], "hold_s": 1.0}
+
+    paint = Paint("paint", {"colors": [[1, 0, 0], [0, 0, 1]], "names": ["a", 2], "hold_s": 0.1})
+    assert paint.params["colors"] == [[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]
+    assert all(isinstance(c, float) for color in paint.params["colors"] for c in color)
+    assert paint.params["names"] == ["a", 2]
+    with pytest.raises(BehaviorError, match=r"behaviors.paint.params.colors\[1\]: expected a list of 3 "):
+        Paint("paint", {"colors": [[1, 0, 0], [0, 1]]})
+    with pytest.raises(BehaviorError, match=r"behaviors.paint.params.colors\[0\]: expected a list, got 1"):
+        Paint("paint", {"colors": [1, 0]})
+    with pytest.raises(BehaviorError, match=r"behaviors.paint.params.hold_s: expected a duration > 0 s"):
+        Paint("paint", {"hold_s": 0.0})
 
 
 def test_file_errors_name_the_file(tmp_path):
