@@ -80,7 +80,7 @@ from .usage import answer_help
 from . import qos
 from .qos import QOS_EVENTS, QOS_LATCHED, QOS_LATEST, QOS_QUEUE, QOS_STATE, QOS_STREAM, QOS_WATCH
 
-__all__ = ["BehaviorNode", "RosRobot", "main"]
+__all__ = ["BehaviorNode", "RosRobot", "main", "state_flags"]
 
 #: RobotStatus orientations in which the robot lies (RobotState.lying)
 _LYING = (RobotStatus.ORIENTATION_ON_BACK, RobotStatus.ORIENTATION_ON_FACE,
@@ -131,6 +131,18 @@ def _light(rgb: Optional[Sequence[float]], blink_period: float, fade: bool = Fal
         else:
             state.on_period = state.off_period = half
     return state
+
+
+def state_flags(msg: RobotStatus) -> Dict[str, bool]:
+    """The engine's level flags (:meth:`Engine.on_state`) from the driver's status. ``cliff``
+    is the edge of the floor under a robot on its treads, as the driver's CLIFF_DETECTED and
+    CLIFF_CLEARED events say: the status's flag is also set while the robot is picked up or
+    lies, and no CLIFF_CLEARED would follow it once it is put down (``explore`` would never
+    start)."""
+    on_treads = msg.orientation == RobotStatus.ORIENTATION_ON_TREADS and not msg.is_picked_up
+    return {"on_charger": msg.is_on_charger, "charging": msg.is_charging,
+            "cliff": msg.cliff_detected and on_treads, "picked_up": msg.is_picked_up,
+            "falling": msg.is_falling, "lying": msg.orientation in _LYING}
 
 
 def misspelt_triggers(config: Any) -> List[str]:
@@ -493,10 +505,7 @@ class BehaviorNode(Node):
                                              QOS_LATEST)
 
     def _on_status(self, msg: RobotStatus) -> None:
-        self.engine.on_state(on_charger=msg.is_on_charger, charging=msg.is_charging,
-                             cliff=msg.cliff_detected, picked_up=msg.is_picked_up,
-                             falling=msg.is_falling,
-                             lying=msg.orientation in _LYING)
+        self.engine.on_state(**state_flags(msg))
         self._status_seen = True   # unsubscribed at the next tick, not inside its own callback
 
     def _on_battery(self, msg: BatteryState) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import gc
 import math
 import os
+import random
 import signal
 import subprocess
 import time
@@ -564,6 +565,39 @@ def test_a_driver_gone_without_a_word_stops_the_engine(rclpy_context, rclpy_log)
         assert rclpy_log.said(behavior, LoggingSeverity.WARN, "/link_status has no publisher any more")
     finally:
         spin.close()
+
+
+def test_the_status_snapshot_takes_no_cliff_from_a_robot_off_its_treads(rclpy_context):
+    """The status's cliff flag is set while the robot is picked up or lies (no floor under
+    the sensor); the driver's cliff events come only from an edge under a robot on its
+    treads, so after a snapshot of a lifted robot no CLIFF_CLEARED came once it was put
+    down, and explore never started (its can_start refuses at a cliff)."""
+    from cozmo_interfaces.msg import RobotStatus
+    from cozmo_driver.behavior.behaviors import Explore
+    from cozmo_driver.behavior.behavior import BehaviorContext
+
+    behavior = BehaviorNode(context=rclpy_context, parameter_overrides=[
+        Parameter("start_delay", value=0.0), Parameter("enabled", value=False)])
+    engine = behavior.engine
+    try:
+        behavior._on_status(RobotStatus(cliff_detected=True, is_picked_up=True,
+                                        orientation=RobotStatus.ORIENTATION_IN_AIR))
+        assert engine.state.picked_up and not engine.state.cliff
+        engine.on_trigger("put_down", 1.0)    # the driver's event once it is put down
+        explore = Explore("explore")
+        assert explore.can_start(BehaviorContext(explore, behavior.robot, engine.state,
+                                                 lambda name: 0.0, 1.0, random.Random(0)))
+        behavior._on_status(RobotStatus(cliff_detected=True, orientation=RobotStatus.ORIENTATION_ON_BACK))
+        assert engine.state.lying and not engine.state.cliff
+        behavior._on_status(RobotStatus(cliff_detected=True, is_picked_up=True,
+                                        orientation=RobotStatus.ORIENTATION_ON_TREADS))
+        assert not engine.state.cliff
+        # on its treads, set down: the flag is the edge of the floor
+        behavior._on_status(RobotStatus(cliff_detected=True, orientation=RobotStatus.ORIENTATION_ON_TREADS))
+        assert engine.state.cliff and not engine.state.lying and not engine.state.picked_up
+    finally:
+        behavior.close()
+        behavior.destroy_node()
 
 
 def test_an_unknown_trigger_held_back_is_said_when_no_other_comes(rclpy_context, rclpy_log):
