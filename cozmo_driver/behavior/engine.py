@@ -6,7 +6,8 @@ Inputs (all with the time ``now`` as an argument; nothing here reads a clock):
   :meth:`Engine.on_cube_tap`, :meth:`Engine.on_battery`, :meth:`Engine.on_state`
   (level flags from the robot's status), :meth:`Engine.on_connected`,
   :meth:`Engine.on_emergency_stop`, :meth:`Engine.on_driver_active`;
-* :meth:`Engine.on_user_command`: the user commanded the robot;
+* :meth:`Engine.on_user_command`: the user commanded the robot; :meth:`Engine.on_user_goal`:
+  a user's goal runs (or none any more);
 * :meth:`Engine.set_enabled`;
 * :meth:`Engine.tick`, about ten times a second.
 
@@ -20,9 +21,10 @@ Rules, in the order :meth:`tick` applies them:
    nothing runs (the running behavior is stopped, INTERRUPTED), and the status
    says ``paused`` with the reason (``pause_remaining`` 0: until that ends).
 2. A user command pauses the engine for ``user_pause`` seconds (every further
-   command extends it): the running behavior is stopped at once (INTERRUPTED;
-   its commands cancelled, which stops the motors it moved) and nothing
-   starts, reactions included, until the pause is over.
+   command extends it), a user's goal for as long as it runs and ``user_pause``
+   after it ended (whatever ``user_pause`` is, 0 included): the running behavior
+   is stopped at once (INTERRUPTED; its commands cancelled, which stops the
+   motors it moved) and nothing starts, reactions included, until the pause is over.
 3. Triggers that arrived since the last tick start their reaction's behavior
    when the reaction is not cooling down, its ``when`` conditions hold, the
    behavior can start, and what runs has a lower priority (it is then stopped,
@@ -140,6 +142,8 @@ class Engine:
         self._pause_until = -math.inf
         self._last_user_command = -math.inf
         self._pause_reason = ""
+        #: the user's goal that runs ("action go_to_pose"), "" when none: it holds the pause
+        self._user_goal = ""
         #: what the driver says keeps the engine still: {"estop": reason, "inactive": reason}
         self._driver_holds: Dict[str, str] = {}
         self._pending: Deque[Tuple[str, Dict[str, Any], float]] = deque(maxlen=MAX_PENDING)
@@ -169,7 +173,7 @@ class Engine:
 
     def paused(self, now: float) -> bool:
         """Whether a user command keeps the engine quiet (see :meth:`held` for the rest)."""
-        return now < self._pause_until
+        return bool(self._user_goal) or now < self._pause_until
 
     def held(self) -> str:
         """What keeps the engine still until it ends ("" when nothing does): the robot not
@@ -287,6 +291,9 @@ class Engine:
 
     def on_user_command(self, reason: str, now: float) -> None:
         """The user commanded the robot: stop what runs and keep quiet for ``user_pause``."""
+        self._user_command(reason, now, f"paused for {self.user_pause:g} s by a user command ({reason})")
+
+    def _user_command(self, reason: str, now: float, said: str) -> None:
         was_paused = self.paused(now)
         self._last_user_command = now
         self._pause_until = max(self._pause_until, now + self.user_pause)
@@ -297,8 +304,23 @@ class Engine:
         if self._running is not None:
             self._end(Outcome.INTERRUPTED, f"paused by a user command ({reason})", now)
         if not was_paused:
-            self._log("info", f"paused for {self.user_pause:g} s by a user command ({reason})")
+            self._log("info", said)
         self._next_choice = max(self._next_choice, self._pause_until)
+
+    def on_user_goal(self, reason: str, now: float) -> None:
+        """A user's goal runs (``reason``: ``action go_to_pose``; as :meth:`on_user_command`),
+        or none any more (""): the engine stays paused for as long as one runs, and
+        ``user_pause`` after it ended, whatever ``user_pause`` is (0 included)."""
+        if reason:
+            self._user_command(reason, now, f"paused by a user's goal ({reason}) while it runs, "
+                                            f"and {self.user_pause:g} s after")
+            self._user_goal = reason
+        elif self._user_goal:
+            self._user_goal = ""
+            self._last_user_command = now
+            self._pause_until = max(self._pause_until, now + self.user_pause)
+            self._next_choice = max(self._next_choice, self._pause_until)
+            self._changed = True
 
     def set_user_pause(self, seconds: float, now: float) -> None:
         """A new ``user_pause``; a pause in progress ends ``seconds`` after the last user

@@ -28,8 +28,9 @@ BehaviorParam = ParamSpec
 BEHAVIOR_PARAMETERS: Tuple[BehaviorParam, ...] = (
     BehaviorParam("enabled", True, "Run behaviors (false: the engine only follows events and "
                   "publishes emotions); also the behavior/enable service", dynamic=True),
-    BehaviorParam("user_pause", 10.0, "After a user command (cmd_vel, head/lift topics, a goal of "
-                  "a driver action that is not the engine's) the engine stays quiet this long",
+    BehaviorParam("user_pause", 10.0, "After a user command (cmd_vel, head/lift topics) or the end "
+                  "of a user's goal (of a driver action, not the engine's: it holds the engine while "
+                  "it runs, whatever this is) the engine stays quiet this long",
                   "s", 0.0, 3600.0, dynamic=True),
     BehaviorParam("tick_rate", 10.0, "Engine ticks per second", "Hz", 1.0, 50.0),
     BehaviorParam("emotions_rate", 2.0, "behavior/emotions is published this often, and on "

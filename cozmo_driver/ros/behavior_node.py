@@ -21,7 +21,7 @@ Inputs:
   ``lift/velocity`` (the engine never publishes on them), and every active goal
   of the driver's actions that is not one of the engine's own (read from each
   action's ``<action>/_action/status``; the engine sends its goals with goal
-  ids it chose, so it knows them).
+  ids it chose, so it knows them): paused while it runs, and ``user_pause`` after.
 
 Outputs: goals of the driver's actions (``drive_straight``, ``turn_in_place``,
 ``set_head_angle``, ``set_lift_height``, ``play_animation``), ``face/expression``
@@ -482,9 +482,8 @@ class BehaviorNode(Node):
         if self._status_seen and self._status_sub is not None:
             self.destroy_subscription(self._status_sub)
             self._status_sub = None
-        if any(self._user_goals.values()):
-            active = [a for a, goals in self._user_goals.items() if goals]
-            self.engine.on_user_command(f"action {active[0]}", now)
+        active = [a for a, goals in self._user_goals.items() if goals]
+        self.engine.on_user_goal(f"action {active[0]}" if active else "", now)
         self.robot.finish_sounds(now)
         self.engine.tick(now)
         if self.engine.take_changed():
@@ -554,7 +553,7 @@ class BehaviorNode(Node):
         self._user_goals[action] = active
         if new:
             self.user_commands += 1
-            self.engine.on_user_command(f"action {action}", time.monotonic())
+            self.engine.on_user_goal(f"action {action}", time.monotonic())
 
     # ------------------------------------------------------------------ publishing
 

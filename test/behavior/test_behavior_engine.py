@@ -312,6 +312,43 @@ def test_a_new_user_pause_applies_to_the_pause_in_progress():
     assert engine.status(5.5).pause_remaining == pytest.approx(9.5)
 
 
+@pytest.mark.parametrize("user_pause", [0.0, 3.0])
+def test_a_users_goal_holds_the_engine_while_it_runs_whatever_user_pause_is(user_pause):
+    """The node tells the engine of a user's goal at every tick, with the tick's own time:
+    with user_pause 0 (in its range) the pause ended as it began, and a reaction or an
+    activity started during the user's go_to_pose (and preempted it). A goal holds the
+    engine while it runs; user_pause counts from its end."""
+    engine, robot, log = make_engine(auto=False, user_pause=user_pause)
+    engine.on_trigger("cube_tapped", 0.0)
+    engine.tick(0.0)
+    drive = robot.handles[0]
+    engine.on_user_goal("action go_to_pose", 0.5)
+    assert engine.running is None and drive.status == Handle.CANCELED
+    calls = len(robot.calls)
+    t = 0.5
+    for _ in range(50):   # 5 s of the user's goal, a trigger at every tick
+        engine.on_user_goal("action go_to_pose", t)
+        engine.on_trigger("poked", t)
+        engine.tick(t)
+        status = engine.status(t)
+        assert status.paused and status.pause_reason == "action go_to_pose", status
+        t = round(t + TICK, 6)
+    assert engine.running is None and len(robot.calls) == calls
+    assert engine.behaviors_started == 1
+    ended = t
+    engine.on_user_goal("", ended)          # the goal ended
+    if user_pause:
+        engine.tick(ended)
+        assert engine.status(ended).paused
+        assert engine.status(ended).pause_remaining == pytest.approx(user_pause)
+    later = ended + user_pause
+    engine.on_trigger("poked", later)
+    engine.tick(later)
+    assert engine.running == "greet" and not engine.status(later).paused
+    assert ("info", f"paused by a user's goal (action go_to_pose) while it runs, and "
+                    f"{user_pause:g} s after") in log
+
+
 def test_disabled_and_disconnected_engines_start_nothing():
     engine, robot, log = make_engine(enabled=False)
     engine.on_trigger("poked", 0.0)
