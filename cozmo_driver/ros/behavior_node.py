@@ -21,7 +21,8 @@ Inputs:
   ``lift/velocity`` (the engine never publishes on them), and every active goal
   of the driver's actions that is not one of the engine's own (read from each
   action's ``<action>/_action/status``; the engine sends its goals with goal
-  ids it chose, so it knows them): paused while it runs, and ``user_pause`` after.
+  ids it chose, so it knows them): paused while it runs, and ``user_pause`` after;
+  forgotten when that status has no publisher any more (the driver crashed).
 
 Outputs: goals of the driver's actions (``drive_straight``, ``turn_in_place``,
 ``set_head_angle``, ``set_lift_height``, ``play_animation``), ``face/expression``
@@ -575,6 +576,9 @@ class BehaviorNode(Node):
                 f"{self._link_sub.topic_name} has no publisher any more: the driver stopped "
                 "without saying so (it crashed?); nothing runs until it is back")
             self.engine.on_connected(False, time.monotonic())
+            self._user_goals = {action: set() for action in USER_ACTIONS}  # they went with it
+        if not self._closed:
+            self._forget_gone_goals()
         self._check_cmd_vel_type(time.monotonic())
         s = self.engine.status(time.monotonic())
         msg = BehaviorStatus(enabled=s.enabled, paused=s.paused, pause_remaining=float(s.pause_remaining),
@@ -583,6 +587,15 @@ class BehaviorNode(Node):
                              behaviors_started=s.behaviors_started, behaviors_failed=s.behaviors_failed)
         msg.header.stamp = self.get_clock().now().to_msg()
         self._status_pub.publish(msg)
+
+    def _forget_gone_goals(self) -> None:
+        """The user's goals of an action whose status has no publisher any more (its driver
+        crashed, or stopped): a driver started again says nothing of them (its action server
+        publishes a status only when one of its own goals changes), and they would hold the
+        engine paused for good."""
+        for action, goals in self._user_goals.items():
+            if goals and not self.count_publishers(f"{action}/_action/status"):
+                goals.clear()
 
     def _check_cmd_vel_type(self, now: float) -> None:
         """Every TYPE_CHECK_S: a warning (once) when cmd_vel has another type on the graph

@@ -567,6 +567,70 @@ def test_a_driver_gone_without_a_word_stops_the_engine(rclpy_context, rclpy_log)
         spin.close()
 
 
+def _user_goal_status(spin, action: str = "go_to_pose"):
+    """A stand-in for a driver's ``<action>/_action/status`` (latched, as an action
+    server's) that says a goal of the user's (an id the engine did not send) is EXECUTING."""
+    from action_msgs.msg import GoalInfo, GoalStatus, GoalStatusArray
+    from rclpy.qos import qos_profile_action_status_default
+    from unique_identifier_msgs.msg import UUID
+
+    pub = spin.probe.create_publisher(GoalStatusArray, f"{action}/_action/status",
+                                      qos_profile_action_status_default)
+    goal = GoalStatus(goal_info=GoalInfo(goal_id=UUID(uuid=list(os.urandom(16)))),
+                      status=GoalStatus.STATUS_EXECUTING)
+    pub.publish(GoalStatusArray(status_list=[goal]))
+    return pub
+
+
+def test_a_users_goal_holds_the_engine_and_is_forgotten_when_its_driver_is_gone(rclpy_context):
+    """A user's goal holds the engine while it runs, even with user_pause 0 (an activity's
+    behavior started during it before: the node told the engine at every tick with the tick's
+    own time, and a pause of 0 s ended as it began). A driver that crashed during the goal
+    never says it ended, and a driver started again says nothing of it (its action server
+    publishes a status only when its own goals change): the goal is forgotten once its
+    status has no publisher (and at once when link_status loses its publisher), where the
+    engine stayed paused ("action go_to_pose") for good."""
+    behavior = BehaviorNode(context=rclpy_context, parameter_overrides=[
+        Parameter("start_delay", value=0.0), Parameter("user_pause", value=0.0)])
+    spin = RosHarness(rclpy_context, "goal_stand_in", nodes=(behavior,))
+    engine = behavior.engine
+    latched = QoSProfile(depth=1, durability=QoSDurabilityPolicy.TRANSIENT_LOCAL)
+
+    def user_paused() -> bool:
+        return engine.paused(time.monotonic()) and engine.status(time.monotonic()).pause_reason == \
+            "action go_to_pose"
+    try:
+        link = spin.probe.create_publisher(LinkStatus, "link_status", latched)
+        link.publish(LinkStatus(state=LinkStatus.CONNECTED, driver_active=True))
+        assert spin.spin_until(lambda: engine.state.connected, DISCOVERY_TIMEOUT)
+        status = _user_goal_status(spin)
+        assert spin.spin_until(user_paused, DISCOVERY_TIMEOUT), engine.status(time.monotonic())
+        for _ in range(3):   # behaviors would start (and fail: no driver here) if it were not held
+            behavior._on_trigger(String(data="poked"))
+            spin.spin_for(1.0)
+        assert user_paused() and engine.behaviors_started == 0, engine.status(time.monotonic())
+        # the status's publisher gone (the link's kept): the goal is forgotten
+        spin.probe.destroy_publisher(status)
+        assert spin.spin_until(lambda: not engine.paused(time.monotonic()), 5.0), \
+            engine.status(time.monotonic())
+        # the driver crashed: link_status has no publisher; its status publisher is back at once
+        status = _user_goal_status(spin)
+        assert spin.spin_until(user_paused, DISCOVERY_TIMEOUT)
+        spin.probe.destroy_publisher(link)
+        assert spin.spin_until(lambda: not engine.state.connected, 5.0)
+        assert spin.spin_until(lambda: not engine.paused(time.monotonic()), 1.0), \
+            engine.status(time.monotonic())   # at the next tick
+        # the driver started again: the engine goes on
+        started = engine.behaviors_started
+        link = spin.probe.create_publisher(LinkStatus, "link_status", latched)
+        link.publish(LinkStatus(state=LinkStatus.CONNECTED, driver_active=True))
+        assert spin.spin_until(lambda: engine.state.connected, DISCOVERY_TIMEOUT)
+        assert spin.spin_until(lambda: engine.behaviors_started > started, 5.0), \
+            engine.status(time.monotonic())
+    finally:
+        spin.close()
+
+
 def test_the_status_snapshot_takes_no_cliff_from_a_robot_off_its_treads(rclpy_context):
     """The status's cliff flag is set while the robot is picked up or lies (no floor under
     the sensor); the driver's cliff events come only from an edge under a robot on its
