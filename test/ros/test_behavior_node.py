@@ -373,8 +373,12 @@ def test_an_inactive_driver_holds_the_engine_still(rclpy_context, tmp_path):
         assert stack.call(ChangeState, "cozmo_driver/change_state", request).success
 
     try:
-        assert stack.until(lambda: engine.behaviors_started >= 1 and links, 3 * REACTION_TIMEOUT)
+        # deactivated while a goal of the engine's runs: the driver aborts it ("the driver was
+        # deactivated"), after link_status said driver_active false: the behavior is
+        # interrupted, not failed (nor counted against the mood)
+        assert stack.until(lambda: links and engine.robot.goals_in_flight() > 0, 3 * REACTION_TIMEOUT)
         assert links[-1].driver_active
+        failed = engine.behaviors_failed
         change(Transition.TRANSITION_DEACTIVATE)
         assert stack.until(lambda: not links[-1].driver_active, REACTION_TIMEOUT)
         assert links[-1].state == LinkStatus.CONNECTED   # the link is kept
@@ -382,7 +386,9 @@ def test_an_inactive_driver_holds_the_engine_still(rclpy_context, tmp_path):
             lambda: stack.last().pause_reason == "the driver is inactive (lifecycle)",
             REACTION_TIMEOUT), stack.last()
         assert stack.last().paused and engine.running is None
-        started, failed = engine.behaviors_started, engine.behaviors_failed
+        stack.spin_for(0.5)   # the aborted goal's result is in
+        assert engine.behaviors_failed == failed, engine.last_outcome
+        started = engine.behaviors_started
         stack.spin_for(6.0)   # three times freeplay's idle_between
         assert (engine.behaviors_started, engine.behaviors_failed) == (started, failed)
         change(Transition.TRANSITION_ACTIVATE)
