@@ -78,7 +78,8 @@ it ahead, and LightState's offset delays it. With every period 0 (a steady colou
 off colour sent is the on colour: the firmware holds a colour only when both are the same,
 and two colours with no frame to show either would keep its light loop turning. A
 period outside 0..7.65 s (255 frames) or an offset outside +-983 s (a signed
-16-bit frame count) is clamped and a warning names the field; a NaN or
+16-bit frame count) is clamped and a warning names the field (compared in whole
+milliseconds: LightState's float32 7.65 s, 7.650000095, is not outside); a NaN or
 infinite value, or a colour channel outside 0..1, raises :class:`CommandError`
 naming the field, and nothing is sent.
 """
@@ -232,10 +233,19 @@ def white_balanced(light: Light) -> Light:
 _PERIODS = ("on_period", "off_period", "transition_on_period", "transition_off_period")
 
 
+def _within(seconds: float, lo: float, hi: float) -> bool:
+    """``seconds`` within [lo, hi] once in whole milliseconds, the unit the frames are counted
+    from: LightState's float32 fields hold the limit 7.65 s as 7.650000095 (and 983.01 s as
+    983.0100098), which is no more frames than 7.65 s and is not out of range."""
+    return math.isfinite(seconds) and round(lo * 1000.0) <= round(seconds * 1000.0) <= round(hi * 1000.0)
+
+
 def _frames(seconds: float, lo: float, hi: float, field_name: str, warnings: List[str]) -> int:
-    value, warning = clamp(float(seconds), lo, hi, field_name, "s")
-    if warning:
-        warnings.append(warning)
+    value = float(seconds)
+    if not _within(value, lo, hi):
+        value, warning = clamp(value, lo, hi, field_name, "s")
+        if warning:
+            warnings.append(warning)
     # Anki's engine: whole milliseconds, rounded up to frames ((ms + 29) / 30), so that a
     # period the LEDs cannot show is made longer, never dropped to 0 (a negative offset:
     # the same, away from 0)

@@ -102,6 +102,27 @@ def test_out_of_range_times_are_clamped_with_a_warning_naming_the_field():
     assert abs(MAX_OFFSET_S - 983.01) < 0.01
 
 
+def f32(x: float) -> float:
+    """``x`` as LightState's float32 fields carry it (7.65 arrives as 7.650000095)."""
+    import struct
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+def test_the_limits_as_float32_carries_them_are_not_out_of_range():
+    assert f32(7.65) > 7.65 and f32(983.01) > 983.01
+    warnings: list = []
+    s = light_state(Light(on_period=f32(7.65), off_period=f32(7.65), transition_on_period=f32(7.65),
+                          transition_off_period=f32(7.65), offset=f32(983.01)), "x", warnings)
+    assert (s.on_frames, s.off_frames, s.transition_on_frames, s.transition_off_frames, s.offset) == (
+        255, 255, 255, 255, -32767)
+    assert light_state(Light(on_period=1.0, offset=f32(-983.01)), "x", warnings).offset == 32767
+    assert rotation_frames(f32(7.65), "r", warnings) == 255
+    assert warnings == []
+    # a millisecond more is more frames than the field holds: clamped, with the warning
+    assert light_state(Light(on_period=7.651), "x", warnings).on_frames == 255
+    assert warnings == ["x.on_period = 7.651 s is outside [0, 7.65] s: clamped to 7.65 s"]
+
+
 @pytest.mark.parametrize("field, light", [
     ("on_period", Light(on_period=math.nan)),
     ("transition_off_period", Light(transition_off_period=math.inf)),

@@ -392,6 +392,13 @@ def test_lights_reach_cubes_charger_and_backpack_as_exact_words_and_frames(make_
                 (word(3, 10, 18), word(3, 10, 18), 0, 0, 0, 0, 0), (word(31, 19, 19), 0, 255, 255, 0, 0, 33)]
     assert rig.spin_until(lambda: [frames(s) for s in rig.sim.object_states()[2]["lights"]] == expected, WAIT)
     assert rig.sim.object_states()[2]["rotation_period_frames"] == 6
+    # the limits as LightState's float32 carries them (7.65 is 7.650000095): not out of range
+    limits = LightState(on_color=rgba(b=1.0), on_period=7.65, transition_off_period=7.65, offset=983.01)
+    lights.publish(ObjectLights(factory_id=C3, lights=[limits], rotation_period=7.65))
+    assert rig.spin_until(lambda: [frames(s) for s in rig.sim.object_states()[3]["lights"]]
+                          == [(word(0, 0, 31), 0, 255, 0, 0, 255, -32767)] * 4, WAIT)
+    assert rig.sim.object_states()[3]["rotation_period_frames"] == 255
+    assert not [line for line in rig.log.lines if "outside" in line], rig.log.lines
 
     one = LightState(on_color=rgba(g=1.0), off_color=rgba(g=10 / 31), on_period=0.2, off_period=0.2)
     lights.publish(ObjectLights(factory_id=C1, lights=[one]))
