@@ -53,7 +53,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from ..fast_yaml import safe_load
 from .commands import CommandError
 from .objects import (BACKPACK_LEDS, CHARGER_LEDS, CUBE_LEDS, MAX_PERIOD_S, OFF, RGB, Light,
-                      light_state)
+                      light_range_problem, light_state, range_problem)
 
 __all__ = ["LightAnimation", "LightAnimationLibrary", "BUILTIN", "TARGET_KINDS", "parse_color"]
 
@@ -197,10 +197,10 @@ def _parse_light(spec: Any, where: str) -> Light:
         kwargs[key] = parse_color(value, f"{where}.{key}") if key.endswith("color") \
             else _number(value, f"{where}.{key}")
     light = Light(**kwargs)
-    warnings: List[str] = []
-    light_state(light, where, warnings)  # the same checks as a message's
-    if warnings:
-        raise CommandError(warnings[0])
+    light_state(light, where, [])  # the same checks as a message's (colours)
+    problem = light_range_problem(light, where)  # which a message's are clamped for
+    if problem:
+        raise CommandError(problem)
     return light
 
 
@@ -228,8 +228,9 @@ def _parse_definition(name: str, spec: Any, where: str) -> LightAnimation:
     if all(v is None for v in per_kind.values()):
         raise CommandError(f"{where}: no programme (give light, cube, charger or backpack)")
     rotation = _number(spec.get("rotation_period", 0.0), f"{where}.rotation_period")
-    if not 0.0 <= rotation <= MAX_PERIOD_S:
-        raise CommandError(f"{where}.rotation_period = {rotation}: must be within 0..{MAX_PERIOD_S} s")
+    problem = range_problem(rotation, 0.0, MAX_PERIOD_S, f"{where}.rotation_period")
+    if problem:
+        raise CommandError(problem)
     description = spec.get("description", "")
     if not isinstance(description, str):
         raise CommandError(f"{where}.description: must be text")
@@ -280,7 +281,7 @@ class LightAnimationLibrary:
                     animations[name] = _parse_definition(name, spec, f"{path}: {name}")
                     loaded += 1
                 except CommandError as exc:
-                    warnings.append(f"{exc}: {name!r} skipped")
+                    warnings.append(f"{exc}; light animation {name!r} skipped")
         return cls(animations, warnings, loaded)
 
     def names(self) -> List[str]:

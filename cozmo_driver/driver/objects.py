@@ -98,7 +98,8 @@ from .tap_filter import TapFilter
 __all__ = [
     "ObjectType", "UpAxis", "ObjectEventType", "LED_FRAME_S", "MAX_PERIOD_S", "MAX_OFFSET_S",
     "CUBE_LEDS", "CHARGER_LEDS", "BACKPACK_LEDS", "object_name", "is_cube", "led_count",
-    "Light", "OFF", "light_state", "object_light_states", "rotation_frames", "backpack_messages",
+    "Light", "OFF", "light_state", "range_problem", "light_range_problem", "object_light_states",
+    "rotation_frames", "backpack_messages",
     "cube_light_messages", "ObjectSettings", "ObjectEntry", "ObjectEventRecord", "AccelSample",
     "RequestResult", "ObjectRegistry", "CUBE_ACCEL_COUNTS_PER_G", "CUBE_WHITE_BALANCE",
     "white_balanced",
@@ -274,6 +275,26 @@ def light_state(light: Light, field_name: str, warnings: List[str]) -> Any:
                              off_frames=frames["off_period"],
                              transition_on_frames=frames["transition_on_period"],
                              transition_off_frames=frames["transition_off_period"], offset=offset)
+
+
+def range_problem(seconds: float, lo: float, hi: float, field_name: str) -> Optional[str]:
+    """None if ``seconds`` is within [lo, hi] (in whole milliseconds, as :func:`light_state`
+    takes it), else "<field_name> = 20 s: must be within 0..7.65 s"."""
+    if _within(float(seconds), lo, hi):
+        return None
+    return f"{field_name} = {float(seconds):g} s: must be within {lo:g}..{hi:g} s"
+
+
+def light_range_problem(light: Light, field_name: str) -> Optional[str]:
+    """The first period of ``light`` outside 0..7.65 s or offset outside +-983.01 s, said as
+    :func:`range_problem` does (None: all within): what a light animation definition may not
+    hold, where a message's are clamped (:func:`light_state`)."""
+    for name in _PERIODS + ("offset",):
+        lo, hi = (-MAX_OFFSET_S, MAX_OFFSET_S) if name == "offset" else (0.0, MAX_PERIOD_S)
+        problem = range_problem(getattr(light, name), lo, hi, f"{field_name}.{name}")
+        if problem:
+            return problem
+    return None
 
 
 def object_light_states(lights: Sequence[Light], leds: int, field_name: str, what: str,

@@ -637,11 +637,18 @@ bad_time:
   light: {on_period: .nan}
 too_long:
   light: {on_period: 20}
+too_late:
+  cube: [{offset: -1000}]
+too_slow:
+  cube: [{on_color: "#ff0000"}]
+  rotation_period: 9
+float_limits:
+  light: {on_period: 7.6500001, offset: 983.0100001}
 nothing:
   description: no lights
 """)
     library = LightAnimationLibrary.load(str(path))
-    assert library.loaded_from_file == 3
+    assert library.loaded_from_file == 4
     assert {"glow_green", "police"} <= set(library.names()) and "bad_key" not in library.names()
     glow = library.get("glow_green")
     state = light_state(glow.lights_for("charger")[0], "x", [])
@@ -656,8 +663,16 @@ nothing:
     warnings = "\n".join(library.warnings)
     for name, why in (("bad_key", "unknown key 'on_colour'"), ("bad_colour", "'#ggffff'"),
                       ("bad_count", "give 1 programme"), ("bad_time", "on_period = nan"),
-                      ("too_long", "on_period = 20 s is outside"), ("nothing", "no programme")):
+                      ("nothing", "no programme")):
         assert f"{name}" in warnings and why in warnings, (name, why)
+    # out of range: the value must be within the range, and the animation is skipped (not
+    # clamped, as a message's are)
+    for name, why in (("too_long", "too_long.light.on_period = 20 s: must be within 0..7.65 s"),
+                      ("too_late", "too_late.cube[0].offset = -1000 s: must be within -983.01..983.01 s"),
+                      ("too_slow", "too_slow.rotation_period = 9 s: must be within 0..7.65 s")):
+        warning, = [w for w in library.warnings if f"{name}." in w]
+        assert warning == f"{path}: {why}; light animation {name!r} skipped", warning
+    assert "clamped" not in warnings and "float_limits" in library.names()
     with pytest.raises(CommandError, match="unknown light animation 'nope' \\(available: alert, "):
         library.get("nope")
 
