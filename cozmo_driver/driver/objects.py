@@ -1062,9 +1062,14 @@ def registry_report(registry: ObjectRegistry, active: bool) -> DiagnosticReport:
     else:
         names = ", ".join(e.name for e in connected) or "none"
         level, message = OK, f"{len(connected)} connected ({names}), {len(listed)} listed"
-        wanted = (len(CUBE_TYPES) if s.auto_connect_cubes else 0) + (1 if s.auto_connect_charger else 0)
-        if wanted and not connected and listed:
-            level, message = WARN, f"auto-connect on but nothing connected ({len(listed)} listed)"
+        types = (CUBE_TYPES if s.auto_connect_cubes else ()) + \
+            ((ObjectType.CHARGER,) if s.auto_connect_charger else ())
+        # what auto-connect would connect: not the charger it leaves alone, nor a cube
+        # disconnected on request
+        wanted = [e for e in listed if e.object_type in types and e.wanted is not False]
+        if not connected and wanted:
+            level, message = WARN, ("auto-connect on but nothing connected (listed for it: "
+                                    f"{', '.join(e.name for e in wanted)})")
     values: List[Tuple[str, str]] = [
         ("objects listed", str(len(listed))),
         ("objects connected", ", ".join(f"{e.name} {_hex(e.factory_id)}" for e in connected) or "none"),

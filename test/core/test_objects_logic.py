@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from cozmo_driver.driver.commands import CommandError
+from cozmo_driver.driver.diagnostics import OK, WARN
 from cozmo_driver.driver.light_animations import (BUILTIN, LightAnimationLibrary, TARGET_KINDS,
                                                   parse_color)
 from cozmo_driver.driver.objects import (MAX_OFFSET_S, OFF, Light, ObjectEventType as EV,
@@ -1077,3 +1078,30 @@ def test_auto_connect_waits_for_a_kept_cube_while_it_is_listed():
     rig.advertise((other, 1, -40))
     rig.advance(0.6)                                      # cube1 gone from the list
     assert rig.connects() == [(other, True)] and rig.slot_of[other] != slot
+
+
+
+# ----------------------------------------------------------------------------- diagnostics
+
+def test_diagnostics_warn_only_when_auto_connect_has_something_it_would_connect():
+    """Nothing connected is a warning when auto-connect would connect something listed: not
+    for the charger it leaves alone, nor for a cube disconnected on request."""
+    rig = Rig()
+    rig.advertise((CH, 13, -60))
+    report = rig.reg.report(True)
+    assert (report.level, report.message) == (OK, "0 connected (none), 1 listed")
+    cube1 = rig.connect_one(C1, 1)
+    rig.reg.request(1, C1, 0, False, rig.now)
+    assert rig.connects() == [(C1, False)]
+    rig.answer(C1, 1, False, object_id=cube1)
+    rig.advertise((C1, 1, -50))
+    report = rig.reg.report(True)
+    assert (report.level, report.message) == (OK, "0 connected (none), 2 listed")
+    rig.advertise((C2, 2, -55))
+    report = rig.reg.report(True)
+    assert (report.level, report.message) == (WARN, "auto-connect on but nothing connected "
+                                                    "(listed for it: cube2)")
+    rig.reg.settings.auto_connect_cubes = False
+    assert rig.reg.report(True).level == OK
+    rig.reg.settings.auto_connect_charger = True
+    assert rig.reg.report(True).message == "auto-connect on but nothing connected (listed for it: charger)"
