@@ -56,8 +56,9 @@ events (:meth:`~ObjectRegistry.pop_events`), accelerometer samples
   With ``filter_object_events`` (the default) taps and moves pass :mod:`.tap_filter`
   as in Anki's engine: weak taps and the echoes of one shock are dropped, the strongest
   tap of a group is published :data:`~.tap_filter.TAP_GROUP_S` after its first
-  (:meth:`~ObjectRegistry.release_taps`, at :attr:`~ObjectRegistry.taps_due_at`), and
-  moves a tap caused and the charger's moves are dropped.
+  (:meth:`~ObjectRegistry.release_taps`, at :attr:`~ObjectRegistry.taps_due_at`; its
+  ``received`` is when the robot reported it), and moves a tap caused and the charger's
+  moves are dropped.
 
 Units. The cubes' accelerations (ObjectMoved, ObjectAccel) are the cube
 accelerometer's raw counts, 64 to 1 g (Anki's firmware passes them on as the cube
@@ -424,6 +425,9 @@ class ObjectEventRecord:
     tap_intensity: float = 0.0
     up_axis: int = UpAxis.UNKNOWN
     acceleration: Tuple[float, float, float] = (0.0, 0.0, 0.0)   # m/s^2
+    #: when the robot's report arrived (registry time), for an event published later (TAPPED,
+    #: held by the tap filter); None: it arrived as it is published
+    received: Optional[float] = None
 
 
 @dataclass(frozen=True)
@@ -708,7 +712,7 @@ class ObjectRegistry:
             record = ObjectEventRecord(ObjectEventType.TAPPED, entry.factory_id, entry.object_type,
                                        entry.name, f"{entry.name} tapped {_times(count)} "
                                        f"(intensity {intensity:.0f})", tap_count=count,
-                                       tap_intensity=intensity)
+                                       tap_intensity=intensity, received=now)
             if self.settings.filter_object_events:  # published by release_taps
                 self.taps.tap(entry.factory_id, intensity, record, entry.moving, now)
             else:

@@ -326,7 +326,7 @@ class ObjectInterfaces:
             stamp = self._now_msg()
         for record in events:
             msg = ObjectEvent()
-            msg.header.stamp = stamp
+            msg.header.stamp = stamp if record.received is None else self._stamp_of(record.received)
             msg.type = record.type
             msg.factory_id = record.factory_id
             msg.object_type = record.object_type
@@ -349,6 +349,15 @@ class ObjectInterfaces:
             self._pub_accel.publish(msg)
         if registry.take_changed():
             self._publish_list()
+
+    def _stamp_of(self, received: float) -> TimeMsg:
+        """The node clock's time when the registry's ``received`` (host monotonic) was: a
+        TAPPED event, published after the tap filter's hold, is stamped on arrival."""
+        age = max(0.0, time.monotonic() - received)
+        now_ns = self.node.get_clock().now().nanoseconds
+        stamp = TimeMsg()
+        stamp.sec, stamp.nanosec = divmod(max(0, now_ns - int(age * 1e9)), 1_000_000_000)
+        return stamp
 
     def _publish_list(self) -> None:
         if not self._active:

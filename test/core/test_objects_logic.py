@@ -1105,3 +1105,19 @@ def test_diagnostics_warn_only_when_auto_connect_has_something_it_would_connect(
     assert rig.reg.report(True).level == OK
     rig.reg.settings.auto_connect_charger = True
     assert rig.reg.report(True).message == "auto-connect on but nothing connected (listed for it: charger)"
+
+
+# ----------------------------------------------------------------------------- a tap's time
+
+def test_a_tap_held_by_the_filter_keeps_the_time_it_arrived():
+    rig, ids = connected_rig()
+    t0 = rig.now
+    tap(rig, ids[C1], 90)
+    rig.advance(0.05)
+    rig.advance(0.05)                     # published now, 100 ms after it arrived
+    event, = rig.reg.pop_events()
+    assert event.type == EV.TAPPED and event.received == t0
+    rig.advance(0.1)
+    move(rig, ids[C2])                    # an event published as it arrives: no time of its own
+    event, = rig.reg.pop_events()
+    assert event.type == EV.MOVED and event.received is None

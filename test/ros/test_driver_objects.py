@@ -178,6 +178,9 @@ def test_auto_connect_and_every_cube_event(make_rig):
 
     assert rig.sim.tap_cube(1, taps=2)
     tapped = rig.wait_event(ObjectEvent.TAPPED, "cube1", after=mark)
+    # published once the tap filter's 75 ms group is over, stamped when the tap arrived
+    stamp = tapped.header.stamp.sec * 10**9 + tapped.header.stamp.nanosec
+    assert rig.node.get_clock().now().nanoseconds - stamp >= 74_000_000
     assert (tapped.tap_count, tapped.tap_intensity, tapped.factory_id) == (2, 79.0, C1)
     assert tapped.description == "cube1 tapped twice (intensity 79)"
 
