@@ -170,6 +170,10 @@ CUBE_ACCEL_COUNTS_PER_G = 64.0
 MPS2_PER_COUNT = 9.80665 / CUBE_ACCEL_COUNTS_PER_G
 #: known objects kept (listed or not) at most; the oldest unlisted ones are forgotten first
 _MAX_KNOWN = 64
+#: the registry's counters (/diagnostics), in order
+_COUNTERS = ("advertisements", "object messages", "messages from unknown object ids",
+             "accelerometer samples", "filtered taps (not published)", "connection attempts",
+             "connection failures", "connections dropped")
 
 _LightStateStruct = msgs.STRUCTS["LightState"]
 
@@ -474,11 +478,7 @@ class ObjectRegistry:
         self._accel: List[AccelSample] = []
         self._results: List[RequestResult] = []
         self._changed = False
-        self.counters: Dict[str, int] = {
-            "advertisements": 0, "object messages": 0, "messages from unknown object ids": 0,
-            "accelerometer samples": 0, "filtered taps (not published)": 0,
-            "connection attempts": 0, "connection failures": 0, "connections dropped": 0,
-        }
+        self.counters: Dict[str, int] = dict.fromkeys(_COUNTERS, 0)
         self.event_counts: Dict[int, int] = {t: 0 for t in _EVENT_NAMES if t}
         self.taps = TapFilter()
 
