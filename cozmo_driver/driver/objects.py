@@ -39,7 +39,9 @@ events (:meth:`~ObjectRegistry.pop_events`), accelerometer samples
   still listed, else the advertised one with the strongest signal. Objects
   are connected only once they have advertised since the robot's current
   connection, since their last disconnection and within ``object_timeout``. A connection request that gets no
-  answer within ``connect_timeout`` fails. After a failure or a drop the next
+  answer within ``connect_timeout`` fails. A connection requested while a disconnection of
+  the same object waits for its answer takes the robot's next "not connected" as that
+  answer (DISCONNECTED on request), not as its own failure. After a failure or a drop the next
   attempt for that object waits ``reconnect_min`` doubling up to
   ``reconnect_max`` (a connection that lasted ``reconnect_max`` resets the
   back-off). An object connected by request is reconnected like the automatic
@@ -371,6 +373,9 @@ class _Pending:
     connect: bool
     deadline: float
     tokens: List[int] = field(default_factory=list)
+    #: a connection that superseded a disconnection the robot has not answered yet: its
+    #: next "not connected" is that answer (the robot answers in order), not this one's
+    disconnect_due: bool = False
 
 
 @dataclass
@@ -602,6 +607,7 @@ class ObjectRegistry:
 
     def _send_connect(self, entry: ObjectEntry, connect: bool, now: float,
                       token: Optional[int] = None) -> None:
+        disconnect_due = connect and entry.pending is not None and not entry.pending.connect
         if entry.pending is not None:  # a request in the other direction is superseded
             self._resolve(entry, False, "superseded by a later request")
         slot = self._free_slot(entry) if connect else (
@@ -613,7 +619,7 @@ class ObjectRegistry:
                     f"first ({self._listing()})"), entry.factory_id))
             return
         entry.pending = _Pending(connect, now + self.settings.connect_timeout,
-                                 [token] if token is not None else [])
+                                 [token] if token is not None else [], disconnect_due)
         if connect:
             self.counters["connection attempts"] += 1
             entry.slot = slot
@@ -769,8 +775,8 @@ class ObjectRegistry:
         if entry is None and not factory_id and not message.connected:
             # the answer to emptying a slot that held nothing by then names no object
             entry = next((e for e in self._entries.values() if e.pending is not None
-                          and not e.pending.connect and int(message.object_id) in (e.object_id, e.slot)),
-                         None)
+                          and (not e.pending.connect or e.pending.disconnect_due)
+                          and int(message.object_id) in (e.object_id, e.slot)), None)
         if entry is None:
             if not message.connected:
                 return  # about an object never heard of, and not connected: nothing to do
@@ -800,6 +806,12 @@ class ObjectRegistry:
             return
         # not connected: an answer to a request, a failed attempt, or a drop
         was_connected = entry.connected
+        if pending is not None and pending.disconnect_due:  # the superseded disconnection's answer
+            pending.disconnect_due, slot = False, entry.slot
+            if was_connected:
+                self._disconnected(entry, now, "on request")
+            entry.held, entry.slot = False, slot  # (the connection, to that slot, still waits)
+            return
         if pending is not None and not pending.connect:
             self._resolve(entry, True, f"{entry.name} disconnected")
             if was_connected:

@@ -1107,6 +1107,47 @@ def test_diagnostics_warn_only_when_auto_connect_has_something_it_would_connect(
     assert rig.reg.report(True).message == "auto-connect on but nothing connected (listed for it: charger)"
 
 
+# ----------------------------------------------------------------------------- a disconnection superseded
+
+def test_a_connection_asked_while_a_disconnection_waits_takes_its_answer_as_the_disconnections():
+    """connect_object(connect=false) then (connect=true) at once: the robot answers the
+    disconnection ("not connected") before the connection; that answer is the
+    disconnection's, not the connection failing."""
+    rig = Rig(auto_connect_cubes=False)
+    rig.advertise((C1, 1, -50))
+    rig.reg.request(1, C1, 0, True, rig.now)
+    rig.connects()
+    cube1 = rig.answer(C1, 1, True)
+    rig.results()
+    rig.events()
+    rig.reg.request(2, C1, 0, False, rig.now)
+    rig.reg.request(3, C1, 0, True, rig.now)
+    assert rig.connects() == [(C1, False), (C1, True)] and rig.slot_of[C1] == cube1
+    assert rig.results() == [(2, False, "superseded by a later request")]
+    rig.answer(C1, 1, False, object_id=cube1)                 # the disconnection's answer
+    assert rig.results() == []
+    events = rig.reg.pop_events()
+    assert [(e.type, e.description) for e in events] == [(EV.DISCONNECTED, "cube1 disconnected: on request")]
+    assert rig.reg.entry(C1).connecting
+    rig.answer(C1, 1, True)                                   # the connection's
+    assert rig.results() == [(3, True, f"cube1 connected (object id {cube1})")]
+    assert rig.events() == [(EV.CONNECTED, "cube1")]
+    assert rig.reg.counters["connection failures"] == 0
+    # the robot's answer for a slot that held nothing by then names no object: the same
+    rig.reg.request(4, C1, 0, False, rig.now)
+    rig.reg.request(5, C1, 0, True, rig.now)
+    rig.connects()
+    rig.results()
+    rig.reg.on_message(m.ObjectConnectionState(object_id=cube1, factory_id=0, object_type=-1,
+                                               connected=False), rig.now)
+    assert rig.results() == [] and rig.reg.entry(C1).connecting
+    # only one answer is the disconnection's: a second "not connected" is the connection failing
+    rig.answer(C1, 1, False)
+    [(token, ok, text)] = rig.results()
+    assert (token, ok) == (5, False) and text.startswith("the robot could not connect to cube1")
+    assert rig.reg.counters["connection failures"] == 1
+
+
 # ----------------------------------------------------------------------------- a tap's time
 
 def test_a_tap_held_by_the_filter_keeps_the_time_it_arrived():
