@@ -33,7 +33,9 @@ events (:meth:`~ObjectRegistry.pop_events`), accelerometer samples
   firmware: a slot's object is re-paired from its advertisement, and an object that holds a
   slot is not advertised): such an object is ``held``; other objects get its slot only
   when no other is free, and disconnecting it, shutdown and the robot's own reconnection
-  empty it.
+  empty it (and the slot of a connection under way when the robot was lost). The
+  registry's first connection to the robot empties every slot: an earlier driver, or this
+  one before a cleanup while the robot was away, may have left objects in them.
   Auto-connect (``auto_connect_cubes``, ``auto_connect_charger``) keeps one
   object of each wanted type connected: the one it connected before if it is
   still listed, else the advertised one with the strongest signal. Objects
@@ -476,8 +478,8 @@ class ObjectRegistry:
         self._by_object_id: Dict[int, ObjectEntry] = {}
         self._robot_ready = False
         self._robot_ready_at = -math.inf
-        #: radio slots held during the robot's last connection: emptied at the next
-        self._release: List[int] = []
+        #: radio slots to empty at the robot's next connection (at the registry's first: all)
+        self._release: List[int] = list(range(RADIO_SLOTS))
         self._messages: List[Any] = []
         self._events: List[ObjectEventRecord] = []
         self._accel: List[AccelSample] = []
@@ -649,23 +651,17 @@ class ObjectRegistry:
     # ------------------------------------------------------------------ the robot's link
 
     def on_robot_ready(self, now: float) -> None:
-        """The robot (re)connected: object ids of an earlier connection are void.
-
-        The objects connected during the robot's last connection are released (their
-        radio slots emptied, ObjectConnect with factory id 0): a robot that kept their radio links over its
-        reconnection would not let them advertise again, and they would never be connected
-        again (the protocol notes do not say whether the robot keeps them; the simulator can
-        do either, ``ModelConfig.keep_object_links``). Released, they advertise and
-        auto-connect takes them as at the first connection."""
+        """The robot (re)connected: object ids of an earlier connection are void. The radio
+        slots held in its last connection (objects connected, kept for silent ones, given to a
+        connection under way when it was lost), and every slot at the registry's first, are
+        emptied (ObjectConnect, factory id 0): a robot that kept the links (the protocol notes
+        do not say; ``ModelConfig.keep_object_links``) would not let those objects advertise,
+        and they would never be connected again. Answers about empty slots are ignored."""
         for entry in self._entries.values():
-            self._release_slot(entry, now, "the robot reconnected")
-            if entry.pending is not None:
-                self._resolve(entry, False, "the robot reconnected")
-        for slot in sorted(set(self._release)):
-            self._messages.append(msgs.ObjectConnect(factory_id=0, slot=slot))
+            self._end_link(entry, now, "the robot reconnected")
+        self._messages.extend(msgs.ObjectConnect(factory_id=0, slot=slot) for slot in sorted(set(self._release)))
         self._release.clear()
-        self._robot_ready = True
-        self._robot_ready_at = now
+        self._robot_ready, self._robot_ready_at = True, now
 
     def on_robot_lost(self, now: float, reason: str = "lost the robot") -> None:
         """The robot is gone (lost or disconnected): every object is disconnected."""
@@ -676,13 +672,15 @@ class ObjectRegistry:
         if held is not None:
             self._emit(held)
         for entry in self._entries.values():
-            if entry.pending is not None:
-                self._resolve(entry, False, reason)
-            self._release_slot(entry, now, reason)
+            self._end_link(entry, now, reason)
 
-    def _release_slot(self, entry: ObjectEntry, now: float, why: str) -> None:
-        """The robot's connection ended (or began again): ``entry``'s radio slot, if it is
-        connected or held, is emptied at the robot's next connection (DISCONNECTED: ``why``)."""
+    def _end_link(self, entry: ObjectEntry, now: float, why: str) -> None:
+        """The robot's link ended or began again (``why``): ``entry``'s request fails, and its
+        slot (connected, held, or being connected to) is emptied at the next connection."""
+        if entry.connecting and not entry.connected and entry.slot is not None:
+            entry.held = True
+        if entry.pending is not None:
+            self._resolve(entry, False, why)
         if entry.connected:
             self._release.append(entry.object_id)
             self._disconnected(entry, now, why)

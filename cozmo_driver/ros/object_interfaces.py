@@ -34,7 +34,9 @@ executor serves it.
 
 When the driver is cleaned up or shut down, every connected object's lights
 are turned off and it is disconnected, so that the cubes go back to sleep
-rather than drain their batteries; deactivating leaves them as they are.
+rather than drain their batteries; deactivating leaves them as they are. With
+the robot away then, nothing can be sent: the next registry's first connection
+to the robot empties every radio slot.
 """
 
 from __future__ import annotations

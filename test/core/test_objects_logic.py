@@ -206,6 +206,9 @@ class Rig:
         self.slot_of: dict = {}  # factory id -> the radio slot the registry put it in
         if ready:
             self.reg.on_robot_ready(self.now)
+            # its first connection empties every radio slot (what an earlier driver left)
+            assert self.connects() == [("slot 0", False), ("slot 1", False), ("slot 2", False),
+                                       ("slot 3", False)]
 
     def advance(self, dt: float) -> None:
         self.now += dt
@@ -220,7 +223,8 @@ class Rig:
 
     def connects(self) -> list:
         """The ObjectConnects sent (Anki's SetPropSlot) as (factory id, True) for an object put
-        in a slot, (the factory id that slot held, False) for a slot emptied (factory id 0)."""
+        in a slot, (the factory id that slot held, False) for a slot emptied (factory id 0),
+        ("slot <n>", False) for one emptied that no object was put in here."""
         out = []
         for x in self.reg.pop_messages():
             if x.NAME != "ObjectConnect":
@@ -229,7 +233,7 @@ class Rig:
                 self.slot_of[x.factory_id] = x.slot
                 out.append((x.factory_id, True))
             else:
-                out.append((next(f for f, s in self.slot_of.items() if s == x.slot), False))
+                out.append((next((f for f, s in self.slot_of.items() if s == x.slot), f"slot {x.slot}"), False))
         return out
 
     def answer(self, fid: int, otype: int, connected: bool, object_id: int | None = None) -> int:
@@ -380,7 +384,8 @@ def test_nothing_is_connected_while_inactive_or_from_adverts_older_than_the_robo
     assert rig.connects() == []             # the robot is not ready
     rig.reg.on_robot_ready(rig.now)
     rig.advance(0.1)
-    assert rig.connects() == []             # adverts from before this connection of the robot
+    assert rig.connects() == [(f"slot {n}", False) for n in range(4)]   # only its slots emptied:
+    # adverts from before this connection of the robot connect nothing
     rig.reg.active = False
     rig.all_advertise()
     rig.advance(0.1)
@@ -560,9 +565,9 @@ def test_a_lost_robot_disconnects_everything_and_its_return_reconnects():
     rig.reg.on_robot_ready(rig.now)
     rig.advance(0.1)
     # the cubes connected before are released (a robot that kept their links would not let
-    # them advertise), then it waits for adverts on this connection; the charger, whose
-    # connection never came, is not released
-    assert sorted(rig.connects()) == [(C1, False), (C2, False), (C3, False)]
+    # them advertise), then it waits for adverts on this connection; so is the charger, whose
+    # connection was under way (the robot may have taken it in, as one that gets no answer)
+    assert sorted(rig.connects()) == [(C1, False), (C2, False), (C3, False), (CH, False)]
     rig.all_advertise()
     rig.advance(0.1)
     assert sorted(rig.connects()) == sorted([(C1, True), (C2, True), (C3, True), (CH, True)])
@@ -1079,6 +1084,45 @@ def test_auto_connect_waits_for_a_kept_cube_while_it_is_listed():
     rig.advance(0.6)                                      # cube1 gone from the list
     assert rig.connects() == [(other, True)] and rig.slot_of[other] != slot
 
+
+# ----------------------------------------------------------------------------- slots left by an earlier driver
+
+def test_a_new_registry_empties_every_radio_slot_so_a_cube_an_earlier_driver_left_connects():
+    """A robot may keep its objects' radio links while no driver talks to it (the simulator's
+    ``keep_object_links``), and does not advertise an object that holds a slot: a driver
+    restarted, or configured again, while the robot was away would wait for ever for cubes
+    that the one before left connected. Its first connection empties every slot; the
+    robot's answers about slots that held nothing name no object and change nothing."""
+    sim = Sim()
+    sim.send(m.ObjectConnect(factory_id=C1, slot=2))            # left by the driver before
+    assert sim.model.object_states()[1]["object_id"] == 2
+    rig = Rig(ready=False)
+    rig.reg.on_robot_ready(rig.now)
+    sent = rig.reg.pop_messages()
+    assert [(x.NAME, x.factory_id, x.slot) for x in sent] == [("ObjectConnect", 0, n) for n in range(4)]
+
+    def feed(messages) -> None:
+        for x in messages:
+            if x.NAME.startswith("Object"):
+                rig.reg.on_message(x, rig.now)
+
+    for x in sent:
+        feed(sim.send(x))
+    assert rig.events() == [] and rig.results() == [] and rig.reg.objects() == []
+    feed(sim.run(1.1))                                           # cube1 advertises again
+    rig.advance(0.1)
+    connects = [x for x in rig.reg.pop_messages() if x.NAME == "ObjectConnect"]
+    assert sorted(x.factory_id for x in connects) == sorted([C1, C2, C3])
+    for x in connects:
+        feed(sim.send(x))
+    assert rig.reg.entry(C1).connected and (EV.CONNECTED, "cube1") in rig.events()
+    # the next connection of the robot empties only the slots held in this one
+    rig.reg.on_robot_lost(rig.now)
+    rig.reg.on_robot_ready(rig.now)
+    assert sorted(x.slot for x in rig.reg.pop_messages()) == sorted(x.slot for x in connects)
+    rig.reg.on_robot_lost(rig.now)
+    rig.reg.on_robot_ready(rig.now)
+    assert rig.reg.pop_messages() == []
 
 
 # ----------------------------------------------------------------------------- diagnostics

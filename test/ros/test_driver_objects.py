@@ -373,6 +373,31 @@ def test_losing_the_robot_disconnects_the_cubes_and_its_return_reconnects_them(m
     assert first["cube1"].factory_id == objects["cube1"].factory_id == C1
 
 
+@pytest.mark.parametrize("keep_links", [False, True], ids=["links-dropped", "links-kept"])
+def test_cubes_connect_again_after_a_cleanup_and_configure_while_the_robot_was_away(make_rig, keep_links):
+    """Cleaned up while the robot is away, the driver cannot empty its cubes' radio slots; a
+    robot that kept their links would not let them advertise to the new registry, which
+    waited for adverts that never came. The first connection of a registry empties every
+    slot (as a driver started anew does)."""
+    rig = make_rig()
+    rig.sim.robot.model.config.keep_object_links = keep_links
+    rig.wait_list(all_cubes_connected)
+    rig.sim.set_link_up(False)
+    assert rig.spin_until(lambda: not rig.node.connected, WAIT)
+    rig.node.trigger_deactivate()
+    rig.node.trigger_cleanup()
+    lists = len(rig.lists)
+    assert rig.node.start()
+    rig.sim.set_link_up(True)
+    assert rig.spin_until(lambda: rig.node.connected, CONNECT_TIMEOUT)
+
+    def connected() -> set:
+        return {e.name for e in rig.node._objects.registry.connected_cubes()}
+    assert rig.spin_until(lambda: connected() == {"cube1", "cube2", "cube3"}, WAIT), connected()
+    assert rig.spin_until(lambda: any(all_cubes_connected({o.name: o for o in msg.objects})
+                                      for msg in rig.lists[lists:]), WAIT)
+
+
 # ----------------------------------------------------------------------------- lights
 
 def test_lights_reach_cubes_charger_and_backpack_as_exact_words_and_frames(make_rig):
@@ -592,11 +617,12 @@ def test_deactivate_leaves_the_objects_and_cleanup_turns_their_lights_off(make_r
     rig.spin_for(0.5)
     assert all(rig.sim.object_ids()[n] is not None for n in (1, 2, 3))
     assert all(rig.sim.object_states()[n]["lights"][0].on_color == word(31, 0, 0) for n in (1, 2, 3))
+    before = len(rig.sim.commands())
     rig.node.close()                      # cleanup: lights off, objects disconnected, link closed
     assert rig.sim.wait_until(lambda s: all(st.on_color == 0 for n in (1, 2, 3)
                                             for st in s.object_states()[n]["lights"]), WAIT)
     # their slots emptied (ObjectConnect, Anki's SetPropSlot, with factory id 0): the three
     # cubes' own, each once
     slots = {m.factory_id: m.slot for _, m in rig.sim.commands() if m.NAME == "ObjectConnect" and m.factory_id}
-    released = [m.slot for _, m in rig.sim.commands() if m.NAME == "ObjectConnect" and not m.factory_id]
+    released = [m.slot for _, m in rig.sim.commands()[before:] if m.NAME == "ObjectConnect" and not m.factory_id]
     assert sorted(released) == sorted(slots[c] for c in (C1, C2, C3)) and len(set(released)) == 3
