@@ -456,6 +456,8 @@ class DriverStreams(DriverOutput):
         for part in (media, objects):
             if part is not None:
                 part.say_overdue()
+        if objects is not None:  # no robot state ticks its list while the robot is away
+            objects.age_list()
         link, robot = core.reports(where)
         reports = [("link", link), ("robot", robot)]
         if media is not None:

@@ -21,7 +21,9 @@ ageing, auto-connect with back-off, events; light programme conversion) and
 robot's messages arrive, on the robot client's I/O thread, as the node's robot
 states are: a listener hands it the object messages and link changes, and every
 robot state (about 30 Hz while connected) is the clock that runs its timeouts,
-ageing and auto-connect at 4 Hz; what it has to publish is published there.
+ageing and auto-connect at 4 Hz; what it has to publish is published there. While
+the robot is away the node's 1 s timer ages the list (:meth:`ObjectInterfaces.age_list`),
+on the same clock (host monotonic).
 This costs the executor no wake-up, timer or wait-set entry, so that ROS
 callbacks (``cmd_vel`` first) are not delayed by cube traffic. A lock guards
 the registry against the executor's subscriptions and services.
@@ -360,6 +362,17 @@ class ObjectInterfaces:
         stamp = TimeMsg()
         stamp.sec, stamp.nanosec = divmod(max(0, now_ns - int(age * 1e9)), 1_000_000_000)
         return stamp
+
+    def age_list(self) -> None:
+        """While the robot is away no robot state ticks the registry: the node's 1 s timer
+        ages the list then (an object not heard of for ``object_timeout`` leaves it,
+        DISAPPEARED), on the registry's clock (host monotonic), and publishes it if it changed."""
+        with self._lock:
+            if self._closed or self.registry.robot_ready:
+                return
+            self.registry.settings = self._settings()
+            self.registry.tick(time.monotonic())
+            self._flush()
 
     def _publish_list(self) -> None:
         if not self._active:

@@ -398,6 +398,28 @@ def test_cubes_connect_again_after_a_cleanup_and_configure_while_the_robot_was_a
                                       for msg in rig.lists[lists:]), WAIT)
 
 
+def test_the_list_ages_while_the_robot_is_away(make_rig):
+    """No robot state comes while the robot is lost: the node's 1 s timer ages the list, and
+    the objects leave it once not heard of for object_timeout, as when it is there."""
+    rig = make_rig(object_timeout=1.5)
+    rig.wait_list(lambda o: all_cubes_connected(o) and "charger" in o)
+    mark = len(rig.events)
+    rig.sim.set_link_up(False)
+    for name in ("cube1", "cube2", "cube3"):
+        rig.wait_event(ObjectEvent.DISCONNECTED, name, after=mark)
+    for name in ("cube1", "cube2", "cube3", "charger"):
+        event = rig.wait_event(ObjectEvent.DISAPPEARED, name, after=mark)
+        # not heard of since the robot was lost (the cubes) or before: on one clock, no jump
+        # (the description rounds to 0.1 s)
+        heard = float(event.description.split("not heard of for ")[1].split(" s")[0])
+        assert 1.5 <= heard < 5.0, event.description
+    assert rig.wait_list(lambda o: not o) == {}
+    assert not rig.node.connected
+    rig.sim.set_link_up(True)                 # back: listed and connected again
+    assert rig.spin_until(lambda: rig.node.connected, CONNECT_TIMEOUT)
+    rig.wait_list(all_cubes_connected)
+
+
 # ----------------------------------------------------------------------------- lights
 
 def test_lights_reach_cubes_charger_and_backpack_as_exact_words_and_frames(make_rig):
