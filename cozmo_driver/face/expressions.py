@@ -194,6 +194,11 @@ _GAZE_VERTICAL = 0.125 / 0.975
 _GAZE_CONVERGE_PX = 2.0
 
 
+def _gaze_point(v: float) -> float:
+    """A gaze coordinate within -1..1 (NaN: 0)."""
+    return 0.0 if v != v else max(-1.0, min(1.0, float(v)))
+
+
 def look_at(params: FaceParams, x: float, y: float) -> FaceParams:
     """``params`` looking towards ``(x, y)`` in normalised image coordinates.
 
@@ -203,8 +208,7 @@ def look_at(params: FaceParams, x: float, y: float) -> FaceParams:
     the side looked at grows a little and the other shrinks, eyes open a little
     looking up and narrow looking down, and converge slightly looking down.
     """
-    x = 0.0 if x != x else max(-1.0, min(1.0, float(x)))
-    y = 0.0 if y != y else max(-1.0, min(1.0, float(y)))
+    x, y = _gaze_point(x), _gaze_point(y)
     out = params.copy()
     out.center_x_px += x * GAZE_MAX_X_PX
     out.center_y_px += y * GAZE_MAX_Y_PX
@@ -345,9 +349,12 @@ class FaceAnimator:
         self._duration = max(0.0, float(duration_s))
 
     def look_at(self, x: float, y: float, now: float, duration_s: float = 0.12) -> None:
-        """Turn the gaze towards normalised ``(x, y)`` (see :func:`look_at`) over ``duration_s``."""
+        """Turn the gaze towards normalised ``(x, y)`` (see :func:`look_at`: clamped to -1..1,
+        NaN counts as 0) over ``duration_s``. Clamped here, not only when drawn: a gaze
+        asked beyond the edge is held at the edge, so the next one eases from there and
+        the saccades still move the eyes."""
         self._gaze_from = self._gaze(now)
-        self._gaze_to = (float(x), float(y))
+        self._gaze_to = (_gaze_point(x), _gaze_point(y))
         self._gaze_t0 = now
         self._gaze_duration = max(0.0, float(duration_s))
 

@@ -216,3 +216,23 @@ def test_a_blink_shuts_to_a_level_line():
     rows = np.flatnonzero(img.any(axis=1))
     assert 1 <= len(rows) <= 3
     assert isinstance(shut, FaceParams)
+
+
+def test_a_gaze_beyond_the_image_is_clamped_when_asked_not_only_when_drawn():
+    """look_at(5, 0) is the edge of the image (x = 1): the gaze back to the centre eases
+    from there, not from 5 (held at the edge for most of the ease), and a tracker's x =
+    1.5 leaves the saccades room to move the eyes back from the edge."""
+    neutral = EXPRESSIONS["neutral"]
+    anim = FaceAnimator(seed=3, idle=False)
+    anim.look_at(5.0, -5.0, now=0.0, duration_s=0.1)
+    assert anim.frame(1.0) == look_at(neutral, 1.0, -1.0)
+    anim.look_at(0.0, 0.0, now=2.0, duration_s=0.2)
+    assert np.allclose(anim.frame(2.1).to_array(),                       # half-way at half the time
+                       look_at(neutral, 0.5, -0.5).to_array())
+    anim.look_at(math.nan, math.nan, now=3.0, duration_s=0.0)
+    assert anim.frame(3.0) == neutral                                    # NaN: straight ahead
+    idle = FaceAnimator(seed=3)
+    idle.look_at(1.5, 0.0, now=0.0, duration_s=0.0)
+    edge = look_at(neutral, 1.0, 0.0).center_x_px
+    centres = [idle.frame(k / 30).center_x_px for k in range(30 * 20)]
+    assert min(centres) < edge - 0.1 * GAZE_MAX_X_PX, "the saccades never moved the eyes from the edge"
