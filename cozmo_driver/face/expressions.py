@@ -237,9 +237,15 @@ def ease_in_out(t: float) -> float:
 # (100 ms); in the fourth, "closed", the lids are removed and both eyes level at their mean
 # height, so the closed eye is a clean horizontal line. Here each frame lasts one display
 # frame (1/30 s) and the last three, so that at 30 frames a second each is shown once
-# whatever the blink's phase against the frames.
+# whatever the blink's phase against the frames. The lids also go in the frames either side
+# of the closed one (10 and 15 % of the height, this project's choice): there an eye is a
+# few pixels tall, and lids (squint, sleepy, suspicious) cut it to a row or none, which
+# fell on an odd row of the screen in many gazes, one the robot does not show (it shows
+# the even rows): the eye vanished for a frame. Without them it is at least 2 px tall
+# (FaceGeometry.min_extent_px), so it always lights an even row.
 _BLINK_FRAMES = ((0.85, 1.05), (0.6, 1.2), (0.1, 2.5), (0.05, 5.0), (0.15, 2.0), (0.7, 1.2), (0.9, 1.0))
 _BLINK_CLOSED = 3
+_BLINK_LIDLESS = (2, 3, 4)
 _BLINK_FRAME_S = 1.0 / 30.0
 _BLINK_LAST_FRAMES = 3
 BLINK_DURATION_S = (len(_BLINK_FRAMES) - 1 + _BLINK_LAST_FRAMES) * _BLINK_FRAME_S
@@ -268,10 +274,11 @@ def _apply_blink(p: FaceParams, t: float) -> FaceParams:
     for eye in (out.left, out.right):
         eye.scale_y *= fy
         eye.scale_x *= fx
-        if frame == _BLINK_CLOSED:  # a level, clean line
+        if frame in _BLINK_LIDLESS:  # no lids on a near-closed eye: a clean line
             eye.upper_lid_y = eye.lower_lid_y = 0.0
             eye.upper_lid_bend = eye.lower_lid_bend = 0.0
             eye.upper_lid_angle_deg = eye.lower_lid_angle_deg = 0.0
+        if frame == _BLINK_CLOSED:  # and level
             eye.center_y_px = mean_y
     return out
 

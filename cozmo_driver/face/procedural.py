@@ -65,8 +65,9 @@ rounded rectangle (a quarter ellipse per corner) and against the two lids
 (a half-plane through the lid line, plus the bend's half-ellipse).  All of it
 is vectorised numpy over the bounding boxes only; only even rows are computed
 when only the 128x32 protocol image is wanted (:meth:`FaceRenderer.render_display`).
-An eye is never thinner than 2 px on the screen, so a closed eye stays a line
-that survives the even-row reduction.  Measured in ``bench/bench_face.py``.
+An eye's box is never thinner than 2 px on the screen, so a closed eye (without
+lids) stays a line that survives the even-row reduction; lids may still cut a thin
+eye to a row or nothing (the blink removes them when the eye is nearly closed).  Measured in ``bench/bench_face.py``.
 """
 
 from __future__ import annotations
@@ -444,7 +445,8 @@ class FaceGeometry:
     #: screen pixels per unit of a centre value (face and eye centres)
     center_x_scale: float = 1.0
     center_y_scale: float = 1.0
-    #: an eye is never drawn thinner than this on the screen (a closed eye stays a line)
+    #: an eye's box is never thinner than this on the screen, before its lids cut it (a
+    #: closed eye without lids stays a line)
     min_extent_px: float = 2.0
     #: the face's centre offset is limited so that the eyes' boxes stay on the screen, as
     #: Anki's engine limits it (ProceduralFace::SetFacePosition)
