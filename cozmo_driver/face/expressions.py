@@ -24,6 +24,7 @@ from .procedural import EyeParams, FaceParams, interpolate_arrays
 __all__ = [
     "EXPRESSIONS",
     "ALIASES",
+    "BLINK",
     "expression",
     "expression_names",
     "look_at",
@@ -151,12 +152,16 @@ EXPRESSIONS: Dict[str, FaceParams] = _build_expressions()
 #: Other names for some expressions.
 ALIASES: Dict[str, str] = {
     "love": "joy",
-    "blink": "closed",
     "scared": "fearful",
     "afraid": "fearful",
     "focused": "determined",
     "default": "neutral",
 }
+
+
+#: Not an expression: the name the face node takes (face/expression, set_face_expression) to
+#: blink once, the expression kept (:meth:`FaceAnimator.blink`); ``closed`` shuts the eyes.
+BLINK = "blink"
 
 
 def expression_names() -> list[str]:
@@ -166,15 +171,18 @@ def expression_names() -> list[str]:
 
 def expression(name: str) -> FaceParams:
     """A copy of the named expression (aliases accepted, case and surrounding spaces
-    ignored); ``KeyError`` names the choices."""
+    ignored); ``KeyError`` names the choices (and says that :data:`BLINK` is none)."""
     key = name.strip().lower()
+    if key == BLINK:
+        raise KeyError(f"{BLINK!r} is not an expression: it blinks once, the expression kept "
+                       "(the face node's face/expression and set_face_expression); 'closed' shuts the eyes")
     key = ALIASES.get(key, key)
     try:
         return EXPRESSIONS[key].copy()
     except KeyError:
         aliases = ", ".join(f"{alias} ({meant})" for alias, meant in sorted(ALIASES.items()))
         raise KeyError(f"unknown expression {name!r}; known: {', '.join(sorted(EXPRESSIONS))}; "
-                       f"aliases: {aliases}") from None
+                       f"aliases: {aliases}; and {BLINK} (one blink, the expression kept)") from None
 
 
 # --------------------------------------------------------------------------------------------

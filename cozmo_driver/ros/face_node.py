@@ -14,7 +14,8 @@ Interfaces (names relative to the node's namespace, like the driver's):
 
 * publishes ``display/face`` (reliable, transient local, depth 1: a late
   subscriber gets the current face);
-* subscribes ``face/expression`` (std_msgs/String: an expression name),
+* subscribes ``face/expression`` (std_msgs/String: an expression name, or ``blink``: one
+  blink, the expression kept),
   ``face/params`` (std_msgs/Float32MultiArray: the 43 raw parameters in CLAD
   order, as the service takes them; eased over ``transition_s``) and
   ``face/look_at`` (geometry_msgs/Point: x, y in -1..1, +x right, +y down;
@@ -63,7 +64,7 @@ from rclpy.node import Node
 from sensor_msgs.msg import Image
 from std_msgs.msg import Float32MultiArray, String
 
-from ..face.expressions import EXPRESSIONS, FaceAnimator, expression
+from ..face.expressions import BLINK, EXPRESSIONS, FaceAnimator, expression
 from ..face.procedural import FACE_HEIGHT_PX, FACE_WIDTH_PX, NUM_PARAMS, PARAM_NAMES, FaceParams
 from ..face.stream import FaceStream
 from ..driver.parameters import ParamSpec
@@ -206,7 +207,12 @@ class FaceNode(Node):
     # ------------------------------------------------------------------ commands
 
     def set_expression(self, name: str, transition_s: Optional[float] = None) -> str:
-        """Ease to the named expression; raises KeyError naming the known ones."""
+        """Ease to the named expression, or (``blink``) blink once, the expression kept;
+        what was done. Raises KeyError naming the known ones."""
+        if name.strip().lower() == BLINK:
+            with self._lock:
+                self.animator.blink(time.monotonic())
+            return f"face '{BLINK}': one blink, the expression kept"
         face = expression(name)
         duration = self.transition_s if transition_s is None or transition_s < 0 else transition_s
         with self._lock:
@@ -328,7 +334,8 @@ class FaceNode(Node):
         name = request.expression.strip()
         if not name:
             response.success = False
-            response.message = f"give an expression ({', '.join(EXPRESSIONS)}) or {NUM_PARAMS} parameters"
+            response.message = (f"give an expression ({', '.join(EXPRESSIONS)}), {BLINK} (one blink) "
+                                f"or {NUM_PARAMS} parameters")
             return response
         try:
             response.message = self.set_expression(_quoted(name), transition)

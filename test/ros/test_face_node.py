@@ -121,6 +121,13 @@ def test_face_node_checks_its_requests(rclpy_context):
 
         assert call(expression="joy").success
         assert node.animator.target().to_array().tolist() == EXPRESSIONS["joy"].to_array().tolist()
+        # blink: one blink, the expression kept (it was "closed": the eyes shut for good)
+        now = time.monotonic()
+        reply = call(expression=" Blink ", transition_s=0.0)
+        assert reply.success and reply.message == "face 'blink': one blink, the expression kept", reply.message
+        assert node.animator.blinks == 1 and node.animator.target() == EXPRESSIONS["joy"]
+        assert node.animator.frame(now + 0.12).left.scale_y < 0.2 * EXPRESSIONS["joy"].left.scale_y
+        assert node.animator.frame(now + 1.0) == EXPRESSIONS["joy"]
         assert "5 values; a face has 43" in call(parameters=[0.0] * 5).message
         nan = call(parameters=[math.nan] * 43)
         assert not nan.success and "not finite numbers: [0] face.center_x_px = nan" in nan.message
@@ -294,11 +301,13 @@ def test_expression_names_ignore_case_and_each_expression_is_said(rclpy_context,
     stood for four other expressions)."""
     node = FaceNode(context=rclpy_context)
     try:
-        for text in ("Happy", " SAD ", "love"):
+        for text in ("Happy", " SAD ", "love", "BLINK"):
             node._on_expression(String(data=text))
         said = [line.message for line in rclpy_log.of(node, LoggingSeverity.INFO)
                 if line.message.startswith("face '") and " fps " not in line.message]
-        assert said == ["face 'happy' in 0.3 s", "face 'sad' in 0.3 s", "face 'love' in 0.3 s"], said
+        assert said == ["face 'happy' in 0.3 s", "face 'sad' in 0.3 s", "face 'love' in 0.3 s",
+                        "face 'blink': one blink, the expression kept"], said
+        assert node.animator.target() == EXPRESSIONS["joy"]                 # blink kept love's face
 
         def said_of(name):
             return [line.message for line in rclpy_log.of(node, LoggingSeverity.INFO)
@@ -307,7 +316,8 @@ def test_expression_names_ignore_case_and_each_expression_is_said(rclpy_context,
         refused = [line.message for line in rclpy_log.of(node, LoggingSeverity.WARN)
                    if "face/expression refused" in line.message]
         assert len(refused) == 1 and "unknown expression 'grumpyish'; known: " in refused[0] \
-            and "aliases: afraid (fearful), blink (closed), default (neutral)" in refused[0], refused
+            and "aliases: afraid (fearful), default (neutral), focused (determined)" in refused[0] \
+            and "and blink (one blink, the expression kept)" in refused[0], refused
         # the same expression again within its 2 s: held back, then said as the info line
         # it is (not as a warning) once the 2 s are over
         node._on_expression(String(data="happy"))
