@@ -87,15 +87,18 @@ class LogThrottle:
         last given; each is then said, and its kind's period starts again from it."""
         return self._held_back(now, due_only=True)
 
-    def flush(self, now: float) -> List[Tuple[str, str, int]]:
-        """:meth:`overdue` for every kind now, its period over or not: said before a line
-        that changes what they describe ("connected again" after "not connected" refusals)."""
-        return self._held_back(now, due_only=False)
+    def flush(self, now: float, key: Optional[str] = None) -> List[Tuple[str, str, int]]:
+        """:meth:`overdue` for every kind (or only ``key``) now, its period over or not: said
+        before a line that changes what they describe ("connected again" after "not
+        connected" refusals)."""
+        return self._held_back(now, due_only=False, only=key)
 
-    def _held_back(self, now: float, due_only: bool) -> List[Tuple[str, str, int]]:
+    def _held_back(self, now: float, due_only: bool, only: Optional[str] = None) -> List[Tuple[str, str, int]]:
         lines = []
         with self._lock:
             for key, kind in self._kinds.items():
+                if only is not None and key != only:
+                    continue
                 if kind.unsaid and kind.text is not None and (
                         not due_only or now - kind.said >= kind.period):
                     lines.append((key, _counted(kind.text, kind.unsaid - 1, now - kind.said),

@@ -88,6 +88,8 @@ _MAX_TRANSITION_S = 10.0
 _MAX_QUOTED = 64
 #: the warnings of face/expression and face/look_at repeat at most this often, s
 _WARN_PERIOD_S = 2.0
+#: the throttle's kind of the info lines of face/expression (the same expression again)
+_SAID_EXPRESSION = "expression said"
 #: the highest fps: the robot shows a frame every 1/30 s, so the driver takes one face a tick
 #: (a faster face filled its queue and lost a frame in three to a half of them, unsaid)
 MAX_FPS = 30.0
@@ -172,6 +174,7 @@ class FaceNode(Node):
         self._lock = threading.Lock()
         self._throttle = LogThrottle(_WARN_PERIOD_S)
         self._overdue_at = -math.inf
+        self._said_expression: Optional[str] = None  # the last name taken on face/expression
         self.animator = FaceAnimator(seed=int(seed), base=base, now=now, idle=bool(idle))
         self.stream = FaceStream(self.animator, keepalive_s=float(keepalive))
         self._msg = Image()
@@ -209,7 +212,8 @@ class FaceNode(Node):
     def set_expression(self, name: str, transition_s: Optional[float] = None) -> str:
         """Ease to the named expression, or (``blink``) blink once, the expression kept;
         what was done. Raises KeyError naming the known ones."""
-        if name.strip().lower() == BLINK:
+        key = name.strip().lower()
+        if key == BLINK:
             with self._lock:
                 self.animator.blink(time.monotonic())
             return f"face '{BLINK}': one blink, the expression kept"
@@ -217,15 +221,28 @@ class FaceNode(Node):
         duration = self.transition_s if transition_s is None or transition_s < 0 else transition_s
         with self._lock:
             self.animator.set_expression(face, time.monotonic(), duration)
-        return f"face '{name.strip().lower()}' in {duration:g} s"
+        return f"face '{key}' in {duration:g} s"
 
     def _on_expression(self, msg: String) -> None:
         name = _quoted(msg.data.strip())
         try:
-            # a kind per expression: each change is said, a repeated one throttled
-            self._say(f"expression {name.lower()}", self.set_expression(name))
+            text = self.set_expression(name)
         except KeyError as exc:
             self._warn("expression", f"face/expression refused: {exc.args[0]}")
+            return
+        self._say_expression(name.lower(), text)
+
+    def _say_expression(self, name: str, text: str) -> None:
+        """The info line of a face/expression: a change of name said at once (after the
+        repeats held back of the one before, counted); the same name again (a publisher
+        may send it 30 times a second) throttled as :meth:`_say`."""
+        now = time.monotonic()
+        if name != self._said_expression:
+            self._said_expression = name
+            for _, line, _ in self._throttle.flush(now, key=_SAID_EXPRESSION):
+                self.get_logger().info(line)
+            self._throttle.forget(_SAID_EXPRESSION)
+        self._say(_SAID_EXPRESSION, text)
 
     def _warn(self, key: str, text: str) -> None:
         """A warning of a kind that a publisher may repeat 30 times a second: at most one

@@ -100,6 +100,16 @@ def test_flush_says_every_held_back_line_now_and_the_period_goes_on():
     assert t.overdue(7.4) == [] and t.overdue(7.5) == [("a", "A6", logging.WARNING)]
 
 
+def test_flush_of_one_kind_leaves_the_others_held_back():
+    t = LogThrottle(2.0)
+    for key in ("a", "b"):
+        assert t.line(key, f"{key}1", 0.0) == f"{key}1"
+        assert t.line(key, f"{key}2", 0.5) is None
+    assert t.flush(1.0, key="b") == [("b", "b2", logging.WARNING)]
+    assert t.pending("a") == 1 and t.pending("b") == 0
+    assert t.overdue(2.0) == [("a", "a2", logging.WARNING)]
+
+
 def test_a_negative_period_is_refused():
     with pytest.raises(ValueError):
         LogThrottle(-1.0)

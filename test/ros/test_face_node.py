@@ -296,9 +296,11 @@ def test_face_node_parameters_refuse_changes_and_commands_beyond_range_say_so(rc
 
 def test_expression_names_ignore_case_and_each_expression_is_said(rclpy_context, rclpy_log):
     """An expression by topic: its name in any case (as surrounding spaces already were);
-    a refusal lists the aliases too; and each expression gets its info line, throttled
-    per expression (all were one kind: "face 'neutral' in 0.3 s (and 4 more like it)"
-    stood for four other expressions)."""
+    a refusal lists the aliases too; and each change of expression gets its info line at
+    once (all were one kind: "face 'neutral' in 0.3 s (and 4 more like it)" stood for four
+    other expressions; then each expression was throttled on its own, so happy, sad, happy
+    within 2 s said the second happy 2-3 s late); only the same expression again is
+    throttled, and what it held back is said before the next change."""
     node = FaceNode(context=rclpy_context)
     try:
         for text in ("Happy", " SAD ", "love", "BLINK"):
@@ -318,14 +320,31 @@ def test_expression_names_ignore_case_and_each_expression_is_said(rclpy_context,
         assert len(refused) == 1 and "unknown expression 'grumpyish'; known: " in refused[0] \
             and "aliases: afraid (fearful), default (neutral), focused (determined)" in refused[0] \
             and "and blink (one blink, the expression kept)" in refused[0], refused
+        def said_all():
+            return [line.message for line in rclpy_log.of(node, LoggingSeverity.INFO)
+                    if line.message.startswith("face '")]
+        # each change said at once, though happy was said less than 2 s before
+        before = len(said_all())
+        for text in ("happy", "sad", "happy"):
+            node._on_expression(String(data=text))
+        assert said_all()[before:] == ["face 'happy' in 0.3 s", "face 'sad' in 0.3 s",
+                                       "face 'happy' in 0.3 s"], said_all()[before:]
         # the same expression again within its 2 s: held back, then said as the info line
         # it is (not as a warning) once the 2 s are over
         node._on_expression(String(data="happy"))
+        assert len(said_of("happy")) == 3, said_of("happy")
         deadline = time.monotonic() + 5.0
-        while len(said_of("happy")) < 2 and time.monotonic() < deadline:
+        while len(said_of("happy")) < 4 and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert said_of("happy") == ["face 'happy' in 0.3 s", "face 'happy' in 0.3 s"], said_of("happy")
+        assert said_of("happy")[3:] == ["face 'happy' in 0.3 s"], said_of("happy")
         assert not [line for line in rclpy_log.of(node, LoggingSeverity.WARN) if "face 'happy'" in line.message]
+        # repeats held back are said, counted, before the change that follows them
+        before = len(said_all())
+        for text in ("happy", "happy", "happy", "worried"):
+            node._on_expression(String(data=text))
+        assert len(said_all()) == before + 2, said_all()[before:]
+        assert said_all()[before].startswith("face 'happy' in 0.3 s (and 2 more like it in the last ")
+        assert said_all()[before + 1] == "face 'worried' in 0.3 s"
     finally:
         node.destroy_node()
 
