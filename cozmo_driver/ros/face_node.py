@@ -35,7 +35,9 @@ rclpy allows). The animator is shared under a lock.
 In one process with the driver (``cozmo_stack``), the stack hands each frame
 to the driver's display directly (:meth:`FaceNode.show_locally`), and the node
 publishes ``display/face`` only while something else subscribes to it (asked
-every ``_COUNT_EVERY_S``; a new subscriber gets the current face at once).
+every ``_COUNT_EVERY_S``: a new subscriber gets the current face within that time,
+and no older one first: when nothing else subscribes, the publisher is made anew,
+so that its history holds no face that would go stale).
 Until then the driver pulls the frames (:meth:`FaceNode.pull_frame`, on its
 I/O thread at each tick of its display): each is rendered at the tick that
 sends it, and the frame thread only asks for subscribers. ``face/look_at`` is
@@ -182,8 +184,8 @@ class FaceNode(Node):
         self._msg.encoding = "mono8"
         self._msg.is_bigendian = 0
         self._msg.step = FACE_WIDTH_PX
-        self._publisher = qos.create_publisher(self, Image, "display/face", QOS_LATCHED,
-                                               overridable=False)
+        self._publisher = self._make_publisher()
+        self._latched = False     # a face was published by this publisher (see _drop_latched)
         qos.create_subscription(self, String, "face/expression", self._on_expression, QOS_QUEUE,
                                 overridable=False)
         qos.create_subscription(self, Float32MultiArray, "face/params", self._on_params, QOS_QUEUE,
@@ -448,8 +450,32 @@ class FaceNode(Node):
         _COUNT_EVERY_S)."""
         if now - self._counted_at >= _COUNT_EVERY_S:
             self._counted_at = now
-            self._others = self._publisher.get_subscription_count() > local.subscriptions()
+            others = self._publisher.get_subscription_count() > local.subscriptions()
+            if not others and self._latched:
+                self._drop_latched()
+            self._others = others
         return self._others
+
+    def _make_publisher(self) -> Any:
+        return qos.create_publisher(self, Image, "display/face", QOS_LATCHED, overridable=False)
+
+    def _drop_latched(self) -> None:
+        """(the frame thread) A new display/face publisher, with no face in its history,
+        when nothing else subscribes any more: the last face published (the start-up
+        face, before cozmo_stack wired the node; or the last one a subscriber gone since
+        was given) stays in the publisher's history while the frames go to the local
+        display unpublished, and a subscriber that came got that stale face first
+        (transient local), before the current one (published as it comes)."""
+        old = self._publisher
+        try:
+            self._publisher = self._make_publisher()
+        except Exception as exc:  # noqa: BLE001 - keep the old one: a stale face, not none
+            if self.context.ok():
+                self.get_logger().warning(f"display/face: a new publisher failed ({exc!r}); a "
+                                          "subscriber that comes may first get an older face")
+            return
+        self._latched = False
+        self.destroy_publisher(old)
 
     def publish_frame(self, now: float) -> bool:
         """Render the face at monotonic time ``now``; if it changed (or its keep-alive is
@@ -475,6 +501,7 @@ class FaceNode(Node):
         msg.header.stamp = stamp.to_msg()
         msg.data = image.tobytes()
         self._publisher.publish(msg)
+        self._latched = True
         self.frames_published += 1
         return True
 

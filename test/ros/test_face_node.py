@@ -188,18 +188,30 @@ def test_a_pulled_face_node_renders_only_when_pulled_and_publishes_for_a_subscri
         rows = node.pull_frame(now + 10 / 30)
         assert np.array_equal(rows, R.render(look_at(EXPRESSIONS["sad"], 1.0, 0.0))[0::2])
         got: list = []
-        spin.probe.create_subscription(Image, "display/face", got.append, QoSProfile(
-            depth=1, durability=QoSDurabilityPolicy.TRANSIENT_LOCAL, reliability=QoSReliabilityPolicy.RELIABLE))
+        latched = QoSProfile(depth=1, durability=QoSDurabilityPolicy.TRANSIENT_LOCAL,
+                             reliability=QoSReliabilityPolicy.RELIABLE)
+        viewer = spin.probe.create_subscription(Image, "display/face", got.append, latched)
         right = np.where(R.render(look_at(EXPRESSIONS["sad"], 1.0, 0.0)), 255, 0).astype(np.uint8).tobytes()
-        # (the first face it is given is the one latched before the wiring: wait for today's)
-        assert spin.until(lambda: got and shown and bytes(got[-1].data) == right, 3.0), \
-            f"the subscriber got {len(got)} faces, none of them the face looking right"
+        # the first face it is given is the current one (`ros2 topic echo --once` got the
+        # start-up face, published before the wiring and latched since)
+        assert spin.until(lambda: got and shown, 3.0), "the late subscriber got no face"
+        assert bytes(got[0].data) == right, "the first face a late subscriber got is not the current one"
         assert shown[-1].shape == (64, 128)
         assert node.pull_frame(time.monotonic() + 10.0) is None          # published: not pulled
         # the frame thread reads face/look_at before each frame it publishes
         look.publish(Point(x=-1.0, y=0.0))
         left = np.where(R.render(look_at(EXPRESSIONS["sad"], -1.0, 0.0)), 255, 0).astype(np.uint8).tobytes()
         assert spin.until(lambda: bytes(got[-1].data) == left, 3.0), "the gaze did not turn"
+        # the subscriber leaves; the face changes, unpublished; the next subscriber's first
+        # face is the current one, not the last one published for the one before
+        spin.probe.destroy_subscription(viewer)
+        assert spin.until(lambda: node.pull_frame(time.monotonic()) is not None, 3.0), "not pulled again"
+        node.set_expression("joy", 0.0)
+        again: list = []
+        spin.probe.create_subscription(Image, "display/face", again.append, latched)
+        joy = np.where(R.render(look_at(EXPRESSIONS["joy"], -1.0, 0.0)), 255, 0).astype(np.uint8).tobytes()
+        assert spin.until(lambda: again, 3.0), "the next subscriber got no face"
+        assert bytes(again[0].data) == joy, "the next subscriber's first face is not the current one"
         node.show_locally(None)                                          # back on a thread of its own
         assert node._look_at_polled is None and node._look_at.thread is not None
     finally:
