@@ -7,9 +7,9 @@ copy of rclpy and the message modules, and one DDS participant; what one node pu
 for another of the process is delivered inside the process by the middleware (rclpy has
 no intra-process transport of its own), except the face and the joints: the face node
 hands each frame to the driver's display directly, and publishes ``display/face`` only
-while something else subscribes to it; the driver hands the joint positions of every
-state to the description publisher directly, which then does not subscribe to
-``joint_states``. The bring-up starts it with ``one_process:=true``
+while something else subscribes to it (where both name the same ``display/face``); the
+driver hands the joint positions of every state to the description publisher directly,
+which then does not subscribe to ``joint_states``. The bring-up starts it with ``one_process:=true``
 (:mod:`cozmo_driver.bringup_plan`); by hand::
 
     cozmo_stack --node driver --ros-args -p robot_ip:=127.0.0.1 -p robot_port:=5551 -- \\
@@ -212,9 +212,17 @@ def _face_to_driver(running: _Running) -> None:
     nodes of this process (rclpy has no intra-process transport): ``FaceNode.show_locally``
     and ``MediaInterfaces.show_local_face``; while nothing else subscribes to display/face,
     the display pulls them at its ticks (``FaceNode.pull_frame``, the driver's
-    ``local_face_source``, ``MediaInterfaces.pull_local_face``)."""
+    ``local_face_source``, ``MediaInterfaces.pull_local_face``). Only where both nodes
+    name the same ``display/face`` topic (the same namespace and remappings) and rclpy
+    can say so: a face remapped elsewhere (to a mux before the driver) is published there
+    as by its own executable, and the driver shows what its topic brings."""
     face, driver = running.by_kind.get("face"), running.by_kind.get("driver")
-    if face is None or driver is None:
+    if face is None or driver is None or not hasattr(driver, "resolve_topic_name"):
+        return  # rclpy before Humble has no resolve_topic_name: display/face stays a topic
+    published, shown = face.resolve_topic_name("display/face"), driver.resolve_topic_name("display/face")
+    if published != shown:
+        face.get_logger().info(f"the face node publishes {published}, the driver shows {shown}: "
+                               "its frames go by topic, not straight to the driver")
         return
     from .face_node import LocalDisplay
 

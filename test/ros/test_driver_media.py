@@ -412,6 +412,38 @@ def test_a_face_node_in_the_same_process_hands_its_frames_to_the_driver_without_
     assert not face._frames.is_alive()
 
 
+def test_a_face_node_remapped_off_the_drivers_topic_is_not_handed_to_the_driver(make_rig):
+    """cozmo_stack --node face --ros-args -r display/face:=face_raw (a mux between it and
+    the driver): the stack hands the driver nothing, and the face node publishes face_raw
+    for its subscribers. It handed every frame to the driver, which showed the face past
+    the mux, and counted the driver's subscription to display/face among face_raw's, so
+    with the mux alone on face_raw it published nothing there."""
+    from cozmo_driver.ros.face_node import FaceNode
+    from cozmo_driver.ros.stack_node import _face_to_driver, _Running
+
+    rig = make_rig()
+    face = FaceNode(context=rig.context, cli_args=["--ros-args", "-r", "display/face:=face_raw"],
+                    parameter_overrides=[
+                        Parameter("idle", value=False), Parameter("expression", value="happy"),
+                        Parameter("transition_s", value=0.0), Parameter("keepalive_s", value=60.0)])
+    log = LogRecorder(face.get_logger())
+    face.get_logger = lambda: log
+    try:
+        _face_to_driver(_Running(nodes=[rig.node, face], by_kind={"driver": rig.node, "face": face}))
+        assert face._local is None and rig.node.local_face_source is None
+        assert any("publishes /face_raw, the driver shows /display/face" in line for line in log.lines), log.lines
+        mux = rig.listen(None, Image, "face_raw", QoSProfile(depth=10, durability=QoSDurabilityPolicy.TRANSIENT_LOCAL))
+        assert rig.spin_until(lambda: mux, 3.0), "the mux got no face on face_raw"
+        face.set_expression("sad", 0.0)
+        sad = np.where(RENDERER.render(EXPRESSIONS["sad"]), 255, 0).astype(np.uint8).tobytes()
+        assert rig.spin_until(lambda: any(bytes(m.data) == sad for m in mux), 3.0), \
+            "the face node did not publish its face for the mux"
+        rig.spin_for(0.5)
+        assert not np.array_equal(rig.sim.framebuffer(), face_bits("sad")), "the driver showed the face past the mux"
+    finally:
+        face.destroy_node()
+
+
 # ----------------------------------------------------------------------------- audio
 
 @pytest.mark.realtime  # times what it plays
