@@ -186,7 +186,9 @@ def set_text(msg: Any, value: str, preferred: Sequence[str]) -> Optional[str]:
 
 def fill_audio_goal(goal: Any, wav: Path) -> Optional[str]:
     """Fill a play-audio goal with the WAV file ``wav`` by what its fields look like:
-    a path, file name or URI string; or the file's bytes; returns how, or None."""
+    a path, file name or URI string; or the file's bytes; returns how, or None. Any other
+    field keeps its default: the robot's volume in particular, which play_audio would keep
+    after the sound (its default leaves the volume as it is)."""
     kinds = _fields(goal)
     for name, kind in kinds.items():
         if kind.startswith("string") and any(k in name for k in ("path", "file", "uri", "url")):
@@ -203,9 +205,6 @@ def fill_audio_goal(goal: Any, wav: Path) -> Optional[str]:
                 break
         else:
             return None
-    for name, kind in kinds.items():
-        if name == "volume" and kind in ("float", "double", "float32", "float64"):
-            setattr(goal, name, 1.0)
     return how
 
 

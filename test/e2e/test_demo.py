@@ -284,8 +284,10 @@ def test_face_and_audio_requests_are_filled_by_field():
 
     wav = Path(__file__)
     goal = FakeRequest(path="string", volume="float")       # cozmo_interfaces/action/PlayAudio
+    goal.volume = -1.0                                       # its default: the volume as it is
     assert demo_steps.fill_audio_goal(goal, wav).startswith("path=/")
-    assert goal.path == str(wav.resolve()) and goal.volume == 1.0
+    # the volume is left alone: play_audio keeps a volume it sets after the sound
+    assert goal.path == str(wav.resolve()) and goal.volume == -1.0
     uri = FakeRequest(uri="string")
     demo_steps.fill_audio_goal(uri, wav)
     assert uri.uri.startswith("file:///")
