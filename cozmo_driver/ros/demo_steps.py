@@ -251,9 +251,10 @@ class MediaSteps:
         """(kind, name, type) of the first way to show a face that the graph offers: the
         face node's service or topic, else (``display``) a display topic of the driver."""
         node = self.demo.node
-        ns = self.demo.prefix
+        ns = self.demo.prefix           # "" or "/robot1": the face node's names are ns + "/..."
         for name, types in node.get_service_names_and_types():
-            if name.endswith("/set_face_expression") and name.startswith(ns + "/") and types:
+            # exactly this namespace's: not another stack's under a namespace of its own
+            if name == f"{ns}/set_face_expression" and types:
                 return "service", name, types[0]
         for name, types in node.get_topic_names_and_types():
             if name == f"{ns}/face/expression" and types:

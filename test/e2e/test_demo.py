@@ -294,6 +294,45 @@ def test_face_and_audio_requests_are_filled_by_field():
     assert demo_steps.fill_audio_goal(FakeRequest(loops="uint32"), wav) is None
 
 
+class GraphOf:
+    """Stands for the demo's node as far as finding a face is concerned: the services and
+    topics the graph shows, no driver."""
+
+    def __init__(self, services=(), topics=()):
+        self.services, self.topics = list(services), list(topics)
+
+    def get_service_names_and_types(self):
+        return self.services
+
+    def get_topic_names_and_types(self):
+        return self.topics
+
+    def get_subscriber_names_and_types_by_node(self, name, namespace):
+        raise RuntimeError("no such node")
+
+
+@pytest.mark.parametrize("prefix, services, found", [
+    # no namespace: another stack's face node under /robot1 is not this one's
+    ("", ["/robot1/set_face_expression"], None),
+    ("", ["/robot1/set_face_expression", "/set_face_expression"], "/set_face_expression"),
+    ("/robot1", ["/robot1/set_face_expression"], "/robot1/set_face_expression"),
+    # deeper, another namespace's
+    ("/robot1", ["/robot1/fleet/set_face_expression"], None),
+    ("/robot1", ["/robot10/set_face_expression", "/set_face_expression"], None),
+])
+def test_the_face_step_takes_the_face_node_of_its_own_namespace_only(prefix, services, found):
+    pytest.importorskip("rclpy")
+    from types import SimpleNamespace
+
+    from cozmo_driver.ros import demo_steps
+
+    srv = "cozmo_interfaces/srv/SetFaceExpression"
+    graph = GraphOf(services=[(name, [srv]) for name in services])
+    steps = demo_steps.MediaSteps(SimpleNamespace(node=graph, prefix=prefix))
+    way = steps._find_face(display=False)
+    assert way == (None if found is None else ("service", found, srv))
+
+
 # ------------------------------------------------------------------ a real robot's face
 
 
