@@ -137,6 +137,20 @@ def parse_arguments(argv: Sequence[str]) -> argparse.Namespace:
     return args
 
 
+def driver_robot_address(bringup_args) -> str:
+    """``ip:port`` of the real robot the driver of the bring-up ``bringup_args`` drives, as
+    the driver names it in its link report on /diagnostics (by which the demo knows its own
+    driver): the port parsed (``robot_port:=05551`` is 5551), or where none was given, the
+    one the config file gives the driver (its ``cozmo_driver`` key under the namespace, or
+    the section copied to it), else 5551."""
+    from . import bringup_plan as plan
+
+    port = bringup_args.robot_port
+    if port is None:
+        port = plan.driver_file_value(bringup_args, "robot_port", 5551)
+    return f"{bringup_args.robot_ip}:{port}"
+
+
 class Refused(ConfigurationError):
     """The demo cannot run now (another demo holds what it needs, or ROS_DOMAIN_ID is not
     a domain id): exit status 2."""
@@ -473,16 +487,11 @@ class _Demo:
             truth = _SimTruth(self.sim)
         else:
             values["robot_ip"] = args.robot_ip.strip()
-            address = f"{values['robot_ip']}:{args.robot_port or 5551}"
         try:
             bringup_args = plan.resolve_arguments(values)
             entries = plan.make_plan(bringup_args)
-            if truth is None and bringup_args.robot_port is None:
-                # the port the driver will use: its parameter file's (the driver names
-                # the robot so in its diagnostics, by which the demo knows its driver)
-                _, given = plan.node_parameters_in_file(bringup_args.config, "cozmo_driver",
-                                                        bringup_args.namespace)
-                address = f"{values['robot_ip']}:{given.get('robot_port', 5551)}"
+            if truth is None:
+                address = driver_robot_address(bringup_args)
         except plan.PlanError as exc:
             return self.fail(str(exc), 2)
         if truth is None:

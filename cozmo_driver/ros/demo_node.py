@@ -514,25 +514,17 @@ class Demonstration:
                 deadline = time.monotonic() + o.connect_timeout_s
                 if state != LinkStatus.CONNECTED:
                     self.out(f"the driver is up: link_status {state}")
-            if state == LinkStatus.CONNECTED and has_odom and ours:
+            answered = state == LinkStatus.CONNECTED and has_odom and ours
+            if answered:
                 # not while another driver of this name is on the graph, its robot not yet
-                # named: the demo refuses then, having commanded nothing (_check_graph)
+                # named: the demo refuses then, having commanded nothing (_check_graph);
+                # both waits are bounded (GRAPH_SETTLE_S, NAME_THE_OTHER_S)
                 self._check_graph(at_once=True)
                 settled = time.monotonic() - self._on_graph_since >= self.GRAPH_SETTLE_S
                 if settled and not self._naming_the_other():
                     break
-            if time.monotonic() > deadline:
-                if not seen_driver:
-                    raise DemoAbort(
-                        f"the driver did not publish link_status within "
-                        f"{max(o.startup_timeout_s, o.connect_timeout_s):g} s of its start "
-                        "(see its log)", 2)
-                raise DemoAbort(
-                    f"no answer from the robot at {o.robot_address} within "
-                    f"{o.connect_timeout_s:g} s (link_status {state}): is this machine "
-                    "on the robot's Wi-Fi? (Cozmo is a Wi-Fi access point named Cozmo_...; its "
-                    "password shows on its face when you raise and lower its lift; the robot "
-                    "is at 172.31.1.1) Is the robot switched on and awake?", 2)
+            elif time.monotonic() > deadline:
+                raise self._not_connected(state, ours, seen_driver)
             self.sleep(0.05)
         self.connected_once = True
         self.activity = "connected"
@@ -546,6 +538,35 @@ class Demonstration:
         if info is not None:
             self.out(f"robot_info: firmware {info.firmware_version} ({info.firmware_build_type}), "
                      f"head serial 0x{info.head_serial:08x}, body colour {info.body_color}")
+
+    def _not_connected(self, state: Optional[str], ours: bool, seen_driver: bool) -> DemoAbort:
+        """Why :meth:`_wait_connected` gave up (a bring-up failure): what did not come (the
+        driver's link_status, the robot's answer, the driver's report naming the robot, odom)."""
+        o = self.options
+        if not seen_driver:
+            return DemoAbort(
+                f"the driver did not publish link_status within "
+                f"{max(o.startup_timeout_s, o.connect_timeout_s):g} s of its start (see its log)", 2)
+        if state != LinkStatus.CONNECTED:
+            return DemoAbort(
+                f"no answer from the robot at {o.robot_address} within {o.connect_timeout_s:g} s "
+                f"(link_status {state}): is this machine on the robot's Wi-Fi? (Cozmo is a "
+                "Wi-Fi access point named Cozmo_...; its password shows on its face when you "
+                "raise and lower its lift; the robot is at 172.31.1.1) Is the robot switched "
+                "on and awake?", 2)
+        if not ours:    # the robot answered; the driver's report of it did not come
+            with self.node.lock:
+                named = sorted(self.node.driver_robots)
+            return DemoAbort(
+                f"{self.driver_fqn} reports link_status CONNECTED, but no link report of it on "
+                f"/diagnostics ({self.node.driver_link_report}) named the robot at "
+                f"{o.robot_address} within {o.connect_timeout_s:g} s"
+                + (f" (they named {', '.join(named)})" if named else " (none came)")
+                + ": the demo knows its own driver by that report, and takes no other stack's "
+                "driver for it (see the driver's log)", 2)
+        return DemoAbort(
+            f"{self.driver_fqn} reports link_status CONNECTED to the robot at {o.robot_address}, "
+            f"but published no odom within {o.connect_timeout_s:g} s (see its log)", 2)
 
     def _start_recording(self) -> None:
         node = self.node

@@ -256,6 +256,77 @@ def test_defaults_run_the_simulator_into_artifacts():
     assert args.robot_ip is None and args.artifacts == "artifacts" and not args.grey
 
 
+# ------------------------------------------------------------------ what the demo drives with
+
+
+def run_up_to_the_demonstration(tmp_path, monkeypatch, argv):
+    """cozmo-demo's run() with the stack's processes and the demonstration left out (the
+    demonstration stops at once, a bring-up failure): (the DemoOptions it was given, the
+    exit status, what the run said)."""
+    pytest.importorskip("rclpy")
+    from cozmo_driver import bringup
+    from cozmo_driver.ros import demo_node
+
+    given = []
+
+    class NoProcesses:
+        def __init__(self, entries, say, output):
+            self.children = []
+
+        def start(self):
+            pass
+
+        def stop(self):
+            pass
+
+        def remove_parameter_files(self):
+            pass
+
+    class StopsAtOnce:
+        def __init__(self, options, *args, **kwargs):
+            given.append(options)
+            self.result = demo_node.DemoResult()
+
+        def run(self):
+            raise demo_node.DemoAbort("stopped by the test", 2)
+
+    monkeypatch.setattr(bringup, "Bringup", NoProcesses)
+    monkeypatch.setattr(plan, "make_plan", lambda args: [])     # no xacro needed
+    monkeypatch.setattr(demo_node, "Demonstration", StopsAtOnce)
+    run = demo._Demo(demo.parse_arguments(list(argv) + ["--artifacts", str(tmp_path)]))
+    said = []
+    run.say = said.append
+    status = run.run()
+    assert len(given) == 1, said
+    return given[0], status, "\n".join(said)
+
+
+@pytest.mark.parametrize("port", ["05551", " 5551", "5551"])
+def test_the_robots_address_is_the_one_the_driver_names(tmp_path, monkeypatch, port):
+    """The driver names its robot with the port it parsed (its link report on /diagnostics,
+    by which the demo knows its own driver): robot_port:=05551 is 5551 there, not another
+    stack's robot."""
+    options, status, said = run_up_to_the_demonstration(
+        tmp_path, monkeypatch, ["robot_ip:=127.0.0.9", f"robot_port:={port}"])
+    assert options.robot_address == "127.0.0.9:5551", said
+    assert "a real Cozmo at 127.0.0.9:5551" in said
+    assert status == 2 and "stopped by the test" in said
+
+
+def test_the_robots_port_comes_from_the_drivers_key_in_the_config_file(tmp_path, monkeypatch):
+    """Without robot_port:=, the port the driver gets from the file: the key of its own
+    name under the namespace counts, as for the driver."""
+    config = tmp_path / "robot1.yaml"
+    config.write_text("cozmo_driver:\n  ros__parameters:\n    robot_port: 6001\n"
+                      "/robot1/cozmo_driver:\n  ros__parameters:\n    robot_port: 6002\n")
+    options, _, said = run_up_to_the_demonstration(
+        tmp_path, monkeypatch, ["robot_ip:=127.0.0.9", "namespace:=robot1", f"config:={config}"])
+    assert options.robot_address == "127.0.0.9:6002", said
+    options, _, said = run_up_to_the_demonstration(
+        tmp_path, monkeypatch, ["robot_ip:=127.0.0.9", f"config:={config}"])
+    assert options.robot_address == "127.0.0.9:6001", said
+
+
 # ------------------------------------------------------------------ requests found in the graph
 
 

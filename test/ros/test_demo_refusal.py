@@ -222,3 +222,21 @@ def test_its_own_driver_alone_on_the_graph_is_taken_as_connected(connecting):
     assert run.connected_once
     assert any("driver connected to the robot: link_status CONNECTED" in line
                for line in lines), lines
+
+
+def test_a_driver_connected_whose_robot_is_never_named_is_said_as_such(connecting):
+    """Its driver CONNECTED, odom coming, but no link report on /diagnostics names the
+    demo's robot: the robot did answer, so the demo does not ask whether this machine is on
+    the robot's Wi-Fi; it says what did not match."""
+    run, lines = connecting(1)
+    with run.node.lock:
+        run.node.driver_robots.clear()
+    run.options.connect_timeout_s = run.options.startup_timeout_s = 1.0
+    with pytest.raises(DemoAbort) as caught:
+        run._wait_connected()
+    said = str(caught.value)
+    assert caught.value.code == 2 and not run.connected_once
+    assert "Wi-Fi" not in said and "no answer from the robot" not in said, said
+    assert said.startswith(f"/cozmo_driver reports link_status CONNECTED, but no link report "
+                           f"of it on /diagnostics (cozmo_driver: link) named the robot at "
+                           f"{OURS} within 1 s"), said
