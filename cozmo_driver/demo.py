@@ -492,10 +492,16 @@ class _Demo:
             entries = plan.make_plan(bringup_args)
             if truth is None:
                 address = driver_robot_address(bringup_args)
+            # the driver's cmd_vel type (a Twist would not reach a driver that takes
+            # TwistStamped, and the robot would not move)
+            stamped = bool(plan.driver_file_value(bringup_args, "cmd_vel_stamped", False))
         except plan.PlanError as exc:
             return self.fail(str(exc), 2)
         if truth is None:
             self.say(f"{PROG}: a real Cozmo at {address}")
+        if stamped:
+            self.say(f"{PROG}: cmd_vel as geometry_msgs/TwistStamped (cmd_vel_stamped is true "
+                     f"for the driver in {bringup_args.config})")
         self.namespace = bringup_args.namespace
         log_path = self.artifacts / "bringup.log"
         self.log_file = open(log_path, "wb")
@@ -517,7 +523,7 @@ class _Demo:
         options = DemoOptions(
             namespace=bringup_args.namespace, color=not args.grey,
             connect_timeout_s=args.connect_timeout, deadline=self.t0 + args.duration,
-            sound=wav, robot_address=address)
+            sound=wav, robot_address=address, cmd_vel_stamped=stamped)
         demo = Demonstration(options, self.say, ground_truth=truth,
                              processes_alive=self._processes_alive, stop=self.stop,
                              face_node_running=lambda: any(c.process.poll() is None

@@ -3,8 +3,9 @@ ROS 2 interfaces only, and watches what the driver publishes.
 
 :class:`DemoNode` subscribes to ``link_status``, ``robot_info``, ``odom``,
 ``joint_states``, ``battery_state`` and ``camera/image_raw`` (counting each stream
-to measure its rate) and publishes ``cmd_vel``, ``head/angle`` and
-``lift/height``. :class:`Demonstration` runs the script on it from the calling
+to measure its rate) and publishes ``cmd_vel`` (geometry_msgs/Twist, or TwistStamped
+when the driver's ``cmd_vel_stamped`` is set: :attr:`DemoOptions.cmd_vel_stamped`),
+``head/angle`` and ``lift/height``. :class:`Demonstration` runs the script on it from the calling
 thread, which is also the one that spins the node's executor: every wait of the script
 spins it, and every service call and action goal is made and awaited there
 (:class:`~cozmo_driver.ros.demo_steps.SpinningCaller`), so that no response can be lost
@@ -62,7 +63,7 @@ import numpy as np
 import rclpy
 from cozmo_interfaces.msg import HeadAngle, LiftHeight, LinkStatus, RobotInfo
 from diagnostic_msgs.msg import DiagnosticArray
-from geometry_msgs.msg import Twist
+from geometry_msgs.msg import Twist, TwistStamped
 from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters
@@ -147,6 +148,7 @@ class DemoOptions:
     animation: str = "nod_yes"                  # a built-in clip without wheel motion
     sound: Optional[Path] = None                # the WAV to play, if there is a way
     robot_address: str = ""                     # for messages
+    cmd_vel_stamped: bool = False               # the driver's: cmd_vel is TwistStamped
 
 
 @dataclass
@@ -192,8 +194,10 @@ class DemoAbort(RemoteError):
 class DemoNode(Node):
     """Subscriptions and publishers of the demonstration (see the module docstring)."""
 
-    def __init__(self, namespace: str = "", **kwargs: Any) -> None:
+    def __init__(self, namespace: str = "", stamped: bool = False, **kwargs: Any) -> None:
+        """``stamped``: cmd_vel is geometry_msgs/TwistStamped (the driver's cmd_vel_stamped)."""
         super().__init__("cozmo_demo", namespace=namespace or "", **kwargs)
+        self.stamped = bool(stamped)
         ns = (namespace or "").strip("/")
         #: the name of the driver's link report on /diagnostics
         self.driver_link_report = f"{ns}/cozmo_driver: link" if ns else "cozmo_driver: link"
@@ -210,7 +214,8 @@ class DemoNode(Node):
         self.counts_at_camera_on = 0
         self.odometry: List[Tuple[float, float, float, float]] = []
         self.record = False
-        self.cmd_vel = self.create_publisher(Twist, "cmd_vel", _RELIABLE)
+        self.cmd_vel = self.create_publisher(TwistStamped if self.stamped else Twist, "cmd_vel",
+                                             _RELIABLE)
         self.head = self.create_publisher(HeadAngle, "head/angle", _RELIABLE)
         self.lift = self.create_publisher(LiftHeight, "lift/height", _RELIABLE)
         self.create_subscription(LinkStatus, "link_status", self._on_link, _LATCHED)
@@ -272,9 +277,14 @@ class DemoNode(Node):
     # --- commands (any thread)
 
     def drive(self, v: float, w: float) -> None:
-        msg = Twist()
-        msg.linear.x = float(v)
-        msg.angular.z = float(w)
+        twist = Twist()
+        twist.linear.x = float(v)
+        twist.angular.z = float(w)
+        if not self.stamped:
+            self.cmd_vel.publish(twist)
+            return
+        msg = TwistStamped(twist=twist)     # frame empty: the robot's own base
+        msg.header.stamp = self.get_clock().now().to_msg()
         self.cmd_vel.publish(msg)
 
     def move_head(self, angle: float) -> None:
@@ -357,7 +367,8 @@ class Demonstration:
         # signal handler (the demo has its own)
         rclpy.init(args=[], context=context)
         executor = SingleThreadedExecutor(context=context)
-        node = DemoNode(self.options.namespace, context=context)
+        node = DemoNode(self.options.namespace, stamped=self.options.cmd_vel_stamped,
+                        context=context)
         self.node = node
         self._on_graph_since = time.monotonic()
         executor.add_node(node)

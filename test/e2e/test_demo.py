@@ -327,6 +327,54 @@ def test_the_robots_port_comes_from_the_drivers_key_in_the_config_file(tmp_path,
     assert options.robot_address == "127.0.0.9:6001", said
 
 
+@pytest.mark.parametrize("simulated", [True, False])
+def test_the_demo_drives_with_the_drivers_cmd_vel_type(tmp_path, monkeypatch, simulated):
+    """cmd_vel_stamped: true in --config: the driver subscribes TwistStamped, so the demo
+    publishes TwistStamped (a Twist would never reach it, and the robot would not move)."""
+    config = tmp_path / "stamped.yaml"
+    text = (plan.default_config_path().read_text()
+            .replace("cmd_vel_stamped: false", "cmd_vel_stamped: true", 1))
+    assert "cmd_vel_stamped: true" in text
+    config.write_text(text)
+    where = [] if simulated else ["robot_ip:=127.0.0.9"]
+    options, _, said = run_up_to_the_demonstration(
+        tmp_path, monkeypatch, where + ["--config", str(config)])
+    assert options.cmd_vel_stamped is True, said
+    assert "cmd_vel as geometry_msgs/TwistStamped" in said
+    options, _, said = run_up_to_the_demonstration(tmp_path, monkeypatch, where)
+    assert options.cmd_vel_stamped is False, said
+    assert "TwistStamped" not in said
+
+
+@pytest.mark.ros
+@pytest.mark.parametrize("stamped", [True, False])
+def test_the_demo_node_publishes_cmd_vel_of_the_type_asked(rclpy_context, stamped):
+    from geometry_msgs.msg import Twist, TwistStamped
+    from rclpy.executors import SingleThreadedExecutor
+
+    from cozmo_driver.ros.demo_node import DemoNode
+
+    node = DemoNode(stamped=stamped, context=rclpy_context)
+    received = []
+    node.create_subscription(TwistStamped if stamped else Twist, "cmd_vel", received.append, 10)
+    executor = SingleThreadedExecutor(context=rclpy_context)
+    executor.add_node(node)
+    try:
+        deadline = time.monotonic() + 10
+        while not received and time.monotonic() < deadline:
+            node.drive(0.05, -0.25)
+            executor.spin_once(timeout_sec=0.05)
+    finally:
+        executor.shutdown(2.0)
+        node.destroy_node()
+    assert received, "nothing arrived on cmd_vel"
+    twist = received[0].twist if stamped else received[0]
+    assert (twist.linear.x, twist.angular.z) == (0.05, -0.25)
+    if stamped:
+        assert received[0].header.frame_id == ""      # the robot's own base (the driver's rule)
+        assert received[0].header.stamp.sec > 0
+
+
 # ------------------------------------------------------------------ requests found in the graph
 
 
