@@ -54,7 +54,7 @@ import socket
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple
 
 from .bringup import split_launch_style
 from .client.claim import claims_supported, holder
@@ -317,12 +317,14 @@ def _last_error(path: Path, node: Optional[str] = None) -> str:
     return ""
 
 
-def read_face_display(namespace: str, timeout: float) -> Optional["np.ndarray"]:
+def read_face_display(namespace: str, timeout: float,
+                      stopped: Callable[[], bool] = lambda: False) -> Optional["np.ndarray"]:
     """The face the face node shows now, as the robot's screen shows it: its latest
     ``display/face`` image (latched: a subscriber that comes late still gets it), converted
     by :func:`~cozmo_driver.demo_artifacts.face_display_of_image` to the ``(32, 128)``
     protocol image the driver sends, i.e. what a simulator's framebuffer would hold. None
-    when no image came within ``timeout`` seconds, or the driver would refuse it."""
+    when no image came within ``timeout`` seconds (or before ``stopped()``), or the driver
+    would refuse it."""
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy
@@ -344,7 +346,7 @@ def read_face_display(namespace: str, timeout: float) -> Optional["np.ndarray"]:
             executor.add_node(node)
             node.create_subscription(Image, topic, received.append, latched)
             deadline = time.monotonic() + timeout
-            while not received and time.monotonic() < deadline:
+            while not received and time.monotonic() < deadline and not stopped():
                 executor.spin_once(timeout_sec=0.05)
         finally:
             executor.shutdown(1.0)
@@ -552,11 +554,14 @@ class _Demo:
 
     def _robot_face(self) -> Optional["np.ndarray"]:
         """A real robot's face, from the face node (its screen cannot be read back); None
-        without a running face node."""
+        without a running face node, or once a signal asked the demo to stop (not waited
+        for then)."""
         running = self.bringup is not None and any(
             child.entry.name == "face" and child.process.poll() is None
             for child in self.bringup.children)
-        return read_face_display(self.namespace, FACE_TIMEOUT_S) if running else None
+        if not running or self.stop.is_set():
+            return None
+        return read_face_display(self.namespace, FACE_TIMEOUT_S, stopped=self.stop.is_set)
 
     def _processes_alive(self) -> Optional[str]:
         if self.bringup is None:
@@ -678,6 +683,8 @@ class _Demo:
                                        f"128x64 x4, {lit} pixels lit"))
             if simulated and result.face_shown and lit == 0:
                 failures.append("face: the simulated robot's display stayed dark")
+        elif self.stop.is_set() and not simulated:
+            say("face display: not read, the demo was interrupted (no face.png)")
         else:
             say("face display: no display/face image from the face node (no face.png)")
         if odometry_mm:
@@ -694,17 +701,30 @@ class _Demo:
         for path, what in sorted(self.written, key=lambda item: str(item[0])):
             say(f"  {str(path):<{width}}  {what}")
         elapsed = time.monotonic() - self.t0
-        if not failures:
+        signum = self.signum    # a signal while the demo closed: 128 + its number, as before
+        if not failures and signum is None:
             say(f"\n{PROG}: done in {elapsed:.0f} s; the robot is stopped and every process "
                 "has exited.")
             return 0
+        if failures:
+            self._say_failures(failures, elapsed, result.aborted)
+        if signum is not None:
+            say(f"\n{PROG}: interrupted ({signal.Signals(signum).name}) while it closed, after "
+                f"{elapsed:.0f} s; the robot is stopped and every process has exited.")
+            return 128 + signum
+        return 1
+
+    def _say_failures(self, failures: List[str], elapsed: float, aborted: str) -> None:
+        """The failed steps, listed, with the log's last lines (a run stopped before its end,
+        a process that exited) or its last warnings and errors."""
+        say = self.say
         count = f"{len(failures)} step{'s' if len(failures) > 1 else ''} failed"
         say(f"\n{PROG}: FAILED after {elapsed:.0f} s ({count}); the robot is stopped and every "
             "process has exited:")
         for failure in failures:
             say(f"  - {failure}")
         log_path = self.artifacts / "bringup.log"
-        if result.aborted or self.process_failures:
+        if aborted or self.process_failures:
             tail = _log_tail(log_path)
             if tail:
                 say(f"  last lines of {log_path}:\n{tail}")
@@ -712,7 +732,6 @@ class _Demo:
             said = _log_problems(log_path)
             if said:
                 say(f"  the last warnings and errors in {log_path}:\n{said}")
-        return 1
 
 
 if __name__ == "__main__":

@@ -491,6 +491,10 @@ def test_a_real_robots_face_is_read_from_the_face_node(rclpy_context):
         t0 = time.monotonic()
         assert demo.read_face_display("robot2", 0.5) is None
         assert time.monotonic() - t0 < 5.0
+        # nor once the demo is asked to stop (a signal while it closes)
+        t0 = time.monotonic()
+        assert demo.read_face_display("robot2", 60.0, stopped=lambda: True) is None
+        assert time.monotonic() - t0 < 5.0
     finally:
         face.close()
     assert display is not None, "no display/face image from the face node"
@@ -506,7 +510,7 @@ def test_the_demo_saves_a_real_robots_face(tmp_path, monkeypatch):
     shown = FaceRenderer().render_display(expression("happy"))
     asked = []
 
-    def read_face_display(namespace, timeout):
+    def read_face_display(namespace, timeout, stopped=lambda: False):
         asked.append(namespace)
         return shown
 
@@ -576,6 +580,45 @@ def test_a_report_with_failed_steps_lists_them_all_and_exits_1(tmp_path):
     result.failures, run.process_failures = [], []
     assert run._report(result, simulated=False) == 0
     assert any("done in" in line for line in lines)
+
+
+@pytest.mark.parametrize("signum, failed", [(2, False), (15, True)])
+def test_a_signal_while_the_demo_closes_ends_it_with_128_plus_the_signal(tmp_path, monkeypatch,
+                                                                        signum, failed):
+    """Ctrl-C (SIGTERM) after the demonstration, while the demo stops the stack and writes
+    its report: the face image is not waited for (up to FACE_TIMEOUT_S), the report is still
+    made, and the exit status is 130 (143), not 0 or 1."""
+    from types import SimpleNamespace
+
+    pytest.importorskip("rclpy")
+    from cozmo_driver.ros.demo_node import DemoResult
+
+    asked = []
+    monkeypatch.setattr(demo, "read_face_display",
+                        lambda namespace, timeout, stopped=None: asked.append(namespace))
+    args = demo.parse_arguments(["robot_ip:=127.0.0.9", "--artifacts", str(tmp_path)])
+    run = demo._Demo(args)
+    running = SimpleNamespace(poll=lambda: None)
+    run.bringup = SimpleNamespace(children=[SimpleNamespace(entry=SimpleNamespace(name="face"),
+                                                            process=running)],
+                                  stop=lambda: None, remove_parameter_files=lambda: None)
+    result = DemoResult(camera=np.zeros((240, 320), np.uint8), camera_encoding="mono8",
+                        face_shown=True, final_odom=(0.0, 0.0, 0.0),
+                        failures=["sound: no result within 10 s"] if failed else [])
+    lines = []
+    run.say = lines.append
+    try:
+        run.stop.handle(signum)             # as the signal handler does
+        assert run._report(result, simulated=False) == 128 + signum
+    finally:
+        run.stop.close()
+    out = "\n".join(lines)
+    assert asked == [], "the face image was waited for after the signal"
+    assert (tmp_path / "camera.png").is_file()          # the report was made
+    assert "done in" not in out
+    name = "SIGINT" if signum == 2 else "SIGTERM"
+    assert f"cozmo-demo: interrupted ({name})" in out, out
+    assert ("  - sound: no result within 10 s" in out) is failed
 
 
 # ------------------------------------------------------------------ end to end
