@@ -10,20 +10,26 @@ RTT, pose, battery, stream rates), and ends with the link statistics and, on
 the simulator, the reported pose next to the simulator's ground truth.
 
 Everything is bounded: the run ends by itself after the demonstration (or after
-``--duration`` seconds), and the robot is stopped and disconnected at the end.
+``--duration`` seconds), and the robot is stopped and disconnected at the end. The
+exit status is 0 when the link stayed up to the end, 1 when it did not (the square
+stops where the link went; the robot is still told to stop, and the statistics are
+printed), 2 when the robot did not become ready or its address cannot be used, and
+128 + the signal's number on Ctrl-C (130) or SIGTERM (143), as ``cozmo-demo``'s.
 The main demo, through the ROS 2 driver, is :mod:`cozmo_driver.demo`.
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import logging
 import math
+import signal
 import sys
 import threading
 import time
 from collections import Counter
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from .client import ClientConfig, LinkState, LinkStateChanged, Robot, RobotReady
 from .errors import CozmoError
@@ -35,6 +41,9 @@ from .stop_flag import StopFlag
 __all__ = ["main"]
 
 _HANDSHAKE = {"HardwareInfo", "FirmwareSignature", "BodyInfo"}
+#: what a command to the robot raises when it cannot be sent (the link went: not connected;
+#: the I/O thread did not take it in time)
+_SEND_ERRORS = (CozmoError, TimeoutError, concurrent.futures.TimeoutError)
 
 
 class _Monitor:
@@ -48,6 +57,9 @@ class _Monitor:
         self.seen: set = set()
         self.images = 0
         self.last_chunk_frame: Optional[int] = None
+        self.state: Optional[LinkState] = None
+        #: how often the link went from ready to another state (lost, reconnecting)
+        self.losses = 0
 
     def stamp(self) -> str:
         return f"[{time.monotonic() - self.t0:6.2f} s]"
@@ -67,6 +79,10 @@ class _Monitor:
                     detail = f": {message!r:.110}"
                 self.out(f"{self.stamp()} robot -> driver  first {name}{detail}")
         elif isinstance(event, LinkStateChanged):
+            with self.lock:
+                if self.state is LinkState.READY and event.state is not LinkState.READY:
+                    self.losses += 1
+                self.state = event.state
             self.out(f"{self.stamp()} link {event.state.value}: {event.reason}")
         elif isinstance(event, RobotReady):
             info = event.info
@@ -114,6 +130,15 @@ def _turned(robot: Robot, heading: float, stop: StopFlag, timeout: float = 5.0) 
 
 
 def _square(robot: Robot, stop: StopFlag, out) -> None:
+    """A 10 cm square (:func:`_drive_square`), the thread ``demo-square``: it ends, saying
+    why, when a command cannot be sent (the link to the robot went)."""
+    try:
+        _drive_square(robot, stop, out)
+    except _SEND_ERRORS as exc:
+        out(f"  the square stops: {exc}")
+
+
+def _drive_square(robot: Robot, stop: StopFlag, out) -> None:
     """A 10 cm square: straight sides by wheel speed, corners by the robot's own
     TurnInPlace (acknowledged when taken; done when the state shows the heading reached and
     the treads still), head and lift moving at the corners."""
@@ -127,7 +152,11 @@ def _square(robot: Robot, stop: StopFlag, out) -> None:
             return
         robot.drive_wheels(0.0, 0.0, 250.0, 250.0)
         out("  driver -> robot  TurnInPlace +90 deg")
-        heading = float(robot.robot_state.pose_angle_rad) + math.pi / 2
+        state = robot.robot_state
+        if state is None:   # the link was reset (a reconnect): no heading to turn from
+            out("  the square stops: no RobotState since the link was reset")
+            return
+        heading = float(state.pose_angle_rad) + math.pi / 2
         action = robot.turn_in_place(math.pi / 2, speed_radps=1.5, accel_radps2=5.0)
         if not robot.wait_for_action(action, 2.0):
             out("  the turn was not acknowledged within 2 s")
@@ -189,54 +218,20 @@ def main(argv: Optional[list] = None, prog: str = "cozmo-protocol-demo") -> int:
     monitor = _Monitor(out)
     robot: Optional[Robot] = None
     deadline = time.monotonic() + args.duration
-    exit_code = 0
+    exit_code = 2
     try:  # from here on, whatever fails: the robot and the simulator stop, the handlers go back
         robot = Robot(host, port, local_host="127.0.0.1" if sim is not None else "0.0.0.0",
                       config=ClientConfig(), name="demo")
         robot.add_listener(monitor)
         robot.start()
         out(f"{monitor.stamp()} driver -> robot  RESET (connect)")
-        if not robot.wait_until_ready(min(10.0, args.duration)):
+        if _wait_ready(robot, stop, min(10.0, args.duration)):
+            exit_code = _demonstrate(robot, sim, monitor, stop, args, deadline, out)
+        elif not stop.is_set():
             out("the robot did not become ready: is the robot on, and is this machine on the "
                 "robot's Wi-Fi?")
-            return 2
-        robot.enable_camera(True, color=not args.grey)
-        out(f"{monitor.stamp()} driver -> robot  EnableCamera (QVGA, {'grey' if args.grey else 'colour'})")
-        mover = threading.Thread(target=_square, args=(robot, stop, out), name="demo-square", daemon=True)
-        mover.start()
-        previous = monitor.snapshot()
-        last = time.monotonic()
-        while not stop.is_set() and time.monotonic() < deadline:
-            stop.wait(1.0)
-            now = time.monotonic()
-            line, previous = _status_line(robot, monitor, previous, now - last)
-            last = now
-            out(line)
-            if not mover.is_alive():
-                break
-        stop.set()
-        mover.join(2.0)
-        robot.enable_camera(False)
-        robot.stop_all_motors()
-        stats = robot.stats
-        counts, images = monitor.snapshot()
-        out("\nlink statistics:")
-        out(f"  datagrams sent {stats.datagrams_sent}, received {stats.datagrams_received}; "
-            f"retransmissions {stats.retransmissions}; malformed dropped {stats.malformed_datagrams}; "
-            f"pings answered {stats.pings_answered}/{stats.pings_sent}")
-        out("  messages received: " + ", ".join(f"{name} {n}" for name, n in counts.most_common()))
-        out(f"  camera images completed: {images}")
-        rs = robot.robot_state
-        if sim is not None and rs is not None:
-            truth = sim.true_pose()
-            out(f"  reported pose x {rs.pose_x_mm:.1f} mm, y {rs.pose_y_mm:.1f} mm, "
-                f"yaw {math.degrees(rs.pose_angle_rad):.1f} deg; simulator truth x {truth[0]:.1f} mm, "
-                f"y {truth[1]:.1f} mm, yaw {math.degrees(truth[2]):.1f} deg")
-        if robot.state is not LinkState.READY:
-            exit_code = 1
     except CozmoError as exc:  # an address or port that cannot be used, a robot claimed by another
         print(f"{prog}: {exc}", file=sys.stderr, flush=True)
-        return 2
     finally:
         if robot is not None:
             robot.stop()
@@ -244,8 +239,79 @@ def main(argv: Optional[list] = None, prog: str = "cozmo-protocol-demo") -> int:
             sim.stop()
         restore_handlers()
         stop.close()
-    out("done.")
+    if stop.signum is not None:     # as cozmo-demo: 128 + the signal's number
+        out(f"interrupted ({signal.Signals(stop.signum).name}): the robot is stopped and "
+            "disconnected.")
+        return 128 + stop.signum
+    if exit_code != 2:
+        out("done.")
     return exit_code
+
+
+def _wait_ready(robot: Robot, stop: StopFlag, timeout: float) -> bool:
+    """Whether the robot became ready within ``timeout`` s; False at once on a signal."""
+    deadline = time.monotonic() + timeout
+    while not robot.wait_until_ready(0.1):
+        if stop.is_set() or time.monotonic() >= deadline:
+            return False
+    return True
+
+
+def _command(out, what: str, command: Callable[[], None]) -> bool:
+    """Send a command to the robot; a link that went is said, not raised."""
+    try:
+        command()
+        return True
+    except _SEND_ERRORS as exc:
+        out(f"could not {what}: {exc}")
+        return False
+
+
+def _demonstrate(robot: Robot, sim, monitor: _Monitor, stop: StopFlag, args,
+                 deadline: float, out) -> int:
+    """The demonstration on a ready robot until ``deadline`` (time.monotonic()), then its
+    statistics: 0 when the link stayed up to the end, else 1."""
+    if _command(out, "turn the camera on", lambda: robot.enable_camera(True, color=not args.grey)):
+        out(f"{monitor.stamp()} driver -> robot  EnableCamera (QVGA, "
+            f"{'grey' if args.grey else 'colour'})")
+    mover = threading.Thread(target=_square, args=(robot, stop, out), name="demo-square", daemon=True)
+    mover.start()
+    previous = monitor.snapshot()
+    last = time.monotonic()
+    while not stop.is_set() and time.monotonic() < deadline:
+        stop.wait(1.0)
+        now = time.monotonic()
+        line, previous = _status_line(robot, monitor, previous, now - last)
+        last = now
+        out(line)
+        if not mover.is_alive():
+            break
+    stop.set()
+    mover.join(2.0)
+    _command(out, "stop the robot", robot.stop_all_motors)
+    _command(out, "turn the camera off", lambda: robot.enable_camera(False))
+    stats = robot.stats
+    counts, images = monitor.snapshot()
+    out("\nlink statistics:")
+    out(f"  datagrams sent {stats.datagrams_sent}, received {stats.datagrams_received}; "
+        f"retransmissions {stats.retransmissions}; malformed dropped {stats.malformed_datagrams}; "
+        f"pings answered {stats.pings_answered}/{stats.pings_sent}")
+    out("  messages received: " + ", ".join(f"{name} {n}" for name, n in counts.most_common()))
+    out(f"  camera images completed: {images}")
+    rs = robot.robot_state
+    if sim is not None and rs is not None:
+        truth = sim.true_pose()
+        out(f"  reported pose x {rs.pose_x_mm:.1f} mm, y {rs.pose_y_mm:.1f} mm, "
+            f"yaw {math.degrees(rs.pose_angle_rad):.1f} deg; simulator truth x {truth[0]:.1f} mm, "
+            f"y {truth[1]:.1f} mm, yaw {math.degrees(truth[2]):.1f} deg")
+    with monitor.lock:
+        losses = monitor.losses
+    if losses:
+        out(f"  link lost {losses} time{'' if losses == 1 else 's'} during the run")
+    if losses or robot.state is not LinkState.READY:
+        out(f"the link did not stay up (now {robot.state.value})")
+        return 1
+    return 0
 
 
 if __name__ == "__main__":

@@ -897,6 +897,144 @@ def test_protocol_only_drives_the_simulated_robot_and_reports_matching_poses(cap
     assert out.rstrip().endswith("done.")
 
 
+class LinkGoes:
+    """Stands for the robot of the protocol demo's square: its commands go until the
+    link goes (NotConnectedError, as a send on a session that is not connected), or its
+    RobotState is gone (None: the link was reset by a reconnect)."""
+
+    def __init__(self, sends_before_the_loss=None):
+        from types import SimpleNamespace
+
+        self.left = sends_before_the_loss
+        self.robot_state = SimpleNamespace(pose_angle_rad=0.0, status=0)
+        self.sent = []
+
+    def _send(self, name):
+        from cozmo_driver.protocol.errors import NotConnectedError
+
+        if self.left is not None:
+            if self.left <= 0:
+                raise NotConnectedError(f"cannot send {name}: session is connecting")
+            self.left -= 1
+        self.sent.append(name)
+
+    def drive_wheels(self, *args):
+        self._send("DriveWheels")
+        if len(self.sent) == 2 and self.left is None:
+            self.robot_state = None         # reset after the first side
+
+    def turn_in_place(self, *args, **kwargs):
+        self._send("TurnInPlace")
+        return 1
+
+    def wait_for_action(self, action, timeout):
+        return True
+
+    def set_head_angle(self, angle):
+        self._send("SetHeadAngle")
+
+    def set_lift_height(self, height):
+        self._send("SetLiftHeight")
+
+    def stop_all_motors(self):
+        self._send("StopAllMotors")
+
+
+@pytest.mark.parametrize("sends, why", [
+    (0, "cannot send DriveWheels: session is connecting"),
+    (3, "cannot send SetHeadAngle: session is connecting"),       # at the first corner
+    (None, "no RobotState since the link was reset"),
+], ids=["at once", "at a corner", "state reset"])
+def test_protocol_only_square_ends_when_the_link_goes(sends, why):
+    """The protocol demo's square (its thread demo-square) ends saying why when the link
+    is lost, instead of a traceback in that thread."""
+    from types import SimpleNamespace
+
+    from cozmo_driver import protocol_demo
+
+    robot = LinkGoes(sends)
+    said = []
+    never = SimpleNamespace(is_set=lambda: False, wait=lambda timeout: False)
+    protocol_demo._square(robot, never, said.append)        # no exception
+    assert said[-1] == f"  the square stops: {why}", said
+    assert len(robot.sent) == (2 if sends is None else sends)
+
+
+class LosesItsLink:
+    """The protocol demo's simulator, whose link goes down for good once the robot is
+    ready (the robot out of the Wi-Fi's reach)."""
+
+    def __new__(cls, *args, **kwargs):
+        from cozmo_driver.sim.server import SimServer     # the real one
+
+        sim = SimServer(*args, **kwargs)
+
+        def cut():
+            deadline = time.monotonic() + 10
+            while not sim.running and time.monotonic() < deadline:    # started by the demo
+                time.sleep(0.02)
+            sim.wait_until(lambda s: s.is_connected() and s.streaming(), 10.0)
+            time.sleep(1.0)
+            sim.set_link_up(False)
+
+        threading.Thread(target=cut, daemon=True).start()
+        return sim
+
+
+@pytest.mark.slow
+def test_protocol_only_losing_the_robot_exits_1_with_the_statistics(capsys, monkeypatch):
+    """The link goes mid-run: the square stops saying why (no traceback), the robot is
+    still told to stop and the link statistics are printed; the exit status is 1 (the link
+    did not stay up), not 2 (as if the robot had never become ready)."""
+    import cozmo_driver.sim
+    from cozmo_driver import protocol_demo
+    from cozmo_driver.client import ClientConfig
+
+    monkeypatch.setattr(cozmo_driver.sim, "SimServer", LosesItsLink)
+    # a robot silent for 0.5 s is lost (5 s by default): the test takes less time
+    monkeypatch.setattr(protocol_demo, "ClientConfig",
+                        functools.partial(ClientConfig, state_timeout=0.5))
+    status = protocol_demo.main(["--duration", "8"])
+    out, err = capsys.readouterr()
+    assert status == 1, out[-3000:] + err
+    assert "the square stops: " in out, out[-3000:]
+    assert "link statistics:" in out and "link lost 1 time during the run" in out, out[-3000:]
+    assert "Traceback" not in out + err
+    assert out.rstrip().endswith("done.")
+
+
+def test_protocol_only_a_signal_stops_it_with_128_plus_the_signal(capsys, monkeypatch):
+    """Ctrl-C (SIGINT) or SIGTERM: the robot is stopped, the statistics printed, and the
+    exit status is 128 + the signal's number, as cozmo-demo's."""
+    import signal
+
+    from cozmo_driver import protocol_demo
+    from cozmo_driver.stop_flag import StopFlag
+
+    flags = []
+
+    class Kept(StopFlag):
+        def __init__(self):
+            super().__init__()
+            flags.append(self)
+
+    status_line = protocol_demo._status_line
+
+    def first_status_then_sigterm(*args):      # the robot is ready, the square driven
+        flags[0].handle(signal.SIGTERM)         # as the handler does, with no signal sent
+        return status_line(*args)
+
+    monkeypatch.setattr(protocol_demo, "_status_line", first_status_then_sigterm)
+    monkeypatch.setattr(protocol_demo, "StopFlag", Kept)
+    t0 = time.monotonic()
+    status = protocol_demo.main(["--duration", "30"])
+    out = capsys.readouterr().out
+    assert status == 128 + signal.SIGTERM, out[-3000:]
+    assert time.monotonic() - t0 < 15
+    assert "link statistics:" in out
+    assert "interrupted (SIGTERM)" in out, out[-2000:]
+
+
 def test_protocol_only_takes_the_demos_colour_switch():
     from cozmo_driver import protocol_demo
 
