@@ -11,10 +11,16 @@ from ..client.link import MOTOR_MIN_SPEED_RADPS
 from ..driver.commands import CommandError, clamp, require_finite, rgb555, volume_level
 from ..protocol import messages as msgs
 
-__all__ = ["ActuatorsMixin"]
+__all__ = ["ActuatorsMixin", "heading_lost"]
 
 _LightState = msgs.STRUCTS["LightState"]
 _BACKPACK = ("front", "middle", "back", "left", "right")
+
+
+def heading_lost(cause: str) -> str:
+    """Why a treads goal ends when the head starts to calibrate (for ``cause``): the robot
+    restarts its reported heading then, and the goal holds its target in the robot's frame."""
+    return f"the robot's heading restarted: the head calibrates ({cause}); the goal's target is lost"
 
 
 class ActuatorsMixin:
@@ -135,6 +141,10 @@ class ActuatorsMixin:
         self.robot.calibrate_motors(head=True, lift=True)
         for motor in ("head", "lift"):  # the calibration moves them: not to a goal's target
             self._preempt(motor, "calibrate_motors")
+        motion = self.motion
+        if motion is not None:  # the head's calibration restarts the robot's heading: a treads
+            # goal's target is lost; the treads stop (nothing takes them over)
+            motion.preempt("wheels", heading_lost("calibrate_motors"), stop=True)
         message = ("calibrating the head and the lift: each drives to its low stop; head and "
                    "lift commands wait until the robot reports the end (events "
                    "HEAD_CALIBRATION_ENDED, LIFT_CALIBRATION_ENDED)")

@@ -57,7 +57,7 @@ from ..protocol.errors import CozmoError
 from ..protocol.nvstorage import (CAMERA_CALIB_SIZE, NV_TAG_CAMERA_CALIB, NvReadAssembler)
 from ..protocol.session import MessageReceived, SessionConfig
 from ..transport.udp import is_loopback
-from .actuators import ActuatorsMixin
+from .actuators import ActuatorsMixin, heading_lost
 from .camera import CameraMixin
 from .notes import STATE_WARN_PERIOD_S, WARN_PERIOD_S, NotesMixin
 from .samples import (BatterySample, DriverOutput, ImuSample, JointSample,
@@ -178,8 +178,8 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
         #: whether a camera topic has a subscriber (with camera_on_demand, the camera
         #: streams only while it has): :meth:`set_camera_wanted`
         self.camera_wanted = False
-        #: who owns a motor now: ``has_goal(motor)`` and ``preempt(motor, reason)`` (the
-        #: motion actions), or None
+        #: who owns a motor now: ``has_goal(motor)``, ``preempt(motor, reason, stop=False)``
+        #: and, on any thread, ``heading_restarted(reason)`` (the motion actions), or None
         self.motion: Any = None
         # outputs re-applied on every new connection (a rebooted robot forgets them)
         self.head_light: Optional[bool] = None
@@ -282,6 +282,11 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
                     self.orientation.on_calibration(events)
                     if any(e.type == EventType.HEAD_CALIBRATION_STARTED for e in events):
                         self.tracker.reanchor_next(HEAD_CALIBRATION_REANCHOR)
+                        motion = self.motion
+                        if motion is not None:  # a treads goal's target is in the old heading
+                            motion.heading_restarted(heading_lost(
+                                "the robot started it by itself" if message.auto_started
+                                else "asked for: calibrate_motors, or a new connection"))
                     if self.active and events:
                         self.output.on_events(self.output.stamp_ns(), events)
             elif name == "NvStorageOpResult":

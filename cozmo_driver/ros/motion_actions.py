@@ -37,7 +37,10 @@ Cancel stops the motor (MoveHead(0), MoveLift(0), DriveWheels(0, 0), and
 ClearPath for paths) and ends the goal CANCELED. A cmd_vel, head/angle,
 head/velocity, lift/height or lift/velocity command preempts the running goal
 of its motor (the node calls :meth:`MotionActions.preempt`); the emergency
-stop, deactivation and a lost link abort every goal.
+stop, deactivation and a lost link abort every goal. When the head starts to
+calibrate (``calibrate_motors``, or the robot by itself) the robot restarts its
+reported heading, and a treads goal's target, in the robot's frame, is lost: the
+goal is stopped and aborted (:meth:`MotionActions.heading_restarted`).
 
 Frames. Poses may be in the driver's odom frame (or with an empty frame id),
 in its base frame or base_link frame (relative to where the robot is when the
@@ -91,7 +94,7 @@ _FEEDBACK_PERIOD_S = 0.1
 _TF_MAX_AGE_S = 10.0
 #: how long a goal in a frame tf does not link (yet) waits for its transforms
 TF_WAIT_S = 2.0
-_STATE, _ACK, _PATH, _LINK = range(4)
+_STATE, _ACK, _PATH, _LINK, _RESTART = range(5)
 #: the robot's messages the trackers take (Robot.add_listener's ``messages``)
 _TRACKED_MESSAGES = frozenset(("RobotState", "AcknowledgeAction", "PathFollowingEvent"))
 
@@ -154,16 +157,25 @@ class MotionActions:
         """Whether a goal runs on ``resource`` (any thread: a dict lookup)."""
         return resource in self._runs
 
-    def preempt(self, resource: str, reason: str) -> None:
+    def preempt(self, resource: str, reason: str, stop: bool = False) -> None:
         """End the goal running on ``resource`` as ABORTED (a topic command or a new goal
         took the motor over); a path ends on the robot first (ClearPath): the robot ignores
         DriveWheels while it follows a path, so the command that took over would do
-        nothing, and a turn in place leaves the path to go on after it."""
+        nothing, and a turn in place leaves the path to go on after it. ``stop``: the motor
+        is stopped whatever the goal (nothing takes it over)."""
         run = self._runs.get(resource)
         if run is not None:
-            if isinstance(self._goals.get(run.name), PathGoal):
+            if stop or isinstance(self._goals.get(run.name), PathGoal):
                 self._stop_motor(run)
             self._finish(run, ABORTED, reason)
+
+    def heading_restarted(self, reason: str) -> None:
+        """Any thread (the driver core's I/O thread, when the head starts to calibrate): the
+        robot restarted its reported heading, and a treads goal holds its target in the
+        robot's own frame; on the executor, the goal running on the treads then (one accepted
+        meanwhile too: it may have started from a pose of the old heading) is stopped (and
+        its path cleared) and ends ABORTED with ``reason``."""
+        self._handover.put((_RESTART, reason, None))
 
     def abort_all(self, reason: str) -> None:
         """End every running goal as ABORTED (emergency stop, deactivation, lost link)."""
@@ -315,6 +327,8 @@ class MotionActions:
             for run in list(self._runs.values()):
                 if run.tracker is not None:
                     run.tracker.on_path_event(a, b)
+        elif kind == _RESTART:
+            self.preempt("wheels", a, stop=True)
         elif kind == _LINK and self._runs:
             # only the goals that ran when the link went: the hand-over lags the I/O thread,
             # and a goal accepted once the link was back (READY comes first) is not affected

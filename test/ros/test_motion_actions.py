@@ -297,6 +297,63 @@ def test_calibrate_motors_preempts_the_head_and_lift_goals_saying_so(rig):
     assert result.message == "preempted by a calibrate_motors command", result.message
 
 
+TREADS_GOALS = {"turn_in_place": TurnInPlace.Goal(angle=2.5, speed=0.8),
+                "drive_straight": DriveStraight.Goal(distance=0.2, speed=0.05)}
+
+
+def stays_still(rig) -> bool:
+    """Whether the robot (the simulator's truth) is still, a moment after its goal ended."""
+    rig.spin_for(0.3)  # the stop reaches the robot
+    x0, y0, a0 = rig.odom_truth()
+    rig.spin_for(0.6)
+    x1, y1, a1 = rig.odom_truth()
+    return math.hypot(x1 - x0, y1 - y0) < 0.002 and abs(wrap(a1 - a0)) < 0.01
+
+
+@pytest.mark.parametrize("name", sorted(TREADS_GOALS))
+def test_calibrate_motors_ends_the_treads_goal_whose_heading_it_restarts(rig, name):
+    """The head's calibration restarts the robot's reported heading, and a treads goal holds
+    its target in the robot's own frame: a 2.5 rad turn calibrated midway ended ABORTED
+    "stopped 1.452 rad short" when the robot had turned 2.477, and a 0.2 m drive SUCCEEDED
+    having turned 1.48 rad on the way. calibrate_motors now ends it at once, stopping the
+    treads (and the path), saying why."""
+    from std_srvs.srv import Trigger
+    robot = rig.node._robot
+    assert rig.spin_until(lambda: not robot.calibrating("head"), 5.0)  # the connection's
+    handle = rig.send(name, TREADS_GOALS[name])
+    rig.spin_for(1.0)
+    clears = rig.sim.command_counts().get("ClearPath", 0)
+    assert rig.call(Trigger, "calibrate_motors", Trigger.Request()).success
+    status, result = rig.wait(handle)
+    assert status == GoalStatus.STATUS_ABORTED and not result.success
+    assert result.message == ("the robot's heading restarted: the head calibrates (calibrate_motors); "
+                              "the goal's target is lost"), result.message
+    assert stays_still(rig), "the treads were stopped"
+    if name == "drive_straight":
+        assert rig.sim.command_counts().get("ClearPath", 0) > clears, "the path was cleared"
+
+
+def test_a_head_calibration_the_robot_starts_itself_ends_the_treads_goal(rig):
+    """The robot recalibrates its head by itself (a forced motor): its heading restarts as
+    at calibrate_motors, and the driver ends the treads goal the same way, saying so."""
+    from cozmo_driver.protocol import messages as msgs
+    robot = rig.node._robot
+    assert rig.spin_until(lambda: not robot.calibrating("head"), 5.0)
+    handle = rig.send("turn_in_place", TREADS_GOALS["turn_in_place"])
+    rig.spin_for(1.0)
+
+    def recalibrate(model) -> None:  # as Anki's firmware: the event, and the heading restarts
+        model.fw.emit(msgs.MotorCalibration(motor_id=int(msgs.ENUMS["MotorID"].MOTOR_HEAD),
+                                            calib_started=True, auto_started=True))
+        model.body.restart_heading()
+    rig.sim._model(recalibrate)
+    status, result = rig.wait(handle)
+    assert status == GoalStatus.STATUS_ABORTED and not result.success
+    assert result.message == ("the robot's heading restarted: the head calibrates (the robot "
+                              "started it by itself); the goal's target is lost"), result.message
+    assert stays_still(rig), "the treads were stopped"
+
+
 # ----------------------------------------------------------------------------- turns and straight lines
 
 def test_a_turn_slower_than_the_robot_turns_is_raised_saying_so(rig, rclpy_log):
