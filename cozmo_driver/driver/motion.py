@@ -911,10 +911,19 @@ class AxisTracker(_Tracker):
         return self._timed_out(s, f"the {self.name} has not started")
 
 
+#: a turn's robot may go this much faster than asked (its speed controller), and past its
+#: target by this much (rad) before it stops: what a gap between two states is read against
+_TURN_SPEED_SLACK = 1.25
+_TURN_OVERSHOOT_RAD = 0.3
+
+
 @dataclass
 class TurnTracker(_Tracker):
     """TurnInPlace with an action id. Relative turns count the heading change
-    state by state (so turns beyond half a revolution work); absolute turns compare
+    state by state (so turns beyond half a revolution work): the change is taken
+    within -pi..pi, or, when the time since the state before (``start_t`` for the
+    first) allows more than pi at the turn's ``speed``, in the turn's direction
+    unless that would go past the target (:meth:`_step`); absolute turns compare
     the heading. Succeeds when acknowledged (or seen turning), the treads have
     stopped and the remaining angle is within ``tolerance``."""
 
@@ -923,10 +932,13 @@ class TurnTracker(_Tracker):
     angle: float = 0.0            # relative turn, or the absolute target heading
     absolute: bool = False
     tolerance: float = DEFAULT_TURN_TOLERANCE_RAD
+    speed: float = 0.0            # the turn's speed, rad/s (0: unknown, states taken as close)
+    start_t: Optional[float] = None  # when start_yaw was read (StateSample.t)
     acked: bool = False
     seen_moving: bool = False
     turned: float = 0.0
     _last_yaw: Optional[float] = None
+    _last_t: Optional[float] = None
     _settled: int = 0
     _still: int = 0
 
@@ -939,12 +951,31 @@ class TurnTracker(_Tracker):
             return wrap_angle(self.angle - yaw)
         return self.angle - self.turned
 
+    def _step(self, change: float, dt: Optional[float]) -> float:
+        """The turn between two states whose heading differs by ``change`` (within
+        -pi..pi), ``dt`` s apart. A relative turn's robot may turn more than pi between
+        two states (none for pi / speed: 0.6 s at the fastest turn, far more than the
+        robot's 30 ms between states but less than the link's timeout): a change against
+        the goal's way is then taken the goal's way round, unless that takes the robot
+        past the target by more than it overshoots (near its end a turn eases back)."""
+        if self.absolute or dt is None or self.speed <= 0.0 or \
+                dt * self.speed * _TURN_SPEED_SLACK <= math.pi:
+            return change
+        way = 1.0 if self.angle >= 0.0 else -1.0
+        if change * way >= 0.0:
+            return change
+        other = change + way * 2.0 * math.pi
+        reach = min(dt * self.speed * _TURN_SPEED_SLACK,
+                    way * (self.angle - self.turned) + self.tolerance + _TURN_OVERSHOOT_RAD)
+        return other if abs(other) <= reach else change
+
     def on_state(self, s: StateSample) -> Optional[Outcome]:
         if self.outcome is not None:
             return self.outcome
         last = self.start_yaw if self._last_yaw is None else self._last_yaw
-        self.turned += wrap_angle(s.yaw - last)
-        self._last_yaw = s.yaw
+        since = self.start_t if self._last_t is None else self._last_t
+        self.turned += self._step(wrap_angle(s.yaw - last), None if since is None else s.t - since)
+        self._last_yaw, self._last_t = s.yaw, s.t
         reason = interruption(s.flags)
         if reason:
             return self._finish(ABORTED, f"interrupted: {reason}")

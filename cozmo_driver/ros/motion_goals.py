@@ -394,7 +394,8 @@ class TurnInPlaceGoal(MotionGoal):
                                          robot_tolerance, action_id, turn_rad=angle)
         run.tracker = mo.TurnTracker(deadline=ctx.deadline(expected), action_id=action_id,
                                      start_yaw=sample.yaw, angle=angle, absolute=plan["absolute"],
-                                     tolerance=plan["tolerance"])
+                                     tolerance=plan["tolerance"], speed=plan["speed"],
+                                     start_t=sample.t)
         run.stop = ctx.robot.post_stop_wheels
 
     def feedback(self, run: Run, s: StateSample):

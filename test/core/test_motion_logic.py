@@ -481,6 +481,35 @@ def test_turn_tracker_counts_beyond_half_a_turn():
     assert tr.turned == pytest.approx(3.0 * HALF_PI + 0.01)
 
 
+def test_turn_tracker_counts_a_turn_past_half_a_revolution_between_two_states():
+    """No state for 1.65 s of a 2 rad/s turn (a Wi-Fi hiccup, shorter than the link's
+    timeout): the heading moved 3.3 rad, which wrapped to -2.98; the turn counted
+    backwards and ended "stopped 6.283 rad short". A gap that allows more than pi at the
+    turn's speed is now counted in the turn's direction."""
+    moving = StatusFlag.ARE_WHEELS_MOVING
+    for direction in (1.0, -1.0):
+        tr = mo.TurnTracker(deadline=100.0, action_id=2, start_yaw=0.0, angle=6.0 * direction,
+                            speed=2.0, start_t=0.0)
+        tr.on_ack(2)
+        states = [(0.1 * k, 0.2 * k) for k in range(1, 11)]        # 2.0 rad by 1.0 s
+        states += [(2.65, 5.3), (2.75, 5.5), (2.9, 5.8), (3.15, 6.0)]  # 3.3 rad unseen
+        for t, turned in states:
+            assert tr.on_state(sample(t, yaw=wrap_angle(turned * direction), flags=moving)) is None
+        assert tr.turned == pytest.approx(6.0 * direction)
+        out = tr.on_state(sample(3.2, yaw=wrap_angle(6.0 * direction)))
+        assert out.status == SUCCEEDED, out.message
+    # a gap near the end, in which the robot eased back: not a whole turn more
+    tr = mo.TurnTracker(deadline=100.0, action_id=2, start_yaw=0.0, angle=1.0, speed=4.0,
+                        start_t=0.0)
+    tr.on_ack(2)
+    assert tr.on_state(sample(0.3, yaw=1.02, flags=moving)) is None
+    assert tr.on_state(sample(2.5, yaw=1.0)) is not None and tr.turned == pytest.approx(1.0)
+    # without the turn's speed (or its start time), states are taken as close together
+    tr = mo.TurnTracker(deadline=100.0, action_id=2, start_yaw=0.0, angle=6.0)
+    tr.on_state(sample(2.0, yaw=wrap_angle(3.3), flags=moving))
+    assert tr.turned == pytest.approx(wrap_angle(3.3))
+
+
 def test_turn_tracker_absolute_short_and_picked_up():
     tr = mo.TurnTracker(deadline=10.0, action_id=2, start_yaw=0.0, angle=1.0, absolute=True,
                         tolerance=0.02)
