@@ -715,11 +715,14 @@ def distance_remaining(segments: Sequence[Segment], index: int, x: float, y: flo
         along = (x - seg.start_x) * ux + (y - seg.start_y) * uy
         return rest + min(length, max(0.0, length - along))
     if seg.type == ARC:
+        # how far round (rad) from its start, the arc's way: 0..2 pi; in the part of the
+        # circle the arc leaves out (none of a whole turn), the nearer end
+        sweep = abs(seg.sweep)
         phi = math.atan2(y - seg.center_y, x - seg.center_x)
-        progress = wrap_angle(phi - seg.start_angle) * math.copysign(1.0, seg.sweep)
-        if progress < -0.5:
-            progress += 2.0 * math.pi
-        return rest + max(0.0, abs(seg.sweep) - progress) * seg.radius
+        progress = ((phi - seg.start_angle) * math.copysign(1.0, seg.sweep)) % (2.0 * math.pi)
+        if progress > sweep:
+            progress = sweep if progress - sweep < math.pi - sweep / 2.0 else 0.0
+        return rest + (sweep - progress) * seg.radius
     return rest
 
 

@@ -380,6 +380,24 @@ def test_distance_remaining_and_duration():
     assert mo.path_duration(segs, 0.0) == pytest.approx(expected)
 
 
+@pytest.mark.parametrize("sweep", [6.0, -6.0, 4.0, -HALF_PI])
+def test_distance_remaining_along_an_arc_of_any_sweep(sweep):
+    """follow_path's distance_remaining near the end of a long arc: its progress, wrapped
+    to -pi..pi, read 5.9 rad along a 6 rad arc as 0.38 rad short of its start, and said
+    0.638 m left instead of 0.01. Progress is now read the arc's way round, 0..sweep;
+    a robot a little before the start has all of it left, one past the end none."""
+    arc = Segment.arc(0.0, 0.0, 0.1, 0.0, sweep)
+    way = math.copysign(1.0, sweep)
+
+    def left(along: float) -> float:
+        a = along * way
+        return mo.distance_remaining([arc], 0, 0.1 * math.cos(a), 0.1 * math.sin(a))
+    for along in (0.0, 0.5, 1.5, abs(sweep) - 0.1, abs(sweep)):
+        assert left(along) == pytest.approx(0.1 * (abs(sweep) - along), abs=1e-9), along
+    assert left(-0.05) == pytest.approx(0.1 * abs(sweep))     # not yet at its start
+    assert left(abs(sweep) + 0.05) == pytest.approx(0.0, abs=1e-12)  # just past its end
+
+
 def test_distance_remaining_is_a_float_when_nothing_is_left_to_drive():
     # it goes into float64 feedback fields: an int 0 there (sum([]) on a path whose last
     # segment is a point turn) aborts a C-asserts build of the interfaces
