@@ -221,7 +221,9 @@ def test_axis_feedback_while_the_motor_calibrates_shows_what_joint_states_shows(
     values = [getattr(f, "current_angle" if axis == "head" else "current_height") for f in feedback]
     low = geo.HEAD_MIN_ANGLE_RAD if axis == "head" else geo.LIFT_MIN_HEIGHT_M
     assert values[0] == pytest.approx(low, abs=1e-6), values[:5]   # held at the low stop
-    assert values == sorted(values), values  # from the low stop up to the target
+    # from the low stop up to the target; the robot's first may read a rounding below
+    # the low stop held (0.03199999984 m after 0.032)
+    assert all(b >= a - 1e-6 for a, b in zip(values, values[1:])), values
     assert values[-1] < (slow.angle if axis == "head" else slow.height) + tol
 
 
