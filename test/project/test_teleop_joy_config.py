@@ -57,3 +57,15 @@ def test_turbo_speed_stays_within_the_treads_limit():
     # faster than the regular speed in both axes, or the button would be pointless
     assert p["scale_linear_turbo"]["x"] > p["scale_linear"]["x"]
     assert p["scale_angular_turbo"]["yaw"] > p["scale_angular"]["yaw"]
+
+
+def test_the_turbo_button_is_said_to_drive_on_its_own():
+    """teleop_twist_joy takes the turbo button without the enable button (its joy callback
+    checks the turbo button first): RB alone drives at 0.14 m/s. The file read as if LB were
+    the one dead-man button and RB only sped it up."""
+    text = CONFIG.read_text()
+    turbo_line = next(line for line in text.splitlines() if line.strip().startswith("enable_turbo_button"))
+    assert "alone" in turbo_line, turbo_line
+    assert "either one alone drives" in text
+    guide = (CONFIG.parents[1] / "docs" / "real-robot.md").read_text()
+    assert "either one alone drives" in guide
