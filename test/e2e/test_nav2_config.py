@@ -100,6 +100,11 @@ def test_speed_limits_fit_the_treads(nav2):
     controller = params(nav2, "controller_server")
     assert 1.0 / controller["controller_frequency"] < default("cmd_vel_timeout") / 2
     assert 1.0 / smoother["smoothing_frequency"] < default("cmd_vel_timeout") / 2
+    # the smoother repeats the last command for velocity_timeout when the controller goes
+    # quiet, then ramps it down: a controller that dies stops the robot within the driver's
+    # own watchdog time (velocity_timeout 1.0 drove on for about 1.2 s, 15-20 cm)
+    ramp_down = max(vmax / -smoother["max_decel"][0], wmax / -smoother["max_decel"][2])
+    assert smoother["velocity_timeout"] + ramp_down <= default("cmd_vel_timeout")
 
 
 def _robot_outline():
@@ -167,6 +172,14 @@ def test_the_cliff_layer_keeps_the_edges_the_driver_publishes(nav2):
         source = layer["cliff"]
         assert (source["topic"], source["data_type"]) == ("cliff/points", "PointCloud2")
         assert source["marking"] is True and source["clearing"] is False
+        # nor does the footprint clear them: the padded footprint's corners reach 63 mm from
+        # base_footprint, the marks 64-67 mm, in 1 cm cells: a turn at the edge swept them
+        assert layer["footprint_clearing_enabled"] is False
+        # the inflation reaches beyond the padded footprint's farthest corner, so that the
+        # planner keeps the robot's front off a mark, not only its centre
+        padding = p["footprint_padding"]
+        corner = max(math.hypot(abs(x) + padding, abs(y) + padding) for x, y in footprint(p["footprint"]))
+        assert p["inflation_layer"]["inflation_radius"] >= corner + p["resolution"]
         front = max(x for x, _ in footprint(p["footprint"])) + p["footprint_padding"]
         for x, y, z in geo.CLIFF_EDGE_POINTS_M:
             assert x > front
