@@ -113,6 +113,11 @@ def _matrix(doc: dict, key: str, rows: int, cols: int) -> List[float]:
     data = entry["data"]
     if not isinstance(data, list) or len(data) != rows * cols:
         raise CameraInfoError(f"{key}.data: needs {rows * cols} numbers")
+    return _numbers(key, data)
+
+
+def _numbers(key: str, data: list) -> List[float]:
+    """``data`` (the list of ``key``'s 'data') as finite floats (raises CameraInfoError)."""
     try:
         values = [float(x) for x in data]
     except (TypeError, ValueError):
@@ -145,10 +150,7 @@ def parse_camera_info_yaml(text: str, source: str = "file") -> CameraInfoData:
     d_data = dist.get("data", []) if isinstance(dist, dict) else None
     if not isinstance(d_data, list):
         raise CameraInfoError("distortion_coefficients.data: not a list")
-    try:
-        d = [float(x) for x in d_data]
-    except (TypeError, ValueError):
-        raise CameraInfoError("distortion_coefficients.data: not all numbers") from None
+    d = _numbers("distortion_coefficients", d_data)
     r = _matrix(doc, "rectification_matrix", 3, 3) if "rectification_matrix" in doc else list(_IDENTITY)
     if "projection_matrix" in doc:
         p = _matrix(doc, "projection_matrix", 3, 4)
@@ -172,7 +174,10 @@ def load_camera_info_url(url: str) -> CameraInfoData:
             text = f.read()
     except OSError as exc:
         raise CameraInfoError(f"camera_info_url {url!r}: {exc.strerror}") from None
-    info = parse_camera_info_yaml(text, source=url)
+    try:
+        info = parse_camera_info_yaml(text, source=url)
+    except CameraInfoError as exc:
+        raise CameraInfoError(f"camera_info_url {url!r}: {exc}") from None
     if info.width and info.height and abs(info.width * 3 / (info.height * 4) - 1.0) > 0.02:
         # scaled() would stretch it onto the camera's images: not a calibration of them
         raise CameraInfoError(

@@ -510,6 +510,19 @@ def test_camera_info_yaml_file(tmp_path):
     assert caminfo.load_camera_info_url(vga.as_uri()).width == 640  # scaled to the images
 
 
+@pytest.mark.parametrize("term", [".nan", ".inf", "-.inf", "nan"])
+def test_a_camera_info_file_with_a_non_finite_distortion_term_is_refused(tmp_path, term):
+    """The distortion terms are checked as the matrices are: a file with NaN or infinity among
+    them was taken, and camera_info published it (an undistortion of every pixel to NaN). The
+    warning names the file and the field."""
+    path = tmp_path / "cozmo.yaml"
+    path.write_text(CAMERA_YAML.replace("data: [0.01, -0.02, 0.0, 0.0, 0.003]",
+                                        f"data: [0.01, -0.02, 0.0, {term}, 0.003]"))
+    with pytest.raises(caminfo.CameraInfoError) as refused:
+        caminfo.load_camera_info_url(path.as_uri())
+    assert str(refused.value) == f"camera_info_url {path.as_uri()!r}: distortion_coefficients.data: not all finite"
+
+
 # ----------------------------------------------------------------------------- parameters
 
 def test_parameter_defaults_are_valid_and_described():
