@@ -310,8 +310,9 @@ class ImageAssembler:
 
         Raises :class:`RemoteProtocolError` (and counts ``invalid_chunks``) for a
         chunk that cannot belong to any image: a ``chunk_id`` out of range of the
-        chunk count it gives, an unknown resolution, or metadata contradicting
-        earlier chunks of the same image. A chunk count or timestamp of 0 is not
+        chunk count it or an earlier chunk of its image gives, an unknown resolution,
+        or metadata contradicting earlier chunks of the same image (a count that
+        leaves out a chunk already held among them). A chunk count or timestamp of 0 is not
         told (every chunk but an image's last, from a real robot).
         """
         image_id = int(image_id)
@@ -368,6 +369,12 @@ class ImageAssembler:
                 stats.invalid_chunks += 1
                 raise RemoteProtocolError(f"image {image_id}: chunk {chunk_id} says {count} chunks, "
                                           "which contradicts earlier chunks")
+        elif partial.chunk_count is not None and chunk_id >= partial.chunk_count:
+            # a chunk that gives no count, beyond the one an earlier chunk gave: kept, it would
+            # complete the image with a chunk missing
+            stats.invalid_chunks += 1
+            raise RemoteProtocolError(f"image {image_id}: chunk_id {chunk_id} out of range for "
+                                      f"{partial.chunk_count} chunks")
         if frame_timestamp_ms:
             known = partial.frame_timestamp_ms
             if known is not None and known != frame_timestamp_ms:

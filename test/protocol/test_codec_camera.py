@@ -554,6 +554,33 @@ def test_invalid_chunks_raise_remote_errors():
     assert asm.pending == 2
 
 
+def test_a_stray_chunk_beyond_the_known_count_is_refused_not_a_crash():
+    """A chunk that gives no count (0, as all but an image's last do) and a chunk_id at or
+    beyond the count an earlier chunk gave is refused and counted; it was kept, the image
+    "completed" with a chunk missing, and joining it raised KeyError (a traceback in the
+    driver, the frame counted as completed). In the other order (the stray first) the chunk
+    giving the count is the one refused; either way the image is not completed."""
+    asm = ImageAssembler(max_resolution=QVGA)
+    base = dict(image_id=1, image_encoding=8, image_resolution=QVGA)
+    assert asm.push(frame_timestamp_ms=1000, image_chunk_count=3, chunk_id=2, data=b"c", **base) is None
+    with pytest.raises(RemoteProtocolError, match="image 1: chunk_id 5 out of range for 3 chunks"):
+        asm.push(frame_timestamp_ms=0, image_chunk_count=0, chunk_id=5, data=b"x", **base)
+    with pytest.raises(RemoteProtocolError, match="chunk_id 3 out of range for 3 chunks"):
+        asm.push(frame_timestamp_ms=0, image_chunk_count=0, chunk_id=3, data=b"x", **base)
+    assert asm.push(frame_timestamp_ms=0, image_chunk_count=0, chunk_id=0, data=b"a", **base) is None
+    image = asm.push(frame_timestamp_ms=0, image_chunk_count=0, chunk_id=1, data=b"b", **base)
+    assert image is not None and image.data == b"abc"
+    assert (asm.stats.invalid_chunks, asm.stats.completed_images) == (2, 1)
+    # the stray first: the count that leaves it out is refused, and nothing completes
+    other = dict(base, image_id=2)
+    asm.push(frame_timestamp_ms=0, image_chunk_count=0, chunk_id=5, data=b"x", **other)
+    asm.push(frame_timestamp_ms=0, image_chunk_count=0, chunk_id=0, data=b"a", **other)
+    asm.push(frame_timestamp_ms=0, image_chunk_count=0, chunk_id=1, data=b"b", **other)
+    with pytest.raises(RemoteProtocolError, match="image 2: chunk 2 says 3 chunks, which contradicts"):
+        asm.push(frame_timestamp_ms=1066, image_chunk_count=3, chunk_id=2, data=b"c", **other)
+    assert (asm.stats.invalid_chunks, asm.stats.completed_images) == (3, 1) and asm.pending == 1
+
+
 def firmware_chunks(chunks):
     """The chunks as Anki's robot firmware sends them: the chunk count and the capture
     time in the last chunk only, 0 ("invalid") in every other."""
