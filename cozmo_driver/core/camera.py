@@ -25,6 +25,15 @@ COLOR_JPEG_QUALITY = 90
 
 _ImageSendMode = msgs.ENUMS["ImageSendMode"]
 _ImageResolution = msgs.ENUMS["ImageResolution"]
+_NvResult = msgs.ENUMS["NvResult"]
+
+
+def _nv_result_name(value: int) -> str:
+    """An NvResult's name (NV_BUSY), or its number where the protocol names none."""
+    try:
+        return _NvResult(value).name
+    except ValueError:
+        return f"NvResult {value}"
 
 
 class CameraMixin:
@@ -133,14 +142,15 @@ class CameraMixin:
         if result is None or result.tag != NV_TAG_CAMERA_CALIB:
             return
         if not result.ok:
-            self._log(logging.WARNING, f"the robot has no camera calibration (NV result "
-                      f"{result.result}): camera_info uses the default intrinsics")
+            name = _nv_result_name(result.result)
+            self._no_calibration("the robot has no camera calibration (NV_NOT_FOUND)"
+                                 if name == "NV_NOT_FOUND" else
+                                 f"the robot's camera calibration could not be read ({name})")
             return
         try:
             info = caminfo.from_calibration(decode_camera_calibration(result.data))
         except (RemoteProtocolError, caminfo.CameraInfoError) as exc:
-            self._log(logging.WARNING, f"camera calibration from the robot unusable ({exc}): "
-                      "camera_info uses the default intrinsics")
+            self._no_calibration(f"camera calibration from the robot unusable ({exc})")
             return
         with self.lock:
             self.calibration = info
@@ -149,6 +159,16 @@ class CameraMixin:
         self._log(logging.INFO,
                   f"camera calibration read from the robot: fx {info.k[0]:.1f} fy {info.k[4]:.1f} "
                   f"cx {info.k[2]:.1f} cy {info.k[5]:.1f} px at {info.width}x{info.height}{used}")
+
+    def _no_calibration(self, why: str) -> None:
+        """The read of the robot's calibration failed: camera_info no longer uses one read
+        before (an earlier connection's, maybe another robot's); warn ``why`` and what it uses."""
+        with self.lock:
+            if self.calibration is not None:
+                self.calibration = None
+                self.output.on_camera_info_changed()
+        used = "the file of camera_info_url" if self.camera_file is not None else "the default intrinsics"
+        self._log(logging.WARNING, f"{why}: camera_info uses {used}")
 
     def camera_info(self, width: int, height: int) -> caminfo.CameraInfoData:
         """The intrinsics for frames of this size: from camera_info_url, else the robot's

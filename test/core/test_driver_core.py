@@ -162,6 +162,38 @@ def test_connects_reinitialises_and_reads_the_camera_calibration(rig):
     assert (info.width, info.height) == (320, 240) and info.k == core.calibration.k
 
 
+def test_a_failed_camera_calibration_read_leaves_the_default_intrinsics_as_it_says(rig):
+    """A read of the calibration that fails (the robot has none, is busy, or sends one that
+    cannot be used) says which NvResult it got, and camera_info then really uses the
+    default intrinsics: the calibration read before (this robot's at an earlier connection,
+    or another robot's) was kept, though the warning said the defaults were used."""
+    robot, core, output = rig
+    tag = int(msgs.ENUMS["NvEntryTag"].NVEntry_CameraCalib)
+    nv_result = msgs.ENUMS["NvResult"]
+    assert core.calibration is not None and core.camera_info(320, 240).source == "robot"
+    # reconnected to a robot with no calibration: the sim answers NV_NOT_FOUND
+    del robot.sim.model.nv_store[tag]
+    core.reinitialise(resend_only=False)
+    robot.run(0.5)
+    assert output.said("the robot has no camera calibration (NV_NOT_FOUND): camera_info uses the "
+                       "default intrinsics", logging.WARNING), output.lines
+    assert core.calibration is None and output.camera_info_changes == 2
+    assert core.camera_info(320, 240).source == "default"
+    # a busy NV storage is no missing calibration, and says so
+    core.calibration = copy.copy(core.camera_info(320, 240))
+    core._on_nv_result(msgs.NvStorageOpResult(tag=tag, length=0, op=0, result=nv_result.NV_BUSY, data=b""))
+    assert output.said("the robot's camera calibration could not be read (NV_BUSY): camera_info uses "
+                       "the default intrinsics", logging.WARNING), output.lines
+    assert core.calibration is None and output.camera_info_changes == 3
+    # one that cannot be used; with camera_info_url, that file is what camera_info uses
+    core.calibration = copy.copy(core.camera_info(320, 240))
+    core.camera_file = core.calibration
+    core._on_nv_result(msgs.NvStorageOpResult(tag=tag, length=3, op=0, result=nv_result.NV_OKAY, data=b"abc"))
+    assert output.said("camera calibration from the robot unusable (camera calibration of 3 bytes, "
+                       "expected 56): camera_info uses the file of camera_info_url", logging.WARNING), output.lines
+    assert core.calibration is None and output.camera_info_changes == 4
+
+
 def test_state_samples_are_si_units_and_follow_the_robot(rig):
     robot, core, output = rig
     output.states.clear()
