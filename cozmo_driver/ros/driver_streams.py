@@ -135,9 +135,11 @@ class DriverStreams(DriverOutput):
         self.info_cache: Dict[Tuple[int, int], Template] = {}
         self.battery_msg: Optional[BatteryState] = None  # the latest, for battery_marker
         self._wanted: Dict[str, bool] = {}
+        # on time.monotonic_ns (see wanted): the counts' next asking, start-up's end, and when
+        # a camera stream last had a subscriber
         self.wanted_until = 0
         self.eager_until: Optional[int] = None  # see EAGER_NS
-        self._camera_seen_ns: Optional[int] = None  # when a camera stream last had a subscriber
+        self._camera_seen_ns: Optional[int] = None
         #: with camera_with_state: the camera frame's (publisher, message) pairs waiting for
         #: the next robot state
         self._image_waiting: Optional[List[Tuple[Any, Any]]] = None
@@ -221,32 +223,32 @@ class DriverStreams(DriverOutput):
         the stamps follow as they are (as of the latest :meth:`stamp_ns`)."""
         return not self._ros_time
 
-    def wanted(self, stamp_ns: int) -> Dict[str, bool]:
-        """Which streams have subscribers: asked every RECHECK_NS (and after a clock jump
-        back), not per message; at start-up at every state until one has (EAGER_NS)."""
-        if self._ros_time:
-            # ROS time may stand still (use_sim_time with no /clock yet: every stamp 0), and
-            # subscribers still come and go: recheck on the host's clock
-            stamp_ns = time.monotonic_ns()
-        until = self.wanted_until
-        if stamp_ns >= until or stamp_ns < until - RECHECK_NS:
+    def wanted(self) -> Dict[str, bool]:
+        """Which streams have subscribers: asked every RECHECK_NS, not per message; at
+        start-up at every state until one has (EAGER_NS). Timed on this computer's monotonic
+        clock, not by the messages' stamps: an image's (its capture, some 70 ms before its
+        last chunk) is older than that of the robot state before it, and ROS time
+        (use_sim_time) may stand still (no /clock yet: every stamp 0)."""
+        now_ns = time.monotonic_ns()
+        if now_ns >= self.wanted_until:
             pub = self.node._pub
             self._wanted = wanted = {key: pub[key].get_subscription_count() > 0
                                      for key in STREAMS if key in pub}
             if self.eager_until is None:
-                self.eager_until = stamp_ns + EAGER_NS
-            eager = stamp_ns < self.eager_until and not any(wanted.values())
-            self.wanted_until = stamp_ns if eager else stamp_ns + RECHECK_NS
-            self._camera_subscribers(stamp_ns, any(wanted.get(key) for key in CAMERA_STREAMS))
+                self.eager_until = now_ns + EAGER_NS
+            eager = now_ns < self.eager_until and not any(wanted.values())
+            self.wanted_until = now_ns if eager else now_ns + RECHECK_NS
+            self._camera_subscribers(now_ns, any(wanted.get(key) for key in CAMERA_STREAMS))
         return self._wanted
 
-    def _camera_subscribers(self, stamp_ns: int, now: bool) -> None:
+    def _camera_subscribers(self, now_ns: int, now: bool) -> None:
         """Tell the core whether the camera is wanted: while a camera stream has a
-        subscriber, and for CAMERA_HOLD_NS after the last one went."""
+        subscriber, and for CAMERA_HOLD_NS after the last one went (``now_ns``: the
+        monotonic clock)."""
         seen = self._camera_seen_ns
         if now:
-            self._camera_seen_ns = stamp_ns
-        elif seen is not None and 0 <= stamp_ns - seen < CAMERA_HOLD_NS:
+            self._camera_seen_ns = now_ns
+        elif seen is not None and now_ns - seen < CAMERA_HOLD_NS:
             now = True
         core = getattr(self.node, "_core", None)
         if core is not None:
@@ -260,7 +262,7 @@ class DriverStreams(DriverOutput):
             return
         tpl = self.templates
         odom = sample.odom
-        wanted = self.wanted(odom.stamp_ns)
+        wanted = self.wanted()
         if wanted["odom"]:
             pub["odom"].publish(tpl["odom"].pack(odom))
         waiting = self._image_waiting
@@ -357,7 +359,7 @@ class DriverStreams(DriverOutput):
     def _image_messages(self, pub: Dict[str, Any], frame: CameraFrame) -> List[Tuple[Any, Any]]:
         """(publisher, message) of ``frame`` for each camera stream that has a subscriber,
         made ready so that publishing them takes no more than the publish calls."""
-        wanted = self.wanted(frame.stamp_ns)
+        wanted = self.wanted()
         out: List[Tuple[Any, Any]] = []
         if wanted["compressed"]:
             jpeg = frame.jpeg()

@@ -1,0 +1,96 @@
+"""ros/driver_streams.py's DriverStreams with a stand-in node: when it asks for the subscriber
+counts, and the camera-on-demand hold it derives from them."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import List
+
+import pytest
+
+pytest.importorskip("rclpy")
+
+from cozmo_driver.ros import driver_streams as ds  # noqa: E402
+
+MS = 1_000_000
+
+
+class _Publisher:
+    def __init__(self) -> None:
+        self.subscribers = 0
+        self.asked = 0
+
+    def get_subscription_count(self) -> int:
+        self.asked += 1
+        return self.subscribers
+
+
+class _Core:
+    def __init__(self) -> None:
+        self.calls: List[tuple] = []  # (host time, wanted) of every set_camera_wanted
+
+    def set_camera_wanted(self, wanted: bool) -> None:
+        self.calls.append((_HostClock.now, wanted))
+
+
+class _HostClock:
+    """The module's ``time`` with a monotonic clock the test moves; the wall clock is the
+    robot's stamps' (far from it, as they are)."""
+
+    now = 0
+
+    @classmethod
+    def monotonic_ns(cls) -> int:
+        return cls.now
+
+    @classmethod
+    def time_ns(cls) -> int:
+        return 1_700_000_000 * 10**9 + cls.now
+
+
+@pytest.fixture
+def streams(monkeypatch):
+    monkeypatch.setattr(ds, "time", _HostClock)
+    _HostClock.now = 1_000 * MS
+    node = SimpleNamespace(_pub={key: _Publisher() for key in ds.STREAMS}, _core=_Core(),
+                           _params={"publish_tf": True, "camera_with_state": False})
+    return ds.DriverStreams(node, None), node
+
+
+@pytest.mark.parametrize("leave_ms", range(3000, 3300, 61))
+def test_the_camera_stays_on_for_the_hold_though_images_carry_older_stamps_than_states(streams,
+                                                                                       leave_ms):
+    """A camera viewer leaves: the camera stays on for CAMERA_HOLD_NS and then goes off, once.
+    The robot's states are stamped about when they arrive, its images with their capture,
+    some 80 ms before the last chunk arrives: an image coming after a state carries an older
+    stamp. Timed by the stamps, that read as the clock going back, the counts were asked
+    again, and the hold (measured from a newer stamp) did not apply: the camera went off at
+    once (EnableCamera Off) and on again at the next state, in most departures; and the
+    counts were asked at every image, not every RECHECK_NS."""
+    streams, node = streams
+    streams.eager_until = 0  # start-up is over
+    node._pub["image"].subscribers = 1
+    events = sorted([(t, "state", t - 3) for t in range(0, 6000, 30)]
+                    + [(t + 85, "image", t) for t in range(0, 6000, 66)])
+    start = _HostClock.now
+    robot_ms = 1_700_000_000_000 + 5_000  # the stamps' clock, the robot's mapped to the wall's
+    for arrival_ms, kind, stamp_ms in events:
+        _HostClock.now = start + arrival_ms * MS
+        if arrival_ms >= leave_ms:
+            node._pub["image"].subscribers = 0
+        stamp_ns = (robot_ms + stamp_ms) * MS
+        if kind == "state":
+            streams.on_state(SimpleNamespace(odom=SimpleNamespace(stamp_ns=stamp_ns)))
+        else:
+            streams.on_image(SimpleNamespace(stamp_ns=stamp_ns, pixels=lambda: None))
+    changes = []
+    for when, wanted in node._core.calls:
+        if not changes or changes[-1][1] != wanted:
+            changes.append((when - start, wanted))
+    assert [w for _, w in changes] == [True, False], changes
+    # the counts are asked every RECHECK_NS: the hold starts at the last asking that saw the
+    # viewer, at most that much before it left
+    hold_ms, recheck_ms = ds.CAMERA_HOLD_NS / MS, ds.RECHECK_NS / MS
+    assert leave_ms - recheck_ms + hold_ms <= changes[1][0] / MS <= leave_ms + hold_ms + 2 * recheck_ms, changes
+    # and asked every RECHECK_NS, not again at every image (an older stamp than the state's)
+    assert node._pub["image"].asked <= 6000 / recheck_ms + 1
