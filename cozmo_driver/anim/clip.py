@@ -886,11 +886,15 @@ _ANKI_TRACKS = (
 _ANKI_LIGHTS = ("Left", "Front", "Middle", "Back", "Right")  # our LIGHT_NAMES order
 
 
-def _anki_number(kf: Mapping, key: str, default: float, ctx: _Where, where: str) -> float:
+def _anki_number(kf: Mapping, key: str, default: float, ctx: _Where, where: str,
+                 finite: bool = True) -> float:
+    """A keyframe's number: finite, or a :class:`ClipFormatError` naming the file, the clip,
+    the keyframe and the field (a NaN angle or speed could not be compiled or sent); a face's
+    (``finite=False``) may be NaN or infinite, which :meth:`FaceParams.validated` mends."""
     value = kf.get(key, default)
     if value is None:
         return default
-    return _number(value, f"{where}.{key}", ctx, finite=False)
+    return _number(value, f"{where}.{key}", ctx, finite=finite)
 
 
 def _clip_from_anki(name: str, keyframes: Mapping, source: str, audio_map: Optional[AudioMap],
@@ -961,11 +965,11 @@ def _clip_from_anki(name: str, keyframes: Mapping, source: str, audio_map: Optio
         left = kf.get("leftEye") or []
         right = kf.get("rightEye") or []
         face = FaceParams(
-            _anki_number(kf, "faceCenterX", 0.0, ctx, where),
-            _anki_number(kf, "faceCenterY", 0.0, ctx, where),
-            _anki_number(kf, "faceScaleX", 1.0, ctx, where),
-            _anki_number(kf, "faceScaleY", 1.0, ctx, where),
-            _anki_number(kf, "faceAngle", 0.0, ctx, where),
+            _anki_number(kf, "faceCenterX", 0.0, ctx, where, finite=False),
+            _anki_number(kf, "faceCenterY", 0.0, ctx, where, finite=False),
+            _anki_number(kf, "faceScaleX", 1.0, ctx, where, finite=False),
+            _anki_number(kf, "faceScaleY", 1.0, ctx, where, finite=False),
+            _anki_number(kf, "faceAngle", 0.0, ctx, where, finite=False),
         )
         for eye_name, values in (("left", left), ("right", right)):
             if not isinstance(values, Sequence):

@@ -138,6 +138,9 @@ class AnimationLibrary:
                 except ClipFormatError as exc:
                     lib.warnings.append(f"{exc}: skipped")
                     continue
+                except Exception as exc:  # noqa: BLE001 - a reader's bug: one file, not the driver's start
+                    lib.warnings.append(f"{f}: cannot read ({exc!r}): skipped")
+                    continue
                 for clip in clips:
                     if clip.name in seen_in_dirs:
                         lib.warnings.append(f"clip {clip.name!r} of {f} is already defined in "

@@ -474,6 +474,58 @@ def test_bin_file_and_anki_json(tmp_path):
         clips_from_anki_json({"clips": [{"keyframes": {}}]})
 
 
+@pytest.mark.parametrize("track, keyframe, field", [
+    ("TurnToRecordedHeadingKeyFrame", {"numHalfRevs": "Infinity"}, "numHalfRevs"),
+    ("HeadAngleKeyFrame", {"angle_deg": "NaN"}, "angle_deg"),
+    ("BodyMotionKeyFrame", {"radius_mm": "STRAIGHT", "speed": "NaN"}, "speed"),
+    ("LiftHeightKeyFrame", {"height_mm": "-Infinity"}, "height_mm"),
+])
+def test_an_app_clip_with_a_non_finite_number_is_refused_naming_file_keyframe_and_field(
+        tmp_path, track, keyframe, field):
+    """The app's JSON may hold NaN and Infinity (Python's json reads them): numHalfRevs
+    Infinity raised OverflowError, which took the driver's configure down naming no file; a
+    NaN angle loaded and failed in the goal; a NaN speed was sent as DriveWheels(nan, nan).
+    Each is a ClipFormatError naming the file, the clip, the keyframe and the field; a face's
+    NaN is still mended with a warning (FaceParams.validated)."""
+    body = ", ".join(f'"{k}": {v if v in ("NaN", "Infinity", "-Infinity") else json.dumps(v)}'
+                     for k, v in keyframe.items())
+    path = tmp_path / "bad_app.json"
+    path.write_text('{"clips": [{"Name": "bad", "keyframes": {"%s": [{"triggerTime_ms": 0, '
+                    '"durationTime_ms": 100, %s}], "ProceduralFaceKeyFrame": [{"triggerTime_ms": 0, '
+                    '"faceAngle": NaN}]}}]}' % (track, body))
+    with pytest.raises(ClipFormatError) as info:
+        load_clip_file(path)
+    assert str(info.value).startswith(f"{path} [bad]: {track}[0].{field}: expected a finite number"), info.value
+    path.write_text('{"clips": [{"Name": "face", "keyframes": {"ProceduralFaceKeyFrame": '
+                    '[{"triggerTime_ms": 0, "faceAngle": NaN}]}}]}')
+    [clip] = load_clip_file(path)
+    assert any("face.angle_deg is NaN" in w for w in clip.warnings), clip.warnings
+
+
+def test_a_clip_file_whose_reader_fails_unexpectedly_is_skipped_naming_it(tmp_path, monkeypatch):
+    """One file is one file: an exception the reader did not foresee skips it with a warning
+    naming it (docs/media.md), instead of failing the driver's configure."""
+    from cozmo_driver.anim import library
+
+    (tmp_path / "good.yaml").write_text("name: good_one")
+    (tmp_path / "odd.yaml").write_text("name: odd_one")
+    (tmp_path / "inf.json").write_text('{"clips": [{"Name": "inf", "keyframes": {"TurnToRecordedHeadingKeyFrame": '
+                                       '[{"triggerTime_ms": 0, "numHalfRevs": Infinity}]}}]}')
+    real = library.load_clip_file
+
+    def reader(path, **kwargs):
+        if Path(path).name == "odd.yaml":
+            raise RuntimeError("a reader's bug")
+        return real(path, **kwargs)
+
+    monkeypatch.setattr(library, "load_clip_file", reader)
+    lib = library.AnimationLibrary.load([tmp_path], builtin=False)
+    assert lib.names() == ["good_one"]
+    assert f"{tmp_path / 'odd.yaml'}: cannot read (RuntimeError(\"a reader's bug\")): skipped" in lib.warnings
+    assert any(w.startswith(f"{tmp_path / 'inf.json'} [inf]: TurnToRecordedHeadingKeyFrame[0].numHalfRevs")
+               and w.endswith(": skipped") for w in lib.warnings), lib.warnings
+
+
 def test_malformed_bins_raise_clip_format_errors_only():
     good = build_bin_by_hand()
     for n in (0, 3, 7, 16, 100, len(good) - 1):
