@@ -57,6 +57,12 @@ and their silence (counted; the pacer sends the current image again once the que
 has drained), so the screen shows the latest face late by at most about that, not
 by the whole pile; sound and animation keyframes are always sent.
 
+Treads: ``tread_hold()``, when given, says (on the I/O thread, before each tick of a
+clip that drives the treads) why no clip may drive them now and why none may drive
+them forwards (the driver: the robot picked up, its cliff sensor over an edge); such a
+clip is cancelled before the tick (its stops sent: ``DriveWheels(0, 0)``), reported
+as not successful with "interrupted: " and that reason.
+
 Goals (audio and animation) are identified by a token of the caller's; a new
 one of the same kind preempts the one playing, which is reported as not
 successful with the reason. When the robot is lost, or :meth:`AVStream.stop`
@@ -177,9 +183,11 @@ class AVStream:
                  renderer: Optional[FaceRenderer] = None, linger_s: float = 0.5, refresh_s: float = 5.0,
                  face_queue: int = 6, stream_prebuffer_s: float = 0.1, stream_timeout_s: float = 0.15,
                  max_queue_s: float = 30.0, progress_period_s: float = 0.1,
-                 stream_gap_s: float = 0.5) -> None:
+                 stream_gap_s: float = 0.5,
+                 tread_hold: Optional[Callable[[], Tuple[Optional[str], Optional[str]]]] = None) -> None:
         self.robot = robot
         self.on_report = on_report
+        self.tread_hold = tread_hold  # (see the module docstring, Treads)
         self.pacer = AVPacer(linger_s=linger_s, refresh_s=refresh_s, face_queue=face_queue,
                              renderer=renderer or FaceRenderer())
         self.stats = AVStreamStats()
@@ -412,6 +420,9 @@ class AVStream:
         self._take_faces(arm=False)
         if pull_at is not None and now >= pull_at:
             self._pull_face(now)
+        held = _treads_held(self._clip, self.tread_hold, self.pacer.player, now)
+        if held is not None:
+            self._do_cancel_clip(self._clip.token, held)
         self._send(self.pacer.tick(now))
         self.pacer.player.take_events()
         self._after_tick(now)
@@ -756,6 +767,18 @@ class AVStream:
                 clip.last_report = now
                 self._report(AVReport(_CLIP_PROGRESS, clip.token, self._clip_progress(clip, now),
                                       clip=clip.name))
+
+
+def _treads_held(goal: Optional[_ClipGoal], hold: Optional[Callable[[], Tuple[Optional[str], Optional[str]]]],
+                 player: Any, now: float) -> Optional[str]:
+    """Why the clip ``goal`` must end before its next tick, because of its treads
+    (``hold``: see the module docstring, Treads), or None."""
+    if goal is None or hold is None or not goal.compiled.uses_body:
+        return None
+    still, backwards = hold()
+    if still is None and (backwards is None or not player.drives_forwards(now)):
+        return None
+    return f"interrupted: {still or backwards}"
 
 
 def _goal_queued(goal: Optional[_AudioGoal], pacer: AVPacer) -> int:

@@ -328,6 +328,17 @@ class Tracks:
     record_heading: List[RecordHeadingKeyframe] = field(default_factory=list)
     turn_to_recorded_heading: List[TurnToRecordedHeadingKeyframe] = field(default_factory=list)
 
+    @property
+    def moves_treads(self) -> bool:
+        """Whether the clip drives the treads: body motion, or a turn to a recorded heading."""
+        return bool(self.body or self.turn_to_recorded_heading)
+
+    @property
+    def drives_forwards(self) -> bool:
+        """Whether body motion takes the robot forwards (a straight or an arc at a positive
+        speed; a turn in place does not)."""
+        return any(k.mode != BODY_TURN_IN_PLACE and k.speed > 0 for k in self.body)
+
     def sort(self) -> None:
         """Sort every track by time (stable)."""
         for name in TRACK_NAMES:

@@ -73,6 +73,10 @@ Conversions
   half revolutions and direction cannot be sent: they are kept in the clip,
   dropped on the wire (with a warning), as the reference does.  The simulator
   turns back to the recorded heading at its own speed.
+* **Treads.**  A clip with body motion or a ``TurnToRecordedHeading`` drives the
+  treads (``uses_body``): a cancel stops them (``DriveWheels(0, 0)``). Which ticks
+  leave them driving forwards is kept (``forwards``), for the driver to hold them
+  as it holds cmd_vel's (``AnimationPlayer.drives_forwards``).
 * **Events** are not sent; :meth:`AnimationPlayer.take_events` reports them
   when their tick is played.
 
@@ -185,12 +189,19 @@ class CompiledClip:
     #: tick -> event ids
     events: Dict[int, List[str]]
     warnings: List[str] = field(default_factory=list)
+    #: whether the clip drives the treads (body motion, or a turn to a recorded heading)
     uses_body: bool = False
     body_mode: str = "wheels"
+    #: per tick: whether the treads drive forwards once its messages are played
+    forwards: List[bool] = field(default_factory=list)
 
     @property
     def duration_s(self) -> float:
         return self.num_ticks / TICKS_PER_SECOND
+
+    def drives_forwards(self, first: int, last: int) -> bool:
+        """Whether the treads drive forwards after any of the ticks ``first..last``."""
+        return any(self.forwards[max(0, first):last + 1])
 
     def display_data(self, change_tick: int, renderer: FaceRenderer) -> bytes:
         """``DisplayImage.image`` bytes of the display change at ``change_tick``."""
@@ -434,8 +445,26 @@ def compile_clip(
     return CompiledClip(
         name=clip.name, num_ticks=num_ticks, messages=messages, audio=audio,
         display_changes=display_changes, display_source=display_source, events=events,
-        warnings=warnings, uses_body=bool(body), body_mode=body_mode,
+        warnings=warnings, uses_body=t.moves_treads, body_mode=body_mode,
+        forwards=_forward_ticks(messages, num_ticks),
     )
+
+
+def _forward_ticks(messages: Dict[int, List[Any]], num_ticks: int) -> List[bool]:
+    """Per tick: whether the clip's tread commands up to it leave the treads driving
+    forwards (DriveWheels with a positive sum, AnimBody at a positive speed but a turn's)."""
+    out: List[bool] = []
+    forwards = False
+    for k in range(num_ticks):
+        for m in messages.get(k, ()):
+            if m.NAME == "DriveWheels":
+                forwards = m.lwheel_speed_mmps + m.rwheel_speed_mmps > 0.0
+            elif m.NAME == "AnimBody":
+                forwards = m.speed_mmps > 0 and m.unknown != 0
+            elif m.NAME == "TurnToRecordedHeading":
+                forwards = False
+        out.append(forwards)
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -520,6 +549,12 @@ class AnimationPlayer:
         if self._clip is None:
             return None
         return self._start + (self._next_tick - self.lead_ticks) / TICKS_PER_SECOND
+
+    def drives_forwards(self, now: float) -> bool:
+        """Whether the clip playing leaves its treads driving forwards after the last tick
+        sent, or after one due by ``now``."""
+        clip = self._clip
+        return clip is not None and clip.drives_forwards(self._next_tick - 1, self.due_ticks(now) - 1)
 
     def take_events(self) -> List[str]:
         """Event keyframes reached since the last call."""

@@ -27,6 +27,24 @@ class ActuatorsMixin:
     """DriverCore's head, lift, backpack light, head light and volume commands (they use
     its params, robot, refusal and readiness checks and goal pre-emption)."""
 
+    def _animates(self, motor: str) -> bool:
+        """Whether an animation moves ``motor`` (or waits to start, and will); any thread."""
+        animation = self.animation
+        return animation is not None and animation.moves(motor)
+
+    def _preempt_animation(self, motor: str, topic: str) -> None:
+        """A command from ``topic`` takes ``motor``: the animation that moves it ends (its
+        stops go out before this returns, so before the command); the front-end's thread."""
+        if self._animates(motor):
+            self.animation.preempt_animation(motor, f"a {topic} command")
+
+    def _preempt(self, motor: str, topic: str) -> None:
+        """A command from ``topic`` takes ``motor``: the motion goal and the animation that
+        move it end (the newest command wins)."""
+        if self.motion is not None:
+            self.motion.preempt(motor, f"preempted by a {topic} command")
+        self._preempt_animation(motor, topic)
+
     def _speed(self, requested: float, limit_param: str, field: str) -> Optional[float]:
         limit = float(self.params[limit_param])
         if requested < 0:
@@ -138,13 +156,13 @@ class ActuatorsMixin:
             message = f"calibrate_motors refused: {refused[1]}"
             self._log(logging.WARNING, message)
             return False, message
-        self.robot.calibrate_motors(head=True, lift=True)
         for motor in ("head", "lift"):  # the calibration moves them: not to a goal's target
-            self._preempt(motor, "calibrate_motors")
+            self._preempt(motor, "calibrate_motors")  # (an animation's stops go out first)
         motion = self.motion
         if motion is not None:  # the head's calibration restarts the robot's heading: a treads
             # goal's target is lost; the treads stop (nothing takes them over)
             motion.preempt("wheels", heading_lost("calibrate_motors"), stop=True)
+        self.robot.calibrate_motors(head=True, lift=True)
         message = ("calibrating the head and the lift: each drives to its low stop; head and "
                    "lift commands wait until the robot reports the end (events "
                    "HEAD_CALIBRATION_ENDED, LIFT_CALIBRATION_ENDED)")

@@ -123,6 +123,18 @@ class CameraMixin:
             if change is not None:
                 self._send_exposure(*change)
 
+    def camera_status(self) -> str:
+        """What the camera does, in words, for the diagnostics."""
+        p = self.params
+        if not p["camera_enabled"]:
+            return "off (camera_enabled is false)"
+        if not self.active:
+            return "off while the driver is inactive (lifecycle)"
+        if self.camera_streaming():
+            return ("streaming" + (" (a camera topic has a subscriber)" if p["camera_on_demand"] else "")
+                    + "; " + self.exposure_status())
+        return "off until a camera topic has a subscriber (camera_on_demand)"
+
     def exposure_status(self) -> str:
         """The camera's gain and exposure, in words, for the diagnostics."""
         ae = self.exposure

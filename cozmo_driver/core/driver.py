@@ -181,6 +181,8 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
         #: who owns a motor now: ``has_goal(motor)``, ``preempt(motor, reason, stop=False)``
         #: and, on any thread, ``heading_restarted(reason)`` (the motion actions), or None
         self.motion: Any = None
+        #: the animations: ``moves(motor)`` and ``preempt_animation(motor, by)``, or None
+        self.animation: Any = None
         # outputs re-applied on every new connection (a rebooted robot forgets them)
         self.head_light: Optional[bool] = None
         self.volume: Optional[int] = None
@@ -484,18 +486,6 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
             sample.wrong_source_dropped = int(robot.transport.stats.wrong_source)
         return sample
 
-    def camera_status(self) -> str:
-        """What the camera does, in words, for the diagnostics."""
-        p = self.params
-        if not p["camera_enabled"]:
-            return "off (camera_enabled is false)"
-        if not self.active:
-            return "off while the driver is inactive (lifecycle)"
-        if self.camera_streaming():
-            return ("streaming" + (" (a camera topic has a subscriber)" if p["camera_on_demand"] else "")
-                    + "; " + self.exposure_status())
-        return "off until a camera topic has a subscriber (camera_on_demand)"
-
     def reports(self, where: str) -> Tuple[DiagnosticReport, DiagnosticReport]:
         """The link's and the robot's diagnostic reports; the state rate is measured since
         the previous call."""
@@ -536,10 +526,6 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
             return False
         return True
 
-    def _preempt(self, motor: str, topic: str) -> None:
-        if self.motion is not None:
-            self.motion.preempt(motor, f"preempted by a {topic} command")
-
     def drive_twist(self, field: str, linear: Tuple[float, float, float],
                     angular: Tuple[float, float, float], own_thread: bool = False) -> None:
         """A velocity command (all six components must be finite; x and yaw rate used)."""
@@ -561,6 +547,8 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
         cmd = twist_to_wheels(v_mps, w_radps, float(p["max_wheel_speed"]))
         accel = float(p["wheel_acceleration"]) * 1000.0
         timeout = float(p["cmd_vel_timeout"])
+        if not own_thread and self.not_ready(motion=True) is None:
+            self._preempt_animation("wheels", "cmd_vel")  # not under the lock: it waits for the I/O thread
         with self.drive_lock:
             if handed:
                 self._handed -= 1
@@ -568,13 +556,13 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
                 return
             motion = self.motion
             goal = motion is not None and motion.has_goal("wheels")
-            if own_thread and (goal or self._handed > 0):
+            if own_thread and (goal or self._handed > 0 or self._animates("wheels")):
                 # a later drive waits its turn behind the ones handed over
                 self._handed += 1
                 self.output.hand_over(self.drive, v_mps, w_radps, False, True)
                 return
             if goal:
-                self._preempt("wheels", "cmd_vel")
+                motion.preempt("wheels", "preempted by a cmd_vel command")
             if cmd.limited:
                 self._scaled(v_mps, w_radps, cmd)
             self._wheels = (cmd.left_mps, cmd.right_mps, accel)
@@ -696,6 +684,14 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
         """No watchdog stop is pending any more (the treads were stopped, or taken over)."""
         with self.drive_lock:
             self._deadline = self._last_move = None
+
+    def take_treads(self) -> None:
+        """An animation drives the treads now: treads still moving by cmd_vel stop (the clip's
+        keyframes drive them), and no watchdog stop is left pending to cut the clip's drive."""
+        with self.drive_lock:
+            moving, self._deadline, self._last_move = self._last_move is not None, None, None
+            if moving:
+                self.post_if_ready(_STOP)
 
     def stop_treads(self) -> None:
         """Stop the treads now (no watchdog stop pending after)."""

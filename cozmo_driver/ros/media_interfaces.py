@@ -35,7 +35,9 @@ nothing else takes them, the display pulls them from it at each of its ticks
 (:meth:`MediaInterfaces.pull_local_face`). Reports come back through a
 :class:`~cozmo_driver.ros.handover.HandOver`, as the node's own data does. The
 logic lives in :mod:`cozmo_driver.driver.media`, :mod:`cozmo_driver.anim` and
-:mod:`cozmo_driver.anim.av_stream`.
+:mod:`cozmo_driver.anim.av_stream`; the ``play_animation`` goals (and how they share the
+motors with the motion actions and the topic commands) in
+:mod:`cozmo_driver.ros.animation_goals`.
 
 Action execute callbacks are coroutines awaiting an rclpy Future that the guard
 condition's callback completes, so a single-threaded executor serves them.
@@ -58,9 +60,7 @@ from rclpy.qos import QoSProfile
 from rclpy.task import Future
 from sensor_msgs.msg import Image
 
-from ..anim.clip import AnimationError
 from ..anim.library import AnimationLibrary
-from ..anim.player import compile_clip
 from ..anim.av_stream import AVReport, AVStream
 from ..client.link import LinkState
 from ..driver.commands import CommandError, clamp, volume_level
@@ -69,9 +69,10 @@ from ..driver.parameters import PARAMETERS_BY_NAME
 from ..log_throttle import LogThrottle, field_kind
 from ..driver.speech import speak
 from ..driver.media import (audio_chunk_samples, face_to_screen, image_to_screen,
-                            is_empty_image, load_audio_file, motor_stops, screen_to_frame)
+                            is_empty_image, load_audio_file, screen_to_frame)
 from . import qos
 from .driver_support import ESTOP_REFUSAL, NOT_CONNECTED_REFUSAL, ServerRetirement, inactive_refusal
+from .animation_goals import AnimationGoals
 from .handover import HandOver
 from .subscription_thread import SubscriptionThread, Unsupported
 from .qos import QOS_COMMAND, QOS_FRAMES, QOS_SENSOR, QOS_STREAM
@@ -83,9 +84,6 @@ _STREAM_GAP_S = 0.5
 _WARN_PERIOD_S = 2.0
 #: the longest a display/image is shown for (display_default_duration's range), s
 _MAX_IMAGE_S = float(PARAMETERS_BY_NAME["display_default_duration"].maximum)
-#: longest a play_animation goal waits for the robot to calibrate its head and lift, s (the
-#: client sends held commands after 5 s without the calibration's end)
-_CALIBRATION_WAIT_S = 6.0
 
 
 #: how many stamps of in-process face frames are remembered (their DDS copies are skipped)
@@ -108,14 +106,8 @@ class _Goal:
             self.future.set_result(True)
 
 
-#: the most times a play_animation goal plays its clip (a uint32 allows 4 billion: years)
-MAX_LOOPS = 1000
-#: a play_animation name or group longer than this is refused without being quoted whole
-_LONGEST_NAME = 256
 #: a play_audio path longer than this (Linux's PATH_MAX) names no file
 _LONGEST_PATH = 4096
-#: the motion actions' resources, as a log line names them
-_MOTOR_NAMES = {"wheels": "treads", "head": "head", "lift": "lift"}
 
 
 def _settle(future: Future, outcome: Any) -> None:
@@ -124,7 +116,7 @@ def _settle(future: Future, outcome: Any) -> None:
         future.set_result(outcome)
 
 
-class MediaInterfaces:
+class MediaInterfaces(AnimationGoals):
     """See the module docstring. ``params`` is the node's parameter dict (kept up to date
     by the node, so run-time changes apply at once); ``hand_over(fn, *args)``, any thread,
     runs ``fn(*args)`` on the node's executor."""
@@ -175,7 +167,8 @@ class MediaInterfaces:
         self._handover = HandOver(node, self._on_report)  # the stream's reports, from its thread
         self.av = AVStream(robot, self._handover.put,
                            stream_prebuffer_s=float(params.get("audio_stream_buffer", 0.1)),
-                           stream_gap_s=_STREAM_GAP_S)
+                           stream_gap_s=_STREAM_GAP_S, tread_hold=self.tread_hold)
+        node._core.animation = self  # cmd_vel and the head and lift topics preempt a clip
         # Commands: only the latest matters. The face: every frame, in order, from any
         # publisher (AVStream shows one a tick). Audio chunks: none may be lost.
         self._subscribe(DisplayImage, "display/image", self._on_display_image, QOS_COMMAND)
@@ -217,15 +210,6 @@ class MediaInterfaces:
         for _, loaded in list(self._loading):
             _settle(loaded, (None, None, reason))
 
-    def preempt_animation(self, resource: str, action: str) -> None:
-        """A goal of motion action ``action`` takes ``resource`` (wheels, head, lift): the
-        animation that moves it ends aborted, saying so (the newest command wins, as
-        between motion goals)."""
-        reason = f"preempted by a new {action} goal, which moves the {_MOTOR_NAMES[resource]}"
-        for goal in list(self._goals.values()):
-            if goal.kind == "animation" and resource in goal.motors:
-                self.av.cancel_clip_now(goal.token, reason)
-
     def goals_running(self) -> bool:
         """Whether a goal's execute callback has not returned its result yet."""
         return bool(self._goals or self._loading)
@@ -234,6 +218,8 @@ class MediaInterfaces:
         """Release everything (before the robot client stops)."""
         self.deactivate("the driver is shutting down")
         node = self.node
+        if node._core.animation is self:
+            node._core.animation = None
         face_thread, self._face_thread = self._face_thread, None
         if face_thread is not None:
             face_thread.stop()
@@ -452,23 +438,6 @@ class MediaInterfaces:
     def _accept_goal(self, goal_request) -> GoalResponse:
         return GoalResponse.ACCEPT  # checked when it runs, so that the result can say why
 
-    def _accept_animation(self, goal_request) -> GoalResponse:
-        """An animation or group the library does not know is rejected now, the reason
-        logged (naming close names); the rest is checked when the goal runs."""
-        for field in ("name", "group"):
-            text = getattr(goal_request, field)
-            if len(text) > _LONGEST_NAME:  # no clip's: refused without quoting it whole
-                self._log.warning(f"play_animation goal rejected: {field} {text[:40]!r}... has "
-                                  f"{len(text)} characters; the clips' names are short "
-                                  "(list_animations)")
-                return GoalResponse.REJECT
-        try:
-            self.library.check(goal_request.name, goal_request.group)
-        except AnimationError as exc:
-            self._log.warning(f"play_animation goal rejected: {exc}")
-            return GoalResponse.REJECT
-        return GoalResponse.ACCEPT
-
     def _cancel_goal(self, goal_handle) -> CancelResponse:
         for handle, loaded in self._loading:
             if handle is goal_handle:
@@ -599,86 +568,6 @@ class MediaInterfaces:
         except Exception as exc:  # noqa: BLE001 - reported as the goal's end, never lost
             outcome = (None, None, f"{path}: {exc!r}")
         self._hand_over(_settle, loaded, outcome)
-
-    async def _execute_animation(self, handle) -> PlayAnimation.Result:
-        request = handle.request
-        result = PlayAnimation.Result()
-        problem = self._refusal(motion=True)
-        if problem is not None:
-            return self._refused(handle, result, "play_animation", problem)
-        axes = self._axes()
-        try:
-            clip = self.library.resolve(request.name, request.group, time.monotonic(),
-                                        math.degrees(axes[0]) if axes is not None else None)
-        except AnimationError as exc:
-            return self._refused(handle, result, "play_animation", str(exc))
-        moved = [motor for motor in ("head", "lift") if getattr(clip.tracks, motor)]
-        self._animation_goals += 1
-        if any(self.robot.calibrating(motor) for motor in moved):
-            # a calibrating motor takes no keyframe (the lift drops them): the clip starts
-            # once the robot is done, from where that left the motors
-            mine = self._animation_goals
-            problem = await self._calibrated(handle, moved, lambda: mine != self._animation_goals)
-            if handle.is_cancel_requested:
-                self._log.info("play_animation: canceled while the robot calibrated its motors")
-                return self._end(handle, result, False, "canceled before it started")
-            if mine != self._animation_goals:
-                message = ("preempted by a new play_animation goal (while this one waited for "
-                           "the robot to calibrate its motors)")
-                self._log.warning(f"play_animation: aborted: {message}")
-                return self._end(handle, result, False, message)
-            if problem is not None:
-                return self._refused(handle, result, "play_animation", problem)
-            axes = self._axes()
-        try:  # from where the motors are (after a calibration: where it left them)
-            compiled = compile_clip(clip, start_head_angle_deg=math.degrees(axes[0])
-                                    if axes is not None else None,
-                                    start_lift_height_mm=1000.0 * axes[1] if axes is not None else None,
-                                    body_mode="anim" if self.params["animation_body_in_stream"]
-                                    else "wheels")
-        except AnimationError as exc:
-            return self._refused(handle, result, "play_animation", str(exc))
-        stops = motor_stops(head=bool(clip.tracks.head), lift=bool(clip.tracks.lift))
-        goal = self._new_goal("animation", handle)
-        goal.clip = clip.name
-        goal.motors = frozenset(resource for resource, track in (
-            ("wheels", clip.tracks.body), ("head", clip.tracks.head), ("lift", clip.tracks.lift))
-            if track)
-        motion = getattr(self.node, "_motion", None)
-        for resource in sorted(goal.motors) if motion is not None else ():
-            motion.preempt(resource, f"preempted by play_animation '{clip.name}', which moves "
-                                     f"the {_MOTOR_NAMES[resource]}")
-        loops = max(1, int(request.loops))
-        if loops > MAX_LOOPS:
-            self._log.warning(f"play_animation goal loops = {loops} is beyond {MAX_LOOPS}: clamped")
-            loops = MAX_LOOPS
-        self._log.info(f"play_animation: {clip.name} ({compiled.duration_s:.2f} s"
-                       f"{f', {loops} times' if loops > 1 else ''})")
-        self.av.play_clip(goal.token, compiled, loops, stops)
-        return await self._run(goal, result)
-
-    async def _calibrated(self, handle: Any, motors: List[str],
-                          preempted: Callable[[], bool]) -> Optional[str]:
-        """Wait (at most ``_CALIBRATION_WAIT_S``, or until the goal is canceled or
-        ``preempted()``) while the robot calibrates ``motors``, as it does at each
-        connection; returns why the goal cannot start after all (e-stop, deactivated, lost
-        robot), or None."""
-        self._log.info(f"play_animation: waits for the robot to calibrate its "
-                       f"{' and '.join(motors)} (it does at each connection)")
-        done = Future()
-        deadline = time.monotonic() + _CALIBRATION_WAIT_S
-
-        def check() -> None:
-            if not done.done() and (handle.is_cancel_requested or preempted() or not self._active
-                                    or time.monotonic() >= deadline
-                                    or not any(self.robot.calibrating(m) for m in motors)):
-                done.set_result(None)
-        timer = self.node.create_timer(0.02, check)
-        try:
-            await done
-        finally:
-            self.node.destroy_timer(timer)
-        return self._after_wait(motion=True)
 
     # ------------------------------------------------------------------ reports (I/O -> executor)
 

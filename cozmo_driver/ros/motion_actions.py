@@ -411,7 +411,7 @@ class MotionActions:
         self.preempt(resource, f"{PREEMPTED} ({name})")
         media = getattr(self._node, "_media", None)
         if media is not None:  # an animation that moves this motor ends, before the goal's commands
-            media.preempt_animation(resource, name)
+            media.preempt_animation(resource, f"a new {name} goal")
         with self._node._drive_lock:  # a cmd_vel on its own thread sees the goal, or came first
             self._runs[resource] = run
         self._by_goal[bytes(goal_handle.goal_id.uuid)] = run

@@ -1017,6 +1017,79 @@ def test_a_drive_off_the_front_ends_thread_is_handed_over_while_a_goal_holds_the
     assert len(robot.sent("DriveWheels")) == 1
 
 
+class Animation:
+    """The core's ``animation`` hook (the media interfaces): which motors a clip moves, and
+    the preemptions asked for, with the DriveWheels the robot had been sent by then."""
+
+    def __init__(self, robot, motors) -> None:
+        self.robot, self.motors, self.preempted = robot, set(motors), []
+
+    def moves(self, motor):
+        return motor in self.motors
+
+    def preempt_animation(self, motor, by):
+        self.preempted.append((motor, by, len(self.robot.sent("DriveWheels"))))
+        self.motors.discard(motor)
+
+
+def test_cmd_vel_and_the_head_and_lift_topics_preempt_the_animation_moving_their_motor(rig):
+    """A teleop's zero Twist sent DriveWheels(0), then the clip's next body keyframe started
+    the treads again: cmd_vel took the treads from a motion goal only. Now it preempts the
+    animation that drives them too (before its own DriveWheels goes out; from cmd_vel's own
+    thread it is handed to the front-end's, as for a goal), and head/angle, head/velocity,
+    lift/height, lift/velocity and calibrate_motors the one that moves their motor."""
+    robot, core, output = rig
+    handed = []
+    output.hand_over = lambda fn, *args: handed.append((fn, args))
+    core.animation = animation = Animation(robot, {"head"})
+    core.drive(0.0, 0.0, own_thread=True)         # a clip on the head only: the treads are free
+    robot.run(0.1)
+    assert not handed and animation.preempted == [] and len(robot.sent("DriveWheels")) == 1
+    animation.motors.add("wheels")
+    core.drive(0.0, 0.0, own_thread=True)
+    robot.run(0.1)
+    assert len(handed) == 1 and len(robot.sent("DriveWheels")) == 1
+    fn, args = handed.pop()
+    fn(*args)                                     # on the front-end's thread
+    robot.run(0.1)
+    assert animation.preempted == [("wheels", "a cmd_vel command", 1)]   # before the drive
+    assert len(robot.sent("DriveWheels")) == 2
+    core.set_head(0.1)
+    robot.run(0.1)
+    assert animation.preempted[-1][:2] == ("head", "a head/angle command")
+    animation.motors.update(("head", "lift"))
+    core.move_lift(0.5)
+    core.move_head(0.0)
+    assert [p[:2] for p in animation.preempted[-2:]] == [("lift", "a lift/velocity command"),
+                                                         ("head", "a head/velocity command")]
+    animation.motors.update(("head", "lift"))
+    core.calibrate_motors()
+    assert [p[:2] for p in animation.preempted[-2:]] == [("head", "a calibrate_motors command"),
+                                                         ("lift", "a calibrate_motors command")]
+
+
+def test_an_animation_taking_the_treads_stops_cmd_vel_and_its_pending_watchdog_stop(rig):
+    """A clip that drives the treads takes them from cmd_vel: the watchdog stop still pending
+    from a teleop a moment before cut the clip's drive about 0.5 s later, and treads still
+    moving by cmd_vel drove on until the clip's first body keyframe. Both stop."""
+    robot, core, output = rig
+    core.drive(0.05, 0.0)
+    robot.run(0.2)
+    assert core.watchdog_due is not None and robot.sim.model.body.wheels[0].speed != 0.0
+    core.take_treads()
+    robot.run(0.1)
+    assert core.watchdog_due is None
+    assert robot.sent("DriveWheels")[-1][1].lwheel_speed_mmps == 0.0
+    robot.run(0.2)
+    assert robot.sim.model.body.wheels[0].speed == 0.0
+    sent = len(robot.sent("DriveWheels"))
+    robot.run(1.0)                            # no watchdog stop comes to cut a clip's drive
+    assert len(robot.sent("DriveWheels")) == sent and not output.said("no cmd_vel for"), output.lines
+    core.take_treads()                        # nothing moving by cmd_vel: nothing sent
+    robot.run(0.1)
+    assert len(robot.sent("DriveWheels")) == sent
+
+
 def test_a_refusal_held_back_is_said_once_its_kind_falls_quiet(rig):
     """A NaN cmd_vel, then an inf one a second later: the second, held back by the first's
     2 s, was said only with the next refusal of its kind, which may never come. The

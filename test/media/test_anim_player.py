@@ -381,6 +381,43 @@ def test_cancel_stops_and_restores():
     assert AnimationPlayer().cancel(0.0) == []
 
 
+def test_a_clip_that_only_turns_to_a_recorded_heading_drives_the_treads_and_a_cancel_stops_them():
+    """TurnToRecordedHeading turns the robot on its treads: a clip with only that track
+    counted as not driving them, so its cancel sent no DriveWheels(0, 0) and the turn
+    went on (and the driver gave the treads to nobody: tracks.moves_treads)."""
+    tracks = Tracks(record_heading=[RecordHeadingKeyframe(0)],
+                    turn_to_recorded_heading=[TurnToRecordedHeadingKeyframe(100, 800)])
+    assert tracks.moves_treads and not tracks.drives_forwards
+    clip = Clip("turn_back", 1.0, tracks)
+    assert compile_clip(clip).uses_body
+    player = AnimationPlayer()
+    player.play(clip, 0.0)
+    player.tick(0.2)
+    assert names(player.cancel(0.3)) == ["AbortAnimation", "DriveWheels"]
+    assert not Tracks(record_heading=[RecordHeadingKeyframe(0)]).moves_treads
+
+
+@pytest.mark.parametrize("body_mode", ["wheels", "anim"])
+def test_the_player_says_when_the_treads_drive_forwards(body_mode):
+    """The driver holds a clip's forward drive at a table edge as it holds cmd_vel's: the
+    player says whether the treads drive forwards after the last tick sent or one due."""
+    clip = Clip("c", 2.0, Tracks(body=[BodyKeyframe(0, 300, BODY_TURN_IN_PLACE, 90),
+                                       BodyKeyframe(500, 300, BODY_STRAIGHT, 50),
+                                       BodyKeyframe(1000, 300, BODY_STRAIGHT, -50),
+                                       BodyKeyframe(1500, 300, BODY_ARC, 40, -100)]))
+    assert clip.tracks.drives_forwards
+    compiled = compile_clip(clip, body_mode=body_mode)
+    assert [k for k, f in enumerate(compiled.forwards) if f] == list(range(15, 24)) + list(range(45, 54))
+    player = AnimationPlayer()
+    player.play(compiled, 0.0)
+    seen = []
+    for k in range(60):
+        seen.append(player.drives_forwards(k / 30))   # before tick k is sent
+        player.tick(k / 30)
+    assert [k for k, f in enumerate(seen) if f] == list(range(15, 25)) + list(range(45, 55))
+    assert not AnimationPlayer().drives_forwards(0.0)
+
+
 def test_playing_over_a_clip_cancels_it_first():
     player = AnimationPlayer()
     player.play(Clip("a", 1.0, Tracks(body=[BodyKeyframe(0, 900, BODY_STRAIGHT, 20)])), 0.0)

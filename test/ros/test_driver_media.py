@@ -22,9 +22,10 @@ rclpy = pytest.importorskip("rclpy")
 
 from action_msgs.msg import GoalStatus  # noqa: E402
 from cozmo_interfaces.action import PlayAnimation, PlayAudio  # noqa: E402
-from cozmo_interfaces.msg import AudioChunk, DisplayImage  # noqa: E402
+from cozmo_interfaces.msg import AudioChunk, DisplayImage, HeadAngle  # noqa: E402
 from cozmo_interfaces.srv import ListAnimations  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from geometry_msgs.msg import Twist  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import QoSDurabilityPolicy, QoSProfile  # noqa: E402
 from sensor_msgs.msg import Image  # noqa: E402
@@ -32,12 +33,13 @@ from sensor_msgs.msg import Image  # noqa: E402
 from sample_data import app_clip_with_sprite_and_sound  # noqa: E402
 from ros_harness import (CONNECT_TIMEOUT, DISCOVERY_TIMEOUT, LogRecorder, RosHarness, closing_all,  # noqa: E402
                          sim_fixture)
-from cozmo_driver.anim.clip import load_builtin  # noqa: E402
+from cozmo_driver.anim.clip import TurnToRecordedHeadingKeyframe, load_builtin  # noqa: E402
 from cozmo_driver.anim.player import compile_clip, tick_of  # noqa: E402
 from cozmo_driver.face.expressions import EXPRESSIONS  # noqa: E402
 from cozmo_driver.face.procedural import FaceRenderer  # noqa: E402
 from cozmo_driver.protocol.audio import SAMPLE_RATE, SAMPLES_PER_FRAME  # noqa: E402
 from cozmo_driver.protocol.display import decode_display, fit_to_frame, image_to_bits  # noqa: E402
+from cozmo_driver.ros.animation_goals import CLIFF_HOLD, LIFTED_HOLD, clip_motors  # noqa: E402
 from cozmo_driver.ros.driver_node import CozmoDriverNode  # noqa: E402
 from cozmo_driver.sim import SimServer  # noqa: E402
 
@@ -1029,6 +1031,139 @@ def test_an_animation_at_connection_waits_for_the_motor_calibration(make_rig, tm
     assert not robot.calibrating("head") and not robot.calibrating("lift")
     assert sum("waits for the robot to calibrate its head" in line for line in log.lines) == 2, log.lines
     assert f"play_animation: aborted: {r1.result.message}" in log.lines, log.lines
+
+
+TWO_DRIVES = """
+name: two_drives
+duration_ms: 2600
+tracks:
+  body:
+    - {time_ms: 0, duration_ms: 1000, speed_mmps: 80}
+    - {time_ms: 1400, duration_ms: 1000, speed_mmps: 80}
+  face:
+    - {time_ms: 0, expression: surprised}
+"""
+BACK_OFF = """
+name: back_off
+duration_ms: 3000
+tracks:
+  body:
+    - {time_ms: 0, duration_ms: 2900, speed_mmps: -60}
+"""
+SPIN = """
+name: spin_round
+duration_ms: 600
+tracks:
+  body:
+    - {time_ms: 0, duration_ms: 500, speed_dps: 60}
+"""
+
+
+def clip_dir(tmp_path: Path) -> str:
+    for name, text in (("long", LONG_CLIP), ("drives", TWO_DRIVES), ("back", BACK_OFF), ("spin", SPIN)):
+        (tmp_path / f"{name}.yaml").write_text(text)
+    return str(tmp_path)
+
+
+def treads_still(rig: Rig) -> bool:
+    return max(abs(v) for v in rig.sim.wheel_speeds()) < 1.0
+
+
+def test_an_animation_does_not_drive_the_treads_of_a_robot_picked_up(make_rig, tmp_path):
+    """stop_when_picked_up held cmd_vel's treads only: a clip drove them in the air (the
+    simulator's wheels ran at 60 mm/s) and succeeded. A clip playing when the robot is
+    lifted is stopped; while it is held, a clip that drives the treads is refused with
+    nothing sent, and one that does not plays. Without the parameter the clip drives."""
+    rig = make_rig(animation_dirs=[clip_dir(tmp_path)])
+    robot = rig.node._robot
+    assert rig.spin_until(lambda: not robot.calibrating("head") and not robot.calibrating("lift"), 5.0)
+    # backwards: a lifted robot's cliff sensor loses the floor first, which stops a clip
+    # driving forwards (below) before the pick-up is reported
+    handle = rig.send_goal(PlayAnimation, "play_animation", PlayAnimation.Goal(name="back_off"))
+    assert rig.spin_until(lambda: rig.sim.wheel_speeds()[0] < -30.0, 3.0)
+    rig.sim.pick_up()
+    r = rig.result(handle, 2.0)
+    assert r.status == GoalStatus.STATUS_ABORTED and r.result.message == f"interrupted: {LIFTED_HOLD}"
+    assert rig.spin_until(lambda: treads_still(rig), 1.0)
+    before = len(rig.sim.commands())
+    r = rig.result(rig.send_goal(PlayAnimation, "play_animation", PlayAnimation.Goal(name="spin_round")))
+    assert r.status == GoalStatus.STATUS_ABORTED
+    assert r.result.message == f"'spin_round' drives the treads, and {LIFTED_HOLD}"
+    assert not [msg for _, msg in rig.sim.commands()[before:] if msg.NAME in ("StartAnimation", "DriveWheels")]
+    r = rig.result(rig.send_goal(PlayAnimation, "play_animation", PlayAnimation.Goal(name="nod_yes")))
+    assert r.status == GoalStatus.STATUS_SUCCEEDED, r.result.message
+    rig.spin_for(0.4)   # the robot plays what it buffered (about 0.23 s); its end stops the treads
+    rig.node.set_parameters([Parameter("stop_when_picked_up", value=False)])
+    handle = rig.send_goal(PlayAnimation, "play_animation", PlayAnimation.Goal(name="back_off"))
+    assert rig.spin_until(lambda: rig.sim.wheel_speeds()[0] < -30.0, 3.0)
+    rig.spin_for(0.3)
+    assert rig.sim.wheel_speeds()[0] < -30.0
+    assert rig.spin_until(handle.cancel_goal_async().done, 2.0)
+    assert rig.spin_until(lambda: treads_still(rig), 1.0)
+
+
+def test_an_animation_does_not_drive_the_robot_on_over_a_table_edge(make_rig, tmp_path):
+    """stop_on_cliff: the robot stops its treads when the drop appears, once; a clip's later
+    body keyframe drove it on over the edge, as a cmd_vel forwards would. The clip is
+    stopped once the driver sees the drop; at the edge a clip that drives forwards is
+    refused, and one that turns in place plays."""
+    rig = make_rig(animation_dirs=[clip_dir(tmp_path)])
+    edge = rig.sim._model(lambda m: m.world.table_half_size_mm)
+    rig.sim.teleport(edge - 80.0, 0.0, 0.0)          # the cliff sensor 48 mm short of the edge
+    rig.spin_for(0.3)
+    handle = rig.send_goal(PlayAnimation, "play_animation", PlayAnimation.Goal(name="two_drives"))
+    r = rig.result(handle, 3.0)
+    assert r.status == GoalStatus.STATUS_ABORTED and r.result.message == f"interrupted: {CLIFF_HOLD}"
+    rig.spin_for(1.5)                                # past the clip's second drive
+    assert rig.sim.true_pose()[0] < edge - 10.0 and treads_still(rig)
+    r = rig.result(rig.send_goal(PlayAnimation, "play_animation", PlayAnimation.Goal(name="two_drives")))
+    assert r.status == GoalStatus.STATUS_ABORTED and r.result.message.startswith(
+        f"'two_drives' drives forwards, and {CLIFF_HOLD}. Back away first")
+    r = rig.result(rig.send_goal(PlayAnimation, "play_animation", PlayAnimation.Goal(name="spin_round")))
+    assert r.status == GoalStatus.STATUS_SUCCEEDED, r.result.message
+
+
+def test_cmd_vel_and_a_head_command_take_their_motor_from_an_animation(make_rig, tmp_path):
+    """A teleop's zero Twist sent DriveWheels(0) and the clip's next body keyframe started
+    the treads again: cmd_vel preempts the clip that drives the treads (docs/motion.md: the
+    newer command wins), head/angle the one that moves the head. A clip taking the treads
+    from a teleop stops them, and the teleop's watchdog stop does not cut the clip's drive."""
+    rig = make_rig(animation_dirs=[clip_dir(tmp_path)])
+    robot = rig.node._robot
+    cmd_vel = rig.publisher(Twist, "cmd_vel")
+    head = rig.publisher(HeadAngle, "head/angle")
+    handle = rig.send_goal(PlayAnimation, "play_animation", PlayAnimation.Goal(name="two_drives"))
+    assert rig.spin_until(lambda: rig.sim.wheel_speeds()[0] > 30.0, 3.0)
+    cmd_vel.publish(Twist())
+    r = rig.result(handle, 2.0)
+    assert r.status == GoalStatus.STATUS_ABORTED
+    assert r.result.message == "preempted by a cmd_vel command, which moves the treads"
+    rig.spin_for(1.6)                                # past the clip's second drive (1.4 s)
+    assert treads_still(rig)
+    backwards = Twist()
+    backwards.linear.x = -0.05
+    cmd_vel.publish(backwards)                       # once: its watchdog stops it 0.5 s later
+    assert rig.spin_until(lambda: rig.sim.wheel_speeds()[0] < -30.0, 2.0)
+    handle = rig.send_goal(PlayAnimation, "play_animation", PlayAnimation.Goal(name="two_drives"))
+    assert rig.spin_until(lambda: rig.sim.wheel_speeds()[0] > 30.0, 1.0)
+    rig.spin_for(0.6)                                # past the teleop's watchdog
+    assert rig.sim.wheel_speeds()[0] > 30.0          # the clip's first drive (1 s) goes on
+    assert rig.spin_until(handle.cancel_goal_async().done, 2.0)
+    assert rig.spin_until(lambda: not robot.calibrating("head") and not robot.calibrating("lift"), 5.0)
+    handle = rig.send_goal(PlayAnimation, "play_animation", PlayAnimation.Goal(name="long_dance"))
+    rig.spin_for(0.3)
+    head.publish(HeadAngle(angle=0.2, max_speed=0.0))
+    r = rig.result(handle, 2.0)
+    assert r.status == GoalStatus.STATUS_ABORTED
+    assert r.result.message == "preempted by a head/angle command, which moves the head"
+    assert rig.spin_until(lambda: treads_still(rig), 1.0)
+
+
+def test_a_clip_turning_to_a_recorded_heading_takes_the_treads():
+    clip = load_builtin("nod_yes")
+    assert clip_motors(clip) == {"head"}
+    clip.tracks.turn_to_recorded_heading.append(TurnToRecordedHeadingKeyframe(0, 500))
+    assert clip_motors(clip) == {"head", "wheels"}
 
 
 def test_a_group_at_connection_chooses_by_the_head_angle_the_driver_shows(make_rig, tmp_path):
