@@ -2,7 +2,7 @@
 
 A goal names a clip or a group; an unknown one is rejected when it comes. A clip
 that moves the head or the lift waits while the robot calibrates them (at each
-connection). A clip
+connection); that wait can be cancelled or preempted like a playing clip. A clip
 takes the motors it moves from the motion goals, and from ``cmd_vel`` (a
 pending cmd_vel watchdog stop would cut its drive): the newer command wins, so a
 motion goal, a ``cmd_vel`` or a ``head``/``lift`` topic command preempts the
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 from typing import Any, Callable, List, Optional, Tuple
 
 from cozmo_interfaces.action import PlayAnimation
@@ -61,19 +62,32 @@ def clip_motors(clip: Clip) -> frozenset:
         if moves)
 
 
+@dataclass
+class _Waiting:
+    """A goal waiting for the robot to calibrate its motors, before it plays."""
+
+    handle: Any
+    motors: frozenset
+    preempted: Optional[str] = None  # why it may not start after all
+
+
 class AnimationGoals:
     """The ``play_animation`` part of MediaInterfaces (its goals, stream, library and
     parameters). See the module docstring."""
 
+    _waiting: List[_Waiting]
+
     def moves(self, resource: str) -> bool:
-        """Whether a play_animation goal moves ``resource`` (wheels, head, lift); any thread
-        (the cmd_vel thread asks)."""
+        """Whether a play_animation goal moves ``resource`` (wheels, head, lift) or waits to
+        (any thread: the cmd_vel thread asks)."""
         return any(resource in goal.motors and not goal.future.done()
-                   for goal in tuple(self._goals.values()))
+                   for goal in tuple(self._goals.values())) or \
+            any(resource in waiting.motors and waiting.preempted is None
+                for waiting in tuple(self._waiting))
 
     def preempt_animation(self, resource: str, by: str) -> None:
         """``by`` (e.g. "a new set_head_angle goal", "a cmd_vel command") takes ``resource``
-        (wheels, head, lift): the animation that moves it ends aborted, saying
+        (wheels, head, lift): the animation that moves it, or waits to, ends aborted, saying
         so (the newest command wins, as between motion goals). A clip playing is stopped on
         the robot by the time this returns, so that the command that follows comes after
         its stops."""
@@ -82,6 +96,9 @@ class AnimationGoals:
             if goal.kind == "animation" and resource in goal.motors:
                 goal.motors = frozenset()  # no longer its: a command that follows does not wait
                 self.av.cancel_clip_now(goal.token, reason)
+        for waiting in self._waiting:
+            if resource in waiting.motors and waiting.preempted is None:
+                waiting.preempted = reason
 
     def tread_hold(self) -> Tuple[Optional[str], Optional[str]]:
         """(why no clip may drive the treads now, why none may drive them forwards), each
@@ -106,6 +123,11 @@ class AnimationGoals:
             return (f"'{clip.name}' drives forwards, and {backwards}. Back away first (cmd_vel "
                     "backwards, or drive_straight with a negative distance), or turn away")
         return None
+
+    def _cancel_waiting(self, goal_handle: Any) -> bool:
+        """A cancel of a goal that waits for the calibration: taken (its wait ends at its
+        next check, and it ends canceled with nothing sent)."""
+        return any(waiting.handle is goal_handle for waiting in self._waiting)
 
     def _accept_animation(self, goal_request) -> GoalResponse:
         """An animation or group the library does not know is rejected now, the reason
@@ -143,13 +165,19 @@ class AnimationGoals:
             # a calibrating motor takes no keyframe (the lift drops them): the clip starts
             # once the robot is done, from where that left the motors
             mine = self._animation_goals
-            problem = await self._calibrated(handle, moved, lambda: mine != self._animation_goals)
+            waiting = _Waiting(handle, motors)
+            self._waiting.append(waiting)
+            try:
+                problem = await self._calibrated(handle, moved, lambda: mine != self._animation_goals
+                                                 or waiting.preempted is not None)
+            finally:
+                self._waiting.remove(waiting)
             if handle.is_cancel_requested:
                 self._log.info("play_animation: canceled while the robot calibrated its motors")
                 return self._end(handle, result, False, "canceled before it started")
-            if mine != self._animation_goals:
-                message = ("preempted by a new play_animation goal (while this one waited for "
-                           "the robot to calibrate its motors)")
+            if mine != self._animation_goals or waiting.preempted is not None:
+                message = (f"{waiting.preempted or 'preempted by a new play_animation goal'} "
+                           "(while this one waited for the robot to calibrate its motors)")
                 self._log.warning(f"play_animation: aborted: {message}")
                 return self._end(handle, result, False, message)
             if problem is not None:

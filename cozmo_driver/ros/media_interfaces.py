@@ -136,6 +136,7 @@ class MediaInterfaces(AnimationGoals):
         self._next_token = 0
         #: play_audio goals whose file is being read: (handle, the future of its outcome)
         self._loading: List[Tuple[Any, Future]] = []
+        self._waiting = []  # play_animation goals waiting for the motors' calibration
         self.retirement: Optional[ServerRetirement] = None  # the servers, once released
         self._audio_loads = 0  # play_audio goals that began reading their file
         self._animation_goals = 0  # play_animation goals that got as far as their clip
@@ -212,7 +213,7 @@ class MediaInterfaces(AnimationGoals):
 
     def goals_running(self) -> bool:
         """Whether a goal's execute callback has not returned its result yet."""
-        return bool(self._goals or self._loading)
+        return bool(self._goals or self._loading or self._waiting)
 
     def destroy(self) -> None:
         """Release everything (before the robot client stops)."""
@@ -439,6 +440,8 @@ class MediaInterfaces(AnimationGoals):
         return GoalResponse.ACCEPT  # checked when it runs, so that the result can say why
 
     def _cancel_goal(self, goal_handle) -> CancelResponse:
+        if self._cancel_waiting(goal_handle):
+            return CancelResponse.ACCEPT
         for handle, loaded in self._loading:
             if handle is goal_handle:
                 _settle(loaded, (None, None, "cancelled"))  # now, not once its file is read

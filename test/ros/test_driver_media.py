@@ -1033,6 +1033,37 @@ def test_an_animation_at_connection_waits_for_the_motor_calibration(make_rig, tm
     assert f"play_animation: aborted: {r1.result.message}" in log.lines, log.lines
 
 
+def test_a_goal_waiting_for_the_motor_calibration_can_be_cancelled_or_preempted(make_rig, tmp_path):
+    """A goal waiting for the calibration was in none of the driver's lists: its cancel was
+    rejected (it played once the calibration ended), a command that took its motor missed
+    it, and the node did not count it as running. Now the cancel is taken (CANCELED, nothing
+    sent) and a head command preempts it, as it would a clip playing."""
+    (tmp_path / "long.yaml").write_text(LONG_CLIP)
+    rig = make_rig(animation_dirs=[str(tmp_path)])
+    robot, media = rig.node._robot, rig.node._media
+    assert robot.calibrating("head")
+    handle = rig.send_goal(PlayAnimation, "play_animation", PlayAnimation.Goal(name="nod_yes"))
+    rig.spin_for(0.05)
+    assert media.goals_running() and media.moves("head") and not media.moves("wheels")
+    cancel = handle.cancel_goal_async()
+    assert rig.spin_until(cancel.done, 2.0)
+    assert len(cancel.result().goals_canceling) == 1
+    r = rig.result(handle, 2.0)
+    assert r.status == GoalStatus.STATUS_CANCELED and r.result.message == "canceled before it started"
+    assert not media.goals_running()
+    second = rig.send_goal(PlayAnimation, "play_animation", PlayAnimation.Goal(name="long_dance"))
+    rig.spin_for(0.05)
+    assert robot.calibrating("head") and media.moves("wheels")
+    rig.node._core.set_head(0.1)             # what head/angle's callback does, on the executor
+    r = rig.result(second, 2.0)
+    assert r.status == GoalStatus.STATUS_ABORTED
+    assert r.result.message == ("preempted by a head/angle command, which moves the head (while this "
+                                "one waited for the robot to calibrate its motors)")
+    assert rig.spin_until(lambda: not robot.calibrating("head") and not robot.calibrating("lift"), 5.0)
+    rig.spin_for(0.3)
+    assert not [msg for _, msg in rig.sim.commands() if msg.NAME == "StartAnimation"]
+
+
 TWO_DRIVES = """
 name: two_drives
 duration_ms: 2600
