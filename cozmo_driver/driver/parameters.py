@@ -87,12 +87,13 @@ PARAMETERS: Tuple[ParamSpec, ...] = (
               1.0, 100.0, dynamic=True),
     ParamSpec("stop_on_cliff", True, "Let the robot stop its treads by itself when its cliff sensor "
               "(one, under the front) loses the floor while it drives forwards, and hold cmd_vel's "
-              "forward motion and refuse forward goals while it sees no floor; nothing stops it "
-              "reversing off an edge", dynamic=True),
-    ParamSpec("stop_when_picked_up", True, "Stop the treads when the robot reports it is picked up "
-              "(or falling), and hold cmd_vel until it is put down on them (tread goals end, and "
-              "are refused, either way); Anki's firmware would keep driving them in the air",
+              "forward motion and refuse forward goals and animations while it sees no floor (an "
+              "animation driving forwards then ends); nothing stops it reversing off an edge",
               dynamic=True),
+    ParamSpec("stop_when_picked_up", True, "Stop the treads when the robot reports it is picked up "
+              "(or falling), and hold cmd_vel until it is put down on them (an animation that drives "
+              "them ends, and is refused meanwhile; tread goals end, and are refused, either way); "
+              "Anki's firmware would keep driving them in the air", dynamic=True),
     # --- camera
     ParamSpec("camera_enabled", True, "Stream camera images (QVGA, about 15 per second)", dynamic=True),
     ParamSpec("camera_on_demand", True, "Have the robot stream its camera only while camera/image_raw, "
