@@ -296,11 +296,13 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
         elif isinstance(event, LinkStateChanged):
             if event.state is not LinkState.READY:
                 self.assembler.reset()
+                # a head calibration ends with its connection (each starts one at SyncTime,
+                # before its first robot state: kept from there)
+                self.orientation.held = False
             self._on_link_state(event)
         elif isinstance(event, RobotReady):
             with self.lock:  # before this connection's first robot state
                 self.tracker.new_connection()
-                self.orientation.held = False
                 self.robot_clock.reset()
             self._on_robot_ready(event.info)
 
@@ -358,9 +360,10 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
                                                       voltage, self.orientation.state, head,
                                                       lift, self.orientation.held)))
         # in the air, falling or lying the sensor sees no floor either: not an edge (nor
-        # while a reading that it lies waits for its hold time)
+        # while a reading that it lies waits for its hold time, nor while the head calibrates)
         on_treads = self.orientation.state == self.orientation.seen == Orientation.ON_TREADS
-        edge = self.cliff_edge.update(t, stamp_ns, bool(flags & StatusFlag.CLIFF_DETECTED), on_treads)
+        edge = self.cliff_edge.update(t, stamp_ns, bool(flags & StatusFlag.CLIFF_DETECTED), on_treads,
+                                      self.orientation.held)
         if edge is not None:
             output.on_cliff_edge(*edge)
             events = events + [cliff_event(edge[1])]

@@ -13,7 +13,10 @@ thresholds Anki's engine used for Cozmo (its off-treads states):
 
 While the head calibrates, the readings are not used: Anki's firmware resets its IMU
 filter then (pitch 0, whatever the pose), so a robot on its back would seem to stand up
-and lie down again (:meth:`OrientationDetector.on_calibration`).
+and lie down again (:meth:`OrientationDetector.on_calibration`). The robot calibrates at
+each connection, from before its first RobotState: the first reading ever, taken then,
+still sets the baseline (the state is UNKNOWN only before it), and where the robot lies
+comes as an event once the calibration has ended.
 
 A new reading must hold before it counts, so that a robot turned over by hand does not
 report every pose it passes through: 0.25 s for a side or the face, 1.0 s for the back
@@ -125,8 +128,8 @@ class OrientationDetector:
         ``publish`` false (the node is inactive): the state follows the readings but no
         event is returned; the first reading published again reports where the robot lies
         now if that differs from what the events last said (as the status flags do)."""
-        if self.held:
-            return []
+        if self.held and self.state != Orientation.UNKNOWN:
+            return []  # (the first reading ever is the baseline all the same: see above)
         seen = self.seen = classify(pitch_rad, accel_y_mmps2, flags)
         if self.state == Orientation.UNKNOWN:
             self.state = self._candidate = self._reported = seen

@@ -100,11 +100,17 @@ class CliffEdgeTracker:
         self.edge = False
         self._since: Optional[Tuple[float, int]] = None  # (t, stamp) the drop was first seen
 
-    def update(self, t: float, stamp_ns: int, drop: bool, on_treads: bool
+    def update(self, t: float, stamp_ns: int, drop: bool, on_treads: bool, held: bool = False
                ) -> Optional[Tuple[int, bool]]:
         """One state at ``t`` s: the sensor sees a drop (CLIFF_DETECTED), the robot is on
         its treads. Returns (stamp, edge) when that changes: an edge is stamped as the
-        state that first showed its drop, its end as this state."""
+        state that first showed its drop, its end as this state. ``held``: whether the
+        robot is on its treads is not known (its head calibrates, see
+        :mod:`~cozmo_driver.driver.orientation`): an edge found stays, none is found, and a
+        drop seen before must hold again afterwards."""
+        if held:
+            self._since = None
+            return None
         if not (drop and on_treads):
             self._since = None
             if self.edge:

@@ -50,3 +50,21 @@ def test_an_edge_ends_when_the_robot_leaves_its_treads():
     tracker = CliffEdgeTracker()
     changes = run(tracker, [(True, True)] * (n + 1) + [(True, False)] * 2)
     assert [(i, edge) for i, _, edge in changes] == [(n, True), (n + 1, False)]
+
+
+def test_while_which_way_up_is_not_known_an_edge_stays_and_none_is_found():
+    """While the head calibrates the robot's pitch and pick-up flag are reset: it may read on
+    its treads in the hand or on its back. An edge found before stays, no drop becomes
+    one, and a drop seen before must hold again afterwards."""
+    n = math.ceil(CLIFF_EDGE_HOLD_S / STEP)  # states after the first drop's
+    tracker = CliffEdgeTracker()
+    for i in range(3 * n):
+        assert tracker.update(i * STEP, i, True, True, held=True) is None
+    assert not tracker.edge
+    run(tracker, [(True, True)] * (n - 2))                       # a drop waits...
+    assert tracker.update(1.0, 1, True, True, held=True) is None  # ...and must start again
+    assert run(tracker, [(True, True)] * (n - 1), t0=1.1) == []
+    assert run(tracker, [(True, True)] * (n + 1), t0=2.0)[0][2] is True
+    for i in range(3 * n):
+        assert tracker.update(3.0 + i * STEP, i, False, False, held=True) is None
+    assert tracker.edge                                           # the edge found stays

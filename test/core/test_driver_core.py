@@ -584,6 +584,93 @@ def test_a_robot_on_its_back_is_reported_and_driving_it_says_why_nothing_moves(r
     assert core.reports("127.0.0.1:5551")[1].message == "ok"
 
 
+_FALSE_AT_RECONNECT = {EventType.PUT_DOWN, EventType.PICKED_UP, EventType.ON_TREADS, EventType.ON_BACK,
+                       EventType.CLIFF_DETECTED, EventType.CLIFF_CLEARED}
+
+
+@pytest.mark.parametrize("pose", ["in the hand", "on its back"])
+def test_a_reconnection_keeps_what_it_knew_while_the_head_calibrates(pose):
+    """The robot calibrates its head at each connection, from SyncTime, before its first
+    state, and meanwhile reports pitch 0 and a held robot as not picked up. The driver
+    released its hold at each connection's first state: a robot held in the hand or lying
+    on its back when the link came back read as put down and on its treads, its cliff
+    sensor (no floor) as an edge (CLIFF_DETECTED and cliff/points, which a costmap keeps),
+    then picked up, cliff cleared, on its back again. Now nothing changes, and imu/data's
+    pitch is not claimed known meanwhile."""
+    from cozmo_driver.driver.sensors import StatusFlag
+
+    robot, core, output = connected()
+    if pose == "in the hand":
+        robot.sim.pick_up(robot.net.now)
+        expected = Orientation.IN_AIR
+    else:
+        robot.sim.lay(robot.net.now, "back")
+        expected = Orientation.ON_BACK
+    robot.run(2.0)
+    assert output.states[-1].status.orientation == expected
+    output.events.clear()
+    output.cliff_edges.clear()
+    n = len(output.states)
+    robot.link.session.disconnect(robot.net.now)
+    robot.run(4.0)
+    types = [e.type for e in output.events]
+    assert EventType.HEAD_CALIBRATION_ENDED in types, types
+    assert not _FALSE_AT_RECONNECT & set(types), [e.description for e in output.events]
+    assert output.cliff_edges == []
+    after = output.states[n:]
+    assert all(s.status.orientation == expected for s in after)
+    # the states whose readings the calibration reset (pitch 0, or not picked up)
+    reset = [s for s in after if (s._parts.state.pose_pitch_rad == 0.0 if pose == "on its back"
+                                  else not s._parts.flags & StatusFlag.IS_PICKED_UP)]
+    assert len(reset) >= 10 and all(s.status.cliff_detected for s in reset)
+    assert all(s.imu.pitch_var == pytest.approx((math.pi / 2) ** 2) for s in reset)
+    assert after[-1].imu.pitch_var == 0.02 ** 2                # known again afterwards
+
+
+def test_after_a_reconnections_calibration_a_robot_on_its_treads_gets_its_events(rig):
+    """The hold ends with the calibration: picked up, put down and an edge of the floor
+    are reported as before."""
+    robot, core, output = rig
+    robot.link.session.disconnect(robot.net.now)
+    robot.run(4.0)
+    types = [e.type for e in output.events]
+    assert types.count(EventType.HEAD_CALIBRATION_ENDED) == 2 and not core.orientation.held
+    output.events.clear()
+    robot.sim.pick_up(robot.net.now)
+    robot.run(1.0)
+    robot.sim.put_down(robot.net.now)
+    robot.run(1.0)
+    assert [e.type for e in output.events] == [EventType.PICKED_UP, EventType.PUT_DOWN]
+    robot.sim.teleport(robot.net.now, robot.sim.model.world.table_half_size_mm - 40.0, 0.0, 0.0)
+    robot.run(0.3)
+    core.drive(0.04, 0.0)
+    robot.run(1.0)
+    core.drive(0.0, 0.0)
+    assert [e for _, e in output.cliff_edges] == [True]
+    assert [e.type for e in output.events][-1] == EventType.CLIFF_DETECTED
+
+
+def test_the_first_connections_calibration_is_honoured_and_its_first_state_is_the_baseline():
+    """At the first connection too the head calibrates from before the first state: a robot
+    lying on its back then (pitch read 0, its cliff sensor seeing no floor) gave a cliff edge
+    meanwhile. The first state still sets the orientation's baseline (UNKNOWN only before
+    it, as RobotStatus says), and where the robot lies comes once the calibration ended."""
+    robot = MemoryRobot()
+    output = RecordingOutput(clock_ns=lambda: int(robot.net.now * 1e9) + 1_700_000_000 * 10**9)
+    core = DriverCore(robot, dict(PARAMS, robot_ip="127.0.0.1", robot_port=5551), output)
+    robot.sim.lay(robot.net.now, "back")
+    robot.start(core.on_robot_event)
+    core.activate()
+    robot.run(4.0)
+    assert output.states and all(s.status.orientation != Orientation.UNKNOWN for s in output.states)
+    reset = [s for s in output.states if s._parts.state.pose_pitch_rad == 0.0]
+    assert len(reset) >= 10 and all(s.status.cliff_detected for s in reset)
+    assert all(s.imu.pitch_var == pytest.approx((math.pi / 2) ** 2) for s in reset)
+    types = [e.type for e in output.events]
+    assert EventType.CLIFF_DETECTED not in types and output.cliff_edges == [], types
+    assert types.count(EventType.ON_BACK) == 1 and output.states[-1].status.orientation == Orientation.ON_BACK
+
+
 def test_the_head_and_lift_angles_are_held_while_they_calibrate():
     """Anki's firmware counts the head and lift angles from 0 at power-up, wherever they
     are, until their first calibration ends at the low stop (-25 deg, the lift's lowest);

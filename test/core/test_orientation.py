@@ -125,6 +125,18 @@ def test_readings_while_the_head_calibrates_are_not_used():
     assert [k for _, k, _ in feed(d, 3.03, 3.1, 0.0)] == [EventType.ON_TREADS]
 
 
+def test_the_first_reading_is_the_baseline_even_while_the_head_calibrates():
+    """The robot calibrates its head at each connection, from before its first state: the
+    detector is held from its first reading, which still sets the baseline (the status's
+    orientation is UNKNOWN only before the first state). A robot lying on its back, read
+    on its treads meanwhile (pitch 0), is reported once the calibration has ended."""
+    d = OrientationDetector()
+    d.held = True
+    assert feed(d, 0.0, 0.9, 0.0) == [] and d.state == Orientation.ON_TREADS
+    d.held = False
+    assert [k for _, k, _ in feed(d, 0.93, 2.0, 74.5)] == [EventType.ON_BACK]
+
+
 def test_changes_while_not_publishing_are_reported_when_publishing_again():
     """While the node is inactive the state follows the robot but nothing is said; the
     first reading published again reports the net change (as the status flags do)."""
