@@ -49,7 +49,7 @@ from ..driver.odometry import OdometryTracker, pose_variances, twist_variances
 from ..driver.stamps import RobotClock
 from ..log_throttle import LogThrottle
 from ..driver.sensors import (STATUS_FLAG_NAMES, CliffEdgeTracker, StatusFlag, battery_percentage,
-                              cliff_ahead, imu_from_state, imu_to_body, joint_positions,
+                              cliff_ahead, head_moving, imu_from_state, imu_to_body, joint_positions,
                               orientation_variances, power_supply_status)
 from ..protocol import messages as msgs
 from ..protocol.camera import (ImageAssembler)
@@ -116,22 +116,26 @@ class _StateParts:
     subscribers want (see StateSample): made from the message when asked for."""
 
     __slots__ = ("state", "yaw", "yaw_var", "sec", "nsec", "flags", "voltage", "orientation",
-                 "head", "lift", "calibrating")
+                 "head", "lift", "calibrating", "head_moves")
 
     def __init__(self, state: Any, yaw: float, yaw_var: float, sec: int, nsec: int,
                  flags: int, voltage: float, orientation: int, head: float,
-                 lift: Optional[float], calibrating: bool) -> None:
+                 lift: Optional[float], calibrating: bool, head_moves: bool) -> None:
         self.state, self.yaw, self.yaw_var, self.sec, self.nsec = state, yaw, yaw_var, sec, nsec
         self.flags, self.voltage, self.orientation = flags, voltage, orientation
         self.head, self.lift = head, lift  # the head angle; the lift field if not the state's
         self.calibrating = calibrating  # the head: the robot reports pitch 0
+        self.head_moves = head_moves  # (head_moving: the IMU, in the head, moves with it)
 
     def imu(self) -> ImuSample:
         variances = orientation_variances(
             self.orientation in (Orientation.ON_TREADS, Orientation.UNKNOWN), self.calibrating)
-        reading = imu_from_state(self.state, self.yaw, self.yaw_var, self.head, *variances)
+        reading = imu_from_state(self.state, self.yaw, self.yaw_var, self.head, *variances,
+                                 head_moves=self.head_moves)
+        accel_var = reading.linear_acceleration_covariance
         return ImuSample(self.sec, self.nsec, *reading.orientation, *reading.angular_velocity,
-                         *reading.linear_acceleration, self.yaw_var, *variances)
+                         *reading.linear_acceleration, self.yaw_var, *variances,
+                         reading.angular_velocity_covariance[4], accel_var[0], accel_var[8])
 
     def joints(self) -> JointSample:
         return JointSample(self.sec, self.nsec, *joint_positions(self.state, self.head, self.lift))
@@ -199,6 +203,7 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
         #: calibrates (Anki's firmware counts both from 0 at power-up until their first
         #: calibration ends at the low stop; Anki's engine took no head angle meanwhile)
         self.head_rad = geo.HEAD_MIN_ANGLE_RAD
+        self._raw_head = math.nan  # the latest state's head angle (head_moving)
         self.lift_field = geo.LIFT_MIN_ANGLE_RAD
         self._rate_mark: Tuple[float, int] = (time.monotonic(), 0)
         self.yaw_diff: Optional[float] = None  # mean |tread yaw rate - gyro z|, weighted
@@ -311,10 +316,13 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
         t = stamp_ns * 1e-9
         tracker = self.tracker
         calibrating = self.robot.calibrating
+        raw_head, flags = float(state.head_angle_rad), int(state.status)
+        head_moves = head_moving(self._raw_head, raw_head, flags, calibrating("head"))
+        self._raw_head = raw_head
         if calibrating("head"):
             head = self.head_rad
         else:
-            head = self.head_rad = float(state.head_angle_rad)
+            head = self.head_rad = raw_head
         if calibrating("lift"):
             lift = self.lift_field
         else:
@@ -329,7 +337,6 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
                                f"odometry re-anchored ({reason}): odom continues from x "
                                f"{pose.x:.3f} m, y {pose.y:.3f} m, yaw {pose.yaw:.3f} rad; "
                                f"{tracker.reanchors} so far")
-        flags = int(state.status)
         cliff_rose = bool(flags & ~self.events.flags & StatusFlag.CLIFF_DETECTED)
         was_lifted = self.events.lifted
         events = self.events.on_status(flags, publish=self.active,
@@ -358,7 +365,7 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
         output = self.output
         output.on_state(StateSample(odom, _StateParts(state, pose.yaw, pv[5], sec, nsec, flags,
                                                       voltage, self.orientation.state, head,
-                                                      lift, self.orientation.held)))
+                                                      lift, self.orientation.held, head_moves)))
         # in the air, falling or lying the sensor sees no floor either: not an edge (nor
         # while a reading that it lies waits for its hold time, nor while the head calibrates)
         on_treads = self.orientation.state == self.orientation.seen == Orientation.ON_TREADS

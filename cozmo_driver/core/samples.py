@@ -65,6 +65,9 @@ class ImuSample:
     yaw_var: float  # rad^2: the odometry yaw's (OdomSample.pose_var_yaw)
     roll_var: float  # rad^2 (orientation_variances)
     pitch_var: float
+    wy_var: float  # (rad/s)^2, (m/s^2)^2: large while the head moves (imu_from_state)
+    ax_var: float
+    az_var: float
 
 
 @dataclass(slots=True)

@@ -31,7 +31,7 @@ from typing import List, Optional, Tuple
 from ..protocol.status import RobotStatusFlag
 from ..robot_geometry import (BATTERY_EMPTY_V, BATTERY_FULL_V, lift_height_to_angle,
                               reported_lift_height_m)
-from .odometry import quaternion_from_rpy
+from .odometry import UNOBSERVED_VARIANCE, quaternion_from_rpy
 
 __all__ = [
     "StatusFlag",
@@ -51,6 +51,8 @@ __all__ = [
     "imu_to_body",
     "GYRO_SIGMA_RADPS",
     "ACCEL_SIGMA_MPS2",
+    "HEAD_STILL_RAD",
+    "head_moving",
     "joint_positions",
 ]
 
@@ -194,6 +196,22 @@ def _diag3(a: float, b: float, c: float) -> List[float]:
     return [a, 0.0, 0.0, 0.0, b, 0.0, 0.0, 0.0, c]
 
 
+#: the most the head angle may change between two robot states (about 0.07 rad/s at 33 a
+#: second) for the head to count as still (:func:`head_moving`)
+HEAD_STILL_RAD = 0.002
+
+
+def head_moving(previous_rad: float, head_rad: float, flags: int, calibrating: bool) -> bool:
+    """Whether the head moves: it calibrates, the robot reports it not in position
+    (HEAD_IN_POS clear: a head command runs), or its angle changed by more than
+    :data:`HEAD_STILL_RAD` since the previous state's (``previous_rad``; NaN: none). The
+    IMU sits in the head: its gyro then adds the head's rate to the body's pitch rate, and
+    its accelerometer, off the head's pivot, the head's tangential and centripetal
+    acceleration to x and z (see :func:`imu_from_state`)."""
+    return (calibrating or not flags & StatusFlag.HEAD_IN_POS
+            or abs(head_rad - previous_rad) > HEAD_STILL_RAD)
+
+
 def imu_to_body(x: float, y: float, z: float, head_rad: float) -> Tuple[float, float, float]:
     """A vector (acceleration or rate) in the head's IMU axes -> the body's, the head at
     ``head_rad`` (positive up)."""
@@ -203,27 +221,32 @@ def imu_to_body(x: float, y: float, z: float, head_rad: float) -> Tuple[float, f
 
 def imu_from_state(state, yaw_rad: float, yaw_var: float = _YAW_VAR,
                    head_rad: Optional[float] = None, roll_var: float = _ROLL_VAR,
-                   pitch_var: float = _PITCH_VAR) -> ImuReading:
+                   pitch_var: float = _PITCH_VAR, head_moves: bool = False) -> ImuReading:
     """An IMU reading from a RobotState; ``yaw_rad`` is the heading to report and
     ``yaw_var`` its variance (the driver passes its continuous odometry yaw and that
     yaw's variance, so IMU and odom agree, and neither claims the heading better known
     than the other). ``head_rad``: the head angle that turns the IMU's axes into the
     body's, if not the state's (the driver's while the head calibrates). ``roll_var`` and
-    ``pitch_var``: see :func:`orientation_variances`."""
+    ``pitch_var``: see :func:`orientation_variances`. ``head_moves`` (:func:`head_moving`):
+    the rate about y and the acceleration along x and z include the head's own motion,
+    which is not taken out: their variances are UNOBSERVED_VARIANCE (1e6, as odometry's
+    terms it does not observe)."""
     pitch = -float(state.pose_pitch_rad)  # the body's already
     head = float(state.head_angle_rad) if head_rad is None else head_rad
     gv = GYRO_SIGMA_RADPS ** 2
     av = ACCEL_SIGMA_MPS2 ** 2
+    # the head's motion is in the rate about y and in the acceleration along x and z
+    wyv, axzv = (UNOBSERVED_VARIANCE, UNOBSERVED_VARIANCE) if head_moves else (gv, av)
     return ImuReading(
         orientation=quaternion_from_rpy(0.0, pitch, yaw_rad),
         orientation_covariance=_diag3(roll_var, pitch_var, yaw_var),
         angular_velocity=imu_to_body(float(state.gyro_x_radps), float(state.gyro_y_radps),
                                      float(state.gyro_z_radps), head),
-        angular_velocity_covariance=_diag3(gv, gv, gv),
+        angular_velocity_covariance=_diag3(gv, wyv, gv),
         linear_acceleration=imu_to_body(float(state.accel_x_mmps2) / 1000.0,
                                         float(state.accel_y_mmps2) / 1000.0,
                                         float(state.accel_z_mmps2) / 1000.0, head),
-        linear_acceleration_covariance=_diag3(av, av, av),
+        linear_acceleration_covariance=_diag3(axzv, av, axzv),
     )
 
 

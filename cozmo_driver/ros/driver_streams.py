@@ -64,7 +64,10 @@ IMU_BINDING = {**STAMP_BINDING,
                "angular_velocity.y": "wy_radps", "angular_velocity.z": "wz_radps",
                "linear_acceleration.x": "ax_mps2", "linear_acceleration.y": "ay_mps2",
                "linear_acceleration.z": "az_mps2", "orientation_covariance[0]": "roll_var",
-               "orientation_covariance[4]": "pitch_var", "orientation_covariance[8]": "yaw_var"}
+               "orientation_covariance[4]": "pitch_var", "orientation_covariance[8]": "yaw_var",
+               "angular_velocity_covariance[4]": "wy_var",
+               "linear_acceleration_covariance[0]": "ax_var",
+               "linear_acceleration_covariance[8]": "az_var"}
 JOINTS_BINDING = {**STAMP_BINDING, "position[0]": "head_rad", "position[1]": "lift_rad"}
 STATUS_BINDING = {**STAMP_BINDING, **{name: name for name, _ in STATUS_FLAG_NAMES},
                   "status_flags": "status_flags", "cliff_data_raw[0]": "cliff_0",

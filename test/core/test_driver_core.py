@@ -536,6 +536,27 @@ def test_the_imu_roll_and_pitch_are_not_claimed_known_where_they_are_assumed(rig
     assert not core.orientation.held and output.states[-1].imu.pitch_var == 0.02 ** 2
 
 
+def test_the_imu_pitch_rate_and_x_z_acceleration_are_not_claimed_known_while_the_head_moves(rig):
+    """The IMU is in the head: a head move reads as the body's pitch rate (and its motion
+    off the pivot as acceleration along x and z), which imu/data published with the gyro's
+    (0.01 rad/s)^2 while the robot stood still. While the head moves those variances are
+    1e6; once it stands still again, the sensors' own. (The simulated gyro leaves the
+    head's motion out: only the variances can be checked here.)"""
+    robot, core, output = rig
+    robot.run(0.5)
+    still = output.states[-1].imu
+    assert (still.wy_var, still.ax_var, still.az_var) == (0.01 ** 2, 0.1 ** 2, 0.1 ** 2)
+    n = len(output.states)
+    core.set_head(0.4)
+    robot.run(1.5)
+    moving = [s for s in output.states[n:] if not s.status.head_in_pos]
+    assert len(moving) >= 3
+    assert all((s.imu.wy_var, s.imu.ax_var, s.imu.az_var) == (1e6, 1e6, 1e6) for s in moving)
+    last = output.states[-1]
+    assert last.joints.head_rad == pytest.approx(0.4, abs=0.02)
+    assert (last.imu.wy_var, last.imu.ax_var, last.imu.az_var) == (0.01 ** 2, 0.1 ** 2, 0.1 ** 2)
+
+
 def test_a_robot_on_its_back_is_reported_and_driving_it_says_why_nothing_moves(rig):
     """Laid on its back, the robot's pitch becomes an ON_BACK event after the hold time,
     the status's orientation, a WARN robot diagnostic and, for a moving cmd_vel, a warning

@@ -262,6 +262,36 @@ def test_imu_readings_are_turned_from_the_heads_axes_into_the_bodys():
     assert reading.angular_velocity == pytest.approx((0.0, 0.0, 1.0), abs=1e-9)
 
 
+def test_the_imu_rate_about_y_and_acceleration_along_x_and_z_are_not_trusted_while_the_head_moves():
+    """The IMU is in the head: a head turning up at 1 rad/s on a robot standing still reads
+    1 rad/s about y, which imu/data published as the body's pitch rate with a variance of
+    (0.01 rad/s)^2 (and the head's motion off its pivot in x and z). While the head moves
+    those three variances are 1e6; the others, and a head standing still, keep theirs."""
+    from cozmo_driver.driver.sensors import (ACCEL_SIGMA_MPS2, GYRO_SIGMA_RADPS, HEAD_STILL_RAD,
+                                             head_moving)
+
+    state = SimpleNamespace(pose_pitch_rad=0.0, head_angle_rad=0.2, accel_x_mmps2=0.0,
+                            accel_y_mmps2=0.0, accel_z_mmps2=9810.0, gyro_x_radps=0.0,
+                            gyro_y_radps=1.0, gyro_z_radps=0.0)
+    gv, av = GYRO_SIGMA_RADPS ** 2, ACCEL_SIGMA_MPS2 ** 2
+    still = imu_from_state(state, 0.0)
+    assert still.angular_velocity_covariance[::4] == [gv, gv, gv]
+    assert still.linear_acceleration_covariance[::4] == [av, av, av]
+    moving = imu_from_state(state, 0.0, head_moves=True)
+    assert moving.angular_velocity == still.angular_velocity      # the reading is as it was
+    assert moving.angular_velocity_covariance[::4] == [gv, UNOBSERVED_VARIANCE, gv]
+    assert moving.linear_acceleration_covariance[::4] == [UNOBSERVED_VARIANCE, av, UNOBSERVED_VARIANCE]
+    assert moving.orientation_covariance == still.orientation_covariance
+    # the head moves: it calibrates, a head command runs (HEAD_IN_POS clear), or it turned
+    in_pos = StatusFlag.HEAD_IN_POS
+    assert not head_moving(0.2, 0.2 + HEAD_STILL_RAD / 2, in_pos, False)
+    assert not head_moving(math.nan, 0.2, in_pos, False)          # the first state
+    assert head_moving(0.2, 0.2, in_pos, True)
+    assert head_moving(0.2, 0.2, 0, False)
+    assert head_moving(0.2, 0.2 + 2 * HEAD_STILL_RAD, in_pos, False)   # by hand, say
+    assert head_moving(0.2, 0.2 - 2 * HEAD_STILL_RAD, in_pos, False)
+
+
 def test_joint_positions():
     state = SimpleNamespace(head_angle_rad=0.2, lift_height_mm=45.0)
     assert joint_positions(state) == pytest.approx((0.2, 0.0))
