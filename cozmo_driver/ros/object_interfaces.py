@@ -92,6 +92,14 @@ def _light(msg: Any) -> Light:
                  transition_off_period=float(msg.transition_off_period), offset=float(msg.offset))
 
 
+
+def _set_past(stamp: TimeMsg, now_ns: int, age_s: float) -> None:
+    """``stamp`` := the node clock's time ``age_s`` seconds (host monotonic; none if negative)
+    before its ``now_ns``, in integer nanoseconds: rclpy's Time and Duration arithmetic cost
+    more than the rest of an object's entry."""
+    stamp.sec, stamp.nanosec = divmod(max(0, now_ns - int(max(0.0, age_s) * 1e9)), 1_000_000_000)
+
+
 class ObjectInterfaces:
     """See the module docstring. ``params`` is the node's parameter dict (kept up to date by
     the node, so run-time changes apply at the next tick). ``note(level, text)`` logs the
@@ -297,12 +305,16 @@ class ObjectInterfaces:
     def _tick(self, now: float) -> None:
         """Timeouts, ageing, auto-connect; the list at 1 Hz (lock held)."""
         self._last_tick = now
-        registry = self.registry
-        registry.settings = self._settings()
-        registry.tick(now)
-        self._flush()
+        self._age(now)
         if self._active and now - self._last_list >= LIST_PERIOD_S:
             self._publish_list()
+
+    def _age(self, now: float) -> None:
+        """The registry's timeouts, ageing and auto-connect at ``now`` (host monotonic), with
+        the parameters as they are; what it has to send or publish goes (lock held)."""
+        self.registry.settings = self._settings()
+        self.registry.tick(now)
+        self._flush()
 
     def _answer(self, result: Any) -> None:
         """On the executor: complete the request the registry answered."""
@@ -357,10 +369,8 @@ class ObjectInterfaces:
     def _stamp_of(self, received: float) -> TimeMsg:
         """The node clock's time when the registry's ``received`` (host monotonic) was: a
         TAPPED event, published after the tap filter's hold, is stamped on arrival."""
-        age = max(0.0, time.monotonic() - received)
-        now_ns = self.node.get_clock().now().nanoseconds
         stamp = TimeMsg()
-        stamp.sec, stamp.nanosec = divmod(max(0, now_ns - int(age * 1e9)), 1_000_000_000)
+        _set_past(stamp, self.node.get_clock().now().nanoseconds, time.monotonic() - received)
         return stamp
 
     def age_list(self) -> None:
@@ -370,9 +380,7 @@ class ObjectInterfaces:
         with self._lock:
             if self._closed or self.registry.robot_ready:
                 return
-            self.registry.settings = self._settings()
-            self.registry.tick(time.monotonic())
-            self._flush()
+            self._age(time.monotonic())
 
     def _publish_list(self) -> None:
         if not self._active:
@@ -393,10 +401,7 @@ class ObjectInterfaces:
         info.object_type = int(entry.object_type)
         info.name = entry.name
         info.rssi = max(-128, min(127, int(entry.rssi)))
-        age = max(0.0, now - entry.last_seen)
-        # integer nanoseconds: rclpy's Time and Duration arithmetic cost more than the rest
-        seen = info.last_seen
-        seen.sec, seen.nanosec = divmod(max(0, now_ros.nanoseconds - int(age * 1e9)), 1_000_000_000)
+        _set_past(info.last_seen, now_ros.nanoseconds, now - entry.last_seen)
         info.connected = entry.connected
         info.object_id = int(entry.object_id or 0) & 0xFFFFFFFF
         info.battery_level = max(0, min(255, int(entry.battery_level)))
