@@ -8,6 +8,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 
 from .. import robot_geometry as geo
 from ..client.link import MOTOR_MIN_SPEED_RADPS
+from ..driver.sensors import cliff_ahead
 from ..driver.commands import CommandError, clamp, require_finite, rgb555, volume_level
 from ..protocol import messages as msgs
 
@@ -26,6 +27,14 @@ def heading_lost(cause: str) -> str:
 class ActuatorsMixin:
     """DriverCore's head, lift, backpack light, head light and volume commands (they use
     its params, robot, refusal and readiness checks and goal pre-emption)."""
+
+    def tread_holds(self) -> Tuple[bool, bool]:
+        """(whether no tread may drive now: ``stop_when_picked_up`` and the robot picked up or
+        falling; else whether none may drive forwards: ``stop_on_cliff`` and the cliff sensor
+        over an edge, :func:`cliff_ahead`), from the latest robot state; any thread."""
+        if self.params["stop_when_picked_up"] and self.events.lifted:
+            return True, False
+        return False, cliff_ahead(self.events.flags, self.params["stop_on_cliff"])
 
     def _animates(self, motor: str) -> bool:
         """Whether an animation moves ``motor`` (or waits to start, and will); any thread."""

@@ -602,9 +602,10 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
         kept); arms the watchdog's clock. What it held back: "picked up", "cliff" or None
         (drive lock held)."""
         held = None
-        if self.params["stop_when_picked_up"] and self.events.lifted:
+        lifted, cliff = self.tread_holds()
+        if lifted:
             held, left, right = "picked up", 0.0, 0.0
-        elif left + right > 0.0 and cliff_ahead(self.events.flags, self.params["stop_on_cliff"]):
+        elif left + right > 0.0 and cliff:
             held, mean = "cliff", (left + right) / 2.0
             left, right = left - mean, right - mean
         self.robot.post(msgs.DriveWheels(lwheel_speed_mmps=left * 1000.0,

@@ -32,7 +32,6 @@ from rclpy.task import Future
 from ..anim.clip import AnimationError, Clip
 from ..anim.player import compile_clip
 from ..driver.media import motor_stops
-from ..driver.sensors import cliff_ahead
 
 __all__ = ["AnimationGoals", "MAX_LOOPS", "clip_motors"]
 
@@ -107,10 +106,8 @@ class AnimationGoals:
         core = getattr(self.node, "_core", None)
         if core is None:
             return None, None
-        events, p = core.events, self.params
-        if p["stop_when_picked_up"] and events.lifted:
-            return LIFTED_HOLD, None
-        return None, CLIFF_HOLD if cliff_ahead(events.flags, p["stop_on_cliff"]) else None
+        lifted, cliff = core.tread_holds()
+        return (LIFTED_HOLD if lifted else None), (CLIFF_HOLD if cliff else None)
 
     def _treads_refusal(self, clip: Clip) -> Optional[str]:
         """Why ``clip`` may not start now because of its treads (:meth:`tread_hold`), or None."""
