@@ -1135,10 +1135,16 @@ def test_param_list_of_the_whole_graph_answers_for_every_node(stack):
     """``ros2 param list`` without a node asks every node of the graph that is not hidden
     (a name starting with ``_``). The driver's and the description publisher's companion
     nodes (docs/driver.md, Threads) have no parameter services: seen by it, each cost a
-    5 s wait and a "Wait for service timed out" line, so they are hidden nodes."""
+    5 s wait and a "Wait for service timed out" line, so they are hidden nodes. A node of an
+    earlier test in this worker's domain that the graph still lists (for up to its
+    participant's lease: a kit CI run met the probe of test_motion_actions' cleanup test
+    there) is not the stack's: the stack's own nodes, under its namespace, must answer."""
     result = ros2("param", "list", timeout=CALL_TIMEOUT_S)
     out = result.stdout + result.stderr
-    assert "timed out" not in out and "Exception" not in out, out
+    assert "Exception" not in out, out
+    ours = [line for line in out.splitlines() if "timed out" in line
+            and (f"full_name='{NS}/" in line or "full_name=" not in line)]
+    assert not ours, out
     listed = {line[:-1] for line in result.stdout.splitlines() if line.endswith(":")}
     assert {DRIVER, DESCRIPTION} <= listed, out
     assert "  cmd_vel_timeout" in result.stdout and "  robot_description" in result.stdout, out
