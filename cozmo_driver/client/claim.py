@@ -6,13 +6,22 @@ its socket it claims the robot's address and port on this machine, and a second 
 fails with :class:`RobotBusyError`, which names the program that holds the robot (its
 pid and command line) and says how to separate the two.
 
+Every Cozmo answers at 172.31.1.1:5551 on its own Wi-Fi, so one host with a Wi-Fi
+adapter per robot runs a driver per adapter, each bound to its adapter's address
+(``local_ip``): the same robot address is then another robot. A claim made with a
+specific local address counts as the robot seen from that address: two claims of
+172.31.1.1:5551 from different local addresses both succeed, two from the same local
+address conflict, and so do two with no local address (or the unspecified 0.0.0.0,
+every interface). A claim with a local address and one without do not see each other.
+
 How: the claim is a listening Unix socket in Linux's abstract namespace, named after
-the robot's address (``cozmo_driver robot 127.0.0.1:5551``). The kernel lets one socket
-hold a name and frees it when the socket closes, including when its process dies, so no
-stale lock is ever left behind. The holder is found by connecting to the name and
-asking the kernel for the peer's credentials (``SO_PEERCRED``); nothing has to answer.
-Where abstract sockets do not exist (not Linux), claims always succeed: the check is
-skipped, not faked.
+the robot's address (``cozmo_driver robot 127.0.0.1:5551``), and the local address when
+one is given (``cozmo_driver robot 172.31.1.1:5551 from 172.31.1.100``). The kernel lets
+one socket hold a name and frees it when the socket closes, including when its process
+dies, so no stale lock is ever left behind. The holder is found by connecting to the
+name and asking the kernel for the peer's credentials (``SO_PEERCRED``); nothing has to
+answer. Where abstract sockets do not exist (not Linux), claims always succeed: the
+check is skipped, not faked.
 """
 
 from __future__ import annotations
@@ -27,6 +36,9 @@ from ..errors import ConfigurationError
 
 __all__ = ["RobotBusyError", "RobotClaim", "claims_supported", "holder"]
 
+#: local addresses that name no interface: a claim made with one is a claim of the robot alone
+_UNSPECIFIED_LOCAL = ("", "0.0.0.0")
+
 
 class RobotBusyError(ConfigurationError):
     """Another program on this machine already talks to this robot."""
@@ -36,8 +48,9 @@ def claims_supported() -> bool:
     return sys.platform.startswith("linux") and hasattr(socket, "AF_UNIX")
 
 
-def _name(host: str, port: int) -> bytes:
-    return f"\0cozmo_driver robot {host}:{int(port)}".encode()
+def _name(host: str, port: int, local_host: Optional[str] = None) -> bytes:
+    local = f" from {local_host}" if local_host else ""
+    return f"\0cozmo_driver robot {host}:{int(port)}{local}".encode()
 
 
 def holder(name: bytes) -> Tuple[Optional[int], str]:
@@ -62,11 +75,14 @@ def holder(name: bytes) -> Tuple[Optional[int], str]:
 
 
 class RobotClaim:
-    """The claim of one robot address on this machine; :meth:`acquire`, :meth:`release`."""
+    """The claim of one robot address on this machine, from ``local_host`` when that is a
+    specific address (see the module docstring); :meth:`acquire`, :meth:`release`."""
 
-    def __init__(self, host: str, port: int) -> None:
+    def __init__(self, host: str, port: int, local_host: Optional[str] = None) -> None:
         self.host = host
         self.port = int(port)
+        #: the local address the claim is made from, or None (none given, or 0.0.0.0)
+        self.local_host = None if local_host in _UNSPECIFIED_LOCAL else local_host
         self._sock: Optional[socket.socket] = None
 
     @property
@@ -77,7 +93,7 @@ class RobotClaim:
         """Claim the robot, or raise RobotBusyError naming the program that holds it."""
         if self._sock is not None or not claims_supported():
             return self
-        name = _name(self.host, self.port)
+        name = _name(self.host, self.port, self.local_host)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.bind(name)
@@ -90,11 +106,13 @@ class RobotClaim:
                 who = f"process {pid}" + (f" ({cmdline})" if cmdline else "")
                 if pid == os.getpid():
                     who = "this process (another client or driver node in it)"
+            local = f" from the same local address {self.local_host}" if self.local_host else ""
             raise RobotBusyError(
-                f"the robot at {self.host}:{self.port} is already driven by {who} on this machine: "
+                f"the robot at {self.host}:{self.port} is already driven by {who} on this machine{local}: "
                 "a Cozmo takes one controller, and two would steer it at once. Stop the other one, "
                 "or give this one another robot (robot_ip / robot_port); for several robots give "
-                "each stack its own namespace") from None
+                "each stack its own namespace, and, on one host with a Wi-Fi adapter per robot (every "
+                "Cozmo is 172.31.1.1), each driver the address of its own adapter (local_ip)") from None
         sock.setblocking(False)
         self._sock = sock
         return self

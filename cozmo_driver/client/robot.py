@@ -86,8 +86,13 @@ class Robot:
 
     def start(self) -> "Robot":
         """Claim the robot on this machine (:class:`~cozmo_driver.client.claim.RobotBusyError`
-        when another program drives it), open the socket and connect."""
-        self._claim = RobotClaim(*resolve_address(*self.transport.remote_addr, destination=True)).acquire()
+        when another program drives it, from the same local address if
+        ``local_host`` is a specific one), open the socket and connect."""
+        local_host = self.transport.local_addr[0]
+        if local_host not in ("", "0.0.0.0"):  # a specific address: the robot as seen from there
+            local_host = resolve_address(*self.transport.local_addr)[0]
+        self._claim = RobotClaim(*resolve_address(*self.transport.remote_addr, destination=True),
+                                 local_host=local_host).acquire()
         try:
             self.transport.start()
             self.transport.call(lambda: self.link.start(self.transport._loop.time()))

@@ -83,3 +83,47 @@ def test_a_second_client_of_the_same_robot_is_refused_at_start(sim_server):
         assert third.wait_until_ready(10.0)
     finally:
         third.stop()
+
+
+def test_one_host_with_an_adapter_per_robot_claims_each_robot_from_its_local_address():
+    # every Cozmo is 172.31.1.1:5551 on its own Wi-Fi: a driver per adapter, bound to the
+    # adapter's address (local_ip), drives another robot at the same address
+    port = free_udp_port()
+    a = RobotClaim("127.0.0.1", port, local_host="10.0.0.5").acquire()
+    b = RobotClaim("127.0.0.1", port, local_host="10.0.1.5").acquire()
+    try:
+        assert a.held and b.held
+        with pytest.raises(RobotBusyError) as refused:  # the same adapter: the same robot
+            RobotClaim("127.0.0.1", port, local_host="10.0.0.5").acquire()
+        text = str(refused.value)
+        assert f"127.0.0.1:{port} is already driven by this process" in text
+        assert "from the same local address 10.0.0.5" in text
+        assert "local_ip" in text and "namespace" in text
+    finally:
+        a.release()
+        b.release()
+    # no local address, or the unspecified one (every interface), is one claim of the robot
+    c = RobotClaim("127.0.0.1", port, local_host="0.0.0.0").acquire()
+    try:
+        for local in (None, "", "0.0.0.0"):
+            with pytest.raises(RobotBusyError, match="local_ip"):
+                RobotClaim("127.0.0.1", port, local_host=local).acquire()
+    finally:
+        c.release()
+
+
+def test_clients_bound_to_different_local_addresses_both_start_and_the_same_one_is_refused():
+    port = free_udp_port()  # nothing answers there: the clients only claim, bind and send
+    first = Robot("127.0.0.1", port, local_host="127.0.0.1", name="first").start()
+    second = None
+    try:
+        second = Robot("127.0.0.1", port, local_host="127.0.0.2", name="second").start()
+        assert second.transport.running
+        same = Robot("127.0.0.1", port, local_host="localhost", name="same")  # resolved: 127.0.0.1
+        with pytest.raises(RobotBusyError, match="from the same local address 127.0.0.1"):
+            same.start()
+        assert not same.transport.running
+    finally:
+        first.stop(timeout=0.2)
+        if second is not None:
+            second.stop(timeout=0.2)
