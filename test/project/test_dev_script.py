@@ -359,3 +359,16 @@ def test_without_apt_a_missing_espeak_ng_is_said_not_fatal(tmp_path):
     proc = _sourced(tmp_path, script)
     assert proc.returncode == 0 and "DONE" in proc.stdout, proc.stderr
     assert "espeak-ng is not installed (and no apt-get here)" in proc.stderr
+
+
+def test_the_parallel_set_up_steps_work_without_epochrealtime(tmp_path):
+    """step_bg wrote and steps_wait read $EPOCHREALTIME with no default: under set -u on
+    bash before 5 every parallel step failed with 'unbound variable'."""
+    script = ('unset EPOCHREALTIME; step_bg one one "the first step" true; '
+              'step_bg two two "the second step" true; steps_wait; echo DONE; cat "$STATE/one.stamp"')
+    proc = _sourced(tmp_path, script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["DONE", "one"], proc.stdout
+    assert "setup: the first step ... done (" in proc.stderr
+    assert "setup: the second step ... done (" in proc.stderr
+    assert "unbound" not in proc.stderr
