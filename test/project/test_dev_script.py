@@ -372,3 +372,43 @@ def test_the_parallel_set_up_steps_work_without_epochrealtime(tmp_path):
     assert "setup: the first step ... done (" in proc.stderr
     assert "setup: the second step ... done (" in proc.stderr
     assert "unbound" not in proc.stderr
+
+
+def _ros_mode_set_up(tmp_path: Path, has_venv: bool, has_espeak: bool) -> subprocess.CompletedProcess:
+    """setup_ros with a stand-in interpreter (rclpy, numpy and Pillow import; ensurepip only
+    if ``has_venv``), on a PATH with apt-get and, if ``has_espeak``, espeak-ng; apt_install
+    and step only say what they were given, and step ends the run (before any venv)."""
+    fake = tmp_path / "python3"
+    fake.write_text('#!/bin/sh\ncase "$*" in\n'
+                    f'  *ensurepip*) exit {0 if has_venv else 1} ;;\n'
+                    '  *version_info*) echo 3.12 ;;\n'
+                    '  *sys.version*) echo "3.12.3 (fake)" ;;\nesac\nexit 0\n')
+    fake.chmod(0o755)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("cat", "sha256sum", "cut", "find", "sort", "xargs", "mkdir", "rm", "sh"):
+        found = shutil.which(tool)
+        if found:
+            (bin_dir / tool).symlink_to(found)
+    for tool in ("apt-get",) + (("espeak-ng",) if has_espeak else ()):
+        (bin_dir / tool).write_text("#!/bin/sh\nexit 0\n")
+        (bin_dir / tool).chmod(0o755)
+    stubs = 'apt_install() { echo "APT $*"; }; step() { echo "STEP $1"; exit 0; }; '
+    return _sourced(tmp_path, f'{stubs}PATH="{bin_dir}"; setup_ros', ROS_DISTRO="jazzy",
+                    AMENT_PREFIX_PATH="/opt/ros/jazzy", PYTHON=str(fake))
+
+
+def test_ros_mode_installs_the_venv_module_and_espeak_ng_where_missing(tmp_path):
+    """The ROS mode made .venv-ros with python -m venv without checking for ensurepip: on
+    Ubuntu with ROS 2 from apt but no python3.12-venv, ./dev stopped with 'ensurepip is not
+    available', and espeak-ng was never installed."""
+    proc = _ros_mode_set_up(tmp_path, has_venv=False, has_espeak=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["APT python3.12-venv espeak-ng",
+                                        "STEP creating .venv-ros (--system-site-packages)"]
+
+
+def test_ros_mode_installs_nothing_where_the_venv_module_and_espeak_ng_are(tmp_path):
+    proc = _ros_mode_set_up(tmp_path, has_venv=True, has_espeak=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["STEP creating .venv-ros (--system-site-packages)"]
