@@ -22,8 +22,8 @@ order, then SIGTERM and SIGKILL for those still running after
 ``--stop-timeout``. The bring-up also stops when a required process (the
 driver, the simulator) exits, and after ``--duration`` seconds if given; a
 failure while starting (a process that cannot be started) stops what was
-started. Its exit status is that of the driver (or of the one-process stack) when
-it failed, else 0.
+started. Its exit status is that of the driver, the one-process stack or the
+simulator when it failed, else 0.
 Children run in their own sessions, so a Ctrl-C in the terminal reaches them
 once, through the bring-up; and they end when the bring-up dies, even by
 SIGKILL (:mod:`cozmo_driver.lifeline`: SIGTERM from Linux).

@@ -3,7 +3,8 @@ the face and the behaviour nodes.
 
     ros2 launch cozmo_driver cozmo.launch.py                              # robot at 172.31.1.1
     ros2 launch cozmo_driver cozmo.launch.py use_sim:=true rviz:=true
-    ros2 launch cozmo_driver cozmo.launch.py namespace:=robot1 robot_ip:=... sim_port:=...
+    ros2 launch cozmo_driver cozmo.launch.py namespace:=robot1 robot_ip:=...
+    ros2 launch cozmo_driver cozmo.launch.py use_sim:=true namespace:=robot2 sim_port:=5552
     ros2 launch cozmo_driver cozmo.launch.py use_sim:=true enable_face:=true one_process:=true
     ros2 launch cozmo_driver cozmo.launch.py --show-args
 

@@ -242,11 +242,18 @@ def _refuse_arguments(exc: BaseException) -> None:
     """rcl could not take the command line's ROS arguments (a parameter file that is not
     YAML rcl can read, or is missing): one line naming the file and the error, and exit
     status 2 as for any refused parameter, not a traceback and 1."""
-    text = str(exc)
-    if type(exc).__name__ == "RCLError" and ("params file" in text or "arguments" in text):
+    if arguments_error(exc):
         program = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "cozmo"
-        print(f"{program}: cannot start: {text.strip()}", file=sys.stderr)
+        print(f"{program}: cannot start: {str(exc).strip()}", file=sys.stderr)
         raise SystemExit(2) from None
+
+
+def arguments_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is rcl refusing ROS arguments: a parameter file it cannot read, or a
+    malformed rule (rclpy's RCLError, or its RCLInvalidROSArgsError)."""
+    text = str(exc)
+    return type(exc).__name__ in ("RCLError", "RCLInvalidROSArgsError") and \
+        ("params file" in text or "arguments" in text)
 
 
 #: parameters every rclpy node has, which a parameter file may set

@@ -185,18 +185,22 @@ def _factory(kind: str) -> Tuple[Callable[..., Any], Tuple[type, ...]]:
 
 
 def _make_nodes(specs: Sequence[NodeSpec]) -> Optional[_Running]:
-    """Every node, in order; on a bad parameter: the message, the nodes made so far
-    destroyed, rclpy shut down, None."""
+    """Every node, in order; on a bad parameter, or ROS arguments of a node that rcl refuses
+    (its parameter file unreadable): the message, the nodes made so far destroyed, rclpy
+    shut down, None."""
     from ._compat import try_shutdown
-    from ._entry import _close_signals, parameter_error
+    from ._entry import _close_signals, arguments_error, parameter_error
 
     running = _Running()
     for spec in specs:
         cls, errors = _factory(spec.kind)
         try:
             node = cls(cli_args=list(spec.ros_args) or None)
-        except errors as exc:
-            print(f"{PROG}: {KINDS[spec.kind][0]}: {parameter_error(exc)}", file=sys.stderr)
+        except Exception as exc:  # noqa: BLE001 - rcl's refusal of a node's own arguments too
+            if not isinstance(exc, errors) and not arguments_error(exc):
+                raise
+            text = parameter_error(exc) if isinstance(exc, errors) else f"cannot start: {str(exc).strip()}"
+            print(f"{PROG}: {KINDS[spec.kind][0]}: {text}", file=sys.stderr)
             for made in reversed(running.nodes):
                 made.destroy_node()
             _close_signals()

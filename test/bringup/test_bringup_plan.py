@@ -687,3 +687,17 @@ def test_without_one_process_the_stack_is_off():
     assert [e.name for e in entries if e.enabled] == ["driver", "robot_state_publisher", "face"]
     with pytest.raises(plan.PlanError, match="one_process"):
         plan.resolve_arguments({"one_process": "yes"})
+
+
+def test_every_example_of_the_launch_files_docstring_is_accepted_by_the_plan():
+    """The usage lines at the top of cozmo.launch.py are what users copy: each one's
+    ``name:=value`` arguments (a ``...`` placeholder filled in with an address) resolve."""
+    doc = ast.get_docstring(ast.parse(LAUNCH_FILE.read_text()))
+    examples = [line.split("cozmo.launch.py", 1)[1].split("#")[0].split()
+                for line in doc.splitlines() if line.strip().startswith("ros2 launch")]
+    examples = [[word for word in words if ":=" in word] for words in examples]
+    assert len([words for words in examples if words]) >= 3, doc
+    for words in examples:
+        values = dict(word.split(":=", 1) for word in words)
+        values = {name: "127.0.0.1" if value == "..." else value for name, value in values.items()}
+        plan.resolve_arguments(values)  # raises PlanError for a refused example

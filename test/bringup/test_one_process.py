@@ -274,6 +274,22 @@ def test_a_bad_parameter_of_any_node_is_refused(tmp_path):
             in done.stderr), done.stderr
 
 
+def test_a_parameter_file_rcl_cannot_read_is_refused_as_by_each_nodes_own_executable(tmp_path):
+    """In the stack, rcl reads a node's --params-file when the node is made (not at rclpy's
+    init, as in a node's own executable): a file it cannot parse is still one line and exit
+    2, not a traceback and 1."""
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("cozmo_driver:\n  ros__parameters:\n    robot_ip: [127.0.0.1\n")
+    command = [str(project_executable("cozmo_stack")),
+               "--node", "driver", "--ros-args", "-p", "robot_ip:=127.0.0.1", "--params-file", str(broken)]
+    env = dict(os.environ, COZMO_LOOPBACK_ONLY="1")
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "cozmo_stack: cozmo_driver_node: cannot start:" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+
+
 @pytest.mark.parametrize("argv, error", [
     (["--node", "camera"], "unknown node kind 'camera'"),
     (["--node", "face", "--node", "face"], "given twice"),
