@@ -299,6 +299,8 @@ class UdpTransport:
         return bool(getattr(self.protocol, "holds_link", False))
 
     def start(self, timeout: float = 5.0) -> "UdpTransport":
+        """Bind the socket and start the I/O thread (:class:`AddressError` when the address
+        cannot be used). A stopped transport, or one whose start failed, may start again."""
         if self._thread is not None:
             raise TransportStateError("transport already started")
         host, port = resolve_address(*self.local_addr)
@@ -309,6 +311,12 @@ class UdpTransport:
                     f"{LOOPBACK_ONLY_ENV}=1 is set: refusing to send to {self.remote_addr[0]}, which "
                     "is not a loopback address (tests and CI talk only to the simulator on 127.0.0.1)")
         self._peers = PeerFilter(self.peer_policy, self.remote_addr)
+        # a start after a stop or a failed bind: nothing of the earlier run may be taken for
+        # this one's (its closed socket and loop, its error, its timer)
+        self._started = threading.Event()
+        self._start_error = None
+        self._sock = self._loop = self._timer = self._timer_at = None
+        self._urgent.clear()
         self._thread = threading.Thread(target=self._run, args=((host, port),),
                                         name=f"cozmo-io-{self.name}", daemon=True)
         self._thread.start()

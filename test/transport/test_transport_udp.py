@@ -296,6 +296,48 @@ def test_bind_errors_are_reported_clearly():
         first.stop()
 
 
+def test_a_start_after_a_failed_bind_binds_afresh():
+    """The driver starts the same transport again (activate after a failed one): the first
+    start's error was raised again after a 5 s join of the new thread, which stayed bound."""
+    first = UdpTransport(Session(Role.ROBOT), local_addr=("127.0.0.1", 0), peer_policy="reset").start()
+    host, port = first.local_address
+    io = UdpTransport(Session(Role.ROBOT), local_addr=(host, port), peer_policy="reset")
+    try:
+        with pytest.raises(AddressError, match="cannot bind UDP 127.0.0.1"):
+            io.start()
+        assert not io.running
+        first.stop()                                     # the port is free now
+        io.start(timeout=1.0)
+        assert io.running and io.local_address == (host, port)
+    finally:
+        io.stop()
+        first.stop()
+
+
+def test_a_transport_starts_again_after_a_stop():
+    """Start, stop, start on one object: the second run has its own socket and loop (the
+    first run's closed socket gave an OSError for local_address, its closed loop refused
+    calls) and its timer is armed for the protocol's deadline."""
+    robot = Session(Role.ROBOT, SessionConfig(peer_timeout=5.0), name="robot")
+    robot_io = UdpTransport(robot, local_addr=("127.0.0.1", 0), peer_policy="reset", name="robot").start()
+    engine = Session(Role.ENGINE, name="engine")
+    engine_io = UdpTransport(engine, local_addr=("127.0.0.1", 0), remote_addr=robot_io.local_address,
+                             name="engine")
+    try:
+        for _ in range(3):
+            engine_io.start()
+            assert engine_io.running and engine_io.local_address[0] == "127.0.0.1"
+            engine_io.call(engine.connect, time.monotonic())
+            assert wait_for(lambda: engine.is_connected)
+            assert robot_io.peer == engine_io.local_address
+            assert engine_io.call(lambda: engine_io._timer_at) == engine_io.call(engine.get_timer)
+            engine_io.stop()
+            assert not engine_io.running
+    finally:
+        engine_io.stop()
+        robot_io.stop()
+
+
 def test_configuration_errors():
     with pytest.raises(TransportError, match="needs remote_addr"):
         UdpTransport(Session(Role.ENGINE), peer_policy="fixed")
