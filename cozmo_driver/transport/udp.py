@@ -154,9 +154,13 @@ def resolve_address(host: str, port: int, destination: bool = False,
     """Resolve ``host`` to a numeric IPv4 address (raises :class:`AddressError`, whose text
     ends with ``hint``). A string of digits and dots must be four numbers 0-255, and a
     ``destination`` (where datagrams go) neither the unspecified nor the broadcast address
-    (:func:`address_problem`), whether given or resolved."""
+    (:func:`address_problem`), whether given or resolved, and its port not 0 (a socket binds
+    port 0 to take any free one; nothing can be sent to it)."""
     if not 0 <= int(port) <= 65535:
         raise AddressError(f"port {port} is outside 0..65535")
+    if destination and int(port) == 0:
+        raise AddressError("port 0 is no port to send to (a socket binds it to take any free one), not "
+                           "a robot's: check the port (a Cozmo answers at UDP port 5551)")
     problem = address_problem(host, destination)
     if problem is not None:
         raise AddressError(f"{problem}: check the address ({hint})")

@@ -386,6 +386,19 @@ def test_no_robot_is_at_the_unspecified_or_broadcast_address(host, what):
     assert resolve_address("localhost", 5551, destination=True) == ("127.0.0.1", 5551)
 
 
+def test_no_robot_answers_at_port_0():
+    """Port 0 was taken as a robot's: Linux refuses to send to it (EINVAL), and all the user
+    saw was a stream of 'UDP send failed: [Errno 22]'. A socket still binds port 0 (any
+    free one: the driver's local_port)."""
+    with pytest.raises(AddressError, match="port 0 ") as refused:
+        resolve_address("172.31.1.1", 0, destination=True)
+    assert "check the port" in str(refused.value)
+    with pytest.raises(AddressError, match="port 0 "):
+        UdpTransport(Session(Role.ENGINE), local_addr=("127.0.0.1", 0), remote_addr=("127.0.0.1", 0)).start()
+    assert resolve_address("127.0.0.1", 0) == ("127.0.0.1", 0)        # to bind
+    assert resolve_address("127.0.0.1", 1, destination=True) == ("127.0.0.1", 1)
+
+
 #: the verified protocol notes, which give the robot's endpoint (../shared beside the checkout)
 PROTOCOL_NOTES = Path(__file__).resolve().parents[2].parent / "shared" / "protocol" / "PROTOCOL_NOTES.md"
 
