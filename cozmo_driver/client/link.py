@@ -22,7 +22,9 @@ tests) drives it. On top of the session it
   with its wrap-around), so that a replayed, duplicated or reordered datagram
   never moves the odometry backwards, and a RobotState whose time is ahead of
   the robot's clock as started by our SyncTime (one replayed from an earlier
-  connection, or forged) is dropped too; the drops are counted
+  connection, or forged) is dropped too, as is one that arrives before our SyncTime
+  (the robot streams its state from SyncTime on: a late one of an earlier connection);
+  the drops are counted
   (:attr:`RobotLink.stale_states`) and warned about at most once a
   ``warn_period`` with their count. A robot whose clock really went back is
   followed again after ``STALE_RESYNC_S`` of stale states in a row, each newer
@@ -460,22 +462,26 @@ class RobotLink:
         """Whether a RobotState is newer than the last one (else it is counted and dropped)."""
         ts = int(state.timestamp_ms)
         last = self._last_ts
-        if self._sync_at is not None:
-            # the robot's clock started at 0 when it got our SyncTime: a state from further
-            # ahead is from an earlier connection (a replay) or forged, never this robot's
-            elapsed_ms = (now - self._sync_at) * 1000.0
-            if ts > elapsed_ms + SYNC_MARGIN_MS + elapsed_ms * CLOCK_DRIFT:
-                if self._keeps_pace(self._ahead_run, ts, now):
-                    logger.warning("[%s] the robot's clock jumped ahead from %s ms to %d ms (or this "
-                                   "computer's clock stood still): following it again", self.name,
-                                   "none" if last is None else last, ts)
-                    self._sync_at = now - ts / 1000.0
-                    self._last_ts = ts
-                    self._stale_run = []
-                    self._ahead_run = []
-                    return True
-                self._count_stale(ts, last, now, "ahead of the robot's clock")
-                return False
+        if self._sync_at is None:
+            # the robot streams its state from our SyncTime on: one before it is a late
+            # duplicate of an earlier connection's (or forged), and must not become the last
+            self._count_stale(ts, last, now, "arrived before this connection's SyncTime")
+            return False
+        # the robot's clock started at 0 when it got our SyncTime: a state from further
+        # ahead is from an earlier connection (a replay) or forged, never this robot's
+        elapsed_ms = (now - self._sync_at) * 1000.0
+        if ts > elapsed_ms + SYNC_MARGIN_MS + elapsed_ms * CLOCK_DRIFT:
+            if self._keeps_pace(self._ahead_run, ts, now):
+                logger.warning("[%s] the robot's clock jumped ahead from %s ms to %d ms (or this "
+                               "computer's clock stood still): following it again", self.name,
+                               "none" if last is None else last, ts)
+                self._sync_at = now - ts / 1000.0
+                self._last_ts = ts
+                self._stale_run = []
+                self._ahead_run = []
+                return True
+            self._count_stale(ts, last, now, "ahead of the robot's clock")
+            return False
         if last is None or newer(ts, last):
             self._last_ts = ts
             self._stale_run = []

@@ -33,6 +33,7 @@ class ScriptedRobot:
         self.synced = False
         self.silent = False
         self.streams = True  # False: it answers, but SyncTime starts no RobotState
+        self.greets = True  # False: it answers the RESET, but sends its greeting only when told (greet)
         self.firmware = firmware or {"version": 2381, "build": "RELEASE"}
         self._next_state = None
         self.clock_base_ms = 0  # the robot's clock reads this at SyncTime (and counts on in ms)
@@ -67,6 +68,11 @@ class ScriptedRobot:
     def next_event(self):
         return None
 
+    def greet(self):
+        """The robot's greeting after its Connect: its serial, then its firmware."""
+        self.session.send(msgs.HardwareInfo(serial_number_head=0x1234))
+        self.session.send(msgs.FirmwareSignature(signature=json.dumps(self.firmware)))
+
     def _react(self, now):
         while True:
             event = self.session.next_event()
@@ -75,8 +81,8 @@ class ScriptedRobot:
             if isinstance(event, Connected):
                 self.enables = 0
                 self.synced = False
-                self.session.send(msgs.HardwareInfo(serial_number_head=0x1234))
-                self.session.send(msgs.FirmwareSignature(signature=json.dumps(self.firmware)))
+                if self.greets:
+                    self.greet()
             elif isinstance(event, Disconnected):
                 self.synced = False
             elif isinstance(event, MessageReceived):
@@ -405,6 +411,31 @@ def test_after_a_reconnect_an_old_connections_state_does_not_take_over():
     assert client.stale_states >= 1
     fresh = received_states(events)[-5:]
     assert all(m.pose_x_mm != -999.0 for m in fresh) and client.robot_state.timestamp_ms < old
+
+
+def test_an_old_connections_state_before_the_sync_time_is_dropped(log_records):
+    """A late duplicate of the old connection's state, arriving after the new Connect but
+    before BodyInfo (so before SyncTime), was taken as the last state: every real one after
+    SyncTime was 'not newer', dropped with warnings, and READY came a second late."""
+    client, robot, link, events = ready_pair()
+    link.run_until(link.now + 5.0)
+    old = client.robot_state.timestamp_ms               # about 5 000 ms into the first connection
+    robot.silent = True
+    assert link.run_while(lambda: client.state is LinkState.READY, 3.0)
+    robot.greets = False                                # the greeting waits for the old state
+    robot.silent = False
+    assert link.run_while(lambda: client.state is not LinkState.INITIALIZING, 10.0)
+    logged = log_records("cozmo.client", "WARNING")
+    before = len(received_states(events))
+    robot.session.send(msgs.RobotState(timestamp_ms=old, pose_x_mm=-999.0))
+    robot.greet()                                       # then FirmwareSignature, Enable, BodyInfo
+    assert link.run_while(lambda: client.state is not LinkState.READY, 0.5)
+    link.run_until(link.now + 1.0)
+    assert client.stale_states == 1                     # the old one, and none of the real ones
+    fresh = received_states(events)[before:]
+    assert len(fresh) >= 25 and all(m.pose_x_mm != -999.0 for m in fresh)
+    assert client.robot_state.timestamp_ms < old
+    assert not [m for m in logged.messages if "not newer" in m], logged.messages
 
 
 def test_a_robot_clock_that_jumped_ahead_is_followed_again(log_records):
