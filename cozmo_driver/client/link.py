@@ -558,9 +558,11 @@ class RobotLink:
             # answers with BodyInfo): Anki's firmware takes the RESET as its reliable
             # packet 1 and drops our first packet after it, numbered 1 as well (as the
             # reference client numbers it), as a duplicate, acknowledging it all the same.
-            # The first Enable is that packet: keep the pair first on every connection.
-            self.session.send(msgs.Enable())
-            self.session.send(msgs.Enable())
+            # The first Enable is that packet: keep the pair first on every connection. A
+            # stop during the handshake closes the session: nothing more is brought up then.
+            if self.session.is_connected:
+                self.session.send(msgs.Enable())
+                self.session.send(msgs.Enable())
         elif name == "MotorCalibration":
             self._send_released(self.calibration.on_message(message, now))
         elif name == "HardwareInfo":
@@ -570,7 +572,7 @@ class RobotLink:
             self.info.body_hw_version = message.body_hw_version
             color = message.body_color
             self.info.body_color = color.name if hasattr(color, "name") else str(color)
-            if not self._synced:
+            if not self._synced and self.session.is_connected:  # (not while a stop closes it)
                 self.session.send(msgs.SetOrigin(pose_frame_id=0, pose_origin_id=1))
                 # the second field is the drive centre's offset in Anki's firmware: 0, so that
                 # the robot reports the pose of the point between its treads (base_footprint)

@@ -261,6 +261,26 @@ def test_stop_halts_the_motors_and_disconnects():
     assert client.state is LinkState.DISCONNECTED  # and no reconnect happens
 
 
+def test_a_stop_during_the_handshake_sends_no_bring_up_and_counts_nothing_malformed(log_records):
+    """The robot's greeting crosses the stop's Disconnect: the bring-up (Enable, SetOrigin,
+    SyncTime) is not sent on a closing session, and that is no malformed packet (it was
+    counted and warned of as '... dropped: NotConnectedError'); the facts are still kept."""
+    client, robot, link, events = make_pair(delay=0.05)
+    robot.greets = False
+    logged = log_records("cozmo.client", "WARNING")
+    client.start(link.now)
+    assert link.run_while(lambda: client.state is not LinkState.INITIALIZING, 2.0)
+    client.stop(link.now)                               # the Disconnect is on its way ...
+    robot.greet()                                       # ... and the greeting on its way back
+    robot.session.send(msgs.BodyInfo(serial_number=0xBEEF, body_hw_version=5, body_color=2))
+    assert link.run_while(lambda: not client.stopped, 2.0)
+    assert client.state is LinkState.DISCONNECTED
+    assert client.info.firmware_version == 2381 and client.info.body_serial == 0xBEEF
+    assert client.session.stats.malformed_packets == 0
+    assert not [m for m in logged.messages if "dropped" in m], logged.messages
+    assert not {"Enable", "SetOrigin", "SyncTime"} & set(robot.received), robot.received
+
+
 def test_old_firmware_is_accepted_with_its_version_recorded():
     client, robot, link, events = make_pair()
     robot.firmware = {"version": 2214, "build": "FACTORY"}
