@@ -34,9 +34,10 @@ send error (UDP: the session's retransmission covers reliable traffic).
 simulated robot. Time is ``time.monotonic()`` seconds (the loop's clock).
 
 Safety switch: with the environment variable ``COZMO_LOOPBACK_ONLY=1`` (set by
-the test harness, CI, the demo on the simulator and the benchmarks) the adapter
-refuses to start with a robot address outside 127.0.0.0/8, before a single
-datagram leaves: no test can reach a real robot or the LAN by mistake.
+the test harness, CI, ``./dev test``, ``./dev bench`` and the benchmarks themselves; not
+by the demos, on the simulator or not) the adapter refuses to start with a robot
+address outside 127.0.0.0/8, before a single datagram leaves: no test can reach a
+real robot or the LAN by mistake.
 
 Peer policy (:class:`PeerFilter`, sans-I/O): ``"fixed"`` (the driver) accepts
 datagrams only from the robot's current source, ``remote_addr`` at first; while
