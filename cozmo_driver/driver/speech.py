@@ -18,13 +18,14 @@ import io
 import re
 import shutil
 import subprocess
-from typing import Optional, Tuple
+from typing import TYPE_CHECKING, Optional, Tuple
 
-import numpy as np
-
-from ..protocol.audio import WavInfo
 from .commands import CommandError
-from .media import load_audio_file
+
+if TYPE_CHECKING:  # the audio codec only when something is spoken: the voice check at the
+    import numpy as np  # driver's start-up (parameters.validate_value) needs none of it
+
+    from ..protocol.audio import WavInfo
 
 __all__ = ["speak", "check_voice", "voice_missing", "MAX_TEXT_CHARS", "SPEECH_PROGRAM"]
 
@@ -99,4 +100,5 @@ def speak(text: str, voice: str = "en-us", speed_wpm: int = 150, pitch: int = 70
     if done.returncode != 0 or not done.stdout:
         raise CommandError(f"{program} failed (exit status {done.returncode})"
                            + (f": {said}" if said else ""))
+    from .media import load_audio_file
     return load_audio_file(io.BytesIO(done.stdout))

@@ -37,11 +37,11 @@ DEFERRED = (
 )
 
 
-def loaded_after(statement: str) -> list:
-    """The modules (of DEFERRED, and their submodules) loaded after ``statement`` in a
+def loaded_after(statement: str, deferred: tuple = DEFERRED) -> list:
+    """The modules (of ``deferred``, and their submodules) loaded after ``statement`` in a
     fresh interpreter of this venv."""
     code = (f"import json, sys\n{statement}\n"
-            f"deferred = {DEFERRED!r}\n"
+            f"deferred = {deferred!r}\n"
             "print(json.dumps(sorted(m for m in sys.modules\n"
             "                        if any(m == d or m.startswith(d + '.') for d in deferred))))\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -62,3 +62,14 @@ def test_importing_the_driver_node_loads_none_of_what_start_up_defers():
 def test_the_entry_helpers_load_none_of_it_either():
     # _entry is shared by every node's main(); destroy_waitables works without rclpy.action
     assert loaded_after("from cozmo_driver.ros._entry import destroy_waitables, spin_node") == []
+
+
+def test_checking_the_parameters_loads_no_audio_codec():
+    # the node checks every parameter before anything else (speech_voice's name among
+    # them); the audio codec (its 65536-entry tables built at import) and the media
+    # conversions wait until something is played or spoken
+    media = ("cozmo_driver.protocol.audio", "cozmo_driver.driver.media", "numpy")
+    assert loaded_after("from cozmo_driver.driver.parameters import PARAMETERS, validate_all\n"
+                        "assert validate_all({p.name: p.default for p in PARAMETERS}) is None",
+                        media) == []
+    assert "cozmo_driver.protocol.audio" in loaded_after("import cozmo_driver.driver.media", media)
