@@ -273,6 +273,20 @@ class AVPacer:
         self._queued = 0
         self._final = True
 
+    def drop_audio(self, samples: int) -> None:
+        """Drop the first ``samples`` queued samples (a sound cancelled midway); what is
+        queued behind them stays, as it was queued (a stream's too)."""
+        left = min(max(0, int(samples)), self._queued)
+        self._queued -= left
+        while left:
+            chunk = self._chunks[0]
+            take = min(left, chunk.size - self._chunk_pos)
+            self._chunk_pos += take
+            left -= take
+            if self._chunk_pos == chunk.size:
+                self._chunks.popleft()
+                self._chunk_pos = 0
+
     def set_face(self, image: Optional[ImageLike]) -> None:
         """The face layer, at once: shown whenever no overlay is (None: nothing).  Face
         frames waiting in the FIFO are replaced too (counted as covered)."""

@@ -34,7 +34,8 @@ the screen is blanked where the face would come back (after a timed image, a
 cleared image or a cancelled animation).
 
 Audio: :meth:`AVStream.play_audio` (a goal) clears what is queued and plays
-its samples; :meth:`AVStream.stream_audio` appends to the queue in arrival
+its samples (cancelled, it drops what it has left: a stream queued behind it plays
+on); :meth:`AVStream.stream_audio` appends to the queue in arrival
 order (nothing is mixed), and :meth:`AVStream.stream_audio_at` does so with
 samples at another rate: the chunks of one stream go through one
 :class:`~cozmo_driver.protocol.audio.StreamResampler` (no seams between them),
@@ -586,8 +587,7 @@ class AVStream:
             return
         self._audio = None
         now = self.robot.clock()
-        self.pacer.clear_audio()
-        self._reset_stream()
+        self.pacer.drop_audio(_goal_queued(goal, self.pacer))  # a stream queued behind it plays now
         self._report(AVReport(_AUDIO_DONE, token, self._audio_progress(goal), self._elapsed(goal, now),
                               success=False, message=reason))
         self._arm()

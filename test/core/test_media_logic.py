@@ -432,6 +432,35 @@ def test_audio_goals_preempt_and_cancel():
     assert 0.2 < done[2].progress < 0.35
 
 
+def test_cancelling_an_audio_goal_drops_its_own_sound_and_the_stream_behind_it_plays():
+    """Cancelling a play_audio goal emptied the whole queue and reset the stream: the
+    audio/pcm chunks queued behind the goal (the warning of a chunk dropped says to cancel
+    the goal to hear them) were thrown away with it."""
+    robot, av, reports = make_stream(stream_prebuffer_s=0.1, stream_timeout_s=0.15)
+    av.play_audio(1, tone(2.0))
+    robot.run_until(robot.now + 0.3)
+    stream = tone(0.5, 500)                                  # 11 160 samples: 15 frames
+    for piece in np.array_split(stream, 5):
+        av.stream_audio(piece)
+        robot.run_until(robot.now + 0.05)
+    before = robot.names().count("OutputAudio")
+    av.cancel_audio(1)
+    (done,) = [r for r in reports if r.done]
+    assert not done.success and done.message == "cancelled" and 0.2 < done.progress < 0.4
+    robot.run_until(robot.now + 1.5)
+    after = played(robot)[before * SAMPLES_PER_FRAME:]
+    # the stream at once, whole and from its first sample: nothing of the goal is left
+    assert np.array_equal(after, decode_ulaw(encode_ulaw(stream)))
+    assert av.counters()["audio stream dropped (s)"] == 0.0
+    # a cancel with no stream behind the goal still stops the sound at once
+    av.play_audio(2, tone(2.0))
+    robot.run_until(robot.now + 0.3)
+    av.cancel_audio(2)
+    sent_at_cancel = robot.names().count("OutputAudio")
+    robot.run_until(robot.now + 1.0)
+    assert robot.names().count("OutputAudio") == sent_at_cancel
+
+
 def test_a_stream_is_prebuffered_then_flushed_when_it_stops():
     robot, av, reports = make_stream(stream_prebuffer_s=0.1, stream_timeout_s=0.3)
     chunk = tone(0.05)                                   # 1116 samples: 1.5 frames

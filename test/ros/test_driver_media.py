@@ -763,6 +763,14 @@ def test_pcm_chunks_queue_behind_a_play_audio_goal_longer_than_the_stream_limit(
     cancel = handle.cancel_goal_async()
     assert rig.spin_until(cancel.done, 3.0)
     assert rig.result(handle).status == GoalStatus.STATUS_CANCELED
+    # as the warning says, the stream is heard now: the cancel dropped the goal's sound only
+    # (it emptied the whole queue, and the stream's 30 s went with it)
+    assert rig.spin_until(lambda: 25.0 < float(rig.diag_values()["audio queued (s)"]) < 30.5, 4.0), \
+        rig.diag_values()
+    frames0 = rig.sim.audio_frames()
+    assert rig.spin_until(lambda: rig.sim.audio_frames() - frames0 >= 15, 3.0)
+    _, _, freq = loud_segment(rig.sim.audio_pcm()[-10 * SAMPLES_PER_FRAME:])
+    assert freq == pytest.approx(500.0, abs=10.0)                            # the stream's, not the file's 440 Hz
 
 
 @pytest.fixture
