@@ -32,6 +32,7 @@ Everything is vectorised with 65 536- and 256-entry lookup tables built once.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
@@ -50,6 +51,7 @@ __all__ = [
     "SILENCE_CODE",
     "MIN_WAV_RATE",
     "MAX_WAV_RATE",
+    "MAX_WAV_SECONDS",
     "WavInfo",
     "encode_ulaw",
     "decode_ulaw",
@@ -65,6 +67,11 @@ SAMPLES_PER_FRAME = 744  # samples in one OutputAudio
 SAMPLE_RATE = SAMPLES_PER_FRAME * FRAMES_PER_SECOND  # 22 320 Hz
 MIN_WAV_RATE = 8000  # Hz, accepted by load_wav
 MAX_WAV_RATE = 48000
+#: the longest WAV file load_wav takes (s): 10 minutes. A file is converted whole in memory, in
+#: float64 (mixed down and resampled): 10 minutes of 48 kHz stereo take 0.9 GB at the peak
+#: (measured), an hour several, which could get the driver killed
+MAX_WAV_SECONDS = 600
+
 
 def _build_encode_table() -> np.ndarray:
     x = np.arange(-32768, 32768, dtype=np.int64)
@@ -311,15 +318,19 @@ def load_wav(source: str | os.PathLike[str] | BinaryIO) -> tuple[np.ndarray, Wav
     """Read a PCM WAV file and return ``(mono int16 samples at SAMPLE_RATE, info)``.
 
     Accepts 8-bit (unsigned) or 16-bit (signed) integer PCM, mono or stereo, at
-    8 000..48 000 Hz.  Stereo is averaged to mono and the signal is resampled
-    with an anti-aliasing filter (see :func:`resample`).  Anything else (24/32-bit,
-    float, compressed or extensible formats, other rates, more channels, a
-    truncated or non-WAV file) raises :class:`LocalProtocolError`.
+    8 000..48 000 Hz, up to :data:`MAX_WAV_SECONDS` long.  Stereo is averaged to mono and
+    the signal is resampled with an anti-aliasing filter (see :func:`resample`).  Anything
+    else (24/32-bit, float, compressed or extensible formats, other rates, more channels, a
+    longer, truncated or non-WAV file) raises :class:`LocalProtocolError`.  A longer file is
+    refused before it is read when it can seek, else once ``MAX_WAV_SECONDS`` of it were
+    read; a header that declares more than the file holds (``espeak-ng --stdout``'s) is
+    taken for what the file holds.
     """
     name = os.fspath(source) if isinstance(source, (str, os.PathLike)) else getattr(source, "name", "<stream>")
-    opened = os.fspath(source) if isinstance(source, (str, os.PathLike)) else source
     try:
-        with wave.open(opened, "rb") as w:
+        with contextlib.ExitStack() as files:
+            f = files.enter_context(open(source, "rb")) if isinstance(source, (str, os.PathLike)) else source
+            w = files.enter_context(wave.open(f, "rb"))
             channels = w.getnchannels()
             width = w.getsampwidth()
             rate = w.getframerate()
@@ -334,7 +345,13 @@ def load_wav(source: str | os.PathLike[str] | BinaryIO) -> tuple[np.ndarray, Wav
                 raise LocalProtocolError(
                     f"{name}: sample rate {rate} Hz is not supported (only {MIN_WAV_RATE}-{MAX_WAV_RATE} Hz)"
                 )
-            raw = w.readframes(frames)
+            most = MAX_WAV_SECONDS * rate
+            held = _frames_held(f, frames, width * channels)
+            if held is not None and held > most:
+                raise LocalProtocolError(_too_long(name, held / rate))
+            raw = w.readframes(min(frames, most + 1))
+            if len(raw) > most * width * channels:
+                raise LocalProtocolError(_too_long(name, None))
     except wave.Error as exc:
         raise LocalProtocolError(f"{name}: not a plain PCM WAV file ({exc})") from exc
     except EOFError as exc:
@@ -352,6 +369,29 @@ def load_wav(source: str | os.PathLike[str] | BinaryIO) -> tuple[np.ndarray, Wav
     info = WavInfo(channels, width, rate, n, n / rate)
     mono = mix_down(samples) if channels > 1 else samples[:, 0]
     return resample(mono, rate, SAMPLE_RATE), info
+
+
+def _frames_held(f: BinaryIO, declared: int, frame_bytes: int) -> int | None:
+    """The frames a WAV file's data really holds, ``f`` at their start: those its header
+    declares, or fewer where the file ends first; None when ``f`` cannot seek (a pipe)."""
+    try:
+        if not f.seekable():
+            return None
+        here = f.tell()
+        end = f.seek(0, os.SEEK_END)
+        f.seek(here)
+    except (AttributeError, OSError, ValueError):
+        return None
+    return min(declared, max(0, end - here) // frame_bytes)
+
+
+def _too_long(name: str, seconds: float | None) -> str:
+    """Why the WAV file ``name``, ``seconds`` long (None: more than the limit), is refused."""
+    said = f"more than {MAX_WAV_SECONDS} s" if seconds is None else f"{seconds:.0f} s"
+    minutes = "" if seconds is None else f" ({seconds / 60:.1f} minutes)"
+    return (f"{name}: {said} of sound{minutes}; a WAV file may hold at most {MAX_WAV_SECONDS} s "
+            f"({MAX_WAV_SECONDS // 60} minutes), as it is converted whole in memory: cut it into "
+            "shorter files")
 
 
 def frames_from_pcm(pcm: np.ndarray) -> list[bytes]:

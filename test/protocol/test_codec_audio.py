@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cozmo_driver.protocol.audio import (
+    MAX_WAV_SECONDS,
     SAMPLE_RATE,
     SAMPLES_PER_FRAME,
     SILENCE_CODE,
@@ -240,6 +241,40 @@ def float_wav() -> io.BytesIO:
 def test_load_wav_rejects(make, message):
     with pytest.raises(LocalProtocolError, match=message):
         load_wav(make())
+
+
+class Pipe:
+    """A file that can only be read, as a FIFO's is (no seek, no tell)."""
+
+    def __init__(self, data: bytes) -> None:
+        self._buf = io.BytesIO(data)
+
+    def read(self, n: int = -1) -> bytes:
+        return self._buf.read(n)
+
+
+def test_load_wav_refuses_a_file_longer_than_its_limit_naming_both():
+    """A file was read and converted whole, in float64, however long: an hour of stereo took
+    gigabytes and could get the driver killed. One longer than MAX_WAV_SECONDS is refused,
+    before it is read when the file can seek, else once that much of it was read."""
+    assert MAX_WAV_SECONDS == 600
+    long = write_wav(np.zeros(601 * 8000, np.int16), 8000, width=1).getvalue()  # 601 s, 4.8 MB
+    with pytest.raises(LocalProtocolError, match=r"^<stream>: 601 s of sound \(10.0 minutes\); a WAV file "
+                       r"may hold at most 600 s \(10 minutes\), as it is converted whole in memory: "
+                       r"cut it into shorter files$"):
+        load_wav(io.BytesIO(long))
+    with pytest.raises(LocalProtocolError, match=r"^<stream>: more than 600 s of sound; a WAV file may "
+                       r"hold at most 600 s"):
+        load_wav(Pipe(long))
+    # a header that declares more than the file holds (espeak-ng --stdout writes 0x7ffff000
+    # bytes, 13.5 hours at its 22 050 Hz: it cannot seek back to write the size) is taken
+    # for what the file holds
+    short = bytearray(write_wav(tone(1000, 22050, 0.5), 22050).getvalue())
+    assert short[36:40] == b"data"
+    short[4:8], short[40:44] = struct.pack("<I", 0x7FFFF024), struct.pack("<I", 0x7FFFF000)
+    for source in (io.BytesIO(bytes(short)), Pipe(bytes(short))):
+        pcm, info = load_wav(source)
+        assert info.duration_s == pytest.approx(0.5) and pcm.size == SAMPLE_RATE // 2
 
 
 def test_load_wav_missing_file(tmp_path):
