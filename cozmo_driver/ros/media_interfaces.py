@@ -322,6 +322,10 @@ class MediaInterfaces(AnimationGoals):
             self._rejected()
             self._warn("display_inactive", f"{topic} refused: the driver is not active")
             return
+        if not self._connected():  # it would be shown after a reconnection, which no image survives
+            self._rejected()
+            self._warn("display_link", f"{topic} refused: {NOT_CONNECTED_REFUSAL}")
+            return
         if duration_field is not None and not duration >= 0.0:  # NaN, below 0 or -inf
             what = "not a number of seconds" if math.isnan(duration) else "below 0 s"
             self._rejected()

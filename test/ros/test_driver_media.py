@@ -220,6 +220,30 @@ def test_audio_chunks_while_the_robot_is_not_connected_are_refused_saying_so(mak
     rig.sim.set_link_up(True)
 
 
+def test_images_while_the_robot_is_not_connected_are_refused_saying_so(make_rig):
+    """An image on display/image or display/image_raw while the link was down was taken
+    without a word and shown once the robot was back, though images do not survive a lost
+    robot and an audio/pcm chunk is refused then."""
+    rig = make_rig(peer_timeout=0.5)
+    log = rig.node._media._log = LogRecorder(rig.node._media._log)
+    box = np.zeros((64, 128), np.uint8)
+    box[16:48, 32:96] = 255
+    pub = rig.publisher(DisplayImage, "display/image")
+    pub.publish(DisplayImage(image=image_msg(255 - box, "mono8")))
+    assert rig.spin_until(lambda: np.array_equal(rig.sim.framebuffer(), shown(box == 0)), 3.0)  # not the box
+    rig.sim.set_link_up(False)
+    assert rig.spin_until(lambda: not rig.node.connected, 5.0)
+    pub.publish(DisplayImage(image=image_msg(box, "mono8")))
+    rig.publisher(Image, "display/image_raw").publish(image_msg(box, "mono8"))
+    assert rig.spin_until(lambda: rig.diag_values().get("display images refused") == "2", 4.0), rig.diag_values()
+    for topic in ("display/image", "display/image_raw"):
+        assert any(line.startswith(f"{topic} refused: not connected to the robot") for line in log.lines), log.lines
+    rig.sim.set_link_up(True)
+    assert rig.spin_until(lambda: rig.node.connected, CONNECT_TIMEOUT)
+    rig.spin_for(0.5)
+    assert not np.array_equal(rig.sim.framebuffer(), shown(box > 0))  # nothing shown after it came back
+
+
 def test_a_face_of_the_wrong_size_and_an_empty_audio_chunk_are_refused_and_counted(make_rig):
     rig = make_rig()
     log = rig.node._media._log = LogRecorder(rig.node._media._log)
