@@ -63,7 +63,7 @@ from sensor_msgs.msg import Image
 from ..anim.library import AnimationLibrary
 from ..anim.av_stream import AVReport, AVStream
 from ..client.link import LinkState
-from ..driver.commands import CommandError, clamp, volume_level
+from ..driver.commands import CommandError, volume_level
 from ..driver.diagnostics import DiagnosticReport, av_report
 from ..driver.parameters import PARAMETERS_BY_NAME
 from ..log_throttle import LogThrottle, field_kind
@@ -509,8 +509,8 @@ class MediaInterfaces(AnimationGoals):
         request = handle.request
         result = PlayAudio.Result()
         problem = self._refusal()
-        if problem is None and not math.isfinite(request.volume):
-            problem = f"volume = {request.volume}: not a finite number"
+        if problem is None and math.isnan(request.volume):  # +-inf: above 1, below 0 (PlayAudio.action)
+            problem = f"volume = {request.volume}: not a number (0..1 sets the volume, < 0 leaves it as it is)"
         if problem is None and len(request.path) > _LONGEST_PATH:
             problem = (f"path {request.path[:40]!r}... has {len(request.path)} characters: no "
                        f"file's path is longer than {_LONGEST_PATH}")
@@ -541,10 +541,11 @@ class MediaInterfaces(AnimationGoals):
         error = error or self._after_wait()  # the driver may have been deactivated meanwhile
         if error is not None:
             return self._refused(handle, result, "play_audio", error)
-        if request.volume >= 0.0:
-            volume, warning = clamp(float(request.volume), 0.0, 1.0, "play_audio goal volume")
-            if warning:
-                self._log.warning(warning)
+        if request.volume >= 0.0:  # < 0, -inf too, leaves the volume as it is
+            volume = float(request.volume)
+            if volume > 1.0:  # +inf too
+                self._log.warning(f"play_audio goal volume = {volume:.4g} is outside [0, 1]: clamped to 1")
+                volume = 1.0
             level, _ = volume_level(volume)
             self.robot.post_volume(level)
             # Keep the driver's own record, which it re-applies after a reconnection.

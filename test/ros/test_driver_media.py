@@ -708,12 +708,23 @@ def test_play_audio_volume_default_leaves_the_volume_and_above_one_is_clamped_wi
     assert r.status == GoalStatus.STATUS_SUCCEEDED, r.result.message
     assert rig.spin_until(lambda: rig.sim.volume() == 65535, 2.0)
     assert any("play_audio goal volume = 1.7 is outside [0, 1]: clamped to 1" in line for line in log.lines), log.lines
+    # +inf is above 1 and -inf below 0, as the interface says: they aborted the goal, as NaN does
+    rig.result(rig.send_goal(PlayAudio, "play_audio", PlayAudio.Goal(path=str(short), volume=0.25)))
+    assert rig.spin_until(lambda: rig.sim.volume() == round(0.25 * 65535), 2.0)
+    r = rig.result(rig.send_goal(PlayAudio, "play_audio", PlayAudio.Goal(path=str(short), volume=-math.inf)))
+    assert r.status == GoalStatus.STATUS_SUCCEEDED, r.result.message
+    rig.spin_for(0.2)
+    assert rig.sim.volume() == round(0.25 * 65535)  # left as it is
+    r = rig.result(rig.send_goal(PlayAudio, "play_audio", PlayAudio.Goal(path=str(short), volume=math.inf)))
+    assert r.status == GoalStatus.STATUS_SUCCEEDED, r.result.message
+    assert rig.spin_until(lambda: rig.sim.volume() == 65535, 2.0)
+    assert any("play_audio goal volume = inf is outside [0, 1]: clamped to 1" in line for line in log.lines), log.lines
     r = rig.result(rig.send_goal(PlayAudio, "play_audio", PlayAudio.Goal(path=str(short), volume=float("nan"))))
-    assert r.status == GoalStatus.STATUS_ABORTED and "not a finite number" in r.result.message
+    assert r.status == GoalStatus.STATUS_ABORTED and "volume = nan: not a number" in r.result.message
     r = rig.result(rig.send_goal(PlayAudio, "play_audio", PlayAudio.Goal(path=str(tmp_path / "none.wav"))))
     assert r.status == GoalStatus.STATUS_ABORTED
     # the reason of a goal that could not run is in the log too, not only in its result
-    assert any(line.startswith("play_audio goal aborted: volume = nan: not a finite number")
+    assert any(line.startswith("play_audio goal aborted: volume = nan: not a number")
                for line in log.lines), log.lines
     assert any(line.startswith("play_audio goal aborted: ") and "none.wav" in line for line in log.lines)
 
