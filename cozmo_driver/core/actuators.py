@@ -1,5 +1,5 @@
-"""The driver core's head, lift, lights and volume commands, each checked (a part of
-:class:`~cozmo_driver.core.DriverCore`)."""
+"""The driver core's head, lift, lights and volume commands, each checked, and what cmd_vel
+says of the treads' holds and of its scaling (a part of :class:`~cozmo_driver.core.DriverCore`)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 
 from .. import robot_geometry as geo
 from ..client.link import MOTOR_MIN_SPEED_RADPS
+from ..driver.kinematics import wheels_to_twist
 from ..driver.sensors import cliff_ahead
 from ..driver.commands import CommandError, clamp, require_finite, rgb555, volume_level
 from ..protocol import messages as msgs
@@ -24,9 +25,15 @@ def heading_lost(cause: str) -> str:
     return f"the robot's heading restarted: the head calibrates ({cause}); the goal's target is lost"
 
 
+def _speed_text(x: float) -> str:
+    """A requested speed for a log line: 0.500, or 1.79e+308 rather than 309 digits."""
+    return f"{x:.3f}" if abs(x) < 1e6 else f"{x:.4g}"
+
+
 class ActuatorsMixin:
-    """DriverCore's head, lift, backpack light, head light and volume commands (they use
-    its params, robot, refusal and readiness checks and goal pre-emption)."""
+    """DriverCore's head, lift, backpack light, head light and volume commands, and cmd_vel's
+    warnings of the treads' holds and of its scaling (they use its params, robot, refusal and
+    readiness checks, orientation and goal pre-emption)."""
 
     def tread_holds(self) -> Tuple[bool, bool]:
         """(whether no tread may drive now: ``stop_when_picked_up`` and the robot picked up or
@@ -35,6 +42,37 @@ class ActuatorsMixin:
         if self.params["stop_when_picked_up"] and self.events.lifted:
             return True, False
         return False, cliff_ahead(self.events.flags, self.params["stop_on_cliff"])
+
+    def _say_held(self, moving: bool, held: Optional[str]) -> None:
+        """After a cmd_vel (``moving``: not a stop) that ``held`` says what the treads' holds
+        kept back of ("picked up", "cliff" or None): a (throttled) warning of why the robot
+        does not move as asked."""
+        if moving and held == "picked up":
+            where = (f"lies {self.orientation.describe()}, which it reports as being picked up"
+                     if self.orientation.lying() else "is picked up (or falling)")
+            self.warn_throttled("cmd_vel_picked_up", (
+                f"cmd_vel holds still: the robot {where}, and the driver keeps its treads "
+                "stopped until it stands on them again (stop_when_picked_up)"))
+        elif moving and self.orientation.lying():
+            self.warn_throttled("cmd_vel_lying", (
+                f"cmd_vel drives the treads, but the robot lies {self.orientation.describe()}: "
+                "they touch nothing. Set it upright on its treads"))
+        elif held == "cliff" and self.cliff_edge.edge:  # not for a lift, whose drop comes first
+            self.warn_throttled("cmd_vel_cliff", (
+                "cmd_vel drives forwards, but the robot's cliff sensor sees no floor ahead: the "
+                "driver holds the treads' forward motion (stop_on_cliff); turning and driving "
+                "backwards still work. Drive backwards, turn away, or put it back on the table"))
+
+    def _scaled(self, v_mps: float, w_radps: float, cmd: Any) -> None:
+        """A drive beyond ``max_wheel_speed`` was scaled down: count it, warn (throttled)."""
+        self.cmd_vel_scaled += 1
+        v, w = wheels_to_twist(cmd.left_mps, cmd.right_mps)
+        scale = f"{cmd.scale:.2f}" if cmd.scale >= 0.01 else f"{cmd.scale:.3g}"
+        self.warn_throttled("cmd_vel_scaled", (
+            f"cmd_vel scaled down by {scale} to keep both treads within max_wheel_speed "
+            f"= {float(self.params['max_wheel_speed']):.3f} m/s: requested {_speed_text(v_mps)} m/s, "
+            f"{_speed_text(w_radps)} rad/s; applied {v:.3f} m/s, {w:.3f} rad/s (the curvature is kept; "
+            f"{self.cmd_vel_scaled} scaled so far)"))
 
     def _animates(self, motor: str) -> bool:
         """Whether an animation moves ``motor`` (or waits to start, and will); any thread."""

@@ -65,11 +65,6 @@ from .samples import (BatterySample, DriverOutput, ImuSample, JointSample,
 
 __all__ = ["DriverCore", "make_robot", "CozmoError"]
 
-def _speed_text(x: float) -> str:
-    """A requested speed for a log line: 0.500, or 1.79e+308 rather than 309 digits."""
-    return f"{x:.3f}" if abs(x) < 1e6 else f"{x:.4g}"
-
-
 _ImageResolution = msgs.ENUMS["ImageResolution"]
 _NvOperation = msgs.ENUMS["NvOperation"]
 _EVENT_MESSAGES = frozenset(("RobotPoked", "RobotDelocalized", "FallingStarted", "FallingStopped",
@@ -578,22 +573,7 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
             self._wheels = (cmd.left_mps, cmd.right_mps, accel)
             held = self._post_wheels(cmd.left_mps, cmd.right_mps, accel)
             self._set_deadline(timeout, again=False)
-        moving = bool(cmd.left_mps or cmd.right_mps)
-        if moving and held == "picked up":
-            where = (f"lies {self.orientation.describe()}, which it reports as being picked up"
-                     if self.orientation.lying() else "is picked up (or falling)")
-            self.warn_throttled("cmd_vel_picked_up", (
-                f"cmd_vel holds still: the robot {where}, and the driver keeps its treads "
-                "stopped until it stands on them again (stop_when_picked_up)"))
-        elif moving and self.orientation.lying():
-            self.warn_throttled("cmd_vel_lying", (
-                f"cmd_vel drives the treads, but the robot lies {self.orientation.describe()}: "
-                "they touch nothing. Set it upright on its treads"))
-        elif held == "cliff" and self.cliff_edge.edge:  # not for a lift, whose drop comes first
-            self.warn_throttled("cmd_vel_cliff", (
-                "cmd_vel drives forwards, but the robot's cliff sensor sees no floor ahead: the "
-                "driver holds the treads' forward motion (stop_on_cliff); turning and driving "
-                "backwards still work. Drive backwards, turn away, or put it back on the table"))
+        self._say_held(bool(cmd.left_mps or cmd.right_mps), held)
 
     def _post_wheels(self, left: float, right: float, accel: float) -> Optional[str]:
         """DriveWheels for cmd_vel: stopped while the robot is picked up or falling
@@ -643,17 +623,6 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
         if again or not self._armed:
             self._armed = True
             self.robot.call_soon(self._arm)
-
-    def _scaled(self, v_mps: float, w_radps: float, cmd: Any) -> None:
-        """A drive beyond ``max_wheel_speed`` was scaled down: count it, warn (throttled)."""
-        self.cmd_vel_scaled += 1
-        v, w = wheels_to_twist(cmd.left_mps, cmd.right_mps)
-        scale = f"{cmd.scale:.2f}" if cmd.scale >= 0.01 else f"{cmd.scale:.3g}"
-        self.warn_throttled("cmd_vel_scaled", (
-            f"cmd_vel scaled down by {scale} to keep both treads within max_wheel_speed "
-            f"= {float(self.params['max_wheel_speed']):.3f} m/s: requested {_speed_text(v_mps)} m/s, "
-            f"{_speed_text(w_radps)} rad/s; applied {v:.3f} m/s, {w:.3f} rad/s (the curvature is kept; "
-            f"{self.cmd_vel_scaled} scaled so far)"))
 
     def _arm(self) -> None:
         """I/O thread: schedule the watchdog's check at the deadline (instead of one
