@@ -251,10 +251,13 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
     def release(self) -> None:
         """Inactive, and the motors stopped before anything is torn down (the drive lock
         held: no drive command goes out after the stop), whenever the robot's link is up
-        (also while it is being brought up again after a reconnect)."""
+        (also while it is being brought up again after a reconnect). What was scheduled on the
+        robot's I/O loop (a watchdog check) or handed to the front-end (drives) dies with them:
+        the next configure's first moving drive schedules a check again."""
         with self.drive_lock:
             self.active = False
-            self._deadline = self._last_move = None
+            self._deadline = self._last_move = self._watch_handle = None
+            self._armed, self._handed = False, 0
             robot = self.robot
             if robot is not None and robot.state in (LinkState.INITIALIZING, LinkState.READY):
                 robot.post(msgs.StopAllMotors())
@@ -556,7 +559,7 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
             self._preempt_animation("wheels", "cmd_vel")  # not under the lock: it waits for the I/O thread
         with self.drive_lock:
             if handed:
-                self._handed -= 1
+                self._handed = max(self._handed - 1, 0)  # (0 after a release)
             if not self.ready("cmd_vel", motion=True):
                 return
             motion = self.motion

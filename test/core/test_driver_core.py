@@ -240,6 +240,40 @@ def test_the_watchdog_stops_once_on_the_robot_clock(rig):
     assert core.watchdog_due is None
 
 
+def _configure_again(core, **impairment):
+    """What a cleanup and a configure and activate do to the core: the old robot's I/O
+    loop stops (nothing scheduled on it runs again), a new robot client comes."""
+    core.deactivate()
+    core.release()
+    robot = MemoryRobot()
+    if impairment:
+        robot.net.a_to_b = robot.net.b_to_a = Impairment(**impairment)
+    core.robot = robot
+    robot.start(core.on_robot_event)
+    core.activate()
+    return robot
+
+
+def test_the_watchdog_stops_a_drive_after_a_cleanup_that_came_soon_after_driving(rig):
+    """A cleanup within cmd_vel_timeout of a moving cmd_vel stopped the robot's I/O loop with
+    the watchdog's check still pending on it, and the core, kept across cleanups, took the
+    check as scheduled: after the next configure no check was scheduled for a drive, and the
+    robot drove on for good. Each connection's first moving drive arms the watchdog again."""
+    robot, core, output = rig
+    core.params["cmd_vel_timeout"] = 0.3
+    core.drive(0.05, 0.1)
+    robot.run(0.1)                    # the check waits for 0.4 s: it never runs
+    robot = _configure_again(core)
+    robot.run(2.0)
+    assert core.connected
+    start = robot.net.now
+    core.drive(0.05, 0.1)
+    robot.run(1.0)
+    stops = [t for t, m in robot.sent("DriveWheels") if m.lwheel_speed_mmps == m.rwheel_speed_mmps == 0.0]
+    assert len(stops) == 1 and start + 0.3 <= stops[0] < start + 0.35, (start, stops)
+    assert core.watchdog_due is None
+
+
 @pytest.mark.parametrize("before, after, stop_after", [
     (10.0, 0.5, 0.5),     # lowered while driving: the stop comes at the new timeout
     (10.0, 0.05, 0.1),    # lowered below the time already gone: at once

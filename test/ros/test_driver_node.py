@@ -947,6 +947,28 @@ def test_lifecycle_deactivate_stops_and_pauses(make_driver):
     assert h.spin_until(lambda: h.node.connected and h.sim.streaming(), 5.0)
 
 
+def test_the_watchdog_stops_a_drive_after_a_cleanup_soon_after_driving(make_driver):
+    """Deactivate and cleanup within cmd_vel_timeout of a moving cmd_vel stopped the I/O
+    loop with the watchdog's check pending on it; the driver core, kept across cleanups,
+    took it as still scheduled, and after configure and activate one cmd_vel drove the robot
+    on for good."""
+    h = make_driver()
+    pub = h.probe.create_publisher(Twist, "cmd_vel", 10)
+    cmd = Twist()
+    cmd.linear.x = 0.05
+    assert h.spin_until(lambda: pub.get_subscription_count() > 0, DISCOVERY_TIMEOUT)
+    pub.publish(cmd)
+    assert h.spin_until(lambda: h.sim.wheel_speeds() != (0.0, 0.0), 2.0)
+    h.node.trigger_deactivate()
+    h.node.trigger_cleanup()
+    assert h.node.start()
+    assert h.spin_until(lambda: h.node.connected, CONNECT_TIMEOUT)
+    # until the new subscription takes one (discovery), then no more cmd_vel
+    assert h.spin_until(lambda: h.sim.wheel_speeds() != (0.0, 0.0), DISCOVERY_TIMEOUT,
+                        every=lambda: pub.publish(cmd))
+    assert h.spin_until(lambda: h.sim.wheel_speeds() == (0.0, 0.0), 2.0), "the watchdog did not stop it"
+
+
 def test_repeated_cleanups_leave_no_action_servers_or_released_interfaces_behind(make_driver):
     """Each cleanup releases the action servers (destroyed once their goals' results are
     out) and the media and motions that own them; after many configure/cleanup cycles the
