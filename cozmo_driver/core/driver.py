@@ -261,6 +261,8 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
             robot = self.robot
             if robot is not None and robot.state in (LinkState.INITIALIZING, LinkState.READY):
                 robot.post(msgs.StopAllMotors())
+        with self.lock:  # the next configure's automatic exposure starts from the parameters then
+            self.exposure = None
         self.link_state = LinkState.DISCONNECTED
 
     def stop_all_motors(self) -> None:

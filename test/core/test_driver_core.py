@@ -1463,3 +1463,25 @@ def test_automatic_exposure_goes_on_from_where_it_was_after_a_reconnection():
     core.apply_params(old)
     robot.run(4.0)
     assert abs(_median_grey(output.images[-1]) - 64) <= 7
+
+
+def test_automatic_exposure_starts_from_the_parameters_set_while_unconfigured():
+    """camera_gain, camera_exposure_ms and camera_auto_exposure_target set between a cleanup
+    and the next configure (the node applies nothing to a robot then) were ignored: the
+    automatic exposure, kept across the cleanup, went on from where it was, to the old target."""
+    robot, core, output = _exposure_rig(0.3)
+    robot.run(4.0)
+    assert (core.exposure.gain, core.exposure.exposure_ms) != (1.0, 30)
+    core.deactivate()
+    core.release()
+    core.params.update(camera_gain=2.0, camera_exposure_ms=20, camera_auto_exposure_target=64)
+    robot = MemoryRobot()
+    robot.sim.set_light(0.3, robot.net.now)
+    core.robot = robot
+    robot.start(core.on_robot_event)
+    core.activate()
+    robot.run(2.0)
+    assert core.connected
+    sent = [(m.gain, m.exposure_ms) for _, m in robot.sent("SetCameraParams")]
+    assert sent[:2] == [(2.0, 20)] * 2, sent
+    assert core.exposure.target == 64
