@@ -257,7 +257,7 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
         with self.drive_lock:
             self.active = False
             self._deadline = self._last_move = self._watch_handle = None
-            self._armed, self._handed = False, 0
+            self._armed, self._handed, self.ever_ready = False, 0, False  # (next robot: not LOST until it answered)
             robot = self.robot
             if robot is not None and robot.state in (LinkState.INITIALIZING, LinkState.READY):
                 robot.post(msgs.StopAllMotors())

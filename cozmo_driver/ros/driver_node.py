@@ -283,7 +283,7 @@ class CozmoDriverNode(LifecycleNode):
         if self._objects is not None:
             self._objects.destroy()  # lights off and objects disconnected, before the link stops
             self._objects = None
-        robot, self._robot = self._robot, None
+        robot, self._robot, self._robot_info = self._robot, None, None  # (hardware_id: no longer its serial)
         if robot is not None:
             close_link(robot, core.on_robot_event, self._log)
         from ..client import LinkState

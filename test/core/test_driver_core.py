@@ -996,6 +996,20 @@ def test_a_robot_that_never_answered_is_connecting_not_lost():
     assert values["rtt (s)"] == values["smoothed rtt (s)"] == "n/a", values
 
 
+def test_after_a_cleanup_a_robot_that_never_answered_is_connecting_not_lost(rig):
+    """ever_ready outlived the cleanup: after a configure with no robot there (another
+    robot_ip, the robot switched off) the driver said LOST, and /diagnostics ERROR "lost",
+    of a robot it had not been connected to since."""
+    robot, core, output = rig
+    count = len(output.links)
+    robot = _configure_again(core, loss=1.0)
+    robot.run(12.0)
+    states = {sample.state for sample in output.links[count:]}
+    assert LinkState.LOST not in states and LinkState.CONNECTING in states, states
+    link, _ = core.reports("127.0.0.1:5551")
+    assert "lost" not in link.message and "connecting to" in link.message, link.message
+
+
 def test_a_robot_that_answered_but_never_streamed_is_not_said_to_not_answer():
     """The robot took the handshake but sent no robot state: the driver said "the robot
     ... does not answer" with the hint to switch it on, of a robot that had answered."""

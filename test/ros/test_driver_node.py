@@ -951,7 +951,7 @@ def test_the_watchdog_stops_a_drive_after_a_cleanup_soon_after_driving(make_driv
     """Deactivate and cleanup within cmd_vel_timeout of a moving cmd_vel stopped the I/O
     loop with the watchdog's check pending on it; the driver core, kept across cleanups,
     took it as still scheduled, and after configure and activate one cmd_vel drove the robot
-    on for good."""
+    on for good. The cleanup also forgets the robot's facts (/diagnostics' hardware_id)."""
     h = make_driver()
     pub = h.probe.create_publisher(Twist, "cmd_vel", 10)
     cmd = Twist()
@@ -961,8 +961,9 @@ def test_the_watchdog_stops_a_drive_after_a_cleanup_soon_after_driving(make_driv
     assert h.spin_until(lambda: h.sim.wheel_speeds() != (0.0, 0.0), 2.0)
     h.node.trigger_deactivate()
     h.node.trigger_cleanup()
+    assert h.node._robot_info is None
     assert h.node.start()
-    assert h.spin_until(lambda: h.node.connected, CONNECT_TIMEOUT)
+    assert h.spin_until(lambda: h.node.connected and h.node._robot_info is not None, CONNECT_TIMEOUT)
     # until the new subscription takes one (discovery), then no more cmd_vel
     assert h.spin_until(lambda: h.sim.wheel_speeds() != (0.0, 0.0), DISCOVERY_TIMEOUT,
                         every=lambda: pub.publish(cmd))
