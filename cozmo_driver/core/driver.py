@@ -514,7 +514,7 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
                              if volts is not None else None, self.estop, self.yaw_diff,
                              self.tracker.reanchors, self.refused,
                              self.orientation.describe() if connected else None,
-                             self.orientation.lying()))
+                             self.orientation.lying(), active=self.active))
 
     # ------------------------------------------------------------------ commands
 

@@ -104,22 +104,29 @@ def link_report(state: str, active: bool, robot: str, session: Any, transport: A
 def robot_report(connected: bool, battery_v: Optional[float], percentage: Optional[float],
                  emergency_stop: bool, yaw_rate_disagreement: Optional[float],
                  reanchors: int, refused_commands: int, orientation: Optional[str] = None,
-                 lying: bool = False) -> DiagnosticReport:
+                 lying: bool = False, active: bool = True) -> DiagnosticReport:
     """The robot's own condition as the driver sees it. ``orientation``: which way up it is,
-    in words (None: not known); ``lying``: on its back, face or side, where it cannot drive."""
-    level, message = OK, "ok"
+    in words (None: not known); ``lying``: on its back, face or side, where it cannot drive.
+    Every problem is said (an error first); inactive (``active`` false), the level is OK
+    (the driver was told to rest), as the link's."""
     volts = battery_v if battery_v is not None and math.isfinite(battery_v) else None
+    level, said = OK, []
+    if connected and volts is not None and volts < BATTERY_EMPTY_V:
+        level = ERROR
+        said.append(f"battery empty ({volts:.2f} V): the robot switches itself off after a "
+                    f"minute below {BATTERY_EMPTY_V:.2f} V; put it on its charger")
+    if emergency_stop:
+        said.append("emergency stop engaged")
     if not connected:
-        level, message = WARN, "no data: not connected"
-    elif volts is not None and volts < BATTERY_EMPTY_V:
-        level, message = ERROR, (f"battery empty ({volts:.2f} V): the robot switches itself off after a "
-                                 f"minute below {BATTERY_EMPTY_V:.2f} V; put it on its charger")
+        said.append("no data: not connected")
     elif lying:
-        level, message = WARN, f"the robot lies {orientation}: it cannot drive until it is set upright"
-    elif volts is not None and volts < BATTERY_LOW_V:
-        level, message = WARN, f"battery low ({volts:.2f} V): put the robot on its charger"
-    if emergency_stop and level < ERROR:
-        level, message = WARN, "emergency stop engaged"
+        said.append(f"the robot lies {orientation}: it cannot drive until it is set upright")
+    if connected and volts is not None and BATTERY_EMPTY_V <= volts < BATTERY_LOW_V:
+        said.append(f"battery low ({volts:.2f} V): put the robot on its charger")
+    level = max(level, WARN) if said else OK
+    message = "; ".join(said) or "ok"
+    if not active:
+        level, message = OK, "inactive (lifecycle)" + (f"; {message}" if said else "")
     values = [
         ("battery voltage (V)", _fmt(battery_v)),
         ("battery percentage estimate", _fmt(percentage)),

@@ -12,6 +12,7 @@ import math
 import pytest
 
 from cozmo_driver import robot_geometry as geo
+from cozmo_driver.driver.diagnostics import OK
 from cozmo_driver.driver.events import EventType
 from cozmo_driver.driver.orientation import Orientation
 from cozmo_driver.client import LinkState, Robot, RobotLink
@@ -1086,6 +1087,8 @@ def test_deactivate_switches_the_camera_off_and_activate_on_again(rig):
     robot.run(0.6)
     assert core.assembler.stats.completed_images <= completed + 1  # at most one under way
     assert core.camera_status() == "off while the driver is inactive (lifecycle)"
+    robot_diag = core.reports("127.0.0.1:5551")[1]  # not a WARN of a node told to rest
+    assert (robot_diag.level, robot_diag.message) == (OK, "inactive (lifecycle)"), robot_diag
     core.activate()
     robot.run(0.5)
     assert modes()[-1] == _ImageSendMode.Stream and core.camera_streaming()

@@ -680,6 +680,20 @@ def test_diagnostic_levels():
         "battery empty (3.41 V): the robot switches itself off after a minute below 3.45 V")
     assert robot_report(True, math.nan, math.nan, False, None, 0, 0).level == OK
     assert robot_report(True, 4.0, 0.8, True, 0.01, 0, 0).message == "emergency stop engaged"
+    # the emergency stop adds to the other problems (it replaced them); an error comes first
+    both = robot_report(True, 3.48, None, True, 0.01, 0, 0, "on its back", lying=True)
+    assert both.level == WARN and both.message == (
+        "emergency stop engaged; the robot lies on its back: it cannot drive until it is set "
+        "upright; battery low (3.48 V): put the robot on its charger"), both.message
+    assert "; emergency stop engaged; the robot lies on its back: " in empty.message, empty.message
+    # inactive (lifecycle) is OK, as for the link, and says what it knows all the same
+    assert robot_report(False, None, None, False, None, 0, 0).level == WARN
+    resting = robot_report(False, None, None, False, None, 0, 0, active=False)
+    assert resting.level == OK and resting.message == "inactive (lifecycle); no data: not connected"
+    low_resting = robot_report(True, 3.48, None, False, 0.01, 0, 0, active=False)
+    assert low_resting.level == OK and low_resting.message == \
+        "inactive (lifecycle); battery low (3.48 V): put the robot on its charger"
+    assert robot_report(True, 4.0, 0.8, False, 0.01, 0, 0, active=False).message == "inactive (lifecycle)"
 
 
 # ----------------------------------------------------------------------------- speech
