@@ -208,7 +208,7 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
         #: robot clock s of the last cmd_vel drive that moved the treads (None: they are not
         #: moving by cmd_vel): a new cmd_vel_timeout counts from it
         self._last_move: Optional[float] = None
-        #: the last cmd_vel's (left m/s, right m/s, acceleration mm/s^2), before any hold
+        #: the last cmd_vel's (v m/s, yaw rate rad/s, acceleration mm/s^2), as asked: before any scaling or hold
         self._wheels: Optional[Tuple[float, float, float]] = None
         self._armed = False  # a watchdog check is scheduled on the I/O thread
         self._watch_handle: Any = None  # that check (I/O thread only)
@@ -383,7 +383,7 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
             output.on_events(stamp_ns, events)
         if self._last_move is not None and ((just_lifted and self.params["stop_when_picked_up"]) or (
                 cliff_rose and cliff_ahead(flags, self.params["stop_on_cliff"]))):
-            self.robot.call_soon(self._hold_treads)
+            self.robot.call_soon(self._drive_again)
 
     def _on_link_state(self, event: LinkStateChanged) -> None:
         if event.state is LinkState.READY:
@@ -474,6 +474,9 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
             with self.drive_lock:
                 if self.robot is not None:
                     self._set_deadline(float(p["cmd_vel_timeout"]), again=True)
+        shaping = [k for k in ("max_wheel_speed", "stop_when_picked_up", "stop_on_cliff") if p[k] != old[k]]
+        if shaping:  # treads moving by cmd_vel go on at the new limit, or held (stopped: that drive ends)
+            self._drive_again(rescaled="max_wheel_speed" in shaping)
 
     # ------------------------------------------------------------------ reports
 
@@ -575,7 +578,7 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
                 motion.preempt("wheels", "preempted by a cmd_vel command")
             if cmd.limited:
                 self._scaled(v_mps, w_radps, cmd)
-            self._wheels = (cmd.left_mps, cmd.right_mps, accel)
+            self._wheels = (v_mps, w_radps, accel)
             held = self._post_wheels(cmd.left_mps, cmd.right_mps, accel)
             self._set_deadline(timeout, again=False)
         self._say_held(bool(cmd.left_mps or cmd.right_mps), held)
@@ -599,18 +602,22 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
         self._last_move = self.robot.clock() if left != 0.0 or right != 0.0 else None
         return held
 
-    def _hold_treads(self) -> None:
-        """The robot has just been picked up, or its cliff sensor has just lost the floor ahead
-        (the robot stopped its treads there, but a cmd_vel forwards sent before the driver
-        knew would start them again): the latest cmd_vel is sent again as _post_wheels holds
-        it, stopped or without its forward motion."""
+    def _drive_again(self, rescaled: bool = False) -> None:
+        """The latest cmd_vel of a drive in progress is sent again as the parameters and
+        _post_wheels hold it: the robot has just been picked up, or its cliff sensor has just
+        lost the floor ahead (the robot stopped its treads there, but a cmd_vel forwards sent
+        before the driver knew would start them again), or a parameter that shapes the drive
+        changed (``rescaled``: max_wheel_speed, the drive scaled to it warned of as cmd_vel's)."""
         with self.drive_lock:
             wheels = self._wheels
             last = self._last_move
             if last is None or wheels is None or \
                     (self.motion is not None and self.motion.has_goal("wheels")):
                 return
-            self._post_wheels(*wheels)
+            cmd = twist_to_wheels(wheels[0], wheels[1], float(self.params["max_wheel_speed"]))
+            if rescaled and cmd.limited:
+                self._scaled(wheels[0], wheels[1], cmd)
+            self._post_wheels(cmd.left_mps, cmd.right_mps, wheels[2])
             if self._last_move is None:
                 self._deadline = None  # nothing turns any more: no watchdog stop to make
             else:

@@ -303,6 +303,57 @@ def test_a_new_cmd_vel_timeout_applies_to_the_drive_in_progress(rig, before, aft
     assert output.said(f"no cmd_vel for {after:g} s: treads stopped", logging.INFO), output.lines
 
 
+def test_a_new_max_wheel_speed_applies_to_the_drive_in_progress(rig):
+    """max_wheel_speed changed while a cmd_vel drove the treads acted only from the next
+    cmd_vel: the drive in progress is sent again at once at the new limit (from the speeds
+    asked for: raised, up to them again), and the watchdog still counts from the last cmd_vel."""
+    robot, core, output = rig
+    start = robot.net.now
+    core.drive(0.15, 0.0)
+    robot.run(0.1)
+
+    def apply(**change):
+        old = dict(core.params)
+        core.params.update(change)
+        core.apply_params(old)
+        robot.run(0.05)
+        last = robot.sent("DriveWheels")[-1][1]
+        return last.lwheel_speed_mmps, last.rwheel_speed_mmps
+
+    assert apply(max_wheel_speed=0.05) == pytest.approx((50.0, 50.0))
+    assert output.said("cmd_vel scaled down by 0.33 to keep both treads within max_wheel_speed "
+                       "= 0.050 m/s", logging.WARNING), output.lines
+    assert apply(max_wheel_speed=0.2) == pytest.approx((150.0, 150.0))
+    assert apply(wheel_acceleration=1.0) == pytest.approx((150.0, 150.0))  # nothing sent
+    assert len(robot.sent("DriveWheels")) == 3
+    robot.run(1.0)
+    stops = [t for t, m in robot.sent("DriveWheels") if m.lwheel_speed_mmps == m.rwheel_speed_mmps == 0.0]
+    assert len(stops) == 1 and start + 0.5 <= stops[0] < start + 0.55, (start, stops)
+    robot.run(0.1)
+    assert apply(max_wheel_speed=0.1) == (0.0, 0.0)  # no drive in progress: nothing sent
+    assert len(robot.sent("DriveWheels")) == 4
+
+
+def test_stop_when_picked_up_turned_on_stops_a_lifted_robots_drive_in_progress(rig):
+    """stop_when_picked_up turned on while a lifted robot drove its treads by cmd_vel left
+    them running in the air until the next cmd_vel."""
+    robot, core, output = rig
+    core.params["stop_when_picked_up"] = False
+    robot.run(0.3)
+    core.drive(-0.04, 0.5)
+    robot.run(0.1)
+    robot.sim.pick_up(robot.net.now)
+    robot.run(0.3)
+    assert output.states[-1].status.is_picked_up
+    assert robot.sim.model.body.wheels[0].speed != 0.0
+    old = dict(core.params)
+    core.params["stop_when_picked_up"] = True
+    core.apply_params(old)
+    robot.run(0.1)
+    assert robot.sim.model.body.wheels[0].speed == 0.0
+    assert core.watchdog_due is None      # nothing left for the watchdog to stop
+
+
 def test_no_drive_after_the_emergency_stop_until_released(rig):
     robot, core, output = rig
     core.drive(0.05, 0.0)
