@@ -474,8 +474,11 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
             with self.drive_lock:
                 if self.robot is not None:
                     self._set_deadline(float(p["cmd_vel_timeout"]), again=True)
-        shaping = [k for k in ("max_wheel_speed", "stop_when_picked_up", "stop_on_cliff") if p[k] != old[k]]
-        if shaping:  # treads moving by cmd_vel go on at the new limit, or held (stopped: that drive ends)
+        # treads moving by cmd_vel go on at the new limit, or held (stopped: that drive ends); a
+        # hold turned off starts nothing by itself (the next cmd_vel does)
+        shaping = [k for k in ("max_wheel_speed", "stop_when_picked_up", "stop_on_cliff")
+                   if p[k] != old[k] and (k == "max_wheel_speed" or p[k])]
+        if shaping:
             self._drive_again(rescaled="max_wheel_speed" in shaping)
 
     # ------------------------------------------------------------------ reports

@@ -354,6 +354,26 @@ def test_stop_when_picked_up_turned_on_stops_a_lifted_robots_drive_in_progress(r
     assert core.watchdog_due is None      # nothing left for the watchdog to stop
 
 
+def test_a_hold_turned_off_starts_no_drive_by_itself(rig):
+    """stop_on_cliff turned off with the robot at an edge, its cmd_vel's forward motion held
+    back (the turn kept): the driver does not send the forward motion by itself; the next
+    cmd_vel drives as asked."""
+    robot, core, output = rig
+    edge = robot.sim.model.world.table_half_size_mm
+    robot.sim.teleport(robot.net.now, edge - 20.0, 0.0, 0.0)      # the sensor over the edge
+    robot.run(0.3)
+    core.drive(0.05, 1.0)
+    robot.run(0.1)
+    held = robot.sent("DriveWheels")[-1][1]
+    assert held.lwheel_speed_mmps == pytest.approx(-held.rwheel_speed_mmps) != 0.0
+    count = len(robot.sent("DriveWheels"))
+    old = dict(core.params)
+    core.params["stop_on_cliff"] = False
+    core.apply_params(old)
+    robot.run(0.1)
+    assert len(robot.sent("DriveWheels")) == count  # nothing sent: still turning in place
+
+
 def test_no_drive_after_the_emergency_stop_until_released(rig):
     robot, core, output = rig
     core.drive(0.05, 0.0)
