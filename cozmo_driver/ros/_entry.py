@@ -244,16 +244,46 @@ def _refuse_arguments(exc: BaseException) -> None:
     status 2 as for any refused parameter, not a traceback and 1."""
     if arguments_error(exc):
         program = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "cozmo"
-        print(f"{program}: cannot start: {str(exc).strip()}", file=sys.stderr)
+        print(f"{program}: cannot start: {arguments_problem(exc)}", file=sys.stderr)
         raise SystemExit(2) from None
 
 
 def arguments_error(exc: BaseException) -> bool:
-    """Whether ``exc`` is rcl refusing ROS arguments: a parameter file it cannot read, or a
-    malformed rule (rclpy's RCLError, or its RCLInvalidROSArgsError)."""
+    """Whether ``exc`` is rcl refusing ROS arguments: a parameter file it cannot read, a
+    malformed rule (rclpy's RCLError, or its RCLInvalidROSArgsError), or an argument it
+    does not know (its UnknownROSArgsError: ``--param-file``)."""
     text = str(exc)
-    return type(exc).__name__ in ("RCLError", "RCLInvalidROSArgsError") and \
-        ("params file" in text or "arguments" in text)
+    name = type(exc).__name__
+    return name == "UnknownROSArgsError" or \
+        name in ("RCLError", "RCLInvalidROSArgsError") and ("params file" in text or "arguments" in text)
+
+
+#: the ROS arguments rcl knows (those a command line names; ``--ros-args`` and ``--`` aside)
+_ROS_ARGUMENTS = ("-r", "--remap", "-p", "--param", "--params-file", "--log-level", "--log-config-file",
+                  "--log-file-name", "-e", "--enclave", "--enable-rosout-logs", "--disable-rosout-logs",
+                  "--enable-stdout-logs", "--disable-stdout-logs", "--enable-external-lib-logs",
+                  "--disable-external-lib-logs")
+
+
+def arguments_problem(exc: BaseException) -> str:
+    """What to say of :func:`arguments_error`'s ``exc``: rcl's words, or, for arguments it
+    does not know (rclpy gives only their list), those arguments, the one meant where one
+    is close, and the ROS arguments there are."""
+    text = str(exc).strip()
+    if type(exc).__name__ != "UnknownROSArgsError":
+        return text
+    import ast
+    import difflib
+
+    try:
+        unknown = [str(arg) for arg in ast.literal_eval(text)]
+    except (ValueError, SyntaxError, TypeError):
+        unknown = [text]
+    meant = [close[0] for arg in unknown if arg.startswith("-")
+             for close in [difflib.get_close_matches(arg, _ROS_ARGUMENTS, n=1, cutoff=0.7)] if close]
+    hint = f"did you mean {', '.join(meant)}? " if meant else ""
+    return (f"unknown ROS arguments: {' '.join(unknown)} ({hint}ROS arguments are -r, -p, --params-file, "
+            "--log-level, --log-config-file, -e and the --enable-/--disable- log switches)")
 
 
 #: parameters every rclpy node has, which a parameter file may set

@@ -189,7 +189,7 @@ def _make_nodes(specs: Sequence[NodeSpec]) -> Optional[_Running]:
     (its parameter file unreadable): the message, the nodes made so far destroyed, rclpy
     shut down, None."""
     from ._compat import try_shutdown
-    from ._entry import _close_signals, arguments_error, parameter_error
+    from ._entry import _close_signals, arguments_error, arguments_problem, parameter_error
 
     running = _Running()
     for spec in specs:
@@ -199,7 +199,7 @@ def _make_nodes(specs: Sequence[NodeSpec]) -> Optional[_Running]:
         except Exception as exc:  # noqa: BLE001 - rcl's refusal of a node's own arguments too
             if not isinstance(exc, errors) and not arguments_error(exc):
                 raise
-            text = parameter_error(exc) if isinstance(exc, errors) else f"cannot start: {str(exc).strip()}"
+            text = parameter_error(exc) if isinstance(exc, errors) else f"cannot start: {arguments_problem(exc)}"
             print(f"{PROG}: {KINDS[spec.kind][0]}: {text}", file=sys.stderr)
             for made in reversed(running.nodes):
                 made.destroy_node()

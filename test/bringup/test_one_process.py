@@ -290,6 +290,28 @@ def test_a_parameter_file_rcl_cannot_read_is_refused_as_by_each_nodes_own_execut
     assert "Traceback" not in done.stderr, done.stderr
 
 
+@pytest.mark.parametrize("where", ["node", "common"])
+def test_an_unknown_ros_argument_is_refused_as_by_each_nodes_own_executable(where):
+    """--param-file (a misspelt --params-file) among a node's ROS arguments (rcl reads them
+    when the node is made) or the process's (read at rclpy's init): UnknownROSArgsError
+    was a traceback and status 1; now one line and 2, as cozmo_driver_node says it."""
+    command = [str(project_executable("cozmo_stack"))]
+    if where == "node":
+        command += ["--node", "driver", "--ros-args", "-p", "robot_ip:=127.0.0.1", "--param-file", "cozmo.yaml"]
+    else:
+        command += ["--ros-args", "--param-file", "cozmo.yaml"]
+    env = dict(os.environ, COZMO_LOOPBACK_ONLY="1")
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 2, done.stdout + done.stderr
+    said = [line for line in done.stderr.splitlines() if "cannot start:" in line]
+    assert len(said) == 1, done.stderr
+    assert "unknown ROS arguments: --param-file cozmo.yaml (did you mean --params-file?" in said[0], said
+    assert said[0].startswith("cozmo_stack: cozmo_driver_node: cannot start:" if where == "node"
+                              else "cozmo_stack: cannot start:"), said
+    assert "Traceback" not in done.stderr, done.stderr
+
+
 @pytest.mark.parametrize("argv, error", [
     (["--node", "camera"], "unknown node kind 'camera'"),
     (["--node", "face", "--node", "face"], "given twice"),

@@ -1115,6 +1115,20 @@ def test_a_parameter_file_rcl_cannot_read_is_one_line_and_status_2(tmp_path, con
     assert "Traceback" not in result.stderr, result.stderr
 
 
+def test_an_unknown_ros_argument_is_one_line_and_status_2():
+    """--param-file, a misspelt --params-file: rclpy.init's UnknownROSArgsError was a
+    15-line traceback and status 1; now one line naming the arguments and the one meant,
+    and 2, as for a parameter file rcl cannot read."""
+    command = _node_command(9)
+    command[command.index("--ros-args") + 1:1 + command.index("--ros-args")] = ["--param-file", "cozmo.yaml"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result.stderr
+    said = [line for line in result.stderr.splitlines() if "cannot start" in line]
+    assert len(said) == 1, result.stderr
+    assert "unknown ROS arguments: --param-file cozmo.yaml (did you mean --params-file?" in said[0], said
+    assert "Traceback" not in result.stderr, result.stderr
+
+
 def test_a_mistyped_robot_ip_is_refused_not_read_as_another_address(sim):
     """robot_ip:=127.0.1, a shortened address that the C library reads as 127.0.0.1: the
     driver drove the robot there (as 172.31.1 would have driven 172.31.0.1). Now it exits
