@@ -322,26 +322,37 @@ def unknown_parameters(node: Any, known: Sequence[str], qos: bool = False) -> Li
     return warnings
 
 
-#: the values rclpy takes for the policies a topic's QoS overrides may set (case aside)
-_QOS_VALUES = {"reliability": ("reliable", "best_effort", "system_default"),
-               "history": ("keep_last", "keep_all", "system_default")}
+#: the largest depth rmw takes (rclpy's TypeError from pybind beyond it)
+_MAX_QOS_DEPTH = 2 ** 31 - 1
+
+
+def _qos_values(policy: str) -> Tuple[str, ...]:
+    """The values rclpy takes for ``policy`` (reliability, history) of a topic's QoS
+    overrides, case aside: the names of its enum in rclpy.qos (``ReliabilityPolicy``), so
+    each distribution's own (Jazzy's best_available), but unknown, which no topic takes."""
+    from rclpy import qos
+
+    values = getattr(qos, f"{policy.capitalize()}Policy")
+    return tuple(value.name.lower() for value in values if value.name != "UNKNOWN")
 
 
 def bad_qos_overrides(node: Any) -> List[str]:
     """What is wrong with each ``qos_overrides.`` parameter given to ``node`` whose value
     rclpy cannot take (it raised when the topic was made: a bare RuntimeError that named
-    neither the parameter nor the values it takes)."""
+    neither the parameter nor the values it takes, or pybind's TypeError for a depth rmw
+    cannot hold)."""
     given = given_parameters(node)
     problems = []
     for name in sorted(given):
         if not name.startswith("qos_overrides."):
             continue
         policy, value = name.rsplit(".", 1)[-1], given[name].value
-        if policy == "depth" and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-            problems.append(f"{name} = {value!r}: a depth is a whole number, 0 or more")
-        elif policy in _QOS_VALUES and (not isinstance(value, str)
-                                        or value.lower() not in _QOS_VALUES[policy]):
-            problems.append(f"{name} = {value!r}: use {', '.join(_QOS_VALUES[policy])}")
+        if policy == "depth" and (isinstance(value, bool) or not isinstance(value, int)
+                                  or not 0 <= value <= _MAX_QOS_DEPTH):
+            problems.append(f"{name} = {value!r}: a depth is a whole number from 0 to {_MAX_QOS_DEPTH}")
+        elif policy in ("reliability", "history") and (not isinstance(value, str)
+                                                       or value.lower() not in _qos_values(policy)):
+            problems.append(f"{name} = {value!r}: use {', '.join(_qos_values(policy))}")
     return problems
 
 

@@ -1061,10 +1061,39 @@ def test_a_qos_override_rclpy_cannot_take_is_refused_naming_it_and_the_values(rc
             "--ros-args", "-p", "qos_overrides./cmd_vel.subscription.reliability:=bogus",
             "-p", "qos_overrides./odom.publisher.depth:=-3",
             "-p", "qos_overrides./odom.publisher.history:=KEEP_LAST"])   # (case aside: fine)
+    reliabilities = ", ".join(p.name.lower() for p in rclpy.qos.ReliabilityPolicy if p.name != "UNKNOWN")
     assert str(refused.value) == (
-        "qos_overrides./cmd_vel.subscription.reliability = 'bogus': use reliable, best_effort, "
-        "system_default; qos_overrides./odom.publisher.depth = -3: a depth is a whole number, 0 "
-        "or more")
+        f"qos_overrides./cmd_vel.subscription.reliability = 'bogus': use {reliabilities}; "
+        "qos_overrides./odom.publisher.depth = -3: a depth is a whole number from 0 to 2147483647")
+
+
+def test_the_qos_values_refused_are_those_rclpy_cannot_take():
+    """The values each policy takes were a fixed list, without Jazzy's best_available
+    (refused, though rclpy takes it), and a depth had no upper limit (2**31 passed, and
+    making the topic failed at configure with pybind's TypeError). Now they are rclpy's own
+    (its policies' names, but unknown) and a depth at most 2**31 - 1, rmw's."""
+    from types import SimpleNamespace
+
+    from cozmo_driver.ros._entry import bad_qos_overrides
+
+    def problems(**given: Any) -> List[str]:
+        node = SimpleNamespace(_parameter_overrides={
+            f"qos_overrides./odom.publisher.{policy}": Parameter(policy, value=value)
+            for policy, value in given.items()})
+        return bad_qos_overrides(node)
+
+    for policy in rclpy.qos.ReliabilityPolicy:
+        if policy.name != "UNKNOWN":
+            assert problems(reliability=policy.name.lower()) == [], policy
+    for policy in rclpy.qos.HistoryPolicy:
+        if policy.name != "UNKNOWN":
+            assert problems(history=policy.name) == [], policy
+    assert problems(depth=2 ** 31 - 1) == []
+    assert problems(depth=2 ** 31) == ["qos_overrides./odom.publisher.depth = 2147483648: a depth is a "
+                                       "whole number from 0 to 2147483647"]
+    assert len(problems(reliability="unknown")) == 1 and len(problems(history="unknown")) == 1
+    if "BEST_AVAILABLE" in rclpy.qos.ReliabilityPolicy.__members__:  # Jazzy and later
+        assert problems(reliability="best_available") == []
 
 
 def test_a_misspelt_parameter_is_named_with_the_closest_one(rclpy_context, tmp_path, rclpy_log):
