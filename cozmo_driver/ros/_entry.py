@@ -18,7 +18,9 @@ are still up), the executor, the node, rclpy's context. Where the Fast DDS libra
 this process can hang forever in the destruction of its DDS participant (the PyPI
 wheels), a native timer armed before the last node is destroyed ends the process with
 status 0 if that takes more than :data:`TEARDOWN_RESCUE_S`
-(:mod:`cozmo_driver.ros.participant_exit`).
+(:mod:`cozmo_driver.ros.participant_exit`); a node refused while being made is destroyed
+under the same timer, with status 2, and the stop deadline below
+(:func:`protect_refused_teardown`).
 
 How a signal ends the spin without polling: Python runs a signal handler only when the
 main thread is back in Python code, and the executor's wait is C code that nothing but
@@ -66,7 +68,8 @@ except ImportError:  # pragma: no cover - older rclpy
         pass
 
 __all__ = ["STOP_DEADLINE_S", "StopSignals", "arm_stop_deadline", "destroy_waitables", "init",
-           "make_node", "parameter_error", "refuse", "release_native", "spin_node", "spin_nodes"]
+           "make_node", "parameter_error", "protect_refused_teardown", "refuse", "release_native",
+           "spin_node", "spin_nodes"]
 
 #: the signals that stop a node
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -424,10 +427,15 @@ def destroyed_if_refused(node: Any, destroy: Optional[Callable[[], None]] = None
     waitables and rclpy's own ``Node.destroy_node``, as the subclass is only half made)
     before the exception goes on. Otherwise the half-made node stays in the ROS graph for
     as long as something (the exception's traceback, a frozen garbage collector) holds it,
-    and a node started next with its name is refused as a duplicate."""
+    and a node started next with its name is refused as a duplicate. In a node's own
+    process, the destruction is protected as a stop's is (:func:`protect_refused_teardown`)."""
     try:
         yield
     except BaseException:
+        try:
+            protect_refused_teardown(node.get_name())
+        except Exception:  # noqa: BLE001 - the refusal is what the caller must see
+            pass
         try:
             if destroy is None:
                 destroy_waitables(node)
@@ -479,6 +487,7 @@ def make_node(prog: str, factory: Callable[[], Any],
     try:
         return factory()
     except errors as exc:
+        protect_refused_teardown(prog)
         print(f"{prog}: {parameter_error(exc)}", file=sys.stderr)
         _close_signals()
         try_shutdown()
@@ -556,7 +565,8 @@ def spin_nodes(nodes: Sequence[Any], start: Optional[Callable[[], None]] = None,
             executor.shutdown(timeout_sec=1.0)
             for node in nodes[:-1]:
                 node.destroy_node()
-            _rescue_the_teardown(nodes[-1])
+            _rescue_the_teardown(f"{nodes[-1].get_name()}: its DDS participant",
+                                 "its nodes had stopped and left the graph", 2 if _refusals else 0)
             nodes[-1].destroy_node()  # the last node: the DDS participant goes with it
             try_shutdown()
             _close_signals()
@@ -574,18 +584,36 @@ def spin_nodes(nodes: Sequence[Any], start: Optional[Callable[[], None]] = None,
 TEARDOWN_RESCUE_S = 1.0
 
 
-def _rescue_the_teardown(last: Any) -> None:
+_rescue_armed = False
+
+
+def _rescue_the_teardown(whose: str, state: str, status: int) -> None:
     """Where destroying the DDS participant can hang forever (the PyPI Fast DDS:
     :mod:`cozmo_driver.ros.participant_exit`), end the process with the status it exits
     with (0, or 2 after a refusal) if it still runs :data:`TEARDOWN_RESCUE_S` from now,
-    saying why on standard error."""
-    if participant_teardown_can_hang():
-        arm_teardown_rescue(
+    saying why on standard error (``whose`` participant, and the ``state`` of its nodes).
+    Once per process: later calls change nothing."""
+    global _rescue_armed
+    if not _rescue_armed and participant_teardown_can_hang():
+        _rescue_armed = arm_teardown_rescue(
             TEARDOWN_RESCUE_S,
-            f"{last.get_name()}: its DDS participant was not destroyed within "
-            f"{TEARDOWN_RESCUE_S:g} s (a known hang of Fast DDS from PyPI, docs/driver.md, "
-            "Lifecycle); its nodes had stopped and left the graph; ending the process",
-            status=2 if _refusals else 0)
+            f"{whose} was not destroyed within {TEARDOWN_RESCUE_S:g} s (a known hang of Fast DDS "
+            f"from PyPI, docs/driver.md, Lifecycle); {state}; ending the process", status=status)
+
+
+def protect_refused_teardown(name: str) -> None:
+    """A node of this process refused while being made (a bad parameter, ROS arguments rcl
+    refuses) is about to be destroyed, and with the process's last node its DDS
+    participant: as at the end of a spin, the process has :data:`STOP_DEADLINE_S` from now
+    to end (SIGINT and SIGTERM, in :func:`init`'s hands, do nothing once its nodes are
+    refused) and, where that destruction can hang, the rescue ends it with the refusal's
+    status 2. Only in a node's own process (its console script: :func:`init` ran), not for
+    a node made in a program of one's own or a test."""
+    if _signals is None:
+        return
+    arm_stop_deadline()
+    _rescue_the_teardown(f"{name}: the DDS participant of a refused node",
+                         "its nodes were refused and left the graph", 2)
 
 
 #: why the node of this process refused to run (see :func:`refuse`)

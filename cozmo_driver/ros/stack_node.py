@@ -189,7 +189,7 @@ def _make_nodes(specs: Sequence[NodeSpec]) -> Optional[_Running]:
     (its parameter file unreadable): the message, the nodes made so far destroyed, rclpy
     shut down, None."""
     from ._compat import try_shutdown
-    from ._entry import _close_signals, arguments_error, arguments_problem, parameter_error
+    from ._entry import _close_signals, arguments_error, arguments_problem, parameter_error, protect_refused_teardown
 
     running = _Running()
     for spec in specs:
@@ -201,6 +201,8 @@ def _make_nodes(specs: Sequence[NodeSpec]) -> Optional[_Running]:
                 raise
             text = parameter_error(exc) if isinstance(exc, errors) else f"cannot start: {arguments_problem(exc)}"
             print(f"{PROG}: {KINDS[spec.kind][0]}: {text}", file=sys.stderr)
+            if running.nodes:  # (a node refused in its constructor protected it already)
+                protect_refused_teardown(running.nodes[-1].get_name())
             for made in reversed(running.nodes):
                 made.destroy_node()
             _close_signals()

@@ -212,3 +212,52 @@ def test_a_stop_that_hangs_is_ended_by_the_deadline_with_its_stacks(tmp_path):
     assert took < 10.0, f"ended {took:.1f} s after SIGINT, its deadline is 1 s"
     assert "Timeout (0:00:01)!" in err, err
     assert "stop_that_hangs" in err, err  # the line it was stuck at
+
+
+REFUSED = textwrap.dedent("""
+    import sys
+    import rclpy.node
+    from cozmo_driver.ros import _entry
+
+    said = []
+    _entry.participant_teardown_can_hang = lambda: True
+    _entry.arm_stop_deadline = lambda: said.append("deadline")
+    _entry.arm_teardown_rescue = lambda seconds, message, status=0: said.append(f"rescue {status}") or True
+    destroy = rclpy.node.Node.destroy_node
+
+    def destroy_node(node):
+        said.append("destroy " + node.get_name())
+        return destroy(node)
+
+    rclpy.node.Node.destroy_node = destroy_node
+    if sys.argv[1] == "stack":
+        from cozmo_driver.ros.stack_node import main
+    else:
+        from cozmo_driver.ros.driver_node import main
+    status = main(sys.argv[2:])
+    print(" | ".join(said), flush=True)
+    sys.exit(status)
+""")
+
+
+@pytest.mark.parametrize("program, argv", [
+    ("driver", ["--ros-args", "-p", "qos_overrides./odom.publisher.depth:=-3"]),
+    ("stack", ["--node", "driver", "--node", "face", "--ros-args", "--param-file", "cozmo.yaml"]),
+], ids=["refused-in-its-constructor", "stack-refused-after-a-node-was-made"])
+def test_a_node_refused_while_made_is_protected_before_it_is_destroyed(tmp_path, program, argv):
+    """A node refused while being made is destroyed at once (and its DDS participant with
+    the process's last node): the teardown that can hang (see the module) ran without the
+    rescue and the stop deadline, which only the spin armed, while SIGINT and SIGTERM were
+    already in init's hands, which do nothing then. Now both are armed, the rescue with
+    the refusal's status 2, before the first node is destroyed."""
+    script = tmp_path / "refused.py"
+    script.write_text(REFUSED)
+    env = dict(os.environ, COZMO_LOOPBACK_ONLY="1")
+    done = subprocess.run([sys.executable, str(script), program, *argv], stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=60.0, env=env)
+    assert done.returncode == 2, done.stdout + done.stderr
+    said = done.stdout.strip().splitlines()[-1].split(" | ")
+    destroyed = [i for i, event in enumerate(said) if event.startswith("destroy ")]
+    assert destroyed, said
+    assert "deadline" in said[:destroyed[0]] and said.count("rescue 2") == 1, said
+    assert said.index("rescue 2") < destroyed[0], said
