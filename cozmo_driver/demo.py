@@ -457,8 +457,9 @@ class _Demo:
         if not (os.environ.get("ROS_DOMAIN_ID") or "").strip() and domain != 0:
             os.environ["ROS_DOMAIN_ID"] = str(domain)   # this process and the stack's
             self.domain_changed = True
-        self.say(f"{PROG}: ROS_DOMAIN_ID={domain} ({how}), discovery "
-                 f"{os.environ.get('ROS_AUTOMATIC_DISCOVERY_RANGE', '')}")
+        discovery = os.environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE") or \
+            f"ROS_LOCALHOST_ONLY={os.environ.get('ROS_LOCALHOST_ONLY', '')}"  # (the user's, kept)
+        self.say(f"{PROG}: ROS_DOMAIN_ID={domain} ({how}), discovery {discovery}")
 
     def _run(self) -> int:
         from . import bringup_plan as plan

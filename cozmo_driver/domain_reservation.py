@@ -18,8 +18,10 @@ def keep_discovery_local(env: MutableMapping[str, str], force: bool = True) -> N
     ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST (Iron and later) and no static peers; on Humble
     (ROS_DISTRO), which reads only ROS_LOCALHOST_ONLY, that is 1, and elsewhere it is
     removed (later distros warn that it is deprecated; the wheels set no ROS_DISTRO).
-    Without ``force``, a discovery range the user set is kept, and nothing is changed."""
-    if not force and "ROS_AUTOMATIC_DISCOVERY_RANGE" in env:
+    Without ``force``, a discovery range the user set is kept, and nothing is changed:
+    ROS_AUTOMATIC_DISCOVERY_RANGE, or ROS_LOCALHOST_ONLY (Humble's only switch; later
+    distros still read it when no range is set)."""
+    if not force and ("ROS_AUTOMATIC_DISCOVERY_RANGE" in env or "ROS_LOCALHOST_ONLY" in env):
         return
     env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     env.pop("ROS_STATIC_PEERS", None)

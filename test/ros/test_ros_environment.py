@@ -66,6 +66,17 @@ def test_local_discovery_on_humble_sets_the_switch_humble_reads(distro, localhos
     assert chosen["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "SUBNET" and "ROS_LOCALHOST_ONLY" not in chosen
 
 
+
+@pytest.mark.parametrize("distro", ["humble", "jazzy"])
+def test_a_localhost_switch_the_user_set_is_kept_unless_forced(distro):
+    """ROS_LOCALHOST_ONLY=0 exported by the user (Humble's way of choosing the LAN) was not
+    the user's choice for the demo and the doc images: on Humble it became 1, on later
+    distros it was removed, and the range set to LOCALHOST. Now it is kept, as a range is."""
+    chosen = {"ROS_LOCALHOST_ONLY": "0", "ROS_DISTRO": distro, "ROS_STATIC_PEERS": "10.0.0.1"}
+    keep_discovery_local(chosen, force=False)
+    assert chosen == {"ROS_LOCALHOST_ONLY": "0", "ROS_DISTRO": distro, "ROS_STATIC_PEERS": "10.0.0.1"}
+
+
 def test_domain_id_is_this_runs_own(ros_domain_id, ros_domain_reservation):
     assert os.environ["ROS_DOMAIN_ID"] == str(ros_domain_id)
     if os.environ.get("PYTEST_XDIST_WORKER"):
