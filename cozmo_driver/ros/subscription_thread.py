@@ -29,7 +29,8 @@ context shut down under it is seen.
 If making that node fails, the constructor raises :class:`Unsupported` before
 anything is left behind, and the caller subscribes the ordinary way. If
 spinning fails later (it never has), ``on_failure(exc)`` is called on the
-thread, which then ends. :class:`ThreadedSubscription` does both for a node
+thread, which then ends; a context shut down from outside (rclpy's
+``ExternalShutdownException``) ends the thread too, without a call. :class:`ThreadedSubscription` does both for a node
 that has no hand-over of its own (the face node's ``face/look_at``, the
 description publisher's ``joint_states``): the subscription on a thread where
 rclpy allows, on the node's executor otherwise or after the thread failed.
@@ -133,6 +134,7 @@ class SubscriptionThread:
                  suffix: str = "cmd_vel", events: bool = True) -> None:
         self._callback = callback
         self._on_failure = on_failure
+        self._context = node.context
         self._stopping = False
         self.node = None
         self._executor = None
@@ -162,8 +164,12 @@ class SubscriptionThread:
             while not self._stopping:
                 self._executor.spin_once(timeout_sec=self._wait_s)
         except Exception as exc:  # noqa: BLE001 - spinning itself failed
-            if not self._stopping:
-                self._call_failure(exc)
+            if self._stopping:
+                return
+            if not self._context.ok():  # shut down from outside (ExternalShutdownException):
+                logger.debug("%s: the context was shut down (%r)", self.thread.name, exc)
+                return  # the end of the thread, not a failure: no context to move to
+            self._call_failure(exc)
 
     def _call(self, msg: Any) -> None:
         if self._stopping:

@@ -148,6 +148,20 @@ def test_a_failing_spin_is_reported_on_the_thread_which_then_ends(rig):
         executor.shutdown(timeout_sec=0.0)
 
 
+def test_a_context_shut_down_from_outside_ends_the_thread_without_a_failure(rig, rclpy_context):
+    """The context shut down under the thread (rclpy.shutdown by another part of the
+    program, rclpy's own signal handlers): spin_once's ExternalShutdownException went to
+    on_failure, and the driver logged "cmd_vel thread failed ... moves to the executor"
+    and moved the subscription to a dead context. Now it is the end of the thread."""
+    served = rig.start()
+    try:
+        rclpy.shutdown(context=rclpy_context)
+        assert wait_until(lambda: not served.thread.is_alive())
+        assert rig.failures == []
+    finally:
+        served.stop()
+
+
 def test_unsupported_when_the_node_cannot_be_made_and_nothing_is_left(rig, monkeypatch):
     made = []
 
