@@ -46,6 +46,8 @@ Reliable delivery, in both directions:
   Acks that stay ahead of anything sent (the peer delivered forged packets in
   the places of ours) make the numbering jump after them, and the packets not
   yet acknowledged go out again under the new numbers (``seq_resyncs``).
+  ``recover_acks=False`` turns both off, as Anki's robot firmware has them: every
+  ack is cumulative and final.
 * Two queues wait for the window: a message sent with ``background=True`` (the
   robot's animation stream: faces, sound, keyframes, 60 packets a second) goes out
   only when no other reliable packet waits, and only while fewer than
@@ -334,6 +336,11 @@ class SessionConfig:
     #: robot: acknowledge the engine's Disconnect (Anki's firmware does not: it ends the link
     #: on it, see BYE_HOLD_S)
     ack_disconnect: bool = True
+    #: undo an ack that ran ahead when the peer's own acks stay behind it, and jump the
+    #: numbering after acks that stay ahead of anything sent (:class:`_AckGuard`); False
+    #: takes every ack as cumulative and final, as Anki's robot firmware does (a packet
+    #: taken as acknowledged is never sent again)
+    recover_acks: bool = True
 
     def __post_init__(self) -> None:
         if not 1 <= self.window <= 1000:
@@ -532,6 +539,8 @@ class _AckGuard:
         self.ahead.clear()
 
     def old_ack(self, session: "Session", ack: int, now: float) -> None:
+        if not session.config.recover_acks:
+            return  # every ack cumulative and final, as Anki's robot firmware has them
         if (ack - session._next_seq) % SEQ_MODULUS < self.window:
             if self.ahead.seen(now):
                 self._renumber(session, ack)

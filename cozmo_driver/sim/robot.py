@@ -204,11 +204,14 @@ class SimulatedRobot:
 
     def _new_session(self) -> Session:
         # as Anki's firmware: only the next packet in order is taken, later ones dropped,
-        # the RESET is the client's packet 0 (the client's first packet is lost), and the
+        # the RESET is the client's packet 0 (the client's first packet is lost), a big
+        # packet is acknowledged at once, acks are cumulative and final (a packet acked
+        # ahead is never sent again: the client stalls, PROTOCOL_NOTES m.1), and the
         # link ends on a Disconnect without acknowledging it
         return Session(Role.ROBOT, SessionConfig(peer_timeout=self.config.peer_timeout,
                                                  buffer_out_of_order=False, reset_is_packet=True,
                                                  ack_big_packets=True, ack_disconnect=False,
+                                                 recover_acks=False,
                                                  hold_link=self.config.link_policy == "firmware"),
                        name=self.name)
 

@@ -16,7 +16,7 @@ from cozmo_driver.protocol import messages as m
 from cozmo_driver.protocol.audio import encode_ulaw
 from cozmo_driver.protocol.camera import image_to_array
 from cozmo_driver.protocol.display import MAX_DISPLAY_BYTES, encode_display
-from cozmo_driver.protocol.frames import MAX_FRAME_SIZE, OOB_SEQ, FrameType, encode_frame
+from cozmo_driver.protocol.frames import MAX_FRAME_SIZE, OOB_SEQ, FrameType, decode_frame, encode_frame
 from cozmo_driver.protocol.messages import PacketType, encode_packet
 from cozmo_driver.protocol.session import (
     Connected,
@@ -24,7 +24,7 @@ from cozmo_driver.protocol.session import (
     Disconnected,
     PingAnswered,
 )
-from cozmo_driver.sim import GARBAGE_KINDS, ImpairedEndpoint, RobotConfig, StatusFlag
+from cozmo_driver.sim import GARBAGE_KINDS, ImpairedEndpoint, RobotConfig, SimulatedRobot, StatusFlag
 from cozmo_driver.transport.memory import Impairment
 from sim_harness import Harness, collect_images, state_flags
 
@@ -103,6 +103,47 @@ def test_disconnect_and_reconnect():
     h.initialise()
     assert h.robot.stats.clients_accepted == 2
 
+
+
+def test_acknowledgements_are_cumulative_a_packet_acked_ahead_is_never_sent_again():
+    """As the real robot (PROTOCOL_NOTES a, m.1): an ack takes everything up to it out of
+    the send window for good. A client that acks packet 6, then keeps acking 4 (it never
+    had 5 and 6: the reference client's ack runs ahead over a gap), gets 5 and 6 never
+    again and stalls; the driver's session sends such packets again, and so did the
+    simulator, which let a driver that acks ahead pass every lossy test."""
+    robot = SimulatedRobot()
+    clock = [0.0]
+    seqs: list = []   # the robot's reliable packets on the wire, by number
+
+    def run(duration):
+        end = clock[0] + duration
+        while clock[0] < end:
+            clock[0] = round(clock[0] + 0.01, 6)
+            timer = robot.get_timer()
+            if timer is not None and timer <= clock[0]:
+                robot.handle_timer(clock[0])
+            for datagram in robot.datagrams_to_send(clock[0]):
+                frame = decode_frame(datagram)
+                if frame.first_seq != OOB_SEQ:
+                    seqs.extend(range(frame.first_seq, frame.seq + 1))
+
+    def ack(seq):
+        robot.receive_datagram(encode_frame(FrameType.ENGINE, OOB_SEQ, OOB_SEQ, seq), clock[0])
+
+    robot.receive_datagram(bytes.fromhex("434f5a0352450101" "0100" "0100" "0000"), 0.0)   # RESET
+    run(0.1)
+    for _ in range(8):
+        robot.poke(clock[0])
+        run(0.02)
+    assert max(seqs) == 10     # Connect, HardwareInfo, FirmwareSignature, 8 RobotPoked
+    ack(6)
+    seqs.clear()
+    for _ in range(40):
+        ack(4)
+        run(0.05)
+    assert seqs and min(seqs) == 7     # 7..10 are sent again, never 5 or 6
+    assert robot.session.stats.ack_regressions == 0 and robot.session.stats.seq_resyncs == 0
+    assert robot.is_connected
 
 # --------------------------------------------------------------------------------- commands
 
