@@ -11,8 +11,9 @@ anything but an audio message clears the whole queue instead (counted in
 once 7 audio messages (or an EndAnimation) are queued, and goes on while more
 than one is, so the last one waits for the next; while it waits, treads that
 AnimBody drives are stopped. Each tick reports
-AnimationState. All this only once the engine has sent EnableAnimationState:
-what of the stream comes before is not played (counted in ``unplayable``). Head, lift
+AnimationState. All this only once the engine has sent EnableAnimationState
+(which the model takes only after Enable): what of the stream comes before is not
+played (counted in ``unplayable``). Head, lift
 and body tracks move the :class:`~cozmo_driver.sim.body.Body`. The player also
 keeps the ground truth of what the robot showed and said (the 128x32 face
 framebuffer and its history, the audio played as PCM) and the backpack lights

@@ -154,7 +154,8 @@ Conventions chosen where the protocol notes are silent (documented guesses):
   model), IS_BODY_ACC_MODE, IS_ANIMATING_IDLE and IS_CHARGER_OOS.
 * SyncTime before Enable sets the clock but starts no stream (the notes: SyncTime
   "requires Enable"); BodyInfo answers the first Enable of a connection. Motion
-  commands before Enable are ignored ("Enable powers the body").
+  commands before Enable are ignored ("Enable powers the body"), and so is
+  EnableAnimationState (it "requires Enable"): the stream plays only after both.
 * A new connection, and a lost one, stop every motor; the cubes' radio links are
   dropped too unless ``ModelConfig.keep_object_links``. Any datagram keeps the
   connection alive (a client silent for ``RobotConfig.peer_timeout`` is dropped),
@@ -299,6 +300,9 @@ SYNC_TIME_ACK_DELAY_S = 0.02
 #: commands that move a motor: taken only once Enable has powered the body
 _MOVES = frozenset({"DriveWheels", "TurnInPlace", "TurnInPlaceAtSpeed", "MoveHead", "MoveLift",
                     "SetHeadAngle", "SetLiftHeight", "ExecutePath"})
+#: taken only once Enable has powered the body too (the notes: it "requires Enable"); the
+#: animation stream plays only after it, so none of the stream plays before Enable either
+_NEEDS_ENABLE = _MOVES | {"EnableAnimationState"}
 
 
 class RobotModel:
@@ -545,8 +549,9 @@ class RobotModel:
         if handler is None:
             logger.debug("no behaviour for %s", name)
             return
-        if name in _MOVES and not self.fw.enabled:
-            logger.info("%s before Enable: the body is not powered, nothing moves", name)
+        if name in _NEEDS_ENABLE and not self.fw.enabled:
+            logger.info("%s before Enable: the body is not powered, %s", name,
+                        "nothing moves" if name in _MOVES else "no animation plays")
             return
         handler(message, now)
 

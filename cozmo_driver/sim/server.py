@@ -240,7 +240,7 @@ class SimServer:
         return self._model(lambda m: m.display_images_shown)
 
     def playback_enabled(self) -> bool:
-        """Whether the engine sent EnableAnimationState on this connection (the robot then
+        """Whether the robot took EnableAnimationState on this connection (after Enable; it then
         plays its animation stream and reports AnimationState)."""
         return self._model(lambda m: m.anim_state_enabled)
 
@@ -250,7 +250,7 @@ class SimServer:
         return self._model(lambda m: m.buffer_clears)
 
     def unplayable(self) -> int:
-        """Messages of the animation stream that came before EnableAnimationState: not played."""
+        """Messages of the animation stream that came before EnableAnimationState was taken: not played."""
         return self._model(lambda m: m.unplayable)
 
     def audio_pcm(self) -> np.ndarray:

@@ -1046,6 +1046,38 @@ def test_nothing_of_the_stream_plays_before_enable_animation_state():
     assert 5 <= len(clock.take("AnimationState")) <= 7  # one per 30 Hz tick
 
 
+def test_enable_animation_state_before_enable_is_ignored_and_nothing_of_the_stream_plays():
+    """The notes: EnableAnimationState "requires Enable" (the body is not powered before
+    it). Taken before Enable, the simulator played the stream: the head and treads moved
+    and AnimationState came. Now it is ignored, the stream after it is not played
+    (``unplayable``), and after Enable a new EnableAnimationState starts playback."""
+    clock = make(streaming=False)
+
+    def stream():
+        clock.send(m.OutputSilence())
+        clock.send(m.AnimHead(duration_ms=200, variability_deg=0, angle_deg=20))
+        clock.send(m.AnimBody(speed_mmps=50, unknown=32767))
+        for _ in range(8):
+            clock.send(m.OutputSilence())
+
+    head = clock.model.head_angle
+    clock.send(m.EnableAnimationState())
+    stream()
+    clock.run(0.5)
+    assert not clock.model.anim_state_enabled
+    assert clock.model.unplayable == 11 and clock.model.anim_queue_length == 0
+    assert clock.model.audio_frames_played == 0 and clock.take("AnimationState") == []
+    assert clock.model.head_angle == head and clock.model.true_pose()[0] == 0.0
+    clock.send(m.Enable())
+    clock.send(m.EnableAnimationState())
+    stream()
+    clock.run(0.5)
+    assert clock.model.unplayable == 11 and clock.model.audio_frames_played >= 8
+    assert clock.model.head_angle == pytest.approx(math.radians(20))
+    assert clock.model.true_pose()[0] > 5.0
+    assert clock.take("AnimationState")
+
+
 def test_a_frame_that_does_not_start_with_audio_clears_the_stream():
     """Anki's firmware: the robot plays a frame as an audio message and what follows it;
     when the next message is anything else, it clears its whole buffer. An image sent before
