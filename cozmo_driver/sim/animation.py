@@ -105,7 +105,11 @@ class AnimationPlayer:
         self._next_tick = now
 
     def reset_link(self) -> None:
-        """The engine left or a new one arrived: the queue and the current animation go."""
+        """The engine left or a new one arrived: the queue and the current animation go (and
+        treads it drove stop, as when its stream starves)."""
+        if self._body_track and self.body.controller is None:
+            for wheel in self.body.wheels:
+                wheel.command(0.0, 0.0)
         self.anim_state_enabled = False
         self._empty()
         self.current_anim = None

@@ -86,6 +86,11 @@ class ModelConfig:
     #: RobotState's lift field (``lift_height_mm``) carries the lift's angle in radians, as
     #: Anki's robot firmware fills it (False: its height in mm, as the protocol notes read it)
     lift_field_is_angle: bool = True
+    #: every motor stops when a link ends and when a new one begins (False: the robot keeps
+    #: its last command, as when a stop was lost with the link: the protocol notes do not say
+    #: what a robot does, and the driver stops it first thing at every connection, see
+    #: docs/driver.md)
+    stop_motors_on_link_end: bool = False
 
     def __post_init__(self) -> None:
         for name in ("physics_dt", "state_period", "anim_period", "object_available_period",

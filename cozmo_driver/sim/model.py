@@ -156,8 +156,10 @@ Conventions chosen where the protocol notes are silent (documented guesses):
   "requires Enable"); BodyInfo answers the first Enable of a connection. Motion
   commands before Enable are ignored ("Enable powers the body"), and so is
   EnableAnimationState (it "requires Enable"): the stream plays only after both.
-* A new connection, and a lost one, stop every motor; the cubes' radio links are
-  dropped too unless ``ModelConfig.keep_object_links``. Any datagram keeps the
+* A new connection, and a lost one, leave the motors on their last command (a
+  drive goes on; an animation's treads stop with its stream) unless
+  ``ModelConfig.stop_motors_on_link_end``; the cubes' radio links are dropped
+  unless ``ModelConfig.keep_object_links``. Any datagram keeps the
   connection alive (a client silent for ``RobotConfig.peer_timeout`` is dropped),
   and the robot side of the reliable layer is the driver's own Session.
 * Objects advertise (ObjectAvailable) once a second each while not connected;
@@ -409,7 +411,7 @@ class RobotModel:
     def on_connected(self, now: float) -> None:
         """A client reset the link: greet it with HardwareInfo and FirmwareSignature."""
         self.advance(now)
-        self._stop_everything(now, reason="new connection")
+        self._link_changes(now, reason="new connection")
         self._reset_connection_state(now, boot=False)
         fw = self.fw
         fw.connected = True
@@ -418,14 +420,24 @@ class RobotModel:
         fw.emit(msgs.FirmwareSignature(unknown=0, signature=fw.signature()))
 
     def on_disconnected(self, now: float) -> None:
-        """The client left or went silent: stop the motors and every stream."""
+        """The client left or went silent: every stream stops (and the motors with
+        ``stop_motors_on_link_end``)."""
         self.advance(now)
-        self._stop_everything(now, reason="disconnected")
+        self._link_changes(now, reason="disconnected")
         self._reset_connection_state(now, boot=False)
         self.fw.out.clear()
 
     def firmware_signature(self) -> str:
         return self.fw.signature()
+
+    def _link_changes(self, now: float, reason: str) -> None:
+        """A link ends or begins: a calibration under way ends; the motors keep their last
+        command unless ``stop_motors_on_link_end`` (an animation's treads stop with the
+        animation: see AnimationPlayer.reset_link)."""
+        if self.config.stop_motors_on_link_end:
+            self._stop_everything(now, reason)
+        else:
+            self.body.abandon_calibration()
 
     def _stop_everything(self, now: float, reason: str) -> None:
         if reason != "StopAllMotors":

@@ -189,8 +189,10 @@ class Axis:
                 self.move_to(*args)
 
     def abandon_calibration(self) -> None:
-        self.calibrating = False
-        self.stop()
+        """A calibration under way ends where it is (a motor not calibrating goes on)."""
+        if self.calibrating:
+            self.calibrating = False
+            self.stop()
 
     def step(self, dt: float) -> None:
         mode = self.mode

@@ -940,6 +940,38 @@ def test_a_robot_connected_again_is_stopped_first(rig):
     assert not [name for _, name in again if name == "DriveWheels"]
 
 
+def test_treads_still_driving_after_a_lost_link_are_stopped_by_the_new_connections_stop(rig):
+    """The network fails both ways while the robot drives: the watchdog's stop is lost, and
+    the robot, having heard nothing for 5 s, ends its link and keeps driving on its last
+    DriveWheels (the simulator stopped every motor when a link ended, so a driver that
+    forgot its stop at a new connection passed). Back in reach, the driver connects again,
+    and its StopAllMotors first of all stops the treads."""
+    robot, core, output = rig
+    sim = robot.sim
+    core.drive(0.05, 0.0)
+    robot.run(0.3)
+    robot.net.a_to_b = Impairment(loss=1.0)
+    robot.net.b_to_a = Impairment(loss=1.0)
+    for _ in range(80):
+        robot.run(0.1)
+        if not sim.is_connected:
+            break
+    assert not sim.is_connected                              # the robot gave the link up
+    x_before = sim.model.true_pose()[0]
+    robot.run(0.5)
+    assert sim.model.true_pose()[0] > x_before + 20.0       # and still drives at 50 mm/s
+    robot.net.a_to_b = Impairment()
+    robot.net.b_to_a = Impairment()
+    cut = robot.net.now
+    robot.run(6.0)
+    assert core.connected and output.said("connected again to Cozmo")
+    assert [t for t, _ in robot.sent("StopAllMotors") if t > cut]
+    assert [w.speed for w in sim.model.body.wheels] == [0.0, 0.0]
+    x_stopped = sim.model.true_pose()[0]
+    robot.run(1.0)
+    assert sim.model.true_pose()[0] == x_stopped
+
+
 def test_outputs_are_reapplied_after_a_reconnection(rig):
     robot, core, output = rig
     core.set_head_light(True)

@@ -228,8 +228,8 @@ def test_idle_model_needs_no_ticks():
     assert clock.model.next_tick() is None
 
 
-def test_disconnect_stops_motors_and_streams():
-    clock = make()
+def test_disconnect_stops_the_streams_and_with_stop_motors_on_link_end_the_motors():
+    clock = make(stop_motors_on_link_end=True)
     clock.send(m.DriveWheels(lwheel_speed_mmps=100, rwheel_speed_mmps=100))
     clock.send(m.MoveHead(speed_rad_per_sec=0.5))
     clock.run(0.2)
@@ -238,6 +238,40 @@ def test_disconnect_stops_motors_and_streams():
     clock.out.clear()
     clock.run(1.0)
     assert clock.out == []
+
+
+@pytest.mark.parametrize("link_change", ["on_disconnected", "on_connected"])
+def test_by_default_a_link_that_ends_or_begins_leaves_the_motors_on_their_last_command(link_change):
+    """The notes do not say what a robot does with its motors when a link ends: by default
+    the simulator keeps them on their last command, as a robot whose stop was lost with the
+    link does, so that only the driver's own StopAllMotors at a new connection stops them
+    (the simulator stopped every motor, and a driver without that stop passed). Treads an
+    animation drove stop with its stream, as when it starves."""
+    clock = make()
+    clock.send(m.DriveWheels(lwheel_speed_mmps=100, rwheel_speed_mmps=100))
+    clock.send(m.MoveHead(speed_rad_per_sec=0.5))
+    clock.run(0.2)
+    getattr(clock.model, link_change)(clock.now)
+    x, head = clock.model.true_pose()[0], clock.model.head_angle
+    clock.out.clear()
+    clock.run(1.0)
+    assert clock.model.true_pose()[0] == pytest.approx(x + 100.0, abs=1e-6)
+    assert clock.model.is_moving and clock.model.head_angle == pytest.approx(head + 0.5)
+    if link_change == "on_disconnected":
+        assert not clock.take("RobotState")
+    clock = make()
+    clock.send(m.EnableAnimationState())
+    clock.send(m.OutputSilence())
+    clock.send(m.AnimBody(speed_mmps=50, unknown=32767))
+    for _ in range(20):
+        clock.send(m.OutputSilence())
+    clock.run(0.3)
+    assert clock.model.true_pose()[0] > 5.0
+    getattr(clock.model, link_change)(clock.now)
+    clock.run(0.5)
+    x = clock.model.true_pose()[0]
+    clock.run(0.5)
+    assert clock.model.true_pose()[0] == x
 
 
 # ------------------------------------------------------------------------------- base
