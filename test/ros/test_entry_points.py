@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from cozmo_driver.bringup_plan import PACKAGE, locate_executable
+from processes import project_executable
 
 NODES = ["cozmo_driver_node", "cozmo_face_node", "cozmo_behavior_node", "cozmo_description_publisher",
          "cozmo_stack"]
@@ -38,9 +38,7 @@ def test_imported_elsewhere_it_leaves_sigint_alone():
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["cozmo_driver_node", "cozmo_face_node"])
 def test_a_sigint_during_the_imports_ends_the_node_with_status_0_and_no_traceback(name):
-    exe = locate_executable(PACKAGE, name)
-    if exe is None:
-        pytest.skip(f"{name} is not installed as a console script here")
+    exe = project_executable(name)
     # Python prints each module's import time to stderr when it is done (PYTHONPROFILEIMPORTTIME):
     # the line of cozmo_driver.driver says the node's module is being imported (entry_points
     # is loaded, its SIGINT handler set) and the rest of its imports are still to come
