@@ -170,8 +170,17 @@ def test_a_picture_reaches_the_framebuffer_fitted_and_dithered(make_rig):
     assert np.array_equal(rig.sim.framebuffer(), shown(grey16 > 0))
 
 
-def test_timed_images_give_way_to_the_face_and_bad_images_are_refused(make_rig):
+def test_timed_images_give_way_to_the_face_and_bad_images_are_refused(make_rig, monkeypatch):
     rig = make_rig()
+    durations = []  # what the robot's stream is asked (how long it shows it, on the robot's clock:
+    av = rig.node.media.av  # test_media_logic.py)
+    show_image = av.show_image
+
+    def asked(data, duration_s=None):
+        durations.append(duration_s)
+        show_image(data, duration_s)
+
+    monkeypatch.setattr(av, "show_image", asked)
     face = rig.publisher(Image, "display/face")
     pub = rig.publisher(DisplayImage, "display/image")
     raw = rig.publisher(Image, "display/image_raw")
@@ -182,9 +191,9 @@ def test_timed_images_give_way_to_the_face_and_bad_images_are_refused(make_rig):
     box[16:48, 32:96] = 255
     pub.publish(DisplayImage(image=image_msg(box, "mono8"), duration=0.5))
     assert rig.spin_until(lambda: np.array_equal(rig.sim.framebuffer(), shown(box > 0)), 2.0)
-    t0 = time.monotonic()
-    assert rig.spin_until(lambda: np.array_equal(rig.sim.framebuffer(), face_bits("happy")), 2.0)
-    assert 0.3 < time.monotonic() - t0 < 0.9                       # about 0.5 s after it appeared
+    assert durations == [0.5]
+    # then the face again, by itself
+    assert rig.spin_until(lambda: np.array_equal(rig.sim.framebuffer(), face_bits("happy")), 5.0)
     # image_raw: until replaced (display_default_duration 0); an empty image clears it
     raw.publish(image_msg(box, "mono8"))
     assert rig.spin_until(lambda: np.array_equal(rig.sim.framebuffer(), shown(box > 0)), 2.0)
@@ -983,16 +992,15 @@ def test_cancel_aborts_on_the_robot_and_the_face_comes_back(make_rig, tmp_path):
     assert rig.spin_until(lambda: rig.sim.wheel_speeds()[0] > 30.0, 3.0)
     assert not np.array_equal(rig.sim.framebuffer(), face_bits("neutral"))   # the clip's face
     cancel = handle.cancel_goal_async()
-    t0 = time.monotonic()
     assert rig.spin_until(cancel.done, 3.0)
     result = rig.result(handle)
     assert result.status == GoalStatus.STATUS_CANCELED
+    # aborted on the robot (that the abort goes out at once: on the robot's clock, test_media_logic.py)
     assert rig.spin_until(lambda: abs(rig.sim.wheel_speeds()[0]) < 1.0 and not any(
-        rig.sim.lights()["anim_backpack"]), 1.0)
-    assert time.monotonic() - t0 < 1.0
+        rig.sim.lights()["anim_backpack"]), 3.0)
     assert rig.sim.command_counts().get("AbortAnimation", 0) >= 1
     head = rig.sim.head_angle()
-    assert rig.spin_until(lambda: np.array_equal(rig.sim.framebuffer(), face_bits("neutral")), 1.0)
+    assert rig.spin_until(lambda: np.array_equal(rig.sim.framebuffer(), face_bits("neutral")), 3.0)
     rig.spin_for(0.5)
     assert rig.sim.head_angle() == pytest.approx(head, abs=0.05)      # the head stopped too
 

@@ -330,9 +330,8 @@ def test_watchdog_stops_the_treads_once(make_driver, cmd_vel_served_by):
     cmd.linear.x = 0.05
     pub.publish(cmd)
     assert h.spin_until(lambda: h.sim.wheel_speeds() != (0.0, 0.0), 2.0)
-    t0 = time.monotonic()
-    assert h.spin_until(lambda: h.sim.wheel_speeds() == (0.0, 0.0), 3.0)
-    assert time.monotonic() - t0 < 1.0
+    # stopped, with no cmd_vel after the first (when: on the robot clock, test_driver_core.py)
+    assert h.spin_until(lambda: h.sim.wheel_speeds() == (0.0, 0.0), 5.0)
     h.spin_for(1.0)
     assert h.sim.command_counts().get("DriveWheels", 0) - before == 2  # the command, then one stop
 

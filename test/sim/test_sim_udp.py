@@ -424,7 +424,7 @@ def test_cli_a_second_signal_ends_the_stop_grace_at_once(second):
     comes within moments of the first (the copy of a terminal's Ctrl-C that a launch without
     a terminal forwards) does not."""
     from cozmo_driver.sim.cli import SIGNAL_COPY_S
-    proc, port = _started_cli("--stop-grace", "30")
+    proc, port = _started_cli("--stop-grace", "3600")  # ended by a signal, never by the grace
     try:
         with UdpEngine(("127.0.0.1", port)) as engine:
             engine.initialise()
@@ -432,36 +432,32 @@ def test_cli_a_second_signal_ends_the_stop_grace_at_once(second):
             proc.send_signal(signal.SIGINT)  # the copy
             assert select.select([proc.stdout], [], [], 5.0)[0], "no word of the grace"
             assert proc.stdout.readline().rstrip("\n") == (
-                "cozmo-sim: stopping once the client has disconnected (at most 30 s; Ctrl-C again "
+                "cozmo-sim: stopping once the client has disconnected (at most 3600 s; Ctrl-C again "
                 "or SIGTERM stops at once)")
             time.sleep(SIGNAL_COPY_S + 0.3)
             assert proc.poll() is None, "the copy of the first signal ended the grace"
             assert engine.count_over("RobotState", 0.2) >= 4  # still the robot
-            signalled = time.monotonic()
             proc.send_signal(second)
-            out, err = proc.communicate(timeout=5)
-            took = time.monotonic() - signalled
+            out, err = proc.communicate(timeout=20)  # (the client is still there)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait(5)
     assert proc.returncode == 0, err
-    assert took < 2.0, took
     assert out.splitlines() == ["cozmo-sim: stopped"], out
 
 
 def test_cli_stopped_without_a_client_stops_at_once():
     proc, _ = _started_cli()  # the default grace, 2 s
     try:
-        started = time.monotonic()
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=10)
-        assert time.monotonic() - started < 1.5, "waited for a client that is not there"
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait(5)
     assert proc.returncode == 0, err
+    # no grace for a client that is not there: no word of it (it says so before waiting)
     assert out.splitlines() == ["cozmo-sim: stopped"], out
 
 
