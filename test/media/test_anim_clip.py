@@ -48,6 +48,7 @@ from cozmo_driver.anim.player import compile_clip
 from cozmo_driver.face.expressions import EXPRESSIONS, look_at
 from cozmo_driver.face.procedural import FaceParams
 from cozmo_driver.protocol.audio import SAMPLE_RATE
+from dependencies import require
 
 # --------------------------------------------------------------------------- helpers
 
@@ -227,7 +228,7 @@ def test_synth_errors(spec):
 
 def build_bin_by_hand() -> bytes:
     """An AnimClips file made directly with the flatbuffers Builder, following cozmo_anim.fbs."""
-    flatbuffers = pytest.importorskip("flatbuffers")
+    flatbuffers = require("flatbuffers")
     b = flatbuffers.Builder(0)
 
     def floats(values):
@@ -401,7 +402,7 @@ def test_audio_map_and_sprite_dir_resolve_what_the_app_needs(tmp_path):
 
 
 def test_write_and_read_back_every_keyframe():
-    pytest.importorskip("flatbuffers")  # write_anim_bin's
+    require("flatbuffers")  # write_anim_bin's
     clip = Clip("roundtrip", None, Tracks(
         head=[HeadKeyframe(0, 300, 20, 2), HeadKeyframe(400, 1000, -25, 0)],
         lift=[LiftKeyframe(33, 100, 50, 1)],
@@ -430,7 +431,7 @@ def test_write_and_read_back_every_keyframe():
 
 def test_pycozmo_reads_what_we_write():
     """The reference's generated accessors (from cozmo_anim.fbs) agree with our writer's layout."""
-    pytest.importorskip("pycozmo")
+    require("pycozmo")
     from pycozmo.CozmoAnim.AnimClips import AnimClips
 
     clip = Clip("x", None, Tracks(

@@ -35,6 +35,7 @@ from cozmo_driver.face.procedural import (
     sanitize_array,
 )
 from cozmo_driver.protocol.display import MAX_DISPLAY_BYTES, decode_display, fit_to_frame
+from dependencies import require
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "face"
 UPDATE = os.environ.get("COZMO_UPDATE_GOLDEN") == "1"
@@ -338,7 +339,7 @@ def test_anki_geometry_is_the_default():
 
 def test_close_to_pycozmo_with_its_geometry():
     """pycozmo's default face and ours with its geometry preset cover nearly the same pixels."""
-    pf = pytest.importorskip("pycozmo.procedural_face")
+    pf = require("pycozmo.procedural_face")
     ref = np.asarray(pf.ProceduralFace().render(), dtype=bool)
     ours = FaceRenderer(PYCOZMO_GEOMETRY).render(FaceParams())
     iou = np.count_nonzero(ref & ours) / np.count_nonzero(ref | ours)

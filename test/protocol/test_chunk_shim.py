@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import chunk_shim
+from dependencies import require
 
 
 def chunk_bytes(name: bytes, data: bytes, bigendian: bool = True, align: bool = True,
@@ -107,7 +108,7 @@ def soundbank() -> bytes:
 def test_pycozmo_reads_a_sound_bank_through_the_shim(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        soundbank_module = pytest.importorskip("pycozmo.audiokinetic.soundbank")
+        soundbank_module = require("pycozmo.audiokinetic.soundbank")
     monkeypatch.setattr(soundbank_module, "Chunk", chunk_shim.Chunk)
     data = soundbank()
     bank = soundbank_module.SoundBankReader({}).load_file(io.BytesIO(data), "test.bnk")
@@ -120,7 +121,7 @@ def test_pycozmo_reads_a_sound_bank_through_the_shim(monkeypatch):
 
 def test_install_makes_pycozmo_importable_without_the_stdlib_module():
     """As on Python 3.13: ``chunk`` cannot be imported; after install() pycozmo can."""
-    pytest.importorskip("pycozmo")
+    require("pycozmo")
     script = textwrap.dedent("""
         import sys
         sys.modules["chunk"] = None          # 'import chunk' now fails, as on Python 3.13

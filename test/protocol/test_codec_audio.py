@@ -24,6 +24,7 @@ from cozmo_driver.protocol.audio import (
     resample,
 )
 from cozmo_driver.protocol.errors import LocalProtocolError
+from dependencies import require
 
 ALL_INT16 = np.arange(-32768, 32768, dtype=np.int16)
 
@@ -92,7 +93,7 @@ def test_the_robot_plays_our_code_truer_than_the_references():
     """The reference client's code (a bias of 132, and + 1 on every byte) as Anki's firmware
     plays it: its loudest positive samples come out as silence (byte 128) and the rest a
     mantissa step off; ours as the firmware expects."""
-    ref_audio = pytest.importorskip("pycozmo.audio", reason="pycozmo is the reference oracle")
+    ref_audio = require("pycozmo.audio", "the reference oracle")
     x = np.arange(-31000, 31000, 7)
     ours = decode_ulaw(encode_ulaw(x)).astype(np.int64)
     ref = np.array([16 * _firmware_level(min(ref_audio.u_law_encoding(int(v)), 255)) for v in x])

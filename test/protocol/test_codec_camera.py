@@ -29,6 +29,7 @@ from cozmo_driver.protocol.camera import (
     split_into_chunks,
 )
 from cozmo_driver.protocol.errors import LocalProtocolError, RemoteProtocolError
+from dependencies import require
 
 QVGA = 4
 
@@ -98,7 +99,7 @@ def test_pillow_quality50_tables_equal_ours():
 
 
 def test_header_identical_to_reference():
-    pc = pytest.importorskip("pycozmo.camera", reason="pycozmo is the reference oracle")
+    pc = require("pycozmo.camera", "the reference oracle")
     for w, h in camera.RESOLUTIONS.values():
         ref = pc.minigray_to_jpeg(np.array([0, 1], dtype=np.uint8), w, h)
         assert jpeg_header(w, h, False) == bytes(ref[:324])
@@ -117,7 +118,7 @@ def test_resolution_table():
 
 
 def test_resolution_table_matches_reference():
-    pc = pytest.importorskip("pycozmo.camera", reason="pycozmo is the reference oracle")
+    pc = require("pycozmo.camera", "the reference oracle")
     assert {k.value: v for k, v in pc.RESOLUTIONS.items()} == camera.RESOLUTIONS
 
 
@@ -138,7 +139,7 @@ def test_gray_reconstruction_is_pixel_identical_to_pillow(resolution):
 
 
 def test_gray_reconstruction_bytes_identical_to_reference():
-    pc = pytest.importorskip("pycozmo.camera", reason="pycozmo is the reference oracle")
+    pc = require("pycozmo.camera", "the reference oracle")
     img = textured_gray()
     mini = encode_minimized(img, pad_to_multiple=4)
     ours = minimized_to_jpeg(mini, 320, 240)
@@ -208,7 +209,7 @@ def test_color_round_trip_psnr():
 
 
 def test_color_reconstruction_identical_to_reference():
-    pc = pytest.importorskip("pycozmo.camera", reason="pycozmo is the reference oracle")
+    pc = require("pycozmo.camera", "the reference oracle")
     mini = encode_minimized(smooth_rgb())
     ours = minimized_to_jpeg(mini, 320, 240)
     ref = pc.minicolor_to_jpeg(np.frombuffer(mini, dtype=np.uint8), 160, 240)

@@ -17,6 +17,7 @@ from cozmo_driver.protocol.display import (
     screen_to_display,
 )
 from cozmo_driver.protocol.errors import LocalProtocolError, RemoteProtocolError
+from dependencies import require
 
 
 def blank() -> np.ndarray:
@@ -100,7 +101,7 @@ def test_reference_bug_minimal_case():
 
 
 def test_reference_bug_minimal_case_against_pycozmo():
-    pytest.importorskip("pycozmo", reason="pycozmo is the reference oracle")
+    require("pycozmo", "the reference oracle")
     bits = reference_bug_image()
     assert pycozmo_encode(bits) == bytes.fromhex("f88200893f3c")
     wrong = pycozmo_decode(bytes.fromhex("f88200893f3c"))
@@ -119,7 +120,7 @@ def test_long_run_then_skip():
 
 
 def test_long_run_then_skip_against_pycozmo():
-    pytest.importorskip("pycozmo", reason="pycozmo is the reference oracle")
+    require("pycozmo", "the reference oracle")
     data = bytes.fromhex("cd00813f3c")
     assert pycozmo_encode(decode_display(data)) == data
     wrong = pycozmo_decode(data)
@@ -151,16 +152,15 @@ def test_accepts_integer_arrays():
 @settings(max_examples=150, deadline=None)
 @given(images)
 def test_same_bytes_as_reference_encoder(bits):
-    pytest.importorskip("pycozmo", reason="pycozmo is the reference oracle")
+    require("pycozmo", "the reference oracle")
     ref = pycozmo_encode(bits)
     assert encode_display(bits) == ref
     assert np.array_equal(decode_display(ref), bits)
 
 
 def test_reference_fixtures():
-    fixtures = pytest.importorskip(
-        "pycozmo.tests.image_encoder_fixtures", reason="pycozmo ships the Cozmo app's captures"
-    ).FIXTURES
+    fixtures = require("pycozmo.tests.image_encoder_fixtures",
+                       "pycozmo ships the Cozmo app's captures").FIXTURES
     from pycozmo.image_encoder import str_to_image
 
     assert len(fixtures) >= 28

@@ -21,9 +21,11 @@ import warnings
 
 import pytest
 
+from dependencies import require
+
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)  # 'chunk' is deprecated in 3.11/3.12
-    pycozmo = pytest.importorskip("pycozmo", reason="pycozmo 0.8.0 (the test-only reference) is not installed")
+    pycozmo = require("pycozmo", "pycozmo 0.8.0, the test-only reference")
     from pycozmo import protocol_encoder as pe
     from pycozmo.frame import Frame as PyFrame
     from pycozmo.protocol_ast import FrameType as PyFrameType

@@ -14,10 +14,11 @@ import time
 import numpy as np
 import pytest
 
-pycozmo = pytest.importorskip("pycozmo")
-if getattr(pycozmo, "__version__", None) != "0.8.0":
-    pytest.skip(f"needs pycozmo 0.8.0, found {getattr(pycozmo, '__version__', '?')}",
-                allow_module_level=True)
+from dependencies import require, unavailable
+
+pycozmo = require("pycozmo")
+if getattr(pycozmo, "__version__", None) != "0.8.0":  # tools/requirements-dev.txt's
+    unavailable(f"needs pycozmo 0.8.0, found {getattr(pycozmo, '__version__', '?')}")
 
 from cozmo_driver.sim import SimServer  # noqa: E402
 
