@@ -22,7 +22,9 @@ from typing import Iterator, List
 
 import pytest
 
-rclpy = pytest.importorskip("rclpy")
+from dependencies import require
+
+rclpy = require("rclpy")
 
 from cozmo_driver.sim import SimServer  # noqa: E402
 from processes import alive, project_executable  # noqa: E402

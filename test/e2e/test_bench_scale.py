@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("rclpy")
+from dependencies import require
+
+require("rclpy")
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 

@@ -39,6 +39,7 @@ from PIL import Image
 from cozmo_driver import bringup_plan as plan
 from cozmo_driver import demo
 from cozmo_driver import demo_artifacts as art
+from dependencies import require
 from processes import alive, free_udp_port, project_executable
 
 
@@ -263,7 +264,7 @@ def run_up_to_the_demonstration(tmp_path, monkeypatch, argv):
     """cozmo-demo's run() with the stack's processes and the demonstration left out (the
     demonstration stops at once, a bring-up failure): (the DemoOptions it was given, the
     exit status, what the run said)."""
-    pytest.importorskip("rclpy")
+    require("rclpy")
     from cozmo_driver import bringup
     from cozmo_driver.ros import demo_node
 
@@ -391,7 +392,7 @@ class FakeRequest:
 
 
 def test_face_and_audio_requests_are_filled_by_field():
-    pytest.importorskip("rclpy")
+    require("rclpy")
     from cozmo_driver.ros import demo_steps
 
     request = FakeRequest(expression="string", parameters="sequence<float>", transition_s="float")
@@ -440,7 +441,7 @@ class GraphOf:
     ("/robot1", ["/robot10/set_face_expression", "/set_face_expression"], None),
 ])
 def test_the_face_step_takes_the_face_node_of_its_own_namespace_only(prefix, services, found):
-    pytest.importorskip("rclpy")
+    require("rclpy")
     from types import SimpleNamespace
 
     from cozmo_driver.ros import demo_steps
@@ -522,7 +523,7 @@ def test_the_demo_saves_a_real_robots_face(tmp_path, monkeypatch):
     run.bringup = SimpleNamespace(children=[SimpleNamespace(entry=SimpleNamespace(name="face"),
                                                             process=running)],
                                   stop=lambda: None, remove_parameter_files=lambda: None)
-    pytest.importorskip("rclpy")
+    require("rclpy")
     from cozmo_driver.ros.demo_node import DemoResult
 
     result = DemoResult(camera=np.zeros((240, 320), np.uint8), camera_encoding="mono8",
@@ -550,7 +551,7 @@ def test_the_demo_saves_a_real_robots_face(tmp_path, monkeypatch):
 def test_a_report_with_failed_steps_lists_them_all_and_exits_1(tmp_path):
     from types import SimpleNamespace
 
-    pytest.importorskip("rclpy")
+    require("rclpy")
     from cozmo_driver.ros.demo_node import DemoResult
 
     args = demo.parse_arguments(["robot_ip:=127.0.0.9", "--artifacts", str(tmp_path)])
@@ -590,7 +591,7 @@ def test_a_signal_while_the_demo_closes_ends_it_with_128_plus_the_signal(tmp_pat
     made, and the exit status is 130 (143), not 0 or 1."""
     from types import SimpleNamespace
 
-    pytest.importorskip("rclpy")
+    require("rclpy")
     from cozmo_driver.ros.demo_node import DemoResult
 
     asked = []

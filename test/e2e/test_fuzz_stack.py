@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("rclpy")
+from dependencies import require
+
+require("rclpy")
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 

@@ -24,6 +24,7 @@ import yaml
 
 from cozmo_driver import robot_geometry as geo
 from cozmo_driver.driver.parameters import PARAMETERS_BY_NAME
+from dependencies import require
 
 ROOT = Path(__file__).resolve().parents[2]
 NAV2 = ROOT / "config" / "nav2_params.yaml"
@@ -310,7 +311,7 @@ def test_a_nav2_shaped_controller_drives_the_robot_through_cmd_vel(rclpy_context
     """What Nav2's controller_server does with this file, minus Nav2: read odom and tf in the
     file's frames, follow a path with the file's RPP settings at controller_frequency, publish
     plain Twist on cmd_vel, stop within the goal checker's tolerance."""
-    rclpy = pytest.importorskip("rclpy")
+    rclpy = require("rclpy")
     from geometry_msgs.msg import Twist
     from nav_msgs.msg import Odometry
     from rclpy.executors import SingleThreadedExecutor

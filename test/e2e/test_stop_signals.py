@@ -37,7 +37,9 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 import pytest
 
-rclpy = pytest.importorskip("rclpy")
+from dependencies import require
+
+rclpy = require("rclpy")
 
 from geometry_msgs.msg import Twist  # noqa: E402
 

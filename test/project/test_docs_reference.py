@@ -21,7 +21,9 @@ from typing import Dict, Set, Tuple
 
 import pytest
 
-rclpy = pytest.importorskip("rclpy")
+from dependencies import require
+
+rclpy = require("rclpy")
 
 from rclpy.action import graph as action_graph  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402

@@ -23,10 +23,11 @@ from typing import Any, Callable, Dict, List, Optional
 
 import pytest
 
+from dependencies import require
 from processes import TellsItsLog, project_executable
 import yaml
 
-rclpy = pytest.importorskip("rclpy")
+rclpy = require("rclpy")
 
 from cozmo_interfaces.action import TurnInPlace  # noqa: E402
 from cozmo_interfaces.msg import BehaviorStatus, EmotionState, LinkStatus  # noqa: E402

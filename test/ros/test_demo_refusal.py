@@ -20,7 +20,9 @@ from types import SimpleNamespace
 
 import pytest
 
-rclpy = pytest.importorskip("rclpy")
+from dependencies import require
+
+rclpy = require("rclpy")
 
 from cozmo_driver.ros.demo_node import DemoAbort, DemoNode, DemoOptions, Demonstration  # noqa: E402
 from cozmo_driver import demo as demo_module  # noqa: E402

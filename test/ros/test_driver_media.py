@@ -18,7 +18,9 @@ from typing import Any, Callable, Dict, List, Optional
 import numpy as np
 import pytest
 
-rclpy = pytest.importorskip("rclpy")
+from dependencies import require
+
+rclpy = require("rclpy")
 
 from action_msgs.msg import GoalStatus  # noqa: E402
 from cozmo_interfaces.action import PlayAnimation, PlayAudio  # noqa: E402

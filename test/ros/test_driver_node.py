@@ -25,7 +25,9 @@ from typing import Any, List, Optional
 import numpy as np
 import pytest
 
-rclpy = pytest.importorskip("rclpy")
+from dependencies import require
+
+rclpy = require("rclpy")
 
 from cozmo_interfaces.msg import (BackpackLights, HeadAngle, LiftHeight, LinkStatus,  # noqa: E402
                                   RobotEvent, RobotInfo, RobotStatus)

@@ -10,7 +10,9 @@ from typing import Any, Callable, Dict, List, Optional
 
 import pytest
 
-rclpy = pytest.importorskip("rclpy")
+from dependencies import require
+
+rclpy = require("rclpy")
 
 from cozmo_interfaces.msg import (BackpackLightPattern, LightState, ObjectAccel,  # noqa: E402
                                   ObjectEvent, ObjectInfo, ObjectLights, ObjectList)

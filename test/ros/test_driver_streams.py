@@ -8,7 +8,9 @@ from typing import List
 
 import pytest
 
-pytest.importorskip("rclpy")
+from dependencies import require
+
+require("rclpy")
 
 from cozmo_driver.ros import driver_streams as ds  # noqa: E402
 

@@ -15,7 +15,9 @@ from typing import Any, Dict, List
 import pytest
 import yaml
 
-rclpy = pytest.importorskip("rclpy")
+from dependencies import require
+
+rclpy = require("rclpy")
 
 from rclpy.parameter import Parameter  # noqa: E402
 

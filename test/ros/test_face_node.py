@@ -16,7 +16,9 @@ from typing import List
 import numpy as np
 import pytest
 
-rclpy = pytest.importorskip("rclpy")
+from dependencies import require
+
+rclpy = require("rclpy")
 
 from cozmo_interfaces.srv import SetFaceExpression  # noqa: E402
 from geometry_msgs.msg import Point  # noqa: E402

@@ -16,7 +16,9 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 
-rclpy = pytest.importorskip("rclpy")
+from dependencies import require
+
+rclpy = require("rclpy")
 
 from action_msgs.msg import GoalStatus  # noqa: E402
 from cozmo_interfaces.action import (DriveStraight, FollowPath, GoToPose, PlayAnimation,  # noqa: E402

@@ -22,7 +22,9 @@ from typing import Dict, Iterator, List, Optional, Tuple
 
 import pytest
 
-rclpy = pytest.importorskip("rclpy")
+from dependencies import require
+
+rclpy = require("rclpy")
 
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402

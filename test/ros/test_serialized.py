@@ -13,7 +13,9 @@ import struct
 
 import pytest
 
-pytest.importorskip("rclpy")
+from dependencies import require
+
+require("rclpy")
 
 from rclpy.serialization import deserialize_message, serialize_message  # noqa: E402
 

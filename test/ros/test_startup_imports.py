@@ -18,7 +18,9 @@ import sys
 
 import pytest
 
-pytest.importorskip("rclpy")
+from dependencies import require
+
+require("rclpy")
 
 pytestmark = pytest.mark.ros
 

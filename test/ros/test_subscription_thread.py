@@ -11,7 +11,9 @@ from typing import List
 
 import pytest
 
-rclpy = pytest.importorskip("rclpy")
+from dependencies import require
+
+rclpy = require("rclpy")
 
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from std_msgs.msg import Int32  # noqa: E402
