@@ -12,7 +12,9 @@ adapter per robot runs a driver per adapter, each bound to its adapter's address
 specific local address counts as the robot seen from that address: two claims of
 172.31.1.1:5551 from different local addresses both succeed, two from the same local
 address conflict, and so do two with no local address (or the unspecified 0.0.0.0,
-every interface). A claim with a local address and one without do not see each other.
+every interface). A claim from a local address is refused while one from no local address
+holds the robot; the other way round they do not see each other (the names of claims
+from local addresses cannot be listed).
 
 How: the claim is a listening Unix socket in Linux's abstract namespace, named after
 the robot's address (``cozmo_driver robot 127.0.0.1:5551``), and the local address when
@@ -90,9 +92,15 @@ class RobotClaim:
         return self._sock is not None
 
     def acquire(self) -> "RobotClaim":
-        """Claim the robot, or raise RobotBusyError naming the program that holds it."""
+        """Claim the robot, or raise RobotBusyError naming the program that holds it. A claim
+        from a specific local address is refused too while one from no local address (every
+        interface) holds the robot."""
         if self._sock is not None or not claims_supported():
             return self
+        if self.local_host is not None:
+            everywhere = _name(self.host, self.port)
+            if holder(everywhere)[0] is not None:
+                raise self._busy(everywhere, " from every local address (a driver with no local_ip)")
         name = _name(self.host, self.port, self.local_host)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
@@ -100,22 +108,26 @@ class RobotClaim:
             sock.listen(8)
         except OSError:
             sock.close()
-            pid, cmdline = holder(name)
-            who = "another program"
-            if pid is not None:
-                who = f"process {pid}" + (f" ({cmdline})" if cmdline else "")
-                if pid == os.getpid():
-                    who = "this process (another client or driver node in it)"
             local = f" from the same local address {self.local_host}" if self.local_host else ""
-            raise RobotBusyError(
-                f"the robot at {self.host}:{self.port} is already driven by {who} on this machine{local}: "
-                "a Cozmo takes one controller, and two would steer it at once. Stop the other one, "
-                "or give this one another robot (robot_ip / robot_port); for several robots give "
-                "each stack its own namespace, and, on one host with a Wi-Fi adapter per robot (every "
-                "Cozmo is 172.31.1.1), each driver the address of its own adapter (local_ip)") from None
+            raise self._busy(name, local) from None
         sock.setblocking(False)
         self._sock = sock
         return self
+
+    def _busy(self, name: bytes, local: str) -> RobotBusyError:
+        """The refusal of this claim: the program holding ``name`` (``local``: from where)."""
+        pid, cmdline = holder(name)
+        who = "another program"
+        if pid is not None:
+            who = f"process {pid}" + (f" ({cmdline})" if cmdline else "")
+            if pid == os.getpid():
+                who = "this process (another client or driver node in it)"
+        return RobotBusyError(
+            f"the robot at {self.host}:{self.port} is already driven by {who} on this machine{local}: "
+            "a Cozmo takes one controller, and two would steer it at once. Stop the other one, "
+            "or give this one another robot (robot_ip / robot_port); for several robots give "
+            "each stack its own namespace, and, on one host with a Wi-Fi adapter per robot (every "
+            "Cozmo is 172.31.1.1), each driver the address of its own adapter (local_ip)")
 
     def release(self) -> None:
         sock, self._sock = self._sock, None

@@ -112,6 +112,24 @@ def test_one_host_with_an_adapter_per_robot_claims_each_robot_from_its_local_add
         c.release()
 
 
+def test_a_claim_from_a_local_address_is_refused_while_one_from_every_address_holds_the_robot():
+    # a driver with no local_ip talks to the robot through whichever interface routes there:
+    # a second one bound to an adapter's address may be on the same robot
+    port = free_udp_port()
+    everywhere = RobotClaim("127.0.0.1", port).acquire()
+    try:
+        with pytest.raises(RobotBusyError) as refused:
+            RobotClaim("127.0.0.1", port, local_host="10.0.0.5").acquire()
+        text = str(refused.value)
+        assert f"127.0.0.1:{port} is already driven by this process" in text
+        assert "from every local address (a driver with no local_ip)" in text
+    finally:
+        everywhere.release()
+    alone = RobotClaim("127.0.0.1", port, local_host="10.0.0.5").acquire()  # released: free again
+    assert alone.held
+    alone.release()
+
+
 def test_clients_bound_to_different_local_addresses_both_start_and_the_same_one_is_refused():
     port = free_udp_port()  # nothing answers there: the clients only claim, bind and send
     first = Robot("127.0.0.1", port, local_host="127.0.0.1", name="first").start()
