@@ -21,8 +21,9 @@ Rules, in the order :meth:`tick` applies them:
    nothing runs (the running behavior is stopped, INTERRUPTED), and the status
    says ``paused`` with the reason (``pause_remaining`` 0: until that ends).
 2. A user command pauses the engine for ``user_pause`` seconds (every further
-   command extends it), a user's goal for as long as it runs and ``user_pause``
-   after it ended (whatever ``user_pause`` is, 0 included): the running behavior
+   command extends it), a user's goal for as long as it runs (``pause_remaining`` 0:
+   until it ends) and ``user_pause`` after it ended (whatever ``user_pause`` is, 0
+   included): the running behavior
    is stopped at once (INTERRUPTED; its commands cancelled, which stops the
    motors it moved) and nothing starts, reactions included, until the pause is over.
 3. Triggers that arrived since the last tick start their reaction's behavior
@@ -190,7 +191,8 @@ class Engine:
         return EngineStatus(
             enabled=self._enabled,
             paused=bool(held) or self.paused(now),
-            pause_remaining=max(0.0, self._pause_until - now) if self.paused(now) and not held else 0.0,
+            pause_remaining=max(0.0, self._pause_until - now)
+            if self.paused(now) and not held and not self._user_goal else 0.0,  # 0: until it ends
             pause_reason=held or (self._pause_reason if self.paused(now) else ""),
             activity=activity.name if activity is not None else "",
             behavior=run.behavior.name if run else "",

@@ -332,6 +332,7 @@ def test_a_users_goal_holds_the_engine_while_it_runs_whatever_user_pause_is(user
         engine.tick(t)
         status = engine.status(t)
         assert status.paused and status.pause_reason == "action go_to_pose", status
+        assert status.pause_remaining == 0.0, status  # until the goal ends, not user_pause
         t = round(t + TICK, 6)
     assert engine.running is None and len(robot.calls) == calls
     assert engine.behaviors_started == 1
