@@ -275,9 +275,14 @@ class MotionActions:
         """The frames a goal names that are neither odom nor the robot's own."""
         if name == "go_to_pose":
             names = {goal.pose.header.frame_id}
-        elif name == "follow_path":
-            names = {goal.path.header.frame_id, goal.segments_frame_id}
-            names.update(p.header.frame_id for p in goal.path.poses)
+        elif name == "follow_path":  # only the frames of the field it uses, as its check reads them
+            poses, segments = goal.path.poses, goal.segments
+            if poses and segments:
+                return []  # refused by the check whatever the frames
+            if poses:
+                names = {p.header.frame_id or goal.path.header.frame_id for p in poses}
+            else:
+                names = {goal.segments_frame_id} if segments else set()
         else:
             return []
         node = self._node

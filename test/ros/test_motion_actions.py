@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import struct
+import time
 import tracemalloc
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -38,6 +39,7 @@ from ros_harness import (CONNECT_TIMEOUT, DISCOVERY_TIMEOUT, LogRecorder, RosHar
 from cozmo_driver import robot_geometry as geo  # noqa: E402
 from cozmo_driver.driver.motion import MAX_PATH_POSES  # noqa: E402
 from cozmo_driver.protocol.status import RobotStatusFlag  # noqa: E402
+from cozmo_driver.ros.motion_actions import TF_WAIT_S  # noqa: E402
 from cozmo_driver.ros.driver_node import CozmoDriverNode  # noqa: E402
 from cozmo_driver.sim import SimServer  # noqa: E402
 
@@ -720,6 +722,32 @@ def test_follow_path_in_a_frame_from_tf(rig):
     x, y, yaw = rig.odom_truth()
     assert (x, y) == pytest.approx((0.1, 0.0), abs=0.01) and abs(yaw) < 0.03
     assert result.final_pose.header.frame_id == "odom"
+
+
+def test_follow_path_waits_only_for_the_frames_of_the_field_it_uses(rig):
+    """A frame in the field a goal leaves unused (no map -> odom anywhere here) is not
+    waited for: the goal used to wait TF_WAIT_S for it, follow /tf from then on, and be
+    accepted anyway."""
+    motion = rig.node._motion
+    segments = FollowPath.Goal(segments_frame_id="base_footprint", segments=[
+        PathSegment(type=PathSegment.LINE, start_x=0.0, start_y=0.0, end_x=0.03, end_y=0.0)])
+    segments.path.header.frame_id = "map"
+    poses = path_goal([(0.03, 0.0, 0.0)], frame="map", segments_frame_id="map")
+    for pose in poses.path.poses:
+        pose.header.frame_id = "base_footprint"  # each pose's own frame: the path's is unused
+    assert motion._goal_frames("follow_path", segments) == []
+    assert motion._goal_frames("follow_path", poses) == []
+    # a pose without a frame id is in the path's, and only the poses count then
+    assert motion._goal_frames("follow_path", path_goal([(0.1, 0.0, 0.0)], frame="map",
+                                                        segments_frame_id="table")) == ["map"]
+    for goal in (segments, poses):
+        started = time.monotonic()
+        handle = rig.send("follow_path", goal)
+        assert handle is not None, "goal rejected"
+        assert time.monotonic() - started < TF_WAIT_S / 2
+        status, result = rig.wait(handle)
+        assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    assert not motion._tf_subscribed and rig.probe.count_subscribers("/tf") == 0
 
 
 def test_go_to_pose_relative_to_the_robot(rig):
