@@ -106,6 +106,18 @@ class GoalContext:
         msg.pose.orientation.w = math.cos(pose.yaw / 2.0)
         return msg
 
+    def final_pose_msg(self, sample: Optional[StateSample]) -> PoseStamped:
+        """A result's final pose: where the robot is, in odom; or, with no robot state (the link
+        went before the goal saw one), unknown: odom, with a NaN position and orientation, as the
+        other results give a value they cannot know (an empty frame id and an all-zero
+        quaternion would not be a pose)."""
+        if sample is not None:
+            return self.pose_msg(self.to_odom_pose(sample))
+        msg = self.pose_msg(Pose2D())
+        p, q = msg.pose.position, msg.pose.orientation
+        p.x = p.y = p.z = q.x = q.y = q.z = q.w = math.nan
+        return msg
+
     def frame_in_odom(self, frame_id: str, field_name: str) -> Transform:
         """The pose of frame ``frame_id`` in the driver's odom frame (3D)."""
         node = self.node
@@ -587,8 +599,7 @@ class FollowPathGoal(PathGoal):
                                    segments_completed=run.tracker.completed_segments
                                    if run.tracker is not None else
                                    (len(segments) if run.outcome.status == SUCCEEDED else 0))
-        if s is not None:
-            result.final_pose = self.ctx.pose_msg(self.ctx.to_odom_pose(s))
+        result.final_pose = self.ctx.final_pose_msg(s)
         return result
 
 
@@ -660,11 +671,9 @@ class GoToPoseGoal(PathGoal):
                                  attempt=run.plan["attempt"])
 
     def result(self, run: Run, s: Optional[StateSample]):
-        result = GoToPose.Result(attempts=run.plan.get("attempt", 0))
+        result = GoToPose.Result(attempts=run.plan.get("attempt", 0), final_pose=self.ctx.final_pose_msg(s))
         if s is not None and "target" in run.plan:
-            distance, heading = self._errors(run, s.pose)
-            result.position_error, result.heading_error = distance, heading
-            result.final_pose = self.ctx.pose_msg(self.ctx.to_odom_pose(s))
+            result.position_error, result.heading_error = self._errors(run, s.pose)
         else:
             result.position_error = result.heading_error = math.nan
         return result

@@ -960,6 +960,34 @@ def test_deactivation_aborts_and_refuses_and_a_lost_robot_aborts(rig):
                  "(the driver reconnects by itself: link_status says when it is back)")
 
 
+@pytest.mark.parametrize("name", ["follow_path", "go_to_pose"])
+def test_a_goal_that_lost_the_robot_before_it_started_gives_an_unknown_final_pose(rig, name):
+    """Accepted, then the link goes before the goal starts: its result's final_pose is in odom
+    with a NaN position and orientation (unknown, as the other results say it), not an empty
+    frame id and an all-zero quaternion."""
+    motion = rig.node._motion
+    goal_type = motion._goals[name]
+    started = goal_type.start
+
+    def start_without_the_robot(run) -> None:
+        rig.sim.set_silent(True)
+        time.sleep(0.2)            # the states on their way are in
+        motion._state = None       # as the I/O thread sets it when the link goes
+        goal_type.ctx.state = lambda: None
+        run.sample = None          # none reached the goal
+        started(run)
+
+    goal_type.start = start_without_the_robot
+    status, result = rig.run(name, WHEEL_GOALS[name])
+    assert status == GoalStatus.STATUS_ABORTED and result.message == "not connected to the robot"
+    pose = result.final_pose
+    assert pose.header.frame_id == "odom"
+    p, q = pose.pose.position, pose.pose.orientation
+    assert all(math.isnan(v) for v in (p.x, p.y, p.z, q.x, q.y, q.z, q.w)), pose
+    if name == "go_to_pose":
+        assert math.isnan(result.position_error) and math.isnan(result.heading_error)
+
+
 def test_cleanup_with_a_goal_running_releases_the_servers(rclpy_context, sim):
     from rclpy.action import get_action_server_names_and_types_by_node
 
