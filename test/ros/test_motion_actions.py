@@ -39,7 +39,6 @@ from ros_harness import (CONNECT_TIMEOUT, DISCOVERY_TIMEOUT, LogRecorder, RosHar
 from cozmo_driver import robot_geometry as geo  # noqa: E402
 from cozmo_driver.driver.motion import MAX_PATH_POSES  # noqa: E402
 from cozmo_driver.protocol.status import RobotStatusFlag  # noqa: E402
-from cozmo_driver.ros.motion_actions import TF_WAIT_S  # noqa: E402
 from cozmo_driver.ros.driver_node import CozmoDriverNode  # noqa: E402
 from cozmo_driver.sim import SimServer  # noqa: E402
 
@@ -740,11 +739,9 @@ def test_follow_path_waits_only_for_the_frames_of_the_field_it_uses(rig):
     # a pose without a frame id is in the path's, and only the poses count then
     assert motion._goal_frames("follow_path", path_goal([(0.1, 0.0, 0.0)], frame="map",
                                                         segments_frame_id="table")) == ["map"]
-    for goal in (segments, poses):
-        started = time.monotonic()
+    for goal in (segments, poses):  # (a wait for tf would have subscribed to /tf: checked below)
         handle = rig.send("follow_path", goal)
         assert handle is not None, "goal rejected"
-        assert time.monotonic() - started < TF_WAIT_S / 2
         status, result = rig.wait(handle)
         assert status == GoalStatus.STATUS_SUCCEEDED, result.message
     assert not motion._tf_subscribed and rig.probe.count_subscribers("/tf") == 0
