@@ -338,6 +338,7 @@ class RobotModel:
     anim_overflows = _Part("animation")
     unplayable = _Part("animation")
     buffer_clears = _Part("animation")
+    starvations = _Part("animation")
     current_anim = _Part("animation")
     anim_state_enabled = _Part("animation")
     anim_queue_bytes = _Part("animation", "queue_bytes")

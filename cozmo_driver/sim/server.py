@@ -249,6 +249,11 @@ class SimServer:
         an audio message (an engine that sends a tick's messages in the wrong order)."""
         return self._model(lambda m: m.buffer_clears)
 
+    def starvations(self) -> int:
+        """Times the robot's animation buffer ran down to its last frame while playing: a gap in
+        sound and face, unless the stream had ended."""
+        return self._model(lambda m: m.starvations)
+
     def unplayable(self) -> int:
         """Messages of the animation stream that came before EnableAnimationState was taken: not played."""
         return self._model(lambda m: m.unplayable)
