@@ -344,10 +344,8 @@ class RobotLink:
         self._synced = self._sync_acked = False
         self._playback_enabled = self._playback_wanted = False
         self.robot_state = None
-        self._last_ts = None  # SyncTime starts the robot's clock again
+        self._take(None)  # SyncTime starts the robot's clock again
         self._sync_at = None
-        self._stale_run = []
-        self._ahead_run = []
         self.calibration.reset()
         self.session.connect(now)
         self._ready_deadline = None
@@ -476,26 +474,24 @@ class RobotLink:
                                "computer's clock stood still): following it again", self.name,
                                "none" if last is None else last, ts)
                 self._sync_at = now - ts / 1000.0
-                self._last_ts = ts
-                self._stale_run = []
-                self._ahead_run = []
-                return True
+                return self._take(ts)
             self._count_stale(ts, last, now, "ahead of the robot's clock")
             return False
         if last is None or newer(ts, last):
-            self._last_ts = ts
-            self._stale_run = []
-            self._ahead_run = []
-            return True
+            return self._take(ts)
         if self._keeps_pace(self._stale_run, ts, now):
             logger.warning("[%s] the robot's clock went back from %d ms to %d ms: following it "
                            "again", self.name, last, ts)
-            self._last_ts = ts
-            self._stale_run = []
-            self._ahead_run = []
-            return True
+            return self._take(ts)
         self._count_stale(ts, last, now, "not newer than the last one")
         return False
+
+    def _take(self, ts: Optional[int]) -> bool:
+        """Make ``ts`` the last robot time taken (None: none yet) and start the clock check's runs again."""
+        self._last_ts = ts
+        self._stale_run = []
+        self._ahead_run = []
+        return True
 
     @staticmethod
     def _keeps_pace(run: list, ts: int, now: float) -> bool:
