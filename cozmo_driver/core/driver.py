@@ -715,9 +715,9 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
         return message
 
     def reset_odometry(self) -> str:
-        with self.lock:
-            self.tracker.reset()
-        message = "odometry restarts at the origin with the next robot state"
+        with self.lock:  # at once: a goal checked right after converts its target with it
+            now = self.tracker.reset()
+        message = f"odometry restarts at the origin {'from the latest' if now else 'with the first'} robot state"
         # a tread goal keeps its target where it is on the floor (goals are held in the robot's
         # own frame), but the odom poses and headings it reports jump with the reset
         goal = self.motion.running.get("wheels") if self.motion is not None else None

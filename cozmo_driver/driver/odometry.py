@@ -27,7 +27,8 @@ with ``offset`` a rigid 2D transform. It starts as the identity. Whenever
 the offset is recomposed so that the published pose at that instant equals the
 last published pose: odometry continues from where it was and the robot's
 motion from then on is added to it. Only :meth:`OdometryTracker.reset` (the
-``reset_odometry`` service) makes the published pose jump, to the origin.
+``reset_odometry`` service) makes the published pose jump, to the origin: at once, from
+the latest reported pose (or from the first one, if none came yet).
 
 Covariances (:func:`pose_covariance`, :func:`twist_covariance`) are diagonal.
 x, y and yaw grow with the distance driven and the angle turned since the last
@@ -127,9 +128,18 @@ class OdometryTracker:
         """Re-anchor on the next reported pose, for ``reason`` (the robot's pose restarts)."""
         self._reanchor = reason
 
-    def reset(self) -> None:
-        """Make the next published pose the origin (0, 0, 0) and clear the drift."""
-        self._reset = True
+    def reset(self) -> bool:
+        """Make the latest reported pose the origin (0, 0, 0) at once (a goal checked right after
+        converts its odom target with the new offset) and clear the drift; True. With no pose
+        reported yet, the first one is the origin: False."""
+        last = self._last_reported
+        self._reset = last is None
+        if last is not None:
+            self.offset = inverse(last)
+            self.pose = Pose2D()
+            self.distance_m = 0.0
+            self.rotation_rad = 0.0
+        return last is not None
 
     def update(self, frame: Tuple[int, int], x: float, y: float, yaw: float,
                t: float, yaw_rate: Optional[float] = None) -> Tuple[Pose2D, Optional[str]]:

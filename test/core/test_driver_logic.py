@@ -172,6 +172,35 @@ def test_tracker_reset_goes_to_the_origin():
     assert (pose.x, pose.y) == pytest.approx((0.01, 0.0))
 
 
+def test_tracker_reset_takes_effect_at_once_from_the_latest_robot_state():
+    """A goal sent right after reset_odometry converts its odom target with the offset: it is
+    the new frame's at once, not only at the next robot state (~30 ms later)."""
+    t = OdometryTracker()
+    t.update((0, 1), 0.0, 0.0, 0.0, 0.0)
+    t.update((0, 1), 0.3, 0.1, 0.5, 2.0)
+    t.reset()
+    assert t.pose == Pose2D() and (t.distance_m, t.rotation_rad) == (0.0, 0.0)
+    here = compose(t.offset, Pose2D(0.3, 0.1, 0.5))
+    assert (here.x, here.y, here.yaw) == pytest.approx((0.0, 0.0, 0.0), abs=1e-12)
+    # the next state goes on from there: no second re-anchoring, no jump, no re-anchor count
+    pose, reason = t.update((0, 1), 0.3 + 0.01 * math.cos(0.5), 0.1 + 0.01 * math.sin(0.5), 0.5, 2.03)
+    assert reason is None and t.reanchors == 0
+    assert (pose.x, pose.y, pose.yaw) == pytest.approx((0.01, 0.0, 0.0), abs=1e-12)
+    assert t.distance_m == pytest.approx(0.01)
+    # before any robot state, the first one is the origin
+    t = OdometryTracker()
+    t.reset()
+    pose, reason = t.update((0, 1), 0.3, 0.1, 0.5, 0.0)
+    assert (pose.x, pose.y, pose.yaw) == pytest.approx((0.0, 0.0, 0.0), abs=1e-12) and reason is None
+    # a reset while a re-anchoring is pending (a new connection): the new connection's first
+    # pose is the origin, re-anchored once, as before
+    t.new_connection()
+    t.reset()
+    pose, reason = t.update((0, 2), 0.0, 0.0, 0.0, 5.0)
+    assert (pose.x, pose.y, pose.yaw) == pytest.approx((0.0, 0.0, 0.0), abs=1e-12)
+    assert reason == "new connection" and t.reanchors == 1
+
+
 def test_covariances_are_diagonal_and_grow():
     a, b = pose_covariance(0.0, 0.0), pose_covariance(2.0, 3.0)
     assert len(a) == 36 and all(a[i] == 0 for i in range(36) if i % 7)

@@ -910,7 +910,38 @@ def test_reset_odometry_during_go_to_pose_says_what_the_goal_does(rig):
     assert result.final_pose.pose.position.x == pytest.approx(driven, abs=0.01)
     # with no goal running, the answer is the plain one
     plain = rig.call(Trigger, "reset_odometry", Trigger.Request()).message
-    assert plain == "odometry restarts at the origin with the next robot state"
+    assert plain == "odometry restarts at the origin from the latest robot state"
+
+
+def test_a_goal_sent_right_after_reset_odometry_is_in_the_new_odom_frame(rig):
+    """go_to_pose {x: 0.1, frame odom} checked right after reset_odometry, before the next robot
+    state: the target is 0.1 m ahead of where the robot stood at the reset (the new frame), not
+    (0.1, 0) of the old frame. The robot's states are held off while the goal is checked."""
+    status, result = rig.run("drive_straight", DriveStraight.Goal(distance=0.1, speed=0.08))
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    rig.spin_for(0.2)
+    x0, y0, _ = rig.odom_truth()
+    assert x0 == pytest.approx(0.1, abs=0.01)
+    goal_type = rig.node._motion._goals["go_to_pose"]
+    checked = goal_type.check
+    core = rig.node._core
+
+    def check_right_after_a_reset(goal):
+        assert core.reset_odometry()
+        with core.lock:  # no robot state is taken in the meantime
+            return checked(goal)
+
+    goal_type.check = check_right_after_a_reset
+    try:
+        status, result = rig.run("go_to_pose", GoToPose.Goal(pose=pose_stamped(0.1, 0.0, 0.0), speed=0.08))
+    finally:
+        goal_type.check = checked
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    assert result.attempts >= 1, result.message  # it drove
+    x, y, yaw = rig.odom_truth()
+    assert math.hypot(x - x0 - 0.1, y - y0) <= 0.015 and abs(yaw) <= 0.06
+    pose = result.final_pose.pose
+    assert (pose.position.x, pose.position.y) == pytest.approx((0.1, 0.0), abs=0.015)
 
 
 def test_an_over_long_path_is_rejected_before_anything_of_it_is_read(rig):
