@@ -416,11 +416,16 @@ class TurnInPlaceGoal(MotionGoal):
                                     remaining=t.remaining(s.yaw))
 
     def result(self, run: Run, s: Optional[StateSample]):
-        t = run.tracker
-        if s is None or t is None:
+        t, plan = run.tracker, run.plan
+        if s is None:
             return TurnInPlace.Result(final_heading=math.nan, turned=0.0, heading_error=math.nan)
-        return TurnInPlace.Result(final_heading=self.ctx.to_odom_pose(s).yaw, turned=t.turned,
-                                  heading_error=t.remaining(s.yaw))
+        heading = self.ctx.to_odom_pose(s).yaw
+        if t is not None:
+            return TurnInPlace.Result(final_heading=heading, turned=t.turned, heading_error=t.remaining(s.yaw))
+        # ended before it started: nothing turned; a heading's error is from where the robot points
+        error = math.nan if "angle" not in plan else \
+            wrap_angle(plan["angle"] - heading) if plan["absolute"] else plan["angle"]
+        return TurnInPlace.Result(final_heading=heading, turned=0.0, heading_error=error)
 
 
 # ----------------------------------------------------------------------------- paths

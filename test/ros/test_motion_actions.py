@@ -1016,6 +1016,30 @@ def test_a_goal_that_lost_the_robot_before_it_started_gives_an_unknown_final_pos
         assert math.isnan(result.position_error) and math.isnan(result.heading_error)
 
 
+@pytest.mark.parametrize("absolute", [False, True])
+def test_a_turn_that_ended_before_it_started_gives_the_heading_it_knows(rig, absolute):
+    """A turn_in_place that ends before it starts while the robot is connected: the result has
+    final_heading from the latest robot state and a heading_error of target - reached (the whole
+    relative turn; for a heading, the heading less where the robot points), not NaN."""
+    from cozmo_driver.driver.motion import MotionError
+    goal_type = rig.node._motion._goals["turn_in_place"]
+    started = goal_type.start
+
+    def refused(run) -> None:
+        raise MotionError("refused before the start")
+
+    goal_type.start = refused
+    try:
+        status, result = rig.run("turn_in_place", TurnInPlace.Goal(angle=1.0, is_absolute=absolute))
+    finally:
+        goal_type.start = started
+    assert status == GoalStatus.STATUS_ABORTED and result.message == "refused before the start"
+    heading = rig.odom_truth()[2]
+    assert result.final_heading == pytest.approx(heading, abs=0.02)
+    assert result.turned == 0.0
+    assert result.heading_error == pytest.approx(wrap(1.0 - result.final_heading) if absolute else 1.0)
+
+
 def test_cleanup_with_a_goal_running_releases_the_servers(rclpy_context, sim):
     from rclpy.action import get_action_server_names_and_types_by_node
 
