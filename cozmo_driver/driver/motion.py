@@ -132,6 +132,10 @@ SEGMENT_GAP_M = 0.0005
 #: path conversion (see the module docstring)
 SAME_PLACE_M = 0.001
 MIN_ARC_RADIUS_M = 0.01
+#: go_to_pose: how far off its planned heading the path follower may arrive (the final turn's
+#: loosest tolerance); the final turn is left out when the plan arrives within the heading
+#: tolerance less this
+ARRIVAL_HEADING_MARGIN_RAD = 0.05
 MAX_ARC_RADIUS_M = 5.0
 TURN_THRESHOLD_RAD = 0.35
 _MIN_LINE_M = 0.001
@@ -656,9 +660,10 @@ def plan_go_to_pose(start: Pose2D, goal: Pose2D, position_tolerance: float, head
     current heading through the goal arrives within half the heading tolerance of
     the goal's heading, else a point turn towards the goal (if it is more than 0.1 rad
     off) and a line; then a point turn to the goal's heading (which costs nothing
-    when the robot arrives within its tolerance). Only the point turn when the robot
-    is within the position tolerance but not the heading's; empty when it is
-    within both."""
+    when the robot arrives within its tolerance), left out when the planned arrival
+    heading is within the heading tolerance less :data:`ARRIVAL_HEADING_MARGIN_RAD`
+    (a loose tolerance does not need it). Only the point turn when the robot is within
+    the position tolerance but not half the heading's; empty when it is within both."""
     turn_tol = max(MIN_TURN_TOLERANCE_RAD, min(0.05, heading_tolerance / 2.0))
     dx, dy = goal.x - start.x, goal.y - start.y
     distance = math.hypot(dx, dy)
@@ -668,6 +673,8 @@ def plan_go_to_pose(start: Pose2D, goal: Pose2D, position_tolerance: float, head
     if distance > position_tolerance:
         bearing = math.atan2(dy, dx)
         alpha = wrap_angle(bearing - start.yaw)
+        heading, x, y = bearing, goal.x, goal.y
+        arc = None
         if 1e-3 <= abs(alpha) <= math.pi / 2.0:
             end_heading = wrap_angle(start.yaw + 2.0 * alpha)
             radius = distance / (2.0 * math.sin(abs(alpha)))
@@ -677,14 +684,17 @@ def plan_go_to_pose(start: Pose2D, goal: Pose2D, position_tolerance: float, head
                 cx = start.x - side * radius * math.sin(start.yaw)
                 cy = start.y + side * radius * math.cos(start.yaw)
                 a0 = math.atan2(start.y - cy, start.x - cx)
-                return [Segment.arc(cx, cy, radius, a0, 2.0 * alpha, speed, accel, accel),
-                        Segment.point_turn(goal.x, goal.y, wrap_angle(goal.yaw), turn_tol,
-                                           turn_speed, turn_accel, turn_accel)]
-        if abs(alpha) > 0.1:
-            segs.append(Segment.point_turn(x, y, bearing, turn_tol, turn_speed, turn_accel, turn_accel))
-        segs.append(Segment.line(x, y, goal.x, goal.y, speed, accel, accel))
-        heading, x, y = bearing, goal.x, goal.y
-    if segs or abs(wrap_angle(goal.yaw - heading)) > heading_tolerance / 2.0:
+                arc = Segment.arc(cx, cy, radius, a0, 2.0 * alpha, speed, accel, accel)
+                segs.append(arc)
+                heading = end_heading
+        if arc is None:
+            if abs(alpha) > 0.1:
+                segs.append(Segment.point_turn(start.x, start.y, bearing, turn_tol, turn_speed, turn_accel,
+                                               turn_accel))
+            segs.append(Segment.line(start.x, start.y, goal.x, goal.y, speed, accel, accel))
+    off = abs(wrap_angle(goal.yaw - heading))
+    if (segs and off >= heading_tolerance - ARRIVAL_HEADING_MARGIN_RAD) or \
+            (not segs and off > heading_tolerance / 2.0):
         segs.append(Segment.point_turn(x, y, wrap_angle(goal.yaw), turn_tol, turn_speed, turn_accel,
                                        turn_accel))
     return segs

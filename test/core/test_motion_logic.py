@@ -216,6 +216,22 @@ def test_go_to_pose_straight_ahead_needs_no_turn_and_already_there_needs_nothing
     assert kinds(mo.plan_go_to_pose(Pose2D(), Pose2D(0.004, 0.0, 1.0), 0.005, 0.05)) == ["T"]
 
 
+def test_go_to_pose_leaves_out_the_final_turn_a_loose_heading_tolerance_does_not_need():
+    # heading_tolerance pi: any heading will do, the robot does not turn to the pose's yaw
+    assert kinds(mo.plan_go_to_pose(Pose2D(), Pose2D(0.3, 0.0, 2.0), 0.01, math.pi)) == ["L"]
+    assert kinds(mo.plan_go_to_pose(Pose2D(), Pose2D(-0.3, 0.0, 1.0), 0.01, math.pi)) == ["T", "L"]
+    # 0.5 rad: an arrival 0.3 rad off is within it (less the path follower's 0.05 rad), 0.5 is not
+    assert kinds(mo.plan_go_to_pose(Pose2D(), Pose2D(0.3, 0.0, 0.3), 0.01, 0.5)) == ["L"]
+    assert kinds(mo.plan_go_to_pose(Pose2D(), Pose2D(0.3, 0.0, 0.5), 0.01, 0.5)) == ["L", "T"]
+    # the arc arrives on the pose's yaw: with a loose tolerance, no turn after it
+    assert kinds(mo.plan_go_to_pose(Pose2D(), Pose2D(0.1, 0.1, HALF_PI), 0.01, 0.5)) == ["A"]
+    # tight tolerances (up to the default 0.05) keep the final turn, which corrects the path
+    # follower's arrival, as before
+    for tol in (mo.MIN_HEADING_TOLERANCE_RAD, 0.05):
+        assert kinds(mo.plan_go_to_pose(Pose2D(), Pose2D(0.3, 0.0, 0.0), 0.01, tol)) == ["L", "T"]
+        assert kinds(mo.plan_go_to_pose(Pose2D(), Pose2D(0.1, 0.1, HALF_PI), 0.01, tol)) == ["A", "T"]
+
+
 def test_drive_straight_backwards_is_a_line_with_negative_speed():
     seg = mo.plan_drive_straight(Pose2D(0.1, 0.2, HALF_PI), -0.05, 0.08, 0.3)
     assert seg.type == LINE and seg.speed == -0.08
