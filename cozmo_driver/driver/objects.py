@@ -93,7 +93,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ..protocol import messages as msgs
 from .commands import CommandError, clamp, require_finite, rgb555
@@ -467,6 +467,21 @@ def _hex(factory_id: int) -> str:
 
 # ----------------------------------------------------------------------------- registry
 
+def free_slot(entries: Iterable[ObjectEntry], entry: ObjectEntry) -> Optional[int]:
+    """The radio slot ``entry`` takes among ``entries`` (the registry's): its own, else the
+    lowest no other object holds or is being connected to, one the robot keeps for a silent
+    object last (None: all are taken)."""
+    if entry.object_id is not None:
+        return entry.object_id
+    others = [e for e in entries if e is not entry]
+    taken = {e.object_id if e.connected else e.slot for e in others if e.connected or e.connecting}
+    if entry.slot is not None and entry.slot not in taken:
+        return entry.slot
+    kept = {e.slot for e in others if e.held}
+    free = [s for s in range(RADIO_SLOTS) if s not in taken]
+    return next((s for s in free if s not in kept), free[0] if free else None)
+
+
 class ObjectRegistry:
     """Objects the robot advertises or is connected to. See the module docstring."""
 
@@ -593,26 +608,12 @@ class ObjectRegistry:
         return (at is not None and at >= self._robot_ready_at
                 and now - at <= self.settings.object_timeout)
 
-    def _free_slot(self, entry: ObjectEntry) -> Optional[int]:
-        """The radio slot ``entry`` takes: its own, else the lowest no other object holds or
-        is being connected to, one the robot keeps for a silent object last (None: all are
-        taken)."""
-        if entry.object_id is not None:
-            return entry.object_id
-        others = [e for e in self._entries.values() if e is not entry]
-        taken = {e.object_id if e.connected else e.slot for e in others if e.connected or e.connecting}
-        if entry.slot is not None and entry.slot not in taken:
-            return entry.slot
-        kept = {e.slot for e in others if e.held}
-        free = [s for s in range(RADIO_SLOTS) if s not in taken]
-        return next((s for s in free if s not in kept), free[0] if free else None)
-
     def _send_connect(self, entry: ObjectEntry, connect: bool, now: float,
                       token: Optional[int] = None) -> None:
         disconnect_due = connect and entry.pending is not None and not entry.pending.connect
         if entry.pending is not None:  # a request in the other direction is superseded
             self._resolve(entry, False, "superseded by a later request")
-        slot = self._free_slot(entry) if connect else (
+        slot = free_slot(self._entries.values(), entry) if connect else (
             entry.object_id if entry.connected else entry.slot)
         if slot is None:
             if token is not None:
