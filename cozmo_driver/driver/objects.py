@@ -33,7 +33,8 @@ events (:meth:`~ObjectRegistry.pop_events`), accelerometer samples
   firmware: a slot's object is re-paired from its advertisement, and an object that holds a
   slot is not advertised): such an object is ``held``; other objects get its slot only
   when no other is free, and disconnecting it, shutdown and the robot's own reconnection
-  empty it (and the slot of a connection under way when the robot was lost). The
+  empty it (and the slot of a connection under way when the robot was lost or the
+  requests failed, :meth:`~ObjectRegistry.fail_pending`). The
   registry's first connection to the robot empties every slot: an earlier driver, or this
   one before a cleanup while the robot was away, may have left objects in them.
   Auto-connect (``auto_connect_cubes``, ``auto_connect_charger``) keeps one
@@ -1043,19 +1044,25 @@ class ObjectRegistry:
     def release_all(self) -> List[Any]:
         """What to send before the driver stops: every connected object's lights off, then
         a disconnection (the cubes go back to sleep and spare their batteries); the slots the
-        robot keeps for silent objects emptied too."""
+        robot keeps for silent objects, and those of connections under way, emptied too."""
         out: List[Any] = []
         off = [_LightStateStruct() for _ in range(CUBE_LEDS)]
         for entry in self._entries.values():
-            slot = entry.object_id if entry.connected else entry.slot if entry.held else None
+            slot = entry.object_id if entry.connected else (
+                entry.slot if entry.held or entry.connecting else None)
             if slot is not None:
                 out.extend(cube_light_messages(slot, off, 0))
                 out.append(msgs.ObjectConnect(factory_id=0, slot=slot))
         return out
 
     def fail_pending(self, reason: str) -> None:
+        """Every request waiting for the robot's answer fails (``reason``); the robot keeps
+        the slot of a connection under way (it connects the object when it hears it), so
+        that object is ``held``, and disconnecting it or :meth:`release_all` empties it."""
         for entry in self._entries.values():
             if entry.pending is not None:
+                if entry.connecting and not entry.connected and entry.slot is not None:
+                    entry.held = True
                 self._resolve(entry, False, reason)
 
     # ------------------------------------------------------------------ diagnostics

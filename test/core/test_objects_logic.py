@@ -574,15 +574,26 @@ def test_a_lost_robot_disconnects_everything_and_its_return_reconnects():
 
 
 def test_release_all_turns_lights_off_then_disconnects():
+    """cube1 connected, cube2 and cube3 connecting (no answer yet): every slot the robot may
+    fill is emptied, those of the connections under way too (the robot would connect them
+    when it hears them, and they would stay connected with the driver gone), whether or not
+    the cleanup failed their requests first (it does: deactivation fails them)."""
     rig = Rig()
     rig.all_advertise()
     rig.advance(0.1)
     rig.connects()
     cube1 = rig.answer(C1, 1, True)
-    out = rig.reg.release_all()
-    assert [x.NAME for x in out] == ["CubeId", "CubeLights", "ObjectConnect"]
-    assert out[0].object_id == cube1 and all(s.on_color == 0 for s in out[1].states)
-    assert (out[2].factory_id, out[2].slot) == (0, cube1)   # its slot emptied
+    slots = sorted(rig.slot_of[f] for f in (C1, C2, C3))
+    for fail_first in (False, True):
+        if fail_first:
+            rig.reg.fail_pending("the driver is shutting down")
+            assert rig.reg.entry(C2).held and rig.reg.entry(C3).held   # the robot keeps their slots
+        out = rig.reg.release_all()
+        assert [x.NAME for x in out] == ["CubeId", "CubeLights", "ObjectConnect"] * 3
+        assert out[0].object_id == cube1 and all(s.on_color == 0 for s in out[1].states)
+        assert (out[2].factory_id, out[2].slot) == (0, cube1)   # its slot emptied
+        assert sorted(x.slot for x in out if x.NAME == "ObjectConnect") == slots
+        assert all(x.factory_id == 0 for x in out if x.NAME == "ObjectConnect")
 
 
 def test_find_connected_says_why_not():
