@@ -720,6 +720,7 @@ class ObjectRegistry:
                                        f"(intensity {intensity:.0f})", tap_count=count,
                                        tap_intensity=intensity, received=now)
             if self.settings.filter_object_events:  # published by release_taps
+                self.release_taps(now)  # a group over (no robot state since): not this tap's
                 self.taps.tap(entry.factory_id, intensity, record, entry.moving, now)
             else:
                 self._emit(record)

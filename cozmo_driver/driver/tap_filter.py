@@ -52,7 +52,8 @@ class TapFilter:
 
     def tap(self, key: int, intensity: float, record: Any, moving: bool, now: float) -> None:
         """A tap of object ``key`` (``moving``: it was moving already). Kept or dropped;
-        a kept one comes out of :meth:`due` when its group is over."""
+        a kept one comes out of :meth:`due` when its group is over (call :meth:`due` first:
+        a group over by ``now`` would take this tap in)."""
         if intensity <= TAP_INTENSITY_MIN:
             self.counters[WEAK] += 1
             return

@@ -903,6 +903,22 @@ def test_weak_taps_are_dropped_and_of_a_75_ms_group_only_the_strongest_is_publis
     assert report["events TAPPED"] == "3"
 
 
+def test_a_tap_after_the_group_is_over_opens_a_group_of_its_own_before_any_robot_state():
+    """The group is released at the next robot state (or tick); a tap that comes after its
+    75 ms but before then is not the same shock: the group's tap is published as it comes,
+    and the new tap opens a group of its own."""
+    rig, ids = connected_rig()
+    t0 = rig.now
+    tap(rig, ids[C1], 80)
+    rig.now = t0 + 0.08                   # no robot state meanwhile: nothing released the group
+    tap(rig, ids[C2], 90)
+    assert published(rig) == [(EV.TAPPED, "cube1", 80.0)]
+    assert rig.reg.taps_due_at == pytest.approx(t0 + 0.08 + 0.075)
+    rig.reg.release_taps(t0 + 0.08 + 0.075)
+    assert published(rig) == [(EV.TAPPED, "cube2", 90.0)]
+    assert dict(rig.reg.report(True).values)["taps not published: a stronger one within 75 ms"] == "0"
+
+
 def test_a_move_a_tap_caused_is_dropped_for_half_a_second_and_the_chargers_always():
     rig, ids = connected_rig()
     tap(rig, ids[C1], 80)
