@@ -44,7 +44,8 @@ events (:meth:`~ObjectRegistry.pop_events`), accelerometer samples
   connection, since their last disconnection and within ``object_timeout``. A connection request that gets no
   answer within ``connect_timeout`` fails. A connection requested while a disconnection of
   the same object waits for its answer takes the robot's next "not connected" as that
-  answer (DISCONNECTED on request), not as its own failure. After a failure or a drop the next
+  answer (DISCONNECTED on request), not as its own failure; so is a late answer to a
+  disconnection whose request failed (not a drop). After a failure or a drop the next
   attempt for that object waits ``reconnect_min`` doubling up to
   ``reconnect_max`` (a connection that lasted ``reconnect_max`` resets the
   back-off). An object connected by request is reconnected like the automatic
@@ -833,7 +834,9 @@ class ObjectRegistry:
             if was_connected:
                 self._disconnected(entry, now, "the connection failed")
             return
-        if was_connected:
+        if was_connected and entry.wanted is False:  # a disconnection's answer after its request failed
+            self._disconnected(entry, now, "on request")
+        elif was_connected:
             self.counters["connections dropped"] += 1
             s = self.settings
             if entry.connected_since is not None and now - entry.connected_since >= s.reconnect_max:

@@ -512,6 +512,35 @@ def test_requests_connect_and_disconnect_by_factory_id_and_by_type():
     assert not ok and "cube1 (0xc0b10001) is not advertised: last heard of" in text
 
 
+def test_a_late_answer_to_a_disconnection_is_a_disconnection_on_request_not_a_drop():
+    """The robot's "not connected" after the disconnection's request timed out, or was failed
+    by a deactivation: the object was disconnected on request; no drop is counted, no back-off
+    starts, and no slot is taken as kept for it (the robot has just emptied it)."""
+    for late in ("timed out", "deactivated"):
+        rig = Rig(auto_connect_cubes=False)
+        rig.advertise((C1, 1, -50))
+        rig.reg.request(1, C1, 0, True, rig.now)
+        rig.connects()
+        cube1 = rig.answer(C1, 1, True)
+        rig.results()
+        rig.events()
+        rig.reg.request(2, C1, 0, False, rig.now)
+        assert rig.connects() == [(C1, False)]
+        if late == "timed out":
+            rig.advance(2.5)
+            assert rig.results() == [(2, False, "no answer from the robot within 2 s")]
+        else:
+            rig.reg.fail_pending("the driver was deactivated")
+            assert rig.results() == [(2, False, "the driver was deactivated")]
+        rig.answer(C1, 1, False, object_id=cube1)              # the answer, late
+        events = rig.reg.pop_events()
+        assert [(e.type, e.description) for e in events] == [(EV.DISCONNECTED, "cube1 disconnected: on request")], late
+        entry = rig.reg.entry(C1)
+        assert not entry.connected and not entry.held and entry.slot is None, late
+        assert entry.failures == 0 and entry.retry_at == -math.inf, late
+        assert rig.reg.counters["connections dropped"] == 0, late
+
+
 def test_requests_are_refused_without_the_robot_or_while_inactive():
     rig = Rig(ready=False)
     rig.reg.request(1, C1, 0, True, rig.now)
