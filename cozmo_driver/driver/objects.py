@@ -1006,8 +1006,9 @@ class ObjectRegistry:
                 raise CommandError(f"{field_prefix}.factory_id = {_hex(factory_id)}: unknown object "
                                    f"(advertised: {self._listing()})")
             if not entry.connected:
-                raise CommandError(f"{entry.name} ({_hex(factory_id)}) is not connected "
-                                   "(connect it with the connect_object service)")
+                why = (f": the robot keeps its radio slot {entry.slot} and connects it again by itself "
+                       "when it hears it" if entry.held else " (connect it with the connect_object service)")
+                raise CommandError(f"{entry.name} ({_hex(factory_id)}) is not connected{why}")
             return entry
         if not object_type:
             raise CommandError(f"{field_prefix}: give factory_id, or object_type (ObjectInfo.TYPE_*)")

@@ -640,6 +640,12 @@ def test_find_connected_says_why_not():
     rig.answer(CH, 13, True)
     assert rig.reg.find_connected(0, ObjectType.CHARGER, "x").name == "charger"
     assert rig.reg.connected_named("charger").factory_id == CH and rig.reg.connected_cubes() == []
+    # one whose slot the robot keeps: connect_object would be refused; the robot connects it
+    cube1 = _held_cube1(rig)
+    with pytest.raises(CommandError) as refused:
+        rig.reg.find_connected(C1, 0, "object_lights")
+    assert str(refused.value) == (f"cube1 (0xc0b10001) is not connected: the robot keeps its radio slot "
+                                  f"{cube1} and connects it again by itself when it hears it")
 
 
 # ----------------------------------------------------------------------------- light animations
