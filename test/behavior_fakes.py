@@ -40,6 +40,9 @@ class FakeRobot(RobotInterface):
         self.backpack_fade = False
         self.cubes: dict = {}
         self.cancelled: List[Handle] = []
+        #: as a driver that is inactive or has lost the robot: light commands are recorded
+        #: in ``calls`` but change nothing (the driver keeps its last pattern)
+        self.refuse_lights = False
 
     def _handle(self, what: str, kind: str, args: Any) -> Handle:
         self.calls.append((what, args))
@@ -96,12 +99,14 @@ class FakeRobot(RobotInterface):
 
     def set_backpack_lights(self, colors, blink_period=0.0, fade=False):
         self.calls.append(("backpack_lights", colors))
-        self.backpack_fade = fade
-        self.backpack = colors
+        if not self.refuse_lights:
+            self.backpack_fade = fade
+            self.backpack = colors
 
     def set_cube_lights(self, factory_id, color, blink_period=0.0):
         self.calls.append(("cube_lights", (factory_id, color)))
-        self.cubes[factory_id] = color
+        if not self.refuse_lights:
+            self.cubes[factory_id] = color
 
     def play_light_animation(self, target, name):
         return self._handle("play_light_animation", "lights", (target, name))

@@ -19,7 +19,8 @@ Rules, in the order :meth:`tick` applies them:
 1. Disabled, the robot not connected, the driver's emergency stop engaged, or the
    driver inactive (lifecycle):
    nothing runs (the running behavior is stopped, INTERRUPTED), and the status
-   says ``paused`` with the reason (``pause_remaining`` 0: until that ends).
+   says ``paused`` with the reason (``pause_remaining`` 0: until that ends). The lights
+   off its end sent then (which the driver may refuse) are sent again once nothing holds.
 2. A user command pauses the engine for ``user_pause`` seconds (every further
    command extends it), a user's goal for as long as it runs (``pause_remaining`` 0:
    until it ends) and ``user_pause`` after it ended (whatever ``user_pause`` is, 0
@@ -53,7 +54,7 @@ import random
 import traceback
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable, Deque, Dict, Mapping, Optional, Tuple
+from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Tuple
 
 from .activities import ActivityChooser
 from .behavior import Behavior, BehaviorContext, CubeTap, Handle, Outcome, RobotInterface, RobotState
@@ -149,6 +150,11 @@ class Engine:
         self._driver_holds: Dict[str, str] = {}
         self._pending: Deque[Tuple[str, Dict[str, Any], float]] = deque(maxlen=MAX_PENDING)
         self._running: Optional[_Run] = None
+        #: lights a behavior's end put out while the engine was held (the driver inactive or
+        #: the robot lost: it refused them, and re-posts its last pattern when back): the
+        #: backpack's, and the cubes' factory ids; put out again once nothing holds it
+        self._lights_owed = False
+        self._cubes_owed: List[int] = []
         self._last_ended: Dict[str, float] = {}
         self._next_choice = now
         self._low_battery = LowBatteryDetector(config.low_battery_threshold,
@@ -369,9 +375,11 @@ class Engine:
         run = self._running
         if run is not None:
             run.ctx.now = now
+        held = self.held()
+        if not held and (self._lights_owed or self._cubes_owed):
+            self._put_out_owed_lights()
         if not self._enabled or self._shut_down:
             return
-        held = self.held()
         if held:
             self._pending.clear()
             if run is not None:
@@ -388,6 +396,15 @@ class Engine:
         self._tick_running(now)
         if self._running is None and now >= self._next_choice:
             self._choose(now)
+
+    def _put_out_owed_lights(self) -> None:
+        lights, self._lights_owed = self._lights_owed, False
+        cubes, self._cubes_owed = self._cubes_owed, []
+        self._log("info", "the lights a behavior left on while the engine was held are put out")
+        if lights:
+            self.robot.set_backpack_lights(None)
+        for factory_id in cubes:
+            self.robot.set_cube_lights(factory_id, None)
 
     def _react(self, now: float) -> None:
         for _ in range(len(self._pending)):
@@ -527,10 +544,14 @@ class Engine:
             self.robot.set_face(self.config.idle_expression)
         if ctx.gaze_changed:  # an expression does not move the eyes back: centre them
             self.robot.look_at(0.0, 0.0)
+        held = bool(self.held())  # the driver may refuse the lights: sent again once it ends
         if ctx.lights_changed:
             self.robot.set_backpack_lights(None)
+            self._lights_owed = self._lights_owed or held
         for factory_id in ctx.cubes_lit:
             self.robot.set_cube_lights(factory_id, None)
+            if held and factory_id not in self._cubes_owed:
+                self._cubes_owed.append(factory_id)
         failed = error is not None or outcome is Outcome.FAILED
         if failed:
             self.behaviors_failed += 1

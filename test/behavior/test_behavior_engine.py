@@ -714,6 +714,39 @@ def test_celebrate_lights_the_tapped_cube_and_puts_it_out():
     assert engine.state.last_tap.count == 2
 
 
+@pytest.mark.parametrize("hold", ["inactive", "disconnected"])
+def test_lights_a_behavior_left_on_while_the_engine_was_held_are_put_out_when_it_ends(hold):
+    """The driver deactivated, or the robot lost, while celebrate_cube's lights are on: the
+    engine stops it and sends the lights off, which the driver refuses (it re-posts its last
+    pattern when it is active or connected again). Once nothing holds the engine, the lights
+    and the cube go off, before anything else is sent (they stayed on until a behavior
+    changed them again)."""
+    engine, robot, log = default_engine(auto=False)
+    engine.on_cube_tap("cube2", 0xC0B10002, 2, 0.0)
+    engine.tick(0.0)
+    assert engine.running == "celebrate_cube" and robot.backpack and robot.cubes[0xC0B10002]
+    robot.refuse_lights = True
+    if hold == "inactive":
+        engine.on_driver_active(False, 1.0)
+    else:
+        engine.on_connected(False, 1.0)
+    run(engine, 1.0, 3.0)
+    assert engine.running is None and engine.last_outcome.startswith("interrupted")
+    assert robot.backpack and robot.cubes[0xC0B10002]   # refused: still on
+    robot.refuse_lights = False
+    mark = len(robot.calls)
+    if hold == "inactive":
+        engine.on_driver_active(True, 3.0)
+    else:
+        engine.on_connected(True, 3.0)
+    engine.on_cube_tap("cube2", 0xC0B10002, 1, 3.0)
+    run(engine, 3.0, 3.5)
+    assert robot.calls[mark:mark + 2] == [("backpack_lights", None),
+                                          ("cube_lights", (0xC0B10002, None))], robot.calls[mark:]
+    assert engine.running == "celebrate_cube"    # then the new one, and no other "off" (once)
+    assert ("backpack_lights", None) not in robot.calls[mark + 2:], robot.calls[mark:]
+
+
 def test_on_the_charger_animations_that_drive_fall_back():
     engine, robot, log = default_engine()
     engine.on_state(on_charger=True)
