@@ -104,6 +104,7 @@ class FakeRobot(RobotInterface):
             self.backpack = colors
 
     def set_cube_lights(self, factory_id, color, blink_period=0.0):
+        factory_id = int(factory_id)   # as the node's ObjectLights(factory_id=int(...))
         self.calls.append(("cube_lights", (factory_id, color)))
         if not self.refuse_lights:
             self.cubes[factory_id] = color
@@ -133,6 +134,20 @@ class RaisingBehavior(Behavior):
     def stop(self, ctx, reason):
         if self.params["raise_in"] == "stop":
             raise RuntimeError("boom in stop")
+
+
+class CubeLighter(Behavior):
+    """Lights the cube its ``cube`` parameter names (whatever it is: a factory id, or by
+    mistake a name) and the backpack, then runs until stopped."""
+
+    PARAMS = {"cube": None}
+
+    def start(self, ctx):
+        ctx.backpack_lights((0.0, 1.0, 0.0))
+        ctx.cube_lights(self.params["cube"], (0.0, 1.0, 0.0))
+
+    def tick(self, ctx, now):
+        return None
 
 
 class Forever(ScriptBehavior):

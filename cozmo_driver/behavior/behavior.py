@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import enum
 import math
+import operator
 import random
 from dataclasses import dataclass, fields
 from typing import Any, Callable, Dict, Generator, List, Mapping, Optional, Sequence, Tuple, Union
@@ -407,10 +408,12 @@ class BehaviorContext:
 
     def cube_lights(self, factory_id: int, color: Optional[Tuple[float, float, float]],
                     blink_period: float = 0.0) -> None:
-        """A cube's LEDs in one colour (None: off); put back off when the behavior ends."""
+        """A cube's LEDs in one colour (None: off); put back off when the behavior ends.
+        ``factory_id`` is the cube's (an int, ``ctx.trigger["factory_id"]``), not its name."""
+        factory_id = _factory_id(factory_id)
         if color is not None and factory_id not in self.cubes_lit:
             self.cubes_lit.append(factory_id)
-        self.robot.set_cube_lights(int(factory_id), color, float(blink_period))
+        self.robot.set_cube_lights(factory_id, color, float(blink_period))
 
     def light_animation(self, target: str, name: str) -> Handle:
         """A named light animation of the driver (backpack, cube1..3, cubes, charger)."""
@@ -455,6 +458,19 @@ class BehaviorContext:
         if count:
             self._charger_refusals(f"{self.behavior.name}: tread commands cancelled: the robot is on its charger")
         return count
+
+
+def _factory_id(value: Any) -> int:
+    """A cube's factory id as an int: a name ("cube1"), a float or a bool is refused, before
+    the context records it as lit (its end would put out what it cannot name)."""
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        return operator.index(value)
+    except TypeError:
+        raise BehaviorError(f"cube_lights: {value!r} is no factory id (an int, as "
+                            "ctx.trigger['factory_id'] or ctx.state.last_tap.factory_id give it; "
+                            "a cube's name is not one)") from None
 
 
 # ---------------------------------------------------------------------------- behaviors

@@ -42,7 +42,8 @@ Rules, in the order :meth:`tick` applies them:
 A behavior that raises (in start, tick, stop or can_start) is stopped, its
 outcome is ``error: <exception>``, the error is logged with where it was raised
 and counted (``behaviors_failed``, :attr:`Engine.errors`), and the engine goes
-on. Emotions follow every trigger (the emotion event of the trigger's name)
+on; so does a step of the clean-up at a behavior's end that raises (logged, the rest
+still done). Emotions follow every trigger (the emotion event of the trigger's name)
 even while paused or disabled; behaviors' outcomes apply their ``on_success``
 and ``on_failure`` changes. Pure.
 """
@@ -401,10 +402,12 @@ class Engine:
         lights, self._lights_owed = self._lights_owed, False
         cubes, self._cubes_owed = self._cubes_owed, []
         self._log("info", "the lights a behavior left on while the engine was held are put out")
+        robot, name = self.robot, "lights left on while held"
         if lights:
-            self.robot.set_backpack_lights(None)
+            self._clean_up(name, "putting out the backpack lights", lambda: robot.set_backpack_lights(None))
         for factory_id in cubes:
-            self.robot.set_cube_lights(factory_id, None)
+            self._clean_up(name, f"putting out cube {factory_id}",
+                           lambda f=factory_id: robot.set_cube_lights(f, None))
 
     def _react(self, now: float) -> None:
         for _ in range(len(self._pending)):
@@ -539,17 +542,22 @@ class Engine:
             if error is None:
                 error = exc
                 text = f"error: {type(exc).__name__}: {exc}"
-        cancelled = ctx.cancel_all()
+        end = f"{behavior.name}'s end"
+        cancelled = self._clean_up(end, "cancelling its commands", ctx.cancel_all) or 0
+        robot = self.robot
         if ctx.face_changed:
-            self.robot.set_face(self.config.idle_expression)
+            self._clean_up(end, "putting the face back",
+                           lambda: robot.set_face(self.config.idle_expression))
         if ctx.gaze_changed:  # an expression does not move the eyes back: centre them
-            self.robot.look_at(0.0, 0.0)
+            self._clean_up(end, "centring the eyes", lambda: robot.look_at(0.0, 0.0))
         held = bool(self.held())  # the driver may refuse the lights: sent again once it ends
         if ctx.lights_changed:
-            self.robot.set_backpack_lights(None)
+            self._clean_up(end, "putting out the backpack lights",
+                           lambda: robot.set_backpack_lights(None))
             self._lights_owed = self._lights_owed or held
         for factory_id in ctx.cubes_lit:
-            self.robot.set_cube_lights(factory_id, None)
+            self._clean_up(end, f"putting out cube {factory_id}",
+                           lambda f=factory_id: robot.set_cube_lights(f, None))
             if held and factory_id not in self._cubes_owed:
                 self._cubes_owed.append(factory_id)
         failed = error is not None or outcome is Outcome.FAILED
@@ -570,6 +578,17 @@ class Engine:
         extra = f", {cancelled} command(s) cancelled" if cancelled else ""
         self._log("info" if not failed else "warning",
                   f"end {behavior.name}: {text} after {now - run.started:.1f} s{extra}")
+
+    def _clean_up(self, name: str, what: str, call: Callable[[], Any]) -> Any:
+        """One step of a clean-up (the robot side's call; ``name``: whose): an exception is
+        logged and kept in :attr:`errors`, and the rest of the clean-up still runs."""
+        try:
+            return call()
+        except Exception as exc:  # noqa: BLE001 - reported; the engine goes on
+            text = f"{name}: {what} raised {type(exc).__name__}: {exc}{_where(exc)}"
+            self.errors.append(text)
+            self._log("error", text)
+            return None
 
     def _apply_outcome(self, change: Any, key: str, now: float) -> None:
         if not change:

@@ -481,6 +481,57 @@ def test_a_behavior_that_raises_is_stopped_reported_and_the_engine_goes_on(phase
     assert engine.running == "greet"
 
 
+def _lighter(cube, robot=None):
+    config = small_config(behaviors={"lighter": {"class": "behavior_fakes:CubeLighter",
+                                                 "params": {"cube": cube}}},
+                          reactions={"button_pressed": {"behavior": "lighter"}})
+    engine, fake, log = make_engine(config, auto=False)
+    if robot is not None:
+        engine.robot = robot
+    return engine, engine.robot, log
+
+
+def test_a_cube_named_instead_of_its_factory_id_is_an_error_of_the_behavior():
+    """ctx.cube_lights("cube1", ...): the node's int("cube1") raised in the behavior (caught),
+    then again in the end's clean-up, which put out the cubes recorded before the call: that
+    one escaped Engine.tick and took the node down. The context refuses the name itself."""
+    engine, robot, log = _lighter("cube1")
+    engine.on_trigger("button_pressed", 0.0)
+    run(engine, 0.0, 0.5)
+    assert engine.running is None and engine.last_behavior == "lighter"
+    assert engine.last_outcome.startswith("error: BehaviorError: cube_lights: 'cube1' is no "
+                                          "factory id"), engine.last_outcome
+    assert robot.backpack is None and not robot.cubes    # the backpack put out; no cube lit
+    engine.on_trigger("poked", 1.0)
+    engine.tick(1.0)
+    assert engine.running == "greet"
+
+
+def test_a_clean_up_that_raises_is_reported_and_the_engine_goes_on():
+    """The robot side raising while the engine puts a behavior's lights out: reported, the
+    rest of the clean-up done, and the engine goes on (as docs/behavior.md promises of a
+    behavior that raises)."""
+    class Breaking(FakeRobot):
+        def set_backpack_lights(self, colors, blink_period=0.0, fade=False):
+            if colors is None:
+                raise RuntimeError("no lights today")
+            super().set_backpack_lights(colors, blink_period, fade)
+
+    engine, robot, log = _lighter(0xC0B10001, Breaking(auto=False))
+    engine.on_trigger("button_pressed", 0.0)
+    engine.tick(0.0)
+    assert engine.running == "lighter" and robot.cubes[0xC0B10001]
+    engine.on_user_command("cmd_vel", 0.5)   # ends it
+    assert engine.running is None and robot.cubes[0xC0B10001] is None
+    assert engine.last_outcome == "interrupted: paused by a user command (cmd_vel)"
+    assert any("putting out the backpack lights" in text and "no lights today" in text
+               for text in engine.errors), list(engine.errors)
+    assert any(lvl == "error" and "no lights today" in text for lvl, text in log)
+    engine.on_trigger("poked", 11.0)
+    run(engine, 10.5, 11.0)
+    assert engine.running == "greet"
+
+
 def test_a_behavior_that_returns_nonsense_is_an_error():
     config = small_config(behaviors={"weird": {"class": "behavior_fakes:Forever"}})
     engine, robot, log = make_engine(config)
