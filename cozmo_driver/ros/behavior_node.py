@@ -28,7 +28,8 @@ Outputs: goals of the driver's actions (``drive_straight``, ``turn_in_place``,
 ``set_head_angle``, ``set_lift_height``, ``play_animation``), ``face/expression``
 and ``face/look_at`` (for ``cozmo_face_node``), ``backpack_light_pattern`` (or
 ``backpack_lights`` where no driver subscribes to patterns), ``object_lights``,
-the ``play_light_animation`` service, synthesized sounds on ``audio/pcm``;
+the ``play_light_animation`` service, synthesized sounds on ``audio/pcm`` (a few chunks
+at each tick, up to ``_AUDIO_LEAD_S`` ahead of their playing);
 ``behavior/emotions`` (EmotionState, at ``emotions_rate`` and on every change),
 ``behavior/status`` (BehaviorStatus, transient local, on every change and at
 1 Hz); the ``behavior/enable`` service (std_srvs/SetBool).
@@ -91,6 +92,10 @@ _ACTIVE_GOAL = (GoalStatus.STATUS_ACCEPTED, GoalStatus.STATUS_EXECUTING, GoalSta
 #: own goal ids remembered (the oldest forgotten first)
 _OWN_GOALS_KEPT = 512
 _AUDIO_CHUNK_S = 0.1
+#: how far ahead of its playing a sound's chunks go out (s), a few at each tick: more than a
+#: tick at the slowest tick_rate (1 Hz), and a burst (20 chunks) well within audio/pcm's depth
+#: of 100, which a sound sent in one go (300 chunks for 30 s) overflowed
+_AUDIO_LEAD_S = 2.0
 _SOUND_CACHE = 32
 
 
@@ -179,6 +184,11 @@ class RosRobot(RobotInterface):
         self._own_order: Deque[bytes] = deque()
         self._goal_handles: Dict[int, Any] = {}     # id(handle) -> rclpy ClientGoalHandle
         self._sounds: List[Tuple[Handle, float]] = []
+        #: chunks of the sounds not published yet, in order; when the published ones, and all,
+        #: end playing (time.monotonic(), as if the driver played them as they came)
+        self._backlog: Deque[Any] = deque()
+        self._published_end = -math.inf
+        self._sounds_end = -math.inf
         self._sound_cache: Dict[str, Any] = {}
         self._face = _publisher(node, String, "face/expression", QOS_QUEUE)
         self._look = _publisher(node, Point, "face/look_at", QOS_QUEUE)
@@ -313,15 +323,29 @@ class RosRobot(RobotInterface):
 
         samples = pcm if volume >= 1.0 else (pcm * max(0.0, float(volume))).astype(pcm.dtype)
         step = int(SAMPLE_RATE * _AUDIO_CHUNK_S)
-        for start in range(0, len(samples), step):
-            self._audio.publish(AudioChunk(sample_rate=SAMPLE_RATE, channels=1,
-                                           samples=samples[start:start + step].tolist()))
+        self._backlog.extend(samples[start:start + step] for start in range(0, len(samples), step))
+        now = time.monotonic()
+        self._sounds_end = max(self._sounds_end, now) + len(samples) / SAMPLE_RATE  # after those before
+        self._stream(now)
         handle.accepted()
-        self._sounds.append((handle, time.monotonic() + len(samples) / SAMPLE_RATE))
+        self._sounds.append((handle, self._sounds_end))
         return handle
 
+    def _stream(self, now: float) -> None:
+        """Publish the sounds' chunks up to ``_AUDIO_LEAD_S`` ahead of their playing."""
+        if not self._backlog:
+            return
+        from ..anim.clip import SAMPLE_RATE
+
+        while self._backlog and self._published_end - now < _AUDIO_LEAD_S:
+            chunk = self._backlog.popleft()
+            self._audio.publish(AudioChunk(sample_rate=SAMPLE_RATE, channels=1, samples=chunk.tolist()))
+            self._published_end = max(self._published_end, now) + len(chunk) / SAMPLE_RATE
+
     def finish_sounds(self, now: float) -> None:
-        """Sounds are done when their time has passed (the driver plays the stream)."""
+        """At each tick: the sounds' next chunks go out, and sounds are done when their time
+        has passed (the driver plays the stream)."""
+        self._stream(now)
         if not self._sounds:
             return
         keep = []

@@ -717,6 +717,49 @@ def test_a_misspelt_trigger_and_a_bad_sound_are_said(rclpy_context, rclpy_log, t
         behavior.destroy_node()
 
 
+def test_a_long_sound_reaches_the_driver_whole_and_ahead_of_its_playing(rclpy_context):
+    """A synth sound of 30 s (the longest a part may be) went out in one go: 300 chunks of
+    0.1 s on audio/pcm, reliable with depth 100, of which a subscriber taking them after
+    the burst (the driver in one process with this node, on one executor) kept the last 100:
+    the robot played 10 s of it, and the handle said played. The chunks go out at each tick
+    instead, a little ahead of their playing: every sample arrives, in bursts well within
+    the depth and never behind the robot's playing; the handle is done when the sound is."""
+    from cozmo_driver.anim.clip import SAMPLE_RATE, synthesize
+    from cozmo_driver.ros.qos import QOS_STREAM
+
+    behavior = BehaviorNode(context=rclpy_context, parameter_overrides=[
+        Parameter("start_delay", value=0.0), Parameter("enabled", value=False)])
+    try:
+        robot = behavior.robot
+        bursts: List[List[Any]] = [[]]
+
+        class Recorder:
+            def publish(self, msg) -> None:
+                bursts[-1].append(msg)
+
+        robot._audio = Recorder()
+        spec = "synth:tone(440, 30)"
+        start = time.monotonic()
+        handle = robot.play_sound(spec)
+        t, ahead = start, []
+        while t < start + 31.0:       # ticks at 10 Hz (their time given: none waited for)
+            t += 0.1
+            bursts.append([])
+            robot.finish_sounds(t)
+            sent = sum(len(msg.samples) for burst in bursts for msg in burst) / SAMPLE_RATE
+            if sent < 30.0:
+                ahead.append(start + sent - t)   # queued beyond what the robot has played
+            if t < start + 29.9:
+                assert not handle.done, (t - start, handle)
+        assert handle.ok
+        assert max(len(burst) for burst in bursts) <= QOS_STREAM.depth // 4, [len(b) for b in bursts]
+        assert [s for burst in bursts for msg in burst for s in msg.samples] == synthesize(spec).tolist()
+        assert min(ahead) >= 0.5, min(ahead)
+    finally:
+        behavior.close()
+        behavior.destroy_node()
+
+
 def test_cmd_vel_of_another_type_is_said(rclpy_context, rclpy_log):
     """cmd_vel_stamped set on the driver only (or a TwistStamped teleop): cmd_vel has another
     type on the graph than the engine's, which then never sees a user drive; said once."""
