@@ -101,6 +101,10 @@ def load_yaml(path: Union[str, Path]) -> Dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read the behavior configuration {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:  # (a ValueError: make_node would show a traceback)
+        line = exc.object[:exc.start].count(b"\n") + 1
+        raise ConfigError(f"{path} is not UTF-8 text: byte 0x{exc.object[exc.start]:02x} at offset "
+                          f"{exc.start} (line {line}); save it as UTF-8") from None
     try:
         data = safe_load(text)
     except yaml.YAMLError as exc:

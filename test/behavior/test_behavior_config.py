@@ -151,6 +151,17 @@ def test_file_errors_name_the_file(tmp_path):
         load_config([listed])
 
 
+def test_a_file_that_is_not_utf8_is_refused_naming_the_file_and_the_byte(tmp_path):
+    """A config_file saved in Latin-1 (a comment's é): the UnicodeDecodeError escaped
+    load_config, and the node stopped with a traceback instead of the message that names the
+    file (make_node turns a ConfigError into one line and exit status 2)."""
+    latin = tmp_path / "latin.yaml"
+    latin.write_bytes("# caf\u00e9\nreactions: {poked: null}\n".encode("latin-1"))
+    with pytest.raises(ConfigError, match=r"latin.yaml is not UTF-8 text: byte 0xe9 at offset 5 "
+                                          r"\(line 1\)"):
+        load_config([latin])
+
+
 # ----------------------------------------------------------------------------- node parameters
 
 def test_config_yaml_lists_every_behavior_node_parameter_with_its_default():
