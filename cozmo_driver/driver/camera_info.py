@@ -3,7 +3,7 @@
 Where the calibration comes from, first match wins:
 
 1. ``camera_info_url``: a YAML file in the camera_info_manager format
-   (``file:///path/cozmo.yaml``; keys image_width, image_height, camera_name,
+   (``file:///path/cozmo.yaml`` or ``file://${ROS_HOME}/cozmo.yaml``; keys image_width, image_height, camera_name,
    camera_matrix, distortion_model, distortion_coefficients,
    rectification_matrix, projection_matrix);
 2. the robot's own factory calibration, read from its NV storage
@@ -160,20 +160,30 @@ def parse_camera_info_yaml(text: str, source: str = "file") -> CameraInfoData:
     return CameraInfoData(width, height, model, d, k, r, p, source)
 
 
+def _ros_home() -> str:
+    """What camera_info_manager puts for ``${ROS_HOME}``: $ROS_HOME, else ~/.ros."""
+    return os.environ.get("ROS_HOME") or os.path.join(os.path.expanduser("~"), ".ros")
+
+
 def load_camera_info_url(url: str) -> CameraInfoData:
-    """Read a ``file://`` URL (or a plain absolute path) in camera_info_manager format."""
-    parsed = urlparse(url)
+    """Read a ``file:///`` URL (or a plain absolute path) in camera_info_manager format;
+    ``${ROS_HOME}`` is resolved as camera_info_manager does. A file URL with a host
+    (``file://~/x.yaml``, ``file://tmp/x.yaml``: two slashes) is refused, as it does."""
+    parsed = urlparse(url.replace("${ROS_HOME}", _ros_home()))
     if parsed.scheme == "file":
+        if parsed.netloc not in ("", "localhost"):
+            raise CameraInfoError(f"camera_info_url {url!r}: a file:// URL takes an absolute path after three "
+                                  "slashes (file:///absolute/path.yaml, or file://${ROS_HOME}/path.yaml)")
         path = unquote(parsed.path)
     elif parsed.scheme == "" and url.startswith("/"):
         path = url
     else:
         raise CameraInfoError(f"camera_info_url {url!r}: only file:// URLs are supported")
     try:
-        with open(os.path.expanduser(path), encoding="utf-8") as f:
+        with open(path, encoding="utf-8") as f:
             text = f.read()
     except OSError as exc:
-        raise CameraInfoError(f"camera_info_url {url!r}: {exc.strerror}") from None
+        raise CameraInfoError(f"camera_info_url {url!r}: cannot read {path}: {exc.strerror}") from None
     try:
         info = parse_camera_info_yaml(text, source=url)
     except CameraInfoError as exc:

@@ -569,6 +569,34 @@ def test_camera_info_yaml_file(tmp_path):
     assert caminfo.load_camera_info_url(vga.as_uri()).width == 640  # scaled to the images
 
 
+@pytest.mark.parametrize("url", ["file://~/cozmo.yaml", "file://tmp/x/cozmo.yaml", "file://robot/cozmo.yaml"])
+def test_a_file_url_with_a_host_is_refused_saying_it_needs_three_slashes(url):
+    """urlparse takes what follows file:// up to the next slash as a host: ``file://~/cozmo.yaml``
+    opened /cozmo.yaml and ``file://tmp/x/cozmo.yaml`` /x/cozmo.yaml, and the error named the
+    URL, not the file. camera_info_manager takes only file:/// URLs: so does the driver."""
+    with pytest.raises(caminfo.CameraInfoError) as refused:
+        caminfo.load_camera_info_url(url)
+    assert str(refused.value) == (f"camera_info_url {url!r}: a file:// URL takes an absolute path after "
+                                  "three slashes (file:///absolute/path.yaml, or file://${ROS_HOME}/path.yaml)")
+
+
+def test_a_file_url_may_name_localhost_or_ros_home_and_an_unreadable_file_is_named(tmp_path, monkeypatch):
+    """${ROS_HOME} is resolved as camera_info_manager does ($ROS_HOME, else ~/.ros); the error
+    of a file that cannot be read names the path opened."""
+    path = tmp_path / "cozmo.yaml"
+    path.write_text(CAMERA_YAML)
+    assert caminfo.load_camera_info_url(f"file://localhost{path}").width == 320
+    monkeypatch.setenv("ROS_HOME", str(tmp_path))
+    assert caminfo.load_camera_info_url("file://${ROS_HOME}/cozmo.yaml").width == 320
+    monkeypatch.delenv("ROS_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    url = "file://${ROS_HOME}/camera_info/cozmo.yaml"
+    with pytest.raises(caminfo.CameraInfoError) as refused:
+        caminfo.load_camera_info_url(url)
+    assert str(refused.value) == (f"camera_info_url {url!r}: cannot read "
+                                  f"{tmp_path}/home/.ros/camera_info/cozmo.yaml: No such file or directory")
+
+
 @pytest.mark.parametrize("term", [".nan", ".inf", "-.inf", "nan"])
 def test_a_camera_info_file_with_a_non_finite_distortion_term_is_refused(tmp_path, term):
     """The distortion terms are checked as the matrices are: a file with NaN or infinity among
