@@ -172,14 +172,26 @@ def _drive_square(robot: Robot, stop: StopFlag, out) -> None:
     robot.stop_all_motors()
 
 
+#: the arguments also taken as name:=value (and --name), as cozmo-demo takes them
+_NAME_VALUE = ("robot_ip", "robot_port")
+
+
 def parse_arguments(argv: Optional[list] = None, prog: str = "cozmo-protocol-demo") -> argparse.Namespace:
+    """The options; ``robot_ip:=...`` and ``robot_port:=...`` count as ``--robot-ip ...``
+    and ``--robot-port ...``, as in cozmo-demo (whose ``--protocol-only`` hands its
+    arguments here)."""
+    from .bringup import split_launch_style
+
     parser = argparse.ArgumentParser(
         prog=prog,
         description="Bring a Cozmo up over its UDP protocol, without ROS, and show what the "
-                    "link carries. Without --robot-ip, a simulated Cozmo runs on 127.0.0.1.")
-    parser.add_argument("--robot-ip", help="a real robot's address (join its Wi-Fi first; "
-                                           "usually 172.31.1.1). Default: the built-in simulator")
-    parser.add_argument("--robot-port", type=int, default=5551)
+                    "link carries. Without --robot-ip, a simulated Cozmo runs on 127.0.0.1. "
+                    f"Also taken as name:=value: {', '.join(_NAME_VALUE)}.")
+    parser.add_argument("--robot-ip", "--robot_ip", dest="robot_ip",
+                        help="a real robot's address (join its Wi-Fi first; usually 172.31.1.1). "
+                             "Default: the built-in simulator")
+    parser.add_argument("--robot-port", "--robot_port", dest="robot_port", type=int, default=None,
+                        help="the robot's UDP port (default 5551)")
     parser.add_argument("--duration", type=float, default=20.0,
                         help="upper bound of the run in seconds (default 20)")
     parser.add_argument("--seed", type=int, default=1, help="simulator random seed")
@@ -187,7 +199,19 @@ def parse_arguments(argv: Optional[list] = None, prog: str = "cozmo-protocol-dem
     parser.add_argument("--grey", action="store_true", help="grey camera images (default: colour)")
     parser.add_argument("--color", action="store_true", help=argparse.SUPPRESS)  # the default; kept for old scripts
     parser.add_argument("-v", "--verbose", action="store_true", help="log every message (debug)")
-    args = parser.parse_args(argv)
+    launch, rest = split_launch_style(parser, list(sys.argv[1:] if argv is None else argv), _NAME_VALUE)
+    args = parser.parse_args(rest)
+    for name, value in launch.items():
+        if getattr(args, name) is not None:
+            parser.error(f"{name} given twice")
+        if name == "robot_port":
+            try:
+                value = int(value)
+            except ValueError:
+                parser.error(f"robot_port:={value!r}: expected a port number")
+        setattr(args, name, value)
+    if args.robot_port is None:
+        args.robot_port = 5551
     if args.duration <= 0 or not math.isfinite(args.duration):
         parser.error("--duration must be a positive number of seconds")
     return args

@@ -1045,6 +1045,36 @@ def test_protocol_only_takes_the_demos_colour_switch():
     assert demo.parse_arguments(["--grey"]).grey and not demo.parse_arguments([]).grey
 
 
+@pytest.mark.parametrize("argv", [["robot_ip:=127.0.0.1", "robot_port:=5552"],
+                                  ["--robot_ip", "127.0.0.1", "--robot_port", "5552"],
+                                  ["--robot-ip=127.0.0.1", "robot_port:=5552"]])
+def test_protocol_only_takes_the_argument_forms_the_demo_takes(argv, monkeypatch):
+    """cozmo-demo --help gives robot_ip:=... and --robot_ip as its forms; with --protocol-only
+    they went to the protocol demo's parser, which refused them (unrecognized arguments)."""
+    from cozmo_driver import protocol_demo
+
+    parsed = []
+    monkeypatch.setattr(protocol_demo, "main",
+                        lambda argv, prog: parsed.append(protocol_demo.parse_arguments(argv, prog)) or 0)
+    assert demo.main(["--protocol-only"] + argv) == 0
+    assert (parsed[0].robot_ip, parsed[0].robot_port) == ("127.0.0.1", 5552)
+    assert protocol_demo.parse_arguments([]).robot_port == 5551
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["robot_ip:=127.0.0.1", "--robot-ip", "127.0.0.1"], "robot_ip given twice"),
+    (["robot_port:=x"], "robot_port:='x': expected a port number"),
+    (["namespace:=cozmo"], "unknown argument 'namespace'; the arguments are: robot_ip, robot_port"),
+])
+def test_protocol_only_refuses_bad_name_value_arguments(argv, message, capsys):
+    from cozmo_driver import protocol_demo
+
+    with pytest.raises(SystemExit):
+        protocol_demo.parse_arguments(argv, "cozmo-demo --protocol-only")
+    err = capsys.readouterr().err
+    assert message in err and "cozmo-demo --protocol-only" in err, err
+
+
 def test_protocol_only_says_why_an_address_cannot_be_used(capsys):
     """A port out of range ends the run with status 2 and the reason, not a traceback;
     the signal handlers go back (the autouse guard of fixtures_signals checks that)."""
