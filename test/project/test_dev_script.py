@@ -323,6 +323,22 @@ def test_bench_runs_only_the_files_given(tmp_path):
     assert everything.stdout.count("RAN bench/bench_") == len(list((ROOT / "bench").glob("bench_*.py")))
 
 
+def test_bench_passes_no_docs_to_every_benchmark_it_runs(tmp_path):
+    """docs/benchmarks.md gives --no-docs after ./dev bench, which took it for a file
+    ("bench: no such file: --no-docs"); another option is refused, saying which it takes."""
+    stubs = 'setup() { :; }; run_in_env() { echo "RAN ${*:2}"; }; '
+    proc = _sourced(tmp_path, stubs + "cmd_bench --no-docs bench/bench_driver.py")
+    assert proc.returncode == 0, proc.stderr
+    assert [line for line in proc.stdout.splitlines() if line.startswith("RAN")] == \
+        ["RAN bench/bench_driver.py --no-docs"]
+    everything = _sourced(tmp_path, stubs + "cmd_bench --no-docs")
+    ran = [line for line in everything.stdout.splitlines() if line.startswith("RAN")]
+    assert len(ran) == len(list((ROOT / "bench").glob("bench_*.py")))
+    assert all(line.endswith(".py --no-docs") for line in ran), ran
+    proc = _sourced(tmp_path, stubs + "cmd_bench --quick")
+    assert proc.returncode == 1 and "bench: unknown option --quick (it takes --no-docs)" in proc.stderr
+
+
 def test_the_clock_of_the_set_up_steps_works_without_epochrealtime(tmp_path):
     """bash before 5 (macOS's /bin/bash) has no EPOCHREALTIME: ./dev died with 'unbound
     variable' before it could say that the machine needs another set-up."""
