@@ -16,6 +16,7 @@ stdin (or "quit") stops it. Only loopback addresses are used.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
@@ -37,8 +38,19 @@ ROBOT_STATE = msgs.RobotState.ID
 IMAGE_CHUNK = msgs.ImageChunk.ID
 
 
+def _arguments(argv=None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                 epilog="Started by bench/bench_driver.py; 'dump' or 'quit' on stdin.")
+    ap.add_argument("sim_port", metavar="SIM_PORT", type=int,
+                    help="the simulated robot's UDP port on 127.0.0.1")
+    args = ap.parse_args(argv)
+    if not 1 <= args.sim_port <= 65535:
+        ap.error(f"SIM_PORT {args.sim_port}: expected a UDP port number 1..65535")
+    return args
+
+
 def main() -> None:
-    sim = ("127.0.0.1", int(sys.argv[1]))
+    sim = ("127.0.0.1", _arguments().sim_port)
     front = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     front.bind(("127.0.0.1", 0))
     back = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
