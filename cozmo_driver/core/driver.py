@@ -277,10 +277,13 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
             name = message.NAME
             if name == "RobotState":
                 with self.lock:
+                    # the jump rules time the robot's motion by its own clock: a stamp, mapped by
+                    # the least delay seen, moves with that mapping (and one from arrival, with the delays)
+                    robot_s = self.robot_clock.robot_ms(int(message.timestamp_ms)) / 1000.0
                     stamp = self.output.stamp_ns()
                     if self.output.robot_time():
                         stamp = self.robot_clock.state_stamp(stamp, int(message.timestamp_ms))
-                    self._on_state(stamp, message)
+                    self._on_state(stamp, message, robot_s)
             elif name == "ImageChunk":
                 self._on_chunk(message)
             elif name in _EVENT_MESSAGES:
@@ -311,7 +314,7 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
                 self.robot_clock.reset()
             self._on_robot_ready(event.info)
 
-    def _on_state(self, stamp_ns: int, state: Any) -> None:
+    def _on_state(self, stamp_ns: int, state: Any, robot_s: float) -> None:
         self.state_count += 1
         t = stamp_ns * 1e-9
         tracker = self.tracker
@@ -331,7 +334,7 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
                                head)[2]  # the body's yaw rate
         pose, reason = tracker.update(
             (int(state.pose_frame_id), int(state.pose_origin_id)),
-            state.pose_x_mm / 1000.0, state.pose_y_mm / 1000.0, state.pose_angle_rad, t, gyro_yaw)
+            state.pose_x_mm / 1000.0, state.pose_y_mm / 1000.0, state.pose_angle_rad, robot_s, gyro_yaw)
         if reason is not None:
             self.log_throttled(logging.INFO, "reanchor",
                                f"odometry re-anchored ({reason}): odom continues from x "

@@ -143,7 +143,8 @@ class OdometryTracker:
 
     def update(self, frame: Tuple[int, int], x: float, y: float, yaw: float,
                t: float, yaw_rate: Optional[float] = None) -> Tuple[Pose2D, Optional[str]]:
-        """The odometry pose for a reported pose at time ``t`` (s), and the reason
+        """The odometry pose for a reported pose at the robot's time ``t`` (s, its own clock:
+        a host stamp moves with the mapping of that clock and with the delays), and the reason
         of a re-anchoring (``None`` if there was none); ``yaw_rate``: the gyro's (rad/s)."""
         reported = Pose2D(x, y, wrap_angle(yaw))
         reason: Optional[str] = None

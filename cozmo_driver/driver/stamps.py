@@ -66,11 +66,17 @@ class RobotClock:
         step = (robot_ms - self._last_ms) % _RANGE
         return self._last_full + (step if step < _HALF else step - _RANGE)
 
+    def robot_ms(self, robot_ms: int) -> int:
+        """A RobotState's ``robot_ms`` unwrapped (the robot's own time, ms since this
+        connection's SyncTime, past the 32-bit wrap); the latest state's from then on."""
+        full = self._full_ms(int(robot_ms))
+        self._last_ms, self._last_full = int(robot_ms) % _RANGE, full
+        return full
+
     def state_stamp(self, arrival_ns: int, robot_ms: int) -> int:
         """The stamp (ns, host clock) of a RobotState sampled at ``robot_ms`` that arrived
         at ``arrival_ns``."""
-        full = self._full_ms(int(robot_ms))
-        self._last_ms, self._last_full = int(robot_ms) % _RANGE, full
+        full = self.robot_ms(robot_ms)
         robot_ns = full * _NS_PER_MS
         offset = arrival_ns - robot_ns
         window = self._window

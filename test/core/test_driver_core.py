@@ -1486,6 +1486,44 @@ def test_repeated_refusals_and_re_anchorings_are_throttled_with_a_count(rig):
     assert len(said) == 1, said
 
 
+def test_a_turn_is_followed_across_lost_states_while_the_robot_clocks_mapping_catches_up(rig):
+    """The jump rules take the time between two states from the robot's own clock. Their
+    stamps are the robot's times mapped by the least delay seen, so when the delay drops
+    after a congested spell (here 6 s of states 150 ms late, then one 5 ms late) the stamps
+    of two states 150 ms apart on the robot (4 lost between them) were 5 ms apart: the
+    0.18 rad the robot turned in 150 ms, as its gyro said, looked like a step the gyro did
+    not turn, and odometry re-anchored, dropping that turn."""
+    robot, core, output = rig
+    base = copy.copy(robot.link.robot_state)
+    host = [output.stamp_ns()]
+    output.clock_ns = lambda: host[0]
+    ms0, host0, rate = int(base.timestamp_ms) + 1000, host[0] + 10**9, 1.2
+    before, yaw0 = core.tracker.reanchors, None
+
+    def feed(ms: int, delay_ms: int) -> None:
+        state = copy.copy(base)
+        state.timestamp_ms, state.head_angle_rad = ms, 0.0
+        state.pose_angle_rad = math.remainder(rate * (ms - ms0) / 1000.0, math.tau)
+        state.gyro_x_radps, state.gyro_z_radps = 0.0, rate
+        host[0] = host0 + (ms - ms0 + delay_ms) * 10**6
+        core.on_robot_event(MessageReceived(state, False))
+
+    feed(ms0, 150)
+    yaw0 = core.tracker.pose.yaw
+    ms = ms0
+    while ms < ms0 + 6000:             # 6 s late: the window's least delay is 150 ms
+        ms += 30
+        feed(ms, 150)
+    ms += 150                          # 4 states lost, then one with the usual delay
+    feed(ms, 5)
+    for _ in range(10):
+        ms += 30
+        feed(ms, 5)
+    assert core.tracker.reanchors == before, [t for _, t in output.lines if "re-anchored" in t]
+    assert core.tracker.pose.yaw == pytest.approx(
+        math.remainder(yaw0 + rate * (ms - ms0) / 1000.0, math.tau), abs=1e-6)
+
+
 def test_a_state_samples_parts_are_made_when_first_read_and_only_once():
     # a front-end reads only the parts its subscribers want: the rest is never made
     made = []
