@@ -184,11 +184,11 @@ class RosRobot(RobotInterface):
         self._own_order: Deque[bytes] = deque()
         self._goal_handles: Dict[int, Any] = {}     # id(handle) -> rclpy ClientGoalHandle
         self._sounds: List[Tuple[Handle, float]] = []
-        #: chunks of the sounds not published yet, in order; when the published ones, and all,
-        #: end playing (time.monotonic(), as if the driver played them as they came)
-        self._backlog: Deque[Any] = deque()
+        #: (handle, chunk, last of its sound) of the sounds not published yet, in order; when
+        #: the published ones end playing (time.monotonic(), as if the driver played them as
+        #: they came). A sound is in _sounds, to be done at its end, once its last chunk is out.
+        self._backlog: Deque[Tuple[Handle, Any, bool]] = deque()
         self._published_end = -math.inf
-        self._sounds_end = -math.inf
         self._sound_cache: Dict[str, Any] = {}
         self._face = _publisher(node, String, "face/expression", QOS_QUEUE)
         self._look = _publisher(node, Point, "face/look_at", QOS_QUEUE)
@@ -323,24 +323,30 @@ class RosRobot(RobotInterface):
 
         samples = pcm if volume >= 1.0 else (pcm * max(0.0, float(volume))).astype(pcm.dtype)
         step = int(SAMPLE_RATE * _AUDIO_CHUNK_S)
-        self._backlog.extend(samples[start:start + step] for start in range(0, len(samples), step))
-        now = time.monotonic()
-        self._sounds_end = max(self._sounds_end, now) + len(samples) / SAMPLE_RATE  # after those before
-        self._stream(now)
+        starts = range(0, len(samples), step)
+        if not starts:  # (synthesize makes none; a sound of no samples has played)
+            handle.succeed("played")
+            return handle
+        self._backlog.extend((handle, samples[start:start + step], start == starts[-1]) for start in starts)
         handle.accepted()
-        self._sounds.append((handle, self._sounds_end))
+        self._stream(time.monotonic())
         return handle
 
     def _stream(self, now: float) -> None:
-        """Publish the sounds' chunks up to ``_AUDIO_LEAD_S`` ahead of their playing."""
+        """Publish the sounds' chunks up to ``_AUDIO_LEAD_S`` ahead of their playing; those
+        of a sound cancelled (its behavior ended) are dropped."""
         if not self._backlog:
             return
         from ..anim.clip import SAMPLE_RATE
 
         while self._backlog and self._published_end - now < _AUDIO_LEAD_S:
-            chunk = self._backlog.popleft()
+            handle, chunk, last = self._backlog.popleft()
+            if handle.done:  # cancelled: what is out plays, the rest is not sent
+                continue
             self._audio.publish(AudioChunk(sample_rate=SAMPLE_RATE, channels=1, samples=chunk.tolist()))
             self._published_end = max(self._published_end, now) + len(chunk) / SAMPLE_RATE
+            if last:
+                self._sounds.append((handle, self._published_end))
 
     def finish_sounds(self, now: float) -> None:
         """At each tick: the sounds' next chunks go out, and sounds are done when their time

@@ -760,6 +760,41 @@ def test_a_long_sound_reaches_the_driver_whole_and_ahead_of_its_playing(rclpy_co
         behavior.destroy_node()
 
 
+def test_a_cancelled_sound_sends_no_more_and_the_next_plays_whole(rclpy_context):
+    """A behavior's end cancels its sound: what is out plays, the rest is not sent; a sound
+    played after it goes out whole and is done when it has played."""
+    from cozmo_driver.anim.clip import SAMPLE_RATE, synthesize
+
+    behavior = BehaviorNode(context=rclpy_context, parameter_overrides=[
+        Parameter("start_delay", value=0.0), Parameter("enabled", value=False)])
+    try:
+        robot = behavior.robot
+        sent: List[Any] = []
+
+        class Recorder:
+            def publish(self, msg) -> None:
+                sent.append(msg)
+
+        robot._audio = Recorder()
+        start = time.monotonic()
+        long = robot.play_sound("synth:tone(440, 20)")
+        robot.finish_sounds(start + 1.0)
+        long.cancel()
+        out = sum(len(msg.samples) for msg in sent)
+        assert 2.0 * SAMPLE_RATE <= out <= 3.1 * SAMPLE_RATE, out / SAMPLE_RATE
+        short = robot.play_sound("synth:tone(880, 0.5)")
+        t = start + 1.0
+        while t < start + 25.0:
+            t += 0.1
+            robot.finish_sounds(t)
+        after = [s for msg in sent for s in msg.samples][out:]
+        assert after == synthesize("synth:tone(880, 0.5)").tolist()       # none of the rest of the long one
+        assert long.done and not long.ok and short.ok
+    finally:
+        behavior.close()
+        behavior.destroy_node()
+
+
 def test_cmd_vel_of_another_type_is_said(rclpy_context, rclpy_log):
     """cmd_vel_stamped set on the driver only (or a TwistStamped teleop): cmd_vel has another
     type on the graph than the engine's, which then never sees a user drive; said once."""
