@@ -235,12 +235,16 @@ class MediaInterfaces(AnimationGoals):
         self._handover.destroy()
 
     def on_emergency_stop(self, engaged: bool) -> None:
-        """Engaged: the animation playing is aborted (its frames stop at once)."""
+        """Engaged: the animation playing is aborted (its frames stop at once), and so is one
+        waiting for the motors' calibration (a release before that ends must not start it)."""
         self._estop = bool(engaged)
         if engaged:
             for goal in list(self._goals.values()):
                 if goal.kind == "animation":
                     self.av.cancel_clip(goal.token, "emergency stop engaged")
+            for waiting in self._waiting:
+                if waiting.preempted is None:
+                    waiting.preempted = "emergency stop engaged"
 
     # ------------------------------------------------------------------ helpers
 

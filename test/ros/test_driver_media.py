@@ -25,7 +25,7 @@ rclpy = require("rclpy")
 from action_msgs.msg import GoalStatus  # noqa: E402
 from cozmo_interfaces.action import PlayAnimation, PlayAudio  # noqa: E402
 from cozmo_interfaces.msg import AudioChunk, DisplayImage, HeadAngle  # noqa: E402
-from cozmo_interfaces.srv import ListAnimations  # noqa: E402
+from cozmo_interfaces.srv import ListAnimations, SetEmergencyStop  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from geometry_msgs.msg import Twist  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
@@ -1121,6 +1121,31 @@ def test_a_goal_waiting_for_the_motor_calibration_can_be_cancelled_or_preempted(
     assert rig.spin_until(lambda: not robot.calibrating("head") and not robot.calibrating("lift"), 5.0)
     rig.spin_for(0.3)
     assert not [msg for _, msg in rig.sim.commands() if msg.NAME == "StartAnimation"]
+
+
+def test_an_emergency_stop_aborts_a_goal_waiting_for_the_motor_calibration(make_rig, tmp_path):
+    """The emergency stop aborted the clips playing only: a goal waiting for the calibration
+    went on waiting, and when the stop was released before the calibration ended the clip
+    played and drove the treads. Now engaging the stop aborts the waiting goal too, with
+    nothing sent, released or not."""
+    (tmp_path / "long.yaml").write_text(LONG_CLIP)
+    rig = make_rig(animation_dirs=[str(tmp_path)])
+    robot, media, node = rig.node._robot, rig.node._media, rig.node
+    assert robot.calibrating("head")
+    handle = rig.send_goal(PlayAnimation, "play_animation", PlayAnimation.Goal(name="long_dance"))
+    rig.spin_for(0.05)
+    assert media.moves("wheels")
+    node._on_emergency_stop(SetEmergencyStop.Request(engage=True), SetEmergencyStop.Response())
+    node._on_emergency_stop(SetEmergencyStop.Request(engage=False), SetEmergencyStop.Response())
+    assert robot.calibrating("head") and not media.moves("wheels")
+    r = rig.result(handle, 2.0)
+    assert r.status == GoalStatus.STATUS_ABORTED
+    assert r.result.message == ("emergency stop engaged (while this one waited for the robot to "
+                                "calibrate its motors)")
+    assert rig.spin_until(lambda: not robot.calibrating("head") and not robot.calibrating("lift"), 5.0)
+    rig.spin_for(0.3)
+    assert not [msg for _, msg in rig.sim.commands() if msg.NAME == "StartAnimation"]
+    assert treads_still(rig)
 
 
 TWO_DRIVES = """
