@@ -12,7 +12,8 @@ Reads files when asked (:meth:`AnimationLibrary.load`); otherwise pure.
   file, named by the file's stem; each file read on its own, so a bad one is
   skipped with a warning naming it and the others load), or one JSON file:
   either one group (``{"Animations": [...]}``, named by the stem) or several
-  (``{"group name": {"Animations": [...]}, ...}``). ``//`` and ``/* */``
+  (``{"group name": {"Animations": [...]}, ...}``; each read on its own, so a bad
+  one is skipped with a warning naming it and the others load). ``//`` and ``/* */``
   comments are ignored, as in the app's files. Members naming unknown clips
   are left out with a warning.
 * :meth:`AnimationLibrary.check` tells whether a goal's name or group is known
@@ -82,9 +83,14 @@ def _load_groups(path: Path, warn: Callable[[str], None]) -> Dict[str, Animation
     doc = read_group_file(path)
     if isinstance(doc, dict) and "Animations" in doc:
         return {path.stem: AnimationGroup.from_json(path.stem, doc, str(path))}
-    if isinstance(doc, dict) and all(isinstance(v, dict) for v in doc.values()):
-        return {str(name): AnimationGroup.from_json(str(name), value, str(path))
-                for name, value in doc.items()}
+    if isinstance(doc, dict) and any(isinstance(v, dict) for v in doc.values()):
+        groups: Dict[str, AnimationGroup] = {}
+        for name, value in doc.items():  # each on its own: a bad one costs itself only
+            try:
+                groups[str(name)] = AnimationGroup.from_json(str(name), value, str(path))
+            except ClipFormatError as exc:
+                warn(f"{exc}: skipped")
+        return groups
     raise ClipFormatError(f"{path}: expected {{'Animations': [...]}} or {{'group': {{'Animations': [...]}}}}")
 
 

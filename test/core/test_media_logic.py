@@ -333,6 +333,25 @@ def test_library_groups_from_one_group_file_or_a_directory(tmp_path):
     assert AnimationLibrary.load((), one).group_names() == ["ag_single"]
 
 
+def test_library_skips_only_the_bad_group_of_a_file_of_several(tmp_path):
+    """One group of a multi-group file that was not a group (no Animations list, a member
+    without a Name) cost every group of the file ("no groups loaded"). Now that group is
+    skipped with a warning naming it and its file, and the others load."""
+    groups = tmp_path / "groups.json"
+    groups.write_text(json.dumps({"happy": {"Animations": [{"Name": "nod_yes"}]},
+                                  "broken": {"Animations": [{"Weight": 2}]},
+                                  "not_a_group": {"Anims": []},
+                                  "sad": {"Animations": [{"Name": "shake_no"}]}}))
+    lib = AnimationLibrary.load((), groups)
+    assert lib.group_names() == ["happy", "sad"]
+    assert lib.resolve(group="sad").name == "shake_no"
+    assert not [w for w in lib.warnings if "no groups loaded" in w], lib.warnings
+    for name in ("broken", "not_a_group"):
+        assert [w for w in lib.warnings if f"[{name}]" in w and str(groups) in w and w.endswith("skipped")], \
+            lib.warnings
+    assert len(lib.warnings) == 2
+
+
 # --------------------------------------------------------------------------- the AV stream
 
 class FakeRobot:
