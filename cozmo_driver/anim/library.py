@@ -135,7 +135,9 @@ class AnimationLibrary:
         for directory in directories:
             root = Path(directory).expanduser()
             if not root.is_dir():
-                lib.warnings.append(f"animation directory {root} does not exist: skipped")
+                why = ("is a file, not a directory (animation_dirs takes directories of clip files)"
+                       if root.is_file() else "does not exist" if not root.exists() else "is not a directory")
+                lib.warnings.append(f"animation directory {root} {why}: skipped")
                 continue
             files = sorted(f for f in root.rglob("*") if f.is_file() and f.suffix.lower() in CLIP_SUFFIXES)
             for f in files:

@@ -287,6 +287,19 @@ def test_library_loads_dirs_skips_bad_files_and_resolves(tmp_path):
         lib.resolve()
 
 
+def test_library_says_an_animation_dirs_entry_that_is_a_file_is_not_a_directory(tmp_path):
+    """An animation_dirs entry naming a clip file was reported as "does not exist", which
+    sent the user looking for a file that is there. Now the warning says it is a file and a
+    directory is wanted; a path that is not there still "does not exist"."""
+    clip = tmp_path / "mine.yaml"
+    clip.write_text(CLIP_YAML.format(name="my_nod"))
+    lib = AnimationLibrary.load([clip, tmp_path / "nowhere"])
+    assert "my_nod" not in lib.names()
+    assert lib.warnings == [f"animation directory {clip} is a file, not a directory (animation_dirs "
+                            "takes directories of clip files): skipped",
+                            f"animation directory {tmp_path / 'nowhere'} does not exist: skipped"]
+
+
 def test_library_gives_app_clips_their_sprites_and_sounds(tmp_path):
     """animation_sprite_dir and animation_audio_map reach the app's clips: their sprite face
     and Wwise sound play (they were always skipped: the loader could take both, nothing
