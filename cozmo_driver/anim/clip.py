@@ -34,7 +34,8 @@ Our file format (YAML or JSON, the same structure)
 --------------------------------------------------
 A file holds one clip, or several under ``clips:``.  Unknown keys are errors
 (a typo must not silently do nothing), reported with the file, track and index.
-Times and durations are milliseconds within 0..600 000 (:data:`MAX_CLIP_MS`)::
+Times and durations are milliseconds within 0..600 000 (:data:`MAX_CLIP_MS`), and so
+must be a clip's end (the library skips a clip that ends later)::
 
     name: nod_yes                 # required, unique within a directory
     duration_ms: 1200             # optional: default = the end of the last keyframe

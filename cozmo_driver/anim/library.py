@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from .clip import (
+    MAX_CLIP_MS,
     AnimationError,
     AnimationGroup,
     Clip,
@@ -150,6 +151,11 @@ class AnimationLibrary:
                     lib.warnings.append(f"{f}: cannot read ({exc!r}): skipped")
                     continue
                 for clip in clips:
+                    if not clip.end_s <= MAX_CLIP_MS / 1000.0:  # it would fail every goal
+                        lib.warnings.append(f"{f} [{clip.name}]: lasts {clip.end_s:g} s, more than "
+                                            f"{MAX_CLIP_MS / 1000:g} s (a keyframe's time plus its duration): "
+                                            "skipped")
+                        continue
                     if clip.name in seen_in_dirs:
                         lib.warnings.append(f"clip {clip.name!r} of {f} is already defined in "
                                             f"{seen_in_dirs[clip.name]}: the first is kept")

@@ -528,6 +528,24 @@ def test_a_clip_file_whose_reader_fails_unexpectedly_is_skipped_naming_it(tmp_pa
                and w.endswith(": skipped") for w in lib.warnings), lib.warnings
 
 
+def test_a_clip_lasting_more_than_600_s_is_skipped_at_load_naming_its_file(tmp_path):
+    """Each keyframe's time and duration are within 600 s, but their sum was not checked:
+    a clip ending at 700 s loaded and was listed, and every goal for it aborted when it was
+    compiled ("lasts 700 s, more than 600 s"). Now it is skipped at load with a warning
+    naming its file, and the other clips of the file load."""
+    from cozmo_driver.anim.library import AnimationLibrary
+
+    path = tmp_path / "long.yaml"
+    path.write_text("clips:\n"
+                    "  - {name: too_long, tracks: {head: [{time_ms: 500000, duration_ms: 200000, angle_deg: 5}]}}\n"
+                    "  - {name: just_right, tracks: {head: [{time_ms: 300000, duration_ms: 300000, angle_deg: 5}]}}\n")
+    lib = AnimationLibrary.load([tmp_path], builtin=False)
+    assert lib.names() == ["just_right"] and lib.loaded_from_dirs == 1
+    assert lib.warnings == [f"{path} [too_long]: lasts 700 s, more than 600 s (a keyframe's time plus its "
+                            "duration): skipped"]
+    assert compile_clip(lib.clips["just_right"]).duration_s == pytest.approx(600.0)
+
+
 @pytest.fixture(scope="module")
 def good_bin() -> bytes:
     """build_bin_by_hand(), made once for the tests that read it (only they need flatbuffers)."""
