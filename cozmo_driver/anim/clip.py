@@ -77,6 +77,14 @@ default ``neutral``), then ``params`` (changes in the form
 :meth:`FaceParams.updated` accepts), then ``look_at`` ``[x, y]``; or ``array``:
 the 43 values in CLAD order.  Colours are ``"#rrggbb"`` or ``[r, g, b]``.
 
+Values that would do nothing are mended, each with a note in :attr:`Clip.mended`
+naming the file, clip, keyframe and value (the library logs each): a head or lift
+target beyond the robot's range (-25..44.5 deg, 32..92 mm) is clamped to it, a face's
+parameters are :meth:`FaceParams.validated` (a NaN to its default, the rest clamped to
+its range) before ``look_at``. A lights keyframe without ``duration_ms`` (or with 0)
+holds until the next lights keyframe or the clip's end; one with nothing after it is
+skipped.
+
 Synthesised sounds (``synth:`` sources) are generated at load time at 22 320 Hz
 (no audio files in the repository); arguments are numbers, ``volume`` is 0..1
 of full scale (default 0.5), every sound gets 5 ms fades:
@@ -148,6 +156,7 @@ from ..fast_yaml import safe_load
 from ..json_comments import strip_json_comments
 from ..protocol.audio import SAMPLE_RATE, load_wav
 from ..errors import CozmoError, UsageError
+from ..robot_geometry import HEAD_MAX_ANGLE_RAD, HEAD_MIN_ANGLE_RAD, LIFT_MAX_HEIGHT_M, LIFT_MIN_HEIGHT_M
 
 __all__ = [
     "SAMPLE_RATE",  # the robot's audio rate (Hz): that of clip sounds and synthesize()
@@ -361,6 +370,10 @@ class Clip:
     warnings: List[str] = field(default_factory=list)
     #: where it was loaded from, for messages
     source: str = ""
+    #: our format's values mended at load (a head or lift target beyond the robot's range, a
+    #: face parameter NaN or out of range) and keyframes skipped that would not show, each
+    #: naming the file, clip, keyframe and value: the library logs each
+    mended: List[str] = field(default_factory=list)
 
     @property
     def end_s(self) -> float:
@@ -498,6 +511,37 @@ class _Where:
 
     def error(self, where: str, message: str) -> ClipFormatError:
         return ClipFormatError(f"{self.source}: {where}: {message}")
+
+    def note(self, where: str, message: str) -> str:
+        return f"{self.source}: {where}: {message}"
+
+
+#: the robot's head (deg) and lift (mm) ranges: our format's targets are clamped to them
+_HEAD_RANGE_DEG = (round(math.degrees(HEAD_MIN_ANGLE_RAD), 6), round(math.degrees(HEAD_MAX_ANGLE_RAD), 6))
+_LIFT_RANGE_MM = (round(LIFT_MIN_HEIGHT_M * 1000.0, 6), round(LIFT_MAX_HEIGHT_M * 1000.0, 6))
+
+
+def _in_range(value: float, bounds: tuple, what: str, where: str, ctx: _Where, mended: List[str]) -> float:
+    """``value`` clamped to ``bounds``, with a note in ``mended`` when it was beyond them;
+    ``what``: e.g. "angle_deg/head/deg"."""
+    key, axis, unit = what.split("/")
+    fixed = min(max(value, bounds[0]), bounds[1])
+    if fixed != value:
+        mended.append(ctx.note(where, f"{key} {value:g} is beyond the {axis}'s range {bounds[0]:g}..{bounds[1]:g} "
+                                      f"{unit}: clamped to {fixed:g}"))
+    return fixed
+
+
+def _hold_lights(tracks: "Tracks", lights_at: List[tuple], end_ms: float, ctx: _Where, mended: List[str]) -> None:
+    """Lights keyframes ``(where, keyframe, what)`` given no duration (none, or 0) hold until
+    the next lights keyframe or the clip's end ``end_ms``; one with nothing after it is skipped."""
+    for where, kf, what in lights_at:
+        until = min([k.time_ms for k in tracks.lights if k.time_ms > kf.time_ms] + [end_ms])
+        if until > kf.time_ms:
+            kf.duration_ms = until - kf.time_ms
+        else:
+            tracks.lights.remove(kf)
+            mended.append(ctx.note(where, f"{what}, and the clip ends at {end_ms:g} ms: it would not show: skipped"))
 
 
 def _number(value: Any, where: str, ctx: _Where, finite: bool = True) -> float:
@@ -639,7 +683,7 @@ def _sprite_sequence(folder: str):
     return tuple(frames), None
 
 
-def _face_from_item(item: Mapping, where: str, ctx: _Where) -> FaceParams:
+def _face_from_item(item: Mapping, where: str, ctx: _Where, mended: List[str]) -> FaceParams:
     if "array" in item:
         arr = item["array"]
         if not isinstance(arr, Sequence) or len(arr) != NUM_PARAMS:
@@ -661,6 +705,8 @@ def _face_from_item(item: Mapping, where: str, ctx: _Where) -> FaceParams:
                                  for k, v in params.items()})
         except KeyError as exc:
             raise ctx.error(where, str(exc.args[0])) from None
+    face, problems = face.validated()  # NaN to its default, the rest clamped, as the app's faces
+    mended.extend(ctx.note(where, problem) for problem in problems)
     gaze = item.get("look_at")
     if gaze is not None:
         if not isinstance(gaze, Sequence) or len(gaze) != 2:
@@ -694,6 +740,8 @@ def parse_clip(data: Mapping, source: str = "<clip>", base_dir: Optional[Union[s
         raise ctx.error("tracks", f"unknown track(s) {', '.join(unknown)}; known: {', '.join(TRACK_NAMES)}")
     tracks = Tracks()
     warnings: List[str] = []
+    mended: List[str] = []
+    lights_held: List[tuple] = []  # lights keyframes with no duration: (where, keyframe, what)
 
     def items(track: str) -> List[tuple]:
         value = tracks_in.get(track) or []
@@ -706,12 +754,15 @@ def parse_clip(data: Mapping, source: str = "<clip>", base_dir: Optional[Union[s
                     where, ctx)
         tracks.head.append(HeadKeyframe(
             _time(it["time_ms"], where, ctx), _time(it.get("duration_ms", 0), where, ctx),
-            _number(it["angle_deg"], where, ctx), abs(_number(it.get("variability_deg", 0), where, ctx))))
+            _in_range(_number(it["angle_deg"], where, ctx), _HEAD_RANGE_DEG, "angle_deg/head/deg", where, ctx,
+                      mended),
+            abs(_number(it.get("variability_deg", 0), where, ctx))))
     for where, it in items("lift"):
         _check_keys(it, ("time_ms", "duration_ms", "height_mm", "variability_mm"), ("time_ms", "height_mm"), where, ctx)
         tracks.lift.append(LiftKeyframe(
             _time(it["time_ms"], where, ctx), _time(it.get("duration_ms", 0), where, ctx),
-            _number(it["height_mm"], where, ctx), abs(_number(it.get("variability_mm", 0), where, ctx))))
+            _in_range(_number(it["height_mm"], where, ctx), _LIFT_RANGE_MM, "height_mm/lift/mm", where, ctx, mended),
+            abs(_number(it.get("variability_mm", 0), where, ctx))))
     for where, it in items("body"):
         _check_keys(it, ("time_ms", "duration_ms", "speed_mmps", "speed_dps", "radius_mm"),
                     ("time_ms", "duration_ms"), where, ctx)
@@ -742,11 +793,13 @@ def parse_clip(data: Mapping, source: str = "<clip>", base_dir: Optional[Union[s
             colors = tuple(_color(it[n], where, ctx) if n in it else (0, 0, 0) for n in LIGHT_NAMES)
         tracks.lights.append(LightsKeyframe(_time(it["time_ms"], where, ctx),
                                             _time(it.get("duration_ms", 0), where, ctx), colors))
+        if not tracks.lights[-1].duration_ms:
+            lights_held.append((where, tracks.lights[-1], "duration_ms 0" if "duration_ms" in it else "no duration_ms"))
     for where, it in items("face"):
         _check_keys(it, ("time_ms", "expression", "params", "look_at", "array"), ("time_ms",), where, ctx)
         if "array" in it and "expression" in it:
             raise ctx.error(where, "give either expression or array")
-        tracks.face.append(FaceKeyframe(_time(it["time_ms"], where, ctx), _face_from_item(it, where, ctx)))
+        tracks.face.append(FaceKeyframe(_time(it["time_ms"], where, ctx), _face_from_item(it, where, ctx, mended)))
     for where, it in items("sprite"):
         _check_keys(it, ("time_ms", "name"), ("time_ms", "name"), where, ctx)
         t = _time(it["time_ms"], where, ctx)
@@ -791,7 +844,8 @@ def parse_clip(data: Mapping, source: str = "<clip>", base_dir: Optional[Union[s
             int(_number(it.get("num_half_revs", 0), where, ctx)),
             bool(it.get("use_shortest_dir", False))))
     tracks.sort()
-    return Clip(name, duration_s, tracks, warnings, source)
+    _hold_lights(tracks, lights_held, round(Clip(name, duration_s, tracks).end_s * 1000.0, 6), ctx, mended)
+    return Clip(name, duration_s, tracks, warnings, source, mended)
 
 
 def _parse_document(doc: Any, source: str, base_dir: Optional[Path], audio_map: Optional[AudioMap],

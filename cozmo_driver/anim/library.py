@@ -131,6 +131,7 @@ class AnimationLibrary:
         clear_sprite_cache()
         if builtin:
             lib.clips.update(load_builtin())
+            lib.warnings.extend(w for clip in lib.clips.values() for w in clip.mended)
         builtin_names = set(lib.clips)
         seen_in_dirs: Dict[str, str] = {}
         for directory in directories:
@@ -161,6 +162,7 @@ class AnimationLibrary:
                                             f"{seen_in_dirs[clip.name]}: the first is kept")
                         continue
                     seen_in_dirs[clip.name] = str(f)
+                    lib.warnings.extend(clip.mended)  # values of our format mended, each named
                     lib.clips[clip.name] = clip
                     lib.loaded_from_dirs += 1
         if groups_path:

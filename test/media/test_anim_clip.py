@@ -546,6 +546,70 @@ def test_a_clip_lasting_more_than_600_s_is_skipped_at_load_naming_its_file(tmp_p
     assert compile_clip(lib.clips["just_right"]).duration_s == pytest.approx(600.0)
 
 
+ODDITIES_YAML = """
+clips:
+  - name: oddities
+    duration_ms: 1000
+    tracks:
+      head:
+        - {time_ms: 0, duration_ms: 300, angle_deg: 80}
+        - {time_ms: 300, duration_ms: 300, angle_deg: -60}
+      lift:
+        - {time_ms: 0, duration_ms: 300, height_mm: 300}
+      face:
+        - {time_ms: 0, expression: happy, params: {eyes.scale_y: .nan, face.angle_deg: 1000}}
+        - {time_ms: 200, array: [0, 0, 1, 1, .inf, %s]}
+      lights:
+        - {time_ms: 0, all: "#ff0000"}
+        - {time_ms: 400, duration_ms: 0, all: "#00ff00"}
+        - {time_ms: 600, all: "#0000ff"}
+  - name: lights_at_the_end
+    tracks:
+      head:
+        - {time_ms: 0, duration_ms: 200, angle_deg: 0}
+      lights:
+        - {time_ms: 200, all: "#ffffff"}
+""" % ", ".join(["0"] * 38)
+
+
+def test_our_format_mends_values_that_would_do_nothing_with_a_warning_naming_them(tmp_path):
+    """Our format took values that did nothing, with no word: a head or lift target beyond
+    the robot's range was squeezed into the message's byte (80 deg sent as 80, 300 mm as
+    255), a face's NaN or out-of-range parameter was taken as it was (the app's JSON mends
+    them), and a lights keyframe without duration_ms lasted 0 ms and never showed. Now the
+    head and lift are clamped to the robot's range and the face mended, each with a warning
+    naming the file, clip, keyframe and value, and a lights keyframe without a duration holds
+    until the next one or the clip's end (one with nothing after it is skipped, saying so)."""
+    from cozmo_driver.anim.library import AnimationLibrary
+
+    path = tmp_path / "odd.yaml"
+    path.write_text(ODDITIES_YAML)
+    odd, at_end = load_clip_file(path)
+    where = f"{path} [oddities]"
+    assert odd.mended == [
+        f"{where}: head[0]: angle_deg 80 is beyond the head's range -25..44.5 deg: clamped to 44.5",
+        f"{where}: head[1]: angle_deg -60 is beyond the head's range -25..44.5 deg: clamped to -25",
+        f"{where}: lift[0]: height_mm 300 is beyond the lift's range 32..92 mm: clamped to 92",
+        f"{where}: face[0]: left.scale_y is NaN: set to its default 1",
+        f"{where}: face[0]: right.scale_y is NaN: set to its default 1",
+        f"{where}: face[0]: face.angle_deg = 1000 is outside -360..360: clamped to 360",
+        f"{where}: face[1]: face.angle_deg = inf is outside -360..360: clamped to 360",
+    ]
+    assert [k.angle_deg for k in odd.tracks.head] == [44.5, -25] and odd.tracks.lift[0].height_mm == 92
+    assert odd.tracks.face[0].params.left.scale_y == 1 and odd.tracks.face[0].params.angle_deg == 360
+    assert [(k.time_ms, k.duration_ms) for k in odd.tracks.lights] == [(0, 400), (400, 200), (600, 400)]
+    assert at_end.mended == [f"{path} [lights_at_the_end]: lights[0]: no duration_ms, and the clip ends "
+                             "at 200 ms: it would not show: skipped"] and at_end.tracks.lights == []
+    compiled = compile_clip(odd, start_head_angle_deg=0.0, start_lift_height_mm=32.0)
+    sent = [(k, m) for k in sorted(compiled.messages) for m in compiled.messages[k]]
+    assert max(m.angle_deg for _, m in sent if m.NAME == "AnimHead") == 45          # 44.5 rounded, not 80
+    assert max(m.height_mm for _, m in sent if m.NAME == "AnimLift") == 92
+    lights = [(k, m.colors[0]) for k, m in sent if m.NAME == "AnimBackpackLights"]
+    assert lights[:3] == [(0, 0x7C00), (12, 0x03E0), (18, 0x001F)]    # each shows, each until the next
+    lib = AnimationLibrary.load([tmp_path], builtin=False)
+    assert lib.warnings == odd.mended + at_end.mended
+
+
 @pytest.fixture(scope="module")
 def good_bin() -> bytes:
     """build_bin_by_hand(), made once for the tests that read it (only they need flatbuffers)."""
