@@ -198,6 +198,10 @@ class AVPacer:
         # animation
         self._clip_first_tick = 0
         self._clip_ticks = 0
+        #: where the player's (a clip's) messages are in the list the last tick() returned,
+        #: (start, end): a link that is behind still gets their silence and images, the
+        #: robot playing a clip's frame per audio message
+        self.clip_span = (0, 0)
 
     # ------------------------------------------------------------------ the grid
 
@@ -427,10 +431,13 @@ class AVPacer:
             self._quiet_until = self._first_busy_tick()
 
     def _tick(self, now: float, slot: int, due: int, out: List[Any]) -> List[Any]:
+        self.clip_span = (0, 0)
         if self.player.playing:
             # The pacer's own ticks up to the clip's first one, then the clip's.
             self._emit_own(min(due, self._clip_first_tick), slot, out)
+            start = len(out)
             out.extend(self.player.tick(now))
+            self.clip_span = (start, len(out))
             if self.player.playing:
                 self._next = max(self._next, due)
                 return out

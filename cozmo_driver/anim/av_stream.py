@@ -56,7 +56,8 @@ session's background queue, behind every command (see the session). Once a secon
 of it (``BACKLOG_MAX`` packets) waits there, ticks go out without their face image
 and their silence (counted; the pacer sends the current image again once the queue
 has drained), so the screen shows the latest face late by at most about that, not
-by the whole pile; sound and animation keyframes are always sent.
+by the whole pile; sound and animations (every frame of a clip: the robot plays
+one per audio message) are always sent.
 
 Treads: ``tread_hold()``, when given, says (on the I/O thread, before each tick of a
 clip that drives the treads) why no clip may drive them now and why none may drive
@@ -325,10 +326,11 @@ class AVStream:
         except Exception:  # noqa: BLE001 - a report must never break the I/O thread
             logger.exception("AV report handler failed")
 
-    def _send(self, messages: Sequence[Any]) -> None:
+    def _send(self, messages: Sequence[Any], clip_span: Tuple[int, int] = (0, 0)) -> None:
+        """``clip_span``: where a clip's messages are in ``messages`` (see _skip_backlogged)."""
         link = self.robot.link
         if messages and link.session.background_queue_length >= BACKLOG_MAX:
-            messages = self._skip_backlogged(messages)
+            messages = _skip_backlogged(self, messages, clip_span)
         for m in messages:
             try:
                 link.send(m)
@@ -338,23 +340,6 @@ class AVStream:
                 if now - self._warned_at > 5.0:
                     self._warned_at = now
                     logger.warning("display/audio: %s not sent: %s", m.NAME, exc)
-
-    def _skip_backlogged(self, messages: Sequence[Any]) -> List[Any]:
-        """The link is a second behind: leave out the face image and the silence."""
-        kept = [m for m in messages if m.NAME not in ("DisplayImage", "OutputSilence")]
-        skipped = len(messages) - len(kept)
-        if skipped:
-            self.stats.skipped_backlog += skipped
-            if any(m.NAME == "DisplayImage" for m in messages):
-                self.pacer.forget_screen()  # sent again once the queue drained
-            now = time.monotonic()
-            if now - self._backlog_warned_at > 5.0:
-                self._backlog_warned_at = now
-                logger.warning("display/audio: the link to the robot is not keeping up (%d stream "
-                               "packets wait to be sent): face images and silence are skipped until "
-                               "it does (%d so far)", self.robot.link.session.background_queue_length,
-                               self.stats.skipped_backlog)
-        return kept
 
     def _stream_deadline(self) -> Optional[float]:
         """When a stream that has not started yet plays as a short sound: stream_timeout_s
@@ -424,7 +409,8 @@ class AVStream:
         held = _treads_held(self._clip, self.tread_hold, self.pacer.player, now)
         if held is not None:
             self._do_cancel_clip(self._clip.token, held)
-        self._send(self.pacer.tick(now))
+        messages = self.pacer.tick(now)
+        self._send(messages, self.pacer.clip_span)
         self.pacer.player.take_events()
         self._after_tick(now)
         self._arm()
@@ -832,6 +818,29 @@ def _counters(av: AVStream) -> dict:
         "ticks held (robot buffer full)": av.guard.stats.ticks_held,
         "ticks sent early (robot buffer low)": av.guard.stats.ticks_hastened,
     }
+
+
+def _skip_backlogged(stream: AVStream, messages: Sequence[Any], clip_span: Tuple[int, int]) -> List[Any]:
+    """The link is a second behind: leave out the face image and the silence of the
+    pacer's own ticks, not of a clip's (``messages[clip_span[0]:clip_span[1]]``), whose
+    frames the robot plays one per audio message (without them its keyframes bunch)."""
+    start, end = clip_span
+    skipped = [m for i, m in enumerate(messages) if m.NAME in ("DisplayImage", "OutputSilence")
+               and not start <= i < end]
+    if not skipped:
+        return list(messages)
+    stream.stats.skipped_backlog += len(skipped)
+    if any(m.NAME == "DisplayImage" for m in skipped):
+        stream.pacer.forget_screen()  # sent again once the queue drained
+    now = time.monotonic()
+    if now - stream._backlog_warned_at > 5.0:
+        stream._backlog_warned_at = now
+        logger.warning("display/audio: the link to the robot is not keeping up (%d stream packets wait to "
+                       "be sent): face images and silence are skipped until it does, but for animations "
+                       "(%d so far)", stream.robot.link.session.background_queue_length,
+                       stream.stats.skipped_backlog)
+    dropped = {id(m) for m in skipped}
+    return [m for m in messages if id(m) not in dropped]
 
 
 class _Resampling:

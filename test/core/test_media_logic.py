@@ -708,6 +708,36 @@ def test_a_link_a_second_behind_gets_no_faces_or_silence_but_all_sound_until_it_
     assert robot.names(since=t)[:2] == ["OutputSilence", "DisplayImage"]   # its frame's audio first
 
 
+def test_a_link_a_second_behind_still_gets_every_frame_of_a_clip():
+    """Behind by BACKLOG_MAX packets, every tick lost its silence and face image, a clip's
+    too: the robot plays a frame per audio message, so the clip's keyframes were bunched
+    (its 15 ticks went out with no audio message). Now a clip's ticks keep theirs, each its
+    audio message, its face shown; the pacer's own ticks around it still skip theirs."""
+    from cozmo_driver.anim.av_stream import BACKLOG_MAX
+    from cozmo_driver.anim.clip import FaceKeyframe
+    robot, av, _ = make_stream()
+    face = screen_to_frame(FaceRenderer().render(EXPRESSIONS["neutral"]))[0]
+    av.set_face(face)
+    robot.run_until(robot.now + 0.2)
+    robot.link.session.background_queue_length = BACKLOG_MAX
+    clip = compile_clip(Clip("c", 0.5, Tracks(head=[HeadKeyframe(0, 100, 20), HeadKeyframe(300, 100, -10)],
+                                              face=[FaceKeyframe(0, EXPRESSIONS["happy"]),
+                                                    FaceKeyframe(300, EXPRESSIONS["sad"])])))
+    t = robot.now + 1e-9
+    av.set_face(screen_to_frame(FaceRenderer().render(EXPRESSIONS["angry"]))[0])
+    robot.run_until(robot.now + 0.1)
+    av.play_clip("c", clip)
+    robot.run_until(robot.now + 1.0)
+    sent = robot.names(since=t)
+    first, last = sent.index("StartAnimation") - 1, sent.index("EndAnimation")   # (a tick's audio first)
+    assert "OutputSilence" not in sent[:first] and "DisplayImage" not in sent[:first]   # the pacer's own
+    assert "OutputSilence" not in sent[last + 1:] and "DisplayImage" not in sent[last + 1:]
+    ticks = sent[first:last + 1]
+    assert ticks[:2] == ["OutputSilence", "StartAnimation"]
+    assert ticks.count("OutputSilence") + ticks.count("OutputAudio") == clip.num_ticks == 15
+    assert ticks.count("DisplayImage") >= 2 and ticks.count("AnimHead") == 2
+
+
 def test_face_stream_renders_on_change_and_keeps_alive():
     animator = FaceAnimator(seed=1, base="neutral", now=0.0, idle=False)
     stream = FaceStream(animator, keepalive_s=1.0)
