@@ -172,6 +172,7 @@ class _ClipGoal:
     name: str
     loops: int
     stop_messages: List[Any] = field(default_factory=list)
+    again: Optional[CompiledClip] = None  # the loops after the first (None: compiled)
     loop_index: int = 0
     last_report: float = -math.inf
 
@@ -289,10 +290,11 @@ class AVStream:
         self._post(self._do_stream_audio_at, np.asarray(pcm), int(rate))
 
     def play_clip(self, token: Any, compiled: CompiledClip, loops: int = 1,
-                  stop_messages: Sequence[Any] = ()) -> None:
-        """Play ``compiled`` ``loops`` times as goal ``token``; ``stop_messages`` are sent
-        besides the player's own if it is cancelled."""
-        self._post(self._do_play_clip, token, compiled, max(1, int(loops)), list(stop_messages))
+                  stop_messages: Sequence[Any] = (), again: Optional[CompiledClip] = None) -> None:
+        """Play ``compiled`` ``loops`` times as goal ``token`` (the loops after the first:
+        ``again``, when given; see ``compile_loops``); ``stop_messages`` are sent besides the
+        player's own if it is cancelled."""
+        self._post(self._do_play_clip, token, compiled, max(1, int(loops)), list(stop_messages), again)
 
     def cancel_clip(self, token: Any, reason: str = "cancelled") -> None:
         self._post(self._do_cancel_clip, token, reason)
@@ -676,7 +678,8 @@ class AVStream:
         self._streaming = False
         self._intake.reset()
 
-    def _do_play_clip(self, token: Any, compiled: CompiledClip, loops: int, stops: List[Any]) -> None:
+    def _do_play_clip(self, token: Any, compiled: CompiledClip, loops: int, stops: List[Any],
+                      again: Optional[CompiledClip] = None) -> None:
         now = self.robot.clock()
         self.stats.clip_goals += 1
         if not self._running or not self._ready():
@@ -688,7 +691,7 @@ class AVStream:
                                   success=False, message=f"preempted by a new play_animation goal "
                                                          f"({compiled.name})"))
         self.pacer.play_clip(compiled, now)  # cancels the old one first, on the same grid
-        goal = _ClipGoal(token, compiled, compiled.name, loops, stops)
+        goal = _ClipGoal(token, compiled, compiled.name, loops, stops, again)
         self._clip = goal
         self._report(AVReport(_CLIP_PROGRESS, token, 0.0, clip=goal.name))
         goal.last_report = now
@@ -742,7 +745,7 @@ class AVStream:
             if not self.pacer.animating:
                 clip.loop_index += 1
                 if clip.loop_index < clip.loops:
-                    self.pacer.play_clip(clip.compiled, now)  # seamless: the next tick of the grid
+                    self.pacer.play_clip(clip.again or clip.compiled, now)  # seamless: the next tick
                 else:
                     self._clip = None
                     loops = f" ({clip.loops} times)" if clip.loops > 1 else ""

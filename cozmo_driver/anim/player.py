@@ -33,7 +33,8 @@ Conversions
   milliseconds.  A move of up to 255 ms is one message.  A longer one is a
   chain of ``n = ceil(D / 255)`` steps of ``D / n`` ms each, sent when each step
   starts, whose targets are interpolated linearly from where the previous
-  keyframe left the axis (or ``start_head_angle_deg``/``start_lift_height_mm``);
+  keyframe left the axis (or ``start_head_angle_deg``/``start_lift_height_mm``;
+  :func:`compile_loops` compiles a clip's later loops from its last targets);
   a step that would start after the next keyframe is dropped.  When the start is
   unknown (a long first move and no start given) the move becomes one
   ``SetHeadAngle``/``SetLiftHeight`` with ``duration_sec`` (the robot's own
@@ -126,6 +127,7 @@ __all__ = [
     "tick_of",
     "CompiledClip",
     "compile_clip",
+    "compile_loops",
     "PlayerStats",
     "AnimationPlayer",
 ]
@@ -448,6 +450,24 @@ def compile_clip(
         warnings=warnings, uses_body=t.moves_treads, body_mode=body_mode,
         forwards=_forward_ticks(messages, num_ticks),
     )
+
+
+def compile_loops(clip: Clip, loops: int, *, start_head_angle_deg: Optional[float] = None,
+                  start_lift_height_mm: Optional[float] = None, **kwargs: Any) -> tuple:
+    """``(first, again)``: ``clip`` compiled for its first loop from the start pose given,
+    and for the loops after it from where it leaves the head and lift (the targets of its
+    last head and lift keyframes), so that a long move does not start again from the first
+    loop's pose; ``again`` is None when it is played once or moves neither. ``kwargs``: as
+    :func:`compile_clip`'s."""
+    first = compile_clip(clip, start_head_angle_deg=start_head_angle_deg,
+                         start_lift_height_mm=start_lift_height_mm, **kwargs)
+    head, lift = clip.tracks.head, clip.tracks.lift
+    if loops < 2 or not (head or lift):
+        return first, None
+    again = compile_clip(
+        clip, start_head_angle_deg=sorted(head, key=lambda k: k.time_ms)[-1].angle_deg if head else None,
+        start_lift_height_mm=sorted(lift, key=lambda k: k.time_ms)[-1].height_mm if lift else None, **kwargs)
+    return first, again
 
 
 def _forward_ticks(messages: Dict[int, List[Any]], num_ticks: int) -> List[bool]:

@@ -30,7 +30,7 @@ from rclpy.action import GoalResponse
 from rclpy.task import Future
 
 from ..anim.clip import AnimationError, Clip
-from ..anim.player import compile_clip
+from ..anim.player import compile_loops
 from ..driver.media import motor_stops
 
 __all__ = ["AnimationGoals", "MAX_LOOPS", "clip_motors"]
@@ -183,12 +183,17 @@ class AnimationGoals:
         problem = self._treads_refusal(clip)
         if problem is not None:
             return self._refused(handle, result, "play_animation", problem)
-        try:  # from where the motors are (after a calibration: where it left them)
-            compiled = compile_clip(clip, start_head_angle_deg=math.degrees(axes[0])
-                                    if axes is not None else None,
-                                    start_lift_height_mm=1000.0 * axes[1] if axes is not None else None,
-                                    body_mode="anim" if self.params["animation_body_in_stream"]
-                                    else "wheels")
+        loops = max(1, int(request.loops))
+        if loops > MAX_LOOPS:
+            self._log.warning(f"play_animation goal loops = {loops} is beyond {MAX_LOOPS}: clamped")
+            loops = MAX_LOOPS
+        try:  # from where the motors are (after a calibration: where it left them); the loops
+            # after the first from where the clip leaves them
+            compiled, again = compile_loops(clip, loops, start_head_angle_deg=math.degrees(axes[0])
+                                            if axes is not None else None,
+                                            start_lift_height_mm=1000.0 * axes[1] if axes is not None else None,
+                                            body_mode="anim" if self.params["animation_body_in_stream"]
+                                            else "wheels")
         except AnimationError as exc:
             return self._refused(handle, result, "play_animation", str(exc))
         stops = motor_stops(head=bool(clip.tracks.head), lift=bool(clip.tracks.lift))
@@ -202,13 +207,9 @@ class AnimationGoals:
         core = getattr(self.node, "_core", None)
         if "wheels" in motors and core is not None:
             core.take_treads()  # cmd_vel's drive stops, and its watchdog would cut the clip's
-        loops = max(1, int(request.loops))
-        if loops > MAX_LOOPS:
-            self._log.warning(f"play_animation goal loops = {loops} is beyond {MAX_LOOPS}: clamped")
-            loops = MAX_LOOPS
         self._log.info(f"play_animation: {clip.name} ({compiled.duration_s:.2f} s"
                        f"{f', {loops} times' if loops > 1 else ''})")
-        self.av.play_clip(goal.token, compiled, loops, stops)
+        self.av.play_clip(goal.token, compiled, loops, stops, again)
         return await self._run(goal, result)
 
     async def _calibrated(self, handle: Any, motors: List[str],

@@ -630,6 +630,26 @@ def test_clips_loop_cancel_and_restore_the_face():
     assert [r for r in reports if r.done][-1].message == "cancelled"
 
 
+def test_loops_after_the_first_start_their_head_and_lift_moves_from_where_the_clip_left_them():
+    """A clip was compiled once, from where the head and lift were, and each loop replayed
+    it: a long move (chained AnimHead/AnimLift steps) started again from the first loop's
+    start pose in every loop, the head jumping back down at each. Now the loops after the
+    first are compiled from the targets of the clip's last head and lift keyframes."""
+    from cozmo_driver.anim.clip import LiftKeyframe
+    from cozmo_driver.anim.player import compile_loops
+    robot, av, reports = make_stream()
+    clip = Clip("c", 0.8, Tracks(head=[HeadKeyframe(0, 600, 30)], lift=[LiftKeyframe(0, 600, 80)]))
+    first, again = compile_loops(clip, 3, start_head_angle_deg=-20.0, start_lift_height_mm=32.0)
+    av.play_clip("x", first, loops=3, again=again)
+    robot.run_until(robot.now + 3.0)
+    assert [msg.angle_deg for _, msg in robot.sent if msg.NAME == "AnimHead"] == [-3, 13, 30] + [30, 30, 30] * 2
+    assert [msg.height_mm for _, msg in robot.sent if msg.NAME == "AnimLift"] == [48, 64, 80] + [80, 80, 80] * 2
+    assert [r for r in reports if r.done][-1].message == "played c (3 times)"
+    assert compile_loops(clip, 1, start_head_angle_deg=-20.0)[1] is None                  # played once
+    assert compile_loops(Clip("still", 0.5, Tracks(lights=[LightsKeyframe(0, 300, ((0, 255, 0),) * 5)])),
+                         3)[1] is None                                                   # nothing to move
+
+
 def test_without_a_face_a_cancelled_clip_and_a_timed_image_leave_a_blank_screen():
     robot, av, _ = make_stream()
     img = screen_to_frame(np.ones((64, 128), bool))[0]
