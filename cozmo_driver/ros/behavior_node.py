@@ -167,6 +167,41 @@ def misspelt_triggers(config: Any) -> List[str]:
     return out
 
 
+#: the node name of an endpoint whose node is not discovered yet (rmw's placeholder)
+UNKNOWN_NODE = "_NODE_NAME_UNKNOWN_"
+
+
+def cmd_vel_type_warning(node: Node, stamped: bool) -> Optional[str]:
+    """What to say when cmd_vel has another type on the graph than ``node``'s (TwistStamped
+    when ``stamped``), or None: the driver's subscription of another type (the driver is
+    the node publishing link_status, its cmd_vel on its ``_<name>_cmd_vel`` thread node or
+    itself) is for the engine's cmd_vel_stamped to follow; a publisher of another type, as
+    the bring-up gives the engine the driver's setting, for that publisher or the driver's."""
+    topic = node.resolve_topic_name("cmd_vel")
+    ours = "geometry_msgs/msg/" + ("TwistStamped" if stamped else "Twist")
+    links = node.get_publishers_info_by_topic(node.resolve_topic_name("link_status"))
+    subscriptions = [i for i in node.get_subscriptions_info_by_topic(topic) if i.topic_type != ours]
+    if any(i.node_name == UNKNOWN_NODE for i in links + subscriptions):
+        return None  # not discovered whole yet: the next check tells
+    drivers = {(i.node_namespace, name): i.node_name for i in links
+               for name in (i.node_name, f"_{i.node_name}_cmd_vel")}
+    for info in subscriptions:
+        driver = drivers.get((info.node_namespace, info.node_name))
+        if driver:
+            return (f"{topic}: the driver {info.node_namespace.rstrip('/')}/{driver} takes "
+                    f"{info.topic_type}, and this node {ours} (cmd_vel_stamped {stamped}): it cannot "
+                    "see a user drive. Set cmd_vel_stamped as the driver's, in the cozmo_behavior section")
+    other = sorted({i.topic_type for i in node.get_publishers_info_by_topic(topic) if i.topic_type != ours})
+    if not other:
+        return None
+    counterpart = "geometry_msgs/msg/" + ("Twist" if stamped else "TwistStamped")
+    driver_side = (f", or cmd_vel_stamped {not stamped} on the driver (the bring-up gives this node the "
+                   "driver's)") if other == [counterpart] else ""
+    return (f"{topic} has a publisher of {', '.join(other)}, which neither this node takes (cmd_vel_stamped "
+            f"{stamped}: {ours}) nor a driver of the same setting: it cannot see that user drive. "
+            f"Set that publisher to {ours}{driver_side}")
+
+
 class RosRobot(RobotInterface):
     """The engine's commands as the driver's actions, topics and services."""
 
@@ -628,22 +663,16 @@ class BehaviorNode(Node):
                 goals.clear()
 
     def _check_cmd_vel_type(self, now: float) -> None:
-        """Every TYPE_CHECK_S: a warning (once) when cmd_vel has another type on the graph
-        than this node's (cmd_vel_stamped set on the driver only): the engine would never
-        see a user drive, and would drive against them."""
+        """Every TYPE_CHECK_S: a warning (once) when the driver's cmd_vel or a publisher of
+        it has another type than this node's: the engine would never see that user drive,
+        and would drive against them."""
         if now - self._types_checked_at < TYPE_CHECK_S or "cmd_vel_type" in self._warned_once:
             return
         self._types_checked_at = now
-        topic = self.resolve_topic_name("cmd_vel")
-        ours = "geometry_msgs/msg/" + self._cmd_vel_type.__name__
-        other = sorted({t for name, types in self.get_topic_names_and_types() if name == topic
-                        for t in types if t != ours})
-        if other:
+        line = cmd_vel_type_warning(self, bool(self._params["cmd_vel_stamped"]))
+        if line:
             self._warned_once.add("cmd_vel_type")
-            self.get_logger().warning(
-                f"{topic} carries {', '.join(other)} on the graph, and this node takes {ours} "
-                f"(cmd_vel_stamped {self._params['cmd_vel_stamped']}): it cannot see a user drive. "
-                "Set cmd_vel_stamped as the driver's, in the cozmo_behavior section")
+            self.get_logger().warning(line)
 
     # ------------------------------------------------------------------ control
 

@@ -796,8 +796,9 @@ def test_a_cancelled_sound_sends_no_more_and_the_next_plays_whole(rclpy_context)
 
 
 def test_cmd_vel_of_another_type_is_said(rclpy_context, rclpy_log):
-    """cmd_vel_stamped set on the driver only (or a TwistStamped teleop): cmd_vel has another
-    type on the graph than the engine's, which then never sees a user drive; said once."""
+    """A TwistStamped teleop where the engine takes Twist (no driver seen): the engine (and a
+    driver of its setting) never sees that user drive; said once, with what to set: the
+    publisher, or the driver's cmd_vel_stamped (the bring-up gives the engine the driver's)."""
     from geometry_msgs.msg import TwistStamped
 
     behavior = BehaviorNode(context=rclpy_context, parameter_overrides=[
@@ -815,12 +816,42 @@ def test_cmd_vel_of_another_type_is_said(rclpy_context, rclpy_log):
         def said():
             return [line.message for line in rclpy_log.of(behavior, LoggingSeverity.WARN)]
         assert spin.spin_until(lambda: said(), 3.0 + behavior_node.TYPE_CHECK_S), said()
-        assert said() == ["/cmd_vel carries geometry_msgs/msg/TwistStamped on the graph, and "
-                          "this node takes geometry_msgs/msg/Twist (cmd_vel_stamped False): it "
-                          "cannot see a user drive. Set cmd_vel_stamped as the driver's, in the "
-                          "cozmo_behavior section"]
+        assert said() == ["/cmd_vel has a publisher of geometry_msgs/msg/TwistStamped, which neither "
+                          "this node takes (cmd_vel_stamped False: geometry_msgs/msg/Twist) nor a "
+                          "driver of the same setting: it cannot see that user drive. Set that "
+                          "publisher to geometry_msgs/msg/Twist, or cmd_vel_stamped True on the "
+                          "driver (the bring-up gives this node the driver's)"]
         spin.spin_for(behavior_node.TYPE_CHECK_S + 1.0)
         assert len(said()) == 1
+    finally:
+        spin.close()
+        other.try_shutdown()
+
+
+def test_cmd_vel_of_the_driver_of_another_type_is_said(rclpy_context, rclpy_log):
+    """cmd_vel_stamped set on the driver only (the engine started without the bring-up): the
+    driver's cmd_vel subscription (on its cmd_vel thread's node) has another type than the
+    engine's, which then never sees a user drive: the engine's cmd_vel_stamped is to be set."""
+    from geometry_msgs.msg import TwistStamped
+
+    behavior = BehaviorNode(context=rclpy_context, parameter_overrides=[
+        Parameter("start_delay", value=0.0), Parameter("enabled", value=False)])
+    spin = RosHarness(rclpy_context, "cmd_vel_driver_typer", nodes=(behavior,))
+    other = rclpy.Context()
+    rclpy.init(context=other)
+    try:
+        driver = rclpy.create_node("cozmo_driver", context=other)
+        driver.create_publisher(LinkStatus, "link_status", 1)
+        thread_node = rclpy.create_node("_cozmo_driver_cmd_vel", context=other)
+        thread_node.create_subscription(TwistStamped, "cmd_vel", lambda _: None, 10)
+
+        def said():
+            return [line.message for line in rclpy_log.of(behavior, LoggingSeverity.WARN)]
+        assert spin.spin_until(lambda: said(), 3.0 + behavior_node.TYPE_CHECK_S), said()
+        assert said() == ["/cmd_vel: the driver /cozmo_driver takes geometry_msgs/msg/TwistStamped, and "
+                          "this node geometry_msgs/msg/Twist (cmd_vel_stamped False): it cannot see a "
+                          "user drive. Set cmd_vel_stamped as the driver's, in the cozmo_behavior "
+                          "section"]
     finally:
         spin.close()
         other.try_shutdown()
