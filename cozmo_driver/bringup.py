@@ -124,11 +124,12 @@ def split_launch_style(parser: argparse.ArgumentParser, argv: Sequence[str],
 
 def _refuse_unrecognized(parser: argparse.ArgumentParser, extra: Sequence[str]) -> None:
     """A usage error for what argparse did not recognise: an option close to a launch
-    argument (``--use-simm``) gets the plan's message, with its suggestion."""
+    argument (``--use-simm``) or a node's parameter (``--local-port``) gets the plan's message."""
     names = [token[2:].split("=", 1)[0].replace("-", "_") for token in extra
              if token.startswith("--") and len(token) > 2]
     try:
-        plan.check_argument_names([name for name in names if plan.closest_name(name)])
+        plan.check_argument_names([name for name in names
+                                   if plan.closest_name(name) or plan.node_parameter_owners(name)])
     except plan.PlanError as exc:
         parser.error(str(exc))
     parser.error(f"unrecognized arguments: {' '.join(extra)}")

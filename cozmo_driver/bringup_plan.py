@@ -73,6 +73,7 @@ __all__ = [
     "BringupArgs",
     "closest_name",
     "check_argument_names",
+    "node_parameter_owners",
     "resolve_arguments",
     "ParamFile",
     "Parameters",
@@ -204,12 +205,29 @@ def closest_name(name: str, known: Optional[Sequence[str]] = None) -> Optional[s
     return close[0] if close else None
 
 
+def node_parameter_owners(name: str) -> Optional[str]:
+    """The nodes of which ``name`` is a parameter (``cozmo_driver``, ``cozmo_face``,
+    ``cozmo_behavior``, or every node's ``use_sim_time``), said as words, or None."""
+    from .behavior.parameters import BEHAVIOR_PARAMETERS
+    from .driver.parameters import PARAMETERS
+    from .face.parameters import FACE_PARAMETERS
+    if name == "use_sim_time":
+        return "every node"
+    owners = [node for node, table in ((DRIVER_NODE, PARAMETERS), (FACE_NODE, FACE_PARAMETERS),
+                                       (BEHAVIOR_NODE, BEHAVIOR_PARAMETERS))
+              if any(spec.name == name for spec in table)]
+    return " and ".join(owners) or None
+
+
 def check_argument_names(names: Iterable[str], also: Iterable[str] = (),
                          known: Optional[Sequence[str]] = None) -> None:
     """Refuse every name that is not an argument of the bring-up (nor one of ``also``):
     a PlanError that names each, with the closest argument where one is close (a
     misspelt ``use_simm:=true`` would otherwise drive the real robot), and lists the
-    arguments. ``known``: other argument names than the plan's (cozmo-demo's)."""
+    arguments; a node's parameter (``local_port``, ``use_sim_time``) is said to be one, for
+    the parameter file, with no suggestion (a close argument would do something else).
+    ``known``: other argument names than the plan's (cozmo-demo's), with no such saying."""
+    plans = known is None
     known = [arg.name for arg in ARGUMENTS] if known is None else list(known)
     also = set(also)
     unknown = [name for name in dict.fromkeys(names) if name not in known and name not in also]
@@ -217,8 +235,13 @@ def check_argument_names(names: Iterable[str], also: Iterable[str] = (),
         return
     described = []
     for name in unknown:
+        owners = node_parameter_owners(name) if plans else None
         close = closest_name(name, known)
-        described.append(f"{name!r} (did you mean {close!r}?)" if close else repr(name))
+        if owners:
+            described.append(f"{name!r} (a parameter of {owners}, not an argument of the bring-up: "
+                             "set it in the parameter file given with config:=)")
+        else:
+            described.append(f"{name!r} (did you mean {close!r}?)" if close else repr(name))
     noun = "argument" if len(unknown) == 1 else "arguments"
     raise PlanError(f"unknown {noun} {', '.join(described)}; the arguments are: "
                     f"{', '.join(known)}")

@@ -70,6 +70,7 @@ from ..face.expressions import BLINK, EXPRESSIONS, FaceAnimator, expression
 from ..face.procedural import FACE_HEIGHT_PX, FACE_WIDTH_PX, NUM_PARAMS, PARAM_NAMES, FaceParams
 from ..face.stream import FaceStream
 from ..driver.parameters import ParamSpec
+from ..face.parameters import FACE_PARAMETERS
 from ..lifeline import exit_with_parent
 from ..log_throttle import LogThrottle
 from ._entry import destroyed_if_refused, init, make_node, spin_node, unknown_parameters
@@ -92,9 +93,6 @@ _MAX_QUOTED = 64
 _WARN_PERIOD_S = 2.0
 #: the throttle's kind of the info lines of face/expression (the same expression again)
 _SAID_EXPRESSION = "expression said"
-#: the highest fps: the robot shows a frame every 1/30 s, so the driver takes one face a tick
-#: (a faster face filled its queue and lost a frame in three to a half of them, unsaid)
-MAX_FPS = 30.0
 
 
 @dataclass
@@ -107,18 +105,6 @@ class LocalDisplay:
 
     show: Callable[[np.ndarray, int], None]
     subscriptions: Callable[[], int]
-
-
-#: the node's parameters (read at start-up), declared from this table; ``--help`` lists them
-FACE_PARAMETERS = (
-    ParamSpec("fps", 30.0, "Frames rendered per second (at most 30: the robot shows 30 a second)", "1/s",
-              1.0, MAX_FPS),
-    ParamSpec("expression", "neutral", "The expression at start-up"),
-    ParamSpec("idle", True, "Idle life: blinks and small eye movements"),
-    ParamSpec("seed", 0, "Seed of the idle life (the same seed blinks the same way)"),
-    ParamSpec("transition_s", 0.3, "Default time to ease from one expression to the next", "s", 0.0, 10.0),
-    ParamSpec("keepalive_s", 1.0, "An unchanged face is published again this often", "s", 0.1, 60.0),
-)
 
 
 def _descriptor(spec: ParamSpec) -> ParameterDescriptor:

@@ -485,6 +485,32 @@ def test_cli_refuses_times_that_are_not_finite_or_out_of_range(argv, said, capsy
     assert said in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("name, nodes", [
+    ("local_port", "cozmo_driver"), ("use_sim_time", "every node"), ("fps", "cozmo_face"),
+    ("tick_rate", "cozmo_behavior"), ("cmd_vel_stamped", "cozmo_driver and cozmo_behavior"),
+])
+def test_a_node_parameter_is_said_to_be_one_with_no_suggestion(name, nodes):
+    """local_port:=6000 was offered 'robot_port', use_sim_time:=true 'use_sim' (close names
+    that would do something else): a node's parameter is said to be one, for the
+    parameter file."""
+    with pytest.raises(plan.PlanError) as exc:
+        plan.check_argument_names(["use_sim", name])
+    message = str(exc.value)
+    assert message.startswith(f"unknown argument {name!r} (a parameter of {nodes}, not an argument "
+                              "of the bring-up: set it in the parameter file given with config:=); "
+                              "the arguments are: "), message
+    assert "did you mean" not in message
+
+
+@pytest.mark.parametrize("argv", [["local_port:=6000"], ["--local-port", "6000"]])
+def test_cli_says_a_node_parameter_is_one(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        bringup.main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "'local_port' (a parameter of cozmo_driver, not an argument of the bring-up" in err, err
+
+
 @pytest.mark.parametrize("argv, name, suggestion", [
     (["use_simm:=true"], "use_simm", "use_sim"),
     (["namspace:=robot1", "use_sim:=true"], "namspace", "namespace"),
