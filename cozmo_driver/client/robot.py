@@ -24,7 +24,7 @@ from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Seq
 from ..protocol import messages as msgs
 from ..protocol.errors import CozmoError, NotConnectedError
 from ..protocol.session import MessageReceived
-from ..transport.udp import UdpTransport, resolve_address
+from ..transport.udp import LOCAL_ADDRESS_HINT, UdpTransport, resolve_address
 from .claim import RobotClaim
 from .link import ClientConfig, LinkState, LinkStateChanged, RobotInfo, RobotLink
 
@@ -80,7 +80,7 @@ class Robot:
         self._claim = RobotClaim(host, port)  # acquired by start()
         self.transport = UdpTransport(self.link, local_addr=(local_host, local_port),
                                       remote_addr=(host, port), peer_policy="fixed",
-                                      on_event=self._dispatch, name=name)
+                                      on_event=self._dispatch, name=name, local_hint=LOCAL_ADDRESS_HINT)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -90,7 +90,7 @@ class Robot:
         ``local_host`` is a specific one), open the socket and connect."""
         local_host = self.transport.local_addr[0]
         if local_host not in ("", "0.0.0.0"):  # a specific address: the robot as seen from there
-            local_host = resolve_address(*self.transport.local_addr)[0]
+            local_host = resolve_address(*self.transport.local_addr, hint=LOCAL_ADDRESS_HINT)[0]
         self._claim = RobotClaim(*resolve_address(*self.transport.remote_addr, destination=True),
                                  local_host=local_host).acquire()
         try:

@@ -116,6 +116,9 @@ class TransportStats:
 
 #: what resolve_address adds to an address it refuses: where a robot answers
 ROBOT_ADDRESS_HINT = "a Cozmo answers at 172.31.1.1 on its own Wi-Fi"
+#: what a robot client adds to a local address it cannot resolve or bind (the driver's parameters)
+LOCAL_ADDRESS_HINT = ("local_ip: an address of this computer to bind, 0.0.0.0 for every interface; "
+                      "local_port: a free port, 0 for any")
 _NUMERIC = re.compile(r"[0-9.]+")
 #: addresses nothing can be sent to: the unspecified one and the limited broadcast
 _NO_DESTINATION = {"0.0.0.0": "the unspecified address (a socket binds it; no host has it)",
@@ -255,10 +258,14 @@ class UdpTransport:
 
     def __init__(self, protocol: Any, local_addr: Address = ("0.0.0.0", 0),
                  remote_addr: Optional[Address] = None, peer_policy: str = "fixed",
-                 on_event: Optional[Callable[[Any], None]] = None, name: str = "udp") -> None:
+                 on_event: Optional[Callable[[Any], None]] = None, name: str = "udp",
+                 local_hint: str = "") -> None:
         PeerFilter(peer_policy, remote_addr)  # checks the policy before anything starts
         self.protocol = protocol
         self.local_addr = local_addr
+        #: what a local address that cannot be resolved or bound is told (a robot client:
+        #: LOCAL_ADDRESS_HINT); empty: ROBOT_ADDRESS_HINT for the first, nothing for the bind
+        self.local_hint = local_hint
         self.remote_addr = remote_addr
         self.peer_policy = peer_policy
         self.on_event = on_event
@@ -308,7 +315,7 @@ class UdpTransport:
         cannot be used). A stopped transport, or one whose start failed, may start again."""
         if self._thread is not None:
             raise TransportStateError("transport already started")
-        host, port = resolve_address(*self.local_addr)
+        host, port = resolve_address(*self.local_addr, hint=self.local_hint or ROBOT_ADDRESS_HINT)
         if self.remote_addr is not None:
             self.remote_addr = resolve_address(*self.remote_addr, destination=True)
             if os.environ.get(LOOPBACK_ONLY_ENV) == "1" and not is_loopback(self.remote_addr[0]):
@@ -330,7 +337,8 @@ class UdpTransport:
         if self._start_error is not None:
             self._thread.join(timeout)
             self._thread = None
-            error = AddressError(f"cannot bind UDP {host}:{port}: {self._start_error}")
+            hint = f" ({self.local_hint})" if self.local_hint else ""
+            error = AddressError(f"cannot bind UDP {host}:{port}: {self._start_error}{hint}")
             error.errno = getattr(self._start_error, "errno", None)
             raise error from None
         logger.info("[%s] UDP bound to %s:%d%s", self.name, *self.local_address,

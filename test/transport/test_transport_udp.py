@@ -296,6 +296,28 @@ def test_bind_errors_are_reported_clearly():
         first.stop()
 
 
+LOCAL_HINT = ("local_ip: an address of this computer to bind, 0.0.0.0 for every interface; local_port: "
+              "a free port, 0 for any")
+
+
+def test_a_bad_local_address_is_blamed_on_local_ip_not_on_the_robots():
+    """A robot client's local address that does not resolve was told to be the robot's
+    ("a Cozmo answers at 172.31.1.1"), and one it cannot bind named no parameter: both name
+    local_ip and local_port. Nothing is sent (192.0.2.55, of no host here, is only bound)."""
+    from cozmo_driver.client.robot import Robot
+
+    with pytest.raises(AddressError) as refused:
+        Robot("127.0.0.1", 5551, local_host="10.0.0.300").start()
+    assert str(refused.value) == (f"'10.0.0.300' is not an IPv4 address of four numbers 0-255 separated "
+                                  f"by dots: check the address ({LOCAL_HINT})")
+    robot = Robot("127.0.0.1", 5551, local_host="192.0.2.55")
+    with pytest.raises(AddressError) as refused:
+        robot.start()
+    assert not robot.transport.running
+    assert str(refused.value).startswith("cannot bind UDP 192.0.2.55:0: "), refused.value
+    assert str(refused.value).endswith(f" ({LOCAL_HINT})"), refused.value
+
+
 def test_a_start_after_a_failed_bind_binds_afresh():
     """The driver starts the same transport again (activate after a failed one): the first
     start's error was raised again after a 5 s join of the new thread, which stayed bound."""
