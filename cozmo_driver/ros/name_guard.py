@@ -37,7 +37,8 @@ def duplicate_message(fqn: str, count: int) -> str:
             "each other's commands. Stop the other one, or separate the two: a namespace each "
             "(ros2 launch ... namespace:=robot2, or --ros-args -r __ns:=/robot2), or a ROS_DOMAIN_ID "
             "each (export ROS_DOMAIN_ID=<0..101> before starting), and "
-            "ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST to keep a stack on its machine")
+            "ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST (on Humble ROS_LOCALHOST_ONLY=1) to keep a stack "
+            "on its machine")
 
 
 class NameGuard:

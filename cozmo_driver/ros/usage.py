@@ -26,7 +26,8 @@ ROS arguments (after --ros-args):
   --params-file FILE         parameters from a YAML file (e.g. config/cozmo.yaml)
   --log-level LEVEL          debug, info, warn, error or fatal
 Environment: ROS_DOMAIN_ID separates ROS graphs on one network;
-ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST keeps the graph on this machine."""
+ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST (on Humble
+ROS_LOCALHOST_ONLY=1) keeps the graph on this machine."""
 
 
 def wants_help(args: Optional[Sequence[str]] = None) -> bool:

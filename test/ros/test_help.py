@@ -49,6 +49,8 @@ def test_a_node_answers_help_with_its_parameters_and_starts_nothing(name, flag):
     out = done.stdout
     assert out.startswith(f"usage: {name} [-h] [--ros-args ...]")
     assert "-r __ns:=/NAMESPACE" in out and "--params-file FILE" in out and "ROS_DOMAIN_ID" in out
+    # Humble ignores ROS_AUTOMATIC_DISCOVERY_RANGE: its switch is told too
+    assert "ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST (on Humble\nROS_LOCALHOST_ONLY=1)" in out, out
     for spec in NODES[name]:
         assert f"\n  {spec.name}: {spec.type_name}, default " in out, spec.name
     # nothing started: no log line of a node, no connection attempt

@@ -56,6 +56,15 @@ def test_a_second_node_of_the_same_name_is_told_what_runs_and_what_to_do(rclpy_c
     assert "namespace" in text and "ROS_DOMAIN_ID" in text
 
 
+def test_keeping_a_stack_on_its_machine_is_told_for_humble_too():
+    """ROS_AUTOMATIC_DISCOVERY_RANGE alone was told, which Humble ignores (it reads
+    ROS_LOCALHOST_ONLY)."""
+    from cozmo_driver.ros.name_guard import duplicate_message
+    text = duplicate_message("/cozmo_driver", 2)
+    assert text.endswith("and ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST (on Humble ROS_LOCALHOST_ONLY=1) "
+                         "to keep a stack on its machine"), text
+
+
 def test_the_same_name_in_another_namespace_is_no_duplicate(rclpy_context, second_context):
     told, guard = run_guard(rclpy_context, second_context, "/guard_b", "/guard_c")
     assert told == [] and not guard.found
