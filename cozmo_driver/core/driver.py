@@ -106,6 +106,15 @@ def make_robot(params: Dict[str, Any], name: str) -> Robot:
                  local_port=int(params["local_port"]), config=config, name=name)
 
 
+def no_answer_hint(robot: Any, robot_ip: str) -> str:
+    """What a robot that does not answer is told: the simulator's hint when the address
+    robot_ip resolved to (the transport's remote_addr, resolved when it started: localhost
+    is 127.0.0.1) is a loopback one, else the real robot's. No look-up here (this runs on
+    the I/O thread): before a start, robot_ip as given."""
+    remote = getattr(getattr(robot, "transport", None), "remote_addr", None)
+    return SIM_NO_ANSWER_HINT if is_loopback(remote[0] if remote else robot_ip) else NO_ANSWER_HINT
+
+
 class _StateParts:
     """The samples of one robot state that a front-end reads only for the streams its
     subscribers want (see StateSample): made from the message when asked for."""
@@ -408,7 +417,7 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
                 self.log_throttled(logging.WARNING, "connect", f"the robot at {where} answered, but "
                                    f"sent no robot state ({event.reason}). {NO_STATE_HINT}", 10.0)
             else:
-                hint = SIM_NO_ANSWER_HINT if is_loopback(self.params["robot_ip"]) else NO_ANSWER_HINT
+                hint = no_answer_hint(self.robot, self.params["robot_ip"])
                 self.log_throttled(logging.WARNING, "connect", f"the robot at {where} does not "
                                    f"answer ({event.reason}). {hint}", 10.0)
         elif event.state is LinkState.DISCONNECTED:

@@ -117,7 +117,7 @@ def connected(**params):
     """A core with ``params`` over the defaults, active and connected to the simulator."""
     robot = MemoryRobot()
     output = RecordingOutput(clock_ns=lambda: int(robot.net.now * 1e9) + 1_700_000_000 * 10**9)
-    core = DriverCore(robot, dict(PARAMS, robot_ip="127.0.0.1", robot_port=5551, **params), output)
+    core = DriverCore(robot, dict(PARAMS, **{"robot_ip": "127.0.0.1", "robot_port": 5551, **params}), output)
     robot.start(core.on_robot_event)
     core.activate()
     robot.run(2.0)
@@ -1124,6 +1124,21 @@ def test_a_robot_that_answered_but_never_streamed_is_not_said_to_not_answer():
     said = [text for level, text in output.lines if level == logging.WARNING]
     assert said and "answered, but sent no robot state" in said[-1], said
     assert "does not answer" not in said[-1]
+
+
+def test_a_robot_ip_naming_this_computer_gets_the_simulators_hint():
+    """robot_ip:=localhost was told the real robot's hint (its Wi-Fi, the Cozmo app): the
+    name was looked at, not the address it resolves to, which the UDP transport holds once
+    started (its remote_addr); a robot elsewhere keeps the Wi-Fi hint."""
+    for name, address, hint in (("localhost", "127.0.0.1", "Is the simulator running on that port"),
+                                ("cozmo.lan", "172.31.1.1", "this computer on its Wi-Fi")):
+        robot, core, output = connected(robot_ip=name)
+        robot.transport.remote_addr = (address, 5551)  # as UdpTransport.start resolved it
+        core.link_state = LinkState.CONNECTING          # an attempt went unanswered
+        core.on_robot_event(LinkStateChanged(LinkState.LOST, "no answer within 3.0 s"))
+        said = [text for level, text in output.lines if level == logging.WARNING]
+        assert said and f"the robot at {name}:5551 does not answer" in said[-1], said
+        assert hint in said[-1], said[-1]
 
 
 def test_stop_on_cliff_off_is_sent_again_on_every_connection():
