@@ -169,9 +169,10 @@ def expression_names() -> list[str]:
     return list(EXPRESSIONS)
 
 
-def expression(name: str) -> FaceParams:
+def expression(name: str, blink_taken: bool = False) -> FaceParams:
     """A copy of the named expression (aliases accepted, case and surrounding spaces
-    ignored); ``KeyError`` names the choices (and says that :data:`BLINK` is none)."""
+    ignored); ``KeyError`` names the choices, with :data:`BLINK` where the caller takes it
+    (``blink_taken``: the face node's commands), and says that :data:`BLINK` is none."""
     key = name.strip().lower()
     if key == BLINK:
         raise KeyError(f"{BLINK!r} is not an expression: it blinks once, the expression kept "
@@ -181,8 +182,9 @@ def expression(name: str) -> FaceParams:
         return EXPRESSIONS[key].copy()
     except KeyError:
         aliases = ", ".join(f"{alias} ({meant})" for alias, meant in sorted(ALIASES.items()))
+        blink = f"; and {BLINK} (one blink, the expression kept)" if blink_taken else ""
         raise KeyError(f"unknown expression {name!r}; known: {', '.join(sorted(EXPRESSIONS))}; "
-                       f"aliases: {aliases}; and {BLINK} (one blink, the expression kept)") from None
+                       f"aliases: {aliases}{blink}") from None
 
 
 # --------------------------------------------------------------------------------------------

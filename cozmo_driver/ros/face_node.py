@@ -156,7 +156,7 @@ class FaceNode(Node):
             try:
                 base = expression(str(start))
             except KeyError as exc:
-                raise ValueError(str(exc.args[0])) from None
+                raise ValueError(f"expression: {exc.args[0]}") from None
         now = time.monotonic()
         #: held by whoever reads or changes the animator (the frame thread, the callbacks)
         self._lock = threading.Lock()
@@ -205,7 +205,7 @@ class FaceNode(Node):
             with self._lock:
                 self.animator.blink(time.monotonic())
             return f"face '{BLINK}': one blink, the expression kept"
-        face = expression(name)
+        face = expression(name, blink_taken=True)
         duration = self.transition_s if transition_s is None or transition_s < 0 else transition_s
         with self._lock:
             self.animator.set_expression(face, time.monotonic(), duration)

@@ -37,8 +37,11 @@ def test_the_expression_library():
         assert expression(alias) == EXPRESSIONS[target]
     assert expression("love") == EXPRESSIONS["joy"]
     with pytest.raises(KeyError, match="known") as unknown:
-        expression("ecstatic")
+        expression("ecstatic", blink_taken=True)
     assert "blink (one blink, the expression kept)" in unknown.value.args[0]
+    with pytest.raises(KeyError, match="known") as unknown:  # a clip, the face node's parameter
+        expression("ecstatic")
+    assert "blink" not in unknown.value.args[0]
     # "blink" is no face (it was "closed": the eyes shut for good); the face node blinks
     # once for it (FaceAnimator.blink), the expression kept
     assert "blink" not in ALIASES and "blink" not in EXPRESSIONS

@@ -80,6 +80,22 @@ def test_config_yaml_lists_every_face_node_parameter_with_its_default(rclpy_cont
             assert f"Range {bounds.from_value!r}..{bounds.to_value!r}." in comments[name], name
 
 
+def test_an_unknown_start_expression_is_refused_naming_the_parameter(rclpy_context):
+    """expression:=hapy was refused as "unknown expression 'hapy'; known: ...; and blink (...)",
+    naming no parameter and offering blink, which the parameter refuses: it names the
+    parameter, and the expressions and aliases only."""
+    for value in ("hapy", "blink"):
+        with pytest.raises(ValueError) as refused:
+            FaceNode(node_name="misspelt_face", context=rclpy_context,
+                     parameter_overrides=[Parameter("expression", value=value)])
+        text = str(refused.value)
+        if value == "hapy":
+            assert text.startswith("expression: unknown expression 'hapy'; known: "), text
+            assert "aliases: afraid (fearful)" in text and "blink" not in text, text
+        else:  # said not to be one
+            assert text.startswith("expression: 'blink' is not an expression"), text
+
+
 def test_fps_beyond_the_thirty_frames_a_second_the_robot_shows_is_refused(rclpy_context):
     """The driver takes one face a tick of the robot's 30 a second: a face node rendering 60
     filled the driver's queue and lost frames unsaid; now it does not start, naming the range."""
