@@ -224,7 +224,8 @@ def main(args: Optional[List[str]] = None) -> int:
         return 0
     exit_with_parent()  # end with the bring-up that started it (cozmo_driver.lifeline)
     init(args)
-    node = make_node("cozmo_description_publisher", DescriptionPublisher, (DescriptionError,))
+    from rclpy.exceptions import ParameterException  # a value of the wrong type, out of range
+    node = make_node("cozmo_description_publisher", DescriptionPublisher, (DescriptionError, ParameterException))
     if node is None:
         return 2
     return spin_node(node)

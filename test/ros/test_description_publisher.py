@@ -300,3 +300,19 @@ def test_an_empty_description_is_refused(rclpy_context):
         assert "description_publisher" not in names and refused.value is not None, names
     finally:
         probe.destroy_node()
+
+
+def test_a_parameter_of_the_wrong_type_is_one_line_and_status_2():
+    """-p frame_prefix:=7 (an integer): rclpy's InvalidParameterTypeException was a traceback
+    and status 1; now one line naming the parameter, and 2, as the other nodes say it."""
+    import subprocess
+
+    from processes import project_executable
+
+    exe = project_executable("cozmo_description_publisher")
+    result = subprocess.run([str(exe), "--ros-args", "-p", "frame_prefix:=7"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    said = [line for line in result.stderr.splitlines() if line.startswith("cozmo_description_publisher: ")]
+    assert len(said) == 1 and "frame_prefix" in said[0], result.stderr
