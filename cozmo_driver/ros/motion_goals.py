@@ -557,8 +557,8 @@ class FollowPathGoal(PathGoal):
                 raise MotionError(
                     f"segments[0]: starts {off * 1000:.0f} mm from the robot, which follows a path "
                     f"only from on it (it gives a path up {mo.PATH_GIVE_UP_M * 1000:.0f} mm off it): "
-                    "start it where the robot is (0, 0 in base_footprint), or drive there first "
-                    "(go_to_pose)")
+                    f"start it where the robot is (0, 0 in {ctx.node._frame('base_frame')}), or drive "
+                    "there first (go_to_pose)")
         return plan
 
     @staticmethod

@@ -1040,6 +1040,18 @@ def test_a_turn_that_ended_before_it_started_gives_the_heading_it_knows(rig, abs
     assert result.heading_error == pytest.approx(wrap(1.0 - result.final_heading) if absolute else 1.0)
 
 
+def test_a_path_away_from_the_robot_is_told_to_start_in_its_own_base_frame(rclpy_context, sim):
+    """The refusal of segments that start away from the robot said "(0, 0 in base_footprint)"
+    under any frame_prefix: it names the driver's base frame as it is."""
+    rig = Rig(rclpy_context, sim, namespace="prefixed", frame_prefix="robot1/")
+    try:
+        far = FollowPath.Goal(segments_frame_id="robot1/base_footprint", segments=[
+            PathSegment(type=PathSegment.LINE, start_x=0.3, start_y=0.2, end_x=0.4, end_y=0.2)])
+        rig.rejected("follow_path", far, "start it where the robot is (0, 0 in robot1/base_footprint)")
+    finally:
+        rig.close()
+
+
 def test_cleanup_with_a_goal_running_releases_the_servers(rclpy_context, sim):
     from rclpy.action import get_action_server_names_and_types_by_node
 
