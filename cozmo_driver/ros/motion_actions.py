@@ -378,7 +378,8 @@ class MotionActions:
     def _latest_state(self):
         """The latest RobotState: this listener's, or, in the moment after the link turned
         READY on the robot's first state and before this listener saw it, the client's."""
-        return self._state if self._state is not None else self._robot.robot_state
+        state = self._state  # read once: the I/O thread clears it when the link goes
+        return state if state is not None else self._robot.robot_state
 
     def _check_driver(self, resource: str) -> None:
         node = self._node
@@ -498,9 +499,9 @@ class MotionActions:
         run.goal_handle.publish_feedback(self._goals[run.name].feedback(run, sample))
 
     def _result(self, run: Run):
-        sample = run.sample
-        if sample is None and self._state is not None:
-            sample = mo.state_sample(self._state, time.monotonic(), self._axes())
+        sample, state = run.sample, self._state  # read once: the I/O thread clears it when the link goes
+        if sample is None and state is not None:
+            sample = mo.state_sample(state, time.monotonic(), self._axes())
         result = self._goals[run.name].result(run, sample)
         result.success = run.outcome.status == SUCCEEDED
         result.message = run.outcome.message

@@ -1052,6 +1052,49 @@ def test_a_path_away_from_the_robot_is_told_to_start_in_its_own_base_frame(rclpy
         rig.close()
 
 
+def test_a_result_made_as_the_link_goes_is_the_goals_own(rig):
+    """The result of a goal that saw no robot state read the latest state twice, and the I/O
+    thread sets it to None when the link goes: gone between the two reads, the result raised
+    AttributeError, rclpy logged "Error raised in execute callback" and the goal ended ABORTED
+    with an empty result. The state is read once: the goal's own result, from the state read."""
+    from cozmo_driver.driver.motion import MotionError
+    from cozmo_driver.ros.motion_actions import MotionActions
+    motion = rig.node._motion
+    goal_type = motion._goals["turn_in_place"]
+    started, made = goal_type.start, motion._result
+
+    def refused(run) -> None:
+        raise MotionError("refused before the start")
+
+    class LinkGoesAfterTheFirstRead(MotionActions):
+        """The latest state as the I/O thread leaves it: the link goes right after one read."""
+
+        @property
+        def _state(self):
+            state, self.__dict__["_state"] = self.__dict__["_state"], None
+            return state
+
+        @_state.setter
+        def _state(self, value) -> None:
+            self.__dict__["_state"] = value
+
+    def result_as_the_link_goes(run):
+        motion.__class__ = LinkGoesAfterTheFirstRead
+        try:
+            return made(run)
+        finally:
+            motion.__class__ = MotionActions
+
+    goal_type.start, motion._result = refused, result_as_the_link_goes
+    try:
+        status, result = rig.run("turn_in_place", TurnInPlace.Goal(angle=1.0))
+    finally:
+        goal_type.start = started
+        del motion._result
+    assert status == GoalStatus.STATUS_ABORTED and result.message == "refused before the start"
+    assert result.final_heading == pytest.approx(rig.odom_truth()[2], abs=0.02)
+
+
 def test_cleanup_with_a_goal_running_releases_the_servers(rclpy_context, sim):
     from rclpy.action import get_action_server_names_and_types_by_node
 
