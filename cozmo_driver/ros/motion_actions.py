@@ -115,7 +115,7 @@ class MotionActions:
         self._log = node.get_logger()
         self._runs: Dict[str, Run] = {}            # motor -> its running goal
         self._by_goal: Dict[bytes, Run] = {}
-        self._plans: Dict[int, Dict[str, Any]] = {}  # id(goal request) -> checked goal
+        self._plans: Dict[int, Tuple[Dict[str, Any], float]] = {}  # id(goal request) -> (checked goal, when)
         self._state = None                           # latest RobotState (set on the I/O thread)
         self._pending_executes = 0                   # goal and execute callbacks not returned
         self._closed = False
@@ -335,8 +335,9 @@ class MotionActions:
         elif kind == _RESTART:
             self.preempt("wheels", a, stop=True)
         elif kind == _LINK and self._runs:
-            # only the goals that ran when the link went: the hand-over lags the I/O thread,
-            # and a goal accepted once the link was back (READY comes first) is not affected
+            # only the goals that ran, or were being checked, when the link went: the hand-over
+            # lags the I/O thread, and a goal checked once the link was back (READY comes first)
+            # is not affected
             reason, at = b
             for run in [r for r in self._runs.values() if r.accepted_at <= at]:
                 state = "" if a is LinkState.LOST else f"{a.value}: "  # not "(lost: ..."
@@ -358,6 +359,9 @@ class MotionActions:
                 await self._wait_for_frames(frames)
             finally:
                 self._pending_executes -= 1
+        # a goal counts from its driver check: a link lost after it (during the goal's own
+        # check, 0.4 s for a long path) aborts it (_on_handed_over), though accepted after that
+        checked_at = time.monotonic()
         try:
             if self._closed:
                 raise MotionError("the driver is shutting down")
@@ -372,7 +376,7 @@ class MotionActions:
             self._log.warning(f"{name}: {warning}")
         if len(self._plans) > 64:  # accepted goals never handed over (should not happen)
             self._plans.clear()
-        self._plans[id(goal)] = plan
+        self._plans[id(goal)] = (plan, checked_at)
         return GoalResponse.ACCEPT
 
     def _latest_state(self):
@@ -409,9 +413,9 @@ class MotionActions:
                               "(turn_in_place)")
 
     def _on_accepted(self, name: str, goal_handle) -> None:
-        plan = self._plans.pop(id(goal_handle.request), None)
+        plan, checked_at = self._plans.pop(id(goal_handle.request), (None, time.monotonic()))
         resource = ACTION_NAMES[name][1]
-        run = Run(name, resource, goal_handle, plan or {}, accepted_at=time.monotonic())
+        run = Run(name, resource, goal_handle, plan or {}, accepted_at=checked_at)
         # a path the previous goal runs ends on the robot first: a turn in place does not
         # end it there (Anki's firmware hands the treads back to the path after the turn)
         self.preempt(resource, f"{PREEMPTED} ({name})")

@@ -64,7 +64,7 @@ class Run:
     last_feedback: float = -1e9
     sample: Optional[StateSample] = None     # the latest robot state seen while running
     stop: Optional[Callable[[], None]] = None
-    accepted_at: float = 0.0                 # time.monotonic() when the goal was accepted
+    accepted_at: float = 0.0                 # time.monotonic() when its driver check began
 
 
 class GoalContext:

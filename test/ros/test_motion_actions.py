@@ -988,6 +988,34 @@ def test_deactivation_aborts_and_refuses_and_a_lost_robot_aborts(rig):
                  "(the driver reconnects by itself: link_status says when it is back)")
 
 
+def test_a_goal_whose_check_the_link_went_during_is_aborted(rig):
+    """The goal callback checks the driver (connected), then the goal itself (0.4 s for a
+    follow_path of 20000 poses). A link lost meanwhile aborts the goals that ran when it went,
+    and the goal was counted from its acceptance, after that: it was not aborted, started from
+    the state of before, and ended only with the next reconnect attempt. A goal is counted from
+    its driver check: one the link went during is aborted. The link goes, as the I/O thread
+    says it, right after the goal's own check."""
+    from cozmo_driver.client import LinkState, LinkStateChanged
+    motion = rig.node._motion
+    goal_type = motion._goals["follow_path"]
+    checked = goal_type.check
+
+    def check_as_the_link_goes(goal):
+        plan = checked(goal)
+        motion._on_robot_event(LinkStateChanged(LinkState.LOST, "robot silent for 1.0 s"))
+        return plan
+
+    goal_type.check = check_as_the_link_goes
+    try:
+        handle = rig.send("follow_path", WHEEL_GOALS["follow_path"])
+    finally:
+        goal_type.check = checked
+    assert handle is not None, "follow_path goal rejected"
+    status, result = rig.wait(handle, 5.0)
+    assert status == GoalStatus.STATUS_ABORTED, result.message
+    assert result.message == "lost the robot (robot silent for 1.0 s)"
+
+
 @pytest.mark.parametrize("name", ["follow_path", "go_to_pose"])
 def test_a_goal_that_lost_the_robot_before_it_started_gives_an_unknown_final_pose(rig, name):
     """Accepted, then the link goes before the goal starts: its result's final_pose is in odom
