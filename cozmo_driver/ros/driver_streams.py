@@ -149,6 +149,9 @@ class DriverStreams(DriverOutput):
         #: set once a robot state has been handed to the publishers since build()
         self.first_state = threading.Event()
         self._estop_sent: Optional[bool] = None  # what emergency_stop/engaged last said
+        #: on_link runs on the I/O thread and the executor: its read of the emergency stop, the
+        #: comparison and the publishing are one step (the last published is the flag's value)
+        self._estop_lock = threading.Lock()
         self._held: Optional[List[Tuple[int, str]]] = None  # log lines held back (hold_notes)
         self._notes_lock = threading.Lock()
         self._ros_time = False
@@ -176,7 +179,8 @@ class DriverStreams(DriverOutput):
         self.wanted_until = 0
         self.eager_until = None
         self.first_state.clear()
-        self._estop_sent = None
+        with self._estop_lock:  # (on_link may run on the I/O thread)
+            self._estop_sent = None
         self.info_cache.clear()  # the frame names may have changed since the last configure
         self.image_templates.clear()
         self._image_waiting = None
@@ -441,11 +445,14 @@ class DriverStreams(DriverOutput):
         msg.wrong_source_dropped = sample.wrong_source_dropped
         pub.publish(msg)
         # emergency_stop/engaged (latched): when it changed, and once after each configure
-        engaged = bool(self.node._core.estop)
         estop_pub = self.node._pub.get("estop")
-        if estop_pub is not None and engaged is not self._estop_sent:
-            self._estop_sent = engaged
-            estop_pub.publish(Bool(data=engaged))
+        if estop_pub is None:
+            return
+        with self._estop_lock:
+            engaged = bool(self.node._core.estop)
+            if engaged is not self._estop_sent:
+                self._estop_sent = engaged
+                estop_pub.publish(Bool(data=engaged))
 
     def publish_reports(self, media: Any, objects: Any) -> None:
         """/diagnostics and the battery marker (the node's 1 s timer)."""

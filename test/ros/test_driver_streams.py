@@ -3,6 +3,7 @@ counts, and the camera-on-demand hold it derives from them."""
 
 from __future__ import annotations
 
+import threading
 from types import SimpleNamespace
 from typing import List
 
@@ -96,3 +97,75 @@ def test_the_camera_stays_on_for_the_hold_though_images_carry_older_stamps_than_
     assert leave_ms - recheck_ms + hold_ms <= changes[1][0] / MS <= leave_ms + hold_ms + 2 * recheck_ms, changes
     # and asked every RECHECK_NS, not again at every image (an older stamp than the state's)
     assert node._pub["image"].asked <= 6000 / recheck_ms + 1
+
+
+class _EstopPublisher(_Publisher):
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: List[bool] = []
+
+    def publish(self, msg) -> None:
+        self.sent.append(msg.data)
+
+
+class _Clock:
+    def now(self):
+        return SimpleNamespace(to_msg=lambda: ds.TimeMsg())
+
+
+class _Watched:
+    """A lock that says when a thread other than ``owner`` comes for it."""
+
+    def __init__(self, lock, owner, coming) -> None:
+        self._lock, self._owner, self._coming = lock, owner, coming
+
+    def __enter__(self):
+        if threading.current_thread() is not self._owner:
+            self._coming.set()
+        return self._lock.__enter__()
+
+    def __exit__(self, *exc):
+        return self._lock.__exit__(*exc)
+
+
+def test_emergency_stop_engaged_ends_on_the_current_value_when_two_threads_publish(streams):
+    """emergency_stop/engaged (latched) is published from the I/O thread (the core's link
+    changes) and from the executor (the emergency_stop service, the 1 s timer), each reading the
+    core's flag, comparing it with the last published and publishing. The I/O thread read
+    "released", the service engaged the stop and published "engaged", then the I/O thread
+    published its "released": the latched topic said the opposite of the flag until the next
+    timer. The read, compare and publish are one step: the last published is the flag's value.
+    The service comes right after the I/O thread's read (another thread, as it runs)."""
+    streams, node = streams
+    node._pub["link"] = SimpleNamespace(publish=lambda msg: None)
+    node._pub["estop"] = estop_pub = _EstopPublisher()
+    node.get_clock = _Clock
+    coming = threading.Event()  # the service's thread ended, or waits for the streams
+    service: List[threading.Thread] = []
+
+    def publish_link_status() -> None:  # the service's: the flag set, then the link status
+        core.engaged = True
+        streams.on_link(sample)
+        coming.set()
+
+    class _EstopCore(_Core):
+        active = True
+        engaged = False
+
+        @property
+        def estop(self) -> bool:
+            read = self.engaged
+            if not service:  # the I/O thread's read: the service comes now
+                service.append(threading.Thread(target=publish_link_status))
+                service[0].start()
+                assert coming.wait(10.0), "the service's thread neither ended nor waited"
+            return read
+
+    core = node._core = _EstopCore()
+    if hasattr(streams, "_estop_lock"):
+        streams._estop_lock = _Watched(streams._estop_lock, threading.current_thread(), coming)
+    sample = ds.LinkSample(ds.LinkState.READY)
+    streams.on_link(sample)  # on the I/O thread
+    service[0].join(10.0)
+    assert not service[0].is_alive()
+    assert estop_pub.sent and estop_pub.sent[-1] is True, estop_pub.sent
