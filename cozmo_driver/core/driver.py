@@ -243,9 +243,8 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
 
     def activate(self) -> None:
         self.say_held_back()
-        self.active = True
-        if self.robot is not None and self.robot.state is LinkState.READY:
-            self.link_state = LinkState.READY
+        self.active = True  # (the I/O thread says ready, once it brought the robot up: RobotReady)
+        if self.robot is not None and self.link_state is LinkState.READY:
             self.reinitialise(resend_only=True)
 
     def deactivate(self) -> None:

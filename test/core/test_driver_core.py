@@ -255,6 +255,62 @@ def _configure_again(core, **impairment):
     return robot
 
 
+def test_an_activation_before_the_robot_is_brought_up_takes_no_command_before_its_stop():
+    """activate() (on the executor) took the link as ready when the robot client's was, and
+    set the core's: activated between the link's READY and the core's RobotReady (the I/O
+    thread's next event), it took a drive that went out before that connection's StopAllMotors,
+    which dropped it. The core is ready once it brought the robot up (RobotReady), and an
+    activation before refuses commands until then."""
+    robot = MemoryRobot()
+    output = RecordingOutput(clock_ns=lambda: int(robot.net.now * 1e9) + 1_700_000_000 * 10**9)
+    core = DriverCore(robot, dict(PARAMS, robot_ip="127.0.0.1", robot_port=5551), output)
+    seen = []
+
+    def listener(event) -> None:
+        core.on_robot_event(event)
+        if isinstance(event, LinkStateChanged) and event.state is LinkState.READY:
+            core.activate()  # the executor, right before the I/O thread's RobotReady
+            seen.append(core.connected)
+            core.drive(0.05, 0.0)
+
+    robot.start(listener)
+    robot.run(2.0)
+    assert seen == [False] and core.connected and core.active
+    names = [m.NAME for _, m in robot.received]
+    first_stop = names.index("StopAllMotors")
+    assert "DriveWheels" not in names[:first_stop], names[:first_stop]
+    assert output.states  # published from the robot's first state on
+
+
+def test_a_link_lost_while_the_core_is_activated_is_not_taken_as_ready(rig):
+    """activate() read the robot client's link state (ready) and then set the core's: a link
+    lost between the two (the I/O thread's event) was overwritten, and the core said it was
+    connected, and took commands, until the next link event. The link goes as the client's
+    state is read (or, if it is not read, right after the activation)."""
+    robot, core, output = rig
+    core.deactivate()
+
+    class LosesTheLink(type(robot)):
+        @property
+        def state(self):
+            lose()
+            return LinkState.READY  # what the read saw
+
+    def lose() -> None:
+        if not lost:
+            lost.append(True)
+            core.on_robot_event(LinkStateChanged(LinkState.LOST, "robot silent for 1.0 s"))
+
+    lost: list = []
+    robot.__class__ = LosesTheLink
+    try:
+        core.activate()
+        lose()
+    finally:
+        robot.__class__ = MemoryRobot
+    assert core.active and not core.connected and core.link_state is LinkState.LOST
+
+
 def test_the_watchdog_stops_a_drive_after_a_cleanup_that_came_soon_after_driving(rig):
     """A cleanup within cmd_vel_timeout of a moving cmd_vel stopped the robot's I/O loop with
     the watchdog's check still pending on it, and the core, kept across cleanups, took the
