@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import rclpy
 
-__all__ = ["try_shutdown"]
+try:
+    from rclpy.exceptions import InvalidHandle
+except ImportError:  # pragma: no cover - older rclpy
+    class InvalidHandle(Exception):
+        pass
+
+__all__ = ["InvalidHandle", "try_shutdown"]
 
 
 def try_shutdown(context=None) -> None:

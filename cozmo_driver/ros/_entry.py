@@ -51,7 +51,7 @@ import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 
-from ._compat import try_shutdown
+from ._compat import InvalidHandle, try_shutdown
 from .name_guard import NameGuard
 from .participant_exit import arm_teardown_rescue, participant_teardown_can_hang
 
@@ -59,12 +59,6 @@ try:
     from rclpy.executors import ExternalShutdownException
 except ImportError:  # pragma: no cover - older rclpy
     class ExternalShutdownException(Exception):
-        pass
-
-try:
-    from rclpy.exceptions import InvalidHandle
-except ImportError:  # pragma: no cover - older rclpy
-    class InvalidHandle(Exception):
         pass
 
 __all__ = ["STOP_DEADLINE_S", "StopSignals", "arm_stop_deadline", "destroy_waitables", "init",

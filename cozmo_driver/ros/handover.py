@@ -13,13 +13,16 @@ from __future__ import annotations
 from collections import deque
 from typing import Any, Callable, Deque, Iterable
 
+from ._compat import InvalidHandle
+
 __all__ = ["HandOver"]
 
 
 class HandOver:
     """See the module docstring. Made on the executor's side (it creates an entity of
     ``node``); :meth:`destroy` releases the guard condition, after which items are kept but
-    nothing is handed over any more."""
+    nothing is handed over any more (also an item put on another thread as it is destroyed:
+    dropped quietly)."""
 
     def __init__(self, node: Any, handle: Callable[[Any], None]) -> None:
         self._node = node
@@ -40,7 +43,10 @@ class HandOver:
     def _trigger(self) -> None:
         guard = self._guard
         if guard is not None:
-            guard.trigger()
+            try:
+                guard.trigger()
+            except (InvalidHandle, RuntimeError):  # destroyed meanwhile: nothing to hand it to
+                pass
 
     def drain(self) -> None:
         """On the executor (the guard's callback, or a direct call): handle every item."""

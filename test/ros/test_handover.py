@@ -57,3 +57,29 @@ def test_items_from_other_threads_are_handled_in_order_on_the_executor(rclpy_con
     finally:
         executor.shutdown(timeout_sec=1.0)
         node.destroy_node()
+
+
+def test_an_item_put_as_the_guard_is_destroyed_is_dropped_quietly(rclpy_context):
+    """put() read the guard condition, then triggered it: destroyed in between (the node's
+    cleanup, while the I/O thread or a play_audio loader thread put an item), the trigger raised
+    InvalidHandle into the putting thread, a traceback in the log at cleanup. The item is kept,
+    as after destroy(), and nothing raised. The guard is destroyed right after put() read it."""
+    node = rclpy.create_node("handover_destroyed_test", context=rclpy_context)
+    handover = HandOver(node, lambda item: None)
+    guard = handover._guard
+
+    class DestroyedOnTrigger:
+        """The guard put() reads; the executor destroys the real one before it is triggered."""
+
+        def trigger(self) -> None:
+            handover._guard = guard
+            handover.destroy()
+            guard.trigger()
+
+    try:
+        handover._guard = DestroyedOnTrigger()
+        handover.put(1)
+        assert handover._guard is None and list(node.guards) == []
+        assert list(handover._items) == [1]
+    finally:
+        node.destroy_node()
