@@ -1032,6 +1032,16 @@ class ObjectRegistry:
         entry.lights = ([_copy_state(s) for s in states], int(rotation))
         self._messages.extend(cube_light_messages(entry.object_id, states, rotation))
 
+    def forget_lights(self, factory_id: int) -> Optional[ObjectEntry]:
+        """Lights off for a known object that is not connected (it dropped out, the robot was
+        lost): nothing to send, and the lights it had are not restored when it connects
+        again; the object (None: unknown, or connected: send the off)."""
+        entry = self._entries.get(int(factory_id))
+        if entry is None or entry.connected:
+            return None
+        entry.lights = None
+        return entry
+
     def set_accel_stream(self, entry: ObjectEntry, enable: bool) -> List[str]:
         """Switch ``entry``'s accelerometer stream; the names of the cubes whose stream this
         ends: the robot streams one cube at a time (Anki's body firmware keeps one slot), so

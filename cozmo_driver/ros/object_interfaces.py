@@ -93,6 +93,11 @@ def _light(msg: Any) -> Light:
 
 
 
+def _is_off(light: Light) -> bool:
+    """A programme that lights nothing: both colours black."""
+    return not any(light.on_color) and not any(light.off_color)
+
+
 def _set_past(stamp: TimeMsg, now_ns: int, age_s: float) -> None:
     """``stamp`` := the node clock's time ``age_s`` seconds (host monotonic; none if negative)
     before its ``now_ns``, in integer nanoseconds: rclpy's Time and Duration arithmetic cost
@@ -426,6 +431,12 @@ class ObjectInterfaces:
             problem = self._problem()
             if problem:
                 raise CommandError(problem)
+            if msg.factory_id and all(_is_off(light) for light in lights):
+                away = self.registry.forget_lights(msg.factory_id)
+                if away is not None:  # (a behavior's end while the cube was away: not lit again)
+                    self._log.info(f"{topic}: {away.name} is not connected: its lights stay off when it "
+                                   "connects again")
+                    return
             entry = self.registry.find_connected(msg.factory_id, msg.object_type, topic)
             leds = led_count(entry.object_type) or CUBE_LEDS
             states = object_light_states(lights, leds, f"{topic}.lights", entry.name, warnings,

@@ -442,6 +442,26 @@ def test_a_dropped_cube_is_reconnected_with_back_off_once_it_advertises_again():
     assert rig.reg.entry(C1).retry_at == pytest.approx(rig.now + 1.0)
 
 
+def test_lights_put_out_while_the_cube_is_away_are_not_restored_when_it_connects_again():
+    """A behavior ending while the robot was lost put its cube's lights out once the robot was
+    back, before the cube was: that off was refused ("not connected") and the cube, connected
+    again, got the behavior's colour back, for good. forget_lights takes the off for a cube
+    that is away: nothing is restored."""
+    rig = Rig(object_timeout=10.0)
+    cube1 = rig.connect_one(C1, 1)
+    rig.reg.set_lights(rig.reg.entry(C1), object_light_states([Light(on_color=RED)], 4, "f", "c", []), 0)
+    rig.reg.pop_messages()
+    assert rig.reg.forget_lights(C1) is None          # connected: the off is sent as any command
+    assert rig.reg.forget_lights(0xC0B1FFFF) is None  # unknown
+    rig.answer(C1, 1, False, object_id=cube1)        # it dropped
+    assert rig.reg.forget_lights(C1) is rig.reg.entry(C1)
+    rig.advertise((C1, 1, -50))
+    rig.advance(1.1)
+    assert rig.connects() == [(C1, True)]
+    rig.answer(C1, 1, True)
+    assert [x.NAME for x in rig.reg.pop_messages()] == []   # no light programme again
+
+
 def test_a_cube_that_goes_out_of_range_disappears_and_reconnects_when_back():
     rig = Rig()
     rig.advertise((C3, 3, -60))

@@ -625,6 +625,29 @@ def test_a_cube_that_disappears_and_comes_back_is_reconnected_with_its_lights(ma
                      ObjectEvent.CONNECTED, ObjectEvent.UP_AXIS_CHANGED]
 
 
+def test_lights_put_out_while_a_cube_is_away_stay_out_when_it_comes_back(make_rig, rclpy_log):
+    """An all-off on object_lights for a cube that dropped out (a behavior's end after a robot
+    loss sends it so) was refused as "not connected", and the cube got its old programme back
+    when it came back: it is taken, said, and nothing is restored."""
+    rig = make_rig(object_timeout=1.5)
+    rig.wait_list(all_cubes_connected)
+    lights = rig.publisher(ObjectLights, "object_lights")
+    lights.publish(ObjectLights(factory_id=C1, lights=[LightState(on_color=rgba(b=1.0))]))
+    assert rig.spin_until(lambda: rig.sim.object_states()[1]["lights"][0].on_color == word(0, 0, 31), WAIT)
+    mark = len(rig.events)
+    rig.sim.set_object_in_range(1, False)
+    rig.wait_event(ObjectEvent.DISCONNECTED, "cube1", after=mark)
+    lights.publish(ObjectLights(factory_id=C1, lights=[LightState()]))
+    said = "object_lights: cube1 is not connected: its lights stay off when it connects again"
+    assert rig.spin_until(lambda: any(line.message == said for line in rclpy_log.of(rig.node)), WAIT), \
+        [line.message for line in rclpy_log.of(rig.node)]
+    sent_before = len(rig.sim.commands())
+    rig.sim.set_object_in_range(1, True)
+    rig.wait_event(ObjectEvent.CONNECTED, "cube1", after=mark)
+    rig.spin_for(1.0)
+    assert not [m for _, m in rig.sim.commands()[sent_before:] if m.NAME in ("CubeId", "CubeLights")]
+
+
 # ----------------------------------------------------------------------------- lifecycle
 
 def test_deactivate_leaves_the_objects_and_cleanup_turns_their_lights_off(make_rig):
