@@ -550,7 +550,9 @@ class Engine:
                            lambda: robot.set_face(self.config.idle_expression))
         if ctx.gaze_changed:  # an expression does not move the eyes back: centre them
             self._clean_up(end, "centring the eyes", lambda: robot.look_at(0.0, 0.0))
-        held = bool(self.held())  # the driver may refuse the lights: sent again once it ends
+        # the driver refuses lights while inactive or without the robot (not under its emergency
+        # stop, whose lights a user may set): sent again once that ends
+        held = not self.state.connected or "inactive" in self._driver_holds
         if ctx.lights_changed:
             self._clean_up(end, "putting out the backpack lights",
                            lambda: robot.set_backpack_lights(None))

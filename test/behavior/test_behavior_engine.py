@@ -798,6 +798,23 @@ def test_lights_a_behavior_left_on_while_the_engine_was_held_are_put_out_when_it
     assert ("backpack_lights", None) not in robot.calls[mark + 2:], robot.calls[mark:]
 
 
+def test_lights_put_out_under_the_emergency_stop_are_not_put_out_again_at_its_release():
+    """The driver takes lights under its emergency stop: the end's off went out; a user's lights
+    set during the stop are not put out when it is released."""
+    engine, robot, log = default_engine(auto=False)
+    engine.on_cube_tap("cube2", 0xC0B10002, 2, 0.0)
+    engine.tick(0.0)
+    assert engine.running == "celebrate_cube" and robot.backpack
+    engine.on_emergency_stop(True, 1.0)
+    run(engine, 1.0, 2.0)
+    assert engine.running is None and not robot.backpack and not robot.cubes.get(0xC0B10002)
+    mark = len(robot.calls)
+    engine.on_emergency_stop(False, 2.0)
+    run(engine, 2.0, 2.5)
+    assert ("backpack_lights", None) not in robot.calls[mark:], robot.calls[mark:]
+    assert ("cube_lights", (0xC0B10002, None)) not in robot.calls[mark:], robot.calls[mark:]
+
+
 def test_on_the_charger_animations_that_drive_fall_back():
     engine, robot, log = default_engine()
     engine.on_state(on_charger=True)
