@@ -169,14 +169,15 @@ def load_camera_info_url(url: str) -> CameraInfoData:
     """Read a ``file:///`` URL (or a plain absolute path) in camera_info_manager format;
     ``${ROS_HOME}`` is resolved as camera_info_manager does. A file URL with a host
     (``file://~/x.yaml``, ``file://tmp/x.yaml``: two slashes) is refused, as it does."""
-    parsed = urlparse(url.replace("${ROS_HOME}", _ros_home()))
+    resolved = url.replace("${ROS_HOME}", _ros_home())
+    parsed = urlparse(resolved)
     if parsed.scheme == "file":
         if parsed.netloc not in ("", "localhost"):
             raise CameraInfoError(f"camera_info_url {url!r}: a file:// URL takes an absolute path after three "
                                   "slashes (file:///absolute/path.yaml, or file://${ROS_HOME}/path.yaml)")
         path = unquote(parsed.path)
-    elif parsed.scheme == "" and url.startswith("/"):
-        path = url
+    elif parsed.scheme == "" and resolved.startswith("/"):
+        path = resolved
     else:
         raise CameraInfoError(f"camera_info_url {url!r}: only file:// URLs are supported")
     try:

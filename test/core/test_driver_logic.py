@@ -588,6 +588,7 @@ def test_a_file_url_may_name_localhost_or_ros_home_and_an_unreadable_file_is_nam
     assert caminfo.load_camera_info_url(f"file://localhost{path}").width == 320
     monkeypatch.setenv("ROS_HOME", str(tmp_path))
     assert caminfo.load_camera_info_url("file://${ROS_HOME}/cozmo.yaml").width == 320
+    assert caminfo.load_camera_info_url("${ROS_HOME}/cozmo.yaml").width == 320   # a plain path too
     monkeypatch.delenv("ROS_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     url = "file://${ROS_HOME}/camera_info/cozmo.yaml"
