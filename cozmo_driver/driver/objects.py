@@ -1033,9 +1033,8 @@ class ObjectRegistry:
         self._messages.extend(cube_light_messages(entry.object_id, states, rotation))
 
     def forget_lights(self, factory_id: int) -> Optional[ObjectEntry]:
-        """Lights off for a known object that is not connected (it dropped out, the robot was
-        lost): nothing to send, and the lights it had are not restored when it connects
-        again; the object (None: unknown, or connected: send the off)."""
+        """Lights off for a known object not connected: nothing to send, nor to restore when it
+        connects again; the object (None: unknown, or connected: send the off)."""
         entry = self._entries.get(int(factory_id))
         if entry is None or entry.connected:
             return None
