@@ -484,6 +484,30 @@ def free_slot(entries: Iterable[ObjectEntry], entry: ObjectEntry) -> Optional[in
     return next((s for s in free if s not in kept), free[0] if free else None)
 
 
+def restore_messages(entry: ObjectEntry) -> List[Any]:
+    """What sends a (re)connected object its light programme and accelerometer stream again."""
+    out: List[Any] = []
+    if entry.lights is not None:
+        states, rotation = entry.lights
+        out.extend(cube_light_messages(entry.object_id, states, rotation))
+    if entry.accel_stream:
+        out.append(msgs.StreamObjectAccel(object_id=entry.object_id, enable=True))
+    return out
+
+
+def release_messages(entries: Iterable[ObjectEntry]) -> List[Any]:
+    """See :meth:`ObjectRegistry.release_all` (``entries``: the registry's)."""
+    out: List[Any] = []
+    off = [_LightStateStruct() for _ in range(CUBE_LEDS)]
+    for entry in entries:
+        slot = entry.object_id if entry.connected else (
+            entry.slot if entry.held or entry.connecting else None)
+        if slot is not None:
+            out.extend(cube_light_messages(slot, off, 0))
+            out.append(msgs.ObjectConnect(factory_id=0, slot=slot))
+    return out
+
+
 class ObjectRegistry:
     """Objects the robot advertises or is connected to. See the module docstring."""
 
@@ -804,7 +828,7 @@ class ObjectRegistry:
                 self._changed = True
                 self._event(ObjectEventType.CONNECTED, entry,
                             f"{entry.name} ({_hex(factory_id)}) connected (object id {object_id})")
-                self._restore(entry)
+                self._messages.extend(restore_messages(entry))
             return
         # not connected: an answer to a request, a failed attempt, or a drop
         was_connected = entry.connected
@@ -845,14 +869,6 @@ class ObjectRegistry:
             self._disconnected(entry, now, "it dropped the connection (out of range, or its "
                                "battery is empty?); the robot connects it again when it hears "
                                "it", held=True)
-
-    def _restore(self, entry: ObjectEntry) -> None:
-        """Send a (re)connected object its light programme and accelerometer stream again."""
-        if entry.lights is not None:
-            states, rotation = entry.lights
-            self._messages.extend(cube_light_messages(entry.object_id, states, rotation))
-        if entry.accel_stream:
-            self._messages.append(msgs.StreamObjectAccel(object_id=entry.object_id, enable=True))
 
     # ------------------------------------------------------------------ time
 
@@ -1059,15 +1075,7 @@ class ObjectRegistry:
         """What to send before the driver stops: every connected object's lights off, then
         a disconnection (the cubes go back to sleep and spare their batteries); the slots the
         robot keeps for silent objects, and those of connections under way, emptied too."""
-        out: List[Any] = []
-        off = [_LightStateStruct() for _ in range(CUBE_LEDS)]
-        for entry in self._entries.values():
-            slot = entry.object_id if entry.connected else (
-                entry.slot if entry.held or entry.connecting else None)
-            if slot is not None:
-                out.extend(cube_light_messages(slot, off, 0))
-                out.append(msgs.ObjectConnect(factory_id=0, slot=slot))
-        return out
+        return release_messages(self._entries.values())
 
     def fail_pending(self, reason: str) -> None:
         """Every request waiting for the robot's answer fails (``reason``); the robot keeps
