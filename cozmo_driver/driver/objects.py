@@ -50,7 +50,9 @@ events (:meth:`~ObjectRegistry.pop_events`), accelerometer samples
   ``reconnect_max`` (a connection that lasted ``reconnect_max`` resets the
   back-off). An object connected by request is reconnected like the automatic
   ones; one disconnected by request is left alone by auto-connect until it is
-  connected by request again.
+  connected by request again. With its type's auto-connect turned off, an object
+  auto-connect connected (not since by request) that drops is not held: its slot is emptied
+  (at once, or at the next tick for one held already).
 * **Restored on reconnection.** The last light programme of each object and its
   accelerometer stream are sent again when it connects again after a drop or
   after the robot's own reconnection.
@@ -484,6 +486,18 @@ def free_slot(entries: Iterable[ObjectEntry], entry: ObjectEntry) -> Optional[in
     return next((s for s in free if s not in kept), free[0] if free else None)
 
 
+def auto_types(settings: ObjectSettings) -> Tuple[int, ...]:
+    """The object types auto-connect connects (``auto_connect_cubes``, ``auto_connect_charger``)."""
+    return (CUBE_TYPES if settings.auto_connect_cubes else ()) + \
+        ((ObjectType.CHARGER,) if settings.auto_connect_charger else ())
+
+
+def let_go(entry: ObjectEntry, settings: ObjectSettings) -> bool:
+    """``entry`` was connected by auto-connect, not on request, and auto-connect is now off for
+    its type: not left a radio slot when it drops (the robot would connect it again)."""
+    return entry.auto and entry.wanted is not True and entry.object_type not in auto_types(settings)
+
+
 def restore_messages(entry: ObjectEntry) -> List[Any]:
     """What sends a (re)connected object its light programme and accelerometer stream again."""
     out: List[Any] = []
@@ -866,9 +880,12 @@ class ObjectRegistry:
             if entry.connected_since is not None and now - entry.connected_since >= s.reconnect_max:
                 entry.failures = 0
             self._backoff(entry, now)
-            self._disconnected(entry, now, "it dropped the connection (out of range, or its "
-                               "battery is empty?); the robot connects it again when it hears "
-                               "it", held=True)
+            gone = let_go(entry, s)
+            self._disconnected(entry, now, "it dropped the connection (out of range, or its battery is empty?); " + (
+                f"auto_connect_{'charger' if entry.object_type == ObjectType.CHARGER else 'cubes'} is off: its "
+                "radio slot is emptied" if gone else "the robot connects it again when it hears it"), held=True)
+            if gone and self.active:
+                self._send_connect(entry, False, now)
 
     # ------------------------------------------------------------------ time
 
@@ -913,9 +930,10 @@ class ObjectRegistry:
         for entry in idle:  # connected by request before: restore
             if entry.wanted is True and self._fresh(entry, now) and now >= entry.retry_at:
                 self._send_connect(entry, True, now)
-        types = (CUBE_TYPES if s.auto_connect_cubes else ()) + \
-            ((ObjectType.CHARGER,) if s.auto_connect_charger else ())
-        for object_type in types:
+        for entry in self._entries.values():  # auto-connect turned off since it dropped
+            if entry.held and entry.pending is None and let_go(entry, s):
+                self._send_connect(entry, False, now)
+        for object_type in auto_types(s):
             same = [e for e in self._entries.values() if e.object_type == object_type]
             if any(e.connected or e.connecting or (e.held and e.listed) for e in same):
                 continue  # (one the robot keeps a slot for: it connects it when it hears it)
@@ -1106,8 +1124,7 @@ def registry_report(registry: ObjectRegistry, active: bool) -> DiagnosticReport:
     else:
         names = ", ".join(e.name for e in connected) or "none"
         level, message = OK, f"{len(connected)} connected ({names}), {len(listed)} listed"
-        types = (CUBE_TYPES if s.auto_connect_cubes else ()) + \
-            ((ObjectType.CHARGER,) if s.auto_connect_charger else ())
+        types = auto_types(s)
         # what auto-connect would connect: not the charger it leaves alone, nor a cube
         # disconnected on request
         wanted = [e for e in listed if e.object_type in types and e.wanted is not False]

@@ -149,9 +149,10 @@ PARAMETERS: Tuple[ParamSpec, ...] = (
     # --- cubes, charger and lights
     ParamSpec("auto_connect_cubes", True, "Connect the three light cubes by themselves (one of each "
               "type, the strongest signal) and reconnect them when they drop; false: only the "
-              "connect_object service connects", dynamic=True),
+              "connect_object service connects (turning it off disconnects nothing: a cube it "
+              "connected is let go when it drops, its radio slot emptied)", dynamic=True),
     ParamSpec("auto_connect_charger", False, "Connect the charger by itself like the cubes (it has "
-              "only lights to offer)", dynamic=True),
+              "only lights to offer); false: as auto_connect_cubes false, for the charger", dynamic=True),
     ParamSpec("object_timeout", 5.0, "An object neither connected nor advertised for this long leaves "
               "the objects list (DISAPPEARED)", "s", 1.0, 600.0, dynamic=True),
     ParamSpec("object_connect_timeout", 3.0, "A connection or disconnection of an object that the robot "

@@ -1167,6 +1167,46 @@ def test_auto_connect_waits_for_a_kept_cube_while_it_is_listed():
     assert rig.connects() == [(other, True)] and rig.slot_of[other] != slot
 
 
+def test_with_auto_connect_turned_off_a_cube_it_connected_is_let_go_when_it_drops():
+    """auto_connect_cubes false at run time disconnects nothing, but a cube auto-connect had
+    connected that then drops is not left its radio slot (the robot would pair it again, with
+    its lights, by itself): the slot is emptied, as is that of one that dropped before; a cube
+    connected on request is kept as ever."""
+    rig = Rig(object_timeout=10.0)
+    cube1 = rig.connect_one(C1, 1)
+    rig.reg.set_lights(rig.reg.entry(C1), object_light_states([Light(on_color=RED)], 4, "f", "c", []), 0)
+    cube2 = rig.connect_one(C2, 2)
+    rig.answer(C2, 2, False, object_id=cube2)            # cube2 dropped: the robot keeps its slot
+    rig.advance(10.5)                                    # (silent: it leaves the list)
+    assert rig.reg.entry(C2).held and not rig.reg.entry(C2).listed
+    rig.reg.pop_messages()
+    rig.events()
+    rig.reg.settings.auto_connect_cubes = False
+    rig.advance(0.25)
+    assert rig.connects() == [(C2, False)]               # the slot kept for cube2 emptied
+    rig.answer(C2, 2, False, object_id=cube2)
+    assert not rig.reg.entry(C2).held and rig.reg.entry(C1).connected and rig.events() == []
+    rig.answer(C1, 1, False, object_id=cube1)            # cube1 drops: its slot emptied at once
+    event, = rig.reg.pop_events()
+    assert event.type == EV.DISCONNECTED and "auto_connect_cubes is off" in event.description
+    assert rig.connects() == [(C1, False)]
+    rig.answer(C1, 1, False, object_id=cube1)
+    entry = rig.reg.entry(C1)
+    assert not entry.held and entry.slot is None and rig.results() == []
+    rig.advertise((C1, 1, -50), (C2, 2, -50))
+    rig.advance(20.0)                                    # not connected again
+    assert rig.connects() == [] and not entry.connected
+    rig.advertise((C1, 1, -50))
+    rig.reg.settings.auto_connect_cubes = True           # back on: connected again
+    rig.advance(0.1)
+    assert (C1, True) in rig.connects()
+    # one connected on request is kept with the flag off
+    rig = Rig(auto_connect_cubes=False)
+    _held_cube1(rig)
+    rig.advance(0.25)
+    assert rig.connects() == [] and rig.reg.entry(C1).held
+
+
 # ----------------------------------------------------------------------------- slots left by an earlier driver
 
 def test_a_new_registry_empties_every_radio_slot_so_a_cube_an_earlier_driver_left_connects():
