@@ -48,11 +48,12 @@ events (:meth:`~ObjectRegistry.pop_events`), accelerometer samples
   disconnection whose request failed (not a drop). After a failure or a drop the next
   attempt for that object waits ``reconnect_min`` doubling up to
   ``reconnect_max`` (a connection that lasted ``reconnect_max`` resets the
-  back-off). An object connected by request is reconnected like the automatic
-  ones; one disconnected by request is left alone by auto-connect until it is
-  connected by request again. With its type's auto-connect turned off, an object
-  auto-connect connected (not since by request) that drops is not held: its slot is emptied
-  (at once, or at the next tick for one held already).
+  back-off; lowered, either shortens a wait under way: :func:`retry_due`). An object
+  connected by request is reconnected like the automatic ones; one disconnected by
+  request is left alone by auto-connect until it is connected by request again. With its
+  type's auto-connect turned off, an object auto-connect connected (not since by request)
+  that drops is not held: its slot is emptied (at once, or at the next tick for one held
+  already).
 * **Restored on reconnection.** The last light programme of each object and its
   accelerometer stream are sent again when it connects again after a drop or
   after the robot's own reconnection.
@@ -413,6 +414,9 @@ class ObjectEntry:
     auto: bool = False
     pending: Optional[_Pending] = None
     failures: int = 0
+    #: when its last connection failed or dropped, and when auto-connect may try it again
+    #: (sooner if the back-off is lowered since: :func:`retry_due`)
+    failed_at: float = -math.inf
     retry_at: float = -math.inf
     #: last light programme (four LightStates, rotation frames), restored on reconnection
     lights: Optional[Tuple[List[Any], int]] = None
@@ -484,6 +488,17 @@ def free_slot(entries: Iterable[ObjectEntry], entry: ObjectEntry) -> Optional[in
     kept = {e.slot for e in others if e.held}
     free = [s for s in range(RADIO_SLOTS) if s not in taken]
     return next((s for s in free if s not in kept), free[0] if free else None)
+
+
+def backoff_delay(failures: int, settings: ObjectSettings) -> float:
+    """The wait before the next attempt after ``failures`` failures (or drops) in a row."""
+    return min(settings.reconnect_max, settings.reconnect_min * 2.0 ** (failures - 1))
+
+
+def retry_due(entry: ObjectEntry, settings: ObjectSettings, now: float) -> bool:
+    """``entry``'s wait after its last failure is over: the one set then or, if shorter, the
+    one the back-off's values give now (lowered at run time, it shortens a wait under way)."""
+    return now >= min(entry.retry_at, entry.failed_at + backoff_delay(entry.failures, settings))
 
 
 def auto_types(settings: ObjectSettings) -> Tuple[int, ...]:
@@ -600,10 +615,9 @@ class ObjectRegistry:
         return factory_id
 
     def _backoff(self, entry: ObjectEntry, now: float) -> float:
-        s = self.settings
         entry.failures += 1
-        delay = min(s.reconnect_max, s.reconnect_min * 2.0 ** (entry.failures - 1))
-        entry.retry_at = now + delay
+        delay = backoff_delay(entry.failures, self.settings)
+        entry.failed_at, entry.retry_at = now, now + delay
         return delay
 
     def _get(self, factory_id: int, object_type: int, now: float) -> ObjectEntry:
@@ -928,7 +942,7 @@ class ObjectRegistry:
         idle = [e for e in self._entries.values()
                 if e.listed and not e.connected and e.pending is None]
         for entry in idle:  # connected by request before: restore
-            if entry.wanted is True and self._fresh(entry, now) and now >= entry.retry_at:
+            if entry.wanted is True and self._fresh(entry, now) and retry_due(entry, s, now):
                 self._send_connect(entry, True, now)
         for entry in self._entries.values():  # auto-connect turned off since it dropped
             if entry.held and entry.pending is None and let_go(entry, s):
@@ -941,7 +955,7 @@ class ObjectRegistry:
             ours = [e for e in candidates if e.auto]
             if ours:  # the one connected before is still listed: wait for it
                 candidates = ours
-            candidates = [e for e in candidates if self._fresh(e, now) and now >= e.retry_at]
+            candidates = [e for e in candidates if self._fresh(e, now) and retry_due(e, s, now)]
             if candidates:
                 best = max(candidates, key=lambda e: (e.rssi, -e.factory_id))
                 best.auto = True

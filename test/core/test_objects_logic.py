@@ -442,6 +442,24 @@ def test_a_dropped_cube_is_reconnected_with_back_off_once_it_advertises_again():
     assert rig.reg.entry(C1).retry_at == pytest.approx(rig.now + 1.0)
 
 
+@pytest.mark.parametrize("lowered", [{"reconnect_max": 1.0}, {"reconnect_min": 1.0}])
+def test_a_lower_reconnect_max_or_min_shortens_a_wait_already_scheduled(lowered):
+    """object_reconnect_max or _min lowered at run time: a wait scheduled with the old values
+    ends when the new ones would have it end, counted from the failure (or drop)."""
+    rig = Rig(object_timeout=10.0, reconnect_min=5.0, reconnect_max=8.0)
+    cube1 = rig.connect_one(C1, 1)
+    rig.advance(0.5)
+    rig.answer(C1, 1, False, object_id=cube1)        # dropped: the next attempt in 5 s
+    rig.advance(0.5)
+    for name, value in lowered.items():
+        setattr(rig.reg.settings, name, value)
+    rig.advertise((C1, 1, -50))
+    rig.advance(0.4)
+    assert rig.connects() == []                      # 0.9 s after the drop
+    rig.advance(0.2)
+    assert rig.connects() == [(C1, True)]            # 1.1 s after it, not 5
+
+
 def test_lights_put_out_while_the_cube_is_away_are_not_restored_when_it_connects_again():
     """A behavior ending while the robot was lost put its cube's lights out once the robot was
     back, before the cube was: that off was refused ("not connected") and the cube, connected
