@@ -42,7 +42,7 @@ events (:meth:`~ObjectRegistry.pop_events`), accelerometer samples
   still listed, else the advertised one with the strongest signal. Objects
   are connected only once they have advertised since the robot's current
   connection, since their last disconnection and within ``object_timeout``. A connection request that gets no
-  answer within ``connect_timeout`` fails. A connection requested while a disconnection of
+  answer within ``connect_timeout`` (its value at the request) fails. A connection requested while a disconnection of
   the same object waits for its answer takes the robot's next "not connected" as that
   answer (DISCONNECTED on request), not as its own failure; so is a late answer to a
   disconnection whose request failed (not a drop). After a failure or a drop the next
@@ -383,6 +383,8 @@ class _Pending:
     #: a connection that superseded a disconnection the robot has not answered yet: its
     #: next "not connected" is that answer (the robot answers in order), not this one's
     disconnect_due: bool = False
+    #: the connect_timeout it was given (``deadline`` is the request's time plus it)
+    timeout: float = 0.0
 
 
 @dataclass
@@ -675,8 +677,9 @@ class ObjectRegistry:
                     f"all {RADIO_SLOTS} of the robot's radio slots hold objects: disconnect one "
                     f"first ({self._listing()})"), entry.factory_id))
             return
-        entry.pending = _Pending(connect, now + self.settings.connect_timeout,
-                                 [token] if token is not None else [], disconnect_due)
+        timeout = self.settings.connect_timeout
+        entry.pending = _Pending(connect, now + timeout, [token] if token is not None else [],
+                                 disconnect_due, timeout)
         if connect:
             self.counters["connection attempts"] += 1
             entry.slot = slot
@@ -927,7 +930,7 @@ class ObjectRegistry:
                     self._backoff(entry, now)
                     # the robot keeps the slot and connects the object once it hears it
                     entry.held = not entry.connected
-                self._resolve(entry, False, f"no answer from the robot within {s.connect_timeout:g} s")
+                self._resolve(entry, False, f"no answer from the robot within {pending.timeout:g} s")
             if (entry.listed and not entry.connected and entry.pending is None
                     and now - entry.last_seen > s.object_timeout):
                 entry.listed = False

@@ -579,6 +579,17 @@ def test_a_late_answer_to_a_disconnection_is_a_disconnection_on_request_not_a_dr
         assert rig.reg.counters["connections dropped"] == 0, late
 
 
+def test_a_request_without_an_answer_quotes_the_timeout_it_was_given_not_a_later_one():
+    """object_connect_timeout changed while a request waits: the request keeps the deadline
+    it was made with, and its failure says that timeout."""
+    rig = Rig(auto_connect_cubes=False)                 # (connect_timeout 2 s)
+    rig.all_advertise()
+    rig.reg.request(7, C1, 0, True, rig.now)
+    rig.reg.settings.connect_timeout = 5.0
+    rig.advance(2.1)
+    assert rig.results() == [(7, False, "no answer from the robot within 2 s")]
+
+
 def test_requests_are_refused_without_the_robot_or_while_inactive():
     rig = Rig(ready=False)
     rig.reg.request(1, C1, 0, True, rig.now)
