@@ -779,6 +779,7 @@ class ObjectRegistry:
                 self.release_taps(now)  # a group over (no robot state since): not this tap's
                 self.taps.tap(entry.factory_id, intensity, record, entry.moving, now)
             else:
+                self.release_taps(now)  # one held before the filter was switched off: first
                 self._emit(record)
         elif name == "ObjectTapFiltered":
             self.counters["filtered taps (not published)"] += 1

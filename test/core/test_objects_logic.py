@@ -1060,6 +1060,19 @@ def test_with_the_filter_off_every_tap_and_move_is_published_at_once():
     assert rig.reg.taps_due_at == math.inf
 
 
+def test_a_tap_after_the_filter_is_switched_off_comes_after_the_tap_it_held():
+    """filter_object_events switched off while the filter holds a tap, and a tap arrives
+    before the next tick: the held one is published first, then the new one (it came out
+    after it, published at once, the held one only at the tick)."""
+    rig, ids = connected_rig()
+    tap(rig, ids[C2], 90)                                 # held for its group
+    rig.reg.settings.filter_object_events = False
+    rig.now += 0.01
+    tap(rig, ids[C1], 40)
+    assert published(rig) == [(EV.TAPPED, "cube2", 90.0), (EV.TAPPED, "cube1", 40.0)]
+    assert rig.reg.taps_due_at == math.inf
+
+
 # ----------------------------------------------------------------------------- slots the robot keeps
 
 def test_the_robot_keeps_a_dropped_cubes_slot_and_reconnects_it_by_itself():
