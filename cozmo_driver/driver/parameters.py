@@ -225,13 +225,28 @@ def validate_all(values: Mapping[str, Any]) -> Optional[str]:
         problem = validate_value(name, value)
         if problem:
             return problem
-    lo, hi = values.get("reconnect_min"), values.get("reconnect_max")
-    if lo is not None and hi is not None and lo > hi:
-        return f"reconnect_min ({lo} s) must not exceed reconnect_max ({hi} s)"
-    lo, hi = values.get("object_reconnect_min"), values.get("object_reconnect_max")
-    if lo is not None and hi is not None and lo > hi:
-        return f"object_reconnect_min ({lo} s) must not exceed object_reconnect_max ({hi} s)"
+    for lo_name, hi_name in _MIN_MAX_PAIRS:
+        lo, hi = values.get(lo_name), values.get(hi_name)
+        if lo is not None and hi is not None and lo > hi:
+            return f"{lo_name} ({lo} s) must not exceed {hi_name} ({hi} s)"
     return None
+
+
+#: parameters whose first must not exceed the second
+_MIN_MAX_PAIRS = (("reconnect_min", "reconnect_max"), ("object_reconnect_min", "object_reconnect_max"))
+
+
+def _pair_hint(problem: str, changes: Mapping[str, Any]) -> str:
+    """``problem`` with, if it is a min/max pair's and only one of them changes, which to
+    change first: rclpy checks each parameter of a SetParameters call (ros2 param set, ros2 param
+    load) on its own, so a new min above the old max is refused even with its max in the call."""
+    for lo, hi in _MIN_MAX_PAIRS:
+        if problem.startswith(f"{lo} (") and (lo in changes) != (hi in changes):
+            first = f"raise {hi}" if lo in changes else f"lower {lo}"
+            return (f"{problem} ({first} first: ros2 param set and ros2 param load have each parameter "
+                    "checked on its own, a file's in its order; or set both in one call of the node's "
+                    "set_parameters_atomically service, or give both at start)")
+    return problem
 
 
 def validate_change(current: Mapping[str, Any], changes: Mapping[str, Any],
@@ -261,7 +276,7 @@ def validate_change(current: Mapping[str, Any], changes: Mapping[str, Any],
         missing = voice_missing(voice)
         if missing:
             return f"speech_voice: {missing}"
-    return problem
+    return problem if problem is None else _pair_hint(problem, changes)
 
 
 def full_frame_id(prefix: str, frame: str) -> str:

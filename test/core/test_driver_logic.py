@@ -679,6 +679,24 @@ def test_parameter_validation():
             "or the parameter file)")
     assert validate_change(current, {"autostart": True}, configured=False) is None  # unchanged
     assert "outside" in validate_change(current, {"camera_gain": 9.0}, configured=True)
+    # one of a min/max pair set on its own (rclpy checks each parameter that ros2 param set or
+    # ros2 param load sets by itself): the refusal says which to change first, and how to set both
+    hint = ("ros2 param set and ros2 param load have each parameter checked on its own, a file's in "
+            "its order; or set both in one call of the node's set_parameters_atomically service, or give "
+            "both at start")
+    assert validate_change(current, {"object_reconnect_min": 20.0}, configured=True) == (
+        "object_reconnect_min (20.0 s) must not exceed object_reconnect_max (10.0 s) (raise "
+        f"object_reconnect_max first: {hint})")
+    assert validate_change(current, {"object_reconnect_max": 0.5}, configured=True) == (
+        f"object_reconnect_min (1.0 s) must not exceed object_reconnect_max (0.5 s) (lower "
+        f"object_reconnect_min first: {hint})")
+    assert validate_change(current, {"reconnect_min": 9.0}, configured=False).endswith(
+        f"(raise reconnect_max first: {hint})")
+    assert validate_change(current, {"object_reconnect_min": 20.0, "object_reconnect_max": 60.0},
+                           configured=True) is None
+    assert validate_change(current, {"object_reconnect_min": 20.0, "object_reconnect_max": 15.0},
+                           configured=True) == \
+        "object_reconnect_min (20.0 s) must not exceed object_reconnect_max (15.0 s)"
     assert full_frame_id("robot1/", "odom") == "robot1/odom"
     assert full_frame_id("", "odom") == "odom"
 
