@@ -84,7 +84,7 @@ from .frames import (
     decode_frame,
     encode_frame,
 )
-from .messages import PacketType, decode_message, encode_packet
+from .messages import ClearPath, PacketType, StopAllMotors, decode_message, encode_packet
 
 __all__ = [
     "Role",
@@ -111,6 +111,9 @@ _PING_BODY = struct.Struct("<dIIB")
 _CONNECT_PACKET = struct.pack("<BH", PacketType.CONNECT, 0)
 _DISCONNECT_PACKET = struct.pack("<BH", PacketType.DISCONNECT, 0)
 _ACK_PACKET = struct.pack("<BH", PacketType.KEYFRAME, 0)
+#: engine: the stop that goes ahead of the farewell Disconnect (see _farewell_disconnect),
+#: the messages of the driver's own stop (RobotLink.send: ClearPath, then StopAllMotors)
+_FAREWELL_STOP = (encode_packet(ClearPath(unknown=0)), encode_packet(StopAllMotors()))
 #: a reliable packet longer than this (its id and body, what the robot's length field counts)
 #: is acknowledged at once with an explicit ACK packet by Anki's newer robot firmware: half
 #: the most a message may have (1420 - 14 - 3 = 1403 bytes, reliableTransport.c)
@@ -203,16 +206,22 @@ def _disconnect_frame(session: "Session", seq: int, ack: int) -> bytes:
 
 
 def _farewell_disconnect(session: "Session") -> Tuple[bytes, bytes]:
-    """Engine, on losing a robot that fell silent: a Disconnect numbered as the next new
-    packet, twice, to go out ahead of the next RESET. A robot that still hears us (only its
-    replies are lost) has every packet before it and closes its link; Anki's firmware
+    """Engine, on losing a robot that fell silent: one frame, twice, to go out ahead of the
+    next RESET: ClearPath and StopAllMotors, then a Disconnect, reliable packets numbered as
+    the next new ones (the robot takes packets in order only). A robot that still hears us
+    (only its replies are lost) has every packet before them: it stops the treads it would
+    otherwise keep driving on the last DriveWheels (the robot keeps a motor command when a
+    link ends, and the driver sends nothing more), and closes its link; Anki's firmware
     otherwise holds the link and drops the RESETs of a new connection from this address as
     duplicates, each of which keeps the old link alive (reliableTransport.c as published
     first; a later version counts only packets it takes), until it hears
     nothing for its timeout. A robot that does not hear us, or is not in step, ignores it
-    (:func:`_stale_link` then ends the link when the robot is heard again)."""
+    (:func:`_stale_link` then ends the link when the robot is heard again). The numbers are
+    this link's only: the next connection starts from 0 (:meth:`Session._reset_link`)."""
     ack = (session._expected - 1) % SEQ_MODULUS if session._received_any else OOB_SEQ
-    frame = _disconnect_frame(session, session._next_seq, ack)
+    first = session._next_seq
+    last = (first + len(_FAREWELL_STOP)) % SEQ_MODULUS
+    frame = encode_frame(session._out_frame_type, first, last, ack, b"".join(_FAREWELL_STOP) + _DISCONNECT_PACKET)
     return frame, frame
 
 

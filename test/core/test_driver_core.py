@@ -1028,6 +1028,33 @@ def test_treads_still_driving_after_a_lost_link_are_stopped_by_the_new_connectio
     assert sim.model.true_pose()[0] == x_stopped
 
 
+def test_treads_driving_when_only_the_robots_datagrams_are_lost_are_stopped_by_the_farewell(rig):
+    """Only the robot's datagrams are lost while cmd_vel keeps coming: the robot still hears
+    the driver. The driver declares it lost after peer_timeout (the watchdog cancelled with
+    the link, cmd_vel refused from then on), and the robot, like the simulator, keeps the
+    last DriveWheels when its link ends; the RESETs that follow keep its next link alive,
+    its answers lost. The farewell's StopAllMotors, ahead of its Disconnect, stops the treads."""
+    robot, core, output = rig
+    sim = robot.sim
+    core.drive(0.05, 0.0)
+    robot.run(0.3)
+    robot.net.b_to_a = Impairment(loss=1.0)
+    for _ in range(60):
+        core.drive(0.05, 0.0)
+        robot.run(0.1)
+        if core.link_state is LinkState.LOST:
+            break
+    assert core.link_state is LinkState.LOST
+    robot.run(0.5)
+    names = [m.NAME for _, m in robot.received]
+    after_drive = names[len(names) - names[::-1].index("DriveWheels"):]
+    assert after_drive[:2] == ["ClearPath", "StopAllMotors"], after_drive
+    assert [w.speed for w in sim.model.body.wheels] == [0.0, 0.0]
+    x_stopped = sim.model.true_pose()[0]
+    robot.run(2.0)
+    assert sim.model.true_pose()[0] == x_stopped
+
+
 def test_outputs_are_reapplied_after_a_reconnection(rig):
     robot, core, output = rig
     core.set_head_light(True)

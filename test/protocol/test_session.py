@@ -91,7 +91,10 @@ class Pair:
         return [ev for _, ev in events if isinstance(ev, kind)]
 
     def robot_got(self):
-        return [ev.message.timestamp_ms for ev in self._of(self.robot_events, MessageReceived) if ev.reliable]
+        """The indexes of the engine's messages (to_robot) the robot took, in order (not the
+        stop of an engine's farewell)."""
+        return [ev.message.timestamp_ms for ev in self._of(self.robot_events, MessageReceived)
+                if ev.reliable and ev.message.NAME == "SyncTime"]
 
     def engine_got(self):
         return [ev.message.unknown for ev in self._of(self.engine_events, MessageReceived) if ev.reliable]
@@ -902,7 +905,9 @@ def test_losing_a_robot_that_still_hears_us_closes_its_link_at_once():
     hold that link, dropping a new connection's RESETs from the same address as duplicates
     (each keeping the old link alive), until it heard nothing for its timeout. On declaring
     the robot lost the engine sends a Disconnect numbered as its next packet (twice): the
-    robot, which has every packet before it, closes the link then."""
+    robot, which has every packet before it, closes the link then. Ahead of it in the frame
+    go ClearPath and StopAllMotors, numbered before it: that robot stops the treads it would
+    otherwise keep driving on the last DriveWheels, as the driver's stop does."""
     pair = Pair(Impairment(delay=0.01), Impairment(delay=0.01))
     pair.link.trace = []
     pair.connect()
@@ -920,8 +925,11 @@ def test_losing_a_robot_that_still_hears_us_closes_its_link_at_once():
     assert pair.robot_got() == list(range(6))
     farewell = [decode_frame(d) for t, way, d in pair.link.trace
                 if way == "a->b" and t >= lost_at - 1e-9]
-    assert [(f.type, f.first_seq, f.seq) for f in farewell[:2]] == [(FrameType.ENGINE, 6, 6)] * 2
-    assert [p.packet_type for p in farewell[0].packets] == [PacketType.DISCONNECT]
+    assert [(f.type, f.first_seq, f.seq) for f in farewell[:2]] == [(FrameType.ENGINE, 6, 8)] * 2
+    assert farewell[0] == farewell[1]
+    assert [p.packet_type for p in farewell[0].packets] == [PacketType.COMMAND] * 2 + [PacketType.DISCONNECT]
+    stop = [ev.message.NAME for t, ev in pair.robot_events if isinstance(ev, MessageReceived) and t >= lost_at]
+    assert stop == ["ClearPath", "StopAllMotors"]   # taken in order, before the link closed
     assert pair.robot.stats.connections_lost == 0   # it did not have to time out
 
 
