@@ -18,8 +18,8 @@ Reliable delivery, in both directions:
 * The ``ack`` of every outgoing frame is the last packet received *in order*
   (the reference acknowledges the last frame seen, which stalls after a gap).
   A lone acknowledgement goes out ``ack_delay`` after a reliable packet arrives
-  unless a frame carries it earlier (engine: a PING frame; robot: an empty
-  ROBOT frame).
+  unless a frame carries it earlier (engine: a PING frame, never once its
+  Disconnect went out; robot: an empty ROBOT frame).
 * One retransmission timer. When it fires, packets unacknowledged for longer
   than the retransmission timeout (RTO, from the measured round trip, at least
   ``rto_min``) are sent again, and the RTO doubles up to ``rto_max`` until an
@@ -1167,7 +1167,7 @@ class Session:
             if self._ping_due and self.role is Role.ENGINE and state is State.CONNECTED:
                 self._ping_due = False
                 out.append(_ping_frame(self, now, ack))
-            if out:
+            if out or (state is State.CLOSING and not self._bye_held):  # nothing after the Disconnect
                 self._ack_due = None
             elif self._ack_due is not None and now >= self._ack_due:
                 self._ack_due = None

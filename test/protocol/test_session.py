@@ -728,6 +728,35 @@ def test_a_disconnect_waits_for_a_silent_robot_only_briefly():
     assert talking.state is State.CLOSED
 
 
+def test_nothing_follows_the_disconnect_not_even_a_lone_acknowledgement():
+    """The robot does not expect packets after a Disconnect (the notes). A reliable packet of
+    the robot's that comes while the Disconnect is held for the stop before it is still
+    acknowledged (a PING frame); one that comes in the BYE_GRACE_S after the Disconnect went
+    out is not: no PING frame, or any other, follows the Disconnect."""
+    from cozmo_driver.protocol.session import BYE_GRACE_S
+    engine = connected_engine(QUIET)
+    engine.send(to_robot(1))                               # the stop
+    engine.datagrams_to_send(0.1)
+    engine.disconnect(0.1)                                 # held: the stop is not acknowledged
+    engine.receive_datagram(encode_frame(FrameType.ROBOT, 1, 1, OOB_SEQ, to_engine(1).to_packet()), 0.15)
+    engine.handle_timer(engine.get_timer())
+    (ack,) = frames(engine.datagrams_to_send(0.16))       # (before the stop's resend at 0.2)
+    assert ack.type == FrameType.PING and ack.ack == 1
+    engine.receive_datagram(robot_ack(0), 0.3)             # the stop is taken: the Disconnect goes
+    (bye,) = frames(engine.datagrams_to_send(0.3))
+    assert [p.packet_type for p in bye.packets] == [PacketType.DISCONNECT]
+    engine.receive_datagram(encode_frame(FrameType.ROBOT, 2, 2, 0, to_engine(2).to_packet()), 0.35)
+    sent = []
+    t = 0.35
+    while engine.state is State.CLOSING and t < 5.0:
+        t = engine.get_timer()
+        engine.handle_timer(t)
+        sent += frames(engine.datagrams_to_send(t))
+    assert engine.state is State.CLOSED and t <= 0.3 + BYE_GRACE_S + 1e-9
+    assert [f.type for f in sent if f.type != FrameType.ENGINE] == []   # no PING after the Disconnect
+    assert all(p.packet_type == PacketType.DISCONNECT for f in sent for p in f.packets)
+
+
 def test_robot_retransmits_its_connect():
     robot = connected_robot(0.0)
     assert robot.get_timer() == pytest.approx(0.1)
