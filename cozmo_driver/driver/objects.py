@@ -493,8 +493,9 @@ def free_slot(entries: Iterable[ObjectEntry], entry: ObjectEntry) -> Optional[in
 
 
 def backoff_delay(failures: int, settings: ObjectSettings) -> float:
-    """The wait before the next attempt after ``failures`` failures (or drops) in a row."""
-    return min(settings.reconnect_max, settings.reconnect_min * 2.0 ** (failures - 1))
+    """The wait before the next attempt after ``failures`` failures (or drops) in a row (the
+    doubling capped: 2.0 ** 1024 overflows, after some hours of a cube at the radio's edge)."""
+    return min(settings.reconnect_max, settings.reconnect_min * 2.0 ** min(failures - 1, 64))
 
 
 def retry_due(entry: ObjectEntry, settings: ObjectSettings, now: float) -> bool:

@@ -480,6 +480,18 @@ def test_lights_put_out_while_the_cube_is_away_are_not_restored_when_it_connects
     assert [x.NAME for x in rig.reg.pop_messages()] == []   # no light programme again
 
 
+def test_the_back_off_after_a_thousand_drops_is_the_longest_wait_not_an_overflow():
+    """The doubling raised OverflowError past 1024 failures in a row (some hours of a cube at
+    the radio's edge that the robot pairs again every few seconds), on the I/O thread."""
+    rig = Rig(object_timeout=10.0)
+    cube1 = rig.connect_one(C1, 1)
+    rig.reg.entry(C1).failures = 1500
+    rig.events()
+    rig.answer(C1, 1, False, object_id=cube1)        # it dropped
+    assert rig.events() == [(EV.DISCONNECTED, "cube1")]
+    assert rig.reg.entry(C1).retry_at == pytest.approx(rig.now + 8.0)   # reconnect_max
+
+
 def test_a_cube_that_goes_out_of_range_disappears_and_reconnects_when_back():
     rig = Rig()
     rig.advertise((C3, 3, -60))
