@@ -431,7 +431,9 @@ class ObjectInterfaces:
             problem = self._problem()
             if problem:
                 raise CommandError(problem)
-            if msg.factory_id and all(_is_off(light) for light in lights):
+            known = self.registry.entry(msg.factory_id) if msg.factory_id else None
+            if known is not None and len(lights) in (1, led_count(known.object_type) or CUBE_LEDS) \
+                    and all(_is_off(light) for light in lights):  # (a count of LEDs it has: else refused below)
                 away = self.registry.forget_lights(msg.factory_id)
                 if away is not None:  # (a behavior's end while the cube was away: not lit again)
                     self._log.info(f"{topic}: {away.name} is not connected: its lights stay off when it "

@@ -637,6 +637,10 @@ def test_lights_put_out_while_a_cube_is_away_stay_out_when_it_comes_back(make_ri
     mark = len(rig.events)
     rig.sim.set_object_in_range(1, False)
     rig.wait_event(ObjectEvent.DISCONNECTED, "cube1", after=mark)
+    lights.publish(ObjectLights(factory_id=C1, lights=[]))              # no LEDs given: refused as ever
+    assert rig.spin_until(lambda: any(line.message.startswith("object_lights refused: cube1")
+                                      for line in rclpy_log.of(rig.node)), WAIT), \
+        [line.message for line in rclpy_log.of(rig.node)]
     lights.publish(ObjectLights(factory_id=C1, lights=[LightState()]))
     said = "object_lights: cube1 is not connected: its lights stay off when it connects again"
     assert rig.spin_until(lambda: any(line.message == said for line in rclpy_log.of(rig.node)), WAIT), \
