@@ -20,7 +20,8 @@ Rules, in the order :meth:`tick` applies them:
    driver inactive (lifecycle):
    nothing runs (the running behavior is stopped, INTERRUPTED), and the status
    says ``paused`` with the reason (``pause_remaining`` 0: until that ends). The lights
-   off its end sent then (which the driver may refuse) are sent again once nothing holds.
+   off its end sent then (which an inactive driver, or one without the robot, refuses) are
+   sent again once the driver is active and the robot back, the emergency stop or not.
 2. A user command pauses the engine for ``user_pause`` seconds (every further
    command extends it), a user's goal for as long as it runs (``pause_remaining`` 0:
    until it ends) and ``user_pause`` after it ended (whatever ``user_pause`` is, 0
@@ -153,7 +154,7 @@ class Engine:
         self._running: Optional[_Run] = None
         #: lights a behavior's end put out while the engine was held (the driver inactive or
         #: the robot lost: it refused them, and re-posts its last pattern when back): the
-        #: backpack's, and the cubes' factory ids; put out again once nothing holds it
+        #: backpack's, and the cubes' factory ids; put out again once the driver takes lights
         self._lights_owed = False
         self._cubes_owed: List[int] = []
         self._last_ended: Dict[str, float] = {}
@@ -377,7 +378,8 @@ class Engine:
         if run is not None:
             run.ctx.now = now
         held = self.held()
-        if not held and (self._lights_owed or self._cubes_owed):
+        if (self._lights_owed or self._cubes_owed) and self.state.connected and \
+                "inactive" not in self._driver_holds:  # (the driver takes lights under its stop)
             self._put_out_owed_lights()
         if not self._enabled or self._shut_down:
             return

@@ -815,6 +815,28 @@ def test_lights_put_out_under_the_emergency_stop_are_not_put_out_again_at_its_re
     assert ("cube_lights", (0xC0B10002, None)) not in robot.calls[mark:], robot.calls[mark:]
 
 
+def test_lights_owed_after_a_robot_loss_go_out_when_it_is_back_under_the_emergency_stop_too():
+    """Owed after a robot loss, the lights off waited for the emergency stop's release too,
+    though the driver takes lights under it: the behavior's lights stayed on through the
+    stop, and the off at its release put out lights a user set during it."""
+    engine, robot, log = default_engine(auto=False)
+    engine.on_cube_tap("cube2", 0xC0B10002, 2, 0.0)
+    engine.tick(0.0)
+    assert engine.running == "celebrate_cube" and robot.backpack
+    robot.refuse_lights = True
+    engine.on_connected(False, 1.0)
+    run(engine, 1.0, 2.0)
+    engine.on_emergency_stop(True, 2.0)
+    robot.refuse_lights = False
+    engine.on_connected(True, 2.5)
+    run(engine, 2.5, 3.0)
+    assert not robot.backpack and not robot.cubes.get(0xC0B10002)   # out under the stop
+    mark = len(robot.calls)
+    engine.on_emergency_stop(False, 3.0)
+    run(engine, 3.0, 3.5)
+    assert ("backpack_lights", None) not in robot.calls[mark:], robot.calls[mark:]
+
+
 def test_on_the_charger_animations_that_drive_fall_back():
     engine, robot, log = default_engine()
     engine.on_state(on_charger=True)
