@@ -287,11 +287,11 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
                 with self.lock:
                     # the jump rules time the robot's motion by its own clock: a stamp, mapped by
                     # the least delay seen, moves with that mapping (and one from arrival, with the delays)
-                    robot_s = self.robot_clock.robot_ms(int(message.timestamp_ms)) / 1000.0
+                    full_ms = self.robot_clock.robot_ms(int(message.timestamp_ms))
                     stamp = self.output.stamp_ns()
                     if self.output.robot_time():
-                        stamp = self.robot_clock.state_stamp(stamp, int(message.timestamp_ms))
-                    self._on_state(stamp, message, robot_s)
+                        stamp = self.robot_clock.stamp_at(stamp, full_ms)
+                    self._on_state(stamp, message, full_ms / 1000.0)
             elif name == "ImageChunk":
                 self._on_chunk(message)
             elif name in _EVENT_MESSAGES:

@@ -76,8 +76,11 @@ class RobotClock:
     def state_stamp(self, arrival_ns: int, robot_ms: int) -> int:
         """The stamp (ns, host clock) of a RobotState sampled at ``robot_ms`` that arrived
         at ``arrival_ns``."""
-        full = self.robot_ms(robot_ms)
-        robot_ns = full * _NS_PER_MS
+        return self.stamp_at(arrival_ns, self.robot_ms(robot_ms))
+
+    def stamp_at(self, arrival_ns: int, full_ms: int) -> int:
+        """:meth:`state_stamp` of a state whose time :meth:`robot_ms` unwrapped already."""
+        robot_ns = full_ms * _NS_PER_MS
         offset = arrival_ns - robot_ns
         window = self._window
         if window and abs(offset - window[0][1]) > self.jump_ns:
