@@ -378,8 +378,7 @@ class Engine:
         if run is not None:
             run.ctx.now = now
         held = self.held()
-        if (self._lights_owed or self._cubes_owed) and self.state.connected and \
-                "inactive" not in self._driver_holds:  # (the driver takes lights under its stop)
+        if (self._lights_owed or self._cubes_owed) and self._lights_taken():
             self._put_out_owed_lights()
         if not self._enabled or self._shut_down:
             return
@@ -399,6 +398,10 @@ class Engine:
         self._tick_running(now)
         if self._running is None and now >= self._next_choice:
             self._choose(now)
+
+    def _lights_taken(self) -> bool:
+        """Whether the driver takes lights: active, with the robot (under its emergency stop too)."""
+        return self.state.connected and "inactive" not in self._driver_holds
 
     def _put_out_owed_lights(self) -> None:
         lights, self._lights_owed = self._lights_owed, False
@@ -553,16 +556,16 @@ class Engine:
         if ctx.gaze_changed:  # an expression does not move the eyes back: centre them
             self._clean_up(end, "centring the eyes", lambda: robot.look_at(0.0, 0.0))
         # the driver refuses lights while inactive or without the robot (not under its emergency
-        # stop, whose lights a user may set): sent again once that ends
-        held = not self.state.connected or "inactive" in self._driver_holds
+        # stop, whose lights a user may set): sent again once it takes them
+        refused = not self._lights_taken()
         if ctx.lights_changed:
             self._clean_up(end, "putting out the backpack lights",
                            lambda: robot.set_backpack_lights(None))
-            self._lights_owed = self._lights_owed or held
+            self._lights_owed = self._lights_owed or refused
         for factory_id in ctx.cubes_lit:
             self._clean_up(end, f"putting out cube {factory_id}",
                            lambda f=factory_id: robot.set_cube_lights(f, None))
-            if held and factory_id not in self._cubes_owed:
+            if refused and factory_id not in self._cubes_owed:
                 self._cubes_owed.append(factory_id)
         failed = error is not None or outcome is Outcome.FAILED
         if failed:
