@@ -193,6 +193,15 @@ def test_the_cliff_layer_keeps_the_edges_the_driver_publishes(nav2):
         ("PointCloud2", "cliff/points")]
 
 
+def test_only_navigate_to_pose_is_loaded(nav2):
+    """navigate_through_poses would run Nav2's default tree for it, which clears the costmaps
+    (every edge met forgotten) and backs up 0.30 m with no cliff sensor at the back: only
+    navigate_to_pose is listed (Jazzy loads the navigators listed; Humble loads both anyway)."""
+    bt = params(nav2, "bt_navigator")
+    assert bt["navigators"] == ["navigate_to_pose"]
+    assert "navigate_through_poses" not in bt
+
+
 # Key names from the Nav2 configuration guide (docs.nav2.org, Jazzy pages): a misspelt key
 # is silently ignored by Nav2, so every key of the file must be one of these.
 KNOWN_KEYS = {
