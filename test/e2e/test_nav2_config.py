@@ -176,8 +176,9 @@ def test_the_cliff_layer_keeps_the_edges_the_driver_publishes(nav2):
         # nor does the footprint clear them: the padded footprint's corners reach 63 mm from
         # base_footprint, the marks 64-67 mm, in 1 cm cells: a turn at the edge swept them
         assert layer["footprint_clearing_enabled"] is False
-        # the inflation reaches beyond the padded footprint's farthest corner, so that the
-        # planner keeps the robot's front off a mark, not only its centre
+        # the inflation's cost reaches beyond the padded footprint's farthest corner, so that the
+        # planner prefers to keep the robot's front clear of a mark (lethal only within the
+        # inscribed radius: a preference, as docs/motion.md says)
         padding = p["footprint_padding"]
         corner = max(math.hypot(abs(x) + padding, abs(y) + padding) for x, y in footprint(p["footprint"]))
         assert p["inflation_layer"]["inflation_radius"] >= corner + p["resolution"]
