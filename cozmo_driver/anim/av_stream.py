@@ -46,7 +46,9 @@ once ``stream_prebuffer_s`` is buffered, so that chunks arriving in real time
 never leave the robot short; when it runs dry (its end, or chunks later than the
 buffer) its last partial frame is sent at once, padded with silence, and the
 next chunk starts a new stream (buffered again); a stream shorter than the buffer is played when no
-chunk came for ``stream_timeout_s``. Chunks that would queue more than
+chunk came for ``stream_timeout_s``. Both follow the buffer unless given
+(:func:`stream_timing`), so that a chunk as late as the buffer absorbs neither
+cuts a stream short nor restarts its resampler. Chunks that would queue more than
 ``max_queue_s`` of the stream are dropped (counted; a ``play_audio`` goal's audio,
 which the stream waits behind, does not count). While an animation plays, queued audio
 and images wait.
@@ -95,7 +97,7 @@ from .av_pacer import AVPacer
 from .player import CompiledClip
 from .robot_buffer import BufferGuard
 
-__all__ = ["AVStream", "AVReport", "AVStreamStats"]
+__all__ = ["AVStream", "AVReport", "AVStreamStats", "stream_timing"]
 
 #: stream packets waiting unsent in the session's background queue (about a second of the
 #: stream) from which faces and silence are skipped
@@ -184,9 +186,9 @@ class AVStream:
 
     def __init__(self, robot: Any, on_report: Callable[[AVReport], None], *,
                  renderer: Optional[FaceRenderer] = None, linger_s: float = 0.5, refresh_s: float = 5.0,
-                 face_queue: int = 6, stream_prebuffer_s: float = 0.1, stream_timeout_s: float = 0.15,
+                 face_queue: int = 6, stream_prebuffer_s: float = 0.1, stream_timeout_s: Optional[float] = None,
                  max_queue_s: float = 30.0, progress_period_s: float = 0.1,
-                 stream_gap_s: float = 0.5,
+                 stream_gap_s: Optional[float] = None,
                  tread_hold: Optional[Callable[[], Tuple[Optional[str], Optional[str]]]] = None) -> None:
         self.robot = robot
         self.on_report = on_report
@@ -196,8 +198,7 @@ class AVStream:
         self.stats = AVStreamStats()
         self.guard = BufferGuard()  # the robot's buffer, from its AnimationState
         self.stream_prebuffer = max(1, int(round(stream_prebuffer_s * SAMPLE_RATE)))
-        self.stream_timeout_s = float(stream_timeout_s)
-        self.stream_gap_s = float(stream_gap_s)
+        self.stream_timeout_s, self.stream_gap_s = stream_timing(stream_prebuffer_s, stream_timeout_s, stream_gap_s)
         self.max_queue_s = float(max_queue_s)
         self.progress_period_s = float(progress_period_s)
         # Faces handed over while the timer is armed for the pacer's next tick, which takes
@@ -756,6 +757,20 @@ class AVStream:
                 clip.last_report = now
                 self._report(AVReport(_CLIP_PROGRESS, clip.token, self._clip_progress(clip, now),
                                       clip=clip.name))
+
+
+def stream_timing(buffer_s: float, timeout_s: Optional[float] = None,
+                  gap_s: Optional[float] = None) -> Tuple[float, float]:
+    """``(stream_timeout_s, stream_gap_s)`` of an :class:`AVStream` buffering ``buffer_s``,
+    those not given derived from it: a stream still buffering waits for its next chunk as
+    long as the buffer (at least 0.15 s) before it plays what it has as a short sound, and a
+    chunk starts a new stream only when it comes more than the buffer and 0.15 s (at least
+    0.5 s) after the one before. Fixed at 0.15 and 0.5 s, a buffer above 0.15 s cut streams
+    more, not less, and one above 0.5 s restarted the resampler (a click) at a late chunk
+    it absorbed."""
+    buffer_s = max(0.0, float(buffer_s))
+    return (max(0.15, buffer_s) if timeout_s is None else float(timeout_s),
+            max(0.5, buffer_s + 0.15) if gap_s is None else float(gap_s))
 
 
 def _treads_held(goal: Optional[_ClipGoal], hold: Optional[Callable[[], Tuple[Optional[str], Optional[str]]]],

@@ -79,8 +79,6 @@ from .qos import QOS_COMMAND, QOS_FRAMES, QOS_SENSOR, QOS_STREAM
 
 __all__ = ["MediaInterfaces"]
 
-#: A stream whose next chunk comes later than this starts a new resampler.
-_STREAM_GAP_S = 0.5
 _WARN_PERIOD_S = 2.0
 #: the longest a display/image is shown for (display_default_duration's range), s
 _MAX_IMAGE_S = float(PARAMETERS_BY_NAME["display_default_duration"].maximum)
@@ -168,7 +166,7 @@ class MediaInterfaces(AnimationGoals):
         self._handover = HandOver(node, self._on_report)  # the stream's reports, from its thread
         self.av = AVStream(robot, self._handover.put,
                            stream_prebuffer_s=float(params.get("audio_stream_buffer", 0.1)),
-                           stream_gap_s=_STREAM_GAP_S, tread_hold=self.tread_hold)
+                           tread_hold=self.tread_hold)  # its timeout and gap follow the buffer
         node._core.animation = self  # cmd_vel and the head and lift topics preempt a clip
         # Commands: only the latest matters. The face: every frame, in order, from any
         # publisher (AVStream shows one a tick). Audio chunks: none may be lost.

@@ -517,6 +517,26 @@ def played(robot) -> np.ndarray:
     return np.concatenate([decode_ulaw(bytes(f)) for f in frames]) if frames else np.zeros(0, np.int16)
 
 
+def test_a_larger_buffer_absorbs_later_chunks_before_and_after_the_stream_starts():
+    """audio_stream_buffer 1 s: a chunk 0.06 s late while the stream was still buffering cut it
+    off (a fixed 0.15 s timeout: 0.5 s of sound, 0.5 s of silence, then the rest), and one
+    0.6 s late once it played restarted its resampler (a fixed 0.5 s gap: a click). Both
+    follow the buffer now: the stream plays whole, without a seam."""
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal(16000 * 3) * 4000).astype(np.int16)       # 3 s at 16 kHz
+    robot, av, _ = make_stream(stream_prebuffer_s=1.0)
+    t0 = robot.now
+    for i, piece in enumerate(np.array_split(x, 30)):                    # 0.1 s chunks, in real time
+        robot.run_until(t0 + 0.1 * i + {5: 0.06, 15: 0.6}.get(i, 0.0))
+        av.stream_audio_at(piece, 16000)
+    robot.run_until(robot.now + 3.0)
+    whole = resample(x, 16000, SAMPLE_RATE)
+    got = played(robot)
+    start = int(np.argmax(np.abs(got) > 0))
+    assert np.array_equal(got[start:start + whole.size], decode_ulaw(encode_ulaw(whole)))
+    assert av.counters()["audio stream ran dry"] == 1                  # its end only
+
+
 def test_chunks_at_another_rate_play_whole_without_seams():
     """audio/pcm chunks at their own rate: one resampler a stream (no seams), and the samples
     it holds back for its filter are sent at the stream's end. They were dropped: the end of
