@@ -538,7 +538,8 @@ class MediaInterfaces(AnimationGoals):
             self._loading.remove(entry)
         if error is None and mine != self._audio_loads:
             error = "preempted by a new play_audio goal (while this one's file was read)"
-        if handle.is_cancel_requested:
+        if handle.is_cancel_requested:  # while its file was read or its text spoken: logged as _run does
+            self._log.info("play_audio: canceled")
             return self._end(handle, result, False, "cancelled")
         error = error or self._after_wait()  # the driver may have been deactivated meanwhile
         if error is not None:

@@ -639,10 +639,12 @@ def test_a_file_that_is_slow_to_read_holds_up_no_other_command(make_rig, tmp_pat
     action of the driver is served, the emergency stop among them. A cancel, a new
     play_audio goal or a deactivation ends the waiting goal at once (a FIFO no one writes
     to used to hold it for good, and at shutdown it got no result); a bad file ends it
-    aborted with the reader's reason."""
+    aborted with the reader's reason. The cancel is in the log, as every goal's end (it
+    returned without a line)."""
     import os
     import threading
     rig = make_rig()
+    log = rig.node._media._log = LogRecorder(rig.node._media._log)
     fifo = tmp_path / "slow.wav"
     os.mkfifo(fifo)
     listed = rig.probe.create_client(ListAnimations, "list_animations")
@@ -686,6 +688,7 @@ def test_a_file_that_is_slow_to_read_holds_up_no_other_command(make_rig, tmp_pat
     assert rig.spin_until(cancel.done, 5.0) and cancel.result().goals_canceling
     assert rig.spin_until(ended.done, 3.0), "the cancelled goal waited for its file"
     assert ended.result().status == GoalStatus.STATUS_CANCELED, ended.result().result.message
+    assert log.lines.count("play_audio: canceled") == 1, log.lines
     feed_the_reader()
     # a new goal: the waiting one is preempted at once
     first, ended = waiting_goal()
