@@ -207,19 +207,22 @@ def audio_chunk_samples(sample_rate: int, channels: int, samples: Any,
 
 def load_audio_file(source: Union[str, os.PathLike, BinaryIO]) -> Tuple[np.ndarray, WavInfo]:
     """``(mono int16 samples at SAMPLE_RATE, info)`` of a PCM WAV file; a file that cannot
-    be read or played raises :class:`CommandError` saying why. A path's ``~`` is expanded;
-    a relative path is read from the process's working directory, and when no file is
-    there the message says so, with the absolute path tried."""
+    be read or played, or holds no samples, raises :class:`CommandError` saying why. A
+    path's ``~`` is expanded; a relative path is read from the process's working directory,
+    and when no file is there the message says so, with the absolute path tried."""
     given = path = None
     if isinstance(source, (str, os.PathLike)):
         given = os.fspath(source)
         source = path = os.path.expanduser(given)
     try:
-        return load_wav(source)
+        pcm, info = load_wav(source)
     except LocalProtocolError as exc:
         if path is not None and isinstance(exc.__cause__, FileNotFoundError):
             raise CommandError(_no_file(given, path)) from None
         raise CommandError(str(exc)) from None
+    if not pcm.size:  # (it succeeded, playing nothing)
+        raise CommandError(f"{given if given is not None else getattr(source, 'name', '<stream>')}: no samples")
+    return pcm, info
 
 
 def _no_file(given: str, path: str) -> str:

@@ -312,6 +312,9 @@ class WavInfo:
     sample_rate_hz: int
     frame_count: int  # samples per channel
     duration_s: float
+    #: the header declares no samples, but samples follow it (a recording whose header was
+    #: never finished, e.g. GStreamer's wavenc stopped with Ctrl-C): they were read
+    unfinished_header: bool = False
 
 
 def load_wav(source: str | os.PathLike[str] | BinaryIO) -> tuple[np.ndarray, WavInfo]:
@@ -324,7 +327,9 @@ def load_wav(source: str | os.PathLike[str] | BinaryIO) -> tuple[np.ndarray, Wav
     longer, truncated or non-WAV file) raises :class:`LocalProtocolError`.  A longer file is
     refused before it is read when it can seek, else once ``MAX_WAV_SECONDS`` of it were
     read; a header that declares more than the file holds (``espeak-ng --stdout``'s) is
-    taken for what the file holds.
+    taken for what the file holds, and so is one that declares no samples when samples
+    follow it (:attr:`WavInfo.unfinished_header`; whole chunks after an empty data chunk,
+    a LIST, are not samples). A file with no samples gives none.
     """
     name = os.fspath(source) if isinstance(source, (str, os.PathLike)) else getattr(source, "name", "<stream>")
     try:
@@ -349,7 +354,11 @@ def load_wav(source: str | os.PathLike[str] | BinaryIO) -> tuple[np.ndarray, Wav
             held = _frames_held(f, frames, width * channels)
             if held is not None and held > most:
                 raise LocalProtocolError(_too_long(name, held / rate))
-            raw = w.readframes(min(frames, most + 1))
+            if frames:
+                raw = w.readframes(min(frames, most + 1))
+            else:  # no samples, or a header never finished: what follows it, unless only chunks
+                raw = f.read((most + 1) * width * channels)
+                raw = b"" if _chunks_only(raw) else raw
             if len(raw) > most * width * channels:
                 raise LocalProtocolError(_too_long(name, None))
     except wave.Error as exc:
@@ -366,14 +375,15 @@ def load_wav(source: str | os.PathLike[str] | BinaryIO) -> tuple[np.ndarray, Wav
         samples = np.frombuffer(raw[:usable], dtype="<i2").astype(np.int16)
     samples = samples.reshape(-1, channels)
     n = samples.shape[0]
-    info = WavInfo(channels, width, rate, n, n / rate)
+    info = WavInfo(channels, width, rate, n, n / rate, unfinished_header=bool(n) and not frames)
     mono = mix_down(samples) if channels > 1 else samples[:, 0]
     return resample(mono, rate, SAMPLE_RATE), info
 
 
 def _frames_held(f: BinaryIO, declared: int, frame_bytes: int) -> int | None:
     """The frames a WAV file's data really holds, ``f`` at their start: those its header
-    declares, or fewer where the file ends first; None when ``f`` cannot seek (a pipe)."""
+    declares, or fewer where the file ends first (it declares none: all to the end, see
+    :func:`load_wav`); None when ``f`` cannot seek (a pipe)."""
     try:
         if not f.seekable():
             return None
@@ -382,7 +392,20 @@ def _frames_held(f: BinaryIO, declared: int, frame_bytes: int) -> int | None:
         f.seek(here)
     except (AttributeError, OSError, ValueError):
         return None
-    return min(declared, max(0, end - here) // frame_bytes)
+    held = max(0, end - here) // frame_bytes
+    return min(declared, held) if declared else held
+
+
+def _chunks_only(data: bytes) -> bool:
+    """Whether ``data``, what follows a data chunk that declares no samples, is RIFF chunks
+    (an id of four printable characters and a size) to its end rather than samples."""
+    at = 0
+    while at + 8 <= len(data):
+        if not all(0x20 <= c < 0x7F for c in data[at:at + 4]):
+            return False
+        size = int.from_bytes(data[at + 4:at + 8], "little")
+        at += 8 + size + (size & 1)
+    return at in (len(data), len(data) + 1)  # (a last pad byte left out)
 
 
 def _too_long(name: str, seconds: float | None) -> str:

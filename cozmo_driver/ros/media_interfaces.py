@@ -563,6 +563,10 @@ class MediaInterfaces(AnimationGoals):
             self._log.info(f"play_audio: {request.path} ({info.duration_s:.2f} s, "
                            f"{info.sample_rate_hz} Hz, {info.channels} "
                            f"channel{'s' if info.channels > 1 else ''})")
+            if info.unfinished_header:
+                self._log.warning(f"play_audio: {request.path}: its header says it holds no samples, but "
+                                  f"{info.duration_s:.2f} s of them follow it (a recording whose header was "
+                                  "never finished?): they are played")
         self.av.play_audio(goal.token, pcm)
         return await self._run(goal, result)
 

@@ -237,6 +237,33 @@ def test_load_audio_file_reads_a_wav_and_refuses_anything_else_with_a_command_er
         load_audio_file(str(bad))
 
 
+def test_a_wav_file_with_no_samples_is_refused_and_one_whose_header_was_never_finished_plays(tmp_path):
+    """A WAV whose header declares no samples loaded as 0 samples, and its play_audio goal
+    succeeded, "nothing to play (no samples)": a file with none is refused saying so, and one
+    whose header was never finished (data size 0, the samples after it) plays them."""
+    import struct
+    import wave
+
+    path = tmp_path / "empty.wav"
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+    with pytest.raises(CommandError, match=f"^{re.escape(str(path))}: no samples"):
+        load_audio_file(str(path))
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        w.writeframes(np.full(1600, 1000, dtype=np.int16).tobytes())
+    raw = bytearray(path.read_bytes())
+    raw[4:8], raw[40:44] = struct.pack("<I", 36), struct.pack("<I", 0)
+    path.write_bytes(bytes(raw))
+    pcm, info = load_audio_file(str(path))
+    assert info.frame_count == 1600 and info.unfinished_header
+    assert abs(pcm.size - round(1600 * SAMPLE_RATE / 16000)) <= 1
+
+
 def test_motor_stops_stop_the_motors_an_animation_moved():
     assert motor_stops(head=False, lift=False) == []
     assert [(s.NAME, s.speed_rad_per_sec) for s in motor_stops(head=True, lift=True)] == [

@@ -278,6 +278,42 @@ def test_load_wav_refuses_a_file_longer_than_its_limit_naming_both():
         assert info.duration_s == pytest.approx(0.5) and pcm.size == SAMPLE_RATE // 2
 
 
+def unfinished(wav: bytes, riff_size: int) -> bytes:
+    """``wav`` as a recording stopped before its header was finished leaves it: data size 0."""
+    raw = bytearray(wav)
+    assert raw[36:40] == b"data"
+    raw[4:8], raw[40:44] = struct.pack("<I", riff_size), struct.pack("<I", 0)
+    return bytes(raw)
+
+
+def test_load_wav_reads_the_samples_after_a_header_that_was_never_finished():
+    """A recording whose header was never finished (GStreamer's wavenc stopped with Ctrl-C:
+    data size 0, the RIFF size its header's) loaded as 0 samples, and its goal succeeded
+    with nothing played. The samples that follow are read (the info says why), within the
+    length limit; a data chunk of no samples followed only by chunks (a LIST) holds none."""
+    wav = write_wav(tone(1000, 16000, 0.5), 16000).getvalue()
+    for riff in (len(wav) - 8, 36):
+        for source in (io.BytesIO(unfinished(wav, riff)), Pipe(unfinished(wav, riff))):
+            pcm, info = load_wav(source)
+            assert info.frame_count == 8000 and pcm.size == SAMPLE_RATE // 2 and info.unfinished_header
+            assert abs(peak_hz(pcm, SAMPLE_RATE) - 1000) <= 10
+    pcm, info = load_wav(io.BytesIO(wav))
+    assert not info.unfinished_header
+    empty = bytearray(write_wav(np.zeros(1, np.int16), 16000).getvalue()[:44])  # its header only
+    empty[4:8], empty[40:44] = struct.pack("<I", 36), struct.pack("<I", 0)
+    empty = bytes(empty)
+    listed = bytearray(empty + b"LIST" + struct.pack("<I", 4) + b"INFO")
+    listed[4:8] = struct.pack("<I", len(listed) - 8)
+    for data in (empty, bytes(listed)):
+        pcm, info = load_wav(io.BytesIO(data))
+        assert pcm.size == 0 and info.frame_count == 0 and not info.unfinished_header
+    long = unfinished(write_wav(np.zeros(601 * 8000, np.int16), 8000, width=1).getvalue(), 36)
+    with pytest.raises(LocalProtocolError, match=r"^<stream>: 601 s of sound"):
+        load_wav(io.BytesIO(long))
+    with pytest.raises(LocalProtocolError, match=r"^<stream>: more than 600 s of sound"):
+        load_wav(Pipe(long))
+
+
 def test_load_wav_missing_file(tmp_path):
     with pytest.raises(LocalProtocolError):
         load_wav(tmp_path / "nope.wav")

@@ -9,6 +9,7 @@ import gc
 import json
 import math
 import shutil
+import struct
 import sys
 import time
 import wave
@@ -549,6 +550,25 @@ def test_play_audio_cancel_preempt_and_bad_files(make_rig, tmp_path):
         w.writeframes(b"\0\0" * 100)
     r = rig.result(rig.send_goal(PlayAudio, "play_audio", PlayAudio.Goal(path=str(tmp_path / "hi.wav"))))
     assert "96000 Hz is not supported" in r.result.message
+    # a file with no samples is refused (its goal succeeded, playing nothing); one whose
+    # header was never finished (data size 0, the samples after it) plays, with a warning
+    empty = tmp_path / "empty.wav"
+    with wave.open(str(empty), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+    r = rig.result(rig.send_goal(PlayAudio, "play_audio", PlayAudio.Goal(path=str(empty), volume=-1.0)))
+    assert r.status == GoalStatus.STATUS_ABORTED and r.result.message == f"{empty}: no samples", r.result.message
+    raw = bytearray(write_wav(tmp_path / "rec.wav", sine(500.0, 0.3, 16000), 16000).read_bytes())
+    raw[4:8], raw[40:44] = struct.pack("<I", 36), struct.pack("<I", 0)
+    (tmp_path / "rec.wav").write_bytes(bytes(raw))
+    frames0 = rig.sim.audio_frames()
+    r = rig.result(rig.send_goal(PlayAudio, "play_audio", PlayAudio.Goal(path=str(tmp_path / "rec.wav"),
+                                                                          volume=-1.0)))
+    assert r.status == GoalStatus.STATUS_SUCCEEDED, r.result.message
+    assert rig.spin_until(lambda: rig.sim.audio_frames() - frames0 >= 9, 2.0)  # 0.3 s: 9 frames
+    assert f"play_audio: {tmp_path / 'rec.wav'}: its header says it holds no samples, but 0.30 s of them " \
+        "follow it (a recording whose header was never finished?): they are played" in log.lines, log.lines
 
 
 def test_play_audio_expands_a_home_path_and_says_where_a_relative_one_was_looked_for(make_rig, tmp_path,
