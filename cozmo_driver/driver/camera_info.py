@@ -165,10 +165,28 @@ def _ros_home() -> str:
     return os.environ.get("ROS_HOME") or os.path.join(os.path.expanduser("~"), ".ros")
 
 
+def _package_file(url: str, package: str, rest: str) -> str:
+    """The path of ``package://package/rest``: ``rest`` in the package's share directory,
+    as camera_info_manager takes it."""
+    try:
+        from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
+    except ImportError:
+        raise CameraInfoError(f"camera_info_url {url!r}: package:// URLs need ament_index_python "
+                              "(python3-ament-index-python); give a file:///absolute/path.yaml") from None
+    try:
+        share = get_package_share_directory(package)
+    except (PackageNotFoundError, ValueError, LookupError):
+        raise CameraInfoError(f"camera_info_url {url!r}: no package {package!r} is installed where this "
+                              "process looks (its workspace sourced?)") from None
+    return os.path.join(share, rest.lstrip("/"))
+
+
 def load_camera_info_url(url: str) -> CameraInfoData:
-    """Read a ``file:///`` URL (or a plain absolute path) in camera_info_manager format;
-    ``${ROS_HOME}`` is resolved as camera_info_manager does. A file URL with a host
-    (``file://~/x.yaml``, ``file://tmp/x.yaml``: two slashes) is refused, as it does."""
+    """Read a ``file:///`` or ``package://`` URL (or a plain absolute path, or one starting
+    with ``~``) in camera_info_manager format; ``${ROS_HOME}`` is resolved as
+    camera_info_manager does. A file URL with a host (``file://~/x.yaml``,
+    ``file://tmp/x.yaml``: two slashes) is refused, as it does, and so is a relative path
+    (a launched node's working directory is not the user's)."""
     resolved = url.replace("${ROS_HOME}", _ros_home())
     parsed = urlparse(resolved)
     if parsed.scheme == "file":
@@ -176,10 +194,16 @@ def load_camera_info_url(url: str) -> CameraInfoData:
             raise CameraInfoError(f"camera_info_url {url!r}: a file:// URL takes an absolute path after three "
                                   "slashes (file:///absolute/path.yaml, or file://${ROS_HOME}/path.yaml)")
         path = unquote(parsed.path)
-    elif parsed.scheme == "" and resolved.startswith("/"):
-        path = resolved
+    elif parsed.scheme == "package" and parsed.netloc and parsed.path.strip("/"):
+        path = _package_file(url, parsed.netloc, unquote(parsed.path))
+    elif parsed.scheme == "" and resolved.startswith(("/", "~")):
+        path = os.path.expanduser(resolved)
+    elif parsed.scheme == "":
+        raise CameraInfoError(f"camera_info_url {url!r}: a relative path; give an absolute one "
+                              "(/path.yaml, ~/path.yaml or file:///absolute/path.yaml)")
     else:
-        raise CameraInfoError(f"camera_info_url {url!r}: only file:// URLs are supported")
+        raise CameraInfoError(f"camera_info_url {url!r}: only file:// and package:// URLs and absolute "
+                              "paths are supported (file:///absolute/path.yaml, package://pkg/path.yaml)")
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()

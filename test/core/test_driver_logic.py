@@ -547,8 +547,8 @@ def test_camera_info_yaml_file(tmp_path):
     assert (info.width, info.height, info.distortion_model) == (320, 240, "plumb_bob")
     assert info.k[0] == 300.0 and info.d[4] == 0.003 and info.p[6] == 121.0
     assert info.source == path.as_uri()
-    with pytest.raises(caminfo.CameraInfoError, match="only file://"):
-        caminfo.load_camera_info_url("package://cozmo/x.yaml")
+    with pytest.raises(caminfo.CameraInfoError, match="only file:// and package://"):
+        caminfo.load_camera_info_url("http://cozmo/x.yaml")
     with pytest.raises(caminfo.CameraInfoError):
         caminfo.load_camera_info_url((tmp_path / "missing.yaml").as_uri())
     bad = tmp_path / "bad.yaml"
@@ -578,6 +578,36 @@ def test_a_file_url_with_a_host_is_refused_saying_it_needs_three_slashes(url):
         caminfo.load_camera_info_url(url)
     assert str(refused.value) == (f"camera_info_url {url!r}: a file:// URL takes an absolute path after "
                                   "three slashes (file:///absolute/path.yaml, or file://${ROS_HOME}/path.yaml)")
+
+
+def test_a_plain_path_may_start_with_a_tilde_and_a_relative_one_is_refused_saying_why(tmp_path, monkeypatch):
+    """``~/cozmo.yaml`` (as every other path parameter takes it) was refused as 'only file://
+    URLs are supported', as was ``cozmo.yaml``: the calibration was not used and the message
+    sent the user to a form that they had not got wrong."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "cozmo.yaml").write_text(CAMERA_YAML)
+    assert caminfo.load_camera_info_url("~/cozmo.yaml").width == 320
+    with pytest.raises(caminfo.CameraInfoError) as refused:
+        caminfo.load_camera_info_url("cozmo.yaml")
+    assert str(refused.value) == ("camera_info_url 'cozmo.yaml': a relative path; give an absolute one "
+                                  "(/path.yaml, ~/path.yaml or file:///absolute/path.yaml)")
+
+
+def test_a_package_url_is_read_from_the_package_share_directory(tmp_path, monkeypatch):
+    """camera_info_manager's package://pkg/path form: the file in the package's share
+    directory (an ament index made here); an unknown package is named."""
+    pytest.importorskip("ament_index_python", reason="ament_index_python is not installed")
+    share = tmp_path / "share"
+    (share / "ament_index" / "resource_index" / "packages").mkdir(parents=True)
+    (share / "ament_index" / "resource_index" / "packages" / "my_cozmo").write_text("")
+    (share / "my_cozmo" / "calibration").mkdir(parents=True)
+    (share / "my_cozmo" / "calibration" / "cozmo.yaml").write_text(CAMERA_YAML)
+    monkeypatch.setenv("AMENT_PREFIX_PATH", str(tmp_path))
+    assert caminfo.load_camera_info_url("package://my_cozmo/calibration/cozmo.yaml").width == 320
+    with pytest.raises(caminfo.CameraInfoError) as refused:
+        caminfo.load_camera_info_url("package://no_such_pkg/cozmo.yaml")
+    assert str(refused.value) == ("camera_info_url 'package://no_such_pkg/cozmo.yaml': no package "
+                                  "'no_such_pkg' is installed where this process looks (its workspace sourced?)")
 
 
 def test_a_file_url_may_name_localhost_or_ros_home_and_an_unreadable_file_is_named(tmp_path, monkeypatch):
