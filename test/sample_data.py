@@ -58,3 +58,19 @@ def app_clip_with_sprite_and_sound(tmp_path):
     audio_map = tmp_path / "audio_map.yaml"
     audio_map.write_text("# Wwise event id: WAV file\n4000000001: sounds/chirp.wav\n")
     return clips, sprites, audio_map
+
+
+def pillow_of_ubuntu_22_04(monkeypatch):
+    """Make ``from PIL import Image`` give the module as Pillow 9.0 has it (Humble's Ubuntu
+    22.04): without ``Image.Resampling`` and ``Image.Dither``, which came with 9.1. Pillow's
+    own code keeps its module (deleting the names from it breaks Pillow itself)."""
+    import PIL
+    from PIL import Image
+
+    class Pillow90:
+        def __getattr__(self, name):
+            if name in ("Resampling", "Dither"):
+                raise AttributeError(f"module 'PIL.Image' has no attribute {name!r} (Pillow 9.0)")
+            return getattr(Image, name)
+
+    monkeypatch.setattr(PIL, "Image", Pillow90())

@@ -631,15 +631,21 @@ def decode_to_bytes(jpeg: bytes, color_half_width: bool,
             pass
         else:
             if color_half_width:
-                im = im.resize((im.width * 2, im.height), Image.Resampling.BILINEAR)
+                im = im.resize((im.width * 2, im.height), _bilinear(Image))
             return im.tobytes(), im.width, im.height, 1 if mode == "L" else 3
     with _opened(jpeg) as im:
         im.load()
         if im.mode not in ("L", "RGB"):
             im = im.convert("RGB")
         if color_half_width:
-            im = im.resize((im.width * 2, im.height), Image.Resampling.BILINEAR)
+            im = im.resize((im.width * 2, im.height), _bilinear(Image))
         return im.tobytes(), im.width, im.height, 1 if im.mode == "L" else 3
+
+
+def _bilinear(image_module: Any) -> Any:
+    """Pillow's bilinear filter: ``Image.Resampling`` came with Pillow 9.1, and Ubuntu
+    22.04 (Humble's) has 9.0, where only ``Image.BILINEAR`` is."""
+    return getattr(image_module, "Resampling", image_module).BILINEAR
 
 
 @contextlib.contextmanager

@@ -397,7 +397,7 @@ def image_to_bits(
     is at least ``threshold``; ``mode='dither'`` uses Floyd-Steinberg error
     diffusion (Pillow's, in C).  Accepts ``uint8``, ``bool`` or floats in [0, 1].
     """
-    from PIL import Image
+    from PIL import Image  # (Image.Resampling and Image.Dither: Pillow 9.1 on; Ubuntu 22.04 has 9.0)
 
     arr = np.asarray(image)
     if arr.ndim not in (2, 3) or (arr.ndim == 3 and arr.shape[2] not in (3, 4)) or 0 in arr.shape:
@@ -420,7 +420,7 @@ def image_to_bits(
         raise LocalProtocolError(f"size must fit the {DISPLAY_WIDTH} x {SCREEN_HEIGHT} screen, got {size}")
     size = (int(size[0]), int(size[1]))
     if size != (w, h):
-        src = src.resize(size, Image.Resampling.LANCZOS)
+        src = src.resize(size, getattr(Image, "Resampling", Image).LANCZOS)
     canvas = Image.new("L", (DISPLAY_WIDTH, SCREEN_HEIGHT), 0)
     # centred from an even row: the robot shows the even rows only, and an image one row high
     # must land on one of them
@@ -430,6 +430,6 @@ def image_to_bits(
         # at 64 rows, most of a shown row's error went to a row the robot never shows, and
         # greys came out far too dark or light (25 % grey showed 11 % lit)
         shown = Image.fromarray(np.ascontiguousarray(np.asarray(canvas)[0::2]))
-        bits = np.array(shown.convert("1", dither=Image.Dither.FLOYDSTEINBERG), dtype=bool)
+        bits = np.array(shown.convert("1", dither=getattr(Image, "Dither", Image).FLOYDSTEINBERG), dtype=bool)
         return np.repeat(bits, 2, axis=0)
     return np.asarray(canvas) >= threshold

@@ -30,6 +30,7 @@ from cozmo_driver.protocol.camera import (
 )
 from cozmo_driver.protocol.errors import LocalProtocolError, RemoteProtocolError
 from dependencies import require
+from sample_data import pillow_of_ubuntu_22_04
 
 QVGA = 4
 
@@ -738,3 +739,14 @@ def test_encode_jpeg_round_trips_grey_and_colour(shape):
     decoded = camera.decode_to_array(camera.encode_jpeg(pixels, 90), False)
     assert decoded.shape == pixels.shape and decoded.dtype == np.uint8
     assert np.abs(decoded.astype(np.int16) - pixels).mean() < 2.0
+
+
+def test_colour_frames_decode_with_the_pillow_of_ubuntu_22_04(monkeypatch):
+    """Humble's Ubuntu 22.04 has Pillow 9.0, without ``Image.Resampling`` (9.1 on): with it
+    named, every colour frame raised on the I/O thread there and none was published."""
+    image = make_image(9, encode_minimized(smooth_rgb()[:, ::2].copy()))
+    jpeg = image_to_jpeg(image)
+    sized, general = (decode_to_bytes(jpeg, True, camera.coded_size(image)), decode_to_bytes(jpeg, True))
+    pillow_of_ubuntu_22_04(monkeypatch)
+    assert decode_to_bytes(jpeg, True, camera.coded_size(image)) == sized
+    assert decode_to_bytes(jpeg, True) == general

@@ -18,6 +18,7 @@ from cozmo_driver.protocol.display import (
 )
 from cozmo_driver.protocol.errors import LocalProtocolError, RemoteProtocolError
 from dependencies import require
+from sample_data import pillow_of_ubuntu_22_04
 
 
 def blank() -> np.ndarray:
@@ -327,3 +328,14 @@ def test_image_to_bits_then_send():
     photo = (rng.random((240, 320)) * 255).astype(np.uint8)
     data, sent = fit_to_frame(screen_to_display(image_to_bits(photo, mode="dither")))
     assert len(data) <= MAX_DISPLAY_BYTES and np.array_equal(decode_display(data), sent)
+
+
+def test_image_to_bits_works_with_the_pillow_of_ubuntu_22_04(monkeypatch):
+    """Humble's Ubuntu 22.04 has Pillow 9.0, without ``Image.Resampling`` and ``Image.Dither``
+    (9.1 on): with them named, every display/image killed the driver there. Without them,
+    the same bits as with them."""
+    picture = np.tile(np.linspace(0, 255, 200).astype(np.uint8), (90, 1))
+    expected = [image_to_bits(picture, mode=mode) for mode in ("threshold", "dither")]
+    pillow_of_ubuntu_22_04(monkeypatch)
+    got = [image_to_bits(picture, mode=mode) for mode in ("threshold", "dither")]
+    assert all(np.array_equal(a, b) for a, b in zip(got, expected))
