@@ -63,7 +63,7 @@ from . import qos
 from .driver_support import RosLogHandler as _RosLogHandler
 from .driver_support import core_attribute as _core_attribute
 from .driver_support import collector_off, declare_parameters, destroy_state_machine, log_line
-from .driver_support import camera_file, close_link, finish_goals, flush, still_retiring
+from .driver_support import camera_file, close_link, destroy_retired, finish_goals, flush, still_retiring, withdraw
 from .driver_support import transition as _transition, twist_reader
 from .handover import HandOver
 from .subscription_thread import SubscriptionThread, Unsupported
@@ -193,6 +193,7 @@ class CozmoDriverNode(LifecycleNode):
         self._create_commands()
         from .media_interfaces import MediaInterfaces  # the animation library: after the link
         from .motion_actions import MotionActions
+        withdraw(self._retiring)  # released servers of the names made here: the new ones alone answer
         self._media = MediaInterfaces(self, self._robot, self._params, self._hand_over)
         self._motion = core.motion = MotionActions(self, self._robot)
         self._configured = True
@@ -308,9 +309,7 @@ class CozmoDriverNode(LifecycleNode):
 
     def destroy_node(self) -> None:
         self.close()
-        for retirement in self._retiring:  # their servers may wait for a timer of this node
-            retirement.destroy_now()  # nothing will run their callbacks any more
-        self._retiring = []
+        self._retiring = destroy_retired(self._retiring)  # their servers may wait for a timer of this node
         self._destroy_rcl_node()
 
     def _destroy_rcl_node(self) -> None:

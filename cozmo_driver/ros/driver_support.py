@@ -23,7 +23,7 @@ from .serialized import LayoutError, read_twist
 __all__ = ["transition", "camera_file", "descriptor", "declare_parameters", "twist_reader", "RosLogHandler",
            "log_line", "core_attribute", "collector_off", "destroy_state_machine", "release_line",
            "close_link", "flush", "finish_goals", "ESTOP_REFUSAL", "NOT_CONNECTED_REFUSAL",
-           "inactive_refusal", "ServerRetirement", "still_retiring"]
+           "inactive_refusal", "ServerRetirement", "still_retiring", "withdraw", "destroy_retired"]
 
 
 #: why a command or goal is refused, as the media and the motion actions say it
@@ -314,15 +314,16 @@ class ServerRetirement:
     the result (rcl: "action server pointer is invalid", and the client never gets it). So
     the servers are destroyed after two turns of a 0.2 s timer with no execute callback
     pending (``busy``), at once only when the context is shut down (nothing spins any
-    more), and by :meth:`destroy_now` when the node goes. Until then they refuse goals
-    (their owner is closed)."""
+    more), and by :meth:`destroy_now` when the node goes. Until then they answer goals
+    as their closed owner does (the motions refuse them, the media end them aborted),
+    until a configure makes new servers of their names: :meth:`withdraw`."""
 
     PERIOD_S = 0.2
     QUIET_TURNS = 2
 
     def __init__(self, node: Any, servers: list, busy: Callable[[], bool]) -> None:
         self._node, self._servers, self._busy = node, list(servers), busy
-        self._quiet, self._timer = 0, None
+        self._quiet, self._timer, self._withdrawn = 0, None, False
         if node.context.ok():
             self._timer = node.create_timer(self.PERIOD_S, self._turn)
         else:
@@ -338,9 +339,23 @@ class ServerRetirement:
         """The servers and the timer are destroyed."""
         return not self._servers and self._timer is None
 
+    def withdraw(self) -> None:
+        """New servers of the same names are made (configure): these take no request any more,
+        as a goal, cancel or result request reaches every server of its name and the client
+        keeps the first answer (the new server's accepted goal ran, unknown to the client).
+        Out of the executor's wait set they still send what they owe: the results of their
+        goals go out from the executor's tasks, which run on. Destroyed as before; idempotent."""
+        waitables = list(self._node.waitables)
+        for server in self._servers:
+            if server in waitables:
+                self._node.remove_waitable(server)
+        self._withdrawn = True
+
     def destroy_now(self) -> None:
         """Destroy the servers (and the timer) now; idempotent."""
         for server in self._servers:
+            if self._withdrawn:  # ActionServer.destroy removes it from the node's waitables
+                self._node.add_waitable(server)
             server.destroy()
         self._servers = []
         if self._timer is not None:
@@ -352,3 +367,18 @@ def still_retiring(retirements: list, released: Any) -> list:
     """``retirements`` not yet done, and that of ``released`` (a media or motions object
     just destroyed): what the node still has to destroy when it goes."""
     return [r for r in retirements if not r.done] + [released.retirement]
+
+
+def withdraw(retirements: list) -> None:
+    """Configure: the released servers of ``retirements`` take no request any more, as new
+    servers of their names are made (:meth:`ServerRetirement.withdraw`)."""
+    for retirement in retirements:
+        retirement.withdraw()
+
+
+def destroy_retired(retirements: list) -> list:
+    """The node goes: destroy the servers of ``retirements`` now (their timer is the node's:
+    nothing will run their callbacks any more); returns the empty list that is left."""
+    for retirement in retirements:
+        retirement.destroy_now()
+    return []

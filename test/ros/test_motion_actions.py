@@ -1155,6 +1155,34 @@ def _cleanup_with_a_goal_running(rig: Rig, servers) -> None:
     assert status == GoalStatus.STATUS_SUCCEEDED, result.message
 
 
+def test_a_goal_right_after_a_fast_lifecycle_cycle_reaches_only_the_new_servers(rig):
+    """Deactivate, cleanup, configure and activate back to back: the released servers
+    (destroyed once their goals' results are out) stood beside the new ones of the same
+    names, and a goal sent at once reached both: the old motion servers rejected it ("the
+    driver is shutting down"), the old media ones accepted it, the new one accepted and ran
+    it, and the client kept the first answer. Configure withdraws the released servers: the
+    new ones alone answer, and a goal running at the cycle still gets its result."""
+    running = rig.send("set_lift_height", SetLiftHeight.Goal(height=0.09, max_speed=0.1))
+    assert running is not None
+    rig.spin_for(0.2)
+    for cycle in range(2):
+        node = rig.node
+        node.trigger_deactivate()
+        node.trigger_cleanup()
+        assert node.start()             # configure and activate: no spin since the deactivation
+        assert rig.spin_until(lambda: node.connected, CONNECT_TIMEOUT)
+        if cycle == 0:
+            status, result = rig.wait(running, 5.0)
+            assert status == GoalStatus.STATUS_ABORTED and result.message == "the driver was deactivated", \
+                result.message
+        for name, goal in (("set_head_angle", SetHeadAngle.Goal(angle=0.1 * (cycle + 1))),
+                           ("play_animation", PlayAnimation.Goal(name="nod_yes"))):
+            handle = rig.send(name, goal)
+            assert handle is not None, f"cycle {cycle}: {name} goal rejected"
+            status, result = rig.wait(handle)
+            assert status == GoalStatus.STATUS_SUCCEEDED, (cycle, name, result.message)
+
+
 def test_follow_path_can_be_remapped_beside_nav2(rclpy_context, sim):
     # Nav2's controller_server serves nav2_msgs/FollowPath as follow_path: rename ours. rcl
     # remaps an action's topics and services, not its name: one rule for each of the five.
