@@ -32,6 +32,7 @@ from rclpy.task import Future
 from ..anim.clip import AnimationError, Clip
 from ..anim.player import compile_loops
 from ..driver.media import motor_stops
+from .steady import steady_timer
 
 __all__ = ["AnimationGoals", "MAX_LOOPS", "clip_motors"]
 
@@ -228,7 +229,7 @@ class AnimationGoals:
                                     or time.monotonic() >= deadline
                                     or not any(self.robot.calibrating(m) for m in motors)):
                 done.set_result(None)
-        timer = self.node.create_timer(0.02, check)
+        timer = steady_timer(self.node, 0.02, check)
         try:
             await done
         finally:

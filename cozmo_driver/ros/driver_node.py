@@ -66,6 +66,7 @@ from .driver_support import collector_off, declare_parameters, destroy_state_mac
 from .driver_support import camera_file, close_link, destroy_retired, finish_goals, flush, still_retiring, withdraw
 from .driver_support import transition as _transition, twist_reader
 from .handover import HandOver
+from .steady import steady_timer
 from .subscription_thread import SubscriptionThread, Unsupported
 from ._entry import destroyed_if_refused, ignored_qos_overrides, init, make_node, refuse, spin_node
 from .usage import answer_help
@@ -347,7 +348,7 @@ class CozmoDriverNode(LifecycleNode):
         for srv_type, name, method in driver_topics.SERVICES:
             srv = self.create_service(srv_type, name, getattr(self, method))
             self._entities.append((self.destroy_service, srv))
-        timer = self.create_timer(1.0, self._on_diagnostics_timer)
+        timer = steady_timer(self, 1.0, self._on_diagnostics_timer)  # not ROS time: it may stand still
         self._entities.append((self.destroy_timer, timer))
         self._create_cmd_vel(own_thread=True)
 

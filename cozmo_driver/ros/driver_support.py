@@ -19,6 +19,7 @@ from rclpy.serialization import deserialize_message
 
 from ._entry import bad_qos_overrides, unknown_parameters
 from .serialized import LayoutError, read_twist
+from .steady import steady_timer
 
 __all__ = ["transition", "camera_file", "descriptor", "declare_parameters", "twist_reader", "RosLogHandler",
            "log_line", "core_attribute", "collector_off", "destroy_state_machine", "release_line",
@@ -325,7 +326,7 @@ class ServerRetirement:
         self._node, self._servers, self._busy = node, list(servers), busy
         self._quiet, self._timer, self._withdrawn = 0, None, False
         if node.context.ok():
-            self._timer = node.create_timer(self.PERIOD_S, self._turn)
+            self._timer = steady_timer(node, self.PERIOD_S, self._turn)
         else:
             self.destroy_now()
 

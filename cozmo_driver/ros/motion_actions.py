@@ -82,6 +82,7 @@ from . import qos
 from .driver_support import ESTOP_REFUSAL, NOT_CONNECTED_REFUSAL, ServerRetirement, inactive_refusal
 from .handover import HandOver
 from .motion_goals import GOAL_TYPES, GoalContext, MotionGoal, PathGoal, Run
+from .steady import steady_timer
 
 __all__ = ["MotionActions", "ACTION_NAMES", "TF_WAIT_S"]
 
@@ -302,7 +303,7 @@ class MotionActions:
         def give_up() -> None:
             if not future.done():
                 future.set_result(False)
-        timer = self._node.create_timer(TF_WAIT_S, give_up, callback_group=self._group)
+        timer = steady_timer(self._node, TF_WAIT_S, give_up, self._group)
         try:
             await future
         finally:

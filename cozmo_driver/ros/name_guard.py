@@ -15,6 +15,8 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, List, Sequence
 
+from .steady import steady_timer
+
 __all__ = ["NameGuard", "CHECKS_S", "DUPLICATE_MARK", "duplicate_message"]
 
 #: when the graph is looked at, seconds after the guard starts
@@ -52,7 +54,7 @@ class NameGuard:
         self.found = False
         self._timers: List[Any] = []
         for delay in checks_s:
-            self._timers.append(node.create_timer(delay, self._make_check(len(self._timers))))
+            self._timers.append(steady_timer(node, delay, self._make_check(len(self._timers))))
 
     def _make_check(self, index: int) -> Callable[[], None]:
         def check() -> None:

@@ -1403,6 +1403,27 @@ def test_a_late_subscriber_gets_odom_under_use_sim_time_with_no_clock(make_drive
     assert all(m.header.stamp.sec == 0 and m.header.stamp.nanosec == 0 for m in odom[-3:])
 
 
+def test_the_drivers_own_timers_run_under_use_sim_time_with_no_clock(make_driver):
+    """use_sim_time set and no /clock published: ROS time stands still, and the driver's
+    timers, made on the node's clock, never fired: no /diagnostics, no periodic
+    link_status, and a goal in a frame tf does not know was neither accepted nor rejected
+    (the wait for tf never gave up). They run on the steady clock."""
+    from cozmo_interfaces.action import GoToPose
+    from cozmo_driver.ros.motion_actions import TF_WAIT_S
+    h = make_driver(use_sim_time=True)
+    assert h.node.get_clock().now().nanoseconds == 0   # ROS time: no /clock
+    diags = h.listen("diag", DiagnosticArray, "/diagnostics")
+    link = h.listen("link", LinkStatus, "link_status")
+    assert h.spin_until(lambda: len(diags) >= 2 and len(link) >= 2, DISCOVERY_TIMEOUT + 2.0), \
+        (len(diags), len(link))
+    goal = GoToPose.Goal()
+    goal.pose.header.frame_id = "map"
+    goal.pose.pose.position.x, goal.pose.pose.orientation.w = 0.05, 1.0
+    future = h.action_client(GoToPose, "go_to_pose").send_goal_async(goal)
+    assert h.spin_until(future.done, TF_WAIT_S + 3.0), "the goal was neither accepted nor rejected"
+    assert not future.result().accepted
+
+
 def test_the_robot_streams_its_camera_only_while_a_camera_topic_has_a_subscriber(make_driver):
     """camera_on_demand (the default): no camera frame leaves the robot while nothing
     subscribes to a camera topic; the first subscriber starts the camera, and it stops
