@@ -81,6 +81,7 @@ from ._entry import (destroy_waitables, destroyed_if_refused, init, make_node, s
 from .usage import answer_help
 from . import qos
 from .qos import QOS_EVENTS, QOS_LATCHED, QOS_LATEST, QOS_QUEUE, QOS_STATE, QOS_STREAM, QOS_WATCH
+from .steady import steady_timer
 
 __all__ = ["BehaviorNode", "RosRobot", "main", "state_flags"]
 
@@ -518,9 +519,9 @@ class BehaviorNode(Node):
         self._status_pub = _publisher(self, BehaviorStatus, "behavior/status", QOS_LATCHED)
         self.create_service(SetBool, "behavior/enable", self._on_enable)
         self.add_on_set_parameters_callback(self._on_set_parameters)
-        self.create_timer(1.0 / float(p["tick_rate"]), self._on_tick)
-        self.create_timer(1.0 / float(p["emotions_rate"]), self._publish_emotions)
-        self.create_timer(1.0, self._publish_status)
+        steady_timer(self, 1.0 / float(p["tick_rate"]), self._on_tick)  # the engine's time: monotonic
+        steady_timer(self, 1.0 / float(p["emotions_rate"]), self._publish_emotions)
+        steady_timer(self, 1.0, self._publish_status)
         log.info(f"behavior engine: {len(self.config.behaviors)} behaviors, "
                  f"{len(self.config.reactions)} reactions, {len(self.config.activities)} activities, "
                  f"{len(self.config.emotions)} emotions; "

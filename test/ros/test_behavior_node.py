@@ -574,6 +574,23 @@ def test_a_driver_gone_without_a_word_stops_the_engine(rclpy_context, rclpy_log)
         spin.close()
 
 
+def test_the_node_runs_under_use_sim_time_with_no_clock(rclpy_context):
+    """use_sim_time set and no /clock published: ROS time stands still, and the node's
+    timers (the engine's ticks, behavior/emotions, behavior/status), made on its clock,
+    never fired. They run on the steady clock, as the engine's own time does; the stamps
+    stay ROS time."""
+    behavior = BehaviorNode(context=rclpy_context, parameter_overrides=[
+        Parameter("start_delay", value=0.0), Parameter("enabled", value=False),
+        Parameter("emotions_rate", value=10.0), Parameter("use_sim_time", value=True)])
+    spin = RosHarness(rclpy_context, "sim_time_probe", nodes=(behavior,))
+    try:
+        emotions = spin.listen(None, EmotionState, "behavior/emotions", QoSProfile(depth=100))
+        assert spin.spin_until(lambda: len(emotions) >= 5, DISCOVERY_TIMEOUT), len(emotions)
+        assert all(m.header.stamp.sec == 0 and m.header.stamp.nanosec == 0 for m in emotions)
+    finally:
+        spin.close()
+
+
 def _user_goal_status(spin, action: str = "go_to_pose"):
     """A stand-in for a driver's ``<action>/_action/status`` (latched, as an action
     server's) that says a goal of the user's (an id the engine did not send) is EXECUTING."""
