@@ -12,27 +12,29 @@ adapter per robot runs a driver per adapter, each bound to its adapter's address
 specific local address counts as the robot seen from that address: two claims of
 172.31.1.1:5551 from different local addresses both succeed, two from the same local
 address conflict, and so do two with no local address (or the unspecified 0.0.0.0,
-every interface). A claim from a local address is refused while one from no local address
-holds the robot; the other way round they do not see each other (the names of claims
-from local addresses cannot be listed).
+every interface). A claim from a local address and one from no local address conflict
+too, whichever comes first: the one with no local address may reach the robot through
+the other's adapter.
 
-How: the claim is a listening Unix socket in Linux's abstract namespace, named after
-the robot's address (``cozmo_driver robot 127.0.0.1:5551``), and the local address when
-one is given (``cozmo_driver robot 172.31.1.1:5551 from 172.31.1.100``). The kernel lets
-one socket hold a name and frees it when the socket closes, including when its process
-dies, so no stale lock is ever left behind. The holder is found by connecting to the
-name and asking the kernel for the peer's credentials (``SO_PEERCRED``); nothing has to
-answer. Where abstract sockets do not exist (not Linux), claims always succeed: the
-check is skipped, not faked.
+How: the claim is a Unix socket bound in Linux's abstract namespace, named after the
+robot's address (``cozmo_driver robot 127.0.0.1:5551``), and the local address when one
+is given (``cozmo_driver robot 172.31.1.1:5551 from 172.31.1.100``). The kernel lets one
+socket hold a name and frees it when the socket closes, including when its process dies,
+so no stale lock is ever left behind. The names held are read from ``/proc/net/unix``
+(which lists them, and the socket's inode), the holder by finding that socket among the
+processes' open files (``/proc/PID/fd``, readable for one's own processes, or as root);
+nobody is asked, so that no check leaves anything behind (a held name whose holder cannot
+be found still counts as held). A claim is bound first and the claims it conflicts with
+looked for after, so that of two made at once at least one sees the other. Where abstract
+sockets do not exist (not Linux), claims always succeed: the check is skipped, not faked.
 """
 
 from __future__ import annotations
 
 import os
 import socket
-import struct
 import sys
-from typing import Optional, Tuple
+from typing import Dict, Optional, Set, Tuple
 
 from ..errors import ConfigurationError
 
@@ -55,19 +57,71 @@ def _name(host: str, port: int, local_host: Optional[str] = None) -> bytes:
     return f"\0cozmo_driver robot {host}:{int(port)}{local}".encode()
 
 
-def holder(name: bytes) -> Tuple[Optional[int], str]:
-    """(pid, command line) of the process listening on the abstract socket ``name``, as far
-    as it can be read ((None, "") when nobody answers)."""
+def _listed(prefix: bytes) -> Optional[Dict[bytes, Set[int]]]:
+    """The abstract names bound now (in this network namespace, as the names are) that start
+    with ``prefix`` -> the inodes of the sockets showing them (a listening socket's accepted
+    connections show its name too); None when ``/proc/net/unix`` cannot be read."""
+    shown = b"@" + prefix[1:]  # the leading NUL reads as "@"
+    try:
+        with open("/proc/net/unix", "rb") as f:
+            lines = f.read().splitlines()[1:]
+    except OSError:
+        return None
+    found: Dict[bytes, Set[int]] = {}
+    for line in lines:
+        # Num RefCount Protocol Flags Type St Inode Path (the path may hold spaces)
+        fields = line.split(None, 7)
+        if len(fields) == 8 and fields[7].startswith(shown):
+            found.setdefault(b"\0" + fields[7][1:], set()).add(int(fields[6]))
+    return found
+
+
+def _held(name: bytes) -> bool:
+    """Whether a socket holds the abstract name ``name``. Without ``/proc/net/unix``, by
+    binding it for a moment (refused: held)."""
+    listed = _listed(name)
+    if listed is not None:
+        return name in listed
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        probe.settimeout(1.0)
-        probe.connect(name)
-        creds = probe.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-        pid = struct.unpack("3i", creds)[0]
+        probe.bind(name)
     except OSError:
-        return None, ""
+        return True
     finally:
         probe.close()
+    return False
+
+
+def _process_of(inodes: Set[int]) -> Optional[int]:
+    """The pid of a process with one of the sockets ``inodes`` open (this one looked at first),
+    or None when none can be seen (another user's processes, unless root)."""
+    targets = {f"socket:[{inode}]" for inode in inodes}
+    own = str(os.getpid())
+    try:
+        pids = sorted((entry for entry in os.listdir("/proc") if entry.isdigit()), key=lambda pid: pid != own)
+    except OSError:
+        return None
+    for pid in pids:
+        try:
+            with os.scandir(f"/proc/{pid}/fd") as fds:
+                for fd in fds:
+                    try:
+                        if os.readlink(fd.path) in targets:
+                            return int(pid)
+                    except OSError:
+                        continue
+        except OSError:
+            continue
+    return None
+
+
+def holder(name: bytes) -> Tuple[Optional[int], str]:
+    """(pid, command line) of the process holding the abstract socket name ``name``, as far
+    as it can be read ((None, "") when nobody holds it or its process cannot be found)."""
+    inodes = (_listed(name) or {}).get(name)
+    pid = _process_of(inodes) if inodes else None
+    if pid is None:
+        return None, ""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
             cmdline = " ".join(part.decode(errors="replace") for part in f.read().split(b"\0") if part)
@@ -93,26 +147,39 @@ class RobotClaim:
 
     def acquire(self) -> "RobotClaim":
         """Claim the robot, or raise RobotBusyError naming the program that holds it. A claim
-        from a specific local address is refused too while one from no local address (every
-        interface) holds the robot."""
+        from a specific local address and one from no local address (every interface) refuse
+        each other too."""
         if self._sock is not None or not claims_supported():
             return self
-        if self.local_host is not None:
-            everywhere = _name(self.host, self.port)
-            if holder(everywhere)[0] is not None:
-                raise self._busy(everywhere, " from every local address (a driver with no local_ip)")
         name = _name(self.host, self.port, self.local_host)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            sock.bind(name)
-            sock.listen(8)
+            sock.bind(name)  # held until closed; nobody connects to it
         except OSError:
             sock.close()
             local = f" from the same local address {self.local_host}" if self.local_host else ""
             raise self._busy(name, local) from None
-        sock.setblocking(False)
+        conflict = self._conflict()  # looked for once bound: of two claims at once, one sees the other
+        if conflict is not None:
+            sock.close()
+            raise self._busy(*conflict)
         self._sock = sock
         return self
+
+    def _conflict(self) -> Optional[Tuple[bytes, str]]:
+        """(name, from where) of a claim of this robot from every local address when this one
+        is from a local address, or of one from a local address when this one is not."""
+        everywhere = _name(self.host, self.port)
+        if self.local_host is not None:
+            if _held(everywhere):
+                return everywhere, " from every local address (a driver with no local_ip)"
+            return None
+        prefix = everywhere + b" from "
+        names = sorted(_listed(prefix) or {})
+        if not names:
+            return None
+        local = names[0][len(prefix):].decode(errors="replace")
+        return names[0], f" from the local address {local} (a driver with local_ip {local})"
 
     def _busy(self, name: bytes, local: str) -> RobotBusyError:
         """The refusal of this claim: the program holding ``name`` (``local``: from where)."""

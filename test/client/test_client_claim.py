@@ -145,3 +145,57 @@ def test_clients_bound_to_different_local_addresses_both_start_and_the_same_one_
         first.stop(timeout=0.2)
         if second is not None:
             second.stop(timeout=0.2)
+
+
+def test_refused_claims_leave_the_robot_held_and_its_holder_named():
+    # finding out who holds the robot must leave nothing behind: once, each refusal queued a
+    # connection on the holder's socket, and a full queue read as "nobody holds it", so that
+    # the sixth attempt from a local address took the robot from a running driver
+    port = free_udp_port()
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(port)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        for local in ("10.0.0.5", None):
+            for _ in range(10):
+                with pytest.raises(RobotBusyError) as refused:
+                    RobotClaim("127.0.0.1", port, local_host=local).acquire()
+                assert f"127.0.0.1:{port} is already driven by process {holder.pid}" in str(refused.value)
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(10)
+
+
+def test_a_claim_from_every_local_address_is_refused_while_one_from_a_local_address_holds_the_robot():
+    # a driver with no local_ip may reach the robot through the adapter another driver is bound to
+    port = free_udp_port()
+    adapter = RobotClaim("127.0.0.1", port, local_host="10.0.0.5").acquire()
+    try:
+        for local in (None, "0.0.0.0"):
+            with pytest.raises(RobotBusyError) as refused:
+                RobotClaim("127.0.0.1", port, local_host=local).acquire()
+            text = str(refused.value)
+            assert f"127.0.0.1:{port} is already driven by this process" in text
+            assert "from the local address 10.0.0.5 (a driver with local_ip 10.0.0.5)" in text
+        other = RobotClaim("127.0.0.1", port + 1).acquire()  # another robot
+        other.release()
+    finally:
+        adapter.release()
+    everywhere = RobotClaim("127.0.0.1", port).acquire()  # released: free again
+    assert everywhere.held
+    everywhere.release()
+
+
+def test_without_the_list_of_names_a_claim_still_sees_the_robot_held(monkeypatch):
+    from cozmo_driver.client import claim as claim_module
+    monkeypatch.setattr(claim_module, "_listed", lambda prefix: None)  # /proc/net/unix unreadable
+    port = free_udp_port()
+    everywhere = RobotClaim("127.0.0.1", port).acquire()
+    try:
+        for _ in range(10):
+            with pytest.raises(RobotBusyError, match="another program on this machine from every local address"):
+                RobotClaim("127.0.0.1", port, local_host="10.0.0.5").acquire()
+    finally:
+        everywhere.release()
+    alone = RobotClaim("127.0.0.1", port, local_host="10.0.0.5").acquire()  # the check held nothing
+    assert alone.held
+    alone.release()
