@@ -55,7 +55,9 @@ def link_report(state: str, active: bool, robot: str, session: Any, transport: A
                                      ("robot state rate (Hz)", _fmt(state_rate_hz))]
     if session is not None:
         sent = session.reliable_packets_sent
-        loss = session.retransmissions / sent if sent else 0.0
+        # not the datagram loss: a loss resends every packet in flight behind the lost one,
+        # and a lost ack resends what arrived, so this is several times the loss rate
+        resent = session.retransmissions / sent if sent else 0.0
         values += [
             ("rtt (s)", _fmt(session.rtt_s)),
             ("smoothed rtt (s)", _fmt(session.srtt_s)),
@@ -64,7 +66,7 @@ def link_report(state: str, active: bool, robot: str, session: Any, transport: A
             ("reliable packets sent", _fmt(sent)),
             ("retransmissions", _fmt(session.retransmissions)),
             ("retransmission timeouts", _fmt(session.retransmission_timeouts)),
-            ("loss estimate (retransmitted / reliable sent)", _fmt(loss)),
+            ("resent share (retransmitted / reliable sent, not the loss rate)", _fmt(resent)),
             ("malformed datagrams dropped", _fmt(session.malformed_datagrams)),
             ("malformed packets dropped", _fmt(session.malformed_packets)),
             ("unknown messages", _fmt(session.unknown_messages)),

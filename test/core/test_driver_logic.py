@@ -759,7 +759,7 @@ def test_diagnostic_levels():
     assert values["malformed datagrams dropped"] == "2"
     assert values["stale links ended"] == "1"
     assert values["connections answered without robot state"] == "4"
-    assert values["loss estimate (retransmitted / reliable sent)"] == "0.1"
+    assert values["resent share (retransmitted / reliable sent, not the loss rate)"] == "0.1"
     assert link_report("lost", True, "x", None, None, 0.0).level == ERROR
     # connected, but nothing came since the last report (the robot is lost after peer_timeout)
     # an error of the driver's own handling of a datagram: counted and logged, and shown

@@ -132,7 +132,7 @@ def test_connects_and_publishes_facts_latched(make_driver):
     assert linkdiag.level == bytes([0]) and linkdiag.hardware_id == "cozmo-45a1c0de"
     keys = {kv.key for kv in linkdiag.values}
     assert {"rtt (s)", "retransmissions", "malformed datagrams dropped",
-            "wrong-source datagrams dropped", "loss estimate (retransmitted / reliable sent)"} <= keys
+            "wrong-source datagrams dropped", "resent share (retransmitted / reliable sent, not the loss rate)"} <= keys
     # the client initialised the robot
     counts = h.sim.command_counts()
     for name in ("Enable", "SetOrigin", "SyncTime", "EnableCamera", "NvStorageOp"):
