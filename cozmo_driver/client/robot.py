@@ -22,7 +22,7 @@ import time
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 from ..protocol import messages as msgs
-from ..protocol.errors import CozmoError, NotConnectedError
+from ..protocol.errors import CozmoError, LocalProtocolError, NotConnectedError
 from ..protocol.session import MessageReceived
 from ..transport.udp import LOCAL_ADDRESS_HINT, UdpTransport, resolve_address
 from .claim import RobotClaim
@@ -36,6 +36,14 @@ DEFAULT_ROBOT_ADDRESS = "172.31.1.1"
 DEFAULT_ROBOT_PORT = 5551
 
 
+def _finite(**values: float) -> None:
+    """Raise LocalProtocolError naming the first of ``values`` (argument name = value) that
+    is not a finite number: the robot would take NaN or infinity as a speed or an angle."""
+    for name, value in values.items():
+        if not math.isfinite(value):
+            raise LocalProtocolError(f"{name} must be a finite number, not {value!r}")
+
+
 def turn_message(heading_rad: float, speed_radps: float, accel_radps2: float,
                  tolerance_rad: float, action_id: int, turn_rad: Optional[float] = None) -> Any:
     """The TurnInPlace that turns the robot to ``heading_rad``, in its pose frame.
@@ -46,7 +54,11 @@ def turn_message(heading_rad: float, speed_radps: float, accel_radps2: float,
     ``unknown5``) and "use the shortest direction" (the notes' ``is_absolute``); without
     the latter, the sign of the speed gives the direction. Without ``turn_rad`` the robot
     takes the short way; with it, it turns that way, by that much (floor(|turn| / pi) half
-    turns: several turns work)."""
+    turns: several turns work). Values that are not finite are refused (LocalProtocolError)."""
+    _finite(heading_rad=heading_rad, speed_radps=speed_radps, accel_radps2=accel_radps2,
+           tolerance_rad=tolerance_rad)
+    if turn_rad is not None:
+        _finite(turn_rad=turn_rad)
     speed = abs(float(speed_radps))
     half_turns = 0
     if turn_rad is not None:
@@ -248,6 +260,8 @@ class Robot:
 
     def drive_wheels(self, left_mmps: float, right_mmps: float,
                      left_accel_mmps2: float = 0.0, right_accel_mmps2: float = 0.0) -> None:
+        _finite(left_mmps=left_mmps, right_mmps=right_mmps, left_accel_mmps2=left_accel_mmps2,
+               right_accel_mmps2=right_accel_mmps2)
         self.send(msgs.DriveWheels(lwheel_speed_mmps=left_mmps, rwheel_speed_mmps=right_mmps,
                                    lwheel_accel_mmps2=left_accel_mmps2,
                                    rwheel_accel_mmps2=right_accel_mmps2))
@@ -281,6 +295,7 @@ class Robot:
         ``angle_rad``; returns the action id, which the robot acknowledges when it takes the
         command (the turn goes on after: watch the state's heading and ARE_WHEELS_MOVING).
         A relative turn needs the robot's state (its heading now)."""
+        _finite(angle_rad=angle_rad)
         action_id = self.new_action_id()
         if absolute:
             self.send(turn_message(angle_rad, speed_radps, accel_radps2, tolerance_rad, action_id))
@@ -294,20 +309,26 @@ class Robot:
 
     def set_head_angle(self, angle_rad: float, max_speed_radps: float = 10.0,
                        accel_radps2: float = 10.0, duration_s: float = 0.0, action_id: int = 0) -> None:
+        _finite(angle_rad=angle_rad, max_speed_radps=max_speed_radps, accel_radps2=accel_radps2,
+               duration_s=duration_s)
         self.send(msgs.SetHeadAngle(angle_rad=angle_rad, max_speed_rad_per_sec=max_speed_radps,
                                     accel_rad_per_sec2=accel_radps2, duration_sec=duration_s,
                                     action_id=action_id))
 
     def set_lift_height(self, height_mm: float, max_speed_radps: float = 10.0,
                         accel_radps2: float = 10.0, duration_s: float = 0.0, action_id: int = 0) -> None:
+        _finite(height_mm=height_mm, max_speed_radps=max_speed_radps, accel_radps2=accel_radps2,
+               duration_s=duration_s)
         self.send(msgs.SetLiftHeight(height_mm=height_mm, max_speed_rad_per_sec=max_speed_radps,
                                      accel_rad_per_sec2=accel_radps2, duration_sec=duration_s,
                                      action_id=action_id))
 
     def move_head(self, speed_radps: float) -> None:
+        _finite(speed_radps=speed_radps)
         self.send(msgs.MoveHead(speed_rad_per_sec=speed_radps))
 
     def move_lift(self, speed_radps: float) -> None:
+        _finite(speed_radps=speed_radps)
         self.send(msgs.MoveLift(speed_rad_per_sec=speed_radps))
 
     def enable_camera(self, enable: bool = True, color: bool = False) -> None:
@@ -332,6 +353,8 @@ class Robot:
                         duration_s: float = 0.0, action_id: int = 0) -> None:
         """Move the head to ``angle_rad``; the robot acknowledges ``action_id`` when it takes the
         command (not when there)."""
+        _finite(angle_rad=angle_rad, max_speed_radps=max_speed_radps, accel_radps2=accel_radps2,
+               duration_s=duration_s)
         self.post(msgs.SetHeadAngle(angle_rad=angle_rad, max_speed_rad_per_sec=max_speed_radps,
                                     accel_rad_per_sec2=accel_radps2, duration_sec=duration_s,
                                     action_id=action_id))
@@ -340,16 +363,20 @@ class Robot:
                          duration_s: float = 0.0, action_id: int = 0) -> None:
         """Move the lift to ``height_mm``; the robot acknowledges ``action_id`` when it takes the
         command (not when there)."""
+        _finite(height_mm=height_mm, max_speed_radps=max_speed_radps, accel_radps2=accel_radps2,
+               duration_s=duration_s)
         self.post(msgs.SetLiftHeight(height_mm=height_mm, max_speed_rad_per_sec=max_speed_radps,
                                      accel_rad_per_sec2=accel_radps2, duration_sec=duration_s,
                                      action_id=action_id))
 
     def post_move_head(self, speed_radps: float) -> None:
         """Turn the head at ``speed_radps`` (0 stops it)."""
+        _finite(speed_radps=speed_radps)
         self.post(msgs.MoveHead(speed_rad_per_sec=speed_radps))
 
     def post_move_lift(self, speed_radps: float) -> None:
         """Turn the lift at ``speed_radps`` (0 stops it)."""
+        _finite(speed_radps=speed_radps)
         self.post(msgs.MoveLift(speed_rad_per_sec=speed_radps))
 
     def post_turn_in_place(self, heading_rad: float, speed_radps: float, accel_radps2: float,

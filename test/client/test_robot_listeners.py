@@ -1,15 +1,18 @@
 """Robot.add_listener's ``messages``: a listener gets every link event and only the robot's
-messages it names. A real Robot against the simulated robot over UDP on 127.0.0.1."""
+messages it names; the commands refuse values that are not finite. A real Robot against
+the simulated robot over UDP on 127.0.0.1."""
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 
 import pytest
 
 from cozmo_driver.client.link import LinkState, LinkStateChanged, RobotReady
-from cozmo_driver.client.robot import Robot
+from cozmo_driver.client.robot import Robot, turn_message
+from cozmo_driver.protocol.errors import LocalProtocolError
 from cozmo_driver.protocol.session import MessageReceived
 from cozmo_driver.sim import SimServer
 
@@ -89,3 +92,54 @@ def test_an_action_acknowledged_before_the_wait_is_found_by_it():
     assert action not in robot._actions
     other = robot.new_action_id()
     assert not robot.wait_for_action(other, 0.01) and other not in robot._actions
+
+
+NOT_FINITE = (math.nan, math.inf, -math.inf)
+
+
+@pytest.mark.parametrize("value", NOT_FINITE)
+def test_turn_message_refuses_a_value_that_is_not_finite(value):
+    # it raised "cannot convert float NaN to integer" for a turn of inf, and made a
+    # TurnInPlace of angle nan for a heading of nan
+    for args, name in (((value, 1.0, 5.0, 0.02, 1), "heading_rad"),
+                       ((0.0, value, 5.0, 0.02, 1), "speed_radps"),
+                       ((0.0, 1.0, value, 0.02, 1), "accel_radps2"),
+                       ((0.0, 1.0, 5.0, value, 1), "tolerance_rad")):
+        with pytest.raises(LocalProtocolError, match=f"{name} must be a finite number"):
+            turn_message(*args)
+    with pytest.raises(LocalProtocolError, match="turn_rad must be a finite number"):
+        turn_message(0.0, 1.0, 5.0, 0.02, 1, turn_rad=value)
+
+
+def test_the_robots_commands_refuse_values_that_are_not_finite():
+    # they sent NaN and inf to the robot, which the firmware takes as speeds and angles
+    sim = SimServer(host="127.0.0.1", port=0, seed=11).start()
+    robot = Robot(*sim.address, local_host="127.0.0.1", name="finite")
+    try:
+        robot.start()
+        assert robot.wait_until_ready(10.0)
+        calls = {
+            "left_mmps": lambda v: robot.drive_wheels(v, 0.0),
+            "right_mmps": lambda v: robot.drive_wheels(0.0, v),
+            "left_accel_mmps2": lambda v: robot.drive_wheels(0.0, 0.0, v, 0.0),
+            "right_accel_mmps2": lambda v: robot.drive_wheels(0.0, 0.0, 0.0, v),
+            "angle_rad": lambda v: robot.turn_in_place(v, absolute=True),
+            "max_speed_radps": lambda v: robot.set_head_angle(0.0, v),
+            "duration_s": lambda v: robot.set_lift_height(50.0, duration_s=v),
+            "height_mm": lambda v: robot.post_lift_height(v, 1.0, 1.0),
+            "accel_radps2": lambda v: robot.post_head_angle(0.0, 1.0, v),
+            "speed_radps": lambda v: robot.move_head(v),
+        }
+        more = {"speed_radps": (robot.move_lift, robot.post_move_head, robot.post_move_lift,
+                                lambda v: robot.turn_in_place(0.5, speed_radps=v)),
+                "angle_rad": (lambda v: robot.set_head_angle(v), lambda v: robot.turn_in_place(v)),
+                "heading_rad": (lambda v: robot.post_turn_in_place(v, 1.0, 5.0, 0.02, 1),)}
+        cases = list(calls.items()) + [(name, call) for name, extra in more.items() for call in extra]
+        for name, call in cases:
+            for value in NOT_FINITE:
+                with pytest.raises(LocalProtocolError, match=f"{name} must be a finite number"):
+                    call(value)
+        robot.drive_wheels(0.0, 0.0)  # finite values go on
+    finally:
+        robot.stop()
+        sim.stop()
