@@ -24,7 +24,7 @@ from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Seq
 from ..protocol import messages as msgs
 from ..protocol.errors import CozmoError, LocalProtocolError, NotConnectedError
 from ..protocol.session import MessageReceived
-from ..transport.udp import LOCAL_ADDRESS_HINT, UdpTransport, resolve_address
+from ..transport.udp import LOCAL_ADDRESS_HINT, TransportStateError, UdpTransport, resolve_address
 from .claim import RobotClaim
 from .link import ClientConfig, LinkState, LinkStateChanged, RobotInfo, RobotLink
 
@@ -227,10 +227,15 @@ class Robot:
         self.transport.call(self.link.send, message)
 
     def post(self, message) -> None:
-        """Send ``message`` without waiting; failures are logged, not raised. It goes out
+        """Send ``message`` without waiting; failures are logged, not raised: not connected,
+        and also the client not running (before :meth:`start`, after :meth:`stop`), as
+        posts come from servers and lifecycle steps that may race with a stop. It goes out
         ahead of the datagrams the I/O thread is still working through (see
         :meth:`UdpTransport.call_soon`), in the order posted."""
-        self.transport.call_soon(self.link.send, message, urgent=True)
+        try:
+            self.transport.call_soon(self.link.send, message, urgent=True)
+        except TransportStateError:
+            logger.warning("[%s] %s not sent: the robot client is not running", self.link.name, message.NAME)
 
     def calibrate_motors(self, head: bool = True, lift: bool = True) -> None:
         """Have the robot calibrate its head and/or lift now (StartMotorCalibration): each
@@ -346,8 +351,9 @@ class Robot:
 
     # ---- commands used by the action, media and object servers
     # These post (see :meth:`post`): they return at once, from any thread, go out in the
-    # order posted, and a failure (not connected) is logged, not raised. Units are the
-    # protocol's (mm, mm/s, rad, rad/s).
+    # order posted, and a failure to send (not connected, the client not running) is logged,
+    # not raised; a value that is not finite is refused (LocalProtocolError), before anything
+    # is posted. Units are the protocol's (mm, mm/s, rad, rad/s).
 
     def post_head_angle(self, angle_rad: float, max_speed_radps: float, accel_radps2: float,
                         duration_s: float = 0.0, action_id: int = 0) -> None:

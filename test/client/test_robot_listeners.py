@@ -15,6 +15,7 @@ from cozmo_driver.client.robot import Robot, turn_message
 from cozmo_driver.protocol.errors import LocalProtocolError
 from cozmo_driver.protocol.session import MessageReceived
 from cozmo_driver.sim import SimServer
+from processes import free_udp_port
 
 
 class Seen:
@@ -143,3 +144,18 @@ def test_the_robots_commands_refuse_values_that_are_not_finite():
     finally:
         robot.stop()
         sim.stop()
+
+
+def test_a_post_while_the_client_is_not_running_is_logged_not_raised(log_records):
+    # the action, media and object servers and the driver's lifecycle post at edges where the
+    # client may be stopping; a post raised TransportStateError before start and after stop
+    from cozmo_driver.protocol import messages as msgs
+    logged = log_records("cozmo.client", "WARNING")
+    robot = Robot("127.0.0.1", free_udp_port(), local_host="127.0.0.1", name="poster")
+    robot.post(msgs.StopAllMotors())                        # before start
+    robot.start()
+    robot.stop(timeout=0.2)
+    robot.post_stop_wheels()                                # after stop
+    robot.post_move_head(0.0)
+    posted = [m for m in logged.messages if "not sent: the robot client is not running" in m]
+    assert len(posted) == 3 and "[poster] StopAllMotors" in posted[0] and "DriveWheels" in posted[1]
