@@ -36,7 +36,8 @@ import contextlib
 import functools
 import math
 import os
-import wave
+import struct
+import uuid
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -321,25 +322,23 @@ def load_wav(source: str | os.PathLike[str] | BinaryIO) -> tuple[np.ndarray, Wav
     """Read a PCM WAV file and return ``(mono int16 samples at SAMPLE_RATE, info)``.
 
     Accepts 8-bit (unsigned) or 16-bit (signed) integer PCM, mono or stereo, at
-    8 000..48 000 Hz, up to :data:`MAX_WAV_SECONDS` long.  Stereo is averaged to mono and
-    the signal is resampled with an anti-aliasing filter (see :func:`resample`).  Anything
-    else (24/32-bit, float, compressed or extensible formats, other rates, more channels, a
-    longer, truncated or non-WAV file) raises :class:`LocalProtocolError`.  A longer file is
-    refused before it is read when it can seek, else once ``MAX_WAV_SECONDS`` of it were
-    read; a header that declares more than the file holds (``espeak-ng --stdout``'s) is
-    taken for what the file holds, and so is one that declares no samples when samples
-    follow it (:attr:`WavInfo.unfinished_header`; whole chunks after an empty data chunk,
-    a LIST, are not samples). A file with no samples gives none.
+    8 000..48 000 Hz, up to :data:`MAX_WAV_SECONDS` long, in a plain header (format 1) or
+    a WAVE_FORMAT_EXTENSIBLE one whose sub-format is PCM, on every Python (the header is
+    read here: the stdlib ``wave`` reads the latter from 3.12 on only).  Stereo is averaged
+    to mono and the signal is resampled with an anti-aliasing filter (see :func:`resample`).
+    Anything else (24/32-bit, float, compressed formats, plain or extensible, other rates,
+    more channels, a longer, truncated or non-WAV file) raises :class:`LocalProtocolError`.
+    A longer file is refused before it is read when it can seek, else once
+    ``MAX_WAV_SECONDS`` of it were read; a header that declares more than the file holds
+    (``espeak-ng --stdout``'s) is taken for what the file holds, and so is one that declares
+    no samples when samples follow it (:attr:`WavInfo.unfinished_header`; whole chunks after
+    an empty data chunk, a LIST, are not samples). A file with no samples gives none.
     """
     name = os.fspath(source) if isinstance(source, (str, os.PathLike)) else getattr(source, "name", "<stream>")
     try:
         with contextlib.ExitStack() as files:
             f = files.enter_context(open(source, "rb")) if isinstance(source, (str, os.PathLike)) else source
-            w = files.enter_context(wave.open(f, "rb"))
-            channels = w.getnchannels()
-            width = w.getsampwidth()
-            rate = w.getframerate()
-            frames = w.getnframes()
+            channels, width, rate, frames = _read_wav_header(f, name)
             if width not in (1, 2):
                 raise LocalProtocolError(
                     f"{name}: {8 * width}-bit samples are not supported (only 8- or 16-bit integer PCM)"
@@ -355,14 +354,12 @@ def load_wav(source: str | os.PathLike[str] | BinaryIO) -> tuple[np.ndarray, Wav
             if held is not None and held > most:
                 raise LocalProtocolError(_too_long(name, held / rate))
             if frames:
-                raw = w.readframes(min(frames, most + 1))
+                raw = f.read(min(frames, most + 1) * width * channels)
             else:  # no samples, or a header never finished: what follows it, unless only chunks
                 raw = f.read((most + 1) * width * channels)
                 raw = b"" if _chunks_only(raw) else raw
             if len(raw) > most * width * channels:
                 raise LocalProtocolError(_too_long(name, None))
-    except wave.Error as exc:
-        raise LocalProtocolError(f"{name}: not a plain PCM WAV file ({exc})") from exc
     except EOFError as exc:
         raise LocalProtocolError(f"{name}: truncated WAV file") from exc
     except OSError as exc:
@@ -378,6 +375,95 @@ def load_wav(source: str | os.PathLike[str] | BinaryIO) -> tuple[np.ndarray, Wav
     info = WavInfo(channels, width, rate, n, n / rate, unfinished_header=bool(n) and not frames)
     mono = mix_down(samples) if channels > 1 else samples[:, 0]
     return resample(mono, rate, SAMPLE_RATE), info
+
+
+#: the GUID of a WAVE_FORMAT_EXTENSIBLE sub-format but its first two bytes, a format tag
+_SUBTYPE_TAIL = uuid.UUID("00000000-0000-0010-8000-00aa00389b71").bytes_le[2:]
+_PCM, _EXTENSIBLE = 1, 0xFFFE
+#: the formats of samples a refusal names
+_FORMAT_NAMES = {3: "IEEE float", 6: "A-law", 7: "mu-law"}
+_ONLY_PCM = "only 8- or 16-bit integer PCM is supported"
+
+
+def _read_wav_header(f: BinaryIO, name: str) -> tuple[int, int, int, int]:
+    """``(channels, sample width in bytes, rate, frames declared)`` from the RIFF header of a
+    PCM WAV file, plain or extensible, read here (by Python's ``wave`` only plain PCM before
+    3.12); ``f`` is left at the start of the samples. It only reads (a pipe can be read).
+
+    Raises :class:`LocalProtocolError` for what is no PCM WAV file, EOFError when the file
+    ends within the header.
+    """
+
+    def chunk_header() -> tuple[bytes, int]:
+        head = f.read(8)
+        if len(head) < 8:
+            raise EOFError
+        return head[:4], int.from_bytes(head[4:], "little")
+
+    riff, _ = chunk_header()  # (its size is not used: unfinished recordings get it wrong)
+    if riff != b"RIFF":
+        raise _not_pcm(name, "file does not start with RIFF id")
+    if f.read(4) != b"WAVE":
+        raise _not_pcm(name, "not a WAVE file")
+    fmt = None
+    while True:
+        try:
+            chunk, size = chunk_header()
+        except EOFError:
+            raise _not_pcm(name, "fmt chunk and/or data chunk missing") from None
+        if chunk == b"data":
+            if fmt is None:
+                raise _not_pcm(name, "data chunk before fmt chunk")
+            channels, width, rate = fmt
+            return channels, width, rate, size // (channels * width)
+        body = f.read(min(size, 64)) if chunk == b"fmt " else b""
+        _skip(f, size + (size & 1) - len(body))
+        if chunk == b"fmt ":
+            fmt = _pcm_format(body, name)
+
+
+def _pcm_format(body: bytes, name: str) -> tuple[int, int, int]:
+    """``(channels, sample width in bytes, rate)`` from the first bytes of the fmt chunk of
+    the WAV file ``name``: PCM, plain or extensible; any other format is refused."""
+    if len(body) < 16:
+        raise EOFError
+    tag, channels, rate, _, _, bits = struct.unpack_from("<HHIIHH", body)
+    extensible = ""
+    if tag == _EXTENSIBLE:
+        if len(body) < 40:
+            raise _not_pcm(name, f"an extensible fmt chunk of {len(body)} bytes, not 40")
+        guid = body[24:40]
+        tag, extensible = int.from_bytes(guid[:2], "little"), "extensible "
+        if guid[2:] != _SUBTYPE_TAIL or (tag != _PCM and tag not in _FORMAT_NAMES):
+            raise _not_pcm(name, f"extensible sub-format {uuid.UUID(bytes_le=guid)}; {_ONLY_PCM}")
+    if tag != _PCM:
+        what = f"{_FORMAT_NAMES[tag]} samples" if tag in _FORMAT_NAMES else f"unknown format {tag}"
+        raise _not_pcm(name, f"{extensible}{what}; {_ONLY_PCM}")
+    if not bits:
+        raise _not_pcm(name, "bad sample width")
+    if not channels:
+        raise _not_pcm(name, "bad # of channels")
+    return channels, (bits + 7) // 8, rate
+
+
+def _not_pcm(name: str, why: str) -> LocalProtocolError:
+    """The refusal of the file ``name``, no PCM WAV file as :func:`load_wav` reads, ``why``."""
+    return LocalProtocolError(f"{name}: not a plain PCM WAV file ({why})")
+
+
+def _skip(f: BinaryIO, n: int) -> None:
+    """Move ``f`` ``n`` bytes on: seek where it can, else read them."""
+    try:
+        if f.seekable():
+            f.seek(n, os.SEEK_CUR)
+            return
+    except (AttributeError, OSError, ValueError):
+        pass
+    while n > 0:
+        got = f.read(min(n, 1 << 16))
+        if not got:
+            raise EOFError
+        n -= len(got)
 
 
 def _frames_held(f: BinaryIO, declared: int, frame_bytes: int) -> int | None:

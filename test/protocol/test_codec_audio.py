@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import struct
+import uuid
 import wave
 
 import numpy as np
@@ -252,6 +253,67 @@ class Pipe:
 
     def read(self, n: int = -1) -> bytes:
         return self._buf.read(n)
+
+
+def extensible(wav: bytes, sub_format: int = 1) -> bytes:
+    """``wav`` (a plain PCM file as :func:`write_wav` writes it) in WAVE_FORMAT_EXTENSIBLE
+    (format tag 0xFFFE, a 40-byte fmt chunk), its sub-format GUID KSDATAFORMAT_SUBTYPE_PCM
+    (1) or another (3: IEEE float)."""
+    assert wav[12:20] == b"fmt " + struct.pack("<I", 16) and wav[36:40] == b"data"
+    _, channels, rate, byte_rate, align, bits = struct.unpack("<HHIIHH", wav[20:36])
+    guid = uuid.UUID(f"{sub_format:08x}-0000-0010-8000-00aa00389b71").bytes_le
+    fmt = struct.pack("<HHIIHHHHI", 0xFFFE, channels, rate, byte_rate, align, bits, 22, bits,
+                      (1 << channels) - 1) + guid
+    body = b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt + wav[36:]
+    return b"RIFF" + struct.pack("<I", len(body)) + body
+
+
+@pytest.mark.parametrize("channels", [1, 2])
+@pytest.mark.parametrize("width", [1, 2])
+def test_load_wav_accepts_extensible_pcm_on_every_python(tmp_path, channels, width):
+    """The stdlib wave module reads PCM in WAVE_FORMAT_EXTENSIBLE from Python 3.12 on only:
+    the same file played on Jazzy and was refused on Humble ('unknown format: 65534'). It is
+    read on every Python, from a path or a pipe, as the same samples in a plain header."""
+    left = tone(1000, 16000, 0.25)
+    plain = write_wav(np.stack([left, left // 3][:channels], axis=1), 16000, width).getvalue()
+    want_pcm, want_info = load_wav(io.BytesIO(plain))
+    path = tmp_path / "ext.wav"
+    path.write_bytes(extensible(plain))
+    for source in (path, io.BytesIO(extensible(plain)), Pipe(extensible(plain))):
+        pcm, info = load_wav(source)
+        assert info == want_info and (info.channels, info.sample_width_bytes) == (channels, width)
+        assert np.array_equal(pcm, want_pcm)
+
+
+def test_load_wav_skips_the_chunks_around_the_fmt_chunk_padded_or_not():
+    """The header is read here, not by wave: chunks before and after the fmt chunk (an odd
+    size is padded to an even one) are skipped in a file or a pipe, in a plain header or an
+    extensible one."""
+    wav = write_wav(tone(1000, 16000, 0.25), 16000).getvalue()
+    want_pcm, want_info = load_wav(io.BytesIO(wav))
+    for header in (wav, extensible(wav)):
+        at = header.index(b"data")
+        body = (b"WAVE" + b"LIST" + struct.pack("<I", 5) + b"INFOx\0" + header[12:at]
+                + b"JUNK" + struct.pack("<I", 4) + b"\0" * 4 + header[at:])
+        riff = b"RIFF" + struct.pack("<I", len(body)) + body
+        for source in (io.BytesIO(riff), Pipe(riff)):
+            pcm, info = load_wav(source)
+            assert info == want_info and np.array_equal(pcm, want_pcm)
+
+
+def test_load_wav_refuses_extensible_float_as_it_does_plain_float():
+    """An extensible file whose sub-format is not integer PCM (IEEE float) is refused as the
+    plain one is, saying what it holds."""
+    plain = float_wav().getvalue()
+    ext = extensible(plain, 3)
+    for make, what in ((lambda: io.BytesIO(plain), "IEEE float"), (lambda: io.BytesIO(ext), "extensible IEEE float"),
+                       (lambda: Pipe(ext), "extensible IEEE float")):
+        with pytest.raises(LocalProtocolError, match=rf"^<stream>: not a plain PCM WAV file \({what} samples; "
+                           r"only 8- or 16-bit integer PCM is supported\)$"):
+            load_wav(make())
+    odd = extensible(plain, 0x55)  # an MPEG layer 3 GUID
+    with pytest.raises(LocalProtocolError, match=r"extensible sub-format 00000055-0000-0010-8000-00aa00389b71"):
+        load_wav(io.BytesIO(odd))
 
 
 def test_load_wav_refuses_a_file_longer_than_its_limit_naming_both():
