@@ -10,8 +10,10 @@ by itself when it is heard again, without a new ObjectConnect. Only objects that
 slot advertise (ObjectAvailable, while discovery is on); one put in a slot while out of
 range connects when it comes back, and nothing is said meanwhile.
 It also reports the objects' power level, streams a cube's accelerometer (ObjectAccel)
-on request, keeps their lights (CubeId, CubeLights) and plays what is done to them
-(taps, moves, turning over, battery, going out of radio range and back).
+on request (the charger has none: StreamObjectAccel for it is ignored; a cube's stream
+ends when it leaves its slot or radio range, and starts again only when asked), keeps
+their lights (CubeId, CubeLights) and plays what is done to them (taps, moves, turning
+over, battery, going out of radio range and back).
 Physical state (lights, battery, up axis, in range) survives a reboot; the
 slots do not.
 """
@@ -142,8 +144,8 @@ class Accessories:
             times.extend(o.next_available for o in self.objects if o.object_id is None
                          and (self.discovery or self.slot_of(o) is not None))
             times.extend(o.next_power for o in self.objects if o.object_id is not None)
-        if fw.connected and any(o.stream_accel for o in self.objects):
-            times.append(self._next_accel)
+        if fw.connected and any(o.stream_accel and o.object_id is not None for o in self.objects):
+            times.append(self._next_accel)  # the streams periodic() sends
 
     def periodic(self, now: float) -> None:
         """ObjectAvailable, ObjectPowerLevel and ObjectAccel that are due at ``now``."""
@@ -276,8 +278,9 @@ class Accessories:
             obj.lights = list(m.states)
 
     def _on_StreamObjectAccel(self, m: Any, now: float) -> None:
+        """A cube's accelerometer stream on or off; the charger has no accelerometer here: ignored."""
         obj = self._by_id(int(m.object_id))
-        if obj is not None:
+        if obj is not None and obj.index:
             if m.enable and not any(o.stream_accel for o in self.objects):
                 self._next_accel = now
             if m.enable:  # one slot in Anki's body firmware: one cube streams at a time
@@ -366,6 +369,7 @@ class Accessories:
             obj.next_available = now  # it advertises, or connects in the slot it holds
             return
         obj.next_available = math.inf
+        obj.stream_accel = False  # its stream ends, as when it leaves its slot (_leave)
         if obj.object_id is not None:  # the robot keeps its slot (slots), and says it dropped
             object_id, obj.object_id = obj.object_id, None
             if self.fw.connected:

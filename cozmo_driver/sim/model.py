@@ -106,7 +106,8 @@ What it models
   when it is heard; only objects without a slot advertise.
   :meth:`RobotModel.set_object_in_range` takes one out of radio range (it stops
   advertising, its connection drops with ObjectConnectionState ``connected``
-  false, one given a slot meanwhile is not heard) and back.
+  false and its accelerometer stream ends, one given a slot meanwhile is not heard) and
+  back. StreamObjectAccel streams a cube's accelerometer; the charger has none (ignored).
 * **NV storage**: an in-memory store, pre-filled with a camera calibration
   (:data:`CAMERA_CALIB_FORMAT`).
 

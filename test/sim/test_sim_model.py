@@ -1305,6 +1305,37 @@ def test_objects_connect_lights_and_sensors():
     assert (empty.object_id, empty.factory_id, empty.connected) == (ids[0], 0, False)
 
 
+def test_a_streaming_cube_that_leaves_radio_range_stops_streaming_and_the_model_settles():
+    clock = make()
+    clock.run(1.2)
+    clock.send(m.ObjectConnect(factory_id=CUBE_FACTORY_IDS[0], slot=1))
+    clock.send(m.StreamObjectAccel(object_id=1, enable=True))
+    clock.run(0.5)
+    assert clock.take("ObjectAccel")
+    clock.model.set_object_in_range(1, False, clock.now)
+    assert not clock.model.object_states()[1]["stream_accel"]     # its stream ends, as when it leaves a slot
+    tick = clock.model.next_tick()
+    assert tick is None or tick > clock.now                        # no wake-up left in the past
+    clock.run(2.0)                                                 # settles (it spun for ever)
+    assert clock.take("ObjectAccel") == []
+    clock.model.set_object_in_range(1, True, clock.now)
+    clock.run(1.0)
+    assert clock.model.object_ids()[1] == 1 and clock.take("ObjectAccel") == []   # back: streams when asked
+    clock.send(m.StreamObjectAccel(object_id=1, enable=True))
+    clock.run(0.5)
+    assert clock.take("ObjectAccel")
+
+
+def test_the_charger_has_no_accelerometer_to_stream():
+    clock = make()
+    clock.run(1.2)
+    clock.send(m.ObjectConnect(factory_id=CHARGER_FACTORY_ID, slot=0))
+    assert clock.model.object_ids()[0] == 0
+    clock.send(m.StreamObjectAccel(object_id=0, enable=True))
+    clock.run(1.0)
+    assert clock.take("ObjectAccel") == [] and not clock.model.object_states()[0]["stream_accel"]
+
+
 # ------------------------------------------------------------------------------- NV storage
 
 def nv(clock: Clock, op, tag, data=b"", length=0):
