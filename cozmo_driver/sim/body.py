@@ -279,7 +279,7 @@ class Body:
         if dt <= 0:
             return
         cfg = self.fw.config
-        if self.on_charger:
+        if self.on_contacts:
             self.soc = min(1.0, self.soc + cfg.battery_charge * dt)
         else:
             rate = cfg.battery_drain_moving if moving else cfg.battery_drain_idle
@@ -355,6 +355,12 @@ class Body:
         return [bool(cliff_at(self.x + c * fx - s * fy, self.y + s * fx + c * fy))
                 for fx, fy in CLIFF_SENSOR_OFFSETS_MM]
 
+    @property
+    def on_contacts(self) -> bool:
+        """On the charger's contacts: on the charger, on its treads and not lifted off (a robot
+        picked up or lying down keeps its place on it, ``on_charger``, but is not charged)."""
+        return self.on_charger and not self.picked_up and self.lying is None
+
     def status(self) -> int:
         """The RobotState status bits the body knows."""
         flags = 0
@@ -374,7 +380,7 @@ class Body:
             flags |= StatusFlag.LIFT_IN_POS
         if not self.head.moving:
             flags |= StatusFlag.HEAD_IN_POS
-        if self.on_charger:
+        if self.on_contacts:
             flags |= StatusFlag.IS_ON_CHARGER
             if self.soc < 1.0:
                 flags |= StatusFlag.IS_CHARGING
@@ -385,9 +391,9 @@ class Body:
     def battery_voltage(self) -> float:
         """Battery voltage without noise (V)."""
         v = BATTERY_EMPTY_V + (BATTERY_FULL_V - BATTERY_EMPTY_V) * self.soc
-        if self.needs_physics() and not self.on_charger:
+        if self.needs_physics() and not self.on_contacts:
             v -= self.fw.config.battery_sag_v
-        if self.on_charger and self.soc < 1.0:
+        if self.on_contacts and self.soc < 1.0:
             v += 0.03  # charging voltage rides above the open-circuit one
         return min(BATTERY_FULL_V + 0.05, v)
 

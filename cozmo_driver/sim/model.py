@@ -76,7 +76,9 @@ What it models
   the treads then: they run on as commanded, in the air.
 * **Battery**: a state of charge turned into 3.45..4.05 V (the range of Anki's firmware
   battery level, so the charge is the level a driver shows), draining faster while
-  motors run (with a small sag under load) and charging on the charger.
+  motors run (with a small sag under load) and charging on the charger's contacts: a robot
+  picked up or lying down there is off them (no IS_ON_CHARGER, no IS_CHARGING, no charge)
+  until :meth:`put_down` stands it on its treads in the same spot.
 * **Cliff sensor**: one, under the front, as the protocol documents, reading
   about ``CLIFF_GROUND_RAW`` over the table and about ``CLIFF_DROP_RAW`` over the
   edge (``World.cliff_at``); RobotState's four ``cliff_data_raw`` values all carry

@@ -923,6 +923,29 @@ def test_battery_drains_while_moving_and_charges_on_charger():
     assert not last_state(clock).status & StatusFlag.IS_ON_CHARGER   # drove off
 
 
+@pytest.mark.parametrize("lift", ["pick_up", "back", "left"])
+def test_a_robot_lifted_off_the_charger_loses_its_contacts_until_put_back(lift):
+    clock = make()
+    model = clock.model
+    model.set_on_charger(True, clock.now)
+    model.soc = 0.5
+    clock.run(0.2)
+    charging = StatusFlag.IS_ON_CHARGER | StatusFlag.IS_CHARGING
+    assert last_state(clock).status & charging == charging
+    model.pick_up(clock.now) if lift == "pick_up" else model.lay(clock.now, lift)
+    soc = model.soc
+    clock.run(5.0)
+    state = last_state(clock)
+    assert not state.status & charging                   # off the contacts: neither flag
+    assert model.soc < soc                                # and no charge
+    assert state.battery_voltage_v == pytest.approx(model.body.battery_voltage())
+    assert model.body.battery_voltage() < BATTERY_EMPTY_V + (BATTERY_FULL_V - BATTERY_EMPTY_V) * soc
+    model.put_down(clock.now)                             # back where it was: on the contacts
+    soc = model.soc
+    clock.run(1.0)
+    assert last_state(clock).status & charging == charging and model.soc > soc
+
+
 def test_motor_calibration():
     clock = make()
     clock.send(m.SetHeadAngle(angle_rad=0.3))
