@@ -39,25 +39,30 @@ STOP_GRACE_S = 2.0
 SIGNAL_COPY_S = 0.5
 
 
+def _number(text: str) -> float:
+    """``text`` as a float; NaN when it is not a number (each option's check then refuses it)."""
+    try:
+        return float(text)
+    except ValueError:
+        return math.nan
+
+
 def _probability(text: str) -> float:
-    value = float(text)
+    value = _number(text)
     if not 0.0 <= value <= 1.0:
         raise argparse.ArgumentTypeError(f"{text} is not a probability within 0..1")
     return value
 
 
 def _milliseconds(text: str) -> float:
-    value = float(text)
+    value = _number(text)
     if value < 0 or not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"{text} is not a delay >= 0 ms")
     return value
 
 
 def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
+    value = _number(text)
     if not (math.isfinite(value) and value >= 0):
         raise argparse.ArgumentTypeError(f"{text} is not a time >= 0 s")
     return value

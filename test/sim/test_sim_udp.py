@@ -276,12 +276,16 @@ SIM_HINT = "(the simulator serves a loopback address of this computer, such as 1
     (["--port", "70000"], "argument --port: 70000 is not a UDP port: 1..65535, or 0 for a free one"),
     (["--host", "127.0.1"], "argument --host: '127.0.1' is not an IPv4 address of four numbers 0-255 "
                             "separated by dots: check the address " + SIM_HINT),
-], ids=["negative-seed", "nan-duration", "negative-duration", "log-level", "port", "host-shortened"])
+    (["--loss-up", "10%"], "argument --loss-up: 10% is not a probability within 0..1"),
+    (["--delay-down", "5ms"], "argument --delay-down: 5ms is not a delay >= 0 ms"),
+], ids=["negative-seed", "nan-duration", "negative-duration", "log-level", "port", "host-shortened",
+        "percent-loss", "delay-with-unit"])
 def test_cli_refuses_a_bad_value_with_a_usage_error_saying_what_is_allowed(args, said):
     """--seed -3 ended in a numpy traceback; --duration nan or -5 ran and stopped at once with
     status 0; --log-level bogus was WARNING without a word; --host 127.0.1 served on
-    127.0.0.1. Each is now a usage error, status 2, before anything is bound (a host name
-    that does not resolve: the next test)."""
+    127.0.0.1; --loss-up 10% and --delay-down 5ms were "invalid _probability value" and
+    "invalid _milliseconds value", naming private functions. Each is now a usage error,
+    status 2, before anything is bound (a host name that does not resolve: the next test)."""
     done = run_cli("--port", "0", "--duration", "5", *args)
     assert done.returncode == 2, (done.returncode, done.stdout, done.stderr)
     assert done.stderr.startswith("usage: cozmo-sim"), done.stderr
