@@ -46,7 +46,8 @@ true) it also takes the robot's Connect answer from another port of the same
 host and follows the robot there (a robot behind a NAT or a relay that answers
 from a new source port), and it sends its RESETs to ``remote_addr`` again.
 ``"reset"`` (the simulated robot) adopts the sender of the latest RESET frame as
-its peer, unless the protocol says it holds a link (its ``holds_link`` is true: the
+its peer (a frame the session takes: a RESET cut short of the frame header moves
+nothing), unless the protocol says it holds a link (its ``holds_link`` is true: the
 simulator modelling Anki's firmware, which ignores anyone else while a link lives).
 Datagrams from any other source are dropped and counted in
 :attr:`TransportStats.wrong_source`.
@@ -73,7 +74,7 @@ from ..protocol.errors import RemoteProtocolError
 from ..protocol.frames import MAGIC, FrameType, decode_frame
 from ..protocol.messages import PacketType
 
-__all__ = ["UdpTransport", "PeerFilter", "TransportStats", "TransportError", "AddressError",
+__all__ = ["UdpTransport", "PeerFilter", "is_reset", "TransportStats", "TransportError", "AddressError",
            "TransportStateError", "resolve_address", "address_problem", "is_loopback",
            "LOOPBACK_ONLY_ENV", "ROBOT_ADDRESS_HINT"]
 
@@ -200,6 +201,18 @@ def is_connect_answer(data: bytes) -> bool:
             and frame.packets[0].packet_type == PacketType.CONNECT)
 
 
+def is_reset(data: bytes) -> bool:
+    """Whether ``data`` is a RESET frame a session takes: the magic, the RESET type and the
+    whole frame header (a shorter one is dropped as malformed)."""
+    if len(data) < 8 or data[:7] != MAGIC or data[7] != FrameType.RESET:
+        return False
+    try:
+        decode_frame(data)
+    except RemoteProtocolError:
+        return False
+    return True
+
+
 class PeerFilter:
     """Which source a datagram may come from, and where datagrams go (sans-I/O).
 
@@ -208,7 +221,8 @@ class PeerFilter:
     port becomes the source and the destination. While awaiting that answer datagrams
     (the RESETs) go to ``remote_addr``, so that a reconnect reaches the address the user
     gave even after the robot was followed elsewhere. ``"reset"``: the sender of the latest
-    RESET frame is the peer, both ways, except while the protocol holds a link.
+    RESET frame (a whole one: :func:`is_reset`) is the peer, both ways, except while the
+    protocol holds a link.
     """
 
     def __init__(self, policy: str, remote_addr: Optional[Address] = None) -> None:
@@ -229,7 +243,7 @@ class PeerFilter:
         if addr == self.source:
             return True
         if self.policy == "reset":
-            if not holds_link and len(data) >= 8 and data[7] == FrameType.RESET and data[:7] == MAGIC:
+            if not holds_link and is_reset(data):
                 self._move(addr)
                 return True
             return False

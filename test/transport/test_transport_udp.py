@@ -12,9 +12,9 @@ import pytest
 
 from cozmo_driver.protocol import messages as msgs
 from cozmo_driver.protocol.errors import NotConnectedError
-from cozmo_driver.protocol.frames import FrameType, OOB_SEQ, encode_frame
+from cozmo_driver.protocol.frames import HEADER_SIZE, MAGIC, FrameType, OOB_SEQ, encode_frame
 from cozmo_driver.protocol.session import MessageReceived, Role, Session, SessionConfig
-from cozmo_driver.transport.udp import (AddressError, TransportError, UdpTransport, is_loopback,
+from cozmo_driver.transport.udp import (AddressError, PeerFilter, TransportError, UdpTransport, is_loopback,
                                         resolve_address)
 
 
@@ -91,6 +91,38 @@ def test_robot_side_ignores_non_reset_traffic_from_strangers(robot_and_engine):
         assert robot.stats.datagrams_received == 0
     finally:
         stranger.close()
+
+
+def test_a_truncated_reset_does_not_take_the_peer():
+    """An 8-byte datagram of the magic and the RESET type moved a "reset" peer filter's peer,
+    though the session drops it as shorter than a frame header: the client's datagrams were
+    then dropped as from the wrong source and it lost the link. Only a RESET that decodes as
+    a frame moves it."""
+    client, stranger = ("127.0.0.1", 40001), ("127.0.0.1", 40002)
+    peers = PeerFilter("reset")
+    reset = encode_frame(FrameType.RESET, OOB_SEQ, OOB_SEQ, OOB_SEQ)
+    assert len(reset) == HEADER_SIZE and peers.accept(client, reset) and peers.source == client
+    for cut in (MAGIC + bytes([FrameType.RESET]), reset[:HEADER_SIZE - 1], b"X" + reset[1:]):
+        assert not peers.accept(stranger, cut), cut.hex()
+        assert peers.source == client and peers.moves == 0
+    assert peers.accept(stranger, reset) and peers.source == stranger and peers.moves == 1
+
+
+def test_a_truncated_reset_from_a_stranger_leaves_the_robots_client_connected(robot_and_engine):
+    robot, robot_io, engine, engine_io, received = robot_and_engine
+    engine_io.call(engine.connect, time.monotonic())
+    assert wait_for(lambda: engine.is_connected)
+    stranger = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        stranger.bind(("127.0.0.1", 0))
+        stranger.sendto(MAGIC + bytes([FrameType.RESET]), robot_io.local_address)
+        assert wait_for(lambda: robot_io.stats.wrong_source == 1)
+    finally:
+        stranger.close()
+    assert robot_io.peer == engine_io.local_address
+    engine_io.call(engine.send, msgs.SetRobotVolume(level=7))
+    assert wait_for(lambda: any(isinstance(e, MessageReceived) and e.message.NAME == "SetRobotVolume"
+                                for e in received))
 
 
 def test_call_returns_results_and_raises_errors_in_the_callers_thread(robot_and_engine):
