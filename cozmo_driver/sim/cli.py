@@ -26,6 +26,7 @@ from ..protocol.errors import CozmoError
 from ..stop_flag import StopFlag
 from ..transport.memory import Impairment
 from ..transport.udp import AddressError, resolve_address
+from .model import ModelConfig
 from .robot import LINK_POLICIES, RobotConfig, room_light
 from .server import DEFAULT_PORT, SIM_ADDRESS_HINT, SimServer
 
@@ -58,6 +59,13 @@ def _milliseconds(text: str) -> float:
     value = _number(text)
     if value < 0 or not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"{text} is not a delay >= 0 ms")
+    return value
+
+
+def _charge(text: str) -> float:
+    value = _number(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text} is not a charge within 0..1 (0: empty, 1: full)")
     return value
 
 
@@ -147,6 +155,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--light", type=_light, default=1.0,
                    help="how much light the room has: the camera's images scale with it "
                         "(default 1; 0.25 a dim room, 4 a sunny one)")
+    p.add_argument("--battery", type=_charge, default=ModelConfig.battery_soc, metavar="CHARGE",
+                   help="the battery's charge at start, 0..1 (0: empty, 3.45 V; 1: full, 4.05 V; "
+                        f"default {ModelConfig.battery_soc:g}); driving drains a full one in 40 min")
+    p.add_argument("--on-charger", action="store_true",
+                   help="start on the charger, where it charges (empty to full in 30 min)")
     p.add_argument("--link-policy", choices=LINK_POLICIES, default="firmware",
                    help="firmware (default): as the robot does, a client keeps the robot until it "
                         "disconnects or is silent for 5 s, and anyone else is ignored meanwhile; "
@@ -162,7 +175,8 @@ def build_parser() -> argparse.ArgumentParser:
 def robot_config(args: argparse.Namespace) -> RobotConfig:
     """The simulated robot's configuration from the command line."""
     return RobotConfig(seed=args.seed, camera_color=args.color, camera_light=args.light,
-                       link_policy=args.link_policy)
+                       link_policy=args.link_policy,
+                       model=ModelConfig(battery_soc=args.battery, start_on_charger=args.on_charger))
 
 
 def format_status(sim: SimServer, rates: dict) -> str:

@@ -278,8 +278,10 @@ SIM_HINT = "(the simulator serves a loopback address of this computer, such as 1
                             "separated by dots: check the address " + SIM_HINT),
     (["--loss-up", "10%"], "argument --loss-up: 10% is not a probability within 0..1"),
     (["--delay-down", "5ms"], "argument --delay-down: 5ms is not a delay >= 0 ms"),
+    (["--battery", "1.5"], "argument --battery: 1.5 is not a charge within 0..1 (0: empty, 1: full)"),
+    (["--battery", "full"], "argument --battery: full is not a charge within 0..1 (0: empty, 1: full)"),
 ], ids=["negative-seed", "nan-duration", "negative-duration", "log-level", "port", "host-shortened",
-        "percent-loss", "delay-with-unit"])
+        "percent-loss", "delay-with-unit", "battery-over-full", "battery-word"])
 def test_cli_refuses_a_bad_value_with_a_usage_error_saying_what_is_allowed(args, said):
     """--seed -3 ended in a numpy traceback; --duration nan or -5 ran and stopped at once with
     status 0; --log-level bogus was WARNING without a word; --host 127.0.1 served on
@@ -356,6 +358,32 @@ def test_cli_link_policy_reaches_the_robot_and_refuses_an_unknown_one():
     assert (chosen.link_policy, chosen.camera_light) == ("latest_reset", 2.0)
     done = run_cli("--port", "0", "--duration", "0", "--link-policy", "any")
     assert done.returncode == 2 and "--link-policy" in done.stderr, done.stderr
+
+
+def test_cli_battery_and_on_charger_reach_the_robots_first_state():
+    """The battery started at 0.8 and drained in about half an hour of driving, and nothing
+    of cozmo-sim set the charge or put the robot on the charger: --battery and --on-charger."""
+    from cozmo_driver.sim.cli import build_parser, robot_config
+    default = robot_config(build_parser().parse_args([])).model
+    assert (default.battery_soc, default.start_on_charger) == (0.8, False)
+    for argv, soc, on_charger in ((["--battery", "0.25"], 0.25, False), (["--battery", "1", "--on-charger"], 1.0, True),
+                                  (["--battery", "0.5", "--on-charger"], 0.5, True)):
+        with SimServer(port=0, config=robot_config(build_parser().parse_args(["--seed", "2", *argv]))) as sim, \
+                UdpEngine(sim.address) as engine:
+            engine.connect()
+            assert engine.wait(engine.has("FirmwareSignature"), 5.0)
+            engine.send(m.Enable())
+            engine.send(m.Enable())
+            engine.send(m.SyncTime(timestamp_ms=0))
+            # the first with the motors still (they calibrate first: a running motor sags the voltage)
+            still = lambda: [s for s in engine.received("RobotState") if not s.status & StatusFlag.IS_MOVING]  # noqa: E731
+            assert engine.wait(still, 5.0)
+            state = still()[0]
+        charging = on_charger and soc < 1.0
+        volts = 3.45 + 0.6 * soc + (0.03 if charging else 0.0)
+        assert state.battery_voltage_v == pytest.approx(min(volts, 4.05), abs=0.01), argv
+        assert bool(state.status & StatusFlag.IS_ON_CHARGER) == on_charger, argv
+        assert bool(state.status & StatusFlag.IS_CHARGING) == charging, argv
 
 
 def test_cli_stops_cleanly_on_sigint_and_sigterm():
