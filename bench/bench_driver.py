@@ -61,6 +61,8 @@ from _common import ROOT, bench_report, console, cpu_seconds, isolate_ros, rss_m
 
 isolate_ros()
 
+from cozmo_driver.lifeline import PARENT_PID_ENV  # noqa: E402
+
 import rclpy  # noqa: E402
 from geometry_msgs.msg import Twist  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
@@ -80,14 +82,27 @@ except Exception as exc:  # noqa: BLE001 - any import failure means: no referenc
 
 
 
+#: a simulator stops by itself after this many seconds (cozmo-sim --duration), far more than a
+#: run needs (about two minutes), should this process be gone without stopping it
+SIM_BOUND_S = 900.0
+
+
+def lifeline_env() -> Dict[str, str]:
+    """The environment of a process this one starts: the simulator and the driver end when
+    this process does, however it ends (cozmo_driver.lifeline.exit_with_parent, which both
+    call first)."""
+    return dict(os.environ, **{PARENT_PID_ENV: str(os.getpid())})
+
+
 class Tap:
-    """The simulated robot in its own process behind a timing relay (bench/udp_tap.py)."""
+    """The simulated robot in its own process behind a timing relay (bench/udp_tap.py, which
+    stops at the end of its stdin, so also when this process ends)."""
 
     def __init__(self, seed: int = 21) -> None:
         self.sim = subprocess.Popen([sys.executable, "-m", "cozmo_driver.sim.cli", "--port", "0",
-                                     "--seed", str(seed), "--quiet"],
+                                     "--seed", str(seed), "--quiet", "--duration", f"{SIM_BOUND_S:.0f}"],
                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                    cwd=ROOT)
+                                    cwd=ROOT, env=lifeline_env())
         line = self.sim.stdout.readline()
         match = re.search(r"udp://127\.0\.0\.1:(\d+)", line)
         if not match:
@@ -136,7 +151,8 @@ def start_driver(port: int, extra: Dict[str, Any]) -> subprocess.Popen:
             "-p", f"robot_port:={port}"]
     for k, v in extra.items():
         cmd += ["-p", f"{k}:={v}"]
-    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env=lifeline_env())
 
 
 
@@ -214,10 +230,11 @@ def bench_ours(start_companion=None) -> Dict[str, Any]:
     gc.freeze()  # the harness's own collector pauses are not the driver's latency
     turn = Twist()
     turn.angular.z = 0.4
+    companion = None
     try:
         deadline = time.monotonic() + 20.0
         while (got["odom"] < 10 or got["images"] < 3 or cmd_pub.get_subscription_count() == 0) \
-                and time.monotonic() < deadline:
+                and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.05)
         if got["odom"] < 10:
             raise RuntimeError("the driver did not stream: " + (proc.stderr.read() if proc.poll() else ""))

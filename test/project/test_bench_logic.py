@@ -1,0 +1,93 @@
+"""What the benchmark scripts do around their measurements, without measuring anything:
+each case imports a script under bench/ in a process of its own (they reserve a ROS
+domain and read their command line on import), with the steps that would start
+simulators, drivers or installations replaced, and with --no-docs, so that no docs page
+is written."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_script_code(script: str, code: str, timeout: float = 120.0) -> dict:
+    """Run ``code`` after importing bench/``script`` as ``b`` (argv: the script, --no-docs);
+    the JSON object it prints on its last line."""
+    prelude = textwrap.dedent(f"""\
+        import json, os, sys
+        sys.argv = [{script + '.py'!r}, "--no-docs"]
+        sys.path.insert(0, {str(ROOT / 'bench')!r})
+        import {script} as b
+        """)
+    result = subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(code)], capture_output=True,
+                            text=True, timeout=timeout, cwd=ROOT)
+    assert result.returncode == 0, (result.stdout[-3000:], result.stderr[-3000:])
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_bench_driver_cleans_up_after_a_driver_that_does_not_stream():
+    """A driver that exits before streaming: bench_ours raised UnboundLocalError from its
+    finally (``companion`` was set only once the CPU measurements began), hiding the real
+    error, and neither stopped the driver nor closed the simulator and its relay."""
+    out = run_script_code("bench_driver", """
+        import io
+        done = []
+
+        class Tap:
+            port = 9
+            def close(self):
+                done.append("tap closed")
+
+        class Proc:
+            pid = os.getpid()
+            stderr = io.StringIO("the driver said no")
+            def poll(self):
+                return 3
+
+        b.Tap = Tap
+        b.start_driver = lambda port, extra: Proc()
+        b.stop_process = lambda proc, *args: done.append("driver stopped")
+        try:
+            b.bench_ours()
+            error = None
+        except BaseException as exc:  # noqa: BLE001
+            error = f"{type(exc).__name__}: {exc}"
+        print(json.dumps({"error": error, "done": done}))
+        """)
+    assert out["error"] == "RuntimeError: the driver did not stream: the driver said no", out
+    assert sorted(out["done"]) == ["driver stopped", "tap closed"], out
+
+
+def test_bench_driver_starts_the_simulator_and_the_driver_on_a_lifeline():
+    """The simulator ran without --duration and neither it nor the driver had the
+    parent-death protection: a benchmark that died left them running for ever."""
+    out = run_script_code("bench_driver", """
+        import io
+        import subprocess
+        from cozmo_driver.lifeline import PARENT_PID_ENV
+        started = []
+
+        class Popen:
+            def __init__(self, cmd, **kwargs):
+                started.append({"cmd": [str(c) for c in cmd],
+                                "parent": (kwargs.get("env") or {}).get(PARENT_PID_ENV)})
+                tap = any(str(c).endswith("udp_tap.py") for c in cmd)
+                self.stdout = io.StringIO("ready 6\\n" if tap else "cozmo-sim on udp://127.0.0.1:5\\n")
+                self.stdin = io.StringIO()
+                self.pid = 1
+
+        subprocess.Popen = Popen
+        b.Tap()
+        b.start_driver(5, {})
+        print(json.dumps({"started": started, "pid": str(os.getpid())}))
+        """)
+    sim, _tap, driver = out["started"]
+    assert "cozmo_driver.sim.cli" in sim["cmd"] and "--duration" in sim["cmd"], sim
+    assert float(sim["cmd"][sim["cmd"].index("--duration") + 1]) > 0, sim
+    assert sim["parent"] == out["pid"], sim
+    assert driver["parent"] == out["pid"], driver
