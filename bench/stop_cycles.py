@@ -23,8 +23,10 @@ something went wrong).
 
     ./dev setup && .venv/bin/python bench/stop_cycles.py -n 20 --mode bringup
 
-The summary is also written into docs/benchmarks.md (block ``stop_cycles_bringup`` or
-``stop_cycles_launch``; ``--no-docs`` to print only), with the machine and its load.
+The summary is also written into docs/benchmarks.md, into the block of the front-end
+that ran (``stop_cycles_bringup`` or ``stop_cycles_launch``; ``--no-docs`` to print only),
+with the machine and its load. A run ended by Ctrl-C prints the summary of the cycles it
+finished and writes nothing (exit status 130): a partial run never replaces a recorded one.
 """
 
 from __future__ import annotations
@@ -338,14 +340,24 @@ def summary_rows(cycles: List[Cycle]) -> List[List[object]]:
     ]
 
 
+class Interrupted(Exception):
+    """Ctrl-C ended the cycles early: what was measured is printed, not written anywhere."""
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    mode_arg = list(sys.argv[1:] if argv is None else argv)
-    launch = "launch" in mode_arg or ("bringup" not in mode_arg and choose_mode("auto") == "launch")
-    with (bench_report("stop_cycles_launch") if launch else bench_report("stop_cycles_bringup")):
-        return run(argv)
+    options = arguments(argv)
+    mode = choose_mode(options.mode)
+    try:
+        # the block of the front-end run (the names in full: test_docs.py finds each block's writer)
+        with (bench_report("stop_cycles_launch") if mode == "launch" else bench_report("stop_cycles_bringup")):
+            return run(options, mode)
+    except Interrupted as interrupted:   # a partial run never replaces a recorded one
+        print(f"stop_cycles: {interrupted}: the summary above is not written into docs/benchmarks.md",
+              flush=True)
+        return 128 + int(signal.SIGINT)
 
 
-def run(argv: Optional[Sequence[str]] = None) -> int:
+def arguments(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-n", "--cycles", type=int, default=50, help="start/stop cycles (50)")
     parser.add_argument("--mode", choices=("auto", "launch", "bringup"), default="auto",
@@ -370,8 +382,13 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
     bad = [a for a in options.arg if not re.match(r"^[A-Za-z_]\w*:=", a)]
     if bad:
         parser.error(f"launch arguments are name:=value: {bad}")
+    return options
+
+
+def run(options: argparse.Namespace, mode: str) -> int:
+    """The cycles of ``mode`` (launch or bringup); Interrupted after Ctrl-C, once the cycles
+    done are reported."""
     keep_discovery_local(os.environ)  # for this process's probe too
-    mode = choose_mode(options.mode)
     logs = options.logs or Path(tempfile.mkdtemp(prefix="stop_cycles_"))
     logs.mkdir(parents=True, exist_ok=True)
     print(f"stop_cycles: {options.cycles} cycles of {' '.join(command(mode, 0, options.arg))} "
@@ -379,6 +396,7 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
     cycles: List[Cycle] = []
     t0 = time.monotonic()
     last_domain = 0
+    interrupted = False
     try:
         for i in range(options.cycles):
             cycle = run_cycle(i, mode, options, logs, last_domain)
@@ -390,11 +408,13 @@ def run(argv: Optional[Sequence[str]] = None) -> int:
                   f"{'hung' if cycle.hung else cycle.exit_code} after {stop}"
                   f"{'' if cycle.clean else '  <- NOT CLEAN'}", flush=True)
     except KeyboardInterrupt:
-        print("stop_cycles: interrupted", flush=True)
+        interrupted = True
     print(report(cycles, mode, time.monotonic() - t0), flush=True)
     what = "ros2 launch cozmo_driver cozmo.launch.py" if mode == "launch" else "cozmo_bringup"
     table(f"{what} {' '.join(['use_sim:=true', *options.arg])}: SIGINT {options.settle:g} s after "
           "the first odom", ["", "value"], summary_rows(cycles))
+    if interrupted:
+        raise Interrupted(f"interrupted after {len(cycles)} of {options.cycles} cycles (logs in {logs})")
     all_clean = bool(cycles) and all(c.clean for c in cycles) and len(cycles) == options.cycles
     if all_clean and options.logs is None:
         shutil.rmtree(logs, ignore_errors=True)

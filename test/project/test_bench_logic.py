@@ -91,3 +91,56 @@ def test_bench_driver_starts_the_simulator_and_the_driver_on_a_lifeline():
     assert float(sim["cmd"][sim["cmd"].index("--duration") + 1]) > 0, sim
     assert sim["parent"] == out["pid"], sim
     assert driver["parent"] == out["pid"], driver
+
+
+STOP_CYCLES = """
+    import contextlib, io, tempfile
+    from pathlib import Path
+    import _common
+
+    scratch = tempfile.TemporaryDirectory()
+    tempfile.tempdir = scratch.name   # the run's log directory too (kept after an interrupt)
+    docs = Path(tempfile.mkdtemp()) / "benchmarks.md"
+    docs.write_text("".join(f"<!-- stop_cycles_{m}: begin -->\\nold\\n<!-- stop_cycles_{m}: end -->\\n"
+                            for m in ("bringup", "launch")))
+    _common.WRITE_DOCS = True   # into the page above only
+    real_report = b.bench_report
+    b.bench_report = lambda name, **kwargs: real_report(name, docs=docs)
+    # ros2 launch installed: the mode auto would take it
+    b.choose_mode = lambda mode: "bringup" if mode == "bringup" else "launch"
+
+    def run_cycle(index, mode, options, logs, last_domain):
+        if index == INTERRUPT_AT:
+            raise KeyboardInterrupt
+        return b.Cycle(index, 7, 5000 + index, logs / "cycle.log", exit_code=0, first_odom_s=1.5, stop_s=0.5)
+
+    b.run_cycle = run_cycle
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        code = b.main(ARGV)
+    text = docs.read_text()
+    scratch.cleanup()
+    written = [m for m in ("bringup", "launch") if f"stop_cycles_{m}: begin -->\\nold" not in text]
+    print(json.dumps({"code": code, "printed": printed.getvalue(), "written": written}))
+    """
+
+
+def test_stop_cycles_writes_the_block_of_the_mode_it_ran():
+    """--mode=bringup (one argument) fell through to the mode auto, whose block is
+    stop_cycles_launch where ros2 launch is installed: cozmo_bringup's cycles overwrote
+    the launch block."""
+    out = run_script_code("stop_cycles", STOP_CYCLES.replace("INTERRUPT_AT", "-1")
+                          .replace("ARGV", '["--mode=bringup", "-n", "2"]'))
+    assert out["code"] == 0, out
+    assert out["written"] == ["bringup"], out
+
+
+def test_stop_cycles_writes_no_block_after_an_interrupt():
+    """Ctrl-C was caught and the run ended as if complete: the partial run replaced the
+    recorded one in docs/benchmarks.md."""
+    out = run_script_code("stop_cycles", STOP_CYCLES.replace("INTERRUPT_AT", "2")
+                          .replace("ARGV", '["--mode", "bringup", "-n", "5"]'))
+    assert out["written"] == [], out
+    assert out["code"] != 0, out
+    assert "cycles run, clean" in out["printed"] and "2, 2" in out["printed"], out["printed"]
+    assert "not written" in out["printed"], out["printed"]
