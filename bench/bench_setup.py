@@ -15,7 +15,9 @@ round running every one of them in turn: `uv` (the default of `./dev`) and
 `pip` (`DEV_INSTALLER=pip`, the installer before uv). The copy is removed
 after each run. Prints and records the seconds of every step `./dev setup`
 reported (the interface builds and the editable install run side by side, so
-their times overlap), the wall clock of the whole command, and the re-run's.
+their times overlap), the wall clock of the whole command, and the re-run's;
+then issue #18's goal (a fresh set-up within 60 s), judged on the median of the
+rounds, with every round's wall clock.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import ROOT, bench_report, record_table  # noqa: E402
+from _common import ROOT, bench_report, table  # noqa: E402
 
 GOAL_S = 60.0               # issue #18: a fresh set-up within a minute on 2 cores
 STEP_RE = re.compile(r"^setup: (?P<what>.+?) \.\.\. done \((?P<s>[0-9.]+) s\)$")
@@ -142,13 +144,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     header = ["step (as `./dev setup` prints it)"] + [
         f"{i}{' (default)' if i == 'uv' else ' (DEV_INSTALLER=pip)'}, s: median (min-max) of "
         f"{len(results[i])}" for i in installers]
-    best = min(res["fresh"]["wall"] for i in installers for res in results[i]
-               if i == installers[0])
-    record_table(f"Fresh `./dev setup` of this checkout in a new directory, empty package caches "
-                 f"(uv's cache new, pip's off), {os.cpu_count()} cores; the interface builds and "
-                 f"the editable install run side by side. Goal: {GOAL_S:.0f} s "
-                 f"({'met' if best <= GOAL_S else 'not met'} by {installers[0]})",
-                 header, rows)
+    table(f"Fresh `./dev setup` of this checkout in a new directory, empty package caches "
+          f"(uv's cache new, pip's off), {os.cpu_count()} cores; the interface builds and "
+          f"the editable install run side by side. Goal: {GOAL_S:.0f} s (next table)",
+          header, rows)
+    rows = []
+    for i in installers:
+        walls = [res["fresh"]["wall"] for res in results[i]]
+        within = sum(1 for w in walls if w <= GOAL_S)
+        rows.append([i, f"{statistics.median(walls):.1f}", ", ".join(f"{w:.1f}" for w in walls),
+                     f"{within}/{len(walls)}", "yes" if statistics.median(walls) <= GOAL_S else "no",
+                     "yes" if within == len(walls) else "no"])
+    table(f"Issue #18's set-up goal, a fresh `./dev setup` within {GOAL_S:.0f} s, in the same rounds "
+          f"(judged on the median; every round's wall clock given)",
+          ["installer", "median s", "every round, s", f"rounds within {GOAL_S:.0f} s", "met at the median",
+           "met in every round"], rows)
     return 0
 
 
