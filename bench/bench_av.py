@@ -1,6 +1,6 @@
 """Benchmark of the face node and of the driver's display/audio pacing, as processes.
 
-Run:  .venv/bin/python bench/bench_av.py [--quick] [--seconds N]
+Run:  .venv/bin/python bench/bench_av.py [--quick] [--seconds S]   (S at least 2)
 
 1. ``cozmo_face_node`` on its own (its own process, 30 fps): CPU time (utime +
    stime from /proc) and images published per second, resting (``idle:=false``),
@@ -19,6 +19,7 @@ nothing is asserted.
 from __future__ import annotations
 
 import argparse
+import math
 import socket
 import subprocess
 import time
@@ -190,12 +191,33 @@ def stream_numbers(probe: Probe, since: float) -> List[str]:
             f"{d1.get('tick lateness mean (ms)', '?')} / {d1.get('tick lateness max (ms)', '?')}"]
 
 
+#: the shortest window: the driver's /diagnostics comes once a second, and its rates are
+#: read between the first and the last report of a window, so it must hold two of them
+MIN_SECONDS = 2.0
+
+
+def window_seconds(text: str) -> float:
+    """--seconds: a finite number of seconds, at least :data:`MIN_SECONDS`."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not MIN_SECONDS <= value < math.inf:
+        raise argparse.ArgumentTypeError(
+            f"{text}: at least {MIN_SECONDS:g} s, so that the window holds two of the driver's "
+            f"/diagnostics reports (one a second), between which its rates are read")
+    return value
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="4 s per measurement instead of 10")
-    parser.add_argument("--seconds", type=float, default=None)
+    parser.add_argument("--seconds", type=window_seconds, default=None, metavar="S",
+                        help=f"seconds per measurement (default 10, 4 with --quick; at least "
+                             f"{MIN_SECONDS:g}: the driver's rates are read between two of its "
+                             f"/diagnostics reports, one a second)")
     args = parser.parse_args()
-    seconds = args.seconds or (4.0 if args.quick else 10.0)
+    seconds = args.seconds if args.seconds is not None else (4.0 if args.quick else 10.0)
     rclpy.init()
     probe = Probe()
     try:

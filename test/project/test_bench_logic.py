@@ -171,3 +171,30 @@ def test_bench_setup_judges_the_goal_on_the_median_and_prints_every_run():
     assert "50.0, 70.0, 80.0" in goal[-1] and "1/3" in goal[-1], printed
     assert goal[-1].split()[-2:] == ["no", "no"], printed   # met at the median, in every run
     assert " met by uv" not in printed, printed
+
+
+def test_bench_av_refuses_a_window_too_short_for_two_diagnostics_reports():
+    """--seconds 0 meant the default 10 s, negative windows were taken, and --seconds 1
+    usually saw one /diagnostics report (1 Hz) and ended blaming another stack in the
+    ROS domain: under 2 s is a usage error saying why; 2 s and over are measured."""
+    out = run_script_code("bench_av", """
+        import contextlib, io
+        measured = []
+        b.bench_face_node = lambda probe, seconds: measured.append(seconds)
+        b.bench_driver = lambda probe, seconds: None
+        outcome = {}
+        for value in ("0", "-5", "1", "1.9", "nan", "inf", "2", "7.5"):
+            sys.argv = ["bench_av.py", "--seconds", value]
+            errors = io.StringIO()
+            try:
+                with contextlib.redirect_stderr(errors):
+                    b.main()
+                outcome[value] = ["ran", measured[-1]]
+            except SystemExit as exc:
+                outcome[value] = ["exit", exc.code, errors.getvalue().strip().splitlines()[-1:]]
+        print(json.dumps(outcome))
+        """)
+    for value in ("0", "-5", "1", "1.9", "nan", "inf"):
+        assert out[value][:2] == ["exit", 2], (value, out[value])
+        assert "at least 2" in out[value][2][0] and "/diagnostics" in out[value][2][0], (value, out[value])
+    assert out["2"] == ["ran", 2.0] and out["7.5"] == ["ran", 7.5], out
