@@ -426,7 +426,8 @@ def main() -> Tuple[Dict[str, Any], Dict[str, Any]]:
     """Measure and print; what was measured, ours and pycozmo's (for the README's quote)."""
     argparse.ArgumentParser(
         description=__doc__.splitlines()[0],
-        epilog="--no-docs: print the tables without writing them into docs/benchmarks.md").parse_args()
+        epilog="--no-docs: print the tables without writing them into docs/benchmarks.md, nor the "
+               "summary the README quotes into README.md").parse_args()
     # The harness's own threads (publisher, subscriber, pycozmo's) must not wait
     # CPython's default 5 ms for the GIL between stamping and sending.
     sys.setswitchinterval(0.0005)

@@ -4,8 +4,8 @@
 1. Message codec: microseconds per encode/decode of RobotState and ImageChunk.
 2. Engine-added latency: from a send call to the datagram arriving at a robot
    socket on 127.0.0.1 (ours: the UDP adapter; pycozmo: its Connection thread).
-3. Delivery of 1000 reliable packets at 10 % loss each way (simulated time on
-   the in-memory link, and the wall-clock CPU it took to compute).
+3. Delivery of 1000 reliable packets at 0, 10 and 30 % loss each way (simulated
+   time on the in-memory link, and the wall-clock CPU it took to compute).
 4. Commands on a lossy link while the animation stream runs (a face image and an
    audio frame 30 times a second, as the driver's pacer sends them): how late a
    DriveWheels sent once a second reaches the simulated robot, and whether the

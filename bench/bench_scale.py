@@ -528,9 +528,10 @@ def report(results: List[Dict[str, Any]], args: argparse.Namespace) -> None:
     table("The script's own checks", ["N"] + list(results[0]["checks"].keys()), rows)
 
 
-def readme_quote(results: List[Dict[str, Any]]) -> None:
+def readme_quote(results: List[Dict[str, Any]], camera: bool) -> None:
     """The README's few lines of it: per N, whether every robot streamed at the robot's
-    rate, and what each driver took."""
+    rate, and what each driver took (``camera``: the run was made with ``--camera``, which
+    its title and a column of the camera's rate say)."""
     rows = []
     for r in results:
         start, cpu = summary(r.get("startup_s", [])), summary(r.get("cpu_pct", []))
@@ -538,20 +539,27 @@ def readme_quote(results: List[Dict[str, Any]]) -> None:
         odom, pss = summary(r.get("odom_hz", [])), summary(r.get("pss_mib", []))
         streaming = sum(1 for s in r.get("startup_s", []) if s is not None)
         age = r.get("odom_age_ms")
-        rows.append([r["n"], f"{streaming}/{r['n']}", fmt(odom["min"]), fmt(age["p99"]) if age else "-",
-                     fmt(cpu["mean"]), fmt(pss["mean"], 0), fmt(start["max"], 2), fmt(active["max"], 2)])
+        cam = [fmt(summary(r.get("camera_fps") or [])["min"])] if camera else []
+        rows.append([r["n"], f"{streaming}/{r['n']}", fmt(odom["min"]), fmt(age["p99"]) if age else "-"] + cam
+                    + [fmt(cpu["mean"]), fmt(pss["mean"], 0), fmt(start["max"], 2), fmt(active["max"], 2)])
     table(f"N simulated robots and N driver nodes on one {os.cpu_count()}-core machine, one "
-          "subscriber of every robot's odom (`bench/bench_scale.py`; all its figures, with the "
+          f"subscriber of every robot's odom{' and compressed camera' if camera else ''} "
+          "(`bench/bench_scale.py`; all its figures, with the "
           "machine's load: [Benchmarks](docs/benchmarks.md#several-robots-bench_scale))",
           ["N", "robots streaming", f"odom Hz per robot, lowest (the robot sends {GOAL_HZ:.0f})",
-           "odom age at delivery, p99 ms", "CPU % of one core per driver, mean",
-           "memory per driver, PSS MiB", "all streaming, s after start", "all active, s after start"],
+           "odom age at delivery, p99 ms"] + (["camera fps per robot, lowest (the robot sends 15)"] if camera else [])
+          + ["CPU % of one core per driver, mean",
+             "memory per driver, PSS MiB", "all streaming, s after start", "all active, s after start"],
           rows, measured=False)
 
 
-def main() -> Tuple[int, List[Dict[str, Any]]]:
-    """Measure and print; the exit status (1 when a check failed) and the results."""
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def main() -> Tuple[int, List[Dict[str, Any]], bool]:
+    """Measure and print; the exit status (1 when a check failed), the results and whether
+    the camera was on (--camera)."""
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0],
+        epilog="--no-docs: print the tables without writing them into docs/benchmarks.md, nor the "
+               "summary the README quotes into README.md")
     ap.add_argument("--counts", default="1,2,4,8,16", help="comma-separated robot counts N")
     ap.add_argument("--max-n", type=int, default=16, help="leave out the counts above this")
     ap.add_argument("--seconds", type=float, default=10.0, help="measurement window per N")
@@ -586,12 +594,12 @@ def main() -> Tuple[int, List[Dict[str, Any]]]:
     ok = all(all(r["checks"].values()) for r in results)
     if args.json is not None:
         args.json.write_text(json.dumps({"results": results, "ok": ok}, indent=1))
-    return (0 if ok else 1), results
+    return (0 if ok else 1), results, args.camera
 
 
 if __name__ == "__main__":
     with bench_report("bench_scale"):
-        rc, results = main()
+        rc, results, camera = main()
     with bench_report("bench_scale", docs=ROOT / "README.md"):  # the README quotes it
-        readme_quote(results)
+        readme_quote(results, camera)
     sys.exit(rc)

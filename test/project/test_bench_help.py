@@ -63,3 +63,21 @@ def test_the_benchmarks_import_beside_a_chunk_stand_in_without_a_spec():
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     assert "Chunk" in run.stdout, run.stdout
+
+
+#: the benchmarks the README quotes: they write their block there too
+README_WRITERS = [p for p in SCRIPTS if 'docs=ROOT / "README.md"' in p.read_text()]
+
+
+def test_some_benchmarks_write_the_readme():
+    assert {p.name for p in README_WRITERS} >= {"bench_driver.py", "bench_scale.py"}, README_WRITERS
+
+
+@pytest.mark.parametrize("script", README_WRITERS, ids=lambda p: p.name)
+def test_the_help_of_a_benchmark_the_readme_quotes_names_both_pages(script):
+    """bench_driver's --help said that --no-docs spares docs/benchmarks.md, not that it
+    spares README.md too, which the script also writes."""
+    result = subprocess.run([sys.executable, str(script), "--help"], capture_output=True,
+                            text=True, timeout=60, cwd=ROOT)
+    text = " ".join(result.stdout.split())
+    assert "--no-docs" in text and "docs/benchmarks.md" in text and "README.md" in text, text

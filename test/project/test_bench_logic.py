@@ -198,3 +198,24 @@ def test_bench_av_refuses_a_window_too_short_for_two_diagnostics_reports():
         assert out[value][:2] == ["exit", 2], (value, out[value])
         assert "at least 2" in out[value][2][0] and "/diagnostics" in out[value][2][0], (value, out[value])
     assert out["2"] == ["ran", 2.0] and out["7.5"] == ["ran", 7.5], out
+
+
+def test_bench_scale_readme_quote_says_whether_the_camera_was_on():
+    """With --camera the README's quote kept the title "one subscriber of every robot's
+    odom" over figures measured with every robot streaming its camera."""
+    out = run_script_code("bench_scale", """
+        import contextlib, io
+        result = {"n": 1, "startup_s": [0.5], "active_s": [1.0], "cpu_pct": [3.0], "odom_hz": [33.3],
+                  "pss_mib": [70.0], "odom_age_ms": {"median": 1.0, "p99": 1.5}, "camera_fps": [14.9]}
+        titles = {}
+        for camera in (False, True):
+            printed = io.StringIO()
+            with contextlib.redirect_stdout(printed):
+                b.readme_quote([dict(result, camera_fps=result["camera_fps"] if camera else None)], camera)
+            titles[str(camera)] = printed.getvalue().strip().splitlines()
+        print(json.dumps(titles))
+        """)
+    off, on = out["False"], out["True"]
+    assert "one subscriber of every robot's odom (" in off[0] and "camera" not in off[0] + off[1], off
+    assert "one subscriber of every robot's odom and compressed camera" in on[0], on
+    assert "camera fps" in on[1] and "14.9" in on[3], on
