@@ -16,7 +16,10 @@ tests) drives it. On top of the session it
   (:mod:`cozmo_driver.client.calibration`);
 * collects the robot's facts (firmware, serials, body colour) in :class:`RobotInfo`;
 * reconnects after a loss with exponential back-off, re-initialising the robot;
-* gives up a connection that does not become ready within ``ready_timeout``;
+* gives up a connection that does not become ready within ``ready_timeout``, and a ready
+  one whose RobotState stream stopped for ``state_timeout`` (perhaps before the session's
+  ``peer_timeout``), sending the robot the session's farewell first (its stop and
+  Disconnect, as for a robot that fell silent: one that still hears us would drive on);
 * drops a RobotState that is not newer than the last one by the robot's own
   clock (``timestamp_ms``, a 32-bit millisecond count from SyncTime, compared
   with its wrap-around), so that a replayed, duplicated or reordered datagram
@@ -63,6 +66,7 @@ from ..protocol.session import (
     Session,
     SessionConfig,
     State,
+    give_up,
 )
 
 __all__ = ["ClientConfig", "LinkState", "RobotInfo", "RobotLink", "LinkStateChanged", "RobotReady",
@@ -160,7 +164,8 @@ class ClientConfig:
     ready_timeout: float = 5.0
     #: a ready connection whose RobotState stream stops this long is taken as lost and
     #: retried: a robot that dropped the link (it heard nothing from us for its own 5 s)
-    #: still echoes our pings, which keep the session alive, but streams nothing
+    #: still echoes our pings, which keep the session alive, but streams nothing (the link
+    #: sends it the farewell's stop and Disconnect first, as the session does after peer_timeout)
     state_timeout: float = 5.0
     enable_animation_state: bool = True
     #: send EnableAnimationState right before the first message of the animation stream
@@ -368,6 +373,17 @@ class RobotLink:
         else:
             self._set_state(LinkState.DISCONNECTED, reason)
 
+    def _give_up(self, now: float) -> str:
+        """End a ready link whose RobotState stream stopped for ``state_timeout`` as the session
+        ends one whose robot fell silent, with the farewell's stop (a robot that still hears us,
+        only its replies lost, would drive on); why, as seen."""
+        timeout = self.config.state_timeout
+        silence = give_up(self.session, now)
+        if silence is None or silence >= timeout - 1e-6:
+            return (f"nothing heard from the robot for {timeout:.1f} s: it is off, out of reach, "
+                    "or only its replies are lost")
+        return f"no RobotState for {timeout:.1f} s though the robot still answers: it dropped the link"
+
     # ------------------------------------------------------------------ sans-I/O surface
 
     def receive_datagram(self, data: bytes, now: float) -> None:
@@ -400,8 +416,7 @@ class RobotLink:
                 self._lost(now, f"the robot did not become ready within {self.config.ready_timeout:.1f} s")
             elif self.state is LinkState.READY:
                 stats.connections_lost += 1
-                self._lost(now, f"no RobotState for {self.config.state_timeout:.1f} s though the "
-                                "robot still answers: it dropped the link")
+                self._lost(now, self._give_up(now))
         if self._reconnect_at is not None and now >= self._reconnect_at:
             self._connect(now)
         due = self.calibration.due()

@@ -99,6 +99,7 @@ __all__ = [
     "PingAnswered",
     "ReceiveError",
     "SendQueueFullError",
+    "give_up",
 ]
 
 logger = logging.getLogger("cozmo.protocol")
@@ -223,6 +224,21 @@ def _farewell_disconnect(session: "Session") -> Tuple[bytes, bytes]:
     last = (first + len(_FAREWELL_STOP)) % SEQ_MODULUS
     frame = encode_frame(session._out_frame_type, first, last, ack, b"".join(_FAREWELL_STOP) + _DISCONNECT_PACKET)
     return frame, frame
+
+
+def give_up(session: "Session", now: float) -> Optional[float]:
+    """Engine: the layer above gives up on a connected link before the session's own
+    ``peer_timeout`` (the robot streamed no state for its ``state_timeout``): the link
+    ends as when the robot fell silent, the farewell's stop and Disconnect
+    (:func:`_farewell_disconnect`) going out ahead of the next RESET, but with no event
+    (the caller reports the loss). Returns how long nothing was heard from the robot, s
+    (None: nothing ever was)."""
+    last_rx = session._last_rx
+    if session.role is Role.ENGINE and session.state is State.CONNECTED:
+        session._farewell.extend(_farewell_disconnect(session))
+        session.state = State.LOST
+        session._reset_link(last_rx)
+    return None if last_rx is None else now - last_rx
 
 
 def _stale_link(session: "Session", frame: Any, now: float) -> None:

@@ -552,6 +552,40 @@ def test_the_stop_goes_ahead_of_a_backlog_of_the_animation_stream_on_a_lossy_lin
     assert [round(w.speed) for w in sim.model.wheels] == [0, 0]
 
 
+@pytest.mark.parametrize("peer_timeout, ready_timeout", [(8.0, 5.0), (3.0, 2.0), (3.0, 2.9)])
+def test_a_robot_whose_replies_are_lost_is_stopped_when_the_state_timeout_gives_up_first(
+        peer_timeout, ready_timeout):
+    """The robot's datagrams are all lost while it drives at 50 mm/s; it still hears the
+    client. With peer_timeout at or above ready_timeout (the driver's state_timeout), the
+    link gives up on the missing RobotStates before the session's silence timeout, and
+    sent no stop: the robot, which keeps a motor command when a link ends, drove on. The
+    link sends the session's farewell (ClearPath, StopAllMotors, Disconnect) whenever it
+    gives up on a ready link, and its reason says that nothing at all was heard."""
+    from cozmo_driver.sim import RobotConfig, SimulatedRobot
+
+    link = RobotLink(ClientConfig(session=SessionConfig(peer_timeout=peer_timeout),
+                                  ready_timeout=ready_timeout, state_timeout=ready_timeout), name="gone")
+    sim = SimulatedRobot(config=RobotConfig(seed=1))
+    net = MemoryLink(link, sim, seed=1)
+    got: list = []
+    net.on_event_b = lambda ev: got.append((net.now, ev.message.NAME)) if isinstance(ev, MessageReceived) else None
+    link.start(net.now)
+    assert net.run_while(lambda: not link.is_ready, 5.0)
+    net.run_until(net.now + 2.0)
+    link.send(msgs.DriveWheels(lwheel_speed_mmps=50.0, rwheel_speed_mmps=50.0))
+    net.run_until(net.now + 0.3)
+    assert [round(w.speed) for w in sim.model.wheels] == [50, 50]
+    cut = net.now
+    net.b_to_a = Impairment(loss=1.0)   # the robot's replies are lost; it still hears the client
+    assert net.run_while(lambda: link.state is LinkState.READY, ready_timeout + 1.0)
+    assert link.state is LinkState.LOST
+    net.run_until(net.now + 0.2)
+    assert [name for t, name in got if t > cut][:2] == ["ClearPath", "StopAllMotors"]
+    assert [round(w.speed) for w in sim.model.wheels] == [0, 0]
+    lost = link.state_reason if link.state is LinkState.LOST else ""
+    assert lost.startswith(f"nothing heard from the robot for {ready_timeout:.1f} s"), link.state_reason
+
+
 # ------------------------------------------------------------------------ motor calibration
 
 def sim_pair(**robot_config):
