@@ -182,6 +182,7 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
         self.estop = False
         self.link_state = LinkState.DISCONNECTED
         self.ever_ready = False
+        self.robot_lost = False  # a ready robot was lost, not ready again since: LOST (reported_state)
         self.calibration: Optional[caminfo.CameraInfoData] = None  # from the robot
         #: whether a camera topic has a subscriber (with camera_on_demand, the camera
         #: streams only while it has): :meth:`set_camera_wanted`
@@ -266,6 +267,7 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
             self.active = False
             self._deadline = self._last_move = self._watch_handle = None
             self._armed, self._handed, self.ever_ready = False, 0, False  # (next robot: not LOST until it answered)
+            self.robot_lost = False
             robot = self.robot
             if robot is not None and robot.state in (LinkState.INITIALIZING, LinkState.READY):
                 robot.post(msgs.StopAllMotors())
@@ -406,6 +408,7 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
         where = f"{self.params['robot_ip']}:{self.params['robot_port']}"
         if event.state is LinkState.LOST:
             if previous is LinkState.READY:
+                self.robot_lost = True
                 self.cancel_watchdog()
                 self.say_held_back()
                 self._log(logging.WARNING,
@@ -453,7 +456,7 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
         if not resend_only or self.estop or not self.active:  # (re)connected: it may still
             robot.post(msgs.StopAllMotors())  # move on a lost link's command (docs/driver.md)
         if ready:
-            self.link_state = LinkState.READY  # commands are taken from here on
+            self.link_state, self.robot_lost = LinkState.READY, False  # commands are taken from here on
         self.send_camera_config()
         robot.post(msgs.EnableStopOnCliff(enable=bool(self.params["stop_on_cliff"])))
         if self.head_light is not None:
@@ -495,10 +498,14 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
     # ------------------------------------------------------------------ reports
 
     def reported_state(self) -> LinkState:
-        """The link's state as told: LOST only for a robot that was connected (LinkStatus);
-        one that never answered is still being connected to."""
-        lost = self.link_state is LinkState.LOST
-        return LinkState.CONNECTING if lost and not self.ever_ready else self.link_state
+        """The link's state as told: LOST from the loss of a ready robot until it is ready
+        again, through the reconnection attempts (LinkStatus: it stopped answering after
+        having been connected); a robot that never answered is still being connected to."""
+        state = self.link_state
+        if state is LinkState.READY or state is LinkState.DISCONNECTED:
+            return state
+        return LinkState.LOST if self.robot_lost else \
+            (LinkState.CONNECTING if state is LinkState.LOST else state)
 
     def link_sample(self) -> LinkSample:
         sample = LinkSample(self.reported_state())

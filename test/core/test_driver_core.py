@@ -12,7 +12,7 @@ import math
 import pytest
 
 from cozmo_driver import robot_geometry as geo
-from cozmo_driver.driver.diagnostics import OK
+from cozmo_driver.driver.diagnostics import ERROR, OK
 from cozmo_driver.driver.events import EventType
 from cozmo_driver.driver.orientation import Orientation
 from cozmo_driver.client import LinkState, Robot, RobotLink
@@ -1181,6 +1181,34 @@ def test_a_robot_that_never_answered_is_connecting_not_lost():
     assert gone and all(math.isnan(sample.rtt_s) for sample in gone), [(s.state, s.rtt_s) for s in gone]
     values = dict(core.reports("127.0.0.1:5551")[0].values)
     assert values["rtt (s)"] == values["smoothed rtt (s)"] == "n/a", values
+
+
+def test_a_lost_robot_is_lost_until_it_is_ready_again_through_the_reconnection_attempts(rig):
+    """After a loss each reconnection attempt took the link to CONNECTING, and link_status
+    and /diagnostics followed it: in a 40 s loss LOST 0.5 s, CONNECTING 5 s, LOST 1 s, ...,
+    /diagnostics flipping between ERROR and WARN. LOST ("the robot stopped answering after
+    having been connected") holds from the loss until the robot is ready again, ERROR with it."""
+    robot, core, output = rig
+    robot.sim.set_silent(True, robot.net.now)
+    robot.run(4.0)
+    assert core.link_state is not LinkState.READY
+    count = len(output.links)
+    seen = set()
+    for _ in range(360):
+        robot.run(0.1)
+        seen.add(robot.link.state)
+        assert core.link_sample().state is LinkState.LOST, robot.link.state
+        link, _ = core.reports("127.0.0.1:5551")
+        assert link.level == ERROR and "lost" in link.message, link.message
+    assert {LinkState.CONNECTING, LinkState.LOST} <= seen  # the attempts went on meanwhile
+    assert {sample.state for sample in output.links[count:]} == {LinkState.LOST}
+    robot.sim.set_silent(False, robot.net.now)
+    for _ in range(40):
+        robot.run(0.5)
+        if core.connected:
+            break
+    assert core.connected and core.link_sample().state is LinkState.READY
+    assert output.links[-1].state is LinkState.READY
 
 
 def test_after_a_cleanup_a_robot_that_never_answered_is_connecting_not_lost(rig):
