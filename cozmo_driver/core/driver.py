@@ -56,9 +56,9 @@ from ..protocol.camera import (ImageAssembler)
 from ..protocol.errors import CozmoError
 from ..protocol.nvstorage import (CAMERA_CALIB_SIZE, NV_TAG_CAMERA_CALIB, NvReadAssembler)
 from ..protocol.session import MessageReceived, SessionConfig
-from ..transport.udp import is_loopback
 from .actuators import ActuatorsMixin, heading_lost
 from .camera import CameraMixin
+from .link_notes import LinkNotesMixin
 from .notes import STATE_WARN_PERIOD_S, WARN_PERIOD_S, NotesMixin
 from .samples import (BatterySample, DriverOutput, ImuSample, JointSample,
                       LinkSample, OdomSample, StateSample, StatusSample)
@@ -72,17 +72,6 @@ _EVENT_MESSAGES = frozenset(("RobotPoked", "RobotDelocalized", "FallingStarted",
 #: JPEG quality of colour frames, which are rebuilt at full width (the robot sends half)
 COLOR_JPEG_QUALITY = 90
 BATTERY_PERIOD_S = 1.0
-NO_ANSWER_HINT = ("Is it switched on, and this computer on its Wi-Fi (the robot's own access "
-                  "point)? Are robot_ip and robot_port right? It answers one program at a time: "
-                  "close the Cozmo app; a driver stopped without disconnecting holds it until its "
-                  "link times out, a few seconds")
-#: the same for a robot on this computer (robot_ip a loopback address: the simulator)
-SIM_NO_ANSWER_HINT = ("Is the simulator running on that port (cozmo-sim --port N; or launch with "
-                      "use_sim:=true start_sim:=true)? It answers one program at a time, as the "
-                      "robot does: is another one (a driver, a pycozmo script) connected to it?")
-#: the same for a robot that took the handshake but never streamed its state
-NO_STATE_HINT = ("The driver tries again; if this goes on, switch the robot off and on (or "
-                 "restart the simulator)")
 WATCHDOG_OFF = ("cmd_vel_timeout is 0: the cmd_vel watchdog is off, and the robot drives on "
                 "the last cmd_vel until another one stops it")
 _FLAG_NAMES = tuple(name for name, _ in STATUS_FLAG_NAMES)
@@ -104,15 +93,6 @@ def make_robot(params: Dict[str, Any], name: str) -> Robot:
                           state_timeout=float(params["ready_timeout"]))
     return Robot(params["robot_ip"], int(params["robot_port"]), local_host=params["local_ip"],
                  local_port=int(params["local_port"]), config=config, name=name)
-
-
-def no_answer_hint(robot: Any, robot_ip: str) -> str:
-    """What a robot that does not answer is told: the simulator's hint when the address
-    robot_ip resolved to (the transport's remote_addr, resolved when it started: localhost
-    is 127.0.0.1) is a loopback one, else the real robot's. No look-up here (this runs on
-    the I/O thread): before a start, robot_ip as given."""
-    remote = getattr(getattr(robot, "transport", None), "remote_addr", None)
-    return SIM_NO_ANSWER_HINT if is_loopback(remote[0] if remote else robot_ip) else NO_ANSWER_HINT
 
 
 class _StateParts:
@@ -154,7 +134,7 @@ class _StateParts:
                             -1 if segment == 0xFF else segment, self.voltage, self.orientation)
 
 
-class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
+class DriverCore(NotesMixin, LinkNotesMixin, ActuatorsMixin, CameraMixin):
     """See the module docstring. ``params`` is the driver's parameter mapping (read, never
     written, by the core; names as in :mod:`cozmo_driver.driver.parameters`); ``robot`` the
     client, or anything with its ``post``, ``clock``, ``calibrating``, ``call_soon``,
@@ -366,7 +346,7 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
             self.yaw_diff = abs(diff) if self.yaw_diff is None else \
                 0.95 * self.yaw_diff + 0.05 * abs(diff)
         voltage = float(state.battery_voltage_v)
-        self.battery_v = voltage
+        self.watch_battery(voltage)  # (battery_v)
         if not self.active:
             return
         sec, nsec = divmod(stamp_ns, 1_000_000_000)
@@ -397,37 +377,6 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
         if self._last_move is not None and ((just_lifted and self.params["stop_when_picked_up"]) or (
                 cliff_rose and cliff_ahead(flags, self.params["stop_on_cliff"]))):
             self.robot.call_soon(self._drive_again)
-
-    def _on_link_state(self, event: LinkStateChanged) -> None:
-        if event.state is LinkState.READY:
-            # ready once the robot is brought up (RobotReady, next): its first StopAllMotors
-            # must go out before any command is taken (it would stop it, or drop one held
-            # for the motor calibration), and the front-end hears of it then
-            return
-        previous, self.link_state = self.link_state, event.state
-        where = f"{self.params['robot_ip']}:{self.params['robot_port']}"
-        if event.state is LinkState.LOST:
-            if previous is LinkState.READY:
-                self.robot_lost = True
-                self.cancel_watchdog()
-                self.say_held_back()
-                self._log(logging.WARNING,
-                          f"lost the robot at {where} ({event.reason}). Odometry, camera and "
-                          "status pause until it is back. Is the robot switched on, and this "
-                          "computer on its Wi-Fi?")
-            elif previous is LinkState.INITIALIZING:  # it took the handshake
-                self.log_throttled(logging.WARNING, "connect", f"the robot at {where} answered, but "
-                                   f"sent no robot state ({event.reason}). {NO_STATE_HINT}", 10.0)
-            else:
-                hint = no_answer_hint(self.robot, self.params["robot_ip"])
-                self.log_throttled(logging.WARNING, "connect", f"the robot at {where} does not "
-                                   f"answer ({event.reason}). {hint}", 10.0)
-        elif event.state is LinkState.DISCONNECTED:
-            self._log(logging.INFO, f"disconnected from the robot at {where}: {event.reason}")
-        else:
-            self._log(logging.DEBUG, f"link {event.state.value}: {event.reason}")
-        with self.lock:  # (the front-end destroys its publishers under it)
-            self.output.on_link(self.link_sample())
 
     def _on_robot_ready(self, info: Any) -> None:
         with self.lock:
@@ -496,16 +445,6 @@ class DriverCore(NotesMixin, ActuatorsMixin, CameraMixin):
             self._drive_again(rescaled="max_wheel_speed" in shaping)
 
     # ------------------------------------------------------------------ reports
-
-    def reported_state(self) -> LinkState:
-        """The link's state as told: LOST from the loss of a ready robot until it is ready
-        again, through the reconnection attempts (LinkStatus: it stopped answering after
-        having been connected); a robot that never answered is still being connected to."""
-        state = self.link_state
-        if state is LinkState.READY or state is LinkState.DISCONNECTED:
-            return state
-        return LinkState.LOST if self.robot_lost else \
-            (LinkState.CONNECTING if state is LinkState.LOST else state)
 
     def link_sample(self) -> LinkSample:
         sample = LinkSample(self.reported_state())

@@ -1150,6 +1150,36 @@ def test_the_battery_goes_out_once_a_second_when_the_stamps_jump_back(rig):
     assert output.batteries[-1].stamp_ns < 1100 * 10**9  # stamped with the clock it was given
 
 
+def test_a_low_battery_is_warned_of_once_a_crossing_and_named_as_the_likely_cause_of_a_loss(rig):
+    """A low or empty battery was never logged (only /diagnostics said it), and a robot that
+    switched itself off on it (after a minute below 3.45 V) was reported lost with "Is the
+    robot switched on, and this computer on its Wi-Fi?". One warning when the voltage drops
+    below 3.50 V, again only once it recovered; a loss at a low voltage says so."""
+    robot, core, output = rig
+    body = robot.sim.model.body
+
+    def low_lines():
+        return [text for level, text in output.lines if level == logging.WARNING and "battery low" in text]
+
+    body.soc = 0.05            # 3.48 V
+    robot.run(3.0)
+    assert len(low_lines()) == 1, output.lines
+    assert "3.48 V" in low_lines()[0] and "charger" in low_lines()[0], low_lines()
+    core.drive(0.05, 0.0)      # driving sags it further: no second line
+    robot.run(2.0)
+    body.soc = 0.3             # charged a while: recovered
+    robot.run(2.0)
+    assert len(low_lines()) == 1, low_lines()
+    body.soc = 0.0             # 3.45 V: low again
+    robot.run(2.0)
+    assert len(low_lines()) == 2, low_lines()
+    robot.sim.set_silent(True, robot.net.now)  # it switched itself off
+    robot.run(6.0)
+    lost = [text for level, text in output.lines if level == logging.WARNING and text.startswith("lost the robot")]
+    assert lost and "battery was low (3.4" in lost[-1], lost
+    assert "Wi-Fi" not in lost[-1], lost[-1]
+
+
 def test_a_robot_that_never_answered_is_connecting_not_lost():
     """LinkStatus.LOST is "the robot stopped answering after having been connected"; a
     driver started with no robot there said LOST (and /diagnostics ERROR "lost") between

@@ -1,0 +1,115 @@
+"""The driver core's word on the link and the battery: the state ``link_status`` reports, the
+log lines of a link change (what to check for a robot lost or not answering), and the
+warning of a low battery, which is named as the likely cause when the robot is then lost
+(a part of :class:`~cozmo_driver.core.DriverCore`)."""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any
+
+from .. import robot_geometry as geo
+from ..client import LinkState, LinkStateChanged
+from ..driver.sensors import BATTERY_LOW_V
+from ..transport.udp import is_loopback
+
+__all__ = ["LinkNotesMixin", "NO_ANSWER_HINT", "SIM_NO_ANSWER_HINT", "NO_STATE_HINT",
+           "BATTERY_RECOVERED_MARGIN_V", "no_answer_hint"]
+
+NO_ANSWER_HINT = ("Is it switched on, and this computer on its Wi-Fi (the robot's own access "
+                  "point)? Are robot_ip and robot_port right? It answers one program at a time: "
+                  "close the Cozmo app; a driver stopped without disconnecting holds it until its "
+                  "link times out, a few seconds")
+#: the same for a robot on this computer (robot_ip a loopback address: the simulator)
+SIM_NO_ANSWER_HINT = ("Is the simulator running on that port (cozmo-sim --port N; or launch with "
+                      "use_sim:=true start_sim:=true)? It answers one program at a time, as the "
+                      "robot does: is another one (a driver, a pycozmo script) connected to it?")
+#: the same for a robot that took the handshake but never streamed its state
+NO_STATE_HINT = ("The driver tries again; if this goes on, switch the robot off and on (or "
+                 "restart the simulator)")
+#: a low battery is warned of again only after its voltage came back this far above
+#: BATTERY_LOW_V (charged): driving sags it by a few hundredths of a volt, V
+BATTERY_RECOVERED_MARGIN_V = 0.05
+
+
+def no_answer_hint(robot: Any, robot_ip: str) -> str:
+    """What a robot that does not answer is told: the simulator's hint when the address
+    robot_ip resolved to (the transport's remote_addr, resolved when it started: localhost
+    is 127.0.0.1) is a loopback one, else the real robot's. No look-up here (this runs on
+    the I/O thread): before a start, robot_ip as given."""
+    remote = getattr(getattr(robot, "transport", None), "remote_addr", None)
+    return SIM_NO_ANSWER_HINT if is_loopback(remote[0] if remote else robot_ip) else NO_ANSWER_HINT
+
+
+class LinkNotesMixin:
+    """Needs the NotesMixin's log calls, ``params``, ``robot``, ``output``, ``lock``,
+    ``link_state``, ``robot_lost``, ``battery_v``, ``cancel_watchdog`` and ``link_sample``."""
+
+    #: a low battery was warned of, and its voltage has not recovered since
+    battery_low_said = False
+
+    def reported_state(self) -> LinkState:
+        """The link's state as told: LOST from the loss of a ready robot until it is ready
+        again, through the reconnection attempts (LinkStatus: it stopped answering after
+        having been connected); a robot that never answered is still being connected to."""
+        state = self.link_state
+        if state is LinkState.READY or state is LinkState.DISCONNECTED:
+            return state
+        return LinkState.LOST if self.robot_lost else \
+            (LinkState.CONNECTING if state is LinkState.LOST else state)
+
+    def watch_battery(self, volts: float) -> None:
+        """The latest robot state's battery voltage: one warning when it drops below
+        BATTERY_LOW_V, again only once it recovered (BATTERY_RECOVERED_MARGIN_V above it)."""
+        self.battery_v = volts
+        if not math.isfinite(volts):
+            return
+        if self.battery_low_said:
+            self.battery_low_said = volts < BATTERY_LOW_V + BATTERY_RECOVERED_MARGIN_V
+        elif volts < BATTERY_LOW_V:
+            self.battery_low_said = True
+            self._log(logging.WARNING,
+                      f"battery low ({volts:.2f} V, below {BATTERY_LOW_V:.2f} V): put the robot on its "
+                      f"charger; it switches itself off after a minute below {geo.BATTERY_EMPTY_V:.2f} V")
+
+    def loss_hint(self) -> str:
+        """What a robot lost from a ready link is told: its low battery as the likely cause
+        when its last state said so, else what else to check."""
+        volts = self.battery_v
+        if volts is not None and math.isfinite(volts) and volts < BATTERY_LOW_V:
+            return (f"Its battery was low ({volts:.2f} V in its last state), the likely cause: the "
+                    f"robot switches itself off after a minute below {geo.BATTERY_EMPTY_V:.2f} V; put "
+                    "it on its charger")
+        return "Is the robot switched on, and this computer on its Wi-Fi?"
+
+    def _on_link_state(self, event: LinkStateChanged) -> None:
+        if event.state is LinkState.READY:
+            # ready once the robot is brought up (RobotReady, next): its first StopAllMotors
+            # must go out before any command is taken (it would stop it, or drop one held
+            # for the motor calibration), and the front-end hears of it then
+            return
+        previous, self.link_state = self.link_state, event.state
+        where = f"{self.params['robot_ip']}:{self.params['robot_port']}"
+        if event.state is LinkState.LOST:
+            if previous is LinkState.READY:
+                self.robot_lost = True
+                self.cancel_watchdog()
+                self.say_held_back()
+                self._log(logging.WARNING,
+                          f"lost the robot at {where} ({event.reason}). Odometry, camera and "
+                          f"status pause until it is back. {self.loss_hint()}")
+            elif previous is LinkState.INITIALIZING:  # it took the handshake
+                self.log_throttled(logging.WARNING, "connect", f"the robot at {where} answered, but "
+                                   f"sent no robot state ({event.reason}). {NO_STATE_HINT}", 10.0)
+            else:
+                hint = no_answer_hint(self.robot, self.params["robot_ip"])
+                self.log_throttled(logging.WARNING, "connect", f"the robot at {where} does not "
+                                   f"answer ({event.reason}). {hint}", 10.0)
+        elif event.state is LinkState.DISCONNECTED:
+            self.battery_low_said = False  # the next robot's is told of again
+            self._log(logging.INFO, f"disconnected from the robot at {where}: {event.reason}")
+        else:
+            self._log(logging.DEBUG, f"link {event.state.value}: {event.reason}")
+        with self.lock:  # (the front-end destroys its publishers under it)
+            self.output.on_link(self.link_sample())
