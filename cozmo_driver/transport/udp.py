@@ -57,8 +57,10 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import errno
 import ipaddress
 import logging
+import math
 import os
 import re
 import socket
@@ -76,7 +78,7 @@ from ..protocol.messages import PacketType
 
 __all__ = ["UdpTransport", "PeerFilter", "is_reset", "TransportStats", "TransportError", "AddressError",
            "TransportStateError", "resolve_address", "address_problem", "is_loopback",
-           "LOOPBACK_ONLY_ENV", "ROBOT_ADDRESS_HINT"]
+           "LOOPBACK_ONLY_ENV", "ROBOT_ADDRESS_HINT", "local_address_gone", "send_failure_hint"]
 
 #: When this environment variable is "1", only loopback robot addresses are allowed.
 LOOPBACK_ONLY_ENV = "COZMO_LOOPBACK_ONLY"
@@ -188,6 +190,28 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def local_address_gone(host: str) -> bool:
+    """Whether ``host``, a specific local address (not 0.0.0.0, which is every interface),
+    is no longer an address of this computer: a throwaway UDP socket cannot bind it
+    (EADDRNOTAVAIL), as after the Wi-Fi came back with another address. Sends nothing."""
+    if not host or host == "0.0.0.0":
+        return False
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.bind((host, 0))
+    except OSError as exc:
+        return exc.errno == errno.EADDRNOTAVAIL
+    return False
+
+
+def send_failure_hint(host: str) -> str:
+    """What a failed send is told, for a socket bound to the local address ``host``."""
+    if local_address_gone(host):
+        return (f"local_ip {host} is no longer an address of this computer (did the Wi-Fi reconnect "
+                "with another address?): restart the driver with the new local_ip, or use local_ip 0.0.0.0")
+    return "is the robot's Wi-Fi joined?"
+
+
 def is_connect_answer(data: bytes) -> bool:
     """Whether ``data`` is a robot's answer to a RESET: a ROBOT frame whose first reliable
     packet, number 0, is Connect."""
@@ -285,6 +309,8 @@ class UdpTransport:
         self.on_event = on_event
         self.name = name
         self.stats = TransportStats()
+        #: what a failed send is told (send_failure_hint), and until when that holds
+        self._hint, self._hint_until = "", -math.inf
         self._peers: Optional[PeerFilter] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._sock: Optional[socket.socket] = None
@@ -547,8 +573,10 @@ class UdpTransport:
 
     def _on_send_error(self, exc: Exception) -> None:
         self.stats.send_errors += 1
-        line = self._throttle.line("send", f"[{self.name}] UDP send failed: {exc} (is the robot's "
-                                   "Wi-Fi joined?)", time.monotonic())
+        now = time.monotonic()
+        if now >= self._hint_until:  # (a bind of a throwaway socket: once a second at most)
+            self._hint, self._hint_until = send_failure_hint(str(self.local_addr[0])), now + 1.0
+        line = self._throttle.line("send", f"[{self.name}] UDP send failed: {exc} ({self._hint})", now)
         if line is not None:
             logger.warning("%s", line)
 

@@ -15,7 +15,7 @@ from cozmo_driver.protocol.errors import NotConnectedError
 from cozmo_driver.protocol.frames import HEADER_SIZE, MAGIC, FrameType, OOB_SEQ, encode_frame
 from cozmo_driver.protocol.session import MessageReceived, Role, Session, SessionConfig
 from cozmo_driver.transport.udp import (AddressError, PeerFilter, TransportError, UdpTransport, is_loopback,
-                                        resolve_address)
+                                        local_address_gone, resolve_address, send_failure_hint)
 
 
 def wait_for(predicate, timeout=3.0):
@@ -482,3 +482,42 @@ def test_loopback_only_switch_refuses_the_real_robot_address_before_sending(monk
         robot.start()
     assert not robot.transport.running
     assert robot.transport.stats.datagrams_out == 0
+
+
+def test_a_local_ip_that_is_no_longer_an_address_of_this_computer_is_told_apart():
+    """With a specific local_ip whose address went away (the adapter came back with another),
+    every send fails and the driver asked "is the robot's Wi-Fi joined?" for ever. A throwaway
+    socket that cannot bind the address (EADDRNOTAVAIL) tells it apart; nothing is sent.
+    192.0.2.1 (TEST-NET-1) is no address of this computer."""
+    assert local_address_gone("192.0.2.1")
+    assert not local_address_gone("127.0.0.1")
+    assert not local_address_gone("0.0.0.0")   # every interface: never gone
+    hint = send_failure_hint("192.0.2.1")
+    assert hint == ("local_ip 192.0.2.1 is no longer an address of this computer (did the Wi-Fi "
+                    "reconnect with another address?): restart the driver with the new local_ip, "
+                    "or use local_ip 0.0.0.0"), hint
+    assert send_failure_hint("0.0.0.0") == send_failure_hint("127.0.0.1") == "is the robot's Wi-Fi joined?"
+
+
+def test_a_send_failure_with_a_local_ip_gone_says_so(robot_and_engine, log_records):
+    """The send failure's warning names a local_ip that is no longer this computer's."""
+    robot, robot_io, engine, engine_io, received = robot_and_engine
+    records = log_records("cozmo.transport")
+    engine_io.call(engine.connect, time.monotonic())
+    assert wait_for(lambda: engine.is_connected)
+    healthy = engine_io._sock
+    broken = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    broken.bind(("127.0.0.1", 0))
+    with pytest.raises(OSError):
+        broken.shutdown(socket.SHUT_WR)
+    try:
+        engine_io.call(setattr, engine_io, "local_addr", ("192.0.2.1", 0))  # as if it went away
+        engine_io.call(setattr, engine_io, "_sock", broken)
+        engine_io.call_soon(engine.send, msgs.SetRobotVolume(level=1))
+        assert wait_for(lambda: engine_io.stats.send_errors >= 1)
+        warned = [m for m in records.messages if "UDP send failed" in m]
+        assert warned and "local_ip 192.0.2.1 is no longer an address of this computer" in warned[0], warned
+        assert "Wi-Fi joined" not in warned[0]
+    finally:
+        engine_io.call(setattr, engine_io, "_sock", healthy)
+        broken.close()
