@@ -1,10 +1,12 @@
 """One program per robot on a machine: :class:`RobotClaim`.
 
-A Cozmo takes one controller: two drivers (or a driver and a demo) talking to the same
-robot take its connection from each other and both steer it. So before a client opens
-its socket it claims the robot's address and port on this machine, and a second claim
-fails with :class:`RobotBusyError`, which names the program that holds the robot (its
-pid and command line) and says how to separate the two.
+A Cozmo takes one controller: of two drivers (or a driver and a demo) talking to the same
+robot, it answers one and ignores the other while that one's link lives (Anki's firmware,
+as the simulator models it), so the other sees a robot that does not answer, and gets it
+whenever the first one's link ends (a Wi-Fi drop), the two then steering it by turns.
+So before a client opens its socket it claims the robot's address and port on this
+machine, and a second claim fails with :class:`RobotBusyError`, which names the program
+that holds the robot (its pid and command line) and says how to separate the two.
 
 Every Cozmo answers at 172.31.1.1:5551 on its own Wi-Fi, so one host with a Wi-Fi
 adapter per robot runs a driver per adapter, each bound to its adapter's address
@@ -191,7 +193,7 @@ class RobotClaim:
                 who = "this process (another client or driver node in it)"
         return RobotBusyError(
             f"the robot at {self.host}:{self.port} is already driven by {who} on this machine{local}: "
-            "a Cozmo takes one controller, and two would steer it at once. Stop the other one, "
+            "a Cozmo answers one controller at a time, and two would get it by turns. Stop the other one, "
             "or give this one another robot (robot_ip / robot_port); for several robots give "
             "each stack its own namespace, and, on one host with a Wi-Fi adapter per robot (every "
             "Cozmo is 172.31.1.1), each driver the address of its own adapter (local_ip)")

@@ -19,8 +19,8 @@ __all__ = ["LinkNotesMixin", "NO_ANSWER_HINT", "SIM_NO_ANSWER_HINT", "NO_STATE_H
 
 NO_ANSWER_HINT = ("Is it switched on, and this computer on its Wi-Fi (the robot's own access "
                   "point)? Are robot_ip and robot_port right? It answers one program at a time: "
-                  "close the Cozmo app; a driver stopped without disconnecting holds it until its "
-                  "link times out, a few seconds")
+                  "close the Cozmo app, and stop a driver on another computer; a driver stopped "
+                  "without disconnecting holds it until its link times out, a few seconds")
 #: the same for a robot on this computer (robot_ip a loopback address: the simulator)
 SIM_NO_ANSWER_HINT = ("Is the simulator running on that port (cozmo-sim --port N; or launch with "
                       "use_sim:=true start_sim:=true)? It answers one program at a time, as the "
