@@ -59,7 +59,8 @@ _TERM_GRACE_S = 2.0
 #: lines of each generated parameter file that --dry-run shows
 _DRY_RUN_LINES = 12
 #: what stops the bring-up in order (SIGHUP: its terminal closed; the children, in
-#: sessions of their own, would not get it)
+#: sessions of their own, would not get it), SIGHUP only where the bring-up did not start
+#: with it ignored (``nohup``: meant to outlive its terminal), as the nodes do
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
@@ -281,7 +282,8 @@ class Bringup:
     def run(self, duration: Optional[float] = None) -> int:
         """Start everything, then wait for a signal, the end of ``duration`` or the exit of a
         required child; stop everything and return the exit status."""
-        previous = {sig: signal.signal(sig, self._on_signal) for sig in _STOP_SIGNALS}
+        previous = {sig: signal.signal(sig, self._on_signal) for sig in _STOP_SIGNALS
+                    if sig != signal.SIGHUP or signal.getsignal(sig) != signal.SIG_IGN}
         status = 0
         try:
             self.start()

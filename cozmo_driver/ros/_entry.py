@@ -1,7 +1,10 @@
 """The shape the nodes' console-script ``main()`` share, and their orderly stop.
 
 ``init(args)`` initialises rclpy *without* its SIGINT and SIGTERM handlers (where rclpy
-lets us: Humble and later) and puts :class:`StopSignals` in their place. rclpy's own
+lets us: Humble and later) and puts :class:`StopSignals` in their place, for SIGHUP too (the
+terminal of a ``ros2 launch``, ``ros2 run`` or of the node itself closed, an SSH session
+dropped: its default action ended the process with the motors running; a SIGHUP ignored
+when the process started, as ``nohup`` does, stays ignored). rclpy's own
 handlers shut the context down the moment a signal arrives, under whatever still runs:
 the driver's I/O thread then published ``joint_states`` into a dead context (an
 ``[ERROR] event handler failed``), and the description publisher's ``take_message`` hit
@@ -12,7 +15,7 @@ has stopped its threads and timers.
 ``make_node(prog, factory, errors)`` makes the node (a bad parameter or configuration: a
 message on stderr, rclpy shut down, and the caller exits with 2). ``spin_node(node, start,
 stop)`` (``spin_nodes`` for several nodes of one process) spins it on a single-threaded
-executor until SIGINT, SIGTERM or an external shutdown, then, in this order:
+executor until SIGINT, SIGTERM, SIGHUP or an external shutdown, then, in this order:
 ``stop(executor)`` (the node's threads and timers end; the executor and the context
 are still up), the executor, the node, rclpy's context. Where the Fast DDS library of
 this process can hang forever in the destruction of its DDS participant (the PyPI
@@ -28,7 +31,7 @@ the node's own entities wakes. So the signal module writes each signal's number 
 socket (``signal.set_wakeup_fd``); a thread blocked on that socket's other end marks the
 stop and triggers a guard condition of the node, which wakes the executor's wait; the
 spin loop sees the mark and ends. A second signal while the node stops changes nothing
-(the stop is bounded); the process exits 0 on SIGINT and SIGTERM alike. From the first
+(the stop is bounded); the process exits 0 on SIGINT, SIGTERM and SIGHUP alike. From the first
 stop request on, the process has :data:`STOP_DEADLINE_S` to end, or faulthandler's
 watchdog prints every thread's stack and ends it with status 1 (:func:`arm_stop_deadline`).
 """
@@ -65,8 +68,8 @@ __all__ = ["STOP_DEADLINE_S", "StopSignals", "arm_stop_deadline", "destroy_waita
            "make_node", "parameter_error", "protect_refused_teardown", "refuse", "release_native",
            "spin_node", "spin_nodes"]
 
-#: the signals that stop a node
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+#: the signals that stop a node (SIGHUP only where it was not ignored: see StopSignals.install)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 #: the longest a node's process may take to stop, from the first stop request (a signal,
 #: a refusal) or the end of its spin, before :func:`arm_stop_deadline`'s watchdog ends it:
 #: before both front-ends' SIGKILL (cozmo_bringup 7 s after SIGINT, ros2 launch 15 s), far
@@ -76,7 +79,7 @@ _QUIT = b"\x00"  # what StopSignals.close writes to end its thread (no signal ha
 
 
 class StopSignals:
-    """SIGINT and SIGTERM as a request to stop (see the module docstring).
+    """SIGINT, SIGTERM and SIGHUP as a request to stop (see the module docstring).
 
     :meth:`install` (main thread only) puts the handlers in place; :meth:`attach` gives it
     the node whose executor it wakes; :attr:`requested` is set once a signal came (or
@@ -99,8 +102,9 @@ class StopSignals:
         return self._sockets is not None
 
     def install(self) -> bool:
-        """Handle SIGINT and SIGTERM from now on; False (nothing changed) outside the main
-        thread, where Python cannot set signal handlers."""
+        """Handle :data:`STOP_SIGNALS` from now on; False (nothing changed) outside the main
+        thread, where Python cannot set signal handlers. A SIGHUP that this process started
+        with ignored (``nohup``: the user wants it to outlive its terminal) stays ignored."""
         if self.installed:
             return True
         if threading.current_thread() is not threading.main_thread():
@@ -110,7 +114,8 @@ class StopSignals:
         self._previous_fd = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
         self._sockets = (reader, writer)
         for sig in STOP_SIGNALS:
-            signal.signal(sig, _noted_elsewhere)
+            if sig != signal.SIGHUP or signal.getsignal(sig) != signal.SIG_IGN:
+                signal.signal(sig, _noted_elsewhere)
         self._thread = threading.Thread(target=self._wake_on_signals, args=(reader,),
                                         name="stop-signals", daemon=True)
         self._thread.start()
@@ -184,7 +189,7 @@ class StopSignals:
 
 
 def _noted_elsewhere(signum: int, frame: Any) -> None:
-    """The Python side of SIGINT and SIGTERM: nothing. The signal module has written the
+    """The Python side of the stop signals: nothing. The signal module has written the
     signal's number to the wake-up socket, and StopSignals' thread acts on it; this runs
     later, on the main thread, anywhere in its code, so it takes no lock and raises
     nothing (and a handler is needed: an ignored signal is not written)."""
@@ -511,7 +516,7 @@ def _spin(executor: SingleThreadedExecutor, context: Any,
 def spin_node(node: Any, start: Optional[Callable[[], None]] = None,
               stop: Optional[Callable[[SingleThreadedExecutor], None]] = None,
               guard_name: bool = True) -> int:
-    """Spin ``node`` until SIGINT, SIGTERM or an external shutdown; ``start()`` runs first
+    """Spin ``node`` until SIGINT, SIGTERM, SIGHUP or an external shutdown; ``start()`` runs first
     (inside the interruptible part), ``stop(executor)`` after, with the executor still up
     and the context still valid (the signals of :func:`init` do not shut it down), then
     the executor, the node and rclpy are shut down. Returns the exit status: 0, or 2
@@ -599,7 +604,7 @@ def protect_refused_teardown(name: str) -> None:
     """A node of this process refused while being made (a bad parameter, ROS arguments rcl
     refuses) is about to be destroyed, and with the process's last node its DDS
     participant: as at the end of a spin, the process has :data:`STOP_DEADLINE_S` from now
-    to end (SIGINT and SIGTERM, in :func:`init`'s hands, do nothing once its nodes are
+    to end (the stop signals, in :func:`init`'s hands, do nothing once its nodes are
     refused) and, where that destruction can hang, the rescue ends it with the refusal's
     status 2. Only in a node's own process (its console script: :func:`init` ran), not for
     a node made in a program of one's own or a test."""

@@ -714,7 +714,7 @@ class BehaviorNode(Node):
 
 
 def main(args: Optional[List[str]] = None) -> int:
-    """``cozmo_behavior_node``: run the engine until Ctrl-C or SIGTERM.
+    """``cozmo_behavior_node``: run the engine until Ctrl-C, SIGTERM or SIGHUP.
 
     A signal does not shut the context down (``_entry.init``): the node first cancels
     the goals it started, and lets the cancel requests go out, then rclpy shuts down."""

@@ -218,7 +218,7 @@ class DescriptionPublisher(Node):
 
 
 def main(args: Optional[List[str]] = None) -> int:
-    """``cozmo_description_publisher``: run until Ctrl-C or SIGTERM (which stop the node
+    """``cozmo_description_publisher``: run until Ctrl-C, SIGTERM or SIGHUP (which stop the node
     before rclpy shuts down: ``_entry.init``)."""
     if answer_help("cozmo_description_publisher", SUMMARY, DESCRIPTION_PARAMETERS, args):
         return 0

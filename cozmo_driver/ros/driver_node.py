@@ -460,13 +460,13 @@ class CozmoDriverNode(LifecycleNode):
 # ---------------------------------------------------------------------- entry point
 
 def main(args: Optional[List[str]] = None) -> int:
-    """``cozmo_driver_node``: run the driver until Ctrl-C or SIGTERM."""
+    """``cozmo_driver_node``: run the driver until Ctrl-C, SIGTERM or SIGHUP."""
     if answer_help("cozmo_driver_node", __doc__, PARAMETERS, args):
         return 0
     exit_with_parent()  # end with the bring-up that started it (cozmo_driver.lifeline)
     sys.setswitchinterval(_GIL_SWITCH_INTERVAL_S)
     resume_collector = collector_off()  # until start() ends (driver_support.collector_off)
-    init(args)  # SIGINT and SIGTERM stop the node before rclpy shuts down
+    init(args)  # SIGINT, SIGTERM and SIGHUP stop the node before rclpy shuts down
     node = make_node("cozmo_driver_node", CozmoDriverNode,
                      (ValueError, rclpy.exceptions.ParameterException))
     if node is None:

@@ -1,7 +1,7 @@
 """The console scripts of the ROS nodes (setup.py): each imports its node's module and
 runs its ``main()``, quietly on an early Ctrl-C.
 
-A node installs its own SIGINT and SIGTERM handling (``_entry.init``) once its modules are
+A node installs its own SIGINT, SIGTERM and SIGHUP handling (``_entry.init``) once its modules are
 imported, which takes a few tenths of a second (rclpy, the message packages). A SIGINT in
 that time, which ``ros2 launch`` sends to every process when one of them exits or the user
 presses Ctrl-C right after the start, raised KeyboardInterrupt inside some import and

@@ -515,11 +515,11 @@ class FaceNode(Node):
 
 
 def main(args: Optional[List[str]] = None) -> int:
-    """``cozmo_face_node``: publish the face until Ctrl-C or SIGTERM."""
+    """``cozmo_face_node``: publish the face until Ctrl-C, SIGTERM or SIGHUP."""
     if answer_help("cozmo_face_node", __doc__, FACE_PARAMETERS, args):
         return 0
     exit_with_parent()  # end with the bring-up that started it (cozmo_driver.lifeline)
-    init(args)  # SIGINT and SIGTERM stop the node before rclpy shuts down
+    init(args)  # SIGINT, SIGTERM and SIGHUP stop the node before rclpy shuts down
     node = make_node("cozmo_face_node", FaceNode, (ValueError, rclpy.exceptions.ParameterException))
     if node is None:
         return 2

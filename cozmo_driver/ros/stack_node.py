@@ -19,7 +19,7 @@ A node kind without a ``--ros-args`` section runs with its defaults; ``--ros-arg
 the first ``--node`` holds what all of them take (``--log-level``). Without ``--node``:
 driver, face and behavior. The driver's cmd_vel thread stays its own.
 
-Ctrl-C or SIGTERM stop the process in order: the behaviour engine's goals cancelled
+Ctrl-C, SIGTERM or SIGHUP stop the process in order: the behaviour engine's goals cancelled
 (at most 0.2 s), then the driver (motors stopped, link closed), then the behaviour
 node's cancel requests let out, then the others, then rclpy; exit 0. A bad parameter
 of any node: a message and exit 2 before anything runs; a node of the same name
@@ -299,7 +299,7 @@ def _stop(running: _Running, executor: Any) -> None:
 
 
 def main(args: Optional[List[str]] = None) -> int:
-    """``cozmo_stack``: run the nodes until Ctrl-C or SIGTERM."""
+    """``cozmo_stack``: run the nodes until Ctrl-C, SIGTERM or SIGHUP."""
     argv = list(sys.argv[1:] if args is None else args)
     if _wants_help(argv):
         sys.stdout.write(stack_help())
@@ -316,7 +316,7 @@ def main(args: Optional[List[str]] = None) -> int:
     if any(spec.kind == "driver" for spec in specs):
         from .driver_node import _GIL_SWITCH_INTERVAL_S
         sys.setswitchinterval(_GIL_SWITCH_INTERVAL_S)
-    init([PROG, *common])  # SIGINT and SIGTERM stop the nodes before rclpy shuts down
+    init([PROG, *common])  # SIGINT, SIGTERM and SIGHUP stop the nodes before rclpy shuts down
     running = _make_nodes(specs)
     if running is None:
         return 2

@@ -7,7 +7,7 @@ publisher, the face and the behavior nodes under a namespace: odom streams, the 
 description is published, the face reaches the robot (DisplayImage frames counted by the
 simulator), the behavior engine starts behaviors; SIGINT or SIGTERM stop it with exit 0,
 the motors stopped before anything else of the teardown reaches the robot, and no
-process left. ``cozmo_stack`` started by hand stops the same way, and refuses a bad
+process left. ``cozmo_stack`` started by hand stops the same way (on SIGHUP too), and refuses a bad
 parameter of any of its nodes with exit 2.
 """
 
@@ -242,7 +242,9 @@ def test_a_stop_while_a_behavior_drives_is_told_as_a_stop(sim, rclpy_context, tm
         program.cleanup()
 
 
-def test_cozmo_stack_by_hand_stops_on_sigterm(sim, rclpy_context, tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=lambda s: signal.Signals(s).name)
+def test_cozmo_stack_by_hand_stops_on_sigterm_and_sighup(sig, sim, rclpy_context, tmp_path):
+    # SIGHUP: the terminal that runs it closed; the stack used to die of it, motors running
     program = Program(_stack_command(sim, "byhand", "face"), tmp_path / "stack.log")
     watcher = Watcher(rclpy_context, "byhand")
     try:
@@ -251,8 +253,8 @@ def test_cozmo_stack_by_hand_stops_on_sigterm(sim, rclpy_context, tmp_path):
                                   STARTUP_TIMEOUT_S), program.output()
         assert watcher.spin_until(lambda: _treads_turn(sim), 20.0, drive=True), program.output()
         t0 = time.monotonic()
-        program.process.send_signal(signal.SIGTERM)
-        _check_stop(program, sim, signal.SIGTERM, t0)
+        program.process.send_signal(sig)
+        _check_stop(program, sim, sig, t0)
     finally:
         watcher.close()
         program.cleanup()

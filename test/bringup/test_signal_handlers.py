@@ -169,3 +169,14 @@ def test_cozmo_demo_handler_takes_no_lock(monkeypatch, recorder):
     assert runner.run() == 0, "rclpy or the demo node does not import here"
     _check_handlers(recorder.own((signal.SIGINT, signal.SIGTERM)), 2)
     assert runner.signum == signal.SIGTERM      # what _check_handlers sent
+
+
+def test_bringup_keeps_a_sighup_ignored_at_its_start(recorder):
+    """``nohup cozmo_bringup ...``: the SIGHUP it started with ignored stays so (the
+    bring-up outlives its terminal, as asked), SIGINT and SIGTERM are handled."""
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # the recorder puts it back
+    runner = bringup.Bringup([], say=lambda text: None)
+    assert runner.run(duration=0.05) == 0
+    assert {sig for sig, _ in recorder.handlers if sig != signal.SIGHUP} == {signal.SIGINT, signal.SIGTERM}
+    assert [h for s, h in recorder.handlers if s == signal.SIGHUP] == [signal.SIG_IGN]
+    assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN

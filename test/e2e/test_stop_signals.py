@@ -15,6 +15,8 @@ truth readable here); the program under test drives it:
   dies of it and its driver stops by its lifeline (a SIGINT to ``ros2 run`` alone is
   passed on by nobody: Ctrl-C in a terminal reaches the driver as well, as the group).
 
+``cozmo_driver_node`` and ``cozmo_bringup`` also get SIGHUP (their terminal closed).
+
 For each: once the treads turn (ground truth), the signal; then, each measured from the
 signal, the simulator must have received StopAllMotors (or a DriveWheels of zero speeds)
 and its treads must stand still, and every process of the program's tree (as seen in
@@ -72,7 +74,10 @@ class WrongExitStatus(AssertionError):
 PROGRAMS = ["cozmo_driver_node", "cozmo_bringup", "cozmo-demo", "ros2_launch"]
 CASES = [pytest.param(name, sig, id=f"{name}-{signal.Signals(sig).name}")
          for name in PROGRAMS for sig in SIGNALS] + [
-    pytest.param("ros2_run", signal.SIGTERM, id="ros2_run-SIGTERM")]
+    pytest.param("ros2_run", signal.SIGTERM, id="ros2_run-SIGTERM")] + [
+    # SIGHUP: the terminal closed (an SSH session dropped); a node used to die of it, the
+    # robot driving on its last command until the robot's own link timeout
+    pytest.param(name, signal.SIGHUP, id=f"{name}-SIGHUP") for name in ("cozmo_driver_node", "cozmo_bringup")]
 #: the exit status each program documents for a signal (default: 0): the demo, as a shell
 #: reports a program a signal interrupted, 128 + the signal's number
 EXPECTED_STATUS = {("cozmo-demo", signal.SIGINT): 130, ("cozmo-demo", signal.SIGTERM): 143,

@@ -1,4 +1,5 @@
-"""Every node's console script stops in order on SIGINT and on SIGTERM (issue #15).
+"""Every node's console script stops in order on SIGINT, on SIGTERM and on SIGHUP (issue #15;
+SIGHUP: the terminal of a ``ros2 launch`` or ``ros2 run`` closed).
 
 Each node runs as a process of its own, started with the command the bring-up gives
 it (bringup_plan, on the simulator at 127.0.0.1), while robot states stream: the driver
@@ -46,7 +47,7 @@ CYCLES = int(os.environ.get("COZMO_STOP_CYCLES", "5"))
 STOP_TIMEOUT_S = 5.0
 #: start-up bound: import, rclpy, the node's first log line (typically about 1 s)
 START_TIMEOUT_S = 30.0
-SIGNALS = [signal.SIGINT, signal.SIGTERM]
+SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
 #: the log line each node writes once it runs
 READY = {"driver": "connected to Cozmo", "face": "face '", "behavior": "behavior engine:",
          "description_publisher": "fixed joints on /tf_static"}
@@ -233,3 +234,30 @@ def test_a_second_signal_while_stopping_changes_nothing(sim, tmp_path):
             node.close()
     finally:
         bringup.remove_parameter_files()
+
+
+def test_a_sighup_ignored_at_the_start_stays_ignored():
+    """``nohup cozmo_driver_node``: the user wants the node to outlive its terminal, so a
+    SIGHUP the process started with ignored stays ignored; otherwise SIGHUP stops the node
+    as SIGTERM does (the tests above). The handlers are looked at, not signalled: a stop
+    request would arm the stop deadline of pytest's own process."""
+    from cozmo_driver.ros._entry import STOP_SIGNALS, StopSignals
+
+    before = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
+    try:
+        for ignored in (True, False):
+            signal.signal(signal.SIGHUP, signal.SIG_IGN if ignored else signal.SIG_DFL)
+            stop = StopSignals()
+            try:
+                assert stop.install()
+                handlers = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
+            finally:
+                stop.close()
+            assert callable(handlers[signal.SIGINT]) and handlers[signal.SIGTERM] == handlers[signal.SIGINT]
+            if ignored:
+                assert handlers[signal.SIGHUP] == signal.SIG_IGN
+            else:
+                assert handlers[signal.SIGHUP] == handlers[signal.SIGINT]
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
