@@ -9,7 +9,10 @@ included, so that the nodes and the simulator stop as on any SIGTERM (in order,
 exit 0) instead of running on with parent 1, as the simulator did after a
 failed launch under launch_testing (issue #15). ``cozmo_bringup`` also sets the
 signal in every child between fork and exec (:func:`parent_death_preexec`),
-which covers executables that are not ours (robot_state_publisher, RViz).
+which covers executables that are not ours (robot_state_publisher, RViz); the launch
+file starts those through this module (``python -m cozmo_driver.lifeline PROGRAM
+ARGS``, :func:`main`), which sets the signal and then becomes the program (exec): launch
+sets none, so a ``ros2 launch`` killed with SIGTERM or SIGKILL left them running.
 
 Linux sends the signal when the *thread* that started the process ends, not
 when its whole process does. Both front-ends start their children from their
@@ -36,10 +39,10 @@ import ctypes
 import os
 import signal
 import sys
-from typing import Callable, MutableMapping, Optional
+from typing import Callable, List, MutableMapping, Optional
 
 __all__ = ["PARENT_PID_ENV", "set_parent_death_signal", "exit_with_parent", "is_ros2_run",
-           "parent_death_preexec"]
+           "parent_death_preexec", "main"]
 
 #: The environment variable holding the pid of the bring-up that started the process.
 PARENT_PID_ENV = "COZMO_PARENT_PID"
@@ -143,3 +146,34 @@ def parent_death_preexec(signum: int = signal.SIGTERM) -> Callable[[], None]:
             os._exit(128 + int(signum))
 
     return preexec
+
+
+#: the signals the Python interpreter ignores at its start (a program exec'd from it would
+#: inherit them ignored: robot_state_publisher writing to a closed pipe lived on)
+_IGNORED_BY_PYTHON = tuple(getattr(signal, name) for name in ("SIGPIPE", "SIGXFZ", "SIGXFSZ")
+                           if hasattr(signal, name))
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """``python -m cozmo_driver.lifeline PROGRAM [ARGUMENT ...]``: :func:`exit_with_parent`,
+    then PROGRAM in place of this process (same pid, environment without
+    :data:`PARENT_PID_ENV`; Linux keeps the parent-death signal across exec). The launch
+    file's prefix for the programs that are not ours; a user's own launch prefix
+    (``ros2 launch --launch-prefix``) comes after it, as PROGRAM. Exit status 2 without a
+    program, 127 for one that cannot be run."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv:
+        print("usage: python -m cozmo_driver.lifeline PROGRAM [ARGUMENT ...]", file=sys.stderr)
+        return 2
+    exit_with_parent()
+    for signum in _IGNORED_BY_PYTHON:
+        signal.signal(signum, signal.SIG_DFL)
+    try:
+        os.execvp(argv[0], argv)
+    except OSError as exc:
+        print(f"cozmo_driver.lifeline: cannot run {argv[0]}: {exc}", file=sys.stderr)
+    return 127
+
+
+if __name__ == "__main__":
+    sys.exit(main())

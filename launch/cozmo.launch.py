@@ -14,7 +14,10 @@ the launch system) reads too. This file only turns plan entries into launch
 actions (the one-process stack of one_process:=true: ExecuteProcess of cozmo_stack with a
 --ros-args section per node): each node gets the plan's parameter files (bringup_plan.parameter_files),
 never a parameter dict for launch_ros to type, and every process the plan's
-environment (bringup_plan.child_environment: it ends when the launch dies).
+environment (bringup_plan.child_environment: it ends when the launch dies). The programs
+that are not ours (robot_state_publisher, RViz) do not read that environment: they are
+started through ``python -m cozmo_driver.lifeline`` (lifeline_prefix), which asks Linux
+to end them with the launch too.
 
 ``ros2 launch`` sets any ``name:=value`` as a launch configuration, declared or not;
 here a name on the command line that is not an argument of the plan is refused
@@ -28,7 +31,10 @@ where they are not installed.
 
 import atexit
 import os
+import re
+import shlex
 import shutil
+import sys
 import tempfile
 
 from cozmo_driver import bringup_plan as plan
@@ -94,6 +100,23 @@ def required_exit(entry):
     return on_exit
 
 
+def lifeline_prefix(context, entry):
+    """The launch prefix of an entry that is not ours: this Python running
+    ``cozmo_driver.lifeline``, which sets the parent-death signal (launch sets none, and
+    a program not ours does not read COZMO_PARENT_PID) and execs the program, so that a
+    ``ros2 launch`` killed with SIGTERM (Jazzy's has no handler for it) or SIGKILL no
+    longer leaves robot_state_publisher and RViz running. launch forks its processes on
+    the thread of its event loop, the main thread of ``ros2 launch``, so the signal comes
+    when the launch process dies. A prefix given here replaces the user's own
+    (``ros2 launch --launch-prefix``, filtered by ``--launch-prefix-filter`` as launch
+    does): that one follows, as the program the lifeline execs."""
+    own = context.launch_configurations.get("launch-prefix", "") or ""
+    pattern = context.launch_configurations.get("launch-prefix-filter", "") or ""
+    if own and re.match(pattern, os.path.basename(entry.executable)) is None:
+        own = ""
+    return " ".join([shlex.quote(sys.executable), "-m", "cozmo_driver.lifeline", own]).strip()
+
+
 def _with_launch_globals(context, entry):
     """The stack entry with a parent's SetRemap and SetParameter given to every member, as
     launch_ros gives them to each Node (ExecuteProcess, which starts the stack, ignores
@@ -126,6 +149,8 @@ def entry_action(entry, context, directory):
 
     on_exit = required_exit(entry) if entry.required else None
     environment = plan.child_environment()
+    # a program that is not ours: through the lifeline (the label stays the executable's)
+    lifeline = {} if entry.package == plan.PACKAGE else {"prefix": lifeline_prefix(context, entry)}
     if entry.members:  # one_process: the nodes in one cozmo_stack, each its own --ros-args
         namespace = _node_namespace(context, entry)
         entry = _with_launch_globals(context, entry)
@@ -138,13 +163,15 @@ def entry_action(entry, context, directory):
     if entry.node_name is None:
         return ExecuteProcess(
             cmd=[ExecutableInPackage(entry.executable, entry.package), *entry.arguments],
-            name=entry.name, output="screen", on_exit=on_exit, additional_env=environment)
+            name=entry.name, output="screen", on_exit=on_exit, additional_env=environment, **lifeline)
     files = plan.parameter_files(entry, directory, namespace=_node_namespace(context, entry))
+    if lifeline:
+        lifeline["exec_name"] = entry.executable
     return Node(
         package=entry.package, executable=entry.executable, name=entry.node_name,
         namespace=entry.namespace or None, parameters=files,
         remappings=list(entry.remappings), arguments=list(entry.arguments),
-        output="screen", on_exit=on_exit, additional_env=environment)
+        output="screen", on_exit=on_exit, additional_env=environment, **lifeline)
 
 
 def _parameter_directory():

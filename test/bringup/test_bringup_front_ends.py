@@ -327,6 +327,50 @@ def test_every_process_of_the_launch_file_ends_with_the_launch():
         shutil.rmtree(directory, ignore_errors=True)
 
 
+@pytest.mark.parametrize("configurations, theirs", [
+    ({}, {"robot_state_publisher": "", "rviz2": ""}),
+    # a user's own launch prefix still reaches them, after the lifeline, filtered as launch
+    # filters it for the others
+    ({"launch-prefix": "xterm -e"}, {"robot_state_publisher": "xterm -e", "rviz2": "xterm -e"}),
+    ({"launch-prefix": "xterm -e", "launch-prefix-filter": "rv"}, {"robot_state_publisher": "", "rviz2": "xterm -e"}),
+])
+def test_the_programs_not_ours_are_started_through_the_lifeline(configurations, theirs):
+    """robot_state_publisher and RViz neither read COZMO_PARENT_PID nor get a parent-death
+    signal from launch: a ``ros2 launch`` killed with SIGTERM or SIGKILL left them running.
+    They are started through ``python -m cozmo_driver.lifeline`` (the process keeps their
+    label); the project's own programs keep launch's own prefix handling."""
+    import shlex
+    import sys
+
+    module = load_launch_file()
+    from launch import LaunchContext
+    from launch.utilities import perform_substitutions
+
+    context = LaunchContext()
+    context.launch_configurations.update(configurations)
+    entries = plan.make_plan(plan.resolve_arguments({"use_sim": "true", "rviz": "true"}),
+                             description=lambda prefix: "<robot name='cozmo'/>")
+    lifeline = [sys.executable, "-m", "cozmo_driver.lifeline"]
+    directory = module._parameter_directory()
+    seen = set()
+    try:
+        for entry in entries:
+            if not entry.enabled:
+                continue
+            action = module.entry_action(entry, context, directory)
+            description = action.process_description
+            prefix = shlex.split(perform_substitutions(context, description.prefix))
+            if entry.package == plan.PACKAGE:
+                assert prefix == shlex.split(configurations.get("launch-prefix", "")), entry.name
+                continue
+            seen.add(entry.executable)
+            assert prefix == lifeline + shlex.split(theirs[entry.executable]), entry.name
+            assert perform_substitutions(context, description.name) == entry.executable
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    assert seen == set(theirs)
+
+
 # ------------------------------------------------------------------ launch arguments
 
 

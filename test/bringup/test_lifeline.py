@@ -186,3 +186,105 @@ def test_a_child_of_ros2_run_ends_when_ros2_run_is_killed(tmp_path, name, word, 
 def test_is_ros2_run_reads_the_command_line():
     assert lifeline.is_ros2_run(os.getpid()) is False
     assert lifeline.is_ros2_run(2 ** 22 + 1) is False   # no such process
+
+
+def test_the_lifeline_prefix_becomes_the_program():
+    """``python -m cozmo_driver.lifeline PROGRAM ...`` (the launch file's prefix for the
+    programs that are not ours): PROGRAM runs in its place (same pid: launch signals that
+    pid), without the variable, with SIGPIPE at its default (Python ignores it, and an
+    ignored signal survives exec), and ends when the parent is killed."""
+    script = "echo $$ ${%s:-unset} $(sed -n 's/^SigIgn:\\s*//p' /proc/$$/status); exec sleep 60" \
+        % lifeline.PARENT_PID_ENV
+    parent, child = _start_parent("none", "env", sys.executable, "-m", "cozmo_driver.lifeline",
+                                  "sh", "-c", script)
+    try:
+        line = parent.stdout.readline().split()
+        assert line[:2] == [str(child), "unset"], line
+        assert not int(line[2], 16) & (1 << (signal.SIGPIPE - 1)), f"SIGPIPE ignored: {line}"
+        parent.kill()
+        parent.wait(timeout=5)
+        assert _wait_gone(child), f"child {child} outlived its parent"
+    finally:
+        _kill_both(parent, child)
+    usage = subprocess.run([sys.executable, "-m", "cozmo_driver.lifeline"], capture_output=True,
+                           text=True, timeout=30)
+    assert usage.returncode == 2 and "usage:" in usage.stderr, usage
+    absent = subprocess.run([sys.executable, "-m", "cozmo_driver.lifeline", "/nonexistent/program"],
+                            capture_output=True, text=True, timeout=30)
+    assert absent.returncode == 127 and "cannot run /nonexistent/program" in absent.stderr, absent
+
+
+#: a stand-in robot_state_publisher (a package of its own on AMENT_PREFIX_PATH): says its
+#: pid, then waits without a handler of its own, as a program launch starts and we do not own
+STAND_IN = "#!/bin/sh\necho \"stand-in $$ started\"\nexec sleep 120\n"
+
+
+def _stand_in_prefix(root) -> str:
+    """An ament prefix holding the package robot_state_publisher with the stand-in."""
+    (root / "share" / "ament_index" / "resource_index" / "packages").mkdir(parents=True)
+    (root / "share" / "ament_index" / "resource_index" / "packages" / "robot_state_publisher").touch()
+    program = root / "lib" / "robot_state_publisher" / "robot_state_publisher"
+    program.parent.mkdir(parents=True)
+    program.write_text(STAND_IN)
+    program.chmod(0o755)
+    return str(root)
+
+
+@pytest.mark.ros
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=lambda s: signal.Signals(s).name)
+def test_a_program_not_ours_ends_when_ros2_launch_is_killed(tmp_path, sig):
+    """``ros2 launch`` killed (SIGTERM from a process manager or ``timeout``: Jazzy's has no
+    handler for it; SIGKILL): robot_state_publisher and RViz, which launch starts without a
+    parent-death signal and which do not call exit_with_parent, ran on with parent 1. The
+    launch file starts them through ``python -m cozmo_driver.lifeline``. The checkout's
+    launch file, with a stand-in robot_state_publisher; the project's own processes must
+    be gone too."""
+    import re
+    from pathlib import Path
+
+    from processes import free_udp_port
+    from ros_tools import LAUNCH_FILE, need_installed_package, need_ros2
+
+    ros2 = need_ros2()
+    need_installed_package()  # the simulator and the driver, by package
+    launch_file = Path(__file__).resolve().parents[2] / "launch" / LAUNCH_FILE
+    env = {**os.environ, "AMENT_PREFIX_PATH": os.pathsep.join(
+        [_stand_in_prefix(tmp_path / "stand_in"), os.environ.get("AMENT_PREFIX_PATH", "")])}
+    env.pop(lifeline.PARENT_PID_ENV, None)
+    log = tmp_path / "launch.log"
+    with open(log, "wb") as stream:
+        launch = subprocess.Popen(
+            [ros2, "launch", str(launch_file), "use_sim:=true", f"sim_port:={free_udp_port()}"],
+            stdin=subprocess.DEVNULL, stdout=stream, stderr=subprocess.STDOUT, env=env,
+            start_new_session=True)
+    session = [launch.pid]
+    try:
+        deadline = time.monotonic() + 60.0
+        while not ("stand-in" in log.read_text() and "connected to Cozmo" in log.read_text()):
+            assert launch.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+        stand_in = int(re.search(r"stand-in (\d+) started", log.read_text()).group(1))
+        session = _session(launch.pid)
+        assert stand_in in session and len(session) >= 4, session  # launch, sim, driver, stand-in
+        launch.send_signal(sig)
+        launch.wait(timeout=10)
+        assert _wait_gone(stand_in), f"robot_state_publisher outlived ros2 launch:\n{log.read_text()}"
+        deadline = time.monotonic() + 20.0
+        while any(alive(pid) for pid in session) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not [pid for pid in session if alive(pid)], log.read_text()
+    finally:
+        if launch.poll() is None:
+            launch.kill()
+            launch.wait()
+        for pid in session:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _session(sid: int) -> list:
+    """The living processes of session ``sid``."""
+    from ros_tools import _session_pids
+
+    return _session_pids(sid)
