@@ -16,8 +16,14 @@ which then does not subscribe to ``joint_states``. The bring-up starts it with `
                 --node face --node behavior
 
 A node kind without a ``--ros-args`` section runs with its defaults; ``--ros-args`` before
-the first ``--node`` holds what all of them take (``--log-level``). Without ``--node``:
-driver, face and behavior. The driver's cmd_vel thread stays its own.
+the first ``--node`` holds what all of them take. rcl takes the logging arguments
+(``--log-level``, ``--log-config-file``, the ``--enable-``/``--disable-`` log switches) and
+the enclave (``-e``) from there only: in a node's section they are refused (they were
+ignored without a word; one node's level: ``--log-level cozmo_driver:=debug`` there).
+A rename (``-r __node:=NAME``) belongs in a node's section: before the first ``--node``
+it is refused (every node took the name, and each then refused to run beside the others
+as another node of its name). Without ``--node``: driver, face and behavior. The
+driver's cmd_vel thread stays its own.
 
 Ctrl-C, SIGTERM or SIGHUP stop the process in order: the behaviour engine's goals cancelled
 (at most 0.2 s), then the driver (motors stopped, link closed), then the behaviour
@@ -32,6 +38,7 @@ from __future__ import annotations
 import gc
 import logging
 import sys
+import textwrap
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -62,6 +69,42 @@ class StackArgumentError(ConfigurationError, ValueError):
     """A command line that cannot be run."""
 
 
+#: ROS arguments rcl takes only from the process's own (global) arguments: in a node's
+#: ``cli_args`` it ignores them (rclpy's Node('a', cli_args=['--ros-args', '--log-level',
+#: 'debug']) logs at INFO)
+_PROCESS_ONLY = ("--log-level", "--log-config-file", "--log-file-name", "--enable-rosout-logs",
+                 "--disable-rosout-logs", "--enable-stdout-logs", "--disable-stdout-logs",
+                 "--enable-external-lib-logs", "--disable-external-lib-logs", "-e", "--enclave")
+#: ROS arguments followed by a value of theirs
+_WITH_VALUE = ("-r", "--remap", "-p", "--param", "--params-file", "--log-level", "--log-config-file",
+               "--log-file-name", "-e", "--enclave")
+#: remapping rules that rename a node (without a node name before them: every node)
+_RENAMES = ("__node:=", "__name:=")
+#: each kind's node name, for the hint of a --log-level in its section
+_NODE_NAMES = {"driver": "cozmo_driver", "description_publisher": "description_publisher",
+               "face": "cozmo_face", "behavior": "cozmo_behavior"}
+
+
+def _check_section(section: Sequence[str], kind: Optional[str]) -> None:
+    """StackArgumentError for what a ``--ros-args`` section cannot hold: a node's (``kind``)
+    an argument of the process only (:data:`_PROCESS_ONLY`), the common one (None) a rename
+    of every node."""
+    k = 1  # section[0] is --ros-args
+    while k < len(section):
+        flag = section[k]
+        value = section[k + 1] if flag in _WITH_VALUE and k + 1 < len(section) else None
+        if kind is not None and flag in _PROCESS_ONLY:
+            raise StackArgumentError(
+                f"{flag} in the --ros-args of --node {kind} is not applied (rcl takes it from the "
+                "process's arguments only): put it in the --ros-args before the first --node, "
+                f"which every node takes (one node's level: --log-level {_NODE_NAMES[kind]}:=debug)")
+        if kind is None and flag in ("-r", "--remap") and value is not None and value.startswith(_RENAMES):
+            raise StackArgumentError(
+                f"{flag} {value} before the first --node would rename every node of the process: "
+                f"rename one in its own section (--node KIND --ros-args {flag} {value})")
+        k += 1 if value is None else 2
+
+
 @dataclass
 class NodeSpec:
     """One node of the process: its kind and its own ROS arguments."""
@@ -72,7 +115,8 @@ class NodeSpec:
 
 def parse_stack_arguments(argv: Sequence[str]) -> Tuple[List[str], List[NodeSpec]]:
     """(the ROS arguments all nodes take, the nodes in start order) of a command line;
-    StackArgumentError for an unknown kind, a kind given twice or a stray argument."""
+    StackArgumentError for an unknown kind, a kind given twice, a stray argument, a logging
+    argument in a node's section or a rename of every node (:func:`_check_section`)."""
     argv = list(argv)
     common: List[str] = []
     specs: List[NodeSpec] = []
@@ -99,6 +143,7 @@ def parse_stack_arguments(argv: Sequence[str]) -> Tuple[List[str], List[NodeSpec
             j = i + 1
             while j < len(argv) and argv[j] not in ("--", "--node"):
                 j += 1
+            _check_section(argv[i:j], None if current is None else specs[-1].kind)
             target += argv[i:j]
             i = j + 1 if j < len(argv) and argv[j] == "--" else j
             continue
@@ -132,7 +177,11 @@ def stack_help() -> str:
     head = head.replace(f"usage: {PROG} [-h] [--ros-args ...]",
                         f"usage: {PROG} [-h] [--ros-args ...] "
                         "[--node KIND [--ros-args ... [--]]] ...", 1)
-    head = head.split(marker, 1)[0].rstrip() + "\n"
+    head = head.split(marker, 1)[0].rstrip() + "\n\n" + "\n".join(textwrap.wrap(
+        "In cozmo_stack the ROS arguments before the first --node go to every node; --log-level, "
+        "--log-config-file, the --enable-/--disable- log switches and -e work only before the "
+        "first --node (one node's level: --log-level cozmo_driver:=debug); -r __node:=NAME goes "
+        "in a node's own section.", 79, break_on_hyphens=False)) + "\n"
     out = [head, "Node kinds (--node KIND; without --node: " + ", ".join(DEFAULT_KINDS) + "):"]
     out += [f"  {kind:<22} {exe}: {what}" for kind, (exe, what) in KINDS.items()]
     for kind, (exe, _) in KINDS.items():

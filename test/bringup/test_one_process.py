@@ -320,8 +320,41 @@ def test_an_unknown_ros_argument_is_refused_as_by_each_nodes_own_executable(wher
     (["--node", "camera"], "unknown node kind 'camera'"),
     (["--node", "face", "--node", "face"], "given twice"),
     (["robot_ip:=1.2.3.4"], "unexpected argument"),
+    # rcl takes the logging arguments (and the enclave) from the process's arguments only: in
+    # a node's section they were ignored without a word (the driver stayed at INFO)
+    (["--node", "driver", "--ros-args", "-p", "robot_ip:=127.0.0.1", "--log-level", "debug"],
+     "--log-level in the --ros-args of --node driver is not applied"),
+    (["--node", "face", "--ros-args", "--disable-rosout-logs", "--", "--node", "driver"],
+     "--disable-rosout-logs in the --ros-args of --node face is not applied"),
+    (["--node", "behavior", "--ros-args", "-e", "/cozmo"], "-e in the --ros-args of --node behavior"),
+    # a rename for every node: each then found the others under its name, and the name guard
+    # refused the stack with "another node ... Stop the other one"
+    (["--ros-args", "-r", "__node:=robot", "--", "--node", "driver"], "-r __node:=robot before the first --node"),
+    (["--ros-args", "--remap", "__name:=robot"], "--remap __name:=robot before the first --node"),
 ])
 def test_a_wrong_command_line_is_a_usage_error(argv, error):
     done = subprocess.run([str(project_executable("cozmo_stack")), *argv], capture_output=True,
                           text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert done.returncode == 2 and error in done.stderr, done.stderr
+    assert done.stderr.startswith("usage: cozmo_stack"), done.stderr
+
+
+def test_logging_arguments_go_before_the_first_node_and_names_into_a_nodes_section():
+    from cozmo_driver.ros.stack_node import parse_stack_arguments
+
+    common, specs = parse_stack_arguments([
+        "--ros-args", "--log-level", "cozmo_driver:=debug", "--disable-stdout-logs", "-r", "__ns:=/solo",
+        "-r", "cozmo_face:__node:=face", "--",
+        "--node", "driver", "--ros-args", "-r", "__node:=wheels", "-p", "log_level:=1", "-p", "x:=--log-level"])
+    assert common == ["--ros-args", "--log-level", "cozmo_driver:=debug", "--disable-stdout-logs", "-r",
+                      "__ns:=/solo", "-r", "cozmo_face:__node:=face"]
+    assert [(spec.kind, spec.ros_args) for spec in specs] == [
+        ("driver", ["--ros-args", "-r", "__node:=wheels", "-p", "log_level:=1", "-p", "x:=--log-level"])]
+
+
+def test_the_help_says_where_the_logging_arguments_and_a_rename_go():
+    from cozmo_driver.ros.stack_node import stack_help
+
+    text = " ".join(stack_help().split())
+    assert "only before the first --node" in text and "--log-level cozmo_driver:=debug" in text, text
+    assert "-r __node:=NAME goes in a node's own section" in text, text
