@@ -286,8 +286,8 @@ class Engine:
 
     def _driver_hold(self, kind: str, on: bool, now: float, reason: str, said_on: str,
                      said_off: str) -> None:
-        if bool(on) == (kind in self._driver_holds):
-            return
+        if bool(on) == (kind in self._driver_holds) or self._shut_down:
+            return  # shut down: nothing runs either way (the driver's last link_status of a stop)
         self._changed = True
         self._pending.clear()
         self._log("info", said_on if on else said_off)

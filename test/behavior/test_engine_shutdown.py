@@ -70,3 +70,22 @@ def test_an_idle_engine_that_is_shut_down_chooses_no_activity():
     fresh, fresh_robot, _ = _engine()
     fresh.tick(0.0)
     assert fresh.behaviors_started == 1
+
+
+def test_the_driver_going_inactive_after_the_shutdown_is_not_told():
+    """A stop of the one-process stack: the engine is shut down, the driver closed, and the
+    driver's last link_status (driver_active false) reaches the engine while the behavior
+    node lets its cancel requests out. Every normal stop then ended with "the driver is
+    inactive (lifecycle): nothing runs until it is activated", said of a stack going down.
+    Before the shutdown the engine says it (the driver deactivated by a user)."""
+    engine, robot, log = _engine()
+    engine.on_driver_active(False, 0.0)
+    assert ("info", "the driver is inactive (lifecycle): nothing runs until it is activated") in log
+    engine.on_driver_active(True, 0.1)
+    engine.shutdown(0.2)
+    del log[:]
+    engine.on_driver_active(False, 0.3)
+    engine.on_emergency_stop(True, 0.4)
+    engine.on_driver_active(True, 0.5)
+    engine.on_emergency_stop(False, 0.6)
+    assert log == []

@@ -224,7 +224,8 @@ def test_a_stop_while_a_behavior_drives_is_told_as_a_stop(sim, rclpy_context, tm
     its goals before the driver stops. When the driver went first, it aborted them, and
     the behavior node logged the goal's end as a failure ("failed: drive_straight: the
     driver is shutting down") and, at its next status, "/link_status has no publisher any
-    more: the driver stopped without saying so (it crashed?)"."""
+    more: the driver stopped without saying so (it crashed?)". Nor does the stop end with
+    the engine saying that the driver is inactive."""
     program = Program(_stack_command(sim, "busy", "behavior"), tmp_path / "stack.log")
     watcher = Watcher(rclpy_context, "busy")
     try:
@@ -237,6 +238,9 @@ def test_a_stop_while_a_behavior_drives_is_told_as_a_stop(sim, rclpy_context, tm
         warnings = [line for line in program.output().splitlines()
                     if "[WARN]" in line and ("shutting down" in line or "crashed" in line)]
         assert not warnings, program.output()
+        # the driver's last link_status (inactive) reached the engine after its shutdown, and
+        # every stop ended with "the driver is inactive (lifecycle): nothing runs until ..."
+        assert "the driver is inactive" not in program.output(), program.output()
     finally:
         watcher.close()
         program.cleanup()
