@@ -150,7 +150,7 @@ def parent_death_preexec(signum: int = signal.SIGTERM) -> Callable[[], None]:
 
 #: the signals the Python interpreter ignores at its start (a program exec'd from it would
 #: inherit them ignored: robot_state_publisher writing to a closed pipe lived on)
-_IGNORED_BY_PYTHON = tuple(getattr(signal, name) for name in ("SIGPIPE", "SIGXFZ", "SIGXFSZ")
+_IGNORED_BY_PYTHON = tuple(getattr(signal, name) for name in ("SIGPIPE", "SIGXFSZ")
                            if hasattr(signal, name))
 
 
