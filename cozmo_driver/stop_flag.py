@@ -22,9 +22,19 @@ from __future__ import annotations
 import select
 import signal
 import socket
-from typing import Any, Callable, Iterable, List, Optional
+from typing import Any, Callable, Iterable, List, Optional, Tuple
 
-__all__ = ["StopFlag"]
+__all__ = ["StopFlag", "stop_signals"]
+
+
+def stop_signals() -> Tuple[int, ...]:
+    """The signals that ask a program to stop: SIGINT, SIGTERM and SIGHUP (its terminal
+    closed, an SSH session dropped: by default it ended the program at once, a robot it
+    drove driving on its last command), but SIGHUP not where the program started with it
+    ignored (``nohup``: it is to outlive its terminal)."""
+    if signal.getsignal(signal.SIGHUP) == signal.SIG_IGN:
+        return (signal.SIGINT, signal.SIGTERM)
+    return (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 class StopFlag:
@@ -79,10 +89,10 @@ class StopFlag:
 
     # --- set-up
 
-    def install(self, signals: Iterable[int] = (signal.SIGINT, signal.SIGTERM)) -> Callable[[], None]:
-        """Make :meth:`handle` the handler of ``signals`` (from the main thread); return a
-        function that puts the earlier handlers back."""
-        previous = {sig: signal.signal(sig, self.handle) for sig in signals}
+    def install(self, signals: Optional[Iterable[int]] = None) -> Callable[[], None]:
+        """Make :meth:`handle` the handler of ``signals`` (from the main thread; default:
+        :func:`stop_signals`); return a function that puts the earlier handlers back."""
+        previous = {sig: signal.signal(sig, self.handle) for sig in (stop_signals() if signals is None else signals)}
 
         def restore() -> None:
             for sig, handler in previous.items():

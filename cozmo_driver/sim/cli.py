@@ -4,7 +4,8 @@
 
 Prints one status line per second: whether a client is connected, the true pose,
 head and lift, and the rate of each stream (RobotState sent, camera frames sent,
-face images shown, audio frames played). Exits cleanly on SIGINT and SIGTERM; with a
+face images shown, audio frames played). Exits cleanly on SIGINT, SIGTERM and SIGHUP
+(unless started under nohup); with a
 client connected, once it has disconnected or --stop-grace seconds later (a terminal's
 Ctrl-C reaches the driver too, whose stop and goodbye the robot must still answer), or
 at a second SIGINT or SIGTERM.
@@ -23,7 +24,7 @@ from typing import List, Optional
 
 from ..lifeline import exit_with_parent
 from ..protocol.errors import CozmoError
-from ..stop_flag import StopFlag
+from ..stop_flag import StopFlag, stop_signals
 from ..transport.memory import Impairment
 from ..transport.udp import AddressError, resolve_address
 from .model import ModelConfig
@@ -228,9 +229,10 @@ def main(argv: Optional[List[str]] = None) -> int:
                     delay=args.delay_up / 1000.0)
     down = Impairment(loss=args.loss_down, duplicate=args.dup_down, reorder=args.reorder_down,
                       delay=args.delay_down / 1000.0)
-    # SIGINT/SIGTERM end the loop below; the handler takes no lock (see StopFlag).
+    # SIGINT/SIGTERM/SIGHUP end the loop below; the handler takes no lock (see StopFlag).
     stop = StopFlag()
-    restore = stop.install()
+    signals = stop_signals()  # SIGHUP too, unless started under nohup
+    restore = stop.install(signals)
     try:
         sim = SimServer(args.host, args.port, seed=args.seed,
                         config=robot_config(args),
@@ -264,7 +266,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         # the launch forwards one more; with Python's handler put back (or ours, which the
         # interpreter resets to the default as it finalizes; it leaves SIG_IGN alone), that
         # one killed the simulator: exit -2, an ERROR in the launch's output.
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in signals:
             signal.signal(sig, signal.SIG_IGN)
         stop.close()
     print("cozmo-sim: stopped", flush=True)

@@ -137,13 +137,13 @@ def _check_handlers(handlers: List[Callable], expected: int) -> None:
 def test_cozmo_sim_handler_takes_no_lock(monkeypatch, recorder):
     monkeypatch.setattr(sim_cli, "exit_with_parent", lambda: None)  # not pytest's lifeline
     assert sim_cli.main(["--port", "0", "--duration", "0.2", "--quiet"]) == 0
-    _check_handlers(recorder.own((signal.SIGINT, signal.SIGTERM)), 2)
+    _check_handlers(recorder.own((signal.SIGINT, signal.SIGTERM, signal.SIGHUP)), 3)
 
 
 def test_protocol_demo_handler_takes_no_lock(recorder, capsys):
     assert protocol_demo.main(["--duration", "1"]) == 0
     assert "done." in capsys.readouterr().out
-    _check_handlers(recorder.own((signal.SIGINT, signal.SIGTERM)), 2)
+    _check_handlers(recorder.own((signal.SIGINT, signal.SIGTERM, signal.SIGHUP)), 3)
 
 
 def test_bringup_handler_takes_no_lock_and_reaches_the_loop(recorder):
@@ -167,8 +167,29 @@ def test_cozmo_demo_handler_takes_no_lock(monkeypatch, recorder):
     runner = demo._Demo(demo.parse_arguments([]))
     monkeypatch.setattr(runner, "_run", lambda: 0)
     assert runner.run() == 0, "rclpy or the demo node does not import here"
-    _check_handlers(recorder.own((signal.SIGINT, signal.SIGTERM)), 2)
+    _check_handlers(recorder.own((signal.SIGINT, signal.SIGTERM, signal.SIGHUP)), 3)
     assert runner.signum == signal.SIGTERM      # what _check_handlers sent
+
+
+def test_the_stop_flag_takes_sighup_unless_it_was_ignored_at_the_start(recorder):
+    """SIGHUP (the terminal closed, an SSH session dropped) killed cozmo-protocol-demo, which
+    drives the robot itself, cozmo-demo and cozmo-sim at once: the robot drove on its last
+    command. It stops them as SIGTERM does, unless the program started under ``nohup``."""
+    with StopFlag() as flag:
+        restore = flag.install()
+        try:
+            assert all(signal.getsignal(sig) == flag.handle
+                       for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP))
+        finally:
+            restore()
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # the recorder puts it back
+    with StopFlag() as flag:
+        restore = flag.install()
+        try:
+            assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+            assert signal.getsignal(signal.SIGTERM) == flag.handle
+        finally:
+            restore()
 
 
 def test_bringup_keeps_a_sighup_ignored_at_its_start(recorder):
