@@ -288,21 +288,24 @@ def rviz_config_path() -> Path:
 
 
 def resolve_arguments(values: Optional[Mapping[str, Any]] = None,
-                      outer_namespace: str = "") -> BringupArgs:
+                      outer_namespace: str = "",
+                      given: Optional[Iterable[str]] = None) -> BringupArgs:
     """Check and type the arguments; missing ones take their default, unknown ones and
     values outside an argument's choices are refused. ``outer_namespace``: the namespace a
-    parent launch file pushed (see :class:`BringupArgs`)."""
-    given = dict(values or {})
-    check_argument_names(given)
+    parent launch file pushed (see :class:`BringupArgs`). ``given``: the names the user
+    gave (default: those of ``values``); ``sim_port`` or ``start_sim`` given without
+    ``use_sim:=true`` is refused, whatever its value (the user meant the simulator)."""
+    values = dict(values or {})
+    check_argument_names(values)
+    given_names = set(values if given is None else given)
     raw = argument_defaults()
-    raw.update({k: "" if v is None else str(v) for k, v in given.items()})
+    raw.update({k: "" if v is None else str(v) for k, v in values.items()})
     for arg in ARGUMENTS:  # as DeclareLaunchArgument(choices=...) does in ros2 launch
         if arg.choices and raw[arg.name] not in arg.choices:
             raise PlanError(f"{arg.name}:={raw[arg.name]!r}: expected one of "
                             f"{', '.join(arg.choices)}")
-    defaults = argument_defaults()
     stray = [f"{name}:={raw[name]}" for name in ("sim_port", "start_sim")
-             if raw["use_sim"] != "true" and raw[name] != defaults[name]]
+             if raw["use_sim"] != "true" and name in given_names]
     if stray:  # the user meant the simulator, and the driver would reach for the robot
         raise PlanError(f"{' and '.join(stray)}: only for the simulator, and use_sim is false, "
                         "so the driver would drive the robot at the config file's robot_ip "

@@ -42,6 +42,9 @@ from cozmo_driver import bringup_plan as plan
 #: launch configurations that ros2 launch itself puts on the command line
 #: (``--launch-prefix``, ``--launch-prefix-filter``)
 LAUNCH_OWN_ARGUMENTS = ("launch-prefix", "launch-prefix-filter")
+#: the local (context.locals) in which refuse_unknown_arguments leaves launch_setup the
+#: names given on the command line, or None when the command line is not ours
+GIVEN_LOCAL = "cozmo_launch_given_arguments"
 
 
 def command_line_arguments(argv):
@@ -64,10 +67,22 @@ def refuse_unknown_arguments(context, *args, **kwargs):
     (that file's own arguments and defaults, the arguments it passes here): then the
     command line is not ours to judge."""
     given = command_line_arguments(context.argv)
-    if dict(context.launch_configurations) != given:
-        return None
-    plan.check_argument_names(given, also=LAUNCH_OWN_ARGUMENTS)
+    ours = dict(context.launch_configurations) == given
+    context.extend_locals({GIVEN_LOCAL: tuple(given) if ours else None})
+    if ours:
+        plan.check_argument_names(given, also=LAUNCH_OWN_ARGUMENTS)
     return None
+
+
+def given_arguments(context, values):
+    """The names of the plan's arguments the user gave: those of the command line
+    (refuse_unknown_arguments), else, included by another launch file, those whose value is
+    not the default (a parent may pass on its own arguments' defaults)."""
+    given = context.get_locals_as_dict().get(GIVEN_LOCAL)
+    if given is not None:
+        return given
+    defaults = plan.argument_defaults()
+    return [name for name, value in values.items() if value != defaults[name]]
 
 
 def _installed(entry):
@@ -193,7 +208,9 @@ def launch_setup(context, *args, **kwargs):
     pushed = context.launch_configurations.get("ros_namespace") or ""
     directory = None
     actions = []
-    for entry in plan.make_plan(plan.resolve_arguments(values, outer_namespace=pushed)):
+    args = plan.resolve_arguments(values, outer_namespace=pushed,
+                                  given=given_arguments(context, values))
+    for entry in plan.make_plan(args):
         if not entry.enabled:
             continue
         chosen = entry

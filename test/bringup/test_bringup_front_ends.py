@@ -453,6 +453,15 @@ def test_ros2_launch_refuses_a_value_outside_the_choices(launch_a_file):
     assert "enable_face" in run.output and "maybe" in run.output
 
 
+@pytest.mark.parametrize("arguments", [["sim_port:=5551", "namespace:=robot1"],
+                                       ["start_sim:=true"]])
+def test_ros2_launch_refuses_a_simulator_argument_without_use_sim(launch_a_file, arguments):
+    # sim_port:=5551, its default, without use_sim:=true started the driver for the robot
+    run = launch_a_file(LAUNCH_FILE, *arguments)
+    assert run.code != 0 and run.args is None, run.output
+    assert "only for the simulator, and use_sim is false" in run.output
+
+
 def test_ros2_launch_keeps_its_own_launch_prefix(launch_a_file):
     # what `ros2 launch --launch-prefix env ...` appends to the command line
     run = launch_a_file(LAUNCH_FILE, "launch-prefix:=env", "use_sim:=true")

@@ -116,6 +116,10 @@ def test_an_explicit_frame_prefix_wins():
     ({"start_sim": "false"}, "start_sim:=false: only for the simulator"),
     ({"use_sim": "false", "sim_port": "5600", "start_sim": "false"},
      "sim_port:=5600 and start_sim:=false: only for the simulator"),
+    # given, a default value is meant for the simulator all the same (docs/bringup.md's
+    # own example spells out sim_port:=5551)
+    ({"sim_port": "5551", "namespace": "robot1"}, "sim_port:=5551: only for the simulator"),
+    ({"start_sim": "true"}, "start_sim:=true: only for the simulator"),
     ({"robot_port": "http"}, "robot_port"),
     ({"namespace": "1robot"}, "namespace"),
     ({"namespace": "robot-1"}, "namespace"),
@@ -126,6 +130,24 @@ def test_an_explicit_frame_prefix_wins():
 def test_bad_arguments_are_refused_with_the_reason(values, message):
     with pytest.raises(plan.PlanError, match=message):
         plan.resolve_arguments(values)
+
+
+def test_the_simulators_arguments_are_judged_by_the_names_given():
+    # a front-end that has every argument's value (the launch file) says which were given
+    every = plan.argument_defaults()
+    assert not plan.resolve_arguments(every, given=["namespace"]).use_sim
+    with pytest.raises(plan.PlanError, match="sim_port:=5551: only for the simulator"):
+        plan.resolve_arguments(every, given=["sim_port"])
+    assert plan.resolve_arguments({**every, "use_sim": "true"}, given=["use_sim", "sim_port"]).use_sim
+
+
+@pytest.mark.parametrize("argv", [["sim_port:=5551", "namespace:=robot1"],
+                                  ["--sim-port", "5551"], ["start_sim:=true"]])
+def test_cozmo_bringup_refuses_a_simulator_argument_without_use_sim(argv, capsys):
+    # sim_port:=5551 namespace:=robot1 --dry-run planned the driver for the real robot
+    assert bringup.main([*argv, "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "only for the simulator, and use_sim is false" in err and "add use_sim:=true" in err
 
 
 @pytest.mark.parametrize("text, value", [("true", True), ("false", False)])
@@ -210,8 +232,7 @@ def test_a_running_simulator_is_reused_without_starting_another():
     assert not entries["simulator"].enabled
     params = merged_parameters(entries["driver"])
     assert params["robot_ip"] == "127.0.0.1" and params["robot_port"] == 40123
-    # without use_sim, start_sim changes nothing
-    assert not make(start_sim="true")["simulator"].enabled
+    # without use_sim, start_sim:= is refused (test_bad_arguments_are_refused_with_the_reason)
 
 
 def test_robot_address_overrides_the_config_file():
