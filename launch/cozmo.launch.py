@@ -22,8 +22,9 @@ to end them with the launch too.
 ``ros2 launch`` sets any ``name:=value`` as a launch configuration, declared or not;
 here a name on the command line that is not an argument of the plan is refused
 (a misspelt ``use_simm:=true`` would drive the real robot), with a close match
-suggested. Only when this file is the one ``ros2 launch`` was given: included by
-another launch file, the command line holds that file's arguments.
+suggested. Only when this file is the one ``ros2 launch`` was given (the one its first
+launch description includes): included by another launch file, the command line holds
+that file's arguments.
 
 launch and launch_ros are imported inside the functions, so that the module imports
 where they are not installed.
@@ -58,16 +59,36 @@ def command_line_arguments(argv):
     return result
 
 
+def given_to_ros2_launch(context):
+    """Whether this file is the one ros2 launch was given.
+
+    ros2 launch starts with a launch description that includes the file it was given, the
+    command line as its arguments; this file's first action runs while the event that
+    brought that description in (launch.events.IncludeLaunchDescription, context.locals.event,
+    as launch's own handler of it reads) is handled. A parent launch file that includes this
+    one is what that description includes then, whatever the parent passes or declares."""
+    from launch.actions import IncludeLaunchDescription
+    from launch.events import IncludeLaunchDescription as IncludeEvent
+
+    event = context.get_locals_as_dict().get("event")
+    here = globals().get("__file__")
+    if not isinstance(event, IncludeEvent) or not here:
+        return False
+    return any(isinstance(entity, IncludeLaunchDescription)
+               and os.path.realpath(entity.launch_description_source.location)
+               == os.path.realpath(here)
+               for entity in event.launch_description.entities)
+
+
 def refuse_unknown_arguments(context, *args, **kwargs):
     """Refuse a name on the ros2 launch command line that is not an argument of the plan.
 
-    The first action of this file: its launch configurations then hold exactly the
-    command line's when ros2 launch was given this file (it includes the file with the
-    command line as its arguments), and more when another launch file includes this one
-    (that file's own arguments and defaults, the arguments it passes here): then the
-    command line is not ours to judge."""
+    The first action of this file: when ros2 launch was given this file
+    (:func:`given_to_ros2_launch`), its launch configurations then hold exactly the command
+    line's. Included by another launch file, the command line holds that file's arguments
+    too, and is not ours to judge."""
     given = command_line_arguments(context.argv)
-    ours = dict(context.launch_configurations) == given
+    ours = given_to_ros2_launch(context) and dict(context.launch_configurations) == given
     context.extend_locals({GIVEN_LOCAL: tuple(given) if ours else None})
     if ours:
         plan.check_argument_names(given, also=LAUNCH_OWN_ARGUMENTS)

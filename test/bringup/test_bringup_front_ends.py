@@ -487,6 +487,24 @@ def generate_launch_description():
 """
 
 
+#: a parent that passes no launch_arguments (this file's arguments reach the included one
+#: through the launch configurations), or passes on its own ``use_sim``
+NAV_LAUNCH_FILE = """
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription
+from launch.launch_description_sources import PythonLaunchDescriptionSource
+from launch.substitutions import LaunchConfiguration
+
+
+def generate_launch_description():
+    return LaunchDescription([
+        DeclareLaunchArgument("use_nav", default_value="false"),
+        DeclareLaunchArgument("use_sim", default_value="false"),
+        IncludeLaunchDescription(PythonLaunchDescriptionSource({path!r}){passed}),
+    ])
+"""
+
+
 @pytest.mark.parametrize("arguments", [["fleet_name:=robots", "simulated:=true"],
                                        ["fleet_name:=robots"], []])
 def test_an_including_launch_files_own_arguments_are_not_refused(launch_a_file, tmp_path,
@@ -496,6 +514,18 @@ def test_an_including_launch_files_own_arguments_are_not_refused(launch_a_file, 
     run = launch_a_file(parent, *arguments)
     assert run.code == 0, run.output
     assert run.args.namespace == ("robots" if arguments else "fleet") and run.args.use_sim
+
+
+@pytest.mark.parametrize("passed", ["", ', launch_arguments={"use_sim": LaunchConfiguration("use_sim")}.items()'])
+def test_an_including_launch_files_own_arguments_are_not_refused_whatever_it_passes(
+        launch_a_file, tmp_path, passed):
+    # the launch configurations the included file saw first were the command line's, and it
+    # took the command line for its own: "unknown argument 'use_nav'"
+    parent = tmp_path / "nav.launch.py"
+    parent.write_text(NAV_LAUNCH_FILE.format(path=str(LAUNCH_FILE), passed=passed))
+    run = launch_a_file(parent, "use_nav:=true", "use_sim:=true")
+    assert run.code == 0, run.output
+    assert run.args.use_sim
 
 
 # ------------------------------------------------------------------ ros2 launch, end to end
