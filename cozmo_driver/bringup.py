@@ -396,6 +396,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     values, options = parse_command_line(sys.argv[1:] if argv is None else argv)
     try:
         args = plan.resolve_arguments(values)
+        for warning in plan.unreached_config_sections(args):
+            print(f"{PROG}: warning: {warning}", file=sys.stderr, flush=True)
         entries = plan.make_plan(args)
         bringup = Bringup(entries, stop_timeout=options.stop_timeout)
         if options.dry_run:

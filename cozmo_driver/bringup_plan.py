@@ -39,7 +39,8 @@ type an empty list, and reads a string such as ``'5551'`` as a number).
 
 Both front-ends refuse an argument name that is not one of :data:`ARGUMENTS`
 (:func:`check_argument_names`, with a close match suggested), and a value
-outside an argument's ``choices``; and they start every process with
+outside an argument's ``choices``; they warn of each section of the config file that
+reaches no node (:func:`unreached_config_sections`); and they start every process with
 :func:`child_environment`, which makes the project's executables end when the
 front-end does (:mod:`cozmo_driver.lifeline`).
 
@@ -86,6 +87,7 @@ __all__ = [
     "default_config_path",
     "rviz_config_path",
     "node_parameters_in_file",
+    "unreached_config_sections",
     "locate_executable",
     "ament_executable",
     "skip_message",
@@ -496,6 +498,35 @@ def node_parameters_in_file(path: Path, node_name: str, namespace: str
         if _key_matches(key, f"/{node_name}"):
             values.update(section)
     return applies, values
+
+
+def unreached_config_sections(args: BringupArgs) -> List[str]:
+    """A warning for each section of the config file that reaches none of the nodes that
+    read it (the driver, the face and behavior nodes, at ``args.full_namespace``; with a
+    namespace also a ``cozmo_driver:`` section the plan copies), with the closest node
+    name where one is close: ``cozmo_drivr:``, or ``/robot1/cozmo_driver:`` without
+    namespace:=robot1, would otherwise be applied to nothing, silently. A key with ``*`` is
+    meant for any number of nodes, and the section of a node not started is for when it is:
+    neither is warned of. A file the plan cannot read gives none (its nodes say why)."""
+    try:
+        keys = [key for key, _ in _parameter_sections(args.config)]
+    except PlanError:
+        return []
+    names = (DRIVER_NODE, FACE_NODE, BEHAVIOR_NODE)
+    nodes = [node_key(args.full_namespace, name) for name in names]
+    targets = list(nodes)
+    if args.full_namespace:  # a section the plan copies where it does not reach the node
+        targets += [f"/{name}" for name in names
+                    if not node_parameters_in_file(args.config, name, args.full_namespace)[0]]
+    warnings = []
+    for key in keys:
+        if "*" in key or any(_key_matches(key, target) for target in targets):
+            continue
+        close = difflib.get_close_matches("/" + key.lstrip("/"), nodes, n=1, cutoff=0.6)
+        warnings.append(f"config:={args.config}: the section {key!r} reaches no node of the "
+                        f"bring-up ({', '.join(nodes)}): its parameters are not applied"
+                        + (f"; did you mean {close[0]!r}?" if close else ""))
+    return warnings
 
 
 def _parameter_sections(path: Path) -> List[Tuple[str, Dict[str, Any]]]:

@@ -221,6 +221,7 @@ def _parameter_directory():
 def launch_setup(context, *args, **kwargs):
     """The launch actions of the plan's enabled entries, for the arguments in ``context``."""
     from launch.actions import LogInfo
+    from launch.logging import get_logger
     from launch.substitutions import LaunchConfiguration
 
     values = {arg.name: LaunchConfiguration(arg.name).perform(context) for arg in plan.ARGUMENTS}
@@ -231,6 +232,8 @@ def launch_setup(context, *args, **kwargs):
     actions = []
     args = plan.resolve_arguments(values, outer_namespace=pushed,
                                   given=given_arguments(context, values))
+    for warning in plan.unreached_config_sections(args):
+        get_logger("launch.user").warning(warning)
     for entry in plan.make_plan(args):
         if not entry.enabled:
             continue

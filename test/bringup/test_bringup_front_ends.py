@@ -412,9 +412,11 @@ def launch_a_file(monkeypatch):
 
         # launch's loggers do not propagate; its own screen handler writes to the stdout
         # of its first use, which pytest's capture does not see
+        # (launch.user: the launch file's own messages, as LogInfo's)
         handler = Collect()
-        logger = logging.getLogger("launch")
-        logger.addHandler(handler)
+        loggers = [logging.getLogger(name) for name in ("launch", "launch.user")]
+        for logger in loggers:
+            logger.addHandler(handler)
         monkeypatch.setattr(plan, "make_plan", no_processes)
         try:
             code = launch_a_launch_file(launch_file_path=str(path),
@@ -422,7 +424,8 @@ def launch_a_file(monkeypatch):
                                         noninteractive=True)
         finally:
             monkeypatch.undo()
-            logger.removeHandler(handler)
+            for logger in loggers:
+                logger.removeHandler(handler)
         return LaunchRun(code, seen[0] if seen else None, messages)
 
     return run
@@ -460,6 +463,15 @@ def test_ros2_launch_refuses_a_simulator_argument_without_use_sim(launch_a_file,
     run = launch_a_file(LAUNCH_FILE, *arguments)
     assert run.code != 0 and run.args is None, run.output
     assert "only for the simulator, and use_sim is false" in run.output
+
+
+def test_ros2_launch_warns_of_a_config_section_that_reaches_no_node(launch_a_file, tmp_path):
+    config = tmp_path / "mine.yaml"
+    config.write_text("cozmo_drivr:\n  ros__parameters:\n    max_wheel_speed: 0.05\n")
+    run = launch_a_file(LAUNCH_FILE, f"config:={config}")
+    assert run.code == 0, run.output
+    (warning,) = plan.unreached_config_sections(run.args)
+    assert warning in run.output and "did you mean '/cozmo_driver'?" in warning
 
 
 def test_ros2_launch_keeps_its_own_launch_prefix(launch_a_file):

@@ -304,6 +304,61 @@ def test_the_behavior_node_gets_its_section_of_the_config_file(tmp_path):
     assert len(entry.parameters) == 2 and "user_pause" not in merged_parameters(entry)
 
 
+def _config(tmp_path, text):
+    path = tmp_path / "mine.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.parametrize("text, values, suggestion", [
+    ("cozmo_drivr:\n  ros__parameters:\n    max_wheel_speed: 0.05\n", {}, "/cozmo_driver"),
+    # written for the robot of a namespace, given without it
+    ("/robot1/cozmo_driver:\n  ros__parameters:\n    max_wheel_speed: 0.05\n", {}, "/cozmo_driver"),
+    ("/robot1/cozmo_fase:\n  ros__parameters:\n    fps: 10.0\n", {"namespace": "robot1"},
+     "/robot1/cozmo_face"),
+    ("robot_state_publisher:\n  ros__parameters:\n    publish_frequency: 5.0\n", {}, None),
+])
+def test_a_config_section_that_reaches_no_node_is_warned_of(tmp_path, text, values, suggestion):
+    """A section whose key names no node of the bring-up was applied to nothing, and nothing
+    said so: max_wheel_speed stayed the default."""
+    config = _config(tmp_path, "cozmo_driver:\n  ros__parameters:\n    cmd_vel_timeout: 0.3\n" + text)
+    key = text.split(":", 1)[0]
+    (warning,) = plan.unreached_config_sections(plan.resolve_arguments({**values, "config": config}))
+    assert warning.startswith(f"config:={config}: the section {key!r} reaches no node of the bring-up")
+    assert "its parameters are not applied" in warning
+    assert warning.endswith(f"did you mean {suggestion!r}?" if suggestion else "applied")
+
+
+@pytest.mark.parametrize("text, values", [
+    ("/robot1/cozmo_driver:\n  ros__parameters:\n    max_wheel_speed: 0.05\n", {"namespace": "robot1"}),
+    ("cozmo_driver:\n  ros__parameters:\n    max_wheel_speed: 0.05\n", {"namespace": "robot1"}),
+    ("/**:\n  ros__parameters:\n    use_sim_time: true\n/**/cozmo_drivr:\n  ros__parameters:\n"
+     "    x: 1\n/robot1/*:\n  ros__parameters:\n    y: 2\n", {}),
+    # the section of a node that is not started is for when it is
+    ("cozmo_face:\n  ros__parameters:\n    fps: 10.0\n", {}),
+])
+def test_sections_that_reach_a_node_or_are_wildcards_are_not_warned_of(tmp_path, text, values):
+    args = plan.resolve_arguments({**values, "config": _config(tmp_path, text)})
+    assert plan.unreached_config_sections(args) == []
+
+
+@pytest.mark.parametrize("values", [{}, {"namespace": "robot1", "enable_face": "true",
+                                         "enable_behavior": "true"}])
+def test_the_packages_config_file_reaches_its_nodes(values):
+    assert plan.unreached_config_sections(plan.resolve_arguments(values)) == []
+
+
+def test_cozmo_bringup_warns_of_a_config_section_that_reaches_no_node(tmp_path, capsys):
+    config = _config(tmp_path, "cozmo_drivr:\n  ros__parameters:\n    max_wheel_speed: 0.05\n")
+    assert bringup.main([f"config:={config}", "--dry-run"]) == 0
+    out, err = capsys.readouterr()
+    for line in out.splitlines():
+        if line.startswith("# parameter files"):
+            shutil.rmtree(line.split()[-2], ignore_errors=True)
+    assert f"cozmo_bringup: warning: config:={config}: the section 'cozmo_drivr' reaches no node" in err
+    assert "did you mean '/cozmo_driver'?" in err
+
+
 def test_a_tool_that_is_not_installed_is_skipped_saying_how_to_get_it(monkeypatch):
     rviz = make(rviz="true")["rviz"]
     monkeypatch.setenv("ROS_DISTRO", "jazzy")
