@@ -197,6 +197,8 @@ class BringupArgs:
 
 
 _NAME_TOKEN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: host:port (one colon: an IPv6 address has more, and is the driver's to refuse)
+_HOST_AND_PORT = re.compile(r"^([^:]+):([0-9]+)$")
 
 
 def closest_name(name: str, known: Optional[Sequence[str]] = None) -> Optional[str]:
@@ -260,6 +262,16 @@ def _parse_port(name: str, value: str, allow_empty: bool) -> Optional[int]:
     if not 1 <= port <= 65535:
         raise PlanError(f"{name}:={value!r}: expected a UDP port number 1..65535")
     return port
+
+
+def _parse_robot_ip(value: str) -> str:
+    text = str(value).strip()
+    match = _HOST_AND_PORT.match(text)
+    if match:  # the driver would be configured for the robot at <host>:<port>:<robot_port>
+        raise PlanError(f"robot_ip:={value!r}: robot_ip is the address only; give the port as "
+                        f"robot_port:={match.group(2)} (robot_ip:={match.group(1)} "
+                        f"robot_port:={match.group(2)})")
+    return text
 
 
 def _parse_namespace(value: str) -> str:
@@ -326,7 +338,7 @@ def resolve_arguments(values: Optional[Mapping[str, Any]] = None,
     if not config.is_file():
         raise PlanError(f"config:={raw['config'] or config}: no such parameter file")
     return BringupArgs(
-        robot_ip=raw["robot_ip"].strip(),
+        robot_ip=_parse_robot_ip(raw["robot_ip"]),
         robot_port=_parse_port("robot_port", raw["robot_port"], allow_empty=True),
         namespace=namespace,
         use_sim=raw["use_sim"] == "true",

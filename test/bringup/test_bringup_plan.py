@@ -121,6 +121,10 @@ def test_an_explicit_frame_prefix_wins():
     ({"sim_port": "5551", "namespace": "robot1"}, "sim_port:=5551: only for the simulator"),
     ({"start_sim": "true"}, "start_sim:=true: only for the simulator"),
     ({"robot_port": "http"}, "robot_port"),
+    # the port went on, and the driver was then configured for "172.31.1.1:5551:5551"
+    ({"robot_ip": "172.31.1.1:5551"},
+     r"robot_ip:='172.31.1.1:5551': robot_ip is the address only; give the port as robot_port:=5551"),
+    ({"robot_ip": " cozmo.local:5552 "}, r"robot_port:=5552"),
     ({"namespace": "1robot"}, "namespace"),
     ({"namespace": "robot-1"}, "namespace"),
     ({"frame_prefix": "a b/"}, "frame_prefix:='a b/': frame ids must not contain white space"),
@@ -130,6 +134,12 @@ def test_an_explicit_frame_prefix_wins():
 def test_bad_arguments_are_refused_with_the_reason(values, message):
     with pytest.raises(plan.PlanError, match=message):
         plan.resolve_arguments(values)
+
+
+@pytest.mark.parametrize("address", ["172.31.1.1", "cozmo.local", "::1", "fe80::1", "[::1]:5551"])
+def test_an_address_with_colons_but_no_port_goes_to_the_driver(address):
+    # an IPv6 address is the driver's to refuse, with its own message
+    assert plan.resolve_arguments({"robot_ip": address}).robot_ip == address
 
 
 def test_the_simulators_arguments_are_judged_by_the_names_given():
