@@ -54,7 +54,9 @@ import difflib
 import os
 import re
 import shutil
+import stat
 import sys
+import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
@@ -83,6 +85,8 @@ __all__ = [
     "parameter_files",
     "stack_arguments",
     "child_environment",
+    "parameter_directory",
+    "remove_stale_parameter_directories",
     "make_plan",
     "default_config_path",
     "rviz_config_path",
@@ -469,6 +473,53 @@ def parameter_files(entry: ProcessEntry, directory: Union[str, os.PathLike],
                            default_flow_style=False, sort_keys=False, allow_unicode=True)
         files.append(str(path))
     return files
+
+
+def parameter_directory(prefix: str) -> str:
+    """A new temporary directory for a front-end's parameter files, ``<prefix><pid>_<8
+    random characters>`` with this process's id, after removing those of ``prefix`` that a
+    front-end now gone left behind (:func:`remove_stale_parameter_directories`)."""
+    remove_stale_parameter_directories(prefix)
+    return tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}_")
+
+
+def remove_stale_parameter_directories(prefix: str,
+                                       directory: Union[str, os.PathLike, None] = None) -> List[str]:
+    """Remove the directories of :func:`parameter_directory` in ``directory`` (default: the
+    temporary directory) whose front-end is gone: killed, it could not remove its own (an
+    atexit clean-up does not run on SIGTERM or SIGKILL). Only a directory of this user
+    named exactly so, its process id no longer running; returns the paths removed."""
+    base = Path(tempfile.gettempdir() if directory is None else directory)
+    pattern = re.compile(re.escape(prefix) + r"([1-9][0-9]*)_[a-z0-9_]{8}")
+    removed = []
+    try:
+        names = sorted(os.listdir(base))
+    except OSError:
+        return removed
+    for name in names:
+        match = pattern.fullmatch(name)
+        if match is None or _process_runs(int(match.group(1))):
+            continue
+        path = base / name
+        try:
+            info = path.lstat()
+        except OSError:
+            continue
+        if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid():
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(str(path))
+    return removed
+
+
+def _process_runs(pid: int) -> bool:
+    """Whether process ``pid`` exists (a zombie, another user's too)."""
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):  # gone; a number no process id can be
+        return False
+    except PermissionError:  # another user's
+        return True
+    return True
 
 
 def child_environment() -> Dict[str, str]:

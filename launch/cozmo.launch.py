@@ -36,7 +36,6 @@ import re
 import shlex
 import shutil
 import sys
-import tempfile
 
 from cozmo_driver import bringup_plan as plan
 
@@ -211,9 +210,11 @@ def entry_action(entry, context, directory):
 
 
 def _parameter_directory():
-    """A directory for the plan's parameter files, removed when this process exits (the
-    nodes read their files when they start)."""
-    directory = tempfile.mkdtemp(prefix="cozmo_launch_")
+    """A directory for the plan's parameter files (the nodes read their files when they
+    start), removed when this process exits normally; killed by a signal (Jazzy's ros2
+    launch has no SIGTERM handler), it runs no atexit, and the next launch removes the
+    directory (plan.parameter_directory: named with this process's id)."""
+    directory = plan.parameter_directory("cozmo_launch_")
     atexit.register(shutil.rmtree, directory, True)
     return directory
 

@@ -371,6 +371,30 @@ def test_the_programs_not_ours_are_started_through_the_lifeline(configurations, 
     assert seen == set(theirs)
 
 
+def test_the_launch_files_parameter_directory_clears_those_of_killed_launches():
+    """ros2 launch ends by SIGTERM (Jazzy's has no handler of it) or SIGKILL without running
+    its atexit clean-up: the next launch removes the directories of launches that are gone."""
+    import subprocess
+    import sys
+    import tempfile
+
+    module = load_launch_file()
+    gone = subprocess.Popen([sys.executable, "-c", ""])
+    gone.wait()
+    stale = Path(tempfile.gettempdir(), f"cozmo_launch_{gone.pid}_test_stl")
+    stale.mkdir()
+    (stale / "driver_1.yaml").write_text("x: 1\n")
+    directory = None
+    try:
+        directory = module._parameter_directory()
+        assert Path(directory).name.startswith(f"cozmo_launch_{os.getpid()}_")
+        assert not stale.exists()
+    finally:
+        shutil.rmtree(stale, ignore_errors=True)
+        if directory:
+            shutil.rmtree(directory, ignore_errors=True)
+
+
 # ------------------------------------------------------------------ launch arguments
 
 

@@ -513,6 +513,55 @@ def test_parameter_files_refuse_what_is_no_parameter_value(tmp_path, value):
         plan.parameter_files(entry, tmp_path)
 
 
+def _dead_pid() -> int:
+    import subprocess
+    import sys
+    process = subprocess.Popen([sys.executable, "-c", ""])
+    process.wait()
+    return process.pid
+
+
+def test_parameter_directories_a_killed_front_end_left_are_removed_by_the_next(tmp_path):
+    """ros2 launch killed by SIGTERM or SIGKILL runs no atexit: its directory of parameter
+    files stayed in /tmp (27 of them on one machine). The next front-end removes those whose
+    process is gone, and only those of that exact name."""
+    import os
+    dead, alive = _dead_pid(), os.getpid()
+    stale = tmp_path / f"cozmo_launch_{dead}_ab3_x9zq"
+    stale.mkdir()
+    (stale / "driver_1.yaml").write_text("x: 1\n")
+    kept = [tmp_path / f"cozmo_launch_{alive}_ab3_x9zq",   # a running front-end's
+            tmp_path / "cozmo_launch_ab3_x9zq",             # no process named: not ours to judge
+            tmp_path / f"cozmo_launch_{dead}_short",
+            tmp_path / f"cozmo_bringup_{dead}_ab3_x9zq",    # another prefix
+            tmp_path / f"cozmo_launch_{dead}_ab3_x9zq_"]
+    for path in kept:
+        path.mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    link = tmp_path / f"cozmo_launch_{dead}_linklink"
+    link.symlink_to(elsewhere)
+    not_a_directory = tmp_path / f"cozmo_launch_{dead}_filefile"
+    not_a_directory.write_text("")
+    kept += [link, elsewhere, not_a_directory]
+    assert plan.remove_stale_parameter_directories("cozmo_launch_", tmp_path) == [str(stale)]
+    assert not stale.exists() and all(os.path.lexists(path) for path in kept)
+
+
+def test_a_parameter_directory_names_its_front_end(tmp_path, monkeypatch):
+    import os
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    stale = tmp_path / f"cozmo_launch_{_dead_pid()}_ab3_x9zq"
+    stale.mkdir()
+    directory = Path(plan.parameter_directory("cozmo_launch_"))
+    assert directory.parent == tmp_path and directory.is_dir()
+    assert directory.name.startswith(f"cozmo_launch_{os.getpid()}_")
+    assert not stale.exists()
+    # it is not taken for a stale one while this process runs
+    assert plan.remove_stale_parameter_directories("cozmo_launch_", tmp_path) == []
+
+
 def test_every_process_gets_the_front_ends_pid():
     from cozmo_driver.lifeline import PARENT_PID_ENV
     import os
