@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, List, Optional
 
 import pytest
+from dependencies import require
 
 
 class LogCapture(logging.Handler):
@@ -102,7 +103,7 @@ class RclpyLog:
 @pytest.fixture
 def rclpy_log(monkeypatch) -> RclpyLog:
     """An :class:`RclpyLog` of every line rclpy logs during the test (still written out)."""
-    rcutils_logger = pytest.importorskip("rclpy.impl.rcutils_logger")
+    rcutils_logger = require("rclpy.impl.rcutils_logger")
     implementation = rcutils_logger._rclpy
     write = implementation.rclpy_logging_rcutils_log
     log = RclpyLog()

@@ -14,6 +14,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from dependencies import require
 
 from cozmo_driver import robot_geometry as geo
 from cozmo_driver.description import (DescriptionError, Transform, UrdfModel, package_share,
@@ -329,7 +330,7 @@ def test_cmake_installs_urdf_meshes_and_rviz():
 
 
 def test_rviz_config_shows_the_robot():
-    yaml = pytest.importorskip("yaml")
+    yaml = require("yaml", "PyYAML, an exec_depend of package.xml")
     config = yaml.safe_load(RVIZ.read_text())
     manager = config["Visualization Manager"]
     assert manager["Global Options"]["Fixed Frame"] == "odom"

@@ -12,6 +12,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from dependencies import require
 from sample_data import CAMERA_YAML
 from hypothesis import given
 from hypothesis import strategies as st
@@ -596,7 +597,7 @@ def test_a_plain_path_may_start_with_a_tilde_and_a_relative_one_is_refused_sayin
 def test_a_package_url_is_read_from_the_package_share_directory(tmp_path, monkeypatch):
     """camera_info_manager's package://pkg/path form: the file in the package's share
     directory (an ament index made here); an unknown package is named."""
-    pytest.importorskip("ament_index_python", reason="ament_index_python is not installed")
+    require("ament_index_python", "an exec_depend of package.xml")
     share = tmp_path / "share"
     (share / "ament_index" / "resource_index" / "packages").mkdir(parents=True)
     (share / "ament_index" / "resource_index" / "packages" / "my_cozmo").write_text("")

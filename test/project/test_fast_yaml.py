@@ -11,8 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from dependencies import require
 
-yaml = pytest.importorskip("yaml")
+yaml = require("yaml", "PyYAML, an exec_depend of package.xml")
 
 from cozmo_driver.fast_yaml import safe_load  # noqa: E402
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 import math
 
 import pytest
+from dependencies import require
 
-pytest.importorskip("visualization_msgs.msg", reason="visualization_msgs is not installed here")
+require("visualization_msgs.msg", "an exec_depend of package.xml")
 
 from builtin_interfaces.msg import Time  # noqa: E402
 from sensor_msgs.msg import BatteryState  # noqa: E402

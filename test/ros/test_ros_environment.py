@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from dependencies import require
 
 from cozmo_driver.domain_reservation import keep_discovery_local
 
@@ -98,7 +99,7 @@ def test_domain_id_is_this_runs_own(ros_domain_id, ros_domain_reservation):
 def test_message_fields_are_type_checked_here_and_in_started_processes():
     # An int in a float64 field aborts a C-asserts build and arrives as garbage from a
     # Release one: with ROS_PYTHON_CHECK_FIELDS=1 it is an error at the assignment.
-    pytest.importorskip("geometry_msgs.msg", reason="rclpy not importable here")
+    require("geometry_msgs.msg", "an exec_depend of package.xml")
     import subprocess
     import sys
 
