@@ -60,6 +60,10 @@ STOP_BOUND_S = 2.0
 START_TIMEOUT_S = 120.0
 #: after the bound, how long the test waits before it kills what is left (a clean-up)
 CLEANUP_S = 10.0
+#: pytest-timeout's limit of a case (setup.cfg's 120 s would stop it before its own
+#: START_TIMEOUT_S could say what the program printed): the start, the stop and its
+#: clean-up, and a margin for the fixtures and the program's end
+TEST_TIMEOUT_S = START_TIMEOUT_S + STOP_BOUND_S + 2 * CLEANUP_S + 30.0
 SIGNALS = [signal.SIGINT, signal.SIGTERM]
 #: what a driver sends when it tears its robot down (the cubes' lights off, the cubes
 #: disconnected (ObjectConnect emptying their radio slots), the backpack dark): none of it may reach
@@ -275,6 +279,7 @@ def _drives_after(sim: SimServer, since: float) -> List[str]:
             and (msg.lwheel_speed_mmps != 0 or msg.rwheel_speed_mmps != 0)]
 
 
+@pytest.mark.timeout(TEST_TIMEOUT_S)
 @pytest.mark.parametrize("name, sig", CASES)
 def test_a_signal_stops_the_treads_then_every_process(name, sig, sim, rclpy_context, tmp_path):
     port = sim.address[1]
