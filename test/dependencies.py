@@ -5,7 +5,7 @@ with which the tests write .bin clips) among them.
 
 :func:`require` imports one. Where it cannot be imported the test is skipped, the reason
 naming the ImportError, in a run of pytest by hand; in ./dev's runs, which installed them
-all (``COZMO_REQUIRE_TEST_DEPS=1``, and ``COZMO_REQUIRE_ROS_TOOLS=1`` of the kit run), it
+all (``COZMO_REQUIRE_TEST_DEPS=1``, and ``COZMO_REQUIRE_ROS_TOOLS=1`` of the kit and ROS runs), it
 fails instead: a broken install cannot pass there by skipping the tests that need it.
 """
 

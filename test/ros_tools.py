@@ -1,11 +1,12 @@
 """The ROS 2 user tools in tests: `ros2 launch`, the `ros2` command, launch_testing, tf2_ros
 and teleop_twist_keyboard, run as a user runs them, against the simulated robot.
 
-They are not on PyPI. On a real install they come with the distro; here `./dev test-kit`
-builds them from ../shared/ros-upstream into .venv-kit and builds the project with colcon.
-Where they are absent a test that needs them is skipped with the reason printed, unless
-``COZMO_REQUIRE_ROS_TOOLS=1`` (set by ``./dev test-kit``): then their absence is a failure,
-so that the kit environment can never pass by skipping.
+They are not on PyPI. On a real install they come with the distro (package.xml's
+test_depends, which rosdep installs); here `./dev test-kit` builds them from
+../shared/ros-upstream into .venv-kit and builds the project with colcon. Where they are
+absent a test that needs them is skipped with the reason printed, unless
+``COZMO_REQUIRE_ROS_TOOLS=1`` (set by ``./dev test-kit``, and by ``./dev test`` with a real
+ROS 2 install sourced): then their absence is a failure, so that neither can pass by skipping.
 
 :class:`RosLaunch` starts ``ros2 launch cozmo_driver cozmo.launch.py ARGS`` by package name in
 a session of its own (SIGINT at its default disposition, as in a terminal), keeps its output in
@@ -41,7 +42,8 @@ LAUNCH_FILE = "cozmo.launch.py"
 def missing(reason: str) -> None:
     """Skip (reason printed), or fail where the tools must be there."""
     if REQUIRED:
-        pytest.fail(f"{reason}; COZMO_REQUIRE_ROS_TOOLS=1 (./dev test-kit): the ROS 2 tools "
+        pytest.fail(f"{reason}; COZMO_REQUIRE_ROS_TOOLS=1 (./dev test-kit, or ./dev test with a real ROS 2 "
+                    "install: rosdep installs package.xml's test_depends): the ROS 2 tools "
                     "must be installed here", pytrace=False)
     print(f"SKIP: {reason}")
     pytest.skip(reason, allow_module_level=True)

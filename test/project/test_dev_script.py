@@ -428,3 +428,22 @@ def test_ros_mode_installs_nothing_where_the_venv_module_and_espeak_ng_are(tmp_p
     proc = _ros_mode_set_up(tmp_path, has_venv=True, has_espeak=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == ["STEP creating .venv-ros (--system-site-packages)"]
+
+
+def _test_run_requires(tmp_path: Path, mode: str) -> str:
+    """What cmd_test_wheels requires of the pytest run in ``mode`` (its set-up and pytest
+    stubbed): "TOOLS=... DEPS=..." of COZMO_REQUIRE_ROS_TOOLS and COZMO_REQUIRE_TEST_DEPS."""
+    stubs = ('unset COZMO_REQUIRE_ROS_TOOLS COZMO_REQUIRE_TEST_DEPS; setup() { :; }; clean_stale_shm() { :; }; '
+             'run_in_env() { echo "TOOLS=${COZMO_REQUIRE_ROS_TOOLS:-} DEPS=${COZMO_REQUIRE_TEST_DEPS:-}"; }; ')
+    proc = _sourced(tmp_path, f"{stubs}MODE={mode}; COZMO_TEST_WORKERS=1 cmd_test_wheels test/x.py")
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
+def test_with_a_real_ros_2_install_a_missing_ros_tool_fails_the_tests(tmp_path):
+    """The ROS mode (a sourced distro, rosdep's packages: package.xml's test_depends among
+    them) set COZMO_REQUIRE_TEST_DEPS only, and ros_tools reads COZMO_REQUIRE_ROS_TOOLS: the
+    launch, ros2 CLI, tf2_ros and teleop tests skipped there, though test_launch.py says a
+    missing launch_testing is a failure on a real install. The wheel venv has none of them."""
+    assert _test_run_requires(tmp_path, "ros") == "TOOLS=1 DEPS=1"
+    assert _test_run_requires(tmp_path, "wheels") == "TOOLS= DEPS=1"
