@@ -44,9 +44,15 @@ def installed(name: str):
         return None
 
 
+#: the directories of ./dev's wheel venvs (the ROS mode's .venv-ros sits on a distro's Python)
+WHEEL_VENVS = (".venv", ".venv-kit")
+
+
 def in_wheel_venv() -> bool:
-    """This interpreter is one of ./dev's wheel venvs (.venv or .venv-kit), not a distro's."""
-    return installed("ros-wheels-bootstrapper") is not None and sys.prefix != sys.base_prefix
+    """This interpreter is one of ./dev's wheel venvs (.venv or .venv-kit), not a distro's:
+    known by the venv's directory, not by a package installed in it (a pin, which may be the
+    one missing)."""
+    return sys.prefix != sys.base_prefix and Path(sys.prefix).name in WHEEL_VENVS
 
 
 def test_pins_parse():
@@ -76,3 +82,19 @@ def test_rosidl_generators_run_with_the_pinned_empy():
         pytest.skip(f"not one of ./dev's wheel venvs ({sys.prefix})")
     import em
     assert em.__version__ == dict(pins(TOOLS / "requirements-ros-jazzy.txt"))["empy"]
+
+
+@pytest.mark.parametrize("prefix, wheel_venv", [("/src/cozmo/.venv", True), ("/src/cozmo/.venv-kit", True),
+                                                ("/src/cozmo/.venv-ros", False), ("/usr", False)])
+def test_a_wheel_venv_is_known_by_its_directory_not_by_a_pinned_package(monkeypatch, prefix, wheel_venv):
+    """in_wheel_venv() asked whether ros-wheels-bootstrapper, itself a pin, was installed: a
+    wheel venv without it was taken for a distro's Python and the pins went unchecked (the
+    test skipped) exactly when one was missing."""
+    monkeypatch.setattr(sys, "prefix", prefix)
+    monkeypatch.setattr(sys, "base_prefix", "/usr" if prefix != "/usr" else prefix)
+
+    def nothing_installed(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", nothing_installed)
+    assert in_wheel_venv() is wheel_venv
