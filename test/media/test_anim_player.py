@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -294,13 +295,31 @@ def test_too_long_clips_are_refused():
 # --------------------------------------------------------------------------- the player
 
 def play_on_time(player, clip, t0=100.0, extra_ticks=3):
+    """Each tick's messages, a tick every 1/30 s from ``t0`` until the clip has ended and
+    ``extra_ticks`` more; a player that has not ended 30 ticks after the clip fails the test."""
     player.play(clip, t0)
     out = []
     k = 0
     while player.playing or k < extra_ticks:
+        assert k < clip.num_ticks + extra_ticks + 30, \
+            f"the player still plays after {k} ticks of a clip of {clip.num_ticks}"
         out.append(player.tick(t0 + k / 30))
         k += 1
     return out
+
+
+def test_play_on_time_gives_up_on_a_player_that_never_ends():
+    class Endless:
+        playing = True
+
+        def play(self, clip, t0):
+            pass
+
+        def tick(self, now):
+            return []
+
+    with pytest.raises(AssertionError, match="the player still plays after 36 ticks of a clip of 3"):
+        play_on_time(Endless(), SimpleNamespace(num_ticks=3))
 
 
 def test_player_on_time_matches_the_timeline():

@@ -119,6 +119,7 @@ def test_a_clip_plays_in_the_simulator_with_sound_face_and_motion_on_time(body_m
     frames_before = rig.model.audio_frames_played
     started_at = None
     while player.playing or t < t0 + 2.0:
+        assert t < t0 + 4.0, f"the player still plays {t - t0:.2f} s into a clip of 1.5 s"
         rig.send(player.tick(t))
         for _ in range(6):                        # sample the robot every 1/180 s
             t += FRAME / 6
@@ -219,10 +220,12 @@ def test_builtin_animations_play_through_without_drops(name):
     rig.initialise()
     compiled = compile_clip(load_builtin(name))
     player = AnimationPlayer()
-    t = rig.link.now
+    t = before_t = rig.link.now
     before = rig.model.audio_frames_played
     player.play(compiled, t)
     while player.playing:
+        assert t < before_t + (compiled.num_ticks + 30) * FRAME, \
+            f"{name}: the player still plays after {(t - before_t) / FRAME:.0f} ticks of {compiled.num_ticks}"
         rig.send(player.tick(t))
         t += FRAME
         rig.link.run_until(t)

@@ -373,7 +373,12 @@ def test_sequence_wraps_over_65534_packets():
     pair.connect()
     n = 65600
     sent = 0
+    start = pair.link.now
     while sent < n or pair.engine.send_queue_length or pair.robot.send_queue_length:
+        # a clean link takes about 4 s of simulated time (the queues kept at 2000 packets)
+        assert pair.link.now - start < 60.0, \
+            f"after {pair.link.now - start:.0f} s simulated, {sent} sent, queues " \
+            f"{pair.engine.send_queue_length} and {pair.robot.send_queue_length} packets"
         while sent < n and pair.engine.send_queue_length < 2000:
             pair.engine.send(to_robot(sent))
             pair.robot.send(to_engine(sent))
