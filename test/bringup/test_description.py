@@ -103,11 +103,12 @@ def test_installed_copy_equals_the_source():
         (XACRO.parent / "cozmo.macro.xacro").read_text(), stale
 
 
+@pytest.mark.ros  # a node: a DDS participant
 def test_the_urdf_passes_as_a_command_line_parameter(urdf):
     """``--ros-args -p robot_description:="$(xacro cozmo.urdf.xacro)"`` (the description
     publisher's help, robot_state_publisher's usual recipe): rcl reads a ``-p`` value as
     YAML, in which ": " and " #" are syntax, so the URDF and its comments must hold none."""
-    import rclpy
+    rclpy = require("rclpy")
     from rclpy.context import Context
 
     context = Context()

@@ -22,6 +22,10 @@ need_module("launch_testing")
 need_module("launch_ros")
 SHARE = need_installed_package()
 
+# the whole stack under launch_testing: DDS, and tens of seconds. (launch_testing's plugin
+# collects the module through generate_test_description: its marks are the ones it applies.)
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
+
 import launch_testing.actions  # noqa: E402
 import launch_testing.asserts  # noqa: E402
 from launch import LaunchDescription  # noqa: E402
@@ -49,6 +53,8 @@ def _launch_testing_plugin(request):
                 "e.g. pytest >= 9 with Jazzy's launch_testing: ros2/launch#979)")
 
 
+@pytest.mark.ros
+@pytest.mark.slow
 @pytest.mark.launch_test
 def generate_test_description():
     arguments = {"use_sim": "true", "sim_port": str(free_udp_port()), "namespace": NAMESPACE}

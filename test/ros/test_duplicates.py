@@ -10,8 +10,13 @@ import signal
 import subprocess
 import time
 
+import pytest
+
 from cozmo_driver.sim import SimServer
 from processes import project_executable
+
+# driver and face node processes in the ROS domain, each case up to tens of seconds
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
 
 class Started:

@@ -35,6 +35,7 @@ def test_imported_elsewhere_it_leaves_sigint_alone():
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
 
+@pytest.mark.ros  # the node executables, rclpy and its middleware loaded
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["cozmo_driver_node", "cozmo_face_node"])
 def test_a_sigint_during_the_imports_ends_the_node_with_status_0_and_no_traceback(name):

@@ -13,6 +13,9 @@ from rclpy.node import Node
 
 from cozmo_driver.ros.name_guard import NameGuard
 
+# nodes in two contexts of one ROS domain
+pytestmark = [pytest.mark.ros]
+
 
 def spin_for(executor, seconds):
     deadline = time.monotonic() + seconds

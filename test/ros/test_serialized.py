@@ -33,6 +33,9 @@ from nav_msgs.msg import Odometry  # noqa: E402
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image, Imu, JointState  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
+# rclpy's serialize_message and deserialize_message are the middleware's (its rmw library)
+pytestmark = [pytest.mark.ros]
+
 STAMP = ds.STAMP_BINDING
 
 
