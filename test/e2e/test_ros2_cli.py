@@ -1132,7 +1132,13 @@ def test_param_set_takes_effect(stack):
                      "--filter", "m.encoding == 'rgb8'")
         assert (image["width"], image["height"], image["step"]) == (320, 240, 960)
     finally:
-        assert param_set("camera_color", "false") == "Set parameter successful"
+        # restored whatever happened, checked after: a failing restore must not hide the
+        # check's failure (ros2() fails the test where the command fails)
+        try:
+            restored = param_set("camera_color", "false")
+        except (Exception, pytest.fail.Exception) as exc:
+            restored = f"the restore failed: {exc}"
+    assert restored == "Set parameter successful", restored
 
 
 def test_param_list_of_the_whole_graph_answers_for_every_node(stack):
