@@ -484,20 +484,27 @@ def test_a_face_node_remapped_off_the_drivers_topic_is_not_handed_to_the_driver(
 
 # ----------------------------------------------------------------------------- audio
 
-@pytest.mark.realtime  # times what it plays
+def audio_frames_sent(rig: Rig) -> int:
+    """The audio frames the driver has sent the robot (its AV stream's count)."""
+    return int(rig.node.media.av.counters()["audio frames sent"])
+
+
+@pytest.mark.realtime  # its progress feedback comes as it plays
 def test_play_audio_plays_a_wav_at_the_right_pitch_and_length(make_rig, tmp_path):
     rig = make_rig()
     wav = write_wav(tmp_path / "tone.wav", sine(1000.0, 1.0, 16000), 16000)
     feedback: list = []
-    frames0 = rig.sim.audio_frames()
+    frames0, sent0 = rig.sim.audio_frames(), audio_frames_sent(rig)
     handle = rig.send_goal(PlayAudio, "play_audio", PlayAudio.Goal(path=str(wav), volume=0.8), feedback)
-    t0 = time.monotonic()
     result = rig.result(handle)
-    took = time.monotonic() - t0
+    # the goal ends once the whole second of sound went to the robot, not when it was queued
+    sent = audio_frames_sent(rig) - sent0
     assert result.status == GoalStatus.STATUS_SUCCEEDED and result.result.success, result.result.message
-    assert 0.9 < took < 2.5
+    assert sent >= round(SAMPLE_RATE / SAMPLES_PER_FRAME), sent
     assert rig.sim.volume() == round(0.8 * 65535)
-    rig.spin_for(0.3)
+    # the robot plays it all (the last frame waits for a next one: it may not)
+    assert rig.spin_until(lambda: rig.sim.audio_frames() - frames0 >= sent - 1, 5.0)
+    rig.spin_for(0.1)
     played = rig.sim.audio_frames() - frames0
     pcm = rig.sim.audio_pcm()[-played * SAMPLES_PER_FRAME:]
     onset, duration, freq = loud_segment(pcm)
@@ -510,22 +517,26 @@ def test_play_audio_plays_a_wav_at_the_right_pitch_and_length(make_rig, tmp_path
     assert elapsed == sorted(elapsed) and elapsed[-1] > 0.7
 
 
-@pytest.mark.realtime  # times what it plays
 def test_play_audio_cancel_preempt_and_bad_files(make_rig, tmp_path):
     rig = make_rig()
     log = rig.node._media._log = LogRecorder(rig.node._media._log)
-    long = write_wav(tmp_path / "long.wav", np.repeat(sine(440.0, 3.0, 22050)[:, None], 2, axis=1), 22050, 2)
+    long = write_wav(tmp_path / "long.wav", np.repeat(sine(440.0, 10.0, 22050)[:, None], 2, axis=1), 22050, 2)
     frames0 = rig.sim.audio_frames()
     handle = rig.send_goal(PlayAudio, "play_audio", PlayAudio.Goal(path=str(long), volume=-1.0))
-    rig.spin_for(0.6)
+    assert rig.spin_until(lambda: rig.sim.audio_frames() - frames0 >= 10, 5.0), "the robot played nothing"
     cancel = handle.cancel_goal_async()
     assert rig.spin_until(cancel.done, 3.0)
+    played_by_cancel = rig.sim.audio_frames() - frames0  # (read once the cancel was taken)
     result = rig.result(handle)
     assert result.status == GoalStatus.STATUS_CANCELED and not result.result.success
+    sent = audio_frames_sent(rig)
     rig.spin_for(0.5)
+    assert audio_frames_sent(rig) == sent, "audio sent after the cancel"
     played = rig.sim.audio_frames() - frames0
     onset, duration, _ = loud_segment(rig.sim.audio_pcm()[-played * SAMPLES_PER_FRAME:])
-    assert 0.4 < duration < 0.9                                     # stopped early, not after 3 s
+    # stopped at the cancel, not after 10 s: the robot played on only what it held (its
+    # buffer, 7 frames, and those on their way), counted in its frames, not this machine's time
+    assert round((onset + duration) / FRAME) <= played_by_cancel + 12, (onset, duration, played_by_cancel)
     # a new goal preempts the one playing
     first = rig.send_goal(PlayAudio, "play_audio", PlayAudio.Goal(path=str(long), volume=-1.0))
     rig.spin_for(0.3)
@@ -858,17 +869,18 @@ def like_the_console_script():
 
 
 @pytest.mark.slow
-@pytest.mark.realtime  # times what it plays
+@pytest.mark.realtime  # the stream's pacing as it passes
 def test_twenty_seconds_of_streaming_are_paced_at_30_frames_a_second(make_rig, like_the_console_script):
     rig = make_rig()
     pub = rig.publisher(AudioChunk, "audio/pcm")
     rate, chunk_s, seconds = 16000, 0.1, 20.0
     n = int(rate * chunk_s)
     signal = sine(300.0, seconds, rate, 6000.0)
-    marks = []                                  # (time, frames played) once a second
-    state = {"i": 0, "last_mark": 0.0}
+    state = {"i": 0}
     lead = 3                                    # chunks ahead of real time, as a TTS engine would be:
     #                                             this test's thread may stall; the driver must not
+    frames = math.ceil(seconds * SAMPLE_RATE / SAMPLES_PER_FRAME)
+    played0 = rig.sim.counters()["audio_sound"]
 
     def publish_next() -> None:
         for _ in range(lead if state["i"] == 0 else 1):
@@ -877,33 +889,32 @@ def test_twenty_seconds_of_streaming_are_paced_at_30_frames_a_second(make_rig, l
                 pub.publish(AudioChunk(sample_rate=rate, channels=1,
                                        samples=signal[i * n:(i + 1) * n].tolist()))
                 state["i"] = i + 1
-        now = time.monotonic()
-        if now - state["last_mark"] >= 1.0:
-            state["last_mark"] = now
-            marks.append((now, rig.sim.audio_frames()))
 
     rig.spin_until(lambda: state["i"] * n >= signal.size, seconds + 5.0, every=publish_next, period=chunk_s)
-    rig.spin_for(1.5)
-    # Played by the robot (its own 30 fps clock, in this process: it may skip a tick when the
-    # machine is busy and play two later), and received by it (the driver's pacing).
-    rates = [(f1 - f0) / (t1 - t0) for (t0, f0), (t1, f1) in zip(marks[2:-2], marks[3:-1])]
+    # the robot plays every frame of the sound (the last waits for a next one: it may not)
+    assert rig.spin_until(lambda: rig.sim.counters()["audio_sound"] - played0 >= frames - 1, 5.0), \
+        "the robot did not play every frame"
+    # Received by the robot (the driver's pacing), on the robot's clock: the simulator's, which
+    # stamps each command as it takes it. Played by the robot at its own 30 fps: a frame a tick
+    # while its buffer holds more than one (starvations below), so not measured here.
     audio_at = np.array([t for t, msg in rig.sim.commands() if msg.NAME == "OutputAudio"])
     whole = np.arange(math.ceil(audio_at[0]) + 1, math.floor(audio_at[-1]) - 1)
     received = [int(np.count_nonzero((audio_at >= t) & (audio_at < t + 1.0))) for t in whole]
-    print(f"frames played per second: min {min(rates):.2f} max {max(rates):.2f} mean {np.mean(rates):.3f}; "
-          f"received per whole second: {min(received)}..{max(received)} over {len(received)} s")
-    assert len(audio_at) == math.ceil(seconds * SAMPLE_RATE / SAMPLES_PER_FRAME)
-    assert np.mean(rates) == pytest.approx(30.0, abs=0.25)
-    assert all(abs(r - 30.0) <= 3.0 for r in rates)
+    print(f"received per whole second: {min(received)}..{max(received)} over {len(received)} s")
+    assert len(audio_at) == frames
     assert all(abs(r - 30) <= 2 for r in received)
+    published = len(rig.diagnostics)  # the driver's counters as of after the end
+    assert rig.spin_until(lambda: len(rig.diagnostics) > published, 5.0), "no /diagnostics"
     values = rig.diag_values()
     print({k: v for k, v in values.items() if "frames" in k or "underrun" in k or "lateness" in k
            or "starved" in k})
     print("robot buffer ran down:", rig.sim.starvations(), "times")
     # What a listener hears: the robot's buffer never ran down while the stream played (its last
-    # frame waits once, at the end). A tick the driver sent late ("underruns") is not asserted:
-    # the robot's buffered frames cover it, and how often one comes depends on the machine's load.
+    # frame waits once, at the end), nor overflowed (a cleared buffer: a gap). A tick the driver
+    # sent late ("underruns") is not asserted: the robot's buffered frames cover it, and how
+    # often one comes depends on the machine's load.
     assert rig.sim.starvations() == 1
+    assert rig.sim.call(lambda: rig.sim.robot.model.anim_overflows) == 0
     assert values["audio stream starved ticks"] == "0" and values["audio stream ran dry"] == "1"
     assert int(values["audio frames sent"]) == math.ceil(seconds * SAMPLE_RATE / SAMPLES_PER_FRAME)
 
@@ -917,7 +928,7 @@ def sampler(rig: Rig, box: list) -> Callable[[], None]:
     return sample
 
 
-@pytest.mark.realtime  # times what it plays
+@pytest.mark.realtime  # each keyframe on its tick, as it plays
 def test_a_builtin_animation_plays_on_time(make_rig):
     rig = make_rig()
     listed = rig.probe.create_client(ListAnimations, "list_animations")
@@ -930,15 +941,18 @@ def test_a_builtin_animation_plays_on_time(make_rig):
     compiled = compile_clip(clip)
     feedback: list = []
     samples: list = []
-    robot = rig.node._robot            # timed from the goal: not behind the motor calibration
+    robot = rig.node._robot            # not behind the motor calibration
     assert rig.spin_until(lambda: not robot.calibrating("head") and not robot.calibrating("lift"), 5.0)
-    t_goal = time.monotonic()
+    finished0 = rig.node.media.av.counters()["animations finished"]
     handle = rig.send_goal(PlayAnimation, "play_animation", PlayAnimation.Goal(name="celebrate"), feedback)
     result_future = handle.get_result_async()
-    assert rig.spin_until(result_future.done, 6.0, every=sampler(rig, samples), period=0.005)
+    assert rig.spin_until(result_future.done, compiled.duration_s + 5.0, every=sampler(rig, samples), period=0.005)
     result = result_future.result()
     assert result.status == GoalStatus.STATUS_SUCCEEDED and result.result.success, result.result.message
-    assert compiled.duration_s - 0.1 < time.monotonic() - t_goal < compiled.duration_s + 1.0
+    # the goal ends once the driver has sent the clip to its end (its every tick: below), not
+    # when it was queued
+    counters = rig.node.media.av.counters()
+    assert counters["animations finished"] == finished0 + 1, counters
     # the last tick's EndAnimation and the result leave at once, by different ways: the result
     # can come first
     assert rig.spin_until(lambda: any(msg.NAME == "EndAnimation" for _, msg in rig.sim.commands()), 2.0)
