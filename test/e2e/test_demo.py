@@ -683,6 +683,18 @@ def test_the_demo_drives_the_simulated_robot_through_ros(tmp_path, capsys, monke
             sims.append(self)
 
     monkeypatch.setattr(sim_module, "SimServer", RecordingSimServer)
+    # each status line with what the demo and the simulated robot had counted by then
+    from cozmo_driver.ros.demo_node import Demonstration
+    shown = []
+    status_line = Demonstration.status_line
+
+    def counted_status_line(self, rates):
+        with self.node.lock:
+            counts = dict(self.node.counts)
+        shown.append((time.monotonic(), dict(rates), counts, sims[-1].counters()))
+        return status_line(self, rates)
+
+    monkeypatch.setattr(Demonstration, "status_line", counted_status_line)
     stand_in = None if _face_node_installed() else StandInFaceNode(sims)
     artifacts = tmp_path / "artifacts"
     try:  # past its --duration the demo aborts, and its status is not 0
@@ -703,10 +715,23 @@ def test_the_demo_drives_the_simulated_robot_through_ros(tmp_path, capsys, monke
 
     # a live status: link from link_status, pose from odom, battery, rates measured here
     status_lines = [line for line in out.splitlines() if re.search(r"\| odom +\d+ Hz", line)]
-    assert len(status_lines) >= 15
+    assert len(status_lines) >= 15 and len(shown) == len(status_lines)
     assert re.search(r"CONNECTED rtt +[\d.]+ ms \| x +[-+][\d.]+ y +[-+][\d.]+ mm yaw +[-+][\d.]+ deg "
-                     r"\| battery \d\.\d\d V \d+ % \| odom 3\d Hz, camera 1[3-7] fps, "
-                     r"joint_states 3\d Hz \| square", out), "\n".join(status_lines[:5])
+                     r"\| battery \d\.\d\d V \d+ % \| odom +\d+ Hz, camera +\d+ fps, "
+                     r"joint_states +\d+ Hz \| square", out), "\n".join(status_lines[:5])
+    # The rates are the streams' (counted, not timed: how fast they come is the machine's
+    # load's). From the first line with the stream's messages (the demo's subscription
+    # discovered) to the last, the demo got an odom and a joint_states for each state the
+    # robot sent and (best effort) the robot's images, and the rates shown add up to them.
+    for stream, robot_count, share in (("odom", "state", 0.95), ("joint_states", "state", 0.95),
+                                       ("camera", "camera", 0.8)):
+        since = [entry for entry in shown if entry[2][stream] > 0]
+        assert len(since) >= 5, (stream, len(since))
+        (_, _, demo0, robot0), (_, _, demo1, robot1) = since[0], since[-1]
+        got, sent = demo1[stream] - demo0[stream], robot1[robot_count] - robot0[robot_count]
+        assert share * sent <= got <= sent + 10, (stream, got, sent)
+        added = sum(rates[stream] * (t - before) for (before, *_), (t, rates, *_) in zip(since, since[1:]))
+        assert added == pytest.approx(got, rel=0.05, abs=5), (stream, added, got)
     assert out.count("cmd_vel turn +90 deg") == 4
 
     # a built-in animation through the driver's play_animation action, its progress in the
