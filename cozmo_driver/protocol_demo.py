@@ -15,6 +15,8 @@ exit status is 0 when the link stayed up to the end, 1 when it did not (the squa
 stops where the link went; the robot is still told to stop, and the statistics are
 printed), 2 when the robot did not become ready or its address cannot be used, and
 128 + the signal's number on Ctrl-C (130) or SIGTERM (143), as ``cozmo-demo``'s.
+Ctrl-Z stops the robot (its stop acknowledged, or 0.2 s at most) before the process is
+suspended, the square's commands held until ``fg``, which goes on with the demonstration.
 The main demo, through the ROS 2 driver, is :mod:`cozmo_driver.demo`.
 """
 
@@ -36,7 +38,7 @@ from .errors import CozmoError
 from .protocol.session import MessageReceived
 from .protocol.status import RobotStatusFlag
 from .robot_geometry import reported_lift_height_m
-from .stop_flag import StopFlag
+from .stop_flag import CTRL_Z_STOPPED, CtrlZ, StopFlag
 
 __all__ = ["main"]
 
@@ -44,6 +46,8 @@ _HANDSHAKE = {"HardwareInfo", "FirmwareSignature", "BodyInfo"}
 #: what a command to the robot raises when it cannot be sent (the link went: not connected;
 #: the I/O thread did not take it in time)
 _SEND_ERRORS = (CozmoError, TimeoutError, concurrent.futures.TimeoutError)
+#: Ctrl-Z: how long the stop may take to be acknowledged before the process is suspended, s
+CTRL_Z_STOP_S = 0.2
 
 
 class _Monitor:
@@ -129,11 +133,34 @@ def _turned(robot: Robot, heading: float, stop: StopFlag, timeout: float = 5.0) 
     return False
 
 
-def _square(robot: Robot, stop: StopFlag, out) -> None:
+class _Gated:
+    """The robot as the square sees it: each of its commands waits while ``gate`` is held
+    (by :func:`_suspend`, from its stop of the robot until the process goes on after
+    Ctrl-Z), so that none follows that stop while the process is being suspended."""
+
+    _COMMANDS = frozenset({"drive_wheels", "turn_in_place", "set_head_angle", "set_lift_height",
+                           "stop_all_motors"})
+
+    def __init__(self, robot: Robot, gate: threading.Lock) -> None:
+        self._robot, self._gate = robot, gate
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._robot, name)
+        if name not in self._COMMANDS:
+            return attribute
+
+        def gated(*args: Any, **kwargs: Any) -> Any:
+            with self._gate:
+                return attribute(*args, **kwargs)
+        return gated
+
+
+def _square(robot: Robot, stop: StopFlag, out, gate: Optional[threading.Lock] = None) -> None:
     """A 10 cm square (:func:`_drive_square`), the thread ``demo-square``: it ends, saying
-    why, when a command cannot be sent (the link to the robot went)."""
+    why, when a command cannot be sent (the link to the robot went). Its commands wait
+    while ``gate`` is held (:class:`_Gated`)."""
     try:
-        _drive_square(robot, stop, out)
+        _drive_square(robot if gate is None else _Gated(robot, gate), stop, out)
     except _SEND_ERRORS as exc:
         out(f"  the square stops: {exc}")
 
@@ -239,6 +266,8 @@ def main(argv: Optional[list] = None, prog: str = "cozmo-protocol-demo") -> int:
 
     stop = StopFlag()   # SIGINT/SIGTERM set it; its handler takes no lock
     restore_handlers = stop.install()
+    ctrl_z = CtrlZ()    # Ctrl-Z: the main thread stops the robot, then suspends the process
+    restore_ctrl_z = ctrl_z.install()
     monitor = _Monitor(out)
     robot: Optional[Robot] = None
     deadline = time.monotonic() + args.duration
@@ -249,8 +278,8 @@ def main(argv: Optional[list] = None, prog: str = "cozmo-protocol-demo") -> int:
         robot.add_listener(monitor)
         robot.start()
         out(f"{monitor.stamp()} driver -> robot  RESET (connect)")
-        if _wait_ready(robot, stop, min(10.0, args.duration)):
-            exit_code = _demonstrate(robot, sim, monitor, stop, args, deadline, out)
+        if _wait_ready(robot, stop, min(10.0, args.duration), ctrl_z, out):
+            exit_code = _demonstrate(robot, sim, monitor, stop, args, deadline, out, ctrl_z)
         elif not stop.is_set():
             out("the robot did not become ready: is the robot on, and is this machine on the "
                 "robot's Wi-Fi?")
@@ -262,7 +291,9 @@ def main(argv: Optional[list] = None, prog: str = "cozmo-protocol-demo") -> int:
         if sim is not None:
             sim.stop()
         restore_handlers()
+        restore_ctrl_z()
         stop.close()
+        ctrl_z.close()
     if stop.signum is not None:     # as cozmo-demo: 128 + the signal's number
         out(f"interrupted ({signal.Signals(stop.signum).name}): the robot is stopped and "
             "disconnected.")
@@ -272,13 +303,35 @@ def main(argv: Optional[list] = None, prog: str = "cozmo-protocol-demo") -> int:
     return exit_code
 
 
-def _wait_ready(robot: Robot, stop: StopFlag, timeout: float) -> bool:
-    """Whether the robot became ready within ``timeout`` s; False at once on a signal."""
+def _wait_ready(robot: Robot, stop: StopFlag, timeout: float, ctrl_z: Optional[CtrlZ] = None,
+                out: Callable[[str], None] = print) -> bool:
+    """Whether the robot became ready within ``timeout`` s; False at once on a signal.
+    A Ctrl-Z meanwhile (``ctrl_z``, looked at every 0.1 s) suspends the process
+    (:func:`_suspend`)."""
     deadline = time.monotonic() + timeout
     while not robot.wait_until_ready(0.1):
+        if ctrl_z is not None and ctrl_z.take():
+            _suspend(robot, threading.Lock(), ctrl_z, out)
         if stop.is_set() or time.monotonic() >= deadline:
             return False
     return True
+
+
+def _suspend(robot: Robot, gate: threading.Lock, ctrl_z: CtrlZ, out) -> None:
+    """Ctrl-Z came (:meth:`CtrlZ.take`): the robot stopped, its stop acknowledged
+    (:data:`CTRL_Z_STOP_S` at most), what was done said, and the process suspended, with
+    ``gate`` held from the stop until the process goes on (``fg``): no command of the
+    square follows the stop meanwhile."""
+    with gate:
+        acknowledged = robot.stop_all_motors_acknowledged(CTRL_Z_STOP_S)
+        if acknowledged:
+            out(f"{CTRL_Z_STOPPED}; fg goes on with the demonstration")
+        elif acknowledged is None:
+            out("suspended (Ctrl-Z): the robot is not connected, no stop was sent; fg goes on")
+        else:
+            out(f"suspended (Ctrl-Z): the robot did not acknowledge the stop within {CTRL_Z_STOP_S:g} s: "
+                "it may still be moving; fg goes on with the demonstration")
+        ctrl_z.suspend()
 
 
 def _command(out, what: str, command: Callable[[], None]) -> bool:
@@ -292,18 +345,23 @@ def _command(out, what: str, command: Callable[[], None]) -> bool:
 
 
 def _demonstrate(robot: Robot, sim, monitor: _Monitor, stop: StopFlag, args,
-                 deadline: float, out) -> int:
+                 deadline: float, out, ctrl_z: Optional[CtrlZ] = None) -> int:
     """The demonstration on a ready robot until ``deadline`` (time.monotonic()), then its
-    statistics: 0 when the link stayed up to the end, else 1."""
+    statistics: 0 when the link stayed up to the end, else 1. A Ctrl-Z (``ctrl_z``)
+    suspends the process meanwhile (:func:`_suspend`), the square's commands held."""
+    gate = threading.Lock()     # the square's commands wait while it is held (_suspend)
     if _command(out, "turn the camera on", lambda: robot.enable_camera(True, color=not args.grey)):
         out(f"{monitor.stamp()} driver -> robot  EnableCamera (QVGA, "
             f"{'grey' if args.grey else 'colour'})")
-    mover = threading.Thread(target=_square, args=(robot, stop, out), name="demo-square", daemon=True)
+    mover = threading.Thread(target=_square, args=(robot, stop, out, gate), name="demo-square", daemon=True)
     mover.start()
     previous = monitor.snapshot()
     last = time.monotonic()
     while not stop.is_set() and time.monotonic() < deadline:
-        stop.wait(1.0)
+        stop.wait(last + 1.0 - time.monotonic(), also=ctrl_z)
+        if ctrl_z is not None and ctrl_z.take():
+            _suspend(robot, gate, ctrl_z, out)
+            continue
         now = time.monotonic()
         line, previous = _status_line(robot, monitor, previous, now - last)
         last = now

@@ -1,4 +1,4 @@
-"""Every test leaves this process's handling of SIGINT, SIGTERM and SIGHUP as it found it.
+"""Every test leaves this process's handling of SIGINT, SIGTERM, SIGHUP and SIGTSTP as it found it.
 
 Some tests run a program's ``main()`` in pytest's own process, and a program may change
 how its process handles the stop signals for good (``cozmo-sim`` ends by ignoring SIGINT
@@ -16,8 +16,8 @@ from typing import Any, Dict, Iterator
 
 import pytest
 
-#: the stop signals whose handling a test must leave as it was
-GUARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+#: the stop signals, and Ctrl-Z's, whose handling a test must leave as it was
+GUARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGTSTP)
 
 
 def _describe(handler: Any) -> str:

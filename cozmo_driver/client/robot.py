@@ -15,6 +15,7 @@ nodes convert to metres at their boundary.
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import math
 import threading
@@ -273,6 +274,27 @@ class Robot:
 
     def stop_all_motors(self) -> None:
         self.send(msgs.StopAllMotors())
+
+    def stop_all_motors_acknowledged(self, timeout: float) -> Optional[bool]:
+        """StopAllMotors now (from any thread but the I/O thread), then wait, ``timeout`` s in
+        all at most, until the robot has acknowledged every reliable packet sent so far, the
+        stop with them: True once it has, False when it has not in time, None when the stop
+        could not be sent (not connected, the I/O thread not taking it in time). For a
+        program about to be suspended (Ctrl-Z), whose stop nothing would send again."""
+        deadline = time.monotonic() + timeout
+        try:
+            self.transport.call(self.link.send, msgs.StopAllMotors(), timeout=timeout)
+        except (CozmoError, TimeoutError, concurrent.futures.TimeoutError):
+            return None
+        try:
+            while not self.transport.call(lambda: self.link.session.send_queue_length == 0,
+                                          timeout=max(0.001, deadline - time.monotonic())):
+                if time.monotonic() >= deadline:
+                    return False
+                time.sleep(0.005)
+        except (CozmoError, TimeoutError, concurrent.futures.TimeoutError):
+            return False
+        return True
 
     def new_action_id(self) -> int:
         """An action id (1..255, wrapping) whose AcknowledgeAction :meth:`wait_for_action` can await."""

@@ -1,4 +1,5 @@
-"""The SIGINT/SIGTERM handlers of the programs without ROS take no lock.
+"""The SIGINT/SIGTERM handlers of the programs without ROS take no lock; the protocol demo,
+which drives the robot itself, stops it on Ctrl-Z (SIGTSTP) before it is suspended.
 
 Python runs a handler in the main thread between two bytecodes, also while that thread
 holds a ``threading`` lock (inside ``Event.wait``, ``Queue.get``...); a handler that asks
@@ -10,18 +11,23 @@ handlers made before.
 
 from __future__ import annotations
 
+import math
+import os
 import queue
 import signal
+import subprocess
 import sys
 import threading
+import time
 from typing import Callable, List
 
 import pytest
 
 from fixtures_signals import GUARDED_SIGNALS
 from cozmo_driver import bringup, protocol_demo
+from cozmo_driver.sim import SimServer
 from cozmo_driver.sim import cli as sim_cli
-from cozmo_driver.stop_flag import StopFlag
+from cozmo_driver.stop_flag import CtrlZ, StopFlag
 
 _LOCK_TYPES = (type(threading.Lock()), type(threading.RLock()))
 _LOCKING_MODULES = ("threading.py", "queue.py")
@@ -66,6 +72,27 @@ def test_stop_flag_handler_takes_no_lock_and_sets_the_flag():
     assert flag.wait(1) and flag.is_set()   # closed: still set, no wait
     flag.handle(signal.SIGTERM)             # a late signal after close: no error
     assert flag.signals[-1] == signal.SIGTERM
+
+
+def test_ctrl_z_handler_takes_no_lock_and_wakes_the_stop_flags_wait():
+    """The Ctrl-Z handler of the programs that drive the robot without ROS: no lock, and a
+    Ctrl-Z is taken once however often the handler ran, and wakes ``StopFlag.wait``
+    without setting the flag."""
+    with StopFlag() as flag:
+        ctrl_z = CtrlZ()
+        try:
+            assert not ctrl_z.take()
+            assert lock_calls(lambda: ctrl_z.handle(signal.SIGTSTP, None)) == []
+            ctrl_z.handle(signal.SIGTSTP)
+            t0 = time.monotonic()
+            assert not flag.wait(30, also=ctrl_z)
+            assert time.monotonic() - t0 < 10, "a Ctrl-Z did not wake the wait"
+            assert ctrl_z.take() and not ctrl_z.take()
+            assert not flag.is_set()
+        finally:
+            ctrl_z.close()
+        assert not ctrl_z.take()
+        ctrl_z.handle(signal.SIGTSTP)   # closed: no error
 
 
 def test_stop_flag_wakes_the_threads_that_wait():
@@ -143,7 +170,92 @@ def test_cozmo_sim_handler_takes_no_lock(monkeypatch, recorder):
 def test_protocol_demo_handler_takes_no_lock(recorder, capsys):
     assert protocol_demo.main(["--duration", "1"]) == 0
     assert "done." in capsys.readouterr().out
-    _check_handlers(recorder.own((signal.SIGINT, signal.SIGTERM, signal.SIGHUP)), 3)
+    _check_handlers(recorder.own((signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGTSTP)), 4)
+    assert recorder.own((signal.SIGTSTP,)), "no SIGTSTP (Ctrl-Z) handler"
+
+
+def test_protocol_demo_keeps_a_sigtstp_ignored_at_its_start(recorder, capsys):
+    """A SIGTSTP the demo started with ignored (a parent that wants no Ctrl-Z) stays so."""
+    signal.signal(signal.SIGTSTP, signal.SIG_IGN)  # the recorder puts it back
+    assert protocol_demo.main(["--duration", "1"]) == 0
+    assert "done." in capsys.readouterr().out
+    assert not recorder.own((signal.SIGTSTP,))
+    assert signal.getsignal(signal.SIGTSTP) == signal.SIG_IGN
+
+
+#: the demo must be stopped (its /proc state T) this long after SIGTSTP at most: its stop of
+#: the robot takes 0.2 s at most
+SUSPEND_TIMEOUT_S = 3.0
+#: how far the robot may move while the demo is stopped, mm (it drives at 50 mm/s)
+STILL_MM = 2.0
+
+
+def _state(pid: int) -> str:
+    """A process's state letter in /proc (R, S, T: stopped...), "" once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(") ", 1)[-1][:1]
+    except OSError:
+        return ""
+
+
+def _own_group() -> None:
+    """In the child: SIGINT and SIGTSTP at their defaults, and a process group of its own in
+    this session (Linux discards a SIGTSTP that would stop a process of an orphaned group,
+    and the group of a test run in a session of its own may be one; this one is not)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTSTP, signal.SIG_DFL)
+    os.setpgrp()
+
+
+def _moved_mm(sim: SimServer, seconds: float) -> float:
+    x0, y0, _ = sim.true_pose()
+    time.sleep(seconds)
+    x1, y1, _ = sim.true_pose()
+    return math.hypot(x1 - x0, y1 - y0)
+
+
+@pytest.mark.slow
+def test_protocol_demo_stops_the_robot_on_ctrl_z(tmp_path):
+    """Ctrl-Z (SIGTSTP) suspended cozmo-protocol-demo, which drives the robot itself, with
+    the robot driving on its last DriveWheels for as long as the demo stayed suspended. It
+    now stops the robot first, says so, and is then suspended (state T); fg (SIGCONT) goes
+    on, and a Ctrl-C still ends it as before."""
+    log = tmp_path / "demo.log"
+    with SimServer(host="127.0.0.1", port=0, seed=3) as sim, open(log, "wb") as output:
+        demo = subprocess.Popen(
+            [sys.executable, "-m", "cozmo_driver.protocol_demo", "--robot-ip", "127.0.0.1",
+             "--robot-port", str(sim.address[1]), "--duration", "60"],
+            stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT, preexec_fn=_own_group)
+        try:
+            deadline = time.monotonic() + 30.0
+            while "DriveWheels 50 mm/s (side 1 of 4)" not in log.read_text():
+                assert demo.poll() is None and time.monotonic() < deadline, log.read_text()
+                time.sleep(0.05)
+            time.sleep(0.5)   # a side takes 2 s
+            assert _moved_mm(sim, 0.2) > 3.0, f"the robot does not drive:\n{log.read_text()}"
+            demo.send_signal(signal.SIGTSTP)
+            deadline = time.monotonic() + SUSPEND_TIMEOUT_S
+            while _state(demo.pid) != "T":
+                assert time.monotonic() < deadline, \
+                    f"not stopped {SUSPEND_TIMEOUT_S} s after SIGTSTP:\n{log.read_text()}"
+                time.sleep(0.02)
+            time.sleep(0.3)
+            moved = _moved_mm(sim, 1.0)
+            assert _state(demo.pid) == "T"
+            assert moved < STILL_MM, \
+                f"the robot drove {moved:.0f} mm in 1 s while the demo was suspended:\n{log.read_text()}"
+            assert "suspended (Ctrl-Z): the robot was stopped" in log.read_text()
+            demo.send_signal(signal.SIGCONT)
+            time.sleep(0.5)
+            demo.send_signal(signal.SIGINT)
+            assert demo.wait(15.0) == 128 + signal.SIGINT, log.read_text()
+            assert "interrupted (SIGINT)" in log.read_text()
+            assert "Traceback" not in log.read_text()
+        finally:
+            if demo.poll() is None:
+                demo.kill()
+                demo.wait()
 
 
 def test_bringup_handler_takes_no_lock_and_reaches_the_loop(recorder):

@@ -159,3 +159,28 @@ def test_a_post_while_the_client_is_not_running_is_logged_not_raised(log_records
     robot.post_move_head(0.0)
     posted = [m for m in logged.messages if "not sent: the robot client is not running" in m]
     assert len(posted) == 3 and "[poster] StopAllMotors" in posted[0] and "DriveWheels" in posted[1]
+
+
+def test_a_stop_acknowledged_says_whether_the_robot_took_it():
+    """stop_all_motors_acknowledged (a program about to be suspended by Ctrl-Z): True once the
+    robot acknowledged the stop, which stopped its treads; None when no stop could be sent."""
+    sim = SimServer(host="127.0.0.1", port=0, seed=11).start()
+    robot = Robot(*sim.address, local_host="127.0.0.1", name="acknowledged")
+    try:
+        assert robot.stop_all_motors_acknowledged(0.2) is None     # not started
+        robot.start()
+        assert robot.wait_until_ready(10.0)
+        robot.drive_wheels(50.0, 50.0)
+        assert sim.wait_until(lambda s: min(s.wheel_speeds()) > 0.0, 5.0)
+        t0 = time.monotonic()
+        assert robot.stop_all_motors_acknowledged(2.0) is True
+        assert time.monotonic() - t0 < 2.0
+        assert sim.wait_until(lambda s: s.wheel_speeds() == (0.0, 0.0), 1.0), sim.wheel_speeds()
+        sim.set_link_up(False)      # nothing reaches the robot: its acknowledgement never comes
+        robot.drive_wheels(50.0, 50.0)
+        t0 = time.monotonic()
+        assert robot.stop_all_motors_acknowledged(0.2) is False
+        assert 0.15 < time.monotonic() - t0 < 1.0
+    finally:
+        robot.stop(timeout=0.5)
+        sim.stop()
