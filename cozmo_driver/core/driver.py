@@ -160,6 +160,7 @@ class DriverCore(NotesMixin, LinkNotesMixin, ActuatorsMixin, CameraMixin):
         self._nv = NvReadAssembler()
         self.active = False
         self.estop = False
+        self.suspending = False  # Ctrl-Z: motion refused until the process goes on (hold_for_ctrl_z)
         self.link_state = LinkState.DISCONNECTED
         self.ever_ready = False
         self.robot_lost = False  # a ready robot was lost, not ready again since: LOST (reported_state)
@@ -487,6 +488,8 @@ class DriverCore(NotesMixin, LinkNotesMixin, ActuatorsMixin, CameraMixin):
             return "inactive", "the driver is not active"
         if motion and self.estop:
             return "estop", "emergency stop engaged (release it with the emergency_stop service)"
+        if motion and self.suspending:
+            return "suspended", "the driver is being suspended (Ctrl-Z)"
         if self.robot is None or self.link_state is not LinkState.READY:
             return "offline", "not connected to the robot"
         return None
@@ -650,6 +653,14 @@ class DriverCore(NotesMixin, LinkNotesMixin, ActuatorsMixin, CameraMixin):
         with self.drive_lock:
             self._deadline = self._last_move = None
             self.post_if_ready(_STOP)
+
+    def hold_for_ctrl_z(self, held: bool) -> None:
+        """Ctrl-Z is about to suspend the process (``held``): until it goes on (False), motion
+        commands are refused (the cmd_vel thread runs until the process stops), and no
+        watchdog stop is left pending (the caller stops every motor)."""
+        with self.drive_lock:
+            self.suspending = held
+            self._deadline = self._last_move = None
 
     def emergency_stop(self, engage: bool) -> str:
         """Engage (stop every motor, refuse motion) or release the emergency stop; returns

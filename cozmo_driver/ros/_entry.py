@@ -34,6 +34,15 @@ spin loop sees the mark and ends. A second signal while the node stops changes n
 (the stop is bounded); the process exits 0 on SIGINT, SIGTERM and SIGHUP alike. From the first
 stop request on, the process has :data:`STOP_DEADLINE_S` to end, or faulthandler's
 watchdog prints every thread's stack and ends it with status 1 (:func:`arm_stop_deadline`).
+
+Ctrl-Z (SIGTSTP) in a process whose node drives the robot (``spin_nodes``' ``suspend``: the
+driver, ``cozmo_stack`` with the driver): its default action suspended the process with the
+robot driving on its last command, the cmd_vel watchdog suspended with it. It comes the same
+way (the wake-up socket, the thread, the guard condition), as a request to suspend; the spin
+loop, on the executor, calls ``suspend()`` (the driver stops the robot, a moment at most),
+then suspends the process as the default action does (``stop_flag.suspend_process``); after
+``fg`` (SIGCONT) it calls what ``suspend()`` returned and spins on. A SIGTSTP ignored at the
+start stays ignored; the other nodes keep its default action.
 """
 
 from __future__ import annotations
@@ -54,6 +63,7 @@ import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 
+from ..stop_flag import ctrl_z_taken, suspend_process
 from ._compat import InvalidHandle, try_shutdown
 from .name_guard import NameGuard
 from .participant_exit import arm_teardown_rescue, participant_teardown_can_hang
@@ -89,6 +99,8 @@ class StopSignals:
 
     def __init__(self) -> None:
         self.requested = threading.Event()
+        #: a Ctrl-Z came that the spin has not acted on yet (:meth:`take_ctrl_z`)
+        self.ctrl_z = threading.Event()
         self.signum: Optional[int] = None
         self._guard: Any = None
         self._node: Any = None
@@ -121,6 +133,16 @@ class StopSignals:
         self._thread.start()
         return True
 
+    def take_ctrl_z(self) -> bool:
+        """From now on, Ctrl-Z (SIGTSTP) sets :attr:`ctrl_z` and wakes the executor instead of
+        suspending the process; whether it does: not outside the main thread, nor before
+        :meth:`install`, nor where SIGTSTP was ignored at the start."""
+        if not self.installed or threading.current_thread() is not threading.main_thread() \
+                or not ctrl_z_taken():
+            return False
+        signal.signal(signal.SIGTSTP, _noted_elsewhere)
+        return True
+
     def _wake_on_signals(self, reader: socket.socket) -> None:
         while True:
             try:
@@ -129,7 +151,11 @@ class StopSignals:
                 return
             if not data:
                 return
-            signals = [b for b in data if b != _QUIT[0]]
+            if signal.SIGTSTP in data:
+                with self._lock:
+                    self.ctrl_z.set()
+                    self._wake()
+            signals = [b for b in data if b not in (_QUIT[0], signal.SIGTSTP)]
             if signals:
                 self.request(signals[0])
             if _QUIT in data:
@@ -143,18 +169,22 @@ class StopSignals:
             if self.signum is None and signum is not None:
                 self.signum = signum
             self.requested.set()
-            if self._guard is not None:
-                try:
-                    self._guard.trigger()
-                except (InvalidHandle, RuntimeError):  # the node is going: the spin is over
-                    pass
+            self._wake()
+
+    def _wake(self) -> None:
+        """Wake the executor (the lock held)."""
+        if self._guard is not None:
+            try:
+                self._guard.trigger()
+            except (InvalidHandle, RuntimeError):  # the node is going: the spin is over
+                pass
 
     def attach(self, node: Any) -> None:
         """Wake ``node``'s executor on a stop request (a guard condition of the node)."""
         guard = node.create_guard_condition(lambda: None)
         with self._lock:
             self._guard, self._node = guard, node
-            requested = self.requested.is_set()
+            requested = self.requested.is_set() or self.ctrl_z.is_set()
         if requested:
             guard.trigger()
 
@@ -500,8 +530,13 @@ def _close_signals() -> None:
         signals.close()
 
 
+#: what ``spin_nodes``' ``suspend`` is: stops what the nodes drive before Ctrl-Z suspends
+#: the process, and returns what to call once it goes on (or None)
+Suspend = Callable[[], Optional[Callable[[], None]]]
+
+
 def _spin(executor: SingleThreadedExecutor, context: Any,
-          signals: Optional[StopSignals]) -> None:
+          signals: Optional[StopSignals], suspend: Optional[Suspend] = None) -> None:
     while context.ok() and not (signals is not None and signals.requested.is_set()):
         try:
             executor.spin_once()
@@ -511,24 +546,41 @@ def _spin(executor: SingleThreadedExecutor, context: Any,
             if context.ok():
                 raise
             return
+        if suspend is not None and signals is not None and signals.ctrl_z.is_set() \
+                and not signals.requested.is_set():
+            _suspend(signals, suspend)
+
+
+def _suspend(signals: StopSignals, suspend: Suspend) -> None:
+    """Ctrl-Z: ``suspend()``, then the process suspended as by SIGTSTP's default action;
+    once it goes on (``fg``), what ``suspend()`` returned, and Ctrl-Z taken again (one that
+    came meanwhile is forgotten)."""
+    resume = suspend()
+    try:
+        suspend_process(_noted_elsewhere)
+    finally:
+        signals.ctrl_z.clear()
+        if resume is not None:
+            resume()
 
 
 def spin_node(node: Any, start: Optional[Callable[[], None]] = None,
               stop: Optional[Callable[[SingleThreadedExecutor], None]] = None,
-              guard_name: bool = True) -> int:
+              guard_name: bool = True, suspend: Optional[Suspend] = None) -> int:
     """Spin ``node`` until SIGINT, SIGTERM, SIGHUP or an external shutdown; ``start()`` runs first
     (inside the interruptible part), ``stop(executor)`` after, with the executor still up
     and the context still valid (the signals of :func:`init` do not shut it down), then
     the executor, the node and rclpy are shut down. Returns the exit status: 0, or 2
     when ``guard_name`` found another node of the same name in the ROS domain in the
     node's first seconds (:class:`~cozmo_driver.ros.name_guard.NameGuard`: the node
-    then says so and stops as on a signal)."""
-    return spin_nodes([node], start, stop, guard_name)
+    then says so and stops as on a signal). ``suspend``: the node drives the robot, and
+    Ctrl-Z calls it before the process is suspended (see the module docstring)."""
+    return spin_nodes([node], start, stop, guard_name, suspend)
 
 
 def spin_nodes(nodes: Sequence[Any], start: Optional[Callable[[], None]] = None,
                stop: Optional[Callable[[SingleThreadedExecutor], None]] = None,
-               guard_name: bool = True) -> int:
+               guard_name: bool = True, suspend: Optional[Suspend] = None) -> int:
     """:func:`spin_node` for several nodes of one context on one single-threaded executor
     (the whole stack in one process: ``cozmo_stack``). Each node's name is guarded; a
     refusal of any stops them all. After the spin: ``stop(executor)`` (the caller's
@@ -546,9 +598,11 @@ def spin_nodes(nodes: Sequence[Any], start: Optional[Callable[[], None]] = None,
     try:
         if signals is not None:
             signals.attach(nodes[0])  # one guard condition wakes the executor of them all
+            if suspend is not None:
+                signals.take_ctrl_z()  # kept to the end: a Ctrl-Z while the nodes stop is ignored
         if start is not None and not (signals is not None and signals.requested.is_set()):
             start()
-        _spin(executor, context, signals)
+        _spin(executor, context, signals, suspend)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:

@@ -64,7 +64,7 @@ from .driver_support import RosLogHandler as _RosLogHandler
 from .driver_support import core_attribute as _core_attribute
 from .driver_support import collector_off, declare_parameters, destroy_state_machine, log_line
 from .driver_support import camera_file, close_link, destroy_retired, finish_goals, flush, still_retiring, withdraw
-from .driver_support import transition as _transition, twist_reader
+from .driver_support import ctrl_z_stop, transition as _transition, twist_reader
 from .handover import HandOver
 from .steady import steady_timer
 from .subscription_thread import SubscriptionThread, Unsupported
@@ -492,7 +492,7 @@ def main(args: Optional[List[str]] = None) -> int:
         cozmo_logger.removeHandler(handler)
         resume_collector()  # (a stop before start() ended)
 
-    return spin_node(node, start, stop)
+    return spin_node(node, start, stop, suspend=lambda: ctrl_z_stop(node))  # Ctrl-Z: the robot stopped first
 
 
 if __name__ == "__main__":

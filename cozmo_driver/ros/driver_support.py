@@ -10,13 +10,14 @@ from __future__ import annotations
 import gc
 import logging
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.parameter import Parameter
 from rclpy.serialization import deserialize_message
 
+from ..stop_flag import CTRL_Z_STOPPED
 from ._entry import bad_qos_overrides, unknown_parameters
 from .serialized import LayoutError, read_twist
 from .steady import steady_timer
@@ -24,7 +25,7 @@ from .steady import steady_timer
 __all__ = ["transition", "camera_file", "descriptor", "declare_parameters", "twist_reader", "RosLogHandler",
            "log_line", "core_attribute", "collector_off", "destroy_state_machine", "release_line",
            "close_link", "flush", "finish_goals", "ESTOP_REFUSAL", "NOT_CONNECTED_REFUSAL",
-           "inactive_refusal", "ServerRetirement", "still_retiring", "withdraw", "destroy_retired"]
+           "inactive_refusal", "ServerRetirement", "still_retiring", "withdraw", "destroy_retired", "ctrl_z_stop"]
 
 
 #: why a command or goal is refused, as the media and the motion actions say it
@@ -37,6 +38,40 @@ def inactive_refusal(node: Any) -> str:
     """Why a command or goal is refused while ``node`` (the driver) is inactive."""
     return (f"the driver is not active (activate it: ros2 lifecycle set "
             f"{node.get_fully_qualified_name()} activate)")
+
+
+#: Ctrl-Z: how long the driver waits for the robot to acknowledge its stop before the process
+#: is suspended, s
+CTRL_Z_STOP_S = 0.2
+#: why Ctrl-Z ends the motion goals and the animation
+CTRL_Z_REASON = "the driver was suspended (Ctrl-Z)"
+
+
+def ctrl_z_stop(node: Any) -> Optional[Callable[[], None]]:
+    """Before Ctrl-Z suspends the driver's process (``spin_nodes``' ``suspend``, on the
+    executor): motion commands refused and no watchdog stop pending (``hold_for_ctrl_z``:
+    the cmd_vel thread runs until the process stops), every motion goal and the animation
+    ended aborted, StopAllMotors sent and acknowledged (:data:`CTRL_Z_STOP_S` at most), one
+    line logged. Returns what takes commands again once the process goes on (``fg``);
+    nothing moves by itself then."""
+    core = node._core
+    core.hold_for_ctrl_z(True)
+    if node._motion is not None:
+        node._motion.abort_all(CTRL_Z_REASON)
+    if node._media is not None:
+        node._media.abort_animations(CTRL_Z_REASON)
+    robot = node._robot
+    acknowledged = robot.stop_all_motors_acknowledged(CTRL_Z_STOP_S) if robot is not None and core.connected \
+        else None
+    then = "fg resumes, and commands are taken again"
+    if acknowledged:
+        node.get_logger().info(f"{CTRL_Z_STOPPED}; {then}")
+    elif acknowledged is None:
+        node.get_logger().warning(f"suspended (Ctrl-Z): the robot is not connected, no stop could reach it; {then}")
+    else:
+        node.get_logger().warning(f"suspended (Ctrl-Z): the robot did not acknowledge the stop within "
+                                  f"{CTRL_Z_STOP_S:g} s: it may still be moving; {then}")
+    return lambda: core.hold_for_ctrl_z(False)
 
 
 def close_link(robot: Any, listener: Callable[[Any], None], log: Callable[[int, str], None]) -> None:

@@ -237,12 +237,17 @@ class MediaInterfaces(AnimationGoals):
         waiting for the motors' calibration (a release before that ends must not start it)."""
         self._estop = bool(engaged)
         if engaged:
-            for goal in list(self._goals.values()):
-                if goal.kind == "animation":
-                    self.av.cancel_clip(goal.token, "emergency stop engaged")
-            for waiting in self._waiting:
-                if waiting.preempted is None:
-                    waiting.preempted = "emergency stop engaged"
+            self.abort_animations("emergency stop engaged")
+
+    def abort_animations(self, reason: str) -> None:
+        """The animation playing ends aborted with ``reason`` (its frames stop at once), and
+        so does one waiting for the motors' calibration."""
+        for goal in list(self._goals.values()):
+            if goal.kind == "animation":
+                self.av.cancel_clip(goal.token, reason)
+        for waiting in self._waiting:
+            if waiting.preempted is None:
+                waiting.preempted = reason
 
     # ------------------------------------------------------------------ helpers
 

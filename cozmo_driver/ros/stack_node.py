@@ -378,8 +378,14 @@ def main(args: Optional[List[str]] = None) -> int:
         cozmo_logger = logging.getLogger("cozmo")
         cozmo_logger.addHandler(running.log_handler)
         cozmo_logger.propagate = False
+    suspend = None
+    if driver is not None:  # Ctrl-Z: the robot stopped before the process is suspended
+        from functools import partial
+
+        from .driver_support import ctrl_z_stop
+        suspend = partial(ctrl_z_stop, driver)
     return spin_nodes(running.nodes, lambda: _start(running),
-                      lambda executor: _stop(running, executor))
+                      lambda executor: _stop(running, executor), suspend=suspend)
 
 
 if __name__ == "__main__":

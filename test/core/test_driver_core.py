@@ -450,6 +450,28 @@ def test_no_drive_after_the_emergency_stop_until_released(rig):
     assert robot.sent("DriveWheels")[-1][1].lwheel_speed_mmps == pytest.approx(50.0)
 
 
+def test_no_motion_while_ctrl_z_suspends_the_driver(rig):
+    """Ctrl-Z: from hold_for_ctrl_z(True) until the process goes on (False) no drive or head
+    command goes out (the cmd_vel thread runs on until the process stops, after the stop),
+    and the watchdog has nothing left to stop; after it, a new cmd_vel drives again."""
+    robot, core, output = rig
+    core.drive(0.05, 0.0)
+    robot.run(0.1)
+    assert core.watchdog_due is not None
+    core.hold_for_ctrl_z(True)
+    assert core.watchdog_due is None
+    before = len(robot.received)
+    core.drive(0.05, 0.0)
+    core.set_head(0.2)
+    robot.run(0.2)
+    assert not [m.NAME for _, m in robot.received[before:] if m.NAME in ("DriveWheels", "SetHeadAngle")]
+    assert output.said("cmd_vel refused: the driver is being suspended (Ctrl-Z)", logging.WARNING)
+    core.hold_for_ctrl_z(False)
+    core.drive(0.05, 0.0)
+    robot.run(0.1)
+    assert robot.sent("DriveWheels")[-1][1].lwheel_speed_mmps == pytest.approx(50.0)
+
+
 def test_bad_commands_are_refused_or_clamped_with_what_was_wrong(rig):
     robot, core, output = rig
     core.drive_twist("cmd_vel", (math.nan, 0.0, 0.0), (0.0, 0.0, 0.0))
