@@ -21,7 +21,9 @@ tolerances, frames) and the driver (active, no emergency stop, connected, for
 the treads: not picked up); a refused goal is REJECTED and the reason logged
 (``/rosout``). An accepted goal preempts the goal running on the same motor
 (head, lift, or treads: every action but the head and lift ones uses the
-treads), which ends ABORTED with "preempted by a new goal". Its commands go to
+treads), which ends ABORTED with "preempted by a new goal"; its motion goes on until
+the new goal's first command replaces it, and is stopped if the new goal sends none
+(already there, or ended before it started). Its commands go to
 the robot with an action id (``Robot.post_head_angle``, ``post_lift_height``,
 ``post_turn_in_place``: SetHeadAngle, SetLiftHeight, TurnInPlace) or as a path
 (``Robot.post_execute_path``: ClearPath, AppendPathSeg*, ExecutePath with an
@@ -158,17 +160,21 @@ class MotionActions:
         """Whether a goal runs on ``resource`` (any thread: a dict lookup)."""
         return resource in self._runs
 
-    def preempt(self, resource: str, reason: str, stop: bool = False) -> None:
+    def preempt(self, resource: str, reason: str, stop: bool = False) -> Optional[Callable[[], None]]:
         """End the goal running on ``resource`` as ABORTED (a topic command or a new goal
         took the motor over); a path ends on the robot first (ClearPath): the robot ignores
         DriveWheels while it follows a path, so the command that took over would do
         nothing, and a turn in place leaves the path to go on after it. ``stop``: the motor
-        is stopped whatever the goal (nothing takes it over)."""
+        is stopped whatever the goal (nothing takes it over). Returns the stop of the motion
+        left going (None: none was), for a new goal that may send nothing to replace it."""
         run = self._runs.get(resource)
-        if run is not None:
-            if stop or isinstance(self._goals.get(run.name), PathGoal):
-                self._stop_motor(run)
-            self._finish(run, ABORTED, reason)
+        if run is None:
+            return None
+        stopped = stop or isinstance(self._goals.get(run.name), PathGoal)
+        if stopped:
+            self._stop_motor(run)
+        self._finish(run, ABORTED, reason)
+        return None if stopped else run.stop
 
     def heading_restarted(self, reason: str) -> None:
         """Any thread (the driver core's I/O thread, when the head starts to calibrate): the
@@ -418,8 +424,10 @@ class MotionActions:
         resource = ACTION_NAMES[name][1]
         run = Run(name, resource, goal_handle, plan or {}, accepted_at=checked_at)
         # a path the previous goal runs ends on the robot first: a turn in place does not
-        # end it there (Anki's firmware hands the treads back to the path after the turn)
-        self.preempt(resource, f"{PREEMPTED} ({name})")
+        # end it there (Anki's firmware hands the treads back to the path after the turn).
+        # Another motion goes on until the new goal's first command replaces it: the run holds
+        # its stop until then, for a cancel, or a start that sends nothing (_execute)
+        run.stop = self.preempt(resource, f"{PREEMPTED} ({name})")
         media = getattr(self._node, "_media", None)
         if media is not None:  # an animation that moves this motor ends, before the goal's commands
             media.preempt_animation(resource, f"a new {name} goal")
@@ -451,6 +459,8 @@ class MotionActions:
                     self._goals[run.name].start(run)
                 except MotionError as exc:
                     self._finish(run, ABORTED, str(exc))
+            if run.tracker is None:  # nothing sent (already there, failed, ended): the motion
+                self._stop_motor(run)  # of the goal it preempted, if any, must not go on
             if run.outcome is None:
                 await run.future
             outcome = run.outcome

@@ -63,7 +63,7 @@ class Run:
     outcome: Optional[Outcome] = None
     last_feedback: float = -1e9
     sample: Optional[StateSample] = None     # the latest robot state seen while running
-    stop: Optional[Callable[[], None]] = None
+    stop: Optional[Callable[[], None]] = None  # before its start: the preempted goal's, if it moves on
     accepted_at: float = 0.0                 # time.monotonic() when its driver check began
 
 

@@ -461,6 +461,57 @@ def test_wheel_goal_preempted_by_a_new_goal(rig, name):
     assert result.distance_traveled == pytest.approx(0.03, abs=0.01)
 
 
+def test_a_turn_preempted_by_a_goal_that_drives_nothing_is_stopped(rig):
+    """A new goal stopped the goal it preempted only if that one drove a path: a turn in place
+    went on, and a go_to_pose already within its tolerances sends nothing (SUCCEEDED, "nothing
+    to drive"), so the robot kept turning with no goal running. The motion of the goal a new
+    goal preempts is stopped when the new goal sends nothing to replace it."""
+    turn = rig.send("turn_in_place", TurnInPlace.Goal(angle=6.0, speed=0.5))
+    assert turn is not None
+    rig.spin_for(1.0)
+    ctx = rig.node._motion._goals["go_to_pose"].ctx
+    here = ctx.to_odom_pose(ctx.now_sample())   # where the driver's odometry has the robot
+    goal = GoToPose.Goal(pose=pose_stamped(here.x, here.y, here.yaw), position_tolerance=0.05,
+                         heading_tolerance=math.pi)
+    status, result = rig.run("go_to_pose", goal)
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    assert result.message == "already within the tolerances: nothing to drive"
+    status, result = rig.wait(turn)
+    assert status == GoalStatus.STATUS_ABORTED and result.message == "preempted by a new goal (go_to_pose)"
+    assert not rig.node._motion.running
+    assert stays_still(rig), " ".join(m.NAME for _, m in rig.sim.commands()[-8:])
+
+
+@pytest.mark.parametrize("axis", ["head", "lift"])
+def test_an_axis_goal_preempted_by_a_goal_that_fails_to_start_is_stopped(rig, axis):
+    """The same for the head and the lift: a new goal that ends before its command goes out
+    (its start fails) stops the motion of the goal it preempted."""
+    from cozmo_driver.driver.motion import MotionError
+    name, slow, fast, field, truth, tol = AXES[axis]
+    goal_type = rig.node._motion._goals[name]
+    assert rig.spin_until(lambda: not rig.node._robot.calibrating(axis), 5.0)
+    first = rig.send(name, slow)
+    rig.spin_for(0.4)
+
+    def start(run):
+        raise MotionError("no start")
+
+    goal_type.start = start
+    try:
+        status, result = rig.run(name, fast)
+    finally:
+        del goal_type.start
+    assert status == GoalStatus.STATUS_ABORTED and result.message == "no start"
+    status, result = rig.wait(first)
+    assert status == GoalStatus.STATUS_ABORTED and result.message.startswith("preempted by a new goal")
+    rig.spin_for(0.2)  # the stop reaches the robot
+    stopped = truth(rig.sim)
+    rig.spin_for(0.4)
+    assert truth(rig.sim) == pytest.approx(stopped, abs=1e-3)      # it stays where it stopped
+    target = slow.angle if axis == "head" else slow.height
+    assert abs(stopped - target) > 5 * tol
+
+
 def test_cmd_vel_preempts_a_wheel_goal_but_not_the_head_goal(rig):
     head = rig.send("set_head_angle", AXES["head"][1])
     turn = rig.send("turn_in_place", TurnInPlace.Goal(angle=2.0, speed=1.0))
