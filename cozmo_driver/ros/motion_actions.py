@@ -52,7 +52,9 @@ no tf2_ros needed). The driver subscribes to those two topics the first time a
 goal names such a frame, and the goal waits up to :data:`TF_WAIT_S` for its
 transforms (the goal callback is a coroutine, in a re-entrant callback group of
 the servers' own, so the wait holds up nothing else); a goal in a frame that
-cannot be linked is then rejected, naming the frame. Targets are converted
+cannot be linked is then rejected, naming the frame; an emergency stop or a
+deactivation during the wait rejects it too (engaged and released within the wait
+as well). Targets are converted
 from odom into the robot's own pose frame with the odometry offset
 (:mod:`cozmo_driver.driver.odometry`), because the robot's path follower works
 in its frame, in millimetres.
@@ -105,6 +107,18 @@ _TF_QOS = qos.QOS_TF
 _TF_STATIC_QOS = qos.profile(100, latched=True)  # what tf2's static listener asks for
 
 
+class _TfWait:
+    """A goal callback waiting for tf: its frames, the future it awaits, and the reason
+    :meth:`MotionActions.abort_all` ended the wait with (None: not ended so)."""
+
+    __slots__ = ("frames", "future", "aborted")
+
+    def __init__(self, frames: List[str], future: Future) -> None:
+        self.frames = frames
+        self.future = future
+        self.aborted: Optional[str] = None
+
+
 class MotionActions:
     """The six motion action servers of one driver node. See the module docstring.
 
@@ -132,7 +146,7 @@ class MotionActions:
         self._goals: Dict[str, MotionGoal] = {name: goal_type(context)
                                               for name, goal_type in GOAL_TYPES.items()}
         self._tf_subscribed = False
-        self._tf_waiters: List[Tuple[List[str], Future]] = []
+        self._tf_waiters: List[_TfWait] = []
         self._entities: List[Tuple[Callable[[Any], Any], Any]] = []
         self._handover = HandOver(node, self._on_handed_over)
         self._entities.append((HandOver.destroy, self._handover))
@@ -185,9 +199,15 @@ class MotionActions:
         self._handover.put((_RESTART, reason, None))
 
     def abort_all(self, reason: str) -> None:
-        """End every running goal as ABORTED (emergency stop, deactivation, lost link)."""
+        """End every running goal as ABORTED (emergency stop, deactivation, shutdown), and
+        end the wait of every goal still waiting for tf: it is rejected with ``reason`` (a
+        release or activation before its transforms come must not start it)."""
         for run in list(self._runs.values()):
             self._finish(run, ABORTED, reason)
+        for waiter in self._tf_waiters:
+            waiter.aborted = waiter.aborted or reason
+            if not waiter.future.done():
+                waiter.future.set_result(False)
 
     def goals_running(self) -> bool:
         """Whether a goal or execute callback has not returned yet."""
@@ -205,10 +225,7 @@ class MotionActions:
             self._robot.remove_listener(self._on_robot_event)
         except ValueError:
             pass
-        self.abort_all("the driver is shutting down (cleanup)")
-        for _, future in self._tf_waiters:
-            if not future.done():
-                future.set_result(False)
+        self.abort_all("the driver is shutting down (cleanup)")  # the tf waits too
         for destroy, entity in reversed(self._entities):
             destroy(entity)
         self._entities.clear()
@@ -249,9 +266,9 @@ class MotionActions:
             tr, q = t.transform.translation, t.transform.rotation
             self.tf.set(t.header.frame_id, t.child_frame_id, (tr.x, tr.y, tr.z),
                         (q.x, q.y, q.z, q.w), now, static)
-        for frames, future in self._tf_waiters:
-            if not future.done() and self._frames_known(frames):
-                future.set_result(True)
+        for waiter in self._tf_waiters:
+            if not waiter.future.done() and self._frames_known(waiter.frames):
+                waiter.future.set_result(True)
 
     def _subscribe_tf(self) -> None:
         """Follow /tf and /tf_static from now on. Not before a goal needs them: the driver
@@ -297,13 +314,14 @@ class MotionActions:
                node._frame("base_link_frame")}
         return sorted({n.lstrip("/") for n in names} - own)
 
-    async def _wait_for_frames(self, frames: List[str]) -> None:
-        """Until tf links every frame to odom, or TF_WAIT_S passes (the check then says why)."""
+    async def _wait_for_frames(self, frames: List[str]) -> Optional[str]:
+        """Until tf links every frame to odom, or TF_WAIT_S passes (the check then says why).
+        Returns why the wait was cut short (:meth:`abort_all`: the goal is refused), or None."""
         if self._frames_known(frames):
-            return
+            return None
         self._subscribe_tf()
         future: Future = Future()
-        waiter = (frames, future)
+        waiter = _TfWait(frames, future)
         self._tf_waiters.append(waiter)
 
         def give_up() -> None:
@@ -315,6 +333,7 @@ class MotionActions:
         finally:
             self._node.destroy_timer(timer)
             self._tf_waiters.remove(waiter)
+        return waiter.aborted
 
     def _on_handed_over(self, item: Tuple[int, Any, Any]) -> None:
         """What the I/O thread handed over, on the executor: feed the trackers."""
@@ -360,10 +379,11 @@ class MotionActions:
             self._log.warning(f"{name} goal rejected: {exc}")
             return GoalResponse.REJECT
         frames = self._goal_frames(name, goal)
+        aborted = None
         if frames and not self._closed:
             self._pending_executes += 1  # the server must outlive this callback
             try:
-                await self._wait_for_frames(frames)
+                aborted = await self._wait_for_frames(frames)
             finally:
                 self._pending_executes -= 1
         # a goal counts from its driver check: a link lost after it (during the goal's own
@@ -372,6 +392,9 @@ class MotionActions:
         try:
             if self._closed:
                 raise MotionError("the driver is shutting down")
+            if aborted:  # an emergency stop or deactivation while it waited, even if over now
+                raise MotionError(f"{aborted} while the goal waited for the transforms of "
+                                  f"{', '.join(frames)}")
             self._check_driver(resource)
             plan = self._goals[name].check(goal)
             self._goals[name].check_duration(plan)

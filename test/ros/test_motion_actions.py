@@ -798,6 +798,42 @@ def test_follow_path_waits_only_for_the_frames_of_the_field_it_uses(rig):
     assert not motion._tf_subscribed and rig.probe.count_subscribers("/tf") == 0
 
 
+@pytest.mark.parametrize("interruption", ["emergency_stop", "deactivation"])
+def test_a_goal_waiting_for_tf_is_rejected_by_an_emergency_stop_or_deactivation(rig, interruption):
+    """A goal waiting for its transforms was checked against the driver only after the
+    wait, and the emergency stop's and deactivation's abort did not reach it: engaged and
+    released (deactivated and activated) meanwhile, the goal was accepted once map -> odom
+    came and drove. It is rejected with the reason, and nothing moves."""
+    motion = rig.node._motion
+    lines: List[str] = []
+    motion._log = LogRecorder(motion._log, lines)
+    tf_pub = rig.probe.create_publisher(TFMessage, "/tf", QoSProfile(depth=100))
+    future = rig.client("go_to_pose").send_goal_async(
+        GoToPose.Goal(pose=pose_stamped(0.15, 0.0, 0.0, "map")))
+    assert rig.spin_until(lambda: motion._tf_subscribed, 2.0)
+    rig.spin_for(0.2)
+    assert not future.done(), "the goal does not wait for tf"
+    if interruption == "emergency_stop":
+        rig.estop(True)
+        rig.spin_for(0.2)
+        rig.estop(False)
+        reason = "emergency stop engaged"
+    else:
+        rig.node.trigger_deactivate()
+        rig.spin_for(0.2)
+        rig.node.trigger_activate()
+        reason = "the driver was deactivated"
+    t = TransformStamped()
+    t.header.frame_id, t.child_frame_id = "map", "odom"
+    t.transform.rotation.w = 1.0
+    rig.spin_for(0.3, every=lambda: tf_pub.publish(TFMessage(transforms=[t])))
+    assert rig.spin_until(future.done, 5.0)
+    motion._log = motion._log.logger
+    assert not future.result().accepted, "the goal was accepted after the release"
+    assert any("go_to_pose goal rejected: " in m and reason in m for m in lines), lines
+    assert stays_still(rig)
+
+
 def test_go_to_pose_relative_to_the_robot(rig):
     assert rig.run("turn_in_place", TurnInPlace.Goal(angle=1.0))[0] == GoalStatus.STATUS_SUCCEEDED
     _, _, yaw0 = rig.odom_truth()
