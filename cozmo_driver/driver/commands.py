@@ -20,7 +20,7 @@ from typing import Iterable, Optional, Tuple
 from ..errors import UsageError
 
 __all__ = ["CommandError", "require_finite", "clamp", "rgb555", "rgb555_to_rgb", "volume_level",
-           "check_frame"]
+           "check_frame", "check_cmd_vel_stamp"]
 
 
 class CommandError(UsageError, ValueError):
@@ -89,3 +89,20 @@ def check_frame(frame_id: str, allowed: Iterable[str], field: str) -> None:
     if frame_id and frame_id not in allowed:
         names = ", ".join(repr(a) for a in allowed)
         raise CommandError(f"{field} = {frame_id!r}: commands must be in {names} (or empty)")
+
+
+def check_cmd_vel_stamp(sec: int, nanosec: int, now_ns: int, timeout_s: float) -> None:
+    """Refuse a stamped cmd_vel stamped more than ``timeout_s`` (``cmd_vel_timeout``) before
+    ``now_ns``, the driver's clock (ns), or more than that after it: a command delivered late
+    (after a Wi-Fi stall, republished, replayed from a bag) would drive the treads for a whole
+    cmd_vel_timeout each time it came. A zero stamp (many tools publish one) is taken, and
+    nothing is refused while the clock reads 0 (simulated time before the first /clock) or
+    with ``timeout_s`` 0 (the watchdog off: no age to measure against)."""
+    if (sec == 0 and nanosec == 0) or now_ns == 0 or timeout_s <= 0.0:
+        return
+    age = (now_ns - (sec * 1_000_000_000 + nanosec)) / 1e9
+    if abs(age) > timeout_s:
+        said = f"{age:.3f} s old by" if age > 0 else f"{-age:.3f} s ahead of"
+        raise CommandError(f"cmd_vel.header.stamp is {said} the driver's clock, more than "
+                           f"cmd_vel_timeout ({timeout_s:g} s): a stale command (or clocks "
+                           "apart: synchronise them, or send a zero stamp)")

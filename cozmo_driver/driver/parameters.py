@@ -69,7 +69,9 @@ PARAMETERS: Tuple[ParamSpec, ...] = (
               "convention: z forward, x right, y down)", frame=True),
     ParamSpec("publish_tf", True, "Broadcast odom_frame -> base_frame on /tf"),
     # --- motion
-    ParamSpec("cmd_vel_stamped", False, "cmd_vel is geometry_msgs/TwistStamped (newer Nav2) instead of Twist"),
+    ParamSpec("cmd_vel_stamped", False, "cmd_vel is geometry_msgs/TwistStamped (newer Nav2) instead of Twist; "
+              "one stamped more than cmd_vel_timeout before or after the driver's clock is refused as "
+              "stale (a zero stamp is taken)"),
     ParamSpec("cmd_vel_timeout", 0.5, "Stop the treads when no cmd_vel came for this long (0.0: "
               "never; a change applies to the drive in progress)", "s", 0.0, 10.0, dynamic=True),
     ParamSpec("max_wheel_speed", 0.2, "Fastest tread speed for cmd_vel; faster commands are scaled "

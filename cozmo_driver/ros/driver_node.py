@@ -55,7 +55,7 @@ from rclpy.qos import QoSProfile
 # Only what the node needs to exist is imported here: the message packages, the robot
 # client and the core (~0.3 s) are imported once the node, and so its DDS participant,
 # exists, so that discovery runs meanwhile (docs/driver.md, Start-up).
-from ..driver.commands import CommandError, check_frame
+from ..driver.commands import CommandError, check_cmd_vel_stamp, check_frame
 from ..driver.parameters import PARAMETERS, full_frame_id, validate_all, validate_change
 from ..errors import ConfigurationError, CozmoError
 from ..lifeline import exit_with_parent
@@ -370,7 +370,7 @@ class CozmoDriverNode(LifecycleNode):
                 self._cmd_vel_thread = SubscriptionThread(
                     self, "cmd_vel", lambda node, topic, cb: qos.create_subscription(
                         node, msg_type, topic, cb, QOS_COMMAND, raw=True),
-                    twist_reader(stamped, self._core.drive_twist, self._cmd_vel_frame_ok, callback),
+                    twist_reader(stamped, self._core.drive_twist, self._cmd_vel_header_ok, callback),
                     self._on_cmd_vel_thread_failure)
                 return
             except Unsupported as exc:
@@ -422,21 +422,21 @@ class CozmoDriverNode(LifecycleNode):
         lin, ang = msg.linear, msg.angular
         self._core.drive_twist("cmd_vel", (lin.x, lin.y, lin.z), (ang.x, ang.y, ang.z), own_thread)
 
-    def _cmd_vel_frame_ok(self, frame_id: str) -> bool:
+    def _cmd_vel_header_ok(self, frame_id: str, sec: int, nanosec: int) -> bool:
         allowed = (self._frame("base_link_frame"), self._frame("base_frame"))
-        try:
+        try:  # (any thread: the cmd_vel thread's too) the frame, then the age by the node's clock
             check_frame(frame_id, allowed, "cmd_vel.header.frame_id")
+            check_cmd_vel_stamp(sec, nanosec, self.get_clock().now().nanoseconds, self._params["cmd_vel_timeout"])
         except CommandError as exc:
-            self._core.refuse("cmd_vel_frame", f"cmd_vel refused: {exc}")
+            self._core.refuse_field(f"cmd_vel refused: {exc}")  # throttled per field
             return False
         return True
 
     def _on_cmd_vel_stamped(self, msg: TwistStamped, own_thread: bool = False) -> None:
-        if not self._cmd_vel_frame_ok(msg.header.frame_id):
+        if not self._cmd_vel_header_ok(msg.header.frame_id, msg.header.stamp.sec, msg.header.stamp.nanosec):
             return
         lin, ang = msg.twist.linear, msg.twist.angular
-        self._core.drive_twist("cmd_vel.twist", (lin.x, lin.y, lin.z), (ang.x, ang.y, ang.z),
-                               own_thread)
+        self._core.drive_twist("cmd_vel.twist", (lin.x, lin.y, lin.z), (ang.x, ang.y, ang.z), own_thread)
 
     def _on_emergency_stop(self, request, response):
         response.message = self._core.emergency_stop(bool(request.engage))

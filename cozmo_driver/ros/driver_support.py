@@ -221,11 +221,12 @@ def camera_file(url: str, log: Any) -> Any:
     return data
 
 
-def twist_reader(stamped: bool, drive: Callable[..., None], frame_ok: Callable[[str], bool],
+def twist_reader(stamped: bool, drive: Callable[..., None], header_ok: Callable[[str, int, int], bool],
                  on_message: Callable[[Any, bool], None]) -> Callable[[bytes], None]:
     """The callback of a ``raw`` cmd_vel subscription on the cmd_vel thread: reads the six
-    numbers (and a TwistStamped's frame id, which ``frame_ok`` checks) from the serialized
-    message (serialized.read_twist) and calls ``drive(field, linear, angular, True)``. A
+    numbers (and a TwistStamped's frame id and stamp, which ``header_ok(frame, sec, nanosec)``
+    checks) from the serialized message (serialized.read_twist) and calls
+    ``drive(field, linear, angular, True)``. A
     message it cannot read so (another encapsulation) is deserialized by rclpy and goes to
     ``on_message(msg, True)``, the message callback."""
     from .driver_topics import cmd_vel_type
@@ -235,11 +236,11 @@ def twist_reader(stamped: bool, drive: Callable[..., None], frame_ok: Callable[[
 
     def on_bytes(data: bytes) -> None:
         try:
-            frame, values = read_twist(data, stamped)
+            frame, stamp, values = read_twist(data, stamped)
         except LayoutError:
             on_message(deserialize_message(data, msg_type), True)
             return
-        if stamped and not frame_ok(frame):
+        if stamped and not header_ok(frame, *stamp):
             return
         drive(field, values[:3], values[3:], True)
     return on_bytes

@@ -323,32 +323,35 @@ class Template:
 
 _TWIST = {1: struct.Struct("<6d"), 0: struct.Struct(">6d")}
 _U32 = {1: struct.Struct("<I"), 0: struct.Struct(">I")}
+_STAMP = {1: struct.Struct("<iI"), 0: struct.Struct(">iI")}
 
 
-def read_twist(data: bytes, stamped: bool) -> Tuple[str, Tuple[float, ...]]:
-    """The frame id ("" for a Twist) and the six numbers (linear x, y, z, angular x, y, z)
-    of a serialized ``geometry_msgs/Twist`` or ``TwistStamped``: what a ``raw``
-    subscription hands over, read with one ``struct`` call instead of rclpy building the
-    message objects (the cmd_vel path; see docs/driver.md). Plain CDR, either byte order:
-    a TwistStamped's header is a stamp (two 4-byte integers) and the frame id (a
-    ``uint32`` length counting its NUL, then the bytes), and the doubles that follow are
-    aligned to 8 counted from the end of the encapsulation header. Raises
-    :class:`LayoutError` for another encapsulation or a message too short."""
+def read_twist(data: bytes, stamped: bool) -> Tuple[str, Tuple[int, int], Tuple[float, ...]]:
+    """The frame id ("" for a Twist), the stamp (sec, nanosec; (0, 0) for a Twist) and the
+    six numbers (linear x, y, z, angular x, y, z) of a serialized ``geometry_msgs/Twist`` or
+    ``TwistStamped``: what a ``raw`` subscription hands over, read with a few ``struct``
+    calls instead of rclpy building the message objects (the cmd_vel path; see
+    docs/driver.md). Plain CDR, either byte order: a TwistStamped's header is a stamp (an
+    ``int32`` and a ``uint32``) and the frame id (a ``uint32`` length counting its NUL, then
+    the bytes), and the doubles that follow are aligned to 8 counted from the end of the
+    encapsulation header. Raises :class:`LayoutError` for another encapsulation or a
+    message too short."""
     if len(data) < 4 or data[0] != 0 or data[1] not in (0, 1):
         raise LayoutError(f"not a plain CDR encapsulation: {bytes(data[:4])!r}")
     order = data[1]
     offset = 4
     frame = ""
+    stamp = (0, 0)
     try:
         if stamped:
+            stamp = _STAMP[order].unpack_from(data, 4)
             (length,) = _U32[order].unpack_from(data, 12)
             if length < 1 or 16 + length > len(data):
                 raise LayoutError(f"frame_id length {length} does not fit the message")
             frame = bytes(data[16:15 + length]).decode("utf-8", errors="replace")
             offset = 16 + length
             offset += -(offset - 4) % 8
-        return frame, _TWIST[order].unpack_from(data, offset)
+        return frame, stamp, _TWIST[order].unpack_from(data, offset)
     except struct.error as exc:
         raise LayoutError(f"message too short for a {'TwistStamped' if stamped else 'Twist'}: "
                           f"{len(data)} bytes") from exc
-

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 from cozmo_driver import robot_geometry as geo
 from cozmo_driver.driver import camera_info as caminfo
-from cozmo_driver.driver.commands import (CommandError, check_frame, clamp, require_finite, rgb555,
-                                          rgb555_to_rgb, volume_level)
+from cozmo_driver.driver.commands import (CommandError, check_cmd_vel_stamp, check_frame, clamp,
+                                          require_finite, rgb555, rgb555_to_rgb, volume_level)
 from cozmo_driver.driver.diagnostics import ERROR, OK, WARN, link_report, robot_report
 from cozmo_driver.driver.events import EventDetector, EventType
 from cozmo_driver.driver.kinematics import twist_to_wheels, wheels_to_twist
@@ -452,6 +452,20 @@ def test_volume_and_frames():
     check_frame("base_link", ["base_link"], "f")
     with pytest.raises(CommandError, match="'map'"):
         check_frame("map", ["base_link"], "cmd_vel.header.frame_id")
+
+
+def test_a_cmd_vel_stamped_further_than_cmd_vel_timeout_from_the_clock_is_refused():
+    now = 1_763_000_000 * 10**9 + 500_000_000                 # 1763000000.5 s
+    check_cmd_vel_stamp(1_763_000_000, 100_000_000, now, 0.5)  # 0.4 s old
+    check_cmd_vel_stamp(1_763_000_000, 900_000_000, now, 0.5)  # 0.4 s ahead
+    with pytest.raises(CommandError, match=r"cmd_vel.header.stamp is 0.600 s old by the driver's "
+                                           r"clock, more than cmd_vel_timeout \(0.5 s\)"):
+        check_cmd_vel_stamp(1_762_999_999, 900_000_000, now, 0.5)
+    with pytest.raises(CommandError, match=r"is 2.500 s ahead of the driver's clock"):
+        check_cmd_vel_stamp(1_763_000_003, 0, now, 0.5)
+    check_cmd_vel_stamp(0, 0, now, 0.5)              # a zero stamp: taken (many tools send it)
+    check_cmd_vel_stamp(1_000, 0, 0, 0.5)            # the clock at 0 (sim time before /clock)
+    check_cmd_vel_stamp(1_000, 0, now, 0.0)          # the watchdog off: no age to measure
 
 
 # ----------------------------------------------------------------------------- camera info

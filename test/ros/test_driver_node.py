@@ -37,6 +37,7 @@ from geometry_msgs.msg import Twist, TwistStamped  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.lifecycle import TransitionCallbackReturn  # noqa: E402
+from rclpy.duration import Duration  # noqa: E402
 from rclpy.logging import LoggingSeverity  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.time import Time  # noqa: E402
@@ -519,6 +520,42 @@ def test_stamped_cmd_vel_checks_the_frame(make_driver):
     msg.header.frame_id = "base_link"
     pub.publish(msg)
     assert h.spin_until(lambda: h.sim.command_counts().get("DriveWheels", 0) == 1, 2.0)
+
+
+def test_a_stale_stamped_cmd_vel_is_refused(make_driver, cmd_vel_served_by, rclpy_log):
+    """TwistStamped's stamp was never read: a stamped command delivered late (after a Wi-Fi
+    stall, republished, replayed from a bag) drove for a whole cmd_vel_timeout each time it
+    came. One stamped more than cmd_vel_timeout before (or after) the driver's clock is
+    refused with a (throttled) warning naming its age and the parameter; a zero stamp, which
+    many tools publish, is taken; so is a fresh one."""
+    h = make_driver(cmd_vel_stamped=True, cmd_vel_timeout=0.5)
+    assert (h.node._cmd_vel_thread is None) == (cmd_vel_served_by == "executor")
+    pub = h.probe.create_publisher(TwistStamped, "cmd_vel", 10)
+    assert h.spin_until(lambda: pub.get_subscription_count() > 0, DISCOVERY_TIMEOUT)
+
+    def drives() -> List[float]:
+        return [m.lwheel_speed_mmps for _, m in h.sim.commands() if m.NAME == "DriveWheels"]
+
+    msg = TwistStamped()
+    msg.twist.linear.x = 0.05
+    now = h.node.get_clock().now()
+    for offset_s in (-2.0, 3.0):  # 2 s old, 3 s ahead
+        refused = h.node._refused
+        msg.header.stamp = (now + Duration(seconds=offset_s)).to_msg()
+        pub.publish(msg)
+        assert h.spin_until(lambda: h.node._refused == refused + 1, 2.0), offset_s
+    h.spin_for(0.2)
+    assert drives() == []
+    assert rclpy_log.said(h.node, LoggingSeverity.WARN, "cmd_vel refused: cmd_vel.header.stamp is 2.0")
+    assert rclpy_log.said(h.node, LoggingSeverity.WARN, "cmd_vel_timeout (0.5 s)")
+    msg.header.stamp = Time().to_msg()        # zero: taken
+    pub.publish(msg)
+    assert h.spin_until(lambda: drives() == [50.0], 2.0), drives()
+    assert h.spin_until(lambda: drives() == [50.0, 0.0], 2.0), drives()  # the watchdog's stop
+    msg.twist.linear.x = 0.08
+    msg.header.stamp = h.node.get_clock().now().to_msg()   # fresh: taken
+    pub.publish(msg)
+    assert h.spin_until(lambda: drives()[2:3] == [80.0], 2.0), drives()
 
 
 def test_lights_head_light_and_volume(make_driver):

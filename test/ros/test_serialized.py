@@ -279,26 +279,28 @@ def test_read_twist_reads_what_rclpy_serializes(frame_id):
 
     from cozmo_driver.ros.serialized import read_twist
     values = (0.25, -1.5e-3, 3.0, float("nan"), float("-inf"), -0.75)
-    frame, got = read_twist(serialize_message(_twist(values)), stamped=False)
-    assert frame == "" and got[:3] == values[:3] and got[5] == values[5]
+    frame, stamp, got = read_twist(serialize_message(_twist(values)), stamped=False)
+    assert frame == "" and stamp == (0, 0) and got[:3] == values[:3] and got[5] == values[5]
     assert math.isnan(got[3]) and got[4] == float("-inf")   # refused later, by the driver
     stamped = TwistStamped()
-    stamped.header.stamp.sec, stamped.header.stamp.nanosec = 17, 5
     stamped.header.frame_id = frame_id
     stamped.twist = _twist((1.0, 2.0, 3.0, 4.0, 5.0, 6.0))
-    frame, got = read_twist(serialize_message(stamped), stamped=True)
-    assert frame == frame_id and got == (1.0, 2.0, 3.0, 4.0, 5.0, 6.0)
+    # the stamp as it is: a negative second (before 1970) and the largest nanosecond field too
+    for sec, nanosec in ((17, 5), (1_763_000_000, 999_999_999), (-3, 4_294_967_295), (0, 0)):
+        stamped.header.stamp.sec, stamped.header.stamp.nanosec = sec, nanosec
+        frame, stamp, got = read_twist(serialize_message(stamped), stamped=True)
+        assert frame == frame_id and stamp == (sec, nanosec) and got == (1.0, 2.0, 3.0, 4.0, 5.0, 6.0)
 
 
 def test_read_twist_reads_big_endian_and_refuses_what_it_cannot_read():
     from cozmo_driver.ros.serialized import LayoutError, read_twist
     values = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6)
     big = b"\x00\x00\x00\x00" + struct.pack(">6d", *values)
-    assert read_twist(big, stamped=False) == ("", values)
+    assert read_twist(big, stamped=False) == ("", (0, 0), values)
     header = struct.pack(">iiI", 1, 2, 5) + b"base\x00"      # stamp, frame_id "base"
     pad = b"\x00" * (-(len(header)) % 8)
     assert read_twist(b"\x00\x00\x00\x00" + header + pad + struct.pack(">6d", *values),
-                      stamped=True) == ("base", values)
+                      stamped=True) == ("base", (1, 2), values)
     with pytest.raises(LayoutError, match="encapsulation"):
         read_twist(b"\x00\x07\x00\x00" + struct.pack("<6d", *values), stamped=False)  # XCDR2
     with pytest.raises(LayoutError, match="too short"):
