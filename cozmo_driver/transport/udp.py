@@ -192,8 +192,9 @@ def is_loopback(host: str) -> bool:
 
 def local_address_gone(host: str) -> bool:
     """Whether ``host``, a specific local address (not 0.0.0.0, which is every interface),
-    is no longer an address of this computer: a throwaway UDP socket cannot bind it
-    (EADDRNOTAVAIL), as after the Wi-Fi came back with another address. Sends nothing."""
+    is not an address of this computer now: a throwaway UDP socket cannot bind it
+    (EADDRNOTAVAIL), as while the Wi-Fi is disconnected (NetworkManager removes the address
+    until it joins again) or after it came back with another address. Sends nothing."""
     if not host or host == "0.0.0.0":
         return False
     try:
@@ -205,10 +206,14 @@ def local_address_gone(host: str) -> bool:
 
 
 def send_failure_hint(host: str) -> str:
-    """What a failed send is told, for a socket bound to the local address ``host``."""
+    """What a failed send is told, for a socket bound to the local address ``host``. An
+    address gone may come back (the socket stays bound to it, and sends go out again), so a
+    restart is asked for only if it came back another."""
     if local_address_gone(host):
-        return (f"local_ip {host} is no longer an address of this computer (did the Wi-Fi reconnect "
-                "with another address?): restart the driver with the new local_ip, or use local_ip 0.0.0.0")
+        return (f"local_ip {host} is not an address of this computer now (the Wi-Fi disconnected, or came "
+                f"back with another address): the driver goes on by itself once it is back with {host}; "
+                "if it came back with another address, restart the driver with that local_ip, or use "
+                "local_ip 0.0.0.0")
     return "is the robot's Wi-Fi joined?"
 
 
