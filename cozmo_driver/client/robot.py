@@ -229,7 +229,7 @@ class Robot:
 
     def post(self, message) -> None:
         """Send ``message`` without waiting; failures are logged, not raised: not connected,
-        and also the client not running (before :meth:`start`, after :meth:`stop`), as
+        and also the client not running (before :meth:`start`, during and after :meth:`stop`), as
         posts come from servers and lifecycle steps that may race with a stop. It goes out
         ahead of the datagrams the I/O thread is still working through (see
         :meth:`UdpTransport.call_soon`), in the order posted."""

@@ -56,6 +56,7 @@ Datagrams from any other source are dropped and counted in
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import concurrent.futures
 import errno
 import ipaddress
@@ -330,6 +331,11 @@ class UdpTransport:
         #: held by the I/O thread whenever it works (never while it waits in select), so
         #: that another thread holding it may use the protocol engine (see call_soon)
         self._busy = threading.RLock()
+        #: set (under _scheduling) once the I/O thread ends its run: from then on calls are
+        #: refused (TransportStateError), though ``running`` holds until the thread is gone;
+        #: what was scheduled before still runs, and the socket closes under _busy
+        self._closing = False
+        self._scheduling = threading.Lock()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -374,6 +380,7 @@ class UdpTransport:
         self._start_error = None
         self._sock = self._loop = self._timer = self._timer_at = None
         self._urgent.clear()
+        self._closing = False
         self._thread = threading.Thread(target=self._run, args=((host, port),),
                                         name=f"cozmo-io-{self.name}", daemon=True)
         self._thread.start()
@@ -400,6 +407,7 @@ class UdpTransport:
         except OSError as exc:
             sock.close()
             self._start_error = exc
+            self._end_calls()
             self._started.set()
             loop.close()
             return
@@ -410,12 +418,19 @@ class UdpTransport:
         try:
             loop.run_forever()
         finally:
+            self._end_calls()
             if self._timer is not None:
                 self._timer.cancel()
             loop.remove_reader(sock.fileno())
-            loop.run_until_complete(asyncio.sleep(0))
-            loop.close()
-            sock.close()
+            loop.run_until_complete(asyncio.sleep(0))  # what was scheduled before the end
+            with self._busy:  # no urgent call sends on the socket as it closes
+                loop.close()
+                sock.close()
+
+    def _end_calls(self) -> None:
+        """The I/O thread ends: calls are refused from now on (see :meth:`_schedule`)."""
+        with self._scheduling:
+            self._closing = True
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the I/O thread (the protocol object is left as it is)."""
@@ -423,7 +438,9 @@ class UdpTransport:
         if thread is None or loop is None:
             return
         if thread.is_alive():
-            loop.call_soon_threadsafe(loop.stop)
+            with self._scheduling:
+                if not self._closing:  # else the thread ends already (another stop)
+                    loop.call_soon_threadsafe(loop.stop)
             thread.join(timeout)
             if thread.is_alive():
                 raise TransportStateError(f"I/O thread did not stop within {timeout} s")
@@ -440,8 +457,21 @@ class UdpTransport:
     def _in_io_thread(self) -> bool:
         return threading.current_thread() is self._thread
 
+    def _schedule(self, loop: asyncio.AbstractEventLoop, callback: Callable[..., Any], *args: Any,
+                  urgent: Optional[Tuple[Callable[..., Any], tuple]] = None) -> None:
+        """Have the I/O thread run ``callback(*args)`` (after queuing ``urgent``, a call for
+        it to run first), or raise TransportStateError once it ends its run: its loop may be
+        closed, or about to be, while ``running`` still holds."""
+        with self._scheduling:
+            if self._closing:
+                raise TransportStateError("transport is stopping")
+            if urgent is not None:
+                self._urgent.append(urgent)
+            loop.call_soon_threadsafe(callback, *args)
+
     def call(self, fn: Callable[..., Any], *args: Any, timeout: float = 5.0) -> Any:
-        """Run ``fn(*args)`` on the I/O thread, flush, and return its result (or raise)."""
+        """Run ``fn(*args)`` on the I/O thread, flush, and return its result (or raise);
+        TransportStateError when the transport is not running or is stopping."""
         if self._in_io_thread():
             try:
                 return fn(*args)
@@ -462,11 +492,13 @@ class UdpTransport:
                 finally:
                     self._pump()
 
-        self._loop.call_soon_threadsafe(runner)
+        self._schedule(self._loop, runner)
         return future.result(timeout)
 
     def call_soon(self, fn: Callable[..., Any], *args: Any, urgent: bool = False) -> None:
-        """Run ``fn(*args)`` on the I/O thread without waiting; errors are logged.
+        """Run ``fn(*args)`` on the I/O thread without waiting; errors are logged, and
+        TransportStateError is raised when the transport is not running or is stopping (its
+        I/O thread ending: nothing is sent then).
 
         ``urgent`` (a command to send): when the I/O thread is idle, the call runs on the
         calling thread at once, with the I/O thread kept out, and what it queues is sent
@@ -479,19 +511,21 @@ class UdpTransport:
         if not self.running or loop is None:
             raise TransportStateError("transport is not running")
         if not urgent:
-            loop.call_soon_threadsafe(self._guarded, fn, args)
+            self._schedule(loop, self._guarded, fn, args)
             return
         if not self._in_io_thread() and self._busy.acquire(blocking=False):
             try:
+                if self._closing:  # its socket closes, or is closed (under _busy)
+                    raise TransportStateError("transport is stopping")
                 self._run_urgent()  # any earlier urgent calls first
                 self._call(fn, args)
                 self._transmit(loop.time())  # what they all queued, in one go
             finally:
                 self._busy.release()
-            loop.call_soon_threadsafe(self._locked_pump)  # events, the retransmission timer
+            with contextlib.suppress(TransportStateError):  # sent: the rest ends with the thread
+                self._schedule(loop, self._locked_pump)  # events, the retransmission timer
             return
-        self._urgent.append((fn, args))
-        loop.call_soon_threadsafe(self._locked_pump)  # which runs the urgent calls first
+        self._schedule(loop, self._locked_pump, urgent=(fn, args))  # which runs the urgent calls first
 
     def call_at(self, when: float, fn: Callable[..., Any], *args: Any) -> asyncio.TimerHandle:
         """Run ``fn(*args)`` on the I/O thread at ``when`` (``time.monotonic()`` seconds, the

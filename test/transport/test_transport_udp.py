@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import socket
 import threading
@@ -14,8 +15,8 @@ from cozmo_driver.protocol import messages as msgs
 from cozmo_driver.protocol.errors import NotConnectedError
 from cozmo_driver.protocol.frames import HEADER_SIZE, MAGIC, FrameType, OOB_SEQ, encode_frame
 from cozmo_driver.protocol.session import MessageReceived, Role, Session, SessionConfig
-from cozmo_driver.transport.udp import (AddressError, PeerFilter, TransportError, UdpTransport, is_loopback,
-                                        local_address_gone, resolve_address, send_failure_hint)
+from cozmo_driver.transport.udp import (AddressError, PeerFilter, TransportError, TransportStateError, UdpTransport,
+                                        is_loopback, local_address_gone, resolve_address, send_failure_hint)
 
 
 def wait_for(predicate, timeout=3.0):
@@ -317,6 +318,77 @@ def test_stop_joins_the_thread_and_frees_the_port():
     assert not io.running
     again = UdpTransport(Session(Role.ROBOT), local_addr=(host, port), peer_policy="reset").start()
     again.stop()
+
+
+@contextlib.contextmanager
+def stopping_in_its_close(transport):
+    """Stop ``transport`` from another thread and hold its I/O thread right after its loop
+    closed: the window in which it still runs (``running``: its thread has not ended) but
+    takes nothing any more. No timing: the hold ends when the block does."""
+    loop = transport._loop
+    closed, resume = threading.Event(), threading.Event()
+    close = loop.close
+
+    def close_and_hold():
+        close()
+        closed.set()
+        resume.wait(10)
+
+    loop.close = close_and_hold
+    stopper = threading.Thread(target=transport.stop)
+    stopper.start()
+    try:
+        assert closed.wait(10), "the I/O thread did not close its loop"
+        assert transport.running
+        yield
+    finally:
+        resume.set()
+        stopper.join(10)
+    assert not transport.running
+
+
+def test_a_call_while_the_transport_stops_is_refused_and_nothing_is_sent_on_its_closed_socket(
+        robot_and_engine, log_records):
+    """The I/O thread, stopping, closed its loop and then its socket before it ended, and
+    ``running`` held until then: an urgent call_soon in that window sent on the socket
+    (closed: "UDP send failed: [Errno 9] Bad file descriptor (is the robot's Wi-Fi joined?)")
+    and raised RuntimeError('Event loop is closed') from call_soon_threadsafe, as did call
+    and call_soon. Each raises TransportStateError now, and nothing is sent."""
+    robot, robot_io, engine, engine_io, received = robot_and_engine
+    records = log_records("cozmo.transport")
+    engine_io.call(engine.connect, time.monotonic())
+    assert wait_for(lambda: engine.is_connected)
+    sent = engine_io.stats.datagrams_out
+    with stopping_in_its_close(engine_io):
+        for urgent in (True, False):
+            with pytest.raises(TransportStateError):
+                engine_io.call_soon(engine.send, msgs.SetRobotVolume(level=1), urgent=urgent)
+        with pytest.raises(TransportStateError):
+            engine_io.call(lambda: None)
+    assert engine_io.stats.datagrams_out == sent
+    assert engine_io.stats.send_errors == 0
+    assert not [m for m in records.messages if "UDP send failed" in m]
+
+
+def test_robot_post_while_the_client_stops_is_logged_not_raised(log_records):
+    """Robot.post catches TransportStateError only: a post while the client's I/O thread
+    ended (its loop closed, ``running`` still true) raised RuntimeError into the caller (an
+    action server, a lifecycle step). It is logged as not sent. The robot here is a socket
+    on 127.0.0.1 that never answers."""
+    from cozmo_driver.client.robot import Robot
+
+    records = log_records("cozmo.client")
+    silent = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    silent.bind(("127.0.0.1", 0))
+    robot = Robot(*silent.getsockname(), local_host="127.0.0.1")
+    try:
+        robot.start()
+        with stopping_in_its_close(robot.transport):
+            robot.post(msgs.SetRobotVolume(level=1))
+        assert [m for m in records.messages if "SetRobotVolume not sent" in m], records.messages
+    finally:
+        robot.stop()
+        silent.close()
 
 
 def test_bind_errors_are_reported_clearly():
