@@ -347,7 +347,7 @@ class DriverCore(NotesMixin, LinkNotesMixin, ActuatorsMixin, CameraMixin):
             self.yaw_diff = abs(diff) if self.yaw_diff is None else \
                 0.95 * self.yaw_diff + 0.05 * abs(diff)
         voltage = float(state.battery_voltage_v)
-        self.watch_battery(voltage)  # (battery_v)
+        self.watch_battery(voltage, flags)  # (battery_v)
         if not self.active:
             return
         sec, nsec = divmod(stamp_ns, 1_000_000_000)

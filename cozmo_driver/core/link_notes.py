@@ -1,7 +1,7 @@
 """The driver core's word on the link and the battery: the state ``link_status`` reports, the
 log lines of a link change (what to check for a robot lost or not answering), and the
 warning of a low battery, which is named as the likely cause when the robot is then lost
-(a part of :class:`~cozmo_driver.core.DriverCore`)."""
+(neither while the robot is on its charger) (a part of :class:`~cozmo_driver.core.DriverCore`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 from .. import robot_geometry as geo
 from ..client import LinkState, LinkStateChanged
-from ..driver.sensors import BATTERY_LOW_V
+from ..driver.sensors import BATTERY_LOW_V, StatusFlag
 from ..transport.udp import is_loopback
 
 __all__ = ["LinkNotesMixin", "NO_ANSWER_HINT", "SIM_NO_ANSWER_HINT", "NO_STATE_HINT",
@@ -48,6 +48,8 @@ class LinkNotesMixin:
 
     #: a low battery was warned of, and its voltage has not recovered since
     battery_low_said = False
+    #: the latest robot state said it is on its charger, or charging
+    battery_on_charger = False
 
     def reported_state(self) -> LinkState:
         """The link's state as told: LOST from the loss of a ready robot until it is ready
@@ -59,15 +61,18 @@ class LinkNotesMixin:
         return LinkState.LOST if self.robot_lost else \
             (LinkState.CONNECTING if state is LinkState.LOST else state)
 
-    def watch_battery(self, volts: float) -> None:
-        """The latest robot state's battery voltage: one warning when it drops below
-        BATTERY_LOW_V, again only once it recovered (BATTERY_RECOVERED_MARGIN_V above it)."""
+    def watch_battery(self, volts: float, flags: int) -> None:
+        """The latest robot state's battery voltage and status flags: one warning when the
+        voltage drops below BATTERY_LOW_V, again only once it recovered
+        (BATTERY_RECOVERED_MARGIN_V above it); none while the robot is on its charger or
+        charging (taken off still low, it is warned of)."""
         self.battery_v = volts
+        self.battery_on_charger = bool(flags & (StatusFlag.IS_ON_CHARGER | StatusFlag.IS_CHARGING))
         if not math.isfinite(volts):
             return
         if self.battery_low_said:
             self.battery_low_said = volts < BATTERY_LOW_V + BATTERY_RECOVERED_MARGIN_V
-        elif volts < BATTERY_LOW_V:
+        elif volts < BATTERY_LOW_V and not self.battery_on_charger:
             self.battery_low_said = True
             self._log(logging.WARNING,
                       f"battery low ({volts:.2f} V, below {BATTERY_LOW_V:.2f} V): put the robot on its "
@@ -75,9 +80,10 @@ class LinkNotesMixin:
 
     def loss_hint(self) -> str:
         """What a robot lost from a ready link is told: its low battery as the likely cause
-        when its last state said so, else what else to check."""
+        when its last state said so (and not that it was on its charger, or charging), else
+        what else to check."""
         volts = self.battery_v
-        if volts is not None and math.isfinite(volts) and volts < BATTERY_LOW_V:
+        if volts is not None and math.isfinite(volts) and volts < BATTERY_LOW_V and not self.battery_on_charger:
             return (f"Its battery was low ({volts:.2f} V in its last state), the likely cause: the "
                     f"robot switches itself off after a minute below {geo.BATTERY_EMPTY_V:.2f} V; put "
                     "it on its charger")

@@ -1202,6 +1202,37 @@ def test_a_low_battery_is_warned_of_once_a_crossing_and_named_as_the_likely_caus
     assert "Wi-Fi" not in lost[-1], lost[-1]
 
 
+def test_a_low_battery_on_the_charger_is_no_warning_and_no_cause_of_a_loss(rig):
+    """The battery warning and the loss line ignored the charger: a robot charging there
+    below 3.50 V (cozmo-sim --battery 0 --on-charger) was told "battery low ... put the
+    robot on its charger", and lost there blamed on its battery. While its last state says
+    on the charger (or charging) neither is said; taken off still low, it is warned of."""
+    robot, core, output = rig
+    body = robot.sim.model.body
+
+    def warnings(start):
+        return [text for level, text in output.lines[start:] if level == logging.WARNING]
+
+    robot.sim.set_on_charger(True, robot.net.now)
+    robot.run(0.5)
+    body.soc = 0.0             # 3.45 V, charging
+    robot.run(3.0)
+    assert core.battery_v is not None and core.battery_v < 3.5, core.battery_v
+    assert not [t for t in warnings(0) if "battery low" in t], warnings(0)
+    robot.sim.set_on_charger(False, robot.net.now)   # taken off, still low: warned of
+    robot.run(2.0)
+    low = [t for t in warnings(0) if "battery low" in t]
+    assert len(low) == 1 and "charger" in low[0], low
+    robot.sim.set_on_charger(True, robot.net.now)    # back on it, and lost there
+    robot.run(2.0)
+    start = len(output.lines)
+    robot.sim.set_silent(True, robot.net.now)
+    robot.run(6.0)
+    lost = [t for t in warnings(start) if t.startswith("lost the robot")]
+    assert lost and "battery" not in lost[-1], lost
+    assert "Is the robot switched on, and this computer on its Wi-Fi?" in lost[-1], lost[-1]
+
+
 def test_a_robot_that_never_answered_is_connecting_not_lost():
     """LinkStatus.LOST is "the robot stopped answering after having been connected"; a
     driver started with no robot there said LOST (and /diagnostics ERROR "lost") between
