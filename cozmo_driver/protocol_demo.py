@@ -16,7 +16,8 @@ stops where the link went; the robot is still told to stop, and the statistics a
 printed), 2 when the robot did not become ready or its address cannot be used, and
 128 + the signal's number on Ctrl-C (130) or SIGTERM (143), as ``cozmo-demo``'s.
 Ctrl-Z stops the robot (its stop acknowledged, or 0.2 s at most) before the process is
-suspended, the square's commands held until ``fg``, which goes on with the demonstration.
+suspended, the square's commands held until ``fg``, which goes on with the demonstration;
+the time suspended counts neither against the wait for the robot nor against ``--duration``.
 The main demo, through the ROS 2 driver, is :mod:`cozmo_driver.demo`.
 """
 
@@ -48,6 +49,18 @@ _HANDSHAKE = {"HardwareInfo", "FirmwareSignature", "BodyInfo"}
 _SEND_ERRORS = (CozmoError, TimeoutError, concurrent.futures.TimeoutError)
 #: Ctrl-Z: how long the stop may take to be acknowledged before the process is suspended, s
 CTRL_Z_STOP_S = 0.2
+
+
+class _RunClock:
+    """``time.monotonic()`` less the time this process spent suspended (Ctrl-Z until fg, as
+    :func:`_suspend` measures it): the deadlines of the wait for the robot and of
+    ``--duration`` read it, so that a suspension does not use them up."""
+
+    def __init__(self) -> None:
+        self.suspended = 0.0
+
+    def __call__(self) -> float:
+        return time.monotonic() - self.suspended
 
 
 class _Monitor:
@@ -220,7 +233,8 @@ def parse_arguments(argv: Optional[list] = None, prog: str = "cozmo-protocol-dem
     parser.add_argument("--robot-port", "--robot_port", dest="robot_port", type=int, default=None,
                         help="the robot's UDP port (default 5551)")
     parser.add_argument("--duration", type=float, default=20.0,
-                        help="upper bound of the run in seconds (default 20)")
+                        help="upper bound of the run in seconds, the time suspended (Ctrl-Z) not counted "
+                             "(default 20)")
     parser.add_argument("--seed", type=int, default=1, help="simulator random seed")
     # the same switch as cozmo-demo's: colour by default, --grey for grey
     parser.add_argument("--grey", action="store_true", help="grey camera images (default: colour)")
@@ -270,7 +284,8 @@ def main(argv: Optional[list] = None, prog: str = "cozmo-protocol-demo") -> int:
     restore_ctrl_z = ctrl_z.install()
     monitor = _Monitor(out)
     robot: Optional[Robot] = None
-    deadline = time.monotonic() + args.duration
+    clock = _RunClock()
+    deadline = clock() + args.duration
     exit_code = 2
     try:  # from here on, whatever fails: the robot and the simulator stop, the handlers go back
         robot = Robot(host, port, local_host="127.0.0.1" if sim is not None else "0.0.0.0",
@@ -278,8 +293,8 @@ def main(argv: Optional[list] = None, prog: str = "cozmo-protocol-demo") -> int:
         robot.add_listener(monitor)
         robot.start()
         out(f"{monitor.stamp()} driver -> robot  RESET (connect)")
-        if _wait_ready(robot, stop, min(10.0, args.duration), ctrl_z, out):
-            exit_code = _demonstrate(robot, sim, monitor, stop, args, deadline, out, ctrl_z)
+        if _wait_ready(robot, stop, min(10.0, args.duration), ctrl_z, out, clock):
+            exit_code = _demonstrate(robot, sim, monitor, stop, args, deadline, out, ctrl_z, clock)
         elif not stop.is_set():
             out("the robot did not become ready: is the robot on, and is this machine on the "
                 "robot's Wi-Fi?")
@@ -304,24 +319,25 @@ def main(argv: Optional[list] = None, prog: str = "cozmo-protocol-demo") -> int:
 
 
 def _wait_ready(robot: Robot, stop: StopFlag, timeout: float, ctrl_z: Optional[CtrlZ] = None,
-                out: Callable[[str], None] = print) -> bool:
-    """Whether the robot became ready within ``timeout`` s; False at once on a signal.
-    A Ctrl-Z meanwhile (``ctrl_z``, looked at every 0.1 s) suspends the process
-    (:func:`_suspend`)."""
-    deadline = time.monotonic() + timeout
+                out: Callable[[str], None] = print, clock: Optional[_RunClock] = None) -> bool:
+    """Whether the robot became ready within ``timeout`` s (of ``clock``: the time suspended
+    does not count); False at once on a signal. A Ctrl-Z meanwhile (``ctrl_z``, looked at
+    every 0.1 s) suspends the process (:func:`_suspend`)."""
+    clock = clock or _RunClock()
+    deadline = clock() + timeout
     while not robot.wait_until_ready(0.1):
         if ctrl_z is not None and ctrl_z.take():
-            _suspend(robot, threading.Lock(), ctrl_z, out)
-        if stop.is_set() or time.monotonic() >= deadline:
+            _suspend(robot, threading.Lock(), ctrl_z, out, clock)
+        if stop.is_set() or clock() >= deadline:
             return False
     return True
 
 
-def _suspend(robot: Robot, gate: threading.Lock, ctrl_z: CtrlZ, out) -> None:
+def _suspend(robot: Robot, gate: threading.Lock, ctrl_z: CtrlZ, out, clock: Optional[_RunClock] = None) -> None:
     """Ctrl-Z came (:meth:`CtrlZ.take`): the robot stopped, its stop acknowledged
     (:data:`CTRL_Z_STOP_S` at most), what was done said, and the process suspended, with
     ``gate`` held from the stop until the process goes on (``fg``): no command of the
-    square follows the stop meanwhile."""
+    square follows the stop meanwhile. The time suspended is added to ``clock``'s."""
     with gate:
         acknowledged = robot.stop_all_motors_acknowledged(CTRL_Z_STOP_S)
         if acknowledged:
@@ -331,7 +347,10 @@ def _suspend(robot: Robot, gate: threading.Lock, ctrl_z: CtrlZ, out) -> None:
         else:
             out(f"suspended (Ctrl-Z): the robot did not acknowledge the stop within {CTRL_Z_STOP_S:g} s: "
                 "it may still be moving; fg goes on with the demonstration")
+        suspended = time.monotonic()
         ctrl_z.suspend()
+        if clock is not None:
+            clock.suspended += time.monotonic() - suspended
 
 
 def _command(out, what: str, command: Callable[[], None]) -> bool:
@@ -345,10 +364,12 @@ def _command(out, what: str, command: Callable[[], None]) -> bool:
 
 
 def _demonstrate(robot: Robot, sim, monitor: _Monitor, stop: StopFlag, args,
-                 deadline: float, out, ctrl_z: Optional[CtrlZ] = None) -> int:
-    """The demonstration on a ready robot until ``deadline`` (time.monotonic()), then its
-    statistics: 0 when the link stayed up to the end, else 1. A Ctrl-Z (``ctrl_z``)
-    suspends the process meanwhile (:func:`_suspend`), the square's commands held."""
+                 deadline: float, out, ctrl_z: Optional[CtrlZ] = None, clock: Optional[_RunClock] = None) -> int:
+    """The demonstration on a ready robot until ``deadline`` (of ``clock``, which the time
+    suspended does not advance), then its statistics: 0 when the link stayed up to the end,
+    else 1. A Ctrl-Z (``ctrl_z``) suspends the process meanwhile (:func:`_suspend`), the
+    square's commands held."""
+    clock = clock or _RunClock()
     gate = threading.Lock()     # the square's commands wait while it is held (_suspend)
     if _command(out, "turn the camera on", lambda: robot.enable_camera(True, color=not args.grey)):
         out(f"{monitor.stamp()} driver -> robot  EnableCamera (QVGA, "
@@ -357,10 +378,11 @@ def _demonstrate(robot: Robot, sim, monitor: _Monitor, stop: StopFlag, args,
     mover.start()
     previous = monitor.snapshot()
     last = time.monotonic()
-    while not stop.is_set() and time.monotonic() < deadline:
+    while not stop.is_set() and clock() < deadline:
         stop.wait(last + 1.0 - time.monotonic(), also=ctrl_z)
         if ctrl_z is not None and ctrl_z.take():
-            _suspend(robot, gate, ctrl_z, out)
+            _suspend(robot, gate, ctrl_z, out, clock)
+            previous, last = monitor.snapshot(), time.monotonic()  # rates of the time it ran
             continue
         now = time.monotonic()
         line, previous = _status_line(robot, monitor, previous, now - last)

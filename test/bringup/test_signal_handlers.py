@@ -19,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+from types import SimpleNamespace
 from typing import Callable, List
 
 import pytest
@@ -27,7 +28,7 @@ from fixtures_signals import GUARDED_SIGNALS
 from cozmo_driver import bringup, protocol_demo
 from cozmo_driver.sim import SimServer
 from cozmo_driver.sim import cli as sim_cli
-from cozmo_driver.stop_flag import CtrlZ, StopFlag
+from cozmo_driver.stop_flag import CTRL_Z_STOPPED, CtrlZ, StopFlag
 
 _LOCK_TYPES = (type(threading.Lock()), type(threading.RLock()))
 _LOCKING_MODULES = ("threading.py", "queue.py")
@@ -181,6 +182,73 @@ def test_protocol_demo_keeps_a_sigtstp_ignored_at_its_start(recorder, capsys):
     assert "done." in capsys.readouterr().out
     assert not recorder.own((signal.SIGTSTP,))
     assert signal.getsignal(signal.SIGTSTP) == signal.SIG_IGN
+
+
+def test_protocol_demo_does_not_count_a_suspension_against_the_wait_for_the_robot(monkeypatch):
+    """The wait for the robot fixed its deadline before it began, so the time suspended
+    (Ctrl-Z until fg) counted against it: after fg the demo said "the robot did not become
+    ready" and exited 2, though docs/demo.md says fg goes on. A fake clock: each wait of the
+    robot takes its 0.1 s, the suspension 100 s; the robot is ready at its fifth wait."""
+    clock = SimpleNamespace(now=1000.0)
+    monkeypatch.setattr(protocol_demo, "time", SimpleNamespace(monotonic=lambda: clock.now, sleep=time.sleep))
+
+    class Robot:
+        waits = 0
+
+        def wait_until_ready(self, timeout):
+            clock.now += timeout
+            self.waits += 1
+            return self.waits >= 5
+
+        def stop_all_motors_acknowledged(self, timeout):
+            return True
+
+    class Suspending:
+        came = [True]
+
+        def take(self):
+            return self.came.pop() if self.came else False
+
+        def suspend(self):
+            clock.now += 100.0        # fg 100 s later
+
+    robot, said = Robot(), []
+    with StopFlag() as stop:
+        assert protocol_demo._wait_ready(robot, stop, 1.0, Suspending(), said.append), said
+    assert robot.waits == 5
+    assert said and said[0].startswith(CTRL_Z_STOPPED), said
+
+
+def test_protocol_demo_does_not_count_a_suspension_against_its_duration(monkeypatch, recorder, capsys):
+    """--duration is the demonstration's, not the suspension's: after a Ctrl-Z that lasted
+    longer than the rest of the run, fg went on with nothing (the run was over). The demo's
+    clock jumps 100 s at the suspension (no real one), which comes at the demonstration's
+    first look at Ctrl-Z (after 1 s of it); status lines follow it until its 3 s are up."""
+    jump = [0.0]
+    monkeypatch.setattr(protocol_demo, "time",
+                        SimpleNamespace(monotonic=lambda: time.monotonic() + jump[0], sleep=time.sleep))
+    demonstrating, taken = [], []
+    demonstrate = protocol_demo._demonstrate
+
+    def marked(*args, **kwargs):
+        demonstrating.append(True)
+        return demonstrate(*args, **kwargs)
+
+    def take(self):
+        if demonstrating and not taken:
+            taken.append(True)
+            return True
+        return False
+
+    monkeypatch.setattr(protocol_demo, "_demonstrate", marked)
+    monkeypatch.setattr(CtrlZ, "take", take)
+    monkeypatch.setattr(CtrlZ, "suspend", lambda self: jump.__setitem__(0, jump[0] + 100.0))
+    assert protocol_demo.main(["--duration", "3"]) == 0
+    out = capsys.readouterr().out
+    assert taken and CTRL_Z_STOPPED in out, out
+    after = out.split(CTRL_Z_STOPPED, 1)[1]
+    assert [line for line in after.splitlines() if " fps  | " in line], out
+    assert "done." in after
 
 
 #: the demo must be stopped (its /proc state T) this long after SIGTSTP at most: its stop of
