@@ -16,7 +16,10 @@ specific local address counts as the robot seen from that address: two claims of
 address conflict, and so do two with no local address (or the unspecified 0.0.0.0,
 every interface). A claim from a local address and one from no local address conflict
 too, whichever comes first: the one with no local address may reach the robot through
-the other's adapter.
+the other's adapter. That cross-check reads the names held from ``/proc/net/unix``: where
+it cannot be read (Linux always has it; a container with a restricted ``/proc`` may not)
+it is skipped, and only claims of the same name (the same local address, or none) refuse
+each other.
 
 How: the claim is a Unix socket bound in Linux's abstract namespace, named after the
 robot's address (``cozmo_driver robot 127.0.0.1:5551``), and the local address when one
@@ -27,7 +30,8 @@ so no stale lock is ever left behind. The names held are read from ``/proc/net/u
 processes' open files (``/proc/PID/fd``, readable for one's own processes, or as root);
 nobody is asked, so that no check leaves anything behind (a held name whose holder cannot
 be found still counts as held). A claim is bound first and the claims it conflicts with
-looked for after, so that of two made at once at least one sees the other. Where abstract
+looked for after, so that of two made at once at least one sees the other; nothing binds
+another claim's name to look for it, which would refuse that claim meanwhile. Where abstract
 sockets do not exist (not Linux), claims always succeed: the check is skipped, not faked.
 """
 
@@ -78,20 +82,11 @@ def _listed(prefix: bytes) -> Optional[Dict[bytes, Set[int]]]:
     return found
 
 
-def _held(name: bytes) -> bool:
-    """Whether a socket holds the abstract name ``name``. Without ``/proc/net/unix``, by
-    binding it for a moment (refused: held)."""
+def _held(name: bytes) -> Optional[bool]:
+    """Whether a socket holds the abstract name ``name``; None when ``/proc/net/unix`` cannot
+    be read (binding the name to find out would refuse its claim meanwhile)."""
     listed = _listed(name)
-    if listed is not None:
-        return name in listed
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        probe.bind(name)
-    except OSError:
-        return True
-    finally:
-        probe.close()
-    return False
+    return None if listed is None else name in listed
 
 
 def _process_of(inodes: Set[int]) -> Optional[int]:
@@ -150,7 +145,7 @@ class RobotClaim:
     def acquire(self) -> "RobotClaim":
         """Claim the robot, or raise RobotBusyError naming the program that holds it. A claim
         from a specific local address and one from no local address (every interface) refuse
-        each other too."""
+        each other too, where ``/proc/net/unix`` can be read."""
         if self._sock is not None or not claims_supported():
             return self
         name = _name(self.host, self.port, self.local_host)
@@ -170,14 +165,15 @@ class RobotClaim:
 
     def _conflict(self) -> Optional[Tuple[bytes, str]]:
         """(name, from where) of a claim of this robot from every local address when this one
-        is from a local address, or of one from a local address when this one is not."""
+        is from a local address, or of one from a local address when this one is not; None
+        also when ``/proc/net/unix`` cannot be read (the check is skipped)."""
         everywhere = _name(self.host, self.port)
         if self.local_host is not None:
             if _held(everywhere):
                 return everywhere, " from every local address (a driver with no local_ip)"
             return None
         prefix = everywhere + b" from "
-        names = sorted(_listed(prefix) or {})
+        names = sorted(_listed(prefix) or {})  # (None: not readable)
         if not names:
             return None
         local = names[0][len(prefix):].decode(errors="replace")

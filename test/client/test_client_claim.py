@@ -185,17 +185,38 @@ def test_a_claim_from_every_local_address_is_refused_while_one_from_a_local_addr
     everywhere.release()
 
 
-def test_without_the_list_of_names_a_claim_still_sees_the_robot_held(monkeypatch):
+def test_without_the_list_of_names_the_same_claims_conflict_and_no_other_name_is_bound(monkeypatch):
+    """Where /proc/net/unix cannot be read a claim from a local address probed for one from
+    every address by binding that name for a moment, so a driver with no local_ip binding
+    it at that moment was refused as "already driven by another program", and a claim from
+    every address never saw one from a local address, against the docstring's "whichever
+    comes first". The cross-check needs the list: without it it is skipped (no name but the
+    claim's own is bound), and only claims of the same name refuse each other."""
+    import socket
+    from types import SimpleNamespace
+
     from cozmo_driver.client import claim as claim_module
+
+    bound = []
+
+    class Recording(socket.socket):
+        def bind(self, address):
+            bound.append(address)
+            return super().bind(address)
+
     monkeypatch.setattr(claim_module, "_listed", lambda prefix: None)  # /proc/net/unix unreadable
+    monkeypatch.setattr(claim_module, "socket", SimpleNamespace(
+        socket=Recording, AF_UNIX=socket.AF_UNIX, SOCK_STREAM=socket.SOCK_STREAM))
     port = free_udp_port()
-    everywhere = RobotClaim("127.0.0.1", port).acquire()
-    try:
-        for _ in range(10):
-            with pytest.raises(RobotBusyError, match="another program on this machine from every local address"):
-                RobotClaim("127.0.0.1", port, local_host="10.0.0.5").acquire()
-    finally:
-        everywhere.release()
-    alone = RobotClaim("127.0.0.1", port, local_host="10.0.0.5").acquire()  # the check held nothing
-    assert alone.held
-    alone.release()
+    for first, second in ((None, "10.0.0.5"), ("10.0.0.5", None)):
+        held = RobotClaim("127.0.0.1", port, local_host=first).acquire()
+        bound.clear()
+        try:
+            other = RobotClaim("127.0.0.1", port, local_host=second).acquire()
+            assert other.held
+            assert bound == [claim_module._name("127.0.0.1", port, second)], bound  # its own name only
+            with pytest.raises(RobotBusyError):
+                RobotClaim("127.0.0.1", port, local_host=second).acquire()  # the same name
+            other.release()
+        finally:
+            held.release()
