@@ -398,6 +398,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         args = plan.resolve_arguments(values)
         for warning in plan.unreached_config_sections(args):
             print(f"{PROG}: warning: {warning}", file=sys.stderr, flush=True)
+        for note in plan.config_sections_of_other_namespaces(args):
+            print(f"{PROG}: {note}", file=sys.stderr, flush=True)
         entries = plan.make_plan(args)
         bringup = Bringup(entries, stop_timeout=options.stop_timeout)
         if options.dry_run:

@@ -40,7 +40,8 @@ type an empty list, and reads a string such as ``'5551'`` as a number).
 Both front-ends refuse an argument name that is not one of :data:`ARGUMENTS`
 (:func:`check_argument_names`, with a close match suggested), and a value
 outside an argument's ``choices``; they warn of each section of the config file that
-reaches no node (:func:`unreached_config_sections`); and they start every process with
+reaches no node (:func:`unreached_config_sections`), and note those of another namespace
+(:func:`config_sections_of_other_namespaces`); and they start every process with
 :func:`child_environment`, which makes the project's executables end when the
 front-end does (:mod:`cozmo_driver.lifeline`).
 
@@ -92,6 +93,7 @@ __all__ = [
     "rviz_config_path",
     "node_parameters_in_file",
     "unreached_config_sections",
+    "config_sections_of_other_namespaces",
     "locate_executable",
     "ament_executable",
     "skip_message",
@@ -567,29 +569,58 @@ def unreached_config_sections(args: BringupArgs) -> List[str]:
     """A warning for each section of the config file that reaches none of the nodes that
     read it (the driver, the face and behavior nodes, at ``args.full_namespace``; with a
     namespace also a ``cozmo_driver:`` section the plan copies), with the closest node
-    name where one is close: ``cozmo_drivr:``, or ``/robot1/cozmo_driver:`` without
-    namespace:=robot1, would otherwise be applied to nothing, silently. A key with ``*`` is
-    meant for any number of nodes, and the section of a node not started is for when it is:
-    neither is warned of. A file the plan cannot read gives none (its nodes say why)."""
-    try:
-        keys = [key for key, _ in _parameter_sections(args.config)]
-    except PlanError:
-        return []
-    names = (DRIVER_NODE, FACE_NODE, BEHAVIOR_NODE)
-    nodes = [node_key(args.full_namespace, name) for name in names]
-    targets = list(nodes)
-    if args.full_namespace:  # a section the plan copies where it does not reach the node
-        targets += [f"/{name}" for name in names
-                    if not node_parameters_in_file(args.config, name, args.full_namespace)[0]]
+    name where one is close: ``cozmo_drivr:`` would otherwise be applied to nothing,
+    silently. A key with ``*`` is meant for any number of nodes, the section of a node not
+    started is for when it is, and one of these nodes under another namespace
+    (``/robot2/cozmo_driver:`` in a file shared by several robots) is for that namespace's
+    bring-up (:func:`config_sections_of_other_namespaces`): none is warned of. A file the
+    plan cannot read gives none (its nodes say why)."""
+    nodes = _bringup_nodes(args)
     warnings = []
-    for key in keys:
-        if "*" in key or any(_key_matches(key, target) for target in targets):
+    for key, namespace in _unreached_sections(args):
+        if namespace is not None:
             continue
         close = difflib.get_close_matches("/" + key.lstrip("/"), nodes, n=1, cutoff=0.6)
         warnings.append(f"config:={args.config}: the section {key!r} reaches no node of the "
                         f"bring-up ({', '.join(nodes)}): its parameters are not applied"
                         + (f"; did you mean {close[0]!r}?" if close else ""))
     return warnings
+
+
+def config_sections_of_other_namespaces(args: BringupArgs) -> List[str]:
+    """A note (not a warning) for each section of the config file that names the driver,
+    face or behavior node under a namespace other than the bring-up's (``/robot2/cozmo_driver:``
+    run with namespace:=robot1): a file shared by several robots holds those for the other
+    robots' bring-ups."""
+    nodes = ", ".join(_bringup_nodes(args))
+    return [f"config:={args.config}: the section {key!r} is for the namespace {namespace}, "
+            f"not this bring-up's ({nodes}): it is left to that namespace's bring-up"
+            for key, namespace in _unreached_sections(args) if namespace is not None]
+
+
+def _bringup_nodes(args: BringupArgs) -> List[str]:
+    return [node_key(args.full_namespace, name) for name in (DRIVER_NODE, FACE_NODE, BEHAVIOR_NODE)]
+
+
+def _unreached_sections(args: BringupArgs) -> List[Tuple[str, Optional[str]]]:
+    """(key, the namespace it names one of the bring-up's nodes under, else None) of each
+    section of the config file without ``*`` that reaches none of the bring-up's nodes."""
+    try:
+        keys = [key for key, _ in _parameter_sections(args.config)]
+    except PlanError:
+        return []
+    names = (DRIVER_NODE, FACE_NODE, BEHAVIOR_NODE)
+    targets = _bringup_nodes(args)
+    if args.full_namespace:  # a section the plan copies where it does not reach the node
+        targets += [f"/{name}" for name in names
+                    if not node_parameters_in_file(args.config, name, args.full_namespace)[0]]
+    unreached: List[Tuple[str, Optional[str]]] = []
+    for key in keys:
+        if "*" in key or any(_key_matches(key, target) for target in targets):
+            continue
+        namespace, _, name = ("/" + key.strip("/")).rpartition("/")
+        unreached.append((key, (namespace or "/") if name in names else None))
+    return unreached
 
 
 def _parameter_sections(path: Path) -> List[Tuple[str, Dict[str, Any]]]:

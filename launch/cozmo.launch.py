@@ -235,6 +235,8 @@ def launch_setup(context, *args, **kwargs):
                                   given=given_arguments(context, values))
     for warning in plan.unreached_config_sections(args):
         get_logger("launch.user").warning(warning)
+    for note in plan.config_sections_of_other_namespaces(args):
+        get_logger("launch.user").info(note)
     for entry in plan.make_plan(args):
         if not entry.enabled:
             continue

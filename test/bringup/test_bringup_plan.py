@@ -322,8 +322,9 @@ def _config(tmp_path, text):
 
 @pytest.mark.parametrize("text, values, suggestion", [
     ("cozmo_drivr:\n  ros__parameters:\n    max_wheel_speed: 0.05\n", {}, "/cozmo_driver"),
-    # written for the robot of a namespace, given without it
-    ("/robot1/cozmo_driver:\n  ros__parameters:\n    max_wheel_speed: 0.05\n", {}, "/cozmo_driver"),
+    # a misspelt node under another namespace reaches nothing anywhere
+    ("/robot2/cozmo_drivr:\n  ros__parameters:\n    max_wheel_speed: 0.05\n", {"namespace": "robot1"},
+     "/robot1/cozmo_driver"),
     ("/robot1/cozmo_fase:\n  ros__parameters:\n    fps: 10.0\n", {"namespace": "robot1"},
      "/robot1/cozmo_face"),
     ("robot_state_publisher:\n  ros__parameters:\n    publish_frequency: 5.0\n", {}, None),
@@ -356,6 +357,41 @@ def test_sections_that_reach_a_node_or_are_wildcards_are_not_warned_of(tmp_path,
                                          "enable_behavior": "true"}])
 def test_the_packages_config_file_reaches_its_nodes(values):
     assert plan.unreached_config_sections(plan.resolve_arguments(values)) == []
+    assert plan.config_sections_of_other_namespaces(plan.resolve_arguments(values)) == []
+
+
+_FLEET = ("/robot1/cozmo_driver:\n  ros__parameters:\n    max_wheel_speed: 0.05\n"
+          "/robot2/cozmo_driver:\n  ros__parameters:\n    max_wheel_speed: 0.1\n"
+          "robot2/cozmo_face:\n  ros__parameters:\n    fps: 10.0\n")
+
+
+@pytest.mark.parametrize("values, other", [
+    ({"namespace": "robot1"}, ["/robot2/cozmo_driver", "robot2/cozmo_face"]),
+    ({}, ["/robot1/cozmo_driver", "/robot2/cozmo_driver", "robot2/cozmo_face"]),
+])
+def test_a_section_of_our_node_under_another_namespace_is_noted_not_warned_of(tmp_path, values, other):
+    """A fleet file shared by several robots: /robot2/cozmo_driver is for robot2's bring-up, not
+    a section that reaches nothing, and no 'did you mean' another robot's node."""
+    args = plan.resolve_arguments({**values, "config": _config(tmp_path, _FLEET)})
+    assert plan.unreached_config_sections(args) == []
+    notes = plan.config_sections_of_other_namespaces(args)
+    assert len(notes) == len(other)
+    for key, note in zip(other, notes):
+        namespace = "/" + key.lstrip("/").rsplit("/", 1)[0]
+        assert note.startswith(f"config:={args.config}: the section {key!r} is for the namespace {namespace}, "
+                               "not this bring-up's"), note
+        assert "did you mean" not in note and "not applied" not in note
+
+
+def test_cozmo_bringup_notes_a_section_for_another_namespace_without_a_warning(tmp_path, capsys):
+    config = _config(tmp_path, _FLEET)
+    assert bringup.main([f"config:={config}", "namespace:=robot1", "--dry-run"]) == 0
+    out, err = capsys.readouterr()
+    for line in out.splitlines():
+        if line.startswith("# parameter files"):
+            shutil.rmtree(line.split()[-2], ignore_errors=True)
+    assert "warning" not in err, err
+    assert f"cozmo_bringup: config:={config}: the section '/robot2/cozmo_driver' is for the namespace /robot2" in err
 
 
 def test_cozmo_bringup_warns_of_a_config_section_that_reaches_no_node(tmp_path, capsys):
