@@ -44,6 +44,21 @@ from typing import Callable, List, MutableMapping, Optional
 __all__ = ["PARENT_PID_ENV", "set_parent_death_signal", "exit_with_parent", "is_ros2_run",
            "parent_death_preexec", "main"]
 
+
+def _before_the_exec(signum: int, frame: object) -> None:
+    """SIGINT before ``python -m cozmo_driver.lifeline`` becomes its program: nothing runs
+    yet, nothing to stop (as the nodes' console scripts, cozmo_driver.ros.entry_points)."""
+    os._exit(0)
+
+
+# Run as a program (python -m), a Ctrl-C before the exec (the interpreter's first tenth of a
+# second) ends it quietly, with status 0, instead of a KeyboardInterrupt traceback; the exec
+# gives the program SIGINT at its default again. SIGTERM and SIGHUP are at their default
+# (they print nothing). A SIGINT ignored at the start stays ignored; imported (every node
+# imports this module) nothing is set.
+if __name__ == "__main__" and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+    signal.signal(signal.SIGINT, _before_the_exec)
+
 #: The environment variable holding the pid of the bring-up that started the process.
 PARENT_PID_ENV = "COZMO_PARENT_PID"
 
@@ -160,7 +175,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     :data:`PARENT_PID_ENV`; Linux keeps the parent-death signal across exec). The launch
     file's prefix for the programs that are not ours; a user's own launch prefix
     (``ros2 launch --launch-prefix``) comes after it, as PROGRAM. Exit status 2 without a
-    program, 127 for one that cannot be run."""
+    program, 127 for one that cannot be run, 0 (quietly) on a SIGINT before the exec."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv:
         print("usage: python -m cozmo_driver.lifeline PROGRAM [ARGUMENT ...]", file=sys.stderr)

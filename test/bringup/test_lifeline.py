@@ -214,6 +214,34 @@ def test_the_lifeline_prefix_becomes_the_program():
     assert absent.returncode == 127 and "cannot run /nonexistent/program" in absent.stderr, absent
 
 
+#: ``python -m cozmo_driver.lifeline sleep 5`` as runpy runs it, with a Ctrl-C arriving just
+#: before the exec (the 0.07-0.12 s before it, deterministically): execvp sends the process
+#: SIGINT and waits for it
+EARLY_CTRL_C = textwrap.dedent("""
+    import os, runpy, signal, sys, time
+    def execvp(program, args):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(10)
+        print("SIGINT did not end the lifeline", flush=True)
+    os.execvp = execvp
+    sys.argv = ["lifeline", "sleep", "5"]
+    runpy.run_module("cozmo_driver.lifeline", run_name="__main__", alter_sys=True)
+""")
+
+
+def test_a_ctrl_c_before_the_exec_ends_the_lifeline_quietly():
+    """Ctrl-C in the lifeline's first tenth of a second (before it becomes the program)
+    printed a KeyboardInterrupt traceback and exited 1; the project's nodes exit 0 quietly
+    then (entry_points), and so does the lifeline. Imported as a library (by every node) it
+    leaves SIGINT alone."""
+    run = subprocess.run([sys.executable, "-c", EARLY_CTRL_C], capture_output=True, text=True, timeout=30)
+    assert (run.returncode, run.stdout, run.stderr) == (0, "", ""), run
+    imported = subprocess.run([sys.executable, "-c", "import signal, cozmo_driver.lifeline; "
+                               "print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)"],
+                              capture_output=True, text=True, timeout=30)
+    assert imported.stdout.strip() == "True", imported
+
+
 #: a stand-in robot_state_publisher (a package of its own on AMENT_PREFIX_PATH): says its
 #: pid, then waits without a handler of its own, as a program launch starts and we do not own
 STAND_IN = "#!/bin/sh\necho \"stand-in $$ started\"\nexec sleep 120\n"
