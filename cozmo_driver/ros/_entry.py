@@ -56,6 +56,7 @@ import signal
 import socket
 import sys
 import threading
+import traceback
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple, Type
 
@@ -618,8 +619,10 @@ def spin_nodes(nodes: Sequence[Any], start: Optional[Callable[[], None]] = None,
             executor.shutdown(timeout_sec=1.0)
             for node in nodes[:-1]:
                 node.destroy_node()
+            failure = _failure_in_flight()
             _rescue_the_teardown(f"{nodes[-1].get_name()}: its DDS participant",
-                                 "its nodes had stopped and left the graph", 2 if _refusals else 0)
+                                 "its nodes had stopped and left the graph",
+                                 1 if failure else 2 if _refusals else 0, failure)
             nodes[-1].destroy_node()  # the last node: the DDS participant goes with it
             try_shutdown()
             _close_signals()
@@ -640,17 +643,28 @@ TEARDOWN_RESCUE_S = 1.0
 _rescue_armed = False
 
 
-def _rescue_the_teardown(whose: str, state: str, status: int) -> None:
+def _failure_in_flight() -> str:
+    """The traceback of the exception this process is ending with (one raised by a callback
+    or by the stop, in flight through the ``finally`` that calls this), or "" for none, a
+    Ctrl-C or an external shutdown (a normal stop)."""
+    exc = sys.exc_info()[1]
+    if exc is None or isinstance(exc, (KeyboardInterrupt, ExternalShutdownException)):
+        return ""
+    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+
+
+def _rescue_the_teardown(whose: str, state: str, status: int, failure: str = "") -> None:
     """Where destroying the DDS participant can hang forever (the PyPI Fast DDS:
     :mod:`cozmo_driver.ros.participant_exit`), end the process with the status it exits
-    with (0, or 2 after a refusal) if it still runs :data:`TEARDOWN_RESCUE_S` from now,
-    saying why on standard error (``whose`` participant, and the ``state`` of its nodes).
-    Once per process: later calls change nothing."""
+    with (0, 2 after a refusal, 1 after an uncaught exception) if it still runs
+    :data:`TEARDOWN_RESCUE_S` from now, saying why on standard error (``whose``
+    participant, and the ``state`` of its nodes), after ``failure``, the traceback the
+    interpreter would have printed. Once per process: later calls change nothing."""
     global _rescue_armed
     if not _rescue_armed and participant_teardown_can_hang():
         _rescue_armed = arm_teardown_rescue(
             TEARDOWN_RESCUE_S,
-            f"{whose} was not destroyed within {TEARDOWN_RESCUE_S:g} s (a known hang of Fast DDS "
+            f"{failure}{whose} was not destroyed within {TEARDOWN_RESCUE_S:g} s (a known hang of Fast DDS "
             f"from PyPI, docs/driver.md, Lifecycle); {state}; ending the process", status=status)
 
 

@@ -261,3 +261,51 @@ def test_a_node_refused_while_made_is_protected_before_it_is_destroyed(tmp_path,
     assert destroyed, said
     assert "deadline" in said[:destroyed[0]] and said.count("rescue 2") == 1, said
     assert said.index("rescue 2") < destroyed[0], said
+
+
+FAILED_CALLBACK = textwrap.dedent("""
+    import sys
+    import rclpy
+    from rclpy.node import Node
+    from cozmo_driver.ros import _entry
+
+    armed = []
+    _entry.participant_teardown_can_hang = lambda: True
+    _entry.arm_stop_deadline = lambda: None
+    _entry.arm_teardown_rescue = lambda seconds, message, status=0: armed.append((status, message)) or True
+    rclpy.init()
+    node = Node("teardown_status_probe")
+
+    def fail():
+        raise (KeyboardInterrupt() if sys.argv[1] == "ctrl-c" else ValueError("boom in a callback"))
+
+    node.create_timer(0.01, fail)
+    try:
+        _entry.spin_node(node, guard_name=False)
+    except ValueError:
+        pass
+    ((status, message),) = armed
+    print(f"rescue {status}", flush=True)
+    print(message, flush=True)
+""")
+
+
+@pytest.mark.parametrize("how, status", [("exception", 1), ("ctrl-c", 0)])
+def test_the_rescue_of_a_failed_spin_ends_with_its_traceback_and_status_1(tmp_path, how, status):
+    """An uncaught exception in a callback was in flight while the teardown rescue was armed
+    with status 0: a rescued teardown (1 stop in 70 on the PyPI Fast DDS) ended the process
+    with 0 and the traceback never printed. The rescue now says the traceback and ends with
+    1; a Ctrl-C is a normal stop (0, no traceback)."""
+    script = tmp_path / "failed_callback.py"
+    script.write_text(FAILED_CALLBACK)
+    env = dict(os.environ, COZMO_LOOPBACK_ONLY="1")
+    done = subprocess.run([sys.executable, str(script), how], stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=60.0, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == f"rescue {status}", done.stdout
+    message = "\n".join(lines[1:])
+    assert ("Traceback (most recent call last)" in message) == (status == 1), message
+    if status == 1:
+        assert "ValueError: boom in a callback" in message, message
+        assert message.rstrip().endswith("ending the process"), message
