@@ -94,10 +94,14 @@ def _check_section(section: Sequence[str], kind: Optional[str]) -> None:
         flag = section[k]
         value = section[k + 1] if flag in _WITH_VALUE and k + 1 < len(section) else None
         if kind is not None and flag in _PROCESS_ONLY:
+            hint = f"one node's level: --log-level {_NODE_NAMES[kind]}:=debug"
+            if flag in ("-e", "--enclave"):
+                hint = (f"the process has one enclave: cozmo_stack --ros-args {flag} {value or 'ENCLAVE'} "
+                        f"-- --node {kind} ...")
             raise StackArgumentError(
                 f"{flag} in the --ros-args of --node {kind} is not applied (rcl takes it from the "
                 "process's arguments only): put it in the --ros-args before the first --node, "
-                f"which every node takes (one node's level: --log-level {_NODE_NAMES[kind]}:=debug)")
+                f"which every node takes ({hint})")
         if kind is None and flag in ("-r", "--remap") and value is not None and value.startswith(_RENAMES):
             raise StackArgumentError(
                 f"{flag} {value} before the first --node would rename every node of the process: "

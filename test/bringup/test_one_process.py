@@ -356,6 +356,18 @@ def test_logging_arguments_go_before_the_first_node_and_names_into_a_nodes_secti
         ("driver", ["--ros-args", "-r", "__node:=wheels", "-p", "log_level:=1", "-p", "x:=--log-level"])]
 
 
+@pytest.mark.parametrize("flag", ["-e", "--enclave"])
+def test_an_enclave_in_a_nodes_section_gets_a_hint_of_its_own(flag):
+    """-e in a node's section was refused with the hint of a node's log level, unrelated to it."""
+    from cozmo_driver.ros.stack_node import StackArgumentError, parse_stack_arguments
+
+    with pytest.raises(StackArgumentError) as refused:
+        parse_stack_arguments(["--node", "driver", "--ros-args", flag, "/cozmo"])
+    text = str(refused.value)
+    assert "--log-level" not in text, text
+    assert f"the process has one enclave: cozmo_stack --ros-args {flag} /cozmo -- --node driver ..." in text, text
+
+
 def test_the_help_says_where_the_logging_arguments_and_a_rename_go():
     from cozmo_driver.ros.stack_node import stack_help
 
