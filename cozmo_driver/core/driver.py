@@ -478,7 +478,8 @@ class DriverCore(NotesMixin, LinkNotesMixin, ActuatorsMixin, CameraMixin):
                              if volts is not None else None, self.estop, self.yaw_diff,
                              self.tracker.reanchors, self.refused,
                              self.orientation.describe() if connected else None,
-                             self.orientation.lying(), active=self.active))
+                             self.orientation.lying(), active=self.active,
+                             on_charger=self.battery_on_charger))
 
     # ------------------------------------------------------------------ commands
 

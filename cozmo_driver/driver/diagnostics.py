@@ -106,13 +106,18 @@ def link_report(state: str, active: bool, robot: str, session: Any, transport: A
 def robot_report(connected: bool, battery_v: Optional[float], percentage: Optional[float],
                  emergency_stop: bool, yaw_rate_disagreement: Optional[float],
                  reanchors: int, refused_commands: int, orientation: Optional[str] = None,
-                 lying: bool = False, active: bool = True) -> DiagnosticReport:
+                 lying: bool = False, active: bool = True, on_charger: bool = False) -> DiagnosticReport:
     """The robot's own condition as the driver sees it. ``orientation``: which way up it is,
-    in words (None: not known); ``lying``: on its back, face or side, where it cannot drive.
+    in words (None: not known); ``lying``: on its back, face or side, where it cannot drive;
+    ``on_charger``: its last state says it is on its charger (or charging), where a low or
+    empty battery is being charged: said, but neither a warning nor an error.
     Every problem is said (an error first); inactive (``active`` false), the level is OK
     (the driver was told to rest), as the link's."""
     volts = battery_v if battery_v is not None and math.isfinite(battery_v) else None
     level, said = OK, []
+    charging = connected and on_charger and volts is not None and volts < BATTERY_LOW_V
+    if charging:
+        volts = None  # judged below as charging, not as a problem
     if connected and volts is not None and volts < BATTERY_EMPTY_V:
         level = ERROR
         said.append(f"battery empty ({volts:.2f} V): the robot switches itself off after a "
@@ -126,6 +131,8 @@ def robot_report(connected: bool, battery_v: Optional[float], percentage: Option
     if connected and volts is not None and BATTERY_EMPTY_V <= volts < BATTERY_LOW_V:
         said.append(f"battery low ({volts:.2f} V): put the robot on its charger")
     level = max(level, WARN) if said else OK
+    if charging:
+        said.append(f"battery low ({battery_v:.2f} V), charging on its charger")
     message = "; ".join(said) or "ok"
     if not active:
         level, message = OK, "inactive (lifecycle)" + (f"; {message}" if said else "")

@@ -800,6 +800,14 @@ def test_diagnostic_levels():
     assert empty.level == ERROR and empty.message.startswith(
         "battery empty (3.41 V): the robot switches itself off after a minute below 3.45 V")
     assert robot_report(True, math.nan, math.nan, False, None, 0, 0).level == OK
+    # on its charger, a low or empty battery is being charged: said, no warning and no
+    # error, and not "put the robot on its charger" (it is there)
+    for volts in (3.48, 3.41):
+        charging = robot_report(True, volts, None, False, 0.01, 0, 0, on_charger=True)
+        assert charging.level == OK and charging.message == f"battery low ({volts:.2f} V), charging on its charger"
+    assert robot_report(True, 3.48, None, True, 0.01, 0, 0, on_charger=True).message == (
+        "emergency stop engaged; battery low (3.48 V), charging on its charger")
+    assert robot_report(True, 3.9, None, False, 0.01, 0, 0, on_charger=True).message == "ok"
     assert robot_report(True, 4.0, 0.8, True, 0.01, 0, 0).message == "emergency stop engaged"
     # the emergency stop adds to the other problems (it replaced them); an error comes first
     both = robot_report(True, 3.48, None, True, 0.01, 0, 0, "on its back", lying=True)
