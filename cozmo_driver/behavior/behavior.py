@@ -437,12 +437,19 @@ class BehaviorContext:
         return [h for h in self.handles if not h.done]
 
     def cancel_all(self) -> int:
-        """Cancel every command still running; returns how many."""
-        count = 0
+        """Cancel every command still running; returns how many. A cancel that raises does
+        not keep the others running: each is asked, then the first error is raised (the
+        engine reports it, :meth:`Engine._clean_up`)."""
+        count, error = 0, None
         for handle in self.handles:
             if not handle.done:
-                handle.cancel()
+                try:
+                    handle.cancel()
+                except Exception as exc:  # noqa: BLE001 - raised below, once every one was asked
+                    error = error or exc
                 count += 1
+        if error is not None:
+            raise error
         return count
 
     def enforce_charger_rule(self) -> int:

@@ -895,3 +895,28 @@ def test_the_gaze_a_behavior_set_is_centred_when_it_ends_however_it_ends(interru
     ended = "interrupted" if interrupt != "success" else "succeeded"
     assert any(f"end react_to_pickup: {ended}" in text for _, text in log), log[-5:]
     assert ("look_at", (0.0, 0.0)) in robot.calls[mark:], robot.calls[mark:]
+
+
+def test_a_cancel_that_raises_leaves_the_behaviors_other_commands_cancelled():
+    """The robot side raising while the engine cancels one of a behavior's commands: the
+    commands after it were left running (cancel_all stopped at the first); each is
+    cancelled, the error reported."""
+    class Breaking(FakeRobot):
+        def _cancel(self, handle):
+            if handle.kind == "treads":
+                raise RuntimeError("no cancel today")
+            super()._cancel(handle)
+
+    robot = Breaking(auto=False)
+    engine = Engine(small_config(), robot, now=0.0, log=lambda lvl, text: None)
+    engine.on_connected(True, 0.0)
+    engine.on_trigger("cube_tapped", 0.0)    # forever: drives, then waits
+    run(engine, 0.0, 0.5)
+    ctx = engine._running.ctx
+    ctx.head(0.2)                            # a second command in flight, after the drive
+    drive, head = ctx.handles
+    assert drive.kind == "treads" and not head.done
+    engine.on_user_command("cmd_vel", 1.0)   # ends it
+    assert engine.running is None
+    assert head.done and head in robot.cancelled, (head, robot.cancelled)
+    assert any("no cancel today" in text for text in engine.errors), list(engine.errors)
