@@ -88,6 +88,7 @@ class ActuatorsMixin:
     def _preempt(self, motor: str, topic: str) -> None:
         """A command from ``topic`` takes ``motor``: the motion goal and the animation that
         move it end (the newest command wins)."""
+        self.forget_velocity(motor)
         if self.motion is not None:
             self.motion.preempt(motor, f"preempted by a {topic} command")
         self._preempt_animation(motor, topic)
@@ -168,6 +169,32 @@ class ActuatorsMixin:
         if warning:
             self.warn_throttled(kind, warning)
         self.robot.post(message_type(speed_rad_per_sec=speed))
+        if speed != 0.0:  # the robot keeps it until a limit or a new command: a lowered limit re-sends it
+            self.velocities[motor] = (value, topic, speed)
+
+    def forget_velocity(self, *motors: str) -> None:
+        """No head/velocity or lift/velocity motion of ``motors`` (of both with none given) is in
+        effect any more: something else took the motor or stopped it; any thread."""
+        for motor in motors or ("head", "lift"):
+            self.velocities.pop(motor, None)
+
+    def slow_velocities(self, old: Dict[str, Any]) -> None:
+        """``head_max_speed`` or ``lift_max_speed`` lowered from ``old``'s below the speed of
+        the velocity motion of its motor still in effect: the motion is sent again clamped to
+        the new limit, with a warning (a raised limit speeds nothing up)."""
+        for motor, message_type in (("head", msgs.MoveHead), ("lift", msgs.MoveLift)):
+            name = f"{motor}_max_speed"
+            limit, moving = float(self.params[name]), self.velocities.get(motor)
+            if moving is None or limit >= float(old[name]) or abs(moving[2]) <= limit or \
+                    self.not_ready(motion=True) is not None or self._animates(motor) or \
+                    (self.motion is not None and self.motion.has_goal(motor)):
+                continue
+            value, topic, _ = moving
+            speed, warning = clamp(value, -limit, limit, f"{topic}.data", "rad/s")
+            self.warn_throttled(name, f"{name} lowered to {limit:.4g} rad/s: the {topic} motion in "
+                                f"progress is sent again: {warning}")
+            self.robot.post(message_type(speed_rad_per_sec=speed))
+            self.velocities[motor] = (value, topic, speed)
 
     def move_head(self, speed_radps: float, topic: str = "head/velocity") -> None:
         self._velocity(speed_radps, topic, "head", msgs.MoveHead)

@@ -82,6 +82,7 @@ _UNRELIABLE = int(StatusFlag.IS_PICKED_UP | StatusFlag.IS_FALLING)
 #: and its heading is that rotation plus an offset, so the reported yaw restarts there
 HEAD_CALIBRATION_REANCHOR = "the head calibrates, and the robot restarts its heading"
 _STOP = msgs.DriveWheels(lwheel_speed_mmps=0.0, rwheel_speed_mmps=0.0)
+_CALIBRATING = {EventType.HEAD_CALIBRATION_STARTED: "head", EventType.LIFT_CALIBRATION_STARTED: "lift"}
 
 
 def make_robot(params: Dict[str, Any], name: str) -> Robot:
@@ -179,6 +180,8 @@ class DriverCore(NotesMixin, LinkNotesMixin, ActuatorsMixin, CameraMixin):
         self.lights: Optional[Tuple[Any, Any]] = None
         self.refused = 0
         self.cmd_vel_scaled = 0  # drives scaled down to max_wheel_speed
+        #: motor: (value, topic, speed sent) of its head/velocity or lift/velocity motion in effect
+        self.velocities: Dict[str, Tuple[float, str, float]] = {}
         self._refused_lock = threading.Lock()
         #: repeated warnings: one line per WARN_PERIOD_S per kind, with the count left unsaid
         self.throttle = LogThrottle(WARN_PERIOD_S)
@@ -252,11 +255,13 @@ class DriverCore(NotesMixin, LinkNotesMixin, ActuatorsMixin, CameraMixin):
             robot = self.robot
             if robot is not None and robot.state in (LinkState.INITIALIZING, LinkState.READY):
                 robot.post(msgs.StopAllMotors())
+            self.forget_velocity()
         with self.lock:  # the next configure's automatic exposure starts from the parameters then
             self.exposure = None
         self.link_state = LinkState.DISCONNECTED
 
     def stop_all_motors(self) -> None:
+        self.forget_velocity()
         self.post_if_ready(msgs.StopAllMotors())
 
     # ------------------------------------------------------------------ the I/O thread
@@ -281,6 +286,9 @@ class DriverCore(NotesMixin, LinkNotesMixin, ActuatorsMixin, CameraMixin):
                 with self.lock:
                     events = self.events.on_message(message)
                     self.orientation.on_calibration(events)
+                    for e in events:  # a calibration drives the motor: a velocity motion ends
+                        if e.type in _CALIBRATING:
+                            self.forget_velocity(_CALIBRATING[e.type])
                     if any(e.type == EventType.HEAD_CALIBRATION_STARTED for e in events):
                         self.tracker.reanchor_next(HEAD_CALIBRATION_REANCHOR)
                         motion = self.motion
@@ -405,6 +413,7 @@ class DriverCore(NotesMixin, LinkNotesMixin, ActuatorsMixin, CameraMixin):
             return
         if not resend_only or self.estop or not self.active:  # (re)connected: it may still
             robot.post(msgs.StopAllMotors())  # move on a lost link's command (docs/driver.md)
+            self.forget_velocity()
         if ready:
             self.link_state, self.robot_lost = LinkState.READY, False  # commands are taken from here on
         self.send_camera_config()
@@ -444,6 +453,7 @@ class DriverCore(NotesMixin, LinkNotesMixin, ActuatorsMixin, CameraMixin):
                    if p[k] != old[k] and (k == "max_wheel_speed" or p[k])]
         if shaping:
             self._drive_again(rescaled="max_wheel_speed" in shaping)
+        self.slow_velocities(old)  # and a head or lift velocity motion at a lowered limit
 
     # ------------------------------------------------------------------ reports
 
@@ -662,6 +672,7 @@ class DriverCore(NotesMixin, LinkNotesMixin, ActuatorsMixin, CameraMixin):
         with self.drive_lock:
             self.suspending = held
             self._deadline = self._last_move = None
+            self.forget_velocity()
 
     def emergency_stop(self, engage: bool) -> str:
         """Engage (stop every motor, refuse motion) or release the emergency stop; returns
@@ -670,6 +681,7 @@ class DriverCore(NotesMixin, LinkNotesMixin, ActuatorsMixin, CameraMixin):
             with self.drive_lock:  # no drive goes out after the stop below
                 self.estop = True
                 self._deadline = self._last_move = None
+                self.forget_velocity()
             sent = self.robot is not None and self.link_state is LinkState.READY
             if sent:
                 self.robot.post(msgs.StopAllMotors())

@@ -208,6 +208,9 @@ class AnimationGoals:
         core = getattr(self.node, "_core", None)
         if "wheels" in motors and core is not None:
             core.take_treads()  # cmd_vel's drive stops, and its watchdog would cut the clip's
+        for motor in ("head", "lift") if core is not None else ():
+            if motor in motors:  # its head/lift velocity motion ends: a lowered limit re-sends none
+                core.forget_velocity(motor)
         self._log.info(f"play_animation: {clip.name} ({compiled.duration_s:.2f} s"
                        f"{f', {loops} times' if loops > 1 else ''})")
         self.av.play_clip(goal.token, compiled, loops, stops, again)

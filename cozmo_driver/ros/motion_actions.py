@@ -454,6 +454,9 @@ class MotionActions:
         media = getattr(self._node, "_media", None)
         if media is not None:  # an animation that moves this motor ends, before the goal's commands
             media.preempt_animation(resource, f"a new {name} goal")
+        core = getattr(self._node, "_core", None)
+        if core is not None and resource != "wheels":  # a head/lift velocity motion ends: a lowered
+            core.forget_velocity(resource)  # speed limit must not send it again after the goal
         with self._node._drive_lock:  # a cmd_vel on its own thread sees the goal, or came first
             self._runs[resource] = run
         self._by_goal[bytes(goal_handle.goal_id.uuid)] = run

@@ -390,6 +390,47 @@ def test_a_new_max_wheel_speed_applies_to_the_drive_in_progress(rig):
     assert len(robot.sent("DriveWheels")) == 4
 
 
+def test_a_lowered_head_or_lift_max_speed_applies_to_the_velocity_motion_in_progress(rig):
+    """head_max_speed or lift_max_speed lowered while a head/velocity or lift/velocity motion
+    ran left it at its old speed (the robot keeps a MoveHead/MoveLift until a limit or a new
+    command): the motion is sent again clamped to the new limit, with a warning. A raised
+    limit, a motion ended (a stop, a position command, the emergency stop) and a position
+    move send nothing."""
+    robot, core, output = rig
+    core.move_head(5.0)
+    core.move_lift(-2.5)
+    robot.run(0.1)
+
+    def apply(**change):
+        old = dict(core.params)
+        core.params.update(change)
+        core.apply_params(old)
+        robot.run(0.05)
+        return [m.speed_rad_per_sec for _, m in robot.sent("MoveHead")], \
+            [m.speed_rad_per_sec for _, m in robot.sent("MoveLift")]
+
+    assert apply(head_max_speed=2.0) == (pytest.approx([5.0, 2.0]), pytest.approx([-2.5]))
+    assert output.said("head_max_speed lowered to 2 rad/s: the head/velocity motion in progress is "
+                       "sent again: head/velocity.data = 5 rad/s is outside [-2, 2] rad/s: clamped "
+                       "to 2 rad/s", logging.WARNING), output.lines
+    assert apply(lift_max_speed=1.0) == (pytest.approx([5.0, 2.0]), pytest.approx([-2.5, -1.0]))
+    assert output.said("lift_max_speed lowered to 1 rad/s", logging.WARNING), output.lines
+    assert apply(head_max_speed=3.0, lift_max_speed=3.0)[0] == pytest.approx([5.0, 2.0])  # raised
+    assert apply(head_max_speed=2.5)[0] == pytest.approx([5.0, 2.0])  # still above the motion
+    assert apply(head_max_speed=1.0)[0] == pytest.approx([5.0, 2.0, 1.0])
+    core.move_head(0.0)  # stopped, and the lift taken by a position command: nothing to slow
+    core.set_lift(0.05)
+    robot.run(0.1)
+    assert apply(head_max_speed=0.5, lift_max_speed=0.5) == (pytest.approx([5.0, 2.0, 1.0, 0.0]),
+                                                             pytest.approx([-2.5, -1.0]))
+    core.move_head(0.5)
+    robot.run(0.1)
+    core.emergency_stop(True)
+    core.emergency_stop(False)
+    assert apply(head_max_speed=0.2)[0] == pytest.approx([5.0, 2.0, 1.0, 0.0, 0.5])
+    assert len(robot.sent("SetLiftHeight")) == 1
+
+
 def test_stop_when_picked_up_turned_on_stops_a_lifted_robots_drive_in_progress(rig):
     """stop_when_picked_up turned on while a lifted robot drove its treads by cmd_vel left
     them running in the air until the next cmd_vel."""

@@ -288,6 +288,27 @@ def test_head_topic_command_preempts_the_head_goal(rig):
     assert rig.spin_until(lambda: abs(rig.sim.head_angle() + 0.2) < 0.01, 3.0)
 
 
+def test_a_head_goal_ends_the_velocity_motion_a_lowered_head_max_speed_would_send_again(rig):
+    """A lowered head_max_speed sends a head/velocity motion in progress again at the new limit:
+    one a set_head_angle goal took over (and ended) is no longer in progress, and sent no more."""
+    from std_msgs.msg import Float64
+    robot = rig.node._robot
+    assert rig.spin_until(lambda: not robot.calibrating("head"), 5.0)
+    pub = rig.probe.create_publisher(Float64, "head/velocity", 1)
+    assert rig.spin_until(lambda: pub.get_subscription_count() > 0, DISCOVERY_TIMEOUT)
+    pub.publish(Float64(data=-0.5))
+
+    def moves():
+        return [m.speed_rad_per_sec for _, m in rig.sim.commands() if m.NAME == "MoveHead"]
+
+    assert rig.spin_until(lambda: moves() == [-0.5], 3.0), moves()
+    status, result = rig.run("set_head_angle", AXES["head"][2])
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    assert rig.node.set_parameters([Parameter("head_max_speed", value=0.2)])[0].successful
+    rig.spin_for(0.3)
+    assert moves() == [-0.5]
+
+
 def test_calibrate_motors_preempts_the_head_and_lift_goals_saying_so(rig):
     """calibrate_motors during a head goal: the calibration drove the head to its low stop,
     and the goal ended "the head stopped at -0.436 rad ... (blocked?)", a hardware fault
