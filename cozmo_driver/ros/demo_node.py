@@ -2,8 +2,8 @@
 ROS 2 interfaces only, and watches what the driver publishes.
 
 :class:`DemoNode` subscribes to ``link_status``, ``robot_info``, ``odom``,
-``joint_states``, ``battery_state`` and ``camera/image_raw`` (counting each stream
-to measure its rate) and publishes ``cmd_vel`` (geometry_msgs/Twist, or TwistStamped
+``joint_states``, ``battery_state``, ``emergency_stop/engaged`` and ``camera/image_raw``
+(counting each stream to measure its rate) and publishes ``cmd_vel`` (geometry_msgs/Twist, or TwistStamped
 when the driver's ``cmd_vel_stamped`` is set: :attr:`DemoOptions.cmd_vel_stamped`),
 ``head/angle`` and ``lift/height``. :class:`Demonstration` runs the script on it from the calling
 thread, which is also the one that spins the node's executor: every wait of the script
@@ -25,6 +25,9 @@ to another thread (ros2/rclpy#1123). The script:
 6. drive a square with ``cmd_vel``, closed on ``odom``, moving the head and the
    lift at the corners;
 7. level the head, lower the lift, stop, and keep the latest camera image.
+
+Once the driver's emergency stop was engaged during the run (even if released since),
+the square fails where it was and the demo moves the robot no more (step 7 only stops).
 
 Each step's outcome is checked (the action results, the service answers, camera
 frames arriving after the camera was turned on, the head and lift where they were
@@ -71,6 +74,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import BatteryState, Image, JointState
+from std_msgs.msg import Bool
 
 from ..client import CozmoError
 from ..errors import RemoteError
@@ -191,6 +195,10 @@ class DemoAbort(RemoteError):
         self.code = code
 
 
+class _EmergencyStopped(Exception):
+    """The driver's emergency stop was engaged during the run, at the move named."""
+
+
 class DemoNode(Node):
     """Subscriptions and publishers of the demonstration (see the module docstring)."""
 
@@ -214,12 +222,15 @@ class DemoNode(Node):
         self.counts_at_camera_on = 0
         self.odometry: List[Tuple[float, float, float, float]] = []
         self.record = False
+        #: the driver's emergency stop was engaged since this node was made (kept once true)
+        self.estop_engaged = False
         self.cmd_vel = self.create_publisher(TwistStamped if self.stamped else Twist, "cmd_vel",
                                              _RELIABLE)
         self.head = self.create_publisher(HeadAngle, "head/angle", _RELIABLE)
         self.lift = self.create_publisher(LiftHeight, "lift/height", _RELIABLE)
         self.create_subscription(LinkStatus, "link_status", self._on_link, _LATCHED)
         self.create_subscription(RobotInfo, "robot_info", self._on_info, _LATCHED)
+        self.create_subscription(Bool, "emergency_stop/engaged", self._on_estop, _LATCHED)
         self.create_subscription(Odometry, "odom", self._on_odom, _RELIABLE)
         self.create_subscription(JointState, "joint_states", self._on_joints, _RELIABLE)
         self.create_subscription(BatteryState, "battery_state", self._on_battery, _RELIABLE)
@@ -237,6 +248,11 @@ class DemoNode(Node):
     def _on_info(self, msg: RobotInfo) -> None:
         with self.lock:
             self.robot_info = msg
+
+    def _on_estop(self, msg: Bool) -> None:
+        if msg.data:
+            with self.lock:
+                self.estop_engaged = True
 
     def _on_odom(self, msg: Odometry) -> None:
         p = msg.pose.pose
@@ -331,6 +347,8 @@ class Demonstration:
         self.node: Optional[DemoNode] = None
         self.calls: Optional[SpinningCaller] = None
         self.connected_once = False
+        #: the emergency stop was engaged during the run: the demo moves the robot no more
+        self.emergency_stopped = False
         self._lost_since: Optional[float] = None
         self._lost_total = 0.0                  # seconds the link was not CONNECTED, after it was
         self._graph_checked = -math.inf
@@ -639,12 +657,23 @@ class Demonstration:
         with self.node.lock:
             return self.node.odom
 
-    def _drive_side(self, start_heading: float) -> None:
+    def _halt_if_stopped(self, move: str) -> None:
+        """Once the driver's emergency stop was engaged, even if released since: cmd_vel 0,
+        and :class:`_EmergencyStopped` for ``move`` (a release does not start the demo's
+        motion again)."""
+        with self.node.lock:
+            engaged = self.node.estop_engaged
+        if engaged:
+            self.node.drive(0.0, 0.0)
+            raise _EmergencyStopped(move)
+
+    def _drive_side(self, start_heading: float, move: str) -> None:
         o = self.options
         x0, y0, _ = self._pose()
         start, lost0 = time.monotonic(), self.lost_so_far()
         budget = 3.0 * o.side_m / o.speed_mps + 5.0
         while True:
+            self._halt_if_stopped(move)
             x, y, yaw = self._pose()
             remaining = o.side_m - math.hypot(x - x0, y - y0)
             if remaining <= 0.0005:
@@ -659,10 +688,11 @@ class Demonstration:
             self.sleep(0.05)
         self.node.drive(0.0, 0.0)
 
-    def _turn_to(self, heading: float) -> None:
+    def _turn_to(self, heading: float, move: str) -> None:
         o = self.options
         start, lost0 = time.monotonic(), self.lost_so_far()
         while True:
+            self._halt_if_stopped(move)
             _, _, yaw = self._pose()
             error = _wrap(heading - yaw)
             if abs(error) < math.radians(0.5):
@@ -676,6 +706,15 @@ class Demonstration:
         self.node.drive(0.0, 0.0)
 
     def _square(self) -> None:
+        """The square; once the emergency stop was engaged, a failure and no more motion."""
+        try:
+            self._square_moves()
+        except _EmergencyStopped as exc:
+            self.emergency_stopped = True
+            self.failed("square", f"{exc}: the emergency stop was engaged (emergency_stop/engaged): "
+                                  "the demo moves the robot no more")
+
+    def _square_moves(self) -> None:
         o = self.options
         node = self.node
         _, _, yaw0 = self._pose()
@@ -686,13 +725,14 @@ class Demonstration:
             self.activity = f"square: side {side + 1} of 4"
             self.out(f"side {side + 1} of 4: cmd_vel {o.speed_mps:.2f} m/s over "
                      f"{o.side_m * 1000:.0f} mm (closed on odom)")
-            self._drive_side(heading)
+            self._drive_side(heading, f"side {side + 1} of 4")
             self.sleep(0.2)
             self.activity = f"square: corner {side + 1} of 4"
             self.out(f"corner {side + 1} of 4: cmd_vel turn +90 deg at up to "
                      f"{o.turn_radps:.1f} rad/s")
-            self._turn_to(heading + math.pi / 2)
+            self._turn_to(heading + math.pi / 2, f"corner {side + 1} of 4")
             head, lift = moves[side]
+            self._halt_if_stopped(f"corner {side + 1} of 4")
             self.out(f"head/angle {math.degrees(head):+.0f} deg, lift/height "
                      f"{lift * 1000:.0f} mm")
             node.move_head(head)
@@ -704,12 +744,17 @@ class Demonstration:
         self.activity = "finishing"
         head, lift = math.radians(-5.0), 0.032
         node.drive(0.0, 0.0)
-        node.move_head(head)
-        node.move_lift(lift)
-        self.out("stop: cmd_vel 0, head/angle -5 deg, lift/height 32 mm")
-        self.sleep(1.0)
+        moving = not self.emergency_stopped
+        if moving:
+            node.move_head(head)
+            node.move_lift(lift)
+            self.out("stop: cmd_vel 0, head/angle -5 deg, lift/height 32 mm")
+            self.sleep(1.0)
+        else:
+            self.out("stop: cmd_vel 0; head and lift: skipped: the emergency stop was engaged")
         self.media.sound_result()
-        self._check_joints(head, lift)
+        if moving:
+            self._check_joints(head, lift)
         self._collect()
         self._check_camera()
         self.activity = "done"
