@@ -195,8 +195,9 @@ class DemoAbort(RemoteError):
         self.code = code
 
 
-class _EmergencyStopped(Exception):
-    """The driver's emergency stop was engaged during the run, at the move named."""
+class _EmergencyStopped(RemoteError):
+    """The driver's emergency stop was engaged during the run, at the move named (the driver
+    refuses motion: the demo cannot go on moving the robot)."""
 
 
 class DemoNode(Node):
