@@ -75,3 +75,43 @@ def test_checking_the_parameters_loads_no_audio_codec():
                         "assert validate_all({p.name: p.default for p in PARAMETERS}) is None",
                         media) == []
     assert "cozmo_driver.protocol.audio" in loaded_after("import cozmo_driver.driver.media", media)
+
+
+#: what rosidl_generator_py's package brings with its code generator (_entry.leave_out_message_generator)
+GENERATOR = ("rosidl_generator_py.generate_py_impl", "rosidl_parser.parser", "lark", "em")
+
+#: a node of this process started as every node's main() starts it, publishing one message
+NODE_AFTER_INIT = ("import rclpy\n"
+                   "from cozmo_driver.ros._entry import init\n"
+                   "init([])\n"
+                   "node = rclpy.create_node('startup_imports_probe')\n"
+                   "from nav_msgs.msg import Odometry\n"
+                   "node.create_publisher(Odometry, 'startup_imports_probe', 1).publish(Odometry())\n"
+                   "node.destroy_node()\n"
+                   "rclpy.try_shutdown()\n")
+
+
+def test_the_probe_sees_the_message_generator_where_rclpy_alone_loads_it():
+    # rclpy's own first message type imports it with rosidl_generator_py (the floor's cost)
+    loaded = loaded_after("import rclpy\nrclpy.init()\nrclpy.create_node('startup_imports_probe')\n"
+                          "rclpy.try_shutdown()", GENERATOR)
+    assert "rosidl_generator_py.generate_py_impl" in loaded and "lark" in loaded
+
+
+def test_a_node_started_by_init_loads_no_message_generator():
+    # 35-50 ms of every node's start-up: the messages still work without it
+    assert loaded_after(NODE_AFTER_INIT, GENERATOR) == []
+
+
+def test_the_message_generator_can_still_be_imported_after_init():
+    statement = NODE_AFTER_INIT + ("import rosidl_generator_py.generate_py_impl as gen\n"
+                                   "assert callable(gen.generate_py)\n")
+    assert "rosidl_generator_py.generate_py_impl" in loaded_after(statement, GENERATOR)
+
+
+def test_an_imported_generator_package_is_left_as_it_is():
+    statement = ("import rosidl_generator_py\n"
+                 "from cozmo_driver.ros._entry import leave_out_message_generator as leave_out\n"
+                 "assert leave_out() is False\n"
+                 "assert rosidl_generator_py.generate_py\n")
+    assert "rosidl_generator_py.generate_py_impl" in loaded_after(statement, GENERATOR)
