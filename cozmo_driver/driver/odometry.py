@@ -17,9 +17,11 @@ with ``offset`` a rigid 2D transform. It starts as the identity. Whenever
 * the reported frame ids change, or
 * the reported heading turns between two consecutive reports further than the
   gyro's yaw rate allows (``yaw_rate``: more than ``jump_gyro_rad +
-  jump_gyro_rate_radps * dt`` off it; the robot's heading is its gyro's integral,
+  jump_gyro_rate_radps * dt`` off the mean of its rates at both reports times dt,
+  the difference wrapped to +-pi; the robot's heading is its gyro's integral,
   so this catches a restart too small for the rule below, such as the head
-  calibration's when its event comes after the state), or
+  calibration's when its event comes after the state; not across a gap of more
+  than ``jump_gyro_max_dt_s``, lost states, in which the turn is not known), or
 * the reported pose moves further between two consecutive reports than the
   robot can drive (more than ``jump_distance_m + jump_speed_mps * dt`` or
   ``jump_angle_rad + jump_rate_radps * dt``),
@@ -102,13 +104,15 @@ class OdometryTracker:
 
     def __init__(self, jump_distance_m: float = 0.05, jump_speed_mps: float = 0.3,
                  jump_angle_rad: float = 0.35, jump_rate_radps: float = 12.0,
-                 jump_gyro_rad: float = 0.15, jump_gyro_rate_radps: float = 2.5) -> None:
+                 jump_gyro_rad: float = 0.15, jump_gyro_rate_radps: float = 2.5,
+                 jump_gyro_max_dt_s: float = 0.1) -> None:
         self.jump_distance_m = jump_distance_m
         self.jump_speed_mps = jump_speed_mps
         self.jump_angle_rad = jump_angle_rad
         self.jump_rate_radps = jump_rate_radps
         self.jump_gyro_rad = jump_gyro_rad
         self.jump_gyro_rate_radps = jump_gyro_rate_radps
+        self.jump_gyro_max_dt_s = jump_gyro_max_dt_s
         self.offset = Pose2D()
         self.pose = Pose2D()          # the last published pose
         self.distance_m = 0.0         # driven since the last reset
@@ -117,6 +121,7 @@ class OdometryTracker:
         self._frame: Optional[Tuple[int, int]] = None
         self._last_reported: Optional[Pose2D] = None
         self._last_t: Optional[float] = None
+        self._last_yaw_rate: Optional[float] = None
         self._reanchor: Optional[str] = None
         self._reset = False
 
@@ -164,9 +169,7 @@ class OdometryTracker:
                     reason = f"the robot's pose jumped by {dist:.3f} m in {dt:.3f} s"
                 elif turn > self.jump_angle_rad + self.jump_rate_radps * dt:
                     reason = f"the robot's heading jumped by {turn:.2f} rad in {dt:.3f} s"
-                elif yaw_rate is not None and math.isfinite(yaw_rate) and \
-                        abs(dyaw - yaw_rate * dt) > \
-                        self.jump_gyro_rad + self.jump_gyro_rate_radps * dt:
+                elif self._gyro_disagrees(dyaw, dt, yaw_rate):
                     reason = (f"the robot's heading jumped by {turn:.2f} rad in {dt:.3f} s, "
                               f"which its gyro did not turn")
         self._reanchor = None
@@ -187,7 +190,19 @@ class OdometryTracker:
         self._frame = frame
         self._last_reported = reported
         self._last_t = t
+        self._last_yaw_rate = yaw_rate if yaw_rate is not None and math.isfinite(yaw_rate) else None
         return pose, reason
+
+    def _gyro_disagrees(self, dyaw: float, dt: float, yaw_rate: Optional[float]) -> bool:
+        """Whether the reported turn ``dyaw`` (wrapped) is further off the gyro's than the rule
+        allows: the gyro's turn is the mean of its rates at both states times ``dt``; no rule
+        without a rate or over a gap longer than ``jump_gyro_max_dt_s`` (lost states: two samples
+        cannot describe a turn that long, started, stopped or more than half a turn in it)."""
+        if yaw_rate is None or not math.isfinite(yaw_rate) or dt > self.jump_gyro_max_dt_s:
+            return False
+        last = self._last_yaw_rate
+        gyro_turn = (yaw_rate if last is None else 0.5 * (yaw_rate + last)) * dt
+        return abs(wrap_angle(dyaw - gyro_turn)) > self.jump_gyro_rad + self.jump_gyro_rate_radps * dt
 
 
 def _diag6(values) -> List[float]:

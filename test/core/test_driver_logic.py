@@ -161,6 +161,27 @@ def test_tracker_reanchors_on_a_heading_step_its_gyro_did_not_turn():
     assert t.update((0, 1), 0.0, 0.0, 0.3, 0.63, yaw_rate=None)[1] is None   # no gyro: no rule
 
 
+@pytest.mark.parametrize("rate, gap, turned", [
+    (2.0, 1.7, 3.4),     # more than pi in the gap: the reported step wraps to about -2.9 rad
+    (5.0, 0.7, 3.5),
+    (4.0, 0.3, 1.12),    # spinning, and stopped inside the gap: the last state's gyro says 0
+    (5.0, 0.09, 0.40),   # two states lost while it stops: the gyro at either end, 5 and 0 rad/s
+])
+def test_tracker_follows_a_turn_across_a_gap_in_the_robot_states(rate, gap, turned):
+    """RobotState is unreliable (a Wi-Fi stall shorter than peer_timeout leaves a gap): a turn
+    made in the gap is the robot's, not a restart, and is kept (no re-anchoring on the gyro)."""
+    t = OdometryTracker()
+    for k in range(10):
+        t.update((0, 1), 0.0, 0.0, rate * 0.03 * k, 0.03 * k, yaw_rate=rate)
+    yaw0 = rate * 0.27
+    end_rate = 0.0 if turned < rate * gap else rate
+    pose, reason = t.update((0, 1), 0.0, 0.0, yaw0 + turned, 0.27 + gap, yaw_rate=end_rate)
+    assert reason is None and t.reanchors == 0
+    assert math.cos(pose.yaw - (yaw0 + turned)) == pytest.approx(1.0)
+    # the rule still holds after the gap: a step the gyro did not turn re-anchors
+    assert t.update((0, 1), 0.0, 0.0, yaw0 + turned - 0.5, 0.3 + gap, yaw_rate=0.0)[1] is not None
+
+
 def test_tracker_reset_goes_to_the_origin():
     t = OdometryTracker()
     t.update((0, 1), 0.0, 0.0, 0.0, 0.0)
