@@ -315,7 +315,8 @@ class DriverCore(NotesMixin, LinkNotesMixin, ActuatorsMixin, CameraMixin):
 
     def _on_state(self, stamp_ns: int, state: Any, robot_s: float) -> None:
         self.state_count += 1
-        t = stamp_ns * 1e-9
+        # the holds' clock: the stamps may stand still (ROS time without /clock) or go back
+        now = self.robot.clock()
         tracker = self.tracker
         calibrating = self.robot.calibrating
         raw_head, flags = float(state.head_angle_rad), int(state.status)
@@ -344,7 +345,7 @@ class DriverCore(NotesMixin, LinkNotesMixin, ActuatorsMixin, CameraMixin):
         events = self.events.on_status(flags, publish=self.active,
                                        head_calibrating=self.orientation.held)
         just_lifted = self.events.lifted and not was_lifted
-        turned = self.orientation.update(t, float(state.pose_pitch_rad), float(state.accel_y_mmps2),
+        turned = self.orientation.update(now, float(state.pose_pitch_rad), float(state.accel_y_mmps2),
                                          flags, publish=self.active)
         if turned:
             events = events + turned
@@ -371,12 +372,11 @@ class DriverCore(NotesMixin, LinkNotesMixin, ActuatorsMixin, CameraMixin):
         # in the air, falling or lying the sensor sees no floor either: not an edge (nor
         # while a reading that it lies waits for its hold time, nor while the head calibrates)
         on_treads = self.orientation.state == self.orientation.seen == Orientation.ON_TREADS
-        edge = self.cliff_edge.update(t, stamp_ns, bool(flags & StatusFlag.CLIFF_DETECTED), on_treads,
+        edge = self.cliff_edge.update(now, stamp_ns, bool(flags & StatusFlag.CLIFF_DETECTED), on_treads,
                                       self.orientation.held)
         if edge is not None:
             output.on_cliff_edge(*edge)
             events = events + [cliff_event(edge[1])]
-        now = self.robot.clock()  # not the stamp: ROS time may start again from 0 (sim time)
         if now - self._last_battery >= BATTERY_PERIOD_S:
             self._last_battery = now
             output.on_battery(BatterySample(stamp_ns, voltage, battery_percentage(voltage),

@@ -738,6 +738,25 @@ def test_an_edge_the_cliff_sensor_finds_is_reported_for_a_costmap_but_not_a_lift
     assert [e for _, e in output.cliff_edges] == [True, False]
 
 
+def test_a_cliff_edge_is_found_under_ros_time_without_a_clock(rig):
+    """The edge's hold (0.5 s) was timed by the states' stamps: under use_sim_time without
+    /clock (or with it paused) they all read 0, and no edge was ever found. It is timed by
+    the link's steady clock; the edge keeps its stamp, ROS time's."""
+    robot, core, output = rig
+    output.clock_ns = lambda: 0
+    output.robot_time = lambda: False
+    edge = robot.sim.model.world.table_half_size_mm
+    robot.sim.teleport(robot.net.now, edge - 40.0, 0.0, 0.0)
+    robot.run(0.3)
+    core.drive(0.04, 0.0)
+    robot.run(1.0)
+    assert any(s.status.cliff_detected for s in output.states)
+    assert output.cliff_edges == [(0, True)]
+    core.drive(-0.04, 0.0)
+    robot.run(0.4)
+    assert output.cliff_edges == [(0, True), (0, False)]
+
+
 def test_the_imu_roll_and_pitch_are_not_claimed_known_where_they_are_assumed(rig):
     """imu/data's roll is assumed 0: its variance said 0.1 rad while the robot lay on its
     side (roll 90 deg), and pitch's 0.02 rad while the head calibrates (pitch reported 0)."""
@@ -1195,6 +1214,22 @@ def test_lines_held_back_are_said_before_the_line_that_changes_what_they_describ
     robot.run(5.0)
     core.say_overdue()
     assert not [t for t in texts()[count:] if "refused" in t], texts()[count:]
+
+
+def test_a_robot_on_its_back_is_reported_under_ros_time_without_a_clock(rig):
+    """Which way up holds a reading (1 s on its back, 0.25 s on a side) before it counts: timed
+    by the states' stamps, a robot lying under use_sim_time without /clock (or with it paused,
+    every stamp the same) never did. The holds follow the link's steady clock."""
+    robot, core, output = rig
+    output.clock_ns = lambda: 0
+    output.robot_time = lambda: False
+    robot.sim.lay(robot.net.now, "back")
+    robot.run(1.5)
+    assert [e.description for e in output.events if e.type == EventType.ON_BACK] == ["on its back"]
+    assert output.states[-1].status.orientation == Orientation.ON_BACK
+    robot.sim.lay(robot.net.now, "right")
+    robot.run(0.5)
+    assert output.states[-1].status.orientation == Orientation.ON_RIGHT_SIDE
 
 
 def test_the_battery_goes_out_once_a_second_when_the_stamps_jump_back(rig):
