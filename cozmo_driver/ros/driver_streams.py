@@ -156,6 +156,7 @@ class DriverStreams(DriverOutput):
         self._notes_lock = threading.Lock()
         self._ros_time = False
         self._clock_checked_until = 0
+        self._tf_stamp_ns: Optional[int] = None  # the last odom -> base_footprint's
         #: a consumer of the joint positions in this process (``cozmo_stack``'s description
         #: publisher), called with every state on the I/O thread: ``fn(JOINT_NAMES,
         #: (head_rad, lift_rad), sec, nanosec)``; joint_states is still published for
@@ -276,7 +277,10 @@ class DriverStreams(DriverOutput):
         if waiting is not None:  # camera_with_state: right after odom, for one wake-up of both
             self._image_waiting = None
             _publish_all(waiting)
-        if self.node._params["publish_tf"] and wanted["tf"]:
+        # not again at the last one's stamp (ROS time, stamped as states come, repeats it while
+        # /clock is slower than the states or paused): tf2 ignores it, warning TF_REPEATED_DATA
+        if self.node._params["publish_tf"] and wanted["tf"] and odom.stamp_ns != self._tf_stamp_ns:
+            self._tf_stamp_ns = odom.stamp_ns
             pub["tf"].publish(tpl["tf"].pack(odom))
         if wanted["imu"]:
             pub["imu"].publish(tpl["imu"].pack(sample.imu))

@@ -169,3 +169,29 @@ def test_emergency_stop_engaged_ends_on_the_current_value_when_two_threads_publi
     service[0].join(10.0)
     assert not service[0].is_alive()
     assert estop_pub.sent and estop_pub.sent[-1] is True, estop_pub.sent
+
+
+class _TfPublisher(_Publisher):
+    def __init__(self) -> None:
+        super().__init__()
+        self.subscribers = 1
+        self.stamps: List[int] = []
+
+    def publish(self, odom) -> None:
+        self.stamps.append(odom.stamp_ns)
+
+
+def test_a_transform_is_not_sent_again_with_the_stamp_of_the_last(streams):
+    """Under ROS time the states are stamped with the ROS clock as they come: a /clock slower
+    than the robot's ~33 Hz states (Gazebo's 10 Hz), or paused, stamped several states alike,
+    and odom -> base_footprint went out again at the same stamp, which tf2 ignores with a
+    TF_REPEATED_DATA warning in every listener, at every state. The first state of a stamp
+    is sent (the nearest to that instant), the others not; a stamp that goes back (the clock
+    restarted: listeners clear their buffers) is sent."""
+    streams, node = streams
+    streams.eager_until = 0  # start-up is over
+    node._pub["tf"] = tf = _TfPublisher()
+    streams.templates = {key: SimpleNamespace(pack=lambda sample: sample) for key in ds.STREAMS}
+    for stamp_ms in (0, 0, 0, 100, 100, 100, 200, 200, 50, 50, 60):
+        streams.on_state(SimpleNamespace(odom=SimpleNamespace(stamp_ns=stamp_ms * MS)))
+    assert tf.stamps == [stamp_ms * MS for stamp_ms in (0, 100, 200, 50, 60)]
