@@ -387,8 +387,9 @@ class BehaviorContext:
         self.robot.set_face(expression)
 
     def look_at(self, x: float, y: float) -> None:
-        """Turn the eyes: x, y in -1..1 (+x right, +y down); centred again when the behavior
-        ends, however it ends."""
+        """Turn the eyes: x, y in -1..1; +x: towards the robot's left (the screen's right as
+        seen from the front; from the robot's camera image x = -(2u/width - 1)), +y: down
+        (y = 2v/height - 1); centred again when the behavior ends, however it ends."""
         self.face_changed = True
         self.gaze_changed = True
         self.robot.look_at(min(1.0, max(-1.0, float(x))), min(1.0, max(-1.0, float(y))))

@@ -213,7 +213,9 @@ def look_at(params: FaceParams, x: float, y: float) -> FaceParams:
     """``params`` looking towards ``(x, y)`` in normalised image coordinates.
 
     ``x`` and ``y`` run from -1 to 1 (clamped; NaN counts as 0): (0, 0) is
-    straight ahead, +x to the right of the image, +y down.  The whole face
+    straight ahead, +x to the right of the screen as seen from the front, i.e. towards
+    the robot's left (from the robot's camera image: x = -(2u/width - 1)), +y down
+    (y = 2v/height - 1).  The whole face
     shifts by up to :data:`GAZE_MAX_X_PX` / :data:`GAZE_MAX_Y_PX`; the eye on
     the side looked at grows a little and the other shrinks, eyes open a little
     looking up and narrow looking down, and converge slightly looking down.

@@ -18,7 +18,9 @@ Interfaces (names relative to the node's namespace, like the driver's):
   blink, the expression kept),
   ``face/params`` (std_msgs/Float32MultiArray: the 43 raw parameters in CLAD
   order, as the service takes them; eased over ``transition_s``) and
-  ``face/look_at`` (geometry_msgs/Point: x, y in -1..1, +x right, +y down;
+  ``face/look_at`` (geometry_msgs/Point: x, y in -1..1; +x: towards the robot's
+  left (the screen's right as seen from the front), so from the robot's camera image
+  x = -(2u/width - 1); +y: down (on the screen and in the camera image: y = 2v/height - 1);
   z unused);
 * serves ``set_face_expression`` (cozmo_interfaces/SetFaceExpression: a name,
   or the 43 raw parameters in CLAD order, with a transition time).

@@ -107,6 +107,23 @@ def test_look_at_moves_towards_the_point():
     assert cols(img_l).mean() < cols(img_r).mean()
 
 
+def test_look_at_signs_plus_x_is_the_screens_right_the_robots_left_plus_y_down():
+    """+x moves the eyes to the screen's right as one looks at the robot: towards the robot's
+    left (the idle LookAround glances to +x and then turns counter-clockwise, to its left);
+    a tracker maps its camera image's column u to x = -(2u/width - 1). +y moves them down."""
+    face = EXPRESSIONS["neutral"]
+
+    def mean_lit(x: float, y: float) -> tuple[float, float]:
+        rows, cols = np.nonzero(R.render(look_at(face, x, y)))
+        return float(cols.mean()), float(rows.mean())
+
+    xs = [mean_lit(x, 0.0)[0] for x in (-1.0, 0.0, 1.0)]
+    assert xs[0] < xs[1] < xs[2]
+    assert xs[1] == pytest.approx(63.5)                       # straight ahead: the screen's centre
+    ys = [mean_lit(0.0, y)[1] for y in (-1.0, 0.0, 1.0)]
+    assert ys[0] < ys[1] < ys[2]                              # row 0 is the screen's top
+
+
 # --------------------------------------------------------------------------- animator
 
 def test_ease_and_blink_shapes():
