@@ -7,7 +7,7 @@ so the same seed and the same times give the same faces.
   project (values below) in the units of :mod:`.procedural`;
 * :func:`look_at`: moves a face's gaze towards a point of the image;
 * :class:`FaceAnimator`: eases between expressions and adds idle life (blinks
-  every few seconds, small saccades with pauses) while nothing else is shown;
+  every few seconds, small saccades with pauses, none on shut eyes) while nothing else is shown;
   ``frame(now)`` gives the face to show at ``now``.
 """
 
@@ -34,6 +34,8 @@ __all__ = [
     "GAZE_MAX_X_PX",
     "GAZE_MAX_Y_PX",
     "FaceAnimator",
+    "eyes_shut",
+    "SHUT_EYE_OPEN_FRACTION",
 ]
 
 # --------------------------------------------------------------------------------------------
@@ -295,6 +297,20 @@ def _apply_blink(p: FaceParams, t: float) -> FaceParams:
     return out
 
 
+#: An eye open less than this fraction of the nominal eye's height (its ``scale_y``, times the
+#: face's, times what its lids leave open) is shut: ``closed`` (0.05: 2 px of 40) is, ``sleepy``
+#: (about 0.3), ``squint`` and every other expression are not.
+SHUT_EYE_OPEN_FRACTION = 0.1
+
+
+def eyes_shut(params: FaceParams) -> bool:
+    """Whether both eyes of ``params`` are (nearly) shut: idle life leaves them alone."""
+    return all(
+        params.scale_y * eye.scale_y * max(0.0, 1.0 - eye.upper_lid_y - eye.lower_lid_y) < SHUT_EYE_OPEN_FRACTION
+        for eye in (params.left, params.right)
+    )
+
+
 ExpressionLike = Union[str, FaceParams]
 
 
@@ -311,7 +327,10 @@ class FaceAnimator:
     range) and, separately, saccades: every ``saccade_interval_s`` the gaze
     jumps (in ``saccade_duration_s``) to a random point within
     ``saccade_range`` (normalised, added to the gaze set by :meth:`look_at`),
-    returning to the centre about one time in three.
+    returning to the centre about one time in three. Neither while the eyes being eased
+    to are shut (:func:`eyes_shut`: ``closed``, not ``sleepy``): the idle blinks and saccades
+    due then are skipped (a saccade's offset is taken back to the centre as they close);
+    :meth:`blink` and :meth:`look_at` still act.
     """
 
     def __init__(
@@ -336,6 +355,7 @@ class FaceAnimator:
         self._blink_rng = random.Random(self.seed * 2 + 1)
         self._saccade_rng = random.Random(self.seed * 2 + 2)
         start = self._resolve(base).to_array()
+        self._shut = eyes_shut(FaceParams.from_array(start))
         self._from = start
         self._to = start
         self._t0 = now
@@ -361,9 +381,14 @@ class FaceAnimator:
 
     def set_expression(self, expr: ExpressionLike, now: float, duration_s: float = 0.3) -> None:
         """Ease from the face shown at ``now`` (without gaze and blink) to ``expr``."""
+        self._advance(now)  # the idle life due until now, with the eyes as they were
         current = self._base_array(now)
+        target = self._resolve(expr)
         self._from = current
-        self._to = self._resolve(expr).to_array()
+        self._to = target.to_array()
+        self._shut = eyes_shut(target)
+        if self._shut:  # the eyes go back to the centre as they close
+            self._sacc_from, self._sacc_to, self._sacc_t0 = self._saccade(now), (0.0, 0.0), now
         self._t0 = now
         self._duration = max(0.0, float(duration_s))
 
@@ -426,12 +451,16 @@ class FaceAnimator:
             return
         while self._next_blink <= now:
             start = self._next_blink
-            self._blink_start = start
-            self.blinks += 1
+            if not self._shut:
+                self._blink_start = start
+                self.blinks += 1
             self._next_blink = start + BLINK_DURATION_S + self._blink_rng.uniform(*self.blink_interval_s)
         while self._next_saccade <= now:
             start = self._next_saccade
             rng = self._saccade_rng
+            if self._shut:
+                self._next_saccade = start + self.saccade_duration_s + rng.uniform(*self.saccade_interval_s)
+                continue
             self._sacc_from = self._saccade(start)
             if rng.random() < 1.0 / 3.0:
                 self._sacc_to = (0.0, 0.0)

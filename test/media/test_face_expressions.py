@@ -290,3 +290,62 @@ def test_every_blink_frame_shows_both_eyes_on_the_rows_the_robot_shows():
             face = anim.frame(start + (k + 0.5) / 30.0)
             for eye in ("left", "right"):
                 assert R.render_display(_alone(face, eye)).any(), (name, gx, round(gy, 2), k, eye)
+
+
+def test_no_idle_blinks_or_saccades_on_shut_eyes():
+    """``closed`` (sleeping on the charger) shuts the eyes: the idle life neither blinks them
+    (a blink widens an eye 2.5-5x: the shut eyes became one line across the screen for
+    0.1 s every few seconds) nor moves them about; it resumes when they open, and sleepy
+    eyes (a third open) still blink and look about."""
+    closed = EXPRESSIONS["closed"]
+    asleep = FaceAnimator(seed=3, base="closed")
+    for k in range(30 * 60):
+        assert asleep.frame(k / 30) == closed, k / 30
+    assert asleep.blinks == 0 and asleep.saccades == 0
+    # falling asleep: from the end of the change the face is the shut one, the saccade's
+    # offset taken back to the centre; waking up: the idle life is back
+    anim = FaceAnimator(seed=5)
+    for k in range(30 * 20):
+        anim.frame(k / 30)
+    assert anim.saccades > 0 and anim.blinks > 0
+    anim.set_expression("closed", now=20.0, duration_s=0.3)
+    blinks, saccades = anim.blinks, anim.saccades          # those due until 20 s counted
+    for k in range(30 * 60):
+        t = 20.0 + k / 30
+        face = anim.frame(t)
+        if t >= 20.5:
+            assert face == closed, t
+    assert (anim.blinks, anim.saccades) == (blinks, saccades)
+    anim.set_expression("neutral", now=80.0)
+    for k in range(30 * 30):
+        anim.frame(80.0 + k / 30)
+    assert anim.blinks > blinks and anim.saccades > saccades
+    # eyes shut by their lids are shut too
+    lidded = EXPRESSIONS["neutral"].copy()
+    for eye in (lidded.left, lidded.right):
+        eye.upper_lid_y, eye.lower_lid_y = 0.6, 0.4
+    shut = FaceAnimator(seed=3, base=lidded)
+    for k in range(30 * 30):
+        assert shut.frame(k / 30) == lidded
+    sleepy = FaceAnimator(seed=3, base="sleepy")
+    for k in range(30 * 30):
+        sleepy.frame(k / 30)
+    assert sleepy.blinks > 0 and sleepy.saccades > 0
+
+
+def test_shutting_the_eyes_does_not_depend_on_how_often_frames_are_asked():
+    times = [k / 30 for k in range(30 * 40)]
+    changes = {300: "closed", 600: "neutral", 900: "sleepy"}
+
+    def run(step):
+        anim, out = FaceAnimator(seed=11), {}
+        for k, t in enumerate(times):
+            if k in changes:
+                anim.set_expression(changes[k], now=t)
+            if k % step == 0 or k in changes:
+                out[k] = anim.frame(t).to_array()
+        return out
+
+    every, sparse = run(1), run(97)
+    for k, arr in sparse.items():
+        assert np.array_equal(arr, every[k]), k
