@@ -32,8 +32,11 @@ flag ``01`` except a lit run ending at the column bottom, which uses ``10``
 (the app uses ``10`` more often; both mean lit).  So a blank screen is
 ``3f 3f`` (skip 64 + 64) and a fully lit one ``fe 7f 7e``.
 
-A ``DisplayImage`` must fit one frame: ``MAX_DISPLAY_BYTES`` = 1037 (frame
-payload) - 4 (packet type, length, id) - 2 (u16 length prefix) = 1031 bytes.
+A ``DisplayImage`` must fit one frame. Anki's engine packs a packet into a frame
+while ``used + 4 + body < 1037`` (strict; PROTOCOL_NOTES), so alone in a frame a
+DisplayImage, 4 bytes of packet header (type, length, id) and a body of a u16 length
+prefix and the image, carries at most 1037 - 1 - 4 - 2 = 1030 bytes of image: never
+more was sent to a robot, so ``MAX_DISPLAY_BYTES`` = 1030.
 :func:`fit_to_frame` simplifies images that would not fit.
 
 Decoding differs from pycozmo's ``ImageDecoder`` on purpose: that decoder
@@ -72,8 +75,9 @@ __all__ = [
 DISPLAY_WIDTH = 128  # columns in a DisplayImage and on the OLED
 DISPLAY_HEIGHT = 32  # rows in a DisplayImage
 SCREEN_HEIGHT = 64  # physical OLED rows
-#: Largest DisplayImage.image that fits one frame (1037 - 4 packet header - 2 length prefix).
-MAX_DISPLAY_BYTES = 1031
+#: Largest DisplayImage.image sent: the engine packs a packet while 4 + body < 1037 (strict),
+#: so 1037 - 1 - 4 packet header - 2 length prefix.
+MAX_DISPLAY_BYTES = 1030
 #: Encoding of an all-dark image.
 BLANK_IMAGE = b"\x3f\x3f"
 
@@ -277,7 +281,7 @@ def fit_to_frame(bits: np.ndarray, max_bytes: int = MAX_DISPLAY_BYTES) -> tuple[
     pixels long (k = 2, 3, 4, ...), choosing the replacements that save the most
     bytes per changed pixel, and the smallest set of replacements that fits is
     used.  A column with runs of at least 4 costs at most 8 bytes, so with the
-    default limit (1031 >= 128 x 8) a fitting image always exists.
+    default limit (1030 >= 128 x 8 = 1024) a fitting image always exists.
     Raises :class:`LocalProtocolError` only if ``max_bytes`` is below 2.
     """
     arr = _check_bits(bits, (DISPLAY_HEIGHT, DISPLAY_WIDTH))

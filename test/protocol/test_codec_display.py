@@ -17,6 +17,8 @@ from cozmo_driver.protocol.display import (
     screen_to_display,
 )
 from cozmo_driver.protocol.errors import LocalProtocolError, RemoteProtocolError
+from cozmo_driver.protocol.frames import MAX_PAYLOAD_SIZE
+from cozmo_driver.protocol.messages import MESSAGES_BY_NAME as MSG
 from dependencies import require
 from sample_data import pillow_of_ubuntu_22_04
 
@@ -72,7 +74,36 @@ def pycozmo_decode(data: bytes) -> np.ndarray:
 
 
 def test_limit_constant():
-    assert MAX_DISPLAY_BYTES == 1037 - 4 - 2
+    # Anki's engine packs a packet into a frame while used + 4 + body < 1037 (strict,
+    # PROTOCOL_NOTES): alone in a frame, a DisplayImage's 2 + n bytes of body take n <= 1030
+    assert MAX_DISPLAY_BYTES == 1037 - 4 - 2 - 1
+
+
+def _image_encoding_to(n: int) -> np.ndarray:
+    """A noisy image whose plain encoding is ``n`` bytes (pixels darkened one by one)."""
+    for seed in range(40):
+        bits = np.random.default_rng(seed).random((32, 128)) < 0.5
+        for i in range(32 * 128):
+            if len(encode_display(bits)) <= n:
+                break
+            bits[i % 32, i // 32] = False
+        if len(encode_display(bits)) == n:
+            return bits
+    raise AssertionError(f"no image of {n} bytes found")
+
+
+def test_the_largest_image_sent_fits_a_frame_as_the_engine_packs_them():
+    """An image of 1031 bytes, sent as it was, made a 1037-byte packet: a frame the engine
+    never sent (it packs while used + 4 + body < 1037). 1030 bytes pass untouched; one more
+    is simplified to fit."""
+    largest = _image_encoding_to(MAX_DISPLAY_BYTES)
+    data, sent = fit_to_frame(largest)
+    assert len(data) == 1030 and np.array_equal(sent, largest)
+    packet = MSG["DisplayImage"](image=data).to_packet()
+    assert len(packet) == 4 + 2 + 1030
+    assert 0 + len(packet) < MAX_PAYLOAD_SIZE == 1037          # the engine's strict rule, alone in a frame
+    data, sent = fit_to_frame(_image_encoding_to(1031))
+    assert len(data) <= 1030 and np.array_equal(decode_display(data), sent)
 
 
 def test_documented_examples():

@@ -806,6 +806,8 @@ def test_frames_respect_the_size_limit_and_consecutive_seqs():
     pair = Pair(impaired(**kw), impaired(**kw), seed=4)
     pair.connect()
     pair.link.trace = []
+    # 1031: a 1037-byte packet, the session's own limit (the robot takes 1037 B of payload),
+    # one byte over the largest display image the driver sends (MAX_DISPLAY_BYTES = 1030)
     sizes = [1031, 1, 600, 500, 20, 1000, 1031, 300, 900, 137] * 8
     for i, size in enumerate(sizes):
         pair.engine.send(MSG["DisplayImage"](image=bytes([i & 0xFF]) * size))
@@ -830,7 +832,7 @@ def test_largest_packet_fills_one_frame_exactly():
     pair = Pair()
     pair.connect()
     pair.link.trace = []
-    image = MSG["DisplayImage"](image=bytes(1031))
+    image = MSG["DisplayImage"](image=bytes(1031))  # not an image the driver sends: MAX_DISPLAY_BYTES is 1030
     assert len(image.to_packet()) == 1037
     pair.engine.send(image)
     pair.settle()
