@@ -33,7 +33,11 @@ Rules, in the order :meth:`tick` applies them:
    behavior can start, and what runs has a lower priority (it is then stopped,
    INTERRUPTED). Activity behaviors run at priority 0. A trigger that loses to
    a running behavior of the same or a higher priority waits up to 1.5 s for
-   it to end (a put-down ends the pick-up reaction, then gets its own).
+   it to end (a put-down ends the pick-up reaction, then gets its own); one of the
+   robot's that says where it is (``on_charger``, ``picked_up``, ``cliff_detected``,
+   ``falling``, ``charging_started``, ``on_back``/``on_face``/``on_side``) waits for as
+   long as that still holds (set on the charger while the pick-up reaction runs, the
+   robot still goes to sleep once it ends).
 4. The running behavior is ticked. The charger rule is enforced (tread
    commands are cancelled while on the charger unless the behavior drives off
    it), and ``max_duration`` too (FAILED, "timed out").
@@ -71,7 +75,8 @@ MAX_PENDING = 64
 #: the wait before choosing again when no behavior of the activity could start (s)
 RETRY_CHOICE_S = 1.0
 #: a trigger whose reaction loses to a running behavior of higher priority waits this long
-#: for it to end (s): the put-down that ends a pick-up reaction still gets its own
+#: for it to end (s): the put-down that ends a pick-up reaction still gets its own (a robot
+#: state trigger waits for as long as its state holds, see :meth:`Engine._still_holds`)
 TRIGGER_WAIT_S = 1.5
 
 
@@ -150,7 +155,8 @@ class Engine:
         self._user_goal = ""
         #: what the driver says keeps the engine still: {"estop": reason, "inactive": reason}
         self._driver_holds: Dict[str, str] = {}
-        self._pending: Deque[Tuple[str, Dict[str, Any], float]] = deque(maxlen=MAX_PENDING)
+        #: (trigger, data, arrived, from_robot)
+        self._pending: Deque[Tuple[str, Dict[str, Any], float, bool]] = deque(maxlen=MAX_PENDING)
         self._running: Optional[_Run] = None
         #: lights a behavior's end put out while the engine was held (the driver inactive or
         #: the robot lost: it refused them, and re-posts its last pattern when back): the
@@ -232,7 +238,7 @@ class Engine:
             self.state.face_seen_at = now
         self.emotions.apply(name, now)
         if self._enabled and not self._shut_down:
-            self._pending.append((name, dict(data or {}), now))
+            self._pending.append((name, dict(data or {}), now, bool(from_robot)))
 
     def knows(self, name: str) -> bool:
         """Whether a trigger of that name does anything: a reaction, an emotion event."""
@@ -416,7 +422,7 @@ class Engine:
 
     def _react(self, now: float) -> None:
         for _ in range(len(self._pending)):
-            trigger, data, arrived = self._pending.popleft()
+            trigger, data, arrived, from_robot = self._pending.popleft()
             reaction, why = self.reactions.select(trigger, now, self.state)
             if reaction is None:
                 if why != "no reaction":
@@ -425,12 +431,12 @@ class Engine:
             behavior = self.behaviors[reaction.behavior]
             run = self._running
             if run is not None and run.priority >= reaction.priority:
-                if now - arrived < TRIGGER_WAIT_S:
-                    self._pending.append((trigger, data, arrived))   # again at the next tick
+                if now - arrived < TRIGGER_WAIT_S or (from_robot and self._still_holds(trigger)):
+                    self._pending.append((trigger, data, arrived, from_robot))   # again next tick
                 else:
                     self._log("info", f"trigger {trigger}: {reaction.behavior} not started: "
                                       f"{run.behavior.name} ran with priority {run.priority} "
-                                      f">= {reaction.priority} for {TRIGGER_WAIT_S:g} s")
+                                      f">= {reaction.priority} for {now - arrived:.1f} s")
                 continue
             ctx = self._context(behavior, now, {"name": trigger, **data})
             if not self._can_start(behavior, ctx):
@@ -441,6 +447,12 @@ class Engine:
                 self._end(Outcome.INTERRUPTED, f"preempted by the reaction to {trigger}", now)
             self.reactions.fired(trigger, now)
             self._start(behavior, ctx, reaction.priority, f"reaction to {trigger}", now)
+
+    def _still_holds(self, trigger: str) -> bool:
+        """Whether the robot state a robot's trigger set (to true: on the charger, picked up,
+        at a cliff, ...) still holds: its reaction may then wait for as long as it does."""
+        change = STATE_CHANGES.get(trigger)
+        return change is not None and change[1] and bool(getattr(self.state, change[0]))
 
     def _tick_running(self, now: float) -> None:
         run = self._running

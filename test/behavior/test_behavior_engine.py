@@ -701,6 +701,64 @@ def test_react_to_pickup_waits_until_put_down():
     assert any("start react_to_put_down (reaction to put_down)" in text for _, text in log)
 
 
+@pytest.mark.parametrize("order", ["same tick", "on_charger first", "put_down first"])
+@pytest.mark.parametrize("seed", range(8))
+def test_a_robot_put_down_on_its_charger_goes_to_sleep_and_stays_on_it(order, seed):
+    """Picked up, then set on the charger (the status clears picked-up and sets on-charger, in
+    one tick or two): the robot goes to sleep (the reaction to on_charger), it does not nod
+    first (put_down reacts only off the charger) and never drives off the charger at once.
+    The put-down reaction (80) used to win over on_charger (60), which waited 1.5 s for it and
+    was dropped: the charger activity then drove the robot off in about 4 runs of 10."""
+    from cozmo_driver.behavior import load_config
+
+    engine, robot, log = make_engine(load_config(), auto=True, seed=seed)
+    robot.duration, robot.clock = 0.8, lambda: engine.now
+    engine.on_battery(0.8, 0.0)
+    t = run(engine, 0.0, 20.0)
+    engine.on_trigger("picked_up", t)
+    t = run(engine, t, t + 3.0)
+    first, second = ("on_charger", "put_down") if order == "on_charger first" else ("put_down", "on_charger")
+    engine.on_trigger(first, t)
+    if order != "same tick":
+        engine.tick(t)
+        t = round(t + TICK, 6)
+    engine.on_trigger(second, t)
+    run(engine, t, t + 15.0)
+    since = [text for _, text in log if text.startswith("start ")]
+    since = since[since.index("start react_to_pickup (reaction to picked_up)") + 1:]
+    assert "start sleep_on_charger (reaction to on_charger)" in since, since
+    assert not any("drive_off_charger" in text for text in since), since
+    assert engine.running == "sleep_on_charger"
+    if order != "put_down first":
+        assert not any("react_to_put_down" in text for text in since), since
+
+
+def test_a_robot_state_trigger_waits_while_its_state_holds():
+    """A trigger that loses to a running behavior waits 1.5 s for it to end; one of the
+    robot's that says the robot is somewhere (on_charger, picked_up, cliff_detected, ...)
+    waits for as long as that still holds, and is dropped once it does not."""
+    config = small_config(behaviors={"still": {"max_duration": 5}, "sleep": {"class": "sleep_on_charger"}},
+                          reactions={"on_charger": {"behavior": "sleep", "priority": 60}})
+    engine, robot, log = make_engine(config)
+    engine.on_trigger("picked_up", 0.0)
+    engine.tick(0.0)
+    assert engine.running == "still"
+    engine.on_trigger("on_charger", 0.1)
+    engine.on_trigger("poked", 0.1)          # no state: waits 1.5 s, then is dropped
+    run(engine, 0.1, 5.0)
+    assert engine.running == "still"
+    assert any(text.startswith("trigger poked: greet not started") for _, text in log)
+    run(engine, 5.1, 5.5)                    # still times out: on_charger still holds
+    assert engine.running == "sleep" and engine.status(5.5).reason == "reaction to on_charger"
+    # taken off the charger while the trigger waits: dropped
+    engine.on_trigger("picked_up", 6.0)
+    engine.on_trigger("on_charger", 6.1)
+    engine.on_trigger("off_charger", 6.2)
+    run(engine, 6.0, 14.0)
+    assert engine.status(14.0).reason != "reaction to on_charger"
+    assert any(text.startswith("trigger on_charger: sleep not started: still ran") for _, text in log)
+
+
 def test_sleep_on_the_charger_and_wake_up():
     engine, robot, log = default_engine()
     engine.on_trigger("on_charger", 0.0)
