@@ -50,6 +50,11 @@ TOP_LEVEL_KEYS = ("idle_expression", "charger_safe_animations", "low_battery", "
                   "repetition_penalty", "emotion_events", "reactions", "behaviors", "activities")
 
 
+#: an emotion event's ``min_interval`` when it gives none (s): the trigger of its name arriving
+#: sooner after it last applied it does not apply it again (a trigger posted with every camera
+#: frame moves the mood at most once a second)
+EVENT_MIN_INTERVAL_S = 1.0
+
 #: what on_success / on_failure hold: an emotion event's name, or {emotion: change}
 OutcomeChange = Union[str, Mapping[str, float], None]
 
@@ -279,7 +284,9 @@ def _emotion_events(section: Mapping[str, Any], emotions: Sequence[str]) -> Dict
         penalty = None
         if "repetition_penalty" in item:
             penalty = _curve(item.pop("repetition_penalty"), f"{key}.repetition_penalty")
-        out[name] = EmotionEvent(name, _changes(item, key, emotions), penalty)
+        min_interval = _number(item.pop("min_interval", EVENT_MIN_INTERVAL_S), f"{key}.min_interval",
+                               minimum=0.0)
+        out[name] = EmotionEvent(name, _changes(item, key, emotions), penalty, min_interval)
     return out
 
 

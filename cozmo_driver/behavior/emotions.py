@@ -117,6 +117,9 @@ class EmotionEvent:
     name: str
     changes: Mapping[str, float]
     repetition_penalty: Optional[Curve] = None  # None: the model's default
+    #: s: the trigger of its name arriving sooner after it last applied the event does not apply
+    #: it (the engine's rule: a trigger posted with every camera frame moves the mood no faster)
+    min_interval: float = 0.0
 
 
 @dataclass

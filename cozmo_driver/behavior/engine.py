@@ -37,7 +37,8 @@ Rules, in the order :meth:`tick` applies them:
    robot's that says where it is (``on_charger``, ``picked_up``, ``cliff_detected``,
    ``falling``, ``charging_started``, ``on_back``/``on_face``/``on_side``) waits for as
    long as that still holds (set on the charger while the pick-up reaction runs, the
-   robot still goes to sleep once it ends).
+   robot still goes to sleep once it ends). Of a trigger's copies that wait only the
+   newest does; one dropped so is logged at info once per running behavior (then at debug).
 4. The running behavior is ticked. The charger rule is enforced (tread
    commands are cancelled while on the charger unless the behavior drives off
    it), and ``max_duration`` too (FAILED, "timed out").
@@ -48,8 +49,8 @@ A behavior that raises (in start, tick, stop or can_start) is stopped, its
 outcome is ``error: <exception>``, the error is logged with where it was raised
 and counted (``behaviors_failed``, :attr:`Engine.errors`), and the engine goes
 on; so does a step of the clean-up at a behavior's end that raises (logged, the rest
-still done). Emotions follow every trigger (the emotion event of the trigger's name)
-even while paused or disabled; behaviors' outcomes apply their ``on_success``
+still done). Emotions follow every trigger (the emotion event of the trigger's name, not
+again within the event's ``min_interval``) even while paused or disabled; behaviors' outcomes apply their ``on_success``
 and ``on_failure`` changes. Pure.
 """
 
@@ -59,8 +60,8 @@ import math
 import random
 import traceback
 from collections import deque
-from dataclasses import dataclass
-from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Tuple
+from dataclasses import dataclass, field
+from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Set, Tuple
 
 from .activities import ActivityChooser
 from .behavior import Behavior, BehaviorContext, CubeTap, Handle, Outcome, RobotInterface, RobotState
@@ -105,6 +106,8 @@ class _Run:
     priority: int
     reason: str
     started: float
+    #: the triggers whose reaction was dropped because this behavior ran (said at info once)
+    refused: Set[str] = field(default_factory=set)
 
 
 def _failure(ctx: BehaviorContext) -> str:
@@ -164,6 +167,8 @@ class Engine:
         self._lights_owed = False
         self._cubes_owed: List[int] = []
         self._last_ended: Dict[str, float] = {}
+        #: trigger -> when it last applied the emotion event of its name
+        self._trigger_emotion_at: Dict[str, float] = {}
         self._next_choice = now
         self._low_battery = LowBatteryDetector(config.low_battery_threshold,
                                                config.low_battery_hysteresis)
@@ -236,8 +241,13 @@ class Engine:
             setattr(self.state, change[0], change[1])
         if name == "face_seen":
             self.state.face_seen_at = now
-        self.emotions.apply(name, now)
+        event, last = self.emotions.events.get(name), self._trigger_emotion_at.get(name)
+        if event is not None and (last is None or now - last >= event.min_interval):
+            self._trigger_emotion_at[name] = now   # a trigger in a flood: its event once an interval
+            self.emotions.apply(name, now)
         if self._enabled and not self._shut_down:
+            if any(pending[0] == name for pending in self._pending):   # only the newest copy waits
+                self._pending = deque((p for p in self._pending if p[0] != name), maxlen=MAX_PENDING)
             self._pending.append((name, dict(data or {}), now, bool(from_robot)))
 
     def knows(self, name: str) -> bool:
@@ -433,10 +443,12 @@ class Engine:
             if run is not None and run.priority >= reaction.priority:
                 if now - arrived < TRIGGER_WAIT_S or (from_robot and self._still_holds(trigger)):
                     self._pending.append((trigger, data, arrived, from_robot))   # again next tick
-                else:
-                    self._log("info", f"trigger {trigger}: {reaction.behavior} not started: "
-                                      f"{run.behavior.name} ran with priority {run.priority} "
-                                      f">= {reaction.priority} for {now - arrived:.1f} s")
+                else:   # said once for this running behavior, again at debug
+                    self._log("debug" if trigger in run.refused else "info",
+                              f"trigger {trigger}: {reaction.behavior} not started: "
+                              f"{run.behavior.name} ran with priority {run.priority} "
+                              f">= {reaction.priority} for {now - arrived:.1f} s")
+                    run.refused.add(trigger)
                 continue
             ctx = self._context(behavior, now, {"name": trigger, **data})
             if not self._can_start(behavior, ctx):

@@ -89,6 +89,8 @@ activities:
     ({"emotions": {"happy": {"decay": [[0, 1], [0, 0.5]]}}}, "emotions.happy.decay: the x values of a curve must increase"),
     ({"emotions": {"happy": {"decay": [[0, 1, 2]]}}}, "emotions.happy.decay[0]: expected a point [x, y]"),
     ({"emotion_events": {"poked": {"joy": 0.1}}}, "emotion_events.poked.joy: unknown emotion"),
+    ({"emotion_events": {"poked": {"min_interval": -1}}},
+     "emotion_events.poked.min_interval: expected a number >= 0, got -1"),
     ({"activities": {"freeplay": {"behaviors": {"ghost": {}}}}}, "activities.freeplay.behaviors.ghost: unknown behavior"),
     ({"activities": {"freeplay": {"behaviors": {"explore": {"emotions": {"calm": "high"}}}}}},
      "activities.freeplay.behaviors.explore.emotions.calm: expected a number or a list"),

@@ -759,6 +759,55 @@ def test_a_robot_state_trigger_waits_while_its_state_holds():
     assert any(text.startswith("trigger on_charger: sleep not started: still ran") for _, text in log)
 
 
+def test_a_trigger_posted_every_frame_is_said_once_and_moves_the_mood_a_little():
+    """A face detector posting face_seen with every frame (30 a second) while a behavior of a
+    higher priority runs: one copy waits (the newest), it is said at most once, and the mood
+    moves by face_seen's event at most once every min_interval (10 s). Every copy used to be
+    queued, logged at info when dropped (25 lines a second) and applied: happy and social
+    reached 1.0 within a second."""
+    from cozmo_driver.behavior import load_config
+
+    engine, robot, log = make_engine(load_config(), auto=True)
+    robot.duration, robot.clock = 0.5, lambda: engine.now
+    engine.on_state(on_charger=True)
+    engine.on_trigger("on_charger", 0.0)
+    for i in range(100):                     # 10 s
+        t = round(i * TICK, 6)
+        for k in range(3):
+            engine.on_trigger("face_seen", t + k * 0.033, from_robot=False)
+        engine.tick(t)
+    assert engine.running == "sleep_on_charger"
+    said = [text for level, text in log if "face_seen" in text and level != "debug"]
+    assert len(said) <= 1, said
+    assert len(engine._pending) <= 1
+    values = engine.emotions.values(10.0)
+    assert values["social"] < 0.5 and values["happy"] < 0.25, values
+
+
+def test_a_trigger_that_waits_in_vain_is_said_once_per_running_behavior():
+    """poked every 2 s while a behavior of a higher priority runs: each copy waits 1.5 s and is
+    dropped; that is said at info once for that behavior, the repeats at debug."""
+    engine, robot, log = make_engine(auto=False)
+    engine.on_trigger("picked_up", 0.0)
+    engine.tick(0.0)
+    assert engine.running == "still"
+    t = 0.1
+    for _ in range(10):
+        engine.on_trigger("poked", t)
+        t = run(engine, t, t + 2.0)
+    assert engine.running == "still"
+    lines = [(level, text) for level, text in log if text.startswith("trigger poked: greet not started")]
+    assert [level for level, _ in lines] == ["info"] + ["debug"] * 9, lines
+    engine.on_user_command("cmd_vel", t)                     # another running behavior next
+    engine.set_user_pause(0.0, t)
+    engine.on_trigger("picked_up", t + 0.2)
+    engine.tick(t + 0.2)
+    engine.on_trigger("poked", t + 0.3)
+    run(engine, t + 0.3, t + 2.5)
+    lines = [level for level, text in log if text.startswith("trigger poked: greet not started")]
+    assert lines[-1] == "info", lines
+
+
 def test_sleep_on_the_charger_and_wake_up():
     engine, robot, log = default_engine()
     engine.on_trigger("on_charger", 0.0)
