@@ -860,6 +860,39 @@ def test_explore_backs_off_at_a_cliff():
     assert robot.calls[-1][0] == "turn_in_place" and abs(robot.calls[-1][1][0]) > 2.0   # turns away
 
 
+def test_a_cliff_met_while_exploring_ends_with_the_robot_turned_away():
+    """The cliff reaction (priority 90) preempts explore at the tick after the cliff, so
+    explore's own back-off and turn rarely run: the reaction itself backs off and turns away
+    (by about its turn_deg), and the next forward leg does not head straight back at the edge."""
+    engine, robot, log = default_engine()
+    behavior = engine.behaviors["explore"]
+    engine._start(behavior, engine._context(behavior, 0.0, {}), 0, "test", 0.0)
+    engine.tick(0.1)
+    n = len(robot.calls)
+    engine.on_trigger("cliff_detected", 0.2)
+    engine.tick(0.2)
+    assert engine.running == "react_to_cliff"
+    engine.on_trigger("cliff_cleared", 0.3)
+    run(engine, 0.3, 5.0)
+    assert engine.last_behavior == "react_to_cliff" and engine.last_outcome == "succeeded"
+    moves = [c for c in robot.calls[n:] if c[0] in ("drive_straight", "turn_in_place")]
+    assert moves[0] == ("drive_straight", (-0.05, 0.06))                 # backs off
+    assert moves[1][0] == "turn_in_place" and abs(moves[1][1][0]) > 2.0  # turns away (135 deg)
+
+
+def test_the_cliff_reactions_turn_is_a_parameter():
+    from cozmo_driver.behavior import load_config
+
+    config = load_config(overrides={"behaviors": {"react_to_cliff": {"params": {"turn_deg": 0}}},
+                                    "activities": None})   # nothing after it
+    engine, robot, log = make_engine(config)
+    engine.on_trigger("cliff_detected", 0.0)
+    run(engine, 0.0, 5.0)
+    assert engine.last_outcome == "succeeded" and "turn_in_place" not in robot.names()
+    with pytest.raises(ValueError, match="behaviors.react_to_cliff.params.turn_deg: expected a number"):
+        load_config(overrides={"behaviors": {"react_to_cliff": {"params": {"turn_deg": "left"}}}})
+
+
 def test_celebrate_lights_the_tapped_cube_and_puts_it_out():
     engine, robot, log = default_engine()
     engine.on_cube_tap("cube2", 0xC0B10002, 2, 0.0)

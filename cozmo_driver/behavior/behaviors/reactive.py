@@ -3,6 +3,8 @@ put-down, a fall, a poke, a tapped cube, a greeting, a low battery."""
 
 from __future__ import annotations
 
+import math
+
 from ..behavior import Outcome, ScriptBehavior
 
 __all__ = ["ReactToCliff", "ReactToPickup", "ReactToPutDown", "ReactToFall", "ReactToPoke",
@@ -18,10 +20,13 @@ def _animate_or(ctx, name: str, fallback: str):
 
 
 class ReactToCliff(ScriptBehavior):
-    """A scared face and a beep, backs away from the edge, a startled animation."""
+    """A scared face and a beep, backs away from the edge, a startled animation, turns
+    away from the edge (``turn_deg``, either way; 0: no turn), so that what runs next
+    (explore's first leg) does not head straight back at it."""
 
-    description = "scared face and beeps, backs off the edge, a startled jump"
-    PARAMS = {"back_off_m": 0.05, "speed": 0.06, "animation": "surprised_jump"}
+    description = "scared face and beeps, backs off the edge, a startled jump, turns away"
+    PARAMS = {"back_off_m": 0.05, "speed": 0.06, "animation": "surprised_jump", "turn_deg": 135.0,
+              "turn_speed": 1.5}
 
     def can_start(self, ctx):
         return not ctx.state.picked_up
@@ -32,6 +37,10 @@ class ReactToCliff(ScriptBehavior):
         ctx.sound("synth:beeps(1400, 2, 0.06, 0.05, 0.5)")
         backed = yield ctx.drive(-p["back_off_m"], p["speed"])
         yield ctx.animate(p["animation"])
+        if backed.ok and p["turn_deg"]:   # not at the very edge: only once backed off
+            angle = math.radians(abs(p["turn_deg"])) * ctx.rng.uniform(0.8, 1.0)
+            turned = yield ctx.turn(angle * ctx.rng.choice((-1.0, 1.0)), p["turn_speed"])
+            backed = turned
         ctx.face("worried")
         yield ctx.wait(0.5)
         return Outcome.SUCCEEDED if backed.ok else Outcome.FAILED
