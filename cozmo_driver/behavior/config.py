@@ -230,9 +230,13 @@ def resolve_behavior_class(name: str, key: str) -> Callable[..., Behavior]:
         raise ConfigError(f"{key}: unknown behavior class {name!r} (built-in: "
                           f"{', '.join(sorted(BUILTIN_BEHAVIORS))}; or package.module:ClassName)")
     module_name, _, attr = name.partition(":")
+    if not (attr.isidentifier() and all(part.isidentifier() for part in module_name.split("."))):
+        # importlib would raise ValueError (":Wave") or TypeError (".behaviors:Wave"): a traceback
+        raise ConfigError(f"{key}: {name!r} is no package.module:ClassName (nor a built-in class: "
+                          f"{', '.join(sorted(BUILTIN_BEHAVIORS))})")
     try:
         module = importlib.import_module(module_name)
-    except ImportError as exc:
+    except (ImportError, ValueError, TypeError) as exc:
         raise ConfigError(f"{key}: cannot import {module_name}: {exc}") from None
     cls = getattr(module, attr, None)
     if not (isinstance(cls, type) and issubclass(cls, Behavior)):

@@ -77,6 +77,13 @@ activities:
      "behaviors.explore.params.legs: expected a whole number"),
     ({"behaviors": {"x": {"class": "no_such_class"}}}, "behaviors.x.class: unknown behavior class 'no_such_class'"),
     ({"behaviors": {"x": {"class": "no_such_module:Thing"}}}, "behaviors.x.class: cannot import no_such_module"),
+    # a malformed name was a traceback (ValueError, TypeError from importlib), not this line
+    ({"behaviors": {"x": {"class": ":Wave"}}},
+     "behaviors.x.class: ':Wave' is no package.module:ClassName (nor a built-in class"),
+    ({"behaviors": {"x": {"class": ".behaviors:Wave"}}},
+     "behaviors.x.class: '.behaviors:Wave' is no package.module:ClassName"),
+    ({"behaviors": {"x": {"class": "behavior_fakes:"}}},
+     "behaviors.x.class: 'behavior_fakes:' is no package.module:ClassName"),
     ({"behaviors": {"x": {"class": "behavior_fakes:FakeRobot"}}}, "behaviors.x.class: behavior_fakes:FakeRobot is not a Behavior subclass"),
     ({"behaviors": {"explore": {"on_success": "no_event"}}}, "behaviors.explore.on_success: unknown emotion event 'no_event'"),
     ({"reactions": {"poked": {"behavior": "nobody"}}}, "reactions.poked.behavior: unknown behavior 'nobody'"),
