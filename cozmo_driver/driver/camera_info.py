@@ -122,9 +122,29 @@ def _numbers(key: str, data: list) -> List[float]:
         values = [float(x) for x in data]
     except (TypeError, ValueError):
         raise CameraInfoError(f"{key}.data: not all numbers") from None
+    except OverflowError:  # an integer beyond a float's range
+        raise CameraInfoError(f"{key}.data: not all finite") from None
     if not all(math.isfinite(v) for v in values):
         raise CameraInfoError(f"{key}.data: not all finite")
     return values
+
+
+#: the largest image size a CameraInfo holds (its width and height are uint32)
+MAX_SIZE = 2 ** 32 - 1
+
+
+def _size(doc: dict, key: str) -> int:
+    """``doc[key]`` (image_width or image_height) as a positive integer (raises CameraInfoError)."""
+    if key not in doc:
+        raise CameraInfoError("image_width and image_height must be integers")
+    value = doc[key]
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise CameraInfoError(f"{key}: {value!r} is not a positive integer")
+    if value > MAX_SIZE:
+        raise CameraInfoError(f"{key}: {value} is more than a CameraInfo holds ({MAX_SIZE})")
+    return value
 
 
 def parse_camera_info_yaml(text: str, source: str = "file") -> CameraInfoData:
@@ -139,12 +159,7 @@ def parse_camera_info_yaml(text: str, source: str = "file") -> CameraInfoData:
         raise CameraInfoError(f"not YAML: {exc}") from None
     if not isinstance(doc, dict):
         raise CameraInfoError("not a camera_info_manager YAML mapping")
-    try:
-        width, height = int(doc["image_width"]), int(doc["image_height"])
-    except (KeyError, TypeError, ValueError):
-        raise CameraInfoError("image_width and image_height must be integers") from None
-    if width <= 0 or height <= 0:
-        raise CameraInfoError("image_width and image_height must be positive")
+    width, height = _size(doc, "image_width"), _size(doc, "image_height")
     k = _matrix(doc, "camera_matrix", 3, 3)
     dist = doc.get("distortion_coefficients", {"data": []})
     d_data = dist.get("data", []) if isinstance(dist, dict) else None
@@ -209,6 +224,13 @@ def load_camera_info_url(url: str) -> CameraInfoData:
             text = f.read()
     except OSError as exc:
         raise CameraInfoError(f"camera_info_url {url!r}: cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        named = "" if path == url else f"{path} is "  # a URL's file
+        raise CameraInfoError(
+            f"camera_info_url {url!r}: {named}not a YAML text file (not UTF-8: byte "
+            f"0x{exc.object[exc.start]:02x} at offset {exc.start}); a calibration tarball (camera_calibration's "
+            "calibrationdata.tar.gz): extract ost.yaml from it (tar xzf calibrationdata.tar.gz ost.yaml) and "
+            "name that; a YAML file in another encoding: save it as UTF-8") from None
     try:
         info = parse_camera_info_yaml(text, source=url)
     except CameraInfoError as exc:

@@ -605,6 +605,62 @@ def test_camera_info_yaml_file(tmp_path):
     assert caminfo.load_camera_info_url(vga.as_uri()).width == 640  # scaled to the images
 
 
+def _calibration_tarball(path):
+    """What camera_calibration's cameracalibrator saves: calibrationdata.tar.gz, with ost.yaml in it."""
+    import io
+    import tarfile
+    data = CAMERA_YAML.encode()
+    with tarfile.open(path, "w:gz") as tar:
+        member = tarfile.TarInfo("ost.yaml")
+        member.size = len(data)
+        tar.addfile(member, io.BytesIO(data))
+
+
+def test_a_camera_info_file_that_is_not_utf8_text_is_refused_saying_what_to_do(tmp_path):
+    """A calibration tarball or a Latin-1 YAML raised UnicodeDecodeError, which only
+    CameraInfoError's handler was ready for: the driver did not start (docs/driver.md promises
+    a warning naming the file and the robot's calibration)."""
+    tarball = tmp_path / "calibrationdata.tar.gz"
+    _calibration_tarball(tarball)
+    with pytest.raises(caminfo.CameraInfoError) as refused:
+        caminfo.load_camera_info_url(str(tarball))
+    assert str(refused.value) == (
+        f"camera_info_url {str(tarball)!r}: not a YAML text file (not UTF-8: byte 0x8b at "
+        "offset 1); a calibration tarball (camera_calibration's calibrationdata.tar.gz): extract ost.yaml "
+        "from it (tar xzf calibrationdata.tar.gz ost.yaml) and name that; a YAML file in another encoding: "
+        "save it as UTF-8")
+    latin = tmp_path / "latin.yaml"
+    latin.write_bytes(CAMERA_YAML.replace("cozmo_camera", "caméra").encode("latin-1"))
+    with pytest.raises(caminfo.CameraInfoError) as refused:  # a URL: the file is named too
+        caminfo.load_camera_info_url(latin.as_uri())
+    assert str(refused.value).startswith(f"camera_info_url {latin.as_uri()!r}: {latin} is not a YAML text file "
+                                         "(not UTF-8: byte 0xe9 at offset ")
+
+
+@pytest.mark.parametrize("field, value, problem", [
+    ("image_width: 320", "image_width: .inf", "image_width: inf is not a positive integer"),
+    ("image_height: 240", "image_height: -.inf", "image_height: -inf is not a positive integer"),
+    ("image_width: 320", "image_width: .nan", "image_width: nan is not a positive integer"),
+    ("image_width: 320", "image_width: 320.5", "image_width: 320.5 is not a positive integer"),
+    ("image_width: 320", "image_width: true", "image_width: True is not a positive integer"),
+    ("image_width: 320", "image_width: " + "9" * 30, "image_width: " + "9" * 30 + " is more than a "
+     "CameraInfo holds (4294967295)"),
+    ("0.0, 0.003]", "0.0, " + "9" * 400 + "]", "distortion_coefficients.data: not all finite"),
+    ("0.0, 0.0, 1.0]\ndistortion_model", "0.0, 0.0, " + "9" * 400 + "]\ndistortion_model",
+     "camera_matrix.data: not all finite"),
+], ids=["inf", "-inf", "nan", "fraction", "bool", "huge", "huge-term", "huge-matrix"])
+def test_a_camera_info_file_with_a_size_or_number_out_of_range_is_refused(tmp_path, field, value, problem):
+    """``image_width: .inf`` raised OverflowError (int of an infinity), and so did a number too
+    large for a float among the matrices: neither was a CameraInfoError, so the driver did not
+    start. A size that is no integer (320.5, true) was taken as one (320, 1)."""
+    assert field in CAMERA_YAML
+    path = tmp_path / "cozmo.yaml"
+    path.write_text(CAMERA_YAML.replace(field, value, 1))
+    with pytest.raises(caminfo.CameraInfoError) as refused:
+        caminfo.load_camera_info_url(str(path))
+    assert str(refused.value) == f"camera_info_url {str(path)!r}: {problem}"
+
+
 @pytest.mark.parametrize("url", ["file://~/cozmo.yaml", "file://tmp/x/cozmo.yaml", "file://robot/cozmo.yaml"])
 def test_a_file_url_with_a_host_is_refused_saying_it_needs_three_slashes(url):
     """urlparse takes what follows file:// up to the next slash as a host: ``file://~/cozmo.yaml``

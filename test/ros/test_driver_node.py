@@ -750,6 +750,28 @@ def test_camera_info_from_file_overrides_the_robot(make_driver, tmp_path, rclpy_
     assert rclpy_log.said(h.node, LoggingSeverity.INFO, "; camera_info_url takes precedence")
 
 
+def test_a_calibration_tarball_as_camera_info_url_is_warned_of_and_the_driver_starts(make_driver, tmp_path,
+                                                                                     rclpy_log):
+    """camera_calibration's calibrationdata.tar.gz given as camera_info_url raised
+    UnicodeDecodeError out of configure: "could not start". Now it is warned of, naming the
+    file and what to do, and the robot's calibration is used."""
+    import io
+    import tarfile
+    from sample_data import CAMERA_YAML
+    path = tmp_path / "calibrationdata.tar.gz"
+    with tarfile.open(path, "w:gz") as tar:
+        member = tarfile.TarInfo("ost.yaml")
+        member.size = len(CAMERA_YAML.encode())
+        tar.addfile(member, io.BytesIO(CAMERA_YAML.encode()))
+    h = make_driver(camera_info_url=str(path))  # start() succeeds and the robot connects
+    assert rclpy_log.said(h.node, LoggingSeverity.WARN, f"camera_info_url '{path}': not a YAML text file (not "
+                                                         "UTF-8: byte 0x8b at offset 1); a calibration tarball")
+    assert rclpy_log.said(h.node, LoggingSeverity.WARN, "extract ost.yaml from it")
+    assert rclpy_log.said(h.node, LoggingSeverity.WARN, "; using the robot's calibration instead")
+    info = h.listen("info", CameraInfo, "camera/camera_info", qos_profile_sensor_data)
+    assert h.spin_until(lambda: info and info[-1].k[0] != 300.0, 5.0)
+
+
 # ----------------------------------------------------------------------------- events
 
 def test_events_from_the_robot(make_driver):
