@@ -45,9 +45,9 @@ class CameraMixin:
     exposure: Optional[AutoExposure] = None
 
     def camera_streaming(self) -> bool:
-        """Whether the robot is to stream its camera: ``camera_enabled``, while the driver is
-        active (inactive, it publishes no image), and, with ``camera_on_demand``, while a
-        camera topic has a subscriber."""
+        """Whether the robot is to stream its camera (while it is connected: what EnableCamera
+        asks): ``camera_enabled``, while the driver is active (inactive, it publishes no
+        image), and, with ``camera_on_demand``, while a camera topic has a subscriber."""
         p = self.params
         return bool(p["camera_enabled"]) and self.active and (
             not p["camera_on_demand"] or self.camera_wanted)
@@ -130,6 +130,8 @@ class CameraMixin:
             return "off (camera_enabled is false)"
         if not self.active:
             return "off while the driver is inactive (lifecycle)"
+        if not self.connected:  # lost, or not connected yet: the robot streams nothing
+            return "off: the robot is not connected"
         if self.camera_streaming():
             return ("streaming" + (" (a camera topic has a subscriber)" if p["camera_on_demand"] else "")
                     + "; " + self.exposure_status())

@@ -1458,6 +1458,26 @@ def test_the_camera_streams_while_a_camera_topic_has_a_subscriber(rig):
     assert core.camera_status() == "off (camera_enabled is false)"
 
 
+def test_the_camera_is_said_to_be_off_while_the_robot_is_not_connected():
+    """The link's diagnostics said "streaming" (with a camera topic subscribed) while the robot
+    was lost or had never connected, and "exposure 30 ms (fixed)" before the first connection
+    with the automatic exposure on: the robot streams nothing then."""
+    robot = MemoryRobot()
+    output = RecordingOutput(clock_ns=lambda: int(robot.net.now * 1e9) + 1_700_000_000 * 10**9)
+    core = DriverCore(robot, dict(PARAMS, robot_ip="127.0.0.1", robot_port=5551), output)
+    core.activate()  # the link not started: never connected
+    core.set_camera_wanted(True)
+    assert not core.connected and core.camera_status() == "off: the robot is not connected"
+    robot.start(core.on_robot_event)
+    robot.run(2.0)
+    assert core.connected and core.camera_status().startswith("streaming (a camera topic has a subscriber); "
+                                                              "gain 1.00, exposure 30 ms (automatic")
+    core.on_robot_event(LinkStateChanged(LinkState.LOST, "robot silent for 1.0 s"))
+    assert not core.connected and core.camera_status() == "off: the robot is not connected"
+    core.params["camera_enabled"] = False  # what is said first while it is not connected
+    assert core.camera_status() == "off (camera_enabled is false)"
+
+
 def test_deactivate_switches_the_camera_off_and_activate_on_again(rig):
     """Inactive, the driver publishes no image: the robot streamed on over its Wi-Fi (15
     images a second that nobody got), and the diagnostics said "streaming"."""
