@@ -17,10 +17,12 @@ from ..protocol.errors import RemoteProtocolError
 from ..protocol.nvstorage import NV_TAG_CAMERA_CALIB, decode_camera_calibration
 from .samples import CameraFrame
 
-__all__ = ["CameraMixin", "COLOR_JPEG_QUALITY"]
+__all__ = ["CameraMixin", "COLOR_JPEG_QUALITY", "SET_CAMERA_INFO"]
 
 #: JPEG quality of colour frames, which are rebuilt at full width (the robot sends half)
 COLOR_JPEG_QUALITY = 90
+#: the source of a calibration sent to camera/set_camera_info and saved nowhere
+SET_CAMERA_INFO = "set_camera_info"
 
 
 _ImageSendMode = msgs.ENUMS["ImageSendMode"]
@@ -169,7 +171,8 @@ class CameraMixin:
         with self.lock:
             self.calibration = info
             self.output.on_camera_info_changed()
-        used = "; camera_info_url takes precedence" if self.camera_file is not None else ""
+        used = f"; {self._file_calibration('camera_info_url')} takes precedence" if self.camera_file is not None \
+            else ""
         self._log(logging.INFO,
                   f"camera calibration read from the robot: fx {info.k[0]:.1f} fy {info.k[4]:.1f} "
                   f"cx {info.k[2]:.1f} cy {info.k[5]:.1f} px at {info.width}x{info.height}{used}")
@@ -181,8 +184,24 @@ class CameraMixin:
             if self.calibration is not None:
                 self.calibration = None
                 self.output.on_camera_info_changed()
-        used = "the file of camera_info_url" if self.camera_file is not None else "the default intrinsics"
+        used = self._file_calibration("the file of camera_info_url") if self.camera_file is not None \
+            else "the default intrinsics"
         self._log(logging.WARNING, f"{why}: camera_info uses {used}")
+
+    def _file_calibration(self, url_words: str) -> str:
+        """What camera_file is, in words: ``url_words`` (the file of camera_info_url), or the
+        calibration sent to set_camera_info and saved nowhere."""
+        file = self.camera_file
+        return ("the calibration sent to set_camera_info" if file is not None and file.source == SET_CAMERA_INFO
+                else url_words)
+
+    def set_camera_file(self, info: caminfo.CameraInfoData) -> None:
+        """camera_info uses ``info`` from its next image on, over the robot's calibration
+        (camera/set_camera_info; ``info.source`` is the file it was written to, else
+        :data:`SET_CAMERA_INFO`), until the next configure reads camera_info_url. Any thread."""
+        with self.lock:
+            self.camera_file = info
+            self.output.on_camera_info_changed()
 
     def camera_info(self, width: int, height: int) -> caminfo.CameraInfoData:
         """The intrinsics for frames of this size: from camera_info_url, else the robot's

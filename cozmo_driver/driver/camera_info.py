@@ -2,7 +2,8 @@
 
 Where the calibration comes from, first match wins:
 
-1. ``camera_info_url``: a YAML file in the camera_info_manager format
+1. ``camera_info_url`` (or, in its place until the next configure, a calibration sent to
+   camera/set_camera_info): a YAML file in the camera_info_manager format
    (``file:///path/cozmo.yaml`` or ``file://${ROS_HOME}/cozmo.yaml``; keys image_width, image_height, camera_name,
    camera_matrix, distortion_model, distortion_coefficients,
    rectification_matrix, projection_matrix);
@@ -14,14 +15,21 @@ Where the calibration comes from, first match wins:
 
 A calibration made at another resolution is scaled to the image size. The
 robot's eight distortion terms are OpenCV's (k1, k2, p1, p2, k3, k4, k5, k6):
-``rational_polynomial`` when k4..k6 are used, else ``plumb_bob`` with five. Pure
-(PyYAML is imported only to read a file).
+``rational_polynomial`` when k4..k6 are used, else ``plumb_bob`` with five.
+
+A calibration sent to the driver (camera/set_camera_info) is checked as a file's is
+(:func:`from_fields`) and written, where camera_info_url names a file, in the same format
+(:func:`camera_info_yaml`, :func:`save_camera_info_url`). Pure (PyYAML is imported only to
+read a file).
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import math
 import os
+import re
 from dataclasses import dataclass, replace
 from typing import List, Sequence
 from urllib.parse import unquote, urlparse
@@ -31,9 +39,12 @@ from ..fast_yaml import safe_load
 from ..protocol.nvstorage import CameraCalibration
 
 __all__ = ["CameraInfoData", "CameraInfoError", "from_calibration", "default_camera_info",
-           "parse_camera_info_yaml", "load_camera_info_url", "scaled", "DEFAULT_HFOV_RAD"]
+           "parse_camera_info_yaml", "load_camera_info_url", "scaled", "DEFAULT_HFOV_RAD",
+           "from_fields", "camera_info_yaml", "camera_info_path", "save_camera_info_url", "CAMERA_NAME"]
 
 DEFAULT_HFOV_RAD = math.radians(58.0)
+#: the camera_name of a file the driver writes
+CAMERA_NAME = "cozmo_camera"
 
 
 class CameraInfoError(ConfigurationError, ValueError):
@@ -159,6 +170,11 @@ def parse_camera_info_yaml(text: str, source: str = "file") -> CameraInfoData:
         raise CameraInfoError(f"not YAML: {exc}") from None
     if not isinstance(doc, dict):
         raise CameraInfoError("not a camera_info_manager YAML mapping")
+    return _from_document(doc, source)
+
+
+def _from_document(doc: dict, source: str) -> CameraInfoData:
+    """The calibration of a camera_info_manager document (raises CameraInfoError)."""
     width, height = _size(doc, "image_width"), _size(doc, "image_height")
     k = _matrix(doc, "camera_matrix", 3, 3)
     dist = doc.get("distortion_coefficients", {"data": []})
@@ -173,6 +189,55 @@ def parse_camera_info_yaml(text: str, source: str = "file") -> CameraInfoData:
         p = [k[0], k[1], k[2], 0.0, k[3], k[4], k[5], 0.0, k[6], k[7], k[8], 0.0]
     model = str(doc.get("distortion_model") or ("plumb_bob" if len(d) <= 5 else "rational_polynomial"))
     return CameraInfoData(width, height, model, d, k, r, p, source)
+
+
+def _shape_problem(info: CameraInfoData) -> str:
+    """Why ``info`` is no calibration of the robot's 4:3 images ("" when it is one)."""
+    if abs(info.width * 3 / (info.height * 4) - 1.0) <= 0.02:
+        return ""
+    # scaled() would stretch it onto the camera's images: not a calibration of them
+    return (f"is for {info.width}x{info.height} images ({info.width / info.height:.2f}:1); the robot's camera "
+            "takes 4:3 images (320x240): it is another camera's calibration, or one of cropped images")
+
+
+def from_fields(width: int, height: int, distortion_model: str, d: Sequence[float], k: Sequence[float],
+                r: Sequence[float], p: Sequence[float], source: str) -> CameraInfoData:
+    """The calibration of a sensor_msgs/CameraInfo's fields, checked as a file's is (sizes,
+    numbers, 4:3 images; raises CameraInfoError, named by the file's keys)."""
+    doc = {"image_width": width, "image_height": height, "distortion_model": distortion_model,
+           "camera_matrix": {"data": list(k)}, "distortion_coefficients": {"data": list(d)},
+           "rectification_matrix": {"data": list(r)}, "projection_matrix": {"data": list(p)}}
+    info = _from_document(doc, source)
+    problem = _shape_problem(info)
+    if problem:
+        raise CameraInfoError(f"the calibration {problem}")
+    return info
+
+
+def _number(value: float) -> str:
+    """``value`` as YAML reads it back as that float (PyYAML's floats have a point)."""
+    text = repr(float(value))
+    mantissa, e, exponent = text.partition("e")
+    if e and "." not in mantissa:
+        text = f"{mantissa}.0e{exponent}"
+    return text
+
+
+def _yaml_matrix(key: str, rows: int, cols: int, data: Sequence[float]) -> str:
+    return (f"{key}:\n  rows: {rows}\n  cols: {cols}\n"
+            f"  data: [{', '.join(_number(v) for v in data)}]\n")
+
+
+def camera_info_yaml(info: CameraInfoData, camera_name: str = CAMERA_NAME) -> str:
+    """``info`` as camera_calibration_parsers' YAML (what :func:`parse_camera_info_yaml` reads)."""
+    def scalar(text: str) -> str:  # plain where it is a plain word, else quoted (JSON is YAML)
+        return text if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.-]*", text) else json.dumps(text)
+    return (f"image_width: {info.width}\nimage_height: {info.height}\ncamera_name: {scalar(camera_name)}\n"
+            + _yaml_matrix("camera_matrix", 3, 3, info.k)
+            + f"distortion_model: {scalar(info.distortion_model)}\n"
+            + _yaml_matrix("distortion_coefficients", 1, len(info.d), info.d)
+            + _yaml_matrix("rectification_matrix", 3, 3, info.r)
+            + _yaml_matrix("projection_matrix", 3, 4, info.p))
 
 
 def _ros_home() -> str:
@@ -196,12 +261,12 @@ def _package_file(url: str, package: str, rest: str) -> str:
     return os.path.join(share, rest.lstrip("/"))
 
 
-def load_camera_info_url(url: str) -> CameraInfoData:
-    """Read a ``file:///`` or ``package://`` URL (or a plain absolute path, or one starting
-    with ``~``) in camera_info_manager format; ``${ROS_HOME}`` is resolved as
-    camera_info_manager does. A file URL with a host (``file://~/x.yaml``,
-    ``file://tmp/x.yaml``: two slashes) is refused, as it does, and so is a relative path
-    (a launched node's working directory is not the user's)."""
+def camera_info_path(url: str) -> str:
+    """The file of a ``file:///`` or ``package://`` URL (or a plain absolute path, or one
+    starting with ``~``); ``${ROS_HOME}`` is resolved as camera_info_manager does. A file URL
+    with a host (``file://~/x.yaml``, ``file://tmp/x.yaml``: two slashes) is refused, as it
+    does, and so is a relative path (a launched node's working directory is not the user's):
+    CameraInfoError."""
     resolved = url.replace("${ROS_HOME}", _ros_home())
     parsed = urlparse(resolved)
     if parsed.scheme == "file":
@@ -219,6 +284,13 @@ def load_camera_info_url(url: str) -> CameraInfoData:
     else:
         raise CameraInfoError(f"camera_info_url {url!r}: only file:// and package:// URLs and absolute "
                               "paths are supported (file:///absolute/path.yaml, package://pkg/path.yaml)")
+    return path
+
+
+def load_camera_info_url(url: str) -> CameraInfoData:
+    """Read the file of ``url`` (:func:`camera_info_path`) in camera_info_manager format
+    (raises CameraInfoError)."""
+    path = camera_info_path(url)
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
@@ -235,10 +307,34 @@ def load_camera_info_url(url: str) -> CameraInfoData:
         info = parse_camera_info_yaml(text, source=url)
     except CameraInfoError as exc:
         raise CameraInfoError(f"camera_info_url {url!r}: {exc}") from None
-    if info.width and info.height and abs(info.width * 3 / (info.height * 4) - 1.0) > 0.02:
-        # scaled() would stretch it onto the camera's images: not a calibration of them
-        raise CameraInfoError(
-            f"camera_info_url {url!r} is for {info.width}x{info.height} images "
-            f"({info.width / info.height:.2f}:1); the robot's camera takes 4:3 images (320x240): "
-            "it is another camera's calibration, or one of cropped images")
+    problem = _shape_problem(info)
+    if problem:
+        raise CameraInfoError(f"camera_info_url {url!r} {problem}")
     return info
+
+
+def save_camera_info_url(url: str, info: CameraInfoData, camera_name: str = CAMERA_NAME) -> str:
+    """Write ``info`` to the file of ``url`` (:func:`camera_info_path`; its directories made
+    as needed) as :func:`camera_info_yaml`, whole or not at all (a file beside it, renamed
+    over it), and return the file's path. A file there that is not text (a calibration
+    tarball) is left as it is. Raises CameraInfoError."""
+    path = camera_info_path(url)
+    try:
+        with open(path, encoding="utf-8") as f:
+            f.read()
+    except UnicodeDecodeError:
+        raise CameraInfoError(f"camera_info_url {url!r}: {path} is not a YAML text file (a calibration "
+                              "tarball?): it is left as it is") from None
+    except OSError:
+        pass  # none yet (or unreadable: the write says why)
+    temporary = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        with open(temporary, "w", encoding="utf-8") as f:
+            f.write(camera_info_yaml(info, camera_name))
+        os.replace(temporary, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise CameraInfoError(f"camera_info_url {url!r}: cannot write {path}: {exc.strerror}") from None
+    return path

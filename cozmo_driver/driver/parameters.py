@@ -120,7 +120,8 @@ PARAMETERS: Tuple[ParamSpec, ...] = (
     ParamSpec("camera_exposure_ms", 30, "Exposure time: fixed with camera_auto_exposure false, else "
               "where it starts", "ms", 1, 67, dynamic=True),
     ParamSpec("camera_info_url", "", "camera_info_manager YAML (file:///path.yaml) overriding the "
-              "robot's own calibration; empty: the robot's, else a default"),
+              "robot's own calibration, and where camera/set_camera_info saves one; empty: the robot's, "
+              "else a default"),
     # --- display, audio and animations
     ParamSpec("display_dither", True, "Dither images of display/image and display/image_raw "
               "(Floyd-Steinberg) when fitting them to the one-bit screen; false: threshold at "

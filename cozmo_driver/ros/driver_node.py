@@ -345,8 +345,8 @@ class CozmoDriverNode(LifecycleNode):
         from . import driver_topics
         for msg_type, topic, callback in driver_topics.command_subscriptions(self._core):
             self._subscription(msg_type, topic, callback)
-        for srv_type, name, method in driver_topics.SERVICES:
-            srv = self.create_service(srv_type, name, getattr(self, method))
+        for srv_type, name, callback in driver_topics.services(self):
+            srv = self.create_service(srv_type, name, callback)
             self._entities.append((self.destroy_service, srv))
         timer = steady_timer(self, 1.0, self._on_diagnostics_timer)  # not ROS time: it may stand still
         self._entities.append((self.destroy_timer, timer))

@@ -19,13 +19,14 @@ from nav_msgs.msg import Odometry
 from sensor_msgs.msg import (BatteryState, CameraInfo, CompressedImage, Image, Imu, JointState,
                              PointCloud2)
 from std_msgs.msg import Bool, Float32, Float64
+from sensor_msgs.srv import SetCameraInfo
 from std_srvs.srv import Trigger
 from tf2_msgs.msg import TFMessage
 from visualization_msgs.msg import Marker
 
 from .qos import QOS_EVENTS, QOS_LATCHED, QOS_SENSOR_OUT, QOS_STATE, QOS_TF
 
-__all__ = ["PUBLISHERS", "SERVICES", "command_subscriptions", "cmd_vel_type"]
+__all__ = ["PUBLISHERS", "SERVICES", "services", "command_subscriptions", "cmd_vel_type"]
 
 #: (key in the node's publishers, type, topic, QoS, overridable by qos_overrides parameters)
 PUBLISHERS = (
@@ -49,6 +50,15 @@ PUBLISHERS = (
 SERVICES = ((SetEmergencyStop, "emergency_stop", "_on_emergency_stop"),
             (Trigger, "reset_odometry", "_on_reset_odometry"),
             (Trigger, "calibrate_motors", "_on_calibrate_motors"))
+
+
+def services(node: Any) -> List[Tuple[Any, str, Callable[[Any, Any], Any]]]:
+    """(type, name, callback) of the driver's services: :data:`SERVICES`, answered by
+    ``node``'s methods, and camera/set_camera_info (:mod:`.camera_info_service`)."""
+    from . import camera_info_service
+    return [(srv_type, name, getattr(node, method)) for srv_type, name, method in SERVICES] + [
+        (SetCameraInfo, camera_info_service.SERVICE,
+         lambda request, response: camera_info_service.set_camera_info(node, request, response))]
 
 
 def command_subscriptions(core: Any) -> List[Tuple[Any, str, Callable[[Any], None]]]:

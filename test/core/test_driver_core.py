@@ -195,6 +195,28 @@ def test_a_failed_camera_calibration_read_leaves_the_default_intrinsics_as_it_sa
     assert core.calibration is None and output.camera_info_changes == 4
 
 
+def test_a_calibration_sent_to_set_camera_info_is_used_at_once_over_the_robots(rig):
+    """camera/set_camera_info's calibration (set_camera_file) is what camera_info uses from
+    then on, scaled to the images, the cached messages dropped; the robot's, read again at a
+    reconnection, is said not to be used, naming what is instead."""
+    from cozmo_driver.core.camera import SET_CAMERA_INFO
+    from cozmo_driver.driver import camera_info as caminfo
+    robot, core, output = rig
+    changes = output.camera_info_changes
+    k = [500.0, 0.0, 320.0, 0.0, 502.0, 240.0, 0.0, 0.0, 1.0]
+    r = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
+    p = [500.0, 0.0, 320.0, 0.0, 0.0, 502.0, 240.0, 0.0, 0.0, 0.0, 1.0, 0.0]
+    sent = caminfo.from_fields(640, 480, "plumb_bob", [0.1, 0.0, 0.0, 0.0, 0.0], k, r, p, SET_CAMERA_INFO)
+    core.set_camera_file(sent)
+    assert output.camera_info_changes == changes + 1
+    info = core.camera_info(320, 240)
+    assert (info.source, info.k[0], info.k[4], info.d[0]) == (SET_CAMERA_INFO, 250.0, 251.0, 0.1)
+    core.reinitialise(resend_only=False)
+    robot.run(0.5)
+    assert output.said("; the calibration sent to set_camera_info takes precedence"), output.lines
+    assert core.camera_info(320, 240).k[0] == 250.0
+
+
 def test_state_samples_are_si_units_and_follow_the_robot(rig):
     robot, core, output = rig
     output.states.clear()

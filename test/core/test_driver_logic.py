@@ -661,6 +661,80 @@ def test_a_camera_info_file_with_a_size_or_number_out_of_range_is_refused(tmp_pa
     assert str(refused.value) == f"camera_info_url {str(path)!r}: {problem}"
 
 
+def _sent_calibration(width=640, height=480, **fields):
+    """The fields of a CameraInfo as cameracalibrator sends it (COMMIT), for from_fields."""
+    sent = dict(width=width, height=height, distortion_model="plumb_bob",
+                d=[0.0123, -1e-05, 2.5e-07, 0.0, 1.5e+20],
+                k=[578.25, 0.0, 321.5, 0.0, 579.125, 239.75, 0.0, 0.0, 1.0],
+                r=[1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0],
+                p=[570.5, 0.0, 320.25, 0.0, 0.0, 574.0, 240.5, 0.0, 0.0, 0.0, 1.0, 0.0], source="set_camera_info")
+    sent.update(fields)
+    return sent
+
+
+def test_a_calibration_sent_is_written_as_the_reader_reads_it(tmp_path):
+    """camera/set_camera_info's calibration, written where camera_info_url names a file (its
+    directories made), is read back as it was sent, every number exactly (and as a float by
+    PyYAML: 1e-05 without a point would be a string), in camera_calibration_parsers' format."""
+    import yaml
+    info = caminfo.from_fields(**_sent_calibration())
+    text = caminfo.camera_info_yaml(info)
+    doc = yaml.safe_load(text)
+    assert list(doc) == ["image_width", "image_height", "camera_name", "camera_matrix", "distortion_model",
+                         "distortion_coefficients", "rectification_matrix", "projection_matrix"]
+    assert doc["camera_name"] == "cozmo_camera" and doc["distortion_model"] == "plumb_bob"
+    assert doc["distortion_coefficients"] == {"rows": 1, "cols": 5, "data": [0.0123, -1e-05, 2.5e-07, 0.0, 1.5e+20]}
+    assert (doc["projection_matrix"]["rows"], doc["projection_matrix"]["cols"]) == (3, 4)
+    assert all(type(v) is float for v in doc["distortion_coefficients"]["data"])
+    path = tmp_path / "camera_info" / "cozmo.yaml"
+    assert caminfo.save_camera_info_url(path.as_uri(), info) == str(path)
+    back = caminfo.load_camera_info_url(path.as_uri())
+    assert (back.width, back.height, back.distortion_model, back.d, back.k, back.r, back.p) == \
+        (info.width, info.height, info.distortion_model, info.d, info.k, info.r, info.p)
+    # written again over it, whole; a plain path, ~ and ${ROS_HOME} resolved as when read
+    again = caminfo.from_fields(**_sent_calibration(320, 240, distortion_model="rational polynomial?",
+                                                    d=[0.1] * 8))
+    caminfo.save_camera_info_url(str(path), again)
+    back = caminfo.load_camera_info_url(str(path))
+    assert (back.width, back.distortion_model, back.d) == (320, "rational polynomial?", [0.1] * 8)
+    assert [p.name for p in path.parent.iterdir()] == ["cozmo.yaml"]  # no temporary file left
+
+
+def test_a_calibration_sent_is_checked_as_a_file_is(tmp_path):
+    """What the reader refuses is refused when sent: another shape than 4:3, a size that is
+    no positive integer, a number that is not finite; a calibration tarball where
+    camera_info_url points is not written over; a file that cannot be written is said."""
+    def refused(**fields):
+        with pytest.raises(caminfo.CameraInfoError) as refusal:
+            caminfo.from_fields(**_sent_calibration(**fields))
+        return str(refusal.value)
+    assert refused(width=640, height=360) == (
+        "the calibration is for 640x360 images (1.78:1); the robot's camera takes 4:3 images (320x240): it is "
+        "another camera's calibration, or one of cropped images")
+    assert refused(width=0, height=0) == "image_width: 0 is not a positive integer"
+    assert refused(k=[math.nan] + [0.0] * 8) == "camera_matrix.data: not all finite"
+    assert refused(d=[math.inf]) == "distortion_coefficients.data: not all finite"
+    assert refused(p=[0.0] * 9) == "projection_matrix.data: needs 12 numbers"
+    assert caminfo.from_fields(**_sent_calibration(160, 120)).width == 160  # scaled to the images
+    info = caminfo.from_fields(**_sent_calibration())
+    tarball = tmp_path / "calibrationdata.tar.gz"
+    _calibration_tarball(tarball)
+    before = tarball.read_bytes()
+    with pytest.raises(caminfo.CameraInfoError) as refusal:
+        caminfo.save_camera_info_url(str(tarball), info)
+    assert str(refusal.value) == (f"camera_info_url {str(tarball)!r}: {tarball} is not a YAML text file (a "
+                                  "calibration tarball?): it is left as it is")
+    assert tarball.read_bytes() == before
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    with pytest.raises(caminfo.CameraInfoError) as refusal:  # a directory where one is needed
+        caminfo.save_camera_info_url(str(blocked / "cozmo.yaml"), info)
+    assert str(refusal.value).startswith(f"camera_info_url {str(blocked / 'cozmo.yaml')!r}: cannot write "
+                                         f"{blocked / 'cozmo.yaml'}: ")  # the OS's reason
+    with pytest.raises(caminfo.CameraInfoError, match="a relative path"):
+        caminfo.save_camera_info_url("cozmo.yaml", info)
+
+
 @pytest.mark.parametrize("url", ["file://~/cozmo.yaml", "file://tmp/x/cozmo.yaml", "file://robot/cozmo.yaml"])
 def test_a_file_url_with_a_host_is_refused_saying_it_needs_three_slashes(url):
     """urlparse takes what follows file:// up to the next slash as a host: ``file://~/cozmo.yaml``

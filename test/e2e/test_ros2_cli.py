@@ -748,6 +748,7 @@ DRIVER_SERVICES: Dict[str, str] = {
     "emergency_stop": "test_emergency_stop_refuses_goals_until_released",
     "reset_odometry": "test_reset_odometry_puts_odom_at_the_origin",
     "calibrate_motors": "test_calibrate_motors_starts_the_robots_calibration",
+    "camera/set_camera_info": "test_set_camera_info_changes_camera_info",
     "list_animations": "test_list_animations",
     "play_light_animation": "test_play_light_animation",
     "connect_object": "test_connect_object_disconnects_and_connects_a_cube",
@@ -990,6 +991,21 @@ def test_calibrate_motors_starts_the_robots_calibration(stack):
     assert answer.success, answer
     assert answer.message.startswith("calibrating the head and the lift: each drives to its low "
                                      "stop"), answer
+
+
+def test_set_camera_info_changes_camera_info(stack):
+    """What camera_calibration's cameracalibrator sends on COMMIT; the stack has no
+    camera_info_url, so it is kept until the next configure, which the answer says. The
+    centre stays (160, 120), as the camera_info check above wants it."""
+    k = [300.0, 0.0, 160.0, 0.0, 301.0, 120.0, 0.0, 0.0, 1.0]
+    p = [295.0, 0.0, 160.0, 0.0, 0.0, 296.0, 120.0, 0.0, 0.0, 0.0, 1.0, 0.0]
+    request = ("{camera_info: {width: 320, height: 240, distortion_model: plumb_bob, "
+               f"d: [0.01, -0.02, 0.0, 0.0, 0.0], k: {k}, r: [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0], "
+               f"p: {p}}}}}")
+    answer = call("camera/set_camera_info", "sensor_msgs/srv/SetCameraInfo", request)
+    assert answer.success and "not saved: camera_info_url is empty" in answer.status_message, answer
+    info = echo("camera/camera_info", *BEST_EFFORT)
+    assert list(info["k"]) == k and list(info["p"]) == p, info
 
 
 # --------------------------------------------------------------------------- ros2 action send_goal

@@ -45,6 +45,7 @@ from rclpy.qos import (QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy,  #
                        qos_profile_sensor_data)
 from sensor_msgs.msg import (BatteryState, CameraInfo, CompressedImage, Image, Imu,  # noqa: E402
                              JointState)
+from sensor_msgs.srv import SetCameraInfo  # noqa: E402
 from std_msgs.msg import Bool, ColorRGBA, Float32, Float64  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
@@ -770,6 +771,66 @@ def test_a_calibration_tarball_as_camera_info_url_is_warned_of_and_the_driver_st
     assert rclpy_log.said(h.node, LoggingSeverity.WARN, "; using the robot's calibration instead")
     info = h.listen("info", CameraInfo, "camera/camera_info", qos_profile_sensor_data)
     assert h.spin_until(lambda: info and info[-1].k[0] != 300.0, 5.0)
+
+
+def _calibration(width: int = 640, height: int = 480, fx: float = 500.0) -> SetCameraInfo.Request:
+    """What cameracalibrator's COMMIT sends: its calibration of images of ``width`` x ``height``."""
+    msg = CameraInfo(width=width, height=height, distortion_model="plumb_bob")
+    msg.d = [0.05, -0.1, 0.001, 0.0005, 0.02]
+    msg.k = [fx, 0.0, width / 2 + 2, 0.0, fx + 1, height / 2 - 2, 0.0, 0.0, 1.0]
+    msg.r = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
+    msg.p = [fx - 10, 0.0, width / 2, 0.0, 0.0, fx - 9, height / 2, 0.0, 0.0, 0.0, 1.0, 0.0]
+    return SetCameraInfo.Request(camera_info=msg)
+
+
+def test_set_camera_info_changes_camera_info_at_once_for_this_run_without_a_url(make_driver, rclpy_log):
+    """camera_calibration's cameracalibrator COMMITs its calibration with camera/set_camera_info:
+    the driver had no such service ("Not available"). camera_info publishes the calibration
+    sent (scaled to the images) from the next image on; without camera_info_url it is kept
+    until the next configure, as the answer and the log say. One of another shape, or with a
+    NaN, is refused and changes nothing."""
+    h = make_driver()
+    info = h.listen("info", CameraInfo, "camera/camera_info", qos_profile_sensor_data)
+    assert h.spin_until(lambda: info and info[-1].k[0] != 250.0, 5.0)
+    response = h.call(SetCameraInfo, "camera/set_camera_info", _calibration())
+    assert response.success, response.status_message
+    assert response.status_message == (
+        "camera_info uses it (fx 500.0 fy 501.0 cx 322.0 cy 238.0 px at 640x480) until the driver is configured "
+        "again; not saved: camera_info_url is empty (give it a file, e.g. file://${ROS_HOME}/camera_info/cozmo.yaml, "
+        "and the calibration is saved there and read at every start)")
+    assert rclpy_log.said(h.node, LoggingSeverity.INFO, f"set_camera_info: {response.status_message}")
+    count = len(info)
+    assert h.spin_until(lambda: len(info) > count + 1, 5.0)
+    latest = info[-1]
+    assert (latest.width, latest.height) == (320, 240)
+    assert list(latest.k) == [250.0, 0.0, 161.0, 0.0, 250.5, 119.0, 0.0, 0.0, 1.0]
+    assert list(latest.d) == pytest.approx([0.05, -0.1, 0.001, 0.0005, 0.02])
+    for request, why in ((_calibration(640, 360), "the calibration is for 640x360 images (1.78:1)"),
+                         (_calibration(fx=math.nan), "camera_matrix.data: not all finite")):
+        response = h.call(SetCameraInfo, "camera/set_camera_info", request)
+        assert not response.success and response.status_message.startswith(
+            f"refused, camera_info unchanged: {why}"), response.status_message
+    count = len(info)
+    assert h.spin_until(lambda: len(info) > count + 1, 5.0)
+    assert info[-1].k[0] == 250.0
+
+
+def test_set_camera_info_writes_the_file_of_camera_info_url(make_driver, tmp_path):
+    """With camera_info_url naming a file that does not exist yet (the warning at configure
+    says so), set_camera_info writes the calibration there, in the format the driver reads (read
+    back here with its reader), and camera_info uses it."""
+    from cozmo_driver.driver import camera_info as caminfo
+    path = tmp_path / "camera_info" / "cozmo.yaml"
+    h = make_driver(camera_info_url=path.as_uri())
+    info = h.listen("info", CameraInfo, "camera/camera_info", qos_profile_sensor_data)
+    response = h.call(SetCameraInfo, "camera/set_camera_info", _calibration(320, 240, fx=290.0))
+    assert response.success, response.status_message
+    assert response.status_message == f"saved to {path}; camera_info uses it (fx 290.0 fy 291.0 cx 162.0 cy 118.0 " \
+                                      "px at 320x240)"
+    saved = caminfo.load_camera_info_url(path.as_uri())
+    assert (saved.width, saved.height, saved.k[0], saved.k[4], saved.p[0]) == (320, 240, 290.0, 291.0, 280.0)
+    assert h.spin_until(lambda: info and info[-1].k[0] == 290.0, 5.0)
+    assert list(info[-1].p) == [280.0, 0.0, 160.0, 0.0, 0.0, 281.0, 120.0, 0.0, 0.0, 0.0, 1.0, 0.0]
 
 
 # ----------------------------------------------------------------------------- events
