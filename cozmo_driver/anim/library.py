@@ -78,6 +78,13 @@ def load_audio_map(path: PathLike) -> Dict[int, Path]:
     return out
 
 
+def _why_not_a_directory(path: Path, param: str, takes: str) -> str:
+    """Why ``path``, given as the directory of parameter ``param``, is none: a file, or not there."""
+    if path.is_file():
+        return f"is a file, not a directory ({param} takes {takes})"
+    return "does not exist" if not path.exists() else "is not a directory"
+
+
 def _load_groups(path: Path, warn: Callable[[str], None]) -> Dict[str, AnimationGroup]:
     if path.is_dir():
         return load_animation_groups(path, warn)
@@ -125,8 +132,8 @@ class AnimationLibrary:
         if sprite_dir:
             sprite_dir = Path(sprite_dir).expanduser()
             if not sprite_dir.is_dir():
-                lib.warnings.append(f"sprite directory {sprite_dir} does not exist: app clips "
-                                    "play without their sprite faces")
+                why = _why_not_a_directory(sprite_dir, "animation_sprite_dir", "the directory of sprite folders")
+                lib.warnings.append(f"sprite directory {sprite_dir} {why}: app clips play without their sprite faces")
                 sprite_dir = None
         clear_sprite_cache()
         if builtin:
@@ -137,8 +144,7 @@ class AnimationLibrary:
         for directory in directories:
             root = Path(directory).expanduser()
             if not root.is_dir():
-                why = ("is a file, not a directory (animation_dirs takes directories of clip files)"
-                       if root.is_file() else "does not exist" if not root.exists() else "is not a directory")
+                why = _why_not_a_directory(root, "animation_dirs", "directories of clip files")
                 lib.warnings.append(f"animation directory {root} {why}: skipped")
                 continue
             files = sorted(f for f in root.rglob("*") if f.is_file() and f.suffix.lower() in CLIP_SUFFIXES)

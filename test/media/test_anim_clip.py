@@ -546,6 +546,22 @@ def test_a_clip_lasting_more_than_600_s_is_skipped_at_load_naming_its_file(tmp_p
     assert compile_clip(lib.clips["just_right"]).duration_s == pytest.approx(600.0)
 
 
+def test_a_sprite_dir_naming_a_file_says_it_is_a_file_not_that_it_does_not_exist(tmp_path):
+    """animation_sprite_dir naming a file (a PNG, say) was reported as "does not exist",
+    sending the user looking for a file that is there, where animation_dirs says "is a
+    file". Now it says so too; a path that is not there still "does not exist"."""
+    from cozmo_driver.anim.library import AnimationLibrary
+
+    png = tmp_path / "frame_00.png"
+    png.write_bytes(b"not really a PNG")
+    tail = ": app clips play without their sprite faces"
+    assert AnimationLibrary.load(builtin=False, sprite_dir=png).warnings == [
+        f"sprite directory {png} is a file, not a directory (animation_sprite_dir takes the directory "
+        f"of sprite folders){tail}"]
+    assert AnimationLibrary.load(builtin=False, sprite_dir=tmp_path / "nowhere").warnings == [
+        f"sprite directory {tmp_path / 'nowhere'} does not exist{tail}"]
+
+
 ODDITIES_YAML = """
 clips:
   - name: oddities
