@@ -7,7 +7,8 @@ Reads files when asked (:meth:`AnimationLibrary.load`); otherwise pure.
   searched recursively, sorted). A clip of a directory replaces a built-in one
   of the same name; a name defined twice within the directories keeps the
   first. A file that cannot be read is skipped with a warning naming it: one
-  bad file does not take the others down.
+  bad file does not take the others down. Body motion beyond the treads' limit is
+  noted (it plays scaled down: :func:`~cozmo_driver.anim.player.body_speed_notes`).
 * Groups: a directory of the app's ``animationGroups`` JSON files (one group per
   file, named by the file's stem; each file read on its own, so a bad one is
   skipped with a warning naming it and the others load), or one JSON file:
@@ -44,6 +45,7 @@ from .clip import (
     load_clip_file,
     read_group_file,
 )
+from .player import body_speed_notes
 
 __all__ = ["AnimationLibrary", "CLIP_SUFFIXES", "load_audio_map"]
 
@@ -138,7 +140,7 @@ class AnimationLibrary:
         clear_sprite_cache()
         if builtin:
             lib.clips.update(load_builtin())
-            lib.warnings.extend(w for clip in lib.clips.values() for w in clip.mended)
+            lib.warnings.extend(w for clip in lib.clips.values() for w in (*clip.mended, *body_speed_notes(clip)))
         builtin_names = set(lib.clips)
         seen_in_dirs: Dict[str, str] = {}
         for directory in directories:
@@ -169,6 +171,7 @@ class AnimationLibrary:
                         continue
                     seen_in_dirs[clip.name] = str(f)
                     lib.warnings.extend(clip.mended)  # values of our format mended, each named
+                    lib.warnings.extend(body_speed_notes(clip, f"{f} [{clip.name}]"))  # played scaled down
                     lib.clips[clip.name] = clip
                     lib.loaded_from_dirs += 1
         if groups_path:

@@ -51,9 +51,11 @@ Conversions
   to the left) at centre speed ``v``: left ``v * (r - w/2) / r``, right
   ``v * (r + w/2) / r`` with the track ``w`` = 46 mm (the reference's formula
   lacks the division by ``r``).  Turn in place at ``s`` deg/s (positive: to the
-  left): wheels at ``-/+ radians(s) * w/2``.  ``body_mode="anim"`` instead sends
+  left): wheels at ``-/+ radians(s) * w/2``.  Beyond the treads' 200 mm/s both wheels
+  are scaled by one factor to it (the curvature kept: the robot would clamp each wheel
+  alone), with a note (:func:`body_speed_notes`).  ``body_mode="anim"`` instead sends
   ``AnimBody(speed, radius)`` in the stream as Anki's engine does (radius 32767
-  straight, 0 turn in place with the speed in deg/s, else mm) and
+  straight, 0 turn in place with the speed in deg/s, else mm; the speed scaled alike) and
   ``AnimBody(0, 32767)`` to stop.
 * **Backpack lights.**  ``AnimBackpackLights`` with each colour in RGB555:
   ``round(c * 31 / 255)`` per channel (the reference truncates), red in bits
@@ -103,7 +105,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from ..face.procedural import FaceRenderer, interpolate_arrays
-from ..robot_geometry import TRACK_WIDTH_M
+from ..robot_geometry import MAX_WHEEL_SPEED_MPS, TRACK_WIDTH_M
 from ..protocol import messages as msgs
 from ..protocol.audio import SAMPLE_RATE, SAMPLES_PER_FRAME, encode_ulaw
 from ..protocol.display import fit_to_frame
@@ -124,6 +126,7 @@ __all__ = [
     "MAX_MOVE_MS",
     "rgb_to_rgb555",
     "arc_wheel_speeds",
+    "body_speed_notes",
     "tick_of",
     "CompiledClip",
     "compile_clip",
@@ -136,6 +139,9 @@ TICKS_PER_SECOND = 30
 TICK_S = 1.0 / TICKS_PER_SECOND
 #: Distance between Cozmo's treads (robot_geometry.TRACK_WIDTH_M: Anki's WHEEL_DIST_MM).
 TRACK_WIDTH_MM = TRACK_WIDTH_M * 1000.0
+#: Fastest either tread goes (robot_geometry.MAX_WHEEL_SPEED_MPS): a clip's body motion
+#: beyond it is scaled down to it, both wheels by one factor.
+MAX_WHEEL_SPEED_MMPS = MAX_WHEEL_SPEED_MPS * 1000.0
 #: Longest move one AnimHead/AnimLift can carry (u8 milliseconds).
 MAX_MOVE_MS = 255
 _EPS = 1e-9
@@ -163,6 +169,37 @@ def arc_wheel_speeds(speed_mmps: float, radius_mm: float,
         raise ValueError("radius 0 is a turn in place")
     half = track_mm / 2.0
     return speed_mmps * (radius_mm - half) / radius_mm, speed_mmps * (radius_mm + half) / radius_mm
+
+
+def _wheel_speeds(kf: Any, track_mm: float) -> tuple[float, float]:
+    """(left, right) wheel speeds, mm/s, of a body keyframe."""
+    if kf.mode == BODY_STRAIGHT:
+        return kf.speed, kf.speed
+    if kf.mode == BODY_ARC:
+        return arc_wheel_speeds(kf.speed, kf.radius_mm, track_mm)
+    w = math.radians(kf.speed) * track_mm / 2.0
+    return -w, w
+
+
+def _body_scale(label: str, kf: Any, track_mm: float) -> tuple[float, Optional[str]]:
+    """The factor a body keyframe's speed is played at (1, or less to keep both wheels
+    within MAX_WHEEL_SPEED_MMPS, the curvature kept), and the note saying so (None at 1)."""
+    fastest = max(abs(v) for v in _wheel_speeds(kf, track_mm))
+    if fastest <= MAX_WHEEL_SPEED_MMPS + _EPS:
+        return 1.0, None
+    scale = MAX_WHEEL_SPEED_MMPS / fastest
+    return scale, (f"{label}: body motion at {kf.time_ms:g} ms asks {fastest:.0f} mm/s of a wheel, beyond "
+                   f"the treads' {MAX_WHEEL_SPEED_MMPS:.0f} mm/s: both wheels scaled by {scale:.2f} "
+                   "(the curvature kept; it goes less far)")
+
+
+def body_speed_notes(clip: Clip, label: Optional[str] = None, track_width_mm: float = TRACK_WIDTH_MM) -> List[str]:
+    """What :func:`compile_clip` says of ``clip``'s body keyframes scaled down to the treads'
+    limit, one line each, starting with ``label`` (default: the clip's name), for the library
+    to say when it loads the clip."""
+    label = clip.name if label is None else label
+    notes = (_body_scale(label, kf, track_width_mm)[1] for kf in sorted(clip.tracks.body, key=lambda k: k.time_ms))
+    return [note for note in notes if note is not None]
 
 
 def _clamp_int(value: float, lo: int, hi: int) -> int:
@@ -352,28 +389,23 @@ def compile_clip(
 
     # Body.
     body = sorted(t.body, key=lambda k: k.time_ms)
-    half = track_width_mm / 2.0
     for i, kf in enumerate(body):
         next_start = body[i + 1].time_ms if i + 1 < len(body) else math.inf
+        scale, note = _body_scale(clip.name, kf, track_width_mm)  # the robot would clamp each wheel alone
+        if note is not None:
+            warnings.append(note)
         if body_mode == "wheels":
-            if kf.mode == BODY_STRAIGHT:
-                left = right = kf.speed
-            elif kf.mode == BODY_ARC:
-                left, right = arc_wheel_speeds(kf.speed, kf.radius_mm, track_width_mm)
-            else:
-                w = math.radians(kf.speed) * half
-                left, right = -w, w
-            if max(abs(left), abs(right)) > 220.0:
-                warnings.append(f"{clip.name}: body motion at {kf.time_ms:g} ms asks {max(abs(left), abs(right)):.0f}"
-                                " mm/s of a wheel; Cozmo's wheels reach about 200 mm/s")
-            add(tick_of(kf.time_ms), msgs.DriveWheels(lwheel_speed_mmps=float(left), rwheel_speed_mmps=float(right)))
+            left, right = _wheel_speeds(kf, track_width_mm)
+            add(tick_of(kf.time_ms), msgs.DriveWheels(lwheel_speed_mmps=float(left * scale),
+                                                      rwheel_speed_mmps=float(right * scale)))
             stop = msgs.DriveWheels()
         else:
             radius = {BODY_STRAIGHT: _STRAIGHT_RADIUS, BODY_TURN_IN_PLACE: 0}.get(kf.mode)
             if radius is None:
                 radius = _clamp_int(kf.radius_mm, -32767, 32766)
                 radius = radius if radius != 0 else (1 if kf.radius_mm > 0 else -1)
-            add(tick_of(kf.time_ms), msgs.AnimBody(speed_mmps=_clamp_int(kf.speed, -32768, 32767), unknown=radius))
+            add(tick_of(kf.time_ms), msgs.AnimBody(speed_mmps=_clamp_int(kf.speed * scale, -32768, 32767),
+                                                   unknown=radius))
             stop = msgs.AnimBody(speed_mmps=0, unknown=_STRAIGHT_RADIUS)
         end = kf.time_ms + kf.duration_ms
         if next_start > end + _EPS:

@@ -562,6 +562,22 @@ def test_a_sprite_dir_naming_a_file_says_it_is_a_file_not_that_it_does_not_exist
         f"sprite directory {tmp_path / 'nowhere'} does not exist{tail}"]
 
 
+def test_a_clip_driving_a_wheel_beyond_the_treads_limit_is_noted_at_load(tmp_path):
+    """speed_dps: 720 asks 289 mm/s of each wheel, beyond the treads' 200 mm/s; the note
+    compile_clip made of it was never read. Now the library notes it when it loads the
+    clip (the driver logs it at configure), naming the file; the clip plays scaled."""
+    from cozmo_driver.anim.library import AnimationLibrary
+
+    path = tmp_path / "spin.yaml"
+    path.write_text("name: spin\ntracks:\n  body:\n    - {time_ms: 0, duration_ms: 500, speed_dps: 720}\n"
+                    "    - {time_ms: 500, duration_ms: 500, speed_dps: 100}\n")
+    lib = AnimationLibrary.load([tmp_path], builtin=False)
+    assert lib.names() == ["spin"]
+    assert lib.warnings == [f"{path} [spin]: body motion at 0 ms asks 289 mm/s of a wheel, beyond the treads' "
+                            "200 mm/s: both wheels scaled by 0.69 (the curvature kept; it goes less far)"]
+    assert not [w for w in AnimationLibrary.load().warnings if "mm/s of a wheel" in w]  # none built in
+
+
 ODDITIES_YAML = """
 clips:
   - name: oddities

@@ -34,6 +34,7 @@ from cozmo_driver.anim.player import (
     TRACK_WIDTH_MM,
     AnimationPlayer,
     arc_wheel_speeds,
+    body_speed_notes,
     compile_clip,
     rgb_to_rgb555,
     tick_of,
@@ -178,6 +179,44 @@ def test_body_keyframes_become_drive_wheels_and_stop():
     for (_, got), (_, want) in zip(seq, expected):
         assert got == pytest.approx(want, rel=1e-6)
     assert compiled.uses_body
+
+
+def test_body_motion_beyond_the_treads_limit_is_scaled_keeping_its_curvature():
+    """A clip's wheel speeds beyond the treads' 200 mm/s went out as written, and the
+    robot (and the simulator) clamps each wheel alone: an arc (150 mm/s, radius 30 mm:
+    wheels 35 and 265 mm/s) became a wider one, and the warning went into
+    CompiledClip.warnings, which nothing reads. Now both wheels are scaled by one factor
+    to the limit, keeping the curvature, in AnimBody's mode too, each with a note
+    (AnimationLibrary.load logs it when it loads the clip); what is within the limit
+    is left as it was."""
+    clip = Clip("fast", None, Tracks(body=[
+        BodyKeyframe(0, 300, BODY_ARC, 150, 30),
+        BodyKeyframe(300, 300, BODY_TURN_IN_PLACE, 720),
+        BodyKeyframe(600, 300, BODY_STRAIGHT, -250),
+        BodyKeyframe(900, 300, BODY_ARC, 100, 200)]))
+    compiled = compile_clip(clip)
+    drives = [(x.lwheel_speed_mmps, x.rwheel_speed_mmps) for k in sorted(compiled.messages)
+              for x in compiled.messages[k] if x.NAME == "DriveWheels" and (x.lwheel_speed_mmps or x.rwheel_speed_mmps)]
+    left, right = arc_wheel_speeds(150, 30)
+    turn = math.radians(720) * TRACK_WIDTH_MM / 2
+    expected = [(200 * left / right, 200.0), (-200.0, 200.0), (-200.0, -200.0), arc_wheel_speeds(100, 200)]
+    assert len(drives) == len(expected)
+    for got, want in zip(drives, expected):
+        assert got == pytest.approx(want, rel=1e-6)
+    assert (drives[0][1] - drives[0][0]) / (drives[0][0] + drives[0][1]) == pytest.approx(
+        (right - left) / (left + right))  # the arc's radius is kept
+    notes = [w for w in compiled.warnings if "mm/s of a wheel" in w]
+    assert notes == [
+        f"fast: body motion at 0 ms asks {right:.0f} mm/s of a wheel, beyond the treads' 200 mm/s: "
+        f"both wheels scaled by {200 / right:.2f} (the curvature kept; it goes less far)",
+        f"fast: body motion at 300 ms asks {turn:.0f} mm/s of a wheel, beyond the treads' 200 mm/s: "
+        f"both wheels scaled by {200 / turn:.2f} (the curvature kept; it goes less far)",
+        "fast: body motion at 600 ms asks 250 mm/s of a wheel, beyond the treads' 200 mm/s: "
+        "both wheels scaled by 0.80 (the curvature kept; it goes less far)"]
+    assert body_speed_notes(clip) == notes
+    bodies = [(x.speed_mmps, x.unknown) for x in of(flat(compile_clip(clip, body_mode="anim").timeline()), "AnimBody")
+              if x.speed_mmps]
+    assert bodies == [(round(150 * 200 / right), 30), (round(720 * 200 / turn), 0), (-200, 32767), (100, 200)]
 
 
 def test_body_in_anim_mode_follows_ankis_body_motion():
