@@ -1488,8 +1488,9 @@ class GroupChooser:
         self._last_played: Dict[tuple, float] = {}
 
     def choose(self, group: AnimationGroup, now: float, mood: Optional[str] = None,
-               head_angle_deg: Optional[float] = None) -> Optional[str]:
-        """The clip name to play now (recorded as played), or None for an empty group."""
+               head_angle_deg: Optional[float] = None, record: bool = True) -> Optional[str]:
+        """The clip name to play now (recorded as played unless ``record`` is false: then
+        :meth:`played` records it once it plays), or None for an empty group."""
         members = list(group.members)
         if not members:
             return None
@@ -1522,6 +1523,11 @@ class GroupChooser:
                     if x < acc:
                         pick = m
                         break
-        self._last_played[(group.name, pick.name)] = now
+        if record:
+            self.played(group.name, pick.name, now)
         return pick.name
+
+    def played(self, group_name: str, member: str, now: float) -> None:
+        """``member`` of group ``group_name`` played at ``now``: its cool-down starts."""
+        self._last_played[(group_name, member)] = now
 

@@ -234,16 +234,24 @@ class AnimationLibrary:
             raise AnimationError(f"no animation {name!r}; {self._hint(name, self.names(), 'clips')}")
 
     def resolve(self, name: str = "", group: str = "", now: float = 0.0,
-                head_angle_deg: Optional[float] = None) -> Clip:
+                head_angle_deg: Optional[float] = None, record: bool = True) -> Clip:
         """The clip a goal asks for: ``group`` (a member chosen at ``now``) if given, else ``name``.
+        ``record`` false: a group's member is not recorded as played (its cool-down not
+        started) until :meth:`played` says it is.
 
         Raises :class:`AnimationError` saying what is known (see :meth:`check`).
         """
         self.check(name, group)
         if group:
             g = self.groups[group]
-            chosen = self.chooser.choose(g, now, head_angle_deg=head_angle_deg)
+            chosen = self.chooser.choose(g, now, head_angle_deg=head_angle_deg, record=record)
             if chosen is None:
                 raise AnimationError(f"animation group {group!r} has no playable member")
             return self.clips[chosen]
         return self.clips[name]
+
+    def played(self, group: str, name: str, now: float) -> None:
+        """Clip ``name``, chosen from ``group`` (:meth:`resolve` with ``record`` false), plays
+        at ``now``: its cool-down in the group starts. Nothing for a group not known."""
+        if group in self.groups:
+            self.chooser.played(group, name, now)

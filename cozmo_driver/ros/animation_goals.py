@@ -2,7 +2,9 @@
 
 A goal names a clip or a group; an unknown one is rejected when it comes. A clip
 that moves the head or the lift waits while the robot calibrates them (at each
-connection); that wait can be cancelled or preempted like a playing clip. A clip
+connection); that wait can be cancelled or preempted like a playing clip (a new goal
+preempts it once it passes the checks made when it comes: one refused then does not;
+a group's member starts its cool-down when it plays, not when it is chosen). A clip
 takes the motors it moves from the motion goals, and from ``cmd_vel`` (a
 pending cmd_vel watchdog stop would cut its drive): the newer command wins, so a
 motion goal, a ``cmd_vel`` or a ``head``/``lift`` topic command preempts the
@@ -151,11 +153,24 @@ class AnimationGoals:
         if problem is not None:
             return self._refused(handle, result, "play_animation", problem)
         axes = self._axes()
-        try:
+        try:  # a group's member recorded as played when it plays: a refusal starts no cool-down
             clip = self.library.resolve(request.name, request.group, time.monotonic(),
-                                        math.degrees(axes[0]) if axes is not None else None)
+                                        math.degrees(axes[0]) if axes is not None else None, record=False)
         except AnimationError as exc:
             return self._refused(handle, result, "play_animation", str(exc))
+        loops = max(1, int(request.loops))
+        if loops > MAX_LOOPS:
+            self._log.warning(f"play_animation goal loops = {loops} is beyond {MAX_LOOPS}: clamped")
+            loops = MAX_LOOPS
+        # refused before it is counted: a goal refused when it comes preempts no goal waiting
+        problem = self._treads_refusal(clip)
+        if problem is None:
+            try:  # from where the motors are
+                compiled, again = self._compile(clip, loops, axes)
+            except AnimationError as exc:
+                problem = str(exc)
+        if problem is not None:
+            return self._refused(handle, result, "play_animation", problem)
         motors = clip_motors(clip)
         moved = [motor for motor in ("head", "lift") if motor in motors]
         self._animation_goals += 1
@@ -178,25 +193,16 @@ class AnimationGoals:
                            "(while this one waited for the robot to calibrate its motors)")
                 self._log.warning(f"play_animation: aborted: {message}")
                 return self._end(handle, result, False, message)
+            problem = problem or self._treads_refusal(clip)  # the robot lifted meanwhile, say
+            if problem is None:
+                try:  # from where the calibration left the motors
+                    compiled, again = self._compile(clip, loops, self._axes())
+                except AnimationError as exc:
+                    problem = str(exc)
             if problem is not None:
                 return self._refused(handle, result, "play_animation", problem)
-            axes = self._axes()
-        problem = self._treads_refusal(clip)
-        if problem is not None:
-            return self._refused(handle, result, "play_animation", problem)
-        loops = max(1, int(request.loops))
-        if loops > MAX_LOOPS:
-            self._log.warning(f"play_animation goal loops = {loops} is beyond {MAX_LOOPS}: clamped")
-            loops = MAX_LOOPS
-        try:  # from where the motors are (after a calibration: where it left them); the loops
-            # after the first from where the clip leaves them
-            compiled, again = compile_loops(clip, loops, start_head_angle_deg=math.degrees(axes[0])
-                                            if axes is not None else None,
-                                            start_lift_height_mm=1000.0 * axes[1] if axes is not None else None,
-                                            body_mode="anim" if self.params["animation_body_in_stream"]
-                                            else "wheels")
-        except AnimationError as exc:
-            return self._refused(handle, result, "play_animation", str(exc))
+        if request.group:
+            self.library.played(request.group, clip.name, time.monotonic())
         stops = motor_stops(head=bool(clip.tracks.head), lift=bool(clip.tracks.lift))
         goal = self._new_goal("animation", handle)
         goal.clip = clip.name
@@ -215,6 +221,14 @@ class AnimationGoals:
                        f"{f', {loops} times' if loops > 1 else ''})")
         self.av.play_clip(goal.token, compiled, loops, stops, again)
         return await self._run(goal, result)
+
+    def _compile(self, clip: Clip, loops: int, axes: Optional[Tuple[float, float]]) -> tuple:
+        """``compile_loops`` of ``clip`` from where the motors are (``axes``: head rad, lift m;
+        None: unknown), the loops after the first from where the clip leaves them. Raises
+        :class:`AnimationError`."""
+        return compile_loops(clip, loops, start_head_angle_deg=math.degrees(axes[0]) if axes is not None else None,
+                             start_lift_height_mm=1000.0 * axes[1] if axes is not None else None,
+                             body_mode="anim" if self.params["animation_body_in_stream"] else "wheels")
 
     async def _calibrated(self, handle: Any, motors: List[str],
                           preempted: Callable[[], bool]) -> Optional[str]:

@@ -1185,6 +1185,34 @@ def test_an_emergency_stop_aborts_a_goal_waiting_for_the_motor_calibration(make_
     assert treads_still(rig)
 
 
+def test_a_goal_refused_when_it_comes_does_not_abort_one_waiting_for_the_calibration(make_rig, tmp_path):
+    """A goal was counted before its refusals (the treads held, a compile error): a clip
+    refused at once still aborted the goal waiting for the calibration as "preempted by a
+    new play_animation goal", and nothing played. And a group goal recorded its member as
+    played when it was chosen, so a refused one started that member's cool-down (the next
+    goal chose another). Now a goal refused when it comes touches neither: the waiting clip
+    plays, and the group chooses the same member again."""
+    (tmp_path / "groups.json").write_text(json.dumps({"drives": {"Animations": [
+        {"Name": "two_drives", "Weight": 1, "CooldownTime_Sec": 60},
+        {"Name": "spin_round", "Weight": 0}]}}))
+    rig = make_rig(animation_dirs=[clip_dir(tmp_path)], animation_groups_file=str(tmp_path / "groups.json"))
+    robot, core = rig.node._robot, rig.node._core
+    rig.sim.pick_up()          # the cliff sensor loses the floor at once (stop_on_cliff)
+    assert rig.spin_until(lambda: any(core.tread_holds()), 2.0)
+    assert robot.calibrating("head")
+    waiting = rig.send_goal(PlayAnimation, "play_animation", PlayAnimation.Goal(name="nod_yes"))
+    rig.spin_for(0.05)
+    for goal in (PlayAnimation.Goal(name="two_drives"), PlayAnimation.Goal(group="drives"),
+                 PlayAnimation.Goal(group="drives")):
+        r = rig.result(rig.send_goal(PlayAnimation, "play_animation", goal), 2.0)
+        assert r.status == GoalStatus.STATUS_ABORTED and r.result.message.startswith("'two_drives' drives"), \
+            r.result.message
+    assert robot.calibrating("head") or robot.calibrating("lift")
+    r = rig.result(waiting)
+    assert r.status == GoalStatus.STATUS_SUCCEEDED, r.result.message
+    assert len([msg for _, msg in rig.sim.commands() if msg.NAME == "StartAnimation"]) == 1
+
+
 TWO_DRIVES = """
 name: two_drives
 duration_ms: 2600
