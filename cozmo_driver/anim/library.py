@@ -9,6 +9,10 @@ Reads files when asked (:meth:`AnimationLibrary.load`); otherwise pure.
   first. A file that cannot be read is skipped with a warning naming it: one
   bad file does not take the others down. Body motion beyond the treads' limit is
   noted (it plays scaled down: :func:`~cozmo_driver.anim.player.body_speed_notes`).
+  Each built-in clip replaced is said (a warning naming the file); one that drives
+  the treads under the name of a built-in one that keeps them still is noted in
+  ``drives_unlike_builtin`` (the driver refuses it on the charger, where behaviors
+  play that name trusting the built-in clip).
 * Groups: a directory of the app's ``animationGroups`` JSON files (one group per
   file, named by the file's stem; each file read on its own, so a bad one is
   skipped with a warning naming it and the others load), or one JSON file:
@@ -116,6 +120,9 @@ class AnimationLibrary:
     loaded_from_dirs: int = 0
     #: built-in clips replaced by a clip of the same name from a directory
     overridden_builtins: List[str] = field(default_factory=list)
+    #: name -> file of the clips that drive the treads under the name of a built-in one
+    #: that keeps them still (which behaviors play on the charger, trusting it)
+    drives_unlike_builtin: Dict[str, str] = field(default_factory=dict)
     chooser: GroupChooser = field(default_factory=GroupChooser)
 
     @classmethod
@@ -142,6 +149,7 @@ class AnimationLibrary:
             lib.clips.update(load_builtin())
             lib.warnings.extend(w for clip in lib.clips.values() for w in (*clip.mended, *body_speed_notes(clip)))
         builtin_names = set(lib.clips)
+        still_builtins = {name for name, clip in lib.clips.items() if not clip.tracks.moves_treads}
         seen_in_dirs: Dict[str, str] = {}
         for directory in directories:
             root = Path(directory).expanduser()
@@ -190,6 +198,14 @@ class AnimationLibrary:
                     group = AnimationGroup(name, [m for m in group.members if m.name in lib.clips])
                 lib.groups[name] = group
         lib.overridden_builtins = sorted(builtin_names & set(seen_in_dirs))
+        for name in lib.overridden_builtins:
+            where = seen_in_dirs[name]
+            note = f"clip {name!r} of {where} replaces the built-in one: behaviors playing {name!r} play it"
+            if name in still_builtins and lib.clips[name].tracks.moves_treads:
+                lib.drives_unlike_builtin[name] = where
+                note += ("; it drives the treads, which the built-in one keeps still, so it is refused while the "
+                         "robot is on its charger (where behaviors play it as a clip that keeps the treads still)")
+            lib.warnings.append(note)
         return lib
 
     def names(self) -> List[str]:

@@ -17,7 +17,9 @@ no clip drives them while the robot is picked up or falling, and with
 ahead. Such a goal is refused when it comes; a clip playing when that happens is
 aborted before its next tick (:meth:`AnimationGoals.tread_hold`, which the
 :class:`~cozmo_driver.anim.av_stream.AVStream` asks on the I/O thread), which
-stops its treads.
+stops its treads. On the charger, a user's clip that drives the treads under the name of
+a built-in one that keeps them still is refused: the behavior engine plays those names
+there, trusting the built-in clips (it cannot see the driver's clips).
 """
 
 from __future__ import annotations
@@ -113,9 +115,15 @@ class AnimationGoals:
         return (LIFTED_HOLD if lifted else None), (CLIFF_HOLD if cliff else None)
 
     def _treads_refusal(self, clip: Clip) -> Optional[str]:
-        """Why ``clip`` may not start now because of its treads (:meth:`tread_hold`), or None."""
+        """Why ``clip`` may not start now because of its treads (:meth:`tread_hold`; a user's
+        clip driving them under a still built-in clip's name, on the charger), or None."""
         if not clip.tracks.moves_treads:
             return None
+        where = self.library.drives_unlike_builtin.get(clip.name)
+        if where is not None and getattr(getattr(self.node, "_core", None), "battery_on_charger", False):
+            return (f"'{clip.name}' (of {where}) drives the treads, unlike the built-in clip it replaces, and "
+                    f"the robot is on its charger, where behaviors play '{clip.name}' as a clip that keeps the "
+                    "treads still: give your clip another name to play it there")
         still, backwards = self.tread_hold()
         if still is not None:
             return f"'{clip.name}' drives the treads, and {still}"

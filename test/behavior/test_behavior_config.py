@@ -260,3 +260,17 @@ def test_app_definitions_run_in_the_engine():
     first = engine.emotions.apply("Startled", 200.0)["calm"]
     second = engine.emotions.apply("Startled", 200.0)["calm"]
     assert second == pytest.approx(first / 2)
+
+
+def test_the_clips_the_engine_trusts_on_the_charger_are_those_the_driver_calls_still():
+    """The engine reads which built-in clips keep the treads still from the package's files
+    (builtin_still_animations); the driver refuses on the charger a user's clip driving the
+    treads under one of those names (AnimationLibrary.drives_unlike_builtin), deciding by
+    the loaded clips. Both must name the same clips, or a built-in one the engine trusts
+    could drive on the charger unnoticed."""
+    from cozmo_driver.anim.library import AnimationLibrary
+    from cozmo_driver.behavior.config import builtin_still_animations
+
+    clips = AnimationLibrary.load().clips
+    assert sorted(builtin_still_animations()) == sorted(
+        name for name, clip in clips.items() if not clip.tracks.moves_treads) == ["nod_yes", "sleepy_yawn"]

@@ -578,6 +578,31 @@ def test_a_clip_driving_a_wheel_beyond_the_treads_limit_is_noted_at_load(tmp_pat
     assert not [w for w in AnimationLibrary.load().warnings if "mm/s of a wheel" in w]  # none built in
 
 
+def test_a_builtin_clip_replaced_is_said_naming_the_file_and_whether_it_now_drives_the_treads(tmp_path):
+    """A clip of animation_dirs replacing a built-in one was counted (overridden_builtins)
+    and said nowhere, and a user's sleepy_yawn with a body track drove the treads where
+    behaviors play it on the charger as a clip that keeps them still. Now each replacement
+    is a warning naming its file; one that drives the treads where the built-in one keeps
+    them still says it is refused on the charger, and is listed for the driver to refuse."""
+    from cozmo_driver.anim.library import AnimationLibrary
+
+    (tmp_path / "yawn.yaml").write_text("name: sleepy_yawn\ntracks:\n  body:\n"
+                                        "    - {time_ms: 0, duration_ms: 300, speed_mmps: 30}\n")
+    (tmp_path / "sneeze.yaml").write_text("name: sneeze\ntracks:\n  head:\n"
+                                          "    - {time_ms: 0, duration_ms: 200, angle_deg: 20}\n")
+    (tmp_path / "nod.yaml").write_text("name: nod_yes\ntracks:\n  head:\n"
+                                       "    - {time_ms: 0, duration_ms: 200, angle_deg: 20}\n")
+    lib = AnimationLibrary.load([tmp_path])
+    assert lib.overridden_builtins == ["nod_yes", "sleepy_yawn", "sneeze"]
+    assert lib.warnings == [
+        f"clip 'nod_yes' of {tmp_path / 'nod.yaml'} replaces the built-in one: behaviors playing 'nod_yes' play it",
+        f"clip 'sleepy_yawn' of {tmp_path / 'yawn.yaml'} replaces the built-in one: behaviors playing "
+        "'sleepy_yawn' play it; it drives the treads, which the built-in one keeps still, so it is refused while "
+        "the robot is on its charger (where behaviors play it as a clip that keeps the treads still)",
+        f"clip 'sneeze' of {tmp_path / 'sneeze.yaml'} replaces the built-in one: behaviors playing 'sneeze' play it"]
+    assert lib.drives_unlike_builtin == {"sleepy_yawn": str(tmp_path / "yawn.yaml")}
+
+
 ODDITIES_YAML = """
 clips:
   - name: oddities

@@ -1303,6 +1303,36 @@ def test_an_animation_does_not_drive_the_robot_on_over_a_table_edge(make_rig, tm
     assert r.status == GoalStatus.STATUS_SUCCEEDED, r.result.message
 
 
+def test_a_users_clip_driving_the_treads_under_a_still_builtins_name_is_refused_on_the_charger(make_rig, tmp_path):
+    """The behavior engine plays the built-in clips without body motion on the charger
+    (SleepOnCharger: sleepy_yawn), trusting the package's files; a user's sleepy_yawn with
+    a body track replaced the built-in one silently and drove the treads on the charger.
+    Now the library says of each built-in replaced (logged at configure), and on the
+    charger the driver refuses a clip that drives the treads under the name of a built-in
+    one that keeps them still, whoever asks; off the charger it plays."""
+    path = tmp_path / "yawn.yaml"
+    path.write_text("name: sleepy_yawn\nduration_ms: 400\ntracks:\n  body:\n"
+                    "    - {time_ms: 0, duration_ms: 300, speed_dps: 40}\n")
+    rig = make_rig(animation_dirs=[str(tmp_path)])
+    assert any(w.startswith(f"clip 'sleepy_yawn' of {path} replaces the built-in one")
+               for w in rig.node._media.library.warnings), rig.node._media.library.warnings
+    rig.sim.set_on_charger(True, move=False)
+    assert rig.spin_until(lambda: rig.node._core.battery_on_charger, 3.0)
+    before = len(rig.sim.commands())
+    r = rig.result(rig.send_goal(PlayAnimation, "play_animation", PlayAnimation.Goal(name="sleepy_yawn")))
+    assert r.status == GoalStatus.STATUS_ABORTED
+    assert r.result.message == (f"'sleepy_yawn' (of {path}) drives the treads, unlike the built-in clip it "
+                                "replaces, and the robot is on its charger, where behaviors play 'sleepy_yawn' "
+                                "as a clip that keeps the treads still: give your clip another name to play it there")
+    assert not [msg for _, msg in rig.sim.commands()[before:] if msg.NAME in ("StartAnimation", "DriveWheels")]
+    r = rig.result(rig.send_goal(PlayAnimation, "play_animation", PlayAnimation.Goal(name="nod_yes")))
+    assert r.status == GoalStatus.STATUS_SUCCEEDED, r.result.message
+    rig.sim.set_on_charger(False, move=False)
+    assert rig.spin_until(lambda: not rig.node._core.battery_on_charger, 3.0)
+    r = rig.result(rig.send_goal(PlayAnimation, "play_animation", PlayAnimation.Goal(name="sleepy_yawn")))
+    assert r.status == GoalStatus.STATUS_SUCCEEDED, r.result.message
+
+
 def test_cmd_vel_and_a_head_command_take_their_motor_from_an_animation(make_rig, tmp_path):
     """A teleop's zero Twist sent DriveWheels(0) and the clip's next body keyframe started
     the treads again: cmd_vel preempts the clip that drives the treads (docs/motion.md: the
