@@ -51,7 +51,7 @@ the first being replaced unseen; the price is at most ``face_queue`` frames of
 latency after a burst.  Late ticks sent together each take their own frame
 (the robot plays them one per frame from its buffer).  A frame arriving when
 the FIFO is full drops the oldest waiting one (``faces_dropped``).  While an
-overlay or an animation covers the face, the FIFO keeps only the newest frame
+overlay or an animation's face covers the face, the FIFO keeps only the newest frame
 (the others are ``faces_covered``, never shown by design) and that frame shows
 when the face layer does again.
 
@@ -68,7 +68,11 @@ Animations (:meth:`AVPacer.play_clip`) run through an
 :class:`~cozmo_driver.anim.player.AnimationPlayer` started on the pacer's own
 grid: while one plays, its ticks replace the pacer's (queued audio and images
 wait), and afterwards the pacer carries on on the same grid and sends the face
-layer again.
+layer again.  Until the clip shows a face (or sprite) of its own, none in the loops
+before (``next_loop``), the face layer's frames go out in its ticks as in the
+pacer's own, each after its tick's audio and keyframe messages (not while an
+image is shown or waits: that stays on the screen); only from then on is the
+face covered.
 """
 
 from __future__ import annotations
@@ -198,10 +202,13 @@ class AVPacer:
         # animation
         self._clip_first_tick = 0
         self._clip_ticks = 0
+        self._clip_face = False  # the clip playing (its loops) showed a face of its own: the face is covered
         #: where the player's (a clip's) messages are in the list the last tick() returned,
         #: (start, end): a link that is behind still gets their silence and images, the
         #: robot playing a clip's frame per audio message
         self.clip_span = (0, 0)
+        #: the face layer's images among the clip's messages (sent before its first face)
+        self.clip_faces: List[Any] = []
 
     # ------------------------------------------------------------------ the grid
 
@@ -318,7 +325,7 @@ class AVPacer:
         return len(self._faces)
 
     def _face_covered(self) -> bool:
-        return self.player.playing or self._overlay is not None or bool(self._overlays)
+        return (self.player.playing and self._clip_face) or self._overlay is not None or bool(self._overlays)
 
     def _cover_faces(self) -> None:
         """The face is covered: of the frames waiting only the newest stays, as the face."""
@@ -345,14 +352,20 @@ class AVPacer:
 
     # ------------------------------------------------------------------ animations
 
-    def play_clip(self, clip: Union[Clip, CompiledClip], now: float, **compile_options: Any) -> int:
+    def play_clip(self, clip: Union[Clip, CompiledClip], now: float, next_loop: bool = False,
+                  **compile_options: Any) -> int:
         """Play an animation from the next tick of the grid; returns its anim id.
 
+        ``next_loop``: it is the next loop of the clip that just played, which keeps covering
+        the face if it showed one (else the face shows until its first face keyframe).
         ``compile_options`` go to :func:`~cozmo_driver.anim.player.compile_clip`
         (e.g. ``start_head_angle_deg``, ``start_lift_height_mm``).
         """
         self.start(now)
-        self._cover_faces()
+        if not next_loop:
+            if self._clip_face and self.player.playing:
+                self._forget_screen()  # the face of the clip it replaces is on the screen
+            self._clip_face = False
         first = max(self._next, self._slot(now) + 1)  # the next tick not sent and not yet due
         anim_id = self.player.play(clip, now, start=self.tick_time(first), **compile_options)
         self._clip_first_tick = first
@@ -432,18 +445,23 @@ class AVPacer:
 
     def _tick(self, now: float, slot: int, due: int, out: List[Any]) -> List[Any]:
         self.clip_span = (0, 0)
+        self.clip_faces = []
         if self.player.playing:
             # The pacer's own ticks up to the clip's first one, then the clip's.
             self._emit_own(min(due, self._clip_first_tick), slot, out)
             start = len(out)
-            out.extend(self.player.tick(now))
+            out.extend(self.player.tick(now, self._underlay))
             self.clip_span = (start, len(out))
+            if self.player.shown_display and not self._clip_face:
+                self._clip_face = True  # its own face from now on: the face layer is covered
+                self._cover_faces()
             if self.player.playing:
                 self._next = max(self._next, due)
                 return out
             # Finished: carry on after its last tick, and show the face again.
             self._next = max(self._next, self._clip_first_tick + self._clip_ticks)
-            self._forget_screen()
+            if self._clip_face:
+                self._forget_screen()
         else:
             out.extend(self.player.tick(now))  # cancel messages still pending, if any
         self._emit_own(due, slot, out)
@@ -477,30 +495,53 @@ class AVPacer:
             ov.until = k + ticks
             self._overlay = ov
 
+    def _underlay(self, k: int, latest: bool) -> Optional[Any]:
+        """The face layer's image for tick ``k`` of a clip that has shown no face of its own
+        (:meth:`AnimationPlayer.tick`'s ``underlay``), or None: not while an image waits."""
+        if self._clip_face or self._overlay is not None or self._overlays:
+            return None
+        display = self._face_frame(self._clip_first_tick + k, latest)
+        if display is not None:
+            self.clip_faces.append(display)
+        return display
+
+    def _face_frame(self, k: int, latest: bool) -> Optional[Any]:
+        """Tick ``k``'s DisplayImage of the face layer, or None: the FIFO's next frame."""
+        next_face = False
+        if self._faces:
+            self._face = self._faces.popleft()  # this tick's face frame, late or not
+            next_face = True
+        return self._display(self._face, k, latest or next_face)
+
+    def _display(self, desired: Optional[_Image], k: int, send: bool) -> Optional[Any]:
+        """The DisplayImage showing ``desired`` at tick ``k``, when ``send`` and it is not on the
+        screen (or is due for a refresh); else None."""
+        if not send or desired is None:
+            return None
+        display = None
+        refresh = k - self._last_display_tick >= self.refresh_ticks
+        if desired is not self._on_screen_image or refresh:
+            data = desired.data
+            if data != self._on_screen or refresh:
+                display = msgs.DisplayImage(image=data)
+                self.stats.display_frames += 1
+                if data == self._on_screen:
+                    self.stats.refreshes += 1
+                self._on_screen = data
+                self._last_display_tick = k
+            self._on_screen_image = desired
+        return display
+
     def _emit(self, k: int, latest: bool, out: List[Any]) -> None:
         stats = self.stats
         stats.ticks += 1
         self._advance_overlay(k)
-        display = None  # this tick's DisplayImage, sent after its audio message
-        next_face = False
+        # this tick's DisplayImage, sent after its audio message
         if self._overlay is not None:
             self._cover_faces()
-        elif self._faces:
-            self._face = self._faces.popleft()  # this tick's face frame, late or not
-            next_face = True
-        desired = self._overlay.image if self._overlay is not None else self._face
-        if (latest or next_face) and desired is not None:
-            refresh = k - self._last_display_tick >= self.refresh_ticks
-            if desired is not self._on_screen_image or refresh:
-                data = desired.data
-                if data != self._on_screen or refresh:
-                    display = msgs.DisplayImage(image=data)
-                    stats.display_frames += 1
-                    if data == self._on_screen:
-                        stats.refreshes += 1
-                    self._on_screen = data
-                    self._last_display_tick = k
-                self._on_screen_image = desired
+            display = self._display(self._overlay.image, k, latest)
+        else:
+            display = self._face_frame(k, latest)
         if self._overlay is not None and latest:
             self._overlay.shown = True
         audio = self._take_audio()

@@ -10,7 +10,8 @@ nothing drifts. The executor (or any thread) only hands inputs over with
 I/O thread (keep it short: the driver appends to a deque and triggers a guard
 condition).
 
-Layers on the screen, highest first: an animation, then the image of
+Layers on the screen, highest first: an animation (from its first face or sprite
+on: before, the layers below show), then the image of
 :meth:`AVStream.show_image` (each replaces the one before; shown for its
 duration or until replaced), then the face of :meth:`AVStream.set_face`.
 Faces are frames of a stream (the face node renders at 30 fps on its own clock):
@@ -746,7 +747,7 @@ class AVStream:
             if not self.pacer.animating:
                 clip.loop_index += 1
                 if clip.loop_index < clip.loops:
-                    self.pacer.play_clip(clip.again or clip.compiled, now)  # seamless: the next tick
+                    self.pacer.play_clip(clip.again or clip.compiled, now, next_loop=True)  # seamless
                 else:
                     self._clip = None
                     loops = f" ({clip.loops} times)" if clip.loops > 1 else ""
@@ -841,10 +842,12 @@ def _counters(av: AVStream) -> dict:
 def _skip_backlogged(stream: AVStream, messages: Sequence[Any], clip_span: Tuple[int, int]) -> List[Any]:
     """The link is a second behind: leave out the face image and the silence of the
     pacer's own ticks, not of a clip's (``messages[clip_span[0]:clip_span[1]]``), whose
-    frames the robot plays one per audio message (without them its keyframes bunch)."""
+    frames the robot plays one per audio message (without them its keyframes bunch), but
+    for the face images in a clip's ticks before its own face (``pacer.clip_faces``)."""
     start, end = clip_span
-    skipped = [m for i, m in enumerate(messages) if m.NAME in ("DisplayImage", "OutputSilence")
-               and not start <= i < end]
+    faces = {id(m) for m in stream.pacer.clip_faces}
+    skipped = [m for i, m in enumerate(messages) if id(m) in faces or (
+        m.NAME in ("DisplayImage", "OutputSilence") and not start <= i < end)]
     if not skipped:
         return list(messages)
     stream.stats.skipped_backlog += len(skipped)

@@ -66,7 +66,9 @@ Conversions
   even rows and run-length coded to fit one frame (``fit_to_frame``); a
   ``DisplayImage`` is sent only when the image changes.  A sprite sequence
   shows one frame per tick and hides the procedural face while it runs.
-  Before the first face keyframe nothing is sent (the face shown before stays).
+  Before the first face keyframe (or sprite) the clip sends no image of its own:
+  the player sends what :meth:`AnimationPlayer.tick`'s ``underlay`` gives for
+  those ticks (the pacer's face layer), if anything (else the face shown before stays).
 * **Audio.**  Every sound is mixed at its sample offset ``round(t * 22320)``
   into one buffer (clipped to int16) which is cut into 744-sample frames: a
   frame with any non-zero sample is an ``OutputAudio``, else ``OutputSilence``.
@@ -100,7 +102,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
@@ -564,6 +566,7 @@ class AnimationPlayer:
         self._events: List[str] = []
         self._last_display: Optional[bytes] = None
         self._last_source = -1
+        self._own_display = False
         self._progress_frozen: Optional[float] = None
 
     # ------------------------------------------------------------------ state
@@ -575,6 +578,11 @@ class AnimationPlayer:
     @property
     def clip(self) -> Optional[CompiledClip]:
         return self._clip
+
+    @property
+    def shown_display(self) -> bool:
+        """Whether the clip playing (or last played) has reached its first face or sprite."""
+        return self._own_display
 
     @property
     def anim_id(self) -> int:
@@ -638,6 +646,7 @@ class AnimationPlayer:
         self._next_anim_id = self._next_anim_id % 255 + 1
         self._last_display = None
         self._last_source = -1
+        self._own_display = False
         self._progress_frozen = None
         self.stats.clips_started += 1
         return self._anim_id
@@ -675,8 +684,13 @@ class AnimationPlayer:
         due = math.floor((now - self._start) * TICKS_PER_SECOND + _EPS) + 1 + self.lead_ticks
         return max(0, min(due, self._clip.num_ticks))
 
-    def tick(self, now: float) -> List[Any]:
-        """The messages due by ``now``, in order (empty when nothing is due)."""
+    def tick(self, now: float, underlay: Optional[Callable[[int, bool], Optional[Any]]] = None) -> List[Any]:
+        """The messages due by ``now``, in order (empty when nothing is due).
+
+        ``underlay(k, latest)``, when given, is asked for each tick ``k`` of the clip before
+        its first face or sprite (``latest``: the newest tick of this call) and returns the
+        ``DisplayImage`` to send in it, after its audio and keyframes, or None.
+        """
         out, self._pending = self._pending, []
         clip = self._clip
         if clip is None:
@@ -691,7 +705,7 @@ class AnimationPlayer:
         for k in range(self._next_tick, due):
             if k < on_time_from:
                 self.stats.underruns += 1
-            self._emit_tick(clip, k, k == latest, out)
+            self._emit_tick(clip, k, k == latest, out, underlay)
         self._next_tick = due
         if due >= clip.num_ticks:
             self._clip = None
@@ -699,7 +713,8 @@ class AnimationPlayer:
             self.stats.clips_finished += 1
         return out
 
-    def _emit_tick(self, clip: CompiledClip, k: int, latest: bool, out: List[Any]) -> None:
+    def _emit_tick(self, clip: CompiledClip, k: int, latest: bool, out: List[Any],
+                   underlay: Optional[Callable[[int, bool], Optional[Any]]]) -> None:
         stats = self.stats
         stats.ticks += 1
         out.append(clip.audio_message(k))  # first: the robot's frame starts with its audio
@@ -711,7 +726,12 @@ class AnimationPlayer:
             out.append(msgs.StartAnimation(anim_id=self._anim_id))
         out.extend(clip.messages.get(k, ()))
         src = clip.display_source[k]
-        if src >= 0 and src != self._last_source:
+        if src < 0:
+            image = underlay(k, latest) if underlay is not None else None
+            if image is not None:
+                out.append(image)
+        elif src != self._last_source:
+            self._own_display = True
             if latest:
                 self._last_source = src
                 data = clip.display_data(src, self.renderer)

@@ -17,7 +17,8 @@ from typing import Any, Deque, List
 import numpy as np
 import pytest
 
-from cozmo_driver.anim.clip import AnimationError, Clip, HeadKeyframe, LightsKeyframe, Tracks, write_anim_bin
+from cozmo_driver.anim.clip import (AnimationError, Clip, HeadKeyframe, LiftKeyframe, LightsKeyframe, Tracks,
+                                    write_anim_bin)
 from cozmo_driver.anim.library import AnimationLibrary
 from cozmo_driver.anim.player import compile_clip
 from cozmo_driver.anim.av_stream import AVStream
@@ -803,6 +804,44 @@ def test_a_link_a_second_behind_still_gets_every_frame_of_a_clip():
     assert ticks[:2] == ["OutputSilence", "StartAnimation"]
     assert ticks.count("OutputSilence") + ticks.count("OutputAudio") == clip.num_ticks == 15
     assert ticks.count("DisplayImage") >= 2 and ticks.count("AnimHead") == 2
+
+
+def test_the_face_shows_through_every_loop_of_a_clip_without_one_and_is_skipped_while_behind():
+    """A lift clip played 3 times (no face of its own) showed none of the faces that came
+    meanwhile: the face before stayed frozen. Now each goes out in the clip's ticks, the loops
+    after the first too; a link a second behind still skips those images (not the clip's
+    silence), and the current face is sent again once it caught up."""
+    from cozmo_driver.anim.av_stream import BACKLOG_MAX
+    robot, av, _ = make_stream()
+    faces = [screen_to_frame(FaceRenderer().render(EXPRESSIONS[name]))[0]
+             for name in ("happy", "sad", "angry", "surprised", "sleepy")]
+    av.set_face(faces[0])
+    robot.run_until(robot.now + 0.2)
+    clip = compile_clip(Clip("lift_only", None, Tracks(lift=[LiftKeyframe(0, 500, 90)])))
+    t = robot.now + 1e-9
+    av.play_clip("c", clip, loops=3)
+    for face in faces[1:4]:                       # 0.4, 0.8 and 1.2 s into the 1.5 s
+        robot.run_until(robot.now + 0.4)
+        av.set_face(face)
+    robot.run_until(robot.now + 0.6)
+    during = [msg for when, msg in robot.sent if when >= t]
+    names = [msg.NAME for msg in during]
+    assert names.count("StartAnimation") == 3 and names.count("EndAnimation") == 3
+    last = len(names) - 1 - names[::-1].index("EndAnimation")
+    assert [msg.image for msg in during[:last] if msg.NAME == "DisplayImage"] == faces[1:4]
+    assert av.counters()["face frames covered (image or animation)"] == 0
+    robot.link.session.background_queue_length = BACKLOG_MAX
+    t = robot.now + 1e-9
+    av.play_clip("d", clip)
+    robot.run_until(robot.now + 0.2)
+    av.set_face(faces[4])
+    robot.run_until(robot.now + 0.5)
+    sent = robot.names(since=t)
+    assert "DisplayImage" not in sent and sent.count("OutputSilence") == clip.num_ticks   # the clip's only
+    robot.link.session.background_queue_length = 0
+    t = robot.now + 1e-9
+    robot.run_until(robot.now + 0.2)
+    assert [msg.image for when, msg in robot.sent if when >= t and msg.NAME == "DisplayImage"] == [faces[4]]
 
 
 def test_face_stream_renders_on_change_and_keeps_alive():

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from cozmo_driver.anim.av_pacer import AVPacer
-from cozmo_driver.anim.clip import AudioKeyframe, Clip, FaceKeyframe, Tracks, synthesize
+from cozmo_driver.anim.clip import AudioKeyframe, Clip, FaceKeyframe, LiftKeyframe, Tracks, synthesize
 from cozmo_driver.face.expressions import EXPRESSIONS
 from cozmo_driver.face.procedural import FaceRenderer
 from cozmo_driver.protocol.audio import SAMPLE_RATE, SAMPLES_PER_FRAME, decode_ulaw
@@ -255,6 +255,50 @@ def test_cancelling_a_clip_returns_the_stop_messages_and_the_pacer_carries_on():
     assert [x.NAME for x in after] == ["OutputSilence", "DisplayImage"]     # the face again, same grid
     assert np.array_equal(decode_display(after[1].image), bars(5))
     assert pacer.cancel_clip(0.2) == []
+
+
+def test_a_clip_without_a_face_shows_the_face_layer_until_its_first_face_keyframe():
+    """A clip hid the face layer from its first tick, though it had no face of its own yet:
+    the face shown before stayed frozen (blinks, gaze) for the whole of a head or lift
+    clip, every loop, and the face node's frames counted as covered. Now the face layer's
+    frames go out in the clip's ticks (after their audio message, before EndAnimation) until
+    the clip shows a face of its own; from then on they are covered, also in the loops after
+    (``next_loop``), and the newest shows when the clip ends."""
+    pacer = AVPacer(always_on=True)
+    lift_only = Clip("lift_only", None, Tracks(lift=[LiftKeyframe(0, 1000, 90)]))   # 30 ticks
+    later_face = Clip("later_face", None, Tracks(lift=[LiftKeyframe(0, 1000, 90)],
+                                                 face=[FaceKeyframe(500, EXPRESSIONS["joy"])]))
+    t0 = 5.0
+    # after the tick of these: the clip from the next one (as AVStream plays a goal's loops)
+    plays = {10: (lift_only, False), 40: (lift_only, True), 70: (later_face, False), 100: (later_face, True)}
+    ticks = []
+    for k in range(150):
+        now = t0 + k / 30 + 0.004
+        pacer.queue_face(bars(k))          # a face node's frame every tick, each a new one
+        ticks.append(pacer.tick(now))
+        if k in plays:
+            assert not pacer.animating
+            clip, again = plays[k]
+            pacer.play_clip(clip, now, **({"next_loop": True} if again else {}))
+    shown = {}
+    for k, msgs in enumerate(ticks):
+        names = [x.NAME for x in msgs]
+        assert count(msgs, *AUDIO) == 1 and names[0] in AUDIO, (k, names)
+        if "DisplayImage" in names:
+            at = names.index("DisplayImage")
+            assert "EndAnimation" not in names[:at], (k, names)      # before the clip's end
+            shown[k] = decode_display(msgs[at].image)
+    # the lift clip and its loop (ticks 11..70): every face frame, on its own tick
+    assert all(np.array_equal(shown[k], bars(k)) for k in range(11, 71)), sorted(shown)
+    # the clip with a face from 500 ms: the face layer for its first 15 ticks, then its own
+    assert all(np.array_equal(shown[k], bars(k)) for k in range(71, 86))
+    joy = R.render_display(EXPRESSIONS["joy"])
+    assert np.array_equal(shown[86], joy)
+    # its second loop keeps it (sent again at its keyframe), then the newest face
+    assert [k for k in range(87, 131) if k in shown] == [116] and np.array_equal(shown[116], joy)
+    assert np.array_equal(shown[131], bars(131))
+    assert pacer.stats.faces_covered == 131 - 86
+    assert pacer.player.stats.clips_finished == 4
 
 
 def test_next_deadline():

@@ -260,3 +260,34 @@ def test_the_pacer_streams_audio_and_faces_into_the_simulator():
     assert rig.model.audio_frames_with_sound >= 30
     assert rig.model.buffer_clears == 0        # every frame started with its audio
     assert np.array_equal(rig.model.framebuffer, fit_to_frame(R.render_display(EXPRESSIONS["angry"]))[1])
+
+
+def test_a_clip_without_a_face_lets_the_face_layer_change_on_the_robot():
+    """A lift clip (no face of its own) played through the pacer while the face changes: the
+    robot showed the face from before the clip until it ended. Now each new face reaches the
+    simulated robot's screen during the clip, in the clip's frames (every one starting with
+    its audio message: no buffer cleared), and the clip plays through."""
+    rig = Rig()
+    rig.initialise()
+    pacer = AVPacer(always_on=True)
+    names = ["neutral", "happy", "sad", "angry"]
+    screens = {name: fit_to_frame(R.render_display(EXPRESSIONS[name]))[1] for name in names}
+    clip = Clip("lift_only", None, Tracks(lift=[LiftKeyframe(0, 2000, 90)]))
+    t = rig.link.now
+    seen = []                                    # what the robot's screen showed, in order
+    for k in range(90):
+        if k % 20 == 0 and k < 80:
+            pacer.set_face(R.render(EXPRESSIONS[names[k // 20]]))
+        if k == 10:
+            pacer.play_clip(clip, t)
+        rig.send(pacer.tick(t))
+        t += FRAME
+        rig.link.run_until(t)
+        shown = next((n for n in names if np.array_equal(rig.model.framebuffer, screens[n])), None)
+        if shown is not None and (not seen or seen[-1][1] != shown):
+            seen.append((k, shown, rig.model.current_anim))
+    rig.send(pacer.tick(t))
+    rig.link.run_until(t + 0.3)
+    assert [n for _, n, _ in seen] == names
+    assert all(anim is not None for _, n, anim in seen[1:])         # each while the clip played
+    assert rig.names("AnimationEnded") and rig.model.buffer_clears == 0 and rig.model.display_errors == 0
