@@ -38,7 +38,7 @@ Times and durations are milliseconds within 0..600 000 (:data:`MAX_CLIP_MS`), an
 must be a clip's end (the library skips a clip that ends later)::
 
     name: nod_yes                 # required, unique within a directory
-    duration_ms: 1200             # optional: default = the end of the last keyframe
+    duration_ms: 2000             # optional: default = the end of the last keyframe
     description: free text        # optional, ignored
     tracks:
       head:
@@ -81,13 +81,18 @@ Values that would do nothing are mended, each with a note in :attr:`Clip.mended`
 naming the file, clip, keyframe and value (the library logs each): a head or lift
 target beyond the robot's range (-25..44.5 deg, 32..92 mm) is clamped to it, a face's
 parameters are :meth:`FaceParams.validated` (a NaN to its default, the rest clamped to
-its range) before ``look_at``. A lights keyframe without ``duration_ms`` (or with 0)
+its range) before ``look_at``, whose ``x`` and ``y`` beyond -1..1 are clamped to it, and
+a clip's ``duration_ms`` shorter than its keyframes and sounds becomes their end (the
+clip lasts until they end). A lights keyframe without ``duration_ms`` (or with 0)
 holds until the next lights keyframe or the clip's end; one with nothing after it is
 skipped.
 
 Synthesised sounds (``synth:`` sources) are generated at load time at 22 320 Hz
 (no audio files in the repository); arguments are numbers, ``volume`` is 0..1
-of full scale (default 0.5), every sound gets 5 ms fades:
+of full scale (default 0.5), every sound gets 5 ms fades; a frequency must be
+above 0 (a chirp's may be 0) and below 11 160 Hz, half the rate (a tone at it
+is silent, one above it would sound at another pitch; a warble's frequency plus
+its depth too): any other frequency or volume is refused, naming it:
 
 * ``synth:tone(freq_hz, duration_s[, volume])``
 * ``synth:chirp(start_hz, end_hz, duration_s[, volume])``: a linear sweep
@@ -371,8 +376,9 @@ class Clip:
     #: where it was loaded from, for messages
     source: str = ""
     #: our format's values mended at load (a head or lift target beyond the robot's range, a
-    #: face parameter NaN or out of range) and keyframes skipped that would not show, each
-    #: naming the file, clip, keyframe and value: the library logs each
+    #: face parameter NaN or out of range, a gaze beyond -1..1, a duration shorter than the
+    #: keyframes) and keyframes skipped that would not show, each naming the file, clip,
+    #: keyframe and value: the library logs each
     mended: List[str] = field(default_factory=list)
 
     @property
@@ -410,13 +416,24 @@ def _envelope(n: int, rate: int) -> np.ndarray:
 
 
 def _to_pcm(signal: np.ndarray, volume: float) -> np.ndarray:
-    volume = min(max(float(volume), 0.0), 1.0)
+    if not 0.0 <= volume <= 1.0:
+        raise ValueError(f"volume must be within 0..1, got {volume:g}")
     return np.clip(np.rint(signal * volume * 32767.0), -32768, 32767).astype(np.int16)
 
 
 def _secs(value: float, what: str) -> float:
     if not 0.0 < value <= _MAX_SYNTH_S:
         raise ValueError(f"{what} must be within 0..{_MAX_SYNTH_S:g} s, got {value:g}")
+    return value
+
+
+def _hz(value: float, what: str, rate: int, zero: bool = False) -> float:
+    """``value``, a frequency below half the sample ``rate`` (at it a tone is silence, above
+    it one folds back to another pitch) and above 0 (or 0 too, with ``zero``)."""
+    nyquist = rate / 2.0
+    if not (0.0 <= value if zero else 0.0 < value) or not value < nyquist:
+        raise ValueError(f"{what} must be {'0 or above' if zero else 'above 0'} and below {nyquist:g} Hz "
+                         f"(half the {rate} Hz sample rate: a tone at it is silent), got {value:g}")
     return value
 
 
@@ -442,23 +459,25 @@ def synthesize(spec: str, rate: int = SAMPLE_RATE) -> np.ndarray:
         if not lo <= len(args) <= hi:
             raise ValueError(f"synth:{name} takes {lo}..{hi} arguments, got {len(args)}: {spec!r}")
 
-    nyquist = rate / 2.0
     if name == "tone":
         need(2, 3)
-        f, d = args[0], _secs(args[1], "duration")
+        f, d = _hz(args[0], "frequency", rate), _secs(args[1], "duration")
         vol = args[2] if len(args) > 2 else 0.5
         t = np.arange(int(round(d * rate))) / rate
-        sig = np.sin(2 * np.pi * min(f, nyquist) * t)
+        sig = np.sin(2 * np.pi * f * t)
     elif name == "chirp":
         need(3, 4)
-        f0, f1, d = args[0], args[1], _secs(args[2], "duration")
+        f0, f1 = _hz(args[0], "start frequency", rate, zero=True), _hz(args[1], "end frequency", rate, zero=True)
+        d = _secs(args[2], "duration")
         vol = args[3] if len(args) > 3 else 0.5
         t = np.arange(int(round(d * rate))) / rate
-        f0, f1 = min(f0, nyquist), min(f1, nyquist)
         sig = np.sin(2 * np.pi * (f0 * t + (f1 - f0) * t * t / (2 * d)))
     elif name == "warble":
         need(4, 5)
-        f, depth, wr, d = args[0], args[1], args[2], _secs(args[3], "duration")
+        f, depth, wr, d = _hz(args[0], "frequency", rate), args[1], args[2], _secs(args[3], "duration")
+        if not f + abs(depth) < rate / 2.0:
+            raise ValueError(f"synth:warble's frequency plus depth must be below {rate / 2.0:g} Hz (half the "
+                             f"{rate} Hz sample rate), got {f:g} + {abs(depth):g}: {spec!r}")
         vol = args[4] if len(args) > 4 else 0.5
         t = np.arange(int(round(d * rate))) / rate
         phase = 2 * np.pi * f * t
@@ -467,12 +486,12 @@ def synthesize(spec: str, rate: int = SAMPLE_RATE) -> np.ndarray:
         sig = np.sin(phase)
     elif name == "beeps":
         need(4, 5)
-        f, count, on, off = args[0], int(args[1]), _secs(args[2], "on"), args[3]
+        f, count, on, off = _hz(args[0], "frequency", rate), int(args[1]), _secs(args[2], "on"), args[3]
         vol = args[4] if len(args) > 4 else 0.5
         if not 1 <= count <= 50 or not 0.0 <= off <= _MAX_SYNTH_S:
             raise ValueError(f"synth:beeps needs 1..50 beeps and a gap within 0..30 s: {spec!r}")
         t = np.arange(int(round(on * rate))) / rate
-        beep = np.sin(2 * np.pi * min(f, nyquist) * t) * _envelope(t.size, rate)
+        beep = np.sin(2 * np.pi * f * t) * _envelope(t.size, rate)
         gap = np.zeros(int(round(off * rate)))
         parts = []
         for i in range(count):
@@ -711,7 +730,12 @@ def _face_from_item(item: Mapping, where: str, ctx: _Where, mended: List[str]) -
     if gaze is not None:
         if not isinstance(gaze, Sequence) or len(gaze) != 2:
             raise ctx.error(where, "look_at must be [x, y] (each -1..1)")
-        face = look_at(face, _number(gaze[0], where, ctx), _number(gaze[1], where, ctx))
+        x, y = (_number(v, where, ctx) for v in gaze)
+        for axis, v in (("x", x), ("y", y)):
+            if not -1.0 <= v <= 1.0:
+                fixed = max(-1.0, min(1.0, v))
+                mended.append(ctx.note(where, f"look_at {axis} {v:g} is beyond -1..1: clamped to {fixed:g}"))
+        face = look_at(face, x, y)  # (which clamps them)
     return face
 
 
@@ -844,6 +868,12 @@ def parse_clip(data: Mapping, source: str = "<clip>", base_dir: Optional[Union[s
             int(_number(it.get("num_half_revs", 0), where, ctx)),
             bool(it.get("use_shortest_dir", False))))
     tracks.sort()
+    if duration_s is not None:
+        end_ms = round(Clip(name, None, tracks).end_s * 1000.0, 6)
+        if end_ms > duration_s * 1000.0 + 1e-6:
+            mended.append(f"{ctx.source}: duration_ms {duration_s * 1000.0:g} is shorter than the clip's keyframes and "
+                          f"sounds, which end at {end_ms:g} ms: the clip lasts {end_ms:g} ms")
+            duration_s = end_ms / 1000.0
     _hold_lights(tracks, lights_held, round(Clip(name, duration_s, tracks).end_s * 1000.0, 6), ctx, mended)
     return Clip(name, duration_s, tracks, warnings, source, mended)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import struct
 import wave
 from pathlib import Path
@@ -69,7 +70,7 @@ def write_wav(path: Path, pcm: np.ndarray, rate: int) -> None:
 
 FULL_YAML = """
 name: demo
-duration_ms: 1500
+duration_ms: 2000
 description: every track
 tracks:
   head:
@@ -114,7 +115,7 @@ def demo_file(tmp_path: Path) -> Path:
 
 def test_yaml_clip_with_every_track(demo_file):
     [clip] = load_clip_file(demo_file)
-    assert clip.name == "demo" and clip.duration_s == 1.5 and clip.warnings == []
+    assert clip.name == "demo" and clip.duration_s == 2.0 and clip.warnings == [] and clip.mended == []
     t = clip.tracks
     assert t.head == [HeadKeyframe(0, 150, 30, 0), HeadKeyframe(150, 600, -10, 2)]
     assert t.lift == [LiftKeyframe(0, 300, 60, 0)]
@@ -133,7 +134,7 @@ def test_yaml_clip_with_every_track(demo_file):
     assert t.events == [EventKeyframe(500, "apex")]
     assert t.record_heading == [RecordHeadingKeyframe(0)]
     assert t.turn_to_recorded_heading == [TurnToRecordedHeadingKeyframe(1000, 800, 5, 180, 900, 800, 3, 1, True)]
-    assert clip.end_s == pytest.approx(1.8)             # the turn ends after duration_ms
+    assert clip.end_s == pytest.approx(2.0)
 
 
 def test_json_form_is_the_same(demo_file, tmp_path):
@@ -222,6 +223,25 @@ def test_synth_tone_and_chirp():
 def test_synth_errors(spec):
     with pytest.raises(ValueError):
         synthesize(spec)
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("tone(11160, 0.5)", "frequency must be above 0 and below 11160 Hz"),
+    ("tone(20000, 0.5)", "got 20000"),
+    ("tone(0, 0.5)", "frequency must be above 0"),
+    ("beeps(15000, 2, 0.1, 0.1)", "frequency must be above 0 and below 11160 Hz"),
+    ("chirp(500, 12000, 0.5)", "end frequency must be 0 or above and below 11160 Hz"),
+    ("warble(11000, 300, 5, 0.5)", "frequency plus depth must be below 11160 Hz"),
+    ("tone(1000, 0.5, 1.5)", "volume must be within 0..1, got 1.5"),
+    ("noise(0.5, -0.2)", "volume must be within 0..1, got -0.2"),
+])
+def test_synth_refuses_a_sound_it_cannot_make_as_asked(spec, message):
+    """A frequency at or above half the robot's 22 320 Hz rate was clamped to it with no word,
+    and sin(pi n) is 0: silence; a volume outside 0..1 was clamped quietly, where an audio
+    keyframe's is refused. Both are refused now, saying why."""
+    with pytest.raises(ValueError, match=re.escape(message)):
+        synthesize(spec)
+    assert synthesize("tone(11000, 0.1, 1.0)").any()            # just below: a tone
 
 
 # --------------------------------------------------------------------------- FlatBuffers
@@ -665,6 +685,28 @@ def test_our_format_mends_values_that_would_do_nothing_with_a_warning_naming_the
     assert lights[:3] == [(0, 0x7C00), (12, 0x03E0), (18, 0x001F)]    # each shows, each until the next
     lib = AnimationLibrary.load([tmp_path], builtin=False)
     assert lib.warnings == odd.mended + at_end.mended
+
+
+def test_our_format_notes_a_gaze_beyond_the_image_and_a_duration_shorter_than_its_keyframes(tmp_path):
+    """A face's look_at beyond -1..1 was clamped, and a duration_ms shorter than the clip's
+    keyframes ignored (the clip lasts until they end), both with no word: each is mended with
+    a note naming the file, clip, keyframe and value."""
+    path = tmp_path / "gaze.yaml"
+    path.write_text("name: gaze\nduration_ms: 500\ntracks:\n"
+                    "  face:\n    - {time_ms: 0, expression: happy, look_at: [1.5, -0.5]}\n"
+                    "    - {time_ms: 300, look_at: [0.2, -4]}\n"
+                    "  head:\n    - {time_ms: 400, duration_ms: 400, angle_deg: 10}\n"
+                    "  audio:\n    - {time_ms: 600, source: 'synth:tone(500, 0.5)'}\n")
+    clip, = load_clip_file(path)
+    where = f"{path} [gaze]"
+    assert clip.mended == [
+        f"{where}: face[0]: look_at x 1.5 is beyond -1..1: clamped to 1",
+        f"{where}: face[1]: look_at y -4 is beyond -1..1: clamped to -1",
+        f"{where}: duration_ms 500 is shorter than the clip's keyframes and sounds, which end at 1100 ms: "
+        "the clip lasts 1100 ms",
+    ]
+    assert clip.end_s == pytest.approx(1.1) and clip.duration_s == pytest.approx(1.1)
+    assert clip.tracks.face[0].params == look_at(EXPRESSIONS["happy"], 1.0, -0.5)
 
 
 @pytest.fixture(scope="module")
