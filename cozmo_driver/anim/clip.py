@@ -17,7 +17,8 @@ track (YAML key)           keyframe
                            (``speed_mmps`` + ``radius_mm``, positive = to the left) or
                            a turn in place (``speed_dps``, positive = to the left)
 ``lights``                 :class:`LightsKeyframe`: 5 backpack colours (left, front,
-                           middle, back, right), RGB 0..255
+                           middle, back, right), RGB 0..255; the side lights (left,
+                           right) show only red: their red component
 ``face``                   :class:`FaceKeyframe`: a procedural face; the face is
                            interpolated between consecutive keyframes
 ``sprite``                 :class:`SpriteKeyframe`: an image sequence (30 fps)
@@ -51,8 +52,8 @@ must be a clip's end (the library skips a clip that ends later)::
         - {time_ms: 400, duration_ms: 500, speed_mmps: 50, radius_mm: 80}   # arc, left
         - {time_ms: 900, duration_ms: 300, speed_dps: -120}                 # turn in place, right
       lights:
-        - {time_ms: 0, duration_ms: 500, all: "#00ff40"}
-        - {time_ms: 500, duration_ms: 500, left: [255, 0, 0], right: "#0000ff"}  # others off
+        - {time_ms: 0, duration_ms: 500, all: "#00ff40"}      # the side lights: its red
+        - {time_ms: 500, duration_ms: 500, left: [255, 0, 0], middle: "#0000ff"}  # others off
       face:
         - {time_ms: 0, expression: neutral}
         - {time_ms: 300, expression: happy, look_at: [0.3, -0.2]}
@@ -75,7 +76,10 @@ must be a clip's end (the library skips a clip that ends later)::
 Face keyframes: ``expression`` (a name of :data:`cozmo_driver.face.expressions.EXPRESSIONS`,
 default ``neutral``), then ``params`` (changes in the form
 :meth:`FaceParams.updated` accepts), then ``look_at`` ``[x, y]``; or ``array``:
-the 43 values in CLAD order.  Colours are ``"#rrggbb"`` or ``[r, g, b]``.
+the 43 values in CLAD order.  Colours are ``"#rrggbb"`` or ``[r, g, b]``; the side
+lights (``left``, ``right``) are red LEDs, which show a colour's red component: one
+named with green or blue in it gets a note in :attr:`Clip.mended` saying what shows
+(``all`` does not: every light shows it as it can).
 
 Values that would do nothing are mended, each with a note in :attr:`Clip.mended`
 naming the file, clip, keyframe and value (the library logs each): a head or lift
@@ -377,8 +381,8 @@ class Clip:
     source: str = ""
     #: our format's values mended at load (a head or lift target beyond the robot's range, a
     #: face parameter NaN or out of range, a gaze beyond -1..1, a duration shorter than the
-    #: keyframes) and keyframes skipped that would not show, each naming the file, clip,
-    #: keyframe and value: the library logs each
+    #: keyframes), keyframes skipped that would not show and side lights given a colour they
+    #: cannot show, each naming the file, clip, keyframe and value: the library logs each
     mended: List[str] = field(default_factory=list)
 
     @property
@@ -610,6 +614,17 @@ def _color(value: Any, where: str, ctx: _Where) -> tuple:
     raise ctx.error(where, f"colour must be '#rrggbb' or [r, g, b], got {value!r}")
 
 
+def _red_sides(colors: tuple, where: str, ctx: _Where, mended: List[str]) -> None:
+    """A note in ``mended`` for each side light (left, right) given green or blue: they show
+    only red (sent as given; the robot shows the red component)."""
+    for i in (0, LIGHT_NAMES.index("right")):
+        r, g, b = colors[i]
+        if g or b:
+            off = " (off)" if not r else ""
+            mended.append(ctx.note(where, f"{LIGHT_NAMES[i]} #{r:02x}{g:02x}{b:02x}: the side lights show only red, "
+                                          f"so it shows as #{r:02x}0000{off}"))
+
+
 def _load_audio_source(source: str, base_dir: Optional[Path], where: str, ctx: _Where) -> np.ndarray:
     if source.startswith("synth:"):
         try:
@@ -815,6 +830,7 @@ def parse_clip(data: Mapping, source: str = "<clip>", base_dir: Optional[Union[s
             colors = (_color(it["all"], where, ctx),) * 5
         else:
             colors = tuple(_color(it[n], where, ctx) if n in it else (0, 0, 0) for n in LIGHT_NAMES)
+            _red_sides(colors, where, ctx, mended)
         tracks.lights.append(LightsKeyframe(_time(it["time_ms"], where, ctx),
                                             _time(it.get("duration_ms", 0), where, ctx), colors))
         if not tracks.lights[-1].duration_ms:

@@ -84,7 +84,7 @@ tracks:
     - {time_ms: 900, duration_ms: 300, speed_dps: -120}
   lights:
     - {time_ms: 0, duration_ms: 500, all: "#00ff40"}
-    - {time_ms: 500, duration_ms: 500, left: [255, 0, 0], right: "#0000ff"}
+    - {time_ms: 500, duration_ms: 500, left: [255, 0, 0], middle: "#0000ff"}
   face:
     - {time_ms: 0, expression: neutral}
     - {time_ms: 300, expression: happy, look_at: [0.3, -0.2]}
@@ -122,7 +122,7 @@ def test_yaml_clip_with_every_track(demo_file):
     assert t.body == [BodyKeyframe(0, 400, BODY_STRAIGHT, 40), BodyKeyframe(400, 500, BODY_ARC, 50, 80),
                       BodyKeyframe(900, 300, BODY_TURN_IN_PLACE, -120)]
     assert t.lights[0].colors == ((0, 255, 64),) * 5
-    assert t.lights[1].colors == ((255, 0, 0), (0, 0, 0), (0, 0, 0), (0, 0, 0), (0, 0, 255))
+    assert t.lights[1].colors == ((255, 0, 0), (0, 0, 0), (0, 0, 255), (0, 0, 0), (0, 0, 0))
     assert t.face[0].params == EXPRESSIONS["neutral"]
     assert t.face[1].params == look_at(EXPRESSIONS["happy"], 0.3, -0.2)
     assert t.face[2].params.angle_deg == 8 and t.face[2].params.right.scale_y == 1.1
@@ -709,6 +709,25 @@ def test_our_format_notes_a_gaze_beyond_the_image_and_a_duration_shorter_than_it
     assert clip.tracks.face[0].params == look_at(EXPRESSIONS["happy"], 1.0, -0.5)
 
 
+def test_a_side_light_given_a_colour_it_cannot_show_is_noted_saying_what_shows(tmp_path):
+    """The side lights (left, right) show only red, but a clip could give them any colour
+    with no word (the built-in celebrate's blue and green sides stayed dark): a left or right
+    light with green or blue is noted, naming the file, clip, keyframe and what shows (its
+    red component); ``all`` (every light, each as it can) and a red side are not."""
+    path = tmp_path / "sides.yaml"
+    path.write_text("name: sides\ntracks:\n  lights:\n"
+                    "    - {time_ms: 0, duration_ms: 100, left: '#0060ff', front: '#00ff00', right: [255, 128, 0]}\n"
+                    "    - {time_ms: 100, duration_ms: 100, left: '#800000', right: [40, 0, 0], back: '#0000ff'}\n"
+                    "    - {time_ms: 200, duration_ms: 100, all: '#00ff40'}\n")
+    clip, = load_clip_file(path)
+    where = f"{path} [sides]: lights[0]"
+    assert clip.mended == [
+        f"{where}: left #0060ff: the side lights show only red, so it shows as #000000 (off)",
+        f"{where}: right #ff8000: the side lights show only red, so it shows as #ff0000",
+    ]
+    assert clip.tracks.lights[0].colors[0] == (0, 0x60, 0xFF)           # sent as given
+
+
 @pytest.fixture(scope="module")
 def good_bin() -> bytes:
     """build_bin_by_hand(), made once for the tests that read it (only they need flatbuffers)."""
@@ -814,7 +833,7 @@ def test_builtin_animations():
     assert sorted(clips) == names
     used = set()
     for name, clip in clips.items():
-        assert clip.warnings == [], name
+        assert clip.warnings == [] and clip.mended == [], name
         compiled = compile_clip(clip)
         assert compiled.warnings == [], name
         assert 1.0 <= clip.end_s <= 4.0
@@ -825,6 +844,16 @@ def test_builtin_animations():
     assert load_builtin("nod_yes").name == "nod_yes"
     with pytest.raises(KeyError, match="known"):
         load_builtin("moonwalk")
+
+
+def test_celebrate_lights_its_side_lights_in_red():
+    """The built-in celebrate gave its side lights blue, green and yellow, which the robot's
+    red-only side LEDs showed dark or red: every colour it sends them has red in it now."""
+    compiled = compile_clip(load_builtin("celebrate"))
+    sides = [(m.colors[0], m.colors[4]) for k in sorted(compiled.messages) for m in compiled.messages[k]
+             if m.NAME == "AnimBackpackLights" and any(m.colors)]
+    assert len(sides) == 4
+    assert all(c >> 10 & 31 for pair in sides for c in pair), [f"{a:04x} {b:04x}" for a, b in sides]
 
 
 def test_builtins_are_package_data():
