@@ -26,8 +26,9 @@ events (:meth:`~ObjectRegistry.pop_events`), accelerometer samples
 * **Connections.** An object connects into one of the robot's 4 radio slots, which
   is its object id (:data:`RADIO_SLOTS`: ObjectConnect is Anki's SetPropSlot); the
   registry gives each the lowest slot free and empties its slot (factory id 0) to
-  disconnect it. Object ids are per connection of the robot: a lost robot disconnects
-  every object (DISCONNECTED).
+  disconnect it, a connected one's lights turned off first (the cube keeps them otherwise).
+  Object ids are per connection of the robot: a lost robot disconnects every object
+  (DISCONNECTED).
   The robot keeps the slot of an object that drops (goes silent) and of one whose
   connection got no answer, and connects it by itself when it hears it again (Anki's body
   firmware: a slot's object is re-paired from its advertisement, and an object that holds a
@@ -110,7 +111,7 @@ __all__ = [
     "CUBE_LEDS", "CHARGER_LEDS", "BACKPACK_LEDS", "object_name", "is_cube", "led_count",
     "Light", "OFF", "light_state", "range_problem", "light_range_problem", "object_light_states",
     "rotation_frames", "backpack_messages",
-    "cube_light_messages", "ObjectSettings", "ObjectEntry", "ObjectEventRecord", "AccelSample",
+    "cube_light_messages", "lights_off_messages", "ObjectSettings", "ObjectEntry", "ObjectEventRecord", "AccelSample",
     "RequestResult", "ObjectRegistry", "CUBE_ACCEL_COUNTS_PER_G", "CUBE_WHITE_BALANCE",
     "white_balanced",
     "MPS2_PER_COUNT",
@@ -527,15 +528,21 @@ def restore_messages(entry: ObjectEntry) -> List[Any]:
     return out
 
 
+def lights_off_messages(object_id: int) -> List[Any]:
+    """What turns every LED of object ``object_id`` off (before its slot is emptied: the
+    firmware keeps an object's lights across a disconnection, and a cube asleep unlit spares
+    its battery)."""
+    return cube_light_messages(object_id, [_LightStateStruct() for _ in range(CUBE_LEDS)], 0)
+
+
 def release_messages(entries: Iterable[ObjectEntry]) -> List[Any]:
     """See :meth:`ObjectRegistry.release_all` (``entries``: the registry's)."""
     out: List[Any] = []
-    off = [_LightStateStruct() for _ in range(CUBE_LEDS)]
     for entry in entries:
         slot = entry.object_id if entry.connected else (
             entry.slot if entry.held or entry.connecting else None)
         if slot is not None:
-            out.extend(cube_light_messages(slot, off, 0))
+            out.extend(lights_off_messages(slot))
             out.append(msgs.ObjectConnect(factory_id=0, slot=slot))
     return out
 
@@ -1003,6 +1010,8 @@ class ObjectRegistry:
         if entry.pending is not None and not entry.pending.connect:
             entry.pending.tokens.append(token)
         elif entry.connected or entry.connecting or entry.held:
+            if entry.connected:  # its lights off first: the cube keeps them when disconnected
+                self._messages.extend(lights_off_messages(entry.object_id))
             self._send_connect(entry, False, now, token)
         else:
             self._results.append(RequestResult(token, True, f"{entry.name} was not connected",

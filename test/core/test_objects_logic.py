@@ -562,6 +562,32 @@ def test_requests_connect_and_disconnect_by_factory_id_and_by_type():
     assert not ok and "cube1 (0xc0b10001) is not advertised: last heard of" in text
 
 
+def test_a_cube_disconnected_on_request_has_its_lights_turned_off_first():
+    """connect_object with connect false emptied the cube's slot and forgot its programme,
+    but sent no off: the cube stayed lit (the firmware keeps its lights across a
+    disconnection), a later all-off found it not connected and sent nothing, and connected
+    again it showed the old programme. Its lights are turned off before its slot is emptied,
+    as at cleanup; one not connected (held) has no object id to address and gets none."""
+    rig = Rig(auto_connect_cubes=False)
+    rig.advertise((C1, 1, -50))
+    rig.reg.request(1, C1, 0, True, rig.now)
+    rig.connects()
+    cube1 = rig.answer(C1, 1, True)
+    rig.results()
+    rig.reg.set_lights(rig.reg.entry(C1), object_light_states([Light(on_color=RED)], 4, "f", "c", []), 0)
+    rig.reg.pop_messages()
+    rig.reg.request(2, C1, 0, False, rig.now)
+    out = rig.reg.pop_messages()
+    assert [x.NAME for x in out] == ["CubeId", "CubeLights", "ObjectConnect"]
+    assert out[0].object_id == cube1 and all(s.on_color == 0 and s.off_color == 0 for s in out[1].states)
+    assert (out[2].factory_id, out[2].slot) == (0, cube1)
+    rig.answer(C1, 1, False, object_id=cube1)
+    assert rig.results() == [(2, True, "cube1 disconnected")]
+    cube1 = _held_cube1(rig)                              # held: nothing to address
+    rig.reg.request(3, C1, 0, False, rig.now)
+    assert [(x.NAME, x.factory_id, x.slot) for x in rig.reg.pop_messages()] == [("ObjectConnect", 0, cube1)]
+
+
 def test_a_late_answer_to_a_disconnection_is_a_disconnection_on_request_not_a_drop():
     """The robot's "not connected" after the disconnection's request timed out, or was failed
     by a deactivation: the object was disconnected on request; no drop is counted, no back-off

@@ -296,9 +296,14 @@ def test_connect_object_by_factory_id_and_by_type_and_its_errors(make_rig):
     assert rig.wait_list(lambda o: is_connected(o, "cube3", "charger"))
     response = rig.connect(factory_id=C3)
     assert response.success and "already connected" in response.message
+    lights = rig.publisher(ObjectLights, "object_lights")
+    lights.publish(ObjectLights(factory_id=C3, lights=[LightState(on_color=rgba(b=1.0))]))
+    assert rig.spin_until(lambda: rig.sim.object_states()[3]["lights"][0].on_color == word(0, 0, 31), WAIT)
     response = rig.connect(factory_id=C3, connect=False)
     assert response.success and response.message == "cube3 disconnected"
     assert rig.sim.object_ids()[3] is None
+    # its lights were turned off first: the cube keeps them across a disconnection
+    assert all(st.on_color == 0 for st in rig.sim.object_states()[3]["lights"])
     rig.wait_event(ObjectEvent.DISCONNECTED, "cube3")
     assert rig.wait_list(lambda o: not o["cube3"].connected)
     response = rig.connect(object_type=ObjectInfo.TYPE_CHARGER, connect=False)
