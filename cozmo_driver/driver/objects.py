@@ -110,8 +110,8 @@ __all__ = [
     "ObjectType", "UpAxis", "ObjectEventType", "LED_FRAME_S", "MAX_PERIOD_S", "MAX_OFFSET_S",
     "CUBE_LEDS", "CHARGER_LEDS", "BACKPACK_LEDS", "object_name", "is_cube", "led_count",
     "Light", "OFF", "light_state", "range_problem", "light_range_problem", "object_light_states",
-    "rotation_frames", "backpack_messages",
-    "cube_light_messages", "lights_off_messages", "ObjectSettings", "ObjectEntry", "ObjectEventRecord", "AccelSample",
+    "rotation_frames", "backpack_messages", "lights_off_messages", "known_away",
+    "cube_light_messages", "ObjectSettings", "ObjectEntry", "ObjectEventRecord", "AccelSample",
     "RequestResult", "ObjectRegistry", "CUBE_ACCEL_COUNTS_PER_G", "CUBE_WHITE_BALANCE",
     "white_balanced",
     "MPS2_PER_COUNT",
@@ -1138,6 +1138,13 @@ class ObjectRegistry:
     def report(self, active: bool) -> DiagnosticReport:
         """The objects' /diagnostics (``active``: the node's lifecycle)."""
         return registry_report(self, active)
+
+
+def known_away(registry: ObjectRegistry, name: str) -> List[ObjectEntry]:
+    """The known objects not connected named ``name`` ("cubes": every cube), by factory id:
+    those a lights-off for ``name`` is taken for (:meth:`~ObjectRegistry.forget_lights`)."""
+    return [e for _, e in sorted(registry._entries.items()) if not e.connected
+            and (is_cube(e.object_type) if name == "cubes" else e.name == name)]
 
 
 def registry_report(registry: ObjectRegistry, active: bool) -> DiagnosticReport:

@@ -63,8 +63,8 @@ from ..driver.commands import CommandError
 from ..driver.diagnostics import DiagnosticReport
 from ..driver.light_animations import LightAnimationLibrary
 from ..driver.objects import (BACKPACK_LEDS, CUBE_LEDS, Light, ObjectEntry, ObjectRegistry,
-                              ObjectSettings, backpack_messages, is_cube, led_count, light_state,
-                              object_light_states, rotation_frames)
+                              ObjectSettings, backpack_messages, is_cube, known_away, led_count,
+                              light_state, object_light_states, rotation_frames)
 from ..log_throttle import LogThrottle, field_kind
 from . import qos
 from .handover import HandOver
@@ -80,6 +80,7 @@ TICK_PERIOD_S = 0.25
 LIST_PERIOD_S = 1.0
 _WARN_PERIOD_S = 2.0
 _TARGETS = ("backpack", "cube1", "cube2", "cube3", "cubes", "charger")
+_STAY_OFF = "its lights stay off when it connects again"
 
 
 def _light(msg: Any) -> Light:
@@ -428,17 +429,17 @@ class ObjectInterfaces:
             if not math.isfinite(msg.rotation_period):
                 raise CommandError(f"{topic}.rotation_period is {msg.rotation_period}: "
                                    "not a finite number")
+            known = self.registry.entry(msg.factory_id) if msg.factory_id and self._active else None
+            if known is not None and len(lights) in (1, led_count(known.object_type) or CUBE_LEDS) \
+                    and all(_is_off(light) for light in lights):  # (a count of LEDs it has: else refused below)
+                # (a behavior's end while the cube, or the robot, was away: not lit again)
+                away = self.registry.forget_lights(msg.factory_id)
+                if away is not None:
+                    self._log.info(f"{topic}: {away.name} is not connected: {_STAY_OFF}")
+                    return
             problem = self._problem()
             if problem:
                 raise CommandError(problem)
-            known = self.registry.entry(msg.factory_id) if msg.factory_id else None
-            if known is not None and len(lights) in (1, led_count(known.object_type) or CUBE_LEDS) \
-                    and all(_is_off(light) for light in lights):  # (a count of LEDs it has: else refused below)
-                away = self.registry.forget_lights(msg.factory_id)
-                if away is not None:  # (a behavior's end while the cube was away: not lit again)
-                    self._log.info(f"{topic}: {away.name} is not connected: its lights stay off when it "
-                                   "connects again")
-                    return
             entry = self.registry.find_connected(msg.factory_id, msg.object_type, topic)
             leds = led_count(entry.object_type) or CUBE_LEDS
             states = object_light_states(lights, leds, f"{topic}.lights", entry.name, warnings,
@@ -537,25 +538,26 @@ class ObjectInterfaces:
                 raise CommandError(f"unknown target {request.target!r}: one of {', '.join(_TARGETS)}")
             animation = self.library.get(name)
             problem = self._problem()
-            if problem:
+            if problem and (target == "backpack" or not self._active):
                 raise CommandError(problem)
             warnings: List[str] = []
             field = f"light animation {name!r}"
+            away: List[ObjectEntry] = []
             if target == "backpack":
                 center, side = backpack_messages(animation.lights_for("backpack"),
                                                  [f"{field} {n}" for n in BACKPACK_LEDS], warnings)
                 self._send_backpack(center, side)
                 done = ["backpack"]
             else:
-                if target == "cubes":
-                    entries = self.registry.connected_cubes()
-                    if not entries:
-                        raise CommandError("no cube is connected")
-                else:
-                    entry = self.registry.connected_named(target)
-                    if entry is None:
-                        raise CommandError(f"{target} is not connected")
-                    entries = [entry]
+                entries = [] if problem else self.registry.connected_cubes() if target == "cubes" else [
+                    e for e in (self.registry.connected_named(target),) if e is not None]
+                # an off for objects not connected (or with the robot away): taken, as on object_lights
+                kind = "charger" if target == "charger" else "cube"
+                if all(_is_off(light) for light in animation.lights_for(kind)):
+                    away = known_away(self.registry, target)
+                if not entries and not away:
+                    raise CommandError(problem or ("no cube is connected" if target == "cubes"
+                                                   else f"{target} is not connected"))
                 planned = []
                 for entry in entries:
                     kind = "cube" if is_cube(entry.object_type) else "charger"
@@ -567,6 +569,8 @@ class ObjectInterfaces:
                     planned.append((entry, states, rotation))
                 for entry, states, rotation in planned:
                     self.registry.set_lights(entry, states, rotation)
+                for entry in away:
+                    self.registry.forget_lights(entry.factory_id)
                 self._flush()
                 done = [entry.name for entry in entries]
         except CommandError as exc:
@@ -574,7 +578,12 @@ class ObjectInterfaces:
             self._log.info(f"play_light_animation refused: {exc}")
             return response
         response.success = True
-        response.message = f"{name} on {', '.join(done)}"
+        response.message = f"{name} on {', '.join(done)}" if done else name
+        names = sorted({entry.name for entry in away} - set(done))
+        if names:
+            response.message += ("; " if done else ": ") + (
+                f"{names[0]} is not connected: {_STAY_OFF}" if len(names) == 1 else
+                f"{', '.join(names)} are not connected: their lights stay off when they connect again")
         self._log.info(f"play_light_animation: {response.message}")
         return response
 

@@ -15,7 +15,7 @@ from cozmo_driver.driver.light_animations import (BUILTIN, LightAnimationLibrary
                                                   parse_color)
 from cozmo_driver.driver.objects import (MAX_OFFSET_S, OFF, Light, ObjectEventType as EV,
                                          ObjectRegistry, ObjectSettings, ObjectType, UpAxis,
-                                         backpack_messages, cube_light_messages, led_count,
+                                         backpack_messages, cube_light_messages, known_away, led_count,
                                          light_state, object_light_states, object_name,
                                          rotation_frames)
 from cozmo_driver.driver.parameters import defaults, validate_all, validate_change
@@ -478,6 +478,33 @@ def test_lights_put_out_while_the_cube_is_away_are_not_restored_when_it_connects
     assert rig.connects() == [(C1, True)]
     rig.answer(C1, 1, True)
     assert [x.NAME for x in rig.reg.pop_messages()] == []   # no light programme again
+
+
+def test_lights_put_out_while_the_robot_is_away_are_not_restored_when_it_returns():
+    """With the robot lost every cube is known and not connected: an off for one (or, by
+    play_light_animation, for "cubes" or a name: known_away) is taken, and the cube's programme
+    is not sent again when it connects on the robot's return; the others' are."""
+    rig = Rig(object_timeout=10.0)
+    ids = {fid: rig.connect_one(fid, t) for fid, t in ((C1, 1), (C2, 2))}
+    for fid in ids:
+        rig.reg.set_lights(rig.reg.entry(fid), object_light_states([Light(on_color=RED)], 4, "f", "c", []), 0)
+    rig.reg.pop_messages()
+    assert known_away(rig.reg, "cubes") == [] and known_away(rig.reg, "cube1") == []
+    rig.reg.on_robot_lost(rig.now)
+    assert [e.factory_id for e in known_away(rig.reg, "cubes")] == [C1, C2]
+    assert [e.factory_id for e in known_away(rig.reg, "cube1")] == [C1] and known_away(rig.reg, "charger") == []
+    assert rig.reg.forget_lights(C1) is rig.reg.entry(C1)
+    rig.advance(1.0)
+    rig.reg.on_robot_ready(rig.now)
+    rig.connects()
+    rig.advertise((C1, 1, -50), (C2, 2, -50))
+    rig.advance(0.1)
+    rig.connects()
+    rig.answer(C1, 1, True)
+    assert rig.reg.pop_messages() == []
+    cube2 = rig.answer(C2, 2, True)
+    assert [(x.NAME, getattr(x, "object_id", None)) for x in rig.reg.pop_messages()] == [
+        ("CubeId", cube2), ("CubeLights", None)]
 
 
 def test_the_back_off_after_a_thousand_drops_is_the_longest_wait_not_an_overflow():

@@ -657,6 +657,47 @@ def test_lights_put_out_while_a_cube_is_away_stay_out_when_it_comes_back(make_ri
     assert not [m for _, m in rig.sim.commands()[sent_before:] if m.NAME in ("CubeId", "CubeLights")]
 
 
+def test_lights_put_out_while_the_robot_is_away_stay_out_when_it_comes_back(make_rig, rclpy_log):
+    """An all-off on object_lights, or play_light_animation off, while the robot was lost was
+    refused ("not connected to the robot"), and every cube got its old programme back with the
+    robot: it is taken for a known object as for a cube that is away, and nothing is restored.
+    Other commands are still refused."""
+    rig = make_rig()
+    rig.wait_list(all_cubes_connected)
+    response = rig.call(PlayLightAnimation, "play_light_animation",
+                        PlayLightAnimation.Request(target="cubes", name="blue"))
+    assert response.success, response.message
+    assert rig.spin_until(lambda: all(rig.sim.object_states()[n]["lights"][0].on_color == word(0, 0, 31)
+                                      for n in (1, 2, 3)), WAIT)
+    mark = len(rig.events)
+    rig.sim.set_link_up(False)
+    for name in ("cube1", "cube2", "cube3"):
+        rig.wait_event(ObjectEvent.DISCONNECTED, name, after=mark)
+    lights = rig.publisher(ObjectLights, "object_lights")
+    lights.publish(ObjectLights(factory_id=C1, lights=[LightState(on_color=rgba(r=1.0))]))
+    assert rig.spin_until(lambda: any(line.message == "object_lights refused: not connected to the robot"
+                                      for line in rclpy_log.of(rig.node)), WAIT)
+    lights.publish(ObjectLights(factory_id=C1, lights=[LightState()]))
+    said = "object_lights: cube1 is not connected: its lights stay off when it connects again"
+    assert rig.spin_until(lambda: any(line.message == said for line in rclpy_log.of(rig.node)), WAIT), \
+        [line.message for line in rclpy_log.of(rig.node)]
+    response = rig.call(PlayLightAnimation, "play_light_animation",
+                        PlayLightAnimation.Request(target="cube2", name="off"))
+    assert response.success and response.message == (
+        "off: cube2 is not connected: its lights stay off when it connects again"), response.message
+    response = rig.call(PlayLightAnimation, "play_light_animation",
+                        PlayLightAnimation.Request(target="cube3", name="red"))
+    assert not response.success and response.message == "not connected to the robot"
+    sent_before = len(rig.sim.commands())
+    rig.sim.set_link_up(True)
+    assert rig.spin_until(lambda: rig.node.connected, CONNECT_TIMEOUT)
+    for name in ("cube1", "cube2", "cube3"):
+        rig.wait_event(ObjectEvent.CONNECTED, name, after=mark)
+    rig.spin_for(1.0)
+    restored = {m.object_id for _, m in rig.sim.commands()[sent_before:] if m.NAME == "CubeId"}
+    assert restored == {rig.sim.object_ids()[3]}          # cube3's programme only
+
+
 # ----------------------------------------------------------------------------- lifecycle
 
 def test_deactivate_leaves_the_objects_and_cleanup_turns_their_lights_off(make_rig):
