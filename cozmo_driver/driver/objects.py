@@ -111,6 +111,7 @@ __all__ = [
     "CUBE_LEDS", "CHARGER_LEDS", "BACKPACK_LEDS", "object_name", "is_cube", "led_count",
     "Light", "OFF", "light_state", "range_problem", "light_range_problem", "object_light_states",
     "rotation_frames", "backpack_messages", "lights_off_messages", "known_away",
+    "stop_accel_away",
     "cube_light_messages", "ObjectSettings", "ObjectEntry", "ObjectEventRecord", "AccelSample",
     "RequestResult", "ObjectRegistry", "CUBE_ACCEL_COUNTS_PER_G", "CUBE_WHITE_BALANCE",
     "white_balanced",
@@ -1145,6 +1146,23 @@ def known_away(registry: ObjectRegistry, name: str) -> List[ObjectEntry]:
     those a lights-off for ``name`` is taken for (:meth:`~ObjectRegistry.forget_lights`)."""
     return [e for _, e in sorted(registry._entries.items()) if not e.connected
             and (is_cube(e.object_type) if name == "cubes" else e.name == name)]
+
+
+def stop_accel_away(registry: ObjectRegistry, factory_id: int, object_type: int) -> Optional[ObjectEntry]:
+    """Accelerometer stream off for a known cube not connected (by ``factory_id``, else the
+    cubes of ``object_type`` when none of them is connected): nothing to send, and it is not
+    restarted when it connects (:func:`restore_messages`). The cube (the one that streamed
+    first); None: unknown, connected, not a cube, or one of ``object_type`` is connected."""
+    if factory_id:
+        away = [registry.entry(factory_id)]
+    else:
+        away = [e for _, e in sorted(registry._entries.items()) if e.object_type == int(object_type)]
+        away = [] if any(e.connected for e in away) else away
+    away = [e for e in away if e is not None and not e.connected and is_cube(e.object_type)]
+    away.sort(key=lambda e: not e.accel_stream)
+    for entry in away:
+        entry.accel_stream = False
+    return away[0] if away else None
 
 
 def registry_report(registry: ObjectRegistry, active: bool) -> DiagnosticReport:

@@ -64,7 +64,7 @@ from ..driver.diagnostics import DiagnosticReport
 from ..driver.light_animations import LightAnimationLibrary
 from ..driver.objects import (BACKPACK_LEDS, CUBE_LEDS, Light, ObjectEntry, ObjectRegistry,
                               ObjectSettings, backpack_messages, is_cube, known_away, led_count,
-                              light_state, object_light_states, rotation_frames)
+                              light_state, object_light_states, rotation_frames, stop_accel_away)
 from ..log_throttle import LogThrottle, field_kind
 from . import qos
 from .handover import HandOver
@@ -511,6 +511,14 @@ class ObjectInterfaces:
     def _on_set_accel_stream(self, request, response):
         try:
             problem = self._problem()
+            away = None if request.enable or not self._active else stop_accel_away(
+                self.registry, int(request.factory_id), int(request.object_type))
+            if away is not None:  # (also with the robot away: not restarted when it connects)
+                response.success, response.message = True, (
+                    f"{away.name} accelerometer stream off: {away.name} is not connected, and it is "
+                    "not restarted when it connects")
+                self._log.info(f"set_object_accel_stream: {response.message}")
+                return response
             if problem:
                 raise CommandError(problem)
             entry = self.registry.find_connected(request.factory_id, request.object_type,

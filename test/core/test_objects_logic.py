@@ -17,7 +17,7 @@ from cozmo_driver.driver.objects import (MAX_OFFSET_S, OFF, Light, ObjectEventTy
                                          ObjectRegistry, ObjectSettings, ObjectType, UpAxis,
                                          backpack_messages, cube_light_messages, known_away, led_count,
                                          light_state, object_light_states, object_name,
-                                         rotation_frames)
+                                         rotation_frames, stop_accel_away)
 from cozmo_driver.driver.parameters import defaults, validate_all, validate_change
 from cozmo_driver.protocol import messages as m
 from cozmo_driver.sim.model import (CHARGER_FACTORY_ID, CUBE_FACTORY_IDS, ModelConfig,
@@ -505,6 +505,32 @@ def test_lights_put_out_while_the_robot_is_away_are_not_restored_when_it_returns
     cube2 = rig.answer(C2, 2, True)
     assert [(x.NAME, getattr(x, "object_id", None)) for x in rig.reg.pop_messages()] == [
         ("CubeId", cube2), ("CubeLights", None)]
+
+
+def test_an_accelerometer_stream_switched_off_while_its_cube_is_away_is_not_restarted():
+    """set_object_accel_stream off for a cube that dropped out was refused (not connected) and
+    the stream was switched on again when the cube came back: stop_accel_away takes it, by
+    factory id or by type while none of that type is connected, and nothing is restarted."""
+    rig = Rig(object_timeout=10.0)
+    cube1 = rig.connect_one(C1, 1)
+    cube2 = rig.connect_one(C2, 2)
+    for fid in (C1, C2):
+        rig.reg.set_accel_stream(rig.reg.entry(fid), True)
+    rig.reg.pop_messages()
+    assert stop_accel_away(rig.reg, C1, 0) is None and stop_accel_away(rig.reg, 0, 1) is None  # connected
+    assert stop_accel_away(rig.reg, 0xC0B1FFFF, 0) is None                                    # unknown
+    rig.answer(C1, 1, False, object_id=cube1)        # both drop
+    rig.answer(C2, 2, False, object_id=cube2)
+    assert stop_accel_away(rig.reg, C1, 0) is rig.reg.entry(C1)
+    assert stop_accel_away(rig.reg, 0, 2) is rig.reg.entry(C2)
+    assert stop_accel_away(rig.reg, 0, 13) is None                                             # no charger
+    for fid, otype in ((C1, 1), (C2, 2)):
+        rig.advertise((fid, otype, -50))
+    rig.advance(1.1)
+    rig.connects()
+    rig.answer(C1, 1, True)
+    rig.answer(C2, 2, True)
+    assert [x.NAME for x in rig.reg.pop_messages()] == []
 
 
 def test_the_back_off_after_a_thousand_drops_is_the_longest_wait_not_an_overflow():

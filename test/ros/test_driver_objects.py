@@ -279,6 +279,22 @@ def test_accelerometer_stream_on_and_off(make_rig):
         response = rig.call(SetObjectAccelStream, "set_object_accel_stream", request)
         assert not response.success and why in response.message, response.message
     assert not rig.sim.object_states()[0]["stream_accel"]
+    # switched off while its cube is away (it was refused, and the stream came back with the cube)
+    response = rig.call(SetObjectAccelStream, "set_object_accel_stream",
+                        SetObjectAccelStream.Request(factory_id=C3, enable=True))
+    assert response.success, response.message
+    mark = len(rig.events)
+    rig.sim.set_object_in_range(3, False)
+    rig.wait_event(ObjectEvent.DISCONNECTED, "cube3", after=mark)
+    response = rig.call(SetObjectAccelStream, "set_object_accel_stream",
+                        SetObjectAccelStream.Request(factory_id=C3, enable=False))
+    assert response.success and response.message == (
+        "cube3 accelerometer stream off: cube3 is not connected, and it is not restarted when it connects")
+    sent_before = len(rig.sim.commands())
+    rig.sim.set_object_in_range(3, True)
+    rig.wait_event(ObjectEvent.CONNECTED, "cube3", after=mark)
+    rig.spin_for(0.5)
+    assert not [m for _, m in rig.sim.commands()[sent_before:] if m.NAME == "StreamObjectAccel"]
 
 
 # ----------------------------------------------------------------------------- connect_object
