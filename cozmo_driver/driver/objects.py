@@ -35,7 +35,9 @@ events (:meth:`~ObjectRegistry.pop_events`), accelerometer samples
   slot is not advertised): such an object is ``held``; other objects get its slot only
   when no other is free, and disconnecting it, shutdown and the robot's own reconnection
   empty it (and the slot of a connection under way when the robot was lost or the
-  requests failed, :meth:`~ObjectRegistry.fail_pending`). The
+  requests failed, :meth:`~ObjectRegistry.fail_pending`). A held object the robot connects
+  again while another of its type, connected meanwhile by auto-connect once it had left the
+  list, is connected: one of them is let go (:func:`surplus`). The
   registry's first connection to the robot empties every slot: an earlier driver, or this
   one before a cleanup while the robot was away, may have left objects in them.
   Auto-connect (``auto_connect_cubes``, ``auto_connect_charger``) keeps one
@@ -111,7 +113,7 @@ __all__ = [
     "CUBE_LEDS", "CHARGER_LEDS", "BACKPACK_LEDS", "object_name", "is_cube", "led_count",
     "Light", "OFF", "light_state", "range_problem", "light_range_problem", "object_light_states",
     "rotation_frames", "backpack_messages", "lights_off_messages", "known_away",
-    "stop_accel_away",
+    "stop_accel_away", "find_connected", "surplus",
     "cube_light_messages", "ObjectSettings", "ObjectEntry", "ObjectEventRecord", "AccelSample",
     "RequestResult", "ObjectRegistry", "CUBE_ACCEL_COUNTS_PER_G", "CUBE_WHITE_BALANCE",
     "white_balanced",
@@ -387,6 +389,8 @@ class _Pending:
     disconnect_due: bool = False
     #: the connect_timeout it was given (``deadline`` is the request's time plus it)
     timeout: float = 0.0
+    #: a disconnection's, completing "cube1 disconnected: ..." when the robot answers it
+    reason: str = "on request"
 
 
 @dataclass
@@ -516,6 +520,22 @@ def let_go(entry: ObjectEntry, settings: ObjectSettings) -> bool:
     """``entry`` was connected by auto-connect, not on request, and auto-connect is now off for
     its type: not left a radio slot when it drops (the robot would connect it again)."""
     return entry.auto and entry.wanted is not True and entry.object_type not in auto_types(settings)
+
+
+def surplus(entries: Iterable[ObjectEntry], entry: ObjectEntry) -> Optional[Tuple[ObjectEntry, str]]:
+    """``entry``, held, was connected again by the robot itself (``entries``: the registry's):
+    of it and another object of its type connected or being connected meanwhile (auto-connect
+    took another once ``entry`` left the list), the one to let go and why ("released: ..."):
+    the other if only ``entry`` was connected on request, else ``entry`` (the other is the one
+    in use since). None: there is no other, or both were connected on request."""
+    others = [e for e in entries if e is not entry and e.object_type == entry.object_type
+              and (e.connected or e.connecting)]
+    loose = [e for e in others if e.wanted is not True] if entry.wanted is True else [entry] * bool(others)
+    if not loose:
+        return None
+    kept = others[0] if loose[0] is entry else entry
+    return loose[0], (f"released: {kept.name} ({_hex(kept.factory_id)}) is connected too, and "
+                      "auto-connect keeps one object of a type")
 
 
 def restore_messages(entry: ObjectEntry) -> List[Any]:
@@ -858,7 +878,7 @@ class ObjectRegistry:
             if was is not None and was != object_id:
                 self._by_object_id.pop(was, None)
             entry.object_id = entry.slot = object_id
-            entry.held = False
+            was_held, entry.held = entry.held, False
             self._by_object_id[object_id] = entry
             self._list(entry, "connected")
             if pending is not None and pending.connect:
@@ -869,7 +889,11 @@ class ObjectRegistry:
                 self._changed = True
                 self._event(ObjectEventType.CONNECTED, entry,
                             f"{entry.name} ({_hex(factory_id)}) connected (object id {object_id})")
-                self._messages.extend(restore_messages(entry))
+                extra = surplus(self._entries.values(), entry) if was_held else None
+                if extra is None or extra[0] is not entry:
+                    self._messages.extend(restore_messages(entry))
+                if extra is not None:  # two of a type, not both on request: one goes
+                    self._let_go(extra[0], now, reason=extra[1])
             return
         # not connected: an answer to a request, a failed attempt, or a drop
         was_connected = entry.connected
@@ -882,7 +906,7 @@ class ObjectRegistry:
         if pending is not None and not pending.connect:
             self._resolve(entry, True, f"{entry.name} disconnected")
             if was_connected:
-                self._disconnected(entry, now, "on request")
+                self._disconnected(entry, now, pending.reason)
             entry.held, entry.slot = False, None
             return
         if pending is not None and pending.connect:
@@ -1005,19 +1029,26 @@ class ObjectRegistry:
                 self._send_connect(entry, True, now, token)
             return entry.factory_id
         entry.wanted = False
-        entry.auto = False
-        entry.lights = None
-        entry.accel_stream = False
+        entry.auto, entry.lights, entry.accel_stream = False, None, False
         if entry.pending is not None and not entry.pending.connect:
             entry.pending.tokens.append(token)
         elif entry.connected or entry.connecting or entry.held:
-            if entry.connected:  # its lights off first: the cube keeps them when disconnected
-                self._messages.extend(lights_off_messages(entry.object_id))
-            self._send_connect(entry, False, now, token)
+            self._let_go(entry, now, token)
         else:
             self._results.append(RequestResult(token, True, f"{entry.name} was not connected",
                                                entry.factory_id))
         return entry.factory_id
+
+    def _let_go(self, entry: ObjectEntry, now: float, token: Optional[int] = None,
+                reason: str = "on request") -> None:
+        """Empty ``entry``'s slot (``reason`` completes its DISCONNECTED), its lights off first if
+        it is connected (the cube keeps them), its programme and stream forgotten."""
+        if entry.connected:
+            self._messages.extend(lights_off_messages(entry.object_id))
+        entry.auto, entry.lights, entry.accel_stream = False, None, False
+        self._send_connect(entry, False, now, token)
+        if entry.pending is not None:
+            entry.pending.reason = reason
 
     def _find_for_request(self, token: int, factory_id: int, object_type: int, connect: bool,
                           now: float) -> Optional[ObjectEntry]:
@@ -1061,25 +1092,8 @@ class ObjectRegistry:
 
     def find_connected(self, factory_id: int, object_type: int, field_prefix: str) -> ObjectEntry:
         """The connected object that a command targets (factory_id, else object_type);
-        raises CommandError saying why there is none."""
-        factory_id, object_type = int(factory_id), int(object_type)
-        if factory_id:
-            entry = self._entries.get(factory_id)
-            if entry is None:
-                raise CommandError(f"{field_prefix}.factory_id = {_hex(factory_id)}: unknown object "
-                                   f"(advertised: {self._listing()})")
-            if not entry.connected:
-                why = (f": the robot keeps its radio slot {entry.slot} and connects it again by itself "
-                       "when it hears it" if entry.held else " (connect it with the connect_object service)")
-                raise CommandError(f"{entry.name} ({_hex(factory_id)}) is not connected{why}")
-            return entry
-        if not object_type:
-            raise CommandError(f"{field_prefix}: give factory_id, or object_type (ObjectInfo.TYPE_*)")
-        for entry in sorted(self._entries.values(), key=lambda e: e.factory_id):
-            if entry.object_type == object_type and entry.connected:
-                return entry
-        what = object_name(object_type, 0) if led_count(object_type) else f"object of type {object_type}"
-        raise CommandError(f"no {what} is connected (connect one with the connect_object service)")
+        raises CommandError saying why there is none (:func:`find_connected`)."""
+        return find_connected(self, factory_id, object_type, field_prefix)
 
     def connected_cubes(self) -> List[ObjectEntry]:
         return [e for e in self.objects() if e.connected and is_cube(e.object_type)]
@@ -1139,6 +1153,29 @@ class ObjectRegistry:
     def report(self, active: bool) -> DiagnosticReport:
         """The objects' /diagnostics (``active``: the node's lifecycle)."""
         return registry_report(self, active)
+
+
+def find_connected(registry: ObjectRegistry, factory_id: int, object_type: int,
+                   field_prefix: str) -> ObjectEntry:
+    """See :meth:`ObjectRegistry.find_connected`."""
+    factory_id, object_type = int(factory_id), int(object_type)
+    if factory_id:
+        entry = registry.entry(factory_id)
+        if entry is None:
+            raise CommandError(f"{field_prefix}.factory_id = {_hex(factory_id)}: unknown object "
+                               f"(advertised: {registry._listing()})")
+        if not entry.connected:
+            why = (f": the robot keeps its radio slot {entry.slot} and connects it again by itself "
+                   "when it hears it" if entry.held else " (connect it with the connect_object service)")
+            raise CommandError(f"{entry.name} ({_hex(factory_id)}) is not connected{why}")
+        return entry
+    if not object_type:
+        raise CommandError(f"{field_prefix}: give factory_id, or object_type (ObjectInfo.TYPE_*)")
+    for _, entry in sorted(registry._entries.items()):
+        if entry.object_type == object_type and entry.connected:
+            return entry
+    what = object_name(object_type, 0) if led_count(object_type) else f"object of type {object_type}"
+    raise CommandError(f"no {what} is connected (connect one with the connect_object service)")
 
 
 def known_away(registry: ObjectRegistry, name: str) -> List[ObjectEntry]:

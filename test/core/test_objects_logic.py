@@ -1300,6 +1300,68 @@ def test_auto_connect_waits_for_a_kept_cube_while_it_is_listed():
     assert rig.connects() == [(other, True)] and rig.slot_of[other] != slot
 
 
+def _two_cube1s(rig, wanted_first: bool) -> tuple:
+    """cube1 connected (on request if ``wanted_first``, else by auto-connect), dropped and gone
+    from the list; another cube1 auto-connected meanwhile; then the robot, which kept the
+    first one's slot, connects it again by itself. Their object ids."""
+    if wanted_first:
+        rig.advertise((C1, 1, -50))
+        rig.reg.request(1, C1, 0, True, rig.now)
+        rig.connects()
+        first = rig.answer(C1, 1, True)
+    else:
+        first = rig.connect_one(C1, 1)
+    rig.reg.set_lights(rig.reg.entry(C1), object_light_states([Light(on_color=BLUE)], 4, "f", "c", []), 0)
+    rig.answer(C1, 1, False, object_id=first)             # dropped: the robot keeps its slot
+    other = 0xC0B10999
+    rig.advertise((other, 1, -40))
+    rig.advance(1.1)                                      # the first gone from the list
+    rig.advertise((other, 1, -40))
+    rig.advance(0.1)
+    assert rig.connects() == [(other, True)]
+    second = rig.answer(other, 1, True)
+    rig.reg.set_lights(rig.reg.entry(other), object_light_states([Light(on_color=RED)], 4, "f", "c", []), 0)
+    rig.reg.pop_messages()
+    rig.events()
+    rig.answer(C1, 1, True, object_id=first)              # heard again: the robot connects it
+    return first, second
+
+
+def test_a_kept_cube_the_robot_connects_again_while_another_of_its_type_is_connected_is_let_go():
+    """A kept cube that left the list no longer held auto-connect back: it connected another
+    cube of that type, and when the robot heard the first one again it connected it by itself,
+    two cube1s connected. Auto-connect keeps one of a type: the one that came back is let go
+    (lights off, slot emptied, nothing restored), unless it was connected on request and the
+    other was not: then the other is."""
+    rig = Rig(object_timeout=1.0)
+    other = 0xC0B10999
+    first, second = _two_cube1s(rig, wanted_first=False)
+    out = rig.reg.pop_messages()
+    assert [(x.NAME, getattr(x, "object_id", getattr(x, "slot", None))) for x in out] == [
+        ("CubeId", first), ("CubeLights", None), ("ObjectConnect", first)]
+    assert out[2].factory_id == 0 and all(s.on_color == 0 for s in out[1].states)
+    rig.answer(C1, 1, False, object_id=first)
+    events = rig.reg.pop_events()
+    assert [(e.type, e.factory_id) for e in events] == [(EV.APPEARED, C1), (EV.CONNECTED, C1), (EV.DISCONNECTED, C1)]
+    assert events[2].description == (f"cube1 disconnected: released: cube1 (0x{other:08x}) is connected "
+                                      "too, and auto-connect keeps one object of a type")
+    assert not rig.reg.entry(C1).held and rig.reg.entry(other).connected
+    for _ in range(8):                                    # and it stays so
+        rig.advertise((C1, 1, -30), (other, 1, -40))
+        rig.advance(0.5)
+        assert rig.connects() == []
+    # the one connected on request is kept: the other goes
+    rig = Rig(object_timeout=1.0)
+    first, second = _two_cube1s(rig, wanted_first=True)
+    out = rig.reg.pop_messages()                          # (its own programme restored first)
+    assert [(x.NAME, getattr(x, "object_id", getattr(x, "slot", None))) for x in out] == [
+        ("CubeId", first), ("CubeLights", None), ("CubeId", second), ("CubeLights", None),
+        ("ObjectConnect", second)]
+    rig.answer(other, 1, False, object_id=second)
+    assert rig.reg.entry(C1).connected and not rig.reg.entry(other).connected
+    assert not rig.reg.entry(other).held
+
+
 def test_with_auto_connect_turned_off_a_cube_it_connected_is_let_go_when_it_drops():
     """auto_connect_cubes false at run time disconnects nothing, but a cube auto-connect had
     connected that then drops is not left its radio slot (the robot would pair it again, with
