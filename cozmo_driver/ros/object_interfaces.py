@@ -65,6 +65,7 @@ from ..driver.light_animations import LightAnimationLibrary
 from ..driver.objects import (BACKPACK_LEDS, CUBE_LEDS, Light, ObjectEntry, ObjectRegistry,
                               ObjectSettings, backpack_messages, is_cube, known_away, led_count,
                               light_state, object_light_states, rotation_frames, stop_accel_away)
+from ..driver.parameters import full_frame_id
 from ..log_throttle import LogThrottle, field_kind
 from . import qos
 from .handover import HandOver
@@ -360,10 +361,11 @@ class ObjectInterfaces:
             msg.description = record.description
             self._pub_events.publish(msg)
             self._note(logging.INFO, f"object event: {record.description}")
+        prefix = self.params.get("frame_prefix", "")
         for sample in samples:
             msg = ObjectAccel()
             msg.header.stamp = stamp
-            msg.header.frame_id = sample.name
+            msg.header.frame_id = full_frame_id(prefix, sample.name)
             msg.factory_id = sample.factory_id
             msg.object_type = sample.object_type
             a = msg.linear_acceleration

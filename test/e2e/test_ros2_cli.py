@@ -726,7 +726,7 @@ def test_set_object_accel_stream(stack):
     try:
         assert answer.success, answer.message
         sample = echo("object_accel", *TOPICS["object_accel"].qos)
-        assert sample["header"]["frame_id"] == "cube1"
+        assert sample["header"]["frame_id"] == frame("cube1")   # with the frame prefix, as every frame
         a = sample["linear_acceleration"]
         assert math.hypot(a["x"], a["y"], a["z"]) == pytest.approx(9.81, abs=1.5), sample
     finally:

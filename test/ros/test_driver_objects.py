@@ -246,14 +246,14 @@ def test_taps_are_filtered_as_ankis_engine_did_and_all_come_with_the_filter_off(
 
 
 def test_accelerometer_stream_on_and_off(make_rig):
-    rig = make_rig(auto_connect_charger=True)
+    rig = make_rig(auto_connect_charger=True, frame_prefix="robot1/")
     rig.wait_list(lambda o: all_cubes_connected(o) and is_connected(o, "charger"))
     response = rig.call(SetObjectAccelStream, "set_object_accel_stream",
                         SetObjectAccelStream.Request(object_type=ObjectInfo.TYPE_LIGHT_CUBE_1, enable=True))
     assert response.success, response.message
     assert rig.spin_until(lambda: len([s for s in rig.accel if s.factory_id == C1]) >= 10, WAIT)
     samples = [s for s in rig.accel if s.factory_id == C1]
-    assert {s.header.frame_id for s in samples} == {"cube1"}
+    assert {s.header.frame_id for s in samples} == {"robot1/cube1"}     # with frame_prefix, as every frame
     for s in samples:           # resting flat: gravity on +z, in m/s^2 (simulator noise 0.015)
         v = s.linear_acceleration
         assert abs(v.x) < 0.1 and abs(v.y) < 0.1 and abs(v.z - 9.81) < 0.1
