@@ -353,8 +353,13 @@ class Accessories:
         return True
 
     def set_battery(self, n: int, level: int, now: float) -> None:
+        """Cube ``n``'s battery: ``level`` as ObjectPowerLevel sends it, a whole number 0..255 of
+        hundredths of a volt (ValueError for another value), reported at once if it is connected."""
         obj = self.cube(n)
-        obj.battery_level = max(0, min(255, int(level)))
+        if _whole(level) not in range(256):
+            raise ValueError("set_cube_battery: level must be a whole number 0..255 (hundredths of a volt: "
+                             f"150 is 1.50 V), got {level!r}")
+        obj.battery_level = int(level)
         obj.next_power = now
 
     def set_in_range(self, n: int, in_range: bool, now: float) -> None:

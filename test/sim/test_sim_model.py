@@ -1359,6 +1359,25 @@ def test_the_charger_has_no_accelerometer_to_stream():
     assert clock.take("ObjectAccel") == [] and not clock.model.object_states()[0]["stream_accel"]
 
 
+def test_set_cube_battery_takes_whole_hundredths_of_a_volt_and_refuses_what_it_cannot_send():
+    """The level goes out as ObjectPowerLevel's battery_level, a byte of hundredths of a volt:
+    1.45 (meant as volts) became 1, 300 became 255 and NaN raised "cannot convert float NaN to
+    integer"; a value outside 0..255 or not whole raises ValueError saying what it takes, and
+    changes nothing."""
+    clock = make()
+    clock.run(1.2)
+    clock.send(m.ObjectConnect(factory_id=CUBE_FACTORY_IDS[0], slot=0))
+    clock.model.set_cube_battery(1, 121, clock.now)
+    clock.run(0.1)
+    assert [p.battery_level for p in clock.take("ObjectPowerLevel") if p.object_id == 0][-1] == 121
+    for level in (1.45, 300, -1, math.nan, True, "120"):
+        with pytest.raises(ValueError) as refused:
+            clock.model.set_cube_battery(1, level, clock.now)
+        assert str(refused.value) == ("set_cube_battery: level must be a whole number 0..255 (hundredths "
+                                      f"of a volt: 150 is 1.50 V), got {level!r}")
+    assert clock.model.object_states()[1]["battery_level"] == 121
+
+
 # ------------------------------------------------------------------------------- NV storage
 
 def nv(clock: Clock, op, tag, data=b"", length=0):
