@@ -296,17 +296,22 @@ def test_shm_clean_removes_the_files_of_locks_no_process_holds(tmp_path):
     assert result.stdout.strip() == "5"
 
 
-def _sourced(tmp_path: Path, script: str, **env: str) -> subprocess.CompletedProcess:
-    """``script`` run in bash with ./dev's functions defined (its ``main`` not run), in a
-    copy of the checkout's ./dev beside the real bench/ (``cd`` to ROOT)."""
+def _sourced_command(tmp_path: Path, script: str) -> list[str]:
+    """The command that runs ``script`` in bash with ./dev's functions defined (its ``main``
+    not run), in a copy of the checkout's ./dev beside the real bench/ (``cd`` to ROOT)."""
     text = (ROOT / "dev").read_text().rstrip()
     assert text.endswith('\nmain "$@"')
     copy = tmp_path / "dev"
     copy.write_text(text[:-len('main "$@"')])
+    return ["bash", "-c", f'source "{copy}" && cd "{ROOT}" && {script}']
+
+
+def _sourced(tmp_path: Path, script: str, **env: str) -> subprocess.CompletedProcess:
+    """``script`` run as :func:`_sourced_command` says, to its end."""
     run_env = _dev_env()
     run_env.update(env)
-    return subprocess.run(["bash", "-c", f'source "{copy}" && cd "{ROOT}" && {script}'],
-                          env=run_env, capture_output=True, text=True, timeout=60)
+    return subprocess.run(_sourced_command(tmp_path, script), env=run_env, capture_output=True, text=True,
+                          timeout=60)
 
 
 def test_bench_runs_only_the_files_given(tmp_path):
@@ -388,6 +393,59 @@ def test_the_parallel_set_up_steps_work_without_epochrealtime(tmp_path):
     assert "setup: the first step ... done (" in proc.stderr
     assert "setup: the second step ... done (" in proc.stderr
     assert "unbound" not in proc.stderr
+
+
+def _group_gone(pgid: int, within: float) -> bool:
+    """Whether process group ``pgid`` has no process left, waiting up to ``within`` s."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT to the group", "SIGTERM to dev"])
+def test_a_stop_during_the_parallel_set_up_steps_ends_them_and_goes_no_further(tmp_path, sig):
+    """step_bg's steps ran as bash's background jobs, SIGINT ignored, and steps_wait had no
+    trap: a Ctrl-C (SIGINT to the terminal's process group) during the builds was ignored,
+    and ./dev demo went on to run the demo once they were done; a SIGTERM to ./dev alone
+    ended it and left the steps running, holding the set-up lock. Now the steps end, and
+    ./dev with them, 128 + the signal's number, going no further."""
+    step = tmp_path / "step.sh"
+    step.write_text('echo "$$" >"$1"\nexec sleep 60\n')
+    started = [tmp_path / "started1", tmp_path / "started2"]
+    script = (f'step_bg one one "the first step" sh "{step}" "{started[0]}"; '
+              f'step_bg two two "the second step" sh "{step}" "{started[1]}"; steps_wait; echo WENT_ON')
+    proc = subprocess.Popen(_sourced_command(tmp_path, script), env=_dev_env(), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            # SIGINT at its default disposition, as in a terminal
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + 20.0
+        while not all(path.exists() for path in started) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert all(path.exists() for path in started), "the steps did not start"
+        time.sleep(0.2)
+        if sig == signal.SIGINT:
+            os.killpg(proc.pid, sig)   # Ctrl-C: the terminal's whole foreground group
+        else:
+            proc.send_signal(sig)      # to ./dev alone
+        try:
+            out, _ = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"./dev did not stop on {sig.name}")
+        assert _group_gone(proc.pid, 10.0), "a step still runs"
+    finally:
+        if proc.poll() is None or not _group_gone(proc.pid, 0.0):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+    assert proc.returncode == 128 + sig, out
+    assert "WENT_ON" not in out, out
+    assert f"setup: stopped by {sig.name}: the steps running side by side were ended" in out, out
 
 
 def _ros_mode_set_up(tmp_path: Path, has_venv: bool, has_espeak: bool) -> subprocess.CompletedProcess:
