@@ -507,7 +507,10 @@ class _Demo:
                      f"for the driver in {bringup_args.config})")
         self.namespace = bringup_args.namespace
         log_path = self.artifacts / "bringup.log"
-        self.log_file = open(log_path, "wb")
+        try:
+            self.log_file = open(log_path, "wb")
+        except OSError as exc:
+            return self.fail(f"cannot write into {self.artifacts}: {exc}", 2)
         self.written.append((log_path, "the output of the driver and the other nodes"))
         self.bringup = Bringup(entries, say=lambda text: self.say(f"{PROG}: {text}"),
                                output=self.log_file)
@@ -522,7 +525,10 @@ class _Demo:
         from .demo_artifacts import write_chirp_wav
 
         wav = self.artifacts / "sound.wav"
-        write_chirp_wav(wav)
+        try:
+            write_chirp_wav(wav)
+        except OSError as exc:
+            return self.fail(f"cannot write into {self.artifacts}: {exc}", 2)
         options = DemoOptions(
             namespace=bringup_args.namespace, color=not args.grey,
             connect_timeout_s=args.connect_timeout, deadline=self.t0 + args.duration,

@@ -252,6 +252,52 @@ def test_bad_arguments_are_refused(argv, message, capsys):
     assert message in capsys.readouterr().err
 
 
+def _run_without_processes(monkeypatch, argv) -> tuple:
+    """cozmo-demo's run() with ``argv``, the stack's processes left out (a run that gets as
+    far as starting them is refused by the test): (the exit status, what the run said)."""
+    require("rclpy")
+    from cozmo_driver import bringup
+
+    class NotStarted:
+        def __init__(self, entries, say, output):
+            self.children = []
+
+        def start(self):
+            raise OSError("the test starts no process")
+
+        def stop(self):
+            pass
+
+        def remove_parameter_files(self):
+            pass
+
+    monkeypatch.setattr(bringup, "Bringup", NotStarted)
+    run = demo._Demo(demo.parse_arguments(list(argv)))
+    said = []
+    run.say = said.append
+    return run.run(), "\n".join(said)
+
+
+@pytest.mark.parametrize("where", ["a directory in the way", "a directory nobody may write into"])
+def test_an_artefacts_directory_it_cannot_write_into_is_a_bring_up_failure(tmp_path, monkeypatch, where):
+    """cozmo-demo opened bringup.log (and wrote sound.wav) outside any except: a directory
+    it could not write into ended it with a traceback and status 1. It is refused (2),
+    saying so. /proc: a directory in which no one may create a file, root included."""
+    if where == "a directory in the way":
+        directory = tmp_path / "artifacts"
+        (directory / "bringup.log").mkdir(parents=True)
+        (directory / "bringup.log" / "mine").write_text("not an artefact")
+        blocked = directory / "bringup.log"
+    else:
+        directory = Path("/proc")
+        blocked = directory
+    status, said = _run_without_processes(monkeypatch, ["robot_ip:=127.0.0.9", "--artifacts", str(directory)])
+    assert status == 2, said
+    assert f"{demo.PROG}: FAILED: cannot write into {directory}: " in said, said
+    assert str(blocked) in said.splitlines()[-1], said
+    assert "Traceback" not in said
+
+
 def test_defaults_run_the_simulator_into_artifacts():
     args = demo.parse_arguments([])
     assert args.robot_ip is None and args.artifacts == "artifacts" and not args.grey
