@@ -27,8 +27,9 @@ listed at the end. A process of the stack that exits before the robot answered
 is a bring-up failure (2), reported with the last lines of its log.
 
 The files an earlier run left in the artefacts directory (the names this demo
-writes) are removed at the start, and the run says so: the directory then holds
-this run's files only. Two demos at once on one machine do not interfere: the
+writes) are removed once the run's ROS domain and arguments were found good (a
+refused run leaves them), and the run says so: the directory then holds this
+run's files only. Two demos at once on one machine do not interfere: the
 artefacts directory is held by one run at a time (a second one on the same
 directory is refused, status 2), and so is a ROS domain. When ``ROS_DOMAIN_ID``
 is not set and the default domain 0 is held by another demo, this one takes a
@@ -440,19 +441,11 @@ class _Demo:
         return self.stop.signum
 
     def _prepare(self) -> None:
-        """Hold the artefacts directory, remove an earlier run's files from it, and choose
-        (and hold) the ROS domain; :class:`Refused` when another demo holds either."""
-        from .demo_artifacts import remove_earlier_artefacts
-
+        """Hold the artefacts directory and choose (and hold) the ROS domain;
+        :class:`Refused` when another demo holds either. An earlier run's files are removed
+        later (:meth:`_remove_earlier`), once the arguments were found good."""
         hold_artifacts(self.holdings, self.artifacts)
         self.artifacts.mkdir(parents=True, exist_ok=True)
-        removed, kept = remove_earlier_artefacts(self.artifacts)
-        if removed:
-            self.say(f"{PROG}: removed the artefacts of an earlier run from {self.artifacts}: "
-                     f"{', '.join(removed)}")
-        for name, why in kept:
-            self.say(f"{PROG}: {self.artifacts / name} is from an earlier run (stale): it "
-                     f"could not be removed ({why})")
         domain, how = choose_domain(self.holdings)
         if not (os.environ.get("ROS_DOMAIN_ID") or "").strip() and domain != 0:
             os.environ["ROS_DOMAIN_ID"] = str(domain)   # this process and the stack's
@@ -460,6 +453,19 @@ class _Demo:
         discovery = os.environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE") or \
             f"ROS_LOCALHOST_ONLY={os.environ.get('ROS_LOCALHOST_ONLY', '')}"  # (the user's, kept)
         self.say(f"{PROG}: ROS_DOMAIN_ID={domain} ({how}), discovery {discovery}")
+
+    def _remove_earlier(self) -> None:
+        """Remove an earlier run's files from the artefacts directory, saying so: this run
+        is going to write its own (a refused run leaves them)."""
+        from .demo_artifacts import remove_earlier_artefacts
+
+        removed, kept = remove_earlier_artefacts(self.artifacts)
+        if removed:
+            self.say(f"{PROG}: removed the artefacts of an earlier run from {self.artifacts}: "
+                     f"{', '.join(removed)}")
+        for name, why in kept:
+            self.say(f"{PROG}: {self.artifacts / name} is from an earlier run (stale): it "
+                     f"could not be removed ({why})")
 
     def _run(self) -> int:
         from . import bringup_plan as plan
@@ -506,6 +512,7 @@ class _Demo:
             self.say(f"{PROG}: cmd_vel as geometry_msgs/TwistStamped (cmd_vel_stamped is true "
                      f"for the driver in {bringup_args.config})")
         self.namespace = bringup_args.namespace
+        self._remove_earlier()
         log_path = self.artifacts / "bringup.log"
         try:
             self.log_file = open(log_path, "wb")

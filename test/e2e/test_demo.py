@@ -278,6 +278,27 @@ def _run_without_processes(monkeypatch, argv) -> tuple:
     return run.run(), "\n".join(said)
 
 
+@pytest.mark.parametrize("setting, message", [
+    ({"argv": ["--config", "nosuch.yaml"]}, "config:=nosuch.yaml: no such parameter file"),
+    ({"argv": ["--robot-port", "70000"]}, "robot_port:='70000': expected a UDP port number"),
+    ({"env": "abc"}, "ROS_DOMAIN_ID='abc' is not a ROS domain id"),
+], ids=["config", "robot_port", "ROS_DOMAIN_ID"])
+def test_a_refused_run_leaves_the_earlier_runs_artefacts(tmp_path, monkeypatch, setting, message):
+    """The earlier run's files were removed before the arguments and the ROS domain were
+    checked: `cozmo-demo --config nosuch.yaml` wiped the last run's pictures, then was
+    refused (2). They are removed only once this run is going to write its own."""
+    earlier = tmp_path / "artifacts"
+    earlier.mkdir()
+    (earlier / "camera.png").write_bytes(b"from an earlier run")
+    if "env" in setting:
+        monkeypatch.setenv("ROS_DOMAIN_ID", setting["env"])
+    status, said = _run_without_processes(
+        monkeypatch, ["robot_ip:=127.0.0.9", "--artifacts", str(earlier)] + setting.get("argv", []))
+    assert status == 2 and message in said, said
+    assert (earlier / "camera.png").read_bytes() == b"from an earlier run"
+    assert "removed the artefacts of an earlier run" not in said
+
+
 @pytest.mark.parametrize("where", ["a directory in the way", "a directory nobody may write into"])
 def test_an_artefacts_directory_it_cannot_write_into_is_a_bring_up_failure(tmp_path, monkeypatch, where):
     """cozmo-demo opened bringup.log (and wrote sound.wav) outside any except: a directory
@@ -851,7 +872,8 @@ def test_a_robot_that_does_not_answer_fails_with_a_clear_message(tmp_path, capsy
 def test_a_driver_that_refuses_to_run_is_a_bring_up_failure(tmp_path, capsys):
     """The driver exits 2 before the robot answered (an address that does not resolve):
     the demo exits 2 too, saying what the node said. An earlier run's files are removed
-    first, and the run says so; other files stay."""
+    (the demo's own checks passed: the driver refuses later), and the run says so; other
+    files stay."""
     project_executable("cozmo_driver_node")
     for name in ("camera.png", "face.png", "trajectory.png", "sound.wav", "bringup.log"):
         (tmp_path / name).write_bytes(b"an earlier run")
