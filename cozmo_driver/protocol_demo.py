@@ -198,9 +198,13 @@ def _drive_square(robot: Robot, stop: StopFlag, out) -> None:
             return
         heading = float(state.pose_angle_rad) + math.pi / 2
         action = robot.turn_in_place(math.pi / 2, speed_radps=1.5, accel_radps2=5.0)
-        if not robot.wait_for_action(action, 2.0):
+        acknowledged = robot.wait_for_action(action, 2.0)
+        turned = acknowledged and _turned(robot, heading, stop)
+        if stop.is_set():   # the end came meanwhile: no time-out to tell, no command to send
+            return
+        if not acknowledged:
             out("  the turn was not acknowledged within 2 s")
-        elif not _turned(robot, heading, stop):
+        elif not turned:
             out("  the turn did not end within 5 s")
         head = math.radians(30.0 if side % 2 == 0 else -10.0)
         lift = 80.0 if side % 2 == 0 else 35.0

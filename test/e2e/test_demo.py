@@ -1054,6 +1054,48 @@ def test_protocol_only_square_ends_when_the_link_goes(sends, why):
     assert len(robot.sent) == (2 if sends is None else sends)
 
 
+class StopsDuringTheTurn(LinkGoes):
+    """The square's robot whose first turn is never seen done (its heading stays), and
+    the demo's stop flag, set while the square waits for that turn (``--duration`` over):
+    for its end, or, when the robot does not acknowledge it, for the acknowledgement."""
+
+    def __init__(self, acknowledged: bool):
+        super().__init__(sends_before_the_loss=100)     # the link stays
+        self.acknowledged = acknowledged
+        self.stopped = False
+        self.waits = 0
+
+    def wait_for_action(self, action, timeout):
+        if not self.acknowledged:
+            self.stopped = True
+        return self.acknowledged
+
+    # the stop flag
+    def is_set(self):
+        return self.stopped
+
+    def wait(self, timeout):
+        self.waits += 1
+        if self.waits > 1:          # the wait for the turn's end (the first: the side)
+            self.stopped = True
+        return self.stopped
+
+
+@pytest.mark.parametrize("acknowledged", [True, False], ids=["turn taken", "turn not acknowledged"])
+def test_protocol_only_square_says_no_timeout_and_sends_nothing_once_stopped(acknowledged):
+    """The end decided (--duration over, a signal) while the square waited for a turn:
+    it said "the turn did not end within 5 s", which was not so, and went on to send
+    SetHeadAngle and SetLiftHeight after the demo had stopped the square. It ends there."""
+    from cozmo_driver import protocol_demo
+
+    robot = StopsDuringTheTurn(acknowledged)
+    said = []
+    protocol_demo._square(robot, robot, said.append)
+    assert robot.sent == ["DriveWheels", "DriveWheels", "TurnInPlace"], (robot.sent, said)
+    assert not [line for line in said if "did not end" in line or "not acknowledged" in line
+                or "SetHeadAngle" in line], said
+
+
 class LosesItsLink:
     """The protocol demo's simulator, whose link goes down for good once the robot is
     ready (the robot out of the Wi-Fi's reach)."""
