@@ -106,7 +106,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--artifacts", default="artifacts", metavar="DIR",
                         help="where to write the pictures and logs (default: ./artifacts)")
     parser.add_argument("--duration", type=float, default=90.0, metavar="SECONDS",
-                        help="upper bound of the whole run (default 90; it takes about 25)")
+                        help="upper bound of the whole run (default 90; it takes about 30)")
     parser.add_argument("--connect-timeout", type=float, default=20.0, metavar="SECONDS",
                         help="how long the robot may take to answer once the driver runs "
                              "(default 20)")

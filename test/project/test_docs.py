@@ -336,3 +336,67 @@ def test_the_argument_check_finds_a_driver_parameter_in_argument_form():
     assert driver_parameters_as_arguments(
         "with `camera_auto_exposure:=true` (the default)\n`robot_ip:=172.31.1.1`\n"
         "--ros-args -p max_wheel_speed:=0.1") == [(1, "camera_auto_exposure")]
+
+
+def _demo_excerpt() -> List[str]:
+    """The lines of docs/demo.md's excerpt of a demo run on the simulator."""
+    text = (DOCS / "demo.md").read_text()
+    start = text.index("```\n", text.index("An excerpt of its output")) + len("```\n")
+    return text[start:text.index("```", start)].split("\n")
+
+
+def _graph_settle_s() -> float:
+    """Demonstration.GRAPH_SETTLE_S of cozmo_driver/ros/demo_node.py, read from its source
+    (importing the module needs rclpy): its expression with name_guard's CHECKS_S."""
+    def assigned(path: Path, name: str) -> ast.expr:
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets = node.targets if isinstance(node, ast.Assign) else \
+                [node.target] if isinstance(node, ast.AnnAssign) else []
+            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                return node.value
+        raise AssertionError(f"no {name} in {path}")
+
+    checks = ast.literal_eval(assigned(PACKAGE / "ros" / "name_guard.py", "CHECKS_S"))
+    expression = ast.Expression(assigned(PACKAGE / "ros" / "demo_node.py", "GRAPH_SETTLE_S"))
+    return eval(compile(expression, "GRAPH_SETTLE_S", "eval"), {"max": max, "CHECKS_S": checks})
+
+
+def test_the_demo_excerpt_says_what_the_demo_says(tmp_path):
+    """docs/demo.md's excerpt had the driver connected at 1.6 s, sooner than the demo takes
+    it (GRAPH_SETTLE_S on the graph), without the "waiting for" line before; its "started"
+    lines lacked the face node's note, and the robot_state_publisher fallback line, as the
+    bring-up prints them, was missing. The start-up lines are those of the bring-up for the
+    excerpt's plan (the fallback taken where the description publisher runs)."""
+    from cozmo_driver import bringup_plan as plan
+    from cozmo_driver.bringup import Bringup
+
+    lines = _demo_excerpt()
+    plan_line = next(line for line in lines if line.startswith("cozmo-demo: bring-up plan ("))
+    values = dict(re.findall(r"(\w+):=(\S+?)[ )]", plan_line))
+    entries = plan.make_plan(plan.resolve_arguments(values), description=lambda prefix: "<robot/>")
+    started = [line for line in lines if line.startswith("cozmo-demo: started ")]
+    ran = {re.match(r"cozmo-demo: started (\w+) ", line).group(1) for line in started}
+    said: List[str] = []
+    bringup = Bringup(entries, say=lambda text: said.append(f"cozmo-demo: {text}"),
+                      locate=lambda package, executable: None if executable == "robot_state_publisher"
+                      and "description_publisher" in ran else tmp_path / executable)
+    try:
+        chosen = bringup.resolve()
+    finally:
+        bringup.remove_parameter_files()
+    expected = said + [f"cozmo-demo: started {entry.name} ({entry.executable}, pid N)"
+                       + (f" - {entry.note}" if entry.note else "") for entry, _ in chosen]
+    first = lines.index(plan_line) + 1
+    shown = [re.sub(r"pid \d+\)", "pid N)", line) for line in lines[first:first + len(expected)]]
+    assert shown == expected
+    stamp = re.compile(r"^\[ *([\d.]+) s\] ")
+    waiting = next(i for i, line in enumerate(lines) if stamp.match(line)
+                   and "] waiting for /cozmo_driver to connect to 127.0.0.1:" in line)
+    connected = next(i for i, line in enumerate(lines) if "] driver connected to the robot:" in line)
+    assert waiting < connected
+    settle = _graph_settle_s()
+    assert float(stamp.match(lines[connected]).group(1)) >= settle
+    assert f"for {settle:g} s (`GRAPH_SETTLE_S`)" in (DOCS / "demo.md").read_text()
+    last = max(float(stamp.match(line).group(1)) for line in lines if stamp.match(line))
+    done = re.search(r"^cozmo-demo: done in (\d+) s;", "\n".join(lines), re.M)
+    assert done and int(done.group(1)) >= round(last)
