@@ -426,7 +426,8 @@ class ObjectEntry:
     #: (sooner if the back-off is lowered since: :func:`retry_due`)
     failed_at: float = -math.inf
     retry_at: float = -math.inf
-    #: last light programme (four LightStates, rotation frames), restored on reconnection
+    #: last light programme (four LightStates, rotation frames), restored on reconnection (an
+    #: off taken while it was away too: :meth:`ObjectRegistry.owe_lights_off`)
     lights: Optional[Tuple[List[Any], int]] = None
     accel_stream: bool = False
 
@@ -1109,13 +1110,14 @@ class ObjectRegistry:
         entry.lights = ([_copy_state(s) for s in states], int(rotation))
         self._messages.extend(cube_light_messages(entry.object_id, states, rotation))
 
-    def forget_lights(self, factory_id: int) -> Optional[ObjectEntry]:
-        """Lights off for a known object not connected: nothing to send, nor to restore when it
-        connects again; the object (None: unknown, or connected: send the off)."""
+    def owe_lights_off(self, factory_id: int) -> Optional[ObjectEntry]:
+        """Lights off for a known object not connected: nothing to send now; its programme
+        becomes the off, sent when it connects again (:func:`restore_messages`: the cube keeps
+        its old one across the disconnection); the object (None: unknown, or connected)."""
         entry = self._entries.get(int(factory_id))
         if entry is None or entry.connected:
             return None
-        entry.lights = None
+        entry.lights = ([_LightStateStruct() for _ in range(CUBE_LEDS)], 0)
         return entry
 
     def set_accel_stream(self, entry: ObjectEntry, enable: bool) -> List[str]:
@@ -1180,7 +1182,7 @@ def find_connected(registry: ObjectRegistry, factory_id: int, object_type: int,
 
 def known_away(registry: ObjectRegistry, name: str) -> List[ObjectEntry]:
     """The known objects not connected named ``name`` ("cubes": every cube), by factory id:
-    those a lights-off for ``name`` is taken for (:meth:`~ObjectRegistry.forget_lights`)."""
+    those a lights-off for ``name`` is taken for (:meth:`~ObjectRegistry.owe_lights_off`)."""
     return [e for _, e in sorted(registry._entries.items()) if not e.connected
             and (is_cube(e.object_type) if name == "cubes" else e.name == name)]
 

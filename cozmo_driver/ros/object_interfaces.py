@@ -434,8 +434,8 @@ class ObjectInterfaces:
             known = self.registry.entry(msg.factory_id) if msg.factory_id and self._active else None
             if known is not None and len(lights) in (1, led_count(known.object_type) or CUBE_LEDS) \
                     and all(_is_off(light) for light in lights):  # (a count of LEDs it has: else refused below)
-                # (a behavior's end while the cube, or the robot, was away: not lit again)
-                away = self.registry.forget_lights(msg.factory_id)
+                # (a behavior's end while the cube, or the robot, was away: put out when it connects)
+                away = self.registry.owe_lights_off(msg.factory_id)
                 if away is not None:
                     self._log.info(f"{topic}: {away.name} is not connected: {_STAY_OFF}")
                     return
@@ -580,7 +580,7 @@ class ObjectInterfaces:
                 for entry, states, rotation in planned:
                     self.registry.set_lights(entry, states, rotation)
                 for entry in away:
-                    self.registry.forget_lights(entry.factory_id)
+                    self.registry.owe_lights_off(entry.factory_id)
                 self._flush()
                 done = [entry.name for entry in entries]
         except CommandError as exc:

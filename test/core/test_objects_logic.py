@@ -460,30 +460,40 @@ def test_a_lower_reconnect_max_or_min_shortens_a_wait_already_scheduled(lowered)
     assert rig.connects() == [(C1, True)]            # 1.1 s after it, not 5
 
 
-def test_lights_put_out_while_the_cube_is_away_are_not_restored_when_it_connects_again():
+def off_sent(messages: list, object_id: int) -> bool:
+    """``messages`` are a CubeId for ``object_id`` and a CubeLights putting every LED out."""
+    return [(x.NAME, getattr(x, "object_id", object_id)) for x in messages] == [
+        ("CubeId", object_id), ("CubeLights", object_id)] and all(
+        st.on_color == st.off_color == 0 for st in messages[1].states)
+
+
+def test_lights_put_out_while_the_cube_is_away_are_put_out_when_it_connects_again():
     """A behavior ending while the robot was lost put its cube's lights out once the robot was
     back, before the cube was: that off was refused ("not connected") and the cube, connected
-    again, got the behavior's colour back, for good. forget_lights takes the off for a cube
-    that is away: nothing is restored."""
+    again, got the behavior's colour back, for good. Then it was taken and nothing was sent,
+    not even on the cube's return, and the cube (which keeps its programme across a drop)
+    stayed lit. owe_lights_off takes the off for a cube that is away: sent when it connects."""
     rig = Rig(object_timeout=10.0)
     cube1 = rig.connect_one(C1, 1)
     rig.reg.set_lights(rig.reg.entry(C1), object_light_states([Light(on_color=RED)], 4, "f", "c", []), 0)
     rig.reg.pop_messages()
-    assert rig.reg.forget_lights(C1) is None          # connected: the off is sent as any command
-    assert rig.reg.forget_lights(0xC0B1FFFF) is None  # unknown
+    assert rig.reg.owe_lights_off(C1) is None          # connected: the off is sent as any command
+    assert rig.reg.owe_lights_off(0xC0B1FFFF) is None  # unknown
     rig.answer(C1, 1, False, object_id=cube1)        # it dropped
-    assert rig.reg.forget_lights(C1) is rig.reg.entry(C1)
+    assert rig.reg.owe_lights_off(C1) is rig.reg.entry(C1)
+    assert rig.reg.pop_messages() == []              # nothing to send it now
     rig.advertise((C1, 1, -50))
     rig.advance(1.1)
     assert rig.connects() == [(C1, True)]
     rig.answer(C1, 1, True)
-    assert [x.NAME for x in rig.reg.pop_messages()] == []   # no light programme again
+    assert off_sent(rig.reg.pop_messages(), cube1)   # the off, not the old programme
 
 
-def test_lights_put_out_while_the_robot_is_away_are_not_restored_when_it_returns():
+def test_lights_put_out_while_the_robot_is_away_are_put_out_when_it_returns():
     """With the robot lost every cube is known and not connected: an off for one (or, by
-    play_light_animation, for "cubes" or a name: known_away) is taken, and the cube's programme
-    is not sent again when it connects on the robot's return; the others' are."""
+    play_light_animation, for "cubes" or a name: known_away) is taken, and the off, not the
+    cube's programme, is sent when it connects on the robot's return; the others' programmes
+    are sent again."""
     rig = Rig(object_timeout=10.0)
     ids = {fid: rig.connect_one(fid, t) for fid, t in ((C1, 1), (C2, 2))}
     for fid in ids:
@@ -493,18 +503,39 @@ def test_lights_put_out_while_the_robot_is_away_are_not_restored_when_it_returns
     rig.reg.on_robot_lost(rig.now)
     assert [e.factory_id for e in known_away(rig.reg, "cubes")] == [C1, C2]
     assert [e.factory_id for e in known_away(rig.reg, "cube1")] == [C1] and known_away(rig.reg, "charger") == []
-    assert rig.reg.forget_lights(C1) is rig.reg.entry(C1)
+    assert rig.reg.owe_lights_off(C1) is rig.reg.entry(C1)
     rig.advance(1.0)
     rig.reg.on_robot_ready(rig.now)
     rig.connects()
     rig.advertise((C1, 1, -50), (C2, 2, -50))
     rig.advance(0.1)
     rig.connects()
-    rig.answer(C1, 1, True)
-    assert rig.reg.pop_messages() == []
+    cube1 = rig.answer(C1, 1, True)
+    assert off_sent(rig.reg.pop_messages(), cube1)
     cube2 = rig.answer(C2, 2, True)
     assert [(x.NAME, getattr(x, "object_id", None)) for x in rig.reg.pop_messages()] == [
         ("CubeId", cube2), ("CubeLights", None)]
+
+
+def test_lights_put_out_while_the_robot_is_away_reach_a_cube_the_robot_connects_by_itself():
+    """A robot back that connects a cube again by itself (no ObjectConnect asked: a robot that
+    kept the link, or the slot given back) gets the off owed to it at that connection too, and
+    a cube whose off was sent keeps getting the off, not an old programme, at later connections."""
+    rig = Rig(object_timeout=10.0)
+    rig.connect_one(C1, 1)
+    rig.reg.set_lights(rig.reg.entry(C1), object_light_states([Light(on_color=RED)], 4, "f", "c", []), 0)
+    rig.reg.pop_messages()
+    rig.reg.on_robot_lost(rig.now)
+    assert rig.reg.owe_lights_off(C1) is rig.reg.entry(C1)
+    rig.advance(1.0)
+    rig.reg.on_robot_ready(rig.now)
+    assert [(x.NAME, x.factory_id, x.slot) for x in rig.reg.pop_messages()] == [("ObjectConnect", 0, 0)]
+    rig.answer(C1, 1, True, object_id=2)
+    assert off_sent(rig.reg.pop_messages(), 2)
+    rig.answer(C1, 1, False, object_id=2)            # it drops, and the robot connects it again
+    assert rig.reg.pop_messages() == []
+    rig.answer(C1, 1, True, object_id=2)
+    assert off_sent(rig.reg.pop_messages(), 2)
 
 
 def test_an_accelerometer_stream_switched_off_while_its_cube_is_away_is_not_restarted():

@@ -649,7 +649,8 @@ def test_a_cube_that_disappears_and_comes_back_is_reconnected_with_its_lights(ma
 def test_lights_put_out_while_a_cube_is_away_stay_out_when_it_comes_back(make_rig, rclpy_log):
     """An all-off on object_lights for a cube that dropped out (a behavior's end after a robot
     loss sends it so) was refused as "not connected", and the cube got its old programme back
-    when it came back: it is taken, said, and nothing is restored."""
+    when it came back; then it was taken and nothing sent, and the cube, which keeps its
+    programme across a drop, stayed lit: it is taken, said, and the off is sent when it comes back."""
     rig = make_rig(object_timeout=1.5)
     rig.wait_list(all_cubes_connected)
     lights = rig.publisher(ObjectLights, "object_lights")
@@ -669,15 +670,18 @@ def test_lights_put_out_while_a_cube_is_away_stay_out_when_it_comes_back(make_ri
     sent_before = len(rig.sim.commands())
     rig.sim.set_object_in_range(1, True)
     rig.wait_event(ObjectEvent.CONNECTED, "cube1", after=mark)
-    rig.spin_for(1.0)
-    assert not [m for _, m in rig.sim.commands()[sent_before:] if m.NAME in ("CubeId", "CubeLights")]
+    assert rig.spin_until(lambda: [m.NAME for _, m in rig.sim.commands()[sent_before:]
+                                   if m.NAME in ("CubeId", "CubeLights")] == ["CubeId", "CubeLights"], WAIT)
+    assert all(s.on_color == s.off_color == 0 for s in rig.sim.object_states()[1]["lights"])   # out
+    assert rig.sim.object_states()[2]["lights"][0].on_color == 0   # (never lit: nothing sent)
 
 
 def test_lights_put_out_while_the_robot_is_away_stay_out_when_it_comes_back(make_rig, rclpy_log):
     """An all-off on object_lights, or play_light_animation off, while the robot was lost was
     refused ("not connected to the robot"), and every cube got its old programme back with the
-    robot: it is taken for a known object as for a cube that is away, and nothing is restored.
-    Other commands are still refused."""
+    robot; then it was taken and nothing sent, and the cubes, which keep their programme, stayed
+    lit: it is taken for a known object as for a cube that is away, and the off is sent when the
+    cube connects again. Other commands are still refused."""
     rig = make_rig()
     rig.wait_list(all_cubes_connected)
     response = rig.call(PlayLightAnimation, "play_light_animation",
@@ -704,14 +708,16 @@ def test_lights_put_out_while_the_robot_is_away_stay_out_when_it_comes_back(make
     response = rig.call(PlayLightAnimation, "play_light_animation",
                         PlayLightAnimation.Request(target="cube3", name="red"))
     assert not response.success and response.message == "not connected to the robot"
-    sent_before = len(rig.sim.commands())
     rig.sim.set_link_up(True)
     assert rig.spin_until(lambda: rig.node.connected, CONNECT_TIMEOUT)
     for name in ("cube1", "cube2", "cube3"):
         rig.wait_event(ObjectEvent.CONNECTED, name, after=mark)
-    rig.spin_for(1.0)
-    restored = {m.object_id for _, m in rig.sim.commands()[sent_before:] if m.NAME == "CubeId"}
-    assert restored == {rig.sim.object_ids()[3]}          # cube3's programme only
+
+    def lit() -> dict:
+        return {n: rig.sim.object_states()[n]["lights"][0].on_color for n in (1, 2, 3)}
+    assert rig.spin_until(lambda: lit() == {1: 0, 2: 0, 3: word(0, 0, 31)}, WAIT), lit()
+    rig.spin_for(0.5)
+    assert lit() == {1: 0, 2: 0, 3: word(0, 0, 31)}         # cube3's programme back, the others out
 
 
 # ----------------------------------------------------------------------------- lifecycle
