@@ -539,6 +539,15 @@ def surplus(entries: Iterable[ObjectEntry], entry: ObjectEntry) -> Optional[Tupl
                       "auto-connect keeps one object of a type")
 
 
+def _programme_left(entry: ObjectEntry) -> Optional[Tuple[List[Any], int]]:
+    """The light programme of ``entry`` disconnected on request: none if it is connected (its
+    lights are turned off before its slot is emptied) or had none; else, away and lit, the off,
+    sent when it connects again (the cube keeps its programme across the disconnection)."""
+    if entry.connected or entry.lights is None:
+        return None
+    return [_LightStateStruct() for _ in range(CUBE_LEDS)], 0
+
+
 def restore_messages(entry: ObjectEntry) -> List[Any]:
     """What sends a (re)connected object its light programme and accelerometer stream again."""
     out: List[Any] = []
@@ -1030,7 +1039,7 @@ class ObjectRegistry:
                 self._send_connect(entry, True, now, token)
             return entry.factory_id
         entry.wanted = False
-        entry.auto, entry.lights, entry.accel_stream = False, None, False
+        entry.auto, entry.lights, entry.accel_stream = False, _programme_left(entry), False
         if entry.pending is not None and not entry.pending.connect:
             entry.pending.tokens.append(token)
         elif entry.connected or entry.connecting or entry.held:
@@ -1043,10 +1052,11 @@ class ObjectRegistry:
     def _let_go(self, entry: ObjectEntry, now: float, token: Optional[int] = None,
                 reason: str = "on request") -> None:
         """Empty ``entry``'s slot (``reason`` completes its DISCONNECTED), its lights off first if
-        it is connected (the cube keeps them), its programme and stream forgotten."""
+        it is connected (the cube keeps them), its programme and stream forgotten (an off owed
+        to one lit while away: :func:`_programme_left`)."""
         if entry.connected:
             self._messages.extend(lights_off_messages(entry.object_id))
-        entry.auto, entry.lights, entry.accel_stream = False, None, False
+        entry.auto, entry.lights, entry.accel_stream = False, _programme_left(entry), False
         self._send_connect(entry, False, now, token)
         if entry.pending is not None:
             entry.pending.reason = reason

@@ -1554,3 +1554,21 @@ def test_a_tap_held_by_the_filter_keeps_the_time_it_arrived():
     move(rig, ids[C2])                    # an event published as it arrives: no time of its own
     event, = rig.reg.pop_events()
     assert event.type == EV.MOVED and event.received is None
+
+
+def test_a_lit_cube_disconnected_on_request_while_away_is_put_out_when_it_connects_again():
+    """connect_object with connect false for a lit cube that had dropped out (held: no object
+    id to address an off to) forgot its programme, and the cube, which keeps it across the
+    disconnection, showed it again when it was connected later: the off is owed instead."""
+    rig = Rig(auto_connect_cubes=False)
+    cube1 = _held_cube1(rig)
+    rig.reg.entry(C1).lights = (object_light_states([Light(on_color=RED)], 4, "f", "c", []), 0)
+    rig.reg.request(2, C1, 0, False, rig.now)
+    assert [(x.NAME, x.factory_id, x.slot) for x in rig.reg.pop_messages()] == [("ObjectConnect", 0, cube1)]
+    rig.answer(C1, 1, False, object_id=cube1)
+    rig.results()
+    rig.advertise((C1, 1, -50))
+    rig.reg.request(3, C1, 0, True, rig.now)
+    rig.connects()
+    cube1 = rig.answer(C1, 1, True)
+    assert off_sent(rig.reg.pop_messages(), cube1)   # the off, not the old programme
