@@ -254,6 +254,23 @@ def _pair_hint(problem: str, changes: Mapping[str, Any]) -> str:
     return problem
 
 
+def _address_change_problem(current: Mapping[str, Any], changes: Mapping[str, Any]) -> Optional[str]:
+    """Why an address set at run time (robot_ip, local_ip, after a clean-up) is refused, or None:
+    judged as the link judges it when it opens (nothing resolved), so that a mistyped one is
+    refused when set, not first at activate. (At start the link's own checks refuse them.)"""
+    from ..addresses import address_problem
+    for name in ("robot_ip", "local_ip"):
+        value = changes.get(name)
+        if not isinstance(value, str) or value == current.get(name) or not value.strip():
+            continue  # unchanged, or the per-value checks say what is wrong
+        if value != value.strip():
+            return f"{name} = {value!r}: no spaces around an address"
+        problem = address_problem(value, destination=name == "robot_ip")
+        if problem:
+            return f"{name}: {problem}"
+    return None
+
+
 def validate_change(current: Mapping[str, Any], changes: Mapping[str, Any],
                     configured: bool, active: bool = True) -> Optional[str]:
     """Why a set of changes is refused (None: accepted). Static parameters may
@@ -271,6 +288,9 @@ def validate_change(current: Mapping[str, Any], changes: Mapping[str, Any],
                 steps = "deactivate and clean up the node" if active else "clean up the node"
                 return (f"{name} takes effect at configure: {steps} first (or restart it with "
                         "the new value)")
+    problem = _address_change_problem(current, changes)
+    if problem:
+        return problem
     merged = dict(current)
     merged.update(changes)
     problem = validate_all({k: merged[k] for k in merged if k in PARAMETERS_BY_NAME})

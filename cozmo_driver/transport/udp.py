@@ -63,7 +63,6 @@ import ipaddress
 import logging
 import math
 import os
-import re
 import socket
 import threading
 import time
@@ -71,6 +70,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Deque, Optional, Tuple
 
+from ..addresses import NO_DESTINATION, address_problem
 from ..errors import ConfigurationError, CozmoError, UsageError
 from ..log_throttle import LogThrottle
 from ..protocol.errors import RemoteProtocolError
@@ -123,40 +123,6 @@ ROBOT_ADDRESS_HINT = "a Cozmo answers at 172.31.1.1 on its own Wi-Fi"
 #: what a robot client adds to a local address it cannot resolve or bind (the driver's parameters)
 LOCAL_ADDRESS_HINT = ("local_ip: an address of this computer to bind, 0.0.0.0 for every interface; "
                       "local_port: a free port, 0 for any")
-_NUMERIC = re.compile(r"[0-9.]+")
-#: addresses nothing can be sent to: the unspecified one and the limited broadcast
-_NO_DESTINATION = {"0.0.0.0": "the unspecified address (a socket binds it; no host has it)",
-                   "255.255.255.255": "the broadcast address (every host of the network)"}
-
-
-def address_problem(host: str, destination: bool = False) -> Optional[str]:
-    """Why ``host`` is not an IPv4 address or a host name, or None. The C library takes a
-    string of digits and dots for an address even when it is not four numbers 0-255:
-    '172.31.1' for 172.31.0.1, '172.31.11' for 172.31.0.11, '172.031.1.1' (octal) for
-    172.25.1.1. A mistyped address must not become another one, so what the library reads
-    as an address (or what is made of digits and dots only) must be a dotted quad. A
-    ``destination`` (where datagrams go) must not be the unspecified or the broadcast
-    address. Pure: resolves nothing."""
-    numeric = bool(_NUMERIC.fullmatch(host))
-    if not numeric:
-        try:
-            socket.inet_aton(host)
-            numeric = True
-        except (OSError, ValueError):
-            pass
-    if not numeric:
-        return None  # a host name
-    try:
-        canonical = str(ipaddress.IPv4Address(host)) == host
-    except ValueError:
-        canonical = False
-    if not canonical:
-        return f"{host!r} is not an IPv4 address of four numbers 0-255 separated by dots"
-    if destination and host in _NO_DESTINATION:
-        return f"{host} is {_NO_DESTINATION[host]}, not a robot's"
-    return None
-
-
 def resolve_address(host: str, port: int, destination: bool = False,
                     hint: str = ROBOT_ADDRESS_HINT) -> Address:
     """Resolve ``host`` to a numeric IPv4 address (raises :class:`AddressError`, whose text
@@ -178,8 +144,8 @@ def resolve_address(host: str, port: int, destination: bool = False,
         raise AddressError(f"cannot resolve {host!r} to an IPv4 address ({exc.strerror or exc}): check "
                            f"the address ({hint})") from None
     numeric = infos[0][4][0]
-    if destination and numeric in _NO_DESTINATION:  # a host name that stands for one of those
-        raise AddressError(f"{host!r} resolves to {numeric}, {_NO_DESTINATION[numeric]}, not a "
+    if destination and numeric in NO_DESTINATION:  # a host name that stands for one of those
+        raise AddressError(f"{host!r} resolves to {numeric}, {NO_DESTINATION[numeric]}, not a "
                            f"robot's: check the address ({hint})")
     return numeric, int(port)
 

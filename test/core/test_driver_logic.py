@@ -868,6 +868,15 @@ def test_parameter_validation():
         current, {"robot_ip": "127.0.0.1"}, configured=True, active=False)
     assert validate_change(current, {"robot_ip": "127.0.0.1"}, configured=False) is None
     assert validate_change(current, {"camera_color": True}, configured=True) is None
+    # an address set at run time (after a clean-up) is judged when set, not first at activate
+    assert validate_change(current, {"robot_ip": "cozmo.local"}, configured=False) is None
+    assert validate_change(current, {"robot_ip": " 127.0.0.1"}, configured=False) == (
+        "robot_ip = ' 127.0.0.1': no spaces around an address")
+    assert validate_change(current, {"local_ip": "999.1.1.1"}, configured=False) == (
+        "local_ip: '999.1.1.1' is not an IPv4 address of four numbers 0-255 separated by dots")
+    assert "robot_ip: 0.0.0.0 is the unspecified address" in validate_change(
+        current, {"robot_ip": "0.0.0.0"}, configured=False)
+    assert validate_change(current, {"local_ip": "0.0.0.0"}, configured=False) is None
     # read only when the node starts: refused configured or not, with what to do instead
     for configured in (True, False):
         assert validate_change(current, {"autostart": False}, configured=configured) == (
