@@ -15,7 +15,10 @@ rclpy. At import it:
   sockets stay bound until the run ends;
 * sets ROS_PYTHON_CHECK_FIELDS=1: every generated message class checks its
   fields' types on assignment (an int in a float64 field is an error), in this
-  process and in the processes the tests start.
+  process and in the processes the tests start;
+* sets ROS_HOME to a temporary directory of the run's own (ROS_LOG_DIR to where the
+  logs went before): no driver a test starts reads or saves a camera calibration in
+  the user's ~/.ros/camera_info.
 
 In a parallel run (pytest-xdist, ``./dev test``'s default) each worker reserves a
 ROS_DOMAIN_ID of its own, also when the caller set one; test/fixtures_parallel.py has
@@ -32,8 +35,11 @@ files, which are loaded here as plugins.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import socket
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -54,6 +60,14 @@ os.environ["COZMO_LOOPBACK_ONLY"] = "1"
 # where a colcon build with C asserts on aborts the process and a Release build sends
 # garbage (an int 3 arrives as 5e-324). Read by each message module when it is imported.
 os.environ["ROS_PYTHON_CHECK_FIELDS"] = "1"
+# ${ROS_HOME}, where a driver without camera_info_url reads and saves its camera calibration
+# (camera_info/cozmo_camera.yaml), is a directory of this run's own, removed at its end: no
+# test takes a calibration the user saved in ~/.ros for the robot's, nor saves one there.
+# ROS's log files stay where they were ($ROS_LOG_DIR, else the user's ROS_HOME's log/).
+_USER_ROS_HOME = os.environ.get("ROS_HOME") or os.path.join(os.path.expanduser("~"), ".ros")
+os.environ.setdefault("ROS_LOG_DIR", os.path.join(_USER_ROS_HOME, "log"))
+os.environ["ROS_HOME"] = tempfile.mkdtemp(prefix="cozmo-test-ros-home-")
+atexit.register(shutil.rmtree, os.environ["ROS_HOME"], True)
 
 # Domain ids 1..100 keep Fast DDS's ports (7400 + 250 * id + offsets) below the
 # reservation ports, and 0 is everyone's default domain.

@@ -6,7 +6,8 @@ Where the calibration comes from, first match wins:
    camera/set_camera_info): a YAML file in the camera_info_manager format
    (``file:///path/cozmo.yaml`` or ``file://${ROS_HOME}/cozmo.yaml``; keys image_width, image_height, camera_name,
    camera_matrix, distortion_model, distortion_coefficients,
-   rectification_matrix, projection_matrix);
+   rectification_matrix, projection_matrix); empty, camera_info_manager's default,
+   :data:`DEFAULT_URL`, if that file exists (``${NAME}``: :func:`camera_name`, :func:`resolve_url`);
 2. the robot's own factory calibration, read from its NV storage
    (NVEntry_CameraCalib, :mod:`cozmo_driver.protocol.nvstorage`);
 3. :func:`default_camera_info`: an ideal pinhole for Cozmo's QVGA camera with a
@@ -18,7 +19,7 @@ robot's eight distortion terms are OpenCV's (k1, k2, p1, p2, k3, k4, k5, k6):
 ``rational_polynomial`` when k4..k6 are used, else ``plumb_bob`` with five.
 
 A calibration sent to the driver (camera/set_camera_info) is checked as a file's is
-(:func:`from_fields`) and written, where camera_info_url names a file, in the same format
+(:func:`from_fields`) and written to the file of camera_info_url (or its default), in the same format
 (:func:`camera_info_yaml`, :func:`save_camera_info_url`). Pure (PyYAML is imported only to
 read a file).
 """
@@ -40,11 +41,14 @@ from ..protocol.nvstorage import CameraCalibration
 
 __all__ = ["CameraInfoData", "CameraInfoError", "from_calibration", "default_camera_info",
            "parse_camera_info_yaml", "load_camera_info_url", "scaled", "DEFAULT_HFOV_RAD",
-           "from_fields", "camera_info_yaml", "camera_info_path", "save_camera_info_url", "CAMERA_NAME"]
+           "from_fields", "camera_info_yaml", "camera_info_path", "save_camera_info_url", "CAMERA_NAME",
+           "DEFAULT_URL", "camera_name", "resolve_url"]
 
 DEFAULT_HFOV_RAD = math.radians(58.0)
-#: the camera_name of a file the driver writes
+#: the camera's name (a driver in the root namespace): the camera_name of a file the driver writes
 CAMERA_NAME = "cozmo_camera"
+#: what an empty camera_info_url stands for, as in camera_info_manager (${NAME}: :func:`camera_name`)
+DEFAULT_URL = "file://${ROS_HOME}/camera_info/${NAME}.yaml"
 
 
 class CameraInfoError(ConfigurationError, ValueError):
@@ -238,6 +242,19 @@ def camera_info_yaml(info: CameraInfoData, camera_name: str = CAMERA_NAME) -> st
             + _yaml_matrix("distortion_coefficients", 1, len(info.d), info.d)
             + _yaml_matrix("rectification_matrix", 3, 3, info.r)
             + _yaml_matrix("projection_matrix", 3, 4, info.p))
+
+
+def camera_name(namespace: str = "/") -> str:
+    """The name of the camera of a driver in ``namespace``: :data:`CAMERA_NAME`, after the
+    namespace's parts joined by ``_`` (``/robot1``: ``robot1_cozmo_camera``), so that robots in
+    namespaces of their own keep a calibration each in :data:`DEFAULT_URL`'s file."""
+    return "_".join([part for part in namespace.split("/") if part] + [CAMERA_NAME])
+
+
+def resolve_url(url: str, name: str) -> str:
+    """``url`` (empty: :data:`DEFAULT_URL`) with ``${NAME}`` replaced by the camera's ``name``,
+    as camera_info_manager takes it (``${ROS_HOME}`` is left for :func:`camera_info_path`)."""
+    return (url or DEFAULT_URL).replace("${NAME}", name)
 
 
 def _ros_home() -> str:

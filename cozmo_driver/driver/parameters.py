@@ -119,9 +119,11 @@ PARAMETERS: Tuple[ParamSpec, ...] = (
               "", 0.1, 3.98, dynamic=True),
     ParamSpec("camera_exposure_ms", 30, "Exposure time: fixed with camera_auto_exposure false, else "
               "where it starts", "ms", 1, 67, dynamic=True),
-    ParamSpec("camera_info_url", "", "camera_info_manager YAML (file:///path.yaml) overriding the "
-              "robot's own calibration, and where camera/set_camera_info saves one; empty: the robot's, "
-              "else a default"),
+    ParamSpec("camera_info_url", "", "camera_info_manager YAML (file:///path.yaml; ${NAME}: the camera's "
+              "name, cozmo_camera after the namespace, e.g. robot1_cozmo_camera) overriding the robot's own "
+              "calibration, and where camera/set_camera_info saves one; empty: camera_info_manager's "
+              "default, file://${ROS_HOME}/camera_info/${NAME}.yaml (read if it exists, else the robot's "
+              "calibration is used)"),
     # --- display, audio and animations
     ParamSpec("display_dither", True, "Dither images of display/image and display/image_raw "
               "(Floyd-Steinberg) when fitting them to the one-bit screen; false: threshold at "

@@ -6,9 +6,11 @@ The calibration sent is checked as a ``camera_info_url`` file is (sizes of 4:3 i
 finite numbers: :func:`cozmo_driver.driver.camera_info.from_fields`); a refused one changes
 nothing. Else ``camera/camera_info`` uses it from the next image on, over the robot's own
 calibration, and it is written to the file of ``camera_info_url`` (the same resolution of
-``~``, ``${ROS_HOME}`` and ``package://`` as its reading), which the driver then reads at
-every configure. Without ``camera_info_url`` it lasts until the next configure, which the
-answer and the log say. Made with the driver's other services (docs/driver.md, Start-up).
+``~``, ``${ROS_HOME}``, ``${NAME}`` and ``package://`` as its reading; empty:
+camera_info_manager's default, ``file://${ROS_HOME}/camera_info/${NAME}.yaml``), which the
+driver then reads at every configure. One that cannot be written lasts until the next
+configure, which the answer (a failure) and the log say. Made with the driver's other
+services (docs/driver.md, Start-up).
 """
 
 from __future__ import annotations
@@ -24,8 +26,6 @@ __all__ = ["SERVICE", "set_camera_info"]
 #: the service's name, relative to the node as the camera topics are (camera/image_raw,
 #: camera/camera_info): where cameracalibrator looks by default (camera/set_camera_info)
 SERVICE = "camera/set_camera_info"
-#: where the answer suggests saving a calibration when camera_info_url is empty
-SUGGESTED_URL = "file://${ROS_HOME}/camera_info/cozmo.yaml"
 
 
 def set_camera_info(node: Any, request: Any, response: Any) -> Any:
@@ -42,18 +42,10 @@ def set_camera_info(node: Any, request: Any, response: Any) -> Any:
         return response
     what = (f"fx {info.k[0]:.1f} fy {info.k[4]:.1f} cx {info.k[2]:.1f} cy {info.k[5]:.1f} px at "
             f"{info.width}x{info.height}")
-    url = str(node._params["camera_info_url"])
-    if not url:
-        node._core.set_camera_file(info)
-        response.success = True
-        response.status_message = (
-            f"camera_info uses it ({what}) until the driver is configured again; not saved: camera_info_url "
-            f"is empty (give it a file, e.g. {SUGGESTED_URL}, and the calibration is saved there and read "
-            "at every start)")
-        log.info(f"set_camera_info: {response.status_message}")
-        return response
+    name = caminfo.camera_name(node.get_namespace())
+    url = caminfo.resolve_url(str(node._params["camera_info_url"]), name)
     try:
-        path = caminfo.save_camera_info_url(url, info)
+        path = caminfo.save_camera_info_url(url, info, name)
     except caminfo.CameraInfoError as exc:
         node._core.set_camera_file(info)
         response.success = False

@@ -180,7 +180,7 @@ class CozmoDriverNode(LifecycleNode):
         self._robot = make_robot(p, self.get_fully_qualified_name())
         core = self._core
         core.robot, core.camera_file = self._robot, None
-        core.camera_file = camera_file(p["camera_info_url"], self.get_logger())
+        core.camera_file = camera_file(p["camera_info_url"], self.get_logger(), self.get_namespace())
         self._create_streams()
         self._objects = ObjectInterfaces(self, self._robot, self._params, self._streams.note)  # before RobotReady
         self._robot.add_listener(core.on_robot_event)

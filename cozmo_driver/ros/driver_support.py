@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 import sys
 from typing import Any, Callable, Optional
 
@@ -206,18 +207,23 @@ def declare_parameters(node: Any, specs) -> dict:
     return {spec.name: node.get_parameter(spec.name).value for spec in specs}
 
 
-def camera_file(url: str, log: Any) -> Any:
-    """The CameraInfo of the ``camera_info_url`` parameter (None: empty, or not usable, which
-    ``log`` warns about: the robot's own calibration is used)."""
+def camera_file(url: str, log: Any, namespace: str = "/") -> Any:
+    """The CameraInfo of the ``camera_info_url`` parameter of a driver in ``namespace``
+    (``${NAME}``: its camera's name); None: not usable, which ``log`` warns about, and the
+    robot's own calibration is used. Empty: camera_info_manager's default file
+    (caminfo.DEFAULT_URL) if it exists (None, quietly, if not)."""
     from ..driver import camera_info as caminfo
-    if not url:
-        return None
+    resolved = caminfo.resolve_url(url, caminfo.camera_name(namespace))
     try:
-        data = caminfo.load_camera_info_url(url)
+        path = caminfo.camera_info_path(resolved)
+        if not url and not os.path.lexists(path):
+            return None
+        data = caminfo.load_camera_info_url(resolved)
     except caminfo.CameraInfoError as exc:
         log.warning(f"{exc}; using the robot's calibration instead")
         return None
-    log.info(f"camera calibration from {url}")
+    log.info(f"camera calibration from {resolved}" if url else
+             f"camera calibration from {path} (camera_info_url is empty: {resolved})")
     return data
 
 

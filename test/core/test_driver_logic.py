@@ -794,6 +794,31 @@ def test_a_file_url_may_name_localhost_or_ros_home_and_an_unreadable_file_is_nam
                                   f"{tmp_path}/home/.ros/camera_info/cozmo.yaml: No such file or directory")
 
 
+def test_an_empty_camera_info_url_is_camera_info_managers_default_file_and_name_is_the_camera(tmp_path,
+                                                                                             monkeypatch):
+    """camera_info_url empty meant no file: a calibration sent to set_camera_info was kept
+    until the next configure only, which cameracalibrator (it exits on COMMIT's success) never
+    shows. As camera_info_manager takes it, empty is file://${ROS_HOME}/camera_info/${NAME}.yaml,
+    and ${NAME} in a given URL is the camera's name: cozmo_camera, after the driver's namespace
+    (a robot each in namespaces of their own keep a calibration each); the file says it."""
+    monkeypatch.setenv("ROS_HOME", str(tmp_path))
+    assert caminfo.DEFAULT_URL == "file://${ROS_HOME}/camera_info/${NAME}.yaml"
+    assert caminfo.camera_name("/") == caminfo.camera_name("") == "cozmo_camera"
+    assert caminfo.camera_name("/robot1") == "robot1_cozmo_camera"
+    assert caminfo.camera_name("/lab/robot_2") == "lab_robot_2_cozmo_camera"
+    assert caminfo.resolve_url("", "cozmo_camera") == "file://${ROS_HOME}/camera_info/cozmo_camera.yaml"
+    assert caminfo.resolve_url("package://my_cozmo/${NAME}.yaml", "robot1_cozmo_camera") == \
+        "package://my_cozmo/robot1_cozmo_camera.yaml"
+    assert caminfo.resolve_url("/calib/cozmo.yaml", "robot1_cozmo_camera") == "/calib/cozmo.yaml"
+    url = caminfo.resolve_url("", "robot1_cozmo_camera")
+    path = tmp_path / "camera_info" / "robot1_cozmo_camera.yaml"
+    assert caminfo.camera_info_path(url) == str(path)
+    info = caminfo.from_fields(**_sent_calibration())
+    assert caminfo.save_camera_info_url(url, info, "robot1_cozmo_camera") == str(path)  # its directory made
+    assert "camera_name: robot1_cozmo_camera\n" in path.read_text()
+    assert caminfo.load_camera_info_url(url).k == info.k
+
+
 @pytest.mark.parametrize("term", [".nan", ".inf", "-.inf", "nan"])
 def test_a_camera_info_file_with_a_non_finite_distortion_term_is_refused(tmp_path, term):
     """The distortion terms are checked as the matrices are: a file with NaN or infinity among

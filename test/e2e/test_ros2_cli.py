@@ -58,6 +58,7 @@ need_installed_package()
 
 import yaml  # noqa: E402  (ros2cli's dependency)
 
+from cozmo_driver.driver.camera_info import camera_name  # noqa: E402
 from cozmo_driver.sim.model import ModelConfig  # noqa: E402
 from cozmo_driver.sim.robot import RobotConfig  # noqa: E402
 
@@ -995,15 +996,21 @@ def test_calibrate_motors_starts_the_robots_calibration(stack):
 
 def test_set_camera_info_changes_camera_info(stack):
     """What camera_calibration's cameracalibrator sends on COMMIT; the stack has no
-    camera_info_url, so it is kept until the next configure, which the answer says. The
-    centre stays (160, 120), as the camera_info check above wants it."""
+    camera_info_url, so it is saved to camera_info_manager's default file under ROS_HOME (the
+    run's own: test/conftest.py), named after the namespace, and removed here, so that no
+    later stack reads it. The centre stays (160, 120), as the camera_info check above wants it."""
     k = [300.0, 0.0, 160.0, 0.0, 301.0, 120.0, 0.0, 0.0, 1.0]
     p = [295.0, 0.0, 160.0, 0.0, 0.0, 296.0, 120.0, 0.0, 0.0, 0.0, 1.0, 0.0]
     request = ("{camera_info: {width: 320, height: 240, distortion_model: plumb_bob, "
                f"d: [0.01, -0.02, 0.0, 0.0, 0.0], k: {k}, r: [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0], "
                f"p: {p}}}}}")
-    answer = call("camera/set_camera_info", "sensor_msgs/srv/SetCameraInfo", request)
-    assert answer.success and "not saved: camera_info_url is empty" in answer.status_message, answer
+    saved = Path(os.environ["ROS_HOME"], "camera_info", f"{camera_name(NS)}.yaml")
+    try:
+        answer = call("camera/set_camera_info", "sensor_msgs/srv/SetCameraInfo", request)
+        assert answer.success and answer.status_message.startswith(f"saved to {saved}; "), answer
+        assert saved.is_file()
+    finally:
+        saved.unlink(missing_ok=True)
     info = echo("camera/camera_info", *BEST_EFFORT)
     assert list(info["k"]) == k and list(info["p"]) == p, info
 

@@ -783,36 +783,71 @@ def _calibration(width: int = 640, height: int = 480, fx: float = 500.0) -> SetC
     return SetCameraInfo.Request(camera_info=msg)
 
 
-def test_set_camera_info_changes_camera_info_at_once_for_this_run_without_a_url(make_driver, rclpy_log):
-    """camera_calibration's cameracalibrator COMMITs its calibration with camera/set_camera_info:
-    the driver had no such service ("Not available"). camera_info publishes the calibration
-    sent (scaled to the images) from the next image on; without camera_info_url it is kept
-    until the next configure, as the answer and the log say. One of another shape, or with a
-    NaN, is refused and changes nothing."""
-    h = make_driver()
+def test_set_camera_info_without_a_url_saves_under_ros_home_and_the_next_driver_reads_it(
+        make_driver, rclpy_context, sim, tmp_path, monkeypatch, rclpy_log):
+    """camera_calibration's cameracalibrator COMMITs its calibration with camera/set_camera_info
+    and exits on its success without showing the answer: with camera_info_url empty the driver
+    answered success, kept it until the next configure and saved nothing, so the calibration
+    was lost. As camera_info_manager does, empty is file://${ROS_HOME}/camera_info/${NAME}.yaml:
+    it is saved there (its directory made), camera_info publishes it (scaled to the images)
+    from the next image on, and a driver configured later reads it (an info line says so).
+    One of another shape, or with a NaN, is refused and changes nothing."""
+    monkeypatch.setenv("ROS_HOME", str(tmp_path))
+    path = tmp_path / "camera_info" / "cozmo_camera.yaml"
+    first = Harness(rclpy_context, sim)
+    try:
+        info = first.listen("info", CameraInfo, "camera/camera_info", qos_profile_sensor_data)
+        assert first.spin_until(lambda: info and info[-1].k[0] != 250.0, 5.0)
+        assert not rclpy_log.said(first.node, LoggingSeverity.INFO, "camera calibration from")  # no file: quiet
+        response = first.call(SetCameraInfo, "camera/set_camera_info", _calibration())
+        assert response.success, response.status_message
+        assert response.status_message == (
+            f"saved to {path}; camera_info uses it (fx 500.0 fy 501.0 cx 322.0 cy 238.0 px at 640x480)")
+        assert rclpy_log.said(first.node, LoggingSeverity.INFO,
+                              f"set_camera_info: camera calibration {response.status_message}")
+        count = len(info)
+        assert first.spin_until(lambda: len(info) > count + 1, 5.0)
+        latest = info[-1]
+        assert (latest.width, latest.height) == (320, 240)
+        assert list(latest.k) == [250.0, 0.0, 161.0, 0.0, 250.5, 119.0, 0.0, 0.0, 1.0]
+        assert list(latest.d) == pytest.approx([0.05, -0.1, 0.001, 0.0005, 0.02])
+        saved = path.read_text()
+        for request, why in ((_calibration(640, 360), "the calibration is for 640x360 images (1.78:1)"),
+                             (_calibration(fx=math.nan), "camera_matrix.data: not all finite")):
+            response = first.call(SetCameraInfo, "camera/set_camera_info", request)
+            assert not response.success and response.status_message.startswith(
+                f"refused, camera_info unchanged: {why}"), response.status_message
+        count = len(info)
+        assert first.spin_until(lambda: len(info) > count + 1, 5.0)
+        assert info[-1].k[0] == 250.0 and path.read_text() == saved
+    finally:
+        first.close()
+    h = make_driver()  # a new driver, camera_info_url still empty: the file saved
+    assert rclpy_log.said(h.node, LoggingSeverity.INFO, f"camera calibration from {path} (camera_info_url is "
+                                                        "empty: file://${ROS_HOME}/camera_info/cozmo_camera.yaml)")
     info = h.listen("info", CameraInfo, "camera/camera_info", qos_profile_sensor_data)
-    assert h.spin_until(lambda: info and info[-1].k[0] != 250.0, 5.0)
-    response = h.call(SetCameraInfo, "camera/set_camera_info", _calibration())
-    assert response.success, response.status_message
-    assert response.status_message == (
-        "camera_info uses it (fx 500.0 fy 501.0 cx 322.0 cy 238.0 px at 640x480) until the driver is configured "
-        "again; not saved: camera_info_url is empty (give it a file, e.g. file://${ROS_HOME}/camera_info/cozmo.yaml, "
-        "and the calibration is saved there and read at every start)")
-    assert rclpy_log.said(h.node, LoggingSeverity.INFO, f"set_camera_info: {response.status_message}")
-    count = len(info)
-    assert h.spin_until(lambda: len(info) > count + 1, 5.0)
-    latest = info[-1]
-    assert (latest.width, latest.height) == (320, 240)
-    assert list(latest.k) == [250.0, 0.0, 161.0, 0.0, 250.5, 119.0, 0.0, 0.0, 1.0]
-    assert list(latest.d) == pytest.approx([0.05, -0.1, 0.001, 0.0005, 0.02])
-    for request, why in ((_calibration(640, 360), "the calibration is for 640x360 images (1.78:1)"),
-                         (_calibration(fx=math.nan), "camera_matrix.data: not all finite")):
-        response = h.call(SetCameraInfo, "camera/set_camera_info", request)
-        assert not response.success and response.status_message.startswith(
-            f"refused, camera_info unchanged: {why}"), response.status_message
-    count = len(info)
-    assert h.spin_until(lambda: len(info) > count + 1, 5.0)
-    assert info[-1].k[0] == 250.0
+    assert h.spin_until(lambda: info and info[-1].k[0] == 250.0, 5.0)
+    assert h.spin_until(lambda: rclpy_log.said(h.node, LoggingSeverity.INFO, "; camera_info_url takes precedence"),
+                        5.0)
+
+
+def test_set_camera_info_saves_a_calibration_per_namespace_and_names_it_in_a_url(make_driver, rclpy_context, sim,
+                                                                                  tmp_path, monkeypatch):
+    """Two robots in namespaces of their own do not share the default file: its name is the
+    camera's after the namespace; ${NAME} in a camera_info_url is that name too."""
+    monkeypatch.setenv("ROS_HOME", str(tmp_path))
+    first = Harness(rclpy_context, sim, namespace="robot1")
+    try:
+        response = first.call(SetCameraInfo, "camera/set_camera_info", _calibration(320, 240, fx=290.0))
+    finally:
+        first.close()
+    path = tmp_path / "camera_info" / "robot1_cozmo_camera.yaml"
+    assert response.success and response.status_message.startswith(f"saved to {path}; "), response.status_message
+    assert "camera_name: robot1_cozmo_camera\n" in path.read_text()
+    h = make_driver(namespace="robot1", camera_info_url=f"{tmp_path.as_uri()}/calibrations/${{NAME}}.yaml")
+    response = h.call(SetCameraInfo, "camera/set_camera_info", _calibration(320, 240, fx=280.0))
+    assert response.success and response.status_message.startswith(
+        f"saved to {tmp_path / 'calibrations' / 'robot1_cozmo_camera.yaml'}; "), response.status_message
 
 
 def test_set_camera_info_writes_the_file_of_camera_info_url(make_driver, tmp_path):
