@@ -31,6 +31,7 @@ import json
 import math
 import os
 import re
+import stat
 from dataclasses import dataclass, replace
 from typing import List, Sequence
 from urllib.parse import unquote, urlparse
@@ -333,8 +334,9 @@ def load_camera_info_url(url: str) -> CameraInfoData:
 def save_camera_info_url(url: str, info: CameraInfoData, camera_name: str = CAMERA_NAME) -> str:
     """Write ``info`` to the file of ``url`` (:func:`camera_info_path`; its directories made
     as needed) as :func:`camera_info_yaml`, whole or not at all (a file beside it, renamed
-    over it), and return the file's path. A file there that is not text (a calibration
-    tarball) is left as it is. Raises CameraInfoError."""
+    over it, with the mode the file had; a symlink's target is written, the link kept), and
+    return the file's path. A file there that is not text (a calibration tarball) is left as
+    it is. Raises CameraInfoError."""
     path = camera_info_path(url)
     try:
         with open(path, encoding="utf-8") as f:
@@ -344,12 +346,15 @@ def save_camera_info_url(url: str, info: CameraInfoData, camera_name: str = CAME
                               "tarball?): it is left as it is") from None
     except OSError:
         pass  # none yet (or unreadable: the write says why)
-    temporary = f"{path}.{os.getpid()}.tmp"
+    real = os.path.realpath(path)  # a symlink's target is written, the link kept
+    temporary = f"{real}.{os.getpid()}.tmp"
     try:
-        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        os.makedirs(os.path.dirname(real) or ".", exist_ok=True)
         with open(temporary, "w", encoding="utf-8") as f:
             f.write(camera_info_yaml(info, camera_name))
-        os.replace(temporary, path)
+        with contextlib.suppress(FileNotFoundError):  # the mode the file had (none yet: the umask's)
+            os.chmod(temporary, stat.S_IMODE(os.stat(real).st_mode))
+        os.replace(temporary, real)
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(temporary)

@@ -700,6 +700,29 @@ def test_a_calibration_sent_is_written_as_the_reader_reads_it(tmp_path):
     assert [p.name for p in path.parent.iterdir()] == ["cozmo.yaml"]  # no temporary file left
 
 
+def test_a_calibration_saved_through_a_symlink_writes_its_target_and_keeps_the_mode(tmp_path):
+    """The file was written beside the path and renamed over it: a camera_info_url that is a
+    symlink (colcon build --symlink-install's package:// files) became a plain file, the
+    calibration in the source tree unchanged, and the file's mode was the umask's. Now the
+    link's target is written (a file beside it, renamed over it) with the mode it had."""
+    import os
+    import stat
+    target = tmp_path / "src" / "cozmo.yaml"
+    target.parent.mkdir()
+    target.write_text(CAMERA_YAML)
+    target.chmod(0o640)
+    link = tmp_path / "install" / "calibration" / "cozmo.yaml"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(os.path.relpath(target, link.parent))
+    info = caminfo.from_fields(**_sent_calibration(320, 240))
+    assert caminfo.save_camera_info_url(link.as_uri(), info) == str(link)
+    assert link.is_symlink() and link.resolve() == target
+    assert caminfo.load_camera_info_url(str(target)).k == info.k
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert sorted(p.name for p in target.parent.iterdir()) == ["cozmo.yaml"]  # no temporary file left
+    assert sorted(p.name for p in link.parent.iterdir()) == ["cozmo.yaml"]
+
+
 def test_a_calibration_sent_is_checked_as_a_file_is(tmp_path):
     """What the reader refuses is refused when sent: another shape than 4:3, a size that is
     no positive integer, a number that is not finite; a calibration tarball where
