@@ -20,6 +20,7 @@ from __future__ import annotations
 import copy
 import importlib
 import math
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Sequence, Tuple, Union
@@ -220,6 +221,18 @@ def _when(value: Any, key: str) -> Dict[str, bool]:
     return out
 
 
+def _raised(exc: BaseException) -> str:
+    """``exc`` as ``Type: message (file, line N)``: where a SyntaxError is, else the last frame
+    of its traceback outside importlib's own (none: no place)."""
+    if isinstance(exc, SyntaxError):
+        text, place = f"{type(exc).__name__}: {exc.msg}", (exc.filename, exc.lineno)
+    else:
+        text = f"{type(exc).__name__}: {exc}"
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith("<frozen ")]
+        place = (frames[-1].filename, frames[-1].lineno) if frames else (None, None)
+    return f"{text} ({place[0]}, line {place[1]})" if place[0] and place[1] else text
+
+
 def resolve_behavior_class(name: str, key: str) -> Callable[..., Behavior]:
     """A built-in behavior class by name, or ``package.module:ClassName``."""
     from .behaviors import BUILTIN_BEHAVIORS
@@ -236,8 +249,12 @@ def resolve_behavior_class(name: str, key: str) -> Callable[..., Behavior]:
                           f"{', '.join(sorted(BUILTIN_BEHAVIORS))})")
     try:
         module = importlib.import_module(module_name)
-    except (ImportError, ValueError, TypeError) as exc:
-        raise ConfigError(f"{key}: cannot import {module_name}: {exc}") from None
+    except ModuleNotFoundError as exc:
+        if exc.name == module_name.split(".")[0] or exc.name == module_name:  # not there: no location
+            raise ConfigError(f"{key}: cannot import {module_name}: {exc}") from None
+        raise ConfigError(f"{key}: cannot import {module_name}: {_raised(exc)}") from None
+    except Exception as exc:  # anything a module's code raises (SyntaxError, NameError, ...): exit 2, not a traceback
+        raise ConfigError(f"{key}: cannot import {module_name}: {_raised(exc)}") from None
     cls = getattr(module, attr, None)
     if not (isinstance(cls, type) and issubclass(cls, Behavior)):
         raise ConfigError(f"{key}: {name} is not a Behavior subclass")

@@ -123,6 +123,36 @@ def test_a_bad_value_is_an_error_that_names_the_key(change, message):
     assert message in str(exc.value)
 
 
+@pytest.mark.parametrize("module, source, why", [
+    ("broken_syntax_behaviors", "from cozmo_driver.behavior import Behavior\n\nclass Wave(Behavior:\n    pass\n",
+     "SyntaxError: {msg} ({path}, line 3)"),
+    ("broken_name_behaviors", "from cozmo_driver.behavior import Behavior\n\nclass Wave(Behaviour):\n    pass\n",
+     "NameError: name 'Behaviour' is not defined ({path}, line 3)"),
+    ("broken_import_behaviors", "import no_such_library_here\n",
+     "ModuleNotFoundError: No module named 'no_such_library_here' ({path}, line 1)"),
+    ("broken_zero_behaviors", "SPEED = 1 / 0\n", "ZeroDivisionError: division by zero ({path}, line 1)"),
+])
+def test_a_behavior_module_that_fails_on_import_is_an_error_that_names_the_key(tmp_path, monkeypatch, module, source,
+                                                                                why):
+    """A module of behaviors of one's own that raised anything but an ImportError when imported
+    (a SyntaxError, a NameError, ...) went out of the config's checks: a traceback and exit 1
+    where docs/behavior.md promises exit 2 with a message naming the key. It is that message
+    now, with the exception and where it was raised (the file and line)."""
+    path = tmp_path / f"{module}.py"
+    path.write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    msg = ""
+    if "{msg}" in why:
+        try:
+            compile(source, str(path), "exec")
+        except SyntaxError as exc:
+            msg = exc.msg
+    with pytest.raises(ConfigError) as error:
+        parse_config(merge(default_config_data(), {"behaviors": {"wave": {"class": f"{module}:Wave"}}}))
+    assert str(error.value) == (f"behaviors.wave.class: cannot import {module}: "
+                                + why.format(msg=msg, path=path))
+
+
 def test_list_parameters_take_the_defaults_shape():
     """Nested lists are checked element by element; an empty default takes any list (the
     app's animation groups); a list of the right shape is taken, its numbers as floats."""
