@@ -42,7 +42,11 @@ of its motor (the node calls :meth:`MotionActions.preempt`); the emergency
 stop, deactivation and a lost link abort every goal. When the head starts to
 calibrate (``calibrate_motors``, or the robot by itself) the robot restarts its
 reported heading, and a treads goal's target, in the robot's frame, is lost: the
-goal is stopped and aborted (:meth:`MotionActions.heading_restarted`).
+goal is stopped and aborted (:meth:`MotionActions.heading_restarted`). The heading
+then holds until the head is calibrated (Anki's firmware resets its IMU filter at
+every tick meanwhile), so a treads goal that comes while the head calibrates waits
+for the end, the treads still, cancellable and preemptable as a running goal, and is
+checked again before it starts (:meth:`MotionActions._wait_for_the_head`).
 
 Frames. Poses may be in the driver's odom frame (or with an empty frame id),
 in its base frame or base_link frame (relative to where the robot is when the
@@ -78,6 +82,7 @@ from rclpy.task import Future
 from tf2_msgs.msg import TFMessage
 
 from ..client import LinkState, LinkStateChanged, MessageReceived
+from ..client.calibration import CALIBRATION_TIMEOUT_S, START_WAIT_S
 from ..driver import motion as mo
 from ..driver.motion import ABORTED, CANCELED, SUCCEEDED, MotionError, Outcome, StateSample
 from ..driver.sensors import cliff_ahead
@@ -88,7 +93,7 @@ from .handover import HandOver
 from .motion_goals import GOAL_TYPES, GoalContext, MotionGoal, PathGoal, Run
 from .steady import steady_timer
 
-__all__ = ["MotionActions", "ACTION_NAMES", "TF_WAIT_S"]
+__all__ = ["MotionActions", "ACTION_NAMES", "TF_WAIT_S", "HEAD_CALIBRATION_WAIT_S"]
 
 #: action name -> (type, motor it uses)
 ACTION_NAMES: Dict[str, Tuple[Any, str]] = {
@@ -99,6 +104,9 @@ _FEEDBACK_PERIOD_S = 0.1
 _TF_MAX_AGE_S = 10.0
 #: how long a goal in a frame tf does not link (yet) waits for its transforms
 TF_WAIT_S = 2.0
+#: the longest a treads goal waits for the head's calibration (s): the robot client takes the
+#: calibration for over by then (a start expected in 1 s, an end in 5 s after it)
+HEAD_CALIBRATION_WAIT_S = START_WAIT_S + CALIBRATION_TIMEOUT_S + 1.0
 _STATE, _ACK, _PATH, _LINK, _RESTART = range(5)
 #: the robot's messages the trackers take (Robot.add_listener's ``messages``)
 _TRACKED_MESSAGES = frozenset(("RobotState", "AcknowledgeAction", "PathFollowingEvent"))
@@ -195,7 +203,8 @@ class MotionActions:
         robot restarted its reported heading, and a treads goal holds its target in the
         robot's own frame; on the executor, the goal running on the treads then (one accepted
         meanwhile too: it may have started from a pose of the old heading) is stopped (and
-        its path cleared) and ends ABORTED with ``reason``."""
+        its path cleared) and ends ABORTED with ``reason``; one waiting for the head's
+        calibration is not (it is checked again after it)."""
         self._handover.put((_RESTART, reason, None))
 
     def abort_all(self, reason: str) -> None:
@@ -359,7 +368,9 @@ class MotionActions:
                 if run.tracker is not None:
                     run.tracker.on_path_event(a, b)
         elif kind == _RESTART:
-            self.preempt("wheels", a, stop=True)
+            run = self._runs.get("wheels")
+            if run is not None and not run.waiting:  # one waiting is checked again after it
+                self.preempt("wheels", a, stop=True)
         elif kind == _LINK and self._runs:
             # only the goals that ran, or were being checked, when the link went: the hand-over
             # lags the I/O thread, and a goal checked once the link was back (READY comes first)
@@ -445,7 +456,8 @@ class MotionActions:
     def _on_accepted(self, name: str, goal_handle) -> None:
         plan, checked_at = self._plans.pop(id(goal_handle.request), (None, time.monotonic()))
         resource = ACTION_NAMES[name][1]
-        run = Run(name, resource, goal_handle, plan or {}, accepted_at=checked_at)
+        run = Run(name, resource, goal_handle, plan or {}, accepted_at=checked_at,
+                  waiting=resource == "wheels" and self._robot.calibrating("head"))
         # a path the previous goal runs ends on the robot first: a turn in place does not
         # end it there (Anki's firmware hands the treads back to the path after the turn).
         # Another motion goes on until the new goal's first command replaces it: the run holds
@@ -480,6 +492,9 @@ class MotionActions:
             if run is None:  # pragma: no cover - every accepted goal has a run
                 goal_handle.abort()
                 return ACTION_NAMES[name][0].Result()
+            if run.outcome is None and run.resource == "wheels" and \
+                    (run.waiting or self._robot.calibrating("head")):
+                await self._wait_for_the_head(run)
             if run.outcome is None:
                 try:
                     self._goals[run.name].start(run)
@@ -508,6 +523,49 @@ class MotionActions:
         finally:
             self._pending_executes -= 1
             self._by_goal.pop(key, None)
+
+    async def _wait_for_the_head(self, run: Run) -> None:
+        """A treads goal while the head calibrates: the robot's reported heading holds until the
+        head is calibrated (Anki's firmware resets its IMU filter at every tick until then), so
+        a turn would not end and a path would steer blind. The goal waits, the treads still,
+        until the head is calibrated (at most HEAD_CALIBRATION_WAIT_S), or until it ends
+        (cancel, preemption, emergency stop...), and is checked again then: the heading
+        restarted meanwhile, and a pick-up shows again."""
+        self._log.info(f"{run.name}: waits for the robot to calibrate its head (it does at each "
+                       "connection, and on calibrate_motors): its heading holds until then")
+        run.waiting = True
+        self._stop_motor(run)  # the motion it preempted: nothing replaces it for a while
+        run.stop = None
+        done: Future = Future()
+        deadline = time.monotonic() + HEAD_CALIBRATION_WAIT_S
+
+        def check() -> None:
+            if not done.done() and (run.outcome is not None or not self._robot.calibrating("head")
+                                    or time.monotonic() >= deadline):
+                done.set_result(None)
+        timer = steady_timer(self._node, 0.02, check, self._group)
+        try:
+            await done
+        finally:
+            self._node.destroy_timer(timer)
+            run.waiting = False
+        if run.outcome is not None:
+            return
+        if self._robot.calibrating("head"):
+            self._finish(run, ABORTED, f"the robot's head still calibrates after "
+                         f"{HEAD_CALIBRATION_WAIT_S:.0f} s (no HEAD_CALIBRATION_ENDED): its "
+                         "heading holds until it is done")
+            return
+        goal = self._goals[run.name]
+        try:  # from the heading the calibration restarted, where the robot is now
+            self._check_driver(run.resource)
+            plan = goal.check(run.goal_handle.request)
+            goal.check_duration(plan)
+            self._check_cliff(run.name, plan)
+        except MotionError as exc:
+            self._finish(run, ABORTED, f"{exc} (checked again once the head was calibrated)")
+            return
+        run.plan = plan
 
     def _finish(self, run: Run, status: str, message: str) -> None:
         if run.outcome is not None:

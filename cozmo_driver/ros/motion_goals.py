@@ -65,6 +65,7 @@ class Run:
     sample: Optional[StateSample] = None     # the latest robot state seen while running
     stop: Optional[Callable[[], None]] = None  # before its start: the preempted goal's, if it moves on
     accepted_at: float = 0.0                 # time.monotonic() when its driver check began
+    waiting: bool = False                    # a treads goal that waits for the head's calibration
 
 
 class GoalContext:

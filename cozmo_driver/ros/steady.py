@@ -5,10 +5,10 @@
 pauses included, after that). The nodes' own timers measure this computer's time, as the
 robot link does: the driver's 1 s reports (``/diagnostics``, ``link_status``, the battery
 marker, refusals held back, the objects' ageing), its wait for tf, a clip's wait for the
-motors' calibration, the retirement of released action servers, the name guard and the
-behavior engine's ticks. They run on a steady clock, one per node; Humble's
-``Node.create_timer`` takes it already (``clock=``). The stamps of messages stay on the
-node's clock."""
+motors' calibration and a treads goal's for the head's, the retirement of released action
+servers, the name guard and the behavior engine's ticks. They run on a steady clock, one
+per node; Humble's ``Node.create_timer`` takes it already (``clock=``). The stamps of
+messages stay on the node's clock."""
 
 from __future__ import annotations
 

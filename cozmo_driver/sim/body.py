@@ -261,6 +261,8 @@ class Body:
             self.x += chord * math.cos(yaw + half)
             self.y += chord * math.sin(yaw + half)
             self.yaw_u = yaw + w * dt
+            if self.head.calibrating:  # the IMU filter's rotation stays 0: the heading holds
+                self.restart_heading()
             self._after_motion()
         self.head.step(dt)
         self.lift.step(dt)
@@ -481,10 +483,12 @@ class Body:
         self.anchor = (self.x - (rx * c - ry * s), self.y - (rx * s + ry * c), ayaw)
 
     def restart_heading(self) -> None:
-        """The head starts to calibrate: as Anki's firmware, whose reported heading is its
-        IMU filter's rotation plus an offset (kept from the last SetOrigin) and which puts
-        that rotation back to 0 while the head is not calibrated (IMUFilter::Update,
-        Reset), the reported heading goes back to that offset; x and y stay."""
+        """The head starts to calibrate, or calibrates and the robot turned: as Anki's
+        firmware, whose reported heading is its IMU filter's rotation plus an offset (kept
+        from the last SetOrigin) and which puts that rotation back to 0 at every tick while
+        the head is not calibrated (IMUFilter::Update, Reset), the reported heading goes
+        back to that offset, and holds there for the whole calibration (each physics step
+        that turns restarts it again: x and y go on along the held heading); x and y stay."""
         rx, ry, _ = self.reported_pose()
         offset = self._imu_zero_yaw - self.anchor[2]
         self._imu_zero_yaw = self.yaw_u

@@ -51,7 +51,11 @@ What it models
   its low stop and rests there (0.5 s, the lift 0.75 s), MotorCalibration
   (ended). Meanwhile it takes no command: the head runs the latest one after
   the calibration, the lift drops it (as the firmware's controllers do).
-  StopAllMotors drops the waiting command; the calibration goes on.
+  StopAllMotors drops the waiting command; the calibration goes on. While the head
+  calibrates, the reported heading holds at the offset the last SetOrigin set (the
+  firmware resets its IMU filter at every tick then, IMUFilter::Update): turns meanwhile
+  are not counted, x and y go on along the held heading, and IS_PICKED_UP is not
+  reported; turns count again after it. TurnInPlace and paths steer by the true heading.
 * **Pose frames**: the true pose lives in the world frame of
   :class:`cozmo_driver.sim.world.World` (table centre, x forward). The reported
   pose is odometry: it starts at (0, 0, 0) on boot and SetOrigin re-anchors it

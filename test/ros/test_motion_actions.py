@@ -359,6 +359,64 @@ def test_calibrate_motors_ends_the_treads_goal_whose_heading_it_restarts(rig, na
         assert rig.sim.command_counts().get("ClearPath", 0) > clears, "the path was cleared"
 
 
+def calibrate_with_the_head_up(rig) -> None:
+    """calibrate_motors with the head up, so that the calibration lasts about a second; it is
+    under way, and its start has reached the driver, on return."""
+    from std_srvs.srv import Trigger
+    robot = rig.node._robot
+    assert rig.spin_until(lambda: not robot.calibrating("head"), 5.0)  # the connection's
+    status, result = rig.run("set_head_angle", SetHeadAngle.Goal(angle=0.7))
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    assert rig.call(Trigger, "calibrate_motors", Trigger.Request()).success
+    rig.spin_for(0.15)
+    assert robot.calibrating("head")
+
+
+@pytest.mark.parametrize("name", sorted(TREADS_GOALS))
+def test_a_treads_goal_sent_while_the_head_calibrates_waits_for_the_calibration(rig, name):
+    """Anki's firmware holds the reported heading for the whole head calibration (its IMU
+    filter is reset at every tick until the head is calibrated): a turn sent then spun until
+    the calibration ended and then turned its full angle again, SUCCEEDED with odom wrong,
+    and a path steered blind. The goal waits, the treads still, until the head is
+    calibrated, and then runs, checked again."""
+    robot = rig.node._robot
+    calibrate_with_the_head_up(rig)
+    x0, y0, a0 = rig.odom_truth()
+    handle = rig.send(name, TREADS_GOALS[name])
+    assert handle is not None, "rejected"
+    while robot.calibrating("head"):
+        rig.spin_for(0.05)
+        x, y, a = rig.odom_truth()
+        assert math.hypot(x - x0, y - y0) < 0.001 and abs(wrap(a - a0)) < 0.005, \
+            "the treads moved while the head calibrated"
+    status, result = rig.wait(handle)
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    x, y, a = rig.odom_truth()
+    if name == "turn_in_place":
+        assert wrap(a - a0) == pytest.approx(2.5, abs=0.05)
+    else:
+        assert math.hypot(x - x0, y - y0) == pytest.approx(0.2, abs=0.01)
+        assert abs(wrap(a - a0)) < 0.05
+    odom = rig.node._tracker.pose  # the driver's odometry agrees with the truth
+    assert math.hypot(odom.x - x, odom.y - y) < 0.01 and abs(wrap(odom.yaw - a)) < 0.05
+
+
+def test_a_treads_goal_waiting_for_the_head_calibration_can_be_canceled(rig):
+    robot = rig.node._robot
+    calibrate_with_the_head_up(rig)
+    turns = rig.sim.command_counts().get("TurnInPlace", 0)
+    handle = rig.send("turn_in_place", TREADS_GOALS["turn_in_place"])
+    assert handle is not None, "rejected"
+    rig.spin_for(0.1)
+    assert robot.calibrating("head")
+    rig.cancel(handle)
+    status, result = rig.wait(handle)
+    assert status == GoalStatus.STATUS_CANCELED, result.message
+    assert rig.spin_until(lambda: not robot.calibrating("head"), 5.0)
+    assert stays_still(rig)
+    assert rig.sim.command_counts().get("TurnInPlace", 0) == turns, "the turn went out"
+
+
 def test_a_head_calibration_the_robot_starts_itself_ends_the_treads_goal(rig):
     """The robot recalibrates its head by itself (a forced motor): its heading restarts as
     at calibrate_motors, and the driver ends the treads goal the same way, saying so."""

@@ -989,6 +989,51 @@ def test_the_reported_heading_restarts_when_the_head_calibrates():
     assert clock.model.reported_pose()[2] == pytest.approx(0.0, abs=1e-6)
 
 
+def test_the_reported_heading_holds_for_the_whole_head_calibration():
+    """Anki's firmware resets its IMU filter at every tick while the head is not calibrated
+    (IMUFilter::Update: Reset, no update): its rotation stays 0, so the reported heading holds
+    at the offset for the whole calibration, however the robot turns, and x and y go along
+    that held heading; nor is a pick-up detected then. The simulator restarted the heading
+    once, at the start, and then counted the turns: a driver steering by it saw nothing wrong."""
+    clock = make()
+    clock.model.body.head.pos = HEAD_MAX_RAD               # a calibration of over a second
+    clock.send(m.SetOrigin(pose_frame_id=2, pose_origin_id=1))
+    clock.send(m.StartMotorCalibration(head=True, lift=False))
+    clock.run(0.05)
+    assert clock.model.body.head.calibrating
+    x0, y0, yaw0 = clock.model.reported_pose()
+    true0 = clock.model.yaw_u
+    clock.send(m.DriveWheels(lwheel_speed_mmps=-30, rwheel_speed_mmps=30))
+    clock.run(0.3)
+    assert clock.model.yaw_u - true0 > 0.3                 # it turned
+    assert clock.model.reported_pose()[2] == pytest.approx(yaw0, abs=1e-9)
+    clock.send(m.DriveWheels(lwheel_speed_mmps=50, rwheel_speed_mmps=50))
+    clock.run(0.2)
+    clock.send(m.DriveWheels())
+    clock.run(0.05)
+    assert clock.model.body.head.calibrating
+    x, y, yaw = clock.model.reported_pose()
+    assert yaw == pytest.approx(yaw0, abs=1e-9)
+    assert x - x0 > 5.0 and abs(y - y0) < 0.5             # along the held heading
+    clock.run(1.0)
+    assert not clock.model.body.head.calibrating
+    clock.model.body.head.pos = HEAD_MAX_RAD               # again: a pick-up is not detected
+    clock.send(m.StartMotorCalibration(head=True, lift=False))
+    clock.model.pick_up(clock.now)
+    clock.run(0.4)
+    assert clock.model.body.head.calibrating
+    assert not last_state(clock).status & StatusFlag.IS_PICKED_UP
+    clock.model.put_down(clock.now)
+    clock.run(1.5)                                         # calibrated: turns count again
+    assert not clock.model.body.head.calibrating
+    start_true, start_yaw = clock.model.yaw_u, clock.model.reported_pose()[2]
+    clock.send(m.DriveWheels(lwheel_speed_mmps=-30, rwheel_speed_mmps=30))
+    clock.run(0.4)
+    clock.send(m.DriveWheels())
+    clock.run(0.2)
+    assert clock.model.reported_pose()[2] - start_yaw == pytest.approx(clock.model.yaw_u - start_true, abs=1e-6)
+
+
 # ------------------------------------------------------------------------------- animation stream
 
 def _calibration_events(clock: Clock) -> list:
