@@ -662,8 +662,9 @@ def plan_go_to_pose(start: Pose2D, goal: Pose2D, position_tolerance: float, head
     off) and a line; then a point turn to the goal's heading (which costs nothing
     when the robot arrives within its tolerance), left out when the planned arrival
     heading is within the heading tolerance less :data:`ARRIVAL_HEADING_MARGIN_RAD`
-    (a loose tolerance does not need it). Only the point turn when the robot is within
-    the position tolerance but not half the heading's; empty when it is within both."""
+    (a loose tolerance does not need it), and always with a tolerance of pi (any heading).
+    Only the point turn when the robot is within the position tolerance but not the
+    heading's; empty when it is within both (as the goal's success is judged)."""
     turn_tol = max(MIN_TURN_TOLERANCE_RAD, min(0.05, heading_tolerance / 2.0))
     dx, dy = goal.x - start.x, goal.y - start.y
     distance = math.hypot(dx, dy)
@@ -693,8 +694,12 @@ def plan_go_to_pose(start: Pose2D, goal: Pose2D, position_tolerance: float, head
                                                turn_accel))
             segs.append(Segment.line(start.x, start.y, goal.x, goal.y, speed, accel, accel))
     off = abs(wrap_angle(goal.yaw - heading))
-    if (segs and off >= heading_tolerance - ARRIVAL_HEADING_MARGIN_RAD) or \
-            (not segs and off > heading_tolerance / 2.0):
+    # driven: the path follower may arrive up to the margin off the planned heading, so the
+    # turn is added unless the plan arrives within the tolerance less that (no heading is
+    # more than pi off: none needed with pi); already there: as the goal's success, the
+    # whole tolerance
+    if (segs and off >= heading_tolerance - ARRIVAL_HEADING_MARGIN_RAD and heading_tolerance < math.pi) or \
+            (not segs and off > heading_tolerance):
         segs.append(Segment.point_turn(x, y, wrap_angle(goal.yaw), turn_tol, turn_speed, turn_accel,
                                        turn_accel))
     return segs

@@ -232,6 +232,23 @@ def test_go_to_pose_leaves_out_the_final_turn_a_loose_heading_tolerance_does_not
         assert kinds(mo.plan_go_to_pose(Pose2D(), Pose2D(0.1, 0.1, HALF_PI), 0.01, tol)) == ["A", "T"]
 
 
+def test_go_to_pose_within_both_tolerances_does_not_turn_and_any_heading_needs_no_final_turn():
+    """Already within position_tolerance, the plan turned when the heading was off by more
+    than half heading_tolerance, though the goal succeeds within the whole of it: a goal
+    within both tolerances turned; with heading_tolerance pi ("any heading") it turned to
+    the pose's yaw, and a drive arriving within 0.05 rad of the opposite heading added a
+    final turn as well."""
+    # already there: within the whole tolerance, nothing to do; beyond it, a turn
+    assert mo.plan_go_to_pose(Pose2D(), Pose2D(0.002, 0.0, 2.0), 0.01, math.pi) == []
+    assert mo.plan_go_to_pose(Pose2D(), Pose2D(0.004, 0.0, 0.04), 0.005, 0.05) == []
+    assert kinds(mo.plan_go_to_pose(Pose2D(), Pose2D(0.004, 0.0, 0.06), 0.005, 0.05)) == ["T"]
+    # heading_tolerance pi: whatever heading the robot arrives on will do
+    assert kinds(mo.plan_go_to_pose(Pose2D(), Pose2D(-0.3, 0.0, 0.0), 0.01, math.pi)) == ["T", "L"]
+    assert kinds(mo.plan_go_to_pose(Pose2D(), Pose2D(0.3, 0.0, math.pi - 0.02), 0.01, math.pi)) == ["L"]
+    # a tolerance just under pi keeps the margin for the path follower's arrival
+    assert kinds(mo.plan_go_to_pose(Pose2D(), Pose2D(0.3, 0.0, math.pi - 0.02), 0.01, 3.1)) == ["L", "T"]
+
+
 def test_drive_straight_backwards_is_a_line_with_negative_speed():
     seg = mo.plan_drive_straight(Pose2D(0.1, 0.2, HALF_PI), -0.05, 0.08, 0.3)
     assert seg.type == LINE and seg.speed == -0.08
