@@ -279,10 +279,10 @@ def require_finite(prefix: str, **values: float) -> None:
 
 
 def check_speed(value: float, name: str, default: float, limit: float, unit: str,
-                allow_negative: bool = False) -> Tuple[float, Optional[str]]:
+                allow_negative: bool = False, limit_name: str = "") -> Tuple[float, Optional[str]]:
     """(speed to use, warning or None): 0 -> ``default``, at most ``limit``; beyond
-    ``limit`` -> clamped with a warning; negative -> refused unless ``allow_negative``
-    (the sign is kept)."""
+    ``limit`` -> clamped with a warning (naming the parameter ``limit_name`` that set the
+    limit, if any); negative -> refused unless ``allow_negative`` (the sign is kept)."""
     if not math.isfinite(value):
         raise MotionError(f"{name} is {value}: not a finite number")
     if value < 0 and not allow_negative:
@@ -291,7 +291,8 @@ def check_speed(value: float, name: str, default: float, limit: float, unit: str
         return min(default, limit), None
     if abs(value) > limit:
         clamped = math.copysign(limit, value)
-        return clamped, (f"{name} = {value:g} {unit} is beyond {limit:g} {unit}: "
+        limit_text = f"{limit_name} = {limit:g}" if limit_name else f"{limit:g}"
+        return clamped, (f"{name} = {value:g} {unit} is beyond {limit_text} {unit}: "
                          f"clamped to {clamped:g} {unit}")
     return value, None
 
@@ -380,13 +381,14 @@ def check_robot_size(segments: Sequence[Segment], what: str) -> None:
                           "(it numbers them in a signed byte)")
 
 
-def check_segments(segments: Sequence[Segment], max_speed: float, prefix: str = "segments"
-                   ) -> Tuple[List[Segment], List[str]]:
+def check_segments(segments: Sequence[Segment], max_speed: float, prefix: str = "segments",
+                   max_speed_name: str = "") -> Tuple[List[Segment], List[str]]:
     """Explicit segments checked and clamped: (segments, warnings). Raises MotionError
     naming the first bad field: non-finite values, unknown types, empty lines, arcs
     without radius or sweep, point-turn tolerances below :data:`MIN_TURN_TOLERANCE_RAD`,
     negative accelerations, gaps between segments over :data:`SEGMENT_GAP_M`, too many
-    segments. Speeds over the limits are clamped (with a warning)."""
+    segments. Speeds over the limits are clamped (with a warning; a line's or arc's over
+    ``max_speed`` naming the parameter ``max_speed_name`` that set it, if given)."""
     if not segments:
         raise MotionError(f"{prefix} is empty: nothing to follow")
     if len(segments) > MAX_PATH_SEGMENTS:
@@ -417,7 +419,8 @@ def check_segments(segments: Sequence[Segment], max_speed: float, prefix: str = 
             if seg.length < _MIN_LINE_M:
                 raise MotionError(f"{where.rstrip('.')}: a LINE of {seg.length:.4f} m (at least "
                                   f"{_MIN_LINE_M} m)")
-            speed, warning = check_speed(seg.speed, where + "speed", 0.0, max_speed, "m/s", True)
+            speed, warning = check_speed(seg.speed, where + "speed", 0.0, max_speed, "m/s", True,
+                                         max_speed_name)
             check_path_rate(speed, where + "speed", "m/s")
         elif seg.type == ARC:
             if seg.radius < MIN_ARC_RADIUS_M:
@@ -426,7 +429,8 @@ def check_segments(segments: Sequence[Segment], max_speed: float, prefix: str = 
             if not 1e-3 <= abs(seg.sweep) <= _MAX_SWEEP_RAD:
                 raise MotionError(f"{where}sweep = {seg.sweep:g} rad: must be within "
                                   f"0.001..{_MAX_SWEEP_RAD:.4f} rad in size")
-            speed, warning = check_speed(seg.speed, where + "speed", 0.0, max_speed, "m/s", True)
+            speed, warning = check_speed(seg.speed, where + "speed", 0.0, max_speed, "m/s", True,
+                                         max_speed_name)
             check_path_rate(speed, where + "speed", "m/s")
         else:
             if seg.tolerance != 0.0:

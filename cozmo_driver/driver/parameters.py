@@ -74,8 +74,10 @@ PARAMETERS: Tuple[ParamSpec, ...] = (
               "stale (a zero stamp is taken)"),
     ParamSpec("cmd_vel_timeout", 0.5, "Stop the treads when no cmd_vel came for this long (0.0: "
               "never; a change applies to the drive in progress)", "s", 0.0, 10.0, dynamic=True),
-    ParamSpec("max_wheel_speed", 0.2, "Fastest tread speed for cmd_vel; faster commands are scaled "
-              "down keeping their curvature", "m/s", 0.01, 0.2, dynamic=True),
+    ParamSpec("max_wheel_speed", 0.2, "Fastest tread speed for cmd_vel, faster commands scaled down "
+              "keeping their curvature; also the fastest speed of drive_straight, go_to_pose and "
+              "follow_path goals (and segments), faster ones clamped with a warning", "m/s", 0.01, 0.2,
+              dynamic=True),
     ParamSpec("wheel_acceleration", 0.0, "Tread acceleration for cmd_vel (0: none, the robot takes "
               "the new speed at once, as fast as the treads go)",
               "m/s^2", 0.0, 10.0, dynamic=True),

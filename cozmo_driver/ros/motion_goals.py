@@ -184,7 +184,7 @@ class GoalContext:
     def linear_speeds(self, speed_value: float, accel_value: float, prefix: str,
                       warnings: List[str]) -> Tuple[float, float]:
         speed, w1 = mo.check_speed(speed_value, prefix + "speed", mo.DEFAULT_SPEED_MPS,
-                                   self.param("max_wheel_speed"), "m/s")
+                                   self.param("max_wheel_speed"), "m/s", limit_name="max_wheel_speed")
         accel, w2 = mo.check_speed(accel_value, prefix + "accel", mo.DEFAULT_ACCEL_MPS2,
                                    _MAX_ACCEL_MPS2, "m/s^2")
         mo.check_path_rate(speed, prefix + "speed", "m/s")  # the robot's paths: whole mm/s
@@ -545,7 +545,8 @@ class FollowPathGoal(PathGoal):
         else:
             raw = [Segment(int(s.type), **{f: float(getattr(s, f)) for f in Segment.FIELDS})
                    for s in segments]
-            checked, seg_warnings = mo.check_segments(raw, ctx.param("max_wheel_speed"))
+            checked, seg_warnings = mo.check_segments(raw, ctx.param("max_wheel_speed"),
+                                                      max_speed_name="max_wheel_speed")
             warnings.extend(seg_warnings)
             to_robot = ctx.frame_to_robot(goal.segments_frame_id, "segments_frame_id")
             plan["segments"] = [mo.apply_defaults(s.transformed(to_robot), speed, accel, decel, turn_speed,

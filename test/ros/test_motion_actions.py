@@ -1008,6 +1008,27 @@ def test_bad_goals_are_rejected_with_a_message(rig):
         assert rig.sim.command_counts().get(name, 0) == 0, name
 
 
+def test_goal_speeds_beyond_max_wheel_speed_are_clamped_naming_the_parameter(rclpy_context, sim, rclpy_log):
+    """max_wheel_speed caps the goals' speeds too (drive_straight, go_to_pose, follow_path's
+    and its segments'), and the warning said only "speed = 0.1 m/s is beyond 0.05 m/s:
+    clamped", leaving the user to guess what the 0.05 was: it names the parameter."""
+    rig = Rig(rclpy_context, sim, max_wheel_speed=0.05)
+    try:
+        status, result = rig.run("drive_straight", DriveStraight.Goal(distance=0.02, speed=0.1))
+        assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+        segments = FollowPath.Goal(segments_frame_id="base_footprint", segments=[
+            PathSegment(type=PathSegment.LINE, end_x=0.02, speed=0.12)])
+        status, result = rig.run("follow_path", segments)
+        assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+        lines = [line.message for line in rclpy_log.of(rig.node)]
+        assert "drive_straight: speed = 0.1 m/s is beyond max_wheel_speed = 0.05 m/s: clamped to " \
+               "0.05 m/s" in lines, lines
+        assert "follow_path: segments[0].speed = 0.12 m/s is beyond max_wheel_speed = 0.05 m/s: " \
+               "clamped to 0.05 m/s" in lines, lines
+    finally:
+        rig.close()
+
+
 def test_goals_that_would_take_longer_than_ten_minutes_are_rejected(rig):
     """A speed far too slow for the way (a unit or a digit wrong), or a way far too long for
     the speed, is refused with the time it would take: it was accepted and held the motor
