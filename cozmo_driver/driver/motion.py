@@ -1013,8 +1013,11 @@ class TurnTracker(_Tracker):
             self._settled += 1
             limit = SETTLE_STATES if self.seen_moving else NO_MOTION_STATES
             if self._settled >= limit:
-                return self._finish(ABORTED, f"the robot stopped {remaining:.3f} rad short of the "
-                                    f"target (tolerance {self.tolerance:.3f} rad)")
+                # left against the turn's way (the short way to a heading): it went past
+                way = wrap_angle(self.angle - self.start_yaw) if self.absolute else self.angle
+                where = "past the target" if remaining * way < 0.0 else "short of the target"
+                return self._finish(ABORTED, f"the robot stopped {abs(remaining):.3f} rad {where} "
+                                    f"(tolerance {self.tolerance:.3f} rad)")
             return self._timed_out(s, f"{remaining:.3f} rad to go")
         self._still += 1
         if self._still >= NO_START_STATES:

@@ -572,6 +572,30 @@ def test_turn_tracker_absolute_short_and_picked_up():
     assert out.status == ABORTED and out.message == "interrupted: the robot was picked up"
 
 
+def test_a_turn_that_stops_past_its_target_says_past_not_short():
+    """A turn that overshot ended "the robot stopped -0.080 rad short of the target": the
+    remaining angle against the turn's way is past the target, and said as a size."""
+    moving = StatusFlag.ARE_WHEELS_MOVING
+    for direction in (1.0, -1.0):
+        for absolute in (False, True):
+            tr = mo.TurnTracker(deadline=100.0, action_id=2, start_yaw=0.0, angle=1.0 * direction,
+                                absolute=absolute, tolerance=0.035)
+            tr.on_ack(2)
+            assert tr.on_state(sample(0.0, yaw=0.5 * direction, flags=moving)) is None
+            out = None
+            for k in range(1, mo.SETTLE_STATES + 1):
+                out = tr.on_state(sample(0.03 * k, yaw=1.08 * direction))
+            assert out is not None and out.status == ABORTED
+            assert out.message == "the robot stopped 0.080 rad past the target (tolerance 0.035 rad)"
+            tr = mo.TurnTracker(deadline=100.0, action_id=2, start_yaw=0.0, angle=1.0 * direction,
+                                absolute=absolute, tolerance=0.035)
+            tr.on_ack(2)
+            assert tr.on_state(sample(0.0, yaw=0.5 * direction, flags=moving)) is None
+            for k in range(1, mo.SETTLE_STATES + 1):
+                out = tr.on_state(sample(0.03 * k, yaw=0.92 * direction))
+            assert out.message == "the robot stopped 0.080 rad short of the target (tolerance 0.035 rad)"
+
+
 def path_tracker(**kw):
     return mo.PathTracker(deadline=kw.pop("deadline", 10.0), event_id=5,
                           segments=[Segment.line(0, 0, 0.1, 0), Segment.point_turn(0.1, 0, 1.0)], **kw)
