@@ -506,10 +506,11 @@ class DriverCore(NotesMixin, LinkNotesMixin, ActuatorsMixin, CameraMixin):
         return None
 
     def ready(self, topic: str, motion: bool) -> bool:
-        """May a command from ``topic`` go to the robot now? Refuses (warns) when not."""
+        """May a command from ``topic`` go to the robot now? Refuses (warns, throttled per
+        topic and reason: a teleop's refusals hide no other topic's) when not."""
         refused = self.not_ready(motion)
         if refused is not None:
-            self.refuse(refused[0], f"{topic} refused: {refused[1]}", STATE_WARN_PERIOD_S)
+            self.refuse(f"{refused[0]} {topic}", f"{topic} refused: {refused[1]}", STATE_WARN_PERIOD_S)
             return False
         return True
 

@@ -1742,6 +1742,36 @@ def test_commands_refused_for_the_drivers_state_are_said_once_per_10_s(rig):
     assert len(inactive()) == 2 and "(and 58 more like it in the last 10.5 s)" in inactive()[1]
 
 
+def test_each_topic_refused_for_the_drivers_state_is_named_at_once(rig):
+    """cmd_vel at 20 Hz refused while inactive held back the head/angle and backpack_lights
+    refusals behind its own (one kind per driver state, whatever the topic): they were never
+    named, only counted into "cmd_vel refused: ... (and 216 more like it)". Each topic's first
+    refusal is said at once, its repeats counted per topic; nothing refused is sent later."""
+    robot, core, output = rig
+    clock = [100.0]
+    core.clock = lambda: clock[0]
+    core.deactivate()
+    sent = len(robot.received)
+    off = {name: (0.0, 0.0, 0.0) for name in ("front", "middle", "back", "left", "right")}
+    for k in range(40):  # 2 s of cmd_vel at 20 Hz, a head and a lights command among them
+        core.drive_twist("cmd_vel", (0.05, 0.0, 0.0), (0.0, 0.0, 0.0))
+        if k == 10:
+            core.set_head(0.2)
+        if k == 20:
+            core.set_backpack_lights(off)
+        clock[0] += 0.05
+    refusals = [t for level, t in output.lines if " refused: " in t and level == logging.WARNING]
+    assert [t.split(" refused")[0] for t in refusals] == ["cmd_vel", "head/angle", "backpack_lights"], refusals
+    clock[0] += 10.0
+    core.say_overdue()
+    assert "cmd_vel refused" in output.lines[-1][1] and "(and 38 more like it" in output.lines[-1][1], \
+        output.lines[-3:]
+    robot.run(0.5)
+    assert not [m for _, m in robot.received[sent:] if m.NAME in ("DriveWheels", "SetHeadAngle",
+                                                                   "SetBackpackLights", "LightStateCenter")]
+    assert core.refused == 42
+
+
 def test_a_drive_beyond_max_wheel_speed_is_scaled_with_a_throttled_warning(rig):
     robot, core, output = rig
     clock = [100.0]
