@@ -59,7 +59,7 @@ from ..protocol.session import MessageReceived, SessionConfig
 from .actuators import ActuatorsMixin, heading_lost
 from .camera import CameraMixin
 from .link_notes import LinkNotesMixin
-from .notes import STATE_WARN_PERIOD_S, WARN_PERIOD_S, NotesMixin
+from .notes import WARN_PERIOD_S, NotesMixin
 from .samples import (BatterySample, DriverOutput, ImuSample, JointSample,
                       LinkSample, OdomSample, StateSample, StatusSample)
 
@@ -492,27 +492,6 @@ class DriverCore(NotesMixin, LinkNotesMixin, ActuatorsMixin, CameraMixin):
                              on_charger=self.battery_on_charger))
 
     # ------------------------------------------------------------------ commands
-
-    def not_ready(self, motion: bool) -> Optional[Tuple[str, str]]:
-        """(kind, why) a command may not go to the robot now, or None."""
-        if not self.active:
-            return "inactive", "the driver is not active"
-        if motion and self.estop:
-            return "estop", "emergency stop engaged (release it with the emergency_stop service)"
-        if motion and self.suspending:
-            return "suspended", "the driver is being suspended (Ctrl-Z)"
-        if self.robot is None or self.link_state is not LinkState.READY:
-            return "offline", "not connected to the robot"
-        return None
-
-    def ready(self, topic: str, motion: bool) -> bool:
-        """May a command from ``topic`` go to the robot now? Refuses (warns, throttled per
-        topic and reason: a teleop's refusals hide no other topic's) when not."""
-        refused = self.not_ready(motion)
-        if refused is not None:
-            self.refuse(f"{refused[0]} {topic}", f"{topic} refused: {refused[1]}", STATE_WARN_PERIOD_S)
-            return False
-        return True
 
     def drive_twist(self, field: str, linear: Tuple[float, float, float],
                     angular: Tuple[float, float, float], own_thread: bool = False) -> None:

@@ -14,8 +14,8 @@ from ..client import LinkState, LinkStateChanged
 from ..driver.sensors import BATTERY_LOW_V, StatusFlag
 from ..transport.udp import is_loopback
 
-__all__ = ["LinkNotesMixin", "NO_ANSWER_HINT", "SIM_NO_ANSWER_HINT", "NO_STATE_HINT",
-           "BATTERY_RECOVERED_MARGIN_V", "no_answer_hint"]
+__all__ = ["LinkNotesMixin", "NO_ANSWER_HINT", "SIM_NO_ANSWER_HINT", "NO_STATE_HINT", "LOST_HINT",
+           "SIM_LOST_HINT", "GONE_HINT", "SIM_GONE_HINT", "BATTERY_RECOVERED_MARGIN_V", "no_answer_hint"]
 
 NO_ANSWER_HINT = ("Is it switched on, and this computer on its Wi-Fi (the robot's own access "
                   "point)? Are robot_ip and robot_port right? It answers one program at a time: "
@@ -25,6 +25,15 @@ NO_ANSWER_HINT = ("Is it switched on, and this computer on its Wi-Fi (the robot'
 SIM_NO_ANSWER_HINT = ("Is the simulator running on that port (cozmo-sim --port N; or launch with "
                       "use_sim:=true start_sim:=true)? It answers one program at a time, as the "
                       "robot does: is another one (a driver, a pycozmo script) connected to it?")
+#: what a lost robot is told (connected a moment ago: nothing to check about the address)
+LOST_HINT = "Is the robot switched on, and this computer on its Wi-Fi?"
+SIM_LOST_HINT = "Is the simulator still running (it was stopped, or its process ended)?"
+#: what the attempts that go unanswered after a loss are told: the robot was there
+GONE_HINT = ("It was connected before: it is gone (switched off, its battery ran out, or out of "
+             "Wi-Fi range, or this computer left its Wi-Fi); the driver reconnects by itself once it "
+             "answers")
+SIM_GONE_HINT = ("It was connected before: the simulator was stopped, or its process ended; the "
+                 "driver reconnects by itself once one runs on that port again")
 #: the same for a robot that took the handshake but never streamed its state
 NO_STATE_HINT = ("The driver tries again; if this goes on, switch the robot off and on (or "
                  "restart the simulator)")
@@ -33,13 +42,17 @@ NO_STATE_HINT = ("The driver tries again; if this goes on, switch the robot off 
 BATTERY_RECOVERED_MARGIN_V = 0.05
 
 
-def no_answer_hint(robot: Any, robot_ip: str) -> str:
-    """What a robot that does not answer is told: the simulator's hint when the address
-    robot_ip resolved to (the transport's remote_addr, resolved when it started: localhost
-    is 127.0.0.1) is a loopback one, else the real robot's. No look-up here (this runs on
-    the I/O thread): before a start, robot_ip as given."""
+def no_answer_hint(robot: Any, robot_ip: str, lost: bool = False) -> str:
+    """What a robot that does not answer is told (``lost``: one that was connected before,
+    lost since): the simulator's hint when the address robot_ip resolved to (the transport's
+    remote_addr, resolved when it started: localhost is 127.0.0.1) is a loopback one, else
+    the real robot's. No look-up here (this runs on the I/O thread): before a start, robot_ip
+    as given."""
     remote = getattr(getattr(robot, "transport", None), "remote_addr", None)
-    return SIM_NO_ANSWER_HINT if is_loopback(remote[0] if remote else robot_ip) else NO_ANSWER_HINT
+    sim = is_loopback(remote[0] if remote else robot_ip)
+    if lost:
+        return SIM_GONE_HINT if sim else GONE_HINT
+    return SIM_NO_ANSWER_HINT if sim else NO_ANSWER_HINT
 
 
 class LinkNotesMixin:
@@ -81,13 +94,14 @@ class LinkNotesMixin:
     def loss_hint(self) -> str:
         """What a robot lost from a ready link is told: its low battery as the likely cause
         when its last state said so (and not that it was on its charger, or charging), else
-        what else to check."""
+        what else to check (of the simulator on a loopback address)."""
         volts = self.battery_v
         if volts is not None and math.isfinite(volts) and volts < BATTERY_LOW_V and not self.battery_on_charger:
             return (f"Its battery was low ({volts:.2f} V in its last state), the likely cause: the "
                     f"robot switches itself off after a minute below {geo.BATTERY_EMPTY_V:.2f} V; put "
                     "it on its charger")
-        return "Is the robot switched on, and this computer on its Wi-Fi?"
+        sim = no_answer_hint(self.robot, self.params["robot_ip"]) is SIM_NO_ANSWER_HINT
+        return SIM_LOST_HINT if sim else LOST_HINT
 
     def _on_link_state(self, event: LinkStateChanged) -> None:
         if event.state is LinkState.READY:
@@ -109,7 +123,7 @@ class LinkNotesMixin:
                 self.log_throttled(logging.WARNING, "connect", f"the robot at {where} answered, but "
                                    f"sent no robot state ({event.reason}). {NO_STATE_HINT}", 10.0)
             else:
-                hint = no_answer_hint(self.robot, self.params["robot_ip"])
+                hint = no_answer_hint(self.robot, self.params["robot_ip"], self.robot_lost)
                 self.log_throttled(logging.WARNING, "connect", f"the robot at {where} does not "
                                    f"answer ({event.reason}). {hint}", 10.0)
         elif event.state is LinkState.DISCONNECTED:

@@ -1,11 +1,15 @@
 """The driver core's log: its lines go to the front-end (``output.note``), those that a
-cause may repeat throttled per kind with the count of the others (a part of
+cause may repeat throttled per kind with the count of the others; and why a command is
+refused for the driver's state, with the way out (a part of
 :class:`~cozmo_driver.core.DriverCore`)."""
 
 from __future__ import annotations
 
 import logging
+from typing import Optional, Tuple
 
+from ..client import LinkState
+from ..driver.commands import ESTOP_REFUSAL, NOT_CONNECTED_REFUSAL, inactive_refusal
 from ..log_throttle import field_kind
 
 __all__ = ["NotesMixin", "STATE_WARN_PERIOD_S", "WARN_PERIOD_S"]
@@ -19,7 +23,8 @@ STATE_WARN_PERIOD_S = 10.0
 
 class NotesMixin:
     """Needs ``output``, ``throttle`` (a LogThrottle), ``clock`` and ``refused`` with its
-    ``_refused_lock``."""
+    ``_refused_lock``; for the refusals, ``active``, ``estop``, ``suspending``, ``robot`` and
+    ``link_state``."""
 
     def _log(self, level: int, text: str) -> None:
         self.output.note(level, text)
@@ -54,3 +59,24 @@ class NotesMixin:
     def refuse_field(self, text: str) -> None:
         """:meth:`refuse`, one kind per field that ``text`` names (:func:`field_kind`)."""
         self.refuse(field_kind(text), text)
+
+    def not_ready(self, motion: bool) -> Optional[Tuple[str, str]]:
+        """(kind, why, with the way out) a command may not go to the robot now, or None."""
+        if not self.active:  # (the robot client's name is the node's fully qualified one)
+            return "inactive", inactive_refusal(getattr(getattr(self.robot, "link", None), "name", "<driver>"))
+        if motion and self.estop:
+            return "estop", ESTOP_REFUSAL
+        if motion and self.suspending:
+            return "suspended", "the driver is being suspended (Ctrl-Z)"
+        if self.robot is None or self.link_state is not LinkState.READY:
+            return "offline", NOT_CONNECTED_REFUSAL
+        return None
+
+    def ready(self, topic: str, motion: bool) -> bool:
+        """May a command from ``topic`` go to the robot now? Refuses (warns, throttled per
+        topic and reason: a teleop's refusals hide no other topic's) when not."""
+        refused = self.not_ready(motion)
+        if refused is not None:
+            self.refuse(f"{refused[0]} {topic}", f"{topic} refused: {refused[1]}", STATE_WARN_PERIOD_S)
+            return False
+        return True

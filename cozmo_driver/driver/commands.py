@@ -20,7 +20,19 @@ from typing import Iterable, Optional, Tuple
 from ..errors import UsageError
 
 __all__ = ["CommandError", "require_finite", "clamp", "rgb555", "rgb555_to_rgb", "volume_level",
-           "check_frame", "check_cmd_vel_stamp"]
+           "check_frame", "check_cmd_vel_stamp", "ESTOP_REFUSAL", "NOT_CONNECTED_REFUSAL", "inactive_refusal"]
+
+#: why a command or goal is refused for the driver's state, as the driver core's topics, the
+#: media and the motion actions say it (with the way out)
+ESTOP_REFUSAL = "emergency stop engaged (release it with the emergency_stop service)"
+NOT_CONNECTED_REFUSAL = ("not connected to the robot (the driver reconnects by itself: "
+                         "link_status says when it is back)")
+
+
+def inactive_refusal(node_name: str) -> str:
+    """Why a command or goal is refused while the driver ``node_name`` (its fully qualified
+    name) is inactive."""
+    return f"the driver is not active (activate it: ros2 lifecycle set {node_name} activate)"
 
 
 class CommandError(UsageError, ValueError):

@@ -18,6 +18,8 @@ from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.parameter import Parameter
 from rclpy.serialization import deserialize_message
 
+from ..driver.commands import ESTOP_REFUSAL, NOT_CONNECTED_REFUSAL
+from ..driver.commands import inactive_refusal as node_inactive_refusal
 from ..stop_flag import CTRL_Z_STOPPED
 from ._entry import bad_qos_overrides, unknown_parameters
 from .serialized import LayoutError, read_twist
@@ -29,16 +31,9 @@ __all__ = ["transition", "camera_file", "descriptor", "declare_parameters", "twi
            "inactive_refusal", "ServerRetirement", "still_retiring", "withdraw", "destroy_retired", "ctrl_z_stop"]
 
 
-#: why a command or goal is refused, as the media and the motion actions say it
-ESTOP_REFUSAL = "emergency stop engaged (release it with the emergency_stop service)"
-NOT_CONNECTED_REFUSAL = ("not connected to the robot (the driver reconnects by itself: "
-                         "link_status says when it is back)")
-
-
 def inactive_refusal(node: Any) -> str:
     """Why a command or goal is refused while ``node`` (the driver) is inactive."""
-    return (f"the driver is not active (activate it: ros2 lifecycle set "
-            f"{node.get_fully_qualified_name()} activate)")
+    return node_inactive_refusal(node.get_fully_qualified_name())
 
 
 #: Ctrl-Z: how long the driver waits for the robot to acknowledge its stop before the process

@@ -1187,7 +1187,7 @@ def test_a_held_back_no_answer_is_dropped_once_the_robot_is_back(rig):
             if core.throttle.pending("connect"):
                 break
         assert core.throttle.pending("connect") and len(no_answer()) >= 1, output.lines
-        assert "Is the simulator running on that port" in no_answer()[0]  # 127.0.0.1: not Wi-Fi
+        assert "the simulator was stopped" in no_answer()[0]  # 127.0.0.1 (not Wi-Fi), connected before
         said = len(no_answer())
         robot.net.a_to_b = robot.net.b_to_a = Impairment()
         for _ in range(30):  # it is back
@@ -1226,12 +1226,13 @@ def test_lines_held_back_are_said_before_the_line_that_changes_what_they_describ
             break
     lines = texts()
     back = max(i for i, t in enumerate(lines) if t.startswith("connected again"))
-    held = [i for i, t in enumerate(lines) if "not connected to the robot (and 1 more" in t]
+    held = [i for i, t in enumerate(lines) if "link_status says when it is back) (and 1 more" in t]
     assert held and held[-1] < back, lines[-8:]
     core.deactivate()
     refused_thrice()
     core.activate()
-    assert "the driver is not active (and 1 more" in texts()[-1], texts()[-3:]
+    assert "the driver is not active (activate it: ros2 lifecycle set core-test activate) (and 1 more" \
+        in texts()[-1], texts()[-3:]
     count = len(output.lines)
     robot.run(5.0)
     core.say_overdue()
@@ -1328,7 +1329,7 @@ def test_a_low_battery_on_the_charger_is_no_warning_and_no_cause_of_a_loss(rig):
     robot.run(6.0)
     lost = [t for t in warnings(start) if t.startswith("lost the robot")]
     assert lost and "battery" not in lost[-1], lost
-    assert "Is the robot switched on, and this computer on its Wi-Fi?" in lost[-1], lost[-1]
+    assert "Is the simulator still running" in lost[-1], lost[-1]  # (127.0.0.1)
 
 
 def test_a_robot_that_never_answered_is_connecting_not_lost():
@@ -1770,6 +1771,51 @@ def test_each_topic_refused_for_the_drivers_state_is_named_at_once(rig):
     assert not [m for _, m in robot.received[sent:] if m.NAME in ("DriveWheels", "SetHeadAngle",
                                                                    "SetBackpackLights", "LightStateCenter")]
     assert core.refused == 42
+
+
+def test_topic_refusals_for_the_drivers_state_say_the_way_out(rig):
+    """A goal refused while inactive says how to activate the driver, and display/image's
+    "not connected" that the driver reconnects by itself; cmd_vel's, head/angle's and the
+    other topics' refusals (the core's) said neither."""
+    robot, core, output = rig
+    core.deactivate()
+    core.drive(0.05, 0.0)
+    assert output.said("cmd_vel refused: the driver is not active (activate it: ros2 lifecycle set "
+                       "core-test activate)", logging.WARNING), output.lines[-3:]
+    core.activate()
+    robot.sim.set_silent(True, robot.net.now)
+    robot.run(6.0)
+    assert not core.connected
+    core.set_head(0.1)
+    assert output.said("head/angle refused: not connected to the robot (the driver reconnects by itself: "
+                       "link_status says when it is back)", logging.WARNING), output.lines[-3:]
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1", "172.31.1.1"])
+def test_a_robot_lost_after_being_connected_is_told_as_gone_not_as_never_found(address):
+    """A simulator on loopback that went away was told "Is the robot switched on, and this
+    computer on its Wi-Fi?"; and the "does not answer" lines of the attempts after a loss
+    still asked "Are robot_ip and robot_port right? ... close the Cozmo app", wrong for a
+    robot that was connected a moment ago. The loss says the simulator's hint on loopback,
+    and the attempts after it say that the robot was connected and is gone."""
+    robot, core, output = connected()
+    robot.transport.remote_addr = (address, 5551)  # as UdpTransport.start resolved robot_ip
+    start = len(output.lines)
+    robot.sim.set_silent(True, robot.net.now)
+
+    def warnings():
+        return [t for level, t in output.lines[start:] if level == logging.WARNING]
+    for _ in range(60):
+        robot.run(0.5)
+        if any("does not answer" in t for t in warnings()):
+            break
+    lost = [t for t in warnings() if t.startswith("lost the robot")]
+    answer = [t for t in warnings() if "does not answer" in t]
+    assert lost and answer, warnings()
+    sim = address == "127.0.0.1"
+    assert ("Wi-Fi" in lost[0]) is not sim and ("simulator" in lost[0]) is sim, lost[0]
+    assert "robot_ip and robot_port" not in answer[0] and "Cozmo app" not in answer[0], answer[0]
+    assert "was connected" in answer[0] and ("simulator" in answer[0]) is sim, answer[0]
 
 
 def test_a_drive_beyond_max_wheel_speed_is_scaled_with_a_throttled_warning(rig):
