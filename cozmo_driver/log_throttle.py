@@ -26,7 +26,7 @@ import logging
 import threading
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
-__all__ = ["LogThrottle", "field_kind"]
+__all__ = ["LogThrottle", "field_kind", "counted"]
 
 
 def field_kind(text: str) -> str:
@@ -79,7 +79,7 @@ class LogThrottle:
         due = self.due(key, now, period_s, text, level)
         if due is None:
             return None
-        return _counted(text, *due)
+        return counted(text, *due)
 
     def overdue(self, now: float) -> List[Tuple[str, str, int]]:
         """``(key, line, level)`` of each kind whose events were held back and whose period is
@@ -101,7 +101,7 @@ class LogThrottle:
                     continue
                 if kind.unsaid and kind.text is not None and (
                         not due_only or now - kind.said >= kind.period):
-                    lines.append((key, _counted(kind.text, kind.unsaid - 1, now - kind.said),
+                    lines.append((key, counted(kind.text, kind.unsaid - 1, now - kind.said),
                                   kind.level))
                     self._kinds[key] = _Kind(now, 0, None, kind.period, kind.level)
         return lines
@@ -119,7 +119,8 @@ class LogThrottle:
             return kind.unsaid if kind is not None else 0
 
 
-def _counted(text: str, unsaid: int, since: float) -> str:
+def counted(text: str, unsaid: int, since: float) -> str:
+    """``text`` with the count of the lines of its kind left unsaid in the last ``since`` s."""
     if unsaid == 0:
         return text
     return f"{text} (and {unsaid} more like it in the last {since:.1f} s)"

@@ -70,10 +70,12 @@ from ..protocol.session import (
 )
 
 __all__ = ["ClientConfig", "LinkState", "RobotInfo", "RobotLink", "LinkStateChanged", "RobotReady",
-           "MOTOR_MIN_SPEED_RADPS", "firmware_safe_speeds"]
+           "MOTOR_MIN_SPEED_RADPS", "RETRY_SEPARATOR", "firmware_safe_speeds"]
 
 logger = logging.getLogger("cozmo.client")
 
+#: what a LOST event's reason puts before its retry time ("...; reconnecting in 1.0 s")
+RETRY_SEPARATOR = "; reconnecting in "
 #: The firmware this protocol table describes; older ones are warned about.
 SUPPORTED_FIRMWARE = 2381
 
@@ -367,7 +369,7 @@ class RobotLink:
         self.calibration.reset()
         if self._wanted and self.config.reconnect:
             self._reconnect_at = now + self._backoff
-            reason = f"{reason}; reconnecting in {self._backoff:.1f} s"
+            reason = f"{reason}{RETRY_SEPARATOR}{self._backoff:.1f} s"
             self._backoff = min(self._backoff * 2, self.config.reconnect_max)
             self._set_state(LinkState.LOST, reason)
         else:

@@ -58,7 +58,7 @@ from ..protocol.nvstorage import (CAMERA_CALIB_SIZE, NV_TAG_CAMERA_CALIB, NvRead
 from ..protocol.session import MessageReceived, SessionConfig
 from .actuators import ActuatorsMixin, heading_lost
 from .camera import CameraMixin
-from .link_notes import LinkNotesMixin
+from .link_notes import LinkNotesMixin, forget_connect_lines
 from .notes import WARN_PERIOD_S, NotesMixin
 from .samples import (BatterySample, DriverOutput, ImuSample, JointSample,
                       LinkSample, OdomSample, StateSample, StatusSample)
@@ -392,7 +392,7 @@ class DriverCore(NotesMixin, LinkNotesMixin, ActuatorsMixin, CameraMixin):
             self.output.on_robot_info(info)
         again = " again" if self.ever_ready else ""
         self.ever_ready = True
-        self.throttle.forget("connect")  # a "does not answer" held back is no longer true
+        forget_connect_lines(self.throttle)  # a "does not answer" held back is no longer true
         self.say_held_back()
         p = self.params
         version = str(info.firmware_version) if info.firmware_version is not None else ""

@@ -11,11 +11,13 @@ from typing import Any
 
 from .. import robot_geometry as geo
 from ..client import LinkState, LinkStateChanged
+from ..client.link import RETRY_SEPARATOR
 from ..driver.sensors import BATTERY_LOW_V, StatusFlag
 from ..transport.udp import is_loopback
 
 __all__ = ["LinkNotesMixin", "NO_ANSWER_HINT", "SIM_NO_ANSWER_HINT", "NO_STATE_HINT", "LOST_HINT",
-           "SIM_LOST_HINT", "GONE_HINT", "SIM_GONE_HINT", "BATTERY_RECOVERED_MARGIN_V", "no_answer_hint"]
+           "SIM_LOST_HINT", "GONE_HINT", "SIM_GONE_HINT", "BATTERY_RECOVERED_MARGIN_V", "CONNECT_KINDS",
+           "no_answer_hint", "forget_connect_lines"]
 
 NO_ANSWER_HINT = ("Is it switched on, and this computer on its Wi-Fi (the robot's own access "
                   "point)? Are robot_ip and robot_port right? It answers one program at a time: "
@@ -37,9 +39,18 @@ SIM_GONE_HINT = ("It was connected before: the simulator was stopped, or its pro
 #: the same for a robot that took the handshake but never streamed its state
 NO_STATE_HINT = ("The driver tries again; if this goes on, switch the robot off and on (or "
                  "restart the simulator)")
+#: the throttle kinds of the lines of a robot that does not come up (LinkNotesMixin)
+CONNECT_KINDS = ("connect", "no state")
 #: a low battery is warned of again only after its voltage came back this far above
 #: BATTERY_LOW_V (charged): driving sags it by a few hundredths of a volt, V
 BATTERY_RECOVERED_MARGIN_V = 0.05
+
+
+def forget_connect_lines(throttle: Any) -> None:
+    """The robot is ready: the "does not answer" and "answered, but sent no robot state"
+    lines held back are no longer true (dropped), and the next is said at once."""
+    for key in CONNECT_KINDS:
+        throttle.forget(key)
 
 
 def no_answer_hint(robot: Any, robot_ip: str, lost: bool = False) -> str:
@@ -119,13 +130,17 @@ class LinkNotesMixin:
                 self._log(logging.WARNING,
                           f"lost the robot at {where} ({event.reason}). Odometry, camera and "
                           f"status pause until it is back. {self.loss_hint()}")
-            elif previous is LinkState.INITIALIZING:  # it took the handshake
-                self.log_throttled(logging.WARNING, "connect", f"the robot at {where} answered, but "
-                                   f"sent no robot state ({event.reason}). {NO_STATE_HINT}", 10.0)
-            else:
-                hint = no_answer_hint(self.robot, self.params["robot_ip"], self.robot_lost)
-                self.log_throttled(logging.WARNING, "connect", f"the robot at {where} does not "
-                                   f"answer ({event.reason}). {hint}", 10.0)
+            else:  # once each 10 s per problem; one said late leaves out the retry's time
+                reason = event.reason
+                late = reason.split(RETRY_SEPARATOR)[0]
+                if previous is LinkState.INITIALIZING:  # it took the handshake
+                    key, text = "no state", f"the robot at {where} answered, but sent no robot state"
+                    hint = NO_STATE_HINT
+                else:
+                    key, text = "connect", f"the robot at {where} does not answer"
+                    hint = no_answer_hint(self.robot, self.params["robot_ip"], self.robot_lost)
+                self.log_throttled(logging.WARNING, key, f"{text} ({reason}). {hint}", 10.0,
+                                   later=f"{text} ({late}). {hint}")
         elif event.state is LinkState.DISCONNECTED:
             self.battery_low_said = False  # the next robot's is told of again
             self._log(logging.INFO, f"disconnected from the robot at {where}: {event.reason}")

@@ -10,7 +10,7 @@ from typing import Optional, Tuple
 
 from ..client import LinkState
 from ..driver.commands import ESTOP_REFUSAL, NOT_CONNECTED_REFUSAL, inactive_refusal
-from ..log_throttle import field_kind
+from ..log_throttle import counted, field_kind
 
 __all__ = ["NotesMixin", "STATE_WARN_PERIOD_S", "WARN_PERIOD_S"]
 
@@ -29,12 +29,15 @@ class NotesMixin:
     def _log(self, level: int, text: str) -> None:
         self.output.note(level, text)
 
-    def log_throttled(self, level: int, key: str, text: str, period: float = WARN_PERIOD_S) -> None:
+    def log_throttled(self, level: int, key: str, text: str, period: float = WARN_PERIOD_S,
+                      later: Optional[str] = None) -> None:
         """Say ``text`` unless a line of kind ``key`` was said in the last ``period`` s; the
-        next line of that kind (or :meth:`say_overdue`) says how many were left unsaid."""
-        line = self.throttle.line(key, text, self.clock(), period, level)
-        if line is not None:
-            self._log(level, line)
+        next line of that kind (or :meth:`say_overdue`) says how many were left unsaid.
+        ``later``: what is said instead when it is held back, without what would be stale
+        by then (a retry time)."""
+        due = self.throttle.due(key, self.clock(), period, text if later is None else later, level)
+        if due is not None:
+            self._log(level, counted(text, *due))
 
     def say_overdue(self) -> None:
         """The lines held back of each kind that then fell quiet (the node's 1 s timer)."""

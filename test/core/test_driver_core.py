@@ -1419,6 +1419,34 @@ def test_a_robot_that_answered_but_never_streamed_is_not_said_to_not_answer():
     assert "does not answer" not in said[-1]
 
 
+def test_a_no_answer_said_late_has_no_stale_retry_time_and_a_silent_stream_is_its_own_kind():
+    """"does not answer" lines held back by their 10 s were said up to 10 s later with the
+    attempt's "reconnecting in 1.0 s", long past; and a robot that answered but sent no robot
+    state, right after one that did not answer, was held back behind it (one kind for both).
+    A line said late leaves the retry time out; the two problems are kinds of their own."""
+    robot, core, output = connected()
+    clock = [100.0]
+    core.clock = lambda: clock[0]
+
+    def attempt(previous, reason):
+        core.link_state = previous
+        core.on_robot_event(LinkStateChanged(LinkState.LOST, reason))
+        clock[0] += 1.0
+    warnings = lambda: [t for level, t in output.lines if level == logging.WARNING]  # noqa: E731
+    start = len(warnings())
+    attempt(LinkState.CONNECTING, "the robot did not answer within 5.0 s; reconnecting in 1.0 s")
+    attempt(LinkState.CONNECTING, "the robot did not answer within 5.0 s; reconnecting in 2.0 s")
+    attempt(LinkState.INITIALIZING, "the robot did not become ready within 5.0 s; reconnecting in 4.0 s")
+    said = warnings()[start:]
+    assert len(said) == 2 and "does not answer" in said[0] and "reconnecting in 1.0 s" in said[0], said
+    assert "answered, but sent no robot state" in said[1], said
+    clock[0] += 10.0
+    core.say_overdue()
+    late = warnings()[start + 2:]
+    assert len(late) == 1 and "does not answer (the robot did not answer within 5.0 s)" in late[0], late
+    assert "reconnecting in" not in late[0], late[0]
+
+
 def test_a_robot_ip_naming_this_computer_gets_the_simulators_hint():
     """robot_ip:=localhost was told the real robot's hint (its Wi-Fi, the Cozmo app): the
     name was looked at, not the address it resolves to, which the UDP transport holds once
