@@ -317,6 +317,7 @@ class DriverCore(NotesMixin, LinkNotesMixin, ActuatorsMixin, CameraMixin):
         self.state_count += 1
         # the holds' clock: the stamps may stand still (ROS time without /clock) or go back
         now = self.robot.clock()
+        self.state_came(now)
         tracker = self.tracker
         calibrating = self.robot.calibrating
         raw_head, flags = float(state.head_angle_rad), int(state.status)
@@ -402,6 +403,7 @@ class DriverCore(NotesMixin, LinkNotesMixin, ActuatorsMixin, CameraMixin):
                   f"{int(info.head_serial or 0):08x}, body serial {int(info.body_serial or 0):08x}, "
                   f"hardware v{int(info.body_hw_version or 0)}, {info.body_color or 'UNKNOWN'}")
         self.reinitialise(resend_only=False, ready=True)
+        self.watch_state_gaps()
         with self.lock:
             self.output.on_link(self.link_sample())
 

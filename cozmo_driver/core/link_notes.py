@@ -7,17 +7,18 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Any
+from typing import Any, Optional
 
 from .. import robot_geometry as geo
 from ..client import LinkState, LinkStateChanged
 from ..client.link import RETRY_SEPARATOR
 from ..driver.sensors import BATTERY_LOW_V, StatusFlag
+from ..log_throttle import counted
 from ..transport.udp import is_loopback
 
 __all__ = ["LinkNotesMixin", "NO_ANSWER_HINT", "SIM_NO_ANSWER_HINT", "NO_STATE_HINT", "LOST_HINT",
            "SIM_LOST_HINT", "GONE_HINT", "SIM_GONE_HINT", "BATTERY_RECOVERED_MARGIN_V", "CONNECT_KINDS",
-           "no_answer_hint", "forget_connect_lines"]
+           "STATE_GAP_S", "STATE_GAP_PERIOD_S", "no_answer_hint", "forget_connect_lines"]
 
 NO_ANSWER_HINT = ("Is it switched on, and this computer on its Wi-Fi (the robot's own access "
                   "point)? Are robot_ip and robot_port right? It answers one program at a time: "
@@ -41,6 +42,12 @@ NO_STATE_HINT = ("The driver tries again; if this goes on, switch the robot off 
                  "restart the simulator)")
 #: the throttle kinds of the lines of a robot that does not come up (LinkNotesMixin)
 CONNECT_KINDS = ("connect", "no state")
+#: no robot state for this long while connected (active) is warned of: odom and tf pause,
+#: though the link is not lost before peer_timeout (3 s) or ready_timeout (5 s); the robot
+#: streams its state every 33 ms, and a Wi-Fi stall under 1 s is common and not worth a line, s
+STATE_GAP_S = 1.0
+#: such a warning is said at most once per this many seconds (the next one counts the others), s
+STATE_GAP_PERIOD_S = 10.0
 #: a low battery is warned of again only after its voltage came back this far above
 #: BATTERY_LOW_V (charged): driving sags it by a few hundredths of a volt, V
 BATTERY_RECOVERED_MARGIN_V = 0.05
@@ -68,12 +75,56 @@ def no_answer_hint(robot: Any, robot_ip: str, lost: bool = False) -> str:
 
 class LinkNotesMixin:
     """Needs the NotesMixin's log calls, ``params``, ``robot``, ``output``, ``lock``,
-    ``link_state``, ``robot_lost``, ``battery_v``, ``cancel_watchdog`` and ``link_sample``."""
+    ``link_state``, ``robot_lost``, ``battery_v``, ``active``, ``throttle``, ``clock``,
+    ``cancel_watchdog`` and ``link_sample``."""
 
     #: a low battery was warned of, and its voltage has not recovered since
     battery_low_said = False
     #: the latest robot state said it is on its charger, or charging
     battery_on_charger = False
+    #: robot clock s of the latest robot state (or of the connection's start)
+    _state_at = 0.0
+    #: robot clock s of the latest state before a gap seen (None: none), and if it was said
+    _gap_from: Optional[float] = None
+    _gap_said = False
+    #: the connection the pending gap check watches (a check of another one ends)
+    _gap_watch: Any = None
+
+    def watch_state_gaps(self) -> None:
+        """The robot is ready (I/O thread): check for gaps in its state stream from now on
+        (:data:`STATE_GAP_S`), by one check a second on the client's scheduler, no polling."""
+        self._gap_watch = token = object()
+        self._state_at, self._gap_from = self.robot.clock(), None
+        self.robot.schedule(self._state_at + STATE_GAP_S, self._check_state_gap, token)
+
+    def state_came(self, now: float) -> None:
+        """A robot state came at ``now`` (robot clock, I/O thread): a gap warned of is over."""
+        self._state_at = now
+        if self._gap_from is not None:
+            gap, self._gap_from = now - self._gap_from, None
+            if self._gap_said:
+                self._log(logging.INFO, f"robot state again after {gap:.1f} s: odometry and tf go on")
+
+    def _check_state_gap(self, token: Any) -> None:
+        """I/O thread: warn of a robot state missing for STATE_GAP_S (throttled; one held
+        back is only counted into the next, never said late), then check again."""
+        if token is not self._gap_watch or self.link_state is not LinkState.READY:
+            return  # another connection's, or lost: the next RobotReady watches again
+        now = self.robot.clock()
+        due = self._state_at + STATE_GAP_S
+        if now >= due:
+            due = now + STATE_GAP_S  # (in a gap: once a second until it ends or the link does)
+            if self._gap_from is None and self.active:  # (counted once a gap)
+                said = self.throttle.due("state gap", self.clock(), STATE_GAP_PERIOD_S)
+                self._gap_from, self._gap_said = self._state_at, said is not None
+                if said is not None:
+                    p = self.params
+                    self._log(logging.WARNING, counted(
+                        f"no robot state for {now - self._state_at:.1f} s: odometry, tf and the robot's "
+                        f"topics pause; the robot is declared lost after {p['peer_timeout']:g} s of "
+                        f"silence (peer_timeout) or {p['ready_timeout']:g} s without a state "
+                        "(ready_timeout)", *said))
+        self.robot.schedule(due, self._check_state_gap, token)
 
     def reported_state(self) -> LinkState:
         """The link's state as told: LOST from the loss of a ready robot until it is ready
