@@ -17,7 +17,8 @@ the last of them once the kind's period is over, with the count of the others an
 the level the kind's lines are said at.
 :meth:`LogThrottle.pending` tells how many wait; :meth:`LogThrottle.flush` gives them
 all at once (before a line that changes what they describe), and
-:meth:`LogThrottle.forget` drops them when what they say has stopped being true.
+:meth:`LogThrottle.forget` drops them when what they say has stopped being true
+(:meth:`LogThrottle.drop` too, keeping the kind's period).
 """
 
 from __future__ import annotations
@@ -111,6 +112,17 @@ class LogThrottle:
         (a robot that "does not answer" answered), and its next event is said at once."""
         with self._lock:
             self._kinds.pop(key, None)
+
+    def drop(self, key: str) -> int:
+        """Drop what is held back of ``key``, its period kept (a cause that repeats goes on
+        being throttled): what it said is no longer true, and the caller says what replaces
+        it. Returns how many events were dropped."""
+        with self._lock:
+            kind = self._kinds.get(key)
+            if kind is None or not kind.unsaid:
+                return 0
+            self._kinds[key] = _Kind(kind.said, 0, None, kind.period, kind.level)
+            return kind.unsaid
 
     def pending(self, key: str) -> int:
         """How many events of ``key`` were counted and not said yet."""

@@ -26,7 +26,10 @@ protocol's output and events are handled once. The robot sends a camera frame
 as a burst of chunks; reading a burst in one wake-up instead of one datagram
 per loop iteration (what asyncio's datagram transport does) saves the loop and
 the hand-out per datagram. A send that would block is dropped and counted as a
-send error (UDP: the session's retransmission covers reliable traffic).
+send error (UDP: the session's retransmission covers reliable traffic). Send errors are
+warned of at most once per 5 s (with the count of the others); the first send that works
+after them says so, with their count (at most once per 5 s), and drops the warnings held
+back, no longer true.
 
 ``protocol`` is anything with ``receive_datagram``, ``datagrams_to_send``,
 ``get_timer``, ``handle_timer`` and ``next_event``: a
@@ -292,6 +295,8 @@ class UdpTransport:
         self._started = threading.Event()
         self._start_error: Optional[BaseException] = None
         self._throttle = LogThrottle(5.0)  # the send-failure warning: once per 5 s, with a count
+        #: sends failed since the last that worked, and (loop time) when the first of them did
+        self._failed, self._failed_since = 0, 0.0
         #: calls from other threads that jump the queue (see call_soon(urgent=True))
         self._urgent: Deque[Tuple[Callable[..., Any], tuple]] = deque()
         #: held by the I/O thread whenever it works (never while it waits in select), so
@@ -572,13 +577,19 @@ class UdpTransport:
             except Exception:  # a protocol bug: the timer is armed again below all the same
                 self.stats.callback_errors += 1
                 logger.exception("[%s] the protocol's timer failed", self.name)
-            for _, line, _ in self._throttle.overdue(time.monotonic()):  # failures held back
-                logger.warning("%s", line)
+            # lines held back: failures (said after those of sends that worked again while
+            # sends fail again now)
+            lines = self._throttle.overdue(time.monotonic())
+            for _, line, level in sorted(lines, key=lambda held: self._failed > 0 and held[0] == "send"):
+                logger.log(level, "%s", line)
             self._pump()
 
     def _on_send_error(self, exc: Exception) -> None:
         self.stats.send_errors += 1
         now = time.monotonic()
+        if not self._failed:
+            self._failed_since = now
+        self._failed += 1
         if now >= self._hint_until:  # (a bind of a throwaway socket: once a second at most)
             self._hint, self._hint_until = send_failure_hint(str(self.local_addr[0])), now + 1.0
         line = self._throttle.line("send", f"[{self.name}] UDP send failed: {exc} ({self._hint})", now)
@@ -598,6 +609,19 @@ class UdpTransport:
                         self._on_send_error(exc)
                     else:
                         self.stats.datagrams_out += 1
+                        if self._failed:
+                            self._sent_again()
+
+    def _sent_again(self) -> None:
+        """A send worked after some failed: said (at most once per 5 s, the others counted),
+        and the failures held back, no longer true, dropped (counted in this line)."""
+        now = time.monotonic()
+        failed, self._failed = self._failed, 0
+        self._throttle.drop("send")  # (its 5 s kept: a failure again soon is held back)
+        line = self._throttle.line("sent", f"[{self.name}] UDP sends work again ({failed} failed in the last "
+                                   f"{now - self._failed_since:.1f} s)", now, level=logging.INFO)
+        if line is not None:
+            logger.info("%s", line)
 
     def _pump(self) -> None:
         """Transmit what is due, hand out events, re-arm the one timer."""

@@ -85,6 +85,18 @@ def test_a_kind_forgotten_drops_its_held_back_line_and_its_next_is_said_at_once(
     t.forget("never seen")
 
 
+def test_a_kind_dropped_loses_its_held_back_lines_but_keeps_its_period():
+    t = LogThrottle(5.0)
+    assert t.line("send", "send failed", 0.0) == "send failed"
+    assert t.line("send", "send failed", 1.0) is None
+    assert t.line("send", "send failed", 2.0) is None
+    assert t.drop("send") == 2  # sends work again: said by the caller, with its own count
+    assert t.pending("send") == 0 and t.overdue(20.0) == []
+    assert t.line("send", "send failed", 3.0) is None  # failing again within the 5 s: held back
+    assert t.overdue(5.0) == [("send", "send failed", logging.WARNING)]
+    assert t.drop("send") == 0 and t.drop("never seen") == 0
+
+
 def test_flush_says_every_held_back_line_now_and_the_period_goes_on():
     t = LogThrottle(2.0)
     assert t.line("a", "A1", 0.0) == "A1"
