@@ -22,7 +22,8 @@ events (:meth:`~ObjectRegistry.pop_events`), accelerometer samples
   neither connected nor being connected and has not been heard of for
   ``object_timeout``. A connected object stays listed: the robot reports its
   loss itself (ObjectConnectionState with ``connected`` false), and the robot
-  does not advertise connected objects.
+  does not advertise connected objects. At most :data:`_MAX_KNOWN` objects are kept: a new
+  one while each is heard of within ``object_timeout`` is ignored (:func:`forget_one`).
 * **Connections.** An object connects into one of the robot's 4 radio slots, which
   is its object id (:data:`RADIO_SLOTS`: ObjectConnect is Anki's SetPropSlot); the
   registry gives each the lowest slot free and empties its slot (factory id 0) to
@@ -181,10 +182,15 @@ BACKPACK_LEDS = ("front", "middle", "back", "left", "right")
 #: the cubes' accelerometer counts per 1 g, and m/s^2 per count
 CUBE_ACCEL_COUNTS_PER_G = 64.0
 MPS2_PER_COUNT = 9.80665 / CUBE_ACCEL_COUNTS_PER_G
-#: known objects kept (listed or not) at most; the oldest unlisted ones are forgotten first
+#: known objects kept (listed or not) at most; the oldest unlisted ones are forgotten first,
+#: and a new object is ignored while each one kept is heard of within object_timeout
 _MAX_KNOWN = 64
+#: s: the warning that new objects are ignored (more than _MAX_KNOWN advertise) is said at
+#: most once in this long
+_CROWD_WARN_PERIOD_S = 10.0
 #: the registry's counters (/diagnostics), in order
-_COUNTERS = ("advertisements", "object messages", "messages from unknown object ids",
+_COUNTERS = ("advertisements", f"advertisements ignored (more than {_MAX_KNOWN} objects)",
+             "object messages", "messages from unknown object ids",
              "accelerometer samples", "filtered taps (not published)", "connection attempts",
              "connection failures", "connections dropped")
 
@@ -578,6 +584,58 @@ def release_messages(entries: Iterable[ObjectEntry]) -> List[Any]:
     return out
 
 
+def forget_one(registry: "ObjectRegistry", now: float) -> bool:
+    """Make room in ``registry`` for one more object: forget, of those neither connected, being
+    connected nor held (which the robot bounds), one not listed, else one listed but not heard
+    of for object_timeout (it leaves the list: DISAPPEARED), the one heard of longest ago.
+    False: every other one is heard of within object_timeout, and none is forgotten (the new
+    one is ignored: forgetting one still there would make room for it only until that one
+    advertised again and pushed out another, the list changing at every advertisement)."""
+    timeout = registry.settings.object_timeout
+    stale = [e for e in registry._entries.values() if not e.connected and e.pending is None
+             and not e.held and (not e.listed or now - e.last_seen > timeout)]
+    if not stale:
+        return False
+    oldest = min(stale, key=lambda e: (e.listed, e.last_seen))
+    del registry._entries[oldest.factory_id]
+    if oldest.listed:
+        registry._changed = True
+        registry._event(ObjectEventType.DISAPPEARED, oldest, f"{oldest.name} ({_hex(oldest.factory_id)}) "
+                        f"forgotten: not heard of for {now - oldest.last_seen:.1f} s, and more than "
+                        f"{_MAX_KNOWN} objects were heard of")
+    return True
+
+
+class _Crowd:
+    """The advertisements of new objects ignored because the registry keeps :data:`_MAX_KNOWN`
+    objects, each heard of within object_timeout (:func:`forget_one`): a warning at the first,
+    then at most one every :data:`_CROWD_WARN_PERIOD_S` with the count since (said at a tick
+    once that is over, if none comes after)."""
+
+    def __init__(self) -> None:
+        self.unsaid = 0
+        self.first_at = self.said_at = -math.inf
+        self.last = ""
+
+    def ignored(self, object_type: int, factory_id: int, now: float, settings: ObjectSettings,
+                warnings: List[str]) -> None:
+        if not self.unsaid:
+            self.first_at = now
+        self.unsaid += 1
+        self.last = f"{object_name(object_type, factory_id)} ({_hex(factory_id)})"
+        self.say(now, settings, warnings)
+
+    def say(self, now: float, settings: ObjectSettings, warnings: List[str]) -> None:
+        if not self.unsaid or now - self.said_at < _CROWD_WARN_PERIOD_S:
+            return
+        n, self.unsaid, self.said_at = self.unsaid, 0, now
+        since = f" in the last {now - self.first_at:.1f} s" if n > 1 else ""
+        warnings.append(f"more than {_MAX_KNOWN} objects advertise: {n} advertisement{'s' if n > 1 else ''} "
+                        f"ignored{since}, the last from {self.last}: at most {_MAX_KNOWN} are listed, and a "
+                        f"new one only once one of them is not heard of for object_timeout "
+                        f"({settings.object_timeout:g} s)")
+
+
 class ObjectRegistry:
     """Objects the robot advertises or is connected to. See the module docstring."""
 
@@ -595,6 +653,8 @@ class ObjectRegistry:
         self._events: List[ObjectEventRecord] = []
         self._accel: List[AccelSample] = []
         self._results: List[RequestResult] = []
+        self._warnings: List[str] = []
+        self._crowd = _Crowd()
         self._changed = False
         self.counters: Dict[str, int] = dict.fromkeys(_COUNTERS, 0)
         self.event_counts: Dict[int, int] = {t: 0 for t in _EVENT_NAMES if t}
@@ -616,6 +676,10 @@ class ObjectRegistry:
 
     def pop_results(self) -> List[RequestResult]:
         out, self._results = self._results, []
+        return out
+
+    def pop_warnings(self) -> List[str]:
+        out, self._warnings = self._warnings, []
         return out
 
     def take_changed(self) -> bool:
@@ -665,7 +729,7 @@ class ObjectRegistry:
         entry = self._entries.get(factory_id)
         if entry is None:
             if len(self._entries) >= _MAX_KNOWN:
-                self._forget_one()
+                forget_one(self, now)  # (a connected object is kept all the same)
             entry = ObjectEntry(factory_id, object_type, object_name(object_type, factory_id),
                                 last_seen=now)
             self._entries[factory_id] = entry
@@ -674,21 +738,6 @@ class ObjectRegistry:
             entry.name = object_name(object_type, factory_id)
             self._changed = True
         return entry
-
-    def _forget_one(self) -> None:
-        """Make room for one more: forget the object heard of longest ago that is neither
-        connected nor being connected, one not listed first (a listed one leaves the list:
-        DISAPPEARED). Only connected, pending and held ones, which the robot bounds, are kept."""
-        idle = [e for e in self._entries.values() if not e.connected and e.pending is None
-                and not e.held]
-        if not idle:
-            return
-        oldest = min(idle, key=lambda e: (e.listed, e.last_seen))
-        del self._entries[oldest.factory_id]
-        if oldest.listed:
-            self._changed = True
-            self._event(ObjectEventType.DISAPPEARED, oldest, f"{oldest.name} ({_hex(oldest.factory_id)}) "
-                        f"forgotten: more than {_MAX_KNOWN} objects were heard of")
 
     def _list(self, entry: ObjectEntry, why: str) -> None:
         if not entry.listed:
@@ -856,7 +905,12 @@ class ObjectRegistry:
 
     def _on_available(self, message: Any, now: float) -> None:
         self.counters["advertisements"] += 1
-        entry = self._get(int(message.factory_id), int(message.object_type), now)
+        factory_id, object_type = int(message.factory_id), int(message.object_type)
+        if factory_id not in self._entries and len(self._entries) >= _MAX_KNOWN and not forget_one(self, now):
+            self.counters[_COUNTERS[1]] += 1
+            self._crowd.ignored(object_type, factory_id, now, self.settings, self._warnings)
+            return
+        entry = self._get(factory_id, object_type, now)
         # Anki's body firmware sends the nRF radio's RSSISAMPLE, the signal's magnitude in -dBm
         # (lower is closer): published as dBm, higher is closer (a negative value is taken as
         # dBm already)
@@ -966,6 +1020,7 @@ class ObjectRegistry:
         """Timeouts, ageing and auto-connect; call it often (a few times a second)."""
         s = self.settings
         self.release_taps(now)
+        self._crowd.say(now, s, self._warnings)
         for entry in list(self._entries.values()):
             pending = entry.pending
             if pending is not None and now >= pending.deadline:

@@ -340,6 +340,8 @@ class ObjectInterfaces:
         results = registry.pop_results()
         if results:
             self._answers.extend(results)
+        for warning in registry.pop_warnings():  # (said at most once every 10 s by the registry)
+            self._note(logging.WARNING, warning)
         events = registry.pop_events()
         samples = registry.pop_accel()
         if not self._active:

@@ -5,6 +5,7 @@ cubes going out of range (cozmo_driver.driver.objects, .light_animations, sim.mo
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -295,9 +296,70 @@ def test_a_flood_of_advertised_objects_never_holds_more_than_64_and_keeps_the_co
         rig.advertise((0x20000000 + k, 1, -70))
     assert len(rig.reg._entries) <= _MAX_KNOWN
     assert rig.reg.entry(C1) is not None and rig.reg.entry(C1).connected
-    assert rig.reg.entry(0x20000000 + 1999) is not None      # the newest is known
+    # all heard of within object_timeout: the newcomers beyond 64 are ignored, none forgotten
+    assert rig.reg.entry(0x20000000 + 1999) is None
+    assert EV.DISAPPEARED not in [e.type for e in rig.reg.pop_events()]
+    assert rig.reg.counters["advertisements ignored (more than 64 objects)"] == 2000 - (_MAX_KNOWN - 4)
+    # once the kept ones are not heard of for object_timeout, newcomers take their places
+    rig.now += 3.5                        # (no tick: the stale ones are still listed)
+    for k in range(2000, 2100):
+        rig.now += 0.0005
+        rig.advertise((0x20000000 + k, 1, -70))
+    assert len(rig.reg._entries) <= _MAX_KNOWN and rig.reg.entry(C1).connected
+    assert rig.reg.entry(0x20000000 + 2060) is not None and rig.reg.entry(0x20000000 + 2061) is None
     forgotten = [e for e in rig.reg.pop_events() if e.type == EV.DISAPPEARED]
-    assert len(forgotten) >= 2000 - _MAX_KNOWN and "forgotten: more than 64 objects" in forgotten[-1].description
+    assert len(forgotten) == _MAX_KNOWN - 3        # not cube1, nor cube2 and cube3, being connected
+    assert forgotten[-1].description.startswith("cube1 (0x2000003b) forgotten: not heard of for 4.")
+
+
+def test_more_than_64_objects_advertising_again_and_again_list_64_and_ignore_the_others():
+    """66 objects advertising once a second: the 64 kept are each heard of within
+    object_timeout, so the other two are ignored (counted, and warned of at most every 10 s)
+    rather than let in by forgetting the one heard of longest ago, 1 s ago, whose next
+    advertisement pushed out another: a DISAPPEARED, an APPEARED and a list published at
+    every advertisement. One of the 64 silent for object_timeout makes room for one of them."""
+    rig = Rig()
+    ids = [0x20000000 + k for k in range(66)]
+    changes = 0
+
+    def second(s: int, who) -> None:
+        nonlocal changes
+        for k, fid in enumerate(who):
+            rig.now = 100.0 + s + k / len(ids)
+            rig.advertise((fid, 1 + (fid - ids[0]) % 3, -70))
+            rig.reg.tick(rig.now)
+            changes += rig.reg.take_changed()
+
+    for s in range(30):
+        second(s, ids)
+    events = rig.reg.pop_events()
+    assert [e.type for e in events] == [EV.APPEARED] * 64 and {e.factory_id for e in events} == set(ids[:64])
+    assert changes == 64 and len(rig.reg.objects()) == 64
+    assert rig.reg.entry(ids[64]) is None and rig.reg.entry(ids[65]) is None
+    assert rig.reg.counters["advertisements ignored (more than 64 objects)"] == 60
+    warnings = rig.reg.pop_warnings()
+    assert len(warnings) == 3                # at once, then at most one every 10 s
+    assert warnings[0] == ("more than 64 objects advertise: 1 advertisement ignored, the last from "
+                           "cube2 (0x20000040): at most 64 are listed, and a new one only "
+                           "once one of them is not heard of for object_timeout (3 s)")
+    assert re.match(r"more than 64 objects advertise: 2\d advertisements ignored in the last \d+\.\d s, the last "
+                    r"from cube[23] \(0x2000004[01]\): at most 64 are listed", warnings[1])
+    # ids[0] falls silent: once it has not been heard of for object_timeout it leaves the
+    # list, and the next newcomer takes its place
+    for s in range(30, 35):
+        second(s, ids[1:])
+    events = rig.events()
+    assert events == [(EV.DISAPPEARED, "cube1"), (EV.APPEARED, "cube2")]
+    assert rig.reg.entry(ids[0]) is None and rig.reg.entry(ids[64]).listed and rig.reg.entry(ids[65]) is None
+    # the ignored ones left unsaid are said at a tick once 10 s have passed, without another
+    rig.reg.pop_warnings()
+    for s in range(35, 50):
+        second(s, ids[1:65])
+    rig.advance(0.0)
+    warnings = rig.reg.pop_warnings()
+    assert len(warnings) == 1 and "advertisements ignored in the last" in warnings[0]
+    rig.advance(20.0)
+    assert rig.reg.pop_warnings() == []
 
 
 def test_auto_connect_connects_the_three_cubes_once_then_events_flow():
