@@ -62,8 +62,8 @@ from ..lifeline import exit_with_parent
 from . import qos
 from .driver_support import RosLogHandler as _RosLogHandler
 from .driver_support import core_attribute as _core_attribute
-from .driver_support import collector_off, declare_parameters, destroy_state_machine, log_line
-from .driver_support import camera_file, close_link, destroy_retired, finish_goals, flush, still_retiring, withdraw
+from .driver_support import collector_off, declare_parameters, destroy_state_machine, log_line, refreeze, thaw_released
+from .driver_support import camera_file, close_link, destroy_retired, finish_goals, flush, retire_actions, withdraw
 from .driver_support import ctrl_z_stop, transition as _transition, twist_reader
 from .handover import HandOver
 from .steady import steady_timer
@@ -211,6 +211,7 @@ class CozmoDriverNode(LifecycleNode):
         if self._media is not None:
             self._media.activate()
         self._publish_link_status()
+        refreeze(activated=True)  # after a cleanup, as start-up's were (driver_support.refreeze)
         self.get_logger().info("activated: robot state published, commands taken")
         return super().on_activate(state)
 
@@ -275,13 +276,7 @@ class CozmoDriverNode(LifecycleNode):
         self._live = False
         core.release()
         self._stop_cmd_vel_thread()
-        if self._media is not None:
-            self._media.destroy()
-            self._retiring, self._media = still_retiring(self._retiring, self._media), None
-        if self._motion is not None:
-            self._motion.destroy()
-            self._retiring, self._motion = still_retiring(self._retiring, self._motion), None
-            core.motion = None
+        retire_actions(self)  # media, then motions: their servers retire (driver_support.ServerRetirement)
         if self._objects is not None:
             self._objects.destroy()  # lights off and objects disconnected, before the link stops
             self._objects = None
@@ -297,6 +292,7 @@ class CozmoDriverNode(LifecycleNode):
             self._destroy_interfaces()
             core.robot = None
         self._configured = False
+        thaw_released()  # what start-up froze is collected (driver_support.freeze_start_up)
 
     def _log(self, level: int, text: str) -> None:
         """Log through rclpy, or to stderr once the context is shut down (Ctrl-C)."""
@@ -409,6 +405,7 @@ class CozmoDriverNode(LifecycleNode):
         self._streams.on_link(self._core.link_sample())
 
     def _on_diagnostics_timer(self) -> None:
+        refreeze()  # after a cleanup: the new configure frozen once the released servers are gone
         self._publish_link_status()
         if self._robot is not None and "diagnostics" in self._pub:
             self._streams.publish_reports(self._media, self._objects)

@@ -11,6 +11,7 @@ import gc
 import logging
 import os
 import sys
+import threading
 from typing import Any, Callable, Optional
 
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
@@ -26,9 +27,11 @@ from .serialized import LayoutError, read_twist
 from .steady import steady_timer
 
 __all__ = ["transition", "camera_file", "descriptor", "declare_parameters", "twist_reader", "RosLogHandler",
-           "log_line", "core_attribute", "collector_off", "destroy_state_machine", "release_line",
+           "log_line", "core_attribute", "collector_off", "freeze_start_up", "thaw_released", "refreeze",
+           "destroy_state_machine", "release_line",
            "close_link", "flush", "finish_goals", "ESTOP_REFUSAL", "NOT_CONNECTED_REFUSAL",
-           "inactive_refusal", "ServerRetirement", "still_retiring", "withdraw", "destroy_retired", "ctrl_z_stop"]
+           "inactive_refusal", "ServerRetirement", "still_retiring", "retire_actions", "withdraw", "destroy_retired",
+           "ctrl_z_stop"]
 
 
 def inactive_refusal(node: Any) -> str:
@@ -314,11 +317,12 @@ def core_attribute(name: str, doc: str) -> property:
 
 def collector_off() -> Callable[[], None]:
     """Turn the cyclic garbage collector off for start-up, whose objects live as long as the
-    process and whose collector passes cost it about a tenth. The function returned (once is
-    enough, more is harmless) freezes what start-up allocated, so that the collector's full
-    passes, which would pause both threads for milliseconds, leave it out, and turns the
-    collector back on if it was on; first it collects the few cycles start-up left (about a
-    thousand objects, some 50 ms after the first robot state)."""
+    process (a configure's: until its cleanup) and whose collector passes cost it about a
+    tenth. The function returned (once is enough, more is harmless) freezes what start-up
+    allocated (:func:`freeze_start_up`), so that the collector's full passes, which would
+    pause both threads for milliseconds, leave it out, and turns the collector back on if it
+    was on; first it collects the few cycles start-up left (about a thousand objects, some
+    50 ms after the first robot state)."""
     was_on = gc.isenabled()
     gc.disable()
     done = []
@@ -326,11 +330,73 @@ def collector_off() -> Callable[[], None]:
     def resume() -> None:
         if not done:
             done.append(True)
-            gc.collect()
-            gc.freeze()
+            freeze_start_up()
             if was_on:
                 gc.enable()
     return resume
+
+
+class _Frozen:
+    """Whether start-up's objects were frozen (:func:`freeze_start_up`), and since when a
+    cleanup has thawed them (:func:`thaw_released`), for :func:`refreeze`."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.used = False     # start-up's objects were frozen: this process keeps its own out
+        self.thawed = False   # a cleanup unfroze them
+        self.due = False      # and an activation came since: to freeze again
+        self.quiet = 0        # timer turns since with no released action server left
+        self.retiring = 0     # ServerRetirements whose servers are not destroyed yet
+
+
+_FROZEN = _Frozen()
+#: the driver's timer turns (1 s) with no released action server left before an activation
+#: after a cleanup freezes its objects: the executor's wait of the turn that destroyed the
+#: last of them may still hold them (rclpy's wait set), and would have them frozen too
+_QUIET_TURNS = 2
+
+
+def freeze_start_up(collect: bool = True) -> None:
+    """Collect the few cycles start-up left (``collect``), then freeze the rest
+    (``gc.freeze()``): the objects a configure makes live until its cleanup, and the
+    collector's full passes, which would pause both threads for milliseconds, leave them out.
+    A cleanup thaws them (:func:`thaw_released`); those of the configure after it are frozen
+    in turn (:func:`refreeze`)."""
+    if collect:
+        gc.collect()
+    gc.freeze()
+    with _FROZEN.lock:
+        _FROZEN.used, _FROZEN.thawed, _FROZEN.due = True, False, False
+
+
+def thaw_released() -> None:
+    """A cleanup released the interfaces of a configure whose objects may be frozen
+    (:func:`freeze_start_up`): unfreeze, so that the collector frees their reference cycles
+    (the media, the animation library, the link and robot, the motions: tens of MB with a
+    large library), which it would otherwise keep for the rest of the process."""
+    with _FROZEN.lock:
+        if not _FROZEN.used or _FROZEN.thawed:
+            return
+        _FROZEN.thawed, _FROZEN.due = True, False
+    gc.unfreeze()
+
+
+def refreeze(activated: bool = False) -> None:
+    """After a cleanup thawed start-up's objects (:func:`thaw_released`), freeze the next
+    configure's as start-up's were: ``activated`` at its activation; then, called by the
+    driver's 1 s timer, once the released action servers (:class:`ServerRetirement`), which
+    hold the released interfaces, are destroyed and :data:`_QUIET_TURNS` turns have passed."""
+    with _FROZEN.lock:
+        if activated:
+            _FROZEN.due, _FROZEN.quiet = _FROZEN.thawed, 0
+            return
+        if not _FROZEN.due:
+            return
+        _FROZEN.quiet = 0 if _FROZEN.retiring else _FROZEN.quiet + 1
+        if _FROZEN.quiet < _QUIET_TURNS:
+            return
+        _FROZEN.due = False
+    freeze_start_up()
 
 
 def destroy_state_machine(node: Any) -> None:
@@ -362,6 +428,9 @@ class ServerRetirement:
     def __init__(self, node: Any, servers: list, busy: Callable[[], bool]) -> None:
         self._node, self._servers, self._busy = node, list(servers), busy
         self._quiet, self._timer, self._withdrawn = 0, None, False
+        self._counted = True
+        with _FROZEN.lock:
+            _FROZEN.retiring += 1
         if node.context.ok():
             self._timer = steady_timer(node, self.PERIOD_S, self._turn)
         else:
@@ -396,15 +465,36 @@ class ServerRetirement:
                 self._node.add_waitable(server)
             server.destroy()
         self._servers = []
+        self._busy = _idle  # (it holds the released media or motions)
         if self._timer is not None:
             self._node.destroy_timer(self._timer)
             self._timer = None
+        if self._counted:
+            self._counted = False
+            with _FROZEN.lock:
+                _FROZEN.retiring -= 1
+
+
+def _idle() -> bool:
+    return False
 
 
 def still_retiring(retirements: list, released: Any) -> list:
     """``retirements`` not yet done, and that of ``released`` (a media or motions object
     just destroyed): what the node still has to destroy when it goes."""
     return [r for r in retirements if not r.done] + [released.retirement]
+
+
+def retire_actions(node: Any) -> None:
+    """Cleanup: the node's media and motions (``_media``, ``_motion``, the core's motions)
+    destroyed, their action servers retiring (:func:`still_retiring`)."""
+    for name in ("_media", "_motion"):
+        released = getattr(node, name)
+        if released is not None:
+            released.destroy()
+            node._retiring = still_retiring(node._retiring, released)
+            setattr(node, name, None)
+    node._core.motion = None
 
 
 def withdraw(retirements: list) -> None:

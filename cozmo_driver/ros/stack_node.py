@@ -35,7 +35,6 @@ reason (as each node's own executable does).
 
 from __future__ import annotations
 
-import gc
 import logging
 import sys
 import textwrap
@@ -313,6 +312,7 @@ def _start(running: _Running) -> None:
     address or a robot driven already), then the start-up's objects out of the collector."""
     from ..core import ConfigurationError
     from ._entry import refuse
+    from .driver_support import freeze_start_up
 
     driver = running.by_kind.get("driver")
     if driver is not None and driver.autostart and not driver.start():
@@ -320,7 +320,7 @@ def _start(running: _Running) -> None:
             refuse(driver, str(driver.start_error))
             return
         driver.get_logger().error("could not start; the node stays up for lifecycle transitions")
-    gc.freeze()
+    freeze_start_up(collect=False)  # (the collector ran all along)
 
 
 def _stop(running: _Running, executor: Any) -> None:

@@ -1127,28 +1127,54 @@ def test_the_watchdog_stops_a_drive_after_a_cleanup_soon_after_driving(make_driv
     assert h.spin_until(lambda: h.sim.wheel_speeds() == (0.0, 0.0), 2.0), "the watchdog did not stop it"
 
 
-def test_repeated_cleanups_leave_no_action_servers_or_released_interfaces_behind(make_driver):
+def test_repeated_cleanups_leave_no_action_servers_or_released_interfaces_behind(make_driver, monkeypatch):
     """Each cleanup releases the action servers (destroyed once their goals' results are
     out) and the media and motions that own them; after many configure/cleanup cycles the
-    node holds one set of servers, and only the last cleanup's released owners."""
+    node holds one set of servers, and nothing of the released interfaces: run as main()
+    runs it (the collector off for start-up, then start-up's objects frozen), the first
+    configure's were frozen with start-up's and never collected, and a finished retirement
+    kept the released media's and motions' goals-running callables."""
+    import gc
+    import weakref
     from rclpy.action import ActionServer
-    h = make_driver()
-    assert h.spin_until(lambda: h.node.connected, CONNECT_TIMEOUT)
-
-    def servers() -> list:
-        return [w for w in h.node.waitables if isinstance(w, ActionServer)]
-
-    active = len(servers())
-    assert active >= 5, active  # paths, poses, turns, animations, audio...
-    for _ in range(3):
-        h.node.trigger_deactivate()
-        h.node.trigger_cleanup()
-        assert h.spin_until(lambda: not servers(), 3.0), len(servers())
-        assert h.node.start()
+    from cozmo_driver.ros import driver_support
+    from cozmo_driver.ros.driver_support import collector_off
+    monkeypatch.setattr(driver_support, "_FROZEN", driver_support._Frozen())  # not the next tests'
+    resume = collector_off()
+    try:
+        h = make_driver()
         assert h.spin_until(lambda: h.node.connected, CONNECT_TIMEOUT)
-        assert len(servers()) == active
-    released = h.node._retiring
-    assert len(released) == 2 and all(retirement.done for retirement in released), released
+        resume()  # as main() does once start() has ended
+
+        def servers() -> list:
+            return [w for w in h.node.waitables if isinstance(w, ActionServer)]
+
+        def interfaces() -> list:
+            n = h.node
+            return [weakref.ref(x) for x in (n._media, n._motion, n._objects, n._robot, n._media.library)]
+
+        active = len(servers())
+        assert active >= 5, active  # paths, poses, turns, animations, audio...
+        released = []
+        for _ in range(3):
+            released += interfaces()
+            h.node.trigger_deactivate()
+            h.node.trigger_cleanup()
+            assert h.spin_until(lambda: not servers(), 3.0), len(servers())
+            assert h.node.start()
+            assert h.spin_until(lambda: h.node.connected, CONNECT_TIMEOUT)
+            assert len(servers()) == active
+        retiring = h.node._retiring
+        assert len(retiring) == 2 and all(retirement.done for retirement in retiring), retiring
+        # the last configure's objects frozen as start-up's were, two turns of the 1 s timer
+        # after the released servers are gone
+        assert h.spin_until(lambda: gc.get_freeze_count() > 0, 4.0)
+        gc.collect()
+        alive = [type(ref()).__name__ for ref in released if ref() is not None]
+        assert not alive, alive
+    finally:
+        resume()
+        gc.unfreeze()
 
 
 def test_two_drivers_in_two_namespaces(rclpy_context):
