@@ -34,7 +34,8 @@ returns mono int16
 samples at the chunk's rate (stereo averaged), which
 :meth:`cozmo_driver.anim.av_stream.AVStream.stream_audio_at` brings to the robot's
 rate (:data:`SAMPLE_RATE`) as a stream, and :func:`load_audio_file` reads a WAV file
-at that rate.
+at that rate (a FIFO once its writer has written, giving up when its goal ends first:
+:func:`open_fifo`).
 
 Motors
 ------
@@ -46,7 +47,9 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any, BinaryIO, List, Tuple, Union
+import select
+import stat
+from typing import Any, BinaryIO, Callable, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -205,24 +208,65 @@ def audio_chunk_samples(sample_rate: int, channels: int, samples: Any,
     return arr
 
 
-def load_audio_file(source: Union[str, os.PathLike, BinaryIO]) -> Tuple[np.ndarray, WavInfo]:
+#: s: how often a reader waiting for a FIFO's writer looks whether its goal has ended
+FIFO_POLL_S = 0.1
+
+
+def load_audio_file(source: Union[str, os.PathLike, BinaryIO],
+                    ended: Optional[Callable[[], bool]] = None) -> Tuple[np.ndarray, WavInfo]:
     """``(mono int16 samples at SAMPLE_RATE, info)`` of a PCM WAV file; a file that cannot
     be read or played, or holds no samples, raises :class:`CommandError` saying why. A
     path's ``~`` is expanded; a relative path is read from the process's working directory,
-    and when no file is there the message says so, with the absolute path tried."""
-    given = path = None
+    and when no file is there the message says so, with the absolute path tried. A path
+    that is a FIFO is read once a writer has written to it (:func:`open_fifo`); with
+    ``ended`` (its goal's), the wait gives up, reading nothing, once ``ended()``."""
+    given = path = opened = None
     if isinstance(source, (str, os.PathLike)):
         given = os.fspath(source)
         source = path = os.path.expanduser(given)
+        if ended is not None and _is_fifo(path):
+            source = opened = open_fifo(path, ended)
     try:
         pcm, info = load_wav(source)
     except LocalProtocolError as exc:
         if path is not None and isinstance(exc.__cause__, FileNotFoundError):
             raise CommandError(_no_file(given, path)) from None
         raise CommandError(str(exc)) from None
+    finally:
+        if opened is not None:
+            opened.close()
     if not pcm.size:  # (it succeeded, playing nothing)
         raise CommandError(f"{given if given is not None else getattr(source, 'name', '<stream>')}: no samples")
     return pcm, info
+
+
+def _is_fifo(path: str) -> bool:
+    try:
+        return stat.S_ISFIFO(os.stat(path).st_mode)
+    except OSError:
+        return False  # (said by the reader)
+
+
+def open_fifo(path: str, ended: Callable[[], bool]) -> BinaryIO:
+    """The FIFO at ``path`` opened for reading, once a writer has written to it (or come and
+    gone), without blocking meanwhile: every :data:`FIFO_POLL_S` the wait looks at
+    ``ended()``, and once it is true it closes the FIFO, having read nothing (so that what a
+    writer sends goes to a reader that wants it), and raises :class:`CommandError`. A reader
+    blocked in ``open()`` until a writer came could not be let go: each play_audio goal ended
+    while it waited left one for good, and the next writer fed them all, each a part."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # (a FIFO's reader opens without a writer)
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        while not ended() and not poller.poll(FIFO_POLL_S * 1000.0):
+            pass
+        if ended():
+            raise CommandError(f"{path}: the goal ended before a writer came")
+        os.set_blocking(fd, True)
+        return open(path, "rb", opener=lambda _path, _flags: fd)
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def _no_file(given: str, path: str) -> str:

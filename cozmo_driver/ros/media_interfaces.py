@@ -205,7 +205,8 @@ class MediaInterfaces(AnimationGoals):
 
     def _end_loading(self, reason: str) -> None:
         """play_audio goals still waiting for their file (a FIFO no one writes, a slow disk)
-        end now with ``reason``; their reading threads finish unheeded."""
+        end now with ``reason``; their reading threads finish unheeded (one waiting for a
+        FIFO's writer within 0.1 s, reading nothing: driver.media.open_fifo)."""
         for _, loaded in list(self._loading):
             _settle(loaded, (None, None, reason))
 
@@ -581,7 +582,7 @@ class MediaInterfaces(AnimationGoals):
         executor. ``loaded`` gets (pcm, info, None) or (None, None, the reason), set on the
         executor."""
         try:
-            pcm, info = speak(*speech) if speech is not None else load_audio_file(path)
+            pcm, info = speak(*speech) if speech is not None else load_audio_file(path, loaded.done)
             outcome = (pcm, info, None)
         except CommandError as exc:
             outcome = (None, None, str(exc))

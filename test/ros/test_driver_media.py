@@ -720,7 +720,7 @@ def test_a_file_that_is_slow_to_read_holds_up_no_other_command(make_rig, tmp_pat
     assert rig.spin_until(ended.done, 3.0), "the cancelled goal waited for its file"
     assert ended.result().status == GoalStatus.STATUS_CANCELED, ended.result().result.message
     assert log.lines.count("play_audio: canceled") == 1, log.lines
-    feed_the_reader()
+    # (its reader gave up, reading nothing: no writer is needed to let it go)
     # a new goal: the waiting one is preempted at once
     first, ended = waiting_goal()
     second, _ = waiting_goal()
@@ -731,9 +731,54 @@ def test_a_file_that_is_slow_to_read_holds_up_no_other_command(make_rig, tmp_pat
     r = rig.result(second)
     assert r.status == GoalStatus.STATUS_ABORTED
     assert r.result.message == "the driver was deactivated", r.result.message
-    feed_the_reader()       # both readers' opens return: their outcomes go nowhere
     done.set()
     guard.join(5.0)
+
+
+def test_play_audio_goals_ended_while_their_fifo_waited_for_a_writer_leave_no_reader_behind(make_rig, tmp_path):
+    """A play_audio goal on a FIFO no one writes to yet leaves, once ended (cancelled here;
+    preempted or deactivated alike), no thread waiting on it: its reader gives up within a
+    tenth of a second, reading nothing. Five cancelled goals used to leave five readers
+    blocked for good, and a sixth goal's writer then fed all six: the live goal got a part
+    of the file and ended aborted, "truncated WAV file"."""
+    import os
+    import threading
+    rig = make_rig()
+    log = rig.node._media._log = LogRecorder(rig.node._media._log)
+    fifo = tmp_path / "say.wav"
+    os.mkfifo(fifo)
+    data = write_wav(tmp_path / "tone.wav", sine(800.0, 0.5, 16000), 16000).read_bytes()
+
+    def readers() -> int:
+        return sum(1 for t in threading.enumerate() if t.name == "play_audio file")
+
+    before = readers()
+    try:
+        for _ in range(5):
+            handle = rig.send_goal(PlayAudio, "play_audio", PlayAudio.Goal(path=str(fifo), volume=-1.0))
+            rig.spin_for(0.2)
+            cancel = handle.cancel_goal_async()
+            assert rig.spin_until(cancel.done, 5.0) and cancel.result().goals_canceling
+            assert rig.result(handle).status == GoalStatus.STATUS_CANCELED
+        assert rig.spin_until(lambda: readers() == before, 2.0), f"{readers() - before} readers left"
+        sent0 = audio_frames_sent(rig)
+        handle = rig.send_goal(PlayAudio, "play_audio", PlayAudio.Goal(path=str(fifo), volume=-1.0))
+        rig.spin_for(0.2)
+
+        def write() -> None:
+            with open(fifo, "wb") as writer:
+                writer.write(data)
+        threading.Thread(target=write, daemon=True).start()
+        r = rig.result(handle)
+        assert r.status == GoalStatus.STATUS_SUCCEEDED, r.result.message
+        assert any(f"{fifo} (0.50 s, 16000 Hz" in line for line in log.lines), log.lines
+        assert audio_frames_sent(rig) - sent0 >= round(0.5 * SAMPLE_RATE / SAMPLES_PER_FRAME)
+        assert rig.spin_until(lambda: readers() == before, 2.0)
+    finally:  # readers left blocked (before the fix) let go, so that nothing hangs
+        try:
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass
 
 
 def test_play_audio_volume_default_leaves_the_volume_and_above_one_is_clamped_with_a_warning(make_rig, tmp_path):
