@@ -83,6 +83,10 @@ class LogRecorder:
         self.lines.append(text)
         self.logger.error(text)
 
+    def debug(self, text: str) -> None:
+        self.lines.append(text)
+        self.logger.debug(text)
+
 
 class RosHarness:
     """A probe node and ``nodes`` on one executor in ``context``.

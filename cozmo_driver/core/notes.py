@@ -46,9 +46,11 @@ class NotesMixin:
 
     def say_held_back(self) -> None:
         """Every line held back, now: before a line that changes what they describe (a lost
-        robot's refusals before "connected again"), not a second after it."""
+        robot's refusals before "connected again"), not a second after it; the front-end's
+        too (``output.say_held_back``: its display and light refusals)."""
         for _, line, level in self.throttle.flush(self.clock()):
             self._log(level, line)
+        self.output.say_held_back()
 
     def warn_throttled(self, key: str, text: str, period: float = WARN_PERIOD_S) -> None:
         self.log_throttled(logging.WARNING, key, text, period)

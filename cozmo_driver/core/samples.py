@@ -232,6 +232,11 @@ class DriverOutput:
     def note(self, level: int, text: str) -> None:
         """A line for the operator, at ``logging`` level ``level``."""
 
+    def say_held_back(self) -> None:
+        """Say the front-end's own lines held back by a throttle, now: the core calls it
+        where it says its own, before a line that changes what they describe ("activated",
+        "connected again", "lost the robot")."""
+
 
 @dataclass
 class RecordingOutput(DriverOutput):

@@ -508,6 +508,13 @@ class DriverStreams(DriverOutput):
                     return
         self.node._log(level, text)
 
+    def say_held_back(self) -> None:
+        """The media's and the objects' refusals held back, before the core's line that
+        changes what they describe ("activated", "connected again")."""
+        for part in (getattr(self.node, "_media", None), getattr(self.node, "_objects", None)):
+            if part is not None:
+                part.say_held_back()
+
     def hold_notes(self) -> None:
         """Start-up: keep :meth:`note`'s lines back until :meth:`release_notes`. rclpy's first
         log call in a process takes some 50 ms (it looks its caller's source up among every

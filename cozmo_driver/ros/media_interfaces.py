@@ -63,6 +63,7 @@ from sensor_msgs.msg import Image
 from ..anim.library import AnimationLibrary
 from ..anim.av_stream import AVReport, AVStream
 from ..client.link import LinkState
+from ..core.notes import STATE_WARN_PERIOD_S
 from ..driver.commands import CommandError, volume_level
 from ..driver.diagnostics import DiagnosticReport, av_report
 from ..driver.parameters import PARAMETERS_BY_NAME
@@ -283,18 +284,29 @@ class MediaInterfaces(AnimationGoals):
         sub = qos.create_subscription(self.node, msg_type, topic, callback, profile)
         self._entities.append(sub)
 
-    def _warn(self, key: str, text: str) -> None:
+    def _warn(self, key: str, text: str, period: Optional[float] = None) -> None:
         # one kind per field a refusal names ("display/image refused: display/image.image.step
         # = ..."): a user who mends one field and gets another wrong hears of it at once
         if " refused: " in text:
             key = field_kind(text)
-        line = self._throttle.line(key, text, time.monotonic())
+        line = self._throttle.line(key, text, time.monotonic(), period)
         if line is not None:
             self._log.warning(line)
+
+    def _refuse_for_state(self, key: str, text: str) -> None:
+        """A refusal for the driver's state (not active, not connected), which a publisher
+        repeats for as long as that lasts: every STATE_WARN_PERIOD_S, as the core's."""
+        self._warn(key, text, STATE_WARN_PERIOD_S)
 
     def say_overdue(self) -> None:
         """The warnings held back of each kind that then fell quiet (the node's 1 s timer)."""
         for _, line, _ in self._throttle.overdue(time.monotonic()):
+            self._log.warning(line)
+
+    def say_held_back(self) -> None:
+        """Every warning held back, now: before "activated" or "connected again" (the core
+        calls it through DriverStreams.say_held_back), not a second after it."""
+        for _, line, _ in self._throttle.flush(time.monotonic()):
             self._log.warning(line)
 
     def _connected(self) -> bool:
@@ -328,11 +340,11 @@ class MediaInterfaces(AnimationGoals):
     def _show(self, image: Image, duration: float, topic: str, duration_field: Optional[str]) -> None:
         if not self._active:
             self._rejected()
-            self._warn("display_inactive", f"{topic} refused: the driver is not active")
+            self._refuse_for_state("display_inactive", f"{topic} refused: the driver is not active")
             return
         if not self._connected():  # it would be shown after a reconnection, which no image survives
             self._rejected()
-            self._warn("display_link", f"{topic} refused: {NOT_CONNECTED_REFUSAL}")
+            self._refuse_for_state("display_link", f"{topic} refused: {NOT_CONNECTED_REFUSAL}")
             return
         if duration_field is not None and not duration >= 0.0:  # NaN, below 0 or -inf
             what = "not a number of seconds" if math.isnan(duration) else "below 0 s"
@@ -431,11 +443,11 @@ class MediaInterfaces(AnimationGoals):
     def _on_audio_pcm(self, msg: AudioChunk) -> None:
         if not self._active:
             self._chunks_rejected += 1
-            self._warn("audio_inactive", "audio/pcm refused: the driver is not active")
+            self._refuse_for_state("audio_inactive", "audio/pcm refused: the driver is not active")
             return
         if not self._connected():  # it would vanish: nothing plays it
             self._chunks_rejected += 1
-            self._warn("audio_link", f"audio/pcm refused: {NOT_CONNECTED_REFUSAL}")
+            self._refuse_for_state("audio_link", f"audio/pcm refused: {NOT_CONNECTED_REFUSAL}")
             return
         try:
             mono = audio_chunk_samples(msg.sample_rate, msg.channels, msg.samples,

@@ -59,6 +59,7 @@ from rclpy.qos import QoSProfile
 from rclpy.task import Future
 
 from ..client import LinkState, LinkStateChanged, MessageReceived, RobotReady
+from ..core.notes import STATE_WARN_PERIOD_S
 from ..driver.commands import CommandError
 from ..driver.diagnostics import DiagnosticReport
 from ..driver.light_animations import LightAnimationLibrary
@@ -237,11 +238,11 @@ class ObjectInterfaces:
         sub = qos.create_subscription(self.node, msg_type, topic, callback, profile)
         self._entities.append((self.node.destroy_subscription, sub))
 
-    def _warn(self, text: str) -> None:
-        """A warning, at most one of a kind every 2 s with the count of those left unsaid: a
-        kind is the field it names ("object_lights refused: object_lights.lights[0].on_color.r
-        = ..."), not the whole text, whose values may differ every time."""
-        line = self._throttle.line(field_kind(text), text, time.monotonic())
+    def _warn(self, text: str, period: Optional[float] = None) -> None:
+        """A warning, at most one of a kind every 2 s (``period``) with the count of those left
+        unsaid: a kind is the field it names ("object_lights refused: object_lights.lights[0].
+        on_color.r = ..."), not the whole text, whose values may differ every time."""
+        line = self._throttle.line(field_kind(text), text, time.monotonic(), period)
         if line is not None:
             self._log.warning(line)
 
@@ -250,9 +251,20 @@ class ObjectInterfaces:
         for _, line, _ in self._throttle.overdue(time.monotonic()):
             self._log.warning(line)
 
-    def _refuse(self, text: str) -> None:
+    def say_held_back(self) -> None:
+        """Every warning held back, now: before "activated" or "connected again" (the core
+        calls it through DriverStreams.say_held_back), not a second after it."""
+        for _, line, _ in self._throttle.flush(time.monotonic()):
+            self._log.warning(line)
+
+    def _refuse(self, text: str, period: Optional[float] = None) -> None:
         self._refused += 1
-        self._warn(text)
+        self._warn(text, period)
+
+    def _refuse_for_state(self, topic: str, problem: str) -> None:
+        """A command refused for the driver's state (:meth:`_problem`), which a publisher
+        repeats for as long as that lasts: said every STATE_WARN_PERIOD_S, as the core's."""
+        self._refuse(f"{topic} refused: {problem}", STATE_WARN_PERIOD_S)
 
     def _robot_ready(self) -> bool:
         return self.robot.state is LinkState.READY
@@ -443,7 +455,8 @@ class ObjectInterfaces:
                     return
             problem = self._problem()
             if problem:
-                raise CommandError(problem)
+                self._refuse_for_state(topic, problem)
+                return
             entry = self.registry.find_connected(msg.factory_id, msg.object_type, topic)
             leds = led_count(entry.object_type) or CUBE_LEDS
             states = object_light_states(lights, leds, f"{topic}.lights", entry.name, warnings,
@@ -470,7 +483,8 @@ class ObjectInterfaces:
             center, side = backpack_messages(lights, [f"{topic}.{n}" for n in BACKPACK_LEDS], warnings)
             problem = self._problem()
             if problem:
-                raise CommandError(problem)
+                self._refuse_for_state(topic, problem)
+                return
         except CommandError as exc:
             self._refuse(f"{topic} refused: {exc}")
             return

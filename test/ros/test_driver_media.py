@@ -331,6 +331,31 @@ def test_an_image_and_a_chunk_refused_while_inactive_are_both_counted(make_rig):
     assert "display/image refused: the driver is not active" in log.lines, log.lines
 
 
+def test_display_refusals_for_the_drivers_state_come_every_10_s_and_before_activated(make_rig):
+    """display/image refused while the driver was inactive: a line every 2 s (the core's
+    refusals for its state come every 10 s), and the one held back was said by the 1 s timer
+    after "activated", as if the driver still refused. Now every 10 s, and said before it."""
+    rig = make_rig()
+    lines: List[str] = []
+    rig.node._media._log = LogRecorder(rig.node._media._log, lines)
+    node_log = LogRecorder(rig.node.get_logger(), lines)
+    rig.node.get_logger = lambda: node_log
+    rig.node.trigger_deactivate()
+    pub = rig.publisher(DisplayImage, "display/image")
+    box = np.zeros((64, 128), np.uint8)
+    for n in range(1, 5):  # over 2.4 s
+        pub.publish(DisplayImage(image=image_msg(box, "mono8")))
+        assert rig.spin_until(lambda: rig.diag_values().get("display images refused") == str(n), 4.0)
+        rig.spin_for(0.8 if n < 4 else 1.2)
+    refusals = [line for line in lines if line.startswith("display/image refused")]
+    assert refusals == ["display/image refused: the driver is not active"], refusals
+    rig.node.trigger_activate()
+    activated = next(i for i, line in enumerate(lines) if line.startswith("activated"))
+    held = [i for i, line in enumerate(lines) if line.startswith("display/image refused: the driver "
+                                                                    "is not active (and 2 more like it")]
+    assert held and held[0] < activated, lines
+
+
 def test_faces_published_back_to_back_are_each_shown_once_in_order(make_rig):
     """Four faces published at once, before the executor takes any: the subscription keeps
     them all (it is deeper than one) and the driver sends each on a tick of its own, in order;

@@ -720,6 +720,33 @@ def test_lights_put_out_while_the_robot_is_away_stay_out_when_it_comes_back(make
     assert lit() == {1: 0, 2: 0, 3: word(0, 0, 31)}         # cube3's programme back, the others out
 
 
+def test_light_refusals_while_the_robot_is_away_come_every_10_s_and_before_connected_again(make_rig):
+    """object_lights refused while the robot was away: a line every 2 s (the core's refusals
+    for the driver's state come every 10 s), and the one held back was said by the 1 s timer
+    after "connected again", as if the driver still refused. Now every 10 s, and said before it."""
+    rig = make_rig()
+    rig.wait_list(all_cubes_connected)
+    node_log = LogRecorder(rig.node.get_logger(), rig.log.lines)
+    rig.node.get_logger = lambda: node_log
+    lights = rig.publisher(ObjectLights, "object_lights")
+    rig.sim.set_link_up(False)
+    assert rig.spin_until(lambda: not rig.node.connected, WAIT)
+    for n in range(1, 5):  # over 2.4 s
+        count = rig.node._objects._refused
+        lights.publish(ObjectLights(factory_id=C1, lights=[LightState(on_color=rgba(b=1.0))]))
+        assert rig.spin_until(lambda: rig.node._objects._refused == count + 1, WAIT)
+        rig.spin_for(0.8 if n < 4 else 1.2)
+    refusals = [line for line in rig.log.lines if line.startswith("object_lights refused")]
+    assert refusals == ["object_lights refused: not connected to the robot"], refusals
+    rig.sim.set_link_up(True)
+    assert rig.spin_until(lambda: rig.node.connected, CONNECT_TIMEOUT)
+    lines = rig.log.lines
+    again = next(i for i, line in enumerate(lines) if line.startswith("connected again"))
+    held = [i for i, line in enumerate(lines)
+            if line.startswith("object_lights refused: not connected to the robot (and 2 more like it")]
+    assert held and held[0] < again, lines
+
+
 # ----------------------------------------------------------------------------- lifecycle
 
 def test_deactivate_leaves_the_objects_and_cleanup_turns_their_lights_off(make_rig):
