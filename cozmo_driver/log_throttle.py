@@ -24,10 +24,17 @@ all at once (before a line that changes what they describe), and
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
-__all__ = ["LogThrottle", "field_kind", "counted"]
+__all__ = ["LogThrottle", "field_kind", "value_kind", "counted"]
+
+#: a value as a message gives it (12, -0.5, 1e+09, 0x4d, nan, inf, 127.0.0.1), not within a name (cube1)
+_VALUE = re.compile(r"(?<![\w.])[-+]?(?:0x[0-9a-f]+|nan|inf|(?:\d+(?:\.\d+)*\.?|\.\d+)(?:e[-+]?\d+)?)(?![\w])",
+                    re.IGNORECASE)
+#: a kind is known by this many characters at most (a reason quoting a long text)
+_KIND_CHARS = 120
 
 
 def field_kind(text: str) -> str:
@@ -37,6 +44,14 @@ def field_kind(text: str) -> str:
     once, and a value that changes every time does not make a kind of its own."""
     topic, refused, reason = text.partition(" refused: ")
     return f"{topic} {reason.split(' ', 1)[0]}" if refused else text.split(" ", 1)[0]
+
+
+def value_kind(text: str) -> str:
+    """The kind of a reason for :class:`LogThrottle`: its text with the values in it (numbers,
+    nan, inf) left out, so that ``"distance is nan: ..."`` and ``"distance is inf: ..."`` are
+    one kind and ``"speed is nan: ..."`` another (a refused goal, whose reasons name no field
+    first)."""
+    return _VALUE.sub("#", text)[:_KIND_CHARS]
 
 
 class _Kind(NamedTuple):

@@ -143,14 +143,13 @@ class AnimationGoals:
         for field in ("name", "group"):
             text = getattr(goal_request, field)
             if len(text) > _LONGEST_NAME:  # no clip's: refused without quoting it whole
-                self._log.warning(f"play_animation goal rejected: {field} {text[:40]!r}... has "
-                                  f"{len(text)} characters; the clips' names are short "
-                                  "(list_animations)")
+                self._goal_warning("play_animation", "rejected", f"{field} {text[:40]!r}... has "
+                                   f"{len(text)} characters; the clips' names are short (list_animations)")
                 return GoalResponse.REJECT
         try:
             self.library.check(goal_request.name, goal_request.group)
         except AnimationError as exc:
-            self._log.warning(f"play_animation goal rejected: {exc}")
+            self._goal_warning("play_animation", "rejected", str(exc))
             return GoalResponse.REJECT
         return GoalResponse.ACCEPT
 

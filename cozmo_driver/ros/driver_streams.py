@@ -469,7 +469,7 @@ class DriverStreams(DriverOutput):
                                if core.connected and core.active else None,
                                node._frame("base_link_frame"))
         core.say_overdue()  # a refusal held back is said once its kind falls quiet
-        for part in (media, objects):
+        for part in (media, objects, getattr(node, "_motion", None)):
             if part is not None:
                 part.say_overdue()
         if objects is not None:  # no robot state ticks its list while the robot is away
@@ -509,9 +509,10 @@ class DriverStreams(DriverOutput):
         self.node._log(level, text)
 
     def say_held_back(self) -> None:
-        """The media's and the objects' refusals held back, before the core's line that
-        changes what they describe ("activated", "connected again")."""
-        for part in (getattr(self.node, "_media", None), getattr(self.node, "_objects", None)):
+        """The media's, the objects' and the motion goals' refusals held back, before the
+        core's line that changes what they describe ("activated", "connected again")."""
+        for part in (getattr(self.node, "_media", None), getattr(self.node, "_objects", None),
+                     getattr(self.node, "_motion", None)):
             if part is not None:
                 part.say_held_back()
 

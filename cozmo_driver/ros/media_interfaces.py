@@ -74,6 +74,7 @@ from ..driver.media import (audio_chunk_samples, face_to_screen, image_to_screen
 from . import qos
 from .driver_support import ESTOP_REFUSAL, NOT_CONNECTED_REFUSAL, ServerRetirement, inactive_refusal
 from .animation_goals import AnimationGoals
+from .goal_log import goal_refusal
 from .handover import HandOver
 from .subscription_thread import SubscriptionThread, Unsupported
 from .qos import QOS_COMMAND, QOS_FRAMES, QOS_SENSOR, QOS_STREAM
@@ -489,9 +490,15 @@ class MediaInterfaces(AnimationGoals):
         return goal
 
     def _refused(self, handle: Any, result: Any, action: str, message: str) -> Any:
-        """A goal that cannot run ends aborted with the reason, which the log says too."""
-        self._log.warning(f"{action} goal aborted: {message}")
+        """A goal that cannot run ends aborted with the reason, which the log says too (the
+        first of a kind at once, the others counted: goal_log)."""
+        self._goal_warning(action, "aborted", message)
         return self._end(handle, result, False, message)
+
+    def _goal_warning(self, action: str, verdict: str, reason: str) -> None:
+        line = goal_refusal(self._throttle, self.node, action, verdict, reason)
+        if line is not None:
+            self._log.warning(line)
 
     @staticmethod
     def _end(handle: Any, result: Any, success: bool, message: str) -> Any:

@@ -87,8 +87,10 @@ from ..driver import motion as mo
 from ..driver.motion import ABORTED, CANCELED, SUCCEEDED, MotionError, Outcome, StateSample
 from ..driver.sensors import cliff_ahead
 from ..driver.transforms import TransformBuffer, TransformError
+from ..log_throttle import LogThrottle
 from . import qos
 from .driver_support import ESTOP_REFUSAL, NOT_CONNECTED_REFUSAL, ServerRetirement, inactive_refusal
+from .goal_log import goal_refusal
 from .handover import HandOver
 from .motion_goals import GOAL_TYPES, GoalContext, MotionGoal, PathGoal, Run
 from .steady import steady_timer
@@ -138,6 +140,7 @@ class MotionActions:
         self._node = node
         self._robot = robot
         self._log = node.get_logger()
+        self._throttle = LogThrottle(2.0)  # rejections: one line per kind (goal_log), counted
         self._runs: Dict[str, Run] = {}            # motor -> its running goal
         self._by_goal: Dict[bytes, Run] = {}
         self._plans: Dict[int, Tuple[Dict[str, Any], float]] = {}  # id(goal request) -> (checked goal, when)
@@ -387,8 +390,7 @@ class MotionActions:
         try:  # first, before a frame is looked up or a pose read: only the lengths
             self._goals[name].check_size(goal)
         except MotionError as exc:
-            self._log.warning(f"{name} goal rejected: {exc}")
-            return GoalResponse.REJECT
+            return self._reject(name, str(exc))
         frames = self._goal_frames(name, goal)
         aborted = None
         if frames and not self._closed:
@@ -411,8 +413,7 @@ class MotionActions:
             self._goals[name].check_duration(plan)
             self._check_cliff(name, plan)
         except MotionError as exc:
-            self._log.warning(f"{name} goal rejected: {exc}")
-            return GoalResponse.REJECT
+            return self._reject(name, str(exc))
         for warning in plan.get("warnings", ()):
             self._log.warning(f"{name}: {warning}")
         if len(self._plans) > 64:  # accepted goals never handed over (should not happen)
@@ -425,6 +426,24 @@ class MotionActions:
         READY on the robot's first state and before this listener saw it, the client's."""
         state = self._state  # read once: the I/O thread clears it when the link goes
         return state if state is not None else self._robot.robot_state
+
+    def _reject(self, name: str, reason: str) -> GoalResponse:
+        """A goal rejected, ``reason`` logged: the first of a kind at once, the others counted
+        (goal_log)."""
+        line = goal_refusal(self._throttle, self._node, name, "rejected", reason)
+        if line is not None:
+            self._log.warning(line)
+        return GoalResponse.REJECT
+
+    def say_overdue(self) -> None:
+        """The rejections held back of each kind that then fell quiet (the node's 1 s timer)."""
+        for _, line, _ in self._throttle.overdue(time.monotonic()):
+            self._log.warning(line)
+
+    def say_held_back(self) -> None:
+        """Every rejection held back, now: before "activated" or "connected again"."""
+        for _, line, _ in self._throttle.flush(time.monotonic()):
+            self._log.warning(line)
 
     def _check_driver(self, resource: str) -> None:
         node = self._node

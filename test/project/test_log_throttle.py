@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from cozmo_driver.log_throttle import LogThrottle, field_kind
+from cozmo_driver.log_throttle import LogThrottle, field_kind, value_kind
 
 
 def test_first_line_is_said_then_one_per_period_with_the_count():
@@ -137,3 +137,16 @@ def test_a_warnings_kind_is_the_field_it_names_not_its_values():
     assert field_kind("object_lights.rotation_period = 9 s is outside [0, 8.5] s: clamped") == \
         field_kind("object_lights.rotation_period = 12 s is outside [0, 8.5] s: clamped") == \
         "object_lights.rotation_period"
+
+
+def test_a_reasons_kind_is_its_text_without_its_values():
+    """A refused goal's reason names no field first ("the driver is not active", "it would
+    take about 1000 s"): its kind is its text with the values left out."""
+    assert value_kind("distance is nan: not a finite number") == value_kind("distance is -inf: not a finite number") \
+        == "distance is #: not a finite number"
+    assert value_kind("speed is nan: not a finite number") != value_kind("distance is nan: not a finite number")
+    assert value_kind("it would take about 1e+04 s; at most 600 s") == value_kind("it would take about 17.5 s; at "
+                                                                                "most 600 s")
+    assert value_kind("cube1 at 0x4d, lights[0] on 127.0.0.1:5551") == "cube1 at #, lights[#] on #:#"
+    assert value_kind("information about infinity") == "information about infinity"
+    assert len(value_kind("x" * 1000)) == 120

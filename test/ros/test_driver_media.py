@@ -1518,3 +1518,31 @@ def test_a_cleanup_right_after_deactivation_still_gives_the_running_goals_result
     assert rig.spin_until(result.done, 10.0), "the result never came"
     assert result.result().status == GoalStatus.STATUS_ABORTED
     assert "deactivated" in result.result().result.message
+
+
+def test_goals_refused_again_and_again_are_said_once_with_the_count_of_the_others(make_rig, tmp_path):
+    """A client retrying a goal that cannot run (a file that is not there, a clip that is
+    not known) had every refusal logged: a line per goal, at the client's rate. The first of
+    a kind (the action and its reason, whatever the values in it) is said at once, the
+    others are counted into the next line of that kind, or the last one held back once the
+    2 s are over; another kind is said at once."""
+    rig = make_rig()
+    log = rig.node._media._log = LogRecorder(rig.node._media._log)
+    client = rig.action_client(PlayAnimation, "play_animation")
+    for _ in range(4):
+        r = rig.result(rig.send_goal(PlayAudio, "play_audio", PlayAudio.Goal(path=str(tmp_path / "none.wav"))))
+        assert r.status == GoalStatus.STATUS_ABORTED
+        future = client.send_goal_async(PlayAnimation.Goal(name="no_such_clip"))
+        assert rig.spin_until(future.done, 5.0)
+        assert not future.result().accepted
+    r = rig.result(rig.send_goal(PlayAudio, "play_audio", PlayAudio.Goal(path=str(tmp_path / "none.wav"),
+                                                                         volume=math.nan)))
+    assert r.status == GoalStatus.STATUS_ABORTED
+    aborted = [line for line in log.lines if line.startswith("play_audio goal aborted: ")]
+    rejected = [line for line in log.lines if line.startswith("play_animation goal rejected: ")]
+    assert len(aborted) == 2 and "none.wav" in aborted[0] and "volume = nan" in aborted[1], aborted
+    assert len(rejected) == 1 and "no_such_clip" in rejected[0], rejected
+    assert rig.spin_until(lambda: sum("(and 2 more like it" in line for line in log.lines) == 2, 5.0), log.lines
+    held = [line for line in log.lines if "(and 2 more like it" in line]
+    assert any(line.startswith("play_audio goal aborted: ") and "none.wav" in line for line in held), held
+    assert any(line.startswith("play_animation goal rejected: ") and "no_such_clip" in line for line in held), held

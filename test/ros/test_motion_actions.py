@@ -38,6 +38,7 @@ from ros_harness import (CONNECT_TIMEOUT, DISCOVERY_TIMEOUT, LogRecorder, RosHar
                          discovered, sim_fixture)
 from cozmo_driver import robot_geometry as geo  # noqa: E402
 from cozmo_driver.driver.motion import MAX_PATH_POSES  # noqa: E402
+from cozmo_driver.log_throttle import LogThrottle  # noqa: E402
 from cozmo_driver.protocol.status import RobotStatusFlag  # noqa: E402
 from cozmo_driver.ros.driver_node import CozmoDriverNode  # noqa: E402
 from cozmo_driver.sim import SimServer  # noqa: E402
@@ -133,10 +134,13 @@ class Rig(RosHarness):
 
         The log lines are taken from the driver's logger as it writes them: /rosout is
         not reliable within one test process, where every test's context has a node of
-        the same name (rcl keeps one rosout publisher per logger name and process)."""
+        the same name (rcl keeps one rosout publisher per logger name and process). The
+        rejections' throttle starts anew, so that a reason of the kind of the last one
+        checked is said, not counted (a_bad_goal_sent_again_and_again tests the throttle)."""
         motion = self.node._motion
         lines: List[str] = []
         motion._log = LogRecorder(motion._log, lines)
+        motion._throttle = LogThrottle(motion._throttle.period_s)
         try:
             assert self.send(name, goal) is None, f"{name} goal accepted"
         finally:
@@ -961,6 +965,29 @@ def test_the_documented_limits_are_in_range(rig):
     status, result = rig.run("set_lift_height", SetLiftHeight.Goal(height=0.092))
     assert status == GoalStatus.STATUS_SUCCEEDED, result.message
     rig.rejected("set_head_angle", SetHeadAngle.Goal(angle=0.778), "outside the head's range")
+
+
+def test_a_bad_goal_sent_again_and_again_is_said_once_with_the_count_of_the_others(rig):
+    """A client retrying drive_straight with distance = NaN at 5 Hz had every rejection
+    logged, 50 identical warnings in 10 s. The first of a kind (the action and its reason,
+    whatever the values in it) is said at once, the others are counted into the next line
+    of that kind, or the last one held back once the 2 s are over; another kind (another
+    field, another action) is said at once."""
+    motion = rig.node._motion
+    lines: List[str] = []
+    motion._log = LogRecorder(motion._log, lines)
+    for distance in (math.nan, math.inf, math.nan, -math.inf):
+        assert rig.send("drive_straight", DriveStraight.Goal(distance=distance)) is None
+    assert rig.send("drive_straight", DriveStraight.Goal(distance=0.1, speed=math.nan)) is None
+    assert rig.send("turn_in_place", TurnInPlace.Goal(angle=math.nan)) is None
+    said = [line for line in lines if "goal rejected" in line]
+    assert [line.split(": ")[:2] for line in said] == [
+        ["drive_straight goal rejected", "distance is nan"], ["drive_straight goal rejected", "speed is nan"],
+        ["turn_in_place goal rejected", "angle is nan"]], said
+    assert rig.spin_until(lambda: len(lines) > len(said), 4.0), lines  # the 1 s timer, once the 2 s are over
+    extra = lines[len(said):]
+    assert len(extra) == 1 and extra[0].startswith("drive_straight goal rejected: distance is -inf: not a "
+                                                   "finite number (and 2 more like it in the last "), extra
 
 
 def test_bad_goals_are_rejected_with_a_message(rig):
