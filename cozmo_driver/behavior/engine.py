@@ -158,6 +158,8 @@ class Engine:
         self._user_goal = ""
         #: what the driver says keeps the engine still: {"estop": reason, "inactive": reason}
         self._driver_holds: Dict[str, str] = {}
+        #: whether the robot was last said to be connected (None: nothing said yet)
+        self._connection_said: Optional[bool] = None
         #: (trigger, data, arrived, from_robot)
         self._pending: Deque[Tuple[str, Dict[str, Any], float, bool]] = deque(maxlen=MAX_PENDING)
         self._running: Optional[_Run] = None
@@ -277,12 +279,23 @@ class Engine:
                 raise AttributeError(f"RobotState has no field {key!r}")
             setattr(self.state, key, bool(value))
 
-    def on_connected(self, connected: bool, now: float) -> None:
+    def on_connected(self, connected: bool, now: float, said: bool = False) -> None:
+        """Whether the robot is connected: while it is not nothing runs; connected, the engine
+        goes on after ``start_delay``. The first report and each change are said (info; not
+        once shut down), unless ``said``: the caller said why already."""
         if connected != self.state.connected:
             self.state.connected = bool(connected)
             self._changed = True
             if connected:
                 self._next_choice = max(self._next_choice, now + self.start_delay)
+        if bool(connected) != self._connection_said and not self._shut_down:
+            self._connection_said = bool(connected)
+            if said:
+                return
+            if connected:
+                self._log("info", "the robot is connected: the engine goes on")
+            else:
+                self._log("info", "the robot is not connected: nothing runs until it connects")
 
     def on_emergency_stop(self, engaged: bool, now: float) -> None:
         """The driver's emergency stop: while engaged nothing runs (the driver would refuse

@@ -98,6 +98,8 @@ _AUDIO_CHUNK_S = 0.1
 #: of 100, which a sound sent in one go (300 chunks for 30 s) overflowed
 _AUDIO_LEAD_S = 2.0
 _SOUND_CACHE = 32
+#: with no link_status for this long from the start, the node says that it has no driver, s
+NO_LINK_STATUS_S = 5.0
 
 
 def _publisher(node: Node, msg_type: Any, topic: str, profile: Any) -> Any:
@@ -489,6 +491,9 @@ class BehaviorNode(Node):
         self.user_commands = 0
         self._throttle = LogThrottle(2.0)  # warnings of a kind a publisher may repeat
         self._warned_once: Set[str] = set()
+        #: when the node started (monotonic), until a link_status comes or the node said it
+        #: has none (NO_LINK_STATUS_S)
+        self._no_link_since: Optional[float] = time.monotonic()
         # inputs
         _subscription(self, RobotEvent, "events", self._on_event, QOS_EVENTS)
         # the status streams at ~33 Hz; the engine needs one snapshot per connection (the
@@ -579,6 +584,7 @@ class BehaviorNode(Node):
             self.engine.on_battery(float(msg.percentage), time.monotonic())
 
     def _on_link(self, msg: LinkStatus) -> None:
+        self._no_link_since = None
         connected = msg.state == LinkStatus.CONNECTED
         if connected and not self.engine.state.connected:
             self._watch_status()   # a snapshot of the robot's state for the new connection
@@ -641,10 +647,11 @@ class BehaviorNode(Node):
             self.get_logger().warning(
                 f"{self._link_sub.topic_name} has no publisher any more: the driver stopped "
                 "without saying so (it crashed?); nothing runs until it is back")
-            self.engine.on_connected(False, time.monotonic())
+            self.engine.on_connected(False, time.monotonic(), said=True)
             self._user_goals = {action: set() for action in USER_ACTIONS}  # they went with it
         if not self._closed:
             self._forget_gone_goals()
+        self._say_no_driver(time.monotonic())
         self._check_cmd_vel_type(time.monotonic())
         s = self.engine.status(time.monotonic())
         msg = BehaviorStatus(enabled=s.enabled, paused=s.paused, pause_remaining=float(s.pause_remaining),
@@ -653,6 +660,17 @@ class BehaviorNode(Node):
                              behaviors_started=s.behaviors_started, behaviors_failed=s.behaviors_failed)
         msg.header.stamp = self.get_clock().now().to_msg()
         self._status_pub.publish(msg)
+
+    def _say_no_driver(self, now: float) -> None:
+        """No link_status NO_LINK_STATUS_S after the start: no driver, or one in another
+        namespace, and nothing runs. Said once; the first link_status, whenever it comes, says
+        the robot's connection (the engine)."""
+        since = self._no_link_since
+        if since is not None and now - since >= NO_LINK_STATUS_S and not self._closed:
+            self._no_link_since = None
+            self.get_logger().warning(
+                f"the robot is not connected (no {self._link_sub.topic_name} from the driver yet: is "
+                "cozmo_driver running, in this namespace?): nothing runs")
 
     def _forget_gone_goals(self) -> None:
         """The user's goals of an action whose status has no publisher any more (its driver

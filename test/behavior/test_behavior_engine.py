@@ -367,6 +367,29 @@ def test_disabled_and_disconnected_engines_start_nothing():
     assert engine.running == "greet"
 
 
+def test_the_robots_connection_and_its_loss_are_said_once_each():
+    """The engine held still while the robot was not connected and said nothing of it (the
+    emergency stop and an inactive driver are said): a node started before its robot
+    connected, or whose robot was lost, printed its start line and did nothing. Each
+    change is said (info), the first report too, and not repeated; nothing once shut down."""
+    robot = FakeRobot()
+    log = []
+    engine = Engine(small_config(), robot, now=0.0, log=lambda lvl, text: log.append((lvl, text)))
+    lost = ("info", "the robot is not connected: nothing runs until it connects")
+    back = ("info", "the robot is connected: the engine goes on")
+    for connected, now in ((False, 0.5), (False, 1.0), (True, 2.0), (True, 3.0), (False, 4.0),
+                           (False, 5.0), (True, 6.0)):
+        engine.on_connected(connected, now)
+    assert [entry for entry in log if "connected" in entry[1]] == [lost, back, lost, back], log
+    engine.on_connected(False, 7.0, said=True)  # the caller said why (a driver gone): not again
+    assert log[-1] == back, log
+    engine.on_connected(True, 8.0)
+    engine.shutdown(9.0)
+    count = len(log)
+    engine.on_connected(False, 10.0)  # a stopping driver's last link_status
+    assert not engine.state.connected and log[count:] == [], log[count:]
+
+
 def _held_from(engine, robot, hold, reason: str) -> None:
     """A behavior runs; ``hold(now)`` at 1.0 stops it (its goal cancelled) and holds the
     engine: paused for ``reason`` until that ends, nothing started or failed up to 5.0."""

@@ -552,6 +552,29 @@ def test_the_console_script_stops_what_it_started(rclpy_context, tmp_path):
         sim.stop()
 
 
+def test_a_node_with_no_driver_says_so_once_and_then_says_the_robot_connected(rclpy_context, rclpy_log,
+                                                                            monkeypatch):
+    """Started without a driver (or in another namespace than the driver's), the node printed
+    its start line and nothing else while nothing ran. After a short while with no
+    link_status it says so, once; the connection that follows is said too."""
+    monkeypatch.setattr(behavior_node, "NO_LINK_STATUS_S", 0.5)
+    behavior = BehaviorNode(context=rclpy_context, namespace="nowhere", parameter_overrides=[
+        Parameter("start_delay", value=0.0), Parameter("enabled", value=False)])
+    spin = RosHarness(rclpy_context, "link_stand_in", namespace="nowhere", nodes=(behavior,))
+    said = "the robot is not connected (no /nowhere/link_status from the driver yet: is cozmo_driver running"
+    try:
+        assert spin.spin_until(lambda: rclpy_log.said(behavior, LoggingSeverity.WARN, said), 3.0)
+        spin.spin_for(1.5)
+        assert sum(said in line.message for line in rclpy_log.of(behavior)) == 1
+        link = spin.probe.create_publisher(LinkStatus, "link_status", QoSProfile(
+            depth=1, durability=QoSDurabilityPolicy.TRANSIENT_LOCAL))
+        link.publish(LinkStatus(state=LinkStatus.CONNECTED, driver_active=True))
+        assert spin.spin_until(lambda: behavior.engine.state.connected, DISCOVERY_TIMEOUT)
+        assert rclpy_log.said(behavior, LoggingSeverity.INFO, "the robot is connected: the engine goes on")
+    finally:
+        spin.close()
+
+
 def test_a_driver_gone_without_a_word_stops_the_engine(rclpy_context, rclpy_log):
     """A driver that crashed says nothing on link_status: the engine takes its publisher's
     going (the graph) for the link's end, within about its status period, instead of
@@ -830,8 +853,9 @@ def test_cmd_vel_of_another_type_is_said(rclpy_context, rclpy_log):
         teleop = rclpy.create_node("stamped_teleop", context=other)
         teleop.create_publisher(TwistStamped, "cmd_vel", 10)
 
-        def said():
-            return [line.message for line in rclpy_log.of(behavior, LoggingSeverity.WARN)]
+        def said():  # (but that no link_status came, NO_LINK_STATUS_S after the start)
+            return [line.message for line in rclpy_log.of(behavior, LoggingSeverity.WARN)
+                    if not line.message.startswith("the robot is not connected (no /link_status")]
         assert spin.spin_until(lambda: said(), 3.0 + behavior_node.TYPE_CHECK_S), said()
         assert said() == ["/cmd_vel has a publisher of geometry_msgs/msg/TwistStamped, which neither "
                           "this node takes (cmd_vel_stamped False: geometry_msgs/msg/Twist) nor a "
@@ -862,8 +886,9 @@ def test_cmd_vel_of_the_driver_of_another_type_is_said(rclpy_context, rclpy_log)
         thread_node = rclpy.create_node("_cozmo_driver_cmd_vel", context=other)
         thread_node.create_subscription(TwistStamped, "cmd_vel", lambda _: None, 10)
 
-        def said():
-            return [line.message for line in rclpy_log.of(behavior, LoggingSeverity.WARN)]
+        def said():  # (but that no link_status came, NO_LINK_STATUS_S after the start)
+            return [line.message for line in rclpy_log.of(behavior, LoggingSeverity.WARN)
+                    if not line.message.startswith("the robot is not connected (no /link_status")]
         assert spin.spin_until(lambda: said(), 3.0 + behavior_node.TYPE_CHECK_S), said()
         assert said() == ["/cmd_vel: the driver /cozmo_driver takes geometry_msgs/msg/TwistStamped, and "
                           "this node geometry_msgs/msg/Twist (cmd_vel_stamped False): it cannot see a "
