@@ -388,11 +388,19 @@ def test_a_treads_goal_sent_while_the_head_calibrates_waits_for_the_calibration(
     x0, y0, a0 = rig.odom_truth()
     handle = rig.send(name, TREADS_GOALS[name])
     assert handle is not None, "rejected"
+    checks = 0
     while robot.calibrating("head"):
         rig.spin_for(0.05)
+        # the pose first, then the flag: the goal starts its treads only once the driver has
+        # seen the calibration end, so a pose read while the flag still holds is one the goal
+        # cannot have moved (the flag read before the spin may have ended during it)
         x, y, a = rig.odom_truth()
+        if not robot.calibrating("head"):
+            break
         assert math.hypot(x - x0, y - y0) < 0.001 and abs(wrap(a - a0)) < 0.005, \
             "the treads moved while the head calibrated"
+        checks += 1
+    assert checks >= 5, f"the calibration was watched {checks} times only"
     status, result = rig.wait(handle)
     assert status == GoalStatus.STATUS_SUCCEEDED, result.message
     x, y, a = rig.odom_truth()
