@@ -109,7 +109,7 @@ class ActuatorsMixin:
             return MOTOR_MIN_SPEED_RADPS
         speed, warning = clamp(requested, 0.0, limit, field, "rad/s")
         if warning:
-            self.warn_throttled(field, warning)
+            self.warn_throttled(field, f"{warning} (the {limit_param} parameter)")
         return speed
 
     def _position(self, topic: str, field: str, value: float, max_speed: float,
@@ -161,6 +161,8 @@ class ActuatorsMixin:
         self._preempt(motor, topic)
         limit = float(self.params[f"{motor}_max_speed"])
         speed, warning = clamp(value, -limit, limit, f"{topic}.data", "rad/s")
+        if warning:
+            warning = f"{warning} (the {motor}_max_speed parameter)"
         kind = f"{topic}.data"
         if 0.0 < abs(speed) < MOTOR_MIN_SPEED_RADPS:  # the firmware: full speed
             kind, speed, warning = f"{topic}.data near 0", 0.0, (

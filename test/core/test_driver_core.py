@@ -2099,3 +2099,20 @@ def test_automatic_exposure_starts_from_the_parameters_set_while_unconfigured():
     sent = [(m.gain, m.exposure_ms) for _, m in robot.sent("SetCameraParams")]
     assert sent[:2] == [(2.0, 20)] * 2, sent
     assert core.exposure.target == 64
+
+
+def test_a_speed_clamped_to_a_motor_limit_names_the_parameter_that_sets_it(rig):
+    """A head or lift speed over its limit is clamped with a warning: the warning names the
+    parameter that sets the limit (head_max_speed, lift_max_speed), so that a user who wants
+    more knows what to raise."""
+    robot, core, output = rig
+    core.params.update(head_max_speed=2.0, lift_max_speed=1.0)
+    core.move_head(5.0)
+    core.set_lift(0.05, max_speed_radps=4.0)
+    robot.run(0.1)
+    assert robot.sent("MoveHead")[-1][1].speed_rad_per_sec == pytest.approx(2.0)
+    assert robot.sent("SetLiftHeight")[-1][1].max_speed_rad_per_sec == pytest.approx(1.0)
+    assert output.said("head/velocity.data = 5 rad/s is outside [-2, 2] rad/s: clamped to 2 rad/s "
+                       "(the head_max_speed parameter)", logging.WARNING), output.lines
+    assert output.said("lift/height.max_speed = 4 rad/s is outside [0, 1] rad/s: clamped to 1 rad/s "
+                       "(the lift_max_speed parameter)", logging.WARNING), output.lines
