@@ -679,22 +679,35 @@ class _Demo:
                 failures.append("sound: the simulated speaker played no frame with sound")
         say(sound_line)
 
+        def written(path, write):
+            """(True, what ``write()`` returned), or (False, None) with a failure that names the
+            file (a full disk, say): the report goes on."""
+            try:
+                return True, write()
+            except OSError as exc:
+                failures.append(f"artefacts: cannot write {path}: {exc}")
+                return False, None
+
+        camera_written = False
         if result.camera is not None:
             path = self.artifacts / "camera.png"
-            w, h = write_camera_png(result.camera, path)
+            camera_written, size = written(path, lambda: write_camera_png(result.camera, path))
+        if camera_written:
+            w, h = size
             kind = "colour" if result.camera.ndim == 3 else "grey"
             count = result.camera_frames
             frames = (f"; {count} frame{'' if count == 1 else 's'} since the camera was turned "
                       "on" if result.camera_requested else "")
             self.written.append((path, f"camera snapshot at the end, {w}x{h} {kind} "
                                        f"(camera/image_raw, {result.camera_encoding}{frames})"))
-        else:
+        elif result.camera is None:
             say("camera: no image arrived on camera/image_raw (no camera.png)")
         if framebuffer is not None:
             path = self.artifacts / "face.png"
-            lit = write_face_png(framebuffer, path)
-            self.written.append((path, f"the face display {face_source}, "
-                                       f"128x64 x4, {lit} pixels lit"))
+            face_written, lit = written(path, lambda: write_face_png(framebuffer, path))
+            if face_written:
+                self.written.append((path, f"the face display {face_source}, "
+                                           f"128x64 x4, {lit} pixels lit"))
             if simulated and result.face_shown and lit == 0:
                 failures.append("face: the simulated robot's display stayed dark")
         elif self.stop.is_set() and not simulated:
@@ -706,12 +719,13 @@ class _Demo:
             title = ("Driven path: odometry vs simulator ground truth" if truth_mm
                      else "Driven path: odometry")
             note = f"odometry - ground truth at the end: {error_text}" if error_text else ""
-            write_trajectory_png(path, odometry_mm, truth_mm, title=title, note=note)
-            self.written.append((path, "the driven square: " + (
-                "odometry (blue) over the simulator's ground truth (orange)" if truth_mm
-                else "odometry")))
+            if written(path, lambda: write_trajectory_png(path, odometry_mm, truth_mm, title=title,
+                                                          note=note))[0]:
+                self.written.append((path, "the driven square: " + (
+                    "odometry (blue) over the simulator's ground truth (orange)" if truth_mm
+                    else "odometry")))
         say("\nartefacts:")
-        width = max(len(str(p)) for p, _ in self.written)
+        width = max((len(str(p)) for p, _ in self.written), default=0)
         for path, what in sorted(self.written, key=lambda item: str(item[0])):
             say(f"  {str(path):<{width}}  {what}")
         elapsed = time.monotonic() - self.t0

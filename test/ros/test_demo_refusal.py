@@ -242,3 +242,24 @@ def test_a_driver_connected_whose_robot_is_never_named_is_said_as_such(connectin
     assert said.startswith(f"/cozmo_driver reports link_status CONNECTED, but no link report "
                            f"of it on /diagnostics (cozmo_driver: link) named the robot at "
                            f"{OURS} within 1 s"), said
+
+
+def test_an_artefact_that_cannot_be_written_is_a_failure_of_the_run_not_a_crash(tmp_path):
+    """The pictures are written at the end, after the robot and every process stopped: a file
+    that cannot be written (a full disk; here a directory that became a file) ended the demo
+    with a traceback and no report. It is a failure of the run, named with its file, and the
+    report goes on to its end (exit status 1)."""
+    import numpy as np
+    from cozmo_driver.ros.demo_node import DemoResult
+    blocked = tmp_path / "artefacts"
+    run, said = demo_with(blocked)
+    blocked.write_text("not a directory")  # every file under it fails to open
+    result = DemoResult(odometry=[(0.0, 0.0, 0.0, 0.0), (1.0, 0.1, 0.0, 0.0)],
+                        final_odom=(0.1, 0.0, 0.0), camera=np.zeros((240, 320), np.uint8),
+                        camera_encoding="mono8")
+    run.bringup = None
+    assert run._report(result, simulated=False) == 1
+    text = "\n".join(said)
+    for name in ("camera.png", "trajectory.png"):
+        assert f"artefacts: cannot write {blocked / name}: " in text, text
+    assert "camera: no image arrived" not in text, text
