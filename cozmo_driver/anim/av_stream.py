@@ -49,8 +49,11 @@ buffer) its last partial frame is sent at once, padded with silence, and the
 next chunk starts a new stream (buffered again); a stream shorter than the buffer is played when no
 chunk came for ``stream_timeout_s``. Both follow the buffer unless given
 (:func:`stream_timing`), so that a chunk as late as the buffer absorbs neither
-cuts a stream short nor restarts its resampler. Chunks that would queue more than
-``max_queue_s`` of the stream are dropped (counted; a ``play_audio`` goal's audio,
+cuts a stream short nor restarts its resampler. Sound that would queue more than
+``max_queue_s`` of the stream is dropped (counted in seconds; a chunk of
+:meth:`AVStream.stream_audio` whole, one of :meth:`AVStream.stream_audio_at` by the
+RESAMPLE_PIECE_S pieces it is resampled in: the queue fills to the limit and the rest
+of that chunk is dropped; a ``play_audio`` goal's audio,
 which the stream waits behind, does not count). While an animation plays, queued audio
 and images wait.
 
@@ -601,7 +604,7 @@ class AVStream:
             now = time.monotonic()
             if now - self._warned_at > 5.0:
                 self._warned_at = now
-                logger.warning("audio/pcm: chunk dropped: the stream would queue more than %.0f s, "
+                logger.warning("audio/pcm: sound dropped: the stream would queue more than %.0f s, "
                                "the most the driver keeps; %s", self.max_queue_s,
                                _why_queued(goal_s, self.pacer.animating))
             return
@@ -796,7 +799,7 @@ def _goal_queued(goal: Optional[_AudioGoal], pacer: AVPacer) -> int:
 
 
 def _why_queued(goal_s: float, animating: bool) -> str:
-    """Why a stream queued as much as the driver keeps (the warning of a chunk dropped)."""
+    """Why a stream queued as much as the driver keeps (the warning of sound dropped)."""
     if goal_s > 0.0:
         return (f"it waits behind a play_audio goal with {goal_s:.1f} s still to play (nothing "
                 "is mixed; cancel the goal to hear the stream now)")

@@ -907,7 +907,7 @@ def test_pcm_chunks_queue_behind_a_play_audio_goal_longer_than_the_stream_limit(
                           and float(rig.diag_values()["audio stream dropped (s)"]) > 10.0, 6.0), rig.diag_values()
     assert float(rig.diag_values()["audio stream dropped (s)"]) == pytest.approx(11.0, abs=0.3)
     (said,) = logged.messages
-    assert said.startswith("audio/pcm: chunk dropped: the stream would queue more than 30 s, the most "
+    assert said.startswith("audio/pcm: sound dropped: the stream would queue more than 30 s, the most "
                            "the driver keeps; it waits behind a play_audio goal with "), said
     assert said.endswith(" s still to play (nothing is mixed; cancel the goal to hear the stream now)"), said
     cancel = handle.cancel_goal_async()
