@@ -212,7 +212,9 @@ class CozmoDriverNode(LifecycleNode):
             self._media.activate()
         self._publish_link_status()
         refreeze(activated=True)  # after a cleanup, as start-up's were (driver_support.refreeze)
-        self.get_logger().info("activated: robot state published, commands taken")
+        self.get_logger().info("activated: robot state published, commands taken" if self._core.connected
+                               else "activated: the robot is not connected yet: its state is published, "
+                                    "and commands taken, once it answers")
         return super().on_activate(state)
 
     def _go_live(self, report: bool) -> bool:

@@ -351,6 +351,7 @@ def test_display_refusals_for_the_drivers_state_come_every_10_s_and_before_activ
     assert refusals == ["display/image refused: the driver is not active"], refusals
     rig.node.trigger_activate()
     activated = next(i for i, line in enumerate(lines) if line.startswith("activated"))
+    assert lines[activated] == "activated: robot state published, commands taken", lines  # connected
     held = [i for i, line in enumerate(lines) if line.startswith("display/image refused: the driver "
                                                                     "is not active (and 2 more like it")]
     assert held and held[0] < activated, lines

@@ -1811,6 +1811,10 @@ def test_closing_the_link_of_a_robot_that_never_answered_says_there_was_nothing_
     assert h.spin_until(lambda: rclpy_log.said(h.node, LoggingSeverity.WARN, "does not answer"), 10.0)
     h.node.close()
     lines = [line.message for line in rclpy_log.of(h.node)]
+    # activated with no robot: it does not say that commands are taken (they are refused)
+    assert "activated: the robot is not connected yet: its state is published, and commands taken, " \
+           "once it answers" in lines, lines
+    assert not any(m.startswith("activated: robot state published") for m in lines), lines
     assert rclpy_log.said(h.node, LoggingSeverity.INFO,
                           "link closed (the robot never answered: nothing to stop)"), lines
     assert not any("no stop could reach it" in m for m in lines), lines
