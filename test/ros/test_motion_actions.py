@@ -39,9 +39,11 @@ from ros_harness import (CONNECT_TIMEOUT, DISCOVERY_TIMEOUT, LogRecorder, RosHar
 from cozmo_driver import robot_geometry as geo  # noqa: E402
 from cozmo_driver.driver.motion import MAX_PATH_POSES  # noqa: E402
 from cozmo_driver.log_throttle import LogThrottle  # noqa: E402
+from cozmo_driver.protocol.messages import ENUMS  # noqa: E402
 from cozmo_driver.protocol.status import RobotStatusFlag  # noqa: E402
 from cozmo_driver.ros.driver_node import CozmoDriverNode  # noqa: E402
 from cozmo_driver.sim import SimServer  # noqa: E402
+from cozmo_driver.sim import body as sim_body  # noqa: E402
 
 pytestmark = [pytest.mark.ros]
 
@@ -363,11 +365,21 @@ def test_calibrate_motors_ends_the_treads_goal_whose_heading_it_restarts(rig, na
         assert rig.sim.command_counts().get("ClearPath", 0) > clears, "the path was cleared"
 
 
-def calibrate_with_the_head_up(rig) -> None:
-    """calibrate_motors with the head up, so that the calibration lasts about a second; it is
-    under way, and its start has reached the driver, on return."""
+#: how long the head rests at its low stop in calibrate_with_the_head_up's calibration (the
+#: simulator's own 0.5 s left a goal sent after it about 0.8 s of the calibration: a client's
+#: discovery or a loaded machine took that), well within the driver's wait for its end
+HEAD_CALIBRATION_REST_S = 2.5
+
+
+def calibrate_with_the_head_up(rig, monkeypatch, *actions: str) -> None:
+    """calibrate_motors with the head up and a long rest at its low stop, so that the
+    calibration lasts about 3 s; it is under way, and its start has reached the driver, on
+    return. The clients of ``actions`` are discovered before, not in the calibration's time."""
     from std_srvs.srv import Trigger
     robot = rig.node._robot
+    for name in actions:
+        rig.client(name)
+    monkeypatch.setitem(sim_body.CALIBRATION_REST_S, ENUMS["MotorID"].MOTOR_HEAD, HEAD_CALIBRATION_REST_S)
     assert rig.spin_until(lambda: not robot.calibrating("head"), 5.0)  # the connection's
     status, result = rig.run("set_head_angle", SetHeadAngle.Goal(angle=0.7))
     assert status == GoalStatus.STATUS_SUCCEEDED, result.message
@@ -377,14 +389,14 @@ def calibrate_with_the_head_up(rig) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(TREADS_GOALS))
-def test_a_treads_goal_sent_while_the_head_calibrates_waits_for_the_calibration(rig, name):
+def test_a_treads_goal_sent_while_the_head_calibrates_waits_for_the_calibration(rig, monkeypatch, name):
     """Anki's firmware holds the reported heading for the whole head calibration (its IMU
     filter is reset at every tick until the head is calibrated): a turn sent then spun until
     the calibration ended and then turned its full angle again, SUCCEEDED with odom wrong,
     and a path steered blind. The goal waits, the treads still, until the head is
     calibrated, and then runs, checked again."""
     robot = rig.node._robot
-    calibrate_with_the_head_up(rig)
+    calibrate_with_the_head_up(rig, monkeypatch, name)
     x0, y0, a0 = rig.odom_truth()
     handle = rig.send(name, TREADS_GOALS[name])
     assert handle is not None, "rejected"
@@ -413,16 +425,18 @@ def test_a_treads_goal_sent_while_the_head_calibrates_waits_for_the_calibration(
     assert math.hypot(odom.x - x, odom.y - y) < 0.01 and abs(wrap(odom.yaw - a)) < 0.05
 
 
-def test_a_treads_goal_waiting_for_the_head_calibration_can_be_canceled(rig):
+def test_a_treads_goal_waiting_for_the_head_calibration_can_be_canceled(rig, monkeypatch):
     robot = rig.node._robot
-    calibrate_with_the_head_up(rig)
+    calibrate_with_the_head_up(rig, monkeypatch, "turn_in_place")
     turns = rig.sim.command_counts().get("TurnInPlace", 0)
     handle = rig.send("turn_in_place", TREADS_GOALS["turn_in_place"])
     assert handle is not None, "rejected"
     rig.spin_for(0.1)
-    assert robot.calibrating("head")
     rig.cancel(handle)
     status, result = rig.wait(handle)
+    # the flag read after the cancel's result, not before its request: it held all along, so
+    # the cancel came while the goal waited (one read before may have ended during the cancel)
+    assert robot.calibrating("head"), "the calibration ended before the goal was canceled"
     assert status == GoalStatus.STATUS_CANCELED, result.message
     assert rig.spin_until(lambda: not robot.calibrating("head"), 5.0)
     assert stays_still(rig)
