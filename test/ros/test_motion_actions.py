@@ -663,11 +663,21 @@ def test_cmd_vel_takes_the_treads_from_a_path_the_robot_follows(rig, name):
     assert rig.spin_until(lambda: pub.get_subscription_count() > 0, DISCOVERY_TIMEOUT)
     turn = Twist()
     turn.angular.z = 1.5
+
+    def turning() -> bool:  # on the spot, as told
+        left, right = rig.sim.wheel_speeds()
+        return left < -10.0 < 10.0 < right
+
+    # the wheels are read while cmd_vel still comes, not after: the watchdog (on the I/O
+    # thread, 0.5 s after the last cmd_vel) stopped them when the goal's result or the read
+    # came later than that after a fixed 0.6 s of publishing
     rig.spin_for(0.6, every=lambda: pub.publish(turn))
+    assert rig.spin_until(lambda: handle.result_future.done() and turning(), 20.0,
+                          every=lambda: pub.publish(turn)), rig.sim.wheel_speeds()
+    # and it turns where cmd_vel took over, not at the end of the path (0.3 m) that went on
+    assert rig.odom_truth()[0] < 0.2, rig.odom_truth()
     status, result = rig.wait(handle)
     assert status == GoalStatus.STATUS_ABORTED and result.message == "preempted by a cmd_vel command"
-    left, right = rig.sim.wheel_speeds()
-    assert left < -10.0 < 10.0 < right, (left, right)         # turning on the spot, as told
     assert rig.sim.command_counts().get("ClearPath", 0) >= 3  # the connection's, the path's, its end
 
 
