@@ -434,6 +434,10 @@ class DriverStreams(DriverOutput):
             pub.publish(msg)
 
     def on_link(self, sample: LinkSample) -> None:
+        if sample.state is not LinkState.READY or not self.node._core.active:
+            # camera_with_state: no robot state comes to publish an image waiting for one; the
+            # first after activation or reconnection would have carried it, its stamp old
+            self._image_waiting = None
         pub = self.node._pub.get("link")
         if pub is None:
             return

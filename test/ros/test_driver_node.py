@@ -1968,3 +1968,46 @@ def test_destroy_node_frees_the_native_node(rclpy_context):
         assert "cozmo_driver" not in probe.get_node_names()
     finally:
         probe.destroy_node()
+
+
+@pytest.mark.parametrize("how", ["deactivated", "lost"])
+def test_camera_with_state_drops_the_image_waiting_when_no_state_is_to_come(make_driver, how):
+    """camera_with_state: an image waits for the next robot state. Deactivated (or the robot
+    lost) while one waited, no state came to publish it, and the first state after the
+    activation (or the reconnection) published it seconds later with its old stamp, as if
+    new. It is dropped then: no stream goes on with data from before the pause."""
+    h = make_driver(camera_enabled=True, camera_with_state=True, peer_timeout=1.0)
+    images = h.listen("compressed", CompressedImage, "camera/image_raw/compressed",
+                      qos_profile_sensor_data)
+    assert h.spin_until(lambda: len(images) >= 3, DISCOVERY_TIMEOUT)
+    streams, core = h.node._streams, h.node._core
+    on_state, held = streams.on_state, []
+
+    def state(sample: Any) -> None:  # no robot state reaches the publishers while held
+        if not held:
+            on_state(sample)
+    with core.lock:  # the I/O thread calls it under the lock
+        streams.on_state = state
+        held.append(True)
+    assert h.spin_until(lambda: streams._image_waiting is not None, 5.0), "an image waits"
+    with core.lock:
+        (waiting,) = [m for p, m in streams._image_waiting if p is h.node._pub["compressed"]]
+    if isinstance(waiting, bytes):  # serialized once, published as such
+        from rclpy.serialization import deserialize_message
+        waiting = deserialize_message(waiting, CompressedImage)
+    stale = Time.from_msg(waiting.header.stamp).nanoseconds
+    if how == "deactivated":
+        assert h.node.trigger_deactivate() == TransitionCallbackReturn.SUCCESS
+    else:  # the robot silent until the driver declares it lost (peer_timeout), then back
+        h.sim.set_silent(True)
+        assert h.spin_until(lambda: core.robot_lost, 10.0), "the robot was declared lost"
+        h.sim.set_silent(False)
+    with core.lock:
+        held.clear()
+    if how == "deactivated":
+        assert h.node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+    n = len(images)
+    assert h.spin_until(lambda: len(images) >= n + 5, 20.0), len(images)
+    stamps = [Time.from_msg(m.header.stamp).nanoseconds for m in images[n:]]
+    assert stale not in stamps, "the image that waited was published after the pause"
+    assert min(stamps) > stale, stamps
