@@ -259,6 +259,7 @@ class DriverCore(NotesMixin, LinkNotesMixin, ActuatorsMixin, CameraMixin):
         with self.lock:  # the next configure's automatic exposure starts from the parameters then
             self.exposure = None
         self.link_state = LinkState.DISCONNECTED
+        self.battery_low_said = False  # the next configure's robot (the same one, or another) is told of
 
     def stop_all_motors(self) -> None:
         self.forget_velocity()

@@ -2116,3 +2116,18 @@ def test_a_speed_clamped_to_a_motor_limit_names_the_parameter_that_sets_it(rig):
                        "(the head_max_speed parameter)", logging.WARNING), output.lines
     assert output.said("lift/height.max_speed = 4 rad/s is outside [0, 1] rad/s: clamped to 1 rad/s "
                        "(the lift_max_speed parameter)", logging.WARNING), output.lines
+
+
+def test_a_low_battery_is_warned_of_again_after_a_cleanup_and_a_new_configure(rig):
+    """The low battery's warning is said once a crossing, and again for the next robot: it was
+    rearmed only at a DISCONNECTED link, which the driver's cleanup never reports (it stops
+    listening first), so a robot still low after cleanup and configure (the same one, or one
+    at another robot_ip) went unwarned until its voltage had first recovered."""
+    robot, core, output = rig
+    low = lambda: [t for level, t in output.lines if level == logging.WARNING and "battery low" in t]  # noqa: E731
+    core.watch_battery(3.46, 0)
+    core.watch_battery(3.46, 0)
+    assert len(low()) == 1, output.lines
+    core.release()
+    core.watch_battery(3.46, 0)  # the next configure's first state
+    assert len(low()) == 2, output.lines
