@@ -208,6 +208,12 @@ class RobotReady:
     info: RobotInfo
 
 
+def _silent(seconds: float) -> str:
+    """Why a robot nothing was heard from for ``seconds`` is lost."""
+    return (f"nothing heard from the robot for {seconds:.1f} s: it is off, out of reach, or only its "
+            "replies are lost")
+
+
 class RobotLink:
     """See the module docstring. Use :meth:`start`, :meth:`send`, :meth:`stop`."""
 
@@ -382,8 +388,7 @@ class RobotLink:
         timeout = self.config.state_timeout
         silence = give_up(self.session, now)
         if silence is None or silence >= timeout - 1e-6:
-            return (f"nothing heard from the robot for {timeout:.1f} s: it is off, out of reach, "
-                    "or only its replies are lost")
+            return _silent(timeout)
         return f"no RobotState for {timeout:.1f} s though the robot still answers: it dropped the link"
 
     # ------------------------------------------------------------------ sans-I/O surface
@@ -466,10 +471,13 @@ class RobotLink:
                 self._ready_deadline = now + self.config.ready_timeout
                 self._set_state(LinkState.INITIALIZING, "robot answered")
             elif isinstance(event, (ConnectionLost, Disconnected)):
+                reason = event.reason
+                if isinstance(event, ConnectionLost) and reason == "robot silent":  # (peer_timeout)
+                    reason = _silent(event.silence_s)
                 if not self._wanted:
-                    self._set_state(LinkState.DISCONNECTED, event.reason)
+                    self._set_state(LinkState.DISCONNECTED, reason)
                 elif self.state is not LinkState.LOST:  # a reconnect is already scheduled
-                    self._lost(now, event.reason)
+                    self._lost(now, reason)
             else:
                 self._events.append(event)
 

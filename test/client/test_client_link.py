@@ -586,6 +586,29 @@ def test_a_robot_whose_replies_are_lost_is_stopped_when_the_state_timeout_gives_
     assert lost.startswith(f"nothing heard from the robot for {ready_timeout:.1f} s"), link.state_reason
 
 
+
+def test_a_robot_lost_on_the_sessions_silence_says_how_long_nothing_was_heard():
+    """With the defaults (peer_timeout 3 s under ready_timeout 5 s) the session's silence
+    timeout declares a silent robot lost first, and the reason was a bare "robot silent":
+    the driver's line read "lost the robot at ... (robot silent; ...)" where its reference
+    quotes what was seen. It now says how long nothing was heard, and what that may mean."""
+    from cozmo_driver.sim import RobotConfig, SimulatedRobot
+
+    link = RobotLink(ClientConfig(session=SessionConfig(peer_timeout=3.0), ready_timeout=5.0,
+                                  state_timeout=5.0), name="silent")
+    sim = SimulatedRobot(config=RobotConfig(seed=1))
+    net = MemoryLink(link, sim, seed=1)
+    link.start(net.now)
+    assert net.run_while(lambda: not link.is_ready, 5.0)
+    net.run_until(net.now + 1.0)
+    net.b_to_a = Impairment(loss=1.0)
+    assert net.run_while(lambda: link.state is LinkState.READY, 4.0)
+    assert link.state is LinkState.LOST
+    assert link.state_reason.startswith("nothing heard from the robot for 3.0 s: it is off, out of "
+                                        "reach, or only its replies are lost; reconnecting in "), \
+        link.state_reason
+
+
 # ------------------------------------------------------------------------ motor calibration
 
 def sim_pair(**robot_config):
