@@ -486,7 +486,8 @@ class DriverCore(NotesMixin, LinkNotesMixin, ActuatorsMixin, CameraMixin):
         return (link_report(self.reported_state().value, self.active, where, robot.stats,
                             robot.transport.stats, rate, self.assembler.stats,
                             camera=self.camera_status(),
-                            frames_on_arrival=self.robot_clock.frames_from_arrival),
+                            frames_on_arrival=self.robot_clock.frames_from_arrival,
+                            hint=self.link_hint()),
                 robot_report(connected, volts, battery_percentage(volts)
                              if volts is not None else None, self.estop, self.yaw_diff,
                              self.tracker.reanchors, self.refused,

@@ -153,6 +153,17 @@ class LinkNotesMixin:
                       f"battery low ({volts:.2f} V, below {BATTERY_LOW_V:.2f} V): put the robot on its "
                       f"charger; it switches itself off after a minute below {geo.BATTERY_EMPTY_V:.2f} V")
 
+    def link_hint(self) -> str:
+        """What to check, for the link's diagnostics: of a lost robot as its loss was told
+        (:meth:`loss_hint`), of one being connected to that never answered as its attempts
+        are (:func:`no_answer_hint`); else nothing."""
+        state = self.reported_state()
+        if state is LinkState.LOST:
+            return f"{self.loss_hint()} The driver reconnects by itself once it answers."
+        if state is LinkState.CONNECTING:
+            return no_answer_hint(self.robot, self.params["robot_ip"])
+        return ""
+
     def loss_hint(self) -> str:
         """What a robot lost from a ready link is told: its low battery as the likely cause
         when its last state said so (and not that it was on its charger, or charging), else

@@ -33,12 +33,13 @@ def _fmt(value: Any) -> str:
 
 def link_report(state: str, active: bool, robot: str, session: Any, transport: Any,
                 state_rate_hz: float, images: Any = None, camera: str = "",
-                frames_on_arrival: Optional[int] = None) -> DiagnosticReport:
+                frames_on_arrival: Optional[int] = None, hint: str = "") -> DiagnosticReport:
     """Connection state and link quality. ``state`` is the client's LinkState value
     ('ready', 'lost', ...); ``session``/``transport`` their stats objects (or None);
     ``camera``: what the camera does, in words; ``frames_on_arrival``: camera images
-    stamped with their arrival, not their capture time. Inactive, the level is OK (the
-    driver was told to rest) and the message says the link's state all the same."""
+    stamped with their arrival, not their capture time; ``hint``: what to check, given as a
+    value "what to check" while the level is not OK. Inactive, the level is OK (the driver
+    was told to rest) and the message says the link's state all the same."""
     if state == "ready" and state_rate_hz > 0.0:
         level, message = OK, f"connected to {robot}"
     elif state == "ready":  # a stall of the Wi-Fi, or the robot gone: lost after peer_timeout
@@ -53,6 +54,8 @@ def link_report(state: str, active: bool, robot: str, session: Any, transport: A
         level, message = OK, f"inactive (lifecycle); {message}"
     values: List[Tuple[str, str]] = [("state", state), ("robot", robot),
                                      ("robot state rate (Hz)", _fmt(state_rate_hz))]
+    if hint and level != OK:
+        values.insert(2, ("what to check", hint))
     if session is not None:
         sent = session.reliable_packets_sent
         # not the datagram loss: a loss resends every packet in flight behind the lost one,

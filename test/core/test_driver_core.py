@@ -1372,6 +1372,8 @@ def test_a_robot_that_never_answered_is_connecting_not_lost():
     assert LinkState.LOST not in states and LinkState.CONNECTING in states, states
     link, _ = core.reports("127.0.0.1:5551")
     assert "lost" not in link.message and "connecting to" in link.message, link.message
+    # what to check, as the log's attempts say it (the simulator's: a loopback robot_ip)
+    assert dict(link.values)["what to check"].startswith("Is the simulator running on that port"), link.values
     robot.net.a_to_b = robot.net.b_to_a = Impairment()
     for _ in range(30):
         robot.run(0.5)
@@ -1388,6 +1390,15 @@ def test_a_robot_that_never_answered_is_connecting_not_lost():
     assert gone and all(math.isnan(sample.rtt_s) for sample in gone), [(s.state, s.rtt_s) for s in gone]
     values = dict(core.reports("127.0.0.1:5551")[0].values)
     assert values["rtt (s)"] == values["smoothed rtt (s)"] == "n/a", values
+    assert values["what to check"] == ("Is the simulator still running (it was stopped, or its process "
+                                       "ended)? The driver reconnects by itself once it answers."), values
+    robot.net.a_to_b = robot.net.b_to_a = Impairment()
+    for _ in range(30):
+        robot.run(0.5)
+        if core.connected:
+            break
+    link, _ = core.reports("127.0.0.1:5551")
+    assert core.connected and "what to check" not in dict(link.values), link.values
 
 
 def test_a_lost_robot_is_lost_until_it_is_ready_again_through_the_reconnection_attempts(rig):

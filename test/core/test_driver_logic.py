@@ -999,6 +999,9 @@ def test_diagnostic_levels():
     # inactive, it says the link's state all the same (a lost robot looked like a resting one)
     assert link_report("lost", False, "x", None, None, 0.0).message == \
         "inactive (lifecycle); robot x lost, reconnecting"
+    # what to check, while it is not OK only
+    assert ("what to check", "Is it on?") in link_report("lost", True, "x", None, None, 0.0, hint="Is it on?").values
+    assert "what to check" not in dict(link_report("lost", False, "x", None, None, 0.0, hint="Is it on?").values)
     assert robot_report(True, 3.55, 0.17, False, 0.01, 0, 0).level == OK
     # below the robot's own low-battery light (3.50 V), and below the voltage under which it
     # switches itself off after a minute (3.45 V); the voltage decides, not the estimate
