@@ -381,8 +381,8 @@ class Engine:
         self._pending.clear()
         if not enabled and self._running is not None:
             self._end(Outcome.INTERRUPTED, "the engine was disabled", now)
-        if enabled:
-            self._next_choice = now
+        if enabled:  # a wait still owed (start_delay after a connection, idle_between) is kept
+            self._next_choice = max(self._next_choice, now)
         self._log("info", "enabled" if enabled else "disabled")
 
     def shutdown(self, now: float) -> None:

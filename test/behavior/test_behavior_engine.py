@@ -645,6 +645,33 @@ def test_activities_fill_idle_time_and_wait_between():
     assert engine.behaviors_started > 2
 
 
+def test_switching_the_engine_on_keeps_the_wait_it_owes():
+    """Enabled during start_delay after a connection, or during an activity's idle_between,
+    the engine still waits them out: switching it on is no reason to move at once."""
+    config = small_config(
+        behaviors={"nod": {"class": "play_animation", "params": {"animation": "nod_yes"}}},
+        activities={"free": {"idle_between": 2.0, "behaviors": {"nod": {"weight": 1.0}}}})
+    engine, robot, log = make_engine(config, enabled=False, start_delay=1.0)  # connected at 0.0
+    engine.set_enabled(True, 0.1)
+    engine.tick(0.5)
+    assert engine.running is None                  # start_delay still owed
+    engine.tick(1.0)
+    assert engine.running == "nod"
+    engine.tick(1.1)
+    assert engine.running is None and engine.last_outcome == "succeeded"   # idle_between from 1.1
+    engine.set_enabled(False, 1.5)
+    engine.set_enabled(True, 1.6)
+    engine.tick(2.0)
+    assert engine.running is None                  # idle_between still owed
+    engine.tick(3.1)
+    assert engine.running == "nod"
+    engine.tick(3.2)
+    engine.set_enabled(False, 3.3)                 # long after the waits: on again, it goes on at once
+    engine.set_enabled(True, 20.0)
+    engine.tick(20.0)
+    assert engine.running == "nod"
+
+
 def test_the_default_configuration_lives_an_hour_with_a_fake_robot():
     """The default configuration, every trigger, an hour of fake time: no errors, every
     reaction behavior ran, activities alternate."""
