@@ -60,6 +60,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Union
 
 from ..json_comments import strip_json_comments
 from .behavior import ConfigError
+from .emotions import Curve
 
 __all__ = ["AppResources", "load_app_resources", "APP_TRIGGERS", "strip_json_comments",
            "emotion_name"]
@@ -131,6 +132,10 @@ def _nodes(graph: Any, where: str) -> List[List[float]]:
         if not isinstance(node, Mapping) or "x" not in node or "y" not in node:
             raise ValueError(f"{where}: a node without x and y: {node!r}")
         points.append([float(node["x"]), float(node["y"])])
+    try:  # checked here, so that a bad curve skips its file (named) instead of stopping the engine
+        Curve.of(points)
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
     return points
 
 

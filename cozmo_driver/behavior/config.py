@@ -448,7 +448,8 @@ def load_config(files: Sequence[Union[str, Path]] = (), app_resources: Optional[
     try:
         return parse_config(data)
     except ConfigError as exc:
-        where = ", ".join(str(p) for p in files if p) or "the defaults"
+        sources = ([f"the app's resources in {app_resources}"] if app_resources else []) + [str(p) for p in files if p]
+        where = ", ".join(sources) or "the defaults"
         raise ConfigError(f"{exc} (in {where})") from None
 
 

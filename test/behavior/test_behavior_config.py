@@ -5,6 +5,7 @@ tests in test/app_resources, in the shape the loader documents)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -255,6 +256,28 @@ def test_app_resources_are_read_into_the_engines_shape():
         load_app_resources(APP / "cozmo_resources" / "assets" / "animationGroupMaps")
     with pytest.raises(ConfigError, match="is not a directory"):
         load_app_resources(APP / "nothing_here")
+
+
+def test_an_app_curve_that_cannot_be_a_curve_skips_its_file_with_its_name(tmp_path):
+    """A decay graph or repetition penalty whose x values do not increase (or are not finite)
+    skips the file that holds it, with a warning naming the file, as an unreadable file does;
+    the engine's configuration loads without it (it used to stop, blaming the defaults)."""
+    engine_dir = tmp_path / "cozmo_resources" / "config" / "engine"
+    (engine_dir / "emotionevents").mkdir(parents=True)
+    (engine_dir / "mood_config.json").write_text(json.dumps({"decayGraphs": [
+        {"emotionType": "Happy", "nodes": [{"x": 0, "y": 1}, {"x": 0, "y": 0.5}]}]}))
+    (engine_dir / "emotionevents" / "events.json").write_text(json.dumps({"emotionEvents": [
+        {"name": "Greeted", "emotionAffectors": [{"emotionType": "Social", "value": 0.3}],
+         "repetitionPenalty": {"nodes": [{"x": 5, "y": 0}, {"x": 1, "y": 1}]}}]}))
+    (engine_dir / "emotionevents" / "good.json").write_text(json.dumps(
+        {"name": "Poked", "emotionAffectors": [{"emotionType": "Happy", "value": 0.1}]}))
+    warnings = []
+    config = load_config(app_resources=tmp_path, warn=warnings.append)
+    assert any("mood_config.json" in w and "must increase" in w for w in warnings), warnings
+    assert any("events.json" in w and "Greeted repetitionPenalty" in w and "must increase" in w
+               for w in warnings), warnings
+    events = set(config.emotion_events)
+    assert "Poked" in events and "Greeted" not in events
 
 
 def test_app_definitions_run_in_the_engine():
