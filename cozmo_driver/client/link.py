@@ -418,8 +418,10 @@ class RobotLink:
             self._ready_deadline = None
             stats = self.session.stats
             if self.state is LinkState.INITIALIZING:
-                # the next attempt's connect() starts the session over
+                # ended at the robot too (the farewell's stop and Disconnect): a robot with Anki's
+                # link policy would keep it, each next RESET refused; connect() starts over
                 stats.connections_without_state += 1
+                give_up(self.session, now)
                 self._lost(now, f"the robot did not become ready within {self.config.ready_timeout:.1f} s")
             elif self.state is LinkState.READY:
                 stats.connections_lost += 1

@@ -26,7 +26,7 @@ from cozmo_driver.protocol import messages as msgs
 from cozmo_driver.protocol.errors import RemoteProtocolError
 from cozmo_driver.protocol.frames import OOB_SEQ, FrameType, decode_frame, encode_frame
 from cozmo_driver.protocol.messages import PacketType, decode_message
-from cozmo_driver.protocol.session import RESET_CONFIRM_S, Connected, MessageReceived, SessionConfig
+from cozmo_driver.protocol.session import RESET_CONFIRM_S, Connected, Disconnected, MessageReceived, SessionConfig
 from cozmo_driver.sim import RobotConfig, SimulatedRobot
 from cozmo_driver.transport.memory import MemoryLink
 from cozmo_driver.transport.udp import PeerFilter
@@ -515,3 +515,37 @@ def test_forged_reset_every_few_seconds_never_keeps_odometry_away_for_long():
         assert result["first_state"] - t_forge <= RECOVERY_S
         bench.run(3.0 - (bench.now - t_forge))
     assert bench.client.session.stats.peer_resets == 10
+
+
+def test_a_connection_that_never_becomes_ready_is_ended_at_the_robot_before_the_next(monkeypatch):
+    """The robot takes the handshake and SyncTime but streams no RobotState (once): after
+    ready_timeout the driver ends that link at the robot with the farewell's stop and
+    Disconnect, as it does a ready link gone quiet, so that the next attempt's RESET is taken
+    at once. A link only dropped on our side stays alive at a robot with Anki's link policy,
+    each RESET refused and keeping it so: the robot answered again only after about 30 s,
+    while the driver reported it as not answering."""
+    from cozmo_driver.sim.model import RobotModel
+
+    real = RobotModel._on_SyncTime
+    mute = {"syncs": 1}   # how many SyncTimes start no stream
+
+    def sync_time(model, message, now):
+        if mute["syncs"] > 0:
+            mute["syncs"] -= 1
+            return
+        real(model, message, now)
+
+    monkeypatch.setattr(RobotModel, "_on_SyncTime", sync_time)
+    bench = Bench()
+    bench.client.start(bench.now)
+    assert bench.link.run_while(lambda: bench.client.state is not LinkState.LOST, 8.0)
+    given_up = bench.now
+    assert bench.client.state_reason.startswith("the robot did not become ready within 5.0 s")
+    bench.run(0.2)
+    assert bench.robot_got(given_up - 0.01, "StopAllMotors"), "no stop sent with the give-up"
+    ended = [e.reason for when, e in bench.robot_events if when >= given_up - 0.01 and isinstance(e, Disconnected)]
+    assert ended == ["the engine sent Disconnect"], "the link was not ended at the robot"
+    # the next attempt (after reconnect_min) is taken by the robot: streaming well within
+    # the back-off's next step, not after the robot's own 5 s timeout of the old link
+    assert bench.link.run_while(lambda: bench.client.state is not LinkState.READY, 3.0)
+    assert bench.robot.session.stats.resets_refused == 0
