@@ -279,14 +279,18 @@ def require_finite(prefix: str, **values: float) -> None:
 
 
 def check_speed(value: float, name: str, default: float, limit: float, unit: str,
-                allow_negative: bool = False, limit_name: str = "") -> Tuple[float, Optional[str]]:
+                allow_negative: bool = False, limit_name: str = "",
+                direction: str = "") -> Tuple[float, Optional[str]]:
     """(speed to use, warning or None): 0 -> ``default``, at most ``limit``; beyond
     ``limit`` -> clamped with a warning (naming the parameter ``limit_name`` that set the
-    limit, if any); negative -> refused unless ``allow_negative`` (the sign is kept)."""
+    limit, if any); negative -> refused unless ``allow_negative`` (the sign is kept), the
+    refusal saying ``direction``: what sets the direction instead."""
     if not math.isfinite(value):
         raise MotionError(f"{name} is {value}: not a finite number")
     if value < 0 and not allow_negative:
-        raise MotionError(f"{name} = {value:g} {unit}: must not be negative (0 = default)")
+        how = f": {direction}" if direction else ""
+        raise MotionError(f"{name} = {value:g} {unit}: must not be negative (0 = default); "
+                          f"it is a magnitude{how}")
     if value == 0:
         return min(default, limit), None
     if abs(value) > limit:
@@ -297,11 +301,12 @@ def check_speed(value: float, name: str, default: float, limit: float, unit: str
     return value, None
 
 
-def check_turn_speed(value: float, name: str, default: float) -> Tuple[float, Optional[str]]:
+def check_turn_speed(value: float, name: str, default: float,
+                     direction: str = "") -> Tuple[float, Optional[str]]:
     """A point turn's speed as :func:`check_speed` takes it (0 -> ``default``), and one
     slower than the robot turns (:data:`MIN_TURN_SPEED_RADPS`) raised to that, with a
     warning: the robot would turn faster than asked, and the goal's timing with it."""
-    speed, warning = check_speed(value, name, default, MAX_TURN_SPEED_RADPS, "rad/s")
+    speed, warning = check_speed(value, name, default, MAX_TURN_SPEED_RADPS, "rad/s", direction=direction)
     if 0.0 < speed < MIN_TURN_SPEED_RADPS:
         return MIN_TURN_SPEED_RADPS, (
             f"{name} = {value:g} rad/s: the robot turns in place no slower than "

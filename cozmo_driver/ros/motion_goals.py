@@ -182,9 +182,10 @@ class GoalContext:
         return float(self.node._params[name])
 
     def linear_speeds(self, speed_value: float, accel_value: float, prefix: str,
-                      warnings: List[str]) -> Tuple[float, float]:
+                      warnings: List[str], direction: str = "") -> Tuple[float, float]:
         speed, w1 = mo.check_speed(speed_value, prefix + "speed", mo.DEFAULT_SPEED_MPS,
-                                   self.param("max_wheel_speed"), "m/s", limit_name="max_wheel_speed")
+                                   self.param("max_wheel_speed"), "m/s", limit_name="max_wheel_speed",
+                                   direction=direction)
         accel, w2 = mo.check_speed(accel_value, prefix + "accel", mo.DEFAULT_ACCEL_MPS2,
                                    _MAX_ACCEL_MPS2, "m/s^2")
         mo.check_path_rate(speed, prefix + "speed", "m/s")  # the robot's paths: whole mm/s
@@ -264,7 +265,8 @@ class AxisGoal(MotionGoal):
                               f"range {lo:.3f}..{hi:.3f} {self.UNIT}")
         value = min(max(value, lo), hi)
         limit = self.ctx.param(f"{motor}_max_speed")
-        speed, w1 = mo.check_speed(goal.max_speed, "max_speed", limit, limit, "rad/s")
+        speed, w1 = mo.check_speed(goal.max_speed, "max_speed", limit, limit, "rad/s",
+                                   direction=f"the {motor} moves towards the {field_name} given")
         accel, w2 = mo.check_speed(goal.accel, "accel", self.ctx.param(f"{motor}_acceleration"),
                                    _MAX_AXIS_ACCEL_RADPS2, "rad/s^2")
         if not math.isfinite(goal.duration) or not 0.0 <= goal.duration <= 60.0:
@@ -372,7 +374,8 @@ class TurnInPlaceGoal(MotionGoal):
             warnings.append(f"angle = {goal.angle:g} rad with is_absolute is a heading: taken as "
                             f"{angle:.4f} rad, the same heading within -pi..pi (for whole turns, "
                             "leave is_absolute false)")
-        speed, w1 = mo.check_turn_speed(goal.speed, "speed", mo.DEFAULT_TURN_SPEED_RADPS)
+        speed, w1 = mo.check_turn_speed(goal.speed, "speed", mo.DEFAULT_TURN_SPEED_RADPS,
+                                        direction="the sign of angle sets the direction (negative: clockwise)")
         accel, w2 = mo.check_speed(goal.accel, "accel", mo.DEFAULT_TURN_ACCEL_RADPS2,
                                    _MAX_TURN_ACCEL_RADPS2, "rad/s^2")
         warnings.extend(w for w in (w1, w2) if w)
@@ -457,7 +460,8 @@ class DriveStraightGoal(PathGoal):
         tolerance = mo.check_tolerance(goal.tolerance, "tolerance", mo.MIN_POSITION_TOLERANCE_M,
                                        0.5, "m")
         warnings: List[str] = []
-        speed, accel = self.ctx.linear_speeds(goal.speed, goal.accel, "", warnings)
+        speed, accel = self.ctx.linear_speeds(goal.speed, goal.accel, "", warnings,
+                                              direction="a negative distance drives backwards")
         return {"distance": float(goal.distance), "speed": speed, "accel": accel,
                 "tolerance": tolerance, "warnings": warnings}
 

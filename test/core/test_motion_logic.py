@@ -309,6 +309,10 @@ def test_speeds_zero_default_clamped_and_negative_refused():
     assert mo.check_speed(-0.5, "speed", 0.1, 0.2, "m/s", allow_negative=True)[0] == -0.2
     with pytest.raises(MotionError, match="speed = -0.1 m/s: must not be negative"):
         mo.check_speed(-0.1, "speed", 0.1, 0.2, "m/s")
+    with pytest.raises(MotionError, match="; it is a magnitude: a negative distance drives backwards$"):
+        mo.check_speed(-0.1, "speed", 0.1, 0.2, "m/s", direction="a negative distance drives backwards")
+    with pytest.raises(MotionError, match="; it is a magnitude: negative angles turn clockwise$"):
+        mo.check_turn_speed(-1.0, "speed", 1.0, direction="negative angles turn clockwise")
     with pytest.raises(MotionError, match="not a finite number"):
         mo.check_speed(math.nan, "speed", 0.1, 0.2, "m/s")
 

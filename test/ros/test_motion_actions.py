@@ -1045,7 +1045,15 @@ def test_bad_goals_are_rejected_with_a_message(rig):
     rig.rejected("set_head_angle", SetHeadAngle.Goal(angle=1.5), "outside the head's range")
     rig.rejected("set_lift_height", SetLiftHeight.Goal(height=0.2), "outside the lift's range")
     rig.rejected("set_lift_height", SetLiftHeight.Goal(height=0.05, max_speed=-1.0),
-                 "max_speed = -1 rad/s: must not be negative")
+                 "max_speed = -1 rad/s: must not be negative (0 = default); it is a magnitude: the lift moves "
+                 "towards the height given")
+    # a negative speed: what sets the direction instead
+    rig.rejected("drive_straight", DriveStraight.Goal(distance=0.1, speed=-0.1),
+                 "speed = -0.1 m/s: must not be negative (0 = default); it is a magnitude: a negative distance "
+                 "drives backwards")
+    rig.rejected("turn_in_place", TurnInPlace.Goal(angle=1.0, speed=-1.0),
+                 "speed = -1 rad/s: must not be negative (0 = default); it is a magnitude: the sign of angle sets "
+                 "the direction (negative: clockwise)")
     rig.rejected("turn_in_place", TurnInPlace.Goal(angle=1.0, tolerance=0.0),
                  "tolerance = 0 rad cannot be reached")
     rig.rejected("drive_straight", DriveStraight.Goal(distance=math.inf), "distance is inf")
