@@ -84,7 +84,8 @@ __all__ = [
     "MAX_PATH_POSES", "SEGMENT_GAP_M",
     "robot_segments", "robot_segment_owners", "check_robot_size",
     "SAME_PLACE_M", "MIN_ARC_RADIUS_M", "MAX_ARC_RADIUS_M", "TURN_THRESHOLD_RAD",
-    "require_finite", "check_speed", "check_turn_speed", "check_path_rate", "MIN_PATH_RATE", "check_tolerance",
+    "require_finite", "drives_forwards", "check_speed", "check_turn_speed", "check_path_rate", "MIN_PATH_RATE",
+    "check_tolerance",
     "apply_defaults", "check_segments",
     "path_to_segments", "plan_go_to_pose", "plan_drive_straight", "segment_message", "path_messages",
     "segments_end_pose", "distance_remaining", "path_duration", "axis_duration", "turn_duration",
@@ -270,6 +271,12 @@ class Segment:
             return (f"ARC centre ({self.center_x:.3f}, {self.center_y:.3f}) m, radius "
                     f"{self.radius:.3f} m, from {self.start_angle:.3f} rad through {self.sweep:.3f} rad")
         return f"POINT_TURN at ({self.start_x:.3f}, {self.start_y:.3f}) m to {self.heading:.3f} rad"
+
+
+def drives_forwards(segments: Sequence[Segment]) -> bool:
+    """Whether a path drives the robot forwards anywhere: a line or an arc at a positive
+    speed (a negative one backs it; a point turn stays where it is)."""
+    return any(s.type in (LINE, ARC) and s.speed > 0.0 for s in segments)
 
 
 def require_finite(prefix: str, **values: float) -> None:

@@ -460,13 +460,12 @@ class MotionActions:
                 raise MotionError(f"{reason}: the treads cannot move it")
 
     def _check_cliff(self, name: str, plan: Dict[str, Any]) -> None:
-        """A goal that may drive forwards is refused while the cliff sensor sees no floor
-        ahead: the robot stopped its treads at the edge once and would not stop them again."""
-        forwards = name in ("follow_path", "go_to_pose") or \
-            (name == "drive_straight" and plan.get("distance", 0.0) > 0.0)
+        """A goal that drives forwards (a path: a line or arc at a positive speed) is refused
+        while the cliff sensor sees no floor ahead: the robot stopped its treads at the edge
+        once and would not stop them again. Backing away and turning are taken."""
         state = self._latest_state()
-        if forwards and state is not None and \
-                cliff_ahead(int(state.status), self._node._params["stop_on_cliff"]):
+        if state is not None and cliff_ahead(int(state.status), self._node._params["stop_on_cliff"]) \
+                and self._goals[name].drives_forwards(plan):
             raise MotionError("the robot's cliff sensor sees no floor ahead (stop_on_cliff): it "
                               "could drive off the edge. Back away first (drive_straight with a "
                               "negative distance, or cmd_vel backwards), or turn away "

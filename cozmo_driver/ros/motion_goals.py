@@ -229,6 +229,11 @@ class MotionGoal:
         """About how long (s) the checked goal takes from where the robot is now."""
         raise NotImplementedError
 
+    def drives_forwards(self, plan: Dict[str, Any]) -> bool:
+        """Whether the checked goal drives the robot forwards from where it is now (refused
+        at a cliff ahead); by default not (the head, the lift, a turn in place)."""
+        return False
+
     def check_duration(self, plan: Dict[str, Any]) -> None:
         """Refuse a goal expected to take longer than :data:`MAX_GOAL_S` (a speed far too
         slow for the distance, or a distance far too long for the speed)."""
@@ -465,6 +470,9 @@ class DriveStraightGoal(PathGoal):
         return {"distance": float(goal.distance), "speed": speed, "accel": accel,
                 "tolerance": tolerance, "warnings": warnings}
 
+    def drives_forwards(self, plan: Dict[str, Any]) -> bool:
+        return plan["distance"] > 0.0
+
     def duration(self, plan: Dict[str, Any]) -> float:
         start = self.ctx.now_sample().pose
         segment = mo.plan_drive_straight(start, plan["distance"], plan["speed"], plan["accel"])
@@ -578,6 +586,10 @@ class FollowPathGoal(PathGoal):
         return mo.path_duration(plan["converted"] if segments is None else segments,
                                 self.ctx.now_sample().yaw)
 
+    def drives_forwards(self, plan: Dict[str, Any]) -> bool:
+        segments = plan.get("segments")
+        return mo.drives_forwards(plan["converted"] if segments is None else segments)
+
     def start(self, run: Run) -> None:
         plan = run.plan
         start = self.ctx.now_sample().pose
@@ -638,6 +650,9 @@ class GoToPoseGoal(PathGoal):
     def duration(self, plan: Dict[str, Any]) -> float:
         start = self.ctx.now_sample().pose
         return mo.path_duration(self._segments(plan, start), start.yaw)
+
+    def drives_forwards(self, plan: Dict[str, Any]) -> bool:
+        return mo.drives_forwards(self._segments(plan, self.ctx.now_sample().pose))
 
     def _plan_attempt(self, run: Run, start: Pose2D) -> bool:
         """Plan and send the next attempt; False if the robot is already there."""

@@ -300,6 +300,18 @@ def test_segment_messages_are_in_millimetres_and_point_turns_in_radians():
 
 # ----------------------------------------------------------------------------- goal checks
 
+def test_a_path_drives_forwards_only_with_a_line_or_arc_at_a_positive_speed():
+    back = mo.Segment.line(0.0, 0.0, -0.05, 0.0, speed=-0.05)
+    turn = mo.Segment(mo.POINT_TURN, heading=1.0, speed=1.0)
+    assert not mo.drives_forwards([back, turn]) and not mo.drives_forwards([])
+    assert mo.drives_forwards([back, mo.Segment.line(-0.05, 0.0, 0.0, 0.0, speed=0.05)])
+    assert mo.drives_forwards([mo.Segment(mo.ARC, radius=0.1, sweep=1.0, speed=0.05)])
+    # go_to_pose: only a point turn when the robot stands within the position tolerance
+    here = mo.Pose2D(0.1, 0.2, 0.0)
+    assert not mo.drives_forwards(mo.plan_go_to_pose(here, mo.Pose2D(0.1, 0.2, 1.5), 0.01, 0.05))
+    assert mo.drives_forwards(mo.plan_go_to_pose(here, mo.Pose2D(0.3, 0.2, 0.0), 0.01, 0.05))
+
+
 def test_speeds_zero_default_clamped_and_negative_refused():
     assert mo.check_speed(0.0, "speed", 0.1, 0.2, "m/s") == (0.1, None)
     # the default is at most the limit too (max_wheel_speed lowered below it)

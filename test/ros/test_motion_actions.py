@@ -833,6 +833,15 @@ def test_cliff_interrupts_a_path_with_the_reason(rig):
                        ("follow_path", WHEEL_GOALS["follow_path"]),
                        ("go_to_pose", WHEEL_GOALS["go_to_pose"])):
         rig.rejected(name, goal, said)
+    # a go_to_pose with nothing to drive, and a path that only backs away, are not forwards
+    here = pose_stamped(0.0, 0.0, 0.0, frame="base_footprint")
+    status, result = rig.run("go_to_pose", GoToPose.Goal(pose=here, position_tolerance=0.01,
+                                                         heading_tolerance=0.05))
+    assert status == GoalStatus.STATUS_SUCCEEDED and "nothing to drive" in result.message, result.message
+    back = FollowPath.Goal(segments_frame_id="base_footprint", segments=[
+        PathSegment(type=PathSegment.LINE, start_x=0.0, start_y=0.0, end_x=-0.02, end_y=0.0, speed=-0.05)])
+    status, result = rig.run("follow_path", back)
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
     status, result = rig.run("drive_straight", DriveStraight.Goal(distance=-0.03))
     assert status == GoalStatus.STATUS_SUCCEEDED, result.message
     # the floor again: an empty cloud
