@@ -261,6 +261,35 @@ def _stale_link(session: "Session", frame: Any, now: float) -> None:
         logger.info("[%s] the robot still holds a link from before: ending it", session.name)
 
 
+def _greeting_on_live_link(session: "Session", frame: Any, now: float) -> bool:
+    """Engine, connected: whether ``frame`` is set aside as a Connect greeting on a live
+    link, or as a frame that decides nothing after one. Such a greeting (packet 0,
+    acknowledging nothing or only the RESET) after the robot acknowledged our packets
+    means it took a RESET we did not send, or is a replay of an old greeting (it can be
+    byte for byte the real one). A frame that still acknowledges our packets within
+    RESET_CONFIRM_S shows a replay (``replayed_connects``), and the link goes on; none in
+    that time means the robot forgot the link (:meth:`Session.handle_timer`). Before the
+    robot acknowledged one of our packets (an ack of 0 from a robot that greeted with it
+    names the RESET) a greeting is the robot's own resend: our acknowledgements of it were
+    lost, and it is taken as the duplicate it is."""
+    if (session._peer_acked and frame.ack in (OOB_SEQ, 0) and frame.first_seq == 0 and frame.packets
+            and frame.packets[0].packet_type == PacketType.CONNECT):
+        if session._reset_suspected_at is None:
+            session._reset_suspected_at = now
+        return True
+    if session._reset_suspected_at is None:
+        return False
+    if frame.ack in (OOB_SEQ, 0):
+        # acknowledges nothing (or only a RESET): a robot that forgot the link sends such
+        # frames, and so can anyone at its address (a replayed or forged one can come
+        # before the robot's own next frame), so it decides nothing; it is set aside
+        session.stats.unexpected_frames += 1
+        return True
+    session._reset_suspected_at = None
+    session.stats.replayed_connects += 1
+    return False
+
+
 def _robot_takes_reset(session: "Session", now: float) -> None:
     """Robot: a client (re)started the link: answer with Connect as packet 0 (with
     ``reset_is_packet``, the RESET is the client's packet 0). On a live
@@ -665,6 +694,7 @@ class Session:
         self._rx_buffer: Dict[int, RawPacket] = {}
         self._received_any = False
         self._peer_acked = False                  # the peer acknowledged one of our packets
+        self._greeting_ack = OOB_SEQ              # the ack of the robot's greeting (engine)
         self._reset_suspected_at: Optional[float] = None  # a Connect greeting came (engine)
         self._ack_due: Optional[float] = None
         self._rto = self.config.rto_initial
@@ -818,26 +848,9 @@ class Session:
                 stats.unexpected_frames += 1
                 _stale_link(self, frame, now)
                 return
-        elif (self.role is Role.ENGINE and self.state is State.CONNECTED and self._peer_acked
-              and frame.ack in (OOB_SEQ, 0) and frame.first_seq == 0 and frame.packets
-              and frame.packets[0].packet_type == PacketType.CONNECT):
-            # a greeting on a live link: the robot took a RESET we did not send, or this is
-            # a replay of an old greeting (it can be byte for byte the real one). A frame
-            # that still acknowledges our packets within RESET_CONFIRM_S shows a replay, and
-            # the link goes on; none in that time means the robot forgot the link (tick).
-            if self._reset_suspected_at is None:
-                self._reset_suspected_at = now
+            self._greeting_ack = frame.ack  # 0: the robot counts the RESET as its packet 0
+        elif self.role is Role.ENGINE and self.state is State.CONNECTED and _greeting_on_live_link(self, frame, now):
             return
-        elif self._reset_suspected_at is not None and self.state is State.CONNECTED:
-            if frame.ack in (OOB_SEQ, 0):
-                # acknowledges nothing (or only a RESET): a robot that forgot the link sends
-                # such frames, and
-                # so can anyone at its address (a replayed or forged one can come before
-                # the robot's own next frame), so it decides nothing; it is set aside
-                stats.unexpected_frames += 1
-                return
-            self._reset_suspected_at = None
-            self.stats.replayed_connects += 1
         self._last_rx = now
         if frame.ack < SEQ_MODULUS:  # OOB_SEQ means none; 65534 never occurs on the wire
             self._on_ack(frame.ack, now)
@@ -978,7 +991,8 @@ class Session:
                 break
         if sample is not None:
             _rtt_sample(self, sample)
-        self._peer_acked = True
+        # the greeting's ack (0) names the RESET, not our packet 0, which such a robot drops
+        self._peer_acked = self._peer_acked or ack != self._greeting_ack
         self._rto_backoff = 1
         self._fast_retx_of = None
         if self._retx:

@@ -148,6 +148,27 @@ def test_handshake_survives_20_percent_loss():
     assert robot.received.count("SyncTime") == 1
 
 
+@pytest.mark.parametrize("loss_s", [0.6, 1.5])
+def test_a_handshake_whose_uplink_is_lost_for_a_while_is_no_reset_of_the_robot(loss_s):
+    """The driver's datagrams lost from just after its RESET reached the robot: its
+    acknowledgements of the greeting never arrive, and the robot sends its Connect again.
+    That is the robot's resend, not a RESET from elsewhere: the handshake goes on once the
+    uplink is back, with no LOST and no reconnect."""
+    client, robot, link, events = make_pair(delay=0.01)
+    client.start(link.now)
+    link.run_until(0.015)                           # the RESET is at the robot
+    assert robot.session.is_connected
+    link.a_to_b.loss = 1.0
+    link.run_until(0.015 + loss_s)
+    link.a_to_b.loss = 0.0
+    assert link.run_while(lambda: client.state is not LinkState.READY, 5.0)
+    link.run_until(link.now + 1.0)
+    assert states(events) == [LinkState.CONNECTING, LinkState.INITIALIZING, LinkState.READY]
+    stats = client.session.stats
+    assert (stats.peer_resets, stats.connections_lost, stats.replayed_connects) == (0, 0, 0)
+    assert robot.session.stats.connects == 1 and robot.received.count("SyncTime") == 1
+
+
 def test_lost_robot_is_reported_and_reconnected_with_reinitialisation():
     client, robot, link, events = make_pair()
     client.start(link.now)

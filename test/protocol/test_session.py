@@ -1244,11 +1244,13 @@ def test_a_background_window_larger_than_the_window_is_the_window_and_zero_is_re
     assert pair.engine.stats.reliable_packets_sent == 4
 
 
-def test_robot_that_greets_a_stray_reset_is_given_up_soon():
+@pytest.mark.parametrize("reset_is_packet", [False, True], ids=["plain", "reset_is_packet"])
+def test_robot_that_greets_a_stray_reset_is_given_up_soon(reset_is_packet):
     """A stale or forged RESET makes the robot start over and greet with a new Connect: the
     engine sees that RESET_CONFIRM_S after the greeting (not after stall_timeout) and
-    reports the link lost."""
-    pair = Pair(Impairment(delay=0.01), Impairment(delay=0.01))
+    reports the link lost, also from a robot whose greeting and frames ack 0 (the RESET)."""
+    pair = Pair(Impairment(delay=0.01), Impairment(delay=0.01),
+                robot_config=SessionConfig(reset_is_packet=reset_is_packet))
     pair.connect()
     for i in range(10):
         pair.engine.send(to_robot(i))
@@ -1262,9 +1264,38 @@ def test_robot_that_greets_a_stray_reset_is_given_up_soon():
     assert pair.link.now <= reset_at + RESET_CONFIRM_S + 0.05
     assert pair.engine.stats.peer_resets == 1 and pair.engine.stats.replayed_connects == 0
     pair.connect()
-    pair.engine.send(to_robot(1000))
+    pair.engine.send(to_robot(1000))                # lost to a robot that takes the RESET as 0
+    pair.engine.send(to_robot(1001))
     pair.settle()
-    assert pair.robot_got()[-1] == 1000
+    assert pair.robot_got()[-1] == 1001
+
+
+@pytest.mark.parametrize("loss_s", [0.3, 0.6, 1.5])
+def test_a_greeting_sent_again_while_the_uplink_is_down_is_no_reset(loss_s):
+    """A robot that takes the RESET as packet 0 (Anki's firmware, the simulator) acks 0 in
+    every frame until more comes: that ack names the RESET, not the engine's first packet
+    (numbered 0 too, dropped by the robot). When the engine's datagrams are lost from just
+    after the RESET arrived, its acks of the greeting never reach the robot, which sends
+    the same Connect again: that is a resend, not a robot that took a RESET from elsewhere.
+    The link must go on, not be given up RESET_CONFIRM_S after the second greeting."""
+    pair = Pair(Impairment(delay=0.01), Impairment(delay=0.01),
+                robot_config=SessionConfig(reset_is_packet=True))
+    pair.engine.connect(0.0)
+    pair.link.run_until(0.015)                      # the RESET is at the robot, nothing since
+    assert pair.robot.is_connected
+    pair.link.a_to_b.loss = 1.0
+    pair.link.run_while(lambda: not pair.engine.is_connected, 0.1)
+    pair.engine.send(to_robot(100))                 # numbered 0, like the RESET: lost anyway
+    pair.engine.send(to_robot(101))
+    pair.link.run_until(0.015 + loss_s)
+    assert pair.robot.stats.retransmissions >= 1, "the robot never sent its greeting again"
+    pair.link.a_to_b.loss = 0.0
+    pair.settle()
+    pair.link.run_until(pair.link.now + 2 * RESET_CONFIRM_S)
+    assert pair.engine.is_connected and not pair.engine_of(ConnectionLost)
+    assert pair.engine.stats.peer_resets == 0 and pair.engine.stats.connections_lost == 0
+    assert pair.engine.stats.replayed_connects == 0  # nothing was replayed either
+    assert pair.robot.stats.connects == 1 and pair.robot_got() == [101]
 
 
 def _live_pair_and_its_greeting():
