@@ -60,7 +60,9 @@ events (:meth:`~ObjectRegistry.pop_events`), accelerometer samples
   already).
 * **Restored on reconnection.** The last light programme of each object and its
   accelerometer stream are sent again when it connects again after a drop or
-  after the robot's own reconnection.
+  after the robot's own reconnection; an object with no programme known (none set since
+  the registry began) has its lights put out when it connects: a cube keeps its programme
+  across a disconnection, and one an earlier driver left lit would show it for ever.
 * **Events.** TAPPED (count, intensity = tap_pos - tap_neg), MOVED (once when a
   cube starts moving, with its acceleration), STOPPED_MOVING, UP_AXIS_CHANGED
   (when the axis differs; the robot reports it after each connection, and it is
@@ -433,7 +435,8 @@ class ObjectEntry:
     failed_at: float = -math.inf
     retry_at: float = -math.inf
     #: last light programme (four LightStates, rotation frames), restored on reconnection (an
-    #: off taken while it was away too: :meth:`ObjectRegistry.owe_lights_off`)
+    #: off taken while it was away too: :meth:`ObjectRegistry.owe_lights_off`); None: none
+    #: known, its lights put out when it connects (:func:`restore_messages`)
     lights: Optional[Tuple[List[Any], int]] = None
     accel_stream: bool = False
 
@@ -555,9 +558,14 @@ def _programme_left(entry: ObjectEntry) -> Optional[Tuple[List[Any], int]]:
 
 
 def restore_messages(entry: ObjectEntry) -> List[Any]:
-    """What sends a (re)connected object its light programme and accelerometer stream again."""
+    """What sends a (re)connected object its light programme and accelerometer stream again;
+    one with no programme known gets its lights put out: the cube keeps a programme across a
+    disconnection (Anki's firmware keeps it per radio slot), and one an earlier driver, or a
+    cleanup while the robot was away, left lit would show it for ever."""
     out: List[Any] = []
-    if entry.lights is not None:
+    if entry.lights is None:
+        out.extend(lights_off_messages(entry.object_id))
+    else:
         states, rotation = entry.lights
         out.extend(cube_light_messages(entry.object_id, states, rotation))
     if entry.accel_stream:

@@ -623,7 +623,7 @@ def test_an_accelerometer_stream_switched_off_while_its_cube_is_away_is_not_rest
     rig.connects()
     rig.answer(C1, 1, True)
     rig.answer(C2, 2, True)
-    assert [x.NAME for x in rig.reg.pop_messages()] == []
+    assert [x.NAME for x in rig.reg.pop_messages()] == ["CubeId", "CubeLights"] * 2   # (lights out)
 
 
 def test_the_back_off_after_a_thousand_drops_is_the_longest_wait_not_an_overflow():
@@ -1286,6 +1286,7 @@ def test_the_robot_keeps_a_dropped_cubes_slot_and_reconnects_it_by_itself():
     assert rig.connects() == [(C3, True)] and rig.slot_of[C3] not in (ids[C1], ids[C2])
     rig.answer(C3, 3, True)
     rig.events()
+    rig.reg.pop_messages()                                # (cube3's lights put out)
     # the robot hears cube1 again and connects it in its slot; its lights go to that slot
     rig.answer(C1, 1, True, object_id=ids[C1])
     assert rig.events() == [(EV.APPEARED, "cube1"), (EV.CONNECTED, "cube1")]
@@ -1302,6 +1303,7 @@ def _held_cube1(rig) -> int:
     cube1 = rig.answer(C1, 1, True)
     rig.answer(C1, 1, False, object_id=cube1)             # dropped: held
     rig.results()
+    rig.reg.pop_messages()                                # (its lights put out at the connection)
     assert rig.reg.entry(C1).held
     return cube1
 
@@ -1526,6 +1528,7 @@ def test_a_new_registry_empties_every_radio_slot_so_a_cube_an_earlier_driver_lef
     for x in connects:
         feed(sim.send(x))
     assert rig.reg.entry(C1).connected and (EV.CONNECTED, "cube1") in rig.events()
+    rig.reg.pop_messages()                                       # (their lights put out)
     # the next connection of the robot empties only the slots held in this one
     rig.reg.on_robot_lost(rig.now)
     rig.reg.on_robot_ready(rig.now)
@@ -1533,6 +1536,42 @@ def test_a_new_registry_empties_every_radio_slot_so_a_cube_an_earlier_driver_lef
     rig.reg.on_robot_lost(rig.now)
     rig.reg.on_robot_ready(rig.now)
     assert rig.reg.pop_messages() == []
+
+
+def test_a_cube_an_earlier_driver_left_lit_has_its_lights_put_out_when_it_connects():
+    """A cube lit by a driver that never put it out (cleanup with the robot away, the process
+    killed) keeps its programme: the next driver emptied its slot and connected it, and sent
+    no light, since it knew no programme for it; the cube showed the old colours for ever
+    while the driver took it for unlit. An object with no programme known has its lights put
+    out when it connects."""
+    sim = Sim()
+    sim.send(m.ObjectConnect(factory_id=C1, slot=0))            # the driver before lit cube1
+    sim.send(m.CubeId(object_id=0, rotation_period_frames=0))
+    sim.send(m.CubeLights(states=object_light_states([Light(on_color=RED)], 4, "f", "c", [])))
+    assert sim.model.lights()["cubes"][1][0].on_color != 0
+    sim.model.on_connected(sim.now)                              # this driver's connection
+    sim.send(m.Enable())
+    sim.send(m.SyncTime(timestamp_ms=0))
+    rig = Rig(ready=False)
+    rig.reg.on_robot_ready(rig.now)
+
+    def feed(messages) -> None:
+        for x in messages:
+            if x.NAME.startswith("Object"):
+                rig.reg.on_message(x, rig.now)
+
+    for x in rig.reg.pop_messages():
+        feed(sim.send(x))
+    feed(sim.run(1.1))
+    rig.advance(0.1)
+    for x in rig.reg.pop_messages():                             # the cubes connected
+        feed(sim.send(x))
+    assert rig.reg.entry(C1).connected and rig.reg.entry(C1).lights is None
+    sent = rig.reg.pop_messages()
+    assert [x.NAME for x in sent] == ["CubeId", "CubeLights"] * 3
+    for x in sent:
+        sim.send(x)
+    assert all(st.on_color == st.off_color == 0 for cube in sim.model.lights()["cubes"].values() for st in cube)
 
 
 # ----------------------------------------------------------------------------- diagnostics
