@@ -49,8 +49,9 @@ events (:meth:`~ObjectRegistry.pop_events`), accelerometer samples
   answer within ``connect_timeout`` (its value at the request) fails. A connection requested while a disconnection of
   the same object waits for its answer takes the robot's next "not connected" as that
   answer (DISCONNECTED on request), not as its own failure; so is a late answer to a
-  disconnection whose request failed (not a drop). After a failure or a drop the next
-  attempt for that object waits ``reconnect_min`` doubling up to
+  disconnection whose request failed, on request or letting a :func:`surplus` object go
+  (not a drop). After a failure or a drop the next attempt for that object waits
+  ``reconnect_min`` doubling up to
   ``reconnect_max`` (a connection that lasted ``reconnect_max`` resets the
   back-off; lowered, either shortens a wait under way: :func:`retry_due`). An object
   connected by request is reconnected like the automatic ones; one disconnected by
@@ -428,6 +429,10 @@ class ObjectEntry:
     wanted: Optional[bool] = None
     #: connected by auto-connect (it is the one auto-connect restores after a drop)
     auto: bool = False
+    #: connected and its slot emptied (on request, or let go: the reason completing its
+    #: DISCONNECTED), the robot's answer still to come, also once the request has failed: that
+    #: late "not connected" is the disconnection, not a drop
+    released: Optional[str] = None
     pending: Optional[_Pending] = None
     failures: int = 0
     #: when its last connection failed or dropped, and when auto-connect may try it again
@@ -793,6 +798,7 @@ class ObjectRegistry:
         entry.slot = entry.object_id if held else None
         entry.held = entry.slot is not None
         entry.object_id = None
+        entry.released = None
         entry.connected_since = None
         entry.moving = False
         entry.up_axis = UpAxis.UNKNOWN  # (the robot reports it again after a connection)
@@ -956,7 +962,7 @@ class ObjectRegistry:
             if pending is not None and pending.connect:
                 self._resolve(entry, True, f"{entry.name} connected (object id {object_id})")
             if was is None:
-                entry.connected_since = now
+                entry.connected_since, entry.released = now, None
                 entry.moving = False
                 self._changed = True
                 self._event(ObjectEventType.CONNECTED, entry,
@@ -979,7 +985,7 @@ class ObjectRegistry:
             self._resolve(entry, True, f"{entry.name} disconnected")
             if was_connected:
                 self._disconnected(entry, now, pending.reason)
-            entry.held, entry.slot = False, None
+            entry.held, entry.slot, entry.released = False, None, None
             return
         if pending is not None and pending.connect:
             self.counters["connection failures"] += 1
@@ -995,8 +1001,8 @@ class ObjectRegistry:
             if was_connected:
                 self._disconnected(entry, now, "the connection failed")
             return
-        if was_connected and entry.wanted is False:  # a disconnection's answer after its request failed
-            self._disconnected(entry, now, "on request")
+        if was_connected and (entry.wanted is False or entry.released):  # a disconnection's late answer
+            self._disconnected(entry, now, entry.released or "on request")
         elif was_connected:
             self.counters["connections dropped"] += 1
             s = self.settings
@@ -1119,6 +1125,7 @@ class ObjectRegistry:
         to one lit while away: :func:`_programme_left`)."""
         if entry.connected:
             self._messages.extend(lights_off_messages(entry.object_id))
+            entry.released = reason
         entry.auto, entry.lights, entry.accel_stream = False, _programme_left(entry), False
         self._send_connect(entry, False, now, token)
         if entry.pending is not None:

@@ -1457,6 +1457,42 @@ def test_a_kept_cube_the_robot_connects_again_while_another_of_its_type_is_conne
     assert not rig.reg.entry(other).held
 
 
+def test_a_late_answer_to_letting_go_of_a_second_cube_of_a_type_is_not_a_drop():
+    """The robot's "not connected" for a cube let go as a second one of its type, after that
+    release had timed out or been failed by a deactivation, was taken as a drop: counted,
+    the back-off grown, "it dropped the connection (out of range, ...)" said, and a slot taken
+    as kept for it that the robot had just emptied. It is the release's answer, said so."""
+    for late in ("timed out", "deactivated"):
+        rig = Rig(object_timeout=1.0)
+        other = 0xC0B10999
+        first, _ = _two_cube1s(rig, wanted_first=False)
+        assert [x.NAME for x in rig.reg.pop_messages()][-1] == "ObjectConnect"    # let go
+        entry = rig.reg.entry(C1)
+        dropped, failures, retry_at = rig.reg.counters["connections dropped"], entry.failures, entry.retry_at
+        rig.events()
+        if late == "timed out":
+            rig.advance(2.5)
+        else:
+            rig.reg.fail_pending("the driver was deactivated")
+        rig.answer(C1, 1, False, object_id=first)                          # the answer, late
+        assert [(e.type, e.description) for e in rig.reg.pop_events()] == [(EV.DISCONNECTED, (
+            f"cube1 disconnected: released: cube1 (0x{other:08x}) is connected too, and auto-connect "
+            "keeps one object of a type"))], late
+        assert not entry.connected and not entry.held and entry.slot is None, late
+        assert (entry.failures, entry.retry_at) == (failures, retry_at), late
+        assert rig.reg.counters["connections dropped"] == dropped, late
+        assert dict(rig.reg.report(True).values)["slots the robot keeps for silent objects"] == "none", late
+        # and a later drop of a cube connected again is a drop
+        rig.advertise((C1, 1, -50))
+        rig.reg.request(1, C1, 0, True, rig.now)
+        rig.connects()
+        rig.answer(C1, 1, True)
+        rig.events()
+        rig.answer(C1, 1, False, object_id=entry.object_id)
+        assert "it dropped the connection" in rig.reg.pop_events()[0].description, late
+        assert entry.held and rig.reg.counters["connections dropped"] == dropped + 1, late
+
+
 def test_with_auto_connect_turned_off_a_cube_it_connected_is_let_go_when_it_drops():
     """auto_connect_cubes false at run time disconnects nothing, but a cube auto-connect had
     connected that then drops is not left its radio slot (the robot would pair it again, with
