@@ -160,8 +160,11 @@ def test_robot_killed_and_restarted_on_the_same_port_after_2_s():
         sim.stop()
         killed = time.monotonic()
         time.sleep(2.0)
-        new_sim = SimServer(host="127.0.0.1", port=port, seed=6).start()
+        # read before the start, not after: once bound, the new robot answers a connect the
+        # client (LOST, then reconnecting, when the start came late) sends, and the client may
+        # be INITIALIZING before this thread, held up after start() returned, read the clock
         restarted = time.monotonic()
+        new_sim = SimServer(host="127.0.0.1", port=port, seed=6).start()
         assert record.wait_states(restarted, 3, 30.0), "RobotState never came back"
         answered = record.state_entered(LinkState.INITIALIZING, restarted)
         first = record.states_after(restarted)[0]
