@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import IO, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import bringup_plan as plan
+from .console import say
 from .lifeline import exit_with_parent, parent_death_preexec
 
 __all__ = ["parse_command_line", "effective_arguments", "Bringup", "Child", "main"]
@@ -65,10 +66,7 @@ _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def _say(text: str) -> None:
-    try:
-        print(f"{PROG}: {text}", flush=True)
-    except (OSError, ValueError):  # stdout gone (a closed pipe): the bring-up still stops
-        pass
+    say(f"{PROG}: {text}")  # stdout gone (a closed pipe): the bring-up still stops
 
 
 # ---------------------------------------------------------------------------- command line

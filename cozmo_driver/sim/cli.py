@@ -4,7 +4,8 @@
 
 Prints one status line per second: whether a client is connected, the true pose,
 head and lift, and the rate of each stream (RobotState sent, camera frames sent,
-face images shown, audio frames played). Exits cleanly on SIGINT, SIGTERM and SIGHUP
+face images shown, audio frames played); a line its output no longer takes (a closed pipe,
+a terminal hung up) is dropped. Exits cleanly on SIGINT, SIGTERM and SIGHUP
 (unless started under nohup); with a
 client connected, once it has disconnected or --stop-grace seconds later (a terminal's
 Ctrl-C reaches the driver too, whose stop and goodbye the robot must still answer), or
@@ -22,6 +23,7 @@ import sys
 import time
 from typing import List, Optional
 
+from ..console import say
 from ..lifeline import exit_with_parent
 from ..protocol.errors import CozmoError
 from ..stop_flag import StopFlag, stop_signals
@@ -135,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--duration", type=_seconds, default=None, metavar="S",
                    help="stop after this many seconds, 0 or more (default: run until Ctrl-C)")
     p.add_argument("--stop-grace", type=_seconds, default=STOP_GRACE_S, metavar="S",
-                   help="on SIGINT or SIGTERM with a client connected, serve it until it "
+                   help="on SIGINT, SIGTERM or SIGHUP with a client connected, serve it until it "
                         "disconnects, for at most this many seconds, so that its stop and "
                         f"goodbye are answered (default {STOP_GRACE_S:g}; 0: stop at once); a "
                         "second SIGINT or SIGTERM ends it")
@@ -197,8 +199,8 @@ def _serve_until_disconnected(sim: SimServer, grace: float, stop: StopFlag) -> N
     is taken for a copy of the first)."""
     if grace <= 0 or not sim.is_connected():
         return
-    print(f"cozmo-sim: stopping once the client has disconnected (at most {grace:g} s; "
-          "Ctrl-C again or SIGTERM stops at once)", flush=True)
+    say(f"cozmo-sim: stopping once the client has disconnected (at most {grace:g} s; "
+        "Ctrl-C again or SIGTERM stops at once)")
     start = time.monotonic()
     deadline = start + grace
     seen = len(stop.signals)
@@ -239,13 +241,12 @@ def main(argv: Optional[List[str]] = None) -> int:
                         up=up, down=down, allow_non_loopback=args.force_non_loopback)
         sim.start()
     except CozmoError as exc:
-        print(f"cozmo-sim: {exc}{_port_taken_hint(exc, args.port)}", file=sys.stderr)
+        say(f"cozmo-sim: {exc}{_port_taken_hint(exc, args.port)}", file=sys.stderr)
         restore()
         stop.close()
         return 2
     host, port = sim.address
-    print(f"cozmo-sim: simulated Cozmo on udp://{host}:{port} (seed {args.seed}); Ctrl-C stops",
-          flush=True)
+    say(f"cozmo-sim: simulated Cozmo on udp://{host}:{port} (seed {args.seed}); Ctrl-C stops")
     end = None if args.duration is None else time.monotonic() + args.duration
     try:
         sim.rates()
@@ -254,7 +255,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             if wait > 0 and stop.wait(wait):
                 break
             if not args.quiet:
-                print(format_status(sim, sim.rates()), flush=True)
+                say(format_status(sim, sim.rates()))
             if end is not None and time.monotonic() >= end:
                 break
         if stop.is_set():
@@ -269,7 +270,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         for sig in signals:
             signal.signal(sig, signal.SIG_IGN)
         stop.close()
-    print("cozmo-sim: stopped", flush=True)
+    say("cozmo-sim: stopped")
     return 0
 
 

@@ -527,6 +527,64 @@ def test_cli_a_second_signal_ends_the_stop_grace_at_once(second):
     assert out.splitlines() == ["cozmo-sim: stopped"], out
 
 
+@pytest.mark.parametrize("output", ["pipe", "terminal"])
+def test_cli_whose_output_went_away_serves_its_client_on_and_exits_0(output):
+    """`cozmo-sim ... | head -2` died at the next status line (BrokenPipeError, exit 1), and
+    one whose terminal closed (SIGHUP; its terminal then fails every write with EIO) died on
+    the grace's notice, within moments, its client's stop and goodbye unanswered. Its output
+    gone, it serves on: through the grace, until the client says goodbye; exit 0, nothing
+    said on stderr. (Loopback; an hour's grace, so it ends with the goodbye only.)"""
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    if output == "pipe":  # its status lines fail, then the notice, then "stopped"
+        reader, writer = os.pipe()
+        sig, quiet = signal.SIGTERM, []
+    else:  # the first write after the SIGHUP is the grace's notice
+        reader, writer = os.openpty()  # (the terminal's master end, its slave end)
+        sig, quiet = signal.SIGHUP, ["--quiet"]  # as the terminal's closing sends it
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "cozmo_driver.sim.cli", "--port", "0", "--stop-grace", "3600", *quiet],
+            stdin=subprocess.DEVNULL, stdout=writer, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT,
+            preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))  # (this test under nohup)
+    finally:
+        os.close(writer)
+    try:
+        first = b""
+        while not first.endswith(b"\n"):
+            assert select.select([reader], [], [], 10.0)[0], f"no first line: {first!r}"
+            byte = os.read(reader, 1)
+            assert byte, f"cozmo-sim closed its output: {first!r}"
+            first += byte
+        port = int(first.decode().split("udp://127.0.0.1:")[1].split()[0])
+        os.close(reader)  # `head` has its lines; the terminal closed
+        reader = None
+        with UdpEngine(("127.0.0.1", port)) as engine:
+            engine.initialise()
+            # (a status line a second went into the void meanwhile, on its own clock)
+            since = engine.last_state_ms()
+            assert engine.wait(lambda: engine.states_after(since + 1500), 10.0), "it stopped serving"
+            signalled_ms = engine.last_state_ms()
+            proc.send_signal(sig)
+            # the grace's notice went nowhere; still the robot, answering a command, then the goodbye
+            assert engine.wait(lambda: len(engine.states_after(signalled_ms)) >= 4, 5.0), \
+                "no states after the signal"
+            engine.send(m.SetHeadAngle(angle_rad=0.1, action_id=9))
+            assert engine.wait(lambda: [a for a in engine.received("AcknowledgeAction") if a.action_id == 9], 5.0), \
+                "a command in the grace went unanswered"
+            assert proc.poll() is None
+            engine.transport.call(lambda: engine.session.disconnect(time.monotonic()))
+            assert engine.wait(lambda: any(isinstance(e, Disconnected) for e in engine.events), 5.0), \
+                engine.events[-3:]
+            _, err = proc.communicate(timeout=10)
+    finally:
+        if reader is not None:
+            os.close(reader)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+    assert (proc.returncode, err) == (0, "")
+
+
 def test_cli_stopped_without_a_client_stops_at_once():
     proc, _ = _started_cli()  # the default grace, 2 s
     try:
