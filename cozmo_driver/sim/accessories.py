@@ -291,9 +291,9 @@ class Accessories:
     # ------------------------------------------------------------------ things done to the objects
 
     def cube(self, n: int) -> Accessory:
-        if not 1 <= n <= 3:
-            raise ValueError(f"cube number must be 1..3, got {n}")
-        return self.objects[n - 1]
+        if _whole(n) not in range(1, 4):
+            raise ValueError(f"cube number must be 1..3, got {n!r}")
+        return self.objects[int(n) - 1]
 
     def _connected_cube(self, n: int) -> Optional[Accessory]:
         obj = self.cube(n)
@@ -364,9 +364,9 @@ class Accessories:
 
     def set_in_range(self, n: int, in_range: bool, now: float) -> None:
         """Take cube ``n`` (1..3; 0: the charger) out of radio range or bring it back."""
-        if not 0 <= n <= 3:
-            raise ValueError(f"object number must be 0 (charger) or 1..3, got {n}")
-        obj = self.objects[n - 1] if n else self.objects[3]
+        if _whole(n) not in range(4):
+            raise ValueError(f"object number must be 0 (charger) or 1..3, got {n!r}")
+        obj = self.objects[int(n) - 1] if n else self.objects[3]
         if bool(in_range) == obj.in_range:
             return
         obj.in_range = bool(in_range)

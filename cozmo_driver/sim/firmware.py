@@ -22,6 +22,7 @@ __all__ = [
     "Firmware",
     "ModelConfig",
     "finite",
+    "amount",
     "FIRMWARE_VERSION",
     "AUDIO_FRAMES_PER_SECOND",
     "AUDIO_SAMPLES_PER_FRAME",
@@ -38,6 +39,19 @@ def finite(value: Any, default: float = 0.0, limit: float = 1e6) -> float:
     if not math.isfinite(x):
         return default
     return max(-limit, min(limit, x))
+
+
+def amount(caller: str, name: str, value: Any, unit: str = "") -> float:
+    """A scripting call's ``value`` as a float, finite and >= 0; else ValueError naming it
+    ("fall: duration must be a finite number >= 0 (s), got nan"), raised before the call
+    changes anything."""
+    try:
+        number = math.nan if isinstance(value, bool) else float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    if not (math.isfinite(number) and number >= 0):
+        raise ValueError(f"{caller}: {name} must be a finite number >= 0{unit}, got {value!r}")
+    return number
 
 
 @dataclass
@@ -137,7 +151,11 @@ class Firmware:
         return out
 
     def at(self, when: float, fn: Callable[[float], None]) -> None:
-        """Call ``fn(when)`` once the model has run up to ``when``."""
+        """Call ``fn(when)`` once the model has run up to ``when``: a finite time (else
+        ValueError: a NaN timer would never come due and hold back every later one)."""
+        if not math.isfinite(when):
+            raise ValueError(f"a timer at {when!r} s would never run, and no timer after it: a timer's "
+                             "time must be a finite number (the call that set it must refuse such a value)")
         heapq.heappush(self.timers, (when, next(self._timer_seq), fn))
 
     def next_timer(self) -> Optional[float]:

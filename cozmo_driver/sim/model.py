@@ -218,6 +218,7 @@ from .firmware import (
     FIRMWARE_VERSION,
     Firmware,
     ModelConfig,
+    amount,
 )
 from .motors import (
     DEFAULT_WHEEL_ACCEL_MMPS2,
@@ -634,7 +635,10 @@ class RobotModel:
 
     def fall(self, now: float, duration: float = 0.4, impact: float = 600.0) -> None:
         """The robot falls for ``duration`` seconds: FallingStarted ... FallingStopped, with
-        IS_FALLING and, as Anki's firmware reports a falling robot, IS_PICKED_UP."""
+        IS_FALLING and, as Anki's firmware reports a falling robot, IS_PICKED_UP; ``impact``:
+        FallingStopped's impact intensity. Each a finite number >= 0, else ValueError."""
+        duration = amount("fall", "duration", duration, " (s)")
+        impact = amount("fall", "impact", impact)
         self.advance(now)
         self.body.halt_base(now, "falling")
         self.body.start_fall(now, duration, impact)
@@ -644,7 +648,9 @@ class RobotModel:
         self.fw.emit(msgs.RobotPoked())
 
     def press_button(self, now: float, duration: float = 0.2) -> None:
-        """Backpack button: ButtonPressed(True), then ButtonPressed(False) after ``duration``."""
+        """Backpack button: ButtonPressed(True), then ButtonPressed(False) after ``duration``
+        seconds (a finite number >= 0, else ValueError)."""
+        duration = amount("press_button", "duration", duration, " (s)")
         self.advance(now)
         fw = self.fw
         fw.emit(msgs.ButtonPressed(pressed=True))

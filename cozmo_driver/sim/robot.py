@@ -42,6 +42,7 @@ from __future__ import annotations
 import heapq
 import logging
 import math
+import operator
 import random
 import struct
 from collections import Counter, deque
@@ -63,6 +64,7 @@ from ..protocol.session import (
     SessionConfig,
 )
 from ..transport.memory import Impairment
+from .firmware import amount
 from .model import ModelConfig, RobotModel
 
 __all__ = ["SimulatedRobot", "RobotConfig", "SimStats", "ImpairedEndpoint", "Impairment",
@@ -86,7 +88,10 @@ LINK_POLICIES = ("firmware", "latest_reset")
 def room_light(value: float) -> float:
     """``value`` as the room's light (a factor on the camera's brightness); ValueError
     unless it is a positive number."""
-    light = float(value)
+    try:
+        light = math.nan if isinstance(value, bool) else float(value)
+    except (TypeError, ValueError):
+        light = math.nan
     if not (math.isfinite(light) and light > 0):
         raise ValueError(f"the room's light must be a positive number, not {value}")
     return light
@@ -422,21 +427,32 @@ class SimulatedRobot:
         self._process(now)
 
     def reboot(self, now: float, downtime: float = 0.0) -> None:
-        """The robot restarts: the session is forgotten (the client must RESET again)."""
+        """The robot restarts: the session is forgotten (the client must RESET again); it
+        answers nothing for ``downtime`` seconds (a finite number >= 0, else ValueError)."""
+        downtime = amount("reboot", "downtime", downtime, " (s)")
         self.stats.reboots += 1
         self.session = self._new_session()
         self.model.reboot(now)
         self._reset_camera()
         self._garbage = []
-        self._boot_until = now + max(0.0, downtime)
+        self._boot_until = now + downtime
         logger.info("[%s] rebooted", self.name)
         self._process(now)
 
     def send_garbage(self, now: float, count: int = 1, kind: Optional[str] = None) -> List[bytes]:
         """Queue ``count`` malformed datagrams for the client (kinds cycle through
-        :data:`GARBAGE_KINDS` unless ``kind`` is given); returns them."""
+        :data:`GARBAGE_KINDS` unless ``kind`` is given); returns them. ValueError for a
+        ``count`` that is not a whole number >= 0, or an unknown ``kind``."""
+        try:
+            whole = -1 if isinstance(count, bool) else operator.index(count)
+        except TypeError:
+            whole = -1
+        if whole < 0:
+            raise ValueError(f"send_garbage: count must be a whole number >= 0, got {count!r}")
+        if kind is not None and kind not in GARBAGE_KINDS:
+            raise ValueError(f"unknown garbage kind {kind!r}; one of {GARBAGE_KINDS}")
         made = []
-        for k in range(count):
+        for k in range(whole):
             which = kind or GARBAGE_KINDS[(self.stats.garbage_sent + k) % len(GARBAGE_KINDS)]
             made.append(self._make_garbage(which))
         self.stats.garbage_sent += len(made)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import struct
 
 import numpy as np
@@ -488,3 +489,66 @@ def test_forced_colour_camera(encoding):
     assert image_to_array(images[-1]).shape == (240, 320, 3)
     with pytest.raises(ValueError):
         RobotConfig(color_image_encoding=5)
+
+
+def test_scripting_refuses_a_time_or_number_it_cannot_take_and_changes_nothing():
+    """press_button(duration=nan) and fall(duration=nan) were taken without a word: their
+    NaN timer sat first in the timer heap for ever, never due, and held back every later
+    timer; RobotState fell from 33 a second to 1 (the NaN handed on as the next tick).
+    tap_cube(1.0) raised TypeError (list indices must be integers). Each now raises
+    ValueError naming the value and what it takes, before anything changes; and no path
+    can set a timer at a time that is not finite without an error."""
+    nan, inf = float("nan"), float("inf")
+    h = Harness()
+    h.initialise()
+    for slot, fid in enumerate(a.factory_id for a in h.received("ObjectAvailable")[:3]):
+        h.send(m.ObjectConnect(factory_id=fid, slot=slot))
+    assert h.run_until(lambda: len(h.received("ObjectConnectionState")) == 3, 1.0)
+    h.clear()
+    for call, said in (
+            (lambda: h.robot.press_button(h.now, duration=nan), "press_button: duration must be a finite "
+                                                               "number >= 0 (s), got nan"),
+            (lambda: h.robot.press_button(h.now, duration=-0.2), "press_button: duration must be a finite "
+                                                                "number >= 0 (s), got -0.2"),
+            (lambda: h.robot.fall(h.now, duration=nan), "fall: duration must be a finite number >= 0 (s), got nan"),
+            (lambda: h.robot.fall(h.now, duration=inf), "fall: duration must be a finite number >= 0 (s), got inf"),
+            (lambda: h.robot.fall(h.now, impact=nan), "fall: impact must be a finite number >= 0, got nan"),
+            (lambda: h.robot.fall(h.now, impact=-600.0), "fall: impact must be a finite number >= 0, got -600.0"),
+            (lambda: h.robot.fall(h.now, duration="soon"), "fall: duration must be a finite number >= 0 (s), "
+                                                          "got 'soon'"),
+            (lambda: h.robot.reboot(h.now, downtime=nan), "reboot: downtime must be a finite number >= 0 (s), "
+                                                         "got nan"),
+            (lambda: h.robot.reboot(h.now, downtime=-1.0), "reboot: downtime must be a finite number >= 0 (s), "
+                                                          "got -1.0"),
+            (lambda: h.robot.send_garbage(h.now, count=1.5), "send_garbage: count must be a whole number >= 0, "
+                                                            "got 1.5"),
+            (lambda: h.robot.set_light(None, h.now), "the room's light must be a positive number, not None"),
+            (lambda: h.robot.set_light("bright", h.now), "the room's light must be a positive number, not bright"),
+            (lambda: h.robot.tap_cube(1.0, h.now), "cube number must be 1..3, got 1.0"),
+            (lambda: h.robot.move_cube(2.0, h.now), "cube number must be 1..3, got 2.0"),
+            (lambda: h.robot.set_cube_battery(True, 150, h.now), "cube number must be 1..3, got True"),
+            (lambda: h.robot.set_object_in_range(1.0, False, h.now), "object number must be 0 (charger) or "
+                                                                    "1..3, got 1.0")):
+        with pytest.raises(ValueError, match=f"^{re.escape(said)}$"):
+            call()
+    # nothing changed: no event, no timer that never comes due, no reboot, the cubes in range,
+    # the states at 33 a second
+    assert all(math.isfinite(when) for when, *_ in h.model.fw.timers)
+    assert h.robot.stats.reboots == 0 and h.robot.stats.garbage_sent == 0 and h.robot.light == 1.0
+    assert all(state["in_range"] for state in h.model.object_states().values())
+    h.run(1.0)
+    scripted = ("ButtonPressed", "FallingStarted", "FallingStopped", "ObjectTapped", "ObjectMoved",
+                "ObjectConnectionState")
+    assert [x.NAME for x in h.received() if x.NAME in scripted] == []
+    assert len(h.received("RobotState")) >= 30
+    # what it takes still works, and a press's release comes on time
+    h.robot.press_button(h.now, duration=0.0)
+    h.robot.tap_cube(1, h.now)
+    h.run(0.1)
+    assert [x.NAME for x in h.received() if x.NAME in ("ButtonPressed", "ObjectTapped")] == [
+        "ButtonPressed", "ButtonPressed", "ObjectTapped"]
+    # a timer at a time that is not finite is refused, loudly, whoever sets it
+    for when in (nan, inf):
+        with pytest.raises(ValueError, match=r"^a timer at (nan|inf) s would never run, and no timer after it"):
+            h.model.fw.at(when, lambda t: None)
+    assert all(math.isfinite(when) for when, *_ in h.model.fw.timers)
