@@ -73,6 +73,8 @@ __all__ = [
     "jpeg_header",
     "minimized_to_jpeg",
     "image_to_jpeg",
+    "jpeg_size",
+    "check_image",
     "is_half_width_color",
     "decode_to_array",
     "decode_to_bytes",
@@ -569,22 +571,102 @@ def minimized_to_jpeg(data: bytes, width: int, height: int, color: bool | None =
     return b"".join((header, scan, b"\xff\xd9"))
 
 
-def image_to_jpeg(image: CameraImage) -> bytes:
-    """Standard JPEG bytes for a :class:`CameraImage`.
+# JPEG markers: the frame headers (SOF0..SOF15 but DHT, JPG and DAC), the start of scan, and
+# those that stand alone, with no length (TEM, RST0..RST7)
+_SOF_MARKERS = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
+_SOS_MARKER = 0xDA
+_LONE_MARKERS = frozenset(range(0xD0, 0xD8)) | {0x01}
 
-    JPEGGray/JPEGColor (5/6) already are JPEG files and pass through; the
-    minimized encodings (8/9) are rebuilt with :func:`minimized_to_jpeg`.
-    Anything else raises :class:`RemoteProtocolError`.
+
+def jpeg_size(jpeg: bytes) -> tuple[int, int]:
+    """``(width, height)`` of a JPEG as its frame header (the SOF segment) says, read from the
+    segments before its first scan: no pixel is decoded.
+
+    Strict where decoders are lenient, so that what it reads is what a decoder reads: raises
+    :class:`RemoteProtocolError` for data that does not start as a JPEG, has bytes between its
+    segments, ends before its scan, or has no frame header or more than one (Pillow takes the
+    size of the last).
     """
-    if image.encoding in _PLAIN_JPEG_ENCODINGS:
-        return bytes(image.data)
+    data = memoryview(jpeg)
+    end = len(data)
+    if data[:2] != b"\xff\xd8":
+        raise RemoteProtocolError("not a JPEG: it does not start with SOI (FF D8)")
+    size: tuple[int, int] | None = None
+    i = 2
+    while True:
+        if i >= end:
+            raise RemoteProtocolError("JPEG ends before its scan")
+        if data[i] != 0xFF:
+            raise RemoteProtocolError(f"JPEG has stray bytes at offset {i}, where a marker belongs")
+        while i < end and data[i] == 0xFF:  # fill bytes may come before a marker
+            i += 1
+        if i >= end:
+            raise RemoteProtocolError("JPEG ends before its scan")
+        marker = data[i]
+        i += 1
+        if marker in _LONE_MARKERS:
+            continue
+        if marker < 0xC0 or marker in (0xD8, 0xD9):  # reserved, a second SOI, EOI
+            raise RemoteProtocolError(f"JPEG has marker FF {marker:02X} before its scan")
+        if i + 2 > end:
+            raise RemoteProtocolError("JPEG ends before its scan")
+        length = (data[i] << 8) | data[i + 1]
+        if length < 2 or i + length > end:
+            raise RemoteProtocolError(f"JPEG segment FF {marker:02X} of length {length} does not fit")
+        if marker == _SOS_MARKER:
+            if size is None:
+                raise RemoteProtocolError("JPEG has no frame header (SOF) before its scan")
+            return size
+        if marker in _SOF_MARKERS:
+            if size is not None:
+                raise RemoteProtocolError("JPEG has more than one frame header (SOF)")
+            if length < 8:
+                raise RemoteProtocolError(f"JPEG frame header of length {length} is too short")
+            # precision (1 byte), then the height and the width, big-endian u16
+            size = ((data[i + 5] << 8) | data[i + 6], (data[i + 3] << 8) | data[i + 4])
+        i += length
+
+
+def check_image(image: CameraImage) -> None:
+    """Raise :class:`RemoteProtocolError` for a :class:`CameraImage` that :func:`image_to_jpeg`
+    cannot make a JPEG of its nominal size of, as far as that is known without decoding: an
+    encoding this module does not handle, or a plain JPEG (JPEGGray/JPEGColor, 5/6) whose
+    own header (:func:`jpeg_size`) gives another size than the chunks' ``image_resolution``
+    (the robot's camera sends neither: both were forged, or corrupted). A minimized frame
+    (8/9) passes: the header it gets is made for its resolution."""
     if image.encoding in _MINIMIZED_ENCODINGS:
-        return minimized_to_jpeg(image.data, image.width, image.height)
+        return
+    if image.encoding in _PLAIN_JPEG_ENCODINGS:
+        try:
+            width, height = jpeg_size(image.data)
+        except RemoteProtocolError as exc:
+            raise RemoteProtocolError(f"image {image.image_id}: {exc}") from None
+        if (width, height) != (image.width, image.height):
+            resolution = RESOLUTION_NAMES.get(image.resolution, "unknown")
+            raise RemoteProtocolError(
+                f"image {image.image_id}: its JPEG header says {width}x{height}, but its chunks say "
+                f"image_resolution {image.resolution} ({resolution}, {image.width}x{image.height})"
+            )
+        return
     name = _ENCODING_NAMES.get(image.encoding, "unknown")
     raise RemoteProtocolError(
         f"image {image.image_id}: encoding {image.encoding} ({name}) is not supported; "
         "expected JPEGGray(5), JPEGColor(6), JPEGMinimizedGray(8) or JPEGMinimizedColor(9)"
     )
+
+
+def image_to_jpeg(image: CameraImage) -> bytes:
+    """Standard JPEG bytes for a :class:`CameraImage`, at its nominal size.
+
+    JPEGGray/JPEGColor (5/6) already are JPEG files and pass through, once their header
+    is found to give the nominal size; the minimized encodings (8/9) are rebuilt with
+    :func:`minimized_to_jpeg`. Anything else raises :class:`RemoteProtocolError`
+    (see :func:`check_image`).
+    """
+    check_image(image)
+    if image.encoding in _PLAIN_JPEG_ENCODINGS:
+        return bytes(image.data)
+    return minimized_to_jpeg(image.data, image.width, image.height)
 
 
 def is_half_width_color(image: CameraImage) -> bool:

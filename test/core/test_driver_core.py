@@ -1621,6 +1621,50 @@ def test_a_camera_chunk_larger_than_qvga_is_refused_and_counted_undecoded(rig):
     assert all(frame.width == 320 for frame in output.images)
 
 
+def send_frame(robot, image_id: int, encoding: int, data: bytes, resolution: int = 4) -> None:
+    """The simulated robot sends one camera frame of ``data`` in chunks of 1000 bytes, the
+    count and time in the last (as Anki's firmware does)."""
+    chunks = [data[i:i + 1000] for i in range(0, len(data), 1000)]
+    for chunk_id, chunk in enumerate(chunks):
+        last = chunk_id == len(chunks) - 1
+        robot.sim.session.send(msgs.ImageChunk(
+            image_id=image_id, frame_timestamp_ms=1000 * image_id if last else 0, image_encoding=encoding,
+            image_resolution=resolution, image_chunk_count=len(chunks) if last else 0, chunk_id=chunk_id,
+            data=chunk))
+    robot.run(0.3)
+
+
+def plain_jpeg(mode: str, size: tuple) -> bytes:
+    import io
+
+    from PIL import Image
+    out = io.BytesIO()
+    Image.new(mode, size, "white").save(out, "JPEG", quality=50)
+    return out.getvalue()
+
+
+def test_a_jpeg_frame_larger_than_its_chunks_say_is_dropped_from_its_header_undecoded(rig, monkeypatch):
+    """A JPEGColor frame (encoding 6) whose chunks said QVGA but whose JPEG said
+    3200x2400 was decoded on the I/O thread under the core's lock (159 ms), image_raw and
+    compressed carried 3200x2400 while camera_info said 320x240. It is dropped, with the
+    warning of a frame that does not convert, read no further than its JPEG's header."""
+    import cozmo_driver.core.camera as core_camera
+    robot, core, output = rig
+    decoded = []
+    real_decode = core_camera.decode_to_bytes
+    monkeypatch.setattr(core_camera, "decode_to_bytes", lambda *a: decoded.append(a) or real_decode(*a))
+    big = plain_jpeg("RGB", (3200, 2400))
+    send_frame(robot, 1, 6, big)
+    send_frame(robot, 2, 6, plain_jpeg("RGB", (320, 240)))  # the size its chunks say: it passes
+    for frame in output.images:
+        assert frame.jpeg() is None if frame.image_id == 1 else frame.jpeg()[:2] == b"\xff\xd8"
+        assert frame.pixels() is None if frame.image_id == 1 else frame.pixels()[1:] == (320, 240, 3)
+    assert 2 in [frame.image_id for frame in output.images]
+    assert output.said("camera image 1 dropped: image 1: its JPEG header says 3200x2400, but its chunks say "
+                       "image_resolution 4 (QVGA, 320x240)", logging.WARNING), output.lines
+    assert len(decoded) == 1  # image 2's
+
+
 def test_a_refused_head_or_lift_command_leaves_the_goal_moving_that_motor(rig):
     """A head/angle with a negative max_speed is refused; it used to abort the
     set_head_angle goal in progress first ("preempted by a head/angle command") and then

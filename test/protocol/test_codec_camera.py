@@ -267,6 +267,56 @@ def test_image_to_jpeg_dispatch():
             image_to_jpeg(make_image(enc, mini))
 
 
+def test_a_plain_jpeg_frame_whose_header_is_not_its_resolution_is_refused_from_the_header_alone(monkeypatch):
+    """JPEGGray/JPEGColor (5/6) frames passed through as they came: chunks that said QVGA
+    with a JPEG whose header said 3200x2400 (the largest size of the table, which the
+    decoder's bound let through) were decoded at that size on the I/O thread (159 ms a
+    frame), and camera/image_raw and compressed carried 3200x2400 while camera_info said
+    320x240. The JPEG's own size must be the chunks' resolution; only its header is read."""
+    monkeypatch.setattr(Image, "open", None)  # nothing is decoded, nor its header parsed by Pillow
+    for mode, size in (("L", (320, 240)), ("RGB", (320, 240)), ("RGB", (3200, 2400)), ("L", (160, 240)),
+                       ("L", (640, 480)), ("L", (320, 239))):
+        buf = io.BytesIO()
+        Image.new(mode, size).save(buf, "JPEG", quality=50, progressive=size == (640, 480))
+        for encoding in (5, 6):
+            image = make_image(encoding, buf.getvalue())
+            if size == (320, 240):
+                assert image_to_jpeg(image) == buf.getvalue()
+                continue
+            with pytest.raises(RemoteProtocolError, match=f"image 1: its JPEG header says {size[0]}x{size[1]}, "
+                               r"but its chunks say image_resolution 4 \(QVGA, 320x240\)"):
+                image_to_jpeg(image)
+
+
+def test_jpeg_size_reads_the_one_frame_header_a_decoder_would():
+    """What camera.jpeg_size takes for the size is what Pillow decodes: a JPEG it cannot read
+    as a decoder would (stray bytes between segments, which Pillow skips; a second frame
+    header, whose size Pillow takes) is refused, not read otherwise."""
+    jpeg = pillow_jpeg(textured_gray(48, 64))
+    assert camera.jpeg_size(jpeg) == (64, 48)
+    assert camera.jpeg_size(minimized_to_jpeg(encode_minimized(smooth_rgb(24, 40)), 40, 24)) == (20, 24)
+    sof = jpeg.index(b"\xff\xc0")
+    length = struct.unpack_from(">H", jpeg, sof + 2)[0]
+    segment = jpeg[sof : sof + 2 + length]
+    second = bytearray(segment)
+    second[5:9] = struct.pack(">HH", 2400, 3200)
+    with Image.open(io.BytesIO(jpeg[:sof] + segment + bytes(second) + jpeg[sof + 2 + length :])) as im:
+        assert im.size == (3200, 2400)  # Pillow's size: the last header's
+    refused = {
+        "not a JPEG": b"GIF89a" + jpeg[6:],
+        "stray bytes": jpeg[:sof] + b"\x00" + jpeg[sof:],
+        "more than one frame header": jpeg[:sof] + segment + bytes(second) + jpeg[sof + 2 + length :],
+        "no frame header": jpeg[:sof] + jpeg[sof + 2 + length :],
+        "ends before its scan": jpeg[:sof],
+        "marker FF D9": jpeg[:sof] + b"\xff\xd9" + jpeg[sof:],
+        "does not fit": jpeg[:sof] + b"\xff\xc0\xff\xff",
+    }
+    for what, data in refused.items():
+        with pytest.raises(RemoteProtocolError, match=what):
+            camera.jpeg_size(data)
+    assert camera.jpeg_size(jpeg[:sof] + b"\xff\xff" + jpeg[sof:]) == (64, 48)  # fill bytes before a marker
+
+
 def test_decode_to_bytes_is_the_array_as_an_image_message_carries_it():
     grey = minimized_to_jpeg(encode_minimized(textured_gray()), 320, 240)
     colour = minimized_to_jpeg(encode_minimized(smooth_rgb()), 320, 240, color=True)
