@@ -11,7 +11,7 @@ import numpy as np
 from ..driver import camera_info as caminfo
 from ..driver.auto_exposure import AutoExposure
 from ..protocol import messages as msgs
-from ..protocol.camera import (coded_size, decode_to_bytes, encode_jpeg, image_to_jpeg,
+from ..protocol.camera import (check_image, coded_size, decode_to_bytes, encode_jpeg, image_to_jpeg,
                                is_half_width_color, luma_sample)
 from ..protocol.errors import RemoteProtocolError
 from ..protocol.nvstorage import NV_TAG_CAMERA_CALIB, decode_camera_calibration
@@ -45,6 +45,9 @@ class CameraMixin:
     #: gain and exposure from the images while camera_auto_exposure (None: fixed); replaced
     #: under the lock
     exposure: Optional[AutoExposure] = None
+    #: complete frames dropped as they do not convert (the diagnostics' "camera images dropped
+    #: unconverted"); counted under the lock
+    images_unconverted: int = 0
 
     def camera_streaming(self) -> bool:
         """Whether the robot is to stream its camera (while it is connected: what EnableCamera
@@ -219,6 +222,11 @@ class CameraMixin:
         with self.lock:
             if not self.active or not self.params["camera_enabled"]:
                 return
+            try:  # what is known without decoding: its encoding, a plain JPEG's header
+                check_image(image)
+            except RemoteProtocolError as exc:
+                self._drop_image(image.image_id, exc)  # published on no topic, camera_info neither
+                return
             stamp_ns = self.output.stamp_ns()
             if self.output.robot_time():
                 stamp_ns = self.robot_clock.frame_stamp(stamp_ns, image.frame_timestamp_ms)
@@ -227,6 +235,11 @@ class CameraMixin:
                                 self._convert, image)
             self.output.on_image(frame)
         self._expose(image)
+
+    def _drop_image(self, image_id: int, why: RemoteProtocolError) -> None:
+        """(under the lock) A complete frame is dropped: it does not convert."""
+        self.images_unconverted += 1
+        self.warn_throttled("image", f"camera image {image_id} dropped: {why}")
 
     def _convert(self, frame: CameraFrame, jpeg: bool, pixels: bool) -> None:
         """Fill in ``frame``'s JPEG and/or pixels (CameraFrame.jpeg/pixels)."""
@@ -251,7 +264,7 @@ class CameraMixin:
         except RemoteProtocolError as exc:
             frame._tried = 3
             frame._jpeg = frame._pixels = None
-            self.warn_throttled("image", f"camera image {frame.image_id} dropped: {exc}")
+            self._drop_image(frame.image_id, exc)
             return
         if pixels and not frame._tried & 2:
             frame._tried |= 2

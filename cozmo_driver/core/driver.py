@@ -487,7 +487,7 @@ class DriverCore(NotesMixin, LinkNotesMixin, ActuatorsMixin, CameraMixin):
                             robot.transport.stats, rate, self.assembler.stats,
                             camera=self.camera_status(),
                             frames_on_arrival=self.robot_clock.frames_from_arrival,
-                            hint=self.link_hint()),
+                            hint=self.link_hint(), images_unconverted=self.images_unconverted),
                 robot_report(connected, volts, battery_percentage(volts)
                              if volts is not None else None, self.estop, self.yaw_diff,
                              self.tracker.reanchors, self.refused,

@@ -33,9 +33,12 @@ def _fmt(value: Any) -> str:
 
 def link_report(state: str, active: bool, robot: str, session: Any, transport: Any,
                 state_rate_hz: float, images: Any = None, camera: str = "",
-                frames_on_arrival: Optional[int] = None, hint: str = "") -> DiagnosticReport:
+                frames_on_arrival: Optional[int] = None, hint: str = "",
+                images_unconverted: int = 0) -> DiagnosticReport:
     """Connection state and link quality. ``state`` is the client's LinkState value
     ('ready', 'lost', ...); ``session``/``transport`` their stats objects (or None);
+    ``images``: the camera assembler's stats; ``images_unconverted``: of its completed
+    images, those dropped as they did not convert (not counted completed);
     ``camera``: what the camera does, in words; ``frames_on_arrival``: camera images
     stamped with their arrival, not their capture time; ``hint``: what to check, given as a
     value "what to check" while the level is not OK. Inactive, the level is OK (the driver
@@ -97,8 +100,9 @@ def link_report(state: str, active: bool, robot: str, session: Any, transport: A
         values.append(("camera", camera))
     if images is not None:
         values += [
-            ("camera images completed", _fmt(images.completed_images)),
+            ("camera images completed", _fmt(images.completed_images - images_unconverted)),
             ("camera images dropped incomplete", _fmt(images.dropped_images)),
+            ("camera images dropped unconverted (see the log)", _fmt(images_unconverted)),
             ("camera chunks invalid", _fmt(images.invalid_chunks)),
         ]
     if frames_on_arrival is not None:

@@ -383,7 +383,9 @@ class DriverStreams(DriverOutput):
                 template = self._image_template("mono8" if channels == 1 else "rgb8")
                 out.append((pub["image"], template.pack(
                     RawImage(frame.sec, frame.nanosec, height, width, width * channels), data)))
-        if wanted["camera_info"]:
+        # with every image that goes out (none of a frame that does not convert), or with
+        # every frame while no image topic has a subscriber
+        if wanted["camera_info"] and (out or not (wanted["compressed"] or wanted["image"])):
             out.append((pub["camera_info"],
                         self._camera_info_for(frame.width, frame.height).pack(frame)))
         return out

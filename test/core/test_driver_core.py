@@ -1665,6 +1665,36 @@ def test_a_jpeg_frame_larger_than_its_chunks_say_is_dropped_from_its_header_unde
     assert len(decoded) == 1  # image 2's
 
 
+def test_a_camera_frame_that_does_not_convert_is_not_published_and_counted_dropped(rig):
+    """A frame of an encoding the driver does not handle (JPEGColorHalfWidth) was warned of as
+    dropped, but went to the front-end all the same (which published its camera_info, an
+    orphan at the dropped frame's stamp) and /diagnostics counted it completed. It is now
+    dropped before: its encoding says it without decoding. A frame whose conversion fails
+    later (a minimized payload with no scan data) is dropped when it is converted. Both are
+    counted apart in the link's diagnostics, not as completed."""
+    import numpy as np
+
+    from cozmo_driver.protocol.camera import encode_minimized
+    robot, core, output = rig
+    completed = core.assembler.stats.completed_images
+    send_frame(robot, 1, 8, encode_minimized(np.full((240, 320), 128, np.uint8)))
+    send_frame(robot, 2, 8, b"\x00\xff\xff")
+    send_frame(robot, 3, 7, bytes(range(256)) * 8)
+    core.say_held_back()  # the second warning of the kind within a period, said now
+    assert core.assembler.stats.completed_images == completed + 3
+    assert [frame.image_id for frame in output.images] == [1, 2]
+    assert output.said("camera image 3 dropped: image 3: encoding 7 (JPEGColorHalfWidth) is not supported",
+                       logging.WARNING), output.lines
+    good, empty = output.images
+    assert good.jpeg() is not None and good.pixels()[1:] == (320, 240, 1)
+    assert empty.jpeg() is None and empty.pixels() is None
+    core.say_held_back()
+    assert output.said("camera image 2 dropped: minimized JPEG payload holds no scan data", logging.WARNING)
+    values = dict(core.reports("test")[0].values)
+    assert values["camera images dropped unconverted (see the log)"] == "2"
+    assert values["camera images completed"] == str(completed + 1)
+
+
 def test_a_refused_head_or_lift_command_leaves_the_goal_moving_that_motor(rig):
     """A head/angle with a negative max_speed is refused; it used to abort the
     set_head_angle goal in progress first ("preempted by a head/angle command") and then

@@ -195,3 +195,53 @@ def test_a_transform_is_not_sent_again_with_the_stamp_of_the_last(streams):
     for stamp_ms in (0, 0, 0, 100, 100, 100, 200, 200, 50, 50, 60):
         streams.on_state(SimpleNamespace(odom=SimpleNamespace(stamp_ns=stamp_ms * MS)))
     assert tf.stamps == [stamp_ms * MS for stamp_ms in (0, 100, 200, 50, 60)]
+
+
+class _CameraPublisher(_Publisher):
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: List = []
+
+    def publish(self, msg) -> None:
+        self.sent.append(msg)
+
+
+@pytest.mark.ros  # the middleware reads the serialized messages
+def test_camera_info_goes_with_the_images_of_a_frame_not_with_one_that_does_not_convert(streams):
+    """A frame that did not convert (warned "camera image N dropped") was published on no
+    image topic, but its camera_info went out, an orphan at its stamp, for subscribers of all
+    three topics. camera_info goes with the images that go out; while no image topic has a
+    subscriber, with every frame (which is then not converted)."""
+    from rclpy.serialization import deserialize_message
+    from sensor_msgs.msg import CameraInfo, CompressedImage, Image
+
+    from cozmo_driver.core import CameraFrame
+    from cozmo_driver.driver import camera_info as caminfo
+
+    types = {"compressed": CompressedImage, "image": Image, "camera_info": CameraInfo}
+
+    streams, node = streams
+    pub = node._pub = {key: _CameraPublisher() for key in ds.STREAMS}
+    node._frame = lambda name: "camera_optical_frame"
+    node._core.camera_info = caminfo.default_camera_info
+
+    def convert(frame, jpeg, pixels):  # the core's: frame 2 does not convert
+        frame._tried = 3
+        if frame.image_id != 2:
+            frame._jpeg, frame._pixels = b"\xff\xd8", (bytes(320 * 240), 320, 240, 1)
+
+    def frame(image_id):
+        return CameraFrame(image_id * MS, 1, image_id, image_id, 320, 240, convert)
+
+    for subscribed in (("compressed", "image", "camera_info"), ("image", "camera_info"), ("camera_info",)):
+        for key in ds.STREAMS:
+            pub[key].subscribers = int(key in subscribed)
+            pub[key].sent.clear()
+        streams.wanted_until = 0  # the counts asked again
+        for image_id in (1, 2, 3):
+            streams.on_image(frame(image_id))
+        stamps = {key: [deserialize_message(m, types[key]).header.stamp.nanosec for m in pub[key].sent]
+                  for key in ds.CAMERA_STREAMS}  # (the templates' serialized messages)
+        images = [1, 3] if len(subscribed) > 1 else []
+        assert stamps == {"compressed": images if "compressed" in subscribed else [],
+                          "image": images, "camera_info": images or [1, 2, 3]}, subscribed
