@@ -168,16 +168,19 @@ def load_app_resources(path: Union[str, Path], warn: Optional[Callable[[str], No
     # decay graphs
     graphs: Dict[str, List[List[float]]] = {}
     mood = root / _MOOD
-    if mood.is_file():
+    if mood.is_file():  # a file is taken whole or skipped whole (what is read goes in at its end)
         try:
             data = _read_json(mood)
-            for i, graph in enumerate(data.get("decayGraphs", []) or []):
-                graphs[str(graph.get("emotionType", ""))] = _nodes(graph, f"{mood} decayGraphs[{i}]")
-            if data.get("defaultRepetitionPenalty") is not None:
-                config["repetition_penalty"] = _nodes(data["defaultRepetitionPenalty"],
-                                                      f"{mood} defaultRepetitionPenalty")
+            read = {str(graph.get("emotionType", "")): _nodes(graph, f"decayGraphs[{i}]")
+                    for i, graph in enumerate(data.get("decayGraphs", []) or [])}
+            penalty = (_nodes(data["defaultRepetitionPenalty"], "defaultRepetitionPenalty")
+                       if data.get("defaultRepetitionPenalty") is not None else None)
         except (ValueError, AttributeError, TypeError) as exc:
             skip(f"{mood}: {exc}")
+        else:
+            graphs.update(read)
+            if penalty is not None:
+                config["repetition_penalty"] = penalty
     for app_type, points in graphs.items():
         if app_type and app_type != "default":
             emotions.setdefault(emotion_name(app_type), {})["decay"] = points
@@ -191,20 +194,26 @@ def load_app_resources(path: Union[str, Path], warn: Optional[Callable[[str], No
             items = data.get("emotionEvents", [data]) if isinstance(data, Mapping) else None
             if not isinstance(items, list):
                 raise ValueError("expected emotionEvents: [...] or one event")
+            file_events: Dict[str, Dict[str, Any]] = {}
+            affected: List[str] = []
             for item in items:
                 name = str(item["name"])
                 changes: Dict[str, Any] = {}
                 for affector in item.get("emotionAffectors", []) or []:
                     emotion = emotion_name(affector["emotionType"])
                     changes[emotion] = float(affector["value"])
-                    emotions.setdefault(emotion, {})
+                    affected.append(emotion)
                 if item.get("repetitionPenalty") is not None:
                     changes["repetition_penalty"] = _nodes(item["repetitionPenalty"],
-                                                           f"{file} {name} repetitionPenalty")
-                events[name] = changes
-                res.emotion_events += 1
+                                                           f"{name} repetitionPenalty")
+                file_events[name] = changes
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             skip(f"{file}: {exc}")
+            continue
+        for emotion in affected:  # the whole file read: it goes in
+            emotions.setdefault(emotion, {})
+        events.update(file_events)
+        res.emotion_events += len(file_events)
     default_graph = graphs.get("default")
     for item in emotions.values():
         if "decay" not in item and default_graph is not None:

@@ -265,8 +265,10 @@ def test_an_app_curve_that_cannot_be_a_curve_skips_its_file_with_its_name(tmp_pa
     engine_dir = tmp_path / "cozmo_resources" / "config" / "engine"
     (engine_dir / "emotionevents").mkdir(parents=True)
     (engine_dir / "mood_config.json").write_text(json.dumps({"decayGraphs": [
+        {"emotionType": "Calm", "nodes": [{"x": 0, "y": 1}, {"x": 10, "y": 0.5}]},
         {"emotionType": "Happy", "nodes": [{"x": 0, "y": 1}, {"x": 0, "y": 0.5}]}]}))
     (engine_dir / "emotionevents" / "events.json").write_text(json.dumps({"emotionEvents": [
+        {"name": "Tickled", "emotionAffectors": [{"emotionType": "Giddy", "value": 0.3}]},
         {"name": "Greeted", "emotionAffectors": [{"emotionType": "Social", "value": 0.3}],
          "repetitionPenalty": {"nodes": [{"x": 5, "y": 0}, {"x": 1, "y": 1}]}}]}))
     (engine_dir / "emotionevents" / "good.json").write_text(json.dumps(
@@ -278,6 +280,12 @@ def test_an_app_curve_that_cannot_be_a_curve_skips_its_file_with_its_name(tmp_pa
                for w in warnings), warnings
     events = set(config.emotion_events)
     assert "Poked" in events and "Greeted" not in events
+    # a file skipped is skipped whole: nothing read before its bad part is taken
+    assert "Tickled" not in events and "giddy" not in {e.name for e in config.emotions}
+    calm = {e.name: e for e in config.emotions}["calm"]
+    assert calm.decay is None or calm.decay(10.0) != 0.5
+    # each warning names its file once
+    assert all(w.count("mood_config.json") + w.count("events.json") == 1 for w in warnings), warnings
 
 
 def test_app_definitions_run_in_the_engine():
