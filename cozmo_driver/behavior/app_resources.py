@@ -228,10 +228,12 @@ def load_app_resources(path: Union[str, Path], warn: Optional[Callable[[str], No
     trigger_map = root / _TRIGGER_MAP
     if trigger_map.is_file():
         try:
-            for pair in _read_json(trigger_map).get("Pairs", []):
-                trigger_groups[str(pair["CladEvent"])] = str(pair["AnimName"])
+            pairs = {str(pair["CladEvent"]): str(pair["AnimName"])
+                     for pair in _read_json(trigger_map).get("Pairs", [])}
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             skip(f"{trigger_map}: {exc}")
+        else:
+            trigger_groups.update(pairs)
 
     # behaviors
     behaviors: Dict[str, Dict[str, Any]] = {}
@@ -268,16 +270,17 @@ def load_app_resources(path: Union[str, Path], warn: Optional[Callable[[str], No
     reaction_file = root / _REACTIONS
     if reaction_file.is_file():
         try:
-            for item in _read_json(reaction_file).get("reactionTriggerBehaviorMap", []):
-                app_trigger = str(item["reactionTrigger"])
-                behavior_id = str(item["behaviorID"])
-                if behavior_id not in behaviors:
-                    skip(f"{reaction_file}: trigger {app_trigger}: behavior {behavior_id} was not loaded")
-                    continue
-                reactions[APP_TRIGGERS.get(app_trigger, app_trigger)] = {"behavior": behavior_id}
-                res.reactions += 1
+            mapped = [(str(item["reactionTrigger"]), str(item["behaviorID"]))
+                      for item in _read_json(reaction_file).get("reactionTriggerBehaviorMap", [])]
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             skip(f"{reaction_file}: {exc}")
+            mapped = []
+        for app_trigger, behavior_id in mapped:  # the whole file read: it goes in
+            if behavior_id not in behaviors:
+                skip(f"{reaction_file}: trigger {app_trigger}: behavior {behavior_id} was not loaded")
+                continue
+            reactions[APP_TRIGGERS.get(app_trigger, app_trigger)] = {"behavior": behavior_id}
+            res.reactions += 1
     if reactions:
         config["reactions"] = reactions
     res.config = config

@@ -258,7 +258,7 @@ def test_app_resources_are_read_into_the_engines_shape():
         load_app_resources(APP / "nothing_here")
 
 
-def test_an_app_curve_that_cannot_be_a_curve_skips_its_file_with_its_name(tmp_path):
+def test_an_app_file_with_a_bad_part_is_skipped_whole_with_its_name(tmp_path):
     """A decay graph or repetition penalty whose x values do not increase (or are not finite)
     skips the file that holds it, with a warning naming the file, as an unreadable file does;
     the engine's configuration loads without it (it used to stop, blaming the defaults)."""
@@ -284,8 +284,25 @@ def test_an_app_curve_that_cannot_be_a_curve_skips_its_file_with_its_name(tmp_pa
     assert "Tickled" not in events and "giddy" not in {e.name for e in config.emotions}
     calm = {e.name: e for e in config.emotions}["calm"]
     assert calm.decay is None or calm.decay(10.0) != 0.5
+    # the same for the animation trigger map and the reaction triggers
+    (tmp_path / "cozmo_resources" / "assets" / "animationGroupMaps").mkdir(parents=True)
+    (tmp_path / "cozmo_resources" / "assets" / "animationGroupMaps" / "AnimationTriggerMap.json").write_text(
+        json.dumps({"Pairs": [{"CladEvent": "Happy", "AnimName": "anim_happy"}, {"CladEvent": "Broken"}]}))
+    behaviors_dir = engine_dir / "behaviorSystem" / "behaviors"
+    behaviors_dir.mkdir(parents=True)
+    (behaviors_dir / "fidget.json").write_text(json.dumps(
+        {"behaviorID": "Fidget", "behaviorClass": "PlayAnim", "animTriggers": ["Happy"]}))
+    (engine_dir / "behaviorSystem" / "reactionTrigger_behavior_map.json").write_text(json.dumps(
+        {"reactionTriggerBehaviorMap": [{"reactionTrigger": "RobotPickedUp", "behaviorID": "Fidget"},
+                                        {"reactionTrigger": "CliffDetected"}]}))
+    warnings.clear()
+    res = load_app_resources(tmp_path, warn=warnings.append)
+    assert res.config["behaviors"]["Fidget"]["params"]["groups"] == ["Happy"]   # the map not taken
+    assert "reactions" not in res.config and res.reactions == 0
+    assert any("AnimationTriggerMap.json" in w for w in warnings), warnings
+    assert any("reactionTrigger_behavior_map.json" in w for w in warnings), warnings
     # each warning names its file once
-    assert all(w.count("mood_config.json") + w.count("events.json") == 1 for w in warnings), warnings
+    assert all(w.count(str(tmp_path)) == 1 for w in warnings), warnings
 
 
 def test_app_definitions_run_in_the_engine():
