@@ -22,6 +22,9 @@ Ticks that were idle when a call returned (nothing to send until an input
 arrives: :meth:`AVPacer.next_deadline` was None, or later) are not sent late
 when an input arrives after them: the grid resumes at the current tick, so a
 sound queued after minutes of silence starts at once instead of as a burst.
+So does it after :meth:`AVPacer.pause` (the stream stopped: the robot lost, the
+driver deactivated) once :meth:`AVPacer.resume` is called, whatever was due when
+it stopped: the ticks in between are neither sent nor counted late.
 
 What each tick carries (exactly one audio message while the pacer is *active*,
 then at most one ``DisplayImage``; the robot takes a frame as an audio message
@@ -53,7 +56,9 @@ latency after a burst.  Late ticks sent together each take their own frame
 the FIFO is full drops the oldest waiting one (``faces_dropped``).  While an
 overlay or an animation's face covers the face, the FIFO keeps only the newest frame
 (the others are ``faces_covered``, never shown by design) and that frame shows
-when the face layer does again.
+when the face layer does again.  While paused (no tick to show a frame on) the FIFO
+keeps none: the newest frame is the face, shown first after :meth:`AVPacer.resume`,
+and the frames it replaced are not counted.
 
 **When silence is sent.**  The pacer is active, and sends one audio message
 per tick, while audio is queued or playing, while an overlay image is shown or
@@ -199,6 +204,7 @@ class AVPacer:
         # no input came (inf: none): the ticks before it were idle even when an input
         # arrived since (after a long idle the grid resumes now, not from the old tick).
         self._quiet_until: float = math.inf
+        self._paused = False  # (pause, resume)
         # animation
         self._clip_first_tick = 0
         self._clip_ticks = 0
@@ -235,6 +241,30 @@ class AVPacer:
             self._t0 += ticks / TICKS_PER_SECOND
             self._early = max(0, -ticks)
             self.stats.grid_shifts += 1
+
+    def pause(self) -> None:
+        """The stream stops (the robot lost, the driver deactivated): of the face frames waiting
+        only the newest stays, as the face, and until :meth:`resume` a face frame replaces the face
+        instead of queueing (none of them is counted: no tick was there to show it)."""
+        self._paused = True
+        if self._faces:
+            self._face = self._faces[-1]
+            self._faces.clear()
+
+    def resume(self, now: float) -> None:
+        """The stream goes on at ``now`` (the robot back, the driver active again): the grid
+        goes on from the current tick, as after an idle time (the ticks since :meth:`pause` are
+        neither sent nor late), and the screen's content is unknown (the face is sent again).
+        A clip still playing is the caller's to cancel first (:meth:`cancel_clip`)."""
+        self.start(now)
+        self._paused = False
+        slot = self._slot(now)
+        if slot > self._next:
+            self.stats.ticks += slot - self._next
+            self._next = slot
+        self._quiet_until = math.inf  # (tick: a tick that passes before the next call is not late)
+        self._early = 0
+        self._forget_screen()
 
     def next_tick_time(self) -> Optional[float]:
         """When the next tick is due (None before :meth:`start`): a face frame queued
@@ -309,6 +339,9 @@ class AVPacer:
         """The next frame of the face layer: shown on the first tick after those waiting
         (see Face frames in the module docstring)."""
         frame = _Image(image)
+        if self._paused:  # no tick to show it on: the newest is the face once the stream resumes
+            self._face = frame
+            return
         if self._face_covered():
             self.stats.faces_covered += len(self._faces) + 1
             self._faces.clear()

@@ -76,6 +76,9 @@ one of the same kind preempts the one playing, which is reported as not
 successful with the reason. When the robot is lost, or :meth:`AVStream.stop`
 is called, every goal ends unsuccessfully with the reason, and queued audio
 and images are dropped; the face is kept and shown again after a reconnection.
+Until the robot is back (or :meth:`AVStream.start` is called again) the pacer is
+paused: no face is queued (the newest is the face), and once it is the grid goes
+on from the current tick with that face, not with the ticks of the outage.
 """
 
 from __future__ import annotations
@@ -199,6 +202,7 @@ class AVStream:
         self.tread_hold = tread_hold  # (see the module docstring, Treads)
         self.pacer = AVPacer(linger_s=linger_s, refresh_s=refresh_s, face_queue=face_queue,
                              renderer=renderer or FaceRenderer())
+        self.pacer.pause()  # until it runs and the robot is ready (_do_start, _on_link_event)
         self.stats = AVStreamStats()
         self.guard = BufferGuard()  # the robot's buffer, from its AnimationState
         self.stream_prebuffer = max(1, int(round(stream_prebuffer_s * SAMPLE_RATE)))
@@ -440,10 +444,11 @@ class AVStream:
         if not isinstance(event, LinkStateChanged):
             return
         if event.state is LinkState.READY:
-            self.pacer.forget_screen()  # a (re)connected robot shows nothing we know of
+            self.pacer.resume(self.robot.clock())  # from now, showing the newest face (the screen unknown)
             self.guard.reset()
         else:
             self._drop_all(f"lost the connection to the robot ({event.reason})", send=False)
+            self.pacer.pause()
         self._arm()
 
     def _on_anim_state(self, event: Any) -> None:
@@ -469,7 +474,8 @@ class AVStream:
         self.robot.add_listener(self._on_link_event, messages=())  # the link's events only
         self.robot.add_listener(self._on_anim_state, messages=("AnimationState",))
         self.pacer.start(self.robot.clock())
-        self.pacer.forget_screen()
+        if self._ready():
+            self.pacer.resume(self.robot.clock())  # else once it is (_on_link_event)
         self._arm()
 
     def _do_stop(self, reason: str, send: bool = True) -> None:
@@ -481,6 +487,7 @@ class AVStream:
                 except ValueError:
                     pass
         self._drop_all(reason, send=send and self._ready())
+        self.pacer.pause()
         self._running = False
         self._arm()
 

@@ -747,6 +747,100 @@ def test_losing_the_robot_ends_every_goal_and_a_reconnection_shows_the_face_agai
     assert [r for r in reports if r.token == "b"][0].message == "not connected to the robot"
 
 
+
+def column_face(k: int) -> bytes:
+    """A face of its own for each ``k`` (a lit column): every one differs from the one before."""
+    screen = np.zeros((64, 128), bool)
+    screen[:, k % 128] = True
+    return screen_to_frame(screen)[0]
+
+
+def counting_emits(monkeypatch, av) -> list:
+    """The ticks the pacer works through from now on (each call of its _emit), as a list."""
+    ticks: list = []
+    emit = av.pacer._emit
+
+    def counted(k, latest, out):
+        ticks.append(k)
+        emit(k, latest, out)
+
+    monkeypatch.setattr(av.pacer, "_emit", counted)
+    return ticks
+
+
+@pytest.mark.parametrize("outage", ["robot lost", "deactivated"])
+def test_after_an_outage_the_newest_face_shows_at_once_with_no_burst_of_late_ticks(monkeypatch, outage):
+    """A face node's faces (10 new ones a second) keep coming while the robot is lost, or
+    the driver deactivated, for 9.5 s, right after a face change (within the 0.5 s linger)
+    and with faces waiting: on the return one tick goes out, the current one, with the
+    newest face; no tick is late, no face counted dropped, none left waiting."""
+    robot, av, _ = make_stream(face_queue=6)
+    k = 0
+    for _ in range(20):
+        k += 1
+        av.set_face(column_face(k))
+        robot.run_until(robot.now + 0.1)
+    for _ in range(5):  # five between two ticks: the tick takes one, four wait when the outage starts
+        k += 1
+        av.set_face(column_face(k))
+    robot.run_until(robot.now + 1 / 30)
+    assert av.pacer.faces_queued == 4
+    if outage == "robot lost":
+        robot.set_link(LinkState.LOST)
+    else:
+        av.stop("deactivated")
+    for _ in range(95):
+        k += 1
+        av.set_face(column_face(k))
+        robot.run_until(robot.now + 0.1)
+    before, counters = len(robot.sent), av.counters()
+    assert counters["face frames waiting"] == 0
+    ticks = counting_emits(monkeypatch, av)
+    if outage == "robot lost":
+        robot.set_link(LinkState.READY)
+    else:
+        av.start()
+    robot.run_until(robot.now + 0.001)
+    back = robot.sent[before:]
+    assert [msg.NAME for _, msg in back] == ["OutputSilence", "DisplayImage"]
+    assert back[1][1].image == column_face(k)                            # the newest, first
+    assert len(ticks) == 1
+    after = av.counters()
+    assert after["underruns (ticks sent late)"] == counters["underruns (ticks sent late)"]
+    assert after["face frames dropped (queue full)"] == 0
+    # and the faces stream on at 30 fps as before, one tick each, none lost or doubled
+    start = len(robot.sent)
+    for _ in range(60):
+        k += 1
+        av.set_face(column_face(k))
+        robot.run_until(robot.now + 1 / 30)
+    shown = [msg.image for _, msg in robot.sent[start:] if msg.NAME == "DisplayImage"]
+    assert shown == [column_face(i) for i in range(k - 59, k + 1)]
+    assert av.counters()["underruns (ticks sent late)"] == counters["underruns (ticks sent late)"]
+
+
+def test_activating_after_8_hours_works_through_one_tick_not_the_nights(monkeypatch):
+    """The driver deactivated overnight within the linger of a face change: activating
+    again sends the current tick only (it worked through every tick of the 8 h, 864 000,
+    on the I/O thread)."""
+    robot, av, _ = make_stream()
+    av.set_face(column_face(1))
+    robot.run_until(robot.now + 0.1)
+    av.set_face(column_face(2))
+    robot.run_until(robot.now + 0.05)
+    av.stop("deactivated")
+    robot.run_until(robot.now + 8 * 3600.0)
+    av.set_face(column_face(3))
+    before, underruns = len(robot.sent), av.counters()["underruns (ticks sent late)"]
+    ticks = counting_emits(monkeypatch, av)
+    av.start()
+    robot.run_until(robot.now + 0.001)
+    assert len(ticks) == 1
+    assert [msg.NAME for _, msg in robot.sent[before:]] == ["OutputSilence", "DisplayImage"]
+    assert robot.sent[-1][1].image == column_face(3)
+    assert av.counters()["underruns (ticks sent late)"] == underruns
+
+
 # --------------------------------------------------------------------------- the face stream
 
 def test_a_link_a_second_behind_gets_no_faces_or_silence_but_all_sound_until_it_catches_up():

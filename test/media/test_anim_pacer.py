@@ -348,3 +348,38 @@ def test_forget_screen_sends_the_face_again():
     assert pacer.tick(1 / 30) == []
     pacer.forget_screen()
     assert count(pacer.tick(2 / 30), "DisplayImage") == 1
+
+
+def test_paused_and_resumed_the_grid_goes_on_from_now_with_the_newest_face():
+    """pause() (the robot lost, the driver deactivated) with face frames waiting and within
+    the linger, face frames while paused, resume() 8 h later: the next tick is the current
+    one, not late, and shows the newest face; the night's ticks are not worked through."""
+    pacer = AVPacer(linger_s=0.5, face_queue=6)
+    pacer.start(0.0)
+    for k in range(3):
+        pacer.queue_face(bars(k))
+        pacer.tick(k / 30)
+    for k in range(3, 7):
+        pacer.queue_face(bars(k))                        # four wait
+    pacer.pause()
+    assert pacer.faces_queued == 0
+    for k in range(7, 20):
+        pacer.queue_face(bars(k))                        # no tick to show them on
+    assert pacer.faces_queued == 0
+    assert (pacer.stats.faces_dropped, pacer.stats.faces_covered) == (0, 0)
+    emitted = []
+    emit = pacer._emit
+    pacer._emit = lambda k, latest, out: (emitted.append(k), emit(k, latest, out))
+    at = 8 * 3600.0 + 0.01
+    pacer.resume(at)
+    out = pacer.tick(at + 0.02)
+    assert [x.NAME for x in out] == ["OutputSilence", "DisplayImage"]
+    assert decode_display(out[1].image).tolist() == bars(19).tolist()
+    assert emitted == [math.floor(at * 30)] and pacer.stats.underruns == 0
+    pacer.queue_face(bars(20))                           # queued again, one per tick
+    pacer.queue_face(bars(21))
+    assert pacer.faces_queued == 2
+    nxt = pacer.next_deadline()
+    assert nxt == pytest.approx(math.floor(at * 30) / 30 + 1 / 30)
+    shown = [count(pacer.tick(nxt), "DisplayImage"), count(pacer.tick(nxt + 1 / 30), "DisplayImage")]
+    assert shown == [1, 1] and pacer.stats.underruns == 0
