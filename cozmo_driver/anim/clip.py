@@ -1525,8 +1525,9 @@ class GroupChooser:
     another eligible member is available; if every member is cooling down, the
     one whose cool-down ends first is chosen.  With ``mood``, members of that
     mood are preferred, then ``"Default"`` ones; with ``head_angle_deg``, members
-    that use the head angle must have it within their range.  Members of weight
-    0 are chosen only when nothing else is eligible.
+    that use the head angle must have it within their range (when none does and
+    every member uses it, no member is playable: :meth:`unplayable` says why).
+    Members of weight 0 are chosen only when nothing else is eligible.
     """
 
     def __init__(self, seed: int = 0) -> None:
@@ -1536,14 +1537,13 @@ class GroupChooser:
     def choose(self, group: AnimationGroup, now: float, mood: Optional[str] = None,
                head_angle_deg: Optional[float] = None, record: bool = True) -> Optional[str]:
         """The clip name to play now (recorded as played unless ``record`` is false: then
-        :meth:`played` records it once it plays), or None for an empty group."""
+        :meth:`played` records it once it plays), or None when no member is playable now
+        (an empty group, or none fits ``head_angle_deg``: see :meth:`unplayable`)."""
         members = list(group.members)
+        if head_angle_deg is not None:
+            members = [m for m in members if _fits_head_angle(m, head_angle_deg)]
         if not members:
             return None
-        if head_angle_deg is not None:
-            fits = [m for m in members if not m.use_head_angle
-                    or m.head_angle_min_deg <= head_angle_deg <= m.head_angle_max_deg]
-            members = fits or members
         if mood is not None:
             same = [m for m in members if m.mood == mood] or [m for m in members if m.mood == "Default"]
             members = same or members
@@ -1576,4 +1576,21 @@ class GroupChooser:
     def played(self, group_name: str, member: str, now: float) -> None:
         """``member`` of group ``group_name`` played at ``now``: its cool-down starts."""
         self._last_played[(group_name, member)] = now
+
+    @staticmethod
+    def unplayable(group: AnimationGroup, head_angle_deg: Optional[float] = None) -> str:
+        """Why :meth:`choose` finds no member of ``group`` playable at ``head_angle_deg``
+        (what to do included), e.g. ``the head is at -20.0 deg, outside the head-angle range
+        of every member (hello: 30..44 deg); move the head into one (head/angle) and try again``."""
+        if not group.members or head_angle_deg is None:
+            return "it has no members (those naming unknown clips are left out: see the log)"
+        ranges = [f"{m.name}: {m.head_angle_min_deg:g}..{m.head_angle_max_deg:g} deg" for m in group.members]
+        more = f", and {len(ranges) - 6} more" if len(ranges) > 6 else ""
+        return (f"the head is at {head_angle_deg:.1f} deg, outside the head-angle range of every member "
+                f"({', '.join(ranges[:6])}{more}); move the head into one (head/angle) and try again")
+
+
+def _fits_head_angle(member: GroupMember, head_angle_deg: float) -> bool:
+    """Whether ``member`` may play with the head at ``head_angle_deg``."""
+    return not member.use_head_angle or member.head_angle_min_deg <= head_angle_deg <= member.head_angle_max_deg
 

@@ -262,7 +262,8 @@ class AnimationLibrary:
             g = self.groups[group]
             chosen = self.chooser.choose(g, now, head_angle_deg=head_angle_deg, record=record)
             if chosen is None:
-                raise AnimationError(f"animation group {group!r} has no playable member")
+                raise AnimationError(f"animation group {group!r} has no playable member now: "
+                                     f"{self.chooser.unplayable(g, head_angle_deg)}")
             return self.clips[chosen]
         return self.clips[name]
 

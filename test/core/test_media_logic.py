@@ -374,6 +374,22 @@ def test_library_groups_from_one_group_file_or_a_directory(tmp_path):
     assert AnimationLibrary.load((), one).group_names() == ["ag_single"]
 
 
+def test_a_group_goal_with_the_head_outside_every_members_range_is_refused_saying_so(tmp_path):
+    """A group whose only member wants the head at 30..44 deg, the head at -20 deg: resolve
+    refuses it with the angle and the range (it played the member)."""
+    groups = tmp_path / "groups.json"
+    groups.write_text(json.dumps({"greet": {"Animations": [
+        {"Name": "nod_yes", "UseHeadAngle": True, "HeadAngleMin_Deg": 30, "HeadAngleMax_Deg": 44}]}}))
+    lib = AnimationLibrary.load((), groups)
+    with pytest.raises(AnimationError) as refused:
+        lib.resolve(group="greet", now=1.0, head_angle_deg=-20.0)
+    assert str(refused.value) == (
+        "animation group 'greet' has no playable member now: the head is at -20.0 deg, outside the "
+        "head-angle range of every member (nod_yes: 30..44 deg); move the head into one (head/angle) "
+        "and try again")
+    assert lib.resolve(group="greet", now=2.0, head_angle_deg=40.0).name == "nod_yes"
+
+
 def test_library_skips_only_the_bad_group_of_a_file_of_several(tmp_path):
     """One group of a multi-group file that was not a group (no Animations list, a member
     without a Name) cost every group of the file ("no groups loaded"). Now that group is

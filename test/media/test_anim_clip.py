@@ -27,6 +27,7 @@ from cozmo_driver.anim.clip import (
     EventKeyframe,
     FaceKeyframe,
     GroupChooser,
+    GroupMember,
     HeadKeyframe,
     LiftKeyframe,
     LightsKeyframe,
@@ -791,6 +792,24 @@ def test_groups_load_and_choose_by_weight_honouring_cooldowns(tmp_path):
     assert third == "x"
     assert GroupChooser().choose(cool, 0.0, head_angle_deg=-20) == "x"   # y needs 10..40 degrees
     assert GroupChooser().choose(AnimationGroup("empty"), 0.0) is None
+
+
+def test_a_group_whose_every_member_wants_another_head_angle_has_none_playable_and_says_why():
+    """Every member uses the head angle and the head is outside each range: no member is
+    chosen (one was played anyway), and unplayable() names the angle and the ranges."""
+    high = AnimationGroup("high", [GroupMember("hello", 1.0, 0.0, "Default", True, 30, 44),
+                                   GroupMember("peek", 1.0, 0.0, "Default", True, 10, 20.5)])
+    chooser = GroupChooser(seed=3)
+    assert chooser.choose(high, 0.0, head_angle_deg=-20) is None
+    assert chooser.choose(high, 0.0, head_angle_deg=35, record=False) == "hello"
+    assert chooser.choose(high, 0.0, head_angle_deg=20.5, record=False) == "peek"
+    assert chooser.choose(high, 0.0, record=False) in ("hello", "peek")  # the angle not known
+    assert GroupChooser.unplayable(high, -20) == (
+        "the head is at -20.0 deg, outside the head-angle range of every member (hello: 30..44 deg, "
+        "peek: 10..20.5 deg); move the head into one (head/angle) and try again")
+    many = AnimationGroup("many", [GroupMember(f"m{i}", 1.0, 0.0, "Default", True, 30, 44) for i in range(8)])
+    assert GroupChooser.unplayable(many, 0.0).endswith("m5: 30..44 deg, and 2 more); move the head into one "
+                                                       "(head/angle) and try again")
 
 
 def test_group_files_are_read_one_by_one_with_comments_and_bad_ones_skipped(tmp_path, log_records):

@@ -1477,7 +1477,9 @@ def test_a_group_at_connection_chooses_by_the_head_angle_the_driver_shows(make_r
             "    - {time_ms: 0, expression: surprised}\n")
     (tmp_path / "groups.json").write_text(json.dumps({"looks": {"Animations": [
         {"Name": "level_look", "UseHeadAngle": True, "HeadAngleMin_Deg": -5, "HeadAngleMax_Deg": 5},
-        {"Name": "low_look", "UseHeadAngle": True, "HeadAngleMin_Deg": -30, "HeadAngleMax_Deg": -20}]}}))
+        {"Name": "low_look", "UseHeadAngle": True, "HeadAngleMin_Deg": -30, "HeadAngleMax_Deg": -20}]},
+        "highs": {"Animations": [
+            {"Name": "level_look", "UseHeadAngle": True, "HeadAngleMin_Deg": 30, "HeadAngleMax_Deg": 44}]}}))
     rig = make_rig(animation_dirs=[str(tmp_path)], animation_groups_file=str(tmp_path / "groups.json"))
     log = rig.node._media._log = LogRecorder(rig.node._media._log)
     assert rig.node._robot.calibrating("head")
@@ -1485,6 +1487,13 @@ def test_a_group_at_connection_chooses_by_the_head_angle_the_driver_shows(make_r
     r = rig.result(rig.send_goal(PlayAnimation, "play_animation", PlayAnimation.Goal(group="looks")))
     assert r.status == GoalStatus.STATUS_SUCCEEDED, r.result.message
     assert any(line.startswith("play_animation: low_look (") for line in log.lines), log.lines
+    # a group no member of which may play with the head where it is ends aborted, saying why
+    r = rig.result(rig.send_goal(PlayAnimation, "play_animation", PlayAnimation.Goal(group="highs")))
+    assert r.status == GoalStatus.STATUS_ABORTED
+    assert r.result.message == ("animation group 'highs' has no playable member now: the head is at -25.0 deg, "
+                                "outside the head-angle range of every member (level_look: 30..44 deg); move "
+                                "the head into one (head/angle) and try again")
+    assert f"play_animation goal aborted: {r.result.message}" in log.lines, log.lines
 
 
 def test_a_new_animation_preempts_and_deactivation_aborts(make_rig, tmp_path):
