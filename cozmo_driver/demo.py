@@ -630,7 +630,10 @@ class _Demo:
             framebuffer, face_source = self.sim.framebuffer(), "as the simulated robot shows it"
         else:
             framebuffer, face_source = self._robot_face(), "sent to the robot (display/face)"
+        driver = next((child.entry.node_name for child in self.bringup.children
+                       if child.entry.name == "driver"), None) if self.bringup else None
         self._shutdown()
+        ending = self._ending(self._stop_known(driver or "cozmo_driver"))
         say = self.say
         say("")
         failures = list(result.failures) + self.process_failures
@@ -731,24 +734,47 @@ class _Demo:
         elapsed = time.monotonic() - self.t0
         signum = self.signum    # a signal while the demo closed: 128 + its number, as before
         if not failures and signum is None:
-            say(f"\n{PROG}: done in {elapsed:.0f} s; the robot is stopped and every process "
-                "has exited.")
+            say(f"\n{PROG}: done in {elapsed:.0f} s; {ending}.")
             return 0
         if failures:
-            self._say_failures(failures, elapsed, result.aborted)
+            self._say_failures(failures, elapsed, result.aborted, ending)
         if signum is not None:
             say(f"\n{PROG}: interrupted ({signal.Signals(signum).name}) while it closed, after "
-                f"{elapsed:.0f} s; the robot is stopped and every process has exited.")
+                f"{elapsed:.0f} s; {ending}.")
             return 128 + signum
         return 1
 
-    def _say_failures(self, failures: List[str], elapsed: float, aborted: str) -> None:
+    def _stop_known(self, driver: str) -> bool:
+        """Whether the robot is known to be stopped: the driver (its node name ``driver``)
+        logged, as it closed the link, that the robot acknowledged its stop. Not after a
+        driver that died, nor with a robot lost at the end: the robot keeps its last motor
+        command when its link ends (docs/driver.md)."""
+        from .ros.driver_support import release_line
+
+        _, stopped = release_line("ready", "disconnected")   # the line of an acknowledged stop
+        try:
+            lines = (self.artifacts / "bringup.log").read_text(errors="replace").splitlines()
+        except OSError:
+            return False
+        mine = re.compile(rf"\[(?:[\w.]*\.)?{re.escape(driver)}\]")
+        return any(stopped in line and mine.search(line) for line in lines)
+
+    @staticmethod
+    def _ending(stopped: bool) -> str:
+        """How the run left the robot and the stack, for the last line."""
+        if stopped:
+            return "the robot is stopped and every process has exited"
+        return ("every process has exited, but no stop is known to have reached the robot (the "
+                "driver did not log that it stopped the motors; see the end of its log): it may "
+                "still be moving; if it does, pick it up or switch it off")
+
+    def _say_failures(self, failures: List[str], elapsed: float, aborted: str,
+                      ending: str) -> None:
         """The failed steps, listed, with the log's last lines (a run stopped before its end,
         a process that exited) or its last warnings and errors."""
         say = self.say
         count = f"{len(failures)} step{'s' if len(failures) > 1 else ''} failed"
-        say(f"\n{PROG}: FAILED after {elapsed:.0f} s ({count}); the robot is stopped and every "
-            "process has exited:")
+        say(f"\n{PROG}: FAILED after {elapsed:.0f} s ({count}); {ending}:")
         for failure in failures:
             say(f"  - {failure}")
         log_path = self.artifacts / "bringup.log"

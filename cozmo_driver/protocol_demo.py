@@ -10,7 +10,9 @@ RTT, pose, battery, stream rates), and ends with the link statistics and, on
 the simulator, the reported pose next to the simulator's ground truth.
 
 Everything is bounded: the run ends by itself after the demonstration (or after
-``--duration`` seconds), and the robot is stopped and disconnected at the end. The
+``--duration`` seconds), and the robot is told to stop and disconnected at the end; it is
+said stopped only when it acknowledged that stop (a lost link: the robot keeps its last
+command; the demo says it may still be moving, and to pick it up or switch it off). The
 exit status is 0 when the link stayed up to the end, 1 when it did not (the square
 stops where the link went; the robot is still told to stop, and the statistics are
 printed), 2 when the robot did not become ready or its address cannot be used, and
@@ -49,6 +51,18 @@ _HANDSHAKE = {"HardwareInfo", "FirmwareSignature", "BodyInfo"}
 _SEND_ERRORS = (CozmoError, TimeoutError, concurrent.futures.TimeoutError)
 #: Ctrl-Z: how long the stop may take to be acknowledged before the process is suspended, s
 CTRL_Z_STOP_S = 0.2
+#: at the end: how long the robot may take to acknowledge the stop, s
+END_STOP_S = 1.0
+#: what the demo says when no stop is known to have reached the robot
+MAY_STILL_MOVE = "it may still be moving; if it does, pick it up or switch it off"
+
+
+class _Ending:
+    """How the demonstration left the robot: ``stopped`` None while it has not driven it,
+    then whether the robot acknowledged the stop at the end (:data:`END_STOP_S`)."""
+
+    def __init__(self) -> None:
+        self.stopped: Optional[bool] = None
 
 
 class _RunClock:
@@ -291,6 +305,7 @@ def main(argv: Optional[list] = None, prog: str = "cozmo-protocol-demo") -> int:
     clock = _RunClock()
     deadline = clock() + args.duration
     exit_code = 2
+    ending = _Ending()
     try:  # from here on, whatever fails: the robot and the simulator stop, the handlers go back
         robot = Robot(host, port, local_host="127.0.0.1" if sim is not None else "0.0.0.0",
                       config=ClientConfig(), name="demo")
@@ -298,7 +313,8 @@ def main(argv: Optional[list] = None, prog: str = "cozmo-protocol-demo") -> int:
         robot.start()
         out(f"{monitor.stamp()} driver -> robot  RESET (connect)")
         if _wait_ready(robot, stop, min(10.0, args.duration), ctrl_z, out, clock):
-            exit_code = _demonstrate(robot, sim, monitor, stop, args, deadline, out, ctrl_z, clock)
+            exit_code = _demonstrate(robot, sim, monitor, stop, args, deadline, out, ctrl_z, clock,
+                                     ending=ending)
         elif not stop.is_set():
             out("the robot did not become ready: is the robot on, and is this machine on the "
                 "robot's Wi-Fi?")
@@ -314,8 +330,14 @@ def main(argv: Optional[list] = None, prog: str = "cozmo-protocol-demo") -> int:
         stop.close()
         ctrl_z.close()
     if stop.signum is not None:     # as cozmo-demo: 128 + the signal's number
-        out(f"interrupted ({signal.Signals(stop.signum).name}): the robot is stopped and "
-            "disconnected.")
+        name = signal.Signals(stop.signum).name
+        if ending.stopped is None:
+            out(f"interrupted ({name}) before the robot was driven: disconnected.")
+        elif ending.stopped:
+            out(f"interrupted ({name}): the robot is stopped and disconnected.")
+        else:
+            out(f"interrupted ({name}): disconnected, but no stop is known to have reached the "
+                f"robot: {MAY_STILL_MOVE}.")
         return 128 + stop.signum
     if exit_code != 2:
         out("done.")
@@ -367,12 +389,26 @@ def _command(out, what: str, command: Callable[[], None]) -> bool:
         return False
 
 
+def _stop_at_the_end(robot: Robot, out) -> bool:
+    """Stop the robot; whether it acknowledged the stop (:data:`END_STOP_S`), else said."""
+    acknowledged = robot.stop_all_motors_acknowledged(END_STOP_S)
+    if acknowledged is None:
+        out(f"could not stop the robot: it is not connected: {MAY_STILL_MOVE}")
+    elif not acknowledged:
+        out(f"the robot did not acknowledge the stop within {END_STOP_S:g} s: {MAY_STILL_MOVE}")
+    return bool(acknowledged)
+
+
 def _demonstrate(robot: Robot, sim, monitor: _Monitor, stop: StopFlag, args,
-                 deadline: float, out, ctrl_z: Optional[CtrlZ] = None, clock: Optional[_RunClock] = None) -> int:
+                 deadline: float, out, ctrl_z: Optional[CtrlZ] = None, clock: Optional[_RunClock] = None,
+                 ending: Optional[_Ending] = None) -> int:
     """The demonstration on a ready robot until ``deadline`` (of ``clock``, which the time
     suspended does not advance), then its statistics: 0 when the link stayed up to the end,
     else 1. A Ctrl-Z (``ctrl_z``) suspends the process meanwhile (:func:`_suspend`), the
-    square's commands held."""
+    square's commands held. ``ending`` gets whether the robot acknowledged the stop at the
+    end."""
+    ending = ending or _Ending()
+    ending.stopped = False
     clock = clock or _RunClock()
     gate = threading.Lock()     # the square's commands wait while it is held (_suspend)
     if _command(out, "turn the camera on", lambda: robot.enable_camera(True, color=not args.grey)):
@@ -396,7 +432,7 @@ def _demonstrate(robot: Robot, sim, monitor: _Monitor, stop: StopFlag, args,
             break
     stop.set()
     mover.join(2.0)
-    _command(out, "stop the robot", robot.stop_all_motors)
+    ending.stopped = _stop_at_the_end(robot, out)
     _command(out, "turn the camera off", lambda: robot.enable_camera(False))
     stats = robot.stats
     counts, images = monitor.snapshot()

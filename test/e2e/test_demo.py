@@ -650,6 +650,46 @@ def test_a_report_with_failed_steps_lists_them_all_and_exits_1(tmp_path):
     assert any("done in" in line for line in lines)
 
 
+_LOST = ("[WARN] [1795437903.07] [robot1.cozmo_driver]: link closed (the robot was lost: no stop "
+         "could reach it; if it still moves, pick it up or switch it off)")
+_STOPPED = "[INFO] [1795437903.07] [robot1.cozmo_driver]: disconnected from the robot (motors stopped)"
+
+
+@pytest.mark.parametrize("log, failures, stopped", [
+    ([_LOST], ["stopped: the link to the robot stayed LOST for 6 s"], False),
+    ([], ["stopped: cozmo_driver_node exited with status -9"], False),      # killed: nothing logged
+    (["[INFO] [1.0] [cozmo_face]: disconnected from the robot (motors stopped)"], [], False),  # not the driver
+    ([_LOST, "[INFO] [2.0] [robot1.cozmo_driver]: link CONNECTED again", _STOPPED], [], True),
+    ([_STOPPED], ["sound: action /play_audio: the goal was rejected"], True),
+], ids=["robot lost", "driver killed", "another node's line", "lost, then back and stopped", "stopped"])
+def test_the_last_line_says_the_robot_is_stopped_only_when_the_driver_stopped_it(tmp_path, log, failures,
+                                                                                  stopped):
+    """The robot lost at the end (or the driver killed): the last line said "the robot is
+    stopped and every process has exited", the driver's log right above it "no stop could
+    reach it". The robot keeps its last motor command when its link ends: the robot is said
+    stopped only when the driver logged it acknowledged the stop, else what to do."""
+    from types import SimpleNamespace
+
+    require("rclpy")
+    from cozmo_driver.ros.demo_node import DemoResult
+
+    args = demo.parse_arguments(["robot_ip:=127.0.0.9", "--artifacts", str(tmp_path)])
+    run = demo._Demo(args)
+    driver = SimpleNamespace(entry=SimpleNamespace(name="driver", node_name="cozmo_driver"),
+                             process=SimpleNamespace(poll=lambda: 0))
+    run.bringup = SimpleNamespace(children=[driver], stop=lambda: None, remove_parameter_files=lambda: None)
+    (tmp_path / "bringup.log").write_text("".join(line + "\n" for line in log))
+    result = DemoResult(final_odom=(0.0, 0.0, 0.0), failures=list(failures),
+                        aborted=failures[0] if failures and failures[0].startswith("stopped") else "")
+    lines = []
+    run.say = lines.append
+    assert run._report(result, simulated=False) == (1 if failures else 0)
+    last = [line for line in lines if line.startswith(f"\n{demo.PROG}: ")][-1]
+    assert last.startswith(f"\n{demo.PROG}: {'FAILED after' if failures else 'done in'}"), last
+    assert ("the robot is stopped and every process has exited" in last) is stopped, last
+    assert ("it may still be moving; if it does, pick it up or switch it off" in last) is not stopped, last
+
+
 @pytest.mark.parametrize("signum, failed", [(2, False), (15, True)])
 def test_a_signal_while_the_demo_closes_ends_it_with_128_plus_the_signal(tmp_path, monkeypatch,
                                                                         signum, failed):
@@ -955,6 +995,9 @@ def test_a_driver_that_dies_during_the_run_fails_the_demonstration(tmp_path, cap
     failed = out[out.index("cozmo-demo: FAILED after"):]
     listed = [line[4:] for line in failed.splitlines() if line.startswith("  - ")]
     assert listed[-1].startswith("stopped: cozmo_driver_node exited with status -9"), failed
+    # the driver died: nothing stopped the robot
+    assert "no stop is known to have reached the robot" in failed.splitlines()[0], failed
+    assert "the robot is stopped" not in failed
     assert f"last lines of {tmp_path / 'bringup.log'}" in failed
     assert "animation: 'nod_yes' via action /play_animation: succeeded" in out
     # what is there is this run's, and listed
@@ -1135,8 +1178,48 @@ def test_protocol_only_losing_the_robot_exits_1_with_the_statistics(capsys, monk
     assert status == 1, out[-3000:] + err
     assert "the square stops: " in out, out[-3000:]
     assert "link statistics:" in out and "link lost 1 time during the run" in out, out[-3000:]
+    assert "could not stop the robot: it is not connected: it may still be moving; if it does, pick it up " \
+        "or switch it off" in out, out[-3000:]
     assert "Traceback" not in out + err
     assert out.rstrip().endswith("done.")
+
+
+def test_protocol_only_interrupted_after_the_robot_was_lost_does_not_say_it_is_stopped(capsys, monkeypatch):
+    """Ctrl-C after the link went: "could not stop the robot: ...", then "interrupted
+    (SIGINT): the robot is stopped and disconnected." No stop reached it: it says so, and
+    what to do."""
+    import signal
+
+    import cozmo_driver.sim
+    from cozmo_driver import protocol_demo
+    from cozmo_driver.client import ClientConfig
+    from cozmo_driver.stop_flag import StopFlag
+
+    flags = []
+
+    class Kept(StopFlag):
+        def __init__(self):
+            super().__init__()
+            flags.append(self)
+
+    status_line = protocol_demo._status_line
+
+    def sigint_once_the_link_went(robot, monitor, *args):
+        if monitor.losses:
+            flags[0].handle(signal.SIGINT)      # as the handler does, with no signal sent
+        return status_line(robot, monitor, *args)
+
+    monkeypatch.setattr(cozmo_driver.sim, "SimServer", LosesItsLink)
+    monkeypatch.setattr(protocol_demo, "ClientConfig", functools.partial(ClientConfig, state_timeout=0.5))
+    monkeypatch.setattr(protocol_demo, "_status_line", sigint_once_the_link_went)
+    monkeypatch.setattr(protocol_demo, "StopFlag", Kept)
+    status = protocol_demo.main(["--duration", "20"])
+    out = capsys.readouterr().out
+    assert status == 128 + signal.SIGINT, out[-3000:]
+    assert "the robot is stopped" not in out, out[-3000:]
+    assert out.rstrip().endswith("interrupted (SIGINT): disconnected, but no stop is known to have reached "
+                                 "the robot: it may still be moving; if it does, pick it up or switch it off."), \
+        out[-3000:]
 
 
 def test_protocol_only_a_signal_stops_it_with_128_plus_the_signal(capsys, monkeypatch):
@@ -1168,7 +1251,7 @@ def test_protocol_only_a_signal_stops_it_with_128_plus_the_signal(capsys, monkey
     assert status == 128 + signal.SIGTERM, out[-3000:]
     assert time.monotonic() - t0 < 15
     assert "link statistics:" in out
-    assert "interrupted (SIGTERM)" in out, out[-2000:]
+    assert out.rstrip().endswith("interrupted (SIGTERM): the robot is stopped and disconnected."), out[-2000:]
 
 
 def test_protocol_only_takes_the_demos_colour_switch():
