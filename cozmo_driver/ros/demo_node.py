@@ -417,6 +417,7 @@ class Demonstration:
                 self.result.failures.append(f"stopped: {exc}")
                 self.out(f"stopped: {exc}")
                 node.drive(0.0, 0.0)
+                self.media.sound_unawaited()
                 self._collect()
             return self.result
         finally:

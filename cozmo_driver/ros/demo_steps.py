@@ -551,12 +551,33 @@ class MediaSteps:
             if not self.demo.calls.spin_until(future.done, 10.0):
                 self._fail("sound", f"action {name}: no result within 10 s")
                 return
-            ok, outcome = action_outcome(future.result())
-            self.demo.result.sound_played = ok
-            how = f"{self.demo.options.sound.name} via action {name}: {outcome}"
-            if ok:
-                self._note("sound", how)
-            else:
-                self._fail("sound", how)
+            self._sound_outcome(future, name)
         finally:
             client.destroy()
+
+    def sound_unawaited(self) -> None:
+        """The run stopped before :meth:`sound_result` (the link lost, the deadline, a
+        process exited): the sound's result if it came meanwhile, checked, else that it was
+        not awaited; nothing is waited for."""
+        if self._sound is None:
+            return
+        client, future, name = self._sound
+        self._sound = None
+        try:
+            if future.done():
+                self._sound_outcome(future, name)
+            else:
+                self._note("sound", f"{self.demo.options.sound.name} via action {name}: sent; "
+                                    "result not awaited (the run stopped)")
+        finally:
+            client.destroy()
+
+    def _sound_outcome(self, future: Any, name: str) -> None:
+        """Check the sound's result (``future`` done) and say how it went."""
+        ok, outcome = action_outcome(future.result())
+        self.demo.result.sound_played = ok
+        how = f"{self.demo.options.sound.name} via action {name}: {outcome}"
+        if ok:
+            self._note("sound", how)
+        else:
+            self._fail("sound", how)
