@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple
 
 from .bringup import split_launch_style
 from .client.claim import claims_supported, holder
+from .console import say
 from .domain_reservation import hold_domain_id, keep_discovery_local
 from .lifeline import exit_with_parent
 from .protocol.errors import ConfigurationError
@@ -403,7 +404,9 @@ class _Demo:
         self.domain_changed = False
 
     def say(self, text: str) -> None:
-        print(text, flush=True)
+        """Print a line; an output that is gone (the terminal closed: SIGHUP, then every
+        write fails) drops it, and the demo goes on stopping the robot and the stack."""
+        say(text)
 
     def fail(self, message: str, code: int) -> int:
         """Keep the failure to print last, once every process has stopped."""

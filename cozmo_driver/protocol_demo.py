@@ -37,6 +37,7 @@ from collections import Counter
 from typing import Any, Callable, Optional
 
 from .client import ClientConfig, LinkState, LinkStateChanged, Robot, RobotReady
+from .console import say
 from .errors import CozmoError
 from .protocol.session import MessageReceived
 from .protocol.status import RobotStatusFlag
@@ -282,7 +283,7 @@ def main(argv: Optional[list] = None, prog: str = "cozmo-protocol-demo") -> int:
                         format="%(asctime)s %(name)s %(levelname)s: %(message)s")
 
     def out(text: str) -> None:
-        print(text, flush=True)
+        say(text)   # an output that is gone (the terminal closed) drops the line: the robot still stops
 
     sim = None
     if args.robot_ip is None:
@@ -319,7 +320,7 @@ def main(argv: Optional[list] = None, prog: str = "cozmo-protocol-demo") -> int:
             out("the robot did not become ready: is the robot on, and is this machine on the "
                 "robot's Wi-Fi?")
     except CozmoError as exc:  # an address or port that cannot be used, a robot claimed by another
-        print(f"{prog}: {exc}", file=sys.stderr, flush=True)
+        say(f"{prog}: {exc}", file=sys.stderr)
     finally:
         if robot is not None:
             robot.stop()
@@ -424,6 +425,8 @@ def _demonstrate(robot: Robot, sim, monitor: _Monitor, stop: StopFlag, args,
             _suspend(robot, gate, ctrl_z, out, clock)
             previous, last = monitor.snapshot(), time.monotonic()  # rates of the time it ran
             continue
+        if stop.is_set():       # a signal: no status line, the robot is stopped at once
+            break
         now = time.monotonic()
         line, previous = _status_line(robot, monitor, previous, now - last)
         last = now
