@@ -89,6 +89,14 @@ FREE_DOMAINS = range(1, 101)
 #: TCP and UDP (the test suite reserves its domains so)
 
 
+def _seed(text: str) -> int:
+    """``--seed``: cozmo-sim's own type (a whole number, 0 or more), its refusal a usage
+    error (status 2); imported when a seed is given (the simulator imports numpy)."""
+    from .sim.cli import _seed as sim_seed
+
+    return sim_seed(text)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
@@ -111,7 +119,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--connect-timeout", type=float, default=20.0, metavar="SECONDS",
                         help="how long the robot may take to answer once the driver runs "
                              "(default 20)")
-    parser.add_argument("--seed", type=int, default=1, help="simulator random seed (default 1)")
+    parser.add_argument("--seed", type=_seed, default=1,
+                        help="simulator random seed: a whole number, 0 or more (default 1)")
     parser.add_argument("--grey", action="store_true",
                         help="grey camera images (default: colour)")
     parser.add_argument("--protocol-only", action="store_true",

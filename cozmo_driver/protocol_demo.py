@@ -231,6 +231,14 @@ def _drive_square(robot: Robot, stop: StopFlag, out) -> None:
     robot.stop_all_motors()
 
 
+def _seed(text: str) -> int:
+    """``--seed``: cozmo-sim's own type (a whole number, 0 or more), its refusal a usage
+    error (status 2); imported when a seed is given (the simulator imports numpy)."""
+    from .sim.cli import _seed as sim_seed
+
+    return sim_seed(text)
+
+
 #: the arguments also taken as name:=value (and --name), as cozmo-demo takes them
 _NAME_VALUE = ("robot_ip", "robot_port")
 
@@ -254,7 +262,8 @@ def parse_arguments(argv: Optional[list] = None, prog: str = "cozmo-protocol-dem
     parser.add_argument("--duration", type=float, default=20.0,
                         help="upper bound of the run in seconds, the time suspended (Ctrl-Z) not counted "
                              "(default 20)")
-    parser.add_argument("--seed", type=int, default=1, help="simulator random seed")
+    parser.add_argument("--seed", type=_seed, default=1,
+                        help="simulator random seed: a whole number, 0 or more (default 1)")
     # the same switch as cozmo-demo's: colour by default, --grey for grey
     parser.add_argument("--grey", action="store_true", help="grey camera images (default: colour)")
     parser.add_argument("--color", action="store_true", help=argparse.SUPPRESS)  # the default; kept for old scripts

@@ -245,11 +245,32 @@ def test_both_argument_styles(argv):
     (["robot_ip:=1.2.3.4", "--robot-ip", "1.2.3.4"], "robot_ip given twice"),
     (["--duration", "-1"], "--duration must be a positive number"),
     (["--robot-ip", " "], "robot_ip is empty"),
+    (["--seed", "-1"], "argument --seed: -1 is not a seed: a whole number, 0 or more"),
+    (["--seed", "x"], "argument --seed: x is not a seed: a whole number, 0 or more"),
 ])
 def test_bad_arguments_are_refused(argv, message, capsys):
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as exited:
         demo.parse_arguments(argv)
+    assert exited.value.code == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("protocol_only", [False, True], ids=["cozmo-demo", "--protocol-only"])
+def test_a_negative_seed_is_refused_as_cozmo_sim_refuses_it(protocol_only, capsys):
+    """`--seed -1` ended both demos with a numpy traceback (ValueError: expected non-negative
+    integer, from the simulator) and status 1, which says a step failed. cozmo-sim's --seed
+    type refuses it: a usage error, status 2, as for any other bad option."""
+    from cozmo_driver.sim import cli as sim_cli
+
+    with pytest.raises(SystemExit) as exited:
+        demo.main((["--protocol-only"] if protocol_only else []) + ["--seed", "-1", "--duration", "1"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --seed: -1 is not a seed: a whole number, 0 or more" in err, err
+    with pytest.raises(SystemExit):
+        sim_cli.build_parser().parse_args(["--seed", "-1"])
+    assert capsys.readouterr().err.splitlines()[-1].endswith(err.splitlines()[-1].split(": ", 1)[1])
+    assert (demo.parse_arguments(["--seed", "7"]).seed, demo.parse_arguments([]).seed) == (7, 1)
 
 
 def _run_without_processes(monkeypatch, argv) -> tuple:
