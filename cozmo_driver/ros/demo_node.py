@@ -26,8 +26,9 @@ to another thread (ros2/rclpy#1123). The script:
    lift at the corners;
 7. level the head, lower the lift, stop, and keep the latest camera image.
 
-Once the driver's emergency stop was engaged during the run (even if released since),
-the square fails where it was and the demo moves the robot no more (step 7 only stops).
+Once the driver's emergency stop was engaged during the run, or when it began (even if
+released since), the demo moves the robot no more: the animation is skipped, the square
+fails where it was, and step 7 only stops (a stop engaged after the square fails it).
 
 Each step's outcome is checked (the action results, the service answers, camera
 frames arriving after the camera was turned on, the head and lift where they were
@@ -193,6 +194,10 @@ class DemoAbort(RemoteError):
     def __init__(self, message: str, code: int = 1) -> None:
         super().__init__(message)
         self.code = code
+
+
+#: why the demo moves the robot no more (its failures say it)
+_ESTOP_ENGAGED = "the emergency stop was engaged (emergency_stop/engaged): the demo moves the robot no more"
 
 
 class _EmergencyStopped(RemoteError):
@@ -659,13 +664,20 @@ class Demonstration:
         with self.node.lock:
             return self.node.odom
 
+    def estop_latched(self) -> bool:
+        """Whether the driver's emergency stop was engaged during the run, or already was
+        when it began, released since or not: latched in :attr:`emergency_stopped` once
+        seen, and from then on the demo moves the robot no more."""
+        with self.node.lock:
+            if self.node.estop_engaged:
+                self.emergency_stopped = True
+        return self.emergency_stopped
+
     def _halt_if_stopped(self, move: str) -> None:
         """Once the driver's emergency stop was engaged, even if released since: cmd_vel 0,
         and :class:`_EmergencyStopped` for ``move`` (a release does not start the demo's
         motion again)."""
-        with self.node.lock:
-            engaged = self.node.estop_engaged
-        if engaged:
+        if self.estop_latched():
             self.node.drive(0.0, 0.0)
             raise _EmergencyStopped(move)
 
@@ -713,8 +725,7 @@ class Demonstration:
             self._square_moves()
         except _EmergencyStopped as exc:
             self.emergency_stopped = True
-            self.failed("square", f"{exc}: the emergency stop was engaged (emergency_stop/engaged): "
-                                  "the demo moves the robot no more")
+            self.failed("square", f"{exc}: {_ESTOP_ENGAGED}")
 
     def _square_moves(self) -> None:
         o = self.options
@@ -746,7 +757,8 @@ class Demonstration:
         self.activity = "finishing"
         head, lift = math.radians(-5.0), 0.032
         node.drive(0.0, 0.0)
-        moving = not self.emergency_stopped
+        seen_before = self.emergency_stopped      # by the square, which then failed
+        moving = not self.estop_latched()
         if moving:
             node.move_head(head)
             node.move_lift(lift)
@@ -754,8 +766,12 @@ class Demonstration:
             self.sleep(1.0)
         else:
             self.out("stop: cmd_vel 0; head and lift: skipped: the emergency stop was engaged")
+            if not seen_before:     # engaged after the square's last move
+                self.failed("head and lift", f"skipped: {_ESTOP_ENGAGED}")
         self.media.sound_result()
-        if moving:
+        if moving and self.estop_latched():     # engaged while they moved
+            self.failed("head and lift", f"not checked: {_ESTOP_ENGAGED}")
+        elif moving:
             self._check_joints(head, lift)
         self._collect()
         self._check_camera()

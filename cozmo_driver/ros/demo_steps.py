@@ -409,6 +409,14 @@ class MediaSteps:
         self.demo.result.face_how = f"a rendered '{expression}' face on the display topic {name}"
         return True
 
+    def _estop_skips(self, step: str, name: str) -> bool:
+        """Whether ``step`` (which moves the robot) is skipped, with a note: the emergency
+        stop was engaged during the run, or when it began (released since or not)."""
+        if not self.demo.estop_latched():
+            return False
+        self._note(step, f"'{name}': skipped: the emergency stop was engaged (emergency_stop/engaged)")
+        return True
+
     # --- animation
 
     def animation(self) -> None:
@@ -418,6 +426,8 @@ class MediaSteps:
         result = self.demo.result
         name = self.demo.options.animation
         calls = self.demo.calls
+        if self._estop_skips("animation", name):
+            return
         found = self._find_action("play_animation")
         if found is None:
             self._fail("animation", f"the driver offers no {self.demo.prefix}/play_animation "
@@ -445,6 +455,8 @@ class MediaSteps:
                 result.animation_progress.append(progress)
                 self.demo.activity = f"animation {name} {progress * 100:3.0f} %"
 
+            if self._estop_skips("animation", name):    # engaged while the action was looked for
+                return
             self.demo.out(f"animation: name='{name}' -> action {action_name}")
             self.demo.activity = f"animation {name}   0 %"
             handle = calls.send_goal(client, goal, ANSWER_S, feedback_callback=on_feedback)

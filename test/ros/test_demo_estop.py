@@ -115,3 +115,59 @@ def test_an_emergency_stop_engaged_before_the_square_fails_it_at_once(square):
         "square: side 1 of 4: the emergency stop was engaged (emergency_stop/engaged): the demo "
         "moves the robot no more"], run.result.failures
     assert not [cmd for cmd in robot["commands"] if cmd[1] or cmd[2]]
+
+
+ESTOP = "the emergency stop was engaged (emergency_stop/engaged): the demo moves the robot no more"
+
+
+def test_an_emergency_stop_engaged_after_the_last_corner_skips_the_final_head_and_lift_move(square):
+    """Engaged in the 0.4 s after corner 4, where the square no longer looks: the end sent head
+    -5 deg and lift 32 mm all the same and failed with "head: at 10.0 deg after head/angle -5
+    deg", not naming the stop. The latch is looked at in the end too: no move, a failure
+    that says why."""
+    run, robot, set_estop, lines = square
+    move_lift = run.node.move_lift
+
+    def lift_then_press(height: float) -> None:
+        move_lift(height)
+        if len(robot["head_lift"]) == 8:        # corner 4's head and lift
+            set_estop(True)
+
+    run.node.move_lift = lift_then_press
+    run._square()
+    assert len(robot["head_lift"]) == 8 and not run.result.failures, run.result.failures
+    set_estop(False)                # released before the end: still no motion
+    run._finish()
+    assert len(robot["head_lift"]) == 8, f"the end moved the head or the lift: {robot['head_lift'][8:]}"
+    assert run.result.failures == [f"head and lift: skipped: {ESTOP}"], run.result.failures
+    assert any("head and lift: skipped: the emergency stop was engaged" in line for line in lines), lines
+
+
+def test_an_emergency_stop_engaged_while_the_head_and_lift_move_at_the_end_is_said_not_a_miss(square):
+    """Engaged while the final head and lift move: the check said they were not where they were
+    sent, not why. The check is skipped, saying the stop was engaged."""
+    run, robot, set_estop, lines = square
+    move_lift = run.node.move_lift
+
+    def lift_then_press(height: float) -> None:
+        move_lift(height)
+        set_estop(True)
+
+    run.node.move_lift = lift_then_press
+    run._finish()
+    assert run.result.failures == [f"head and lift: not checked: {ESTOP}"], run.result.failures
+
+
+def test_an_emergency_stop_engaged_when_the_demo_began_skips_the_animation(square):
+    """Engaged when the demo started and released while it waited for the driver: nod_yes
+    moved the head all the same. The animation is skipped, saying why (the square then fails
+    at its first side, as before)."""
+    run, robot, set_estop, lines = square
+    set_estop(True)
+    run.sleep(0.3)                  # the sample arrives while the demo spins
+    set_estop(False)
+    run.sleep(0.3)
+    run.media.animation()
+    assert run.result.animation_how == ("'nod_yes': skipped: the emergency stop was engaged "
+                                        "(emergency_stop/engaged)"), run.result.animation_how
+    assert not run.result.animation_played and not run.result.failures, run.result.failures
