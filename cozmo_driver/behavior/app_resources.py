@@ -108,8 +108,10 @@ class AppResources:
 def _read_json(path: Path) -> Any:
     try:
         return json.loads(strip_json_comments(path.read_text(encoding="utf-8")))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path}: {exc}") from None
+    except OSError as exc:  # (the callers name the file)
+        raise ValueError(f"cannot be read: {exc.strerror or exc}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"not JSON: {exc}") from None
 
 
 def _json_files(directory: Path) -> List[Path]:

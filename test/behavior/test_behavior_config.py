@@ -295,8 +295,10 @@ def test_an_app_file_with_a_bad_part_is_skipped_whole_with_its_name(tmp_path):
     (engine_dir / "behaviorSystem" / "reactionTrigger_behavior_map.json").write_text(json.dumps(
         {"reactionTriggerBehaviorMap": [{"reactionTrigger": "RobotPickedUp", "behaviorID": "Fidget"},
                                         {"reactionTrigger": "CliffDetected"}]}))
+    (behaviors_dir / "broken.json").write_text('{"behaviorID": "Broken",}')
     warnings.clear()
     res = load_app_resources(tmp_path, warn=warnings.append)
+    assert any("broken.json: not JSON" in w for w in warnings), warnings
     assert res.config["behaviors"]["Fidget"]["params"]["groups"] == ["Happy"]   # the map not taken
     assert "reactions" not in res.config and res.reactions == 0
     assert any("AnimationTriggerMap.json" in w for w in warnings), warnings
