@@ -419,10 +419,10 @@ class Demonstration:
                 if exc.code != 1:       # an interruption (130)
                     raise
                 self.result.aborted = str(exc)
+                node.drive(0.0, 0.0)
+                self.media.sound_unawaited()   # before the stop: what stopped the run is the last failure
                 self.result.failures.append(f"stopped: {exc}")
                 self.out(f"stopped: {exc}")
-                node.drive(0.0, 0.0)
-                self.media.sound_unawaited()
                 self._collect()
             return self.result
         finally:

@@ -558,9 +558,12 @@ class MediaSteps:
         if self._sound is None:
             return
         client, future, name = self._sound
+        # kept while it is waited for: a run stopped in the wait (DemoAbort) leaves it to
+        # sound_unawaited, which says so
+        done = self.demo.calls.spin_until(future.done, 10.0)
         self._sound = None
         try:
-            if not self.demo.calls.spin_until(future.done, 10.0):
+            if not done:
                 self._fail("sound", f"action {name}: no result within 10 s")
                 return
             self._sound_outcome(future, name)

@@ -83,3 +83,36 @@ def test_a_sound_whose_result_had_not_come_when_the_run_stopped_is_said_so(monke
                                 "stopped)"), result.sound_how
     assert not result.sound_played and goal.destroyed
     assert result.failures == [f"stopped: {LOST}"], result.failures
+
+
+def test_a_sound_that_failed_before_the_run_stopped_is_listed_before_the_stop(monkeypatch):
+    """docs/demo.md: what stopped the run is the last failure of the list; the sound's failed
+    result, read where the run stops, was listed after it."""
+    aborted = SimpleNamespace(status=6, result=SimpleNamespace(success=False, message="lost the robot"))
+    result = stopped_during_the_square(monkeypatch, Goal(aborted)).run()
+    assert len(result.failures) == 2 and result.failures[-1] == f"stopped: {LOST}", result.failures
+    assert result.failures[0].startswith("sound: sound.wav via action /play_audio: aborted"), result.failures
+
+
+def test_a_run_stopped_while_it_waits_for_the_sound_says_the_result_was_not_awaited(monkeypatch):
+    """The run stopped inside sound_result's wait (the deadline, a process exited): the goal
+    was already taken out of the way, so the report said "sound: not played"."""
+    from cozmo_driver.ros import demo_steps
+
+    goal = Goal(None)
+    run = stopped_during_the_square(monkeypatch, goal)
+    monkeypatch.setattr(Demonstration, "_square", lambda self: None)
+    monkeypatch.setattr(Demonstration, "_finish", lambda self: self.media.sound_result())
+    spin_until = demo_steps.SpinningCaller.spin_until
+
+    def stopped_in_the_wait(self, predicate, timeout):
+        if predicate == goal.done:
+            raise DemoAbort(LOST, 1)
+        return spin_until(self, predicate, timeout)
+
+    monkeypatch.setattr(demo_steps.SpinningCaller, "spin_until", stopped_in_the_wait)
+    result = run.run()
+    assert result.aborted == LOST
+    assert result.sound_how == ("sound.wav via action /play_audio: sent; result not awaited (the run "
+                                "stopped)"), result.sound_how
+    assert goal.destroyed and result.failures == [f"stopped: {LOST}"], result.failures
