@@ -565,7 +565,9 @@ class _Demo:
             if exc.code == 130:
                 name = signal.Signals(self.signum or signal.SIGINT).name
                 self.say(f"\n{PROG}: interrupted ({name}): stopping the robot and every process")
-                self.failure = f"{PROG}: interrupted"
+                driver = self._driver_name()
+                self._shutdown()   # then the driver's log says whether its stop reached the robot
+                self.failure = f"{PROG}: interrupted; {self._ending(self._stop_known(driver))}"
                 return 128 + (self.signum or signal.SIGINT)
             message = str(exc)
             tail = _log_tail(log_path)
@@ -642,10 +644,9 @@ class _Demo:
             framebuffer, face_source = self.sim.framebuffer(), "as the simulated robot shows it"
         else:
             framebuffer, face_source = self._robot_face(), "sent to the robot (display/face)"
-        driver = next((child.entry.node_name for child in self.bringup.children
-                       if child.entry.name == "driver"), None) if self.bringup else None
+        driver = self._driver_name()
         self._shutdown()
-        ending = self._ending(self._stop_known(driver or "cozmo_driver"))
+        ending = self._ending(self._stop_known(driver))
         say = self.say
         say("")
         failures = list(result.failures) + self.process_failures
@@ -755,6 +756,12 @@ class _Demo:
                 f"{elapsed:.0f} s; {ending}.")
             return 128 + signum
         return 1
+
+    def _driver_name(self) -> str:
+        """The driver's node name (as its log lines carry it), while the stack runs."""
+        driver = next((child.entry.node_name for child in self.bringup.children
+                       if child.entry.name == "driver"), None) if self.bringup else None
+        return driver or "cozmo_driver"
 
     def _stop_known(self, driver: str) -> bool:
         """Whether the robot is known to be stopped: the driver (its node name ``driver``)

@@ -27,6 +27,7 @@ import importlib.util
 import math
 import os
 import re
+import signal
 import threading
 import time
 import wave
@@ -1028,6 +1029,37 @@ def test_a_driver_that_dies_during_the_run_fails_the_demonstration(tmp_path, cap
     assert sorted(re.findall(r"^  \S+/(\S+) ", listing, re.M)) == written, listing
     pids = [int(p) for p in re.findall(r"started \S+ \(\S+, pid (\d+)\)", out)]
     assert pids and not [pid for pid in pids if alive(pid)]
+
+
+@pytest.mark.ros
+@pytest.mark.slow
+def test_ctrl_c_after_the_driver_died_does_not_say_the_robot_is_stopped(tmp_path, capsys, monkeypatch):
+    """Ctrl-C (the 130 path) said only "interrupted", after "stopping the robot and every
+    process", whether or not a stop reached the robot; with the driver dead none did, and the
+    last line says so."""
+    for name in ("cozmo_driver_node", "cozmo_description_publisher"):
+        project_executable(name)
+    from cozmo_driver.ros import demo_node
+
+    camera_on = demo_node.Demonstration._camera_on
+    killed = []
+
+    def camera_on_then_the_driver_dies_and_ctrl_c(self):
+        camera_on(self)
+        run = self.processes_alive.__self__            # the demo's _Demo
+        driver = next(c for c in run.bringup.children if c.entry.name == "driver")
+        driver.process.kill()
+        killed.append(driver.process.pid)
+        run.stop.handle(signal.SIGINT)                 # as the handler does, with no signal sent
+
+    monkeypatch.setattr(demo_node.Demonstration, "_camera_on", camera_on_then_the_driver_dies_and_ctrl_c)
+    status = demo.main(["--artifacts", str(tmp_path), "--duration", "80"])
+    out = capsys.readouterr().out
+    assert killed and status == 128 + signal.SIGINT, out[-3000:]
+    last = out.rstrip().splitlines()[-1]
+    assert last.startswith("cozmo-demo: interrupted; every process has exited, but no stop is known to have "
+                           "reached the robot"), out[-3000:]
+    assert "may still be moving" in last and "the robot is stopped" not in out
 
 
 # ------------------------------------------------------------------ the protocol-level demo
