@@ -23,7 +23,7 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -42,6 +42,7 @@ if importlib.machinery.PathFinder.find_spec("chunk") is None:
 
 # the reservation of a ROS_DOMAIN_ID, shared with test/conftest.py and cozmo-demo
 from cozmo_driver.domain_reservation import hold_domain_id, keep_discovery_local  # noqa: E402
+from cozmo_driver.lifeline import PARENT_PID_ENV  # noqa: E402
 
 _held: List[socket.socket] = []
 
@@ -99,6 +100,15 @@ def pss_mib(pid: int) -> float:
     except OSError:
         pass
     return math.nan
+
+
+def lifeline_env() -> Dict[str, str]:
+    """The environment of a process of the project's (a simulator, a driver, a bring-up) that
+    this one starts: it ends when this process does, however it ends, a SIGKILL too
+    (cozmo_driver.lifeline.exit_with_parent, which each of them calls first; a bring-up also
+    passes it on to the nodes it starts). A ``python -c`` helper, which does not call it,
+    takes ``preexec_fn=cozmo_driver.lifeline.parent_death_preexec()`` instead."""
+    return dict(os.environ, **{PARENT_PID_ENV: str(os.getpid())})
 
 
 def console(name: str, module: str) -> List[str]:

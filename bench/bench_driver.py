@@ -57,11 +57,10 @@ import threading
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from _common import ROOT, bench_report, console, cpu_seconds, isolate_ros, rss_mib, stats_ms, stop_process, table  # noqa: E402
+from _common import (ROOT, bench_report, console, cpu_seconds, isolate_ros, lifeline_env, rss_mib,  # noqa: E402
+                     stats_ms, stop_process, table)
 
 isolate_ros()
-
-from cozmo_driver.lifeline import PARENT_PID_ENV  # noqa: E402
 
 import rclpy  # noqa: E402
 from geometry_msgs.msg import Twist  # noqa: E402
@@ -85,13 +84,6 @@ except Exception as exc:  # noqa: BLE001 - any import failure means: no referenc
 #: a simulator stops by itself after this many seconds (cozmo-sim --duration), far more than a
 #: run needs (about two minutes), should this process be gone without stopping it
 SIM_BOUND_S = 900.0
-
-
-def lifeline_env() -> Dict[str, str]:
-    """The environment of a process this one starts: the simulator and the driver end when
-    this process does, however it ends (cozmo_driver.lifeline.exit_with_parent, which both
-    call first)."""
-    return dict(os.environ, **{PARENT_PID_ENV: str(os.getpid())})
 
 
 class Tap:

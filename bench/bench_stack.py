@@ -71,11 +71,13 @@ import threading
 import time
 from typing import Callable, Dict, List, Optional
 
-from _common import ROOT, bench_report, console, cpu_seconds, isolate_ros, pss_mib, rss_mib, stop_process, table  # noqa: E402
+from _common import (ROOT, bench_report, console, cpu_seconds, isolate_ros, lifeline_env,  # noqa: E402
+                     pss_mib, rss_mib, stop_process, table)
 import stack_runs  # noqa: E402
 
 isolate_ros()
 
+from cozmo_driver.lifeline import parent_death_preexec  # noqa: E402
 from cozmo_driver.sim import SimServer  # noqa: E402
 
 STARTUP_S = 60.0
@@ -88,14 +90,15 @@ def _started(log: str) -> Dict[str, int]:
 
 
 class Bringup:
-    """A cozmo_bringup on ``sim``, its output in a temporary file."""
+    """A cozmo_bringup on ``sim``, its output in a temporary file; it and the nodes it starts
+    end when this process does, however it ends (:func:`_common.lifeline_env`)."""
 
     def __init__(self, sim: SimServer, *args: str) -> None:
         self.log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)
         cmd = console("cozmo_bringup", "cozmo_driver.bringup") + [
             "use_sim:=true", "start_sim:=false", f"sim_port:={sim.address[1]}", *args]
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL)
+                                     stdin=subprocess.DEVNULL, env=lifeline_env())
 
     def output(self) -> str:
         with open(self.log.name, errors="replace") as f:
@@ -273,8 +276,11 @@ cli.disconnect(); cli.stop()
 
 
 def _script_process(source: str, *args: str) -> subprocess.Popen:
+    """``python -c source args``, once it printed ``ready``; it gets SIGTERM when this process
+    ends, however it ends (it calls no exit_with_parent of its own)."""
     proc = subprocess.Popen([sys.executable, "-c", source, *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+                            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+                            preexec_fn=parent_death_preexec())
     line = proc.stdout.readline().split()
     if line[:1] != ["ready"]:
         proc.kill()
@@ -392,7 +398,7 @@ def memory(settle_s: float, rounds: int) -> List[List[str]]:
     bare = subprocess.Popen([sys.executable, "-c", "import rclpy, time; rclpy.init(); "
                              "n = rclpy.create_node('bare'); print('ready', flush=True); "
                              "[rclpy.spin_once(n, timeout_sec=0.1) for _ in range(100)]"],
-                            stdout=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, text=True, preexec_fn=parent_death_preexec())
     bare.stdout.readline()
     time.sleep(2.0)
     rows.append(["reference", "a bare rclpy node (rclpy.create_node, spinning)",

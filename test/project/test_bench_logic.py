@@ -7,10 +7,15 @@ is written."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
+
+from processes import alive
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -91,6 +96,60 @@ def test_bench_driver_starts_the_simulator_and_the_driver_on_a_lifeline():
     assert float(sim["cmd"][sim["cmd"].index("--duration") + 1]) > 0, sim
     assert sim["parent"] == out["pid"], sim
     assert driver["parent"] == out["pid"], driver
+
+
+
+def test_bench_stack_starts_its_bring_ups_on_a_lifeline():
+    """cozmo_bringup was started without COZMO_PARENT_PID: after a SIGKILL of the benchmark
+    (timeout -s KILL, the OOM killer) the bring-up and its nodes ran for ever."""
+    out = run_script_code("bench_stack", """
+        import io
+        from cozmo_driver.lifeline import PARENT_PID_ENV
+        started = []
+
+        class Popen:
+            def __init__(self, cmd, **kwargs):
+                started.append({"cmd": [str(c) for c in cmd],
+                                "parent": (kwargs.get("env") or {}).get(PARENT_PID_ENV)})
+
+        class Sim:
+            address = ("127.0.0.1", 5)
+
+        b.subprocess.Popen = Popen
+        run = b.Bringup(Sim(), "one_process:=true")
+        os.unlink(run.log.name)
+        print(json.dumps({"started": started, "pid": str(os.getpid())}))
+        """)
+    (bringup,) = out["started"]
+    assert any("bringup" in c for c in bringup["cmd"]), bringup
+    assert bringup["parent"] == out["pid"], bringup
+
+
+def test_bench_stack_helpers_end_when_the_benchmark_is_killed():
+    """The consumer, the face changer and pycozmo's session (``python -c`` helpers, which
+    call no exit_with_parent) outlived a benchmark killed with SIGKILL."""
+    code = textwrap.dedent(f"""\
+        import os, signal, sys
+        sys.argv = ["bench_stack.py", "--no-docs"]
+        sys.path.insert(0, {str(ROOT / 'bench')!r})
+        import bench_stack as b
+        helper = b._script_process("import time; print('ready', flush=True); time.sleep(120)")
+        print(helper.pid, flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+        """)
+    bench = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                           cwd=ROOT)
+    assert bench.returncode == -signal.SIGKILL, (bench.stdout[-3000:], bench.stderr[-3000:])
+    helper = int(bench.stdout.split()[-1])
+    try:
+        for _ in range(100):   # SIGTERM is on its way: a moment for it to land
+            if not alive(helper):
+                break
+            time.sleep(0.1)
+        assert not alive(helper), "the helper outlived the benchmark killed with SIGKILL"
+    finally:
+        if alive(helper):
+            os.kill(helper, signal.SIGKILL)
 
 
 STOP_CYCLES = """
