@@ -17,7 +17,9 @@ after each run. Prints and records the seconds of every step `./dev setup`
 reported (the interface builds and the editable install run side by side, so
 their times overlap), the wall clock of the whole command, and the re-run's;
 then issue #18's goal (a fresh set-up within 60 s), judged on the median of the
-rounds, with every round's wall clock.
+rounds, with every round's wall clock. A set-up still running after TIMEOUT_S (30
+minutes), or one the benchmark is interrupted in, is killed with every process it
+started (its own session), and a timeout stops the benchmark saying so.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import argparse
 import os
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -62,13 +65,40 @@ def step_name(what: str) -> str:
     return re.sub(r"with Python [0-9.]+", "with Python", what)
 
 
+def end_group(proc: subprocess.Popen) -> None:
+    """SIGKILL to ``proc``'s process group (a session of its own): ``./dev`` and every process
+    it started (uv, colcon, cmake, the generators), which a kill of ``./dev`` alone leaves
+    running; then reap ``proc`` and close its pipes."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+    for pipe in (proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
+
+
 def run_setup(cwd: Path, env: Dict[str, str]) -> Dict[str, object]:
-    """`./dev setup` in ``cwd``: its wall clock, its steps' seconds and its output."""
+    """`./dev setup` in ``cwd``: its wall clock, its steps' seconds and its output. It runs in
+    a session of its own, whose every process is killed should it outlast TIMEOUT_S (or the
+    benchmark be interrupted while it runs)."""
     t0 = time.monotonic()
-    proc = subprocess.run(["./dev", "setup"], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=TIMEOUT_S)
+    proc = subprocess.Popen(["./dev", "setup"], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        end_group(proc)
+        raise SystemExit(f"bench_setup: ./dev setup in {cwd} did not finish within {TIMEOUT_S:.0f} s: "
+                         "it and every process it started were killed; run ./dev setup in a fresh "
+                         "checkout to see which step hangs") from None
+    except BaseException:
+        end_group(proc)
+        raise
     wall = time.monotonic() - t0
-    lines = (proc.stdout + proc.stderr).splitlines()
+    lines = (stdout + stderr).splitlines()
     if proc.returncode != 0:
         tail = "\n".join(lines[-40:])
         raise SystemExit(f"bench_setup: ./dev setup in {cwd} exited {proc.returncode}:\n{tail}")

@@ -232,6 +232,38 @@ def test_bench_setup_judges_the_goal_on_the_median_and_prints_every_run():
     assert " met by uv" not in printed, printed
 
 
+def test_bench_setup_timeout_ends_every_process_of_the_set_up():
+    """On its timeout subprocess.run killed ./dev (bash) only: uv, colcon, cmake and the
+    generators it started went on building. Here a ./dev that starts a child and hangs."""
+    out = run_script_code("bench_setup", """
+        import pathlib, shutil, stat, tempfile
+        work = pathlib.Path(tempfile.mkdtemp())
+        dev = work / "dev"
+        dev.write_text("#!/bin/bash\\nsleep 120 &\\necho $! > child.pid\\nwait\\n")
+        dev.chmod(dev.stat().st_mode | stat.S_IXUSR)
+        b.TIMEOUT_S = 1.0
+        try:
+            b.run_setup(work, dict(os.environ))
+            error = None
+        except BaseException as exc:  # noqa: BLE001
+            error = f"{type(exc).__name__}: {exc}"
+        child = int((work / "child.pid").read_text())
+        shutil.rmtree(work)
+        print(json.dumps({"error": error, "child": child}))
+        """)
+    child = out["child"]
+    try:
+        for _ in range(100):   # SIGKILL is on its way: a moment for it to land
+            if not alive(child):
+                break
+            time.sleep(0.1)
+        assert not alive(child), "the set-up's child outlived the timeout"
+    finally:
+        if alive(child):
+            os.kill(child, signal.SIGKILL)
+    assert "did not finish within 1 s" in out["error"] and "killed" in out["error"], out
+
+
 def test_bench_av_refuses_a_window_too_short_for_two_diagnostics_reports():
     """--seconds 0 meant the default 10 s, negative windows were taken, and --seconds 1
     usually saw one /diagnostics report (1 Hz) and ended blaming another stack in the
