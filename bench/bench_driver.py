@@ -465,8 +465,9 @@ PATHS = (("cmd", "cmd_vel published -> DriveWheels datagram at the robot",
           "a camera frame to the program (compressed; pycozmo: decoded)"))
 def readme_quote(ours: Dict[str, Any], ref: Dict[str, Any]) -> None:
     """The README's few lines of what :func:`main` measured: each path's median and p99 for
-    both, and the CPU of the driver with odom and the compressed camera subscribed, beside
-    pycozmo's."""
+    both, and the CPU of the driver process with odom and the compressed camera subscribed,
+    beside pycozmo's whole program (the subscriber, the benchmark's process, is not counted:
+    bench_stack measures the driver with a consumer)."""
     rows = []
     for key, _, _, words in PATHS:
         cells = []
@@ -476,7 +477,10 @@ def readme_quote(ours: Dict[str, Any], ref: Dict[str, Any]) -> None:
         rows.append([f"{words}, ms: median / p99"] + cells)
     label, _ = CPU_CASES[0]
     cpu = ours[f"cpu {label}"]
-    rows.append([f"CPU % of one core while the robot streams its state and camera ({label} subscribed)",
+    rows.append([f"CPU % of one core while the robot streams its state and camera ({label} subscribed): "
+                 "the driver process alone; the program that subscribes not counted (driver + a consumer: "
+                 "see [docs/benchmarks.md, bench_stack]"
+                 "(docs/benchmarks.md#the-whole-stack-in-one-process-bench_stack))",
                  f"{cpu['cpu']:.1f}", f"{cpu['pycozmo']:.1f}" if cpu.get("pycozmo") is not None else "-"])
     table("The driver node against pycozmo 0.8.0 on the same simulated robot and machine, in "
           "the same run (`bench/bench_driver.py`; all its figures, with the machine's load: "

@@ -152,6 +152,31 @@ def test_bench_stack_helpers_end_when_the_benchmark_is_killed():
             os.kill(helper, signal.SIGKILL)
 
 
+
+def test_bench_driver_readme_quote_says_its_cpu_is_the_driver_process_alone():
+    """The README's "CPU % of one core while the robot streams its state and camera: 4.1
+    against 6.9" set the driver process alone (its subscriber, the benchmark, not counted)
+    against pycozmo's whole program, and said nothing of it. The README's block carries the
+    generator's words, so the next run writes the same."""
+    out = run_script_code("bench_driver", """
+        import contextlib, io
+        ms = [0.001, 0.002]
+        ours = {"cmd": ms, "odom": ms, "image": ms, "cpu odom + compressed": {"cpu": 4.0, "pycozmo": 7.0}}
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            b.readme_quote(ours, {"cmd": ms, "odom": ms, "image": ms})
+        rows = printed.getvalue().strip().splitlines()[3:]   # after the title, the header and its rule
+        print(json.dumps({"labels": [row.strip().split("  ")[0] for row in rows]}))
+        """)
+    cpu = [label for label in out["labels"] if label.startswith("CPU %")]
+    assert len(cpu) == 1 and "the driver process alone" in cpu[0], out
+    assert "the program that subscribes not counted" in cpu[0] and "bench_stack" in cpu[0], cpu
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("<!-- bench_driver: begin -->")[1].split("<!-- bench_driver: end -->")[0]
+    written = [line.split(" | ")[0].lstrip("| ") for line in block.splitlines() if line.startswith("| ")]
+    assert written[1:] == out["labels"], (written, out["labels"])   # the header row first
+
+
 STOP_CYCLES = """
     import contextlib, io, tempfile
     from pathlib import Path
