@@ -160,3 +160,21 @@ def test_a_runs_driver_code_is_what_its_own_table_of_runs_first_said():
     assert [(r["run"], r["code"]) for r in rows] == [
         ("2026-11-25 20:04", "measured + changes"), ("2026-11-24 21:11", "commit at c1")]
     assert asked == ["c1"]  # only for the run no table of runs lists
+
+
+def test_the_prose_on_the_floor_on_the_xeon_gives_every_xeon_run_of_the_table():
+    """The page said that on the Xeon the goal on the SingleThreadedExecutor "is out of
+    reach of a driver in Python on rclpy, whatever the driver does", from its one run of
+    2026-11-25 18:27 (the relay's pair at 0.86-0.98x), while the table of runs on the same
+    page showed two later Xeon runs at 0.78-0.83x and 0.79-0.82x: the paragraph that draws
+    a conclusion from the relay's floor on the Xeon names every Xeon run's floor."""
+    page = (ROOT / "docs" / "benchmarks.md").read_text()
+    block = stack_runs.block_text(page, "bench_stack_runs")
+    header, rows = next((h, r) for h, r in stack_runs.tables(block) if h[0] == "run")
+    floor = next(i for i, name in enumerate(header) if name.startswith("floor"))
+    xeon_floors = [r[floor] for r in rows if "Xeon" in r[1] and r[floor] != "-"]
+    assert len(xeon_floors) >= 3, xeon_floors
+    assert "whatever the driver does" not in page, "a hand-written claim the runs do not all bear out"
+    paragraph = next(p for p in page.split("\n\n") if "out of reach" in p and "Xeon" in p)
+    missing = [f for f in xeon_floors if f"{f}x" not in " ".join(paragraph.split())]
+    assert not missing, f"Xeon runs' floors the paragraph leaves out: {missing}"
