@@ -177,6 +177,60 @@ def test_bench_driver_readme_quote_says_its_cpu_is_the_driver_process_alone():
     assert written[1:] == out["labels"], (written, out["labels"])   # the header row first
 
 
+
+def test_bench_stack_counts_the_face_changer_in_ours():
+    """The face rounds summed only the bring-up's processes into "ours": the program that
+    moves the gaze 30 times a second (what makes the face change every frame) was left out,
+    while pycozmo's figure includes its own gaze moves and the consumer rounds count the
+    consumer. Here every process's CPU is given: the stack 6 %, the changer 3 %, pycozmo 8 %."""
+    out = run_script_code("bench_stack", """
+        import time
+        cpu_of = {101: 6.0, 202: 3.0, 303: 8.0}
+
+        class Sim:
+            address = ("127.0.0.1", 5)
+            shown = 0
+            def __enter__(self):
+                return self
+            def __exit__(self, *exc):
+                return False
+            def display_count(self):
+                self.shown += 40
+                return self.shown
+
+        class Bringup:
+            def __init__(self, sim, *args):
+                pass
+            def children(self):
+                return {"stack": 101}
+            def close(self):
+                pass
+
+        class Proc:
+            def __init__(self, pid):
+                self.pid = pid
+            def kill(self):
+                pass
+            def wait(self):
+                pass
+
+        b.SimServer = lambda **kwargs: Sim()
+        b.Bringup = Bringup
+        b._script_process = lambda source, *args: Proc(202 if args[0] == "changer" else 303)
+        b._cpu_window = lambda pids, seconds: {k: cpu_of[pid] for k, pid in pids.items()}
+        b._check_reference = lambda *args, **kwargs: None
+        time.sleep = lambda s: None
+        ratios = {}
+        row = b._face_round(20.0, "one process", ["one_process:=true"], 1, ratios)
+        print(json.dumps({"row": row, "ratios": ratios}))
+        """)
+    row, ratios = out["row"], out["ratios"]
+    assert "changer 3.0" in row[2] and row[3] == "9.0", row   # CPU % by process; ours
+    assert row[7] == "1.12" and row[8] == "9.0" and row[10] == "1.12", row   # 9 / 8, same window and alone
+    assert ratios == {"face changing every frame, one process, same window": [9.0 / 8.0],
+                      "face changing every frame, one process, each alone": [9.0 / 8.0]}, ratios
+
+
 STOP_CYCLES = """
     import contextlib, io, tempfile
     from pathlib import Path
