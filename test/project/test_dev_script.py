@@ -1,6 +1,8 @@
 """./dev test stops when it is told to: a SIGTERM (a CI time limit) or SIGINT (Ctrl-C)
 during the wheel-venv tests ends those tests and the whole command; it does not go on to
-set up and test the kit environment. The real ./dev runs here, in the wheel mode, on a
+set up and test the kit environment; the same signals during the kit environment's set-up
+or tests end that step or run, and the command (its kit stage run from ./dev's functions,
+on a stand-in kit). The real ./dev runs here, in the wheel mode, on a
 one-test pytest file that waits to be stopped, with a stand-in kit directory whose
 install.sh would only show that the kit step began.
 
@@ -446,6 +448,71 @@ def test_a_stop_during_the_parallel_set_up_steps_ends_them_and_goes_no_further(t
     assert proc.returncode == 128 + sig, out
     assert "WENT_ON" not in out, out
     assert f"setup: stopped by {sig.name}: the steps running side by side were ended" in out, out
+
+
+def _kit_stage_command(tmp_path: Path, kit_waits: bool) -> tuple[list[str], Path]:
+    """``cmd_test`` of ./dev with the lint and the wheel stage stubbed, its kit stage real:
+    the real set-up of .venv-kit in a stand-in (its venv and wheels up to date, its kit's
+    install.sh waiting if ``kit_waits``), then a real parallel pytest run (two workers) of
+    a test that waits. Returns the command and the file the waiting process writes its pid
+    to."""
+    kit = tmp_path / "kit"
+    kit.mkdir()
+    started = tmp_path / "started"
+    (kit / "install.sh").write_text(f'echo "$$" >"{started}"\nexec sleep 90\n' if kit_waits else "exit 0\n")
+    venv = tmp_path / "venv-kit"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").symlink_to(sys.executable)
+    (venv / "bin" / "pytest").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m pytest "$@"\n')
+    (venv / "bin" / "pytest").chmod(0o755)
+    (venv / "colcon" / "install").mkdir(parents=True)
+    (venv / "colcon" / "install" / "setup.bash").write_text("")
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    (tmp_path / "test_waiting.py").write_text(WAITING_TEST)
+    stubs = (f'KVENV="{venv}"; KSTATE="{venv}/.dev"; KCOLCON="{venv}/colcon"; MODE=wheels; '
+             'cmd_lint() { :; }; cmd_test_wheels() { :; }; clean_stale_shm() { :; }; '
+             'ensure_system_packages() { :; }; check_kit_env() { :; }; stamp_ok() { [[ "$1" != kit-all ]]; }; ')
+    script = f'{stubs}cmd_test "{tmp_path / "test_waiting.py"}" -p no:cacheprovider'
+    return _sourced_command(tmp_path, script), started
+
+
+@pytest.mark.parametrize(("sig", "kit_waits"), [(signal.SIGTERM, True), (signal.SIGTERM, False),
+                                                 (signal.SIGHUP, False)],
+                         ids=["SIGTERM in the kit's set-up", "SIGTERM in the kit's tests", "SIGHUP in the kit's tests"])
+def test_a_stop_signal_during_the_kit_stage_ends_it_and_the_whole_run(tmp_path, sig, kit_waits):
+    """./dev test ran its kit stage in a plain subshell, and its main shell had no trap
+    there: a SIGTERM or SIGHUP to ./dev (a CI time limit) ended ./dev alone, and the kit's
+    set-up (install.sh, colcon build) and the whole kit suite ran on without it, with no
+    "stopped by" line. Now the signal reaches the step or the pytest run (as SIGINT to a
+    parallel one, whose workers then stop), and the run ends, saying so."""
+    command, started = _kit_stage_command(tmp_path, kit_waits)
+    env = _dev_env(COZMO_ROS_UPSTREAM=str(tmp_path / "kit"), DEV_TEST_STARTED=str(tmp_path / "started"),
+                   PYTHON=sys.executable, COZMO_TEST_WORKERS="2")
+    proc = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60.0
+        while not started.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert started.exists(), proc.communicate(timeout=10)[0] if proc.poll() is not None else "no start"
+        time.sleep(0.2)
+        inner = int(started.read_text())
+        proc.send_signal(sig)   # to ./dev alone, as a CI runner's time limit does
+        try:
+            out, _ = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"./dev did not end on {sig.name}")
+        assert _group_gone(proc.pid, 10.0), "a process of the kit stage still runs"
+    finally:
+        if proc.poll() is None or not _group_gone(proc.pid, 0.0):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+    assert proc.returncode != 0, out
+    assert not _alive(inner)
+    assert f"dev: stopped by {sig.name} during the kit environment's set-up or tests" in out, out
+    if kit_waits:
+        assert f"setup: stopped by {sig.name}: the step was ended" in out, out
+        assert "tests in the kit environment" not in out, out
 
 
 def _ros_mode_set_up(tmp_path: Path, has_venv: bool, has_espeak: bool) -> subprocess.CompletedProcess:
