@@ -572,3 +572,21 @@ def test_with_a_real_ros_2_install_a_missing_ros_tool_fails_the_tests(tmp_path):
     missing launch_testing is a failure on a real install. The wheel venv has none of them."""
     assert _test_run_requires(tmp_path, "ros") == "TOOLS=1 DEPS=1"
     assert _test_run_requires(tmp_path, "wheels") == "TOOLS= DEPS=1"
+
+
+@pytest.mark.parametrize("command", ["setup", "setup-kit", "lint"])
+def test_commands_without_arguments_refuse_them_before_any_work(tmp_path, command):
+    """./dev setup --help (or lint --fix, lint FILE) ignored its arguments and did the whole
+    work: on a fresh machine `./dev setup --help` installed apt packages. Now --help shows the
+    usage and anything else is refused, naming it; neither does any work."""
+    stubs = 'setup() { echo WORKED; }; setup_kit() { echo WORKED; }; cmd_lint() { echo WORKED; }; '
+    for help_arg in ("--help", "-h"):
+        proc = _sourced(tmp_path, f"{stubs}main {command} {help_arg}")
+        assert proc.returncode == 0 and "WORKED" not in proc.stdout, proc.stdout + proc.stderr
+        assert "./dev setup          install everything" in proc.stdout, proc.stdout
+    proc = _sourced(tmp_path, f"{stubs}main {command} --fix cozmo_driver")
+    assert proc.returncode == 2 and "WORKED" not in proc.stdout, proc.stdout + proc.stderr
+    assert (f"dev: error: {command} takes no arguments, but was given --fix: run ./dev {command} alone"
+            in proc.stderr), proc.stderr
+    proc = _sourced(tmp_path, f"{stubs}main {command}")
+    assert proc.returncode == 0 and proc.stdout == "WORKED\n", proc.stdout + proc.stderr
