@@ -384,6 +384,41 @@ def test_without_apt_a_missing_espeak_ng_is_said_not_fatal(tmp_path):
     assert "espeak-ng is not installed (and no apt-get here)" in proc.stderr
 
 
+def _without_root_or_sudo(tmp_path: Path, script: str) -> subprocess.CompletedProcess:
+    """``script`` run on a PATH with the build tools and apt-get but no espeak-ng and no sudo,
+    as a user who is not root."""
+    bin_dir = tmp_path / "bin"
+    if bin_dir.exists():
+        shutil.rmtree(bin_dir)
+    bin_dir.mkdir()
+    for tool in ("cmake", "c++", "make", "dirname", "cat", "sha256sum", "cut", "mkdir", "date", "tail", "awk"):
+        found = shutil.which(tool)
+        if found:
+            (bin_dir / tool).symlink_to(found)
+    for tool, text in (("apt-get", "exit 0"), ("id", "echo 1000")):
+        (bin_dir / tool).write_text(f"#!/bin/sh\n{text}\n")
+        (bin_dir / tool).chmod(0o755)
+    return _sourced(tmp_path, f'PY="{sys.executable}"; PY_VERSION=x; STATE="{tmp_path}/state"; '
+                              f'LOG="$STATE/setup.log"; PATH="{bin_dir}"; {script}')
+
+
+def test_without_root_or_sudo_a_missing_espeak_ng_is_said_and_others_are_named(tmp_path):
+    """On Debian/Ubuntu without root or sudo, a missing espeak-ng (optional) stopped the
+    set-up in its "apt-get update" step, whose log said only "need root to run: env
+    DEBIAN_FRONTEND=noninteractive apt-get update -q", naming neither package nor what to
+    do. Now espeak-ng is only said, as where there is no apt-get; a required package stops
+    the set-up, named with the command to run."""
+    proc = _without_root_or_sudo(tmp_path, "ensure_system_packages; echo DONE")
+    assert proc.returncode == 0 and "DONE" in proc.stdout, proc.stderr
+    assert ("espeak-ng is not installed (and no root or sudo here to install it): play_audio cannot "
+            "speak text and its tests skip") in proc.stderr, proc.stderr
+    assert "apt-get update" not in proc.stderr, proc.stderr
+    proc = _without_root_or_sudo(tmp_path, "apt_install cmake espeak-ng python3.12-dev; echo DONE")
+    assert proc.returncode == 1 and "DONE" not in proc.stdout, proc.stderr
+    assert ("dev: error: missing system packages (cmake python3.12-dev), and no root or sudo here to "
+            "install them: run `sudo apt-get install cmake python3.12-dev`") in proc.stderr, proc.stderr
+
+
 def test_the_parallel_set_up_steps_work_without_epochrealtime(tmp_path):
     """step_bg wrote and steps_wait read $EPOCHREALTIME with no default: under set -u on
     bash before 5 every parallel step failed with 'unbound variable'."""
