@@ -990,12 +990,9 @@ def test_every_failed_step_is_listed_and_the_demo_exits_1(tmp_path, capsys, monk
     assert "done in" not in out
 
 
-@pytest.mark.ros
-@pytest.mark.slow
-def test_a_driver_that_dies_during_the_run_fails_the_demonstration(tmp_path, capsys, monkeypatch):
-    """The driver is killed after the robot answered: the demonstration failed (1), not
-    the bring-up (2); the run stops there, lists it with the log's last lines, and still
-    reports and saves what was done."""
+def _the_driver_dies_once_the_camera_is_on(monkeypatch, then_signal=None) -> list:
+    """The demo's driver killed once the camera is on (and then ``then_signal`` handled, as
+    its handler does, with no signal sent); returns the list the killed pid goes into."""
     for name in ("cozmo_driver_node", "cozmo_description_publisher"):
         project_executable(name)
     from cozmo_driver.ros import demo_node
@@ -1009,8 +1006,20 @@ def test_a_driver_that_dies_during_the_run_fails_the_demonstration(tmp_path, cap
         driver = next(c for c in run.bringup.children if c.entry.name == "driver")
         driver.process.kill()
         killed.append(driver.process.pid)
+        if then_signal is not None:
+            run.stop.handle(then_signal)
 
     monkeypatch.setattr(demo_node.Demonstration, "_camera_on", camera_on_then_the_driver_dies)
+    return killed
+
+
+@pytest.mark.ros
+@pytest.mark.slow
+def test_a_driver_that_dies_during_the_run_fails_the_demonstration(tmp_path, capsys, monkeypatch):
+    """The driver is killed after the robot answered: the demonstration failed (1), not
+    the bring-up (2); the run stops there, lists it with the log's last lines, and still
+    reports and saves what was done."""
+    killed = _the_driver_dies_once_the_camera_is_on(monkeypatch)
     status = demo.main(["--artifacts", str(tmp_path), "--duration", "80"])
     out = capsys.readouterr().out
     assert killed and status == 1, out[-3000:]
@@ -1037,22 +1046,7 @@ def test_ctrl_c_after_the_driver_died_does_not_say_the_robot_is_stopped(tmp_path
     """Ctrl-C (the 130 path) said only "interrupted", after "stopping the robot and every
     process", whether or not a stop reached the robot; with the driver dead none did, and the
     last line says so."""
-    for name in ("cozmo_driver_node", "cozmo_description_publisher"):
-        project_executable(name)
-    from cozmo_driver.ros import demo_node
-
-    camera_on = demo_node.Demonstration._camera_on
-    killed = []
-
-    def camera_on_then_the_driver_dies_and_ctrl_c(self):
-        camera_on(self)
-        run = self.processes_alive.__self__            # the demo's _Demo
-        driver = next(c for c in run.bringup.children if c.entry.name == "driver")
-        driver.process.kill()
-        killed.append(driver.process.pid)
-        run.stop.handle(signal.SIGINT)                 # as the handler does, with no signal sent
-
-    monkeypatch.setattr(demo_node.Demonstration, "_camera_on", camera_on_then_the_driver_dies_and_ctrl_c)
+    killed = _the_driver_dies_once_the_camera_is_on(monkeypatch, then_signal=signal.SIGINT)
     status = demo.main(["--artifacts", str(tmp_path), "--duration", "80"])
     out = capsys.readouterr().out
     assert killed and status == 128 + signal.SIGINT, out[-3000:]
