@@ -29,6 +29,7 @@ __all__ = [
     "HEADER_SIZE",
     "MAX_PAYLOAD_SIZE",
     "MAX_FRAME_SIZE",
+    "MAX_DATAGRAM_SIZE",
     "OOB_SEQ",
     "SEQ_MODULUS",
     "seq_to_wire",
@@ -45,6 +46,11 @@ HEADER_SIZE: int = FRAME["header_size"]
 #: The robot drops frames whose payload exceeds this.
 MAX_PAYLOAD_SIZE: int = FRAME["max_frame_payload_size"]
 MAX_FRAME_SIZE: int = HEADER_SIZE + MAX_PAYLOAD_SIZE
+#: The longest datagram decoded, bytes: more than any robot sends (its frames are at most
+#: 1420 bytes). A longer one is no robot's and is dropped whole, as malformed; the UDP
+#: adapter reads one byte more than this, so that a datagram the kernel cut to its buffer
+#: is told from one that fits, and is never taken as whole.
+MAX_DATAGRAM_SIZE: int = 2048
 #: "No sequence number" (out-of-band packets, frames without reliable packets).
 OOB_SEQ: int = FRAME["oob_seq"]
 #: Reliable packets are numbered 0 .. SEQ_MODULUS - 1 and wrap around.
@@ -121,6 +127,9 @@ def encode_frame(frame_type: int, first_seq: int, seq: int, ack: int, payload: b
 def decode_frame(data) -> Frame:
     """Parse a datagram into a :class:`Frame` with raw packets."""
     n = len(data)
+    if n > MAX_DATAGRAM_SIZE:
+        raise RemoteProtocolError(f"datagram of more than {MAX_DATAGRAM_SIZE} bytes, longer than any robot's: "
+                                  "dropped whole")
     if n < HEADER_SIZE:
         raise RemoteProtocolError(f"datagram of {n} bytes is shorter than a frame header")
     magic, ftype, w_first, w_seq, w_ack = _HEADER.unpack_from(data, 0)

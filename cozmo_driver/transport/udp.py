@@ -25,7 +25,9 @@ readable, every datagram already waiting is read (up to 32) before the
 protocol's output and events are handled once. The robot sends a camera frame
 as a burst of chunks; reading a burst in one wake-up instead of one datagram
 per loop iteration (what asyncio's datagram transport does) saves the loop and
-the hand-out per datagram. A send that would block is dropped and counted as a
+the hand-out per datagram. A datagram longer than the protocol decodes (2048 bytes: no
+robot's is) is read one byte longer than that, never cut to a length that decodes, and the
+session drops it whole as malformed. A send that would block is dropped and counted as a
 send error (UDP: the session's retransmission covers reliable traffic). Send errors are
 warned of at most once per 5 s (with the count of the others); the first send that works
 after them says so, with their count (at most once per 5 s), and drops the warnings held
@@ -77,7 +79,7 @@ from ..addresses import NO_DESTINATION, address_problem
 from ..errors import ConfigurationError, CozmoError, UsageError
 from ..log_throttle import LogThrottle
 from ..protocol.errors import RemoteProtocolError
-from ..protocol.frames import MAGIC, FrameType, decode_frame
+from ..protocol.frames import MAGIC, MAX_DATAGRAM_SIZE, FrameType, decode_frame
 from ..protocol.messages import PacketType
 
 __all__ = ["UdpTransport", "PeerFilter", "is_reset", "TransportStats", "TransportError", "AddressError",
@@ -90,7 +92,10 @@ LOOPBACK_ONLY_ENV = "COZMO_LOOPBACK_ONLY"
 logger = logging.getLogger("cozmo.transport")
 
 Address = Tuple[str, int]
-_RECV_BUFFER = 2048
+#: bytes read per datagram: one more than the longest the protocol decodes, so that a longer
+#: datagram, which the kernel cuts to the buffer without a word, reaches the protocol longer
+#: than that and is dropped whole as malformed, instead of its first packets taken as a datagram
+_RECV_BUFFER = MAX_DATAGRAM_SIZE + 1
 #: datagrams read per wake-up at most, so that timers and calls from other threads still run
 _READ_BATCH = 32
 

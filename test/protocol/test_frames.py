@@ -15,6 +15,7 @@ from cozmo_driver.protocol.errors import RemoteProtocolError
 from cozmo_driver.protocol.frames import (
     HEADER_SIZE,
     MAGIC,
+    MAX_DATAGRAM_SIZE,
     MAX_FRAME_SIZE,
     MAX_PAYLOAD_SIZE,
     OOB_SEQ,
@@ -181,6 +182,20 @@ GOOD = encode_frame(FrameType.ENGINE, 0, 1, OOB_SEQ, DISPLAY_BLANK + CONNECT)
 def test_malformed_datagrams_raise_remote_protocol_error(data, message):
     with pytest.raises(RemoteProtocolError, match=message):
         decode_frame(data)
+
+
+def test_a_datagram_longer_than_any_robots_is_refused_whole():
+    """A datagram of more than MAX_DATAGRAM_SIZE bytes (2048; a robot's are 1420 at most) is
+    malformed even when made of whole packets: the UDP adapter reads one byte more than that,
+    so a longer datagram the kernel cut to the read reaches the decoder too long, never cut
+    to whole packets that decode."""
+    five, three = bytes.fromhex("0b02000000"), bytes.fromhex("0b0000")  # packets of 5 and 3 bytes
+    fits = encode_frame(FrameType.ROBOT, OOB_SEQ, OOB_SEQ, 0, five * 405 + three * 3)
+    assert len(fits) == MAX_DATAGRAM_SIZE == 2048
+    assert len(decode_frame(fits).packets) == 408
+    for longer in (fits + three, fits + b"\x00", fits * 2):
+        with pytest.raises(RemoteProtocolError, match="datagram of more than 2048 bytes"):
+            decode_frame(longer)
 
 
 def test_overlong_length_field_is_not_silently_accepted():

@@ -15,7 +15,7 @@ import pytest
 from cozmo_driver.protocol import messages as msgs
 from cozmo_driver.protocol.errors import NotConnectedError
 from cozmo_driver.protocol.frames import HEADER_SIZE, MAGIC, FrameType, OOB_SEQ, encode_frame
-from cozmo_driver.protocol.session import MessageReceived, Role, Session, SessionConfig
+from cozmo_driver.protocol.session import Connected, MessageReceived, Role, Session, SessionConfig
 from cozmo_driver.transport.udp import (AddressError, PeerFilter, TransportError, TransportStateError, UdpTransport,
                                         is_loopback, local_address_gone, resolve_address, send_failure_hint)
 
@@ -125,6 +125,58 @@ def test_a_truncated_reset_from_a_stranger_leaves_the_robots_client_connected(ro
     engine_io.call(engine.send, msgs.SetRobotVolume(level=7))
     assert wait_for(lambda: any(isinstance(e, MessageReceived) and e.message.NAME == "SetRobotVolume"
                                 for e in received))
+
+
+def test_a_datagram_longer_than_2048_bytes_is_dropped_whole_and_counted_as_malformed():
+    """The adapter read 2048 bytes of each datagram, and Linux cuts a longer one to the read
+    without a word: a datagram of 3000 bytes from the robot whose first 2048 ended between
+    two packets was taken as a whole one (those packets delivered, counted as a good
+    datagram). One byte more is read, and a datagram longer than 2048 bytes is dropped
+    whole, counted as malformed."""
+    robot_sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    robot_sock.bind(("127.0.0.1", 0))
+    robot_sock.settimeout(5.0)  # every read below is bounded
+    robot = Session(Role.ROBOT, name="robot")  # sans-I/O, on this thread, behind robot_sock
+    engine = Session(Role.ENGINE, name="engine")
+    events, connected, marker = [], threading.Event(), threading.Event()
+
+    def on_event(event):  # (I/O thread)
+        events.append(event)
+        if isinstance(event, Connected):
+            connected.set()
+        elif isinstance(event, MessageReceived) and event.message.NAME == "RobotState":
+            marker.set()
+
+    engine_io = UdpTransport(engine, local_addr=("127.0.0.1", 0), remote_addr=robot_sock.getsockname(),
+                             on_event=on_event, name="engine").start()
+    try:
+        engine_io.call(engine.connect, time.monotonic())
+        reset, engine_addr = robot_sock.recvfrom(4096)
+        robot.receive_datagram(reset, time.monotonic())
+        for data in robot.datagrams_to_send(time.monotonic()):
+            robot_sock.sendto(data, engine_addr)
+        assert connected.wait(5.0), "the engine never took the robot's Connect"
+
+        def chunk(size):  # an ImageChunk packet of ``size`` bytes, header included
+            empty = len(msgs.encode_packet(msgs.ImageChunk()))
+            return msgs.encode_packet(msgs.ImageChunk(image_id=1, data=bytes(size - empty)))
+
+        first = encode_frame(FrameType.ROBOT, OOB_SEQ, OOB_SEQ, OOB_SEQ, chunk(678) * 3)
+        assert len(first) == 2048  # what a read of 2048 bytes keeps of it: whole packets
+        big = first + chunk(952)
+        assert len(big) == 3000
+        before = engine_io.call(lambda: (engine.stats.malformed_datagrams, engine.stats.datagrams_received))
+        robot_sock.sendto(big, engine_addr)
+        # then a datagram of one RobotState: once it is delivered, the one before it was read
+        robot_sock.sendto(encode_frame(FrameType.ROBOT, OOB_SEQ, OOB_SEQ, OOB_SEQ,
+                                       msgs.encode_packet(msgs.RobotState())), engine_addr)
+        assert marker.wait(5.0), "the RobotState after the long datagram never came"
+        after = engine_io.call(lambda: (engine.stats.malformed_datagrams, engine.stats.datagrams_received))
+        assert not [e for e in events if isinstance(e, MessageReceived) and e.message.NAME == "ImageChunk"]
+        assert after == (before[0] + 1, before[1] + 1)  # the long one malformed, the RobotState good
+    finally:
+        engine_io.stop()
+        robot_sock.close()
 
 
 def test_call_returns_results_and_raises_errors_in_the_callers_thread(robot_and_engine):
