@@ -14,11 +14,13 @@ from ..client import LinkState, LinkStateChanged
 from ..client.link import RETRY_SEPARATOR
 from ..driver.sensors import BATTERY_LOW_V, StatusFlag
 from ..log_throttle import counted
+from ..protocol.session import ROBOT_CLOSED_LINK
 from ..transport.udp import is_loopback
 
 __all__ = ["LinkNotesMixin", "NO_ANSWER_HINT", "SIM_NO_ANSWER_HINT", "NO_STATE_HINT", "LOST_HINT",
-           "SIM_LOST_HINT", "GONE_HINT", "SIM_GONE_HINT", "BATTERY_RECOVERED_MARGIN_V", "CONNECT_KINDS",
-           "STATE_GAP_S", "STATE_GAP_PERIOD_S", "no_answer_hint", "forget_connect_lines"]
+           "SIM_LOST_HINT", "CLOSED_HINT", "SIM_CLOSED_HINT", "GONE_HINT", "SIM_GONE_HINT",
+           "BATTERY_RECOVERED_MARGIN_V", "CONNECT_KINDS", "STATE_GAP_S", "STATE_GAP_PERIOD_S", "no_answer_hint",
+           "forget_connect_lines"]
 
 NO_ANSWER_HINT = ("Is it switched on, and this computer on its Wi-Fi (the robot's own access "
                   "point)? Are robot_ip and robot_port right? It answers one program at a time: "
@@ -31,6 +33,14 @@ SIM_NO_ANSWER_HINT = ("Is the simulator running on that port (cozmo-sim --port N
 #: what a lost robot is told (connected a moment ago: nothing to check about the address)
 LOST_HINT = "Is the robot switched on, and this computer on its Wi-Fi?"
 SIM_LOST_HINT = "Is the simulator still running (it was stopped, or its process ended)?"
+#: what a robot that closed a ready link itself (Disconnect) is told: it answered until then,
+#: so nothing about its being on or in reach applies; Anki's firmware ends the link when its
+#: queue of messages awaiting our acknowledgement is full
+CLOSED_HINT = ("It closed the link itself, as it does when our acknowledgements and messages do "
+               "not reach it in time: the Wi-Fi link towards it is poor or congested (bring this "
+               "computer nearer the robot). The driver reconnects by itself")
+SIM_CLOSED_HINT = ("The simulator closed the link itself, as the robot does when our acknowledgements "
+                   "and messages do not reach it in time. The driver reconnects by itself")
 #: what the attempts that go unanswered after a loss are told: the robot was there
 GONE_HINT = ("It was connected before: it is gone (switched off, its battery ran out, or out of "
              "Wi-Fi range, or this computer left its Wi-Fi); the driver reconnects by itself once it "
@@ -82,6 +92,8 @@ class LinkNotesMixin:
     battery_low_said = False
     #: the latest robot state said it is on its charger, or charging
     battery_on_charger = False
+    #: the latest loss of a ready robot was the robot closing the link itself (Disconnect)
+    robot_closed_link = False
     #: robot clock s of the latest robot state (or of the connection's start)
     _state_at = 0.0
     #: robot clock s of the latest state before a gap seen (None: none), and if it was said
@@ -155,25 +167,32 @@ class LinkNotesMixin:
 
     def link_hint(self) -> str:
         """What to check, for the link's diagnostics: of a lost robot as its loss was told
-        (:meth:`loss_hint`), of one being connected to that never answered as its attempts
-        are (:func:`no_answer_hint`); else nothing."""
+        (:meth:`loss_hint`; of one that closed the link itself, that alone, which says that the
+        driver reconnects), of one being connected to that never answered as its attempts are
+        (:func:`no_answer_hint`); else nothing."""
         state = self.reported_state()
         if state is LinkState.LOST:
+            if self.robot_closed_link:  # (it answers: not "once it answers")
+                return f"{self.loss_hint()}."
             return f"{self.loss_hint()} The driver reconnects by itself once it answers."
         if state is LinkState.CONNECTING:
             return no_answer_hint(self.robot, self.params["robot_ip"])
         return ""
 
     def loss_hint(self) -> str:
-        """What a robot lost from a ready link is told: its low battery as the likely cause
-        when its last state said so (and not that it was on its charger, or charging), else
-        what else to check (of the simulator on a loopback address)."""
+        """What a robot lost from a ready link is told: that it closed the link itself, when it
+        did (Disconnect: it answered, so nothing about its being on or reachable applies);
+        else its low battery as the likely cause when its last state said so (and not that it
+        was on its charger, or charging), else what else to check (of the simulator on a
+        loopback address)."""
+        sim = no_answer_hint(self.robot, self.params["robot_ip"]) is SIM_NO_ANSWER_HINT
+        if self.robot_closed_link:
+            return SIM_CLOSED_HINT if sim else CLOSED_HINT
         volts = self.battery_v
         if volts is not None and math.isfinite(volts) and volts < BATTERY_LOW_V and not self.battery_on_charger:
             return (f"Its battery was low ({volts:.2f} V in its last state), the likely cause: the "
                     f"robot switches itself off after a minute below {geo.BATTERY_EMPTY_V:.2f} V; put "
                     "it on its charger")
-        sim = no_answer_hint(self.robot, self.params["robot_ip"]) is SIM_NO_ANSWER_HINT
         return SIM_LOST_HINT if sim else LOST_HINT
 
     def _on_link_state(self, event: LinkStateChanged) -> None:
@@ -187,6 +206,7 @@ class LinkNotesMixin:
         if event.state is LinkState.LOST:
             if previous is LinkState.READY:
                 self.robot_lost = True
+                self.robot_closed_link = event.reason.split(RETRY_SEPARATOR)[0] == ROBOT_CLOSED_LINK
                 self.cancel_watchdog()
                 self.say_held_back()
                 self._log(logging.WARNING,

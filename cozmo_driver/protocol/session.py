@@ -100,6 +100,8 @@ __all__ = [
     "ReceiveError",
     "SendQueueFullError",
     "give_up",
+    "robot_closes_link",
+    "ROBOT_CLOSED_LINK",
 ]
 
 logger = logging.getLogger("cozmo.protocol")
@@ -119,6 +121,10 @@ _FAREWELL_STOP = (encode_packet(ClearPath(unknown=0)), encode_packet(StopAllMoto
 #: is acknowledged at once with an explicit ACK packet by Anki's newer robot firmware: half
 #: the most a message may have (1420 - 14 - 3 = 1403 bytes, reliableTransport.c)
 BIG_PACKET = 701
+
+#: engine: the reason of the loss of a link the robot closed itself with Disconnect, as Anki's
+#: firmware does when its queue of messages awaiting our acknowledgement is full
+ROBOT_CLOSED_LINK = "the robot closed the link (Disconnect)"
 
 #: engine: how long after a Connect greeting on a live link the robot has to show, by
 #: acknowledging this connection's packets, that the greeting was a replay, s
@@ -239,6 +245,20 @@ def give_up(session: "Session", now: float) -> Optional[float]:
         session.state = State.LOST
         session._reset_link(last_rx)
     return None if last_rx is None else now - last_rx
+
+
+def robot_closes_link(session: "Session") -> bool:
+    """Robot: end a live link from the robot's side, as Anki's firmware does when its queue
+    of messages awaiting the client's acknowledgement is full: a Disconnect numbered as the
+    next reliable packet (the client takes packets in order), and the link is over (what
+    waits unsent is dropped; the client must RESET again). Whether there was a link."""
+    if session.role is not Role.ROBOT or session.state is not State.CONNECTED:
+        return False
+    ack = (session._expected - 1) % SEQ_MODULUS if session._received_any else OOB_SEQ
+    session._farewell.append(_disconnect_frame(session, session._next_seq, ack))
+    logger.info("[%s] closing the link (Disconnect)", session.name)
+    session._finish(State.IDLE, Disconnected("the robot closed the link"))
+    return True
 
 
 def _stale_link(session: "Session", frame: Any, now: float) -> None:
@@ -932,7 +952,7 @@ class Session:
                 self._peer_disconnected("the engine sent Disconnect")
             elif self.state is State.CONNECTED:  # Anki's firmware, its send queue full: lost now
                 self.stats.connections_lost += 1
-                self._finish(State.LOST, ConnectionLost("the robot closed the link (Disconnect)", 0.0))
+                self._finish(State.LOST, ConnectionLost(ROBOT_CLOSED_LINK, 0.0))
             return
         try:
             message = decode_message(ptype, packet.ident, packet.body)

@@ -62,6 +62,7 @@ from ..protocol.session import (
     Role,
     Session,
     SessionConfig,
+    robot_closes_link,
 )
 from ..transport.memory import Impairment
 from .firmware import amount
@@ -425,6 +426,12 @@ class SimulatedRobot:
         """The Wi-Fi link: when down, every datagram is lost both ways."""
         self.link_up = bool(up)
         self._process(now)
+
+    def close_link(self, now: float) -> bool:
+        """The robot ends the link itself with Disconnect, as Anki's firmware does when its
+        queue of messages awaiting the client's acknowledgement is full: the client must
+        RESET again. Whether a client was connected."""
+        return self._script(now, robot_closes_link, self.session)
 
     def reboot(self, now: float, downtime: float = 0.0) -> None:
         """The robot restarts: the session is forgotten (the client must RESET again); it

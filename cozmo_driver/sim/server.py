@@ -189,6 +189,11 @@ class SimServer:
     def reboot(self, downtime: float = 0.0) -> None:
         self._script("reboot", downtime=downtime)
 
+    def close_link(self) -> bool:
+        """The robot ends the link with Disconnect, as its firmware does when its queue of
+        messages awaiting the client's acknowledgement is full. Whether a client was connected."""
+        return self._script("close_link")
+
     def set_silent(self, silent: bool) -> None:
         self._script("set_silent", silent)
 

@@ -18,6 +18,7 @@ from cozmo_driver.driver.orientation import Orientation
 from cozmo_driver.client import LinkState, Robot, RobotLink
 from cozmo_driver.client.link import MOTOR_MIN_SPEED_RADPS, LinkStateChanged
 from cozmo_driver.core import DriverCore, RecordingOutput
+from cozmo_driver.core.link_notes import LOST_HINT, SIM_LOST_HINT
 from cozmo_driver.core.samples import StateSample
 from cozmo_driver.driver.parameters import PARAMETERS
 from cozmo_driver.protocol import messages as msgs
@@ -1954,6 +1955,55 @@ def test_a_robot_lost_after_being_connected_is_told_as_gone_not_as_never_found(a
     assert ("Wi-Fi" in lost[0]) is not sim and ("simulator" in lost[0]) is sim, lost[0]
     assert "robot_ip and robot_port" not in answer[0] and "Cozmo app" not in answer[0], answer[0]
     assert "was connected" in answer[0] and ("simulator" in answer[0]) is sim, answer[0]
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1", "172.31.1.1"])
+def test_a_robot_that_closed_the_link_itself_is_not_asked_whether_it_is_switched_on(address):
+    """A ready robot that sent Disconnect itself (Anki's firmware does when its queue of
+    messages awaiting our acknowledgement is full) was told, in the loss's log line and in
+    /diagnostics, "Is the robot switched on, and this computer on its Wi-Fi?" (on loopback,
+    whether the simulator still runs), which cannot apply: it had just answered. Both say
+    now that it closed the link itself and what that means (our acknowledgements and
+    messages did not reach it in time: a poor or congested Wi-Fi link towards it), and that
+    the driver reconnects, which it does; a loss of another kind after it is told as before."""
+    robot, core, output = connected()
+    robot.transport.remote_addr = (address, 5551)  # as UdpTransport.start resolved robot_ip
+    sim = address == "127.0.0.1"
+    other = SIM_LOST_HINT if sim else LOST_HINT
+    hint = ("The simulator closed the link itself, as the robot does when our acknowledgements and messages "
+            "do not reach it in time. The driver reconnects by itself") if sim else \
+        ("It closed the link itself, as it does when our acknowledgements and messages do not reach it in "
+         "time: the Wi-Fi link towards it is poor or congested (bring this computer nearer the robot). The "
+         "driver reconnects by itself")
+    start = len(output.lines)
+
+    def lost_lines():
+        return [t for level, t in output.lines[start:] if level == logging.WARNING and t.startswith("lost the robot")]
+    assert robot.sim.close_link(robot.net.now)
+    for _ in range(100):
+        robot.run(0.01)
+        if core.reported_state() is LinkState.LOST:
+            break
+    assert core.reported_state() is LinkState.LOST
+    (lost,) = lost_lines()
+    assert "(the robot closed the link (Disconnect); reconnecting in " in lost, lost
+    assert lost.endswith(hint), lost
+    assert "switched on" not in lost and other not in lost, lost
+    link, _ = core.reports(f"{address}:5551")
+    assert dict(link.values)["what to check"] == f"{hint}.", link.values
+    for _ in range(40):  # it reconnects by itself
+        robot.run(0.5)
+        if core.connected:
+            break
+    assert core.connected, output.lines[start:]
+    assert "what to check" not in dict(core.reports(f"{address}:5551")[0].values)
+    robot.sim.set_silent(True, robot.net.now)  # lost again, now for its silence
+    for _ in range(20):
+        robot.run(0.5)
+        if len(lost_lines()) == 2:
+            break
+    again = lost_lines()[1]
+    assert again.endswith(other) and hint not in again, again
 
 
 def test_a_drive_beyond_max_wheel_speed_is_scaled_with_a_throttled_warning(rig):
