@@ -1231,15 +1231,9 @@ def test_protocol_only_losing_the_robot_exits_1_with_the_statistics(capsys, monk
     assert out.rstrip().endswith("done.")
 
 
-def test_protocol_only_interrupted_after_the_robot_was_lost_does_not_say_it_is_stopped(capsys, monkeypatch):
-    """Ctrl-C after the link went: "could not stop the robot: ...", then "interrupted
-    (SIGINT): the robot is stopped and disconnected." No stop reached it: it says so, and
-    what to do."""
-    import signal
-
-    import cozmo_driver.sim
-    from cozmo_driver import protocol_demo
-    from cozmo_driver.client import ClientConfig
+def _kept_stop_flags(monkeypatch, protocol_demo) -> list:
+    """The protocol demo's stop flags, each kept in the list returned as it is made, so that a
+    test can raise one as its signal handler would, with no signal sent."""
     from cozmo_driver.stop_flag import StopFlag
 
     flags = []
@@ -1249,6 +1243,21 @@ def test_protocol_only_interrupted_after_the_robot_was_lost_does_not_say_it_is_s
             super().__init__()
             flags.append(self)
 
+    monkeypatch.setattr(protocol_demo, "StopFlag", Kept)
+    return flags
+
+
+def test_protocol_only_interrupted_after_the_robot_was_lost_does_not_say_it_is_stopped(capsys, monkeypatch):
+    """Ctrl-C after the link went: "could not stop the robot: ...", then "interrupted
+    (SIGINT): the robot is stopped and disconnected." No stop reached it: it says so, and
+    what to do."""
+    import signal
+
+    import cozmo_driver.sim
+    from cozmo_driver import protocol_demo
+    from cozmo_driver.client import ClientConfig
+
+    flags = _kept_stop_flags(monkeypatch, protocol_demo)
     status_line = protocol_demo._status_line
 
     def sigint_once_the_link_went(robot, monitor, *args):
@@ -1259,7 +1268,6 @@ def test_protocol_only_interrupted_after_the_robot_was_lost_does_not_say_it_is_s
     monkeypatch.setattr(cozmo_driver.sim, "SimServer", LosesItsLink)
     monkeypatch.setattr(protocol_demo, "ClientConfig", functools.partial(ClientConfig, state_timeout=0.5))
     monkeypatch.setattr(protocol_demo, "_status_line", sigint_once_the_link_went)
-    monkeypatch.setattr(protocol_demo, "StopFlag", Kept)
     status = protocol_demo.main(["--duration", "20"])
     out = capsys.readouterr().out
     assert status == 128 + signal.SIGINT, out[-3000:]
@@ -1275,15 +1283,8 @@ def test_protocol_only_a_signal_stops_it_with_128_plus_the_signal(capsys, monkey
     import signal
 
     from cozmo_driver import protocol_demo
-    from cozmo_driver.stop_flag import StopFlag
 
-    flags = []
-
-    class Kept(StopFlag):
-        def __init__(self):
-            super().__init__()
-            flags.append(self)
-
+    flags = _kept_stop_flags(monkeypatch, protocol_demo)
     status_line = protocol_demo._status_line
 
     def first_status_then_sigterm(*args):      # the robot is ready, the square driven
@@ -1291,7 +1292,6 @@ def test_protocol_only_a_signal_stops_it_with_128_plus_the_signal(capsys, monkey
         return status_line(*args)
 
     monkeypatch.setattr(protocol_demo, "_status_line", first_status_then_sigterm)
-    monkeypatch.setattr(protocol_demo, "StopFlag", Kept)
     t0 = time.monotonic()
     status = protocol_demo.main(["--duration", "30"])
     out = capsys.readouterr().out
