@@ -23,8 +23,10 @@ failed, 2 when the robot or the stack could not be brought up, 130 on Ctrl-C, 14
 Every step's outcome is checked (the action results, the service answers, the
 camera frames, the head and lift, on the simulator the pose error against the
 ground truth, the face shown and the sound played), and every failed step is
-listed at the end. A process of the stack that exits before the robot answered
-is a bring-up failure (2), reported with the last lines of its log.
+listed at the end. The simulator, the driver or the one-process stack exiting before
+the robot answered is a bring-up failure (2), reported with the last lines of its log;
+another node that exits (the face node, say) is noted, and the run goes on without it
+(a failed step, 1).
 
 The files an earlier run left in the artefacts directory (the names this demo
 writes) are removed once the run's ROS domain and arguments were found good (a

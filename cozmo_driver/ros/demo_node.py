@@ -33,8 +33,8 @@ fails where it was, and step 7 only stops (a stop engaged after the square fails
 Each step's outcome is checked (the action results, the service answers, camera
 frames arriving after the camera was turned on, the head and lift where they were
 sent) and every failure is kept in :attr:`DemoResult.failures`, the run going on
-where it can. What stops the run (the robot does not move, the link stays lost, a
-process of the stack exited, the deadline) raises :class:`DemoAbort` before the robot
+where it can. What stops the run (the robot does not move, the link stays lost, the
+simulator, the driver or the one-process stack exited, the deadline) raises :class:`DemoAbort` before the robot
 answered (a bring-up failure, exit status 2); after, it is kept as the last failure
 and the result returned, so that the caller can still report and save what there is.
 
