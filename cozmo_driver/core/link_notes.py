@@ -192,7 +192,7 @@ class LinkNotesMixin:
         if volts is not None and math.isfinite(volts) and volts < BATTERY_LOW_V and not self.battery_on_charger:
             return (f"Its battery was low ({volts:.2f} V in its last state), the likely cause: the "
                     f"robot switches itself off after a minute below {geo.BATTERY_EMPTY_V:.2f} V; put "
-                    "it on its charger")
+                    "it on its charger.")
         return SIM_LOST_HINT if sim else LOST_HINT
 
     def _on_link_state(self, event: LinkStateChanged) -> None:

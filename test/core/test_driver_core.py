@@ -1325,6 +1325,9 @@ def test_a_low_battery_is_warned_of_once_a_crossing_and_named_as_the_likely_caus
     lost = [text for level, text in output.lines if level == logging.WARNING and text.startswith("lost the robot")]
     assert lost and "battery was low (3.4" in lost[-1], lost
     assert "Wi-Fi" not in lost[-1], lost[-1]
+    # /diagnostics says the same, then that the driver reconnects: two sentences
+    hint = dict(core.reports(f"{core.params['robot_ip']}:{core.params['robot_port']}")[0].values)["what to check"]
+    assert hint.endswith("put it on its charger. The driver reconnects by itself once it answers."), hint
 
 
 def test_a_low_battery_on_the_charger_is_no_warning_and_no_cause_of_a_loss(rig):
