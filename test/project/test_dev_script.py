@@ -625,3 +625,51 @@ def test_commands_without_arguments_refuse_them_before_any_work(tmp_path, comman
             in proc.stderr), proc.stderr
     proc = _sourced(tmp_path, f"{stubs}main {command}")
     assert proc.returncode == 0 and proc.stdout == "WORKED\n", proc.stdout + proc.stderr
+
+
+#: set-up stubs that fail loudly: a help that runs any part of the set-up (or the lint) ends with 97
+_NO_SET_UP = ('setup() { echo "SET-UP RAN" >&2; exit 97; }; setup_kit() { setup; }; cmd_lint() { setup; }; '
+              'step_run() { setup; }; ')
+
+
+@pytest.mark.parametrize("command", ["demo", "test"])
+def test_demo_and_test_help_set_up_nothing_before_the_venv_is_built(tmp_path, command):
+    """On a fresh machine the README sends users to `./dev demo --help` to list the demo's
+    options, and it (like `./dev test --help`) ran the whole set-up first: sudo, apt-get and
+    a minute of builds before the help. Now, with no venv yet, they print ./dev's lines of
+    the command and say that the program's options are listed once the first real run has
+    set up, and where they are described meanwhile; nothing is set up."""
+    described = {"demo": "cozmo-demo's options", "test": "pytest's options (ARGS)"}[command]
+    doc = {"demo": "docs/demo.md", "test": "docs/development.md (Testing)"}[command]
+    for args in ("--help", "-h", "test/x.py -v --help"):
+        proc = _sourced(tmp_path, f"{_NO_SET_UP}main {command} {args}")
+        assert proc.returncode == 0 and "SET-UP RAN" not in proc.stderr, proc.stdout + proc.stderr
+        assert f"  ./dev {command} [ARGS]    set up, " in proc.stdout, proc.stdout
+        assert "./dev setup          install everything" not in proc.stdout, proc.stdout
+        said = (f"{described} are listed here once the set-up (.venv) is done; it is not yet.\n"
+                f"The first real run (./dev {command}, or ./dev setup) does it: about a minute")
+        assert said in proc.stdout, proc.stdout
+        assert f"described in {doc}." in proc.stdout, proc.stdout
+    assert not (tmp_path / ".venv").exists()
+    # without a help, the command sets up as before
+    proc = _sourced(tmp_path, f"{_NO_SET_UP}main {command} --robot-ip 172.31.1.1")
+    assert proc.returncode == 97 and "SET-UP RAN" in proc.stderr, proc.stdout + proc.stderr
+
+
+def test_demo_and_test_help_come_from_the_programs_once_built_without_setting_up(tmp_path):
+    """With the venv built, the help is the program's own (cozmo-demo's, pytest's), given
+    every argument, and the set-up is not run for it either (./dev test --help ran the lint,
+    then pytest --help twice: in .venv and, after setting it up, in the kit environment)."""
+    bin_dir = tmp_path / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    for name in ("cozmo-demo", "python", "pytest"):
+        (bin_dir / name).write_text(f'#!/bin/sh\necho "{name} was given: $*"\n')
+        (bin_dir / name).chmod(0o755)
+    proc = _sourced(tmp_path, f"{_NO_SET_UP}main demo --robot-ip 172.31.1.1 --help")
+    assert proc.returncode == 0 and "SET-UP RAN" not in proc.stderr, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("  ./dev demo [ARGS]    set up, then run the demo"), proc.stdout
+    assert proc.stdout.endswith("\ncozmo-demo was given: --robot-ip 172.31.1.1 --help\n"), proc.stdout
+    proc = _sourced(tmp_path, f"{_NO_SET_UP}main test test/x.py -h")
+    assert proc.returncode == 0 and "SET-UP RAN" not in proc.stderr, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("  ./dev test [ARGS]    set up, lint, then run the tests"), proc.stdout
+    assert proc.stdout.endswith("\npython was given: -m pytest test/x.py -h\n"), proc.stdout
