@@ -673,3 +673,77 @@ def test_demo_and_test_help_come_from_the_programs_once_built_without_setting_up
     assert proc.returncode == 0 and "SET-UP RAN" not in proc.stderr, proc.stdout + proc.stderr
     assert proc.stdout.startswith("  ./dev test [ARGS]    set up, lint, then run the tests"), proc.stdout
     assert proc.stdout.endswith("\npython was given: -m pytest test/x.py -h\n"), proc.stdout
+
+
+def _fake_system_python(tmp_path: Path, *, ensurepip: bool, venv_works: bool = True) -> Path:
+    """A stand-in for a stock Debian/Ubuntu python3: no pip module, ensurepip (python3.X-venv)
+    only if ``ensurepip``; its ``-m venv DIR`` (logged to venv_calls) makes, if ``venv_works``,
+    a venv whose python's ``-m pip install ... --target DIR`` (logged to pip_calls) puts a
+    working uv into DIR/bin."""
+    venv_python = tmp_path / "venv_python"
+    venv_python.write_text(
+        f'#!/bin/sh\necho "$*" >>"{tmp_path}/pip_calls"\n'
+        'while [ $# -gt 0 ]; do [ "$1" = --target ] && target="$2"; shift; done\n'
+        'mkdir -p "$target/bin"\nprintf \'#!/bin/sh\\necho "uv 0.13.9"\\n\' >"$target/bin/uv"\n'
+        'chmod 755 "$target/bin/uv"\n')
+    venv_python.chmod(0o755)
+    fake = tmp_path / "python3"
+    make_venv = (f'mkdir -p "$3/bin" && cp "{venv_python}" "$3/bin/python"; exit 0' if venv_works
+                 else 'echo "Error: ensurepip failed" >&2; exit 1')
+    fake.write_text('#!/bin/sh\ncase "$*" in\n'
+                    '  "-m pip --version") echo "No module named pip" >&2; exit 1 ;;\n'
+                    f'  *ensurepip*) exit {0 if ensurepip else 1} ;;\n'
+                    f'  "-m venv "*) echo "$*" >>"{tmp_path}/venv_calls"; {make_venv} ;;\n'
+                    '  *platform.machine*) echo "3.12.3 (fake) x86_64" ;;\n'
+                    'esac\nexit 0\n')
+    fake.chmod(0o755)
+    return fake
+
+
+def _ensure_uv(tmp_path: Path, python: Path) -> subprocess.CompletedProcess:
+    """ensure_uv of a ./dev whose checkout is ``tmp_path`` (its .dev-tools there), with
+    ``python`` for the system's interpreter; prints "UV=" and the uv it chose (none: pip)."""
+    return _sourced(tmp_path, f'PY="{python}"; ensure_uv; echo "UV=$UV"', DEV_INSTALLER="uv")
+
+
+def test_uv_is_installed_with_a_throwaway_venv_where_the_system_python_has_no_pip(tmp_path):
+    """ensure_uv installed uv only with the system Python's own pip, which stock Ubuntu 24.04
+    and Debian 12 do not ship (python3-pip): there ./dev said "has no pip module ... instead
+    of uv" and installed everything with pip (a set-up of about 73 s against 45 s). Now the
+    pip of a venv made with the venv module (which ./dev ensures) installs uv, and the venv
+    is removed; the next run finds uv and makes no venv."""
+    python = _fake_system_python(tmp_path, ensurepip=True)
+    proc = _ensure_uv(tmp_path, python)
+    uv = tmp_path / ".dev-tools" / "uv" / "bin" / "uv"
+    assert proc.returncode == 0 and proc.stdout == f"UV={uv}\n", proc.stdout + proc.stderr
+    assert "instead of uv" not in proc.stderr, proc.stderr
+    assert f"setup: making a throwaway venv whose pip installs uv ({python} has no pip module) ... done" \
+        in proc.stderr, proc.stderr
+    assert "setup: installing uv (tools/requirements-uv.txt) into .dev-tools ... done" in proc.stderr
+    throwaway = tmp_path / ".dev-tools" / "uv-installer-venv"
+    assert (tmp_path / "venv_calls").read_text() == f"-m venv {throwaway}\n"
+    pip_calls = (tmp_path / "pip_calls").read_text().splitlines()
+    assert len(pip_calls) == 1 and pip_calls[0].startswith("-m pip install "), pip_calls
+    assert f"--target {uv.parent.parent} -r tools/requirements-uv.txt" in pip_calls[0], pip_calls
+    assert not throwaway.exists()
+    again = _ensure_uv(tmp_path, python)   # a re-run: uv is there, no venv is made
+    assert again.returncode == 0 and again.stdout == f"UV={uv}\n", again.stdout + again.stderr
+    assert again.stderr == "", again.stderr
+    assert (tmp_path / "venv_calls").read_text().count("-m venv") == 1
+
+
+@pytest.mark.parametrize("ensurepip", [False, True], ids=["no ensurepip", "the venv fails"])
+def test_without_pip_or_a_venv_to_install_uv_with_the_set_up_keeps_pip(tmp_path, ensurepip):
+    """Where no venv with pip can be made either, ./dev installs with pip, saying why."""
+    python = _fake_system_python(tmp_path, ensurepip=ensurepip, venv_works=False)
+    proc = _ensure_uv(tmp_path, python)
+    assert proc.returncode == 0 and proc.stdout == "UV=\n", proc.stdout + proc.stderr
+    if ensurepip:
+        assert ("has no pip module, and no venv could be made to install uv with (see .venv/.dev/setup.log): "
+                "installing with pip inside the venv instead of uv") in proc.stderr, proc.stderr
+        assert not (tmp_path / ".dev-tools" / "uv-installer-venv").exists()
+    else:
+        assert (f"setup: {python} has no pip module (nor ensurepip, to make a venv with pip): installing "
+                "with pip inside the venv instead of uv") in proc.stderr, proc.stderr
+        assert not (tmp_path / "venv_calls").exists()
+    assert not (tmp_path / "pip_calls").exists()
