@@ -12,6 +12,12 @@ parameter (``cozmo_bringup`` passes the xacro output):
   ``joint_states`` message, stamped with its header stamp (now, if zero);
   mimic joints follow their master (position * multiplier + offset). Joints
   the message does not name are not published; unknown names are ignored.
+  A joint's transform is not published again with the stamp it last went out
+  with (under ROS time, while ``/clock`` is slower than the states, paused or
+  not started, several states have one stamp, and tf2 would ignore the repeats
+  with a TF_REPEATED_DATA warning in every listener); one with an earlier
+  stamp is (the clock restarted), as robot_state_publisher publishes only
+  joint updates it has not published.
   Only while ``/tf`` has subscribers (asked at every ``joint_states`` while it
   has none, then every ``_COUNT_EVERY_S`` to see them go: a tf listener gets
   the transforms of every state from the one after its subscription matched,
@@ -38,7 +44,7 @@ from __future__ import annotations
 import math
 import sys
 import time
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from builtin_interfaces.msg import Time
 from geometry_msgs.msg import TransformStamped
@@ -109,6 +115,7 @@ class DescriptionPublisher(Node):
         self._warned_unknown = False
         self._throttle = LogThrottle(2.0)
         self._tf_wanted, self._counted_at = True, -math.inf
+        self._sent_at: Dict[str, Tuple[int, int]] = {}  # moving joint -> stamp of its last /tf
 
         self._description_pub = qos.create_publisher(self, String, "robot_description", QOS_LATCHED,
                                                      overridable=False)
@@ -170,7 +177,7 @@ class DescriptionPublisher(Node):
         """/tf for the moving joints at these positions (unknown names warned of once; a
         position that is not a finite number is left out, warned of every 2 s at most: tf
         listeners reject a NaN transform; one held back is said with the positions that
-        come once the 2 s are over)."""
+        come once the 2 s are over; a joint already sent with this stamp is left out)."""
         now = time.monotonic()
         for _, line, _ in self._throttle.overdue(now):
             self.get_logger().warning(line)
@@ -193,8 +200,15 @@ class DescriptionPublisher(Node):
         positions = self.model.with_mimics(given)
         if stamp.sec == 0 and stamp.nanosec == 0:
             stamp = self.get_clock().now().to_msg()
-        transforms = [self._stamped(j, j.transform(positions[j.name]), stamp)
-                      for j in self._moving if j.name in positions]
+        # a joint's transform not again at the stamp it last went out with (under ROS time the
+        # states repeat a stamp while /clock is slower than them, paused or not started): tf2
+        # ignores it, warning TF_REPEATED_DATA; a stamp that goes back (a clock restart) goes
+        at, sent = (stamp.sec, stamp.nanosec), self._sent_at
+        transforms = []
+        for j in self._moving:
+            if j.name in positions and sent.get(j.name) != at:
+                sent[j.name] = at
+                transforms.append(self._stamped(j, j.transform(positions[j.name]), stamp))
         if transforms:
             self._tf_pub.publish(TFMessage(transforms=transforms))
 

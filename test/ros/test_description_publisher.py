@@ -234,6 +234,53 @@ def test_joints_taken_directly_unsubscribe_and_publish_tf_only_for_listeners(ros
     assert (q.x, q.y, q.z, q.w) == pytest.approx(quaternion_from_axis_angle((0, -1, 0), 0.3))
 
 
+@pytest.mark.parametrize("path", ["joint_states", "direct"])
+def test_a_joint_is_not_sent_again_with_the_stamp_it_last_went_out_with(ros, path):
+    """Under ROS time the robot's ~33 Hz states repeat a stamp while /clock is slower (Gazebo's
+    10 Hz), paused or not started (stamp 0, and now() is 0 too), and the moving joints went out
+    on /tf again at that stamp, which every tf2 listener ignores with a TF_REPEATED_DATA
+    warning, at every state. Each stamp goes out once, a stamp that goes back (the clock
+    restarted) too; through the joint_states subscription and from the driver directly alike."""
+    from rclpy.qos import QoSProfile
+    from sensor_msgs.msg import JointState
+    from tf2_msgs.msg import TFMessage
+
+    context, executor, add = ros
+    node = add(_publisher_node(context, robot_description(path=XACRO), use_sim_time=True))
+    assert node.get_clock().now().nanoseconds == 0, "the ROS clock has started: no /clock expected"
+    listener = add(_listener(context))
+    received = []
+    listener.create_subscription(TFMessage, "/tf", received.append, QoSProfile(depth=100))
+    assert spin_until(executor, lambda: node._tf_pub.get_subscription_count() > 0)
+
+    if path == "direct":
+        give = node.take_joints_directly()
+    else:
+        read = []
+        on_joints = node._on_joints
+        node._on_joints = lambda msg: (read.append(msg), on_joints(msg))
+        publisher = listener.create_publisher(JointState, "joint_states", 10)
+        assert spin_until(executor, lambda: publisher.get_subscription_count() > 0)
+
+        def give(names, positions, sec, nanosec):  # one at a time: joint_states is best effort
+            count = len(read)
+            state = JointState(name=list(names), position=list(positions))
+            state.header.stamp.sec, state.header.stamp.nanosec = sec, nanosec
+            publisher.publish(state)
+            assert spin_until(executor, lambda: len(read) > count), "joint_states not read"
+
+    for sec in (0, 0, 100, 100, 50):
+        give(["head_joint", "lift_joint"], (0.3, 0.2), sec, 0)
+    give(["head_joint", "lift_joint"], (0.3, 0.2), 200, 0)  # the last: all before it came (reliable)
+    assert spin_until(executor, lambda: any(t.header.stamp.sec == 200
+                                            for message in received for t in message.transforms))
+    stamps = [(message.transforms[0].header.stamp.sec, message.transforms[0].header.stamp.nanosec)
+              for message in received]
+    assert stamps == [(0, 0), (100, 0), (50, 0), (200, 0)]
+    for message, stamp in zip(received, stamps):
+        _moving_links(message, stamp)
+
+
 def test_a_held_back_nan_warning_is_said_with_the_next_joints_once_its_2_s_are_over(ros, rclpy_log,
                                                                                    monkeypatch):
     """A NaN joint, then an inf one a second later: the second, held back by the first's
