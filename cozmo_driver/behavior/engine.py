@@ -16,8 +16,9 @@ Outputs: the commands its behaviors give through the :class:`RobotInterface`,
 
 Rules, in the order :meth:`tick` applies them:
 
-1. Disabled, the robot not connected, the driver's emergency stop engaged, or the
-   driver inactive (lifecycle):
+1. Disabled, the robot not connected, the driver's emergency stop engaged (or released
+   since, with no :meth:`Engine.set_enabled` true after the release: a release starts
+   nothing), or the driver inactive (lifecycle):
    nothing runs (the running behavior is stopped, INTERRUPTED), and the status
    says ``paused`` with the reason (``pause_remaining`` 0: until that ends). The lights
    off its end sent then (which an inactive driver, or one without the robot, refuses) are
@@ -79,6 +80,8 @@ RETRY_CHOICE_S = 1.0
 #: for it to end (s): the put-down that ends a pick-up reaction still gets its own (a robot
 #: state trigger waits for as long as its state holds, see :meth:`Engine._still_holds`)
 TRIGGER_WAIT_S = 1.5
+#: why the engine holds still after the emergency stop's release (until :meth:`Engine.set_enabled`)
+RELEASED = "the emergency stop was released: call behavior/enable true to start behaviors again"
 
 
 @dataclass(frozen=True)
@@ -156,7 +159,8 @@ class Engine:
         self._pause_reason = ""
         #: the user's goal that runs ("action go_to_pose"), "" when none: it holds the pause
         self._user_goal = ""
-        #: what the driver says keeps the engine still: {"estop": reason, "inactive": reason}
+        #: what keeps the engine still: {"estop": reason, "inactive": reason, "released": RELEASED}
+        #: ("released": the emergency stop was, and no one enabled the engine since)
         self._driver_holds: Dict[str, str] = {}
         #: whether the robot was last said to be connected (None: nothing said yet)
         self._connection_said: Optional[bool] = None
@@ -199,11 +203,12 @@ class Engine:
 
     def held(self) -> str:
         """What keeps the engine still until it ends ("" when nothing does): the robot not
-        connected, the driver's emergency stop, or the driver inactive."""
+        connected, the driver's emergency stop (engaged, or released with no enable since),
+        or the driver inactive."""
         if not self.state.connected:
             return "the robot is not connected"
         holds = self._driver_holds
-        return holds.get("estop") or holds.get("inactive") or ""
+        return holds.get("estop") or holds.get("inactive") or holds.get("released") or ""
 
     def status(self, now: float) -> EngineStatus:
         run = self._running
@@ -299,11 +304,16 @@ class Engine:
 
     def on_emergency_stop(self, engaged: bool, now: float) -> None:
         """The driver's emergency stop: while engaged nothing runs (the driver would refuse
-        every motion), as while the robot is not connected; released, the engine goes on
-        after ``start_delay``, as after a connection."""
+        every motion), as while the robot is not connected. Its release starts nothing: the
+        engine stays held (:data:`RELEASED`) until a person enables it, :meth:`set_enabled`
+        true (even when it is enabled already). The mood still follows events."""
+        if not engaged and "estop" in self._driver_holds and not self._shut_down:
+            self._driver_holds["released"] = RELEASED
         self._driver_hold("estop", engaged, now, "the emergency stop is engaged",
-                          "emergency stop engaged: nothing runs until it is released",
-                          "emergency stop released: the engine goes on")
+                          "emergency stop engaged: nothing runs until it is released and "
+                          "behavior/enable true is called",
+                          "emergency stop released: nothing starts until behavior/enable true "
+                          "is called (or the enabled parameter is set to true)")
 
     def on_driver_active(self, active: bool, now: float) -> None:
         """The driver's lifecycle state: while it is inactive nothing runs (it refuses every
@@ -373,8 +383,15 @@ class Engine:
             self._changed = True
 
     def set_enabled(self, enabled: bool, now: float) -> None:
+        """On or off. True, also when it is on already, lifts the hold after the emergency
+        stop's release (a person's say-so); one while the stop is engaged does not."""
         enabled = bool(enabled)
-        if enabled == self._enabled:
+        lifted = enabled and self._driver_holds.pop("released", None) is not None
+        engaged = enabled and "estop" in self._driver_holds and not self._shut_down
+        if engaged:   # said at each call: the person expects the robot to move, and it will not
+            self._log("info", "enabled while the emergency stop is engaged: nothing runs; once it "
+                              "is released, call behavior/enable true again to start behaviors")
+        if enabled == self._enabled and not lifted:
             return
         self._enabled = enabled
         self._changed = True
@@ -383,7 +400,10 @@ class Engine:
             self._end(Outcome.INTERRUPTED, "the engine was disabled", now)
         if enabled:  # a wait still owed (start_delay after a connection, idle_between) is kept
             self._next_choice = max(self._next_choice, now)
-        self._log("info", "enabled" if enabled else "disabled")
+        if lifted:
+            self._log("info", "enabled: the emergency stop's release holds the engine no more")
+        elif not engaged:
+            self._log("info", "enabled" if enabled else "disabled")
 
     def shutdown(self, now: float) -> None:
         """Stop the running behavior (its commands cancelled) and start nothing from now on,

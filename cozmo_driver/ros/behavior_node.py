@@ -13,9 +13,10 @@ Inputs:
   the first message, the events report every change after it); ``battery_state``
   (BatteryState: ``percentage``) -> ``low_battery``; ``link_status`` -> whether
   the robot is connected and the driver active (lifecycle); ``emergency_stop/engaged``
-  (std_msgs/Bool) -> nothing runs while the driver's emergency stop is engaged; ``object_events``
-  (ObjectEvent TAPPED) -> ``cube_tapped``; ``behavior/trigger`` (std_msgs/String) -> any named trigger
-  (``face_seen`` from a face detector);
+  (std_msgs/Bool) -> nothing runs while the driver's emergency stop is engaged, nor after its
+  release until ``behavior/enable`` true (or the ``enabled`` parameter set to true, again);
+  ``object_events`` (ObjectEvent TAPPED) -> ``cube_tapped``; ``behavior/trigger``
+  (std_msgs/String) -> any named trigger (``face_seen`` from a face detector);
 * user commands, which pause the engine for ``user_pause``: every message on
   ``cmd_vel``, ``head/angle``, ``lift/height``, ``head/velocity`` and
   ``lift/velocity`` (the engine never publishes on them), and every active goal

@@ -422,13 +422,18 @@ def _goes_on(engine, log, now: float, said, start_delay: float = 0.0) -> None:
 def test_the_emergency_stop_holds_the_engine_still_and_the_status_says_why():
     """While the driver's emergency stop is engaged the engine starts nothing (every motion
     would be refused: before, it started behaviors that failed at once, over and over);
-    the running one is stopped. The status says paused and why, as while disconnected."""
+    the running one is stopped. The status says paused and why, as while disconnected.
+    Released, it holds on until enabled (see the test after this one)."""
     engine, robot, log = make_engine(auto=False, start_delay=2.0)
     _held_from(engine, robot, lambda now: engine.on_emergency_stop(True, now),
                "the emergency stop is engaged")
     engine.on_emergency_stop(False, 5.0)
-    _goes_on(engine, log, 5.0, ["emergency stop engaged: nothing runs until it is released",
-                                "emergency stop released: the engine goes on"])
+    engine.set_enabled(True, 5.0)
+    _goes_on(engine, log, 5.0, [
+        "emergency stop engaged: nothing runs until it is released and behavior/enable true is called",
+        "emergency stop released: nothing starts until behavior/enable true is called (or the "
+        "enabled parameter is set to true)",
+        "enabled: the emergency stop's release holds the engine no more"])
     # not connected: paused, the reason said, until it is back
     engine.on_connected(False, 6.0)
     engine.tick(6.0)
@@ -437,6 +442,109 @@ def test_the_emergency_stop_holds_the_engine_still_and_the_status_says_why():
     assert engine.last_outcome == "interrupted: the robot is not connected"
     engine.on_connected(True, 7.0)
     assert not engine.status(7.0).paused
+
+
+def _roaming_engine():
+    """An engine whose one activity drives (``forever``), start_delay 2 s, idle_between 1 s,
+    the robot's commands left running; it runs one behavior from 0 to 3 s, when the
+    emergency stop is engaged (and stops it), then released at 4 s."""
+    config = small_config(activities={"free": {"idle_between": 1.0,
+                                               "behaviors": {"forever": {"weight": 1.0}}}})
+    engine, robot, log = make_engine(config, auto=False, start_delay=2.0)
+    run(engine, 0.0, 3.0)
+    assert engine.running == "forever" and engine.behaviors_started == 1
+    engine.on_emergency_stop(True, 3.0)
+    assert engine.running is None and engine.last_outcome == "interrupted: the emergency stop is engaged"
+    run(engine, 3.0, 4.0)
+    engine.on_emergency_stop(False, 4.0)
+    return engine, robot, log
+
+
+RELEASED = "the emergency stop was released: call behavior/enable true to start behaviors again"
+
+
+def _still_after_the_release(engine, robot, start: float, end: float) -> None:
+    """From ``start`` to ``end`` nothing starts, no activity (the first 10 s) and no
+    reaction (a poke then), nor is the robot commanded; the status says paused and why;
+    the mood still follows events."""
+    started, calls = engine.behaviors_started, len(robot.calls)
+    run(engine, start, start + 10.0)
+    assert robot.calls[calls:] == [], robot.calls[calls:]   # before: drive_straight, 2 s after the release
+    happy = engine.emotions.value("happy", start + 10.0)
+    engine.on_trigger("poked", start + 10.0)
+    assert engine.emotions.value("happy", start + 10.0) > happy   # the mood follows
+    run(engine, start + 10.0, end)
+    assert robot.calls[calls:] == [], robot.calls[calls:]
+    assert engine.running is None and engine.behaviors_started == started
+    status = engine.status(end)
+    assert status.enabled and status.paused and status.pause_remaining == 0.0
+    assert status.pause_reason == RELEASED
+
+
+def test_releasing_the_emergency_stop_starts_nothing_until_the_engine_is_enabled():
+    """README's safety section says releasing the emergency stop starts nothing, but the
+    engine went on start_delay (2 s) after the release: an activity drove the robot with no
+    new command. Now it stays held after the release until a person enables it (even when
+    it is enabled already: the behavior/enable service and the enabled parameter both call
+    set_enabled); the log says so once, at the release."""
+    engine, robot, log = _roaming_engine()
+    _still_after_the_release(engine, robot, 4.0, 30.0)   # well past start_delay and idle_between
+    released = [text for _, text in log if text.startswith("emergency stop released")]
+    assert released == ["emergency stop released: nothing starts until behavior/enable true is "
+                        "called (or the enabled parameter is set to true)"], log
+    engine.set_enabled(True, 30.0)
+    assert ("info", "enabled: the emergency stop's release holds the engine no more") in log
+    assert not engine.status(30.0).paused
+    run(engine, 30.0, 30.5)
+    assert engine.running == "forever" and engine.behaviors_started == 2
+    assert robot.calls[-1][0] == "drive_straight"
+    # enabled (the parameter set to true again) once more: nothing changes, nothing said
+    count = len(log)
+    engine.set_enabled(True, 31.0)
+    assert engine.running == "forever" and log[count:] == []
+
+
+def test_after_the_release_off_and_on_lifts_the_hold_but_an_enable_under_the_stop_does_not():
+    """Disabled after the release, then enabled, the engine goes on. Enabled while the stop
+    is engaged, it still waits for an enable after the release (the log says so): a
+    release must start nothing."""
+    engine, robot, log = _roaming_engine()
+    engine.set_enabled(False, 5.0)
+    assert engine.status(5.0).pause_reason == RELEASED and not engine.status(5.0).enabled
+    engine.set_enabled(True, 6.0)
+    run(engine, 6.0, 6.5)
+    assert engine.running == "forever" and engine.behaviors_started == 2
+    engine.on_emergency_stop(True, 7.0)
+    engine.set_enabled(True, 7.5)
+    assert ("info", "enabled while the emergency stop is engaged: nothing runs; once it is released, "
+                    "call behavior/enable true again to start behaviors") in log
+    engine.on_emergency_stop(False, 8.0)
+    _still_after_the_release(engine, robot, 8.0, 20.0)
+    engine.set_enabled(True, 20.0)
+    run(engine, 20.0, 20.5)
+    assert engine.running == "forever" and engine.behaviors_started == 3
+
+
+def test_an_engine_that_starts_under_the_emergency_stop_waits_for_an_enable_after_its_release():
+    """A node started while the stop is engaged (its latched emergency_stop/engaged says so
+    first): the same rule; a stop that was never engaged holds nothing (the driver's first
+    emergency_stop/engaged, false, at every configure)."""
+    config = small_config(activities={"free": {"idle_between": 1.0,
+                                               "behaviors": {"forever": {"weight": 1.0}}}})
+    engine, robot, log = make_engine(config, auto=False, start_delay=2.0)
+    engine.on_emergency_stop(False, 0.0)     # released, as it was: no hold
+    engine.on_emergency_stop(True, 0.0)
+    run(engine, 0.0, 3.0)
+    engine.on_emergency_stop(False, 3.0)
+    _still_after_the_release(engine, robot, 3.0, 20.0)
+    assert engine.behaviors_started == 0
+    engine.set_enabled(True, 20.0)
+    run(engine, 20.0, 20.5)
+    assert engine.running == "forever"
+    fresh, fresh_robot, _ = make_engine(config, auto=False, start_delay=2.0)
+    fresh.on_emergency_stop(False, 0.0)
+    run(fresh, 0.0, 2.5)
+    assert fresh.running == "forever"
 
 
 def test_an_inactive_driver_holds_the_engine_still_and_the_status_says_why():
@@ -455,6 +563,7 @@ def test_an_inactive_driver_holds_the_engine_still_and_the_status_says_why():
     engine.on_driver_active(True, 5.5)
     assert engine.status(5.5).pause_reason == "the emergency stop is engaged"
     engine.on_emergency_stop(False, 6.0)
+    engine.set_enabled(True, 6.0)   # a release holds until then (see above)
     _goes_on(engine, log, 6.0, [
         "the driver is inactive (lifecycle): nothing runs until it is activated",
         "the driver is active again: the engine goes on"], start_delay=2.0)

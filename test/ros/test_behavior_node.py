@@ -338,15 +338,25 @@ def test_user_commands_pause_the_engine(rclpy_context, tmp_path):
         stack.close()
 
 
-def test_the_emergency_stop_holds_the_engine_still(rclpy_context, tmp_path):
+#: behavior/status's pause_reason after the emergency stop's release, until behavior/enable true
+RELEASED = "the emergency stop was released: call behavior/enable true to start behaviors again"
+
+
+def test_the_emergency_stop_holds_the_engine_still(rclpy_context, tmp_path, rclpy_log):
     """The driver's emergency stop (its service, from another node): the engine stops what
-    runs and starts nothing until it is released; behavior/status says why. Before, the
-    activities went on starting behaviors whose goals the driver refused, every few seconds."""
+    runs and starts nothing while it is engaged, nor after its release until behavior/enable
+    true (or the parameter enabled set to true, although it is true); behavior/status says
+    why. Before, the activities went on starting behaviors whose goals the driver refused,
+    every few seconds, and went on driving start_delay after the release."""
     stack = Stack(rclpy_context, tmp_path, None)
     engine = stack.behavior.engine
+
+    def stop(engage: bool) -> None:
+        assert stack.call(SetEmergencyStop, "emergency_stop", SetEmergencyStop.Request(engage=engage)).success
+
     try:
         assert stack.until(lambda: engine.behaviors_started >= 1, 3 * REACTION_TIMEOUT)
-        assert stack.call(SetEmergencyStop, "emergency_stop", SetEmergencyStop.Request(engage=True)).success
+        stop(True)
         assert stack.until(lambda: stack.last().pause_reason == "the emergency stop is engaged",
                            REACTION_TIMEOUT), stack.last()
         assert stack.last().paused and stack.last().pause_remaining == 0.0
@@ -354,9 +364,25 @@ def test_the_emergency_stop_holds_the_engine_still(rclpy_context, tmp_path):
         started, failed = engine.behaviors_started, engine.behaviors_failed
         stack.spin_for(6.0)   # three times freeplay's idle_between
         assert (engine.behaviors_started, engine.behaviors_failed) == (started, failed)
-        assert stack.call(SetEmergencyStop, "emergency_stop", SetEmergencyStop.Request(engage=False)).success
+        stop(False)
+        assert stack.until(lambda: stack.last().pause_reason == RELEASED, REACTION_TIMEOUT), stack.last()
+        assert stack.last().paused and stack.last().enabled
+        assert rclpy_log.said(stack.behavior, LoggingSeverity.INFO, "emergency stop released: nothing "
+                              "starts until behavior/enable true is called")
+        stack.spin_for(4.0)   # past start_delay and twice freeplay's idle_between
+        assert (engine.behaviors_started, engine.behaviors_failed) == (started, failed)
+        assert stack.call(SetBool, "behavior/enable", SetBool.Request(data=True)).success
         assert stack.until(lambda: engine.behaviors_started > started, REACTION_TIMEOUT)
         assert not stack.last().paused or stack.until(lambda: not stack.last().paused, 5.0)
+        # the parameter set to true again (ros2 param set) lifts it too
+        stop(True)
+        assert stack.until(lambda: stack.last().pause_reason == "the emergency stop is engaged",
+                           REACTION_TIMEOUT), stack.last()
+        stop(False)
+        assert stack.until(lambda: stack.last().pause_reason == RELEASED, REACTION_TIMEOUT), stack.last()
+        started = engine.behaviors_started
+        assert stack.behavior.set_parameters([Parameter("enabled", value=True)])[0].successful
+        assert stack.until(lambda: engine.behaviors_started > started, REACTION_TIMEOUT)
         # switched off, so that the goals it sent end before the stack closes
         assert stack.call(SetBool, "behavior/enable", SetBool.Request(data=False)).success
         assert stack.until(lambda: engine.running is None, REACTION_TIMEOUT)
