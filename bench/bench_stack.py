@@ -720,10 +720,13 @@ def main() -> None:
         table("bench_stack's runs so far, newest first, each read back from the block it wrote "
               "(this page as it is and as the repository kept it): issue #18's CPU goals as ours "
               "/ pycozmo, lowest-highest over a run's rounds (goal: at most 1.00), in the same "
-              "window and, where the run had it, each alone",
+              "window and, where the run had it, each alone; the face figures of a run whose face "
+              "rounds left the changer (the program that moves the gaze) out of ours are marked "
+              "'changer not counted'",
               stack_runs.HEADER, stack_runs.table_rows(runs), measured=False)
         table("Issue #18's goals over these runs: how many runs met each in every round (CPU: "
-              "ours / pycozmo at most 1.00), and the runs that missed it with their highest figure",
+              "ours / pycozmo at most 1.00; the face goal over the runs that counted the changer "
+              "only), and the runs that missed it with their highest figure",
               stack_runs.GOAL_HEADER, stack_runs.goal_rows(runs), measured=False)
 
 

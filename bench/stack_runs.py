@@ -9,6 +9,11 @@ that its summary table gave for issue #18's CPU goals, with the floor that its
 bare-relay rows measured and pycozmo's own CPU in its consumer rounds. So the figures of
 runs on different machines stand side by side without being copied by hand, and
 :func:`goal_rows` tallies over them how many runs met each goal.
+Runs before 2026-11-29 21:26 left the changer (the program that moves the gaze, and so
+makes the face change every frame) out of their face rounds, while pycozmo's figure has
+its own gaze moves: a run's row says whether its face rounds counted it, the table of
+runs marks the face figures of a run that did not, and the face goal is tallied over the
+runs that counted it only.
 ``bench_stack.py`` writes the table after each run; ``bench_stack.py --runs-only``
 writes it without measuring.
 """
@@ -90,19 +95,32 @@ def _span(values: List[float], digits: int = 2) -> str:
     return low if low == high else f"{low}-{high}"
 
 
+def counts_changer(header: List[str], rows: List[List[str]]) -> bool:
+    """Whether a face table's one-process rounds counted the changer: each names it in
+    "CPU % by process" ("stack 7.4 + changer 2.8")."""
+    at = header.index("CPU % by process")
+    own = [r for r in rows if r[0].startswith("one process") and "per node" not in r[0]]
+    return bool(own) and all("changer" in r[at] for r in own)
+
+
 def summarize(block: str) -> Optional[Dict[str, str]]:
     """One run's row: {"run", "cpu", "memory" (the one-process stack's RSS, lowest-highest
     over its rounds), each goal of
-    GOALS: "same window; each alone", "floor", "pycozmo"}; None for a block without the
-    per-goal summary (runs before --rounds)."""
+    GOALS: "same window; each alone", "floor", "pycozmo", "changer" ("counted" when its
+    face rounds counted the changer in ours, else "not counted")}; None for a block
+    without the per-goal summary (runs before --rounds)."""
     head = RUN_LINE.search(block)
     if head is None:
         return None
     row = {"run": head.group(1), "cpu": head.group(2).strip()}
     summary = relay = pycozmo = None
     row["memory"] = "-"
+    row["changer"] = "not counted"
     for header, rows in tables(block):
-        if "RSS MiB" in header and "set-up" in header:  # the one-process stack's total
+        if "frames/s at the robot" in header and "CPU % by process" in header:  # the face rounds
+            if counts_changer(header, rows):
+                row["changer"] = "counted"
+        elif "RSS MiB" in header and "set-up" in header:  # the one-process stack's total
             at = header.index("RSS MiB")
             row["memory"] = _span([float(r[at].strip("*")) for r in rows  # each round's
                                    if r[0].startswith("one process (") and "the stack" in r[1]], 1)
@@ -201,16 +219,21 @@ def _highest(span: str) -> float:
 def goal_rows(rows: List[Dict[str, str]]) -> List[List[str]]:
     """Issue #18's goals tallied over the runs (rows of :func:`runs`, newest first): [goal,
     runs that measured it, runs that met it (every round) in the same window, the same each
-    alone (of the runs that measured that), the runs that missed it with their figure]."""
+    alone (of the runs that measured that), the runs that missed it with their figure]. The
+    face goal counts only the runs whose face rounds counted the changer, and its goal cell
+    says how many runs were left out for that."""
     memory = [(r["run"], _highest(r["memory"])) for r in rows if r["memory"] != "-"]
     missed = [f"{run} ({mib:.1f})" for run, mib in memory if mib > MEMORY_LIMIT_MIB]
     out = [[MEMORY_GOAL, str(len(memory)), f"{len(memory) - len(missed)} of {len(memory)}", "-",
             ", ".join(missed) or "none"]]
     for goal in GOALS:
-        measured = same_met = alone_runs = alone_met = 0
+        measured = same_met = alone_runs = alone_met = left_out = 0
         missed = []
         for r in rows:
             if r[goal] == "-":
+                continue
+            if goal == FACE and r.get("changer") != "counted":
+                left_out += 1  # its "ours" lacks the gaze moves that pycozmo's figure has
                 continue
             same, _, alone = r[goal].partition("; ")
             measured += 1
@@ -227,8 +250,14 @@ def goal_rows(rows: List[Dict[str, str]]) -> List[List[str]]:
                     why.append(f"each alone {_highest(alone):.2f}")
             if why:
                 missed.append(f"{r['run']} ({'; '.join(why)})")
-        out.append([goal, str(measured), f"{same_met} of {measured}",
-                    f"{alone_met} of {alone_runs}" if alone_runs else "-", ", ".join(missed) or "none"])
+        name = goal
+        if goal == FACE:
+            runs_out = f"{left_out}{' earlier' if measured else ''} run{'s' if left_out != 1 else ''}"
+            name += f" (the changer counted; {runs_out} left it out, not tallied)" if left_out else \
+                " (the changer counted)"
+        out.append([name, str(measured), f"{same_met} of {measured}" if measured else "-",
+                    f"{alone_met} of {alone_runs}" if alone_runs else "-",
+                    ", ".join(missed) or ("none" if measured else "-")])
     return out
 
 
@@ -238,5 +267,12 @@ GOAL_HEADER = ["goal", "runs that measured it", "met (every round), same window"
 
 def table_rows(rows: List[Dict[str, str]]) -> List[List[str]]:
     """The cells of the table of runs, for rows of :func:`runs`."""
-    return [[r["run"], r["cpu"], r["code"], r["memory"]] + [r[goal] for goal in GOALS]
+    return [[r["run"], r["cpu"], r["code"], r["memory"]] + [_cell(r, goal) for goal in GOALS]
             + [r["floor"], r["pycozmo"]] for r in rows]
+
+
+def _cell(row: Dict[str, str], goal: str) -> str:
+    """A run's figures for ``goal``, its face figures marked when its rounds left the changer out."""
+    if goal == FACE and row[goal] != "-" and row.get("changer") != "counted":
+        return f"{row[goal]} (changer not counted)"
+    return row[goal]
