@@ -25,6 +25,7 @@ import yaml
 from cozmo_driver import robot_geometry as geo
 from cozmo_driver.driver.parameters import PARAMETERS_BY_NAME
 from dependencies import require
+from ros_timeouts import CONNECT_TIMEOUT
 
 ROOT = Path(__file__).resolve().parents[2]
 NAV2 = ROOT / "config" / "nav2_params.yaml"
@@ -358,7 +359,11 @@ def test_a_nav2_shaped_controller_drives_the_robot_through_cmd_vel(rclpy_context
 
         try:
             assert node.start()
-            assert spin_until(lambda: state["odom"] is not None and frames in state["tf"], 5.0)
+            # node.start() returns while the link is being made: odom and its tf come once connected
+            assert spin_until(lambda: state["odom"] is not None and frames in state["tf"], CONNECT_TIMEOUT), (
+                f"within {CONNECT_TIMEOUT:.0f} s of start: odom "
+                f"{'came' if state['odom'] is not None else 'never came'}, tf {frames[0]}->{frames[1]} "
+                f"{'came' if frames in state['tf'] else 'never came'} (transforms seen: {sorted(state['tf'])})")
             odom = state["odom"]
             assert (odom.header.frame_id, odom.child_frame_id) == frames
             start_truth = sim.true_pose()
