@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import pytest
@@ -24,6 +25,8 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
 
 #: a child must be gone this long after its parent died (it gets SIGTERM at once)
 GONE_WITHIN_S = 5.0
+#: a child must have said it is past exit_with_parent() within this (a Python start-up)
+STARTED_WITHIN_S = 30.0
 
 #: a child that calls exit_with_parent() and then waits, reporting on stdout
 CHILD = textwrap.dedent("""
@@ -62,6 +65,20 @@ def _wait_gone(pid: int, timeout: float = GONE_WITHIN_S) -> bool:
     return not alive(pid)
 
 
+#: what a test says when its child printed no line within STARTED_WITHIN_S
+_SILENT = f"the child said nothing within {STARTED_WITHIN_S:.0f} s: it did not get past exit_with_parent()"
+
+
+def _read_line(stream, timeout: float = STARTED_WITHIN_S) -> str:
+    """The next line of ``stream``; '' if none came within ``timeout`` (or the stream ended).
+    The reader thread left blocked ends with the stream, when the test kills its processes."""
+    lines: list = []
+    reader = threading.Thread(target=lambda: lines.append(stream.readline()), daemon=True)
+    reader.start()
+    reader.join(timeout)
+    return lines[0] if lines else ""
+
+
 def _start_parent(mode: str, env: str, *command: str) -> tuple:
     """(parent process, pid of its child) once both run."""
     parent = subprocess.Popen([sys.executable, "-c", PARENT, mode, env, *command],
@@ -80,7 +97,11 @@ def _start_parent(mode: str, env: str, *command: str) -> tuple:
 def test_a_child_ends_when_its_parent_is_killed(mode, env, command):
     parent, child = _start_parent(mode, env, *command)
     try:
-        time.sleep(0.5 if mode == "preexec" else 1.5)  # the child is past its start-up
+        if CHILD in command:
+            # the child is past exit_with_parent(), which took the parent's pid from the variable
+            said = _read_line(parent.stdout)
+            assert said.split() == ["child", str(child), "set=True", "left=None"], said or _SILENT
+        # (the preexec_fn ran before the exec, which Popen awaited before the parent said "parent")
         assert alive(child)
         parent.kill()                                    # SIGKILL: no clean-up of its own
         parent.wait(timeout=5)
@@ -106,11 +127,15 @@ def test_a_process_between_the_parent_and_the_child_is_no_death():
     parent, shell = _start_parent("none", "env", "sh", "-c", script)
     children = []
     try:
-        time.sleep(2.0)
+        # the child is past exit_with_parent(): it found the parent among its ancestors, the
+        # shell between them, and lives on
+        said = _read_line(parent.stdout)
+        words = said.split()
+        assert words[:1] == ["child"] and words[2:] == ["set=True", "left=None"], said or _SILENT
         assert alive(shell) and parent.poll() is None
         with open(f"/proc/{shell}/task/{shell}/children") as stream:
             children = [int(pid) for pid in stream.read().split()]
-        assert len(children) == 1 and alive(children[0])
+        assert children == [int(words[1])] and alive(children[0]), (children, said)
     finally:
         parent.kill()
         parent.wait(timeout=5)
