@@ -197,8 +197,12 @@ def test_reboot_over_udp_and_reconnect(sim):
 def test_a_second_client_waits_until_the_first_lets_go(how):
     """Anki's firmware (link_policy "firmware", the default) ignores anyone else while a
     link lives: a second program's RESETs go unanswered until the first disconnects, or,
-    killed without a word, until the robot's timeout has passed without hearing it."""
-    config = RobotConfig(seed=4, peer_timeout=1.0)
+    killed without a word, until the robot's timeout has passed without hearing it.
+
+    The first holds the link by its pings (every 0.5 s, from a thread in this process): the
+    robot's peer_timeout is 2 s so that a thread starved for a while on a loaded machine does
+    not lose the link during the 1.5 s the second is refused."""
+    config = RobotConfig(seed=4, peer_timeout=2.0)
     with SimServer(host="127.0.0.1", port=0, config=config) as sim, \
             UdpEngine(sim.address) as first, UdpEngine(sim.address) as second:
         first.initialise()
@@ -216,7 +220,8 @@ def test_a_second_client_waits_until_the_first_lets_go(how):
         else:
             first.transport.call(lambda: first.session.disconnect(time.monotonic()))
         second.connect()  # a new attempt (the first gave up after its connect_timeout)
-        assert second.wait(second.has("FirmwareSignature"), 4.0), "the second client never got the robot"
+        assert second.wait(second.has("FirmwareSignature"), config.peer_timeout + 3), \
+            "the second client never got the robot"
         waited = time.monotonic() - let_go
         # how the robot let the first go: a link it gave up on, silent for its peer_timeout,
         # is counted lost; one the first ended with its Disconnect is not (it let go at once,
