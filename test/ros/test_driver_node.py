@@ -508,19 +508,32 @@ def test_bad_commands_change_nothing(make_driver):
     assert h.sim.wheel_speeds() == (0.0, 0.0)
 
 
-def test_stamped_cmd_vel_checks_the_frame(make_driver):
+def test_stamped_cmd_vel_checks_the_frame(make_driver, cmd_vel_served_by, rclpy_log):
+    """A TwistStamped in a frame other than the robot's is refused with a warning naming the
+    frame, and drives nothing; one in base_link drives. The refused one is awaited (the refused
+    counter), and drives at another speed: had it driven late, its DriveWheels would come first."""
     h = make_driver(cmd_vel_stamped=True)
+    assert (h.node._cmd_vel_thread is None) == (cmd_vel_served_by == "executor")
     pub = h.probe.create_publisher(TwistStamped, "cmd_vel", 10)
     assert h.spin_until(lambda: pub.get_subscription_count() > 0, DISCOVERY_TIMEOUT)
+
+    def drives() -> List[float]:
+        return [m.lwheel_speed_mmps for _, m in h.sim.commands() if m.NAME == "DriveWheels"]
+
     msg = TwistStamped()
     msg.header.frame_id = "map"
     msg.twist.linear.x = 0.05
+    refused = h.node._refused
     pub.publish(msg)
-    h.spin_for(0.3)
-    assert h.sim.command_counts().get("DriveWheels", 0) == 0
+    assert h.spin_until(lambda: h.node._refused == refused + 1, 2.0), "the cmd_vel in 'map' was not refused"
+    assert rclpy_log.said(h.node, LoggingSeverity.WARN, "cmd_vel refused: cmd_vel.header.frame_id = 'map'")
+    assert drives() == []
     msg.header.frame_id = "base_link"
+    msg.twist.linear.x = 0.08
     pub.publish(msg)
-    assert h.spin_until(lambda: h.sim.command_counts().get("DriveWheels", 0) == 1, 2.0)
+    assert h.spin_until(lambda: drives(), 2.0), "the cmd_vel in 'base_link' did not drive"
+    assert drives()[0] == 80.0, drives()
+    assert h.node._refused == refused + 1
 
 
 def test_a_stale_stamped_cmd_vel_is_refused(make_driver, cmd_vel_served_by, rclpy_log):
