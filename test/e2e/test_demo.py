@@ -896,13 +896,14 @@ def test_the_demo_drives_the_simulated_robot_through_ros(tmp_path, capsys, monke
     assert float(np.asarray(camera).std()) > 20.0                         # not blank
     face = Image.open(artifacts / "face.png")
     assert face.size == (544, 288)
-    face_shown = re.search(r"^face: '?happy'? via|^face: a rendered 'happy' face", out, re.M)
+    # a face node runs here (the stack's, or the stand-in where none is installed): the face
+    # goes through it, by its service or its topic, not by the driver's display topic (the
+    # demo's way when no face node runs) nor skipped
+    assert re.search(r"^face: 'happy' via (service /set_face_expression|topic /face/expression)\b",
+                     out, re.M), out[-2500:]
     if stand_in is not None:
-        assert stand_in.received == ["happy"] and face_shown, out[-2500:]
-    if face_shown:
-        assert colour_count(face, art.FACE_LIT_RGB) > 9 * 200             # lit pixels
-    else:
-        assert "face: skipped" in out
+        assert stand_in.received == ["happy"], out[-2500:]
+    assert colour_count(face, art.FACE_LIT_RGB) > 9 * 200                 # lit pixels
     trajectory = Image.open(artifacts / "trajectory.png")
     assert trajectory.size == (760, 760)
     assert colour_count(trajectory, art.ODOMETRY_RGB) > 500
