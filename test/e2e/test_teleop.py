@@ -73,6 +73,11 @@ TELEOP_SPEED, TELEOP_TURN = 0.5, 1.0
 WATCHDOG_LOG = "treads stopped"
 #: odom speeds below these are standing still
 STILL_MPS, STILL_RADPS = 1e-3, 1e-2
+#: the turn: 'j' until odom shows this much (rad), one every this often after the first three (s)
+TURNED_RAD, TURN_KEY_EVERY_S = 0.15, 0.05
+#: how much sooner than cmd_vel_timeout two keys' Twists must arrive here for no watchdog stop
+#: to be allowed between them: a key may reach the driver that much later than this node (s)
+KEY_GAP_MARGIN_S = 0.25
 
 
 def topic(name: str) -> str:
@@ -321,13 +326,21 @@ def test_teleop_keys_drive_the_robot_and_the_watchdog_stops_it(probe):
             assert abs(end.pose.pose.position.y - start.pose.pose.position.y) < 0.005
             assert abs(math.remainder(yaw_of(end) - yaw_of(start), math.tau)) < 0.02
 
-            # turn left: 'j' three times, then 'k' stops it
+            # turn left: 'j' three times, each as soon as the one before arrived, then every
+            # TURN_KEY_EVERY_S until odom shows the turn, then 'k' stops it; when each key's
+            # Twist arrived here (about when it reached the driver, a subscriber as this is)
             watchdog_stops = launch.output.count(WATCHDOG_LOG)
             start = probe.last_odom
-            for _ in range(3):
-                last_turn = press(probe, teleop, "j", 0.0, TELEOP_TURN)
-                probe.spin_for(0.1)
+            keys: List[float] = []
+
+            def turned_enough() -> bool:
+                return math.remainder(yaw_of(probe.last_odom) - yaw_of(start), math.tau) >= TURNED_RAD
+            while len(keys) < 3 or not probe.spin_until(turned_enough, TURN_KEY_EVERY_S):
+                assert not keys or keys[-1] - keys[0] < 15.0, (
+                    f"the robot did not turn after {len(keys)} x 'j'; {launch.describe()}")
+                keys.append(press(probe, teleop, "j", 0.0, TELEOP_TURN))
             stopped_at = press(probe, teleop, "k", 0.0, 0.0)
+            keys.append(stopped_at)
             assert probe.spin_until(
                 lambda: probe.odom[-1][0] > stopped_at + timeout + 1.0, timeout + 5.0)
             resting = [m for t, m in probe.odom_since(stopped_at + timeout)]
@@ -337,13 +350,23 @@ def test_teleop_keys_drive_the_robot_and_the_watchdog_stops_it(probe):
             end = probe.last_odom
             turned = math.remainder(yaw_of(end) - yaw_of(start), math.tau)
             assert turned > 0.1, f"turned {turned:.3f} rad"
-            print(f"turned {turned:.3f} rad")
+            print(f"turned {turned:.3f} rad after {len(keys) - 1} x 'j'")
             assert math.hypot(end.pose.pose.position.x - start.pose.pose.position.x,
                               end.pose.pose.position.y - start.pose.pose.position.y) < 0.005
-            # 'k' stopped it, not the watchdog (a zero cmd_vel leaves it nothing to do)
-            assert launch.output.count(WATCHDOG_LOG) == watchdog_stops, (
-                f"a watchdog stop after 'k', which came {stopped_at - last_turn:.2f} s after "
-                f"the last 'j'; {launch.describe()}")
+            # 'k' stopped it, not the watchdog (a zero cmd_vel leaves it nothing to do). The
+            # watchdog may stop the treads where two keys reached the driver cmd_vel_timeout
+            # apart (a loaded machine): not where they came here less than
+            # cmd_vel_timeout - KEY_GAP_MARGIN_S apart, 'k' after the last 'j' included
+            gaps = [later - earlier for earlier, later in zip(keys, keys[1:])]
+            long_gaps = [gap for gap in gaps if gap >= timeout - KEY_GAP_MARGIN_S]
+            stops = launch.output.count(WATCHDOG_LOG) - watchdog_stops
+            assert stops <= len(long_gaps), (
+                f"{stops} watchdog stop(s) while the turn's keys came "
+                f"{', '.join(f'{gap:.2f}' for gap in gaps)} s apart (cmd_vel_timeout {timeout} s); "
+                f"{launch.describe()}")
+            if long_gaps:
+                print(f"keys {len(long_gaps)} time(s) {timeout - KEY_GAP_MARGIN_S:g} s or more apart: "
+                      f"{stops} watchdog stop(s) allowed there")
 
             # Ctrl-C: teleop exits 0; it publishes a last zero Twist on its way out, which may
             # or may not leave the process before it ends (nothing waits for it): whatever
