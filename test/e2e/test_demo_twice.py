@@ -93,9 +93,14 @@ def check_succeeded(output):
     assert error and float(error.group(1)) < 5.0, output[-2000:]
     assert re.search(r"^animation: 'nod_yes' via action /play_animation: succeeded", output, re.M)
     assert re.search(r"^sound: sound\.wav via action /play_audio: succeeded", output, re.M)
-    # odometry from its own driver only: two drivers' would come at twice the rate
+    # odometry from its own driver only: two drivers' would come at twice the rate, about
+    # 66 Hz against 33 in every 1 s window while both run. Their mean from the first window
+    # with odometry on (the odometry of the run, per second) is compared, not the largest
+    # window: after a stall of the driver or of the demo (two stacks on a small machine) the
+    # messages held back come in the next window, which then shows more than 45 Hz
     rates = [int(rate) for rate in re.findall(r"\| odom +(\d+) Hz", output)]
-    assert rates and max(rates) < 45, rates
+    flowing = rates[next((i for i, rate in enumerate(rates) if rate > 0), len(rates)):]
+    assert flowing and sum(flowing) / len(flowing) < 45, rates
     pids = [int(pid) for pid in re.findall(r"started \S+ \(\S+, pid (\d+)\)", output)]
     assert pids and not [pid for pid in pids if alive(pid)]
 
