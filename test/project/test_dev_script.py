@@ -675,6 +675,79 @@ def test_demo_and_test_help_come_from_the_programs_once_built_without_setting_up
     assert proc.stdout.endswith("\npython was given: -m pytest test/x.py -h\n"), proc.stdout
 
 
+def _kit(tmp_path: Path) -> Path:
+    """A stand-in ros-upstream kit: a directory with an install.sh (never run here)."""
+    kit = tmp_path / "kit"
+    kit.mkdir(exist_ok=True)
+    (kit / "install.sh").write_text("echo 'the kit step began' >&2\nexit 1\n")
+    return kit
+
+
+@pytest.mark.parametrize("command", ["test-wheels", "test-kit"])
+def test_one_environment_test_help_sets_up_nothing_before_it_is_built(tmp_path, command):
+    """`./dev test-wheels --help` ran the wheel venv's set-up first, and `./dev test-kit
+    --help` the kit environment's (its install.sh and colcon build: minutes), to show
+    pytest's options, as ./dev test --help did. Now, with nothing built, they print ./dev's
+    lines of the command, what the first real run sets up and how long it takes, and where
+    pytest's options are described meanwhile; nothing is set up."""
+    made, setup_cmd, takes = {"test-wheels": (".venv", "setup", "about a minute"),
+                              "test-kit": (".venv-kit, its colcon install", "setup-kit", "about four minutes")}[command]
+    kit = str(_kit(tmp_path))
+    for args in ("--help", "-h", "test/x.py -v --help"):
+        proc = _sourced(tmp_path, f"{_NO_SET_UP}main {command} {args}", COZMO_ROS_UPSTREAM=kit)
+        assert proc.returncode == 0 and "SET-UP RAN" not in proc.stderr, proc.stdout + proc.stderr
+        assert proc.stdout.startswith(f"  ./dev {command} [ARGS]  "), proc.stdout
+        assert "ARGS go to pytest; --help sets up nothing" in proc.stdout, proc.stdout
+        assert "./dev setup          install everything" not in proc.stdout, proc.stdout
+        said = (f"pytest's options (ARGS) are listed here once the set-up ({made}) is done; it is not yet.\n"
+                f"The first real run (./dev {command}, or ./dev {setup_cmd}) does it: {takes} on a\n")
+        assert said in proc.stdout, proc.stdout
+        assert proc.stdout.endswith("described in docs/development.md (Testing).\n"), proc.stdout
+    assert not list(tmp_path.glob(".venv*"))
+    # without a help, the command sets up as before
+    proc = _sourced(tmp_path, f"{_NO_SET_UP}main {command} test/x.py -v", COZMO_ROS_UPSTREAM=kit)
+    assert proc.returncode == 97 and "SET-UP RAN" in proc.stderr, proc.stdout + proc.stderr
+
+
+def test_test_kit_help_without_the_kit_says_the_set_up_needs_it(tmp_path):
+    """Where there is no ros-upstream kit, the first real `./dev test-kit` cannot set up:
+    its --help says so, and what to do, rather than only that the run sets up."""
+    (tmp_path / "no-kit").mkdir()
+    proc = _sourced(tmp_path, f"{_NO_SET_UP}main test-kit --help", COZMO_ROS_UPSTREAM=str(tmp_path / "no-kit"))
+    assert proc.returncode == 0 and "SET-UP RAN" not in proc.stderr, proc.stdout + proc.stderr
+    assert proc.stdout.endswith(
+        "described in docs/development.md (Testing).\nThat set-up needs the ros-upstream kit, not found: "
+        "put shared/ beside the checkout or set COZMO_ROS_UPSTREAM.\n"), proc.stdout
+
+
+def test_one_environment_test_help_comes_from_its_pytest_once_built_without_setting_up(tmp_path):
+    """With the environment built, the help is its own pytest's, given every argument: the
+    wheel venv's for test-wheels, the kit environment's (its colcon install sourced) for
+    test-kit; neither is set up for it."""
+    bin_dir = tmp_path / ".venv" / "bin"
+    kit_bin = tmp_path / ".venv-kit" / "bin"
+    install = tmp_path / ".venv-kit" / "colcon" / "install"
+    for directory in (bin_dir, kit_bin, install):
+        directory.mkdir(parents=True)
+    for name in ("python", "pytest"):
+        (bin_dir / name).write_text(f'#!/bin/sh\necho "{name} was given: $*"\n')
+        (bin_dir / name).chmod(0o755)
+    (kit_bin / "pytest").write_text('#!/bin/sh\necho "the kit\'s pytest ($KIT_INSTALL) was given: $*"\n')
+    (kit_bin / "pytest").chmod(0o755)
+    (install / "setup.bash").write_text("export KIT_INSTALL=sourced\n")
+    kit = str(_kit(tmp_path))
+    proc = _sourced(tmp_path, f"{_NO_SET_UP}main test-wheels test/x.py -h", COZMO_ROS_UPSTREAM=kit)
+    assert proc.returncode == 0 and "SET-UP RAN" not in proc.stderr, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("  ./dev test-wheels [ARGS]  set up, then run the tests in the wheel venv"), \
+        proc.stdout
+    assert proc.stdout.endswith("\npython was given: -m pytest test/x.py -h\n"), proc.stdout
+    proc = _sourced(tmp_path, f"{_NO_SET_UP}main test-kit --help -v", COZMO_ROS_UPSTREAM=kit)
+    assert proc.returncode == 0 and "SET-UP RAN" not in proc.stderr, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("  ./dev test-kit [ARGS]     set up the kit environment, then run the tests"), \
+        proc.stdout
+    assert proc.stdout.endswith("\nthe kit's pytest (sourced) was given: --help -v\n"), proc.stdout
+
+
 def _fake_system_python(tmp_path: Path, *, ensurepip: bool, venv_works: bool = True) -> Path:
     """A stand-in for a stock Debian/Ubuntu python3: no pip module, ensurepip (python3.X-venv)
     only if ``ensurepip``; its ``-m venv DIR`` (logged to venv_calls) makes, if ``venv_works``,
