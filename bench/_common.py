@@ -145,12 +145,13 @@ def measure(fn: Callable[[], object], min_reps: int, min_seconds: float) -> Tupl
 
 
 def table(title: str, header: Sequence[str], rows: Sequence[Sequence[object]],
-          measured: bool = True) -> None:
+          measured: bool = True, since: Optional[float] = None) -> None:
     """Print a titled table, columns left-aligned to their widest cell (``measured``: its
-    title in docs/benchmarks.md gives the machine's load while it was measured; false for a
-    table that measures nothing, such as one read from earlier runs)."""
+    title in docs/benchmarks.md gives the machine's load while it was measured, since
+    ``since`` (:func:`window_start`) or else since the previous table; false for a table
+    that measures nothing, such as one read from earlier runs)."""
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    record_table(title, header, rows, measured)
+    record_table(title, header, rows, measured, since)
     print(f"\n{title}")
     print("  " + "  ".join(str(h).ljust(w) for h, w in zip(header, widths)))
     print("  " + "  ".join("-" * w for w in widths))
@@ -227,28 +228,53 @@ def _load1() -> float:
 
 
 class BenchReport:
-    """The tables of one benchmark run, each with the load average sampled (every second,
-    on a thread of its own) while it was measured: since the previous table."""
+    """The tables of one benchmark run, each with the machine's load average while it was
+    measured. The load is sampled every ``every`` seconds on a thread of its own (None: only
+    when :meth:`sample` is called), and each sample is kept, with its ``clock`` time, for the
+    whole run: a table's window is since the previous table, or since the ``since`` it is
+    given (a time of ``clock``, :func:`time.monotonic` by default), until it is added."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, clock: Callable[[], float] = time.monotonic,
+                 load: Callable[[], float] = _load1, every: Optional[float] = 1.0) -> None:
         self.name = name
         self.started = datetime.datetime.now()
         self.tables: List[str] = []
-        self._samples: List[float] = [_load1()]
+        self._clock = clock
+        self._load = load
+        self._samples: List[Tuple[float, float]] = []  # (clock time, load average)
         self._lock = threading.Lock()
+        self._previous = self.sample()  # where a table without ``since`` starts
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, name="loadavg", daemon=True)
-        self._thread.start()
+        self._thread: Optional[threading.Thread] = None
+        if every is not None:
+            self._thread = threading.Thread(target=self._sample_every, args=(every,), name="loadavg",
+                                            daemon=True)
+            self._thread.start()
 
-    def _sample(self) -> None:
-        while not self._stop.wait(1.0):
-            with self._lock:
-                self._samples.append(_load1())
+    def _sample_every(self, every: float) -> None:
+        while not self._stop.wait(every):
+            self.sample()
+
+    def sample(self) -> float:
+        """Take a sample of the load average now; its time (of the report's clock)."""
+        with self._lock:
+            t = self._clock()
+            self._samples.append((t, self._load()))
+        return t
+
+    def window(self, since: float, until: float) -> List[float]:
+        """The load averages sampled from ``since`` to ``until`` (clock times), both included."""
+        with self._lock:
+            return [load for t, load in self._samples if since <= t <= until]
 
     def add(self, title: str, header: Sequence[object], rows: Sequence[Sequence[object]],
-            measured: bool = True) -> None:
-        with self._lock:
-            samples, self._samples = self._samples + [_load1()], [_load1()]
+            measured: bool = True, since: Optional[float] = None) -> None:
+        """Add a table; ``measured``: its title gives the load of its window, since ``since``
+        (a time of the report's clock: the start of the measurement it comes from) or, without
+        it, since the previous table (the start of the run for the first), until now."""
+        now = self.sample()
+        start, self._previous = (self._previous if since is None else min(since, now)), now
+        samples = self.window(start, now)  # never empty: the sample just taken is in it
         load = (f" (load average (1 min) while measured: mean {sum(samples) / len(samples):.2f}, "
                 f"max {max(samples):.2f} on {os.cpu_count()} cores)") if measured else ""
         cell = lambda c: str(c).replace("|", "/")  # noqa: E731
@@ -260,7 +286,8 @@ class BenchReport:
 
     def markdown(self) -> str:
         self._stop.set()
-        self._thread.join(timeout=2.0)
+        if self._thread is not None:
+            self._thread.join(timeout=2.0)
         args = " ".join(sys.argv[1:])
         script = Path(sys.argv[0]).name
         head = (f"Run on {self.started:%Y-%m-%d %H:%M} by `bench/{script}{' ' + args if args else ''}`: "
@@ -273,10 +300,18 @@ _report: Optional[BenchReport] = None
 
 
 def record_table(title: str, header: Sequence[object], rows: Sequence[Sequence[object]],
-                 measured: bool = True) -> None:
-    """Add a table to the running :func:`bench_report` (nothing outside one)."""
+                 measured: bool = True, since: Optional[float] = None) -> None:
+    """Add a table to the running :func:`bench_report` (nothing outside one); ``since``: the
+    start of the measurement it comes from (:func:`window_start`), else the previous table."""
     if _report is not None:
-        _report.add(title, header, rows, measured)
+        _report.add(title, header, rows, measured, since)
+
+
+def window_start() -> float:
+    """The start of a measurement whose tables are added later (after another measurement, or
+    together): the ``since`` to give them (:func:`table`, :func:`record_table`), so that their
+    load is the load of the whole measurement. The running report takes a sample then."""
+    return _report.sample() if _report is not None else time.monotonic()
 
 
 @contextmanager

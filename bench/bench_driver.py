@@ -58,7 +58,7 @@ import time
 from typing import Any, Dict, List, Optional, Tuple
 
 from _common import (ROOT, bench_report, console, cpu_seconds, isolate_ros, lifeline_env, rss_mib,  # noqa: E402
-                     stats_ms, stop_process, table)
+                     stats_ms, stop_process, table, window_start)
 
 isolate_ros()
 
@@ -426,6 +426,7 @@ def main() -> Tuple[Dict[str, Any], Dict[str, Any]]:
     print(f"ROS_DOMAIN_ID={os.environ['ROS_DOMAIN_ID']}, discovery "
           f"{os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE']}, {os.cpu_count()} cores")
     companion_s = 1.0 + len(CPU_CASES) * 11.5  # the driver's CPU cases, with their settling
+    started = window_start()  # both tables come from both measurements: their load is since then
     ours = bench_ours((lambda: PycozmoCpuClient(companion_s)) if pycozmo is not None else None)
     ref = bench_pycozmo() if pycozmo is not None else {}
     rows = []
@@ -434,7 +435,7 @@ def main() -> Tuple[Dict[str, Any], Dict[str, Any]]:
         if ref:
             rows.append(["pycozmo", ref_name] + stats_ms(ref.get(key, [])))
     table("Latency, ms (same machine, simulated robot on 127.0.0.1)",
-          ["who", "path", "samples", "median", "p99", "max"], rows)
+          ["who", "path", "samples", "median", "p99", "max"], rows, since=started)
     rows = []
     for label, _ in CPU_CASES:
         r = ours[f"cpu {label}"]
@@ -449,7 +450,7 @@ def main() -> Tuple[Dict[str, Any], Dict[str, Any]]:
           "the driver's rows name what is subscribed; pycozmo's client runs at the same time on "
           "its own simulator and is measured over the same 10 s windows",
           ["process", "CPU %", "pycozmo CPU %, same window", "RSS MiB", "states/s delivered",
-           "images/s delivered"], rows)
+           "images/s delivered"], rows, since=started)
     return ours, ref
 
 

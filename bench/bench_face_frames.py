@@ -34,7 +34,8 @@ import threading
 import time
 from typing import Dict, List, Optional, Tuple
 
-from _common import ROOT, bench_report, console, cpu_seconds, isolate_ros, stop_process, table  # noqa: E402
+from _common import (ROOT, bench_report, console, cpu_seconds, isolate_ros, stop_process, table,  # noqa: E402
+                     window_start)
 
 from cozmo_driver.lifeline import PARENT_PID_ENV, parent_death_preexec  # noqa: E402
 
@@ -405,11 +406,13 @@ def main() -> None:
         parser.error("--seconds must be > 0 and --warmup >= 0")
     isolate_ros()
     with bench_report("bench_face_frames"):
+        started = window_start()  # both tables come from the one run: their load is the run's
         frames, cpu = run(options.seconds, options.warmup)
         table(f"A face changing every frame: the source's frames at the robot, {options.seconds:g} s "
               "window (simulator, driver and source each a process on 127.0.0.1)",
-              ["what", "measured"], frames)
-        table(f"CPU % of one core over the same {options.seconds:g} s", ["process", "CPU %"], cpu)
+              ["what", "measured"], frames, since=started)
+        table(f"CPU % of one core over the same {options.seconds:g} s", ["process", "CPU %"], cpu,
+              since=started)
 
 
 if __name__ == "__main__":

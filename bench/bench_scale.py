@@ -67,7 +67,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import ROOT, bench_report, console, cpu_seconds, isolate_ros, pss_mib, rss_mib, table  # noqa: E402
+from _common import (ROOT, bench_report, console, cpu_seconds, isolate_ros, pss_mib, rss_mib, table,  # noqa: E402
+                     window_start)
 
 isolate_ros()
 
@@ -475,7 +476,8 @@ def escalated(stopped: List[Dict[str, Any]]) -> str:
     return f" ({term} of {len(stopped)} needed SIGTERM, {kill} SIGKILL)"
 
 
-def report(results: List[Dict[str, Any]], args: argparse.Namespace) -> None:
+def report(results: List[Dict[str, Any]], args: argparse.Namespace, since: Optional[float] = None) -> None:
+    """The tables of every N's results, each with the load since ``since`` (the start of the first N)."""
     cores = os.cpu_count() or 1
     rows = []
     for r in results:
@@ -509,7 +511,7 @@ def report(results: List[Dict[str, Any]], args: argparse.Namespace) -> None:
            "driver CPU % of one core, mean / max", "RSS MiB", "PSS MiB",
            f"odom Hz per robot, min / median (goal {GOAL_HZ:.0f})",
            "odom age at delivery ms (now - header.stamp), median / p99"] + camera_head
-          + ["load (1 min) in the window, mean / max"], rows)
+          + ["load (1 min) in the window, mean / max"], rows, since=since)
     rows = []
     for r in results:
         if "machine_busy_pct" not in r:
@@ -523,9 +525,9 @@ def report(results: List[Dict[str, Any]], args: argparse.Namespace) -> None:
     table(f"Where the machine's CPU went in the same windows (% of one core; the machine has {cores * 100} %); "
           "the rest is everything else running on the machine; N x PSS is the drivers' memory together",
           ["N", "machine busy", "drivers together", "simulators", "subscriber (this process)", "rest",
-           "drivers' PSS together MiB", "all drivers stopped, s after SIGINT to all"], rows)
+           "drivers' PSS together MiB", "all drivers stopped, s after SIGINT to all"], rows, since=since)
     rows = [[r["n"]] + ["yes" if ok else "NO" for ok in r["checks"].values()] for r in results]
-    table("The script's own checks", ["N"] + list(results[0]["checks"].keys()), rows)
+    table("The script's own checks", ["N"] + list(results[0]["checks"].keys()), rows, since=since)
 
 
 def readme_quote(results: List[Dict[str, Any]], camera: bool) -> None:
@@ -576,6 +578,7 @@ def main() -> Tuple[int, List[Dict[str, Any]], bool]:
           f"{os.cpu_count()} cores, N = {counts}, {args.seconds:.0f} s windows, "
           f"camera {'on' if args.camera else 'off'}", flush=True)
     results = []
+    started = window_start()  # every table has a row of each N: their load is the whole run's
     with tempfile.TemporaryDirectory(prefix="bench_scale_") as tmp:
         for n in counts:
             t = time.monotonic()
@@ -590,7 +593,7 @@ def main() -> Tuple[int, List[Dict[str, Any]], bool]:
                   f"({time.monotonic() - t:.0f} s)"
                   + (f"; {r['sims_restarted']} simulator(s) restarted: another program claimed the port"
                      if r.get("sims_restarted") else ""), flush=True)
-    report(results, args)
+    report(results, args, since=started)
     ok = all(all(r["checks"].values()) for r in results)
     if args.json is not None:
         args.json.write_text(json.dumps({"results": results, "ok": ok}, indent=1))

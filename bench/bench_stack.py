@@ -74,7 +74,7 @@ import time
 from typing import Callable, Dict, List, Optional
 
 from _common import (ROOT, bench_report, console, cpu_seconds, isolate_ros, lifeline_env,  # noqa: E402
-                     pss_mib, rss_mib, stop_process, table)
+                     pss_mib, rss_mib, stop_process, table, window_start)
 import stack_runs  # noqa: E402
 
 isolate_ros()
@@ -741,6 +741,7 @@ def measure(options: argparse.Namespace) -> None:
               memory(options.settle, options.rounds))
         table("Where a one-process stack's memory goes: RSS of one fresh process after each "
               "step", ["step", "RSS MiB", "added"], where_memory_goes())
+        face_started = window_start()  # the last two tables come from the face and consumer rounds
         table(f"Face changing every frame (gaze moved at 30 Hz), driver + face + the changer (the "
               f"program that publishes face/look_at), {options.seconds:g} s "
               "windows; pycozmo renders and sends its face at 30 fps in the same window, and "
@@ -760,11 +761,11 @@ def measure(options: argparse.Namespace) -> None:
               "frames, states or images in a window (its link stalled: an unacknowledged packet "
               "it does not send again while the robot talks; PROTOCOL_NOTES), so the round above "
               "was measured again", ["round", "attempt", "what pycozmo delivered"],
-              stalled or [["none", "", ""]])
+              stalled or [["none", "", ""]], since=face_started)
         table("CPU against pycozmo over the paired rounds above, in the same window and each "
               "alone (issue #18's goal: at most pycozmo's, a ratio <= 1.00 in every round)",
               ["measurement", "rounds", "ours / pycozmo, median", "lowest - highest",
-               "goal met in every round"], ratio_rows(ratios))
+               "goal met in every round"], ratio_rows(ratios), since=face_started)
 
 
 if __name__ == "__main__":

@@ -74,7 +74,7 @@ if __name__ == "__main__":
     ARGS = _arguments()   # --help: usage, before anything is started or imported
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import ROOT, bench_report, console, cpu_seconds, isolate_ros, table  # noqa: E402
+from _common import ROOT, bench_report, console, cpu_seconds, isolate_ros, table, window_start  # noqa: E402
 
 isolate_ros()
 
@@ -335,7 +335,9 @@ LABELS = {"driver": "driver node (`cozmo_driver_node`)",
           "bare": "a bare rclpy node publishing Odometry (the floor)"}
 
 
-def report(rounds: List[Dict[str, Dict[str, Any]]], args: argparse.Namespace, programs: List[str]) -> None:
+def report(rounds: List[Dict[str, Dict[str, Any]]], args: argparse.Namespace, programs: List[str],
+           since: Optional[float] = None) -> None:
+    """The tables of ``rounds``, each with the load since ``since`` (the start of the rounds)."""
     cache = "with this environment's byte-code settings" if args.as_is else \
         "byte code cached, as installed"
     rows = []
@@ -351,7 +353,7 @@ def report(rounds: List[Dict[str, Dict[str, Any]]], args: argparse.Namespace, pr
           f"(pycozmo: its first RobotState handled); {args.runs} rounds of fresh processes, each on a fresh "
           f"simulator on 127.0.0.1, {cache} ({os.cpu_count()} cores)",
           ["program", "runs with a first message", "median", "min - max",
-           "subscriber matched the publisher, median", "CPU s used by then, median"], rows)
+           "subscriber matched the publisher, median", "CPU s used by then, median"], rows, since=since)
     rows = []
     for program in ("driver", "bare"):
         firsts = [r[program].get("first_s") for r in rounds if program in r]
@@ -363,7 +365,7 @@ def report(rounds: List[Dict[str, Dict[str, Any]]], args: argparse.Namespace, pr
     table(f"Issue #18's start-up goal, the first odom at most {GOAL_S:g} s after the process started, in "
           f"the same rounds (a start with no first odom counts as missing it)",
           ["program", "median s", f"starts within {GOAL_S:g} s", "met at the median", "met in every start"],
-          rows)
+          rows, since=since)
     phase_runs = [r["phases"] for r in rounds if "phases" in r]
     at: Dict[str, List[Optional[float]]] = {}
     for run in phase_runs:
@@ -385,7 +387,7 @@ def report(rounds: List[Dict[str, Dict[str, Any]]], args: argparse.Namespace, pr
         table("Where the driver's start-up goes (the driver through the timing wrapper): s since its "
               "process was started, at the end of each phase (the robot's readiness: at its start), "
               "in the order of their medians",
-              ["phase", "median", "min - max", "after the row above, median"], rows)
+              ["phase", "median", "min - max", "after the row above, median"], rows, since=since)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -402,6 +404,7 @@ def main(args: argparse.Namespace) -> int:
         if cache is not None:   # warm-up: fill the byte-code cache; not counted
             one_round(0, args, env, logs, programs)
         rounds = []
+        started = window_start()  # every table comes from all the rounds
         for k in range(1, args.runs + 1):
             rounds.append(one_round(k, args, env, logs, programs))
             line = ", ".join(f"{p} {fmt(r.get('first_s'))} s" for p, r in rounds[-1].items())
@@ -409,7 +412,7 @@ def main(args: argparse.Namespace) -> int:
             for p, r in rounds[-1].items():
                 if r.get("first_s") is None:
                     print(f"--- {p}: no first message; log tail:\n{r.get('log_tail', '')}", flush=True)
-    report(rounds, args, programs)
+    report(rounds, args, programs, since=started)
     return 0
 
 

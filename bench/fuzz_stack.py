@@ -73,7 +73,7 @@ from pathlib import Path
 from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
 
 import _common  # bench/ is the script's directory
-from _common import bench_report, cpu_seconds, keep_discovery_local, table
+from _common import bench_report, cpu_seconds, keep_discovery_local, table, window_start
 
 # ----------------------------------------------------------------------------- constants
 
@@ -1116,7 +1116,8 @@ def _fmt(value: Any, digits: int = 1) -> str:
     return str(value)
 
 
-def report(result: Dict[str, Any]) -> None:
+def report(result: Dict[str, Any], since: Optional[float] = None) -> None:
+    """The tables of the run, each with the load since ``since`` (the run's start)."""
     windows = result.get("windows", [])
     n_total = result["fuzz"]["total"] if result.get("fuzz") else 0
     title = (f"Driver and simulator under {n_total} bad datagrams in {_fmt(result['seconds'], 0)} s "
@@ -1135,7 +1136,7 @@ def report(result: Dict[str, Any]) -> None:
                      f"{_fmt(e['median'], 2)}/{_fmt(e['p99'], 2)}/{_fmt(e['max'], 2)}",
                      _fmt(w["true_speed_mmps"]),
                      "/".join(_fmt(cpu.get(k), 0) for k in ("driver", "sim", "fuzzer", "this (ROS probe)"))])
-    table(title, header, rows)
+    table(title, header, rows, since=since)
     if result.get("fuzz"):
         sent = result["fuzz"]["sent"]
         kinds = [k for k in KINDS if any(k in sent[t] for t in TARGETS)]
@@ -1143,12 +1144,13 @@ def report(result: Dict[str, Any]) -> None:
         rows.append(["all"] + [sum(sent[t].get(k, 0) for t in TARGETS) for k in kinds] + [n_total])
         table(f"Datagrams sent, by target and kind (in {_fmt(result['fuzz']['elapsed_s'], 0)} s; "
               f"send errors {result['fuzz']['errors']['send_errors']}, would block "
-              f"{result['fuzz']['errors']['would_block']})", ["target"] + kinds + ["total"], rows)
+              f"{result['fuzz']['errors']['would_block']})", ["target"] + kinds + ["total"], rows,
+              since=since)
     names = sorted({k for w in windows for k in w["counters"]})
     if names:
         rows = [[k] + [_fmt(w["counters"].get(k), 0) for w in windows] for k in names]
         table("What the driver counted in each period (link_status, /diagnostics, its log)",
-              ["counter"] + [w["name"] for w in windows], rows)
+              ["counter"] + [w["name"] for w in windows], rows, since=since)
     verdict = checks(result)
     sim = result.get("sim_stats") or {}
     rows = [[k, "yes" if v else "NO"] for k, v in verdict.items()]
@@ -1165,7 +1167,7 @@ def report(result: Dict[str, Any]) -> None:
                      "clock), as the driver's log counts them (warned every 5 s: a lower bound)",
                      result.get("stale_states_logged", 0)])
     rows.append(["processes stopped", "; ".join(f"{k}: {v}" for k, v in result.get("stops", {}).items())])
-    table("Checks", ["check", "result"], rows)
+    table("Checks", ["check", "result"], rows, since=since)
 
 
 # ============================================================================= main
@@ -1205,9 +1207,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         build_parser().error("--count must be at least 1 and --seconds positive")
     t0 = time.monotonic()
     with bench_report("fuzz_stack", write=not options.no_docs):
+        started = window_start()  # every table comes from the whole run
         result = run_stack(options)
         result["elapsed_s"] = time.monotonic() - t0
-        report(result)
+        report(result, since=started)
     result["checks"] = checks(result)
     if options.json:
         options.json.write_text(json.dumps(result, indent=1, default=str))

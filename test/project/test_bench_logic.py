@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Optional
 
 from processes import alive
 
@@ -389,3 +391,223 @@ def test_bench_scale_readme_quote_says_whether_the_camera_was_on():
     assert "one subscriber of every robot's odom (" in off[0] and "camera" not in off[0] + off[1], off
     assert "one subscriber of every robot's odom and compressed camera" in on[0], on
     assert "camera fps" in on[1] and "14.9" in on[3], on
+
+
+# ----------------------------------------------------------------------------- the load of each table
+
+#: a prelude for :func:`run_script_code`: every report's load average is 1.0 but in a sample
+#: that a measurement stubbed below takes with ``busy(load)``; no thread samples, and
+#: ``titles()`` gives the first line (title and load) of every table of every report
+LOADS = """\
+import _common
+state = {"load": 1.0}
+reports = []
+
+class Report(_common.BenchReport):
+    def __init__(self, name):
+        super().__init__(name, load=lambda: state["load"], every=None)
+        reports.append(self)
+
+_common.BenchReport = Report
+
+def busy(load):
+    state["load"] = load
+    _common._report.sample()
+    state["load"] = 1.0
+
+def titles():
+    return [t.splitlines()[0] for r in reports for t in r.tables]
+"""
+
+
+def load_max(title: str) -> Optional[str]:
+    """The highest load average a table's title gives (None: it gives none)."""
+    found = re.search(r"\(load average \(1 min\) while measured: mean [0-9.]+, max ([0-9.]+) on \d+ cores\)$",
+                      title)
+    return found.group(1) if found else None
+
+
+def test_bench_report_gives_each_table_the_load_of_its_window():
+    """A table had only the samples since the previous table: one added after another of the
+    same measurement had the load of an instant. Every sample is now kept with its time, and
+    a table's window is since the previous table, or since the ``since`` it is given."""
+    out = run_script_code("_common", """
+        times = iter(range(100))
+        loads = iter([1.0, 3.0, 1.0, 5.0, 1.0, 1.0, 1.0, 2.0, 1.0, 1.0])
+        report = b.BenchReport("x", clock=lambda: float(next(times)), load=lambda: next(loads), every=None)
+        report.sample()                                  # t 1: 3.0
+        report.add("A", ["h"], [["1"]])                  # t 2: since the start (t 0)
+        report.sample()                                  # t 3: 5.0
+        report.add("B", ["h"], [["1"]])                  # t 4: since A
+        report.add("C", ["h"], [["1"]], since=0.0)       # t 5: the whole run
+        report.add("D", ["h"], [["1"]], measured=False)  # t 6: no load
+        report.sample()                                  # t 7: 2.0
+        report.add("E", ["h"], [["1"]])                  # t 8: since D
+        report.add("F", ["h"], [["1"]], since=3.0)       # t 9: since t 3, samples before A, B and C too
+        print(json.dumps({"titles": [t.splitlines()[0] for t in report.tables],
+                          "thread": report._thread is not None}))
+        """)
+    a, b_, c, d, e, f = out["titles"]
+    assert "mean 1.67, max 3.00 on" in a and a.startswith("**A** (load average (1 min) while measured: "), a
+    assert "mean 2.33, max 5.00 on" in b_, b_   # the sample that ended A starts B
+    assert "mean 2.00, max 5.00 on" in c, c
+    assert d == "**D**", d
+    assert "mean 1.33, max 2.00 on" in e, e
+    assert "mean 1.71, max 5.00 on" in f, f   # t 3 to 9: 5, 1, 1, 1, 2, 1, 1
+    assert not out["thread"], out
+
+
+def test_bench_report_keeps_what_its_thread_sampled():
+    """The thread's samples (every ``every`` s) go into the windows with the others."""
+    out = run_script_code("_common", """
+        import threading
+        calls = []
+        sampled = threading.Event()
+
+        def load():   # 7.0 in the thread's samples, 1.0 in the others (the first, the table's)
+            if threading.current_thread() is threading.main_thread():
+                return 1.0
+            calls.append(None)
+            if len(calls) >= 3:
+                sampled.set()
+            return 7.0
+
+        report = b.BenchReport("x", load=load, every=0.01)
+        waited = sampled.wait(30.0)
+        report.add("A", ["h"], [["1"]])
+        report.markdown()   # stops the thread
+        print(json.dumps({"waited": waited, "title": report.tables[0].splitlines()[0],
+                          "alive": report._thread.is_alive()}))
+        """)
+    assert out["waited"], "the thread took no samples in 30 s"
+    assert "max 7.00 on" in out["title"], out
+    assert not out["alive"], out
+
+
+def run_with_loads(script: str, code: str) -> list:
+    """The first line (title and load) of every table that ``code`` made, run after importing
+    bench/``script`` and :data:`LOADS`."""
+    out = run_script_code(script, LOADS + textwrap.dedent(code) + "print(json.dumps({'titles': titles()}))\n")
+    return out["titles"]
+
+
+def test_bench_driver_gives_both_tables_the_load_of_both_measurements():
+    """The latency and CPU tables are added once both measurements are over: the CPU table
+    had the load of the moment it was added."""
+    titles = run_with_loads("bench_driver", """
+        label_cases = [label for label, _ in b.CPU_CASES]
+        ours = {f"cpu {label}": {"cpu": 5.0, "pycozmo": 6.0, "rss": 50.0, "state_hz": 30.0, "fps": 15.0}
+                for label in label_cases}
+        b.pycozmo = None   # pycozmo's own measurement left out
+        b.bench_ours = lambda companion: busy(9.0) or ours
+        with b.bench_report("bench_driver"):
+            b.main()
+        """)
+    assert len(titles) == 2 and [load_max(t) for t in titles] == ["9.00", "9.00"], titles
+
+
+def test_bench_face_frames_gives_both_tables_the_load_of_the_run():
+    """The frames and CPU tables come from the same window: the CPU table had the load of the
+    moment it was added."""
+    titles = run_with_loads("bench_face_frames", """
+        b.isolate_ros = lambda: ""
+        b.run = lambda seconds, warmup: busy(9.0) or ([["frames published", "1"]], [["driver", "1.0"]])
+        b.main()
+        """)
+    assert len(titles) == 2 and [load_max(t) for t in titles] == ["9.00", "9.00"], titles
+
+
+def test_bench_startup_gives_every_table_the_load_of_the_rounds():
+    """The three tables are added after every round: the second and third had the load of the
+    moment they were added (and the first counted the warm-up round, which is not measured)."""
+    titles = run_with_loads("bench_startup", """
+        sys.argv = ["bench_startup.py", "--runs", "2"]
+        args = b._arguments()
+
+        def one_round(k, args, env, logs, programs):
+            busy(20.0 if k == 0 else 9.0)   # k 0: the warm-up
+            return {p: {"first_s": 0.4, "matched_s": 0.2, "cpu_s": 0.3, "phases": [["imports", 0.1]]}
+                    for p in programs}
+
+        b.one_round = one_round
+        with b.bench_report("bench_startup"):
+            b.main(args)
+        """)
+    assert len(titles) == 3 and [load_max(t) for t in titles] == ["9.00"] * 3, titles
+
+
+def test_bench_scale_gives_every_table_the_load_of_every_n():
+    """The tables, a row per N, are added after the last N: the second and third had the load
+    of the moment they were added."""
+    titles = run_with_loads("bench_scale", """
+        import contextlib, io
+        sys.argv = ["bench_scale.py", "--counts", "1,2"]
+
+        def run_n(n, args, tmp):
+            busy({1: 9.0, 2: 7.0}[n])
+            return {"n": n, "startup_s": [0.5] * n, "startup_cpu_s": [0.3] * n, "active_s": [1.0] * n,
+                    "active_cpu_s": [0.6] * n, "cpu_pct": [3.0] * n, "rss_mib": [80.0] * n,
+                    "pss_mib": [70.0] * n, "odom_hz": [33.3] * n, "odom_age_ms": {"median": 1.0, "p99": 1.5},
+                    "load1": {"mean": 1.0, "max": 1.0}, "machine_busy_pct": 20.0, "sims_cpu_pct": 5.0,
+                    "subscriber_cpu_pct": 2.0, "driver_stop_s": 0.4, "stopped": [],
+                    "checks": {"every robot streamed": True}}
+
+        b.run_n = run_n
+        with b.bench_report("bench_scale"), contextlib.redirect_stdout(io.StringIO()):
+            b.main()
+        """)
+    assert len(titles) == 3 and [load_max(t) for t in titles] == ["9.00"] * 3, titles
+
+
+def test_bench_setup_gives_both_tables_the_load_of_the_rounds():
+    """The set-up's steps and the goal's table come from the same rounds: the goal's table
+    had the load of the moment it was added."""
+    titles = run_with_loads("bench_setup", """
+        def one_round(installer, base_env):
+            busy(9.0)
+            return {"fresh": {"wall": 50.0, "steps": {"building": 30.0}, "lines": []},
+                    "again": {"wall": 0.3, "steps": {}, "lines": []}}
+
+        b.one_round = one_round
+        with b.bench_report("bench_setup"):
+            b.main(["--rounds", "2", "--installers", "uv"])
+        """)
+    assert len(titles) == 2 and [load_max(t) for t in titles] == ["9.00", "9.00"], titles
+
+
+def test_fuzz_stack_gives_every_table_the_load_of_the_run():
+    """Every table is added once the run is over: all but the first had the load of the moment
+    they were added."""
+    titles = run_with_loads("fuzz_stack", """
+        import contextlib, io
+        b.run_stack = lambda options: busy(9.0) or {"windows": [], "fuzz": None, "seconds": 1.0, "seed": 1,
+                                                     "count": 1, "logs": "-"}
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            b.main(["--count", "1", "--seconds", "1"])
+        """)
+    assert len(titles) == 2 and [load_max(t) for t in titles] == ["9.00", "9.00"], titles
+
+
+def test_bench_stack_gives_the_tables_of_the_rounds_their_load():
+    """"Attempts not counted" and the ratio table are made of the face and consumer rounds but
+    had the load of the moment they were added; the tables measured one after the other keep
+    the load since the table before."""
+    titles = run_with_loads("bench_stack", """
+        import argparse
+
+        def rows(load, columns):
+            busy(load)
+            return [["x"] * columns]
+
+        def face_cpu(seconds, rounds, ratios, stalled):
+            ratios["face"] = [0.9]
+            stalled.append(["face, round 1", "1", "frames 10 %"])
+            return rows(9.0, 11)
+
+        b.memory = lambda settle, rounds: rows(2.0, 4)
+        b.where_memory_goes = lambda: rows(3.0, 3)
+        b.face_cpu = face_cpu
+        b.driver_consumer_cpu = lambda seconds, rounds, ratios, stalled: rows(8.0, 10)
+        b.measure(argparse.Namespace(seconds=20.0, settle=10.0, rounds=1))
+        """)
+    assert [load_max(t) for t in titles] == ["2.00", "3.00", "9.00", "8.00", "9.00", "9.00"], titles
