@@ -17,11 +17,17 @@ parameter (``cozmo_bringup`` passes the xacro output):
   not started, several states have one stamp, and tf2 would ignore the repeats
   with a TF_REPEATED_DATA warning in every listener); one with an earlier
   stamp is (the clock restarted), as robot_state_publisher publishes only
-  joint updates it has not published.
+  joint updates it has not published. When the count of ``/tf`` subscribers
+  has risen (a new tf listener: RViz restarted, tf2_echo, Nav2), the stamps
+  sent are forgotten and the next state's transforms go out even at the stamp
+  last sent, so the new listener has them while ``/clock`` stands still (from
+  a state at most ``_COUNT_EVERY_S`` after its match when others listened
+  already: see below); a listener that had them may warn TF_REPEATED_DATA once.
   Only while ``/tf`` has subscribers (asked at every ``joint_states`` while it
-  has none, then every ``_COUNT_EVERY_S`` to see them go: a tf listener gets
-  the transforms of every state from the one after its subscription matched,
-  as when every state was published, ``/tf`` being volatile): ``joint_states``
+  has none, then every ``_COUNT_EVERY_S`` to see them go or more come: a tf
+  listener gets the transforms of every state from the one after its
+  subscription matched, as when every state was published, ``/tf`` being
+  volatile): ``joint_states``
   is taken serialized and read only then (the warning about names the
   description does not have comes then too).
 
@@ -114,7 +120,7 @@ class DescriptionPublisher(Node):
         self._moving: List[Joint] = self.model.moving_joints()
         self._warned_unknown = False
         self._throttle = LogThrottle(2.0)
-        self._tf_wanted, self._counted_at = True, -math.inf
+        self._tf_wanted, self._counted_at, self._tf_count = True, -math.inf, 0
         self._sent_at: Dict[str, Tuple[int, int]] = {}  # moving joint -> stamp of its last /tf
 
         self._description_pub = qos.create_publisher(self, String, "robot_description", QOS_LATCHED,
@@ -202,7 +208,8 @@ class DescriptionPublisher(Node):
             stamp = self.get_clock().now().to_msg()
         # a joint's transform not again at the stamp it last went out with (under ROS time the
         # states repeat a stamp while /clock is slower than them, paused or not started): tf2
-        # ignores it, warning TF_REPEATED_DATA; a stamp that goes back (a clock restart) goes
+        # ignores it, warning TF_REPEATED_DATA; a stamp that goes back (a clock restart) goes;
+        # forgotten when /tf has more subscribers (_tf_subscribed): a new listener needs them
         at, sent = (stamp.sec, stamp.nanosec), self._sent_at
         transforms = []
         for j in self._moving:
@@ -215,11 +222,16 @@ class DescriptionPublisher(Node):
     def _tf_subscribed(self) -> bool:
         """Whether /tf has subscribers: asked at every message while it had none (so the
         first state after a subscriber matched is published, as it was before this
-        check), else at most every _COUNT_EVERY_S."""
+        check), else at most every _COUNT_EVERY_S. More than at the last count: the stamps
+        sent are forgotten, so a new listener gets the next state's transforms even at the
+        stamp last sent (/clock paused or not started)."""
         now = time.monotonic()
         if not self._tf_wanted or now - self._counted_at >= _COUNT_EVERY_S:
             self._counted_at = now
-            self._tf_wanted = self._tf_pub.get_subscription_count() > 0
+            count = self._tf_pub.get_subscription_count()
+            if count > self._tf_count:
+                self._sent_at.clear()
+            self._tf_count, self._tf_wanted = count, count > 0
         return self._tf_wanted
 
     def destroy_node(self):

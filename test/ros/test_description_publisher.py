@@ -234,6 +234,35 @@ def test_joints_taken_directly_unsubscribe_and_publish_tf_only_for_listeners(ros
     assert (q.x, q.y, q.z, q.w) == pytest.approx(quaternion_from_axis_angle((0, -1, 0), 0.3))
 
 
+def _giver(executor, node, listener, path):
+    """What gives ``node`` joint positions, ``give(names, positions, sec, nanosec)``: on
+    joint_states from ``listener``, each waited for until the node read it (joint_states is
+    best effort), or from the driver directly (``path`` "direct")."""
+    from sensor_msgs.msg import JointState
+
+    if path == "direct":
+        return node.take_joints_directly()
+    read = []
+    on_joints = node._on_joints
+    node._on_joints = lambda msg: (read.append(msg), on_joints(msg))
+    publisher = listener.create_publisher(JointState, "joint_states", 10)
+    assert spin_until(executor, lambda: publisher.get_subscription_count() > 0)
+
+    def give(names, positions, sec, nanosec):
+        count = len(read)
+        state = JointState(name=list(names), position=list(positions))
+        state.header.stamp.sec, state.header.stamp.nanosec = sec, nanosec
+        publisher.publish(state)
+        assert spin_until(executor, lambda: len(read) > count), "joint_states not read"
+
+    return give
+
+
+def _stamps(received):
+    return [(message.transforms[0].header.stamp.sec, message.transforms[0].header.stamp.nanosec)
+            for message in received]
+
+
 @pytest.mark.parametrize("path", ["joint_states", "direct"])
 def test_a_joint_is_not_sent_again_with_the_stamp_it_last_went_out_with(ros, path):
     """Under ROS time the robot's ~33 Hz states repeat a stamp while /clock is slower (Gazebo's
@@ -242,7 +271,6 @@ def test_a_joint_is_not_sent_again_with_the_stamp_it_last_went_out_with(ros, pat
     warning, at every state. Each stamp goes out once, a stamp that goes back (the clock
     restarted) too; through the joint_states subscription and from the driver directly alike."""
     from rclpy.qos import QoSProfile
-    from sensor_msgs.msg import JointState
     from tf2_msgs.msg import TFMessage
 
     context, executor, add = ros
@@ -253,32 +281,57 @@ def test_a_joint_is_not_sent_again_with_the_stamp_it_last_went_out_with(ros, pat
     listener.create_subscription(TFMessage, "/tf", received.append, QoSProfile(depth=100))
     assert spin_until(executor, lambda: node._tf_pub.get_subscription_count() > 0)
 
-    if path == "direct":
-        give = node.take_joints_directly()
-    else:
-        read = []
-        on_joints = node._on_joints
-        node._on_joints = lambda msg: (read.append(msg), on_joints(msg))
-        publisher = listener.create_publisher(JointState, "joint_states", 10)
-        assert spin_until(executor, lambda: publisher.get_subscription_count() > 0)
-
-        def give(names, positions, sec, nanosec):  # one at a time: joint_states is best effort
-            count = len(read)
-            state = JointState(name=list(names), position=list(positions))
-            state.header.stamp.sec, state.header.stamp.nanosec = sec, nanosec
-            publisher.publish(state)
-            assert spin_until(executor, lambda: len(read) > count), "joint_states not read"
-
+    give = _giver(executor, node, listener, path)
     for sec in (0, 0, 100, 100, 50):
         give(["head_joint", "lift_joint"], (0.3, 0.2), sec, 0)
     give(["head_joint", "lift_joint"], (0.3, 0.2), 200, 0)  # the last: all before it came (reliable)
     assert spin_until(executor, lambda: any(t.header.stamp.sec == 200
                                             for message in received for t in message.transforms))
-    stamps = [(message.transforms[0].header.stamp.sec, message.transforms[0].header.stamp.nanosec)
-              for message in received]
+    stamps = _stamps(received)
     assert stamps == [(0, 0), (100, 0), (50, 0), (200, 0)]
     for message, stamp in zip(received, stamps):
         _moving_links(message, stamp)
+
+
+@pytest.mark.parametrize("path", ["joint_states", "direct"])
+def test_a_new_tf_listener_gets_the_joints_at_the_stamp_already_sent(ros, path):
+    """/clock not started (every stamp 0): a tf listener that comes after the joints went out
+    at stamp 0 (RViz restarted, tf2_echo) got no head or lift transform until /clock moved, as
+    none went out again at that stamp. Now a rise of /tf's subscriber count forgets the stamps
+    sent: the next state's transforms go out once more, for both listeners (the first may see
+    TF_REPEATED_DATA once), then not again at that stamp."""
+    from rclpy.qos import QoSProfile
+    from tf2_msgs.msg import TFMessage
+
+    context, executor, add = ros
+    node = add(_publisher_node(context, robot_description(path=XACRO), use_sim_time=True))
+    assert node.get_clock().now().nanoseconds == 0, "the ROS clock has started: no /clock expected"
+    listener = add(_listener(context))
+    first, second = [], []
+    listener.create_subscription(TFMessage, "/tf", first.append, QoSProfile(depth=100))
+    assert spin_until(executor, lambda: node._tf_pub.get_subscription_count() == 1)
+    give = _giver(executor, node, listener, path)
+    give(["head_joint", "lift_joint"], (0.3, 0.2), 0, 0)
+    assert spin_until(executor, lambda: first), "the first listener got no /tf"
+
+    late = add(_listener(context, "late_listener"))
+    late.create_subscription(TFMessage, "/tf", second.append, QoSProfile(depth=100))
+    assert spin_until(executor, lambda: node._tf_pub.get_subscription_count() == 2)
+
+    def given_and_received():  # the count is asked every 0.2 s while /tf has subscribers
+        give(["head_joint", "lift_joint"], (0.1, 0.4), 0, 0)
+        return bool(second)
+
+    assert spin_until(executor, given_and_received), \
+        "the new /tf listener got no transforms at the stamp already sent"
+    lift = _moving_links(second[0], (0, 0))["lift_link"].transform.rotation
+    assert lift.y == pytest.approx(-math.sin(0.2))  # the state given after it came
+    give(["head_joint", "lift_joint"], (0.1, 0.4), 100, 0)  # the last: all before it came (reliable)
+    assert spin_until(executor, lambda: (100, 0) in _stamps(first) and (100, 0) in _stamps(second))
+    assert _stamps(first) == [(0, 0), (0, 0), (100, 0)]
+    assert _stamps(second) == [(0, 0), (100, 0)]
+    for message in first + second:
+        _moving_links(message, _stamps([message])[0])
 
 
 def test_a_held_back_nan_warning_is_said_with_the_next_joints_once_its_2_s_are_over(ros, rclpy_log,
