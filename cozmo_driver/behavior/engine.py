@@ -82,6 +82,9 @@ RETRY_CHOICE_S = 1.0
 TRIGGER_WAIT_S = 1.5
 #: why the engine holds still after the emergency stop's release (until :meth:`Engine.set_enabled`)
 RELEASED = "the emergency stop was released: call behavior/enable true to start behaviors again"
+#: what an enable while the emergency stop is engaged says (log and answer): it does not count
+ENABLED_UNDER_THE_STOP = ("enabled, but the emergency stop is engaged: nothing runs; once it is released, "
+                          "call behavior/enable true again to start behaviors")
 
 
 @dataclass(frozen=True)
@@ -382,17 +385,25 @@ class Engine:
             self._pause_until = shorter
             self._changed = True
 
-    def set_enabled(self, enabled: bool, now: float) -> None:
+    def set_enabled(self, enabled: bool, now: float) -> str:
         """On or off. True, also when it is on already, lifts the hold after the emergency
-        stop's release (a person's say-so); one while the stop is engaged does not."""
+        stop's release (a person's say-so); one while the stop is engaged does not. Returns
+        what the call did, as the log says it (the line it logs, or "enabled"/"disabled" when
+        nothing changed), for the ``behavior/enable`` answer."""
         enabled = bool(enabled)
-        lifted = enabled and self._driver_holds.pop("released", None) is not None
         engaged = enabled and "estop" in self._driver_holds and not self._shut_down
-        if engaged:   # said at each call: the person expects the robot to move, and it will not
-            self._log("info", "enabled while the emergency stop is engaged: nothing runs; once it "
-                              "is released, call behavior/enable true again to start behaviors")
+        # under the stop the hold stays: its release sets it again, and only an enable after counts
+        lifted = enabled and not engaged and self._driver_holds.pop("released", None) is not None
+        if engaged:
+            said = ENABLED_UNDER_THE_STOP
+        elif lifted:
+            said = "enabled: the emergency stop's release holds the engine no more"
+        else:
+            said = "enabled" if enabled else "disabled"
         if enabled == self._enabled and not lifted:
-            return
+            if engaged:   # said at each call: the person expects the robot to move, and it will not
+                self._log("info", said)
+            return said
         self._enabled = enabled
         self._changed = True
         self._pending.clear()
@@ -400,10 +411,8 @@ class Engine:
             self._end(Outcome.INTERRUPTED, "the engine was disabled", now)
         if enabled:  # a wait still owed (start_delay after a connection, idle_between) is kept
             self._next_choice = max(self._next_choice, now)
-        if lifted:
-            self._log("info", "enabled: the emergency stop's release holds the engine no more")
-        elif not engaged:
-            self._log("info", "enabled" if enabled else "disabled")
+        self._log("info", said)
+        return said
 
     def shutdown(self, now: float) -> None:
         """Stop the running behavior (its commands cancelled) and start nothing from now on,

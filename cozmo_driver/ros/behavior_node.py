@@ -492,6 +492,8 @@ class BehaviorNode(Node):
         self.user_commands = 0
         self._throttle = LogThrottle(2.0)  # warnings of a kind a publisher may repeat
         self._warned_once: Set[str] = set()
+        #: what the engine said of the last ``enabled`` set (behavior/enable answers with it)
+        self._enabled_said = ""
         #: when the node started (monotonic), until a link_status comes or the node said it
         #: has none (NO_LINK_STATUS_S)
         self._no_link_since: Optional[float] = time.monotonic()
@@ -697,17 +699,20 @@ class BehaviorNode(Node):
     # ------------------------------------------------------------------ control
 
     def _on_enable(self, request, response):
+        """Success when the parameter is set; the message says what that did, as the log does
+        (true under the emergency stop sets it, but nothing runs: the answer says so)."""
+        self._enabled_said = ""
         result = self.set_parameters([Parameter("enabled", value=bool(request.data))])[0]
         response.success = result.successful
-        response.message = (("enabled" if request.data else "disabled") if result.successful
-                            else result.reason)
+        response.message = ((self._enabled_said or ("enabled" if request.data else "disabled"))
+                            if result.successful else result.reason)
         return response
 
     def _on_set_parameters(self, parameters) -> SetParametersResult:
         # those read at start-up only are read-only (_descriptor): rclpy refuses them first
         for param in parameters:
             if param.name == "enabled":
-                self.engine.set_enabled(bool(param.value), time.monotonic())
+                self._enabled_said = self.engine.set_enabled(bool(param.value), time.monotonic())
                 self._publish_status()
             elif param.name == "user_pause":
                 self.engine.set_user_pause(float(param.value), time.monotonic())

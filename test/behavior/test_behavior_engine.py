@@ -433,7 +433,7 @@ def test_the_emergency_stop_holds_the_engine_still_and_the_status_says_why():
         "emergency stop engaged: nothing runs until it is released and behavior/enable true is called",
         "emergency stop released: nothing starts until behavior/enable true is called (or the "
         "enabled parameter is set to true)",
-        "enabled: the emergency stop's release holds the engine no more"])
+        LIFTED])
     # not connected: paused, the reason said, until it is back
     engine.on_connected(False, 6.0)
     engine.tick(6.0)
@@ -461,6 +461,10 @@ def _roaming_engine():
 
 
 RELEASED = "the emergency stop was released: call behavior/enable true to start behaviors again"
+#: what set_enabled(True) logs and returns under the stop (it does not count), and after a release
+UNDER_THE_STOP = ("enabled, but the emergency stop is engaged: nothing runs; once it is released, "
+                  "call behavior/enable true again to start behaviors")
+LIFTED = "enabled: the emergency stop's release holds the engine no more"
 
 
 def _still_after_the_release(engine, robot, start: float, end: float) -> None:
@@ -493,7 +497,7 @@ def test_releasing_the_emergency_stop_starts_nothing_until_the_engine_is_enabled
     assert released == ["emergency stop released: nothing starts until behavior/enable true is "
                         "called (or the enabled parameter is set to true)"], log
     engine.set_enabled(True, 30.0)
-    assert ("info", "enabled: the emergency stop's release holds the engine no more") in log
+    assert ("info", LIFTED) in log
     assert not engine.status(30.0).paused
     run(engine, 30.0, 30.5)
     assert engine.running == "forever" and engine.behaviors_started == 2
@@ -516,13 +520,38 @@ def test_after_the_release_off_and_on_lifts_the_hold_but_an_enable_under_the_sto
     assert engine.running == "forever" and engine.behaviors_started == 2
     engine.on_emergency_stop(True, 7.0)
     engine.set_enabled(True, 7.5)
-    assert ("info", "enabled while the emergency stop is engaged: nothing runs; once it is released, "
-                    "call behavior/enable true again to start behaviors") in log
+    assert ("info", UNDER_THE_STOP) in log
     engine.on_emergency_stop(False, 8.0)
     _still_after_the_release(engine, robot, 8.0, 20.0)
     engine.set_enabled(True, 20.0)
     run(engine, 20.0, 20.5)
     assert engine.running == "forever" and engine.behaviors_started == 3
+
+
+def test_an_enable_under_the_stop_after_an_earlier_release_says_only_that_it_does_not_count():
+    """Engaged, released, engaged again, then enabled: the enable does not count, and the log
+    said so but also that the release held the engine no more (it had lifted the first
+    release's hold). Now it says the one thing, and set_enabled returns what it said (the
+    behavior/enable answer); enabled after the second release, it says the hold is lifted."""
+    engine, robot, log = _roaming_engine()
+    engine.on_emergency_stop(True, 5.0)
+    count = len(log)
+    assert engine.set_enabled(True, 6.0) == UNDER_THE_STOP
+    assert log[count:] == [("info", UNDER_THE_STOP)], log[count:]
+    assert engine.set_enabled(True, 6.5) == UNDER_THE_STOP   # said at each call
+    assert log[count:] == [("info", UNDER_THE_STOP)] * 2, log[count:]
+    engine.on_emergency_stop(False, 7.0)
+    _still_after_the_release(engine, robot, 7.0, 20.0)
+    count = len(log)
+    assert engine.set_enabled(True, 20.0) == LIFTED
+    assert log[count:] == [("info", LIFTED)], log[count:]
+    run(engine, 20.0, 20.5)
+    assert engine.running == "forever" and engine.behaviors_started == 2
+    # nothing held any more: an enable changes nothing, says nothing, answers "enabled"
+    count = len(log)
+    assert engine.set_enabled(True, 21.0) == "enabled" and log[count:] == []
+    assert engine.set_enabled(False, 22.0) == "disabled"
+    assert ("info", "disabled") in log[count:] and engine.running is None
 
 
 def test_an_engine_that_starts_under_the_emergency_stop_waits_for_an_enable_after_its_release():

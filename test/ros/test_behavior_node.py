@@ -340,6 +340,9 @@ def test_user_commands_pause_the_engine(rclpy_context, tmp_path):
 
 #: behavior/status's pause_reason after the emergency stop's release, until behavior/enable true
 RELEASED = "the emergency stop was released: call behavior/enable true to start behaviors again"
+#: behavior/enable true's answer (and log line) under the emergency stop: the call does not count
+UNDER_THE_STOP = ("enabled, but the emergency stop is engaged: nothing runs; once it is released, "
+                  "call behavior/enable true again to start behaviors")
 
 
 def test_the_emergency_stop_holds_the_engine_still(rclpy_context, tmp_path, rclpy_log):
@@ -347,7 +350,9 @@ def test_the_emergency_stop_holds_the_engine_still(rclpy_context, tmp_path, rclp
     runs and starts nothing while it is engaged, nor after its release until behavior/enable
     true (or the parameter enabled set to true, although it is true); behavior/status says
     why. Before, the activities went on starting behaviors whose goals the driver refused,
-    every few seconds, and went on driving start_delay after the release."""
+    every few seconds, and went on driving start_delay after the release. behavior/enable's
+    answer says what the call did: one under the stop sets the parameter but does not count
+    (before, it answered a bare "enabled"), one after the release lifts the hold."""
     stack = Stack(rclpy_context, tmp_path, None)
     engine = stack.behavior.engine
 
@@ -364,6 +369,9 @@ def test_the_emergency_stop_holds_the_engine_still(rclpy_context, tmp_path, rclp
         started, failed = engine.behaviors_started, engine.behaviors_failed
         stack.spin_for(6.0)   # three times freeplay's idle_between
         assert (engine.behaviors_started, engine.behaviors_failed) == (started, failed)
+        answer = stack.call(SetBool, "behavior/enable", SetBool.Request(data=True))
+        assert (answer.success, answer.message) == (True, UNDER_THE_STOP)
+        assert rclpy_log.said(stack.behavior, LoggingSeverity.INFO, UNDER_THE_STOP)
         stop(False)
         assert stack.until(lambda: stack.last().pause_reason == RELEASED, REACTION_TIMEOUT), stack.last()
         assert stack.last().paused and stack.last().enabled
@@ -371,7 +379,9 @@ def test_the_emergency_stop_holds_the_engine_still(rclpy_context, tmp_path, rclp
                               "starts until behavior/enable true is called")
         stack.spin_for(4.0)   # past start_delay and twice freeplay's idle_between
         assert (engine.behaviors_started, engine.behaviors_failed) == (started, failed)
-        assert stack.call(SetBool, "behavior/enable", SetBool.Request(data=True)).success
+        answer = stack.call(SetBool, "behavior/enable", SetBool.Request(data=True))
+        assert (answer.success, answer.message) == (True, "enabled: the emergency stop's release holds "
+                                                          "the engine no more")
         assert stack.until(lambda: engine.behaviors_started > started, REACTION_TIMEOUT)
         assert not stack.last().paused or stack.until(lambda: not stack.last().paused, 5.0)
         # the parameter set to true again (ros2 param set) lifts it too
