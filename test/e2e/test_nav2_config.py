@@ -162,17 +162,64 @@ def test_footprint_is_cozmos(nav2):
     assert goal["yaw_goal_tolerance"] >= MIN_HEADING_TOLERANCE_RAD
 
 
-def test_the_cliff_layer_keeps_the_edges_the_driver_publishes(nav2):
+def _driver_topics(context) -> dict:
+    """{message type name: its topics} of the driver's publishers, as rclpy resolved them for a
+    driver in the root namespace, as docs/motion.md starts it (configured, never connected:
+    the link is opened at activation)."""
+    from rclpy.lifecycle import TransitionCallbackReturn
+    from rclpy.parameter import Parameter
+
+    from cozmo_driver.ros.driver_node import CozmoDriverNode
+    node = CozmoDriverNode(context=context, parameter_overrides=[
+        Parameter("robot_ip", value="127.0.0.1"), Parameter("camera_enabled", value=False)])
+    try:
+        assert node.get_namespace() == "/"
+        assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+        topics: dict = {}
+        for publisher in node.publishers:
+            topics.setdefault(publisher.msg_type.__name__, set()).add(publisher.topic_name)
+        return topics
+    finally:
+        node.close()
+        node.destroy_node()
+
+
+def _resolved(context, topic: str, node_name: str, namespace: str) -> str:
+    """``topic`` as a node ``node_name`` in ``namespace`` resolves it (rcl's rules: a relative
+    name joins the node's namespace, an absolute one stays as it is)."""
+    rclpy = require("rclpy")
+    node = rclpy.create_node(node_name, namespace=namespace, context=context)
+    try:
+        return node.resolve_topic_name(topic)
+    finally:
+        node.destroy_node()
+
+
+@pytest.mark.ros
+def test_the_cliff_layer_keeps_the_edges_the_driver_publishes(nav2, rclpy_context):
     """Each costmap's obstacle layer takes the driver's cliff/points as it publishes them:
-    PointCloud2, points on the ground (z 0, within both height bands), beyond the footprint
-    (its clearing would erase them), marked and never cleared."""
+    the topic, resolved as Nav2 resolves it, PointCloud2, points on the ground (z 0, within
+    both height bands), beyond the footprint (its clearing would erase them), marked and
+    never cleared.
+
+    Nav2 runs each costmap as a node of its own in a namespace of its own: controller_server
+    (root namespace) makes /local_costmap/local_costmap, planner_server
+    /global_costmap/global_costmap. On Humble and Jazzy the obstacle layer subscribes to the
+    source's ``topic`` as it is, so that the costmap node resolves it: a relative
+    ``cliff/points`` is /local_costmap/cliff/points there, which nothing publishes (only
+    Kilted joins it with the server's namespace instead)."""
+    driver = _driver_topics(rclpy_context)
+    assert driver["PointCloud2"] == {"/cliff/points"}
     for costmap in ("local_costmap", "global_costmap"):
         p = params(nav2, costmap)
         layer = p["cliff_layer"]
         assert layer["plugin"] == "nav2_costmap_2d::ObstacleLayer"
         assert layer["observation_sources"].split() == ["cliff"]
         source = layer["cliff"]
-        assert (source["topic"], source["data_type"]) == ("cliff/points", "PointCloud2")
+        topic = _resolved(rclpy_context, source["topic"], costmap, f"/{costmap}")
+        assert topic in driver["PointCloud2"], (
+            f"{costmap}'s cliff source subscribes to {topic}, the driver publishes {driver['PointCloud2']}")
+        assert source["data_type"] == "PointCloud2"
         assert source["marking"] is True and source["clearing"] is False
         # nor does the footprint clear them: the padded footprint's corners reach 63 mm from
         # base_footprint, the marks 64-67 mm, in 1 cm cells: a turn at the edge swept them
@@ -189,10 +236,25 @@ def test_the_cliff_layer_keeps_the_edges_the_driver_publishes(nav2):
             assert layer["min_obstacle_height"] <= z <= layer["max_obstacle_height"]
             assert source["min_obstacle_height"] <= z <= source["max_obstacle_height"]
             assert math.hypot(x, y) < source["obstacle_max_range"]
-    # the topic, type and frame as the driver has them
-    from cozmo_driver.ros.driver_topics import PUBLISHERS
-    assert [(t.__name__, topic) for key, t, topic, *_ in PUBLISHERS if key == "cliff"] == [
-        ("PointCloud2", "cliff/points")]
+
+
+@pytest.mark.ros
+def test_the_servers_topics_resolve_to_the_drivers_and_the_costmaps(nav2, rclpy_context):
+    """Nav2's servers run in the root namespace, as the driver does: a relative name of theirs
+    resolves as the driver's does (odom); behavior_server's costmap topics name what each
+    costmap node publishes in its own namespace (costmap_raw, published_footprint)."""
+    driver = _driver_topics(rclpy_context)
+    # odom: bt_navigator and controller_server read it, the smoother with CLOSED_LOOP feedback
+    for server in ("bt_navigator", "controller_server", "velocity_smoother"):
+        topic = _resolved(rclpy_context, params(nav2, server)["odom_topic"], server, "/")
+        assert topic in driver["Odometry"], (server, topic, driver["Odometry"])
+    # behavior_server (root namespace) reads what each costmap node publishes in its own
+    behavior = params(nav2, "behavior_server")
+    for costmap in ("local_costmap", "global_costmap"):
+        for key, published in ((f"{costmap.split('_')[0]}_costmap_topic", "costmap_raw"),
+                               (f"{costmap.split('_')[0]}_footprint_topic", "published_footprint")):
+            assert _resolved(rclpy_context, behavior[key], "behavior_server", "/") == \
+                _resolved(rclpy_context, published, costmap, f"/{costmap}"), key
 
 
 def test_only_navigate_to_pose_is_loaded(nav2):
