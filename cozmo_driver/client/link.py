@@ -66,6 +66,7 @@ from ..protocol.session import (
     Session,
     SessionConfig,
     State,
+    abandon,
     give_up,
 )
 
@@ -178,10 +179,16 @@ class ClientConfig:
     warn_period: float = 5.0
 
     def __post_init__(self) -> None:
-        if not 0 < self.reconnect_min <= self.reconnect_max:
-            raise ValueError("need 0 < reconnect_min <= reconnect_max")
-        if self.ready_timeout <= 0 or self.state_timeout <= 0:
-            raise ValueError("ready_timeout and state_timeout must be positive")
+        # NaN passes no comparison: a NaN ready_timeout or state_timeout would never expire
+        for name in ("reconnect_min", "reconnect_max", "ready_timeout", "state_timeout"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be a finite number above 0, got {value!r}")
+        if not self.reconnect_min <= self.reconnect_max:
+            raise ValueError(f"need reconnect_min <= reconnect_max, got {self.reconnect_min!r} "
+                             f"and {self.reconnect_max!r}")
+        if not (math.isfinite(self.warn_period) and self.warn_period >= 0):
+            raise ValueError(f"warn_period must be a finite number of 0 or more, got {self.warn_period!r}")
 
 
 @dataclass
@@ -280,6 +287,19 @@ class RobotLink:
         self.session.disconnect(now)
         if self.session.state is not State.CLOSING:
             self._set_state(LinkState.DISCONNECTED, "stopped")
+
+    def abandon_stop(self) -> Optional[LinkStateChanged]:
+        """After the I/O stopped (no ``next_event`` is taken any more): a stop the robot had not
+        finished, its Disconnect unacknowledged, ends here, the session closed and the link
+        disconnected. Returns that state change for the caller to hand out, or None when the
+        link was disconnected already."""
+        self._wanted = False
+        self._reconnect_at = self._ready_deadline = None
+        abandon(self.session)
+        if self.state is LinkState.DISCONNECTED:
+            return None
+        self._set_state(LinkState.DISCONNECTED, "stopped before the robot acknowledged the disconnect")
+        return self._events.pop()
 
     def send(self, message) -> None:
         """Queue a message for the robot (raises NotConnectedError when not connected);

@@ -24,7 +24,7 @@ from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Seq
 
 from ..protocol import messages as msgs
 from ..protocol.errors import CozmoError, LocalProtocolError, NotConnectedError
-from ..protocol.session import MessageReceived
+from ..protocol.session import MessageReceived, acknowledged, reliable_mark
 from ..transport.udp import LOCAL_ADDRESS_HINT, TransportStateError, UdpTransport, resolve_address
 from .claim import RobotClaim
 from .link import ClientConfig, LinkState, LinkStateChanged, RobotInfo, RobotLink
@@ -85,6 +85,9 @@ class Robot:
         #: after a change of listeners (replaced whole, so that the I/O thread never sees it
         #: half made)
         self._routes: Dict[Optional[str], Tuple[Callable[[Any], None], ...]] = {}
+        #: held by add_listener and remove_listener (called from several threads), so that
+        #: neither loses the other's change; the I/O thread reads without it
+        self._listeners_lock = threading.Lock()
         self._actions: Dict[int, threading.Event] = {}
         self._actions_lock = threading.Lock()
         self._next_action_id = 0
@@ -116,22 +119,29 @@ class Robot:
 
     def stop(self, timeout: float = 2.0) -> None:
         """Stop the motors, disconnect (waiting up to ``timeout``), stop the I/O thread,
-        give up the claim of the robot."""
+        give up the claim of the robot. The client is then disconnected and not ready, even
+        when the robot did not acknowledge the disconnect in time (a listener gets the
+        DISCONNECTED state change then too)."""
         if not self.transport.running:
             self._claim.release()
             return
         self._stopped.clear()
         try:
             self.transport.call(lambda: self.link.stop(self.transport._loop.time()))
-        except CozmoError as exc:
-            logger.warning("[%s] stop: %s", self.link.name, exc)
-        deadline = time.monotonic() + timeout
-        while not self.transport.call(lambda: self.link.stopped) and time.monotonic() < deadline:
-            self._stopped.wait(0.05)
-        try:
-            self.transport.stop()
+            deadline = time.monotonic() + timeout
+            while not self.transport.call(lambda: self.link.stopped) and time.monotonic() < deadline:
+                self._stopped.wait(0.05)
+        except (CozmoError, TimeoutError, concurrent.futures.TimeoutError) as exc:
+            logger.warning("[%s] stop: %s", self.link.name, str(exc) or "the I/O thread did not answer in time")
         finally:
-            self._claim.release()
+            try:
+                self.transport.stop()
+                event = self.link.abandon_stop()  # the I/O thread is gone: touched from here
+                if event is not None:
+                    self._dispatch(event)
+            finally:
+                self._ready.clear()
+                self._claim.release()
 
     def __enter__(self) -> "Robot":
         return self.start()
@@ -148,19 +158,21 @@ class Robot:
         ``message.NAME``), only for the messages named there: a listener that takes few of
         them is then not called for the robot's hundred datagrams a second."""
         names = None if messages is None else frozenset(messages)
-        self._listeners = self._listeners + [(callback, names)]
-        self._routes = {}
+        with self._listeners_lock:
+            self._listeners = self._listeners + [(callback, names)]
+            self._routes = {}
 
     def remove_listener(self, callback: Callable[[Any], None]) -> None:
-        listeners = list(self._listeners)
-        for i, (added, _) in enumerate(listeners):
-            if added == callback:
-                del listeners[i]
-                break
-        else:
-            raise ValueError(f"{callback!r} is not a listener")
-        self._listeners = listeners
-        self._routes = {}
+        with self._listeners_lock:
+            listeners = list(self._listeners)
+            for i, (added, _) in enumerate(listeners):
+                if added == callback:
+                    del listeners[i]
+                    break
+            else:
+                raise ValueError(f"{callback!r} is not a listener")
+            self._listeners = listeners
+            self._routes = {}
 
     def _route(self, name: Optional[str]) -> Tuple[Callable[[Any], None], ...]:
         """The callbacks for a message of this name (None: a link event), made once."""
@@ -191,8 +203,14 @@ class Robot:
                     self._ready.clear()
                 if event.state is LinkState.DISCONNECTED:
                     self._stopped.set()
-        for callback in self._route(name):
-            callback(event)
+        for callback in self._route(name):  # one that fails keeps no other from the event
+            try:
+                callback(event)
+            except CozmoError as exc:
+                logger.warning("[%s] listener %r: %s", self.link.name, callback, exc)
+            except Exception:
+                self.transport.stats.callback_errors += 1
+                logger.exception("[%s] listener %r failed on %r", self.link.name, callback, event)
 
     def wait_until_ready(self, timeout: float) -> bool:
         """Block until RobotState streams (True) or ``timeout`` passes (False)."""
@@ -277,17 +295,24 @@ class Robot:
 
     def stop_all_motors_acknowledged(self, timeout: float) -> Optional[bool]:
         """StopAllMotors now (from any thread but the I/O thread), then wait, ``timeout`` s in
-        all at most, until the robot has acknowledged every reliable packet sent so far, the
-        stop with them: True once it has, False when it has not in time, None when the stop
+        all at most, until the robot has acknowledged it (and so every reliable packet sent
+        before it; what is queued after it, faces of the animation stream say, is not waited
+        for): True once it has, False when it has not in time, None when the stop
         could not be sent (not connected, the I/O thread not taking it in time). For a
         program about to be suspended (Ctrl-Z), whose stop nothing would send again."""
         deadline = time.monotonic() + timeout
+        session = self.link.session
+
+        def send_stop():
+            self.link.send(msgs.StopAllMotors())
+            return reliable_mark(session)
+
         try:
-            self.transport.call(self.link.send, msgs.StopAllMotors(), timeout=timeout)
+            mark = self.transport.call(send_stop, timeout=timeout)
         except (CozmoError, TimeoutError, concurrent.futures.TimeoutError):
             return None
         try:
-            while not self.transport.call(lambda: self.link.session.send_queue_length == 0,
+            while not self.transport.call(acknowledged, session, mark,
                                           timeout=max(0.001, deadline - time.monotonic())):
                 if time.monotonic() >= deadline:
                     return False

@@ -100,6 +100,9 @@ __all__ = [
     "ReceiveError",
     "SendQueueFullError",
     "give_up",
+    "abandon",
+    "reliable_mark",
+    "acknowledged",
     "robot_closes_link",
     "ROBOT_CLOSED_LINK",
 ]
@@ -245,6 +248,32 @@ def give_up(session: "Session", now: float) -> Optional[float]:
         session.state = State.LOST
         session._reset_link(last_rx)
     return None if last_rx is None else now - last_rx
+
+
+def abandon(session: "Session") -> None:
+    """Engine: the I/O is over while the link was CLOSING (the peer had not acknowledged
+    what went before the Disconnect, or the Disconnect): the link is closed now, what was
+    not acknowledged dropped, with no event (the caller reports it)."""
+    if session.role is Role.ENGINE and session.state is State.CLOSING:
+        session.state = State.CLOSED
+        session._reset_link(session._last_rx)
+
+
+def reliable_mark(session: "Session") -> Tuple[Deque[bytes], bytes]:
+    """The reliable packet queued last by :meth:`Session.send` (not a background one),
+    marked for :func:`acknowledged`; call it right after that send."""
+    return session._pending, session._pending[-1]
+
+
+def acknowledged(session: "Session", mark: Tuple[Deque[bytes], bytes]) -> bool:
+    """Whether the peer has acknowledged the packet of ``mark`` (:func:`reliable_mark`): it
+    waits neither for the window nor for an acknowledgement, on the same connection (one
+    that ended dropped it unacknowledged). Packets queued after it do not count."""
+    pending, packet = mark
+    if session._pending is not pending:  # the link was reset since
+        return False
+    return (all(p is not packet for p in pending)
+            and all(entry.packet is not packet for entry in session._unacked.values()))
 
 
 def robot_closes_link(session: "Session") -> bool:

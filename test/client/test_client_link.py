@@ -763,3 +763,23 @@ def test_the_robots_sync_time_ack_is_taken_by_the_link_and_a_later_0xc2_delivere
     robot.session.send(msgs.RobotDelocalized())
     link.run_until(link.now + 0.2)
     assert delivered().count("RobotDelocalized") == 1 and client.sync_time_acks == 1
+
+
+@pytest.mark.parametrize("name, value", [
+    ("ready_timeout", float("nan")), ("state_timeout", float("nan")), ("reconnect_min", float("nan")),
+    ("reconnect_max", float("nan")), ("ready_timeout", float("inf")), ("state_timeout", float("inf")),
+    ("reconnect_max", float("inf")), ("ready_timeout", 0.0), ("state_timeout", -1.0),
+    ("reconnect_min", 0.0), ("warn_period", float("nan")), ("warn_period", float("inf")),
+    ("warn_period", -1.0)])
+def test_client_config_refuses_a_time_that_is_not_finite_or_out_of_range(name, value):
+    # NaN passed the checks (no comparison holds for it): a NaN ready_timeout or state_timeout
+    # never expired, so a robot that streamed nothing was never retried; inf and a negative
+    # warn_period were taken too
+    with pytest.raises(ValueError, match=rf"{name} must be a finite number .*, got {value!r}"):
+        ClientConfig(**{name: value})
+
+
+def test_client_config_takes_finite_times_in_range():
+    ClientConfig(reconnect_min=0.1, reconnect_max=0.1, ready_timeout=0.5, state_timeout=60.0, warn_period=0.0)
+    with pytest.raises(ValueError, match="need reconnect_min <= reconnect_max, got 2.0 and 1.0"):
+        ClientConfig(reconnect_min=2.0, reconnect_max=1.0)

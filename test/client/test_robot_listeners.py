@@ -184,3 +184,162 @@ def test_a_stop_acknowledged_says_whether_the_robot_took_it():
     finally:
         robot.stop(timeout=0.5)
         sim.stop()
+
+
+def test_a_listener_that_raises_keeps_no_other_from_the_event(log_records):
+    # an exception of one listener left _dispatch: the listeners after it missed the event
+    # (in the driver, the core behind ObjectInterfaces: an odometry sample, a LOST)
+    from cozmo_driver.protocol import messages as msgs
+    from cozmo_driver.protocol.errors import NotConnectedError
+    logged = log_records("cozmo.client", "WARNING")
+    robot = Robot("127.0.0.1", 9, name="raising")  # no start(): the events are handed in
+
+    def broken(event):
+        raise RuntimeError("a bug in a listener")
+
+    def refused(event):
+        raise NotConnectedError("a command of a listener refused")
+
+    after = Seen()
+    robot.add_listener(broken)
+    robot.add_listener(refused)
+    robot.add_listener(after)
+    lost = LinkStateChanged(LinkState.LOST, "robot silent")
+    state = MessageReceived(msgs.RobotState(timestamp_ms=1), False)
+    robot._dispatch(lost)
+    robot._dispatch(state)
+    assert after.events == [lost, state]
+    assert robot.transport.stats.callback_errors == 2  # the bugs, not the refused commands
+    assert sum("failed on" in m and "[raising] listener" in m for m in logged.messages) == 2
+    assert sum("a command of a listener refused" in m for m in logged.messages) == 2
+
+
+def test_a_stop_the_robot_does_not_acknowledge_leaves_the_client_disconnected():
+    # stop(timeout) stopped the I/O thread with the disconnect unfinished, and the client
+    # still said READY (wait_until_ready True) with nothing running any more
+    sim = SimServer(host="127.0.0.1", port=0, seed=11).start()
+    robot = Robot(*sim.address, local_host="127.0.0.1", name="unacknowledged")
+    seen = Seen()
+    robot.add_listener(seen, messages=())
+    try:
+        robot.start()
+        assert robot.wait_until_ready(10.0)
+        sim.set_link_up(False)      # nothing reaches the robot: the Disconnect is never acknowledged
+        robot.stop(timeout=0.0)     # the session stays CLOSING for 0.5 s at least
+        assert not robot.transport.running
+        assert robot.state is LinkState.DISCONNECTED
+        assert not robot.wait_until_ready(0.0)
+        assert seen.link_states()[-1] is LinkState.DISCONNECTED
+        assert robot.link.stopped
+    finally:
+        robot.stop(timeout=0.5)
+        sim.stop()
+
+
+def test_a_stop_whose_call_times_out_still_stops_the_thread_and_lets_go_of_the_robot(monkeypatch, log_records):
+    # a TimeoutError of transport.call (the I/O thread held up in a listener) left stop()
+    # before it stopped the transport and released the claim of the robot
+    import concurrent.futures
+
+    from cozmo_driver.client.claim import RobotClaim
+    logged = log_records("cozmo.client", "WARNING")
+    port = free_udp_port()
+    robot = Robot("127.0.0.1", port, local_host="127.0.0.1", name="held-up")
+    robot.start()
+
+    def held_up(fn, *args, timeout=5.0):
+        raise concurrent.futures.TimeoutError()
+
+    monkeypatch.setattr(robot.transport, "call", held_up)
+    robot.stop(timeout=0.2)
+    assert not robot.transport.running
+    assert robot.state is LinkState.DISCONNECTED
+    assert any("[held-up] stop: the I/O thread did not answer in time" in m for m in logged.messages)
+    RobotClaim("127.0.0.1", port, local_host="127.0.0.1").acquire().release()  # the robot is free
+
+
+def test_a_stop_acknowledged_does_not_wait_for_what_was_queued_after_it():
+    """Faces queued after the stop kept stop_all_motors_acknowledged waiting for the whole
+    send queue to empty: False ('it may still be moving') though the robot took the stop."""
+    from cozmo_driver.client.link import ClientConfig
+    from cozmo_driver.protocol import messages as msgs
+    from cozmo_driver.protocol.session import SessionConfig
+    sim = SimServer(host="127.0.0.1", port=0, seed=11).start()
+    # one packet in flight at a time: the faces after the stop take a round trip each
+    robot = Robot(*sim.address, local_host="127.0.0.1", name="after",
+                  config=ClientConfig(session=SessionConfig(window=1)))
+    sent = robot.link.send
+
+    def send(message):  # another sender's faces, queued right after the stop
+        sent(message)
+        if message.NAME == "StopAllMotors":
+            for _ in range(1000):
+                sent(msgs.DisplayImage(image=b"\x3f"))
+
+    robot.link.send = send
+    try:
+        robot.start()
+        assert robot.wait_until_ready(10.0)
+        robot.drive_wheels(50.0, 50.0)
+        assert sim.wait_until(lambda s: min(s.wheel_speeds()) > 0.0, 5.0)
+        assert robot.stop_all_motors_acknowledged(2.0) is True
+        assert robot.transport.call(lambda: robot.link.session.send_queue_length) > 0  # faces still queued
+        assert sim.wait_until(lambda s: s.wheel_speeds() == (0.0, 0.0), 1.0), sim.wheel_speeds()
+    finally:
+        robot.stop(timeout=0.5)
+        sim.stop()
+
+
+def test_two_threads_adding_listeners_at_once_keep_both():
+    """add_listener copied the list and assigned the copy unlocked: a second thread's add
+    between the two was lost (the driver adds and removes listeners on the I/O thread and on
+    the executor's). Thread A is held inside its copy while B adds."""
+    robot = Robot("127.0.0.1", 9)  # no start(): listeners only
+    in_copy, go, b_progress = threading.Event(), threading.Event(), threading.Event()
+
+    class HeldCopy(list):
+        def __add__(self, other):
+            if threading.current_thread().name == "A":
+                in_copy.set()
+                assert go.wait(10.0)
+            return HeldCopy(list(self) + list(other))
+
+    class SeenLock:
+        """The lock of the listeners, saying when B comes to it."""
+
+        def __init__(self, lock):
+            self.lock = lock
+
+        def __enter__(self):
+            if threading.current_thread().name == "B":
+                b_progress.set()
+            return self.lock.__enter__()
+
+        def __exit__(self, *exc):
+            return self.lock.__exit__(*exc)
+
+    def first(event):
+        pass
+
+    def second(event):
+        pass
+
+    def add_b():
+        robot.add_listener(second)
+        b_progress.set()
+
+    robot._listeners = HeldCopy(robot._listeners)
+    robot._listeners_lock = SeenLock(getattr(robot, "_listeners_lock", threading.Lock()))
+    a = threading.Thread(target=robot.add_listener, args=(first,), name="A")
+    b = threading.Thread(target=add_b, name="B")
+    a.start()
+    try:
+        assert in_copy.wait(10.0)
+        b.start()
+        assert b_progress.wait(10.0)  # B added its listener, or waits for A's lock
+    finally:
+        go.set()
+        a.join(10.0)
+        b.join(10.0)
+    assert not a.is_alive() and not b.is_alive()
+    assert [callback for callback, _ in robot._listeners] == [first, second]
