@@ -14,7 +14,7 @@ import sys
 import time
 import wave
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pytest
@@ -60,22 +60,44 @@ class Rig(RosHarness):
 
     spin_timeout = 0.005
 
-    def __init__(self, context, sim: SimServer, **params: Any) -> None:
+    def __init__(self, context, sim: SimServer, *, clients_first: Sequence[Tuple[Any, str]] = (),
+                 **params: Any) -> None:
+        """``clients_first``: (action type, name) of the actions whose clients are discovered
+        before the robot connects (the simulator's link held down meanwhile), so that a test of
+        the connection's calibration sends its goals without waiting on discovery."""
         self.sim = sim
         overrides = {"robot_ip": "127.0.0.1", "robot_port": sim.address[1], "camera_enabled": False}
         overrides.update(params)
         self.node = CozmoDriverNode(context=context, parameter_overrides=[
             Parameter(k, value=v) for k, v in overrides.items()])
         super().__init__(context, "probe", nodes=(self.node,))
+        self.clients: Dict[str, Any] = {}  # one client per action, discovered once (client())
+        if clients_first:
+            sim.set_link_up(False)
         assert self.node.start()
+        if clients_first:
+            for action_type, name in clients_first:
+                self.client(action_type, name)
+            assert not self.node.connected and not sim.is_connected()
+            sim.set_link_up(True)
         assert self.spin_until(lambda: self.node.connected, CONNECT_TIMEOUT), "driver did not connect"
         self.diagnostics: List[DiagnosticArray] = self.listen(None, DiagnosticArray, "/diagnostics", RELIABLE)
 
     def publisher(self, msg_type, topic: str):
         return super().publisher(msg_type, topic, RELIABLE)
 
+    def client(self, action_type, name: str):
+        """The probe's client of action ``name``, made and discovered at its first use (or
+        when it no longer sees its server, the driver's servers made anew)."""
+        client = self.clients.get(name)
+        if client is None or not client.server_is_ready():
+            if client is not None:
+                client.destroy()
+            client = self.clients[name] = self.action_client(action_type, name)
+        return client
+
     def send_goal(self, action_type, name: str, goal, feedback: Optional[list] = None):
-        future = self.action_client(action_type, name).send_goal_async(
+        future = self.client(action_type, name).send_goal_async(
             goal, feedback_callback=(feedback.append if feedback is not None else None))
         assert self.spin_until(future.done, 5.0)
         handle = future.result()
@@ -117,6 +139,12 @@ def long_calibration(monkeypatch):
     """The connection's calibration of a rig made in the test lasts about 3 s."""
     for motor in (ENUMS["MotorID"].MOTOR_HEAD, ENUMS["MotorID"].MOTOR_LIFT):
         monkeypatch.setitem(sim_body.CALIBRATION_REST_S, motor, CONNECTION_CALIBRATION_REST_S)
+
+
+#: Rig's clients_first for the goals sent during the connection's calibration: their client
+#: is discovered before the robot connects, not in the calibration's time (a discovery can
+#: take seconds on a loaded machine, and the goal then came after the calibration)
+ANIMATION_CLIENT_FIRST = ((PlayAnimation, "play_animation"),)
 
 
 def image_msg(pixels: np.ndarray, encoding: str) -> Image:
@@ -1195,7 +1223,7 @@ def test_an_animation_at_connection_waits_for_the_motor_calibration(make_rig, lo
     # the robot calibrates head and lift at each connection and takes no keyframe meanwhile
     # (the lift drops them): a clip moving them starts once it is done, and whole
     (tmp_path / "long.yaml").write_text(LONG_CLIP)
-    rig = make_rig(animation_dirs=[str(tmp_path)])
+    rig = make_rig(animation_dirs=[str(tmp_path)], clients_first=ANIMATION_CLIENT_FIRST)
     robot = rig.node._robot
     log = rig.node._media._log = LogRecorder(rig.node._media._log)
     first = rig.send_goal(PlayAnimation, "play_animation", PlayAnimation.Goal(name="long_dance"))
@@ -1224,7 +1252,7 @@ def test_a_goal_waiting_for_the_motor_calibration_can_be_cancelled_or_preempted(
     it, and the node did not count it as running. Now the cancel is taken (CANCELED, nothing
     sent) and a head command preempts it, as it would a clip playing."""
     (tmp_path / "long.yaml").write_text(LONG_CLIP)
-    rig = make_rig(animation_dirs=[str(tmp_path)])
+    rig = make_rig(animation_dirs=[str(tmp_path)], clients_first=ANIMATION_CLIENT_FIRST)
     robot, media = rig.node._robot, rig.node._media
     handle = rig.send_goal(PlayAnimation, "play_animation", PlayAnimation.Goal(name="nod_yes"))
     assert robot.calibrating("head")   # read once the goal was accepted: it held when it came
@@ -1255,7 +1283,7 @@ def test_an_emergency_stop_aborts_a_goal_waiting_for_the_motor_calibration(make_
     played and drove the treads. Now engaging the stop aborts the waiting goal too, with
     nothing sent, released or not."""
     (tmp_path / "long.yaml").write_text(LONG_CLIP)
-    rig = make_rig(animation_dirs=[str(tmp_path)])
+    rig = make_rig(animation_dirs=[str(tmp_path)], clients_first=ANIMATION_CLIENT_FIRST)
     robot, media, node = rig.node._robot, rig.node._media, rig.node
     handle = rig.send_goal(PlayAnimation, "play_animation", PlayAnimation.Goal(name="long_dance"))
     assert robot.calibrating("head")   # read once the goal was accepted: it held when it came
@@ -1285,7 +1313,8 @@ def test_a_goal_refused_when_it_comes_does_not_abort_one_waiting_for_the_calibra
     (tmp_path / "groups.json").write_text(json.dumps({"drives": {"Animations": [
         {"Name": "two_drives", "Weight": 1, "CooldownTime_Sec": 60},
         {"Name": "spin_round", "Weight": 0}]}}))
-    rig = make_rig(animation_dirs=[clip_dir(tmp_path)], animation_groups_file=str(tmp_path / "groups.json"))
+    rig = make_rig(animation_dirs=[clip_dir(tmp_path)], animation_groups_file=str(tmp_path / "groups.json"),
+                   clients_first=ANIMATION_CLIENT_FIRST)
     robot, core = rig.node._robot, rig.node._core
     rig.sim.pick_up()          # the cliff sensor loses the floor at once (stop_on_cliff)
     assert rig.spin_until(lambda: any(core.tread_holds()), 2.0)
@@ -1442,6 +1471,7 @@ def test_cmd_vel_and_a_head_command_take_their_motor_from_an_animation(make_rig,
     assert treads_still(rig)
     backwards = Twist()
     backwards.linear.x = -0.05
+    rig.client(PlayAnimation, "play_animation")      # sees its server still: the goal comes at once
     cmd_vel.publish(backwards)                       # once: its watchdog stops it 0.5 s later
     assert rig.spin_until(lambda: rig.sim.wheel_speeds()[0] < -30.0, 2.0)
     handle = rig.send_goal(PlayAnimation, "play_animation", PlayAnimation.Goal(name="two_drives"))
@@ -1480,11 +1510,15 @@ def test_a_group_at_connection_chooses_by_the_head_angle_the_driver_shows(make_r
         {"Name": "low_look", "UseHeadAngle": True, "HeadAngleMin_Deg": -30, "HeadAngleMax_Deg": -20}]},
         "highs": {"Animations": [
             {"Name": "level_look", "UseHeadAngle": True, "HeadAngleMin_Deg": 30, "HeadAngleMax_Deg": 44}]}}))
-    rig = make_rig(animation_dirs=[str(tmp_path)], animation_groups_file=str(tmp_path / "groups.json"))
+    rig = make_rig(animation_dirs=[str(tmp_path)], animation_groups_file=str(tmp_path / "groups.json"),
+                   clients_first=ANIMATION_CLIENT_FIRST)
     log = rig.node._media._log = LogRecorder(rig.node._media._log)
     assert rig.node._robot.calibrating("head")
     assert rig.node._robot.robot_state.head_angle_rad == pytest.approx(0.0, abs=1e-6)  # its count
     r = rig.result(rig.send_goal(PlayAnimation, "play_animation", PlayAnimation.Goal(group="looks")))
+    # read once the clip (0.3 s, the face only) ended: the calibration held when its member
+    # was chosen (after it, the robot's count too is at the low stop, and any choice passes)
+    assert rig.node._robot.calibrating("head")
     assert r.status == GoalStatus.STATUS_SUCCEEDED, r.result.message
     assert any(line.startswith("play_animation: low_look (") for line in log.lines), log.lines
     # a group no member of which may play with the head where it is ends aborted, saying why
