@@ -12,6 +12,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 
 from cozmo_driver.ros.name_guard import NameGuard
+from ros_timeouts import DISCOVERY_TIMEOUT
 
 # nodes in two contexts of one ROS domain
 pytestmark = [pytest.mark.ros]
@@ -31,18 +32,36 @@ def second_context(ros_domain_id):
     context.try_shutdown()
 
 
-def run_guard(first_context, second_context, first_ns, second_ns, name="guarded_node"):
+def spin_until(executor, predicate, timeout):
+    """Spin until ``predicate()`` holds (True) or ``timeout`` s pass (False)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() >= deadline:
+            return False
+        executor.spin_once(timeout_sec=0.05)
+    return True
+
+
+def run_guard(first_context, second_context, first_ns, second_ns, name="guarded_node", same_domain=True):
+    """What a NameGuard of the second node told; in one domain, the guard is made once the
+    first node is in the second's graph (the guard's logic under test, not how fast two
+    participants discover each other: that has taken more than its last check, 2.5 s)."""
     first = Node(name, namespace=first_ns, context=first_context)
     second = Node(name, namespace=second_ns, context=second_context)
     executor = SingleThreadedExecutor(context=second_context)
     executor.add_node(second)
     told = []
-    guard = NameGuard(second, told.append, checks_s=(0.3, 1.0, 2.5))
+    guard = None
     try:
+        if same_domain:
+            assert spin_until(executor, lambda: (name, first_ns) in second.get_node_names_and_namespaces(),
+                              DISCOVERY_TIMEOUT), f"{first_ns}/{name} never appeared in the second's graph"
+        guard = NameGuard(second, told.append, checks_s=(0.3, 1.0, 2.5))
         spin_for(executor, 3.0)
         return told, guard
     finally:
-        guard.cancel()
+        if guard is not None:
+            guard.cancel()
         executor.shutdown()
         second.destroy_node()
         first.destroy_node()
@@ -75,6 +94,6 @@ def test_the_same_name_in_another_namespace_is_no_duplicate(rclpy_context, secon
 
 def test_the_same_name_in_another_domain_is_no_duplicate(rclpy_context, private_rclpy_context):
     # (another domain reserved as the run's is: never another run's or worker's)
-    told, guard = run_guard(rclpy_context, private_rclpy_context, "/guard_d", "/guard_d")
+    told, guard = run_guard(rclpy_context, private_rclpy_context, "/guard_d", "/guard_d", same_domain=False)
     assert told == [] and not guard.found
 
