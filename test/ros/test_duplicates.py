@@ -71,31 +71,27 @@ def test_a_second_driver_of_the_same_robot_exits_2_naming_the_first(tmp_path):
 
 
 def test_a_second_node_process_of_the_same_name_is_refused_and_the_first_goes_on(tmp_path):
+    from cozmo_driver.ros.name_guard import CHECKS_S  # (imports rclpy)
     command = [project_executable("cozmo_face_node"), "--ros-args", "-r", "__ns:=/guard_proc"]
-
-    def start(name):
-        log = open(tmp_path / f"{name}.log", "wb")
-        return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)), log
-
-    first, first_log = start("first")
-    second = second_log = None
+    first = Started(command, tmp_path / "first.log")
+    second = None
     try:
-        time.sleep(4.0)  # past the first node's own checks
-        assert first.poll() is None
-        second, second_log = start("second")
-        assert second.wait(timeout=30) == 2
-        text = (tmp_path / "second.log").read_text()
+        # the face node says this in its constructor, before its NameGuard is made (its start-up,
+        # rclpy's and numpy's imports, took more than a second on a loaded machine); then past
+        # the guard's last check, so that the first's checks are over when the second comes
+        first.wait_for(" fps on ", 30)
+        time.sleep(CHECKS_S[-1] + 1.0)
+        assert first.process.poll() is None, first.output()
+        second = Started(command, tmp_path / "second.log")
+        assert second.process.wait(timeout=30) == 2
+        text = second.output()
         assert "refusing to run: another node named /guard_proc/cozmo_face" in text
         assert "ROS_DOMAIN_ID" in text
-        assert first.poll() is None                     # the first one goes on
-        first.send_signal(signal.SIGINT)
-        assert first.wait(timeout=20) == 0
-        assert "refusing" not in (tmp_path / "first.log").read_text()
+        assert first.process.poll() is None             # the first one goes on
+        first.process.send_signal(signal.SIGINT)
+        assert first.process.wait(timeout=20) == 0
+        assert "refusing" not in first.output()
     finally:
-        for process, log in ((first, first_log), (second, second_log)):
-            if process is not None and process.poll() is None:
-                process.kill()
-                process.wait()
-            if log is not None:
-                log.close()
+        first.close()
+        if second is not None:
+            second.close()
