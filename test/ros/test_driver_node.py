@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Tuple
 
 import numpy as np
 import pytest
@@ -325,6 +325,18 @@ def cmd_vel_served_by(request, monkeypatch):
     return request.param
 
 
+def drove_then_stopped(sim: SimServer) -> Tuple[bool, bool]:
+    """Whether the simulator's command log holds a DriveWheels forwards, and a DriveWheels
+    stopping both treads after it: facts that stay true once they happened (with one cmd_vel
+    and cmd_vel_timeout 0.3 s the treads turn for about 0.3 s, which a test's thread not
+    scheduled then misses)."""
+    speeds = [(m.lwheel_speed_mmps, m.rwheel_speed_mmps) for _, m in sim.commands() if m.NAME == "DriveWheels"]
+    first = next((i for i, (left, right) in enumerate(speeds) if left > 0 and right > 0), None)
+    if first is None:
+        return False, False
+    return True, (0.0, 0.0) in speeds[first + 1:]
+
+
 def test_watchdog_stops_the_treads_once(make_driver, cmd_vel_served_by):
     h = make_driver(cmd_vel_timeout=0.3)
     assert (h.node._cmd_vel_thread is None) == (cmd_vel_served_by == "executor")
@@ -334,8 +346,9 @@ def test_watchdog_stops_the_treads_once(make_driver, cmd_vel_served_by):
     cmd = Twist()
     cmd.linear.x = 0.05
     pub.publish(cmd)
-    assert h.spin_until(lambda: h.sim.wheel_speeds() != (0.0, 0.0), 2.0)
+    assert h.spin_until(lambda: drove_then_stopped(h.sim)[0], 2.0), "no DriveWheels forwards reached the robot"
     # stopped, with no cmd_vel after the first (when: on the robot clock, test_driver_core.py)
+    assert h.spin_until(lambda: drove_then_stopped(h.sim)[1], 5.0), "the watchdog sent no stop"
     assert h.spin_until(lambda: h.sim.wheel_speeds() == (0.0, 0.0), 5.0)
     h.spin_for(1.0)
     assert h.sim.command_counts().get("DriveWheels", 0) - before == 2  # the command, then one stop
@@ -362,7 +375,8 @@ def test_cmd_vel_and_its_watchdog_run_without_the_executor(make_driver):
         while not predicate() and time.monotonic() < deadline:
             time.sleep(0.01)
         return bool(predicate())
-    assert wait(lambda: h.sim.wheel_speeds() != (0.0, 0.0), 2.0)
+    assert wait(lambda: drove_then_stopped(h.sim)[0], 2.0), "no DriveWheels forwards reached the robot"
+    assert wait(lambda: drove_then_stopped(h.sim)[1], 2.0), "the watchdog sent no stop"
     assert wait(lambda: h.sim.wheel_speeds() == (0.0, 0.0), 2.0)
     time.sleep(0.5)
     assert h.sim.command_counts().get("DriveWheels", 0) - before == 2  # the command, one stop
