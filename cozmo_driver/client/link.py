@@ -298,7 +298,9 @@ class RobotLink:
         abandon(self.session)
         if self.state is LinkState.DISCONNECTED:
             return None
-        self._set_state(LinkState.DISCONNECTED, "stopped before the robot acknowledged the disconnect")
+        # the session's word for a Disconnect left unacknowledged, which the driver's shutdown line
+        # reads ("no answer in time")
+        self._set_state(LinkState.DISCONNECTED, "disconnected (unacknowledged)")
         return self._events.pop()
 
     def send(self, message) -> None:

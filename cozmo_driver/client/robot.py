@@ -4,7 +4,9 @@
 adapter. The protocol runs on the adapter's I/O thread; listeners registered
 with :meth:`Robot.add_listener` are called there with every event, or with the link's
 events and only the messages they name (keep them short: hand work to your own thread
-or executor). Commands may be sent from any
+or executor); one event only comes from another thread, after the I/O thread ended: the
+DISCONNECTED of a :meth:`Robot.stop` whose time ran out before the robot acknowledged the
+disconnect, from the thread that called it. Commands may be sent from any
 thread. Units at this API are the protocol's own (mm, mm/s, rad); the ROS
 nodes convert to metres at their boundary.
 
@@ -153,7 +155,8 @@ class Robot:
 
     def add_listener(self, callback: Callable[[Any], None],
                      messages: Optional[Iterable[str]] = None) -> None:
-        """``callback(event)`` on the I/O thread for every link event (everything but a
+        """``callback(event)`` on the I/O thread (but see the module's note on a stop whose time
+        ran out) for every link event (everything but a
         :class:`MessageReceived`) and for every message, or, with ``messages`` (names, as
         ``message.NAME``), only for the messages named there: a listener that takes few of
         them is then not called for the robot's hundred datagrams a second."""

@@ -227,6 +227,8 @@ def test_a_stop_the_robot_does_not_acknowledge_leaves_the_client_disconnected():
         assert robot.state is LinkState.DISCONNECTED
         assert not robot.wait_until_ready(0.0)
         assert seen.link_states()[-1] is LinkState.DISCONNECTED
+        # as the session says it, which the driver's shutdown warning reads ("no answer in time")
+        assert robot.link.state_reason == "disconnected (unacknowledged)", robot.link.state_reason
         assert robot.link.stopped
     finally:
         robot.stop(timeout=0.5)
