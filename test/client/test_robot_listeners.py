@@ -279,6 +279,9 @@ def test_a_stop_acknowledged_does_not_wait_for_what_was_queued_after_it():
     try:
         robot.start()
         assert robot.wait_until_ready(10.0)
+        # a first face now, so that the link's EnableAnimationState (sent before the stream's
+        # first message, in the queue of commands) is not queued after the stop
+        robot.transport.call(lambda: sent(msgs.DisplayImage(image=b"\x3f")))
         robot.drive_wheels(50.0, 50.0)
         assert sim.wait_until(lambda s: min(s.wheel_speeds()) > 0.0, 5.0)
         assert robot.stop_all_motors_acknowledged(2.0) is True
