@@ -27,7 +27,9 @@ has been up for seconds before a new node appears is found by that node only at 
 subscriber's next periodic announcement (Fast DDS, every 3 s) in about half the runs
 here, whichever the node: measured so, start-up is mostly that lottery (0 to 3 s) and
 says nothing about the program. When the subscriber's publisher count first becomes 1
-(the subscriber matched the publisher: discovery done) is recorded too.
+(the subscriber matched the publisher: discovery done) is recorded too; on Humble, whose
+subscriptions do not count their publishers, when the graph first shows a publisher of
+the topic.
 
 Byte code: the processes run with a byte-code cache of their own (``PYTHONPYCACHEPREFIX``
 in a temporary directory, filled by one warm-up start of each program that is not
@@ -205,6 +207,12 @@ class Subscriber(SpunNode):
                     pass
             self.first = now
 
+    def publishers(self) -> int:
+        """The publishers matched with the subscription; on Humble, whose Subscription has no
+        get_publisher_count (Iron and later), the publishers of its topic in the graph."""
+        count = getattr(self.sub, "get_publisher_count", None)
+        return count() if count is not None else self.node.count_publishers(self.sub.topic_name)
+
 
 def _pdeathsig() -> List[str]:
     """A child that gets SIGINT if this script dies (where setpriv exists)."""
@@ -238,7 +246,7 @@ def ros_run(command: List[str], topic: str, env: Dict[str, str], timeout: float,
             sub.pid = proc.pid
             matched = None
             while sub.first is None and time.monotonic() < t0 + timeout and proc.poll() is None:
-                if matched is None and sub.sub.get_publisher_count() > 0:
+                if matched is None and sub.publishers() > 0:
                     matched = time.monotonic()
                 time.sleep(0.001)
             if matched is None and sub.first is not None:

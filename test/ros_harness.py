@@ -23,7 +23,7 @@ from ros_timeouts import CONNECT_TIMEOUT, DISCOVERY_TIMEOUT, discovered  # noqa:
 from cozmo_driver.sim import SimServer
 
 __all__ = ["CONNECT_TIMEOUT", "DISCOVERY_TIMEOUT", "RosHarness", "discovered", "closing_all", "LogRecorder",
-           "sim_fixture"]
+           "sim_fixture", "qos_event_handlers"]
 
 T = TypeVar("T")
 
@@ -39,6 +39,16 @@ def sim_fixture(seed: int):
             yield server
 
     return sim
+
+
+def qos_event_handlers(node) -> int:
+    """How many of ``node``'s waitables are rclpy's QoS event handlers (entities that every
+    executor wake-up checks)."""
+    try:
+        from rclpy.event_handler import EventHandler
+    except ImportError:  # Humble
+        from rclpy.qos_event import QoSEventHandler as EventHandler
+    return sum(isinstance(w, EventHandler) for w in node.waitables)
 
 
 @contextmanager

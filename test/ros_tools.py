@@ -16,8 +16,10 @@ Every process is bounded in time; all traffic stays on loopback (test/conftest.p
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -32,7 +34,7 @@ from processes import alive
 
 __all__ = ["REQUIRED", "missing", "need_module", "need_ros2", "need_installed_package",
            "ros2", "RosLaunch", "ros2_daemon", "wait_for", "problems_in_log", "spin_until",
-           "arguments"]
+           "arguments", "echo_timeout", "echo_timeout_options"]
 
 REQUIRED = os.environ.get("COZMO_REQUIRE_ROS_TOOLS") == "1"
 PACKAGE = "cozmo_driver"
@@ -115,6 +117,27 @@ def ros2(*args: str, timeout: float = 30.0, check: bool = True,
         pytest.fail(f"`ros2 {' '.join(args)}` exited {result.returncode}:\n"
                     f"{result.stdout}{result.stderr}")
     return result
+
+
+def echo_timeout_options(help_text: str, timeout: float) -> List[str]:
+    """The options that make ``ros2 topic echo`` wait at most ``timeout`` s for a message, given
+    what its ``--help`` printed: ``--timeout`` where it lists one (Iron and later, ros2cli#792),
+    none where it does not (Humble): there the echo waits until it is stopped, and the caller's
+    time limit on the process (the ``timeout`` of :func:`ros2`, a test's bounded wait and stop)
+    ends it."""
+    if re.search(r"(?<![\w-])--timeout(?![\w-])", help_text):
+        return ["--timeout", f"{timeout:g}"]
+    return []
+
+
+@functools.lru_cache(maxsize=None)
+def _echo_help() -> str:
+    return ros2("topic", "echo", "--help", timeout=30.0).stdout
+
+
+def echo_timeout(timeout: float) -> List[str]:
+    """:func:`echo_timeout_options` of this ``ros2`` (its help read once)."""
+    return echo_timeout_options(_echo_help(), timeout)
 
 
 class ros2_daemon:

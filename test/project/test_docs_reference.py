@@ -88,7 +88,7 @@ def in_graph(probe, node: str, kind: str) -> Items:
 
 
 def declared_parameters(node) -> Dict[str, Tuple[str, object]]:
-    names = node.list_parameters([], 0).names
+    names = list(node.get_parameters_by_prefix(""))  # every one by its full name (Humble has no list_parameters)
     out = {}
     for name in names:
         if name in STANDARD_PARAMETERS or name.startswith("qos_overrides."):

@@ -6,11 +6,15 @@ Jazzy's rclpy has and Humble's has not, read off the two branches of ros2/rclpy
 (``humble`` and ``jazzy``: modules that exist in one only; methods of Node, Publisher,
 Subscription, Client, Service, Executor, Context, the lifecycle and action classes that
 one defines and the other does not; ``rclpy.experimental`` came with Jazzy's events
-executor). The check reads the AST of the package and the launch files: an import of
+executor). The check reads the AST of the package, the launch files, the tests, the benches
+and tools/ (./dev runs the tests and benches against a sourced Humble): an import of
 such a module must sit in a ``try`` whose handlers take ImportError, and a use of such a
 method in a ``try`` (of any handler: an rclpy without it raises AttributeError), or be
 reached through ``getattr``/``hasattr``, which this check does not flag. Names that are
 also ours (``callback``, ``service_name``) are left out: they would flag our own code.
+
+The ``ros2`` command is not rclpy: the tests give ``ros2 topic echo`` its ``--timeout``
+(Iron and later) only where its help lists it, checked here with both helps.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 from typing import Iterator, List, Tuple
+
+from ros_tools import echo_timeout_options
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -75,10 +81,32 @@ def unguarded(source: str, name: str = "<source>") -> List[str]:
     return found
 
 
+#: what ``ros2 topic echo --help`` prints first, shortened: with Humble's options (ros2topic
+#: 0.18: no --timeout) and with Jazzy's
+ECHO_USAGE_HUMBLE = """usage: ros2 topic echo [-h] [--spin-time SPIN_TIME] [--no-daemon]
+                       [--qos-profile PROFILE] [--qos-depth N] [--qos-history HISTORY]
+                       [--qos-reliability RELIABILITY] [--qos-durability DURABILITY]
+                       [--csv] [--field FIELD] [--full-length]
+                       [--truncate-length TRUNCATE_LENGTH] [--no-arr] [--no-str]
+                       [--flow-style] [--lost-messages] [--no-lost-messages] [--raw]
+                       [--filter FILTER_EXPR] [--once]
+                       topic_name [message_type]
+"""
+ECHO_USAGE_JAZZY = """usage: ros2 topic echo [-h] [--spin-time SPIN_TIME] [-s] [--no-daemon]
+                       [--csv] [--field FIELD] [--full-length] [--no-arr] [--no-str]
+                       [--flow-style] [--no-lost-messages] [--raw]
+                       [--filter FILTER_EXPR] [--once] [--timeout N]
+                       [--include-message-info]
+                       topic_name [message_type]
+"""
+
+
 def sources() -> List[Path]:
     files = sorted((ROOT / "cozmo_driver").rglob("*.py")) + sorted((ROOT / "launch").glob("*.py"))
     assert len(files) > 50
-    return files
+    others = [path for folder in ("test", "bench", "tools") for path in sorted((ROOT / folder).rglob("*.py"))]
+    assert len(others) > 100
+    return files + others
 
 
 def test_the_check_flags_what_it_should_and_passes_a_fallback():
@@ -92,7 +120,14 @@ def test_the_check_flags_what_it_should_and_passes_a_fallback():
     assert not unguarded("from rclpy.qos import QoSProfile\nnode.count_publishers('x')\n")
 
 
-def test_the_package_uses_nothing_newer_than_humble_without_a_fallback():
+def test_echo_gets_timeout_only_where_its_help_lists_it():
+    assert echo_timeout_options(ECHO_USAGE_JAZZY, 15) == ["--timeout", "15"]
+    assert echo_timeout_options(ECHO_USAGE_JAZZY, 2.5) == ["--timeout", "2.5"]
+    assert echo_timeout_options(ECHO_USAGE_HUMBLE, 15) == []
+    assert echo_timeout_options("[--timeout-ms N] [--no-timeout] (a timeout)", 15) == []
+
+
+def test_nothing_newer_than_humble_is_used_without_a_fallback():
     found = []
     for path in sources():
         found += unguarded(path.read_text(), str(path.relative_to(ROOT)))

@@ -41,7 +41,7 @@ from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy  # n
 from std_msgs.msg import String  # noqa: E402
 from std_srvs.srv import SetBool  # noqa: E402
 
-from ros_harness import CONNECT_TIMEOUT, DISCOVERY_TIMEOUT, RosHarness  # noqa: E402
+from ros_harness import CONNECT_TIMEOUT, DISCOVERY_TIMEOUT, RosHarness, qos_event_handlers  # noqa: E402
 from cozmo_driver.ros import behavior_node  # noqa: E402
 from cozmo_driver.ros.behavior_node import BehaviorNode  # noqa: E402
 from cozmo_driver.ros.driver_node import CozmoDriverNode  # noqa: E402
@@ -974,20 +974,13 @@ def test_no_qos_event_handlers_burden_the_executor(rclpy_context):
     driver, every wake-up of the stack's executor): it has no more of them than a bare node
     (rclpy's own /rosout publisher ...)."""
     import rclpy
-    try:
-        from rclpy.event_handler import EventHandler
-    except ImportError:  # Humble
-        from rclpy.qos_event import QoSEventHandler as EventHandler
-
-    def handlers(node) -> int:
-        return sum(isinstance(w, EventHandler) for w in node.waitables)
 
     behavior = BehaviorNode(context=rclpy_context, parameter_overrides=[
         Parameter("start_delay", value=0.0)])
     bare = rclpy.create_node("bare", context=rclpy_context)
     try:
         assert len(list(behavior.subscriptions)) >= 10 and len(list(behavior.publishers)) >= 8
-        assert handlers(behavior) == handlers(bare)
+        assert qos_event_handlers(behavior) == qos_event_handlers(bare)
     finally:
         behavior.close()
         behavior.destroy_node()

@@ -51,7 +51,8 @@ from std_srvs.srv import Trigger  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 from visualization_msgs.msg import Marker  # noqa: E402
 
-from ros_harness import CONNECT_TIMEOUT, DISCOVERY_TIMEOUT, RosHarness, closing_all, sim_fixture  # noqa: E402
+from ros_harness import (CONNECT_TIMEOUT, DISCOVERY_TIMEOUT, RosHarness, closing_all,  # noqa: E402
+                         qos_event_handlers, sim_fixture)
 from processes import TellsItsLog  # noqa: E402
 from cozmo_driver import robot_geometry as geo  # noqa: E402
 from cozmo_driver.driver.events import EventType  # noqa: E402
@@ -1568,16 +1569,11 @@ def test_no_qos_event_handlers_burden_the_executor(make_driver):
     """The driver's publishers and subscriptions come without rclpy's default QoS event
     handlers, each of which is an entity of every executor wake-up: the node has no more
     of them than a bare node (rclpy's own /rosout publisher...)."""
-    from rclpy.event_handler import EventHandler
-
-    def handlers(node) -> int:
-        return sum(isinstance(w, EventHandler) for w in node.waitables)
-
     h = make_driver()
     bare = rclpy.create_node("bare", context=h.probe.context)
     try:
         assert len(list(h.node.subscriptions)) >= 10 and len(list(h.node.publishers)) >= 15
-        assert handlers(h.node) == handlers(bare)
+        assert qos_event_handlers(h.node) == qos_event_handlers(bare)
     finally:
         bare.destroy_node()
 

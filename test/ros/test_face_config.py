@@ -35,10 +35,11 @@ def own_parameters(node, context) -> Dict[str, Any]:
     use_sim_time)."""
     plain = rclpy.create_node("plain", context=context)
     try:
-        common = set(plain.list_parameters([], 0).names)
+        common = set(plain.get_parameters_by_prefix(""))
     finally:
         plain.destroy_node()
-    names = [name for name in node.list_parameters([], 0).names if name not in common]
+    # every declared parameter by its full name (list_parameters, Jazzy's only, gives the same)
+    names = [name for name in node.get_parameters_by_prefix("") if name not in common]
     return {p.name: p.value for p in node.get_parameters(names)}
 
 
