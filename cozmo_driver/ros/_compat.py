@@ -15,7 +15,7 @@ __all__ = ["InvalidHandle", "try_shutdown"]
 
 def try_shutdown(context=None) -> None:
     """Shut rclpy down unless it already is: ``rclpy.try_shutdown`` where it exists
-    (Iron and newer); on Humble ``rclpy.shutdown`` raises RuntimeError when the
+    (Humble has it); without it, ``rclpy.shutdown`` raises RuntimeError when the
     context is already shut down, which is the only error ignored here."""
     shutdown = getattr(rclpy, "try_shutdown", None)
     if shutdown is not None:

@@ -25,7 +25,7 @@ try:  # Galactic and later; the fallback keeps plain QoS
 except ImportError:  # pragma: no cover - depends on the ROS 2 release
     QoSOverridingOptions = None
 
-try:  # Jazzy and later
+try:  # Iron and later
     from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
 except ImportError:  # pragma: no cover - Humble
     from rclpy.qos_event import PublisherEventCallbacks, SubscriptionEventCallbacks
