@@ -27,7 +27,9 @@ BehaviorParam = ParamSpec
 
 BEHAVIOR_PARAMETERS: Tuple[BehaviorParam, ...] = (
     BehaviorParam("enabled", True, "Run behaviors (false: the engine only follows events and "
-                  "publishes emotions); also the behavior/enable service", dynamic=True),
+                  "publishes emotions); also the behavior/enable service. After the emergency stop's "
+                  "release nothing runs until this is set true again (or behavior/enable true)",
+                  dynamic=True),
     BehaviorParam("user_pause", 10.0, "After a user command (cmd_vel, head/lift topics) or the end "
                   "of a user's goal (of a driver action, not the engine's: it holds the engine while "
                   "it runs, whatever this is) the engine stays quiet this long",
