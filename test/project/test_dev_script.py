@@ -655,7 +655,7 @@ def test_demo_and_test_help_set_up_nothing_before_the_venv_is_built(tmp_path, co
         assert f"described in {doc}." in proc.stdout, proc.stdout
     assert not (tmp_path / ".venv").exists()
     # without a help, the command sets up as before
-    proc = _sourced(tmp_path, f"{_NO_SET_UP}main {command} --robot-ip 172.31.1.1")
+    proc = _sourced(tmp_path, f"{_NO_SET_UP}main {command} --robot-ip 127.0.0.2")
     assert proc.returncode == 97 and "SET-UP RAN" in proc.stderr, proc.stdout + proc.stderr
 
 
@@ -668,10 +668,10 @@ def test_demo_and_test_help_come_from_the_programs_once_built_without_setting_up
     for name in ("cozmo-demo", "python", "pytest"):
         (bin_dir / name).write_text(f'#!/bin/sh\necho "{name} was given: $*"\n')
         (bin_dir / name).chmod(0o755)
-    proc = _sourced(tmp_path, f"{_NO_SET_UP}main demo --robot-ip 172.31.1.1 --help")
+    proc = _sourced(tmp_path, f"{_NO_SET_UP}main demo --robot-ip 127.0.0.2 --help")
     assert proc.returncode == 0 and "SET-UP RAN" not in proc.stderr, proc.stdout + proc.stderr
     assert proc.stdout.startswith("  ./dev demo [ARGS]    set up, then run the demo"), proc.stdout
-    assert proc.stdout.endswith("\ncozmo-demo was given: --robot-ip 172.31.1.1 --help\n"), proc.stdout
+    assert proc.stdout.endswith("\ncozmo-demo was given: --robot-ip 127.0.0.2 --help\n"), proc.stdout
     proc = _sourced(tmp_path, f"{_NO_SET_UP}main test test/x.py -h")
     assert proc.returncode == 0 and "SET-UP RAN" not in proc.stderr, proc.stdout + proc.stderr
     assert proc.stdout.startswith("  ./dev test [ARGS]    set up, lint, then run the tests"), proc.stdout
