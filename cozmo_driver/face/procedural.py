@@ -74,6 +74,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import operator
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence, Union
 
@@ -134,6 +135,8 @@ PARAM_NAMES: tuple[str, ...] = (
 NUM_PARAMS = 43
 _NF = len(FACE_PARAM_NAMES)
 _NE = len(EYE_PARAM_NAMES)
+#: an eye's 19 values as a tuple, in CLAD order (one call)
+_eye_values = operator.attrgetter(*EYE_PARAM_NAMES)
 assert _NF + 2 * _NE == NUM_PARAMS
 
 #: ``PYCOZMO_EYE_ORDER[i]`` is the CLAD index of pycozmo's eye value ``i``.
@@ -199,7 +202,12 @@ class EyeParams:
 
     def to_list(self) -> list[float]:
         """The 19 values in CLAD order."""
-        return [float(getattr(self, n)) for n in EYE_PARAM_NAMES]
+        return list(map(float, _eye_values(self)))
+
+    def copy(self) -> "EyeParams":
+        """A copy (as ``dataclasses.replace(self)``, without its cost: the face is copied at
+        every frame)."""
+        return EyeParams(*_eye_values(self))
 
     @classmethod
     def from_sequence(cls, values: Sequence[float]) -> "EyeParams":
@@ -335,7 +343,7 @@ class FaceParams:
     def copy(self) -> "FaceParams":
         return FaceParams(
             self.center_x_px, self.center_y_px, self.scale_x, self.scale_y, self.angle_deg,
-            dataclasses.replace(self.left), dataclasses.replace(self.right),
+            self.left.copy(), self.right.copy(),
         )
 
     def with_eyes(self, **changes: float) -> "FaceParams":

@@ -55,6 +55,18 @@ def test_expression_returns_a_copy():
     assert EXPRESSIONS["happy"].left.scale_x != 9.0
 
 
+def test_a_face_copy_has_every_value_and_eyes_of_its_own():
+    face = FaceParams.from_array(np.arange(43, dtype=np.float64) / 7.0)
+    copy = face.copy()
+    assert copy == face and np.array_equal(copy.to_array(), face.to_array())
+    assert copy.left is not face.left and copy.right is not face.right
+    copy.left.scale_y, copy.right.upper_lid_bend = 5.0, 0.5
+    assert np.array_equal(face.to_array(), np.arange(43, dtype=np.float64) / 7.0)
+    before = face.to_array()
+    look_at(face, 0.7, 0.6)  # moves a copy's eyes and centre
+    assert np.array_equal(face.to_array(), before)
+
+
 def test_every_expression_looks_different():
     images = {name: R.render(face) for name, face in EXPRESSIONS.items()}
     for (a, ia), (b, ib) in itertools.combinations(images.items(), 2):
