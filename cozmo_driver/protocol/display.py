@@ -85,6 +85,38 @@ _RUN_SHORT = 0x80
 _RUN_LONG = 0xC0
 _FLAG_LIT = 0x01
 _FLAG_LIT_AT_BOTTOM = 0x02
+_SKIP = 0x00
+_REPEAT = 0x40
+_PIXELS = DISPLAY_WIDTH * DISPLAY_HEIGHT
+
+
+def _run_code_table() -> np.ndarray:
+    """Run opcodes by [length, lit, row after the run % 32] (0 there: the run ends the column)."""
+    table = np.zeros((DISPLAY_HEIGHT + 1, 2, DISPLAY_HEIGHT), dtype=np.uint8)
+    for length in range(1, DISPLAY_HEIGHT + 1):
+        code = _RUN_SHORT | ((length - 1) << 2) if length <= 16 else _RUN_LONG | ((length - 17) << 2)
+        table[length, 0, :] = code
+        table[length, 1, :] = code | _FLAG_LIT
+        table[length, 1, 0] = code | _FLAG_LIT_AT_BOTTOM
+    return table
+
+
+def _count_codes(opcode: int) -> tuple[bytes, ...]:
+    """Skip or repeat opcodes for 0..128 columns, at most 64 a byte."""
+    codes = []
+    for count in range(DISPLAY_WIDTH + 1):
+        full, rest = divmod(count, 64)
+        codes.append(bytes([opcode | 63] * full + ([opcode | (rest - 1)] if rest else [])))
+    return tuple(codes)
+
+
+_RUN_CODES = _run_code_table()
+_SKIPS = _count_codes(_SKIP)
+_REPEATS = _count_codes(_REPEAT)
+#: the first run of an all-dark column: a dark run of 32 rows
+_BLANK_COLUMN = _RUN_LONG | ((DISPLAY_HEIGHT - 17) << 2)
+#: index in the flattened columns of each column's top, and of the end
+_COLUMN_TOPS = np.arange(0, _PIXELS + 1, DISPLAY_HEIGHT)
 
 
 def _check_bits(bits: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
@@ -96,72 +128,52 @@ def _check_bits(bits: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
     return arr
 
 
-def _column_runs(cols: np.ndarray):
-    """Per-run arrays for (128, 32) bool columns: column, start row, length, lit."""
-    start = np.ones(cols.shape, dtype=bool)
-    start[:, 1:] = cols[:, 1:] != cols[:, :-1]
-    col, y0 = np.nonzero(start)
-    end = np.empty_like(y0)
-    end[:-1] = y0[1:]
-    end[-1] = DISPLAY_HEIGHT
-    new_col = np.empty(col.shape, dtype=bool)
-    new_col[:-1] = col[1:] != col[:-1]
-    new_col[-1] = True
-    end[new_col] = DISPLAY_HEIGHT
-    return col, y0, end - y0, cols[col, y0]
-
-
 def _encode_columns(cols: np.ndarray) -> bytes:
-    col, y0, length, lit = _column_runs(cols)
-    code = np.where(length <= 16, _RUN_SHORT | ((length - 1) << 2), _RUN_LONG | ((length - 17) << 2))
-    at_bottom = (y0 + length) == DISPLAY_HEIGHT
-    code |= np.where(lit, np.where(at_bottom, _FLAG_LIT_AT_BOTTOM, _FLAG_LIT), 0)
-    codes = code.astype(np.uint8).tobytes()
-    bounds = np.searchsorted(col, np.arange(DISPLAY_WIDTH + 1)).tolist()
-    blank = (~cols.any(axis=1)).tolist()
-    packed = np.packbits(cols, axis=1).view(np.uint32)[:, 0]
-    same_as_prev = np.concatenate(([False], packed[1:] == packed[:-1])).tolist()
+    """Run-length code of ``(128, 32)`` bool columns.
+
+    The runs of all columns come from a few numpy calls on the columns laid end to end;
+    the Python loop then goes over the stretches of equal columns (a face has about 25,
+    blank or repeated columns most of its 128), not over the columns one by one.
+    """
+    # one byte of 0 or 1 a pixel (a bool array may hold another byte for True: Pillow's 255)
+    flat = cols.reshape(-1).view(np.uint8) != 0
+    # a run starts at each column's top and where a pixel differs from the one above it;
+    # the end is marked too, so that each run ends where the next starts
+    edge = np.empty(_PIXELS + 1, dtype=bool)
+    np.not_equal(flat[1:], flat[:-1], out=edge[1:_PIXELS])
+    edge[::DISPLAY_HEIGHT] = True
+    starts = np.flatnonzero(edge)
+    begin = starts[:-1]
+    end = starts[1:]
+    codes = _RUN_CODES[end - begin, flat.view(np.uint8)[begin], end % DISPLAY_HEIGHT].tobytes()
+    # column x's runs: codes[first_run[x] : first_run[x + 1]]
+    first_run = np.searchsorted(starts, _COLUMN_TOPS).tolist()
+    # the last column of each stretch of equal columns: a column's 32 bytes are 4 uint64,
+    # and the 4 bools saying which of them differ from the previous column's, one uint32
+    words = flat.view(np.uint64).reshape(DISPLAY_WIDTH, -1)
+    lasts = np.flatnonzero((words[1:] != words[:-1]).view(np.uint32)).tolist()
+    lasts.append(DISPLAY_WIDTH - 1)
 
     out = bytearray()
-    skip = 0
-    repeat = 0
-    prev_emitted = False  # the previous column is a non-blank column we can repeat
-
-    def drop_trailing_dark_run() -> None:
+    owed = b""  # skip or repeat opcodes not yet written
+    x = 0
+    for last in lasts:
+        if owed:
+            # a dark run that ends the column just written is left out before a skip or repeat
+            if out and (out[-1] & 0xC3) in (_RUN_SHORT, _RUN_LONG):
+                del out[-1]
+            out += owed
+        run = first_run[x]
+        if codes[run] == _BLANK_COLUMN:  # dark columns: skipped
+            owed = _SKIPS[last + 1 - x]
+        else:
+            out += codes[run : first_run[x + 1]]
+            owed = _REPEATS[last - x]
+        x = last + 1
+    if owed:
         if out and (out[-1] & 0xC3) in (_RUN_SHORT, _RUN_LONG):
             del out[-1]
-
-    def flush(count: int, opcode: int) -> None:
-        drop_trailing_dark_run()
-        while count >= 64:
-            out.append(opcode | 63)
-            count -= 64
-        if count:
-            out.append(opcode | (count - 1))
-
-    for x in range(DISPLAY_WIDTH):
-        if blank[x]:
-            if repeat:
-                flush(repeat, 0x40)
-                repeat = 0
-            skip += 1
-            prev_emitted = False
-            continue
-        if skip:
-            flush(skip, 0x00)
-            skip = 0
-        elif prev_emitted and same_as_prev[x]:
-            repeat += 1
-            continue
-        elif repeat:
-            flush(repeat, 0x40)
-            repeat = 0
-        out += codes[bounds[x] : bounds[x + 1]]
-        prev_emitted = True
-    if skip:
-        flush(skip, 0x00)
-    if repeat:
-        flush(repeat, 0x40)
+        out += owed
     return bytes(out)
 
 

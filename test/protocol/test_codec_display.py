@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -288,6 +290,148 @@ def test_fit_always_fits(bits, max_bytes):
 def test_fit_impossible_limit():
     with pytest.raises(LocalProtocolError):
         fit_to_frame(checkerboard(), max_bytes=1)
+
+
+# ---------------------------------------------------------------------------------------------
+# The encoder's bytes, kept as they were
+# ---------------------------------------------------------------------------------------------
+
+
+def run_columns(rng: np.random.Generator, change: float) -> np.ndarray:
+    """Columns of runs: the colour changes at each row with probability ``change``."""
+    flips = rng.random((32, 128)) < change
+    flips[0] = rng.random(128) < 0.5  # the top row's colour
+    return np.cumsum(flips, axis=0) % 2 == 1
+
+
+def synthetic_corpus():
+    rng = np.random.default_rng(20240618)
+    yield blank()
+    yield ~blank()
+    # one column lit (or dark) at the edges and middle, alone or repeated to the last column:
+    # runs ending at the bottom, long runs, skips and repeats of 64 and more
+    for x in (0, 1, 63, 64, 65, 126, 127):
+        for rows in (slice(0, 32), slice(0, 1), slice(31, 32), slice(5, 27), slice(0, 17), slice(16, 32)):
+            bits = blank()
+            bits[rows, x] = True
+            yield bits
+            yield ~bits
+            repeated = bits.copy()
+            repeated[:, x:] = bits[:, x : x + 1]
+            yield repeated
+    for _ in range(1000):  # noise, sparse to dense, with blank, repeated and widened columns
+        bits = rng.random((32, 128)) < rng.choice([0.005, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.9, 0.98])
+        if rng.random() < 0.4:
+            bits[:, rng.random(128) < rng.random()] = False
+        if rng.random() < 0.3:
+            bits[:, 1::2] = bits[:, 0::2]
+        if rng.random() < 0.3:
+            width = int(rng.integers(2, 80))
+            bits = np.repeat(bits[:, ::width], width, axis=1)[:, :128]
+        yield bits
+    for _ in range(1000):  # runs short to long, with stretches of blank or repeated columns
+        bits = run_columns(rng, rng.choice([0.02, 0.05, 0.1, 0.2, 0.4, 0.7, 0.95]))
+        for _ in range(int(rng.integers(0, 5))):
+            a = int(rng.integers(0, 128))
+            b = int(rng.integers(a, 129))
+            if rng.random() < 0.5:
+                bits[:, a:b] = False
+            else:
+                bits[:, a:b] = bits[:, a : a + 1]
+        yield bits
+    for _ in range(150):  # a few lit rectangles on dark, apart or touching
+        bits = blank()
+        for _ in range(int(rng.integers(1, 4))):
+            y0, x0 = int(rng.integers(0, 32)), int(rng.integers(0, 128))
+            bits[y0 : int(rng.integers(y0, 33)), x0 : int(rng.integers(x0, 129))] = True
+        yield bits
+
+
+def face_corpus():
+    from cozmo_driver.face.expressions import FaceAnimator, expression_names
+    from cozmo_driver.face.procedural import FaceRenderer
+
+    renderer = FaceRenderer()
+    names = expression_names()
+    rng = np.random.default_rng(7)
+    for seed in range(8):
+        animator = FaceAnimator(seed=seed)
+        t = 0.0
+        for _ in range(150):
+            t += float(rng.choice([1 / 30, 0.1, 0.5]))
+            r = rng.random()
+            if r < 0.1:
+                animator.set_expression(names[int(rng.integers(len(names)))], t)
+            elif r < 0.4:
+                animator.look_at(float(rng.uniform(-1.2, 1.2)), float(rng.uniform(-1.2, 1.2)), t)
+            elif r < 0.45:
+                animator.blink(t)
+            yield renderer.render_display(animator.frame(t))
+
+
+def overflow_corpus():
+    rng = np.random.default_rng(99)
+    yield checkerboard()
+    yield (np.indices((32, 128)) // 2).sum(axis=0) % 2 == 0
+    for _ in range(12):
+        yield rng.random((32, 128)) < rng.choice([0.3, 0.5, 0.7])
+    for _ in range(6):
+        yield run_columns(rng, 0.6)
+
+
+# Per corpus: fit_to_frame's limits, the sha256 of the images, and the sha256 of what
+# encode_display and fit_to_frame (at each limit) return for them, computed with the encoder as
+# it was before it was made faster (issue #18): the encoder's bytes, and what fit_to_frame
+# sends when the image does not fit, must stay the same.
+ENCODER_DIGESTS = {
+    "synthetic": (synthetic_corpus, (MAX_DISPLAY_BYTES,),
+                  "9574bea70c20ea25dbd45c585a7adedb5cf4cd94a336927aa31ad4407a7e39a3",
+                  "35e2de6836ecc5d6f164c54ff20d65503d0fa5314112371d9bc45eee90d4e824"),
+    "faces": (face_corpus, (MAX_DISPLAY_BYTES,),
+              "0de552e715e8cc113b6d6b4b6074aadafc9db2e8fc0c72f3293be1912499b225",
+              "9f9799260dad11b35a94cc7251e3c1ddc8a0a376618375d2b473d2edf0c1cb69"),
+    "overflow": (overflow_corpus, (MAX_DISPLAY_BYTES, 600, 40),
+                 "14a98df971517cf0d855f9921e117e3b60424de40ea503c6f53eebc2ca3d6789",
+                 "34beaa8c45d4d570dc12666238ec9db5b02488e4f55ac58af9fa514335040e2e"),
+}
+
+
+@pytest.mark.parametrize("name", list(ENCODER_DIGESTS))
+def test_the_encoder_gives_the_bytes_it_gave(name):
+    corpus, limits, images_expected, expected = ENCODER_DIGESTS[name]
+    images = hashlib.sha256()
+    digest = hashlib.sha256()
+    for count, bits in enumerate(corpus()):
+        images.update(np.packbits(bits).tobytes())
+        data = encode_display(bits)
+        assert np.array_equal(decode_display(data), bits), count
+        digest.update(len(data).to_bytes(2, "little") + data)
+        for limit in limits:
+            fitted, sent = fit_to_frame(bits, limit)
+            digest.update(len(fitted).to_bytes(2, "little") + fitted + np.packbits(sent).tobytes())
+    assert images.hexdigest() == images_expected, (
+        "the images are not those the digest was made from: the corpus, numpy's random numbers "
+        "or (faces) the face animator or renderer changed; the encoder's digest tells nothing then")
+    assert digest.hexdigest() == expected
+
+
+def test_true_held_as_another_byte_than_1():
+    """A bool array may hold another byte than 1 for True (Pillow's mode '1' images hold 255,
+    and mixed with 1 once pixels are set): the same bytes as for the image held as 0 and 1."""
+    from PIL import Image
+
+    rng = np.random.default_rng(5)
+    for seed in range(60):
+        bits = random_image(seed)
+        raw = bits.astype(np.uint8)
+        raw[bits] = rng.choice(np.array([1, 2, 255], dtype=np.uint8), size=int(bits.sum()))
+        held = raw.view(np.bool_)
+        assert encode_display(held) == encode_display(bits), seed
+        data, sent = fit_to_frame(held)
+        expected, expected_sent = fit_to_frame(bits)
+        assert data == expected and np.array_equal(sent, expected_sent), seed
+    pillow = np.array(Image.fromarray(random_image(3).astype(np.uint8) * 255).convert("1"), dtype=bool)
+    assert encode_display(pillow) == encode_display(pillow.view(np.uint8) != 0)
 
 
 # ---------------------------------------------------------------------------------------------
