@@ -157,6 +157,7 @@ class DriverStreams(DriverOutput):
         self._ros_time = False
         self._clock_checked_until = 0
         self._tf_stamp_ns: Optional[int] = None  # the last odom -> base_footprint's
+        self._tf_count = 0  # /tf's subscribers at the last count (wanted)
         #: a consumer of the joint positions in this process (``cozmo_stack``'s description
         #: publisher), called with every state on the I/O thread: ``fn(JOINT_NAMES,
         #: (head_rad, lift_rad), sec, nanosec)``; joint_states is still published for
@@ -179,6 +180,7 @@ class DriverStreams(DriverOutput):
         frame = self.node._frame
         self.wanted_until = 0
         self.eager_until = None
+        self._tf_count = 0  # a new /tf publisher: its first subscribers are new listeners
         self.first_state.clear()
         with self._estop_lock:  # (on_link may run on the I/O thread)
             self._estop_sent = None
@@ -236,12 +238,18 @@ class DriverStreams(DriverOutput):
         start-up at every state until one has (EAGER_NS). Timed on this computer's monotonic
         clock, not by the messages' stamps: an image's (its capture, some 70 ms before its
         last chunk) is older than that of the robot state before it, and ROS time
-        (use_sim_time) may stand still (no /clock yet: every stamp 0)."""
+        (use_sim_time) may stand still (no /clock yet: every stamp 0). More /tf subscribers
+        than at the last count: the last transform's stamp is forgotten, so that a new tf
+        listener gets the next state's even at that stamp (/clock standing still)."""
         now_ns = time.monotonic_ns()
         if now_ns >= self.wanted_until:
             pub = self.node._pub
-            self._wanted = wanted = {key: pub[key].get_subscription_count() > 0
-                                     for key in STREAMS if key in pub}
+            counts = {key: pub[key].get_subscription_count() for key in STREAMS if key in pub}
+            self._wanted = wanted = {key: count > 0 for key, count in counts.items()}
+            tf_count = counts.get("tf", 0)
+            if tf_count > self._tf_count:
+                self._tf_stamp_ns = None
+            self._tf_count = tf_count
             if self.eager_until is None:
                 self.eager_until = now_ns + EAGER_NS
             eager = now_ns < self.eager_until and not any(wanted.values())
@@ -278,7 +286,8 @@ class DriverStreams(DriverOutput):
             self._image_waiting = None
             _publish_all(waiting)
         # not again at the last one's stamp (ROS time, stamped as states come, repeats it while
-        # /clock is slower than the states or paused): tf2 ignores it, warning TF_REPEATED_DATA
+        # /clock is slower than the states or paused): tf2 ignores it, warning TF_REPEATED_DATA;
+        # forgotten when /tf has more subscribers (wanted): a new listener needs the transform
         if self.node._params["publish_tf"] and wanted["tf"] and odom.stamp_ns != self._tf_stamp_ns:
             self._tf_stamp_ns = odom.stamp_ns
             pub["tf"].publish(tpl["tf"].pack(odom))

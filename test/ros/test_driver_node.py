@@ -1613,6 +1613,35 @@ def test_a_late_subscriber_gets_odom_under_use_sim_time_with_no_clock(make_drive
     assert all(m.header.stamp.sec == 0 and m.header.stamp.nanosec == 0 for m in odom[-3:])
 
 
+def _odom_transforms(messages: List[TFMessage]) -> List[Any]:
+    return [t for m in messages for t in m.transforms
+            if (t.header.frame_id, t.child_frame_id) == ("odom", "base_footprint")]
+
+
+def test_a_later_tf_listener_gets_odom_to_base_footprint_while_the_clock_stands_still(make_driver):
+    """use_sim_time and a /clock that stands still: every state is stamped alike, and the
+    driver sends odom -> base_footprint once per stamp (tf2 would warn TF_REPEATED_DATA at
+    the repeats). A tf listener that came after it went out (RViz restarted, tf2_echo, Nav2)
+    got none until the clock moved. Now a rise of /tf's subscriber count sends the next
+    state's once more, at the stamp already sent."""
+    from rosgraph_msgs.msg import Clock
+    h = make_driver(use_sim_time=True)
+    clock = h.publisher(Clock, "/clock")     # the driver's time source (best effort)
+    still = Clock()
+    still.clock.sec = 1000
+    assert h.spin_until(lambda: h.node.get_clock().now().nanoseconds == 1000 * 10**9, DISCOVERY_TIMEOUT,
+                        every=lambda: clock.publish(still)), "the driver's clock did not take /clock"
+    first = h.listen("first", TFMessage, "/tf")
+    assert h.spin_until(lambda: any(t.header.stamp.sec == 1000 for t in _odom_transforms(first)),
+                        DISCOVERY_TIMEOUT), "the first tf listener got no odom -> base_footprint"
+    second = h.listen("second", TFMessage, "/tf")
+    assert h.spin_until(lambda: _odom_transforms(second), DISCOVERY_TIMEOUT), \
+        "a tf listener that came later got no odom -> base_footprint while the clock stood still"
+    late = _odom_transforms(second)[0]
+    assert (late.header.stamp.sec, late.header.stamp.nanosec) == (1000, 0)
+    assert h.node.get_clock().now().nanoseconds == 1000 * 10**9   # it stood still throughout
+
+
 def test_the_drivers_own_timers_run_under_use_sim_time_with_no_clock(make_driver):
     """use_sim_time set and no /clock published: ROS time stands still, and the driver's
     timers, made on the node's clock, never fired: no /diagnostics, no periodic

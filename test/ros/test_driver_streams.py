@@ -197,6 +197,44 @@ def test_a_transform_is_not_sent_again_with_the_stamp_of_the_last(streams):
     assert tf.stamps == [stamp_ms * MS for stamp_ms in (0, 100, 200, 50, 60)]
 
 
+def test_a_new_tf_listener_gets_the_transform_at_the_stamp_already_sent(streams):
+    """/clock standing still (every state stamped alike): the transform went out once, at the
+    first state, and a tf listener that came later (RViz restarted, tf2_echo, Nav2) got none
+    until /clock moved. When /tf's subscriber count, asked every RECHECK_NS, has risen, the
+    next state's goes out even at that stamp; not when it fell; after a configure (a new /tf
+    publisher) its subscribers are new. The count is not asked per state."""
+    streams, node = streams
+    streams.eager_until = 0  # start-up is over
+    node._pub["tf"] = tf = _TfPublisher()
+    node._frame = lambda name: name
+    stamp = 5_000 * MS
+
+    def states(subscribers: int) -> None:  # three states, the first at the next count
+        tf.subscribers = subscribers
+        _HostClock.now += ds.RECHECK_NS
+        for _ in range(3):
+            streams.on_state(SimpleNamespace(odom=SimpleNamespace(stamp_ns=stamp)))
+
+    streams.templates = {key: SimpleNamespace(pack=lambda sample: sample) for key in ds.STREAMS}
+    states(1)
+    states(1)
+    assert tf.stamps == [stamp]
+    states(2)  # a new listener
+    assert tf.stamps == [stamp, stamp]
+    states(1)  # one went
+    states(1)
+    assert tf.stamps == [stamp, stamp]
+    states(2)  # another came
+    states(2)
+    assert tf.stamps == [stamp] * 3
+    streams.build()  # configure again: a new /tf publisher, the listeners still there
+    streams.templates = {key: SimpleNamespace(pack=lambda sample: sample) for key in ds.STREAMS}
+    states(2)
+    states(2)
+    assert tf.stamps == [stamp] * 4
+    assert tf.asked == 9, "the count was asked other than once a RECHECK_NS"  # 27 states
+
+
 class _CameraPublisher(_Publisher):
     def __init__(self) -> None:
         super().__init__()
