@@ -65,6 +65,9 @@ rounded rectangle (a quarter ellipse per corner) and against the two lids
 (a half-plane through the lid line, plus the bend's half-ellipse).  All of it
 is vectorised numpy over the bounding boxes only; only even rows are computed
 when only the 128x32 protocol image is wanted (:meth:`FaceRenderer.render_display`).
+An eye left unturned on the screen (no angle of its own or of the face, as in most
+faces) takes a shorter path with the same formulas and comparisons, so the same pixels:
+its local x then depends on the column only and its local y on the row only.
 An eye's box is never thinner than 2 px on the screen, so a closed eye (without
 lids) stays a line that survives the even-row reduction; lids may still cut a thin
 eye to a row or nothing (the blink removes them when the eye is nearly closed).  Measured in ``bench/bench_face.py``.
@@ -390,7 +393,7 @@ def sanitize_array(arr: Union[Sequence[float], np.ndarray]) -> np.ndarray:
     if a.size != NUM_PARAMS:
         raise ValueError(f"a face has {NUM_PARAMS} values, got {a.size}")
     a = np.where(np.isnan(a), _DEFAULTS, a)
-    return np.clip(a, _LO, _HI)
+    return a.clip(_LO, _HI)
 
 
 #: the indices of the face's and the eyes' angles among the 43 (blended as directions)
@@ -489,10 +492,17 @@ class FaceRenderer:
     Holds only constant pixel grids; safe to share.
     """
 
+    #: an eye that is not turned on the screen is drawn by :meth:`_draw_axis_aligned`, which
+    #: gives the same pixels for less work; False: every eye by the general code of
+    #: :meth:`_draw_eye` (the tests compare the two)
+    _axis_aligned = True
+
     def __init__(self, geometry: FaceGeometry = ANKI_GEOMETRY) -> None:
         self.geometry = geometry
         self._xs = np.arange(_WIDTH, dtype=np.float64) + 0.5
         self._ys = np.arange(_HEIGHT, dtype=np.float64) + 0.5
+        self._ys_even = self._ys[0::2].copy()
+        self._half = (geometry.eye_width_px / 2.0, geometry.eye_height_px / 2.0)
 
     # ------------------------------------------------------------------ public
 
@@ -532,11 +542,24 @@ class FaceRenderer:
         # R = [[c, s], [-s, c]] (positive angle: counter-clockwise on the screen).
         af = (fc * fsx, fs * fsy, -fs * fsx, fc * fsy)
         tf = (cx0 + ftx - af[0] * cx0 - af[1] * cy0, cy0 + fty - af[2] * cx0 - af[3] * cy0)
-        # Tiny radii or bends give huge ratios whose squares overflow to inf: harmless, the tests
-        # they feed come out right.
-        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-            for base, nominal_x, mirror in ((_NF, g.left_eye_x_px, 1.0), (_NF + _NE, g.right_eye_x_px, -1.0)):
-                self._draw_eye(v[base:base + _NE], nominal_x, mirror, af, tf, fsx, fsy, canvas, row_step)
+        drawn: list = []  # the parts of the canvas drawn on so far: (row0, row1, col0, col1)
+        turned = []  # drawn last, by the general code
+        for base, nominal_x, mirror in ((_NF, g.left_eye_x_px, 1.0), (_NF + _NE, g.right_eye_x_px, -1.0)):
+            e = v[base:base + _NE]
+            m = self._eye_map(e, nominal_x, mirror, af, tf, fsx, fsy)
+            if m is None:
+                continue
+            a00, a01, a10, a11, t0, t1, det = m
+            # unturned (a01 = a10 = 0, and w ascends with the row: a11 > 0): the shorter path
+            if not (self._axis_aligned and a01 == 0.0 and a10 == 0.0 and a11 > 0.0
+                    and self._draw_axis_aligned(e, a11 / det, a00 / det, t0, t1, canvas, row_step, drawn)):
+                turned.append((e, m))
+        if turned:
+            # Tiny radii or bends give huge ratios whose squares overflow to inf: harmless, the
+            # tests they feed come out right.
+            with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+                for e, m in turned:
+                    self._draw_eye(e, m, canvas, row_step)
 
     def _on_screen(self, v: list, ftx: float, fty: float) -> tuple[float, float]:
         """The face's centre offset (px) limited as Anki's engine limits it: the eyes' box
@@ -555,10 +578,10 @@ class FaceRenderer:
         ymax = g.eye_y_px + v[3] * max(lcy + v[left + 3] * hh, rcy + v[right + 3] * hh)
         return _limit(ftx, -xmin, _WIDTH - xmax), _limit(fty, -ymin, _HEIGHT - ymax)
 
-    def _draw_eye(self, e, nominal_x, mirror, af, tf, fsx, fsy, canvas, row_step) -> None:
+    def _eye_map(self, e, nominal_x, mirror, af, tf, fsx, fsy):
+        """The eye's forward map to the screen, s = A l + t, of its local point l:
+        ``(a00, a01, a10, a11, t0, t1, det)``; None if it squeezes the eye to nothing."""
         g = self.geometry
-        hw = g.eye_width_px / 2.0
-        hh = g.eye_height_px / 2.0
         # Never thinner than min_extent_px on the screen.
         sx = max(e[2], g.min_extent_px / (g.eye_width_px * fsx))
         sy = max(e[3], g.min_extent_px / (g.eye_height_px * fsy))
@@ -577,7 +600,16 @@ class FaceRenderer:
         t1 = af[2] * ex + af[3] * ey + tf[1]
         det = a00 * a11 - a01 * a10
         if abs(det) < 1e-12:
-            return
+            return None
+        return a00, a01, a10, a11, t0, t1, det
+
+    def _draw_eye(self, e, m, canvas, row_step) -> None:
+        """Draws the eye of values ``e`` and map ``m`` (:meth:`_eye_map`), turned or not: the
+        general code, which the turned eyes take."""
+        g = self.geometry
+        hw = g.eye_width_px / 2.0
+        hh = g.eye_height_px / 2.0
+        a00, a01, a10, a11, t0, t1, det = m
         # Screen bounding box of the eye's box.
         xs_c = [a00 * cx + a01 * cy + t0 for cx in (-hw, hw) for cy in (-hh, hh)]
         ys_c = [a10 * cx + a11 * cy + t1 for cx in (-hw, hw) for cy in (-hh, hh)]
@@ -634,6 +666,170 @@ class FaceRenderer:
                 covered |= (lu / xr) ** 2 + (lv / yr) ** 2 < 1.0 - _EPS
             inside &= ~covered
         canvas[r0 // row_step:r0 // row_step + ys.size, c0:c1] |= inside
+
+    def _draw_axis_aligned(self, e, b00, b11, t0, t1, canvas, row_step, drawn) -> bool:
+        """:meth:`_draw_eye` for an eye whose angle and the face's leave it unturned on the
+        screen (the inverse map's b01 and b10 are 0): the same formulas and comparisons on
+        the same numbers, so the same pixels, but the local x then depends on the column only
+        and the local y on the row only. The box's test and a straight lid's become ranges of
+        columns and rows, and a corner's test the sum of a column's and a row's term. False,
+        with nothing drawn, when a term could be infinite (a radius or a lid's bend under
+        1e-100 px, or a radius of 0 with pixels in its corner's 1e-9 margin): the general
+        code draws the eye then. Raises no floating-point warning (needs no np.errstate)."""
+        hw, hh = self._half
+        # v: the local x in the screen's direction (u, or -u for a mirrored eye); w: the local
+        # y. Both ascend with the column and the row, so a threshold is a searchsorted count.
+        v = abs(b00) * (self._xs - t0)
+        w = b11 * ((self._ys if row_step == 1 else self._ys_even) - t1)
+        # The corners' radii at the screen's upper left, lower left, upper right and lower
+        # right: inner (towards the other eye) where u > 0.
+        if b00 > 0.0:
+            xul, xll, xur, xlr = e[9] * hw, e[11] * hw, e[7] * hw, e[5] * hw
+            yul, yll, yur, ylr = e[10] * hh, e[12] * hh, e[8] * hh, e[6] * hh
+        else:
+            xul, xll, xur, xlr = e[7] * hw, e[5] * hw, e[9] * hw, e[11] * hw
+            yul, yll, yur, ylr = e[8] * hh, e[6] * hh, e[10] * hh, e[12] * hh
+        # The box holds |v| <= hw + eps and |w| <= hh + eps; a column is in a corner where
+        # |v| > hw - rx (v < -(hw - rx) on the left, v > hw - rx on the right), a row where
+        # |w| > hh - ry.
+        nxt, up = math.nextafter, math.inf
+        c0, c1, cul, cll, cur, clr = v.searchsorted((
+            -(hw + _EPS), nxt(hw + _EPS, up), -(hw - xul), -(hw - xll), nxt(hw - xur, up), nxt(hw - xlr, up),
+        )).tolist()
+        r0, r1, rul, rur, rll, rlr = w.searchsorted((
+            -(hh + _EPS), nxt(hh + _EPS, up), -(hh - yul), -(hh - yur), nxt(hh - yll, up), nxt(hh - ylr, up),
+        )).tolist()
+        corners = (xul or xll or xur or xlr) and (yul or yll or yur or ylr)
+        if corners and min(xul, xll, xur, xlr, yul, yll, yur, ylr) < 1e-100:
+            for r, lo, hi in ((xul, c0, cul), (xll, c0, cll), (xur, cur, c1), (xlr, clr, c1),
+                              (yul, r0, rul), (yur, r0, rur), (yll, rll, r1), (ylr, rlr, r1)):
+                if (r == 0.0 and lo < hi) or 0.0 < r < 1e-100:
+                    return False
+        if c0 >= c1 or r0 >= r1:
+            return True
+        lids = []
+        if e[13] > 0.0 or e[15] > 0.0 or e[14] != 0.0 or e[16] > 0.0 or e[18] > 0.0 or e[17] != 0.0:
+            # A straight lid covers whole rows: the box loses them. A turned or bent one is
+            # tested on the box's pixels below.
+            for side, ly, la, lb in ((-1.0, e[13], e[14], e[15]), (1.0, e[16], e[17], e[18])):
+                if ly <= 0.0 and lb <= 0.0 and la == 0.0:
+                    continue
+                a = math.radians(la)
+                c, s = math.cos(a), math.sin(a)
+                y0 = side * (hh - ly * self.geometry.eye_height_px)
+                if lb > 0.0 and lb * self.geometry.eye_height_px < 1e-100:
+                    return False
+                if s == 0.0 and c == 1.0:
+                    wy = w[r0:r1] - y0
+                    if side < 0.0:  # covered where -wy > eps
+                        r0 += int(wy.searchsorted(-_EPS))
+                    else:  # where wy > eps
+                        r1 = r0 + int(wy.searchsorted(nxt(_EPS, up)))
+                    if r0 >= r1:
+                        return True
+                    if lb <= 0.0:
+                        continue
+                lids.append((side, y0, c, s, lb * self.geometry.eye_height_px))
+            rul, rur, rll, rlr = (min(max(i, r0), r1) for i in (rul, rur, rll, rlr))
+        lit = None
+        if corners:
+            lit = self._corners(np.abs(v[c0:c1]), np.abs(w[r0:r1]), (xul, xll, xur, xlr), (yul, yll, yur, ylr),
+                                (cul - c0, cll - c0, cur - c0, clr - c0), (rul - r0, rll - r0, rur - r0, rlr - r0))
+        if lids:
+            if lit is None:
+                lit = np.ones((r1 - r0, c1 - c0), dtype=bool)
+            lit = self._lids(lit, v[c0:c1] if b00 > 0.0 else -v[c0:c1], w[r0:r1], lids)
+        # Where no other eye has drawn, the pixels are copied, which is cheaper than or-ing them.
+        alone = True
+        for d in drawn:
+            if r1 > d[0] and r0 < d[1] and c1 > d[2] and c0 < d[3]:
+                alone = False
+        drawn.append((r0, r1, c0, c1))
+        if lit is None:
+            canvas[r0:r1, c0:c1] = True
+        elif alone:
+            canvas[r0:r1, c0:c1] = lit
+        else:
+            canvas[r0:r1, c0:c1] |= lit
+        return True
+
+    def _corners(self, av, aw, rx, ry, cols, rows):
+        """The box's pixels the corners leave (True), or None if they cut none: ``av``, ``aw``
+        the box's |v| and |w|; radii and the corners' last (left) and first (right) columns,
+        and last (upper) and first (lower) rows, at the upper left, lower left, upper right and
+        lower right. A pixel is cut where both its column and its row are in one corner and
+        (ddx / rx) ** 2 + (ddy / ry) ** 2 > 1 + eps: the sum of a column's term and a row's,
+        -inf outside the corner."""
+        hw, hh = self._half
+        xul, xll, xur, xlr = rx
+        yul, yll, yur, ylr = ry
+        cul, cll, cur, clr = cols
+        rul, rll, rur, rlr = rows
+        tx_up = _corner_terms(av, cul, xul, cur, xur, hw)
+        tx_low = tx_up if xll == xul and xlr == xur else _corner_terms(av, cll, xll, clr, xlr, hw)
+        ty_left = _corner_terms(aw, rul, yul, rll, yll, hh)
+        ty_right = ty_left if yur == yul and ylr == yll else _corner_terms(aw, rur, yur, rlr, ylr, hh)
+        if tx_low is not tx_up:  # upper rows take the upper corners' column terms, lower rows the lower ones'
+            tx_up, tx_low = (np.full(av.shape[0], -math.inf) if t is None else t for t in (tx_up, tx_low))
+            tx = np.empty((aw.shape[0], av.shape[0]))
+            split = max(rul, rur)
+            tx[:split] = tx_up
+            tx[split:] = tx_low
+        elif tx_up is None:
+            return None
+        else:
+            tx = tx_up
+        if ty_right is not ty_left:  # left columns take the left corners' row terms, right ones the right ones'
+            ty_left, ty_right = (np.full(aw.shape[0], -math.inf) if t is None else t for t in (ty_left, ty_right))
+            ty = np.empty((aw.shape[0], av.shape[0]))
+            split = max(cul, cll)
+            ty[:, :split] = ty_left[:, None]
+            ty[:, split:] = ty_right[:, None]
+        elif ty_left is None:
+            return None
+        else:
+            ty = ty_left[:, None]
+        return tx + ty <= 1.0 + _EPS
+
+    def _lids(self, lit, u, w, lids):
+        """``lit`` less what the turned or bent lids cover (the general code's tests, on the
+        box's u and w): a lid covers where ``lv * side > eps`` or inside its bend's ellipse."""
+        hw = self._half[0]
+        for side, y0, c, s, yr in lids:
+            wy = w - y0
+            if s == 0.0 and c == 1.0:  # a straight lid's bend: lu = u, lv = wy, xr = hw
+                lit &= np.add.outer((wy / yr) ** 2, (u / hw) ** 2) >= 1.0 - _EPS
+                continue
+            lv = np.add.outer(c * wy, -s * u)
+            lit &= (lv <= _EPS) if side > 0.0 else (lv >= -_EPS)
+            if yr > 0.0:
+                lu = np.add.outer(s * wy, c * u)
+                lit &= (lu / (hw / max(c, 1e-6))) ** 2 + (lv / yr) ** 2 >= 1.0 - _EPS
+        return lit
+
+
+def _corner_terms(a, lo_stop, lo_r, hi_start, hi_r, h):
+    """For :meth:`FaceRenderer._draw_axis_aligned`: over ``a`` (|v| of the box's columns or
+    |w| of its rows, in screen order), ``((a - (h - r)) / r) ** 2`` in the corner at the low
+    end (``a[:lo_stop]``, radius ``lo_r``) and at the high end (``a[hi_start:]``, ``hi_r``),
+    -inf between; None when neither has a pixel."""
+    n = a.shape[0]
+    if lo_stop <= 0 and hi_start >= n:
+        return None
+    if lo_r == hi_r:
+        t = a - (h - lo_r)
+        t /= lo_r
+        t *= t
+        t[lo_stop:hi_start] = -math.inf
+        return t
+    t = np.full(n, -math.inf)
+    for i0, i1, r in ((0, lo_stop, lo_r), (hi_start, n, hi_r)):
+        if i0 < i1:
+            seg = t[i0:i1]
+            np.subtract(a[i0:i1], h - r, out=seg)
+            seg /= r
+            seg *= seg
+    return t
 
 
 def _limit(value: float, lo: float, hi: float) -> float:

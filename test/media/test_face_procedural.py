@@ -10,8 +10,10 @@ the picture in docs/media.md, which the last golden test keeps in step with them
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
+import random
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from cozmo_driver.face.expressions import EXPRESSIONS
+from cozmo_driver.face.expressions import EXPRESSIONS, FaceAnimator, look_at
 from cozmo_driver.face.procedural import (
     ANKI_GEOMETRY,
     EYE_PARAM_NAMES,
@@ -28,6 +30,9 @@ from cozmo_driver.face.procedural import (
     PARAM_NAMES,
     PYCOZMO_EYE_ORDER,
     PYCOZMO_GEOMETRY,
+    _DEFAULTS,
+    _HI,
+    _LO,
     EyeParams,
     FaceParams,
     FaceRenderer,
@@ -344,3 +349,174 @@ def test_close_to_pycozmo_with_its_geometry():
     ours = FaceRenderer(PYCOZMO_GEOMETRY).render(FaceParams())
     iou = np.count_nonzero(ref & ours) / np.count_nonzero(ref | ours)
     assert iou > 0.9, iou
+
+
+# --------------------------------------------------------------------------- the axis-aligned path
+
+def _random_faces(seed: int, count: int) -> list[list[float]]:
+    """``count`` faces of 43 values from Python's seeded generator (random() and uniform(),
+    whose sequences stay the same across versions). Three in ten are resting faces moved
+    about as a gaze and a blink move them; two in ten take round values (halves, quarters,
+    scales such as 0.3), which put pixels' centres on the edges of the eyes' boxes, corners
+    and lids, or a rounding error away; the others take each value anywhere in its range,
+    often at its ends, at its default, tiny, or for an angle at 0, 90, 180 or 360 degrees
+    (cosines and sines not exactly 0 or 1)."""
+    rng = random.Random(seed)
+    angles = {4, 5 + 4, 24 + 4}
+    lid_angles = {5 + 14, 5 + 17, 24 + 14, 24 + 17}
+    lids = {base + i for base in (5, 24) for i in (13, 15, 16, 18)}
+    special_angles = (90.0, -90.0, 180.0, -180.0, 360.0, -360.0, 1e-12, 45.0)
+    pick = lambda values: values[int(rng.random() * len(values))]  # noqa: E731
+    faces = []
+    for _ in range(count):
+        v = [float(x) for x in _DEFAULTS]
+        kind = rng.random()
+        if kind < 0.2:
+            for i in range(NUM_PARAMS):
+                if _HI[i] == 128.0:
+                    v[i] = int(rng.random() * 41) / 2.0 - 10.0
+                elif _HI[i] == 10.0:  # some put a box's edge on pixels' centres, some 1e-15 off
+                    v[i] = pick((0.5, 1.0, 1.0, 1.5, 2.0, 0.25, 0.3, 0.7, 1.1, 1.3, 0.325, 0.675, 1.075))
+                elif i in angles or i in lid_angles:
+                    v[i] = pick((0.0, 0.0, 0.0, 0.0, 90.0, 180.0, -45.0, 30.0))
+                elif i in lids:
+                    v[i] = pick((0.0, 0.0, 0.25, 0.5))
+                else:
+                    v[i] = pick((0.0, 0.25, 0.5, 0.5, 0.75, 1.0, 0.05, 0.225, 0.3))
+        elif kind < 0.5:
+            v[0], v[1] = rng.uniform(-40.0, 40.0), rng.uniform(-20.0, 20.0)
+            radius = rng.random() if rng.random() < 0.5 else 0.55
+            for base, inward in ((5, 1.0), (24, -1.0)):
+                v[base] = inward * 8.0 + rng.uniform(-2.0, 2.0)
+                v[base + 1] = rng.uniform(-4.0, 4.0)
+                v[base + 2] = 1.2 * rng.uniform(0.9, 1.1)
+                v[base + 3] = 0.92 * rng.uniform(0.75, 1.25)
+                if rng.random() < 0.2:  # a blink's frame
+                    v[base + 3] *= rng.uniform(0.0, 0.2)
+                    v[base + 2] *= rng.uniform(1.0, 5.0)
+                for i in range(5, 13):
+                    v[base + i] = radius
+                if rng.random() < 0.3:  # lids, straight or tilted
+                    v[base + 13], v[base + 16] = rng.uniform(0.0, 0.5), rng.uniform(0.0, 0.4)
+                    v[base + 15], v[base + 18] = rng.uniform(0.0, 0.5), rng.uniform(0.0, 0.5)
+                    if rng.random() < 0.5:
+                        v[base + 14], v[base + 17] = rng.uniform(-30.0, 30.0), rng.uniform(-30.0, 30.0)
+        else:
+            for i in range(NUM_PARAMS):
+                lo, hi = float(_LO[i]), float(_HI[i])
+                r = rng.random()
+                if i in angles or i in lid_angles:
+                    zero = 0.6 if i in angles else 0.4
+                    if r < zero:
+                        v[i] = 0.0
+                    elif r < zero + 0.15:
+                        v[i] = special_angles[int(rng.random() * len(special_angles))]
+                    else:
+                        v[i] = rng.uniform(lo, hi)
+                elif r < 0.07:
+                    v[i] = lo
+                elif r < 0.14:
+                    v[i] = hi
+                elif r < 0.3:
+                    pass  # the default
+                elif r < 0.36:
+                    v[i] = max(lo, 0.0) + (1e-300 if rng.random() < 0.5 else 1e-9)
+                elif hi == 10.0 and r < 0.75:  # scales: mostly where faces are
+                    v[i] = rng.uniform(0.0, 2.0)
+                elif hi == 128.0 and r < 0.75:  # centres: mostly on the screen
+                    v[i] = rng.uniform(-20.0, 20.0)
+                elif i in lids and r < 0.75:  # lids: mostly leaving some of the eye
+                    v[i] = rng.uniform(0.0, 0.4)
+                else:
+                    v[i] = rng.uniform(lo, hi)
+        faces.append(v)
+    return faces
+
+
+def _renders(renderer: FaceRenderer, faces) -> list[np.ndarray]:
+    return [img for face in faces for img in (renderer.render(face), renderer.render_display(face))]
+
+
+#: sha256 of the renders of _random_faces(18, 2000) (render(), render_display() of each, then
+#: every fourth face's with PYCOZMO_GEOMETRY) as the renderer drew them before it had the
+#: axis-aligned path (commit 09e6816). An intended change of the drawing changes it: then
+#: put the changed renderer's digest here, after looking at the goldens.
+GOLDEN_DIGEST = "89d2382fc9539d7d43488b9a0bf44ce125a4c5426e9c51650a8dd8c81b78e9fe"
+
+
+def test_the_renders_of_2000_faces_are_as_before_the_axis_aligned_path():
+    """The shorter path for unturned eyes changed no pixel of 2000 faces of every kind."""
+    faces = _random_faces(18, 2000)
+    digest = hashlib.sha256()
+    for img in _renders(R, faces) + _renders(FaceRenderer(PYCOZMO_GEOMETRY), faces[::4]):
+        digest.update(img.tobytes())
+    assert digest.hexdigest() == GOLDEN_DIGEST
+
+
+def _general(geometry=ANKI_GEOMETRY) -> FaceRenderer:
+    """A renderer that draws every eye by the general code (turned eyes' path)."""
+    r = FaceRenderer(geometry)
+    r._axis_aligned = False
+    return r
+
+
+class _Counted(FaceRenderer):
+    """A renderer that counts the eyes _draw_axis_aligned drew (True) and left to the general
+    code (False)."""
+
+    def __init__(self, geometry=ANKI_GEOMETRY) -> None:
+        super().__init__(geometry)
+        self.counts = {True: 0, False: 0}
+
+    def _draw_axis_aligned(self, *args) -> bool:
+        drawn = super()._draw_axis_aligned(*args)
+        self.counts[drawn] += 1
+        return drawn
+
+
+def _animated_faces() -> list[np.ndarray]:
+    """Every expression, still and looking about, and an animator's frames: a gaze moved every
+    frame (look_at), its blinks and saccades, and eased changes between the expressions."""
+    faces = [face.to_array() for face in EXPRESSIONS.values()]
+    rng = random.Random(5)
+    for face in EXPRESSIONS.values():
+        faces += [look_at(face, rng.uniform(-1.2, 1.2), rng.uniform(-1.2, 1.2)).to_array() for _ in range(8)]
+    animator = FaceAnimator(seed=3)
+    names = sorted(EXPRESSIONS)
+    t = 10.0
+    for i in range(900):
+        t += 1.0 / 30.0
+        if i % 60 == 0:
+            animator.set_expression(names[(i // 60) % len(names)], t, 0.3)
+        animator.look_at(rng.uniform(-1.0, 1.0), rng.uniform(-1.0, 1.0), t - 0.01)
+        faces.append(animator.frame(t).to_array())
+    return faces
+
+
+def test_the_axis_aligned_path_draws_what_the_general_path_draws():
+    """Unturned eyes take a shorter path (FaceRenderer._draw_axis_aligned) that must light
+    exactly the pixels of the general one: several thousand faces, each value over its whole
+    range (angles, lids, bends, extreme scales), gazes, blinks and every expression."""
+    faces = _random_faces(7, 3000) + _animated_faces()
+    for geometry, some in ((ANKI_GEOMETRY, faces), (PYCOZMO_GEOMETRY, faces[::5])):
+        fast, general = _Counted(geometry), _general(geometry)
+        for face in some:
+            for a, b in zip(_renders(fast, [face]), _renders(general, [face])):
+                if not np.array_equal(a, b):
+                    raise AssertionError(f"{np.count_nonzero(a != b)} pixels differ for {list(face)}")
+        # compared, not skipped: most eyes took the shorter path, a few were left to the other
+        assert fast.counts[True] > 2 * len(some) and fast.counts[False] > 0, fast.counts
+
+
+def test_unturned_eyes_take_the_axis_aligned_path():
+    """The shorter path draws the eyes of a face moved about by its gaze; not a turned face's,
+    nor an eye with a radius so small that its corner's terms could be infinite."""
+    r = _Counted()
+    for x in (-1.0, -0.3, 0.0, 0.4, 1.0):
+        r.render_display(look_at(EXPRESSIONS["neutral"], x, -x / 2))
+        r.render(look_at(EXPRESSIONS["happy"], x, x / 2))
+    assert r.counts == {True: 20, False: 0}
+    r.render(FaceParams(angle_deg=5.0))
+    assert r.counts == {True: 20, False: 0}
+    r.render(FaceParams().with_eyes(upper_outer_radius_x=1e-300))
+    assert r.counts == {True: 20, False: 2}
