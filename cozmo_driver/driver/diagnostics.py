@@ -84,8 +84,10 @@ def link_report(state: str, active: bool, robot: str, session: Any, transport: A
             ("connections answered without robot state", _fmt(session.connections_without_state)),
             ("stale links ended", _fmt(session.stale_link_disconnects)),
         ]
-        if active and state == "ready" and session.malformed_datagrams + session.malformed_packets:
-            message += " (malformed datagrams dropped)"
+        bad = [what for what, count in (("datagrams", session.malformed_datagrams),
+                                        ("packets", session.malformed_packets)) if count]
+        if active and state == "ready" and bad:
+            message += f" (malformed {' and '.join(bad)} dropped)"
     if transport is not None:
         errors = transport.callback_errors  # a fault of the driver's own handling
         values += [

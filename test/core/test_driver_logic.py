@@ -983,6 +983,12 @@ def test_diagnostic_levels():
     assert values["stale links ended"] == "1"
     assert values["connections answered without robot state"] == "4"
     assert values["resent share (retransmitted / reliable sent, not the loss rate)"] == "0.1"
+    # the message says what was dropped: datagrams, packets of good datagrams, or both
+    assert ready.message.endswith(" (malformed datagrams dropped)"), ready.message
+    for datagrams, packets, said in ((0, 3, "packets"), (2, 3, "datagrams and packets")):
+        stats = SessionStats(datagrams_received=6, malformed_datagrams=datagrams, malformed_packets=packets)
+        report = link_report("ready", True, "127.0.0.1:5551", stats, transport, 33.0)
+        assert report.message.endswith(f" (malformed {said} dropped)"), report.message
     assert link_report("lost", True, "x", None, None, 0.0).level == ERROR
     # connected, but nothing came since the last report (the robot is lost after peer_timeout)
     # an error of the driver's own handling of a datagram: counted and logged, and shown
