@@ -67,11 +67,11 @@ class FaceStream:
         changed = False
         if display_rows != self._rows:  # the other form: render again, and send it
             self._rows, self._params, self._image = display_rows, None, None
-        if self._params is None or not np.array_equal(params, self._params):
+        if self._params is None or params.tobytes() != self._params.tobytes():  # (cheaper than array_equal)
             self._params = params
             image = self.renderer.render_display(params) if display_rows else self._screen(params)
             self.stats.rendered += 1
-            if self._image is None or not np.array_equal(image, self._image):
+            if self._image is None or image.tobytes() != self._image.tobytes():  # (same shape and dtype)
                 self._image = image
                 changed = True
         if changed:
