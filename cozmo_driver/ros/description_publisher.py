@@ -23,13 +23,15 @@ parameter (``cozmo_bringup`` passes the xacro output):
   last sent, so the new listener has them while ``/clock`` stands still (from
   a state at most ``_COUNT_EVERY_S`` after its match when others listened
   already: see below); a listener that had them may warn TF_REPEATED_DATA once.
-  Only while ``/tf`` has subscribers (asked at every ``joint_states`` while it
-  has none, then every ``_COUNT_EVERY_S`` to see them go or more come: a tf
-  listener gets the transforms of every state from the one after its
-  subscription matched, as when every state was published, ``/tf`` being
-  volatile): ``joint_states``
-  is taken serialized and read only then (the warning about names the
-  description does not have comes then too).
+  Only while ``/tf`` has subscribers: ``joint_states`` is taken serialized and
+  read only then (the warning about names the description does not have comes
+  then too). The count is asked every ``_COUNT_EVERY_S``, to see listeners come
+  or go; in the first ``_EAGER_S`` after the first ``joint_states`` and while
+  ``/tf`` has none yet, at every one (a listener started with the robot gets
+  the transforms from the state after its subscription matched). A listener that
+  comes later gets them at most ``_COUNT_EVERY_S`` after its match, as it gets the
+  driver's ``odom`` -> ``base_footprint``: asking at every state (30 a second,
+  tens of microseconds each) for nobody is not done.
 
 ``joint_states`` comes with every robot state (30 Hz), so it is served like the
 driver's ``cmd_vel``, on a companion node ``_<node name>_joint_states`` with an
@@ -87,6 +89,9 @@ DESCRIPTION_PARAMETERS = (
 
 #: how often /tf's subscriber count is asked, seconds
 _COUNT_EVERY_S = 0.2
+#: from the first joint positions on, for this long and while /tf has no subscriber, the
+#: count is asked at every one (as the driver asks its streams' counts), seconds
+_EAGER_S = 5.0
 
 # robot_description and /tf_static: QOS_LATCHED (late joiners get the last message);
 # /tf: QOS_TF, as tf2's TransformBroadcaster (both from ros/qos.py)
@@ -121,6 +126,7 @@ class DescriptionPublisher(Node):
         self._warned_unknown = False
         self._throttle = LogThrottle(2.0)
         self._tf_wanted, self._counted_at, self._tf_count = True, -math.inf, 0
+        self._eager_until: Optional[float] = None  # (monotonic) set by the first joints
         self._sent_at: Dict[str, Tuple[int, int]] = {}  # moving joint -> stamp of its last /tf
 
         self._description_pub = qos.create_publisher(self, String, "robot_description", QOS_LATCHED,
@@ -220,13 +226,15 @@ class DescriptionPublisher(Node):
             self._tf_pub.publish(TFMessage(transforms=transforms))
 
     def _tf_subscribed(self) -> bool:
-        """Whether /tf has subscribers: asked at every message while it had none (so the
-        first state after a subscriber matched is published, as it was before this
-        check), else at most every _COUNT_EVERY_S. More than at the last count: the stamps
-        sent are forgotten, so a new listener gets the next state's transforms even at the
-        stamp last sent (/clock paused or not started)."""
+        """Whether /tf has subscribers: asked at most every _COUNT_EVERY_S; at every message
+        in the first _EAGER_S while it has none (the module's docstring). More than at the
+        last count: the stamps sent are forgotten, so a new listener gets the next state's
+        transforms even at the stamp last sent (/clock paused or not started)."""
         now = time.monotonic()
-        if not self._tf_wanted or now - self._counted_at >= _COUNT_EVERY_S:
+        if self._eager_until is None:
+            self._eager_until = now + _EAGER_S
+        eager = not self._tf_wanted and now < self._eager_until
+        if eager or now - self._counted_at >= _COUNT_EVERY_S:
             self._counted_at = now
             count = self._tf_pub.get_subscription_count()
             if count > self._tf_count:

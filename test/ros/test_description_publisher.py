@@ -110,7 +110,8 @@ def test_description_and_static_transforms_reach_a_late_subscriber(ros):
 def test_joint_states_are_read_only_while_tf_has_subscribers(ros):
     """Nothing listens on /tf: joint_states are taken serialized and not read (no /tf work
     30 times a second for nobody); a tf listener that comes gets the transforms as soon as
-    its subscription is matched (the count is asked at every message while it is 0)."""
+    its subscription is matched (in the node's first 5 s the count is asked at every message
+    while it is 0)."""
     from rclpy.qos import QoSProfile
     from sensor_msgs.msg import JointState
     from tf2_msgs.msg import TFMessage
@@ -232,6 +233,57 @@ def test_joints_taken_directly_unsubscribe_and_publish_tf_only_for_listeners(ros
     transforms = _moving_links(received[-1], (1234, 5678))
     q = transforms["head_link"].transform.rotation
     assert (q.x, q.y, q.z, q.w) == pytest.approx(quaternion_from_axis_angle((0, -1, 0), 0.3))
+
+
+def test_with_nobody_on_tf_the_count_is_asked_every_recheck_after_the_start(ros, monkeypatch):
+    """/tf's subscriber count is asked at every joint positions only in the first _EAGER_S
+    (while nobody listens), then at most every _COUNT_EVERY_S: it was asked 30 times a
+    second for nobody, each call tens of microseconds. A listener that comes after the
+    start gets the transforms all the same. The node's clock is stepped by hand."""
+    from types import SimpleNamespace
+
+    from rclpy.qos import QoSProfile
+    from tf2_msgs.msg import TFMessage
+
+    from cozmo_driver.ros import description_publisher as module
+
+    context, executor, add = ros
+    node = add(_publisher_node(context, robot_description(path=XACRO)))
+    take = node.take_joints_directly()
+    asked = []
+    count = node._tf_pub.get_subscription_count
+    node._tf_pub.get_subscription_count = lambda: (asked.append(now[0]), count())[1]
+    now = [1000.0]
+    monkeypatch.setattr(module, "time", SimpleNamespace(monotonic=lambda: now[0]))
+
+    def give(times):
+        for _ in range(times):
+            take(["head_joint", "lift_joint"], (0.3, 0.2), 1234, 5678)
+
+    give(3)  # the start: at every one
+    assert len(asked) == 3
+    now[0] += module._EAGER_S + 0.01  # the start is over: at most once in _COUNT_EVERY_S
+    give(10)
+    assert len(asked) == 4, asked
+    now[0] += module._COUNT_EVERY_S / 2
+    give(10)
+    assert len(asked) == 4, asked
+    now[0] += module._COUNT_EVERY_S / 2
+    give(1)
+    assert len(asked) == 5, asked
+
+    monkeypatch.undo()  # the real clock again, long past the node's start
+    node._eager_until = time.monotonic() - 1.0
+    received = []
+    listener = add(_listener(context))
+    listener.create_subscription(TFMessage, "/tf", received.append, QoSProfile(depth=100))
+
+    def given_and_received():
+        give(1)
+        return bool(received)
+
+    assert spin_until(executor, given_and_received), "a listener that came after the start got no /tf"
+    _moving_links(received[-1], (1234, 5678))
 
 
 def _giver(executor, node, listener, path):
