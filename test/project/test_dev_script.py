@@ -723,6 +723,40 @@ def test_test_kit_help_without_the_kit_says_the_set_up_needs_it(tmp_path):
         "put shared/ beside the checkout or set COZMO_ROS_UPSTREAM.\n"), proc.stdout
 
 
+def test_test_kit_help_with_a_distro_sourced_shows_the_usage_and_what_to_run_instead(tmp_path):
+    """With a ROS 2 distro sourced, `./dev test-kit --help` ended with the refusal of a real
+    run ("the kit environment is for machines without a sourced ROS 2 distro", status 1)
+    instead of its usage. Now it shows the usage and says that the kit environment is for
+    machines without a sourced distro and that ./dev test runs the tests with one; it sets
+    up nothing (the ROS mode's checks of the sourced distro neither) and runs no pytest,
+    not even a built kit environment's. A real run refuses as before."""
+    kit_bin = tmp_path / ".venv-kit" / "bin"
+    install = tmp_path / ".venv-kit" / "colcon" / "install"
+    for directory in (kit_bin, install):
+        directory.mkdir(parents=True)
+    (kit_bin / "pytest").write_text('#!/bin/sh\necho "the kit\'s pytest was given: $*"\n')
+    (kit_bin / "pytest").chmod(0o755)
+    (install / "setup.bash").write_text("")
+    stubs = f"{_NO_SET_UP}setup_ros() {{ setup; }}; "
+    kit = str(_kit(tmp_path))
+    for args in ("--help", "-h", "test/x.py -v --help"):
+        proc = _sourced(tmp_path, f"{stubs}main test-kit {args}", ROS_DISTRO="jazzy", COZMO_ROS_UPSTREAM=kit)
+        assert proc.returncode == 0 and "SET-UP RAN" not in proc.stderr, proc.stdout + proc.stderr
+        assert proc.stderr == "", proc.stderr
+        assert proc.stdout.startswith("  ./dev test-kit [ARGS]     set up the kit environment, then run the tests"), \
+            proc.stdout
+        said = ("\nThe kit environment is for machines without a sourced ROS 2 distro, and ROS 2 jazzy\n"
+                "is sourced here: a run of ./dev test-kit refuses. With the distro sourced, ./dev test\n"
+                "sets up and runs the tests against it")
+        assert said in proc.stdout, proc.stdout
+        assert "pytest was given" not in proc.stdout, proc.stdout
+    proc = _sourced(tmp_path, f"{stubs}main test-kit test/x.py -v", ROS_DISTRO="jazzy", COZMO_ROS_UPSTREAM=kit)
+    assert proc.returncode == 1 and "SET-UP RAN" not in proc.stderr, proc.stdout + proc.stderr
+    assert proc.stderr == "dev: error: the kit environment is for machines without a sourced ROS 2 distro\n", \
+        proc.stderr
+    assert proc.stdout == "", proc.stdout
+
+
 def test_one_environment_test_help_comes_from_its_pytest_once_built_without_setting_up(tmp_path):
     """With the environment built, the help is its own pytest's, given every argument: the
     wheel venv's for test-wheels, the kit environment's (its colcon install sourced) for
