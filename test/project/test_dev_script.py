@@ -757,6 +757,28 @@ def test_test_kit_help_with_a_distro_sourced_shows_the_usage_and_what_to_run_ins
     assert proc.stdout == "", proc.stdout
 
 
+def test_bench_help_shows_its_usage_and_sets_up_nothing(tmp_path):
+    """`./dev bench --help` stopped with "bench: unknown option --help (it takes --no-docs)"
+    (status 1), where every other command answers --help with its usage. Now --help or -h,
+    among bench's other arguments too, shows ./dev's lines of bench and where the
+    benchmarks are described; nothing is set up and no benchmark runs."""
+    stubs = f'{_NO_SET_UP}run_in_env() {{ echo "RAN $2"; }}; '
+    for args in ("--help", "-h", "--no-docs bench/bench_driver.py --help"):
+        proc = _sourced(tmp_path, f"{stubs}main bench {args}")
+        assert proc.returncode == 0 and proc.stderr == "", proc.stdout + proc.stderr
+        assert proc.stdout.startswith(
+            "  ./dev bench [--no-docs] [FILES]  set up, then run every bench/bench_*.py in\n"), proc.stdout
+        assert "--no-docs goes to each" in proc.stdout and "--help sets up nothing" in proc.stdout, proc.stdout
+        assert "./dev setup          install everything" not in proc.stdout, proc.stdout
+        assert proc.stdout.endswith("which also shows how to run one alone (with --help, each\n"
+                                    "lists its own options).\n"), proc.stdout
+        assert "docs/benchmarks.md" in proc.stdout.split("\n\n", 1)[1], proc.stdout
+        assert "RAN" not in proc.stdout, proc.stdout
+    # without a help, bench sets up as before
+    proc = _sourced(tmp_path, f"{stubs}main bench bench/bench_driver.py")
+    assert proc.returncode == 97 and "SET-UP RAN" in proc.stderr, proc.stdout + proc.stderr
+
+
 def test_one_environment_test_help_comes_from_its_pytest_once_built_without_setting_up(tmp_path):
     """With the environment built, the help is its own pytest's, given every argument: the
     wheel venv's for test-wheels, the kit environment's (its colcon install sourced) for
