@@ -752,9 +752,38 @@ def test_test_kit_help_with_a_distro_sourced_shows_the_usage_and_what_to_run_ins
         assert "pytest was given" not in proc.stdout, proc.stdout
     proc = _sourced(tmp_path, f"{stubs}main test-kit test/x.py -v", ROS_DISTRO="jazzy", COZMO_ROS_UPSTREAM=kit)
     assert proc.returncode == 1 and "SET-UP RAN" not in proc.stderr, proc.stdout + proc.stderr
-    assert proc.stderr == "dev: error: the kit environment is for machines without a sourced ROS 2 distro\n", \
-        proc.stderr
+    assert proc.stderr == _KIT_REFUSED, proc.stderr
     assert proc.stdout == "", proc.stdout
+
+
+#: what ./dev test-kit and ./dev setup-kit say with a ROS 2 distro (jazzy) sourced, where they refuse
+_KIT_REFUSED = ("dev: error: the kit environment is for machines without a sourced ROS 2 distro, and ROS 2 jazzy "
+                "is sourced here: set it up and test it from a shell where no distro is sourced (with the distro "
+                "sourced, ./dev setup and ./dev test set up and test against it)\n")
+
+
+def test_setup_kit_with_a_distro_sourced_refuses_before_any_set_up(tmp_path):
+    """With a ROS 2 distro sourced, `./dev test-kit` refused (the kit environment is for
+    machines without one), but `./dev setup-kit` went on to build .venv-kit, the kit's
+    tools and colcon with the distro still sourced. Now it refuses as test-kit does, saying
+    why and to run it from a shell without the distro, before any set-up step (the kit's
+    steps stubbed to fail loudly); its --help still shows the usage. Without a distro it
+    sets up as before."""
+    # setup_kit itself is not stubbed (the refusal may be in it): its steps are
+    stubs = ('setup() { echo "SET-UP RAN" >&2; exit 97; }; setup_ros() { setup; }; step_run() { setup; }; '
+             'setup_kit_steps() { setup; }; ')
+    kit = str(_kit(tmp_path))
+    proc = _sourced(tmp_path, f"{stubs}main setup-kit", ROS_DISTRO="jazzy", COZMO_ROS_UPSTREAM=kit)
+    assert proc.returncode == 1 and "SET-UP RAN" not in proc.stderr, proc.stdout + proc.stderr
+    assert proc.stderr == _KIT_REFUSED, proc.stderr
+    assert proc.stdout == "", proc.stdout
+    assert not (tmp_path / ".venv-kit").exists()
+    for help_arg in ("--help", "-h"):
+        proc = _sourced(tmp_path, f"{stubs}main setup-kit {help_arg}", ROS_DISTRO="jazzy", COZMO_ROS_UPSTREAM=kit)
+        assert proc.returncode == 0 and proc.stderr == "", proc.stdout + proc.stderr
+        assert "  ./dev setup-kit      set up the kit environment only" in proc.stdout, proc.stdout
+    proc = _sourced(tmp_path, f"{stubs}main setup-kit", COZMO_ROS_UPSTREAM=kit)
+    assert proc.returncode == 97 and "SET-UP RAN" in proc.stderr, proc.stdout + proc.stderr
 
 
 def test_bench_help_shows_its_usage_and_sets_up_nothing(tmp_path):
