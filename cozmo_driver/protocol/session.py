@@ -251,10 +251,11 @@ def give_up(session: "Session", now: float) -> Optional[float]:
 
 
 def abandon(session: "Session") -> None:
-    """Engine: the I/O is over while the link was CLOSING (the peer had not acknowledged
-    what went before the Disconnect, or the Disconnect): the link is closed now, what was
-    not acknowledged dropped, with no event (the caller reports it)."""
-    if session.role is Role.ENGINE and session.state is State.CLOSING:
+    """Engine: the I/O is over before the link closed: CLOSING (the peer had not acknowledged
+    what went before the Disconnect, or the Disconnect), or CONNECTING or CONNECTED (no
+    disconnect was asked for before the I/O ended): the link is closed now, what was not
+    acknowledged dropped, with no event (the caller reports it)."""
+    if session.role is Role.ENGINE and session.state in (State.CONNECTING, State.CONNECTED, State.CLOSING):
         session.state = State.CLOSED
         session._reset_link(session._last_rx)
 

@@ -13,7 +13,7 @@ import pytest
 from cozmo_driver.client.link import LinkState, LinkStateChanged, RobotReady
 from cozmo_driver.client.robot import Robot, turn_message
 from cozmo_driver.protocol.errors import LocalProtocolError
-from cozmo_driver.protocol.session import MessageReceived
+from cozmo_driver.protocol.session import MessageReceived, State
 from cozmo_driver.sim import SimServer
 from processes import free_udp_port
 
@@ -254,6 +254,8 @@ def test_a_stop_whose_call_times_out_still_stops_the_thread_and_lets_go_of_the_r
     assert not robot.transport.running
     assert robot.state is LinkState.DISCONNECTED
     assert any("[held-up] stop: the I/O thread did not answer in time" in m for m in logged.messages)
+    # the session closed too (it stayed CONNECTING, or CONNECTED, with the link DISCONNECTED)
+    assert robot.link.session.state is State.CLOSED, robot.link.session.state
     RobotClaim("127.0.0.1", port, local_host="127.0.0.1").acquire().release()  # the robot is free
 
 
