@@ -290,12 +290,17 @@ class RobotLink:
 
     def abandon_stop(self) -> Optional[LinkStateChanged]:
         """After the I/O stopped (no ``next_event`` is taken any more): a stop the robot had not
-        finished, its Disconnect unacknowledged, ends here, the session closed and the link
-        disconnected. Returns that state change for the caller to hand out, or None when the
-        link was disconnected already."""
+        finished, its Disconnect unacknowledged, or one that never reached the I/O (its thread
+        had ended, or did not answer), ends here, the session closed and the link disconnected.
+        Events not taken before the I/O stopped (an I/O thread ended in the middle of its
+        hand-out) are dropped: a later :meth:`start` hands out only its own. Returns that state
+        change for the caller to hand out, or None when the link was disconnected already."""
         self._wanted = False
         self._reconnect_at = self._ready_deadline = None
         abandon(self.session)
+        self._events.clear()
+        while self.session.next_event() is not None:
+            pass
         if self.state is LinkState.DISCONNECTED:
             return None
         # the session's word for a Disconnect left unacknowledged, which the driver's shutdown line

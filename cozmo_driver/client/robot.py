@@ -6,9 +6,9 @@ with :meth:`Robot.add_listener` are called there with every event, or with the l
 events and only the messages they name (keep them short: hand work to your own thread
 or executor); one event only comes from another thread, after the I/O thread ended: the
 DISCONNECTED of a :meth:`Robot.stop` whose time ran out before the robot acknowledged the
-disconnect, from the thread that called it. Commands may be sent from any
-thread. Units at this API are the protocol's own (mm, mm/s, rad); the ROS
-nodes convert to metres at their boundary.
+disconnect (or that found the I/O thread ended already), from the thread that called it.
+Commands may be sent from any thread. Units at this API are the protocol's own (mm, mm/s,
+rad); the ROS nodes convert to metres at their boundary.
 
     with Robot("127.0.0.1", 5551) as robot:
         robot.wait_until_ready(5.0)
@@ -121,18 +121,21 @@ class Robot:
 
     def stop(self, timeout: float = 2.0) -> None:
         """Stop the motors, disconnect (waiting up to ``timeout``), stop the I/O thread,
-        give up the claim of the robot. The client is then disconnected and not ready, even
-        when the robot did not acknowledge the disconnect in time (a listener gets the
-        DISCONNECTED state change then too)."""
-        if not self.transport.running:
-            self._claim.release()
-            return
+        give up the claim of the robot. The client is then disconnected and not ready, the
+        listeners told so (DISCONNECTED) unless it was already: also when the robot did not
+        acknowledge the disconnect in time, and when the I/O thread had ended before the stop
+        (a listener that raised SystemExit, ``transport.stop()`` called directly), so that no
+        stop could reach the robot (a warning says so). :meth:`start` connects afresh after."""
         self._stopped.clear()
         try:
-            self.transport.call(lambda: self.link.stop(self.transport._loop.time()))
-            deadline = time.monotonic() + timeout
-            while not self.transport.call(lambda: self.link.stopped) and time.monotonic() < deadline:
-                self._stopped.wait(0.05)
+            if self.transport.running:
+                self.transport.call(lambda: self.link.stop(self.transport._loop.time()))
+                deadline = time.monotonic() + timeout
+                while not self.transport.call(lambda: self.link.stopped) and time.monotonic() < deadline:
+                    self._stopped.wait(0.05)
+            elif self.link.state is not LinkState.DISCONNECTED:
+                logger.warning("[%s] stop: the I/O thread had ended, the link %s: no stop reached the robot",
+                               self.link.name, self.link.state.value)
         except (CozmoError, TimeoutError, concurrent.futures.TimeoutError) as exc:
             logger.warning("[%s] stop: %s", self.link.name, str(exc) or "the I/O thread did not answer in time")
         finally:

@@ -14,7 +14,7 @@ from cozmo_driver.client.link import LinkState, LinkStateChanged, RobotReady
 from cozmo_driver.client.robot import Robot, turn_message
 from cozmo_driver.protocol.errors import LocalProtocolError
 from cozmo_driver.protocol.session import MessageReceived, State
-from cozmo_driver.sim import SimServer
+from cozmo_driver.sim import RobotConfig, SimServer
 from processes import free_udp_port
 
 
@@ -257,6 +257,60 @@ def test_a_stop_whose_call_times_out_still_stops_the_thread_and_lets_go_of_the_r
     # the session closed too (it stayed CONNECTING, or CONNECTED, with the link DISCONNECTED)
     assert robot.link.session.state is State.CLOSED, robot.link.session.state
     RobotClaim("127.0.0.1", port, local_host="127.0.0.1").acquire().release()  # the robot is free
+
+
+@pytest.mark.parametrize("ending", ["listener raises SystemExit", "transport stopped directly"])
+def test_a_stop_after_the_io_thread_ended_leaves_the_client_disconnected_and_startable(
+        ending, monkeypatch, log_records):
+    # stop() found the transport not running and only let go of the claim: the client still
+    # said READY (wait_until_ready True), no listener heard DISCONNECTED, and start() again
+    # raised "transport already started"
+    logged = log_records("cozmo.client", "WARNING")
+    ended = []
+    monkeypatch.setattr(threading, "excepthook", ended.append)  # the I/O thread's SystemExit
+    # no Disconnect reaches the robot: it holds the link until its peer_timeout, 1 s here
+    sim = SimServer(host="127.0.0.1", port=0, config=RobotConfig(seed=11, peer_timeout=1.0)).start()
+    robot = Robot(*sim.address, local_host="127.0.0.1", name="ended")
+    seen, exits = Seen(), []
+
+    def exiting(event):  # a program's listener that ends its thread (once)
+        if isinstance(event, LinkStateChanged) and event.state is LinkState.READY and not exits:
+            exits.append(event)
+            raise SystemExit(0)
+
+    robot.add_listener(seen, messages=["RobotState"])
+    if ending == "listener raises SystemExit":
+        robot.add_listener(exiting, messages=())
+    try:
+        robot.start()
+        assert robot.wait_until_ready(10.0)
+        thread = robot.transport._thread
+        if ending == "transport stopped directly":
+            robot.transport.stop()
+        thread.join(5.0)
+        assert not thread.is_alive()
+        if ending == "listener raises SystemExit":
+            assert [args.exc_type for args in ended] == [SystemExit]
+        robot.stop(timeout=0.5)
+        assert robot.state is LinkState.DISCONNECTED
+        assert not robot.wait_until_ready(0.0)
+        assert seen.link_states()[-1] is LinkState.DISCONNECTED, seen.link_states()
+        assert robot.link.session.state is State.CLOSED, robot.link.session.state
+        assert any("[ended] stop: the I/O thread had ended, the link ready: no stop reached the robot" in m
+                   for m in logged.messages), logged.messages
+        stopped_at = len(seen.events)
+        before = seen.count("RobotState")
+        robot.start()  # afresh: what the ended thread had not handed out is not handed out now
+        assert robot.wait_until_ready(10.0)
+        assert isinstance(seen.events[stopped_at], LinkStateChanged), seen.events[stopped_at:stopped_at + 3]
+        assert seen.events[stopped_at].state is LinkState.CONNECTING
+        deadline = time.monotonic() + 5.0
+        while seen.count("RobotState") < before + 10 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert seen.count("RobotState") >= before + 10  # it streams again
+    finally:
+        robot.stop(timeout=0.5)
+        sim.stop()
 
 
 def test_a_stop_acknowledged_does_not_wait_for_what_was_queued_after_it():
