@@ -313,6 +313,40 @@ def test_a_stop_after_the_io_thread_ended_leaves_the_client_disconnected_and_sta
         sim.stop()
 
 
+def test_a_start_after_a_stop_whose_time_ran_out_connects_afresh():
+    """A stop whose time ran out ends the link here (the session closed, the link
+    DISCONNECTED) while the robot, which never had the Disconnect, still holds its end and
+    ignores a RESET from another address until it drops it (its peer_timeout, 1 s here):
+    a start again connects anew, through that hold, and the robot streams again."""
+    sim = SimServer(host="127.0.0.1", port=0, config=RobotConfig(seed=11, peer_timeout=1.0)).start()
+    robot = Robot(*sim.address, local_host="127.0.0.1", name="again")
+    seen = Seen()
+    robot.add_listener(seen, messages=["RobotState"])
+    try:
+        robot.start()
+        assert robot.wait_until_ready(10.0)
+        first_port = robot.transport.local_address[1]
+        sim.set_link_up(False)      # the Disconnect is lost: the robot keeps the link
+        robot.stop(timeout=0.0)
+        assert robot.link.state_reason == "disconnected (unacknowledged)", robot.link.state_reason
+        assert robot.link.session.state is State.CLOSED
+        sim.set_link_up(True)
+        stopped_at = len(seen.events)
+        before = seen.count("RobotState")
+        robot.start()
+        assert robot.wait_until_ready(10.0)
+        assert seen.link_states()[-1] is LinkState.READY
+        assert seen.events[stopped_at] == LinkStateChanged(LinkState.CONNECTING, "connecting")
+        deadline = time.monotonic() + 5.0
+        while seen.count("RobotState") < before + 10 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert seen.count("RobotState") >= before + 10
+        assert sim.peer() == robot.transport.local_address and sim.peer()[1] != first_port
+    finally:
+        robot.stop(timeout=0.5)
+        sim.stop()
+
+
 def test_a_stop_acknowledged_does_not_wait_for_what_was_queued_after_it():
     """Faces queued after the stop kept stop_all_motors_acknowledged waiting for the whole
     send queue to empty: False ('it may still be moving') though the robot took the stop."""
