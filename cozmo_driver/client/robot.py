@@ -125,7 +125,14 @@ class Robot:
         listeners told so (DISCONNECTED) unless it was already: also when the robot did not
         acknowledge the disconnect in time, and when the I/O thread had ended before the stop
         (a listener that raised SystemExit, ``transport.stop()`` called directly), so that no
-        stop could reach the robot (a warning says so). :meth:`start` connects afresh after."""
+        stop could reach the robot (a warning says so). :meth:`start` connects afresh after.
+
+        Raises :class:`~cozmo_driver.transport.udp.TransportStateError`, and does nothing,
+        when called on the I/O thread (from a listener, a :meth:`call_soon` or a
+        :meth:`schedule`), whose end it would wait for: call it from another thread."""
+        if self.transport._in_io_thread():
+            raise TransportStateError("Robot.stop() cannot run on the robot client's I/O thread (a listener, a "
+                                      "call_soon or schedule callback): call it from another thread")
         self._stopped.clear()
         try:
             if self.transport.running:

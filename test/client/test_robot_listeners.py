@@ -15,6 +15,7 @@ from cozmo_driver.client.robot import Robot, turn_message
 from cozmo_driver.protocol.errors import LocalProtocolError
 from cozmo_driver.protocol.session import MessageReceived, State
 from cozmo_driver.sim import RobotConfig, SimServer
+from cozmo_driver.transport.udp import TransportStateError
 from processes import free_udp_port
 
 
@@ -342,6 +343,51 @@ def test_a_start_after_a_stop_whose_time_ran_out_connects_afresh():
             time.sleep(0.02)
         assert seen.count("RobotState") >= before + 10
         assert sim.peer() == robot.transport.local_address and sim.peer()[1] != first_port
+    finally:
+        robot.stop(timeout=0.5)
+        sim.stop()
+
+
+def wait_for_robot_states(seen: Seen, count: int) -> None:
+    """Wait (5 s at most) until ``seen`` has ``count`` RobotStates, and check it has."""
+    deadline = time.monotonic() + 5.0
+    while seen.count("RobotState") < count and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert seen.count("RobotState") >= count
+
+
+def test_a_stop_on_the_io_thread_is_refused_at_once_and_the_link_goes_on():
+    # stop() from a listener stopped the link, held the loop for its timeout, then raised
+    # RuntimeError joining its own thread: the client left half stopped
+    sim = SimServer(host="127.0.0.1", port=0, seed=11).start()
+    robot = Robot(*sim.address, local_host="127.0.0.1", name="self-stop")
+    seen = Seen()
+    stop_now, done = threading.Event(), threading.Event()
+    outcome = []
+
+    def stopping(event):  # a listener that stops the robot (once)
+        if stop_now.is_set() and not done.is_set():
+            try:
+                robot.stop(timeout=0.1)
+            except Exception as exc:
+                outcome.append(exc)
+            else:
+                outcome.append(None)
+            done.set()
+
+    robot.add_listener(seen, messages=["RobotState"])
+    robot.add_listener(stopping, messages=["RobotState"])
+    try:
+        robot.start()
+        assert robot.wait_until_ready(10.0)
+        stop_now.set()
+        assert done.wait(5.0)
+        assert len(outcome) == 1 and isinstance(outcome[0], TransportStateError), outcome
+        assert "call it from another thread" in str(outcome[0])
+        # nothing was stopped: the link streams on
+        assert robot.transport.running and robot.state is LinkState.READY and robot.wait_until_ready(0.0)
+        wait_for_robot_states(seen, seen.count("RobotState") + 10)
+        assert seen.link_states()[-1] is LinkState.READY
     finally:
         robot.stop(timeout=0.5)
         sim.stop()
