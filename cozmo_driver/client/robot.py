@@ -38,6 +38,11 @@ logger = logging.getLogger("cozmo.client")
 DEFAULT_ROBOT_ADDRESS = "172.31.1.1"
 DEFAULT_ROBOT_PORT = 5551
 
+#: the least time a stop gives each of its waits on the I/O thread (a call, the thread's end),
+#: seconds: a stop whose timeout is short or spent is not cut short on a busy machine, and one
+#: whose I/O thread is held up waits about this much a wait
+_IO_WAIT_MIN_S = 0.5
+
 
 def _finite(**values: float) -> None:
     """Raise LocalProtocolError naming the first of ``values`` (argument name = value) that
@@ -105,7 +110,11 @@ class Robot:
     def start(self) -> "Robot":
         """Claim the robot on this machine (:class:`~cozmo_driver.client.claim.RobotBusyError`
         when another program drives it, from the same local address if
-        ``local_host`` is a specific one), open the socket and connect."""
+        ``local_host`` is a specific one), open the socket and connect. Raises
+        :class:`~cozmo_driver.transport.udp.TransportStateError` while the I/O thread of a
+        :meth:`stop` that was held up past its waits (see there) has not ended yet."""
+        if not self.transport.running:
+            self.transport.stop()  # an I/O thread that ended after its stop gave up waiting: forgotten
         local_host = self.transport.local_addr[0]
         if local_host not in ("", "0.0.0.0"):  # a specific address: the robot as seen from there
             local_host = resolve_address(*self.transport.local_addr, hint=LOCAL_ADDRESS_HINT)[0]
@@ -127,18 +136,29 @@ class Robot:
         (a listener that raised SystemExit, ``transport.stop()`` called directly), so that no
         stop could reach the robot (a warning says so). :meth:`start` connects afresh after.
 
+        Each wait on the I/O thread (a call, its end) takes what is left of ``timeout``, and
+        0.5 s at least. An I/O thread held up past that (a listener or a call that blocks) is
+        told to stop and left to end by itself (a warning says so): the stop returns, not
+        ready, and the link is ended there, its DISCONNECTED handed out, as the thread's last
+        work once it is free; :meth:`start` raises until it has ended.
+
         Raises :class:`~cozmo_driver.transport.udp.TransportStateError`, and does nothing,
         when called on the I/O thread (from a listener, a :meth:`call_soon` or a
         :meth:`schedule`), whose end it would wait for: call it from another thread."""
         if self.transport._in_io_thread():
             raise TransportStateError("Robot.stop() cannot run on the robot client's I/O thread (a listener, a "
                                       "call_soon or schedule callback): call it from another thread")
+        deadline = time.monotonic() + timeout
+
+        def left() -> float:
+            return max(_IO_WAIT_MIN_S, deadline - time.monotonic())
+
         self._stopped.clear()
         try:
             if self.transport.running:
-                self.transport.call(lambda: self.link.stop(self.transport._loop.time()))
-                deadline = time.monotonic() + timeout
-                while not self.transport.call(lambda: self.link.stopped) and time.monotonic() < deadline:
+                self.transport.call(lambda: self.link.stop(self.transport._loop.time()), timeout=left())
+                while (not self.transport.call(lambda: self.link.stopped, timeout=left())
+                       and time.monotonic() < deadline):
                     self._stopped.wait(0.05)
             elif self.link.state is not LinkState.DISCONNECTED:
                 logger.warning("[%s] stop: the I/O thread had ended, the link %s: no stop reached the robot",
@@ -147,13 +167,35 @@ class Robot:
             logger.warning("[%s] stop: %s", self.link.name, str(exc) or "the I/O thread did not answer in time")
         finally:
             try:
-                self.transport.stop()
-                event = self.link.abandon_stop()  # the I/O thread is gone: touched from here
-                if event is not None:
-                    self._dispatch(event)
+                self._end_io(left(), "stop")
             finally:
                 self._ready.clear()
                 self._claim.release()
+
+    def _end_io(self, timeout: float, what: str) -> None:
+        """Stop the I/O thread, waiting ``timeout`` at most, then end the link here
+        (:meth:`_abandon_link`); ``what`` names the step in the warning. A thread still held
+        up then (a listener or a call that blocks) ends by itself once free, the stop asked of
+        it: the link is its until then, so its last call, after that stop, ends the link."""
+        try:
+            self.transport.stop(timeout)
+        except TransportStateError:
+            try:
+                self.transport.call_soon(self._abandon_link)
+            except TransportStateError:  # it was ending already: gone in a moment
+                self.transport.stop(timeout)
+            else:
+                logger.warning("[%s] %s: the I/O thread did not end within %.1f s (held up in a listener or "
+                               "a call): it ends the link once free", self.link.name, what, timeout)
+                return
+        self._abandon_link()
+
+    def _abandon_link(self) -> None:
+        """End the link where no I/O runs it any more (after the I/O thread, or as its last
+        call), its DISCONNECTED handed out unless it was disconnected already."""
+        event = self.link.abandon_stop()
+        if event is not None:
+            self._dispatch(event)
 
     def __enter__(self) -> "Robot":
         return self.start()

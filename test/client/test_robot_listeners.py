@@ -356,6 +356,58 @@ def wait_for_robot_states(seen: Seen, count: int) -> None:
     assert seen.count("RobotState") >= count
 
 
+def test_a_stop_whose_io_thread_is_held_up_returns_and_the_thread_ends_the_link_once_free(log_records):
+    # stop(timeout) called the I/O thread with the transport's own timeout, 5 s, whatever its
+    # own, then waited 5 s more for the thread to end and raised: a listener that blocked
+    # held stop(timeout=0.2) for 10 s, and left the client READY once it was free
+    logged = log_records("cozmo.client", "WARNING")
+    sim = SimServer(host="127.0.0.1", port=0, config=RobotConfig(seed=11, peer_timeout=1.0)).start()
+    robot = Robot(*sim.address, local_host="127.0.0.1", name="held")
+    seen = Seen()
+    hold, held, release, stop_returned = threading.Event(), threading.Event(), threading.Event(), threading.Event()
+    returned_while_held = []
+
+    def holding(event):  # a listener that blocks the I/O thread (once) until the test frees it
+        if hold.is_set() and not held.is_set():
+            held.set()
+            release.wait(30.0)
+            returned_while_held.append(stop_returned.is_set())
+
+    robot.add_listener(seen, messages=["RobotState"])
+    robot.add_listener(holding, messages=["RobotState"])
+    try:
+        robot.start()
+        assert robot.wait_until_ready(10.0)
+        thread = robot.transport._thread
+        try:
+            hold.set()
+            assert held.wait(5.0)
+            robot.stop(timeout=0.2)
+            stop_returned.set()
+            assert not robot.wait_until_ready(0.0)
+            assert any("[held] stop: the I/O thread did not end within 0.5 s" in m for m in logged.messages), \
+                logged.messages
+            with pytest.raises(TransportStateError, match="already started"):
+                robot.start()  # its I/O thread has not ended
+        finally:
+            release.set()
+        thread.join(10.0)
+        assert not thread.is_alive()
+        assert returned_while_held == [True]
+        # the thread ended the link as its last work
+        assert robot.state is LinkState.DISCONNECTED and not robot.wait_until_ready(0.0)
+        assert seen.link_states()[-1] is LinkState.DISCONNECTED, seen.link_states()
+        assert robot.link.session.state is State.CLOSED, robot.link.session.state
+        before = seen.count("RobotState")
+        robot.start()
+        assert robot.wait_until_ready(10.0)
+        wait_for_robot_states(seen, before + 10)
+    finally:
+        release.set()
+        robot.stop(timeout=0.5)
+        sim.stop()
+
+
 def test_a_stop_on_the_io_thread_is_refused_at_once_and_the_link_goes_on():
     # stop() from a listener stopped the link, held the loop for its timeout, then raised
     # RuntimeError joining its own thread: the client left half stopped
