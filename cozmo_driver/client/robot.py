@@ -6,7 +6,8 @@ with :meth:`Robot.add_listener` are called there with every event, or with the l
 events and only the messages they name (keep them short: hand work to your own thread
 or executor); one event only comes from another thread, after the I/O thread ended: the
 DISCONNECTED of a :meth:`Robot.stop` whose time ran out before the robot acknowledged the
-disconnect (or that found the I/O thread ended already), from the thread that called it.
+disconnect (or that found the I/O thread ended already), or of a :meth:`Robot.start` that
+failed once connecting, from the thread that called it.
 Commands may be sent from any thread. Units at this API are the protocol's own (mm, mm/s,
 rad); the ROS nodes convert to metres at their boundary.
 
@@ -39,8 +40,9 @@ DEFAULT_ROBOT_ADDRESS = "172.31.1.1"
 DEFAULT_ROBOT_PORT = 5551
 
 #: the least time a stop gives each of its waits on the I/O thread (a call, the thread's end),
-#: seconds: a stop whose timeout is short or spent is not cut short on a busy machine, and one
-#: whose I/O thread is held up waits about this much a wait
+#: and a failed start its wait for the thread's end, seconds: a stop whose timeout is short or
+#: spent is not cut short on a busy machine, and one whose I/O thread is held up waits about
+#: this much a wait
 _IO_WAIT_MIN_S = 0.5
 
 
@@ -110,7 +112,10 @@ class Robot:
     def start(self) -> "Robot":
         """Claim the robot on this machine (:class:`~cozmo_driver.client.claim.RobotBusyError`
         when another program drives it, from the same local address if
-        ``local_host`` is a specific one), open the socket and connect. Raises
+        ``local_host`` is a specific one), open the socket and connect. When the connect
+        fails (its call to the I/O thread times out, or raises), the I/O thread is stopped,
+        the link ended as by :meth:`stop` and the claim given up before that error is raised:
+        a start may be tried again. Raises
         :class:`~cozmo_driver.transport.udp.TransportStateError` while the I/O thread of a
         :meth:`stop` that was held up past its waits (see there) has not ended yet."""
         if not self.transport.running:
@@ -120,11 +125,20 @@ class Robot:
             local_host = resolve_address(*self.transport.local_addr, hint=LOCAL_ADDRESS_HINT)[0]
         self._claim = RobotClaim(*resolve_address(*self.transport.remote_addr, destination=True),
                                  local_host=local_host).acquire()
+        started = False
         try:
             self.transport.start()
+            started = True
             self.transport.call(lambda: self.link.start(self.transport._loop.time()))
         except BaseException:
-            self._claim.release()
+            try:
+                if started:
+                    self._end_io(_IO_WAIT_MIN_S, "start")
+            except CozmoError as exc:  # the start's own error is the one raised
+                logger.warning("[%s] start failed, and its I/O thread did not stop: %s", self.link.name, exc)
+            finally:
+                self._ready.clear()
+                self._claim.release()
             raise
         return self
 
@@ -174,9 +188,10 @@ class Robot:
 
     def _end_io(self, timeout: float, what: str) -> None:
         """Stop the I/O thread, waiting ``timeout`` at most, then end the link here
-        (:meth:`_abandon_link`); ``what`` names the step in the warning. A thread still held
-        up then (a listener or a call that blocks) ends by itself once free, the stop asked of
-        it: the link is its until then, so its last call, after that stop, ends the link."""
+        (:meth:`_abandon_link`); ``what`` (start, stop) names the step in the warning. A thread
+        still held up then (a listener or a call that blocks) ends by itself once free, the
+        stop asked of it: the link is its until then, so its last call, after that stop, ends
+        the link."""
         try:
             self.transport.stop(timeout)
         except TransportStateError:

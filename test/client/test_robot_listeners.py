@@ -356,6 +356,43 @@ def wait_for_robot_states(seen: Seen, count: int) -> None:
     assert seen.count("RobotState") >= count
 
 
+@pytest.mark.parametrize("when", ["before connecting", "once connecting"])
+def test_a_start_whose_connect_fails_stops_its_io_thread_and_may_be_tried_again(when):
+    # start() let go of the claim when its call of link.start raised (or timed out), but left
+    # the transport running, its I/O thread and bound socket: a start again raised
+    # "transport already started"
+    from cozmo_driver.client.claim import RobotClaim
+    # the robot that had the RESET of the first start ignores the second's until peer_timeout
+    sim = SimServer(host="127.0.0.1", port=0, config=RobotConfig(seed=11, peer_timeout=1.0)).start()
+    robot = Robot(*sim.address, local_host="127.0.0.1", name="failed-start")
+    seen = Seen()
+    robot.add_listener(seen, messages=["RobotState"])
+    link_start = robot.link.start
+
+    def failing_start(now):
+        if when == "once connecting":
+            link_start(now)
+        raise RuntimeError("the link could not start")
+
+    robot.link.start = failing_start
+    try:
+        with pytest.raises(RuntimeError, match="the link could not start"):
+            robot.start()
+        assert not robot.transport.running
+        assert robot.state is LinkState.DISCONNECTED and not robot.wait_until_ready(0.0)
+        connecting = when == "once connecting"
+        assert robot.link.session.state is (State.CLOSED if connecting else State.IDLE), robot.link.session.state
+        assert seen.link_states() == ([LinkState.CONNECTING, LinkState.DISCONNECTED] if connecting else [])
+        RobotClaim(*sim.address, local_host="127.0.0.1").acquire().release()  # the robot is free
+        robot.link.start = link_start
+        robot.start()
+        assert robot.wait_until_ready(10.0)
+        wait_for_robot_states(seen, 10)
+    finally:
+        robot.stop(timeout=0.5)
+        sim.stop()
+
+
 def test_a_stop_whose_io_thread_is_held_up_returns_and_the_thread_ends_the_link_once_free(log_records):
     # stop(timeout) called the I/O thread with the transport's own timeout, 5 s, whatever its
     # own, then waited 5 s more for the thread to end and raised: a listener that blocked
