@@ -17,7 +17,10 @@ pycozmo 0.8.0 beside it (issue #18).
   are in its figure), and the DisplayImage frames the simulator received; pycozmo
   rendering its ProceduralFace with the gaze moved every frame and sending it
   (``Client.display_image``) at 30 fps to a simulator of its own, measured in the same
-  window (both under the same load).
+  window (both under the same load). The changer spins as a user's program does, on
+  rclpy's SingleThreadedExecutor (``rclpy.spin``), and, where this rclpy has it (Jazzy
+  on), once more with the one-process stack on its EventsExecutor, each paired with
+  pycozmo: a 30 Hz timer costs about twice as much on the first.
 * **Driver + a consumer of odom and the compressed camera**: the driver (in its stack)
   and a separate ROS process subscribing odom and camera/image_raw/compressed, against
   a pycozmo Client receiving RobotState and the camera, in the same window. The consumer
@@ -500,15 +503,23 @@ def face_cpu(seconds: float, rounds: int, ratios: Dict[str, List[float]],
     ours / pycozmo also goes into ``ratios`` under its set-up, once for the same window
     and once for each alone (the module docstring: three windows a round)."""
     rows: List[List[str]] = []
-    setups = (("one process per node", []), ("one process", ["one_process:=true"]))
-    for (label, extra), r in ((setup, r) for r in range(rounds) for setup in setups):
+    setups = [("one process per node", [], "single"), ("one process", ["one_process:=true"], "single")]
+    if _has_events_executor():
+        setups.append((FACE_EVENTS_SETUP, ["one_process:=true"], "events"))
+    for (label, extra, kind), r in ((setup, r) for r in range(rounds) for setup in setups):
         rows.append(_retried(f"face, {label}, round {r + 1}",
-                             lambda: _face_round(seconds, label, extra, r + 1, ratios), stalled))
+                             lambda: _face_round(seconds, label, extra, r + 1, ratios, kind), stalled))
     return rows
 
 
+#: the face rounds' set-up whose changer spins on rclpy's EventsExecutor (Jazzy on)
+FACE_EVENTS_SETUP = "one process, changer on the EventsExecutor"
+
+
 def _face_round(seconds: float, label: str, extra: List[str], round_no: int,
-                ratios: Dict[str, List[float]]) -> List[str]:
+                ratios: Dict[str, List[float]], changer_executor: str = "single") -> List[str]:
+    """One paired face round; the changer spins on ``changer_executor`` (a key of
+    CONSUMER_EXECUTORS: what a user's program that moves the gaze spins on)."""
     with SimServer(host="127.0.0.1", port=0, seed=5) as sim, \
             SimServer(host="127.0.0.1", port=0, seed=6) as ref_sim:
         run = Bringup(sim, "enable_face:=true", *extra)
@@ -516,7 +527,8 @@ def _face_round(seconds: float, label: str, extra: List[str], round_no: int,
         try:
             shown = sim.display_count()
             _wait(lambda: sim.display_count() > shown + 30, STARTUP_S, "no face", run)
-            changer = _script_process(HELPER, "changer", str(2 * seconds + 40))
+            changer = _script_process(HELPER, "changer", str(2 * seconds + 40),
+                                      *(["events"] if changer_executor == "events" else []))
             time.sleep(2.0)
             # ours: the stack and the program that moves the gaze (what makes the face change
             # every frame), as the consumer rounds count the consumer and pycozmo's figure
@@ -743,7 +755,8 @@ def measure(options: argparse.Namespace) -> None:
               "step", ["step", "RSS MiB", "added"], where_memory_goes())
         face_started = window_start()  # the last two tables come from the face and consumer rounds
         table(f"Face changing every frame (gaze moved at 30 Hz), driver + face + the changer (the "
-              f"program that publishes face/look_at), {options.seconds:g} s "
+              f"program that publishes face/look_at, spinning on the SingleThreadedExecutor unless "
+              f"the set-up names the EventsExecutor), {options.seconds:g} s "
               "windows; pycozmo renders and sends its face at 30 fps in the same window, and "
               "each alone in a window of its own (ours before, pycozmo after)",
               ["set-up", "round", "CPU % by process", "ours CPU %", "frames/s at the robot",

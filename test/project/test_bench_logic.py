@@ -233,6 +233,65 @@ def test_bench_stack_counts_the_face_changer_in_ours():
                       "face changing every frame, one process, each alone": [9.0 / 8.0]}, ratios
 
 
+def test_bench_stack_moves_the_face_with_a_changer_on_each_executor():
+    """The face rounds ran their changer (a plain 30 Hz rclpy timer: the user's program) on
+    the SingleThreadedExecutor only, while the consumer rounds are measured on both
+    executors: where rclpy has the EventsExecutor, a third set-up runs the one-process
+    stack with the changer spinning on it, its ratios under a name of their own."""
+    out = run_script_code("bench_stack", """
+        import time
+        changers = []
+
+        class Sim:
+            address = ("127.0.0.1", 5)
+            shown = 0
+            def __enter__(self):
+                return self
+            def __exit__(self, *exc):
+                return False
+            def display_count(self):
+                self.shown += 40
+                return self.shown
+
+        class Bringup:
+            def __init__(self, sim, *args):
+                self.args = args
+            def children(self):
+                return {"stack": 101}
+            def close(self):
+                pass
+
+        class Proc:
+            def __init__(self, pid):
+                self.pid = pid
+            def kill(self):
+                pass
+            def wait(self):
+                pass
+
+        def script_process(source, *args):
+            if args[0] == "changer":
+                changers.append(list(args[2:]))
+                return Proc(202)
+            return Proc(303)
+
+        b.SimServer = lambda **kwargs: Sim()
+        b.Bringup = Bringup
+        b._script_process = script_process
+        b._cpu_window = lambda pids, seconds: {k: {101: 5.0, 202: 2.0, 303: 8.0}[p] for k, p in pids.items()}
+        b._check_reference = lambda *args, **kwargs: None
+        b._has_events_executor = lambda: True
+        time.sleep = lambda s: None
+        ratios = {}
+        rows = b.face_cpu(20.0, 1, ratios, [])
+        print(json.dumps({"setups": [r[0] for r in rows], "changers": changers, "ratios": sorted(ratios)}))
+        """)
+    assert out["setups"] == ["one process per node", "one process", "one process, changer on the EventsExecutor"], out
+    assert out["changers"] == [[], [], ["events"]], out   # HELPER's third argument: its executor
+    assert "face changing every frame, one process, changer on the EventsExecutor, same window" in out["ratios"]
+    assert "face changing every frame, one process, same window" in out["ratios"]
+
+
 STOP_CYCLES = """
     import contextlib, io, tempfile
     from pathlib import Path

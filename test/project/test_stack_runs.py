@@ -77,6 +77,7 @@ def test_a_run_is_one_row_of_its_goals_floor_and_pycozmo():
         "run": "2026-11-25 20:04", "cpu": "AMD EPYC",
         "memory": "110.3",                               # the one-process stack's total
         stack_runs.FACE: "0.84-0.85; 0.91-1.13",        # per node is not the goal's
+        stack_runs.FACE_EVENTS: "-",                    # no round with the changer on it
         stack_runs.SINGLE: "1.06-1.09",                 # not the camera_with_state row's
         stack_runs.WITH_STATE: "0.93-0.97",
         stack_runs.EVENTS: "0.76-0.79",
@@ -108,12 +109,32 @@ def test_a_run_says_whether_its_face_rounds_counted_the_changer():
     assert stack_runs.summarize(per_node_only)["changer"] == "not counted"
 
 
+#: a run whose face rounds also ran the changer on rclpy's EventsExecutor (from 2026-11-30 on)
+EVENTS_CHANGER = CHANGER.replace("Run on 2026-11-29 21:26", "Run on 2026-11-30 07:00").replace(
+    "| face changing every frame, one process, each alone |",
+    "| face changing every frame, one process, changer on the EventsExecutor, same window | 3 | 0.93 | 0.90 - 0.95 "
+    "| yes |\n| face changing every frame, one process, changer on the EventsExecutor, each alone | 3 | 0.97 | "
+    "0.92 - 1.02 | no |\n| face changing every frame, one process, each alone |")
+
+
+def test_the_face_rounds_with_the_changer_on_the_events_executor_are_a_goal_of_their_own():
+    """Their rows start as the face goal's do: read as that goal, they replaced its figures
+    (1.19-1.22) with their own."""
+    row = stack_runs.summarize(EVENTS_CHANGER)
+    assert row[stack_runs.FACE] == "1.19-1.22; 1.17-1.35", row
+    assert row[stack_runs.FACE_EVENTS] == "0.90-0.95; 0.92-1.02", row
+    tally = {r[0]: r[1:] for r in stack_runs.goal_rows([row])}
+    assert tally[stack_runs.FACE_EVENTS] == ["1", "1 of 1", "0 of 1", "2026-11-30 07:00 (each alone 1.02)"]
+    cells = stack_runs.table_rows([dict(row, code="c")])[0]
+    assert cells[4:6] == ["1.19-1.22; 1.17-1.35", "0.90-0.95; 0.92-1.02"], cells
+
+
 def test_the_table_of_runs_marks_the_face_figures_that_leave_the_changer_out():
     rows = [dict(stack_runs.summarize(block), code="c") for block in (CHANGER, NOW, OLD)]
     face = [cells[4] for cells in stack_runs.table_rows(rows)]
     assert face == ["1.19-1.22; 1.17-1.35", "0.84-0.85; 0.91-1.13 (changer not counted)",
                     "1.04-1.05 (changer not counted)"]
-    assert stack_runs.table_rows(rows)[1][5] == "1.06-1.09"  # the other goals are not marked
+    assert stack_runs.table_rows(rows)[1][6] == "1.06-1.09"  # the other goals are not marked
 
 
 def test_the_face_goal_is_tallied_over_the_runs_that_counted_the_changer_only():
