@@ -786,6 +786,35 @@ def test_setup_kit_with_a_distro_sourced_refuses_before_any_set_up(tmp_path):
     assert proc.returncode == 97 and "SET-UP RAN" in proc.stderr, proc.stdout + proc.stderr
 
 
+def test_setup_kit_help_with_a_distro_sourced_says_that_a_run_refuses_and_what_to_run_instead(tmp_path):
+    """With a ROS 2 distro sourced, `./dev setup-kit --help` showed the usage only, where a
+    real run refuses (as `./dev test-kit --help` says for test-kit). Now, after the usage,
+    it says that the kit environment is for machines without a sourced distro, that a run
+    of setup-kit refuses here, and that ./dev setup sets up against the distro; it sets up
+    nothing. Without a distro the help is the usage alone, as before."""
+    stubs = ('setup() { echo "SET-UP RAN" >&2; exit 97; }; setup_ros() { setup; }; step_run() { setup; }; '
+             'setup_kit_steps() { setup; }; ')
+    kit = str(_kit(tmp_path))
+    said = ("\n\nThe kit environment is for machines without a sourced ROS 2 distro, and ROS 2 jazzy\n"
+            "is sourced here: a run of ./dev setup-kit refuses. With the distro sourced, ./dev\n"
+            "setup sets up against it (colcon's install/ and .venv-ros); the kit environment is\n"
+            "set up from a shell where no distro is sourced.\n")
+    for help_arg in ("--help", "-h"):
+        proc = _sourced(tmp_path, f"{stubs}main setup-kit {help_arg}", ROS_DISTRO="jazzy", COZMO_ROS_UPSTREAM=kit)
+        assert proc.returncode == 0 and proc.stderr == "", proc.stdout + proc.stderr
+        assert "  ./dev setup-kit      set up the kit environment only" in proc.stdout, proc.stdout
+        assert proc.stdout.endswith(said), proc.stdout
+        proc = _sourced(tmp_path, f"{stubs}main setup-kit {help_arg}", COZMO_ROS_UPSTREAM=kit)
+        assert proc.returncode == 0 and proc.stderr == "", proc.stdout + proc.stderr
+        assert "  ./dev setup-kit      set up the kit environment only" in proc.stdout, proc.stdout
+        assert "The kit environment is for machines" not in proc.stdout, proc.stdout
+    # the other commands without arguments say nothing of it
+    for command in ("setup", "lint"):
+        proc = _sourced(tmp_path, f"{stubs}main {command} --help", ROS_DISTRO="jazzy", COZMO_ROS_UPSTREAM=kit)
+        assert proc.returncode == 0 and "The kit environment is for machines" not in proc.stdout, proc.stdout
+    assert not (tmp_path / ".venv-kit").exists()
+
+
 def test_bench_help_shows_its_usage_and_sets_up_nothing(tmp_path):
     """`./dev bench --help` stopped with "bench: unknown option --help (it takes --no-docs)"
     (status 1), where every other command answers --help with its usage. Now --help or -h,
