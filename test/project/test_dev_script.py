@@ -723,13 +723,21 @@ def test_test_kit_help_without_the_kit_says_the_set_up_needs_it(tmp_path):
         "put shared/ beside the checkout or set COZMO_ROS_UPSTREAM.\n"), proc.stdout
 
 
+#: the kit's set-up steps and every other set-up stubbed to fail loudly (97), setup_kit itself
+#: not: its refusal with a distro sourced (kit_refuses_a_distro, the one check of setup-kit
+#: and test-kit) comes before any step
+_NO_KIT_STEPS = ('setup() { echo "SET-UP RAN" >&2; exit 97; }; setup_ros() { setup; }; step_run() { setup; }; '
+                 'setup_kit_steps() { setup; }; ')
+
+
 def test_test_kit_help_with_a_distro_sourced_shows_the_usage_and_what_to_run_instead(tmp_path):
     """With a ROS 2 distro sourced, `./dev test-kit --help` ended with the refusal of a real
     run ("the kit environment is for machines without a sourced ROS 2 distro", status 1)
     instead of its usage. Now it shows the usage and says that the kit environment is for
     machines without a sourced distro and that ./dev test runs the tests with one; it sets
     up nothing (the ROS mode's checks of the sourced distro neither) and runs no pytest,
-    not even a built kit environment's. A real run refuses as before."""
+    not even a built kit environment's. A real run refuses as before (in setup_kit, not
+    stubbed here, before its steps)."""
     kit_bin = tmp_path / ".venv-kit" / "bin"
     install = tmp_path / ".venv-kit" / "colcon" / "install"
     for directory in (kit_bin, install):
@@ -737,7 +745,7 @@ def test_test_kit_help_with_a_distro_sourced_shows_the_usage_and_what_to_run_ins
     (kit_bin / "pytest").write_text('#!/bin/sh\necho "the kit\'s pytest was given: $*"\n')
     (kit_bin / "pytest").chmod(0o755)
     (install / "setup.bash").write_text("")
-    stubs = f"{_NO_SET_UP}setup_ros() {{ setup; }}; "
+    stubs = _NO_KIT_STEPS
     kit = str(_kit(tmp_path))
     for args in ("--help", "-h", "test/x.py -v --help"):
         proc = _sourced(tmp_path, f"{stubs}main test-kit {args}", ROS_DISTRO="jazzy", COZMO_ROS_UPSTREAM=kit)
@@ -754,6 +762,9 @@ def test_test_kit_help_with_a_distro_sourced_shows_the_usage_and_what_to_run_ins
     assert proc.returncode == 1 and "SET-UP RAN" not in proc.stderr, proc.stdout + proc.stderr
     assert proc.stderr == _KIT_REFUSED, proc.stderr
     assert proc.stdout == "", proc.stdout
+    # without a distro the same run goes on to the kit's set-up steps
+    proc = _sourced(tmp_path, f"{stubs}main test-kit test/x.py -v", COZMO_ROS_UPSTREAM=kit)
+    assert proc.returncode == 97 and "SET-UP RAN" in proc.stderr, proc.stdout + proc.stderr
 
 
 #: what ./dev test-kit and ./dev setup-kit say with a ROS 2 distro (jazzy) sourced, where they refuse
@@ -769,9 +780,7 @@ def test_setup_kit_with_a_distro_sourced_refuses_before_any_set_up(tmp_path):
     why and to run it from a shell without the distro, before any set-up step (the kit's
     steps stubbed to fail loudly); its --help still shows the usage. Without a distro it
     sets up as before."""
-    # setup_kit itself is not stubbed (the refusal may be in it): its steps are
-    stubs = ('setup() { echo "SET-UP RAN" >&2; exit 97; }; setup_ros() { setup; }; step_run() { setup; }; '
-             'setup_kit_steps() { setup; }; ')
+    stubs = _NO_KIT_STEPS
     kit = str(_kit(tmp_path))
     proc = _sourced(tmp_path, f"{stubs}main setup-kit", ROS_DISTRO="jazzy", COZMO_ROS_UPSTREAM=kit)
     assert proc.returncode == 1 and "SET-UP RAN" not in proc.stderr, proc.stdout + proc.stderr
@@ -792,8 +801,7 @@ def test_setup_kit_help_with_a_distro_sourced_says_that_a_run_refuses_and_what_t
     it says that the kit environment is for machines without a sourced distro, that a run
     of setup-kit refuses here, and that ./dev setup sets up against the distro; it sets up
     nothing. Without a distro the help is the usage alone, as before."""
-    stubs = ('setup() { echo "SET-UP RAN" >&2; exit 97; }; setup_ros() { setup; }; step_run() { setup; }; '
-             'setup_kit_steps() { setup; }; ')
+    stubs = _NO_KIT_STEPS
     kit = str(_kit(tmp_path))
     said = ("\n\nThe kit environment is for machines without a sourced ROS 2 distro, and ROS 2 jazzy\n"
             "is sourced here: a run of ./dev setup-kit refuses. With the distro sourced, ./dev\n"
