@@ -79,13 +79,29 @@ def _read_line(stream, timeout: float = STARTED_WITHIN_S) -> str:
     return lines[0] if lines else ""
 
 
+def _started_child(parent: subprocess.Popen, what: str) -> int:
+    """The pid of the child that ``parent`` (a stand-in, ``what``) says it started, in its
+    first line, "parent <pid> child <pid>". If that line does not come within
+    STARTED_WITHIN_S (or another comes, or the stand-in ends first), the stand-in is killed
+    and the test fails, saying so: it waited on the line for as long as the suite's hang
+    guard let it."""
+    said = _read_line(parent.stdout)
+    words = said.split()
+    if len(words) == 4 and words[0] == "parent" and words[2] == "child":
+        return int(words[3])
+    ended = parent.poll()
+    parent.kill()
+    parent.wait(timeout=5)
+    pytest.fail(f"{what} did not say 'parent <pid> child <pid>' within {STARTED_WITHIN_S:.0f} s"
+                + ("" if ended is None else f" (it ended with status {ended})")
+                + (f": it said {said!r}" if said else ""))
+
+
 def _start_parent(mode: str, env: str, *command: str) -> tuple:
     """(parent process, pid of its child) once both run."""
     parent = subprocess.Popen([sys.executable, "-c", PARENT, mode, env, *command],
                               stdout=subprocess.PIPE, text=True)
-    words = parent.stdout.readline().split()
-    assert words[:1] == ["parent"], words
-    return parent, int(words[3])
+    return parent, _started_child(parent, "the stand-in bring-up")
 
 
 @pytest.mark.parametrize("mode, env, command", [
@@ -176,16 +192,19 @@ ROS2_RUN = textwrap.dedent("""
 
 def _start_named(tmp_path, name: str, *words: str) -> tuple:
     """(stand-in process run as ``python <tmp>/<name> <words> python -c CHILD``, the child's
-    pid, the child's first line) once both run."""
+    pid, the child's first line) once both run. Each of the two lines is awaited
+    STARTED_WITHIN_S at most: the test fails, saying which did not come."""
     script = tmp_path / name
     script.write_text(ROS2_RUN)
     env = {key: value for key, value in os.environ.items() if key != lifeline.PARENT_PID_ENV}
     parent = subprocess.Popen([sys.executable, str(script), *words, sys.executable, "-c", CHILD],
                               stdout=subprocess.PIPE, text=True, env=env)
-    first = parent.stdout.readline().split()
-    assert first[:1] == ["parent"], first
-    said = parent.stdout.readline()
-    return parent, int(first[3]), said
+    child = _started_child(parent, f"the stand-in `{name} {' '.join(words)}`")
+    said = _read_line(parent.stdout)   # the child's, on the stdout it inherited
+    if not said:
+        _kill_both(parent, child)
+        pytest.fail(_SILENT)
+    return parent, child, said
 
 
 @pytest.mark.parametrize("name, word, ends", [
@@ -223,8 +242,8 @@ def test_the_lifeline_prefix_becomes_the_program():
     parent, child = _start_parent("none", "env", sys.executable, "-m", "cozmo_driver.lifeline",
                                   "sh", "-c", script)
     try:
-        line = parent.stdout.readline().split()
-        assert line[:2] == [str(child), "unset"], line
+        line = _read_line(parent.stdout).split()
+        assert line[:2] == [str(child), "unset"], line or f"the program said nothing within {STARTED_WITHIN_S:.0f} s"
         assert not int(line[2], 16) & (1 << (signal.SIGPIPE - 1)), f"SIGPIPE ignored: {line}"
         parent.kill()
         parent.wait(timeout=5)
