@@ -129,7 +129,7 @@ class Robot:
         try:
             self.transport.start()
             started = True
-            self.transport.call(lambda: self.link.start(self.transport._loop.time()))
+            self.transport.call(lambda: self.link.start(self.transport.clock()))
         except BaseException:
             try:
                 if started:
@@ -159,7 +159,7 @@ class Robot:
         Raises :class:`~cozmo_driver.transport.udp.TransportStateError`, and does nothing,
         when called on the I/O thread (from a listener, a :meth:`call_soon` or a
         :meth:`schedule`), whose end it would wait for: call it from another thread."""
-        if self.transport._in_io_thread():
+        if self.transport.in_io_thread():
             raise TransportStateError("Robot.stop() cannot run on the robot client's I/O thread (a listener, a "
                                       "call_soon or schedule callback): call it from another thread")
         deadline = time.monotonic() + timeout
@@ -170,7 +170,7 @@ class Robot:
         self._stopped.clear()
         try:
             if self.transport.running:
-                self.transport.call(lambda: self.link.stop(self.transport._loop.time()), timeout=left())
+                self.transport.call(lambda: self.link.stop(self.transport.clock()), timeout=left())
                 while (not self.transport.call(lambda: self.link.stopped, timeout=left())
                        and time.monotonic() < deadline):
                     self._stopped.wait(0.05)

@@ -430,8 +430,18 @@ class UdpTransport:
 
     # ------------------------------------------------------------------ cross-thread calls
 
-    def _in_io_thread(self) -> bool:
+    def in_io_thread(self) -> bool:
+        """Whether the calling thread is this transport's I/O thread (an event handler, a
+        call): there a call that waits for the thread (a stop, say) would wait for itself."""
         return threading.current_thread() is self._thread
+
+    def clock(self) -> float:
+        """The I/O thread's clock, the ``now`` the protocol is given (``time.monotonic()``
+        seconds); TransportStateError before the first start."""
+        loop = self._loop
+        if loop is None:
+            raise TransportStateError("transport is not started")
+        return loop.time()
 
     def _schedule(self, loop: asyncio.AbstractEventLoop, callback: Callable[..., Any], *args: Any,
                   urgent: Optional[Tuple[Callable[..., Any], tuple]] = None) -> None:
@@ -448,7 +458,7 @@ class UdpTransport:
     def call(self, fn: Callable[..., Any], *args: Any, timeout: float = 5.0) -> Any:
         """Run ``fn(*args)`` on the I/O thread, flush, and return its result (or raise);
         TransportStateError when the transport is not running or is stopping."""
-        if self._in_io_thread():
+        if self.in_io_thread():
             try:
                 return fn(*args)
             finally:
@@ -489,7 +499,7 @@ class UdpTransport:
         if not urgent:
             self._schedule(loop, self._guarded, fn, args)
             return
-        if not self._in_io_thread() and self._busy.acquire(blocking=False):
+        if not self.in_io_thread() and self._busy.acquire(blocking=False):
             try:
                 if self._closing:  # its socket closes, or is closed (under _busy)
                     raise TransportStateError("transport is stopping")
@@ -508,7 +518,7 @@ class UdpTransport:
         loop's clock), then flush; errors are logged. Call it on the I/O thread (from
         :meth:`call_soon`, a listener or an earlier ``call_at``); the handle's ``cancel()``
         stops it. The loop wakes within about a millisecond of ``when``."""
-        if not self._in_io_thread() or self._loop is None:
+        if not self.in_io_thread() or self._loop is None:
             raise TransportStateError("call_at must be called on the I/O thread (use call_soon first)")
         return self._loop.call_at(when, self._guarded, fn, args)
 
