@@ -339,7 +339,12 @@ class UdpTransport:
 
     def start(self, timeout: float = 5.0) -> "UdpTransport":
         """Bind the socket and start the I/O thread (:class:`AddressError` when the address
-        cannot be used). A stopped transport, or one whose start failed, may start again."""
+        cannot be used). A stopped transport, or one whose start failed, may start again.
+
+        A thread that has not come up within ``timeout`` (a machine too busy to run it) is given
+        up: TransportStateError, and the transport is left as before the start, free to start
+        again; that thread, if it comes up later, finds itself given up and ends, closing its
+        socket, without touching the transport."""
         if self._thread is not None:
             raise TransportStateError("transport already started")
         host, port = resolve_address(*self.local_addr, hint=self.local_hint or ROBOT_ADDRESS_HINT)
@@ -361,7 +366,14 @@ class UdpTransport:
                                         name=f"cozmo-io-{self.name}", daemon=True)
         self._thread.start()
         if not self._started.wait(timeout):
-            raise TransportStateError(f"I/O thread did not start within {timeout} s")
+            with self._scheduling:  # (as the thread takes it to come up: one of the two wins)
+                given_up = not self._started.is_set()
+                if given_up:
+                    self._thread = None
+            if given_up:
+                raise TransportStateError(
+                    f"the I/O thread did not start within {timeout} s (the machine too busy?): the start "
+                    "is given up, nothing is bound, and the transport may be started again")
         if self._start_error is not None:
             self._thread.join(timeout)
             self._thread = None
@@ -375,22 +387,29 @@ class UdpTransport:
 
     def _run(self, local: Address) -> None:
         loop = asyncio.new_event_loop()
-        self._loop = loop
         sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        error: Optional[OSError] = None
         try:
             sock.setblocking(False)
             sock.bind(local)
         except OSError as exc:
+            error = exc
+        else:
+            loop.add_reader(sock.fileno(), self._on_readable)
+            loop.call_soon(self._locked_pump)
+        with self._scheduling:  # come up, unless the start gave this thread up (see start)
+            mine = self._thread is threading.current_thread()
+            if mine:
+                self._loop = loop
+                if error is None:
+                    self._sock = sock
+                else:
+                    self._start_error, self._closing = error, True
+                self._started.set()
+        if not mine or error is not None:
             sock.close()
-            self._start_error = exc
-            self._end_calls()
-            self._started.set()
             loop.close()
             return
-        self._sock = sock
-        loop.add_reader(sock.fileno(), self._on_readable)
-        self._started.set()
-        loop.call_soon(self._locked_pump)
         try:
             loop.run_forever()
         finally:

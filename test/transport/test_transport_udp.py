@@ -541,6 +541,57 @@ def test_a_transport_starts_again_after_a_stop():
         robot_io.stop()
 
 
+class SlowToStart(UdpTransport):
+    """A transport whose first I/O thread waits for ``go`` before it comes up (a machine too
+    busy to run it in time): no timing, the test says when."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.go = threading.Event()
+        self.threads: list = []
+
+    def _run(self, local) -> None:
+        self.threads.append(threading.current_thread())
+        if len(self.threads) == 1:
+            self.go.wait(10.0)
+        super()._run(local)
+
+
+def test_a_start_whose_thread_does_not_come_up_in_time_is_given_up_and_may_be_tried_again():
+    """start() raised "I/O thread did not start" but kept that thread as the transport's,
+    so that every start after it raised "transport already started". The start gives the
+    thread up: a start again works, and the late thread, once it comes up, ends by itself,
+    its socket closed, and leaves the new run alone."""
+    robot = Session(Role.ROBOT, SessionConfig(peer_timeout=5.0), name="robot")
+    robot_io = UdpTransport(robot, local_addr=("127.0.0.1", 0), peer_policy="reset", name="robot").start()
+    engine = Session(Role.ENGINE, name="engine")
+    engine_io = SlowToStart(engine, local_addr=("127.0.0.1", 0), remote_addr=robot_io.local_address,
+                            name="engine")
+    try:
+        with pytest.raises(TransportStateError, match="did not start within 0.2 s") as refused:
+            engine_io.start(timeout=0.2)
+        assert not engine_io.running
+        engine_io.start()
+        assert "the start is given up, nothing is bound, and the transport may be started again" in \
+            str(refused.value), refused.value
+        late, current = engine_io.threads
+        assert engine_io.running and engine_io.local_address[0] == "127.0.0.1"
+        engine_io.go.set()                              # the late thread comes up now
+        late.join(10.0)
+        assert not late.is_alive()
+        assert engine_io.running and engine_io.in_io_thread() is False
+        assert engine_io.call(threading.current_thread) is current   # the new run's, untouched
+        engine_io.call(engine.connect, engine_io.clock())
+        assert wait_for(lambda: engine.is_connected)
+        assert robot_io.peer == engine_io.local_address
+        engine_io.stop()
+        assert not engine_io.running
+    finally:
+        engine_io.go.set()
+        engine_io.stop()
+        robot_io.stop()
+
+
 def test_configuration_errors():
     with pytest.raises(TransportError, match="needs remote_addr"):
         UdpTransport(Session(Role.ENGINE), peer_policy="fixed")
