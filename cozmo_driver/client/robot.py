@@ -7,7 +7,11 @@ events and only the messages they name (keep them short: hand work to your own t
 or executor); one event only comes from another thread, after the I/O thread ended: the
 DISCONNECTED of a :meth:`Robot.stop` whose time ran out before the robot acknowledged the
 disconnect (or that found the I/O thread ended already), or of a :meth:`Robot.start` that
-failed once connecting, from the thread that called it.
+failed once connecting, from the thread that called it. A listener that raises an Exception
+is logged and the others still get the event; one that raises SystemExit or KeyboardInterrupt
+ends the I/O thread (an error says so): the link ends there as a lost one that is not tried
+again, DISCONNECTED to the listeners and the client not ready, until :meth:`Robot.stop`, then
+:meth:`Robot.start`.
 Commands may be sent from any thread. Units at this API are the protocol's own (mm, mm/s,
 rad); the ROS nodes convert to metres at their boundary.
 
@@ -105,7 +109,8 @@ class Robot:
         self._claim = RobotClaim(host, port)  # acquired by start()
         self.transport = UdpTransport(self.link, local_addr=(local_host, local_port),
                                       remote_addr=(host, port), peer_policy="fixed",
-                                      on_event=self._dispatch, name=name, local_hint=LOCAL_ADDRESS_HINT)
+                                      on_event=self._dispatch, name=name, local_hint=LOCAL_ADDRESS_HINT,
+                                      on_failure=self._io_failed)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -147,8 +152,9 @@ class Robot:
         give up the claim of the robot. The client is then disconnected and not ready, the
         listeners told so (DISCONNECTED) unless it was already: also when the robot did not
         acknowledge the disconnect in time, and when the I/O thread had ended before the stop
-        (a listener that raised SystemExit, ``transport.stop()`` called directly), so that no
-        stop could reach the robot (a warning says so). :meth:`start` connects afresh after.
+        (``transport.stop()`` called directly) with the link not disconnected, so that no stop
+        could reach the robot (a warning says so); one that a listener's SystemExit ended has
+        ended the link itself (see :meth:`_io_failed`). :meth:`start` connects afresh after.
 
         Each wait on the I/O thread (a call, its end) takes what is left of ``timeout``, and
         0.5 s at least. An I/O thread held up past that (a listener or a call that blocks) is
@@ -205,12 +211,22 @@ class Robot:
                 return
         self._abandon_link()
 
-    def _abandon_link(self) -> None:
+    def _abandon_link(self, last: bool = False) -> None:
         """End the link where no I/O runs it any more (after the I/O thread, or as its last
-        call), its DISCONNECTED handed out unless it was disconnected already."""
+        call), its DISCONNECTED handed out unless it was disconnected already; ``last``: see
+        :meth:`_dispatch`."""
         event = self.link.abandon_stop()
         if event is not None:
-            self._dispatch(event)
+            self._dispatch(event, last)
+
+    def _io_failed(self, failure: BaseException) -> None:
+        """The I/O thread's last work when ``failure``, not an Exception (a listener's
+        SystemExit or KeyboardInterrupt), ended it (the transport logged it): the link ends
+        as after a stop that found the thread ended (:meth:`_abandon_link`), every listener
+        told DISCONNECTED, the client not ready; :meth:`stop`, then :meth:`start`, go on
+        from there."""
+        self._ready.clear()
+        self._abandon_link(last=True)
 
     def __enter__(self) -> "Robot":
         return self.start()
@@ -254,7 +270,10 @@ class Robot:
             routes[name] = route
         return route
 
-    def _dispatch(self, event: Any) -> None:
+    def _dispatch(self, event: Any, last: bool = False) -> None:
+        """Hand ``event`` to its listeners; ``last`` (the DISCONNECTED of an I/O thread that a
+        listener's SystemExit ended): one that raises anything is logged, the others still
+        called."""
         if isinstance(event, MessageReceived):
             name = event.message.NAME
             if name == "AcknowledgeAction":
@@ -279,6 +298,11 @@ class Robot:
             except CozmoError as exc:
                 logger.warning("[%s] listener %r: %s", self.link.name, callback, exc)
             except Exception:
+                self.transport.stats.callback_errors += 1
+                logger.exception("[%s] listener %r failed on %r", self.link.name, callback, event)
+            except BaseException:
+                if not last:
+                    raise
                 self.transport.stats.callback_errors += 1
                 logger.exception("[%s] listener %r failed on %r", self.link.name, callback, event)
 

@@ -38,6 +38,11 @@ back, no longer true.
 :class:`~cozmo_driver.protocol.session.Session`, the robot client, or the
 simulated robot. Time is ``time.monotonic()`` seconds (the loop's clock).
 
+An event handler or a call that raises an Exception is logged and the thread goes on; one
+that raises SystemExit or KeyboardInterrupt (which asyncio lets through) ends the thread: the
+socket is closed, an error says so and what to do (stop, then start), and ``on_failure``, if
+given, is called with it on the thread as its last work (a robot client ends its link there).
+
 Safety switch: with the environment variable ``COZMO_LOOPBACK_ONLY=1`` (set by
 the test harness, CI, ``./dev test``, ``./dev bench`` and the benchmarks themselves; not
 by the demos, on the simulator or not) the adapter refuses to start with a robot
@@ -277,7 +282,7 @@ class UdpTransport:
     def __init__(self, protocol: Any, local_addr: Address = ("0.0.0.0", 0),
                  remote_addr: Optional[Address] = None, peer_policy: str = "fixed",
                  on_event: Optional[Callable[[Any], None]] = None, name: str = "udp",
-                 local_hint: str = "") -> None:
+                 local_hint: str = "", on_failure: Optional[Callable[[BaseException], None]] = None) -> None:
         PeerFilter(peer_policy, remote_addr)  # checks the policy before anything starts
         self.protocol = protocol
         self.local_addr = local_addr
@@ -287,6 +292,10 @@ class UdpTransport:
         self.remote_addr = remote_addr
         self.peer_policy = peer_policy
         self.on_event = on_event
+        #: called on the I/O thread as its last work, with the exception, when one that is not
+        #: an Exception (SystemExit, KeyboardInterrupt) of an event handler or a call ended it
+        #: (see the module docstring); what it raises is logged
+        self.on_failure = on_failure
         self.name = name
         self.stats = TransportStats()
         #: what a failed send is told (send_failure_hint), and until when that holds
@@ -410,17 +419,38 @@ class UdpTransport:
             sock.close()
             loop.close()
             return
+        failure: Optional[BaseException] = None
         try:
             loop.run_forever()
-        finally:
+        except BaseException as exc:  # noqa: BLE001 - asyncio lets SystemExit and KeyboardInterrupt through
+            failure = exc
+        try:
             self._end_calls()
             if self._timer is not None:
                 self._timer.cancel()
             loop.remove_reader(sock.fileno())
             loop.run_until_complete(asyncio.sleep(0))  # what was scheduled before the end
+        except BaseException as exc:  # noqa: BLE001 - one of those again: the socket closes all the same
+            failure = failure or exc
+        finally:
             with self._busy:  # no urgent call sends on the socket as it closes
                 loop.close()
                 sock.close()
+        if failure is not None:
+            self._failed_by(failure)
+
+    def _failed_by(self, failure: BaseException) -> None:
+        """The I/O thread's run ended by ``failure`` (not by a stop): say so, then tell
+        :attr:`on_failure`, on this thread, as its last work."""
+        logger.error("[%s] the I/O thread ended: %s raised in an event handler or a call on it, where only "
+                     "an Exception is caught: nothing is sent or received any more; call stop(), then "
+                     "start() to go on (to end the program from there, tell its main thread instead)",
+                     self.name, type(failure).__name__, exc_info=failure)
+        if self.on_failure is not None:
+            try:
+                self.on_failure(failure)
+            except BaseException:  # noqa: BLE001 - the thread ends here all the same
+                logger.exception("[%s] on_failure failed", self.name)
 
     def _end_calls(self) -> None:
         """The I/O thread ends: calls are refused from now on (see :meth:`_schedule`)."""

@@ -260,38 +260,24 @@ def test_a_stop_whose_call_times_out_still_stops_the_thread_and_lets_go_of_the_r
     RobotClaim("127.0.0.1", port, local_host="127.0.0.1").acquire().release()  # the robot is free
 
 
-@pytest.mark.parametrize("ending", ["listener raises SystemExit", "transport stopped directly"])
-def test_a_stop_after_the_io_thread_ended_leaves_the_client_disconnected_and_startable(
-        ending, monkeypatch, log_records):
+def test_a_stop_after_the_io_thread_ended_leaves_the_client_disconnected_and_startable(log_records):
     # stop() found the transport not running and only let go of the claim: the client still
     # said READY (wait_until_ready True), no listener heard DISCONNECTED, and start() again
-    # raised "transport already started"
+    # raised "transport already started" (an I/O thread that a listener's SystemExit ended
+    # ends the link itself: test_a_listener_that_ends_the_io_thread_ends_the_link_and_says_so)
     logged = log_records("cozmo.client", "WARNING")
-    ended = []
-    monkeypatch.setattr(threading, "excepthook", ended.append)  # the I/O thread's SystemExit
     # no Disconnect reaches the robot: it holds the link until its peer_timeout, 1 s here
     sim = SimServer(host="127.0.0.1", port=0, config=RobotConfig(seed=11, peer_timeout=1.0)).start()
     robot = Robot(*sim.address, local_host="127.0.0.1", name="ended")
-    seen, exits = Seen(), []
-
-    def exiting(event):  # a program's listener that ends its thread (once)
-        if isinstance(event, LinkStateChanged) and event.state is LinkState.READY and not exits:
-            exits.append(event)
-            raise SystemExit(0)
-
+    seen = Seen()
     robot.add_listener(seen, messages=["RobotState"])
-    if ending == "listener raises SystemExit":
-        robot.add_listener(exiting, messages=())
     try:
         robot.start()
         assert robot.wait_until_ready(10.0)
         thread = robot.transport._thread
-        if ending == "transport stopped directly":
-            robot.transport.stop()
+        robot.transport.stop()      # directly: the link is left READY
         thread.join(5.0)
         assert not thread.is_alive()
-        if ending == "listener raises SystemExit":
-            assert [args.exc_type for args in ended] == [SystemExit]
         robot.stop(timeout=0.5)
         assert robot.state is LinkState.DISCONNECTED
         assert not robot.wait_until_ready(0.0)
@@ -309,6 +295,56 @@ def test_a_stop_after_the_io_thread_ended_leaves_the_client_disconnected_and_sta
         while seen.count("RobotState") < before + 10 and time.monotonic() < deadline:
             time.sleep(0.02)
         assert seen.count("RobotState") >= before + 10  # it streams again
+    finally:
+        robot.stop(timeout=0.5)
+        sim.stop()
+
+
+@pytest.mark.parametrize("raised", [SystemExit, KeyboardInterrupt])
+def test_a_listener_that_ends_the_io_thread_ends_the_link_and_says_so(raised, monkeypatch, log_records):
+    # a listener's SystemExit or KeyboardInterrupt (no Exception: the listeners' guard and
+    # asyncio let it through) ended the I/O thread silently: the client still said READY
+    # (wait_until_ready True), no listener heard DISCONNECTED, and nothing was logged
+    errors = log_records("cozmo.transport", "ERROR")
+    warnings = log_records("cozmo.client", "WARNING")
+    ended = []
+    monkeypatch.setattr(threading, "excepthook", ended.append)  # nothing may leave the thread
+    # no Disconnect reaches the robot: it holds the link until its peer_timeout, 1 s here
+    sim = SimServer(host="127.0.0.1", port=0, config=RobotConfig(seed=11, peer_timeout=1.0)).start()
+    robot = Robot(*sim.address, local_host="127.0.0.1", name="exit")
+    seen, raises = Seen(), []
+
+    def exiting(event):  # a program's listener that ends the program from a state change
+        if (isinstance(event, LinkStateChanged) and (raises or event.state is LinkState.READY)
+                and robot.transport.in_io_thread()):  # (never the test's own thread)
+            raises.append(event.state)
+            raise raised()
+
+    robot.add_listener(exiting, messages=())
+    robot.add_listener(seen, messages=["RobotState"])  # after it: it must hear the end all the same
+    try:
+        robot.start()
+        assert robot.wait_until_ready(10.0)
+        thread = robot.transport._thread
+        thread.join(5.0)
+        assert not thread.is_alive()
+        assert not robot.wait_until_ready(0.0)
+        assert robot.state is LinkState.DISCONNECTED
+        assert seen.link_states()[-1] is LinkState.DISCONNECTED, seen.link_states()
+        assert raises == [LinkState.READY, LinkState.DISCONNECTED]   # (its second raise logged)
+        assert robot.link.session.state is State.CLOSED, robot.link.session.state
+        said = [m for m in errors.messages if m.startswith("[exit] the I/O thread ended: ")]
+        assert len(said) == 1, errors.messages
+        assert f"{raised.__name__} raised in an event handler or a call on it" in said[0], said
+        assert "call stop(), then start() to go on" in said[0], said
+        assert ended == []
+        robot.stop(timeout=0.5)  # as after a lost link: the claim let go, nothing more to end
+        assert not [m for m in warnings.messages if "no stop reached the robot" in m], warnings.messages
+        robot.remove_listener(exiting)
+        before = seen.count("RobotState")
+        robot.start()
+        assert robot.wait_until_ready(10.0)
+        wait_for_robot_states(seen, before + 10)
     finally:
         robot.stop(timeout=0.5)
         sim.stop()
