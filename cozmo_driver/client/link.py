@@ -58,6 +58,7 @@ from ..protocol import messages as msgs
 from ..protocol.errors import LocalProtocolError
 from .calibration import MotorCalibration
 from ..protocol.session import (
+    DISCONNECT_UNACKNOWLEDGED,
     Connected,
     ConnectionLost,
     Disconnected,
@@ -71,12 +72,18 @@ from ..protocol.session import (
 )
 
 __all__ = ["ClientConfig", "LinkState", "RobotInfo", "RobotLink", "LinkStateChanged", "RobotReady",
-           "MOTOR_MIN_SPEED_RADPS", "RETRY_SEPARATOR", "firmware_safe_speeds"]
+           "MOTOR_MIN_SPEED_RADPS", "RETRY_SEPARATOR", "DISCONNECT_UNACKNOWLEDGED", "NO_STOP_SENT",
+           "firmware_safe_speeds"]
 
 logger = logging.getLogger("cozmo.client")
 
 #: what a LOST event's reason puts before its retry time ("...; reconnecting in 1.0 s")
 RETRY_SEPARATOR = "; reconnecting in "
+#: what the reason of a link ended with no stop sent to the robot begins with, then why and
+#: ")": "disconnected (no stop sent: not connected)" of one that was not connected, else
+#: "disconnected (no stop sent: the I/O thread had ended)" and the like (see
+#: RobotLink.abandon_stop); a stop sent but not acknowledged is DISCONNECT_UNACKNOWLEDGED
+NO_STOP_SENT = "disconnected (no stop sent: "
 #: The firmware this protocol table describes; older ones are warned about.
 SUPPORTED_FIRMWARE = 2381
 
@@ -231,8 +238,9 @@ class RobotLink:
         self.state = LinkState.DISCONNECTED
         #: why the link is in ``state`` (the reason of its last LinkStateChanged), e.g.
         #: "disconnected" once the robot acknowledged the stop (and, if it does, the
-        #: goodbye: Anki's firmware does not), and "disconnected (unacknowledged)" when it
-        #: did not
+        #: goodbye: Anki's firmware does not), "disconnected (unacknowledged)" when it
+        #: did not, and one that begins with NO_STOP_SENT when no stop was sent (see
+        #: :meth:`abandon_stop`)
         self.state_reason = "not started"
         self.info = RobotInfo()
         self.robot_state: Optional[Any] = None  # the latest RobotState
@@ -288,24 +296,34 @@ class RobotLink:
         if self.session.state is not State.CLOSING:
             self._set_state(LinkState.DISCONNECTED, "stopped")
 
-    def abandon_stop(self) -> Optional[LinkStateChanged]:
+    def abandon_stop(self, why: str = "the I/O stopped first") -> Optional[LinkStateChanged]:
         """After the I/O stopped (no ``next_event`` is taken any more): a stop the robot had not
         finished, its Disconnect unacknowledged, or one that never reached the I/O (its thread
         had ended, or did not answer), ends here, the session closed and the link disconnected.
         Events not taken before the I/O stopped (an I/O thread ended in the middle of its
         hand-out) are dropped: a later :meth:`start` hands out only its own. Returns that state
-        change for the caller to hand out, or None when the link was disconnected already."""
+        change for the caller to hand out, or None when the link was disconnected already.
+
+        Its reason says what became of the stop: "disconnected (unacknowledged)" when the
+        Disconnect was asked for (the session closing), "disconnected (no stop sent: ``why``)"
+        when the link was connected but no stop reached the I/O (``why``: what kept it, e.g.
+        "the I/O thread had ended"), "disconnected (no stop sent: not connected)" when there
+        was no connection to send it on (connecting, or lost)."""
         self._wanted = False
         self._reconnect_at = self._ready_deadline = None
+        was = self.session.state
         abandon(self.session)
         self._events.clear()
         while self.session.next_event() is not None:
             pass
         if self.state is LinkState.DISCONNECTED:
             return None
-        # the session's word for a Disconnect left unacknowledged, which the driver's shutdown line
-        # reads ("no answer in time")
-        self._set_state(LinkState.DISCONNECTED, "disconnected (unacknowledged)")
+        # the driver's shutdown line reads these (release_line)
+        if was is State.CLOSING:
+            reason = DISCONNECT_UNACKNOWLEDGED  # the session's word for it
+        else:
+            reason = f"{NO_STOP_SENT}{why if was is State.CONNECTED else 'not connected'})"
+        self._set_state(LinkState.DISCONNECTED, reason)
         return self._events.pop()
 
     def send(self, message) -> None:

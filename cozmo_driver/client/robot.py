@@ -138,7 +138,7 @@ class Robot:
         except BaseException:
             try:
                 if started:
-                    self._end_io(_IO_WAIT_MIN_S, "start")
+                    self._end_io(_IO_WAIT_MIN_S, "start", "the start failed")
             except CozmoError as exc:  # the start's own error is the one raised
                 logger.warning("[%s] start failed, and its I/O thread did not stop: %s", self.link.name, exc)
             finally:
@@ -174,6 +174,7 @@ class Robot:
             return max(_IO_WAIT_MIN_S, deadline - time.monotonic())
 
         self._stopped.clear()
+        why = "the I/O thread had ended"  # if no stop reaches the link (see RobotLink.abandon_stop)
         try:
             if self.transport.running:
                 self.transport.call(lambda: self.link.stop(self.transport.clock()), timeout=left())
@@ -184,17 +185,19 @@ class Robot:
                 logger.warning("[%s] stop: the I/O thread had ended, the link %s: no stop reached the robot",
                                self.link.name, self.link.state.value)
         except (CozmoError, TimeoutError, concurrent.futures.TimeoutError) as exc:
-            logger.warning("[%s] stop: %s", self.link.name, str(exc) or "the I/O thread did not answer in time")
+            why = str(exc) or "the I/O thread did not answer in time"
+            logger.warning("[%s] stop: %s", self.link.name, why)
         finally:
             try:
-                self._end_io(left(), "stop")
+                self._end_io(left(), "stop", why)
             finally:
                 self._ready.clear()
                 self._claim.release()
 
-    def _end_io(self, timeout: float, what: str) -> None:
+    def _end_io(self, timeout: float, what: str, why: str) -> None:
         """Stop the I/O thread, waiting ``timeout`` at most, then end the link here
-        (:meth:`_abandon_link`); ``what`` (start, stop) names the step in the warning. A thread
+        (:meth:`_abandon_link`, ``why`` what kept a stop from the link if none reached it);
+        ``what`` (start, stop) names the step in the warning. A thread
         still held up then (a listener or a call that blocks) ends by itself once free, the
         stop asked of it: the link is its until then, so its last call, after that stop, ends
         the link."""
@@ -202,20 +205,21 @@ class Robot:
             self.transport.stop(timeout)
         except TransportStateError:
             try:
-                self.transport.call_soon(self._abandon_link)
+                self.transport.call_soon(self._abandon_link, why)
             except TransportStateError:  # it was ending already: gone in a moment
                 self.transport.stop(timeout)
             else:
                 logger.warning("[%s] %s: the I/O thread did not end within %.1f s (held up in a listener or "
                                "a call): it ends the link once free", self.link.name, what, timeout)
                 return
-        self._abandon_link()
+        self._abandon_link(why)
 
-    def _abandon_link(self, last: bool = False) -> None:
+    def _abandon_link(self, why: str, last: bool = False) -> None:
         """End the link where no I/O runs it any more (after the I/O thread, or as its last
-        call), its DISCONNECTED handed out unless it was disconnected already; ``last``: see
+        call), its DISCONNECTED handed out unless it was disconnected already; ``why``: what
+        kept a stop from it (see :meth:`RobotLink.abandon_stop`), ``last``: see
         :meth:`_dispatch`."""
-        event = self.link.abandon_stop()
+        event = self.link.abandon_stop(why)
         if event is not None:
             self._dispatch(event, last)
 
@@ -226,7 +230,7 @@ class Robot:
         told DISCONNECTED, the client not ready; :meth:`stop`, then :meth:`start`, go on
         from there."""
         self._ready.clear()
-        self._abandon_link(last=True)
+        self._abandon_link(f"the I/O thread ended by {type(failure).__name__}", last=True)
 
     def __enter__(self) -> "Robot":
         return self.start()

@@ -105,6 +105,7 @@ __all__ = [
     "acknowledged",
     "robot_closes_link",
     "ROBOT_CLOSED_LINK",
+    "DISCONNECT_UNACKNOWLEDGED",
 ]
 
 logger = logging.getLogger("cozmo.protocol")
@@ -128,6 +129,9 @@ BIG_PACKET = 701
 #: engine: the reason of the loss of a link the robot closed itself with Disconnect, as Anki's
 #: firmware does when its queue of messages awaiting our acknowledgement is full
 ROBOT_CLOSED_LINK = "the robot closed the link (Disconnect)"
+#: engine: the reason of a link closed with its Disconnect (or what went before it, the stop)
+#: not acknowledged: the robot may not have had the stop
+DISCONNECT_UNACKNOWLEDGED = "disconnected (unacknowledged)"
 
 #: engine: how long after a Connect greeting on a live link the robot has to show, by
 #: acknowledging this connection's packets, that the greeting was a replay, s
@@ -1155,7 +1159,7 @@ class Session:
             if self.role is Role.ROBOT:
                 self._finish(State.IDLE, ConnectionLost("client silent", silence))
             elif state is State.CLOSING:
-                self._finish(State.CLOSED, Disconnected("disconnected (unacknowledged)"))
+                self._finish(State.CLOSED, Disconnected(DISCONNECT_UNACKNOWLEDGED))
             else:
                 self._farewell.extend(_farewell_disconnect(self))
                 self._finish(State.LOST, ConnectionLost("robot silent", silence))
@@ -1165,7 +1169,7 @@ class Session:
             if self.state is not State.CLOSING:
                 return
         if state is State.CLOSING and now >= _closing_end(self._closing_since, self._last_rx, cfg.disconnect_timeout):
-            self._finish(State.CLOSED, Disconnected("disconnected (unacknowledged)"))
+            self._finish(State.CLOSED, Disconnected(DISCONNECT_UNACKNOWLEDGED))
             return
         if self._unacked:
             base = self._unacked[next(iter(self._unacked))]
@@ -1179,7 +1183,7 @@ class Session:
                 if self.role is Role.ENGINE and state is State.CONNECTED:
                     self._finish(State.LOST, ConnectionLost("robot stopped acknowledging", now - oldest))
                 elif self.role is Role.ENGINE:
-                    self._finish(State.CLOSED, Disconnected("disconnected (unacknowledged)"))
+                    self._finish(State.CLOSED, Disconnected(DISCONNECT_UNACKNOWLEDGED))
                 else:
                     self._finish(State.IDLE, ConnectionLost("client stopped acknowledging", now - oldest))
                 return

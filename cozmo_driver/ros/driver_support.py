@@ -138,13 +138,20 @@ def release_line(state: str, reason: str, was_connected: bool = False) -> "tuple
     state before (a LinkState value), ``reason`` why it is closed now
     (RobotLink.state_reason), ``was_connected`` whether the link had reached the robot. The
     motors are said to be stopped only when the robot acknowledged the stop (and the
-    goodbye); a robot that may still move is a warning: one that was lost, also while the
-    link tries again (connecting), which is most of the time after a loss. A robot that
-    never answered is "lost" between the link's tries too: there was nothing to stop."""
+    goodbye); a robot that may still move is a warning: one whose stop was not acknowledged,
+    one no stop was sent to (the reason begins with NO_STOP_SENT: the robot client's I/O
+    thread had ended, or did not answer), and one that was lost, also while the link tries
+    again (connecting), which is most of the time after a loss. A robot that never answered
+    is "lost" between the link's tries too: there was nothing to stop."""
+    from ..client.link import DISCONNECT_UNACKNOWLEDGED, NO_STOP_SENT
     if state in ("ready", "initializing"):
         if reason == "disconnected":
             return logging.INFO, "disconnected from the robot (motors stopped)"
-        if reason == "disconnected (unacknowledged)":  # the session's word for it
+        if reason.startswith(NO_STOP_SENT):
+            return logging.WARNING, (
+                f"disconnected from the robot, but no stop was sent to it ({reason[len(NO_STOP_SENT):-1]}): "
+                "it may still be moving; if it does, pick it up or switch it off")
+        if reason == DISCONNECT_UNACKNOWLEDGED:  # the session's word for it
             reason = "no answer in time"
         return logging.WARNING, (
             f"disconnected from the robot, but it did not acknowledge the stop ({reason}): "

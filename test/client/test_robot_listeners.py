@@ -257,6 +257,8 @@ def test_a_stop_whose_call_times_out_still_stops_the_thread_and_lets_go_of_the_r
     assert any("[held-up] stop: the I/O thread did not answer in time" in m for m in logged.messages)
     # the session closed too (it stayed CONNECTING, or CONNECTED, with the link DISCONNECTED)
     assert robot.link.session.state is State.CLOSED, robot.link.session.state
+    # nobody answers at that port: there was no connection, and no Disconnect went out
+    assert robot.link.state_reason == "disconnected (no stop sent: not connected)", robot.link.state_reason
     RobotClaim("127.0.0.1", port, local_host="127.0.0.1").acquire().release()  # the robot is free
 
 
@@ -285,6 +287,8 @@ def test_a_stop_after_the_io_thread_ended_leaves_the_client_disconnected_and_sta
         assert robot.link.session.state is State.CLOSED, robot.link.session.state
         assert any("[ended] stop: the I/O thread had ended, the link ready: no stop reached the robot" in m
                    for m in logged.messages), logged.messages
+        assert robot.link.state_reason == "disconnected (no stop sent: the I/O thread had ended)", \
+            robot.link.state_reason
         stopped_at = len(seen.events)
         before = seen.count("RobotState")
         robot.start()  # afresh: what the ended thread had not handed out is not handed out now
@@ -295,6 +299,35 @@ def test_a_stop_after_the_io_thread_ended_leaves_the_client_disconnected_and_sta
         while seen.count("RobotState") < before + 10 and time.monotonic() < deadline:
             time.sleep(0.02)
         assert seen.count("RobotState") >= before + 10  # it streams again
+    finally:
+        robot.stop(timeout=0.5)
+        sim.stop()
+
+
+def test_a_stop_that_reaches_no_io_thread_says_no_stop_was_sent(monkeypatch):
+    # a ready link whose stop never reached the I/O thread (its call timed out) was said to be
+    # "disconnected (unacknowledged)", as if a Disconnect had gone out and been lost, and the
+    # driver's shutdown line said the robot "did not acknowledge the stop"
+    import concurrent.futures
+
+    sim = SimServer(host="127.0.0.1", port=0, config=RobotConfig(seed=11, peer_timeout=1.0)).start()
+    robot = Robot(*sim.address, local_host="127.0.0.1", name="not-sent")
+    seen = Seen()
+    robot.add_listener(seen, messages=())
+    try:
+        robot.start()
+        assert robot.wait_until_ready(10.0)
+
+        def held_up(fn, *args, timeout=5.0):
+            raise concurrent.futures.TimeoutError()
+
+        with monkeypatch.context() as patched:
+            patched.setattr(robot.transport, "call", held_up)
+            robot.stop(timeout=0.2)
+        assert robot.state is LinkState.DISCONNECTED and not robot.transport.running
+        reason = "disconnected (no stop sent: the I/O thread did not answer in time)"
+        assert robot.link.state_reason == reason, robot.link.state_reason
+        assert seen.events[-1] == LinkStateChanged(LinkState.DISCONNECTED, reason), seen.events[-3:]
     finally:
         robot.stop(timeout=0.5)
         sim.stop()
@@ -332,6 +365,7 @@ def test_a_listener_that_ends_the_io_thread_ends_the_link_and_says_so(raised, mo
         assert robot.state is LinkState.DISCONNECTED
         assert seen.link_states()[-1] is LinkState.DISCONNECTED, seen.link_states()
         assert raises == [LinkState.READY, LinkState.DISCONNECTED]   # (its second raise logged)
+        assert robot.link.state_reason == f"disconnected (no stop sent: the I/O thread ended by {raised.__name__})"
         assert robot.link.session.state is State.CLOSED, robot.link.session.state
         said = [m for m in errors.messages if m.startswith("[exit] the I/O thread ended: ")]
         assert len(said) == 1, errors.messages

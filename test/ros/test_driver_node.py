@@ -1877,6 +1877,25 @@ def test_closing_the_link_of_a_robot_that_never_answered_says_there_was_nothing_
     assert not any("no stop could reach it" in m for m in lines), lines
 
 
+@pytest.mark.parametrize("reason, said", [
+    ("disconnected", (logging.INFO, "disconnected from the robot (motors stopped)")),
+    ("disconnected (unacknowledged)",
+     (logging.WARNING, "disconnected from the robot, but it did not acknowledge the stop (no answer in time): "
+                       "it may still be moving; if it does, pick it up or switch it off")),
+    ("disconnected (no stop sent: the I/O thread had ended)",
+     (logging.WARNING, "disconnected from the robot, but no stop was sent to it (the I/O thread had ended): "
+                       "it may still be moving; if it does, pick it up or switch it off")),
+], ids=["acknowledged", "unacknowledged", "not sent"])
+def test_the_closing_line_says_what_became_of_the_stop(reason, said):
+    """The robot client's reason for a ready link ended with no stop sent (its I/O thread
+    ended, or did not answer) read "disconnected (unacknowledged)", and the driver said the
+    robot "did not acknowledge the stop", of a stop that never left: it says none was sent."""
+    from cozmo_driver.ros.driver_support import release_line
+
+    for state in ("ready", "initializing"):
+        assert release_line(state, reason, was_connected=True) == said
+
+
 def test_closing_the_link_says_whether_the_robot_acknowledged_the_stop(make_driver, rclpy_log):
     """A stall of the Wi-Fi shorter than the loss timeout, then the driver stops: its stop and
     goodbye go unacknowledged, and the driver says so instead of "motors stopped"; its last
