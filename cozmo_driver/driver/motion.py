@@ -84,7 +84,8 @@ __all__ = [
     "MAX_PATH_POSES", "SEGMENT_GAP_M",
     "robot_segments", "robot_segment_owners", "check_robot_size",
     "SAME_PLACE_M", "MIN_ARC_RADIUS_M", "MAX_ARC_RADIUS_M", "TURN_THRESHOLD_RAD",
-    "require_finite", "drives_forwards", "check_speed", "check_turn_speed", "check_path_rate", "MIN_PATH_RATE",
+    "require_finite", "unit_orientation", "QUATERNION_SLACK",
+    "drives_forwards", "check_speed", "check_turn_speed", "check_path_rate", "MIN_PATH_RATE",
     "check_tolerance",
     "apply_defaults", "check_segments",
     "path_to_segments", "plan_go_to_pose", "plan_drive_straight", "segment_message", "path_messages",
@@ -283,6 +284,37 @@ def require_finite(prefix: str, **values: float) -> None:
     for name, value in values.items():
         if not math.isfinite(value):
             raise MotionError(f"{prefix}{name} is {value}: not a finite number")
+
+
+#: how far the length of an orientation quaternion whose heading a goal uses may be from 1
+#: before the goal is told that it was normalised (tf2 refuses a transform whose squared
+#: length is 0.01 off 1); a rounded quaternion, e.g. (0, 0, 0.479, 0.878), is well within it
+QUATERNION_SLACK = 0.01
+
+
+def unit_orientation(prefix: str, q: Tuple[float, float, float, float],
+                     heading_used: bool = True) -> Tuple[Tuple[float, float, float, float], Optional[str]]:
+    """A pose's orientation ``q`` (x, y, z, w, each finite) as a unit quaternion, and a warning
+    or None. One of length 0 (all zeros) is refused (:class:`MotionError`). When the goal uses
+    its heading (``heading_used``: a go_to_pose target, a path's last pose), one whose length
+    is more than :data:`QUATERNION_SLACK` off 1 is normalised with a warning that gives the
+    heading it then means: a yaw written into z, say, (0, 0, 1.57, 1), means 2.0 rad, not
+    1.57. Its length is taken without overflow (components of 1e200 are still a rotation,
+    and 1e-200 too)."""
+    largest = max(abs(c) for c in q)
+    if not largest > 0.0:
+        raise MotionError(f"{prefix}orientation is all zeros: not a rotation (use w = 1 for no rotation)")
+    scaled = tuple(c / largest for c in q)  # (its length is then 1..2: no overflow, no underflow)
+    length = math.hypot(*scaled)
+    x, y, z, w = (c / length for c in scaled)
+    norm = largest * length
+    if not heading_used or abs(norm - 1.0) <= QUATERNION_SLACK:
+        return (x, y, z, w), None
+    heading = math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
+    return (x, y, z, w), (
+        f"{prefix}orientation = ({q[0]:g}, {q[1]:g}, {q[2]:g}, {q[3]:g}) is not a unit quaternion "
+        f"(length {norm:.4g}): normalised, it means a heading of {heading:.4f} rad "
+        "(a heading h is z = sin(h/2), w = cos(h/2))")
 
 
 def check_speed(value: float, name: str, default: float, limit: float, unit: str,

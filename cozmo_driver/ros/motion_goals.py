@@ -138,25 +138,27 @@ class GoalContext:
 
     def pose_to_robot(self, pose, frame_id: str, field_name: str,
                       frame_cache: Optional[Dict[str, Transform]] = None,
-                      frame_field: Optional[str] = None) -> Pose2D:
+                      frame_field: Optional[str] = None,
+                      warnings: Optional[List[str]] = None) -> Pose2D:
         """A geometry_msgs/Pose in ``frame_id`` (the field ``frame_field``, by default the
-        pose's header's) -> a Pose2D in the robot's own frame."""
+        pose's header's) -> a Pose2D in the robot's own frame. ``warnings``: the goal uses
+        the pose's heading, and a warning goes there if its orientation had to be normalised
+        (:func:`~cozmo_driver.driver.motion.unit_orientation`)."""
         p, q = pose.position, pose.orientation
         mo.require_finite(field_name + ".", **{"position.x": p.x, "position.y": p.y,
                                                "position.z": p.z, "orientation.x": q.x,
                                                "orientation.y": q.y, "orientation.z": q.z,
                                                "orientation.w": q.w})
-        norm = math.sqrt(q.x * q.x + q.y * q.y + q.z * q.z + q.w * q.w)
-        if norm < 1e-6:
-            raise MotionError(f"{field_name}.orientation is all zeros: not a rotation "
-                              "(use w = 1 for no rotation)")
+        quat, warning = mo.unit_orientation(field_name + ".", (q.x, q.y, q.z, q.w),
+                                            heading_used=warnings is not None)
+        if warning is not None and warnings is not None:
+            warnings.append(warning)
         if frame_cache is not None and frame_id in frame_cache:
             frame = frame_cache[frame_id]
         else:
             frame = self.frame_in_odom(frame_id, frame_field or field_name + ".header.frame_id")
             if frame_cache is not None:
                 frame_cache[frame_id] = frame
-        quat = (q.x / norm, q.y / norm, q.z / norm, q.w / norm)
         odom = pose_to_2d(tf_compose(frame, Transform((p.x, p.y, p.z), quat)))
         return compose(inverse(self.offset()), Pose2D(*odom))
 
@@ -547,9 +549,11 @@ class FollowPathGoal(PathGoal):
         if poses:
             fit = mo.check_tolerance(goal.fit_tolerance, "fit_tolerance", 0.0005, 0.5, "m")
             cache: Dict[str, Transform] = {}
+            last = len(poses) - 1  # the one pose whose heading is used (the final point turn)
             robot_poses = [ctx.pose_to_robot(p.pose, p.header.frame_id or goal.path.header.frame_id,
                                              f"path.poses[{k}]", cache,
-                                             None if p.header.frame_id else "path.header.frame_id")
+                                             None if p.header.frame_id else "path.header.frame_id",
+                                             warnings if k == last else None)
                            for k, p in enumerate(poses)]
             plan.update(poses=robot_poses, fit=fit)
             # refuse what cannot be converted now; kept for the goal's duration
@@ -638,7 +642,8 @@ class GoToPoseGoal(PathGoal):
                                      mo.MIN_HEADING_TOLERANCE_RAD, math.pi, "rad")
         warnings: List[str] = []
         speed, accel = self.ctx.linear_speeds(goal.speed, 0.0, "", warnings)
-        target = self.ctx.pose_to_robot(goal.pose.pose, goal.pose.header.frame_id, "pose")
+        target = self.ctx.pose_to_robot(goal.pose.pose, goal.pose.header.frame_id, "pose",
+                                        warnings=warnings)
         return {"target": target, "position_tolerance": pos_tol, "heading_tolerance": yaw_tol,
                 "speed": speed, "accel": accel, "attempt": 0, "warnings": warnings}
 

@@ -1168,6 +1168,45 @@ def test_an_absolute_heading_beyond_pi_is_taken_the_short_way_with_a_warning(rig
                "-1.5708 rad" in line for line in lines), lines
 
 
+def test_an_orientation_that_is_not_a_unit_quaternion_is_normalised_saying_the_heading_it_means(rig):
+    """A pose's orientation was normalised silently: a yaw of 1.57 written into z,
+    (0, 0, 1.57, 1), was taken as the heading 2.0 rad without a word, and one of huge
+    components, (0, 0, 1e200, 1e200), whose length overflowed, as the heading 0 (the robot
+    did not turn: "already within the tolerances"). It is normalised without overflow, and
+    when the goal uses its heading (go_to_pose's pose, a path's last pose) a warning gives
+    the heading it means; a rounded quaternion, or a path's other poses, say nothing."""
+    motion = rig.node._motion
+    lines: List[str] = []
+    motion._log = LogRecorder(motion._log, lines)
+    try:
+        x, y, _ = rig.odom_truth()
+        huge = GoToPose.Goal(pose=pose_stamped(x, y, 0.0))
+        huge.pose.pose.orientation.z = huge.pose.pose.orientation.w = 1e200
+        status, result = rig.run("go_to_pose", huge)
+        assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+        assert rig.odom_truth()[2] == pytest.approx(math.pi / 2, abs=0.06), result.message
+        assert any("go_to_pose: pose.orientation = (0, 0, 1e+200, 1e+200) is not a unit quaternion "
+                   "(length 1.414e+200): normalised, it means a heading of 1.5708 rad" in line
+                   for line in lines), lines
+        del lines[:]
+        path = path_goal([(0.02, 0.0, 0.0), (0.04, 0.0, 0.0)], frame="base_footprint")
+        path.path.poses[0].pose.orientation.z = 3.0            # not used: nothing said
+        path.path.poses[1].pose.orientation.z, path.path.poses[1].pose.orientation.w = 1.57, 1.0
+        status, result = rig.run("follow_path", path)
+        assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+        said = [line for line in lines if "unit quaternion" in line]
+        assert said == ["follow_path: path.poses[1].orientation = (0, 0, 1.57, 1) is not a unit quaternion "
+                        "(length 1.861): normalised, it means a heading of 2.0073 rad (a heading h is "
+                        "z = sin(h/2), w = cos(h/2))"], lines
+        del lines[:]
+        rounded = GoToPose.Goal(pose=pose_stamped(*rig.odom_truth()[:2], 0.0))
+        rounded.pose.pose.orientation.z, rounded.pose.pose.orientation.w = 0.479, 0.878
+        assert rig.send("go_to_pose", rounded) is not None
+        assert not [line for line in lines if "unit quaternion" in line], lines
+    finally:
+        motion._log = motion._log.logger
+
+
 def test_reset_odometry_during_go_to_pose_says_what_the_goal_does(rig):
     """The goal goes on to the place on the floor it was sent to (it is held in the robot's
     own frame); the reset's answer says so, and that the goal's poses are now in the new
