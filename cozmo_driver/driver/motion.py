@@ -431,7 +431,8 @@ def check_segments(segments: Sequence[Segment], max_speed: float, prefix: str = 
     naming the first bad field: non-finite values, unknown types, empty lines, arcs
     without radius or sweep, point-turn tolerances below :data:`MIN_TURN_TOLERANCE_RAD`,
     negative accelerations, gaps between segments over :data:`SEGMENT_GAP_M`, too many
-    segments. Speeds over the limits are clamped (with a warning; a line's or arc's over
+    segments. A point turn's heading beyond -pi..pi is wrapped into it (with a warning).
+    Speeds over the limits are clamped (with a warning; a line's or arc's over
     ``max_speed`` naming the parameter ``max_speed_name`` that set it, if given)."""
     if not segments:
         raise MotionError(f"{prefix} is empty: nothing to follow")
@@ -480,6 +481,12 @@ def check_segments(segments: Sequence[Segment], max_speed: float, prefix: str = 
             if seg.tolerance != 0.0:
                 check_tolerance(seg.tolerance, where + "tolerance", MIN_TURN_TOLERANCE_RAD,
                                 math.pi, "rad")
+            if abs(seg.heading) > math.pi + 1e-9:  # a heading: the short way to it, never whole turns
+                heading = wrap_angle(seg.heading)
+                warnings.append(f"{where}heading = {seg.heading:g} rad is a heading: taken as {heading:.4f} "
+                                "rad, the same heading within -pi..pi, which the robot turns to the short "
+                                "way (for whole turns, use turn_in_place)")
+                seg = replace(seg, heading=heading)
             speed, warning = check_turn_speed(seg.speed, where + "speed", 0.0)
         if warning:
             warnings.append(warning)

@@ -757,6 +757,27 @@ def test_point_turn_path_turns_in_place(rig):
     assert math.hypot(x, y) < 0.003 and yaw == pytest.approx(2.0, abs=0.035)
 
 
+def test_a_point_turn_segment_beyond_pi_is_taken_the_short_way_with_a_warning(rig):
+    """A POINT_TURN segment's heading of 3*pi/2 is the heading -pi/2: the robot turns a quarter
+    turn clockwise, the short way, as an absolute turn_in_place does; but where turn_in_place
+    says how it took the angle, the segment's was wrapped silently, and a user who meant three
+    quarters of a turn counter-clockwise (or a whole turn with 2*pi, which turns nothing) was
+    not told. The log says so."""
+    motion = rig.node._motion
+    lines: List[str] = []
+    motion._log = LogRecorder(motion._log, lines)
+    try:
+        status, result = rig.run("follow_path", FollowPath.Goal(segments_frame_id="odom", segments=[
+            PathSegment(type=PathSegment.POINT_TURN, heading=3 * math.pi / 2)]))
+    finally:
+        motion._log = motion._log.logger
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    assert rig.odom_truth()[2] == pytest.approx(-math.pi / 2, abs=0.035)
+    assert "follow_path: segments[0].heading = 4.71239 rad is a heading: taken as -1.5708 rad, the same " \
+           "heading within -pi..pi, which the robot turns to the short way (for whole turns, use " \
+           "turn_in_place)" in lines, lines
+
+
 def test_path_ending_in_a_point_turn_gives_float_feedback(rig):
     # Issue #15: on the last segment, a point turn, distance_remaining was sum([]) == 0, an
     # int, in a float64 field: a C-asserts build of the interfaces aborted the driver, a
