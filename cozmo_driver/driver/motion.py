@@ -26,8 +26,13 @@ these fields), though pycozmo names the speeds mm/s (docs/motion.md).
 
 Conversion of a pose path (:func:`path_to_segments`)
 -----------------------------------------------------
-1. The places to visit are the robot's position, then every pose's position;
-   a position within :data:`SAME_PLACE_M` of the previous place is the same place.
+1. The places to visit are the robot's position, then every pose's position from
+   the first one beyond :data:`PATH_START_RADIUS_M` of the robot on
+   (:func:`path_start_index`): the leading poses within it are where the robot is
+   (a grid planner starts its path at the centre of the robot's cell, a few mm
+   behind or beside it, and the robot would turn round to it and back), the last
+   pose always stays; a position within :data:`SAME_PLACE_M` of the previous place
+   is the same place.
 2. From each place, the longest run of following places that lies within
    ``fit_tolerance`` of one straight line becomes a ``LINE``, unless a circle
    through the run's first, middle and last place holds a longer run within
@@ -83,7 +88,8 @@ __all__ = [
     "LIFT_TOLERANCE_M", "MAX_ACCEL_MPS2", "MAX_TURN_ACCEL_RADPS2", "MAX_PATH_SEGMENTS",
     "MAX_PATH_POSES", "SEGMENT_GAP_M",
     "robot_segments", "robot_segment_owners", "check_robot_size",
-    "SAME_PLACE_M", "MIN_ARC_RADIUS_M", "MAX_ARC_RADIUS_M", "TURN_THRESHOLD_RAD",
+    "SAME_PLACE_M", "PATH_START_RADIUS_M", "path_start_index", "MIN_ARC_RADIUS_M", "MAX_ARC_RADIUS_M",
+    "TURN_THRESHOLD_RAD",
     "require_finite", "unit_orientation", "QUATERNION_SLACK",
     "drives_forwards", "check_speed", "check_turn_speed", "check_path_rate", "MIN_PATH_RATE",
     "check_tolerance",
@@ -133,6 +139,13 @@ MAX_PATH_POSES = 20000
 SEGMENT_GAP_M = 0.0005
 #: path conversion (see the module docstring)
 SAME_PLACE_M = 0.001
+#: a path's leading poses this close to the robot are taken as its position, m: a grid planner's
+#: path starts at the centre of the cell the robot is in, up to half a cell's diagonal off it
+#: (7.1 mm on the 1 cm costmap of config/nav2_params.yaml), which this covers with 3 mm to spare
+#: for the robot's moves between planning and the goal; a fifth of the robot's width, so what is
+#: cut is no more than a path follower's own slack (Nav2's controllers prune the path to the
+#: pose nearest the robot likewise)
+PATH_START_RADIUS_M = 0.01
 MIN_ARC_RADIUS_M = 0.01
 #: go_to_pose: how far off its planned heading the path follower may arrive (the final turn's
 #: loosest tolerance); the final turn is left out when the plan arrives within the heading
@@ -649,6 +662,18 @@ def _longest(fits, i: int, n: int, first: int) -> int:
     return good
 
 
+def path_start_index(poses: Sequence[Pose2D], start: Pose2D) -> int:
+    """The index of the first pose followed from ``start``: the first one more than
+    :data:`PATH_START_RADIUS_M` from it, or the last pose (never dropped: its heading is
+    the goal's). Only leading poses are skipped: a path that comes back near the start
+    later is followed there."""
+    last = len(poses) - 1
+    k = 0
+    while k < last and math.hypot(poses[k].x - start.x, poses[k].y - start.y) <= PATH_START_RADIUS_M:
+        k += 1
+    return k
+
+
 def path_to_segments(poses: Sequence[Pose2D], start: Pose2D, *, fit_tolerance: float,
                      speed: float = DEFAULT_SPEED_MPS, accel: float = DEFAULT_ACCEL_MPS2,
                      decel: float = DEFAULT_ACCEL_MPS2, turn_speed: float = DEFAULT_TURN_SPEED_RADPS,
@@ -665,7 +690,7 @@ def path_to_segments(poses: Sequence[Pose2D], start: Pose2D, *, fit_tolerance: f
         require_finite(f"path.poses[{k}].", x=p.x, y=p.y, yaw=p.yaw)
     check_tolerance(fit_tolerance, "fit_tolerance", 0.0005, 0.5, "m")
     places = [(start.x, start.y)]
-    for p in poses:
+    for p in poses[path_start_index(poses, start):]:
         px, py = places[-1]
         if math.hypot(p.x - px, p.y - py) > SAME_PLACE_M:
             places.append((p.x, p.y))

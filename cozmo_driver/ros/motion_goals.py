@@ -605,9 +605,15 @@ class FollowPathGoal(PathGoal):
             self.ctx.finish(run, SUCCEEDED, "already at the end of the path: nothing to drive")
             return
         odom = self.ctx.offset()  # the segments are in the robot's own frame: told in odom
+        # the leading poses taken as the robot's position (docs/motion.md, rule 1): said here, once
+        # a goal, rather than warned (a grid planner's every path has one)
+        skipped = mo.path_start_index(plan["poses"], start) if "poses" in plan else 0
+        near = ("" if not skipped else f", from path.poses[{skipped}] (path.poses[0"
+                f"{'' if skipped == 1 else f'..{skipped - 1}'}] within {mo.PATH_START_RADIUS_M * 1000:.0f} mm "
+                "of the robot: taken as its position)")
         self.ctx.log.info(f"follow_path: {len(segments)} segment{'s' if len(segments) != 1 else ''}, "
                           f"{sum(s.length for s in segments):.3f} m, in "
-                          f"{self.ctx.node._frame('odom_frame')}: "
+                          f"{self.ctx.node._frame('odom_frame')}{near}: "
                           + "; ".join(s.transformed(odom).describe() for s in segments[:6])
                           + (" ..." if len(segments) > 6 else ""))
         self.send_path(run, segments, start.yaw)

@@ -129,6 +129,105 @@ def test_duplicates_and_a_path_starting_at_the_robot_are_merged():
     assert segs[0].length == pytest.approx(0.1, abs=1e-3)
 
 
+def navfn_path(robot_x, robot_y, cells, goal_yaw=0.0, cell=0.01):
+    """A grid planner's path (NavFn's on the 1 cm costmap of config/nav2_params.yaml): the
+    centres of ``cells`` (column, row) counted from the cell the robot at (robot_x, robot_y)
+    is in, the last pose with the goal's heading."""
+    col, row = math.floor(robot_x / cell), math.floor(robot_y / cell)
+    assert (col, row) == (0, 0)
+    poses = [Pose2D((col + c + 0.5) * cell, (row + r + 0.5) * cell, 0.0) for c, r in cells]
+    poses[-1] = Pose2D(poses[-1].x, poses[-1].y, goal_yaw)
+    return poses
+
+
+def turned(segments, yaw: float) -> float:
+    """How much the robot turns in place along ``segments`` from the heading ``yaw``, rad."""
+    total = 0.0
+    for seg in segments:
+        if seg.type == POINT_TURN:
+            total += abs(wrap_angle(seg.heading - yaw))
+        yaw = seg.end_heading(seg.start_heading(yaw))
+    return total
+
+
+@pytest.mark.parametrize("off, fit", [((0.0049, 0.0049), 0.005), ((0.0045, -0.0035), 0.005),
+                                      ((0.0049, 0.0), 0.002), ((0.0045, -0.0035), 0.002)],
+                         ids=["7mm_behind_beside", "6mm_behind_beside", "5mm_behind_tight_fit",
+                              "6mm_behind_beside_tight_fit"])
+def test_a_grid_planners_path_is_followed_from_the_robot_without_turning_round(off, fit):
+    """A grid planner's path starts at the centre of the robot's cell, here 5..7 mm behind (and
+    beside) the robot (facing +x, the way the path goes): followed from that pose, the robot
+    turned to it (up to half a turn), drove a few mm and turned back, at the start of every
+    planned path. The poses within PATH_START_RADIUS_M of it are where the robot is. (The line
+    fit already absorbed a first pose within fit_tolerance of the line on.)"""
+    start = Pose2D(0.005 + off[0], 0.005 + off[1], 0.0)
+    poses = navfn_path(start.x, start.y, [(c, 0) for c in range(31)])
+    assert 0.0045 <= math.hypot(poses[0].x - start.x, poses[0].y - start.y) <= 0.0071
+    segs = mo.path_to_segments(poses, start, fit_tolerance=fit)
+    described = [s.describe() for s in segs]
+    assert kinds(segs)[-1] == "T" and "T" not in kinds(segs)[:-1], described
+    assert segs[0].start_point() == pytest.approx((start.x, start.y), abs=1e-12)
+    assert segs[-2].end_point() == pytest.approx((poses[-1].x, poses[-1].y), abs=1e-12)
+    assert turned(segs, start.yaw) < 0.05, described
+    assert mo.path_start_index(poses, start) >= 1
+
+
+def test_a_diagonal_grid_path_turns_only_where_it_bends():
+    """NavFn-like: the robot's cell centre 6 mm behind it, then diagonally up and along +x:
+    one turn where the path bends (not at the start), and the goal's."""
+    start = Pose2D(0.0095, 0.0012, math.pi / 4)
+    cells = [(k, k) for k in range(11)] + [(10 + k, 10) for k in range(1, 11)]
+    poses = navfn_path(start.x, start.y, cells)
+    segs = mo.path_to_segments(poses, start, fit_tolerance=0.005)
+    assert segs[0].type != POINT_TURN and kinds(segs).count("T") == 2, [s.describe() for s in segs]
+    assert abs(wrap_angle(segs[0].start_heading(start.yaw) - start.yaw)) < mo.TURN_THRESHOLD_RAD
+    assert turned(segs, start.yaw) < math.pi / 4 + 0.3
+
+
+def test_a_path_starting_farther_than_the_radius_is_followed_from_its_first_pose():
+    """A first pose beyond PATH_START_RADIUS_M is kept: the robot turns to it (here behind)."""
+    poses = [Pose2D(-0.012, 0.0, 0.0), Pose2D(-0.012, 0.1, HALF_PI)]
+    assert mo.path_start_index(poses, Pose2D()) == 0
+    segs = mo.path_to_segments(poses, Pose2D(), fit_tolerance=0.005)
+    assert kinds(segs) == ["T", "L", "T", "L", "T"]
+    assert segs[1].end_point() == pytest.approx((-0.012, 0.0))
+
+
+@pytest.mark.parametrize("last", [(0.006, 0.0), (-0.006, 0.0), (0.0, 0.009)])
+def test_the_last_pose_is_never_skipped(last):
+    """A goal within the radius, after poses within it too, is still driven to and its
+    heading honoured; one pose alone likewise."""
+    for poses in ([Pose2D(0.002, 0.0, 0.0), Pose2D(last[0], last[1], 1.0)], [Pose2D(last[0], last[1], 1.0)]):
+        assert mo.path_start_index(poses, Pose2D()) == len(poses) - 1
+        segs = mo.path_to_segments(poses, Pose2D(), fit_tolerance=0.005)
+        assert [s for s in segs if s.type == LINE][0].end_point() == pytest.approx(last)
+        assert segs[-1].type == POINT_TURN and segs[-1].heading == pytest.approx(1.0)
+        end = follow(segs, Pose2D())
+        assert (end.x, end.y, end.yaw) == pytest.approx((last[0], last[1], 1.0), abs=1e-9)
+
+
+def test_a_goal_a_few_cm_away_is_driven_to_from_a_cell_centre_behind():
+    start = Pose2D(0.0093, 0.0048, 0.0)
+    poses = navfn_path(start.x, start.y, [(0, 0), (1, 0), (2, 0), (3, 0)])
+    segs = mo.path_to_segments(poses, start, fit_tolerance=0.005)
+    assert kinds(segs) == ["L", "T"]
+    assert segs[0].end_point() == pytest.approx((0.035, 0.005)) and turned(segs, 0.0) < 0.05
+
+
+def test_a_path_coming_back_near_the_start_is_not_cut_there():
+    """Only the leading poses are skipped: a loop that passes the start again (within the
+    radius) is followed through it, as is its end at the start."""
+    start = Pose2D(0.0, 0.0, 0.0)
+    poses = [Pose2D(-0.004, 0.0, 0.0)] + square(side=0.1, step=0.02)[1:]
+    poses[-1] = Pose2D(0.003, 0.004, 0.0)  # back near the start
+    poses += [Pose2D(0.05, 0.0, 0.0)]  # and on again
+    assert mo.path_start_index(poses, start) == 1
+    segs = mo.path_to_segments(poses, start, fit_tolerance=0.002)
+    ends = [s.end_point() for s in segs if s.type == LINE]
+    assert ends[0] == pytest.approx((0.1, 0.0)) and ends[1] == pytest.approx((0.1, 0.1))
+    assert ends[-2:] == [pytest.approx((0.003, 0.004)), pytest.approx((0.05, 0.0))], [s.describe() for s in segs]
+
+
 def test_nothing_to_drive_gives_no_segments():
     assert mo.path_to_segments([Pose2D(0.0, 0.0, 0.0)], Pose2D(), fit_tolerance=0.005) == []
 
