@@ -757,6 +757,34 @@ def test_point_turn_path_turns_in_place(rig):
     assert math.hypot(x, y) < 0.003 and yaw == pytest.approx(2.0, abs=0.035)
 
 
+def test_a_planners_path_starting_at_the_centre_of_the_robots_cell_is_driven_without_turning_round(rig):
+    """NavFn's path on the 1 cm costmap of config/nav2_params.yaml starts at the centre of the
+    cell the robot is in, here 6 mm behind and beside it: the robot was sent a point turn to
+    that pose (about 3/4 of a half turn), a line of 6 mm and a point turn back before the path.
+    The poses within 10 mm of the robot are its position: one line and the final turn."""
+    points = [(-0.0045 + 0.01 * k, 0.0045, 0.0) for k in range(16)]
+    ctx = rig.node._motion._goals["follow_path"].ctx
+    lines: List[str] = []
+    ctx.log = LogRecorder(ctx.log, lines)
+    feedback: list = []
+    try:
+        status, result = rig.run("follow_path", path_goal(points, speed=0.1), feedback=feedback)
+    finally:
+        ctx.log = ctx.log.logger
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    counts = rig.sim.command_counts()
+    assert (counts["AppendPathSegLine"], counts["AppendPathSegPointTurn"]) == (1, 1), counts
+    assert (result.num_segments, result.segments_completed) == (2, 2)
+    said = [m for m in lines if m.startswith("follow_path: 2 segments")]
+    assert said and ", in odom, from path.poses[2] (path.poses[0..1] within 10 mm of the robot: taken as " \
+                    "its position): LINE " in said[0], lines
+    yaws = [2.0 * math.atan2(f.current_pose.pose.orientation.z, f.current_pose.pose.orientation.w)
+            for f in feedback]
+    assert yaws and max(abs(wrap(a)) for a in yaws) < 0.1  # it never turned round
+    x, y, yaw = rig.odom_truth()
+    assert (x, y) == pytest.approx(points[-1][:2], abs=0.01) and abs(yaw) < 0.05
+
+
 def test_a_point_turn_segment_beyond_pi_is_taken_the_short_way_with_a_warning(rig):
     """A POINT_TURN segment's heading of 3*pi/2 is the heading -pi/2: the robot turns a quarter
     turn clockwise, the short way, as an absolute turn_in_place does; but where turn_in_place
