@@ -122,9 +122,18 @@ class Robot:
         the link ended as by :meth:`stop` and the claim given up before that error is raised:
         a start may be tried again. Raises
         :class:`~cozmo_driver.transport.udp.TransportStateError` while the I/O thread of a
-        :meth:`stop` that was held up past its waits (see there) has not ended yet."""
+        :meth:`stop` that was held up past its waits (see there) has not ended yet, and when
+        this client is started already (its claim would otherwise read as another program's).
+        After an I/O thread that ended by itself (a listener's SystemExit), a start without a
+        :meth:`stop` first connects afresh."""
+        if self.transport.running and self._claim.held:
+            raise TransportStateError(f"[{self.link.name}] the robot client is started already: stop() it "
+                                      "before starting it again")
         if not self.transport.running:
             self.transport.stop()  # an I/O thread that ended after its stop gave up waiting: forgotten
+            # the claim of a run whose I/O thread ended by itself (its link ended there): this
+            # client's own, not another program's
+            self._claim.release()
         local_host = self.transport.local_addr[0]
         if local_host not in ("", "0.0.0.0"):  # a specific address: the robot as seen from there
             local_host = resolve_address(*self.transport.local_addr, hint=LOCAL_ADDRESS_HINT)[0]

@@ -384,6 +384,58 @@ def test_a_listener_that_ends_the_io_thread_ends_the_link_and_says_so(raised, mo
         sim.stop()
 
 
+def test_a_start_of_a_started_client_says_so_and_disturbs_nothing():
+    """start() of a client that runs took its own claim of the robot for another
+    program's: RobotBusyError naming this very program, as if something else drove the
+    robot. It now says the client is started already, and the link streams on."""
+    sim = SimServer(host="127.0.0.1", port=0, seed=11).start()
+    robot = Robot(*sim.address, local_host="127.0.0.1", name="twice")
+    seen = Seen()
+    robot.add_listener(seen, messages=["RobotState"])
+    try:
+        robot.start()
+        assert robot.wait_until_ready(10.0)
+        with pytest.raises(TransportStateError, match=r"\[twice\] the robot client is started already: stop\(\) it"):
+            robot.start()
+        assert robot.state is LinkState.READY and robot.wait_until_ready(0.0)
+        wait_for_robot_states(seen, seen.count("RobotState") + 10)
+        assert seen.link_states()[-1] is LinkState.READY, seen.link_states()
+    finally:
+        robot.stop(timeout=0.5)
+        sim.stop()
+
+
+def test_a_start_after_a_listener_ended_the_io_thread_connects_without_a_stop_first(monkeypatch):
+    """After a listener's SystemExit ended the I/O thread (the link ended there), start()
+    without stop() first raised RobotBusyError: the client's own claim, still held,
+    read as another program's. It now connects afresh."""
+    monkeypatch.setattr(threading, "excepthook", lambda args: None)
+    sim = SimServer(host="127.0.0.1", port=0, config=RobotConfig(seed=11, peer_timeout=1.0)).start()
+    robot = Robot(*sim.address, local_host="127.0.0.1", name="exit-start")
+    seen, raised = Seen(), []
+
+    def exiting(event):
+        if isinstance(event, LinkStateChanged) and event.state is LinkState.READY and not raised:
+            raised.append(event.state)
+            raise SystemExit()
+
+    robot.add_listener(exiting, messages=())
+    robot.add_listener(seen, messages=["RobotState"])
+    try:
+        robot.start()
+        thread = robot.transport._thread
+        thread.join(10.0)
+        assert raised and not thread.is_alive()
+        assert robot.state is LinkState.DISCONNECTED
+        before = seen.count("RobotState")
+        robot.start()  # no stop() first
+        assert robot.wait_until_ready(10.0)
+        wait_for_robot_states(seen, before + 10)
+    finally:
+        robot.stop(timeout=0.5)
+        sim.stop()
+
+
 def test_a_start_after_a_stop_whose_time_ran_out_connects_afresh():
     """A stop whose time ran out ends the link here (the session closed, the link
     DISCONNECTED) while the robot, which never had the Disconnect, still holds its end and
