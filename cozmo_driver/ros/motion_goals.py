@@ -242,8 +242,8 @@ class MotionGoal:
         expected = self.duration(plan)
         if not expected <= MAX_GOAL_S:
             said = f"{expected:.0f} s" if expected < 1e9 else "practically forever"
-            raise MotionError(f"it would take about {said} at the speeds given; a goal may take "
-                              f"at most {MAX_GOAL_S:.0f} s: raise the speed or split the motion")
+            raise MotionError(f"it would take about {said} at the speeds and accelerations given; a goal "
+                              f"may take at most {MAX_GOAL_S:.0f} s: raise them or split the motion")
 
 
 # ----------------------------------------------------------------------------- head and lift

@@ -1175,11 +1175,15 @@ def test_goals_that_would_take_longer_than_ten_minutes_are_rejected(rig):
     """A speed far too slow for the way (a unit or a digit wrong), or a way far too long for
     the speed, is refused with the time it would take: it was accepted and held the motor
     for hours (a deadline of twice that)."""
-    too_long = "a goal may take at most 600 s: raise the speed or split the motion"
+    too_long = "a goal may take at most 600 s: raise them or split the motion"
     # (2 mm/s: slower than 1 mm/s the robot's path would not move at all, refused apart)
     rig.rejected("drive_straight", DriveStraight.Goal(distance=2.0, speed=0.002), too_long)
     rig.rejected("drive_straight", DriveStraight.Goal(distance=10.0, speed=0.001),
-                 "it would take about 10000 s at the speeds given")
+                 "it would take about 10000 s at the speeds and accelerations given")
+    # a speed that is fine with an acceleration far too small: the hint said "raise the
+    # speed" alone
+    rig.rejected("set_head_angle", SetHeadAngle.Goal(angle=0.7, accel=1e-7),
+                 "at the speeds and accelerations given; a goal may take at most 600 s: raise them")
     # (no turn_in_place: at most 10 turns, at 0.4 rad/s at the least, take under 160 s)
     rig.rejected("set_head_angle", SetHeadAngle.Goal(angle=0.7, max_speed=1e-5), too_long)
     rig.rejected("set_lift_height", SetLiftHeight.Goal(height=0.09, max_speed=1e-5), too_long)
