@@ -180,14 +180,11 @@ def test_bench_driver_readme_quote_says_its_cpu_is_the_driver_process_alone():
 
 
 
-def test_bench_stack_counts_the_face_changer_in_ours():
-    """The face rounds summed only the bring-up's processes into "ours": the program that
-    moves the gaze 30 times a second (what makes the face change every frame) was left out,
-    while pycozmo's figure includes its own gaze moves and the consumer rounds count the
-    consumer. Here every process's CPU is given: the stack 6 %, the changer 3 %, pycozmo 8 %."""
-    out = run_script_code("bench_stack", """
+#: bench_stack's face round with what would start simulators, bring-ups and helper processes
+#: replaced (each test gives b._script_process and b._cpu_window): a simulator whose display
+#: count grows 40 a call, a bring-up of one process (pid 101), processes with a pid only
+FACE_ROUND_STUBS = """
         import time
-        cpu_of = {101: 6.0, 202: 3.0, 303: 8.0}
 
         class Sim:
             address = ("127.0.0.1", 5)
@@ -218,10 +215,19 @@ def test_bench_stack_counts_the_face_changer_in_ours():
 
         b.SimServer = lambda **kwargs: Sim()
         b.Bringup = Bringup
-        b._script_process = lambda source, *args: Proc(202 if args[0] == "changer" else 303)
-        b._cpu_window = lambda pids, seconds: {k: cpu_of[pid] for k, pid in pids.items()}
         b._check_reference = lambda *args, **kwargs: None
         time.sleep = lambda s: None
+"""
+
+def test_bench_stack_counts_the_face_changer_in_ours():
+    """The face rounds summed only the bring-up's processes into "ours": the program that
+    moves the gaze 30 times a second (what makes the face change every frame) was left out,
+    while pycozmo's figure includes its own gaze moves and the consumer rounds count the
+    consumer. Here every process's CPU is given: the stack 6 %, the changer 3 %, pycozmo 8 %."""
+    out = run_script_code("bench_stack", FACE_ROUND_STUBS + """
+        cpu_of = {101: 6.0, 202: 3.0, 303: 8.0}
+        b._script_process = lambda source, *args: Proc(202 if args[0] == "changer" else 303)
+        b._cpu_window = lambda pids, seconds: {k: cpu_of[pid] for k, pid in pids.items()}
         ratios = {}
         row = b._face_round(20.0, "one process", ["one_process:=true"], 1, ratios)
         print(json.dumps({"row": row, "ratios": ratios}))
@@ -238,36 +244,8 @@ def test_bench_stack_moves_the_face_with_a_changer_on_each_executor():
     the SingleThreadedExecutor only, while the consumer rounds are measured on both
     executors: where rclpy has the EventsExecutor, a third set-up runs the one-process
     stack with the changer spinning on it, its ratios under a name of their own."""
-    out = run_script_code("bench_stack", """
-        import time
+    out = run_script_code("bench_stack", FACE_ROUND_STUBS + """
         changers = []
-
-        class Sim:
-            address = ("127.0.0.1", 5)
-            shown = 0
-            def __enter__(self):
-                return self
-            def __exit__(self, *exc):
-                return False
-            def display_count(self):
-                self.shown += 40
-                return self.shown
-
-        class Bringup:
-            def __init__(self, sim, *args):
-                self.args = args
-            def children(self):
-                return {"stack": 101}
-            def close(self):
-                pass
-
-        class Proc:
-            def __init__(self, pid):
-                self.pid = pid
-            def kill(self):
-                pass
-            def wait(self):
-                pass
 
         def script_process(source, *args):
             if args[0] == "changer":
@@ -275,13 +253,9 @@ def test_bench_stack_moves_the_face_with_a_changer_on_each_executor():
                 return Proc(202)
             return Proc(303)
 
-        b.SimServer = lambda **kwargs: Sim()
-        b.Bringup = Bringup
         b._script_process = script_process
         b._cpu_window = lambda pids, seconds: {k: {101: 5.0, 202: 2.0, 303: 8.0}[p] for k, p in pids.items()}
-        b._check_reference = lambda *args, **kwargs: None
         b._has_events_executor = lambda: True
-        time.sleep = lambda s: None
         ratios = {}
         rows = b.face_cpu(20.0, 1, ratios, [])
         print(json.dumps({"setups": [r[0] for r in rows], "changers": changers, "ratios": sorted(ratios)}))
