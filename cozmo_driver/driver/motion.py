@@ -76,6 +76,7 @@ from ..robot_geometry import (MAX_TURN_RATE_RADPS, MIN_TURN_RATE_RADPS, TURN_ANG
                               reported_lift_height_m)
 from .odometry import Pose2D, compose, wrap_angle
 from .sensors import CliffEdgeTracker, StatusFlag
+from .transforms import yaw_of_quaternion
 
 __all__ = [
     "LINE", "ARC", "POINT_TURN", "SEGMENT_TYPE_NAMES",
@@ -323,7 +324,7 @@ def unit_orientation(prefix: str, q: Tuple[float, float, float, float],
     norm = largest * length
     if not heading_used or abs(norm - 1.0) <= QUATERNION_SLACK:
         return (x, y, z, w), None
-    heading = math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
+    heading = yaw_of_quaternion((x, y, z, w))
     return (x, y, z, w), (
         f"{prefix}orientation = ({q[0]:g}, {q[1]:g}, {q[2]:g}, {q[3]:g}) is not a unit quaternion "
         f"(length {norm:.4g}): normalised, it means a heading of {heading:.4f} rad "
