@@ -621,13 +621,97 @@ def test_commands_without_arguments_refuse_them_before_any_work(tmp_path, comman
     for help_arg in ("--help", "-h"):
         proc = _sourced(tmp_path, f"{stubs}main {command} {help_arg}")
         assert proc.returncode == 0 and "WORKED" not in proc.stdout, proc.stdout + proc.stderr
-        assert "./dev setup          install everything" in proc.stdout, proc.stdout
+        assert proc.stdout.startswith(_USAGE_LINE[command]), proc.stdout
     proc = _sourced(tmp_path, f"{stubs}main {command} --fix cozmo_driver")
     assert proc.returncode == 2 and "WORKED" not in proc.stdout, proc.stdout + proc.stderr
     assert (f"dev: error: {command} takes no arguments, but was given --fix: run ./dev {command} alone"
             in proc.stderr), proc.stderr
     proc = _sourced(tmp_path, f"{stubs}main {command}")
     assert proc.returncode == 0 and proc.stdout == "WORKED\n", proc.stdout + proc.stderr
+
+
+#: the first line of each command of ./dev in its usage (the header)
+_USAGE_LINE = {
+    "setup": "  ./dev setup          install everything this checkout needs (idempotent)\n",
+    "test": "  ./dev test [ARGS]    set up, lint, then run the tests (ARGS go to pytest;\n",
+    "lint": "  ./dev lint           ruff over the project (configuration: ruff.toml)\n",
+    "test-wheels": "  ./dev test-wheels [ARGS]  set up, then run the tests in the wheel venv only (no\n",
+    "test-kit": "  ./dev test-kit [ARGS]     set up the kit environment, then run the tests there\n",
+    "setup-kit": "  ./dev setup-kit      set up the kit environment only (the kit: the project's\n",
+    "demo": "  ./dev demo [ARGS]    set up, then run the demo (ARGS go to cozmo-demo; --help\n",
+    "bench": "  ./dev bench [--no-docs] [FILES]  set up, then run every bench/bench_*.py in\n",
+}
+
+#: what the help of ./dev setup, setup-kit and lint prints: the command's lines of the usage
+_NO_ARGS_HELP = {
+    "setup": _USAGE_LINE["setup"],
+    "lint": _USAGE_LINE["lint"],
+    "setup-kit": _USAGE_LINE["setup-kit"]
+    + "                       CI copy of ROS 2's own tools, shared/ beside the checkout;\n"
+      "                       refused with a ROS 2 distro sourced, as test-kit is)\n",
+}
+
+
+def _unusable_checkout(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A copy of the real ./dev, whole, alone in a directory, and an environment in which
+    any set-up it began would stop at its first step: $PYTHON is no program (the wheel
+    set-up, and the lint's, pick it first) and the ros-upstream kit is nowhere (the kit's
+    set-up looks for it first; with a distro sourced it refuses before); with ROS_DISTRO
+    added, AMENT_PREFIX_PATH is unset (the ROS mode's set-up checks it first)."""
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    shutil.copy2(ROOT / "dev", checkout / "dev")
+    env = _dev_env(PYTHON=str(tmp_path / "no-python" / "python3"), COZMO_ROS_UPSTREAM=str(tmp_path / "no-kit"))
+    return checkout, env
+
+
+@pytest.mark.parametrize("distro", [None, "jazzy"], ids=["wheel mode", "a distro sourced"])
+@pytest.mark.parametrize("command", list(_USAGE_LINE))
+def test_each_command_help_shows_its_own_lines_of_the_usage(tmp_path, command, distro):
+    """`./dev setup --help`, `./dev setup-kit --help` and `./dev lint --help` printed the
+    whole usage of ./dev, where `./dev test --help` and the other commands print their own
+    lines. Now each command's --help (or -h) starts with its own lines and shows no other
+    command's (setup-kit's, with a distro sourced, then says that a run refuses there).
+    The real ./dev runs, in a copy alone in a directory, where a real run of any command
+    stops at its first set-up step (shown at the end): nothing is created there."""
+    checkout, env = _unusable_checkout(tmp_path)
+    if distro:
+        env["ROS_DISTRO"] = distro
+    for help_arg in ("--help", "-h"):
+        proc = subprocess.run(["bash", str(checkout / "dev"), command, help_arg], cwd=checkout, env=env,
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0 and proc.stderr == "", proc.stdout + proc.stderr
+        assert proc.stdout.startswith(_USAGE_LINE[command]), proc.stdout
+        others = [line for other, line in _USAGE_LINE.items() if other != command and line in proc.stdout]
+        assert not others, proc.stdout
+        assert "./dev - the one entry point" not in proc.stdout, proc.stdout
+        if command in _NO_ARGS_HELP:
+            if command == "setup-kit" and distro:
+                assert proc.stdout.startswith(_NO_ARGS_HELP[command] + "\nThe kit environment is for machines "
+                                              "without a sourced ROS 2 distro"), proc.stdout
+            else:
+                assert proc.stdout == _NO_ARGS_HELP[command], proc.stdout
+    assert [path.name for path in checkout.iterdir()] == ["dev"]
+    # a real run stops at once here (with a distro sourced, setup-kit refuses it)
+    if command in _NO_ARGS_HELP:
+        proc = subprocess.run(["bash", str(checkout / "dev"), command], cwd=checkout, env=env,
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 1 and proc.stderr.startswith("dev: error: "), proc.stdout + proc.stderr
+        assert [path.name for path in checkout.iterdir()] == ["dev"]
+
+
+@pytest.mark.parametrize("args", [[], ["help"], ["--help"], ["-h"]], ids=["nothing", "help", "--help", "-h"])
+def test_the_help_of_dev_itself_shows_the_whole_usage(tmp_path, args):
+    """./dev alone, ./dev help, --help and -h show the whole usage: every command's lines."""
+    checkout, env = _unusable_checkout(tmp_path)
+    proc = subprocess.run(["bash", str(checkout / "dev"), *args], cwd=checkout, env=env,
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stdout + proc.stderr
+    assert proc.stdout.startswith("./dev - the one entry point for set-up, tests, the demo and the benchmarks.\n")
+    assert all(line in proc.stdout for line in _USAGE_LINE.values()), proc.stdout
+    assert all(help_text in proc.stdout for help_text in _NO_ARGS_HELP.values()), proc.stdout
+    assert "Two modes" not in proc.stdout, proc.stdout
+    assert [path.name for path in checkout.iterdir()] == ["dev"]
 
 
 #: set-up stubs that fail loudly: a help that runs any part of the set-up (or the lint) ends with 97
