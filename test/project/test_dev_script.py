@@ -2,15 +2,16 @@
 during the wheel-venv tests ends those tests and the whole command; it does not go on to
 set up and test the kit environment; the same signals during the kit environment's set-up
 or tests end that step or run, and the command (its kit stage run from ./dev's functions,
-on a stand-in kit). The real ./dev runs here, in the wheel mode, on a
-one-test pytest file that waits to be stopped, with a stand-in kit directory whose
-install.sh would only show that the kit step began.
+on a stand-in kit). ./dev's own functions run here, in the wheel mode, from a copy of
+./dev in a directory of its own (its lint and set-up stubbed, its .venv a stand-in whose
+python is this run's: nothing runs in the checkout), on a one-test pytest file that waits
+to be stopped, with a stand-in kit whose set-up would only show that the kit stage began.
 
 Before its pytest run, ./dev removes the Fast DDS shared-memory files in /dev/shm that a
 process killed with SIGKILL left behind (tools/shm_clean.py, the rule of fastdds shm
 clean), and keeps those of a process that still runs: checked with two real rclpy
-processes and ./dev test-wheels on a one-test file, and the script on a directory of
-such files.
+processes and ./dev test-wheels (in such a copy, with a copy of the script) on a one-test
+file, and the script on a directory of such files.
 
 ./dev keeps the interpreter a venv was set up with: its choice of interpreter
 (``pick_python``, run from a copy of ./dev without its last line, the call of ``main``)
@@ -124,29 +125,44 @@ def _alive(pid: int) -> bool:
     return True
 
 
-@pytest.mark.timeout(360)  # ./dev's lint, set-up check and pytest's start, on a loaded machine
+def _stand_in_venv(checkout: Path) -> None:
+    """A .venv for a copy of ./dev whose checkout is ``checkout``: its python is this run's
+    interpreter (pytest, pytest-xdist), as ./dev's set-up would have left it."""
+    bin_dir = checkout / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "python").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    (bin_dir / "python").chmod(0o755)
+
+
+#: ./dev's lint and the set-up of .venv (done: :func:`_stand_in_venv`) stubbed
+_SET_UP_DONE = "cmd_lint() { :; }; setup() { :; }; "
+
+
+@pytest.mark.timeout(240)  # pytest's start and its workers', on a loaded machine
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_a_stop_signal_during_the_wheel_tests_ends_the_whole_run(tmp_path, sig):
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     (tmp_path / "test_waiting.py").write_text(WAITING_TEST)
-    kit = tmp_path / "kit"
-    kit.mkdir()
-    (kit / "install.sh").write_text("echo 'the kit step began' >&2\nexit 1\n")
+    _stand_in_venv(tmp_path)
     started = tmp_path / "started"
-    env = _dev_env(COZMO_ROS_UPSTREAM=str(kit), DEV_TEST_STARTED=str(started))
+    env = _dev_env(COZMO_ROS_UPSTREAM=str(_kit(tmp_path)), DEV_TEST_STARTED=str(started))
+    # ./dev test with the real wheel-venv run, and the kit stage it would go on to found
+    # (a stand-in kit) but its set-up steps only saying that it began
+    stubs = (f'{_SET_UP_DONE}clean_stale_shm() {{ :; }}; '
+             'setup_kit_steps() { echo "the kit stage began" >&2; exit 1; }; ')
+    script = f'{stubs}main test "{tmp_path / "test_waiting.py"}" -p no:cacheprovider'
     proc = subprocess.Popen(
-        ["bash", str(ROOT / "dev"), "test", str(tmp_path / "test_waiting.py"), "-p", "no:cacheprovider"],
-        cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True, start_new_session=True,
+        _sourced_command(tmp_path, script, workdir=tmp_path), env=env, stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
         # SIGINT at its default disposition, as in a terminal, whatever this run has (a run
         # in the background of a non-interactive shell inherits it ignored, and a shell
         # started with a signal ignored cannot trap it)
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     inner = None
     try:
-        # a set-up of .venv if it is missing or stale; ./dev's lint and pytest's start took more
-        # than 100 s at a load of 8 to 10 on 2 cores
-        deadline = time.monotonic() + 300.0
+        # pytest's start and its two workers' (with ./dev's lint before them, 100 s at a load of
+        # 8 to 10 on 2 cores)
+        deadline = time.monotonic() + 150.0
         while not started.exists() and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.1)
         assert started.exists(), proc.communicate(timeout=10)[0] if proc.poll() is not None else "no start"
@@ -160,7 +176,7 @@ def test_a_stop_signal_during_the_wheel_tests_ends_the_whole_run(tmp_path, sig):
             proc.communicate()
     assert proc.returncode != 0, out
     assert f"dev: stopped by {sig.name} during the wheel-venv tests" in out, out
-    assert "setup: kit environment" not in out and "the kit step began" not in out, out
+    assert "setup: kit environment" not in out and "the kit stage began" not in out, out
     assert not _alive(inner), "the wheel-venv pytest still runs"
 
 
@@ -183,10 +199,14 @@ def test_the_test_run_removes_the_shared_memory_files_of_killed_processes_only(t
         procs["killed"].kill()
         procs["killed"].wait(timeout=10)
         assert all(os.path.exists(path) for path in files["killed"]), "SIGKILL left nothing behind"
+        # ./dev test-wheels with the real clean-up (a copy of tools/shm_clean.py) and pytest run
+        _stand_in_venv(tmp_path)
+        (tmp_path / "tools").mkdir()
+        shutil.copy2(ROOT / "tools" / "shm_clean.py", tmp_path / "tools" / "shm_clean.py")
+        script = f'{_SET_UP_DONE}main test-wheels "{tmp_path / "test_passing.py"}" -p no:cacheprovider'
         result = subprocess.run(
-            ["bash", str(ROOT / "dev"), "test-wheels", str(tmp_path / "test_passing.py"), "-p", "no:cacheprovider"],
-            cwd=ROOT, env=_dev_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True, timeout=100)
+            _sourced_command(tmp_path, script, workdir=tmp_path), env=_dev_env(), stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=100)
         assert result.returncode == 0, result.stdout
         assert "stale Fast DDS shared-memory files of dead processes (tools/shm_clean.py)" in result.stdout, \
             result.stdout
@@ -301,14 +321,15 @@ def test_shm_clean_removes_the_files_of_locks_no_process_holds(tmp_path):
     assert result.stdout.strip() == "5"
 
 
-def _sourced_command(tmp_path: Path, script: str) -> list[str]:
+def _sourced_command(tmp_path: Path, script: str, workdir: Path = ROOT) -> list[str]:
     """The command that runs ``script`` in bash with ./dev's functions defined (its ``main``
-    not run), in a copy of the checkout's ./dev beside the real bench/ (``cd`` to ROOT)."""
+    not run), in a copy of the checkout's ./dev in ``tmp_path`` (its ROOT), in ``workdir``
+    (by default the checkout, beside the real bench/)."""
     text = (ROOT / "dev").read_text().rstrip()
     assert text.endswith('\nmain "$@"')
     copy = tmp_path / "dev"
     copy.write_text(text[:-len('main "$@"')])
-    return ["bash", "-c", f'source "{copy}" && cd "{ROOT}" && {script}']
+    return ["bash", "-c", f'source "{copy}" && cd "{workdir}" && {script}']
 
 
 def _sourced(tmp_path: Path, script: str, **env: str) -> subprocess.CompletedProcess:
