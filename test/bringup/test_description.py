@@ -285,6 +285,14 @@ def test_imu_has_base_link_axes(model):
     assert _same_rotation(imu.rotation, Transform().rotation)
 
 
+def test_imu_sits_at_the_head_pivot(model):
+    # the IMU is in the head (cozmo_driver/driver/sensors.py): the head's pivot is the point
+    # of the head that does not move as it tilts
+    imu = model.transform("base_link", "imu_link")
+    pivot = model.transform("base_link", "head_link")
+    assert imu.translation == pytest.approx(pivot.translation, abs=1e-12)
+
+
 # ------------------------------------------------------------------ mass, inertia, looks
 
 
