@@ -337,7 +337,13 @@ class RobotLink:
         StopAllMotors also ends a path being followed (ClearPath first): DriveWheels is
         ignored while a path is followed, so a teleop after the stop would not move the
         robot. (The published versions of Anki's firmware end the path on StopAllMotors
-        themselves, through direct drive; the ClearPath does not depend on it.)"""
+        themselves, through direct drive; the ClearPath does not depend on it.)
+
+        A message with NaN or an infinity in a float field raises LocalProtocolError and
+        nothing is sent (the typed commands of :class:`Robot` refuse them before this)."""
+        bad = msgs.non_finite(message)
+        if bad is not None:
+            raise LocalProtocolError(f"{bad}: not sent, the robot would take it as a number: give a finite value")
         name = message.NAME
         if name in msgs.ANIMATION_STREAM:
             if not self._playback_enabled:

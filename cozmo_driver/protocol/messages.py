@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import math
 import struct
 import threading
 from collections.abc import Mapping
@@ -51,6 +52,7 @@ __all__ = [
     "STRUCTS",
     "decode_message",
     "encode_packet",
+    "non_finite",
     "packet_size",
 ]
 
@@ -98,6 +100,7 @@ class Message:
     SIZE: Optional[int] = None
     MIN_SIZE: int = 0
     FIELDS: Tuple[str, ...] = ()
+    FLOATS: Tuple[str, ...] = ()
 
     def encode_body(self) -> bytes:  # replaced per class
         raise NotImplementedError
@@ -384,6 +387,7 @@ def _compile(spec) -> Type[Message]:
     cls.SIZE = builder.fixed.size if builder.tail is None else None
     cls.MIN_SIZE = spec.min_body_size if spec.min_body_size is not None else builder.fixed.size
     cls.FIELDS = tuple(f.name for f in spec.fields)
+    cls.FLOATS = tuple(f.name for f in spec.fields if isinstance(f, F) and f.type in ("f32", "f64"))
     cls._SPEC = spec
     source = builder.source()
     ns = dict(builder.ns)
@@ -484,6 +488,17 @@ def __getattr__(name: str) -> Any:
 
 _HEAD_ID = struct.Struct("<BHB")
 _HEAD = struct.Struct("<BH")
+
+
+def non_finite(msg) -> Optional[str]:
+    """``"Name.field = value"`` for the first float field of ``msg`` that holds NaN or an
+    infinity, which struct encodes without complaint and the robot would take as a speed,
+    an angle or a distance; None when there is none (or the message has no float fields)."""
+    for name in getattr(type(msg), "FLOATS", ()):
+        value = getattr(msg, name)
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"{msg.NAME}.{name} = {value!r}"
+    return None
 
 
 def encode_packet(msg) -> bytes:

@@ -147,6 +147,33 @@ def test_the_robots_commands_refuse_values_that_are_not_finite():
         sim.stop()
 
 
+@pytest.mark.parametrize("value", NOT_FINITE)
+def test_a_hand_built_message_with_a_value_that_is_not_finite_is_not_sent(value, log_records):
+    # Robot.send and Robot.post of a message built by hand (not a typed command) sent NaN
+    # and inf: struct packs them, and the firmware would take them as speeds and angles
+    from cozmo_driver.protocol import messages as msgs
+    logged = log_records("cozmo.transport", "WARNING")  # where a post's failure is logged
+    sim = SimServer(host="127.0.0.1", port=0, seed=11).start()
+    robot = Robot(*sim.address, local_host="127.0.0.1", name="hand-built")
+    try:
+        robot.start()
+        assert robot.wait_until_ready(10.0)
+        with pytest.raises(LocalProtocolError, match=rf"DriveWheels.rwheel_speed_mmps = {value!r}: not sent"):
+            robot.send(msgs.DriveWheels(lwheel_speed_mmps=20.0, rwheel_speed_mmps=value))
+        robot.post(msgs.SetHeadAngle(angle_rad=0.1, accel_rad_per_sec2=value))
+        robot.post(msgs.AppendPathSegLine(to_x_mm=value))
+        # finite goes on; a send runs on the I/O thread after the posts before it
+        robot.send(msgs.DriveWheels(lwheel_speed_mmps=20.0, rwheel_speed_mmps=20.0))
+        refused = [m for m in logged.messages if "not sent, the robot would take it as a number" in m]
+        assert len(refused) == 2, logged.messages
+        assert f"SetHeadAngle.accel_rad_per_sec2 = {value!r}" in refused[0]
+        assert f"AppendPathSegLine.to_x_mm = {value!r}" in refused[1]
+        assert sim.wait_until(lambda s: min(s.wheel_speeds()) > 0.0, 5.0)
+    finally:
+        robot.stop()
+        sim.stop()
+
+
 def test_a_post_while_the_client_is_not_running_is_logged_not_raised(log_records):
     # the action, media and object servers and the driver's lifecycle post at edges where the
     # client may be stopping; a post raised TransportStateError before start and after stop
