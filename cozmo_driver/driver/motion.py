@@ -91,7 +91,7 @@ __all__ = [
     "robot_segments", "robot_segment_owners", "check_robot_size",
     "SAME_PLACE_M", "PATH_START_RADIUS_M", "path_start_index", "MIN_ARC_RADIUS_M", "MAX_ARC_RADIUS_M",
     "TURN_THRESHOLD_RAD",
-    "require_finite", "unit_orientation", "QUATERNION_SLACK",
+    "require_finite", "unit_orientation", "QUATERNION_SLACK", "floor_heading", "MIN_HEADING_PROJECTION",
     "drives_forwards", "check_speed", "check_turn_speed", "check_path_rate", "MIN_PATH_RATE",
     "check_tolerance",
     "apply_defaults", "check_segments",
@@ -329,6 +329,30 @@ def unit_orientation(prefix: str, q: Tuple[float, float, float, float],
         f"{prefix}orientation = ({q[0]:g}, {q[1]:g}, {q[2]:g}, {q[3]:g}) is not a unit quaternion "
         f"(length {norm:.4g}): normalised, it means a heading of {heading:.4f} rad "
         "(a heading h is z = sin(h/2), w = cos(h/2))")
+
+
+#: the least horizontal part (of unit length) of the x axis of a pose or frame whose heading on
+#: the floor a goal uses: one under it points (nearly) straight up or down, a pitch within 0.57 deg
+#: of +-90 deg, and its heading would be whatever the rounding of its components made of it
+MIN_HEADING_PROJECTION = 0.01
+
+
+def floor_heading(what: str, q: Tuple[float, float, float, float], frame: str, remedy: str) -> float:
+    """The heading (rad) of the x axis of the rotation ``q`` (a unit quaternion x, y, z, w, in
+    ``frame``, whose xy plane is the floor) projected on the floor. One whose x axis points
+    (nearly) straight up or down, its horizontal part under :data:`MIN_HEADING_PROJECTION`, has
+    none: refused (:class:`MotionError`) saying ``what`` it is and ``remedy``. A merely tilted
+    one keeps the heading of its projection."""
+    x, y, z, w = q
+    up = 2.0 * (x * z - w * y)  # the x axis's vertical part (the rest is on the floor)
+    horizontal = math.hypot(1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y + w * z))
+    if horizontal < MIN_HEADING_PROJECTION:
+        pitch = math.degrees(math.asin(max(-1.0, min(1.0, -up))))
+        raise MotionError(
+            f"{what} points its x axis straight {'up' if up > 0 else 'down'} in {frame} (pitch "
+            f"{pitch:+.1f} deg; the x axis's horizontal part {horizontal:.3f} of its length, under "
+            f"{MIN_HEADING_PROJECTION:g}): it has no heading on the floor; {remedy}")
+    return yaw_of_quaternion(q)
 
 
 def check_speed(value: float, name: str, default: float, limit: float, unit: str,

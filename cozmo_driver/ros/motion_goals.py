@@ -143,7 +143,8 @@ class GoalContext:
         """A geometry_msgs/Pose in ``frame_id`` (the field ``frame_field``, by default the
         pose's header's) -> a Pose2D in the robot's own frame. ``warnings``: the goal uses
         the pose's heading, and a warning goes there if its orientation had to be normalised
-        (:func:`~cozmo_driver.driver.motion.unit_orientation`)."""
+        (:func:`~cozmo_driver.driver.motion.unit_orientation`); one whose x axis points straight
+        up or down in odom is refused then (:func:`~cozmo_driver.driver.motion.floor_heading`)."""
         p, q = pose.position, pose.orientation
         mo.require_finite(field_name + ".", **{"position.x": p.x, "position.y": p.y,
                                                "position.z": p.z, "orientation.x": q.x,
@@ -159,13 +160,23 @@ class GoalContext:
             frame = self.frame_in_odom(frame_id, frame_field or field_name + ".header.frame_id")
             if frame_cache is not None:
                 frame_cache[frame_id] = frame
-        odom = pose_to_2d(tf_compose(frame, Transform((p.x, p.y, p.z), quat)))
+        in_odom = tf_compose(frame, Transform((p.x, p.y, p.z), quat))
+        odom = pose_to_2d(in_odom)
+        if warnings is not None:  # its heading is used: one straight up or down has none
+            odom = odom[:2] + (mo.floor_heading(
+                field_name + ".orientation", in_odom.rotation, self.node._frame("odom_frame"),
+                "give a heading h on the floor alone: z = sin(h/2), w = cos(h/2)"),)
         return compose(inverse(self.offset()), Pose2D(*odom))
 
     def frame_to_robot(self, frame_id: str, field_name: str) -> Pose2D:
-        """The 2D transform robot frame <- ``frame_id``."""
-        odom = Pose2D(*pose_to_2d(self.frame_in_odom(frame_id, field_name)))
-        return compose(inverse(self.offset()), odom)
+        """The 2D transform robot frame <- ``frame_id`` (refused if that frame's x axis points
+        straight up or down: its projection on the floor has no heading)."""
+        frame = self.frame_in_odom(frame_id, field_name)
+        heading = mo.floor_heading(f"{field_name} = '{frame_id.lstrip('/')}'", frame.rotation,
+                                   self.node._frame("odom_frame"),
+                                   "give segments in a frame whose x axis is on the floor "
+                                   "(base_footprint, odom)")
+        return compose(inverse(self.offset()), Pose2D(frame.translation[0], frame.translation[1], heading))
 
     def next_event_id(self) -> int:
         self._event_id = self._event_id % 65535 + 1

@@ -38,6 +38,7 @@ from ros_harness import (CONNECT_TIMEOUT, DISCOVERY_TIMEOUT, LogRecorder, RosHar
                          discovered, sim_fixture)
 from cozmo_driver import robot_geometry as geo  # noqa: E402
 from cozmo_driver.driver.motion import MAX_PATH_POSES  # noqa: E402
+from cozmo_driver.driver.transforms import quaternion_from_rpy  # noqa: E402
 from cozmo_driver.log_throttle import LogThrottle  # noqa: E402
 from cozmo_driver.protocol.messages import ENUMS  # noqa: E402
 from cozmo_driver.protocol.status import RobotStatusFlag  # noqa: E402
@@ -1258,6 +1259,66 @@ def test_an_orientation_that_is_not_a_unit_quaternion_is_normalised_saying_the_h
         assert not [line for line in lines if "unit quaternion" in line], lines
     finally:
         motion._log = motion._log.logger
+
+
+def test_an_orientation_pointing_straight_up_or_down_has_no_heading_and_is_refused(rig):
+    """A pose whose x axis points (nearly) straight up or down (a pitch of +-90 deg: a pose
+    in a camera's frame, roll, pitch and yaw in the wrong order) has no heading on the floor,
+    and go_to_pose turned the robot to whatever heading the rounding of its components made.
+    Where the goal uses its heading (go_to_pose's pose, a path's last pose, the frame of the
+    segments) it is refused saying so, as it is in odom: a frame pitched in tf counts, and a
+    pose that undoes the pitch is fine. A merely tilted pose keeps the heading of its
+    projection on the floor, as before, and a path's other poses are not looked at."""
+    def pitched(pose, pitch: float, yaw: float = 0.3, roll: float = 0.0) -> None:
+        o = pose.orientation
+        o.x, o.y, o.z, o.w = quaternion_from_rpy(roll, pitch, yaw)
+
+    no_heading = "it has no heading on the floor; give a heading h on the floor alone: z = sin(h/2)"
+    down = GoToPose.Goal(pose=pose_stamped(0.1, 0.0, 0.0))
+    pitched(down.pose.pose, math.pi / 2)
+    rig.rejected("go_to_pose", down, "pose.orientation points its x axis straight down in odom (pitch "
+                 "+90.0 deg; the x axis's horizontal part 0.000 of its length, under 0.01): " + no_heading)
+    nearly_up = GoToPose.Goal(pose=pose_stamped(0.1, 0.0, 0.0))
+    pitched(nearly_up.pose.pose, -math.pi / 2 + 0.005, roll=0.4)  # (5 mrad: under 0.01)
+    rig.rejected("go_to_pose", nearly_up, "pose.orientation points its x axis straight up in odom "
+                 "(pitch -89.7 deg; the x axis's horizontal part 0.005 of its length")
+    path = path_goal([(0.05, 0.0, 0.0), (0.1, 0.0, 0.0)])
+    pitched(path.path.poses[1].pose, math.pi / 2)
+    rig.rejected("follow_path", path, "path.poses[1].orientation points its x axis straight down in odom")
+    # a frame looking straight down (its x axis), as a camera's over the floor
+    broadcaster = rig.probe.create_publisher(TFMessage, "/tf_static", STATIC)
+    t = TransformStamped()
+    t.header.frame_id, t.child_frame_id = "odom", "overhead"
+    t.transform.translation.z = 0.3
+    (t.transform.rotation.x, t.transform.rotation.y, t.transform.rotation.z,
+     t.transform.rotation.w) = quaternion_from_rpy(0.0, math.pi / 2, 0.0)
+    broadcaster.publish(TFMessage(transforms=[t]))
+    rig.rejected("go_to_pose", GoToPose.Goal(pose=pose_stamped(0.0, 0.0, 0.0, "overhead")),
+                 "pose.orientation points its x axis straight down in odom (pitch +90.0 deg")
+    rig.rejected("follow_path", FollowPath.Goal(segments_frame_id="overhead", segments=[
+        PathSegment(type=PathSegment.LINE, end_x=0.05)]),
+        "segments_frame_id = 'overhead' points its x axis straight down in odom (pitch +90.0 deg")
+    assert rig.still(0.1)  # nothing reached the robot
+    for name in ("ExecutePath", "AppendPathSegLine", "TurnInPlace"):
+        assert rig.sim.command_counts().get(name, 0) == 0, name
+    # a pose in that frame that pitches back up is level in odom: its heading is the yaw's
+    undone = GoToPose.Goal(pose=pose_stamped(0.0, 0.0, 0.0, "overhead"))
+    # (0.3 m down the frame's x axis, the floor, 0.05 m along its z axis, odom's x)
+    undone.pose.pose.position.x, undone.pose.pose.position.z = 0.3, 0.05
+    pitched(undone.pose.pose, -math.pi / 2, yaw=0.0)
+    status, result = rig.run("go_to_pose", undone)
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    x, y, yaw = rig.odom_truth()
+    assert math.hypot(x - 0.05, y) <= 0.01 and abs(yaw) <= 0.05
+    # tilted poses keep working: a path's first pose pointing up is not used, its last pose
+    # tilted by 0.4 rad (and rolled) is the heading pi/2 on the floor
+    x, y, _ = rig.odom_truth()
+    tilted = path_goal([(x + 0.02, y, 0.0), (x + 0.04, y, 0.0)])
+    pitched(tilted.path.poses[0].pose, -math.pi / 2)
+    pitched(tilted.path.poses[1].pose, 0.4, yaw=math.pi / 2, roll=0.3)
+    status, result = rig.run("follow_path", tilted)
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    assert rig.odom_truth()[2] == pytest.approx(math.pi / 2, abs=0.06)
 
 
 def test_reset_odometry_during_go_to_pose_says_what_the_goal_does(rig):
