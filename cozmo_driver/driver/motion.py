@@ -703,10 +703,11 @@ def path_to_segments(poses: Sequence[Pose2D], start: Pose2D, *, fit_tolerance: f
                      speed: float = DEFAULT_SPEED_MPS, accel: float = DEFAULT_ACCEL_MPS2,
                      decel: float = DEFAULT_ACCEL_MPS2, turn_speed: float = DEFAULT_TURN_SPEED_RADPS,
                      turn_accel: float = DEFAULT_TURN_ACCEL_RADPS2,
-                     turn_tolerance: float = DEFAULT_TURN_TOLERANCE_RAD, turn_threshold: float = TURN_THRESHOLD_RAD
-                     ) -> List[Segment]:
+                     turn_tolerance: float = DEFAULT_TURN_TOLERANCE_RAD, turn_threshold: float = TURN_THRESHOLD_RAD,
+                     first: Optional[int] = None) -> List[Segment]:
     """Lines, arcs and point turns that take the robot from ``start`` along ``poses``
-    (the rules are in the module docstring). All poses and ``start`` in one frame."""
+    (the rules are in the module docstring). All poses and ``start`` in one frame.
+    ``first``: :func:`path_start_index` of ``poses`` and ``start``, if the caller has it."""
     if not poses:
         raise MotionError("the path has no poses: nothing to follow")
     if len(poses) > MAX_PATH_POSES:
@@ -715,7 +716,7 @@ def path_to_segments(poses: Sequence[Pose2D], start: Pose2D, *, fit_tolerance: f
         require_finite(f"path.poses[{k}].", x=p.x, y=p.y, yaw=p.yaw)
     check_tolerance(fit_tolerance, "fit_tolerance", 0.0005, 0.5, "m")
     places = [(start.x, start.y)]
-    for p in poses[path_start_index(poses, start):]:
+    for p in poses[path_start_index(poses, start) if first is None else first:]:
         px, py = places[-1]
         if math.hypot(p.x - px, p.y - py) > SAME_PLACE_M:
             places.append((p.x, p.y))

@@ -591,10 +591,11 @@ class FollowPathGoal(PathGoal):
         return plan
 
     @staticmethod
-    def _convert(plan: Dict[str, Any], start: Pose2D) -> List[Segment]:
+    def _convert(plan: Dict[str, Any], start: Pose2D, first: Optional[int] = None) -> List[Segment]:
         return mo.path_to_segments(plan["poses"], start, fit_tolerance=plan["fit"],
                                    speed=plan["speed"], accel=plan["accel"], decel=plan["decel"],
-                                   turn_speed=plan["turn_speed"], turn_accel=plan["turn_accel"])
+                                   turn_speed=plan["turn_speed"], turn_accel=plan["turn_accel"],
+                                   first=first)
 
     def duration(self, plan: Dict[str, Any]) -> float:
         segments = plan.get("segments")
@@ -609,16 +610,16 @@ class FollowPathGoal(PathGoal):
         plan = run.plan
         start = self.ctx.now_sample().pose
         segments = plan.get("segments")
+        # the leading poses taken as the robot's position (docs/motion.md, rule 1): said below, once
+        # a goal, rather than warned (a grid planner's every path has one)
+        skipped = 0 if segments is not None else mo.path_start_index(plan["poses"], start)
         if segments is None:
-            segments = self._convert(plan, start)
+            segments = self._convert(plan, start, skipped)
         plan["sent"] = segments
         if not segments:
             self.ctx.finish(run, SUCCEEDED, "already at the end of the path: nothing to drive")
             return
         odom = self.ctx.offset()  # the segments are in the robot's own frame: told in odom
-        # the leading poses taken as the robot's position (docs/motion.md, rule 1): said here, once
-        # a goal, rather than warned (a grid planner's every path has one)
-        skipped = mo.path_start_index(plan["poses"], start) if "poses" in plan else 0
         near = ("" if not skipped else f", from path.poses[{skipped}] (path.poses[0"
                 f"{'' if skipped == 1 else f'..{skipped - 1}'}] within {mo.PATH_START_RADIUS_M * 1000:.0f} mm "
                 "of the robot: taken as its position)")
