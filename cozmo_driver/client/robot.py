@@ -12,7 +12,9 @@ is logged and the others still get the event; one that raises SystemExit or Keyb
 ends the I/O thread (an error says so): the link ends there as a lost one that is not tried
 again, DISCONNECTED to the listeners and the client not ready, until :meth:`Robot.stop`, then
 :meth:`Robot.start`.
-Commands may be sent from any thread. Units at this API are the protocol's own (mm, mm/s,
+Commands may be sent from any thread; one that the I/O thread does not take in time (held up
+in a listener) raises :class:`~cozmo_driver.transport.udp.CallTimeoutError` and is dropped,
+never sent late. Units at this API are the protocol's own (mm, mm/s,
 rad); the ROS nodes convert to metres at their boundary.
 
     with Robot("127.0.0.1", 5551) as robot:
@@ -169,7 +171,8 @@ class Robot:
         0.5 s at least. An I/O thread held up past that (a listener or a call that blocks) is
         told to stop and left to end by itself (a warning says so): the stop returns, not
         ready, and the link is ended there, its DISCONNECTED handed out, as the thread's last
-        work once it is free; :meth:`start` raises until it has ended.
+        work once it is free, after the stop (motors, Disconnect) if the thread had not taken
+        it in time; :meth:`start` raises until it has ended.
 
         Raises :class:`~cozmo_driver.transport.udp.TransportStateError`, and does nothing,
         when called on the I/O thread (from a listener, a :meth:`call_soon` or a
@@ -186,7 +189,8 @@ class Robot:
         why = "the I/O thread had ended"  # if no stop reaches the link (see RobotLink.abandon_stop)
         try:
             if self.transport.running:
-                self.transport.call(lambda: self.link.stop(self.transport.clock()), timeout=left())
+                # a stop is harmless late: one the I/O thread has not taken in time still goes out once it is free
+                self.transport.call(lambda: self.link.stop(self.transport.clock()), timeout=left(), drop_late=False)
                 while (not self.transport.call(lambda: self.link.stopped, timeout=left())
                        and time.monotonic() < deadline):
                     self._stopped.wait(0.05)
@@ -349,7 +353,9 @@ class Robot:
     # ------------------------------------------------------------------ commands
 
     def send(self, message) -> None:
-        """Send ``message`` now; raises if it cannot be sent (not connected, too large...)."""
+        """Send ``message`` now; raises if it cannot be sent (not connected, too large...), and
+        :class:`~cozmo_driver.transport.udp.CallTimeoutError` when the I/O thread does not take
+        it within 5 s (held up in a listener or a call): it is dropped then, never sent late."""
         self.transport.call(self.link.send, message)
 
     def post(self, message) -> None:
@@ -405,8 +411,9 @@ class Robot:
         all at most, until the robot has acknowledged it (and so every reliable packet sent
         before it; what is queued after it, faces of the animation stream say, is not waited
         for): True once it has, False when it has not in time, None when the stop
-        could not be sent (not connected, the I/O thread not taking it in time). For a
-        program about to be suspended (Ctrl-Z), whose stop nothing would send again."""
+        could not be sent (not connected, or the I/O thread not taking it in time: it is
+        dropped then, never sent late). For a program about to be suspended (Ctrl-Z), whose
+        stop nothing would send again."""
         deadline = time.monotonic() + timeout
         session = self.link.session
 

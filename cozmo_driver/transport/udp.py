@@ -88,7 +88,7 @@ from ..protocol.frames import MAGIC, MAX_DATAGRAM_SIZE, FrameType, decode_frame
 from ..protocol.messages import PacketType
 
 __all__ = ["UdpTransport", "PeerFilter", "is_reset", "TransportStats", "TransportError", "AddressError",
-           "TransportStateError", "resolve_address", "address_problem", "is_loopback",
+           "TransportStateError", "CallTimeoutError", "resolve_address", "address_problem", "is_loopback",
            "LOOPBACK_ONLY_ENV", "ROBOT_ADDRESS_HINT", "local_address_gone", "send_failure_hint"]
 
 #: When this environment variable is "1", only loopback robot addresses are allowed.
@@ -120,6 +120,18 @@ class AddressError(TransportError, ConfigurationError):
 class TransportStateError(TransportError, UsageError):
     """The adapter was used in a state that does not allow it (not started, started twice,
     called from the wrong thread), or its I/O thread did not start or stop in time."""
+
+
+class CallTimeoutError(TransportStateError, TimeoutError):
+    """:meth:`UdpTransport.call` waited its timeout for the I/O thread (held up in a listener
+    or a call). ``dropped`` True: the thread had not begun the call, and never runs it (a
+    command is not sent seconds late); False: it had begun it and finishes it, or (asked
+    for) runs it when it gets to it. A TimeoutError, for code that catches that."""
+
+    def __init__(self, message: str, dropped: bool) -> None:
+        super().__init__(message)
+        #: whether the call was dropped, never to run (else it runs, or finishes, unwaited for)
+        self.dropped = dropped
 
 
 @dataclass
@@ -504,9 +516,13 @@ class UdpTransport:
                 self._urgent.append(urgent)
             loop.call_soon_threadsafe(callback, *args)
 
-    def call(self, fn: Callable[..., Any], *args: Any, timeout: float = 5.0) -> Any:
+    def call(self, fn: Callable[..., Any], *args: Any, timeout: float = 5.0, drop_late: bool = True) -> Any:
         """Run ``fn(*args)`` on the I/O thread, flush, and return its result (or raise);
-        TransportStateError when the transport is not running or is stopping."""
+        TransportStateError when the transport is not running or is stopping, and
+        :class:`CallTimeoutError` when ``timeout`` s pass first: a call the I/O thread has not
+        begun then is dropped and never runs (a command that timed out is not sent seconds
+        later), unless ``drop_late`` is False (a stop, harmless late: it runs when the
+        thread gets to it); one begun already finishes there. The error says which."""
         if self.in_io_thread():
             try:
                 return fn(*args)
@@ -518,7 +534,7 @@ class UdpTransport:
 
         def runner() -> None:
             if not future.set_running_or_notify_cancel():
-                return
+                return  # dropped: its caller's wait ran out first
             with self._busy:
                 try:
                     future.set_result(fn(*args))
@@ -528,7 +544,18 @@ class UdpTransport:
                     self._pump()
 
         self._schedule(self._loop, runner)
-        return future.result(timeout)
+        try:
+            return future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            waited = f"within {timeout:.3g} s (the I/O thread held up in a listener or a call)"
+            if drop_late and future.cancel():  # not begun: runner() will not run it
+                raise CallTimeoutError(f"the call was not taken {waited}: it was dropped, not run",
+                                       dropped=True) from None
+            if not future.done():  # else it finished as the wait ran out, or raised TimeoutError itself
+                raise CallTimeoutError(f"the call did not finish {waited}: " + (
+                    "it had begun and finishes there" if drop_late else "it runs there once the thread is free")
+                    + ", not waited for", dropped=False) from None
+        return future.result()
 
     def call_soon(self, fn: Callable[..., Any], *args: Any, urgent: bool = False) -> None:
         """Run ``fn(*args)`` on the I/O thread without waiting; errors are logged, and

@@ -274,7 +274,7 @@ def test_a_stop_whose_call_times_out_still_stops_the_thread_and_lets_go_of_the_r
     robot = Robot("127.0.0.1", port, local_host="127.0.0.1", name="held-up")
     robot.start()
 
-    def held_up(fn, *args, timeout=5.0):
+    def held_up(fn, *args, timeout=5.0, drop_late=True):
         raise concurrent.futures.TimeoutError()
 
     monkeypatch.setattr(robot.transport, "call", held_up)
@@ -345,7 +345,7 @@ def test_a_stop_that_reaches_no_io_thread_says_no_stop_was_sent(monkeypatch):
         robot.start()
         assert robot.wait_until_ready(10.0)
 
-        def held_up(fn, *args, timeout=5.0):
+        def held_up(fn, *args, timeout=5.0, drop_late=True):
             raise concurrent.futures.TimeoutError()
 
         with monkeypatch.context() as patched:
@@ -583,8 +583,10 @@ def test_a_stop_whose_io_thread_is_held_up_returns_and_the_thread_ends_the_link_
         thread.join(10.0)
         assert not thread.is_alive()
         assert returned_while_held == [True]
-        # the thread ended the link as its last work
+        # the thread ended the link as its last work, after the stop it had not taken in time
+        # (a stop is not dropped as a late command is: "no stop sent" would name its call's timeout)
         assert robot.state is LinkState.DISCONNECTED and not robot.wait_until_ready(0.0)
+        assert "no stop sent" not in robot.link.state_reason, robot.link.state_reason
         assert seen.link_states()[-1] is LinkState.DISCONNECTED, seen.link_states()
         assert robot.link.session.state is State.CLOSED, robot.link.session.state
         before = seen.count("RobotState")

@@ -16,8 +16,9 @@ from cozmo_driver.protocol import messages as msgs
 from cozmo_driver.protocol.errors import NotConnectedError
 from cozmo_driver.protocol.frames import HEADER_SIZE, MAGIC, FrameType, OOB_SEQ, encode_frame
 from cozmo_driver.protocol.session import Connected, MessageReceived, Role, Session, SessionConfig
-from cozmo_driver.transport.udp import (AddressError, PeerFilter, TransportError, TransportStateError, UdpTransport,
-                                        is_loopback, local_address_gone, resolve_address, send_failure_hint)
+from cozmo_driver.transport.udp import (AddressError, CallTimeoutError, PeerFilter, TransportError,
+                                        TransportStateError, UdpTransport, is_loopback, local_address_gone,
+                                        resolve_address, send_failure_hint)
 
 
 def wait_for(predicate, timeout=3.0):
@@ -186,6 +187,70 @@ def test_call_returns_results_and_raises_errors_in_the_callers_thread(robot_and_
         engine_io.call(engine.send, msgs.SetRobotVolume(level=1))
     caller = threading.get_ident()
     assert engine_io.call(threading.get_ident) != caller  # ran on the I/O thread
+
+
+@contextlib.contextmanager
+def io_thread_held(transport):
+    """Hold ``transport``'s I/O thread in a call of its own until the block ends (no timing)."""
+    held, release = threading.Event(), threading.Event()
+
+    def hold():
+        held.set()
+        release.wait(30)
+
+    transport.call_soon(hold)
+    try:
+        assert held.wait(10), "the I/O thread did not take the holding call"
+        yield
+    finally:
+        release.set()
+
+
+def test_a_call_that_times_out_before_the_io_thread_takes_it_is_dropped_never_run(robot_and_engine):
+    """call(fn, timeout) raised TimeoutError when the I/O thread was held up past the timeout,
+    and fn ran all the same once the thread was free: a command whose send the caller was told
+    had failed (Robot.send, a DriveWheels) went out to the robot seconds later. The call is
+    dropped now, and the error says so."""
+    robot, robot_io, engine, engine_io, received = robot_and_engine
+    engine_io.call(engine.connect, time.monotonic())
+    assert wait_for(lambda: engine.is_connected)
+    with io_thread_held(engine_io):
+        with pytest.raises(CallTimeoutError, match=r"not taken within 0\.2 s .*: it was dropped, not run") as caught:
+            engine_io.call(engine.send, msgs.SetRobotVolume(level=1), timeout=0.2)
+    assert caught.value.dropped and isinstance(caught.value, TimeoutError)
+    # calls run in order: the one after it is sent, and reaches the robot, after it would have
+    engine_io.call(engine.send, msgs.SetRobotVolume(level=2))
+    assert wait_for(lambda: any(isinstance(e, MessageReceived) and e.message.NAME == "SetRobotVolume"
+                                for e in received))
+    volumes = [e.message.level for e in received if isinstance(e, MessageReceived)
+               and e.message.NAME == "SetRobotVolume"]
+    assert volumes == [2], volumes
+
+
+def test_a_call_that_times_out_once_begun_or_left_to_run_late_says_so_and_runs(robot_and_engine):
+    """A call the I/O thread had begun when the wait ran out finishes there, and one asked not
+    to be dropped (``drop_late=False``: a stop) runs once the thread is free; the error says
+    which, and neither is dropped."""
+    robot, robot_io, engine, engine_io, received = robot_and_engine
+    began, release, ran = threading.Event(), threading.Event(), []
+
+    def blocking():
+        began.set()
+        release.wait(30)
+        ran.append("begun")
+
+    try:
+        with pytest.raises(CallTimeoutError, match="it had begun and finishes there") as caught:
+            engine_io.call(blocking, timeout=0.2)
+        assert began.is_set() and not caught.value.dropped
+    finally:
+        release.set()
+    with io_thread_held(engine_io):
+        with pytest.raises(CallTimeoutError, match="it runs there once the thread is free") as caught:
+            engine_io.call(ran.append, "late", timeout=0.2, drop_late=False)
+        assert not caught.value.dropped
+    engine_io.call(lambda: None)  # after both, in order
+    assert ran == ["begun", "late"]
 
 
 def test_urgent_calls_run_on_the_calling_thread_while_the_io_thread_is_idle(robot_and_engine):
