@@ -411,6 +411,61 @@ def test_a_listener_that_ends_the_io_thread_ends_the_link_and_says_so(raised, mo
         sim.stop()
 
 
+def test_a_stop_as_a_call_s_system_exit_ends_the_io_thread_gives_the_threads_reason(log_records):
+    """A stop that comes while the I/O thread ends by a SystemExit (its calls refused, "transport
+    is stopping", the link not ended yet) does not end the link with its own refusal as the
+    reason ("no stop sent: transport is stopping"): its wait for the thread lets the thread end
+    the link first, by its own reason. The window is held by a call the thread runs as it ends."""
+    warnings = log_records("cozmo.client", "WARNING")
+    sim = SimServer(host="127.0.0.1", port=0, config=RobotConfig(seed=11, peer_timeout=1.0)).start()
+    robot = Robot(*sim.address, local_host="127.0.0.1", name="ending")
+    seen = Seen()
+    robot.add_listener(seen, messages=())
+    held, release, in_window, release_window = (threading.Event() for _ in range(4))
+
+    def hold():
+        held.set()
+        release.wait(30)
+
+    def exiting():
+        raise SystemExit()
+
+    def ending():  # queued before the end: the thread runs it after it refuses calls
+        in_window.set()
+        release_window.wait(30)
+
+    stopper = threading.Thread(target=robot.stop, kwargs={"timeout": 10.0})
+    try:
+        robot.start()
+        assert robot.wait_until_ready(10.0)
+        robot.call_soon(hold)
+        assert held.wait(10.0)
+        robot.call_soon(exiting)
+        robot.call_soon(ending)
+        release.set()
+        assert in_window.wait(10.0)
+        assert robot.transport.running and robot.state is LinkState.READY
+        stopper.start()
+        deadline = time.monotonic() + 10.0
+        while not any("[ending] stop: transport is stopping" in m for m in warnings.messages) \
+                and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert any("[ending] stop: transport is stopping" in m for m in warnings.messages), warnings.messages
+    finally:
+        release.set()
+        release_window.set()
+        if stopper.is_alive():
+            stopper.join(15.0)
+    try:
+        assert not stopper.is_alive() and not robot.transport.running
+        assert robot.link.state_reason == "disconnected (no stop sent: the I/O thread ended by SystemExit)", \
+            robot.link.state_reason
+        assert seen.link_states().count(LinkState.DISCONNECTED) == 1, seen.link_states()
+    finally:
+        robot.stop(timeout=0.5)
+        sim.stop()
+
+
 def test_a_start_of_a_started_client_says_so_and_disturbs_nothing():
     """start() of a client that runs took its own claim of the robot for another
     program's: RobotBusyError naming this very program, as if something else drove the
