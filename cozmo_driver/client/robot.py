@@ -109,6 +109,9 @@ class Robot:
         self._ready = threading.Event()
         self._stopped = threading.Event()
         self._claim = RobotClaim(host, port)  # acquired by start()
+        #: what ended the I/O thread by itself (a listener's SystemExit or KeyboardInterrupt, see
+        #: :meth:`_io_failed`), set before the listeners hear its DISCONNECTED; None again at a start
+        self.io_failure: Optional[BaseException] = None
         self.transport = UdpTransport(self.link, local_addr=(local_host, local_port),
                                       remote_addr=(host, port), peer_policy="fixed",
                                       on_event=self._dispatch, name=name, local_hint=LOCAL_ADDRESS_HINT,
@@ -136,6 +139,7 @@ class Robot:
             # the claim of a run whose I/O thread ended by itself (its link ended there): this
             # client's own, not another program's
             self._claim.release()
+        self.io_failure = None
         local_host = self.transport.local_addr[0]
         if local_host not in ("", "0.0.0.0"):  # a specific address: the robot as seen from there
             local_host = resolve_address(*self.transport.local_addr, hint=LOCAL_ADDRESS_HINT)[0]
@@ -241,8 +245,9 @@ class Robot:
         SystemExit or KeyboardInterrupt), ended it (the transport logged it): the link ends
         as after a stop that found the thread ended (:meth:`_abandon_link`), every listener
         told DISCONNECTED, the client not ready; :meth:`stop`, then :meth:`start`, go on
-        from there."""
+        from there (:attr:`io_failure` says what ended it)."""
         self._ready.clear()
+        self.io_failure = failure
         self._abandon_link(f"the I/O thread ended by {type(failure).__name__}", last=True)
 
     def __enter__(self) -> "Robot":

@@ -63,6 +63,17 @@ STATE_GAP_PERIOD_S = 10.0
 BATTERY_RECOVERED_MARGIN_V = 0.05
 
 
+def io_ended_line(where: str, reason: str, failure: BaseException, node: str) -> str:
+    """What the driver says when its robot client's I/O thread ended by ``failure`` (not an
+    Exception: a SystemExit or KeyboardInterrupt where it runs the driver's code, a bug) and
+    the link with it (``reason``), the driver node being ``node``."""
+    return (f"{type(failure).__name__} ended the robot client's I/O thread (see the error before), and the "
+            f"link to the robot at {where} with it ({reason}): the driver no longer hears the robot nor sends "
+            "it anything, and does not reconnect by itself. If the robot still moves, pick it up or switch it "
+            f"off. To connect again: ros2 lifecycle set {node} deactivate, then activate (the robot answers once it "
+            "has let the old link go, a few seconds), or restart the driver")
+
+
 def forget_connect_lines(throttle: Any) -> None:
     """The robot is ready: the "does not answer" and "answered, but sent no robot state"
     lines held back are no longer true (dropped), and the next is said at once."""
@@ -225,7 +236,13 @@ class LinkNotesMixin:
                                    later=f"{text} ({late}). {hint}")
         elif event.state is LinkState.DISCONNECTED:
             self.battery_low_said = False  # the next robot's is told of again
-            self._log(logging.INFO, f"disconnected from the robot at {where}: {event.reason}")
+            # the driver stops listening before it closes the link: a DISCONNECTED it hears is
+            # one it did not ask for; after an I/O thread's end, nothing tries again
+            failure = getattr(self.robot, "io_failure", None)
+            if failure is None:
+                self._log(logging.INFO, f"disconnected from the robot at {where}: {event.reason}")
+            else:
+                self._log(logging.ERROR, io_ended_line(where, event.reason, failure, self.robot.link.name))
         else:
             self._log(logging.DEBUG, f"link {event.state.value}: {event.reason}")
         with self.lock:  # (the front-end destroys its publishers under it)

@@ -393,6 +393,7 @@ def test_a_listener_that_ends_the_io_thread_ends_the_link_and_says_so(raised, mo
         assert seen.link_states()[-1] is LinkState.DISCONNECTED, seen.link_states()
         assert raises == [LinkState.READY, LinkState.DISCONNECTED]   # (its second raise logged)
         assert robot.link.state_reason == f"disconnected (no stop sent: the I/O thread ended by {raised.__name__})"
+        assert isinstance(robot.io_failure, raised)  # what the driver names (core.link_notes)
         assert robot.link.session.state is State.CLOSED, robot.link.session.state
         said = [m for m in errors.messages if m.startswith("[exit] the I/O thread ended: ")]
         assert len(said) == 1, errors.messages
@@ -404,6 +405,7 @@ def test_a_listener_that_ends_the_io_thread_ends_the_link_and_says_so(raised, mo
         robot.remove_listener(exiting)
         before = seen.count("RobotState")
         robot.start()
+        assert robot.io_failure is None
         assert robot.wait_until_ready(10.0)
         wait_for_robot_states(seen, before + 10)
     finally:

@@ -1877,6 +1877,39 @@ def test_closing_the_link_of_a_robot_that_never_answered_says_there_was_nothing_
     assert not any("no stop could reach it" in m for m in lines), lines
 
 
+def test_an_io_thread_ended_by_a_system_exit_is_said_with_what_to_do_and_activation_connects_again(
+        make_driver, rclpy_log):
+    """A SystemExit in the robot client's I/O thread (a bug in code it runs) ends the thread and
+    the link with it: the driver said only "disconnected from the robot at ...: disconnected (no
+    stop sent: the I/O thread ended by SystemExit)", at INFO, and nothing of what to do. It says,
+    as an error, that the driver no longer hears the robot nor reconnects by itself, that the
+    robot may still move, and how to connect again: a deactivation and activation does."""
+    h = make_driver()
+    link = h.listen("link", LinkStatus, "link_status", LATCHED)
+    assert h.spin_until(lambda: link and link[-1].state == LinkStatus.CONNECTED, CONNECT_TIMEOUT)
+    robot, raised = h.node._robot, []
+
+    def exiting(event):  # a bug in code the I/O thread runs: once
+        if not raised:
+            raised.append(event)
+            raise SystemExit()
+
+    robot.add_listener(exiting, messages=["RobotState"])
+    assert h.spin_until(lambda: link[-1].state == LinkStatus.DISCONNECTED, 10.0), [m.state for m in link]
+    lines = [line.message for line in rclpy_log.of(h.node)]
+    name = h.node.get_fully_qualified_name()
+    said = [m for m in lines if m.startswith("SystemExit ended the robot client's I/O thread")]
+    assert len(said) == 1, lines
+    assert rclpy_log.said(h.node, LoggingSeverity.ERROR, said[0])
+    assert "(disconnected (no stop sent: the I/O thread ended by SystemExit))" in said[0], said
+    assert "does not reconnect by itself" in said[0] and "If the robot still moves, pick it up" in said[0], said
+    assert f"To connect again: ros2 lifecycle set {name} deactivate, then activate" in said[0], said
+    robot.remove_listener(exiting)
+    assert h.node.trigger_deactivate() == TransitionCallbackReturn.SUCCESS
+    assert h.node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+    assert h.spin_until(lambda: link[-1].state == LinkStatus.CONNECTED, CONNECT_TIMEOUT), [m.state for m in link]
+
+
 @pytest.mark.parametrize("reason, said", [
     ("disconnected", (logging.INFO, "disconnected from the robot (motors stopped)")),
     ("disconnected (unacknowledged)",
