@@ -303,10 +303,8 @@ def test_a_stop_after_the_io_thread_ended_leaves_the_client_disconnected_and_sta
     try:
         robot.start()
         assert robot.wait_until_ready(10.0)
-        thread = robot.transport._thread
-        robot.transport.stop()      # directly: the link is left READY
-        thread.join(5.0)
-        assert not thread.is_alive()
+        robot.transport.stop()      # directly (it joins the thread): the link is left READY
+        assert not robot.transport.running
         robot.stop(timeout=0.5)
         assert robot.state is LinkState.DISCONNECTED
         assert not robot.wait_until_ready(0.0)
@@ -385,9 +383,7 @@ def test_a_listener_that_ends_the_io_thread_ends_the_link_and_says_so(raised, mo
     try:
         robot.start()
         assert robot.wait_until_ready(10.0)
-        thread = robot.transport._thread
-        thread.join(5.0)
-        assert not thread.is_alive()
+        assert io_thread_ended(robot, 5.0)
         assert not robot.wait_until_ready(0.0)
         assert robot.state is LinkState.DISCONNECTED
         assert seen.link_states()[-1] is LinkState.DISCONNECTED, seen.link_states()
@@ -507,9 +503,8 @@ def test_a_start_after_a_listener_ended_the_io_thread_connects_without_a_stop_fi
     robot.add_listener(seen, messages=["RobotState"])
     try:
         robot.start()
-        thread = robot.transport._thread
-        thread.join(10.0)
-        assert raised and not thread.is_alive()
+        assert io_thread_ended(robot, 10.0)
+        assert raised
         assert robot.state is LinkState.DISCONNECTED
         before = seen.count("RobotState")
         robot.start()  # no stop() first
@@ -552,6 +547,14 @@ def test_a_start_after_a_stop_whose_time_ran_out_connects_afresh():
     finally:
         robot.stop(timeout=0.5)
         sim.stop()
+
+
+def io_thread_ended(robot: Robot, timeout: float) -> bool:
+    """Wait (``timeout`` s at most) until the robot client's I/O thread has ended; whether it has."""
+    deadline = time.monotonic() + timeout
+    while robot.transport.running and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return not robot.transport.running
 
 
 def wait_for_robot_states(seen: Seen, count: int) -> None:
@@ -624,7 +627,6 @@ def test_a_stop_whose_io_thread_is_held_up_returns_and_the_thread_ends_the_link_
     try:
         robot.start()
         assert robot.wait_until_ready(10.0)
-        thread = robot.transport._thread
         try:
             hold.set()
             assert held.wait(5.0)
@@ -637,8 +639,7 @@ def test_a_stop_whose_io_thread_is_held_up_returns_and_the_thread_ends_the_link_
                 robot.start()  # its I/O thread has not ended
         finally:
             release.set()
-        thread.join(10.0)
-        assert not thread.is_alive()
+        assert io_thread_ended(robot, 10.0)
         assert returned_while_held == [True]
         # the thread ended the link as its last work, after the stop it had not taken in time
         # (a stop is not dropped as a late command is: "no stop sent" would name its call's timeout)

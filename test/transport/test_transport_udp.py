@@ -305,7 +305,7 @@ def test_urgent_calls_go_between_the_events_of_a_busy_burst(robot_and_engine):
                             urgent=True)
     posted.set()
     assert wait_for(lambda: sum(o[0] == "event" for o in order) == 10)
-    io_thread = engine_io._thread.ident
+    io_thread = engine_io.call(threading.get_ident)
     assert order[:3] == [("event", 0), ("urgent", "first", io_thread), ("urgent", "second", io_thread)]
     assert [o[1] for o in order if o[0] == "event"] == list(range(10))
 
