@@ -417,8 +417,8 @@ class Robot:
         before it; what is queued after it, faces of the animation stream say, is not waited
         for): True once it has, False when it has not in time, None when the stop
         could not be sent (not connected, or the I/O thread not taking it in time: it is
-        dropped then, never sent late). For a program about to be suspended (Ctrl-Z), whose
-        stop nothing would send again."""
+        dropped then, never sent late; one it had begun goes out). For a program about to be
+        suspended (Ctrl-Z), whose stop nothing would send again."""
         deadline = time.monotonic() + timeout
         session = self.link.session
 
