@@ -343,6 +343,7 @@ def resolve_arguments(values: Optional[Mapping[str, Any]] = None,
     config = Path(raw["config"]).expanduser() if raw["config"].strip() else default_config_path()
     if not config.is_file():
         raise PlanError(f"config:={raw['config'] or config}: no such parameter file")
+    _parameter_sections(config)  # a file rcl would refuse, or read as none: before anything starts
     return BringupArgs(
         robot_ip=_parse_robot_ip(raw["robot_ip"]),
         robot_port=_parse_port("robot_port", raw["robot_port"], allow_empty=True),
@@ -574,7 +575,7 @@ def unreached_config_sections(args: BringupArgs) -> List[str]:
     started is for when it is, and one of these nodes under another namespace
     (``/robot2/cozmo_driver:`` in a file shared by several robots) is for that namespace's
     bring-up (:func:`config_sections_of_other_namespaces`): none is warned of. A file the
-    plan cannot read gives none (its nodes say why)."""
+    plan cannot read gives none (resolve_arguments refuses it)."""
     nodes = _bringup_nodes(args)
     warnings = []
     for key, namespace in _unreached_sections(args):
@@ -623,22 +624,69 @@ def _unreached_sections(args: BringupArgs) -> List[Tuple[str, Optional[str]]]:
     return unreached
 
 
+_PARAMETERS_KEY = "ros__parameters"
+
+
+def _what(value: Any) -> str:
+    """How a message names a YAML value that is not where it should be."""
+    if value is None:
+        return "nothing (an empty value)"
+    if isinstance(value, list):
+        return "a list"
+    text = repr(value)
+    return f"the value {text if len(text) <= 40 else text[:37] + '...'}"
+
+
 def _parameter_sections(path: Path) -> List[Tuple[str, Dict[str, Any]]]:
     """(node key, its ros__parameters) of a parameter file, in the file's order; PlanError
-    for a file that cannot be read or is not a parameter file."""
+    for a file that cannot be read or is not a parameter file.
+
+    Read as rcl reads it: the keys above a ``ros__parameters:`` are the node's name, nested
+    ones joined with '/' (``robot1:`` then ``cozmo_driver:`` is ``robot1/cozmo_driver``);
+    a value that is not a mapping there, or a ``ros__parameters:`` that is not one, is
+    refused, as rcl refuses it (a file that holds no mapping at all, which rcl reads as no
+    parameters, too: the user's parameters would be silently not applied)."""
     try:
         import yaml
     except ImportError as exc:  # pragma: no cover - PyYAML is a dependency of xacro
         raise PlanError(f"PyYAML is needed to read {path}: {exc}") from exc
     try:
         with open(path, encoding="utf-8") as stream:
-            data = safe_load(stream) or {}
-    except (OSError, yaml.YAMLError) as exc:
+            data = safe_load(stream)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise PlanError(f"cannot read the parameter file {path}: {exc}") from exc
+    if data is None:  # an empty file: no parameters
+        return []
+    example = "as in the package's config/cozmo.yaml"
     if not isinstance(data, dict):
-        raise PlanError(f"{path} is not a ROS 2 parameter file (no node names at the top)")
-    return [(str(key), dict(section.get("ros__parameters") or {}))
-            for key, section in data.items() if isinstance(section, dict)]
+        raise PlanError(f"{path} is not a ROS 2 parameter file: it holds {_what(data)} where node "
+                        f"names are expected (cozmo_driver:, with ros__parameters: under it, {example})")
+    sections: List[Tuple[str, Dict[str, Any]]] = []
+
+    def walk(mapping: Mapping[Any, Any], prefix: str) -> None:
+        for key, value in mapping.items():
+            if key == _PARAMETERS_KEY:
+                if not prefix:
+                    raise PlanError(f"{path}: ros__parameters: at the top names no node: put it "
+                                    f"under the node's name (cozmo_driver:), {example}")
+                if not isinstance(value, dict):
+                    raise PlanError(
+                        f"{path}: the ros__parameters of {prefix!r} hold {_what(value)}, not the "
+                        "node's parameters: write them under it as name: value lines (none: "
+                        f"ros__parameters: {{}}), {example}")
+                sections.append((prefix, dict(value)))
+            elif not isinstance(value, dict):
+                where = (f"{key!r} under {prefix!r} holds {_what(value)} outside ros__parameters: a "
+                         f"node's parameters go under its ros__parameters: ({prefix}: ros__parameters: "
+                         f"{key}: ...)" if prefix else
+                         f"{key!r} holds {_what(value)} where a node's section is expected "
+                         "(ros__parameters: with the node's parameters under it)")
+                raise PlanError(f"{path}: {where}, {example}")
+            else:
+                walk(value, f"{prefix}/{str(key).strip('/')}" if prefix else str(key))
+
+    walk(data, "")
+    return sections
 
 
 def _sim_entry(args: BringupArgs) -> ProcessEntry:

@@ -405,6 +405,73 @@ def test_cozmo_bringup_warns_of_a_config_section_that_reaches_no_node(tmp_path, 
     assert "did you mean '/cozmo_driver'?" in err
 
 
+_ROS = "cozmo_driver:\n  ros__parameters:\n"
+
+
+@pytest.mark.parametrize("text, message", [
+    # rcl refuses each of these (the driver exited 2 once the simulator had started), or
+    # crashed the plan with a TypeError (ros__parameters not a mapping)
+    (_ROS[:-1] + " [1, 2]\n", r"the ros__parameters of 'cozmo_driver' hold a list, not the node's "
+                              r"parameters: write them under it as name: value lines"),
+    (_ROS[:-1] + " 5\n", "the ros__parameters of 'cozmo_driver' hold the value 5"),
+    (_ROS[:-1] + " abc\n", "the ros__parameters of 'cozmo_driver' hold the value 'abc'"),
+    (_ROS, r"the ros__parameters of 'cozmo_driver' hold nothing \(an empty value\).*ros__parameters: \{\}"),
+    ("cozmo_driver: 5\n", "'cozmo_driver' holds the value 5 where a node's section is expected"),
+    ("cozmo_driver:\n  max_wheel_speed: 0.1\n",
+     r"'max_wheel_speed' under 'cozmo_driver' holds the value 0.1 outside ros__parameters: .*"
+     r"\(cozmo_driver: ros__parameters: max_wheel_speed: ...\)"),
+    ("ros__parameters:\n  max_wheel_speed: 0.1\n", "ros__parameters: at the top names no node"),
+    (_ROS + "    max_wheel_speed: [0.1\n", r"(?s)cannot read the parameter file .*mine.yaml: .*line 3"),
+    # rcl reads these as no parameters at all: the user's file was silently not applied
+    ("- cozmo_driver\n- cozmo_face\n", "is not a ROS 2 parameter file: it holds a list where node names "
+                                       "are expected"),
+    ("max_wheel_speed = 0.1\n", "is not a ROS 2 parameter file: it holds the value 'max_wheel_speed = 0.1'"),
+])
+@pytest.mark.parametrize("namespace", ["", "robot1"])
+def test_a_config_file_that_is_no_parameter_file_is_refused_before_anything_starts(
+        tmp_path, text, message, namespace):
+    config = _config(tmp_path, text)
+    with pytest.raises(plan.PlanError, match=message):
+        plan.resolve_arguments({"config": config, "namespace": namespace})
+
+
+@pytest.mark.parametrize("text", [_ROS[:-1] + " [1, 2]\n", "- cozmo_driver\n"])
+def test_cozmo_bringup_refuses_a_config_file_that_is_no_parameter_file(tmp_path, capsys, text):
+    config = _config(tmp_path, text)
+    assert bringup.main([f"config:={config}", "use_sim:=true", "--dry-run"]) == 2
+    out, err = capsys.readouterr()
+    assert err.startswith(f"cozmo_bringup: error: {config}") and "Traceback" not in err, err
+    assert out == ""
+
+
+@pytest.mark.parametrize("text", ["", "{}\n", "cozmo_driver: {}\n", _ROS[:-1] + " {}\n"])
+def test_a_config_file_without_parameters_is_taken(tmp_path, text):
+    args = plan.resolve_arguments({"config": _config(tmp_path, text), "namespace": "robot1"})
+    assert plan.unreached_config_sections(args) == []
+
+
+_NESTED = ("robot1:\n  cozmo_driver:\n    ros__parameters:\n      cmd_vel_stamped: true\n"
+           "      max_wheel_speed: 0.05\n")
+
+
+def test_a_config_section_under_nested_namespace_keys_is_read_as_rcl_reads_it(tmp_path):
+    """``robot1:`` then ``cozmo_driver:`` is the node key robot1/cozmo_driver for rcl: it reaches
+    /robot1/cozmo_driver. The plan read only the top keys, warned that 'robot1' reached no node
+    and its parameters were not applied, and gave the behavior engine the wrong cmd_vel type."""
+    config = _config(tmp_path, _NESTED)
+    args = plan.resolve_arguments({"config": config, "namespace": "robot1", "enable_behavior": "true"})
+    assert plan.unreached_config_sections(args) == []
+    assert plan.config_sections_of_other_namespaces(args) == []
+    entries = entries_by_name(plan.make_plan(args, description=lambda prefix: "<robot/>"))
+    assert merged_parameters(entries["behavior"])["cmd_vel_stamped"] is True
+    assert "max_wheel_speed" not in merged_parameters(entries["driver"])   # reaches it by itself
+    # without the namespace, it is another namespace's section
+    args = plan.resolve_arguments({"config": config})
+    assert plan.unreached_config_sections(args) == []
+    (note,) = plan.config_sections_of_other_namespaces(args)
+    assert note.startswith(f"config:={config}: the section 'robot1/cozmo_driver' is for the namespace /robot1")
+
+
 def test_a_tool_that_is_not_installed_is_skipped_saying_how_to_get_it(monkeypatch):
     rviz = make(rviz="true")["rviz"]
     monkeypatch.setenv("ROS_DISTRO", "jazzy")
