@@ -52,6 +52,7 @@ the parameter files it is asked for.
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import os
 import re
 import shutil
@@ -62,6 +63,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
+from .addresses import address_problem
 from .description import DESCRIPTION_PACKAGE, DescriptionError, package_share, robot_description
 from .errors import ConfigurationError
 from .fast_yaml import safe_load
@@ -203,6 +205,8 @@ class BringupArgs:
 
 
 _NAME_TOKEN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: what the driver's messages say of the robot's address (transport.udp's ROBOT_ADDRESS_HINT)
+ROBOT_ADDRESS_HINT = "a Cozmo answers at 172.31.1.1 on its own Wi-Fi"
 #: host:port (one colon: an IPv6 address has more, and is the driver's to refuse)
 _HOST_AND_PORT = re.compile(r"^([^:]+):([0-9]+)$")
 
@@ -270,13 +274,40 @@ def _parse_port(name: str, value: str, allow_empty: bool) -> Optional[int]:
     return port
 
 
+def _is_ipv6(text: str) -> bool:
+    """Whether ``text`` is an IPv6 address (``[::1]``, ``fe80::1%wlan0``, ``[::1]:5551`` too)."""
+    host = text[1:].split("]", 1)[0] if text.startswith("[") else text
+    try:
+        ipaddress.IPv6Address(host.split("%", 1)[0])
+    except ValueError:
+        return False
+    return True
+
+
 def _parse_robot_ip(value: str) -> str:
+    """robot_ip, judged as the driver's link judges it when it opens (nothing resolved), and
+    as a host name, so that an address the driver would refuse, or could not resolve, is
+    refused before anything starts."""
     text = str(value).strip()
     match = _HOST_AND_PORT.match(text)
     if match:  # the driver would be configured for the robot at <host>:<port>:<robot_port>
         raise PlanError(f"robot_ip:={value!r}: robot_ip is the address only; give the port as "
                         f"robot_port:={match.group(2)} (robot_ip:={match.group(1)} "
                         f"robot_port:={match.group(2)})")
+    if not text:
+        return text
+    hint = f"{ROBOT_ADDRESS_HINT}: robot_ip:=172.31.1.1"
+    if _is_ipv6(text):
+        raise PlanError(f"robot_ip:={value!r}: an IPv6 address; the driver reaches the robot over "
+                        f"IPv4 only ({hint})")
+    problem = address_problem(text, destination=True)
+    labels = text[:-1].split(".") if text.endswith(".") else text.split(".")
+    if problem is None and not all(label and label[0] != "-" and label[-1] != "-" and
+                                   all(c.isalnum() or c in "-_" for c in label) for label in labels):
+        problem = (f"{text!r} is neither an IPv4 address nor a host name (letters, digits, '-' "
+                   "and '_', in parts separated by dots)")
+    if problem is not None:
+        raise PlanError(f"robot_ip:={value!r}: {problem}; check the address ({hint})")
     return text
 
 

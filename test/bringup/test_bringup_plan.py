@@ -136,10 +136,35 @@ def test_bad_arguments_are_refused_with_the_reason(values, message):
         plan.resolve_arguments(values)
 
 
-@pytest.mark.parametrize("address", ["172.31.1.1", "cozmo.local", "::1", "fe80::1", "[::1]:5551"])
-def test_an_address_with_colons_but_no_port_goes_to_the_driver(address):
-    # an IPv6 address is the driver's to refuse, with its own message
-    assert plan.resolve_arguments({"robot_ip": address}).robot_ip == address
+@pytest.mark.parametrize("address", ["172.31.1.1", "127.0.0.1", "cozmo.local", "cozmo.local.", "cozmo-1",
+                                     "my_host", "localhost"])
+def test_an_ipv4_address_or_a_host_name_goes_to_the_driver(address):
+    assert plan.resolve_arguments({"robot_ip": f" {address} "}).robot_ip == address
+
+
+@pytest.mark.parametrize("address, problem", [
+    # the driver refused these once the bring-up had started its other processes (exit 2),
+    # or tried to resolve them as host names first
+    ("::1", "an IPv6 address; the driver reaches the robot over IPv4 only"),
+    ("fe80::1%wlan0", "an IPv6 address"),
+    ("[::1]:5551", "an IPv6 address"),
+    ("172.31.1", "'172.31.1' is not an IPv4 address of four numbers 0-255 separated by dots"),
+    ("172.031.1.1", "is not an IPv4 address of four numbers"),
+    ("172.31.1.1 5551", "is not an IPv4 address of four numbers"),
+    ("0.0.0.0", "0.0.0.0 is the unspecified address"),
+    ("255.255.255.255", "the broadcast address"),
+    ("172. 31.1.1", "'172. 31.1.1' is neither an IPv4 address nor a host name"),
+    ("http://172.31.1.1", "neither an IPv4 address nor a host name"),
+    ("172.31.1.1/24", "neither an IPv4 address nor a host name"),
+    ("172.31.1.1:", "neither an IPv4 address nor a host name"),
+    ("cozmo..local", "neither an IPv4 address nor a host name"),
+])
+def test_a_robot_address_the_driver_would_refuse_is_refused_before_anything_starts(address, problem):
+    with pytest.raises(plan.PlanError) as refused:
+        plan.resolve_arguments({"robot_ip": address})
+    message = str(refused.value)
+    assert message.startswith(f"robot_ip:={address!r}: ") and problem in message, message
+    assert message.endswith("(a Cozmo answers at 172.31.1.1 on its own Wi-Fi: robot_ip:=172.31.1.1)")
 
 
 def test_the_simulators_arguments_are_judged_by_the_names_given():

@@ -933,15 +933,17 @@ def test_a_robot_that_does_not_answer_fails_with_a_clear_message(tmp_path, capsy
 @pytest.mark.ros
 @pytest.mark.slow
 def test_a_driver_that_refuses_to_run_is_a_bring_up_failure(tmp_path, capsys):
-    """The driver exits 2 before the robot answered (an address that does not resolve):
-    the demo exits 2 too, saying what the node said. An earlier run's files are removed
-    (the demo's own checks passed: the driver refuses later), and the run says so; other
-    files stay."""
+    """The driver exits 2 before the robot answered (a local address of its parameter file
+    that is none: the bring-up plan refuses a robot_ip of that kind itself): the demo exits
+    2 too, saying what the node said. An earlier run's files are removed (the demo's own
+    checks passed: the driver refuses later), and the run says so; other files stay."""
     project_executable("cozmo_driver_node")
+    config = tmp_path.parent / f"{tmp_path.name}_local_ip.yaml"
+    config.write_text("cozmo_driver:\n  ros__parameters:\n    local_ip: 999.1.1.1\n")
     for name in ("camera.png", "face.png", "trajectory.png", "sound.wav", "bringup.log"):
         (tmp_path / name).write_bytes(b"an earlier run")
     (tmp_path / "notes.txt").write_text("mine")
-    status = demo.main(["--robot-ip", "999.1.1.1", "--artifacts", str(tmp_path)])
+    status = demo.main(["--robot-ip", "127.0.0.9", f"config:={config}", "--artifacts", str(tmp_path)])
     out = capsys.readouterr().out
     assert status == 2, out[-3000:]
     assert (f"removed the artefacts of an earlier run from {tmp_path}: bringup.log, camera.png, "
