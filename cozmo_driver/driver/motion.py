@@ -30,7 +30,8 @@ Conversion of a pose path (:func:`path_to_segments`)
    the first one beyond :data:`PATH_START_RADIUS_M` of the robot on
    (:func:`path_start_index`): the leading poses within it are where the robot is
    (a grid planner starts its path at the centre of the robot's cell, a few mm
-   behind or beside it, and the robot would turn round to it and back), the last
+   behind or beside it, and the robot would turn round to it and back), and so are
+   those within :data:`PATH_PASSED_RADIUS_M` that the robot is past; the last
    pose always stays; a position within :data:`SAME_PLACE_M` of the previous place
    is the same place.
 2. From each place, the longest run of following places that lies within
@@ -89,7 +90,8 @@ __all__ = [
     "LIFT_TOLERANCE_M", "MAX_ACCEL_MPS2", "MAX_TURN_ACCEL_RADPS2", "MAX_PATH_SEGMENTS",
     "MAX_PATH_POSES", "SEGMENT_GAP_M",
     "robot_segments", "robot_segment_owners", "check_robot_size",
-    "SAME_PLACE_M", "PATH_START_RADIUS_M", "path_start_index", "MIN_ARC_RADIUS_M", "MAX_ARC_RADIUS_M",
+    "SAME_PLACE_M", "PATH_START_RADIUS_M", "PATH_PASSED_RADIUS_M", "path_start_index",
+    "MIN_ARC_RADIUS_M", "MAX_ARC_RADIUS_M",
     "TURN_THRESHOLD_RAD",
     "require_finite", "unit_orientation", "QUATERNION_SLACK", "floor_heading", "MIN_HEADING_PROJECTION",
     "drives_forwards", "check_speed", "check_turn_speed", "check_path_rate", "MIN_PATH_RATE",
@@ -147,6 +149,11 @@ SAME_PLACE_M = 0.001
 #: cut is no more than a path follower's own slack (Nav2's controllers prune the path to the
 #: pose nearest the robot likewise)
 PATH_START_RADIUS_M = 0.01
+#: a leading pose farther than PATH_START_RADIUS_M but within this, m, that the robot is past (it
+#: stands ahead of the pose, towards the pose after it) is taken as its position too: the robot
+#: moved on since the path was planned, and followed from there it would turn round to go back
+#: to it, as Nav2's controllers, which prune the path to the pose nearest the robot, do not
+PATH_PASSED_RADIUS_M = 0.02
 MIN_ARC_RADIUS_M = 0.01
 #: go_to_pose: how far off its planned heading the path follower may arrive (the final turn's
 #: loosest tolerance); the final turn is left out when the plan arrives within the heading
@@ -689,14 +696,31 @@ def _longest(fits, i: int, n: int, first: int) -> int:
 
 def path_start_index(poses: Sequence[Pose2D], start: Pose2D) -> int:
     """The index of the first pose followed from ``start``: the first one more than
-    :data:`PATH_START_RADIUS_M` from it, or the last pose (never dropped: its heading is
-    the goal's). Only leading poses are skipped: a path that comes back near the start
-    later is followed there."""
+    :data:`PATH_START_RADIUS_M` from it that it is not past (:data:`PATH_PASSED_RADIUS_M`),
+    or the last pose (never dropped: its heading is the goal's). Only leading poses are
+    skipped: a path that comes back near the start later is followed there."""
     last = len(poses) - 1
     k = 0
-    while k < last and math.hypot(poses[k].x - start.x, poses[k].y - start.y) <= PATH_START_RADIUS_M:
+    while k < last and _taken_as_start(poses, k, start):
         k += 1
     return k
+
+
+def _taken_as_start(poses: Sequence[Pose2D], k: int, start: Pose2D) -> bool:
+    """Whether the leading pose ``k`` is where the robot at ``start`` is: within
+    :data:`PATH_START_RADIUS_M` of it, or within :data:`PATH_PASSED_RADIUS_M` and behind it
+    along the path (``start`` ahead of the pose, towards the next pose at another place)."""
+    p = poses[k]
+    distance = math.hypot(start.x - p.x, start.y - p.y)
+    if distance <= PATH_START_RADIUS_M:
+        return True
+    if distance > PATH_PASSED_RADIUS_M:
+        return False
+    for j in range(k + 1, len(poses)):
+        dx, dy = poses[j].x - p.x, poses[j].y - p.y
+        if math.hypot(dx, dy) > SAME_PLACE_M:
+            return (start.x - p.x) * dx + (start.y - p.y) * dy > 0.0
+    return False
 
 
 def path_to_segments(poses: Sequence[Pose2D], start: Pose2D, *, fit_tolerance: float,

@@ -622,7 +622,8 @@ class FollowPathGoal(PathGoal):
         odom = self.ctx.offset()  # the segments are in the robot's own frame: told in odom
         near = ("" if not skipped else f", from path.poses[{skipped}] (path.poses[0"
                 f"{'' if skipped == 1 else f'..{skipped - 1}'}] within {mo.PATH_START_RADIUS_M * 1000:.0f} mm "
-                "of the robot: taken as its position)")
+                f"of the robot, or within {mo.PATH_PASSED_RADIUS_M * 1000:.0f} mm and passed by it: taken "
+                "as its position)")
         self.ctx.log.info(f"follow_path: {len(segments)} segment{'s' if len(segments) != 1 else ''}, "
                           f"{sum(s.length for s in segments):.3f} m, in "
                           f"{self.ctx.node._frame('odom_frame')}{near}: "

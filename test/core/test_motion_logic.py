@@ -193,6 +193,38 @@ def test_a_path_starting_farther_than_the_radius_is_followed_from_its_first_pose
     assert segs[1].end_point() == pytest.approx((-0.012, 0.0))
 
 
+@pytest.mark.parametrize("x", [0.005, 0.008, 0.012])
+def test_a_first_pose_the_robot_is_past_is_taken_as_its_position(x):
+    """The robot moved on since the path was planned: its first pose, 10-20 mm away, is behind
+    and beside it. Followed from that pose, the robot turned round (2.1 rad), drove back to it
+    and turned round again; it now goes on from where it is, turning little."""
+    start = Pose2D(x, 0.009, 0.0)
+    poses = [Pose2D(0.01 * k, 0.0, 0.0) for k in range(31)]
+    assert mo.PATH_START_RADIUS_M < math.hypot(x, 0.009) <= mo.PATH_PASSED_RADIUS_M  # the first pose
+    assert mo.path_start_index(poses, start) >= 1
+    segs = mo.path_to_segments(poses, start, fit_tolerance=0.008)
+    assert turned(segs, 0.0) < 1.2, [s.describe() for s in segs]
+    assert segs[-1].end_point() == pytest.approx((0.3, 0.0))
+
+
+def test_a_first_pose_within_20_mm_that_the_robot_is_not_past_is_followed():
+    """Ahead of the robot or beside it (not past), a first pose beyond 10 mm stays, as does one
+    past it but farther than 20 mm; past it within 20 mm, it is skipped, up to the pose the
+    robot is not past."""
+    poses = [Pose2D(0.01 * k, 0.0, 0.0) for k in range(31)]
+    cases = [((-0.012, 0.0), 0),     # 12 mm before the path's start: driven to
+             ((0.0, 0.015), 0),      # 15 mm beside it: driven to
+             ((0.015, 0.015), 0),    # past it, but 21 mm away
+             ((0.005, -0.019), 1)]   # past it, 19.6 mm away; the next pose is ahead of the robot
+    for (x, y), first in cases:
+        assert mo.path_start_index(poses, Pose2D(x, y, 0.0)) == first, (x, y)
+    one = [Pose2D(0.0, 0.0, 1.0)]    # the goal alone is never skipped
+    assert mo.path_start_index(one, Pose2D(0.005, 0.009, 0.0)) == 0
+    # the path's direction at a pose is to the next pose at another place (not 0.5 mm back)
+    again = [Pose2D(0.0, 0.0, 0.0), Pose2D(-0.0005, 0.0, 0.0), Pose2D(0.02, 0.0, 0.0), Pose2D(0.03, 0.0, 0.0)]
+    assert mo.path_start_index(again, Pose2D(0.005, 0.009, 0.0)) == 2
+
+
 @pytest.mark.parametrize("last", [(0.006, 0.0), (-0.006, 0.0), (0.0, 0.009)])
 def test_the_last_pose_is_never_skipped(last):
     """A goal within the radius, after poses within it too, is still driven to and its
