@@ -4,6 +4,7 @@ trackers, and the small tf lookup (cozmo_driver/driver/motion.py, transforms.py)
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -170,6 +171,39 @@ def test_a_grid_planners_path_is_followed_from_the_robot_without_turning_round(o
     assert segs[-2].end_point() == pytest.approx((poses[-1].x, poses[-1].y), abs=1e-12)
     assert turned(segs, start.yaw) < 0.05, described
     assert mo.path_start_index(poses, start) >= 1
+
+
+def _default_fit_tolerance() -> float:
+    """FollowPath's default fit_tolerance, as the interface gives it to every client."""
+    action = Path(__file__).resolve().parents[2] / "cozmo_interfaces" / "action" / "FollowPath.action"
+    (line,) = [ln for ln in action.read_text().splitlines() if ln.startswith("float64 fit_tolerance ")]
+    return float(line.split()[-1])
+
+
+@pytest.mark.parametrize("along, across", [(2, 1), (3, 1), (4, 1), (3, 2), (5, 2)])
+def test_a_grid_planners_staircase_is_one_straight_run_at_the_default_fit_tolerance(along, across):
+    """A grid planner's path along a slope that is neither an axis nor a diagonal is a
+    staircase of cell centres, up to 7 mm off any line through its poses. At the old default
+    fit_tolerance (5 mm) a 4:1 one became up to 23 segments and 11.8 rad of turning in place
+    over 40 cm, a point turn at every step; at the default it is one straight run from
+    anywhere in the robot's cell (docs/motion.md)."""
+    fit = _default_fit_tolerance()
+    heading = math.atan2(across, along)
+    cells = [(c, math.floor(c * across / along + 0.5)) for c in range(41)]
+    worst_turn, most = 0.0, 0
+    for ox in range(1, 10):
+        for oy in range(1, 10):
+            start = Pose2D(ox * 0.001, oy * 0.001, heading)
+            poses = navfn_path(start.x, start.y, cells, goal_yaw=heading)
+            segs = mo.path_to_segments(poses, start, fit_tolerance=fit)
+            assert kinds(segs)[-1] == "T" and "T" not in kinds(segs)[:-1], [s.describe() for s in segs]
+            worst_turn, most = max(worst_turn, turned(segs, heading)), max(most, len(segs))
+    assert most <= 3                # a line (or two) and the final turn
+    assert worst_turn < 0.1         # the final turn's few hundredths: no point turn on the way
+    if (along, across) == (4, 1):   # the old default, from the cell's centre: turns on the way
+        old = mo.path_to_segments(navfn_path(0.005, 0.005, cells, goal_yaw=heading),
+                                  Pose2D(0.005, 0.005, heading), fit_tolerance=0.005)
+        assert kinds(old)[:-1].count("T") >= 5 and turned(old, heading) > 3.0
 
 
 def test_a_diagonal_grid_path_turns_only_where_it_bends():
