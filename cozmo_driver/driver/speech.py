@@ -8,8 +8,10 @@ once per text, with a timeout, its arguments given as a list (no shell), and the
 text after ``--`` so that it is never read as an option.
 
 Everything that can go wrong raises :class:`CommandError` saying what to do:
-espeak-ng missing (how to install it), an empty or too long text, a voice it does
-not know (its own message), a synthesis that fails or takes too long.
+espeak-ng missing (how to install it), an empty or too long text, a text whose speech
+would last more than the 10 minutes a WAV file may (CJK text in an English voice, a slow
+``speech_speed``), a voice it does not know (its own message), a synthesis that fails or
+takes too long.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import io
 import re
 import shutil
+import struct
 import subprocess
 from typing import TYPE_CHECKING, Optional, Tuple
 
@@ -100,5 +103,23 @@ def speak(text: str, voice: str = "en-us", speed_wpm: int = 150, pitch: int = 70
     if done.returncode != 0 or not done.stdout:
         raise CommandError(f"{program} failed (exit status {done.returncode})"
                            + (f": {said}" if said else ""))
+    from ..protocol.audio import MAX_WAV_SECONDS
     from .media import load_audio_file
+    seconds = _wav_seconds(done.stdout)
+    if seconds is not None and seconds > MAX_WAV_SECONDS:  # (the loader would speak of "<stream>", a WAV file)
+        raise CommandError(f"the text's speech lasts {seconds:.0f} s ({seconds / 60:.1f} minutes) at "
+                           f"speech_speed {int(speed_wpm)} words a minute; at most {MAX_WAV_SECONDS} s "
+                           f"({MAX_WAV_SECONDS // 60} minutes) are played at once: split the text into "
+                           "several goals")
     return load_audio_file(io.BytesIO(done.stdout))
+
+
+def _wav_seconds(wav: bytes) -> Optional[float]:
+    """The seconds of sound in ``wav`` as espeak-ng writes it (a 44-byte header, then the
+    samples; its data size is not filled in), from its length; None for another layout
+    (the loader then says what it finds)."""
+    if len(wav) < 44 or wav[:4] != b"RIFF" or wav[8:16] != b"WAVEfmt " or wav[36:40] != b"data":
+        return None
+    rate, = struct.unpack_from("<I", wav, 24)
+    block, = struct.unpack_from("<H", wav, 32)
+    return (len(wav) - 44) / (rate * block) if rate and block else None

@@ -734,6 +734,30 @@ def test_play_audio_says_a_text_in_the_voice_of_the_parameters(make_rig):
     assert rig.node.set_parameters([Parameter("speech_voice", value="en+f3")])[0].successful
 
 
+def test_a_text_whose_speech_lasts_more_than_ten_minutes_is_refused_in_words_of_speech(make_rig):
+    """2000 characters (the most a goal may give) of Japanese in the English voice at
+    speech_speed 80 make about 18 minutes of speech: the goal ended aborted with the WAV
+    loader's words, "<stream>: 1113 s of sound ...; a WAV file may hold at most 600 s ...: cut
+    it into shorter files", which named neither the text nor what to do with it."""
+    rig = make_rig(speech_speed=80)
+    log = rig.node._media._log = LogRecorder(rig.node._media._log)
+    frames0 = rig.sim.audio_frames()
+    text = "日本語のテキスト" * 250
+    assert len(text) == 2000
+    r = rig.result(rig.send_goal(PlayAudio, "play_audio", PlayAudio.Goal(text=text)), 30.0)
+    assert r.status == GoalStatus.STATUS_ABORTED and not r.result.success
+    message = r.result.message
+    assert message.startswith("the text's speech lasts ") and "<stream>" not in message, message
+    seconds = float(message.split()[4])
+    assert seconds > 600, message
+    assert message.endswith(f"s ({seconds / 60:.1f} minutes) at speech_speed 80 words a minute; at "
+                            "most 600 s (10 minutes) are played at once: split the text into several "
+                            "goals"), message
+    assert f"play_audio goal aborted: {message}" in log.lines, log.lines
+    rig.spin_for(0.3)
+    assert rig.sim.audio_frames() == frames0  # nothing played
+
+
 def test_a_file_that_is_slow_to_read_holds_up_no_other_command(make_rig, tmp_path):
     """play_audio reads its file on a thread of its own: while the file does not come (here a
     FIFO nobody writes to yet; a long file on a slow disk alike), every other service and
