@@ -55,7 +55,7 @@ from .commands import CommandError
 from .objects import (BACKPACK_LEDS, CHARGER_LEDS, CUBE_LEDS, MAX_PERIOD_S, OFF, RGB, Light,
                       light_range_problem, light_state, range_problem)
 
-__all__ = ["LightAnimation", "LightAnimationLibrary", "BUILTIN", "TARGET_KINDS", "parse_color"]
+__all__ = ["LightAnimation", "LightAnimationLibrary", "BUILTIN", "TARGET_KINDS", "parse_color", "quoted"]
 
 #: what an animation can play on
 TARGET_KINDS = ("cube", "charger", "backpack")
@@ -63,6 +63,17 @@ _LEDS = {"cube": CUBE_LEDS, "charger": CHARGER_LEDS, "backpack": len(BACKPACK_LE
 _LIGHT_KEYS = ("on_color", "off_color", "on_period", "off_period", "transition_on_period",
                "transition_off_period", "offset")
 _DEFINITION_KEYS = ("description", "light", "rotation_period") + TARGET_KINDS
+#: a name or target longer than this is quoted cut (:func:`quoted`)
+_LONGEST_QUOTED = 100
+
+
+def quoted(text: str) -> str:
+    """``text`` quoted, cut after 40 characters when it is longer than :data:`_LONGEST_QUOTED`
+    (no name is): a refusal that quotes a name or target sent by mistake (a file's contents)
+    stays one readable line, not one of its size."""
+    if len(text) <= _LONGEST_QUOTED:
+        return repr(text)
+    return f"{text[:40]!r}... ({len(text)} characters)"
 
 
 @dataclass(frozen=True)
@@ -290,5 +301,5 @@ class LightAnimationLibrary:
     def get(self, name: str) -> LightAnimation:
         animation = self.animations.get(name)
         if animation is None:
-            raise CommandError(f"unknown light animation {name!r} (available: {', '.join(self.names())})")
+            raise CommandError(f"unknown light animation {quoted(name)} (available: {', '.join(self.names())})")
         return animation

@@ -62,7 +62,7 @@ from ..client import LinkState, LinkStateChanged, MessageReceived, RobotReady
 from ..core.notes import STATE_WARN_PERIOD_S
 from ..driver.commands import CommandError
 from ..driver.diagnostics import DiagnosticReport
-from ..driver.light_animations import LightAnimationLibrary
+from ..driver.light_animations import LightAnimationLibrary, quoted
 from ..driver.objects import (BACKPACK_LEDS, CUBE_LEDS, Light, ObjectEntry, ObjectRegistry,
                               ObjectSettings, backpack_messages, is_cube, known_away, led_count,
                               light_state, object_light_states, rotation_frames, stop_accel_away)
@@ -561,7 +561,7 @@ class ObjectInterfaces:
         target, name = request.target.strip(), request.name.strip()
         try:
             if target not in _TARGETS:
-                raise CommandError(f"unknown target {request.target!r}: one of {', '.join(_TARGETS)}")
+                raise CommandError(f"unknown target {quoted(request.target)}: one of {', '.join(_TARGETS)}")
             animation = self.library.get(name)
             problem = self._problem()
             if problem and (target == "backpack" or not self._active):

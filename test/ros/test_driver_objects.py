@@ -593,6 +593,27 @@ def test_light_animations_by_name(make_rig):
     assert not response.success and response.message == "cube3 is not connected"
 
 
+def test_a_very_long_light_animation_name_or_target_is_refused_without_being_quoted_whole(make_rig):
+    """A 100 000-character name or target (a file's contents sent by mistake): refused, and
+    the answer and the log line quote 40 characters of it and its length, not all of it (one
+    line of 100 kB a call before, as play_animation's was)."""
+    rig = make_rig()
+    for target, name, quoted in (("cube1", "x" * 100_000, "unknown light animation 'xxxx"),
+                                 ("y" * 100_000, "red", "unknown target 'yyyy")):
+        response = rig.call(PlayLightAnimation, "play_light_animation",
+                            PlayLightAnimation.Request(target=target, name=name))
+        assert not response.success and response.message.startswith(quoted), response.message[:300]
+        assert "... (100000 characters)" in response.message and len(response.message) < 400, \
+            response.message[:300]
+        line = rig.log.lines[-1]
+        assert line == f"play_light_animation refused: {response.message}", line[:300]
+    # a name of ordinary length is quoted whole, as before
+    response = rig.call(PlayLightAnimation, "play_light_animation",
+                        PlayLightAnimation.Request(target="cube1", name="blink-red"))
+    assert response.message.startswith("unknown light animation 'blink-red' (available: alert, "), \
+        response.message
+
+
 def test_a_light_animation_file_adds_animations(make_rig, tmp_path):
     path = tmp_path / "lights.yaml"
     path.write_text('glow_green:\n  light: {on_color: "#00ff00", on_period: 0.5, off_period: 0.5}\n'
