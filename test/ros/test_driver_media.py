@@ -734,6 +734,8 @@ def test_play_audio_says_a_text_in_the_voice_of_the_parameters(make_rig):
     assert rig.node.set_parameters([Parameter("speech_voice", value="en+f3")])[0].successful
 
 
+@pytest.mark.skipif(ESPEAK is None, reason="espeak-ng is not installed (an optional system "
+                    "package: sudo apt install espeak-ng; ./dev setup installs it)")
 def test_a_text_whose_speech_lasts_more_than_ten_minutes_is_refused_in_words_of_speech(make_rig):
     """2000 characters (the most a goal may give) of Japanese in the English voice at
     speech_speed 80 make about 18 minutes of speech: the goal ended aborted with the WAV
