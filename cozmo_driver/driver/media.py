@@ -271,6 +271,12 @@ def open_fifo(path: str, ended: Callable[[], bool]) -> BinaryIO:
 
 def _no_file(given: str, path: str) -> str:
     """What to say of a WAV path ``given`` (``path`` once ``~`` is expanded) with no file."""
+    if given != given.strip():  # (a line read with its newline): quoted, not split over two lines
+        stripped = given.strip()
+        there = f", and {stripped} is a file: send the path without it" \
+            if os.path.isfile(os.path.expanduser(stripped)) else ""
+        return (f"{given!r}: cannot read WAV file: no such file; the path begins or ends with white "
+                f"space (a line read with its newline?){there}")
     if os.path.isabs(path):
         tried = "" if path == given else f" ({path})"
         return f"{given}{tried}: cannot read WAV file: no such file"

@@ -655,7 +655,8 @@ def test_play_audio_cancel_preempt_and_bad_files(make_rig, tmp_path):
 def test_play_audio_expands_a_home_path_and_says_where_a_relative_one_was_looked_for(make_rig, tmp_path,
                                                                                     monkeypatch):
     """A path of "~/beep.wav" was read as a file in a directory named "~", and a relative
-    path with no file there failed with only "No such file or directory: 'sounds/beep.wav'"."""
+    path with no file there failed with only "No such file or directory: 'sounds/beep.wav'";
+    one with a newline at its end is quoted, saying so."""
     rig = make_rig()
     home, work = tmp_path / "home", tmp_path / "work"
     home.mkdir()
@@ -680,6 +681,14 @@ def test_play_audio_expands_a_home_path_and_says_where_a_relative_one_was_looked
     r = play("~/missing.wav")
     assert r.status == GoalStatus.STATUS_ABORTED
     assert r.result.message == f"~/missing.wav ({home / 'missing.wav'}): cannot read WAV file: no such file"
+    # a path read as a line, its newline kept: quoted on one line, saying what is wrong (it was
+    # "<path>\n: cannot read WAV file: no such file", the file's name and the reason two lines)
+    for path, there in ((f"{home / 'beep.wav'}\n", f", and {home / 'beep.wav'} is a file: send the path without it"),
+                        (" ~/missing.wav", "")):
+        r = play(path)
+        assert r.status == GoalStatus.STATUS_ABORTED
+        assert r.result.message == (f"{path!r}: cannot read WAV file: no such file; the path begins or ends "
+                                    f"with white space (a line read with its newline?){there}"), r.result.message
     # a relative path that is there plays
     (work / "sounds").mkdir()
     (work / "sounds" / "beep.wav").write_bytes((home / "beep.wav").read_bytes())
