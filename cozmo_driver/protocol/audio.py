@@ -400,9 +400,13 @@ def _read_wav_header(f: BinaryIO, name: str) -> tuple[int, int, int, int]:
             raise EOFError
         return head[:4], int.from_bytes(head[4:], "little")
 
-    riff, _ = chunk_header()  # (its size is not used: unfinished recordings get it wrong)
+    riff = f.read(4)
+    if not riff:  # (an empty file was "truncated", as one cut within its header is)
+        raise _not_pcm(name, "the file is empty")
     if riff != b"RIFF":
         raise _not_pcm(name, "file does not start with RIFF id")
+    if len(f.read(4)) < 4:  # (its size is not used: unfinished recordings get it wrong)
+        raise EOFError
     if f.read(4) != b"WAVE":
         raise _not_pcm(name, "not a WAVE file")
     fmt = None

@@ -238,6 +238,9 @@ def float_wav() -> io.BytesIO:
         (lambda: write_wav(np.zeros((100, 3), np.int16), 16000), "3 channels"),
         (lambda: io.BytesIO(b"RIFX not a wav file at all"), "not a plain PCM WAV"),
         (lambda: io.BytesIO(b"RIFF"), "truncated|not a plain PCM WAV"),
+        (lambda: io.BytesIO(b"RIFF\x10\0"), "<stream>: truncated WAV file"),
+        (lambda: io.BytesIO(b""), r"<stream>: not a plain PCM WAV file \(the file is empty\)"),
+        (lambda: io.BytesIO(b"hi"), r"not a plain PCM WAV file \(file does not start with RIFF id\)"),
     ],
 )
 def test_load_wav_rejects(make, message):

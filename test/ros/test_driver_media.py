@@ -620,8 +620,15 @@ def test_play_audio_cancel_preempt_and_bad_files(make_rig, tmp_path):
     assert f"play_audio: aborted: {r1.result.message}" in log.lines, log.lines
     # files that are not plain PCM WAV: the loader's message
     (tmp_path / "notes.wav").write_text("not audio")
+    (tmp_path / "hi.txt").write_text("hi")
+    (tmp_path / "nothing.wav").write_bytes(b"")
     for path, words in ((tmp_path / "notes.wav", "not a plain PCM WAV file"),
-                        (tmp_path / "missing.wav", "cannot read WAV file")):
+                        (tmp_path / "missing.wav", "cannot read WAV file"),
+                        # an empty file, a file shorter than a header: they were "truncated WAV file"
+                        (tmp_path / "hi.txt", f"{tmp_path / 'hi.txt'}: not a plain PCM WAV file (file "
+                                              "does not start with RIFF id)"),
+                        (tmp_path / "nothing.wav", f"{tmp_path / 'nothing.wav'}: not a plain PCM WAV "
+                                                   "file (the file is empty)")):
         r = rig.result(rig.send_goal(PlayAudio, "play_audio", PlayAudio.Goal(path=str(path), volume=-1.0)))
         assert r.status == GoalStatus.STATUS_ABORTED and words in r.result.message, r.result.message
     with wave.open(str(tmp_path / "hi.wav"), "wb") as w:
