@@ -276,6 +276,10 @@ def _package_file(url: str, package: str, rest: str) -> str:
     except (PackageNotFoundError, ValueError, LookupError):
         raise CameraInfoError(f"camera_info_url {url!r}: no package {package!r} is installed where this "
                               "process looks (its workspace sourced?)") from None
+    except OSError:  # AMENT_PREFIX_PATH unset: rclpy from PyPI, or no setup sourced
+        raise CameraInfoError(f"camera_info_url {url!r}: package:// URLs are looked up in AMENT_PREFIX_PATH, "
+                              "which is not set (source the workspace's setup, or give "
+                              "file:///absolute/path.yaml)") from None
     return os.path.join(share, rest.lstrip("/"))
 
 
@@ -302,6 +306,8 @@ def camera_info_path(url: str) -> str:
     else:
         raise CameraInfoError(f"camera_info_url {url!r}: only file:// and package:// URLs and absolute "
                               "paths are supported (file:///absolute/path.yaml, package://pkg/path.yaml)")
+    if "\0" in path:  # (open() raises ValueError for it)
+        raise CameraInfoError(f"camera_info_url {url!r}: a path cannot contain a NUL character")
     return path
 
 

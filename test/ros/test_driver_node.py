@@ -801,6 +801,26 @@ def test_a_calibration_tarball_as_camera_info_url_is_warned_of_and_the_driver_st
     assert h.spin_until(lambda: info and info[-1].k[0] != 300.0, 5.0)
 
 
+@pytest.mark.parametrize("url, said", [
+    ("package://my_cozmo/calibration/${NAME}.yaml", "package:// URLs are looked up in AMENT_PREFIX_PATH, which "
+                                                    "is not set (source the workspace's setup, or give file:///"),
+    ("file:///tmp/cozmo%00.yaml", "a path cannot contain a NUL character")])
+def test_a_camera_info_url_that_names_no_path_is_warned_of_and_the_driver_starts(make_driver, monkeypatch,
+                                                                                 rclpy_log, url, said):
+    """A package:// URL where AMENT_PREFIX_PATH is not set (rclpy from PyPI: it is needed only
+    to build) raised OSError out of configure, and a NUL in the path ValueError: "could not
+    start", where every other unusable camera_info_url is warned of. Now they are too, the
+    robot's calibration is used, and set_camera_info answers a failure saying why."""
+    monkeypatch.delenv("AMENT_PREFIX_PATH", raising=False)
+    h = make_driver(camera_info_url=url)  # start() succeeds and the robot connects
+    assert rclpy_log.said(h.node, LoggingSeverity.WARN, said)
+    assert rclpy_log.said(h.node, LoggingSeverity.WARN, "; using the robot's calibration instead")
+    response = h.call(SetCameraInfo, "camera/set_camera_info", _calibration(320, 240, fx=290.0))
+    assert not response.success and said in response.status_message, response.status_message
+    info = h.listen("info", CameraInfo, "camera/camera_info", qos_profile_sensor_data)
+    assert h.spin_until(lambda: info and info[-1].k[0] == 290.0, 5.0)  # used until the next configure
+
+
 def _calibration(width: int = 640, height: int = 480, fx: float = 500.0) -> SetCameraInfo.Request:
     """What cameracalibrator's COMMIT sends: its calibration of images of ``width`` x ``height``."""
     msg = CameraInfo(width=width, height=height, distortion_model="plumb_bob")
