@@ -69,6 +69,7 @@ from ..driver.objects import (BACKPACK_LEDS, CUBE_LEDS, Light, ObjectEntry, Obje
 from ..driver.parameters import full_frame_id
 from ..log_throttle import LogThrottle, field_kind
 from . import qos
+from .driver_support import NOT_CONNECTED_REFUSAL, inactive_refusal
 from .handover import HandOver
 from .qos import QOS_COMMAND, QOS_EVENTS, QOS_LATCHED, QOS_QUEUE, QOS_SENSOR_OUT
 
@@ -271,9 +272,9 @@ class ObjectInterfaces:
 
     def _problem(self) -> Optional[str]:
         if not self._active:
-            return "the driver is not active"
+            return inactive_refusal(self.node)
         if not self._robot_ready() or not self.registry.robot_ready:
-            return "not connected to the robot"
+            return NOT_CONNECTED_REFUSAL
         return None
 
     def _now_msg(self) -> TimeMsg:
@@ -502,10 +503,16 @@ class ObjectInterfaces:
     # ------------------------------------------------------------------ services
 
     async def _on_connect_object(self, request, response):
+        verb = "connect" if request.connect else "disconnect"
+        problem = self._problem()
+        if problem:  # (the registry would say it without the way out)
+            response.success, response.message = False, problem
+            response.factory_id = int(request.factory_id) & 0xFFFFFFFF
+            self._log.warning(f"connect_object ({verb}) refused: {problem}")
+            return response
         token = next(self._tokens)
         future = Future()
         self._requests[token] = future
-        verb = "connect" if request.connect else "disconnect"
         with self._lock:
             factory_id = self.registry.request(token, int(request.factory_id),
                                                int(request.object_type), bool(request.connect),

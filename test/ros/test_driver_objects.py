@@ -26,6 +26,7 @@ from rclpy.qos import (QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy,  #
 from std_msgs.msg import ColorRGBA  # noqa: E402
 
 from ros_harness import CONNECT_TIMEOUT, LogRecorder, RosHarness, closing_all, sim_fixture  # noqa: E402
+from cozmo_driver.driver.commands import NOT_CONNECTED_REFUSAL  # noqa: E402
 from cozmo_driver.ros.driver_node import CozmoDriverNode  # noqa: E402
 from cozmo_driver.sim import SimServer  # noqa: E402
 from cozmo_driver.sim.model import CHARGER_FACTORY_ID, CUBE_FACTORY_IDS  # noqa: E402
@@ -340,7 +341,7 @@ def test_connect_object_by_factory_id_and_by_type_and_its_errors(make_rig):
     rig.sim.set_link_up(False)
     assert rig.spin_until(lambda: not rig.node.connected, WAIT)
     response = rig.connect(factory_id=C2)
-    assert not response.success and response.message == "not connected to the robot"
+    assert not response.success and response.message == NOT_CONNECTED_REFUSAL
     rig.sim.set_link_up(True)
     assert rig.spin_until(lambda: rig.node.connected, CONNECT_TIMEOUT)
 
@@ -716,7 +717,7 @@ def test_lights_put_out_while_the_robot_is_away_stay_out_when_it_comes_back(make
         rig.wait_event(ObjectEvent.DISCONNECTED, name, after=mark)
     lights = rig.publisher(ObjectLights, "object_lights")
     lights.publish(ObjectLights(factory_id=C1, lights=[LightState(on_color=rgba(r=1.0))]))
-    assert rig.spin_until(lambda: any(line.message == "object_lights refused: not connected to the robot"
+    assert rig.spin_until(lambda: any(line.message == f"object_lights refused: {NOT_CONNECTED_REFUSAL}"
                                       for line in rclpy_log.of(rig.node)), WAIT)
     lights.publish(ObjectLights(factory_id=C1, lights=[LightState()]))
     said = "object_lights: cube1 is not connected: its lights stay off when it connects again"
@@ -728,7 +729,7 @@ def test_lights_put_out_while_the_robot_is_away_stay_out_when_it_comes_back(make
         "off: cube2 is not connected: its lights stay off when it connects again"), response.message
     response = rig.call(PlayLightAnimation, "play_light_animation",
                         PlayLightAnimation.Request(target="cube3", name="red"))
-    assert not response.success and response.message == "not connected to the robot"
+    assert not response.success and response.message == NOT_CONNECTED_REFUSAL
     rig.sim.set_link_up(True)
     assert rig.spin_until(lambda: rig.node.connected, CONNECT_TIMEOUT)
     for name in ("cube1", "cube2", "cube3"):
@@ -758,13 +759,13 @@ def test_light_refusals_while_the_robot_is_away_come_every_10_s_and_before_conne
         assert rig.spin_until(lambda: rig.node._objects._refused == count + 1, WAIT)
         rig.spin_for(0.8 if n < 4 else 1.2)
     refusals = [line for line in rig.log.lines if line.startswith("object_lights refused")]
-    assert refusals == ["object_lights refused: not connected to the robot"], refusals
+    assert refusals == [f"object_lights refused: {NOT_CONNECTED_REFUSAL}"], refusals
     rig.sim.set_link_up(True)
     assert rig.spin_until(lambda: rig.node.connected, CONNECT_TIMEOUT)
     lines = rig.log.lines
     again = next(i for i, line in enumerate(lines) if line.startswith("connected again"))
     held = [i for i, line in enumerate(lines)
-            if line.startswith("object_lights refused: not connected to the robot (and 2 more like it")]
+            if line.startswith(f"object_lights refused: {NOT_CONNECTED_REFUSAL} (and 2 more like it")]
     assert held and held[0] < again, lines
 
 
@@ -780,7 +781,14 @@ def test_deactivate_leaves_the_objects_and_cleanup_turns_their_lights_off(make_r
                                       for n in (1, 2, 3)), WAIT)
     assert rig.node.trigger_deactivate() is not None
     response = rig.connect(factory_id=C1, connect=False)
-    assert not response.success and response.message == "the driver is not active"
+    inactive = "the driver is not active (activate it: ros2 lifecycle set /cozmo_driver activate)"
+    assert not response.success and response.message == inactive, response.message  # (it said no way out)
+    response = rig.call(PlayLightAnimation, "play_light_animation",
+                        PlayLightAnimation.Request(target="backpack", name="blue"))
+    assert not response.success and response.message == inactive, response.message
+    response = rig.call(SetObjectAccelStream, "set_object_accel_stream",
+                        SetObjectAccelStream.Request(factory_id=C1, enable=True))
+    assert not response.success and response.message == inactive, response.message
     rig.spin_for(0.5)
     assert all(rig.sim.object_ids()[n] is not None for n in (1, 2, 3))
     assert all(rig.sim.object_states()[n]["lights"][0].on_color == word(31, 0, 0) for n in (1, 2, 3))
