@@ -341,7 +341,7 @@ class MediaInterfaces(AnimationGoals):
     def _show(self, image: Image, duration: float, topic: str, duration_field: Optional[str]) -> None:
         if not self._active:
             self._rejected()
-            self._refuse_for_state("display_inactive", f"{topic} refused: the driver is not active")
+            self._refuse_for_state("display_inactive", f"{topic} refused: {inactive_refusal(self.node)}")
             return
         if not self._connected():  # it would be shown after a reconnection, which no image survives
             self._rejected()
@@ -444,7 +444,7 @@ class MediaInterfaces(AnimationGoals):
     def _on_audio_pcm(self, msg: AudioChunk) -> None:
         if not self._active:
             self._chunks_rejected += 1
-            self._refuse_for_state("audio_inactive", "audio/pcm refused: the driver is not active")
+            self._refuse_for_state("audio_inactive", f"audio/pcm refused: {inactive_refusal(self.node)}")
             return
         if not self._connected():  # it would vanish: nothing plays it
             self._chunks_rejected += 1

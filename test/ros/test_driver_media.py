@@ -372,7 +372,9 @@ def test_an_image_and_a_chunk_refused_while_inactive_are_both_counted(make_rig):
     assert rig.spin_until(lambda: rig.diag_values().get("display images refused") == "1"
                           and rig.diag_values().get("audio chunks refused") == "1", 4.0), \
         rig.diag_values()
-    assert "display/image refused: the driver is not active" in log.lines, log.lines
+    inactive = "the driver is not active (activate it: ros2 lifecycle set /cozmo_driver activate)"
+    assert f"display/image refused: {inactive}" in log.lines, log.lines  # (it said no way out)
+    assert f"audio/pcm refused: {inactive}" in log.lines, log.lines
 
 
 def test_display_refusals_for_the_drivers_state_come_every_10_s_and_before_activated(make_rig):
@@ -392,12 +394,14 @@ def test_display_refusals_for_the_drivers_state_come_every_10_s_and_before_activ
         assert rig.spin_until(lambda: rig.diag_values().get("display images refused") == str(n), 4.0)
         rig.spin_for(0.8 if n < 4 else 1.2)
     refusals = [line for line in lines if line.startswith("display/image refused")]
-    assert refusals == ["display/image refused: the driver is not active"], refusals
+    assert refusals == ["display/image refused: the driver is not active (activate it: ros2 lifecycle set "
+                        "/cozmo_driver activate)"], refusals
     rig.node.trigger_activate()
     activated = next(i for i, line in enumerate(lines) if line.startswith("activated"))
     assert lines[activated] == "activated: robot state published, commands taken", lines  # connected
-    held = [i for i, line in enumerate(lines) if line.startswith("display/image refused: the driver "
-                                                                    "is not active (and 2 more like it")]
+    held = [i for i, line in enumerate(lines) if line.startswith("display/image refused: the driver is not "
+                                                                    "active (activate it: ros2 lifecycle set "
+                                                                    "/cozmo_driver activate) (and 2 more like it")]
     assert held and held[0] < activated, lines
 
 
