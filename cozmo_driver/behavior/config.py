@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Sequence, Tuple, Union
 
+from ..face.expressions import expression
 from ..fast_yaml import safe_load
 from .activities import Activity, ActivityEntry
 from .behavior import STATE_FLAGS, Behavior, BehaviorError, ConfigError
@@ -191,6 +192,18 @@ def _string(value: Any, key: str, allow_empty: bool = False) -> str:
     if not isinstance(value, str) or (not value.strip() and not allow_empty):
         raise ConfigError(f"{key}: expected a non-empty string, got {value!r}")
     return value.strip()
+
+
+def _face(value: Any, key: str) -> str:
+    """An expression of cozmo_face_node (its names, aliases, any case), which the engine
+    publishes on face/expression: one it does not have is refused here, at the start, not
+    by the face node in its own log each time it is sent."""
+    name = _string(value, key)
+    try:
+        expression(name)
+    except KeyError as exc:
+        raise ConfigError(f"{key}: {exc.args[0]}") from None
+    return name
 
 
 def _curve(value: Any, key: str) -> Curve:
@@ -423,7 +436,7 @@ def parse_config(data: Mapping[str, Any]) -> EngineConfig:
         reactions=_reactions(data.get("reactions"), behaviors),
         behaviors=behaviors,
         activities=_activities(data.get("activities"), behaviors, names),
-        idle_expression=_string(data.get("idle_expression", "neutral"), "idle_expression"),
+        idle_expression=_face(data.get("idle_expression", "neutral"), "idle_expression"),
         charger_safe_animations=tuple(_string(s, f"charger_safe_animations[{i}]")
                                       for i, s in enumerate(safe)),
         low_battery_threshold=_number(low.get("threshold", 0.15), "low_battery.threshold", 0.0, 1.0),

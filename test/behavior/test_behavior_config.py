@@ -354,3 +354,30 @@ def test_the_clips_the_engine_trusts_on_the_charger_are_those_the_driver_calls_s
     clips = AnimationLibrary.load().clips
     assert sorted(builtin_still_animations()) == sorted(
         name for name, clip in clips.items() if not clip.tracks.moves_treads) == ["nod_yes", "sleepy_yawn"]
+
+
+def test_a_face_the_face_node_does_not_have_is_an_error_that_names_the_key():
+    """idle_expression and play_animation's face name an expression of cozmo_face_node:
+    a misspelt one loaded without a word, and the face node refused it (in its own log)
+    each time a behavior ended or the clip played. Now the node does not start, naming the
+    key and the known names; case, spaces and aliases are the face node's."""
+    refused = {
+        "idle_expression": ({"idle_expression": "hapy"},
+                            "idle_expression: unknown expression 'hapy'; known: angry, "),
+        "idle_blink": ({"idle_expression": "blink"},
+                       "idle_expression: 'blink' is not an expression: it blinks once"),
+        "clip_face": ({"behaviors": {"happy_dance": {"params": {"face": "grumpyish"}}}},
+                      "behaviors.happy_dance.params.face: unknown expression 'grumpyish'; known: "),
+    }
+    for case, (change, message) in refused.items():
+        with pytest.raises(ConfigError) as exc:
+            parse_config(merge(default_config_data(), change))
+        assert message in str(exc.value), (case, str(exc.value))
+        assert case == "idle_blink" or "aliases: afraid (fearful)" in str(exc.value), case
+    config = parse_config(merge(default_config_data(), {
+        "idle_expression": " Sleepy ",
+        "behaviors": {"happy_dance": {"params": {"face": "Scared"}},
+                      "blinker": {"class": "play_animation", "params": {"animation": "nod_yes",
+                                                                         "face": "blink"}}}}))
+    assert config.idle_expression == "Sleepy"
+    assert config.behaviors["happy_dance"].params["face"] == "Scared"

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import math
 
-from ..behavior import Outcome, ScriptBehavior
+from ...face.expressions import BLINK, expression
+from ..behavior import BehaviorError, Outcome, ScriptBehavior
 
 __all__ = ["LookAround", "Explore", "GetBored", "PlayAnimation"]
 
@@ -111,6 +112,15 @@ class PlayAnimation(ScriptBehavior):
 
     description = "one animation (params animation or group), an optional face and fallback clip"
     PARAMS = {"animation": "", "group": "", "face": "", "loops": 1, "fallback": ""}
+
+    def __init__(self, name, params=None):
+        super().__init__(name, params)
+        face = self.params["face"]
+        if face.strip() and face.strip().lower() != BLINK:  # blink: the face node blinks once
+            try:
+                expression(face)   # one of the face node's, refused at the start, naming the key
+            except KeyError as exc:
+                raise BehaviorError(f"behaviors.{name}.params.face: {exc.args[0]}") from None
 
     def run(self, ctx):
         p = self.params
