@@ -95,6 +95,8 @@ _MAX_QUOTED = 64
 _WARN_PERIOD_S = 2.0
 #: the throttle's kind of the info lines of face/expression (the same expression again)
 _SAID_EXPRESSION = "expression said"
+#: with nothing subscribed to display/face this long from the start, the node says what it waits for, s
+NO_SUBSCRIBER_S = 5.0
 
 
 @dataclass
@@ -164,6 +166,9 @@ class FaceNode(Node):
         self._lock = threading.Lock()
         self._throttle = LogThrottle(_WARN_PERIOD_S)
         self._overdue_at = -math.inf
+        #: when display/face's subscribers are next looked at (monotonic; None: no more)
+        self._subscriber_check_at: Optional[float] = now + NO_SUBSCRIBER_S
+        self._no_subscriber_said = False   # see _say_no_subscriber
         self._said_expression: Optional[str] = None  # the last name taken on face/expression
         self.animator = FaceAnimator(seed=int(seed), base=base, now=now, idle=bool(idle))
         self.stream = FaceStream(self.animator, keepalive_s=float(keepalive))
@@ -259,6 +264,30 @@ class FaceNode(Node):
                 self.get_logger().info(line)
             else:
                 self.get_logger().warning(line)
+
+    def _say_no_subscriber(self, now: float) -> None:
+        """(the frame thread) Nothing subscribed to display/face NO_SUBSCRIBER_S after the start
+        (no driver, or one in another namespace): the face goes nowhere. Said once (then looked
+        at every second), and once more when a subscriber comes; nothing in one process with
+        the driver, which takes the frames directly (:meth:`show_locally`)."""
+        due = self._subscriber_check_at
+        if due is None or now < due:
+            return
+        if self._local is not None:
+            self._subscriber_check_at = None
+            return
+        topic = self._publisher.topic_name
+        if self._publisher.get_subscription_count() > 0:
+            self._subscriber_check_at = None
+            if self._no_subscriber_said:
+                self.get_logger().info(f"{topic} has a subscriber now: the face goes to it")
+            return
+        self._subscriber_check_at = now + 1.0
+        if not self._no_subscriber_said:
+            self._no_subscriber_said = True
+            self.get_logger().warning(
+                f"nothing subscribes to {topic} yet (is cozmo_driver running, in this namespace?): the "
+                "face is shown nowhere; it is published all the same, and a driver that comes gets it")
 
     def set_params(self, values: Sequence[float],
                    transition_s: Optional[float] = None) -> Tuple[str, List[str]]:
@@ -363,6 +392,7 @@ class FaceNode(Node):
             now = time.monotonic()
             try:
                 self._say_overdue(now)
+                self._say_no_subscriber(now)
             except Exception:  # noqa: BLE001 - the context went under the thread (a log call)
                 if not self.context.ok():
                     return

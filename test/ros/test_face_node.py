@@ -476,3 +476,32 @@ def test_a_process_that_never_destroys_its_face_node_still_exits_cleanly():
         assert done.returncode == 0 and "leaving" in done.stdout, \
             f"run {run} ({seconds} s): exit {done.returncode}\n{done.stderr[-2000:]}"
         assert "terminate called" not in done.stderr, done.stderr[-2000:]
+
+
+def test_a_face_node_with_no_driver_says_so_once_and_then_says_one_came(rclpy_context, rclpy_log, monkeypatch):
+    """A face node started without a driver (or with one in another namespace) published
+    its face to no one and said nothing: the robot's screen stayed as it was, and nothing
+    told why. It says, once, what it waits for, and once something subscribes, that the
+    face goes to it."""
+    import cozmo_driver.ros.face_node as face_node
+    monkeypatch.setattr(face_node, "NO_SUBSCRIBER_S", 0.3, raising=False)  # (5 s in a user's run)
+    node = FaceNode(context=rclpy_context, parameter_overrides=[Parameter("idle", value=False)])
+    spin = Spinner(rclpy_context, "face_no_driver_probe", nodes=(node,))
+    try:
+        waiting = "nothing subscribes to /display/face yet (is cozmo_driver running, in this namespace?)"
+
+        def warned():
+            return [line.message for line in rclpy_log.of(node, LoggingSeverity.WARN) if waiting in line.message]
+        assert spin.until(warned, 5.0), [line.message for line in rclpy_log.of(node)]
+        got: list = []
+        spin.probe.create_subscription(Image, "display/face", got.append, QoSProfile(
+            depth=1, durability=QoSDurabilityPolicy.TRANSIENT_LOCAL, reliability=QoSReliabilityPolicy.RELIABLE))
+        came = "/display/face has a subscriber now: the face goes to it"
+        assert spin.until(lambda: rclpy_log.said(node, LoggingSeverity.INFO, came), 5.0), \
+            [line.message for line in rclpy_log.of(node)]
+        assert spin.until(lambda: got, 5.0)
+        spin.spin_for(1.5)
+        assert len(warned()) == 1, warned()
+        assert len([line for line in rclpy_log.of(node, LoggingSeverity.INFO) if came in line.message]) == 1
+    finally:
+        spin.close()
