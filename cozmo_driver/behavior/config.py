@@ -113,7 +113,7 @@ def load_yaml(path: Union[str, Path]) -> Dict[str, Any]:
         raise ConfigError(f"{path} is not UTF-8 text: byte 0x{exc.object[exc.start]:02x} at offset "
                           f"{exc.start} (line {line}); save it as UTF-8") from None
     try:
-        data = safe_load(text)
+        data = safe_load(text, unique_keys=True)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path} is not valid YAML: {exc}") from None
     if data is None:

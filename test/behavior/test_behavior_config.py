@@ -381,3 +381,25 @@ def test_a_face_the_face_node_does_not_have_is_an_error_that_names_the_key():
                                                                          "face": "blink"}}}}))
     assert config.idle_expression == "Sleepy"
     assert config.behaviors["happy_dance"].params["face"] == "Scared"
+
+
+def test_a_key_given_twice_is_an_error_that_names_it_and_its_line(tmp_path):
+    """YAML keeps only the last of a key given twice: a second `reactions:` section dropped
+    the first whole (poked: null was lost, and the robot still reacted to pokes) without a
+    word. Now the file is refused naming the key and the lines; a merge key (<<) may still
+    be overridden."""
+    path = tmp_path / "mine.yaml"
+    path.write_text("reactions:\n  poked: null\nbehaviors:\n  explore: {max_duration: 30}\n"
+                    "reactions:\n  button_pressed: {cooldown: 1.0}\n")
+    with pytest.raises(ConfigError) as exc:
+        load_config([path])
+    text = str(exc.value)
+    assert f"{path} is not valid YAML" in text and "found duplicate key 'reactions'" in text, text
+    assert "line 5" in text, text
+    path.write_text("behaviors:\n  explore: {max_duration: 30, max_duration: 40}\n")
+    with pytest.raises(ConfigError, match="found duplicate key 'max_duration'"):
+        load_config([path])
+    path.write_text("reactions:\n  poked: &base {cooldown: 1.0, priority: 45}\n"
+                    "  button_pressed: {<<: *base, cooldown: 2.0}\n")
+    merged = {r.trigger: r for r in load_config([path]).reactions}
+    assert (merged["button_pressed"].cooldown, merged["button_pressed"].priority) == (2.0, 45)
