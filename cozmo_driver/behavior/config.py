@@ -78,6 +78,8 @@ class BehaviorSpec:
             behavior = self.factory(self.name, dict(self.params))
         except BehaviorError as exc:
             raise ConfigError(str(exc)) from None
+        except Exception as exc:  # a class of one's own that fails when made: exit 2, not a traceback
+            raise ConfigError(f"behaviors.{self.name}.class: {self.class_name}(...) raised {_raised(exc)}") from None
         if not isinstance(behavior, Behavior):
             raise ConfigError(f"behaviors.{self.name}.class: {self.class_name} did not make a Behavior")
         return behavior
@@ -236,12 +238,13 @@ def _when(value: Any, key: str) -> Dict[str, bool]:
 
 def _raised(exc: BaseException) -> str:
     """``exc`` as ``Type: message (file, line N)``: where a SyntaxError is, else the last frame
-    of its traceback outside importlib's own (none: no place)."""
+    of its traceback outside importlib's own and this module's (none: no place)."""
     if isinstance(exc, SyntaxError):
         text, place = f"{type(exc).__name__}: {exc.msg}", (exc.filename, exc.lineno)
     else:
         text = f"{type(exc).__name__}: {exc}"
-        frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith("<frozen ")]
+        frames = [f for f in traceback.extract_tb(exc.__traceback__)  # (this file's: the call, no place)
+                  if not f.filename.startswith("<frozen ") and f.filename != __file__]
         place = (frames[-1].filename, frames[-1].lineno) if frames else (None, None)
     return f"{text} ({place[0]}, line {place[1]})" if place[0] and place[1] else text
 

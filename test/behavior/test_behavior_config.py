@@ -403,3 +403,23 @@ def test_a_key_given_twice_is_an_error_that_names_it_and_its_line(tmp_path):
                     "  button_pressed: {<<: *base, cooldown: 2.0}\n")
     merged = {r.trigger: r for r in load_config([path]).reactions}
     assert (merged["button_pressed"].cooldown, merged["button_pressed"].priority) == (2.0, 45)
+
+
+@pytest.mark.parametrize("source, why", [
+    ("class Wave(Behavior):\n    def __init__(self):\n        pass\n",
+     "TypeError: Wave.__init__() takes 1 positional argument but 3 were given"),
+    ("class Wave(Behavior):\n    def __init__(self, name, params=None):\n        super().__init__(name, params)\n"
+     "        raise RuntimeError('no arm')\n", "RuntimeError: no arm ({path}, line 6)"),
+])
+def test_a_behavior_class_that_fails_when_made_is_an_error_that_names_the_key(tmp_path, monkeypatch, source, why):
+    """A class of one's own that raised anything but a BehaviorError when made (a wrong
+    __init__ signature, a failing check of its own) went out of the config's checks: a
+    traceback and exit 1 where docs/behavior.md promises exit 2 with a message naming the
+    key. It is that message now, with the exception and where it was raised."""
+    module = f"made_behaviors_{len(why)}"   # one module a case (imported once a process)
+    path = tmp_path / f"{module}.py"
+    path.write_text("from cozmo_driver.behavior import Behavior\n\n" + source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ConfigError) as error:
+        parse_config(merge(default_config_data(), {"behaviors": {"wave": {"class": f"{module}:Wave"}}}))
+    assert str(error.value) == f"behaviors.wave.class: {module}:Wave(...) raised {why.format(path=path)}"
