@@ -99,6 +99,8 @@ _AUDIO_CHUNK_S = 0.1
 #: of 100, which a sound sent in one go (300 chunks for 30 s) overflowed
 _AUDIO_LEAD_S = 2.0
 _SOUND_CACHE = 32
+#: the largest value of a uint32 goal field (PlayAnimation.loops)
+_UINT32_MAX = 2**32 - 1
 #: with no link_status for this long from the start, the node says that it has no driver, s
 NO_LINK_STATUS_S = 5.0
 
@@ -336,8 +338,10 @@ class RosRobot(RobotInterface):
                                                                 duration=float(duration)), "lift")
 
     def play_animation(self, name: str = "", group: str = "", loops: int = 1) -> Handle:
-        return self._goal("play_animation", PlayAnimation.Goal(name=name, group=group,
-                                                               loops=max(0, int(loops))), "animation")
+        # the goal's field is a uint32: more would wrap (2**32 + 5 played 5 loops) or fail to send;
+        # the driver clamps beyond 1000, with its warning
+        return self._goal("play_animation", PlayAnimation.Goal(
+            name=name, group=group, loops=max(0, min(int(loops), _UINT32_MAX))), "animation")
 
     def animation_drives(self, name: str, group: str) -> bool:
         return (group or name) not in self.still_animations

@@ -1250,6 +1250,24 @@ def test_loops_beyond_a_thousand_are_clamped_with_a_warning(make_rig):
     assert rig.result(handle).status == GoalStatus.STATUS_CANCELED
 
 
+@pytest.mark.parametrize("loops", [2**32 + 5, 10**20])
+def test_a_behaviors_loops_beyond_the_goal_field_reach_the_driver_clamped(make_rig, loops):
+    """A behavior config's play_animation loops beyond the goal's uint32: 2**32 + 5 wrapped to
+    5 loops, and 10**20 failed to send (SystemError; an AssertionError with the field checks
+    on). The behavior node's robot sends the most the field holds, which the driver clamps."""
+    from cozmo_driver.ros.behavior_node import RosRobot
+
+    rig = make_rig()
+    log = rig.node._media._log = LogRecorder(rig.node._media._log)
+    robot = RosRobot(rig.probe, [])
+    assert rig.spin_until(robot._clients["play_animation"].server_is_ready, DISCOVERY_TIMEOUT)
+    handle = robot.play_animation(name="nod_yes", loops=loops)
+    assert rig.spin_until(lambda: handle.status == handle.ACTIVE, 5.0), handle
+    assert "play_animation goal loops = 4294967295 is beyond 1000: clamped" in log.lines, log.lines
+    handle.cancel()
+    assert rig.spin_until(lambda: handle.done, 5.0), handle
+
+
 def test_a_very_long_name_or_path_is_refused_without_being_quoted_whole(make_rig):
     """A 100 000-character animation name or audio path: refused, and the log line (and the
     result) quote 40 characters of it, not all (one line of 100 kB per goal before)."""
