@@ -138,7 +138,9 @@ def test_face_node_checks_its_requests(rclpy_context):
         reply = call(parameters=big.tolist(), transition_s=0.0)
         assert reply.success and "clamped" in reply.message
         assert not call(expression="").success
-        assert not call(expression="happy", transition_s=math.inf).success
+        for bad in (math.inf, -math.inf, math.nan):  # docs/media.md: refused, either sign
+            reply = call(expression="happy", transition_s=bad)
+            assert not reply.success and reply.message == f"transition_s = {bad}: not a finite number", reply
         with pytest.raises(ValueError, match="unknown expression") as refused:
             FaceNode(node_name="other", context=rclpy_context,
                      parameter_overrides=[Parameter("expression", value="nope")])
