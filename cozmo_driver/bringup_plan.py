@@ -66,7 +66,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 from .addresses import address_problem
 from .description import DESCRIPTION_PACKAGE, DescriptionError, package_share, robot_description
 from .errors import ConfigurationError
-from .fast_yaml import safe_load
+from .fast_yaml import loader
 from .lifeline import PARENT_PID_ENV
 
 __all__ = [
@@ -638,7 +638,7 @@ def _unreached_sections(args: BringupArgs) -> List[Tuple[str, Optional[str]]]:
     """(key, the namespace it names one of the bring-up's nodes under, else None) of each
     section of the config file without ``*`` that reaches none of the bring-up's nodes."""
     try:
-        keys = [key for key, _ in _parameter_sections(args.config)]
+        keys = list(dict.fromkeys(key for key, _ in _parameter_sections(args.config)))
     except PlanError:
         return []
     names = (DRIVER_NODE, FACE_NODE, BEHAVIOR_NODE)
@@ -676,47 +676,98 @@ def _parameter_sections(path: Path) -> List[Tuple[str, Dict[str, Any]]]:
     ones joined with '/' (``robot1:`` then ``cozmo_driver:`` is ``robot1/cozmo_driver``);
     a value that is not a mapping there, or a ``ros__parameters:`` that is not one, is
     refused, as rcl refuses it (a file that holds no mapping at all, which rcl reads as no
-    parameters, too: the user's parameters would be silently not applied)."""
+    parameters, too: the user's parameters would be silently not applied). A node's (or a
+    namespace's) section given twice is two sections of that key, whose parameters rcl
+    gives the node together, and a group of parameters given twice is one; a second
+    ``ros__parameters:`` under one node is refused, as rcl refuses it, and so is a parameter
+    given twice for one node: rcl gives the node one of the two, not always the last
+    (``a: 1`` then ``a: 2.5`` gives it 1), where YAML would keep the last."""
     try:
         import yaml
     except ImportError as exc:  # pragma: no cover - PyYAML is a dependency of xacro
         raise PlanError(f"PyYAML is needed to read {path}: {exc}") from exc
     try:
         with open(path, encoding="utf-8") as stream:
-            data = safe_load(stream)
+            reader = loader()(stream)
+            try:
+                root = reader.get_single_node()
+                return [] if root is None else _sections_of(path, reader, root)
+            finally:
+                reader.dispose()
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise PlanError(f"cannot read the parameter file {path}: {exc}") from exc
-    if data is None:  # an empty file: no parameters
-        return []
+
+
+def _sections_of(path: Path, reader: Any, root: Any) -> List[Tuple[str, Dict[str, Any]]]:
+    """:func:`_parameter_sections` of the YAML node ``root`` (``reader`` constructs its values)."""
+    import yaml
+
     example = "as in the package's config/cozmo.yaml"
-    if not isinstance(data, dict):
+    if not isinstance(root, yaml.MappingNode):
+        data = reader.construct_document(root)
+        if data is None:  # null: no parameters
+            return []
         raise PlanError(f"{path} is not a ROS 2 parameter file: it holds {_what(data)} where node "
                         f"names are expected (cozmo_driver:, with ros__parameters: under it, {example})")
     sections: List[Tuple[str, Dict[str, Any]]] = []
+    given: Dict[str, Dict[str, Tuple[int, bool]]] = {}  # node key -> parameter -> (line, a group)
 
-    def walk(mapping: Mapping[Any, Any], prefix: str) -> None:
-        for key, value in mapping.items():
+    def pairs(node: Any) -> List[Tuple[Any, int, Any]]:
+        reader.flatten_mapping(node)  # (a << merge, which rcl refuses anyway)
+        return [(reader.construct_object(key, deep=True), key.start_mark.line + 1, value)
+                for key, value in node.value]
+
+    def value_of(node: Any) -> Any:
+        return reader.construct_object(node, deep=True)
+
+    def parameters(node: Any, prefix: str, group: str, into: Dict[Any, Any]) -> None:
+        for key, line, value in pairs(node):
+            name = f"{group}.{key}" if group else str(key)
+            is_group = isinstance(value, yaml.MappingNode)
+            first = given.setdefault(prefix, {}).get(name)
+            if first is not None and not (first[1] and is_group):
+                raise PlanError(
+                    f"{path}: the parameter {name!r} of {prefix!r} is given twice, on lines {first[0]} "
+                    f"and {line}: the node would get one of them, not always the last (rcl gives "
+                    "a: 1 then a: 2.5 as 1); give it once")
+            given[prefix][name] = (line, is_group)
+            if is_group:
+                parameters(value, prefix, name, into.setdefault(key, {}))
+            else:
+                into[key] = value_of(value)
+
+    def walk(node: Any, prefix: str) -> None:
+        parameters_line = 0
+        for key, line, value in pairs(node):
             if key == _PARAMETERS_KEY:
                 if not prefix:
                     raise PlanError(f"{path}: ros__parameters: at the top names no node: put it "
                                     f"under the node's name (cozmo_driver:), {example}")
-                if not isinstance(value, dict):
+                if not isinstance(value, yaml.MappingNode):
                     raise PlanError(
-                        f"{path}: the ros__parameters of {prefix!r} hold {_what(value)}, not the "
+                        f"{path}: the ros__parameters of {prefix!r} hold {_what(value_of(value))}, not the "
                         "node's parameters: write them under it as name: value lines (none: "
                         f"ros__parameters: {{}}), {example}")
-                sections.append((prefix, dict(value)))
-            elif not isinstance(value, dict):
-                where = (f"{key!r} under {prefix!r} holds {_what(value)} outside ros__parameters: a "
+                if parameters_line:
+                    raise PlanError(f"{path}: ros__parameters: is given twice under {prefix!r}, on lines "
+                                    f"{parameters_line} and {line}, which rcl refuses: put the "
+                                    "parameters under one")
+                parameters_line = line
+                values: Dict[str, Any] = {}
+                parameters(value, prefix, "", values)
+                sections.append((prefix, values))
+            elif not isinstance(value, yaml.MappingNode):
+                shown = _what(value_of(value))
+                where = (f"{key!r} under {prefix!r} holds {shown} outside ros__parameters: a "
                          f"node's parameters go under its ros__parameters: ({prefix}: ros__parameters: "
                          f"{key}: ...)" if prefix else
-                         f"{key!r} holds {_what(value)} where a node's section is expected "
+                         f"{key!r} holds {shown} where a node's section is expected "
                          "(ros__parameters: with the node's parameters under it)")
                 raise PlanError(f"{path}: {where}, {example}")
             else:
                 walk(value, f"{prefix}/{str(key).strip('/')}" if prefix else str(key))
 
-    walk(data, "")
+    walk(root, "")
     return sections
 
 

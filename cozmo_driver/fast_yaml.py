@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import IO, Any, Dict, Union
 
-__all__ = ["safe_load"]
+__all__ = ["loader", "safe_load"]
 
 _LOADERS: Dict[type, type] = {}  # a loader -> its subclass that refuses a key given twice
 
@@ -58,5 +58,13 @@ def safe_load(document: Union[str, bytes, IO], unique_keys: bool = False) -> Any
     with ``unique_keys``, also for a key given twice in one mapping."""
     import yaml
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return yaml.load(document, Loader=_unique_keys(loader) if unique_keys else loader)
+    return yaml.load(document, Loader=loader(unique_keys))
+
+
+def loader(unique_keys: bool = False) -> type:
+    """The loader class :func:`safe_load` reads with (for a reader that walks the nodes
+    itself, as the bring-up's parameter file reader does)."""
+    import yaml
+
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return _unique_keys(base) if unique_keys else base

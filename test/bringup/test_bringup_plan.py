@@ -475,6 +475,83 @@ def test_a_config_file_without_parameters_is_taken(tmp_path, text):
     assert plan.unreached_config_sections(args) == []
 
 
+def _rcl_parameters(config: str, name: str) -> dict:
+    """The parameters real rcl gives the node ``name`` from the parameter file ``config``."""
+    from ros_tools import need_module
+    rclpy = need_module("rclpy")
+    from rclpy.context import Context
+    from rclpy.node import Node
+
+    context = Context()
+    rclpy.init(args=["test", "--ros-args", "--params-file", config], context=context)
+    try:
+        node = Node(name, context=context, automatically_declare_parameters_from_overrides=True)
+        try:
+            return {key: value.value for key, value in node._parameters.items()
+                    if key not in ("use_sim_time", "start_type_description_service")}
+        finally:
+            node.destroy_node()
+    finally:
+        rclpy.shutdown(context=context)
+
+
+_TWICE = _ROS + "    local_ip: 127.0.0.5\n    frame_rate: 5\n" + _ROS + "    camera_color: true\n"
+_GROUP_TWICE = _ROS + "    g:\n      a: 1\n    g:\n      b: 2\n"
+
+
+def test_a_config_section_given_twice_is_read_as_rcl_reads_it(tmp_path):
+    """rcl gives a node the parameters of both of its sections in a file (test_rcl_reads_...
+    below); YAML, read by the plan, kept only the second: a namespaced driver got only
+    camera_color of the copied cozmo_driver: section, and its local_ip was silently lost."""
+    copied = make(namespace="robot1", config=_config(tmp_path, _TWICE))["driver"].parameters[1]
+    assert copied == {"local_ip": "127.0.0.5", "frame_rate": 5, "camera_color": True}
+    typo = _config(tmp_path, "cozmo_drivr:\n  ros__parameters:\n    a: 1\n"
+                   "cozmo_drivr:\n  ros__parameters:\n    b: 1\n")
+    (warning,) = plan.unreached_config_sections(plan.resolve_arguments({"config": typo}))  # once
+    assert "the section 'cozmo_drivr' reaches no node" in warning, warning
+    # a group of parameters given twice is one group, as rcl reads it
+    config = Path(_config(tmp_path, _GROUP_TWICE))
+    assert plan.node_parameters_in_file(config, "cozmo_driver", "robot1")[1] == {"g": {"a": 1, "b": 2}}
+
+
+_REFUSED_TWICE = [
+    (_ROS + "    frame_rate: 5\n    frame_rate: 2.5\n",
+     "the parameter 'frame_rate' of 'cozmo_driver' is given twice, on lines 3 and 4: the node would get "
+     "one of them, not always the last"),
+    (_ROS + "    frame_rate: 5\n" + _ROS + "    frame_rate: 2.5\n",
+     "the parameter 'frame_rate' of 'cozmo_driver' is given twice, on lines 3 and 6"),
+    (_ROS + "    g:\n      a: 1\n    g:\n      a: 2\n", "the parameter 'g.a' of 'cozmo_driver' is given twice, "
+                                                       "on lines 4 and 6"),
+    ("cozmo_driver:\n  ros__parameters:\n    a: 1\n  ros__parameters:\n    b: 2\n",
+     "ros__parameters: is given twice under 'cozmo_driver', on lines 2 and 4, which rcl refuses"),
+]
+
+
+@pytest.mark.parametrize("text, message", _REFUSED_TWICE)
+def test_a_parameter_given_twice_is_refused_naming_it_and_its_lines(tmp_path, text, message):
+    """YAML keeps the last of a key given twice; rcl gives the node one of the two values of
+    a parameter given twice, by their types rather than their order (5 then 2.5: 5), and
+    refuses a second ros__parameters: under one node. The plan took each file, silently."""
+    config = _config(tmp_path, text)
+    with pytest.raises(plan.PlanError, match=f"^{config}: " + message.replace("(", r"\(").replace(")", r"\)")):
+        plan.resolve_arguments({"config": config})
+
+
+@pytest.mark.ros  # a node: a DDS participant
+def test_rcl_reads_a_section_or_a_parameter_given_twice_as_the_plan_says(tmp_path):
+    """What the two tests above say of rcl, with the real one: a node's sections given twice
+    (and a group) give it all of their parameters; of a parameter given twice the node gets
+    5 of 5 and 2.5, neither YAML's last nor the second section's; a second ros__parameters:
+    under one node is refused."""
+    assert _rcl_parameters(_config(tmp_path, _TWICE), "cozmo_driver") == {
+        "local_ip": "127.0.0.5", "frame_rate": 5, "camera_color": True}
+    assert _rcl_parameters(_config(tmp_path, _GROUP_TWICE), "cozmo_driver") == {"g.a": 1, "g.b": 2}
+    for text, _ in _REFUSED_TWICE[:2]:
+        assert _rcl_parameters(_config(tmp_path, text), "cozmo_driver") == {"frame_rate": 5}
+    with pytest.raises(Exception, match="ros__parameters"):  # "no node names before ros__parameters"
+        _rcl_parameters(_config(tmp_path, _REFUSED_TWICE[3][0]), "cozmo_driver")
+
+
 _NESTED = ("robot1:\n  cozmo_driver:\n    ros__parameters:\n      cmd_vel_stamped: true\n"
            "      max_wheel_speed: 0.05\n")
 
