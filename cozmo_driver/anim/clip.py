@@ -146,7 +146,6 @@ honouring cool-downs (times are arguments).
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import math
 import os
@@ -162,7 +161,7 @@ import numpy as np
 from ..face.expressions import expression, look_at
 from ..face.procedural import EYE_PARAM_NAMES, NUM_PARAMS, FaceParams
 from ..fast_yaml import safe_load
-from ..json_comments import strip_json_comments
+from ..json_comments import loads as json_loads
 from ..protocol.audio import SAMPLE_RATE, load_wav
 from ..errors import CozmoError, UsageError
 from ..robot_geometry import HEAD_MAX_ANGLE_RAD, HEAD_MIN_ANGLE_RAD, LIFT_MAX_HEIGHT_M, LIFT_MIN_HEIGHT_M
@@ -932,14 +931,17 @@ def load_clip_file(path: Union[str, os.PathLike], audio_map: Optional[AudioMap] 
         import yaml
 
         try:
-            doc = safe_load(text)
+            doc = safe_load(text, unique_keys=True)
         except yaml.YAMLError as exc:
             raise ClipFormatError(f"{p}: invalid YAML: {exc}") from None
     elif suffix == ".json":
         try:
-            doc = json.loads(text)
+            doc, twice = json_loads(text, comments=False)
         except ValueError as exc:
             raise ClipFormatError(f"{p}: invalid JSON: {exc}") from None
+        if twice:  # (its first copy would be lost: a track, a keyframe's field)
+            raise ClipFormatError(f"{p}: invalid JSON: found duplicate key {', '.join(map(repr, twice))} "
+                                  "in an object: JSON would keep only the last")
     else:
         raise ClipFormatError(f"{p}: unknown clip file type {suffix!r} (.yaml, .yml, .json or .bin)")
     return _parse_document(doc, str(p), p.parent, audio_map, sprite_dir)
@@ -1486,14 +1488,20 @@ class AnimationGroup:
         return cls(name, members)
 
 
-def read_group_file(path: Union[str, os.PathLike]) -> Any:
+def read_group_file(path: Union[str, os.PathLike], warn: Optional[Callable[[str], None]] = None) -> Any:
     """The JSON document of an animation group file; ``//`` and ``/* */`` comments (as the
-    app's files have) are ignored. Raises :class:`ClipFormatError` naming the file."""
+    app's files have) are ignored. Raises :class:`ClipFormatError` naming the file. A key
+    given twice in one object (the app's files are its format: JSON readers keep the last)
+    is said to ``warn`` (default: the ``cozmo.anim`` logger)."""
     f = Path(path)
     try:
-        return json.loads(strip_json_comments(f.read_text(encoding="utf-8")))
+        doc, twice = json_loads(f.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:      # ValueError: UnicodeDecodeError, JSONDecodeError
         raise ClipFormatError(f"{f}: cannot read animation group ({exc})") from None
+    if twice:
+        report = warn if warn is not None else logger.warning
+        report(f"{f}: key {', '.join(map(repr, twice))} given twice in one object: only the last is read")
+    return doc
 
 
 def load_animation_groups(directory: Union[str, os.PathLike],
@@ -1512,7 +1520,7 @@ def load_animation_groups(directory: Union[str, os.PathLike],
     out: Dict[str, AnimationGroup] = {}
     for f in sorted(root.rglob("*.json")):
         try:
-            out[f.stem] = AnimationGroup.from_json(f.stem, read_group_file(f), str(f))
+            out[f.stem] = AnimationGroup.from_json(f.stem, read_group_file(f, report), str(f))
         except ClipFormatError as exc:
             report(f"{exc}: skipped")
     return out

@@ -34,7 +34,7 @@ import difflib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from .clip import (
     MAX_CLIP_MS,
@@ -65,7 +65,7 @@ def load_audio_map(path: PathLike) -> Dict[int, Path]:
 
     p = Path(path).expanduser()
     try:
-        doc = safe_load(p.read_text(encoding="utf-8"))
+        doc = safe_load(p.read_text(encoding="utf-8"), unique_keys=True)
     except OSError as exc:
         raise ClipFormatError(f"audio map {p}: cannot read ({exc})") from None
     except Exception as exc:  # a YAML (or JSON) syntax error, whichever parser says it
@@ -73,10 +73,15 @@ def load_audio_map(path: PathLike) -> Dict[int, Path]:
     if not isinstance(doc, dict):
         raise ClipFormatError(f"audio map {p}: expected a mapping {{Wwise event id: WAV file}}")
     out: Dict[int, Path] = {}
+    keys: Dict[int, Any] = {}  # event id -> its key in the file
     for key, value in doc.items():
         text = str(key).strip()
         if not text.isdigit() or not 0 <= int(text) < 1 << 32:
             raise ClipFormatError(f"audio map {p}: {key!r} is not a Wwise event id (0..4294967295)")
+        if int(text) in keys:  # 1234 and '1234': one event, and the second would replace the first
+            raise ClipFormatError(f"audio map {p}: {keys[int(text)]!r} and {key!r} are both the event "
+                                  f"{int(text)}; give it once")
+        keys[int(text)] = key
         if not isinstance(value, str) or not value:
             raise ClipFormatError(f"audio map {p}: event {text}: {value!r} is not a file name")
         wav = Path(value).expanduser()
@@ -94,7 +99,7 @@ def _why_not_a_directory(path: Path, param: str, takes: str) -> str:
 def _load_groups(path: Path, warn: Callable[[str], None]) -> Dict[str, AnimationGroup]:
     if path.is_dir():
         return load_animation_groups(path, warn)
-    doc = read_group_file(path)
+    doc = read_group_file(path, warn)
     if isinstance(doc, dict) and "Animations" in doc:
         return {path.stem: AnimationGroup.from_json(path.stem, doc, str(path))}
     if isinstance(doc, dict) and any(isinstance(v, dict) for v in doc.values()):

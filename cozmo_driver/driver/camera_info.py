@@ -170,7 +170,7 @@ def parse_camera_info_yaml(text: str, source: str = "file") -> CameraInfoData:
     except ImportError:
         raise CameraInfoError("PyYAML is needed to read camera_info_url (python3-yaml)") from None
     try:
-        doc = safe_load(text)
+        doc = safe_load(text, unique_keys=True)  # (a key given twice: YAML would keep the last)
     except yaml.YAMLError as exc:
         raise CameraInfoError(f"not YAML: {exc}") from None
     if not isinstance(doc, dict):

@@ -272,7 +272,7 @@ class LightAnimationLibrary:
                 return cls(animations, [f"{path}: PyYAML is needed to read it (python3-yaml); only "
                                         "the built-in light animations are available"])
             try:
-                document = safe_load(Path(path).read_text(encoding="utf-8"))
+                document = safe_load(Path(path).read_text(encoding="utf-8"), unique_keys=True)
             except (OSError, UnicodeDecodeError) as exc:
                 return cls(animations, [f"{path}: cannot read it ({exc}); only the built-in light "
                                         "animations are available"])

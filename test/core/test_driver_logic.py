@@ -605,6 +605,20 @@ def test_camera_info_yaml_file(tmp_path):
     assert caminfo.load_camera_info_url(vga.as_uri()).width == 640  # scaled to the images
 
 
+def test_a_camera_info_file_with_a_key_given_twice_is_refused_naming_it_and_its_lines(tmp_path):
+    """A second camera_matrix: (an old calibration's left at the end of the file) replaced
+    the first without a word, as YAML keeps the last copy of a key: the driver published
+    whichever came last. Now the file is refused, naming the key and both lines."""
+    path = tmp_path / "cozmo.yaml"
+    path.write_text(CAMERA_YAML + "camera_matrix:\n  rows: 3\n  cols: 3\n"
+                    "  data: [250.0, 0.0, 160.0, 0.0, 250.0, 120.0, 0.0, 0.0, 1.0]\n")
+    with pytest.raises(caminfo.CameraInfoError) as refused:
+        caminfo.load_camera_info_url(path.as_uri())
+    text = str(refused.value)
+    assert text.startswith(f"camera_info_url {path.as_uri()!r}: ") and "found duplicate key 'camera_matrix' " \
+        "(first given on line 4)" in text and "line 21" in text, text
+
+
 def _calibration_tarball(path):
     """What camera_calibration's cameracalibrator saves: calibrationdata.tar.gz, with ost.yaml in it."""
     import io

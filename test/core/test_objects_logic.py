@@ -984,6 +984,20 @@ def test_an_unusable_animation_file_leaves_the_builtins(tmp_path: Path, text, wh
     assert len(library.warnings) == 1 and why in library.warnings[0]
 
 
+def test_a_light_animation_file_with_a_name_given_twice_leaves_the_builtins_naming_it(tmp_path: Path):
+    """Two animations of one name: YAML kept the second, and the first was lost without a
+    word. Now the file is not taken (as one that is not YAML), the warning naming the name
+    and both lines."""
+    path = tmp_path / "lights.yaml"
+    path.write_text("police:\n  backpack: {on_color: '#ff0000'}\nglow:\n  backpack: {on_color: '#00ff00'}\n"
+                    "police:\n  backpack: {on_color: '#0000ff'}\n")
+    library = LightAnimationLibrary.load(str(path))
+    assert set(library.names()) == set(BUILTIN) and library.loaded_from_file == 0
+    (warning,) = library.warnings
+    assert warning.startswith(f"{path}: not valid YAML") and "found duplicate key 'police' (first given on " \
+        "line 1)" in warning and "line 5" in warning and "only the built-in light animations" in warning, warning
+
+
 def test_parse_color():
     assert parse_color("#ff0080", "c") == (1.0, 0.0, 128 / 255)
     assert parse_color([0, 0.5, 1], "c") == (0.0, 0.5, 1.0)

@@ -843,6 +843,57 @@ def test_group_files_are_read_one_by_one_with_comments_and_bad_ones_skipped(tmp_
         load_animation_groups(d / "ag_plain.json")
 
 
+def test_a_group_file_with_a_key_given_twice_is_read_with_a_warning_naming_it(tmp_path):
+    """JSON keeps the last copy of a key given twice: a group's first Animations list was
+    dropped without a word. The app's files are its format, not refused here (JSON
+    readers commonly keep the last): the file is still read, with a warning naming the file and the key."""
+    d = tmp_path / "animationGroups"
+    d.mkdir()
+    (d / "ag_twice.json").write_text('{"Animations": [{"Name": "a"}],\n "Animations": [{"Name": "b"}]}\n')
+    warnings: list = []
+    groups = load_animation_groups(d, warnings.append)
+    assert [m.name for m in groups["ag_twice"].members] == ["b"]
+    assert warnings == [f"{d / 'ag_twice.json'}: key 'Animations' given twice in one object: only the "
+                        "last is read"]
+
+
+@pytest.mark.parametrize("suffix, text, words", [
+    (".yaml", "name: x\ntracks:\n  head: [{time_ms: 0, angle_deg: 10}]\n  head: [{time_ms: 0, angle_deg: -10}]\n",
+     ("invalid YAML", "found duplicate key 'head' (first given on line 3)", "line 4")),
+    (".json", '{"name": "x", "tracks": {"head": [{"time_ms": 0, "angle_deg": 10}], '
+              '"head": [{"time_ms": 0, "angle_deg": -10}]}}',
+     ("invalid JSON: found duplicate key 'head' in an object: JSON would keep only the last",)),
+])
+def test_a_clip_file_with_a_key_given_twice_is_refused_naming_it(tmp_path, suffix, text, words):
+    """A track given twice in a clip: the second replaced the first without a word (the nod
+    lost its first half). Now the file is refused (the library skips it with the message)."""
+    path = tmp_path / f"nod{suffix}"
+    path.write_text(text)
+    with pytest.raises(ClipFormatError) as refused:
+        load_clip_file(path)
+    assert str(refused.value).startswith(f"{path}: ") and all(w in str(refused.value) for w in words), refused.value
+
+
+@pytest.mark.parametrize("text, words", [
+    ("4000000001: a.wav\n4000000002: b.wav\n4000000001: c.wav\n",
+     ("not YAML or JSON", "found duplicate key 4000000001 (first given on line 1)", "line 3")),
+    ('{"4000000001": "a.wav", "4000000001": "c.wav"}', ("found duplicate key '4000000001'",)),
+    ("4000000001: a.wav\n'4000000001': c.wav\n",
+     ("4000000001 and '4000000001' are both the event 4000000001; give it once",)),
+])
+def test_an_audio_map_with_an_event_given_twice_is_refused_naming_it(tmp_path, text, words):
+    """An event given twice in animation_audio_map played the last file named for it, the
+    first silently dropped. Now the map is refused naming the event (and its lines)."""
+    from cozmo_driver.anim.library import load_audio_map
+
+    path = tmp_path / "map.yaml"
+    path.write_text(text)
+    with pytest.raises(ClipFormatError) as refused:
+        load_audio_map(path)
+    text = str(refused.value)
+    assert text.startswith(f"audio map {path}: ") and all(w in text for w in words), text
+
+
 # --------------------------------------------------------------------------- built-ins
 
 def test_builtin_animations():
