@@ -58,6 +58,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Union
 
+from ..json_comments import loads as json_loads
 from ..json_comments import strip_json_comments
 from .behavior import ConfigError
 from .emotions import Curve
@@ -105,13 +106,19 @@ class AppResources:
                 f"from {self.root}" + (f"; {len(self.skipped)} skipped" if self.skipped else ""))
 
 
-def _read_json(path: Path) -> Any:
+def _read_json(path: Path, warn: Callable[[str], None]) -> Any:
+    """The document of ``path``; a key given twice in one object is said to ``warn`` (the
+    app's files are its format, and JSON readers keep the last copy, as this one does)."""
     try:
-        return json.loads(strip_json_comments(path.read_text(encoding="utf-8")))
+        doc, twice = json_loads(path.read_text(encoding="utf-8"))
     except OSError as exc:  # (the callers name the file)
         raise ValueError(f"cannot be read: {exc.strerror or exc}") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"not JSON: {exc}") from None
+    if twice:
+        warn(f"app resources: {path}: key {', '.join(map(repr, twice))} given twice in one object: only "
+             "the last is read")
+    return doc
 
 
 def _json_files(directory: Path) -> List[Path]:
@@ -172,7 +179,7 @@ def load_app_resources(path: Union[str, Path], warn: Optional[Callable[[str], No
     mood = root / _MOOD
     if mood.is_file():  # a file is taken whole or skipped whole (what is read goes in at its end)
         try:
-            data = _read_json(mood)
+            data = _read_json(mood, warn)
             read = {str(graph.get("emotionType", "")): _nodes(graph, f"decayGraphs[{i}]")
                     for i, graph in enumerate(data.get("decayGraphs", []) or [])}
             penalty = (_nodes(data["defaultRepetitionPenalty"], "defaultRepetitionPenalty")
@@ -192,7 +199,7 @@ def load_app_resources(path: Union[str, Path], warn: Optional[Callable[[str], No
     events: Dict[str, Dict[str, Any]] = {}
     for file in _json_files(root / _EVENTS):
         try:
-            data = _read_json(file)
+            data = _read_json(file, warn)
             items = data.get("emotionEvents", [data]) if isinstance(data, Mapping) else None
             if not isinstance(items, list):
                 raise ValueError("expected emotionEvents: [...] or one event")
@@ -231,7 +238,7 @@ def load_app_resources(path: Union[str, Path], warn: Optional[Callable[[str], No
     if trigger_map.is_file():
         try:
             pairs = {str(pair["CladEvent"]): str(pair["AnimName"])
-                     for pair in _read_json(trigger_map).get("Pairs", [])}
+                     for pair in _read_json(trigger_map, warn).get("Pairs", [])}
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             skip(f"{trigger_map}: {exc}")
         else:
@@ -241,7 +248,7 @@ def load_app_resources(path: Union[str, Path], warn: Optional[Callable[[str], No
     behaviors: Dict[str, Dict[str, Any]] = {}
     for file in _json_files(root / _BEHAVIORS):
         try:
-            data = _read_json(file)
+            data = _read_json(file, warn)
             behavior_id = str(data["behaviorID"])
             app_class = str(data.get("behaviorClass", ""))
             triggers = [str(t) for t in (data.get("animTriggers") or [])]
@@ -273,7 +280,7 @@ def load_app_resources(path: Union[str, Path], warn: Optional[Callable[[str], No
     if reaction_file.is_file():
         try:
             mapped = [(str(item["reactionTrigger"]), str(item["behaviorID"]))
-                      for item in _read_json(reaction_file).get("reactionTriggerBehaviorMap", [])]
+                      for item in _read_json(reaction_file, warn).get("reactionTriggerBehaviorMap", [])]
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             skip(f"{reaction_file}: {exc}")
             mapped = []

@@ -307,6 +307,22 @@ def test_an_app_file_with_a_bad_part_is_skipped_whole_with_its_name(tmp_path):
     assert all(w.count(str(tmp_path)) == 1 for w in warnings), warnings
 
 
+def test_an_app_file_with_a_key_given_twice_is_read_with_a_warning_naming_it(tmp_path):
+    """JSON keeps the last copy of a key given twice: a behavior's first animTriggers were
+    dropped without a word. The app's files are its format, not refused here (JSON
+    readers commonly keep the last): the file is still read, with a warning naming the file and the key."""
+    behaviors_dir = tmp_path / "cozmo_resources" / "config" / "engine" / "behaviorSystem" / "behaviors"
+    behaviors_dir.mkdir(parents=True)
+    path = behaviors_dir / "fidget.json"
+    path.write_text('{"behaviorID": "Fidget", "behaviorClass": "PlayAnim",\n'
+                    ' "animTriggers": ["Happy"], // the first\n "animTriggers": ["Sad"]}\n')
+    warnings = []
+    res = load_app_resources(tmp_path, warn=warnings.append)
+    assert res.config["behaviors"]["Fidget"]["params"]["groups"] == ["Sad"]
+    assert warnings == [f"app resources: {path}: key 'animTriggers' given twice in one object: only the "
+                        "last is read"]
+
+
 def test_app_definitions_run_in_the_engine():
     config = load_config(app_resources=APP)
     triggers = {r.trigger: r for r in config.reactions}
