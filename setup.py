@@ -35,13 +35,13 @@ setup(
     license="Apache-2.0",
     entry_points={
         "console_scripts": [
-            "cozmo-demo = cozmo_driver.demo:main",
-            "cozmo-protocol-demo = cozmo_driver.protocol_demo:main",
-            "cozmo-sim = cozmo_driver.sim.cli:main",
+            "cozmo-demo = cozmo_driver.tool_scripts:demo",
+            "cozmo-protocol-demo = cozmo_driver.tool_scripts:protocol_demo",
+            "cozmo-sim = cozmo_driver.tool_scripts:sim",
             "cozmo_driver_node = cozmo_driver.ros.entry_points:driver_node",
             "cozmo_face_node = cozmo_driver.ros.entry_points:face_node",
             "cozmo_behavior_node = cozmo_driver.ros.entry_points:behavior_node",
-            "cozmo_bringup = cozmo_driver.bringup:main",
+            "cozmo_bringup = cozmo_driver.tool_scripts:bringup",
             "cozmo_description_publisher = cozmo_driver.ros.entry_points:description_publisher",
             "cozmo_stack = cozmo_driver.ros.entry_points:stack",
         ],
