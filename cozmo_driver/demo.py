@@ -111,7 +111,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="a real robot's address (join its Wi-Fi first; it is at "
                              "172.31.1.1). Default: the built-in simulator")
     parser.add_argument("--robot-port", "--robot_port", dest="robot_port", default=None,
-                        help="the robot's UDP port (default: the config file's, 5551)")
+                        help="a real robot's UDP port, with --robot-ip (default: the config "
+                             "file's, 5551)")
     parser.add_argument("--namespace", default=None, help="ROS namespace of the robot's nodes")
     parser.add_argument("--config", default=None, help="the driver's parameter file")
     parser.add_argument("--artifacts", default="artifacts", metavar="DIR",
@@ -147,6 +148,10 @@ def parse_arguments(argv: Sequence[str]) -> argparse.Namespace:
         parser.error("--connect-timeout must be a positive number of seconds")
     if args.robot_ip is not None and not args.robot_ip.strip():
         parser.error("robot_ip is empty")
+    if args.robot_port is not None and args.robot_ip is None:
+        from .protocol_demo import PORT_WITHOUT_IP  # the protocol demo refuses it so too
+
+        parser.error(PORT_WITHOUT_IP)
     return args
 
 

@@ -239,6 +239,12 @@ def _seed(text: str) -> int:
     return sim_seed(text)
 
 
+#: the refusal of a robot port without a robot address, here and in cozmo-demo: the port
+#: would go unused (without robot_ip the demos start a simulator of their own)
+PORT_WITHOUT_IP = ("robot_port without robot_ip: the built-in simulator, which runs without "
+                   "robot_ip, takes a free port of its own. A simulator you started (cozmo-sim "
+                   "--port N): --robot-ip 127.0.0.1 --robot-port N; a real robot: --robot-ip "
+                   "172.31.1.1")
 #: the arguments also taken as name:=value (and --name), as cozmo-demo takes them
 _NAME_VALUE = ("robot_ip", "robot_port")
 
@@ -258,7 +264,7 @@ def parse_arguments(argv: Optional[list] = None, prog: str = "cozmo-protocol-dem
                         help="a real robot's address (join its Wi-Fi first; usually 172.31.1.1). "
                              "Default: the built-in simulator")
     parser.add_argument("--robot-port", "--robot_port", dest="robot_port", type=int, default=None,
-                        help="the robot's UDP port (default 5551)")
+                        help="a real robot's UDP port, with --robot-ip (default 5551)")
     parser.add_argument("--duration", type=float, default=20.0,
                         help="upper bound of the run in seconds, the time suspended (Ctrl-Z) not counted "
                              "(default 20)")
@@ -279,6 +285,8 @@ def parse_arguments(argv: Optional[list] = None, prog: str = "cozmo-protocol-dem
             except ValueError:
                 parser.error(f"robot_port:={value!r}: expected a port number")
         setattr(args, name, value)
+    if args.robot_port is not None and args.robot_ip is None:
+        parser.error(PORT_WITHOUT_IP)
     if args.robot_port is None:
         args.robot_port = 5551
     if args.duration <= 0 or not math.isfinite(args.duration):

@@ -248,6 +248,10 @@ def test_both_argument_styles(argv):
     (["--robot-ip", " "], "robot_ip is empty"),
     (["--seed", "-1"], "argument --seed: -1 is not a seed: a whole number, 0 or more"),
     (["--seed", "x"], "argument --seed: x is not a seed: a whole number, 0 or more"),
+    # without robot_ip the demo starts its own simulator, on a free port: the port given went
+    # unused, silently (a cozmo-sim started on it was never driven)
+    (["--robot-port", "5600"], "robot_port without robot_ip: the built-in simulator"),
+    (["robot_port:=5600"], "--robot-ip 127.0.0.1 --robot-port N"),
 ])
 def test_bad_arguments_are_refused(argv, message, capsys):
     with pytest.raises(SystemExit) as exited:
@@ -1333,6 +1337,9 @@ def test_protocol_only_takes_the_argument_forms_the_demo_takes(argv, monkeypatch
     (["robot_ip:=127.0.0.1", "--robot-ip", "127.0.0.1"], "robot_ip given twice"),
     (["robot_port:=x"], "robot_port:='x': expected a port number"),
     (["namespace:=cozmo"], "unknown argument 'namespace'; the arguments are: robot_ip, robot_port"),
+    # the built-in simulator's port is a free one: the port given went unused, silently
+    (["robot_port:=5600"], "robot_port without robot_ip: the built-in simulator"),
+    (["--robot-port", "5600", "--duration", "1"], "--robot-ip 127.0.0.1 --robot-port N"),
 ])
 def test_protocol_only_refuses_bad_name_value_arguments(argv, message, capsys):
     from cozmo_driver import protocol_demo
