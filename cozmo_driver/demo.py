@@ -574,7 +574,11 @@ class _Demo:
                 self.say(f"\n{PROG}: interrupted ({name}): stopping the robot and every process")
                 driver = self._driver_name()
                 self._shutdown()   # then the driver's log says whether its stop reached the robot
-                self.failure = f"{PROG}: interrupted; {self._ending(self._stop_known(driver))}"
+                if not demo.connected_once:     # the demo commanded nothing: nothing to stop
+                    self.failure = (f"{PROG}: interrupted before the robot was driven; every "
+                                    "process has exited")
+                else:
+                    self.failure = f"{PROG}: interrupted; {self._ending(self._stop_known(driver))}"
                 return 128 + (self.signum or signal.SIGINT)
             message = str(exc)
             tail = _log_tail(log_path)

@@ -1063,6 +1063,33 @@ def test_ctrl_c_after_the_driver_died_does_not_say_the_robot_is_stopped(tmp_path
     assert "may still be moving" in last and "the robot is stopped" not in out
 
 
+@pytest.mark.ros
+@pytest.mark.slow
+def test_ctrl_c_before_the_robot_answered_does_not_say_it_may_still_be_moving(tmp_path, capsys, monkeypatch):
+    """Ctrl-C while the demo waited for the driver to connect ended in "no stop is known to
+    have reached the robot ...: it may still be moving; if it does, pick it up or switch it
+    off", of a robot the demo never commanded: it says it was not driven."""
+    for name in ("cozmo_driver_node", "cozmo_description_publisher"):
+        project_executable(name)
+    from cozmo_driver.ros import demo_node
+
+    wait_connected = demo_node.Demonstration._wait_connected
+
+    def interrupted_while_waiting(self):
+        self.processes_alive.__self__.stop.handle(signal.SIGINT)   # as the demo's handler does
+        wait_connected(self)
+
+    monkeypatch.setattr(demo_node.Demonstration, "_wait_connected", interrupted_while_waiting)
+    status = demo.main(["--artifacts", str(tmp_path), "--duration", "80"])
+    out = capsys.readouterr().out
+    assert status == 128 + signal.SIGINT, out[-3000:]
+    last = out.rstrip().splitlines()[-1]
+    assert last == "cozmo-demo: interrupted before the robot was driven; every process has exited", out[-3000:]
+    assert "may still be moving" not in out
+    pids = [int(p) for p in re.findall(r"started \S+ \(\S+, pid (\d+)\)", out)]
+    assert pids and not [pid for pid in pids if alive(pid)]
+
+
 # ------------------------------------------------------------------ the protocol-level demo
 
 
