@@ -372,6 +372,9 @@ def resolve_arguments(values: Optional[Mapping[str, Any]] = None,
         raise PlanError(f"frame_prefix:={raw['frame_prefix']!r}: frame ids must not contain "
                         "white space")
     config = Path(raw["config"]).expanduser() if raw["config"].strip() else default_config_path()
+    if config.is_dir():
+        raise PlanError(f"config:={raw['config'] or config}: a directory, not a parameter file: "
+                        "give the path of the YAML file itself, e.g. config/cozmo.yaml")
     if not config.is_file():
         raise PlanError(f"config:={raw['config'] or config}: no such parameter file")
     _parameter_sections(config)  # a file rcl would refuse, or read as none: before anything starts

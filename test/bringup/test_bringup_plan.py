@@ -129,6 +129,8 @@ def test_an_explicit_frame_prefix_wins():
     ({"namespace": "robot-1"}, "namespace"),
     ({"frame_prefix": "a b/"}, "frame_prefix:='a b/': frame ids must not contain white space"),
     ({"config": "/nonexistent/cozmo.yaml"}, "no such parameter file"),
+    # a directory was said to be no such file, which the user saw was there
+    ({"config": "/"}, "config:=/: a directory, not a parameter file: give the path of the YAML file"),
     ({"robot": "x"}, "unknown argument"),
 ])
 def test_bad_arguments_are_refused_with_the_reason(values, message):
