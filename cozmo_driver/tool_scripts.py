@@ -27,7 +27,7 @@ import signal
 import sys
 from typing import Any, Callable, Optional, Sequence
 
-__all__ = ["sim", "demo", "protocol_demo", "bringup", "SCRIPTS"]
+__all__ = ["sim", "demo", "protocol_demo", "bringup", "SCRIPTS", "entry"]
 
 #: console script: (its tool's module, the exit status of a SIGINT before the tool handles it)
 SCRIPTS = {
@@ -49,17 +49,18 @@ if _SCRIPT in SCRIPTS and signal.getsignal(signal.SIGINT) is signal.default_int_
     signal.signal(signal.SIGINT, _while_starting)
 
 
-def _entry(script: str) -> Callable[[Optional[Sequence[str]]], int]:
-    module = SCRIPTS[script][0]
-
-    def entry(args: Optional[Sequence[str]] = None) -> int:
+def entry(module: str, script: str) -> Callable[[Optional[Sequence[str]]], int]:
+    """The function of the console script ``script``: ``module``'s ``main(args)``, the module
+    imported at the call, under the early SIGINT handling the script's first import set (here,
+    and for the nodes :mod:`cozmo_driver.ros.entry_points`)."""
+    def run(args: Optional[Sequence[str]] = None) -> int:
         return importlib.import_module(module).main(args)
-    entry.__name__ = entry.__qualname__ = module.rsplit(".", 1)[-1]
-    entry.__doc__ = f"The console script {script}: {module}'s main(), quiet on an early Ctrl-C."
-    return entry
+    run.__name__ = run.__qualname__ = module.rsplit(".", 1)[-1]
+    run.__doc__ = f"The console script {script}: {module}'s main(), quiet on an early Ctrl-C."
+    return run
 
 
-sim = _entry("cozmo-sim")
-demo = _entry("cozmo-demo")
-protocol_demo = _entry("cozmo-protocol-demo")
-bringup = _entry("cozmo_bringup")
+sim = entry(SCRIPTS["cozmo-sim"][0], "cozmo-sim")
+demo = entry(SCRIPTS["cozmo-demo"][0], "cozmo-demo")
+protocol_demo = entry(SCRIPTS["cozmo-protocol-demo"][0], "cozmo-protocol-demo")
+bringup = entry(SCRIPTS["cozmo_bringup"][0], "cozmo_bringup")

@@ -12,16 +12,18 @@ once with status 0, as it does on a signal once the node runs.
 Importing this module in one of those console scripts (``sys.argv[0]`` names it) sets
 that SIGINT handler, which the node's own replaces (``_entry.init``); imported anywhere
 else (a test importing every module) it sets nothing. It imports nothing but the
-standard library (it is what the console script imports first).
+standard library and :mod:`cozmo_driver.tool_scripts` (the same, for the tools that are not
+nodes; stdlib only) (it is what the console script imports first).
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 import signal
 import sys
-from typing import Any, Callable, Optional, Sequence
+from typing import Any
+
+from ..tool_scripts import entry
 
 __all__ = ["driver_node", "face_node", "behavior_node", "description_publisher", "stack"]
 
@@ -39,16 +41,8 @@ if os.path.basename(sys.argv[0] if sys.argv else "") in SCRIPTS:
     signal.signal(signal.SIGINT, _while_starting)
 
 
-def _quiet_start(module: str) -> Callable[[Optional[Sequence[str]]], int]:
-    def entry(args: Optional[Sequence[str]] = None) -> int:
-        return importlib.import_module(module).main(args)
-    entry.__name__ = entry.__qualname__ = module.rsplit(".", 1)[-1]
-    entry.__doc__ = f"The console script of {module}: its main(), quiet on an early Ctrl-C."
-    return entry
-
-
-driver_node = _quiet_start("cozmo_driver.ros.driver_node")
-face_node = _quiet_start("cozmo_driver.ros.face_node")
-behavior_node = _quiet_start("cozmo_driver.ros.behavior_node")
-description_publisher = _quiet_start("cozmo_driver.ros.description_publisher")
-stack = _quiet_start("cozmo_driver.ros.stack_node")
+driver_node = entry("cozmo_driver.ros.driver_node", "cozmo_driver_node")
+face_node = entry("cozmo_driver.ros.face_node", "cozmo_face_node")
+behavior_node = entry("cozmo_driver.ros.behavior_node", "cozmo_behavior_node")
+description_publisher = entry("cozmo_driver.ros.description_publisher", "cozmo_description_publisher")
+stack = entry("cozmo_driver.ros.stack_node", "cozmo_stack")
