@@ -6,9 +6,15 @@ them, and the environment of an inner pytest run."""
 from __future__ import annotations
 
 import os
+import queue
 import random
+import signal
 import socket
+import subprocess
+import threading
+import time
 from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import pytest
 
@@ -135,3 +141,40 @@ def inner_pytest_env(**extra: str) -> dict:
     env["PYTHONPATH"] = os.pathsep.join([str(TEST_DIR), env.get("PYTHONPATH", "")])
     env.update(extra)
     return env
+
+
+def sigint_while_importing(cmd: Sequence[str], begun: Callable[[str], bool], what: str,
+                           env: Optional[Dict[str, str]] = None, cwd: Optional[Path] = None) -> Tuple[int, str]:
+    """Start ``cmd`` with Python's import timing on (each module's line on stderr when it is
+    done: "import time: self | cumulative | <indent>module"), send it SIGINT at the first
+    module for which ``begun(module)`` holds (its imports under way), and wait for its end.
+    Returns its exit status and its stderr without the import lines; ``what`` says, in the
+    failure, what never came. Bounded: 30 s for the module, 30 s for the end."""
+    env = dict(os.environ if env is None else env, PYTHONPROFILEIMPORTTIME="1")
+    proc = subprocess.Popen(list(cmd), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env=env, cwd=cwd, text=True)
+    lines: "queue.Queue[str]" = queue.Queue()
+    reader = threading.Thread(target=lambda: [lines.put(line) for line in proc.stderr], daemon=True)
+    reader.start()
+    seen = False
+    err_lines: List[str] = []
+    try:
+        deadline = time.monotonic() + 30.0
+        while not seen and time.monotonic() < deadline:
+            try:
+                line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            err_lines.append(line)
+            seen = begun(line.rsplit("|", 1)[-1].strip())
+        assert seen, what + ": " + "".join(err_lines)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30.0)
+        reader.join(10.0)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    while not lines.empty():
+        err_lines.append(lines.get())
+    return proc.returncode, "".join(line for line in err_lines if not line.startswith("import time:"))

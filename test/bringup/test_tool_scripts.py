@@ -8,16 +8,14 @@ said the simulator exited with status -2)."""
 from __future__ import annotations
 
 import os
-import queue
 import re
-import signal
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 import pytest
+
+from processes import sigint_while_importing
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -57,36 +55,10 @@ def test_imported_elsewhere_it_leaves_sigint_alone():
 def test_a_sigint_during_the_imports_ends_the_tool_with_its_status_and_no_traceback(name, args, status,
                                                                                        tmp_path):
     script = console_script(name, tmp_path)
-    # Python prints each module's import time to stderr when it is done: the first module of
-    # the package under the tool's (cozmo_driver itself and this module aside) says the
-    # tool's imports have begun, and most of them are still to come
-    env = dict(os.environ, PYTHONPROFILEIMPORTTIME="1", PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen([str(script), *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            env=env, cwd=tmp_path, text=True)
-    lines: "queue.Queue[str]" = queue.Queue()
-    reader = threading.Thread(target=lambda: [lines.put(line) for line in proc.stderr], daemon=True)
-    reader.start()
-    seen, err_lines = False, []
-    try:
-        deadline = time.monotonic() + 30.0
-        while not seen and time.monotonic() < deadline:
-            try:
-                line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
-                break
-            err_lines.append(line)
-            module = line.rsplit("|", 1)[-1].strip()
-            seen = module.startswith("cozmo_driver.") and module != "cozmo_driver.tool_scripts"
-        assert seen, f"{name} imported no module of the package: " + "".join(err_lines)
-        proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=30.0)
-        reader.join(10.0)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    while not lines.empty():
-        err_lines.append(lines.get())
-    err = "".join(line for line in err_lines if not line.startswith("import time:"))
+    # the first module of the package under the tool's (cozmo_driver itself and this module
+    # aside) says the tool's imports have begun, and most of them are still to come
+    code, err = sigint_while_importing(
+        [str(script), *args], lambda m: m.startswith("cozmo_driver.") and m != "cozmo_driver.tool_scripts",
+        f"{name} imported no module of the package", env=dict(os.environ, PYTHONPATH=str(ROOT)), cwd=tmp_path)
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
-    assert proc.returncode == status, (proc.returncode, err)
+    assert code == status, (code, err)

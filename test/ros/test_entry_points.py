@@ -4,17 +4,12 @@ every process when another exits right after the start."""
 
 from __future__ import annotations
 
-import os
-import queue
-import signal
 import subprocess
 import sys
-import threading
-import time
 
 import pytest
 
-from processes import project_executable
+from processes import project_executable, sigint_while_importing
 
 NODES = ["cozmo_driver_node", "cozmo_face_node", "cozmo_behavior_node", "cozmo_description_publisher",
          "cozmo_stack"]
@@ -40,39 +35,13 @@ def test_imported_elsewhere_it_leaves_sigint_alone():
 @pytest.mark.parametrize("name", ["cozmo_driver_node", "cozmo_face_node"])
 def test_a_sigint_during_the_imports_ends_the_node_with_status_0_and_no_traceback(name):
     exe = project_executable(name)
-    # Python prints each module's import time to stderr when it is done (PYTHONPROFILEIMPORTTIME):
-    # the line of cozmo_driver.driver says the node's module is being imported (entry_points
-    # is loaded, its SIGINT handler set) and the rest of its imports are still to come
-    env = dict(os.environ, PYTHONPROFILEIMPORTTIME="1")
-    proc = subprocess.Popen([str(exe), "--ros-args", "-p", "robot_ip:=127.0.0.1", "-p", "robot_port:=9"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, text=True)
-    lines: "queue.Queue[str]" = queue.Queue()
-    reader = threading.Thread(target=lambda: [lines.put(line) for line in proc.stderr], daemon=True)
-    reader.start()
-    seen, err_lines = False, []
-    try:
-        deadline = time.monotonic() + 30.0
-        while not seen and time.monotonic() < deadline:
-            try:
-                line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
-                break
-            err_lines.append(line)
-            # "import time: self | cumulative | <indent>module". The marker is a module the
-            # node's module imports: entry_points itself, and the node's module, are loaded
-            # with importlib.import_module where a colcon install's script loads its entry
-            # point, which Python's import timing does not print
-            seen = line.rsplit("|", 1)[-1].strip() == "cozmo_driver.driver"
-        assert seen, "the node's module never imported cozmo_driver.driver: " + "".join(err_lines)
-        proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=30.0)
-        reader.join(10.0)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    while not lines.empty():
-        err_lines.append(lines.get())
-    err = "".join(line for line in err_lines if not line.startswith("import time:"))
+    # the line of cozmo_driver.driver says the node's module is being imported (entry_points is
+    # loaded, its SIGINT handler set) and the rest of its imports are still to come. The marker
+    # is a module the node's module imports: entry_points itself, and the node's module, are
+    # loaded with importlib.import_module where a colcon install's script loads its entry
+    # point, which Python's import timing does not print
+    code, err = sigint_while_importing(
+        [str(exe), "--ros-args", "-p", "robot_ip:=127.0.0.1", "-p", "robot_port:=9"],
+        lambda m: m == "cozmo_driver.driver", "the node's module never imported cozmo_driver.driver")
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
-    assert proc.returncode == 0, (proc.returncode, err)
+    assert code == 0, (code, err)
