@@ -73,8 +73,9 @@ events (:meth:`~ObjectRegistry.pop_events`), accelerometer samples
   as in Anki's engine: weak taps and the echoes of one shock are dropped, the strongest
   tap of a group is published :data:`~.tap_filter.TAP_GROUP_S` after its first
   (:meth:`~ObjectRegistry.release_taps`, at :attr:`~ObjectRegistry.taps_due_at`; its
-  ``received`` is when the robot reported it), and moves a tap caused and the charger's
-  moves are dropped.
+  ``received`` is when the robot reported it; at once, before its DISCONNECTED, when a
+  cube whose tap the group holds disconnects first), and moves a tap caused and the
+  charger's moves are dropped.
 
 Units. The cubes' accelerations (ObjectMoved, ObjectAccel) are the cube
 accelerometer's raw counts, 64 to 1 g (Anki's firmware passes them on as the cube
@@ -802,7 +803,9 @@ class ObjectRegistry:
         entry.connected_since = None
         entry.moving = False
         entry.up_axis = UpAxis.UNKNOWN  # (the robot reports it again after a connection)
-        self.taps.forget(entry.factory_id)
+        tapped = self.taps.forget(entry.factory_id)
+        if tapped is not None:  # a tap it reported before it went: published before DISCONNECTED
+            self._emit(tapped)
         entry.last_seen = now
         entry.advertised_at = None  # reconnected only once it advertises again
         self._changed = True

@@ -43,7 +43,7 @@ class TapFilter:
     """See the module docstring. The records held are the caller's (any object)."""
 
     def __init__(self) -> None:
-        self._group: List[Tuple[float, Any]] = []   # (intensity, record), in arrival order
+        self._group: List[Tuple[float, Any, int]] = []   # (intensity, record, key), in arrival order
         #: when the open group is due (inf: none is open)
         self.due_at = math.inf
         #: object key -> until when its moves are a tap's
@@ -59,7 +59,7 @@ class TapFilter:
             return
         if not self._group:
             self.due_at = now + TAP_GROUP_S
-        self._group.append((intensity, record))
+        self._group.append((intensity, record, key))
         if not moving:
             self._quiet_until[key] = now + MOVE_QUIET_S
 
@@ -87,6 +87,11 @@ class TapFilter:
             return False
         return True
 
-    def forget(self, key: int) -> None:
-        """Object ``key`` disconnected: its taps' quiet time is void."""
+    def forget(self, key: int) -> Optional[Any]:
+        """Object ``key`` disconnected: its taps' quiet time is void, and a group holding one of
+        its taps is over at once: its strongest tap, to publish before the disconnection (None:
+        no group holds one of its taps)."""
         self._quiet_until.pop(key, None)
+        if any(k == key for _, _, k in self._group):
+            return self.flush()
+        return None

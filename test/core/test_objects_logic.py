@@ -1271,6 +1271,26 @@ def test_a_tap_after_the_filter_is_switched_off_comes_after_the_tap_it_held():
     assert rig.reg.taps_due_at == math.inf
 
 
+def test_a_tap_held_by_the_filter_is_published_before_its_cube_disconnects():
+    """A cube tapped and then dropped (out of range, an empty battery) within the filter's
+    75 ms: its tap comes before its DISCONNECTED, as one reported before the robot is lost
+    does, not after it (a subscriber that forgets a cube at DISCONNECTED would get a tap of a
+    cube it had put away). Another cube's disconnection leaves a group alone."""
+    rig, ids = connected_rig()
+    tap(rig, ids[C1], 80)
+    rig.now += 0.01
+    rig.reg.on_message(m.ObjectConnectionState(object_id=ids[C2], factory_id=C2, object_type=2,
+                                               connected=False), rig.now)
+    assert [e[:2] for e in published(rig)] == [(EV.DISCONNECTED, "cube2")]
+    rig.now += 0.01
+    rig.reg.on_message(m.ObjectConnectionState(object_id=ids[C1], factory_id=C1, object_type=1,
+                                               connected=False), rig.now)
+    assert [e[:2] for e in published(rig)] == [(EV.TAPPED, "cube1"), (EV.DISCONNECTED, "cube1")]
+    assert rig.reg.taps_due_at == math.inf
+    rig.advance(0.1)
+    assert published(rig) == []           # once
+
+
 # ----------------------------------------------------------------------------- slots the robot keeps
 
 def test_the_robot_keeps_a_dropped_cubes_slot_and_reconnects_it_by_itself():
