@@ -721,7 +721,6 @@ class Session:
         self.pending_events = self._events
         self._out_frame_type = FrameType.ENGINE if role is Role.ENGINE else FrameType.ROBOT
         self._ping_counter = 0
-        self._ping_sent: Dict[int, float] = {}
         self._rttvar = 0.0
         self._farewell: List[bytes] = []  # datagrams that outlive a link reset
         self._reset_accepted_at: Optional[float] = None
@@ -755,6 +754,9 @@ class Session:
         self._rto_backoff = 1
         self.stats.rtt_s = self.stats.srtt_s = None  # a round trip is of a connection
         self._rttvar = 0.0
+        #: pings of this connection awaiting their echo (counter -> when sent): an echo of
+        #: an earlier connection's ping, late, is no round trip of this one
+        self._ping_sent: Dict[int, float] = {}
         self._last_rx = now
         self._last_ping = None
         self._ping_due = False

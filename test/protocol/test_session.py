@@ -902,6 +902,30 @@ def test_send_ping_on_demand():
         pair.robot.send_ping()
 
 
+def test_an_echo_of_a_ping_of_the_previous_connection_is_no_round_trip_of_this_one():
+    """The robot fell silent, its echoes held up somewhere (a Wi-Fi delay spike): one that
+    comes after the reconnect answers a ping of the connection that ended. It is no round
+    trip of this one (which starts with none): taken, it said a round trip of seconds, the
+    RTO went to rto_max and fast retransmission waited seconds, as if the link were slow."""
+    engine = connected_engine()
+    engine.handle_timer(0.51)
+    (ping,) = frames(engine.datagrams_to_send(0.51))  # ping 1; the robot answers neither
+    assert ping.type == FrameType.PING
+    echo = struct.pack("<BH", PacketType.PING, len(ping.packets[0].body)) + ping.packets[0].body
+    engine.handle_timer(4.0)  # the robot silent since 0.01: lost
+    assert engine.state is State.LOST
+    drain(engine)
+    engine.connect(4.5)
+    engine.datagrams_to_send(4.5)
+    engine.receive_datagram(encode_frame(FrameType.ROBOT, 0, 0, OOB_SEQ, CONNECT_PACKET), 4.51)
+    engine.datagrams_to_send(4.51)  # this connection's first ping
+    drain(engine)
+    engine.receive_datagram(encode_frame(FrameType.ROBOT, OOB_SEQ, OOB_SEQ, 0, echo), 4.52)
+    assert not [e for e in drain(engine) if isinstance(e, PingAnswered)]
+    assert engine.stats.rtt_s is None and engine.stats.srtt_s is None
+    assert engine._rto == engine.config.rto_initial
+
+
 # ============================================================================ losing and closing
 
 def test_peer_lost_after_silence_then_reconnect_on_the_same_objects():
