@@ -238,8 +238,18 @@ def validate_all(values: Mapping[str, Any]) -> Optional[str]:
         lo, hi = values.get(lo_name), values.get(hi_name)
         if lo is not None and hi is not None and lo > hi:
             return f"{lo_name} ({lo} s) must not exceed {hi_name} ({hi} s)"
+    odom = values.get("odom_frame")
+    for name in _ROBOT_FRAMES:
+        if odom is not None and values.get(name) == odom:
+            return (f"odom_frame and {name} are both {odom!r}: odom_frame stays where the robot "
+                    f"started, {name} moves with the robot (tf2 refuses a transform from a frame "
+                    "to itself, and a tree through which a frame is its own ancestor): give them "
+                    "different names")
     return None
 
+
+#: the frames on the robot: none may be odom_frame, which the robot moves in
+_ROBOT_FRAMES = ("base_frame", "base_link_frame", "imu_frame", "camera_frame")
 
 #: parameters whose first must not exceed the second
 _MIN_MAX_PAIRS = (("reconnect_min", "reconnect_max"), ("object_reconnect_min", "object_reconnect_max"))

@@ -968,6 +968,23 @@ def test_parameter_validation():
     assert full_frame_id("", "odom") == "odom"
 
 
+def test_odom_frame_may_not_be_a_frame_on_the_robot():
+    """base_frame:=odom was taken: the driver then sent odom -> odom on /tf, which every tf
+    listener refuses (TF_SELF_TRANSFORM) 33 times a second, and odom's child frame was its own
+    frame; odom_frame:=base_link made odom the robot description's base_link, under
+    base_footprint, under odom: a loop. Refused at start and when set, naming both."""
+    for name in ("base_frame", "base_link_frame", "imu_frame", "camera_frame"):
+        problem = validate_all({**defaults(), name: "odom"})
+        assert problem is not None and problem.startswith(f"odom_frame and {name} are both 'odom'"), problem
+        assert validate_change(defaults(), {"odom_frame": defaults()[name]}, configured=False) == (
+            f"odom_frame and {name} are both {defaults()[name]!r}: odom_frame stays where the robot "
+            f"started, {name} moves with the robot (tf2 refuses a transform from a frame to itself, "
+            "and a tree through which a frame is its own ancestor): give them different names")
+    # the frames on the robot may share a name (an IMU reported in base_link's axes)
+    assert validate_all({**defaults(), "imu_frame": "base_link"}) is None
+    assert validate_all({**defaults(), "base_frame": "base_link"}) is None
+
+
 def test_config_yaml_lists_every_parameter_with_its_default():
     import yaml
     doc = yaml.safe_load((ROOT / "config/cozmo.yaml").read_text())
