@@ -94,6 +94,47 @@ def test_joint_prefix_renames_joints_and_mimic_references():
             assert joint.mimic.joint == "c1_lift_joint"
 
 
+def test_the_macro_leaves_the_names_of_the_including_description_alone(tmp_path, model):
+    """A user's robot xacro that includes cozmo.macro.xacro, has a property and a macro of
+    common names of its own (body_mass, track_width, head_mass; box_inertial) and puts two
+    Cozmos on a table. The macro file's constants and helper macros were global: the
+    include set the user's body_mass to 0.081 and replaced their box_inertial (xacro
+    failed: 'Invalid parameter'), and a head_mass of the user's gave Cozmo's head its mass."""
+    user = tmp_path / "fleet.urdf.xacro"
+    user.write_text(f"""<?xml version="1.0"?>
+<robot name="fleet" xmlns:xacro="http://www.ros.org/wiki/xacro">
+  <xacro:property name="body_mass" value="5.0"/>
+  <xacro:property name="track_width" value="0.5"/>
+  <xacro:macro name="box_inertial" params="mass size">
+    <inertial><mass value="${{mass}}"/>
+      <inertia ixx="${{mass * size * size / 6}}" ixy="0" ixz="0" iyy="${{mass * size * size / 6}}" iyz="0"
+               izz="${{mass * size * size / 6}}"/></inertial>
+  </xacro:macro>
+  <link name="table"><xacro:box_inertial mass="${{body_mass}}" size="1.0"/></link>
+  <xacro:include filename="{XACRO.parent / 'cozmo.macro.xacro'}"/>
+  <xacro:property name="head_mass" value="2.0"/>
+  <xacro:cozmo prefix="robot1/" joint_prefix="robot1_"/>
+  <xacro:cozmo prefix="robot2/" joint_prefix="robot2_"/>
+  <joint name="robot1_mount" type="fixed"><parent link="table"/><child link="robot1/base_footprint"/>
+    <origin xyz="0 ${{track_width}} 0.8"/></joint>
+  <joint name="robot2_mount" type="fixed"><parent link="table"/><child link="robot2/base_footprint"/>
+    <origin xyz="0 ${{-track_width}} 0.8"/></joint>
+  <link name="crate"><xacro:box_inertial mass="${{body_mass}}" size="0.3"/></link>
+  <joint name="crate_joint" type="fixed"><parent link="table"/><child link="crate"/></joint>
+</robot>
+""")
+    fleet = UrdfModel.from_xml(robot_description(path=user))
+    assert fleet.masses["table"] == fleet.masses["crate"] == 5.0
+    assert fleet.inertias["crate"][0] == pytest.approx(5.0 * 0.09 / 6)
+    assert fleet.transform("table", "robot1/base_footprint").translation == pytest.approx((0, 0.5, 0.8))
+    for prefix in ("robot1/", "robot2/"):
+        for link in model.links:
+            assert fleet.masses.get(prefix + link) == model.masses.get(link), prefix + link
+            assert fleet.inertias.get(prefix + link) == model.inertias.get(link), prefix + link
+            placed = fleet.transform(prefix + "base_footprint", prefix + link)
+            assert placed.translation == pytest.approx(model.transform("base_footprint", link).translation,
+                                                       abs=1e-12), prefix + link
+
 def test_installed_copy_equals_the_source():
     # what the bring-up processes (ament index / venv share / checkout) is this file
     installed = package_share("cozmo_description") / "urdf" / "cozmo.urdf.xacro"
