@@ -64,7 +64,7 @@ from .driver_support import RosLogHandler as _RosLogHandler
 from .driver_support import core_attribute as _core_attribute
 from .driver_support import collector_off, declare_parameters, destroy_state_machine, log_line, refreeze, thaw_released
 from .driver_support import camera_file, close_link, destroy_retired, finish_goals, flush, retire_actions, withdraw
-from .driver_support import ctrl_z_stop, transition as _transition, twist_reader
+from .driver_support import cmd_vel_type_check, ctrl_z_stop, transition as _transition, twist_reader
 from .handover import HandOver
 from .steady import steady_timer
 from .subscription_thread import SubscriptionThread, Unsupported
@@ -346,7 +346,7 @@ class CozmoDriverNode(LifecycleNode):
         for srv_type, name, callback in driver_topics.services(self):
             srv = self.create_service(srv_type, name, callback)
             self._entities.append((self.destroy_service, srv))
-        timer = steady_timer(self, 1.0, self._on_diagnostics_timer)  # not ROS time: it may stand still
+        timer = steady_timer(self, 1.0, cmd_vel_type_check(self, self._on_diagnostics_timer))  # not ROS time
         self._entities.append((self.destroy_timer, timer))
         self._create_cmd_vel(own_thread=True)
 

@@ -26,7 +26,8 @@ from ._entry import bad_qos_overrides, unknown_parameters
 from .serialized import LayoutError, read_twist
 from .steady import steady_timer
 
-__all__ = ["transition", "camera_file", "descriptor", "declare_parameters", "twist_reader", "RosLogHandler",
+__all__ = ["transition", "camera_file", "descriptor", "declare_parameters", "twist_reader", "cmd_vel_type_check",
+           "RosLogHandler",
            "log_line", "core_attribute", "collector_off", "freeze_start_up", "thaw_released", "refreeze",
            "destroy_state_machine", "release_line",
            "close_link", "flush", "finish_goals", "ESTOP_REFUSAL", "NOT_CONNECTED_REFUSAL",
@@ -255,6 +256,41 @@ def twist_reader(stamped: bool, drive: Callable[..., None], header_ok: Callable[
             return
         drive(field, values[:3], values[3:], True)
     return on_bytes
+
+
+#: the node name of an endpoint whose node is not discovered yet (rmw's placeholder)
+_UNKNOWN_NODE = "_NODE_NAME_UNKNOWN_"
+#: what a publisher of the other cmd_vel type is told to set (the driver's setting, then its own)
+_OTHER_SIDE = {"geometry_msgs/msg/TwistStamped": "Nav2: enable_stamped_cmd_vel: false",
+               "geometry_msgs/msg/Twist": "Nav2: enable_stamped_cmd_vel: true"}
+
+
+def cmd_vel_type_check(node: Any, tick: Callable[[], None]) -> Callable[[], None]:
+    """``tick`` (the driver's 1 s timer), then a look at who publishes on the driver's cmd_vel:
+    a node that publishes it in another type than the driver takes (``cmd_vel_stamped``: Nav2's
+    TwistStamped with enable_stamped_cmd_vel, say, to a driver taking Twist) is never matched by DDS, and neither
+    side says a word: the robot stands still. Each such node and type is warned of once."""
+    said = set()
+
+    def check() -> None:
+        tick()
+        stamped = bool(node._params["cmd_vel_stamped"])
+        ours = "geometry_msgs/msg/" + ("TwistStamped" if stamped else "Twist")
+        topic = node.resolve_topic_name("cmd_vel")
+        for info in node.get_publishers_info_by_topic(topic):
+            key = (info.node_namespace, info.node_name, info.topic_type)
+            if info.topic_type == ours or info.node_name == _UNKNOWN_NODE or key in said:
+                continue  # (a node not discovered whole yet: the next check names it)
+            said.add(key)
+            who = info.node_namespace.rstrip("/") + "/" + info.node_name
+            other_side = _OTHER_SIDE.get(info.topic_type)
+            fix = (f"start the driver with cmd_vel_stamped {str(not stamped).lower()} (a configure-time "
+                   f"parameter: -p cmd_vel_stamped:={str(not stamped).lower()}, or the parameter file), or have "
+                   f"that node publish {ours} ({other_side})" if other_side else f"have that node publish {ours}")
+            node.get_logger().warning(
+                f"{topic}: {who} publishes {info.topic_type}, but the driver takes {ours} (cmd_vel_stamped "
+                f"{str(stamped).lower()}): none of its commands reach the robot, and DDS says nothing of it; {fix}")
+    return check
 
 
 #: loggers of the layers below whose info lines the node's log shows too (the rest: from

@@ -587,6 +587,43 @@ def test_a_stale_stamped_cmd_vel_is_refused(make_driver, cmd_vel_served_by, rclp
     assert h.spin_until(lambda: drives()[2:3] == [80.0], 2.0), drives()
 
 
+@pytest.mark.parametrize("stamped", [False, True], ids=["driver Twist", "driver TwistStamped"])
+def test_a_cmd_vel_publisher_of_the_other_type_is_warned_of_once(make_driver, rclpy_log, stamped):
+    """A node publishing cmd_vel as TwistStamped (Nav2 with enable_stamped_cmd_vel) to a driver taking
+    Twist, or Twist (a plain teleop) to one taking TwistStamped, was never matched by DDS and
+    nothing said so: the robot stood still without a word. The driver now warns, once for that
+    node and type, naming the node, both types and both ways out; a publisher of its own type
+    is no matter of it."""
+    h = make_driver(cmd_vel_stamped=stamped)
+    ours, other = (TwistStamped, Twist) if stamped else (Twist, TwistStamped)
+    elsewhere = rclpy.Context()  # a participant of its own: one holds one type per topic
+    rclpy.init(context=elsewhere, domain_id=h.context.get_domain_id())
+    wrong = rclpy.create_node("nav_like", context=elsewhere)
+    try:
+        good = h.probe.create_publisher(ours, "cmd_vel", 10)
+        bad = wrong.create_publisher(other, "cmd_vel", 10)
+        assert h.spin_until(lambda: good.get_subscription_count() > 0, DISCOVERY_TIMEOUT)
+        theirs = f"geometry_msgs/msg/{other.__name__}"
+
+        def warnings() -> List[str]:
+            return [line.message for line in rclpy_log.of(h.node, LoggingSeverity.WARN)
+                    if "publishes geometry_msgs" in line.message]
+
+        assert h.spin_until(lambda: warnings(), 5.0), "no warning of the publisher of the other type"
+        h.spin_for(2.5)  # two more checks: said once
+        assert len(warnings()) == 1, warnings()
+        line = warnings()[0]
+        assert f"/cmd_vel: /nav_like publishes {theirs}, but the driver takes geometry_msgs/msg/" \
+               f"{ours.__name__} (cmd_vel_stamped {str(stamped).lower()})" in line
+        assert f"-p cmd_vel_stamped:={str(not stamped).lower()}" in line
+        assert f"enable_stamped_cmd_vel: {str(stamped).lower()}" in line
+        assert "/probe" not in line
+        assert bad.get_subscription_count() == 0  # (DDS indeed matches them not)
+    finally:
+        wrong.destroy_node()
+        elsewhere.try_shutdown()
+
+
 def test_lights_head_light_and_volume(make_driver):
     h = make_driver()
     lights = h.probe.create_publisher(BackpackLights, "backpack_lights", 10)
