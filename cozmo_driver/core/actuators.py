@@ -4,6 +4,7 @@ says of the treads' holds and of its scaling (a part of :class:`~cozmo_driver.co
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any, Callable, Dict, Optional, Tuple
 
 from .. import robot_geometry as geo
@@ -62,6 +63,27 @@ class ActuatorsMixin:
                 "cmd_vel drives forwards, but the robot's cliff sensor sees no floor ahead: the "
                 "driver holds the treads' forward motion (stop_on_cliff); turning and driving "
                 "backwards still work. Drive backwards, turn away, or put it back on the table"))
+
+    def _cadence(self, moving: bool, timeout: float) -> Optional[float]:
+        """A cmd_vel drive went out (``moving``: not a stop; drive lock held): the time since
+        the one before when this is the second moving drive in a row to start the treads again
+        within 4 ``timeout`` of the one before, after the watchdog stopped them (a publisher
+        slower than ``cmd_vel_timeout``: the robot drives in jerks), else None."""
+        now = self.robot.clock()
+        gap = now - self._last_cmd if self._last_cmd is not None else math.inf
+        self._last_cmd = now
+        restarted = moving and self._tripped and gap < 4.0 * timeout
+        self._tripped = False
+        self._jerks = self._jerks + 1 if restarted else 0
+        return gap if self._jerks >= 2 else None
+
+    def _say_slow(self, gap: float, timeout: float) -> None:
+        """The (throttled) warning of a cmd_vel publisher slower than the watchdog."""
+        self.warn_throttled("cmd_vel_slow", (
+            f"cmd_vel came {gap:.2f} s after the one before, later than cmd_vel_timeout ({timeout:g} s): "
+            "the watchdog stops the treads between commands, and the robot drives in jerks. Publish "
+            f"at least every {timeout:g} s while driving (ros2 topic pub publishes once a second unless "
+            "given -r 10, say), or raise cmd_vel_timeout"))
 
     def _scaled(self, v_mps: float, w_radps: float, cmd: Any) -> None:
         """A drive beyond ``max_wheel_speed`` was scaled down: count it, warn (throttled)."""

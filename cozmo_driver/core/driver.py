@@ -207,6 +207,9 @@ class DriverCore(NotesMixin, LinkNotesMixin, ActuatorsMixin, CameraMixin):
         self._armed = False  # a watchdog check is scheduled on the I/O thread
         self._watch_handle: Any = None  # that check (I/O thread only)
         self._handed = 0  # drives handed to the front-end's thread, not run yet
+        self._last_cmd: Optional[float] = None  # robot clock s of the last cmd_vel drive sent
+        self._tripped = False  # the watchdog stopped the treads since that drive
+        self._jerks = 0  # moving drives in a row that started the treads the watchdog had stopped
 
     # ------------------------------------------------------------------ small helpers
 
@@ -539,7 +542,10 @@ class DriverCore(NotesMixin, LinkNotesMixin, ActuatorsMixin, CameraMixin):
             self._wheels = (v_mps, w_radps, accel)
             held = self._post_wheels(cmd.left_mps, cmd.right_mps, accel)
             self._set_deadline(timeout, again=False)
+            slow = self._cadence(bool(cmd.left_mps or cmd.right_mps), timeout)
         self._say_held(bool(cmd.left_mps or cmd.right_mps), held)
+        if slow is not None:
+            self._say_slow(slow, timeout)
 
     def _post_wheels(self, left: float, right: float, accel: float) -> Optional[str]:
         """DriveWheels for cmd_vel: stopped while the robot is picked up or falling
@@ -621,6 +627,7 @@ class DriverCore(NotesMixin, LinkNotesMixin, ActuatorsMixin, CameraMixin):
             self._deadline = self._last_move = None
             self._armed = False
             self._watch_handle = None
+            self._tripped = True
             self.post_if_ready(_STOP)
         self.say_held_back()
         self._log(logging.INFO, f"no cmd_vel for {waited:g} s: treads stopped")

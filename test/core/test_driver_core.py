@@ -264,6 +264,43 @@ def test_the_watchdog_stops_once_on_the_robot_clock(rig):
     assert core.watchdog_due is None
 
 
+def test_a_cmd_vel_publisher_slower_than_the_watchdog_is_told_the_robot_drives_in_jerks(rig):
+    """ros2 topic pub publishes once a second unless given -r: with cmd_vel_timeout 0.5 s the
+    watchdog stopped the treads half a second after each command and the next one started
+    them again, the robot driving in jerks, and the log said only "no cmd_vel for 0.5 s:
+    treads stopped" each time. From the second such restart in a row the driver warns
+    (throttled) with the gap, the parameter and the way out. A teleop paused now and then (a
+    restart, then commands fast enough), a stop (a zero command) and a command long after the
+    last are no matter of it."""
+    robot, core, output = rig
+    core.params["cmd_vel_timeout"] = 0.5
+
+    def burst() -> None:  # 20 Hz for 0.3 s, then quiet: the watchdog stops the treads
+        for _ in range(6):
+            core.drive(0.05, 0.0)
+            robot.run(0.05)
+        robot.run(0.9)
+
+    slow = "later than cmd_vel_timeout"
+    for _ in range(3):   # restarts, each followed by commands in time
+        burst()
+    core.drive(0.0, 0.0)  # a stop, 0.9 s after the last: no restart
+    robot.run(1.0)
+    core.drive(0.05, 0.0)  # a restart long after the last command (a new teleop session)
+    robot.run(3.0)
+    core.drive(0.05, 0.0)
+    robot.run(0.1)
+    assert output.said("no cmd_vel for 0.5 s: treads stopped", logging.INFO)
+    assert not output.said(slow), output.lines
+    for _ in range(3):   # once a second: the second restart in a row is warned of
+        core.drive(0.05, 0.0)
+        robot.run(1.0)
+    assert output.said("cmd_vel came 1.00 s after the one before, later than cmd_vel_timeout (0.5 s): "
+                       "the watchdog stops the treads between commands, and the robot drives in jerks",
+                       logging.WARNING), output.lines
+    assert output.said("-r 10")
+
+
 def _configure_again(core, **impairment):
     """What a cleanup and a configure and activate do to the core: the old robot's I/O
     loop stops (nothing scheduled on it runs again), a new robot client comes."""
