@@ -268,29 +268,48 @@ _OTHER_SIDE = {"geometry_msgs/msg/TwistStamped": "Nav2: enable_stamped_cmd_vel: 
 def cmd_vel_type_check(node: Any, tick: Callable[[], None]) -> Callable[[], None]:
     """``tick`` (the driver's 1 s timer), then a look at who publishes on the driver's cmd_vel:
     a node that publishes it in another type than the driver takes (``cmd_vel_stamped``: Nav2's
-    TwistStamped with enable_stamped_cmd_vel, say, to a driver taking Twist) is never matched by DDS, and neither
-    side says a word: the robot stands still. Each such node and type is warned of once."""
+    TwistStamped with enable_stamped_cmd_vel, say, to a driver taking Twist), or best effort to
+    the driver's reliable subscription, is never matched by DDS, and the driver heard nothing of
+    it: the robot stands still. Each such node and type (or QoS) is warned of once."""
+    from rclpy.qos import QoSReliabilityPolicy
+
     said = set()
+    best_effort = QoSReliabilityPolicy.BEST_EFFORT
 
     def check() -> None:
         tick()
         stamped = bool(node._params["cmd_vel_stamped"])
         ours = "geometry_msgs/msg/" + ("TwistStamped" if stamped else "Twist")
         topic = node.resolve_topic_name("cmd_vel")
+        name, namespace = node.get_name(), node.get_namespace()
+        reliable = any(i.qos_profile.reliability != best_effort for i in node.get_subscriptions_info_by_topic(topic)
+                       if i.node_namespace == namespace and i.node_name in (name, f"_{name}_cmd_vel"))
         for info in node.get_publishers_info_by_topic(topic):
-            key = (info.node_namespace, info.node_name, info.topic_type)
-            if info.topic_type == ours or info.node_name == _UNKNOWN_NODE or key in said:
+            mismatch = info.topic_type if info.topic_type != ours else (
+                "best effort" if reliable and info.qos_profile.reliability == best_effort else None)
+            key = (info.node_namespace, info.node_name, mismatch)
+            if mismatch is None or info.node_name == _UNKNOWN_NODE or key in said:
                 continue  # (a node not discovered whole yet: the next check names it)
             said.add(key)
             who = info.node_namespace.rstrip("/") + "/" + info.node_name
-            other_side = _OTHER_SIDE.get(info.topic_type)
-            fix = (f"start the driver with cmd_vel_stamped {str(not stamped).lower()} (a configure-time "
-                   f"parameter: -p cmd_vel_stamped:={str(not stamped).lower()}, or the parameter file), or have "
-                   f"that node publish {ours} ({other_side})" if other_side else f"have that node publish {ours}")
-            node.get_logger().warning(
-                f"{topic}: {who} publishes {info.topic_type}, but the driver takes {ours} (cmd_vel_stamped "
-                f"{str(stamped).lower()}): none of its commands reach the robot, and DDS says nothing of it; {fix}")
+            node.get_logger().warning(_cmd_vel_mismatch(topic, who, mismatch, ours, stamped))
     return check
+
+
+def _cmd_vel_mismatch(topic: str, who: str, mismatch: str, ours: str, stamped: bool) -> str:
+    """The warning of a cmd_vel publisher DDS does not match with the driver: ``mismatch`` is
+    its type, or "best effort" (its reliability, the driver's subscription reliable)."""
+    if mismatch == "best effort":
+        return (f"{topic}: {who} publishes best effort, but the driver subscribes reliable: none of its "
+                f"commands reach the robot; have that node publish reliable, or start the driver with "
+                f"-p \"qos_overrides.{topic}.subscription.reliability:=best_effort\"")
+    other_side = _OTHER_SIDE.get(mismatch)
+    flip = str(not stamped).lower()
+    fix = (f"start the driver with cmd_vel_stamped {flip} (a configure-time parameter: -p cmd_vel_stamped:={flip}, "
+           f"or the parameter file), or have that node publish {ours} ({other_side})"
+           if other_side else f"have that node publish {ours}")
+    return (f"{topic}: {who} publishes {mismatch}, but the driver takes {ours} (cmd_vel_stamped "
+            f"{str(stamped).lower()}): none of its commands reach the robot, and DDS says nothing of it; {fix}")
 
 
 #: loggers of the layers below whose info lines the node's log shows too (the rest: from

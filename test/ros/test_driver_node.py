@@ -624,6 +624,36 @@ def test_a_cmd_vel_publisher_of_the_other_type_is_warned_of_once(make_driver, rc
         elsewhere.try_shutdown()
 
 
+@pytest.mark.parametrize("override", [False, True], ids=["reliable", "best effort override"])
+def test_a_best_effort_cmd_vel_publisher_is_warned_of_unless_the_driver_subscribes_best_effort(
+        make_driver, rclpy_log, override):
+    """A node publishing cmd_vel best effort (ros2 topic pub --qos-reliability best_effort, a
+    publisher of sensor-data QoS) is never matched with the driver's reliable subscription: its
+    commands never arrived, and the driver said nothing. It now warns once, naming the node and
+    both ways out; with the driver's subscription overridden to best effort they match, and it
+    says nothing."""
+    params = {"qos_overrides./cmd_vel.subscription.reliability": "best_effort"} if override else {}
+    h = make_driver(**params)
+    pub = h.probe.create_publisher(Twist, "cmd_vel", qos_profile_sensor_data)
+    reliable = h.probe.create_publisher(Twist, "cmd_vel", 10)  # (no matter of it either way)
+    assert h.spin_until(lambda: reliable.get_subscription_count() > 0, DISCOVERY_TIMEOUT)
+
+    def warnings() -> List[str]:
+        return [line.message for line in rclpy_log.of(h.node, LoggingSeverity.WARN) if "/cmd_vel: " in line.message]
+
+    if override:
+        assert h.spin_until(lambda: pub.get_subscription_count() > 0, DISCOVERY_TIMEOUT)
+        h.spin_for(2.5)  # two checks
+        assert warnings() == []
+        return
+    assert h.spin_until(lambda: warnings(), 5.0), "no warning of the best-effort publisher"
+    h.spin_for(2.5)
+    assert warnings() == ["/cmd_vel: /probe publishes best effort, but the driver subscribes reliable: none of "
+                          "its commands reach the robot; have that node publish reliable, or start the driver "
+                          'with -p "qos_overrides./cmd_vel.subscription.reliability:=best_effort"'], warnings()
+    assert pub.get_subscription_count() == 0
+
+
 def test_lights_head_light_and_volume(make_driver):
     h = make_driver()
     lights = h.probe.create_publisher(BackpackLights, "backpack_lights", 10)
