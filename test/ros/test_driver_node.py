@@ -609,7 +609,7 @@ def test_a_cmd_vel_publisher_of_the_other_type_is_warned_of_once(make_driver, rc
             return [line.message for line in rclpy_log.of(h.node, LoggingSeverity.WARN)
                     if "publishes geometry_msgs" in line.message]
 
-        assert h.spin_until(lambda: warnings(), 5.0), "no warning of the publisher of the other type"
+        assert h.spin_until(lambda: warnings(), DISCOVERY_TIMEOUT), "no warning of the publisher of the other type"
         h.spin_for(2.5)  # two more checks: said once
         assert len(warnings()) == 1, warnings()
         line = warnings()[0]
@@ -646,7 +646,7 @@ def test_a_best_effort_cmd_vel_publisher_is_warned_of_unless_the_driver_subscrib
         h.spin_for(2.5)  # two checks
         assert warnings() == []
         return
-    assert h.spin_until(lambda: warnings(), 5.0), "no warning of the best-effort publisher"
+    assert h.spin_until(lambda: warnings(), DISCOVERY_TIMEOUT), "no warning of the best-effort publisher"
     h.spin_for(2.5)
     assert warnings() == ["/cmd_vel: /probe publishes best effort, but the driver subscribes reliable: none of "
                           "its commands reach the robot; have that node publish reliable, or start the driver "
