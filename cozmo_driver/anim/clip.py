@@ -211,7 +211,12 @@ class AnimationError(UsageError):
 
 
 class ClipFormatError(AnimationError):
-    """A clip file (ours, the app's JSON or FlatBuffers) cannot be read; the message says where."""
+    """A clip file (ours, the app's JSON or FlatBuffers) cannot be read; the message says where.
+    ``clip``: the name of the clip found wrong, when it was read before the error."""
+
+    def __init__(self, message: str, clip: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.clip = clip
 
 
 # --------------------------------------------------------------------------------------------
@@ -528,11 +533,12 @@ AudioMap = Mapping[int, Union[str, os.PathLike, np.ndarray]]
 class _Where:
     """Names the place in a file for error messages."""
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, clip: Optional[str] = None) -> None:
         self.source = source
+        self.clip = clip  # the clip's name, once known (ClipFormatError.clip)
 
     def error(self, where: str, message: str) -> ClipFormatError:
-        return ClipFormatError(f"{self.source}: {where}: {message}")
+        return ClipFormatError(f"{self.source}: {where}: {message}", self.clip)
 
     def note(self, where: str, message: str) -> str:
         return f"{self.source}: {where}: {message}"
@@ -766,7 +772,7 @@ def parse_clip(data: Mapping, source: str = "<clip>", base_dir: Optional[Union[s
     name = data["name"]
     if not isinstance(name, str) or not name:
         raise ctx.error("name", "must be a non-empty string")
-    ctx = _Where(f"{source} [{name}]")
+    ctx = _Where(f"{source} [{name}]", name)
     duration_s = None
     if data.get("duration_ms") is not None:
         duration_s = _time(data["duration_ms"], "duration_ms", ctx) / 1000.0
@@ -1013,7 +1019,7 @@ def _anki_number(kf: Mapping, key: str, default: float, ctx: _Where, where: str,
 
 def _clip_from_anki(name: str, keyframes: Mapping, source: str, audio_map: Optional[AudioMap],
                     sprite_dir, base_dir: Optional[Path]) -> Clip:
-    ctx = _Where(f"{source} [{name}]")
+    ctx = _Where(f"{source} [{name}]", name)
     tracks = Tracks()
     warnings: List[str] = []
     unknown = sorted(str(k) for k in keyframes if k not in _ANKI_TRACKS)

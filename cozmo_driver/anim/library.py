@@ -23,9 +23,9 @@ Reads files when asked (:meth:`AnimationLibrary.load`); otherwise pure.
   are left out with a warning.
 * :meth:`AnimationLibrary.check` tells whether a goal's name or group is known
   (without choosing anything), so that an unknown one is refused when the goal
-  comes, naming close names; :meth:`AnimationLibrary.resolve` turns a goal's name
-  or group into a clip; a group picks a member by weight and cool-down
-  (:class:`GroupChooser`).
+  comes, naming close names (or the field that takes it, or why its clip was
+  skipped); :meth:`AnimationLibrary.resolve` turns a goal's name or group into a
+  clip; a group picks a member by weight and cool-down (:class:`GroupChooser`).
 """
 
 from __future__ import annotations
@@ -128,6 +128,9 @@ class AnimationLibrary:
     #: name -> file of the clips that drive the treads under the name of a built-in one
     #: that keeps them still (which behaviors play on the charger, trusting it)
     drives_unlike_builtin: Dict[str, str] = field(default_factory=dict)
+    #: why a clip of the directories was skipped, by the clip's name and by its file's stem
+    #: (a file that is not even valid YAML names no clip), for check() to say
+    unloaded: Dict[str, str] = field(default_factory=dict)
     chooser: GroupChooser = field(default_factory=GroupChooser)
 
     @classmethod
@@ -167,16 +170,16 @@ class AnimationLibrary:
                 try:
                     clips = load_clip_file(f, audio_map=audio_map, sprite_dir=sprite_dir)
                 except ClipFormatError as exc:
-                    lib.warnings.append(f"{exc}: skipped")
+                    lib._not_loaded(str(exc), exc.clip, f)
                     continue
                 except Exception as exc:  # noqa: BLE001 - a reader's bug: one file, not the driver's start
-                    lib.warnings.append(f"{f}: cannot read ({exc!r}): skipped")
+                    lib._not_loaded(f"{f}: cannot read ({exc!r})", None, f)
                     continue
                 for clip in clips:
                     if not clip.end_s <= MAX_CLIP_MS / 1000.0:  # it would fail every goal
-                        lib.warnings.append(f"{f} [{clip.name}]: lasts {clip.end_s:g} s, more than "
-                                            f"{MAX_CLIP_MS / 1000:g} s (a keyframe's time plus its duration): "
-                                            "skipped")
+                        lib._not_loaded(f"{f} [{clip.name}]: lasts {clip.end_s:g} s, more than "
+                                        f"{MAX_CLIP_MS / 1000:g} s (a keyframe's time plus its duration)",
+                                        clip.name, f)
                         continue
                     if clip.name in seen_in_dirs:
                         lib.warnings.append(f"clip {clip.name!r} of {f} is already defined in "
@@ -213,6 +216,13 @@ class AnimationLibrary:
             lib.warnings.append(note)
         return lib
 
+    def _not_loaded(self, why: str, clip: Optional[str], path: Path) -> None:
+        """A clip file, or one clip of it, skipped for ``why``: said, and kept for check()."""
+        self.warnings.append(f"{why}: skipped")
+        for name in (clip, path.stem):
+            if name:
+                self.unloaded.setdefault(name, why)
+
     def names(self) -> List[str]:
         return sorted(self.clips)
 
@@ -239,9 +249,14 @@ class AnimationLibrary:
     def check(self, name: str = "", group: str = "") -> None:
         """Raise :class:`AnimationError` unless the goal names a known group (when ``group``
         is given) or a known clip; the message names what is unknown and suggests close
-        names and the ``list_animations`` service. Chooses nothing."""
+        names and the ``list_animations`` service, or says that the name is one of the other
+        kind (a group given as the clip, a clip as the group), or why its clip was skipped
+        when loaded (:attr:`unloaded`). Chooses nothing."""
         if group:
             if group not in self.groups:
+                if group in self.clips:  # a clip's name given as the group
+                    raise AnimationError(f"no animation group {group!r}; {group!r} is a clip: give it as the "
+                                         "goal's name, with group empty")
                 known = self.group_names()
                 if not known:
                     raise AnimationError(f"no animation group {group!r}: no groups are loaded "
@@ -252,6 +267,13 @@ class AnimationLibrary:
         if not name:
             raise AnimationError("give an animation name or a group (see the list_animations service)")
         if name not in self.clips:
+            if name in self.groups:  # a group's name given as the clip's
+                raise AnimationError(f"no animation {name!r}; {name!r} is an animation group: give it as "
+                                     "the goal's group")
+            if name in self.unloaded:  # its file was skipped when the driver loaded it (one line: YAML's are not)
+                raise AnimationError(f"no animation {name!r}: it was skipped when the clips were loaded "
+                                     f"({' '.join(self.unloaded[name].split())}); mend it, then configure the "
+                                     "driver again")
             raise AnimationError(f"no animation {name!r}; {self._hint(name, self.names(), 'clips')}")
 
     def resolve(self, name: str = "", group: str = "", now: float = 0.0,

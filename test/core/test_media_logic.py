@@ -315,6 +315,45 @@ def test_library_loads_dirs_skips_bad_files_and_resolves(tmp_path):
         lib.resolve()
 
 
+def test_an_unknown_name_says_when_it_is_a_group_a_clip_or_a_clip_that_did_not_load(tmp_path):
+    """A goal giving a group as its name (or a clip as its group) was refused as unknown, with
+    close names of the wrong kind or none ("no animation 'cheer'; 12 clips known"); one naming
+    a clip whose file was skipped when the driver loaded it ("head[0]: ...: skipped", read as
+    a keyframe skipped) heard only of other clips. Now the refusal says which field takes the
+    name, or that the clip was skipped and why (one line, even for YAML's many-line errors)."""
+    d = tmp_path / "anims"
+    d.mkdir()
+    (d / "wave.yaml").write_text("name: wave\ntracks: {head: [{time_ms: 0, duration_ms: 200, angle_deg: .nan}]}\n")
+    (d / "bow.yaml").write_text("name: bow\ntracks:\n  head: [{time_ms: 0\n")  # not YAML: names no clip
+    (d / "long.yaml").write_text(CLIP_YAML.format(name="too_long").replace("time_ms: 0", "time_ms: 600000"))
+    groups = tmp_path / "groups.json"
+    groups.write_text(json.dumps({"cheer": {"Animations": [{"Name": "celebrate"}]}}))
+    lib = AnimationLibrary.load([d], groups)
+    with pytest.raises(AnimationError) as refused:
+        lib.check("cheer")
+    assert str(refused.value) == "no animation 'cheer'; 'cheer' is an animation group: give it as the goal's group"
+    with pytest.raises(AnimationError) as refused:
+        lib.check(group="nod_yes")
+    assert str(refused.value) == ("no animation group 'nod_yes'; 'nod_yes' is a clip: give it as the goal's "
+                                  "name, with group empty")
+    with pytest.raises(AnimationError) as refused:
+        lib.check("wave")
+    assert str(refused.value) == (
+        f"no animation 'wave': it was skipped when the clips were loaded ({d / 'wave.yaml'} [wave]: head[0]: "
+        "expected a finite number, got nan); mend it, then configure the driver again")
+    with pytest.raises(AnimationError) as refused:
+        lib.check("bow")  # known by its file's name
+    said = str(refused.value)
+    assert said.startswith(f"no animation 'bow': it was skipped when the clips were loaded ({d / 'bow.yaml'}: "
+                           "invalid YAML") and "\n" not in said, said
+    with pytest.raises(AnimationError, match=r"'too_long': it was skipped .* lasts 600\.2 s, more than 600 s"):
+        lib.check("too_long")
+    # the load warnings are as they were
+    assert f"{d / 'wave.yaml'} [wave]: head[0]: expected a finite number, got nan: skipped" in lib.warnings
+    with pytest.raises(AnimationError, match="did you mean nod_yes"):
+        lib.check("nod_yess")
+
+
 def test_library_says_an_animation_dirs_entry_that_is_a_file_is_not_a_directory(tmp_path):
     """An animation_dirs entry naming a clip file was reported as "does not exist", which
     sent the user looking for a file that is there. Now the warning says it is a file and a
