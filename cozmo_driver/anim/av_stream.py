@@ -101,7 +101,7 @@ from ..protocol.display import BLANK_IMAGE
 from ..protocol.errors import CozmoError
 from ..protocol.session import MessageReceived
 from .av_pacer import AVPacer
-from .player import CompiledClip
+from .player import TICK_S, CompiledClip
 from .robot_buffer import BufferGuard
 
 __all__ = ["AVStream", "AVReport", "AVStreamStats", "stream_timing"]
@@ -209,6 +209,9 @@ class AVStream:
         self.stream_timeout_s, self.stream_gap_s = stream_timing(stream_prebuffer_s, stream_timeout_s, stream_gap_s)
         self.max_queue_s = float(max_queue_s)
         self.progress_period_s = float(progress_period_s)
+        # reports go on the grid's ticks: one due within half a tick of the period goes on
+        # that tick (0.1 s is 3 ticks; a tick a hair early waited for the 4th: 7.5 a second)
+        self._report_after_s = max(0.0, self.progress_period_s - TICK_S / 2)
         # Faces handed over while the timer is armed for the pacer's next tick, which takes
         # them (set_face): under the inbox lock, as the two flags.
         self._inbox_lock = threading.Lock()
@@ -748,7 +751,7 @@ class AVStream:
                 self._audio = None
                 self._report(AVReport(_AUDIO_DONE, audio.token, 1.0, self._elapsed(audio, now),
                                       success=True, message="played"))
-            elif now - audio.last_report >= self.progress_period_s:
+            elif now - audio.last_report >= self._report_after_s:
                 audio.last_report = now
                 self._report(AVReport(_AUDIO_PROGRESS, audio.token, self._audio_progress(audio),
                                       self._elapsed(audio, now)))
@@ -764,7 +767,7 @@ class AVStream:
                     self._report(AVReport(_CLIP_DONE, clip.token, 1.0, clip=clip.name, success=True,
                                           message=f"played {clip.name}{loops}"))
                     return
-            if now - clip.last_report >= self.progress_period_s:
+            if now - clip.last_report >= self._report_after_s:
                 clip.last_report = now
                 self._report(AVReport(_CLIP_PROGRESS, clip.token, self._clip_progress(clip, now),
                                       clip=clip.name))

@@ -531,6 +531,24 @@ def test_an_audio_goal_plays_every_frame_on_the_grid_and_reports_progress():
     assert not robot._timers or all(h.cancelled for *_, h in robot._timers)
 
 
+def test_goals_report_their_progress_ten_times_a_second():
+    """A clip's and an audio goal's progress came every 4 ticks of the grid (7.5 a second; 8.5
+    with the driver's timer): a tick is 1/30 s, and the 3rd tick after a report, 0.1 s on the
+    grid, measured a hair short of 0.1 s on the clock and waited for the 4th. Now each comes
+    every 3 ticks, ten a second, as the docs say."""
+    for kind in ("clip", "audio"):
+        robot, av, _ = make_stream()
+        times: List[float] = []
+        av.on_report = lambda report: times.append(robot.now) if report.kind == f"{kind}_progress" else None
+        if kind == "clip":
+            av.play_clip("c", compile_clip(Clip("c", 3.0, Tracks(head=[HeadKeyframe(0, 200, 10)]))))
+        else:
+            av.play_audio("a", tone(3.0))
+        robot.run_until(robot.now + 4.0)
+        gaps = np.diff(times)
+        assert len(times) >= 29 and np.allclose(gaps, 3 * FRAME, atol=1e-6), (kind, len(times), gaps)
+
+
 def test_audio_goals_preempt_and_cancel():
     robot, av, reports = make_stream()
     av.play_audio(1, tone(2.0))
