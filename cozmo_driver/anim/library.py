@@ -131,6 +131,8 @@ class AnimationLibrary:
     #: why a clip of the directories was skipped, by the clip's name and by its file's stem
     #: (a file that is not even valid YAML names no clip), for check() to say
     unloaded: Dict[str, str] = field(default_factory=dict)
+    #: the clip files of which a clip, or the whole file, was skipped
+    files_skipped: List[str] = field(default_factory=list)
     chooser: GroupChooser = field(default_factory=GroupChooser)
 
     @classmethod
@@ -219,6 +221,8 @@ class AnimationLibrary:
     def _not_loaded(self, why: str, clip: Optional[str], path: Path) -> None:
         """A clip file, or one clip of it, skipped for ``why``: said, and kept for check()."""
         self.warnings.append(f"{why}: skipped")
+        if str(path) not in self.files_skipped:
+            self.files_skipped.append(str(path))
         for name in (clip, path.stem):
             if name:
                 self.unloaded.setdefault(name, why)
@@ -274,7 +278,10 @@ class AnimationLibrary:
                 raise AnimationError(f"no animation {name!r}: it was skipped when the clips were loaded "
                                      f"({' '.join(self.unloaded[name].split())}); mend it, then configure the "
                                      "driver again")
-            raise AnimationError(f"no animation {name!r}; {self._hint(name, self.names(), 'clips')}")
+            skipped = len(self.files_skipped)  # it may be another clip of a file skipped whole
+            raise AnimationError(f"no animation {name!r}; {self._hint(name, self.names(), 'clips')}" + (
+                f"; clips of {skipped} file{'s' if skipped > 1 else ''} were skipped when loaded (the "
+                "configure log says why)" if skipped else ""))
 
     def resolve(self, name: str = "", group: str = "", now: float = 0.0,
                 head_angle_deg: Optional[float] = None, record: bool = True) -> Clip:

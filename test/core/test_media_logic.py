@@ -320,7 +320,8 @@ def test_an_unknown_name_says_when_it_is_a_group_a_clip_or_a_clip_that_did_not_l
     close names of the wrong kind or none ("no animation 'cheer'; 12 clips known"); one naming
     a clip whose file was skipped when the driver loaded it ("head[0]: ...: skipped", read as
     a keyframe skipped) heard only of other clips. Now the refusal says which field takes the
-    name, or that the clip was skipped and why (one line, even for YAML's many-line errors)."""
+    name, or that the clip was skipped and why (one line, even for YAML's many-line errors);
+    any other unknown name's says that clips were skipped (it may be one of a file skipped whole)."""
     d = tmp_path / "anims"
     d.mkdir()
     (d / "wave.yaml").write_text("name: wave\ntracks: {head: [{time_ms: 0, duration_ms: 200, angle_deg: .nan}]}\n")
@@ -350,8 +351,13 @@ def test_an_unknown_name_says_when_it_is_a_group_a_clip_or_a_clip_that_did_not_l
         lib.check("too_long")
     # the load warnings are as they were
     assert f"{d / 'wave.yaml'} [wave]: head[0]: expected a finite number, got nan: skipped" in lib.warnings
-    with pytest.raises(AnimationError, match="did you mean nod_yes"):
+    with pytest.raises(AnimationError) as refused:  # another clip of a file skipped whole, say
         lib.check("nod_yess")
+    assert str(refused.value) == ("no animation 'nod_yess'; did you mean nod_yes? 12 clips known (list_animations); "
+                                  "clips of 3 files were skipped when loaded (the configure log says why)")
+    with pytest.raises(AnimationError) as refused:
+        AnimationLibrary.load().check("nod_yess")
+    assert str(refused.value) == "no animation 'nod_yess'; did you mean nod_yes? 12 clips known (list_animations)"
 
 
 def test_library_says_an_animation_dirs_entry_that_is_a_file_is_not_a_directory(tmp_path):
