@@ -44,7 +44,9 @@ Rules, in the order :meth:`tick` applies them:
    commands are cancelled while on the charger unless the behavior drives off
    it), and ``max_duration`` too (FAILED, "timed out").
 5. Idle for the activity's ``idle_between``: the current activity chooses the
-   next behavior (not while the robot is picked up or falling).
+   next behavior (not while the robot is picked up or falling), not one that failed
+   within :data:`FAIL_BACKOFF_S` (doubled at each failure in a row, at most
+   :data:`FAIL_BACKOFF_MAX_S`; a success, or the engine switched on, starts it again).
 
 A behavior that raises (in start, tick, stop or can_start) is stopped, its
 outcome is ``error: <exception>``, the error is logged with where it was raised
@@ -80,6 +82,11 @@ RETRY_CHOICE_S = 1.0
 #: for it to end (s): the put-down that ends a pick-up reaction still gets its own (a robot
 #: state trigger waits for as long as its state holds, see :meth:`Engine._still_holds`)
 TRIGGER_WAIT_S = 1.5
+#: a behavior that failed is not chosen by an activity for this long (s), doubled at each
+#: failure in a row up to FAIL_BACKOFF_MAX_S: one whose goal the driver refuses every time (an
+#: animation it does not have) would otherwise fail, and be logged, at every idle_between
+FAIL_BACKOFF_S = 5.0
+FAIL_BACKOFF_MAX_S = 300.0
 #: why the engine holds still after the emergency stop's release (until :meth:`Engine.set_enabled`)
 RELEASED = "the emergency stop was released: call behavior/enable true to start behaviors again"
 #: what an enable while the emergency stop is engaged says (log and answer): it does not count
@@ -176,6 +183,10 @@ class Engine:
         self._lights_owed = False
         self._cubes_owed: List[int] = []
         self._last_ended: Dict[str, float] = {}
+        #: behavior -> (failures in a row, when an activity may choose it again)
+        self._failing: Dict[str, Tuple[int, float]] = {}
+        #: the behaviors an activity may choose (the others, reactions', are not held back)
+        self._in_activities = {entry.behavior for activity in config.activities for entry in activity.entries}
         #: trigger -> when it last applied the emotion event of its name
         self._trigger_emotion_at: Dict[str, float] = {}
         self._next_choice = now
@@ -407,6 +418,8 @@ class Engine:
         self._enabled = enabled
         self._changed = True
         self._pending.clear()
+        if enabled:   # a person's say-so: behaviors that failed may be chosen again at once
+            self._failing.clear()
         if not enabled and self._running is not None:
             self._end(Outcome.INTERRUPTED, "the engine was disabled", now)
         if enabled:  # a wait still owed (start_delay after a connection, idle_between) is kept
@@ -540,6 +553,8 @@ class Engine:
         contexts: Dict[str, BehaviorContext] = {}
 
         def can_start(name: str) -> bool:
+            if now < self._failing.get(name, (0, -math.inf))[1]:
+                return False   # failed lately: not again yet
             behavior = self.behaviors[name]
             contexts[name] = self._context(behavior, now, {})
             return self._can_start(behavior, contexts[name])
@@ -634,11 +649,19 @@ class Engine:
             if refused and factory_id not in self._cubes_owed:
                 self._cubes_owed.append(factory_id)
         failed = error is not None or outcome is Outcome.FAILED
+        backoff = ""
+        if failed and behavior.name in self._in_activities:
+            count = self._failing.get(behavior.name, (0, 0.0))[0] + 1
+            wait = min(FAIL_BACKOFF_MAX_S, FAIL_BACKOFF_S * 2.0 ** min(count - 1, 16))
+            self._failing[behavior.name] = (count, now + wait)
+            backoff = (f"; failed {count} times in a row" if count > 1 else "") + \
+                f"; no activity chooses it again for {wait:g} s"
         if failed:
             self.behaviors_failed += 1
             self.emotions.apply("behavior_failed", now)
             self._apply_outcome(spec.on_failure, f"{behavior.name}.failed", now)
         elif outcome is Outcome.SUCCEEDED:
+            self._failing.pop(behavior.name, None)
             self.emotions.apply("behavior_succeeded", now)
             self._apply_outcome(spec.on_success, f"{behavior.name}.succeeded", now)
         self._last_ended[behavior.name] = now
@@ -650,7 +673,7 @@ class Engine:
         self._next_choice = max(self._next_choice, now + idle)
         extra = f", {cancelled} command(s) cancelled" if cancelled else ""
         self._log("info" if not failed else "warning",
-                  f"end {behavior.name}: {text} after {now - run.started:.1f} s{extra}")
+                  f"end {behavior.name}: {text} after {now - run.started:.1f} s{extra}{backoff}")
 
     def _clean_up(self, name: str, what: str, call: Callable[[], Any]) -> Any:
         """One step of a clean-up (the robot side's call; ``name``: whose): an exception is

@@ -618,6 +618,58 @@ def test_a_behavior_that_failed_because_a_command_failed_says_which_and_why():
                for lvl, text in log), log
 
 
+def test_an_activity_does_not_choose_again_and_again_a_behavior_that_fails_every_time():
+    """A clip the driver does not have (a misspelt name, the app's behaviors without its
+    animations): every goal refused. The activity chose the behavior again at every
+    idle_between, 2 s, each failure a warning (and the driver's own): 286 in 10 minutes. A
+    behavior that failed now waits 5 s before an activity chooses it again, twice as long at
+    each failure in a row (at most 5 minutes), as its warning says; a success starts the
+    count again, and so does switching the engine off and on. Reactions are not held back."""
+    config = small_config(
+        behaviors={"dance": {"class": "play_animation", "params": {"animation": "no_such_clip"}}},
+        activities={"free": {"idle_between": 2.0, "behaviors": {"dance": {"weight": 1.0}}}})
+    engine, robot, log = make_engine(config, auto=False)
+    clock = {"t": 0.0}
+
+    def live(seconds, ok=False):
+        """Tick for ``seconds``, the driver refusing (or, ``ok``, playing) every goal."""
+        for _ in range(int(round(seconds / TICK))):
+            for handle in robot.active():
+                handle.succeed("played") if ok else handle.fail(
+                    f"{handle.what}: the driver rejected the goal (its log says why)")
+            engine.tick(clock["t"])
+            clock["t"] = round(clock["t"] + TICK, 6)
+
+    live(600.0)   # 10 minutes
+    ends = [text for lvl, text in log if text.startswith("end dance: failed")]
+    assert engine.behaviors_started == len(ends) == engine.behaviors_failed
+    # 5 + 10 + 20 + 40 + 80 + 160 + 300 s of waits in 10 minutes: 7 failures, where the old
+    # engine failed it at every idle_between
+    assert len(ends) == 7, ends
+    assert ends[0].endswith("no activity chooses it again for 5 s"), ends[0]
+    assert ends[2].endswith("failed 3 times in a row; no activity chooses it again for 20 s"), ends[2]
+    assert ends[-1].endswith("failed 7 times in a row; no activity chooses it again for 300 s"), ends[-1]
+    assert all(lvl == "warning" for lvl, text in log if text.startswith("end dance"))
+    # off and on: chosen again at once (idle_between is long over), the wait from 5 s again
+    engine.set_enabled(False, clock["t"])
+    engine.set_enabled(True, clock["t"])
+    live(4.5)
+    assert engine.behaviors_started == 8
+    assert log[-1][1].endswith("s; no activity chooses it again for 5 s"), log[-1]
+    # a success ends the count: chosen again after idle_between, and a failure waits 5 s, not 10
+    live(2.0, ok=True)   # chosen again within a second of the 5 s (choices are retried each second)
+    assert engine.behaviors_started == 9 and engine.last_outcome == "succeeded", log[-4:]
+    live(2.5)
+    assert engine.behaviors_started == 10
+    assert log[-1][1].endswith("s; no activity chooses it again for 5 s"), log[-1]
+    # a reaction's behavior is not held back (its trigger and cool-down pace it), nor said to be
+    live(5.0)
+    engine.on_trigger("button_pressed", clock["t"])
+    live(0.5)
+    ended = [text for lvl, text in log if text.startswith("end raiser")]
+    assert ended and "no activity" not in ended[-1], ended
+
+
 @pytest.mark.parametrize("phase", ["start", "tick", "stop"])
 def test_a_behavior_that_raises_is_stopped_reported_and_the_engine_goes_on(phase):
     config = small_config(behaviors={"raiser": {"params": {"raise_in": phase}}})
