@@ -38,10 +38,11 @@ reads it; launch_ros's typing of parameter dicts is never involved (it cannot
 type an empty list, and reads a string such as ``'5551'`` as a number).
 
 Both front-ends refuse an argument name that is not one of :data:`ARGUMENTS`
-(:func:`check_argument_names`, with a close match suggested), and a value
-outside an argument's ``choices``; they warn of each section of the config file that
-reaches no node (:func:`unreached_config_sections`), and note those of another namespace
-(:func:`config_sections_of_other_namespaces`); and they start every process with
+(:func:`check_argument_names`, with a close match suggested), a value
+outside an argument's ``choices``, and a driver ``base_frame`` to which the robot
+description gives a parent (:func:`check_base_frame`: two parents in tf); they warn of
+each section of the config file that reaches no node (:func:`unreached_config_sections`),
+and note those of another namespace (:func:`config_sections_of_other_namespaces`); and they start every process with
 :func:`child_environment`, which makes the project's executables end when the
 front-end does (:mod:`cozmo_driver.lifeline`).
 
@@ -64,7 +65,8 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .addresses import address_problem
-from .description import DESCRIPTION_PACKAGE, DescriptionError, package_share, robot_description
+from .description import (DESCRIPTION_PACKAGE, DescriptionError, package_share, parent_links,
+                          robot_description)
 from .errors import ConfigurationError
 from .fast_yaml import loader
 from .lifeline import PARENT_PID_ENV
@@ -91,6 +93,7 @@ __all__ = [
     "parameter_directory",
     "remove_stale_parameter_directories",
     "make_plan",
+    "check_base_frame",
     "default_config_path",
     "rviz_config_path",
     "node_parameters_in_file",
@@ -900,11 +903,48 @@ def make_plan(args: BringupArgs,
         urdf = make_description(args.frame_prefix)
     except DescriptionError as exc:
         raise PlanError(str(exc)) from exc
+    check_base_frame(args, urdf)
     nodes = [_driver_entry(args), _description_entries(args, urdf), _face_entry(args),
              _behavior_entry(args)]
     return [_sim_entry(args), _stack_entry(args, nodes),
             *(_in_stack(entry) if args.one_process else entry for entry in nodes),
             _rviz_entry(args)]
+
+
+def check_base_frame(args: BringupArgs, urdf: str) -> None:
+    """Refuse a driver whose ``base_frame`` (as the config file gives it, with the plan's
+    frame prefix) is a frame the robot description ``urdf`` gives a parent: the driver's
+    odom -> base_frame on /tf and the description's parent -> base_frame would give it two
+    parents in tf. A PlanError names the frames and the description's root to give instead.
+    Nothing to check when the driver publishes no tf (``publish_tf: false``)."""
+    from .driver.parameters import PARAMETERS_BY_NAME, full_frame_id
+    if driver_file_value(args, "publish_tf", PARAMETERS_BY_NAME["publish_tf"].default) is not True:
+        return
+    base = driver_file_value(args, "base_frame", PARAMETERS_BY_NAME["base_frame"].default)
+    if not isinstance(base, str):
+        return  # the driver refuses it, saying why
+    try:
+        parents = parent_links(urdf)
+    except DescriptionError as exc:
+        raise PlanError(str(exc)) from exc
+    frame = full_frame_id(args.frame_prefix, base)
+    if frame not in parents:
+        return
+    root = frame
+    for _ in range(len(parents)):  # up to the description's root (a cycle ends the walk)
+        if root not in parents:
+            break
+        root = parents[root]
+    prefix = args.frame_prefix
+    given = root[len(prefix):] if prefix and root.startswith(prefix) else root
+    odom = full_frame_id(prefix, str(driver_file_value(args, "odom_frame", "odom")))
+    shown = f"{base!r}" if frame == base else f"{base!r} (tf frame {frame!r}, frame_prefix {prefix!r})"
+    raise PlanError(
+        f"config:={args.config}: the driver's base_frame {shown} is a frame of the robot "
+        f"description, the child of {parents[frame]!r}: the driver's {odom} -> {frame} on /tf and "
+        f"the description's {parents[frame]} -> {frame} would give {frame} two parents in tf; "
+        f"give the driver base_frame: {given} (the description's root, which the driver's "
+        "odometry moves), or publish_tf: false")
 
 
 def _stack_entry(args: BringupArgs, nodes: Sequence[ProcessEntry]) -> ProcessEntry:

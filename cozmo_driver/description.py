@@ -36,6 +36,7 @@ __all__ = [
     "package_share",
     "xacro_path",
     "robot_description",
+    "parent_links",
     "Transform",
     "Mimic",
     "Joint",
@@ -126,6 +127,22 @@ def robot_description(prefix: str = "", joint_prefix: str = "",
     except Exception as exc:  # xacro raises XacroException and plain errors alike
         raise DescriptionError(f"xacro failed on {source}: {exc}") from exc
     return document.toprettyxml(indent="  ")
+
+
+def parent_links(urdf: str) -> Dict[str, str]:
+    """{child link: parent link} of every joint of a URDF (XML text): the frames to which the
+    description's publisher (robot_state_publisher) gives a parent in tf. Only the joints
+    are read (a description without links or joints has none)."""
+    try:
+        root = ET.fromstring(urdf)
+    except ET.ParseError as exc:
+        raise DescriptionError(f"the robot description is not XML: {exc}") from exc
+    parents: Dict[str, str] = {}
+    for joint in root.findall("joint"):
+        parent, child = joint.find("parent"), joint.find("child")
+        if parent is not None and child is not None and parent.get("link") and child.get("link"):
+            parents[child.get("link")] = parent.get("link")
+    return parents
 
 
 # ---------------------------------------------------------------------------- rigid transforms

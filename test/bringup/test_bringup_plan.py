@@ -616,6 +616,63 @@ def test_the_behavior_node_takes_the_drivers_cmd_vel_type(tmp_path):
     assert merged_parameters(entry)["cmd_vel_stamped"] is False
 
 
+def _driver_config(tmp_path, key="cozmo_driver", **values):
+    config = tmp_path / "frames.yaml"
+    lines = "".join(f"    {name}: {value}\n" for name, value in values.items())
+    config.write_text(f"{key}:\n  ros__parameters:\n{lines}")
+    return str(config)
+
+
+@pytest.mark.parametrize("namespace, frame_prefix, key, tf_frame, parent", [
+    ("", "auto", "cozmo_driver", "base_link", "base_footprint"),
+    ("robot1", "auto", "cozmo_driver", "robot1/base_link", "robot1/base_footprint"),
+    ("robot1", "auto", "/robot1/cozmo_driver", "robot1/base_link", "robot1/base_footprint"),
+    ("robot1", "r1_", "cozmo_driver", "r1_base_link", "r1_base_footprint"),
+])
+def test_a_base_frame_the_description_gives_a_parent_is_refused(tmp_path, namespace, frame_prefix,
+                                                                 key, tf_frame, parent):
+    """The driver publishes odom -> base_frame, robot_state_publisher base_footprint ->
+    base_link: base_frame:=base_link gave base_link two parents in tf. The plan sees both
+    (the description with its prefix, the driver's frames with the same) and refuses it,
+    naming the frames and the root to give instead, before anything starts."""
+    config = _driver_config(tmp_path, key, base_frame="base_link")
+    args = plan.resolve_arguments({"namespace": namespace, "frame_prefix": frame_prefix,
+                                   "config": config})
+    with pytest.raises(plan.PlanError) as refused:
+        plan.make_plan(args)
+    message = str(refused.value)
+    assert "base_frame 'base_link'" in message and "two parents in tf" in message, message
+    assert f"{parent} -> {tf_frame}" in message, message
+    assert "give the driver base_frame: base_footprint" in message, message
+    # any frame the description hangs below another
+    for frame in ("imu_link", "camera_optical_frame", "lift_plate_link"):
+        config = _driver_config(tmp_path, key, base_frame=frame)
+        with pytest.raises(plan.PlanError, match=f"base_frame '{frame}'"):
+            plan.make_plan(plan.resolve_arguments({"namespace": namespace, "frame_prefix": frame_prefix,
+                                                   "config": config}))
+
+
+@pytest.mark.parametrize("values, namespace, frame_prefix", [
+    ({"base_frame": "base_footprint"}, "robot1", "auto"),   # the description's root
+    ({"base_frame": "my_base"}, "", "auto"),                # a frame the description has not
+    ({"base_frame": "base_link", "publish_tf": "false"}, "", "auto"),  # the driver sends no tf
+    ({"base_frame": "robot1/base_link"}, "robot1", ""),     # not the description's base_link
+])
+def test_a_base_frame_the_description_gives_no_parent_is_taken(tmp_path, values, namespace,
+                                                                frame_prefix):
+    config = _driver_config(tmp_path, **values)
+    entries = make(namespace=namespace, frame_prefix=frame_prefix, config=config)
+    assert entries["driver"].enabled
+
+
+def test_cozmo_bringup_refuses_base_frame_base_link_before_anything_starts(tmp_path, capsys):
+    config = _driver_config(tmp_path, base_frame="base_link")
+    assert bringup.main([f"config:={config}", "use_sim:=true", "--dry-run"]) == 2
+    out, err = capsys.readouterr()
+    assert err.startswith(f"cozmo_bringup: error: config:={config}: the driver's base_frame 'base_link'"), err
+    assert "Traceback" not in err and out == ""
+
+
 def test_the_face_node_gets_its_section_of_the_config_file(tmp_path):
     entry = make(enable_face="true")["face"]
     assert (entry.node_name, entry.condition) == ("cozmo_face", "enable_face")
