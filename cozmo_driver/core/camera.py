@@ -48,6 +48,11 @@ class CameraMixin:
     #: complete frames dropped as they do not convert (the diagnostics' "camera images dropped
     #: unconverted"); counted under the lock
     images_unconverted: int = 0
+    #: replaced by a new object each time EnableCamera Off is sent (any thread); the I/O
+    #: thread keeps the one it saw last (``_chunks_camera_off``), and at its first chunk while
+    #: the camera streams after another, discards the part-frames the switch-off cut short
+    _camera_off: object = None
+    _chunks_camera_off: object = None
 
     def camera_streaming(self) -> bool:
         """Whether the robot is to stream its camera (while it is connected: what EnableCamera
@@ -70,6 +75,8 @@ class CameraMixin:
 
     def _send_camera_mode(self) -> None:
         mode = _ImageSendMode.Stream if self.camera_streaming() else _ImageSendMode.Off
+        if mode == _ImageSendMode.Off:
+            self._camera_off = object()
         self.post_if_ready(msgs.EnableCamera(image_send_mode=mode,
                                              image_resolution=_ImageResolution.QVGA))
 
@@ -213,6 +220,12 @@ class CameraMixin:
         return caminfo.scaled(data, width, height)
 
     def _on_chunk(self, message: Any) -> None:
+        off = self._camera_off
+        if off is not self._chunks_camera_off and self.camera_streaming():
+            # streaming again after the camera was switched off: a frame it cut short (the
+            # robot sends no more of it) is no loss, counted apart from those dropped incomplete
+            self._chunks_camera_off = off
+            self.assembler.discard_pending()
         try:
             image = self.assembler.push_chunk(message)
         except RemoteProtocolError:

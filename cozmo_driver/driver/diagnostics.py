@@ -104,6 +104,7 @@ def link_report(state: str, active: bool, robot: str, session: Any, transport: A
         values += [
             ("camera images completed", _fmt(images.completed_images - images_unconverted)),
             ("camera images dropped incomplete", _fmt(images.dropped_images)),
+            ("camera images cut off by switching the camera off", _fmt(images.discarded_images)),
             ("camera images dropped unconverted (see the log)", _fmt(images_unconverted)),
             ("camera chunks invalid", _fmt(images.invalid_chunks)),
         ]

@@ -189,6 +189,9 @@ class AssemblerStats:
     completed_images: int = 0
     #: Incomplete images abandoned (a newer image completed, too many in progress, too old).
     dropped_images: int = 0
+    #: Incomplete images discarded by :meth:`ImageAssembler.discard_pending` (the receiver
+    #: switched the camera off mid-frame): no loss, not counted dropped.
+    discarded_images: int = 0
     #: Chunks whose ``chunk_id`` had already arrived (also late copies for completed images).
     duplicate_chunks: int = 0
     #: Chunks of images that were already abandoned or superseded.
@@ -243,7 +246,8 @@ class ImageAssembler:
     Chunks of an image that was already completed or abandoned are ignored.  An
     image id "far" behind the newest finished one (``stale_window`` ids or more)
     is taken as a fresh sequence, e.g. after the robot restarted; call
-    :meth:`reset` on reconnect anyway.
+    :meth:`reset` on reconnect anyway, and :meth:`discard_pending` when the camera was
+    switched off (what it cut short is not counted as dropped).
 
     ``max_resolution`` (an ImageResolution value) refuses chunks of larger images: a
     receiver that asked for QVGA need not decode 3200 x 2400 pixels for a forged
@@ -278,6 +282,17 @@ class ImageAssembler:
         self._pending.clear()
         self._floor = None
         self._recent_completed.clear()
+
+    def discard_pending(self) -> int:
+        """Discard every incomplete image (counted ``discarded_images``, not dropped): the
+        receiver switched the camera off, and the robot sends no more of them. Their late
+        chunks are stale from here on. Returns how many were discarded."""
+        discarded = list(self._pending)
+        self._pending.clear()
+        for image_id in discarded:
+            self._advance_floor(image_id)
+        self.stats.discarded_images += len(discarded)
+        return len(discarded)
 
     def push_chunk(self, chunk: Any) -> CameraImage | None:
         """Add a decoded ``ImageChunk`` message (any object with its field names).

@@ -1631,6 +1631,55 @@ def test_deactivate_switches_the_camera_off_and_activate_on_again(rig):
     assert core.assembler.stats.completed_images > completed + 2
 
 
+@pytest.mark.parametrize("switch", ["subscriber", "camera_enabled"])
+def test_a_part_frame_cut_off_by_switching_the_camera_off_is_no_dropped_image(rig, switch):
+    """The camera switched off in the middle of a frame (the last subscriber leaving, or
+    camera_enabled false) left its first chunks in the assembler, abandoned once the camera
+    streamed again and counted in /diagnostics as "camera images dropped incomplete", which
+    reads as Wi-Fi loss. It is discarded when the camera streams again, counted apart."""
+    robot, core, output = rig
+
+    def switch_camera(on: bool) -> None:
+        if switch == "subscriber":
+            core.set_camera_wanted(on)
+        else:
+            old = dict(core.params)
+            core.params["camera_enabled"] = on
+            core.apply_params(old)
+    core.set_camera_wanted(True)
+    switch_camera(True)
+    robot.run(0.5)
+    assert core.assembler.stats.completed_images >= 5
+    cut: dict = {}
+
+    def robot_cut_mid_frame(event) -> None:
+        """The robot's stream as it is switched off mid-frame: the frame's first chunk
+        arrives, the camera is switched off then, and the rest of that frame never comes."""
+        message = getattr(event, "message", None)
+        if isinstance(event, MessageReceived) and message.NAME == "ImageChunk":
+            if not cut and message.chunk_id == 0:
+                assert message.image_chunk_count == 0  # more chunks to come (told in the last)
+                cut["image_id"] = message.image_id
+                core.on_robot_event(event)
+                switch_camera(False)
+                return
+            if message.image_id == cut.get("image_id"):
+                return
+        core.on_robot_event(event)
+    robot.net.on_event_a = robot_cut_mid_frame
+    robot.run(0.5)
+    assert cut and not core.camera_streaming()
+    assert core.assembler.pending == 1
+    switch_camera(True)
+    robot.run(1.0)
+    stats = core.assembler.stats
+    assert core.camera_streaming() and stats.completed_images >= 15
+    values = dict(core.reports("test")[0].values)
+    assert values["camera images dropped incomplete"] == "0", values
+    assert stats.dropped_images == 0 and stats.discarded_images == 1
+    assert values["camera images cut off by switching the camera off"] == "1", values
+
+
 def test_camera_frames_convert_on_demand(rig):
     robot, core, output = rig
     core.set_camera_wanted(True)  # a subscriber: the camera streams

@@ -512,6 +512,19 @@ def test_missing_chunk_drops_image_when_newer_completes():
     assert asm.stats.stale_chunks == 1 and asm.pending == 0
 
 
+def test_images_cut_short_by_switching_the_camera_off_are_discarded_not_dropped():
+    payload = encode_minimized(textured_gray())
+    asm = ImageAssembler()
+    first = chunks_of(1, payload)
+    assert feed(asm, first[:3]) == [] and asm.pending == 1
+    assert asm.discard_pending() == 1 and asm.pending == 0
+    # a chunk of it still in flight is stale; the next image completes; nothing was dropped
+    assert asm.push(**first[3]) is None and asm.pending == 0
+    assert [i.image_id for i in feed(asm, chunks_of(2, payload))] == [2]
+    stats = asm.stats
+    assert (stats.discarded_images, stats.dropped_images, stats.stale_chunks) == (1, 0, 1)
+
+
 def test_interleaved_images_both_complete_in_order():
     payload = encode_minimized(textured_gray())
     a, b = chunks_of(10, payload), chunks_of(11, payload)
