@@ -608,7 +608,7 @@ class ObjectInterfaces:
                 done = [entry.name for entry in entries]
         except CommandError as exc:
             response.success, response.message = False, str(exc)
-            self._log.info(f"play_light_animation refused: {exc}")
+            self._log.warning(f"play_light_animation refused: {exc}")
             return response
         response.success = True
         response.message = f"{name} on {', '.join(done)}" if done else name

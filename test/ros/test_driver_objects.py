@@ -594,6 +594,31 @@ def test_light_animations_by_name(make_rig):
     assert not response.success and response.message == "cube3 is not connected"
 
 
+def test_play_light_animation_logs_a_refusal_as_a_warning_and_a_success_at_info(make_rig, rclpy_log):
+    """A refused play_light_animation (an unknown name or target, an object not connected)
+    was logged at INFO, where the driver's other refused requests (connect_object,
+    set_camera_info, a refused command) are warnings. Here the driver logs through its own
+    rclpy logger (not the rig's recorder)."""
+    rig = make_rig()
+    rig.node._objects._log = rig.log.logger
+    rig.wait_list(all_cubes_connected)
+
+    def play(target: str, name: str):
+        return rig.call(PlayLightAnimation, "play_light_animation",
+                        PlayLightAnimation.Request(target=target, name=name))
+    assert play("cube1", "red").success
+    assert not play("cube1", "disco").success
+    assert play("cubes", "off").success
+    assert not play("head", "red").success
+    lines = [(line.severity, line.message) for line in rclpy_log.of(rig.node)
+             if line.message.startswith("play_light_animation")]
+    assert [severity for severity, _ in lines] == [LoggingSeverity.INFO, LoggingSeverity.WARN,
+                                                    LoggingSeverity.INFO, LoggingSeverity.WARN], lines
+    assert lines[0][1] == "play_light_animation: red on cube1", lines
+    assert lines[1][1].startswith("play_light_animation refused: unknown light animation 'disco'"), lines
+    assert lines[3][1].startswith("play_light_animation refused: unknown target 'head'"), lines
+
+
 def test_a_very_long_light_animation_name_or_target_is_refused_without_being_quoted_whole(make_rig):
     """A 100 000-character name or target (a file's contents sent by mistake): refused, and
     the answer and the log line quote 40 characters of it and its length, not all of it (one
