@@ -12,6 +12,7 @@ ones apply at once. Pure.
 from __future__ import annotations
 
 import math
+from array import array
 from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Tuple
 
@@ -201,6 +202,8 @@ def validate_value(name: str, value: Any) -> Optional[str]:
     expected = type(spec.default)
     if expected is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
+    if expected is list and isinstance(value, (tuple, array)):  # rclpy's arrays of numbers
+        value = list(value)
     if type(value) is not expected:
         return f"{name} must be a {spec.type_name}, got {type(value).__name__}"
     if expected in (int, float):

@@ -183,7 +183,9 @@ def descriptor(spec) -> ParameterDescriptor:
     change = ("changeable at run time" if spec.dynamic else
               "read when the node starts" if spec.startup else "takes effect at configure")
     desc = ParameterDescriptor(description=f"{spec.description}{unit} ({change})")
-    if isinstance(spec.default, float):
+    if isinstance(spec.default, list):  # ros2 param set and load send [] as an empty bool array
+        desc.dynamic_typing = True  # (validate_value takes an empty list of any type, no other)
+    elif isinstance(spec.default, float):
         desc.floating_point_range = [FloatingPointRange(from_value=float(spec.minimum),
                                                         to_value=float(spec.maximum), step=0.0)]
     elif isinstance(spec.default, int) and not isinstance(spec.default, bool) \
@@ -196,13 +198,17 @@ def descriptor(spec) -> ParameterDescriptor:
 def declare_parameters(node: Any, specs) -> dict:
     """Declare every parameter of ``specs`` on ``node`` (typed, with its descriptor) and
     return their values by name. A list default may be empty, which has no type: such a
-    parameter is declared as a string array."""
+    parameter is declared as a string array, with dynamic typing, since ``ros2 param set
+    ... "[]"`` and ``ros2 param load`` send an empty list as a bool array, which a typed one
+    refuses ("Wrong parameter type"): a list of strings was then never emptied at run time,
+    and loading config/cozmo.yaml or a dump of the node failed for it. Other types are
+    refused by :func:`~cozmo_driver.driver.parameters.validate_value`."""
     for spec in specs:
         if isinstance(spec.default, list):
-            node.declare_parameter(spec.name, Parameter.Type.STRING_ARRAY, descriptor(spec))
-            if node.get_parameter_or(spec.name).type_ == Parameter.Type.NOT_SET:
-                node.set_parameters([Parameter(spec.name, Parameter.Type.STRING_ARRAY,
-                                               list(spec.default))])
+            node.declare_parameter(spec.name, list(spec.default), descriptor(spec))
+            value = node.get_parameter_or(spec.name)
+            if value.type_ != Parameter.Type.STRING_ARRAY and not value.value:  # rcl: [] is not set
+                node.set_parameters([Parameter(spec.name, Parameter.Type.STRING_ARRAY, [])])
             continue
         node.declare_parameter(spec.name, spec.default, descriptor(spec))
     for text in unknown_parameters(node, [spec.name for spec in specs], qos=True):

@@ -1355,6 +1355,38 @@ def test_invalid_parameters_are_refused_at_start(rclpy_context, sim):
         probe.destroy_node()
 
 
+def test_an_empty_list_as_ros2_param_set_and_load_send_it_empties_animation_dirs(make_driver, tmp_path):
+    """ros2 param set /cozmo_driver animation_dirs "[]" (and ros2 param load of config/cozmo.yaml,
+    or of the node's own dump) sends the empty list as a bool array, which the string-array
+    parameter refused ("Wrong parameter type, expected 'Type.STRING_ARRAY' got
+    'Type.BOOL_ARRAY'"): directories once set could not be emptied again. Taken now, as unchanged
+    while configured, as the new value after a clean-up; a list of numbers is still refused."""
+    from rcl_interfaces.msg import Parameter as ParameterMsg, ParameterType, ParameterValue
+    from rcl_interfaces.srv import SetParameters
+
+    def ros2_param_set(value: ParameterValue):
+        request = SetParameters.Request(parameters=[ParameterMsg(name="animation_dirs", value=value)])
+        return driver.call(SetParameters, "/cozmo_driver/set_parameters", request).results[0]
+
+    empty = ParameterValue(type=ParameterType.PARAMETER_BOOL_ARRAY, bool_array_value=[])
+    driver = make_driver()
+    assert ros2_param_set(empty).successful  # configured: unchanged, as in a whole file loaded
+    assert driver.node.trigger_deactivate() == TransitionCallbackReturn.SUCCESS
+    assert driver.node.trigger_cleanup() == TransitionCallbackReturn.SUCCESS
+    dirs = ParameterValue(type=ParameterType.PARAMETER_STRING_ARRAY, string_array_value=[str(tmp_path)])
+    assert ros2_param_set(dirs).successful
+    assert driver.node.get_parameter("animation_dirs").value == [str(tmp_path)]
+    result = ros2_param_set(empty)
+    assert result.successful, result.reason
+    assert list(driver.node.get_parameter("animation_dirs").value) == []
+    numbers = ParameterValue(type=ParameterType.PARAMETER_INTEGER_ARRAY, integer_array_value=[1])
+    result = ros2_param_set(numbers)
+    assert not result.successful and result.reason == "animation_dirs must be a list of strings", result.reason
+    no_numbers = ParameterValue(type=ParameterType.PARAMETER_DOUBLE_ARRAY, double_array_value=[])
+    assert ros2_param_set(no_numbers).successful
+    assert driver.node.start()  # configured again, with no directories
+
+
 def test_a_qos_override_rclpy_cannot_take_is_refused_naming_it_and_the_values(rclpy_context):
     """reliability:=bogus raised a bare RuntimeError from rclpy when cmd_vel's subscription
     was made, after a line saying cmd_vel was served another way: configure failed with
