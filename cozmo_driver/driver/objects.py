@@ -1294,8 +1294,8 @@ def registry_report(registry: ObjectRegistry, active: bool) -> DiagnosticReport:
     s = registry.settings
     if not active:
         level, message = OK, "inactive (lifecycle)"
-    elif not registry.robot_ready:
-        level, message = OK, "not connected to the robot"
+    elif not registry.robot_ready:  # active: as the robot's and the display's reports, a warning
+        level, message = WARN, "not connected to the robot: no object can be connected"
     else:
         names = ", ".join(e.name for e in connected) or "none"
         level, message = OK, f"{len(connected)} connected ({names}), {len(listed)} listed"

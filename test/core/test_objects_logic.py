@@ -1670,6 +1670,23 @@ def test_diagnostics_warn_only_when_auto_connect_has_something_it_would_connect(
     assert rig.reg.report(True).message == "auto-connect on but nothing connected (listed for it: charger)"
 
 
+def test_diagnostics_warn_while_the_robot_is_not_connected_and_say_ok_while_inactive():
+    """A robot lost (or not connected yet) left the objects' status OK ("not connected to the
+    robot") while the link was an error and the robot's and the display's statuses warnings:
+    a monitor showed the cubes fine that none could be connected. It is a warning now; an
+    inactive driver's is OK, as the others'."""
+    rig = Rig()
+    rig.connect_one(C1, 1)
+    assert rig.reg.report(True).level == OK
+    rig.reg.on_robot_lost(rig.now)
+    report = rig.reg.report(True)
+    assert (report.level, report.message) == (WARN, "not connected to the robot: no object can be connected")
+    assert dict(report.values)["objects connected"] == "none"
+    assert (rig.reg.report(False).level, rig.reg.report(False).message) == (OK, "inactive (lifecycle)")
+    never = Rig(ready=False)
+    assert never.reg.report(True).level == WARN
+
+
 # ----------------------------------------------------------------------------- a disconnection superseded
 
 def test_a_connection_asked_while_a_disconnection_waits_takes_its_answer_as_the_disconnections():
