@@ -84,12 +84,14 @@ PARAMETERS: Tuple[ParamSpec, ...] = (
               "m/s^2", 0.0, 10.0, dynamic=True),
     ParamSpec("head_max_speed", 10.0, "Head speed of head/angle commands without max_speed, and the "
               "limit of every head speed (a change applies to a velocity motion in progress: one "
-              "faster than a lowered limit is sent again at it)", "rad/s", 0.1, 15.0, dynamic=True),
+              "faster than a lowered limit is sent again at it, with a warning; a position move keeps "
+              "the speed it was sent with)", "rad/s", 0.1, 15.0, dynamic=True),
     ParamSpec("head_acceleration", 20.0, "Head acceleration of head/angle commands", "rad/s^2",
               1.0, 100.0, dynamic=True),
     ParamSpec("lift_max_speed", 3.0, "Lift arm speed of lift/height commands without max_speed, "
               "and the limit of every lift speed (a change applies to a velocity motion in progress: "
-              "one faster than a lowered limit is sent again at it)", "rad/s", 0.1, 10.0, dynamic=True),
+              "one faster than a lowered limit is sent again at it, with a warning; a position move "
+              "keeps the speed it was sent with)", "rad/s", 0.1, 10.0, dynamic=True),
     ParamSpec("lift_acceleration", 20.0, "Lift arm acceleration of lift/height commands", "rad/s^2",
               1.0, 100.0, dynamic=True),
     ParamSpec("stop_on_cliff", True, "Let the robot stop its treads by itself when its cliff sensor "

@@ -998,6 +998,28 @@ def test_readme_documents_every_parameter():
         assert f"| `{spec.name}` |" in section, spec.name
 
 
+def test_the_parameter_table_says_what_ros2_param_describe_says():
+    """Each row's units, range, when a change applies and description are the ParamSpec's, which
+    ``ros2 param describe`` shows (a link to another page stands for its path): head_max_speed's
+    and lift_max_speed's rows promised a warning and a position move keeping its speed that
+    their descriptions left out."""
+    section = (ROOT / "docs" / "driver.md").read_text().split("<!-- reference: cozmo_driver parameters -->")[1]
+    rows = {}
+    for line in section.split("\n## ", 1)[0].splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 7 and cells[0].startswith("`"):
+            rows[cells[0].strip("`")] = cells
+    for spec in PARAMETERS:
+        _, _, _, unit, limits, changes, description = rows[spec.name]
+        description = re.sub(r"\[[^]]*\]\(([\w-]+\.md)(#[\w-]+)?\)", r"docs/\1", description)
+        whole = isinstance(spec.default, int) and not isinstance(spec.default, bool)
+        expected_limits = "" if spec.minimum is None else (
+            f"{int(spec.minimum)}..{int(spec.maximum)}" if whole else f"{spec.minimum!r}..{spec.maximum!r}")
+        expected_changes = "run time" if spec.dynamic else "start-up" if spec.startup else "configure"
+        assert (unit, limits, changes, description) == (
+            spec.unit, expected_limits, expected_changes, spec.description), spec.name
+
+
 # ----------------------------------------------------------------------------- diagnostics
 
 def test_diagnostic_levels():
