@@ -165,6 +165,9 @@ class DriverCore(NotesMixin, LinkNotesMixin, ActuatorsMixin, CameraMixin):
         self.link_state = LinkState.DISCONNECTED
         self.ever_ready = False
         self.robot_lost = False  # a ready robot was lost, not ready again since: LOST (reported_state)
+        #: why the last activation could not open the link ("": it did, or none failed since the
+        #: last clean-up): the link's diagnostics are an error while the node stays inactive
+        self.activation_error = ""
         self.calibration: Optional[caminfo.CameraInfoData] = None  # from the robot
         #: whether a camera topic has a subscriber (with camera_on_demand, the camera
         #: streams only while it has): :meth:`set_camera_wanted`
@@ -231,6 +234,7 @@ class DriverCore(NotesMixin, LinkNotesMixin, ActuatorsMixin, CameraMixin):
 
     def activate(self) -> None:
         self.say_held_back()
+        self.activation_error = ""
         self.active = True  # (the I/O thread says ready, once it brought the robot up: RobotReady)
         if self.robot is not None and self.link_state is LinkState.READY:
             self.reinitialise(resend_only=True)
@@ -254,7 +258,7 @@ class DriverCore(NotesMixin, LinkNotesMixin, ActuatorsMixin, CameraMixin):
             self.active = False
             self._deadline = self._last_move = self._watch_handle = None
             self._armed, self._handed, self.ever_ready = False, 0, False  # (next robot: not LOST until it answered)
-            self.robot_lost = False
+            self.robot_lost, self.activation_error = False, ""
             robot = self.robot
             if robot is not None and robot.state in (LinkState.INITIALIZING, LinkState.READY):
                 robot.post(msgs.StopAllMotors())
@@ -490,7 +494,8 @@ class DriverCore(NotesMixin, LinkNotesMixin, ActuatorsMixin, CameraMixin):
                             robot.transport.stats, rate, self.assembler.stats,
                             camera=self.camera_status(),
                             frames_on_arrival=self.robot_clock.frames_from_arrival,
-                            hint=self.link_hint(), images_unconverted=self.images_unconverted),
+                            hint=self.link_hint(), images_unconverted=self.images_unconverted,
+                            activation_error=self.activation_error),
                 robot_report(connected, volts, battery_percentage(volts)
                              if volts is not None else None, self.estop, self.yaw_diff,
                              self.tracker.reanchors, self.refused,

@@ -34,7 +34,7 @@ def _fmt(value: Any) -> str:
 def link_report(state: str, active: bool, robot: str, session: Any, transport: Any,
                 state_rate_hz: float, images: Any = None, camera: str = "",
                 frames_on_arrival: Optional[int] = None, hint: str = "",
-                images_unconverted: int = 0) -> DiagnosticReport:
+                images_unconverted: int = 0, activation_error: str = "") -> DiagnosticReport:
     """Connection state and link quality. ``state`` is the client's LinkState value
     ('ready', 'lost', ...); ``session``/``transport`` their stats objects (or None);
     ``images``: the camera assembler's stats; ``images_unconverted``: of its completed
@@ -42,7 +42,9 @@ def link_report(state: str, active: bool, robot: str, session: Any, transport: A
     ``camera``: what the camera does, in words; ``frames_on_arrival``: camera images
     stamped with their arrival, not their capture time; ``hint``: what to check, given as a
     value "what to check" while the level is not OK. Inactive, the level is OK (the driver
-    was told to rest) and the message says the link's state all the same."""
+    was told to rest) and the message says the link's state all the same, unless
+    ``activation_error`` says why the last activation failed: then it is an ERROR saying so
+    (the driver was told to work and cannot)."""
     if state == "ready" and state_rate_hz > 0.0:
         level, message = OK, f"connected to {robot}"
     elif state == "ready":  # a stall of the Wi-Fi, or the robot gone: lost after peer_timeout
@@ -54,7 +56,8 @@ def link_report(state: str, active: bool, robot: str, session: Any, transport: A
     else:
         level, message = ERROR, f"not connected ({state})"
     if not active:
-        level, message = OK, f"inactive (lifecycle); {message}"
+        level, message = (ERROR, f"inactive: the last activation failed: {activation_error}") \
+            if activation_error else (OK, f"inactive (lifecycle); {message}")
     values: List[Tuple[str, str]] = [("state", state), ("robot", robot),
                                      ("robot state rate (Hz)", _fmt(state_rate_hz))]
     if hint and level != OK:

@@ -227,7 +227,7 @@ class CozmoDriverNode(LifecycleNode):
                 robot.start()
             except CozmoError as exc:
                 if report:
-                    self.start_error = exc
+                    self.start_error, self._core.activation_error = exc, str(exc)  # (/diagnostics)
                     self.get_logger().error(f"cannot open the link to the robot: {exc}")
                 return False
             self._streams.note(logging.INFO, "connecting to the robot at "

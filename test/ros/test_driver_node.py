@@ -1224,6 +1224,36 @@ def test_lifecycle_deactivate_stops_and_pauses(make_driver):
     assert h.spin_until(lambda: h.node.connected and h.sim.streaming(), 5.0)
 
 
+def test_a_failed_activation_is_an_error_in_diagnostics_until_a_clean_up(make_driver, sim):
+    """ros2 lifecycle set activate failed (the link could not be opened: here its local port
+    is the simulator's) and the node stayed inactive, but /diagnostics said the link was OK,
+    "inactive (lifecycle); not connected (disconnected)", as of a driver told to rest. The
+    link's status is an ERROR saying why, until a clean-up (or an activation that succeeds)."""
+    from diagnostic_msgs.msg import DiagnosticStatus
+
+    h = make_driver(start=False, local_ip="127.0.0.1", local_port=sim.address[1])
+    diags = h.listen("diag", DiagnosticArray, "/diagnostics")
+
+    def next_link_status() -> DiagnosticStatus:
+        count = len(diags)
+        assert h.spin_until(lambda: len(diags) > count, 3.0), "no /diagnostics"
+        return [s for s in diags[-1].status if s.name == "cozmo_driver: link"][0]
+
+    assert h.node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+    assert next_link_status().level == DiagnosticStatus.OK  # configured, not told to work yet
+    assert h.node.trigger_activate() == TransitionCallbackReturn.FAILURE
+    status = next_link_status()
+    assert status.level == DiagnosticStatus.ERROR and status.message.startswith(
+        f"inactive: the last activation failed: cannot bind UDP 127.0.0.1:{sim.address[1]}"), status.message
+    assert h.node.trigger_cleanup() == TransitionCallbackReturn.SUCCESS
+    assert h.node.set_parameters([Parameter("local_port", value=0)])[0].successful
+    assert h.node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+    status = next_link_status()
+    assert (status.level, status.message) == (DiagnosticStatus.OK, "inactive (lifecycle); not connected (disconnected)")
+    assert h.node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+    assert h.spin_until(lambda: h.node.connected, CONNECT_TIMEOUT)
+
+
 def test_the_watchdog_stops_a_drive_after_a_cleanup_soon_after_driving(make_driver):
     """Deactivate and cleanup within cmd_vel_timeout of a moving cmd_vel stopped the I/O
     loop with the watchdog's check pending on it; the driver core, kept across cleanups,
