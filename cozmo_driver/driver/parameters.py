@@ -291,10 +291,15 @@ def _address_change_problem(current: Mapping[str, Any], changes: Mapping[str, An
 
 
 def validate_change(current: Mapping[str, Any], changes: Mapping[str, Any],
-                    configured: bool, active: bool = True) -> Optional[str]:
+                    configured: bool, active: bool = True, finalized: bool = False) -> Optional[str]:
     """Why a set of changes is refused (None: accepted). Static parameters may
     change only while the node is not configured (``active``: it is active too); start-up
-    ones never."""
+    ones never; none once the node is shut down (``finalized``: it configures no more)."""
+    if finalized:
+        for name, value in changes.items():
+            if name in PARAMETERS_BY_NAME and value != current.get(name):
+                return (f"{name}: the node is shut down (lifecycle finalized) and takes no new value: "
+                        "restart it with the new one")
     for name, value in changes.items():
         spec = PARAMETERS_BY_NAME.get(name)
         if spec is not None and spec.startup and value != current.get(name):

@@ -143,7 +143,7 @@ class CozmoDriverNode(LifecycleNode):
         changes = {p.name: p.value for p in parameters if p.name in self._params}
         if not changes:
             return SetParametersResult(successful=True)
-        problem = validate_change(self._params, changes, self._configured, self._active)
+        problem = validate_change(self._params, changes, self._configured, self._active, self._closed)
         if problem:
             return SetParametersResult(successful=False, reason=problem)
         old = dict(self._params)
@@ -264,7 +264,7 @@ class CozmoDriverNode(LifecycleNode):
 
     @_transition
     def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
-        self._release()
+        self.close()  # finalized: no parameter change takes effect any more (validate_change)
         return TransitionCallbackReturn.SUCCESS
 
     @_transition

@@ -945,6 +945,11 @@ def test_parameter_validation():
             "autostart is read once, when the node starts: give it there (-p autostart:=false, "
             "or the parameter file)")
     assert validate_change(current, {"autostart": True}, configured=False) is None  # unchanged
+    # shut down (finalized): no new value of any kind, the same one taken
+    assert validate_change(current, {"cmd_vel_timeout": 1.0}, configured=False, active=False,
+                           finalized=True) == ("cmd_vel_timeout: the node is shut down (lifecycle "
+                                               "finalized) and takes no new value: restart it with the new one")
+    assert validate_change(current, {"cmd_vel_timeout": 0.5}, configured=False, finalized=True) is None
     assert "outside" in validate_change(current, {"camera_gain": 9.0}, configured=True)
     # one of a min/max pair set on its own (rclpy checks each parameter that ros2 param set or
     # ros2 param load sets by itself): the refusal says which to change first, and how to set both

@@ -1254,6 +1254,22 @@ def test_a_failed_activation_is_an_error_in_diagnostics_until_a_clean_up(make_dr
     assert h.spin_until(lambda: h.node.connected, CONNECT_TIMEOUT)
 
 
+def test_a_shut_down_driver_refuses_new_parameter_values(make_driver):
+    """After ros2 lifecycle set shutdown (finalized: the node configures no more) every
+    ros2 param set said "Set parameter successful" although no value could ever take effect
+    (robot_port, camera_color alike). A new value is refused now, saying why; the same value
+    (a file loaded again) is taken."""
+    h = make_driver()
+    assert h.node.trigger_shutdown() == TransitionCallbackReturn.SUCCESS
+    assert h.spin_until(lambda: not h.sim.is_connected(), 3.0)
+    for name, value in (("robot_port", 5000), ("camera_color", True)):
+        result = h.node.set_parameters([Parameter(name, value=value)])[0]
+        assert not result.successful and result.reason == (
+            f"{name}: the node is shut down (lifecycle finalized) and takes no new value: restart it "
+            "with the new one"), result.reason
+    assert h.node.set_parameters([Parameter("camera_color", value=False)])[0].successful
+
+
 def test_the_watchdog_stops_a_drive_after_a_cleanup_soon_after_driving(make_driver):
     """Deactivate and cleanup within cmd_vel_timeout of a moving cmd_vel stopped the I/O
     loop with the watchdog's check pending on it; the driver core, kept across cleanups,
