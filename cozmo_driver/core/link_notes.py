@@ -12,7 +12,7 @@ from typing import Any, Optional
 from .. import robot_geometry as geo
 from ..client import LinkState, LinkStateChanged
 from ..client.link import RETRY_SEPARATOR
-from ..driver.sensors import BATTERY_LOW_V, StatusFlag
+from ..driver.sensors import BATTERY_LOW_V, StatusFlag, volts_text
 from ..log_throttle import counted
 from ..protocol.session import ROBOT_CLOSED_LINK
 from ..transport.udp import is_loopback
@@ -173,7 +173,7 @@ class LinkNotesMixin:
         elif volts < BATTERY_LOW_V and not self.battery_on_charger:
             self.battery_low_said = True
             self._log(logging.WARNING,
-                      f"battery low ({volts:.2f} V, below {BATTERY_LOW_V:.2f} V): put the robot on its "
+                      f"battery low ({volts_text(volts)}, below {BATTERY_LOW_V:.2f} V): put the robot on its "
                       f"charger; it switches itself off after a minute below {geo.BATTERY_EMPTY_V:.2f} V")
 
     def link_hint(self) -> str:
@@ -201,7 +201,7 @@ class LinkNotesMixin:
             return SIM_CLOSED_HINT if sim else CLOSED_HINT
         volts = self.battery_v
         if volts is not None and math.isfinite(volts) and volts < BATTERY_LOW_V and not self.battery_on_charger:
-            return (f"Its battery was low ({volts:.2f} V in its last state), the likely cause: the "
+            return (f"Its battery was low ({volts_text(volts)} in its last state), the likely cause: the "
                     f"robot switches itself off after a minute below {geo.BATTERY_EMPTY_V:.2f} V; put "
                     "it on its charger.")
         return SIM_LOST_HINT if sim else LOST_HINT

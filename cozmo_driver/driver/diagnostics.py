@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, List, Mapping, Optional, Tuple
 
-from .sensors import BATTERY_EMPTY_V, BATTERY_LOW_V
+from .sensors import BATTERY_EMPTY_V, BATTERY_LOW_V, volts_text
 
 __all__ = ["OK", "WARN", "ERROR", "DiagnosticReport", "link_report", "robot_report", "av_report"]
 
@@ -133,7 +133,7 @@ def robot_report(connected: bool, battery_v: Optional[float], percentage: Option
         volts = None  # judged below as charging, not as a problem
     if connected and volts is not None and volts < BATTERY_EMPTY_V:
         level = ERROR
-        said.append(f"battery empty ({volts:.2f} V): the robot switches itself off after a "
+        said.append(f"battery empty ({volts_text(volts)}): the robot switches itself off after a "
                     f"minute below {BATTERY_EMPTY_V:.2f} V; put it on its charger")
     if emergency_stop:
         said.append("emergency stop engaged")
@@ -142,10 +142,10 @@ def robot_report(connected: bool, battery_v: Optional[float], percentage: Option
     elif lying:
         said.append(f"the robot lies {orientation}: it cannot drive until it is set upright")
     if connected and volts is not None and BATTERY_EMPTY_V <= volts < BATTERY_LOW_V:
-        said.append(f"battery low ({volts:.2f} V): put the robot on its charger")
+        said.append(f"battery low ({volts_text(volts)}): put the robot on its charger")
     level = max(level, WARN) if said else OK
     if charging:
-        said.append(f"battery low ({battery_v:.2f} V), charging on its charger")
+        said.append(f"battery low ({volts_text(battery_v)}), charging on its charger")
     message = "; ".join(said) or "ok"
     if not active:
         level, message = OK, "inactive (lifecycle)" + (f"; {message}" if said else "")

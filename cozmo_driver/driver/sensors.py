@@ -44,6 +44,7 @@ __all__ = [
     "BATTERY_FULL_V",
     "BATTERY_LOW_V",
     "battery_percentage",
+    "volts_text",
     "power_supply_status",
     "ImuReading",
     "imu_from_state",
@@ -133,6 +134,13 @@ class CliffEdgeTracker:
 
 #: below it the robot shows its low-battery light
 BATTERY_LOW_V = 3.50
+
+
+def volts_text(volts: float) -> str:
+    """``volts`` as the battery's messages give it, ``3.49 V``: cut to hundredths, not rounded,
+    so that a reading below a threshold (3.4996 V, below 3.50 V) is never said as the
+    threshold itself ("battery low (3.50 V, below 3.50 V)")."""
+    return f"{math.floor(volts * 100.0 + 1e-6) / 100.0:.2f} V"
 
 
 def battery_percentage(voltage_v: float) -> float:

@@ -1345,7 +1345,7 @@ def test_a_low_battery_is_warned_of_once_a_crossing_and_named_as_the_likely_caus
     def low_lines():
         return [text for level, text in output.lines if level == logging.WARNING and "battery low" in text]
 
-    body.soc = 0.05            # 3.48 V
+    body.soc = 0.055           # 3.483 V (noise 1 mV: said 3.48 V, cut to hundredths)
     robot.run(3.0)
     assert len(low_lines()) == 1, output.lines
     assert "3.48 V" in low_lines()[0] and "charger" in low_lines()[0], low_lines()

@@ -1100,6 +1100,20 @@ def test_diagnostic_levels():
     assert robot_report(True, 4.0, 0.8, False, 0.01, 0, 0, active=False).message == "inactive (lifecycle)"
 
 
+def test_a_battery_just_below_a_threshold_is_not_said_at_the_threshold():
+    """3.4996 V, below the 3.50 V of the low battery, was said "battery low (3.50 V)" (and
+    logged "battery low (3.50 V, below 3.50 V)"), 3.4496 V "battery empty (3.45 V): ... below
+    3.45 V": rounded to the threshold it is below. The voltages are cut to hundredths now."""
+    assert robot_report(True, 3.4996, None, False, 0.01, 0, 0).message == \
+        "battery low (3.49 V): put the robot on its charger"
+    assert robot_report(True, 3.4496, None, False, 0.01, 0, 0).message.startswith("battery empty (3.44 V): ")
+    assert robot_report(True, 3.4996, None, False, 0.01, 0, 0, on_charger=True).message == \
+        "battery low (3.49 V), charging on its charger"
+    from cozmo_driver.driver.sensors import volts_text  # the messages' form, also the log's
+    assert [volts_text(v) for v in (3.47, 3.48, 3.5, 4.05, 3.4999)] == \
+        ["3.47 V", "3.48 V", "3.50 V", "4.05 V", "3.49 V"]
+
+
 # ----------------------------------------------------------------------------- speech
 
 def test_speech_refuses_with_what_to_do():
