@@ -497,7 +497,7 @@ class DriverCore(NotesMixin, LinkNotesMixin, ActuatorsMixin, CameraMixin):
                             hint=self.link_hint(), images_unconverted=self.images_unconverted,
                             activation_error=self.activation_error),
                 robot_report(connected, volts, battery_percentage(volts)
-                             if volts is not None else None, self.estop, self.yaw_diff,
+                             if volts is not None else None, self.estop, self.yaw_diff if connected else None,
                              self.tracker.reanchors, self.refused,
                              self.orientation.describe() if connected else None,
                              self.orientation.lying(), active=self.active,

@@ -1367,6 +1367,28 @@ def test_a_low_battery_is_warned_of_once_a_crossing_and_named_as_the_likely_caus
     assert hint.endswith("put it on its charger. The driver reconnects by itself once it answers."), hint
 
 
+def test_the_robot_report_of_a_lost_robot_holds_no_value_of_its_last_states(rig):
+    """Lost, the robot's diagnostics said its battery and orientation were not known, but kept
+    the tread vs gyro yaw-rate difference of its last states, which no longer updated: n/a
+    too while it is not connected, and measured again once it is back."""
+    robot, core, output = rig
+    key = "tread vs gyro yaw rate, mean |difference| (rad/s)"
+
+    def robot_values():
+        return dict(core.reports(f"{core.params['robot_ip']}:{core.params['robot_port']}")[1].values)
+
+    robot.run(0.5)
+    assert robot_values()[key] != "n/a", robot_values()
+    robot.sim.set_silent(True, robot.net.now)
+    robot.run(6.0)
+    assert not core.connected
+    values = robot_values()
+    assert (values[key], values["battery voltage (V)"], values["orientation"]) == ("n/a", "n/a", "unknown"), values
+    robot.sim.set_silent(False, robot.net.now)
+    robot.run(6.0)
+    assert core.connected and robot_values()[key] != "n/a", robot_values()
+
+
 def test_a_low_battery_on_the_charger_is_no_warning_and_no_cause_of_a_loss(rig):
     """The battery warning and the loss line ignored the charger: a robot charging there
     below 3.50 V (cozmo-sim --battery 0 --on-charger) was told "battery low ... put the
