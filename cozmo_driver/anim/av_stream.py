@@ -75,7 +75,10 @@ Goals (audio and animation) are identified by a token of the caller's; a new
 one of the same kind preempts the one playing, which is reported as not
 successful with the reason. When the robot is lost, or :meth:`AVStream.stop`
 is called, every goal ends unsuccessfully with the reason, and queued audio
-and images are dropped; the face is kept and shown again after a reconnection.
+and images are dropped; the face is kept and shown again after a reconnection (or
+:meth:`AVStream.start`); with no face the screen is blanked then after a loss (what reached the
+robot is not known: a clip's frame cut mid-way, say) or where a stop cut a clip or an image (not
+left showing it for good, as after a cancel).
 Until the robot is back (or :meth:`AVStream.start` is called again) the pacer is
 paused: no face is queued (the newest is the face), and once it is the grid goes
 on from the current tick with that face, not with the ticks of the outage.
@@ -228,6 +231,7 @@ class AVStream:
         self._face_source: Optional[Callable[[float], Optional[bytes]]] = None
         self._pull_at: Optional[float] = None  # the grid tick the armed timer pulls at
         self._held: Optional[bytes] = None  # an image shown until replaced (in the face's place)
+        self._cut = False  # a stop cut a clip or an image, which may stay on the robot's screen (_resume)
         self._arm_base: Optional[float] = None  # when the armed deadline counts as due
         self._prebuffer: List[np.ndarray] = []
         self._prebuffered = 0
@@ -447,9 +451,10 @@ class AVStream:
         if not isinstance(event, LinkStateChanged):
             return
         if event.state is LinkState.READY:
-            self.pacer.resume(self.robot.clock())  # from now, showing the newest face (the screen unknown)
+            self._resume()
             self.guard.reset()
-        else:
+        else:  # lost: what the robot shows is not known (frames sent into the silence), blanked if faceless
+            self._cut = self._cut or event.state is LinkState.LOST
             self._drop_all(f"lost the connection to the robot ({event.reason})", send=False)
             self.pacer.pause()
         self._arm()
@@ -478,8 +483,16 @@ class AVStream:
         self.robot.add_listener(self._on_anim_state, messages=("AnimationState",))
         self.pacer.start(self.robot.clock())
         if self._ready():
-            self.pacer.resume(self.robot.clock())  # else once it is (_on_link_event)
+            self._resume()  # else once it is (_on_link_event)
         self._arm()
+
+    def _resume(self) -> None:
+        """From now, showing the newest face (the screen unknown); with none, a blank screen after a
+        loss, or where a stop cut a clip or an image (its frame would stay on the robot's screen for good)."""
+        self.pacer.resume(self.robot.clock())
+        if self._cut:
+            self._cut = False
+            self._blank_if_faceless()
 
     def _do_stop(self, reason: str, send: bool = True) -> None:
         send = send and self._running
@@ -496,6 +509,8 @@ class AVStream:
 
     def _drop_all(self, reason: str, send: bool) -> None:
         now = self.robot.clock()
+        if self._clip is not None or self.pacer.animating or self.pacer.images_queued or self._held is not None:
+            self._cut = True
         if self._clip is not None:
             goal, self._clip = self._clip, None
             stops = self.pacer.cancel_clip(now) + goal.stop_messages

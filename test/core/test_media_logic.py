@@ -788,6 +788,49 @@ def test_without_a_face_a_cancelled_clip_and_a_timed_image_leave_a_blank_screen(
     assert times[1] - times[0] == pytest.approx(0.2, abs=1e-9)
 
 
+@pytest.mark.parametrize("cut", ["clip", "timed image", "image until replaced", "finished clip"])
+@pytest.mark.parametrize("stop", ["robot lost", "deactivated"])
+def test_without_a_face_what_a_loss_or_a_deactivation_cut_is_blanked_when_the_stream_goes_on(cut, stop):
+    """No face node: a clip showing its own face, or an image, cut by a lost robot or a
+    deactivation stayed on the robot's screen for good after the reconnection or the
+    activation (a clip's frozen mid-frame; a 2 s image for ever), where a cancelled clip or
+    an image's end blanks it; and so did a clip's frame cut by a loss that the driver saw
+    only after it had sent the clip to its end (the robot silent for peer_timeout). Now the
+    screen is blanked when the stream goes on after a loss, or after a deactivation that cut
+    something; a finished clip's last frame stays through a deactivation, as before."""
+    from cozmo_driver.anim.clip import FaceKeyframe
+    robot, av, _ = make_stream()
+    img = screen_to_frame(np.ones((64, 128), bool))[0]
+    if "clip" in cut:
+        seconds = 0.3 if cut == "finished clip" else 3.0
+        av.play_clip("c", compile_clip(Clip("c", seconds, Tracks(face=[FaceKeyframe(0, EXPRESSIONS["happy"])]))))
+    else:
+        av.show_image(img, 2.0 if cut == "timed image" else None)
+    robot.run_until(robot.now + 0.5)
+    if cut == "finished clip":
+        assert av.pacer.player.stats.clips_finished == 1
+    assert [msg for _, msg in robot.sent if msg.NAME == "DisplayImage"], "nothing shown before the cut"
+    if stop == "robot lost":
+        robot.set_link(LinkState.LOST)
+        robot.run_until(robot.now + 1.0)
+        before = len(robot.sent)
+        robot.set_link(LinkState.READY)
+    else:
+        av.stop("the driver was deactivated")
+        robot.run_until(robot.now + 1.0)
+        before = len(robot.sent)
+        av.start()
+    robot.run_until(robot.now + 5.0)
+    blanked = [] if (cut, stop) == ("finished clip", "deactivated") else [BLANK_IMAGE]
+    assert [msg.image for _, msg in robot.sent[before:] if msg.NAME == "DisplayImage"] == blanked
+    # a deactivation that cuts nothing sends nothing when the driver is active again
+    av.stop("the driver was deactivated")
+    before = len(robot.sent)
+    av.start()
+    robot.run_until(robot.now + 1.0)
+    assert [msg.NAME for _, msg in robot.sent[before:]] == []
+
+
 def test_an_image_until_replaced_costs_no_traffic_and_is_refreshed():
     robot, av, _ = make_stream(refresh_s=5.0, linger_s=0.5)
     face = screen_to_frame(FaceRenderer().render(EXPRESSIONS["neutral"]))[0]
