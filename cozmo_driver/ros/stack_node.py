@@ -84,16 +84,39 @@ _NODE_NAMES = {"driver": "cozmo_driver", "description_publisher": "description_p
                "face": "cozmo_face", "behavior": "cozmo_behavior"}
 
 
-def _check_section(section: Sequence[str], kind: Optional[str]) -> None:
+def _remap_rules(section: Sequence[str]) -> List[str]:
+    """The values of the ``-r``/``--remap`` rules of a ``--ros-args`` section, in order."""
+    return [section[k + 1] for k in range(len(section) - 1) if section[k] in ("-r", "--remap")]
+
+
+def _logger_name(kind: str, section: Sequence[str], common: Sequence[str]) -> str:
+    """The rcl logger of ``kind``'s node: ``<namespace>.<name>`` with its namespace and name
+    as rcl gives them (the first rule that reaches the node, its own section's before the
+    common one's; a rule ``NODE:__ns:=`` reaches only the node first named NODE)."""
+    first = _NODE_NAMES[kind]
+    found = {"__node": first, "__ns": ""}
+    given = set()
+    for rule in _remap_rules(section) + _remap_rules(common):
+        target, _, value = rule.partition(":=")
+        prefix, _, key = target.rpartition(":")
+        key = "__node" if key == "__name" else key
+        if key in found and key not in given and prefix in ("", first):
+            found[key] = value
+            given.add(key)
+    namespace = found["__ns"].strip("/").replace("/", ".")
+    return f"{namespace}.{found['__node']}" if namespace else found["__node"]
+
+
+def _check_section(section: Sequence[str], kind: Optional[str], common: Sequence[str] = ()) -> None:
     """StackArgumentError for what a ``--ros-args`` section cannot hold: a node's (``kind``)
     an argument of the process only (:data:`_PROCESS_ONLY`), the common one (None) a rename
-    of every node."""
+    of every node. ``common``: the common section, for the logger a hint names."""
     k = 1  # section[0] is --ros-args
     while k < len(section):
         flag = section[k]
         value = section[k + 1] if flag in _WITH_VALUE and k + 1 < len(section) else None
         if kind is not None and flag in _PROCESS_ONLY:
-            hint = f"one node's level: --log-level {_NODE_NAMES[kind]}:=debug"
+            hint = f"one node's level: --log-level {_logger_name(kind, section, common)}:=debug"
             if flag in ("-e", "--enclave"):
                 hint = (f"the process has one enclave: cozmo_stack --ros-args {flag} {value or 'ENCLAVE'} "
                         f"-- --node {kind} ...")
@@ -146,7 +169,7 @@ def parse_stack_arguments(argv: Sequence[str]) -> Tuple[List[str], List[NodeSpec
             j = i + 1
             while j < len(argv) and argv[j] not in ("--", "--node"):
                 j += 1
-            _check_section(argv[i:j], None if current is None else specs[-1].kind)
+            _check_section(argv[i:j], None if current is None else specs[-1].kind, common)
             target += argv[i:j]
             i = j + 1 if j < len(argv) and argv[j] == "--" else j
             continue

@@ -368,6 +368,24 @@ def test_an_enclave_in_a_nodes_section_gets_a_hint_of_its_own(flag):
     assert f"the process has one enclave: cozmo_stack --ros-args {flag} /cozmo -- --node driver ..." in text, text
 
 
+@pytest.mark.parametrize("argv, logger", [
+    (["--node", "face", "--ros-args", "--log-level", "warn", "-r", "__ns:=/r1"], "r1.cozmo_face"),
+    (["--ros-args", "-r", "__ns:=/fleet/r2", "--", "--node", "driver", "--ros-args", "-r", "__node:=wheels",
+      "--log-level", "warn"], "fleet.r2.wheels"),
+    (["--ros-args", "-r", "cozmo_face:__node:=face", "-r", "cozmo_driver:__ns:=/x", "--",
+      "--node", "face", "--ros-args", "--log-level", "warn"], "face"),
+    (["--node", "behavior", "--ros-args", "--log-level", "warn"], "cozmo_behavior"),
+])
+def test_the_hint_of_a_log_level_in_a_nodes_section_names_that_nodes_logger(argv, logger):
+    """The hint said --log-level cozmo_face:=debug whatever the node's namespace or name: in
+    /r1 the node's logger is r1.cozmo_face, and the level the hint gave applied to nothing."""
+    from cozmo_driver.ros.stack_node import StackArgumentError, parse_stack_arguments
+
+    with pytest.raises(StackArgumentError) as refused:
+        parse_stack_arguments(argv)
+    assert f"one node's level: --log-level {logger}:=debug" in str(refused.value), str(refused.value)
+
+
 def test_the_help_says_where_the_logging_arguments_and_a_rename_go():
     from cozmo_driver.ros.stack_node import stack_help
 
