@@ -352,6 +352,16 @@ def arguments_problem(exc: BaseException) -> str:
 
 #: parameters every rclpy node has, which a parameter file may set
 _EVERY_NODES = ("use_sim_time", "start_type_description_service")
+#: parameters given to every node of this process (``cozmo_stack``'s ``-p`` before the first
+#: ``--node``) that another node of it takes, for the node made next: not warned of
+_taken_by_another_node: frozenset = frozenset()
+
+
+def taken_by_another_node(names: Sequence[str]) -> None:
+    """The parameters that :func:`unknown_parameters` does not warn of from now on (for the
+    node made next): given to every node of the process, another node of it takes them."""
+    global _taken_by_another_node
+    _taken_by_another_node = frozenset(names)
 
 
 def given_parameters(node: Any) -> dict:
@@ -373,7 +383,7 @@ def unknown_parameters(node: Any, known: Sequence[str], qos: bool = False) -> Li
     given = given_parameters(node)
     warnings = []
     for name in sorted(given):
-        if name in known or name in _EVERY_NODES:
+        if name in known or name in _EVERY_NODES or name in _taken_by_another_node:
             continue
         if name.startswith("qos_overrides."):
             if not qos:

@@ -259,16 +259,36 @@ def _factory(kind: str) -> Tuple[Callable[..., Any], Tuple[type, ...]]:
     return DescriptionPublisher, (DescriptionError, param)
 
 
-def _make_nodes(specs: Sequence[NodeSpec]) -> Optional[_Running]:
+def _given(section: Sequence[str]) -> List[str]:
+    """The names of the parameters a ``--ros-args`` section sets with ``-p``/``--param``."""
+    return [section[k + 1].partition(":=")[0] for k in range(len(section) - 1)
+            if section[k] in ("-p", "--param")]
+
+
+def _taken_by_others(spec: NodeSpec, specs: Sequence[NodeSpec], common: Sequence[str]) -> List[str]:
+    """The parameters given to every node (``-p`` in ``common``) that another node of
+    ``specs`` takes and ``spec``'s own section does not set: ``spec``'s node does not warn
+    of them (``-p robot_ip:=...`` before the first --node is the driver's)."""
+    if len(specs) < 2 or not _given(common):
+        return []  # (the tables import every node's module)
+    tables = _parameter_tables()
+    others = {entry.name for other in specs if other.kind != spec.kind for entry in tables[other.kind]}
+    own = set(_given(spec.ros_args))
+    return [name for name in _given(common) if name in others and name not in own]
+
+
+def _make_nodes(specs: Sequence[NodeSpec], common: Sequence[str] = ()) -> Optional[_Running]:
     """Every node, in order; on a bad parameter, or ROS arguments of a node that rcl refuses
     (its parameter file unreadable): the message, the nodes made so far destroyed, rclpy
-    shut down, None."""
+    shut down, None. ``common``: the ROS arguments all nodes take (:func:`_taken_by_others`)."""
     from ._compat import try_shutdown
-    from ._entry import _close_signals, arguments_error, arguments_problem, parameter_error, protect_refused_teardown
+    from ._entry import (_close_signals, arguments_error, arguments_problem, parameter_error, protect_refused_teardown,
+                         taken_by_another_node)
 
     running = _Running()
     for spec in specs:
         cls, errors = _factory(spec.kind)
+        taken_by_another_node(_taken_by_others(spec, specs, common))
         try:
             node = cls(cli_args=list(spec.ros_args) or None)
         except Exception as exc:  # noqa: BLE001 - rcl's refusal of a node's own arguments too
@@ -387,13 +407,14 @@ def main(args: Optional[List[str]] = None) -> int:
               f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
     exit_with_parent()  # end with the bring-up that started it (cozmo_driver.lifeline)
-    from ._entry import init, spin_nodes
+    from ._entry import init, spin_nodes, taken_by_another_node
 
     if any(spec.kind == "driver" for spec in specs):
         from .driver_node import _GIL_SWITCH_INTERVAL_S
         sys.setswitchinterval(_GIL_SWITCH_INTERVAL_S)
     init([PROG, *common])  # SIGINT, SIGTERM and SIGHUP stop the nodes before rclpy shuts down
-    running = _make_nodes(specs)
+    running = _make_nodes(specs, common)
+    taken_by_another_node(())
     if running is None:
         return 2
     _face_to_driver(running)

@@ -282,6 +282,30 @@ def test_a_bad_parameter_of_any_node_is_refused(tmp_path):
             in done.stderr), done.stderr
 
 
+def test_a_parameter_given_to_every_node_is_not_said_ignored_by_those_another_node_takes_it_for():
+    """``cozmo_stack --ros-args -p robot_port:=...``, the help's "before the first --node go to
+    every node": the face node said "parameter 'robot_port' is not a parameter of cozmo_face:
+    ignored" (and the driver of the face's fps), of parameters the stack's other node took.
+    Those are no longer warned of; a misspelt one still is, by every node, and so is one that
+    a node's own section sets. The behavior node's bad value ends the stack once the driver
+    and the face are made (exit 2), with nothing started."""
+    command = [str(project_executable("cozmo_stack")),
+               "--ros-args", "-p", "robot_ip:=127.0.0.1", "-p", "robot_port:=9", "-p", "fps:=10.0",
+               "-p", "max_wheel_sped:=0.1", "--",
+               "--node", "driver", "--node", "face", "--ros-args", "-p", "robot_ip:=127.0.0.1", "--",
+               "--node", "behavior", "--ros-args", "-p", "tick_rate:=0.0"]
+    env = dict(os.environ, COZMO_LOOPBACK_ONLY="1")
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env,
+                          stdin=subprocess.DEVNULL)
+    out = done.stdout + done.stderr
+    assert done.returncode == 2 and "cozmo_stack: cozmo_behavior_node:" in done.stderr, out
+    assert "'robot_port' is not a parameter of cozmo_face" not in out, out
+    assert "'fps' is not a parameter of cozmo_driver" not in out, out
+    assert "'max_wheel_sped' is not a parameter of cozmo_driver: ignored (did you mean 'max_wheel_speed'?)" in out
+    assert "'max_wheel_sped' is not a parameter of cozmo_face" in out, out
+    assert "'robot_ip' is not a parameter of cozmo_face" in out, out  # the face's own section
+
+
 def test_a_parameter_file_rcl_cannot_read_is_refused_as_by_each_nodes_own_executable(tmp_path):
     """In the stack, rcl reads a node's --params-file when the node is made (not at rclpy's
     init, as in a node's own executable): a file it cannot parse is still one line and exit
