@@ -647,6 +647,10 @@ def spin_nodes(nodes: Sequence[Any], start: Optional[Callable[[], None]] = None,
         _spin(executor, context, signals, suspend)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except Exception as exc:
+        if len(nodes) > 1:  # which node of the process, before the stop's lines of every node
+            _say_which_failed(nodes, exc)
+        raise
     finally:
         arm_stop_deadline()
         for guard in guards:
@@ -672,6 +676,33 @@ def spin_nodes(nodes: Sequence[Any], start: Optional[Callable[[], None]] = None,
         print(f"{name}: refusing to run: {text}", file=sys.stderr)
         return 2
     return 0
+
+
+def _failed_node(nodes: Sequence[Any], exc: BaseException) -> Optional[Any]:
+    """The node of ``nodes`` whose callback raised ``exc``: the innermost frame of its
+    traceback whose ``self`` is one of them, or an object of one of them (its ``node``)."""
+    tb, found = exc.__traceback__, None
+    while tb is not None:
+        owner = tb.tb_frame.f_locals.get("self")
+        for candidate in (owner, getattr(owner, "node", None), getattr(owner, "_node", None)):
+            if any(candidate is node for node in nodes):
+                found = candidate
+        tb = tb.tb_next
+    return found
+
+
+def _say_which_failed(nodes: Sequence[Any], exc: BaseException) -> None:
+    """Log, as the node whose callback raised ``exc`` (or the first node, not knowing which),
+    that the exception stops every node of the process: in ``cozmo_stack`` the stop's lines
+    of every node came first, and the traceback at the very end named no node."""
+    try:
+        node = _failed_node(nodes, exc)
+        whose = f"a callback of {node.get_fully_qualified_name()}" if node is not None else "a callback"
+        (node or nodes[0]).get_logger().error(
+            f"{type(exc).__name__} uncaught in {whose}: {exc}; stopping every node of this "
+            "process, then exiting with status 1 after the traceback")
+    except Exception:  # noqa: BLE001 - the failure is what the process must end with
+        pass
 
 
 #: how long the destruction of a node process's last node (and its DDS participant) and

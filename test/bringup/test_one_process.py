@@ -306,6 +306,39 @@ def test_a_parameter_given_to_every_node_is_not_said_ignored_by_those_another_no
     assert "'robot_ip' is not a parameter of cozmo_face" in out, out  # the face's own section
 
 
+#: cozmo_stack with the face and the behavior node, whose status timer raises at its first call
+_FAILING_CALLBACK = """
+import sys
+from cozmo_driver.ros import behavior_node, stack_node
+
+def publish_status(self):
+    raise RuntimeError("the status went wrong")
+
+behavior_node.BehaviorNode._publish_status = publish_status
+sys.argv[0] = "cozmo_stack"
+sys.exit(stack_node.main(["--ros-args", "-r", "__ns:=/failing", "--", "--node", "face", "--node", "behavior"]))
+"""
+
+
+def test_an_exception_in_one_nodes_callback_says_which_node_before_the_stop():
+    """An uncaught exception in a callback stops every node of the stack and exits 1, as
+    docs/bringup.md says; the stack said nothing of it until the traceback at the very end,
+    after every node's stop lines (the behavior engine "interrupted: the engine is shutting
+    down"), and the traceback named no node. The node is now named in an error line before
+    the stop."""
+    import sys
+
+    env = dict(os.environ, COZMO_LOOPBACK_ONLY="1")
+    done = subprocess.run([sys.executable, "-c", _FAILING_CALLBACK], capture_output=True, text=True,
+                          timeout=60, env=env, stdin=subprocess.DEVNULL)
+    out = done.stdout + done.stderr
+    assert done.returncode == 1 and "RuntimeError: the status went wrong" in done.stderr, out
+    said = "RuntimeError uncaught in a callback of /failing/cozmo_behavior: the status went wrong; " \
+           "stopping every node of this process"
+    assert said in done.stderr, out
+    assert done.stderr.index(said) < done.stderr.index("Traceback"), out
+
+
 def test_a_parameter_file_rcl_cannot_read_is_refused_as_by_each_nodes_own_executable(tmp_path):
     """In the stack, rcl reads a node's --params-file when the node is made (not at rclpy's
     init, as in a node's own executable): a file it cannot parse is still one line and exit
