@@ -373,16 +373,21 @@ def _stop(running: _Running, executor: Any) -> None:
     driver first aborted the engine's goals, which the engine then logged as failures."""
     driver = running.by_kind.get("driver")
     behavior = running.by_kind.get("behavior")
+    failed: List[BaseException] = []  # what a callback raised while the stop spun
     try:
         if behavior is not None:
             behavior.close()  # its running behavior ends, its goals' cancels are sent
             deadline = time.monotonic() + _GOALS_CANCEL_S
             while (driver is not None and behavior.context.ok() and time.monotonic() < deadline
-                   and behavior.robot.goals_in_flight()):
-                executor.spin_once(timeout_sec=0.02)
+                   and behavior.robot.goals_in_flight() and _spun(executor, 0.02, failed)):
+                pass
         if driver is not None:
             from .driver_support import finish_goals
-            finish_goals(driver, executor)
+            if not failed:
+                try:
+                    finish_goals(driver, executor)
+                except Exception as exc:  # noqa: BLE001 - a callback's: the motors stop all the same
+                    failed.append(exc)
             driver.close()
     finally:
         if running.log_handler is not None:
@@ -390,8 +395,25 @@ def _stop(running: _Running, executor: Any) -> None:
         if behavior is not None:
             behavior.close()
             deadline = time.monotonic() + _BEHAVIOR_DRAIN_S
-            while behavior.context.ok() and time.monotonic() < deadline:
-                executor.spin_once(timeout_sec=0.05)
+            while behavior.context.ok() and time.monotonic() < deadline and _spun(executor, 0.05, failed):
+                pass
+    if failed and sys.exc_info()[1] is None:
+        raise failed[0]  # the stop's first failure; one that stopped the spin is in flight already
+
+
+def _spun(executor: Any, timeout_s: float, failed: List[BaseException]) -> bool:
+    """One turn of the executor in the stop; False, without a turn, once a callback raised
+    (kept in ``failed``): a callback that raises at every turn, whose exception stopped
+    the spin, otherwise raised again in the stop, cut it short (the driver's close left to
+    its destroy_node) and printed a second traceback."""
+    if failed:
+        return False
+    try:
+        executor.spin_once(timeout_sec=timeout_s)
+    except Exception as exc:  # noqa: BLE001 - raised after the stop, or the one in flight is
+        failed.append(exc)
+        return False
+    return True
 
 
 def main(args: Optional[List[str]] = None) -> int:

@@ -306,18 +306,27 @@ def test_a_parameter_given_to_every_node_is_not_said_ignored_by_those_another_no
     assert "'robot_ip' is not a parameter of cozmo_face" in out, out  # the face's own section
 
 
-#: cozmo_stack with the face and the behavior node, whose status timer raises at its first call
+#: cozmo_stack with the face and the behavior node, whose METHOD (a callback of its 10 Hz
+#: engine timer, or the timer's callback itself) raises at every call
 _FAILING_CALLBACK = """
 import sys
 from cozmo_driver.ros import behavior_node, stack_node
 
-def publish_status(self):
+def failing(self):
     raise RuntimeError("the status went wrong")
 
-behavior_node.BehaviorNode._publish_status = publish_status
+behavior_node.BehaviorNode.METHOD = failing
 sys.argv[0] = "cozmo_stack"
 sys.exit(stack_node.main(["--ros-args", "-r", "__ns:=/failing", "--", "--node", "face", "--node", "behavior"]))
 """
+
+
+def _run_failing_stack(method: str) -> subprocess.CompletedProcess:
+    import sys
+
+    env = dict(os.environ, COZMO_LOOPBACK_ONLY="1")
+    return subprocess.run([sys.executable, "-c", _FAILING_CALLBACK.replace("METHOD", method)],
+                          capture_output=True, text=True, timeout=60, env=env, stdin=subprocess.DEVNULL)
 
 
 def test_an_exception_in_one_nodes_callback_says_which_node_before_the_stop():
@@ -326,17 +335,28 @@ def test_an_exception_in_one_nodes_callback_says_which_node_before_the_stop():
     after every node's stop lines (the behavior engine "interrupted: the engine is shutting
     down"), and the traceback named no node. The node is now named in an error line before
     the stop."""
-    import sys
-
-    env = dict(os.environ, COZMO_LOOPBACK_ONLY="1")
-    done = subprocess.run([sys.executable, "-c", _FAILING_CALLBACK], capture_output=True, text=True,
-                          timeout=60, env=env, stdin=subprocess.DEVNULL)
+    done = _run_failing_stack("_publish_status")
     out = done.stdout + done.stderr
     assert done.returncode == 1 and "RuntimeError: the status went wrong" in done.stderr, out
     said = "RuntimeError uncaught in a callback of /failing/cozmo_behavior: the status went wrong; " \
            "stopping every node of this process"
     assert said in done.stderr, out
     assert done.stderr.index(said) < done.stderr.index("Traceback"), out
+
+
+def test_a_callback_that_raises_at_every_call_does_not_break_the_stop_it_caused():
+    """The stop after a callback's exception spins the executor (the behavior node's last
+    requests let out, the driver's goals ended), and a callback that raises at every call
+    raised there again: the stop was cut short (the driver's close left to its destroy_node)
+    and the exception printed twice ("During handling of the above exception, another
+    exception occurred"). The stop now spins no more after a callback raised in it, and
+    the process ends with the one traceback, status 1."""
+    done = _run_failing_stack("_on_tick")
+    out = done.stdout + done.stderr
+    assert done.returncode == 1, out
+    assert done.stderr.count("Traceback (most recent call last)") == 1, out
+    assert "During handling of the above exception" not in done.stderr, out
+    assert done.stderr.rstrip().endswith("RuntimeError: the status went wrong"), out
 
 
 def test_a_parameter_file_rcl_cannot_read_is_refused_as_by_each_nodes_own_executable(tmp_path):
