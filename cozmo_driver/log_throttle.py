@@ -103,17 +103,20 @@ class LogThrottle:
         last given; each is then said, and its kind's period starts again from it."""
         return self._held_back(now, due_only=True)
 
-    def flush(self, now: float, key: Optional[str] = None) -> List[Tuple[str, str, int]]:
+    def flush(self, now: float, key: Optional[str] = None,
+              keep: Tuple[str, ...] = ()) -> List[Tuple[str, str, int]]:
         """:meth:`overdue` for every kind (or only ``key``) now, its period over or not: said
         before a line that changes what they describe ("connected again" after "not
-        connected" refusals)."""
-        return self._held_back(now, due_only=False, only=key)
+        connected" refusals). The kinds in ``keep`` stay held back and throttled: the line
+        does not change what they describe."""
+        return self._held_back(now, due_only=False, only=key, keep=keep)
 
-    def _held_back(self, now: float, due_only: bool, only: Optional[str] = None) -> List[Tuple[str, str, int]]:
+    def _held_back(self, now: float, due_only: bool, only: Optional[str] = None,
+                   keep: Tuple[str, ...] = ()) -> List[Tuple[str, str, int]]:
         lines = []
         with self._lock:
             for key, kind in self._kinds.items():
-                if only is not None and key != only:
+                if only is not None and key != only or key in keep:
                     continue
                 if kind.unsaid and kind.text is not None and (
                         not due_only or now - kind.said >= kind.period):

@@ -14,8 +14,11 @@ from ..driver.sensors import cliff_ahead
 from ..driver.commands import CommandError, clamp, require_finite, rgb555, volume_level
 from ..protocol import messages as msgs
 
-__all__ = ["ActuatorsMixin", "heading_lost"]
+__all__ = ["ActuatorsMixin", "SLOW_CMD_VEL", "heading_lost"]
 
+#: the kind of the warning of a cmd_vel publisher slower than the watchdog: throttled across the
+#: watchdog's stops, which it describes (they say no line held back of it)
+SLOW_CMD_VEL = "cmd_vel_slow"
 _LightState = msgs.STRUCTS["LightState"]
 _BACKPACK = ("front", "middle", "back", "left", "right")
 
@@ -79,7 +82,7 @@ class ActuatorsMixin:
 
     def _say_slow(self, gap: float, timeout: float) -> None:
         """The (throttled) warning of a cmd_vel publisher slower than the watchdog."""
-        self.warn_throttled("cmd_vel_slow", (
+        self.warn_throttled(SLOW_CMD_VEL, (
             f"cmd_vel came {gap:.2f} s after the one before, later than cmd_vel_timeout ({timeout:g} s): "
             "the watchdog stops the treads between commands, and the robot drives in jerks. Publish "
             f"at least every {timeout:g} s while driving (ros2 topic pub publishes once a second unless "

@@ -56,7 +56,7 @@ from ..protocol.camera import (ImageAssembler)
 from ..protocol.errors import CozmoError
 from ..protocol.nvstorage import (CAMERA_CALIB_SIZE, NV_TAG_CAMERA_CALIB, NvReadAssembler)
 from ..protocol.session import MessageReceived, SessionConfig
-from .actuators import ActuatorsMixin, heading_lost
+from .actuators import SLOW_CMD_VEL, ActuatorsMixin, heading_lost
 from .camera import CameraMixin
 from .link_notes import LinkNotesMixin, forget_connect_lines
 from .notes import WARN_PERIOD_S, NotesMixin
@@ -634,7 +634,7 @@ class DriverCore(NotesMixin, LinkNotesMixin, ActuatorsMixin, CameraMixin):
             self._watch_handle = None
             self._tripped = True
             self.post_if_ready(_STOP)
-        self.say_held_back()
+        self.say_held_back(keep=(SLOW_CMD_VEL,))
         self._log(logging.INFO, f"no cmd_vel for {waited:g} s: treads stopped")
 
     @property

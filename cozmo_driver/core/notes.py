@@ -44,11 +44,12 @@ class NotesMixin:
         for _, line, level in self.throttle.overdue(self.clock()):
             self._log(level, line)
 
-    def say_held_back(self) -> None:
+    def say_held_back(self, keep: Tuple[str, ...] = ()) -> None:
         """Every line held back, now: before a line that changes what they describe (a lost
         robot's refusals before "connected again"), not a second after it; the front-end's
-        too (``output.say_held_back``: its display and light refusals)."""
-        for _, line, level in self.throttle.flush(self.clock()):
+        too (``output.say_held_back``: its display and light refusals). The kinds in ``keep``
+        stay held back: the line does not change what they say."""
+        for _, line, level in self.throttle.flush(self.clock(), keep=keep):
             self._log(level, line)
         self.output.say_held_back()
 

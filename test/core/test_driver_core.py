@@ -301,6 +301,26 @@ def test_a_cmd_vel_publisher_slower_than_the_watchdog_is_told_the_robot_drives_i
     assert output.said("-r 10")
 
 
+def test_the_warning_of_a_slow_cmd_vel_publisher_is_throttled_across_the_watchdogs_stops(rig):
+    """With ros2 topic pub's 1 Hz the warning of a publisher slower than the watchdog came
+    every second, never counted: the watchdog's stop between two commands said every line
+    held back before its own ("treads stopped"), this one too, whose kind then started its
+    2 s again. It describes those stops, and is throttled across them as docs/driver.md
+    says: at most one line per 2 s, the next with the count of the others."""
+    robot, core, output = rig
+    core.clock = lambda: robot.net.now  # the throttle's time: the simulated robot's
+    core.params["cmd_vel_timeout"] = 0.5
+    start = len(output.lines)
+    for _ in range(9):  # once a second: a restart of the treads from the second on
+        core.drive(0.05, 0.0)
+        robot.run(1.0)
+        core.say_overdue()  # the node's 1 s timer
+    lines = [line for _, line in output.lines[start:] if "later than cmd_vel_timeout" in line]
+    assert sum("treads stopped" in line for _, line in output.lines[start:]) == 9
+    assert 2 <= len(lines) <= 4, lines  # 7 warned of, in 7 s
+    assert any("(and 1 more like it in the last 2.0 s)" in line for line in lines), lines
+
+
 def _configure_again(core, **impairment):
     """What a cleanup and a configure and activate do to the core: the old robot's I/O
     loop stops (nothing scheduled on it runs again), a new robot client comes."""

@@ -122,6 +122,16 @@ def test_flush_of_one_kind_leaves_the_others_held_back():
     assert t.overdue(2.0) == [("a", "a2", logging.WARNING)]
 
 
+def test_flush_leaves_the_kinds_kept_held_back_and_throttled():
+    t = LogThrottle(2.0)
+    for key in ("a", "b"):
+        assert t.line(key, f"{key}1", 0.0) == f"{key}1"
+        assert t.line(key, f"{key}2", 0.5) is None
+    assert t.flush(1.0, keep=("a",)) == [("b", "b2", logging.WARNING)]
+    assert t.pending("a") == 1 and t.line("a", "a3", 1.5) is None  # its period goes on from 0.0
+    assert t.overdue(2.0) == [("a", "a3 (and 1 more like it in the last 2.0 s)", logging.WARNING)]
+
+
 def test_a_negative_period_is_refused():
     with pytest.raises(ValueError):
         LogThrottle(-1.0)
