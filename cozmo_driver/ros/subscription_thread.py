@@ -51,6 +51,7 @@ from typing import Any, Callable, List
 
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 
 from ..errors import ConfigurationError
 
@@ -68,6 +69,12 @@ logger = logging.getLogger(__name__)
 _JOIN_S = 5.0
 #: the longest an EventsExecutor's spin_once waits (stop() ends it sooner), seconds
 EVENTS_WAIT_S = 0.5
+#: the parameter (Jazzy on; Humble has none and ignores it) that gives every node a
+#: ``~/get_type_description`` service: a companion node (:func:`_companion`) holds nothing but
+#: its subscription, so it is given False. Not only one service less: a node made and destroyed
+#: with that service keeps about 100 kB of the process's memory for good (rclpy 7.1, Fast DDS),
+#: and the driver makes its cmd_vel and face companions anew at every configure
+_TYPE_DESCRIPTION_SERVICE = "start_type_description_service"
 #: what ends a thread at interpreter exit (see end_at_exit); weak: it keeps nothing alive
 _AT_EXIT: "List[weakref.WeakMethod]" = []
 
@@ -116,6 +123,7 @@ def _companion(node: Any, topic: str, suffix: str) -> "tuple[Node, str]":
     from ._entry import given_parameters
     overrides = [value for key, value in given_parameters(node).items()
                  if key.startswith(f"qos_overrides.{name}.")]
+    overrides.append(Parameter(_TYPE_DESCRIPTION_SERVICE, value=False))  # see the constant
     # hidden (the leading "_"): `ros2 param list` and `ros2 node list` pass it by, as they
     # would wait 5 s for the parameter services it has not
     return Node(f"_{node.get_name()}_{suffix}", namespace=node.get_namespace(),
