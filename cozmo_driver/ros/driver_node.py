@@ -64,7 +64,7 @@ from .driver_support import RosLogHandler as _RosLogHandler
 from .driver_support import core_attribute as _core_attribute
 from .driver_support import collector_off, declare_parameters, destroy_state_machine, log_line, refreeze, thaw_released
 from .driver_support import camera_file, close_link, destroy_retired, finish_goals, flush, retire_actions, withdraw
-from .driver_support import cmd_vel_type_check, ctrl_z_stop, transition as _transition, twist_reader
+from .driver_support import cmd_vel_type_check, ctrl_z_stop, forget_destroyed, transition as _transition, twist_reader
 from .handover import HandOver
 from .steady import steady_timer
 from .subscription_thread import SubscriptionThread, Unsupported
@@ -175,6 +175,7 @@ class CozmoDriverNode(LifecycleNode):
         from ..core.driver import WATCHDOG_OFF
         from .object_interfaces import ObjectInterfaces
         p = self._params
+        forget_destroyed(self)  # those of the configures before (driver_support.forget_destroyed)
         if not p["cmd_vel_timeout"]:
             self.get_logger().warning(WATCHDOG_OFF)
         self._robot = make_robot(p, self.get_fully_qualified_name())

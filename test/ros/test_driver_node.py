@@ -1293,6 +1293,28 @@ def test_the_watchdog_stops_a_drive_after_a_cleanup_soon_after_driving(make_driv
     assert h.spin_until(lambda: h.sim.wheel_speeds() == (0.0, 0.0), 2.0), "the watchdog did not stop it"
 
 
+def test_repeated_cleanups_leave_nothing_in_the_default_callback_group(make_driver):
+    """rclpy's callback group keeps a weak reference to each entity made in it and drops none
+    when the entity is destroyed: each cleanup and configure left about thirty dead ones in
+    the driver node's default group, for the rest of the process. A configure drops those of
+    the configures before, so the group holds the node's live entities alone."""
+    import gc
+    from rclpy.action import ActionServer
+    h = make_driver()
+    group = h.node.default_callback_group
+    counts = []
+    for _ in range(3):
+        h.node.trigger_deactivate()
+        h.node.trigger_cleanup()
+        assert h.spin_until(lambda: not any(isinstance(w, ActionServer) for w in h.node.waitables), 3.0)
+        gc.collect()  # what is destroyed is gone (not a cycle waiting for the collector)
+        assert h.node.start()
+        dead = [ref for ref in group.entities if ref() is None]
+        assert not dead, f"{len(dead)} dead entries of {len(group.entities)}"
+        counts.append(len(group.entities))
+    assert len(set(counts)) == 1, counts
+
+
 def test_repeated_cleanups_leave_no_action_servers_or_released_interfaces_behind(make_driver, monkeypatch):
     """Each cleanup releases the action servers (destroyed once their goals' results are
     out) and the media and motions that own them; after many configure/cleanup cycles the
