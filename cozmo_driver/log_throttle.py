@@ -19,6 +19,11 @@ the level the kind's lines are said at.
 all at once (before a line that changes what they describe), and
 :meth:`LogThrottle.forget` drops them when what they say has stopped being true
 (:meth:`LogThrottle.drop` too, keeping the kind's period).
+
+A kind whose period is over with nothing held back is as good as never seen: a throttle that
+holds many kinds forgets those (:data:`PRUNE_AT`), so that kinds named after what a client
+chose (an animation's name or a frame id in a refused goal's reason) do not pile up for the
+life of the node.
 """
 
 from __future__ import annotations
@@ -28,13 +33,16 @@ import re
 import threading
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
-__all__ = ["LogThrottle", "field_kind", "value_kind", "counted"]
+__all__ = ["LogThrottle", "PRUNE_AT", "field_kind", "value_kind", "counted"]
 
 #: a value as a message gives it (12, -0.5, 1e+09, 0x4d, nan, inf, 127.0.0.1), not within a name (cube1)
 _VALUE = re.compile(r"(?<![\w.])[-+]?(?:0x[0-9a-f]+|nan|inf|(?:\d+(?:\.\d+)*\.?|\.\d+)(?:e[-+]?\d+)?)(?![\w])",
                     re.IGNORECASE)
 #: a kind is known by this many characters at most (a reason quoting a long text)
 _KIND_CHARS = 120
+#: a throttle holding this many kinds forgets the quiet ones (period over, nothing held back)
+#: when a new kind comes; then again once it holds twice as many as were left
+PRUNE_AT = 64
 
 
 def field_kind(text: str) -> str:
@@ -71,6 +79,7 @@ class LogThrottle:
         self.period_s = float(period_s)
         self._lock = threading.Lock()
         self._kinds: Dict[str, _Kind] = {}
+        self._prune_at = PRUNE_AT
 
     def due(self, key: str, now: float, period_s: Optional[float] = None,
             text: Optional[str] = None, level: int = logging.WARNING) -> Optional[Tuple[int, float]]:
@@ -83,6 +92,8 @@ class LogThrottle:
             if kind is not None and kind.said is not None and now - kind.said < period:
                 self._kinds[key] = _Kind(kind.said, kind.unsaid + 1, text, period, level)
                 return None
+            if kind is None and len(self._kinds) >= self._prune_at:
+                self._forget_quiet(now)
             self._kinds[key] = _Kind(now, 0, None, period, level)
             if kind is None or kind.said is None:
                 return 0, 0.0
@@ -124,6 +135,13 @@ class LogThrottle:
                                   kind.level))
                     self._kinds[key] = _Kind(now, 0, None, kind.period, kind.level)
         return lines
+
+    def _forget_quiet(self, now: float) -> None:
+        """(Under the lock.) Drop the kinds whose period is over with nothing held back: their
+        next event is said at once, as it would be anyway."""
+        self._kinds = {key: kind for key, kind in self._kinds.items()
+                       if kind.unsaid or (kind.said is not None and now - kind.said < kind.period)}
+        self._prune_at = max(PRUNE_AT, 2 * len(self._kinds))
 
     def forget(self, key: str) -> None:
         """Drop what is held back of ``key`` and its period: what it said is no longer true

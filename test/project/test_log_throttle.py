@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from cozmo_driver.log_throttle import LogThrottle, field_kind, value_kind
+from cozmo_driver.log_throttle import PRUNE_AT, LogThrottle, field_kind, value_kind
 
 
 def test_first_line_is_said_then_one_per_period_with_the_count():
@@ -130,6 +130,26 @@ def test_flush_leaves_the_kinds_kept_held_back_and_throttled():
     assert t.flush(1.0, keep=("a",)) == [("b", "b2", logging.WARNING)]
     assert t.pending("a") == 1 and t.line("a", "a3", 1.5) is None  # its period goes on from 0.0
     assert t.overdue(2.0) == [("a", "a3 (and 1 more like it in the last 2.0 s)", logging.WARNING)]
+
+
+def test_kinds_named_by_clients_do_not_pile_up_and_quiet_kinds_are_forgotten_unchanged():
+    """A goal refused for a name a client chose (an animation, a frame id) is a kind of its
+    own: a client trying a new name every second kept one more kind in the throttle for the
+    life of the node. Quiet kinds (period over, nothing held back) are forgotten once many are
+    held, which changes no line: a kind still in its period is still throttled, and one with
+    events held back still has them said by ``overdue``."""
+    t = LogThrottle(2.0)
+    assert t.line("kept", "K", 0.0) == "K"
+    assert t.line("kept", "K", 0.5) is None  # held back: never forgotten
+    for k in range(10 * PRUNE_AT):  # a new name a second
+        assert t.line(f"no animation 'clip_{k}'", f"clip_{k}", 1.0 + k) == f"clip_{k}"
+        assert len(t._kinds) <= 2 * PRUNE_AT, k
+    now = 1.0 + 10 * PRUNE_AT
+    assert t.line("no animation 'clip_0'", "clip_0", now) == "clip_0"  # forgotten: said at once, as before
+    last = f"no animation 'clip_{10 * PRUNE_AT - 1}'"
+    assert t.line(last, "again", now - 0.5) is None  # within its period: still throttled
+    assert t.overdue(now + 10.0) == [("kept", "K", logging.WARNING),
+                                     (last, "again", logging.WARNING)]
 
 
 def test_a_negative_period_is_refused():
