@@ -492,9 +492,15 @@ class SessionStats:
     unknown_messages: int = 0
     duplicate_packets: int = 0
     out_of_window_packets: int = 0
+    #: frames dropped as out of place: a FIN or RESET from the robot's address, frames
+    #: before the robot's Connect or while not connected (left over from an old connection)
     unexpected_frames: int = 0
     pings_sent: int = 0
     pings_answered: int = 0
+    #: engine: ping echoes dropped as they answer no ping of this connection that awaits
+    #: its echo (a network duplicate, an echo of a ping of an earlier connection, or of one
+    #: forgotten among 64 unanswered)
+    unmatched_ping_echoes: int = 0
     connects: int = 0
     #: connections that were up and were lost (not counting attempts the robot never answered)
     connections_lost: int = 0
@@ -1016,6 +1022,7 @@ class Session:
         _, counter, _, _ = _PING_BODY.unpack_from(body)
         sent = self._ping_sent.pop(counter, None)
         if sent is None:
+            self.stats.unmatched_ping_echoes += 1
             return
         rtt = max(0.0, now - sent)
         self.stats.pings_answered += 1

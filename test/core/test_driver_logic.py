@@ -1031,11 +1031,14 @@ def test_diagnostic_levels():
     session = SessionStats(reliable_packets_sent=10, retransmissions=1, rtt_s=0.002,
                            srtt_s=0.002, datagrams_sent=5, datagrams_received=6,
                            malformed_datagrams=2, connects=1, stale_link_disconnects=1,
-                           connections_without_state=4)
+                           connections_without_state=4, unexpected_frames=7, unmatched_ping_echoes=5)
     transport = SimpleNamespace(wrong_source=3, send_errors=0, callback_errors=0)
     ready = link_report("ready", True, "127.0.0.1:5551", session, transport, 33.0)
     assert ready.level == OK
     values = dict(ready.values)
+    # frames of an old connection and unmatched ping echoes: dropped, counted, and shown
+    assert values["unexpected frames dropped (out of place, or of an earlier connection)"] == "7"
+    assert values["ping echoes unmatched (duplicates, or of an earlier connection)"] == "5"
     assert values["wrong-source datagrams dropped"] == "3"
     assert values["malformed datagrams dropped"] == "2"
     assert values["stale links ended"] == "1"

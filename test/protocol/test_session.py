@@ -918,12 +918,20 @@ def test_an_echo_of_a_ping_of_the_previous_connection_is_no_round_trip_of_this_o
     engine.connect(4.5)
     engine.datagrams_to_send(4.5)
     engine.receive_datagram(encode_frame(FrameType.ROBOT, 0, 0, OOB_SEQ, CONNECT_PACKET), 4.51)
-    engine.datagrams_to_send(4.51)  # this connection's first ping
+    (first,) = frames(engine.datagrams_to_send(4.51))  # this connection's first ping
     drain(engine)
     engine.receive_datagram(encode_frame(FrameType.ROBOT, OOB_SEQ, OOB_SEQ, 0, echo), 4.52)
     assert not [e for e in drain(engine) if isinstance(e, PingAnswered)]
     assert engine.stats.rtt_s is None and engine.stats.srtt_s is None
     assert engine._rto == engine.config.rto_initial
+    # dropped, but counted (/diagnostics shows it), as is a network copy of a matched echo
+    assert engine.stats.unmatched_ping_echoes == 1
+    body = first.packets[0].body
+    echo = struct.pack("<BH", PacketType.PING, len(body)) + body
+    for when in (4.53, 4.54):
+        engine.receive_datagram(encode_frame(FrameType.ROBOT, OOB_SEQ, OOB_SEQ, 0, echo), when)
+    assert [e.rtt_s for e in drain(engine) if isinstance(e, PingAnswered)] == [pytest.approx(0.02)]
+    assert (engine.stats.pings_answered, engine.stats.unmatched_ping_echoes) == (1, 2)
 
 
 # ============================================================================ losing and closing
