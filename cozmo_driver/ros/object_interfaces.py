@@ -552,6 +552,7 @@ class ObjectInterfaces:
                 raise CommandError(f"{entry.name} has no accelerometer: only cubes stream one")
         except CommandError as exc:
             response.success, response.message = False, str(exc)
+            self._log.warning(f"set_object_accel_stream refused: {exc}")
             return response
         stopped = self.registry.set_accel_stream(entry, bool(request.enable))
         self._flush()

@@ -619,6 +619,32 @@ def test_play_light_animation_logs_a_refusal_as_a_warning_and_a_success_at_info(
     assert lines[3][1].startswith("play_light_animation refused: unknown target 'head'"), lines
 
 
+def test_set_object_accel_stream_logs_a_refusal_as_a_warning_and_a_success_at_info(make_rig, rclpy_log):
+    """A refused set_object_accel_stream (an object with no accelerometer, one not known,
+    no object named) logged nothing, where connect_object and play_light_animation log a
+    refusal as a warning. Through the driver's own rclpy logger, accepted and refused calls
+    alternating (rclpy raises when one call site logs at two severities)."""
+    rig = make_rig(auto_connect_charger=True)
+    rig.node._objects._log = rig.log.logger
+    rig.wait_list(lambda o: all_cubes_connected(o) and is_connected(o, "charger"))
+
+    def stream(**fields):
+        return rig.call(SetObjectAccelStream, "set_object_accel_stream", SetObjectAccelStream.Request(**fields))
+    assert stream(factory_id=C1, enable=True).success
+    assert not stream(object_type=ObjectInfo.TYPE_CHARGER, enable=True).success
+    assert stream(factory_id=C1, enable=False).success
+    assert not stream(factory_id=12345, enable=True).success
+    lines = [(line.severity, line.message) for line in rclpy_log.of(rig.node)
+             if line.message.startswith("set_object_accel_stream")]
+    assert [severity for severity, _ in lines] == [LoggingSeverity.INFO, LoggingSeverity.WARN,
+                                                    LoggingSeverity.INFO, LoggingSeverity.WARN], lines
+    assert lines[0][1] == "set_object_accel_stream: cube1 accelerometer stream on", lines
+    assert lines[1][1] == "set_object_accel_stream refused: charger has no accelerometer: only cubes stream one", \
+        lines
+    assert lines[3][1].startswith(
+        "set_object_accel_stream refused: set_object_accel_stream.factory_id = 0x00003039: unknown object"), lines
+
+
 def test_a_very_long_light_animation_name_or_target_is_refused_without_being_quoted_whole(make_rig):
     """A 100 000-character name or target (a file's contents sent by mistake): refused, and
     the answer and the log line quote 40 characters of it and its length, not all of it (one
