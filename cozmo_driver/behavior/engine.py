@@ -29,6 +29,8 @@ Rules, in the order :meth:`tick` applies them:
    included): the running behavior
    is stopped at once (INTERRUPTED; its commands cancelled, which stops the
    motors it moved) and nothing starts, reactions included, until the pause is over.
+   Disabled, the pause is kept but not said nor shown in the status; an enable during it
+   says it, and one after it says no 'pause over'.
 3. Triggers that arrived since the last tick start their reaction's behavior
    when the reaction is not cooling down, its ``when`` conditions hold, the
    behavior can start, and what runs has a lower priority (it is then stopped,
@@ -212,7 +214,9 @@ class Engine:
         return self._running.behavior.name if self._running is not None else None
 
     def paused(self, now: float) -> bool:
-        """Whether a user command keeps the engine quiet (see :meth:`held` for the rest)."""
+        """Whether a user command keeps the engine quiet (see :meth:`held` for the rest).
+        Disabled, the pause is kept (enabling during it starts nothing until it ends) but
+        neither said nor shown in the status."""
         return bool(self._user_goal) or now < self._pause_until
 
     def held(self) -> str:
@@ -228,12 +232,13 @@ class Engine:
         run = self._running
         activity = self.chooser.current(self.state)
         held = self.held()
+        paused = self._enabled and self.paused(now)  # disabled: no user pause to see
         return EngineStatus(
             enabled=self._enabled,
-            paused=bool(held) or self.paused(now),
+            paused=bool(held) or paused,
             pause_remaining=max(0.0, self._pause_until - now)
-            if self.paused(now) and not held and not self._user_goal else 0.0,  # 0: until it ends
-            pause_reason=held or (self._pause_reason if self.paused(now) else ""),
+            if paused and not held and not self._user_goal else 0.0,  # 0: until it ends
+            pause_reason=held or (self._pause_reason if paused else ""),
             activity=activity.name if activity is not None else "",
             behavior=run.behavior.name if run else "",
             reason=run.reason if run else "",
@@ -360,13 +365,13 @@ class Engine:
         was_paused = self.paused(now)
         self._last_user_command = now
         self._pause_until = max(self._pause_until, now + self.user_pause)
-        if not was_paused or reason != self._pause_reason:
+        if self._enabled and (not was_paused or reason != self._pause_reason):
             self._changed = True
         self._pause_reason = reason
         self._pending.clear()
         if self._running is not None:
             self._end(Outcome.INTERRUPTED, f"paused by a user command ({reason})", now)
-        if not was_paused:
+        if not was_paused and self._enabled:  # disabled: nothing to pause (set_enabled says it)
             self._log("info", said)
         self._next_choice = max(self._next_choice, self._pause_until)
 
@@ -415,7 +420,7 @@ class Engine:
             if engaged:   # said at each call: the person expects the robot to move, and it will not
                 self._log("info", said)
             return said
-        self._enabled = enabled
+        switched_on, self._enabled = enabled and not self._enabled, enabled
         self._changed = True
         self._pending.clear()
         if enabled:   # a person's say-so: behaviors that failed may be chosen again at once
@@ -424,8 +429,19 @@ class Engine:
             self._end(Outcome.INTERRUPTED, "the engine was disabled", now)
         if enabled:  # a wait still owed (start_delay after a connection, idle_between) is kept
             self._next_choice = max(self._next_choice, now)
+            if not self.paused(now):
+                self._pause_reason = ""  # one that ended while disabled was never said: no 'pause over'
+            elif switched_on and not engaged:
+                said += f", but {self._pause_words(now)}"
         self._log("info", said)
         return said
+
+    def _pause_words(self, now: float) -> str:
+        """The user's pause in progress, in words, for an enable during it."""
+        if self._user_goal:
+            return (f"a user's goal ({self._user_goal}) pauses it while it runs, "
+                    f"and {self.user_pause:g} s after")
+        return f"a user command ({self._pause_reason}) pauses it for {self._pause_until - now:.1f} s more"
 
     def shutdown(self, now: float) -> None:
         """Stop the running behavior (its commands cancelled) and start nothing from now on,

@@ -367,6 +367,52 @@ def test_disabled_and_disconnected_engines_start_nothing():
     assert engine.running == "greet"
 
 
+def test_a_disabled_engine_neither_pauses_for_a_user_command_nor_says_a_stale_pause_over():
+    """Disabled, each user command logged 'paused for 10 s by a user command' and the status
+    said paused, though nothing could run anyway; enabled much later, the engine logged
+    'pause over: the engine goes on' of a pause long ended. Disabled, a user command pauses
+    nothing that is seen or said; enabled within its user_pause, the engine still waits for
+    it to end, and the enable says so."""
+    engine, robot, log = make_engine(auto=False, enabled=False, user_pause=10.0)
+    engine.on_user_command("cmd_vel", 1.0)
+    run(engine, 1.0, 2.0)
+    status = engine.status(2.0)
+    assert not status.enabled and not status.paused, status
+    assert (status.pause_remaining, status.pause_reason) == (0.0, ""), status
+    assert not [text for _, text in log if "pause" in text], log
+    count = len(log)
+    assert engine.set_enabled(True, 100.0) == "enabled"
+    engine.on_trigger("poked", 100.0)
+    run(engine, 100.0, 101.0)
+    assert engine.running == "greet" and not engine.status(101.0).paused
+    assert log[count:count + 1] == [("info", "enabled")], log[count:]
+    assert not [text for _, text in log[count:] if "pause" in text], log[count:]
+    # a command shortly before the enable: the pause is kept (the user comes first) and said
+    engine.set_enabled(False, 102.0)
+    engine.on_user_command("cmd_vel", 103.0)
+    assert not engine.status(103.0).paused
+    count = len(log)
+    said = "enabled, but a user command (cmd_vel) pauses it for 6.0 s more"
+    assert engine.set_enabled(True, 107.0) == said
+    assert log[count:] == [("info", said)], log[count:]
+    status = engine.status(107.0)
+    assert status.paused and status.pause_reason == "cmd_vel" and status.pause_remaining == pytest.approx(6.0)
+    engine.on_trigger("poked", 112.0)
+    run(engine, 107.0, 112.9)
+    assert engine.running is None
+    engine.on_trigger("poked", 113.0)
+    run(engine, 113.0, 113.2)
+    assert engine.running == "greet"
+    assert log[count + 1:].count(("info", "pause over: the engine goes on")) == 1, log[count:]
+    # a user's goal that runs while the engine is disabled holds it once enabled, until it ends
+    engine.set_enabled(False, 114.0)
+    engine.on_user_goal("action go_to_pose", 115.0)
+    assert not engine.status(115.0).paused
+    said = "enabled, but a user's goal (action go_to_pose) pauses it while it runs, and 10 s after"
+    assert engine.set_enabled(True, 116.0) == said
+    assert engine.status(116.0).paused and engine.status(116.0).pause_remaining == 0.0
+
+
 def test_the_robots_connection_and_its_loss_are_said_once_each():
     """The engine held still while the robot was not connected and said nothing of it (the
     emergency stop and an inactive driver are said): a node started before its robot
