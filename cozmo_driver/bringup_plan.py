@@ -39,8 +39,10 @@ type an empty list, and reads a string such as ``'5551'`` as a number).
 
 Both front-ends refuse an argument name that is not one of :data:`ARGUMENTS`
 (:func:`check_argument_names`, with a close match suggested), a value
-outside an argument's ``choices``, and a driver ``base_frame`` to which the robot
-description gives a parent (:func:`check_base_frame`: two parents in tf); they warn of
+outside an argument's ``choices``, a driver ``base_frame`` to which the robot
+description gives a parent (two parents in tf) and a driver ``odom_frame`` that is a frame
+of the description (a loop in tf, or a robot model no odometry moves)
+(:func:`check_driver_frames`); they warn of
 each section of the config file that reaches no node (:func:`unreached_config_sections`),
 and note those of another namespace (:func:`config_sections_of_other_namespaces`); and they start every process with
 :func:`child_environment`, which makes the project's executables end when the
@@ -93,7 +95,7 @@ __all__ = [
     "parameter_directory",
     "remove_stale_parameter_directories",
     "make_plan",
-    "check_base_frame",
+    "check_driver_frames",
     "default_config_path",
     "rviz_config_path",
     "node_parameters_in_file",
@@ -903,7 +905,7 @@ def make_plan(args: BringupArgs,
         urdf = make_description(args.frame_prefix)
     except DescriptionError as exc:
         raise PlanError(str(exc)) from exc
-    check_base_frame(args, urdf)
+    check_driver_frames(args, urdf)
     nodes = [_driver_entry(args), _description_entries(args, urdf), _face_entry(args),
              _behavior_entry(args)]
     return [_sim_entry(args), _stack_entry(args, nodes),
@@ -911,40 +913,66 @@ def make_plan(args: BringupArgs,
             _rviz_entry(args)]
 
 
-def check_base_frame(args: BringupArgs, urdf: str) -> None:
-    """Refuse a driver whose ``base_frame`` (as the config file gives it, with the plan's
-    frame prefix) is a frame the robot description ``urdf`` gives a parent: the driver's
-    odom -> base_frame on /tf and the description's parent -> base_frame would give it two
-    parents in tf. A PlanError names the frames and the description's root to give instead.
-    Nothing to check when the driver publishes no tf (``publish_tf: false``)."""
+def check_driver_frames(args: BringupArgs, urdf: str) -> None:
+    """Refuse driver frames (as the config file gives them, with the plan's frame prefix)
+    that make a broken tf tree with the robot description ``urdf``: a ``base_frame`` the
+    description gives a parent (the driver's odom -> base_frame on /tf and the description's
+    parent -> base_frame would give it two parents), and an ``odom_frame`` that is a frame
+    of the description (a loop when base_frame is above it; otherwise no odometry moves the
+    description's frames, and a localization's map -> odom_frame would give one with a
+    parent a second). A PlanError names the frames and what to give instead. Nothing to
+    check when the driver publishes no tf (``publish_tf: false``)."""
     from .driver.parameters import PARAMETERS_BY_NAME, full_frame_id
     if driver_file_value(args, "publish_tf", PARAMETERS_BY_NAME["publish_tf"].default) is not True:
         return
     base = driver_file_value(args, "base_frame", PARAMETERS_BY_NAME["base_frame"].default)
-    if not isinstance(base, str):
+    odom = driver_file_value(args, "odom_frame", PARAMETERS_BY_NAME["odom_frame"].default)
+    if not isinstance(base, str) or not isinstance(odom, str):
         return  # the driver refuses it, saying why
     try:
         parents = parent_links(urdf)
     except DescriptionError as exc:
         raise PlanError(str(exc)) from exc
-    frame = full_frame_id(args.frame_prefix, base)
-    if frame not in parents:
-        return
-    root = frame
-    for _ in range(len(parents)):  # up to the description's root (a cycle ends the walk)
-        if root not in parents:
-            break
-        root = parents[root]
     prefix = args.frame_prefix
-    given = root[len(prefix):] if prefix and root.startswith(prefix) else root
-    odom = full_frame_id(prefix, str(driver_file_value(args, "odom_frame", "odom")))
-    shown = f"{base!r}" if frame == base else f"{base!r} (tf frame {frame!r}, frame_prefix {prefix!r})"
+    frame, odom_frame = full_frame_id(prefix, base), full_frame_id(prefix, odom)
+
+    def shown(name: str, value: str, tf_frame: str) -> str:
+        return (f"{name} {value!r}" if tf_frame == value
+                else f"{name} {value!r} (tf frame {tf_frame!r}, frame_prefix {prefix!r})")
+
+    def up_from(link: str) -> List[str]:
+        """``link`` and its ancestors in the description, up to its root (a cycle ends it)."""
+        chain = [link]
+        while chain[-1] in parents and len(chain) <= len(parents):
+            chain.append(parents[chain[-1]])
+        return chain
+
+    if frame in parents:
+        root = up_from(frame)[-1]
+        given = root[len(prefix):] if prefix and root.startswith(prefix) else root
+        raise PlanError(
+            f"config:={args.config}: the driver's {shown('base_frame', base, frame)} is a frame of the "
+            f"robot description, the child of {parents[frame]!r}: the driver's {odom_frame} -> {frame} on "
+            f"/tf and the description's {parents[frame]} -> {frame} would give {frame} two parents in tf; "
+            f"give the driver base_frame: {given} (the description's root, which the driver's "
+            "odometry moves), or publish_tf: false")
+    if odom_frame == frame or odom_frame not in set(parents) | set(parents.values()):
+        return  # (the same frame twice the driver refuses, naming both)
+    chain = up_from(odom_frame)
+    if frame in chain:
+        what = (f"the driver's {odom_frame} -> {frame} on /tf and the description's "
+                f"{' -> '.join(reversed(chain[:chain.index(frame) + 1]))} would make a loop in tf")
+    else:
+        what = (f"the driver's {odom_frame} -> {frame} on /tf would hang {frame} below the robot's own "
+                f"{odom_frame}, and no odometry would move the description's frames")
+        if odom_frame in parents:
+            what += f" (and a localization's map -> {odom_frame} would give {odom_frame} two parents in tf)"
+    where = f"the child of {parents[odom_frame]!r}" if odom_frame in parents else "its root"
     raise PlanError(
-        f"config:={args.config}: the driver's base_frame {shown} is a frame of the robot "
-        f"description, the child of {parents[frame]!r}: the driver's {odom} -> {frame} on /tf and "
-        f"the description's {parents[frame]} -> {frame} would give {frame} two parents in tf; "
-        f"give the driver base_frame: {given} (the description's root, which the driver's "
-        "odometry moves), or publish_tf: false")
+        f"config:={args.config}: the driver's {shown('odom_frame', odom, odom_frame)} is a frame of the "
+        f"robot description ({where}): {what}; give the driver odom_frame: "
+        f"{PARAMETERS_BY_NAME['odom_frame'].default} (a frame the description has not: the fixed frame "
+        "the robot moves in), or publish_tf: false")
 
 
 def _stack_entry(args: BringupArgs, nodes: Sequence[ProcessEntry]) -> ProcessEntry:

@@ -652,14 +652,55 @@ def test_a_base_frame_the_description_gives_a_parent_is_refused(tmp_path, namesp
                                                    "config": config}))
 
 
+@pytest.mark.parametrize("namespace, frame_prefix, key, prefix", [
+    ("", "auto", "cozmo_driver", ""),
+    ("robot1", "auto", "/robot1/cozmo_driver", "robot1/"),
+    ("robot1", "r1_", "cozmo_driver", "r1_"),
+])
+def test_an_odom_frame_of_the_description_is_refused(tmp_path, namespace, frame_prefix, key, prefix):
+    """odom_frame is the fixed frame the robot moves in; one that names a frame of the
+    robot description (with the plan's prefix, as base_frame) was taken: odom_frame:
+    head_link put the driver's head_link -> base_footprint under the description's
+    base_footprint -> base_link -> head_link, a loop in tf, and odom_frame: base_footprint
+    with another base_frame hung it below the robot's own frame. The plan refuses it before
+    anything starts, naming the frames and what to give."""
+    def refused(**values) -> str:
+        args = plan.resolve_arguments({"namespace": namespace, "frame_prefix": frame_prefix,
+                                       "config": _driver_config(tmp_path, key, **values)})
+        with pytest.raises(plan.PlanError) as caught:
+            plan.make_plan(args)
+        message = str(caught.value)
+        assert "give the driver odom_frame: odom (a frame the description has not" in message, message
+        assert message.endswith("or publish_tf: false"), message
+        return message
+    message = refused(odom_frame="head_link")
+    assert "the driver's odom_frame 'head_link'" in message, message
+    assert (f"the driver's {prefix}head_link -> {prefix}base_footprint on /tf and the description's "
+            f"{prefix}base_footprint -> {prefix}base_link -> {prefix}head_link would make a loop in tf") \
+        in message, message
+    message = refused(odom_frame="base_footprint", base_frame="my_base")
+    assert "is a frame of the robot description (its root)" in message, message
+    assert f"the driver's {prefix}base_footprint -> {prefix}my_base on /tf would hang" in message, message
+    message = refused(odom_frame="camera_link", base_frame="my_base")
+    assert f"the child of '{prefix}head_link'" in message and "two parents in tf" in message, message
+    # base_frame is checked first, as before
+    args = plan.resolve_arguments({"namespace": namespace, "frame_prefix": frame_prefix, "config": _driver_config(
+        tmp_path, key, odom_frame="head_link", base_frame="base_link")})
+    with pytest.raises(plan.PlanError, match="the driver's base_frame 'base_link'"):
+        plan.make_plan(args)
+
+
 @pytest.mark.parametrize("values, namespace, frame_prefix", [
+    ({"odom_frame": "robot1/head_link"}, "robot1", ""),       # not the description's head_link
+    ({"odom_frame": "head_link", "publish_tf": "false"}, "", "auto"),  # the driver sends no tf
+    ({"odom_frame": "world_odom", "base_frame": "my_base"}, "robot1", "auto"),
     ({"base_frame": "base_footprint"}, "robot1", "auto"),   # the description's root
     ({"base_frame": "my_base"}, "", "auto"),                # a frame the description has not
     ({"base_frame": "base_link", "publish_tf": "false"}, "", "auto"),  # the driver sends no tf
     ({"base_frame": "robot1/base_link"}, "robot1", ""),     # not the description's base_link
 ])
-def test_a_base_frame_the_description_gives_no_parent_is_taken(tmp_path, values, namespace,
-                                                                frame_prefix):
+def test_driver_frames_that_make_no_loop_nor_second_parent_are_taken(tmp_path, values, namespace,
+                                                                     frame_prefix):
     config = _driver_config(tmp_path, **values)
     entries = make(namespace=namespace, frame_prefix=frame_prefix, config=config)
     assert entries["driver"].enabled
