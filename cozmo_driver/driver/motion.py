@@ -968,6 +968,13 @@ REASON_STATES = 4
 PATH_GIVE_UP_M = 0.05
 #: a path the robot gives up with the robot this far off it is said to be given up for that, m
 OFF_PATH_M = 0.04
+#: robot states (about 1.5 s) that a robot following a path may stand with its treads still
+#: (their measured speeds under :data:`STILL_WHEEL_MPS`) and its pose unchanged (within
+#: :data:`STILL_POSITION_M` and :data:`STILL_HEADING_RAD`) before the path is taken for blocked
+STALLED_STATES = 50
+STILL_WHEEL_MPS = 5e-4
+STILL_POSITION_M = 0.002
+STILL_HEADING_RAD = 0.02
 
 
 @dataclass
@@ -1165,7 +1172,9 @@ class PathTracker(_Tracker):
     aborts it with the reason read from the robot states that follow (picked up,
     falling, cliff detected; "interrupted by the robot" if none shows within
     :data:`REASON_STATES` states). A pick-up or fall seen in the
-    state aborts at once. A cliff is named once the sensor has seen no floor for
+    state aborts at once, and so does a robot that follows the path (IS_PATHING) but stands,
+    its treads still, for :data:`STALLED_STATES` states (blocked: :meth:`_stalled`). A cliff
+    is named once the sensor has seen no floor for
     :data:`~.sensors.CLIFF_EDGE_HOLD_S`: a lifted robot loses the floor first and stops
     for it, and reports the pick-up 0.1-0.2 s later. If the robot never sends the event,
     IS_PATHING going from set to clear for :data:`NO_EVENT_STATES` states counts as
@@ -1184,6 +1193,9 @@ class PathTracker(_Tracker):
     _owners: Optional[List[int]] = None
     #: how far the robot was from the segment it followed, at the last state (m)
     _off_path: float = 0.0
+    #: while it follows the path: the pose it stands still at, and for how many states
+    _still_at: Optional[Pose2D] = None
+    _still: int = 0
 
     def on_path_event(self, event_id: int, event_type: int) -> None:
         if event_id != self.event_id or self.outcome is not None:
@@ -1243,6 +1255,9 @@ class PathTracker(_Tracker):
             self._count = 0
             if self.phase == "waiting":
                 self.phase = "running"
+            stalled = self._stalled(s)
+            if stalled is not None:
+                return stalled
         elif self.seen_pathing:
             self._count += 1
             if self._count >= NO_EVENT_STATES and not s.wheels_moving:
@@ -1256,3 +1271,22 @@ class PathTracker(_Tracker):
                                     "PathFollowingEvent, IS_PATHING never set)")
         return self._timed_out(s, f"path not finished, on segment {self.current}")
 
+    def _stalled(self, s: StateSample) -> Optional[Outcome]:
+        """A robot that follows the path (IS_PATHING) but stands, its treads still and its pose
+        unchanged, for :data:`STALLED_STATES` states: blocked, or its treads stalled. The robot's
+        path follower would push on until the safety deadline (twice the path's time and 3 s
+        more); the wheels-moving flag is not read (a firmware may set it for the treads it
+        drives, turning or not)."""
+        still = abs(s.left_speed) < STILL_WHEEL_MPS and abs(s.right_speed) < STILL_WHEEL_MPS
+        anchor = self._still_at
+        if not still or anchor is None or math.hypot(s.x - anchor.x, s.y - anchor.y) > STILL_POSITION_M \
+                or abs(wrap_angle(s.yaw - anchor.yaw)) > STILL_HEADING_RAD:
+            self._still_at, self._still = (s.pose if still else None), 0
+            return None
+        self._still += 1
+        if self._still < STALLED_STATES:
+            return None
+        left = distance_remaining(self.segments, self.current, s.x, s.y)
+        return self._finish(ABORTED, f"blocked: the robot has not moved for about 1.5 s on its path, its treads "
+                            f"still (held, or stalled), on segment {max(self.current, 0)}, {left:.3f} m "
+                            "from its end")

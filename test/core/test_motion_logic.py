@@ -845,6 +845,41 @@ def test_path_tracker_without_events_falls_back_on_is_pathing():
     assert out.status == ABORTED and out.message.startswith("safety timeout")
 
 
+def test_a_path_whose_robot_stands_still_on_it_ends_as_blocked():
+    """A robot held against something (its treads stalled) while it follows a path reports
+    IS_PATHING, its treads still and its pose unchanged: the goal ran to the safety deadline
+    (twice the path's time and 3 s, 12 s for 0.3 m at 0.08 m/s, the path follower pushing all
+    along) and said "safety timeout: ... the robot reported no completion in time". It ends
+    ABORTED as blocked after STALLED_STATES such states (about 1.5 s), saying where."""
+    tr = mo.PathTracker(deadline=100.0, event_id=5, segments=[Segment.line(0, 0, 0.3, 0)])
+    tr.on_path_event(5, 0)
+    moving = StatusFlag.ARE_WHEELS_MOVING | StatusFlag.IS_PATHING
+    for k in range(10):   # it drives 0.05 m, then stands (the flag set all along, as for driven treads)
+        assert tr.on_state(sample(0.03 * k, x=0.005 * k, path_segment=0, flags=moving,
+                                  left_speed=0.08, right_speed=0.08)) is None
+    outs = [(0.03 * k, tr.on_state(sample(0.3 + 0.03 * k, x=0.05, path_segment=0, flags=moving)))
+            for k in range(70)]   # 2.1 s of the robot's states
+    stood, out = next(((t, o) for t, o in outs if o is not None), (None, None))
+    assert out is not None, "the goal went on"
+    assert stood == pytest.approx(1.5, abs=0.05) and out.status == ABORTED
+    assert out.message == ("blocked: the robot has not moved for about 1.5 s on its path, its treads "
+                           "still (held, or stalled), on segment 0, 0.250 m from its end")
+    # a slow path is not still: its treads turn, and a pause between segments is short
+    slow = mo.PathTracker(deadline=100.0, event_id=5, segments=[Segment.line(0, 0, 0.3, 0)])
+    outs = [slow.on_state(sample(0.03 * k, x=0.00003 * k, path_segment=0, flags=StatusFlag.IS_PATHING,
+                                 left_speed=0.001, right_speed=0.001)) for k in range(150)]
+    outs += [slow.on_state(sample(5.0 + 0.03 * k, x=0.005, path_segment=0, flags=StatusFlag.IS_PATHING))
+             for k in range(40)]   # 1.2 s
+    outs += [slow.on_state(sample(7.0, x=0.0052, path_segment=0, flags=StatusFlag.IS_PATHING,
+                                  left_speed=0.001, right_speed=0.001))]
+    assert outs == [None] * len(outs)
+    # nor is a robot whose firmware reports no tread speeds but whose pose moves
+    blind = mo.PathTracker(deadline=100.0, event_id=5, segments=[Segment.line(0, 0, 0.3, 0)])
+    outs = [blind.on_state(sample(0.03 * k, x=0.0025 * k, path_segment=0, flags=StatusFlag.IS_PATHING))
+            for k in range(150)]
+    assert outs == [None] * len(outs)
+
+
 # ----------------------------------------------------------------------------- tf lookup
 
 def q_yaw(yaw):
