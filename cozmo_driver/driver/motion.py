@@ -978,6 +978,35 @@ STILL_HEADING_RAD = 0.02
 
 
 @dataclass
+class _Standstill:
+    """The robot states in a row whose treads are still (their measured speeds under
+    :data:`STILL_WHEEL_MPS`) and whose pose stays where the first of them was: a robot whose
+    treads are driven (IS_PATHING, or the wheels-moving flag, which a firmware may set for the
+    treads it drives, turning or not) but that stands, held or its treads stalled."""
+
+    at: Optional[Pose2D] = None
+    count: int = 0
+
+    def stalled(self, s: StateSample) -> bool:
+        """Take state ``s``; whether :data:`STALLED_STATES` still states followed the first."""
+        still = abs(s.left_speed) < STILL_WHEEL_MPS and abs(s.right_speed) < STILL_WHEEL_MPS
+        at = self.at
+        if not still or at is None or math.hypot(s.x - at.x, s.y - at.y) > STILL_POSITION_M \
+                or abs(wrap_angle(s.yaw - at.yaw)) > STILL_HEADING_RAD:
+            self.at, self.count = (s.pose if still else None), 0
+            return False
+        self.count += 1
+        return self.count >= STALLED_STATES
+
+    def reset(self) -> None:
+        self.at, self.count = None, 0
+
+
+#: what a blocked goal's message says of the time it stood (STALLED_STATES robot states)
+_STOOD = "has not moved for about 1.5 s"
+
+
+@dataclass
 class _Tracker:
     deadline: float
     outcome: Optional[Outcome] = None
@@ -1096,6 +1125,8 @@ class TurnTracker(_Tracker):
     _last_t: Optional[float] = None
     _settled: int = 0
     _still: int = 0
+    #: while the wheels-moving flag is set: how long the treads stand still
+    _standstill: _Standstill = field(default_factory=_Standstill)
 
     def on_ack(self, action_id: int) -> None:
         if action_id == self.action_id:
@@ -1138,7 +1169,11 @@ class TurnTracker(_Tracker):
         if s.wheels_moving:
             self.seen_moving = True
             self._settled = 0
+            if self._standstill.stalled(s):  # the flag set, the treads still: held, or stalled
+                return self._finish(ABORTED, f"blocked: the robot {_STOOD}, its treads still (held, or "
+                                    f"stalled), {abs(remaining):.3f} rad from the target")
             return self._timed_out(s, f"still turning, {remaining:.3f} rad to go")
+        self._standstill.reset()
         if self.acked or self.seen_moving:
             if abs(remaining) <= self.tolerance:
                 return self._finish(SUCCEEDED, f"turned {self.turned:.3f} rad, heading error "
@@ -1173,7 +1208,7 @@ class PathTracker(_Tracker):
     falling, cliff detected; "interrupted by the robot" if none shows within
     :data:`REASON_STATES` states). A pick-up or fall seen in the
     state aborts at once, and so does a robot that follows the path (IS_PATHING) but stands,
-    its treads still, for :data:`STALLED_STATES` states (blocked: :meth:`_stalled`). A cliff
+    its treads still, for :data:`STALLED_STATES` states (blocked: :class:`_Standstill`). A cliff
     is named once the sensor has seen no floor for
     :data:`~.sensors.CLIFF_EDGE_HOLD_S`: a lifted robot loses the floor first and stops
     for it, and reports the pick-up 0.1-0.2 s later. If the robot never sends the event,
@@ -1193,9 +1228,8 @@ class PathTracker(_Tracker):
     _owners: Optional[List[int]] = None
     #: how far the robot was from the segment it followed, at the last state (m)
     _off_path: float = 0.0
-    #: while it follows the path: the pose it stands still at, and for how many states
-    _still_at: Optional[Pose2D] = None
-    _still: int = 0
+    #: while it follows the path: how long it stands still
+    _standstill: _Standstill = field(default_factory=_Standstill)
 
     def on_path_event(self, event_id: int, event_type: int) -> None:
         if event_id != self.event_id or self.outcome is not None:
@@ -1255,9 +1289,11 @@ class PathTracker(_Tracker):
             self._count = 0
             if self.phase == "waiting":
                 self.phase = "running"
-            stalled = self._stalled(s)
-            if stalled is not None:
-                return stalled
+            if self._standstill.stalled(s):  # held, or its treads stalled: it would push on
+                left = distance_remaining(self.segments, self.current, s.x, s.y)
+                return self._finish(ABORTED, f"blocked: the robot {_STOOD} on its path, its treads still "
+                                    f"(held, or stalled), on segment {max(self.current, 0)}, {left:.3f} m "
+                                    "from its end")
         elif self.seen_pathing:
             self._count += 1
             if self._count >= NO_EVENT_STATES and not s.wheels_moving:
@@ -1270,23 +1306,3 @@ class PathTracker(_Tracker):
                 return self._finish(ABORTED, "the robot did not start the path (no "
                                     "PathFollowingEvent, IS_PATHING never set)")
         return self._timed_out(s, f"path not finished, on segment {self.current}")
-
-    def _stalled(self, s: StateSample) -> Optional[Outcome]:
-        """A robot that follows the path (IS_PATHING) but stands, its treads still and its pose
-        unchanged, for :data:`STALLED_STATES` states: blocked, or its treads stalled. The robot's
-        path follower would push on until the safety deadline (twice the path's time and 3 s
-        more); the wheels-moving flag is not read (a firmware may set it for the treads it
-        drives, turning or not)."""
-        still = abs(s.left_speed) < STILL_WHEEL_MPS and abs(s.right_speed) < STILL_WHEEL_MPS
-        anchor = self._still_at
-        if not still or anchor is None or math.hypot(s.x - anchor.x, s.y - anchor.y) > STILL_POSITION_M \
-                or abs(wrap_angle(s.yaw - anchor.yaw)) > STILL_HEADING_RAD:
-            self._still_at, self._still = (s.pose if still else None), 0
-            return None
-        self._still += 1
-        if self._still < STALLED_STATES:
-            return None
-        left = distance_remaining(self.segments, self.current, s.x, s.y)
-        return self._finish(ABORTED, f"blocked: the robot has not moved for about 1.5 s on its path, its treads "
-                            f"still (held, or stalled), on segment {max(self.current, 0)}, {left:.3f} m "
-                            "from its end")

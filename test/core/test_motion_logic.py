@@ -880,6 +880,30 @@ def test_a_path_whose_robot_stands_still_on_it_ends_as_blocked():
     assert outs == [None] * len(outs)
 
 
+def test_a_turn_whose_robot_says_its_treads_move_but_stands_ends_as_blocked():
+    """A firmware may set ARE_WHEELS_MOVING for the treads it drives: a turn whose robot is held
+    (its treads stalled, their speeds 0, its heading unchanged) with the flag set ran on to the
+    safety deadline ("safety timeout: still turning, ..."). It ends ABORTED as blocked after
+    about 1.5 s of such states; a turn whose treads turn is not."""
+    tr = mo.TurnTracker(deadline=100.0, action_id=2, start_yaw=0.0, angle=3.0, tolerance=0.035, speed=1.0)
+    tr.on_ack(2)
+    moving = StatusFlag.ARE_WHEELS_MOVING
+    for k in range(1, 17):   # it turns 0.5 rad, then stands, the flag set
+        assert tr.on_state(sample(0.03 * k, yaw=0.5 * k / 16, flags=moving,
+                                  left_speed=-0.02, right_speed=0.02)) is None
+    outs = [(0.03 * k, tr.on_state(sample(0.5 + 0.03 * k, yaw=0.5, flags=moving))) for k in range(70)]
+    stood, out = next(((t, o) for t, o in outs if o is not None), (None, None))
+    assert out is not None, "the goal went on"
+    assert stood == pytest.approx(1.5, abs=0.05) and out.status == ABORTED
+    assert out.message == ("blocked: the robot has not moved for about 1.5 s, its treads still (held, or "
+                           "stalled), 2.500 rad from the target")
+    slow = mo.TurnTracker(deadline=100.0, action_id=2, start_yaw=0.0, angle=3.0, tolerance=0.035, speed=0.4)
+    slow.on_ack(2)
+    outs = [slow.on_state(sample(0.03 * k, yaw=0.012 * k, flags=moving, left_speed=-0.009, right_speed=0.009))
+            for k in range(150)]
+    assert outs == [None] * len(outs)
+
+
 # ----------------------------------------------------------------------------- tf lookup
 
 def q_yaw(yaw):
