@@ -18,6 +18,11 @@ which send nothing, never do); all its audio is still sent (audio is never
 dropped, the robot needs every frame), but of several late ticks only the
 newest overlay image is sent (face frames: see below).
 
+A sound that begins (its tick follows one that sent no audio) goes after
+``lead_in()`` silence frames, sent at once: those the robot lacks of its preroll
+(:meth:`~cozmo_driver.anim.robot_buffer.BufferGuard.lead_in`; a robot that plays on
+from its last frame held after a pause does not wait for 7 frames again).
+
 Ticks that were idle when a call returned (nothing to send until an input
 arrives: :meth:`AVPacer.next_deadline` was None, or later) are not sent late
 when an input arrives after them: the grid resumes at the current tick, so a
@@ -85,7 +90,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Deque, List, Optional, Union
+from typing import Any, Callable, Deque, List, Optional, Union
 
 import numpy as np
 
@@ -127,6 +132,8 @@ class PacerStats:
     faces_covered: int = 0
     #: times the grid moved by a tick (:meth:`AVPacer.shift`)
     grid_shifts: int = 0
+    #: silence frames sent before a sound because the robot held too few (``lead_in``)
+    lead_in_frames: int = 0
 
 
 class _Image:
@@ -191,6 +198,10 @@ class AVPacer:
         self._chunk_pos = 0
         self._queued = 0
         self._final = True
+        self._sound_tick = -(1 << 62)  # the last tick that sent audio, or waited for a stream's
+        #: how many silence frames go before a sound that begins (none if None): what the robot
+        #: lacks of its preroll (``BufferGuard.lead_in``; see the module docstring)
+        self.lead_in: Optional[Callable[[], int]] = None
         # display
         self._face: Optional[_Image] = None
         self._faces: Deque[_Image] = deque()  # face frames waiting for their tick, oldest first
@@ -578,6 +589,13 @@ class AVPacer:
         if self._overlay is not None and latest:
             self._overlay.shown = True
         audio = self._take_audio()
+        if audio is not None and k - 1 != self._sound_tick and self.lead_in is not None:
+            lead = max(0, int(self.lead_in()))  # a sound begins: the robot's buffer first
+            out.extend(msgs.OutputSilence() for _ in range(lead))
+            stats.silence_frames += lead
+            stats.lead_in_frames += lead
+        if audio is not None or (self._queued and not self._final):
+            self._sound_tick = k
         if audio is not None:
             out.append(msgs.OutputAudio(samples=audio))
             stats.audio_frames += 1

@@ -208,6 +208,7 @@ class AVStream:
         self.pacer.pause()  # until it runs and the robot is ready (_do_start, _on_link_event)
         self.stats = AVStreamStats()
         self.guard = BufferGuard()  # the robot's buffer, from its AnimationState
+        self.pacer.lead_in = self.guard.lead_in  # (a sound that begins: what the robot lacks first)
         self.stream_prebuffer = max(1, int(round(stream_prebuffer_s * SAMPLE_RATE)))
         self.stream_timeout_s, self.stream_gap_s = stream_timing(stream_prebuffer_s, stream_timeout_s, stream_gap_s)
         self.max_queue_s = float(max_queue_s)
@@ -463,11 +464,11 @@ class AVStream:
         """AnimationState, 30 a second once playback is enabled: the grid moves a tick when
         the robot's buffer ran full or low (:mod:`~cozmo_driver.anim.robot_buffer`); not
         while an animation plays, which keeps its own grid."""
-        if not isinstance(event, MessageReceived) or not self._running or self.pacer.player.playing:
+        if not isinstance(event, MessageReceived) or not self._running:
             return  # (link events come to every listener)
         sent = self.robot.link.stream_frames_sent
-        if sent is None:
-            return
+        if sent is None or self.pacer.player.playing:
+            return None if sent is None else self.guard.note(sent, event.message.num_audio_frames_played)
         ticks = self.guard.on_state(sent, event.message.num_audio_frames_played, self.robot.clock())
         if ticks:
             self.pacer.shift(ticks)
@@ -864,6 +865,7 @@ def _counters(av: AVStream) -> dict:
         "robot buffer (frames, median of a second)": av.guard.stats.level,
         "ticks held (robot buffer full)": av.guard.stats.ticks_held,
         "ticks sent early (robot buffer low)": av.guard.stats.ticks_hastened,
+        "silence frames sent before a sound (robot buffer low)": p.lead_in_frames,
     }
 
 

@@ -25,6 +25,16 @@ a pause, moves the grid. Nothing is lost or sent twice: the stream's frames only
 a tick later or earlier. A median that cannot be (below 0, or more than ``MAX_FRAMES``:
 a robot whose counts do not start again at EnableAnimationState, say) moves nothing; it
 shows in the stats, as every median does.
+
+The firmware waits for its 7 frames only when it is not playing (at the connection, after an
+EndAnimation): a stream that stops leaves it playing, its last frame held, and a stream that
+starts again is played from the first frame that comes, with a frame or two buffered. The
+guard's early ticks would then take the frames the robot lacks from the driver's own buffer
+(an ``audio/pcm`` stream's ``audio_stream_buffer``), which a chunk late by less than that buffer
+ran dry mid-way. So a sound that begins while the robot holds fewer than its 7 frames is sent
+after :meth:`BufferGuard.lead_in` silence frames, sent at once (the robot's last report says
+what it holds, clips playing included): it starts with the preroll's buffer, as the first sound
+of a connection does.
 """
 
 from __future__ import annotations
@@ -71,9 +81,13 @@ class BufferGuard:
         self._start: Optional[float] = None
         self._sent0 = 0
         self._played0 = 0
+        #: frames the robot holds or has on the way, as of its last report (None: none yet on
+        #: this connection, or counts that cannot be)
+        self.held: Optional[int] = None
 
     def reset(self) -> None:
         """A new connection (or playback enabled anew): the counts start again."""
+        self.held = None
         self._start = None
         self._levels = []
         self.stats.level = None
@@ -82,6 +96,7 @@ class BufferGuard:
         """One AnimationState: ``sent`` frames sent since EnableAnimationState, ``played``
         its ``num_audio_frames_played``, at ``now`` (s). Returns the ticks to move the grid
         by: 1 (later), -1 (earlier) or 0."""
+        self.note(sent, played)
         if self._start is None:
             self._start, self._sent0, self._played0 = now, sent, played
             self._levels = []
@@ -103,3 +118,15 @@ class BufferGuard:
             self.stats.ticks_hastened += 1
             return -1
         return 0
+
+    def note(self, sent: int, played: int) -> None:
+        """What the robot holds, from one AnimationState (:meth:`on_state` notes it too; this
+        alone while an animation plays on its own grid): :attr:`held`."""
+        level = sent - played
+        self.held = level if 0 <= level <= MAX_FRAMES else None
+
+    def lead_in(self) -> int:
+        """Silence frames to send before a sound that begins now: as many as bring what the
+        robot holds, with the sound's first frame, to :data:`PREROLL_FRAMES` (0 when it is not
+        known). See the module docstring."""
+        return 0 if self.held is None else max(0, PREROLL_FRAMES - 1 - self.held)

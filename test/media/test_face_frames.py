@@ -441,6 +441,51 @@ def test_a_robot_clock_that_drifts_keeps_its_buffer_and_plays_every_frame(drift)
         assert anim.starvations > 1
 
 
+def stream_after(sound_before: bool, jitter: float) -> Tuple[LoopRobot, AVStream, int, int]:
+    """6 s of an audio/pcm stream (16 kHz, 20 ms chunks, each up to ``jitter`` s late) a second
+    after the robot's buffer ran down (a short sound before it, ``sound_before``) or from the
+    connection. Returns the robot, the stream, and the robot's starvations and the stream's
+    runs dry while it played."""
+    robot = LoopRobot(4, lambda when: 0.0005)
+    av = AVStream(robot, lambda report: None)
+    av.start()
+    if sound_before:
+        beep = (8000 * np.sin(2 * np.pi * 440.0 * np.arange(3000) / SAMPLE_RATE)).astype(np.int16)
+        robot.arrive(robot.clock() + 0.05, av.play_audio, "beep", beep)
+    start = robot.clock() + 2.0                        # the sound, its linger, and a second idle
+    robot.run_until(start - 0.01)
+    rate, chunk = 16000, 320
+    t = np.arange(6 * rate) / rate
+    pcm = (8000 * np.sin(2 * np.pi * 500.0 * t)).astype(np.int16)
+    rng = random.Random(7)
+    at = 0.0
+    for j in range(pcm.size // chunk):
+        at = max(at, start + j * chunk / rate + rng.uniform(0.0, jitter))
+        robot.arrive(at, av.stream_audio_at, pcm[j * chunk:(j + 1) * chunk], rate)
+    anim = robot.sim.model.animation
+    starved, dry = anim.starvations, av.stats.stream_ran_dry
+    robot.run_until(start + 6.0 - 0.1)                 # (before its end runs dry)
+    return robot, av, anim.starvations - starved, av.stats.stream_ran_dry - dry
+
+
+@pytest.mark.parametrize("jitter", [0.0, 0.03, 0.06])
+def test_a_stream_that_begins_after_a_pause_starts_the_robot_with_its_preroll(jitter):
+    """After a sound, the robot plays on from its last frame held (it waits for 7 frames only
+    when it is not playing): an audio/pcm stream that began a second after it was played with
+    a frame or two in the robot's buffer, the guard's early ticks took those the robot lacked
+    from the driver's 0.1 s (audio_stream_buffer), and chunks late by less than that buffer ran
+    the stream dry mid-way: a gap of 0.1 s or more in the sound, twice in 6 s at 90 ms. The
+    sound now begins after the silence frames the robot lacks of its 7, as the first sound of
+    a connection does (where it waits for 7 frames itself)."""
+    for sound_before in (False, True):
+        robot, av, starved, dry = stream_after(sound_before, jitter)
+        assert (starved, dry) == (0, 0), (sound_before, starved, dry)
+        assert av.guard.stats.ticks_hastened == 0, sound_before
+        held = av.guard.stats.level
+        assert PREROLL_FRAMES - 2 <= held <= HIGH_FRAMES, (sound_before, held)
+    assert av.counters()["silence frames sent before a sound (robot buffer low)"] >= PREROLL_FRAMES - 2
+
+
 def test_the_guard_waits_a_second_of_reports_and_moves_one_tick_at_a_time():
     guard = BufferGuard()
     now, sent, played = 0.0, 100, 100 - PREROLL_FRAMES
