@@ -226,6 +226,8 @@ class AVPacer:
         self.clip_span = (0, 0)
         #: the face layer's images among the clip's messages (sent before its first face)
         self.clip_faces: List[Any] = []
+        #: when the last clip sent its last tick (the robot plays its last frames after it)
+        self.clip_ended_at = -math.inf
 
     # ------------------------------------------------------------------ the grid
 
@@ -503,6 +505,7 @@ class AVPacer:
                 self._next = max(self._next, due)
                 return out
             # Finished: carry on after its last tick, and show the face again.
+            self.clip_ended_at = now
             self._next = max(self._next, self._clip_first_tick + self._clip_ticks)
             if self._clip_face:
                 self._forget_screen()

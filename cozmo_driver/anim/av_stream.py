@@ -35,8 +35,8 @@ the screen is blanked where the face would come back (after a timed image, a
 cleared image or a cancelled animation).
 
 Audio: :meth:`AVStream.play_audio` (a goal) clears what is queued and plays
-its samples (cancelled, it drops what it has left: a stream queued behind it plays
-on); :meth:`AVStream.stream_audio` appends to the queue in arrival
+its samples (cancelled, preempted or stopped, it drops what it has left, and the robot what it
+holds of it: a stream queued behind it plays on); :meth:`AVStream.stream_audio` appends to the queue in arrival
 order (nothing is mixed), and :meth:`AVStream.stream_audio_at` does so with
 samples at another rate: the chunks of one stream go through one
 :class:`~cozmo_driver.protocol.audio.StreamResampler` (no seams between them),
@@ -100,12 +100,13 @@ import numpy as np
 from ..client.link import LinkState, LinkStateChanged
 from ..face.procedural import FaceRenderer
 from ..protocol.audio import SAMPLE_RATE, SAMPLES_PER_FRAME, StreamResampler
+from ..protocol import messages as msgs
 from ..protocol.display import BLANK_IMAGE
 from ..protocol.errors import CozmoError
 from ..protocol.session import MessageReceived
 from .av_pacer import AVPacer
 from .player import TICK_S, CompiledClip
-from .robot_buffer import BufferGuard
+from .robot_buffer import HIGH_FRAMES, BufferGuard
 
 __all__ = ["AVStream", "AVReport", "AVStreamStats", "stream_timing"]
 
@@ -115,6 +116,10 @@ BACKLOG_MAX = 60
 #: stream_audio_at resamples this much of the chunks waiting (s of their samples) a turn of
 #: the I/O thread's loop (about 2.5 ms at 48 kHz here, where a robot state comes every 30 ms)
 RESAMPLE_PIECE_S = 0.1
+#: s after a clip's last tick went out within which the robot may still hold its frames (its
+#: buffer, up to HIGH_FRAMES, and a frame or two on their way): a sound cancelled then is not
+#: dropped on the robot, which would cut the clip's end
+CLIP_TAIL_S = (HIGH_FRAMES + 2) * TICK_S
 
 logger = logging.getLogger("cozmo.anim.av")
 
@@ -175,6 +180,7 @@ class _AudioGoal:
     started_at: Optional[float] = None
     last_report: float = -math.inf
     samples: int = 0  # the goal's samples (at SAMPLE_RATE), queued first
+    clips_at_start: int = 0  # the clips the pacer had started when it was accepted
 
 
 @dataclass
@@ -461,9 +467,8 @@ class AVStream:
         self._arm()
 
     def _on_anim_state(self, event: Any) -> None:
-        """AnimationState, 30 a second once playback is enabled: the grid moves a tick when
-        the robot's buffer ran full or low (:mod:`~cozmo_driver.anim.robot_buffer`); not
-        while an animation plays, which keeps its own grid."""
+        """AnimationState (30 a second once playback is on): what the robot holds, and the grid moves a tick
+        when that ran full or low (:mod:`~cozmo_driver.anim.robot_buffer`), not while a clip plays on its own grid."""
         if not isinstance(event, MessageReceived) or not self._running:
             return  # (link events come to every listener)
         sent = self.robot.link.stream_frames_sent
@@ -527,6 +532,7 @@ class AVStream:
             goal, self._audio = self._audio, None
             self._report(AVReport(_AUDIO_DONE, goal.token, self._audio_progress(goal),
                                   self._elapsed(goal, now), success=False, message=reason))
+            _cut_short(self, goal, send)
         self.pacer.clear_audio()
         self.pacer.clear_images()
         if self._held is not None:
@@ -587,10 +593,12 @@ class AVStream:
             old, self._audio = self._audio, None
             self._report(AVReport(_AUDIO_DONE, old.token, self._audio_progress(old), self._elapsed(old, now),
                                   success=False, message="preempted by a new play_audio goal"))
+            _cut_short(self, old)
         self.pacer.clear_audio()
         self._reset_stream()
         frames = -(-pcm.size // SAMPLES_PER_FRAME)
-        goal = _AudioGoal(token, frames, self.pacer.stats.audio_frames, now, samples=int(pcm.size))
+        goal = _AudioGoal(token, frames, self.pacer.stats.audio_frames, now, samples=int(pcm.size),
+                          clips_at_start=self.pacer.player.stats.clips_started)
         if frames == 0:
             self._report(AVReport(_AUDIO_DONE, token, 1.0, success=True, message="nothing to play (no samples)"))
             return
@@ -606,7 +614,7 @@ class AVStream:
             return
         self._audio = None
         now = self.robot.clock()
-        self.pacer.drop_audio(_goal_queued(goal, self.pacer))  # a stream queued behind it plays now
+        _cut_short(self, goal)  # (a stream queued behind it plays now)
         self._report(AVReport(_AUDIO_DONE, token, self._audio_progress(goal), self._elapsed(goal, now),
                               success=False, message=reason))
         self._arm()
@@ -813,6 +821,21 @@ def _treads_held(goal: Optional[_ClipGoal], hold: Optional[Callable[[], Tuple[Op
     if still is None and (backwards is None or not player.drives_forwards(now)):
         return None
     return f"interrupted: {still or backwards}"
+
+
+def _cut_short(av: AVStream, goal: _AudioGoal, send: bool = True) -> None:
+    """The play_audio ``goal`` ends before its last frame (cancelled, preempted, stopped): what is
+    left of it is dropped (a stream queued behind it stays), and the robot drops what it holds
+    of it, up to its 7 frames (about 0.23 s, which it played on), with ``AbortAnimation`` (the
+    face is sent again); not when it holds none (no frame of it went out), nor when it may hold a
+    clip's frames: one started since the goal came, or one that ended less than CLIP_TAIL_S ago."""
+    av.pacer.drop_audio(_goal_queued(goal, av.pacer))
+    sent = av.pacer.stats.audio_frames > goal.frames_at_start
+    clip = (av.pacer.player.stats.clips_started != goal.clips_at_start
+            or av.robot.clock() - av.pacer.clip_ended_at < CLIP_TAIL_S)
+    if send and sent and not clip and av._ready():
+        av._send([msgs.AbortAnimation()])
+        av.pacer.forget_screen()
 
 
 def _goal_queued(goal: Optional[_AudioGoal], pacer: AVPacer) -> int:

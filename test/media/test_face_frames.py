@@ -486,6 +486,87 @@ def test_a_stream_that_begins_after_a_pause_starts_the_robot_with_its_preroll(ji
     assert av.counters()["silence frames sent before a sound (robot buffer low)"] >= PREROLL_FRAMES - 2
 
 
+def tone(freq: float, seconds: float) -> np.ndarray:
+    t = np.arange(int(seconds * SAMPLE_RATE)) / SAMPLE_RATE
+    return (8000 * np.sin(2 * np.pi * freq * t)).astype(np.int16)
+
+
+def sounding(robot: LoopRobot) -> int:
+    """Audio frames with sound the simulated robot has played."""
+    return robot.sim.model.animation.audio_frames_with_sound
+
+
+def aborts(robot: LoopRobot) -> int:
+    return sum(1 for _, msg in robot.sim.model.commands() if msg.NAME == "AbortAnimation")
+
+
+@pytest.mark.parametrize("end", ["cancel", "preempt", "stop"])
+def test_a_sound_ended_early_stops_on_the_robot_at_once(end):
+    """A play_audio goal cancelled, preempted by a new one or stopped (deactivated) mid-sound:
+    the driver dropped what was left of it, but the robot played on what it held of it, its 7
+    frames (0.23 s; a new goal's sound came after that tail). It now drops them too
+    (AbortAnimation), so the sound stops at once; a stream queued behind a cancelled goal still
+    plays, whole."""
+    robot = LoopRobot(4, lambda when: 0.0005)
+    av = AVStream(robot, lambda report: None)
+    av.start()
+    t0 = robot.clock() + 0.05
+    robot.arrive(t0, av.play_audio, "long", tone(440.0, 3.0))
+    if end == "cancel":
+        robot.arrive(t0 + 1.0, av.stream_audio, tone(660.0, 0.5))   # queued behind the goal
+    robot.run_until(t0 + 1.5)
+    assert sounding(robot) >= 30                                     # the robot plays it
+    before = sounding(robot)
+    if end == "cancel":
+        av.cancel_audio("long")
+    elif end == "preempt":
+        av.play_audio("short", tone(880.0, 0.5))
+    else:
+        av.stop("the driver was deactivated")
+    robot.run_until(robot.clock() + 2.0)
+    after = sounding(robot) - before
+    follows = {"cancel": 15, "preempt": 15, "stop": 0}[end]          # the stream's or the new goal's 0.5 s
+    assert follows <= after <= follows + 1, (end, after)             # (+1: the frame under way)
+    assert aborts(robot) == 1
+
+
+@pytest.mark.parametrize("when", ["while the clip plays", "just after the clip"])
+def test_a_sound_cancelled_behind_a_clip_leaves_the_clip_alone(when):
+    """A clip holds the robot's buffer while it plays, and its last frames for a while after
+    its last tick went out: a play_audio goal cancelled then (waiting behind the clip, or come
+    while it played and begun after it) sends no AbortAnimation, which would cut the clip's end."""
+    robot = LoopRobot(4, lambda when: 0.0005)
+    cancel_at = []
+
+    def report(r) -> None:
+        if r.kind == "clip_done" and when == "just after the clip":
+            cancel_at.append(robot.clock() + 0.1)
+            robot.arrive(cancel_at[0], av.cancel_audio, "long")
+    av = AVStream(robot, report)
+    av.start()
+    t0 = robot.clock() + 0.05
+    if when == "while the clip plays":                               # the sound first, the clip cuts it
+        robot.arrive(t0, av.play_audio, "long", tone(440.0, 5.0))
+        robot.arrive(t0 + 0.5, av.play_clip, "clip", compile_clip(load_builtin("celebrate")))
+    else:                                                            # the sound comes during the clip
+        robot.arrive(t0, av.play_clip, "clip", compile_clip(load_builtin("celebrate")))
+        robot.arrive(t0 + 0.5, av.play_audio, "long", tone(440.0, 5.0))
+    if when == "while the clip plays":
+        robot.arrive(t0 + 1.0, av.cancel_audio, "long")
+    robot.run_until(t0 + 6.0)
+    assert aborts(robot) == 0
+    assert robot.sim.model.animation.audio_frames_played > 90
+    if cancel_at:                                                    # the sound went on after the clip
+        ended = [t for t, msg in robot.sim.model.commands() if msg.NAME == "EndAnimation"]
+        assert len(ended) == 1 and ended[0] < cancel_at[0]
+    # the same cancel once the clip's frames are played drops the sound's on the robot
+    robot.arrive(robot.clock() + 0.01, av.play_audio, "again", tone(440.0, 3.0))
+    robot.run_until(robot.clock() + 1.0)
+    av.cancel_audio("again")
+    robot.run_until(robot.clock() + 0.5)
+    assert aborts(robot) == 1
+
+
 def test_the_guard_waits_a_second_of_reports_and_moves_one_tick_at_a_time():
     guard = BufferGuard()
     now, sent, played = 0.0, 100, 100 - PREROLL_FRAMES
