@@ -81,7 +81,8 @@ from ._entry import (destroy_waitables, destroyed_if_refused, init, make_node, s
                      unknown_parameters)
 from .usage import answer_help
 from . import qos
-from .qos import QOS_EVENTS, QOS_LATCHED, QOS_LATEST, QOS_QUEUE, QOS_STATE, QOS_STREAM, QOS_WATCH
+from .qos import QOS_EVENTS, QOS_LATCHED, QOS_LATEST, QOS_QUEUE, QOS_STATE, QOS_STREAM, QOS_WATCH, UNKNOWN_NODE
+from .serialized import twist_type
 from .steady import steady_timer
 
 __all__ = ["BehaviorNode", "RosRobot", "main", "state_flags"]
@@ -173,10 +174,6 @@ def misspelt_triggers(config: Any) -> List[str]:
     return out
 
 
-#: the node name of an endpoint whose node is not discovered yet (rmw's placeholder)
-UNKNOWN_NODE = "_NODE_NAME_UNKNOWN_"
-
-
 def cmd_vel_type_warning(node: Node, stamped: bool) -> Optional[str]:
     """What to say when cmd_vel has another type on the graph than ``node``'s (TwistStamped
     when ``stamped``), or None: the driver's subscription of another type (the driver is
@@ -184,7 +181,7 @@ def cmd_vel_type_warning(node: Node, stamped: bool) -> Optional[str]:
     itself) is for the engine's cmd_vel_stamped to follow; a publisher of another type, as
     the bring-up gives the engine the driver's setting, for that publisher or the driver's."""
     topic = node.resolve_topic_name("cmd_vel")
-    ours = "geometry_msgs/msg/" + ("TwistStamped" if stamped else "Twist")
+    ours = twist_type(stamped)
     links = node.get_publishers_info_by_topic(node.resolve_topic_name("link_status"))
     subscriptions = [i for i in node.get_subscriptions_info_by_topic(topic) if i.topic_type != ours]
     if any(i.node_name == UNKNOWN_NODE for i in links + subscriptions):
@@ -200,7 +197,7 @@ def cmd_vel_type_warning(node: Node, stamped: bool) -> Optional[str]:
     other = sorted({i.topic_type for i in node.get_publishers_info_by_topic(topic) if i.topic_type != ours})
     if not other:
         return None
-    counterpart = "geometry_msgs/msg/" + ("Twist" if stamped else "TwistStamped")
+    counterpart = twist_type(not stamped)
     driver_side = (f", or cmd_vel_stamped {not stamped} on the driver (the bring-up gives this node the "
                    "driver's)") if other == [counterpart] else ""
     return (f"{topic} has a publisher of {', '.join(other)}, which neither this node takes (cmd_vel_stamped "

@@ -23,7 +23,8 @@ from ..driver.commands import ESTOP_REFUSAL, NOT_CONNECTED_REFUSAL
 from ..driver.commands import inactive_refusal as node_inactive_refusal
 from ..stop_flag import CTRL_Z_STOPPED
 from ._entry import bad_qos_overrides, unknown_parameters
-from .serialized import LayoutError, read_twist
+from .qos import UNKNOWN_NODE
+from .serialized import LayoutError, read_twist, twist_type
 from .steady import steady_timer
 
 __all__ = ["transition", "camera_file", "descriptor", "declare_parameters", "twist_reader", "cmd_vel_type_check",
@@ -264,8 +265,6 @@ def twist_reader(stamped: bool, drive: Callable[..., None], header_ok: Callable[
     return on_bytes
 
 
-#: the node name of an endpoint whose node is not discovered yet (rmw's placeholder)
-_UNKNOWN_NODE = "_NODE_NAME_UNKNOWN_"
 #: what a publisher of the other cmd_vel type is told to set (the driver's setting, then its own)
 _OTHER_SIDE = {"geometry_msgs/msg/TwistStamped": "Nav2: enable_stamped_cmd_vel: false",
                "geometry_msgs/msg/Twist": "Nav2: enable_stamped_cmd_vel: true"}
@@ -285,7 +284,7 @@ def cmd_vel_type_check(node: Any, tick: Callable[[], None]) -> Callable[[], None
     def check() -> None:
         tick()
         stamped = bool(node._params["cmd_vel_stamped"])
-        ours = "geometry_msgs/msg/" + ("TwistStamped" if stamped else "Twist")
+        ours = twist_type(stamped)
         topic = node.resolve_topic_name("cmd_vel")
         name, namespace = node.get_name(), node.get_namespace()
         reliable = any(i.qos_profile.reliability != best_effort for i in node.get_subscriptions_info_by_topic(topic)
@@ -294,7 +293,7 @@ def cmd_vel_type_check(node: Any, tick: Callable[[], None]) -> Callable[[], None
             mismatch = info.topic_type if info.topic_type != ours else (
                 "best effort" if reliable and info.qos_profile.reliability == best_effort else None)
             key = (info.node_namespace, info.node_name, mismatch)
-            if mismatch is None or info.node_name == _UNKNOWN_NODE or key in said:
+            if mismatch is None or info.node_name == UNKNOWN_NODE or key in said:
                 continue  # (a node not discovered whole yet: the next check names it)
             said.add(key)
             who = info.node_namespace.rstrip("/") + "/" + info.node_name

@@ -41,7 +41,11 @@ def _no_event_handlers(callbacks_type: Any) -> Dict[str, Any]:
 
 __all__ = ["profile", "QOS_SENSOR", "QOS_SENSOR_OUT", "QOS_STATE", "QOS_QUEUE", "QOS_EVENTS",
            "QOS_STREAM", "QOS_TF", "QOS_LATCHED", "QOS_COMMAND", "QOS_LATEST", "QOS_FRAMES", "QOS_WATCH",
-           "create_publisher", "create_subscription"]
+           "create_publisher", "create_subscription", "UNKNOWN_NODE"]
+
+#: the node name of a graph endpoint (get_publishers_info_by_topic, ...) whose node is not
+#: discovered whole yet: rmw's placeholder
+UNKNOWN_NODE = "_NODE_NAME_UNKNOWN_"
 
 
 def profile(depth: int, reliable: bool = True, latched: bool = False) -> QoSProfile:

@@ -30,7 +30,7 @@ from types import SimpleNamespace
 from ..errors import UsageError
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
-__all__ = ["Template", "LayoutError", "serialized_publish_supported", "cdr_layout", "read_twist"]
+__all__ = ["Template", "LayoutError", "serialized_publish_supported", "cdr_layout", "read_twist", "twist_type"]
 
 #: rosidl primitive type -> struct code (all sizes are the alignments, as in CDR)
 _PRIMITIVES = {
@@ -324,6 +324,12 @@ class Template:
 _TWIST = {1: struct.Struct("<6d"), 0: struct.Struct(">6d")}
 _U32 = {1: struct.Struct("<I"), 0: struct.Struct(">I")}
 _STAMP = {1: struct.Struct("<iI"), 0: struct.Struct(">iI")}
+
+
+def twist_type(stamped: bool) -> str:
+    """The ROS type name of a cmd_vel of ``stamped`` (TwistStamped) or not (Twist), as the graph
+    gives it (``get_publishers_info_by_topic``'s ``topic_type``)."""
+    return "geometry_msgs/msg/" + ("TwistStamped" if stamped else "Twist")
 
 
 def read_twist(data: bytes, stamped: bool) -> Tuple[str, Tuple[int, int], Tuple[float, ...]]:
