@@ -123,7 +123,7 @@ class _Itimerspec(ctypes.Structure):
     _fields_ = [("interval", _Timespec), ("value", _Timespec)]
 
 
-#: what an armed rescue holds (the message's bytes must live as long as the process)
+#: what an armed rescue holds (its timers and their events)
 _armed: list = []
 
 
@@ -165,10 +165,14 @@ def arm_teardown_rescue(seconds: float, message: str, status: int = 0) -> bool:
         rt = ctypes.util.find_library("rt")  # timer_create lived in librt before glibc 2.34
         if rt:
             libraries.append(ctypes.CDLL(rt, use_errno=True))
-        text = ctypes.create_string_buffer(message.encode("utf-8", "replace"))
-        _armed.append(text)
-        _at(seconds, _c_function(libraries, "perror"), _Sigval(sival_ptr=ctypes.addressof(text)),
-            libraries)
+        # C memory of its own, never freed: a Python buffer is freed as the interpreter ends,
+        # which is when the rescue fires, and perror then wrote whatever lay there
+        strdup = _c_function(libraries, "strdup")
+        strdup.restype, strdup.argtypes = ctypes.c_void_p, [ctypes.c_char_p]
+        text = strdup(message.encode("utf-8", "replace"))
+        if not text:
+            return False
+        _at(seconds, _c_function(libraries, "perror"), _Sigval(sival_ptr=text), libraries)
         _at(seconds + 0.05, _c_function(libraries, "_exit"), _Sigval(sival_int=int(status)),
             libraries)
         return True

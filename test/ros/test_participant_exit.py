@@ -84,6 +84,32 @@ def test_the_rescue_ends_a_process_stuck_in_native_code_with_the_gil_held(tmp_pa
     assert took < 20.0, f"ended {took:.1f} s after the start (the rescue: 0.5 s; the C call: 60 s)"
 
 
+FREED = textwrap.dedent("""
+    import ctypes, gc
+    from cozmo_driver.ros import participant_exit
+
+    assert participant_exit.arm_teardown_rescue(0.5, "probe: ending the process")
+    # what the interpreter's own end does before a stuck teardown: it frees the objects
+    # of the modules, and their memory is used again
+    participant_exit._armed.clear()
+    gc.collect()
+    reused = [bytes([0xff]) * n for n in range(1, 4000)]
+    ctypes.PyDLL(None).sleep(60)
+""")
+
+
+def test_the_rescues_message_outlives_what_python_frees(tmp_path):
+    """A process whose interpreter ended past the rescue's time wrote freed memory as its
+    last line (bytes that are not UTF-8: a kit run's test that read the output as text
+    failed on them)."""
+    script = tmp_path / "freed.py"
+    script.write_text(FREED)
+    done = subprocess.run([sys.executable, str(script)], stdin=subprocess.DEVNULL,
+                          capture_output=True, timeout=30.0)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == b"probe: ending the process: Success\n"
+
+
 def test_this_process_has_a_verdict_that_matches_its_library(rclpy_context):
     import rclpy
 
