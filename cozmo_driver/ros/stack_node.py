@@ -192,9 +192,10 @@ def _parameter_tables() -> Dict[str, Sequence[Any]]:
             "face": FACE_PARAMETERS, "behavior": BEHAVIOR_PARAMETERS}
 
 
-def stack_help() -> str:
-    """The help: usage, what the process is, the ROS arguments, each kind's parameters
-    (the tables of :mod:`cozmo_driver.ros.usage`, as each node's own --help shows them)."""
+def stack_help(kinds: Sequence[str] = ()) -> str:
+    """The help: usage, what the process is, the ROS arguments, the parameters of each kind
+    of ``kinds`` (default: every kind; the tables of :mod:`cozmo_driver.ros.usage`, as each
+    node's own --help shows them)."""
     from .usage import help_text
 
     marker = "Parameters (name: type, default [unit], range):"
@@ -211,20 +212,32 @@ def stack_help() -> str:
     out = [head, "Node kinds (--node KIND; without --node: " + ", ".join(DEFAULT_KINDS) + "):"]
     out += [f"  {kind:<22} {exe}: {what}" for kind, (exe, what) in KINDS.items()]
     for kind, (exe, _) in KINDS.items():
+        if kinds and kind not in kinds:
+            continue
         section = help_text(exe, "", tables[kind]).split(marker, 1)[1]
         out += ["", f"Parameters of --node {kind} (name: type, default [unit], range):"
                 + section.rstrip("\n")]
     return "\n".join(out) + "\n"
 
 
-def _wants_help(argv: Sequence[str]) -> bool:
-    """-h or --help before any --ros-args or --node (after them it is not the program's)."""
-    for token in argv:
-        if token in ("--ros-args", "--node"):
-            return False
-        if token in ("-h", "--help"):
-            return True
-    return False
+def _help_wanted(argv: Sequence[str]) -> Optional[List[str]]:
+    """None, or the node kinds whose help -h or --help asks for: one outside every
+    ``--ros-args`` section (inside one it is not the program's), at the start (every kind) or
+    after ``--node KIND`` (``cozmo_stack --node driver --help``: the kinds named before it)."""
+    kinds: List[str] = []
+    in_ros_args = False
+    for k, token in enumerate(argv):
+        if token == "--node":
+            in_ros_args = False
+            if k + 1 < len(argv) and argv[k + 1] in KINDS:
+                kinds.append(argv[k + 1])
+        elif token == "--ros-args":
+            in_ros_args = True
+        elif token == "--":
+            in_ros_args = False
+        elif token in ("-h", "--help") and not in_ros_args:
+            return kinds
+    return None
 
 
 # ---------------------------------------------------------------------------- the nodes
@@ -419,8 +432,9 @@ def _spun(executor: Any, timeout_s: float, failed: List[BaseException]) -> bool:
 def main(args: Optional[List[str]] = None) -> int:
     """``cozmo_stack``: run the nodes until Ctrl-C, SIGTERM or SIGHUP."""
     argv = list(sys.argv[1:] if args is None else args)
-    if _wants_help(argv):
-        sys.stdout.write(stack_help())
+    kinds = _help_wanted(argv)
+    if kinds is not None:
+        sys.stdout.write(stack_help(kinds))
         return 0
     try:
         common, specs = parse_stack_arguments(argv)

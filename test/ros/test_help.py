@@ -57,6 +57,29 @@ def test_a_node_answers_help_with_its_parameters_and_starts_nothing(name, flag):
     assert "[INFO]" not in done.stderr and "connecting to" not in out + done.stderr
 
 
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_cozmo_stack_answers_help_on_one_node_kind_with_its_parameters(flag):
+    """`cozmo_stack --node driver --help` was a usage error (exit 2: unexpected argument
+    '--help'); it is the help, with the parameters of the kinds named before it only."""
+    done = run_help("cozmo_stack", "--node", "driver", flag)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert out.startswith("usage: cozmo_stack [-h] [--ros-args ...] [--node KIND"), out
+    assert "Parameters of --node driver" in out and "Parameters of --node face" not in out, out
+    for spec in PARAMETERS:
+        assert f"\n  {spec.name}: {spec.type_name}, default " in out, spec.name
+    assert "[INFO]" not in done.stderr and "connecting to" not in out + done.stderr
+    both = run_help("cozmo_stack", "--node", "face", "--ros-args", "-p", "fps:=10.0", "--", "--node", "behavior",
+                    flag)
+    assert both.returncode == 0, both.stderr
+    assert "Parameters of --node face" in both.stdout and "Parameters of --node behavior" in both.stdout
+    assert "Parameters of --node driver" not in both.stdout
+    # inside a node's --ros-args it is not the program's: rcl's (the node would start; with
+    # a bad parameter here, so that it stops at once with status 2 instead)
+    inside = run_help("cozmo_stack", "--node", "face", "--ros-args", "-p", "fps:=-1.0", flag)
+    assert inside.returncode == 2 and "usage:" not in inside.stdout, inside.stdout
+
+
 def test_help_after_ros_arguments_is_not_the_programs():
     # `--ros-args ... -h` is not the program's -h: the node would start (with a bad
     # parameter here, so that it stops at once with status 2 instead)
