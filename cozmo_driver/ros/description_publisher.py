@@ -64,7 +64,8 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
-from ..description import DescriptionError, Joint, Transform, UrdfModel
+from ..description import (DESCRIPTION_PACKAGE, XACRO_RELATIVE_PATH, DescriptionError, Joint, Transform,
+                           UrdfModel, xacro_path)
 from ..driver.parameters import ParamSpec
 from ..lifeline import exit_with_parent
 from ..log_throttle import LogThrottle
@@ -74,7 +75,8 @@ from .subscription_thread import ThreadedSubscription
 from .usage import answer_help
 from .qos import QOS_LATCHED, QOS_TF
 
-__all__ = ["DescriptionPublisher", "DESCRIPTION_PARAMETERS", "QOS_LATCHED", "QOS_TF", "main"]
+__all__ = ["DescriptionPublisher", "DESCRIPTION_PARAMETERS", "QOS_LATCHED", "QOS_TF", "where_to_give_the_description",
+           "main"]
 
 SUMMARY = ("Publishes the robot description (robot_description), /tf_static for its fixed joints "
            "and /tf for its moving joints from joint_states: robot_state_publisher's job, for "
@@ -95,6 +97,22 @@ _EAGER_S = 5.0
 
 # robot_description and /tf_static: QOS_LATCHED (late joiners get the last message);
 # /tf: QOS_TF, as tf2's TransformBroadcaster (both from ros/qos.py)
+
+
+def where_to_give_the_description(node: str) -> str:
+    """What to do when the ``robot_description`` parameter of the node ``node`` (its fully
+    qualified name) is missing or bad: where the parameter goes, on each command line and in
+    a parameter file."""
+    try:
+        xacro = str(xacro_path())
+    except DescriptionError:
+        xacro = f"{DESCRIPTION_PACKAGE}/{XACRO_RELATIVE_PATH}"
+    return ("give it the robot's URDF (XML text): on the command line after --ros-args "
+            f"(cozmo_description_publisher --ros-args -p robot_description:=\"$(xacro {xacro})\"; "
+            "in cozmo_stack in the node's own section: cozmo_stack --node description_publisher "
+            "--ros-args -p robot_description:=...), or in a --params-file, in the node's section "
+            f"({node}: {{ros__parameters: {{robot_description: '<robot ...>'}}}}); cozmo_bringup and "
+            "ros2 launch cozmo_driver cozmo.launch.py give it the description")
 
 
 def _fill(msg: TransformStamped, transform: Transform) -> TransformStamped:
@@ -118,9 +136,14 @@ class DescriptionPublisher(Node):
                 self.get_logger().warning(text)
             urdf = self.get_parameter("robot_description").value
             if not urdf or not str(urdf).strip():
-                raise DescriptionError("the robot_description parameter is empty: give the URDF, "
-                                       "e.g. -p robot_description:=\"$(xacro cozmo.urdf.xacro)\"")
-            self.model = UrdfModel.from_xml(urdf)
+                raise DescriptionError("the robot_description parameter is empty: "
+                                       + where_to_give_the_description(self.get_fully_qualified_name()))
+            try:
+                self.model = UrdfModel.from_xml(urdf)
+            except DescriptionError as exc:
+                raise DescriptionError(
+                    f"the robot_description parameter is not a URDF this node can use ({exc}): "
+                    + where_to_give_the_description(self.get_fully_qualified_name())) from exc
         self._prefix = str(self.get_parameter("frame_prefix").value).lstrip("/")
         self._moving: List[Joint] = self.model.moving_joints()
         self._warned_unknown = False

@@ -464,6 +464,39 @@ def test_an_empty_description_is_refused(rclpy_context):
         probe.destroy_node()
 
 
+@pytest.mark.parametrize("given", [(), ("-p", "robot_description:=<robot name='x'><link name='a'/>"
+                                             "<joint name='j' type='fixed'><parent link='a'/>"
+                                             "<child link='b'/></joint></robot>")],
+                         ids=["missing", "bad"])
+def test_a_missing_or_bad_description_says_where_the_parameter_goes(given):
+    """The hint was `-p robot_description:="$(xacro cozmo.urdf.xacro)"`, without saying that
+    it goes after --ros-args, in cozmo_stack in the node's own section, or under which key of
+    a parameter file, nor where cozmo.urdf.xacro is; a bad description got no hint at all."""
+    import subprocess
+
+    from cozmo_driver.description import xacro_path
+    from processes import project_executable
+
+    exe = project_executable("cozmo_description_publisher")
+    result = subprocess.run([str(exe), "--ros-args", "-r", "__ns:=/r1", *given],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result.stderr
+    said = [line for line in result.stderr.splitlines() if line.startswith("cozmo_description_publisher: ")]
+    assert len(said) == 1, result.stderr
+    text = said[0]
+    if given:
+        assert "the robot_description parameter is not a URDF this node can use (joint j refers to " \
+               "unknown link 'b')" in text, text
+    else:
+        assert "the robot_description parameter is empty" in text, text
+    assert ("on the command line after --ros-args (cozmo_description_publisher --ros-args -p "
+            f'robot_description:="$(xacro {xacro_path()})"') in text, text
+    assert "in cozmo_stack in the node's own section: cozmo_stack --node description_publisher --ros-args " \
+           "-p robot_description:=..." in text, text
+    assert "in a --params-file, in the node's section (/r1/description_publisher: {ros__parameters: " \
+           "{robot_description: '<robot ...>'}})" in text, text
+
+
 def test_a_parameter_of_the_wrong_type_is_one_line_and_status_2():
     """-p frame_prefix:=7 (an integer): rclpy's InvalidParameterTypeException was a traceback
     and status 1; now one line naming the parameter, and 2, as the other nodes say it."""
