@@ -98,6 +98,7 @@ __all__ = [
     "check_driver_frames",
     "default_config_path",
     "rviz_config_path",
+    "rviz_fixed_frame",
     "node_parameters_in_file",
     "unreached_config_sections",
     "config_sections_of_other_namespaces",
@@ -890,8 +891,19 @@ def _rviz_entry(args: BringupArgs) -> ProcessEntry:
     return ProcessEntry(
         name="rviz", package="rviz2", executable="rviz2", enabled=args.rviz, condition="rviz",
         node_name="rviz2", namespace=args.namespace,
-        arguments=("-d", str(config), "-f", f"{args.frame_prefix}odom"),
+        arguments=("-d", str(config), "-f", rviz_fixed_frame(args)),
         remappings=remappings)
+
+
+def rviz_fixed_frame(args: BringupArgs) -> str:
+    """RViz's fixed frame: the driver's ``odom_frame`` as the config file gives it, with the
+    plan's frame prefix (the frame the driver's odometry is in; the RViz configuration's own
+    ``odom`` is only the default's)."""
+    from .driver.parameters import PARAMETERS_BY_NAME, full_frame_id
+    odom = driver_file_value(args, "odom_frame", PARAMETERS_BY_NAME["odom_frame"].default)
+    if not isinstance(odom, str) or not odom.strip("/"):
+        odom = PARAMETERS_BY_NAME["odom_frame"].default  # the driver refuses it, saying why
+    return full_frame_id(args.frame_prefix, odom)
 
 
 def make_plan(args: BringupArgs,

@@ -755,6 +755,26 @@ def test_rviz_shows_the_namespaced_robot():
     assert make(rviz="true")["rviz"].remappings == ()
 
 
+@pytest.mark.parametrize("namespace, frame_prefix, key, fixed", [
+    ("", "auto", "cozmo_driver", "world"),
+    ("robot1", "auto", "/robot1/cozmo_driver", "robot1/world"),
+    ("robot1", "auto", "cozmo_driver", "robot1/world"),   # the section copied under the namespace
+    ("robot1", "r1_", "cozmo_driver", "r1_world"),
+])
+def test_rvizs_fixed_frame_is_the_drivers_odom_frame(tmp_path, namespace, frame_prefix, key, fixed):
+    """RViz was started with the fixed frame {prefix}odom whatever the driver's odom_frame:
+    with odom_frame: world in the config file the driver's odom -> base_footprint was
+    world -> base_footprint, no frame odom existed, and RViz showed nothing."""
+    config = _driver_config(tmp_path, key, odom_frame="world")
+    rviz = make(rviz="true", namespace=namespace, frame_prefix=frame_prefix, config=config)["rviz"]
+    assert rviz.arguments[2:] == ("-f", fixed)
+    # the launch file and cozmo_bringup start RViz from this entry
+    commands = dict((entry.name, command) for entry, command in bringup.Bringup(
+        [rviz], locate=lambda package, executable: Path("/bin") / executable).resolve())
+    command = commands["rviz"]
+    assert command[command.index("-f") + 1] == fixed, command
+
+
 # ------------------------------------------------------------------ command lines
 
 
