@@ -398,7 +398,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             print(f"{PROG}: warning: {warning}", file=sys.stderr, flush=True)
         for note in plan.config_sections_of_other_namespaces(args):
             print(f"{PROG}: {note}", file=sys.stderr, flush=True)
-        entries = plan.make_plan(args)
+        entries = plan.make_plan(
+            args, warn=lambda text: print(f"{PROG}: warning: {text}", file=sys.stderr, flush=True))
         bringup = Bringup(entries, stop_timeout=options.stop_timeout)
         if options.dry_run:
             for entry, command in bringup.resolve():

@@ -42,7 +42,8 @@ Both front-ends refuse an argument name that is not one of :data:`ARGUMENTS`
 outside an argument's ``choices``, a driver ``base_frame`` to which the robot
 description gives a parent (two parents in tf) and a driver ``odom_frame`` that is a frame
 of the description (a loop in tf, or a robot model no odometry moves)
-(:func:`check_driver_frames`); they warn of
+(:func:`check_driver_frames`); they warn of a driver ``base_frame`` the description has not
+(its frames unconnected to odom, :func:`check_driver_frames` too), of
 each section of the config file that reaches no node (:func:`unreached_config_sections`),
 and note those of another namespace (:func:`config_sections_of_other_namespaces`); and they start every process with
 :func:`child_environment`, which makes the project's executables end when the
@@ -907,17 +908,21 @@ def rviz_fixed_frame(args: BringupArgs) -> str:
 
 
 def make_plan(args: BringupArgs,
-              description: Optional[Callable[[str], str]] = None) -> List[ProcessEntry]:
+              description: Optional[Callable[[str], str]] = None,
+              warn: Optional[Callable[[str], None]] = None) -> List[ProcessEntry]:
     """Every entry of the bring-up, in start order, with its condition evaluated.
 
     ``description(prefix)`` makes the robot description (default: xacro on
-    cozmo_description with that link prefix)."""
+    cozmo_description with that link prefix). ``warn(text)`` gets each warning of
+    :func:`check_driver_frames` (a front-end prints it)."""
     make_description = description or (lambda prefix: robot_description(prefix=prefix))
     try:
         urdf = make_description(args.frame_prefix)
     except DescriptionError as exc:
         raise PlanError(str(exc)) from exc
-    check_driver_frames(args, urdf)
+    for warning in check_driver_frames(args, urdf):
+        if warn is not None:
+            warn(warning)
     nodes = [_driver_entry(args), _description_entries(args, urdf), _face_entry(args),
              _behavior_entry(args)]
     return [_sim_entry(args), _stack_entry(args, nodes),
@@ -925,22 +930,24 @@ def make_plan(args: BringupArgs,
             _rviz_entry(args)]
 
 
-def check_driver_frames(args: BringupArgs, urdf: str) -> None:
+def check_driver_frames(args: BringupArgs, urdf: str) -> List[str]:
     """Refuse driver frames (as the config file gives them, with the plan's frame prefix)
     that make a broken tf tree with the robot description ``urdf``: a ``base_frame`` the
     description gives a parent (the driver's odom -> base_frame on /tf and the description's
     parent -> base_frame would give it two parents), and an ``odom_frame`` that is a frame
     of the description (a loop when base_frame is above it; otherwise no odometry moves the
     description's frames, and a localization's map -> odom_frame would give one with a
-    parent a second). A PlanError names the frames and what to give instead. Nothing to
-    check when the driver publishes no tf (``publish_tf: false``)."""
+    parent a second). A PlanError names the frames and what to give instead. Returns the
+    warnings: a ``base_frame`` the description has not (its frames then hang in tf
+    unconnected to odom_frame). Nothing to check when the driver publishes no tf
+    (``publish_tf: false``)."""
     from .driver.parameters import PARAMETERS_BY_NAME, full_frame_id
     if driver_file_value(args, "publish_tf", PARAMETERS_BY_NAME["publish_tf"].default) is not True:
-        return
+        return []
     base = driver_file_value(args, "base_frame", PARAMETERS_BY_NAME["base_frame"].default)
     odom = driver_file_value(args, "odom_frame", PARAMETERS_BY_NAME["odom_frame"].default)
     if not isinstance(base, str) or not isinstance(odom, str):
-        return  # the driver refuses it, saying why
+        return []  # the driver refuses it, saying why
     try:
         parents = parent_links(urdf)
     except DescriptionError as exc:
@@ -968,8 +975,11 @@ def check_driver_frames(args: BringupArgs, urdf: str) -> None:
             f"/tf and the description's {parents[frame]} -> {frame} would give {frame} two parents in tf; "
             f"give the driver base_frame: {given} (the description's root, which the driver's "
             "odometry moves), or publish_tf: false")
-    if odom_frame == frame or odom_frame not in set(parents) | set(parents.values()):
-        return  # (the same frame twice the driver refuses, naming both)
+    frames = set(parents) | set(parents.values())
+    if odom_frame == frame:
+        return []  # the driver refuses it, naming both
+    if odom_frame not in frames:
+        return _unconnected_base_frame(args, shown("base_frame", base, frame), frame, odom_frame, parents)
     chain = up_from(odom_frame)
     if frame in chain:
         what = (f"the driver's {odom_frame} -> {frame} on /tf and the description's "
@@ -985,6 +995,24 @@ def check_driver_frames(args: BringupArgs, urdf: str) -> None:
         f"robot description ({where}): {what}; give the driver odom_frame: "
         f"{PARAMETERS_BY_NAME['odom_frame'].default} (a frame the description has not: the fixed frame "
         "the robot moves in), or publish_tf: false")
+
+
+def _unconnected_base_frame(args: BringupArgs, shown: str, frame: str, odom_frame: str,
+                            parents: Mapping[str, str]) -> List[str]:
+    """The warning of a driver ``base_frame`` the description has not (a description without
+    joints, whose frames cannot be told, gets none)."""
+    roots = sorted(set(parents.values()) - set(parents))
+    if frame in set(parents.values()) or not roots:
+        return []  # the root (a frame with a parent is refused before)
+    prefix = args.frame_prefix
+    given = [root[len(prefix):] if prefix and root.startswith(prefix) else root for root in roots]
+    return [
+        f"config:={args.config}: the driver's {shown} is not a frame of the robot description "
+        f"(its root: {', '.join(roots)}): the driver's {odom_frame} -> {frame} on /tf leaves the "
+        f"description's frames unconnected to {odom_frame} (RViz shows no robot model in "
+        f"{odom_frame}, and tf has no {odom_frame} -> {roots[0]}); give the driver base_frame: "
+        f"{given[0]} (the description's root, which the driver's odometry moves), or join them "
+        f"with a transform of yours ({frame} -> {roots[0]}, e.g. a static_transform_publisher)"]
 
 
 def _stack_entry(args: BringupArgs, nodes: Sequence[ProcessEntry]) -> ProcessEntry:

@@ -517,7 +517,7 @@ class _Demo:
             values["robot_ip"] = args.robot_ip.strip()
         try:
             bringup_args = plan.resolve_arguments(values)
-            entries = plan.make_plan(bringup_args)
+            entries = plan.make_plan(bringup_args, warn=lambda text: self.say(f"{PROG}: warning: {text}"))
             if truth is None:
                 address = driver_robot_address(bringup_args)
             # the driver's cmd_vel type (a Twist would not reach a driver that takes

@@ -237,7 +237,7 @@ def launch_setup(context, *args, **kwargs):
         get_logger("launch.user").warning(warning)
     for note in plan.config_sections_of_other_namespaces(args):
         get_logger("launch.user").info(note)
-    for entry in plan.make_plan(args):
+    for entry in plan.make_plan(args, warn=get_logger("launch.user").warning):
         if not entry.enabled:
             continue
         chosen = entry

@@ -421,13 +421,15 @@ def launch_a_file(monkeypatch):
     need_module("ros2launch")
     load_launch_file()
     from ros2launch.api import launch_a_launch_file
+    make_plan = plan.make_plan
 
     def run(path, *arguments) -> LaunchRun:
         seen = []
         messages: List[str] = []
 
-        def no_processes(args, description=None):
+        def no_processes(args, description=None, warn=None):
             seen.append(args)
+            make_plan(args, description, warn)  # its checks and warnings, nothing started
             return []
 
         class Collect(logging.Handler):
@@ -496,6 +498,16 @@ def test_ros2_launch_warns_of_a_config_section_that_reaches_no_node(launch_a_fil
     assert run.code == 0, run.output
     (warning,) = plan.unreached_config_sections(run.args)
     assert warning in run.output and "did you mean '/cozmo_driver'?" in warning
+
+
+def test_ros2_launch_warns_of_a_base_frame_the_description_has_not(launch_a_file, tmp_path):
+    config = tmp_path / "mine.yaml"
+    config.write_text("cozmo_driver:\n  ros__parameters:\n    base_frame: my_base\n")
+    run = launch_a_file(LAUNCH_FILE, f"config:={config}", "namespace:=robot1")
+    assert run.code == 0, run.output
+    assert (f"config:={config}: the driver's base_frame 'my_base' (tf frame 'robot1/my_base', frame_prefix "
+            "'robot1/') is not a frame of the robot description (its root: robot1/base_footprint)") \
+        in run.output, run.output
 
 
 def test_ros2_launch_keeps_its_own_launch_prefix(launch_a_file):

@@ -706,6 +706,49 @@ def test_driver_frames_that_make_no_loop_nor_second_parent_are_taken(tmp_path, v
     assert entries["driver"].enabled
 
 
+@pytest.mark.parametrize("namespace, frame_prefix, key, prefix", [
+    ("", "auto", "cozmo_driver", ""),
+    ("robot1", "auto", "/robot1/cozmo_driver", "robot1/"),
+    ("robot1", "r1_", "cozmo_driver", "r1_"),
+])
+def test_a_base_frame_the_description_has_not_is_warned_of(tmp_path, namespace, frame_prefix, key, prefix):
+    """A driver base_frame the description lacks (a typo, another robot's frame name) was taken
+    without a word: the driver's odom -> my_base on /tf and the description's tree from
+    base_footprint were two trees, RViz showed no robot model and tf had no odom ->
+    base_footprint. The plan now warns, naming the frame, the parameter and what to give."""
+    config = _driver_config(tmp_path, key, base_frame="my_base")
+    said = []
+    args = plan.resolve_arguments({"namespace": namespace, "frame_prefix": frame_prefix, "config": config})
+    entries = entries_by_name(plan.make_plan(args, warn=said.append))
+    assert entries["driver"].enabled  # started all the same: a frame of the user's may join them
+    assert len(said) == 1, said
+    text = said[0]
+    assert text.startswith(f"config:={config}: the driver's base_frame 'my_base'"), text
+    assert f"is not a frame of the robot description (its root: {prefix}base_footprint)" in text, text
+    assert f"the driver's {prefix}odom -> {prefix}my_base on /tf leaves the description's frames " \
+           f"unconnected to {prefix}odom" in text, text
+    assert "give the driver base_frame: base_footprint" in text, text
+    assert f"a transform of yours ({prefix}my_base -> {prefix}base_footprint" in text, text
+
+
+@pytest.mark.parametrize("values", [{}, {"base_frame": "base_footprint"},
+                                    {"base_frame": "my_base", "publish_tf": "false"}])
+def test_a_base_frame_of_the_description_or_no_tf_is_not_warned_of(tmp_path, values):
+    said = []
+    config = _driver_config(tmp_path, **values) if values else str(default_config())
+    plan.make_plan(plan.resolve_arguments({"namespace": "robot1", "config": config}), warn=said.append)
+    assert said == []
+
+
+def test_cozmo_bringup_warns_of_a_base_frame_the_description_has_not(tmp_path, capsys):
+    config = _driver_config(tmp_path, base_frame="my_base")
+    assert bringup.main([f"config:={config}", "use_sim:=true", "--dry-run"]) == 0
+    out, err = capsys.readouterr()
+    assert f"cozmo_bringup: warning: config:={config}: the driver's base_frame 'my_base' is not a frame " \
+           "of the robot description" in err, err
+    assert "# driver" in out
+
+
 def test_cozmo_bringup_refuses_base_frame_base_link_before_anything_starts(tmp_path, capsys):
     config = _driver_config(tmp_path, base_frame="base_link")
     assert bringup.main([f"config:={config}", "use_sim:=true", "--dry-run"]) == 2

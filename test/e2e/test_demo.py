@@ -385,7 +385,7 @@ def run_up_to_the_demonstration(tmp_path, monkeypatch, argv):
             raise demo_node.DemoAbort("stopped by the test", 2)
 
     monkeypatch.setattr(bringup, "Bringup", NoProcesses)
-    monkeypatch.setattr(plan, "make_plan", lambda args: [])     # no xacro needed
+    monkeypatch.setattr(plan, "make_plan", lambda args, **kwargs: [])     # no xacro needed
     monkeypatch.setattr(demo_node, "Demonstration", StopsAtOnce)
     run = demo._Demo(demo.parse_arguments(list(argv) + ["--artifacts", str(tmp_path)]))
     said = []
