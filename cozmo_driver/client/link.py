@@ -14,7 +14,8 @@ tests) drives it. On top of the session it
 * holds a head or lift command while the robot calibrates that motor, as it does at
   each connection, and sends it when the calibration is done
   (:mod:`cozmo_driver.client.calibration`);
-* collects the robot's facts (firmware, serials, body colour) in :class:`RobotInfo`;
+* collects the robot's facts (firmware, serials, body colour) in :class:`RobotInfo`, afresh
+  at each connection attempt (nothing of an earlier robot's is kept);
 * reconnects after a loss with exponential back-off, re-initialising the robot;
 * gives up a connection that does not become ready within ``ready_timeout``, and a ready
   one whose RobotState stream stopped for ``state_timeout`` (perhaps before the session's
@@ -408,6 +409,9 @@ class RobotLink:
         self._synced = self._sync_acked = False
         self._playback_enabled = self._playback_wanted = False
         self.robot_state = None
+        # another robot may answer (or this one with new firmware): none of the last one's facts
+        # is kept (a new object: the last RobotReady's stays as it was)
+        self.info = RobotInfo()
         self._take(None)  # SyncTime starts the robot's clock again
         self._sync_at = None
         self.calibration.reset()

@@ -445,6 +445,10 @@ class DriverStreams(DriverOutput):
             pub.publish(msg)
 
     def on_link(self, sample: LinkSample) -> None:
+        if sample.state is LinkState.CONNECTING:
+            # a (re)connection may find another robot: /diagnostics' hardware_id says the
+            # address again until its facts come (on_robot_info)
+            self.node._robot_info = None
         if sample.state is not LinkState.READY or not self.node._core.active:
             # camera_with_state: no robot state comes to publish an image waiting for one; the
             # first after activation or reconnection would have carried it, its stamp old

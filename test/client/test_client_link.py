@@ -426,6 +426,28 @@ def test_a_reconnect_starts_the_robot_time_again():
     assert client.stale_states == 0
 
 
+def test_a_reconnect_keeps_none_of_the_last_robots_facts():
+    """Another robot answers the reconnect (or this one with new firmware): one that sends no
+    HardwareInfo and no firmware version. Its RobotReady, and the link's info from the
+    reconnect's start, hold its facts alone, and the first connection's RobotReady keeps its own."""
+    client, robot, link, events = ready_pair()
+    robot.silent = True
+    assert link.run_while(lambda: client.state is LinkState.READY, 3.0)
+    assert client.info.head_serial == 0x1234                # the lost robot's, while lost
+    robot.firmware = {"build": "DEVELOPMENT"}
+    robot.greet = lambda: robot.session.send(msgs.FirmwareSignature(signature=json.dumps(robot.firmware)))
+    robot.silent = False
+    assert link.run_while(lambda: client.state is LinkState.LOST, 5.0)
+    assert client.state is LinkState.CONNECTING
+    assert (client.info.firmware_version, client.info.head_serial, client.info.body_serial) == (None, None, None)
+    assert link.run_while(lambda: client.state is not LinkState.READY, 10.0)
+    first, second = [e.info for e in events if isinstance(e, RobotReady)]
+    assert (second.firmware_version, second.firmware_build, second.head_serial, second.body_serial) == (
+        None, "DEVELOPMENT", None, 0xBEEF)
+    assert client.info is second
+    assert (first.firmware_version, first.firmware_build, first.head_serial) == (2381, "RELEASE", 0x1234)
+
+
 def test_a_state_ahead_of_the_robots_clock_is_dropped_and_does_not_take_over():
     client, robot, link, events = ready_pair()
     link.run_until(link.now + 1.0)

@@ -283,3 +283,22 @@ def test_camera_info_goes_with_the_images_of_a_frame_not_with_one_that_does_not_
         images = [1, 3] if len(subscribed) > 1 else []
         assert stamps == {"compressed": images if "compressed" in subscribed else [],
                           "image": images, "camera_info": images or [1, 2, 3]}, subscribed
+
+
+def test_a_reconnection_forgets_the_robots_facts_until_the_next_robots_come(streams):
+    """/diagnostics' hardware_id is the robot's head serial from its facts (robot_info): a
+    reconnection, which may find another robot, forgets them, so that the address is said
+    until the robot that answers gives its own."""
+    from cozmo_driver.client import LinkState, RobotInfo
+    from cozmo_driver.core.samples import LinkSample
+    s, node = streams
+    node._core.active = True
+    s.on_robot_info(RobotInfo(firmware_version=2381, head_serial=0x45A1C0DE))
+    assert node._robot_info.head_serial == 0x45A1C0DE
+    s.on_link(LinkSample(LinkState.LOST))
+    assert node._robot_info is not None                     # the lost robot's, while lost
+    s.on_link(LinkSample(LinkState.CONNECTING))
+    assert node._robot_info is None
+    s.on_robot_info(RobotInfo(firmware_version=2381, head_serial=0x1234))
+    s.on_link(LinkSample(LinkState.READY))
+    assert node._robot_info.head_serial == 0x1234
