@@ -12,7 +12,9 @@ On the wire it behaves like the robot (see shared/protocol/PROTOCOL_NOTES.md a, 
 d, j): it answers RESET with Connect, greets with HardwareInfo and
 FirmwareSignature, sends BodyInfo after Enable, streams RobotState (about 33 Hz)
 and ObjectAvailable only after SyncTime, echoes pings, drops a client after 5 s
-of silence and accepts a new one after that. While a link lives it drops a RESET,
+of silence and accepts a new one after that, and ends the link with Disconnect when
+a reliable message finds its queue of those the client has not acknowledged full
+(``RobotConfig.send_queue``, 32 as in Anki's firmware). While a link lives it drops a RESET,
 as Anki's firmware does (``RobotConfig.link_policy``; :attr:`holds_link` tells the
 UDP adapter to ignore other addresses meanwhile). With EnableCamera(Stream) it sends
 about 15 camera frames a second rendered by the world from the true pose, head
@@ -112,6 +114,11 @@ class RobotConfig:
     #: one counts only packets it takes). "latest_reset": the sender of any RESET gets a new
     #: link at once (a simulator's shortcut; no robot does that)
     link_policy: str = "firmware"
+    #: reliable messages the robot holds for the client's acknowledgement (sent or waiting):
+    #: one more to send while that many wait ends the link with Disconnect, as Anki's
+    #: firmware does (its queue of 32, ReliableConnection_PENDING_MESSAGE_QUEUE_LENGTH: a
+    #: message it cannot queue drops the connection); 0: no bound (they wait)
+    send_queue: int = 32
     camera_period: float = 1.0 / 15.0
     #: None: follow EnableColorImages (grey until asked); True/False: force colour/grey
     camera_color: Optional[bool] = None
@@ -143,6 +150,8 @@ class RobotConfig:
         if self.link_policy not in LINK_POLICIES:
             raise ValueError(f"link_policy must be one of {', '.join(LINK_POLICIES)}, not {self.link_policy!r}")
         self.camera_light = room_light(self.camera_light)
+        if isinstance(self.send_queue, bool) or not isinstance(self.send_queue, int) or self.send_queue < 0:
+            raise ValueError(f"send_queue must be a whole number >= 0 (0: no bound), got {self.send_queue!r}")
         if self.camera_pad_multiple < 1:
             raise ValueError("camera_pad_multiple must be at least 1")
         if self.color_image_encoding not in (8, 9):
@@ -173,6 +182,8 @@ class SimStats:
     reboots: int = 0
     receive_errors: int = 0
     unsendable: int = 0
+    #: links the robot ended because a reliable message found its queue full (send_queue)
+    queue_full_closes: int = 0
     sent: Counter = field(default_factory=Counter)
 
 
@@ -312,17 +323,28 @@ class SimulatedRobot:
             self._events.append(event)
         model.advance(now)
         self._camera(now)
-        self._flush()
+        if self._flush():
+            self._process(now)  # the link's end (model.on_disconnected)
 
-    def _flush(self) -> None:
+    def _flush(self) -> bool:
+        """Send what the model has for the client; True if that ended the link (a full queue)."""
         out = self.model.pop_outgoing()
         if not out:
-            return
+            return False
         session = self.session
         if not session.is_connected:
-            return
+            return False
         sent = self.stats.sent
+        limit = self.config.send_queue
         for message in out:
+            if limit and not message.OOB and session.send_queue_length >= limit:
+                # as Anki's firmware: a reliable message that finds its queue full ends the
+                # link (the client stopped acknowledging); what was left is not sent
+                self.stats.queue_full_closes += 1
+                logger.warning("[%s] %d reliable messages unacknowledged by the client, the most "
+                               "the robot holds: it ends the link (Disconnect)", self.name, limit)
+                robot_closes_link(session)
+                return True
             try:
                 session.send(message)
             except LocalProtocolError as exc:  # queue full or link just closed: counted

@@ -146,6 +146,55 @@ def test_acknowledgements_are_cumulative_a_packet_acked_ahead_is_never_sent_agai
     assert robot.session.stats.ack_regressions == 0 and robot.session.stats.seq_resyncs == 0
     assert robot.is_connected
 
+def test_a_client_that_stops_acknowledging_is_dropped_when_the_robots_queue_fills():
+    """Anki's firmware holds 32 reliable messages for the client's acknowledgement; one more
+    that it cannot queue makes it end the link with Disconnect. A client that still pings
+    but acknowledges nothing loses the link at the 33rd, not after a stall of seconds; one
+    that acknowledges keeps it however many the robot sends."""
+    def drive(acks):
+        robot = SimulatedRobot()
+        clock = [0.0]
+        packets: dict = {}   # the robot's reliable packets on the wire, by number: (type, id)
+        last = [OOB_SEQ]
+
+        def run(duration):
+            end = clock[0] + duration
+            while clock[0] < end:
+                clock[0] = round(clock[0] + 0.01, 6)
+                timer = robot.get_timer()
+                if timer is not None and timer <= clock[0]:
+                    robot.handle_timer(clock[0])
+                for datagram in robot.datagrams_to_send(clock[0]):
+                    frame = decode_frame(datagram)
+                    if frame.first_seq != OOB_SEQ:
+                        last[0] = frame.seq
+                        reliable = [p for p in frame.packets if not p.oob]
+                        packets.update((frame.first_seq + i, (p.packet_type, p.ident))
+                                       for i, p in enumerate(reliable))
+                ack = last[0] if acks else OOB_SEQ   # a keep-alive either way
+                robot.receive_datagram(encode_frame(FrameType.ENGINE, OOB_SEQ, OOB_SEQ, ack), clock[0])
+
+        robot.receive_datagram(bytes.fromhex("434f5a0352450101" "0100" "0100" "0000"), 0.0)   # RESET
+        run(0.1)
+        for _ in range(40):
+            robot.poke(clock[0])
+            run(0.02)
+        return robot, packets
+
+    robot, packets = drive(acks=False)
+    assert not robot.is_connected and robot.stats.queue_full_closes == 1
+    assert robot.stats.clients_lost == 1
+    # Connect, HardwareInfo, FirmwareSignature and 29 RobotPoked, then the Disconnect
+    kinds = [packets[seq][0] for seq in sorted(packets)]
+    assert kinds == [PacketType.CONNECT] + [PacketType.COMMAND] * 31 + [PacketType.DISCONNECT]
+    robot, packets = drive(acks=True)
+    assert robot.is_connected and robot.stats.queue_full_closes == 0
+    assert robot.stats.sent["RobotPoked"] == 40
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="send_queue"):
+            RobotConfig(send_queue=bad)
+
+
 # --------------------------------------------------------------------------------- commands
 
 def test_drive_and_head_change_the_true_pose_and_the_reports():
