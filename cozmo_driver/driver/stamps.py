@@ -32,6 +32,12 @@ _HALF = 1 << 31
 #: a frame's mapped capture time may fall this far after its arrival (it came with less
 #: delay than every state in the window) and is then stamped with its arrival
 _FRAME_AHEAD_NS = 20_000_000
+#: a frame_timestamp of 0 is a capture time only while the latest state is this close to
+#: robot time 0 (ms): a frame captured at SyncTime is complete, at 15 fps, after about 70 ms
+#: of readout and a frame period of chunks (about 140 ms of the robot's clock); later, a 0
+#: is no time at all (a firmware that leaves it out sends 0) and the frame is stamped with
+#: its arrival
+_ZERO_FRAME_MS = 200
 
 
 class RobotClock:
@@ -100,10 +106,16 @@ class RobotClock:
     def frame_stamp(self, arrival_ns: int, frame_ms: int) -> int:
         """The stamp (ns, host clock) of a camera frame captured at ``frame_ms`` that was
         complete at ``arrival_ns``: its capture time, or its arrival when that cannot be
-        told (counted in :attr:`frames_from_arrival`): no state yet, or a capture time
-        more than ``frame_age_s`` before the arrival or more than 20 ms after it."""
+        told (counted in :attr:`frames_from_arrival`): no state yet, a capture time
+        more than ``frame_age_s`` before the arrival or more than 20 ms after it, or a
+        ``frame_ms`` of 0 (no time given) unless the robot's clock is just past 0
+        (``_ZERO_FRAME_MS``: a frame captured at SyncTime)."""
         if self._window:
-            stamp = self._full_ms(int(frame_ms)) * _NS_PER_MS + self._window[0][1]
+            full_ms = self._full_ms(int(frame_ms))
+            if frame_ms == 0 and abs(self._last_full - full_ms) > _ZERO_FRAME_MS:
+                self.frames_from_arrival += 1
+                return arrival_ns
+            stamp = full_ms * _NS_PER_MS + self._window[0][1]
             if arrival_ns - self.frame_age_ns <= stamp <= arrival_ns + _FRAME_AHEAD_NS:
                 return min(stamp, arrival_ns)  # (a frame that came faster than any state)
         self.frames_from_arrival += 1

@@ -58,6 +58,28 @@ def test_a_host_clock_stepped_back_is_followed_at_once():
     assert [b - a for a, b in zip(after, after[1:])] == [30 * MS] * (len(after) - 1)
 
 
+def test_a_frame_timestamp_of_0_is_no_time_once_the_robots_clock_is_past_it():
+    """A firmware said to send frame_timestamp 0 (no capture time): a frame that came 600 ms
+    into the connection was stamped as captured at robot time 0, 600 ms early (within 1 s of
+    its arrival, so it fit). A 0 is a capture time only while the robot's clock is just past
+    0 (a frame captured at SyncTime, as the simulator sends one); later the frame gets its
+    arrival, counted."""
+    clock = RobotClock()
+    feed(clock, [0, 30], [4, 4])
+    assert clock.frame_stamp(HOST0 + 40 * MS, 0) == HOST0 + 4 * MS      # captured at SyncTime
+    feed(clock, range(60, 630, 30), [4] * 19)
+    assert clock.frames_from_arrival == 0
+    assert clock.frame_stamp(HOST0 + 610 * MS, 0) == HOST0 + 610 * MS   # no time: its arrival
+    assert clock.frame_stamp(HOST0 + 610 * MS, 540) == HOST0 + 544 * MS  # a time: its capture
+    assert clock.frames_from_arrival == 1
+    # robot time 0 again at the clock's 32-bit wrap (49 days on): a capture time
+    clock.reset()
+    top = 1 << 32
+    feed(clock, [top - 60, top - 30], [4, 4])
+    assert clock.frame_stamp(HOST0 + (top + 10) * MS, 0) == HOST0 + (top + 4) * MS
+    assert clock.frames_from_arrival == 1
+
+
 def test_the_robots_clock_wraps_after_49_days():
     clock = RobotClock()
     top = (1 << 32) - 90
