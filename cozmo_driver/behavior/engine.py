@@ -30,7 +30,8 @@ Rules, in the order :meth:`tick` applies them:
    is stopped at once (INTERRUPTED; its commands cancelled, which stops the
    motors it moved) and nothing starts, reactions included, until the pause is over.
    Disabled, the pause is kept but not said nor shown in the status; an enable during it
-   says it, and one after it says no 'pause over'.
+   says it, and one after it says no 'pause over'. Held (rule 1), its end is said as it
+   runs out ('pause over, but <the hold>'), not when the hold ends.
 3. Triggers that arrived since the last tick start their reaction's behavior
    when the reaction is not cooling down, its ``when`` conditions hold, the
    behavior can start, and what runs has a lower priority (it is then stopped,
@@ -473,6 +474,10 @@ class Engine:
             self._pending.clear()
             if run is not None:
                 self._end(Outcome.INTERRUPTED, held, now)
+            if self._pause_reason and not self.paused(now):  # said as it runs out, not when the hold ends
+                self._pause_reason = ""
+                self._changed = True
+                self._log("info", f"pause over, but {held}: nothing runs until that ends")
             return
         if self.paused(now):
             self._pending.clear()

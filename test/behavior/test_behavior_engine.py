@@ -413,6 +413,41 @@ def test_a_disabled_engine_neither_pauses_for_a_user_command_nor_says_a_stale_pa
     assert engine.status(116.0).paused and engine.status(116.0).pause_remaining == 0.0
 
 
+HOLDS = {"the driver inactive": (lambda e, t: e.on_driver_active(False, t),
+                                 lambda e, t: e.on_driver_active(True, t), "the driver is inactive (lifecycle)"),
+         "the robot lost": (lambda e, t: e.on_connected(False, t),
+                            lambda e, t: e.on_connected(True, t), "the robot is not connected"),
+         "the emergency stop": (lambda e, t: e.on_emergency_stop(True, t),
+                                lambda e, t: (e.on_emergency_stop(False, t), e.set_enabled(True, t)),
+                                "the emergency stop is engaged")}
+
+
+@pytest.mark.parametrize("hold", sorted(HOLDS))
+def test_a_pause_that_runs_out_while_the_engine_is_held_is_said_then(hold):
+    """A user's pause that ran out while the engine was held (the driver inactive, the robot
+    lost, the emergency stop) logged 'pause over: the engine goes on' when the hold ended, a
+    minute late, as if the pause had lasted until then. It is said as it runs out, with what
+    still holds the engine, and not again once the hold ends."""
+    start, end, reason = HOLDS[hold]
+    engine, robot, log = make_engine(user_pause=10.0)
+    engine.on_user_command("cmd_vel", 1.0)
+    start(engine, 2.0)
+    run(engine, 2.0, 10.9)
+    assert not [text for _, text in log if text.startswith("pause over")], log
+    run(engine, 11.0, 11.1)                  # the pause ran out at 11 s
+    said = f"pause over, but {reason}: nothing runs until that ends"
+    assert [text for _, text in log if text.startswith("pause over")] == [said], log
+    status = engine.status(11.1)
+    assert status.paused and status.pause_reason == reason and status.pause_remaining == 0.0, status
+    count = len(log)
+    run(engine, 11.2, 60.0)
+    end(engine, 60.0)
+    engine.on_trigger("poked", 60.0)
+    run(engine, 60.0, 60.5)
+    assert engine.running == "greet"
+    assert not [text for _, text in log[count:] if "pause" in text], log[count:]
+
+
 def test_the_robots_connection_and_its_loss_are_said_once_each():
     """The engine held still while the robot was not connected and said nothing of it (the
     emergency stop and an inactive driver are said): a node started before its robot
