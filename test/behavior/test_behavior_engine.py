@@ -1145,6 +1145,33 @@ def test_sleep_on_the_charger_and_wake_up():
     assert robot.face == "neutral" and robot.backpack is None   # put back by the engine
 
 
+@pytest.mark.parametrize("phase", ["yawn", "head down"])
+def test_taken_off_the_charger_while_falling_asleep_it_wakes_at_once(phase):
+    """Taken off the charger during the yawn (or while the head and lift went down), the
+    robot slept on until the yawn, then the head and lift, were done, closed its eyes and
+    lit its backpack blue, and only then woke. It now wakes at the next tick: the behavior
+    ends, the clip (or the head and lift) cancelled, the eyes never closed."""
+    engine, robot, log = default_engine(auto=False)
+    engine.on_state(on_charger=True)
+    engine.on_trigger("on_charger", 0.0)
+    engine.tick(0.0)
+    assert engine.running == "sleep_on_charger"
+    assert robot.names() == ["face", "play_animation"], robot.calls
+    if phase == "head down":
+        robot.finish()
+        run(engine, 0.1, 0.5)
+        assert robot.names()[2:] == ["set_head_angle", "set_lift_height"], robot.calls
+    waiting = robot.active()
+    assert waiting and engine.running == "sleep_on_charger"
+    engine.on_trigger("off_charger", 1.0)
+    run(engine, 1.0, 1.1)
+    assert engine.running is None
+    assert engine.last_behavior == "sleep_on_charger" and engine.last_outcome == "succeeded"
+    assert all(handle in robot.cancelled for handle in waiting), robot.handles
+    assert ("face", "closed") not in robot.calls and robot.backpack == "unset", robot.calls
+    assert robot.face == "neutral"
+
+
 def test_drive_off_the_charger_needs_a_battery():
     engine, robot, log = default_engine(auto=False)
     behavior = engine.behaviors["drive_off_charger"]

@@ -21,8 +21,14 @@ class SleepOnCharger(ScriptBehavior):
     def run(self, ctx):
         p = self.params
         ctx.face("sleepy")
-        yield ctx.animate("sleepy_yawn")
-        yield [ctx.head(-0.4, 1.5), ctx.lift(0.032)]
+        # taken off the charger while it yawns or lowers its head, it wakes at once (its end
+        # cancels what still runs), not once they are done
+        yield _done_or_off_charger(ctx, [ctx.animate("sleepy_yawn")], p["sleep_s"])
+        if not ctx.state.on_charger:
+            return Outcome.SUCCEEDED
+        yield _done_or_off_charger(ctx, [ctx.head(-0.4, 1.5), ctx.lift(0.032)], p["sleep_s"])
+        if not ctx.state.on_charger:
+            return Outcome.SUCCEEDED
         ctx.face("closed")
         ctx.backpack_lights(tuple(p["lights"]), p["breathe_period"], fade=True)
         while ctx.state.on_charger and ctx.elapsed < p["sleep_s"]:
@@ -30,6 +36,12 @@ class SleepOnCharger(ScriptBehavior):
             if ctx.state.on_charger:
                 ctx.sound(p["snore"], 0.5)
         ctx.face("sleepy")
+
+
+def _done_or_off_charger(ctx, handles, timeout):
+    """A wait that ends when the handles are all done, or the robot is off its charger."""
+    return ctx.wait_until(lambda: not ctx.state.on_charger or all(h.done for h in handles), timeout,
+                          "falling asleep")
 
 
 class DriveOffCharger(ScriptBehavior):
