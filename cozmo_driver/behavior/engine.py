@@ -28,7 +28,9 @@ Rules, in the order :meth:`tick` applies them:
    until it ends) and ``user_pause`` after it ended (whatever ``user_pause`` is, 0
    included): the running behavior
    is stopped at once (INTERRUPTED; its commands cancelled, which stops the
-   motors it moved) and nothing starts, reactions included, until the pause is over.
+   motors it moved) and nothing starts, reactions included, until the pause is over;
+   the triggers that came are dropped, but the robot's ``on_charger`` while it is still on
+   its charger (:data:`KEPT_THROUGH_PAUSE`): its reaction (going to sleep) starts at the end.
    Disabled, the pause is kept but not said nor shown in the status; an enable during it
    says it, and one after it says no 'pause over'. Held (rule 1), its end is said as it
    runs out ('pause over, but <the hold>'), not when the hold ends.
@@ -90,6 +92,10 @@ TRIGGER_WAIT_S = 1.5
 #: animation it does not have) would otherwise fail, and be logged, at every idle_between
 FAIL_BACKOFF_S = 5.0
 FAIL_BACKOFF_MAX_S = 300.0
+#: the robot's triggers a user's pause keeps for its end while their state holds: driven onto its
+#: charger, the robot goes to sleep once the pause is over, as when set on it (the charger
+#: activity, which chooses otherwise, may drive it off)
+KEPT_THROUGH_PAUSE = ("on_charger",)
 #: why the engine holds still after the emergency stop's release (until :meth:`Engine.set_enabled`)
 RELEASED = "the emergency stop was released: call behavior/enable true to start behaviors again"
 #: what an enable while the emergency stop is engaged says (log and answer): it does not count
@@ -369,7 +375,7 @@ class Engine:
         if self._enabled and (not was_paused or reason != self._pause_reason):
             self._changed = True
         self._pause_reason = reason
-        self._pending.clear()
+        self._drop_pending_for_pause()
         if self._running is not None:
             self._end(Outcome.INTERRUPTED, f"paused by a user command ({reason})", now)
         if not was_paused and self._enabled:  # disabled: nothing to pause (set_enabled says it)
@@ -480,7 +486,7 @@ class Engine:
                 self._log("info", f"pause over, but {held}: nothing runs until that ends")
             return
         if self.paused(now):
-            self._pending.clear()
+            self._drop_pending_for_pause()
             return
         if self._pause_reason:
             self._pause_reason = ""
@@ -490,6 +496,12 @@ class Engine:
         self._tick_running(now)
         if self._running is None and now >= self._next_choice:
             self._choose(now)
+
+    def _drop_pending_for_pause(self) -> None:
+        """A user's pause drops the triggers that wait, but a robot's :data:`KEPT_THROUGH_PAUSE`
+        whose state still holds: its reaction starts once the pause is over."""
+        self._pending = deque((p for p in self._pending if p[3] and p[0] in KEPT_THROUGH_PAUSE
+                               and self._still_holds(p[0])), maxlen=MAX_PENDING)
 
     def _lights_taken(self) -> bool:
         """Whether the driver takes lights: active, with the robot (under its emergency stop too)."""

@@ -1054,6 +1054,50 @@ def test_a_robot_put_down_on_its_charger_goes_to_sleep_and_stays_on_it(order, se
         assert not any("react_to_put_down" in text for text in since), since
 
 
+@pytest.mark.parametrize("user", ["cmd_vel", "goal"])
+@pytest.mark.parametrize("seed", range(8))
+def test_a_robot_driven_onto_its_charger_goes_to_sleep_after_the_pause(user, seed):
+    """Driven onto its charger by a user (cmd_vel, or a user's goal), the robot's on_charger
+    came during the user's pause, which dropped it: once the pause was over the charger
+    activity chose, and drove the robot off its charger in 5 runs of 10. The trigger now
+    waits for the pause's end while the robot is on its charger, and the robot goes to sleep
+    as when set on it; taken off the charger during the pause, nothing is owed."""
+    from cozmo_driver.behavior import load_config
+
+    engine, robot, log = make_engine(load_config(), auto=True, seed=seed, user_pause=10.0)
+    robot.duration, robot.clock = 0.8, lambda: engine.now
+    engine.on_battery(0.8, 0.0)
+    t = run(engine, 0.0, 5.0)
+    if user == "goal":
+        engine.on_user_goal("action go_to_pose", t)
+    for i in range(20):                      # the user drives for 2 s, onto the charger after 1 s
+        now = round(t + i * TICK, 6)
+        if user == "cmd_vel":
+            engine.on_user_command("cmd_vel", now)
+        if i == 10:
+            engine.on_trigger("on_charger", now)
+        engine.tick(now)
+    t = round(t + 2.0, 6)
+    if user == "goal":
+        engine.on_user_goal("", t)
+    count = len(log)
+    run(engine, t, t + 9.5)                  # the pause ends 10 s after the last command
+    assert engine.running is None and engine.status(t + 9.5).paused
+    run(engine, t + 9.6, t + 30.0)
+    since = [text for _, text in log[count:] if text.startswith("start ")]
+    assert since[:1] == ["start sleep_on_charger (reaction to on_charger)"], since
+    assert not any("drive_off_charger" in text for text in since), since
+    assert engine.running == "sleep_on_charger"
+    # taken off the charger during a pause: its on_charger is dropped
+    engine.on_user_command("cmd_vel", t + 31.0)
+    engine.on_trigger("off_charger", t + 31.0)
+    engine.on_trigger("on_charger", t + 32.0)
+    engine.on_trigger("off_charger", t + 33.0)
+    count = len(log)
+    run(engine, t + 31.0, t + 45.0)
+    assert not [text for _, text in log[count:] if "on_charger" in text], log[count:]
+
+
 def test_a_robot_state_trigger_waits_while_its_state_holds():
     """A trigger that loses to a running behavior waits 1.5 s for it to end; one of the
     robot's that says the robot is somewhere (on_charger, picked_up, cliff_detected, ...)
