@@ -100,6 +100,7 @@ __all__ = [
     "path_to_segments", "plan_go_to_pose", "plan_drive_straight", "segment_message", "path_messages",
     "segments_end_pose", "distance_remaining", "path_duration", "axis_duration", "turn_duration",
     "interruption", "state_sample", "AxisTracker", "TurnTracker", "PathTracker",
+    "FEEDBACK_PERIOD_S", "FeedbackPacer",
 ]
 
 # PathSegment.msg types
@@ -955,6 +956,31 @@ def interruption(flags: int) -> Optional[str]:
     if flags & StatusFlag.IS_PICKED_UP:
         return "the robot was picked up"
     return None
+
+
+#: a running goal's feedback: once in each such period, s (10 times a second)
+FEEDBACK_PERIOD_S = 0.1
+
+
+@dataclass
+class FeedbackPacer:
+    """Which robot states a goal's feedback goes out at: the first at or after each tick of
+    :data:`FEEDBACK_PERIOD_S`, the ticks counted from the first state on (not from the last
+    feedback: with states 30 ms apart that gave every 4th, 8.3 times a second, and with their
+    jitter every 5th now and then), so that states 30 ms apart give it 10 times a second, 90
+    or 120 ms apart. After a gap of more than a period the ticks start again from the state
+    after it (no burst to catch up)."""
+
+    period: float = FEEDBACK_PERIOD_S
+    _due: Optional[float] = None
+
+    def due(self, t: float) -> bool:
+        """Take a state received at ``t`` (s); whether the feedback goes out at it."""
+        due = self._due
+        if due is not None and t < due:
+            return False
+        self._due = t + self.period if due is None or t >= due + self.period else due + self.period
+        return True
 
 
 #: consecutive robot states (about 30 ms apart) used by the trackers' settling rules

@@ -31,7 +31,8 @@ event id). The robot's
 replies - AcknowledgeAction, PathFollowingEvent, and every RobotState's flags
 and pose - reach :meth:`MotionActions._on_handed_over` through a
 :class:`~cozmo_driver.ros.handover.HandOver` (the I/O thread never touches a
-goal); the trackers decide from them, and feedback goes out at up to 10 Hz.
+goal); the trackers decide from them, and feedback goes out 10 times a second
+(:class:`~cozmo_driver.driver.motion.FeedbackPacer`).
 Execute callbacks are coroutines that await one future per goal, so no executor
 thread is ever blocked.
 
@@ -102,7 +103,6 @@ ACTION_NAMES: Dict[str, Tuple[Any, str]] = {
     name: (goal_type.ACTION, goal_type.RESOURCE) for name, goal_type in GOAL_TYPES.items()}
 
 PREEMPTED = "preempted by a new goal"
-_FEEDBACK_PERIOD_S = 0.1
 _TF_MAX_AGE_S = 10.0
 #: how long a goal in a frame tf does not link (yet) waits for its transforms
 TF_WAIT_S = 2.0
@@ -359,8 +359,7 @@ class MotionActions:
                 outcome = run.tracker.on_state(sample)
                 if outcome is not None:
                     self._on_tracker_done(run, outcome, sample)
-                elif run.outcome is None and sample.t - run.last_feedback >= _FEEDBACK_PERIOD_S:
-                    run.last_feedback = sample.t
+                elif run.outcome is None and run.pacer.due(sample.t):
                     self._publish_feedback(run, sample)
         elif kind == _ACK:
             for run in list(self._runs.values()):

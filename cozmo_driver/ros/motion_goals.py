@@ -61,7 +61,7 @@ class Run:
     future: Future = field(default_factory=Future)
     tracker: Any = None
     outcome: Optional[Outcome] = None
-    last_feedback: float = -1e9
+    pacer: mo.FeedbackPacer = field(default_factory=mo.FeedbackPacer)  # when its feedback goes out
     sample: Optional[StateSample] = None     # the latest robot state seen while running
     stop: Optional[Callable[[], None]] = None  # before its start: the preempted goal's, if it moves on
     accepted_at: float = 0.0                 # time.monotonic() when its driver check began

@@ -990,3 +990,12 @@ def test_state_sample_converts_a_robot_state_to_si_units():
     # 0xFF (or -1) is "no path segment"
     for none in (0xFF, -1):
         assert mo.state_sample(msgs.RobotState(curr_path_segment=none), 0.0).path_segment == -1
+
+
+def test_the_feedback_pacer_gives_one_feedback_in_each_period_of_states():
+    """States 30 ms apart: one feedback in each 0.1 s (30 of 100 states), not every 4th (25);
+    after a gap, the ticks start again from the state after it, with no burst."""
+    pacer = mo.FeedbackPacer()
+    assert sum(pacer.due(0.03 * k) for k in range(100)) == 30
+    assert pacer.due(10.0)  # a gap of 7 s: one feedback, then on from there
+    assert [pacer.due(10.0 + 0.03 * k) for k in range(1, 8)] == [False, False, False, True, False, False, True]

@@ -482,6 +482,37 @@ def test_a_head_calibration_the_robot_starts_itself_ends_the_treads_goal(rig):
     assert stays_still(rig), "the treads were stopped"
 
 
+def test_feedback_goes_out_ten_times_a_second_of_robot_states(rig):
+    """Feedback was throttled to 0.1 s from the last one: with the robot's states 30 ms apart
+    that is every 4th state (8.3 a second; 7.5-8 with their jitter), not the documented 10.
+    100 states 30 ms apart (2.97 s), handed to the running goal as the I/O thread hands them
+    over, now give 30 feedbacks (one in each 0.1 s), not 25."""
+    from cozmo_driver.ros.motion_actions import _STATE
+    motion = rig.node._motion
+    handle = rig.send("drive_straight", DriveStraight.Goal(distance=0.3, speed=0.02))
+    assert handle is not None
+    assert rig.spin_until(lambda: "wheels" in motion._runs and motion._runs["wheels"].tracker is not None, 5.0)
+    rig.spin_for(0.3)  # moving: its states are not still
+    sent: List[float] = []
+    publish = motion._publish_feedback
+
+    def counted(run, sample) -> None:
+        sent.append(sample.t)
+        publish(run, sample)
+    motion._publish_feedback = counted
+    try:
+        state, axes = motion._state, motion._axes()
+        t0 = time.monotonic() + 1.0  # after every state the goal saw, well within its deadline
+        for k in range(100):  # no spin in between: no state of the robot's comes among them
+            motion._on_handed_over((_STATE, t0 + 0.03 * k, (state, axes)))
+    finally:
+        motion._publish_feedback = publish
+    assert motion._runs["wheels"].outcome is None, "the goal ended"
+    assert len([t for t in sent if t >= t0]) == 30, sent
+    rig.cancel(handle)
+    assert rig.wait(handle)[0] == GoalStatus.STATUS_CANCELED
+
+
 # ----------------------------------------------------------------------------- turns and straight lines
 
 def test_a_turn_slower_than_the_robot_turns_is_raised_saying_so(rig, rclpy_log):
