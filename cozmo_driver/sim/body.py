@@ -177,6 +177,8 @@ class Body:
         self.lying: Optional[str] = None
         self.falling = False
         self._fall_started: Optional[float] = None
+        #: held where it stands, or its treads stalled against something: see hold_treads
+        self.treads_held = False
         self.boot()
 
     def boot(self) -> None:
@@ -244,8 +246,8 @@ class Body:
         lw, rw = self.wheels
         lw.step(dt)
         rw.step(dt)
-        v = (lw.speed + rw.speed) / 2.0
-        w = (rw.speed - lw.speed) / TRACK_WIDTH_MM
+        v = (lw.speed + rw.speed) / 2.0 if not self.treads_held else 0.0
+        w = (rw.speed - lw.speed) / TRACK_WIDTH_MM if not self.treads_held else 0.0
         self._accel_fwd = (v - self._prev_v) / dt if dt > 0 else 0.0
         self._prev_v = v
         self._w = w if not self.picked_up and not self.falling else 0.0
@@ -451,7 +453,9 @@ class Body:
         return dict(
             pose_frame_id=self.pose_frame_id, pose_origin_id=self.pose_origin_id,
             pose_x_mm=x, pose_y_mm=y, pose_z_mm=0.0, pose_angle_rad=yaw, pose_pitch_rad=pitch,
-            lwheel_speed_mmps=lw.speed, rwheel_speed_mmps=rw.speed,
+            # the treads' encoders: a held tread measures nothing, whatever it is driven at
+            lwheel_speed_mmps=0.0 if self.treads_held else lw.speed,
+            rwheel_speed_mmps=0.0 if self.treads_held else rw.speed,
             head_angle_rad=self.head.reading,
             lift_height_mm=self.lift.reading if cfg.lift_field_is_angle else lift_angle_to_height(self.lift.reading),
             accel_x_mmps2=ax, accel_y_mmps2=ay, accel_z_mmps2=az,
@@ -554,6 +558,15 @@ class Body:
             raise ValueError(f"lay: {side!r} is not one of {sorted(_LYING)}")
         self.pick_up(now)
         self.lying = side
+
+    def hold_treads(self, held: bool) -> None:
+        """Someone holds the robot where it stands, or its treads stall against something
+        (``held``), or lets it go: the firmware drives the treads on as commanded (a path
+        follower pushes on, IS_PATHING and ARE_WHEELS_MOVING stay set: Anki's firmware sets
+        the flag for the treads it drives), but they do not turn: the robot neither moves nor
+        turns, its gyro and its treads' encoders measure nothing (RobotState's wheel speeds
+        are 0)."""
+        self.treads_held = bool(held)
 
     def teleport(self, x: float, y: float, yaw: float) -> None:
         """Move the true pose without telling odometry (a hand-placement): ``x``, ``y`` in mm,

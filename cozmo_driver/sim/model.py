@@ -665,6 +665,12 @@ class RobotModel:
         self.advance(now)
         self.body.set_on_charger(on, now, move)
 
+    def hold_treads(self, now: float, held: bool = True) -> None:
+        """Hold the robot where it stands (its treads stall, driven on) or let it go; see
+        :meth:`Body.hold_treads`."""
+        self.advance(now)
+        self.body.hold_treads(held)
+
     def teleport(self, now: float, x: float, y: float, yaw: float) -> None:
         """Move the true pose without telling odometry (a hand-placement)."""
         self.advance(now)

@@ -545,6 +545,9 @@ class SimulatedRobot:
     def set_on_charger(self, on: bool, now: float, move: bool = True) -> None:
         self._script(now, self.model.set_on_charger, on, now, move)
 
+    def hold_treads(self, now: float, held: bool = True) -> None:
+        self._script(now, self.model.hold_treads, now, held)
+
     def teleport(self, now: float, x: float, y: float, yaw: float) -> None:
         self._script(now, self.model.teleport, now, x, y, yaw)
 

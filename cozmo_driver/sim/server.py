@@ -164,6 +164,11 @@ class SimServer:
     def teleport(self, x: float, y: float, yaw: float) -> None:
         self._script("teleport", x=x, y=y, yaw=yaw)
 
+    def hold_treads(self, held: bool = True) -> None:
+        """Hold the robot where it stands (its treads stall, driven on; they measure 0) or let
+        it go."""
+        self._script("hold_treads", held=held)
+
     def tap_cube(self, n: int, taps: int = 1, intensity: int = 79, jolt: bool = False) -> bool:
         """Cube ``n`` (1..3) tapped (tap_pos - tap_neg = ``intensity``); ``jolt``: the tap
         also shakes it (a move and a stop)."""

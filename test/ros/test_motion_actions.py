@@ -513,6 +513,27 @@ def test_feedback_goes_out_ten_times_a_second_of_robot_states(rig):
     assert rig.wait(handle)[0] == GoalStatus.STATUS_CANCELED
 
 
+@pytest.mark.parametrize("name", ["drive_straight", "turn_in_place"])
+def test_a_treads_goal_whose_robot_is_held_ends_as_blocked_and_stops_the_treads(rig, name):
+    """The robot held where it stands (the simulator's hold_treads: its treads driven on, still,
+    measuring 0): the goal ends ABORTED "blocked: ..." after about 1.5 s of such states, not at
+    the safety deadline, and the treads are stopped: let go, the robot stays where it is."""
+    goal = DriveStraight.Goal(distance=0.3, speed=0.05) if name == "drive_straight" else \
+        TurnInPlace.Goal(angle=6.0, speed=1.0)
+    handle = rig.send(name, goal)
+    assert handle is not None
+    rig.spin_for(0.5)
+    rig.sim.hold_treads()
+    try:
+        status, result = rig.wait(handle, timeout=8.0)  # before the safety deadline, about 15 s
+    finally:
+        rig.sim.hold_treads(False)
+    assert status == GoalStatus.STATUS_ABORTED and not result.success
+    assert result.message.startswith("blocked: the robot has not moved for about 1.5 s"), result.message
+    assert "its treads still (held, or stalled)" in result.message, result.message
+    assert stays_still(rig), "the treads were not stopped"
+
+
 # ----------------------------------------------------------------------------- turns and straight lines
 
 def test_a_turn_slower_than_the_robot_turns_is_raised_saying_so(rig, rclpy_log):

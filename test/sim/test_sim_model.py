@@ -216,6 +216,27 @@ def test_nothing_moves_before_enable():
     assert clock.model.true_pose()[0] > x + 50
 
 
+def test_held_treads_are_driven_but_neither_move_the_robot_nor_measure_speed():
+    """hold_treads: the robot stands, its treads driven on (ARE_WHEELS_MOVING) but still as
+    their encoders and its gyro see them; let go, it drives on."""
+    clock = make()
+    clock.send(m.DriveWheels(lwheel_speed_mmps=60, rwheel_speed_mmps=100))
+    clock.run(0.5)
+    clock.model.hold_treads(clock.now)
+    clock.run(0.1)
+    clock.take()
+    before = clock.model.true_pose()
+    clock.run(1.0)
+    assert clock.model.true_pose() == before
+    state = last_state(clock)
+    assert (state.lwheel_speed_mmps, state.rwheel_speed_mmps, state.gyro_z_radps) == (0.0, 0.0, 0.0)
+    assert state.status & StatusFlag.ARE_WHEELS_MOVING
+    clock.model.hold_treads(clock.now, held=False)
+    clock.run(0.5)
+    assert clock.model.true_pose()[0] > before[0] + 20.0
+    assert last_state(clock).lwheel_speed_mmps == pytest.approx(60.0)
+
+
 def test_idle_model_needs_no_ticks():
     clock = make(connected=False)
     assert clock.model.next_tick() is None
