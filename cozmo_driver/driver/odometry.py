@@ -118,6 +118,10 @@ class OdometryTracker:
         self.distance_m = 0.0         # driven since the last reset
         self.rotation_rad = 0.0       # turned since the last reset
         self.reanchors = 0
+        #: how the resets moved the odom frame: the odom frame of before every reset, as seen in
+        #: the current one (a pose p in odom before them is ``compose(reset_shift, p)`` now; a pose
+        #: of between two readings a and b is ``compose(b, compose(inverse(a), p))``)
+        self.reset_shift = Pose2D()
         self._frame: Optional[Tuple[int, int]] = None
         self._last_reported: Optional[Pose2D] = None
         self._last_t: Optional[float] = None
@@ -140,7 +144,7 @@ class OdometryTracker:
         last = self._last_reported
         self._reset = last is None
         if last is not None:
-            self.offset = inverse(last)
+            self._restart_at(inverse(last))
             self.pose = Pose2D()
             self.distance_m = 0.0
             self.rotation_rad = 0.0
@@ -178,7 +182,7 @@ class OdometryTracker:
             self.reanchors += 1
         if self._reset:
             self._reset = False
-            self.offset = inverse(reported)
+            self._restart_at(inverse(reported))
             self.pose = Pose2D()
             self.distance_m = 0.0
             self.rotation_rad = 0.0
@@ -192,6 +196,11 @@ class OdometryTracker:
         self._last_t = t
         self._last_yaw_rate = yaw_rate if yaw_rate is not None and math.isfinite(yaw_rate) else None
         return pose, reason
+
+    def _restart_at(self, offset: Pose2D) -> None:
+        """A reset: ``offset`` from now on; the odom frame moves by the change (reset_shift)."""
+        self.reset_shift = compose(compose(offset, inverse(self.offset)), self.reset_shift)
+        self.offset = offset
 
     def _gyro_disagrees(self, dyaw: float, dt: float, yaw_rate: Optional[float]) -> bool:
         """Whether the reported turn ``dyaw`` (wrapped) is further off the gyro's than the rule

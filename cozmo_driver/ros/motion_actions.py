@@ -47,7 +47,8 @@ goal is stopped and aborted (:meth:`MotionActions.heading_restarted`). The headi
 then holds until the head is calibrated (Anki's firmware resets its IMU filter at
 every tick meanwhile), so a treads goal that comes while the head calibrates waits
 for the end, the treads still, cancellable and preemptable as a running goal, and is
-checked again before it starts (:meth:`MotionActions._wait_for_the_head`).
+checked again before it starts (:meth:`MotionActions._wait_for_the_head`), its odom poses in
+the odom frame of its time if a reset_odometry moved it (``GoalContext.goal_odom``).
 
 Frames. Poses may be in the driver's odom frame (or with an empty frame id),
 in its base frame or base_link frame (relative to where the robot is when the
@@ -86,6 +87,7 @@ from ..client import LinkState, LinkStateChanged, MessageReceived
 from ..client.calibration import CALIBRATION_TIMEOUT_S, START_WAIT_S
 from ..driver import motion as mo
 from ..driver.motion import ABORTED, CANCELED, SUCCEEDED, MotionError, Outcome, StateSample
+from ..driver.odometry import compose, inverse
 from ..driver.sensors import cliff_ahead
 from ..driver.transforms import TransformBuffer, TransformError
 from ..log_throttle import LogThrottle
@@ -401,6 +403,7 @@ class MotionActions:
         # a goal counts from its driver check: a link lost after it (during the goal's own
         # check, 0.4 s for a long path) aborts it (_on_handed_over), though accepted after that
         checked_at = time.monotonic()
+        shift = self._node._tracker.reset_shift  # its odom frame: the one of now
         try:
             if self._closed:
                 raise MotionError("the driver is shutting down")
@@ -417,7 +420,7 @@ class MotionActions:
             self._log.warning(f"{name}: {warning}")
         if len(self._plans) > 64:  # accepted goals never handed over (should not happen)
             self._plans.clear()
-        self._plans[id(goal)] = (plan, checked_at)
+        self._plans[id(goal)] = (plan, checked_at, shift)
         return GoalResponse.ACCEPT
 
     def _latest_state(self):
@@ -471,10 +474,11 @@ class MotionActions:
                               "(turn_in_place)")
 
     def _on_accepted(self, name: str, goal_handle) -> None:
-        plan, checked_at = self._plans.pop(id(goal_handle.request), (None, time.monotonic()))
+        plan, checked_at, shift = self._plans.pop(id(goal_handle.request),
+                                                  (None, time.monotonic(), self._node._tracker.reset_shift))
         resource = ACTION_NAMES[name][1]
         run = Run(name, resource, goal_handle, plan or {}, accepted_at=checked_at,
-                  waiting=resource == "wheels" and self._robot.calibrating("head"))
+                  waiting=resource == "wheels" and self._robot.calibrating("head"), reset_shift=shift)
         # a path the previous goal runs ends on the robot first: a turn in place does not
         # end it there (Anki's firmware hands the treads back to the path after the turn).
         # Another motion goes on until the new goal's first command replaces it: the run holds
@@ -574,6 +578,13 @@ class MotionActions:
                          "heading holds until it is done")
             return
         goal = self._goals[run.name]
+        # a reset_odometry meanwhile moved the odom frame: the goal's target stays on the floor
+        # where it was sent to (as a running goal's does), its odom poses in the frame of its time
+        shift = self._node._tracker.reset_shift
+        if shift != run.reset_shift:
+            goal.ctx.goal_odom = compose(shift, inverse(run.reset_shift))
+            self._log.info(f"{run.name}: the odometry was reset while the goal waited: its target "
+                           "stays where it was sent to on the floor")
         try:  # from the heading the calibration restarted, where the robot is now
             self._check_driver(run.resource)
             plan = goal.check(run.goal_handle.request)
@@ -582,6 +593,8 @@ class MotionActions:
         except MotionError as exc:
             self._finish(run, ABORTED, f"{exc} (checked again once the head was calibrated)")
             return
+        finally:
+            goal.ctx.goal_odom = None
         run.plan = plan
 
     def _finish(self, run: Run, status: str, message: str) -> None:

@@ -66,6 +66,8 @@ class Run:
     stop: Optional[Callable[[], None]] = None  # before its start: the preempted goal's, if it moves on
     accepted_at: float = 0.0                 # time.monotonic() when its driver check began
     waiting: bool = False                    # a treads goal that waits for the head's calibration
+    #: the odometry's reset_shift when the goal was checked: its odom frame (see GoalContext.goal_odom)
+    reset_shift: Pose2D = Pose2D()
 
 
 class GoalContext:
@@ -83,6 +85,9 @@ class GoalContext:
         self.state = state
         self.axes = axes  # (head rad, lift m) as shown: held while a motor calibrates
         self.finish = finish
+        #: while a goal is checked again: the odom frame of its time in the current one, if a
+        #: reset_odometry moved it since (its odom poses and headings are in that frame); else None
+        self.goal_odom: Optional[Pose2D] = None
         self._event_id = 0
 
     def now_sample(self) -> StateSample:
@@ -125,7 +130,11 @@ class GoalContext:
         frame = frame_id.lstrip("/")
         odom = node._frame("odom_frame")
         if frame in ("", odom):
-            return Transform()
+            moved = self.goal_odom
+            if moved is None:
+                return Transform()
+            return Transform((moved.x, moved.y, 0.0), (0.0, 0.0, math.sin(moved.yaw / 2.0),
+                                                        math.cos(moved.yaw / 2.0)))
         if frame in (node._frame("base_frame"), node._frame("base_link_frame")):
             here = self.to_odom_pose(self.now_sample())
             return Transform((here.x, here.y, 0.0), (0.0, 0.0, math.sin(here.yaw / 2.0),
@@ -392,6 +401,8 @@ class TurnInPlaceGoal(MotionGoal):
             warnings.append(f"angle = {goal.angle:g} rad with is_absolute is a heading: taken as "
                             f"{angle:.4f} rad, the same heading within -pi..pi (for whole turns, "
                             "leave is_absolute false)")
+        if goal.is_absolute and self.ctx.goal_odom is not None:  # a heading of the goal's odom frame
+            angle = wrap_angle(angle + self.ctx.goal_odom.yaw)
         speed, w1 = mo.check_turn_speed(goal.speed, "speed", mo.DEFAULT_TURN_SPEED_RADPS,
                                         direction="the sign of angle sets the direction (negative: clockwise)")
         accel, w2 = mo.check_speed(goal.accel, "accel", mo.DEFAULT_TURN_ACCEL_RADPS2,

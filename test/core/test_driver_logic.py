@@ -194,6 +194,28 @@ def test_tracker_reset_goes_to_the_origin():
     assert (pose.x, pose.y) == pytest.approx((0.01, 0.0))
 
 
+def test_tracker_reset_shift_maps_poses_of_the_odom_frame_before_resets_into_the_current_one():
+    """reset_shift: a point given in odom before resets (a waiting goal's target) is where it was
+    on the floor, in the current odom frame; a re-anchoring (odom continuous) moves nothing."""
+    t = OdometryTracker()
+    t.update((0, 1), 0.0, 0.0, 0.0, 0.0)
+    t.update((0, 1), 0.3, 0.1, 0.5, 2.0)
+    target_reported = Pose2D(0.5, -0.2, 1.0)          # a place on the floor, in the robot's frame
+    before = compose(t.offset, target_reported)       # in odom before the resets
+    shift0 = t.reset_shift
+    t.reset()
+    t.update((0, 1), 0.3, 0.1, 0.5, 2.03)
+    t.update((0, 2), 0.0, 0.0, 0.0, 2.06)             # the robot's frame restarts: re-anchored
+    t.update((0, 2), 0.01, 0.0, 0.2, 2.09)
+    t.reset()
+    t.update((0, 2), 0.02, 0.0, 0.2, 2.12)
+    moved = compose(t.reset_shift, compose(inverse(shift0), before))
+    # the target in the robot's restarted frame: its (0, 0, 0) is (0.3, 0.1, 0.5) of the first
+    now = compose(t.offset, compose(inverse(Pose2D(0.3, 0.1, 0.5)), target_reported))
+    assert (moved.x, moved.y, moved.yaw) == pytest.approx((now.x, now.y, now.yaw), abs=1e-12)
+    assert shift0 == Pose2D() and t.reset_shift != Pose2D()
+
+
 def test_tracker_reset_takes_effect_at_once_from_the_latest_robot_state():
     """A goal sent right after reset_odometry converts its odom target with the offset: it is
     the new frame's at once, not only at the next robot state (~30 ms later)."""

@@ -443,6 +443,38 @@ def test_a_treads_goal_sent_while_the_head_calibrates_waits_for_the_calibration(
     assert math.hypot(odom.x - x, odom.y - y) < 0.01 and abs(wrap(odom.yaw - a)) < 0.05
 
 
+@pytest.mark.parametrize("name", ["go_to_pose", "turn_in_place"])
+def test_reset_odometry_while_a_goal_waits_for_the_head_keeps_its_target_on_the_floor(rig, monkeypatch, name):
+    """A goal in odom waits for the head's calibration, and reset_odometry comes meanwhile: the
+    goal went to its target taken in the new odom frame (go_to_pose {x: 0.2} 0.2 m on from where
+    the robot stood, 0.1 m ahead of its target; an absolute turn to the new frame's heading),
+    though the reset's answer said it goes on to the place it was sent to, as a running goal
+    does. It now goes to the target on the floor it was sent to, in the odom frame of its time."""
+    from std_srvs.srv import Trigger
+    robot = rig.node._robot
+    moved = rig.run("drive_straight", DriveStraight.Goal(distance=0.1, speed=0.08)) if name == "go_to_pose" \
+        else rig.run("turn_in_place", TurnInPlace.Goal(angle=1.0))
+    assert moved[0] == GoalStatus.STATUS_SUCCEEDED, moved[1].message
+    calibrate_with_the_head_up(rig, monkeypatch, name)
+    x0, y0, a0 = rig.odom_truth()
+    goal = GoToPose.Goal(pose=pose_stamped(0.2, 0.0, 0.0), speed=0.08) if name == "go_to_pose" else \
+        TurnInPlace.Goal(angle=0.0, is_absolute=True)
+    handle = rig.send(name, goal)
+    assert handle is not None, "rejected"
+    response = rig.call(Trigger, "reset_odometry", Trigger.Request())
+    assert robot.calibrating("head"), "the calibration ended before the reset"  # the goal waited
+    assert f"the running {name} goal goes on to the place it was sent to" in response.message, response.message
+    status, result = rig.wait(handle)
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+    x, y, a = rig.odom_truth()  # in the odom frame of the goal's time
+    if name == "go_to_pose":
+        assert math.hypot(x - 0.2, y) <= 0.015 and abs(a) <= 0.06, (x, y, a)
+        assert result.final_pose.pose.position.x == pytest.approx(0.2 - x0, abs=0.015)  # the new frame
+    else:
+        assert abs(wrap(a)) <= 0.05, a  # heading 0 of the goal's odom frame
+        assert result.final_heading == pytest.approx(wrap(-a0), abs=0.05)  # in the new frame
+
+
 def test_a_treads_goal_waiting_for_the_head_calibration_can_be_canceled(rig, monkeypatch):
     robot = rig.node._robot
     calibrate_with_the_head_up(rig, monkeypatch, "turn_in_place")
