@@ -609,6 +609,7 @@ class ObjectInterfaces:
                 done = [entry.name for entry in entries]
         except CommandError as exc:
             response.success, response.message = False, str(exc)
+            self._refused += 1  # a light command, as object_lights' and backpack_light_pattern's
             self._log.warning(f"play_light_animation refused: {exc}")
             return response
         response.success = True

@@ -594,6 +594,21 @@ def test_light_animations_by_name(make_rig):
     assert not response.success and response.message == "cube3 is not connected"
 
 
+def test_play_light_animation_refusals_are_counted_with_the_other_light_commands_refused(make_rig):
+    """/diagnostics' "light commands refused" counted object_lights' and backpack_light_pattern's
+    refusals but none of play_light_animation's (an unknown name or target, an object not
+    connected); an accepted animation counts nothing."""
+    rig = make_rig()
+    rig.wait_list(all_cubes_connected)
+    before = int(rig.objects_diagnostics()["light commands refused"])
+    requests = (("cube1", "disco"), ("head", "red"), ("charger", "red"), ("cube1", "red"))
+    answers = [rig.call(PlayLightAnimation, "play_light_animation",
+                        PlayLightAnimation.Request(target=target, name=name)).success
+               for target, name in requests]
+    assert answers == [False, False, False, True]
+    assert rig.objects_diagnostics()["light commands refused"] == str(before + 3)
+
+
 def test_play_light_animation_logs_a_refusal_as_a_warning_and_a_success_at_info(make_rig, rclpy_log):
     """A refused play_light_animation (an unknown name or target, an object not connected)
     was logged at INFO, where the driver's other refused requests (connect_object,
