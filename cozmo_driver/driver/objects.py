@@ -1242,12 +1242,15 @@ class ObjectRegistry:
 
 def find_connected(registry: ObjectRegistry, factory_id: int, object_type: int,
                    field_prefix: str) -> ObjectEntry:
-    """See :meth:`ObjectRegistry.find_connected`."""
+    """See :meth:`ObjectRegistry.find_connected`. ``field_prefix``: the topic whose message names
+    the object ("object_lights": "object_lights.factory_id = ..."); empty for a service's request,
+    whose refusal the log line names already ("set_object_accel_stream refused: factory_id = ...")."""
     factory_id, object_type = int(factory_id), int(object_type)
+    field = f"{field_prefix}." if field_prefix else ""
     if factory_id:
         entry = registry.entry(factory_id)
         if entry is None:
-            raise CommandError(f"{field_prefix}.factory_id = {_hex(factory_id)}: unknown object "
+            raise CommandError(f"{field}factory_id = {_hex(factory_id)}: unknown object "
                                f"(advertised: {registry._listing()})")
         if not entry.connected:
             why = (f": the robot keeps its radio slot {entry.slot} and connects it again by itself "
@@ -1255,7 +1258,8 @@ def find_connected(registry: ObjectRegistry, factory_id: int, object_type: int,
             raise CommandError(f"{entry.name} ({_hex(factory_id)}) is not connected{why}")
         return entry
     if not object_type:
-        raise CommandError(f"{field_prefix}: give factory_id, or object_type (ObjectInfo.TYPE_*)")
+        raise CommandError(f"{field_prefix}: give factory_id, or object_type (ObjectInfo.TYPE_*)" if field_prefix
+                           else "give factory_id, or object_type (ObjectInfo.TYPE_*)")
     for _, entry in sorted(registry._entries.items()):
         if entry.object_type == object_type and entry.connected:
             return entry

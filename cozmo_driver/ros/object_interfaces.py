@@ -546,8 +546,7 @@ class ObjectInterfaces:
                 return response
             if problem:
                 raise CommandError(problem)
-            entry = self.registry.find_connected(request.factory_id, request.object_type,
-                                                 "set_object_accel_stream")
+            entry = self.registry.find_connected(request.factory_id, request.object_type, "")
             if not is_cube(entry.object_type):
                 raise CommandError(f"{entry.name} has no accelerometer: only cubes stream one")
         except CommandError as exc:

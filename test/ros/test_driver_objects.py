@@ -649,15 +649,21 @@ def test_set_object_accel_stream_logs_a_refusal_as_a_warning_and_a_success_at_in
     assert not stream(object_type=ObjectInfo.TYPE_CHARGER, enable=True).success
     assert stream(factory_id=C1, enable=False).success
     assert not stream(factory_id=12345, enable=True).success
+    assert not stream(enable=True).success
     lines = [(line.severity, line.message) for line in rclpy_log.of(rig.node)
              if line.message.startswith("set_object_accel_stream")]
     assert [severity for severity, _ in lines] == [LoggingSeverity.INFO, LoggingSeverity.WARN,
-                                                    LoggingSeverity.INFO, LoggingSeverity.WARN], lines
+                                                    LoggingSeverity.INFO, LoggingSeverity.WARN,
+                                                    LoggingSeverity.WARN], lines
     assert lines[0][1] == "set_object_accel_stream: cube1 accelerometer stream on", lines
     assert lines[1][1] == "set_object_accel_stream refused: charger has no accelerometer: only cubes stream one", \
         lines
-    assert lines[3][1].startswith(
-        "set_object_accel_stream refused: set_object_accel_stream.factory_id = 0x00003039: unknown object"), lines
+    # the request's fields by their names: the line names the service once (it said
+    # "set_object_accel_stream refused: set_object_accel_stream.factory_id = ...")
+    assert lines[3][1].startswith("set_object_accel_stream refused: factory_id = 0x00003039: unknown object"), lines
+    assert lines[4][1] == "set_object_accel_stream refused: give factory_id, or object_type (ObjectInfo.TYPE_*)", \
+        lines
+    assert all(text.count("set_object_accel_stream") == 1 for _, text in lines), lines
 
 
 def test_a_very_long_light_animation_name_or_target_is_refused_without_being_quoted_whole(make_rig):
