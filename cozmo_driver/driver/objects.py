@@ -803,6 +803,7 @@ class ObjectRegistry:
         entry.connected_since = None
         entry.moving = False
         entry.up_axis = UpAxis.UNKNOWN  # (the robot reports it again after a connection)
+        entry.battery_level = 0  # unknown (ObjectInfo: 0 V, NaN): a cube reports it only while connected
         tapped = self.taps.forget(entry.factory_id)
         if tapped is not None:  # a tap it reported before it went: published before DISCONNECTED
             self._emit(tapped)

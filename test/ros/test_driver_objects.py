@@ -211,6 +211,25 @@ def test_auto_connect_and_every_cube_event(make_rig):
     assert diag["_message"].startswith("3 connected (cube1, cube2, cube3)")
 
 
+def test_a_disconnected_cubes_battery_is_unknown_until_it_reports_again(make_rig):
+    """A cube reports its battery only while connected: a disconnected cube (on request, or
+    dropped) was listed with its last level and voltage, as current, for as long as it stayed
+    known. Its battery is unknown now (0, NaN, as before its first report), as its up axis
+    is, until it reports again once connected."""
+    rig = make_rig(object_timeout=30.0)
+    rig.wait_list(lambda o: all_cubes_connected(o) and o["cube2"].battery_level and o["cube3"].battery_level)
+    assert rig.connect(factory_id=C3, connect=False).success
+    rig.sim.set_object_in_range(2, False)     # a drop: the robot keeps its slot
+    objects = rig.wait_list(lambda o: not o["cube2"].connected and not o["cube3"].connected)
+    for name in ("cube2", "cube3"):
+        assert objects[name].battery_level == 0 and math.isnan(objects[name].battery_voltage), objects[name]
+        assert objects[name].up_axis == ObjectInfo.UP_AXIS_UNKNOWN
+    assert objects["cube1"].battery_level == 148    # connected: as reported (the simulator's 1.48 V)
+    rig.sim.set_object_in_range(2, True)
+    objects = rig.wait_list(lambda o: o["cube2"].connected and o["cube2"].battery_level == 141)
+    assert objects["cube2"].battery_voltage == pytest.approx(1.41)
+
+
 def test_taps_are_filtered_as_ankis_engine_did_and_all_come_with_the_filter_off(make_rig):
     rig = make_rig()
     rig.wait_list(all_cubes_connected)
