@@ -260,28 +260,28 @@ class CozmoDriverNode(LifecycleNode):
 
     @_transition
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
-        self._release()
+        self._release("lifecycle cleanup")
         return TransitionCallbackReturn.SUCCESS
 
     @_transition
     def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
-        self.close()  # finalized: no parameter change takes effect any more (validate_change)
+        self.close("lifecycle shutdown")  # finalized: no parameter change takes effect any more (validate_change)
         return TransitionCallbackReturn.SUCCESS
 
     @_transition
     def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
-        self._release()
+        self._release("a transition failed")
         return TransitionCallbackReturn.SUCCESS
 
-    def _release(self) -> None:
-        """Stop the motors (first), disconnect, join the I/O thread, destroy the interfaces."""
+    def _release(self, transition: str = "") -> None:
+        """Stop the motors (first), disconnect, join the I/O thread, destroy the interfaces (goals: aborted)."""
         core = self._core
         self._live = False
         core.release()
         self._stop_cmd_vel_thread()
-        retire_actions(self)  # media, then motions: their servers retire (driver_support.ServerRetirement)
+        reason = retire_actions(self, transition)  # media, motions: servers retire (driver_support.ServerRetirement)
         if self._objects is not None:
-            self._objects.destroy()  # lights off and objects disconnected, before the link stops
+            self._objects.destroy(reason)  # lights off and objects disconnected, before the link stops
             self._objects = None
         robot, self._robot, self._robot_info = self._robot, None, None  # (hardware_id: no longer its serial)
         if robot is not None:
@@ -301,11 +301,11 @@ class CozmoDriverNode(LifecycleNode):
         """Log through rclpy, or to stderr once the context is shut down (Ctrl-C)."""
         log_line(self, level, text)
 
-    def close(self) -> None:
+    def close(self, transition: str = "") -> None:
         """Release everything (idempotent); called on shutdown before destroy_node."""
         if not self._closed:
             self._closed = True
-            self._release()
+            self._release(transition)
 
     def destroy_node(self) -> None:
         self.close()

@@ -30,7 +30,7 @@ from .steady import steady_timer
 __all__ = ["transition", "camera_file", "descriptor", "declare_parameters", "twist_reader", "cmd_vel_type_check",
            "RosLogHandler",
            "log_line", "core_attribute", "collector_off", "freeze_start_up", "thaw_released", "refreeze",
-           "destroy_state_machine", "release_line",
+           "destroy_state_machine", "release_line", "release_reason",
            "close_link", "flush", "finish_goals", "ESTOP_REFUSAL", "NOT_CONNECTED_REFUSAL",
            "inactive_refusal", "ServerRetirement", "still_retiring", "retire_actions", "withdraw", "destroy_retired",
            "forget_destroyed", "ctrl_z_stop"]
@@ -552,16 +552,25 @@ def still_retiring(retirements: list, released: Any) -> list:
     return [r for r in retirements if not r.done] + [released.retirement]
 
 
-def retire_actions(node: Any) -> None:
+def release_reason(transition: str) -> str:
+    """Why the goals (and connection requests) still running end when the driver releases its
+    interfaces: the lifecycle ``transition`` that does it ("lifecycle shutdown"), if any."""
+    return f"the driver is shutting down ({transition})" if transition else "the driver is shutting down"
+
+
+def retire_actions(node: Any, transition: str = "") -> str:
     """Cleanup: the node's media and motions (``_media``, ``_motion``, the core's motions)
-    destroyed, their action servers retiring (:func:`still_retiring`)."""
+    destroyed, their goals ended aborted, their action servers retiring
+    (:func:`still_retiring`). Returns the goals' reason (:func:`release_reason`)."""
+    reason = release_reason(transition)
     for name in ("_media", "_motion"):
         released = getattr(node, name)
         if released is not None:
-            released.destroy()
+            released.destroy(reason)
             node._retiring = still_retiring(node._retiring, released)
             setattr(node, name, None)
     node._core.motion = None
+    return reason
 
 
 def withdraw(retirements: list) -> None:

@@ -216,9 +216,9 @@ class MediaInterfaces(AnimationGoals):
         """Whether a goal's execute callback has not returned its result yet."""
         return bool(self._goals or self._loading or self._waiting)
 
-    def destroy(self) -> None:
-        """Release everything (before the robot client stops)."""
-        self.deactivate("the driver is shutting down")
+    def destroy(self, reason: str = "the driver is shutting down") -> None:
+        """Release everything (before the robot client stops); goals end aborted with ``reason``."""
+        self.deactivate(reason)
         node = self.node
         if node._core.animation is self:
             node._core.animation = None

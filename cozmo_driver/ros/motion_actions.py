@@ -227,8 +227,8 @@ class MotionActions:
         """Whether a goal or execute callback has not returned yet."""
         return bool(self._runs) or self._pending_executes > 0
 
-    def destroy(self) -> None:
-        """Abort every goal and release the servers, subscriptions and guard condition.
+    def destroy(self, reason: str = "the driver is shutting down") -> None:
+        """Abort every goal (``reason``) and release the servers, subscriptions and guard condition.
 
         The servers are destroyed once the aborted goals' results are out
         (:class:`~.driver_support.ServerRetirement`); until then they refuse goals."""
@@ -239,7 +239,7 @@ class MotionActions:
             self._robot.remove_listener(self._on_robot_event)
         except ValueError:
             pass
-        self.abort_all("the driver is shutting down (cleanup)")  # the tf waits too
+        self.abort_all(reason)  # the tf waits too
         for destroy, entity in reversed(self._entities):
             destroy(entity)
         self._entities.clear()

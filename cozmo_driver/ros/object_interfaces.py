@@ -190,10 +190,10 @@ class ObjectInterfaces:
             self._flush()
         self._answers.drain()
 
-    def destroy(self) -> None:
+    def destroy(self, reason: str = "the driver is shutting down") -> None:
         """Lights off and disconnect every object, then release everything (before the robot
-        client stops)."""
-        self.deactivate("the driver is shutting down")
+        client stops); connection requests waiting fail with ``reason``."""
+        self.deactivate(reason)
         try:
             self.robot.remove_listener(self._on_robot_event)
         except ValueError:

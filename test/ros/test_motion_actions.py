@@ -1674,6 +1674,24 @@ def _cleanup_with_a_goal_running(rig: Rig, servers) -> None:
     assert status == GoalStatus.STATUS_SUCCEEDED, result.message
 
 
+def test_goals_running_at_a_lifecycle_shutdown_end_naming_the_shutdown(rig):
+    """ros2 lifecycle set shutdown while goals run (active -> finalized, no deactivation
+    first): a motion goal ended "the driver is shutting down (cleanup)", naming a cleanup
+    nobody asked for, and an animation "the driver is shutting down". Both name the
+    shutdown now."""
+    from rclpy.lifecycle import TransitionCallbackReturn
+    handles = {name: rig.send(name, goal) for name, goal in (
+        ("drive_straight", WHEEL_GOALS["drive_straight"]),
+        ("play_animation", PlayAnimation.Goal(name="nod_yes", loops=50)))}
+    assert all(handles.values()), handles
+    rig.spin_for(0.3)
+    assert rig.node.trigger_shutdown() == TransitionCallbackReturn.SUCCESS
+    for name, handle in handles.items():
+        status, result = rig.wait(handle)
+        assert status == GoalStatus.STATUS_ABORTED, (name, status)
+        assert result.message == "the driver is shutting down (lifecycle shutdown)", (name, result.message)
+
+
 def test_a_goal_right_after_a_fast_lifecycle_cycle_reaches_only_the_new_servers(rig):
     """Deactivate, cleanup, configure and activate back to back: the released servers
     (destroyed once their goals' results are out) stood beside the new ones of the same
