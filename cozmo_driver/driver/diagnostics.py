@@ -11,7 +11,8 @@ from typing import Any, List, Mapping, Optional, Tuple
 
 from .sensors import BATTERY_EMPTY_V, BATTERY_LOW_V, volts_text
 
-__all__ = ["OK", "WARN", "ERROR", "DiagnosticReport", "link_report", "robot_report", "av_report"]
+__all__ = ["OK", "WARN", "ERROR", "DiagnosticReport", "link_report", "robot_report", "av_report",
+           "released_report"]
 
 OK, WARN, ERROR = 0, 1, 2
 
@@ -189,3 +190,17 @@ def av_report(active: bool, connected: bool, counters: Mapping[str, Any], new_un
         ("audio chunks refused", _fmt(chunks_rejected)),
     ]
     return DiagnosticReport(level, message, values)
+
+
+def released_report(finalized: bool, node_name: str, robot: str) -> DiagnosticReport:
+    """Each of the driver's reports while it holds no robot client: unconfigured (at start with
+    ``autostart`` false, after a cleanup) or ``finalized`` (after a shutdown). OK, as while
+    inactive: the driver was told to rest; the message says how to have it drive again."""
+    if finalized:
+        state, message = "finalized", ("finalized (lifecycle shutdown): not connected to the robot; restart the "
+                                       "node to drive it")
+    else:
+        state, message = "unconfigured", (f"unconfigured (lifecycle): not connected to the robot; configure and "
+                                          f"activate it: ros2 lifecycle set {node_name} configure, then activate")
+    # not "robot", which the link's report gives for the robot it drives (demo_node reads it)
+    return DiagnosticReport(OK, message, [("lifecycle state", state), ("robot_ip:robot_port", robot)])

@@ -33,8 +33,8 @@ client and the ROS interfaces, activate connects (and reconnects by itself with
 back-off until cleanup) and publishes, deactivate stops every motor and stops
 publishing robot data (commands are refused), cleanup disconnects. With
 ``autostart`` (the default) the node configures and activates itself, so
-``ros2 run cozmo_driver cozmo_driver_node`` just works. ``/diagnostics`` and
-``link_status`` keep reporting while inactive.
+``ros2 run cozmo_driver cozmo_driver_node`` just works. ``link_status`` keeps reporting
+while inactive, ``/diagnostics`` for as long as the node lives (unconfigured, finalized).
 
 Names are relative (under the node's namespace) except the standard absolute
 ``/tf`` and ``/diagnostics``. See docs/driver.md for every topic, service and
@@ -60,13 +60,12 @@ from ..driver.parameters import PARAMETERS, full_frame_id, validate_all, validat
 from ..errors import ConfigurationError, CozmoError
 from ..lifeline import exit_with_parent
 from . import qos
-from .driver_support import RosLogHandler as _RosLogHandler
+from .driver_support import RosLogHandler as _RosLogHandler, lifetime_reports
 from .driver_support import core_attribute as _core_attribute
 from .driver_support import collector_off, declare_parameters, destroy_state_machine, log_line, refreeze, thaw_released
 from .driver_support import camera_file, close_link, destroy_retired, finish_goals, flush, retire_actions, withdraw
 from .driver_support import cmd_vel_type_check, ctrl_z_stop, forget_destroyed, transition as _transition, twist_reader
 from .handover import HandOver
-from .steady import steady_timer
 from .subscription_thread import SubscriptionThread, Unsupported
 from ._entry import destroyed_if_refused, ignored_qos_overrides, init, make_node, refuse, spin_node
 from .usage import answer_help
@@ -116,6 +115,8 @@ class CozmoDriverNode(LifecycleNode):
         from .driver_streams import DriverStreams
         self._streams = DriverStreams(self, self._hand_over)
         self._core = DriverCore(None, self._params, self._streams)
+        self._tick: Optional[Callable[[], None]] = None  # the configured driver's 1 s reports (_create_commands)
+        lifetime_reports(self)  # /diagnostics while the node lives, configured or not (driver_support)
         self._entities: List[Tuple[Callable[[Any], Any], Any]] = []
         self._pub: Dict[str, Any] = {}
         self._cmd_vel_thread: Optional[SubscriptionThread] = None  # see _create_cmd_vel
@@ -347,8 +348,7 @@ class CozmoDriverNode(LifecycleNode):
         for srv_type, name, callback in driver_topics.services(self):
             srv = self.create_service(srv_type, name, callback)
             self._entities.append((self.destroy_service, srv))
-        timer = steady_timer(self, 1.0, cmd_vel_type_check(self, self._on_diagnostics_timer))  # not ROS time
-        self._entities.append((self.destroy_timer, timer))
+        self._tick = cmd_vel_type_check(self, self._on_diagnostics_timer)  # each 1 s turn (lifetime_reports)
         self._create_cmd_vel(own_thread=True)
 
     def _hand_over(self, fn: Callable[..., None], *args: Any) -> None:
@@ -395,7 +395,7 @@ class CozmoDriverNode(LifecycleNode):
 
     def _destroy_interfaces(self) -> None:
         self._stop_cmd_vel_thread()
-        self._cmd_vel_sub = None
+        self._cmd_vel_sub = self._tick = None
         for destroy, entity in reversed(self._entities):
             destroy(entity)
         self._entities.clear()
@@ -410,7 +410,7 @@ class CozmoDriverNode(LifecycleNode):
     def _on_diagnostics_timer(self) -> None:
         refreeze()  # after a cleanup: the new configure frozen once the released servers are gone
         self._publish_link_status()
-        if self._robot is not None and "diagnostics" in self._pub:
+        if self._robot is not None:
             self._streams.publish_reports(self._media, self._objects)
 
     # ------------------------------------------------------------------ commands

@@ -514,7 +514,7 @@ class DriverStreams(DriverOutput):
             status.hardware_id = hardware_id
             status.values = [KeyValue(key=k, value=v) for k, v in report.values]
             array.status.append(status)
-        self.node._pub["diagnostics"].publish(array)
+        self.node._diagnostics.publish(array)  # the node's, for as long as it lives (lifetime_reports)
 
     def hand_over(self, fn: Callable[..., None], *args: Any) -> None:
         self._hand_over(fn, *args)

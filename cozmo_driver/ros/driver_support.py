@@ -33,7 +33,7 @@ __all__ = ["transition", "camera_file", "descriptor", "declare_parameters", "twi
            "destroy_state_machine", "release_line", "release_reason",
            "close_link", "flush", "finish_goals", "ESTOP_REFUSAL", "NOT_CONNECTED_REFUSAL",
            "inactive_refusal", "ServerRetirement", "still_retiring", "retire_actions", "withdraw", "destroy_retired",
-           "forget_destroyed", "ctrl_z_stop"]
+           "forget_destroyed", "ctrl_z_stop", "lifetime_reports", "RELEASED_PARTS"]
 
 
 def inactive_refusal(node: Any) -> str:
@@ -596,3 +596,32 @@ def destroy_retired(retirements: list) -> list:
     for retirement in retirements:
         retirement.destroy_now()
     return []
+
+
+#: the parts of the driver's /diagnostics (``<node>: link`` ...), each reported while configured
+RELEASED_PARTS = ("link", "robot", "display and audio", "objects")
+
+
+def lifetime_reports(node: Any) -> None:
+    """The driver's ``/diagnostics`` publisher and 1 s timer, made once for as long as
+    ``node`` lives (not per configure): a diagnostic aggregator otherwise marked the driver
+    stale after a cleanup, and never heard of one started with ``autostart`` false. Each turn
+    runs ``node._tick`` (the configured driver's reports, set by its configure); without one,
+    every part of :data:`RELEASED_PARTS` says the driver is unconfigured or finalized
+    (:func:`~cozmo_driver.driver.diagnostics.released_report`)."""
+    from diagnostic_msgs.msg import DiagnosticArray
+    from ..driver.diagnostics import released_report
+    from .qos import QOS_STATE, create_publisher
+
+    node._diagnostics = create_publisher(node, DiagnosticArray, "/diagnostics", QOS_STATE, overridable=False)
+
+    def turn() -> None:
+        tick = node._tick
+        if tick is not None:
+            tick()
+            return
+        p = node._params
+        where = f"{p['robot_ip']}:{p['robot_port']}"
+        report = released_report(node._closed, node.get_fully_qualified_name(), where)
+        node._streams.publish_diagnostics([(part, report) for part in RELEASED_PARTS], f"cozmo@{where}")
+    steady_timer(node, 1.0, turn)  # not ROS time

@@ -13,7 +13,6 @@ from typing import Any, Callable, List, Tuple
 from cozmo_interfaces.msg import (BackpackLights, HeadAngle, LiftHeight, LinkStatus, RobotEvent,
                                   RobotInfo, RobotStatus)
 from cozmo_interfaces.srv import SetEmergencyStop
-from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import Twist, TwistStamped
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import (BatteryState, CameraInfo, CompressedImage, Image, Imu, JointState,
@@ -43,8 +42,7 @@ PUBLISHERS = (
     ("compressed", CompressedImage, "camera/image_raw/compressed", QOS_SENSOR_OUT, True),
     ("image", Image, "camera/image_raw", QOS_SENSOR_OUT, True),
     ("camera_info", CameraInfo, "camera/camera_info", QOS_SENSOR_OUT, True),
-    ("tf", TFMessage, "/tf", QOS_TF, False),
-    ("diagnostics", DiagnosticArray, "/diagnostics", QOS_STATE, False))
+    ("tf", TFMessage, "/tf", QOS_TF, False))
 
 #: (type, name, the node's method that answers)
 SERVICES = ((SetEmergencyStop, "emergency_stop", "_on_emergency_stop"),

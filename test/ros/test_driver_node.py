@@ -1254,6 +1254,50 @@ def test_a_failed_activation_is_an_error_in_diagnostics_until_a_clean_up(make_dr
     assert h.spin_until(lambda: h.node.connected, CONNECT_TIMEOUT)
 
 
+def test_diagnostics_report_the_driver_unconfigured_and_finalized_for_as_long_as_the_node_lives(make_driver, sim):
+    """/diagnostics was made at configure and destroyed at cleanup: a driver started with
+    autostart false, cleaned up, or shut down published nothing, and a diagnostic_aggregator
+    marked it stale, as if it had crashed. Each of its parts now says it is unconfigured
+    (OK, as inactive: told to rest) and how to configure it, or finalized, every second."""
+    from diagnostic_msgs.msg import DiagnosticStatus
+
+    h = make_driver(start=False)
+    diags = h.listen("diag", DiagnosticArray, "/diagnostics")
+    parts = [f"cozmo_driver: {part}" for part in ("link", "robot", "display and audio", "objects")]
+    unconfigured = ("unconfigured (lifecycle): not connected to the robot; configure and activate it: "
+                    "ros2 lifecycle set /cozmo_driver configure, then activate")
+    finalized = "finalized (lifecycle shutdown): not connected to the robot; restart the node to drive it"
+
+    def reports(link_message) -> List[DiagnosticStatus]:
+        """The statuses of two arrays in a row whose link status ``link_message(message)`` takes
+        (it keeps reporting, not once)."""
+        def two() -> bool:
+            fits = [a for a in diags if a.status and a.status[0].name == parts[0]
+                    and link_message(a.status[0].message)]
+            return len(fits) >= 2 and fits[-1] is diags[-1]
+        assert h.spin_until(two, 5.0), [[(s.name, s.message) for s in a.status] for a in diags[-3:]]
+        return list(diags[-1].status)
+
+    def released(message: str, state: str) -> None:
+        statuses = reports(lambda m: m == message)
+        assert [s.name for s in statuses] == parts
+        for status in statuses:
+            assert (status.level, status.message) == (DiagnosticStatus.OK, message), status
+            assert status.hardware_id == f"cozmo@127.0.0.1:{sim.address[1]}"
+            values = {v.key: v.value for v in status.values}
+            # "robot" names the robot a driver drives (the demo finds its driver by it): none here
+            assert values["lifecycle state"] == state and "robot" not in values, values
+
+    released(unconfigured, "unconfigured")   # autostart false: never configured yet
+    assert h.node.start() and h.spin_until(lambda: h.node.connected, CONNECT_TIMEOUT)
+    assert [s.name for s in reports(lambda m: m.startswith("connected to"))] == parts
+    assert h.node.trigger_deactivate() == TransitionCallbackReturn.SUCCESS
+    assert h.node.trigger_cleanup() == TransitionCallbackReturn.SUCCESS
+    released(unconfigured, "unconfigured")
+    assert h.node.trigger_shutdown() == TransitionCallbackReturn.SUCCESS
+    released(finalized, "finalized")
+
+
 def test_a_shut_down_driver_refuses_new_parameter_values(make_driver):
     """After ros2 lifecycle set shutdown (finalized: the node configures no more) every
     ros2 param set said "Set parameter successful" although no value could ever take effect
