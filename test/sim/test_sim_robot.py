@@ -106,6 +106,21 @@ def test_disconnect_and_reconnect():
 
 
 
+def run_in_steps(robot, clock, duration, seen, after_step=None):
+    """Run ``robot`` on the clock ``clock[0]`` for ``duration`` s in 10 ms steps: its timer,
+    then each frame it sends to ``seen(frame)``, then ``after_step()`` if given."""
+    end = clock[0] + duration
+    while clock[0] < end:
+        clock[0] = round(clock[0] + 0.01, 6)
+        timer = robot.get_timer()
+        if timer is not None and timer <= clock[0]:
+            robot.handle_timer(clock[0])
+        for datagram in robot.datagrams_to_send(clock[0]):
+            seen(decode_frame(datagram))
+        if after_step is not None:
+            after_step()
+
+
 def test_acknowledgements_are_cumulative_a_packet_acked_ahead_is_never_sent_again():
     """As the real robot (PROTOCOL_NOTES a, m.1): an ack takes everything up to it out of
     the send window for good. A client that acks packet 6, then keeps acking 4 (it never
@@ -116,17 +131,12 @@ def test_acknowledgements_are_cumulative_a_packet_acked_ahead_is_never_sent_agai
     clock = [0.0]
     seqs: list = []   # the robot's reliable packets on the wire, by number
 
+    def seen(frame):
+        if frame.first_seq != OOB_SEQ:
+            seqs.extend(range(frame.first_seq, frame.seq + 1))
+
     def run(duration):
-        end = clock[0] + duration
-        while clock[0] < end:
-            clock[0] = round(clock[0] + 0.01, 6)
-            timer = robot.get_timer()
-            if timer is not None and timer <= clock[0]:
-                robot.handle_timer(clock[0])
-            for datagram in robot.datagrams_to_send(clock[0]):
-                frame = decode_frame(datagram)
-                if frame.first_seq != OOB_SEQ:
-                    seqs.extend(range(frame.first_seq, frame.seq + 1))
+        run_in_steps(robot, clock, duration, seen)
 
     def ack(seq):
         robot.receive_datagram(encode_frame(FrameType.ENGINE, OOB_SEQ, OOB_SEQ, seq), clock[0])
@@ -146,6 +156,7 @@ def test_acknowledgements_are_cumulative_a_packet_acked_ahead_is_never_sent_agai
     assert robot.session.stats.ack_regressions == 0 and robot.session.stats.seq_resyncs == 0
     assert robot.is_connected
 
+
 def test_a_client_that_stops_acknowledging_is_dropped_when_the_robots_queue_fills():
     """Anki's firmware holds 32 reliable messages for the client's acknowledgement; one more
     that it cannot queue makes it end the link with Disconnect. A client that still pings
@@ -157,22 +168,19 @@ def test_a_client_that_stops_acknowledging_is_dropped_when_the_robots_queue_fill
         packets: dict = {}   # the robot's reliable packets on the wire, by number: (type, id)
         last = [OOB_SEQ]
 
+        def seen(frame):
+            if frame.first_seq != OOB_SEQ:
+                last[0] = frame.seq
+                reliable = [p for p in frame.packets if not p.oob]
+                packets.update((frame.first_seq + i, (p.packet_type, p.ident))
+                               for i, p in enumerate(reliable))
+
+        def answer():
+            ack = last[0] if acks else OOB_SEQ   # a keep-alive either way
+            robot.receive_datagram(encode_frame(FrameType.ENGINE, OOB_SEQ, OOB_SEQ, ack), clock[0])
+
         def run(duration):
-            end = clock[0] + duration
-            while clock[0] < end:
-                clock[0] = round(clock[0] + 0.01, 6)
-                timer = robot.get_timer()
-                if timer is not None and timer <= clock[0]:
-                    robot.handle_timer(clock[0])
-                for datagram in robot.datagrams_to_send(clock[0]):
-                    frame = decode_frame(datagram)
-                    if frame.first_seq != OOB_SEQ:
-                        last[0] = frame.seq
-                        reliable = [p for p in frame.packets if not p.oob]
-                        packets.update((frame.first_seq + i, (p.packet_type, p.ident))
-                                       for i, p in enumerate(reliable))
-                ack = last[0] if acks else OOB_SEQ   # a keep-alive either way
-                robot.receive_datagram(encode_frame(FrameType.ENGINE, OOB_SEQ, OOB_SEQ, ack), clock[0])
+            run_in_steps(robot, clock, duration, seen, answer)
 
         robot.receive_datagram(bytes.fromhex("434f5a0352450101" "0100" "0100" "0000"), 0.0)   # RESET
         run(0.1)
