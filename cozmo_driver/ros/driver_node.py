@@ -33,8 +33,8 @@ client and the ROS interfaces, activate connects (and reconnects by itself with
 back-off until cleanup) and publishes, deactivate stops every motor and stops
 publishing robot data (commands are refused), cleanup disconnects. With
 ``autostart`` (the default) the node configures and activates itself, so
-``ros2 run cozmo_driver cozmo_driver_node`` just works. ``link_status`` keeps reporting
-while inactive, ``/diagnostics`` for as long as the node lives (unconfigured, finalized).
+``ros2 run cozmo_driver cozmo_driver_node`` just works. ``/diagnostics`` and ``link_status``
+keep reporting for as long as the node lives (inactive, unconfigured, finalized).
 
 Names are relative (under the node's namespace) except the standard absolute
 ``/tf`` and ``/diagnostics``. See docs/driver.md for every topic, service and
@@ -292,7 +292,7 @@ class CozmoDriverNode(LifecycleNode):
         with core.lock:
             if robot is not None:  # the last link_status: its subscribers see the link closed
                 self._publish_link_status()
-                flush(self._pub.get("link"))
+                flush(self._link)
             self._destroy_interfaces()
             core.robot = None
         self._configured = False

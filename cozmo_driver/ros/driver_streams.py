@@ -91,6 +91,9 @@ EAGER_NS = 5_000_000_000
 CAMERA_STREAMS = ("compressed", "image", "camera_info")
 #: the camera stays on this long after its last subscriber went (a viewer restarting); ns
 CAMERA_HOLD_NS = 2_000_000_000
+#: LinkStatus' counters (kept in the released link_status: publish_released_link)
+_LINK_COUNTERS = ("datagrams_sent", "datagrams_received", "retransmissions", "malformed_dropped",
+                  "wrong_source_dropped")
 _LINK_STATUS = {LinkState.DISCONNECTED: LinkStatus.DISCONNECTED,
                 LinkState.CONNECTING: LinkStatus.CONNECTING,
                 LinkState.INITIALIZING: LinkStatus.CONNECTING,
@@ -149,6 +152,7 @@ class DriverStreams(DriverOutput):
         #: set once a robot state has been handed to the publishers since build()
         self.first_state = threading.Event()
         self._estop_sent: Optional[bool] = None  # what emergency_stop/engaged last said
+        self._link_msg: Optional[LinkStatus] = None  # the last link_status (publish_released_link)
         #: on_link runs on the I/O thread and the executor: its read of the emergency stop, the
         #: comparison and the publishing are one step (the last published is the flag's value)
         self._estop_lock = threading.Lock()
@@ -453,10 +457,10 @@ class DriverStreams(DriverOutput):
             # camera_with_state: no robot state comes to publish an image waiting for one; the
             # first after activation or reconnection would have carried it, its stamp old
             self._image_waiting = None
-        pub = self.node._pub.get("link")
+        pub = getattr(self.node, "_link", None)  # the node's, for as long as it lives (lifetime_reports)
         if pub is None:
             return
-        msg = LinkStatus()
+        msg = self._link_msg = LinkStatus()
         msg.header.stamp = self.node.get_clock().now().to_msg()
         msg.state = _LINK_STATUS[sample.state]
         msg.driver_active = bool(self.node._core.active)
@@ -476,6 +480,17 @@ class DriverStreams(DriverOutput):
             if engaged is not self._estop_sent:
                 self._estop_sent = engaged
                 estop_pub.publish(Bool(data=engaged))
+
+    def publish_released_link(self) -> None:
+        """link_status while the driver holds no robot client (unconfigured, finalized: the 1 s
+        timer of lifetime_reports): DISCONNECTED, inactive, no RTT; the counters are those of
+        the last configure's link, as its last link_status said them (none before the first)."""
+        msg = LinkStatus()
+        for field in _LINK_COUNTERS:
+            setattr(msg, field, getattr(self._link_msg, field, 0))
+        msg.header.stamp = self.node.get_clock().now().to_msg()
+        msg.state, msg.driver_active, msg.rtt_s = LinkStatus.DISCONNECTED, False, math.nan
+        self.node._link.publish(msg)
 
     def publish_reports(self, media: Any, objects: Any) -> None:
         """/diagnostics and the battery marker (the node's 1 s timer)."""

@@ -603,17 +603,21 @@ RELEASED_PARTS = ("link", "robot", "display and audio", "objects")
 
 
 def lifetime_reports(node: Any) -> None:
-    """The driver's ``/diagnostics`` publisher and 1 s timer, made once for as long as
-    ``node`` lives (not per configure): a diagnostic aggregator otherwise marked the driver
-    stale after a cleanup, and never heard of one started with ``autostart`` false. Each turn
-    runs ``node._tick`` (the configured driver's reports, set by its configure); without one,
-    every part of :data:`RELEASED_PARTS` says the driver is unconfigured or finalized
-    (:func:`~cozmo_driver.driver.diagnostics.released_report`)."""
+    """The driver's ``/diagnostics`` and ``link_status`` publishers and 1 s timer, made once
+    for as long as ``node`` lives (not per configure): a diagnostic aggregator otherwise marked
+    the driver stale after a cleanup, and never heard of one started with ``autostart`` false;
+    a ``link_status`` subscriber heard nothing. Each turn runs ``node._tick`` (the configured
+    driver's reports, set by its configure); without one, every part of
+    :data:`RELEASED_PARTS` says the driver is unconfigured or finalized
+    (:func:`~cozmo_driver.driver.diagnostics.released_report`), and ``link_status`` says
+    DISCONNECTED, inactive (``DriverStreams.publish_released_link``)."""
+    from cozmo_interfaces.msg import LinkStatus
     from diagnostic_msgs.msg import DiagnosticArray
     from ..driver.diagnostics import released_report
-    from .qos import QOS_STATE, create_publisher
+    from .qos import QOS_LATCHED, QOS_STATE, create_publisher
 
     node._diagnostics = create_publisher(node, DiagnosticArray, "/diagnostics", QOS_STATE, overridable=False)
+    node._link = create_publisher(node, LinkStatus, "link_status", QOS_LATCHED)
 
     def turn() -> None:
         tick = node._tick
@@ -624,4 +628,5 @@ def lifetime_reports(node: Any) -> None:
         where = f"{p['robot_ip']}:{p['robot_port']}"
         report = released_report(node._closed, node.get_fully_qualified_name(), where)
         node._streams.publish_diagnostics([(part, report) for part in RELEASED_PARTS], f"cozmo@{where}")
+        node._streams.publish_released_link()  # DISCONNECTED, inactive
     steady_timer(node, 1.0, turn)  # not ROS time

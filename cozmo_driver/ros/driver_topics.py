@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, List, Tuple
 
-from cozmo_interfaces.msg import (BackpackLights, HeadAngle, LiftHeight, LinkStatus, RobotEvent,
+from cozmo_interfaces.msg import (BackpackLights, HeadAngle, LiftHeight, RobotEvent,
                                   RobotInfo, RobotStatus)
 from cozmo_interfaces.srv import SetEmergencyStop
 from geometry_msgs.msg import Twist, TwistStamped
@@ -37,7 +37,6 @@ PUBLISHERS = (
     ("events", RobotEvent, "events", QOS_EVENTS, True),
     ("cliff", PointCloud2, "cliff/points", QOS_SENSOR_OUT, True),
     ("info", RobotInfo, "robot_info", QOS_LATCHED, True),
-    ("link", LinkStatus, "link_status", QOS_LATCHED, True),
     ("estop", Bool, "emergency_stop/engaged", QOS_LATCHED, True),
     ("compressed", CompressedImage, "camera/image_raw/compressed", QOS_SENSOR_OUT, True),
     ("image", Image, "camera/image_raw", QOS_SENSOR_OUT, True),

@@ -1298,6 +1298,40 @@ def test_diagnostics_report_the_driver_unconfigured_and_finalized_for_as_long_as
     released(finalized, "finalized")
 
 
+def test_link_status_reports_the_driver_disconnected_for_as_long_as_the_node_lives(make_driver, sim):
+    """link_status was made at configure and destroyed at cleanup: a driver started with
+    autostart false, cleaned up or shut down published none (a subscriber, the behavior
+    engine among them, heard of no driver), while /diagnostics said it unconfigured. It now
+    says DISCONNECTED, inactive, no RTT, every second; after a cleanup with the counters of
+    the link it closed (counted since that configure), none before the first configure."""
+    h = make_driver(start=False)
+    link = h.listen("link", LinkStatus, "link_status")
+
+    def keeps_saying(fits) -> LinkStatus:
+        """The last of two link_status in a row, published after this call, that ``fits``."""
+        start = len(link)
+        assert h.spin_until(lambda: len(link) >= start + 2 and all(fits(m) for m in link[-2:]), 5.0), \
+            [(m.state, m.driver_active) for m in link[-3:]]
+        return link[-1]
+
+    def released(msg: LinkStatus) -> bool:
+        return msg.state == LinkStatus.DISCONNECTED and not msg.driver_active and math.isnan(msg.rtt_s)
+
+    def counters(msg: LinkStatus) -> tuple:
+        return (msg.datagrams_sent, msg.datagrams_received, msg.retransmissions, msg.malformed_dropped,
+                msg.wrong_source_dropped)
+
+    assert counters(keeps_saying(released)) == (0, 0, 0, 0, 0)  # autostart false: never configured
+    assert h.node.start() and h.spin_until(lambda: h.node.connected, CONNECT_TIMEOUT)
+    keeps_saying(lambda m: m.state == LinkStatus.CONNECTED and m.driver_active)
+    assert h.node.trigger_deactivate() == TransitionCallbackReturn.SUCCESS
+    assert h.node.trigger_cleanup() == TransitionCallbackReturn.SUCCESS
+    closed = keeps_saying(released)
+    assert closed.datagrams_sent > 0 and closed.datagrams_received > 0, counters(closed)
+    assert h.node.trigger_shutdown() == TransitionCallbackReturn.SUCCESS
+    assert counters(keeps_saying(released)) == counters(closed)
+
+
 def test_a_shut_down_driver_refuses_new_parameter_values(make_driver):
     """After ros2 lifecycle set shutdown (finalized: the node configures no more) every
     ros2 param set said "Set parameter successful" although no value could ever take effect

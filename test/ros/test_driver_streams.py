@@ -137,7 +137,7 @@ def test_emergency_stop_engaged_ends_on_the_current_value_when_two_threads_publi
     timer. The read, compare and publish are one step: the last published is the flag's value.
     The service comes right after the I/O thread's read (another thread, as it runs)."""
     streams, node = streams
-    node._pub["link"] = SimpleNamespace(publish=lambda msg: None)
+    node._link = SimpleNamespace(publish=lambda msg: None)
     node._pub["estop"] = estop_pub = _EstopPublisher()
     node.get_clock = _Clock
     coming = threading.Event()  # the service's thread ended, or waits for the streams
