@@ -84,8 +84,10 @@ SUMMARY = ("Publishes the robot description (robot_description), /tf_static for 
 
 #: the node's parameters, both read at start-up (declared read-only from this table)
 DESCRIPTION_PARAMETERS = (
-    ParamSpec("robot_description", "", "The robot's URDF (XML text), required, e.g. "
-              "-p robot_description:=\"$(xacro cozmo.urdf.xacro)\"; read at start-up"),
+    ParamSpec("robot_description", "", "The robot's URDF (XML text), required, given after --ros-args, e.g. "
+              "cozmo_description_publisher --ros-args -p robot_description:="
+              "\"$(xacro .../cozmo_description/urdf/cozmo.urdf.xacro)\" (in cozmo_stack, in the node's own "
+              "section: --node description_publisher --ros-args -p robot_description:=...); read at start-up"),
     ParamSpec("frame_prefix", "", "Prepended to every frame id (default empty); read at start-up"),
 )
 

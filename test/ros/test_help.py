@@ -80,6 +80,21 @@ def test_cozmo_stack_answers_help_on_one_node_kind_with_its_parameters(flag):
     assert inside.returncode == 2 and "usage:" not in inside.stdout, inside.stdout
 
 
+@pytest.mark.parametrize("name", ["cozmo_description_publisher", "cozmo_stack"])
+def test_the_robot_description_example_gives_the_parameter_after_ros_args(name):
+    """robot_description's help said `e.g. -p robot_description:="$(xacro cozmo.urdf.xacro)"`:
+    a -p with no --ros-args before it is not a ROS argument (the node ignored it and said the
+    parameter was empty), and no cozmo.urdf.xacro is where the user runs it. The example is the whole
+    command, -p after --ros-args, with the xacro file under cozmo_description, and cozmo_stack's
+    section of the node, as the node's error says (where_to_give_the_description)."""
+    out = " ".join(run_help(name, "--help").stdout.split())   # (the help wraps its lines)
+    assert ('cozmo_description_publisher --ros-args -p robot_description:='
+            '"$(xacro .../cozmo_description/urdf/cozmo.urdf.xacro)"') in out, out
+    assert "--node description_publisher --ros-args -p robot_description:=" in out, out
+    examples = out.split("-p robot_description:=")[:-1]
+    assert examples and all(before.endswith("--ros-args ") for before in examples), out
+
+
 def test_help_after_ros_arguments_is_not_the_programs():
     # `--ros-args ... -h` is not the program's -h: the node would start (with a bad
     # parameter here, so that it stops at once with status 2 instead)
