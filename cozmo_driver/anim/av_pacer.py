@@ -199,6 +199,7 @@ class AVPacer:
         self._queued = 0
         self._final = True
         self._sound_tick = -(1 << 62)  # the last tick that sent audio, or waited for a stream's
+        self._sound_sent = -(1 << 62)  # the last tick that sent an OutputAudio (sound_held)
         #: how many silence frames go before a sound that begins (none if None): what the robot
         #: lacks of its preroll (``BufferGuard.lead_in``; see the module docstring)
         self.lead_in: Optional[Callable[[], int]] = None
@@ -429,6 +430,15 @@ class AVPacer:
     def animating(self) -> bool:
         return self.player.playing
 
+    def sound_held(self, now: float, tail_s: float) -> bool:
+        """Whether the robot may still hold sound the pacer sent (queued audio, not a clip's), and no
+        clip's frames: its last ``OutputAudio`` went out less than ``tail_s`` (the robot's buffer and
+        frames on their way) before ``now``, no clip started after it, and none ended less than
+        ``tail_s`` ago."""
+        if self._t0 is None or self.player.playing or self._clip_first_tick > self._sound_sent:
+            return False
+        return now - self.tick_time(self._sound_sent) < tail_s and now - self.clip_ended_at >= tail_s
+
     def _forget_screen(self) -> None:
         self._on_screen = None
         self._on_screen_image = None
@@ -603,6 +613,7 @@ class AVPacer:
             out.append(msgs.OutputAudio(samples=audio))
             stats.audio_frames += 1
             self._last_active_tick = k
+            self._sound_sent = k
         elif display is not None or self.active_at(k):
             out.append(msgs.OutputSilence())
             stats.silence_frames += 1

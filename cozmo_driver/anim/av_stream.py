@@ -37,8 +37,8 @@ cleared image or a cancelled animation).
 Audio: :meth:`AVStream.play_audio` (a goal) clears what is queued and plays
 its samples (cancelled, preempted or stopped, it drops what it has left, and the robot what it
 holds of it: a stream queued behind it plays on); :meth:`AVStream.stream_audio` appends to the queue in arrival
-order (nothing is mixed), and :meth:`AVStream.stream_audio_at` does so with
-samples at another rate: the chunks of one stream go through one
+order (nothing is mixed; a stop drops it, and the robot what it holds of it), and
+:meth:`AVStream.stream_audio_at` does so with samples at another rate: the chunks of one stream go through one
 :class:`~cozmo_driver.protocol.audio.StreamResampler` (no seams between them),
 and the samples it holds back for its filter are sent when the stream runs dry
 or ends, so the whole sound plays (a chunk at another rate, or one more than
@@ -532,8 +532,8 @@ class AVStream:
             goal, self._audio = self._audio, None
             self._report(AVReport(_AUDIO_DONE, goal.token, self._audio_progress(goal),
                                   self._elapsed(goal, now), success=False, message=reason))
-            _cut_short(self, goal, send)
-        self.pacer.clear_audio()
+            send = send and not _cut_short(self, goal, send)
+        _cut_stream(self, send)  # audio/pcm's, and a sound's that just ended
         self.pacer.clear_images()
         if self._held is not None:
             self._held = None
@@ -823,7 +823,7 @@ def _treads_held(goal: Optional[_ClipGoal], hold: Optional[Callable[[], Tuple[Op
     return f"interrupted: {still or backwards}"
 
 
-def _cut_short(av: AVStream, goal: _AudioGoal, send: bool = True) -> None:
+def _cut_short(av: AVStream, goal: _AudioGoal, send: bool = True) -> bool:
     """The play_audio ``goal`` ends before its last frame (cancelled, preempted, stopped): what is
     left of it is dropped (a stream queued behind it stays), and the robot drops what it holds
     of it, up to its 7 frames (about 0.23 s, which it played on), with ``AbortAnimation`` (the
@@ -834,6 +834,19 @@ def _cut_short(av: AVStream, goal: _AudioGoal, send: bool = True) -> None:
     clip = (av.pacer.player.stats.clips_started != goal.clips_at_start
             or av.robot.clock() - av.pacer.clip_ended_at < CLIP_TAIL_S)
     if send and sent and not clip and av._ready():
+        av._send([msgs.AbortAnimation()])
+        av.pacer.forget_screen()
+        return True
+    return False
+
+
+def _cut_stream(av: AVStream, send: bool) -> None:
+    """The stream stops (a deactivation): the audio queued is dropped (an ``audio/pcm`` stream's),
+    and, with ``send``, the robot drops what it may still hold of the sound (up to its 7 frames,
+    about 0.23 s, which it played on) as :func:`_cut_short` has it: ``AbortAnimation`` (the face is
+    sent again), not when it may hold a clip's frames (:meth:`AVPacer.sound_held`)."""
+    av.pacer.clear_audio()
+    if send and av.pacer.sound_held(av.robot.clock(), CLIP_TAIL_S) and av._ready():
         av._send([msgs.AbortAnimation()])
         av.pacer.forget_screen()
 

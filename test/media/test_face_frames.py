@@ -567,6 +567,61 @@ def test_a_sound_cancelled_behind_a_clip_leaves_the_clip_alone(when):
     assert aborts(robot) == 1
 
 
+def stream_chunks(robot: LoopRobot, av: AVStream, start: float, seconds: float) -> None:
+    """An audio/pcm stream of ``seconds``: 0.1 s chunks, each arriving as it would in real time."""
+    chunk = tone(523.0, 0.1)
+    for i in range(int(round(seconds / 0.1))):
+        robot.arrive(start + 0.1 * i, av.stream_audio, chunk)
+
+
+@pytest.mark.parametrize("when", ["mid-stream", "as it ran dry", "long after", "during a clip",
+                                  "just after a clip"])
+def test_a_deactivation_stops_an_audio_stream_on_the_robot_at_once(when):
+    """The driver deactivated while an audio/pcm stream plays, or just after its last frame went
+    out: the driver dropped the stream's queue, but the robot played on what it held of it, its 7
+    frames (0.23 s). It now drops them too (AbortAnimation), as a play_audio goal's end does; not
+    when it holds no sound any more, nor its clip's frames (a clip cancelled by the stop is
+    aborted once; a stream played on after a clip's last frames sent leaves them alone)."""
+    robot = LoopRobot(4, lambda when: 0.0005)
+    av = AVStream(robot, lambda report: None)
+    av.start()
+    t0 = robot.clock() + 0.05
+    stream_chunks(robot, av, t0, 1.0 if when in ("as it ran dry", "long after") else 3.0)
+    if when == "during a clip":
+        robot.arrive(t0 + 1.0, av.play_clip, "clip", compile_clip(load_builtin("celebrate")))
+    if when == "just after a clip":
+        robot.arrive(t0, av.play_clip, "clip", compile_clip(load_builtin("celebrate")))
+    robot.run_until(t0 + (1.2 if when == "during a clip" else 0.6))
+    assert sounding(robot) >= (8 if when != "just after a clip" else 0)
+    if when == "as it ran dry":
+        for _ in range(90):                                          # until its last frame went out
+            if av.pacer.stats.audio_frames >= 30 and not av.pacer.audio_queued_s:
+                break
+            robot.run_until(robot.clock() + FRAME)
+    elif when == "long after":
+        robot.run_until(t0 + 3.0)
+    elif when == "just after a clip":
+        for _ in range(300):                                         # the clip's last tick
+            if robot.clock() - av.pacer.clip_ended_at < 0.1:
+                break
+            robot.run_until(robot.clock() + FRAME)
+        queued = av.pacer.stats.audio_frames
+        robot.run_until(av.pacer.clip_ended_at + 0.2)                # the stream plays on after it
+        assert av.pacer.stats.audio_frames > queued
+    before = sounding(robot)
+    av.stop("the driver was deactivated")
+    robot.run_until(robot.clock() + 1.0)
+    after = sounding(robot) - before
+    if when in ("mid-stream", "as it ran dry"):
+        assert after <= 1, (when, after)                             # (the frame under way)
+        assert aborts(robot) == 1
+        assert sounding(robot) < 30                                  # not all of it played
+    elif when == "during a clip":
+        assert aborts(robot) == 1                                    # the clip's, once
+    else:
+        assert aborts(robot) == 0, when
+
+
 def test_the_guard_waits_a_second_of_reports_and_moves_one_tick_at_a_time():
     guard = BufferGuard()
     now, sent, played = 0.0, 100, 100 - PREROLL_FRAMES
