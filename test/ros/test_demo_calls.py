@@ -64,6 +64,29 @@ def driver_over_sim(tmp_path):
             log.close()
 
 
+def ask_again(calls, handle, index):
+    """What a lost result was (for the failure's message): the goal's status as the client
+    last heard it on the status topic (4: SUCCEEDED, the driver ended it: the result response
+    went missing; 2: EXECUTING, the driver had not ended it), and what a second request for
+    the result got within 5 s."""
+    from cozmo_driver.ros.demo_steps import action_outcome
+
+    heard = handle.status
+    again = calls.result(handle, 5.0)
+    second = "no answer either" if again is None else action_outcome(again)[1]
+    return f"goal {index}: status heard {heard}, asked again: {second}."
+
+
+def driver_log_digest(path, last=40):
+    """The driver log's warnings and errors (at most 20) and its last ``last`` lines."""
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError as exc:
+        return f"(no log: {exc})"
+    loud = [line for line in lines if "[WARN]" in line or "[ERROR]" in line or "Traceback" in line][:20]
+    return "\n".join(loud + ["..."] + lines[-last:])
+
+
 class Client:
     """The demo's node side: a node on a SingleThreadedExecutor and the demo's caller,
     all on this thread."""
@@ -104,7 +127,7 @@ def test_the_demos_requests_lose_no_goal_and_no_service_answer(rclpy_context, dr
     audio = ActionClient(client.node, PlayAudio, "play_audio")
     parameters = client.node.create_client(SetParameters, "cozmo_driver/set_parameters")
     wav = tiny_wav(tmp_path / "tiny.wav")
-    lost_goals, lost_results, lost_answers, failed = [], [], [], []
+    lost_goals, lost_results, lost_answers, failed, lost_why = [], [], [], [], []
     switch = sys.getswitchinterval()
     try:
         assert calls.spin_until(lambda: links and links[-1].state == LinkStatus.CONNECTED,
@@ -127,6 +150,7 @@ def test_the_demos_requests_lose_no_goal_and_no_service_answer(rclpy_context, dr
                 wrapped = calls.result(handle, 10.0)
                 if wrapped is None:
                     lost_results.append(index)
+                    lost_why.append(ask_again(calls, handle, index))
                 else:
                     ok, outcome = action_outcome(wrapped)
                     if not ok:
@@ -146,8 +170,11 @@ def test_the_demos_requests_lose_no_goal_and_no_service_answer(rclpy_context, dr
         client.close()
     err = capfd.readouterr().err
     print(f"{ROUNDS} play_audio goals and {ROUNDS} set_parameters calls in {elapsed:.1f} s")
-    assert (lost_goals, lost_results, lost_answers) == ([], [], []), \
-        f"goals not answered {lost_goals}, results lost {lost_results}, calls lost {lost_answers}"
+    assert (lost_goals, lost_results, lost_answers) == ([], [], []), (
+        f"goals not answered {lost_goals}, results lost {lost_results}, calls lost {lost_answers}; "
+        f"{' '.join(lost_why)}; other failures {failed}; client's stderr: {err[-2000:]!r}; driver "
+        f"{'running' if driver_over_sim.poll() is None else f'ended {driver_over_sim.poll()}'}, its "
+        f"log's warnings and last lines:\n{driver_log_digest(tmp_path / 'driver.log')}")
     assert failed == []
     assert "Ignoring unexpected" not in err
     assert driver_over_sim.poll() is None
