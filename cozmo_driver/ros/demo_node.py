@@ -583,6 +583,14 @@ class Demonstration:
             return DemoAbort(
                 f"the driver did not publish link_status within "
                 f"{max(o.startup_timeout_s, o.connect_timeout_s):g} s of its start (see its log)", 2)
+        with self.node.lock:
+            link = self.node.link
+        if state != LinkStatus.CONNECTED and link is not None and not link.driver_active:
+            # its configure failed (say its port taken), or it was deactivated: not the robot's fault
+            return DemoAbort(
+                f"{self.driver_fqn} is not active (link_status {state}, driver_active false) "
+                f"{o.connect_timeout_s:g} s after it came up: its configure failed, or it was "
+                f"deactivated; its log says why (ros2 lifecycle get {self.driver_fqn} shows its state)", 2)
         if state != LinkStatus.CONNECTED:
             return DemoAbort(
                 f"no answer from the robot at {o.robot_address} within {o.connect_timeout_s:g} s "

@@ -226,6 +226,33 @@ def test_its_own_driver_alone_on_the_graph_is_taken_as_connected(connecting):
                for line in lines), lines
 
 
+def test_a_driver_that_is_not_active_is_said_as_such_not_a_silent_robot(connecting):
+    """Its driver up but inactive (its configure failed, say its port taken: it publishes
+    link_status DISCONNECTED, driver_active false, as it does unconfigured): the demo says the
+    driver is not active and where to look, not that the robot did not answer nor to check
+    the Wi-Fi (the robot was never asked)."""
+    from cozmo_interfaces.msg import LinkStatus
+
+    run, lines = connecting(0)
+    with run.node.lock:
+        run.node.link = LinkStatus(state=LinkStatus.DISCONNECTED, driver_active=False, rtt_s=float("nan"))
+    run.options.connect_timeout_s = run.options.startup_timeout_s = 1.0
+    with pytest.raises(DemoAbort) as caught:
+        run._wait_connected()
+    said = str(caught.value)
+    assert caught.value.code == 2 and not run.connected_once
+    assert "Wi-Fi" not in said and "no answer from the robot" not in said, said
+    assert said.startswith("/cozmo_driver is not active (link_status DISCONNECTED, driver_active false) 1 s "
+                           "after it came up: its configure failed, or it was deactivated"), said
+    assert "ros2 lifecycle get /cozmo_driver" in said, said
+    # an active driver whose robot does not answer: the robot's silence, as before
+    with run.node.lock:
+        run.node.link = LinkStatus(state=LinkStatus.CONNECTING, driver_active=True, rtt_s=float("nan"))
+    with pytest.raises(DemoAbort) as caught:
+        run._wait_connected()
+    assert str(caught.value).startswith(f"no answer from the robot at {OURS} within 1 s"), str(caught.value)
+
+
 def test_a_driver_connected_whose_robot_is_never_named_is_said_as_such(connecting):
     """Its driver CONNECTED, odom coming, but no link report on /diagnostics names the
     demo's robot: the robot did answer, so the demo does not ask whether this machine is on
