@@ -39,11 +39,14 @@ type an empty list, and reads a string such as ``'5551'`` as a number).
 
 Both front-ends refuse an argument name that is not one of :data:`ARGUMENTS`
 (:func:`check_argument_names`, with a close match suggested), a value
-outside an argument's ``choices``, a driver ``base_frame`` to which the robot
+outside an argument's ``choices``, a ``robot_ip`` host name that is neither localhost nor
+one of the hosts file (read, no name server asked; ``robot_ip:=sim`` is told to use
+use_sim:=true), a driver ``base_frame`` to which the robot
 description gives a parent (two parents in tf) and a driver ``odom_frame`` that is a frame
 of the description (a loop in tf, or a robot model no odometry moves)
 (:func:`check_driver_frames`); they warn of a driver ``base_frame`` the description has not
-(its frames unconnected to odom, :func:`check_driver_frames` too), of
+(its frames unconnected to odom, :func:`check_driver_frames` too), of a ``robot_ip`` or
+``robot_port`` given with use_sim:=true (ignored, :func:`ignored_with_sim`), of
 each section of the config file that reaches no node (:func:`unreached_config_sections`),
 and note those of another namespace (:func:`config_sections_of_other_namespaces`); and they start every process with
 :func:`child_environment`, which makes the project's executables end when the
@@ -67,7 +70,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
-from .addresses import address_problem
+from .addresses import NO_DESTINATION, address_problem
 from .description import (DESCRIPTION_PACKAGE, DescriptionError, package_share, parent_links,
                           robot_description)
 from .errors import ConfigurationError
@@ -97,6 +100,8 @@ __all__ = [
     "remove_stale_parameter_directories",
     "make_plan",
     "check_driver_frames",
+    "ignored_with_sim",
+    "hosts_file_addresses",
     "default_config_path",
     "rviz_config_path",
     "rviz_fixed_frame",
@@ -135,10 +140,11 @@ _BOOL = ("true", "false")
 #: Every argument of the bring-up, in the order they are shown.
 ARGUMENTS: Tuple[Argument, ...] = (
     Argument("robot_ip", "",
-             "IPv4 address or host name of the robot (empty: the config file's robot_ip; "
-             "ignored with use_sim:=true)"),
+             "IPv4 address of the robot, or localhost or a host name of /etc/hosts (empty: the "
+             "config file's robot_ip; ignored, with a warning, with use_sim:=true)"),
     Argument("robot_port", "",
-             "UDP port of the robot (empty: the config file's robot_port; ignored with use_sim)"),
+             "UDP port of the robot (empty: the config file's robot_port; ignored, with a "
+             "warning, with use_sim)"),
     Argument("namespace", "",
              "ROS namespace of every node, e.g. robot1 (empty: none); sets the frame prefix"),
     Argument("use_sim", "false",
@@ -216,6 +222,9 @@ _NAME_TOKEN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 ROBOT_ADDRESS_HINT = "a Cozmo answers at 172.31.1.1 on its own Wi-Fi"
 #: host:port (one colon: an IPv6 address has more, and is the driver's to refuse)
 _HOST_AND_PORT = re.compile(r"^([^:]+):([0-9]+)$")
+#: the hosts file: a robot_ip host name must be one of its names (or localhost), read from it
+#: here without asking a name server (:func:`_check_robot_name`)
+HOSTS_FILE = Path("/etc/hosts")
 
 
 def closest_name(name: str, known: Optional[Sequence[str]] = None) -> Optional[str]:
@@ -318,6 +327,87 @@ def _parse_robot_ip(value: str) -> str:
     return text
 
 
+def hosts_file_addresses(name: str, path: Optional[Path] = None) -> List[str]:
+    """The addresses the hosts file (``path``, default :data:`HOSTS_FILE`) gives the host name
+    ``name`` (case-insensitive, a trailing dot ignored), in its order; none when the file
+    lists it not, or cannot be read. Reads the file: no look-up, no name server asked."""
+    wanted = name.rstrip(".").lower()
+    try:
+        text = Path(HOSTS_FILE if path is None else path).read_text(errors="replace")
+    except OSError:
+        return []
+    found = []
+    for line in text.splitlines():
+        fields = line.split("#", 1)[0].split()
+        if len(fields) >= 2 and wanted in (field.rstrip(".").lower() for field in fields[1:]):
+            found.append(fields[0])
+    return found
+
+
+def _is_ipv4(text: str) -> bool:
+    try:
+        return str(ipaddress.IPv4Address(text)) == text
+    except ValueError:
+        return False
+
+
+def _check_robot_name(host: str, value: str) -> None:
+    """Refuse a robot_ip host name the driver could resolve only by asking a name server, or
+    not at all: one that is neither localhost (``localhost``, ``*.localhost``: the loopback
+    address, whatever the hosts file says) nor a name the hosts file gives an IPv4 address
+    (nor one it gives the unspecified or broadcast address). No name server is asked: the
+    robot's own Wi-Fi has none, and ``sim`` (the user meant use_sim:=true) would otherwise be
+    refused only by the driver, after the bring-up started. A name meant for the simulator
+    (``sim``, ``cozmo-sim``) or close to localhost is told to use use_sim:=true."""
+    if _is_ipv4(host):
+        return
+    name = host.rstrip(".").lower()
+    if name == "localhost" or name.endswith(".localhost"):
+        return
+    hint = f"{ROBOT_ADDRESS_HINT}: robot_ip:=172.31.1.1"
+    listed = hosts_file_addresses(name)
+    ipv4 = [address for address in listed if _is_ipv4(address)]
+    if ipv4:
+        if ipv4[0] in NO_DESTINATION:
+            raise PlanError(f"robot_ip:={value!r}: {HOSTS_FILE} gives {host!r} {ipv4[0]}, "
+                            f"{NO_DESTINATION[ipv4[0]]}, not a robot's; check the address ({hint})")
+        return
+    if listed:
+        raise PlanError(f"robot_ip:={value!r}: {HOSTS_FILE} gives {host!r} no IPv4 address "
+                        f"({', '.join(listed)}); the driver reaches the robot over IPv4 only ({hint})")
+    simulator = ("to drive the simulator give use_sim:=true (the bring-up starts cozmo-sim on "
+                 "127.0.0.1:<sim_port> and points the driver at it; no robot_ip needed), or "
+                 "robot_ip:=127.0.0.1 for a cozmo-sim you started on this computer")
+    if "sim" in name:
+        raise PlanError(f"robot_ip:={value!r}: {host!r} is no robot's address: {simulator}; "
+                        f"to drive a Cozmo give its address ({hint})")
+    if difflib.get_close_matches(name, ["localhost"], n=1, cutoff=0.7):
+        raise PlanError(f"robot_ip:={value!r}: {host!r} is not localhost (a typo?) nor a name of "
+                        f"{HOSTS_FILE}: {simulator}; to drive a Cozmo give its address ({hint})")
+    raise PlanError(f"robot_ip:={value!r}: {host!r} is neither an IPv4 address, nor localhost, nor "
+                    f"a host name of {HOSTS_FILE}: the bring-up takes no name only a name server "
+                    f"knows (none answers on the robot's own Wi-Fi, and the driver would fail to "
+                    f"resolve it once started); add the name to {HOSTS_FILE}, or {simulator}; to "
+                    f"drive a Cozmo give its address ({hint})")
+
+
+def ignored_with_sim(args: BringupArgs) -> List[str]:
+    """The warning of a robot_ip or robot_port given with use_sim:=true: the driver is pointed
+    at the simulator's address (127.0.0.1:<sim_port>), not at these. Empty without use_sim."""
+    given = [f"{name}:={value}" for name, value in (("robot_ip", args.robot_ip),
+                                                   ("robot_port", args.robot_port))
+             if args.use_sim and value not in ("", None)]
+    if not given:
+        return []
+    simulator = (f"the simulator the bring-up starts on {SIM_HOST}:{args.sim_port}" if args.start_sim
+                 else f"the simulator already serving {SIM_HOST}:{args.sim_port} (start_sim:=false)")
+    text = (f"{' and '.join(given)} ignored with use_sim:=true: the driver drives {simulator}, "
+            f"the simulator's own address; to drive the robot there, leave out use_sim:=true")
+    if args.robot_port is not None:
+        text += f"; the simulator's port is given as sim_port:= (sim_port:={args.robot_port})"
+    return [text]
+
+
 def _parse_namespace(value: str) -> str:
     text = str(value).strip().strip("/")
     if not text:
@@ -385,8 +475,11 @@ def resolve_arguments(values: Optional[Mapping[str, Any]] = None,
     if not config.is_file():
         raise PlanError(f"config:={raw['config'] or config}: no such parameter file")
     _parameter_sections(config)  # a file rcl would refuse, or read as none: before anything starts
+    robot_ip = _parse_robot_ip(raw["robot_ip"])
+    if robot_ip and raw["use_sim"] != "true":  # with use_sim it is ignored (ignored_with_sim)
+        _check_robot_name(robot_ip, raw["robot_ip"])
     return BringupArgs(
-        robot_ip=_parse_robot_ip(raw["robot_ip"]),
+        robot_ip=robot_ip,
         robot_port=_parse_port("robot_port", raw["robot_port"], allow_empty=True),
         namespace=namespace,
         use_sim=raw["use_sim"] == "true",
@@ -914,7 +1007,10 @@ def make_plan(args: BringupArgs,
 
     ``description(prefix)`` makes the robot description (default: xacro on
     cozmo_description with that link prefix). ``warn(text)`` gets each warning of
-    :func:`check_driver_frames` (a front-end prints it)."""
+    :func:`ignored_with_sim` and :func:`check_driver_frames` (a front-end prints it)."""
+    for warning in ignored_with_sim(args):
+        if warn is not None:
+            warn(warning)
     make_description = description or (lambda prefix: robot_description(prefix=prefix))
     try:
         urdf = make_description(args.frame_prefix)

@@ -510,6 +510,19 @@ def test_ros2_launch_warns_of_a_base_frame_the_description_has_not(launch_a_file
         in run.output, run.output
 
 
+def test_ros2_launch_refuses_robot_ip_sim_and_warns_of_it_with_use_sim(launch_a_file):
+    # robot_ip:=sim started everything, then the driver failed to resolve 'sim' (exit 2);
+    # with use_sim:=true it was ignored in silence
+    run = launch_a_file(LAUNCH_FILE, "robot_ip:=sim")
+    assert run.code != 0 and run.args is None, run.output
+    assert "robot_ip:='sim': 'sim' is no robot's address: to drive the simulator give use_sim:=true" \
+        in run.output, run.output
+    run = launch_a_file(LAUNCH_FILE, "robot_ip:=sim", "use_sim:=true")
+    assert run.code == 0, run.output
+    assert ("robot_ip:=sim ignored with use_sim:=true: the driver drives the simulator the bring-up starts "
+            "on 127.0.0.1:5551, the simulator's own address") in run.output, run.output
+
+
 def test_ros2_launch_keeps_its_own_launch_prefix(launch_a_file):
     # what `ros2 launch --launch-prefix env ...` appends to the command line
     run = launch_a_file(LAUNCH_FILE, "launch-prefix:=env", "use_sim:=true")

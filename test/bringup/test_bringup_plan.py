@@ -138,10 +138,111 @@ def test_bad_arguments_are_refused_with_the_reason(values, message):
         plan.resolve_arguments(values)
 
 
+@pytest.fixture
+def hosts_file(tmp_path, monkeypatch):
+    """The plan reads this hosts file (``127.0.0.1 localhost`` and the robots of the tests),
+    and no host name is resolved: a name server asked fails the test."""
+    import socket
+
+    path = tmp_path / "hosts"
+    path.write_text("127.0.0.1 localhost\n::1 localhost ip6-localhost  # IPv6 only\n"
+                    "192.0.2.7 cozmo.local cozmo-1\t My_Host\n# 192.0.2.8 commented-out\n"
+                    "0.0.0.0 blocked.example\n")
+    monkeypatch.setattr(plan, "HOSTS_FILE", path, raising=False)
+
+    def no_name_server(*args, **kwargs):
+        raise AssertionError(f"a host name was resolved: {args}")
+
+    for name in ("getaddrinfo", "gethostbyname", "gethostbyname_ex"):
+        monkeypatch.setattr(socket, name, no_name_server)
+    return path
+
+
 @pytest.mark.parametrize("address", ["172.31.1.1", "127.0.0.1", "cozmo.local", "cozmo.local.", "cozmo-1",
-                                     "my_host", "localhost"])
-def test_an_ipv4_address_or_a_host_name_goes_to_the_driver(address):
+                                     "my_host", "localhost", "LocalHost.", "robot.localhost"])
+def test_an_ipv4_address_or_a_host_name_goes_to_the_driver(address, hosts_file):
+    # a host name of the hosts file (any case, a trailing dot or not), or localhost
     assert plan.resolve_arguments({"robot_ip": f" {address} "}).robot_ip == address
+
+
+SIMULATOR_HINT = ("to drive the simulator give use_sim:=true (the bring-up starts cozmo-sim on "
+                  "127.0.0.1:<sim_port> and points the driver at it; no robot_ip needed), or "
+                  "robot_ip:=127.0.0.1 for a cozmo-sim you started on this computer")
+
+
+@pytest.mark.parametrize("address, problem", [
+    # a valid host name, so the driver started and then failed to resolve it (exit 2), after
+    # the simulator-less bring-up had started everything else: the user meant use_sim:=true
+    ("sim", "'sim' is no robot's address: " + SIMULATOR_HINT),
+    ("Simulator", "'Simulator' is no robot's address: " + SIMULATOR_HINT),
+    ("cozmo-sim", "'cozmo-sim' is no robot's address: " + SIMULATOR_HINT),
+    ("cozmo_sim.", "'cozmo_sim.' is no robot's address"),
+    # localhost mistyped
+    ("locahost", "'locahost' is not localhost (a typo?) nor a name of {hosts}: " + SIMULATOR_HINT),
+    ("localhots", "is not localhost (a typo?)"),
+    ("local", "is not localhost (a typo?)"),
+    # a name only a name server could resolve (none answers on the robot's Wi-Fi), or none can
+    ("cozmo", "'cozmo' is neither an IPv4 address, nor localhost, nor a host name of {hosts}: the "
+              "bring-up takes no name only a name server knows (none answers on the robot's own Wi-Fi, "
+              "and the driver would fail to resolve it once started); add the name to {hosts}, or "
+              + SIMULATOR_HINT + "; to drive a Cozmo give its address"),
+    ("robot.example.com", "is neither an IPv4 address, nor localhost, nor a host name of {hosts}"),
+    ("commented-out", "is neither an IPv4 address, nor localhost, nor a host name of {hosts}"),
+    ("127.0.0.l", "is neither an IPv4 address, nor localhost"),
+    # the hosts file gives it nothing the driver can send to
+    ("ip6-localhost", "{hosts} gives 'ip6-localhost' no IPv4 address (::1); the driver reaches the robot "
+                      "over IPv4 only"),
+    ("blocked.example", "{hosts} gives 'blocked.example' 0.0.0.0, the unspecified address"),
+])
+def test_a_robot_host_name_that_resolves_to_no_robot_is_refused_before_anything_starts(
+        address, problem, hosts_file):
+    with pytest.raises(plan.PlanError) as refused:
+        plan.resolve_arguments({"robot_ip": address})
+    message = str(refused.value)
+    assert message.startswith(f"robot_ip:={address!r}: ") and problem.format(hosts=hosts_file) in message, \
+        message
+    assert message.endswith("(a Cozmo answers at 172.31.1.1 on its own Wi-Fi: robot_ip:=172.31.1.1)")
+
+
+def test_cozmo_bringup_refuses_robot_ip_sim_before_anything_starts(hosts_file, capsys):
+    assert bringup.main(["robot_ip:=sim", "--dry-run"]) == 2
+    out, err = capsys.readouterr()
+    assert "cozmo_driver_node" not in out, out
+    assert "robot_ip:='sim': 'sim' is no robot's address: to drive the simulator give use_sim:=true" in err
+
+
+def _dry_run(argv, capsys):
+    """cozmo_bringup ``argv`` --dry-run: its stderr (the files it keeps removed)."""
+    assert bringup.main([*argv, "--dry-run"]) == 0
+    out, err = capsys.readouterr()
+    for line in out.splitlines():
+        if line.startswith("# parameter files"):
+            shutil.rmtree(line.split()[-2], ignore_errors=True)
+    return err
+
+
+def test_robot_ip_and_robot_port_given_with_use_sim_are_said_to_be_ignored(hosts_file, capsys):
+    """robot_ip and robot_port with use_sim:=true were ignored in silence: the driver drove the
+    simulator, and the user thought it drove the robot they named."""
+    warnings = []
+    args = plan.resolve_arguments({"use_sim": "true", "sim_port": "5612", "robot_ip": "10.0.0.9",
+                                   "robot_port": "1234"})
+    plan.make_plan(args, description=lambda prefix: "<robot name='r'/>", warn=warnings.append)
+    assert warnings == [
+        "robot_ip:=10.0.0.9 and robot_port:=1234 ignored with use_sim:=true: the driver drives the "
+        "simulator the bring-up starts on 127.0.0.1:5612, the simulator's own address; to drive the robot "
+        "there, leave out use_sim:=true; the simulator's port is given as sim_port:= (sim_port:=1234)"]
+    # a name the driver could not resolve is not refused: it goes nowhere
+    err = _dry_run(["use_sim:=true", "robot_ip:=sim"], capsys)
+    assert ("cozmo_bringup: warning: robot_ip:=sim ignored with use_sim:=true: the driver drives the "
+            "simulator the bring-up starts on 127.0.0.1:5551, the simulator's own address; to drive the "
+            "robot there, leave out use_sim:=true\n") in err, err
+    err = _dry_run(["use_sim:=true", "start_sim:=false", "sim_port:=5600", "robot_port:=5551"], capsys)
+    assert ("cozmo_bringup: warning: robot_port:=5551 ignored with use_sim:=true: the driver drives the "
+            "simulator already serving 127.0.0.1:5600 (start_sim:=false), the simulator's own address") in err
+    # nothing ignored, nothing said
+    for argv in (["use_sim:=true"], ["robot_ip:=10.0.0.9", "robot_port:=1234"]):
+        assert "ignored" not in _dry_run(argv, capsys)
 
 
 @pytest.mark.parametrize("address, problem", [
