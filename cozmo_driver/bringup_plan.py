@@ -140,7 +140,7 @@ _BOOL = ("true", "false")
 #: Every argument of the bring-up, in the order they are shown.
 ARGUMENTS: Tuple[Argument, ...] = (
     Argument("robot_ip", "",
-             "IPv4 address of the robot, or localhost or a host name of /etc/hosts (empty: the "
+             "IPv4 address of the robot, or localhost, a name.local or a host name of /etc/hosts (empty: the "
              "config file's robot_ip; ignored, with a warning, with use_sim:=true)"),
     Argument("robot_port", "",
              "UDP port of the robot (empty: the config file's robot_port; ignored, with a "
@@ -354,8 +354,9 @@ def _is_ipv4(text: str) -> bool:
 def _check_robot_name(host: str, value: str) -> None:
     """Refuse a robot_ip host name the driver could resolve only by asking a name server, or
     not at all: one that is neither localhost (``localhost``, ``*.localhost``: the loopback
-    address, whatever the hosts file says) nor a name the hosts file gives an IPv4 address
-    (nor one it gives the unspecified or broadcast address). No name server is asked: the
+    address, whatever the hosts file says), nor a multicast DNS name (``*.local``: a computer
+    of the network, say one running cozmo-sim, answers for it), nor a name the hosts file gives
+    an IPv4 address (nor one it gives the unspecified or broadcast address). No name server is asked: the
     robot's own Wi-Fi has none, and ``sim`` (the user meant use_sim:=true) would otherwise be
     refused only by the driver, after the bring-up started. A name meant for the simulator
     (``sim``, ``cozmo-sim``) or close to localhost is told to use use_sim:=true."""
@@ -364,6 +365,8 @@ def _check_robot_name(host: str, value: str) -> None:
     name = host.rstrip(".").lower()
     if name == "localhost" or name.endswith(".localhost"):
         return
+    if name.endswith(".local") and not name[:1].isdigit():
+        return  # multicast DNS: the computers of the network answer for it, no name server
     hint = f"{ROBOT_ADDRESS_HINT}: robot_ip:=172.31.1.1"
     listed = hosts_file_addresses(name)
     ipv4 = [address for address in listed if _is_ipv4(address)]

@@ -159,9 +159,11 @@ def hosts_file(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("address", ["172.31.1.1", "127.0.0.1", "cozmo.local", "cozmo.local.", "cozmo-1",
-                                     "my_host", "localhost", "LocalHost.", "robot.localhost"])
+                                     "my_host", "localhost", "LocalHost.", "robot.localhost", "pi.local",
+                                     "cozmo-sim.local"])
 def test_an_ipv4_address_or_a_host_name_goes_to_the_driver(address, hosts_file):
-    # a host name of the hosts file (any case, a trailing dot or not), or localhost
+    # a host name of the hosts file (any case, a trailing dot or not), localhost, or a multicast
+    # DNS name (pi.local and cozmo-sim.local are not in the hosts file: no name server knows them)
     assert plan.resolve_arguments({"robot_ip": f" {address} "}).robot_ip == address
 
 
