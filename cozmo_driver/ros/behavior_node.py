@@ -12,7 +12,8 @@ Inputs:
   state once per connection (it streams at ~33 Hz: the node unsubscribes after
   the first message, the events report every change after it); ``battery_state``
   (BatteryState: ``percentage``) -> ``low_battery``; ``link_status`` -> whether
-  the robot is connected and the driver active (lifecycle); ``emergency_stop/engaged``
+  the robot is connected and the driver active (lifecycle), and, silent for
+  ``LINK_SILENT_S`` or without a publisher, that the driver is gone (its goals given up); ``emergency_stop/engaged``
   (std_msgs/Bool) -> nothing runs while the driver's emergency stop is engaged, nor after its
   release until ``behavior/enable`` true (or the ``enabled`` parameter set to true, again);
   ``object_events`` (ObjectEvent TAPPED) -> ``cube_tapped``; ``behavior/trigger``
@@ -23,7 +24,7 @@ Inputs:
   of the driver's actions that is not one of the engine's own (read from each
   action's ``<action>/_action/status``; the engine sends its goals with goal
   ids it chose, so it knows them): paused while it runs, and ``user_pause`` after;
-  forgotten when that status has no publisher any more (the driver crashed).
+  forgotten when that status has no publisher any more, or the driver is gone (it crashed).
 
 Outputs: goals of the driver's actions (``drive_straight``, ``turn_in_place``,
 ``set_head_angle``, ``set_lift_height``, ``play_animation``), ``face/expression``
@@ -104,6 +105,10 @@ _SOUND_CACHE = 32
 _UINT32_MAX = 2**32 - 1
 #: with no link_status for this long from the start, the node says that it has no driver, s
 NO_LINK_STATUS_S = 5.0
+#: a driver publishes link_status every second for as long as it lives: silent this long, it
+#: is taken for gone (killed, crashed), sooner than the graph says so (a killed process's
+#: publishers stay in it for its DDS lease, about 20 s), s
+LINK_SILENT_S = 5.0
 
 
 def _publisher(node: Node, msg_type: Any, topic: str, profile: Any) -> Any:
@@ -221,6 +226,8 @@ class RosRobot(RobotInterface):
         self._own: Set[bytes] = set()
         self._own_order: Deque[bytes] = deque()
         self._goal_handles: Dict[int, Any] = {}     # id(handle) -> rclpy ClientGoalHandle
+        #: the goals sent whose result has not come: id(handle) -> handle (give_up_goals)
+        self._sent: Dict[int, Handle] = {}
         self._sounds: List[Tuple[Handle, float]] = []
         #: (handle, chunk, last of its sound) of the sounds not published yet, in order; when
         #: the published ones end playing (time.monotonic(), as if the driver played them as
@@ -265,6 +272,7 @@ class RosRobot(RobotInterface):
         goal_id = UUID(uuid=list(uuid.uuid4().bytes))
         self._remember(bytes(goal_id.uuid))
         future = client.send_goal_async(goal, goal_uuid=goal_id)
+        self._sent[id(handle)] = handle
         future.add_done_callback(lambda f, h=handle: self._on_goal_response(h, f))
         return handle
 
@@ -272,9 +280,11 @@ class RosRobot(RobotInterface):
         try:
             goal_handle = future.result()
         except Exception as exc:  # noqa: BLE001 - rclpy sets whatever failed; reported on the handle
+            self._sent.pop(id(handle), None)
             handle.fail(f"{handle.what}: sending the goal failed: {exc}")
             return
         if goal_handle is None or not goal_handle.accepted:
+            self._sent.pop(id(handle), None)
             handle.fail(f"{handle.what}: the driver rejected the goal (its log says why)")
             return
         if handle.done and not handle.cancel_requested:
@@ -288,6 +298,7 @@ class RosRobot(RobotInterface):
 
     def _on_result(self, handle: Handle, future) -> None:
         self._goal_handles.pop(id(handle), None)
+        self._sent.pop(id(handle), None)
         try:
             response = future.result()
         except Exception as exc:  # noqa: BLE001 - reported on the handle
@@ -315,6 +326,27 @@ class RosRobot(RobotInterface):
     def goals_in_flight(self) -> int:
         """Goals accepted by the driver whose result has not come yet."""
         return len(self._goal_handles)
+
+    def goals_sent(self) -> int:
+        """Goals sent to the driver whose result has not come yet (accepted or not yet)."""
+        return len(self._sent)
+
+    def give_up_goals(self, why: str) -> List[str]:
+        """The driver is gone (``why``): the results of the goals sent to it will never come.
+        Each goal still running fails with ``why`` (its behavior goes on without waiting), a
+        cancel is sent to those accepted (a driver only stalled stops their motion when it
+        wakes), and one accepted after this is cancelled then (``cancel_requested``). Returns
+        the goals' actions, sorted."""
+        actions = []
+        for key, handle in list(self._sent.items()):
+            actions.append(handle.what)
+            handle.cancel_requested = True
+            goal_handle = self._goal_handles.pop(key, None)
+            if goal_handle is not None:
+                goal_handle.cancel_goal_async()
+            handle.fail(f"{handle.what}: {why}: given up")
+        self._sent.clear()
+        return sorted(actions)
 
     # ------------------------------------------------------------------ RobotInterface
 
@@ -498,6 +530,11 @@ class BehaviorNode(Node):
         #: when the node started (monotonic), until a link_status comes or the node said it
         #: has none (NO_LINK_STATUS_S)
         self._no_link_since: Optional[float] = time.monotonic()
+        #: when the last link_status came (monotonic; None before the first), whether the
+        #: driver was since taken for gone (_check_driver), and the last tick (_on_tick)
+        self._link_heard_at: Optional[float] = None
+        self._driver_gone = False
+        self._last_tick = time.monotonic()
         # inputs
         _subscription(self, RobotEvent, "events", self._on_event, QOS_EVENTS)
         # the status streams at ~33 Hz; the engine needs one snapshot per connection (the
@@ -555,6 +592,11 @@ class BehaviorNode(Node):
 
     def _on_tick(self) -> None:
         now = time.monotonic()
+        if self._link_heard_at is not None and now - self._last_tick > 1.0:
+            # this node stood still (a loaded machine): the link_status that came meanwhile
+            # waits in its subscription, and the driver is not blamed for the silence
+            self._link_heard_at = max(self._link_heard_at, now)
+        self._last_tick = now
         if self._status_seen and self._status_sub is not None:
             self.destroy_subscription(self._status_sub)
             self._status_sub = None
@@ -589,6 +631,10 @@ class BehaviorNode(Node):
 
     def _on_link(self, msg: LinkStatus) -> None:
         self._no_link_since = None
+        self._link_heard_at = time.monotonic()
+        if self._driver_gone:
+            self._driver_gone = False
+            self.get_logger().info(f"{self._link_sub.topic_name} is back: a driver is there again")
         connected = msg.state == LinkStatus.CONNECTED
         if connected and not self.engine.state.connected:
             self._watch_status()   # a snapshot of the robot's state for the new connection
@@ -645,15 +691,8 @@ class BehaviorNode(Node):
     def _publish_status(self) -> None:
         for _, line, _ in self._throttle.overdue(time.monotonic()):  # a warning held back, said
             self.get_logger().warning(line)
-        if (not self._closed and self.engine.state.connected
-                and not self.count_publishers(self._link_sub.topic_name)):
-            # a driver that crashed said nothing: its publisher's going is all there is
-            self.get_logger().warning(
-                f"{self._link_sub.topic_name} has no publisher any more: the driver stopped "
-                "without saying so (it crashed?); nothing runs until it is back")
-            self.engine.on_connected(False, time.monotonic(), said=True)
-            self._user_goals = {action: set() for action in USER_ACTIONS}  # they went with it
         if not self._closed:
+            self._check_driver(time.monotonic())
             self._forget_gone_goals()
         self._say_no_driver(time.monotonic())
         self._check_cmd_vel_type(time.monotonic())
@@ -664,6 +703,31 @@ class BehaviorNode(Node):
                              behaviors_started=s.behaviors_started, behaviors_failed=s.behaviors_failed)
         msg.header.stamp = self.get_clock().now().to_msg()
         self._status_pub.publish(msg)
+
+    def _check_driver(self, now: float) -> None:
+        """A driver that crashed, or was killed, says nothing on link_status: its silence (it
+        publishes every second, LINK_SILENT_S), or its publisher's going from the graph, is all
+        there is. It is then taken for gone: nothing runs until a link_status comes again, the
+        user's goals are forgotten, and the engine's goals given up (their results will never
+        come), each said."""
+        heard = self._link_heard_at
+        if self._driver_gone or heard is None or not (self.engine.state.connected or self.robot.goals_sent()):
+            return  # (a driver that stopped said DISCONNECTED: nothing more to say)
+        topic = self._link_sub.topic_name
+        if now - heard >= LINK_SILENT_S:
+            why = (f"no {topic} for {LINK_SILENT_S:g} s (the driver publishes it every second): the "
+                   "driver is gone (killed, crashed?) or stalled")
+        elif self.engine.state.connected and not self.count_publishers(topic):
+            why = f"{topic} has no publisher any more: the driver stopped without saying so (it crashed?)"
+        else:
+            return
+        self._driver_gone = True
+        self.engine.on_connected(False, now, said=True)
+        self._user_goals = {action: set() for action in USER_ACTIONS}  # they went with it
+        given_up = self.robot.give_up_goals("the driver is gone")
+        goals = (f"; {len(given_up)} goal(s) given up, their results will not come "
+                 f"({', '.join(given_up)})") if given_up else ""
+        self.get_logger().warning(f"{why}{goals}; nothing runs until it is back")
 
     def _say_no_driver(self, now: float) -> None:
         """No link_status NO_LINK_STATUS_S after the start: no driver, or one in another

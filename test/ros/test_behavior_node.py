@@ -599,6 +599,26 @@ def test_the_console_script_stops_what_it_started(rclpy_context, tmp_path):
         sim.stop()
 
 
+class _LinkStandIn:
+    """A stand-in for a driver's link_status (latched), published every second as the driver
+    does (a silent one is taken for a gone driver); ``gone()``: what the graph shows of a
+    crashed driver."""
+
+    def __init__(self, spin) -> None:
+        self.probe = spin.probe
+        self.pub = spin.probe.create_publisher(LinkStatus, "link_status", QoSProfile(
+            depth=1, durability=QoSDurabilityPolicy.TRANSIENT_LOCAL))
+        self.timer = spin.probe.create_timer(1.0, self.publish)
+        self.publish()
+
+    def publish(self) -> None:
+        self.pub.publish(LinkStatus(state=LinkStatus.CONNECTED, driver_active=True))
+
+    def gone(self) -> None:
+        self.probe.destroy_timer(self.timer)
+        self.probe.destroy_publisher(self.pub)
+
+
 def test_a_node_with_no_driver_says_so_once_and_then_says_the_robot_connected(rclpy_context, rclpy_log,
                                                                             monkeypatch):
     """Started without a driver (or in another namespace than the driver's), the node printed
@@ -630,18 +650,79 @@ def test_a_driver_gone_without_a_word_stops_the_engine(rclpy_context, rclpy_log)
         Parameter("start_delay", value=0.0), Parameter("enabled", value=False)])
     spin = RosHarness(rclpy_context, "link_stand_in", nodes=(behavior,))
     try:
-        # a stand-in for the driver's link_status (latched, as the driver's)
-        link = spin.probe.create_publisher(LinkStatus, "link_status", QoSProfile(
-            depth=1, durability=QoSDurabilityPolicy.TRANSIENT_LOCAL))
-        link.publish(LinkStatus(state=LinkStatus.CONNECTED, driver_active=True))
+        link = _LinkStandIn(spin)
         assert spin.spin_until(lambda: behavior.engine.state.connected, DISCOVERY_TIMEOUT)
         spin.spin_for(1.5)
         assert behavior.engine.state.connected  # a publisher that is there keeps it so
-        spin.probe.destroy_publisher(link)  # what the graph shows of a crashed driver
+        link.gone()
         assert spin.spin_until(lambda: not behavior.engine.state.connected, 5.0)
         assert rclpy_log.said(behavior, LoggingSeverity.WARN, "/link_status has no publisher any more")
     finally:
         spin.close()
+
+
+def test_a_killed_drivers_goals_are_given_up_and_the_next_driver_is_taken(rclpy_context, rclpy_log, tmp_path):
+    """A driver process killed while the engine's goal ran on it (a slow explore drive): the
+    node kept waiting on the goal's handle, its behavior 'running', for as long as the graph
+    still listed the dead process's publishers (its DDS lease, about 20 s), and kept the handle
+    for good afterwards. Its link_status, which a live driver publishes every second, now
+    stopping is enough: the goal is given up, with a warning saying so, and a driver started
+    again is taken, the engine driving the robot through it."""
+    exe = project_executable("cozmo_driver_node")
+    config = tmp_path / "drive.yaml"
+    config.write_text(yaml.safe_dump({"activities": {"freeplay": {"behaviors": {
+        "look_around": None, "get_bored": None, "happy_dance": None}}},
+        "behaviors": {"explore": {"params": {"legs": 1, "leg_m": 0.3, "speed": 0.02}}}}))
+    sim = SimServer(port=0, seed=2).start()
+    ns = "killed_driver"   # (a namespace of its own, as the console script's test)
+    behavior = BehaviorNode(context=rclpy_context, namespace=ns, parameter_overrides=[
+        Parameter("start_delay", value=2.0), Parameter("config_file", value=str(config))])
+    spin = RosHarness(rclpy_context, "killed_driver_probe", namespace=ns, nodes=(behavior,))
+    engine, robot = behavior.engine, behavior.robot
+    logs: List[Path] = []
+
+    def driver() -> subprocess.Popen:
+        logs.append(tmp_path / f"driver{len(logs)}.log")
+        with open(logs[-1], "w") as out:
+            return subprocess.Popen([str(exe), "--ros-args", "-r", f"__ns:=/{ns}", "-p", "robot_ip:=127.0.0.1",
+                                     "-p", f"robot_port:={sim.address[1]}", "-p", "camera_enabled:=false"],
+                                    stdout=out, stderr=subprocess.STDOUT, env=dict(os.environ))
+
+    def driving() -> bool:
+        return engine.running == "explore" and robot.goals_in_flight() > 0 and min(sim.wheel_speeds()) > 10.0
+
+    procs = [driver()]
+    try:
+        assert spin.spin_until(driving, CONNECT_TIMEOUT + REACTION_TIMEOUT), \
+            (engine.status(time.monotonic()), logs[-1].read_text())
+        procs[0].send_signal(signal.SIGKILL)
+        procs[0].wait(timeout=10.0)
+        gone = f"no /{ns}/link_status for 5 s (the driver publishes it every second): the driver is gone"
+        assert spin.spin_until(lambda: rclpy_log.said(behavior, LoggingSeverity.WARN, gone), 30.0), \
+            [line.message for line in rclpy_log.of(behavior)]
+        assert rclpy_log.said(behavior, LoggingSeverity.WARN, "1 goal(s) given up, their results will not "
+                                                              "come (drive_straight)")
+        assert robot.goals_in_flight() == 0
+        assert spin.spin_until(lambda: engine.running is None, 1.0)
+        assert not engine.state.connected and engine.last_behavior == "explore"
+        # a driver again: the engine drives the robot through it
+        procs.append(driver())
+        assert spin.spin_until(lambda: engine.state.connected, CONNECT_TIMEOUT), logs[-1].read_text()
+        assert rclpy_log.said(behavior, LoggingSeverity.INFO, f"/{ns}/link_status is back")
+        assert spin.spin_until(driving, CONNECT_TIMEOUT + REACTION_TIMEOUT), \
+            (engine.status(time.monotonic()), logs[-1].read_text())
+        assert not engine.errors, list(engine.errors)
+    finally:
+        spin.close()
+        for proc in procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+                try:
+                    proc.wait(timeout=15.0)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+        sim.stop()
 
 
 def test_the_node_runs_under_use_sim_time_with_no_clock(rclpy_context):
@@ -688,14 +769,12 @@ def test_a_users_goal_holds_the_engine_and_is_forgotten_when_its_driver_is_gone(
         Parameter("start_delay", value=0.0), Parameter("user_pause", value=0.0)])
     spin = RosHarness(rclpy_context, "goal_stand_in", nodes=(behavior,))
     engine = behavior.engine
-    latched = QoSProfile(depth=1, durability=QoSDurabilityPolicy.TRANSIENT_LOCAL)
 
     def user_paused() -> bool:
         return engine.paused(time.monotonic()) and engine.status(time.monotonic()).pause_reason == \
             "action go_to_pose"
     try:
-        link = spin.probe.create_publisher(LinkStatus, "link_status", latched)
-        link.publish(LinkStatus(state=LinkStatus.CONNECTED, driver_active=True))
+        link = _LinkStandIn(spin)
         assert spin.spin_until(lambda: engine.state.connected, DISCOVERY_TIMEOUT)
         status = _user_goal_status(spin)
         assert spin.spin_until(user_paused, DISCOVERY_TIMEOUT), engine.status(time.monotonic())
@@ -710,14 +789,13 @@ def test_a_users_goal_holds_the_engine_and_is_forgotten_when_its_driver_is_gone(
         # the driver crashed: link_status has no publisher; its status publisher is back at once
         status = _user_goal_status(spin)
         assert spin.spin_until(user_paused, DISCOVERY_TIMEOUT)
-        spin.probe.destroy_publisher(link)
+        link.gone()
         assert spin.spin_until(lambda: not engine.state.connected, 5.0)
         assert spin.spin_until(lambda: not engine.paused(time.monotonic()), 1.0), \
             engine.status(time.monotonic())   # at the next tick
         # the driver started again: the engine goes on
         started = engine.behaviors_started
-        link = spin.probe.create_publisher(LinkStatus, "link_status", latched)
-        link.publish(LinkStatus(state=LinkStatus.CONNECTED, driver_active=True))
+        link = _LinkStandIn(spin)
         assert spin.spin_until(lambda: engine.state.connected, DISCOVERY_TIMEOUT)
         assert spin.spin_until(lambda: engine.behaviors_started > started, 5.0), \
             engine.status(time.monotonic())
