@@ -30,7 +30,8 @@ Rules, in the order :meth:`tick` applies them:
    is stopped at once (INTERRUPTED; its commands cancelled, which stops the
    motors it moved) and nothing starts, reactions included, until the pause is over;
    the triggers that came are dropped, but the robot's ``on_charger`` while it is still on
-   its charger (:data:`KEPT_THROUGH_PAUSE`): its reaction (going to sleep) starts at the end.
+   its charger and ``cliff_detected`` while it still sees the cliff (:data:`KEPT_THROUGH_PAUSE`):
+   their reactions (going to sleep, backing off the edge) start at the end.
    Disabled, the pause is kept but not said nor shown in the status; an enable during it
    says it, and one after it says no 'pause over'. Held (rule 1), its end is said as it
    runs out ('pause over, but <the hold>'), not when the hold ends.
@@ -94,8 +95,9 @@ FAIL_BACKOFF_S = 5.0
 FAIL_BACKOFF_MAX_S = 300.0
 #: the robot's triggers a user's pause keeps for its end while their state holds: driven onto its
 #: charger, the robot goes to sleep once the pause is over, as when set on it (the charger
-#: activity, which chooses otherwise, may drive it off)
-KEPT_THROUGH_PAUSE = ("on_charger",)
+#: activity, which chooses otherwise, may drive it off); driven to an edge, it backs off and
+#: turns away (free play would turn it, or dance, at the edge)
+KEPT_THROUGH_PAUSE = ("on_charger", "cliff_detected")
 #: why the engine holds still after the emergency stop's release (until :meth:`Engine.set_enabled`)
 RELEASED = "the emergency stop was released: call behavior/enable true to start behaviors again"
 #: what an enable while the emergency stop is engaged says (log and answer): it does not count

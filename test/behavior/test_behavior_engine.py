@@ -1098,6 +1098,58 @@ def test_a_robot_driven_onto_its_charger_goes_to_sleep_after_the_pause(user, see
     assert not [text for _, text in log[count:] if "on_charger" in text], log[count:]
 
 
+@pytest.mark.parametrize("user", ["cmd_vel", "goal"])
+@pytest.mark.parametrize("seed", range(8))
+def test_a_robot_driven_to_a_cliff_backs_off_it_after_the_pause(user, seed):
+    """Driven to an edge by a user (cmd_vel, or a user's goal), the robot's cliff_detected came
+    during the user's pause, which dropped it: once the pause was over the robot stood at the
+    edge, the reaction that backs it off never ran, and free play chose look_around (turns of
+    the body at the edge) or happy_dance there, explore refused until a cliff_cleared that
+    never came. The trigger now waits for the pause's end while the robot still sees the
+    cliff, and the robot backs off and turns away as without a pause; backed off the edge by
+    the user during the pause (cliff_cleared), nothing is owed."""
+    from cozmo_driver.behavior import load_config
+
+    engine, robot, log = make_engine(load_config(), auto=True, seed=seed, user_pause=10.0)
+    robot.duration, robot.clock = 0.8, lambda: engine.now
+    engine.on_battery(0.8, 0.0)
+    t = run(engine, 0.0, 5.0)
+
+    def drive(t: float, cliff: str, cleared: bool = False) -> float:
+        if user == "goal":
+            engine.on_user_goal("action drive_straight", t)
+        for i in range(20):                  # the user drives for 2 s, to the edge after 1 s
+            now = round(t + i * TICK, 6)
+            if user == "cmd_vel":
+                engine.on_user_command("cmd_vel", now)
+            if i == 10:
+                engine.on_trigger(cliff, now)
+            if i == 15 and cleared:          # and backs off it
+                engine.on_trigger("cliff_cleared", now)
+            engine.tick(now)
+        t = round(t + 2.0, 6)
+        if user == "goal":
+            engine.on_user_goal("", t)
+        return t
+
+    t = drive(t, "cliff_detected")
+    count = len(log)
+    run(engine, t, t + 9.5)                  # the pause ends 10 s after the last command
+    assert engine.running is None and engine.status(t + 9.5).paused
+    calls = len(robot.calls)
+    run(engine, t + 9.6, t + 30.0)
+    since = [text for _, text in log[count:] if text.startswith("start ")]
+    assert since[:1] == ["start react_to_cliff (reaction to cliff_detected)"], since
+    moves = [(what, args) for what, args in robot.calls[calls:] if what in ("drive_straight", "turn_in_place")]
+    assert moves and moves[0][0] == "drive_straight" and moves[0][1][0] < 0, moves   # backs off first
+    # backed off the edge during a pause: its cliff_detected is dropped
+    engine.on_trigger("cliff_cleared", t + 30.0)
+    t = drive(t + 40.0, "cliff_detected", cleared=True)
+    count = len(log)
+    run(engine, t, t + 30.0)
+    assert not [text for _, text in log[count:] if "react_to_cliff" in text], log[count:]
+
+
 def test_a_robot_state_trigger_waits_while_its_state_holds():
     """A trigger that loses to a running behavior waits 1.5 s for it to end; one of the
     robot's that says the robot is somewhere (on_charger, picked_up, cliff_detected, ...)
