@@ -192,15 +192,25 @@ def av_report(active: bool, connected: bool, counters: Mapping[str, Any], new_un
     return DiagnosticReport(level, message, values)
 
 
-def released_report(finalized: bool, node_name: str, robot: str) -> DiagnosticReport:
+def released_report(finalized: bool, node_name: str, robot: str, configure_error: str = "") -> DiagnosticReport:
     """Each of the driver's reports while it holds no robot client: unconfigured (at start with
     ``autostart`` false, after a cleanup) or ``finalized`` (after a shutdown). OK, as while
-    inactive: the driver was told to rest; the message says how to have it drive again."""
+    inactive: the driver was told to rest; the message says how to have it drive again. Unless
+    ``configure_error`` says why the last configure failed (what the driver logged): then it is
+    an ERROR saying so and what to do (the driver was told to work and cannot), until a
+    configure succeeds, or the shutdown."""
+    level, values = OK, [("robot_ip:robot_port", robot)]
     if finalized:
         state, message = "finalized", ("finalized (lifecycle shutdown): not connected to the robot; restart the "
                                        "node to drive it")
+    elif configure_error:
+        state, level = "unconfigured", ERROR
+        message = (f"unconfigured: the last configure failed: {configure_error}; not connected to the robot; "
+                   f"fix that (the driver's log says more), then configure again: ros2 lifecycle set {node_name} "
+                   "configure, then activate")
+        values.append(("last configure", f"failed: {configure_error}"))
     else:
         state, message = "unconfigured", (f"unconfigured (lifecycle): not connected to the robot; configure and "
                                           f"activate it: ros2 lifecycle set {node_name} configure, then activate")
     # not "robot", which the link's report gives for the robot it drives (demo_node reads it)
-    return DiagnosticReport(OK, message, [("lifecycle state", state), ("robot_ip:robot_port", robot)])
+    return DiagnosticReport(level, message, [("lifecycle state", state)] + values)

@@ -167,13 +167,22 @@ def release_line(state: str, reason: str, was_connected: bool = False) -> "tuple
 
 
 def transition(method):
-    """Log an exception of a lifecycle callback (rclpy would turn it into a bare ERROR)."""
+    """Log an exception of a lifecycle callback (rclpy would turn it into a bare ERROR). That of
+    ``on_configure`` is kept in the node's ``configure_error`` too, until a configure succeeds:
+    /diagnostics says it meanwhile (:func:`lifetime_reports`)."""
+    configure = method.__name__ == "on_configure"
+
     def wrapper(self, state):
         try:
-            return method(self, state)
+            result = method(self, state)
         except Exception as exc:  # noqa: BLE001 - reported, and the transition fails
             self.get_logger().error(f"{method.__name__} failed: {exc!r}")
+            if configure:
+                self.configure_error = repr(exc)
             return TransitionCallbackReturn.ERROR
+        if configure and result == TransitionCallbackReturn.SUCCESS:
+            self.configure_error = ""
+        return result
     wrapper.__name__ = method.__name__
     wrapper.__doc__ = method.__doc__
     return wrapper
@@ -609,7 +618,8 @@ def lifetime_reports(node: Any) -> None:
     a ``link_status`` subscriber heard nothing. Each turn runs ``node._tick`` (the configured
     driver's reports, set by its configure); without one, every part of
     :data:`RELEASED_PARTS` says the driver is unconfigured or finalized
-    (:func:`~cozmo_driver.driver.diagnostics.released_report`), and ``link_status`` says
+    (:func:`~cozmo_driver.driver.diagnostics.released_report`), an ERROR after a configure that
+    failed (``node.configure_error``, set by :func:`transition`), and ``link_status`` says
     DISCONNECTED, inactive (``DriverStreams.publish_released_link``)."""
     from cozmo_interfaces.msg import LinkStatus
     from diagnostic_msgs.msg import DiagnosticArray
@@ -618,6 +628,7 @@ def lifetime_reports(node: Any) -> None:
 
     node._diagnostics = create_publisher(node, DiagnosticArray, "/diagnostics", QOS_STATE, overridable=False)
     node._link = create_publisher(node, LinkStatus, "link_status", QOS_LATCHED)
+    node.configure_error = ""  # why the last configure failed ("": it did not)
 
     def turn() -> None:
         tick = node._tick
@@ -626,7 +637,7 @@ def lifetime_reports(node: Any) -> None:
             return
         p = node._params
         where = f"{p['robot_ip']}:{p['robot_port']}"
-        report = released_report(node._closed, node.get_fully_qualified_name(), where)
+        report = released_report(node._closed, node.get_fully_qualified_name(), where, node.configure_error)
         node._streams.publish_diagnostics([(part, report) for part in RELEASED_PARTS], f"cozmo@{where}")
         node._streams.publish_released_link()  # DISCONNECTED, inactive
     steady_timer(node, 1.0, turn)  # not ROS time

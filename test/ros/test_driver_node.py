@@ -1298,6 +1298,67 @@ def test_diagnostics_report_the_driver_unconfigured_and_finalized_for_as_long_as
     released(finalized, "finalized")
 
 
+def test_a_failed_configure_is_an_error_in_diagnostics_until_a_configure_succeeds(make_driver, sim, monkeypatch,
+                                                                                  rclpy_log):
+    """ros2 lifecycle set configure failed (here: the process out of file descriptors as the
+    robot client is made) and the driver logged why, but /diagnostics said every part OK,
+    "unconfigured (lifecycle)", as of a driver nobody had tried to configure. Each part is now
+    an ERROR saying the configure failed, with the error the driver logged and what to do,
+    until a configure succeeds (then the configured driver's reports, and OK unconfigured after
+    its cleanup) or a shutdown (finalized); link_status says DISCONNECTED, inactive throughout."""
+    import errno
+    from diagnostic_msgs.msg import DiagnosticStatus
+    import cozmo_driver.core
+
+    h = make_driver(start=False)
+    diags = h.listen("diag", DiagnosticArray, "/diagnostics")
+    link = h.listen("link", LinkStatus, "link_status")
+    parts = [f"cozmo_driver: {part}" for part in ("link", "robot", "display and audio", "objects")]
+
+    def next_statuses() -> List[DiagnosticStatus]:
+        count = len(diags)
+        assert h.spin_until(lambda: len(diags) > count, 3.0), "no /diagnostics"
+        return list(diags[-1].status)
+
+    def out_of_descriptors(*args: Any, **kwargs: Any) -> Any:
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    real_make_robot = cozmo_driver.core.make_robot
+    monkeypatch.setattr(cozmo_driver.core, "make_robot", out_of_descriptors)
+    error = "OSError(24, 'Too many open files')"
+    assert h.node.trigger_configure() != TransitionCallbackReturn.SUCCESS
+    assert rclpy_log.said(h.node, LoggingSeverity.ERROR, f"on_configure failed: {error}")
+    statuses = next_statuses()
+    assert [s.name for s in statuses] == parts
+    for status in statuses:
+        assert status.level == DiagnosticStatus.ERROR, status
+        assert status.message == (
+            f"unconfigured: the last configure failed: {error}; not connected to the robot; fix that (the "
+            "driver's log says more), then configure again: ros2 lifecycle set /cozmo_driver configure, then "
+            "activate"), status.message
+        values = {v.key: v.value for v in status.values}
+        assert values["lifecycle state"] == "unconfigured" and values["last configure"] == f"failed: {error}"
+    assert next_statuses()[0].level == DiagnosticStatus.ERROR  # it keeps saying so
+    count = len(link)
+    assert h.spin_until(lambda: len(link) > count, 3.0)
+    assert link[-1].state == LinkStatus.DISCONNECTED and not link[-1].driver_active
+
+    monkeypatch.setattr(cozmo_driver.core, "make_robot", real_make_robot)
+    assert h.node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+    status = next_statuses()[0]
+    assert (status.level, status.message) == (DiagnosticStatus.OK, "inactive (lifecycle); not connected (disconnected)")
+    assert h.node.trigger_cleanup() == TransitionCallbackReturn.SUCCESS
+    status = next_statuses()[0]
+    assert (status.level, status.message.split(":")[0]) == (DiagnosticStatus.OK, "unconfigured (lifecycle)"), status
+
+    monkeypatch.setattr(cozmo_driver.core, "make_robot", out_of_descriptors)
+    assert h.node.trigger_configure() != TransitionCallbackReturn.SUCCESS
+    assert next_statuses()[0].level == DiagnosticStatus.ERROR
+    assert h.node.trigger_shutdown() == TransitionCallbackReturn.SUCCESS
+    status = next_statuses()[0]
+    assert (status.level, status.message.split(" ")[0]) == (DiagnosticStatus.OK, "finalized"), status
+
+
 def test_link_status_reports_the_driver_disconnected_for_as_long_as_the_node_lives(make_driver, sim):
     """link_status was made at configure and destroyed at cleanup: a driver started with
     autostart false, cleaned up or shut down published none (a subscriber, the behavior
