@@ -27,13 +27,14 @@ read a file).
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import math
 import os
 import re
 import stat
 from dataclasses import dataclass, replace
-from typing import List, Sequence
+from typing import List, Sequence, TextIO
 from urllib.parse import unquote, urlparse
 
 from ..errors import ConfigurationError
@@ -311,12 +312,38 @@ def camera_info_path(url: str) -> str:
     return path
 
 
+#: what a file that is not a regular one is, by its type (stat.S_IFMT)
+_NOT_A_FILE = {stat.S_IFIFO: "a FIFO (named pipe)", stat.S_IFCHR: "a character device",
+               stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket"}
+
+
+def _open_text(url: str, path: str) -> TextIO:
+    """``path`` opened to read as UTF-8 text, without waiting: a FIFO (named pipe) or a
+    device is refused (CameraInfoError), as reading it would wait for a writer, or forever
+    (the open of a FIFO itself waited for one: configure hung). OSError as open() raises it
+    (a directory: IsADirectoryError)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+        if not stat.S_ISREG(mode):
+            what = _NOT_A_FILE.get(stat.S_IFMT(mode), "not a regular file")
+            raise CameraInfoError(f"camera_info_url {url!r}: {path} is {what}, not a file: reading it would wait "
+                                  "for a writer (or never end); give the path of a calibration YAML file")
+        os.set_blocking(fd, True)
+        return open(fd, encoding="utf-8")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def load_camera_info_url(url: str) -> CameraInfoData:
     """Read the file of ``url`` (:func:`camera_info_path`) in camera_info_manager format
-    (raises CameraInfoError)."""
+    (raises CameraInfoError; a FIFO or a device is refused at once: :func:`_open_text`)."""
     path = camera_info_path(url)
     try:
-        with open(path, encoding="utf-8") as f:
+        with _open_text(url, path) as f:
             text = f.read()
     except OSError as exc:
         raise CameraInfoError(f"camera_info_url {url!r}: cannot read {path}: {exc.strerror}") from None
@@ -342,10 +369,10 @@ def save_camera_info_url(url: str, info: CameraInfoData, camera_name: str = CAME
     as needed) as :func:`camera_info_yaml`, whole or not at all (a file beside it, renamed
     over it, with the mode the file had; a symlink's target is written, the link kept), and
     return the file's path. A file there that is not text (a calibration tarball) is left as
-    it is. Raises CameraInfoError."""
+    it is, and so is a FIFO or a device (:func:`_open_text`). Raises CameraInfoError."""
     path = camera_info_path(url)
     try:
-        with open(path, encoding="utf-8") as f:
+        with _open_text(url, path) as f:
             f.read()
     except UnicodeDecodeError:
         raise CameraInfoError(f"camera_info_url {url!r}: {path} is not a YAML text file (a calibration "

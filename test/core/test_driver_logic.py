@@ -3,9 +3,12 @@ tested without rclpy."""
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
 import re
 import shutil
+import stat
 import sys
 import struct
 from pathlib import Path
@@ -851,6 +854,42 @@ def test_a_file_url_may_name_localhost_or_ros_home_and_an_unreadable_file_is_nam
         caminfo.load_camera_info_url(url)
     assert str(refused.value) == (f"camera_info_url {url!r}: cannot read "
                                   f"{tmp_path}/home/.ros/camera_info/cozmo.yaml: No such file or directory")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_fifo_or_a_device_as_camera_info_url_is_refused_without_waiting(tmp_path):
+    """Reading a FIFO (named pipe) as camera_info_url waited for a program to write to it, for
+    good (configure, and set_camera_info's save, which reads the file first, hung); /dev/zero
+    would be read without end. Both are refused at once, saying what they are; the FIFO stays."""
+    import threading
+    fifo = str(tmp_path / "calibration.yaml")
+    os.mkfifo(fifo)
+    info = caminfo.default_camera_info()
+    errors: list = []
+
+    def refused(call) -> None:
+        try:
+            call()
+        except caminfo.CameraInfoError as exc:
+            errors.append(str(exc))
+
+    for call in (lambda: caminfo.load_camera_info_url(fifo), lambda: caminfo.save_camera_info_url(fifo, info)):
+        thread = threading.Thread(target=refused, args=(call,), daemon=True)
+        thread.start()
+        thread.join(10.0)  # the bound of a call that waits for a writer, not of one that works
+        blocked = thread.is_alive()
+        if blocked:  # the old code: let its open end, so that the test ends
+            with contextlib.suppress(OSError):
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            thread.join(10.0)
+        assert not blocked, "waited for a writer of the FIFO"
+    said = (f"camera_info_url {fifo!r}: {fifo} is a FIFO (named pipe), not a file: reading it would wait for a "
+            "writer (or never end); give the path of a calibration YAML file")
+    assert errors == [said, said]
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)  # not replaced by the save
+    if os.path.exists("/dev/zero"):
+        with pytest.raises(caminfo.CameraInfoError, match="'/dev/zero': /dev/zero is a character device, not a file"):
+            caminfo.load_camera_info_url("/dev/zero")
 
 
 def test_an_empty_camera_info_url_is_camera_info_managers_default_file_and_name_is_the_camera(tmp_path,

@@ -868,6 +868,34 @@ def test_a_calibration_tarball_as_camera_info_url_is_warned_of_and_the_driver_st
     assert h.spin_until(lambda: info and info[-1].k[0] != 300.0, 5.0)
 
 
+def test_a_fifo_as_camera_info_url_is_warned_of_and_configure_does_not_wait_for_a_writer(make_driver, tmp_path,
+                                                                                       rclpy_log):
+    """A FIFO (named pipe) given as camera_info_url held configure for good: opening it to read
+    waits for a program to open it to write, and nothing did (ros2 lifecycle set configure
+    never answered). Now it is refused at once, as any unusable camera_info_url is: warned of,
+    naming what it is and what to give, and the robot's calibration is used."""
+    fifo = tmp_path / "calibration.yaml"
+    os.mkfifo(fifo)
+    h = make_driver(start=False, camera_info_url=str(fifo))
+    results: List[Any] = []
+    configure = threading.Thread(target=lambda: results.append(h.node.trigger_configure()), daemon=True)
+    configure.start()
+    configure.join(10.0)  # the bound of a configure that waits for a writer, not of one that works
+    blocked = configure.is_alive()
+    if blocked:  # the old code: let its open (and read) end, so that the test ends
+        with contextlib.suppress(OSError):
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        configure.join(10.0)
+    assert not blocked, "configure waited for a writer of the FIFO"
+    assert results == [TransitionCallbackReturn.SUCCESS]
+    assert rclpy_log.said(h.node, LoggingSeverity.WARN, f"camera_info_url '{fifo}': {fifo} is a FIFO (named pipe), "
+                                                         "not a file: reading it would wait for a writer")
+    assert rclpy_log.said(h.node, LoggingSeverity.WARN, "; using the robot's calibration instead")
+    assert h.node._core.camera_file is None
+    assert h.node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+    assert h.spin_until(lambda: h.node.connected, CONNECT_TIMEOUT), "driver did not connect"
+
+
 @pytest.mark.parametrize("url, said", [
     ("package://my_cozmo/calibration/${NAME}.yaml", "package:// URLs are looked up in AMENT_PREFIX_PATH, which "
                                                     "is not set (source the workspace's setup, or give file:///"),
