@@ -41,7 +41,9 @@ Both front-ends refuse an argument name that is not one of :data:`ARGUMENTS`
 (:func:`check_argument_names`, with a close match suggested), a value
 outside an argument's ``choices``, a ``robot_ip`` host name that is neither localhost nor
 one of the hosts file (read, no name server asked; ``robot_ip:=sim`` is told to use
-use_sim:=true), a driver ``base_frame`` to which the robot
+use_sim:=true), the same of the config file's driver ``robot_ip`` / ``robot_port`` the
+arguments leave to it, and a ``local_ip`` / ``local_port`` the driver would refuse
+(:func:`check_config_addresses`), a driver ``base_frame`` to which the robot
 description gives a parent (two parents in tf) and a driver ``odom_frame`` that is a frame
 of the description (a loop in tf, or a robot model no odometry moves)
 (:func:`check_driver_frames`); they warn of a driver ``base_frame`` the description has not
@@ -101,6 +103,7 @@ __all__ = [
     "make_plan",
     "check_driver_frames",
     "ignored_with_sim",
+    "check_config_addresses",
     "hosts_file_addresses",
     "default_config_path",
     "rviz_config_path",
@@ -300,21 +303,37 @@ def _is_ipv6(text: str) -> bool:
     return True
 
 
-def _parse_robot_ip(value: str) -> str:
+def _setting(name: str, value: Any, in_file: bool) -> str:
+    """How a message shows a setting: ``name:=value`` (an argument), ``name: value`` (the file)."""
+    return f"{name}: {value}" if in_file else f"{name}:={value}"
+
+
+def _robot_hint(in_file: bool) -> str:
+    """Where a robot answers, said for an argument or for the config file's robot_ip."""
+    if in_file:
+        return f"{ROBOT_ADDRESS_HINT}: robot_ip: 172.31.1.1 in the file, or robot_ip:=172.31.1.1"
+    return f"{ROBOT_ADDRESS_HINT}: robot_ip:=172.31.1.1"
+
+
+def _parse_robot_ip(value: str, said: Optional[str] = None, in_file: bool = False) -> str:
     """robot_ip, judged as the driver's link judges it when it opens (nothing resolved), and
     as a host name, so that an address the driver would refuse, or could not resolve, is
-    refused before anything starts."""
+    refused before anything starts. ``said``: how the message names it (default
+    ``robot_ip:='...'``); ``in_file``: it is the config file's (the hints say so)."""
+    said = f"robot_ip:={value!r}" if said is None else said
     text = str(value).strip()
     match = _HOST_AND_PORT.match(text)
     if match:  # the driver would be configured for the robot at <host>:<port>:<robot_port>
-        raise PlanError(f"robot_ip:={value!r}: robot_ip is the address only; give the port as "
-                        f"robot_port:={match.group(2)} (robot_ip:={match.group(1)} "
-                        f"robot_port:={match.group(2)})")
+        host, port = match.group(1), match.group(2)
+        both = (f"robot_ip: {host} and robot_port: {port} in the file" if in_file
+                else f"robot_ip:={host} robot_port:={port}")
+        raise PlanError(f"{said}: robot_ip is the address only; give the port as "
+                        f"{_setting('robot_port', port, in_file)} ({both})")
     if not text:
         return text
-    hint = f"{ROBOT_ADDRESS_HINT}: robot_ip:=172.31.1.1"
+    hint = _robot_hint(in_file)
     if _is_ipv6(text):
-        raise PlanError(f"robot_ip:={value!r}: an IPv6 address; the driver reaches the robot over "
+        raise PlanError(f"{said}: an IPv6 address; the driver reaches the robot over "
                         f"IPv4 only ({hint})")
     problem = address_problem(text, destination=True)
     labels = text[:-1].split(".") if text.endswith(".") else text.split(".")
@@ -323,7 +342,7 @@ def _parse_robot_ip(value: str) -> str:
         problem = (f"{text!r} is neither an IPv4 address nor a host name (letters, digits, '-' "
                    "and '_', in parts separated by dots)")
     if problem is not None:
-        raise PlanError(f"robot_ip:={value!r}: {problem}; check the address ({hint})")
+        raise PlanError(f"{said}: {problem}; check the address ({hint})")
     return text
 
 
@@ -351,7 +370,8 @@ def _is_ipv4(text: str) -> bool:
         return False
 
 
-def _check_robot_name(host: str, value: str) -> None:
+def _check_robot_name(host: str, value: str, said: Optional[str] = None,
+                      in_file: bool = False) -> None:
     """Refuse a robot_ip host name the driver could resolve only by asking a name server, or
     not at all: one that is neither localhost (``localhost``, ``*.localhost``: the loopback
     address, whatever the hosts file says), nor a multicast DNS name (``*.local``: a computer
@@ -359,7 +379,9 @@ def _check_robot_name(host: str, value: str) -> None:
     an IPv4 address (nor one it gives the unspecified or broadcast address). No name server is asked: the
     robot's own Wi-Fi has none, and ``sim`` (the user meant use_sim:=true) would otherwise be
     refused only by the driver, after the bring-up started. A name meant for the simulator
-    (``sim``, ``cozmo-sim``) or close to localhost is told to use use_sim:=true."""
+    (``sim``, ``cozmo-sim``) or close to localhost is told to use use_sim:=true. ``said`` and
+    ``in_file``: as for :func:`_parse_robot_ip`."""
+    said = f"robot_ip:={value!r}" if said is None else said
     if _is_ipv4(host):
         return
     name = host.rstrip(".").lower()
@@ -367,27 +389,27 @@ def _check_robot_name(host: str, value: str) -> None:
         return
     if name.endswith(".local") and not name[:1].isdigit():
         return  # multicast DNS: the computers of the network answer for it, no name server
-    hint = f"{ROBOT_ADDRESS_HINT}: robot_ip:=172.31.1.1"
+    hint = _robot_hint(in_file)
     listed = hosts_file_addresses(name)
     ipv4 = [address for address in listed if _is_ipv4(address)]
     if ipv4:
         if ipv4[0] in NO_DESTINATION:
-            raise PlanError(f"robot_ip:={value!r}: {HOSTS_FILE} gives {host!r} {ipv4[0]}, "
+            raise PlanError(f"{said}: {HOSTS_FILE} gives {host!r} {ipv4[0]}, "
                             f"{NO_DESTINATION[ipv4[0]]}, not a robot's; check the address ({hint})")
         return
     if listed:
-        raise PlanError(f"robot_ip:={value!r}: {HOSTS_FILE} gives {host!r} no IPv4 address "
+        raise PlanError(f"{said}: {HOSTS_FILE} gives {host!r} no IPv4 address "
                         f"({', '.join(listed)}); the driver reaches the robot over IPv4 only ({hint})")
     simulator = ("to drive the simulator give use_sim:=true (the bring-up starts cozmo-sim on "
                  "127.0.0.1:<sim_port> and points the driver at it; no robot_ip needed), or "
                  "robot_ip:=127.0.0.1 for a cozmo-sim you started on this computer")
     if "sim" in name:
-        raise PlanError(f"robot_ip:={value!r}: {host!r} is no robot's address: {simulator}; "
+        raise PlanError(f"{said}: {host!r} is no robot's address: {simulator}; "
                         f"to drive a Cozmo give its address ({hint})")
     if difflib.get_close_matches(name, ["localhost"], n=1, cutoff=0.7):
-        raise PlanError(f"robot_ip:={value!r}: {host!r} is not localhost (a typo?) nor a name of "
+        raise PlanError(f"{said}: {host!r} is not localhost (a typo?) nor a name of "
                         f"{HOSTS_FILE}: {simulator}; to drive a Cozmo give its address ({hint})")
-    raise PlanError(f"robot_ip:={value!r}: {host!r} is neither an IPv4 address, nor localhost, nor "
+    raise PlanError(f"{said}: {host!r} is neither an IPv4 address, nor localhost, nor "
                     f"a host name of {HOSTS_FILE}: the bring-up takes no name only a name server "
                     f"knows (none answers on the robot's own Wi-Fi, and the driver would fail to "
                     f"resolve it once started); add the name to {HOSTS_FILE}, or {simulator}; to "
@@ -409,6 +431,51 @@ def ignored_with_sim(args: BringupArgs) -> List[str]:
     if args.robot_port is not None:
         text += f"; the simulator's port is given as sim_port:= (sim_port:={args.robot_port})"
     return [text]
+
+
+_UNSET = object()
+
+
+def check_config_addresses(args: BringupArgs) -> None:
+    """Refuse, before anything starts, the addresses the config file gives the driver (its
+    section that reaches the driver the plan starts, :func:`driver_file_value`) that the driver
+    would refuse at start (exit status 2, after the bring-up started everything else): its
+    ``robot_ip`` and ``robot_port`` judged as the arguments are (:func:`_parse_robot_ip`,
+    :func:`_check_robot_name`: a host name is looked for in the hosts file, no name server is
+    asked), unless ``robot_ip:=`` / ``robot_port:=`` override them or use_sim:=true points the
+    driver at the simulator; its ``local_ip`` (an IPv4 address, not an IPv6 one) and
+    ``local_port`` always. A PlanError names the file and the parameter; the driver's own
+    checks of a value (its type, range, emptiness) come first, worded as the driver words them."""
+    from .driver.parameters import validate_value
+    names = [name for name, overridden in (("robot_ip", bool(args.robot_ip)),
+                                           ("robot_port", args.robot_port is not None))
+             if not args.use_sim and not overridden] + ["local_ip", "local_port"]
+    for name in names:
+        value = driver_file_value(args, name, _UNSET)
+        if value is _UNSET:
+            continue  # the driver's default
+        said = f"config:={args.config}: the driver's {name} {value!r}"
+        problem = validate_value(name, value)
+        if problem is not None:
+            if repr(value) not in problem and str(value) not in problem:
+                problem += f" (the file gives {value!r})"
+            if name.endswith("_port"):
+                problem += (" (a Cozmo answers at UDP port 5551)" if name == "robot_port"
+                            else " (0: any free port)")
+            raise PlanError(f"config:={args.config}: the driver's {problem}")
+        if name.endswith("_port"):
+            continue
+        if value != value.strip():
+            raise PlanError(f"{said}: no spaces around an address (the driver refuses it)")
+        if name == "robot_ip":
+            _check_robot_name(_parse_robot_ip(value, said, in_file=True), value, said, in_file=True)
+            continue
+        hint = "give local_ip an address of this computer, or 0.0.0.0 for every interface"
+        if _is_ipv6(value):
+            raise PlanError(f"{said}: an IPv6 address; the driver binds an IPv4 one only ({hint})")
+        problem = address_problem(value)
+        if problem is not None:
+            raise PlanError(f"{said}: {problem}; check the address ({hint})")
 
 
 def _parse_namespace(value: str) -> str:
@@ -481,7 +548,7 @@ def resolve_arguments(values: Optional[Mapping[str, Any]] = None,
     robot_ip = _parse_robot_ip(raw["robot_ip"])
     if robot_ip and raw["use_sim"] != "true":  # with use_sim it is ignored (ignored_with_sim)
         _check_robot_name(robot_ip, raw["robot_ip"])
-    return BringupArgs(
+    args = BringupArgs(
         robot_ip=robot_ip,
         robot_port=_parse_port("robot_port", raw["robot_port"], allow_empty=True),
         namespace=namespace,
@@ -496,6 +563,8 @@ def resolve_arguments(values: Optional[Mapping[str, Any]] = None,
         one_process=raw["one_process"] == "true",
         outer_namespace=outer,
     )
+    check_config_addresses(args)  # the driver's addresses the arguments leave to the file
+    return args
 
 
 # ---------------------------------------------------------------------------- entries

@@ -272,6 +272,104 @@ def test_a_robot_address_the_driver_would_refuse_is_refused_before_anything_star
     assert message.endswith("(a Cozmo answers at 172.31.1.1 on its own Wi-Fi: robot_ip:=172.31.1.1)")
 
 
+def _driver_section(tmp_path, key="cozmo_driver", **values):
+    """A config file with the section ``key`` of the driver's ``values`` (written as given)."""
+    config = tmp_path / "mine.yaml"
+    config.write_text(f"{key}:\n  ros__parameters:\n" +
+                      "".join(f"    {name}: {value}\n" for name, value in values.items()))
+    return str(config)
+
+
+FILE_HINT = ("(a Cozmo answers at 172.31.1.1 on its own Wi-Fi: robot_ip: 172.31.1.1 in the file, "
+             "or robot_ip:=172.31.1.1)")
+
+
+@pytest.mark.parametrize("name, value, problem", [
+    # the driver exited 2 once the bring-up had started everything else
+    ("robot_ip", "'172.31.1'", "'172.31.1' is not an IPv4 address of four numbers 0-255 separated by dots; "
+                               "check the address " + FILE_HINT),
+    ("robot_ip", "'999.1.1.1'", "'999.1.1.1' is not an IPv4 address of four numbers"),
+    ("robot_ip", "'0.0.0.0'", "0.0.0.0 is the unspecified address"),
+    ("robot_ip", "sim", "'sim' is no robot's address: " + SIMULATOR_HINT + "; to drive a Cozmo give its "
+                        "address " + FILE_HINT),
+    ("robot_ip", "cozmo", "'cozmo' is neither an IPv4 address, nor localhost, nor a host name of {hosts}"),
+    ("robot_ip", "'172.31.1.1:5551'", "robot_ip is the address only; give the port as robot_port: 5551 "
+                                      "(robot_ip: 172.31.1.1 and robot_port: 5551 in the file)"),
+    ("robot_ip", "'::1'", "an IPv6 address; the driver reaches the robot over IPv4 only"),
+    ("robot_ip", "' 172.31.1.1'", "no spaces around an address"),
+    ("robot_ip", "http://172.31.1.1", "neither an IPv4 address nor a host name"),
+    ("robot_ip", "''", "must not be empty"),
+    ("robot_ip", "172.31", "must be a string, got float (the file gives 172.31)"),
+    ("robot_port", "70000", "robot_port = 70000 is outside [1, 65535] (a Cozmo answers at UDP port 5551)"),
+    ("robot_port", "0", "robot_port = 0 is outside [1, 65535]"),
+    ("robot_port", "'5551'", "robot_port must be a int, got str (the file gives '5551')"),
+    ("local_ip", "'999.1.1.1'", "'999.1.1.1' is not an IPv4 address of four numbers 0-255 separated by dots; "
+                                "check the address (give local_ip an address of this computer, or 0.0.0.0 "
+                                "for every interface)"),
+    ("local_ip", "'::'", "an IPv6 address; the driver binds an IPv4 one only"),
+    ("local_port", "-1", "local_port = -1 is outside [0, 65535]"),
+])
+@pytest.mark.parametrize("key, values", [
+    ("cozmo_driver", {}),
+    ("/**", {}),                                            # every node's section reaches the driver
+    ("cozmo_driver", {"namespace": "robot1"}),              # copied to /robot1/cozmo_driver by the plan
+    ("/**/cozmo_driver", {"namespace": "robot1"}),
+    ("/robot1/cozmo_driver", {"namespace": "robot1", "enable_face": "true"}),
+])
+def test_a_config_files_address_the_driver_would_refuse_is_refused_before_anything_starts(
+        name, value, problem, key, values, tmp_path, hosts_file):
+    """Without robot_ip:= the driver took the config file's robot_ip (robot_port, local_ip,
+    local_port), which the plan did not judge: everything started, then the driver exited 2."""
+    config = _driver_section(tmp_path, key, **{name: value})
+    with pytest.raises(plan.PlanError) as refused:
+        plan.resolve_arguments({**values, "config": config})
+    message = str(refused.value)
+    assert message.startswith(f"config:={config}: the driver's {name}") and \
+        problem.format(hosts=hosts_file) in message, message
+
+
+@pytest.mark.parametrize("key, file_values, values", [
+    # an argument overrides it, or the driver drives the simulator
+    ("cozmo_driver", {"robot_ip": "sim"}, {"robot_ip": "172.31.1.1"}),
+    ("cozmo_driver", {"robot_port": 0}, {"robot_port": "5551"}),
+    ("cozmo_driver", {"robot_ip": "sim", "robot_port": 70000}, {"use_sim": "true"}),
+    ("/**", {"robot_ip": "'172.31.1'"}, {"use_sim": "true", "start_sim": "false"}),
+    # not the driver the plan starts, nor the section copied to it
+    ("/robot2/cozmo_driver", {"robot_ip": "sim", "local_ip": "'999.1.1.1'"}, {"namespace": "robot1"}),
+    ("cozmo_face", {"robot_ip": "sim"}, {}),
+    # what the driver takes: a host name of the hosts file, localhost, a multicast DNS name
+    ("cozmo_driver", {"robot_ip": "cozmo-1", "robot_port": 5552, "local_ip": "'127.0.0.1'", "local_port": 0}, {}),
+    ("cozmo_driver", {"robot_ip": "localhost"}, {}),
+    ("/**/cozmo_driver", {"robot_ip": "pi.local"}, {"namespace": "robot1"}),
+])
+def test_a_config_files_address_the_driver_does_not_take_is_not_judged(key, file_values, values, tmp_path,
+                                                                         hosts_file):
+    plan.resolve_arguments({**values, "config": _driver_section(tmp_path, key, **file_values)})
+
+
+def test_a_config_file_read_by_another_namespaces_driver_is_not_judged_for_this_one(tmp_path, hosts_file):
+    """The section the plan's driver reads is the file's /robot1/cozmo_driver: the plain
+    cozmo_driver: one is neither read nor copied (it reaches no node, and is warned of)."""
+    config = tmp_path / "fleet.yaml"
+    config.write_text("cozmo_driver:\n  ros__parameters:\n    robot_ip: sim\n"
+                      "/robot1/cozmo_driver:\n  ros__parameters:\n    robot_ip: 192.0.2.7\n")
+    assert plan.resolve_arguments({"namespace": "robot1", "config": str(config)}).namespace == "robot1"
+    with pytest.raises(plan.PlanError, match="the driver's robot_ip 'sim': 'sim' is no robot's address"):
+        plan.resolve_arguments({"config": str(config)})
+
+
+def test_cozmo_bringup_refuses_a_config_files_robot_ip_before_anything_starts(tmp_path, hosts_file, capsys):
+    config = _driver_section(tmp_path, robot_ip="sim")
+    assert bringup.main([f"config:={config}", "--dry-run"]) == 2
+    out, err = capsys.readouterr()
+    assert "cozmo_driver_node" not in out, out
+    assert f"config:={config}: the driver's robot_ip 'sim': 'sim' is no robot's address: to drive the " \
+           "simulator give use_sim:=true" in err, err
+    # the simulator's address is used: nothing to refuse, nothing said of the file's
+    err = _dry_run([f"config:={config}", "use_sim:=true"], capsys)
+    assert "robot_ip" not in err, err
+
+
 def test_the_simulators_arguments_are_judged_by_the_names_given():
     # a front-end that has every argument's value (the launch file) says which were given
     every = plan.argument_defaults()

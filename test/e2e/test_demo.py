@@ -308,7 +308,10 @@ def _run_without_processes(monkeypatch, argv) -> tuple:
     ({"argv": ["--config", "nosuch.yaml"]}, "config:=nosuch.yaml: no such parameter file"),
     ({"argv": ["--robot-port", "70000"]}, "robot_port:='70000': expected a UDP port number"),
     ({"env": "abc"}, "ROS_DOMAIN_ID='abc' is not a ROS domain id"),
-], ids=["config", "robot_port", "ROS_DOMAIN_ID"])
+    # the driver exited 2 after everything had started (docs/demo.md)
+    ({"config_text": "cozmo_driver:\n  ros__parameters:\n    local_ip: 999.1.1.1\n"},
+     "the driver's local_ip '999.1.1.1': '999.1.1.1' is not an IPv4 address of four numbers 0-255"),
+], ids=["config", "robot_port", "ROS_DOMAIN_ID", "config_local_ip"])
 def test_a_refused_run_leaves_the_earlier_runs_artefacts(tmp_path, monkeypatch, setting, message):
     """The earlier run's files were removed before the arguments and the ROS domain were
     checked: `cozmo-demo --config nosuch.yaml` wiped the last run's pictures, then was
@@ -318,8 +321,12 @@ def test_a_refused_run_leaves_the_earlier_runs_artefacts(tmp_path, monkeypatch, 
     (earlier / "camera.png").write_bytes(b"from an earlier run")
     if "env" in setting:
         monkeypatch.setenv("ROS_DOMAIN_ID", setting["env"])
+    argv = setting.get("argv", [])
+    if "config_text" in setting:
+        (tmp_path / "mine.yaml").write_text(setting["config_text"])
+        argv = ["--config", str(tmp_path / "mine.yaml")]
     status, said = _run_without_processes(
-        monkeypatch, ["robot_ip:=127.0.0.9", "--artifacts", str(earlier)] + setting.get("argv", []))
+        monkeypatch, ["robot_ip:=127.0.0.9", "--artifacts", str(earlier)] + argv)
     assert status == 2 and message in said, said
     assert (earlier / "camera.png").read_bytes() == b"from an earlier run"
     assert "removed the artefacts of an earlier run" not in said
@@ -938,12 +945,13 @@ def test_a_robot_that_does_not_answer_fails_with_a_clear_message(tmp_path, capsy
 @pytest.mark.slow
 def test_a_driver_that_refuses_to_run_is_a_bring_up_failure(tmp_path, capsys):
     """The driver exits 2 before the robot answered (a local address of its parameter file
-    that is none: the bring-up plan refuses a robot_ip of that kind itself): the demo exits
-    2 too, saying what the node said. An earlier run's files are removed (the demo's own
+    that is no address of this computer, which it cannot bind: the bring-up plan judges the
+    form of an address, 999.1.1.1 refused before anything starts, not which computer has it):
+    the demo exits 2 too, saying what the node said. An earlier run's files are removed (the demo's own
     checks passed: the driver refuses later), and the run says so; other files stay."""
     project_executable("cozmo_driver_node")
     config = tmp_path.parent / f"{tmp_path.name}_local_ip.yaml"
-    config.write_text("cozmo_driver:\n  ros__parameters:\n    local_ip: 999.1.1.1\n")
+    config.write_text("cozmo_driver:\n  ros__parameters:\n    local_ip: 192.0.2.1\n")
     for name in ("camera.png", "face.png", "trajectory.png", "sound.wav", "bringup.log"):
         (tmp_path / name).write_bytes(b"an earlier run")
     (tmp_path / "notes.txt").write_text("mine")
@@ -955,7 +963,7 @@ def test_a_driver_that_refuses_to_run_is_a_bring_up_failure(tmp_path, capsys):
     failed = out[out.index("cozmo-demo: FAILED:"):]
     assert failed.startswith("cozmo-demo: FAILED: cozmo_driver_node exited with status 2, saying "
                              '"cozmo_driver: refusing to run: '), failed[:500]
-    assert "999.1.1.1" in failed.splitlines()[0]
+    assert "cannot bind UDP 192.0.2.1:0" in failed.splitlines()[0], failed[:500]
     assert f"last lines of {tmp_path / 'bringup.log'}" in failed
     # only this run's files (its log) and the user's
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bringup.log", "notes.txt"]
