@@ -75,7 +75,7 @@ except ImportError:  # pragma: no cover - older rclpy
     class ExternalShutdownException(Exception):
         pass
 
-__all__ = ["STOP_DEADLINE_S", "StopSignals", "arm_stop_deadline", "destroy_waitables", "init",
+__all__ = ["DoubleParameters", "STOP_DEADLINE_S", "StopSignals", "arm_stop_deadline", "destroy_waitables", "init",
            "make_node", "parameter_error", "protect_refused_teardown", "refuse", "release_native",
            "spin_node", "spin_nodes"]
 
@@ -542,13 +542,106 @@ _INTEGER_FOR_DOUBLE = re.compile(r"parameter '([^']+)' to '(-?\d+)' of type '(?:
 
 def parameter_error(exc: BaseException) -> str:
     """What to print for a node that could not be made: the error, and for an integer given
-    to a double parameter (``-p peer_timeout:=2``), what to write instead."""
+    to a double parameter (``-p peer_timeout:=2``), what to write instead (a node without
+    :class:`DoubleParameters`, or an rclpy that keeps no record of its overrides)."""
     match = _INTEGER_FOR_DOUBLE.search(str(exc))
     if match is None:
         return str(exc)
     name, value = match.groups()
     return (f"{name} is a double parameter: write {value}.0 (-p {name}:={value}.0); ROS reads "
             f"{value} as an integer ({exc})")
+
+
+def _type_refusal(name: str, value: Any, expected: Any, example: Any, given: Any, start: bool = False) -> str:
+    """Why ``value`` (of rclpy type ``given``) is refused for the parameter ``name`` of rclpy
+    type ``expected``, with ``example`` (its default or value) written as ROS reads it, as
+    ``-p`` gives it at ``start``."""
+    if example is None:  # (a parameter declared without a value)
+        example = {"DOUBLE": 1.0, "INTEGER": 1, "BOOL": True, "STRING": "text"}.get(expected.name, "...")
+    if isinstance(example, bool):
+        example = str(example).lower()
+    elif isinstance(example, str):
+        example = repr(example)
+    kind = {"DOUBLE": "double", "INTEGER": "integer", "BOOL": "bool", "STRING": "string"}.get(
+        expected.name, expected.name.lower())
+    whole = " (a whole number is taken too)" if expected.name == "DOUBLE" else ""
+    shown = f"{value[:40]!r}" if isinstance(value, str) else repr(value)
+    example = f"-p {name}:={example}" if start else example
+    got = given.name.lower().replace("_", " ")
+    return (f"Wrong parameter type: {name} is {_a(kind)} parameter, e.g. {example}{whole}; "
+            f"got {shown}, {_a(got)}")
+
+
+def _a(words: str) -> str:
+    return ("an " if words[0] in "aeiou" else "a ") + words
+
+
+class DoubleParameters:
+    """Mixed into a node before rclpy's Node (or LifecycleNode): a whole number given to a
+    parameter declared as a double (``ros2 param set /cozmo_driver cmd_vel_timeout 1``,
+    ``-p cmd_vel_timeout:=1``, ``cmd_vel_timeout: 1`` in a parameter file) is taken as that
+    double, and the parameter stays a double; rclpy refused it ("Wrong parameter type,
+    expected 'Type.DOUBLE'") before the node's own checks. A value of another wrong type (a
+    string for a double) is refused saying the type expected, with an example. Humble's
+    rclpy and later: the three public methods every way in goes through are overridden
+    (the parameter services call ``set_parameters_atomically``), no pre-set callback
+    (Iron and later) is needed."""
+
+    def _wrong_type(self, param: Any) -> Optional[Any]:
+        """The refusal (SetParametersResult) of ``param`` for its type, or None."""
+        from rcl_interfaces.msg import SetParametersResult
+        from rclpy.parameter import Parameter
+        if not self.has_parameter(param.name) or param.type_ == Parameter.Type.NOT_SET:
+            return None
+        descriptor = self.describe_parameter(param.name)
+        if descriptor.dynamic_typing or descriptor.read_only or param.type_.value == descriptor.type:
+            return None
+        return SetParametersResult(successful=False, reason=_type_refusal(
+            param.name, param.value, Parameter.Type(descriptor.type), self.get_parameter_or(param.name).value,
+            param.type_))
+
+    def _as_declared(self, params: Sequence[Any]) -> List[Any]:
+        """``params``, an integer for a declared double made that double."""
+        from rclpy.parameter import Parameter
+        out = []
+        for param in params:
+            if param.type_ == Parameter.Type.INTEGER and self.has_parameter(param.name):
+                descriptor = self.describe_parameter(param.name)
+                if descriptor.type == Parameter.Type.DOUBLE.value and not descriptor.dynamic_typing:
+                    param = Parameter(param.name, Parameter.Type.DOUBLE, float(param.value))
+            out.append(param)
+        return out
+
+    def set_parameters_atomically(self, parameter_list: Sequence[Any]) -> Any:
+        parameter_list = self._as_declared(parameter_list)
+        for param in parameter_list:
+            refused = self._wrong_type(param)
+            if refused is not None:
+                return refused
+        return super().set_parameters_atomically(parameter_list)
+
+    def set_parameters(self, parameter_list: Sequence[Any]) -> List[Any]:
+        parameter_list = self._as_declared(parameter_list)
+        if not any(self._wrong_type(p) is not None for p in parameter_list):
+            return super().set_parameters(parameter_list)
+        return [self._wrong_type(p) or super(DoubleParameters, self).set_parameters([p])[0] for p in parameter_list]
+
+    def declare_parameter(self, name: str, value: Any = None, descriptor: Any = None,
+                          ignore_override: bool = False) -> Any:
+        from rclpy.exceptions import InvalidParameterTypeException
+        from rclpy.parameter import Parameter
+        given = given_parameters(self)
+        override = None if ignore_override or descriptor is not None and descriptor.dynamic_typing \
+            else given.get(name)
+        if override is not None and isinstance(value, (bool, int, float, str)):
+            expected = Parameter.Type.from_parameter_value(value)
+            if expected == Parameter.Type.DOUBLE and override.type_ == Parameter.Type.INTEGER:
+                given[name] = Parameter(name, Parameter.Type.DOUBLE, float(override.value))
+            elif override.type_ not in (expected, Parameter.Type.NOT_SET):
+                refusal = InvalidParameterTypeException(override, expected.name)
+                refusal.args = (_type_refusal(name, override.value, expected, value, override.type_, True),)
+                raise refusal
+        return super().declare_parameter(name, value, descriptor, ignore_override)
 
 
 def make_node(prog: str, factory: Callable[[], Any],

@@ -78,7 +78,7 @@ from ..behavior.parameters import BEHAVIOR_PARAMETERS, USER_ACTIONS, USER_TOPICS
 from ..behavior.reactions import ROBOT_EVENT_TRIGGERS, TRIGGERS
 from ..lifeline import exit_with_parent
 from ..log_throttle import LogThrottle
-from ._entry import (destroy_waitables, destroyed_if_refused, init, make_node, spin_node,
+from ._entry import (DoubleParameters, destroy_waitables, destroyed_if_refused, init, make_node, spin_node,
                      unknown_parameters)
 from .usage import answer_help
 from . import qos
@@ -492,7 +492,7 @@ def _descriptor(param) -> ParameterDescriptor:
     return descriptor
 
 
-class BehaviorNode(Node):
+class BehaviorNode(DoubleParameters, Node):
     """See the module docstring."""
 
     def __init__(self, node_name: str = "cozmo_behavior", **kwargs: Any) -> None:

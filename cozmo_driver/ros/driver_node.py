@@ -67,7 +67,7 @@ from .driver_support import camera_file, close_link, destroy_retired, finish_goa
 from .driver_support import cmd_vel_type_check, ctrl_z_stop, forget_destroyed, transition as _transition, twist_reader
 from .handover import HandOver
 from .subscription_thread import SubscriptionThread, Unsupported
-from ._entry import destroyed_if_refused, ignored_qos_overrides, init, make_node, refuse, spin_node
+from ._entry import DoubleParameters, destroyed_if_refused, ignored_qos_overrides, init, make_node, refuse, spin_node
 from .usage import answer_help
 from .qos import QOS_COMMAND
 
@@ -87,7 +87,7 @@ _GIL_SWITCH_INTERVAL_S = 0.0005
 _FIRST_STATE_WAIT_S = 0.25
 
 
-class CozmoDriverNode(LifecycleNode):
+class CozmoDriverNode(DoubleParameters, LifecycleNode):
     """The driver of one Cozmo. See the module docstring."""
 
     _active = _core_attribute("active", "publishing and taking commands")

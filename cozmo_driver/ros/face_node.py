@@ -75,7 +75,7 @@ from ..driver.parameters import ParamSpec
 from ..face.parameters import FACE_PARAMETERS
 from ..lifeline import exit_with_parent
 from ..log_throttle import LogThrottle
-from ._entry import destroyed_if_refused, init, make_node, spin_node, unknown_parameters
+from ._entry import DoubleParameters, destroyed_if_refused, init, make_node, spin_node, unknown_parameters
 from . import qos
 from .subscription_thread import PolledSubscription, ThreadedSubscription, Unsupported, end_at_exit
 from .usage import answer_help
@@ -144,7 +144,7 @@ def raw_face(values: Sequence[float]) -> Tuple[FaceParams, List[str]]:
     return FaceParams.from_array(np.asarray(values, dtype=np.float64)).validated()
 
 
-class FaceNode(Node):
+class FaceNode(DoubleParameters, Node):
     """See the module docstring."""
 
     def __init__(self, node_name: str = "cozmo_face", **kwargs: Any) -> None:

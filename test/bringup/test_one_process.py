@@ -273,13 +273,13 @@ def test_a_bad_parameter_of_any_node_is_refused(tmp_path):
                           stdin=subprocess.DEVNULL)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "cozmo_stack: cozmo_face_node:" in done.stderr and "Traceback" not in done.stderr
-    # an integer for a double: what to write instead, as each node's own executable says
-    command[-1] = "fps:=30"
+    # a string for a double: what to write instead, as each node's own executable says
+    command[-1] = "fps:=fast"
     done = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env,
                           stdin=subprocess.DEVNULL)
     assert done.returncode == 2, done.stdout + done.stderr
-    assert ("cozmo_stack: cozmo_face_node: fps is a double parameter: write 30.0 (-p fps:=30.0)"
-            in done.stderr), done.stderr
+    assert ("cozmo_stack: cozmo_face_node: Wrong parameter type: fps is a double parameter, e.g. "
+            "-p fps:=30.0 (a whole number is taken too); got 'fast', a string" in done.stderr), done.stderr
 
 
 def test_a_parameter_given_to_every_node_is_not_said_ignored_by_those_another_node_takes_it_for():

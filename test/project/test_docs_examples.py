@@ -9,7 +9,8 @@ in inline code) are ones the ``ros2`` command takes, without running them:
   command takes ``'false'`` as true); for a topic, service or action that one of the nodes takes
   (the reference tables, test/docs_tables.py) the type is the one its table gives;
 * ``ros2 param set``: the node's parameter table has the parameter, and the value is of its
-  type as ``ros2 param set`` reads it (``0`` is an integer, which a double parameter refuses);
+  type as ``ros2 param set`` reads it (``0`` is an integer, which a double parameter takes as
+  0.0; ``fast``, a string, it refuses);
 * ``ros2 lifecycle set``: a transition of a lifecycle node.
 
 The message classes check each value as it is set (test/conftest.py sets
@@ -57,7 +58,7 @@ INTERFACE = {("topic", "pub"): ("msg", "subscribed"), ("service", "call"): ("srv
 TRANSITIONS = {"configure", "cleanup", "activate", "deactivate", "shutdown"}
 LIFECYCLE_NODES = {"cozmo_driver"}
 SHELL_ENDS = {"&", "&&", "|", "||", ";"}
-PARAMETER_TYPES = {"bool": (bool,), "int": (int,), "double": (float,), "string": (str,)}
+PARAMETER_TYPES = {"bool": (bool,), "int": (int,), "double": (float, int), "string": (str,)}
 
 
 # ----------------------------------------------------------------------------- extraction
@@ -347,7 +348,8 @@ def test_the_example_check_finds_what_the_command_would_refuse():
     # options, parameters and transitions
     assert "no option" in check('ros2 topic pub --one /head_light std_msgs/msg/Bool "{data: true}"')[0]
     assert check("ros2 param set /cozmo_driver cmd_vel_timeout 0.0") == []
-    assert "reads '0' as int" in check("ros2 param set /cozmo_driver cmd_vel_timeout 0")[0]
+    assert check("ros2 param set /cozmo_driver cmd_vel_timeout 0") == []  # taken as 0.0
+    assert "reads 'fast' as str" in check("ros2 param set /cozmo_driver cmd_vel_timeout fast")[0]
     assert check("ros2 param set /cozmo_behavior enabled false") == []
     assert "reads '1' as int" in check("ros2 param set /cozmo_behavior enabled 1")[0]
     assert "no parameter" in check("ros2 param set /robot1/cozmo_driver camera_auto_exposur true")[0]

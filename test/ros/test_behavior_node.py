@@ -1046,6 +1046,50 @@ def test_start_up_parameters_are_read_only_for_the_parameter_tools(rclpy_context
         behavior.destroy_node()
 
 
+def test_a_whole_number_for_a_double_parameter_is_taken_as_that_double(rclpy_context):
+    """ros2 param set /cozmo_behavior user_pause 5 (or -p tick_rate:=20) was refused by rclpy
+    ("Wrong parameter type, expected 'Type.DOUBLE'"): a whole number is now taken as that
+    double, the parameter staying a double; a string for it says what it takes."""
+    from rcl_interfaces.msg import Parameter as ParameterMsg, ParameterType, ParameterValue
+    from rcl_interfaces.srv import SetParameters
+    from rclpy.exceptions import ParameterException
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.node import Node
+
+    behavior = BehaviorNode(context=rclpy_context, parameter_overrides=[
+        Parameter("start_delay", value=0), Parameter("tick_rate", value=20), Parameter("enabled", value=False)])
+    probe = Node("whole_numbers_probe", context=rclpy_context)
+    executor = SingleThreadedExecutor(context=rclpy_context)
+    try:
+        assert behavior.get_parameter("tick_rate").type_ == Parameter.Type.DOUBLE
+        assert behavior.get_parameter("tick_rate").value == 20.0
+        executor.add_node(behavior)
+        executor.add_node(probe)
+        client = probe.create_client(SetParameters, "/cozmo_behavior/set_parameters")
+        results = []
+        for value in (ParameterValue(type=ParameterType.PARAMETER_INTEGER, integer_value=5),
+                      ParameterValue(type=ParameterType.PARAMETER_STRING, string_value="long")):
+            future = client.call_async(SetParameters.Request(parameters=[ParameterMsg(name="user_pause", value=value)]))
+            executor.spin_until_future_complete(future, timeout_sec=10.0)
+            assert future.done(), "no answer from /cozmo_behavior/set_parameters"
+            results.append(future.result().results[0])
+        assert results[0].successful, results[0].reason
+        assert behavior.get_parameter("user_pause").type_ == Parameter.Type.DOUBLE
+        assert behavior.get_parameter("user_pause").value == 5.0
+        assert not results[1].successful and results[1].reason == (
+            "Wrong parameter type: user_pause is a double parameter, e.g. 5.0 (a whole number is taken "
+            "too); got 'long', a string"), results[1].reason
+    finally:
+        executor.shutdown()
+        probe.destroy_node()
+        behavior.close()
+        behavior.destroy_node()
+    with pytest.raises(ParameterException) as refused:
+        BehaviorNode(context=rclpy_context, parameter_overrides=[Parameter("tick_rate", value="fast")])
+    assert str(refused.value).startswith("Wrong parameter type: tick_rate is a double parameter, e.g. "
+                                         "-p tick_rate:=10.0"), str(refused.value)
+
+
 def test_no_qos_event_handlers_burden_the_executor(rclpy_context):
     """The behavior node's ~20 publishers and subscriptions come without rclpy's default QoS
     event handlers (entities that every executor wake-up checks: in one process with the

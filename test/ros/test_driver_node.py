@@ -1622,6 +1622,78 @@ def test_an_empty_list_as_ros2_param_set_and_load_send_it_empties_animation_dirs
     assert driver.node.start()  # configured again, with no directories
 
 
+def test_a_whole_number_for_a_double_parameter_is_taken_as_that_double(make_driver):
+    """ros2 param set /cozmo_driver cmd_vel_timeout 1 (or max_wheel_speed 200) was refused by
+    rclpy before the driver's checks ("Wrong parameter type, expected 'Type.DOUBLE'"), which did
+    not say that 1.0 would do. A whole number is now taken as that double (the parameter stays
+    a double: ros2 param get shows 3.0), still within the range; a string for a double, or a
+    double for an integer, is refused saying what is expected, with an example."""
+    from rcl_interfaces.msg import Parameter as ParameterMsg, ParameterType, ParameterValue
+    from rcl_interfaces.srv import GetParameters, SetParameters
+
+    def ros2_param_set(name: str, value: ParameterValue):
+        request = SetParameters.Request(parameters=[ParameterMsg(name=name, value=value)])
+        return driver.call(SetParameters, "/cozmo_driver/set_parameters", request).results[0]
+
+    def ros2_param_get(name: str) -> ParameterValue:
+        return driver.call(GetParameters, "/cozmo_driver/get_parameters", GetParameters.Request(names=[name])).values[0]
+
+    def integer(value: int) -> ParameterValue:
+        return ParameterValue(type=ParameterType.PARAMETER_INTEGER, integer_value=value)
+
+    driver = make_driver()
+    result = ros2_param_set("cmd_vel_timeout", integer(3))
+    assert result.successful, result.reason
+    got = ros2_param_get("cmd_vel_timeout")
+    assert (got.type, got.double_value) == (ParameterType.PARAMETER_DOUBLE, 3.0)
+    assert driver.node._params["cmd_vel_timeout"] == 3.0 and type(driver.node._params["cmd_vel_timeout"]) is float
+    result = ros2_param_set("max_wheel_speed", integer(200))    # mm/s meant: still out of range
+    assert not result.successful and "max_wheel_speed" in result.reason, result.reason
+    result = ros2_param_set("max_wheel_speed", integer(0))
+    assert not result.successful and "max_wheel_speed" in result.reason, result.reason
+    fast = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value="fast")
+    result = ros2_param_set("cmd_vel_timeout", fast)
+    assert not result.successful and result.reason == (
+        "Wrong parameter type: cmd_vel_timeout is a double parameter, e.g. 3.0 (a whole number is "
+        "taken too); got 'fast', a string"), result.reason
+    port = ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=5551.0)
+    result = ros2_param_set("robot_port", port)
+    assert not result.successful and result.reason.startswith(
+        "Wrong parameter type: robot_port is an integer parameter, e.g. "), result.reason
+    assert ros2_param_get("cmd_vel_timeout").double_value == 3.0 and driver.node._params["cmd_vel_timeout"] == 3.0
+    # the node's own set_parameters, as a program in its process calls it
+    assert driver.node.set_parameters([Parameter("head_max_speed", value=5)])[0].successful
+    assert driver.node.get_parameter("head_max_speed").type_ == Parameter.Type.DOUBLE
+
+
+def test_a_whole_number_for_a_double_parameter_is_taken_at_start_up(make_driver, rclpy_context):
+    """-p cmd_vel_timeout:=1 (or 1 in a parameter file) stopped the driver at start-up (rclpy's
+    "expecting type 'DOUBLE'", with a hint to write 1.0): it is now taken as 1.0, and the
+    parameter is a double; a string for a double still stops it, saying what is expected."""
+    from rcl_interfaces.msg import ParameterType
+    from rcl_interfaces.srv import GetParameters
+    from rclpy.exceptions import ParameterException
+
+    driver = make_driver(peer_timeout=2, cmd_vel_timeout=1)   # as a parameter file gives them
+    got = driver.call(GetParameters, "/cozmo_driver/get_parameters",
+                      GetParameters.Request(names=["peer_timeout", "cmd_vel_timeout"])).values
+    assert [(v.type, v.double_value) for v in got] == [(ParameterType.PARAMETER_DOUBLE, 2.0),
+                                                      (ParameterType.PARAMETER_DOUBLE, 1.0)]
+    assert driver.node._params["cmd_vel_timeout"] == 1.0 and type(driver.node._params["cmd_vel_timeout"]) is float
+    node = CozmoDriverNode(node_name="cozmo_driver_whole", context=rclpy_context, cli_args=[
+        "--ros-args", "-p", "robot_ip:=127.0.0.1", "-p", "wheel_acceleration:=2"])
+    try:
+        assert node.get_parameter("wheel_acceleration").type_ == Parameter.Type.DOUBLE
+        assert node.get_parameter("wheel_acceleration").value == 2.0 and node._params["wheel_acceleration"] == 2.0
+    finally:
+        node.destroy_node()
+    with pytest.raises(ParameterException) as refused:
+        CozmoDriverNode(node_name="cozmo_driver_whole", context=rclpy_context, cli_args=[
+            "--ros-args", "-p", "robot_ip:=127.0.0.1", "-p", "cmd_vel_timeout:=fast"])
+    assert str(refused.value) == ("Wrong parameter type: cmd_vel_timeout is a double parameter, e.g. "
+                                  "-p cmd_vel_timeout:=0.5 (a whole number is taken too); got 'fast', a string")
+
+
 def test_a_qos_override_rclpy_cannot_take_is_refused_naming_it_and_the_values(rclpy_context):
     """reliability:=bogus raised a bare RuntimeError from rclpy when cmd_vel's subscription
     was made, after a line saying cmd_vel was served another way: configure failed with
@@ -1750,20 +1822,20 @@ def test_a_mistyped_robot_ip_is_refused_not_read_as_another_address(sim):
     assert not sim.is_connected() and sim.transport.stats.datagrams_in == 0, sim.transport.stats
 
 
-@pytest.mark.parametrize("node, param, value", [("driver", "peer_timeout", "2"),
-                                                ("face", "fps", "30")])
-def test_an_integer_for_a_double_parameter_says_to_write_its_decimal_point(node, param, value):
+@pytest.mark.parametrize("node, param, example", [("driver", "peer_timeout", "3.0"), ("face", "fps", "30.0")])
+def test_a_string_for_a_double_parameter_says_what_to_write(node, param, example):
     """-p peer_timeout:=2 stopped the node with rclpy's words only ("Trying to set parameter
-    'peer_timeout' to '2' of type 'INTEGER', expecting type 'DOUBLE'"): it now says what to
-    write instead."""
+    'peer_timeout' to '2' of type 'INTEGER', expecting type 'DOUBLE'"); a whole number is now
+    taken (test_a_whole_number_for_a_double_parameter_is_taken_at_start_up), and a value that
+    is no number says what the parameter takes, with an example."""
     module = {"driver": "driver_node", "face": "face_node"}[node]
     exe = Path(sys.executable).parent / f"cozmo_{module}"
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", f"cozmo_driver.ros.{module}"]
-    cmd += ["--ros-args", "-p", "robot_ip:=127.0.0.1", "-p", "robot_port:=1", "-p", f"{param}:={value}"]
+    cmd += ["--ros-args", "-p", "robot_ip:=127.0.0.1", "-p", "robot_port:=1", "-p", f"{param}:=fast"]
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
     assert result.returncode == 2, result
-    assert (f"{param} is a double parameter: write {value}.0 (-p {param}:={value}.0); ROS reads "
-            f"{value} as an integer") in result.stderr, result.stderr
+    assert (f"Wrong parameter type: {param} is a double parameter, e.g. -p {param}:={example} (a whole "
+            "number is taken too); got 'fast', a string") in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
 
 

@@ -115,6 +115,19 @@ def test_the_face_node_process_shows_its_face_through_the_driver(rclpy_context):
             spin.close()
 
 
+def test_a_whole_number_for_a_double_parameter_is_taken_as_that_double(rclpy_context):
+    """-p fps:=15 (or transition_s: 1 in a parameter file) stopped the face node: rclpy refused
+    an integer for a double. It is now taken as that double, the parameter a double."""
+    node = FaceNode(context=rclpy_context, parameter_overrides=[
+        Parameter("idle", value=False), Parameter("fps", value=15), Parameter("transition_s", value=1)])
+    try:
+        assert [(node.get_parameter(name).type_, node.get_parameter(name).value) for name in ("fps", "transition_s")] \
+            == [(Parameter.Type.DOUBLE, 15.0), (Parameter.Type.DOUBLE, 1.0)]
+        assert node.transition_s == 1.0
+    finally:
+        node.destroy_node()
+
+
 def test_face_node_checks_its_requests(rclpy_context):
     node = FaceNode(context=rclpy_context, parameter_overrides=[Parameter("idle", value=False)])
     try:
