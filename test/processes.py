@@ -70,6 +70,17 @@ def free_udp_port() -> int:
         return sock.getsockname()[1]
 
 
+def stop_process(proc: subprocess.Popen, sig: int = signal.SIGINT, timeout: float = 15.0) -> None:
+    """Stop ``proc`` if it still runs: ``sig``, up to ``timeout`` s for it to end, then SIGKILL."""
+    if proc.poll() is None:
+        proc.send_signal(sig)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def alive(pid: int) -> bool:
     """Whether process ``pid`` still runs: a zombie (exited, not yet reaped by its parent)
     does not, and neither does a pid now taken by somebody else's process."""

@@ -24,7 +24,7 @@ from typing import Any, Callable, Dict, List, Optional
 import pytest
 
 from dependencies import require
-from processes import TellsItsLog, project_executable
+from processes import TellsItsLog, project_executable, stop_process
 import yaml
 
 rclpy = require("rclpy")
@@ -715,13 +715,7 @@ def test_a_killed_drivers_goals_are_given_up_and_the_next_driver_is_taken(rclpy_
     finally:
         spin.close()
         for proc in procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGINT)
-                try:
-                    proc.wait(timeout=15.0)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+            stop_process(proc)
         sim.stop()
 
 

@@ -13,6 +13,7 @@ to 6 goals a run here. The same load through the demo's caller loses none.
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import threading
@@ -22,7 +23,7 @@ import wave
 import numpy as np
 import pytest
 
-from processes import project_executable
+from processes import project_executable, stop_process
 
 pytestmark = pytest.mark.ros
 
@@ -55,12 +56,7 @@ def driver_over_sim(tmp_path):
         try:
             yield process
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop_process(process, signal.SIGTERM, 10)
             log.close()
 
 

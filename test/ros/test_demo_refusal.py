@@ -226,6 +226,16 @@ def test_its_own_driver_alone_on_the_graph_is_taken_as_connected(connecting):
                for line in lines), lines
 
 
+def bring_up_failure(run) -> str:
+    """Why ``run``'s wait for its driver to connect gave up, within 1 s: a bring-up failure
+    (status 2), the demo never connected."""
+    run.options.connect_timeout_s = run.options.startup_timeout_s = 1.0
+    with pytest.raises(DemoAbort) as caught:
+        run._wait_connected()
+    assert caught.value.code == 2 and not run.connected_once
+    return str(caught.value)
+
+
 def test_a_driver_that_is_not_active_is_said_as_such_not_a_silent_robot(connecting):
     """Its driver up but inactive (its configure failed, say its port taken: it publishes
     link_status DISCONNECTED, driver_active false, as it does unconfigured): the demo says the
@@ -236,11 +246,7 @@ def test_a_driver_that_is_not_active_is_said_as_such_not_a_silent_robot(connecti
     run, lines = connecting(0)
     with run.node.lock:
         run.node.link = LinkStatus(state=LinkStatus.DISCONNECTED, driver_active=False, rtt_s=float("nan"))
-    run.options.connect_timeout_s = run.options.startup_timeout_s = 1.0
-    with pytest.raises(DemoAbort) as caught:
-        run._wait_connected()
-    said = str(caught.value)
-    assert caught.value.code == 2 and not run.connected_once
+    said = bring_up_failure(run)
     assert "Wi-Fi" not in said and "no answer from the robot" not in said, said
     assert said.startswith("/cozmo_driver is not active (link_status DISCONNECTED, driver_active false) 1 s "
                            "after it came up: its configure failed, or it was deactivated"), said
@@ -248,9 +254,8 @@ def test_a_driver_that_is_not_active_is_said_as_such_not_a_silent_robot(connecti
     # an active driver whose robot does not answer: the robot's silence, as before
     with run.node.lock:
         run.node.link = LinkStatus(state=LinkStatus.CONNECTING, driver_active=True, rtt_s=float("nan"))
-    with pytest.raises(DemoAbort) as caught:
-        run._wait_connected()
-    assert str(caught.value).startswith(f"no answer from the robot at {OURS} within 1 s"), str(caught.value)
+    said = bring_up_failure(run)
+    assert said.startswith(f"no answer from the robot at {OURS} within 1 s"), said
 
 
 def test_a_driver_connected_whose_robot_is_never_named_is_said_as_such(connecting):
@@ -260,11 +265,7 @@ def test_a_driver_connected_whose_robot_is_never_named_is_said_as_such(connectin
     run, lines = connecting(1)
     with run.node.lock:
         run.node.driver_robots.clear()
-    run.options.connect_timeout_s = run.options.startup_timeout_s = 1.0
-    with pytest.raises(DemoAbort) as caught:
-        run._wait_connected()
-    said = str(caught.value)
-    assert caught.value.code == 2 and not run.connected_once
+    said = bring_up_failure(run)
     assert "Wi-Fi" not in said and "no answer from the robot" not in said, said
     assert said.startswith(f"/cozmo_driver reports link_status CONNECTED, but no link report "
                            f"of it on /diagnostics (cozmo_driver: link) named the robot at "
