@@ -622,9 +622,11 @@ class DoubleParameters:
 
     def set_parameters(self, parameter_list: Sequence[Any]) -> List[Any]:
         parameter_list = self._as_declared(parameter_list)
-        if not any(self._wrong_type(p) is not None for p in parameter_list):
+        refusals = [self._wrong_type(p) for p in parameter_list]
+        if not any(refusals):
             return super().set_parameters(parameter_list)
-        return [self._wrong_type(p) or super(DoubleParameters, self).set_parameters([p])[0] for p in parameter_list]
+        return [refused or super(DoubleParameters, self).set_parameters([p])[0]
+                for p, refused in zip(parameter_list, refusals)]
 
     def declare_parameter(self, name: str, value: Any = None, descriptor: Any = None,
                           ignore_override: bool = False) -> Any:
