@@ -437,7 +437,7 @@ class AVStream:
         messages = self.pacer.tick(now)
         self._send(messages, self.pacer.clip_span)
         self.pacer.player.take_events()
-        self._after_tick(now)
+        _after_tick(self, now)
         self._arm()
 
     def _pull_face(self, now: float) -> None:
@@ -765,37 +765,6 @@ class AVStream:
         within = player.progress(now) if player.playing else 0.0
         return min(1.0, (goal.loop_index + within) / goal.loops)
 
-    def _after_tick(self, now: float) -> None:
-        audio = self._audio
-        if audio is not None:
-            sent = self.pacer.stats.audio_frames - audio.frames_at_start
-            if sent and audio.started_at is None:
-                audio.started_at = now  # the first frame went out on this tick
-            if sent >= audio.frames_needed:
-                self._audio = None
-                self._report(AVReport(_AUDIO_DONE, audio.token, 1.0, self._elapsed(audio, now),
-                                      success=True, message="played"))
-            elif now - audio.last_report >= self._report_after_s:
-                audio.last_report = now
-                self._report(AVReport(_AUDIO_PROGRESS, audio.token, self._audio_progress(audio),
-                                      self._elapsed(audio, now)))
-        clip = self._clip
-        if clip is not None:
-            if not self.pacer.animating:
-                clip.loop_index += 1
-                if clip.loop_index < clip.loops:
-                    self.pacer.play_clip(clip.again or clip.compiled, now, next_loop=True)  # seamless
-                else:
-                    self._clip = None
-                    loops = f" ({clip.loops} times)" if clip.loops > 1 else ""
-                    self._report(AVReport(_CLIP_DONE, clip.token, 1.0, clip=clip.name, success=True,
-                                          message=f"played {clip.name}{loops}"))
-                    return
-            if now - clip.last_report >= self._report_after_s:
-                clip.last_report = now
-                self._report(AVReport(_CLIP_PROGRESS, clip.token, self._clip_progress(clip, now),
-                                      clip=clip.name))
-
 
 def stream_timing(buffer_s: float, timeout_s: Optional[float] = None,
                   gap_s: Optional[float] = None) -> Tuple[float, float]:
@@ -809,6 +778,40 @@ def stream_timing(buffer_s: float, timeout_s: Optional[float] = None,
     buffer_s = max(0.0, float(buffer_s))
     return (max(0.15, buffer_s) if timeout_s is None else float(timeout_s),
             max(0.5, buffer_s + 0.15) if gap_s is None else float(gap_s))
+
+
+def _after_tick(av: AVStream, now: float) -> None:
+    """After a tick of ``av``: its goals' progress reported, an audio goal whose last frame went out
+    and a clip whose last loop ended reported done, a clip with loops left played again."""
+    audio = av._audio
+    if audio is not None:
+        sent = av.pacer.stats.audio_frames - audio.frames_at_start
+        if sent and audio.started_at is None:
+            audio.started_at = now  # the first frame went out on this tick
+        if sent >= audio.frames_needed:
+            av._audio = None
+            av._report(AVReport(_AUDIO_DONE, audio.token, 1.0, av._elapsed(audio, now),
+                            success=True, message="played"))
+        elif now - audio.last_report >= av._report_after_s:
+            audio.last_report = now
+            av._report(AVReport(_AUDIO_PROGRESS, audio.token, av._audio_progress(audio),
+                            av._elapsed(audio, now)))
+    clip = av._clip
+    if clip is not None:
+        if not av.pacer.animating:
+            clip.loop_index += 1
+            if clip.loop_index < clip.loops:
+                av.pacer.play_clip(clip.again or clip.compiled, now, next_loop=True)  # seamless
+            else:
+                av._clip = None
+                loops = f" ({clip.loops} times)" if clip.loops > 1 else ""
+                av._report(AVReport(_CLIP_DONE, clip.token, 1.0, clip=clip.name, success=True,
+                                message=f"played {clip.name}{loops}"))
+                return
+        if now - clip.last_report >= av._report_after_s:
+            clip.last_report = now
+            av._report(AVReport(_CLIP_PROGRESS, clip.token, av._clip_progress(clip, now),
+                            clip=clip.name))
 
 
 def _treads_held(goal: Optional[_ClipGoal], hold: Optional[Callable[[], Tuple[Optional[str], Optional[str]]]],
