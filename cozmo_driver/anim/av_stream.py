@@ -82,6 +82,12 @@ left showing it for good, as after a cancel).
 Until the robot is back (or :meth:`AVStream.start` is called again) the pacer is
 paused: no face is queued (the newest is the face), and once it is the grid goes
 on from the current tick with that face, not with the ticks of the outage.
+
+A tick that raises (a driver bug) ends the goals it played unsuccessfully, saying
+that the stream failed and naming the error, drops what was queued as a loss does,
+and arms the timer again: no goal waits for ever, the next ones play. The first
+failure is logged with its traceback, the others counted (``stats.tick_errors``) and
+logged at most every 5 s (:func:`_tick_failed`).
 """
 
 from __future__ import annotations
@@ -167,6 +173,8 @@ class AVStreamStats:
     tick_late_max_s: float = 0.0
     tick_late_sum_s: float = 0.0
     timer_fires: int = 0
+    #: ticks that raised (a driver bug): each ended the goals it played (see _tick_failed)
+    tick_errors: int = 0
     audio_goals: int = 0
     clip_goals: int = 0
 
@@ -248,6 +256,7 @@ class AVStream:
         self._resampling = False  # _resample_piece is queued on the I/O thread
         self._warned_at = -math.inf
         self._backlog_warned_at = -math.inf
+        self._tick_warned_at = -math.inf  # (robot clock: _tick_failed)
 
     # ------------------------------------------------------------------ any thread
 
@@ -427,17 +436,21 @@ class AVStream:
             s.tick_late_sum_s += late
             if late > s.tick_late_max_s:
                 s.tick_late_max_s = late
-        self._check_stream(now)
-        self._take_faces(arm=False)
-        if pull_at is not None and now >= pull_at:
-            self._pull_face(now)
-        held = _treads_held(self._clip, self.tread_hold, self.pacer.player, now)
-        if held is not None:
-            self._do_cancel_clip(self._clip.token, held)
-        messages = self.pacer.tick(now)
-        self._send(messages, self.pacer.clip_span)
-        self.pacer.player.take_events()
-        _after_tick(self, now)
+        try:
+            self._check_stream(now)
+            self._take_faces(arm=False)
+            if pull_at is not None and now >= pull_at:
+                self._pull_face(now)
+            held = _treads_held(self._clip, self.tread_hold, self.pacer.player, now)
+            if held is not None:
+                self._do_cancel_clip(self._clip.token, held)
+            messages = self.pacer.tick(now)
+            self._send(messages, self.pacer.clip_span)
+            self.pacer.player.take_events()
+            _after_tick(self, now)
+        except Exception as exc:  # noqa: BLE001 - a tick must never leave the stream without its timer
+            _tick_failed(self, exc, now)
+            return
         self._arm()
 
     def _pull_face(self, now: float) -> None:
@@ -814,6 +827,64 @@ def _after_tick(av: AVStream, now: float) -> None:
                             clip=clip.name))
 
 
+def _tick_failed(av: AVStream, exc: Exception, now: float) -> None:
+    """A tick of ``av`` raised ``exc`` (a driver bug) at ``now``: the goals it played end aborted
+    saying so (first, the pacer left out: it may be what is broken), what it queued is dropped
+    and stopped on the robot (as at a loss: :meth:`AVStream._drop_all`, then the clip goal's own
+    stops), and the timer is armed again, so that no goal waits for ever and the next ones play.
+    The first failure is logged with its traceback, the ones after it at most one line every 5 s,
+    counted (``stats.tick_errors``). A tick that fails before the pacer's grid moves on comes
+    again on the grid's next tick (1/30 s), not at once (a busy loop)."""
+    s = av.stats
+    s.tick_errors += 1
+    say = s.tick_errors == 1 or now - av._tick_warned_at >= 5.0
+    if s.tick_errors == 1:
+        av._tick_warned_at = now
+        logger.error("display/audio: a tick of the stream failed (a driver bug: please report it with this "
+                     "traceback); the goals it played end aborted", exc_info=exc)
+    elif say:
+        av._tick_warned_at = now
+        logger.error("display/audio: a tick of the stream failed again (%d times so far; the first one's "
+                     "traceback is logged above): %s: %s", s.tick_errors, type(exc).__name__, exc)
+    reason = (f"the driver's display/audio stream failed ({type(exc).__name__}: {exc}); "
+              "this is a driver bug, please report it (the driver's log has the traceback)")
+    clip, audio, av._clip, av._audio = av._clip, av._audio, None, None
+    try:
+        progress = (av._clip_progress(clip, now) if clip is not None else 0.0,
+                    av._audio_progress(audio) if audio is not None else 0.0)
+    except Exception:  # noqa: BLE001 - the goals end all the same
+        progress = (0.0, 0.0)
+    if clip is not None:
+        av._report(AVReport(_CLIP_DONE, clip.token, progress[0], clip=clip.name, success=False, message=reason))
+    if audio is not None:
+        av._report(AVReport(_AUDIO_DONE, audio.token, progress[1], av._elapsed(audio, now), success=False,
+                            message=reason))
+    try:
+        send = av._ready()
+        av._drop_all(reason, send=send)  # (no goal left: the player's stops, then the clip goal's)
+        if clip is not None and send:
+            av._send(clip.stop_messages)
+        if av._cut:  # a clip or an image cut: not left on the screen with no face (as _resume)
+            av._cut = False
+            av._blank_if_faceless()
+    except Exception:  # noqa: BLE001 - the goals have ended; the timer is armed below
+        if say:
+            logger.error("display/audio: dropping what the failed tick played failed too", exc_info=True)
+        av._reset_stream()
+    try:
+        av._arm()
+        late = av._timer is not None and av._timer_at is not None and av._timer_at <= av.robot.clock()
+    except Exception:  # noqa: BLE001 - a timer all the same (its tick tries again)
+        if say:
+            logger.error("display/audio: re-arming the stream's timer failed", exc_info=True)
+        late = True
+    if late:  # the grid did not move on: not due again at once, but a tick later
+        if av._timer is not None:
+            av._timer.cancel()
+        av._timer_at = av._arm_base = now + TICK_S
+        av._timer = av.robot.schedule(av._timer_at, av._on_timer)
+
+
 def _treads_held(goal: Optional[_ClipGoal], hold: Optional[Callable[[], Tuple[Optional[str], Optional[str]]]],
                  player: Any, now: float) -> Optional[str]:
     """Why the clip ``goal`` must end before its next tick, because of its treads
@@ -898,6 +969,7 @@ def _counters(av: AVStream) -> dict:
         "animations finished": a.clips_finished,
         "animations cancelled": a.clips_cancelled,
         "send errors": s.send_errors,
+        "stream ticks failed (driver bug, see the log)": s.tick_errors,
         "display frames and silence skipped (link behind)": s.skipped_backlog,
         "tick lateness max (ms)": round(s.tick_late_max_s * 1000.0, 2),
         "tick lateness mean (ms)": round(s.tick_late_sum_s / fires * 1000.0, 3),

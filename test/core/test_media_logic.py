@@ -7,6 +7,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import json
+import logging
 import math
 import re
 import tracemalloc
@@ -867,6 +868,107 @@ def test_losing_the_robot_ends_every_goal_and_a_reconnection_shows_the_face_agai
     av.stop("stopped")
     av.play_audio("b", tone(0.1))
     assert [r for r in reports if r.token == "b"][0].message == "not connected to the robot"
+
+
+class FailingTicks:
+    """The pacer's tick, raising for the next ``failing`` calls (a stand-in for any bug of a tick:
+    what is tested is what the stream does then, not why the tick failed)."""
+
+    def __init__(self, pacer) -> None:
+        self.real, self.failing, self.failures = pacer.tick, 0, 0
+        pacer.tick = self
+
+    def __call__(self, now: float):
+        if self.failing:
+            self.failing -= 1
+            self.failures += 1
+            raise RuntimeError("tick failed")
+        return self.real(now)
+
+
+def stream_errors(caplog) -> list:
+    return [r for r in caplog.records if r.name == "cozmo.anim.av" and r.levelno >= logging.ERROR]
+
+
+def test_a_tick_that_raises_ends_its_goals_saying_so_and_the_stream_plays_on(caplog):
+    """A tick that raised (on the I/O thread: the robot client's loop logged it) left the stream
+    without its timer: the goal playing never ended and the next ones waited until another input
+    re-armed it. Now the goals it played end aborted saying the stream failed (a driver bug), the
+    timer is armed again and the next goal plays; the first failure is logged with its traceback,
+    the others counted, one line at most every 5 s, and a tick failing for good fails once a tick
+    (1/30 s), not in a busy loop."""
+    caplog.set_level(logging.ERROR, logger="cozmo.anim.av")
+    robot, av, reports = make_stream()
+    ticks = FailingTicks(av.pacer)
+    av.play_audio("a", tone(1.0))
+    robot.run_until(robot.now + 0.2)
+    ticks.failing = 1
+    robot.run_until(robot.now + FRAME)
+    failed_at = robot.now
+    assert ticks.failures == 1
+    (done,) = [r for r in reports if r.done]
+    assert done.token == "a" and not done.success
+    assert "display/audio stream failed (RuntimeError: tick failed)" in done.message
+    assert "driver bug, please report it" in done.message
+    assert av._timer is not None and av._timer_at > robot.now             # armed again
+    (logged,) = stream_errors(caplog)
+    assert logged.exc_info is not None and "a tick of the stream failed" in logged.getMessage()
+    # the next goal plays whole
+    before = robot.names().count("OutputAudio")
+    av.play_audio("b", tone(0.5))
+    robot.run_until(robot.now + 1.0)
+    assert [r.message for r in reports if r.done and r.token == "b"] == ["played"]
+    assert robot.names().count("OutputAudio") - before == 15
+    # a tick that fails every time (a face to show keeps it due): once a tick, counted, not logged
+    face = screen_to_frame(FaceRenderer().render(EXPRESSIONS["happy"]))[0]
+    ticks.failing = 1000
+    av.set_face(face)
+    robot.run_until(robot.now + 0.5)
+    assert 15 <= ticks.failures - 1 <= 17
+    av.play_audio("c", tone(1.0))
+    robot.run_until(robot.now + FRAME)
+    assert [r.message for r in reports if r.done and r.token == "c"] == [done.message]
+    assert len(stream_errors(caplog)) == 1
+    robot.run_until(failed_at + 5.0 + FRAME)                                 # 5 s after the first
+    first, again = stream_errors(caplog)
+    assert again.exc_info is None and "failed again" in again.getMessage()
+    assert f"({av.stats.tick_errors} times so far" in again.getMessage() and av.stats.tick_errors > 100
+    assert av.counters()["stream ticks failed (driver bug, see the log)"] == ticks.failures
+    # mended: the face shows and a goal plays
+    ticks.failing = 0
+    before = len(robot.sent)
+    av.play_audio("d", tone(0.5))
+    robot.run_until(robot.now + 1.0)
+    assert [r.message for r in reports if r.done and r.token == "d"] == ["played"]
+    assert [msg.image for _, msg in robot.sent[before:] if msg.NAME == "DisplayImage"] == [face]
+    assert len(stream_errors(caplog)) == 2
+
+
+def test_a_tick_that_raises_ends_its_clip_goal_even_when_ending_it_fails_too(caplog):
+    """Where ending the goals fails too (the pacer may be what is broken), they end all the same,
+    without it, and the timer is armed again: the next clip plays."""
+    caplog.set_level(logging.ERROR, logger="cozmo.anim.av")
+    robot, av, reports = make_stream()
+    ticks = FailingTicks(av.pacer)
+    clip = compile_clip(Clip("c", 0.5, Tracks(head=[HeadKeyframe(0, 100, 20)])))
+    av.play_clip("x", clip)
+    robot.run_until(robot.now + 0.2)
+    cancel_clip = av.pacer.cancel_clip
+
+    def broken(now):
+        raise ValueError("cancel failed")
+
+    av.pacer.cancel_clip = broken
+    ticks.failing = 1
+    robot.run_until(robot.now + FRAME)
+    (done,) = [r for r in reports if r.done]
+    assert done.token == "x" and not done.success and "stream failed (RuntimeError: tick failed)" in done.message
+    assert av._timer is not None and av._timer_at > robot.now
+    assert [r.exc_info[1].args[0] for r in stream_errors(caplog)] == ["tick failed", "cancel failed"]
+    av.pacer.cancel_clip = cancel_clip
+    av.play_clip("y", clip)
+    robot.run_until(robot.now + 1.0)
+    assert [(r.success, r.message) for r in reports if r.done and r.token == "y"] == [(True, "played c")]
 
 
 
