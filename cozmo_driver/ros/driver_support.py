@@ -169,7 +169,8 @@ def release_line(state: str, reason: str, was_connected: bool = False) -> "tuple
 def transition(method):
     """Log an exception of a lifecycle callback (rclpy would turn it into a bare ERROR). That of
     ``on_configure`` is kept in the node's ``configure_error`` too, until a configure succeeds:
-    /diagnostics says it meanwhile (:func:`lifetime_reports`)."""
+    /diagnostics says it meanwhile (:func:`lifetime_reports`); so is an ``on_configure`` that
+    returns FAILURE or ERROR without raising (:func:`configure_returned`)."""
     configure = method.__name__ == "on_configure"
 
     def wrapper(self, state):
@@ -180,12 +181,18 @@ def transition(method):
             if configure:
                 self.configure_error = repr(exc)
             return TransitionCallbackReturn.ERROR
-        if configure and result == TransitionCallbackReturn.SUCCESS:
-            self.configure_error = ""
+        if configure:
+            self.configure_error = "" if result == TransitionCallbackReturn.SUCCESS else configure_returned(result)
         return result
     wrapper.__name__ = method.__name__
     wrapper.__doc__ = method.__doc__
     return wrapper
+
+
+def configure_returned(result: TransitionCallbackReturn) -> str:
+    """Why /diagnostics says the last configure failed when ``on_configure`` returned ``result``
+    (FAILURE or ERROR) rather than raising: the reason is in what the driver logged."""
+    return f"configure returned {getattr(result, 'name', result)}: see the driver's log"
 
 
 def descriptor(spec) -> ParameterDescriptor:

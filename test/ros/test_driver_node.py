@@ -1387,6 +1387,43 @@ def test_a_failed_configure_is_an_error_in_diagnostics_until_a_configure_succeed
     assert (status.level, status.message.split(" ")[0]) == (DiagnosticStatus.OK, "finalized"), status
 
 
+
+@pytest.mark.parametrize("returned", [TransitionCallbackReturn.FAILURE, TransitionCallbackReturn.ERROR],
+                         ids=["FAILURE", "ERROR"])
+def test_a_configure_that_returns_failure_is_an_error_in_diagnostics_too(make_driver, monkeypatch, returned):
+    """An on_configure that returned FAILURE or ERROR, rather than raising, left /diagnostics
+    OK, "unconfigured (lifecycle)", as of a driver nobody had tried to configure. It is now an
+    ERROR too, saying the configure returned so and that the log says why, until a configure
+    succeeds. (The driver's own on_configure has no such return today: one is put in front of it.)"""
+    from diagnostic_msgs.msg import DiagnosticStatus
+    from cozmo_driver.ros.driver_support import transition
+
+    real_configure = CozmoDriverNode.on_configure
+    refusing = [True]
+
+    @transition
+    def on_configure(self, state):
+        return returned if refusing[0] else real_configure(self, state)
+    monkeypatch.setattr(CozmoDriverNode, "on_configure", on_configure)  # before the node registers it
+    h = make_driver(start=False)
+    diags = h.listen("diag", DiagnosticArray, "/diagnostics")
+
+    def next_status() -> DiagnosticStatus:
+        count = len(diags)
+        assert h.spin_until(lambda: len(diags) > count, 3.0), "no /diagnostics"
+        return diags[-1].status[0]
+
+    assert h.node.trigger_configure() == returned
+    error = f"configure returned {returned.name}: see the driver's log"
+    status = next_status()
+    assert status.level == DiagnosticStatus.ERROR, status
+    assert status.message.startswith(f"unconfigured: the last configure failed: {error}; "), status.message
+    assert {v.key: v.value for v in status.values}["last configure"] == f"failed: {error}"
+    refusing[0] = False
+    assert h.node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+    assert h.node.trigger_cleanup() == TransitionCallbackReturn.SUCCESS
+    assert next_status().level == DiagnosticStatus.OK
+
 def test_link_status_reports_the_driver_disconnected_for_as_long_as_the_node_lives(make_driver, sim):
     """link_status was made at configure and destroyed at cleanup: a driver started with
     autostart false, cleaned up or shut down published none (a subscriber, the behavior
