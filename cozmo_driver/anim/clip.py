@@ -163,6 +163,7 @@ from ..face.procedural import EYE_PARAM_NAMES, NUM_PARAMS, FaceParams
 from ..fast_yaml import safe_load
 from ..json_comments import loads as json_loads
 from ..protocol.audio import SAMPLE_RATE, load_wav
+from ..regular_files import NotAFileError, open_regular, read_regular_text
 from ..errors import CozmoError, UsageError
 from ..robot_geometry import HEAD_MAX_ANGLE_RAD, HEAD_MIN_ANGLE_RAD, LIFT_MAX_HEIGHT_M, LIFT_MIN_HEIGHT_M
 
@@ -715,9 +716,9 @@ def _sprite_sequence(folder: str):
     frames = []
     for f in files:
         try:
-            with Image.open(f) as im:
+            with open_regular(f, "animation_sprite_dir", binary=True) as stream, Image.open(stream) as im:
                 frames.append(image_to_bits(np.asarray(im.convert("L"))))
-        except OSError as exc:
+        except (OSError, NotAFileError) as exc:
             return None, f"sprite frame {f} unreadable ({exc})"
     return tuple(frames), None
 
@@ -1501,7 +1502,9 @@ def read_group_file(path: Union[str, os.PathLike], warn: Optional[Callable[[str]
     is said to ``warn`` (default: the ``cozmo.anim`` logger)."""
     f = Path(path)
     try:
-        doc, twice = json_loads(f.read_text(encoding="utf-8"))
+        doc, twice = json_loads(read_regular_text(f, "animation_groups_file"))
+    except NotAFileError as exc:
+        raise ClipFormatError(str(exc)) from None
     except (OSError, ValueError) as exc:      # ValueError: UnicodeDecodeError, JSONDecodeError
         raise ClipFormatError(f"{f}: cannot read animation group ({exc})") from None
     if twice:

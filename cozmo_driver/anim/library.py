@@ -49,6 +49,7 @@ from .clip import (
     load_clip_file,
     read_group_file,
 )
+from ..regular_files import NotAFileError, read_regular_text
 from .player import body_speed_notes
 
 __all__ = ["AnimationLibrary", "CLIP_SUFFIXES", "load_audio_map"]
@@ -65,7 +66,9 @@ def load_audio_map(path: PathLike) -> Dict[int, Path]:
 
     p = Path(path).expanduser()
     try:
-        doc = safe_load(p.read_text(encoding="utf-8"), unique_keys=True)
+        doc = safe_load(read_regular_text(p, "animation_audio_map"), unique_keys=True)
+    except NotAFileError as exc:
+        raise ClipFormatError(str(exc)) from None
     except OSError as exc:
         raise ClipFormatError(f"audio map {p}: cannot read ({exc})") from None
     except Exception as exc:  # a YAML (or JSON) syntax error, whichever parser says it

@@ -27,6 +27,7 @@ from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Sequence, T
 
 from ..face.expressions import expression
 from ..fast_yaml import safe_load
+from ..regular_files import NotAFileError, read_regular_text
 from .activities import Activity, ActivityEntry
 from .behavior import STATE_FLAGS, Behavior, BehaviorError, ConfigError
 from .emotions import Curve, EmotionEvent, EmotionSpec
@@ -107,7 +108,9 @@ def load_yaml(path: Union[str, Path]) -> Dict[str, Any]:
 
     path = Path(path).expanduser()
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular_text(path, "config_file")
+    except NotAFileError as exc:
+        raise ConfigError(str(exc)) from None
     except OSError as exc:
         raise ConfigError(f"cannot read the behavior configuration {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:  # (a ValueError: make_node would show a traceback)

@@ -27,7 +27,6 @@ read a file).
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import math
 import os
@@ -40,6 +39,7 @@ from urllib.parse import unquote, urlparse
 from ..errors import ConfigurationError
 from ..fast_yaml import safe_load
 from ..protocol.nvstorage import CameraCalibration
+from ..regular_files import NotAFileError, open_regular
 
 __all__ = ["CameraInfoData", "CameraInfoError", "from_calibration", "default_camera_info",
            "parse_camera_info_yaml", "load_camera_info_url", "scaled", "DEFAULT_HFOV_RAD",
@@ -312,30 +312,15 @@ def camera_info_path(url: str) -> str:
     return path
 
 
-#: what a file that is not a regular one is, by its type (stat.S_IFMT)
-_NOT_A_FILE = {stat.S_IFIFO: "a FIFO (named pipe)", stat.S_IFCHR: "a character device",
-               stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket"}
-
-
 def _open_text(url: str, path: str) -> TextIO:
     """``path`` opened to read as UTF-8 text, without waiting: a FIFO (named pipe) or a
     device is refused (CameraInfoError), as reading it would wait for a writer, or forever
-    (the open of a FIFO itself waited for one: configure hung). OSError as open() raises it
-    (a directory: IsADirectoryError)."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    (the open of a FIFO itself waited for one: configure hung; regular_files.open_regular).
+    OSError as open() raises it (a directory: IsADirectoryError)."""
     try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
-            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
-        if not stat.S_ISREG(mode):
-            what = _NOT_A_FILE.get(stat.S_IFMT(mode), "not a regular file")
-            raise CameraInfoError(f"camera_info_url {url!r}: {path} is {what}, not a file: reading it would wait "
-                                  "for a writer (or never end); give the path of a calibration YAML file")
-        os.set_blocking(fd, True)
-        return open(fd, encoding="utf-8")
-    except BaseException:
-        os.close(fd)
-        raise
+        return open_regular(path, f"camera_info_url {url!r}")
+    except NotAFileError as exc:
+        raise CameraInfoError(f"{exc}; give the path of a calibration YAML file") from None
 
 
 def load_camera_info_url(url: str) -> CameraInfoData:

@@ -47,10 +47,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..fast_yaml import safe_load
+from ..regular_files import NotAFileError, read_regular_text
 from .commands import CommandError
 from .objects import (BACKPACK_LEDS, CHARGER_LEDS, CUBE_LEDS, MAX_PERIOD_S, OFF, RGB, Light,
                       light_range_problem, light_state, range_problem)
@@ -272,7 +272,9 @@ class LightAnimationLibrary:
                 return cls(animations, [f"{path}: PyYAML is needed to read it (python3-yaml); only "
                                         "the built-in light animations are available"])
             try:
-                document = safe_load(Path(path).read_text(encoding="utf-8"), unique_keys=True)
+                document = safe_load(read_regular_text(path, "light_animation_file"), unique_keys=True)
+            except NotAFileError as exc:
+                return cls(animations, [f"{exc}; only the built-in light animations are available"])
             except (OSError, UnicodeDecodeError) as exc:
                 return cls(animations, [f"{path}: cannot read it ({exc}); only the built-in light "
                                         "animations are available"])

@@ -6,6 +6,7 @@ tests in test/app_resources, in the shape the loader documents)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -173,6 +174,20 @@ def test_list_parameters_take_the_defaults_shape():
     with pytest.raises(BehaviorError, match=r"behaviors.paint.params.hold_s: expected a duration > 0 s"):
         Paint("paint", {"hold_s": 0.0})
 
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_fifo_as_config_file_is_refused_without_waiting(tmp_path):
+    """A FIFO (named pipe) as the behavior node's config_file: its start-up waited for a
+    program to write to it, for good. It is refused at once, naming the parameter."""
+    from fifos import without_waiting_for
+
+    fifo = tmp_path / "behavior.yaml"
+    os.mkfifo(fifo)
+    with pytest.raises(ConfigError) as refused:
+        without_waiting_for(fifo, lambda: load_config([fifo]))
+    assert str(refused.value) == (f"config_file: {fifo} is a FIFO (named pipe), not a file: reading it would wait "
+                                  "for a writer (or never end)")
 
 def test_file_errors_name_the_file(tmp_path):
     with pytest.raises(ConfigError, match="cannot read the behavior configuration .*missing.yaml"):

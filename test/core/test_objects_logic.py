@@ -5,6 +5,7 @@ cubes going out of range (cozmo_driver.driver.objects, .light_animations, sim.mo
 from __future__ import annotations
 
 import math
+import os
 import re
 from pathlib import Path
 
@@ -1760,3 +1761,17 @@ def test_a_lit_cube_disconnected_on_request_while_away_is_put_out_when_it_connec
     rig.connects()
     cube1 = rig.answer(C1, 1, True)
     assert off_sent(rig.reg.pop_messages(), cube1)   # the off, not the old programme
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_fifo_as_light_animation_file_is_refused_without_waiting(tmp_path):
+    """A FIFO (named pipe) as light_animation_file: the driver's configure waited for a program
+    to write to it, for good. It is refused at once, naming the parameter; the built-ins stay."""
+    from fifos import without_waiting_for
+
+    fifo = tmp_path / "lights.yaml"
+    os.mkfifo(fifo)
+    library = without_waiting_for(fifo, lambda: LightAnimationLibrary.load(str(fifo)))
+    assert library.warnings == [f"light_animation_file: {fifo} is a FIFO (named pipe), not a file: reading it would "
+                                "wait for a writer (or never end); only the built-in light animations are available"]
+    assert set(BUILTIN) <= set(library.names()) and library.loaded_from_file == 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import struct
 import wave
@@ -582,6 +583,42 @@ def test_a_sprite_dir_naming_a_file_says_it_is_a_file_not_that_it_does_not_exist
     assert AnimationLibrary.load(builtin=False, sprite_dir=tmp_path / "nowhere").warnings == [
         f"sprite directory {tmp_path / 'nowhere'} does not exist{tail}"]
 
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+@pytest.mark.parametrize("given", ["animation_audio_map", "animation_groups_file", "a group file",
+                                   "a sprite frame"])
+def test_a_fifo_among_the_animation_files_is_refused_without_waiting(tmp_path, given):
+    """A FIFO (named pipe) as animation_audio_map or animation_groups_file, as a group file in
+    the groups directory or as a frame in a sprite folder of animation_sprite_dir: the driver's
+    configure waited for a program to write to it, for good. Each is refused at once, naming
+    the parameter, and the rest loads."""
+    from fifos import without_waiting_for
+    from cozmo_driver.anim.library import AnimationLibrary
+
+    fifo = tmp_path / "fifo.json"
+    if given == "a group file":
+        (tmp_path / "groups").mkdir()
+        fifo = tmp_path / "groups" / "greetings.json"
+    elif given == "a sprite frame":
+        frames = tmp_path / "sprites" / "anim_sprite"
+        frames.mkdir(parents=True)
+        Image.fromarray(np.zeros((64, 128), dtype=np.uint8)).save(frames / "anim_sprite_000.png")
+        fifo = frames / "anim_sprite_001.png"
+    os.mkfifo(fifo)
+    refused = (f"{fifo} is a FIFO (named pipe), not a file: reading it would wait for a writer (or never end)")
+    if given == "a sprite frame":
+        clip, _ = without_waiting_for(fifo, lambda: read_anim_bin(build_bin_by_hand(),
+                                                                   sprite_dir=tmp_path / "sprites"))
+        assert any(f"animation_sprite_dir: {refused}" in w for w in clip.warnings), clip.warnings
+        return
+    load = {"animation_audio_map": lambda: AnimationLibrary.load(builtin=False, audio_map_path=fifo),
+            "animation_groups_file": lambda: AnimationLibrary.load(builtin=False, groups_path=fifo),
+            "a group file": lambda: AnimationLibrary.load(builtin=False, groups_path=tmp_path / "groups")}[given]
+    tail = {"animation_audio_map": "app clips play without their sounds", "animation_groups_file": "no groups loaded",
+            "a group file": "skipped"}[given]
+    name = "animation_groups_file" if given == "a group file" else given
+    assert without_waiting_for(fifo, load).warnings == [f"{name}: {refused}: {tail}"]
 
 def test_a_clip_driving_a_wheel_beyond_the_treads_limit_is_noted_at_load(tmp_path):
     """speed_dps: 720 asks 289 mm/s of each wheel, beyond the treads' 200 mm/s; the note
