@@ -1054,6 +1054,27 @@ def test_a_robot_put_down_on_its_charger_goes_to_sleep_and_stays_on_it(order, se
         assert not any("react_to_put_down" in text for text in since), since
 
 
+def user_drives(engine: Engine, t: float, user: str, trigger: str, goal: str, then: str = "") -> float:
+    """A user drives the robot for 2 s from ``t`` (``user``: "cmd_vel", one every tick, or
+    "goal", the user's goal ``goal`` from start to end), the robot's ``trigger`` after 1 s
+    and ``then``, if given, half a second later; the time at the end."""
+    if user == "goal":
+        engine.on_user_goal(goal, t)
+    for i in range(20):
+        now = round(t + i * TICK, 6)
+        if user == "cmd_vel":
+            engine.on_user_command("cmd_vel", now)
+        if i == 10:
+            engine.on_trigger(trigger, now)
+        if i == 15 and then:
+            engine.on_trigger(then, now)
+        engine.tick(now)
+    t = round(t + 2.0, 6)
+    if user == "goal":
+        engine.on_user_goal("", t)
+    return t
+
+
 @pytest.mark.parametrize("user", ["cmd_vel", "goal"])
 @pytest.mark.parametrize("seed", range(8))
 def test_a_robot_driven_onto_its_charger_goes_to_sleep_after_the_pause(user, seed):
@@ -1068,18 +1089,7 @@ def test_a_robot_driven_onto_its_charger_goes_to_sleep_after_the_pause(user, see
     robot.duration, robot.clock = 0.8, lambda: engine.now
     engine.on_battery(0.8, 0.0)
     t = run(engine, 0.0, 5.0)
-    if user == "goal":
-        engine.on_user_goal("action go_to_pose", t)
-    for i in range(20):                      # the user drives for 2 s, onto the charger after 1 s
-        now = round(t + i * TICK, 6)
-        if user == "cmd_vel":
-            engine.on_user_command("cmd_vel", now)
-        if i == 10:
-            engine.on_trigger("on_charger", now)
-        engine.tick(now)
-    t = round(t + 2.0, 6)
-    if user == "goal":
-        engine.on_user_goal("", t)
+    t = user_drives(engine, t, user, "on_charger", "action go_to_pose")   # onto the charger
     count = len(log)
     run(engine, t, t + 9.5)                  # the pause ends 10 s after the last command
     assert engine.running is None and engine.status(t + 9.5).paused
@@ -1114,25 +1124,7 @@ def test_a_robot_driven_to_a_cliff_backs_off_it_after_the_pause(user, seed):
     robot.duration, robot.clock = 0.8, lambda: engine.now
     engine.on_battery(0.8, 0.0)
     t = run(engine, 0.0, 5.0)
-
-    def drive(t: float, cliff: str, cleared: bool = False) -> float:
-        if user == "goal":
-            engine.on_user_goal("action drive_straight", t)
-        for i in range(20):                  # the user drives for 2 s, to the edge after 1 s
-            now = round(t + i * TICK, 6)
-            if user == "cmd_vel":
-                engine.on_user_command("cmd_vel", now)
-            if i == 10:
-                engine.on_trigger(cliff, now)
-            if i == 15 and cleared:          # and backs off it
-                engine.on_trigger("cliff_cleared", now)
-            engine.tick(now)
-        t = round(t + 2.0, 6)
-        if user == "goal":
-            engine.on_user_goal("", t)
-        return t
-
-    t = drive(t, "cliff_detected")
+    t = user_drives(engine, t, user, "cliff_detected", "action drive_straight")   # to the edge
     count = len(log)
     run(engine, t, t + 9.5)                  # the pause ends 10 s after the last command
     assert engine.running is None and engine.status(t + 9.5).paused
@@ -1144,7 +1136,7 @@ def test_a_robot_driven_to_a_cliff_backs_off_it_after_the_pause(user, seed):
     assert moves and moves[0][0] == "drive_straight" and moves[0][1][0] < 0, moves   # backs off first
     # backed off the edge during a pause: its cliff_detected is dropped
     engine.on_trigger("cliff_cleared", t + 30.0)
-    t = drive(t + 40.0, "cliff_detected", cleared=True)
+    t = user_drives(engine, t + 40.0, user, "cliff_detected", "action drive_straight", then="cliff_cleared")
     count = len(log)
     run(engine, t, t + 30.0)
     assert not [text for _, text in log[count:] if "react_to_cliff" in text], log[count:]
