@@ -27,7 +27,9 @@ Inputs:
   forgotten when that status has no publisher any more, or the driver is gone (it crashed).
 
 Outputs: goals of the driver's actions (``drive_straight``, ``turn_in_place``,
-``set_head_angle``, ``set_lift_height``, ``play_animation``), ``face/expression``
+``set_head_angle``, ``set_lift_height``, ``play_animation``; each sent once its server is
+discovered, up to ``SERVER_WAIT_S``, and given up when that server leaves the graph),
+``face/expression``
 and ``face/look_at`` (for ``cozmo_face_node``), ``backpack_light_pattern`` (or
 ``backpack_lights`` where no driver subscribes to patterns), ``object_lights``,
 the ``play_light_animation`` service, synthesized sounds on ``audio/pcm`` (a few chunks
@@ -109,6 +111,10 @@ NO_LINK_STATUS_S = 5.0
 #: is taken for gone (killed, crashed), sooner than the graph says so (a killed process's
 #: publishers stay in it for its DDS lease, about 20 s), s
 LINK_SILENT_S = 5.0
+#: a goal whose action server this node has not discovered yet waits for it this long, then
+#: fails (a request sent before then is lost: no answer ever comes); the driver's servers are
+#: discovered some 100s of ms after its link_status, s
+SERVER_WAIT_S = 10.0
 
 
 def _publisher(node: Node, msg_type: Any, topic: str, profile: Any) -> Any:
@@ -226,8 +232,13 @@ class RosRobot(RobotInterface):
         self._own: Set[bytes] = set()
         self._own_order: Deque[bytes] = deque()
         self._goal_handles: Dict[int, Any] = {}     # id(handle) -> rclpy ClientGoalHandle
-        #: the goals sent whose result has not come: id(handle) -> handle (give_up_goals)
+        #: the goals sent whose result has not come, and those waiting for their action server
+        #: to be discovered: id(handle) -> handle (give_up_goals)
         self._sent: Dict[int, Handle] = {}
+        #: (handle, action, goal, since when) of the goals waiting for their action server (send_waiting)
+        self._waiting: List[Tuple[Handle, str, Any, float]] = []
+        #: the actions whose server a goal was said to wait for, until it is there
+        self._waited: Set[str] = set()
         self._sounds: List[Tuple[Handle, float]] = []
         #: (handle, chunk, last of its sound) of the sounds not published yet, in order; when
         #: the published ones end playing (time.monotonic(), as if the driver played them as
@@ -264,17 +275,45 @@ class RosRobot(RobotInterface):
 
     def _goal(self, action: str, goal: Any, kind: str) -> Handle:
         handle = Handle(action, kind, canceller=self._cancel)
-        client = self._clients[action]
-        if not client.server_is_ready():
-            handle.fail(f"{action}: the driver's action server is not available")
-            self._warn_once(action, f"{action}: the driver's action server is not available")
+        self._sent[id(handle)] = handle
+        if self._clients[action].server_is_ready():
+            self._send(handle, action, goal)
             return handle
+        # sent now, before the server is discovered, the request would be lost: it waits
+        self._waiting.append((handle, action, goal, time.monotonic()))
+        if action not in self._waited:
+            self._waited.add(action)
+            self.node.get_logger().info(
+                f"{action}: waiting for the driver's action server {self.node.resolve_topic_name(action)} "
+                f"(not discovered yet): the goal goes out once it is there (at most {SERVER_WAIT_S:g} s)")
+        return handle
+
+    def _send(self, handle: Handle, action: str, goal: Any) -> None:
         goal_id = UUID(uuid=list(uuid.uuid4().bytes))
         self._remember(bytes(goal_id.uuid))
-        future = client.send_goal_async(goal, goal_uuid=goal_id)
-        self._sent[id(handle)] = handle
+        future = self._clients[action].send_goal_async(goal, goal_uuid=goal_id)
         future.add_done_callback(lambda f, h=handle: self._on_goal_response(h, f))
-        return handle
+
+    def send_waiting(self, now: float) -> None:
+        """At each tick: the goals waiting for their action server go out once it is there;
+        one cancelled meanwhile is dropped, one that waited SERVER_WAIT_S fails."""
+        waiting, self._waiting = self._waiting, []
+        for handle, action, goal, since in waiting:
+            name = self.node.resolve_topic_name(action)
+            if handle.done:
+                self._sent.pop(id(handle), None)
+            elif self._clients[action].server_is_ready():
+                self._waited.discard(action)
+                self._warned.discard(f"server {action}")
+                self._send(handle, action, goal)
+            elif now - since >= SERVER_WAIT_S:
+                self._sent.pop(id(handle), None)
+                text = (f"{action}: the driver's action server {name} did not appear within {SERVER_WAIT_S:g} s "
+                        "(is the driver running, in this namespace?): the goal failed")
+                handle.fail(text)
+                self._warn_once(f"server {action}", text)
+            else:
+                self._waiting.append((handle, action, goal, since))
 
     def _on_goal_response(self, handle: Handle, future) -> None:
         try:
@@ -328,7 +367,8 @@ class RosRobot(RobotInterface):
         return len(self._goal_handles)
 
     def goals_sent(self) -> int:
-        """Goals sent to the driver whose result has not come yet (accepted or not yet)."""
+        """Goals sent to the driver whose result has not come yet (accepted or not yet), or
+        waiting for their action server."""
         return len(self._sent)
 
     def give_up_goals(self, why: str) -> List[str]:
@@ -337,16 +377,36 @@ class RosRobot(RobotInterface):
         cancel is sent to those accepted (a driver only stalled stops their motion when it
         wakes), and one accepted after this is cancelled then (``cancel_requested``). Returns
         the goals' actions, sorted."""
+        self._waiting.clear()
+        return self._give_up(list(self._sent), why)
+
+    def _give_up(self, keys: List[int], why: str) -> List[str]:
         actions = []
-        for key, handle in list(self._sent.items()):
+        for key in keys:
+            handle = self._sent.pop(key)
             actions.append(handle.what)
             handle.cancel_requested = True
             goal_handle = self._goal_handles.pop(key, None)
             if goal_handle is not None:
                 goal_handle.cancel_goal_async()
             handle.fail(f"{handle.what}: {why}: given up")
-        self._sent.clear()
         return sorted(actions)
+
+    def give_up_goals_of_gone_servers(self) -> List[Tuple[str, List[str]]]:
+        """The goals sent to an action server that is no longer there (off the graph while
+        the driver's link_status goes on): their results will never come. Given up as in
+        :meth:`give_up_goals`; returns (the server's name, the goals' actions) of each."""
+        waiting = {id(entry[0]) for entry in self._waiting}
+        by_action: Dict[str, List[int]] = {}
+        for key, handle in self._sent.items():
+            if key not in waiting:
+                by_action.setdefault(handle.what, []).append(key)
+        gone = []
+        for action, keys in sorted(by_action.items()):
+            if not self._clients[action].server_is_ready():
+                name = self.node.resolve_topic_name(action)
+                gone.append((name, self._give_up(keys, f"the driver's action server {name} is gone")))
+        return gone
 
     # ------------------------------------------------------------------ RobotInterface
 
@@ -603,6 +663,7 @@ class BehaviorNode(DoubleParameters, Node):
         active = [a for a, goals in self._user_goals.items() if goals]
         self.engine.on_user_goal(f"action {active[0]}" if active else "", now)
         self.robot.finish_sounds(now)
+        self.robot.send_waiting(now)
         self.engine.tick(now)
         if self.engine.take_changed():
             self._publish_status()
@@ -693,6 +754,7 @@ class BehaviorNode(DoubleParameters, Node):
             self.get_logger().warning(line)
         if not self._closed:
             self._check_driver(time.monotonic())
+            self._check_action_servers()
             self._forget_gone_goals()
         self._say_no_driver(time.monotonic())
         self._check_cmd_vel_type(time.monotonic())
@@ -728,6 +790,16 @@ class BehaviorNode(DoubleParameters, Node):
         goals = (f"; {len(given_up)} goal(s) given up, their results will not come "
                  f"({', '.join(given_up)})") if given_up else ""
         self.get_logger().warning(f"{why}{goals}; nothing runs until it is back")
+
+    def _check_action_servers(self) -> None:
+        """An action server of the driver that left the graph while its link_status goes on
+        (the driver is not taken for gone): the goals sent to it are given up, said."""
+        if self._driver_gone:
+            return
+        for name, given_up in self.robot.give_up_goals_of_gone_servers():
+            self.get_logger().warning(
+                f"the driver's action server {name} is gone (no longer on the graph): {len(given_up)} goal(s) "
+                f"given up, their results will not come ({', '.join(given_up)})")
 
     def _say_no_driver(self, now: float) -> None:
         """No link_status NO_LINK_STATUS_S after the start: no driver, or one in another

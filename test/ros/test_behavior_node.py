@@ -29,6 +29,7 @@ import yaml
 
 rclpy = require("rclpy")
 
+from action_msgs.msg import GoalStatus, GoalStatusArray  # noqa: E402
 from cozmo_interfaces.action import TurnInPlace  # noqa: E402
 from cozmo_interfaces.msg import BehaviorStatus, EmotionState, LinkStatus  # noqa: E402
 from cozmo_interfaces.srv import SetEmergencyStop  # noqa: E402
@@ -37,7 +38,8 @@ from rclpy.action import ActionClient  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.logging import LoggingSeverity  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
-from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy  # noqa: E402
+from rclpy.qos import (QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy,  # noqa: E402
+                       qos_profile_action_status_default)
 from std_msgs.msg import String  # noqa: E402
 from std_srvs.srv import SetBool  # noqa: E402
 
@@ -717,6 +719,145 @@ def test_a_killed_drivers_goals_are_given_up_and_the_next_driver_is_taken(rclpy_
         for proc in procs:
             stop_process(proc)
         sim.stop()
+
+
+#: only explore in free play: it drives (head, lift, then a drive_straight goal)
+EXPLORE_ONLY = {"activities": {"freeplay": {"behaviors": {"look_around": None, "get_bored": None,
+                                                          "happy_dance": None}}},
+                "behaviors": {"explore": {"params": {"legs": 1, "leg_m": 0.3, "speed": 0.02}}}}
+
+
+def test_the_first_goals_wait_for_the_drivers_action_servers(rclpy_context, rclpy_log, tmp_path):
+    """With start_delay 0, a node started beside a connected driver (another process) began its
+    first behavior as soon as the driver's link_status came, often before it had discovered
+    the driver's action servers (some 100s of ms later): each goal failed at once ("the driver's
+    action server is not available"), and explore with them (counted failed, not chosen again for
+    5 s). (Sent then, a goal is lost: no answer ever comes.) The goals now wait for their server
+    and go out once it is there: the first behavior drives the robot, nothing failed. A node is
+    started again (at most 5 times) until one had to wait, the case this is about."""
+    exe = project_executable("cozmo_driver_node")
+    config = tmp_path / "drive.yaml"
+    config.write_text(yaml.safe_dump(EXPLORE_ONLY))
+    sim = SimServer(port=0, seed=2).start()
+    ns = "early_goals"
+    with open(tmp_path / "driver.log", "w") as out:
+        proc = subprocess.Popen([str(exe), "--ros-args", "-r", f"__ns:=/{ns}", "-p", "robot_ip:=127.0.0.1",
+                                 "-p", f"robot_port:={sim.address[1]}", "-p", "camera_enabled:=false"],
+                                stdout=out, stderr=subprocess.STDOUT, env=dict(os.environ))
+    watch = None
+    try:
+        watch = RosHarness(rclpy_context, "early_goals_watch", namespace=ns)
+        links = watch.listen(None, LinkStatus, "link_status", QoSProfile(
+            depth=1, durability=QoSDurabilityPolicy.TRANSIENT_LOCAL))
+        connected = watch.spin_until(lambda: links and links[-1].state == LinkStatus.CONNECTED, CONNECT_TIMEOUT)
+        # the goals of a node before: the next would take one still running for a user's, and pause
+        statuses = [watch.listen(None, GoalStatusArray, f"{action}/_action/status", qos_profile_action_status_default)
+                    for action in ("drive_straight", "set_head_angle", "set_lift_height")]
+
+        def goals_over() -> bool:
+            return not any(status.status in (GoalStatus.STATUS_ACCEPTED, GoalStatus.STATUS_EXECUTING,
+                                             GoalStatus.STATUS_CANCELING)
+                           for box in statuses if box for status in box[-1].status_list)
+
+        assert connected, (tmp_path / "driver.log").read_text()
+        for _ in range(5):
+            assert watch.spin_until(goals_over, REACTION_TIMEOUT), statuses
+            behavior = BehaviorNode(context=rclpy_context, namespace=ns, parameter_overrides=[
+                Parameter("start_delay", value=0.0), Parameter("config_file", value=str(config))])
+            spin = RosHarness(rclpy_context, "early_goals_probe", namespace=ns, nodes=(behavior,))
+            engine, robot = behavior.engine, behavior.robot
+
+            def driving() -> bool:
+                return engine.running == "explore" and robot.goals_in_flight() > 0 and min(sim.wheel_speeds()) > 10.0
+
+            try:
+                assert spin.spin_until(lambda: driving() or engine.behaviors_failed,
+                                       CONNECT_TIMEOUT + REACTION_TIMEOUT), engine.status(time.monotonic())
+                messages = [line.message for line in rclpy_log.of(behavior)]
+                assert engine.behaviors_failed == 0 and engine.behaviors_started == 1, messages
+                assert not any("not available" in m or "did not appear" in m for m in messages), messages
+                assert not engine.errors, list(engine.errors)
+            finally:
+                spin.close()
+            if any("waiting for the driver's action server" in m for m in messages):
+                break
+    finally:
+        if watch is not None:
+            watch.close()
+        stop_process(proc)
+        sim.stop()
+
+
+def _holding_server(probe, action_type, name: str):
+    """A stand-in for one of the driver's action servers: it accepts every goal and holds it."""
+    from rclpy.action import ActionServer
+    from rclpy.task import Future
+
+    async def hold(goal_handle):
+        await Future()   # never done: the goal runs until the server goes
+        return action_type.Result()
+
+    return ActionServer(probe, action_type, name, execute_callback=hold)
+
+
+def test_a_goal_waits_for_its_server_and_is_given_up_when_the_server_goes(rclpy_context, rclpy_log, tmp_path):
+    """A goal for an action server the node has not discovered waits for it (said once), and
+    goes out once it is there. An action server gone while the driver's link_status goes on
+    left the goals sent to it waiting for good: they are given up, said, at the node's next
+    check (every second)."""
+    from cozmo_interfaces.action import SetHeadAngle
+
+    config = tmp_path / "look.yaml"
+    config.write_text(yaml.safe_dump({"activities": {"freeplay": {"behaviors": {
+        "explore": None, "get_bored": None, "happy_dance": None}}}}))
+    ns = "server_goes"
+    behavior = BehaviorNode(context=rclpy_context, namespace=ns, parameter_overrides=[
+        Parameter("start_delay", value=0.0), Parameter("config_file", value=str(config))])
+    spin = RosHarness(rclpy_context, "server_goes_probe", namespace=ns, nodes=(behavior,))
+    robot = behavior.robot
+    try:
+        _LinkStandIn(spin)
+        waits = f"set_head_angle: waiting for the driver's action server /{ns}/set_head_angle (not discovered yet)"
+        assert spin.spin_until(lambda: rclpy_log.said(behavior, LoggingSeverity.INFO, waits), DISCOVERY_TIMEOUT), \
+            [line.message for line in rclpy_log.of(behavior)]
+        assert behavior.engine.running == "look_around" and robot.goals_sent() == 1
+        server = _holding_server(spin.probe, SetHeadAngle, "set_head_angle")
+        assert spin.spin_until(lambda: robot.goals_in_flight() == 1, DISCOVERY_TIMEOUT), \
+            [line.message for line in rclpy_log.of(behavior)]
+        assert sum(waits in line.message for line in rclpy_log.of(behavior)) == 1
+        server.destroy()
+        gone = (f"the driver's action server /{ns}/set_head_angle is gone (no longer on the graph): 1 goal(s) "
+                "given up, their results will not come (set_head_angle)")
+        assert spin.spin_until(lambda: rclpy_log.said(behavior, LoggingSeverity.WARN, gone), DISCOVERY_TIMEOUT), \
+            [line.message for line in rclpy_log.of(behavior)]
+        assert robot.goals_in_flight() == 0
+        assert behavior.engine.state.connected   # the driver is not taken for gone
+        assert not behavior.engine.errors, list(behavior.engine.errors)
+    finally:
+        spin.close()
+
+
+def test_a_goal_whose_server_never_comes_fails_saying_so(rclpy_context, rclpy_log, tmp_path, monkeypatch):
+    """A goal whose action server is not there within SERVER_WAIT_S fails, with a warning that
+    says which server and what to look at; nothing of it is left waiting."""
+    monkeypatch.setattr(behavior_node, "SERVER_WAIT_S", 0.5)
+    config = tmp_path / "look.yaml"
+    config.write_text(yaml.safe_dump({"activities": {"freeplay": {"behaviors": {
+        "explore": None, "get_bored": None, "happy_dance": None}}}}))
+    ns = "no_server"
+    behavior = BehaviorNode(context=rclpy_context, namespace=ns, parameter_overrides=[
+        Parameter("start_delay", value=0.0), Parameter("config_file", value=str(config))])
+    spin = RosHarness(rclpy_context, "no_server_probe", namespace=ns, nodes=(behavior,))
+    try:
+        _LinkStandIn(spin)
+        failed = (f"set_head_angle: the driver's action server /{ns}/set_head_angle did not appear within 0.5 s "
+                  "(is the driver running, in this namespace?): the goal failed")
+        assert spin.spin_until(lambda: rclpy_log.said(behavior, LoggingSeverity.WARN, failed), DISCOVERY_TIMEOUT), \
+            [line.message for line in rclpy_log.of(behavior)]
+        assert spin.spin_until(lambda: behavior.robot.goals_sent() == 0, REACTION_TIMEOUT)
+        assert not behavior.engine.errors, list(behavior.engine.errors)
+    finally:
+        spin.close()
 
 
 def test_the_node_runs_under_use_sim_time_with_no_clock(rclpy_context):
