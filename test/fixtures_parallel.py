@@ -1,4 +1,4 @@
-"""Parallel test runs (pytest-xdist, ``-n N``; ``./dev test`` runs 2 workers by default),
+"""Parallel test runs (pytest-xdist, ``-n N``; ``./dev test`` runs 4 workers by default),
 loaded by conftest.py as a plugin. conftest.py gives each worker a ROS_DOMAIN_ID of its own;
 this plugin adds:
 

@@ -352,6 +352,30 @@ def _sourced(tmp_path: Path, script: str, **env: str) -> subprocess.CompletedPro
                           timeout=60)
 
 
+@pytest.mark.parametrize("cores, workers, args, expected", [
+    ("2", "", "test", "-n 4 --dist loadfile"),      # the default on a 2-core machine (CI's)
+    ("16", "", "test", "-n 4 --dist loadfile"),     # at most 4
+    ("1", "", "test", ""),                          # one at a time on one core
+    ("2", "3", "test", "-n 3 --dist loadfile"),     # COZMO_TEST_WORKERS chosen
+    ("2", "1", "test", ""),
+    ("2", "", "-n 2 test", ""),                     # the arguments choose
+    ("2", "", "--pdb test", ""),
+])
+def test_the_suite_runs_four_workers_unless_told_otherwise(tmp_path, cores, workers, args, expected):
+    """Four workers on two cores or more: with two, a 2-core machine was about three
+    quarters idle and the fresh-clone CI run went over its 40 minutes (docs/development.md)."""
+    script = (f'nproc() {{ echo {cores}; }}; COZMO_TEST_WORKERS="{workers}"; '
+              f'parallel_args {args} 2>/dev/null; echo "[${{PARALLEL[*]}}]"')
+    proc = _sourced(tmp_path, script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == f"[{expected}]"
+
+
+def test_a_worker_count_that_is_no_number_is_refused(tmp_path):
+    proc = _sourced(tmp_path, 'COZMO_TEST_WORKERS=four; parallel_args test')
+    assert proc.returncode != 0
+    assert "COZMO_TEST_WORKERS must be a number of processes (1 = one at a time), not 'four'" in proc.stderr
+
 def test_bench_runs_only_the_files_given(tmp_path):
     """./dev bench bench/bench_driver.py ran all twelve benchmarks, bench_setup's fresh
     set-ups with empty caches among them."""

@@ -935,6 +935,7 @@ def test_play_audio_volume_default_leaves_the_volume_and_above_one_is_clamped_wi
     assert any(line.startswith("play_audio goal aborted: ") and "none.wav" in line for line in log.lines)
 
 
+@pytest.mark.realtime  # its chunks are published as they would play: a late one starves the stream
 def test_a_pcm_stream_on_audio_pcm_is_played(make_rig):
     rig = make_rig()
     pub = rig.publisher(AudioChunk, "audio/pcm")
