@@ -7,7 +7,6 @@ from __future__ import annotations
 import heapq
 import itertools
 import json
-import logging
 import math
 import re
 import tracemalloc
@@ -886,18 +885,21 @@ class FailingTicks:
         return self.real(now)
 
 
-def stream_errors(caplog) -> list:
-    return [r for r in caplog.records if r.name == "cozmo.anim.av" and r.levelno >= logging.ERROR]
+def stream_errors(errors) -> list:
+    """The ERROR records of cozmo.anim.av (``errors``: log_records("cozmo.anim.av", "ERROR"),
+    attached to that logger: caplog missed them after another test's ROS log bridge had ended
+    the logger's propagation, in a kit run)."""
+    return list(errors.records)
 
 
-def test_a_tick_that_raises_ends_its_goals_saying_so_and_the_stream_plays_on(caplog):
+def test_a_tick_that_raises_ends_its_goals_saying_so_and_the_stream_plays_on(log_records):
     """A tick that raised (on the I/O thread: the robot client's loop logged it) left the stream
     without its timer: the goal playing never ended and the next ones waited until another input
     re-armed it. Now the goals it played end aborted saying the stream failed (a driver bug), the
     timer is armed again and the next goal plays; the first failure is logged with its traceback,
     the others counted, one line at most every 5 s, and a tick failing for good fails once a tick
     (1/30 s), not in a busy loop."""
-    caplog.set_level(logging.ERROR, logger="cozmo.anim.av")
+    errors = log_records("cozmo.anim.av", "ERROR")
     robot, av, reports = make_stream()
     ticks = FailingTicks(av.pacer)
     av.play_audio("a", tone(1.0))
@@ -911,7 +913,7 @@ def test_a_tick_that_raises_ends_its_goals_saying_so_and_the_stream_plays_on(cap
     assert "display/audio stream failed (RuntimeError: tick failed)" in done.message
     assert "driver bug, please report it" in done.message
     assert av._timer is not None and av._timer_at > robot.now             # armed again
-    (logged,) = stream_errors(caplog)
+    (logged,) = stream_errors(errors)
     assert logged.exc_info is not None and "a tick of the stream failed" in logged.getMessage()
     # the next goal plays whole
     before = robot.names().count("OutputAudio")
@@ -928,9 +930,9 @@ def test_a_tick_that_raises_ends_its_goals_saying_so_and_the_stream_plays_on(cap
     av.play_audio("c", tone(1.0))
     robot.run_until(robot.now + FRAME)
     assert [r.message for r in reports if r.done and r.token == "c"] == [done.message]
-    assert len(stream_errors(caplog)) == 1
+    assert len(stream_errors(errors)) == 1
     robot.run_until(failed_at + 5.0 + FRAME)                                 # 5 s after the first
-    first, again = stream_errors(caplog)
+    first, again = stream_errors(errors)
     assert again.exc_info is None and "failed again" in again.getMessage()
     assert f"({av.stats.tick_errors} times so far" in again.getMessage() and av.stats.tick_errors > 100
     assert av.counters()["stream ticks failed (driver bug, see the log)"] == ticks.failures
@@ -941,13 +943,13 @@ def test_a_tick_that_raises_ends_its_goals_saying_so_and_the_stream_plays_on(cap
     robot.run_until(robot.now + 1.0)
     assert [r.message for r in reports if r.done and r.token == "d"] == ["played"]
     assert [msg.image for _, msg in robot.sent[before:] if msg.NAME == "DisplayImage"] == [face]
-    assert len(stream_errors(caplog)) == 2
+    assert len(stream_errors(errors)) == 2
 
 
-def test_a_tick_that_raises_ends_its_clip_goal_even_when_ending_it_fails_too(caplog):
+def test_a_tick_that_raises_ends_its_clip_goal_even_when_ending_it_fails_too(log_records):
     """Where ending the goals fails too (the pacer may be what is broken), they end all the same,
     without it, and the timer is armed again: the next clip plays."""
-    caplog.set_level(logging.ERROR, logger="cozmo.anim.av")
+    errors = log_records("cozmo.anim.av", "ERROR")
     robot, av, reports = make_stream()
     ticks = FailingTicks(av.pacer)
     clip = compile_clip(Clip("c", 0.5, Tracks(head=[HeadKeyframe(0, 100, 20)])))
@@ -964,7 +966,7 @@ def test_a_tick_that_raises_ends_its_clip_goal_even_when_ending_it_fails_too(cap
     (done,) = [r for r in reports if r.done]
     assert done.token == "x" and not done.success and "stream failed (RuntimeError: tick failed)" in done.message
     assert av._timer is not None and av._timer_at > robot.now
-    assert [r.exc_info[1].args[0] for r in stream_errors(caplog)] == ["tick failed", "cancel failed"]
+    assert [r.exc_info[1].args[0] for r in stream_errors(errors)] == ["tick failed", "cancel failed"]
     av.pacer.cancel_clip = cancel_clip
     av.play_clip("y", clip)
     robot.run_until(robot.now + 1.0)
