@@ -800,6 +800,16 @@ def _holding_server(probe, action_type, name: str):
     return ActionServer(probe, action_type, name, execute_callback=hold)
 
 
+def _looking_around(rclpy_context, tmp_path, ns: str):
+    """A behavior node in ``ns`` (start_delay 0, freeplay without explore, get_bored and
+    happy_dance) and a harness spinning it, no driver: (node, harness)."""
+    config = tmp_path / "look.yaml"
+    config.write_text(yaml.safe_dump({"activities": {"freeplay": {"behaviors": {
+        "explore": None, "get_bored": None, "happy_dance": None}}}}))
+    behavior = BehaviorNode(context=rclpy_context, namespace=ns, parameter_overrides=[
+        Parameter("start_delay", value=0.0), Parameter("config_file", value=str(config))])
+    return behavior, RosHarness(rclpy_context, f"{ns}_probe", namespace=ns, nodes=(behavior,))
+
 def test_a_goal_waits_for_its_server_and_is_given_up_when_the_server_goes(rclpy_context, rclpy_log, tmp_path):
     """A goal for an action server the node has not discovered waits for it (said once), and
     goes out once it is there. An action server gone while the driver's link_status goes on
@@ -807,13 +817,8 @@ def test_a_goal_waits_for_its_server_and_is_given_up_when_the_server_goes(rclpy_
     check (every second)."""
     from cozmo_interfaces.action import SetHeadAngle
 
-    config = tmp_path / "look.yaml"
-    config.write_text(yaml.safe_dump({"activities": {"freeplay": {"behaviors": {
-        "explore": None, "get_bored": None, "happy_dance": None}}}}))
     ns = "server_goes"
-    behavior = BehaviorNode(context=rclpy_context, namespace=ns, parameter_overrides=[
-        Parameter("start_delay", value=0.0), Parameter("config_file", value=str(config))])
-    spin = RosHarness(rclpy_context, "server_goes_probe", namespace=ns, nodes=(behavior,))
+    behavior, spin = _looking_around(rclpy_context, tmp_path, ns)
     robot = behavior.robot
     try:
         _LinkStandIn(spin)
@@ -841,13 +846,8 @@ def test_a_goal_whose_server_never_comes_fails_saying_so(rclpy_context, rclpy_lo
     """A goal whose action server is not there within SERVER_WAIT_S fails, with a warning that
     says which server and what to look at; nothing of it is left waiting."""
     monkeypatch.setattr(behavior_node, "SERVER_WAIT_S", 0.5)
-    config = tmp_path / "look.yaml"
-    config.write_text(yaml.safe_dump({"activities": {"freeplay": {"behaviors": {
-        "explore": None, "get_bored": None, "happy_dance": None}}}}))
     ns = "no_server"
-    behavior = BehaviorNode(context=rclpy_context, namespace=ns, parameter_overrides=[
-        Parameter("start_delay", value=0.0), Parameter("config_file", value=str(config))])
-    spin = RosHarness(rclpy_context, "no_server_probe", namespace=ns, nodes=(behavior,))
+    behavior, spin = _looking_around(rclpy_context, tmp_path, ns)
     try:
         _LinkStandIn(spin)
         failed = (f"set_head_angle: the driver's action server /{ns}/set_head_angle did not appear within 0.5 s "
