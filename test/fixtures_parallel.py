@@ -12,6 +12,12 @@ this plugin adds:
   ``alone`` runs alone in the same way: it watches something of the whole machine that
   another worker's test changes (Fast DDS's shared-memory files of a killed process, which
   were seen gone beside another worker's test; likely a participant starting there).
+* **One heavy test at a time.** A test marked ``heavy`` starts a whole stack (cozmo-demo's
+  driver, simulator, face and behavior processes, or several of them): it runs beside other
+  tests, but never beside another heavy one. Two of them at once, beside the other workers,
+  starved their simulators of the CPU on a 2-core machine for seconds (no robot state for
+  3 s: the driver took the robot for lost). A heavy test takes the heavy lock before the
+  gate, and lets it go last.
 * **SIGTERM and SIGHUP stop the whole run.** By default they end the controller alone, and
   its workers go on running their tests; here the controller takes them as Ctrl-C (a
   KeyboardInterrupt), and xdist then stops its workers.
@@ -65,10 +71,12 @@ def pytest_configure(config: pytest.Config) -> None:
                             "parallel run it runs alone (test/fixtures_parallel.py)")
     config.addinivalue_line("markers", "alone: watches machine-wide state that other tests "
                             "change; in a parallel run it runs alone (test/fixtures_parallel.py)")
+    config.addinivalue_line("markers", "heavy: starts a whole stack of processes; in a parallel "
+                            "run no other heavy test runs beside it (test/fixtures_parallel.py)")
     if _worker() or not getattr(config.option, "numprocesses", None):
         return
     paths = []
-    for name in ("gate", "run"):
+    for name in ("gate", "run", "heavy"):
         fd, path = tempfile.mkstemp(prefix=f"cozmo-test-{name}-", suffix=".lock")
         os.close(fd)
         paths.append(path)
@@ -91,18 +99,24 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: Optional[pytest.Item]):
     if not locks:
         yield
         return
-    gate_path, run_path = locks.split(os.pathsep)
+    gate_path, run_path, heavy_path = locks.split(os.pathsep)
     alone = any(item.get_closest_marker(name) is not None for name in ("realtime", "alone"))
-    with open(gate_path) as gate, open(run_path) as run:
-        fcntl.flock(gate, fcntl.LOCK_EX)
+    heavy = item.get_closest_marker("heavy") is not None
+    with open(gate_path) as gate, open(run_path) as run, open(heavy_path) as heavy_lock:
+        if heavy:  # before the gate: a heavy test waiting for another holds up no one
+            fcntl.flock(heavy_lock, fcntl.LOCK_EX)
         try:
-            fcntl.flock(run, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
-            if not alone:
+            fcntl.flock(gate, fcntl.LOCK_EX)
+            try:
+                fcntl.flock(run, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+                if not alone:
+                    fcntl.flock(gate, fcntl.LOCK_UN)
+                yield
+            finally:
+                fcntl.flock(run, fcntl.LOCK_UN)
                 fcntl.flock(gate, fcntl.LOCK_UN)
-            yield
         finally:
-            fcntl.flock(run, fcntl.LOCK_UN)
-            fcntl.flock(gate, fcntl.LOCK_UN)
+            fcntl.flock(heavy_lock, fcntl.LOCK_UN)
 
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)

@@ -20,7 +20,7 @@ from dependencies import require
 
 require("rclpy")
 
-pytestmark = [pytest.mark.ros, pytest.mark.slow]
+pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.heavy]
 
 #: the repository: the first directory above this file that holds bench/bench_scale.py
 ROOT = next(p for p in Path(__file__).resolve().parents if (p / "bench" / "bench_scale.py").is_file())

@@ -810,6 +810,7 @@ class StandInFaceNode:
 
 @pytest.mark.ros
 @pytest.mark.slow
+@pytest.mark.heavy  # the whole stack: driver, simulator, face and behavior nodes
 def test_the_demo_drives_the_simulated_robot_through_ros(tmp_path, capsys, monkeypatch):
     for name in ("cozmo_driver_node", "cozmo_description_publisher"):
         project_executable(name)
@@ -974,6 +975,7 @@ def test_a_driver_that_refuses_to_run_is_a_bring_up_failure(tmp_path, capsys):
 
 @pytest.mark.ros
 @pytest.mark.slow
+@pytest.mark.heavy  # the whole stack: driver, simulator, face and behavior nodes
 def test_every_failed_step_is_listed_and_the_demo_exits_1(tmp_path, capsys, monkeypatch):
     """An animation the driver does not have and a sound file it cannot play: both steps
     fail, the others are done, and the end lists both; exit status 1."""

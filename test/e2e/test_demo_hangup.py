@@ -121,6 +121,7 @@ def test_the_protocol_demo_whose_terminal_closed_stops_the_robot_and_exits_129(t
 
 @pytest.mark.ros
 @pytest.mark.slow
+@pytest.mark.heavy  # the whole stack: driver, simulator, face and behavior nodes
 def test_cozmo_demo_whose_terminal_closed_stops_everything_and_exits_129(tmp_path):
     """It exited 1 with a traceback (a line printed on the hung-up terminal), its shutdown cut
     short: the bring-up's parameter files (cozmo_bringup_* in TMPDIR) were left behind. Its

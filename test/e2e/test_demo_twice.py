@@ -29,7 +29,7 @@ from processes import alive, project_executable
 
 from cozmo_driver.ros.name_guard import CHECKS_S
 
-pytestmark = [pytest.mark.ros, pytest.mark.slow]
+pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.heavy]
 
 
 class Demo:

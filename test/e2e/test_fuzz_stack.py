@@ -30,7 +30,7 @@ RUN_LIMIT_S = 240.0
 
 # pytest-timeout's limit of a test above the run's own (setup.cfg's 120 s would stop the
 # test before RUN_LIMIT_S could say what the script printed)
-pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(RUN_LIMIT_S + 30.0)]
+pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.heavy, pytest.mark.timeout(RUN_LIMIT_S + 30.0)]
 
 
 def run_fuzz(tmp_path: Path, *extra: str) -> dict:

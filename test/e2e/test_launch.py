@@ -24,7 +24,7 @@ SHARE = need_installed_package()
 
 # the whole stack under launch_testing: DDS, and tens of seconds. (launch_testing's plugin
 # collects the module through generate_test_description: its marks are the ones it applies.)
-pytestmark = [pytest.mark.ros, pytest.mark.slow]
+pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.heavy]
 
 import launch_testing.actions  # noqa: E402
 import launch_testing.asserts  # noqa: E402

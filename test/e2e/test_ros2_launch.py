@@ -34,7 +34,7 @@ from sensor_msgs.msg import Image  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
-pytestmark = [pytest.mark.ros, pytest.mark.slow]
+pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.heavy]
 
 START_TIMEOUT_S = 40.0
 LATCHED = QoSProfile(depth=1, reliability=QoSReliabilityPolicy.RELIABLE,

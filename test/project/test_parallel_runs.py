@@ -29,9 +29,9 @@ def record(name):
 '''
 
 
-def _pytest(tmp_path: Path, *args: str) -> list:
+def _pytest(tmp_path: Path, *args: str, workers: int = 2) -> list:
     return [sys.executable, "-m", "pytest", "-p", "fixtures_parallel", "-p", "no:cacheprovider",
-            "-n", "2", *args, str(tmp_path)]
+            "-n", str(workers), *args, str(tmp_path)]
 
 
 @pytest.mark.parametrize("marker", ["realtime", "alone"])
@@ -63,6 +63,38 @@ def test_a_realtime_or_alone_test_runs_with_no_other_test_beside_it(tmp_path, ma
     # the others did run two at a time: it is a parallel run
     assert any(overlap(s, t) for n, s in spans.items() for m, t in spans.items() if n < m), spans
 
+
+
+def test_heavy_tests_run_one_at_a_time_beside_the_others(tmp_path):
+    """Two whole stacks at once, beside the other workers' tests, starved their simulators on
+    a 2-core machine (no robot state for 3 s): a heavy test never runs beside another heavy
+    one, but does beside a plain one."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    intervals = tmp_path / "intervals"
+    intervals.mkdir()
+    # heavy tests first, in two files: without the lock the first workers would take them at once
+    for name in ("a", "b"):
+        (tmp_path / f"test_{name}.py").write_text(RECORDING + "".join(
+            f"\n@pytest.mark.heavy\ndef test_heavy_{name}{i}():\n    record('heavy_{name}{i}')\n"
+            for i in range(2)))
+    (tmp_path / "test_c.py").write_text(RECORDING + "".join(
+        f"\ndef test_c{i}():\n    record('c{i}')\n" for i in range(4)))
+    result = subprocess.run(_pytest(tmp_path, "--dist", "load", workers=3),
+                            env=inner_pytest_env(INTERVALS=str(intervals)),
+                            cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, timeout=100)
+    assert result.returncode == 0, result.stdout
+    assert "8 passed" in result.stdout, result.stdout
+    spans = {p.name: json.loads(p.read_text()) for p in intervals.iterdir()}
+    heavy = {n: s for n, s in spans.items() if n.startswith("heavy")}
+    plain = {n: s for n, s in spans.items() if not n.startswith("heavy")}
+    assert len(heavy) == 4 and len(plain) == 4, spans
+
+    def overlap(x, y):
+        return x[0] < y[1] and y[0] < x[1]
+
+    assert not [(n, m) for n, s in heavy.items() for m, t in heavy.items() if n < m and overlap(s, t)], heavy
+    assert any(overlap(s, t) for s in heavy.values() for t in plain.values()), spans
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
 def test_a_stop_signal_to_the_run_stops_its_workers(tmp_path, sig):
