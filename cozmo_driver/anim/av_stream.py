@@ -87,7 +87,8 @@ A tick that raises (a driver bug) ends the goals it played unsuccessfully, sayin
 that the stream failed and naming the error, drops what was queued as a loss does,
 and arms the timer again: no goal waits for ever, the next ones play. The first
 failure is logged with its traceback, the others counted (``stats.tick_errors``) and
-logged at most every 5 s (:func:`_tick_failed`).
+logged at most every 5 s (:func:`_stream_failed`). So does the start or the cancel of a
+goal that raises on the I/O thread, and the goal ends so too (:func:`_run_goal`).
 """
 
 from __future__ import annotations
@@ -173,8 +174,10 @@ class AVStreamStats:
     tick_late_max_s: float = 0.0
     tick_late_sum_s: float = 0.0
     timer_fires: int = 0
-    #: ticks that raised (a driver bug): each ended the goals it played (see _tick_failed)
+    #: ticks that raised (a driver bug): each ended the goals it played (see _stream_failed)
     tick_errors: int = 0
+    #: a goal's start or cancel that raised on the I/O thread (a driver bug): see _run_goal
+    input_errors: int = 0
     audio_goals: int = 0
     clip_goals: int = 0
 
@@ -256,7 +259,7 @@ class AVStream:
         self._resampling = False  # _resample_piece is queued on the I/O thread
         self._warned_at = -math.inf
         self._backlog_warned_at = -math.inf
-        self._tick_warned_at = -math.inf  # (robot clock: _tick_failed)
+        self._tick_warned_at = -math.inf  # (robot clock: _stream_failed)
 
     # ------------------------------------------------------------------ any thread
 
@@ -307,10 +310,10 @@ class AVStream:
 
     def play_audio(self, token: Any, pcm: np.ndarray) -> None:
         """Play mono int16 samples at 22 320 Hz as goal ``token`` (clears queued audio)."""
-        self._post(self._do_play_audio, token, np.asarray(pcm, dtype=np.int16))
+        self._post(_run_goal, self, _AUDIO_DONE, self._do_play_audio, token, np.asarray(pcm, dtype=np.int16))
 
     def cancel_audio(self, token: Any, reason: str = "cancelled") -> None:
-        self._post(self._do_cancel_audio, token, reason)
+        self._post(_run_goal, self, _AUDIO_DONE, self._do_cancel_audio, token, reason)
 
     def stream_audio(self, pcm: np.ndarray) -> None:
         """Append mono int16 samples at 22 320 Hz to the audio queue (a stream)."""
@@ -326,10 +329,11 @@ class AVStream:
         """Play ``compiled`` ``loops`` times as goal ``token`` (the loops after the first:
         ``again``, when given; see ``compile_loops``); ``stop_messages`` are sent besides the
         player's own if it is cancelled."""
-        self._post(self._do_play_clip, token, compiled, max(1, int(loops)), list(stop_messages), again)
+        self._post(_run_goal, self, _CLIP_DONE, self._do_play_clip, token, compiled, max(1, int(loops)),
+                   list(stop_messages), again)
 
     def cancel_clip(self, token: Any, reason: str = "cancelled") -> None:
-        self._post(self._do_cancel_clip, token, reason)
+        self._post(_run_goal, self, _CLIP_DONE, self._do_cancel_clip, token, reason)
 
     def cancel_clip_now(self, token: Any, reason: str) -> None:
         """:meth:`cancel_clip`, done on the I/O thread by the time this returns: a command
@@ -339,7 +343,7 @@ class AVStream:
         call = getattr(getattr(self.robot, "transport", None), "call", None)
         if call is not None:
             try:
-                call(self._do_cancel_clip, token, reason, timeout=1.0)
+                call(_run_goal, self, _CLIP_DONE, self._do_cancel_clip, token, reason, timeout=1.0)
                 return
             except (CozmoError, TimeoutError, concurrent.futures.TimeoutError):
                 pass  # (then as below: a second cancel of one clip does nothing)
@@ -449,7 +453,7 @@ class AVStream:
             self.pacer.player.take_events()
             _after_tick(self, now)
         except Exception as exc:  # noqa: BLE001 - a tick must never leave the stream without its timer
-            _tick_failed(self, exc, now)
+            _stream_failed(self, exc, now)
             return
         self._arm()
 
@@ -827,28 +831,48 @@ def _after_tick(av: AVStream, now: float) -> None:
                             clip=clip.name))
 
 
-def _tick_failed(av: AVStream, exc: Exception, now: float) -> None:
-    """A tick of ``av`` raised ``exc`` (a driver bug) at ``now``: the goals it played end aborted
-    saying so (first, the pacer left out: it may be what is broken), what it queued is dropped
-    and stopped on the robot (as at a loss: :meth:`AVStream._drop_all`, then the clip goal's own
-    stops), and the timer is armed again, so that no goal waits for ever and the next ones play.
-    The first failure is logged with its traceback, the ones after it at most one line every 5 s,
-    counted (``stats.tick_errors``). A tick that fails before the pacer's grid moves on comes
-    again on the grid's next tick (1/30 s), not at once (a busy loop)."""
+def _run_goal(av: AVStream, kind: str, fn: Callable[..., None], token: Any, *args: Any) -> None:
+    """``fn(token, *args)`` on the I/O thread: the start or the cancel of goal ``token`` (its
+    ``kind`` of report: _AUDIO_DONE, _CLIP_DONE). Where it raises (a driver bug), the goal ends
+    aborted saying so, as a failed tick's goals do (:func:`_stream_failed`), not never."""
+    try:
+        fn(token, *args)
+    except Exception as exc:  # noqa: BLE001 - the goal must end and the stream play on
+        _stream_failed(av, exc, av.robot.clock(), (kind, token, fn.__name__.replace("_do_", "", 1)))
+
+
+def _stream_failed(av: AVStream, exc: Exception, now: float,
+                   goal: Optional[Tuple[str, Any, str]] = None) -> None:
+    """A tick of ``av`` raised ``exc`` (a driver bug) at ``now``, or, with ``goal`` (its kind of
+    report, its token, the input: "play_clip", ...), the input of a goal did (:func:`_run_goal`):
+    the goals playing end aborted saying so (first, the pacer left out: it may be what is broken),
+    and that goal too, what was queued is dropped and stopped on the robot (as at a loss:
+    :meth:`AVStream._drop_all`, then the clip goal's own stops), and the timer is armed again, so
+    that no goal waits for ever and the next ones play. The first failure of a tick, and of an
+    input, is logged with its traceback, the ones after it at most one line every 5 s, counted
+    (``stats.tick_errors``, ``stats.input_errors``). A tick that fails before the pacer's grid
+    moves on comes again on the grid's next tick (1/30 s), not at once (a busy loop)."""
     s = av.stats
-    s.tick_errors += 1
-    say = s.tick_errors == 1 or now - av._tick_warned_at >= 5.0
-    if s.tick_errors == 1:
+    if goal is None:
+        s.tick_errors += 1
+        count, what = s.tick_errors, "a tick of the stream"
+    else:
+        s.input_errors += 1
+        count, what = s.input_errors, f"the {goal[2]} of a goal"
+    say = count == 1 or now - av._tick_warned_at >= 5.0
+    if count == 1:
         av._tick_warned_at = now
-        logger.error("display/audio: a tick of the stream failed (a driver bug: please report it with this "
-                     "traceback); the goals it played end aborted", exc_info=exc)
+        logger.error("display/audio: %s failed (a driver bug: please report it with this traceback); the goals "
+                     "playing end aborted", what, exc_info=exc)
     elif say:
         av._tick_warned_at = now
-        logger.error("display/audio: a tick of the stream failed again (%d times so far; the first one's "
-                     "traceback is logged above): %s: %s", s.tick_errors, type(exc).__name__, exc)
+        logger.error("display/audio: %s failed again (%d times so far; the first one's traceback is logged "
+                     "above): %s: %s", what, count, type(exc).__name__, exc)
     reason = (f"the driver's display/audio stream failed ({type(exc).__name__}: {exc}); "
               "this is a driver bug, please report it (the driver's log has the traceback)")
     clip, audio, av._clip, av._audio = av._clip, av._audio, None, None
+    if goal is not None and goal[1] not in [g.token for g in (clip, audio) if g is not None]:
+        av._report(AVReport(goal[0], goal[1], success=False, message=reason))  # (a second end of a goal: ignored)
     try:
         progress = (av._clip_progress(clip, now) if clip is not None else 0.0,
                     av._audio_progress(audio) if audio is not None else 0.0)
@@ -970,6 +994,7 @@ def _counters(av: AVStream) -> dict:
         "animations cancelled": a.clips_cancelled,
         "send errors": s.send_errors,
         "stream ticks failed (driver bug, see the log)": s.tick_errors,
+        "stream inputs failed (driver bug, see the log)": s.input_errors,
         "display frames and silence skipped (link behind)": s.skipped_backlog,
         "tick lateness max (ms)": round(s.tick_late_max_s * 1000.0, 2),
         "tick lateness mean (ms)": round(s.tick_late_sum_s / fires * 1000.0, 3),

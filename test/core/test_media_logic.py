@@ -973,6 +973,78 @@ def test_a_tick_that_raises_ends_its_clip_goal_even_when_ending_it_fails_too(log
     assert [(r.success, r.message) for r in reports if r.done and r.token == "y"] == [(True, "played c")]
 
 
+def loop_catching(robot) -> list:
+    """Have ``robot.call_soon`` run its call as the robot client's loop does: what raises is caught
+    (the loop logs it and runs on), and kept in the list returned, not raised to the caller."""
+    escaped: list = []
+
+    def call_soon(fn, *args) -> None:
+        try:
+            fn(*args)
+        except Exception as exc:  # noqa: BLE001 - as asyncio's loop
+            escaped.append(exc)
+
+    robot.call_soon = call_soon
+    return escaped
+
+
+def raising_once(obj, name: str, message: str) -> None:
+    """``obj.name`` raises RuntimeError(``message``) at its next call, then is itself again."""
+    real = getattr(obj, name)
+
+    def broken(*args, **kwargs):
+        setattr(obj, name, real)
+        raise RuntimeError(message)
+
+    setattr(obj, name, broken)
+
+
+@pytest.mark.parametrize("goal", ["play_clip", "play_audio", "cancel_clip", "cancel_audio"])
+def test_a_goal_whose_start_or_cancel_raises_ends_saying_so_and_the_next_goal_plays(log_records, goal):
+    """The start or the cancel of a goal is run on the I/O thread: where it raised (a driver bug;
+    the robot client's loop logged it), the goal never ended, its client waited until its own
+    timeout. Now it ends aborted saying the stream failed, as a failed tick's goals do, and the
+    next goal plays; the first failure is logged with its traceback, the next ones within 5 s
+    only counted."""
+    errors = log_records("cozmo.anim.av", "ERROR")
+    robot, av, reports = make_stream()
+    escaped = loop_catching(robot)
+    clip = compile_clip(Clip("c", 0.5, Tracks(head=[HeadKeyframe(0, 100, 20)])))
+    pacer_call = {"play_clip": "play_clip", "play_audio": "queue_audio", "cancel_clip": "cancel_clip",
+                  "cancel_audio": "drop_audio"}[goal]
+    for n in (1, 2):
+        token = f"x{n}"
+        if goal.startswith("cancel"):
+            (av.play_clip(token, clip) if goal == "cancel_clip" else av.play_audio(token, tone(1.0)))
+            robot.run_until(robot.now + 0.2)
+        raising_once(av.pacer, pacer_call, f"{goal} failed")
+        if goal == "play_clip":
+            av.play_clip(token, clip)
+        elif goal == "play_audio":
+            av.play_audio(token, tone(1.0))
+        else:
+            getattr(av, goal)(token)
+        robot.run_until(robot.now + FRAME)
+        ended = [r for r in reports if r.done and r.token == token]
+        assert len(ended) == 1, f"goal {token} got {len(ended)} results ({goal} raised: {escaped})"
+        done = ended[0]
+        assert not done.success and done.kind == ("clip_done" if "clip" in goal else "audio_done")
+        assert f"display/audio stream failed (RuntimeError: {goal} failed)" in done.message
+        assert "driver bug, please report it" in done.message
+        assert escaped == []                                     # nothing left to the loop
+    assert av.stats.input_errors == 2 and av.counters()["stream inputs failed (driver bug, see the log)"] == 2
+    (logged,) = stream_errors(errors)                          # the second, within 5 s: counted
+    assert logged.exc_info[1].args[0] == f"{goal} failed" and f"the {goal} of a goal failed" in logged.getMessage()
+    av.play_clip("y", clip)
+    robot.run_until(robot.now + 1.0)
+    assert [(r.success, r.message) for r in reports if r.done and r.token == "y"] == [(True, "played c")]
+    before = robot.names().count("OutputAudio")
+    av.play_audio("z", tone(0.5))
+    robot.run_until(robot.now + 1.0)
+    assert [r.message for r in reports if r.done and r.token == "z"] == ["played"]
+    assert robot.names().count("OutputAudio") - before == 15
+
+
 
 def column_face(k: int) -> bytes:
     """A face of its own for each ``k`` (a lit column): every one differs from the one before."""
