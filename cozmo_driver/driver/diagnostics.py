@@ -166,13 +166,19 @@ def robot_report(connected: bool, battery_v: Optional[float], percentage: Option
     return DiagnosticReport(level, message, values)
 
 
+#: the counters of AVStream.counters() that count the stream's failures: its ticks' and its
+#: goal inputs' that raised (driver bugs, cozmo_driver.anim.av_stream._stream_failed)
+AV_STREAM_FAILURES = ("stream ticks failed (driver bug, see the log)", "stream inputs failed (driver bug, see the log)")
+
+
 def av_report(active: bool, connected: bool, counters: Mapping[str, Any], new_underruns: int,
               playing: str, animations: int, groups: int, images_rejected: int,
               chunks_rejected: int) -> DiagnosticReport:
     """Display, audio and animations: what plays, and the 30 fps stream's counters.
 
     ``counters`` are the stream's (frames sent, underruns, ...); ``new_underruns`` the
-    ticks sent late since the previous report (WARN when any).
+    ticks sent late since the previous report (WARN when any). Once a tick or an input of the
+    stream failed (``AV_STREAM_FAILURES``, a driver bug), WARN while active, saying so first.
     """
     if not active:
         level, message = OK, "inactive (lifecycle)"
@@ -182,6 +188,11 @@ def av_report(active: bool, connected: bool, counters: Mapping[str, Any], new_un
         level, message = WARN, f"{new_underruns} frames sent late since the last report ({playing})"
     else:
         level, message = OK, playing
+    failures = sum(int(counters.get(key, 0)) for key in AV_STREAM_FAILURES)
+    if active and failures:
+        level = max(level, WARN)
+        message = (f"the display/audio stream failed {failures} time{'s' if failures != 1 else ''} (a driver bug: "
+                   f"see the log); {message}")
     values = [(key, _fmt(value)) for key, value in counters.items()]
     values += [
         ("animations known", _fmt(animations)),

@@ -23,7 +23,8 @@ from cozmo_driver import robot_geometry as geo
 from cozmo_driver.driver import camera_info as caminfo
 from cozmo_driver.driver.commands import (CommandError, check_cmd_vel_stamp, check_frame, clamp,
                                           require_finite, rgb555, rgb555_to_rgb, volume_level)
-from cozmo_driver.driver.diagnostics import ERROR, OK, WARN, link_report, robot_report
+from cozmo_driver.anim.av_stream import AVStream
+from cozmo_driver.driver.diagnostics import ERROR, OK, WARN, av_report, link_report, robot_report
 from cozmo_driver.driver.events import EventDetector, EventType
 from cozmo_driver.driver.kinematics import twist_to_wheels, wheels_to_twist
 from cozmo_driver.driver.odometry import (UNOBSERVED_VARIANCE, OdometryTracker, Pose2D, compose,
@@ -1148,6 +1149,30 @@ def test_diagnostic_levels():
     assert low_resting.level == OK and low_resting.message == \
         "inactive (lifecycle); battery low (3.48 V): put the robot on its charger"
     assert robot_report(True, 4.0, 0.8, False, 0.01, 0, 0, active=False).message == "inactive (lifecycle)"
+
+
+def test_the_display_and_audio_diagnostic_warns_once_its_stream_failed():
+    """A tick or a goal's input of the display/audio stream that raised (a driver bug: its goals end
+    aborted, the stream plays on) was only counted: "display and audio" stayed OK. It is WARN from
+    the first failure on, saying how many, while the driver is active; the counters are the
+    stream's own (AVStream.counters(), so that their names are those it gives)."""
+    av = AVStream(SimpleNamespace(), lambda report: None)
+
+    def report(active=True, connected=True, underruns=0):
+        return av_report(active, connected, av.counters(), underruns, "idle", 3, 1, 0, 0)
+
+    assert (report().level, report().message) == (OK, "idle")
+    av.stats.tick_errors = 1
+    failed = report()
+    assert failed.level == WARN
+    assert failed.message == "the display/audio stream failed 1 time (a driver bug: see the log); idle"
+    av.stats.input_errors = 2
+    assert report().message.startswith("the display/audio stream failed 3 times (a driver bug: see the log); ")
+    assert dict(report().values)["stream inputs failed (driver bug, see the log)"] == "2"
+    late = report(underruns=4)
+    assert late.level == WARN and late.message.endswith("; 4 frames sent late since the last report (idle)")
+    assert report(connected=False).message.endswith("; not connected: nothing plays")
+    assert (report(active=False).level, report(active=False).message) == (OK, "inactive (lifecycle)")
 
 
 def test_a_battery_just_below_a_threshold_is_not_said_at_the_threshold():
