@@ -34,6 +34,23 @@ def _pytest(tmp_path: Path, *args: str, workers: int = 2) -> list:
             "-n", str(workers), *args, str(tmp_path)]
 
 
+def _recorded_run(tmp_path: Path, intervals: Path, tests: int, workers: int = 2) -> dict:
+    """A parallel run (``--dist load``) of the RECORDING tests in ``tmp_path``, all ``tests``
+    passing: each test's [start, end] by its name."""
+    result = subprocess.run(_pytest(tmp_path, "--dist", "load", workers=workers),
+                            env=inner_pytest_env(INTERVALS=str(intervals)),
+                            cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, timeout=100)
+    assert result.returncode == 0, result.stdout
+    assert f"{tests} passed" in result.stdout, result.stdout
+    spans = {p.name: json.loads(p.read_text()) for p in intervals.iterdir()}
+    assert len(spans) == tests, spans
+    return spans
+
+
+def _overlap(x, y) -> bool:
+    return x[0] < y[1] and y[0] < x[1]
+
 @pytest.mark.parametrize("marker", ["realtime", "alone"])
 def test_a_realtime_or_alone_test_runs_with_no_other_test_beside_it(tmp_path, marker):
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
@@ -46,22 +63,11 @@ def test_a_realtime_or_alone_test_runs_with_no_other_test_beside_it(tmp_path, ma
     for name in ("b", "c"):
         (tmp_path / f"test_{name}.py").write_text(RECORDING + "".join(
             f"\ndef test_{name}{i}():\n    record('{name}{i}')\n" for i in range(4)))
-    result = subprocess.run(_pytest(tmp_path, "--dist", "load"),
-                            env=inner_pytest_env(INTERVALS=str(intervals)),
-                            cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, timeout=100)
-    assert result.returncode == 0, result.stdout
-    assert "9 passed" in result.stdout, result.stdout
-    spans = {p.name: json.loads(p.read_text()) for p in intervals.iterdir()}
-    assert len(spans) == 9, spans
-
-    def overlap(x, y):
-        return x[0] < y[1] and y[0] < x[1]
-
+    spans = _recorded_run(tmp_path, intervals, 9)
     alone = spans.pop("alone")
-    assert not [n for n, s in spans.items() if overlap(s, alone)], (alone, spans)
+    assert not [n for n, s in spans.items() if _overlap(s, alone)], (alone, spans)
     # the others did run two at a time: it is a parallel run
-    assert any(overlap(s, t) for n, s in spans.items() for m, t in spans.items() if n < m), spans
+    assert any(_overlap(s, t) for n, s in spans.items() for m, t in spans.items() if n < m), spans
 
 
 
@@ -79,22 +85,12 @@ def test_heavy_tests_run_one_at_a_time_beside_the_others(tmp_path):
             for i in range(2)))
     (tmp_path / "test_c.py").write_text(RECORDING + "".join(
         f"\ndef test_c{i}():\n    record('c{i}')\n" for i in range(4)))
-    result = subprocess.run(_pytest(tmp_path, "--dist", "load", workers=3),
-                            env=inner_pytest_env(INTERVALS=str(intervals)),
-                            cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, timeout=100)
-    assert result.returncode == 0, result.stdout
-    assert "8 passed" in result.stdout, result.stdout
-    spans = {p.name: json.loads(p.read_text()) for p in intervals.iterdir()}
+    spans = _recorded_run(tmp_path, intervals, 8, workers=3)
     heavy = {n: s for n, s in spans.items() if n.startswith("heavy")}
     plain = {n: s for n, s in spans.items() if not n.startswith("heavy")}
     assert len(heavy) == 4 and len(plain) == 4, spans
-
-    def overlap(x, y):
-        return x[0] < y[1] and y[0] < x[1]
-
-    assert not [(n, m) for n, s in heavy.items() for m, t in heavy.items() if n < m and overlap(s, t)], heavy
-    assert any(overlap(s, t) for s in heavy.values() for t in plain.values()), spans
+    assert not [(n, m) for n, s in heavy.items() for m, t in heavy.items() if n < m and _overlap(s, t)], heavy
+    assert any(_overlap(s, t) for s in heavy.values() for t in plain.values()), spans
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
 def test_a_stop_signal_to_the_run_stops_its_workers(tmp_path, sig):
