@@ -2289,8 +2289,11 @@ def test_the_start_up_log_says_connecting_before_the_robots_events(make_driver, 
     logged at once, so the log read "head calibration started" and "cube1 appeared" before
     "connecting to the robot". Now they are held with them, in the order they came."""
     h = make_driver()
+    # "head calibration started", or only "head calibrated": a robot that connects before the
+    # driver is active (configure slow under load) has its first events neither published nor
+    # logged (core.driver: events go out while active), as a CI run with four workers found
     assert h.spin_until(lambda: rclpy_log.said(h.node, LoggingSeverity.INFO, "cube1 (")
-                        and rclpy_log.said(h.node, LoggingSeverity.INFO, "head calibration"), 5.0)
+                        and rclpy_log.said(h.node, LoggingSeverity.INFO, "head calibrat"), 5.0)
     lines = [line.message for line in rclpy_log.of(h.node)]
     first = {prefix: next(i for i, m in enumerate(lines) if m.startswith(prefix))
              for prefix in ("connecting to the robot", "connected to Cozmo", "robot event: ",
