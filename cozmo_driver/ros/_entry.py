@@ -247,6 +247,11 @@ def arm_stop_deadline() -> None:
 _signals: Optional[StopSignals] = None
 
 
+def stop_requested() -> bool:
+    """True once a stop signal came to this process (or :meth:`StopSignals.request`)."""
+    return _signals is not None and _signals.requested.is_set()
+
+
 #: the message generator's module that ``rosidl_generator_py``'s package imports with its
 #: ``import_type_support`` (see :func:`leave_out_message_generator`)
 _GENERATOR = "rosidl_generator_py.generate_py_impl"

@@ -60,14 +60,14 @@ from ..driver.parameters import PARAMETERS, full_frame_id, validate_all, validat
 from ..errors import ConfigurationError, CozmoError
 from ..lifeline import exit_with_parent
 from . import qos
-from .driver_support import RosLogHandler as _RosLogHandler, lifetime_reports
-from .driver_support import core_attribute as _core_attribute
+from .driver_support import RosLogHandler as _RosLogHandler, core_attribute as _core_attribute, lifetime_reports
 from .driver_support import collector_off, declare_parameters, destroy_state_machine, log_line, refreeze, thaw_released
 from .driver_support import camera_file, close_link, destroy_retired, finish_goals, flush, retire_actions, withdraw
 from .driver_support import cmd_vel_type_check, ctrl_z_stop, forget_destroyed, transition as _transition, twist_reader
 from .handover import HandOver
 from .subscription_thread import SubscriptionThread, Unsupported
-from ._entry import DoubleParameters, destroyed_if_refused, ignored_qos_overrides, init, make_node, refuse, spin_node
+from ._entry import DoubleParameters, destroyed_if_refused, ignored_qos_overrides, init, make_node, refuse
+from ._entry import spin_node, stop_requested
 from .usage import answer_help
 from .qos import QOS_COMMAND
 
@@ -159,16 +159,16 @@ class CozmoDriverNode(DoubleParameters, LifecycleNode):
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> bool:
-        """Configure and activate (what ``autostart`` does); True on success. The link opens
-        half-way through configure, as soon as a robot state can be published, and the robot
-        connects while the rest is made (docs/driver.md, Start-up)."""
+        """Configure and activate (``autostart``); True unless it failed. The link opens half-way through
+        configure, as soon as a robot state can be published, and the robot connects while the rest is
+        made (docs/driver.md, Start-up). A stop asked for meanwhile (Ctrl-C) leaves it inactive."""
         self._link_early = True
         try:
             if self.trigger_configure() != TransitionCallbackReturn.SUCCESS:
                 return False
         finally:
             self._link_early = False
-        return self.trigger_activate() == TransitionCallbackReturn.SUCCESS
+        return stop_requested() or self.trigger_activate() == TransitionCallbackReturn.SUCCESS
 
     @_transition
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:

@@ -35,8 +35,10 @@ from .server import DEFAULT_PORT, SIM_ADDRESS_HINT, SimServer
 
 __all__ = ["main", "build_parser", "robot_config", "format_status", "STOP_GRACE_S"]
 
-#: how long a signalled simulator serves a connected client on, at most, s (--stop-grace)
-STOP_GRACE_S = 2.0
+#: how long a signalled simulator serves a connected client on, at most, s (--stop-grace):
+#: ros2 launch's SIGTERM comes 5 s after its SIGINT. A driver still starting when the Ctrl-C
+#: came takes seconds to stop on a loaded machine: with 2 s its stop went unanswered
+STOP_GRACE_S = 5.0
 #: a signal this soon after the one that began the grace is taken for a copy of it, not for a
 #: second Ctrl-C, s: a launch that has no terminal (ros2 launch --noninteractive, or stdin not
 #: a tty) forwards the Ctrl-C its terminal's process group got as well, moments later

@@ -1252,6 +1252,29 @@ def test_lifecycle_deactivate_stops_and_pauses(make_driver):
     assert h.spin_until(lambda: h.node.connected and h.sim.streaming(), 5.0)
 
 
+def test_a_stop_asked_for_while_it_configures_leaves_it_inactive(make_driver, monkeypatch):
+    """Ctrl-C while autostart configured (seconds on a loaded machine: the robot connects
+    half-way through) waited for the configure, then activated the driver, said "activated:
+    ... commands taken", and only then stopped it. Now start() leaves it inactive (and True:
+    nothing failed); the stop follows."""
+    from cozmo_driver.ros import _entry
+    signals = _entry.StopSignals()  # not installed: only its request, as a signal sets it
+    monkeypatch.setattr(_entry, "_signals", signals)
+    h = make_driver(start=False)
+    create_commands = h.node._create_commands
+
+    def signalled_meanwhile() -> None:  # after the link opened, before the rest of configure
+        signals.requested.set()
+        create_commands()
+
+    monkeypatch.setattr(h.node, "_create_commands", signalled_meanwhile)
+    assert h.node.start()
+    assert h.node._state_machine.current_state[1] == "inactive"
+    monkeypatch.setattr(_entry, "_signals", None)  # no stop asked for: the same node activates
+    assert h.node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+    assert h.node._state_machine.current_state[1] == "active"
+
+
 def test_a_failed_activation_is_an_error_in_diagnostics_until_a_clean_up(make_driver, sim):
     """ros2 lifecycle set activate failed (the link could not be opened: here its local port
     is the simulator's) and the node stayed inactive, but /diagnostics said the link was OK,
