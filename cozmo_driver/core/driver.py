@@ -58,6 +58,7 @@ from ..protocol.nvstorage import (CAMERA_CALIB_SIZE, NV_TAG_CAMERA_CALIB, NvRead
 from ..protocol.session import MessageReceived, SessionConfig
 from .actuators import SLOW_CMD_VEL, ActuatorsMixin, heading_lost
 from .camera import CameraMixin
+from .held_events import EventHold
 from .link_notes import LinkNotesMixin, forget_connect_lines
 from .notes import WARN_PERIOD_S, NotesMixin
 from .samples import (BatterySample, DriverOutput, ImuSample, JointSample,
@@ -152,6 +153,8 @@ class DriverCore(NotesMixin, LinkNotesMixin, ActuatorsMixin, CameraMixin):
         self.tracker = OdometryTracker()
         self.robot_clock = RobotClock()  # stamps from the robot's own clock
         self.events = EventDetector()
+        #: the robot's events while inactive: held from a new robot client to its activation
+        self.held_events = EventHold(self._log, "robot event")
         self.orientation = OrientationDetector()
         #: whether the cliff sensor sees an edge of the floor the robot stands on
         #: (output.on_cliff_edge)
@@ -232,10 +235,18 @@ class DriverCore(NotesMixin, LinkNotesMixin, ActuatorsMixin, CameraMixin):
 
     # ------------------------------------------------------------------ lifecycle
 
+    def attach(self, robot: Any) -> None:
+        """A new robot client (configure), not started: its events are held until :meth:`activate`."""
+        with self.lock:
+            self.robot, self.camera_file = robot, None
+            self.held_events.arm()
+
     def activate(self) -> None:
         self.say_held_back()
         self.activation_error = ""
-        self.active = True  # (the I/O thread says ready, once it brought the robot up: RobotReady)
+        with self.lock:  # the events that came since the link opened go out first, in order (held_events)
+            self.active = True  # (the I/O thread says ready, once it brought the robot up: RobotReady)
+            self.held_events.release(self.output.on_events)
         if self.robot is not None and self.link_state is LinkState.READY:
             self.reinitialise(resend_only=True)
 
@@ -244,6 +255,7 @@ class DriverCore(NotesMixin, LinkNotesMixin, ActuatorsMixin, CameraMixin):
         ends its own motions, then :meth:`stop_all_motors`."""
         with self.drive_lock, self.lock:
             self.active = False
+            self.held_events.disarm()  # a user's choice: the robot's events are logged, not published
             self.output.on_link(self.link_sample())  # link_status says so at once
         self.cancel_watchdog()
         self._send_camera_mode()  # off: no image would be published (activate: on again)
@@ -265,6 +277,7 @@ class DriverCore(NotesMixin, LinkNotesMixin, ActuatorsMixin, CameraMixin):
             self.forget_velocity()
         with self.lock:  # the next configure's automatic exposure starts from the parameters then
             self.exposure = None
+            self.held_events.disarm()  # (the closing link's events: logged; attach holds the next's)
         self.link_state = LinkState.DISCONNECTED
         self.battery_low_said = False  # the next configure's robot (the same one, or another) is told of
 
@@ -304,8 +317,10 @@ class DriverCore(NotesMixin, LinkNotesMixin, ActuatorsMixin, CameraMixin):
                             motion.heading_restarted(heading_lost(
                                 "the robot started it by itself" if message.auto_started
                                 else "asked for: calibrate_motors, or a new connection"))
-                    if self.active and events:
+                    if events and self.active:
                         self.output.on_events(self.output.stamp_ns(), events)
+                    elif events:  # held for the activation, or (deactivated) logged only
+                        self.held_events.came(self.output.stamp_ns(), events)
             elif name == "NvStorageOpResult":
                 self._on_nv_result(message)
         elif isinstance(event, LinkStateChanged):

@@ -205,7 +205,8 @@ class DriverOutput:
         """Once a second while active."""
 
     def on_events(self, stamp_ns: int, events: List[RobotEventData]) -> None:
-        """Robot events (status-flag edges, pokes, falls, button), while active."""
+        """Robot events (status-flag edges, pokes, falls, button), while active; those that came
+        between a new robot client's link opening and the activation, at it (held_events)."""
 
     def on_cliff_edge(self, stamp_ns: int, edge: bool) -> None:
         """The cliff sensor found an edge of the floor the robot stands on (True; stamped

@@ -181,7 +181,7 @@ class CozmoDriverNode(DoubleParameters, LifecycleNode):
             self.get_logger().warning(WATCHDOG_OFF)
         self._robot = make_robot(p, self.get_fully_qualified_name())
         core = self._core
-        core.robot, core.camera_file = self._robot, None
+        core.attach(self._robot)  # its events held until the activation (core.held_events)
         core.camera_file = camera_file(p["camera_info_url"], self.get_logger(), self.get_namespace())
         self._create_streams()
         self._objects = ObjectInterfaces(self, self._robot, self._params, self._streams.note)  # before RobotReady

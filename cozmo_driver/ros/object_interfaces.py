@@ -59,6 +59,7 @@ from rclpy.qos import QoSProfile
 from rclpy.task import Future
 
 from ..client import LinkState, LinkStateChanged, MessageReceived, RobotReady
+from ..core.held_events import EventHold
 from ..core.notes import STATE_WARN_PERIOD_S
 from ..driver.commands import CommandError
 from ..driver.diagnostics import DiagnosticReport
@@ -123,6 +124,8 @@ class ObjectInterfaces:
         self._log = node.get_logger()
         self._note = note or self._log_line
         self._active = False
+        #: the objects' events while inactive: held from here (configure) to the activation (core.held_events)
+        self._held = EventHold(self._note, "object event")
         self.registry = ObjectRegistry(self._settings())
         # the registry and the publishers, shared by the I/O thread and the executor
         self._lock = threading.RLock()
@@ -179,12 +182,14 @@ class ObjectInterfaces:
         with self._lock:
             self._active = True
             self.registry.active = True
+            self._held.release(self._publish_events)  # those since the link opened, first and in order
             self._tick(time.monotonic())
             self._publish_list()
 
     def deactivate(self, reason: str = "the driver was deactivated") -> None:
         with self._lock:
             self._active = False
+            self._held.disarm()  # a user's choice (or the end): events are logged, not published
             self.registry.active = False
             self.registry.fail_pending(reason)
             self._flush()
@@ -357,25 +362,14 @@ class ObjectInterfaces:
             self._note(logging.WARNING, warning)
         events = registry.pop_events()
         samples = registry.pop_accel()
+        if stamp is None and (events or samples):
+            stamp = self._now_msg()
+        for record in events:  # inactive: held for the activation, or logged only (held_events)
+            (self._publish_events if self._active else self._held.came)(
+                stamp if record.received is None else self._stamp_of(record.received), [record])
         if not self._active:
             registry.take_changed()
             return
-        if stamp is None and (events or samples):
-            stamp = self._now_msg()
-        for record in events:
-            msg = ObjectEvent()
-            msg.header.stamp = stamp if record.received is None else self._stamp_of(record.received)
-            msg.type = record.type
-            msg.factory_id = record.factory_id
-            msg.object_type = record.object_type
-            msg.name = record.name
-            msg.tap_count = max(0, min(255, record.tap_count))
-            msg.tap_intensity = float(record.tap_intensity)
-            msg.up_axis = record.up_axis
-            msg.acceleration.x, msg.acceleration.y, msg.acceleration.z = record.acceleration
-            msg.description = record.description
-            self._pub_events.publish(msg)
-            self._note(logging.INFO, f"object event: {record.description}")
         prefix = self.params.get("frame_prefix", "")
         for sample in samples:
             msg = ObjectAccel()
@@ -388,6 +382,22 @@ class ObjectInterfaces:
             self._pub_accel.publish(msg)
         if registry.take_changed():
             self._publish_list()
+
+    def _publish_events(self, stamp: TimeMsg, records: List[Any]) -> None:
+        for record in records:
+            msg = ObjectEvent()
+            msg.header.stamp = stamp
+            msg.type = record.type
+            msg.factory_id = record.factory_id
+            msg.object_type = record.object_type
+            msg.name = record.name
+            msg.tap_count = max(0, min(255, record.tap_count))
+            msg.tap_intensity = float(record.tap_intensity)
+            msg.up_axis = record.up_axis
+            msg.acceleration.x, msg.acceleration.y, msg.acceleration.z = record.acceleration
+            msg.description = record.description
+            self._pub_events.publish(msg)
+            self._note(logging.INFO, f"object event: {record.description}")
 
     def _stamp_of(self, received: float) -> TimeMsg:
         """The node clock's time when the registry's ``received`` (host monotonic) was: a

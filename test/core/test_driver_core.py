@@ -1139,6 +1139,81 @@ def test_inactive_core_publishes_nothing_refuses_commands_and_stops_the_robot(ri
     assert len(robot.sent("StopAllMotors")) > stops and not robot.sent("DriveWheels")
 
 
+class StampedOutput(RecordingOutput):
+    """Keeps each event with its stamp: (stamp_ns, type, description)."""
+
+    def on_events(self, stamp_ns, events) -> None:
+        self.events.extend((stamp_ns, e.type, e.description) for e in events)
+
+
+def test_events_that_come_before_the_activation_are_published_at_it_in_order_with_their_stamps():
+    """The link opens before the core is activated (the node activates it right after, on its
+    own thread; start(): half-way through configure), and on a loaded machine the robot
+    connected and started calibrating in between: those events were neither published nor
+    logged (a CI run lost "head calibration started"). They are held (core.held_events) and go
+    out at the activation, in the order they came, stamped when they came."""
+    robot = MemoryRobot()
+    output = StampedOutput(clock_ns=lambda: int(robot.net.now * 1e9) + 1_700_000_000 * 10**9)
+    core = DriverCore(robot, dict(PARAMS, robot_ip="127.0.0.1", robot_port=5551), output)
+    robot.start(core.on_robot_event)
+    robot.run(1.0)  # connected, head and lift calibrated: the core not active yet
+    robot.sim.poke(robot.net.now)
+    robot.run(0.2)
+    assert core.connected and output.events == [] and not output.said("robot event")
+    activated_ns = output.stamp_ns()
+    core.activate()
+    held = [(t, d) for _, t, d in output.events]
+    assert held == [(EventType.HEAD_CALIBRATION_STARTED, "head calibration started"),
+                    (EventType.LIFT_CALIBRATION_STARTED, "lift calibration started"),
+                    (EventType.HEAD_CALIBRATION_ENDED, "head calibrated"),
+                    (EventType.LIFT_CALIBRATION_ENDED, "lift calibrated"),
+                    (EventType.POKED, "poked")], held
+    stamps = [stamp for stamp, _, _ in output.events]
+    assert stamps == sorted(stamps) and stamps[-1] < activated_ns  # when they came, not now
+    robot.sim.poke(robot.net.now)
+    robot.run(0.2)
+    assert [t for _, t, _ in output.events[5:]] == [EventType.POKED]  # and from then on as they come
+
+
+def test_at_most_the_last_64_events_are_held_for_the_activation_and_the_drop_is_said_once():
+    robot = MemoryRobot()
+    output = StampedOutput(clock_ns=lambda: int(robot.net.now * 1e9) + 1_700_000_000 * 10**9)
+    core = DriverCore(robot, dict(PARAMS, robot_ip="127.0.0.1", robot_port=5551), output)
+    robot.start(core.on_robot_event)
+    robot.run(1.0)  # 4 calibration events
+    for _ in range(66):
+        robot.sim.poke(robot.net.now)
+        robot.run(0.05)
+    core.activate()
+    assert [t for _, t, _ in output.events] == [EventType.POKED] * 64
+    dropped = [line for level, line in output.lines if "dropped" in line]
+    assert dropped == ["6 robot events that came before the driver was active were dropped: only the "
+                       "last 64 are published"] and output.said(dropped[0], logging.WARNING)
+
+
+def test_events_while_a_user_keeps_the_core_inactive_are_logged_and_never_published(rig):
+    """A deactivation is a user's choice: no sample goes out while inactive, and the events
+    meanwhile are not published at the next activation either (they would report as news what
+    may no longer be true); each is logged as it comes, saying so. A cleanup's likewise: the
+    next robot client's are held again (attach)."""
+    robot, core, output = rig
+    core.deactivate()
+    output.events.clear()
+    robot.sim.poke(robot.net.now)
+    robot.run(0.2)
+    assert output.events == []
+    assert output.said("robot event: poked (not published: the driver is inactive)", logging.INFO)
+    core.activate()
+    robot.run(0.2)
+    assert output.events == []
+    core.release()
+    core.attach(robot)  # (the same one: what matters is a new configure's)
+    robot.sim.poke(robot.net.now)
+    robot.run(0.2)
+    core.activate()
+    assert [e.type for e in output.events] == [EventType.POKED]
+
+
 def test_a_robot_connected_again_is_stopped_first(rig):
     """Driving when the link is lost: the watchdog's stop goes into the dead link, so the
     robot may still drive on the last command (or a motion of its own) when it is back.
