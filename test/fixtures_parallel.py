@@ -102,21 +102,21 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: Optional[pytest.Item]):
     gate_path, run_path, heavy_path = locks.split(os.pathsep)
     alone = any(item.get_closest_marker(name) is not None for name in ("realtime", "alone"))
     heavy = item.get_closest_marker("heavy") is not None
-    with open(gate_path) as gate, open(run_path) as run, open(heavy_path) as heavy_lock:
+    with contextlib.ExitStack() as held:  # let go in reverse: the run lock, the gate, the heavy lock
+        gate, run, heavy_lock = (held.enter_context(open(path)) for path in (gate_path, run_path, heavy_path))
         if heavy:  # before the gate: a heavy test waiting for another holds up no one
-            fcntl.flock(heavy_lock, fcntl.LOCK_EX)
-        try:
-            fcntl.flock(gate, fcntl.LOCK_EX)
-            try:
-                fcntl.flock(run, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
-                if not alone:
-                    fcntl.flock(gate, fcntl.LOCK_UN)
-                yield
-            finally:
-                fcntl.flock(run, fcntl.LOCK_UN)
-                fcntl.flock(gate, fcntl.LOCK_UN)
-        finally:
-            fcntl.flock(heavy_lock, fcntl.LOCK_UN)
+            _hold(held, heavy_lock, fcntl.LOCK_EX)
+        _hold(held, gate, fcntl.LOCK_EX)
+        _hold(held, run, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        if not alone:
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        yield
+
+
+def _hold(held: contextlib.ExitStack, lock_file, mode: int) -> None:
+    """``flock`` ``lock_file`` in ``mode`` until ``held`` ends."""
+    fcntl.flock(lock_file, mode)
+    held.callback(fcntl.flock, lock_file, fcntl.LOCK_UN)
 
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)

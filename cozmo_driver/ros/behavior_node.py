@@ -299,7 +299,6 @@ class RosRobot(RobotInterface):
         one cancelled meanwhile is dropped, one that waited SERVER_WAIT_S fails."""
         waiting, self._waiting = self._waiting, []
         for handle, action, goal, since in waiting:
-            name = self.node.resolve_topic_name(action)
             if handle.done:
                 self._sent.pop(id(handle), None)
             elif self._clients[action].server_is_ready():
@@ -308,6 +307,7 @@ class RosRobot(RobotInterface):
                 self._send(handle, action, goal)
             elif now - since >= SERVER_WAIT_S:
                 self._sent.pop(id(handle), None)
+                name = self.node.resolve_topic_name(action)
                 text = (f"{action}: the driver's action server {name} did not appear within {SERVER_WAIT_S:g} s "
                         "(is the driver running, in this namespace?): the goal failed")
                 handle.fail(text)
