@@ -88,7 +88,8 @@ that the stream failed and naming the error, drops what was queued as a loss doe
 and arms the timer again: no goal waits for ever, the next ones play. The first
 failure is logged with its traceback, the others counted (``stats.tick_errors``) and
 logged at most every 5 s (:func:`_stream_failed`). So does the start or the cancel of a
-goal that raises on the I/O thread, and the goal ends so too (:func:`_run_goal`).
+goal that raises on the I/O thread, and the goal ends so too (:func:`_run_goal`), and
+any other input of the stream that raises there (:func:`_run_input`).
 """
 
 from __future__ import annotations
@@ -176,7 +177,8 @@ class AVStreamStats:
     timer_fires: int = 0
     #: ticks that raised (a driver bug): each ended the goals it played (see _stream_failed)
     tick_errors: int = 0
-    #: a goal's start or cancel that raised on the I/O thread (a driver bug): see _run_goal
+    #: inputs that raised on the I/O thread (a driver bug): a goal's start or cancel (see
+    #: _run_goal), a face, an image, a face source, a stream's audio (see _run_input)
     input_errors: int = 0
     audio_goals: int = 0
     clip_goals: int = 0
@@ -293,7 +295,7 @@ class AVStream:
             if self._tick_takes_faces or self._take_posted:
                 return  # the next tick (or the call posted) takes it, in order
             self._take_posted = True
-        self._post(self._take_faces)
+        self._post(_run_input, self, "set_face", self._take_faces)
 
     def set_face_source(self, source: Optional[Callable[[float], Optional[bytes]]]) -> None:
         """Pull the face layer's frames from ``source`` (None: stop): while the stream runs
@@ -301,12 +303,12 @@ class AVStream:
         the pacer's grid and returns the face's next frame (``DisplayImage`` bytes), which
         goes out on that tick, or None: nothing new. Faces handed over with
         :meth:`set_face` still come in besides."""
-        self._post(self._do_set_face_source, source)
+        self._post(_run_input, self, "set_face_source", self._do_set_face_source, source)
 
     def show_image(self, data: Optional[bytes], duration_s: Optional[float] = None) -> None:
         """Show ``data`` over the face for ``duration_s`` (None or 0: until replaced),
         replacing the image shown; None clears it."""
-        self._post(self._do_show_image, data, duration_s)
+        self._post(_run_input, self, "show_image", self._do_show_image, data, duration_s)
 
     def play_audio(self, token: Any, pcm: np.ndarray) -> None:
         """Play mono int16 samples at 22 320 Hz as goal ``token`` (clears queued audio)."""
@@ -317,12 +319,12 @@ class AVStream:
 
     def stream_audio(self, pcm: np.ndarray) -> None:
         """Append mono int16 samples at 22 320 Hz to the audio queue (a stream)."""
-        self._post(self._do_stream_audio, np.asarray(pcm, dtype=np.int16))
+        self._post(_run_input, self, "stream_audio", self._do_stream_audio, np.asarray(pcm, dtype=np.int16))
 
     def stream_audio_at(self, pcm: np.ndarray, rate: int) -> None:
         """Append mono integer samples at ``rate`` Hz to the stream, resampled on the I/O
         thread (see the module docstring)."""
-        self._post(self._do_stream_audio_at, np.asarray(pcm), int(rate))
+        self._post(_run_input, self, "stream_audio", self._do_stream_audio_at, np.asarray(pcm), int(rate))
 
     def play_clip(self, token: Any, compiled: CompiledClip, loops: int = 1,
                   stop_messages: Sequence[Any] = (), again: Optional[CompiledClip] = None) -> None:
@@ -841,10 +843,21 @@ def _run_goal(av: AVStream, kind: str, fn: Callable[..., None], token: Any, *arg
         _stream_failed(av, exc, av.robot.clock(), (kind, token, fn.__name__.replace("_do_", "", 1)))
 
 
+def _run_input(av: AVStream, name: str, fn: Callable[..., None], *args: Any) -> None:
+    """``fn(*args)`` on the I/O thread: input ``name`` of the stream that is not a goal's
+    ("show_image", "set_face", ...). Where it raises (a driver bug), the stream recovers as from a
+    failed tick (:func:`_stream_failed`): the raise left it half-changed, perhaps without its timer."""
+    try:
+        fn(*args)
+    except Exception as exc:  # noqa: BLE001 - the stream must play on
+        _stream_failed(av, exc, av.robot.clock(), (None, None, name))
+
+
 def _stream_failed(av: AVStream, exc: Exception, now: float,
-                   goal: Optional[Tuple[str, Any, str]] = None) -> None:
+                   goal: Optional[Tuple[Optional[str], Any, str]] = None) -> None:
     """A tick of ``av`` raised ``exc`` (a driver bug) at ``now``, or, with ``goal`` (its kind of
-    report, its token, the input: "play_clip", ...), the input of a goal did (:func:`_run_goal`):
+    report, its token, the input: "play_clip", ...), the input of a goal did (:func:`_run_goal`),
+    or another input did (its kind and token None: :func:`_run_input`):
     the goals playing end aborted saying so (first, the pacer left out: it may be what is broken),
     and that goal too, what was queued is dropped and stopped on the robot (as at a loss:
     :meth:`AVStream._drop_all`, then the clip goal's own stops), and the timer is armed again, so
@@ -858,7 +871,7 @@ def _stream_failed(av: AVStream, exc: Exception, now: float,
         count, what = s.tick_errors, "a tick of the stream"
     else:
         s.input_errors += 1
-        count, what = s.input_errors, f"the {goal[2]} of a goal"
+        count, what = s.input_errors, f"the {goal[2]} of a goal" if goal[0] else f"the stream's {goal[2]} input"
     say = count == 1 or now - av._tick_warned_at >= 5.0
     if count == 1:
         av._tick_warned_at = now
@@ -871,7 +884,7 @@ def _stream_failed(av: AVStream, exc: Exception, now: float,
     reason = (f"the driver's display/audio stream failed ({type(exc).__name__}: {exc}); "
               "this is a driver bug, please report it (the driver's log has the traceback)")
     clip, audio, av._clip, av._audio = av._clip, av._audio, None, None
-    if goal is not None and goal[1] not in [g.token for g in (clip, audio) if g is not None]:
+    if goal is not None and goal[0] and goal[1] not in [g.token for g in (clip, audio) if g is not None]:
         av._report(AVReport(goal[0], goal[1], success=False, message=reason))  # (a second end of a goal: ignored)
     try:
         progress = (av._clip_progress(clip, now) if clip is not None else 0.0,

@@ -1326,3 +1326,38 @@ def test_an_unknown_animation_or_group_is_named_with_close_names_and_nothing_is_
     with pytest.raises(AnimationError, match=re.escape("no animation group 'happy_thing'; did you mean "
                                                        "happy_things? 1 groups known (list_animations)")):
         lib.check(group="happy_thing")
+
+
+@pytest.mark.parametrize("given", ["show_image", "stream_audio"])
+def test_an_input_that_is_no_goals_and_raises_ends_the_goals_playing_and_the_stream_plays_on(log_records, given):
+    """An image or a stream's audio (a face frame, a face source) is handled on the I/O thread too: where that
+    raised (a driver bug), the robot client's loop logged it and the stream was left half-changed,
+    perhaps without its timer. Now the stream recovers as from a failed tick: the goal playing ends
+    aborted saying so, the failure is logged with its traceback and counted, and the next goal
+    plays."""
+    errors = log_records("cozmo.anim.av", "ERROR")
+    robot, av, reports = make_stream()
+    escaped = loop_catching(robot)
+    clip = compile_clip(Clip("c", 0.5, Tracks(head=[HeadKeyframe(0, 100, 20)])))
+    av.play_clip("x", clip)
+    robot.run_until(robot.now + 0.2)
+    face = screen_to_frame(FaceRenderer().render(EXPRESSIONS["happy"]))[0]
+    if given == "show_image":
+        raising_once(av.pacer, "clear_images", "show_image failed")
+        av.show_image(face, 1.0)
+    else:
+        raising_once(av._intake, "add", "stream_audio failed")
+        av.stream_audio_at(tone(0.2), 16000)
+    robot.run_until(robot.now + FRAME)
+    assert escaped == []                                         # nothing left to the loop
+    (done,) = [r for r in reports if r.done]
+    assert done.token == "x" and not done.success
+    assert f"display/audio stream failed (RuntimeError: {given} failed)" in done.message
+    assert av.stats.input_errors == 1
+    (logged,) = stream_errors(errors)
+    assert logged.exc_info[1].args[0] == f"{given} failed"
+    assert f"the stream's {given} input failed" in logged.getMessage()
+    assert av._timer is not None                                 # armed again
+    av.play_clip("y", clip)
+    robot.run_until(robot.now + 1.0)
+    assert [(r.success, r.message) for r in reports if r.done and r.token == "y"] == [(True, "played c")]
