@@ -63,6 +63,7 @@ from . import qos
 from .driver_support import RosLogHandler as _RosLogHandler, core_attribute as _core_attribute, lifetime_reports
 from .driver_support import collector_off, declare_parameters, destroy_state_machine, log_line, refreeze, thaw_released
 from .driver_support import camera_file, close_link, destroy_retired, finish_goals, flush, retire_actions, withdraw
+from .driver_support import import_unless_stopped
 from .driver_support import cmd_vel_type_check, ctrl_z_stop, forget_destroyed, transition as _transition, twist_reader
 from .handover import HandOver
 from .subscription_thread import SubscriptionThread, Unsupported
@@ -165,7 +166,7 @@ class CozmoDriverNode(DoubleParameters, LifecycleNode):
         self._link_early = True
         try:
             if self.trigger_configure() != TransitionCallbackReturn.SUCCESS:
-                return False
+                return stop_requested()  # (a configure cut short by Ctrl-C: the stop follows)
         finally:
             self._link_early = False
         return stop_requested() or self.trigger_activate() == TransitionCallbackReturn.SUCCESS
@@ -194,6 +195,8 @@ class CozmoDriverNode(DoubleParameters, LifecycleNode):
             finally:
                 self._streams.release_notes()
         self._create_commands()
+        if not import_unless_stopped(self, stop_requested):  # Ctrl-C meanwhile: at once, not after it
+            return TransitionCallbackReturn.FAILURE
         from .media_interfaces import MediaInterfaces  # the animation library: after the link
         from .motion_actions import MotionActions
         withdraw(self._retiring)  # released servers of the names made here: the new ones alone answer
@@ -319,14 +322,12 @@ class CozmoDriverNode(DoubleParameters, LifecycleNode):
 
     # ------------------------------------------------------------------ ROS interfaces
 
-    def _publisher(self, key: str, msg_type, topic: str, profile: QoSProfile,
-                   overridable: bool = True) -> None:
+    def _publisher(self, key: str, msg_type, topic: str, profile: QoSProfile, overridable: bool = True) -> None:
         pub = qos.create_publisher(self, msg_type, topic, profile, overridable)
         self._pub[key] = pub
         self._entities.append((self.destroy_publisher, pub))
 
-    def _subscription(self, msg_type, topic: str, callback,
-                      profile: QoSProfile = QOS_COMMAND) -> Any:
+    def _subscription(self, msg_type, topic: str, callback, profile: QoSProfile = QOS_COMMAND) -> Any:
         sub = qos.create_subscription(self, msg_type, topic, callback, profile)
         self._entities.append((self.destroy_subscription, sub))
         return sub
@@ -467,8 +468,7 @@ def main(args: Optional[List[str]] = None) -> int:
     sys.setswitchinterval(_GIL_SWITCH_INTERVAL_S)
     resume_collector = collector_off()  # until start() ends (driver_support.collector_off)
     init(args)  # SIGINT, SIGTERM and SIGHUP stop the node before rclpy shuts down
-    node = make_node("cozmo_driver_node", CozmoDriverNode,
-                     (ValueError, rclpy.exceptions.ParameterException))
+    node = make_node("cozmo_driver_node", CozmoDriverNode, (ValueError, rclpy.exceptions.ParameterException))
     if node is None:
         resume_collector()
         return 2

@@ -8,6 +8,7 @@ docs/driver.md)."""
 from __future__ import annotations
 
 import gc
+import importlib
 import logging
 import os
 import sys
@@ -193,6 +194,45 @@ def configure_returned(result: TransitionCallbackReturn) -> str:
     """Why /diagnostics says the last configure failed when ``on_configure`` returned ``result``
     (FAILURE or ERROR) rather than raising: the reason is in what the driver logged."""
     return f"configure returned {getattr(result, 'name', result)}: see the driver's log"
+
+
+#: what the driver's configure imports after the link opened (the animation library, the
+#: motion actions: about 0.6 s of CPU here, seconds on a loaded machine or a Raspberry Pi)
+CONFIGURE_IMPORTS = ("cozmo_driver.ros.media_interfaces", "cozmo_driver.ros.motion_actions")
+#: how often a configure that imports looks whether a stop was asked for meanwhile, s
+_STOP_POLL_S = 0.05
+
+
+def import_unless_stopped(node: Any, stopped: Callable[[], bool], modules: Optional[tuple] = None) -> bool:
+    """Import ``modules`` on a thread of their own while this one looks, every 50 ms, whether
+    ``stopped()``: True once imported; False, saying so in ``node``'s log, as soon as a stop is
+    asked for, or at once if it was already (Ctrl-C while the driver starts: it stops at once
+    rather than after the import, which goes on in the background). What the import raised is
+    raised here. ``modules``: :data:`CONFIGURE_IMPORTS` by default."""
+    modules = CONFIGURE_IMPORTS if modules is None else modules
+    if not stopped() and all(name in sys.modules for name in modules):
+        return True
+    failed: list = []
+
+    def run() -> None:
+        try:
+            for name in modules:
+                importlib.import_module(name)
+        except BaseException as exc:  # noqa: BLE001 - raised again on the configure's thread
+            failed.append(exc)
+
+    worker = threading.Thread(target=run, name="configure-imports", daemon=True)
+    if not stopped():
+        worker.start()
+    while worker.is_alive() and not stopped():  # (ends with the import, or with a stop)
+        worker.join(_STOP_POLL_S)
+    if stopped():
+        node.get_logger().info("a stop was asked for while the driver configured: it stops without "
+                               "configuring the rest")
+        return False
+    if failed:
+        raise failed[0]
+    return True
 
 
 def descriptor(spec) -> ParameterDescriptor:

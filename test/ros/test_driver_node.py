@@ -20,6 +20,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, List, Optional, Tuple
 
 import numpy as np
@@ -1255,24 +1256,82 @@ def test_lifecycle_deactivate_stops_and_pauses(make_driver):
 def test_a_stop_asked_for_while_it_configures_leaves_it_inactive(make_driver, monkeypatch):
     """Ctrl-C while autostart configured (seconds on a loaded machine: the robot connects
     half-way through) waited for the configure, then activated the driver, said "activated:
-    ... commands taken", and only then stopped it. Now start() leaves it inactive (and True:
-    nothing failed); the stop follows."""
+    ... commands taken", and only then stopped it. Now, when it comes at the end of configure
+    (earlier, the configure ends at once: the next test), start() leaves it inactive (and
+    True: nothing failed); the stop follows."""
     from cozmo_driver.ros import _entry
     signals = _entry.StopSignals()  # not installed: only its request, as a signal sets it
     monkeypatch.setattr(_entry, "_signals", signals)
     h = make_driver(start=False)
-    create_commands = h.node._create_commands
+    last_step = driver_node.ignored_qos_overrides
 
-    def signalled_meanwhile() -> None:  # after the link opened, before the rest of configure
+    def signalled_meanwhile(*args):  # the last step of configure
         signals.requested.set()
-        create_commands()
+        return last_step(*args)
 
-    monkeypatch.setattr(h.node, "_create_commands", signalled_meanwhile)
+    monkeypatch.setattr(driver_node, "ignored_qos_overrides", signalled_meanwhile)
     assert h.node.start()
     assert h.node._state_machine.current_state[1] == "inactive"
     monkeypatch.setattr(_entry, "_signals", None)  # no stop asked for: the same node activates
     assert h.node.trigger_activate() == TransitionCallbackReturn.SUCCESS
     assert h.node._state_machine.current_state[1] == "active"
+
+
+def blocking_import(tmp_path, monkeypatch, name: str = "cozmo_slow_import") -> "SimpleNamespace":
+    """A module ``name`` whose import waits (at most 10 s) for the ``go`` event of the namespace
+    returned, after setting its ``started`` event: an import that takes as long as the test wants."""
+    gate = SimpleNamespace(started=threading.Event(), go=threading.Event())
+    monkeypatch.setitem(sys.modules, "cozmo_test_gate", gate)
+    (tmp_path / f"{name}.py").write_text("import sys\ngate = sys.modules['cozmo_test_gate']\n"
+                                         "gate.started.set()\ngate.go.wait(10.0)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, name, raising=False)
+    return gate
+
+
+def test_import_unless_stopped_ends_at_a_stop_and_raises_what_the_import_raised(tmp_path, monkeypatch):
+    from cozmo_driver.ros.driver_support import import_unless_stopped
+    lines = []
+    node = SimpleNamespace(get_logger=lambda: SimpleNamespace(info=lines.append))
+    gate = blocking_import(tmp_path, monkeypatch)
+    assert not import_unless_stopped(node, gate.started.is_set, ("cozmo_slow_import",))  # stopped mid-import
+    assert lines == ["a stop was asked for while the driver configured: it stops without configuring the rest"]
+    assert not import_unless_stopped(node, lambda: True, ("json",))  # asked for before: imported or not
+    assert len(lines) == 2
+    gate.go.set()
+    assert import_unless_stopped(node, lambda: False, ("json", "cozmo_slow_import"))  # (it finishes first)
+    (tmp_path / "cozmo_broken_import.py").write_text("raise ImportError('no such thing')\n")
+    with pytest.raises(ImportError, match="no such thing"):
+        import_unless_stopped(node, lambda: False, ("cozmo_broken_import",))
+
+
+def test_a_stop_asked_for_while_it_imports_the_animation_library_ends_its_configure_at_once(
+        make_driver, monkeypatch, tmp_path, rclpy_log):
+    """The animation library and the motion actions, imported half-way through configure
+    (after the link opened), take about 0.6 s of CPU, seconds on a loaded machine: a Ctrl-C
+    then waited for them, and for the rest of configure (a CI run: still running 5 s after
+    its SIGINT). Now the configure ends as soon as the stop is asked for: start() returns
+    True (nothing failed; the stop follows) with the node unconfigured, and its close
+    disconnects the robot as ever."""
+    from cozmo_driver.ros import _entry, driver_support
+    gate = blocking_import(tmp_path, monkeypatch)
+    monkeypatch.setattr(driver_support, "CONFIGURE_IMPORTS", ("cozmo_slow_import",))
+    signals = _entry.StopSignals()  # not installed: only its request, as a signal sets it
+    monkeypatch.setattr(_entry, "_signals", signals)
+    h = make_driver(start=False)
+    stopper = threading.Thread(target=lambda: gate.started.wait(10.0) and signals.requested.set())
+    stopper.start()
+    try:
+        assert h.node.start()
+    finally:
+        gate.go.set()
+        stopper.join(10.0)
+    assert h.node._state_machine.current_state[1] == "unconfigured"
+    assert rclpy_log.said(h.node, LoggingSeverity.INFO, "a stop was asked for while the driver configured")
+    assert not rclpy_log.said(h.node, LoggingSeverity.INFO, "configured for the robot")
+    assert h.sim.is_connected()  # the link had opened; the stop that follows closes it
+    h.node.close()
+    assert h.sim.wait_until(lambda sim: not sim.is_connected(), 5.0)
 
 
 def test_a_failed_activation_is_an_error_in_diagnostics_until_a_clean_up(make_driver, sim):
