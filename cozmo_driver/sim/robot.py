@@ -18,7 +18,9 @@ a reliable message finds its queue of those the client has not acknowledged full
 as Anki's firmware does (``RobotConfig.link_policy``; :attr:`holds_link` tells the
 UDP adapter to ignore other addresses meanwhile). With EnableCamera(Stream) it sends
 about 15 camera frames a second rendered by the world from the true pose, head
-and lift, as ImageChunk plus one ImageImuData per frame. Grey and colour frames
+and lift, as ImageChunk plus one ImageImuData per frame (rendered on the I/O thread, or on a
+:class:`~cozmo_driver.sim.camera_worker.CameraWorker` when one is set, as SimServer
+does: ``RobotConfig.camera_render_thread``). Grey and colour frames
 are both tagged JPEGMinimizedGray (8) by default, the payload's first byte saying
 which it is: the reference client rebuilds colour frames only from encoding 8
 with that flag set (shared/protocol/PROTOCOL_NOTES.md d), so that is taken as
@@ -127,6 +129,13 @@ class RobotConfig:
     color_image_encoding: int = 8
     #: send the previous frame again while nothing that changes the image changed
     camera_cache: bool = True
+    #: under SimServer (UDP: cozmo-sim, the stack's simulator), render and encode camera
+    #: frames on a worker thread (sim/camera_worker.py), so that the state stream keeps its
+    #: 30 Hz on a loaded machine as a real robot's does; a frame due while the previous one
+    #: still renders is skipped (SimStats.images_skipped). False: on the I/O thread, between
+    #: two states, as the in-memory link always does (a SimulatedRobot driven directly has
+    #: no thread: deterministic, each frame sent when it is due)
+    camera_render_thread: bool = True
     #: the camera payload ends in 0xFF padding up to a multiple of this many bytes (the
     #: protocol notes: trailing 0xFF bytes are padding a receiver removes; how much a robot
     #: adds is not documented, so every size from 0 to 3 bytes of it occurs)
@@ -176,6 +185,11 @@ class SimStats:
     garbage_sent: int = 0
     images_sent: int = 0
     image_renders: int = 0
+    #: frames due while the camera worker still rendered the previous one: not made
+    images_skipped: int = 0
+    #: frames the worker rendered for a camera since turned off or changed, or a link
+    #: since ended (or whose render failed): not sent
+    images_dropped: int = 0
     image_bytes_sent: int = 0
     clients_accepted: int = 0
     clients_lost: int = 0
@@ -185,6 +199,20 @@ class SimStats:
     #: links the robot ended because a reliable message found its queue full (send_queue)
     queue_full_closes: int = 0
     sent: Counter = field(default_factory=Counter)
+
+
+@dataclass(frozen=True)
+class _Frame:
+    """A camera frame as captured (the worker renders it meanwhile): its cache key, capture
+    time (the robot's ms), how it is tagged, and the camera's epoch and link it belongs to."""
+
+    key: tuple
+    timestamp_ms: int
+    resolution: int
+    color: bool
+    height: int
+    epoch: int
+    session: Any
 
 
 class SimulatedRobot:
@@ -217,6 +245,10 @@ class SimulatedRobot:
         self._image_id = 0
         self._last_frame_key: Optional[tuple] = None
         self._last_payload: Optional[bytes] = None
+        #: renders frames off the I/O thread (a CameraWorker; SimServer sets it), or None
+        self.camera_worker: Any = None
+        #: bumped when the camera is set anew or the link changes: a frame rendered before is stale
+        self._frame_epoch = 0
         self._now = now
 
     def _new_session(self) -> Session:
@@ -356,19 +388,28 @@ class SimulatedRobot:
     # ------------------------------------------------------------------ camera
 
     def _reset_camera(self) -> None:
+        self._frame_epoch += 1
         self._camera_next = None
         self._camera_generation = -1
         self._last_frame_key = None
         self._last_payload = None
 
+    def frame_ready(self, now: float) -> None:
+        """The camera worker finished a frame: send it now (it is also looked for at every
+        turn)."""
+        self._process(now)
+
     def _camera(self, now: float) -> None:
         cam = self.model.camera
+        if cam.generation != self._camera_generation:
+            self._camera_generation = cam.generation
+            self._frame_epoch += 1
+            self._camera_next = now
+        if self.camera_worker is not None:
+            self._collect_frame()
         if cam.mode == _SendMode.Off or not self.session.is_connected:
             self._camera_next = None
             return
-        if cam.generation != self._camera_generation:
-            self._camera_generation = cam.generation
-            self._camera_next = now
         if self._camera_next is None or now < self._camera_next:
             return
         self._send_frame(now)
@@ -382,8 +423,12 @@ class SimulatedRobot:
             self._camera_next = now + period
 
     def _send_frame(self, now: float) -> None:
-        from ..protocol.camera import RESOLUTIONS, encode_minimized, split_into_chunks
+        from ..protocol.camera import RESOLUTIONS, encode_minimized
 
+        worker = self.camera_worker
+        if worker is not None and worker.busy:  # at most one frame in flight: this one is not made
+            self.stats.images_skipped += 1
+            return
         model = self.model
         cam = model.camera
         resolution = int(cam.resolution)
@@ -399,21 +444,55 @@ class SimulatedRobot:
         exposure = cam.exposure_ms
         key = (round(x, 1), round(y, 1), round(yaw, 4), round(head, 4), round(lift, 1),
                width, height, color, round(gain, 4), exposure, cam.head_light)
+        frame = _Frame(key, model.timestamp_ms(now), resolution, color, height, self._frame_epoch, self.session)
         if self.config.camera_cache and key == self._last_frame_key and self._last_payload:
-            payload = self._last_payload
-        else:
-            pixels = self.world.render(x, y, yaw, head, width=width, height=height, color=color,
-                                       gain=gain, exposure_ms=exposure, lift_height_mm=lift,
-                                       noise=self.config.camera_noise)
-            payload = encode_minimized(pixels, pad_to_multiple=self.config.camera_pad_multiple)
-            self._last_frame_key = key
-            self._last_payload = payload
+            self._transmit_frame(frame, self._last_payload)
+            return
+        world, noise, pad = self.world, self.config.camera_noise, self.config.camera_pad_multiple
+        if worker is not None:  # what the render reads, taken now, on this thread
+            snapshot = getattr(world, "snapshot", None)
+            world = snapshot() if snapshot is not None else world
+
+        def render() -> bytes:
+            pixels = world.render(x, y, yaw, head, width=width, height=height, color=color, gain=gain,
+                                  exposure_ms=exposure, lift_height_mm=lift, noise=noise)
+            return encode_minimized(pixels, pad_to_multiple=pad)
+
+        if worker is not None and worker.submit(frame, render):
+            return
+        payload = render()  # here: no worker (or it stopped)
+        self.stats.image_renders += 1
+        self._frame_done(frame, payload)
+
+    def _collect_frame(self) -> None:
+        """Send the frame the worker finished, unless it is stale: the camera was set anew
+        (turned off, say) or the link changed since it was captured."""
+        done = self.camera_worker.take()
+        if done is None:
+            return
+        frame, payload = done
+        if payload is not None:
             self.stats.image_renders += 1
+        if (payload is None or frame.epoch != self._frame_epoch or frame.session is not self.session
+                or not self.session.is_connected):
+            self.stats.images_dropped += 1
+            return
+        self._frame_done(frame, payload)
+
+    def _frame_done(self, frame: "_Frame", payload: bytes) -> None:
+        self._last_frame_key = frame.key
+        self._last_payload = payload
+        self._transmit_frame(frame, payload)
+
+    def _transmit_frame(self, frame: "_Frame", payload: bytes) -> None:
+        """The frame's chunks (stamped with its capture time) and its ImageImuData (now's rates)."""
+        from ..protocol.camera import split_into_chunks
+
         chunks = split_into_chunks(payload)
         self._image_id = (self._image_id + 1) & 0xFFFFFFFF
         image_id = self._image_id
-        timestamp = model.timestamp_ms(now)
-        encoding = (_ImageEncoding(self.config.color_image_encoding) if color
+        timestamp = frame.timestamp_ms
+        encoding = (_ImageEncoding(self.config.color_image_encoding) if frame.color
                     else _ImageEncoding.JPEGMinimizedGray)
         count = len(chunks)
         session = self.session
@@ -422,12 +501,12 @@ class SimulatedRobot:
             told = not last_only or chunk_id == count - 1
             session.send(msgs.ImageChunk(frame_timestamp_ms=timestamp if told else 0,
                                          image_id=image_id, chunk_debug=0, image_encoding=encoding,
-                                         image_resolution=resolution,
+                                         image_resolution=frame.resolution,
                                          image_chunk_count=count if told else 0,
                                          chunk_id=chunk_id, status=0, data=data))
-        rx, ry, rz = model.imu_rates()
+        rx, ry, rz = self.model.imu_rates()
         session.send(msgs.ImageImuData(image_id=image_id, rate_x_radps=rx, rate_y_radps=ry,
-                                       rate_z_radps=rz, line_2_number=min(255, height // 2)))
+                                       rate_z_radps=rz, line_2_number=min(255, frame.height // 2)))
         self.stats.images_sent += 1
         self.stats.image_bytes_sent += len(payload)
         self.stats.sent["ImageChunk"] += count

@@ -12,7 +12,10 @@ The robot (:class:`~cozmo_driver.sim.robot.SimulatedRobot`, behind an optional
 the sender of a RESET becomes the client, when no other client holds the link
 (``RobotConfig.link_policy``; "latest_reset": at once). Every scripting call and
 every ground-truth read is marshalled onto that thread, so they are safe from
-any thread.
+any thread. Camera frames are rendered and encoded on a
+:class:`~cozmo_driver.sim.camera_worker.CameraWorker` the server starts and stops with
+the transport, so that the I/O thread keeps the state stream's pace
+(``RobotConfig.camera_render_thread=False``: on the I/O thread).
 
 The server binds only to the address it is given and refuses any address that
 is not loopback unless ``allow_non_loopback=True``: a simulator must not answer
@@ -31,7 +34,8 @@ import numpy as np
 
 from ..errors import ConfigurationError
 from ..transport.memory import Impairment
-from ..transport.udp import UdpTransport, is_loopback, resolve_address
+from ..transport.udp import TransportStateError, UdpTransport, is_loopback, resolve_address
+from .camera_worker import CameraWorker
 from .robot import ImpairedEndpoint, RobotConfig, SimulatedRobot
 
 __all__ = ["SimServer", "SimError", "NonLoopbackAddressError", "DEFAULT_PORT"]
@@ -80,16 +84,31 @@ class SimServer:
         self.transport = UdpTransport(self.endpoint, local_addr=(self.host, port), peer_policy="reset",
                                       on_event=self._on_event, name=name)
         self._rate_mark: Optional[Tuple[float, Dict[str, int]]] = None
+        self.camera_worker: Optional[CameraWorker] = None
+        if config.camera_render_thread:
+            self.camera_worker = CameraWorker(name, wake=self._frame_ready)
+            self.robot.camera_worker = self.camera_worker
 
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> "SimServer":
-        self.transport.start()
+        if self.camera_worker is not None:
+            self.camera_worker.start()
+        try:
+            self.transport.start()
+        except BaseException:
+            if self.camera_worker is not None:
+                self.camera_worker.stop()
+            raise
         logger.info("[%s] simulated Cozmo on udp://%s:%d", self.name, *self.address)
         return self
 
     def stop(self) -> None:
-        self.transport.stop()
+        try:
+            self.transport.stop()
+        finally:
+            if self.camera_worker is not None:
+                self.camera_worker.stop()
 
     def __enter__(self) -> "SimServer":
         return self.start() if not self.transport.running else self
@@ -105,6 +124,14 @@ class SimServer:
     @property
     def running(self) -> bool:
         return self.transport.running
+
+    def _frame_ready(self) -> None:
+        """(The camera worker's thread) a frame is done: the I/O thread sends it."""
+        transport = self.transport
+        try:
+            transport.call_soon(lambda: self.robot.frame_ready(transport.clock()))
+        except TransportStateError:  # stopping: the frame goes with it
+            pass
 
     def _on_event(self, event: Any) -> None:
         with self._changed:

@@ -36,11 +36,13 @@ neither aliases nor bloats the JPEG the caller makes of it.
 This module is pure: no sockets, threads or clock reads.  A :class:`World`
 keeps a random generator for sensor noise (seeded, so the same sequence of
 calls gives the same images) and per-resolution caches, so one instance must
-not be used by two threads at once.
+not be used by two threads at once; :meth:`World.snapshot` gives a copy to render
+on another thread while the original changes.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass
 
@@ -402,6 +404,20 @@ class World:
         for (x, y, yaw), z, pal, glyph in zip(self._cube_poses, self._cube_z, _P_CUBES, glyphs):
             boxes.append(Box(x, y, yaw, h, h, z, z + CUBE_SIZE_MM, pal, LABEL_CUBE, glyph=glyph))
         return boxes
+
+    def snapshot(self) -> "World":
+        """The world as it is now, to render on another thread while this one changes
+        (the simulator's camera worker): the charger and the cubes are the snapshot's own;
+        what never changes (textures, per-resolution caches) and the noise generator are
+        shared, so that its images continue this world's seeded noise. Render one at a time."""
+        snap = copy.copy(self)
+        snap._cube_poses = list(self._cube_poses)
+        snap._cube_z = list(self._cube_z)
+        snap.boxes = list(self.boxes)
+        snap._marker_tables = list(self._marker_tables)
+        snap._box_corners = list(self._box_corners)
+        snap._box_face_shades = list(self._box_face_shades)
+        return snap
 
     def cliff_at(self, x_mm: float, y_mm: float) -> bool:
         """True where there is no table under the point (a drop)."""

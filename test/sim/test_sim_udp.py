@@ -22,6 +22,7 @@ from cozmo_driver.protocol.camera import ImageAssembler, image_to_array
 from cozmo_driver.protocol.session import ConnectionLost, Disconnected, MessageReceived, Role, Session
 from cozmo_driver.sim import NonLoopbackAddressError, RobotConfig, SimServer, StatusFlag
 from cozmo_driver.sim.cli import STOP_GRACE_S
+from cozmo_driver.sim.world import World
 from cozmo_driver.transport.memory import Impairment
 from cozmo_driver.transport.udp import UdpTransport
 from sim_harness import calibrated
@@ -159,6 +160,89 @@ def test_engine_over_udp_full_session(sim):
         assert sim.commands()[-1][1].NAME == "EnableCamera"
         counts = sim.command_counts()
         assert counts["Enable"] == 1 and counts["SyncTime"] == 1
+
+
+class HeldWorld(World):
+    """A world whose renders wait until the test lets them go (at most 20 s): a camera frame
+    that takes as long as the test likes."""
+
+    def __init__(self, seed: int) -> None:
+        super().__init__(seed)
+        self.started = threading.Event()
+        self.release = threading.Event()
+
+    def render(self, *args, **kwargs):
+        self.started.set()
+        self.release.wait(20.0)
+        return super().render(*args, **kwargs)
+
+
+def test_the_state_stream_keeps_its_pace_while_a_camera_frame_renders():
+    """A real Cozmo's camera does not delay its states; the simulator renders and encodes a
+    frame off its I/O thread (RobotConfig.camera_render_thread), so that a slow frame (a
+    loaded machine, a Raspberry Pi) does not stop the states. Counted, not timed: 30 states
+    arrive while one frame's render is held."""
+    world = HeldWorld(7)
+    with SimServer(port=0, seed=7, world=world) as sim, UdpEngine(sim.address) as engine:
+        try:
+            engine.initialise()
+            engine.send(m.EnableCamera(image_send_mode=E["ImageSendMode"].Stream))
+            assert world.started.wait(10.0), "no frame was rendered"
+            held = len(engine.received("RobotState"))
+            assert engine.wait(lambda: len(engine.received("RobotState")) >= held + 30, 10.0), \
+                f"the states stopped while a camera frame rendered: {len(engine.received('RobotState')) - held}"
+            assert not engine.received("ImageChunk")
+            robot = sim.stats()["robot"]
+            # the frames due meanwhile were skipped, not queued behind it
+            assert robot["images_sent"] == 0 and robot["images_skipped"] >= 1
+            during = engine.received("RobotState")[held + 29].timestamp_ms
+        finally:
+            world.release.set()
+        assert engine.wait(lambda: any(c.image_chunk_count for c in engine.received("ImageChunk")), 10.0)
+        last = next(c for c in engine.received("ImageChunk") if c.image_chunk_count)
+        # stamped with when it was captured (before the states that came while it rendered)
+        assert 0 < last.frame_timestamp_ms < during
+        assert sim.wait_until(lambda s: s.stats()["robot"]["images_sent"] >= 3, 10.0), "the stream stopped"
+
+
+@pytest.mark.parametrize("how", ["camera_off", "reboot"])
+def test_a_frame_whose_render_ends_after_the_camera_or_the_link_changed_is_not_sent(how):
+    """The frame in flight belongs to the camera's settings and the link it was captured
+    for: once the client turned the camera off, or the robot rebooted, it is dropped
+    (counted), and the worker is free for the next frames."""
+    world = HeldWorld(7)
+    with SimServer(port=0, seed=7, world=world) as sim, UdpEngine(sim.address) as engine:
+        try:
+            engine.initialise()
+            engine.send(m.EnableCamera(image_send_mode=E["ImageSendMode"].Stream))
+            assert world.started.wait(10.0), "no frame was rendered"
+            if how == "camera_off":
+                engine.send(m.EnableCamera(image_send_mode=E["ImageSendMode"].Off))
+                assert sim.wait_until(lambda s: s.camera_settings()["mode"] == E["ImageSendMode"].Off, 5.0)
+            else:
+                sim.reboot()
+        finally:
+            world.release.set()
+        assert sim.wait_until(lambda s: s.stats()["robot"].get("images_dropped") == 1, 10.0), \
+            f"the stale frame was not dropped: {sim.stats()['robot']}"
+        robot = sim.stats()["robot"]
+        assert robot["images_sent"] == 0 and robot["image_renders"] == 1
+        assert not engine.received("ImageChunk")
+        if how == "reboot":
+            assert engine.wait(lambda: any(isinstance(e, ConnectionLost) for e in engine.events), 6.0)
+            with engine.cond:
+                engine.events.clear()
+            engine.initialise()
+        engine.send(m.EnableCamera(image_send_mode=E["ImageSendMode"].Stream))
+        assert engine.wait(lambda: any(c.image_chunk_count for c in engine.received("ImageChunk")), 10.0)
+
+
+def test_without_the_render_thread_the_server_has_no_camera_worker():
+    with SimServer(port=0, config=RobotConfig(camera_render_thread=False)) as sim:
+        assert sim.camera_worker is None and sim.robot.camera_worker is None
+    with SimServer(port=0) as sim:
+        assert sim.robot.camera_worker is sim.camera_worker and sim.camera_worker.running
+    assert not sim.camera_worker.running
 
 
 def test_udp_with_20_percent_loss_both_ways():

@@ -270,6 +270,24 @@ def test_moving_cubes_and_charger():
     assert not np.any(labels(w, 0.0, 0.0, math.pi, 0.0) == W.LABEL_CHARGER)
 
 
+def test_a_snapshot_keeps_the_scene_while_the_world_changes():
+    """The simulator's camera worker renders a snapshot taken on the I/O thread, which goes
+    on moving cubes and the charger: the snapshot shows the world as it was."""
+    w = World(seed=0)
+    snap = w.snapshot()
+    before = labels(w, *HOME, -5 * DEG)
+    w.set_cube_pose(0, HOME[0] + 200.0, HOME[1], 0.3)
+    w.charger_pose = (300.0, 300.0, math.pi / 2)
+    assert labels(w, *HOME, -5 * DEG)[140, 160] == W.LABEL_CUBE
+    assert np.array_equal(labels(snap, *HOME, -5 * DEG), before)
+    assert snap.charger_pose == HOME and snap.cube_poses != w.cube_poses
+    # noise continues the world's seeded sequence
+    a, b = World(seed=3), World(seed=3)
+    first = a.render(*HOME, 0.0, color=False)
+    assert np.array_equal(b.snapshot().render(*HOME, 0.0, color=False), first)
+    assert np.array_equal(a.render(*HOME, 0.0, color=False), b.render(*HOME, 0.0, color=False))
+
+
 def test_charger_visible_when_facing_it(world):
     cx, cy, cyaw = world.charger_pose
     # 25 cm in front of the charger, facing back at it.
