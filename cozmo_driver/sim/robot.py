@@ -412,9 +412,9 @@ class SimulatedRobot:
             return
         if self._camera_next is None or now < self._camera_next:
             return
-        self._send_frame(now)
+        made = self._send_frame(now)
         period = self.config.camera_period
-        if cam.mode == _SendMode.SingleShot:
+        if cam.mode == _SendMode.SingleShot and made:
             cam.mode = int(_SendMode.Off)
             self._camera_next = None
             return
@@ -422,13 +422,15 @@ class SimulatedRobot:
         if self._camera_next <= now:
             self._camera_next = now + period
 
-    def _send_frame(self, now: float) -> None:
+    def _send_frame(self, now: float) -> bool:
+        """Make the frame due (sent, or handed to the worker); False when it was skipped
+        (a single shot is then tried again a period later)."""
         from ..protocol.camera import RESOLUTIONS, encode_minimized
 
         worker = self.camera_worker
         if worker is not None and worker.busy:  # at most one frame in flight: this one is not made
             self.stats.images_skipped += 1
-            return
+            return False
         model = self.model
         cam = model.camera
         resolution = int(cam.resolution)
@@ -447,7 +449,7 @@ class SimulatedRobot:
         frame = _Frame(key, model.timestamp_ms(now), resolution, color, height, self._frame_epoch, self.session)
         if self.config.camera_cache and key == self._last_frame_key and self._last_payload:
             self._transmit_frame(frame, self._last_payload)
-            return
+            return True
         world, noise, pad = self.world, self.config.camera_noise, self.config.camera_pad_multiple
         if worker is not None:  # what the render reads, taken now, on this thread
             snapshot = getattr(world, "snapshot", None)
@@ -459,10 +461,11 @@ class SimulatedRobot:
             return encode_minimized(pixels, pad_to_multiple=pad)
 
         if worker is not None and worker.submit(frame, render):
-            return
+            return True
         payload = render()  # here: no worker (or it stopped)
         self.stats.image_renders += 1
         self._frame_done(frame, payload)
+        return True
 
     def _collect_frame(self) -> None:
         """Send the frame the worker finished, unless it is stale: the camera was set anew

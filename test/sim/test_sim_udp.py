@@ -237,6 +237,26 @@ def test_a_frame_whose_render_ends_after_the_camera_or_the_link_changed_is_not_s
         assert engine.wait(lambda: any(c.image_chunk_count for c in engine.received("ImageChunk")), 10.0)
 
 
+def test_a_single_shot_asked_for_while_a_frame_renders_comes_after_it():
+    """SingleShot while the worker still renders a frame of the stream: that frame is
+    dropped (the camera was set anew), and the single shot is taken once the worker is free."""
+    world = HeldWorld(7)
+    with SimServer(port=0, seed=7, world=world) as sim, UdpEngine(sim.address) as engine:
+        try:
+            engine.initialise()
+            engine.send(m.EnableCamera(image_send_mode=E["ImageSendMode"].Stream))
+            assert world.started.wait(10.0), "no frame was rendered"
+            engine.send(m.EnableCamera(image_send_mode=E["ImageSendMode"].SingleShot))
+            assert sim.wait_until(lambda s: s.stats()["robot"]["images_skipped"] >= 1, 5.0)
+        finally:
+            world.release.set()
+        assert engine.wait(lambda: any(c.image_chunk_count for c in engine.received("ImageChunk")), 10.0), \
+            f"no single shot: {sim.stats()['robot']}"
+        assert sim.wait_until(lambda s: s.camera_settings()["mode"] == E["ImageSendMode"].Off, 5.0)
+        robot = sim.stats()["robot"]
+        assert (robot["images_sent"], robot["images_dropped"]) == (1, 1)
+
+
 def test_without_the_render_thread_the_server_has_no_camera_worker():
     with SimServer(port=0, config=RobotConfig(camera_render_thread=False)) as sim:
         assert sim.camera_worker is None and sim.robot.camera_worker is None
