@@ -10,7 +10,11 @@ work is not counted.
     PYTHONPATH=. python bench/bench_sim.py [--seconds 10] [--scenarios idle,grey,grey-moving,colour-moving]
 
 Prints one table row per scenario: CPU as a percentage of one core and the rate
-of every stream measured at the simulator.
+of every stream measured at the simulator. Then the state stream as the client gets
+it, with the colour camera on and the robot turning, alone and beside busy processes
+(``--busy``, default 4), with the camera's frames rendered on the simulator's worker
+thread (its default) and on its I/O thread: the rate, the largest and the p99 gap
+between two RobotState.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
-from _common import bench_report, record_table  # noqa: E402
+from _common import bench_report, record_table, window_start  # noqa: E402
 
 SCENARIOS = {
     # name: (camera, colour, moving, feed display+audio)
@@ -52,9 +56,16 @@ def client_main(port: int, seconds: float, scenario: str) -> int:
     camera, colour, moving, feed = SCENARIOS[scenario]
     session = Session(Role.ENGINE)
     seen = set()
+    states: list = []  # when each RobotState came (the I/O thread appends)
+
+    def on_event(event) -> None:
+        if isinstance(event, MessageReceived):
+            seen.add(event.message.NAME)
+            if event.message.NAME == "RobotState":
+                states.append(time.monotonic())
+
     transport = UdpTransport(session, local_addr=("127.0.0.1", 0), remote_addr=("127.0.0.1", port),
-                             on_event=lambda e: seen.add(e.message.NAME)
-                             if isinstance(e, MessageReceived) else None, name="bench-client")
+                             on_event=on_event, name="bench-client")
     transport.start()
     try:
         transport.call(lambda: session.connect(time.monotonic()))
@@ -105,16 +116,20 @@ def client_main(port: int, seconds: float, scenario: str) -> int:
         time.sleep(0.1)
     finally:
         transport.stop()
+    came = [t for t in states if start + 1.0 <= t <= start + seconds]  # after its first second
+    gaps = sorted(b - a for a, b in zip(came, came[1:])) or [math.nan]
+    print(f"states {len(came)} {came[-1] - came[0] if len(came) > 1 else math.nan} {gaps[-1]} "
+          f"{gaps[min(len(gaps) - 1, int(len(gaps) * 0.99))]}", flush=True)
     return 0
 
 
 # ----------------------------------------------------------------------------- the simulator side
 
-def run_scenario(name: str, seconds: float, seed: int) -> dict:
-    from cozmo_driver.sim import SimServer
+def run_scenario(name: str, seconds: float, seed: int, render_thread: bool = True) -> dict:
+    from cozmo_driver.sim import RobotConfig, SimServer
 
     camera, _, _, _ = SCENARIOS[name]
-    with SimServer(port=0, seed=seed) as sim:
+    with SimServer(port=0, seed=seed, config=RobotConfig(camera_render_thread=render_thread)) as sim:
         port = sim.address[1]
         child = subprocess.Popen([sys.executable, __file__, "--client", str(port), "--seconds",
                                   str(seconds + 1.5), "--scenario", name],
@@ -133,11 +148,26 @@ def run_scenario(name: str, seconds: float, seed: int) -> dict:
             time.sleep(seconds)
             wall, cpu = time.monotonic() - wall0, time.process_time() - cpu0
             rates = sim.rates()
-            renders = sim.stats()["robot"]["image_renders"]
+            robot = sim.stats()["robot"]
         finally:
-            child.wait(timeout=seconds + 30)
+            out = child.communicate(timeout=seconds + 30)[0].split()
+    count, span, largest, p99 = (float(v) for v in out[1:5]) if out[:1] == ["states"] else (math.nan,) * 4
     return {"scenario": name, "wall_s": wall, "cpu_s": cpu, "cpu_pct": 100.0 * cpu / wall,
-            "renders": renders, **rates}
+            "renders": robot["image_renders"], "skipped": robot["images_skipped"],
+            "client_state_hz": (count - 1) / span, "gap_max_ms": 1000 * largest, "gap_p99_ms": 1000 * p99,
+            **rates}
+
+
+def beside_busy_processes(busy: int, seconds: float, seed: int, render_thread: bool) -> dict:
+    """colour-moving with ``busy`` processes beside it that spin (each ends by itself)."""
+    spin = f"import time\nend = time.monotonic() + {seconds + 40:.0f}\nwhile time.monotonic() < end: pass"
+    loads = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(busy)]
+    try:
+        return run_scenario("colour-moving", seconds, seed, render_thread)
+    finally:
+        for load in loads:
+            load.kill()
+            load.wait(5)
 
 
 def main(argv=None) -> int:
@@ -145,6 +175,8 @@ def main(argv=None) -> int:
     p.add_argument("--seconds", type=float, default=10.0)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--scenarios", default=",".join(SCENARIOS))
+    p.add_argument("--busy", type=int, default=4, help="busy processes beside the state stream's second "
+                   "measurement (default 4; 0: that measurement alone, without them)")
     p.add_argument("--client", type=int, default=None, help=argparse.SUPPRESS)
     p.add_argument("--scenario", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -172,6 +204,24 @@ def main(argv=None) -> int:
     record_table(f"Simulator CPU over {args.seconds:.0f} s per scenario, client in another process",
                  ["scenario", "wall s", "CPU s", "CPU % of one core", "state Hz", "camera fps",
                   "display fps", "audio fps", "renders"], rows)
+    print(f"\nthe state stream at the client, colour camera, robot turning, over {args.seconds:.0f} s")
+    header = (f"{'busy':>4} {'frames rendered on':<19} {'state Hz':>8} {'largest gap ms':>14} "
+              f"{'p99 gap ms':>10} {'camera fps':>10} {'skipped':>7}")
+    print(header)
+    print("-" * len(header))
+    for busy in sorted({0, max(0, args.busy)}):
+        since, rows = window_start(), []
+        for render_thread in (True, False):
+            r = beside_busy_processes(busy, args.seconds, args.seed, render_thread)
+            where = "the worker thread" if render_thread else "the I/O thread"
+            rows.append([where, f"{r['client_state_hz']:.1f}", f"{r['gap_max_ms']:.0f}",
+                         f"{r['gap_p99_ms']:.0f}", f"{r['camera']:.1f}", r["skipped"]])
+            print(f"{busy:4d} {where:<19} {r['client_state_hz']:8.1f} {r['gap_max_ms']:14.0f} "
+                  f"{r['gap_p99_ms']:10.0f} {r['camera']:10.1f} {r['skipped']:7d}", flush=True)
+        record_table(f"The state stream at the client over {args.seconds:.0f} s, colour camera, robot turning, "
+                     f"{busy} busy processes beside the simulator",
+                     ["frames rendered on", "state Hz (client)", "largest gap ms", "p99 gap ms",
+                      "camera fps", "frames skipped"], rows, since=since)
     return 0
 
 
