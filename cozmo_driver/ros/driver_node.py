@@ -162,7 +162,7 @@ class CozmoDriverNode(DoubleParameters, LifecycleNode):
     def start(self) -> bool:
         """Configure and activate (``autostart``); True unless it failed. The link opens half-way through
         configure, as soon as a robot state can be published, and the robot connects while the rest is
-        made (docs/driver.md, Start-up). A stop asked for meanwhile (Ctrl-C) leaves it inactive."""
+        made (docs/driver.md, Start-up). A stop asked for meanwhile (Ctrl-C) leaves it short of active."""
         self._link_early = True
         try:
             if self.trigger_configure() != TransitionCallbackReturn.SUCCESS:
