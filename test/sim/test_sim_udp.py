@@ -3,6 +3,7 @@ engine session on the UDP adapter, and the cozmo-sim command. Real time, bounded
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import select
@@ -177,27 +178,37 @@ class HeldWorld(World):
         return super().render(*args, **kwargs)
 
 
-def test_the_state_stream_keeps_its_pace_while_a_camera_frame_renders():
-    """A real Cozmo's camera does not delay its states; the simulator renders and encodes a
-    frame off its I/O thread (RobotConfig.camera_render_thread), so that a slow frame (a
-    loaded machine, a Raspberry Pi) does not stop the states. Counted, not timed: 30 states
-    arrive while one frame's render is held."""
+@contextlib.contextmanager
+def a_frame_held():
+    """``(world, sim, engine)``: a simulator streaming its camera to an initialised client, the
+    render of its first frame held until ``world.release`` is set (at the block's end at the
+    latest, whatever happened)."""
     world = HeldWorld(7)
     with SimServer(port=0, seed=7, world=world) as sim, UdpEngine(sim.address) as engine:
         try:
             engine.initialise()
             engine.send(m.EnableCamera(image_send_mode=E["ImageSendMode"].Stream))
             assert world.started.wait(10.0), "no frame was rendered"
-            held = len(engine.received("RobotState"))
-            assert engine.wait(lambda: len(engine.received("RobotState")) >= held + 30, 10.0), \
-                f"the states stopped while a camera frame rendered: {len(engine.received('RobotState')) - held}"
-            assert not engine.received("ImageChunk")
-            robot = sim.stats()["robot"]
-            # the frames due meanwhile were skipped, not queued behind it
-            assert robot["images_sent"] == 0 and robot["images_skipped"] >= 1
-            during = engine.received("RobotState")[held + 29].timestamp_ms
+            yield world, sim, engine
         finally:
             world.release.set()
+
+
+def test_the_state_stream_keeps_its_pace_while_a_camera_frame_renders():
+    """A real Cozmo's camera does not delay its states; the simulator renders and encodes a
+    frame off its I/O thread (RobotConfig.camera_render_thread), so that a slow frame (a
+    loaded machine, a Raspberry Pi) does not stop the states. Counted, not timed: 30 states
+    arrive while one frame's render is held."""
+    with a_frame_held() as (world, sim, engine):
+        held = len(engine.received("RobotState"))
+        assert engine.wait(lambda: len(engine.received("RobotState")) >= held + 30, 10.0), \
+            f"the states stopped while a camera frame rendered: {len(engine.received('RobotState')) - held}"
+        assert not engine.received("ImageChunk")
+        robot = sim.stats()["robot"]
+        # the frames due meanwhile were skipped, not queued behind it
+        assert robot["images_sent"] == 0 and robot["images_skipped"] >= 1
+        during = engine.received("RobotState")[held + 29].timestamp_ms
+        world.release.set()
         assert engine.wait(lambda: any(c.image_chunk_count for c in engine.received("ImageChunk")), 10.0)
         last = next(c for c in engine.received("ImageChunk") if c.image_chunk_count)
         # stamped with when it was captured (before the states that came while it rendered)
@@ -210,19 +221,13 @@ def test_a_frame_whose_render_ends_after_the_camera_or_the_link_changed_is_not_s
     """The frame in flight belongs to the camera's settings and the link it was captured
     for: once the client turned the camera off, or the robot rebooted, it is dropped
     (counted), and the worker is free for the next frames."""
-    world = HeldWorld(7)
-    with SimServer(port=0, seed=7, world=world) as sim, UdpEngine(sim.address) as engine:
-        try:
-            engine.initialise()
-            engine.send(m.EnableCamera(image_send_mode=E["ImageSendMode"].Stream))
-            assert world.started.wait(10.0), "no frame was rendered"
-            if how == "camera_off":
-                engine.send(m.EnableCamera(image_send_mode=E["ImageSendMode"].Off))
-                assert sim.wait_until(lambda s: s.camera_settings()["mode"] == E["ImageSendMode"].Off, 5.0)
-            else:
-                sim.reboot()
-        finally:
-            world.release.set()
+    with a_frame_held() as (world, sim, engine):
+        if how == "camera_off":
+            engine.send(m.EnableCamera(image_send_mode=E["ImageSendMode"].Off))
+            assert sim.wait_until(lambda s: s.camera_settings()["mode"] == E["ImageSendMode"].Off, 5.0)
+        else:
+            sim.reboot()
+        world.release.set()
         assert sim.wait_until(lambda s: s.stats()["robot"].get("images_dropped") == 1, 10.0), \
             f"the stale frame was not dropped: {sim.stats()['robot']}"
         robot = sim.stats()["robot"]
@@ -240,16 +245,10 @@ def test_a_frame_whose_render_ends_after_the_camera_or_the_link_changed_is_not_s
 def test_a_single_shot_asked_for_while_a_frame_renders_comes_after_it():
     """SingleShot while the worker still renders a frame of the stream: that frame is
     dropped (the camera was set anew), and the single shot is taken once the worker is free."""
-    world = HeldWorld(7)
-    with SimServer(port=0, seed=7, world=world) as sim, UdpEngine(sim.address) as engine:
-        try:
-            engine.initialise()
-            engine.send(m.EnableCamera(image_send_mode=E["ImageSendMode"].Stream))
-            assert world.started.wait(10.0), "no frame was rendered"
-            engine.send(m.EnableCamera(image_send_mode=E["ImageSendMode"].SingleShot))
-            assert sim.wait_until(lambda s: s.stats()["robot"]["images_skipped"] >= 1, 5.0)
-        finally:
-            world.release.set()
+    with a_frame_held() as (world, sim, engine):
+        engine.send(m.EnableCamera(image_send_mode=E["ImageSendMode"].SingleShot))
+        assert sim.wait_until(lambda s: s.stats()["robot"]["images_skipped"] >= 1, 5.0)
+        world.release.set()
         assert engine.wait(lambda: any(c.image_chunk_count for c in engine.received("ImageChunk")), 10.0), \
             f"no single shot: {sim.stats()['robot']}"
         assert sim.wait_until(lambda s: s.camera_settings()["mode"] == E["ImageSendMode"].Off, 5.0)
