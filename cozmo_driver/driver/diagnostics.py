@@ -167,7 +167,8 @@ def robot_report(connected: bool, battery_v: Optional[float], percentage: Option
 
 
 #: the counters of AVStream.counters() that count the stream's failures: its ticks' and its
-#: goal inputs' that raised (driver bugs, cozmo_driver.anim.av_stream._stream_failed)
+#: inputs' (goals' starts and cancels, faces, images, audio) that raised (driver bugs,
+#: cozmo_driver.anim.av_stream._stream_failed)
 AV_STREAM_FAILURES = ("stream ticks failed (driver bug, see the log)", "stream inputs failed (driver bug, see the log)")
 
 
